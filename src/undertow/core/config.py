@@ -1,0 +1,300 @@
+"""Typed configuration options under Flink's keys, and the ``Configuration`` map.
+
+A ``Configuration`` stores strings, the way PyFlink's does (``set_string`` / ``get_string``
+and typed variants). Typed access goes through a :class:`ConfigOption`, which parses durations
+("100 ms", "10 min", or plain milliseconds), memory sizes ("32kb", "1 mb") and booleans, and
+raises :class:`~undertow.core.errors.ConfigurationError` naming the key and the bad value.
+
+Option keys and defaults are Flink's (see ``shared/reference/flink-internals.md``), so an
+existing Flink configuration carries over.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from undertow.core.errors import ConfigurationError
+
+T = TypeVar("T")
+
+_DURATION_UNITS_MS = {
+    "": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
+    "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
+    "min": 60_000.0, "mins": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0, "m": 60_000.0,
+    "h": 3_600_000.0, "hour": 3_600_000.0, "hours": 3_600_000.0,
+    "d": 86_400_000.0, "day": 86_400_000.0, "days": 86_400_000.0,
+    "us": 0.001, "micro": 0.001, "micros": 0.001, "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6,
+}  # fmt: skip
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1024, "kb": 1024, "kibibytes": 1024,
+    "m": 1024**2, "mb": 1024**2, "mebibytes": 1024**2,
+    "g": 1024**3, "gb": 1024**3, "gibibytes": 1024**3,
+}  # fmt: skip
+_NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_duration_ms(text: str | int | float) -> int:
+    """Parse ``"100 ms"``, ``"10 min"``, ``"5s"`` or a number of milliseconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return int(text)
+    match = _NUMBER_UNIT.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _DURATION_UNITS_MS:
+        raise ConfigurationError(f"cannot parse duration {text!r} (examples: '100 ms', '10 min')")
+    return int(float(match.group(1)) * _DURATION_UNITS_MS[unit])
+
+
+def parse_memory_size(text: str | int) -> int:
+    """Parse ``"32kb"``, ``"1 mb"`` or a number of bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    match = _NUMBER_UNIT.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _MEMORY_UNITS:
+        raise ConfigurationError(f"cannot parse memory size {text!r} (examples: '32kb', '1 mb')")
+    return int(float(match.group(1)) * _MEMORY_UNITS[unit])
+
+
+def _parse_bool(text: str | bool) -> bool:
+    if isinstance(text, bool):
+        return text
+    lowered = str(text).strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ConfigurationError(f"cannot parse boolean {text!r}")
+
+
+def _parse_int(text: str | int) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError) as err:
+        raise ConfigurationError(f"cannot parse integer {text!r}") from err
+
+
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One option: its Flink key, a parser from string, a default and deprecated keys."""
+
+    key: str
+    parse: Callable[[Any], T]
+    default: T
+    description: str = ""
+    deprecated_keys: tuple[str, ...] = ()
+    check: Callable[[T], str | None] | None = field(default=None, compare=False)
+
+    def read(self, values: Mapping[str, str]) -> T:
+        """The option's value in ``values``, or its default; raises on a bad value."""
+        for key in (self.key, *self.deprecated_keys):
+            if key in values:
+                raw = values[key]
+                try:
+                    value = self.parse(raw)
+                except ConfigurationError as err:
+                    raise ConfigurationError(f"option '{key}': {err}") from None
+                if self.check is not None:
+                    problem = self.check(value)
+                    if problem:
+                        raise ConfigurationError(f"option '{key}' = {raw!r}: {problem}")
+                return value
+        return self.default
+
+
+def _positive(value: int) -> str | None:
+    return None if value > 0 else "must be > 0"
+
+
+def _non_negative(value: int) -> str | None:
+    return None if value >= 0 else "must be >= 0"
+
+
+def duration_option(
+    key: str, default_ms: int, description: str = "", **kw: Any
+) -> ConfigOption[int]:
+    return ConfigOption(key, parse_duration_ms, default_ms, description, **kw)
+
+
+def int_option(key: str, default: int, description: str = "", **kw: Any) -> ConfigOption[int]:
+    return ConfigOption(key, _parse_int, default, description, **kw)
+
+
+def bool_option(key: str, default: bool, description: str = "", **kw: Any) -> ConfigOption[bool]:
+    return ConfigOption(key, _parse_bool, default, description, **kw)
+
+
+def str_option(key: str, default: str, description: str = "", **kw: Any) -> ConfigOption[str]:
+    return ConfigOption(key, str, default, description, **kw)
+
+
+def memory_option(key: str, default: int, description: str = "", **kw: Any) -> ConfigOption[int]:
+    return ConfigOption(key, parse_memory_size, default, description, **kw)
+
+
+def _choice(*allowed: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value in allowed else f"must be one of {', '.join(allowed)}"
+
+    return check
+
+
+class Configuration:
+    """A string map of options, API-compatible with PyFlink's ``Configuration``.
+
+    Not thread-safe; build it before the job starts. ``get(option)`` is the typed read.
+    """
+
+    def __init__(self, other: Configuration | Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, str] = {}
+        if isinstance(other, Configuration):
+            self._values.update(other._values)
+        elif other is not None:
+            for key, value in other.items():
+                self.set_string(key, value)
+
+    # PyFlink-compatible accessors --------------------------------------------------------
+    def set_string(self, key: str, value: Any) -> Configuration:
+        self._values[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        return self
+
+    def get_string(self, key: str, default_value: str) -> str:
+        return self._values.get(key, default_value)
+
+    def set_integer(self, key: str, value: int) -> Configuration:
+        return self.set_string(key, int(value))
+
+    def get_integer(self, key: str, default_value: int) -> int:
+        return _parse_int(self._values[key]) if key in self._values else default_value
+
+    def set_boolean(self, key: str, value: bool) -> Configuration:
+        return self.set_string(key, bool(value))
+
+    def get_boolean(self, key: str, default_value: bool) -> bool:
+        return _parse_bool(self._values[key]) if key in self._values else default_value
+
+    def set_float(self, key: str, value: float) -> Configuration:
+        return self.set_string(key, float(value))
+
+    def get_float(self, key: str, default_value: float) -> float:
+        return float(self._values[key]) if key in self._values else default_value
+
+    def keys(self) -> set[str]:
+        return set(self._values)
+
+    def contains_key(self, key: str) -> bool:
+        return key in self._values
+
+    def remove_config(self, key: str) -> bool:
+        return self._values.pop(key, None) is not None
+
+    def add_all(self, other: Configuration | Mapping[str, Any], prefix: str | None = None) -> None:
+        items = other.to_dict().items() if isinstance(other, Configuration) else other.items()
+        for key, value in items:
+            self.set_string(f"{prefix}{key}" if prefix else key, value)
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._values)
+
+    # typed access --------------------------------------------------------------------------
+    def get(self, option: ConfigOption[T]) -> T:
+        return option.read(self._values)
+
+    def set(self, option: ConfigOption[Any], value: Any) -> Configuration:
+        return self.set_string(option.key, value)
+
+    def __repr__(self) -> str:
+        return f"Configuration({self._values!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Configuration) and other._values == self._values
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._values.items())))
+
+
+class Options:
+    """The options undertow reads, under Flink's keys and with Flink's defaults."""
+
+    # execution ---------------------------------------------------------------------------
+    TARGET = str_option(
+        "execution.target",
+        "local",
+        "where the job runs: local, local-threads",
+        check=_choice("local", "local-threads", "spark"),
+    )
+    RUNTIME_MODE = str_option(
+        "execution.runtime-mode",
+        "STREAMING",
+        "STREAMING, BATCH or AUTOMATIC",
+        check=_choice("STREAMING", "BATCH", "AUTOMATIC"),
+    )
+    BUFFER_TIMEOUT = duration_option(
+        "execution.buffer-timeout",
+        100,
+        "flush partially filled output buffers after this time",
+        deprecated_keys=("execution.buffer-timeout.interval",),
+    )
+    PARALLELISM = int_option("parallelism.default", 1, check=_positive)
+    MAX_PARALLELISM = int_option(
+        "pipeline.max-parallelism", 128, "number of key groups", check=_positive
+    )
+    OPERATOR_CHAINING = bool_option(
+        "pipeline.operator-chaining.enabled", True, deprecated_keys=("pipeline.operator-chaining",)
+    )
+    WORKERS = int_option(
+        "undertow.workers", 0, "number of workers; 0 = one per core (<= slots)", check=_non_negative
+    )
+    MAILBOX_SLICE = duration_option(
+        "undertow.task.mailbox-slice", 2, "longest stretch of record processing between mails"
+    )
+    # network -----------------------------------------------------------------------------
+    SEGMENT_SIZE = memory_option("taskmanager.memory.segment-size", 32 * 1024, check=_positive)
+    BUFFERS_PER_CHANNEL = int_option(
+        "taskmanager.network.memory.buffers-per-channel", 2, check=_positive
+    )
+    FLOATING_BUFFERS_PER_GATE = int_option(
+        "taskmanager.network.memory.floating-buffers-per-gate", 8, check=_non_negative
+    )
+    MAX_BUFFERS_PER_CHANNEL = int_option(
+        "taskmanager.network.memory.max-buffers-per-channel", 10, check=_positive
+    )
+    MAX_OVERDRAFT_BUFFERS_PER_GATE = int_option(
+        "taskmanager.network.memory.max-overdraft-buffers-per-gate", 5, check=_non_negative
+    )
+    MAX_FRAME_SIZE = memory_option(
+        "undertow.network.max-frame-size",
+        64 * 1024 * 1024,
+        "largest control or data frame accepted from a peer",
+    )
+    BIND_HOST = str_option("undertow.network.bind-host", "127.0.0.1")
+    # checkpointing (read by later layers; declared here so keys are known) ----------------
+    CHECKPOINT_INTERVAL = duration_option(
+        "execution.checkpointing.interval", 0, "0 disables periodic checkpoints"
+    )
+    CHECKPOINT_MODE = str_option(
+        "execution.checkpointing.mode",
+        "EXACTLY_ONCE",
+        check=_choice("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+    )
+    CHECKPOINT_TIMEOUT = duration_option("execution.checkpointing.timeout", 600_000)
+    MIN_PAUSE = duration_option("execution.checkpointing.min-pause", 0)
+    MAX_CONCURRENT = int_option("execution.checkpointing.max-concurrent-checkpoints", 1)
+    TOLERABLE_FAILURES = int_option("execution.checkpointing.tolerable-failed-checkpoints", 0)
+    NUM_RETAINED = int_option("execution.checkpointing.num-retained", 1, check=_positive)
+    CHECKPOINT_DIR = str_option(
+        "execution.checkpointing.dir", "", deprecated_keys=("state.checkpoints.dir",)
+    )
+    UNALIGNED = bool_option("execution.checkpointing.unaligned.enabled", False)
+    ALIGNED_TIMEOUT = duration_option("execution.checkpointing.aligned-checkpoint-timeout", 0)
+    # state -------------------------------------------------------------------------------
+    STATE_BACKEND = str_option("state.backend.type", "hashmap")
+    # restart -----------------------------------------------------------------------------
+    RESTART_STRATEGY = str_option("restart-strategy.type", "none")
+
+    @classmethod
+    def all(cls) -> Iterable[ConfigOption[Any]]:
+        return (v for v in vars(cls).values() if isinstance(v, ConfigOption))

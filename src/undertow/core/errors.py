@@ -1,0 +1,74 @@
+"""The one exception hierarchy of undertow.
+
+::
+
+    UndertowError
+     ├── ConfigurationError          bad option key or value
+     ├── GraphBuildError             misuse of the DataStream API, found while building the graph
+     │    └── SerializationError     a function or record that cannot be pickled
+     ├── StateError                  state accessed outside a keyed context, bad descriptor ...
+     ├── NetworkError                a peer broke the protocol, a frame is too large, auth failed
+     │    └── AuthenticationError
+     ├── JobExecutionError           the job failed: operator, subtask, remote traceback
+     └── JobCancelledError           the job was cancelled while a caller waited for its result
+
+Messages name the operator, subtask, checkpoint, file and offending value where they are known,
+and chain the cause (``raise ... from err``).
+"""
+
+from __future__ import annotations
+
+
+class UndertowError(Exception):
+    """Base class of every error raised by undertow."""
+
+
+class ConfigurationError(UndertowError, ValueError):
+    """An option has an unknown key or a value of the wrong type or range."""
+
+
+class GraphBuildError(UndertowError, ValueError):
+    """The job graph cannot be built from what the program declared."""
+
+
+class SerializationError(GraphBuildError):
+    """A user function or record cannot be serialized."""
+
+
+class StateError(UndertowError, RuntimeError):
+    """State was used in a way its contract does not allow."""
+
+
+class NetworkError(UndertowError, ConnectionError):
+    """A connection failed or a peer sent something the protocol does not allow."""
+
+
+class AuthenticationError(NetworkError):
+    """A peer did not prove knowledge of the job secret."""
+
+
+class JobExecutionError(UndertowError, RuntimeError):
+    """A job failed. ``operator`` and ``subtask`` say where; ``remote_traceback`` says how."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operator: str | None = None,
+        subtask: int | None = None,
+        remote_traceback: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.operator = operator
+        self.subtask = subtask
+        self.remote_traceback = remote_traceback
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.remote_traceback:
+            text += "\n\nRemote traceback:\n" + self.remote_traceback.rstrip()
+        return text
+
+
+class JobCancelledError(UndertowError, RuntimeError):
+    """The job was cancelled."""

@@ -1,0 +1,104 @@
+"""Network buffers: serialized record batches of at most one segment.
+
+A batch of records (values and optional timestamps) is pickled in one call, which is what makes
+the Python data plane fast, and cut into buffers of at most ``segment_size`` bytes. All buffers
+of a batch but the last are *partial*: the receiver's :class:`BatchDeserializer` keeps them
+(its "leftover", which is part of the channel's state in an unaligned checkpoint) until the
+last one arrives, then unpickles the batch. A batch larger than one segment is how a record
+larger than a buffer spans buffers.
+
+Records are pickled with the standard pickler; values it cannot handle (classes defined in a
+function, lambdas inside records) fall back to cloudpickle for that batch. The receiver always
+uses ``pickle.loads``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import cloudpickle
+
+from undertow.core.errors import SerializationError
+
+
+class Buffer:
+    """One network buffer: bytes, and whether more buffers of the same batch follow."""
+
+    __slots__ = ("data", "partial")
+
+    def __init__(self, data: bytes, partial: bool = False) -> None:
+        self.data = data
+        self.partial = partial
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        return f"Buffer({len(self.data)} bytes{', partial' if self.partial else ''})"
+
+
+def serialize_batch(values: list[Any], timestamps: list[Any] | None) -> bytes:
+    """Pickle a batch. Cost: one C-level pickle call (cloudpickle only as a fallback)."""
+    payload = (values, timestamps)
+    try:
+        return pickle.dumps(payload, protocol=5)
+    except Exception:
+        pass
+    try:
+        return bytes(cloudpickle.dumps(payload, protocol=5))
+    except Exception as err:
+        sample = next((v for v in values if not _picklable(v)), values[0] if values else None)
+        raise SerializationError(
+            f"record {sample!r} of type {type(sample).__name__} cannot be serialized: {err}"
+        ) from err
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        cloudpickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+def split_into_buffers(data: bytes, segment_size: int) -> list[Buffer]:
+    """Cut a serialized batch into buffers of at most ``segment_size`` bytes."""
+    if len(data) <= segment_size:
+        return [Buffer(data)]
+    view = memoryview(data)
+    pieces = [bytes(view[i : i + segment_size]) for i in range(0, len(data), segment_size)]
+    return [Buffer(p, partial=True) for p in pieces[:-1]] + [Buffer(pieces[-1])]
+
+
+class BatchDeserializer:
+    """Reassembles batches from buffers of one channel, in order.
+
+    ``leftover()`` returns the bytes of the partial batch received so far (channel state).
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def add(self, buffer: Buffer) -> tuple[list[Any], list[Any] | None] | None:
+        """Feed one buffer; returns the batch when its last buffer arrived, else ``None``."""
+        if buffer.partial:
+            self._parts.append(buffer.data)
+            return None
+        if self._parts:
+            self._parts.append(buffer.data)
+            data = b"".join(self._parts)
+            self._parts = []
+        else:
+            data = buffer.data
+        values, timestamps = pickle.loads(data)
+        return values, timestamps
+
+    def leftover(self) -> bytes:
+        return b"".join(self._parts)
+
+    @property
+    def has_leftover(self) -> bool:
+        return bool(self._parts)

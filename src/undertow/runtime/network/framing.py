@@ -1,0 +1,98 @@
+"""Length-prefixed frames and the HMAC handshake that every connection starts with.
+
+Handshake (mutual, before any frame is parsed)::
+
+    server -> client   nonce_s (16 bytes)
+    client -> server   nonce_c (16) | hello (4-byte int, e.g. the worker index)
+                       | HMAC-SHA256(secret, "client" | nonce_s | nonce_c | hello)
+    server -> client   HMAC-SHA256(secret, "server" | nonce_c | nonce_s)
+
+A peer that fails it is disconnected; nothing it sent is decoded. Frames are
+``[u32 length][body]``; a length above the configured maximum closes the connection with a
+:class:`~undertow.core.errors.NetworkError` instead of allocating it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import os
+import struct
+
+from undertow.core.errors import AuthenticationError, NetworkError
+
+_U32 = struct.Struct(">I")
+_NONCE = 16
+_MAC = 32
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+def _mac(secret: bytes, *parts: bytes) -> bytes:
+    return hmac.new(secret, b"".join(parts), hashlib.sha256).digest()
+
+
+async def server_handshake(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, secret: bytes
+) -> int:
+    """Authenticate a connecting peer; returns its ``hello`` value."""
+    nonce_s = os.urandom(_NONCE)
+    writer.write(nonce_s)
+    await writer.drain()
+    try:
+        data = await asyncio.wait_for(reader.readexactly(_NONCE + 4 + _MAC), HANDSHAKE_TIMEOUT_S)
+    except (asyncio.IncompleteReadError, asyncio.TimeoutError) as err:
+        raise AuthenticationError("peer closed or stalled during the handshake") from err
+    nonce_c, hello_raw, mac = data[:_NONCE], data[_NONCE : _NONCE + 4], data[_NONCE + 4 :]
+    if not hmac.compare_digest(mac, _mac(secret, b"client", nonce_s, nonce_c, hello_raw)):
+        raise AuthenticationError("peer failed the HMAC challenge (wrong job secret)")
+    writer.write(_mac(secret, b"server", nonce_c, nonce_s))
+    await writer.drain()
+    return int(_U32.unpack(hello_raw)[0])
+
+
+async def client_handshake(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, secret: bytes, hello: int
+) -> None:
+    """Prove knowledge of ``secret`` to the server and check that it knows it too."""
+    try:
+        nonce_s = await asyncio.wait_for(reader.readexactly(_NONCE), HANDSHAKE_TIMEOUT_S)
+        nonce_c = os.urandom(_NONCE)
+        hello_raw = _U32.pack(hello)
+        writer.write(nonce_c + hello_raw + _mac(secret, b"client", nonce_s, nonce_c, hello_raw))
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.readexactly(_MAC), HANDSHAKE_TIMEOUT_S)
+    except (asyncio.IncompleteReadError, asyncio.TimeoutError) as err:
+        raise AuthenticationError("server closed or stalled during the handshake") from err
+    if not hmac.compare_digest(answer, _mac(secret, b"server", nonce_c, nonce_s)):
+        raise AuthenticationError("server failed the HMAC challenge (wrong job secret)")
+
+
+def frame(body: bytes) -> bytes:
+    return _U32.pack(len(body)) + body
+
+
+def frame_header(length: int) -> bytes:
+    return _U32.pack(length)
+
+
+async def read_frame(reader: asyncio.StreamReader, max_size: int, peer: str) -> bytes | None:
+    """Read one frame body, or ``None`` at a clean end of stream."""
+    try:
+        head = await reader.readexactly(4)
+    except asyncio.IncompleteReadError as err:
+        if not err.partial:
+            return None
+        raise NetworkError(f"connection to {peer} closed inside a frame header") from err
+    (length,) = _U32.unpack(head)
+    if length > max_size:
+        raise NetworkError(
+            f"frame of {length} bytes from {peer} exceeds undertow.network.max-frame-size "
+            f"({max_size} bytes); closing the connection"
+        )
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError as err:
+        raise NetworkError(
+            f"connection to {peer} closed inside a frame ({len(err.partial)} of {length} bytes)"
+        ) from err

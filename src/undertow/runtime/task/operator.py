@@ -1,0 +1,124 @@
+"""The internal operator contract: batch-at-a-time stream operators and their outputs.
+
+Records move through a chain as *batches*: a list of values plus either ``None`` (no record
+carries a timestamp) or a list of the same length with each record's timestamp (``None`` for a
+record without one). Batching is what makes Python fast here; an operator that needs per-record
+work loops over the batch itself.
+
+Lifecycle of an operator (called by its task, on the task's mailbox loop, never concurrently)::
+
+    setup(ctx) -> open() -> (process_batch* | process_watermark* | timers)* -> finish() -> close()
+
+``finish()`` may still emit (flush buffered results); ``close()`` releases resources and also
+runs after a failure. Checkpoint hooks (``snapshot_state``, ``notify_checkpoint_complete``)
+come with the checkpoint layer.
+
+Threading: everything an operator does happens on its task's loop thread; operators take no
+locks. Emitting never blocks: backpressure is applied by the task before it takes new input.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from undertow.core.config import Configuration
+    from undertow.runtime.task.timers import InternalTimerService, Triggerable
+    from undertow.state.backend import KeyedStateBackend
+
+Timestamps = list[Any] | None
+"""Per-record timestamps of a batch (ints, or ``None`` for a record without one), or ``None``."""
+
+
+class Output(Protocol):
+    """Where an operator emits. Implemented by the next operator in the chain or a writer."""
+
+    def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        """Emit records. The callee may keep the lists: the caller must not reuse them."""
+
+    def emit_watermark(self, watermark: int) -> None: ...
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None) -> None:
+        """Emit one record to the side output named ``tag_id`` (dropped if nobody reads it)."""
+
+
+class ProcessingTimeService(Protocol):
+    """The task's processing-time clock and timer facility (callbacks run as mails)."""
+
+    def current_processing_time(self) -> int:
+        """Milliseconds since the epoch."""
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any:
+        """Run ``callback(timestamp)`` on the task loop at or after ``timestamp``.
+
+        Returns a handle with ``cancel()``.
+        """
+
+
+@dataclass
+class OperatorSetup:
+    """Everything an operator learns from its task at ``setup`` time."""
+
+    name: str
+    uid: str
+    subtask_index: int
+    parallelism: int
+    max_parallelism: int
+    attempt_number: int
+    output: Output
+    config: Configuration
+    processing_time_service: ProcessingTimeService
+    #: Present iff the operator's input is keyed.
+    keyed_backend: KeyedStateBackend | None = None
+    #: Creates (or returns) the named timer service of this operator; keyed operators only.
+    timer_service_factory: Callable[[str, Triggerable], InternalTimerService] | None = None
+    job_parameters: dict[str, str] = field(default_factory=dict)
+    #: Counters and gauges the operator publishes as accumulators (name -> value).
+    accumulators: dict[str, Any] = field(default_factory=dict)
+    task_name_with_subtasks: str = ""
+
+
+class StreamOperator(ABC):
+    """Base of every operator. Subclasses keep per-record code free of attribute chains."""
+
+    ctx: OperatorSetup
+    output: Output
+
+    def setup(self, ctx: OperatorSetup) -> None:
+        self.ctx = ctx
+        self.output = ctx.output
+
+    def open(self) -> None:
+        """Called once before the first record."""
+
+    def process_watermark(self, watermark: int) -> None:
+        """Default: forward. Operators with event-time timers fire them first."""
+        self.output.emit_watermark(watermark)
+
+    def finish(self) -> None:
+        """No more input will come; emit what is buffered (bounded inputs, end of data)."""
+
+    def close(self) -> None:
+        """Release resources. Also called after a failure; must not raise on a half-open state."""
+
+    @property
+    def name(self) -> str:
+        return self.ctx.name
+
+
+class OneInputStreamOperator(StreamOperator):
+    @abstractmethod
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None: ...
+
+
+class TwoInputStreamOperator(StreamOperator):
+    """Two inputs; watermarks are combined (minimum) before ``process_watermark`` sees them."""
+
+    @abstractmethod
+    def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None: ...
+
+    @abstractmethod
+    def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None: ...

@@ -1,0 +1,204 @@
+"""Keyed timers: event-time timers fired by watermarks, processing-time timers by the clock.
+
+One :class:`InternalTimerService` per (operator, name). A timer is (timestamp, key, namespace);
+registering the same timer twice keeps one. Before a timer fires, the service makes the timer's
+key the backend's current key, so the callback reads and writes that key's state.
+
+Threading: used only from the owning task's loop thread. Processing-time callbacks arrive as
+mails through the task's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
+
+Cost: register/delete O(log n) (heap plus a set; deletions are lazy), firing O(log n) per timer.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from undertow.core.types import MIN_TIMESTAMP
+from undertow.runtime.task.operator import ProcessingTimeService
+from undertow.state.backend import KeyedStateBackend
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTimer:
+    timestamp: int
+    key: Any
+    namespace: Any
+
+
+class Triggerable(Protocol):
+    """Receives fired timers; implemented by operators that register timers."""
+
+    def on_event_time(self, timer: InternalTimer) -> None: ...
+
+    def on_processing_time(self, timer: InternalTimer) -> None: ...
+
+
+class _TimerQueue:
+    """A min-heap of timers with set semantics and lazy deletion."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Any, Any]] = []
+        self._live: set[tuple[int, Any, Any]] = set()
+        self._seq = itertools.count()
+
+    def add(self, timestamp: int, key: Any, namespace: Any) -> bool:
+        """Add a timer; True if it is now the earliest one."""
+        ident = (timestamp, key, namespace)
+        if ident in self._live:
+            return False
+        self._live.add(ident)
+        heapq.heappush(self._heap, (timestamp, next(self._seq), key, namespace))
+        return self._heap[0][0] == timestamp
+
+    def remove(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._live.discard((timestamp, key, namespace))
+
+    def peek_timestamp(self) -> int | None:
+        heap = self._heap
+        while heap:
+            ts, _, key, ns = heap[0]
+            if (ts, key, ns) in self._live:
+                return ts
+            heapq.heappop(heap)
+        return None
+
+    def pop_due(self, time: int) -> InternalTimer | None:
+        """Remove and return the earliest timer with timestamp <= ``time``, if any."""
+        ts = self.peek_timestamp()
+        if ts is None or ts > time:
+            return None
+        _, _, key, ns = heapq.heappop(self._heap)
+        self._live.discard((ts, key, ns))
+        return InternalTimer(ts, key, ns)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def timers(self) -> list[InternalTimer]:
+        return [InternalTimer(ts, k, ns) for ts, k, ns in sorted(self._live, key=lambda t: t[0])]
+
+    def timers_of(self, key: Any, namespace: Any) -> list[int]:
+        return sorted(ts for ts, k, ns in self._live if k == key and ns == namespace)
+
+
+class InternalTimerService:
+    """Timers of one operator (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        backend: KeyedStateBackend,
+        triggerable: Triggerable,
+        processing_time_service: ProcessingTimeService,
+    ) -> None:
+        self.name = name
+        self._backend = backend
+        self._triggerable = triggerable
+        self._pts = processing_time_service
+        self._event = _TimerQueue()
+        self._processing = _TimerQueue()
+        self._scheduled: tuple[int, Any] | None = None  # (timestamp, handle) of the wake-up
+        self.current_watermark = MIN_TIMESTAMP
+
+    # registration --------------------------------------------------------------------------
+    def current_processing_time(self) -> int:
+        return self._pts.current_processing_time()
+
+    def register_event_time_timer(self, namespace: Any, time: int) -> None:
+        self._event.add(time, self._backend.get_current_key(), namespace)
+
+    def delete_event_time_timer(self, namespace: Any, time: int) -> None:
+        self._event.remove(time, self._backend.get_current_key(), namespace)
+
+    def register_processing_time_timer(self, namespace: Any, time: int) -> None:
+        if self._processing.add(time, self._backend.get_current_key(), namespace):
+            self._schedule(time)
+
+    def delete_processing_time_timer(self, namespace: Any, time: int) -> None:
+        self._processing.remove(time, self._backend.get_current_key(), namespace)
+
+    # firing --------------------------------------------------------------------------------
+    def advance_watermark(self, watermark: int) -> None:
+        """Fire every event-time timer with timestamp <= ``watermark``, earliest first.
+
+        Timers registered by a callback for a time <= ``watermark`` fire in the same call.
+        """
+        self.current_watermark = watermark
+        backend, on_event_time, queue = self._backend, self._triggerable.on_event_time, self._event
+        while (timer := queue.pop_due(watermark)) is not None:
+            backend.set_current_key(timer.key)
+            on_event_time(timer)
+
+    def _schedule(self, time: int) -> None:
+        if self._scheduled is not None:
+            if self._scheduled[0] <= time:
+                return
+            self._scheduled[1].cancel()
+        self._scheduled = (time, self._pts.register_timer(time, self._on_wake_up))
+
+    def _on_wake_up(self, time: int) -> None:
+        self._scheduled = None
+        now = max(time, self._pts.current_processing_time())
+        backend, on_processing_time = self._backend, self._triggerable.on_processing_time
+        while (timer := self._processing.pop_due(now)) is not None:
+            backend.set_current_key(timer.key)
+            on_processing_time(timer)
+        nxt = self._processing.peek_timestamp()
+        if nxt is not None:
+            self._schedule(nxt)
+
+    def fire_all_processing_timers(self) -> None:
+        """End of input in BATCH mode / final flush: fire every processing-time timer now."""
+        if self._scheduled is not None:
+            self._scheduled[1].cancel()
+            self._scheduled = None
+        backend, on_processing_time = self._backend, self._triggerable.on_processing_time
+        while (timer := self._processing.pop_due(2**63 - 1)) is not None:
+            backend.set_current_key(timer.key)
+            on_processing_time(timer)
+
+    # introspection (tests, snapshots) -----------------------------------------------------
+    def num_event_time_timers(self) -> int:
+        return len(self._event)
+
+    def num_processing_time_timers(self) -> int:
+        return len(self._processing)
+
+    def event_time_timers(self) -> list[InternalTimer]:
+        return self._event.timers()
+
+    def processing_time_timers(self) -> list[InternalTimer]:
+        return self._processing.timers()
+
+    def dispose(self) -> None:
+        if self._scheduled is not None:
+            self._scheduled[1].cancel()
+            self._scheduled = None
+
+
+class TimerServiceManager:
+    """All timer services of one keyed operator; watermarks advance them together."""
+
+    def __init__(self, backend: KeyedStateBackend, processing_time_service: ProcessingTimeService):
+        self._backend = backend
+        self._pts = processing_time_service
+        self.services: dict[str, InternalTimerService] = {}
+
+    def get(self, name: str, triggerable: Triggerable) -> InternalTimerService:
+        service = self.services.get(name)
+        if service is None:
+            service = InternalTimerService(name, self._backend, triggerable, self._pts)
+            self.services[name] = service
+        return service
+
+    def advance_watermark(self, watermark: int) -> None:
+        for service in self.services.values():
+            service.advance_watermark(watermark)
+
+    def dispose(self) -> None:
+        for service in self.services.values():
+            service.dispose()

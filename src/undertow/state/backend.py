@@ -1,0 +1,102 @@
+"""The keyed state backend contract.
+
+A backend holds the keyed state of one operator in one subtask, for the key groups in
+``key_group_range``. The task sets the current key before it hands a record (or fires a
+timer) to the operator; state objects created from descriptors read and write the entry of
+the current key and the current namespace.
+
+Threading: a backend belongs to one subtask and is only used from that subtask's mailbox loop
+(one asyncio loop thread); it takes no locks.
+
+Namespaces: every keyed state object has a current namespace, ``VOID_NAMESPACE`` unless the
+operator sets one (window operators use the window as namespace). Entries are per
+(key, namespace).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from undertow.state.descriptors import State, StateDescriptor
+
+N = TypeVar("N")
+
+
+class _VoidNamespace:
+    """The namespace of state that is not scoped to a window. A singleton; pickles to itself."""
+
+    _instance: _VoidNamespace | None = None
+
+    def __new__(cls) -> _VoidNamespace:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __reduce__(self) -> str:
+        return "VOID_NAMESPACE"
+
+    def __repr__(self) -> str:
+        return "VOID_NAMESPACE"
+
+
+VOID_NAMESPACE = _VoidNamespace()
+
+
+class InternalKvState(State, Generic[N]):
+    """A state object as an operator sees it: user-facing methods plus namespace control."""
+
+    @abstractmethod
+    def set_current_namespace(self, namespace: N) -> None: ...
+
+    def merge_namespaces(self, target: N, sources: list[N]) -> None:
+        """Merge the entries of ``sources`` into ``target`` for the current key (merging windows).
+
+        Only list, reducing and aggregating state support this.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot merge namespaces")
+
+
+class KeyedStateBackend(ABC):
+    """Keyed state of one operator in one subtask (see the module docstring)."""
+
+    max_parallelism: int
+    key_group_range: range
+
+    @abstractmethod
+    def set_current_key(self, key: Any) -> None:
+        """Select the key that state objects read and write. Cost: one hash lookup."""
+
+    @abstractmethod
+    def get_current_key(self) -> Any: ...
+
+    @abstractmethod
+    def get_partitioned_state(self, descriptor: StateDescriptor) -> InternalKvState[Any]:
+        """The state object for ``descriptor``; the same object for the same name.
+
+        Raises :class:`~undertow.core.errors.StateError` if the name was registered before with
+        a different kind.
+        """
+
+    @abstractmethod
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        """Keys that have an entry in ``state_name`` under ``namespace``."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[int, bytes]:
+        """Serialize all state, one blob per non-empty key group (key group -> bytes)."""
+
+    @abstractmethod
+    def restore(self, blobs: dict[int, bytes]) -> None:
+        """Load blobs produced by ``snapshot`` (possibly of other subtasks, after rescaling).
+
+        Key groups outside ``key_group_range`` are ignored.
+        """
+
+    @abstractmethod
+    def dispose(self) -> None: ...
+
+
+#: Creates a backend: (operator name, max parallelism, key group range, clock in ms).
+KeyedStateBackendFactory = Callable[[str, int, range, Callable[[], int]], KeyedStateBackend]

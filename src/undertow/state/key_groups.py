@@ -1,0 +1,92 @@
+"""Key groups: key -> stable hash -> key group -> owning subtask (Flink's KeyGroupRangeAssignment).
+
+The hash must be the same in every process (Python's ``hash()`` of ``str`` is salted per
+process), so keys are hashed by value: ints by a murmur3 finalizer, ``str``/``bytes`` by CRC-32,
+tuples and ``Row`` by combining their fields, other objects by CRC-32 of their pickle.
+
+Cost: a call on an int key is a few arithmetic operations; other keys are cached in a bounded
+per-process dict, so a repeated key costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from typing import Any
+
+_MASK32 = 0xFFFFFFFF
+_CACHE_LIMIT = 1 << 16
+_cache: dict[Any, int] = {}
+
+
+def _fmix32(h: int) -> int:
+    h &= _MASK32
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK32
+    h ^= h >> 16
+    return h
+
+
+def _hash_uncached(key: Any) -> int:
+    if isinstance(key, bool):
+        return _fmix32(int(key))
+    if isinstance(key, int):
+        return _fmix32(key ^ (key >> 32))
+    if isinstance(key, str):
+        return _fmix32(zlib.crc32(key.encode("utf-8", "surrogatepass")))
+    if isinstance(key, (bytes, bytearray)):
+        return _fmix32(zlib.crc32(key))
+    if isinstance(key, float):
+        return _hash_uncached(key.hex())
+    if isinstance(key, tuple):  # includes Row and named tuples
+        h = 17
+        for item in key:
+            h = (h * 31 + stable_hash(item)) & _MASK32
+        return _fmix32(h)
+    if key is None:
+        return 0
+    return _fmix32(zlib.crc32(pickle.dumps(key, protocol=4)))
+
+
+def stable_hash(key: Any) -> int:
+    """A 32-bit hash of ``key`` that is the same in every process and run."""
+    if type(key) is int:
+        return _fmix32(key ^ (key >> 32))
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable key (list, dict): hash by value every time
+        return _hash_uncached(key)
+    h = _hash_uncached(key)
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[key] = h
+    return h
+
+
+def assign_to_key_group(key: Any, max_parallelism: int) -> int:
+    """The key group of ``key``: in ``[0, max_parallelism)``."""
+    return stable_hash(key) % max_parallelism
+
+
+def key_group_range_for_subtask(max_parallelism: int, parallelism: int, index: int) -> range:
+    """The key groups subtask ``index`` of ``parallelism`` owns (contiguous, Flink's formula)."""
+    check_parallelism(max_parallelism, parallelism)
+    start = (index * max_parallelism + parallelism - 1) // parallelism
+    end = ((index + 1) * max_parallelism - 1) // parallelism
+    return range(start, end + 1)
+
+
+def subtask_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:
+    """The subtask that owns ``key_group`` (inverse of :func:`key_group_range_for_subtask`)."""
+    return key_group * parallelism // max_parallelism
+
+
+def check_parallelism(max_parallelism: int, parallelism: int) -> None:
+    if not 0 < parallelism <= max_parallelism:
+        raise ValueError(
+            f"parallelism {parallelism} must be between 1 and max parallelism {max_parallelism}"
+        )
