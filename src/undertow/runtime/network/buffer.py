@@ -102,3 +102,11 @@ class BatchDeserializer:
     @property
     def has_leftover(self) -> bool:
         return bool(self._parts)
+
+
+def serialize_object(obj: Any) -> bytes:
+    """Pickle a control-plane object: the standard pickler, cloudpickle as a fallback."""
+    try:
+        return pickle.dumps(obj, protocol=5)
+    except Exception:
+        return bytes(cloudpickle.dumps(obj, protocol=5))

@@ -44,6 +44,25 @@ class Output(Protocol):
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None) -> None:
         """Emit one record to the side output named ``tag_id`` (dropped if nobody reads it)."""
 
+    def emit_watermark_status(self, idle: bool) -> None:
+        """The emitting operator became idle (no watermarks for a while) or active again."""
+
+
+class TaskServices(Protocol):
+    """What a task offers operators beyond their output: forwarding to the job's client."""
+
+    def print_lines(self, lines: list[str]) -> None:
+        """Write lines to the standard output of the process that runs the job."""
+
+    def collect(self, sink_id: str, values: list[Any]) -> None:
+        """Hand records to ``execute_and_collect`` in the client."""
+
+    def send_split_request(self) -> None:
+        """A source reader of this task asks its enumerator for a split."""
+
+    def wake(self) -> None:
+        """Wake the task's mailbox loop; safe to call from any thread."""
+
 
 class ProcessingTimeService(Protocol):
     """The task's processing-time clock and timer facility (callbacks run as mails)."""
@@ -73,12 +92,17 @@ class OperatorSetup:
     processing_time_service: ProcessingTimeService
     #: Present iff the operator's input is keyed.
     keyed_backend: KeyedStateBackend | None = None
+    #: Non-keyed operator state (list, union list and broadcast state) of this operator.
+    operator_state_backend: Any = None
     #: Creates (or returns) the named timer service of this operator; keyed operators only.
     timer_service_factory: Callable[[str, Triggerable], InternalTimerService] | None = None
     job_parameters: dict[str, str] = field(default_factory=dict)
     #: Counters and gauges the operator publishes as accumulators (name -> value).
     accumulators: dict[str, Any] = field(default_factory=dict)
     task_name_with_subtasks: str = ""
+    #: The ``RuntimeContext`` handed to user functions' ``open`` (set by the operator chain).
+    runtime_context: Any = None
+    services: TaskServices | None = None
 
 
 class StreamOperator(ABC):

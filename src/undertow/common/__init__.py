@@ -1,0 +1,36 @@
+"""The PyFlink-shaped common API: ``from undertow.common import Types, Row, WatermarkStrategy``.
+
+Mirrors ``pyflink.common``: time and durations, type information, ``Row``, watermark strategies,
+encoders and serialization schemas, and ``Configuration``. This module only re-exports; the
+definitions live in the submodules (``undertow.common.time``, ``.typeinfo``, ``.row``,
+``.watermark_strategy``, ``.serialization``), whose paths are PyFlink's too.
+"""
+
+from undertow.common.row import Row, RowKind
+from undertow.common.serialization import (
+    DeserializationSchema,
+    Encoder,
+    SerializationSchema,
+    SimpleStringSchema,
+)
+from undertow.common.time import Duration, Instant, Time
+from undertow.common.typeinfo import TypeInformation, Types
+from undertow.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from undertow.core.config import Configuration
+
+__all__ = [
+    "Configuration",
+    "DeserializationSchema",
+    "Duration",
+    "Encoder",
+    "Instant",
+    "Row",
+    "RowKind",
+    "SerializationSchema",
+    "SimpleStringSchema",
+    "Time",
+    "TimestampAssigner",
+    "TypeInformation",
+    "Types",
+    "WatermarkStrategy",
+]

@@ -1,0 +1,119 @@
+"""Record encoders and (de)serialization schemas, shaped like ``pyflink.common.serialization``.
+
+* :class:`Encoder` - turns one record into the bytes a row-format file sink writes;
+  ``Encoder.simple_string_encoder()`` writes ``str(value)`` and a newline, like Flink's
+  ``SimpleStringEncoder`` writes ``toString()`` and ``'\\n'``.
+* :class:`SerializationSchema` / :class:`DeserializationSchema` - record <-> message bytes for
+  message-oriented connectors; :class:`SimpleStringSchema` is the ``str`` <-> bytes pair.
+
+Charsets are Java or Python names (``"UTF-8"``, ``"ISO-8859-1"``, ``"utf-16"``); an unknown one
+raises ``ValueError`` when the encoder or schema is built, not when the first record arrives.
+
+Threading: encoders and schemas are immutable and stateless; one instance may be shared by all
+subtasks (each gets its own unpickled copy anyway).
+"""
+
+from __future__ import annotations
+
+import codecs
+from abc import ABC, abstractmethod
+from typing import Any
+
+from undertow.common.typeinfo import TypeInformation, Types
+
+__all__ = [
+    "DeserializationSchema",
+    "Encoder",
+    "SerializationSchema",
+    "SimpleStringEncoder",
+    "SimpleStringSchema",
+]
+
+
+def _codec_name(charset: str) -> str:
+    try:
+        return codecs.lookup(charset).name
+    except (LookupError, TypeError) as err:
+        raise ValueError(f"unknown charset {charset!r}") from err
+
+
+class Encoder(ABC):
+    """Writes one record as bytes (used by row-format file sinks)."""
+
+    @abstractmethod
+    def encode(self, value: Any) -> bytes:
+        """The bytes to append to the file for ``value``."""
+
+    @staticmethod
+    def simple_string_encoder(charset_name: str = "UTF-8") -> SimpleStringEncoder:
+        """An encoder writing ``str(value)`` followed by ``'\\n'`` in ``charset_name``."""
+        return SimpleStringEncoder(charset_name)
+
+
+class SimpleStringEncoder(Encoder):
+    """``str(value) + '\\n'`` encoded in ``charset_name`` (PyFlink 1.x's class name)."""
+
+    def __init__(self, charset_name: str = "UTF-8") -> None:
+        self._charset = _codec_name(charset_name)
+
+    def encode(self, value: Any) -> bytes:
+        return (str(value) + "\n").encode(self._charset)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SimpleStringEncoder) and other._charset == self._charset
+
+    def __hash__(self) -> int:
+        return hash((SimpleStringEncoder, self._charset))
+
+    def __repr__(self) -> str:
+        return f"Encoder.simple_string_encoder({self._charset!r})"
+
+
+class SerializationSchema(ABC):
+    """Turns a record into a message's bytes."""
+
+    @abstractmethod
+    def serialize(self, element: Any) -> bytes: ...
+
+
+class DeserializationSchema(ABC):
+    """Turns a message's bytes into a record, and says which type it produces."""
+
+    @abstractmethod
+    def deserialize(self, message: bytes) -> Any: ...
+
+    def is_end_of_stream(self, next_element: Any) -> bool:
+        """Whether ``next_element`` ends the stream (never, by default)."""
+        return False
+
+    def get_produced_type(self) -> TypeInformation:
+        return Types.PICKLED_BYTE_ARRAY()
+
+
+class SimpleStringSchema(SerializationSchema, DeserializationSchema):
+    """``str`` <-> bytes in ``charset`` (UTF-8 by default)."""
+
+    def __init__(self, charset: str = "UTF-8") -> None:
+        self._charset = _codec_name(charset)
+
+    def serialize(self, element: Any) -> bytes:
+        if not isinstance(element, str):
+            raise TypeError(
+                f"SimpleStringSchema serializes str, got {type(element).__name__} {element!r}"
+            )
+        return element.encode(self._charset)
+
+    def deserialize(self, message: bytes | bytearray | memoryview) -> str:
+        return bytes(message).decode(self._charset)
+
+    def get_produced_type(self) -> TypeInformation:
+        return Types.STRING()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SimpleStringSchema) and other._charset == self._charset
+
+    def __hash__(self) -> int:
+        return hash((SimpleStringSchema, self._charset))
+
+    def __repr__(self) -> str:
+        return f"SimpleStringSchema({self._charset!r})"

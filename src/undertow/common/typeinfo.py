@@ -1,0 +1,721 @@
+"""Type information: ``Types`` and ``TypeInformation``, shaped like ``pyflink.common.typeinfo``.
+
+PyFlink needs type information to pick a serializer for the JVM. undertow moves every record
+with pickle, so here type information does three smaller, honest jobs:
+
+* **declare** - ``Types.ROW_NAMED(["name", "x"], [Types.STRING(), Types.INT()])`` and friends
+  build frozen, comparable, readable descriptions (``RowTypeInfo(name: String, x: Integer)``);
+* **conform** - :meth:`TypeInformation.conform` turns a Python value into what PyFlink would
+  hand the next function: ``ROW``/``ROW_NAMED`` make a :class:`~undertow.common.row.Row` (with
+  the type's field names) from a tuple, list, dict or row; ``TUPLE`` makes a tuple from a list
+  or row; containers convert their elements when those need it; everything else is returned
+  as it is (no numeric coercion, no copying);
+* **check** - :meth:`TypeInformation.check` returns ``None`` for a value that fits or a readable
+  description of the first problem (``field 'x' (index 1): expected Integer, got str 'a'``),
+  for error messages that name the offending value. It is never run on the hot path.
+
+Nullability follows PyFlink's documentation: ``STRING``, ``BIG_INT``, ``BIG_DEC``, ``INSTANT``,
+the ``SQL_*`` types and ``PICKLED_BYTE_ARRAY`` accept ``None``; the numeric types, ``BOOLEAN``,
+``CHAR``, rows, tuples, arrays, lists and maps do not. Every field of a row may be ``None``
+(Flink's row serializer keeps a null mask); tuple fields and primitive-array elements follow
+their type; basic/object-array elements and map values may be ``None``.
+
+Threading: type information objects are immutable value objects, safe to share and pickle.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import numbers
+import reprlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar
+
+from undertow.common.row import Row, RowKind, _row_with_fields
+from undertow.common.time import Instant
+
+__all__ = [
+    "BasicArrayTypeInfo",
+    "BasicType",
+    "BasicTypeInfo",
+    "DateTypeInfo",
+    "ListTypeInfo",
+    "MapTypeInfo",
+    "ObjectArrayTypeInfo",
+    "PickledBytesTypeInfo",
+    "PrimitiveArrayTypeInfo",
+    "RowTypeInfo",
+    "TimeTypeInfo",
+    "TimestampTypeInfo",
+    "TupleTypeInfo",
+    "TypeInformation",
+    "Types",
+]
+
+_short_repr = reprlib.Repr()
+_short_repr.maxstring = 60
+_short_repr.maxother = 60
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {_short_repr.repr(value)}"
+
+
+class TypeInformation:
+    """The description of a record type. Subclasses are frozen dataclasses.
+
+    ``get_arity()`` is the number of direct fields (1 for anything but rows and tuples) and
+    ``get_total_fields()`` the number of leaf fields, as in Flink.
+    """
+
+    __slots__ = ()
+
+    @property
+    def nullable(self) -> bool:
+        """Whether ``None`` is a valid value of this type (at the top level)."""
+        return False
+
+    def get_arity(self) -> int:
+        return 1
+
+    def get_total_fields(self) -> int:
+        return 1
+
+    def needs_conform(self) -> bool:
+        """Whether :meth:`conform` may return something other than its argument."""
+        return False
+
+    def conform(self, value: Any) -> Any:
+        """``value`` as PyFlink would deliver it for this type (see the module docstring).
+
+        Cheap when nothing needs converting: the value itself is returned. Raises
+        ``TypeError`` / ``ValueError`` naming the type and value when it cannot be converted.
+        """
+        return value
+
+    def check(self, value: Any) -> str | None:
+        """``None`` if ``value`` fits this type, else a readable description of the problem."""
+        return self._check(value, self.nullable)
+
+    def _check(self, value: Any, allow_none: bool) -> str | None:
+        if value is None:
+            return None if allow_none else f"expected {self!r}, got None"
+        return self._check_value(value)
+
+    def _check_value(self, value: Any) -> str | None:
+        """The problem with a value that is not ``None``, or ``None``."""
+        raise NotImplementedError
+
+
+# basic types --------------------------------------------------------------------------------
+
+
+class BasicType(Enum):
+    """The basic types; the value is Flink's name for the type (``repr`` of its type info)."""
+
+    STRING = "String"
+    BYTE = "Byte"
+    BOOLEAN = "Boolean"
+    SHORT = "Short"
+    INT = "Integer"
+    LONG = "Long"
+    FLOAT = "Float"
+    DOUBLE = "Double"
+    CHAR = "Char"
+    BIG_INT = "BigInteger"
+    BIG_DEC = "BigDecimal"
+    INSTANT = "Instant"
+
+
+_INT_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
+_NULLABLE_BASIC = {BasicType.STRING, BasicType.BIG_INT, BasicType.BIG_DEC, BasicType.INSTANT}
+
+
+def _is_integral(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, repr=False)
+class BasicTypeInfo(TypeInformation):
+    """A string, number, boolean, char, big integer / decimal or instant."""
+
+    basic_type: BasicType
+
+    @property
+    def nullable(self) -> bool:
+        return self.basic_type in _NULLABLE_BASIC
+
+    def _check_value(self, value: Any) -> str | None:
+        kind = self.basic_type
+        if kind in _INT_BITS:
+            if not _is_integral(value):
+                return f"expected {self!r}, got {_describe(value)}"
+            bits = _INT_BITS[kind]
+            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            if not low <= int(value) <= high:
+                return f"expected {self!r} ({bits}-bit, {low}..{high}), got {value!r}"
+            return None
+        if kind is BasicType.STRING:
+            ok = isinstance(value, str)
+        elif kind is BasicType.BOOLEAN:
+            ok = isinstance(value, bool)
+        elif kind in (BasicType.FLOAT, BasicType.DOUBLE):
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        elif kind is BasicType.CHAR:
+            ok = isinstance(value, str) and len(value) == 1
+        elif kind is BasicType.BIG_INT:
+            ok = _is_integral(value)
+        elif kind is BasicType.BIG_DEC:
+            ok = isinstance(value, decimal.Decimal)
+        else:  # INSTANT
+            ok = isinstance(value, Instant)
+        return None if ok else f"expected {self!r}, got {_describe(value)}"
+
+    def __repr__(self) -> str:
+        return self.basic_type.value
+
+
+@dataclass(frozen=True, repr=False)
+class _SqlTimeTypeInfo(TypeInformation):
+    _python_type: ClassVar[type] = object
+
+    @property
+    def nullable(self) -> bool:
+        return True
+
+    def _check_value(self, value: Any) -> str | None:
+        expected = self._python_type
+        # a datetime is also a date, but not a valid SQL_DATE
+        if isinstance(value, expected) and not (
+            expected is datetime.date and isinstance(value, datetime.datetime)
+        ):
+            return None
+        return f"expected {self!r} ({expected.__module__}.{expected.__name__}), got " + (
+            _describe(value)
+        )
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, repr=False)
+class DateTypeInfo(_SqlTimeTypeInfo):
+    """``Types.SQL_DATE()``: a ``datetime.date`` (not a ``datetime``)."""
+
+    _python_type = datetime.date
+
+
+@dataclass(frozen=True, repr=False)
+class TimeTypeInfo(_SqlTimeTypeInfo):
+    """``Types.SQL_TIME()``: a ``datetime.time``."""
+
+    _python_type = datetime.time
+
+
+@dataclass(frozen=True, repr=False)
+class TimestampTypeInfo(_SqlTimeTypeInfo):
+    """``Types.SQL_TIMESTAMP()``: a ``datetime.datetime``."""
+
+    _python_type = datetime.datetime
+
+
+@dataclass(frozen=True, repr=False)
+class PickledBytesTypeInfo(TypeInformation):
+    """Any picklable Python object (PyFlink's default when no type is given)."""
+
+    @property
+    def nullable(self) -> bool:
+        return True
+
+    def _check_value(self, value: Any) -> str | None:
+        return None
+
+    def __repr__(self) -> str:
+        return "PickledByteArrayTypeInfo"
+
+
+# arrays and collections -----------------------------------------------------------------------
+
+
+def _check_sequence(
+    owner: TypeInformation, value: Any, element: TypeInformation, allow_none: bool
+) -> str | None:
+    if not isinstance(value, (list, tuple)):
+        return f"expected {owner!r} (a list), got {_describe(value)}"
+    for index, item in enumerate(value):
+        problem = element._check(item, allow_none)
+        if problem is not None:
+            return f"element {index}: {problem}"
+    return None
+
+
+def _conform_sequence(value: Any, element: TypeInformation) -> Any:
+    if not element.needs_conform():
+        return value
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"expected a list, got {_describe(value)}")
+    return [element.conform(item) for item in value]
+
+
+_PRIMITIVE_ELEMENTS = (
+    BasicType.BOOLEAN,
+    BasicType.BYTE,
+    BasicType.SHORT,
+    BasicType.INT,
+    BasicType.LONG,
+    BasicType.FLOAT,
+    BasicType.DOUBLE,
+    BasicType.CHAR,
+)
+
+
+def _require_element(kind: str, element: Any, allowed: Sequence[BasicType]) -> None:
+    if not (isinstance(element, BasicTypeInfo) and element.basic_type in allowed):
+        names = ", ".join(f"Types.{t.name}()" for t in allowed)
+        raise TypeError(f"invalid element type {element!r} for {kind}: use one of {names}")
+
+
+@dataclass(frozen=True, repr=False)
+class PrimitiveArrayTypeInfo(TypeInformation):
+    """An array of a primitive type (``PRIMITIVE_ARRAY(Types.BYTE())`` is ``bytes``)."""
+
+    element_type: TypeInformation
+
+    def __post_init__(self) -> None:
+        _require_element("a primitive array", self.element_type, _PRIMITIVE_ELEMENTS)
+
+    def _check_value(self, value: Any) -> str | None:
+        if self.element_type == _BYTE and isinstance(value, (bytes, bytearray)):
+            return None
+        return _check_sequence(self, value, self.element_type, allow_none=False)
+
+    def __repr__(self) -> str:
+        return f"PrimitiveArrayTypeInfo<{self.element_type!r}>"
+
+
+@dataclass(frozen=True, repr=False)
+class BasicArrayTypeInfo(TypeInformation):
+    """An array of a basic type whose elements may be ``None``."""
+
+    element_type: TypeInformation
+
+    def __post_init__(self) -> None:
+        _require_element(
+            "a basic array", self.element_type, (*_PRIMITIVE_ELEMENTS, BasicType.STRING)
+        )
+
+    def _check_value(self, value: Any) -> str | None:
+        return _check_sequence(self, value, self.element_type, allow_none=True)
+
+    def __repr__(self) -> str:
+        return f"BasicArrayTypeInfo<{self.element_type!r}>"
+
+
+def _require_type(what: str, value: Any) -> None:
+    if not isinstance(value, TypeInformation):
+        raise TypeError(f"{what} must be a TypeInformation (from Types), got {_describe(value)}")
+
+
+@dataclass(frozen=True, repr=False)
+class ObjectArrayTypeInfo(TypeInformation):
+    """An array of any type whose elements may be ``None``."""
+
+    element_type: TypeInformation
+
+    def __post_init__(self) -> None:
+        _require_type("element_type", self.element_type)
+
+    def needs_conform(self) -> bool:
+        return self.element_type.needs_conform()
+
+    def conform(self, value: Any) -> Any:
+        return _conform_sequence(value, self.element_type)
+
+    def _check_value(self, value: Any) -> str | None:
+        return _check_sequence(self, value, self.element_type, allow_none=True)
+
+    def __repr__(self) -> str:
+        return f"ObjectArrayTypeInfo<{self.element_type!r}>"
+
+
+@dataclass(frozen=True, repr=False)
+class ListTypeInfo(TypeInformation):
+    """A list; elements follow ``element_type`` (including its nullability)."""
+
+    element_type: TypeInformation
+
+    def __post_init__(self) -> None:
+        _require_type("element_type", self.element_type)
+
+    def needs_conform(self) -> bool:
+        return self.element_type.needs_conform()
+
+    def conform(self, value: Any) -> Any:
+        return _conform_sequence(value, self.element_type)
+
+    def _check_value(self, value: Any) -> str | None:
+        return _check_sequence(self, value, self.element_type, self.element_type.nullable)
+
+    def __repr__(self) -> str:
+        return f"ListTypeInfo<{self.element_type!r}>"
+
+
+@dataclass(frozen=True, repr=False)
+class MapTypeInfo(TypeInformation):
+    """A dict; keys follow ``key_type``, values follow ``value_type`` and may be ``None``."""
+
+    key_type: TypeInformation
+    value_type: TypeInformation
+
+    def __post_init__(self) -> None:
+        _require_type("key_type", self.key_type)
+        _require_type("value_type", self.value_type)
+
+    def needs_conform(self) -> bool:
+        return self.key_type.needs_conform() or self.value_type.needs_conform()
+
+    def conform(self, value: Any) -> Any:
+        if not self.needs_conform():
+            return value
+        if not isinstance(value, dict):
+            raise TypeError(f"expected {self!r} (a dict), got {_describe(value)}")
+        key_type, value_type = self.key_type, self.value_type
+        return {key_type.conform(k): value_type.conform(v) for k, v in value.items()}
+
+    def _check_value(self, value: Any) -> str | None:
+        if not isinstance(value, dict):
+            return f"expected {self!r} (a dict), got {_describe(value)}"
+        for key, item in value.items():
+            problem = self.key_type._check(key, self.key_type.nullable)
+            if problem is not None:
+                return f"key {_short_repr.repr(key)}: {problem}"
+            problem = self.value_type._check(item, True)
+            if problem is not None:
+                return f"value of key {_short_repr.repr(key)}: {problem}"
+        return None
+
+    def __repr__(self) -> str:
+        return f"MapTypeInfo<{self.key_type!r}, {self.value_type!r}>"
+
+
+# composite types ------------------------------------------------------------------------------
+
+
+def _as_type_tuple(what: str, types: Sequence[TypeInformation]) -> tuple[TypeInformation, ...]:
+    if isinstance(types, (str, bytes)) or not isinstance(types, Sequence):
+        raise TypeError(f"{what} must be a list of TypeInformation, got {_describe(types)}")
+    for index, item in enumerate(types):
+        _require_type(f"{what}[{index}]", item)
+    return tuple(types)
+
+
+@dataclass(frozen=True, repr=False)
+class RowTypeInfo(TypeInformation):
+    """A :class:`Row` of typed fields. Without names the fields are ``f0``, ``f1``, ... (Flink's
+    default), so ``Types.ROW([a, b]) == Types.ROW_NAMED(["f0", "f1"], [a, b])``."""
+
+    field_types: tuple[TypeInformation, ...]
+    field_names: tuple[str, ...] | None = None
+    _names: list[str] = field(init=False, repr=False, compare=False, hash=False)
+    _convert: tuple[bool, ...] = field(init=False, repr=False, compare=False, hash=False)
+    _any_convert: bool = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        types = _as_type_tuple("field_types", self.field_types)
+        if self.field_names is None:
+            names = tuple(f"f{i}" for i in range(len(types)))
+        else:
+            if isinstance(self.field_names, str) or not isinstance(self.field_names, Sequence):
+                raise TypeError(f"field_names must be a list of str, got {self.field_names!r}")
+            names = tuple(self.field_names)
+            bad = [name for name in names if not isinstance(name, str) or not name]
+            if bad:
+                raise TypeError(f"field names must be non-empty strings, got {bad!r}")
+            if len(names) != len(types):
+                raise ValueError(
+                    f"{len(names)} field names {list(names)} for {len(types)} field types"
+                )
+            duplicates = sorted({name for name in names if names.count(name) > 1})
+            if duplicates:
+                raise ValueError(f"duplicate field names {duplicates} in {list(names)}")
+        object.__setattr__(self, "field_types", types)
+        object.__setattr__(self, "field_names", names)
+        object.__setattr__(self, "_names", list(names))
+        object.__setattr__(self, "_convert", tuple(t.needs_conform() for t in types))
+        object.__setattr__(self, "_any_convert", any(self._convert))
+
+    # PyFlink API
+    def get_field_names(self) -> list[str]:
+        return list(self._names)
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self.field_types)
+
+    def get_field_index(self, field_name: str) -> int:
+        """The index of ``field_name``, or -1."""
+        try:
+            return self._names.index(field_name)
+        except ValueError:
+            return -1
+
+    def get_arity(self) -> int:
+        return len(self.field_types)
+
+    def get_total_fields(self) -> int:
+        return sum(t.get_total_fields() for t in self.field_types)
+
+    def needs_conform(self) -> bool:
+        return True
+
+    def conform(self, value: Any) -> Any:
+        names = self._names
+        kind = RowKind.INSERT
+        if isinstance(value, Row):
+            kind = value.get_row_kind()
+            if value._fields == names and not self._any_convert:
+                return value
+            values: Sequence[Any] = value
+        elif isinstance(value, (tuple, list)):
+            values = value
+        elif isinstance(value, dict):
+            values = [value.get(name) for name in names]
+        else:
+            raise TypeError(f"cannot make a row of {self!r} from {_describe(value)}")
+        if len(values) != len(names):
+            raise ValueError(
+                f"{self!r} has {len(names)} fields, got {len(values)} values: {_describe(value)}"
+            )
+        if self._any_convert:
+            values = [
+                t.conform(v) if c and v is not None else v
+                for t, v, c in zip(self.field_types, values, self._convert)
+            ]
+        return _row_with_fields(values, names, kind)
+
+    def _check_value(self, value: Any) -> str | None:
+        if isinstance(value, dict):
+            values: Sequence[Any] = [value.get(name) for name in self._names]
+        elif isinstance(value, (tuple, list)):
+            values = value
+        else:
+            return f"expected {self!r}, got {_describe(value)}"
+        if len(values) != len(self._names):
+            return (
+                f"expected {self!r} with {len(self._names)} fields, "
+                f"got {len(values)} values: {_describe(value)}"
+            )
+        for index, (name, field_type, item) in enumerate(
+            zip(self._names, self.field_types, values)
+        ):
+            problem = field_type._check(item, True)
+            if problem is not None:
+                return f"field {name!r} (index {index}): {problem}"
+        return None
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}: {t!r}" for n, t in zip(self._names, self.field_types))
+        return f"RowTypeInfo({fields})"
+
+
+@dataclass(frozen=True, repr=False)
+class TupleTypeInfo(TypeInformation):
+    """A tuple of typed fields (fields follow their type's nullability)."""
+
+    field_types: tuple[TypeInformation, ...]
+    _convert: tuple[bool, ...] = field(init=False, repr=False, compare=False, hash=False)
+    _any_convert: bool = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        types = _as_type_tuple("field_types", self.field_types)
+        object.__setattr__(self, "field_types", types)
+        object.__setattr__(self, "_convert", tuple(t.needs_conform() for t in types))
+        object.__setattr__(self, "_any_convert", any(self._convert))
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self.field_types)
+
+    def get_arity(self) -> int:
+        return len(self.field_types)
+
+    def get_total_fields(self) -> int:
+        return sum(t.get_total_fields() for t in self.field_types)
+
+    def needs_conform(self) -> bool:
+        return True
+
+    def conform(self, value: Any) -> Any:
+        if type(value) is tuple and not self._any_convert:
+            if len(value) != len(self.field_types):
+                raise ValueError(self._arity_problem(value))
+            return value
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"cannot make a tuple of {self!r} from {_describe(value)}")
+        if len(value) != len(self.field_types):
+            raise ValueError(self._arity_problem(value))
+        if not self._any_convert:
+            return tuple(value)
+        return tuple(
+            t.conform(v) if c and v is not None else v
+            for t, v, c in zip(self.field_types, value, self._convert)
+        )
+
+    def _arity_problem(self, value: Any) -> str:
+        return (
+            f"expected {self!r} with {len(self.field_types)} fields, "
+            f"got {len(value)} values: {_describe(value)}"
+        )
+
+    def _check_value(self, value: Any) -> str | None:
+        if not isinstance(value, (tuple, list)):
+            return f"expected {self!r}, got {_describe(value)}"
+        if len(value) != len(self.field_types):
+            return self._arity_problem(value)
+        for index, (field_type, item) in enumerate(zip(self.field_types, value)):
+            problem = field_type._check(item, field_type.nullable)
+            if problem is not None:
+                return f"field {index}: {problem}"
+        return None
+
+    def __repr__(self) -> str:
+        return "TupleTypeInfo({})".format(", ".join(repr(t) for t in self.field_types))
+
+
+# Types ---------------------------------------------------------------------------------------
+
+_STRING = BasicTypeInfo(BasicType.STRING)
+_BYTE = BasicTypeInfo(BasicType.BYTE)
+_BOOLEAN = BasicTypeInfo(BasicType.BOOLEAN)
+_SHORT = BasicTypeInfo(BasicType.SHORT)
+_INT = BasicTypeInfo(BasicType.INT)
+_LONG = BasicTypeInfo(BasicType.LONG)
+_FLOAT = BasicTypeInfo(BasicType.FLOAT)
+_DOUBLE = BasicTypeInfo(BasicType.DOUBLE)
+_CHAR = BasicTypeInfo(BasicType.CHAR)
+_BIG_INT = BasicTypeInfo(BasicType.BIG_INT)
+_BIG_DEC = BasicTypeInfo(BasicType.BIG_DEC)
+_INSTANT = BasicTypeInfo(BasicType.INSTANT)
+_SQL_DATE = DateTypeInfo()
+_SQL_TIME = TimeTypeInfo()
+_SQL_TIMESTAMP = TimestampTypeInfo()
+_PICKLED = PickledBytesTypeInfo()
+
+
+class Types:
+    """The type information of the common types (PyFlink's ``Types``; call, don't reference:
+    ``Types.INT()``)."""
+
+    @staticmethod
+    def STRING() -> BasicTypeInfo:
+        """A ``str``; supports ``None``."""
+        return _STRING
+
+    @staticmethod
+    def BYTE() -> BasicTypeInfo:
+        """An ``int`` in -128..127."""
+        return _BYTE
+
+    @staticmethod
+    def BOOLEAN() -> BasicTypeInfo:
+        return _BOOLEAN
+
+    @staticmethod
+    def SHORT() -> BasicTypeInfo:
+        """An ``int`` in 16 bits."""
+        return _SHORT
+
+    @staticmethod
+    def INT() -> BasicTypeInfo:
+        """An ``int`` in 32 bits."""
+        return _INT
+
+    @staticmethod
+    def LONG() -> BasicTypeInfo:
+        """An ``int`` in 64 bits."""
+        return _LONG
+
+    @staticmethod
+    def FLOAT() -> BasicTypeInfo:
+        return _FLOAT
+
+    @staticmethod
+    def DOUBLE() -> BasicTypeInfo:
+        return _DOUBLE
+
+    @staticmethod
+    def CHAR() -> BasicTypeInfo:
+        """A ``str`` of length 1."""
+        return _CHAR
+
+    @staticmethod
+    def BIG_INT() -> BasicTypeInfo:
+        """An ``int`` of any size; supports ``None``."""
+        return _BIG_INT
+
+    @staticmethod
+    def BIG_DEC() -> BasicTypeInfo:
+        """A ``decimal.Decimal``; supports ``None``."""
+        return _BIG_DEC
+
+    @staticmethod
+    def INSTANT() -> BasicTypeInfo:
+        """An :class:`~undertow.common.time.Instant`; supports ``None``."""
+        return _INSTANT
+
+    @staticmethod
+    def SQL_DATE() -> DateTypeInfo:
+        return _SQL_DATE
+
+    @staticmethod
+    def SQL_TIME() -> TimeTypeInfo:
+        return _SQL_TIME
+
+    @staticmethod
+    def SQL_TIMESTAMP() -> TimestampTypeInfo:
+        return _SQL_TIMESTAMP
+
+    @staticmethod
+    def PICKLED_BYTE_ARRAY() -> PickledBytesTypeInfo:
+        """Any picklable object."""
+        return _PICKLED
+
+    @staticmethod
+    def ROW(field_types: Sequence[TypeInformation]) -> RowTypeInfo:
+        """A :class:`Row` with fields of the given types, named ``f0``, ``f1``, ..."""
+        return RowTypeInfo(tuple(field_types))
+
+    @staticmethod
+    def ROW_NAMED(
+        field_names: Sequence[str], field_types: Sequence[TypeInformation]
+    ) -> RowTypeInfo:
+        """A :class:`Row` with the given field names and types."""
+        return RowTypeInfo(tuple(field_types), tuple(field_names))
+
+    @staticmethod
+    def TUPLE(field_types: Sequence[TypeInformation]) -> TupleTypeInfo:
+        return TupleTypeInfo(tuple(field_types))
+
+    @staticmethod
+    def PRIMITIVE_ARRAY(element_type: TypeInformation) -> PrimitiveArrayTypeInfo:
+        """An array of ``BOOLEAN``/``BYTE``/``SHORT``/``INT``/``LONG``/``FLOAT``/``DOUBLE``/
+        ``CHAR``; ``PRIMITIVE_ARRAY(Types.BYTE())`` also accepts ``bytes``."""
+        return PrimitiveArrayTypeInfo(element_type)
+
+    @staticmethod
+    def BASIC_ARRAY(element_type: TypeInformation) -> BasicArrayTypeInfo:
+        """An array of a primitive type or ``STRING`` whose elements may be ``None``."""
+        return BasicArrayTypeInfo(element_type)
+
+    @staticmethod
+    def OBJECT_ARRAY(element_type: TypeInformation) -> ObjectArrayTypeInfo:
+        return ObjectArrayTypeInfo(element_type)
+
+    @staticmethod
+    def LIST(element_type_info: TypeInformation) -> ListTypeInfo:
+        return ListTypeInfo(element_type_info)
+
+    @staticmethod
+    def MAP(key_type_info: TypeInformation, value_type_info: TypeInformation) -> MapTypeInfo:
+        return MapTypeInfo(key_type_info, value_type_info)

@@ -1,0 +1,71 @@
+"""The sink contract (Flink's Sink V2): a writer per subtask, optionally a committer.
+
+* :class:`SinkWriter` receives records (``write``) and flushes (``flush``). A writer of a
+  two-phase-commit sink also produces *committables* (``prepare_commit``): descriptions of
+  data written but not yet visible (a pending file, an open transaction).
+* :class:`Committer` makes committables visible (``commit``). Commit must be idempotent: the
+  same committable may be committed again after a failure, and must not duplicate data.
+
+When committables are prepared and committed: with checkpoints, ``prepare_commit`` runs before
+the barrier is forwarded and ``commit`` after the checkpoint completed; at the end of a bounded
+input, after a final checkpoint. Until checkpoints are available the runtime prepares and
+commits once, when the input ends (so output is visible only after the job finished).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class SinkWriterContext(ABC):
+    @abstractmethod
+    def subtask_index(self) -> int: ...
+
+    @abstractmethod
+    def parallelism(self) -> int: ...
+
+    @abstractmethod
+    def attempt_number(self) -> int: ...
+
+
+class SinkWriter(ABC):
+    @abstractmethod
+    def write(self, element: Any, timestamp: int | None) -> None: ...
+
+    def write_batch(self, elements: list[Any], timestamps: list[Any] | None) -> None:
+        """Write many records; override for speed."""
+        if timestamps is None:
+            for e in elements:
+                self.write(e, None)
+        else:
+            for e, ts in zip(elements, timestamps):
+                self.write(e, ts)
+
+    def flush(self, end_of_input: bool) -> None:
+        pass
+
+    def prepare_commit(self) -> list[Any]:
+        """Committables for what was written since the last call (two-phase sinks)."""
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+class Committer(ABC):
+    @abstractmethod
+    def commit(self, committables: list[Any]) -> None:
+        """Make ``committables`` visible; idempotent."""
+
+    def close(self) -> None:
+        pass
+
+
+class Sink(ABC):
+    @abstractmethod
+    def create_writer(self, context: SinkWriterContext) -> SinkWriter: ...
+
+    def create_committer(self) -> Committer | None:
+        """A committer for two-phase-commit sinks; ``None`` for at-least-once sinks."""
+        return None

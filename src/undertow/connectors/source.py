@@ -1,0 +1,232 @@
+"""The source contract (Flink's FLIP-27): a split enumerator on the master, readers in subtasks.
+
+* :class:`SplitEnumerator` runs in the JobMaster (the driver). It discovers splits and assigns
+  them to reader subtasks when they ask (``handle_split_request``) or on its own initiative.
+  Its ``snapshot_state`` is the enumerator part of a checkpoint (splits not yet assigned).
+* :class:`SourceReader` runs in each source subtask, on the task's loop thread. The task calls
+  ``poll_next(output)`` whenever it may emit; the reader emits a *batch* of records (at most a
+  few thousand, so the task can serve mails in between) and says whether more is available
+  now, nothing is available (the task waits until ``context.notify_available()`` or a short
+  back-off), or the input ended. ``snapshot_state`` returns the splits it owns, with their
+  current positions: restoring them resumes exactly after the last emitted record.
+
+Readers must not block: sources that wait for I/O do it in their own thread and call
+``notify_available()``.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any, Generic, Protocol, TypeVar
+
+SplitT = TypeVar("SplitT", bound="SourceSplit")
+
+
+class Boundedness(enum.Enum):
+    BOUNDED = 0
+    CONTINUOUS_UNBOUNDED = 1
+
+
+class InputStatus(enum.Enum):
+    MORE_AVAILABLE = 0
+    NOTHING_AVAILABLE = 1
+    END_OF_INPUT = 2
+
+
+class SourceSplit(ABC):
+    @abstractmethod
+    def split_id(self) -> str: ...
+
+
+class ReaderOutput(Protocol):
+    def collect(self, value: Any, timestamp: int | None = None) -> None: ...
+
+    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None: ...
+
+
+class SourceReaderContext(ABC):
+    @abstractmethod
+    def index_of_subtask(self) -> int: ...
+
+    @abstractmethod
+    def parallelism(self) -> int: ...
+
+    @abstractmethod
+    def send_split_request(self) -> None:
+        """Ask the enumerator for a split; the answer arrives as ``add_splits`` or
+        ``notify_no_more_splits``."""
+
+    @abstractmethod
+    def notify_available(self) -> None:
+        """Wake the task after ``poll_next`` returned ``NOTHING_AVAILABLE``; thread-safe."""
+
+
+class SourceReader(ABC, Generic[SplitT]):
+    def start(self) -> None:
+        """Called once after the reader is created (and restored)."""
+
+    @abstractmethod
+    def poll_next(self, output: ReaderOutput) -> InputStatus: ...
+
+    @abstractmethod
+    def add_splits(self, splits: list[SplitT]) -> None: ...
+
+    @abstractmethod
+    def notify_no_more_splits(self) -> None: ...
+
+    def snapshot_state(self, checkpoint_id: int) -> list[SplitT]:
+        return []
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class SplitEnumeratorContext(ABC, Generic[SplitT]):
+    @abstractmethod
+    def current_parallelism(self) -> int: ...
+
+    @abstractmethod
+    def registered_readers(self) -> list[int]: ...
+
+    @abstractmethod
+    def assign_split(self, split: SplitT, subtask: int) -> None: ...
+
+    @abstractmethod
+    def signal_no_more_splits(self, subtask: int) -> None: ...
+
+
+class SplitEnumerator(ABC, Generic[SplitT]):
+    def start(self) -> None:
+        pass
+
+    @abstractmethod
+    def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None: ...
+
+    @abstractmethod
+    def add_splits_back(self, splits: list[SplitT], subtask_id: int) -> None: ...
+
+    def add_reader(self, subtask_id: int) -> None:
+        pass
+
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class Source(ABC, Generic[SplitT]):
+    @abstractmethod
+    def get_boundedness(self) -> Boundedness: ...
+
+    @abstractmethod
+    def create_reader(self, context: SourceReaderContext) -> SourceReader[SplitT]: ...
+
+    @abstractmethod
+    def create_enumerator(
+        self, context: SplitEnumeratorContext[SplitT]
+    ) -> SplitEnumerator[SplitT]: ...
+
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[SplitT], checkpoint: Any
+    ) -> SplitEnumerator[SplitT]:
+        return self.create_enumerator(context)
+
+
+# --- reusable building blocks -------------------------------------------------------------
+
+
+class IteratorSplit(SourceSplit):
+    """A split whose records come from an iterator it can re-create from a position."""
+
+    @abstractmethod
+    def iterator(self) -> Iterator[Any]:
+        """Records from the current position on."""
+
+    @abstractmethod
+    def advance(self, count: int) -> None:
+        """``count`` more records were emitted (moves the position)."""
+
+
+class StaticSplitEnumerator(SplitEnumerator[SplitT]):
+    """Hands out a fixed list of splits, one per request, then signals no more splits."""
+
+    def __init__(self, context: SplitEnumeratorContext[SplitT], splits: list[SplitT]) -> None:
+        self.context = context
+        self.remaining = list(splits)
+
+    def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
+        if self.remaining:
+            self.context.assign_split(self.remaining.pop(0), subtask_id)
+        else:
+            self.context.signal_no_more_splits(subtask_id)
+
+    def add_splits_back(self, splits: list[SplitT], subtask_id: int) -> None:
+        self.remaining[:0] = splits
+
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return list(self.remaining)
+
+
+class IteratorSourceReader(SourceReader[Any]):
+    """Reads :class:`IteratorSplit` s one after another, ``batch_size`` records per poll."""
+
+    def __init__(self, context: SourceReaderContext, batch_size: int = 1024) -> None:
+        self.context = context
+        self.batch_size = batch_size
+        self.splits: list[IteratorSplit] = []
+        self.current: IteratorSplit | None = None
+        self._iterator: Iterator[Any] | None = None
+        self.no_more_splits = False
+        self._requested = False
+
+    def start(self) -> None:
+        if not self.splits:
+            self._request()
+
+    def _request(self) -> None:
+        if not self._requested:
+            self._requested = True
+            self.context.send_split_request()
+
+    def add_splits(self, splits: list[Any]) -> None:
+        self.splits.extend(splits)
+        self._requested = False
+        self.context.notify_available()
+
+    def notify_no_more_splits(self) -> None:
+        self.no_more_splits = True
+        self._requested = False
+        self.context.notify_available()
+
+    def poll_next(self, output: ReaderOutput) -> InputStatus:
+        while True:
+            if self.current is None:
+                if not self.splits:
+                    if self.no_more_splits:
+                        return InputStatus.END_OF_INPUT
+                    self._request()
+                    return InputStatus.NOTHING_AVAILABLE
+                self.current = self.splits.pop(0)
+                self._iterator = self.current.iterator()
+            assert self._iterator is not None
+            batch = list(_take(self._iterator, self.batch_size))
+            if batch:
+                self.current.advance(len(batch))
+                output.collect_batch(batch, None)
+                return InputStatus.MORE_AVAILABLE
+            self.current = None
+            self._iterator = None
+
+    def snapshot_state(self, checkpoint_id: int) -> list[Any]:
+        return ([self.current] if self.current is not None else []) + list(self.splits)
+
+
+def _take(iterator: Iterator[Any], n: int) -> Iterator[Any]:
+    for _, item in zip(range(n), iterator):
+        yield item

@@ -1,0 +1,618 @@
+"""``DataStream`` and its relatives: PyFlink's stream classes with PyFlink's method names.
+
+This module is long because it is one concept seen from the user's side: the stream family
+(``DataStream``, ``KeyedStream``, ``ConnectedStreams``, ``BroadcastStream``,
+``BroadcastConnectedStream``, ``WindowedStream``, ``AllWindowedStream``), whose methods
+reference each other. Each method only records a transformation with the right operator;
+the operators live in :mod:`undertow.runtime.task`.
+
+Functions may be PyFlink function objects (``MapFunction`` ...) or plain callables. Misuse is
+reported when the stream is declared, naming the operator.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from undertow.api.functions import (
+    BroadcastProcessFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    FilterFunction,
+    FlatMapFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    Partitioner,
+    ProcessFunction,
+    ReduceFunction,
+    SinkFunction,
+)
+from undertow.api.output_tag import OutputTag
+from undertow.core.errors import GraphBuildError
+from undertow.graph.partitioners import (
+    BroadcastPartitioner,
+    CustomPartitionerWrapper,
+    ForwardPartitioner,
+    GlobalPartitioner,
+    KeyGroupStreamPartitioner,
+    RebalancePartitioner,
+    RescalePartitioner,
+    ShufflePartitioner,
+    StreamPartitioner,
+)
+from undertow.graph.transformations import (
+    ChainingStrategy,
+    OneInputTransformation,
+    PartitionTransformation,
+    SideOutputTransformation,
+    Transformation,
+    TwoInputTransformation,
+    UnionTransformation,
+)
+from undertow.runtime.task.keyed_operators import (
+    KeyedProcessOperator,
+    KeyedUdfOperator,
+    StreamGroupedReduce,
+)
+from undertow.runtime.task.operators import (
+    CollectSinkOperator,
+    PrintSinkOperator,
+    ProcessOperator,
+    SinkFunctionOperator,
+    StreamFilter,
+    StreamFlatMap,
+    StreamMap,
+)
+from undertow.runtime.task.sink_operator import SinkWriterOperator
+from undertow.runtime.task.source_operator import TimestampsAndWatermarksOperator
+from undertow.runtime.task.two_input_operators import (
+    CoFlatMapOperator,
+    CoMapOperator,
+    CoProcessOperator,
+)
+
+if TYPE_CHECKING:
+    from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+
+def _udf(func: Any, cls: type, method: str, what: str) -> tuple[Any, Callable[..., Any]]:
+    """(function object for open/close, callable to apply) for a function class or callable."""
+    if isinstance(func, cls):
+        return func, getattr(func, method)
+    bound = getattr(func, method, None)
+    if callable(bound):
+        return func, bound
+    if callable(func):
+        return None, func
+    raise GraphBuildError(
+        f"{what}: expected a {cls.__name__} or a callable, got {type(func).__name__} {func!r}"
+    )
+
+
+def _key_selector(key_selector: Any, what: str) -> Callable[[Any], Any]:
+    if isinstance(key_selector, KeySelector):
+        return key_selector.get_key
+    if callable(key_selector):
+        return key_selector
+    raise GraphBuildError(f"{what}: key selector must be a KeySelector or a callable")
+
+
+class DataStream:
+    """A stream of records (PyFlink's ``DataStream``)."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
+        self._env = env
+        self._transformation = transformation
+
+    # properties of the last operator ----------------------------------------------------
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def name(self, name: str) -> DataStream:
+        self._transformation.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStream:
+        self._transformation.uid = uid
+        return self
+
+    def set_description(self, description: str) -> DataStream:
+        return self
+
+    def get_type(self) -> Any:
+        return self._transformation.output_type
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        t = self._transformation
+        if parallelism < 1:
+            raise GraphBuildError(
+                f"operator '{t.name}': parallelism must be >= 1, got {parallelism}"
+            )
+        if t.max_parallelism is not None and parallelism > t.max_parallelism:
+            raise GraphBuildError(
+                f"operator '{t.name}': parallelism {parallelism} is larger than its max "
+                f"parallelism {t.max_parallelism}"
+            )
+        t.parallelism = parallelism
+        t.parallelism_set = True
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        t = self._transformation
+        if max_parallelism < 1:
+            raise GraphBuildError(f"operator '{t.name}': max parallelism must be >= 1")
+        if t.parallelism is not None and t.parallelism > max_parallelism:
+            raise GraphBuildError(
+                f"operator '{t.name}': max parallelism {max_parallelism} is below its "
+                f"parallelism {t.parallelism}"
+            )
+        t.max_parallelism = max_parallelism
+        return self
+
+    def force_non_parallel(self) -> DataStream:
+        self._transformation.parallelism = 1
+        self._transformation.max_parallelism = 1
+        return self
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        self._transformation.buffer_timeout = int(timeout_millis)
+        return self
+
+    def start_new_chain(self) -> DataStream:
+        self._transformation.chaining = ChainingStrategy.HEAD
+        return self
+
+    def disable_chaining(self) -> DataStream:
+        self._transformation.chaining = ChainingStrategy.NEVER
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
+        self._transformation.slot_sharing_group = str(name)
+        return self
+
+    # helpers ------------------------------------------------------------------------------
+    def _one_input(self, name: str, operator: Any, output_type: Any = None,
+                   key_selector: Any = None) -> DataStream:  # fmt: skip
+        t = OneInputTransformation(name=name, input=self._transformation, operator=operator,
+                                   key_selector=key_selector, output_type=output_type)  # fmt: skip
+        return DataStream(self._env, t)
+
+    def _partition(self, partitioner: StreamPartitioner) -> DataStream:
+        name = partitioner.kind.capitalize()
+        return DataStream(self._env, PartitionTransformation(
+            name=name, input=self._transformation, partitioner=partitioner
+        ))  # fmt: skip
+
+    # transformations ----------------------------------------------------------------------
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        function, call = _udf(func, MapFunction, "map", "map()")
+        return self._one_input("Map", StreamMap(function, call), output_type)
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
+        return self._one_input("FlatMap", StreamFlatMap(function, call), output_type)
+
+    def filter(self, func: Any) -> DataStream:
+        function, call = _udf(func, FilterFunction, "filter", "filter()")
+        return self._one_input("Filter", StreamFilter(function, call), self.get_type())
+
+    def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
+        function, call = _udf(func, ProcessFunction, "process_element", "process()")
+        return self._one_input("Process", ProcessOperator(function, call), output_type)
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        t = self._transformation
+        if isinstance(t, PartitionTransformation) and isinstance(
+            t.partitioner, CustomPartitionerWrapper
+        ):
+            raise GraphBuildError(
+                f"key_by() cannot follow partition_custom() (operator '{t.name}'): a keyed "
+                "stream must be partitioned by its key"
+            )
+        ks = _key_selector(key_selector, "key_by()")
+        partitioner = KeyGroupStreamPartitioner(ks, self._env.get_max_parallelism())
+        return KeyedStream(self._env, PartitionTransformation(
+            name="Hash", input=t, partitioner=partitioner
+        ), ks, self)  # fmt: skip
+
+    def union(self, *streams: DataStream) -> DataStream:
+        inputs = [self._transformation] + [s._transformation for s in streams]
+        return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
+
+    def connect(self, ds: DataStream | BroadcastStream) -> Any:
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds)
+        return ConnectedStreams(self, ds)
+
+    def shuffle(self) -> DataStream:
+        return self._partition(ShufflePartitioner())
+
+    def rebalance(self) -> DataStream:
+        return self._partition(RebalancePartitioner())
+
+    def rescale(self) -> DataStream:
+        return self._partition(RescalePartitioner())
+
+    def forward(self) -> DataStream:
+        return self._partition(ForwardPartitioner())
+
+    def global_(self) -> DataStream:
+        return self._partition(GlobalPartitioner())
+
+    def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
+        stream = self._partition(BroadcastPartitioner())
+        if broadcast_state_descriptors:
+            return BroadcastStream(stream, list(broadcast_state_descriptors))
+        return stream
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        part = partitioner.partition if isinstance(partitioner, Partitioner) else partitioner
+        if not callable(part):
+            raise GraphBuildError(
+                "partition_custom(): partitioner must be a Partitioner or callable"
+            )
+        ks = _key_selector(key_selector, "partition_custom()")
+        return self._partition(CustomPartitionerWrapper(part, ks, self.get_name()))
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
+        return self._one_input(
+            "Timestamps/Watermarks", TimestampsAndWatermarksOperator(watermark_strategy),
+            self.get_type(),
+        )  # fmt: skip
+
+    def window_all(self, window_assigner: Any) -> Any:
+        from undertow.datastream.windowed_stream import AllWindowedStream
+
+        return AllWindowedStream(self, window_assigner)
+
+    def count_window_all(self, size: int, slide: int | None = None) -> Any:
+        from undertow.api.window import (
+            CountSlidingWindowAssigner,
+            CountTumblingWindowAssigner,
+        )
+
+        assigner = (CountTumblingWindowAssigner.of(size) if slide is None
+                    else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
+        return self.window_all(assigner)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"get_side_output(): expected an OutputTag, got {output_tag!r}")
+        return DataStream(self._env, SideOutputTransformation(
+            name=f"SideOutput({output_tag.tag_id})", input=self._transformation,
+            tag_id=output_tag.tag_id, output_type=output_tag.type_info,
+        ))  # fmt: skip
+
+    # sinks ------------------------------------------------------------------------------------
+    def _sink(self, name: str, operator: Any) -> DataStreamSink:
+        t = OneInputTransformation(name=name, input=self._transformation, operator=operator)
+        self._env._add_sink(t)
+        return DataStreamSink(t)
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        if not callable(getattr(sink, "create_writer", None)):
+            raise GraphBuildError(f"sink_to(): {sink!r} is not a Sink (no create_writer())")
+        return self._sink(f"Sink: {type(sink).__name__}", SinkWriterOperator(sink))
+
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        function, call = _udf(sink_func, SinkFunction, "invoke", "add_sink()")
+        if function is None:
+            return self._sink("Sink: Unnamed", SinkFunctionOperator(None, lambda v, _c: call(v)))
+        return self._sink("Sink: Unnamed", SinkFunctionOperator(function, call))
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        return self._sink("Sink: Print to Std. Out", PrintSinkOperator(sink_identifier))
+
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        """Run the job and iterate its records here. With ``limit``, return a list of at most
+        ``limit`` records and cancel the job once they are in."""
+        sink_id = uuid.uuid4().hex
+        self._sink("Sink: Collect", CollectSinkOperator(sink_id))
+        client = self._env.execute_async(job_execution_name)
+        iterator = CloseableIterator(client, sink_id)
+        if limit is None:
+            return iterator
+        with iterator:
+            return [x for _, x in zip(range(limit), iterator)]
+
+
+class DataStreamSink:
+    """What sinks return: allows naming and configuring the sink operator."""
+
+    def __init__(self, transformation: Transformation) -> None:
+        self._transformation = transformation
+
+    def name(self, name: str) -> DataStreamSink:
+        self._transformation.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStreamSink:
+        self._transformation.uid = uid
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        self._transformation.parallelism = parallelism
+        self._transformation.parallelism_set = True
+        return self
+
+    def set_description(self, description: str) -> DataStreamSink:
+        return self
+
+    def disable_chaining(self) -> DataStreamSink:
+        self._transformation.chaining = ChainingStrategy.NEVER
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
+        name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
+        self._transformation.slot_sharing_group = str(name)
+        return self
+
+
+class CloseableIterator:
+    """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job."""
+
+    def __init__(self, client: Any, sink_id: str) -> None:
+        from undertow.runtime.cluster.job_master import _END
+
+        self._client = client
+        self._queue = client._master.collect_queue(sink_id)
+        self._end = _END
+        self._buffer: list[Any] = []
+        self._pos = 0
+        self._done = False
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        while self._pos >= len(self._buffer):
+            if self._done:
+                raise StopIteration
+            item = self._queue.get()
+            if item is self._end:
+                self._done = True
+                self._client.get_job_execution_result()  # raises the job's failure, if any
+                raise StopIteration
+            self._buffer, self._pos = item, 0
+        value = self._buffer[self._pos]
+        self._pos += 1
+        return value
+
+    def close(self) -> None:
+        if not self._done:
+            self._client.cancel()
+            self._done = True
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _field(value: Any, position: int | str) -> Any:
+    if isinstance(position, str):
+        return getattr(value, position) if not isinstance(value, dict) else value[position]
+    if isinstance(value, (tuple, list)):
+        return value[position]
+    if position == 0:
+        return value
+    raise GraphBuildError(f"cannot read field {position} of record {value!r}")
+
+
+def _replace(value: Any, position: int | str, new: Any) -> Any:
+    if isinstance(value, (tuple, list)) and not isinstance(position, str):
+        items = list(value)
+        items[position] = new
+        make = getattr(type(value), "_make", None)
+        if hasattr(value, "_fields") and make is not None:
+            return make(items)
+        if type(value) is tuple or type(value) is list:
+            return type(value)(items)
+        return type(value)(*items)
+    if isinstance(value, dict):
+        return {**value, position: new}
+    if isinstance(position, str):
+        values = (
+            {k: getattr(value, k) for k in value.as_dict()} if hasattr(value, "as_dict") else {}
+        )
+        values[position] = new
+        return type(value)(**values)
+    return new
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key: state and timers are per key."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
+                 key_selector: Callable[[Any], Any], original: DataStream) -> None:  # fmt: skip
+        super().__init__(env, transformation)
+        self._key_selector = key_selector
+        self._original = original
+
+    def _keyed(self, name: str, operator: Any, output_type: Any = None) -> DataStream:
+        return self._one_input(name, operator, output_type, key_selector=self._key_selector)
+
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        function, call = _udf(func, MapFunction, "map", "map()")
+        return self._keyed("Map", KeyedUdfOperator(function, call, self._key_selector, "map"),
+                           output_type)  # fmt: skip
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
+        op = KeyedUdfOperator(function, call, self._key_selector, "flat_map")
+        return self._keyed("FlatMap", op, output_type)
+
+    def filter(self, func: Any) -> DataStream:
+        function, call = _udf(func, FilterFunction, "filter", "filter()")
+        op = KeyedUdfOperator(function, call, self._key_selector, "filter")
+        return self._keyed("Filter", op, self.get_type())
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        if not isinstance(func, KeyedProcessFunction) and not callable(
+            getattr(func, "process_element", None)
+        ):
+            raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
+        return self._keyed("KeyedProcess", KeyedProcessOperator(func, self._key_selector),
+                           output_type)  # fmt: skip
+
+    def reduce(self, func: Any) -> DataStream:
+        function, call = _udf(func, ReduceFunction, "reduce", "reduce()")
+        op = StreamGroupedReduce(function, call, self._key_selector)
+        return self._keyed("Keyed Reduce", op, self.get_type())
+
+    def _aggregate(self, name: str, call: Callable[[Any, Any], Any]) -> DataStream:
+        op = StreamGroupedReduce(None, call, self._key_selector)
+        return self._keyed(name, op, self.get_type())
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        p = position_to_sum
+        return self._aggregate(
+            "Keyed Sum", lambda a, b: _replace(a, p, _field(a, p) + _field(b, p))
+        )
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        p = position_to_min
+        return self._aggregate(
+            "Keyed Min", lambda a, b: _replace(a, p, min(_field(a, p), _field(b, p)))
+        )
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        p = position_to_max
+        return self._aggregate(
+            "Keyed Max", lambda a, b: _replace(a, p, max(_field(a, p), _field(b, p)))
+        )
+
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        p = position_to_min_by
+        return self._aggregate("Keyed MinBy", lambda a, b: a if _field(a, p) <= _field(b, p) else b)
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        p = position_to_max_by
+        return self._aggregate("Keyed MaxBy", lambda a, b: a if _field(a, p) >= _field(b, p) else b)
+
+    def window(self, window_assigner: Any) -> Any:
+        from undertow.datastream.windowed_stream import WindowedStream
+
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int | None = None) -> Any:
+        from undertow.api.window import (
+            CountSlidingWindowAssigner,
+            CountTumblingWindowAssigner,
+        )
+
+        assigner = (CountTumblingWindowAssigner.of(size) if slide is None
+                    else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
+        return self.window(assigner)
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        return self._original.key_by(key_selector, key_type)
+
+    # configuring a KeyedStream configures the partitioning, which has none of these knobs
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        raise GraphBuildError("set_parallelism() is not allowed on a KeyedStream; set it on the "
+                              "operator after key_by(...)")  # fmt: skip
+
+    def name(self, name: str) -> DataStream:
+        raise GraphBuildError("name() is not allowed on a KeyedStream; name the operator after it")
+
+    def uid(self, uid: str) -> DataStream:
+        raise GraphBuildError("uid() is not allowed on a KeyedStream; set it on the next operator")
+
+
+class ConnectedStreams:
+    """Two streams connected for a two-input operator (``connect``)."""
+
+    def __init__(self, stream1: DataStream, stream2: DataStream) -> None:
+        self.stream1 = stream1
+        self.stream2 = stream2
+
+    def key_by(
+        self, key_selector1: Any, key_selector2: Any, key_type: Any = None
+    ) -> ConnectedStreams:
+        return ConnectedStreams(
+            self.stream1.key_by(key_selector1), self.stream2.key_by(key_selector2)
+        )
+
+    def _keys(self) -> tuple[Any, Any]:
+        k1 = getattr(self.stream1, "_key_selector", None)
+        k2 = getattr(self.stream2, "_key_selector", None)
+        if (k1 is None) != (k2 is None):
+            raise GraphBuildError(
+                "connect(): either both streams or neither must be keyed "
+                "(use ConnectedStreams.key_by(key1, key2))"
+            )
+        return k1, k2
+
+    def _two_input(self, name: str, operator: Any, output_type: Any) -> DataStream:
+        k1, k2 = self._keys()
+        t = TwoInputTransformation(
+            name=name, input1=self.stream1._transformation, input2=self.stream2._transformation,
+            operator=operator, key_selector1=k1, key_selector2=k2, output_type=output_type,
+        )  # fmt: skip
+        return DataStream(self.stream1._env, t)
+
+    def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
+        if not (callable(getattr(func, "map1", None)) and callable(getattr(func, "map2", None))):
+            raise GraphBuildError("ConnectedStreams.map() needs a CoMapFunction (map1, map2)")
+        return self._two_input("Co-Map", CoMapOperator(func), output_type)
+
+    def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
+        if not callable(getattr(func, "flat_map1", None)):
+            raise GraphBuildError("ConnectedStreams.flat_map() needs a CoFlatMapFunction")
+        return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        k1, k2 = self._keys()
+        if k1 is None and isinstance(func, KeyedCoProcessFunction):
+            raise GraphBuildError("a KeyedCoProcessFunction needs keyed streams: use key_by first")
+        if k1 is not None and isinstance(func, CoProcessFunction):
+            pass  # allowed, as in Flink: no timers/state of the key are used
+        op = CoProcessOperator(func, "process_element1", "process_element2", k1, k2)
+        name = "Keyed Co-Process" if k1 is not None else "Co-Process"
+        return self._two_input(name, op, output_type)
+
+
+class BroadcastStream:
+    """A broadcast stream with broadcast state descriptors (``broadcast(descriptor)``)."""
+
+    def __init__(self, stream: DataStream, descriptors: list[Any]) -> None:
+        self.stream = stream
+        self.broadcast_state_descriptors = descriptors
+
+
+class BroadcastConnectedStream:
+    def __init__(self, non_broadcast: DataStream, broadcast: BroadcastStream) -> None:
+        self.non_broadcast_stream = non_broadcast
+        self.broadcast_stream = broadcast
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        ks = getattr(self.non_broadcast_stream, "_key_selector", None)
+        if ks is None and isinstance(func, KeyedBroadcastProcessFunction):
+            raise GraphBuildError("a KeyedBroadcastProcessFunction needs a keyed stream")
+        if ks is not None and isinstance(func, BroadcastProcessFunction):
+            raise GraphBuildError(
+                "a keyed stream connected to a broadcast stream needs a "
+                "KeyedBroadcastProcessFunction"
+            )
+        op = CoProcessOperator(func, "process_element", "process_broadcast_element", ks, None,
+                               broadcast=True)  # fmt: skip
+        t = TwoInputTransformation(
+            name="Broadcast-Process", input1=self.non_broadcast_stream._transformation,
+            input2=self.broadcast_stream.stream._transformation, operator=op,
+            key_selector1=ks, key_selector2=None, output_type=output_type,
+        )  # fmt: skip
+        return DataStream(self.non_broadcast_stream._env, t)

@@ -1,0 +1,41 @@
+"""State descriptors and state interfaces (PyFlink's ``pyflink.datastream.state``)."""
+
+from undertow.state.descriptors import (
+    AggregatingState,
+    AggregatingStateDescriptor,
+    AppendingState,
+    BroadcastState,
+    ListState,
+    ListStateDescriptor,
+    MapState,
+    MapStateDescriptor,
+    MergingState,
+    ReadOnlyBroadcastState,
+    ReducingState,
+    ReducingStateDescriptor,
+    State,
+    StateDescriptor,
+    StateTtlConfig,
+    ValueState,
+    ValueStateDescriptor,
+)
+
+__all__ = [
+    "AggregatingState",
+    "AggregatingStateDescriptor",
+    "AppendingState",
+    "BroadcastState",
+    "ListState",
+    "ListStateDescriptor",
+    "MapState",
+    "MapStateDescriptor",
+    "MergingState",
+    "ReadOnlyBroadcastState",
+    "ReducingState",
+    "ReducingStateDescriptor",
+    "State",
+    "StateDescriptor",
+    "StateTtlConfig",
+    "ValueState",
+    "ValueStateDescriptor",
+]

@@ -1,0 +1,107 @@
+"""Control messages between the JobMaster (driver) and workers.
+
+Every message is a frozen dataclass, pickled in a frame of an authenticated connection (see
+:mod:`undertow.runtime.network.framing`). Messages a worker sends carry its attempt number;
+the JobMaster drops messages of an older attempt (fencing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# worker -> master ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterWorker:
+    attempt: int
+    worker_index: int
+    data_host: str
+    data_port: int
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    attempt: int
+    vertex_id: int
+    subtask: int
+    accumulators: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailed:
+    attempt: int
+    vertex_id: int
+    subtask: int
+    operator: str
+    error: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerFailed:
+    """A failure outside any task (network, deployment)."""
+
+    attempt: int
+    worker_index: int
+    error: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class SplitRequest:
+    attempt: int
+    vertex_id: int
+    subtask: int
+    hostname: str
+
+
+@dataclass(frozen=True, slots=True)
+class PrintLines:
+    attempt: int
+    lines: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectRecords:
+    attempt: int
+    sink_id: str
+    values: list[Any]
+
+
+# master -> worker ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Deploy:
+    attempt: int
+    job_graph: bytes
+    #: worker index -> (host, data port)
+    peers: dict[int, tuple[str, int]]
+    num_workers: int
+    config: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AddSplits:
+    vertex_id: int
+    subtask: int
+    splits: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NoMoreSplits:
+    vertex_id: int
+    subtask: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTasks:
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    pass

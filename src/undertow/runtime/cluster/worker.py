@@ -1,0 +1,288 @@
+"""A worker: one process (or thread) with one asyncio loop, hosting slots of subtasks.
+
+Lifecycle::
+
+    start data server -> connect to the JobMaster (HMAC) -> RegisterWorker -> receive Deploy
+    -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
+    -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
+
+A worker that loses its JobMaster cancels its tasks and exits: it never runs unsupervised.
+Threading: everything runs on the worker's loop; only ``SourceReaderContext.notify_available``
+may come from other threads (it goes through ``call_soon_threadsafe``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import pickle
+import socket
+import traceback
+from collections import defaultdict
+from typing import Any
+
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import NetworkError
+from undertow.graph.job_graph import JobGraph, JobVertex
+from undertow.runtime.cluster.control import ControlConnection
+from undertow.runtime.cluster.messages import (
+    AddSplits,
+    CancelTasks,
+    CollectRecords,
+    Deploy,
+    NoMoreSplits,
+    PrintLines,
+    RegisterWorker,
+    Shutdown,
+    SplitRequest,
+    TaskFailed,
+    TaskFinished,
+    WorkerFailed,
+)
+from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
+from undertow.runtime.network.framing import client_handshake
+from undertow.runtime.network.input_gate import InputGate
+from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.transport import NetworkEnvironment
+from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
+
+log = logging.getLogger(__name__)
+
+
+class _TaskServices:
+    """Per-task forwarding to the JobMaster (implements ``TaskServices``)."""
+
+    def __init__(self, worker: Worker, vertex_id: int, subtask: int) -> None:
+        self.worker = worker
+        self.vertex_id = vertex_id
+        self.subtask = subtask
+        self.task: StreamTask | None = None
+
+    def print_lines(self, lines: list[str]) -> None:
+        self.worker.send(PrintLines(self.worker.attempt, lines))
+
+    def collect(self, sink_id: str, values: list[Any]) -> None:
+        self.worker.send(CollectRecords(self.worker.attempt, sink_id, values))
+
+    def send_split_request(self) -> None:
+        self.worker.send(
+            SplitRequest(self.worker.attempt, self.vertex_id, self.subtask, socket.gethostname())
+        )
+
+    def wake(self) -> None:
+        task = self.task
+        if task is not None:
+            task.loop.call_soon_threadsafe(task.source_available)
+
+
+class Worker:
+    def __init__(
+        self,
+        worker_index: int,
+        attempt: int,
+        master: tuple[str, int],
+        secret: bytes,
+        config: Configuration,
+    ) -> None:
+        self.worker_index = worker_index
+        self.attempt = attempt
+        self.master = master
+        self.secret = secret
+        self.config = config
+        self.tasks: dict[tuple[int, int], StreamTask] = {}
+        self.ctrl: ControlConnection | None = None
+        self._failed = False
+
+    def send(self, message: Any) -> None:
+        if self.ctrl is not None:
+            self.ctrl.send(message)
+
+    async def run(self) -> None:
+        config = self.config
+        self.env = NetworkEnvironment(
+            self.worker_index,
+            self.secret,
+            bind_host=config.get(Options.BIND_HOST),
+            max_frame_size=config.get(Options.MAX_FRAME_SIZE),
+            on_failure=self._on_network_failure,
+        )
+        port = await self.env.start_server()
+        reader, writer = await asyncio.open_connection(*self.master)
+        await client_handshake(reader, writer, self.secret, self.worker_index)
+        self.ctrl = ControlConnection(
+            reader, writer, "JobMaster", config.get(Options.MAX_FRAME_SIZE)
+        )
+        self.send(
+            RegisterWorker(self.attempt, self.worker_index, config.get(Options.BIND_HOST), port,
+                           os.getpid())
+        )  # fmt: skip
+        try:
+            deploy = await self.ctrl.recv()
+            if isinstance(deploy, Shutdown) or deploy is None:
+                return
+            assert isinstance(deploy, Deploy), deploy
+            await self._deploy(deploy)
+            await self._serve()
+        except Exception as err:
+            self.send(WorkerFailed(self.attempt, self.worker_index, str(err),
+                                   traceback.format_exc()))  # fmt: skip
+            await self.ctrl.drain()
+            raise
+        finally:
+            for task in self.tasks.values():
+                task.cancel()
+            self.env.close()
+            await self.ctrl.drain()
+            self.ctrl.close()
+
+    async def _deploy(self, deploy: Deploy) -> None:
+        self.config = Configuration(deploy.config)
+        graph: JobGraph = pickle.loads(deploy.job_graph)
+        plan = plan_execution(graph, deploy.num_workers)
+        by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
+        by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
+        for ch in plan.channels:
+            by_producer[(ch.edge_id, ch.producer_subtask)].append(ch)
+            by_consumer[(ch.edge_id, ch.consumer_subtask)].append(ch)
+        loop = asyncio.get_running_loop()
+        needed: set[int] = set()
+        for vertex_id, subtask in plan.subtasks_of(graph, self.worker_index):
+            vertex = graph.vertex(vertex_id)
+            services = _TaskServices(self, vertex_id, subtask)
+            writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
+            gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
+            task = StreamTask(vertex, subtask, self.attempt, self.config, gates, writers,
+                              services, loop)  # fmt: skip
+            services.task = task
+            self.tasks[(vertex_id, subtask)] = task
+        needed.discard(self.worker_index)
+        await self.env.connect_peers(deploy.peers, needed)
+        me = self.worker_index
+        for ch in plan.channels:
+            producer = plan.worker_of(ch.producer_subtask)
+            consumer = plan.worker_of(ch.consumer_subtask)
+            if me in (producer, consumer):
+                self.env.wire(ch.channel_id, producer, consumer)
+        self.env.start_pumping()
+
+    def _build_writers(
+        self,
+        vertex: JobVertex,
+        subtask: int,
+        by_producer: dict[tuple[int, int], list[ChannelSpec]],
+        plan: ExecutionPlan,
+        needed: set[int],
+    ) -> dict[int, RecordWriter]:
+        config = self.config
+        writers: dict[int, RecordWriter] = {}
+        for edge in vertex.outputs:
+            channels = sorted(by_producer[(edge.id, subtask)], key=lambda c: c.subpartition)
+            partition = ResultPartition(
+                f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) edge {edge.id}",
+                [c.channel_id for c in channels],
+                buffers_per_channel=config.get(Options.BUFFERS_PER_CHANNEL),
+                floating_buffers=config.get(Options.FLOATING_BUFFERS_PER_GATE),
+                max_buffers_per_channel=config.get(Options.MAX_BUFFERS_PER_CHANNEL),
+            )
+            for ch, sp in zip(channels, partition.subpartitions):
+                self.env.subpartitions[ch.channel_id] = sp
+                needed.add(plan.worker_of(ch.consumer_subtask))
+            writers[edge.id] = RecordWriter(
+                partition, edge.new_partitioner(), config.get(Options.SEGMENT_SIZE)
+            )
+        return writers
+
+    def _build_gates(
+        self,
+        vertex: JobVertex,
+        subtask: int,
+        by_consumer: dict[tuple[int, int], list[ChannelSpec]],
+        plan: ExecutionPlan,
+        needed: set[int],
+    ) -> list[InputGate]:
+        config = self.config
+        gates = []
+        for edge in vertex.inputs:
+            name = f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) input {edge.id}"
+            gate = InputGate(name, edge.target_input, config.get(Options.FLOATING_BUFFERS_PER_GATE))
+            for ch in sorted(by_consumer[(edge.id, subtask)], key=lambda c: c.gate_channel):
+                ic = gate.add_channel(
+                    ch.channel_id, f"{name} channel {ch.gate_channel}",
+                    config.get(Options.BUFFERS_PER_CHANNEL),
+                )  # fmt: skip
+                self.env.input_channels[ch.channel_id] = ic
+                needed.add(plan.worker_of(ch.producer_subtask))
+            gates.append(gate)
+        return gates
+
+    async def _serve(self) -> None:
+        assert self.ctrl is not None
+        running = {
+            asyncio.ensure_future(self._run_task(key, task)) for key, task in self.tasks.items()
+        }
+        control = asyncio.ensure_future(self._control_loop())
+        try:
+            await control
+        finally:
+            for t in running:
+                t.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def _control_loop(self) -> None:
+        assert self.ctrl is not None
+        while True:
+            msg = await self.ctrl.recv()
+            if msg is None or isinstance(msg, Shutdown):
+                return
+            if isinstance(msg, AddSplits):
+                task = self.tasks[(msg.vertex_id, msg.subtask)]
+                task.post(functools.partial(task.head.add_splits, msg.splits))
+            elif isinstance(msg, NoMoreSplits):
+                task = self.tasks[(msg.vertex_id, msg.subtask)]
+                task.post(task.head.no_more_splits)
+            elif isinstance(msg, CancelTasks):
+                for task in self.tasks.values():
+                    task.cancel()
+            else:
+                log.warning("worker %d: unexpected control message %r", self.worker_index, msg)
+
+    async def _run_task(self, key: tuple[int, int], task: StreamTask) -> None:
+        vertex_id, subtask = key
+        try:
+            await task.run()
+        except (TaskCancelled, asyncio.CancelledError):
+            return
+        except BaseException as err:
+            self.send(
+                TaskFailed(
+                    self.attempt, vertex_id, subtask, task.operator_of(err.__traceback__),
+                    f"{type(err).__name__}: {err}", traceback.format_exc(),
+                )
+            )  # fmt: skip
+            return
+        accumulators = dict(task.chain.accumulators)
+        accumulators[f"records_in[{task.vertex.name}]"] = task.records_in
+        self.send(TaskFinished(self.attempt, vertex_id, subtask, accumulators))
+
+    def _on_network_failure(self, err: BaseException) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        detail = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        self.send(WorkerFailed(self.attempt, self.worker_index, str(err), detail))
+        for task in self.tasks.values():
+            task.cancel()
+
+
+def run_worker(
+    worker_index: int, attempt: int, master: tuple[str, int], secret: bytes, config: dict[str, str]
+) -> None:
+    """Entry point of a worker thread or process: runs the worker's loop to completion."""
+    worker = Worker(worker_index, attempt, master, secret, Configuration(config))
+    try:
+        asyncio.run(worker.run())
+    except (NetworkError, ConnectionError) as err:
+        log.error("worker %d stopped: %s", worker_index, err)
+        raise

@@ -1,0 +1,205 @@
+"""The operator chain of one subtask: fresh operator instances wired output to input.
+
+Built tail-first from the vertex's :class:`~undertow.graph.job_graph.OperatorSpec` s, so every
+operator's output exists when it is set up. An operator's output fans out to chained operators
+(direct calls), record writers (network) and side outputs by tag. Watermarks and watermark
+status go everywhere, side outputs included.
+
+Lifecycle (driven by the task, on its loop thread): ``open`` head-last (tail operators open
+first, so a head that emits in ``open`` finds its successors ready), ``finish`` head-first
+(each operator's final output reaches successors before they finish), ``close`` all, also
+after a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from undertow.core.config import Configuration
+from undertow.graph.job_graph import JobVertex, OperatorSpec
+from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.task.context import StreamingRuntimeContext, now_ms
+from undertow.runtime.task.events import WatermarkEvent, WatermarkStatusEvent
+from undertow.runtime.task.operator import (
+    OperatorSetup,
+    Output,
+    ProcessingTimeService,
+    StreamOperator,
+    TaskServices,
+    Timestamps,
+)
+from undertow.runtime.task.source_operator import SourceOperator
+from undertow.runtime.task.timers import TimerServiceManager
+from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.key_groups import key_group_range_for_subtask
+from undertow.state.operator_state import OperatorStateBackend
+
+
+class ChainingOutput:
+    """Hands records to the next operator of the chain (a direct call)."""
+
+    __slots__ = ("op", "process")
+
+    def __init__(self, op: Any) -> None:
+        self.op = op
+        self.process = op.process_batch
+
+    def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        self.process(values, timestamps)
+
+    def emit_watermark(self, watermark: int) -> None:
+        self.op.process_watermark(watermark)
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None) -> None:
+        raise AssertionError("side outputs are routed by the emitting operator's output")
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.op.output.emit_watermark_status(idle)
+
+
+class WriterOutput:
+    """Hands records to a record writer (the network)."""
+
+    __slots__ = ("emit", "writer")
+
+    def __init__(self, writer: RecordWriter) -> None:
+        self.writer = writer
+        self.emit = writer.emit
+
+    def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        self.emit(values, timestamps)
+
+    def emit_watermark(self, watermark: int) -> None:
+        self.writer.broadcast_event(WatermarkEvent(watermark))
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None) -> None:
+        raise AssertionError("side outputs are routed by the emitting operator's output")
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.writer.broadcast_event(WatermarkStatusEvent(idle))
+
+
+class OperatorOutput:
+    """The output an operator sees: main targets, side-output targets by tag."""
+
+    def __init__(self, main: list[Any], side: dict[str, list[Any]]) -> None:
+        self.main = main
+        self.side = side
+        self.everyone = main + [t for targets in side.values() for t in targets]
+        if len(main) == 1:
+            self.collect_batch = main[0].collect_batch  # type: ignore[method-assign]
+
+    def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        if values:
+            for target in self.main:
+                target.collect_batch(values, timestamps)
+
+    def emit_watermark(self, watermark: int) -> None:
+        for target in self.everyone:
+            target.emit_watermark(watermark)
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None) -> None:
+        for target in self.side.get(tag_id, ()):
+            target.collect_batch([value], None if timestamp is None else [timestamp])
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        for target in self.everyone:
+            target.emit_watermark_status(idle)
+
+
+class OperatorChain:
+    def __init__(
+        self,
+        vertex: JobVertex,
+        subtask_index: int,
+        attempt: int,
+        config: Configuration,
+        writers: dict[int, RecordWriter],
+        services: TaskServices,
+        processing_time_service: ProcessingTimeService,
+        job_parameters: dict[str, str] | None = None,
+    ) -> None:
+        self.vertex = vertex
+        self.operators: list[Any] = []
+        self.accumulators: dict[str, Any] = {}
+        self.timer_managers: list[TimerServiceManager] = []
+        by_node: dict[int, Any] = {}
+        name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
+        for spec in reversed(vertex.operators):
+            op, key_selector = self._instantiate(spec)
+            main: list[Any] = []
+            side: dict[str, list[Any]] = {}
+            for node_id, tag in spec.chained_outputs:
+                (side.setdefault(tag, []) if tag else main).append(ChainingOutput(by_node[node_id]))
+            for edge_id in spec.network_outputs:
+                edge = next(e for e in vertex.outputs if e.id == edge_id)
+                target = WriterOutput(writers[edge_id])
+                (side.setdefault(edge.tag_id, []) if edge.tag_id else main).append(target)
+            output: Output = OperatorOutput(main, side)
+            backend = None
+            timer_factory: Callable[..., Any] | None = None
+            if key_selector is not None:
+                kg_range = key_group_range_for_subtask(
+                    vertex.max_parallelism, vertex.parallelism, subtask_index
+                )
+                backend = HeapKeyedStateBackend(spec.name, vertex.max_parallelism, kg_range, now_ms)
+                manager = TimerServiceManager(backend, processing_time_service)
+                self.timer_managers.append(manager)
+                timer_factory = manager.get
+            setup = OperatorSetup(
+                name=spec.name,
+                uid=spec.uid,
+                subtask_index=subtask_index,
+                parallelism=vertex.parallelism,
+                max_parallelism=vertex.max_parallelism,
+                attempt_number=attempt,
+                output=output,
+                config=config,
+                processing_time_service=processing_time_service,
+                keyed_backend=backend,
+                timer_service_factory=timer_factory,
+                job_parameters=dict(job_parameters or {}),
+                accumulators=self.accumulators,
+                task_name_with_subtasks=name_with_subtasks,
+                operator_state_backend=OperatorStateBackend(spec.name),
+                services=services,
+            )
+            setup.runtime_context = StreamingRuntimeContext(setup)
+            op.setup(setup)
+            by_node[spec.node_id] = op
+            self.operators.insert(0, op)
+        self.head = self.operators[0]
+        self.is_source = isinstance(self.head, SourceOperator)
+
+    @staticmethod
+    def _instantiate(spec: OperatorSpec) -> tuple[Any, Any]:
+        parts = spec.instantiate()
+        if spec.kind == "source":
+            return SourceOperator(parts["source"], parts["watermark_strategy"]), None
+        if spec.kind == "two-input":
+            return parts["operator"], parts["key_selector1"]
+        return parts["operator"], parts["key_selector"]
+
+    def open(self) -> None:
+        for op in reversed(self.operators):
+            op.open()
+
+    def finish(self) -> None:
+        for op in self.operators:
+            op.finish()
+
+    def close(self) -> list[BaseException]:
+        """Close every operator; returns the errors instead of stopping at the first."""
+        errors: list[BaseException] = []
+        for op in self.operators:
+            try:
+                op.close()
+            except Exception as err:
+                errors.append(err)
+        for manager in self.timer_managers:
+            manager.dispose()
+        return errors
+
+    def operator_named(self, name: str) -> StreamOperator | None:
+        return next((op for op in self.operators if getattr(op, "name", None) == name), None)

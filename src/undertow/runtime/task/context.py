@@ -1,0 +1,159 @@
+"""What operators and user functions see of their task: clocks, runtime context, timers.
+
+Threading: everything here is used on the owning task's loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from undertow.api.functions import RuntimeContext, TimerService
+from undertow.core.errors import StateError
+from undertow.runtime.task.operator import OperatorSetup
+from undertow.runtime.task.timers import InternalTimerService
+from undertow.state.backend import VOID_NAMESPACE
+from undertow.state.descriptors import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LoopProcessingTimeService:
+    """Processing time on an asyncio loop; callbacks are posted to the task's mailbox."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, post: Callable[[Callable[[], None]], None]):
+        self._loop = loop
+        self._post = post
+
+    def current_processing_time(self) -> int:
+        return now_ms()
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any:
+        delay = max(0.0, (timestamp - now_ms()) / 1000.0)
+        return self._loop.call_later(delay, self._post, lambda: callback(timestamp))
+
+
+class StreamingRuntimeContext(RuntimeContext):
+    """The ``RuntimeContext`` handed to ``Function.open``."""
+
+    def __init__(self, setup: OperatorSetup) -> None:
+        self._setup = setup
+
+    def get_task_name(self) -> str:
+        return self._setup.name
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._setup.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._setup.max_parallelism
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._setup.subtask_index
+
+    def get_attempt_number(self) -> int:
+        return self._setup.attempt_number
+
+    def get_task_name_with_subtasks(self) -> str:
+        return self._setup.task_name_with_subtasks
+
+    def get_job_parameter(self, key: str, default_value: str) -> str:
+        return self._setup.job_parameters.get(key, default_value)
+
+    def get_metrics_group(self) -> Any:
+        return self._setup.accumulators
+
+    def _state(self, descriptor: StateDescriptor) -> Any:
+        backend = self._setup.keyed_backend
+        if backend is None:
+            raise StateError(
+                f"operator '{self._setup.name}': keyed state ({descriptor!r}) is only available "
+                "on a keyed stream; call key_by(...) before this operator"
+            )
+        state = backend.get_partitioned_state(descriptor)
+        state.set_current_namespace(VOID_NAMESPACE)
+        return state
+
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> Any:
+        return self._state(state_descriptor)
+
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
+        return self._state(state_descriptor)
+
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> Any:
+        return self._state(state_descriptor)
+
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> Any:
+        return self._state(state_descriptor)
+
+    def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> Any:
+        return self._state(state_descriptor)
+
+
+class KeyedTimerService(TimerService):
+    """``ctx.timer_service()`` of keyed process functions: timers of the current key."""
+
+    def __init__(self, internal: InternalTimerService) -> None:
+        self._internal = internal
+
+    def current_processing_time(self) -> int:
+        return self._internal.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._internal.current_watermark
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._internal.register_processing_time_timer(VOID_NAMESPACE, int(timestamp))
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._internal.register_event_time_timer(VOID_NAMESPACE, int(timestamp))
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._internal.delete_processing_time_timer(VOID_NAMESPACE, int(timestamp))
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._internal.delete_event_time_timer(VOID_NAMESPACE, int(timestamp))
+
+
+class NonKeyedTimerService(TimerService):
+    """Clocks only: Flink refuses timers outside keyed streams, and so do we."""
+
+    def __init__(self, operator_name: str, pts: Any, watermark: Callable[[], int]) -> None:
+        self._name = operator_name
+        self._pts = pts
+        self._watermark = watermark
+
+    def current_processing_time(self) -> int:
+        return int(self._pts.current_processing_time())
+
+    def current_watermark(self) -> int:
+        return self._watermark()
+
+    def _refuse(self) -> None:
+        raise StateError(
+            f"operator '{self._name}': timers can only be used on keyed streams; "
+            "use key_by(...).process(KeyedProcessFunction)"
+        )
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._refuse()
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._refuse()
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._refuse()
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._refuse()

@@ -1,0 +1,197 @@
+"""Keyed one-input operators: keyed process functions with timers, and rolling reductions.
+
+The operator sets the current key of its backend per record (the key selector is its own), so
+state and timers of user functions always refer to the record's key. Output order per key is
+input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
+from undertow.core.config import Options
+from undertow.runtime.task.context import KeyedTimerService
+from undertow.runtime.task.operator import Timestamps
+from undertow.runtime.task.operators import UdfOperator, run_udf
+from undertow.runtime.task.timers import InternalTimer
+from undertow.state.backend import KeyedStateBackend
+from undertow.state.descriptors import ValueStateDescriptor
+
+
+class _KeyedContext(KeyedProcessFunction.OnTimerContext):
+    __slots__ = ("_domain", "_op", "ts")
+
+    def __init__(self, op: KeyedProcessOperator) -> None:
+        self._op = op
+        self.ts: Any = None
+        self._domain = TimeDomain.EVENT_TIME
+
+    def timestamp(self) -> int | None:
+        ts: int | None = self.ts
+        return ts
+
+    def timer_service(self) -> TimerService:
+        return self._op.timer_service
+
+    def output(self, output_tag: Any, value: Any) -> None:
+        self._op.output.collect_side(output_tag.tag_id, value, self.ts)
+
+    def get_current_key(self) -> Any:
+        return self._op.backend.get_current_key()
+
+    def time_domain(self) -> TimeDomain:
+        return self._domain
+
+
+class KeyedProcessOperator(UdfOperator):
+    """``KeyedStream.process(KeyedProcessFunction)``; also the engine of ``on_timer``."""
+
+    def __init__(self, function: Any, key_selector: Callable[[Any], Any]) -> None:
+        super().__init__(function, getattr(function, "process_element", function))
+        self.key_selector = key_selector
+
+    def open(self) -> None:
+        assert self.ctx.keyed_backend is not None and self.ctx.timer_service_factory is not None
+        self.backend: KeyedStateBackend = self.ctx.keyed_backend
+        self.internal_timers = self.ctx.timer_service_factory("user-timers", self)
+        self.timer_service = KeyedTimerService(self.internal_timers)
+        self._kctx = _KeyedContext(self)
+        self._on_timer = getattr(self.function, "on_timer", None)
+        super().open()
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call, ctx, ks, set_key = (
+            self.call,
+            self._kctx,
+            self.key_selector,
+            self.backend.set_current_key,
+        )
+        out: list[Any] = []
+        stamps: list[Any] = []
+        if timestamps is None:
+            timestamps = [None] * len(values)
+        for v, ts in zip(values, timestamps):
+            set_key(ks(v))
+            ctx.ts = ts
+            run_udf(call(v, ctx), out, stamps, ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+    def process_watermark(self, watermark: int) -> None:
+        self.current_watermark = watermark
+        self.internal_timers.advance_watermark(watermark)
+        self.output.emit_watermark(watermark)
+
+    def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:
+        if self._on_timer is None:
+            return
+        ctx = self._kctx
+        ctx.ts = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
+        ctx._domain = domain
+        out: list[Any] = []
+        stamps: list[Any] = []
+        run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.EVENT_TIME)
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.PROCESSING_TIME)
+
+
+class StreamGroupedReduce(UdfOperator):
+    """``KeyedStream.reduce`` (and sum/min/max/min_by/max_by): emits the rolling result.
+
+    In BATCH execution (``emit_final_only``) it emits one final result per key at the end.
+    """
+
+    _DESCRIPTOR = ValueStateDescriptor("_reduce_value")
+
+    def __init__(
+        self, function: Any, call: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],
+        emit_final_only: bool = False,
+    ) -> None:  # fmt: skip
+        super().__init__(function, call)
+        self.key_selector = key_selector
+        self.emit_final_only = emit_final_only
+
+    def open(self) -> None:
+        assert self.ctx.keyed_backend is not None
+        self.backend = self.ctx.keyed_backend
+        self.state = self.backend.get_partitioned_state(self._DESCRIPTOR)
+        if self.ctx.config.get(Options.RUNTIME_MODE) == "BATCH":
+            self.emit_final_only = True
+        super().open()
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call, ks, set_key = self.call, self.key_selector, self.backend.set_current_key
+        get, put = self.state.value, self.state.update  # type: ignore[attr-defined]
+        out: list[Any] = []
+        append = out.append
+        for v in values:
+            set_key(ks(v))
+            old = get()
+            new = v if old is None else call(old, v)
+            put(new)
+            append(new)
+        if not self.emit_final_only:
+            self.output.collect_batch(out, timestamps)
+
+    def finish(self) -> None:
+        if not self.emit_final_only:
+            return
+        backend, get = self.backend, self.state.value  # type: ignore[attr-defined]
+        out = []
+        for key in list(backend.keys(self._DESCRIPTOR.name)):
+            backend.set_current_key(key)
+            out.append(get())
+        if out:
+            self.output.collect_batch(out, None)
+
+
+class KeyedUdfOperator(UdfOperator):
+    """``map`` / ``flat_map`` / ``filter`` on a ``KeyedStream``: the function may use keyed
+    state, so the current key is set per record."""
+
+    def __init__(
+        self,
+        function: Any,
+        call: Callable[[Any], Any],
+        key_selector: Callable[[Any], Any],
+        kind: str,
+    ) -> None:
+        super().__init__(function, call)
+        self.key_selector = key_selector
+        self.kind = kind
+
+    def open(self) -> None:
+        assert self.ctx.keyed_backend is not None
+        self.backend = self.ctx.keyed_backend
+        super().open()
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call, ks, set_key, kind = (
+            self.call,
+            self.key_selector,
+            self.backend.set_current_key,
+            self.kind,
+        )
+        out: list[Any] = []
+        stamps: list[Any] = []
+        for v, ts in zip(values, timestamps or [None] * len(values)):
+            set_key(ks(v))
+            if kind == "map":
+                out.append(call(v))
+                stamps.append(ts)
+            elif kind == "filter":
+                if call(v):
+                    out.append(v)
+                    stamps.append(ts)
+            else:
+                run_udf(call(v), out, stamps, ts)
+        if out:
+            self.output.collect_batch(out, None if timestamps is None else stamps)

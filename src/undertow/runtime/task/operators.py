@@ -1,0 +1,187 @@
+"""Built-in one-input operators for the DataStream API's record-at-a-time functions.
+
+Each operator takes the user's function object (for ``open``/``close``) and the callable to
+apply (``fn.map``, a lambda, ...), resolved by the API layer. Per-record work is a tight loop
+or comprehension over the batch; contexts handed to process functions are reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from undertow.api.functions import ProcessFunction, TimerService
+from undertow.core.types import MIN_TIMESTAMP
+from undertow.runtime.task.context import NonKeyedTimerService
+from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+
+
+class UdfOperator(OneInputStreamOperator):
+    """An operator around one user function: opens and closes it with the operator."""
+
+    def __init__(self, function: Any, call: Callable[..., Any] | None = None) -> None:
+        self.function = function
+        self.call = call if call is not None else function
+        self.current_watermark = MIN_TIMESTAMP
+
+    def open(self) -> None:
+        open_fn = getattr(self.function, "open", None)
+        if callable(open_fn):
+            open_fn(self.ctx.runtime_context)
+
+    def close(self) -> None:
+        close_fn = getattr(self.function, "close", None)
+        if callable(close_fn):
+            close_fn()
+
+    def process_watermark(self, watermark: int) -> None:
+        self.current_watermark = watermark
+        self.output.emit_watermark(watermark)
+
+
+class StreamMap(UdfOperator):
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call = self.call
+        self.output.collect_batch([call(v) for v in values], timestamps)
+
+
+class StreamFlatMap(UdfOperator):
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call = self.call
+        out: list[Any] = []
+        if timestamps is None:
+            extend = out.extend
+            for v in values:
+                result = call(v)
+                if result is not None:
+                    extend(result)
+            self.output.collect_batch(out, None)
+            return
+        stamps: list[Any] = []
+        for v, ts in zip(values, timestamps):
+            result = call(v)
+            if result is not None:
+                before = len(out)
+                out.extend(result)
+                stamps.extend([ts] * (len(out) - before))
+        self.output.collect_batch(out, stamps)
+
+
+class StreamFilter(UdfOperator):
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call = self.call
+        if timestamps is None:
+            self.output.collect_batch([v for v in values if call(v)], None)
+            return
+        kept = [(v, ts) for v, ts in zip(values, timestamps) if call(v)]
+        self.output.collect_batch([v for v, _ in kept], [ts for _, ts in kept])
+
+
+class CollectingContext:
+    """Collects what one process-function call emits: its return values and side outputs."""
+
+    __slots__ = ("ts",)
+
+    def __init__(self) -> None:
+        self.ts: Any = None
+
+
+def run_udf(result: Iterable[Any] | None, out: list[Any], stamps: list[Any], ts: Any) -> None:
+    """Append what a process function returned (an iterable or None) with timestamp ``ts``."""
+    if result is None:
+        return
+    before = len(out)
+    out.extend(result)
+    if len(out) > before:
+        stamps.extend([ts] * (len(out) - before))
+
+
+class _ProcessContext(ProcessFunction.Context):
+    __slots__ = ("_op", "ts")
+
+    def __init__(self, op: ProcessOperator) -> None:
+        self._op = op
+        self.ts: Any = None
+
+    def timestamp(self) -> int | None:
+        ts: int | None = self.ts
+        return ts
+
+    def timer_service(self) -> TimerService:
+        return self._op.timer_service
+
+    def output(self, output_tag: Any, value: Any) -> None:
+        self._op.output.collect_side(output_tag.tag_id, value, self.ts)
+
+
+class ProcessOperator(UdfOperator):
+    """``DataStream.process(ProcessFunction)`` on a non-keyed stream."""
+
+    def open(self) -> None:
+        self.timer_service = NonKeyedTimerService(
+            self.ctx.name, self.ctx.processing_time_service, lambda: self.current_watermark
+        )
+        self._pctx = _ProcessContext(self)
+        super().open()
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call, ctx = self.call, self._pctx
+        out: list[Any] = []
+        stamps: list[Any] = []
+        if timestamps is None:
+            timestamps = [None] * len(values)
+        for v, ts in zip(values, timestamps):
+            ctx.ts = ts
+            run_udf(call(v, ctx), out, stamps, ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+
+class SinkFunctionOperator(UdfOperator):
+    """``add_sink(SinkFunction)``: ``invoke(value, context)`` per record."""
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        call = self.call
+        for v in values:
+            call(v, None)
+
+
+class PrintSinkOperator(OneInputStreamOperator):
+    """``print()``: one line per record, ``N> `` prefixed when the sink runs in parallel."""
+
+    def __init__(self, sink_identifier: str | None = None) -> None:
+        self.sink_identifier = sink_identifier
+
+    def open(self) -> None:
+        prefix = self.sink_identifier or ""
+        if self.ctx.parallelism > 1:
+            prefix = (
+                f"{prefix}:{self.ctx.subtask_index + 1}"
+                if prefix
+                else str(self.ctx.subtask_index + 1)
+            )
+        self._prefix = f"{prefix}> " if prefix else ""
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        prefix = self._prefix
+        assert self.ctx.services is not None
+        self.ctx.services.print_lines([f"{prefix}{v}" for v in values])
+
+
+class CollectSinkOperator(OneInputStreamOperator):
+    """``execute_and_collect``: ships records to the client."""
+
+    def __init__(self, sink_id: str) -> None:
+        self.sink_id = sink_id
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        assert self.ctx.services is not None
+        self.ctx.services.collect(self.sink_id, list(values))
+
+
+class DiscardingSinkOperator(OneInputStreamOperator):
+    """Counts and drops records (benchmarks)."""
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        acc = self.ctx.accumulators
+        acc["records_discarded"] = acc.get("records_discarded", 0) + len(values)

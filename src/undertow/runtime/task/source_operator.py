@@ -1,0 +1,196 @@
+"""Source side of a chain: drives a FLIP-27 reader, assigns timestamps, generates watermarks.
+
+:class:`WatermarkEmitter` is shared by sources (``from_source(source, strategy)``) and
+``assign_timestamps_and_watermarks``: it applies the strategy's timestamp assigner to every
+batch, feeds the watermark generator, emits watermarks every
+``pipeline.auto-watermark-interval`` (200 ms) and marks the output idle after the strategy's
+idle timeout without records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext
+from undertow.core.config import Options
+from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
+from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Output, Timestamps
+
+AUTO_WATERMARK_INTERVAL_MS = 200
+
+
+class WatermarkEmitter:
+    def __init__(self, strategy: Any, setup: OperatorSetup, output: Output) -> None:
+        self.output = output
+        self.pts = setup.processing_time_service
+        self.assigner = strategy.create_timestamp_assigner() if strategy is not None else None
+        self.generator = strategy.create_watermark_generator() if strategy is not None else None
+        if setup.config.get(Options.RUNTIME_MODE) == "BATCH":
+            self.generator = None  # BATCH: event time jumps to the end when input ends
+        self.idle_timeout = strategy.get_idle_timeout_ms() if strategy is not None else None
+        self.last_watermark = MIN_TIMESTAMP
+        self.idle = False
+        self._last_activity = self.pts.current_processing_time()
+        self._timer: Any = None
+        self._closed = False
+
+    def start(self) -> None:
+        if self.generator is not None:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        next_time = self.pts.current_processing_time() + AUTO_WATERMARK_INTERVAL_MS
+        self._timer = self.pts.register_timer(next_time, self._on_periodic)
+
+    def _on_periodic(self, _: int) -> None:
+        if self._closed:
+            return
+        self.emit_periodic()
+        now = self.pts.current_processing_time()
+        if (self.idle_timeout and not self.idle
+                and now - self._last_activity >= self.idle_timeout):  # fmt: skip
+            self.idle = True
+            self.output.emit_watermark_status(True)
+        self._schedule()
+
+    def emit_periodic(self) -> None:
+        if self.generator is None:
+            return
+        wm = self.generator.on_periodic_emit()
+        if wm is not None and wm > self.last_watermark:
+            if self.idle:
+                self.idle = False
+                self.output.emit_watermark_status(False)
+            self.last_watermark = wm
+            self.output.emit_watermark(wm)
+
+    def on_batch(self, values: list[Any], timestamps: Timestamps) -> Timestamps:
+        """Assign timestamps; returns the batch's timestamps after assignment."""
+        if self.idle_timeout:
+            self._last_activity = self.pts.current_processing_time()
+            if self.idle:
+                self.idle = False
+                self.output.emit_watermark_status(False)
+        assigner = self.assigner
+        if assigner is not None:
+            if timestamps is None:
+                base = MIN_TIMESTAMP
+                timestamps = [assigner(v, base) for v in values]
+            else:
+                timestamps = [
+                    assigner(v, MIN_TIMESTAMP if t is None else t)
+                    for v, t in zip(values, timestamps)
+                ]  # fmt: skip
+        if self.generator is not None and timestamps is not None:
+            self.generator.on_events(timestamps)
+        return timestamps
+
+    def end_of_input(self) -> None:
+        """A bounded input ended: event time jumps to the end (Flink's MAX_WATERMARK)."""
+        self.close()
+        if self.last_watermark < MAX_WATERMARK:
+            self.last_watermark = MAX_WATERMARK
+            self.output.emit_watermark(MAX_WATERMARK)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+class _ReaderContext(SourceReaderContext):
+    def __init__(self, setup: OperatorSetup) -> None:
+        self._setup = setup
+
+    def index_of_subtask(self) -> int:
+        return self._setup.subtask_index
+
+    def parallelism(self) -> int:
+        return self._setup.parallelism
+
+    def send_split_request(self) -> None:
+        assert self._setup.services is not None
+        self._setup.services.send_split_request()
+
+    def notify_available(self) -> None:
+        assert self._setup.services is not None
+        self._setup.services.wake()
+
+
+class SourceOperator:
+    """Head of a source chain. The task calls :meth:`emit_next` while output is available."""
+
+    def __init__(self, source: Any, watermark_strategy: Any) -> None:
+        self.source = source
+        self.watermark_strategy = watermark_strategy
+        self.reader: SourceReader[Any] | None = None
+
+    def setup(self, ctx: OperatorSetup) -> None:
+        self.ctx = ctx
+        self.output = ctx.output
+
+    def open(self) -> None:
+        self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
+        self.reader = self.source.create_reader(_ReaderContext(self.ctx))
+        self.reader.start()
+        self.emitter.start()
+
+    # ReaderOutput ---------------------------------------------------------------------------
+    def collect(self, value: Any, timestamp: int | None = None) -> None:
+        self.collect_batch([value], None if timestamp is None else [timestamp])
+
+    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
+        if values:
+            self.output.collect_batch(values, self.emitter.on_batch(values, timestamps))
+
+    # driven by the task -----------------------------------------------------------------------
+    def emit_next(self) -> InputStatus:
+        assert self.reader is not None
+        return self.reader.poll_next(self)
+
+    def add_splits(self, splits: list[Any]) -> None:
+        assert self.reader is not None
+        self.reader.add_splits(splits)
+
+    def no_more_splits(self) -> None:
+        assert self.reader is not None
+        self.reader.notify_no_more_splits()
+
+    def end_of_input(self) -> None:
+        self.emitter.end_of_input()
+
+    def finish(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if hasattr(self, "emitter"):
+            self.emitter.close()
+        if self.reader is not None:
+            self.reader.close()
+
+    @property
+    def name(self) -> str:
+        return self.ctx.name
+
+
+class TimestampsAndWatermarksOperator(OneInputStreamOperator):
+    """``assign_timestamps_and_watermarks``: replaces upstream watermarks with its own."""
+
+    def __init__(self, watermark_strategy: Any) -> None:
+        self.watermark_strategy = watermark_strategy
+
+    def open(self) -> None:
+        self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
+        self.emitter.start()
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        self.output.collect_batch(values, self.emitter.on_batch(values, timestamps))
+
+    def process_watermark(self, watermark: int) -> None:
+        if watermark == MAX_WATERMARK:  # end of input upstream: flush event time
+            self.emitter.end_of_input()
+
+    def close(self) -> None:
+        if hasattr(self, "emitter"):
+            self.emitter.close()

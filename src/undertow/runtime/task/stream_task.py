@@ -1,0 +1,338 @@
+"""A subtask's mailbox loop: input processing in time-budgeted slices, with mails in between.
+
+Loop (ARCHITECTURE §3): run all queued mails (timers, split assignments, flushes, ...); then,
+if input *and* output are available, process one slice; otherwise sleep until something wakes
+the task (input arrived, output drained, a mail was posted). A slice ends after
+``undertow.task.mailbox-slice`` (2 ms), at the end of input, or when output becomes
+unavailable — also in the middle of an input batch: the rest of the batch stays with the task
+(the "deserializer leftover") and is processed in the next slice. Chunk sizes adapt so that one
+chunk takes about a quarter of the slice: the cost is one clock read per chunk, not per record.
+
+Watermarks are combined per input by a :class:`StatusWatermarkValve`; a two-input head sees
+the minimum of its inputs. End of input: every channel delivered ``EndOfPartitionEvent``
+(network inputs) or the source reader reported ``END_OF_INPUT``; the chain then finishes,
+writers flush, and ``EndOfPartitionEvent`` goes downstream.
+
+Threading: runs as one asyncio task on its worker's loop; ``post`` must be called from that
+loop, ``post_threadsafe`` from anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from undertow.connectors.source import InputStatus
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import JobCancelledError
+from undertow.core.types import MIN_TIMESTAMP
+from undertow.graph.job_graph import JobVertex
+from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.task.chain import OperatorChain
+from undertow.runtime.task.context import LoopProcessingTimeService
+from undertow.runtime.task.events import EndOfPartitionEvent, WatermarkEvent, WatermarkStatusEvent
+from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
+from undertow.runtime.task.watermark_valve import StatusWatermarkValve
+
+log = logging.getLogger(__name__)
+
+_MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
+_SOURCE_BACKOFF_S = 0.005
+
+
+class TaskCancelled(JobCancelledError):
+    pass
+
+
+class StreamTask:
+    def __init__(
+        self,
+        vertex: JobVertex,
+        subtask_index: int,
+        attempt: int,
+        config: Configuration,
+        gates: list[InputGate],
+        writers: dict[int, RecordWriter],
+        services: TaskServices,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.vertex = vertex
+        self.subtask_index = subtask_index
+        self.name = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
+        self.loop = loop
+        self.gates = gates
+        self.writers = list(writers.values())
+        self.partitions = [w.partition for w in self.writers]
+        self.mailbox: deque[Callable[[], None]] = deque()
+        self._wake = asyncio.Event()
+        self._slice_s = config.get(Options.MAILBOX_SLICE) / 1000.0
+        self.buffer_timeout_ms = vertex.buffer_timeout
+        self._cancelled = False
+        self._end_of_input = False
+        self._source_waiting = False
+        self._chunk = 64
+        self._current: list[Any] | None = None  # [gate, channel, values, timestamps, position]
+        self._gate_rr = 0
+        self.records_in = 0
+        self.pts = LoopProcessingTimeService(loop, self.post)
+        self.chain = OperatorChain(
+            vertex, subtask_index, attempt, config, writers, services, self.pts
+        )
+        self.head = self.chain.head
+        self._two_input = isinstance(self.head, TwoInputStreamOperator)
+        self._build_valves()
+        for gate in gates:
+            gate.set_listener(self.wake)
+
+    # -- mailbox ---------------------------------------------------------------------------------
+    def wake(self) -> None:
+        self._wake.set()
+
+    def post(self, mail: Callable[[], None]) -> None:
+        self.mailbox.append(mail)
+        self._wake.set()
+
+    def post_threadsafe(self, mail: Callable[[], None]) -> None:
+        self.loop.call_soon_threadsafe(self.post, mail)
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._wake.set()
+
+    def _run_mails(self) -> None:
+        mailbox = self.mailbox
+        while mailbox:
+            mailbox.popleft()()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Run until end of input (bounded) or cancellation; raises what failed the task."""
+        try:
+            self.chain.open()
+            self._schedule_flush()
+            if self.chain.is_source:
+                await self._loop(self._source_slice, self._source_ready)
+            else:
+                await self._loop(self._input_slice, self._input_ready)
+            self.chain.finish()
+            for writer in self.writers:
+                writer.broadcast_event(EndOfPartitionEvent())
+        finally:
+            errors = self.chain.close()
+            if errors:
+                log.warning("%s: errors while closing operators: %s", self.name, errors)
+
+    async def _loop(self, action: Callable[[], None], ready: Callable[[], bool]) -> None:
+        wake = self._wake
+        while True:
+            self._run_mails()
+            if self._cancelled:
+                raise TaskCancelled(f"{self.name} was cancelled")
+            if self._end_of_input:
+                return
+            if ready() and self._output_available():
+                action()
+                await asyncio.sleep(0)
+                continue
+            wake.clear()
+            if self.mailbox or self._cancelled or (ready() and self._output_available()):
+                continue
+            await wake.wait()
+
+    def _output_available(self) -> bool:
+        for partition in self.partitions:
+            if not partition.is_available():
+                partition.notify_when_available(self.wake)
+                return False
+        return True
+
+    def _schedule_flush(self) -> None:
+        timeout = self.buffer_timeout_ms
+        if timeout <= 0 or not self.writers:
+            return
+
+        def flush() -> None:
+            for writer in self.writers:
+                if writer.has_pending:
+                    writer.flush_all()
+            self._schedule_flush()
+
+        self.loop.call_later(timeout / 1000.0, self.post, flush)
+
+    def _after_slice(self) -> None:
+        if self.buffer_timeout_ms == 0:
+            for writer in self.writers:
+                writer.flush_all()
+
+    # -- sources ---------------------------------------------------------------------------------
+    def _source_ready(self) -> bool:
+        return not self._source_waiting
+
+    def _source_slice(self) -> None:
+        deadline = time.perf_counter() + self._slice_s
+        head = self.head
+        while True:
+            status = head.emit_next()
+            if status is InputStatus.END_OF_INPUT:
+                head.end_of_input()
+                self._end_of_input = True
+                break
+            if status is InputStatus.NOTHING_AVAILABLE:
+                self._source_waiting = True
+                self.loop.call_later(_SOURCE_BACKOFF_S, self._source_retry)
+                break
+            if time.perf_counter() >= deadline or not self._output_available():
+                break
+        self._after_slice()
+
+    def _source_retry(self) -> None:
+        self._source_waiting = False
+        self._wake.set()
+
+    def source_available(self) -> None:
+        """A reader said data is available again (``notify_available``)."""
+        self._source_waiting = False
+        self._wake.set()
+
+    # -- network input ---------------------------------------------------------------------------
+    def _build_valves(self) -> None:
+        self._valves: dict[int, StatusWatermarkValve] = {}
+        self._channel_offset: dict[int, int] = {}
+        counts: dict[int, int] = {}
+        for gate in self.gates:
+            key = gate.input_index if self._two_input else 1
+            self._channel_offset[id(gate)] = counts.get(key, 0)
+            counts[key] = counts.get(key, 0) + len(gate.channels)
+        for key, count in counts.items():
+            self._valves[key] = StatusWatermarkValve(count)
+        self._input_watermarks = {key: MIN_TIMESTAMP for key in counts}
+        self._last_watermark = MIN_TIMESTAMP
+        self._idle = False
+
+    def _input_ready(self) -> bool:
+        return self._current is not None or any(g.has_input() for g in self.gates)
+
+    def _poll(self) -> tuple[InputGate, InputChannel, Any] | None:
+        gates = self.gates
+        n = len(gates)
+        for i in range(n):
+            gate = gates[(self._gate_rr + i) % n]
+            item = gate.poll()
+            if item is not None:
+                self._gate_rr = (self._gate_rr + i + 1) % n
+                return gate, item[0], item[1]
+        return None
+
+    def _input_slice(self) -> None:
+        perf = time.perf_counter
+        deadline = perf() + self._slice_s
+        head = self.head
+        two = self._two_input
+        while True:
+            current = self._current
+            if current is None:
+                polled = self._poll()
+                if polled is None:
+                    break
+                gate, channel, payload = polled
+                if type(payload) is tuple:
+                    self._current = current = [gate, channel, payload[0], payload[1], 0]
+                else:
+                    self._on_event(gate, channel, payload)
+                    if self._end_of_input:
+                        break
+                    continue
+            gate, channel, values, stamps, pos = current
+            n = len(values)
+            k = self._chunk
+            t0 = perf()
+            if pos == 0 and k >= n:
+                chunk, cstamps, pos = values, stamps, n
+            else:
+                end = min(n, pos + k)
+                chunk = values[pos:end]
+                cstamps = None if stamps is None else stamps[pos:end]
+                pos = end
+            if two:
+                if gate.input_index == 1:
+                    head.process_batch1(chunk, cstamps)
+                else:
+                    head.process_batch2(chunk, cstamps)
+            else:
+                head.process_batch(chunk, cstamps)
+            t1 = perf()
+            self.records_in += len(chunk)
+            self._adapt_chunk(len(chunk), t1 - t0)
+            if pos >= n:
+                self._current = None
+                gate.release(channel)
+            else:
+                current[4] = pos
+            if t1 >= deadline or not self._output_available():
+                break
+        self._after_slice()
+
+    def _adapt_chunk(self, count: int, elapsed: float) -> None:
+        target = self._slice_s / 4
+        if elapsed <= 0:
+            self._chunk = min(_MAX_CHUNK, self._chunk * 2)
+            return
+        per_record = elapsed / count
+        self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, int(target / per_record)))
+
+    def _on_event(self, gate: InputGate, channel: InputChannel, event: Any) -> None:
+        key = gate.input_index if self._two_input else 1
+        valve = self._valves[key]
+        index = self._channel_offset[id(gate)] + channel.index
+        if type(event) is WatermarkEvent:
+            self._on_valve_watermark(key, valve.input_watermark(event.timestamp, index))
+        elif type(event) is WatermarkStatusEvent:
+            self._on_valve_status(key, *valve.input_idle(index, event.idle))
+        elif type(event) is EndOfPartitionEvent:
+            gate.mark_finished(channel)
+            self._on_valve_status(key, *valve.end_of_input(index))
+            if all(g.is_finished for g in self.gates):
+                self._end_of_input = True
+        else:
+            raise TypeError(f"{self.name}: unexpected event {event!r} on {channel.name}")
+
+    def _on_valve_watermark(self, key: int, watermark: int | None) -> None:
+        if watermark is None:
+            return
+        self._input_watermarks[key] = watermark
+        combined = min(self._input_watermarks.values())
+        if combined > self._last_watermark:
+            self._last_watermark = combined
+            self.head.process_watermark(combined)
+
+    def _on_valve_status(self, key: int, watermark: int | None, idle: bool | None) -> None:
+        """Becoming active: status first, then the watermark; becoming idle: the reverse."""
+        if idle is False:
+            self._on_valve_idle(idle)
+        self._on_valve_watermark(key, watermark)
+        if idle is True:
+            self._on_valve_idle(idle)
+
+    def _on_valve_idle(self, idle: bool | None) -> None:
+        if idle is None or idle == self._idle:
+            return
+        self._idle = idle
+        self.head.output.emit_watermark_status(idle)
+
+    # -- diagnostics -----------------------------------------------------------------------------
+    def operator_of(self, tb: TracebackType | None) -> str:
+        """The name of the deepest operator of this chain found in a traceback."""
+        name = self.vertex.operators[0].name
+        ops = {id(op): op for op in self.chain.operators}
+        for frame, _ in traceback.walk_tb(tb):
+            candidate = frame.f_locals.get("self")
+            if id(candidate) in ops:
+                name = ops[id(candidate)].name
+        return name

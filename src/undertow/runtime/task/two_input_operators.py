@@ -1,0 +1,200 @@
+"""Two-input operators: ``connect`` (co-map, co-flat-map, co-process, keyed co-process) and
+broadcast-connected process functions with broadcast state.
+
+The task combines watermarks of the two inputs (minimum) before ``process_watermark``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from undertow.api.functions import (
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    TimeDomain,
+    TimerService,
+)
+from undertow.core.errors import StateError
+from undertow.core.types import MIN_TIMESTAMP
+from undertow.runtime.task.context import KeyedTimerService, NonKeyedTimerService
+from undertow.runtime.task.operator import Timestamps, TwoInputStreamOperator
+from undertow.runtime.task.operators import run_udf
+from undertow.runtime.task.timers import InternalTimer
+from undertow.state.descriptors import MapStateDescriptor
+
+
+class _TwoInputUdf(TwoInputStreamOperator):
+    def __init__(self, function: Any) -> None:
+        self.function = function
+        self.current_watermark = MIN_TIMESTAMP
+
+    def open(self) -> None:
+        open_fn = getattr(self.function, "open", None)
+        if callable(open_fn):
+            open_fn(self.ctx.runtime_context)
+
+    def close(self) -> None:
+        close_fn = getattr(self.function, "close", None)
+        if callable(close_fn):
+            close_fn()
+
+    def process_watermark(self, watermark: int) -> None:
+        self.current_watermark = watermark
+        self.output.emit_watermark(watermark)
+
+
+class CoMapOperator(_TwoInputUdf):
+    def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
+        f = self.function.map1
+        self.output.collect_batch([f(v) for v in values], timestamps)
+
+    def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
+        f = self.function.map2
+        self.output.collect_batch([f(v) for v in values], timestamps)
+
+
+class CoFlatMapOperator(_TwoInputUdf):
+    def _run(self, f: Callable[[Any], Any], values: list[Any], timestamps: Timestamps) -> None:
+        out: list[Any] = []
+        stamps: list[Any] = []
+        for v, ts in zip(values, timestamps or [None] * len(values)):
+            run_udf(f(v), out, stamps, ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+    def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
+        self._run(self.function.flat_map1, values, timestamps)
+
+    def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
+        self._run(self.function.flat_map2, values, timestamps)
+
+
+class _Ctx(KeyedCoProcessFunction.OnTimerContext, KeyedBroadcastProcessFunction.OnTimerContext):
+    """One context object serving co-process and broadcast-process functions, keyed or not."""
+
+    def __init__(self, op: CoProcessOperator) -> None:
+        self._op = op
+        self.ts: Any = None
+        self.domain = TimeDomain.EVENT_TIME
+        self.writable_broadcast = False
+
+    def timestamp(self) -> int | None:
+        ts: int | None = self.ts
+        return ts
+
+    def timer_service(self) -> TimerService:
+        return self._op.timer_service
+
+    def output(self, output_tag: Any, value: Any) -> None:
+        self._op.output.collect_side(output_tag.tag_id, value, self.ts)
+
+    def get_current_key(self) -> Any:
+        backend = self._op.ctx.keyed_backend
+        if backend is None:
+            raise StateError(f"operator '{self._op.ctx.name}': no key on a non-keyed stream")
+        return backend.get_current_key()
+
+    def time_domain(self) -> TimeDomain:
+        return self.domain
+
+    def current_processing_time(self) -> int:
+        return self._op.timer_service.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._op.current_watermark
+
+    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> Any:
+        backend = self._op.ctx.operator_state_backend
+        if self.writable_broadcast:
+            return backend.get_broadcast_state(state_descriptor)
+        return backend.get_read_only_broadcast_state(state_descriptor)
+
+
+class CoProcessOperator(_TwoInputUdf):
+    """Co-process and broadcast-process functions, keyed (with timers) or not.
+
+    ``method1`` / ``method2`` name the function's methods for the two inputs. For broadcast
+    variants input 2 is the broadcast side: its context may write broadcast state.
+    """
+
+    def __init__(
+        self,
+        function: Any,
+        method1: str,
+        method2: str,
+        key_selector1: Callable[[Any], Any] | None = None,
+        key_selector2: Callable[[Any], Any] | None = None,
+        broadcast: bool = False,
+    ) -> None:
+        super().__init__(function)
+        self.method1 = method1
+        self.method2 = method2
+        self.key_selector1 = key_selector1
+        self.key_selector2 = key_selector2
+        self.broadcast = broadcast
+
+    def open(self) -> None:
+        backend = self.ctx.keyed_backend
+        if backend is not None and self.ctx.timer_service_factory is not None:
+            self.internal_timers = self.ctx.timer_service_factory("user-timers", self)
+            self.timer_service: TimerService = KeyedTimerService(self.internal_timers)
+        else:
+            self.internal_timers = None  # type: ignore[assignment]
+            self.timer_service = NonKeyedTimerService(
+                self.ctx.name, self.ctx.processing_time_service, lambda: self.current_watermark
+            )
+        self._ctx = _Ctx(self)
+        self._call1 = getattr(self.function, self.method1)
+        self._call2 = getattr(self.function, self.method2)
+        self._on_timer = getattr(self.function, "on_timer", None)
+        super().open()
+
+    def _run(
+        self, call: Callable[[Any, Any], Any], ks: Callable[[Any], Any] | None,
+        values: list[Any], timestamps: Timestamps, writable: bool,
+    ) -> None:  # fmt: skip
+        ctx = self._ctx
+        ctx.writable_broadcast = writable
+        out: list[Any] = []
+        stamps: list[Any] = []
+        set_key = self.ctx.keyed_backend.set_current_key if ks is not None else None  # type: ignore[union-attr]
+        for v, ts in zip(values, timestamps or [None] * len(values)):
+            if set_key is not None:
+                set_key(ks(v))  # type: ignore[misc]
+            ctx.ts = ts
+            run_udf(call(v, ctx), out, stamps, ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+    def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
+        self._run(self._call1, self.key_selector1, values, timestamps, False)
+
+    def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
+        ks = None if self.broadcast else self.key_selector2
+        self._run(self._call2, ks, values, timestamps, self.broadcast)
+
+    def process_watermark(self, watermark: int) -> None:
+        self.current_watermark = watermark
+        if self.internal_timers is not None:
+            self.internal_timers.advance_watermark(watermark)
+        self.output.emit_watermark(watermark)
+
+    def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:
+        if self._on_timer is None:
+            return
+        ctx = self._ctx
+        ctx.ts = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
+        ctx.domain = domain
+        ctx.writable_broadcast = False
+        out: list[Any] = []
+        stamps: list[Any] = []
+        run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.EVENT_TIME)
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.PROCESSING_TIME)

@@ -1,0 +1,298 @@
+"""The heap keyed state backend: all keyed state of one operator subtask in Python dicts.
+
+Layout and invariants (details in :mod:`undertow.state.heap_states`):
+
+* one :class:`~undertow.state.heap_states.StateTable` per state name, created on registration
+  or on restore (restore usually runs before the operator registers its states); a table's
+  kind never changes, so a name registered with another kind raises ``StateError``;
+* inside a table, one dict per owned key group (index ``key group - key_group_range.start``);
+  every key stored there belongs to that key group, so a snapshot is one blob per key group and
+  rescaling is "restore the blobs of the key groups you now own";
+* entries are never empty: clearing a value, the last list element or the last map entry
+  removes the entry.
+
+Threading: one backend belongs to one subtask and is used only from that subtask's loop thread;
+it takes no locks. ``snapshot()`` is synchronous and copies (pickles) everything it returns.
+
+Cost: ``set_current_key`` is one dict lookup for a key seen recently (a bounded key -> key
+group offset cache; a miss costs :func:`~undertow.state.key_groups.assign_to_key_group`);
+``ValueState.value()/update()`` and ``ReducingState.add()`` are a list index and one or two
+dict operations. ``snapshot()`` and ``restore()`` are O(state size); ``keys()`` is O(entries of
+the state).
+
+Blob format (one per non-empty key group): ``b"UHKG"``, a format version byte, the CRC-32 of
+the payload (big endian, 4 bytes), then the payload: a pickle (protocol 5) of
+``{"key_group": kg, "states": {name: (kind, ttl, void_entries, windowed_entries)}}``. Expired
+TTL entries are left out.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from undertow.core.errors import StateError
+from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
+from undertow.state.descriptors import StateDescriptor
+from undertow.state.heap_states import (
+    ABSENT,
+    STATE_CLASSES,
+    HeapState,
+    KeyContext,
+    StateTable,
+    UnkeyedDict,
+)
+from undertow.state.heap_ttl import (
+    TTL_STATE_CLASSES,
+    TtlPolicy,
+    live_entry,
+    unwrap_entry,
+    wrap_entry,
+)
+from undertow.state.key_groups import assign_to_key_group
+
+_MAGIC = b"UHKG"
+_VERSION = 1
+_HEADER = struct.Struct(">4sBI")
+#: Bound of the key -> key group offset cache (cleared when full).
+_KEY_CACHE_LIMIT = 4096
+
+
+class HeapKeyedStateBackend(KeyedStateBackend):
+    """Keyed state in dicts, one per state and key group (see the module docstring)."""
+
+    def __init__(
+        self,
+        operator_name: str,
+        max_parallelism: int,
+        key_group_range: range,
+        clock: Callable[[], int],
+    ) -> None:
+        if key_group_range.step != 1 or not (
+            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
+        ):
+            raise StateError(
+                f"operator {operator_name!r}: key group range {key_group_range} is not a "
+                f"non-empty contiguous part of [0, {max_parallelism})"
+            )
+        self.operator_name = operator_name
+        self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
+        self._clock = clock
+        self._groups = len(key_group_range)
+        self._unkeyed = UnkeyedDict(operator_name)
+        self._ctx = KeyContext(unkeyed_offset=self._groups)
+        self._offsets: dict[Any, int] = {}
+        self._tables: dict[str, StateTable] = {}
+        self._states: dict[str, HeapState] = {}
+
+    # --- current key ---------------------------------------------------------------------
+
+    def set_current_key(self, key: Any) -> None:
+        ctx = self._ctx
+        ctx.key = key
+        try:
+            offset = self._offsets.get(key)
+        except TypeError as err:
+            ctx.offset = self._groups
+            raise StateError(
+                f"operator {self.operator_name!r}: key {key!r} is not hashable "
+                f"({type(key).__name__}); keys must be hashable values"
+            ) from err
+        if offset is None:
+            offset = self._offset_of(key)
+            if len(self._offsets) >= _KEY_CACHE_LIMIT:
+                self._offsets.clear()
+            self._offsets[key] = offset
+        ctx.offset = offset
+
+    def _offset_of(self, key: Any) -> int:
+        key_group = assign_to_key_group(key, self.max_parallelism)
+        offset = key_group - self.key_group_range.start
+        if not 0 <= offset < self._groups:
+            self._ctx.offset = self._groups
+            r = self.key_group_range
+            raise StateError(
+                f"operator {self.operator_name!r}: key {key!r} is in key group {key_group}, "
+                f"outside this subtask's key group range [{r.start}, {r.stop}) "
+                f"(max parallelism {self.max_parallelism}); was the stream partitioned by "
+                "a different key or max parallelism?"
+            )
+        return offset
+
+    def get_current_key(self) -> Any:
+        return self._ctx.key
+
+    # --- states --------------------------------------------------------------------------
+
+    def get_partitioned_state(self, descriptor: StateDescriptor) -> InternalKvState[Any]:
+        name = descriptor.name
+        state = self._states.get(name)
+        if state is not None:
+            if state.kind != descriptor.kind:
+                raise self._kind_error(name, state.kind, descriptor.kind)
+            return state
+        kind = descriptor.kind
+        if kind not in STATE_CLASSES:
+            raise StateError(
+                f"operator {self.operator_name!r}: state {name!r} has unknown kind {kind!r}"
+            )
+        ttl_config = descriptor.ttl_config
+        ttl = ttl_config is not None and ttl_config.is_enabled()
+        table = self._tables.get(name)
+        if table is None:
+            table = StateTable(name, kind, ttl, self._groups, self._unkeyed)
+            self._tables[name] = table
+        elif table.kind != kind:
+            raise self._kind_error(name, table.kind, kind)
+        elif table.ttl != ttl:
+            self._convert_ttl(table, ttl)
+        if ttl_config is not None and ttl:
+            policy = TtlPolicy(ttl_config, self._clock)
+            state = TTL_STATE_CLASSES[kind](table, self._ctx, descriptor, policy)
+        else:
+            state = STATE_CLASSES[kind](table, self._ctx, descriptor)
+        self._states[name] = state
+        return state
+
+    def _kind_error(self, name: str, registered: str, requested: str) -> StateError:
+        return StateError(
+            f"operator {self.operator_name!r}: state {name!r} is {registered} state "
+            f"(registered before or restored), cannot use it as {requested} state"
+        )
+
+    def _convert_ttl(self, table: StateTable, ttl: bool) -> None:
+        """Restored entries written with(out) TTL, read by a state without (with) TTL."""
+        now = self._clock()
+        for dicts in (table.void, table.windowed):
+            for i in range(table.groups):
+                d = dicts[i]
+                for skey, entry in d.items():
+                    d[skey] = (
+                        wrap_entry(table.kind, entry, now)
+                        if ttl
+                        else unwrap_entry(table.kind, entry)
+                    )
+        table.ttl = ttl
+
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        """Keys with an entry (expired TTL entries not yet cleaned up included, as in Flink).
+
+        Iterates a copy: the caller may change state while iterating.
+        """
+        table = self._tables.get(state_name)
+        if table is None:
+            return iter(())
+        found: list[Any] = []
+        if namespace is VOID_NAMESPACE:
+            for i in range(table.groups):
+                found.extend(table.void[i])
+        else:
+            for i in range(table.groups):
+                found.extend(k for k, ns in table.windowed[i] if ns == namespace)
+        return iter(found)
+
+    # --- snapshot and restore ------------------------------------------------------------
+
+    def snapshot(self) -> dict[int, bytes]:
+        now = self._clock()
+        blobs: dict[int, bytes] = {}
+        for offset in range(self._groups):
+            states: dict[str, tuple[str, bool, dict[Any, Any], dict[Any, Any]]] = {}
+            for name, table in self._tables.items():
+                if table.is_empty_at(offset):
+                    continue
+                void, windowed = table.void[offset], table.windowed[offset]
+                if table.ttl:
+                    void = self._live_entries(table, void, now)
+                    windowed = self._live_entries(table, windowed, now)
+                    if not void and not windowed:
+                        continue
+                states[name] = (table.kind, table.ttl, void, windowed)
+            if states:
+                key_group = self.key_group_range.start + offset
+                blobs[key_group] = _encode({"key_group": key_group, "states": states})
+        return blobs
+
+    def _live_entries(self, table: StateTable, d: dict[Any, Any], now: int) -> dict[Any, Any]:
+        ttl_ms = self._ttl_ms(table.name)
+        kept: dict[Any, Any] = {}
+        for skey, entry in d.items():
+            live = live_entry(table.kind, entry, ttl_ms, now)
+            if live is not ABSENT:
+                kept[skey] = live
+        return kept
+
+    def _ttl_ms(self, name: str) -> int:
+        state = self._states.get(name)
+        config = None if state is None else state.descriptor.ttl_config
+        if config is None:  # restored TTL state not registered yet: keep everything
+            return 2**62
+        return config.ttl_ms
+
+    def restore(self, blobs: dict[int, bytes]) -> None:
+        now = self._clock()
+        for key_group, blob in blobs.items():
+            offset = key_group - self.key_group_range.start
+            if not 0 <= offset < self._groups:
+                continue
+            payload = _decode(blob, self.operator_name, key_group)
+            for name, (kind, ttl, void, windowed) in payload["states"].items():
+                table = self._tables.get(name)
+                if table is None:
+                    table = StateTable(name, kind, ttl, self._groups, self._unkeyed)
+                    self._tables[name] = table
+                elif table.kind != kind:
+                    raise self._kind_error(name, table.kind, kind)
+                for target, entries in ((table.void, void), (table.windowed, windowed)):
+                    if table.ttl != ttl:
+                        entries = {
+                            k: wrap_entry(kind, e, now) if table.ttl else unwrap_entry(kind, e)
+                            for k, e in entries.items()
+                        }
+                    target[offset].update(entries)
+
+    def dispose(self) -> None:
+        for table in self._tables.values():
+            table.clear()
+        self._tables.clear()
+        self._states.clear()
+        self._offsets.clear()
+        self._ctx.key = None
+        self._ctx.offset = self._groups
+
+    def __repr__(self) -> str:
+        r = self.key_group_range
+        return (
+            f"HeapKeyedStateBackend({self.operator_name!r}, key groups [{r.start}, {r.stop}) "
+            f"of {self.max_parallelism}, {len(self._tables)} states)"
+        )
+
+
+def _encode(payload: dict[str, Any]) -> bytes:
+    body = pickle.dumps(payload, protocol=5)
+    return _HEADER.pack(_MAGIC, _VERSION, zlib.crc32(body)) + body
+
+
+def _decode(blob: bytes, operator_name: str, key_group: int) -> dict[str, Any]:
+    where = f"operator {operator_name!r}, key group {key_group}"
+    if len(blob) < _HEADER.size:
+        raise StateError(f"{where}: keyed state blob of {len(blob)} bytes is truncated")
+    magic, version, crc = _HEADER.unpack_from(blob)
+    if magic != _MAGIC:
+        raise StateError(f"{where}: not a heap keyed state blob (magic {magic!r})")
+    if version != _VERSION:
+        raise StateError(f"{where}: keyed state blob version {version}, expected {_VERSION}")
+    body = memoryview(blob)[_HEADER.size :]
+    if zlib.crc32(body) != crc:
+        raise StateError(f"{where}: keyed state blob checksum mismatch (corrupt data)")
+    try:
+        payload: dict[str, Any] = pickle.loads(body)
+    except Exception as err:
+        raise StateError(f"{where}: cannot unpickle keyed state blob: {err}") from err
+    if payload.get("key_group") != key_group:
+        raise StateError(f"{where}: blob holds key group {payload.get('key_group')!r}")
+    return payload

@@ -1,0 +1,366 @@
+"""Storage tables and the state objects of the heap keyed state backend (without TTL).
+
+Layout: one :class:`StateTable` per state name. It holds two lists of dicts, indexed by
+``key group - key_group_range.start``: ``void`` maps a key to its entry in ``VOID_NAMESPACE``,
+``windowed`` maps ``(key, namespace)`` to its entry in any other namespace. Keeping the two apart
+makes the hot path (no namespace) one dict operation on the bare key, and lets a tuple key never
+collide with a ``(key, namespace)`` pair.
+
+Each list has one extra dict at index ``len(key_group_range)``: an :class:`UnkeyedDict` that
+raises :class:`~undertow.core.errors.StateError` on any access. The :class:`KeyContext` points
+there until a key is set (and after dispose), so "no current key" is caught without a check on
+the hot path.
+
+Entries: value/reducing/aggregating store the value itself; list stores a non-empty ``list``;
+map stores a non-empty ``dict``. An entry never holds ``None`` or an empty container: clearing
+removes it. TTL-enabled states (:mod:`undertow.state.heap_ttl`) wrap values as
+``(value, last_access_ms)`` instead.
+
+Threading: used only from the owning subtask's loop thread; no locks. Cost: ``value()``,
+``update()`` and ``add()`` are a list index plus one or two dict operations; ``ListState.get()``
+and the ``MapState`` views copy (snapshot-safe, O(entry size)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from undertow.core.errors import StateError
+from undertow.state.backend import VOID_NAMESPACE, InternalKvState
+from undertow.state.descriptors import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    StateDescriptor,
+    ValueState,
+)
+
+#: Marks "no entry" where ``None`` could be a legitimate reduce/aggregate result.
+ABSENT: Any = object()
+
+
+class UnkeyedDict(dict[Any, Any]):
+    """The dict a state reads when no key is set: every access raises ``StateError``."""
+
+    def __init__(self, operator_name: str) -> None:
+        super().__init__()
+        self.operator_name = operator_name
+
+    def _fail(self, *_: Any, **__: Any) -> Any:
+        raise StateError(
+            f"operator {self.operator_name!r}: keyed state accessed without a current key "
+            "(outside processElement/onTimer of a keyed stream, or after dispose)"
+        )
+
+    get = __getitem__ = __setitem__ = __delitem__ = __contains__ = pop = setdefault = _fail
+
+
+class KeyContext:
+    """The current key and its key group offset; the backend writes it, state objects read it."""
+
+    __slots__ = ("key", "offset")
+
+    def __init__(self, unkeyed_offset: int) -> None:
+        self.key: Any = None
+        self.offset = unkeyed_offset
+
+
+class StateTable:
+    """All entries of one state name in this backend (see the module docstring)."""
+
+    __slots__ = ("kind", "name", "ttl", "void", "windowed")
+
+    def __init__(self, name: str, kind: str, ttl: bool, groups: int, unkeyed: UnkeyedDict) -> None:
+        self.name = name
+        self.kind = kind
+        self.ttl = ttl
+        self.void: list[dict[Any, Any]] = [{} for _ in range(groups)]
+        self.void.append(unkeyed)
+        self.windowed: list[dict[Any, Any]] = [{} for _ in range(groups)]
+        self.windowed.append(unkeyed)
+
+    @property
+    def groups(self) -> int:
+        return len(self.void) - 1
+
+    def is_empty_at(self, offset: int) -> bool:
+        return not self.void[offset] and not self.windowed[offset]
+
+    def clear(self) -> None:
+        for i in range(self.groups):
+            self.void[i].clear()
+            self.windowed[i].clear()
+
+
+class HeapState(InternalKvState[Any]):
+    """Common part of heap state objects: the table, the key context and the namespace."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor) -> None:
+        self._table = table
+        self._ctx = ctx
+        self.descriptor = descriptor
+        self._namespace: Any = VOID_NAMESPACE
+        self._void = True
+        self._tables = table.void
+
+    def set_current_namespace(self, namespace: Any) -> None:
+        self._namespace = namespace
+        self._void = namespace is VOID_NAMESPACE
+        self._tables = self._table.void if self._void else self._table.windowed
+
+    def _slot(self) -> tuple[dict[Any, Any], Any]:
+        """The dict and storage key of the current key in the current namespace."""
+        ctx = self._ctx
+        if self._void:
+            return self._tables[ctx.offset], ctx.key
+        return self._tables[ctx.offset], (ctx.key, self._namespace)
+
+    def _slot_in(self, namespace: Any) -> tuple[dict[Any, Any], Any]:
+        ctx = self._ctx
+        if namespace is VOID_NAMESPACE:
+            return self._table.void[ctx.offset], ctx.key
+        return self._table.windowed[ctx.offset], (ctx.key, namespace)
+
+    def clear(self) -> None:
+        table, skey = self._slot()
+        table.pop(skey, None)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._table.name!r})"
+
+
+class MergingHeapState(HeapState):
+    """A state whose entries of several namespaces can be merged (Flink's merging windows)."""
+
+    def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
+        # Flink's order: remove and combine the sources, then fold the result into the target.
+        merged = ABSENT
+        for source in sources:
+            table, skey = self._slot_in(source)
+            entry = self._readable(table.pop(skey, ABSENT))
+            if entry is not ABSENT:
+                merged = entry if merged is ABSENT else self._merge(merged, entry)
+        if merged is ABSENT:
+            return
+        table, skey = self._slot_in(target)
+        existing = self._readable(table.get(skey, ABSENT))
+        table[skey] = merged if existing is ABSENT else self._merge(existing, merged)
+
+    def _readable(self, entry: Any) -> Any:
+        """``entry`` as merge input, or ``ABSENT`` (TTL states drop expired parts here)."""
+        return entry
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        raise NotImplementedError
+
+
+class HeapValueState(HeapState, ValueState[Any]):
+    kind = "value"
+
+    def value(self) -> Any:
+        ctx = self._ctx
+        if self._void:
+            return self._tables[ctx.offset].get(ctx.key)
+        return self._tables[ctx.offset].get((ctx.key, self._namespace))
+
+    def update(self, value: Any) -> None:
+        ctx = self._ctx
+        skey = ctx.key if self._void else (ctx.key, self._namespace)
+        if value is None:
+            self._tables[ctx.offset].pop(skey, None)
+        else:
+            self._tables[ctx.offset][skey] = value
+
+
+def check_element(state: HeapState, value: Any) -> None:
+    if value is None:
+        raise StateError(f"list state {state.descriptor.name!r}: cannot add None")
+
+
+class HeapListState(MergingHeapState, ListState[Any]):
+    kind = "list"
+
+    def get(self) -> Iterable[Any]:
+        table, skey = self._slot()
+        return list(table.get(skey, ()))
+
+    def add(self, value: Any) -> None:
+        check_element(self, value)
+        table, skey = self._slot()
+        entry = table.get(skey)
+        if entry is None:
+            table[skey] = [value]
+        else:
+            entry.append(value)
+
+    def add_all(self, values: list[Any]) -> None:
+        if not values:
+            return
+        for v in values:
+            check_element(self, v)
+        table, skey = self._slot()
+        entry = table.get(skey)
+        if entry is None:
+            table[skey] = list(values)
+        else:
+            entry.extend(values)
+
+    def update(self, values: list[Any]) -> None:
+        table, skey = self._slot()
+        if not values:
+            table.pop(skey, None)
+            return
+        for v in values:
+            check_element(self, v)
+        table[skey] = list(values)
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        a.extend(b)
+        return a
+
+
+def reduce_callable(descriptor: StateDescriptor) -> Callable[[Any, Any], Any]:
+    fn = getattr(descriptor, "reduce_function", None)
+    reduce = getattr(fn, "reduce", fn)
+    if not callable(reduce):
+        raise StateError(
+            f"reducing state {descriptor.name!r}: reduce_function must be a ReduceFunction "
+            f"or a callable, got {fn!r}"
+        )
+    return reduce
+
+
+class HeapReducingState(MergingHeapState, ReducingState[Any]):
+    kind = "reducing"
+
+    def __init__(self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor) -> None:
+        super().__init__(table, ctx, descriptor)
+        self._reduce = reduce_callable(descriptor)
+
+    def get(self) -> Any:
+        ctx = self._ctx
+        if self._void:
+            return self._tables[ctx.offset].get(ctx.key)
+        return self._tables[ctx.offset].get((ctx.key, self._namespace))
+
+    def add(self, value: Any) -> None:
+        if value is None:  # as Flink's HeapReducingState: adding null clears
+            self.clear()
+            return
+        ctx = self._ctx
+        table = self._tables[ctx.offset]
+        skey = ctx.key if self._void else (ctx.key, self._namespace)
+        current = table.get(skey, ABSENT)
+        table[skey] = value if current is ABSENT else self._reduce(current, value)
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return self._reduce(a, b)
+
+
+def check_aggregate_function(descriptor: StateDescriptor) -> Any:
+    fn = getattr(descriptor, "agg_function", None)
+    for method in ("create_accumulator", "add", "get_result", "merge"):
+        if not callable(getattr(fn, method, None)):
+            raise StateError(
+                f"aggregating state {descriptor.name!r}: agg_function {fn!r} has no {method}()"
+            )
+    return fn
+
+
+class HeapAggregatingState(MergingHeapState, AggregatingState[Any, Any]):
+    kind = "aggregating"
+
+    def __init__(self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor) -> None:
+        super().__init__(table, ctx, descriptor)
+        self._fn = check_aggregate_function(descriptor)
+
+    def get(self) -> Any:
+        table, skey = self._slot()
+        acc = table.get(skey, ABSENT)
+        return None if acc is ABSENT else self._fn.get_result(acc)
+
+    def add(self, value: Any) -> None:
+        if value is None:  # as Flink's HeapAggregatingState: adding null clears
+            self.clear()
+            return
+        table, skey = self._slot()
+        acc = table.get(skey, ABSENT)
+        if acc is ABSENT:
+            acc = self._fn.create_accumulator()
+        table[skey] = self._fn.add(value, acc)
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return self._fn.merge(a, b)
+
+
+class HeapMapState(HeapState, MapState[Any, Any]):
+    kind = "map"
+
+    def get(self, key: Any) -> Any:
+        table, skey = self._slot()
+        entry = table.get(skey)
+        return None if entry is None else entry.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        table, skey = self._slot()
+        entry = table.get(skey)
+        if entry is None:
+            table[skey] = {key: value}
+        else:
+            entry[key] = value
+
+    def put_all(self, mapping: dict[Any, Any]) -> None:
+        if not mapping:
+            return
+        table, skey = self._slot()
+        entry = table.get(skey)
+        if entry is None:
+            table[skey] = dict(mapping)
+        else:
+            entry.update(mapping)
+
+    def remove(self, key: Any) -> None:
+        table, skey = self._slot()
+        entry = table.get(skey)
+        if entry is not None:
+            entry.pop(key, None)
+            if not entry:
+                del table[skey]
+
+    def contains(self, key: Any) -> bool:
+        table, skey = self._slot()
+        entry = table.get(skey)
+        return entry is not None and key in entry
+
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        table, skey = self._slot()
+        return list(table.get(skey, {}).items())
+
+    def keys(self) -> Iterable[Any]:
+        table, skey = self._slot()
+        return list(table.get(skey, ()))
+
+    def values(self) -> Iterable[Any]:
+        table, skey = self._slot()
+        return list(table.get(skey, {}).values())
+
+    def is_empty(self) -> bool:
+        table, skey = self._slot()
+        return skey not in table
+
+
+#: The state class for each descriptor kind (without TTL).
+STATE_CLASSES: dict[str, type[HeapState]] = {
+    cls.kind: cls
+    for cls in (
+        HeapValueState,
+        HeapListState,
+        HeapMapState,
+        HeapReducingState,
+        HeapAggregatingState,
+    )
+}

@@ -1,0 +1,140 @@
+"""Row and RowKind."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import cloudpickle
+import pytest
+
+from undertow.common import Row, RowKind
+
+
+def test_positional_row() -> None:
+    row = Row(1, "a")
+    assert isinstance(row, tuple)
+    assert row[0] == 1 and row[1] == "a" and row[-1] == "a"
+    assert len(row) == 2 and list(row) == [1, "a"]
+    assert "a" in row
+    assert row._fields is None
+    assert repr(row) == "<Row(1, 'a')>"
+    assert row[0:1] == (1,)
+
+
+def test_named_row_sorts_names_like_pyflink() -> None:
+    row = Row(x=1, name="a")
+    assert row._fields == ["name", "x"]
+    assert tuple(row) == ("a", 1)
+    assert row.name == "a" and row.x == 1
+    assert row["x"] == 1
+    assert repr(row) == "Row(name='a', x=1)"
+    assert str(row) == "Row(name='a', x=1)"
+
+
+def test_row_class_factory() -> None:
+    person = Row("name", "age")
+    alice = person("Alice", 11)
+    assert alice == ("Alice", 11)
+    assert alice != Row(age=11, name="Alice")  # keyword names are sorted: (11, "Alice")
+    assert alice._fields == ["name", "age"]
+    assert alice.as_dict() == {"name": "Alice", "age": 11}
+    assert repr(alice) == "Row(name='Alice', age=11)"
+    with pytest.raises(ValueError, match="expects 2 values"):
+        person("Bob")
+    with pytest.raises(TypeError, match="not a row class"):
+        Row(1, 2)(3, 4)
+
+
+def test_mixed_arguments_rejected() -> None:
+    with pytest.raises(ValueError, match="both"):
+        Row(1, x=2)
+
+
+def test_missing_fields_raise() -> None:
+    row = Row(a=1)
+    with pytest.raises(KeyError, match="'b' is not a field"):
+        row["b"]
+    with pytest.raises(AttributeError, match="'b' is not a field"):
+        _ = row.b
+    with pytest.raises(KeyError):
+        Row(1)["a"]
+    with pytest.raises(AttributeError):
+        _ = row._private
+
+
+def test_rows_are_read_only() -> None:
+    row = Row(a=1)
+    with pytest.raises(TypeError, match="read-only"):
+        row[0] = 2
+    with pytest.raises(AttributeError, match="read-only"):
+        row.a = 2
+
+
+def test_tuple_method_names_shadow_fields() -> None:
+    row = Row(count=3)
+    assert row["count"] == 3
+    assert callable(row.count)  # the tuple method, as documented
+
+
+def test_equality_and_hash() -> None:
+    assert Row(1, "a") == (1, "a")
+    assert (1, "a") == Row(1, "a")  # noqa: SIM300 - the reflected comparison
+    assert Row(1, "a") != (1, "b")
+    assert hash(Row(1, "a")) == hash((1, "a"))
+    by_key: dict[tuple[object, ...], str] = {Row(1, "a"): "x"}
+    assert by_key[(1, "a")] == "x"
+    assert Row(a=1) == Row(a=1)
+    assert Row(a=1) != Row(b=1)  # different names
+    assert Row(1) == Row(a=1)  # an unnamed row matches by values
+    assert Row(1) != [1]
+    deleted = Row(1)
+    deleted.set_row_kind(RowKind.DELETE)
+    assert deleted != Row(1)  # kinds differ
+    assert deleted == (1,)  # a plain tuple has no kind
+
+
+def test_as_dict() -> None:
+    row = Row(key=1, value=Row(name="a", age=2), items=[Row(x=1)])
+    assert row.as_dict() == {"items": [Row(x=1)], "key": 1, "value": Row(age=2, name="a")}
+    assert row.as_dict(recursive=True) == {
+        "items": [{"x": 1}],
+        "key": 1,
+        "value": {"age": 2, "name": "a"},
+    }
+    with pytest.raises(TypeError, match="no field names"):
+        Row(1).as_dict()
+
+
+def test_set_field_names_and_row_kind() -> None:
+    row = Row(1, "a")
+    row.set_field_names(["id", "name"])
+    assert row.name == "a" and row._fields == ["id", "name"]
+    with pytest.raises(ValueError, match="1 field names"):
+        row.set_field_names(["only"])
+    assert row.get_row_kind() is RowKind.INSERT
+    row.set_row_kind(RowKind.UPDATE_AFTER)
+    assert row.get_row_kind() is RowKind.UPDATE_AFTER
+    with pytest.raises(TypeError):
+        row.set_row_kind(2)  # type: ignore[arg-type]
+
+
+def test_row_kind_values_and_short_strings() -> None:
+    assert [k.value for k in RowKind] == [0, 1, 2, 3]
+    assert [k.short_string() for k in RowKind] == ["+I", "-U", "+U", "-D"]
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps])
+def test_pickle_keeps_names_and_kind(dumps: object) -> None:
+    row = Row(name="a", x=Row(1, 2))
+    row.set_row_kind(RowKind.DELETE)
+    restored = pickle.loads(dumps(row))  # type: ignore[operator]
+    assert restored == row
+    assert restored._fields == ["name", "x"]
+    assert restored.get_row_kind() is RowKind.DELETE
+    assert type(restored.x) is Row and restored.x._fields is None
+    assert copy.deepcopy(row) == row and copy.copy(row) == row
+
+
+def test_unnamed_insert_row_carries_no_instance_state() -> None:
+    assert Row(1, 2).__dict__ == {}

@@ -1,0 +1,53 @@
+"""Encoder and SimpleStringSchema."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from undertow.common import Encoder, Row, SimpleStringSchema, Types
+from undertow.common.serialization import DeserializationSchema, SerializationSchema
+
+
+def test_simple_string_encoder_writes_str_and_newline() -> None:
+    encoder = Encoder.simple_string_encoder()
+    assert encoder.encode("héllo") == "héllo\n".encode()
+    assert encoder.encode(42) == b"42\n"
+    assert encoder.encode(Row(a=1)) == b"Row(a=1)\n"
+
+
+def test_simple_string_encoder_charset() -> None:
+    latin = Encoder.simple_string_encoder("ISO-8859-1")
+    assert latin.encode("é") == b"\xe9\n"
+    assert Encoder.simple_string_encoder("utf-16").encode("a").decode("utf-16") == "a\n"
+    with pytest.raises(ValueError, match="unknown charset 'nope'"):
+        Encoder.simple_string_encoder("nope")
+
+
+def test_encoder_value_semantics() -> None:
+    encoder = Encoder.simple_string_encoder("UTF-8")
+    assert encoder == Encoder.simple_string_encoder("utf8")
+    assert pickle.loads(pickle.dumps(encoder)) == encoder
+    assert repr(encoder) == "Encoder.simple_string_encoder('utf-8')"
+
+
+def test_simple_string_schema_round_trip() -> None:
+    schema = SimpleStringSchema()
+    assert isinstance(schema, SerializationSchema) and isinstance(schema, DeserializationSchema)
+    assert schema.serialize("héllo") == "héllo".encode()
+    assert schema.deserialize("héllo".encode()) == "héllo"
+    assert schema.deserialize(bytearray(b"x")) == "x"
+    assert schema.get_produced_type() == Types.STRING()
+    assert not schema.is_end_of_stream("x")
+    assert pickle.loads(pickle.dumps(schema)) == schema
+
+
+def test_simple_string_schema_charset_and_errors() -> None:
+    schema = SimpleStringSchema("ISO-8859-1")
+    assert schema.serialize("é") == b"\xe9"
+    assert schema.deserialize(b"\xe9") == "é"
+    with pytest.raises(TypeError, match="serializes str, got int 5"):
+        schema.serialize(5)
+    with pytest.raises(ValueError, match="unknown charset"):
+        SimpleStringSchema("nope")

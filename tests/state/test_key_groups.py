@@ -1,0 +1,112 @@
+"""Tests of key group assignment: ranges, their inverse, and the process-independent hash."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from undertow.state.key_groups import (
+    assign_to_key_group,
+    check_parallelism,
+    key_group_range_for_subtask,
+    stable_hash,
+    subtask_for_key_group,
+)
+
+
+@st.composite
+def parallelisms(draw: st.DrawFn) -> tuple[int, int]:
+    max_p = draw(st.integers(1, 4096))
+    return max_p, draw(st.integers(1, min(max_p, 512)))
+
+
+@given(parallelisms())
+def test_ranges_partition_contiguously(mp: tuple[int, int]) -> None:
+    max_p, p = mp
+    ranges = [key_group_range_for_subtask(max_p, p, i) for i in range(p)]
+    assert ranges[0].start == 0
+    assert ranges[-1].stop == max_p
+    for prev, nxt in itertools.pairwise(ranges):
+        assert prev.stop == nxt.start
+    for r in ranges:
+        assert r.step == 1 and len(r) >= 1
+    sizes = {len(r) for r in ranges}
+    assert max(sizes) - min(sizes) <= 1
+
+
+@given(parallelisms())
+def test_subtask_for_key_group_is_the_inverse(mp: tuple[int, int]) -> None:
+    max_p, p = mp
+    for index in range(p):
+        for kg in key_group_range_for_subtask(max_p, p, index):
+            assert subtask_for_key_group(max_p, p, kg) == index
+
+
+@given(st.integers(1, 1 << 15), st.one_of(st.integers(), st.text(), st.binary()))
+def test_key_group_in_range(max_p: int, key: Any) -> None:
+    assert 0 <= assign_to_key_group(key, max_p) < max_p
+    assert 0 <= stable_hash(key) < 1 << 32
+
+
+def test_check_parallelism() -> None:
+    check_parallelism(128, 128)
+    for bad in (0, 129, -1):
+        with pytest.raises(ValueError, match="parallelism"):
+            check_parallelism(128, bad)
+
+
+def test_hash_spreads_keys() -> None:
+    groups = [assign_to_key_group(f"user-{i}", 128) for i in range(10_000)]
+    counts = [groups.count(g) for g in range(128)]
+    assert min(counts) > 40 and max(counts) < 120  # ~78 each
+
+
+def test_unhashable_keys_hash_by_value() -> None:
+    assert stable_hash([1, "a"]) == stable_hash([1, "a"])
+
+
+SAMPLE_KEYS: list[Any] = [
+    0,
+    1,
+    -1,
+    2**40,
+    -(2**70),
+    True,
+    "",
+    "key",
+    "ünïcödé",
+    b"\x00\xff",
+    (1, "a"),
+    ("nested", (2, b"x")),
+    None,
+    1.5,
+]
+
+_CHILD = """
+import json, sys
+from undertow.state.key_groups import stable_hash
+keys = eval(sys.stdin.read())
+print(json.dumps([stable_hash(k) for k in keys]))
+"""
+
+
+def test_stable_hash_is_the_same_in_another_process() -> None:
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        input=repr(SAMPLE_KEYS),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    assert json.loads(out.stdout) == [stable_hash(k) for k in SAMPLE_KEYS]
