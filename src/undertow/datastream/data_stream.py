@@ -404,7 +404,7 @@ class CloseableIterator:
 
 def _field(value: Any, position: int | str) -> Any:
     if isinstance(position, str):
-        return getattr(value, position) if not isinstance(value, dict) else value[position]
+        return value[position] if isinstance(value, dict) else getattr(value, position)
     if isinstance(value, (tuple, list)):
         return value[position]
     if position == 0:
@@ -425,12 +425,42 @@ def _replace(value: Any, position: int | str, new: Any) -> Any:
     if isinstance(value, dict):
         return {**value, position: new}
     if isinstance(position, str):
-        values = (
-            {k: getattr(value, k) for k in value.as_dict()} if hasattr(value, "as_dict") else {}
-        )
+        values = dict(value.as_dict()) if hasattr(value, "as_dict") else {}
         values[position] = new
         return type(value)(**values)
     return new
+
+
+class FieldAggregator:
+    """``sum`` / ``min`` / ``max`` of one field as a reduce function (Flink's semantics: the
+    other fields come from the first record of the key).
+
+    Plain tuples and scalars take a fast path; other records (``Row``, named tuples, dicts,
+    objects) go through generic field access.
+    """
+
+    def __init__(self, position: int | str, combine: Callable[[Any, Any], Any]) -> None:
+        self.position = position
+        self.combine = combine
+
+    def __call__(self, a: Any, b: Any) -> Any:
+        p, combine = self.position, self.combine
+        if type(a) is tuple and type(p) is int:
+            return (*a[:p], combine(a[p], b[p]), *a[p + 1 :])
+        if p == 0 and not isinstance(a, (tuple, list, dict)):
+            return combine(a, b)
+        return _replace(a, p, combine(_field(a, p), _field(b, p)))
+
+
+def _add(x: Any, y: Any) -> Any:
+    return x + y
+
+
+def _pick(position: int | str, better: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    def pick(a: Any, b: Any) -> Any:
+        return b if better(_field(b, position), _field(a, position)) else a
+
+    return pick
 
 
 class KeyedStream(DataStream):
@@ -478,30 +508,19 @@ class KeyedStream(DataStream):
         return self._keyed(name, op, self.get_type())
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        p = position_to_sum
-        return self._aggregate(
-            "Keyed Sum", lambda a, b: _replace(a, p, _field(a, p) + _field(b, p))
-        )
+        return self._aggregate("Keyed Sum", FieldAggregator(position_to_sum, _add))
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        p = position_to_min
-        return self._aggregate(
-            "Keyed Min", lambda a, b: _replace(a, p, min(_field(a, p), _field(b, p)))
-        )
+        return self._aggregate("Keyed Min", FieldAggregator(position_to_min, min))
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        p = position_to_max
-        return self._aggregate(
-            "Keyed Max", lambda a, b: _replace(a, p, max(_field(a, p), _field(b, p)))
-        )
+        return self._aggregate("Keyed Max", FieldAggregator(position_to_max, max))
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
-        p = position_to_min_by
-        return self._aggregate("Keyed MinBy", lambda a, b: a if _field(a, p) <= _field(b, p) else b)
+        return self._aggregate("Keyed MinBy", _pick(position_to_min_by, lambda x, y: x < y))
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
-        p = position_to_max_by
-        return self._aggregate("Keyed MaxBy", lambda a, b: a if _field(a, p) >= _field(b, p) else b)
+        return self._aggregate("Keyed MaxBy", _pick(position_to_max_by, lambda x, y: x > y))
 
     def window(self, window_assigner: Any) -> Any:
         from undertow.datastream.windowed_stream import WindowedStream

@@ -63,9 +63,16 @@ class ExecutionConfig:
         return self._env.get_max_parallelism()
 
 
+#: Options set by ``undertow run`` (``--parallelism``, ``--target``, ``-D``) for the job script it
+#: runs; every environment starts from them, then applies its own configuration.
+CLI_DEFAULTS = Configuration()
+
+
 class StreamExecutionEnvironment:
     def __init__(self, configuration: Configuration | None = None) -> None:
-        self._config = Configuration(configuration)
+        self._config = Configuration(CLI_DEFAULTS)
+        if configuration is not None:
+            self._config.add_all(configuration)
         self._sinks: list[Transformation] = []
         self._execution_config = ExecutionConfig(self)
         for option in Options.all():  # validate what was given, now, with the key's name

@@ -12,12 +12,14 @@ from undertow.connectors.source import (
     SplitEnumeratorContext,
 )
 from undertow.datastream.connectors.datagen import DataGeneratorSource
+from undertow.datastream.connectors.discard import DiscardingSink
 from undertow.datastream.connectors.number_seq import NumberSequenceSource
 
 __all__ = [
     "Boundedness",
     "Committer",
     "DataGeneratorSource",
+    "DiscardingSink",
     "InputStatus",
     "NumberSequenceSource",
     "Sink",

@@ -294,9 +294,12 @@ class ReceiverChannel:
     def on_buffer(
         self, sequence_number: int, backlog: int, is_event: bool, *, blocks_upstream: bool = False
     ) -> None:
-        """A BufferResponse arrived. Raises :class:`ProtocolViolation` and changes nothing if
-        its sequence number is not the next one, its backlog is negative, it arrived while the
-        channel is blocked, or it is data and no free buffer is left (data without credit)."""
+        """A BufferResponse arrived; data occupies a free buffer, floating ones first.
+
+        Raises :class:`ProtocolViolation`, changing nothing, if the sequence number is not the
+        next one, the backlog is negative, the channel is blocked, or it is data and no buffer
+        is free (data without credit).
+        """
         expected = self._next_sequence_number
         if sequence_number != expected:
             kind = "repeated" if sequence_number < expected else "gap"

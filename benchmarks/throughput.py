@@ -1,0 +1,68 @@
+"""Throughput of source -> map -> key_by -> sum -> discarding sink, in records per second.
+
+Prints a table for parallelism 1 and 2 on the ``local`` target (worker processes, TCP), and
+the ratio against a baseline measured in the same run: the same work as a plain Python loop
+in one process (no engine, no serialization, no network). Usage::
+
+    python benchmarks/throughput.py [--records N] [--target local|local-threads]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from undertow.common import Configuration, WatermarkStrategy
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
+
+
+def run_job(records: int, parallelism: int, target: str) -> float:
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"execution.target": target})
+    )
+    env.set_parallelism(parallelism)
+    (
+        env.from_source(NumberSequenceSource(1, records), WatermarkStrategy.no_watermarks(), "seq")
+        .map(lambda x: (x % 1000, 1))
+        .key_by(lambda t: t[0])
+        .sum(1)
+        .sink_to(DiscardingSink())
+    )
+    start = time.perf_counter()
+    env.execute(f"throughput p={parallelism}")
+    return time.perf_counter() - start
+
+
+def baseline(records: int) -> float:
+    start = time.perf_counter()
+    sums: dict[int, tuple[int, int]] = {}
+    out = []
+    for x in range(1, records + 1):
+        t = (x % 1000, 1)
+        old = sums.get(t[0])
+        new = t if old is None else (old[0], old[1] + t[1])
+        sums[t[0]] = new
+        out.append(new)
+        if len(out) >= 4096:
+            out = []
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=4_000_000)
+    parser.add_argument("--target", default="local")
+    args = parser.parse_args()
+    base = args.records / baseline(args.records)
+    print(f"{'run':<34}{'records/s':>14}{'vs plain loop':>15}")
+    print(f"{'plain Python loop, 1 process':<34}{base:>14,.0f}{1.0:>15.2f}")
+    for parallelism in (1, 2):
+        seconds = run_job(args.records, parallelism, args.target)
+        rate = args.records / seconds
+        label = f"undertow {args.target} p={parallelism}"
+        print(f"{label:<34}{rate:>14,.0f}{rate / base:>15.2f}")
+
+
+if __name__ == "__main__":
+    main()

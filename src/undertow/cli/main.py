@@ -1,0 +1,64 @@
+"""The ``undertow`` command line.
+
+``undertow run JOB.py [--parallelism N] [--target local|local-threads] [-D key=value ...]``
+runs a job script as ``__main__`` with those options as defaults of every
+``StreamExecutionEnvironment`` it creates (the script's own settings win, as in Flink).
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+from undertow.core.config import Options
+from undertow.core.errors import UndertowError
+from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
+
+
+def _define(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="undertow", description="Run undertow jobs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a job script")
+    run.add_argument("script", help="the Python file that defines and executes the job")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    run.add_argument("-p", "--parallelism", type=int, help="default parallelism")
+    run.add_argument("-t", "--target", choices=["local", "local-threads"],
+                     help="where the job runs (execution.target)")  # fmt: skip
+    run.add_argument("-D", dest="defines", action="append", type=_define, default=[],
+                     metavar="KEY=VALUE", help="set any configuration option")  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for key, value in args.defines:
+        CLI_DEFAULTS.set_string(key, value)
+    if args.parallelism is not None:
+        CLI_DEFAULTS.set(Options.PARALLELISM, args.parallelism)
+    if args.target is not None:
+        CLI_DEFAULTS.set(Options.TARGET, args.target)
+    try:
+        for option in Options.all():
+            option.read(CLI_DEFAULTS.to_dict())
+    except UndertowError as err:
+        print(f"undertow: {err}", file=sys.stderr)
+        return 2
+    sys.argv = [args.script, *args.args]
+    try:
+        runpy.run_path(args.script, run_name="__main__")
+    except UndertowError as err:
+        print(f"undertow: job failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Stream partitioners: routing of whole batches and the channels each producer connects to."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from undertow.graph.partitioners import (
+    BroadcastPartitioner,
+    CustomPartitionerWrapper,
+    ForwardPartitioner,
+    GlobalPartitioner,
+    KeyGroupStreamPartitioner,
+    RebalancePartitioner,
+    RescalePartitioner,
+    Routed,
+    ShufflePartitioner,
+    StreamPartitioner,
+    connected_consumers,
+)
+from undertow.state.key_groups import assign_to_key_group, subtask_for_key_group
+
+VALUES = [f"v{i}" for i in range(23)]
+STAMPS = [1000 + i for i in range(23)]
+
+
+def _ready(partitioner: StreamPartitioner, channels: int) -> StreamPartitioner:
+    p = partitioner.copy()
+    p.setup(channels)
+    return p
+
+
+def _all_partitioners() -> list[StreamPartitioner]:
+    return [
+        ForwardPartitioner(),
+        GlobalPartitioner(),
+        RebalancePartitioner(),
+        RescalePartitioner(),
+        ShufflePartitioner(),
+        BroadcastPartitioner(),
+        KeyGroupStreamPartitioner(lambda v: v, 128),
+        CustomPartitionerWrapper(lambda key, n: len(key) % n, lambda v: v, "Map"),
+    ]
+
+
+def _check_aligned(routed: Routed, channels: int) -> None:
+    """Every timestamp still belongs to its value (``STAMPS[i]`` belongs to ``VALUES[i]``)."""
+    stamp_of = dict(zip(VALUES, STAMPS))
+    for ch, (values, stamps) in routed.items():
+        assert 0 <= ch < channels
+        assert values, "empty batches are not routed"
+        assert stamps is not None
+        assert len(values) == len(stamps)
+        assert [stamp_of[v] for v in values] == stamps
+
+
+def _order_kept(routed: Routed) -> None:
+    """Per channel, records keep the order they had in the batch."""
+    for values, _ in routed.values():
+        assert values == sorted(values, key=VALUES.index)
+
+
+@pytest.mark.parametrize("partitioner", _all_partitioners(), ids=lambda p: p.kind)
+@pytest.mark.parametrize("channels", [1, 3])
+def test_route_without_timestamps(partitioner: StreamPartitioner, channels: int) -> None:
+    if partitioner.kind in ("FORWARD", "GLOBAL") and channels > 1:
+        channels = 1  # forward/global send to channel 0 only; the count does not matter
+    p = _ready(partitioner, channels)
+    routed = p.route(list(VALUES), None)
+    for ch, (values, stamps) in routed.items():
+        assert 0 <= ch < channels
+        assert stamps is None
+        assert values
+    _order_kept(routed)
+    delivered = Counter(v for values, _ in routed.values() for v in values)
+    copies = channels if p.is_broadcast else 1
+    assert delivered == Counter({v: copies for v in VALUES})
+
+
+@pytest.mark.parametrize("partitioner", _all_partitioners(), ids=lambda p: p.kind)
+@pytest.mark.parametrize("channels", [1, 4])
+def test_route_with_timestamps_keeps_them_aligned(
+    partitioner: StreamPartitioner, channels: int
+) -> None:
+    p = _ready(partitioner, channels)
+    routed = p.route(list(VALUES), list(STAMPS))
+    _check_aligned(routed, channels)
+    _order_kept(routed)
+    delivered = Counter(v for values, _ in routed.values() for v in values)
+    copies = channels if p.is_broadcast else 1
+    assert delivered == Counter({v: copies for v in VALUES})
+
+
+@pytest.mark.parametrize("partitioner", _all_partitioners(), ids=lambda p: p.kind)
+def test_empty_batch_routes_nowhere_or_empty(partitioner: StreamPartitioner) -> None:
+    p = _ready(partitioner, 3)
+    routed = p.route([], None)
+    assert all(not values for values, _ in routed.values()) or routed == {}
+
+
+def test_forward_and_global_send_everything_to_channel_zero() -> None:
+    for cls in (ForwardPartitioner, GlobalPartitioner):
+        p = _ready(cls(), 1)
+        assert p.route(["a", "b"], [1, 2]) == {0: (["a", "b"], [1, 2])}
+    g = _ready(GlobalPartitioner(), 5)
+    assert list(g.route(["a", "b"], None)) == [0]
+
+
+@pytest.mark.parametrize("channels", [2, 3, 7])
+def test_rebalance_round_robin_continues_across_batches(channels: int) -> None:
+    p = _ready(RebalancePartitioner(), channels)
+    start = p._next
+    sequence: list[tuple[int, int]] = []  # (channel, record) in emission order
+    record = 0
+    for size in (1, 5, 2, 0, 9, 3, 4):
+        batch = list(range(record, record + size))
+        stamps = [r * 10 for r in batch]
+        routed = p.route(batch, stamps)
+        for ch, (values, ts) in routed.items():
+            assert ts == [v * 10 for v in values]
+            sequence.extend((ch, v) for v in values)
+        record += size
+    channel_of = dict((v, ch) for ch, v in sequence)
+    assert sorted(channel_of) == list(range(record))
+    # record r of the whole stream goes to (start + r) % n, whatever the batch boundaries
+    assert all(channel_of[r] == (start + r) % channels for r in range(record))
+
+
+def test_rebalance_starts_at_a_random_channel_per_copy() -> None:
+    starts = {_ready(RebalancePartitioner(), 8)._next for _ in range(200)}
+    assert len(starts) > 1
+    assert starts <= set(range(8))
+
+
+def test_rebalance_single_channel_returns_the_batch() -> None:
+    p = _ready(RebalancePartitioner(), 1)
+    assert p.route([1, 2, 3], None) == {0: ([1, 2, 3], None)}
+
+
+def test_shuffle_spreads_records() -> None:
+    p = _ready(ShufflePartitioner(), 4)
+    routed = p.route(list(range(400)), None)
+    assert set(routed) == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(("max_parallelism", "channels"), [(128, 3), (128, 128), (7, 5), (10, 1)])
+def test_key_group_partitioner_sends_each_key_to_its_owner(
+    max_parallelism: int, channels: int
+) -> None:
+    keys: list[Any] = [*range(-50, 150), "a", "bb", ("t", 1), None, 2.5, b"raw"]
+    records = [(k, i) for i, k in enumerate(keys)]
+    p = _ready(KeyGroupStreamPartitioner(lambda r: r[0], max_parallelism), channels)
+    routed = p.route(records, list(range(len(records))))
+    seen = 0
+    for ch, (values, stamps) in routed.items():
+        assert stamps == [i for _, i in values]
+        for key, _ in values:
+            group = assign_to_key_group(key, max_parallelism)
+            assert ch == subtask_for_key_group(max_parallelism, channels, group)
+        seen += len(values)
+    assert seen == len(records)
+
+
+def test_key_group_partitioner_is_stable_across_batches() -> None:
+    p = _ready(KeyGroupStreamPartitioner(lambda v: v % 17, 128), 4)
+    first = {v: ch for ch, (vs, _) in p.route(list(range(100)), None).items() for v in vs}
+    second = {v: ch for ch, (vs, _) in p.route(list(range(100)), None).items() for v in vs}
+    assert first == second
+
+
+def test_custom_partitioner_gets_key_and_channel_count() -> None:
+    calls: list[tuple[Any, int]] = []
+
+    def part(key: Any, n: int) -> int:
+        calls.append((key, n))
+        return key % n
+
+    p = _ready(CustomPartitionerWrapper(part, lambda v: v * 2, "Source"), 3)
+    routed = p.route([0, 1, 2, 3], ["t0", "t1", "t2", "t3"])
+    assert calls == [(0, 3), (2, 3), (4, 3), (6, 3)]
+    assert routed == {0: ([0, 3], ["t0", "t3"]), 1: ([2], ["t2"]), 2: ([1], ["t1"])}
+
+
+@pytest.mark.parametrize("bad", [3, -1, "0", None, 1.0])
+def test_custom_partitioner_bad_return_names_operator_and_value(bad: Any) -> None:
+    p = _ready(CustomPartitionerWrapper(lambda key, n: bad, lambda v: v, "My Map"), 3)
+    with pytest.raises(ValueError, match="My Map") as info:
+        p.route(["record-x"], None)
+    message = str(info.value)
+    assert repr(bad) in message
+    assert "'record-x'" in message
+    assert "[0, 3)" in message
+
+
+def test_broadcast_sends_every_record_to_every_channel() -> None:
+    p = _ready(BroadcastPartitioner(), 3)
+    assert p.route(["a", "b"], [1, 2]) == {ch: (["a", "b"], [1, 2]) for ch in range(3)}
+
+
+def test_flags_and_unaligned_support() -> None:
+    by_kind = {p.kind: p for p in _all_partitioners()}
+    assert by_kind["FORWARD"].is_pointwise and by_kind["RESCALE"].is_pointwise
+    assert by_kind["BROADCAST"].is_broadcast
+    unaligned = {kind for kind, p in by_kind.items() if p.supports_unaligned}
+    assert unaligned == {"GLOBAL", "REBALANCE", "SHUFFLE", "HASH", "CUSTOM"}
+    assert {repr(p) for p in by_kind.values()} == set(by_kind)
+
+
+def test_copy_is_independent() -> None:
+    template = RebalancePartitioner()
+    a, b = _ready(template, 2), _ready(template, 5)
+    assert (a.num_channels, b.num_channels, template.num_channels) == (2, 5, 0)
+
+
+# -- connected consumers --------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(producers=st.integers(1, 40), consumers=st.integers(1, 40))
+def test_rescale_connects_every_consumer(producers: int, consumers: int) -> None:
+    p = RescalePartitioner()
+    targets = [connected_consumers(p, i, producers, consumers) for i in range(producers)]
+    covered = Counter(c for t in targets for c in t)
+    assert set(covered) == set(range(consumers))
+    for t in targets:
+        assert t, "every producer has at least one channel"
+        assert t == sorted(t)
+        assert t == list(range(t[0], t[-1] + 1)), "a contiguous range"
+    if producers <= consumers:
+        # fan out: the producers split the consumers, each consumer exactly once
+        assert all(n == 1 for n in covered.values())
+    else:
+        # fan in: each producer feeds exactly one consumer, consumers get (almost) equal shares
+        assert all(len(t) == 1 for t in targets)
+        assert max(covered.values()) - min(covered.values()) <= 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(parallelism=st.integers(1, 64))
+def test_forward_connects_i_to_i(parallelism: int) -> None:
+    p = ForwardPartitioner()
+    targets = [connected_consumers(p, i, parallelism, parallelism) for i in range(parallelism)]
+    assert targets == [[i] for i in range(parallelism)]
+
+
+@pytest.mark.parametrize(
+    "partitioner",
+    [
+        RebalancePartitioner(),
+        ShufflePartitioner(),
+        BroadcastPartitioner(),
+        GlobalPartitioner(),
+        KeyGroupStreamPartitioner(lambda v: v, 16),
+    ],
+    ids=lambda p: p.kind,
+)
+def test_all_to_all_partitioners_connect_every_consumer(partitioner: StreamPartitioner) -> None:
+    for producer in range(3):
+        assert connected_consumers(partitioner, producer, 3, 5) == [0, 1, 2, 3, 4]
