@@ -17,6 +17,7 @@ Readers must not block: sources that wait for I/O do it in their own thread and 
 from __future__ import annotations
 
 import enum
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar
@@ -215,7 +216,7 @@ class IteratorSourceReader(SourceReader[Any]):
                 self.current = self.splits.pop(0)
                 self._iterator = self.current.iterator()
             assert self._iterator is not None
-            batch = list(_take(self._iterator, self.batch_size))
+            batch = list(itertools.islice(self._iterator, self.batch_size))
             if batch:
                 self.current.advance(len(batch))
                 output.collect_batch(batch, None)
@@ -225,8 +226,3 @@ class IteratorSourceReader(SourceReader[Any]):
 
     def snapshot_state(self, checkpoint_id: int) -> list[Any]:
         return ([self.current] if self.current is not None else []) + list(self.splits)
-
-
-def _take(iterator: Iterator[Any], n: int) -> Iterator[Any]:
-    for _, item in zip(range(n), iterator):
-        yield item

@@ -446,6 +446,8 @@ class FieldAggregator:
     def __call__(self, a: Any, b: Any) -> Any:
         p, combine = self.position, self.combine
         if type(a) is tuple and type(p) is int:
+            if len(a) == 2:
+                return (a[0], combine(a[1], b[1])) if p == 1 else (combine(a[0], b[0]), a[1])
             return (*a[:p], combine(a[p], b[p]), *a[p + 1 :])
         if p == 0 and not isinstance(a, (tuple, list, dict)):
             return combine(a, b)

@@ -79,6 +79,30 @@ class KeyedStateBackend(ABC):
         a different kind.
         """
 
+    def fold_values(
+        self,
+        state: InternalKvState[Any],
+        keys: list[Any],
+        values: list[Any],
+        fold: Callable[[Any, Any], Any],
+    ) -> list[Any]:
+        """Rolling reduction of a batch in value state ``state`` (current namespace).
+
+        For each ``(key, value)`` in order: ``new = value`` if the key has no entry, else
+        ``fold(entry, value)``; store ``new`` and collect it. Returns the collected values and
+        leaves the last key current. Backends override this with a faster loop; the result must
+        equal the record-at-a-time loop below.
+        """
+        out: list[Any] = []
+        get, put = getattr(state, "value"), getattr(state, "update")  # noqa: B009
+        for key, value in zip(keys, values):
+            self.set_current_key(key)
+            old = get()
+            new = value if old is None else fold(old, value)
+            put(new)
+            out.append(new)
+        return out
+
     @abstractmethod
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         """Keys that have an entry in ``state_name`` under ``namespace``."""

@@ -41,6 +41,7 @@ from undertow.state.heap_states import (
     ABSENT,
     STATE_CLASSES,
     HeapState,
+    HeapValueState,
     KeyContext,
     StateTable,
     UnkeyedDict,
@@ -108,6 +109,38 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 self._offsets.clear()
             self._offsets[key] = offset
         ctx.offset = offset
+
+    def fold_values(
+        self,
+        state: InternalKvState[Any],
+        keys: list[Any],
+        values: list[Any],
+        fold: Callable[[Any, Any], Any],
+    ) -> list[Any]:
+        if type(state) is not HeapValueState or state.namespace is not VOID_NAMESPACE:
+            return super().fold_values(state, keys, values, fold)
+        offsets, tables, set_key = self._offsets, state.tables, self.set_current_key
+        out: list[Any] = []
+        append = out.append
+        for key, value in zip(keys, values):
+            try:
+                offset = offsets.get(key)
+            except TypeError:
+                offset = None
+            if offset is None:
+                set_key(key)  # computes and caches the offset, or raises StateError
+                offset = self._ctx.offset
+            table = tables[offset]
+            old = table.get(key)
+            new = value if old is None else fold(old, value)
+            if new is None:
+                table.pop(key, None)
+            else:
+                table[key] = new
+            append(new)
+        if keys:
+            set_key(keys[-1])
+        return out
 
     def _offset_of(self, key: Any) -> int:
         key_group = assign_to_key_group(key, self.max_parallelism)

@@ -112,6 +112,16 @@ class HeapState(InternalKvState[Any]):
         self._void = namespace is VOID_NAMESPACE
         self._tables = self._table.void if self._void else self._table.windowed
 
+    @property
+    def namespace(self) -> Any:
+        return self._namespace
+
+    @property
+    def tables(self) -> list[dict[Any, Any]]:
+        """Per key-group offset, the dict of entries in the current namespace (backend use)."""
+        tables: list[dict[Any, Any]] = self._tables
+        return tables
+
     def _slot(self) -> tuple[dict[Any, Any], Any]:
         """The dict and storage key of the current key in the current namespace."""
         ctx = self._ctx

@@ -128,16 +128,8 @@ class StreamGroupedReduce(UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call, ks, set_key = self.call, self.key_selector, self.backend.set_current_key
-        get, put = self.state.value, self.state.update  # type: ignore[attr-defined]
-        out: list[Any] = []
-        append = out.append
-        for v in values:
-            set_key(ks(v))
-            old = get()
-            new = v if old is None else call(old, v)
-            put(new)
-            append(new)
+        ks = self.key_selector
+        out = self.backend.fold_values(self.state, [ks(v) for v in values], values, self.call)
         if not self.emit_final_only:
             self.output.collect_batch(out, timestamps)
 
