@@ -12,6 +12,7 @@ reported when the stream is declared, naming the operator.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -317,9 +318,12 @@ class DataStream:
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> Any:
         """Run the job and iterate its records here. With ``limit``, return a list of at most
-        ``limit`` records and cancel the job once they are in."""
+        ``limit`` records and cancel the job once they are in.
+
+        As in Flink, the collect sink runs with parallelism 1, so records of a stream with
+        parallelism 1 arrive in their order."""
         sink_id = uuid.uuid4().hex
-        self._sink("Sink: Collect", CollectSinkOperator(sink_id))
+        self._sink("Sink: Collect", CollectSinkOperator(sink_id)).set_parallelism(1)
         client = self._env.execute_async(job_execution_name)
         iterator = CloseableIterator(client, sink_id)
         if limit is None:
@@ -431,31 +435,36 @@ def _replace(value: Any, position: int | str, new: Any) -> Any:
     return new
 
 
-class FieldAggregator:
+def field_aggregator(
+    position: int | str, combine: Callable[[Any, Any], Any]
+) -> Callable[[Any, Any], Any]:
     """``sum`` / ``min`` / ``max`` of one field as a reduce function (Flink's semantics: the
     other fields come from the first record of the key).
 
-    Plain tuples and scalars take a fast path; other records (``Row``, named tuples, dicts,
-    objects) go through generic field access.
+    Pairs and scalars take a fast path (this runs once per record); other records (``Row``,
+    named tuples, dicts, objects) go through generic field access.
     """
 
-    def __init__(self, position: int | str, combine: Callable[[Any, Any], Any]) -> None:
-        self.position = position
-        self.combine = combine
-
-    def __call__(self, a: Any, b: Any) -> Any:
-        p, combine = self.position, self.combine
-        if type(a) is tuple and type(p) is int:
-            if len(a) == 2:
-                return (a[0], combine(a[1], b[1])) if p == 1 else (combine(a[0], b[0]), a[1])
+    def generic(a: Any, b: Any) -> Any:
+        if type(a) is tuple and type(position) is int:
+            p = position
             return (*a[:p], combine(a[p], b[p]), *a[p + 1 :])
-        if p == 0 and not isinstance(a, (tuple, list, dict)):
+        if position == 0 and not isinstance(a, (tuple, list, dict)):
             return combine(a, b)
-        return _replace(a, p, combine(_field(a, p), _field(b, p)))
+        return _replace(a, position, combine(_field(a, position), _field(b, position)))
+
+    if position == 1:
+
+        def second_of_pair(a: Any, b: Any) -> Any:
+            if type(a) is tuple and len(a) == 2:
+                return (a[0], combine(a[1], b[1]))
+            return generic(a, b)
+
+        return second_of_pair
+    return generic
 
 
-def _add(x: Any, y: Any) -> Any:
-    return x + y
+_add = operator.add
 
 
 def _pick(position: int | str, better: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
@@ -510,13 +519,13 @@ class KeyedStream(DataStream):
         return self._keyed(name, op, self.get_type())
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed Sum", FieldAggregator(position_to_sum, _add))
+        return self._aggregate("Keyed Sum", field_aggregator(position_to_sum, _add))
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed Min", FieldAggregator(position_to_min, min))
+        return self._aggregate("Keyed Min", field_aggregator(position_to_min, min))
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed Max", FieldAggregator(position_to_max, max))
+        return self._aggregate("Keyed Max", field_aggregator(position_to_max, max))
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
         return self._aggregate("Keyed MinBy", _pick(position_to_min_by, lambda x, y: x < y))

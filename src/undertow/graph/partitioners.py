@@ -22,6 +22,7 @@ from typing import Any
 from undertow.state.key_groups import assign_to_key_group
 
 Routed = dict[int, tuple[list[Any], list[Any] | None]]
+_TARGET_CACHE_LIMIT = 1 << 16
 
 
 class StreamPartitioner(ABC):
@@ -147,12 +148,46 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         self.key_selector = key_selector
         self.max_parallelism = max_parallelism
 
+    def setup(self, num_channels: int) -> None:
+        super().setup(num_channels)
+        self._targets: dict[Any, int] = {}
+
+    def _target(self, key: Any) -> int:
+        """Channel of ``key``, cached (bounded) because keys repeat: one dict lookup."""
+        try:
+            return self._targets[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable key: compute every time
+            return (
+                assign_to_key_group(key, self.max_parallelism)
+                * self.num_channels
+                // (self.max_parallelism)
+            )
+        target = (
+            assign_to_key_group(key, self.max_parallelism)
+            * self.num_channels
+            // (self.max_parallelism)
+        )
+        if len(self._targets) >= _TARGET_CACHE_LIMIT:
+            self._targets.clear()
+        self._targets[key] = target
+        return target
+
     def route(self, values: list[Any], timestamps: list[Any] | None) -> Routed:
         n = self.num_channels
         if n == 1:
             return {0: (values, timestamps)}
-        ks, maxp, kg = self.key_selector, self.max_parallelism, assign_to_key_group
-        return _split(values, timestamps, [kg(ks(v), maxp) * n // maxp for v in values], n)
+        ks, cache, slow = self.key_selector, self._targets, self._target
+        targets: list[int] = []
+        append = targets.append
+        for v in values:
+            key = ks(v)
+            try:
+                append(cache[key])
+            except (KeyError, TypeError):
+                append(slow(key))
+        return _split(values, timestamps, targets, n)
 
 
 class CustomPartitionerWrapper(StreamPartitioner):

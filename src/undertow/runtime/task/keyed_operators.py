@@ -45,7 +45,37 @@ class _KeyedContext(KeyedProcessFunction.OnTimerContext):
         return self._domain
 
 
-class KeyedProcessOperator(UdfOperator):
+class UserTimerFiring:
+    """Fires a user function's ``on_timer(timestamp, ctx)`` for the operator's timers.
+
+    The operator provides ``_on_timer`` (the bound method or ``None``), ``output`` and
+    ``_timer_context(timer, domain)``; it registers itself as the timer service's Triggerable.
+    """
+
+    _on_timer: Callable[[int, Any], Any] | None
+    output: Any
+
+    def _timer_context(self, timer: InternalTimer, domain: TimeDomain) -> Any:
+        raise NotImplementedError
+
+    def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:
+        if self._on_timer is None:
+            return
+        ctx = self._timer_context(timer, domain)
+        out: list[Any] = []
+        stamps: list[Any] = []
+        run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
+        if out:
+            self.output.collect_batch(out, stamps)
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.EVENT_TIME)
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.PROCESSING_TIME)
+
+
+class KeyedProcessOperator(UserTimerFiring, UdfOperator):
     """``KeyedStream.process(KeyedProcessFunction)``; also the engine of ``on_timer``."""
 
     def __init__(self, function: Any, key_selector: Callable[[Any], Any]) -> None:
@@ -84,23 +114,11 @@ class KeyedProcessOperator(UdfOperator):
         self.internal_timers.advance_watermark(watermark)
         self.output.emit_watermark(watermark)
 
-    def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:
-        if self._on_timer is None:
-            return
+    def _timer_context(self, timer: InternalTimer, domain: TimeDomain) -> Any:
         ctx = self._kctx
         ctx.ts = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
         ctx._domain = domain
-        out: list[Any] = []
-        stamps: list[Any] = []
-        run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
-        if out:
-            self.output.collect_batch(out, stamps)
-
-    def on_event_time(self, timer: InternalTimer) -> None:
-        self._fire(timer, TimeDomain.EVENT_TIME)
-
-    def on_processing_time(self, timer: InternalTimer) -> None:
-        self._fire(timer, TimeDomain.PROCESSING_TIME)
+        return ctx
 
 
 class StreamGroupedReduce(UdfOperator):

@@ -16,6 +16,19 @@ from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 
 
+def open_udf(function: Any, runtime_context: Any) -> None:
+    """Call ``function.open(runtime_context)`` if the function has one (plain callables don't)."""
+    open_fn = getattr(function, "open", None)
+    if callable(open_fn):
+        open_fn(runtime_context)
+
+
+def close_udf(function: Any) -> None:
+    close_fn = getattr(function, "close", None)
+    if callable(close_fn):
+        close_fn()
+
+
 class UdfOperator(OneInputStreamOperator):
     """An operator around one user function: opens and closes it with the operator."""
 
@@ -25,14 +38,10 @@ class UdfOperator(OneInputStreamOperator):
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
-        open_fn = getattr(self.function, "open", None)
-        if callable(open_fn):
-            open_fn(self.ctx.runtime_context)
+        open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
-        close_fn = getattr(self.function, "close", None)
-        if callable(close_fn):
-            close_fn()
+        close_udf(self.function)
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark
@@ -163,6 +172,8 @@ class PrintSinkOperator(OneInputStreamOperator):
         self._prefix = f"{prefix}> " if prefix else ""
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        if not values:  # an empty batch (e.g. after a filter) is no line at all
+            return
         prefix = self._prefix
         assert self.ctx.services is not None
         self.ctx.services.print_lines([f"{prefix}{v}" for v in values])
@@ -175,6 +186,8 @@ class CollectSinkOperator(OneInputStreamOperator):
         self.sink_id = sink_id
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        if not values:
+            return
         assert self.ctx.services is not None
         self.ctx.services.collect(self.sink_id, list(values))
 

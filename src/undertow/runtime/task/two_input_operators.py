@@ -18,8 +18,9 @@ from undertow.api.functions import (
 from undertow.core.errors import StateError
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import KeyedTimerService, NonKeyedTimerService
+from undertow.runtime.task.keyed_operators import UserTimerFiring
 from undertow.runtime.task.operator import Timestamps, TwoInputStreamOperator
-from undertow.runtime.task.operators import run_udf
+from undertow.runtime.task.operators import close_udf, open_udf, run_udf
 from undertow.runtime.task.timers import InternalTimer
 from undertow.state.descriptors import MapStateDescriptor
 
@@ -30,14 +31,10 @@ class _TwoInputUdf(TwoInputStreamOperator):
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
-        open_fn = getattr(self.function, "open", None)
-        if callable(open_fn):
-            open_fn(self.ctx.runtime_context)
+        open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
-        close_fn = getattr(self.function, "close", None)
-        if callable(close_fn):
-            close_fn()
+        close_udf(self.function)
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark
@@ -111,7 +108,7 @@ class _Ctx(KeyedCoProcessFunction.OnTimerContext, KeyedBroadcastProcessFunction.
         return backend.get_read_only_broadcast_state(state_descriptor)
 
 
-class CoProcessOperator(_TwoInputUdf):
+class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
     """Co-process and broadcast-process functions, keyed (with timers) or not.
 
     ``method1`` / ``method2`` name the function's methods for the two inputs. For broadcast
@@ -180,21 +177,9 @@ class CoProcessOperator(_TwoInputUdf):
             self.internal_timers.advance_watermark(watermark)
         self.output.emit_watermark(watermark)
 
-    def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:
-        if self._on_timer is None:
-            return
+    def _timer_context(self, timer: InternalTimer, domain: TimeDomain) -> Any:
         ctx = self._ctx
         ctx.ts = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
         ctx.domain = domain
         ctx.writable_broadcast = False
-        out: list[Any] = []
-        stamps: list[Any] = []
-        run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
-        if out:
-            self.output.collect_batch(out, stamps)
-
-    def on_event_time(self, timer: InternalTimer) -> None:
-        self._fire(timer, TimeDomain.EVENT_TIME)
-
-    def on_processing_time(self, timer: InternalTimer) -> None:
-        self._fire(timer, TimeDomain.PROCESSING_TIME)
+        return ctx
