@@ -6,6 +6,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pytest
+
 from undertow.common import WatermarkStrategy
 from undertow.datastream import MapFunction, RuntimeContext, RuntimeExecutionMode
 from undertow.datastream.connectors.datagen import DataGeneratorSource
@@ -30,8 +32,12 @@ def per_key(records: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list
     return dict(grouped)
 
 
-def test_word_count_emits_rolling_counts_per_word(make_env: EnvFactory) -> None:
+@pytest.mark.parametrize("chaining", [True, False], ids=["chained", "unchained"])
+def test_word_count_emits_rolling_counts_per_word(make_env: EnvFactory, chaining: bool) -> None:
     env = make_env(parallelism=2)
+    if not chaining:  # every operator its own task: all records cross the network
+        env.disable_operator_chaining()
+        env.set_buffer_timeout(0)
     counts = (
         env.from_collection(LINES)
         .flat_map(lambda line: line.split())
@@ -48,7 +54,9 @@ def test_word_count_emits_rolling_counts_per_word(make_env: EnvFactory) -> None:
 
 def test_number_sequence_source_feeds_a_keyed_sum(make_env: EnvFactory) -> None:
     env = make_env(parallelism=2)
-    numbers = env.from_source(NumberSequenceSource(1, 10000), WatermarkStrategy.no_watermarks(), "seq")
+    numbers = env.from_source(
+        NumberSequenceSource(1, 10000), WatermarkStrategy.no_watermarks(), "seq"
+    )
     sums = numbers.map(lambda n: (n % 7, n)).key_by(lambda pair: pair[0]).sum(1)
     result = list(sums.execute_and_collect())
 
@@ -73,7 +81,9 @@ def test_data_generator_source_word_count(make_env: EnvFactory) -> None:
     result = list(counts.execute_and_collect())
 
     expected = Counter(f"w{i % 5}" for i in range(1000))
-    finals = {w: max(n for _, n in partials) for w, partials in per_key(result, lambda p: p[0]).items()}
+    finals = {
+        w: max(n for _, n in partials) for w, partials in per_key(result, lambda p: p[0]).items()
+    }
     assert finals == dict(expected)
     assert len(result) == 1000
 
@@ -181,9 +191,9 @@ def test_exchanges_deliver_every_record_exactly_once(make_env: EnvFactory) -> No
         numbers = Counter(number for _, number, _, _ in rows)
         copies = 3 if kind == "broadcast" else 1
         assert numbers == Counter({i: copies for i in range(n)}), kind
-    for _, number, up, down in by_kind["forward"]:
+    for _, _, up, down in by_kind["forward"]:
         assert down == up
-    for _, number, up, down in by_kind["rescale"]:
+    for _, _, up, down in by_kind["rescale"]:
         assert down // 2 == up  # 2 -> 4: each upstream subtask feeds its own two
     assert {down for _, _, _, down in by_kind["global"]} == {0}
     for _, number, _, down in by_kind["custom"]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 from hypothesis import given, settings
@@ -28,8 +28,12 @@ VALUES = [f"v{i}" for i in range(23)]
 STAMPS = [1000 + i for i in range(23)]
 
 
-def _ready(partitioner: StreamPartitioner, channels: int) -> StreamPartitioner:
-    p = partitioner.copy()
+P = TypeVar("P", bound=StreamPartitioner)
+
+
+def _ready(partitioner: P, channels: int) -> P:
+    """A subtask's copy of the template, set up for ``channels`` channels."""
+    p = cast(P, partitioner.copy())
     p.setup(channels)
     return p
 

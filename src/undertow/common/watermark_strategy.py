@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.common.time import Duration, Time, to_millis
-from undertow.core.config import ConfigOption, duration_option
+from undertow.core.config import ConfigOption, Options
 from undertow.core.types import MIN_TIMESTAMP
 
 __all__ = [
@@ -59,11 +59,7 @@ __all__ = [
 #: Flink's default for ``pipeline.auto-watermark-interval``.
 DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
 #: How often periodic watermark generators are asked for a watermark (0 disables them).
-AUTO_WATERMARK_INTERVAL: ConfigOption[int] = duration_option(
-    "pipeline.auto-watermark-interval",
-    DEFAULT_AUTO_WATERMARK_INTERVAL_MS,
-    "interval of periodic watermark emission; 0 disables periodic watermarks",
-)
+AUTO_WATERMARK_INTERVAL: ConfigOption[int] = Options.AUTO_WATERMARK_INTERVAL
 #: Flink's default for the update interval of watermark alignment.
 DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS = 1000
 

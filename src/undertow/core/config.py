@@ -26,13 +26,15 @@ _DURATION_UNITS_MS = {
     "min": 60_000.0, "mins": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0, "m": 60_000.0,
     "h": 3_600_000.0, "hour": 3_600_000.0, "hours": 3_600_000.0,
     "d": 86_400_000.0, "day": 86_400_000.0, "days": 86_400_000.0,
-    "us": 0.001, "micro": 0.001, "micros": 0.001, "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6,
+    "us": 0.001, "micro": 0.001, "micros": 0.001, "microsecond": 0.001, "microseconds": 0.001,
+    "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6, "nanosecond": 1e-6, "nanoseconds": 1e-6,
 }  # fmt: skip
 _MEMORY_UNITS = {
     "": 1, "b": 1, "bytes": 1,
     "k": 1024, "kb": 1024, "kibibytes": 1024,
     "m": 1024**2, "mb": 1024**2, "mebibytes": 1024**2,
     "g": 1024**3, "gb": 1024**3, "gibibytes": 1024**3,
+    "t": 1024**4, "tb": 1024**4, "tebibytes": 1024**4,
 }  # fmt: skip
 _NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
@@ -75,6 +77,74 @@ def _parse_int(text: str | int) -> int:
         return int(text)
     except (TypeError, ValueError) as err:
         raise ConfigurationError(f"cannot parse integer {text!r}") from err
+
+
+def _parse_float(text: str | float) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError) as err:
+        raise ConfigurationError(f"cannot parse float {text!r}") from err
+
+
+def format_map(parameters: dict[str, str]) -> str:
+    """Write a map in Flink's format (the inverse of :func:`parse_map`)."""
+
+    def quote(text: str) -> str:
+        if any(c in text for c in ",:'\"") or text != text.strip():
+            return "'" + text.replace("'", "''") + "'"
+        return text
+
+    return ",".join(f"{quote(k)}:{quote(v)}" for k, v in parameters.items())
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """Parse Flink's map format (``key:value,key2:value2``; single or double quotes around a
+    part holding ``,`` ``:`` or a quote, quotes inside doubled; unquoted parts are stripped)."""
+    entries: list[list[str]] = []
+    fields: list[str] = []
+    current: list[str] = []
+    quoted = False
+    quote: str | None = None
+
+    def end_field() -> None:
+        nonlocal current, quoted
+        value = "".join(current)
+        fields.append(value if quoted else value.strip())
+        current, quoted = [], False
+
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            if c == quote and text[i + 1 : i + 2] == quote:
+                current.append(c)
+                i += 1
+            elif c == quote:
+                quote = None
+            else:
+                current.append(c)
+        elif c in "'\"":
+            quote, quoted = c, True
+            current = []  # whitespace before a quote is not part of the field
+        elif c == ":" and not fields:  # the first colon ends the key
+            end_field()
+        elif c == ",":
+            end_field()
+            entries.append(fields)
+            fields = []
+        else:
+            current.append(c)
+        i += 1
+    end_field()
+    entries.append(fields)
+    parameters: dict[str, str] = {}
+    for entry in entries:
+        if entry == [""]:
+            continue
+        if len(entry) != 2 or quote is not None:
+            raise ConfigurationError(f"cannot parse {text!r} as a map (key:value,key2:value2)")
+        parameters[entry[0]] = entry[1]
+    return parameters
 
 
 @dataclass(frozen=True)
@@ -135,6 +205,10 @@ def memory_option(key: str, default: int, description: str = "", **kw: Any) -> C
     return ConfigOption(key, parse_memory_size, default, description, **kw)
 
 
+def map_option(key: str, description: str = "", **kw: Any) -> ConfigOption[dict[str, str]]:
+    return ConfigOption(key, lambda text: parse_map(str(text)), {}, description, **kw)
+
+
 def _choice(*allowed: str) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         return None if value in allowed else f"must be one of {', '.join(allowed)}"
@@ -164,26 +238,40 @@ class Configuration:
     def get_string(self, key: str, default_value: str) -> str:
         return self._values.get(key, default_value)
 
+    def _parsed(self, key: str, parse: Callable[[str], T], default_value: T) -> T:
+        if key not in self._values:
+            return default_value
+        try:
+            return parse(self._values[key])
+        except ConfigurationError as err:
+            raise ConfigurationError(f"option '{key}': {err}") from err
+
     def set_integer(self, key: str, value: int) -> Configuration:
         return self.set_string(key, int(value))
 
     def get_integer(self, key: str, default_value: int) -> int:
-        return _parse_int(self._values[key]) if key in self._values else default_value
+        return self._parsed(key, _parse_int, default_value)
 
     def set_boolean(self, key: str, value: bool) -> Configuration:
         return self.set_string(key, bool(value))
 
     def get_boolean(self, key: str, default_value: bool) -> bool:
-        return _parse_bool(self._values[key]) if key in self._values else default_value
+        return self._parsed(key, _parse_bool, default_value)
 
     def set_float(self, key: str, value: float) -> Configuration:
         return self.set_string(key, float(value))
 
     def get_float(self, key: str, default_value: float) -> float:
-        return float(self._values[key]) if key in self._values else default_value
+        return self._parsed(key, _parse_float, default_value)
+
+    def key_set(self) -> set[str]:
+        return set(self._values)
 
     def keys(self) -> set[str]:
         return set(self._values)
+
+    def add_all_to_dict(self, target_dict: dict[str, Any]) -> None:
+        target_dict.update(self._values)
 
     def contains_key(self, key: str) -> bool:
         return key in self._values
@@ -191,10 +279,13 @@ class Configuration:
     def remove_config(self, key: str) -> bool:
         return self._values.pop(key, None) is not None
 
-    def add_all(self, other: Configuration | Mapping[str, Any], prefix: str | None = None) -> None:
+    def add_all(
+        self, other: Configuration | Mapping[str, Any], prefix: str | None = None
+    ) -> Configuration:
         items = other.to_dict().items() if isinstance(other, Configuration) else other.items()
         for key, value in items:
             self.set_string(f"{prefix}{key}" if prefix else key, value)
+        return self
 
     def to_dict(self) -> dict[str, str]:
         return dict(self._values)
@@ -247,6 +338,12 @@ class Options:
     )
     WORKERS = int_option(
         "undertow.workers", 0, "number of workers; 0 = one per core (<= slots)", check=_non_negative
+    )
+    AUTO_WATERMARK_INTERVAL = duration_option(
+        "pipeline.auto-watermark-interval", 200, "periodic watermark interval; 0 disables"
+    )
+    GLOBAL_JOB_PARAMETERS = map_option(
+        "pipeline.global-job-parameters", "read by functions with get_job_parameter"
     )
     MAILBOX_SLICE = duration_option(
         "undertow.task.mailbox-slice", 2, "longest stretch of record processing between mails"

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from undertow.core.config import Configuration, Options, parse_duration_ms
+from undertow.core.config import Configuration, Options, format_map
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from undertow.datastream.connectors.collection import CollectionSource
@@ -34,23 +34,23 @@ class ExecutionConfig:
 
     def __init__(self, env: StreamExecutionEnvironment) -> None:
         self._env = env
-        self.global_job_parameters: dict[str, str] = {}
 
     def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        self._env._config.set_string("pipeline.auto-watermark-interval", f"{int(interval)} ms")
+        self._env._config.set(Options.AUTO_WATERMARK_INTERVAL, int(interval))
         return self
 
     def get_auto_watermark_interval(self) -> int:
-        return parse_duration_ms(
-            self._env._config.get_string("pipeline.auto-watermark-interval", "200 ms")
-        )
+        return self._env._config.get(Options.AUTO_WATERMARK_INTERVAL)
 
     def set_global_job_parameters(self, parameters: dict[str, str]) -> ExecutionConfig:
-        self.global_job_parameters = {str(k): str(v) for k, v in parameters.items()}
+        """Parameters every function reads with ``runtime_context.get_job_parameter``; kept in
+        the configuration (``pipeline.global-job-parameters``), which ships to the workers."""
+        encoded = format_map({str(k): str(v) for k, v in parameters.items()})
+        self._env._config.set(Options.GLOBAL_JOB_PARAMETERS, encoded)
         return self
 
     def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self.global_job_parameters)
+        return self._env._config.get(Options.GLOBAL_JOB_PARAMETERS)
 
     def get_parallelism(self) -> int:
         return self._env.get_parallelism()

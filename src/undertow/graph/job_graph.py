@@ -161,28 +161,28 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
 
     # 2. job edges for every non-chained stream edge
     job_edges: list[JobEdge] = []
+    # keyed by stream edge: two stream edges may join the same pair of operators with the same
+    # tag and input (``ds.union(ds)``), and each needs its own job edge
+    job_edge_of: dict[int, JobEdge] = {}
     for edge in graph.edges:
         if chain_of[edge.source] == chain_of[edge.target] and _is_chainable(graph, edge):
             continue
         up, down = graph.nodes[edge.source], graph.nodes[edge.target]
-        job_edges.append(
-            JobEdge(
-                id=len(job_edges),
-                source_vertex=vertex_of[chain_of[edge.source]],
-                source_node=edge.source,
-                target_vertex=vertex_of[chain_of[edge.target]],
-                target_node=edge.target,
-                partitioner=_dumps(edge.partitioner, f"partitioner between '{up.name}' and "
-                                   f"'{down.name}'"),
-                partitioner_kind=edge.partitioner.kind,
-                supports_unaligned=edge.partitioner.supports_unaligned,
-                tag_id=edge.tag_id,
-                target_input=edge.target_input,
-            )
+        job_edge = JobEdge(
+            id=len(job_edges),
+            source_vertex=vertex_of[chain_of[edge.source]],
+            source_node=edge.source,
+            target_vertex=vertex_of[chain_of[edge.target]],
+            target_node=edge.target,
+            partitioner=_dumps(edge.partitioner, f"partitioner between '{up.name}' and "
+                               f"'{down.name}'"),
+            partitioner_kind=edge.partitioner.kind,
+            supports_unaligned=edge.partitioner.supports_unaligned,
+            tag_id=edge.tag_id,
+            target_input=edge.target_input,
         )  # fmt: skip
-    edge_by_stream: dict[tuple[int, int, str | None, int], JobEdge] = {
-        (e.source_node, e.target_node, e.tag_id, e.target_input): e for e in job_edges
-    }
+        job_edge_of[edge.id] = job_edge
+        job_edges.append(job_edge)
 
     # 3. vertices
     vertices: list[JobVertex] = []
@@ -194,9 +194,8 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
             chained: list[tuple[int, str | None]] = []
             network: list[int] = []
             for e in node.out_edges:
-                key = (e.source, e.target, e.tag_id, e.target_input)
-                if key in edge_by_stream:
-                    network.append(edge_by_stream[key].id)
+                if e.id in job_edge_of:
+                    network.append(job_edge_of[e.id].id)
                 else:
                     chained.append((e.target, e.tag_id))
             specs.append(

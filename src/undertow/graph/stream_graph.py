@@ -114,7 +114,7 @@ def build_stream_graph(
         if isinstance(t, (PartitionTransformation, UnionTransformation, SideOutputTransformation)):
             continue
         max_par = t.max_parallelism or default_max_parallelism
-        par = t.parallelism or min(default_parallelism, max_par)
+        par = t.parallelism or default_parallelism
         if par > max_par:
             raise GraphBuildError(
                 f"operator '{t.name}': parallelism {par} is larger than its max parallelism "
@@ -168,10 +168,14 @@ def _check_uids(nodes: dict[int, StreamNode]) -> None:
 def _resolve(
     t: Transformation, partitioner: StreamPartitioner | None, tag: str | None
 ) -> list[tuple[int, StreamPartitioner | None, str | None]]:
-    """Follow virtual transformations down to physical ones."""
+    """Follow virtual transformations down to physical ones.
+
+    Of stacked partitionings (``rebalance().key_by(...)``) the last one applied, the first met
+    walking down from the consumer, decides the edge, as in Flink.
+    """
     if isinstance(t, PartitionTransformation):
         assert t.input is not None
-        return _resolve(t.input, t.partitioner, tag)
+        return _resolve(t.input, partitioner if partitioner is not None else t.partitioner, tag)
     if isinstance(t, UnionTransformation):
         return [r for i in t.union_inputs for r in _resolve(i, partitioner, tag)]
     if isinstance(t, SideOutputTransformation):

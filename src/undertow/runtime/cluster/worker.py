@@ -19,6 +19,7 @@ import logging
 import os
 import pickle
 import socket
+import sys
 import traceback
 from collections import defaultdict
 from typing import Any
@@ -279,8 +280,19 @@ class Worker:
 def run_worker(
     worker_index: int, attempt: int, master: tuple[str, int], secret: bytes, config: dict[str, str]
 ) -> None:
-    """Entry point of a worker thread or process: runs the worker's loop to completion."""
-    worker = Worker(worker_index, attempt, master, secret, Configuration(config))
+    """Entry point of a worker thread or process: runs the worker's loop to completion.
+
+    A busy task gives up the GIL at every slice boundary (the loop polls for I/O). When it
+    does that more often than the interpreter's switch interval, CPython never forces a
+    switch, and other threads of the process (the JobMaster, other workers of
+    ``local-threads``) can wait seconds for the GIL. So the switch interval is lowered below
+    the mailbox slice (it is only ever lowered).
+    """
+    configuration = Configuration(config)
+    slice_s = configuration.get(Options.MAILBOX_SLICE) / 1000.0
+    if slice_s > 0:
+        sys.setswitchinterval(min(sys.getswitchinterval(), slice_s / 2))
+    worker = Worker(worker_index, attempt, master, secret, configuration)
     try:
         asyncio.run(worker.run())
     except (NetworkError, ConnectionError) as err:

@@ -241,7 +241,11 @@ class NetworkEnvironment:
             if peer > self.worker_index:
                 host, port = peers[peer]
                 reader, writer = await asyncio.open_connection(host, port)
-                await client_handshake(reader, writer, self.secret, self.worker_index)
+                try:
+                    await client_handshake(reader, writer, self.secret, self.worker_index)
+                except BaseException:
+                    writer.close()  # do not leak the socket of a failed handshake
+                    raise
                 self.connections[peer] = TcpConnection(self, peer, reader, writer)
             else:
                 self.connections[peer] = await self._accept_future(peer)

@@ -8,7 +8,8 @@ status go everywhere, side outputs included.
 Lifecycle (driven by the task, on its loop thread): ``open`` head-last (tail operators open
 first, so a head that emits in ``open`` finds its successors ready), ``finish`` head-first
 (each operator's final output reaches successors before they finish), ``close`` all, also
-after a failure.
+after a failure. In BATCH execution an operator's pending processing-time timers fire just
+before its ``finish`` (as Flink's batch timer service does at the end of input).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from undertow.core.config import Configuration
+from undertow.core.config import Configuration, Options
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.context import StreamingRuntimeContext, now_ms
@@ -124,6 +125,8 @@ class OperatorChain:
         self.operators: list[Any] = []
         self.accumulators: dict[str, Any] = {}
         self.timer_managers: list[TimerServiceManager] = []
+        self._timers_of: dict[int, TimerServiceManager] = {}  # id(operator) -> its timers
+        self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
         by_node: dict[int, Any] = {}
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
         for spec in reversed(vertex.operators):
@@ -167,6 +170,8 @@ class OperatorChain:
             )
             setup.runtime_context = StreamingRuntimeContext(setup)
             op.setup(setup)
+            if timer_factory is not None:
+                self._timers_of[id(op)] = manager
             by_node[spec.node_id] = op
             self.operators.insert(0, op)
         self.head = self.operators[0]
@@ -187,6 +192,9 @@ class OperatorChain:
 
     def finish(self) -> None:
         for op in self.operators:
+            timers = self._timers_of.get(id(op))
+            if self._batch and timers is not None:
+                timers.fire_all_processing_timers()
             op.finish()
 
     def close(self) -> list[BaseException]:

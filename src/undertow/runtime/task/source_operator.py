@@ -3,8 +3,8 @@
 :class:`WatermarkEmitter` is shared by sources (``from_source(source, strategy)``) and
 ``assign_timestamps_and_watermarks``: it applies the strategy's timestamp assigner to every
 batch, feeds the watermark generator, emits watermarks every
-``pipeline.auto-watermark-interval`` (200 ms) and marks the output idle after the strategy's
-idle timeout without records.
+``pipeline.auto-watermark-interval`` (200 ms; 0: never) and marks the output idle after the
+strategy's idle timeout without records.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from undertow.core.config import Options
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Output, Timestamps
 
-AUTO_WATERMARK_INTERVAL_MS = 200
-
 
 class WatermarkEmitter:
     def __init__(self, strategy: Any, setup: OperatorSetup, output: Output) -> None:
@@ -28,6 +26,7 @@ class WatermarkEmitter:
         if setup.config.get(Options.RUNTIME_MODE) == "BATCH":
             self.generator = None  # BATCH: event time jumps to the end when input ends
         self.idle_timeout = strategy.get_idle_timeout_ms() if strategy is not None else None
+        self.interval_ms = setup.config.get(Options.AUTO_WATERMARK_INTERVAL)
         self.last_watermark = MIN_TIMESTAMP
         self.idle = False
         self._last_activity = self.pts.current_processing_time()
@@ -35,11 +34,11 @@ class WatermarkEmitter:
         self._closed = False
 
     def start(self) -> None:
-        if self.generator is not None:
+        if self.generator is not None and self.interval_ms > 0:
             self._schedule()
 
     def _schedule(self) -> None:
-        next_time = self.pts.current_processing_time() + AUTO_WATERMARK_INTERVAL_MS
+        next_time = self.pts.current_processing_time() + self.interval_ms
         self._timer = self.pts.register_timer(next_time, self._on_periodic)
 
     def _on_periodic(self, _: int) -> None:

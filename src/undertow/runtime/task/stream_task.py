@@ -82,8 +82,9 @@ class StreamTask:
         self._gate_rr = 0
         self.records_in = 0
         self.pts = LoopProcessingTimeService(loop, self.post)
+        parameters = config.get(Options.GLOBAL_JOB_PARAMETERS)
         self.chain = OperatorChain(
-            vertex, subtask_index, attempt, config, writers, services, self.pts
+            vertex, subtask_index, attempt, config, writers, services, self.pts, parameters
         )
         self.head = self.chain.head
         self._two_input = isinstance(self.head, TwoInputStreamOperator)

@@ -199,6 +199,11 @@ class TimerServiceManager:
         for service in self.services.values():
             service.advance_watermark(watermark)
 
+    def fire_all_processing_timers(self) -> None:
+        """BATCH execution at end of input: fire every pending processing-time timer."""
+        for service in self.services.values():
+            service.fire_all_processing_timers()
+
     def dispose(self) -> None:
         for service in self.services.values():
             service.dispose()

@@ -1,0 +1,136 @@
+"""Getting results out: ``print()`` formatting, ``execute_and_collect``, ``JobExecutionResult``."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from undertow.common import Row, WatermarkStrategy
+from undertow.datastream import JobExecutionResult, JobStatus
+from undertow.datastream.connectors.datagen import DataGeneratorSource
+
+from .conftest import EnvFactory
+
+RECORDS = [
+    1,
+    "text with spaces",
+    ("word", 3),
+    [1, 2],
+    {"k": "v"},
+    None,
+    2.5,
+    Row(1, "x"),
+    Row(name="ann", age=3),
+]
+
+Printed = Callable[[], list[str]]
+
+
+def test_print_with_parallelism_one_writes_str_of_each_record(
+    make_env: EnvFactory, printed: Printed
+) -> None:
+    env = make_env(parallelism=1)
+    env.from_collection(RECORDS).print()
+    env.execute("print")
+    assert printed() == [str(r) for r in RECORDS]
+
+
+def test_parallel_print_prefixes_the_subtask_number(make_env: EnvFactory, printed: Printed) -> None:
+    env = make_env(parallelism=2)
+    env.from_collection(range(40)).map(lambda n: ("n", n)).print()
+    env.execute("parallel print")
+
+    lines = printed()
+    pattern = re.compile(r"^([12])> (.*)$")
+    matches = [pattern.match(line) for line in lines]
+    assert all(matches), lines
+    assert Counter(m.group(2) for m in matches if m) == Counter(str(("n", n)) for n in range(40))
+    assert {m.group(1) for m in matches if m} == {"1", "2"}
+
+
+def test_print_with_a_sink_identifier(make_env: EnvFactory, printed: Printed) -> None:
+    env = make_env(parallelism=2)
+    numbers = env.from_collection(range(10))
+    numbers.print("single").set_parallelism(1)
+    numbers.map(lambda n: n * 10).print("many")
+    env.execute("identified print")
+
+    lines = printed()
+    single = [line for line in lines if line.startswith("single")]
+    many = [line for line in lines if line.startswith("many")]
+    assert len(single) + len(many) == len(lines)
+    assert single == [f"single> {n}" for n in range(10)]
+    pattern = re.compile(r"^many:([12])> (\d+)$")
+    matches = [pattern.match(line) for line in many]
+    assert all(matches), many
+    assert sorted(int(m.group(2)) for m in matches if m) == [n * 10 for n in range(10)]
+
+
+def test_execute_and_collect_returns_every_record(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    iterator = env.from_collection(range(1000)).map(lambda n: n + 1).execute_and_collect()
+    assert sorted(iterator) == list(range(1, 1001))
+
+
+def test_execute_and_collect_keeps_the_order_of_a_non_parallel_stream(
+    make_env: EnvFactory,
+) -> None:
+    env = make_env(parallelism=2)
+    assert list(env.from_collection(RECORDS).execute_and_collect()) == RECORDS
+    env = make_env(parallelism=2)
+    assert env.from_collection(range(100)).execute_and_collect(limit=5) == [0, 1, 2, 3, 4]
+
+
+def test_execute_and_collect_with_a_limit_above_the_record_count(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    result = env.from_collection(["a", "b", "c"]).execute_and_collect(limit=10)
+    assert result == ["a", "b", "c"]
+
+
+def test_execute_and_collect_with_a_limit_stops_an_unbounded_job(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    endless = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "endless"
+    )
+    result = endless.map(lambda n: -n).execute_and_collect(limit=50)
+    assert len(result) == 50
+    assert len(set(result)) == 50
+    assert all(n <= 0 for n in result)
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("undertow-worker") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the cancelled job's workers are still running"
+        time.sleep(0.02)
+
+
+def test_closing_the_collect_iterator_cancels_the_job(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=1)
+    endless = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "endless"
+    )
+    with endless.execute_and_collect() as iterator:
+        first = [next(iterator) for _ in range(3)]
+    assert first == [0, 1, 2]
+
+
+def test_execute_returns_a_job_execution_result(make_env: EnvFactory, printed: Printed) -> None:
+    env = make_env(parallelism=2)
+    env.from_collection(range(10)).filter(lambda n: n > 100).print()
+    started = time.monotonic()
+    result = env.execute("result")
+    elapsed_ms = (time.monotonic() - started) * 1000
+
+    assert isinstance(result, JobExecutionResult)
+    assert isinstance(result.get_net_runtime(), int)
+    assert 0 <= result.get_net_runtime() <= elapsed_ms + 1
+    job_id = result.get_job_id()
+    assert re.fullmatch(r"[0-9a-f]{32}", job_id), job_id
+    assert printed() == []
+
+    env.from_collection([1]).filter(lambda n: n > 100).print()
+    client = env.execute_async("again")
+    assert client.get_job_execution_result(timeout=30).get_job_id() == client.get_job_id()
+    assert client.get_job_id() != job_id
+    assert client.get_job_status() is JobStatus.FINISHED

@@ -1,0 +1,173 @@
+"""Failures end to end: user errors fail the job with a useful message and leave nothing
+running; misuse is refused before the job starts; cancellation ends a job cleanly."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from undertow.common import WatermarkStrategy
+from undertow.core.errors import (
+    GraphBuildError,
+    JobCancelledError,
+    JobExecutionError,
+    SerializationError,
+)
+from undertow.datastream import JobStatus
+from undertow.datastream.connectors.datagen import DataGeneratorSource
+
+from .conftest import EnvFactory
+
+WORKER_MODULE = "undertow.deploy.worker_process"
+
+
+def worker_processes() -> list[int]:
+    """Pids of worker processes started by this process (other test runs may have their own)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # exited meanwhile
+        # the parent pid is the 2nd field after the parenthesised command name
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        state = stat.rsplit(")", 1)[1].split()[0]
+        if WORKER_MODULE in cmdline and parent == me and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def worker_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("undertow-worker")]
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def assert_nothing_left_running() -> None:
+    assert eventually(lambda: not worker_processes()), worker_processes()
+    assert eventually(lambda: not worker_threads()), worker_threads()
+
+
+def explode_on_500(value: int) -> int:
+    if value == 500:
+        raise ValueError(f"cannot handle {value}")
+    return value
+
+
+def test_a_failing_map_fails_the_job_naming_operator_and_subtask(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    numbers = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    numbers.map(explode_on_500).name("boom").filter(lambda n: n < 0).print()
+
+    with pytest.raises(JobExecutionError) as caught:
+        env.execute("failing job")
+    error = caught.value
+    message = str(error)
+    assert error.operator == "boom"
+    assert error.subtask in (0, 1)
+    assert "'boom'" in message
+    assert f"subtask {error.subtask + 1}/2" in message
+    assert "ValueError: cannot handle 500" in message
+    # the worker's traceback, down to the user's code
+    assert "Traceback (most recent call last)" in message
+    assert "explode_on_500" in message
+    assert 'raise ValueError(f"cannot handle {value}")' in message
+    assert_nothing_left_running()
+
+
+def test_a_failing_source_fails_collecting_its_records(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    broken = env.from_source(
+        DataGeneratorSource(lambda i: 100 // (i - 7), count=100),
+        WatermarkStrategy.no_watermarks(),
+        "broken",
+    )
+    with pytest.raises(JobExecutionError) as caught:
+        list(broken.execute_and_collect())
+    assert caught.value.operator == "Source: broken"
+    assert "ZeroDivisionError" in str(caught.value)
+    assert_nothing_left_running()
+
+
+def test_cancelling_a_running_job(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    endless = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None, records_per_second=1_000),
+        WatermarkStrategy.no_watermarks(),
+        "endless",
+    )
+    endless.map(lambda n: n * 2).filter(lambda n: n < 0).print()
+    client = env.execute_async("endless job")
+    assert eventually(lambda: client.get_job_status() is JobStatus.RUNNING)
+    time.sleep(0.2)
+    assert client.get_job_status() is JobStatus.RUNNING
+    assert client.get_job_id()
+
+    client.cancel()
+    with pytest.raises(JobCancelledError):
+        client.get_job_execution_result(timeout=30)
+    assert client.get_job_status() is JobStatus.CANCELED
+    assert_nothing_left_running()
+
+
+def test_an_unpicklable_function_is_refused_at_execute(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=1)
+    lock = threading.Lock()
+
+    def guarded(value: int) -> int:
+        with lock:
+            return value
+
+    env.from_collection([1, 2, 3]).map(guarded).name("locked").print()
+    with pytest.raises(SerializationError) as caught:
+        env.execute("unpicklable")
+    assert "'locked'" in str(caught.value)
+    assert not worker_threads()
+
+
+def test_parallelism_above_max_parallelism_is_refused(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=1)
+    mapped = env.from_collection([1, 2, 3]).map(lambda v: v).name("narrow")
+    mapped.set_max_parallelism(2)
+    with pytest.raises(GraphBuildError, match=r"'narrow'.*parallelism 3"):
+        mapped.set_parallelism(3)
+
+    env = make_env(parallelism=1)
+    env.set_max_parallelism(2)
+    env.from_collection([1, 2, 3]).map(lambda v: v).name("too-wide").set_parallelism(3).print()
+    with pytest.raises(GraphBuildError, match=r"'too-wide'.*parallelism 3"):
+        env.execute("too wide")
+
+
+def test_key_by_after_partition_custom_is_refused(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    custom = env.from_collection([1, 2, 3]).partition_custom(lambda k, n: k % n, lambda v: v)
+    with pytest.raises(GraphBuildError, match="partition_custom"):
+        custom.key_by(lambda v: v)
+
+
+def test_forward_between_different_parallelisms_is_refused(make_env: EnvFactory) -> None:
+    env = make_env(parallelism=2)
+    source = env.from_collection([1, 2, 3]).map(lambda v: v).name("two").set_parallelism(2)
+    source.forward().map(lambda v: v).name("three").set_parallelism(3).print()
+    with pytest.raises(GraphBuildError, match=r"forward.*'two'.*'three'"):
+        env.execute("bad forward")

@@ -1,0 +1,244 @@
+"""Consumer side: input channels and gates, fed by hand or by subpartitions over LocalLink."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from undertow.graph.partitioners import ForwardPartitioner
+from undertow.runtime.network.buffer import Buffer, serialize_batch, split_into_buffers
+from undertow.runtime.network.credit import ProtocolViolation, Send
+from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.transport import LocalLink
+
+
+@dataclass
+class RecordingLink:
+    """A ConsumerLink that records what the channel tells its producer."""
+
+    credits: list[int] = field(default_factory=list)
+    resumes: int = 0
+
+    def add_credit(self, credit: int) -> None:
+        self.credits.append(credit)
+
+    def resume(self) -> None:
+        self.resumes += 1
+
+
+class Feeder:
+    """Plays the producer of one channel: numbers sends and reports a backlog."""
+
+    def __init__(self, channel: InputChannel) -> None:
+        self.channel = channel
+        self.seq = 0
+
+    def data(self, values: list[Any], backlog: int = 0, partial: bool = False) -> None:
+        buffer = Buffer(serialize_batch(values, None), partial)
+        self._send(Send(buffer, False, self.seq, backlog))
+
+    def buffer(self, buffer: Buffer, backlog: int = 0) -> None:
+        self._send(Send(buffer, False, self.seq, backlog))
+
+    def event(self, event: Any, priority: bool = False, blocks: bool = False) -> None:
+        self._send(Send(event, True, self.seq, 0, priority, blocks))
+
+    def _send(self, send: Send) -> None:
+        self.channel.on_send(send)
+        self.seq += 1
+
+
+def _gate(channels: int = 1, floating: int = 8, credit: int = 2) -> tuple[InputGate, list[Any]]:
+    gate = InputGate("G", 2, floating)
+    links = []
+    for i in range(channels):
+        channel = gate.add_channel(100 + i, f"G/{i}", credit)
+        link = RecordingLink()
+        channel.connect(link)
+        links.append(link)
+    return gate, links
+
+
+def test_connect_announces_the_initial_credit() -> None:
+    gate, links = _gate(2, credit=3)
+    assert [link.credits for link in links] == [[3], [3]]
+    assert [c.index for c in gate.channels] == [0, 1]
+    assert [c.channel_id for c in gate.channels] == [100, 101]
+    assert gate.input_index == 2
+    assert not gate.has_input() and gate.poll() is None
+
+
+def test_poll_returns_batches_and_events_in_channel_order() -> None:
+    gate, _ = _gate()
+    feeder = Feeder(gate.channels[0])
+    feeder.data([1, 2])
+    feeder.event("tick")
+    feeder.data([3])
+    items = []
+    while (item := gate.poll()) is not None:
+        channel, payload = item
+        assert channel is gate.channels[0]
+        items.append(payload)
+        if isinstance(payload, tuple):
+            gate.release(channel)
+    assert items == [([1, 2], None), "tick", ([3], None)]
+
+
+def test_poll_is_round_robin_over_channels_with_data() -> None:
+    gate, _ = _gate(3, credit=5)
+    feeders = [Feeder(c) for c in gate.channels]
+    for round_ in range(3):
+        for index in (2, 0):  # channel 1 stays empty
+            feeders[index].data([(index, round_)])
+    order = []
+    while (item := gate.poll()) is not None:
+        order.append(item[1][0][0])
+        gate.release(item[0])
+    assert order == [(2, 0), (0, 0), (2, 1), (0, 1), (2, 2), (0, 2)]
+
+
+def test_listener_runs_when_data_arrives() -> None:
+    gate, _ = _gate(2)
+    wakeups: list[bool] = []
+    gate.set_listener(lambda: wakeups.append(gate.has_input()))
+    Feeder(gate.channels[1]).event("e")
+    assert wakeups == [True]
+    assert gate.has_input()
+
+
+def test_release_returns_credit_to_the_producer() -> None:
+    gate, (link,) = _gate(floating=0)
+    feeder = Feeder(gate.channels[0])
+    feeder.data([1])
+    feeder.data([2])
+    assert link.credits == [2]
+    item = gate.poll()
+    assert item is not None
+    assert link.credits == [2], "the buffer is owned until released"
+    gate.release(item[0])
+    assert link.credits == [2, 1]
+
+
+def test_backlog_asks_for_floating_buffers() -> None:
+    gate, (link,) = _gate(floating=8, credit=2)
+    Feeder(gate.channels[0]).data([1], backlog=5)
+    # one exclusive buffer is taken; to have backlog + 2 = 7 free it needs 6 floating ones
+    assert link.credits == [2, 6]
+    assert gate.receiver_gate.floating_in_use == 6
+
+
+def test_data_without_credit_is_a_protocol_violation() -> None:
+    gate, _ = _gate(floating=0, credit=1)
+    feeder = Feeder(gate.channels[0])
+    feeder.data([1])
+    with pytest.raises(ProtocolViolation, match="without credit"):
+        feeder.data([2])
+
+
+def test_out_of_order_sequence_number_is_a_protocol_violation() -> None:
+    gate, _ = _gate()
+    channel = gate.channels[0]
+    with pytest.raises(ProtocolViolation, match="out of order"):
+        channel.on_send(Send("e", True, 1, 0))
+
+
+def test_priority_event_overtakes_queued_data_at_the_receiver() -> None:
+    gate, _ = _gate(credit=4, floating=0)
+    feeder = Feeder(gate.channels[0])
+    feeder.data([1])
+    feeder.data([2])
+    feeder.event("barrier-1", priority=True)
+    feeder.event("normal")
+    feeder.event("barrier-2", priority=True)
+    items = []
+    while (item := gate.poll()) is not None:
+        items.append(item[1])
+        if isinstance(item[1], tuple):
+            gate.release(item[0])
+    assert items == ["barrier-1", "barrier-2", ([1], None), ([2], None), "normal"]
+
+
+def test_priority_event_wakes_a_channel_already_in_the_round() -> None:
+    gate, _ = _gate(2, credit=3)
+    Feeder(gate.channels[0]).data([0])
+    second = Feeder(gate.channels[1])
+    second.data([1])
+    second.event("urgent", priority=True)
+    items = []
+    while (item := gate.poll()) is not None:
+        items.append(item[1])
+        if isinstance(item[1], tuple):
+            gate.release(item[0])
+    assert items == [([0], None), "urgent", ([1], None)]
+
+
+def test_partial_buffers_are_recycled_as_they_are_copied() -> None:
+    gate, (link,) = _gate(credit=2, floating=0)
+    feeder = Feeder(gate.channels[0])
+    data = serialize_batch(["z" * 2000], [5])
+    parts = split_into_buffers(data, 256)
+    assert len(parts) > 4
+    feeder.buffer(parts[0], backlog=len(parts) - 1)
+    feeder.buffer(parts[1], backlog=len(parts) - 2)
+    assert gate.poll() is None, "two partial buffers, no batch yet"
+    assert link.credits == [2, 1, 1], "each copied partial buffer is returned at once"
+    assert gate.channels[0].deserializer.has_leftover
+    for i, part in enumerate(parts[2:-1], start=2):
+        feeder.buffer(part, backlog=len(parts) - 1 - i)
+        assert gate.poll() is None
+    assert sum(link.credits) == 2 + len(parts) - 1, "every copied partial buffer came back"
+    feeder.buffer(parts[-1])
+    item = gate.poll()
+    assert item is not None
+    assert item[1] == (["z" * 2000], [5])
+    assert gate.channels[0].receiver.queued_data_buffers == 1
+    gate.release(item[0])
+    assert gate.channels[0].receiver.queued_data_buffers == 0
+
+
+def test_batch_larger_than_all_receiver_buffers_arrives_over_local_link() -> None:
+    partition = ResultPartition(
+        "P", [0], buffers_per_channel=1, floating_buffers=0, max_buffers_per_channel=10
+    )
+    gate = InputGate("G", 1, 1)  # the receiver owns 1 exclusive + 1 floating buffer
+    channel = gate.add_channel(0, "G/0", 1)
+    link = LocalLink(partition.subpartitions[0], channel)
+    partition.subpartitions[0].link = link
+    channel.connect(link)
+    writer = RecordWriter(partition, ForwardPartitioner(), 128)
+    big = [f"{i:04}" * 30 for i in range(40)]
+    writer.emit(big, list(range(40)))
+    writer.flush_all()
+    assert writer.buffers_out > 20
+    assert partition.queued > 0, "most of the batch waits for credit"
+    item = gate.poll()
+    assert item is not None
+    assert item[1] == (big, list(range(40)))
+    gate.release(item[0])
+    assert partition.queued == 0
+
+
+def test_blocking_event_blocks_the_channel_until_resume() -> None:
+    gate, (link,) = _gate()
+    channel = gate.channels[0]
+    feeder = Feeder(channel)
+    feeder.event("aligned", blocks=True)
+    assert channel.receiver.is_blocked
+    with pytest.raises(ProtocolViolation, match="blocking event"):
+        feeder.data([1])
+    channel.resume_consumption()
+    assert link.resumes == 1
+    assert not channel.receiver.is_blocked
+
+
+def test_finished_channels() -> None:
+    gate, _ = _gate(2)
+    assert not gate.is_finished
+    gate.mark_finished(gate.channels[0])
+    gate.mark_finished(gate.channels[0])
+    assert gate.num_finished == 1 and not gate.is_finished
+    gate.mark_finished(gate.channels[1])
+    assert gate.is_finished
