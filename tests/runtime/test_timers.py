@@ -1,0 +1,141 @@
+"""Timer service: set semantics, firing order, current key during callbacks, processing time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from undertow.runtime.task.timers import InternalTimer, InternalTimerService
+from undertow.state.heap import HeapKeyedStateBackend
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 0
+        self.pending: list[tuple[int, Any]] = []
+
+    def current_processing_time(self) -> int:
+        return self.now
+
+    def register_timer(self, timestamp: int, callback: Any) -> Any:
+        clock = self
+
+        class Handle:
+            def cancel(self) -> None:
+                clock.pending = [
+                    (t, c) for t, c in clock.pending if c is not callback or t != timestamp
+                ]
+
+        self.pending.append((timestamp, callback))
+        return Handle()
+
+    def advance(self, to: int) -> None:
+        self.now = to
+        due = sorted((p for p in self.pending if p[0] <= to), key=lambda p: p[0])
+        self.pending = [p for p in self.pending if p[0] > to]
+        for timestamp, callback in due:
+            callback(timestamp)
+
+
+class Recorder:
+    def __init__(self, backend: HeapKeyedStateBackend) -> None:
+        self.backend = backend
+        self.fired: list[tuple[str, int, Any, Any]] = []
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        assert self.backend.get_current_key() == timer.key
+        self.fired.append(("event", timer.timestamp, timer.key, timer.namespace))
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        assert self.backend.get_current_key() == timer.key
+        self.fired.append(("processing", timer.timestamp, timer.key, timer.namespace))
+
+
+def _service() -> tuple[InternalTimerService, HeapKeyedStateBackend, Recorder, ManualClock]:
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    recorder = Recorder(backend)
+    clock = ManualClock()
+    return InternalTimerService("t", backend, recorder, clock), backend, recorder, clock
+
+
+def test_event_timers_fire_in_order_once_and_with_their_key() -> None:
+    service, backend, recorder, _ = _service()
+    for key, ts in [("a", 5), ("b", 3), ("a", 5), ("c", 9)]:
+        backend.set_current_key(key)
+        service.register_event_time_timer("ns", ts)
+    assert service.num_event_time_timers() == 3
+    service.advance_watermark(5)
+    assert [(ts, key) for _, ts, key, _ in recorder.fired] == [(3, "b"), (5, "a")]
+    service.advance_watermark(100)
+    assert recorder.fired[-1][1:3] == (9, "c")
+    assert service.num_event_time_timers() == 0
+
+
+def test_deleted_timer_does_not_fire_and_can_be_registered_again() -> None:
+    service, backend, recorder, _ = _service()
+    backend.set_current_key("k")
+    service.register_event_time_timer("ns", 10)
+    service.delete_event_time_timer("ns", 10)
+    service.advance_watermark(20)
+    assert recorder.fired == []
+    service.register_event_time_timer("ns", 30)
+    service.advance_watermark(30)
+    assert recorder.fired == [("event", 30, "k", "ns")]
+
+
+def test_processing_timers_fire_when_the_clock_passes_them() -> None:
+    service, backend, recorder, clock = _service()
+    backend.set_current_key("x")
+    service.register_processing_time_timer("ns", 50)
+    service.register_processing_time_timer("ns", 20)
+    clock.advance(30)
+    assert recorder.fired == [("processing", 20, "x", "ns")]
+    clock.advance(60)
+    assert recorder.fired[-1] == ("processing", 50, "x", "ns")
+    assert service.num_processing_time_timers() == 0
+
+
+def test_fire_all_processing_timers_at_end_of_input() -> None:
+    service, backend, recorder, _ = _service()
+    for key in "abc":
+        backend.set_current_key(key)
+        service.register_processing_time_timer("ns", 1000)
+    service.fire_all_processing_timers()
+    assert sorted(k for _, _, k, _ in recorder.fired) == ["a", "b", "c"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "delete", "watermark"]), st.integers(0, 5), st.integers(0, 40)
+        ),
+        max_size=40,
+    )
+)
+def test_event_timers_match_a_set_model(ops: list[tuple[str, int, int]]) -> None:
+    service, backend, recorder, _ = _service()
+    live: set[tuple[int, int]] = set()
+    watermark = -1
+    for op, key, ts in ops:
+        if op == "watermark":
+            watermark = max(watermark, ts)
+            expected = sorted(t for t in live if t[1] <= watermark)
+            before = len(recorder.fired)
+            service.advance_watermark(watermark)
+            fired = [(k, t) for _, t, k, _ in recorder.fired[before:]]
+            assert sorted(fired, key=lambda p: (p[1], p[0])) == sorted(
+                expected, key=lambda p: (p[1], p[0])
+            )
+            assert [t for _, t in fired] == sorted(t for _, t in fired)
+            live -= set(expected)
+        else:
+            backend.set_current_key(key)
+            if op == "add":
+                service.register_event_time_timer("ns", ts)
+                live.add((key, ts))  # at or below the watermark: fires with the next advance
+            else:
+                service.delete_event_time_timer("ns", ts)
+                live.discard((key, ts))
