@@ -359,6 +359,11 @@ class PhasedSource(Source[PhasedSplit]):
     ) -> SplitEnumerator[PhasedSplit]:
         return OneSplitEnumerator(context, PhasedSplit(self.phases))
 
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[PhasedSplit], checkpoint: Any
+    ) -> SplitEnumerator[PhasedSplit]:
+        raise NotImplementedError("this test source runs without checkpoints")
+
 
 OUT_OF_ORDERNESS_MS = 100
 # after phase 1 the watermark is 2_700 - 100 - 1 = 2_599

@@ -133,10 +133,12 @@ class Source(ABC, Generic[SplitT]):
         self, context: SplitEnumeratorContext[SplitT]
     ) -> SplitEnumerator[SplitT]: ...
 
+    @abstractmethod
     def restore_enumerator(
         self, context: SplitEnumeratorContext[SplitT], checkpoint: Any
     ) -> SplitEnumerator[SplitT]:
-        return self.create_enumerator(context)
+        """An enumerator continuing from ``checkpoint`` (what ``snapshot_state`` returned):
+        it must not hand out again splits that readers had taken before the checkpoint."""
 
 
 # --- reusable building blocks -------------------------------------------------------------
@@ -155,7 +157,11 @@ class IteratorSplit(SourceSplit):
 
 
 class StaticSplitEnumerator(SplitEnumerator[SplitT]):
-    """Hands out a fixed list of splits, one per request, then signals no more splits."""
+    """Hands out a fixed list of splits, one per request, then signals no more splits.
+
+    Its checkpoint is the list of splits not handed out yet; pass it back as ``splits`` to
+    restore.
+    """
 
     def __init__(self, context: SplitEnumeratorContext[SplitT], splits: list[SplitT]) -> None:
         self.context = context

@@ -386,6 +386,18 @@ class Options:
         "execution.checkpointing.dir", "", deprecated_keys=("state.checkpoints.dir",)
     )
     UNALIGNED = bool_option("execution.checkpointing.unaligned.enabled", False)
+    HMAC_KEY = str_option(
+        "undertow.checkpointing.hmac-key",
+        "",
+        "key authenticating checkpoint metadata (hex or text); generated beside the "
+        "checkpoints when empty",
+    )
+    RECOVERY_PATH = str_option(
+        "execution.state-recovery.path",
+        "",
+        "start from this retained checkpoint",
+        deprecated_keys=("execution.savepoint.path",),
+    )
     ALIGNED_TIMEOUT = duration_option("execution.checkpointing.aligned-checkpoint-timeout", 0)
     # state -------------------------------------------------------------------------------
     STATE_BACKEND = str_option("state.backend.type", "hashmap")

@@ -208,6 +208,10 @@ class OperatorStateBackend:
             self._states[name] = state
         return state
 
+    def has_state(self) -> bool:
+        """True if any operator state was registered or restored (empty ones included)."""
+        return bool(self._data)
+
     def snapshot(self) -> bytes:
         return _encode(self._data)
 

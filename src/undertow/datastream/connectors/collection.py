@@ -47,3 +47,8 @@ class CollectionSource(Source[CollectionSplit]):
         self, context: SplitEnumeratorContext[CollectionSplit]
     ) -> SplitEnumerator[CollectionSplit]:
         return StaticSplitEnumerator(context, [CollectionSplit(self.elements)])
+
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[CollectionSplit], checkpoint: Any
+    ) -> SplitEnumerator[CollectionSplit]:
+        return StaticSplitEnumerator(context, list(checkpoint))

@@ -106,3 +106,8 @@ class DataGeneratorSource(Source[GeneratorSplit]):
         end = _UNBOUNDED if self.count is None else self.count
         splits = [GeneratorSplit(i, i, n, end, self.generator_function) for i in range(n)]
         return StaticSplitEnumerator(context, splits)
+
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[GeneratorSplit], checkpoint: Any
+    ) -> SplitEnumerator[GeneratorSplit]:
+        return StaticSplitEnumerator(context, list(checkpoint))

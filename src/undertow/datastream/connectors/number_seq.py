@@ -63,3 +63,8 @@ class NumberSequenceSource(Source[NumberSequenceSplit]):
             hi = self.start + count * (i + 1) // n - 1
             splits.append(NumberSequenceSplit(str(i), lo, hi))
         return StaticSplitEnumerator(context, splits)
+
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[NumberSequenceSplit], checkpoint: Any
+    ) -> SplitEnumerator[NumberSequenceSplit]:
+        return StaticSplitEnumerator(context, list(checkpoint))

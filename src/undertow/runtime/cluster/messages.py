@@ -51,6 +51,14 @@ class WorkerFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class TasksDeployed:
+    """The worker built and wired all its tasks; they are running."""
+
+    attempt: int
+    worker_index: int
+
+
+@dataclass(frozen=True, slots=True)
 class SplitRequest:
     attempt: int
     vertex_id: int
@@ -82,6 +90,9 @@ class Deploy:
     peers: dict[int, tuple[str, int]]
     num_workers: int
     config: dict[str, str]
+    #: The job id names the checkpoint directory; restore is None on a fresh start.
+    job_id: str = ""
+    restore: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +116,62 @@ class CancelTasks:
 @dataclass(frozen=True, slots=True)
 class Shutdown:
     pass
+
+
+# checkpoints -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerCheckpoint:
+    """master -> worker: inject ``barrier`` at a source subtask."""
+
+    attempt: int
+    vertex_id: int
+    subtask: int
+    barrier: Any
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgeCheckpoint:
+    """worker -> master: the subtask's state for ``checkpoint_id`` is written."""
+
+    attempt: int
+    vertex_id: int
+    subtask: int
+    checkpoint_id: int
+    #: Handle of the subtask's state file, or None when it has no state.
+    handle: Any
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclineCheckpoint:
+    attempt: int
+    vertex_id: int
+    subtask: int
+    checkpoint_id: int
+    reason: Any
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCheckpointComplete:
+    attempt: int
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCheckpointAborted:
+    attempt: int
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreAssignment:
+    """What a deployment restores: checkpoint id, its location and, per (vertex id, subtask),
+    the state files of the old subtasks it takes over."""
+
+    checkpoint_id: int
+    checkpoint_dir: str
+    job_id: str
+    subtask_files: dict[tuple[int, int], list[Any]]

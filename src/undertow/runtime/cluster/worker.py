@@ -22,24 +22,33 @@ import socket
 import sys
 import traceback
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import NetworkError
 from undertow.graph.job_graph import JobGraph, JobVertex
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.messages import (
+    AcknowledgeCheckpoint,
     AddSplits,
     CancelTasks,
     CollectRecords,
+    DeclineCheckpoint,
     Deploy,
     NoMoreSplits,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
     PrintLines,
     RegisterWorker,
     Shutdown,
     SplitRequest,
     TaskFailed,
     TaskFinished,
+    TasksDeployed,
+    TriggerCheckpoint,
     WorkerFailed,
 )
 from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
@@ -47,7 +56,9 @@ from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
+from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
+from undertow.storage.checkpoint_storage import CheckpointStorage
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +89,23 @@ class _TaskServices:
             task.loop.call_soon_threadsafe(task.source_available)
 
 
+class _Responder:
+    """Acknowledges and declines one subtask's checkpoints to the JobMaster."""
+
+    def __init__(self, worker: Worker, vertex_id: int, subtask: int) -> None:
+        self.worker = worker
+        self.vertex_id = vertex_id
+        self.subtask = subtask
+
+    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+        self.worker.send(AcknowledgeCheckpoint(self.worker.attempt, self.vertex_id, self.subtask,
+                                               checkpoint_id, handle, metrics))  # fmt: skip
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None:
+        self.worker.send(DeclineCheckpoint(self.worker.attempt, self.vertex_id, self.subtask,
+                                           checkpoint_id, reason, detail))  # fmt: skip
+
+
 class Worker:
     def __init__(
         self,
@@ -95,6 +123,8 @@ class Worker:
         self.tasks: dict[tuple[int, int], StreamTask] = {}
         self.ctrl: ControlConnection | None = None
         self._failed = False
+        self.storage: CheckpointStorage | None = None
+        self.io_pool: ThreadPoolExecutor | None = None
 
     def send(self, message: Any) -> None:
         if self.ctrl is not None:
@@ -135,12 +165,21 @@ class Worker:
             for task in self.tasks.values():
                 task.cancel()
             self.env.close()
+            if self.io_pool is not None:
+                self.io_pool.shutdown(wait=False, cancel_futures=True)
             await self.ctrl.drain()
             self.ctrl.close()
 
     async def _deploy(self, deploy: Deploy) -> None:
         self.config = Configuration(deploy.config)
         graph: JobGraph = pickle.loads(deploy.job_graph)
+        checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
+        if checkpoint_dir:
+            self.storage = CheckpointStorage(checkpoint_dir, deploy.job_id)
+            self.io_pool = ThreadPoolExecutor(
+                2, thread_name_prefix=f"undertow-io-{self.worker_index}"
+            )
+        restored = await self._read_restored_state(graph, deploy)
         plan = plan_execution(graph, deploy.num_workers)
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
@@ -155,8 +194,15 @@ class Worker:
             writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
             gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
             task = StreamTask(vertex, subtask, self.attempt, self.config, gates, writers,
-                              services, loop)  # fmt: skip
+                              services, loop, restored.get((vertex_id, subtask)))  # fmt: skip
             services.task = task
+            task.checkpointer = SubtaskCheckpointer(
+                task.name, f"v{vertex_id}-s{subtask}.state", task.chain, gates,
+                list(writers.values()), _Responder(self, vertex_id, subtask),
+                self.storage.write_file if self.storage is not None else None, self.io_pool,
+                self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
+                lambda t=task: t._last_watermark,  # type: ignore[misc]
+            )  # fmt: skip
             self.tasks[(vertex_id, subtask)] = task
         needed.discard(self.worker_index)
         await self.env.connect_peers(deploy.peers, needed)
@@ -167,6 +213,31 @@ class Worker:
             if me in (producer, consumer):
                 self.env.wire(ch.channel_id, producer, consumer)
         self.env.start_pumping()
+        self.send(TasksDeployed(self.attempt, self.worker_index))
+
+    async def _read_restored_state(
+        self, graph: JobGraph, deploy: Deploy
+    ) -> dict[tuple[int, int], list[SubtaskSnapshot]]:
+        """Read and verify the state files this worker's subtasks restore (on the I/O pool)."""
+        assignment = deploy.restore
+        if assignment is None:
+            return {}
+        storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
+        plan = plan_execution(graph, deploy.num_workers)
+        mine = set(plan.subtasks_of(graph, self.worker_index))
+        loop = asyncio.get_running_loop()
+        restored: dict[tuple[int, int], list[SubtaskSnapshot]] = {}
+        for key, handles in assignment.subtask_files.items():
+            if key not in mine:
+                continue
+            snapshots = []
+            for handle in handles:
+                data = await loop.run_in_executor(
+                    self.io_pool, storage.read_file, handle, assignment.checkpoint_id
+                )  # verifies size and checksum before anything is unpickled
+                snapshots.append(pickle.loads(data))
+            restored[key] = snapshots
+        return restored
 
     def _build_writers(
         self,
@@ -243,6 +314,22 @@ class Worker:
             elif isinstance(msg, NoMoreSplits):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]
                 task.post(task.head.no_more_splits)
+            elif isinstance(msg, TriggerCheckpoint):
+                task = self.tasks[(msg.vertex_id, msg.subtask)]
+                if task.checkpointer is not None:
+                    task.post(functools.partial(task.checkpointer.trigger_checkpoint, msg.barrier))
+            elif isinstance(msg, NotifyCheckpointComplete):
+                for task in self.tasks.values():
+                    if task.checkpointer is not None:
+                        task.post(functools.partial(
+                            task.checkpointer.notify_checkpoint_complete, msg.checkpoint_id
+                        ))  # fmt: skip
+            elif isinstance(msg, NotifyCheckpointAborted):
+                for task in self.tasks.values():
+                    if task.checkpointer is not None:
+                        task.post(functools.partial(
+                            task.checkpointer.notify_checkpoint_aborted, msg.checkpoint_id
+                        ))  # fmt: skip
             elif isinstance(msg, CancelTasks):
                 for task in self.tasks.values():
                     task.cancel()

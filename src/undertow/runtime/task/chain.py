@@ -19,6 +19,7 @@ from typing import Any
 
 from undertow.core.config import Configuration, Options
 from undertow.graph.job_graph import JobVertex, OperatorSpec
+from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.context import StreamingRuntimeContext, now_ms
 from undertow.runtime.task.events import WatermarkEvent, WatermarkStatusEvent
@@ -122,10 +123,13 @@ class OperatorChain:
         job_parameters: dict[str, str] | None = None,
     ) -> None:
         self.vertex = vertex
+        self.subtask_index = subtask_index
+        self.parallelism = vertex.parallelism
         self.operators: list[Any] = []
         self.accumulators: dict[str, Any] = {}
         self.timer_managers: list[TimerServiceManager] = []
         self._timers_of: dict[int, TimerServiceManager] = {}  # id(operator) -> its timers
+        self._parts: list[tuple[str, Any, Any, Any, Any]] = []  # uid, op, keyed, timers, opstate
         self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
         by_node: dict[int, Any] = {}
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
@@ -170,8 +174,13 @@ class OperatorChain:
             )
             setup.runtime_context = StreamingRuntimeContext(setup)
             op.setup(setup)
+            manager_of_op = None
             if timer_factory is not None:
                 self._timers_of[id(op)] = manager
+                manager_of_op = manager
+            self._parts.insert(
+                0, (spec.uid, op, backend, manager_of_op, setup.operator_state_backend)
+            )
             by_node[spec.node_id] = op
             self.operators.insert(0, op)
         self.head = self.operators[0]
@@ -189,6 +198,77 @@ class OperatorChain:
     def open(self) -> None:
         for op in reversed(self.operators):
             op.open()
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Before the barrier goes downstream: operators emit what must precede it."""
+        for op in self.operators:
+            hook = getattr(op, "prepare_snapshot_pre_barrier", None)
+            if hook is not None:
+                hook(checkpoint_id)
+
+    def snapshot_state(self, checkpoint_id: int) -> SubtaskSnapshot:
+        """The synchronous part of a checkpoint: every operator's state, serialized to bytes.
+
+        Serializing is the copy that lets the task go on while the bytes are written
+        asynchronously; no I/O happens here.
+        """
+        snapshot = SubtaskSnapshot()
+        for uid, op, keyed, timers, opstate in self._parts:
+            part = OperatorSnapshot()
+            if keyed is not None:
+                part.keyed = keyed.snapshot()
+            if timers is not None:
+                part.timers = timers.snapshot()
+            if opstate is not None and opstate.has_state():
+                part.operator = opstate.snapshot()
+            custom = getattr(op, "snapshot_custom_state", None)
+            if custom is not None:
+                part.custom = custom(checkpoint_id)
+            if not part.is_empty:
+                snapshot.operators[uid] = part
+        return snapshot
+
+    def restore(self, snapshots: list[SubtaskSnapshot]) -> None:
+        """Load state before ``open``: ``snapshots`` of the old subtasks this one takes over.
+
+        With unchanged parallelism ``snapshots`` is this subtask's own snapshot; after a change
+        it is every old subtask's. Keyed state and timers are filtered to this subtask's key
+        groups by the backends; operator state is redistributed as Flink does (list state
+        split evenly, union list state merged, broadcast state from old subtask 0); custom
+        state (a source's splits) is handed to the operator, which takes its share.
+        """
+        for uid, op, keyed, timers, opstate in self._parts:
+            parts = [s.operators[uid] for s in snapshots if uid in s.operators]
+            if not parts:
+                continue
+            if keyed is not None:
+                keyed.restore({g: b for p in parts for g, b in p.keyed.items()})
+            if timers is not None:
+                timers.restore({g: b for p in parts for g, b in p.timers.items()})
+            operator_blobs = [p.operator for p in parts if p.operator is not None]
+            if opstate is not None and operator_blobs:
+                if len(snapshots) == 1:
+                    opstate.restore(operator_blobs[0])
+                else:
+                    shares = OperatorStateBackend.redistribute(operator_blobs, self.parallelism)
+                    opstate.restore(shares[self.subtask_index])
+            custom = [p.custom for p in parts if p.custom is not None]
+            restore_custom = getattr(op, "restore_custom_state", None)
+            if custom and restore_custom is not None:
+                restore_custom(custom, len(snapshots) > 1)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for op in self.operators:
+            hook = getattr(op, "notify_checkpoint_complete", None)
+            if hook is not None:
+                hook(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for op in self.operators:
+            hook = getattr(op, "notify_checkpoint_aborted", None)
+            if hook is not None:
+                hook(checkpoint_id)
 
     def finish(self) -> None:
         for op in self.operators:

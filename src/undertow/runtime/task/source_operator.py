@@ -9,11 +9,13 @@ strategy's idle timeout without records.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext
 from undertow.core.config import Options
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
+from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Output, Timestamps
 
 
@@ -124,6 +126,7 @@ class SourceOperator:
         self.source = source
         self.watermark_strategy = watermark_strategy
         self.reader: SourceReader[Any] | None = None
+        self._restored_splits: list[Any] = []
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx
@@ -132,6 +135,9 @@ class SourceOperator:
     def open(self) -> None:
         self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
         self.reader = self.source.create_reader(_ReaderContext(self.ctx))
+        if self._restored_splits:
+            self.reader.add_splits(self._restored_splits)
+            self._restored_splits = []
         self.reader.start()
         self.emitter.start()
 
@@ -158,6 +164,23 @@ class SourceOperator:
 
     def end_of_input(self) -> None:
         self.emitter.end_of_input()
+
+    # checkpoints --------------------------------------------------------------------------
+    def snapshot_custom_state(self, checkpoint_id: int) -> bytes:
+        """The reader's splits with their positions (restoring resumes right after them)."""
+        assert self.reader is not None
+        return serialize_object(list(self.reader.snapshot_state(checkpoint_id)))
+
+    def restore_custom_state(self, blobs: list[bytes], rescaled: bool) -> None:
+        splits = [split for blob in blobs for split in pickle.loads(blob)]
+        if rescaled:  # every new subtask sees all old splits and takes its share
+            index, n = self.ctx.subtask_index, self.ctx.parallelism
+            splits = [s for i, s in enumerate(splits) if i % n == index]
+        self._restored_splits = splits
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.reader is not None:
+            self.reader.notify_checkpoint_complete(checkpoint_id)
 
     def finish(self) -> None:
         pass

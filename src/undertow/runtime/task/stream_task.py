@@ -26,13 +26,15 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from undertow.connectors.source import InputStatus
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import JobCancelledError
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.barrier import CancelCheckpointMarker, CheckpointBarrier
+from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -40,6 +42,9 @@ from undertow.runtime.task.context import LoopProcessingTimeService
 from undertow.runtime.task.events import EndOfPartitionEvent, WatermarkEvent, WatermarkStatusEvent
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
+
+if TYPE_CHECKING:
+    from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,7 @@ class StreamTask:
         writers: dict[int, RecordWriter],
         services: TaskServices,
         loop: asyncio.AbstractEventLoop,
+        restored: list[SubtaskSnapshot] | None = None,
     ) -> None:
         self.vertex = vertex
         self.subtask_index = subtask_index
@@ -91,6 +97,9 @@ class StreamTask:
         self._build_valves()
         for gate in gates:
             gate.set_listener(self.wake)
+        self.restored = restored
+        #: Set by the worker when checkpointing is configured.
+        self.checkpointer: SubtaskCheckpointer | None = None
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -116,6 +125,9 @@ class StreamTask:
     async def run(self) -> None:
         """Run until end of input (bounded) or cancellation; raises what failed the task."""
         try:
+            if self.restored:
+                self.chain.restore(self.restored)
+                self.restored = None
             self.chain.open()
             self._schedule_flush()
             if self.chain.is_source:
@@ -296,8 +308,17 @@ class StreamTask:
             self._on_valve_watermark(key, valve.input_watermark(event.timestamp, index))
         elif type(event) is WatermarkStatusEvent:
             self._on_valve_status(key, *valve.input_idle(index, event.idle))
+        elif type(event) is CheckpointBarrier:
+            if self.checkpointer is None:
+                raise RuntimeError(f"{self.name}: checkpoint barrier without a checkpointer")
+            self.checkpointer.on_barrier(channel, event)
+        elif type(event) is CancelCheckpointMarker:
+            if self.checkpointer is not None:
+                self.checkpointer.on_cancel_marker(channel, event)
         elif type(event) is EndOfPartitionEvent:
             gate.mark_finished(channel)
+            if self.checkpointer is not None:
+                self.checkpointer.on_end_of_partition(channel)
             self._on_valve_status(key, *valve.end_of_input(index))
             if all(g.is_finished for g in self.gates):
                 self._end_of_input = True

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import pickle
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.operator import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend
+from undertow.state.key_groups import assign_to_key_group
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,18 +183,66 @@ class InternalTimerService:
 
 
 class TimerServiceManager:
-    """All timer services of one keyed operator; watermarks advance them together."""
+    """All timer services of one keyed operator; watermarks advance them together.
+
+    Snapshots are per key group (like keyed state) so that timers follow their keys when a job
+    is restored at another parallelism. Timers restored before their service is created (the
+    operator creates it in ``open``) wait in ``_restored`` until then.
+    """
 
     def __init__(self, backend: KeyedStateBackend, processing_time_service: ProcessingTimeService):
         self._backend = backend
         self._pts = processing_time_service
         self.services: dict[str, InternalTimerService] = {}
+        self._restored: dict[str, list[tuple[str, int, Any, Any]]] = {}
+
+    def snapshot(self) -> dict[int, bytes]:
+        """Timers of all services, one blob per key group: (service, domain, ts, key, ns)."""
+        by_group: dict[int, list[tuple[str, str, int, Any, Any]]] = {}
+        maxp = self._backend.max_parallelism
+        for name, service in self.services.items():
+            for domain, timers in (
+                ("event", service.event_time_timers()),
+                ("processing", service.processing_time_timers()),
+            ):
+                for t in timers:
+                    group = assign_to_key_group(t.key, maxp)
+                    by_group.setdefault(group, []).append(
+                        (name, domain, t.timestamp, t.key, t.namespace)
+                    )
+        for name, pending in self._restored.items():
+            for domain, ts, key, ns in pending:
+                group = assign_to_key_group(key, maxp)
+                by_group.setdefault(group, []).append((name, domain, ts, key, ns))
+        return {g: pickle.dumps(entries, protocol=5) for g, entries in by_group.items()}
+
+    def restore(self, blobs: dict[int, bytes]) -> None:
+        """Load timers of the key groups this subtask owns (others are ignored)."""
+        owned = self._backend.key_group_range
+        for group, blob in blobs.items():
+            if group not in owned:
+                continue
+            for name, domain, ts, key, ns in pickle.loads(blob):
+                self._restored.setdefault(name, []).append((domain, ts, key, ns))
+
+    def _register_restored(self, service: InternalTimerService) -> None:
+        current = self._backend.get_current_key()
+        for domain, ts, key, ns in self._restored.pop(service.name, []):
+            self._backend.set_current_key(key)
+            if domain == "event":
+                service.register_event_time_timer(ns, ts)
+            else:
+                service.register_processing_time_timer(ns, ts)
+        if current is not None:
+            self._backend.set_current_key(current)
 
     def get(self, name: str, triggerable: Triggerable) -> InternalTimerService:
         service = self.services.get(name)
         if service is None:
             service = InternalTimerService(name, self._backend, triggerable, self._pts)
             self.services[name] = service
+            if name in self._restored:
+                self._register_restored(service)
         return service
 
     def advance_watermark(self, watermark: int) -> None:

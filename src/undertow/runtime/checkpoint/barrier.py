@@ -1,0 +1,108 @@
+"""Checkpoint barriers and their options (reference §1.1), and the cancellation marker.
+
+Barriers travel as events through the network layer, which only sees two flags: ``priority``
+(unaligned barriers overtake data) and ``blocks_upstream`` (an aligned barrier stops its
+subpartition once sent, until the consumer resumes it).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+
+class SnapshotType(enum.Enum):
+    CHECKPOINT = 0
+    FULL_CHECKPOINT = 1
+    SAVEPOINT = 2
+
+    @property
+    def is_savepoint(self) -> bool:
+        return self is SnapshotType.SAVEPOINT
+
+
+class AlignmentType(enum.Enum):
+    """Flink's ordinals: AT_LEAST_ONCE=0, ALIGNED=1, UNALIGNED=2, FORCED_ALIGNED=3."""
+
+    AT_LEAST_ONCE = 0
+    ALIGNED = 1
+    UNALIGNED = 2
+    FORCED_ALIGNED = 3
+
+
+NO_TIMEOUT = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointOptions:
+    snapshot_type: SnapshotType = SnapshotType.CHECKPOINT
+    alignment: AlignmentType = AlignmentType.ALIGNED
+    #: Milliseconds after the trigger timestamp when an aligned checkpoint turns unaligned.
+    aligned_checkpoint_timeout: int = NO_TIMEOUT
+
+    @staticmethod
+    def for_config(
+        snapshot_type: SnapshotType,
+        exactly_once: bool,
+        unaligned_enabled: bool,
+        aligned_checkpoint_timeout_ms: int,
+    ) -> CheckpointOptions:
+        """Flink's ``CheckpointOptions.forConfig`` decision (reference §1.1)."""
+        if not exactly_once:
+            return CheckpointOptions(snapshot_type, AlignmentType.AT_LEAST_ONCE)
+        if snapshot_type.is_savepoint or not unaligned_enabled:
+            return CheckpointOptions(snapshot_type, AlignmentType.ALIGNED)
+        if aligned_checkpoint_timeout_ms in (0, NO_TIMEOUT):
+            return CheckpointOptions(snapshot_type, AlignmentType.UNALIGNED)
+        return CheckpointOptions(
+            snapshot_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout_ms
+        )
+
+    @property
+    def is_exactly_once(self) -> bool:
+        return self.alignment is not AlignmentType.AT_LEAST_ONCE
+
+    @property
+    def is_unaligned(self) -> bool:
+        return self.alignment is AlignmentType.UNALIGNED
+
+    @property
+    def is_timeoutable(self) -> bool:
+        return (
+            self.alignment is AlignmentType.ALIGNED
+            and 0 < self.aligned_checkpoint_timeout < NO_TIMEOUT
+        )
+
+    @property
+    def needs_alignment(self) -> bool:
+        return self.alignment in (AlignmentType.ALIGNED, AlignmentType.FORCED_ALIGNED)
+
+    def as_unaligned(self) -> CheckpointOptions:
+        return replace(self, alignment=AlignmentType.UNALIGNED)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointBarrier:
+    checkpoint_id: int
+    #: Wall-clock milliseconds when the coordinator triggered the checkpoint.
+    timestamp: int
+    options: CheckpointOptions
+
+    @property
+    def blocks_upstream(self) -> bool:
+        """Aligned barriers stop their subpartition once sent, until ResumeConsumption."""
+        return self.options.needs_alignment
+
+    @property
+    def priority(self) -> bool:
+        return self.options.is_unaligned
+
+    def as_unaligned(self) -> CheckpointBarrier:
+        return replace(self, options=self.options.as_unaligned())
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCheckpointMarker:
+    """Sent downstream when a task declines a checkpoint, so nobody waits for its barrier."""
+
+    checkpoint_id: int

@@ -1,0 +1,367 @@
+"""The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
+
+Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`,
+:mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them:
+
+1. *Trigger* (timer): snapshot the source enumerators, create the pending checkpoint, start its
+   timeout, and send the barrier to every source subtask (in one step on the JobMaster loop,
+   so split assignments made after the enumerator snapshot reach readers after their barrier).
+2. *Acknowledge / decline* (messages from subtasks): record the subtask's state file; abort on
+   a decline and let the failure manager decide whether the job fails.
+3. *Complete* (all acknowledged): write the enumerator states and the authenticated
+   ``_metadata`` (commit point), add to the completed store, discard subsumed checkpoints,
+   notify every task, print one line.
+
+Checkpoints are only triggered while every subtask runs (checkpoints after tasks finish come
+with FLIP-147). Threading: the JobMaster's loop thread; storage calls run on its executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import UndertowError
+from undertow.graph.job_graph import JobGraph
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.completed_store import (
+    CompletedCheckpoint,
+    CompletedCheckpointStore,
+    DiscardSubsumed,
+)
+from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.failure_manager import CheckpointFailureManager, FailJob
+from undertow.runtime.checkpoint.metadata import (
+    CheckpointMetadata,
+    VertexMetadata,
+    decode_metadata,
+    encode_metadata,
+)
+from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from undertow.runtime.network.buffer import serialize_object
+from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
+
+log = logging.getLogger(__name__)
+
+
+class TaskGateway(Protocol):
+    """What the coordinator asks of the JobMaster."""
+
+    def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None: ...
+
+    def notify_complete(self, checkpoint_id: int) -> None: ...
+
+    def notify_aborted(self, checkpoint_id: int) -> None: ...
+
+    def fail_job(self, error: UndertowError) -> None: ...
+
+    def enumerators(self) -> dict[int, Any]:
+        """Source vertex id -> its running split enumerator."""
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """Where a (re)deployment restores from."""
+
+    metadata: CheckpointMetadata
+    checkpoint_dir: str
+    job_id: str
+    #: (vertex id, subtask) -> state files of the old subtasks it takes over
+    subtask_files: dict[tuple[int, int], list[FileHandle]]
+    #: source vertex id -> enumerator state
+    enumerator_states: dict[int, Any]
+
+
+@dataclass
+class CheckpointStats:
+    checkpoint_id: int
+    trigger_timestamp: int
+    duration_ms: int
+    state_size: int
+    alignment_ms: float
+    num_subtasks: int
+
+
+class CheckpointCoordinator:
+    def __init__(
+        self,
+        job_id: str,
+        graph: JobGraph,
+        config: Configuration,
+        storage: CheckpointStorage,
+        key: bytes,
+        gateway: TaskGateway,
+        console: Callable[[str], None],
+    ) -> None:
+        self.job_id = job_id
+        self.graph = graph
+        self.config = config
+        self.storage = storage
+        self.key = key
+        self.gateway = gateway
+        self.console = console
+        self.interval_ms = config.get(Options.CHECKPOINT_INTERVAL)
+        self.timeout_ms = config.get(Options.CHECKPOINT_TIMEOUT)
+        self.min_pause_ms = config.get(Options.MIN_PAUSE)
+        self.max_concurrent = max(1, config.get(Options.MAX_CONCURRENT))
+        self.options = CheckpointOptions.for_config(
+            SnapshotType.CHECKPOINT,
+            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
+            config.get(Options.UNALIGNED),
+            config.get(Options.ALIGNED_TIMEOUT),
+        )
+        self.store = CompletedCheckpointStore(config.get(Options.NUM_RETAINED))
+        self.failures = CheckpointFailureManager(config.get(Options.TOLERABLE_FAILURES))
+        self.metadata: dict[int, CheckpointMetadata] = {}
+        self.pending: dict[int, PendingCheckpoint[FileHandle | None, dict[str, Any]]] = {}
+        self.stats: list[CheckpointStats] = []
+        self.next_id = 1
+        self.last_completion_ms = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timeouts: dict[int, asyncio.TimerHandle] = {}
+        self._running = False
+        self._completing: set[asyncio.Future[None]] = set()
+        self._sources = [(v.id, s) for v in graph.vertices if v.is_source
+                         for s in range(v.parallelism)]  # fmt: skip
+        self._tasks = frozenset((v.id, s) for v in graph.vertices for s in range(v.parallelism))
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval_ms > 0
+
+    # -- lifecycle (per attempt) ----------------------------------------------------------------
+    def start(self) -> None:
+        """All tasks of the attempt run: start periodic triggering (random initial delay)."""
+        if not self.enabled:
+            return
+        self._running = True
+        low = min(self.min_pause_ms, self.interval_ms)
+        self._schedule(random.uniform(low, self.interval_ms) / 1000.0)
+
+    def stop(self, reason: CheckpointFailureReason) -> None:
+        """The attempt ends (failure, cancel, finish): abort what is pending, stop the timer."""
+        self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for cid in list(self.pending):
+            self._abort(cid, reason, notify=False)
+
+    def on_task_finished(self) -> None:
+        """A task finished: no checkpoint can complete any more in this attempt."""
+        self.stop(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
+
+    def _schedule(self, delay_s: float) -> None:
+        if self._running:
+            self._timer = asyncio.get_running_loop().call_later(delay_s, self._trigger)
+
+    # -- trigger --------------------------------------------------------------------------------
+    def _trigger(self) -> None:
+        self._timer = None
+        if not self._running:
+            return
+        now = _now_ms()
+        wait_ms = 0
+        if len(self.pending) >= self.max_concurrent:
+            wait_ms = self.interval_ms
+        elif self.last_completion_ms and now < self.last_completion_ms + self.min_pause_ms:
+            wait_ms = self.last_completion_ms + self.min_pause_ms - now
+        if wait_ms:
+            self._schedule(wait_ms / 1000.0)
+            return
+        cid = self.next_id
+        self.next_id += 1
+        barrier = CheckpointBarrier(cid, now, self.options)
+        enumerators = self.gateway.enumerators()
+        enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
+        pending: PendingCheckpoint[FileHandle | None, dict[str, Any]] = PendingCheckpoint(
+            cid, now, self._tasks, {"enumerators": enumerator_states}
+        )
+        self.pending[cid] = pending
+        loop = asyncio.get_running_loop()
+        self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
+        for vertex_id, subtask in self._sources:
+            self.gateway.trigger_source(vertex_id, subtask, barrier)
+        self._schedule(self.interval_ms / 1000.0)
+
+    def _expire(self, cid: int) -> None:
+        self._timeouts.pop(cid, None)
+        if cid in self.pending:
+            self._abort(cid, CheckpointFailureReason.CHECKPOINT_EXPIRED)
+
+    # -- acknowledgements ----------------------------------------------------------------------
+    def receive_ack(self, vertex_id: int, subtask: int, cid: int, handle: Any,
+                    metrics: dict[str, Any]) -> None:  # fmt: skip
+        pending = self.pending.get(cid)
+        if pending is None:
+            if handle is not None and cid not in self.metadata:
+                self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
+            return
+        result = pending.acknowledge((vertex_id, subtask), handle, metrics)
+        if result is AckResult.SUCCESS and pending.is_fully_acknowledged:
+            del self.pending[cid]
+            timer = self._timeouts.pop(cid, None)
+            if timer is not None:
+                timer.cancel()
+            task = asyncio.ensure_future(self._complete(pending))
+            self._completing.add(task)
+            task.add_done_callback(self._completing.discard)
+
+    def receive_decline(self, vertex_id: int, subtask: int, cid: int,
+                        reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
+        if cid in self.pending:
+            self._abort(cid, reason, detail=f"subtask {subtask} of vertex {vertex_id}: {detail}")
+
+    def _abort(self, cid: int, reason: CheckpointFailureReason, detail: str = "",
+               notify: bool = True) -> None:  # fmt: skip
+        pending = self.pending.pop(cid, None)
+        timer = self._timeouts.pop(cid, None)
+        if timer is not None:
+            timer.cancel()
+        if pending is None:
+            return
+        pending.abort(reason)
+        log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
+        if notify:
+            self.gateway.notify_aborted(cid)
+        self._discard(cid)
+        decision = self.failures.on_failure(cid, reason)
+        if isinstance(decision, FailJob):
+            self.gateway.fail_job(CheckpointException(reason, f"{decision.message} {detail}"))
+
+    def _discard(self, cid: int) -> None:
+        """Delete a checkpoint's directory on the executor; failures are logged, not raised
+        (a task may still be writing a late file into an aborted checkpoint)."""
+
+        def discard() -> None:
+            try:
+                self.storage.discard(cid)
+            except OSError as err:
+                log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
+
+        asyncio.get_running_loop().run_in_executor(None, discard)
+
+    # -- completion ----------------------------------------------------------------------------
+    async def _complete(
+        self, pending: PendingCheckpoint[FileHandle | None, dict[str, Any]]
+    ) -> None:
+        cid = pending.checkpoint_id
+        loop = asyncio.get_running_loop()
+        try:
+            coordinators: dict[int, FileHandle | None] = {}
+            for vid, state in pending.props["enumerators"].items():
+                data = serialize_object(state)
+                coordinators[vid] = await loop.run_in_executor(
+                    None, self.storage.write_file, cid, f"enumerator-v{vid}.state", data
+                )
+            states = pending.acknowledged_states
+            vertices = tuple(
+                VertexMetadata(
+                    vertex_id=v.id,
+                    name=v.name,
+                    uids=tuple(op.uid for op in v.operators),
+                    parallelism=v.parallelism,
+                    max_parallelism=v.max_parallelism,
+                    finished=False,
+                    subtasks=_present({s: states.get((v.id, s)) for s in range(v.parallelism)}),
+                )
+                for v in self.graph.vertices
+            )
+            now = _now_ms()
+            meta = CheckpointMetadata(
+                job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
+                completion_timestamp=now, is_savepoint=False, vertices=vertices,
+                coordinators=coordinators, properties={},
+            )  # fmt: skip
+            payload = encode_metadata(meta, self.key)
+            pointer = await loop.run_in_executor(None, self.storage.commit_metadata, cid, payload)
+        except Exception as err:
+            log.exception("checkpoint %d: finalizing failed", cid)
+            self.pending[cid] = pending
+            self._abort(cid, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, repr(err))
+            return
+        self.metadata[cid] = meta
+        entry = CompletedCheckpoint(cid, pending.trigger_timestamp, now, False, pointer,
+                                    len(payload))  # fmt: skip
+        for decision in self.store.add(entry):
+            self.metadata.pop(decision.checkpoint_id, None)
+            if isinstance(decision, DiscardSubsumed):  # savepoints are only forgotten
+                self._discard(decision.checkpoint_id)
+        self.failures.on_success(cid)
+        self.last_completion_ms = now
+        size = sum(h.size for h in pending.acknowledged_states.values() if h is not None)
+        metrics = pending.acknowledged_metrics
+        alignment = max((m.get("alignment_duration_ms", 0.0) for m in metrics.values()), default=0)
+        stats = CheckpointStats(cid, pending.trigger_timestamp, now - pending.trigger_timestamp,
+                                size, alignment, len(self._tasks))  # fmt: skip
+        self.stats.append(stats)
+        self.console(
+            f"checkpoint {cid} completed in {stats.duration_ms} ms, {_human(size)}, "
+            f"alignment {alignment:.0f} ms ({self.options.alignment.name.lower()})"
+        )
+        self.gateway.notify_complete(cid)
+
+    # -- restore -------------------------------------------------------------------------------
+    def latest_restore_plan(self) -> RestorePlan | None:
+        latest = self.store.latest()
+        if latest is None:
+            return None
+        return self._plan(self.metadata[latest.checkpoint_id], self.storage)
+
+    def restore_from_path(self, path: str) -> RestorePlan:
+        """``execution.state-recovery.path``: a retained checkpoint of any job."""
+        location = self.storage.resolve(path)
+        storage = CheckpointStorage(location.root_uri, location.job_id)
+        meta = decode_metadata(
+            storage.read_metadata(location.checkpoint_id),
+            self.key,
+            where=path,
+            expected_checkpoint_id=location.checkpoint_id,
+        )
+        self.next_id = max(self.next_id, meta.checkpoint_id + 1)
+        return self._plan(meta, storage)
+
+    def _plan(self, meta: CheckpointMetadata, storage: CheckpointStorage) -> RestorePlan:
+        by_uids = {v.uids: v for v in meta.vertices}
+        files: dict[tuple[int, int], list[FileHandle]] = {}
+        enumerators: dict[int, Any] = {}
+        for vertex in self.graph.vertices:
+            old = by_uids.get(tuple(op.uid for op in vertex.operators))
+            if old is None:
+                continue
+            for s in range(vertex.parallelism):
+                if old.parallelism == vertex.parallelism:
+                    handle = old.subtasks.get(s)
+                    files[(vertex.id, s)] = [handle] if handle is not None else []
+                else:
+                    files[(vertex.id, s)] = [old.subtasks[i] for i in sorted(old.subtasks)]
+            handle = meta.coordinators.get(old.vertex_id)
+            if handle is not None:
+                data = storage.read_file(handle, meta.checkpoint_id)
+                enumerators[vertex.id] = pickle.loads(data)
+        return RestorePlan(meta, storage.root_uri, storage.job_id, files, enumerators)
+
+
+def _present(handles: dict[int, FileHandle | None]) -> dict[int, FileHandle]:
+    """Subtasks with state (a subtask without state acknowledges with no file)."""
+    return {s: h for s, h in handles.items() if h is not None}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"

@@ -1,0 +1,138 @@
+"""Restart strategies (Flink's ``restart-strategy.*`` options), as pure decisions.
+
+``decide(now_ms)`` is called once per failure and answers ``Restart(delay_ms)`` or
+``GiveUp(reason)``. Defaults follow Flink: with checkpointing enabled and no strategy
+configured, ``exponential-delay``; without checkpointing, ``none``.
+
+Options (Flink's keys and defaults)::
+
+    restart-strategy.type                                   none | fixed-delay | exponential-delay
+    restart-strategy.fixed-delay.attempts                   1
+    restart-strategy.fixed-delay.delay                      1 s
+    restart-strategy.exponential-delay.initial-backoff      1 s
+    restart-strategy.exponential-delay.max-backoff          1 min
+    restart-strategy.exponential-delay.backoff-multiplier   1.5
+    restart-strategy.exponential-delay.reset-backoff-threshold  1 h
+    restart-strategy.exponential-delay.jitter-factor        0.1
+    restart-strategy.exponential-delay.attempts-before-reset-backoff  unlimited
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from undertow.core.config import ConfigOption, Configuration, Options, duration_option, int_option
+from undertow.core.errors import ConfigurationError
+
+FIXED_ATTEMPTS = int_option("restart-strategy.fixed-delay.attempts", 1)
+FIXED_DELAY = duration_option("restart-strategy.fixed-delay.delay", 1000)
+EXP_INITIAL = duration_option("restart-strategy.exponential-delay.initial-backoff", 1000)
+EXP_MAX = duration_option("restart-strategy.exponential-delay.max-backoff", 60_000)
+EXP_MULTIPLIER: ConfigOption[float] = ConfigOption(
+    "restart-strategy.exponential-delay.backoff-multiplier", float, 1.5
+)
+EXP_RESET = duration_option("restart-strategy.exponential-delay.reset-backoff-threshold", 3_600_000)
+EXP_JITTER: ConfigOption[float] = ConfigOption(
+    "restart-strategy.exponential-delay.jitter-factor", float, 0.1
+)
+EXP_ATTEMPTS = int_option("restart-strategy.exponential-delay.attempts-before-reset-backoff",
+                          2**31 - 1)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    delay_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    reason: str
+
+
+class RestartStrategy:
+    def decide(self, now_ms: int) -> Restart | GiveUp:
+        raise NotImplementedError
+
+
+class NoRestart(RestartStrategy):
+    def decide(self, now_ms: int) -> Restart | GiveUp:
+        return GiveUp("restart-strategy.type is none")
+
+
+class FixedDelayRestart(RestartStrategy):
+    def __init__(self, attempts: int, delay_ms: int) -> None:
+        self.attempts = attempts
+        self.delay_ms = delay_ms
+        self.used = 0
+
+    def decide(self, now_ms: int) -> Restart | GiveUp:
+        if self.used >= self.attempts:
+            return GiveUp(f"restart-strategy.fixed-delay.attempts ({self.attempts}) are used up")
+        self.used += 1
+        return Restart(self.delay_ms)
+
+
+class ExponentialDelayRestart(RestartStrategy):
+    """Backoff grows by ``multiplier`` up to ``max``; a quiet period of ``reset`` ms resets it."""
+
+    def __init__(
+        self,
+        initial_ms: int,
+        max_ms: int,
+        multiplier: float,
+        reset_ms: int,
+        jitter: float,
+        attempts: int,
+        rng: random.Random | None = None,
+    ) -> None:
+        if multiplier < 1 or not 0 <= jitter <= 1 or initial_ms < 0 or max_ms < initial_ms:
+            raise ConfigurationError(
+                "restart-strategy.exponential-delay: need backoff-multiplier >= 1, "
+                "0 <= jitter-factor <= 1 and 0 <= initial-backoff <= max-backoff"
+            )
+        self.initial_ms = initial_ms
+        self.max_ms = max_ms
+        self.multiplier = multiplier
+        self.reset_ms = reset_ms
+        self.jitter = jitter
+        self.attempts = attempts
+        self.rng = rng or random.Random()
+        self.backoff = initial_ms
+        self.used = 0
+        self.last_failure: int | None = None
+
+    def decide(self, now_ms: int) -> Restart | GiveUp:
+        if self.last_failure is not None and now_ms - self.last_failure >= self.reset_ms:
+            self.backoff, self.used = self.initial_ms, 0
+        self.last_failure = now_ms
+        if self.used >= self.attempts:
+            return GiveUp(
+                "restart-strategy.exponential-delay.attempts-before-reset-backoff "
+                f"({self.attempts}) are used up"
+            )
+        self.used += 1
+        delay = self.backoff
+        if self.jitter:
+            delay = int(delay * (1 + self.rng.uniform(-self.jitter, self.jitter)))
+        self.backoff = min(self.max_ms, int(self.backoff * self.multiplier))
+        return Restart(max(0, min(delay, self.max_ms)))
+
+
+def restart_strategy(config: Configuration) -> RestartStrategy:
+    kind = config.get_string(Options.RESTART_STRATEGY.key, "")
+    if not kind:
+        kind = "exponential-delay" if config.get(Options.CHECKPOINT_INTERVAL) > 0 else "none"
+    kind = kind.lower()
+    if kind in ("none", "off", "disable"):
+        return NoRestart()
+    if kind in ("fixed-delay", "fixeddelay"):
+        return FixedDelayRestart(config.get(FIXED_ATTEMPTS), config.get(FIXED_DELAY))
+    if kind in ("exponential-delay", "exponentialdelay"):
+        return ExponentialDelayRestart(
+            config.get(EXP_INITIAL), config.get(EXP_MAX), config.get(EXP_MULTIPLIER),
+            config.get(EXP_RESET), config.get(EXP_JITTER), config.get(EXP_ATTEMPTS),
+        )  # fmt: skip
+    raise ConfigurationError(
+        f"restart-strategy.type = {kind!r}: must be none, fixed-delay or exponential-delay"
+    )

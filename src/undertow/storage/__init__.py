@@ -1,0 +1,46 @@
+"""Checkpoint storage: files, the atomic ``_metadata`` commit, and the metadata key.
+
+Below the runtime and above ``core`` in the layering: it knows files, paths and checksums,
+not what a checkpoint means. :mod:`undertow.storage.listing` (for the CLI) is the exception:
+it also decodes metadata, so it is not re-exported here; import it directly.
+"""
+
+from undertow.storage.checkpoint_storage import (
+    CHECKPOINT_DIR_PREFIX,
+    METADATA_FILE,
+    SHARED_DIR,
+    TASKOWNED_DIR,
+    CheckpointLocation,
+    CheckpointStorage,
+)
+from undertow.storage.errors import (
+    CheckpointNotFoundError,
+    CheckpointStorageError,
+    CorruptCheckpointError,
+)
+from undertow.storage.handle import FileHandle
+from undertow.storage.keys import (
+    HMAC_KEY_OPTION,
+    KEY_FILE,
+    load_or_create_key,
+    parse_key,
+    read_key,
+)
+
+__all__ = [
+    "CHECKPOINT_DIR_PREFIX",
+    "HMAC_KEY_OPTION",
+    "KEY_FILE",
+    "METADATA_FILE",
+    "SHARED_DIR",
+    "TASKOWNED_DIR",
+    "CheckpointLocation",
+    "CheckpointNotFoundError",
+    "CheckpointStorage",
+    "CheckpointStorageError",
+    "CorruptCheckpointError",
+    "FileHandle",
+    "load_or_create_key",
+    "parse_key",
+    "read_key",
+]

@@ -1,0 +1,378 @@
+"""Checkpoint storage: where checkpoint files and ``_metadata`` live, and how they are committed.
+
+Layout under the configured root (``execution.checkpointing.dir``), as in Flink::
+
+    <root>/_undertow_key            the HMAC key, if not configured (see :mod:`.keys`)
+    <root>/<job-id>/chk-<n>/        exclusive files of checkpoint n, and its _metadata
+    <root>/<job-id>/shared/         files referenced by several checkpoints (incremental state)
+    <root>/<job-id>/taskowned/      files owned by the tasks, never deleted by the coordinator
+
+A checkpoint *exists* iff ``chk-<n>/_metadata`` exists; ``_metadata`` is written last and in one
+step (local file system: temporary name, fsync, atomic rename, fsync of the directory; object
+stores: a single put), so it is either absent or complete. Whether its content *verifies* (HMAC,
+file checksums) is the codec's and :meth:`CheckpointStorage.read_file`'s business: nothing is
+decoded before it verifies.
+
+Paths go through fsspec, so plain local paths, ``file://``, ``memory://`` and ``s3://`` (with
+``s3fs``) all work. ``memory://`` is the in-memory implementation used by tests
+(:meth:`CheckpointStorage.in_memory`); it passes the same conformance suite as the local one.
+
+Threading and cost: every method does blocking I/O (one to a few file-system calls; an object
+store round trip each). The runtime calls them from a worker thread pool, never from an event
+loop or task thread. An instance holds no mutable state, so several threads may use it at once;
+the coordinator serializes the commit and the discard of any one checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import posixpath
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec  # type: ignore[import-untyped]
+from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+
+from undertow.storage.errors import (
+    CheckpointNotFoundError,
+    CheckpointStorageError,
+    CorruptCheckpointError,
+)
+from undertow.storage.handle import FileHandle
+
+METADATA_FILE = "_metadata"
+CHECKPOINT_DIR_PREFIX = "chk-"
+SHARED_DIR = "shared"
+TASKOWNED_DIR = "taskowned"
+#: Upper bound on the size of a ``_metadata`` file read back; a larger one is rejected as
+#: corrupt instead of being read into memory.
+MAX_METADATA_BYTES = 64 * 1024 * 1024
+
+_CHECKPOINT_DIR = re.compile(r"chk-(0|[1-9][0-9]*)")
+_TEMP_METADATA_PREFIX = METADATA_FILE + ".inprogress."
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointLocation:
+    """A completed checkpoint found by :meth:`CheckpointStorage.resolve`.
+
+    ``pointer`` is the checkpoint directory (the external pointer Flink prints); ``root_uri``
+    and ``job_id`` let a caller open a :class:`CheckpointStorage` on the job that wrote it, to
+    read its files (a restore may come from another job's checkpoint).
+    """
+
+    root_uri: str
+    job_id: str
+    checkpoint_id: int
+    pointer: str
+
+    @property
+    def metadata_uri(self) -> str:
+        return self.pointer.rstrip("/") + "/" + METADATA_FILE
+
+
+class CheckpointStorage:
+    """The checkpoints of one job under ``<root_uri>/<job_id>/``.
+
+    ``storage_options`` go to fsspec (for example an ``s3://`` endpoint and credentials).
+    Construction does no I/O; directories are created when the first file is written.
+    """
+
+    def __init__(
+        self, root_uri: str, job_id: str, *, storage_options: Mapping[str, Any] | None = None
+    ) -> None:
+        _check_segment("job id", job_id)
+        self._options = dict(storage_options or {})
+        fs, root = fsspec.core.url_to_fs(root_uri, **self._options)
+        self._fs: Any = fs
+        self._local = isinstance(fs, LocalFileSystem)
+        self._root: str = root.rstrip("/") or "/"
+        self._job_dir = posixpath.join(self._root, job_id)
+        self.job_id = job_id
+
+    @classmethod
+    def in_memory(cls, job_id: str = "job") -> CheckpointStorage:
+        """A storage on a fresh, private ``memory://`` root (for tests).
+
+        The content lives in the process-wide fsspec memory file system until it is discarded
+        or the process ends; it is not shared with other processes.
+        """
+        return cls(f"memory://undertow-{uuid.uuid4().hex}", job_id)
+
+    # -- locations -------------------------------------------------------------------------
+
+    @property
+    def root_uri(self) -> str:
+        """The normalized root (a plain path on the local file system, else a URL)."""
+        return self._uri(self._root)
+
+    @property
+    def job_uri(self) -> str:
+        return self._uri(self._job_dir)
+
+    def checkpoint_pointer(self, checkpoint_id: int) -> str:
+        """The directory of checkpoint ``checkpoint_id`` (whether or not it exists)."""
+        return self._uri(self._checkpoint_dir(checkpoint_id))
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def write_file(self, checkpoint_id: int, name: str, data: bytes) -> FileHandle:
+        """Write ``data`` as ``chk-<checkpoint_id>/<name>`` and return its handle.
+
+        Consistency: when this returns, the content is durable (local: the file is fsynced;
+        its directory entry is made durable by the directory fsync of :meth:`commit_metadata`)
+        and readable by any process. Writing the same name again replaces the file; the
+        checkpoint does not count as completed until :meth:`commit_metadata`. ``name`` is one
+        path segment and must not start with ``_`` or ``.`` (reserved for the storage).
+        """
+        _check_segment("file name", name)
+        directory = self._checkpoint_dir(checkpoint_id)
+        path = posixpath.join(directory, name)
+        if self._local:
+            os.makedirs(directory, exist_ok=True)
+            with open(path, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        else:
+            self._fs.pipe_file(path, data)
+        return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
+
+    def read_file(self, handle: FileHandle, checkpoint_id: int) -> bytes:
+        """Read the file of ``handle`` and return its bytes only if they verify.
+
+        ``checkpoint_id`` is the checkpoint whose metadata referenced the handle (the file
+        itself may live in ``shared/``); it is named in errors. Reads at most
+        ``handle.size + 1`` bytes. Raises :class:`CorruptCheckpointError` naming the
+        checkpoint, the file and expected vs actual size or sha256 if the file is missing,
+        has another size or another hash. Nothing is returned that did not verify.
+        """
+        path = posixpath.join(self._job_dir, handle.path)
+        uri = self._uri(path)
+        try:
+            with self._fs.open(path, "rb") as stream:
+                data = stream.read(handle.size + 1)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as err:
+            raise CorruptCheckpointError(
+                f"checkpoint {checkpoint_id} of job {self.job_id!r} is corrupt: referenced file "
+                f"{uri} is missing (expected {handle.size} bytes, sha256 {handle.sha256})",
+                checkpoint=checkpoint_id,
+                path=uri,
+                expected=handle.sha256,
+                actual="missing",
+            ) from err
+        if len(data) != handle.size:
+            if len(data) > handle.size:
+                actual_size = self._fs.size(path)
+                actual_hash = "not computed"
+            else:
+                actual_size, actual_hash = len(data), hashlib.sha256(data).hexdigest()
+            raise CorruptCheckpointError(
+                f"checkpoint {checkpoint_id} of job {self.job_id!r} is corrupt: file {uri} has "
+                f"size {actual_size} bytes, expected {handle.size} bytes "
+                f"(sha256 actual {actual_hash}, expected {handle.sha256})",
+                checkpoint=checkpoint_id,
+                path=uri,
+                expected=f"{handle.size} bytes",
+                actual=f"{actual_size} bytes",
+            )
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != handle.sha256:
+            raise CorruptCheckpointError(
+                f"checkpoint {checkpoint_id} of job {self.job_id!r} is corrupt: file {uri} has "
+                f"sha256 {digest}, expected {handle.sha256}",
+                checkpoint=checkpoint_id,
+                path=uri,
+                expected=handle.sha256,
+                actual=digest,
+            )
+        return data
+
+    def commit_metadata(self, checkpoint_id: int, payload: bytes) -> str:
+        """Write ``chk-<checkpoint_id>/_metadata`` atomically; return the checkpoint pointer.
+
+        Consistency: this is the commit point of the checkpoint. Before it starts, every file
+        the payload references must have been written (:meth:`write_file` returned). A crash
+        at any moment leaves ``_metadata`` either absent (the checkpoint never completed) or
+        complete and durable: on the local file system the payload goes to a temporary name,
+        is fsynced, renamed over ``_metadata``, and the checkpoint, job and root directories
+        are fsynced; on object stores it is a single put, issued last. Committing an id again
+        replaces its ``_metadata``.
+        """
+        directory = self._checkpoint_dir(checkpoint_id)
+        final = posixpath.join(directory, METADATA_FILE)
+        if not self._local:
+            self._fs.pipe_file(final, payload)
+            return self._uri(directory)
+        os.makedirs(directory, exist_ok=True)
+        temp = posixpath.join(directory, _TEMP_METADATA_PREFIX + uuid.uuid4().hex)
+        try:
+            with open(temp, "xb") as out:
+                out.write(payload)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, final)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        # The rename, then the chk-<n> and job directory entries (new on the first commit).
+        _fsync_directory(directory)
+        _fsync_directory(self._job_dir)
+        _fsync_directory(self._root)
+        return self._uri(directory)
+
+    def read_metadata(self, pointer_or_id: int | str) -> bytes:
+        """The raw ``_metadata`` bytes of a checkpoint of this job (by id) or anywhere (pointer).
+
+        A pointer is anything :meth:`resolve` accepts. Consistency: sees every commit that
+        returned before this call started, from any process. The bytes are *not* verified
+        here; pass them to the metadata codec. Raises :class:`CheckpointNotFoundError` if
+        there is no ``_metadata``, and :class:`CorruptCheckpointError` if it is larger than
+        :data:`MAX_METADATA_BYTES`.
+        """
+        if isinstance(pointer_or_id, int) and not isinstance(pointer_or_id, bool):
+            fs, path = self._fs, posixpath.join(self._checkpoint_dir(pointer_or_id), METADATA_FILE)
+            checkpoint: int | str = pointer_or_id
+        else:
+            location = self.resolve(str(pointer_or_id))
+            fs, path = self._open_uri(location.metadata_uri)
+            checkpoint = location.pointer
+        try:
+            with fs.open(path, "rb") as stream:
+                payload = stream.read(MAX_METADATA_BYTES + 1)
+        except FileNotFoundError as err:
+            raise CheckpointNotFoundError(
+                f"checkpoint {checkpoint} has no {METADATA_FILE} at {self._uri(path, fs)}"
+            ) from err
+        if len(payload) > MAX_METADATA_BYTES:
+            raise CorruptCheckpointError(
+                f"checkpoint {checkpoint}: {self._uri(path, fs)} is larger than "
+                f"{MAX_METADATA_BYTES} bytes",
+                checkpoint=checkpoint,
+                path=self._uri(path, fs),
+            )
+        return bytes(payload)
+
+    def completed_checkpoint_ids(self) -> list[int]:
+        """Ids of this job's checkpoint directories that hold a ``_metadata``, ascending.
+
+        Consistency: includes every checkpoint whose :meth:`commit_metadata` returned before
+        this call started and that was not discarded since (listing caches are invalidated
+        first). It says nothing about whether the metadata verifies. Cost: one listing plus
+        one existence check per ``chk-<n>`` directory.
+        """
+        self._fs.invalidate_cache(self._job_dir)
+        try:
+            entries = self._fs.ls(self._job_dir, detail=False)
+        except FileNotFoundError:
+            return []
+        ids = []
+        for entry in entries:
+            name = posixpath.basename(str(entry).rstrip("/"))
+            match = _CHECKPOINT_DIR.fullmatch(name)
+            if match and self._fs.exists(posixpath.join(self._job_dir, name, METADATA_FILE)):
+                ids.append(int(match.group(1)))
+        return sorted(ids)
+
+    def discard(self, checkpoint_id: int) -> None:
+        """Delete ``chk-<checkpoint_id>/`` with everything in it; a missing directory is fine.
+
+        Consistency: ``_metadata`` is deleted first, so a crash mid-way leaves an uncommitted
+        directory (not listed by :meth:`completed_checkpoint_ids`; a later discard removes
+        it), never a listed checkpoint with missing files. Files in ``shared/`` are not
+        touched. Errors other than "not found" propagate as :class:`OSError`.
+        """
+        directory = self._checkpoint_dir(checkpoint_id)
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.rm_file(posixpath.join(directory, METADATA_FILE))
+            if self._local:
+                _fsync_directory(directory)
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.rm(directory, recursive=True)
+        self._fs.invalidate_cache(self._job_dir)
+
+    def resolve(self, path: str) -> CheckpointLocation:
+        """Find the completed checkpoint at ``path`` (``execution.state-recovery.path``).
+
+        ``path`` names a checkpoint directory ``.../<job-id>/chk-<n>`` or its ``_metadata``
+        file, on any file system fsspec knows (this storage's ``storage_options`` apply when
+        the protocol is the same). Raises :class:`CheckpointNotFoundError` if it is not a
+        checkpoint directory or holds no ``_metadata``. Cost: one existence check.
+        """
+        fs, stripped = self._open_uri(path)
+        directory = stripped.rstrip("/")
+        if posixpath.basename(directory) == METADATA_FILE:
+            directory = posixpath.dirname(directory)
+        match = _CHECKPOINT_DIR.fullmatch(posixpath.basename(directory))
+        job_dir = posixpath.dirname(directory)
+        if match is None or not posixpath.basename(job_dir):
+            raise CheckpointNotFoundError(
+                f"{path!r} is not a checkpoint: expected a '.../<job-id>/chk-<n>' directory "
+                f"or its {METADATA_FILE} file"
+            )
+        if not fs.exists(posixpath.join(directory, METADATA_FILE)):
+            raise CheckpointNotFoundError(
+                f"{path!r} is not a completed checkpoint: {METADATA_FILE} does not exist in "
+                f"{self._uri(directory, fs)}"
+            )
+        return CheckpointLocation(
+            root_uri=self._uri(posixpath.dirname(job_dir) or "/", fs),
+            job_id=posixpath.basename(job_dir),
+            checkpoint_id=int(match.group(1)),
+            pointer=self._uri(directory, fs),
+        )
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _checkpoint_dir(self, checkpoint_id: int) -> str:
+        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
+            raise TypeError(f"checkpoint id must be an int, got {checkpoint_id!r}")
+        if checkpoint_id < 0:
+            raise ValueError(f"checkpoint id must be >= 0, got {checkpoint_id}")
+        return posixpath.join(self._job_dir, f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}")
+
+    def _open_uri(self, uri: str) -> tuple[Any, str]:
+        """The file system and stripped path of ``uri``, with our options if it is ours."""
+        protocol = fsspec.core.split_protocol(uri)[0] or "file"
+        ours = self._fs.protocol
+        ours = (ours,) if isinstance(ours, str) else tuple(ours)
+        options = self._options if protocol in ours else {}
+        fs, stripped = fsspec.core.url_to_fs(uri, **options)
+        return fs, str(stripped)
+
+    def _uri(self, path: str, fs: Any = None) -> str:
+        fs = self._fs if fs is None else fs
+        if isinstance(fs, LocalFileSystem):
+            return path
+        return str(fs.unstrip_protocol(path))
+
+
+def _check_segment(what: str, value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if "/" in value or "\\" in value or "\x00" in value or value[0] in "_.":
+        raise ValueError(
+            f"{what} must be a single path segment not starting with '_' or '.', got {value!r}"
+        )
+
+
+def _fsync_directory(path: str) -> None:
+    """Make the directory entries of ``path`` durable (POSIX; a no-op elsewhere)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        raise CheckpointStorageError(f"cannot fsync directory {path}: {err}") from err
+    finally:
+        os.close(fd)

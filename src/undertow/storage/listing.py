@@ -1,0 +1,133 @@
+"""What checkpoints exist under a root, and whether each verifies (for ``undertow checkpoints``).
+
+Layering note: this module decodes ``_metadata`` with the codec of
+:mod:`undertow.runtime.checkpoint.metadata`, so unlike the rest of :mod:`undertow.storage` it
+depends on a layer above; only the CLI imports it, and the package does not re-export it.
+
+A checkpoint *verifies* when its ``_metadata`` authenticates under the key, describes the
+checkpoint and job of the directory it is in, and every file it references has the recorded
+size and sha256. Nothing is trusted before it verifies: metadata that fails authentication is
+not parsed, so its completion time and size are reported as unknown.
+
+Cost: reads every byte of every referenced file (checksums). Blocking I/O; call from a worker
+thread or a command-line tool, not an event loop.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec  # type: ignore[import-untyped]
+
+from undertow.runtime.checkpoint.metadata import (
+    CheckpointMetadata,
+    decode_metadata,
+    referenced_files,
+    total_state_size,
+)
+from undertow.storage.checkpoint_storage import CheckpointStorage
+from undertow.storage.errors import CheckpointStorageError
+from undertow.storage.keys import HMAC_KEY_OPTION, KEY_FILE, read_key
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """One completed checkpoint directory. ``completion_time`` is epoch milliseconds.
+
+    ``completion_time`` and ``total_size`` are ``None`` when the metadata did not
+    authenticate; ``problem`` says what failed when ``verifies`` is false.
+    """
+
+    job_id: str
+    checkpoint_id: int
+    completion_time: int | None
+    total_size: int | None
+    verifies: bool
+    problem: str | None
+    pointer: str
+
+
+def list_checkpoints(
+    root_uri: str,
+    job_id: str | None = None,
+    key: bytes | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[CheckpointInfo]:
+    """Every completed checkpoint under ``root_uri`` (of ``job_id`` only, if given).
+
+    ``key`` defaults to the root's key file (never created here). Sorted by job id, then
+    checkpoint id. Problems with single checkpoints are reported in their entries, not raised.
+    """
+    options = dict(storage_options or {})
+    key_problem: str | None = None
+    if key is None:
+        try:
+            key = read_key(root_uri, storage_options=options)
+        except CheckpointStorageError as err:
+            key_problem = str(err)
+        if key is None and key_problem is None:
+            key_problem = (
+                f"no key to verify with: {KEY_FILE} is missing under {root_uri}; "
+                f"set {HMAC_KEY_OPTION}"
+            )
+    jobs = [job_id] if job_id is not None else _job_ids(root_uri, options)
+    infos = []
+    for job in jobs:
+        storage = CheckpointStorage(root_uri, job, storage_options=options)
+        for checkpoint_id in storage.completed_checkpoint_ids():
+            infos.append(_inspect(storage, checkpoint_id, key, key_problem))
+    return infos
+
+
+def _inspect(
+    storage: CheckpointStorage, checkpoint_id: int, key: bytes | None, key_problem: str | None
+) -> CheckpointInfo:
+    pointer = storage.checkpoint_pointer(checkpoint_id)
+    meta: CheckpointMetadata | None = None
+    problem = key_problem
+    if key is not None:
+        try:
+            meta = decode_metadata(
+                storage.read_metadata(checkpoint_id),
+                key,
+                pointer,
+                expected_checkpoint_id=checkpoint_id,
+            )
+            if meta.job_id != storage.job_id:
+                problem = (
+                    f"{pointer}: metadata describes job {meta.job_id!r}, but lies in the "
+                    f"directory of job {storage.job_id!r}"
+                )
+            else:
+                for handle in referenced_files(meta):
+                    storage.read_file(handle, checkpoint_id)
+        except OSError as err:  # CorruptCheckpointError, not found, I/O errors
+            problem = str(err)
+    return CheckpointInfo(
+        job_id=storage.job_id,
+        checkpoint_id=checkpoint_id,
+        completion_time=None if meta is None else meta.completion_timestamp,
+        total_size=None if meta is None else total_state_size(meta),
+        verifies=problem is None,
+        problem=problem,
+        pointer=pointer,
+    )
+
+
+def _job_ids(root_uri: str, options: Mapping[str, Any]) -> list[str]:
+    fs, root = fsspec.core.url_to_fs(root_uri, **options)
+    fs.invalidate_cache(root)
+    try:
+        entries = fs.ls(root, detail=True)
+    except FileNotFoundError:
+        return []
+    names = [
+        posixpath.basename(str(entry["name"]).rstrip("/"))
+        for entry in entries
+        if entry.get("type") == "directory"
+    ]
+    return sorted(name for name in names if name and name[0] not in "_.")

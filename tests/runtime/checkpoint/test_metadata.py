@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from undertow.runtime.checkpoint import metadata as codec
+from undertow.runtime.checkpoint.metadata import (
+    FORMAT_VERSION,
+    MAGIC,
+    CheckpointMetadata,
+    VertexMetadata,
+    decode_metadata,
+    encode_metadata,
+    referenced_files,
+    total_state_size,
+)
+from undertow.storage import CorruptCheckpointError, FileHandle
+
+KEY = b"k" * 32
+WHERE = "/ckpts/job-1/chk-4"
+
+
+def handle(path: str, size: int) -> FileHandle:
+    return FileHandle(path, size, hashlib.sha256(path.encode()).hexdigest())
+
+
+def sample() -> CheckpointMetadata:
+    return CheckpointMetadata(
+        job_id="job-1",
+        checkpoint_id=4,
+        trigger_timestamp=1_700_000_000_000,
+        completion_timestamp=1_700_000_000_250,
+        is_savepoint=False,
+        vertices=(
+            VertexMetadata(
+                vertex_id=1,
+                name="Source: numbers -> Map",
+                uids=("source", "map"),
+                parallelism=2,
+                max_parallelism=128,
+                subtasks={0: handle("chk-4/v1-0", 100), 1: handle("chk-4/v1-1", 120)},
+            ),
+            VertexMetadata(
+                vertex_id=2,
+                name="Sink: print",
+                uids=("sink",),
+                parallelism=1,
+                max_parallelism=128,
+                finished=True,
+            ),
+        ),
+        coordinators={1: handle("chk-4/coordinator-1", 30), 2: None},
+        properties={"type": "CHECKPOINT", "ünïcode": "✓"},
+    )
+
+
+def test_round_trip() -> None:
+    meta = sample()
+    assert decode_metadata(encode_metadata(meta, KEY), KEY, WHERE) == meta
+
+
+def test_layout_is_magic_version_length_json_mac() -> None:
+    data = encode_metadata(sample(), KEY)
+    magic, version, length = struct.unpack_from(">4sHI", data)
+    assert (magic, version) == (MAGIC, FORMAT_VERSION) == (b"UTWM", 1)
+    assert len(data) == 10 + length + 32
+    body = json.loads(data[10 : 10 + length])  # plain JSON: no pickle anywhere
+    assert body["vertices"][0]["subtasks"]["1"]["path"] == "chk-4/v1-1"
+    assert data[-32:] == hmac.new(KEY, data[:-32], hashlib.sha256).digest()
+
+
+def test_wrong_key_fails_authentication_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = encode_metadata(sample(), KEY)
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("JSON parsed before authentication")
+
+    monkeypatch.setattr(codec.json, "loads", no_parsing)
+    with pytest.raises(CorruptCheckpointError, match="authentication failed") as info:
+        decode_metadata(data, b"another key", WHERE)
+    assert f"{WHERE}/_metadata" in str(info.value)
+    assert info.value.checkpoint == WHERE
+
+
+def test_tampered_body_fails_authentication() -> None:
+    data = bytearray(encode_metadata(sample(), KEY))
+    position = data.index(b"chk-4/v1-1")
+    data[position + 4] ^= 0x01
+    with pytest.raises(CorruptCheckpointError, match="wrong key or tampered"):
+        decode_metadata(bytes(data), KEY, WHERE)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: b"PKL\x00" + d[4:], r"bad magic b'PKL\\x00'"),
+        (lambda d: d[:4] + b"\x00\x02" + d[6:], "unknown format version 2"),
+        (lambda d: d[:-1], "truncated"),
+        (lambda d: d[:7], "shorter than the 10-byte header"),
+        (lambda d: d[:2], "truncated: 2 bytes"),
+        (lambda d: b"", "truncated: 0 bytes"),
+        (lambda d: d + b"\x00", "1 unexpected trailing bytes"),
+    ],
+)
+def test_header_checks(mutate: object, message: str) -> None:
+    data = encode_metadata(sample(), KEY)
+    with pytest.raises(CorruptCheckpointError, match=message):
+        decode_metadata(mutate(data), KEY, WHERE)  # type: ignore[operator]
+
+
+def test_checkpoint_id_must_match_its_directory() -> None:
+    data = encode_metadata(sample(), KEY)
+    assert decode_metadata(data, KEY, WHERE, expected_checkpoint_id=4).checkpoint_id == 4
+    with pytest.raises(CorruptCheckpointError, match="describes checkpoint 4, expected 7"):
+        decode_metadata(data, KEY, "/ckpts/job-1/chk-7", expected_checkpoint_id=7)
+
+
+def signed(body: bytes, key: bytes = KEY) -> bytes:
+    head = struct.pack(">4sHI", MAGIC, FORMAT_VERSION, len(body)) + body
+    return head + hmac.new(key, head, hashlib.sha256).digest()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"[1, 2]", "metadata must be a JSON object"),
+        (b'{"job_id": "x"}', "missing field"),
+        (b"\xff", "malformed"),
+        (b'{"a": NaN}', "non-finite"),
+    ],
+)
+def test_authenticated_but_malformed_body(body: bytes, message: str) -> None:
+    with pytest.raises(CorruptCheckpointError, match=message):
+        decode_metadata(signed(body), KEY, WHERE)
+
+
+def test_malformed_handle_in_authenticated_body() -> None:
+    document = json.loads(encode_metadata(sample(), KEY)[10:-32])
+    document["vertices"][0]["subtasks"]["0"]["path"] = "../../etc/passwd"
+    body = json.dumps(document).encode()
+    with pytest.raises(CorruptCheckpointError, match=r"'\.\.' segment"):
+        decode_metadata(signed(body), KEY, WHERE)
+    document["vertices"][0]["subtasks"] = {"01": document["vertices"][1]["subtasks"]}
+    with pytest.raises(CorruptCheckpointError, match="decimal integer"):
+        decode_metadata(signed(json.dumps(document).encode()), KEY, WHERE)
+
+
+def test_empty_key_is_refused() -> None:
+    with pytest.raises(ValueError):
+        encode_metadata(sample(), b"")
+
+
+def test_total_state_size_counts_each_file_once() -> None:
+    meta = sample()
+    assert total_state_size(meta) == 100 + 120 + 30
+    shared = handle("shared/sst", 1000)
+    vertex = VertexMetadata(3, "x", (), 2, 128, subtasks={0: shared, 1: shared})
+    doubled = CheckpointMetadata("j", 1, 0, 0, False, (vertex,), {3: shared})
+    assert total_state_size(doubled) == 1000
+    assert referenced_files(doubled) == [shared]
+
+
+# -- Hypothesis round trip -------------------------------------------------------------------
+
+ints = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+segments = st.text(
+    st.characters(exclude_characters="/\\\x00:", exclude_categories=["Cs"]), min_size=1
+).filter(lambda s: s not in (".", ".."))
+handles = st.builds(
+    FileHandle,
+    path=st.lists(segments, min_size=1, max_size=3).map("/".join),
+    size=st.integers(min_value=0, max_value=2**40),
+    sha256=st.binary(min_size=32, max_size=32).map(bytes.hex),
+)
+vertices = st.builds(
+    VertexMetadata,
+    vertex_id=ints,
+    name=st.text(),
+    uids=st.lists(st.text(), max_size=4).map(tuple),
+    parallelism=st.integers(min_value=1, max_value=1024),
+    max_parallelism=st.integers(min_value=1, max_value=32768),
+    finished=st.booleans(),
+    subtasks=st.dictionaries(st.integers(min_value=0, max_value=1024), handles, max_size=5),
+)
+metadata = st.builds(
+    CheckpointMetadata,
+    job_id=st.text(),
+    checkpoint_id=st.integers(min_value=0, max_value=2**63 - 1),
+    trigger_timestamp=ints,
+    completion_timestamp=ints,
+    is_savepoint=st.booleans(),
+    vertices=st.lists(vertices, max_size=4).map(tuple),
+    coordinators=st.dictionaries(ints, st.none() | handles, max_size=3),
+    properties=st.dictionaries(st.text(), st.text(), max_size=4),
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(meta=metadata, key=st.binary(min_size=1, max_size=64))
+def test_hypothesis_round_trip(meta: CheckpointMetadata, key: bytes) -> None:
+    data = encode_metadata(meta, key)
+    assert decode_metadata(data, key, WHERE) == meta
+    assert data[10:-32].isascii()
