@@ -392,6 +392,12 @@ class Options:
         "key authenticating checkpoint metadata (hex or text); generated beside the "
         "checkpoints when empty",
     )
+    CHECKPOINT_RETENTION = str_option(
+        "execution.checkpointing.externalized-checkpoint-retention", "NO_EXTERNALIZED_CHECKPOINTS",
+        "what happens to retained checkpoints when the job ends",
+        check=_choice("NO_EXTERNALIZED_CHECKPOINTS", "RETAIN_ON_CANCELLATION",
+                      "DELETE_ON_CANCELLATION"),
+    )  # fmt: skip
     RECOVERY_PATH = str_option(
         "execution.state-recovery.path",
         "",

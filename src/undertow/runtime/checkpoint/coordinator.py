@@ -308,6 +308,30 @@ class CheckpointCoordinator:
         )
         self.gateway.notify_complete(cid)
 
+    def shutdown(self, final_status: str) -> None:
+        """The job ended (``FINISHED``, ``CANCELED`` or ``FAILED``): keep or delete the retained
+        checkpoints as ``execution.checkpointing.externalized-checkpoint-retention`` says
+        (Flink's rules: finished jobs delete them; cancelled jobs keep them only with
+        RETAIN_ON_CANCELLATION; failed jobs keep them unless NO_EXTERNALIZED_CHECKPOINTS)."""
+        self.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+        policy = self.config.get(Options.CHECKPOINT_RETENTION)
+        keep = (final_status == "CANCELED" and policy == "RETAIN_ON_CANCELLATION") or (
+            final_status == "FAILED" and policy != "NO_EXTERNALIZED_CHECKPOINTS"
+        )
+        retained = [c.checkpoint_id for c in self.store.all()]
+        if keep:
+            if retained:
+                self.console(
+                    f"retained checkpoint {retained[-1]} of job {self.job_id[:8]}: "
+                    f"{self.storage.checkpoint_pointer(retained[-1])}"
+                )
+            return
+        for cid in retained:
+            try:
+                self.storage.discard(cid)
+            except OSError as err:
+                log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
+
     # -- restore -------------------------------------------------------------------------------
     def latest_restore_plan(self) -> RestorePlan | None:
         latest = self.store.latest()

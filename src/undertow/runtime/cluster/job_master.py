@@ -310,6 +310,9 @@ class JobMaster:
         finally:
             server.close()
             self._finish_status()
+            if self.coordinator is not None:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, self.coordinator.shutdown, self._status.value)
 
     async def _initial_restore(self) -> RestorePlan | None:
         path = self.config.get(Options.RECOVERY_PATH)

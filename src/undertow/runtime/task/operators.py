@@ -29,6 +29,14 @@ def close_udf(function: Any) -> None:
         close_fn()
 
 
+def notify_udf(function: Any, hook_name: str, checkpoint_id: int) -> None:
+    """Forward a checkpoint notification to a user function that has the hook (PyFlink's
+    ``CheckpointListener``: ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``)."""
+    hook = getattr(function, hook_name, None)
+    if callable(hook):
+        hook(checkpoint_id)
+
+
 class UdfOperator(OneInputStreamOperator):
     """An operator around one user function: opens and closes it with the operator."""
 
@@ -42,6 +50,12 @@ class UdfOperator(OneInputStreamOperator):
 
     def close(self) -> None:
         close_udf(self.function)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        notify_udf(self.function, "notify_checkpoint_complete", checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        notify_udf(self.function, "notify_checkpoint_aborted", checkpoint_id)
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark

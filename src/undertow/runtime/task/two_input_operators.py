@@ -20,7 +20,7 @@ from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import KeyedTimerService, NonKeyedTimerService
 from undertow.runtime.task.keyed_operators import UserTimerFiring
 from undertow.runtime.task.operator import Timestamps, TwoInputStreamOperator
-from undertow.runtime.task.operators import close_udf, open_udf, run_udf
+from undertow.runtime.task.operators import close_udf, notify_udf, open_udf, run_udf
 from undertow.runtime.task.timers import InternalTimer
 from undertow.state.descriptors import MapStateDescriptor
 
@@ -35,6 +35,12 @@ class _TwoInputUdf(TwoInputStreamOperator):
 
     def close(self) -> None:
         close_udf(self.function)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        notify_udf(self.function, "notify_checkpoint_complete", checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        notify_udf(self.function, "notify_checkpoint_aborted", checkpoint_id)
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark
