@@ -3,9 +3,11 @@
 Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`,
 :mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them:
 
-1. *Trigger* (timer): snapshot the source enumerators, create the pending checkpoint, start its
-   timeout, and send the barrier to every source subtask (in one step on the JobMaster loop,
-   so split assignments made after the enumerator snapshot reach readers after their barrier).
+1. *Trigger*: the periodic timer queues a request; the trigger decider (min pause, max
+   concurrent, request priorities) says when it may start. Starting snapshots the source
+   enumerators, creates the pending checkpoint, starts its timeout, and sends the barrier to
+   every source subtask — in one step on the JobMaster loop, so split assignments made after
+   the enumerator snapshot reach readers after their barrier.
 2. *Acknowledge / decline* (messages from subtasks): record the subtask's state file; abort on
    a decline and let the failure manager decide whether the job fails.
 3. *Complete* (all acknowledged): write the enumerator states and the authenticated
@@ -19,6 +21,7 @@ with FLIP-147). Threading: the JobMaster's loop thread; storage calls run on its
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import pickle
 import random
@@ -45,6 +48,15 @@ from undertow.runtime.checkpoint.metadata import (
     encode_metadata,
 )
 from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from undertow.runtime.checkpoint.trigger_decider import (
+    CheckpointTriggerRequest,
+    TriggerNow,
+    TriggerState,
+    WaitUntil,
+    decide,
+    enqueue,
+    remove,
+)
 from undertow.runtime.network.buffer import serialize_object
 from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
 
@@ -125,6 +137,9 @@ class CheckpointCoordinator:
         self.next_id = 1
         self.last_completion_ms = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._wake: asyncio.TimerHandle | None = None
+        self.queue: tuple[CheckpointTriggerRequest, ...] = ()
+        self._request_ids = itertools.count()
         self._timeouts: dict[int, asyncio.TimerHandle] = {}
         self._running = False
         self._completing: set[asyncio.Future[None]] = set()
@@ -148,9 +163,11 @@ class CheckpointCoordinator:
     def stop(self, reason: CheckpointFailureReason) -> None:
         """The attempt ends (failure, cancel, finish): abort what is pending, stop the timer."""
         self._running = False
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self.queue = ()
+        for handle in (self._timer, self._wake):
+            if handle is not None:
+                handle.cancel()
+        self._timer = self._wake = None
         for cid in list(self.pending):
             self._abort(cid, reason, notify=False)
 
@@ -159,23 +176,45 @@ class CheckpointCoordinator:
         self.stop(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
 
     def _schedule(self, delay_s: float) -> None:
+        """The periodic timer: every interval, queue a periodic request and decide."""
         if self._running:
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._trigger)
+            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_period)
 
-    # -- trigger --------------------------------------------------------------------------------
-    def _trigger(self) -> None:
+    def _on_period(self) -> None:
         self._timer = None
         if not self._running:
             return
-        now = _now_ms()
-        wait_ms = 0
-        if len(self.pending) >= self.max_concurrent:
-            wait_ms = self.interval_ms
-        elif self.last_completion_ms and now < self.last_completion_ms + self.min_pause_ms:
-            wait_ms = self.last_completion_ms + self.min_pause_ms - now
-        if wait_ms:
-            self._schedule(wait_ms / 1000.0)
+        request = CheckpointTriggerRequest.periodic(next(self._request_ids), _now_ms())
+        self.queue = enqueue(self.queue, request).queue
+        self._decide()
+        self._schedule(self.interval_ms / 1000.0)
+
+    def _decide(self) -> None:
+        """Ask the trigger decider what to do now, and do it."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if not self._running:
             return
+        now = _now_ms()
+        state = TriggerState(
+            min_pause_ms=self.min_pause_ms,
+            max_concurrent=self.max_concurrent,
+            num_pending=len(self.pending),
+            last_completion_ms=self.last_completion_ms or None,
+            is_triggering=False,
+            queue=self.queue,
+        )
+        decision = decide(now, state)
+        if isinstance(decision, TriggerNow):
+            self.queue = remove(self.queue, decision.request)
+            self._trigger(now)
+        elif isinstance(decision, WaitUntil):
+            delay = max(0, decision.time_ms - now) / 1000.0
+            self._wake = asyncio.get_running_loop().call_later(delay, self._decide)
+
+    # -- trigger --------------------------------------------------------------------------------
+    def _trigger(self, now: int) -> None:
         cid = self.next_id
         self.next_id += 1
         barrier = CheckpointBarrier(cid, now, self.options)
@@ -189,7 +228,6 @@ class CheckpointCoordinator:
         self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
         for vertex_id, subtask in self._sources:
             self.gateway.trigger_source(vertex_id, subtask, barrier)
-        self._schedule(self.interval_ms / 1000.0)
 
     def _expire(self, cid: int) -> None:
         self._timeouts.pop(cid, None)
@@ -235,6 +273,8 @@ class CheckpointCoordinator:
         decision = self.failures.on_failure(cid, reason)
         if isinstance(decision, FailJob):
             self.gateway.fail_job(CheckpointException(reason, f"{decision.message} {detail}"))
+        else:
+            self._decide()
 
     def _discard(self, cid: int) -> None:
         """Delete a checkpoint's directory on the executor; failures are logged, not raised
@@ -307,6 +347,7 @@ class CheckpointCoordinator:
             f"alignment {alignment:.0f} ms ({self.options.alignment.name.lower()})"
         )
         self.gateway.notify_complete(cid)
+        self._decide()
 
     def shutdown(self, final_status: str) -> None:
         """The job ended (``FINISHED``, ``CANCELED`` or ``FAILED``): keep or delete the retained

@@ -132,8 +132,18 @@ class SubtaskCheckpointer:
         for writer in self.writers:
             writer.broadcast_event(barrier, priority=barrier.priority,
                                    blocks=barrier.blocks_upstream)  # fmt: skip
-        snapshot = self.chain.snapshot_state(cid)
-        snapshot.watermark = self.current_watermark()
+        try:
+            snapshot = self.chain.snapshot_state(cid)
+            snapshot.watermark = self.current_watermark()
+            data = pickle.dumps(snapshot, protocol=5) if snapshot.operators else b""
+        except Exception as err:
+            # The barrier is already downstream; this checkpoint fails, the task goes on and
+            # the coordinator's failure manager decides whether the job fails.
+            detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+            log.warning("%s: snapshot of checkpoint %d failed: %s", self.task_name, cid, detail)
+            self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
+                                   f"{self.task_name}: snapshot failed: {detail}")  # fmt: skip
+            return
         sync_ms = (time.perf_counter() - started) * 1000
         metrics = {
             "alignment_duration_ms": alignment * 1000,
@@ -141,12 +151,10 @@ class SubtaskCheckpointer:
             "start_delay_ms": max(0, time.time() * 1000 - barrier.timestamp),
             "unaligned": barrier.options.is_unaligned,
         }
-        if not snapshot.operators:
-            metrics["state_size"] = 0
+        metrics["state_size"] = len(data)
+        if not data:
             self.responder.acknowledge(cid, None, metrics)
             return
-        data = pickle.dumps(snapshot, protocol=5)
-        metrics["state_size"] = len(data)
         if self.state_writer is None or self.executor is None:
             self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
                                    "no checkpoint storage configured")  # fmt: skip

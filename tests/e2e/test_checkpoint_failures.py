@@ -1,0 +1,60 @@
+"""Failing snapshots and execution.checkpointing.tolerable-failed-checkpoints, end to end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from undertow.common import WatermarkStrategy
+from undertow.datastream import KeyedProcessFunction, RuntimeContext
+from undertow.datastream.connectors import DataGeneratorSource
+from undertow.datastream.state import ValueStateDescriptor
+from undertow.runtime.checkpoint.failure import CheckpointException
+
+
+class Unpicklable:
+    """State that cannot be snapshotted: every checkpoint of its operator fails."""
+
+    def __reduce__(self) -> Any:
+        raise RuntimeError("injected snapshot failure")
+
+
+class KeepsBadState(KeyedProcessFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.state = runtime_context.get_state(ValueStateDescriptor("bad"))
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        self.state.update(Unpicklable())
+        yield value
+
+
+def _job(make_env: Any, tmp_path: Any, tolerable: int) -> Any:
+    env = make_env(
+        parallelism=1,
+        config={
+            "execution.checkpointing.interval": "50 ms",
+            "execution.checkpointing.dir": str(tmp_path),
+            "execution.checkpointing.tolerable-failed-checkpoints": str(tolerable),
+            "restart-strategy.type": "none",
+        },
+    )
+    source = DataGeneratorSource(lambda i: i % 5, count=3000, records_per_second=3000)
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
+    return stream.key_by(lambda v: v).process(KeepsBadState()).name("keeper")
+
+
+def test_failing_snapshot_fails_the_job_when_no_failure_is_tolerated(
+    make_env: Any, tmp_path: Any
+) -> None:
+    with pytest.raises(CheckpointException) as info:
+        list(_job(make_env, tmp_path, tolerable=0).execute_and_collect())
+    message = str(info.value)
+    assert "tolerable-failed-checkpoints=0" in message
+    assert "snapshot failed" in message and "injected snapshot failure" in message
+    assert "keeper" in message
+
+
+def test_failing_snapshots_are_tolerated_up_to_the_limit(make_env: Any, tmp_path: Any) -> None:
+    records = list(_job(make_env, tmp_path, tolerable=1000).execute_and_collect())
+    assert len(records) == 3000
