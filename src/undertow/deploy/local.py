@@ -59,6 +59,10 @@ class ThreadLauncher:
         # Threads cannot be killed; they are daemons and stop with their loop's connections.
         pass
 
+    def exited(self) -> list[int]:
+        """Workers whose thread has ended."""
+        return [i for i, thread in enumerate(self.threads) if not thread.is_alive()]
+
     def describe_exit(self, worker_index: int) -> str:
         if worker_index in self.errors:
             return f"thread failed: {self.errors[worker_index]!r}"
@@ -108,7 +112,14 @@ class ProcessLauncher:
         if worker_index >= len(self.processes):
             return "not started"
         proc = self.processes[worker_index]
-        code = proc.poll()
-        if code is None:
+        try:  # a dead process is reaped a moment after its sockets close
+            code = proc.wait(0.5)
+        except subprocess.TimeoutExpired:
             return f"process {proc.pid} still running"
+        if code < 0:
+            return f"process {proc.pid} killed by signal {-code}"
         return f"process {proc.pid} exit code {code}"
+
+    def exited(self) -> list[int]:
+        """Workers whose process has ended."""
+        return [i for i, proc in enumerate(self.processes) if proc.poll() is not None]

@@ -1,0 +1,42 @@
+"""undertow's testing kit, shipped to users.
+
+* :mod:`undertow.testing.harness`: run one operator without a job (keyed or not), with a
+  manual processing-time clock, and inspect its output, side outputs, watermarks and timers.
+* :mod:`undertow.testing.oracle`: the exactly-once oracle — a generator source with verifiable
+  records, verifying operators and sink, fault injection (scheduled failures, failing
+  snapshots, kill -9 of workers) and :class:`~undertow.testing.oracle.OracleResult`, whose six
+  counts (lost, duplicated, out of order, corrupt, state and key-group mismatches) must be 0.
+"""
+
+from undertow.testing.harness import KeyedOneInputOperatorTestHarness, OneInputOperatorTestHarness
+from undertow.testing.oracle import (
+    FailingMap,
+    FailingSnapshot,
+    InjectedFailure,
+    OracleResult,
+    OracleSource,
+    OracleStatefulFunction,
+    VerifyingMap,
+    VerifyingSink,
+    WorkerKiller,
+    build_pipeline,
+    kill_worker_process,
+    verify_record,
+)
+
+__all__ = [
+    "FailingMap",
+    "FailingSnapshot",
+    "InjectedFailure",
+    "KeyedOneInputOperatorTestHarness",
+    "OneInputOperatorTestHarness",
+    "OracleResult",
+    "OracleSource",
+    "OracleStatefulFunction",
+    "VerifyingMap",
+    "VerifyingSink",
+    "WorkerKiller",
+    "build_pipeline",
+    "kill_worker_process",
+    "verify_record",
+]

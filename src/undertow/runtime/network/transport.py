@@ -104,16 +104,20 @@ class TcpConnection:
         if send.blocks_upstream:
             flags |= _BLOCKS
         head = _BUFFER.pack(b"B", channel_id, send.sequence_number, send.backlog, flags)
+        if self.writer.is_closing():
+            return  # the peer is gone; the worker is failing its tasks already
         self.writer.writelines([frame_header(len(head) + len(data)), head, data])
         self.bytes_sent += len(data)
 
     def send_credit(self, channel_id: int, credit: int) -> None:
         body = _CREDIT.pack(b"C", channel_id, credit)
-        self.writer.writelines([frame_header(len(body)), body])
+        if not self.writer.is_closing():
+            self.writer.writelines([frame_header(len(body)), body])
 
     def send_resume(self, channel_id: int) -> None:
         body = _RESUME.pack(b"R", channel_id)
-        self.writer.writelines([frame_header(len(body)), body])
+        if not self.writer.is_closing():
+            self.writer.writelines([frame_header(len(body)), body])
 
     # -- receiving -------------------------------------------------------------------------------
     async def _read_loop(self) -> None:

@@ -1,0 +1,141 @@
+"""Recovery and checkpoint cost on the ``local`` target.
+
+1. *Recovery*: a keyed job runs with checkpoints every 500 ms; one worker process is killed
+   with SIGKILL; the time until the sink receives a record of the restarted attempt is the
+   recovery time. Baseline in the same run: the time from submitting the same job to its first
+   record (a cold start). Target: records flow again <= 3 s after the kill.
+2. *Checkpoint size and duration with 1 M keys*: a keyed sum over keys 0..999,999; once every
+   key has state, the durations and sizes of completed checkpoints are read from the
+   coordinator. Baseline: pickling a dict of the same 1 M entries in this process.
+
+Usage: ``python benchmarks/recovery.py [--keys N] [--seed S]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import random
+import signal
+import statistics
+import tempfile
+import time
+from typing import Any
+
+from undertow.common import Configuration, WatermarkStrategy
+from undertow.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
+from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+
+
+class TagAttempt(MapFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, value: Any) -> Any:
+        return (value[0], value[1], self.attempt)
+
+
+def worker_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if b"undertow.deploy.worker_process" in f.read():
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def env_for(checkpoint_dir: str, interval: str) -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({
+            "execution.target": "local",
+            "execution.checkpointing.interval": interval,
+            "execution.checkpointing.dir": checkpoint_dir,
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "3",
+            "restart-strategy.fixed-delay.delay": "0 ms",
+            "execution.buffer-timeout": "10 ms",
+        })
+    )  # fmt: skip
+    env.set_parallelism(2)
+    return env
+
+
+def recovery(seed: int) -> tuple[float, float]:
+    env = env_for(tempfile.mkdtemp(prefix="undertow-bench-"), "500 ms")
+    source = DataGeneratorSource(lambda i: (i % 100, 1), count=None, records_per_second=20_000)
+    stream = (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
+        .key_by(lambda t: t[0])
+        .sum(1)
+        .map(TagAttempt())
+    )
+    submitted = time.perf_counter()
+    records = stream.execute_and_collect()
+    next(records)
+    cold_start = time.perf_counter() - submitted
+    time.sleep(2.0)  # let a few checkpoints complete
+    rng = random.Random(seed)
+    victim = rng.choice(sorted(worker_pids()))
+    killed = time.perf_counter()
+    os.kill(victim, signal.SIGKILL)
+    for _, _, attempt in records:
+        if attempt > 0:
+            break
+    recovered = time.perf_counter() - killed
+    records.close()
+    return cold_start, recovered
+
+
+def checkpoint_cost(keys: int) -> tuple[list[float], list[int], float]:
+    env = env_for(tempfile.mkdtemp(prefix="undertow-bench-"), "2 s")
+    source = DataGeneratorSource(lambda i: (i % keys, 1), count=None)
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
+        .key_by(lambda t: t[0])
+        .sum(1)
+        .sink_to(DiscardingSink())
+    )
+    client = env.execute_async("checkpoint cost")
+    coordinator = client._master.coordinator
+    assert coordinator is not None
+    deadline = time.monotonic() + 120
+    # wait until every key has state: 2 checkpoints after all keys were generated at least once
+    while time.monotonic() < deadline and len(coordinator.stats) < 5:
+        time.sleep(0.5)
+    client.cancel()
+    stats = coordinator.stats[-3:]
+    state = {k: (k, 1) for k in range(keys)}
+    start = time.perf_counter()
+    pickle.dumps(state, protocol=5)
+    baseline = time.perf_counter() - start
+    return [s.duration_ms / 1000 for s in stats], [s.state_size for s in stats], baseline
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
+    args = parser.parse_args()
+    print(f"seed {args.seed}")
+    cold, recovered = recovery(args.seed)
+    print(f"{'measure':<44}{'seconds':>10}{'vs baseline':>13}")
+    print(f"{'cold start to first record (baseline)':<44}{cold:>10.2f}{1.0:>13.2f}")
+    print(f"{'kill -9 of a worker to records flowing again':<44}{recovered:>10.2f}"
+          f"{recovered / cold:>13.2f}")  # fmt: skip
+    durations, sizes, baseline = checkpoint_cost(args.keys)
+    median = statistics.median(durations)
+    print(
+        f"{f'pickle {args.keys:,} entries in-process (baseline)':<44}{baseline:>10.2f}{1.0:>13.2f}"
+    )
+    print(f"{f'checkpoint with {args.keys:,} keys (median of 3)':<44}{median:>10.2f}"
+          f"{median / baseline:>13.2f}")  # fmt: skip
+    print(f"checkpoint sizes: {', '.join(f'{s / 2**20:.1f} MiB' for s in sizes)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Fault injection for the oracle (TESTING.md, "Faults"): scheduled failures and random kills.
+
+Scheduled failures follow Flink's ``UnalignedCheckpointITCase`` recipe: each failure is tied to
+an attempt and a completed-checkpoint count, so it lands at a protocol-relevant point and
+happens exactly once. Entry ``i`` of ``fail_after_checkpoints`` fires in attempt
+``first_attempt + i`` (the runtime context's attempt number: 0 at the first deployment, +1 per
+restart), on subtask ``subtask`` only, as soon as a checkpoint with id ``>= k`` completed in that
+attempt (checkpoint ids count the job's checkpoints over all attempts). So a run with the
+schedule ``[2, 5]`` fails twice and finishes in attempt 2; a missing failure shows as fewer
+restarts, an unexpected one as more (or as a job failure, with exactly as many restarts
+allowed as failures scheduled).
+
+Completed checkpoints reach the functions through ``notify_checkpoint_complete(checkpoint_id)``,
+which the runtime calls on every operator after a checkpoint completed.
+
+* :class:`FailingMap`: an identity ``MapFunction`` that raises :class:`InjectedFailure` from
+  ``map`` when due.
+* :class:`FailingSnapshot`: an identity ``MapFunction`` for a *keyed* stream (or hosted by
+  :class:`~undertow.testing.oracle.OracleStatefulFunction`) that makes its operator's
+  *snapshot* fail when due: it keeps a trap value in keyed state whose pickling raises.
+* :func:`kill_worker_process` / :class:`WorkerKiller`: ``kill -9`` of a random worker process
+  of the ``local`` target, chosen (and timed) by a printed seed, so a failing run replays.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from undertow.api.functions import MapFunction, RuntimeContext
+from undertow.state.descriptors import ValueStateDescriptor
+
+WORKER_MODULE = "undertow.deploy.worker_process"
+SEED_ENV = "UNDERTOW_ORACLE_SEED"
+
+
+class InjectedFailure(Exception):
+    """A failure raised on purpose by the oracle's fault injection."""
+
+
+class _ScheduledFailures:
+    """Which failure (if any) this subtask owes in this attempt, and when it is due."""
+
+    def __init__(self, what: str, fail_after_checkpoints: Sequence[int], first_attempt: int,
+                 subtask: int) -> None:  # fmt: skip
+        schedule = [int(k) for k in fail_after_checkpoints]
+        if any(k < 1 for k in schedule) or first_attempt < 0 or subtask < 0:
+            raise ValueError(
+                f"{what}: checkpoint counts must be >= 1, first_attempt and subtask >= 0; got "
+                f"{schedule}, {first_attempt}, {subtask}"
+            )
+        self.what = what
+        self.schedule = tuple(schedule)
+        self.first_attempt = first_attempt
+        self.subtask = subtask
+        self.due_after: int | None = None
+        self.latest_completed = 0
+        self.attempt = 0
+        self.index = 0
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.attempt = runtime_context.get_attempt_number()
+        self.index = runtime_context.get_index_of_this_subtask()
+        parallelism = runtime_context.get_number_of_parallel_subtasks()
+        entry = self.attempt - self.first_attempt
+        mine = self.index == self.subtask % parallelism
+        self.due_after = self.schedule[entry] if mine and 0 <= entry < len(self.schedule) else None
+        self.latest_completed = 0
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.latest_completed = max(self.latest_completed, checkpoint_id)
+
+    def fire_if_due(self) -> None:
+        due = self.due_after
+        if due is None or self.latest_completed < due:
+            return
+        self.due_after = None
+        entry = self.attempt - self.first_attempt
+        raise InjectedFailure(
+            f"{self.what}: scheduled failure {entry + 1} of {len(self.schedule)} (attempt "
+            f"{self.attempt}, subtask {self.index}, checkpoint {self.latest_completed} completed,"
+            f" due after {due})"
+        )
+
+
+class FailingMap(MapFunction):
+    """Identity map that raises :class:`InjectedFailure` per the schedule (module doc)."""
+
+    def __init__(self, fail_after_checkpoints: Sequence[int], first_attempt: int = 0,
+                 subtask: int = 0) -> None:  # fmt: skip
+        self._failures = _ScheduledFailures("FailingMap.map", fail_after_checkpoints,
+                                            first_attempt, subtask)  # fmt: skip
+
+    @property
+    def scheduled_failures(self) -> int:
+        return len(self._failures.schedule)
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._failures.open(runtime_context)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._failures.notify_checkpoint_complete(checkpoint_id)
+
+    def map(self, value: Any) -> Any:
+        self._failures.fire_if_due()
+        return value
+
+
+class _SnapshotTrap:
+    """A keyed-state value whose pickling (the operator's synchronous snapshot) may raise."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: _ScheduledFailures | None) -> None:
+        self.owner = owner
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        if self.owner is not None:
+            self.owner.fire_if_due()
+        return _inert_trap, ()
+
+
+def _inert_trap() -> _SnapshotTrap:
+    return _SnapshotTrap(None)
+
+
+class FailingSnapshot(MapFunction):
+    """Identity map for a keyed stream whose operator's snapshot raises :class:`InjectedFailure`
+    per the schedule (module doc): the first snapshot taken once the failure is due fails.
+
+    It needs keyed state: use it on a ``KeyedStream`` or hand it to
+    :class:`~undertow.testing.oracle.OracleStatefulFunction`, which calls ``open``,
+    ``notify_checkpoint_complete`` and ``map`` on it."""
+
+    def __init__(self, fail_after_checkpoints: Sequence[int], first_attempt: int = 0,
+                 subtask: int = 0) -> None:  # fmt: skip
+        self._failures = _ScheduledFailures("FailingSnapshot.snapshot", fail_after_checkpoints,
+                                            first_attempt, subtask)  # fmt: skip
+        self._armed = False
+
+    @property
+    def scheduled_failures(self) -> int:
+        return len(self._failures.schedule)
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._failures.open(runtime_context)
+        self._state = runtime_context.get_state(ValueStateDescriptor("oracle-failing-snapshot"))
+        self._armed = False
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._failures.notify_checkpoint_complete(checkpoint_id)
+
+    def map(self, value: Any) -> Any:
+        if not self._armed and self._failures.due_after is not None:
+            self._state.update(_SnapshotTrap(self._failures))  # under the current key
+            self._armed = True
+        return value
+
+
+# --- random kills (target ``local``) ------------------------------------------------------------
+
+
+def oracle_seed() -> int:
+    """The seed of a randomized run: ``$UNDERTOW_ORACLE_SEED`` if set (to replay), else random."""
+    configured = os.environ.get(SEED_ENV)
+    return int(configured) if configured else random.SystemRandom().randrange(2**32)
+
+
+def worker_process_pids() -> list[int]:
+    """Pids of live worker processes (``python -m undertow.deploy.worker_process``) that are
+    children of this process, found through ``/proc``; sorted."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as f:
+                after_name = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        state, parent = after_name[0], int(after_name[1])
+        if WORKER_MODULE in cmdline and parent == me and state not in ("Z", "X"):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def kill_worker_process(seed: int) -> int | None:
+    """``kill -9`` one worker process of this process, chosen by ``seed``; returns its pid, or
+    ``None`` if there is none. Prints the seed and the pid (replay with the same seed)."""
+    pids = worker_process_pids()
+    if not pids:
+        print(f"[oracle] kill_worker_process(seed={seed}): no worker process to kill")
+        return None
+    pid = random.Random(seed).choice(pids)
+    print(f"[oracle] kill_worker_process(seed={seed}): kill -9 worker pid {pid} of {pids}")
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+class WorkerKiller:
+    """Kills one worker process (:func:`kill_worker_process`) after a delay drawn from
+    ``[earliest_s, latest_s]`` by ``seed``, on a daemon thread; ``start`` then ``join``."""
+
+    def __init__(self, seed: int, earliest_s: float, latest_s: float) -> None:
+        if not 0 <= earliest_s <= latest_s:
+            raise ValueError(f"need 0 <= earliest_s <= latest_s, got {earliest_s}, {latest_s}")
+        self.seed = seed
+        self.delay_s = random.Random(seed).uniform(earliest_s, latest_s)
+        self.killed_pid: int | None = None
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="oracle-worker-killer",
+                                        daemon=True)  # fmt: skip
+        print(f"[oracle] WorkerKiller(seed={seed}): kill -9 a worker after {self.delay_s:.3f} s")
+
+    def _run(self) -> None:
+        if not self._cancel.wait(self.delay_s):
+            self.killed_pid = kill_worker_process(self.seed)
+
+    def start(self) -> WorkerKiller:
+        self._thread.start()
+        return self
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def join(self, timeout: float | None = None) -> int | None:
+        """Wait for the kill; the killed pid, or ``None`` if none was killed."""
+        self._thread.join(timeout)
+        return self.killed_pid

@@ -1,0 +1,225 @@
+"""``OracleSource``: the oracle's bounded FLIP-27 generator (TESTING.md, "The oracle").
+
+Keys are ``0 .. keys-1``; key ``k`` emits ``seq = 1 .. records_per_key``, in order. The source
+has one split per reader subtask and split ``i`` of ``n`` owns the keys ``k`` with
+``k % n == i``, so every key is owned by exactly one split and its order is defined. A split
+interleaves its keys: its record at position ``j`` is key ``keys[j % len(keys)]``, seq
+``j // len(keys) + 1``, so all keys advance together.
+
+Checkpoints: a split's position is the number of records it emitted; the reader's
+``snapshot_state`` returns copies of its splits with their positions, and a split restored
+from a checkpoint resumes right after the last record emitted before that checkpoint. The
+enumerator's state is the list of splits not assigned yet, and ``restore_enumerator`` resumes
+from it (a fresh enumerator would hand out splits a second time).
+
+``records_per_second`` throttles each reader, so that a small job lives long enough for
+checkpoints (and failures between them) to happen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from undertow.connectors.source import (
+    Boundedness,
+    InputStatus,
+    ReaderOutput,
+    Source,
+    SourceReader,
+    SourceReaderContext,
+    SourceSplit,
+    SplitEnumerator,
+    SplitEnumeratorContext,
+    StaticSplitEnumerator,
+)
+from undertow.testing._oracle_records import (
+    DEFAULT_SIZES,
+    OracleRecord,
+    SizeClass,
+    _check_sizes,
+    make_record,
+)
+
+_MAX_BATCH = 256
+
+
+@dataclass(slots=True)
+class OracleSplit(SourceSplit):
+    """Keys ``keys`` (each emitting ``1 .. records_per_key``) and how many records went out."""
+
+    index: int
+    keys: tuple[int, ...]
+    records_per_key: int
+    sizes: tuple[SizeClass, ...] = DEFAULT_SIZES
+    seed: int = 0
+    position: int = 0
+
+    def split_id(self) -> str:
+        return f"oracle-{self.index}"
+
+    @property
+    def total(self) -> int:
+        """Records this split emits in all."""
+        return len(self.keys) * self.records_per_key
+
+    @property
+    def is_finished(self) -> bool:
+        return self.position >= self.total
+
+    def key_seq_at(self, position: int) -> tuple[int, int]:
+        """(key, seq) of the record at ``position`` (0-based)."""
+        if not 0 <= position < self.total:
+            raise IndexError(f"split {self.index}: position {position} not in [0, {self.total})")
+        width = len(self.keys)
+        return self.keys[position % width], position // width + 1
+
+    def next_batch(self, limit: int) -> list[OracleRecord]:
+        """Up to ``limit`` records from the current position on; advances the position."""
+        end = min(self.total, self.position + limit)
+        keys, width, sizes, seed = self.keys, len(self.keys), self.sizes, self.seed
+        batch = [
+            make_record(keys[j % width], j // width + 1, sizes, seed)
+            for j in range(self.position, end)
+        ]
+        self.position = end
+        return batch
+
+    def copy(self) -> OracleSplit:
+        return replace(self)
+
+
+class OracleSourceReader(SourceReader[OracleSplit]):
+    """Reads its splits one after another, at most ``records_per_second`` records a second.
+
+    Runs on the source task's loop thread; never blocks (over the rate it answers
+    ``NOTHING_AVAILABLE`` and the task retries after a short back-off)."""
+
+    def __init__(self, context: SourceReaderContext, records_per_second: float | None) -> None:
+        self.context = context
+        self.rate = records_per_second
+        self.batch_size = (
+            _MAX_BATCH if records_per_second is None
+            else max(1, min(_MAX_BATCH, int(records_per_second / 50)))
+        )  # fmt: skip
+        self.splits: list[OracleSplit] = []
+        self.current: OracleSplit | None = None
+        self.no_more_splits = False
+        self._requested = False
+        self._emitted = 0
+        self._started_at = 0.0
+
+    def start(self) -> None:
+        if not self.splits:
+            self._request()
+
+    def _request(self) -> None:
+        if not self._requested:
+            self._requested = True
+            self.context.send_split_request()
+
+    def add_splits(self, splits: list[OracleSplit]) -> None:
+        self.splits.extend(splits)
+        self._requested = False
+        self.context.notify_available()
+
+    def notify_no_more_splits(self) -> None:
+        self.no_more_splits = True
+        self._requested = False
+        self.context.notify_available()
+
+    def poll_next(self, output: ReaderOutput) -> InputStatus:
+        if self.rate is not None:
+            now = time.monotonic()
+            if not self._started_at:
+                self._started_at = now
+            if self._emitted > (now - self._started_at) * self.rate:
+                return InputStatus.NOTHING_AVAILABLE
+        while True:
+            if self.current is None:
+                if not self.splits:
+                    if self.no_more_splits:
+                        return InputStatus.END_OF_INPUT
+                    self._request()
+                    return InputStatus.NOTHING_AVAILABLE
+                self.current = self.splits.pop(0)
+            batch = self.current.next_batch(self.batch_size)
+            if batch:
+                self._emitted += len(batch)
+                output.collect_batch(batch, None)
+                return InputStatus.MORE_AVAILABLE
+            self.current = None
+
+    def snapshot_state(self, checkpoint_id: int) -> list[OracleSplit]:
+        """Copies of the unfinished splits, with the positions reached so far."""
+        owned = ([self.current] if self.current is not None else []) + self.splits
+        return [split.copy() for split in owned if not split.is_finished]
+
+
+class OracleSource(Source[OracleSplit]):
+    """Bounded source of ``keys * records_per_key`` :class:`OracleRecord` s (see the module doc).
+
+    ``sizes`` is the payload size mix, ``seed`` varies which record gets which size, and
+    ``records_per_second`` (per reader; ``None``: unthrottled) slows the source down.
+    """
+
+    def __init__(
+        self,
+        keys: int,
+        records_per_key: int,
+        sizes: Sequence[SizeClass] = DEFAULT_SIZES,
+        seed: int = 0,
+        records_per_second: float | None = None,
+    ) -> None:
+        if keys < 1 or records_per_key < 1:
+            raise ValueError(
+                f"OracleSource needs keys >= 1 and records_per_key >= 1, got {keys} and "
+                f"{records_per_key}"
+            )
+        if records_per_second is not None and records_per_second <= 0:
+            raise ValueError(f"records_per_second must be > 0, got {records_per_second}")
+        self.keys = keys
+        self.records_per_key = records_per_key
+        self.sizes = _check_sizes(sizes)
+        self.seed = seed
+        self.records_per_second = records_per_second
+
+    @property
+    def total_records(self) -> int:
+        return self.keys * self.records_per_key
+
+    def splits(self, parallelism: int) -> list[OracleSplit]:
+        """The splits for ``parallelism`` readers: split ``i`` owns the keys ``k`` with
+        ``k % parallelism == i``."""
+        if parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {parallelism}")
+        return [
+            OracleSplit(
+                i,
+                tuple(range(i, self.keys, parallelism)),
+                self.records_per_key,
+                self.sizes,
+                self.seed,
+            )
+            for i in range(parallelism)
+            if i < self.keys
+        ]
+
+    def get_boundedness(self) -> Boundedness:
+        return Boundedness.BOUNDED
+
+    def create_reader(self, context: SourceReaderContext) -> SourceReader[OracleSplit]:
+        return OracleSourceReader(context, self.records_per_second)
+
+    def create_enumerator(
+        self, context: SplitEnumeratorContext[OracleSplit]
+    ) -> SplitEnumerator[OracleSplit]:
+        return StaticSplitEnumerator(context, self.splits(context.current_parallelism()))
+
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[OracleSplit], checkpoint: Any
+    ) -> SplitEnumerator[OracleSplit]:
+        """Resume handing out the splits that were not assigned at the checkpoint."""
+        return StaticSplitEnumerator(context, [s.copy() for s in (checkpoint or [])])
