@@ -134,3 +134,19 @@ def test_random_worker_kill_with_checkpoints(make_env: EnvFactory, tmp_path: Pat
     assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, oracle
+
+
+def test_at_least_once_checkpoints_lose_nothing(make_env: EnvFactory, tmp_path: Path) -> None:
+    """AT_LEAST_ONCE: barriers are only counted (no alignment, nothing blocks), so records may
+    be replayed after a failure, but none may be lost or corrupted."""
+    config = checkpointing(tmp_path, restarts=1)
+    config["execution.checkpointing.mode"] = "AT_LEAST_ONCE"
+    env = make_env(parallelism=2, config=config)
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
+    build_pipeline(env, source, failing_map=FailingMap([2]))
+
+    oracle = OracleResult.from_job_result(run(env, "oracle at-least-once"), KEYS, RECORDS_PER_KEY)
+
+    assert oracle.restarts == 1
+    assert oracle.lost == 0 and oracle.corrupt == 0, oracle
+    assert oracle.keygroup_mismatch == 0, oracle

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from undertow.cli.checkpoints import list_checkpoints
 from undertow.runtime.checkpoint.metadata import (
     CheckpointMetadata,
     VertexMetadata,
@@ -39,7 +40,6 @@ from undertow.storage import (
     load_or_create_key,
     read_key,
 )
-from undertow.storage.listing import list_checkpoints
 
 SEED = int(os.environ.get("UNDERTOW_CORRUPTION_SEED", "20240607"))
 ROUNDS = 100

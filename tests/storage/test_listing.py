@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pickle
 
+from undertow.cli.checkpoints import list_checkpoints
 from undertow.runtime.checkpoint.metadata import (
     CheckpointMetadata,
     VertexMetadata,
     encode_metadata,
 )
 from undertow.storage import KEY_FILE, load_or_create_key
-from undertow.storage.listing import list_checkpoints
 
 from .conftest import Backend
 

@@ -3,6 +3,10 @@
 ``undertow run JOB.py [--parallelism N] [--target local|local-threads] [-D key=value ...]``
 runs a job script as ``__main__`` with those options as defaults of every
 ``StreamExecutionEnvironment`` it creates (the script's own settings win, as in Flink).
+
+``undertow checkpoints DIR [--job JOB_ID] [--key KEY]`` lists the completed checkpoints under a
+checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
+why not) and exits with 1 if any does not verify (see :mod:`undertow.cli.checkpoints`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import argparse
 import runpy
 import sys
 
+from undertow.cli import checkpoints
 from undertow.core.config import Options
 from undertow.core.errors import UndertowError
 from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
@@ -34,11 +39,25 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where the job runs (execution.target)")  # fmt: skip
     run.add_argument("-D", dest="defines", action="append", type=_define, default=[],
                      metavar="KEY=VALUE", help="set any configuration option")  # fmt: skip
+    listing = sub.add_parser(
+        "checkpoints", help="list the checkpoints under a directory and verify them"
+    )
+    listing.add_argument("directory", help="checkpoint directory (execution.checkpointing.dir)")
+    listing.add_argument("--job", metavar="JOB_ID", help="only this job's checkpoints")
+    listing.add_argument("--key", metavar="KEY",
+                         help="metadata key (hex or text, as undertow.checkpointing.hmac-key); "
+                              "default: the key file in DIR")  # fmt: skip
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "checkpoints":
+        try:
+            return checkpoints.run(args.directory, args.job, args.key)
+        except UndertowError as err:
+            print(f"undertow: {err}", file=sys.stderr)
+            return 2
     for key, value in args.defines:
         CLI_DEFAULTS.set_string(key, value)
     if args.parallelism is not None:

@@ -405,6 +405,27 @@ class Options:
         deprecated_keys=("execution.savepoint.path",),
     )
     ALIGNED_TIMEOUT = duration_option("execution.checkpointing.aligned-checkpoint-timeout", 0)
+    # REST and metrics --------------------------------------------------------------------
+    REST_PORT = int_option(
+        "rest.port",
+        8081,
+        "port of the JobMaster's REST API; 0 picks a free port, -1 disables the server. Unset "
+        "on the local targets (local, local-threads) it means 0, as in Flink's MiniCluster",
+        check=lambda port: None if -1 <= port <= 65535 else "must be in [-1, 65535]",
+    )
+    REST_BIND_ADDRESS = str_option(
+        "rest.bind-address", "127.0.0.1", "address the REST API listens on; keep it on loopback"
+    )
+    CHECKPOINTS_HISTORY = int_option(
+        "web.checkpoints.history", 10, "checkpoints the REST API remembers", check=_positive
+    )
+    METRICS_REPORT_INTERVAL = duration_option(
+        "undertow.metrics.report-interval",
+        1000,
+        "how often workers send task metrics (records, busy / backpressured / idle time) to "
+        "the JobMaster",
+        check=_positive,
+    )
     # state -------------------------------------------------------------------------------
     STATE_BACKEND = str_option("state.backend.type", "hashmap")
     # restart -----------------------------------------------------------------------------

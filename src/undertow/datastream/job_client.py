@@ -17,6 +17,11 @@ class JobClient:
     def get_job_status(self) -> JobStatus:
         return self._master.status
 
+    def get_rest_address(self) -> str | None:
+        """The job's REST API (``http://127.0.0.1:PORT``, Flink's endpoints and JSON), or None
+        when ``rest.port`` is -1. It answers while the job runs and closes when it ends."""
+        return self._master.rest_url
+
     def cancel(self) -> None:
         """Ask the job to stop; ``get_job_execution_result`` then raises ``JobCancelledError``."""
         self._master.cancel()

@@ -1,8 +1,8 @@
 """Checkpoint storage: files, the atomic ``_metadata`` commit, and the metadata key.
 
 Below the runtime and above ``core`` in the layering: it knows files, paths and checksums,
-not what a checkpoint means. :mod:`undertow.storage.listing` (for the CLI) is the exception:
-it also decodes metadata, so it is not re-exported here; import it directly.
+not what a checkpoint means. Listing and verifying checkpoints, which needs the metadata codec
+too, is :mod:`undertow.cli.checkpoints`.
 """
 
 from undertow.storage.checkpoint_storage import (

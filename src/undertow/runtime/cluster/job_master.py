@@ -14,8 +14,17 @@ completed checkpoint; messages of older attempts are dropped (fencing).
 It also hosts the split enumerators of the job's sources, prints what ``print()`` sinks send,
 and queues what ``execute_and_collect`` sinks send.
 
+Monitoring: workers' ``TaskMetricsReport`` samples go to a :class:`TaskMetricsStore`; triggers,
+acknowledgements, declines, completions, aborts and restores go to a
+:class:`CheckpointStatsTracker`; :meth:`JobMaster.job_view` freezes both with the job's state
+into a :class:`JobView`. The REST API (:mod:`undertow.web.rest`) serves that view; the JobMaster
+starts it on its loop before the first attempt (a port that is taken fails ``start``) and closes
+it when the job has ended. It is the one module of a higher layer the runtime uses: imported
+lazily, handed only a view-building callable, and never imported when ``rest.port`` is -1.
+
 Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public methods
-(``start``, ``cancel``, ``wait``, ``status``) may be called from any thread.
+(``start``, ``cancel``, ``wait``, ``status``, ``rest_url``) may be called from any thread;
+``job_view`` only on the loop.
 """
 
 from __future__ import annotations
@@ -32,13 +41,19 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import cloudpickle
 
 from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import JobCancelledError, JobExecutionError, UndertowError
+from undertow.core.errors import (
+    ConfigurationError,
+    JobCancelledError,
+    JobExecutionError,
+    UndertowError,
+)
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator, RestorePlan
@@ -61,9 +76,19 @@ from undertow.runtime.cluster.messages import (
     SplitRequest,
     TaskFailed,
     TaskFinished,
+    TaskMetricsReport,
     TasksDeployed,
     TriggerCheckpoint,
     WorkerFailed,
+)
+from undertow.runtime.cluster.metrics import (
+    CheckpointStatsTracker,
+    ExecutionState,
+    JobView,
+    TaskMetricsStore,
+    VertexInput,
+    VertexView,
+    vertex_rest_id,
 )
 from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
 from undertow.runtime.cluster.restart import GiveUp, restart_strategy
@@ -95,6 +120,15 @@ class JobStatus(enum.Enum):
 
     def is_terminal_state(self) -> bool:
         return self.is_globally_terminal_state() or self is JobStatus.SUSPENDED
+
+
+class RestServer(Protocol):
+    """What the JobMaster keeps of its REST endpoint (:class:`undertow.web.rest.RestEndpoint`)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def close(self) -> None: ...
 
 
 class WorkerLauncher(Protocol):
@@ -173,6 +207,11 @@ class _Attempt:
         self.registered: dict[int, RegisterWorker] = {}
         self.deployed: set[int] = set()
         self.finished: set[tuple[int, int]] = set()
+        self.failed: set[tuple[int, int]] = set()
+        #: (vertex id, subtask) -> when it finished (epoch ms)
+        self.finished_at: dict[tuple[int, int], int] = {}
+        #: When the tasks were deployed (epoch ms); -1 before.
+        self.deployed_at = -1
         self.accumulators: dict[str, Any] = {}
         self.enumerators: dict[int, SplitEnumerator[Any]] = {}
         self.all_registered = asyncio.Event()
@@ -201,6 +240,9 @@ class JobMaster:
         self.attempt = 0
         self.num_restarts = 0
         self._status = JobStatus.INITIALIZING
+        self._status_times: dict[JobStatus, int] = {JobStatus.INITIALIZING: _now_ms()}
+        self._start_ms = _now_ms()
+        self._end_ms = -1
         self._failure: UndertowError | None = None
         self._cancel_requested = False
         self._current: _Attempt | None = None
@@ -212,6 +254,16 @@ class JobMaster:
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] = ("", 0)
         self._restart = restart_strategy(self.config)
+        self._startup_error: UndertowError | None = None
+        self._rest: RestServer | None = None
+        #: The REST API's address (``http://127.0.0.1:PORT``); None when disabled.
+        self.rest_url: str | None = None
+        self.task_metrics = TaskMetricsStore()
+        self.checkpoint_stats = CheckpointStatsTracker(
+            {v.id: v.parallelism for v in job_graph.vertices},
+            self.config.get(Options.CHECKPOINTS_HISTORY),
+        )
+        self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
         if self.config.get(Options.CHECKPOINT_INTERVAL) > 0 or self.config.get(
             Options.RECOVERY_PATH
@@ -238,6 +290,8 @@ class JobMaster:
         return self.collected.setdefault(sink_id, queue.Queue())
 
     def start(self) -> None:
+        """Start the JobMaster's loop, its REST API and the first attempt; returns once the
+        REST API listens. Raises what kept the job from starting (a taken ``rest.port``)."""
         started = threading.Event()
         self._thread = threading.Thread(
             target=self._thread_main, args=(started,), name=f"undertow-jobmaster-{self.job_id[:8]}",
@@ -245,6 +299,8 @@ class JobMaster:
         )  # fmt: skip
         self._thread.start()
         started.wait()
+        if self._startup_error is not None:
+            raise self._startup_error
 
     def cancel(self) -> None:
         loop = self._loop
@@ -267,7 +323,7 @@ class JobMaster:
         except BaseException as err:  # last resort: never leave a caller waiting
             if self._failure is None:
                 self._failure = JobExecutionError(f"JobMaster crashed: {err!r}")
-            self._status = JobStatus.FAILED
+            self._set_status(JobStatus.FAILED)
         finally:
             for q in self.collected.values():
                 q.put(_END)
@@ -279,6 +335,13 @@ class JobMaster:
         host = self.config.get(Options.BIND_HOST)
         server = await asyncio.start_server(self._on_worker, host, 0)
         self._address = (host, int(server.sockets[0].getsockname()[1]))
+        try:
+            self._rest = await self._start_rest()
+        except ConfigurationError as err:
+            server.close()
+            self._startup_error = self._failure = err
+            self._set_status(JobStatus.FAILED)
+            return
         started.set()
         self._started_at = time.monotonic()
         try:
@@ -295,9 +358,9 @@ class JobMaster:
                             f"{self.num_restarts} restarts: {decision.reason}"
                         )
                     self._failure = error
-                    self._status = JobStatus.FAILED
+                    self._set_status(JobStatus.FAILED)
                     break
-                self._status = JobStatus.RESTARTING
+                self._set_status(JobStatus.RESTARTING)
                 self._console(f"job {self.job_id[:8]} failed ({_first_line(error)}); restarting "
                               f"in {decision.delay_ms} ms")  # fmt: skip
                 await asyncio.sleep(decision.delay_ms / 1000.0)
@@ -306,13 +369,39 @@ class JobMaster:
                 self.attempt += 1
                 self.num_restarts += 1
                 if self.coordinator is not None:
-                    restore = self.coordinator.latest_restore_plan() or restore
+                    latest = self.coordinator.latest_restore_plan()
+                    if latest is not None:
+                        restore = latest
+                        self._report_restored(latest)
+        except UndertowError as err:  # e.g. the recovery path does not exist or verify
+            self._failure = err
         finally:
             server.close()
             self._finish_status()
             if self.coordinator is not None:
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(None, self.coordinator.shutdown, self._status.value)
+            if self._rest is not None:
+                self._rest.close()
+
+    async def _start_rest(self) -> RestServer | None:
+        if self.config.get(Options.REST_PORT) < 0:
+            return None
+        from undertow.web.rest import start_rest_endpoint  # the one upward import: see above
+
+        endpoint = await start_rest_endpoint(self.config, self.job_view)
+        if endpoint is not None:
+            self.rest_url = endpoint.url
+            self._console(f"REST API at {endpoint.url}")
+        return endpoint
+
+    def _report_restored(self, plan: RestorePlan) -> None:
+        meta = plan.metadata
+        path = CheckpointStorage(plan.checkpoint_dir, plan.job_id).checkpoint_pointer(
+            meta.checkpoint_id
+        )
+        self.checkpoint_stats.report_restored(meta.checkpoint_id, _now_ms(), path,
+                                              meta.is_savepoint)  # fmt: skip
 
     async def _initial_restore(self) -> RestorePlan | None:
         path = self.config.get(Options.RECOVERY_PATH)
@@ -322,10 +411,13 @@ class JobMaster:
         plan = await loop.run_in_executor(None, self.coordinator.restore_from_path, path)
         self._console(f"restoring job {self.job_id[:8]} from checkpoint "
                       f"{plan.metadata.checkpoint_id} at {path}")  # fmt: skip
+        self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, _now_ms(), path,
+                                              plan.metadata.is_savepoint)  # fmt: skip
         return plan
 
     async def _run_attempt(self, restore: RestorePlan | None) -> UndertowError | None:
         attempt = self._current = _Attempt(self.attempt, self.plan.num_workers)
+        self.task_metrics.clear()
         self.launcher.launch(self.plan.num_workers, self._address, self.secret, self.attempt,
                              self.config.to_dict())  # fmt: skip
         try:
@@ -345,8 +437,7 @@ class JobMaster:
             self.coordinator.start()
         await finished
         deployed.cancel()
-        if self.coordinator is not None:
-            self.coordinator.stop(CheckpointFailureReason.JOB_FAILOVER_REGION)
+        self._stop_checkpoints(CheckpointFailureReason.JOB_FAILOVER_REGION)
         await self._shutdown_workers(attempt)
         if attempt.error is None and not self._cancel_requested:
             runtime = int((time.monotonic() - self._started_at) * 1000)
@@ -369,14 +460,14 @@ class JobMaster:
 
     def _finish_status(self) -> None:
         if self._cancel_requested:
-            self._status = JobStatus.CANCELED
+            self._set_status(JobStatus.CANCELED)
             self._failure = JobCancelledError(f"job {self.job_id} was cancelled")
         elif self._failure is not None:
-            self._status = JobStatus.FAILED
+            self._set_status(JobStatus.FAILED)
         elif self._result is not None:
-            self._status = JobStatus.FINISHED
+            self._set_status(JobStatus.FINISHED)
         else:
-            self._status = JobStatus.FAILED
+            self._set_status(JobStatus.FAILED)
             self._failure = JobExecutionError(f"job {self.job_id} ended without a result")
 
     def _deploy(self, attempt: _Attempt, restore: RestorePlan | None) -> None:
@@ -399,7 +490,8 @@ class JobMaster:
         if restore is not None:
             assignment = RestoreAssignment(restore.metadata.checkpoint_id, restore.checkpoint_dir,
                                            restore.job_id, restore.subtask_files)  # fmt: skip
-        self._status = JobStatus.RUNNING
+        self._set_status(JobStatus.RUNNING)
+        attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():
             conn.send(Deploy(self.attempt, graph_bytes, peers, self.plan.num_workers,
                              self.config.to_dict(), self.job_id, assignment))  # fmt: skip
@@ -440,7 +532,10 @@ class JobMaster:
             ))  # fmt: skip
 
     def _handle(self, attempt: _Attempt, index: int, conn: ControlConnection, msg: Any) -> None:
-        if isinstance(msg, PrintLines):
+        if isinstance(msg, TaskMetricsReport):
+            for sample in msg.metrics:
+                self.task_metrics.update(sample)
+        elif isinstance(msg, PrintLines):
             sys.stdout.write("\n".join(msg.lines) + "\n")
             sys.stdout.flush()
         elif isinstance(msg, CollectRecords):
@@ -450,23 +545,31 @@ class JobMaster:
             if enumerator is not None:
                 enumerator.handle_split_request(msg.subtask, msg.hostname)
         elif isinstance(msg, AcknowledgeCheckpoint):
+            self.checkpoint_stats.report_ack(msg.checkpoint_id, msg.vertex_id, msg.subtask,
+                                             _now_ms(), msg.metrics)  # fmt: skip
             if self.coordinator is not None:
                 self.coordinator.receive_ack(msg.vertex_id, msg.subtask, msg.checkpoint_id,
                                              msg.handle, msg.metrics)  # fmt: skip
         elif isinstance(msg, DeclineCheckpoint):
+            reason = getattr(msg.reason, "message", str(msg.reason))
+            self.checkpoint_stats.report_decline(
+                msg.checkpoint_id, f"{reason} (subtask {msg.subtask} of "
+                f"'{self.job_graph.vertex(msg.vertex_id).name}'): {msg.detail}"
+            )  # fmt: skip
             if self.coordinator is not None:
                 self.coordinator.receive_decline(msg.vertex_id, msg.subtask, msg.checkpoint_id,
                                                  msg.reason, msg.detail)  # fmt: skip
         elif isinstance(msg, TaskFinished):
             attempt.finished.add((msg.vertex_id, msg.subtask))
-            if self.coordinator is not None:
-                self.coordinator.on_task_finished()
+            attempt.finished_at[(msg.vertex_id, msg.subtask)] = _now_ms()
+            self._stop_checkpoints(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
             for name, value in msg.accumulators.items():
                 prev = attempt.accumulators.get(name)
                 attempt.accumulators[name] = value if prev is None else prev + value
             if len(attempt.finished) == self.job_graph.total_subtasks:
                 attempt.end()
         elif isinstance(msg, TaskFailed):
+            attempt.failed.add((msg.vertex_id, msg.subtask))
             vertex = self.job_graph.vertex(msg.vertex_id)
             self._fail(attempt, JobExecutionError(
                 f"job failed: operator '{msg.operator}' (subtask {msg.subtask + 1}/"
@@ -505,19 +608,35 @@ class JobMaster:
     def _fail(self, attempt: _Attempt, error: UndertowError) -> None:
         if attempt.done.is_set():
             return
-        self._status = JobStatus.FAILING
+        self._set_status(JobStatus.FAILING)
         for conn in attempt.workers.values():
             conn.send(CancelTasks(attempt.number))
         attempt.end(error)
 
     def _cancel(self) -> None:
         self._cancel_requested = True
-        self._status = JobStatus.CANCELLING
+        self._set_status(JobStatus.CANCELLING)
         attempt = self._current
         if attempt is not None and not attempt.done.is_set():
             for conn in attempt.workers.values():
                 conn.send(CancelTasks(attempt.number))
             attempt.end(JobCancelledError(f"job {self.job_id} was cancelled"))
+
+    def _set_status(self, status: JobStatus) -> None:
+        self._status = status
+        now = _now_ms()
+        self._status_times[status] = now
+        if status.is_globally_terminal_state():
+            self._end_ms = now
+
+    def _stop_checkpoints(self, reason: CheckpointFailureReason) -> None:
+        """Stop triggering and abort pending checkpoints; they fail with ``reason``."""
+        if self.coordinator is None:
+            return
+        pending = list(self.coordinator.pending)
+        self.coordinator.stop(reason)
+        for cid in pending:
+            self.checkpoint_stats.report_failed(cid, _now_ms(), reason.message)
 
     def _console(self, line: str) -> None:
         sys.stderr.write(f"[undertow] {line}\n")
@@ -525,12 +644,27 @@ class JobMaster:
 
     # -- TaskGateway (the checkpoint coordinator's view) ---------------------------------------
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None:
+        self.checkpoint_stats.report_pending(barrier.checkpoint_id, barrier.timestamp,
+                                             barrier.options.is_unaligned)  # fmt: skip
         self._send_to_subtask(subtask, TriggerCheckpoint(self.attempt, vertex_id, subtask, barrier))
 
     def notify_complete(self, checkpoint_id: int) -> None:
+        coordinator = self.coordinator
+        if coordinator is not None:
+            self.checkpoint_stats.report_completed(
+                checkpoint_id, _now_ms(), coordinator.storage.checkpoint_pointer(checkpoint_id)
+            )
+            self.checkpoint_stats.report_retained(c.checkpoint_id for c in coordinator.store.all())
         self._broadcast(NotifyCheckpointComplete(self.attempt, checkpoint_id))
 
     def notify_aborted(self, checkpoint_id: int) -> None:
+        now = _now_ms()
+        reason = "checkpoint was aborted"
+        trigger = self.checkpoint_stats.trigger_timestamp(checkpoint_id)
+        coordinator = self.coordinator
+        if coordinator and trigger is not None and now - trigger >= coordinator.timeout_ms:
+            reason = CheckpointFailureReason.CHECKPOINT_EXPIRED.message
+        self.checkpoint_stats.report_failed(checkpoint_id, now, reason)
         self._broadcast(NotifyCheckpointAborted(self.attempt, checkpoint_id))
 
     def fail_job(self, error: UndertowError) -> None:
@@ -539,6 +673,67 @@ class JobMaster:
 
     def enumerators(self) -> dict[int, Any]:
         return dict(self._current.enumerators) if self._current is not None else {}
+
+    # -- monitoring ------------------------------------------------------------------------------
+    def job_view(self) -> JobView:
+        """The job now, frozen (what the REST API serves). Only on the JobMaster's loop."""
+        now = _now_ms()
+        attempt = self._current
+        terminal = self._status.is_globally_terminal_state()
+        vertices = []
+        for v in self.job_graph.vertices:
+            keys = [(v.id, s) for s in range(v.parallelism)]
+            ends = [attempt.finished_at.get(k) for k in keys] if attempt is not None else []
+            end = -1
+            if ends and all(e is not None for e in ends):
+                end = max(e for e in ends if e is not None)
+            elif terminal:
+                end = self._end_ms
+            vertices.append(VertexView(
+                vertex_id=v.id, rest_id=self._rest_ids[v.id], name=v.name,
+                parallelism=v.parallelism, max_parallelism=v.max_parallelism,
+                subtask_states=tuple(self._subtask_state(attempt, k) for k in keys),
+                start_time=attempt.deployed_at if attempt is not None else -1, end_time=end,
+                metrics=tuple(self.task_metrics.view(*k) for k in keys),
+                inputs=tuple(VertexInput(self._rest_ids[e.source_vertex], e.partitioner_kind)
+                             for e in v.inputs),
+            ))  # fmt: skip
+        return JobView(
+            job_id=self.job_id, name=self.job_graph.job_name, state=self._status.value,
+            job_type=self.config.get(Options.RUNTIME_MODE), start_time=self._start_ms,
+            end_time=self._end_ms, now=now,
+            status_timestamps=MappingProxyType(
+                {s.value: self._status_times.get(s, 0) for s in JobStatus}
+            ),
+            max_parallelism=max(v.max_parallelism for v in self.job_graph.vertices),
+            num_workers=self.plan.num_workers, vertices=tuple(vertices),
+            checkpoints=self.checkpoint_stats.snapshot(),
+            config=MappingProxyType(self.config.to_dict()),
+        )  # fmt: skip
+
+    def _subtask_state(self, attempt: _Attempt | None, key: tuple[int, int]) -> ExecutionState:
+        """A subtask's Flink ``ExecutionState``, from the job's status and the attempt's facts."""
+        if attempt is not None and key in attempt.failed:
+            return ExecutionState.FAILED
+        if attempt is not None and key in attempt.finished:
+            return ExecutionState.FINISHED
+        status = self._status
+        if status is JobStatus.RUNNING:
+            deployed = attempt is not None and self.plan.worker_of(key[1]) in attempt.deployed
+            return ExecutionState.RUNNING if deployed else ExecutionState.DEPLOYING
+        if status in (JobStatus.INITIALIZING, JobStatus.CREATED):
+            return ExecutionState.CREATED
+        if status in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return ExecutionState.CANCELING
+        if status is JobStatus.FINISHED:
+            return ExecutionState.FINISHED
+        if status is JobStatus.RESTARTING and attempt is not None and not attempt.done.is_set():
+            return ExecutionState.SCHEDULED
+        return ExecutionState.CANCELED
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _first_line(error: BaseException) -> str:

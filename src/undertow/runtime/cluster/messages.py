@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from undertow.runtime.cluster.metrics import TaskMetrics
+
 # worker -> master ----------------------------------------------------------------------------
 
 
@@ -77,6 +79,16 @@ class CollectRecords:
     attempt: int
     sink_id: str
     values: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMetricsReport:
+    """Samples of the worker's tasks: periodically for running tasks, and once for a task that
+    ended (``final``), before its ``TaskFinished`` or ``TaskFailed``."""
+
+    attempt: int
+    worker_index: int
+    metrics: tuple[TaskMetrics, ...]
 
 
 # master -> worker ----------------------------------------------------------------------------

@@ -6,6 +6,9 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
+While tasks run, a timer on the loop sends a ``TaskMetricsReport`` of the running tasks every
+``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first.
+
 A worker that loses its JobMaster cancels its tasks and exits: it never runs unsupervised.
 Threading: everything runs on the worker's loop; only ``SourceReaderContext.notify_available``
 may come from other threads (it goes through ``call_soon_threadsafe``).
@@ -20,6 +23,7 @@ import os
 import pickle
 import socket
 import sys
+import time
 import traceback
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -47,10 +51,12 @@ from undertow.runtime.cluster.messages import (
     SplitRequest,
     TaskFailed,
     TaskFinished,
+    TaskMetricsReport,
     TasksDeployed,
     TriggerCheckpoint,
     WorkerFailed,
 )
+from undertow.runtime.cluster.metrics import TaskMetrics
 from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
 from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
@@ -121,6 +127,8 @@ class Worker:
         self.secret = secret
         self.config = config
         self.tasks: dict[tuple[int, int], StreamTask] = {}
+        #: Tasks whose final metrics sample was sent.
+        self.ended: set[tuple[int, int]] = set()
         self.ctrl: ControlConnection | None = None
         self._failed = False
         self.storage: CheckpointStorage | None = None
@@ -295,12 +303,25 @@ class Worker:
             asyncio.ensure_future(self._run_task(key, task)) for key, task in self.tasks.items()
         }
         control = asyncio.ensure_future(self._control_loop())
+        reporter = asyncio.ensure_future(self._report_metrics())
         try:
             await control
         finally:
+            reporter.cancel()
             for t in running:
                 t.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+            await asyncio.gather(reporter, *running, return_exceptions=True)
+
+    async def _report_metrics(self) -> None:
+        """Every report interval: one ``TaskMetricsReport`` with a sample per running task."""
+        interval_s = self.config.get(Options.METRICS_REPORT_INTERVAL) / 1000.0
+        while True:
+            await asyncio.sleep(interval_s)
+            samples = tuple(
+                _sample(key, task) for key, task in self.tasks.items() if key not in self.ended
+            )
+            if samples:
+                self.send(TaskMetricsReport(self.attempt, self.worker_index, samples))
 
     async def _control_loop(self) -> None:
         assert self.ctrl is not None
@@ -341,8 +362,10 @@ class Worker:
         try:
             await task.run()
         except (TaskCancelled, asyncio.CancelledError):
+            self._send_final_sample(key, task)
             return
         except BaseException as err:
+            self._send_final_sample(key, task)
             self.send(
                 TaskFailed(
                     self.attempt, vertex_id, subtask, task.operator_of(err.__traceback__),
@@ -350,9 +373,15 @@ class Worker:
                 )
             )  # fmt: skip
             return
+        self._send_final_sample(key, task)
         accumulators = dict(task.chain.accumulators)
         accumulators[f"records_in[{task.vertex.name}]"] = task.records_in
         self.send(TaskFinished(self.attempt, vertex_id, subtask, accumulators))
+
+    def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:
+        self.ended.add(key)
+        sample = _sample(key, task, final=True)
+        self.send(TaskMetricsReport(self.attempt, self.worker_index, (sample,)))
 
     def _on_network_failure(self, err: BaseException) -> None:
         if self._failed:
@@ -362,6 +391,10 @@ class Worker:
         self.send(WorkerFailed(self.attempt, self.worker_index, str(err), detail))
         for task in self.tasks.values():
             task.cancel()
+
+
+def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> TaskMetrics:
+    return TaskMetrics(key[0], key[1], time.time_ns() // 1_000_000, task.statistics(), final)
 
 
 def run_worker(

@@ -1,8 +1,8 @@
-"""What checkpoints exist under a root, and whether each verifies (for ``undertow checkpoints``).
+"""``undertow checkpoints DIR``: what checkpoints exist under a root, and whether each verifies.
 
-Layering note: this module decodes ``_metadata`` with the codec of
-:mod:`undertow.runtime.checkpoint.metadata`, so unlike the rest of :mod:`undertow.storage` it
-depends on a layer above; only the CLI imports it, and the package does not re-export it.
+:func:`list_checkpoints` finds them (one :class:`CheckpointInfo` each), :func:`format_table`
+prints them, :func:`run` is the command. It lives in the CLI, the top layer, because it needs
+both the storage layer and the metadata codec of :mod:`undertow.runtime.checkpoint.metadata`.
 
 A checkpoint *verifies* when its ``_metadata`` authenticates under the key, describes the
 checkpoint and job of the directory it is in, and every file it references has the recorded
@@ -16,9 +16,11 @@ thread or a command-line tool, not an event loop.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, TextIO
 
 import fsspec  # type: ignore[import-untyped]
 
@@ -30,7 +32,7 @@ from undertow.runtime.checkpoint.metadata import (
 )
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CheckpointStorageError
-from undertow.storage.keys import HMAC_KEY_OPTION, KEY_FILE, read_key
+from undertow.storage.keys import HMAC_KEY_OPTION, KEY_FILE, parse_key, read_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +133,58 @@ def _job_ids(root_uri: str, options: Mapping[str, Any]) -> list[str]:
         if entry.get("type") == "directory"
     ]
     return sorted(name for name in names if name and name[0] not in "_.")
+
+
+# -- the command ---------------------------------------------------------------------------
+_COLUMNS = ("JOB ID", "CHECKPOINT", "COMPLETED", "SIZE", "VERIFIES", "PROBLEM")
+
+
+def format_table(infos: Sequence[CheckpointInfo]) -> str:
+    """One row per checkpoint: job id, checkpoint id, completion time (ISO 8601, UTC), size
+    (human readable), whether it verifies and, if not, the first line of the problem."""
+    rows = [_COLUMNS]
+    for info in infos:
+        completed = "-"
+        if info.completion_time is not None:
+            moment = datetime.fromtimestamp(info.completion_time / 1000, tz=timezone.utc)
+            completed = moment.isoformat(timespec="seconds")
+        size = "-" if info.total_size is None else human_size(info.total_size)
+        problem = (info.problem or "").splitlines()[0] if info.problem else ""
+        rows.append((info.job_id, str(info.checkpoint_id), completed, size,
+                     "yes" if info.verifies else "no", problem))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def run(
+    root_uri: str, job_id: str | None = None, key: str | None = None, out: TextIO | None = None
+) -> int:
+    """List and verify; exit code 0 when every checkpoint verifies (or there is none), else 1.
+
+    ``key`` is an ``undertow.checkpointing.hmac-key`` value (hex or text); without it the key
+    file under ``root_uri`` is used.
+    """
+    out = out if out is not None else sys.stdout
+    infos = list_checkpoints(root_uri, job_id, None if key is None else parse_key(key))
+    if not infos:
+        where = root_uri if job_id is None else f"{root_uri} for job {job_id}"
+        out.write(f"no completed checkpoints under {where}\n")
+        return 0
+    out.write(format_table(infos) + "\n")
+    bad = sum(1 for info in infos if not info.verifies)
+    if bad:
+        out.write(f"{bad} of {len(infos)} checkpoints do not verify\n")
+    return 1 if bad else 0

@@ -1,0 +1,293 @@
+"""The REST API of a running job, served by its JobMaster (Flink's REST endpoint, read-only).
+
+Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come from
+:mod:`undertow.web.responses` and use Flink's field names and units::
+
+  /config                                         dashboard configuration
+  /overview                                       workers, slots, jobs per state
+  /jobs                                           job id and state
+  /jobs/overview                                  the job with its subtask counts per state
+  /jobs/:jobid                                    state, timestamps, vertices (id, name,
+                                                  parallelism, status, record/byte metrics), plan
+  /jobs/:jobid/checkpoints                        counts, summary, latest, history
+  /jobs/:jobid/checkpoints/config                 checkpointing options
+  /jobs/:jobid/checkpoints/details/:checkpointid  one checkpoint, its vertices and subtasks
+  /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid
+  /jobs/:jobid/vertices/:vertexid/backpressure    level and backpressured / idle / busy ratios
+
+Anything else answers 404 with Flink's error body ``{"errors": [...]}``; other methods 405.
+Vertex ids are the 32-hex-digit ids ``/jobs/:jobid`` lists (the plain vertex number works too).
+
+Where (``rest.bind-address``, default 127.0.0.1, and ``rest.port``): Flink's default port is
+8081, and it is ours whenever ``rest.port`` is set or the target is a cluster. On the local
+targets (``local``, ``local-threads``: our MiniCluster) an unset ``rest.port`` means 0, any
+free port, as in Flink's MiniCluster: local jobs and test suites then run side by side without
+fighting over 8081. The address is printed to stderr (``REST API at http://127.0.0.1:PORT``)
+and returned by ``JobClient.get_rest_address()``. A port that is taken fails the job at its
+start with an error naming ``rest.port``; there is no silent fallback. ``rest.port`` = -1 runs
+the job without a REST API.
+
+Security (ARCHITECTURE §7): loopback unless told otherwise; read-only; no CORS headers, and
+while bound to loopback only requests addressed to a loopback name are answered, so a web page
+cannot read the API through DNS rebinding; the job configuration is never served whole (it may
+hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, connections at
+32 at a time.
+
+Lifecycle and threading: the JobMaster starts the endpoint on its own asyncio loop before it
+launches workers and closes it when the job has ended. Requests run on that loop and ask
+``source`` for a fresh :class:`~undertow.runtime.cluster.metrics.JobView`, which the JobMaster
+builds from its state on its own thread: nothing is shared across threads, nothing locks, and
+rendering is a pure function of the view. One response per connection (``Connection: close``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import ConfigurationError
+from undertow.runtime.cluster.metrics import JobView, VertexView
+from undertow.web import responses
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD_BYTES = 16 * 1024
+HEAD_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 32
+#: The targets that run the whole job on this machine (Flink's MiniCluster).
+LOCAL_TARGETS = ("local", "local-threads")
+
+#: Builds the view a request is answered from; called on the JobMaster's loop.
+ViewSource = Callable[[], JobView]
+
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+            405: "Method Not Allowed", 431: "Request Header Fields Too Large",
+            500: "Internal Server Error"}  # fmt: skip
+
+
+def resolve_port(config: Configuration) -> int:
+    """The port to listen on: ``rest.port`` if set; otherwise 0 (any free port) on the local
+    targets and Flink's 8081 elsewhere. -1 means no REST API."""
+    if config.contains_key(Options.REST_PORT.key):
+        return config.get(Options.REST_PORT)
+    if config.get(Options.TARGET) in LOCAL_TARGETS:
+        return 0
+    return Options.REST_PORT.default
+
+
+async def start_rest_endpoint(config: Configuration, source: ViewSource) -> RestEndpoint | None:
+    """Start the job's REST API as configured (None when ``rest.port`` is -1). Must be awaited
+    on the JobMaster's loop; raises :class:`ConfigurationError` when it cannot listen."""
+    port = resolve_port(config)
+    if port < 0:
+        return None
+    endpoint = RestEndpoint(source, config.get(Options.REST_BIND_ADDRESS), port)
+    await endpoint.start()
+    return endpoint
+
+
+class _NotFound(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: dict[str, Any]
+    head_only: bool = False
+    allow: str | None = None
+
+    def encode(self) -> bytes:
+        payload = json.dumps(self.body, separators=(",", ":")).encode("utf-8")
+        lines = [
+            f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Error')}",
+            "Content-Type: application/json; charset=UTF-8",
+            f"Content-Length: {len(payload)}",
+            "Cache-Control: no-store",
+            "Connection: close",
+        ]
+        if self.allow is not None:
+            lines.append(f"Allow: {self.allow}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        return head if self.head_only else head + payload
+
+
+def errors(*messages: str) -> dict[str, Any]:
+    """Flink's ``ErrorResponseBody``."""
+    return {"errors": list(messages)}
+
+
+class RestEndpoint:
+    """The HTTP server (see the module docstring). ``start`` then ``close``, on one loop."""
+
+    def __init__(self, source: ViewSource, host: str, port: int) -> None:
+        self.source = source
+        self.host = host
+        self.port = port
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._loopback = host == "localhost" or _is_loopback(host)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        try:
+            self._server = await asyncio.start_server(
+                self._on_connection, self.host, self.port, limit=MAX_HEAD_BYTES
+            )
+        except OSError as err:
+            raise ConfigurationError(
+                f"the REST API cannot listen on {self.host}:{self.port}: "
+                f"{err.strerror or err}. Set 'rest.port' to a free port, to 0 for any free "
+                "port, or to -1 to run the job without a REST API"
+            ) from err
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    def close(self) -> None:
+        """Stop listening and drop open connections (does not wait)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for writer in list(self._writers):
+            writer.close()
+        self._writers.clear()
+
+    # -- HTTP --------------------------------------------------------------------------------
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        if len(self._writers) >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        self._writers.add(writer)
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+            except asyncio.LimitOverrunError:
+                response = Response(431, errors(f"request head larger than {MAX_HEAD_BYTES} B"))
+            else:
+                response = self.respond(head)
+            writer.write(response.encode())
+            await asyncio.wait_for(writer.drain(), HEAD_TIMEOUT_S)
+        except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    def respond(self, head: bytes) -> Response:
+        """The response to one request head (request line and headers)."""
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+            return Response(400, errors("Bad request: malformed request line"))
+        method, target, _ = parts
+        headers = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        problem = self._host_problem(headers.get("host"))
+        if problem is not None:
+            return Response(403, errors(problem))
+        if method not in ("GET", "HEAD"):
+            return Response(405, errors(f"Method {method} is not allowed; the REST API is "
+                                        "read-only"), allow="GET, HEAD")  # fmt: skip
+        status, body = self.route(unquote(urlsplit(target).path))
+        return Response(status, body, head_only=method == "HEAD")
+
+    def _host_problem(self, host: str | None) -> str | None:
+        if host is None or not self._loopback:
+            return None
+        name = host[1 : host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
+        name = name.lower()
+        if name in ("localhost", self.host) or _is_loopback(name):
+            return None
+        return (
+            f"Host {host!r} is not allowed: the REST API listens on {self.host} and only "
+            "answers requests addressed to a loopback name (localhost, 127.0.0.1, ::1)"
+        )
+
+    def route(self, path: str) -> tuple[int, dict[str, Any]]:
+        """Status and body for ``path`` (already unquoted)."""
+        if path == "/v1" or path.startswith("/v1/"):
+            path = path[3:]
+        path = path.rstrip("/") or "/"
+        for pattern, handler in _ROUTES:
+            match = pattern.fullmatch(path)
+            if match is None:
+                continue
+            try:
+                return 200, handler(self.source(), *match.groups())
+            except _NotFound as err:
+                return 404, errors(str(err))
+            except Exception as err:
+                log.exception("REST %s failed", path)
+                return 500, errors("Internal server error.", f"{type(err).__name__}: {err}")
+        return 404, errors(f"Not found: {path}")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# -- routes ----------------------------------------------------------------------------------
+def _job(view: JobView, job_id: str) -> JobView:
+    if job_id != view.job_id:
+        raise _NotFound(f"Job {job_id} not found")
+    return view
+
+
+def _vertex(view: JobView, vertex_id: str) -> VertexView:
+    vertex = view.vertex(vertex_id)
+    if vertex is None:
+        raise _NotFound(f"Job vertex {vertex_id} not found in job {view.job_id}")
+    return vertex
+
+
+def _checkpoint_details(view: JobView, job_id: str, checkpoint_id: str) -> dict[str, Any]:
+    entry = _job(view, job_id).checkpoints.find(int(checkpoint_id))
+    if entry is None:
+        raise _NotFound(f"Could not find checkpointing statistics for checkpoint {checkpoint_id}.")
+    return responses.checkpoint_entry(view, entry, details=True)
+
+
+def _subtask_details(
+    view: JobView, job_id: str, checkpoint_id: str, vertex_id: str
+) -> dict[str, Any]:
+    entry = _job(view, job_id).checkpoints.find(int(checkpoint_id))
+    if entry is None:
+        raise _NotFound(f"Could not find checkpointing statistics for checkpoint {checkpoint_id}.")
+    return responses.task_checkpoint(entry, _vertex(view, vertex_id), details=True)
+
+
+_ID = r"([0-9A-Za-z-]+)"
+_ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any]]]] = [
+    (re.compile(r"/config"), responses.dashboard_config),
+    (re.compile(r"/overview"), responses.cluster_overview),
+    (re.compile(r"/jobs"), responses.job_ids),
+    (re.compile(r"/jobs/overview"), responses.jobs_overview),
+    (re.compile(rf"/jobs/{_ID}"), lambda v, j: responses.job_details(_job(v, j))),
+    (re.compile(rf"/jobs/{_ID}/checkpoints"),
+     lambda v, j: responses.checkpointing_statistics(_job(v, j))),
+    (re.compile(rf"/jobs/{_ID}/checkpoints/config"),
+     lambda v, j: responses.checkpoint_config(_job(v, j))),
+    (re.compile(rf"/jobs/{_ID}/checkpoints/details/(\d+)"), _checkpoint_details),
+    (re.compile(rf"/jobs/{_ID}/checkpoints/details/(\d+)/subtasks/{_ID}"), _subtask_details),
+    (re.compile(rf"/jobs/{_ID}/vertices/{_ID}/backpressure"),
+     lambda v, j, x: responses.vertex_backpressure(v, _vertex(_job(v, j), x))),
+]  # fmt: skip

@@ -1,0 +1,142 @@
+"""Checkpoint statistics and their Flink JSON without a running job: the tracker is fed events
+by hand (as the JobMaster would), the view is built by hand, and the responses are checked for
+failed, in-progress and restored checkpoints, which a healthy running job rarely shows."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from undertow.runtime.cluster.metrics import (
+    CheckpointStatsTracker,
+    ExecutionState,
+    JobView,
+    SubtaskMetricsView,
+    VertexInput,
+    VertexView,
+    aggregate_state,
+    summarize,
+)
+from undertow.web import responses
+from undertow.web.rest import RestEndpoint
+
+T0 = 1_700_000_000_000
+SOURCE, SINK = "a" * 32, "b" * 32
+
+
+def ack(tracker: CheckpointStatsTracker, cid: int, vertex: int, subtask: int, at: int) -> None:
+    metrics = {"state_size": 100, "sync_duration_ms": 1.4, "async_duration_ms": 7,
+               "alignment_duration_ms": 3, "start_delay_ms": 2, "unaligned": False}  # fmt: skip
+    tracker.report_ack(cid, vertex, subtask, at, metrics)
+
+
+def tracker_with_history() -> CheckpointStatsTracker:
+    tracker = CheckpointStatsTracker({0: 1, 1: 2}, history_size=3)
+    tracker.report_restored(7, T0 - 1000, "/ckpts/old-job/chk-7")
+    for cid in (8, 9, 10, 11):  # 8, 9 complete; 10 is declined; 11 stays in progress
+        tracker.report_pending(cid, T0 + cid * 1000, unaligned=False)
+        tracker.report_pending(cid, T0 + cid * 1000, unaligned=False)  # second source subtask
+        ack(tracker, cid, 0, 0, T0 + cid * 1000 + 10)
+        if cid <= 9:
+            ack(tracker, cid, 1, 0, T0 + cid * 1000 + 20)
+            ack(tracker, cid, 1, 1, T0 + cid * 1000 + 30)
+            tracker.report_completed(cid, T0 + cid * 1000 + 40, f"/ckpts/job/chk-{cid}")
+            tracker.report_retained([cid])
+    tracker.report_decline(10, "checkpoint was declined (subtask 1 of 'sink'): disk full")
+    tracker.report_failed(10, T0 + 10_500, "checkpoint was aborted")
+    tracker.report_failed(10, T0 + 10_600, "again")  # decided already: ignored
+    ack(tracker, 10, 1, 0, T0 + 10_700)  # late: ignored
+    return tracker
+
+
+def view_of(tracker: CheckpointStatsTracker) -> JobView:
+    sample = SubtaskMetricsView(T0, 10, 10, 80, 500, 400, 100, 0.5, 0.4, 0.1)
+    vertices = (
+        VertexView(0, SOURCE, "Source: s", 1, 128, (ExecutionState.RUNNING,), T0, -1,
+                   (sample,), ()),
+        VertexView(1, SINK, "Sink: k", 2, 128, (ExecutionState.RUNNING,) * 2, T0, -1,
+                   (None, None), (VertexInput(SOURCE, "HASH"),)),
+    )  # fmt: skip
+    return JobView(
+        job_id="c" * 32, name="j", state="RUNNING", job_type="STREAMING", start_time=T0,
+        end_time=-1, now=T0 + 20_000, status_timestamps=MappingProxyType({"RUNNING": T0}),
+        max_parallelism=128, num_workers=1, vertices=vertices, checkpoints=tracker.snapshot(),
+        config=MappingProxyType({"execution.checkpointing.interval": "1 s",
+                                 "undertow.checkpointing.hmac-key": "secret"}),
+    )  # fmt: skip
+
+
+def test_counts_latest_and_bounded_history() -> None:
+    body = responses.checkpointing_statistics(view_of(tracker_with_history()))
+    assert body["counts"] == {"restored": 1, "total": 4, "in_progress": 1, "completed": 2,
+                              "failed": 1}  # fmt: skip
+    assert [h["id"] for h in body["history"]] == [11, 10, 9]  # newest first, 3 kept
+    assert [h["status"] for h in body["history"]] == ["IN_PROGRESS", "FAILED", "COMPLETED"]
+    failed = body["latest"]["failed"]
+    assert failed["className"] == "failed" and failed["failure_timestamp"] == T0 + 10_500
+    assert failed["failure_message"].endswith("disk full")  # the decline says why
+    assert failed["num_acknowledged_subtasks"] == 1
+    completed = body["latest"]["completed"]
+    assert completed["id"] == 9 and completed["end_to_end_duration"] == 30
+    assert completed["state_size"] == 300 and completed["external_path"] == "/ckpts/job/chk-9"
+    assert completed["tasks"] == {}
+    assert body["latest"]["restored"] == {"id": 7, "restore_timestamp": T0 - 1000,
+                                          "is_savepoint": False,
+                                          "external_path": "/ckpts/old-job/chk-7"}  # fmt: skip
+    assert body["summary"]["end_to_end_duration"]["min"] == 30
+    assert body["summary"]["state_size"]["avg"] == 300
+
+
+def test_details_of_checkpoints_in_and_out_of_the_history() -> None:
+    view = view_of(tracker_with_history())
+    older = view.checkpoints.find(8)  # fell out of the history: not found
+    assert older is None
+    in_progress = view.checkpoints.find(11)
+    assert in_progress is not None
+    body = responses.checkpoint_entry(view, in_progress, details=True)
+    assert body["className"] == "in_progress" and body["latest_ack_timestamp"] == T0 + 11_010
+    sink = body["tasks"][SINK]
+    assert sink["num_acknowledged_subtasks"] == 0 and sink["latest_ack_timestamp"] == -1
+    assert sink["subtasks"] == [{"index": 0, "status": "pending_or_failed"},
+                                {"index": 1, "status": "pending_or_failed"}]  # fmt: skip
+    source = body["tasks"][SOURCE]["subtasks"][0]
+    assert source["checkpoint"] == {"sync": 1, "async": 7}
+    assert source["alignment"]["duration"] == 3 and source["start_delay"] == 2
+    completed = view.checkpoints.find(9)
+    assert completed is not None
+    task = responses.task_checkpoint(completed, view.vertices[1])
+    assert task["summary"]["end_to_end_duration"]["max"] == 30
+    assert task["summary"]["checkpoint_duration"]["async"]["avg"] == 7
+
+
+def test_backpressure_without_samples_and_vertex_lookup() -> None:
+    view = view_of(tracker_with_history())
+    assert responses.vertex_backpressure(view, view.vertices[1]) == {"status": "deprecated"}
+    source = responses.vertex_backpressure(view, view.vertices[0])
+    assert source["backpressure-level"] == "low"
+    assert source["subtasks"] == [{"subtask": 0, "backpressure-level": "low", "ratio": 0.4,
+                                   "idleRatio": 0.1, "busyRatio": 0.5}]  # fmt: skip
+    assert view.vertex("1") is view.vertex(SINK) is view.vertices[1]
+
+
+def test_configuration_is_never_served_whole() -> None:
+    view = view_of(tracker_with_history())
+    endpoint = RestEndpoint(lambda: view, "127.0.0.1", 0)
+    for path in ("/config", "/overview", "/jobs/overview", f"/jobs/{view.job_id}",
+                 f"/jobs/{view.job_id}/checkpoints", f"/jobs/{view.job_id}/checkpoints/config",
+                 f"/jobs/{view.job_id}/checkpoints/details/11"):  # fmt: skip
+        status, body = endpoint.route(path)
+        assert status == 200, path
+        assert "secret" not in repr(body), path
+    assert endpoint.route(f"/jobs/{view.job_id}/checkpoints/config")[1]["interval"] == 1000
+
+
+def test_vertex_state_and_summaries() -> None:
+    states = ExecutionState
+    assert aggregate_state([states.FINISHED, states.FINISHED]) is states.FINISHED
+    assert aggregate_state([states.FINISHED, states.RUNNING]) is states.RUNNING
+    assert aggregate_state([states.FAILED, states.RUNNING]) is states.FAILED
+    assert aggregate_state([states.DEPLOYING, states.CREATED]) is states.DEPLOYING
+    assert aggregate_state([]) is states.CREATED
+    stats = summarize([4, 1, 3, 2])
+    assert (stats.count, stats.min, stats.max, stats.avg, stats.p50) == (4, 1, 4, 2, 2.5)
+    assert summarize([]).p99 == 0.0
