@@ -36,14 +36,8 @@ def _retained(root: Path) -> list[str]:
     return pointers
 
 
-def test_new_job_resumes_from_a_checkpoint_retained_on_cancellation(
-    make_env: Any, tmp_path: Path
-) -> None:
-    config = {
-        "execution.checkpointing.interval": "100 ms",
-        "execution.checkpointing.dir": str(tmp_path),
-        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-    }
+def _retain_a_checkpoint(make_env: Any, config: dict[str, str]) -> dict[int, int]:
+    """Run the job until it is past a few checkpoints, then cancel it; what it emitted."""
     first = make_env(parallelism=2, config=config)
     seen_first: dict[int, int] = {}
     with _pipeline(first).execute_and_collect() as records:
@@ -53,6 +47,22 @@ def test_new_job_resumes_from_a_checkpoint_retained_on_cancellation(
             if time.monotonic() - started > 0.8:
                 break  # closing the iterator cancels the job
     time.sleep(0.5)
+    return seen_first
+
+
+def _config(tmp_path: Path) -> dict[str, str]:
+    return {
+        "execution.checkpointing.interval": "100 ms",
+        "execution.checkpointing.dir": str(tmp_path),
+        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+    }
+
+
+def test_new_job_resumes_from_a_checkpoint_retained_on_cancellation(
+    make_env: Any, tmp_path: Path
+) -> None:
+    config = _config(tmp_path)
+    seen_first = _retain_a_checkpoint(make_env, config)
     retained = _retained(tmp_path)
     assert retained, "a checkpoint must be retained after cancellation"
     assert sum(seen_first.values()) < RECORDS, "the first job must not have finished"
@@ -74,3 +84,30 @@ def test_a_missing_recovery_path_fails_clearly(make_env: Any, tmp_path: Path) ->
     _pipeline(env).sink_to(DiscardingSink())
     with pytest.raises(CheckpointNotFoundError, match="chk-3"):
         env.execute("restore from nowhere")
+
+
+def test_a_corrupt_checkpoint_fails_recovery_at_once_naming_the_file(
+    make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path)
+    _retain_a_checkpoint(make_env, config)
+    pointer = Path(_retained(tmp_path)[-1])
+    victim = next(p for p in sorted(pointer.iterdir()) if p.name.endswith(".state"))
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    victim.write_bytes(bytes(data))
+
+    restore = {
+        **config,
+        "execution.state-recovery.path": str(pointer),
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "5",
+    }
+    env = make_env(parallelism=2, config=restore)
+    _pipeline(env).sink_to(DiscardingSink())
+    with pytest.raises(Exception) as info:
+        env.execute("restore from a corrupt checkpoint")
+    message = str(info.value)
+    assert victim.name in message and pointer.name in message
+    assert "sha256" in message or "expected" in message
+    assert "restarting" not in capsys.readouterr().err  # no restart loop over a corrupt file

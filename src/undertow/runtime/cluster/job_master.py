@@ -91,7 +91,7 @@ from undertow.runtime.cluster.metrics import (
     vertex_rest_id,
 )
 from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
-from undertow.runtime.cluster.restart import GiveUp, restart_strategy
+from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
 from undertow.runtime.network.framing import server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.keys import load_or_create_key
@@ -218,6 +218,8 @@ class _Attempt:
         self.all_deployed = asyncio.Event()
         self.done = asyncio.Event()
         self.error: UndertowError | None = None
+        #: A failure that restarting cannot fix (a corrupt checkpoint to restore).
+        self.fatal = False
 
     def end(self, error: UndertowError | None = None) -> None:
         if self.done.is_set():
@@ -350,7 +352,11 @@ class JobMaster:
                 error = await self._run_attempt(restore)
                 if error is None or self._cancel_requested:
                     break
-                decision = self._restart.decide(time.time_ns() // 1_000_000)
+                decision: Restart | GiveUp
+                if self._current is not None and self._current.fatal:
+                    decision = GiveUp("the checkpoint to restore from is corrupt (no fallback)")
+                else:
+                    decision = self._restart.decide(time.time_ns() // 1_000_000)
                 if isinstance(decision, GiveUp):
                     if self.num_restarts:
                         self._console(
@@ -577,6 +583,8 @@ class JobMaster:
                 operator=msg.operator, subtask=msg.subtask, remote_traceback=msg.traceback,
             ))  # fmt: skip
         elif isinstance(msg, WorkerFailed):
+            if msg.fatal:
+                attempt.fatal = True
             self._fail(attempt, JobExecutionError(
                 f"worker {msg.worker_index} failed: {msg.error}", remote_traceback=msg.traceback
             ))  # fmt: skip

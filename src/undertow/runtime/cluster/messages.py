@@ -44,12 +44,14 @@ class TaskFailed:
 
 @dataclass(frozen=True, slots=True)
 class WorkerFailed:
-    """A failure outside any task (network, deployment)."""
+    """A failure outside any task (network, deployment). ``fatal``: restarting cannot help
+    (the checkpoint to restore is corrupt), so the job fails without a restart."""
 
     attempt: int
     worker_index: int
     error: str
     traceback: str
+    fatal: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,7 @@ from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
 from undertow.storage.checkpoint_storage import CheckpointStorage
+from undertow.storage.errors import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +166,9 @@ class Worker:
             await self._deploy(deploy)
             await self._serve()
         except Exception as err:
+            fatal = isinstance(err, CorruptCheckpointError)
             self.send(WorkerFailed(self.attempt, self.worker_index, str(err),
-                                   traceback.format_exc()))  # fmt: skip
+                                   traceback.format_exc(), fatal))  # fmt: skip
             await self.ctrl.drain()
             raise
         finally:
