@@ -70,9 +70,12 @@ def test_no_failures_no_checkpoints(make_env: EnvFactory) -> None:
     assert oracle.restarts == 0
 
 
-def restart_reasons(capsys: pytest.CaptureFixture[str]) -> list[str]:
+COMPLETED = re.compile(r"^\[undertow\] checkpoint \d+ completed", re.M)
+
+
+def restart_reasons(console: str) -> list[str]:
     """Why the job restarted, from the JobMaster's console lines (it runs in this process)."""
-    return [m.group("reason") for m in RESTARTING.finditer(capsys.readouterr().err)]
+    return [m.group("reason") for m in RESTARTING.finditer(console)]
 
 
 def test_scheduled_failures_with_checkpoints(
@@ -85,10 +88,12 @@ def test_scheduled_failures_with_checkpoints(
 
     oracle = OracleResult.from_job_result(run(env, "oracle"), KEYS, RECORDS_PER_KEY)
 
-    reasons = restart_reasons(capsys)
+    console = capsys.readouterr().err
+    reasons = restart_reasons(console)
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, (oracle, reasons)
     assert len(reasons) == 2 and all("InjectedFailure: FailingMap" in r for r in reasons), reasons
+    assert len(COMPLETED.findall(console)) >= 10, "TESTING.md: at least 10 checkpoints complete"
 
 
 def test_failing_map_then_failing_snapshot(
@@ -103,7 +108,7 @@ def test_failing_map_then_failing_snapshot(
 
     oracle = OracleResult.from_job_result(run(env, "oracle"), KEYS, RECORDS_PER_KEY)
 
-    reasons = restart_reasons(capsys)
+    reasons = restart_reasons(capsys.readouterr().err)
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, (oracle, reasons)
     assert len(reasons) == 2, reasons
