@@ -16,10 +16,10 @@ Readers must not block: sources that wait for I/O do it in their own thread and 
 
 from __future__ import annotations
 
+import copy
 import enum
-import itertools
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 SplitT = TypeVar("SplitT", bound="SourceSplit")
@@ -145,15 +145,18 @@ class Source(ABC, Generic[SplitT]):
 
 
 class IteratorSplit(SourceSplit):
-    """A split whose records come from an iterator it can re-create from a position."""
+    """A split that hands out its records in batches and remembers how far it got.
+
+    ``next_batch`` advances the position; a snapshot of the split (``copy``) resumes right
+    after the last record handed out.
+    """
 
     @abstractmethod
-    def iterator(self) -> Iterator[Any]:
-        """Records from the current position on."""
+    def next_batch(self, limit: int) -> list[Any]:
+        """Up to ``limit`` records from the current position on (empty: the split is done)."""
 
-    @abstractmethod
-    def advance(self, count: int) -> None:
-        """``count`` more records were emitted (moves the position)."""
+    def copy(self) -> IteratorSplit:
+        return copy.copy(self)
 
 
 class StaticSplitEnumerator(SplitEnumerator[SplitT]):
@@ -181,16 +184,31 @@ class StaticSplitEnumerator(SplitEnumerator[SplitT]):
 
 
 class IteratorSourceReader(SourceReader[Any]):
-    """Reads :class:`IteratorSplit` s one after another, ``batch_size`` records per poll."""
+    """Reads :class:`IteratorSplit` s one after another, ``batch_size`` records per poll, at
+    most ``records_per_second`` records a second (``None``: as fast as the task takes them).
 
-    def __init__(self, context: SourceReaderContext, batch_size: int = 1024) -> None:
+    Never blocks: over the rate it answers ``NOTHING_AVAILABLE`` and the task retries after a
+    short back-off.
+    """
+
+    def __init__(
+        self,
+        context: SourceReaderContext,
+        batch_size: int = 1024,
+        records_per_second: float | None = None,
+    ) -> None:
         self.context = context
-        self.batch_size = batch_size
+        self.rate = records_per_second
+        self.batch_size = (
+            batch_size if records_per_second is None
+            else max(1, min(batch_size, int(records_per_second / 50)))
+        )  # fmt: skip
         self.splits: list[IteratorSplit] = []
         self.current: IteratorSplit | None = None
-        self._iterator: Iterator[Any] | None = None
         self.no_more_splits = False
         self._requested = False
+        self._emitted = 0
+        self._started_at = 0.0
 
     def start(self) -> None:
         if not self.splits:
@@ -212,6 +230,12 @@ class IteratorSourceReader(SourceReader[Any]):
         self.context.notify_available()
 
     def poll_next(self, output: ReaderOutput) -> InputStatus:
+        if self.rate is not None:
+            now = time.monotonic()
+            if not self._started_at:
+                self._started_at = now
+            if self._emitted > (now - self._started_at) * self.rate:
+                return InputStatus.NOTHING_AVAILABLE
         while True:
             if self.current is None:
                 if not self.splits:
@@ -220,15 +244,14 @@ class IteratorSourceReader(SourceReader[Any]):
                     self._request()
                     return InputStatus.NOTHING_AVAILABLE
                 self.current = self.splits.pop(0)
-                self._iterator = self.current.iterator()
-            assert self._iterator is not None
-            batch = list(itertools.islice(self._iterator, self.batch_size))
+            batch = self.current.next_batch(self.batch_size)
             if batch:
-                self.current.advance(len(batch))
+                self._emitted += len(batch)
                 output.collect_batch(batch, None)
                 return InputStatus.MORE_AVAILABLE
             self.current = None
-            self._iterator = None
 
     def snapshot_state(self, checkpoint_id: int) -> list[Any]:
-        return ([self.current] if self.current is not None else []) + list(self.splits)
+        """Copies of the splits this reader owns, at the positions reached so far."""
+        owned = ([self.current] if self.current is not None else []) + self.splits
+        return [split.copy() for split in owned]

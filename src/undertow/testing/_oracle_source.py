@@ -18,19 +18,17 @@ checkpoints (and failures between them) to happen.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from undertow.connectors.source import (
     Boundedness,
-    InputStatus,
-    ReaderOutput,
+    IteratorSourceReader,
+    IteratorSplit,
     Source,
     SourceReader,
     SourceReaderContext,
-    SourceSplit,
     SplitEnumerator,
     SplitEnumeratorContext,
     StaticSplitEnumerator,
@@ -47,7 +45,7 @@ _MAX_BATCH = 256
 
 
 @dataclass(slots=True)
-class OracleSplit(SourceSplit):
+class OracleSplit(IteratorSplit):
     """Keys ``keys`` (each emitting ``1 .. records_per_key``) and how many records went out."""
 
     index: int
@@ -89,73 +87,6 @@ class OracleSplit(SourceSplit):
 
     def copy(self) -> OracleSplit:
         return replace(self)
-
-
-class OracleSourceReader(SourceReader[OracleSplit]):
-    """Reads its splits one after another, at most ``records_per_second`` records a second.
-
-    Runs on the source task's loop thread; never blocks (over the rate it answers
-    ``NOTHING_AVAILABLE`` and the task retries after a short back-off)."""
-
-    def __init__(self, context: SourceReaderContext, records_per_second: float | None) -> None:
-        self.context = context
-        self.rate = records_per_second
-        self.batch_size = (
-            _MAX_BATCH if records_per_second is None
-            else max(1, min(_MAX_BATCH, int(records_per_second / 50)))
-        )  # fmt: skip
-        self.splits: list[OracleSplit] = []
-        self.current: OracleSplit | None = None
-        self.no_more_splits = False
-        self._requested = False
-        self._emitted = 0
-        self._started_at = 0.0
-
-    def start(self) -> None:
-        if not self.splits:
-            self._request()
-
-    def _request(self) -> None:
-        if not self._requested:
-            self._requested = True
-            self.context.send_split_request()
-
-    def add_splits(self, splits: list[OracleSplit]) -> None:
-        self.splits.extend(splits)
-        self._requested = False
-        self.context.notify_available()
-
-    def notify_no_more_splits(self) -> None:
-        self.no_more_splits = True
-        self._requested = False
-        self.context.notify_available()
-
-    def poll_next(self, output: ReaderOutput) -> InputStatus:
-        if self.rate is not None:
-            now = time.monotonic()
-            if not self._started_at:
-                self._started_at = now
-            if self._emitted > (now - self._started_at) * self.rate:
-                return InputStatus.NOTHING_AVAILABLE
-        while True:
-            if self.current is None:
-                if not self.splits:
-                    if self.no_more_splits:
-                        return InputStatus.END_OF_INPUT
-                    self._request()
-                    return InputStatus.NOTHING_AVAILABLE
-                self.current = self.splits.pop(0)
-            batch = self.current.next_batch(self.batch_size)
-            if batch:
-                self._emitted += len(batch)
-                output.collect_batch(batch, None)
-                return InputStatus.MORE_AVAILABLE
-            self.current = None
-
-    def snapshot_state(self, checkpoint_id: int) -> list[OracleSplit]:
-        """Copies of the unfinished splits, with the positions reached so far."""
-        owned = ([self.current] if self.current is not None else []) + self.splits
-        return [split.copy() for split in owned if not split.is_finished]
 
 
 class OracleSource(Source[OracleSplit]):
@@ -211,7 +142,7 @@ class OracleSource(Source[OracleSplit]):
         return Boundedness.BOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader[OracleSplit]:
-        return OracleSourceReader(context, self.records_per_second)
+        return IteratorSourceReader(context, _MAX_BATCH, self.records_per_second)
 
     def create_enumerator(
         self, context: SplitEnumeratorContext[OracleSplit]

@@ -68,7 +68,7 @@ from undertow.testing._oracle_records import (
     payload_size,
     verify_record,
 )
-from undertow.testing._oracle_source import OracleSource, OracleSourceReader, OracleSplit
+from undertow.testing._oracle_source import OracleSource, OracleSplit
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -83,7 +83,6 @@ __all__ = [
     "OracleRecord",
     "OracleResult",
     "OracleSource",
-    "OracleSourceReader",
     "OracleSplit",
     "OracleStatefulFunction",
     "SizeClass",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from undertow.connectors.source import (
@@ -26,11 +25,10 @@ class CollectionSplit(IteratorSplit):
     def split_id(self) -> str:
         return "0"
 
-    def iterator(self) -> Iterator[Any]:
-        return iter(self.elements[self.position :])
-
-    def advance(self, count: int) -> None:
-        self.position += count
+    def next_batch(self, limit: int) -> list[Any]:
+        batch = self.elements[self.position : self.position + limit]
+        self.position += len(batch)
+        return batch
 
 
 class CollectionSource(Source[CollectionSplit]):

@@ -7,16 +7,13 @@ split among the parallel readers; ``count=None`` runs until the job is cancelled
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from undertow.connectors.source import (
     Boundedness,
-    InputStatus,
     IteratorSourceReader,
     IteratorSplit,
-    ReaderOutput,
     Source,
     SourceReader,
     SourceReaderContext,
@@ -41,43 +38,11 @@ class GeneratorSplit(IteratorSplit):
     def split_id(self) -> str:
         return str(self.index)
 
-    def iterator(self) -> Iterator[Any]:
-        return map(self.fn, range(self.position, self.end, self.stride))
-
-    def advance(self, count: int) -> None:
-        self.position += count * self.stride
-
-
-class _ThrottledReader(IteratorSourceReader):
-    def __init__(self, context: SourceReaderContext, rate: float | None) -> None:
-        batch = 4096 if rate is None else max(1, min(4096, int(rate / 20)))
-        super().__init__(context, batch_size=batch)
-        self.rate = rate
-        self._emitted = 0
-        self._t0 = 0.0
-
-    def poll_next(self, output: ReaderOutput) -> InputStatus:
-        if self.rate is not None:
-            now = time.monotonic()
-            if not self._t0:
-                self._t0 = now
-            if self._emitted > (now - self._t0) * self.rate:
-                return InputStatus.NOTHING_AVAILABLE
-        return super().poll_next(_Counting(output, self))
-
-
-class _Counting:
-    def __init__(self, output: ReaderOutput, reader: _ThrottledReader) -> None:
-        self.output = output
-        self.reader = reader
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.reader._emitted += 1
-        self.output.collect(value, timestamp)
-
-    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
-        self.reader._emitted += len(values)
-        self.output.collect_batch(values, timestamps)
+    def next_batch(self, limit: int) -> list[Any]:
+        stop = min(self.end, self.position + limit * self.stride)
+        batch = list(map(self.fn, range(self.position, stop, self.stride)))
+        self.position += len(batch) * self.stride
+        return batch
 
 
 class DataGeneratorSource(Source[GeneratorSplit]):
@@ -97,7 +62,7 @@ class DataGeneratorSource(Source[GeneratorSplit]):
         return Boundedness.BOUNDED if self.count is not None else Boundedness.CONTINUOUS_UNBOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader[GeneratorSplit]:
-        return _ThrottledReader(context, self.records_per_second)
+        return IteratorSourceReader(context, 4096, self.records_per_second)
 
     def create_enumerator(
         self, context: SplitEnumeratorContext[GeneratorSplit]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from undertow.connectors.source import (
@@ -27,11 +26,11 @@ class NumberSequenceSplit(IteratorSplit):
     def split_id(self) -> str:
         return self._id
 
-    def iterator(self) -> Iterator[Any]:
-        return iter(range(self.start, self.end + 1))
-
-    def advance(self, count: int) -> None:
-        self.start += count
+    def next_batch(self, limit: int) -> list[Any]:
+        end = min(self.end + 1, self.start + limit)
+        batch = list(range(self.start, end))
+        self.start = end
+        return batch
 
     def __repr__(self) -> str:
         return f"NumberSequenceSplit({self._id}, {self.start}..{self.end})"
