@@ -19,7 +19,7 @@ from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
 
 def run_job(records: int, parallelism: int, target: str) -> float:
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration({"execution.target": target})
+        Configuration({"execution.target": target, "rest.port": "-1"})
     )
     env.set_parallelism(parallelism)
     (

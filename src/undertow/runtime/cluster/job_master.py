@@ -17,10 +17,10 @@ and queues what ``execute_and_collect`` sinks send.
 Monitoring: workers' ``TaskMetricsReport`` samples go to a :class:`TaskMetricsStore`; triggers,
 acknowledgements, declines, completions, aborts and restores go to a
 :class:`CheckpointStatsTracker`; :meth:`JobMaster.job_view` freezes both with the job's state
-into a :class:`JobView`. The REST API (:mod:`undertow.web.rest`) serves that view; the JobMaster
-starts it on its loop before the first attempt (a port that is taken fails ``start``) and closes
-it when the job has ended. It is the one module of a higher layer the runtime uses: imported
-lazily, handed only a view-building callable, and never imported when ``rest.port`` is -1.
+into a :class:`JobView`. The REST API (:mod:`undertow.runtime.cluster.rest`) serves that
+view; the JobMaster starts it on its loop before the first attempt (a port that is taken fails
+``start``) and closes it when the job has ended. It is imported only when ``rest.port`` is not
+-1, and handed only a view-building callable.
 
 Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public methods
 (``start``, ``cancel``, ``wait``, ``status``, ``rest_url``) may be called from any thread;
@@ -123,7 +123,7 @@ class JobStatus(enum.Enum):
 
 
 class RestServer(Protocol):
-    """What the JobMaster keeps of its REST endpoint (:class:`undertow.web.rest.RestEndpoint`)."""
+    """What the JobMaster keeps of its REST endpoint (``rest.server.RestEndpoint``)."""
 
     @property
     def url(self) -> str: ...
@@ -393,7 +393,7 @@ class JobMaster:
     async def _start_rest(self) -> RestServer | None:
         if self.config.get(Options.REST_PORT) < 0:
             return None
-        from undertow.web.rest import start_rest_endpoint  # the one upward import: see above
+        from undertow.runtime.cluster.rest.server import start_rest_endpoint
 
         endpoint = await start_rest_endpoint(self.config, self.job_view)
         if endpoint is not None:

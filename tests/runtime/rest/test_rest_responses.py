@@ -16,8 +16,8 @@ from undertow.runtime.cluster.metrics import (
     aggregate_state,
     summarize,
 )
-from undertow.web import responses
-from undertow.web.rest import RestEndpoint
+from undertow.runtime.cluster.rest import responses
+from undertow.runtime.cluster.rest.server import RestEndpoint
 
 T0 = 1_700_000_000_000
 SOURCE, SINK = "a" * 32, "b" * 32

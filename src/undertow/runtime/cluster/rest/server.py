@@ -1,7 +1,7 @@
 """The REST API of a running job, served by its JobMaster (Flink's REST endpoint, read-only).
 
 Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come from
-:mod:`undertow.web.responses` and use Flink's field names and units::
+:mod:`undertow.runtime.cluster.rest.responses` and use Flink's field names and units::
 
   /config                                         dashboard configuration
   /overview                                       workers, slots, jobs per state
@@ -55,7 +55,7 @@ from urllib.parse import unquote, urlsplit
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.cluster.metrics import JobView, VertexView
-from undertow.web import responses
+from undertow.runtime.cluster.rest import responses
 
 log = logging.getLogger(__name__)
 
