@@ -30,6 +30,7 @@ Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public me
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 import os
@@ -99,6 +100,8 @@ from undertow.storage.keys import load_or_create_key
 log = logging.getLogger(__name__)
 
 REGISTRATION_TIMEOUT_S = 120.0
+#: How long a worker's network failure waits for a dead peer to be reported as the cause.
+PEER_FAILURE_GRACE_S = 0.3
 WORKER_EXIT_TIMEOUT_S = 30.0
 
 
@@ -145,7 +148,11 @@ class WorkerLauncher(Protocol):
     def kill(self) -> None: ...
 
     def describe_exit(self, worker_index: int) -> str:
-        """How a worker ended ("exit code 1", "still running"), for error messages."""
+        """How a worker ended ("exit code 1", "still running"), for error messages. May wait
+        briefly for the worker to be reaped: call it off the event loop."""
+
+    def exited(self) -> list[int]:
+        """Workers of the current attempt that have already ended (does not wait)."""
 
 
 @dataclass
@@ -426,14 +433,9 @@ class JobMaster:
         self.task_metrics.clear()
         self.launcher.launch(self.plan.num_workers, self._address, self.secret, self.attempt,
                              self.config.to_dict())  # fmt: skip
-        try:
-            await asyncio.wait_for(attempt.all_registered.wait(), REGISTRATION_TIMEOUT_S)
-        except asyncio.TimeoutError:
-            missing = sorted(set(range(self.plan.num_workers)) - set(attempt.registered))
-            attempt.end(JobExecutionError(
-                f"workers {missing} did not register within {REGISTRATION_TIMEOUT_S:.0f} s: "
-                + "; ".join(f"worker {w}: {self.launcher.describe_exit(w)}" for w in missing)
-            ))  # fmt: skip
+        problem = await self._await_registration(attempt)
+        if problem is not None:
+            attempt.end(JobExecutionError(problem))
         if not attempt.done.is_set():
             self._deploy(attempt, restore)
         deployed = asyncio.ensure_future(attempt.all_deployed.wait())
@@ -449,6 +451,29 @@ class JobMaster:
             runtime = int((time.monotonic() - self._started_at) * 1000)
             self._result = JobExecutionResult(self.job_id, runtime, dict(attempt.accumulators))
         return attempt.error
+
+    async def _await_registration(self, attempt: _Attempt) -> str | None:
+        """Wait until every worker registered; a worker that dies first is noticed at once,
+        not at the registration timeout. Returns what went wrong, or None."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REGISTRATION_TIMEOUT_S
+        while not attempt.all_registered.is_set() and not attempt.done.is_set():
+            dead = [w for w in self.launcher.exited() if w not in attempt.registered]
+            if dead or loop.time() > deadline:
+                missing = dead or sorted(set(range(attempt.num_workers)) - set(attempt.registered))
+                reasons = await loop.run_in_executor(None, self._describe_exits, missing)
+                what = (
+                    "ended before registering"
+                    if dead
+                    else (f"did not register within {REGISTRATION_TIMEOUT_S:.0f} s")
+                )
+                return f"workers {missing} {what}: " + "; ".join(reasons)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(attempt.all_registered.wait(), 0.2)
+        return None
+
+    def _describe_exits(self, workers: list[int]) -> list[str]:
+        return [f"worker {w}: {self.launcher.describe_exit(w)}" for w in workers]
 
     async def _shutdown_workers(self, attempt: _Attempt) -> None:
         for conn in attempt.workers.values():
@@ -533,9 +558,9 @@ class JobMaster:
         finally:
             conn.close()
         if attempt is not None and not attempt.done.is_set():
-            attempt.end(JobExecutionError(
-                f"worker {index} exited unexpectedly ({self.launcher.describe_exit(index)})"
-            ))  # fmt: skip
+            loop = asyncio.get_running_loop()
+            how = await loop.run_in_executor(None, self.launcher.describe_exit, index)
+            self._fail(attempt, JobExecutionError(f"worker {index} exited unexpectedly ({how})"))
 
     def _handle(self, attempt: _Attempt, index: int, conn: ControlConnection, msg: Any) -> None:
         if isinstance(msg, TaskMetricsReport):
@@ -583,11 +608,17 @@ class JobMaster:
                 operator=msg.operator, subtask=msg.subtask, remote_traceback=msg.traceback,
             ))  # fmt: skip
         elif isinstance(msg, WorkerFailed):
+            error = JobExecutionError(
+                f"worker {msg.worker_index} failed: {msg.error}", remote_traceback=msg.traceback
+            )
             if msg.fatal:
                 attempt.fatal = True
-            self._fail(attempt, JobExecutionError(
-                f"worker {msg.worker_index} failed: {msg.error}", remote_traceback=msg.traceback
-            ))  # fmt: skip
+                self._fail(attempt, error)
+            else:
+                # Often the echo of a peer that died (connection reset): give the dead
+                # worker's own exit a moment to be reported first, as the real cause.
+                loop = asyncio.get_running_loop()
+                loop.call_later(PEER_FAILURE_GRACE_S, self._fail, attempt, error)
         elif isinstance(msg, TasksDeployed):
             attempt.deployed.add(index)
             if len(attempt.deployed) == attempt.num_workers:

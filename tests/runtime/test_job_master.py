@@ -1,0 +1,52 @@
+"""JobMaster supervision that needs no real workers: a launcher whose workers die at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from undertow.common import Configuration
+from undertow.core.errors import JobExecutionError
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.graph.job_graph import build_job_graph
+from undertow.runtime.cluster.job_master import JobMaster, JobStatus
+
+
+class DeadOnArrival:
+    """Starts nothing; every worker is reported as already ended."""
+
+    def __init__(self) -> None:
+        self.launched = 0
+
+    def launch(self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
+               config: dict[str, str]) -> None:  # fmt: skip
+        self.num_workers = num_workers
+        self.launched += 1
+
+    def wait(self, timeout: float) -> bool:
+        return True
+
+    def kill(self) -> None:
+        pass
+
+    def exited(self) -> list[int]:
+        return list(range(self.num_workers))
+
+    def describe_exit(self, worker_index: int) -> str:
+        return "exit code 3"
+
+
+def test_a_worker_that_dies_before_registering_fails_the_job_at_once() -> None:
+    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
+    env.from_collection([1, 2, 3]).map(str).print()
+    graph = build_job_graph(env.get_stream_graph("doa"))
+    launcher = DeadOnArrival()
+    master = JobMaster(graph, Configuration({"rest.port": "-1"}), launcher, num_workers=1)
+    started = time.monotonic()
+    master.start()
+    with pytest.raises(JobExecutionError, match=r"ended before registering: worker 0: exit code 3"):
+        master.wait(timeout=10)
+    assert time.monotonic() - started < 5, "noticed at once, not at the registration timeout"
+    assert master.status is JobStatus.FAILED
+    assert launcher.launched == 1  # no restart strategy configured: no second attempt
