@@ -251,6 +251,26 @@ def test_repr_names_task_and_state() -> None:
     )
 
 
+def test_aligned_handler_ignores_announcements_and_rejects_timeouts() -> None:
+    handler = BarrierHandler(2, "t")
+    timeoutable = CheckpointBarrier(1, 1_000, CheckpointOptions(aligned_checkpoint_timeout=50))
+    assert handler.on_announcement(0, timeoutable, 3, now_ms=1_000) == []  # and no timer
+    assert handler.pending_checkpoint_id == 1
+    with pytest.raises(BarrierProtocolViolation, match="aligned-only"):
+        handler.on_alignment_timeout(1, 2_000)
+
+
+def test_barrier_without_network_blocking_is_neither_blocked_nor_resumed() -> None:
+    handler = BarrierHandler(2, "t")
+    assert handler.on_barrier(0, barrier(1), mark_blocked=False) == []
+    assert handler.blocked_channels == frozenset()
+    assert handler.on_barrier(1, barrier(1)) == [
+        TriggerCheckpoint(barrier(1)),
+        ResumeChannels((1,)),
+    ]
+    assert handler.on_barrier(0, barrier(1), mark_blocked=False) == []  # obsolete, not blocked
+
+
 # -- BarrierHandler: a state machine against a reference model ------------------------------------
 
 
@@ -547,6 +567,14 @@ def test_tracker_tracks_at_most_50_checkpoints() -> None:
         assert tracker.on_barrier(0, barrier(checkpoint_id)) == []
     assert tracker.on_barrier(0, barrier(51)) == [AbortCheckpoint(1, SUBSUMED)]
     assert tracker.pending_checkpoint_ids == tuple(range(2, 52))
+
+
+def test_tracker_accepts_the_handler_keywords() -> None:
+    tracker = BarrierTracker(1)
+    assert tracker.on_barrier(0, barrier(1), mark_blocked=False, now_ms=5) == [
+        TriggerCheckpoint(barrier(1))
+    ]
+    assert tracker.on_end_of_partition(0, now_ms=5) == []
 
 
 def test_tracker_rejects_events_on_finished_channels() -> None:
