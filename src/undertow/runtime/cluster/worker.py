@@ -211,7 +211,7 @@ class Worker:
                 list(writers.values()), _Responder(self, vertex_id, subtask),
                 self.storage.write_file if self.storage is not None else None, self.io_pool,
                 self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
-                lambda t=task: t._last_watermark,  # type: ignore[misc]
+                task.current_watermark,
             )  # fmt: skip
             self.tasks[(vertex_id, subtask)] = task
         needed.discard(self.worker_index)

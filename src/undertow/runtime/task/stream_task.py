@@ -445,6 +445,14 @@ class StreamTask:
         self._idle = idle
         self.head.output.emit_watermark_status(idle)
 
+    def current_watermark(self) -> int:
+        """The last watermark this task passed on (a source: the last one it emitted)."""
+        emitter = getattr(self.head, "emitter", None)
+        if self.chain.is_source and emitter is not None:
+            watermark: int = emitter.last_watermark
+            return watermark
+        return self._last_watermark
+
     # -- diagnostics -----------------------------------------------------------------------------
     def operator_of(self, tb: TracebackType | None) -> str:
         """The name of the deepest operator of this chain found in a traceback."""
