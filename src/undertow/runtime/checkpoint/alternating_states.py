@@ -175,8 +175,26 @@ def _finish_alternating(controller: Controller, channels: ChannelState) -> Barri
     )
 
 
+class _AbstractAlternatingUnalignedState(BarrierHandlerState):
+    """Shared by the unaligned states: announced barriers go to the head of their channel at
+    once, and the alignment timeout has nothing left to do."""
+
+    __slots__ = ()
+
+    def announcement_received(
+        self, controller: Controller, channel: int, sequence_number: int
+    ) -> BarrierHandlerState:
+        controller.convert_to_priority(channel, sequence_number)
+        return self
+
+    def aligned_checkpoint_timeout(
+        self, controller: Controller, barrier: CheckpointBarrier
+    ) -> BarrierHandlerState:
+        return self
+
+
 @dataclass(frozen=True, slots=True)
-class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
+class AlternatingWaitingForFirstBarrierUnaligned(_AbstractAlternatingUnalignedState):
     """The next checkpoint is unaligned; its first barrier triggers it.
 
     ``alternating``: return to :class:`AlternatingWaitingForFirstBarrier` when the checkpoint
@@ -185,12 +203,6 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
 
     alternating: bool = False
     channel_state: ChannelState = field(default_factory=ChannelState)
-
-    def announcement_received(
-        self, controller: Controller, channel: int, sequence_number: int
-    ) -> BarrierHandlerState:
-        controller.convert_to_priority(channel, sequence_number)
-        return self
 
     def barrier_received(
         self,
@@ -210,11 +222,6 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
             return _finish_unaligned(controller, self.alternating, channels)
         return AlternatingCollectingBarriersUnaligned(self.alternating, channels)
 
-    def aligned_checkpoint_timeout(
-        self, controller: Controller, barrier: CheckpointBarrier
-    ) -> BarrierHandlerState:
-        return self
-
     def end_of_partition_received(
         self, controller: Controller, channel: int
     ) -> BarrierHandlerState:
@@ -227,18 +234,12 @@ class AlternatingWaitingForFirstBarrierUnaligned(BarrierHandlerState):
 
 
 @dataclass(frozen=True, slots=True)
-class AlternatingCollectingBarriersUnaligned(BarrierHandlerState):
+class AlternatingCollectingBarriersUnaligned(_AbstractAlternatingUnalignedState):
     """The unaligned checkpoint is triggered; its channel state is captured until all barriers
     are in. Channels blocked by aligned barriers stay blocked until then."""
 
     alternating: bool
     channel_state: ChannelState
-
-    def announcement_received(
-        self, controller: Controller, channel: int, sequence_number: int
-    ) -> BarrierHandlerState:
-        controller.convert_to_priority(channel, sequence_number)
-        return self
 
     def barrier_received(
         self,
@@ -254,11 +255,6 @@ class AlternatingCollectingBarriersUnaligned(BarrierHandlerState):
         if controller.all_barriers_received():
             return _finish_unaligned(controller, self.alternating, channels)
         return AlternatingCollectingBarriersUnaligned(self.alternating, channels)
-
-    def aligned_checkpoint_timeout(
-        self, controller: Controller, barrier: CheckpointBarrier
-    ) -> BarrierHandlerState:
-        return self
 
     def end_of_partition_received(
         self, controller: Controller, channel: int
