@@ -23,7 +23,7 @@ soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak
 
 demo: $(STAMP)
-	$(BIN)/python examples/wordcount.py
+	$(BIN)/python examples/demo.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py

@@ -1,7 +1,8 @@
 """Shared fixtures of the end-to-end suite: every test runs once per deployment target.
 
-``target`` is ``local-threads`` (workers are threads of the test process) or ``local`` (workers
-are child processes); both use real TCP between workers. ``make_env`` builds a
+``target`` is ``local-threads`` (workers are threads of the test process), ``local`` (workers
+are child processes) or ``spark`` (workers are a barrier stage of the suite's one local Spark
+session, master ``local[2]``); all use real TCP between workers. ``make_env`` builds a
 ``StreamExecutionEnvironment`` for the current target. ``printed`` turns what ``print()`` sinks
 wrote (captured by ``capsys``) into lines.
 
@@ -19,7 +20,7 @@ import pytest
 from undertow.common import Configuration
 from undertow.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 
-TARGETS = ["local-threads", "local"]
+TARGETS = ["local-threads", "local", "spark"]
 
 EnvFactory = Callable[..., StreamExecutionEnvironment]
 
@@ -30,9 +31,11 @@ def target(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_env(target: str) -> EnvFactory:
+def make_env(target: str, request: pytest.FixtureRequest) -> EnvFactory:
     """``make_env(parallelism=2, mode=None, config=None)``: an environment on ``target``
     with the given default parallelism, runtime mode and extra configuration keys."""
+    if target == "spark":
+        request.getfixturevalue("spark_session")
 
     def build(
         parallelism: int = 2,

@@ -116,7 +116,7 @@ def test_failing_map_then_failing_snapshot(
     assert "InjectedFailure: FailingSnapshot.snapshot" in reasons[1], reasons
 
 
-@pytest.mark.parametrize("target", ["local"])
+@pytest.mark.parametrize("target", ["local", "spark"])
 def test_random_worker_kill_with_checkpoints(make_env: EnvFactory, tmp_path: Path) -> None:
     seed = oracle_seed()
     print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")

@@ -1,8 +1,10 @@
 """The ``undertow`` command line.
 
-``undertow run JOB.py [--parallelism N] [--target local|local-threads] [-D key=value ...]``
-runs a job script as ``__main__`` with those options as defaults of every
-``StreamExecutionEnvironment`` it creates (the script's own settings win, as in Flink).
+``undertow run JOB.py [-p N] [-t spark|local|local-threads] [--master URL] [--workers W]
+[-D key=value ...]`` runs a job script as ``__main__`` with those options as defaults of every
+``StreamExecutionEnvironment`` it creates (the script's own settings win, as in Flink). The
+default target is ``spark`` on master ``local[*]``; Ctrl-C cancels the job (a graceful stop of
+the workers first, then Spark's job-group cancel) and exits with 130.
 
 ``undertow checkpoints DIR [--job JOB_ID] [--key KEY]`` lists the completed checkpoints under a
 checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
@@ -35,8 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("script", help="the Python file that defines and executes the job")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     run.add_argument("-p", "--parallelism", type=int, help="default parallelism")
-    run.add_argument("-t", "--target", choices=["local", "local-threads"],
-                     help="where the job runs (execution.target)")  # fmt: skip
+    run.add_argument("-t", "--target", choices=["spark", "local", "local-threads"],
+                     help="where the job runs (execution.target, default spark)")  # fmt: skip
+    run.add_argument("--master", help="Spark master (spark.master, default local[*]): "
+                     "local[N], spark://HOST:PORT, yarn, k8s://...")  # fmt: skip
+    run.add_argument("--workers", type=int,
+                     help="number of workers (undertow.workers; default: one per task slot "
+                          "Spark offers, at most the job's parallelism)")  # fmt: skip
     run.add_argument("-D", dest="defines", action="append", type=_define, default=[],
                      metavar="KEY=VALUE", help="set any configuration option")  # fmt: skip
     listing = sub.add_parser(
@@ -64,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         CLI_DEFAULTS.set(Options.PARALLELISM, args.parallelism)
     if args.target is not None:
         CLI_DEFAULTS.set(Options.TARGET, args.target)
+    if args.master is not None:
+        CLI_DEFAULTS.set(Options.SPARK_MASTER, args.master)
+    if args.workers is not None:
+        CLI_DEFAULTS.set(Options.WORKERS, args.workers)
     try:
         for option in Options.all():
             option.read(CLI_DEFAULTS.to_dict())
@@ -76,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     except UndertowError as err:
         print(f"undertow: job failed: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("undertow: interrupted; the job was cancelled", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -313,8 +313,9 @@ class Options:
     # execution ---------------------------------------------------------------------------
     TARGET = str_option(
         "execution.target",
-        "local",
-        "where the job runs: local, local-threads",
+        "spark",
+        "where the job runs: spark (a barrier stage on local or remote Spark), local (worker "
+        "processes, no Spark), local-threads (worker threads)",
         check=_choice("local", "local-threads", "spark"),
     )
     RUNTIME_MODE = str_option(
@@ -425,6 +426,26 @@ class Options:
         "how often workers send task metrics (records, busy / backpressured / idle time) to "
         "the JobMaster",
         check=_positive,
+    )
+    # deployment on Spark -----------------------------------------------------------------
+    PIPELINE_NAME = str_option("pipeline.name", "", "the job's name (Spark application name)")
+    SPARK_MASTER = str_option(
+        "spark.master",
+        "local[*]",
+        "Spark master of the session undertow builds (ignored when a session is active)",
+    )
+    SPARK_LOG_LEVEL = str_option(
+        "undertow.spark.log-level",
+        "WARN",
+        "log level of the Spark session undertow builds",
+        check=_choice("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
+    )
+    SPARK_SHIP_PACKAGE = str_option(
+        "undertow.spark.ship-package",
+        "auto",
+        "ship undertow to the executors with the job: auto (unless the master is local), "
+        "always, never",
+        check=_choice("auto", "always", "never"),
     )
     # state -------------------------------------------------------------------------------
     STATE_BACKEND = str_option("state.backend.type", "hashmap")

@@ -9,6 +9,7 @@
      ├── StateError                  state accessed outside a keyed context, bad descriptor ...
      ├── NetworkError                a peer broke the protocol, a frame is too large, auth failed
      │    └── AuthenticationError
+     ├── DeploymentError             the workers cannot be started where the job should run
      ├── JobExecutionError           the job failed: operator, subtask, remote traceback
      └── JobCancelledError           the job was cancelled while a caller waited for its result
 
@@ -45,6 +46,11 @@ class NetworkError(UndertowError, ConnectionError):
 
 class AuthenticationError(NetworkError):
     """A peer did not prove knowledge of the job secret."""
+
+
+class DeploymentError(UndertowError, RuntimeError):
+    """The job's workers cannot be started on the configured target (Spark will not start,
+    too few task slots, Python versions differ)."""
 
 
 class JobExecutionError(UndertowError, RuntimeError):

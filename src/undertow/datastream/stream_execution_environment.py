@@ -10,7 +10,9 @@ Not thread-safe: declare the job from one thread. ``execute_async`` returns a th
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,9 @@ from undertow.graph.job_graph import JobGraph, build_job_graph
 from undertow.graph.stream_graph import StreamGraph, build_stream_graph, describe
 from undertow.graph.transformations import SourceTransformation, Transformation
 from undertow.runtime.cluster.job_master import JobExecutionResult
+
+#: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.
+CANCEL_WAIT_S = 30.0
 
 if TYPE_CHECKING:
     from undertow.datastream.data_stream import DataStream
@@ -220,7 +225,17 @@ class StreamExecutionEnvironment:
         return JobClient(start_job(graph, config))
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
-        return self.execute_async(job_name).get_job_execution_result()
+        """Run the job and wait for its result. Ctrl-C cancels the job (its workers stop,
+        on Spark the job group is cancelled) before ``KeyboardInterrupt`` propagates."""
+        client = self.execute_async(job_name)
+        try:
+            return client.get_job_execution_result()
+        except KeyboardInterrupt:
+            sys.stderr.write("[undertow] interrupted: cancelling the job\n")
+            client.cancel()
+            with contextlib.suppress(Exception):
+                client.get_job_execution_result(timeout=CANCEL_WAIT_S)
+            raise
 
     def close(self) -> None:
         self._sinks = []

@@ -2,12 +2,17 @@
 
 The only place that knows about targets: everything below it runs the same code whatever the
 target (STYLE.md principle 10).
+
+* ``spark`` (the default): the workers are one Spark barrier stage of the active SparkSession,
+  or of one built with ``spark.master`` (``local[*]`` unless configured); see
+  :mod:`undertow.deploy.spark`.
+* ``local``: worker processes on this machine, no Spark.
+* ``local-threads``: workers as threads of this process (tests, debugging).
 """
 
 from __future__ import annotations
 
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import ConfigurationError
 from undertow.deploy.local import ProcessLauncher, ThreadLauncher
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.cluster.job_master import JobMaster, WorkerLauncher, default_num_workers
@@ -15,16 +20,31 @@ from undertow.runtime.cluster.job_master import JobMaster, WorkerLauncher, defau
 
 def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
     target = config.get(Options.TARGET)
-    launcher: WorkerLauncher
-    if target == "local-threads":
-        launcher = ThreadLauncher()
-    elif target == "local":
-        launcher = ProcessLauncher()
-    else:
-        raise ConfigurationError(
-            f"execution.target '{target}' is not available yet; use 'local' or 'local-threads'"
-        )
     slots = max(v.parallelism for v in job_graph.vertices)
-    master = JobMaster(job_graph, config, launcher, default_num_workers(config, slots))
+    launcher: WorkerLauncher
+    if target == "spark":
+        launcher, num_workers, config = _spark_launcher(config, slots)
+    else:
+        launcher = ThreadLauncher() if target == "local-threads" else ProcessLauncher()
+        num_workers = default_num_workers(config, slots)
+    master = JobMaster(job_graph, config, launcher, num_workers)
     master.start()
     return master
+
+
+def _spark_launcher(config: Configuration, slots: int) -> tuple[WorkerLauncher, int, Configuration]:
+    from undertow.deploy.spark import SparkLauncher
+    from undertow.deploy.spark_session import get_spark_session
+
+    launcher = SparkLauncher(get_spark_session(config), config)
+    configured = config.get(Options.WORKERS)
+    num_workers = configured if configured > 0 else max(1, min(slots, launcher.available_slots()))
+    launcher.check(num_workers)
+    config = Configuration(config)
+    if not config.contains_key(Options.BIND_HOST.key):
+        # The JobMaster listens where the executors can reach the driver.
+        driver_host = launcher.sc.getConf().get("spark.driver.host") or "127.0.0.1"
+        config.set(Options.BIND_HOST, driver_host)
+    if launcher.master.startswith("local") and not config.contains_key(Options.REST_PORT.key):
+        config.set(Options.REST_PORT, 0)  # as on the other local targets: any free port
+    return launcher, num_workers, config

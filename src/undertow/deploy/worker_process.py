@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 import pickle
 import sys
 
+from undertow.runtime.cluster.log_context import worker_log_handler
 from undertow.runtime.cluster.worker import run_worker
 
 
 def main() -> int:
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s worker %(process)d %(name)s: %(message)s"
-    )
     index, attempt, master, secret, config = pickle.loads(sys.stdin.buffer.read())
-    try:
-        run_worker(index, attempt, master, secret, config)
-    except Exception as err:
-        print(f"undertow worker {index}: {err}", file=sys.stderr)
-        return 1
+    with worker_log_handler():
+        try:
+            run_worker(index, attempt, master, secret, config)
+        except Exception as err:
+            print(f"undertow worker {index}: {err}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -19,7 +19,9 @@ which the runtime calls on every operator after a checkpoint completed.
   :class:`~undertow.testing.oracle.OracleStatefulFunction`) that makes its operator's
   *snapshot* fail when due: it keeps a trap value in keyed state whose pickling raises.
 * :func:`kill_worker_process` / :class:`WorkerKiller`: ``kill -9`` of a random worker process
-  of the ``local`` target, chosen (and timed) by a printed seed, so a failing run replays.
+  of the ``local`` or ``spark`` target, chosen (and timed) by a printed seed, so a failing run
+  replays. On ``spark`` a worker is the PySpark Python worker running a barrier task, found by
+  its process name ``undertow-worker`` among this process's descendants.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from undertow.state.descriptors import ValueStateDescriptor
 
 WORKER_MODULE = "undertow.deploy.worker_process"
 SEED_ENV = "UNDERTOW_ORACLE_SEED"
+#: The process name of a Spark Python worker while it hosts a worker (deploy.spark_task).
+SPARK_WORKER_NAME = "undertow-worker"
 
 
 class InjectedFailure(Exception):
@@ -171,23 +175,43 @@ def oracle_seed() -> int:
 
 
 def worker_process_pids() -> list[int]:
-    """Pids of live worker processes (``python -m undertow.deploy.worker_process``) that are
-    children of this process, found through ``/proc``; sorted."""
+    """Pids of live worker processes of this process, found through ``/proc``; sorted: children
+    running ``python -m undertow.deploy.worker_process`` (``local``) and descendants named
+    ``undertow-worker`` (Spark Python workers hosting a worker)."""
     me = os.getpid()
-    found = []
+    table: dict[int, tuple[str, int, str, str]] = {}  # pid -> (state, parent, name, cmdline)
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat") as f:
-                after_name = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            with open(f"/proc/{entry}/cmdline", "rb") as raw:
+                cmdline = raw.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as text:
+                stat = text.read()
+        except OSError:
             continue  # exited meanwhile
-        state, parent = after_name[0], int(after_name[1])
-        if WORKER_MODULE in cmdline and parent == me and state not in ("Z", "X"):
-            found.append(int(entry))
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        after_name = stat.rsplit(")", 1)[1].split()
+        if len(after_name) < 2:
+            continue
+        table[int(entry)] = (after_name[0], int(after_name[1]), name, cmdline)
+
+    def descends_from_me(pid: int) -> bool:
+        seen = 0
+        while pid in table and seen < 64:
+            pid, seen = table[pid][1], seen + 1
+            if pid == me:
+                return True
+        return False
+
+    found = []
+    for pid, (state, parent, name, cmdline) in table.items():
+        if state in ("Z", "X"):
+            continue
+        local_worker = WORKER_MODULE in cmdline and parent == me
+        spark_worker = name == SPARK_WORKER_NAME and descends_from_me(pid)
+        if local_worker or spark_worker:
+            found.append(pid)
     return sorted(found)
 
 

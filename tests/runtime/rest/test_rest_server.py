@@ -263,7 +263,8 @@ def test_default_port_is_flinks_and_local_targets_pick_a_free_one() -> None:
     assert resolve_port(Configuration({"execution.target": "spark"})) == 8081
     assert resolve_port(Configuration({"execution.target": "local"})) == 0
     assert resolve_port(Configuration({"execution.target": "local-threads"})) == 0
-    assert resolve_port(Configuration()) == 0  # the default target is local
+    # The default target is spark; deploy.executor sets rest.port 0 for a local Spark master.
+    assert resolve_port(Configuration()) == 8081
     assert resolve_port(Configuration({"execution.target": "local", "rest.port": 8081})) == 8081
     assert resolve_port(Configuration({"rest.port": "-1"})) == -1
     with pytest.raises(ConfigurationError, match=r"rest\.port"):

@@ -35,6 +35,7 @@ from undertow.graph.job_graph import JobGraph, JobVertex
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
+from undertow.runtime.cluster.log_context import add_log_context, set_log_context
 from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
     AddSplits,
@@ -181,6 +182,7 @@ class Worker:
             self.ctrl.close()
 
     async def _deploy(self, deploy: Deploy) -> None:
+        set_log_context(f"job {deploy.job_id[:8]} worker {self.worker_index}")
         self.config = Configuration(deploy.config)
         graph: JobGraph = pickle.loads(deploy.job_graph)
         checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
@@ -361,6 +363,7 @@ class Worker:
 
     async def _run_task(self, key: tuple[int, int], task: StreamTask) -> None:
         vertex_id, subtask = key
+        add_log_context(task.name)
         try:
             await task.run()
         except (TaskCancelled, asyncio.CancelledError):
