@@ -6,15 +6,7 @@ are put, in registration order, into *groups* of at most
 group writes **one file per checkpoint** holding all its members' channel state. Each member
 gets one :class:`~.channel_state_handles.MergedChannelStateHandle` per side (input, output).
 
-File layout (version :data:`FILE_VERSION`)::
-
-    b"UTCS"  uint16 LE version   then one region per (member, side) with state, in member
-                                 registration order, input before output
-    region = the side's channels in ascending order, each channel's chunks in add order
-
-A region's position, length, sha256 and packed chunk lengths are in the member's handle, so a
-reader fetches exactly its range and verifies it (:func:`read_channel_state`). The file's own
-sha256 (in the :class:`~undertow.storage.FileHandle`) covers the header too.
+File format and reader: :mod:`.channel_state_format`.
 
 **Grouping rule.** Member ``m`` has a *horizon*: the newest checkpoint id it started or
 aborted. Starting or aborting checkpoint ``N`` aborts ``m``'s unfinished checkpoints older
@@ -52,108 +44,46 @@ bytes per group plus those of files being written.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import struct
 import uuid
-from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
-from undertow.runtime.checkpoint.channel_state_handles import (
-    ChannelId,
-    ChannelStateDirection,
-    ChannelStateHandles,
-    MergedChannelStateHandle,
-    build_handle,
+from undertow.runtime.checkpoint.channel_state_format import (
+    FILE_HEADER,
+    FILE_MAGIC,
+    FILE_VERSION,
+    Chunks,
+    ReadRange,
+    SubtaskContribution,
+    WriteFile,
+    lay_out_group,
+    read_channel_state,
 )
+from undertow.runtime.checkpoint.channel_state_handles import ChannelId, ChannelStateHandles
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
-from undertow.storage import CheckpointStorageError, CorruptCheckpointError, FileHandle
+
+__all__ = [
+    "DEFAULT_INLINE_THRESHOLD",
+    "DEFAULT_MAX_SUBTASKS_PER_FILE",
+    "FILE_HEADER",
+    "FILE_MAGIC",
+    "FILE_VERSION",
+    "ChannelStateFileWriter",
+    "ReadRange",
+    "SubtaskChannelStateWriter",
+    "WriteFile",
+    "lay_out_group",
+    "read_channel_state",
+]
 
 log = logging.getLogger(__name__)
 
-FILE_MAGIC = b"UTCS"
-FILE_VERSION = 1
-FILE_HEADER = struct.Struct("<4sH")
 DEFAULT_MAX_SUBTASKS_PER_FILE = 5
 #: Flink's ``execution.checkpointing.data-inline-threshold`` default (20 kb).
 DEFAULT_INLINE_THRESHOLD = 20 * 1024
 _RETAINED = 16  # results kept per member, oldest done ones dropped first
 _U32_MAX = 0xFFFFFFFF
-
-#: ``(checkpoint_id, file_name, data) -> handle``: blocking storage write.
-WriteFile = Callable[[int, str, bytes], FileHandle]
-#: ``(path, start, length) -> bytes``: blocking ranged read (``CheckpointStorage.read_range``).
-ReadRange = Callable[[str, int, int], bytes]
-_Chunks = dict[ChannelId, list[bytes]]
-
-
-@dataclass(frozen=True, slots=True)
-class SubtaskContribution:
-    """One member's state for one checkpoint, as handed to :func:`lay_out_group`."""
-
-    subtask: str
-    input: _Chunks
-    output: _Chunks
-
-    @property
-    def size(self) -> int:
-        return sum(len(c) for side in (self.input, self.output) for cs in side.values() for c in cs)
-
-
-def lay_out_group(
-    checkpoint_id: int,
-    contributions: list[SubtaskContribution],
-    write: WriteFile | None,
-    file_name: str,
-) -> list[ChannelStateHandles]:
-    """Lay out, hash and (if ``write`` is given) write one group file; the members' handles.
-
-    With ``write`` ``None`` the regions are inlined instead. Handles are returned in
-    ``contributions`` order. Blocking when writing; pure otherwise.
-    """
-    parts: list[bytes] = [FILE_HEADER.pack(FILE_MAGIC, FILE_VERSION)]
-    position = FILE_HEADER.size
-    regions: list[list[tuple[ChannelStateDirection, _Chunks, int, int, str]]] = []
-    for contribution in contributions:
-        mine = []
-        for direction, chunks in (
-            (ChannelStateDirection.INPUT, contribution.input),
-            (ChannelStateDirection.OUTPUT, contribution.output),
-        ):
-            ordered = [c for channel in sorted(chunks) for c in chunks[channel]]
-            if not ordered:
-                continue
-            digest = hashlib.sha256()
-            for chunk in ordered:
-                digest.update(chunk)
-            length = sum(map(len, ordered))
-            mine.append((direction, chunks, position, length, digest.hexdigest()))
-            parts.extend(ordered)
-            position += length
-        regions.append(mine)
-    data = b"".join(parts)
-    file = None if write is None else write(checkpoint_id, file_name, data)
-    if file is not None and file.size != len(data):
-        raise CheckpointStorageError(
-            f"channel-state file {file.path} of checkpoint {checkpoint_id}: storage reports "
-            f"{file.size} bytes, {len(data)} were written"
-        )
-    result = []
-    for contribution, mine in zip(contributions, regions):
-        sides: dict[ChannelStateDirection, MergedChannelStateHandle] = {}
-        for direction, chunks, start, length, sha in mine:
-            inline = None if file is not None else data[start : start + length]
-            sides[direction] = build_handle(
-                contribution.subtask, checkpoint_id, direction, chunks,
-                0 if inline is not None else start, sha, file=file, inline_data=inline,
-            )  # fmt: skip
-        result.append(
-            ChannelStateHandles(
-                sides.get(ChannelStateDirection.INPUT), sides.get(ChannelStateDirection.OUTPUT)
-            )
-        )
-    return result
 
 
 @dataclass(slots=True)
@@ -162,8 +92,8 @@ class _Checkpoint:
 
     future: asyncio.Future[ChannelStateHandles]
     started: bool
-    input: _Chunks = field(default_factory=dict)
-    output: _Chunks = field(default_factory=dict)
+    input: Chunks = field(default_factory=dict)
+    output: Chunks = field(default_factory=dict)
     input_done: bool = False
     output_done: bool = False
     aborted: bool = False
@@ -426,53 +356,6 @@ class ChannelStateFileWriter:
                 _settle(entry.future, exception=error)
 
         future.add_done_callback(done)
-
-
-def read_channel_state(
-    handle: MergedChannelStateHandle, read_range: ReadRange
-) -> Iterator[tuple[ChannelId, bytes]]:
-    """Read and verify ``handle``'s region; then the chunks as ``(channel, bytes)`` in file
-    order (ascending channel, each channel's chunks in write order).
-
-    Blocking (one ranged read); run it off the loop. Verification happens before this returns,
-    so nothing unverified is ever yielded: a short read or a sha256 mismatch raises
-    :class:`CorruptCheckpointError` naming the file, checkpoint and subtask.
-    """
-    where = (
-        f"channel state ({handle.direction.value}) of subtask {handle.subtask!r} in checkpoint "
-        f"{handle.checkpoint_id}, {handle.location} [{handle.range_start}, "
-        f"+{handle.range_length})"
-    )
-    if handle.inline_data is not None:
-        data = handle.inline_data
-    else:
-        assert handle.file is not None
-        try:
-            data = read_range(handle.file.path, handle.range_start, handle.range_length)
-        except (OSError, ValueError) as err:
-            raise CorruptCheckpointError(
-                f"cannot read {where}: {err}", checkpoint=handle.checkpoint_id,
-                path=handle.location,
-            ) from err  # fmt: skip
-    actual = hashlib.sha256(data).hexdigest() if len(data) == handle.range_length else "n/a"
-    if actual != handle.range_sha256:
-        raise CorruptCheckpointError(
-            f"corrupt {where}: read {len(data)} bytes with sha256 {actual}, expected "
-            f"{handle.range_length} bytes with sha256 {handle.range_sha256}",
-            checkpoint=handle.checkpoint_id,
-            path=handle.location,
-            expected=handle.range_sha256,
-            actual=actual,
-        )
-    return _chunks(handle, memoryview(data))
-
-
-def _chunks(
-    handle: MergedChannelStateHandle, view: memoryview
-) -> Iterator[tuple[ChannelId, bytes]]:
-    for entry in handle.entries():
-        start = entry.offset - handle.range_start
-        yield entry.channel, bytes(view[start : start + entry.length])
 
 
 def _check_channel(channel: ChannelId) -> ChannelId:
