@@ -162,20 +162,27 @@ class MergedChannelStateHandle:
         if not isinstance(self.packed_channels, bytes) or len(self.packed_channels) % 4:
             self._invalid("packed channels must be bytes of a whole number of uint32 words")
         words = _words(self.packed_channels)
-        i, total, previous = 0, 0, (-1, -1)
-        while i < len(words):
-            if i + 3 > len(words):
+        n, i, total, previous = len(words), 0, 0, -1
+        while i < n:  # one pass; the hot path (one chunk per channel) avoids slices
+            if i + 3 > n:
                 self._invalid(f"packed channels truncated at word {i}")
-            channel, count = (words[i], words[i + 1]), words[i + 2]
-            if channel <= previous:
-                self._invalid(f"channel {channel} does not follow {previous} in ascending order")
-            if count < 1 or i + 3 + count > len(words):
-                self._invalid(f"channel {channel} has a bad chunk count {count}")
-            lengths = words[i + 3 : i + 3 + count]
-            if min(lengths) < 1:
-                self._invalid(f"channel {channel} has an empty chunk")
-            total += sum(lengths)
-            previous, i = channel, i + 3 + count
+            key, count, end = (words[i] << 32) | words[i + 1], words[i + 2], i + 3 + words[i + 2]
+            if key <= previous:
+                self._invalid(
+                    f"channel {(words[i], words[i + 1])} does not follow "
+                    f"{(previous >> 32, previous & _U32_MAX)} in ascending order"
+                )
+            if count < 1 or end > n:
+                self._invalid(f"channel {(words[i], words[i + 1])} has a bad chunk count {count}")
+            if count == 1:
+                length = words[i + 3]
+            else:
+                lengths = words[i + 3 : end]
+                length = sum(lengths) if min(lengths) >= 1 else 0
+            if length < 1:
+                self._invalid(f"channel {(words[i], words[i + 1])} has an empty chunk")
+            total += length
+            previous, i = key, end
         if total != self.range_length:
             self._invalid(f"chunk lengths add up to {total}, range_length is {self.range_length}")
 
