@@ -104,6 +104,29 @@ def test_read_resolves_shared_files(backend: Backend) -> None:
     assert storage.read_file(handle, 4) == b"shared bytes"
 
 
+def test_read_range_reads_only_the_range(backend: Backend) -> None:
+    storage = backend.storage()
+    data = bytes(range(256)) * 40
+    handle = storage.write_file(3, "channel-state-x", data)
+    assert storage.read_range(handle.path, 1000, 300) == data[1000:1300]
+    assert storage.read_range(handle.path, 0, 0) == b""
+    assert storage.read_range(handle.path, len(data) - 5, 5) == data[-5:]
+
+
+def test_read_range_rejects_short_missing_and_unsafe(backend: Backend) -> None:
+    storage = backend.storage()
+    handle = storage.write_file(3, "small", b"0123456789")
+    with pytest.raises(CorruptCheckpointError, match="ends early: read 4 of 6 bytes") as info:
+        storage.read_range(handle.path, 6, 6)
+    assert info.value.path is not None and "chk-3/small" in info.value.path
+    with pytest.raises(CorruptCheckpointError, match="missing"):
+        storage.read_range("chk-3/nothing", 0, 1)
+    with pytest.raises(ValueError):
+        storage.read_range("../other-job/chk-3/small", 0, 1)
+    with pytest.raises(ValueError):
+        storage.read_range(handle.path, -1, 1)
+
+
 # -- commit / completed ids / read_metadata --------------------------------------------------
 
 

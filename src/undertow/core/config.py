@@ -406,6 +406,13 @@ class Options:
         deprecated_keys=("execution.savepoint.path",),
     )
     ALIGNED_TIMEOUT = duration_option("execution.checkpointing.aligned-checkpoint-timeout", 0)
+    MAX_SUBTASKS_PER_CHANNEL_STATE_FILE = int_option(
+        "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
+        5,
+        "subtasks of a worker that share one channel-state file per checkpoint; 1 gives one "
+        "file per subtask",
+        check=_positive,
+    )
     # REST and metrics --------------------------------------------------------------------
     REST_PORT = int_option(
         "rest.port",

@@ -43,7 +43,7 @@ from undertow.storage.errors import (
     CheckpointStorageError,
     CorruptCheckpointError,
 )
-from undertow.storage.handle import FileHandle
+from undertow.storage.handle import FileHandle, check_relative_path
 
 METADATA_FILE = "_metadata"
 CHECKPOINT_DIR_PREFIX = "chk-"
@@ -192,6 +192,40 @@ class CheckpointStorage:
                 actual=digest,
             )
         return data
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        """Read ``length`` bytes at ``start`` of the file at ``path`` (relative to the job
+        directory, as in a :class:`FileHandle`), without reading the rest of the file.
+
+        Nothing is verified here: the caller checks the range against its own checksum (a
+        channel-state region, see ``runtime.checkpoint.channel_state_files``). Raises
+        :class:`CorruptCheckpointError` naming the file if it is missing or ends before
+        ``start + length``. Cost: one open and one ranged read (one ranged GET on object
+        stores).
+        """
+        check_relative_path(path)
+        if isinstance(start, bool) or isinstance(length, bool) or start < 0 or length < 0:
+            raise ValueError(f"range start and length must be >= 0, got {start!r}, {length!r}")
+        full = posixpath.join(self._job_dir, path)
+        uri = self._uri(full)
+        try:
+            with self._fs.open(full, "rb") as stream:
+                stream.seek(start)
+                data = stream.read(length)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as err:
+            raise CorruptCheckpointError(
+                f"file {uri} is missing (reading {length} bytes at offset {start})",
+                path=uri,
+                actual="missing",
+            ) from err
+        if len(data) != length:
+            raise CorruptCheckpointError(
+                f"file {uri} ends early: read {len(data)} of {length} bytes at offset {start}",
+                path=uri,
+                expected=f"{length} bytes",
+                actual=f"{len(data)} bytes",
+            )
+        return bytes(data)
 
     def commit_metadata(self, checkpoint_id: int, payload: bytes) -> str:
         """Write ``chk-<checkpoint_id>/_metadata`` atomically; return the checkpoint pointer.

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -207,3 +208,74 @@ def test_hypothesis_round_trip(meta: CheckpointMetadata, key: bytes) -> None:
     data = encode_metadata(meta, key)
     assert decode_metadata(data, key, WHERE) == meta
     assert data[10:-32].isascii()
+
+
+# -- channel state ---------------------------------------------------------------------------
+
+
+def channel_state_sample() -> CheckpointMetadata:
+    from undertow.runtime.checkpoint.channel_state_handles import (
+        ChannelStateDirection,
+        ChannelStateHandles,
+        build_handle,
+    )
+
+    def sha(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    shared = handle("chk-4/channel-state-0a1b", 4000)
+    data = b"q" * 100
+    inline = b"inline bytes"
+    subtask_0 = ChannelStateHandles(
+        build_handle("map (1/2)", 4, ChannelStateDirection.INPUT,
+                     {(0, 0): [data[:40]], (0, 1): [data[40:]]}, 6, sha(data), file=shared),
+        build_handle("map (1/2)", 4, ChannelStateDirection.OUTPUT,
+                     {(0, 1): [data]}, 106, sha(data), file=shared),
+    )  # fmt: skip
+    subtask_1 = ChannelStateHandles(
+        build_handle("map (2/2)", 4, ChannelStateDirection.INPUT,
+                     {(1, 0): [data]}, 206, sha(data), file=shared),
+        None,
+    )  # fmt: skip
+    sink = ChannelStateHandles(
+        build_handle("sink (1/1)", 4, ChannelStateDirection.INPUT,
+                     {(0, 0): [inline]}, 0, sha(inline), inline_data=inline),
+    )  # fmt: skip
+    base = sample()
+    first = base.vertices[0]
+    vertices = (
+        dataclasses.replace(first, channel_state={0: subtask_0, 1: subtask_1}),
+        VertexMetadata(3, "Sink: s", ("s",), 1, 128, channel_state={0: sink}),
+    )
+    return dataclasses.replace(base, vertices=vertices)
+
+
+def test_channel_state_round_trips_and_counts_shared_file_once() -> None:
+    meta = channel_state_sample()
+    decoded = decode_metadata(encode_metadata(meta, KEY), KEY, WHERE)
+    assert decoded == meta
+    paths = [h.path for h in referenced_files(decoded)]
+    assert paths.count("chk-4/channel-state-0a1b") == 1
+    assert "chk-4/channel-state-0a1b" in paths
+    # 100 + 120 state files, 30 coordinator, 4000 shared channel state, 12 inline
+    assert total_state_size(decoded) == 100 + 120 + 30 + 4000 + 12
+
+
+def test_metadata_without_channel_state_has_no_such_field_and_decodes() -> None:
+    data = encode_metadata(sample(), KEY)
+    body = json.loads(data[10:-32])
+    assert all("channel_state" not in vertex for vertex in body["vertices"])
+    assert decode_metadata(data, KEY, WHERE).vertices[0].channel_state == {}
+
+
+def test_malformed_channel_state_is_corrupt_naming_the_subtask() -> None:
+    meta = channel_state_sample()
+    body = json.loads(encode_metadata(meta, KEY)[10:-32])
+    body["vertices"][0]["channel_state"]["1"]["input"]["length"] = 99
+    payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    with pytest.raises(CorruptCheckpointError, match="subtask 'map \\(2/2\\)', checkpoint 4"):
+        decode_metadata(signed(payload), KEY, WHERE)
+    body["vertices"][0]["channel_state"] = {"x": None}
+    payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    with pytest.raises(CorruptCheckpointError, match="channel-state subtask index"):
+        decode_metadata(signed(payload), KEY, WHERE)

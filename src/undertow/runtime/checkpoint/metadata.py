@@ -34,6 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelStateHandles,
+    handles_from_json,
+    handles_to_json,
+)
 from undertow.storage import CorruptCheckpointError, FileHandle
 
 MAGIC = b"UTWM"
@@ -49,7 +54,9 @@ class VertexMetadata:
 
     ``uids`` are the chained operators' uids in chain order; ``subtasks`` maps a subtask index
     to the handle of its state file. A ``finished`` vertex (FLIP-147) has no subtask state and
-    is restored as finished.
+    is restored as finished. ``channel_state`` maps a subtask index to its unaligned channel
+    state (merged handles, one per side; files may be shared with other subtasks); it is
+    written only when non-empty, and metadata without it decodes with it empty.
     """
 
     vertex_id: int
@@ -59,6 +66,7 @@ class VertexMetadata:
     max_parallelism: int
     finished: bool = False
     subtasks: dict[int, FileHandle] = field(default_factory=dict)
+    channel_state: dict[int, ChannelStateHandles] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +163,15 @@ def decode_metadata(
 
 
 def referenced_files(meta: CheckpointMetadata) -> list[FileHandle]:
-    """Every distinct file the checkpoint references (subtask and coordinator state)."""
+    """Every distinct file the checkpoint references (subtask, channel and coordinator
+    state); a channel-state file shared by several subtasks is listed once."""
     seen: dict[str, FileHandle] = {}
     for vertex in meta.vertices:
         for handle in vertex.subtasks.values():
             seen.setdefault(handle.path, handle)
+        for channel_state in vertex.channel_state.values():
+            for handle in channel_state.files():
+                seen.setdefault(handle.path, handle)
     for maybe in meta.coordinators.values():
         if maybe is not None:
             seen.setdefault(maybe.path, maybe)
@@ -167,8 +179,14 @@ def referenced_files(meta: CheckpointMetadata) -> list[FileHandle]:
 
 
 def total_state_size(meta: CheckpointMetadata) -> int:
-    """Bytes of state the checkpoint references, each distinct file counted once."""
-    return sum(handle.size for handle in referenced_files(meta))
+    """Bytes of state the checkpoint references, each distinct file counted once, plus the
+    channel state carried inline in the metadata."""
+    inline = sum(
+        handles.inline_bytes
+        for vertex in meta.vertices
+        for handles in vertex.channel_state.values()
+    )
+    return sum(handle.size for handle in referenced_files(meta)) + inline
 
 
 # -- JSON mapping ----------------------------------------------------------------------------
@@ -178,6 +196,27 @@ def _handle_to_json(handle: FileHandle) -> dict[str, Any]:
     return {"path": handle.path, "size": handle.size, "sha256": handle.sha256}
 
 
+def _vertex_to_json(vertex: VertexMetadata) -> dict[str, Any]:
+    document = {
+        "vertex_id": vertex.vertex_id,
+        "name": vertex.name,
+        "uids": list(vertex.uids),
+        "parallelism": vertex.parallelism,
+        "max_parallelism": vertex.max_parallelism,
+        "finished": vertex.finished,
+        "subtasks": {
+            str(_int(index, "subtask index")): _handle_to_json(handle)
+            for index, handle in vertex.subtasks.items()
+        },
+    }
+    if vertex.channel_state:  # absent when empty: such metadata encodes as before
+        document["channel_state"] = {
+            str(_int(index, "channel-state subtask index")): handles_to_json(handles)
+            for index, handles in vertex.channel_state.items()
+        }
+    return document
+
+
 def _metadata_to_json(meta: CheckpointMetadata) -> dict[str, Any]:
     return {
         "job_id": meta.job_id,
@@ -185,21 +224,7 @@ def _metadata_to_json(meta: CheckpointMetadata) -> dict[str, Any]:
         "trigger_timestamp": meta.trigger_timestamp,
         "completion_timestamp": meta.completion_timestamp,
         "is_savepoint": meta.is_savepoint,
-        "vertices": [
-            {
-                "vertex_id": vertex.vertex_id,
-                "name": vertex.name,
-                "uids": list(vertex.uids),
-                "parallelism": vertex.parallelism,
-                "max_parallelism": vertex.max_parallelism,
-                "finished": vertex.finished,
-                "subtasks": {
-                    str(_int(index, "subtask index")): _handle_to_json(handle)
-                    for index, handle in vertex.subtasks.items()
-                },
-            }
-            for vertex in meta.vertices
-        ],
+        "vertices": [_vertex_to_json(vertex) for vertex in meta.vertices],
         "coordinators": {
             str(_int(vertex_id, "coordinator vertex id")): (
                 None if handle is None else _handle_to_json(handle)
@@ -245,6 +270,10 @@ def _vertex_from_json(document: object) -> VertexMetadata:
         subtasks={
             _int_key(key, "subtask index"): _handle_from_json(value)
             for key, value in _object(vertex["subtasks"], "subtasks").items()
+        },
+        channel_state={
+            _int_key(key, "channel-state subtask index"): handles_from_json(value)
+            for key, value in _object(vertex.get("channel_state", {}), "channel_state").items()
         },
     )
 

@@ -1,0 +1,389 @@
+"""Channel-state files shared by the subtasks of a worker, and their reader.
+
+Flink's ``ChannelStateWriteRequestExecutor`` idea (reference §3.3): the subtasks of one worker
+are put, in registration order, into *groups* of at most
+``execution.checkpointing.unaligned.max-subtasks-per-channel-state-file`` (5) members, and a
+group writes **one file per checkpoint** holding all its members' channel state. Each member
+gets one :class:`~.channel_state_handles.MergedChannelStateHandle` per side (input, output).
+
+File format and reader: :mod:`.channel_state_format`.
+
+**Grouping rule.** Member ``m`` has a *horizon*: the newest checkpoint id it started or
+aborted. Starting or aborting checkpoint ``N`` aborts ``m``'s unfinished checkpoints older
+than ``N`` (one checkpoint at a time, a newer one subsumes). The group's state for checkpoint
+``N`` is *collected* as soon as every member ``m`` satisfies one of
+
+* ``m`` started ``N`` and has finished both sides or aborted ``N``;
+* ``m``'s horizon is past ``N`` (it can never start ``N`` any more);
+* ``m`` was released (its subtask ended; unfinished checkpoints are aborted).
+
+A member that has not reached ``N`` is waited for: its barrier may still be on the way. A
+subtask that takes checkpoint ``N`` without channel state should still ``start`` and finish it
+(or ``abort`` it) so the others are not held up until its next checkpoint. Collection writes
+the state of the members that finished ``N`` (an aborted member contributes nothing and its
+result fails; the others' state is written regardless) and happens exactly once per ``N``.
+
+*Invariant*: for each checkpoint, each member's state is in at most one region of at most one
+file, and a member's result resolves only with handles whose bytes were durably written (or
+are inline). A group stops accepting members once one of them started a checkpoint (as in
+Flink), so a late subtask never holds up a checkpoint it cannot take part in; it opens a new
+group.
+
+Empty group state: no file, every member gets ``ChannelStateHandles(None, None)``. Group state
+below ``inline_threshold`` bytes: no file either, the handles carry their bytes inline.
+
+Threading: every method of :class:`ChannelStateFileWriter` and
+:class:`SubtaskChannelStateWriter` must be called on the worker's event-loop thread (results
+are :class:`asyncio.Future` objects of that loop). Laying out, hashing and writing a file
+(``write_file``, blocking storage I/O) run on ``executor`` (the loop's default one if
+``None``); nothing else leaves the loop thread. Cost: ``add_*`` keeps a reference to the bytes
+(no copy) until the group file is written, so a worker holds at most one checkpoint's in-flight
+bytes per group plus those of files being written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+
+from undertow.runtime.checkpoint.channel_state_format import (
+    FILE_HEADER,
+    FILE_MAGIC,
+    FILE_VERSION,
+    Chunks,
+    ReadRange,
+    SubtaskContribution,
+    WriteFile,
+    lay_out_group,
+    read_channel_state,
+)
+from undertow.runtime.checkpoint.channel_state_handles import ChannelId, ChannelStateHandles
+from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+
+__all__ = [
+    "DEFAULT_INLINE_THRESHOLD",
+    "DEFAULT_MAX_SUBTASKS_PER_FILE",
+    "FILE_HEADER",
+    "FILE_MAGIC",
+    "FILE_VERSION",
+    "ChannelStateFileWriter",
+    "ReadRange",
+    "SubtaskChannelStateWriter",
+    "WriteFile",
+    "lay_out_group",
+    "read_channel_state",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_SUBTASKS_PER_FILE = 5
+#: Flink's ``execution.checkpointing.data-inline-threshold`` default (20 kb).
+DEFAULT_INLINE_THRESHOLD = 20 * 1024
+_RETAINED = 16  # results kept per member, oldest done ones dropped first
+_U32_MAX = 0xFFFFFFFF
+
+
+@dataclass(slots=True)
+class _Checkpoint:
+    """One member's view of one checkpoint (mutable; loop thread only)."""
+
+    future: asyncio.Future[ChannelStateHandles]
+    started: bool
+    input: Chunks = field(default_factory=dict)
+    output: Chunks = field(default_factory=dict)
+    input_done: bool = False
+    output_done: bool = False
+    aborted: bool = False
+    collected: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.aborted or (self.input_done and self.output_done)
+
+
+class SubtaskChannelStateWriter:
+    """One subtask's channel-state writer, a member of one group (see the module docstring).
+
+    Made by :meth:`ChannelStateFileWriter.register`. Loop thread only. Per checkpoint the calls
+    are ``start``, any number of ``add_input`` / ``add_output``, ``finish_input`` and
+    ``finish_output`` (any order), or ``abort`` at any point. Data for a checkpoint that is
+    not started or was aborted is dropped (it may race with a newer barrier); adding after
+    finishing a side is a programming error (:class:`ValueError`).
+    """
+
+    def __init__(self, group: _Group, name: str) -> None:
+        self._group = group
+        self.name = name
+        self.horizon = -1
+        self.released = False
+        self.checkpoints: dict[int, _Checkpoint] = {}
+
+    def start(self, checkpoint_id: int) -> None:
+        """Begin ``checkpoint_id``; aborts this subtask's unfinished older checkpoints."""
+        if self.released:
+            raise ValueError(f"subtask {self.name!r} was released; cannot start {checkpoint_id}")
+        existing = self.checkpoints.get(checkpoint_id)
+        if existing is not None and existing.started:
+            raise ValueError(f"subtask {self.name!r} started checkpoint {checkpoint_id} twice")
+        self._group.closed = True
+        entry = _Checkpoint(asyncio.get_running_loop().create_future(), started=True)
+        self.checkpoints[checkpoint_id] = entry
+        if checkpoint_id <= self.horizon:  # too late: the group may have collected it already
+            self._fail(checkpoint_id, entry, "a newer checkpoint was started or aborted first")
+        else:
+            self._advance(checkpoint_id)
+        self._group.collect()
+
+    def add_input(self, checkpoint_id: int, channel: ChannelId, data: bytes) -> None:
+        """Append ``data`` to input channel ``(gate_index, channel_index)``'s state."""
+        entry = self._live(checkpoint_id, "input")
+        if entry is not None and data:
+            entry.input.setdefault(_check_channel(channel), []).append(_check_chunk(data))
+
+    def add_output(self, checkpoint_id: int, channel: ChannelId, data: bytes) -> None:
+        """Append ``data`` to output ``(partition_index, subpartition_index)``'s state."""
+        entry = self._live(checkpoint_id, "output")
+        if entry is not None and data:
+            entry.output.setdefault(_check_channel(channel), []).append(_check_chunk(data))
+
+    def finish_input(self, checkpoint_id: int) -> None:
+        entry = self._live(checkpoint_id, "input")
+        if entry is not None:
+            entry.input_done = True
+            self._group.collect()
+
+    def finish_output(self, checkpoint_id: int) -> None:
+        entry = self._live(checkpoint_id, "output")
+        if entry is not None:
+            entry.output_done = True
+            self._group.collect()
+
+    def abort(self, checkpoint_id: int, cause: BaseException | None = None) -> None:
+        """Drop this subtask's state of ``checkpoint_id``; its result fails. Also valid before
+        ``start``: the subtask then will not take part in ``checkpoint_id``."""
+        entry = self.checkpoints.get(checkpoint_id)
+        if entry is None:
+            entry = _Checkpoint(asyncio.get_running_loop().create_future(), started=False)
+            self.checkpoints[checkpoint_id] = entry
+        if not entry.collected:
+            self._fail(checkpoint_id, entry, "aborted", cause)
+        if checkpoint_id > self.horizon:
+            self._advance(checkpoint_id)
+        self._group.collect()
+
+    def is_started(self, checkpoint_id: int) -> bool:
+        """``start(checkpoint_id)`` was called and the checkpoint was not aborted since."""
+        entry = self.checkpoints.get(checkpoint_id)
+        return entry is not None and entry.started and not entry.aborted
+
+    def result(self, checkpoint_id: int) -> asyncio.Future[ChannelStateHandles]:
+        """The handles of ``checkpoint_id``, once the group file is written (same future on
+        every call). Fails with :class:`CheckpointException` if aborted or the write failed.
+        Results of the last 16 checkpoints are kept."""
+        entry = self.checkpoints.get(checkpoint_id)
+        if entry is None:
+            raise LookupError(f"subtask {self.name!r} has no checkpoint {checkpoint_id}")
+        return entry.future
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _live(self, checkpoint_id: int, side: str) -> _Checkpoint | None:
+        entry = self.checkpoints.get(checkpoint_id)
+        if entry is None or not entry.started or entry.aborted:
+            return None
+        if entry.input_done if side == "input" else entry.output_done:
+            raise ValueError(
+                f"subtask {self.name!r}: {side} of checkpoint {checkpoint_id} already finished"
+            )
+        return entry
+
+    def _advance(self, checkpoint_id: int) -> None:
+        self.horizon = checkpoint_id
+        for older, entry in self.checkpoints.items():
+            if older < checkpoint_id and not entry.done:
+                self._fail(older, entry, f"subsumed by checkpoint {checkpoint_id}")
+
+    def _fail(
+        self, checkpoint_id: int, entry: _Checkpoint, why: str, cause: BaseException | None = None
+    ) -> None:
+        entry.aborted = True
+        entry.input, entry.output = {}, {}
+        reason = CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED
+        error = CheckpointException(
+            reason, f"channel state of subtask {self.name!r}, checkpoint {checkpoint_id}: {why}"
+        )
+        error.__cause__ = cause
+        _settle(entry.future, exception=error)
+
+    def _prune(self) -> None:
+        for checkpoint_id in sorted(self.checkpoints)[: max(0, len(self.checkpoints) - _RETAINED)]:
+            entry = self.checkpoints[checkpoint_id]
+            if entry.collected and entry.future.done():
+                del self.checkpoints[checkpoint_id]
+
+
+class _Group:
+    """Up to ``capacity`` members sharing one file per checkpoint (loop thread only)."""
+
+    def __init__(self, owner: ChannelStateFileWriter, capacity: int) -> None:
+        self.owner = owner
+        self.capacity = capacity
+        self.registered = 0
+        self.closed = False
+        self.members: list[SubtaskChannelStateWriter] = []
+
+    def collect(self) -> None:
+        """Collect and persist every checkpoint the rule allows (module docstring)."""
+        pending = sorted(
+            {cid for m in self.members for cid, e in m.checkpoints.items() if not e.collected}
+        )
+        for cid in pending:
+            if not all(
+                m.released or m.horizon > cid or (cid in m.checkpoints and m.checkpoints[cid].done)
+                for m in self.members
+            ):
+                continue
+            taking = []
+            for member in self.members:
+                entry = member.checkpoints.get(cid)
+                if entry is None or entry.collected:
+                    continue
+                entry.collected = True
+                if not entry.aborted:
+                    taking.append((member, entry))
+            if taking:
+                self.owner._persist(cid, taking)
+        self.members = [
+            m
+            for m in self.members
+            if not m.released or any(not e.collected for e in m.checkpoints.values())
+        ]
+        for member in self.members:
+            member._prune()
+
+
+class ChannelStateFileWriter:
+    """The per-worker channel-state writer: groups subtasks and writes their shared files.
+
+    ``write_file(checkpoint_id, file_name, data)`` is blocking storage I/O
+    (``CheckpointStorage.write_file``), run on ``executor``. One instance per worker and job;
+    loop thread only (module docstring).
+    """
+
+    def __init__(
+        self,
+        write_file: WriteFile,
+        max_subtasks_per_file: int = DEFAULT_MAX_SUBTASKS_PER_FILE,
+        inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
+        *,
+        executor: Executor | None = None,
+    ) -> None:
+        if max_subtasks_per_file < 1:
+            raise ValueError(f"max_subtasks_per_file must be >= 1, got {max_subtasks_per_file}")
+        if inline_threshold < 0:
+            raise ValueError(f"inline_threshold must be >= 0, got {inline_threshold}")
+        self._write_file = write_file
+        self.max_subtasks_per_file = max_subtasks_per_file
+        self.inline_threshold = inline_threshold
+        self._executor = executor
+        self._group: _Group | None = None
+        self._writes: set[asyncio.Future[list[ChannelStateHandles]]] = set()
+
+    def register(self, subtask_name: str) -> SubtaskChannelStateWriter:
+        """A writer for a new subtask, in the open group or a new one."""
+        group = self._group
+        if group is None or group.closed or group.registered >= group.capacity:
+            group = self._group = _Group(self, self.max_subtasks_per_file)
+        writer = SubtaskChannelStateWriter(group, subtask_name)
+        group.members.append(writer)
+        group.registered += 1
+        return writer
+
+    def release(self, writer: SubtaskChannelStateWriter) -> None:
+        """The subtask ended: abort its unfinished checkpoints, stop waiting for it."""
+        if writer.released:
+            return
+        writer.released = True
+        for cid, entry in writer.checkpoints.items():
+            if not entry.done:
+                writer._fail(cid, entry, "the subtask was released")
+        writer._group.collect()
+
+    def cancel(self) -> None:
+        """Cancel file writes in flight (worker shutdown); their members' results fail."""
+        for future in list(self._writes):
+            future.cancel()
+
+    def _persist(
+        self, checkpoint_id: int, taking: list[tuple[SubtaskChannelStateWriter, _Checkpoint]]
+    ) -> None:
+        contributions = [SubtaskContribution(m.name, e.input, e.output) for m, e in taking]
+        for _, entry in taking:
+            entry.input, entry.output = {}, {}
+        total = sum(c.size for c in contributions)
+        if total < self.inline_threshold or total == 0:
+            handles = lay_out_group(checkpoint_id, contributions, None, "")
+            for (_, entry), mine in zip(taking, handles):
+                _settle(entry.future, result=mine)
+            return
+        name = f"channel-state-{uuid.uuid4().hex}"
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            self._executor, lay_out_group, checkpoint_id, contributions, self._write_file, name
+        )
+        self._writes.add(future)
+        names = [m.name for m, _ in taking]
+
+        def done(f: asyncio.Future[list[ChannelStateHandles]]) -> None:
+            self._writes.discard(f)
+            err: BaseException | None = asyncio.CancelledError() if f.cancelled() else f.exception()
+            if err is None:
+                for (_, entry), mine in zip(taking, f.result()):
+                    _settle(entry.future, result=mine)
+                return
+            log.warning("channel-state file of checkpoint %d for %s failed: %r",
+                        checkpoint_id, names, err)  # fmt: skip
+            for member, entry in taking:
+                error = CheckpointException(
+                    CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+                    f"writing channel state of subtask {member.name!r}, checkpoint "
+                    f"{checkpoint_id} (file {name}): {err!r}",
+                )
+                error.__cause__ = err
+                _settle(entry.future, exception=error)
+
+        future.add_done_callback(done)
+
+
+def _check_channel(channel: ChannelId) -> ChannelId:
+    if (
+        not isinstance(channel, tuple)
+        or len(channel) != 2
+        or not all(type(i) is int and 0 <= i <= _U32_MAX for i in channel)
+    ):
+        raise ValueError(f"a channel id is a pair of ints in [0, 2**32), got {channel!r}")
+    return channel
+
+
+def _check_chunk(data: bytes) -> bytes:
+    if len(data) > _U32_MAX:
+        raise ValueError(f"a channel-state chunk must be < 4 GiB, got {len(data)} bytes")
+    return bytes(data) if not isinstance(data, bytes) else data
+
+
+def _settle(
+    future: asyncio.Future[ChannelStateHandles],
+    *,
+    result: ChannelStateHandles | None = None,
+    exception: BaseException | None = None,
+) -> None:
+    if future.done():
+        return
+    if exception is not None:
+        future.set_exception(exception)
+        future.exception()  # expected outcome: do not log "never retrieved"
+    else:
+        future.set_result(result if result is not None else ChannelStateHandles())
