@@ -111,6 +111,8 @@ class ParquetBulkWriter(BulkWriter):
         self.writer = pq.ParquetWriter(stream, schema, compression=compression)
 
     def add_element(self, element: Any) -> None:
+        if isinstance(element, Row) and element._fields is not None:
+            element = element.as_dict()  # named rows map by name, not by position
         try:
             row = self.row_type.conform(element)
         except (TypeError, ValueError) as err:
@@ -201,7 +203,7 @@ class ParquetColumnarRowInputFormat(BulkFormat):
             groups, first = [], 0
             for g in range(parquet.metadata.num_row_groups):
                 rows = parquet.metadata.row_group(g).num_rows
-                if first + rows <= skip:
+                if not groups and first + rows <= skip:
                     first += rows
                 else:
                     groups.append(g)
