@@ -134,9 +134,7 @@ def test_csv_bad_records_name_the_column(tmp_path: Path) -> None:
 
 
 def test_csv_encoder_round_trips_through_the_reader(tmp_path: Path) -> None:
-    schema = (
-        CsvSchema.builder().add_number_column("id", Types.INT()).add_string_column("s").build()
-    )
+    schema = CsvSchema.builder().add_number_column("id", Types.INT()).add_string_column("s").build()
     rows = [Row(id=1, s="x,y"), Row(id=2, s='q"q'), Row(id=None, s="")]
     path = tmp_path / "c.csv"
     path.write_bytes(b"".join(CsvRowEncoder.for_schema(schema).encode(r) for r in rows))
