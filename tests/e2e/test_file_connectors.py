@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from undertow.common import Duration, Encoder, Row, Types, WatermarkStrategy
-from undertow.core.errors import JobExecutionError
+from undertow.core.errors import JobCancelledError, JobExecutionError
 from undertow.datastream import MapFunction, OutputTag, RuntimeContext
 from undertow.datastream.connectors.file_system import (
     FileSink,
@@ -205,7 +205,7 @@ def test_cancelled_job_resumes_from_its_checkpoint_without_duplicates_or_loss(
         assert time.monotonic() < deadline, "no checkpoints completed"
         time.sleep(0.02)
     client.cancel()
-    with pytest.raises(Exception):
+    with pytest.raises(JobCancelledError):
         client.get_job_execution_result(timeout=20)
     first = _text_output(out)
     assert 0 < len(first) < len(EXPECTED), "the first job must stop in the middle"

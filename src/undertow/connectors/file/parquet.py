@@ -200,7 +200,8 @@ class ParquetColumnarRowInputFormat(BulkFormat):
                 )
                 return
             skip = split.records_to_skip
-            groups, first = [], 0
+            groups: list[int] = []
+            first = 0
             for g in range(parquet.metadata.num_row_groups):
                 rows = parquet.metadata.row_group(g).num_rows
                 if not groups and first + rows <= skip:
