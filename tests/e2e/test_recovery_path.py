@@ -37,14 +37,19 @@ def _retained(root: Path) -> list[str]:
 
 
 def _retain_a_checkpoint(make_env: Any, config: dict[str, str]) -> dict[int, int]:
-    """Run the job until it is past a few checkpoints, then cancel it; what it emitted."""
+    """Run the job until a checkpoint completed and some more time passed, then cancel it;
+    what it emitted. (Waits for the checkpoint itself, not a fixed time: a loaded machine may
+    take seconds to start the workers.)"""
     first = make_env(parallelism=2, config=config)
+    root = Path(config["execution.checkpointing.dir"])
     seen_first: dict[int, int] = {}
     with _pipeline(first).execute_and_collect() as records:
-        started = time.monotonic()
+        checkpointed_at: float | None = None
         for key, count in records:
             seen_first[key] = max(seen_first.get(key, 0), count)
-            if time.monotonic() - started > 0.8:
+            if checkpointed_at is None and _retained(root):
+                checkpointed_at = time.monotonic()
+            if checkpointed_at is not None and time.monotonic() - checkpointed_at > 0.3:
                 break  # closing the iterator cancels the job
     time.sleep(0.5)
     return seen_first

@@ -7,9 +7,13 @@
   same committable may be committed again after a failure, and must not duplicate data.
 
 When committables are prepared and committed: with checkpoints, ``prepare_commit`` runs before
-the barrier is forwarded and ``commit`` after the checkpoint completed; at the end of a bounded
-input, after a final checkpoint. Until checkpoints are available the runtime prepares and
-commits once, when the input ends (so output is visible only after the job finished).
+the barrier is forwarded, the committables are part of the sink operator's checkpointed state,
+and ``commit`` runs after the checkpoint completed. After a failure, the committables of the
+restored checkpoint are committed again as soon as the sink restarts (before its writer is
+created), which is why commits must be idempotent. At the end of a bounded input the writer
+prepares once more and everything still pending is committed at once: there is no final
+checkpoint yet (FLIP-147), so a failure of another subtask after that point can make the
+restored job write that data again.
 """
 
 from __future__ import annotations
@@ -27,6 +31,13 @@ class SinkWriterContext(ABC):
 
     @abstractmethod
     def attempt_number(self) -> int: ...
+
+    def restored_checkpoint_id(self) -> int | None:
+        """The checkpoint this writer's subtask was restored from, or ``None`` (a fresh start).
+
+        Flink's ``WriterInitContext.getRestoredCheckpointId``: a writer may clean up what
+        earlier attempts left behind."""
+        return None
 
 
 class SinkWriter(ABC):

@@ -46,6 +46,10 @@ class ReaderOutput(Protocol):
 
     def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None: ...
 
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
+        """Emit one record to the side output ``OutputTag(tag_id)`` of the source's stream
+        (``stream.get_side_output(tag)``); dropped if nobody reads that side output."""
+
 
 class SourceReaderContext(ABC):
     @abstractmethod

@@ -1,11 +1,38 @@
-"""The operator behind ``sink_to(Sink)``: drives the sink's writer and committer."""
+"""The operator behind ``sink_to(Sink)``: drives the sink's writer and, for two-phase-commit
+sinks, its committer (Sink V2, reference §8.1, with writer and committer in one operator).
+
+Protocol (all on the task's loop thread):
+
+* ``prepare_snapshot_pre_barrier(n)``: ``writer.flush(False)``, then ``prepare_commit()``; the
+  committables are recorded as pending for checkpoint ``n`` *before* the barrier goes on.
+* ``snapshot_custom_state(n)``: every pending committable (checkpoints ``<= n`` not yet
+  committed) with this subtask's index and ``n``; so a committable is in every checkpoint
+  taken between its preparation and its commit.
+* ``notify_checkpoint_complete(n)``: commit the pending committables of every checkpoint
+  ``<= n``, in checkpoint order (a completed checkpoint subsumes earlier ones whose
+  notification never came), and forget them. A commit error fails the task; the restart
+  commits them again from the restored state.
+* restore: the committables of the restored checkpoint are committed in ``open``, before the
+  writer exists (Flink: "as quickly as possible"). At another parallelism, old subtask ``j``'s
+  committables go to new subtask ``j % parallelism``.
+* ``finish`` (end of input): flush, prepare, and commit everything pending (no final
+  checkpoint yet; see ``undertow.connectors.sink``).
+
+Invariant: a committable is committed only after a checkpoint that contains it completed, or
+at the end of input; it is committed at least once, and commits are idempotent.
+"""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from undertow.connectors.sink import Committer, Sink, SinkWriter, SinkWriterContext
+from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+
+#: Version of the pickled operator state; bump when its layout changes.
+STATE_VERSION = 1
 
 
 class _WriterContext(SinkWriterContext):
@@ -21,27 +48,84 @@ class _WriterContext(SinkWriterContext):
     def attempt_number(self) -> int:
         return self._op.ctx.attempt_number
 
+    def restored_checkpoint_id(self) -> int | None:
+        return self._op.restored_checkpoint_id
+
 
 class SinkWriterOperator(OneInputStreamOperator):
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
         self.writer: SinkWriter | None = None
         self.committer: Committer | None = None
+        #: checkpoint id -> committables prepared for it and not committed yet
+        self.pending: dict[int, list[Any]] = {}
+        self.restored_checkpoint_id: int | None = None
+        self._restored: list[Any] = []
 
     def open(self) -> None:
-        self.writer = self.sink.create_writer(_WriterContext(self))
         self.committer = self.sink.create_committer()
+        if self._restored:
+            self._commit(self._restored)
+            self._restored = []
+        self.writer = self.sink.create_writer(_WriterContext(self))
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         assert self.writer is not None
         self.writer.write_batch(values, timestamps)
 
+    # -- checkpoints ---------------------------------------------------------------------------
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        assert self.writer is not None
+        self.writer.flush(False)
+        committables = self.writer.prepare_commit()
+        if committables:
+            self.pending.setdefault(checkpoint_id, []).extend(committables)
+
+    def snapshot_custom_state(self, checkpoint_id: int) -> bytes | None:
+        if self.committer is None:
+            return None
+        state = {
+            "version": STATE_VERSION,
+            "subtask": self.ctx.subtask_index,
+            "checkpoint_id": checkpoint_id,
+            "pending": {cid: list(c) for cid, c in self.pending.items() if cid <= checkpoint_id},
+        }
+        return serialize_object(state)
+
+    def restore_custom_state(self, blobs: list[bytes], rescaled: bool) -> None:
+        index, n = self.ctx.subtask_index, self.ctx.parallelism
+        for blob in blobs:
+            state = pickle.loads(blob)
+            if state.get("version") != STATE_VERSION:
+                raise ValueError(f"operator '{self.name}' (subtask {index}): sink state version "
+                                 f"{state.get('version')!r}, expected {STATE_VERSION}")  # fmt: skip
+            cid = state["checkpoint_id"]
+            self.restored_checkpoint_id = max(self.restored_checkpoint_id or cid, cid)
+            if state["subtask"] % n != index:
+                continue
+            for key in sorted(state["pending"]):
+                self._restored.extend(state["pending"][key])
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        due = sorted(cid for cid in self.pending if cid <= checkpoint_id)
+        for cid in due:
+            self._commit(self.pending[cid])
+            del self.pending[cid]
+
+    def _commit(self, committables: list[Any]) -> None:
+        if self.committer is None or not committables:
+            return
+        self.committer.commit(committables)  # errors name the file; the task adds the subtask
+
+    # -- end -----------------------------------------------------------------------------------
     def finish(self) -> None:
         assert self.writer is not None
         self.writer.flush(True)
-        committables = self.writer.prepare_commit()
-        if self.committer is not None and committables:
-            self.committer.commit(committables)
+        final = self.writer.prepare_commit()
+        for cid in sorted(self.pending):
+            self._commit(self.pending.pop(cid))
+        if self.committer is not None:
+            self._commit(final)
 
     def close(self) -> None:
         if self.writer is not None:

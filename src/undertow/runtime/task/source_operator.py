@@ -149,6 +149,9 @@ class SourceOperator:
         if values:
             self.output.collect_batch(values, self.emitter.on_batch(values, timestamps))
 
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
+        self.output.collect_side(tag_id, value, timestamp)
+
     # driven by the task -----------------------------------------------------------------------
     def emit_next(self) -> InputStatus:
         assert self.reader is not None

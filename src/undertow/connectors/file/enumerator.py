@@ -1,0 +1,131 @@
+"""The file source's split enumerator: finds files, hands them out as splits, remembers them.
+
+Runs in the JobMaster (driver), on its loop thread. One split per file (a file is read by one
+reader from start to end; none of the formats here can start in the middle of a file).
+
+* Static (``process_static_file_set``): the files under the paths are listed once, when the
+  enumerator starts; every request takes the next split, and once none is left the reader is
+  told there are no more splits.
+* Continuous (``monitor_continuously(interval)``): a request that finds no split left lists the
+  paths again (at most once per ``interval``) and turns every file not seen before into a
+  split. Readers without a split ask again every ``interval``; the enumerator never says
+  "no more splits" (the source is unbounded).
+
+Checkpoint (:class:`FileEnumeratorState`, taken by the coordinator in the trigger step): the
+splits not handed out yet and every path already turned into a split, so a restored
+enumerator hands out neither a file a reader had taken before the checkpoint (that file is in
+the reader's state) nor one already read. The set of seen paths grows with the number of
+files, as Flink's does.
+
+Discovery: a path is a file or a directory (read recursively). Files and directories whose
+name starts with ``.`` or ``_`` are skipped, as Flink's ``DefaultFileFilter`` (and Spark) do:
+in-progress and pending part files of a file sink are never read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec  # type: ignore[import-untyped]
+
+from undertow.connectors.file.split import FileSourceSplit
+from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
+
+
+@dataclass(frozen=True, slots=True)
+class FileEnumeratorState:
+    version: int
+    remaining: tuple[FileSourceSplit, ...]
+    seen_paths: frozenset[str]
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
+
+
+def _mtime(info: dict[str, Any]) -> float:
+    value = info.get("mtime", info.get("created", 0.0))
+    try:
+        return float(value.timestamp() if hasattr(value, "timestamp") else value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def discover_files(paths: Iterable[str]) -> list[FileSourceSplit]:
+    """Splits for every visible file under ``paths``, sorted by path. A missing path is an
+    error naming it (a typo must not look like an empty input)."""
+    found: dict[str, FileSourceSplit] = {}
+    for url in paths:
+        fs, root = fsspec.core.url_to_fs(url)
+        if not fs.exists(root):
+            raise FileNotFoundError(f"file source: input path {url!r} does not exist")
+        if fs.isdir(root):
+            entries = fs.find(root, detail=True, withdirs=False)
+            base = root.rstrip("/") + "/"
+        else:
+            entries = {root: fs.info(root)}
+            base = root.rsplit("/", 1)[0] + "/"
+        for path, info in entries.items():
+            if info.get("type") == "directory" or _hidden(path[len(base) :]):
+                continue
+            full = fs.unstrip_protocol(path)
+            found[full] = FileSourceSplit(full, int(info.get("size") or 0), _mtime(info))
+    return [found[p] for p in sorted(found)]
+
+
+class FileEnumerator(SplitEnumerator[FileSourceSplit]):
+    """Static or continuous enumerator (module doc). Only the JobMaster loop calls it."""
+
+    def __init__(
+        self,
+        context: SplitEnumeratorContext[FileSourceSplit],
+        paths: tuple[str, ...],
+        discovery_interval_ms: int | None,
+        state: FileEnumeratorState | None = None,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self.context = context
+        self.paths = paths
+        self.interval_ms = discovery_interval_ms
+        self.clock = clock
+        self.remaining: list[FileSourceSplit] = list(state.remaining) if state else []
+        self.seen: set[str] = set(state.seen_paths) if state else set()
+        self._restored = state is not None
+        self._last_discovery: float | None = None
+
+    @property
+    def continuous(self) -> bool:
+        return self.interval_ms is not None
+
+    def start(self) -> None:
+        if not self._restored:
+            self._discover()
+
+    def _discover(self) -> None:
+        self._last_discovery = self.clock()
+        for split in discover_files(self.paths):
+            if split.path not in self.seen:
+                self.seen.add(split.path)
+                self.remaining.append(split)
+
+    def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
+        if not self.remaining and self.continuous:
+            due = self._last_discovery is None or (self.clock() - self._last_discovery) * 1000 >= (
+                self.interval_ms or 0
+            )
+            if due:
+                self._discover()
+        if self.remaining:
+            self.context.assign_split(self.remaining.pop(0), subtask_id)
+        elif not self.continuous:
+            self.context.signal_no_more_splits(subtask_id)
+        # continuous and nothing new: the reader asks again after the interval
+
+    def add_splits_back(self, splits: list[FileSourceSplit], subtask_id: int) -> None:
+        self.remaining[:0] = splits
+
+    def snapshot_state(self, checkpoint_id: int) -> FileEnumeratorState:
+        return FileEnumeratorState(1, tuple(self.remaining), frozenset(self.seen))

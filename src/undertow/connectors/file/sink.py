@@ -1,0 +1,175 @@
+"""``FileSink``: exactly-once part files (PyFlink's builder API).
+
+::
+
+    sink = (FileSink.for_row_format("/out", Encoder.simple_string_encoder())
+            .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".txt").build())
+            .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=1 << 20))
+            .build())
+    stream.sink_to(sink)
+
+    FileSink.for_bulk_format("/out", ParquetBulkWriters.for_row_type(row_type)).build()
+
+Part files move in-progress (open, hidden) -> pending (closed before a checkpoint barrier, still
+hidden, recorded in the sink operator's checkpointed state) -> committed (renamed to the final
+name once the checkpoint completed, or at the end of a bounded input). Readers (Spark,
+pyarrow) skip names starting with ``.``, so only committed files are visible. The writer is
+:mod:`.writer`, the committer :mod:`.committer`; the two-phase protocol is run by the runtime's
+sink operator (``undertow.runtime.task.sink_operator``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from undertow.common.serialization import Encoder
+from undertow.connectors.file.bulk_writer import BulkWriterFactory
+from undertow.connectors.file.committer import FileCommitter
+from undertow.connectors.file.policies import (
+    BasePathBucketAssigner,
+    BucketAssigner,
+    DefaultRollingPolicy,
+    OnCheckpointRollingPolicy,
+    OutputFileConfig,
+    RollingPolicy,
+)
+from undertow.connectors.file.writer import FileWriter
+from undertow.connectors.sink import Committer, Sink, SinkWriter, SinkWriterContext
+
+DEFAULT_BUCKET_CHECK_INTERVAL_MS = 60 * 1000
+
+
+class FileSink(Sink):
+    def __init__(
+        self,
+        base_path: str,
+        encoder: Encoder | None,
+        bulk_factory: BulkWriterFactory | None,
+        bucket_assigner: BucketAssigner,
+        rolling_policy: RollingPolicy,
+        output_config: OutputFileConfig,
+        bucket_check_interval_ms: int,
+    ) -> None:
+        if not isinstance(base_path, str) or not base_path:
+            raise ValueError(f"FileSink: base path must be a non-empty string, got {base_path!r}")
+        self.base_path = base_path
+        self.encoder = encoder
+        self.bulk_factory = bulk_factory
+        self.bucket_assigner = bucket_assigner
+        self.rolling_policy = rolling_policy
+        self.output_config = output_config
+        self.bucket_check_interval_ms = bucket_check_interval_ms
+
+    @staticmethod
+    def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:
+        if not callable(getattr(encoder, "encode", None)):
+            raise TypeError(f"FileSink.for_row_format(): expected an Encoder, got {encoder!r}")
+        return RowFormatBuilder(base_path, encoder)
+
+    @staticmethod
+    def for_bulk_format(base_path: str, writer_factory: BulkWriterFactory) -> BulkFormatBuilder:
+        if not isinstance(writer_factory, BulkWriterFactory):
+            raise TypeError(
+                f"FileSink.for_bulk_format(): expected a bulk writer factory such as "
+                f"ParquetBulkWriters.for_row_type(...), got {writer_factory!r}"
+            )
+        return BulkFormatBuilder(base_path, writer_factory)
+
+    def create_writer(self, context: SinkWriterContext) -> SinkWriter:
+        restored = context.restored_checkpoint_id() is not None or context.attempt_number() > 0
+        return FileWriter(
+            context,
+            self.base_path,
+            self.encoder,
+            self.bulk_factory,
+            self.bucket_assigner,
+            self.rolling_policy,
+            self.output_config,
+            self.bucket_check_interval_ms,
+            clean_up=restored,
+        )
+
+    def create_committer(self) -> Committer:
+        return FileCommitter()
+
+    def __repr__(self) -> str:
+        what = self.encoder if self.encoder is not None else self.bulk_factory
+        return f"FileSink({self.base_path!r}, {what!r})"
+
+
+class _Builder:
+    def __init__(self, base_path: str) -> None:
+        self._base_path = base_path
+        self._assigner: BucketAssigner = BasePathBucketAssigner()
+        self._config = OutputFileConfig()
+        self._check_interval = DEFAULT_BUCKET_CHECK_INTERVAL_MS
+        self._policy: RollingPolicy = OnCheckpointRollingPolicy()
+
+    def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> Any:
+        if not isinstance(bucket_assigner, BucketAssigner):
+            raise TypeError(
+                f"with_bucket_assigner(): expected a BucketAssigner, got {bucket_assigner!r}"
+            )
+        self._assigner = bucket_assigner
+        return self
+
+    def with_output_file_config(self, output_file_config: OutputFileConfig) -> Any:
+        if not isinstance(output_file_config, OutputFileConfig):
+            raise TypeError(
+                f"with_output_file_config(): expected an OutputFileConfig, "
+                f"got {output_file_config!r}"
+            )
+        self._config = output_file_config
+        return self
+
+    def with_bucket_check_interval(self, interval: int) -> Any:
+        """How often (ms) open part files are checked against processing-time rolling."""
+        if interval <= 0:
+            raise ValueError(f"with_bucket_check_interval(): must be positive, got {interval}")
+        self._check_interval = int(interval)
+        return self
+
+    def with_rolling_policy(self, rolling_policy: RollingPolicy) -> Any:
+        if not isinstance(rolling_policy, RollingPolicy):
+            raise TypeError(
+                f"with_rolling_policy(): expected a RollingPolicy, got {rolling_policy!r}"
+            )
+        self._policy = rolling_policy
+        return self
+
+
+class RowFormatBuilder(_Builder):
+    def __init__(self, base_path: str, encoder: Encoder) -> None:
+        super().__init__(base_path)
+        self._encoder = encoder
+        self._policy = DefaultRollingPolicy()
+
+    def build(self) -> FileSink:
+        return FileSink(
+            self._base_path,
+            self._encoder,
+            None,
+            self._assigner,
+            self._policy,
+            self._config,
+            self._check_interval,
+        )
+
+
+class BulkFormatBuilder(_Builder):
+    """Bulk part files roll on every checkpoint; a policy may roll them earlier too."""
+
+    def __init__(self, base_path: str, writer_factory: BulkWriterFactory) -> None:
+        super().__init__(base_path)
+        self._factory = writer_factory
+
+    def build(self) -> FileSink:
+        return FileSink(
+            self._base_path,
+            None,
+            self._factory,
+            self._assigner,
+            self._policy,
+            self._config,
+            self._check_interval,
+        )

@@ -1,0 +1,1 @@
+"""PyFlink's ``pyflink.datastream.formats``: file formats (``.csv``, ``.json``, ``.parquet``)."""

@@ -1,0 +1,192 @@
+"""Reader formats: records, positions that resume exactly, and bad records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from undertow.common import Row, Types
+from undertow.connectors.file.formats import Chunk, FileFormat, StreamFormat
+from undertow.connectors.file.split import FileSourceSplit
+from undertow.datastream.formats.csv import CsvReaderFormat, CsvRowEncoder, CsvSchema
+from undertow.datastream.formats.json import JsonLinesEncoder, JsonLinesFormat
+from undertow.datastream.formats.parquet import (
+    ParquetBulkWriters,
+    ParquetColumnarRowInputFormat,
+)
+
+FS = fsspec.filesystem("file")
+
+
+def _split(path: Path) -> FileSourceSplit:
+    return FileSourceSplit(str(path), path.stat().st_size)
+
+
+def read_all(fmt: FileFormat, split: FileSourceSplit, batch: int = 3) -> list[Chunk]:
+    return list(fmt.read(FS, split, batch))
+
+
+def records(chunks: list[Chunk]) -> list[Any]:
+    return [r for c in chunks for r in c.records]
+
+
+def resumed_everywhere(fmt: FileFormat, split: FileSourceSplit, batch: int = 2) -> None:
+    """Restarting from the position after any chunk yields exactly the rest of the file."""
+    chunks = read_all(fmt, split, batch)
+    everything = records(chunks)
+    done = 0
+    for chunk in chunks:
+        done += len(chunk.records)
+        after = split.with_position(chunk.offset, chunk.records_to_skip, chunk.line)
+        assert records(read_all(fmt, after, batch)) == everything[done:]
+
+
+def test_text_lines_and_resume(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("alpha\nbeta\r\n\ngamma\ndelta")
+    fmt = StreamFormat.text_line_format()
+    assert records(read_all(fmt, _split(path))) == ["alpha", "beta", "", "gamma", "delta"]
+    resumed_everywhere(fmt, _split(path))
+
+
+def test_undecodable_text_is_a_bad_record_with_offset_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"ok\n\xff\xfe broken\nfine\n")
+    chunks = read_all(StreamFormat.text_line_format(), _split(path))
+    assert records(chunks) == ["ok", "fine"]
+    [bad] = [b for c in chunks for b in c.bad]
+    assert (bad.offset, bad.line) == (3, 2) and "utf-8" in bad.reason
+
+
+def test_json_lines_rows_and_bad_records(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text(
+        '{"id": 1, "name": "a"}\n'
+        "\n"
+        '{"id": 2, "name": "b"\n'
+        '{"id": "x", "name": "c"}\n'
+        '{"name": "d"}\n'
+        "[1, 2]\n"
+        '{"id": 5, "name": "e"}\n'
+    )
+    fmt = JsonLinesFormat(Types.ROW_NAMED(["id", "name"], [Types.INT(), Types.STRING()]))
+    chunks = read_all(fmt, _split(path))
+    assert records(chunks) == [Row(id=1, name="a"), Row(id=5, name="e")]  # names sort alike
+    assert records(chunks)[0].name == "a"
+    bad = {b.line: b for c in chunks for b in c.bad}
+    assert sorted(bad) == [3, 4, 5, 6]
+    assert "malformed JSON" in bad[3].reason and bad[3].raw == '{"id": 2, "name": "b"'
+    assert "schema mismatch" in bad[4].reason and "id" in bad[4].reason
+    assert "missing field" in bad[5].reason
+    assert "expected a JSON object" in bad[6].reason
+    assert bad[3].offset == len('{"id": 1, "name": "a"}\n\n')
+    resumed_everywhere(fmt, _split(path))
+
+
+def test_json_lines_without_type_and_encoder_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    values: list[Any] = [{"a": 1}, Row(x=1, y="ü"), [1, 2], "s"]
+    path.write_bytes(b"".join(JsonLinesEncoder().encode(v) for v in values))
+    got = records(read_all(JsonLinesFormat(), _split(path)))
+    assert got == [{"a": 1}, {"x": 1, "y": "ü"}, [1, 2], "s"]
+
+
+CSV_ROW = Row("id", "name", "score", "ok")
+SCHEMA = (
+    CsvSchema.builder()
+    .add_number_column("id", Types.LONG())
+    .add_string_column("name")
+    .add_number_column("score", Types.DOUBLE())
+    .add_boolean_column("ok")
+    .set_use_header()
+    .build()
+)
+
+
+def test_csv_header_quotes_multiline_and_nulls(tmp_path: Path) -> None:
+    path = tmp_path / "c.csv"
+    path.write_text('id,name,score,ok\n1,plain,1.5,true\n2,"a, ""quoted""\nname",,false\n3,x,2,\n')
+    fmt = CsvReaderFormat.for_schema(SCHEMA)
+    got = records(read_all(fmt, _split(path)))
+    assert got == [
+        CSV_ROW(1, "plain", 1.5, True),
+        CSV_ROW(2, 'a, "quoted"\nname', None, False),
+        CSV_ROW(3, "x", 2.0, None),
+    ]
+    assert got[0]._fields == ["id", "name", "score", "ok"]
+    resumed_everywhere(fmt, _split(path), batch=1)
+
+
+def test_csv_bad_records_name_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "c.csv"
+    path.write_text("id,name,score,ok\n1,a,1.0,true\nx,b,1.0,true\n2,c\n3,d,1.0,maybe\n")
+    chunks = read_all(CsvReaderFormat.for_schema(SCHEMA), _split(path))
+    assert records(chunks) == [CSV_ROW(1, "a", 1.0, True)]
+    reasons = [(b.line, b.reason) for c in chunks for b in c.bad]
+    assert [line for line, _ in reasons] == [3, 4, 5]
+    assert "'id'" in reasons[0][1] and "expected 4 columns" in reasons[1][1]
+    assert "'ok'" in reasons[2][1]
+
+
+def test_csv_encoder_round_trips_through_the_reader(tmp_path: Path) -> None:
+    schema = CsvSchema.builder().add_number_column("id", Types.INT()).add_string_column("s").build()
+    rows = [Row(id=1, s="x,y"), Row(id=2, s='q"q'), Row(id=None, s="")]
+    path = tmp_path / "c.csv"
+    path.write_bytes(b"".join(CsvRowEncoder.for_schema(schema).encode(r) for r in rows))
+    assert records(read_all(CsvReaderFormat.for_schema(schema), _split(path))) == [
+        (1, "x,y"),
+        (2, 'q"q'),
+        (None, ""),
+    ]
+
+
+PQ_ROW = Row("k", "v", "tags")
+ROW = Types.ROW_NAMED(["k", "v", "tags"], [Types.STRING(), Types.LONG(), Types.LIST(Types.INT())])
+
+
+def _write_parquet(path: Path, rows: list[Any], row_group_size: int) -> None:
+    factory = ParquetBulkWriters.for_row_type(ROW)
+    factory.row_group_size = row_group_size
+    with open(path, "wb") as f:
+        writer = factory.create(f)
+        for r in rows:
+            writer.add_element(r)
+        writer.finish()
+
+
+def test_parquet_writer_and_reader_resume_across_row_groups(tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    rows = [PQ_ROW(f"k{i}", i, [i, i + 1]) for i in range(25)]
+    _write_parquet(path, [(r.k, r.v, r.tags) if r.v % 2 else r for r in rows], row_group_size=7)
+    table = pq.read_table(path)
+    assert table.num_rows == 25 and pq.ParquetFile(path).metadata.num_row_groups == 4
+    fmt = ParquetColumnarRowInputFormat(ROW)
+    got = records(read_all(fmt, _split(path), batch=4))
+    assert got == rows and got[3].k == "k3"
+    resumed_everywhere(fmt, _split(path), batch=4)
+
+
+def test_parquet_schema_mismatch_is_a_bad_record(tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"k": ["a"], "v": ["not a number"]}), path)
+    [chunk] = read_all(ParquetColumnarRowInputFormat(ROW), _split(path))
+    assert chunk.records == [] and len(chunk.bad) == 1
+    reason = chunk.bad[0].reason
+    assert "column 'v' is string, expected int64" in reason and "missing column 'tags'" in reason
+
+
+def test_parquet_writer_refuses_a_row_that_does_not_fit(tmp_path: Path) -> None:
+    with open(tmp_path / "p.parquet", "wb") as f:
+        writer = ParquetBulkWriters.for_row_type(ROW).create(f)
+        with pytest.raises(TypeError, match="does not fit"):
+            writer.add_element(("only", 2))
+
+
+def test_unsupported_parquet_type_is_refused_naming_the_field() -> None:
+    with pytest.raises(TypeError, match="'blob'"):
+        ParquetBulkWriters.for_row_type(Types.ROW_NAMED(["blob"], [Types.PICKLED_BYTE_ARRAY()]))
