@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from undertow.common import WatermarkStrategy
+from undertow.core.errors import RestoreError
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.storage import CheckpointNotFoundError, CheckpointStorage
 
@@ -116,3 +117,44 @@ def test_a_corrupt_checkpoint_fails_recovery_at_once_naming_the_file(
     assert victim.name in message and pointer.name in message
     assert "sha256" in message or "expected" in message
     assert "restarting" not in capsys.readouterr().err  # no restart loop over a corrupt file
+
+
+@pytest.mark.parametrize("new_parallelism", [1, 3])
+def test_state_finds_its_operators_after_rechaining_and_rescaling(
+    make_env: Any, tmp_path: Path, new_parallelism: int
+) -> None:
+    """State is matched per operator uid (Flink's OperatorID): the new job inserts an operator
+    without a uid into the keyed operator's chain and runs at another parallelism; keyed sums
+    and source positions still come back exactly."""
+    config = _config(tmp_path)
+    _retain_a_checkpoint(make_env, config)
+    second = make_env(
+        parallelism=new_parallelism,
+        config={**config, "execution.state-recovery.path": _retained(tmp_path)[-1]},
+    )
+    rechained = _pipeline(second).map(lambda pair: pair).name("new stateless map")
+    final: dict[int, int] = {}
+    for key, count in rechained.execute_and_collect():
+        final[key] = max(final.get(key, 0), count)
+    assert final == {k: RECORDS // KEYS for k in range(KEYS)}
+
+
+def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(
+    make_env: Any, tmp_path: Path
+) -> None:
+    config = _config(tmp_path)
+    _retain_a_checkpoint(make_env, config)
+    pointer = _retained(tmp_path)[-1]
+
+    def renamed(extra: dict[str, str]) -> Any:
+        settings = {**config, **extra, "execution.state-recovery.path": pointer}
+        env = make_env(parallelism=2, config=settings)
+        source = DataGeneratorSource(lambda i: (i % KEYS, 1), count=RECORDS)
+        (env.from_source(source, WatermarkStrategy.no_watermarks(), "gen").uid("gen")
+            .key_by(lambda t: t[0]).sum(1).uid("sum-renamed")
+            .sink_to(DiscardingSink()))  # fmt: skip
+        return env
+
+    with pytest.raises(RestoreError, match=r"state of operators this job does not have: 'sum'"):
+        renamed({}).execute("renamed uid")
+    renamed({"execution.state-recovery.ignore-unclaimed-state": "true"}).execute("ignored")

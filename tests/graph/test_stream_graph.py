@@ -166,13 +166,26 @@ def test_duplicate_uid_names_both_operators() -> None:
         env.get_stream_graph()
 
 
-def test_uids_default_to_name_and_id_and_explicit_ones_are_kept() -> None:
-    env = StreamExecutionEnvironment()
-    env.from_collection([1]).uid("src").map(str).print()
-    graph = env.get_stream_graph()
-    assert _node(graph, "Source: Collection Source").uid == "src"
-    mapper = _node(graph, "Map")
-    assert mapper.uid == f"Map-{mapper.id}"
+def test_explicit_uids_are_kept_and_generated_ones_depend_only_on_the_topology() -> None:
+    def build(extra_branch: bool) -> StreamGraph:
+        env = StreamExecutionEnvironment()
+        mapped = env.from_collection([1]).uid("src").map(str)
+        mapped.filter(bool).print()
+        mapped.filter(bool).print()  # the same operator twice: the uids must still differ
+        if extra_branch:
+            mapped.map(len).name("Extra").print()
+        return env.get_stream_graph()
+
+    first, second, extended = build(False), build(False), build(True)
+    assert _node(first, "Source: Collection Source").uid == "src"
+    # Built twice in one process (node ids differ), the generated uids are the same.
+    assert sorted(n.uid for n in first.nodes.values()) == sorted(
+        n.uid for n in second.nodes.values()
+    )
+    assert len({n.uid for n in first.nodes.values()}) == len(first.nodes)
+    # A new branch does not change the uids of the operators that were there before.
+    assert {n.uid for n in first.nodes.values()} <= {n.uid for n in extended.nodes.values()}
+    assert _node(first, "Map").uid.startswith("Map-")
 
 
 def test_no_sink_raises() -> None:

@@ -405,6 +405,12 @@ class Options:
         "start from this retained checkpoint",
         deprecated_keys=("execution.savepoint.path",),
     )
+    IGNORE_UNCLAIMED_STATE = bool_option(
+        "execution.state-recovery.ignore-unclaimed-state",
+        False,
+        "restore even if the checkpoint has state of operators the job no longer has (dropped)",
+        deprecated_keys=("execution.savepoint.ignore-unclaimed-state",),
+    )
     ALIGNED_TIMEOUT = duration_option("execution.checkpointing.aligned-checkpoint-timeout", 0)
     MAX_SUBTASKS_PER_CHANNEL_STATE_FILE = int_option(
         "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",

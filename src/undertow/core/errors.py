@@ -7,6 +7,7 @@
      ├── GraphBuildError             misuse of the DataStream API, found while building the graph
      │    └── SerializationError     a function or record that cannot be pickled
      ├── StateError                  state accessed outside a keyed context, bad descriptor ...
+     │    └── RestoreError           a checkpoint's state does not fit the job restoring it
      ├── NetworkError                a peer broke the protocol, a frame is too large, auth failed
      │    └── AuthenticationError
      ├── DeploymentError             the workers cannot be started where the job should run
@@ -38,6 +39,12 @@ class SerializationError(GraphBuildError):
 
 class StateError(UndertowError, RuntimeError):
     """State was used in a way its contract does not allow."""
+
+
+class RestoreError(StateError):
+    """A checkpoint cannot be restored into this job: it holds state of operators the job does
+    not have (see ``execution.state-recovery.ignore-unclaimed-state``). Restarting cannot fix
+    it, so the job fails."""
 
 
 class NetworkError(UndertowError, ConnectionError):

@@ -8,6 +8,7 @@ partitioners under ``key_by`` and the like.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,7 +125,7 @@ def build_stream_graph(
         nodes[t.id] = StreamNode(
             id=t.id,
             name=t.name,
-            uid=t.uid or f"{t.name}-{t.id}",
+            uid=t.uid or "",  # generated below, once the edges are known
             parallelism=par,
             max_parallelism=max_par,
             slot_sharing_group=t.slot_sharing_group,
@@ -149,7 +150,36 @@ def build_stream_graph(
                 edges.append(edge)
                 nodes[source_id].out_edges.append(edge)
                 node.in_edges.append(edge)
+    _generate_uids(nodes)
     return StreamGraph(job_name, nodes, edges, chaining_enabled)
+
+
+def _generate_uids(nodes: dict[int, StreamNode]) -> None:
+    """Give every operator without a user uid one derived from the topology (Flink's
+    StreamGraphHasher idea): a hash of its name, its inputs' uids (with input number and side
+    output) and how many operators before it had the same of both. So the same program builds
+    the same uids in every process and every build, and state restores into a new job; adding
+    a branch after an operator leaves that operator's uid alone. Visits nodes in topological
+    order, ties broken by creation order."""
+    pending = {n.id: len(n.in_edges) for n in nodes.values()}
+    ready = sorted(i for i, count in pending.items() if count == 0)
+    seen: dict[tuple[Any, ...], int] = {}
+    while ready:
+        node = nodes[ready.pop(0)]
+        if not node.uid:
+            inputs = sorted((nodes[e.source].uid, e.target_input, e.tag_id or "")
+                            for e in node.in_edges)  # fmt: skip
+            signature = (node.name, tuple(inputs))
+            ordinal = seen.get(signature, 0)
+            seen[signature] = ordinal + 1
+            digest = hashlib.sha256(repr((signature, ordinal)).encode()).hexdigest()[:16]
+            node.uid = f"{node.name}-{digest}"
+        for edge in node.out_edges:
+            pending[edge.target] -= 1
+            if pending[edge.target] == 0:
+                ready.append(edge.target)
+                ready.sort()
+    assert all(n.uid for n in nodes.values()), "the stream graph has a cycle"
 
 
 def _check_uids(nodes: dict[int, StreamNode]) -> None:

@@ -26,12 +26,12 @@ import logging
 import pickle
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import UndertowError
+from undertow.core.errors import RestoreError, UndertowError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.checkpoint.completed_store import (
@@ -394,27 +394,54 @@ class CheckpointCoordinator:
         return self._plan(meta, storage)
 
     def _plan(self, meta: CheckpointMetadata, storage: CheckpointStorage) -> RestorePlan:
-        by_uids = {v.uids: v for v in meta.vertices}
+        """Which old state files each new subtask reads, matched per operator uid (Flink's
+        OperatorID mapping), so a changed chaining or parallelism still finds every operator's
+        state. An old operator with state that the job no longer has fails the restore unless
+        ``execution.state-recovery.ignore-unclaimed-state`` (this can only see operators whose
+        whole old vertex is gone; the workers check the rest when they read the files)."""
+        new_uids = {op.uid for vertex in self.graph.vertices for op in vertex.operators}
+        unclaimed = [
+            v for v in meta.vertices if _present(v.subtasks) and not (set(v.uids) & new_uids)
+        ]
+        if unclaimed and not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
+            raise RestoreError(unclaimed_message(
+                meta.checkpoint_id, [u for v in unclaimed for u in v.uids]
+            ))  # fmt: skip
         files: dict[tuple[int, int], list[FileHandle]] = {}
         enumerators: dict[int, Any] = {}
         for vertex in self.graph.vertices:
-            old = by_uids.get(tuple(op.uid for op in vertex.operators))
-            if old is None:
+            uids = {op.uid for op in vertex.operators}
+            matched = [old for old in meta.vertices if set(old.uids) & uids]
+            if not matched:
                 continue
             for s in range(vertex.parallelism):
-                if old.parallelism == vertex.parallelism:
-                    handle = old.subtasks.get(s)
-                    files[(vertex.id, s)] = [handle] if handle is not None else []
-                else:
-                    files[(vertex.id, s)] = [old.subtasks[i] for i in sorted(old.subtasks)]
-            handle = meta.coordinators.get(old.vertex_id)
-            if handle is not None:
-                data = storage.read_file(handle, meta.checkpoint_id)
-                enumerators[vertex.id] = pickle.loads(data)
+                handles: list[FileHandle] = []
+                for old in matched:
+                    if old.parallelism == vertex.parallelism:
+                        handle = old.subtasks.get(s)
+                        handles += [handle] if handle is not None else []
+                    else:
+                        present = _present(old.subtasks)
+                        handles += [present[i] for i in sorted(present)]
+                files[(vertex.id, s)] = handles
+            for old in matched:
+                handle = meta.coordinators.get(old.vertex_id)
+                if handle is not None and vertex.operators[0].uid == old.uids[0]:
+                    data = storage.read_file(handle, meta.checkpoint_id)
+                    enumerators[vertex.id] = pickle.loads(data)
         return RestorePlan(meta, storage.root_uri, storage.job_id, files, enumerators)
 
 
-def _present(handles: dict[int, FileHandle | None]) -> dict[int, FileHandle]:
+def unclaimed_message(checkpoint_id: int, uids: list[str]) -> str:
+    return (
+        f"checkpoint {checkpoint_id} has state of operators this job does not have: "
+        f"{', '.join(repr(u) for u in sorted(uids))}. Give operators the same .uid(...) as in "
+        "the job that took the checkpoint, or set "
+        "execution.state-recovery.ignore-unclaimed-state: true to drop that state"
+    )
+
+
+def _present(handles: Mapping[int, FileHandle | None]) -> dict[int, FileHandle]:
     """Subtasks with state (a subtask without state acknowledges with no file)."""
     return {s: h for s, h in handles.items() if h is not None}
 

@@ -26,7 +26,10 @@ class OperatorSnapshot:
 
 @dataclass
 class SubtaskSnapshot:
-    """All operators of one subtask's chain; ``watermark`` is the last one emitted."""
+    """All operators of one subtask's chain; ``watermark`` is the last one emitted;
+    ``parallelism`` is the one the snapshot was taken at (None in snapshots written before it
+    was recorded), which tells a restore whether state must be redistributed."""
 
     operators: dict[str, OperatorSnapshot] = field(default_factory=dict)
     watermark: int | None = None
+    parallelism: int | None = None

@@ -30,8 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import NetworkError
+from undertow.core.errors import NetworkError, RestoreError
 from undertow.graph.job_graph import JobGraph, JobVertex
+from undertow.runtime.checkpoint.coordinator import unclaimed_message
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
@@ -167,7 +168,7 @@ class Worker:
             await self._deploy(deploy)
             await self._serve()
         except Exception as err:
-            fatal = isinstance(err, CorruptCheckpointError)
+            fatal = isinstance(err, (CorruptCheckpointError, RestoreError))
             self.send(WorkerFailed(self.attempt, self.worker_index, str(err),
                                    traceback.format_exc(), fatal))  # fmt: skip
             await self.ctrl.drain()
@@ -249,6 +250,13 @@ class Worker:
                 )  # verifies size and checksum before anything is unpickled
                 snapshots.append(pickle.loads(data))
             restored[key] = snapshots
+        if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
+            uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
+            stray = {u for snaps in restored.values() for s in snaps for u in s.operators} - uids
+            if stray:
+                raise RestoreError(
+                    unclaimed_message(assignment.metadata.checkpoint_id, list(stray))
+                )
         return restored
 
     def _build_writers(

@@ -213,7 +213,7 @@ class OperatorChain:
         Serializing is the copy that lets the task go on while the bytes are written
         asynchronously; no I/O happens here.
         """
-        snapshot = SubtaskSnapshot()
+        snapshot = SubtaskSnapshot(parallelism=self.parallelism)
         for uid, op, keyed, timers, opstate in self._parts:
             part = OperatorSnapshot()
             if keyed is not None:
@@ -232,23 +232,30 @@ class OperatorChain:
     def restore(self, snapshots: list[SubtaskSnapshot]) -> None:
         """Load state before ``open``: ``snapshots`` of the old subtasks this one takes over.
 
-        With unchanged parallelism ``snapshots`` is this subtask's own snapshot; after a change
-        it is every old subtask's. Keyed state and timers are filtered to this subtask's key
-        groups by the backends; operator state is redistributed as Flink does (list state
-        split evenly, union list state merged, broadcast state from old subtask 0); custom
-        state (a source's splits) is handed to the operator, which takes its share.
+        State is matched per operator uid, whatever the old chaining was: ``snapshots`` may come
+        from several old vertices. For an operator whose old parallelism equals this one, the
+        snapshots hold its own old subtask's state; after a change they hold every old
+        subtask's. Keyed state and timers are filtered to this subtask's key groups by the
+        backends; operator state is redistributed as Flink does (list state split evenly, union
+        list state merged, broadcast state from old subtask 0); custom state (a source's
+        splits) is handed to the operator, which takes its share.
         """
         for uid, op, keyed, timers, opstate in self._parts:
-            parts = [s.operators[uid] for s in snapshots if uid in s.operators]
+            holders = [s for s in snapshots if uid in s.operators]
+            parts = [s.operators[uid] for s in holders]
             if not parts:
                 continue
+            rescaled = any(
+                (len(snapshots) > 1) if s.parallelism is None else s.parallelism != self.parallelism
+                for s in holders
+            )
             if keyed is not None:
                 keyed.restore({g: b for p in parts for g, b in p.keyed.items()})
             if timers is not None:
                 timers.restore({g: b for p in parts for g, b in p.timers.items()})
             operator_blobs = [p.operator for p in parts if p.operator is not None]
             if opstate is not None and operator_blobs:
-                if len(snapshots) == 1:
+                if not rescaled:
                     opstate.restore(operator_blobs[0])
                 else:
                     shares = OperatorStateBackend.redistribute(operator_blobs, self.parallelism)
@@ -256,7 +263,7 @@ class OperatorChain:
             custom = [p.custom for p in parts if p.custom is not None]
             restore_custom = getattr(op, "restore_custom_state", None)
             if custom and restore_custom is not None:
-                restore_custom(custom, len(snapshots) > 1)
+                restore_custom(custom, rescaled)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for op in self.operators:
