@@ -14,7 +14,7 @@ import pytest
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError, DeploymentError
 from undertow.deploy.spark import SparkLauncher, _summary, _zip_package
-from undertow.deploy.spark_session import get_spark_session
+from undertow.deploy.spark_session import get_spark_context
 
 
 class FakeConf:
@@ -35,13 +35,8 @@ class FakeContext:
         return self.conf
 
 
-class FakeSession:
-    def __init__(self, context: FakeContext) -> None:
-        self.sparkContext = context
-
-
 def launcher(slots: int = 2, **conf: str) -> SparkLauncher:
-    return SparkLauncher(FakeSession(FakeContext(slots, conf)), Configuration())  # type: ignore[arg-type]
+    return SparkLauncher(FakeContext(slots, conf), Configuration())  # type: ignore[arg-type]
 
 
 def test_a_stage_wider_than_the_slots_is_refused_naming_both_numbers() -> None:
@@ -64,8 +59,8 @@ def test_the_python_idle_timeout_kill_is_refused() -> None:
 
 def test_spark_connect_is_refused_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_REMOTE", "sc://localhost")
-    with pytest.raises(ConfigurationError, match="Spark Connect sessions have no RDD API"):
-        get_spark_session(Configuration())
+    with pytest.raises(ConfigurationError, match="Spark Connect sessions have no RDD"):
+        get_spark_context(Configuration())
 
 
 def test_summary_keeps_the_python_error_of_a_failed_stage() -> None:

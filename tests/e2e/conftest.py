@@ -2,7 +2,7 @@
 
 ``target`` is ``local-threads`` (workers are threads of the test process), ``local`` (workers
 are child processes) or ``spark`` (workers are a barrier stage of the suite's one local Spark
-session, master ``local[2]``); all use real TCP between workers. ``make_env`` builds a
+context, master ``local[2]``); all use real TCP between workers. ``make_env`` builds a
 ``StreamExecutionEnvironment`` for the current target. ``printed`` turns what ``print()`` sinks
 wrote (captured by ``capsys``) into lines.
 
@@ -35,7 +35,7 @@ def make_env(target: str, request: pytest.FixtureRequest) -> EnvFactory:
     """``make_env(parallelism=2, mode=None, config=None)``: an environment on ``target``
     with the given default parallelism, runtime mode and extra configuration keys."""
     if target == "spark":
-        request.getfixturevalue("spark_session")
+        request.getfixturevalue("spark_context")
 
     def build(
         parallelism: int = 2,

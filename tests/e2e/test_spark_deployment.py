@@ -138,7 +138,7 @@ def test_worker_log_lines_name_job_worker_and_subtask(
     env.from_collection(list(range(20))).rebalance().map(LoggingMap()).name("Logging").print()
     result = env.execute("logs")
     pattern = re.compile(
-        r"WARNING \[job (\w{8}) worker \d Logging[^\]]* \(\d/2\)\] user.job: hello"
+        r"WARNING \[job (\w{8}) worker \d Logging[^\]]* \(\d/2\)\] user.job: hi from map"
     )
     err = capfd.readouterr().err
     line = pattern.search(err)

@@ -34,9 +34,9 @@ def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
 
 def _spark_launcher(config: Configuration, slots: int) -> tuple[WorkerLauncher, int, Configuration]:
     from undertow.deploy.spark import SparkLauncher
-    from undertow.deploy.spark_session import get_spark_session
+    from undertow.deploy.spark_session import get_spark_context
 
-    launcher = SparkLauncher(get_spark_session(config), config)
+    launcher = SparkLauncher(get_spark_context(config), config)
     configured = config.get(Options.WORKERS)
     num_workers = configured if configured > 0 else max(1, min(slots, launcher.available_slots()))
     launcher.check(num_workers)

@@ -41,7 +41,6 @@ from undertow.deploy.spark_task import SparkTaskArgs, run_spark_task
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +50,10 @@ _SHIP_LOCK = threading.Lock()
 
 
 class SparkLauncher:
-    """A :class:`~undertow.runtime.cluster.job_master.WorkerLauncher` on a SparkSession."""
+    """A :class:`~undertow.runtime.cluster.job_master.WorkerLauncher` on a SparkContext."""
 
-    def __init__(self, session: SparkSession, config: Configuration) -> None:
-        self.session = session
-        self.sc: SparkContext = session.sparkContext
+    def __init__(self, context: SparkContext, config: Configuration) -> None:
+        self.sc = context
         self.config = config
         self._user_bind_host = config.contains_key(Options.BIND_HOST.key)
         self._run_id = uuid.uuid4().hex[:8]

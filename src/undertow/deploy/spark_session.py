@@ -1,20 +1,27 @@
-"""The SparkSession a job deploys on: the active one, or one built from the job's configuration.
+"""The SparkContext a job deploys on: the active one, or one built from the job's configuration.
 
 Rules (in this order):
 
-* a classic SparkSession that is already active (``spark-submit JOB.py``, a notebook, a test
-  fixture) is used as it is; its master and settings win;
+* a classic SparkContext that is already running (``spark-submit JOB.py`` once the job made a
+  session, a notebook, a test fixture) is used as it is; its master and settings win;
 * under ``spark-submit`` (before the job made a session) its master and ``--conf`` settings are
   kept: ``spark-submit --master yarn JOB.py`` runs the job on YARN;
 * otherwise one is built with master ``spark.master`` (default ``local[*]``) and every other
   ``spark.*`` key of the job's configuration (``undertow run -D spark.executor.memory=2g``);
-  for a ``local`` master the driver binds to loopback, so nothing listens on the network;
+  for a ``local`` master the driver binds to loopback (nothing listens on the network) and
+  Spark's web UI is off unless ``spark.ui.enabled`` says otherwise (undertow's REST API shows
+  the job);
 * a Spark Connect session (no RDD API, so no barrier stage) is refused with a clear message.
+
+undertow needs only a SparkContext, not a SparkSession: on this kind of machine a context
+starts in about 5.7 s and a session adds about 4 s more, which is most of the time from
+``undertow run`` to the first record. A job that wants a session builds one on the same
+context (``SparkSession.builder.getOrCreate()``).
 
 Workers run in the executors' Python, which PySpark takes from ``PYSPARK_PYTHON``; when that is
 not set, the driver's interpreter is used, so a virtual environment carries over to local Spark.
 
-Threading: call from the thread that starts the job; PySpark serializes session creation.
+Threading: call from the thread that starts the job; PySpark serializes context creation.
 """
 
 from __future__ import annotations
@@ -27,67 +34,65 @@ from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError, DeploymentError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
 
-#: Settings undertow applies to a session it builds, unless the job sets them.
+#: Settings undertow applies to a context it builds for a local master, unless the job sets them.
 _LOCAL_DEFAULTS = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
 }
 _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
 }
 
 
-def get_spark_session(config: Configuration) -> SparkSession:
-    """The session the job runs on (see the module docstring); raises
-    :class:`DeploymentError` if Spark cannot start or the session is a Spark Connect one."""
+def get_spark_context(config: Configuration) -> SparkContext:
+    """The context the job runs on (see the module docstring); raises
+    :class:`DeploymentError` if Spark cannot start, :class:`ConfigurationError` for Spark
+    Connect."""
     try:
+        from pyspark import SparkConf, SparkContext
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
         raise DeploymentError(
             "execution.target 'spark' needs pyspark: pip install 'pyspark>=4.0'"
         ) from err
-    from pyspark import SparkContext
-
     _refuse_connect()
-    active = SparkSession.getActiveSession()
-    if active is None and SparkContext._active_spark_context is not None:
-        # A session made on another thread: the builder returns it (settings are not applied).
-        active = SparkSession.builder.getOrCreate()
-    if active is not None:
-        _refuse_connect_session(active)
-        return active
-    builder = SparkSession.builder.appName(config.get(Options.PIPELINE_NAME) or "undertow")
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        _refuse_connect_session(session)
+    running = SparkContext._active_spark_context
+    if running is not None:
+        return running
+    conf = SparkConf().setAppName(config.get(Options.PIPELINE_NAME) or "undertow")
     if os.environ.get("PYSPARK_GATEWAY_PORT") and not config.contains_key("spark.master"):
         # Under spark-submit: its --master and --conf are already in the JVM; keep them.
-        master = "as given to spark-submit"
+        master = conf.get("spark.master") or "as given to spark-submit"
     else:
         master = config.get(Options.SPARK_MASTER)
-        builder = builder.master(master)
+        conf.setMaster(master)
     settings = dict(_DEFAULTS)
     if master.startswith("local"):
         settings.update(_LOCAL_DEFAULTS)
-    settings.update(
-        (k, v)
-        for k, v in config.to_dict().items()
-        if k.startswith("spark.") and k != "spark.master"
-    )
+    given = config.to_dict().items()
+    settings.update((k, v) for k, v in given if k.startswith("spark.") and k != "spark.master")
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        if not (key in _DEFAULTS or key in _LOCAL_DEFAULTS) or not conf.contains(key):
+            conf.set(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
-        session = builder.getOrCreate()
+        context = SparkContext.getOrCreate(conf)
     except Exception as err:
         java = os.environ.get("JAVA_HOME", "not set")
         raise DeploymentError(
             f"could not start Spark (master {master!r}): {err}. Spark 4 needs Java 17 or newer "
             f"on PATH or in JAVA_HOME (JAVA_HOME={java})"
         ) from err
-    session.sparkContext.setLogLevel(config.get(Options.SPARK_LOG_LEVEL))
-    return session
+    context.setLogLevel(config.get(Options.SPARK_LOG_LEVEL))
+    return context
 
 
 def _refuse_connect() -> None:
@@ -101,7 +106,7 @@ def _refuse_connect_session(session: object) -> None:
 
 
 _CONNECT_MESSAGE = (
-    "execution.target 'spark' needs a classic SparkSession: Spark Connect sessions have no RDD "
+    "execution.target 'spark' needs a classic SparkContext: Spark Connect sessions have no RDD "
     "API, so undertow cannot run its workers as a barrier stage there. Run the job with a "
     "classic session (spark-submit, or unset SPARK_REMOTE) or use execution.target 'local'"
 )

@@ -1,0 +1,163 @@
+"""How fast a job runs after ``undertow run``, and after one of its workers is killed.
+
+For each target (``spark`` on local Spark, and ``local`` without Spark as the baseline in the
+same run) the script starts ``undertow run benchmarks/jobs/start_job.py`` and times, from the
+moment the command starts:
+
+* *first record*: the job's first record reached the map after the keyed sum;
+* *first checkpoint*: ``[undertow] checkpoint 1 completed`` was printed;
+* *recovery*: one worker process is then killed with SIGKILL; the time from the kill to the
+  first record processed by the next attempt.
+
+The command is stopped with SIGINT (Ctrl-C), which also checks that it cancels the job and
+exits. Targets from the issue: running within 10 s of the command on local Spark (PyFlink took
+14-17 s on this kind of machine), processing again within 10 s of a kill.
+
+Usage: ``python benchmarks/spark_start.py [--runs N] [--targets spark,local]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+JOB = Path(__file__).parent / "jobs" / "start_job.py"
+FIRST = re.compile(r"FIRST_RECORD attempt=(\d+) t=([\d.]+)")
+CHECKPOINT = re.compile(r"\[undertow\] checkpoint 1 completed")
+
+
+def descendants(root: int) -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent, name, cmdline) for the processes below ``root``."""
+    table: dict[int, tuple[int, str, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as raw:
+                cmdline = raw.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        table[int(entry)] = (int(stat.rsplit(")", 1)[1].split()[1]), name, cmdline)
+    below: dict[int, tuple[int, str, str]] = {}
+    for pid, row in table.items():
+        parent, hops = row[0], 0
+        while parent in table and parent != root and hops < 64:
+            parent, hops = table[parent][0], hops + 1
+        if parent == root:
+            below[pid] = row
+    return below
+
+
+def worker_pids(root: int) -> list[int]:
+    return sorted(
+        pid for pid, (_, name, cmdline) in descendants(root).items()
+        if name == "undertow-worker" or "undertow.deploy.worker_process" in cmdline
+    )  # fmt: skip
+
+
+def run_once(target: str) -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    command = [sys.executable, "-m", "undertow.cli.main", "run", "--target", target]
+    if target == "spark":
+        command += ["--master", "local[2]", "-D", "undertow.spark.log-level=ERROR"]
+    started = time.time()
+    proc = subprocess.Popen([*command, str(JOB)], env=env, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.DEVNULL)  # fmt: skip
+    lines: queue.Queue[tuple[float, str]] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put((time.time(), line))
+
+    threading.Thread(target=pump, daemon=True).start()
+    result: dict[str, float] = {}
+    killed_at: float | None = None
+    deadline = time.time() + 180
+    try:
+        while time.time() < deadline and "recovery" not in result:
+            try:
+                _, line = lines.get(timeout=0.5)
+            except queue.Empty:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{target}: the job ended early") from None
+                continue
+            first = FIRST.search(line)
+            if first and first.group(1) == "0" and "first record" not in result:
+                result["first record"] = float(first.group(2)) - started
+            elif first and first.group(1) != "0" and killed_at is not None:
+                result["recovery"] = float(first.group(2)) - killed_at
+            if CHECKPOINT.search(line) and "first checkpoint" not in result:
+                result["first checkpoint"] = time.time() - started
+            if killed_at is None and "first record" in result and "first checkpoint" in result:
+                time.sleep(0.5)
+                pids = worker_pids(proc.pid)
+                if not pids:
+                    raise RuntimeError(f"{target}: no worker process found to kill")
+                killed_at = time.time()
+                os.kill(pids[0], signal.SIGKILL)
+        if "recovery" not in result:
+            raise RuntimeError(f"{target}: timed out; measured so far {result}")
+    finally:
+        stop = time.time()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60)
+            result["stop after Ctrl-C"] = time.time() - stop
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            result["stop after Ctrl-C"] = float("nan")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--targets", default="spark,local")
+    args = parser.parse_args()
+    measured: dict[str, list[dict[str, float]]] = {}
+    for target in args.targets.split(","):
+        for run in range(args.runs):
+            outcome = run_once(target)
+            measured.setdefault(target, []).append(outcome)
+            print(f"{target} run {run + 1}: " +
+                  ", ".join(f"{k} {v:.2f} s" for k, v in outcome.items()), flush=True)  # fmt: skip
+    keys = ["first record", "first checkpoint", "recovery", "stop after Ctrl-C"]
+    print(f"\nmedian of {args.runs} runs (seconds from `undertow run`; recovery from the kill)")
+    print(f"{'target':<8}" + "".join(f"{k:>20}" for k in keys))
+    for target, runs in measured.items():
+        print(f"{target:<8}" + "".join(f"{statistics.median(r[k] for r in runs):>20.2f}"
+                                       for k in keys))  # fmt: skip
+    if "spark" in measured and "local" in measured:
+        for key in ("first record", "recovery"):
+            spark = statistics.median(r[key] for r in measured["spark"])
+            local = statistics.median(r[key] for r in measured["local"])
+            print(f"spark / local, {key}: {spark / local:.1f}x")
+    if "spark" in measured:
+        spark_first = statistics.median(r["first record"] for r in measured["spark"])
+        spark_recovery = statistics.median(r["recovery"] for r in measured["spark"])
+        print(
+            f"target: running <= 10 s after the command: "
+            f"{'PASS' if spark_first <= 10 else 'FAIL'} ({spark_first:.2f} s)"
+        )
+        print(
+            f"target: processing again <= 10 s after a kill: "
+            f"{'PASS' if spark_recovery <= 10 else 'FAIL'} ({spark_recovery:.2f} s)"
+        )
+
+
+if __name__ == "__main__":
+    main()
