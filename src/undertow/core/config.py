@@ -369,6 +369,15 @@ class Options:
         "largest control or data frame accepted from a peer",
     )
     BIND_HOST = str_option("undertow.network.bind-host", "127.0.0.1")
+    HEARTBEAT_INTERVAL = duration_option(
+        "heartbeat.interval", 10_000, "how often workers tell the JobMaster they are alive",
+        check=_positive,
+    )  # fmt: skip
+    HEARTBEAT_TIMEOUT = duration_option(
+        "heartbeat.timeout", 50_000,
+        "a worker silent for longer fails the attempt (hung process, unreachable host)",
+        check=_positive,
+    )  # fmt: skip
     # checkpointing (read by later layers; declared here so keys are known) ----------------
     CHECKPOINT_INTERVAL = duration_option(
         "execution.checkpointing.interval", 0, "0 disables periodic checkpoints"

@@ -60,6 +60,7 @@ from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator, RestorePlan
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.cluster.control import ControlConnection
+from undertow.runtime.cluster.heartbeat import HeartbeatMonitor
 from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
     AddSplits,
@@ -67,6 +68,7 @@ from undertow.runtime.cluster.messages import (
     CollectRecords,
     DeclineCheckpoint,
     Deploy,
+    Heartbeat,
     NoMoreSplits,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -207,9 +209,10 @@ class _EnumeratorContext(SplitEnumeratorContext[Any]):
 class _Attempt:
     """What belongs to one deployment attempt (see the module docstring)."""
 
-    def __init__(self, number: int, num_workers: int) -> None:
+    def __init__(self, number: int, num_workers: int, heartbeat_timeout_ms: int) -> None:
         self.number = number
         self.num_workers = num_workers
+        self.heartbeats = HeartbeatMonitor(heartbeat_timeout_ms)
         self.workers: dict[int, ControlConnection] = {}
         self.registered: dict[int, RegisterWorker] = {}
         self.deployed: set[int] = set()
@@ -429,7 +432,10 @@ class JobMaster:
         return plan
 
     async def _run_attempt(self, restore: RestorePlan | None) -> UndertowError | None:
-        attempt = self._current = _Attempt(self.attempt, self.plan.num_workers)
+        attempt = self._current = _Attempt(
+            self.attempt, self.plan.num_workers, self.config.get(Options.HEARTBEAT_TIMEOUT)
+        )
+        watchdog = asyncio.ensure_future(self._watch_heartbeats(attempt))
         self.task_metrics.clear()
         self.launcher.launch(self.plan.num_workers, self._address, self.secret, self.attempt,
                              self.config.to_dict())  # fmt: skip
@@ -445,6 +451,7 @@ class JobMaster:
             self.coordinator.start()
         await finished
         deployed.cancel()
+        watchdog.cancel()
         self._stop_checkpoints(CheckpointFailureReason.JOB_FAILOVER_REGION)
         await self._shutdown_workers(attempt)
         if attempt.error is None and not self._cancel_requested:
@@ -471,6 +478,23 @@ class JobMaster:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(attempt.all_registered.wait(), 0.2)
         return None
+
+    async def _watch_heartbeats(self, attempt: _Attempt) -> None:
+        """Fail the attempt when a registered worker stays silent past ``heartbeat.timeout``."""
+        timeout_ms = attempt.heartbeats.timeout_ms
+        period_s = min(self.config.get(Options.HEARTBEAT_INTERVAL), timeout_ms) / 4000.0
+        while not attempt.done.is_set():
+            await asyncio.sleep(period_s)
+            late = attempt.heartbeats.overdue(_now_ms())
+            if late:
+                first = late[0]
+                self._fail(attempt, JobExecutionError(
+                    f"worker {first.worker} sent no heartbeat for {first.silent_ms / 1000:.1f} s "
+                    f"(heartbeat.timeout {timeout_ms} ms): it hangs or its host is unreachable"
+                ))  # fmt: skip
+                # A hung worker will not exit when asked: stop the attempt's workers now.
+                await asyncio.get_running_loop().run_in_executor(None, self.launcher.kill)
+                return
 
     def _describe_exits(self, workers: list[int]) -> list[str]:
         return [f"worker {w}: {self.launcher.describe_exit(w)}" for w in workers]
@@ -546,6 +570,7 @@ class JobMaster:
                 if current is None or getattr(msg, "attempt", current.number) != current.number:
                     continue  # fencing: a message from an older attempt
                 attempt = current
+                attempt.heartbeats.seen(index, _now_ms())
                 self._handle(attempt, index, conn, msg)
         except asyncio.CancelledError:
             return
@@ -628,6 +653,8 @@ class JobMaster:
             attempt.registered[index] = msg
             if len(attempt.registered) == attempt.num_workers:
                 attempt.all_registered.set()
+        elif isinstance(msg, Heartbeat):
+            pass  # every message counts as a sign of life (_on_worker)
         else:
             log.warning("job %s: unexpected message %r from worker %d", self.job_id, msg, index)
 

@@ -84,6 +84,14 @@ class CollectRecords:
 
 
 @dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A worker is alive (sent every ``heartbeat.interval``; see ``cluster.heartbeat``)."""
+
+    attempt: int
+    worker_index: int
+
+
+@dataclass(frozen=True, slots=True)
 class TaskMetricsReport:
     """Samples of the worker's tasks: periodically for running tasks, and once for a task that
     ended (``final``), before its ``TaskFinished`` or ``TaskFailed``."""

@@ -44,6 +44,7 @@ from undertow.runtime.cluster.messages import (
     CollectRecords,
     DeclineCheckpoint,
     Deploy,
+    Heartbeat,
     NoMoreSplits,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -160,6 +161,7 @@ class Worker:
             RegisterWorker(self.attempt, self.worker_index, config.get(Options.BIND_HOST), port,
                            os.getpid())
         )  # fmt: skip
+        heartbeat = asyncio.ensure_future(self._heartbeat())
         try:
             deploy = await self.ctrl.recv()
             if isinstance(deploy, Shutdown) or deploy is None:
@@ -174,6 +176,7 @@ class Worker:
             await self.ctrl.drain()
             raise
         finally:
+            heartbeat.cancel()
             for task in self.tasks.values():
                 task.cancel()
             self.env.close()
@@ -323,6 +326,13 @@ class Worker:
             for t in running:
                 t.cancel()
             await asyncio.gather(reporter, *running, return_exceptions=True)
+
+    async def _heartbeat(self) -> None:
+        """Every ``heartbeat.interval``: tell the JobMaster this worker is alive."""
+        interval_s = self.config.get(Options.HEARTBEAT_INTERVAL) / 1000.0
+        while True:
+            await asyncio.sleep(interval_s)
+            self.send(Heartbeat(self.attempt, self.worker_index))
 
     async def _report_metrics(self) -> None:
         """Every report interval: one ``TaskMetricsReport`` with a sample per running task."""
