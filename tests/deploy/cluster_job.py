@@ -51,7 +51,7 @@ def main() -> int:
                 "execution.checkpointing.interval": "100 ms",
                 "execution.checkpointing.dir": directory,
                 "restart-strategy.type": "fixed-delay",
-                "restart-strategy.fixed-delay.attempts": "3",
+                "restart-strategy.fixed-delay.attempts": "5",
                 "restart-strategy.fixed-delay.delay": "0 ms",
             }
         )

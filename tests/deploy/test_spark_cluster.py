@@ -33,7 +33,10 @@ def test_spark_submit_on_two_executors_survives_an_executor_kill(tmp_path: Path)
         env=env, capture_output=True, text=True, timeout=400, cwd=tmp_path,
     )  # fmt: skip
     output = completed.stdout + completed.stderr
-    tail = "\n".join(output.splitlines()[-40:])
+    telling = [line for line in output.splitlines()
+               if any(w in line for w in ("ERROR", "Exception", "Error:", "[undertow]", "ORACLE",
+                                          "killed", "Traceback"))]  # fmt: skip
+    tail = "\n".join(telling[-60:] + output.splitlines()[-10:])
     assert completed.returncode == 0, tail
     assert "killed executor JVM" in completed.stdout, tail
     assert "ORACLE lost=0, duplicated=0, out_of_order=0, corrupt=0" in completed.stdout, tail

@@ -92,3 +92,11 @@ def test_the_shipped_zip_imports_undertow_in_a_clean_interpreter() -> None:
     # -I ignores PYTHONPATH and user site; the package's dependencies come from site-packages.
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().startswith(path), out.stdout
+
+
+def test_a_task_on_another_python_version_refuses_to_run_naming_both() -> None:
+    from undertow.deploy.spark_task import SparkTaskArgs, run_spark_task
+
+    args = SparkTaskArgs(0, ("127.0.0.1", 1), b"secret", {}, (2, 7))
+    with pytest.raises(RuntimeError, match=r"executor runs Python 3\.\d+ but the driver runs 2\.7"):
+        next(run_spark_task(args, iter([])))
