@@ -185,6 +185,7 @@ def test_parquet_writer_refuses_a_row_that_does_not_fit(tmp_path: Path) -> None:
         writer = ParquetBulkWriters.for_row_type(ROW).create(f)
         with pytest.raises(TypeError, match="does not fit"):
             writer.add_element(("only", 2))
+        writer.abort()
 
 
 def test_unsupported_parquet_type_is_refused_naming_the_field() -> None:

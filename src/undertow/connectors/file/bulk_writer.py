@@ -25,6 +25,9 @@ class BulkWriter(ABC):
     def finish(self) -> None:
         """Write what is left and the footer; no call follows."""
 
+    def abort(self) -> None:
+        """Drop the file being written (after a failure); must not raise. No call follows."""
+
 
 class BulkWriterFactory(ABC):
     @abstractmethod

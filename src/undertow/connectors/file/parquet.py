@@ -141,6 +141,15 @@ class ParquetBulkWriter(BulkWriter):
         self.flush()
         self.writer.close()
 
+    def abort(self) -> None:
+        """Close the Parquet writer now, while its stream is open (pyarrow would otherwise try
+        to write the footer from ``__del__`` into a closed stream)."""
+        self.columns = [[] for _ in self.names]
+        try:
+            self.writer.close()
+        except (OSError, ValueError, pa.ArrowException):
+            pass  # the file is removed anyway
+
 
 class ParquetWriterFactory(BulkWriterFactory):
     """Writes ``Row`` (or tuple / dict) values of ``row_type`` as Parquet."""

@@ -196,6 +196,8 @@ class FileWriter(SinkWriter):
         """Abandon open part files (after a failure they belong to no checkpoint)."""
         for part in list(self.open_parts.values()):
             try:
+                if part.bulk is not None:
+                    part.bulk.abort()
                 part.stream.close()
                 self.fs.rm(part.path)
             except Exception as err:  # close must not raise on a half-open state
