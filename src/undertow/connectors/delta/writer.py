@@ -83,11 +83,14 @@ class DeltaWriter(SinkWriter):
         value = element.as_dict() if isinstance(element, Row) and element._fields else element
         try:
             row = self.row_type.conform(value)
+            problem = self.row_type.check(row)
         except (TypeError, ValueError) as err:
+            row, problem = None, str(err)
+        if problem is not None:
             raise DeltaSinkError(
                 f"Delta table {self.table_uri} (subtask {self.subtask}): record {element!r} "
-                f"does not fit {self.row_type!r}: {err}"
-            ) from err
+                f"does not fit {self.row_type!r}: {problem}"
+            )
         key = tuple(
             (c, partition_value(row[i]))
             for c, i in zip(self.partition_columns, self.partition_positions)
