@@ -134,7 +134,10 @@ class DeltaWriter(SinkWriter):
     def close(self) -> None:
         for f in self.open_files.values():
             try:
-                f.stream.close()
+                try:
+                    f.writer.finish()  # the Parquet writer must not write to a closed stream
+                finally:
+                    f.stream.close()
                 self.fs.rm(f"{self.root}/{f.path}")
             except Exception as err:  # closing after a failure must not raise
                 log.warning("%s: could not delete the unfinished file: %s",

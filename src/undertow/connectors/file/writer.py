@@ -196,7 +196,11 @@ class FileWriter(SinkWriter):
         """Abandon open part files (after a failure they belong to no checkpoint)."""
         for part in list(self.open_parts.values()):
             try:
-                part.stream.close()
+                try:
+                    if part.bulk is not None:  # else it writes its footer to a closed stream
+                        part.bulk.finish()
+                finally:
+                    part.stream.close()
                 self.fs.rm(part.path)
             except Exception as err:  # close must not raise on a half-open state
                 log.warning(
