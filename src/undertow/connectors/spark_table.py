@@ -97,14 +97,18 @@ def plan_files(df: Any, what: str) -> list[str]:
     return files
 
 
+def _file_source(df: Any, what: str, batch_size: int) -> FileSource:
+    files = plan_files(df, what)
+    fmt = ParquetColumnarRowInputFormat(row_type_of(df.schema), batch_size=batch_size)
+    return FileSource(fmt, tuple(files), None, batch_size)
+
+
 class SparkTableSource:
     """Factories of bounded file sources over Spark data (see the module docstring)."""
 
     @staticmethod
     def for_dataframe(df: Any, batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
-        files = plan_files(df, "SparkTableSource.for_dataframe()")
-        fmt = ParquetColumnarRowInputFormat(row_type_of(df.schema), batch_size=batch_size)
-        return FileSource(fmt, tuple(files), None, batch_size)
+        return _file_source(df, "SparkTableSource.for_dataframe()", batch_size)
 
     @staticmethod
     def for_table(name: str, spark: Any = None, batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
@@ -117,7 +121,4 @@ class SparkTableSource:
                 raise SparkSourcePlanningError(
                     f"SparkTableSource.for_table({name!r}): no active Spark session; pass spark="
                 )
-        df = spark.table(name)
-        files = plan_files(df, f"SparkTableSource.for_table({name!r})")
-        fmt = ParquetColumnarRowInputFormat(row_type_of(df.schema), batch_size=batch_size)
-        return FileSource(fmt, tuple(files), None, batch_size)
+        return _file_source(spark.table(name), f"SparkTableSource.for_table({name!r})", batch_size)
