@@ -35,6 +35,7 @@ from undertow.api.functions import (
     SinkFunction,
 )
 from undertow.api.output_tag import OutputTag
+from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
@@ -56,6 +57,7 @@ from undertow.graph.transformations import (
     TwoInputTransformation,
     UnionTransformation,
 )
+from undertow.runtime.task.global_committer_operator import GlobalCommitterOperator
 from undertow.runtime.task.keyed_operators import (
     KeyedProcessOperator,
     KeyedUdfOperator,
@@ -301,9 +303,27 @@ class DataStream:
         return DataStreamSink(t)
 
     def sink_to(self, sink: Any) -> DataStreamSink:
+        """Write to a Sink V2 ``sink``. A :class:`GlobalCommittingSink` becomes two operators:
+        the writers (parallel, configured through the returned ``DataStreamSink``) and a
+        committer of parallelism 1 behind a GLOBAL edge that never carries unaligned
+        checkpoints (see :mod:`undertow.connectors.global_committer`)."""
         if not callable(getattr(sink, "create_writer", None)):
             raise GraphBuildError(f"sink_to(): {sink!r} is not a Sink (no create_writer())")
-        return self._sink(f"Sink: {type(sink).__name__}", SinkWriterOperator(sink))
+        name = f"Sink: {type(sink).__name__}"
+        if not isinstance(sink, GlobalCommittingSink):
+            return self._sink(name, SinkWriterOperator(sink))
+        writer_op = SinkWriterOperator(sink, emit_committables=True)
+        writer = OneInputTransformation(name=name, input=self._transformation, operator=writer_op)
+        edge = PartitionTransformation(
+            name="Global", input=writer,
+            partitioner=GlobalPartitioner().disable_unaligned_checkpoints(),
+        )  # fmt: skip
+        committer = OneInputTransformation(
+            name=DataStreamSink.committer_name(name), input=edge,
+            operator=GlobalCommitterOperator(sink), parallelism=1, parallelism_set=True,
+        )  # fmt: skip
+        self._env._add_sink(committer)
+        return DataStreamSink(writer, committer)
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:
         function, call = _udf(sink_func, SinkFunction, "invoke", "add_sink()")
@@ -333,17 +353,32 @@ class DataStream:
 
 
 class DataStreamSink:
-    """What sinks return: allows naming and configuring the sink operator."""
+    """What sinks return: allows naming and configuring the sink operator.
 
-    def __init__(self, transformation: Transformation) -> None:
+    For a sink with a global committer the settings apply to the writers; the committer
+    follows: its name is ``"<name>: Committer"``, its uid ``"<uid>-committer"``, it shares
+    the writers' slot sharing group and keeps parallelism 1."""
+
+    def __init__(
+        self, transformation: Transformation, committer: Transformation | None = None
+    ) -> None:
         self._transformation = transformation
+        self._committer = committer
+
+    @staticmethod
+    def committer_name(writer_name: str) -> str:
+        return f"{writer_name}: Committer"
 
     def name(self, name: str) -> DataStreamSink:
         self._transformation.name = name
+        if self._committer is not None:
+            self._committer.name = self.committer_name(name)
         return self
 
     def uid(self, uid: str) -> DataStreamSink:
         self._transformation.uid = uid
+        if self._committer is not None:
+            self._committer.uid = f"{uid}-committer"
         return self
 
     def set_parallelism(self, parallelism: int) -> DataStreamSink:
@@ -361,6 +396,8 @@ class DataStreamSink:
     def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
         name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
         self._transformation.slot_sharing_group = str(name)
+        if self._committer is not None:
+            self._committer.slot_sharing_group = str(name)
         return self
 
 

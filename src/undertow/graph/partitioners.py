@@ -8,7 +8,8 @@ A partitioner object is a template in the job graph; every producing subtask cal
 :meth:`StreamPartitioner.copy` and then :meth:`setup` with its number of channels.
 
 ``supports_unaligned`` follows Flink: pointwise edges (forward, rescale) and broadcast edges
-carry no key context and never take unaligned channel state.
+carry no key context and never take unaligned channel state, and an edge whose partitioner had
+``disable_unaligned_checkpoints()`` called (a sink's writer->committer edge) stays aligned.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class StreamPartitioner(ABC):
 
     def __init__(self) -> None:
         self.num_channels = 0
+        self.unaligned_disabled = False
 
     def setup(self, num_channels: int) -> None:
         self.num_channels = num_channels
@@ -43,7 +45,12 @@ class StreamPartitioner(ABC):
 
     @property
     def supports_unaligned(self) -> bool:
-        return not self.is_pointwise and not self.is_broadcast
+        return not (self.is_pointwise or self.is_broadcast or self.unaligned_disabled)
+
+    def disable_unaligned_checkpoints(self) -> StreamPartitioner:
+        """Keep this edge aligned (Flink's ``StreamPartitioner.disableUnalignedCheckpoints``)."""
+        self.unaligned_disabled = True
+        return self
 
     @abstractmethod
     def route(self, values: list[Any], timestamps: list[Any] | None) -> Routed:

@@ -196,7 +196,7 @@ class FileWriter(SinkWriter):
         """Abandon open part files (after a failure they belong to no checkpoint)."""
         for part in list(self.open_parts.values()):
             try:
-                if part.bulk is not None:
+                if part.bulk is not None:  # else it writes its footer to a closed stream
                     part.bulk.abort()
                 part.stream.close()
                 self.fs.rm(part.path)

@@ -20,6 +20,12 @@ Protocol (all on the task's loop thread):
 
 Invariant: a committable is committed only after a checkpoint that contains it completed, or
 at the end of input; it is committed at least once, and commits are idempotent.
+
+With ``emit_committables`` (sinks with a global committer, see
+:mod:`undertow.connectors.global_committer`) the operator is only the writer: it keeps no
+committables, and instead emits one :class:`CommittableMessage` per checkpoint (also when
+empty) in ``prepare_snapshot_pre_barrier``, before the barrier, and a last one under
+``END_OF_INPUT`` in ``finish``; the global committer operator downstream commits them.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from undertow.connectors.global_committer import END_OF_INPUT, CommittableMessage
 from undertow.connectors.sink import Committer, Sink, SinkWriter, SinkWriterContext
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -53,8 +60,10 @@ class _WriterContext(SinkWriterContext):
 
 
 class SinkWriterOperator(OneInputStreamOperator):
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, emit_committables: bool = False) -> None:
         self.sink = sink
+        #: Emit committables downstream to a global committer instead of committing them.
+        self.emit_committables = emit_committables
         self.writer: SinkWriter | None = None
         self.committer: Committer | None = None
         #: checkpoint id -> committables prepared for it and not committed yet
@@ -63,7 +72,8 @@ class SinkWriterOperator(OneInputStreamOperator):
         self._restored: list[Any] = []
 
     def open(self) -> None:
-        self.committer = self.sink.create_committer()
+        if not self.emit_committables:
+            self.committer = self.sink.create_committer()
         if self._restored:
             self._commit(self._restored)
             self._restored = []
@@ -78,8 +88,15 @@ class SinkWriterOperator(OneInputStreamOperator):
         assert self.writer is not None
         self.writer.flush(False)
         committables = self.writer.prepare_commit()
-        if committables:
+        if self.emit_committables:
+            self._emit(checkpoint_id, committables)
+        elif committables:
             self.pending.setdefault(checkpoint_id, []).extend(committables)
+
+    def _emit(self, checkpoint_id: int, committables: list[Any]) -> None:
+        message = CommittableMessage(self.ctx.subtask_index, self.ctx.parallelism, checkpoint_id,
+                                     tuple(committables))  # fmt: skip
+        self.output.collect_batch([message], None)
 
     def snapshot_custom_state(self, checkpoint_id: int) -> bytes | None:
         if self.committer is None:
@@ -122,6 +139,9 @@ class SinkWriterOperator(OneInputStreamOperator):
         assert self.writer is not None
         self.writer.flush(True)
         final = self.writer.prepare_commit()
+        if self.emit_committables:
+            self._emit(END_OF_INPUT, final)
+            return
         for cid in sorted(self.pending):
             self._commit(self.pending.pop(cid))
         if self.committer is not None:

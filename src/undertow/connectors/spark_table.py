@@ -1,0 +1,124 @@
+"""A bounded source over a Spark table or DataFrame, planned in the driver, read by the
+subtasks (issue 6, "Sources")::
+
+    df = spark.read.parquet("/data/events")          # or spark.table("events")
+    source = SparkTableSource.for_dataframe(df)      # or SparkTableSource.for_table("events")
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "events")
+
+Planning asks Spark only for metadata: the DataFrame's optimized logical plan and its input
+files (``df.inputFiles()``). No row goes through the driver: the result is a bounded
+:class:`~undertow.connectors.file.source.FileSource` over those Parquet files, whose splits
+(one per file) the enumerator hands to the subtasks, which read them with pyarrow, with
+positions in the checkpoints like any file source.
+
+Only a plain scan of a Parquet file relation can be read this way: a DataFrame with filters,
+projections, joins or aggregations, another file format, or a partitioned relation (partition
+columns live in directory names, not in the files) is refused with an error that says what
+to do: write the DataFrame to Parquet first (``df.write.parquet(path)``) and read that.
+
+Needs a classic (py4j) Spark session in the driver; it runs before ``execute``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from undertow.common.typeinfo import RowTypeInfo, TypeInformation, Types
+from undertow.connectors.file.formats import DEFAULT_BATCH_SIZE
+from undertow.connectors.file.parquet import ParquetColumnarRowInputFormat
+from undertow.connectors.file.source import FileSource
+from undertow.core.errors import UndertowError
+
+_SIMPLE_TYPES = {
+    "StringType": Types.STRING,
+    "IntegerType": Types.INT,
+    "LongType": Types.LONG,
+    "ShortType": Types.SHORT,
+    "ByteType": Types.BYTE,
+    "DoubleType": Types.DOUBLE,
+    "FloatType": Types.FLOAT,
+    "BooleanType": Types.BOOLEAN,
+    "DateType": Types.SQL_DATE,
+}
+
+_WRITE_FIRST = (
+    "write it to Parquet first (df.write.parquet(path)) and read "
+    "SparkTableSource.for_dataframe(spark.read.parquet(path))"
+)
+
+
+class SparkSourcePlanningError(UndertowError, ValueError):
+    """A DataFrame or table cannot be read as a bounded source; says why and what to do."""
+
+
+def row_type_of(spark_schema: Any) -> RowTypeInfo | None:
+    """The row type for a Spark ``StructType`` of simple columns, or ``None`` (then rows carry
+    every column of the files as Parquet gives them)."""
+    names: list[str] = []
+    types: list[TypeInformation] = []
+    for f in spark_schema.fields:
+        make = _SIMPLE_TYPES.get(type(f.dataType).__name__)
+        if make is None:
+            return None
+        names.append(f.name)
+        types.append(make())
+    return Types.ROW_NAMED(names, types)
+
+
+def plan_files(df: Any, what: str) -> list[str]:
+    """The Parquet files behind a DataFrame that is a plain scan; raises otherwise."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        raise SparkSourcePlanningError(
+            f"{what}: not a DataFrame of a classic Spark session (Spark Connect DataFrames "
+            "expose no plan here); read the data with a classic session"
+        )
+    plan = jdf.queryExecution().optimizedPlan()
+    node = plan.getClass().getSimpleName()
+    if node != "LogicalRelation":
+        raise SparkSourcePlanningError(
+            f"{what}: the DataFrame is not a plain file scan (its plan is a {node}: filters, "
+            f"projections, joins or computed rows cannot be read file by file); {_WRITE_FIRST}"
+        )
+    relation = plan.relation()
+    kind = relation.getClass().getSimpleName()
+    if kind != "HadoopFsRelation" or relation.fileFormat().toString() != "Parquet":
+        fmt = relation.fileFormat().toString() if kind == "HadoopFsRelation" else kind
+        raise SparkSourcePlanningError(f"{what}: reads {fmt}, not Parquet; {_WRITE_FIRST}")
+    if relation.partitionSchema().length() > 0:
+        columns = list(relation.partitionSchema().fieldNames())
+        raise SparkSourcePlanningError(
+            f"{what}: partitioned by {columns}, whose values are in directory names, not in "
+            f"the files; {_WRITE_FIRST}"
+        )
+    files = sorted(str(f) for f in df.inputFiles())
+    if not files:
+        raise SparkSourcePlanningError(f"{what}: has no input files")
+    return files
+
+
+def _file_source(df: Any, what: str, batch_size: int) -> FileSource:
+    files = plan_files(df, what)
+    fmt = ParquetColumnarRowInputFormat(row_type_of(df.schema), batch_size=batch_size)
+    return FileSource(fmt, tuple(files), None, batch_size)
+
+
+class SparkTableSource:
+    """Factories of bounded file sources over Spark data (see the module docstring)."""
+
+    @staticmethod
+    def for_dataframe(df: Any, batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
+        return _file_source(df, "SparkTableSource.for_dataframe()", batch_size)
+
+    @staticmethod
+    def for_table(name: str, spark: Any = None, batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
+        """The table (or view) ``name`` of ``spark``'s catalog (default: the active session)."""
+        if spark is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise SparkSourcePlanningError(
+                    f"SparkTableSource.for_table({name!r}): no active Spark session; pass spark="
+                )
+        return _file_source(spark.table(name), f"SparkTableSource.for_table({name!r})", batch_size)
