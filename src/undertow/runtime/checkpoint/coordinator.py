@@ -342,10 +342,17 @@ class CheckpointCoordinator:
         stats = CheckpointStats(cid, pending.trigger_timestamp, now - pending.trigger_timestamp,
                                 size, alignment, len(self._tasks))  # fmt: skip
         self.stats.append(stats)
-        self.console(
+        line = (
             f"checkpoint {cid} completed in {stats.duration_ms} ms, {_human(size)}, "
-            f"alignment {alignment:.0f} ms ({self.options.alignment.name.lower()})"
+            f"alignment {alignment:.0f} ms"
         )
+        if self.options.needs_channel_state:  # unaligned, or aligned with a timeout
+            persisted = sum(int(m.get("persisted_data", 0)) for m in metrics.values())
+            unaligned = any(m.get("unaligned") for m in metrics.values())
+            line += f" ({'unaligned' if unaligned else 'aligned'}, in-flight {_human(persisted)})"
+        else:
+            line += f" ({self.options.alignment.name.lower()})"
+        self.console(line)
         self.gateway.notify_complete(cid)
         self._decide()
 
