@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from undertow.datastream import JobStatus
+from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
@@ -133,3 +134,32 @@ def test_random_worker_kill_under_backpressure(
     assert oracle.restarts == 1, oracle
     restored = restored_in_flight_bytes(console)
     assert len(restored) == 1 and restored[0] > 0, (seed, restored, console)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_channel_state_at_another_parallelism_fails_clearly(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """Rescaling channel state is not supported: restoring an unaligned checkpoint that holds
+    in-flight data at another parallelism fails, naming the checkpoint and the operator."""
+    settings = config(tmp_path, "unaligned", restarts=0)
+    settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    env = make_env(parallelism=2, config=settings)
+    build_pipeline(env, OracleSource(KEYS, 10 * RECORDS_PER_KEY, records_per_second=RATE),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("retain an unaligned checkpoint")
+    time.sleep(1.5)
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    storage = CheckpointStorage(str(tmp_path), job_dir.name)
+    retained = storage.completed_checkpoint_ids()
+    assert retained, "a checkpoint must be retained after cancellation"
+
+    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(retained[-1])
+    settings["restart-strategy.type"] = "none"
+    rescaled = make_env(parallelism=3, config=settings)
+    build_pipeline(rescaled, OracleSource(KEYS, RECORDS_PER_KEY))
+    with pytest.raises(Exception, match=r"checkpoint \d+ holds in-flight data .* parallelism 3"):
+        run(rescaled)

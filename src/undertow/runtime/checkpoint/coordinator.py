@@ -171,6 +171,13 @@ class CheckpointCoordinator:
         for cid in list(self.pending):
             self._abort(cid, reason, notify=False)
 
+    async def finish_completing(self) -> None:
+        """Wait until every fully acknowledged checkpoint is finalized (or failed to be): a
+        restart must choose its checkpoint after that, or a checkpoint finalized later would
+        subsume, and delete, the one being restored."""
+        while self._completing:
+            await asyncio.gather(*list(self._completing), return_exceptions=True)
+
     def on_task_finished(self) -> None:
         """A task finished: no checkpoint can complete any more in this attempt."""
         self.stop(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
