@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from undertow.datastream import JobStatus
 from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     FailingMap,
@@ -40,6 +39,7 @@ MODES = {
         "execution.checkpointing.aligned-checkpoint-timeout": "1 ms",
     },
 }
+COMPLETED = re.compile(r"^\[undertow\] checkpoint \d+ completed", re.M)
 LINE = re.compile(
     r"^\[undertow\] (?:checkpoint (?P<cid>\d+) completed .*in-flight (?P<size>[\d.]+) "
     r"(?P<unit>B|KiB|MiB|GiB)\)|job \w+ failed \((?P<reason>.*)\); restarting)",
@@ -117,10 +117,12 @@ def test_random_worker_kill_under_backpressure(
     build_pipeline(env, source, sink_spin_s=SINK_SPIN_S)
 
     client = env.execute_async("oracle under backpressure")
+    console = ""  # kill only once a checkpoint completed, so there is one to restore
     deadline = time.monotonic() + 30
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while not COMPLETED.search(console) and time.monotonic() < deadline:
         time.sleep(0.01)
-    killer = WorkerKiller(seed, earliest_s=0.5, latest_s=1.2).start()
+        console += capsys.readouterr().err
+    killer = WorkerKiller(seed, earliest_s=0.1, latest_s=0.8).start()
     try:
         result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
     finally:
@@ -128,7 +130,7 @@ def test_random_worker_kill_under_backpressure(
         client.cancel()
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
 
-    console = capsys.readouterr().err
+    console += capsys.readouterr().err
     assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, oracle
