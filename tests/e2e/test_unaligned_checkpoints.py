@@ -125,6 +125,9 @@ def test_random_worker_kill_under_backpressure(
     killer = WorkerKiller(seed, earliest_s=0.1, latest_s=0.8).start()
     try:
         result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    except Exception as err:
+        console += capsys.readouterr().err
+        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
     finally:
         killer.cancel()
         client.cancel()
@@ -132,7 +135,7 @@ def test_random_worker_kill_under_backpressure(
 
     console += capsys.readouterr().err
     assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
-    oracle.assert_exactly_once()
+    assert oracle.is_exactly_once, (seed, str(oracle), console)
     assert oracle.restarts == 1, oracle
     restored = restored_in_flight_bytes(console)
     assert len(restored) == 1 and restored[0] > 0, (seed, restored, console)
