@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import pytest
@@ -13,12 +15,14 @@ from undertow.common import Configuration
 from undertow.core.errors import StateError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.stream_task import StreamTask
 
 
@@ -112,3 +116,64 @@ def test_channel_state_of_another_shape_fails_naming_checkpoint_and_operator(
 
     with pytest.raises(StateError, match=r"checkpoint 42 holds in-flight data .*'plus'"):
         asyncio.run(scenario())
+
+
+class Inline(Executor):
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+class Responder:
+    def __init__(self) -> None:
+        self.acks: dict[int, dict[str, Any]] = {}
+
+    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+        self.acks[checkpoint_id] = metrics
+
+    def decline(self, checkpoint_id: int, reason: Any, detail: str) -> None:
+        raise AssertionError(f"declined {checkpoint_id}: {detail}")
+
+
+def test_a_backpressured_task_still_takes_an_unaligned_barrier_at_once() -> None:
+    """The output never drains (no consumer), so the task stops taking input; a priority
+    barrier must still be taken, the checkpoint taken with the queued data as channel state."""
+    unaligned = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
+    batch = serialize_batch(list(range(200)), None)
+
+    async def scenario() -> tuple[Responder, dict[int, bytes], bool]:
+        live = [Buffer(batch) for _ in range(50)]
+        task, partition = build(ChannelState(0, 0, 1, (1,), ()), live)
+        task.restored = None
+        responder, files = Responder(), {}
+
+        def write(cid: int, name: str, data: bytes) -> str:
+            files[cid] = data
+            return name
+
+        checkpointer = SubtaskCheckpointer(
+            task.name, "f", task.chain, task.gates, task.writers, responder, write, Inline(),
+            True, task.current_watermark,
+            Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        )  # fmt: skip
+        task.checkpointer = checkpointer
+        partition.max_buffers_per_channel = 2
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.2)
+        backpressured = not partition.is_available()
+        channel = task.gates[0].channels[0]
+        producer = channel.link
+        assert isinstance(producer, LiveProducer)
+        barrier = CheckpointBarrier(5, 0, unaligned)
+        channel.on_send(Send(barrier, True, producer.sequence, 0, priority=True))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return responder, files, backpressured
+
+    responder, files, backpressured = asyncio.run(scenario())
+    assert backpressured
+    assert 5 in responder.acks, "the barrier waited behind backpressure"
+    state = pickle.loads(files[5]).channel_state
+    assert state is not None and state.input_bytes > 0 and state.output_bytes > 0
