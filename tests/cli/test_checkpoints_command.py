@@ -29,6 +29,7 @@ def commit(root: Path, job_id: str, checkpoint_id: int, key: bytes) -> int:
         completion_timestamp=COMPLETED_MS,
         is_savepoint=False,
         vertices=(VertexMetadata(0, "source", ("uid-0",), 1, 128, subtasks={0: handle}),),
+        properties={"unaligned": "true", "persisted_data": "2048"} if checkpoint_id == 3 else {},
     )
     storage.commit_metadata(checkpoint_id, encode_metadata(meta, key))
     return handle.size
@@ -51,12 +52,12 @@ def rows(output: str) -> dict[str, list[str]]:
     """Job id -> the cells of its row (cells are separated by two or more spaces)."""
     lines = output.splitlines()
     assert re.split(r"\s{2,}", lines[0]) == [
-        "JOB ID", "CHECKPOINT", "COMPLETED", "SIZE", "VERIFIES", "PROBLEM"
+        "JOB ID", "CHECKPOINT", "COMPLETED", "SIZE", "TYPE", "IN-FLIGHT", "VERIFIES", "PROBLEM"
     ]  # fmt: skip
     table = {}
     for line in lines[1:]:
         if line.startswith("job-"):
-            cells = re.split(r"\s{2,}", line, maxsplit=5)
+            cells = re.split(r"\s{2,}", line, maxsplit=7)
             table[cells[0]] = cells
     return table
 
@@ -68,11 +69,11 @@ def test_lists_every_checkpoint_and_fails_if_one_does_not_verify(
     out = capsys.readouterr().out
     table = rows(out)
     good, bad = table["job-good"], table["job-bad"]
-    assert good[1:5] == ["3", "2023-11-14T22:13:20+00:00", good[3], "yes"]
+    assert good[1:7] == ["3", "2023-11-14T22:13:20+00:00", good[3], "unaligned", "2.0 KiB", "yes"]
     assert re.fullmatch(r"\d+ B|\d+\.\d KiB", good[3])
-    assert len(good) == 5  # no problem column content
-    assert bad[1] == "7" and bad[4] == "no"
-    assert "v0-s0.state" in bad[5] and "chk-7" in bad[5]
+    assert len(good) == 7  # no problem column content
+    assert bad[1] == "7" and bad[4:7] == ["-", "-", "no"]  # metadata without the properties
+    assert "v0-s0.state" in bad[7] and "chk-7" in bad[7]
     assert "1 of 2 checkpoints do not verify" in out
 
 
@@ -84,8 +85,8 @@ def test_one_job_only(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_wrong_key_verifies_nothing(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["checkpoints", str(root), "--key", "not the key"]) == 1
     table = rows(capsys.readouterr().out)
-    for cells in table.values():
-        assert cells[2:5] == ["-", "-", "no"]  # nothing is read from unauthenticated metadata
+    for cells in table.values():  # nothing is read from unauthenticated metadata
+        assert cells[2:7] == ["-", "-", "-", "-", "no"]
 
 
 def test_no_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,7 +40,9 @@ class CheckpointInfo:
     """One completed checkpoint directory. ``completion_time`` is epoch milliseconds.
 
     ``completion_time`` and ``total_size`` are ``None`` when the metadata did not
-    authenticate; ``problem`` says what failed when ``verifies`` is false.
+    authenticate; ``problem`` says what failed when ``verifies`` is false. ``unaligned`` and
+    ``in_flight_size`` (bytes of channel state) are ``None`` also when the metadata predates
+    them.
     """
 
     job_id: str
@@ -50,6 +52,8 @@ class CheckpointInfo:
     verifies: bool
     problem: str | None
     pointer: str
+    unaligned: bool | None = None
+    in_flight_size: int | None = None
 
 
 def list_checkpoints(
@@ -117,7 +121,19 @@ def _inspect(
         verifies=problem is None,
         problem=problem,
         pointer=pointer,
+        unaligned=None if meta is None else _unaligned(meta.properties),
+        in_flight_size=None if meta is None else _in_flight(meta.properties),
     )
+
+
+def _unaligned(properties: Mapping[str, str]) -> bool | None:
+    value = properties.get("unaligned")
+    return None if value is None else value == "true"
+
+
+def _in_flight(properties: Mapping[str, str]) -> int | None:
+    value = properties.get("persisted_data")
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def _job_ids(root_uri: str, options: Mapping[str, Any]) -> list[str]:
@@ -136,12 +152,14 @@ def _job_ids(root_uri: str, options: Mapping[str, Any]) -> list[str]:
 
 
 # -- the command ---------------------------------------------------------------------------
-_COLUMNS = ("JOB ID", "CHECKPOINT", "COMPLETED", "SIZE", "VERIFIES", "PROBLEM")
+_COLUMNS = ("JOB ID", "CHECKPOINT", "COMPLETED", "SIZE", "TYPE", "IN-FLIGHT", "VERIFIES",
+            "PROBLEM")  # fmt: skip
 
 
 def format_table(infos: Sequence[CheckpointInfo]) -> str:
     """One row per checkpoint: job id, checkpoint id, completion time (ISO 8601, UTC), size
-    (human readable), whether it verifies and, if not, the first line of the problem."""
+    (human readable), type (aligned or unaligned), in-flight data persisted (channel state),
+    whether it verifies and, if not, the first line of the problem."""
     rows = [_COLUMNS]
     for info in infos:
         completed = "-"
@@ -150,7 +168,9 @@ def format_table(infos: Sequence[CheckpointInfo]) -> str:
             completed = moment.isoformat(timespec="seconds")
         size = "-" if info.total_size is None else human_size(info.total_size)
         problem = (info.problem or "").splitlines()[0] if info.problem else ""
-        rows.append((info.job_id, str(info.checkpoint_id), completed, size,
+        kind = "-" if info.unaligned is None else ("unaligned" if info.unaligned else "aligned")
+        in_flight = "-" if info.in_flight_size is None else human_size(info.in_flight_size)
+        rows.append((info.job_id, str(info.checkpoint_id), completed, size, kind, in_flight,
                      "yes" if info.verifies else "no", problem))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
     lines = []

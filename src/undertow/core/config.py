@@ -395,7 +395,16 @@ class Options:
     CHECKPOINT_DIR = str_option(
         "execution.checkpointing.dir", "", deprecated_keys=("state.checkpoints.dir",)
     )
-    UNALIGNED = bool_option("execution.checkpointing.unaligned.enabled", False)
+    UNALIGNED = bool_option(
+        "execution.checkpointing.unaligned.enabled",
+        False,
+        "unaligned checkpoints: barriers overtake in-flight data, which becomes channel state",
+    )
+    UNALIGNED_FORCED = bool_option(
+        "execution.checkpointing.unaligned.forced",
+        False,
+        "unaligned checkpoints also on edges without key context (forward, rescale, broadcast)",
+    )
     HMAC_KEY = str_option(
         "undertow.checkpointing.hmac-key",
         "",
@@ -420,7 +429,13 @@ class Options:
         "restore even if the checkpoint has state of operators the job no longer has (dropped)",
         deprecated_keys=("execution.savepoint.ignore-unclaimed-state",),
     )
-    ALIGNED_TIMEOUT = duration_option("execution.checkpointing.aligned-checkpoint-timeout", 0)
+    ALIGNED_TIMEOUT = duration_option(
+        "execution.checkpointing.aligned-checkpoint-timeout",
+        0,
+        "with unaligned checkpoints: start aligned, switch to unaligned this long after the "
+        "trigger; 0 = unaligned from the start",
+        deprecated_keys=("execution.checkpointing.alignment-timeout",),
+    )
     MAX_SUBTASKS_PER_CHANNEL_STATE_FILE = int_option(
         "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
         5,

@@ -90,6 +90,14 @@ class CheckpointConfig:
     def is_unaligned_checkpoints_enabled(self) -> bool:
         return self._config.get(Options.UNALIGNED)
 
+    def set_force_unaligned_checkpoints(self, force: bool = True) -> CheckpointConfig:
+        """Unaligned checkpoints also on forward, rescale and broadcast edges."""
+        self._config.set(Options.UNALIGNED_FORCED, force)
+        return self
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return self._config.get(Options.UNALIGNED_FORCED)
+
     def set_aligned_checkpoint_timeout(self, timeout: Any) -> CheckpointConfig:
         self._config.set(Options.ALIGNED_TIMEOUT, _ms(timeout))
         return self

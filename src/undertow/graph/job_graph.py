@@ -12,6 +12,7 @@ operator's name, not in a worker. Each subtask unpickles its own copy.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from dataclasses import dataclass
 from typing import Any
@@ -183,6 +184,14 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
         )  # fmt: skip
         job_edge_of[edge.id] = job_edge
         job_edges.append(job_edge)
+
+    # Flink's StreamGraphGenerator: if any input of a vertex cannot carry unaligned channel
+    # state (forward, rescale, broadcast), none of its inputs does, so it aligns all of them.
+    aligned_only = {e.target_vertex for e in job_edges if not e.supports_unaligned}
+    job_edges = [
+        dataclasses.replace(e, supports_unaligned=False) if e.target_vertex in aligned_only else e
+        for e in job_edges
+    ]
 
     # 3. vertices
     vertices: list[JobVertex] = []

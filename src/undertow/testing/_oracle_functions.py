@@ -35,6 +35,7 @@ Threading: each function instance runs on its subtask's loop thread only.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -229,11 +230,15 @@ class VerifyingSink(KeyedProcessFunction):
     Subtask 0 also publishes its attempt number as ``oracle.attempt``: the number of restarts
     the job went through before the attempt that finished."""
 
-    def __init__(self, records_per_key: int, seq_order_kept: bool = False) -> None:
+    def __init__(
+        self, records_per_key: int, seq_order_kept: bool = False, spin_s: float = 0.0
+    ) -> None:
         if records_per_key < 1:
             raise ValueError(f"records_per_key must be >= 1, got {records_per_key}")
         self.records_per_key = records_per_key
         self.seq_order_kept = seq_order_kept
+        #: Busy-wait this long per record: a slow sink, to force backpressure (TESTING.md).
+        self.spin_s = spin_s
         self._accumulators: dict[str, Any] = {}
 
     def open(self, runtime_context: RuntimeContext) -> None:
@@ -249,6 +254,10 @@ class VerifyingSink(KeyedProcessFunction):
             self._accumulators[ATTEMPT] = runtime_context.get_attempt_number()
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> None:
+        if self.spin_s > 0:
+            until = time.perf_counter() + self.spin_s
+            while time.perf_counter() < until:
+                pass
         tally = self._state.value()
         if tally is None:
             tally = KeyTally()

@@ -202,6 +202,7 @@ def build_pipeline(
     parallelism: int | None = None,
     failing_map: FailingMap | None = None,
     failing_snapshot: FailingSnapshot | None = None,
+    sink_spin_s: float = 0.0,
 ) -> Any:
     """Declare TESTING.md's PIPELINE topology on ``env``; returns the final ``DataStreamSink``.
 
@@ -211,9 +212,10 @@ def build_pipeline(
           -> key_by -> stateful op (p+1) -> key_by -> verifying sink (p)
 
     so the records cross rebalance, shuffle and hash exchanges, up- and downscaling, and the
-    chained (forward) ones. Every operator has a ``uid`` (``oracle-...``) so checkpoints map
-    back to it. Rebalance and shuffle do not keep per-key order: the sink checks order only
-    between the stateful operator and itself.
+    chained (forward) ones. ``sink_spin_s`` makes the verifying sink busy-wait that long per
+    record (backpressure through the whole pipeline). Every operator has a ``uid``
+    (``oracle-...``) so checkpoints map back to it. Rebalance and shuffle do not keep per-key
+    order: the sink checks order only between the stateful operator and itself.
     """
     p = parallelism or env.get_parallelism()
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "oracle")
@@ -229,7 +231,9 @@ def build_pipeline(
     shuffled = shuffled.set_parallelism(2 * p)
     stateful = shuffled.key_by(oracle_key).process(OracleStatefulFunction(failing_snapshot))
     stateful = stateful.name("oracle stateful").uid("oracle-stateful").set_parallelism(p + 1)
-    verified = stateful.key_by(oracle_key).process(VerifyingSink(source.records_per_key))
+    verified = stateful.key_by(oracle_key).process(
+        VerifyingSink(source.records_per_key, spin_s=sink_spin_s)
+    )
     verified = verified.name("verifying sink").uid("oracle-verifying-sink").set_parallelism(p)
     return (
         verified.sink_to(DiscardingSink()).name("discard").uid("oracle-discard").set_parallelism(p)

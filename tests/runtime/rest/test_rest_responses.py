@@ -140,3 +140,17 @@ def test_vertex_state_and_summaries() -> None:
     stats = summarize([4, 1, 3, 2])
     assert (stats.count, stats.min, stats.max, stats.avg, stats.p50) == (4, 1, 4, 2, 2.5)
     assert summarize([]).p99 == 0.0
+
+
+def test_timed_out_aligned_checkpoint_is_shown_unaligned_with_its_in_flight_data() -> None:
+    tracker = CheckpointStatsTracker({0: 1}, history_size=3)
+    tracker.report_pending(3, T0, unaligned=False)  # aligned, with a timeout
+    tracker.report_ack(3, 0, 0, T0 + 5, {"unaligned": True, "persisted_data": 4096,
+                                         "processed_data": 10})  # fmt: skip
+    tracker.report_completed(3, T0 + 6, None)
+    entry = tracker.snapshot().latest_completed
+    assert entry is not None and entry.unaligned
+    assert entry.total("persisted_data") == 4096 and entry.total("processed_data") == 10
+    json = responses.checkpoint_entry(view_of(tracker), entry)
+    assert json["is_unaligned"] and json["checkpoint_type"] == "UNALIGNED_CHECKPOINT"
+    assert json["persisted_data"] == 4096

@@ -77,8 +77,29 @@ class CheckpointOptions:
     def needs_alignment(self) -> bool:
         return self.alignment in (AlignmentType.ALIGNED, AlignmentType.FORCED_ALIGNED)
 
+    @property
+    def needs_channel_state(self) -> bool:
+        """Unaligned, or aligned with a timeout (its output may still turn unaligned)."""
+        return self.is_unaligned or self.is_timeoutable
+
     def as_unaligned(self) -> CheckpointOptions:
         return replace(self, alignment=AlignmentType.UNALIGNED)
+
+    def with_unaligned_unsupported(self) -> CheckpointOptions:
+        """For an edge that cannot carry channel state: FORCED_ALIGNED (keeping the timeout)
+        if this checkpoint would need channel state, else unchanged (reference §1.1)."""
+        if self.needs_channel_state:
+            return replace(self, alignment=AlignmentType.FORCED_ALIGNED)
+        return self
+
+    def with_unaligned_supported(self) -> CheckpointOptions:
+        """Undo :meth:`with_unaligned_unsupported`: FORCED_ALIGNED becomes UNALIGNED, or
+        ALIGNED with its timeout if it had one."""
+        if self.alignment is not AlignmentType.FORCED_ALIGNED:
+            return self
+        if self.aligned_checkpoint_timeout in (0, NO_TIMEOUT):
+            return replace(self, alignment=AlignmentType.UNALIGNED)
+        return replace(self, alignment=AlignmentType.ALIGNED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +121,21 @@ class CheckpointBarrier:
     def as_unaligned(self) -> CheckpointBarrier:
         return replace(self, options=self.options.as_unaligned())
 
+    def with_options(self, options: CheckpointOptions) -> CheckpointBarrier:
+        return self if options == self.options else replace(self, options=options)
+
 
 @dataclass(frozen=True, slots=True)
 class CancelCheckpointMarker:
     """Sent downstream when a task declines a checkpoint, so nobody waits for its barrier."""
 
     checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierAnnouncement:
+    """A priority event announcing that ``barrier`` (aligned, timeoutable) was queued on a
+    channel; ``sequence_number`` names it there for a later conversion to priority (§1.8)."""
+
+    barrier: CheckpointBarrier
+    sequence_number: int

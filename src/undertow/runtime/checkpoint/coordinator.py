@@ -26,7 +26,7 @@ import logging
 import pickle
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -170,6 +170,13 @@ class CheckpointCoordinator:
         self._timer = self._wake = None
         for cid in list(self.pending):
             self._abort(cid, reason, notify=False)
+
+    async def finish_completing(self) -> None:
+        """Wait until every fully acknowledged checkpoint is finalized (or failed to be): a
+        restart must choose its checkpoint after that, or a checkpoint finalized later would
+        subsume, and delete, the one being restored."""
+        while self._completing:
+            await asyncio.gather(*list(self._completing), return_exceptions=True)
 
     def on_task_finished(self) -> None:
         """A task finished: no checkpoint can complete any more in this attempt."""
@@ -318,7 +325,8 @@ class CheckpointCoordinator:
             meta = CheckpointMetadata(
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
                 completion_timestamp=now, is_savepoint=False, vertices=vertices,
-                coordinators=coordinators, properties={},
+                coordinators=coordinators,
+                properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
             )  # fmt: skip
             payload = encode_metadata(meta, self.key)
             pointer = await loop.run_in_executor(None, self.storage.commit_metadata, cid, payload)
@@ -342,10 +350,17 @@ class CheckpointCoordinator:
         stats = CheckpointStats(cid, pending.trigger_timestamp, now - pending.trigger_timestamp,
                                 size, alignment, len(self._tasks))  # fmt: skip
         self.stats.append(stats)
-        self.console(
+        line = (
             f"checkpoint {cid} completed in {stats.duration_ms} ms, {_human(size)}, "
-            f"alignment {alignment:.0f} ms ({self.options.alignment.name.lower()})"
+            f"alignment {alignment:.0f} ms"
         )
+        if self.options.needs_channel_state:  # unaligned, or aligned with a timeout
+            persisted = sum(int(m.get("persisted_data", 0)) for m in metrics.values())
+            unaligned = any(m.get("unaligned") for m in metrics.values())
+            line += f" ({'unaligned' if unaligned else 'aligned'}, in-flight {_human(persisted)})"
+        else:
+            line += f" ({self.options.alignment.name.lower()})"
+        self.console(line)
         self.gateway.notify_complete(cid)
         self._decide()
 
@@ -448,6 +463,29 @@ def _present(handles: Mapping[int, FileHandle | None]) -> dict[int, FileHandle]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _checkpoint_properties(metrics: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """What ``_metadata`` records about how a checkpoint went (``undertow checkpoints`` shows
+    it): whether any subtask took it unaligned, the in-flight bytes persisted (channel state)
+    and processed during alignment, summed over subtasks, and the slowest subtask's times."""
+    acks = list(metrics)
+
+    def total(key: str) -> str:
+        return str(sum(int(m.get(key, 0) or 0) for m in acks))
+
+    def slowest(key: str) -> str:
+        return str(round(max((float(m.get(key, 0) or 0) for m in acks), default=0.0)))
+
+    return {
+        "unaligned": str(any(bool(m.get("unaligned")) for m in acks)).lower(),
+        "persisted_data": total("persisted_data"),
+        "processed_data": total("processed_data"),
+        "alignment_duration_ms": slowest("alignment_duration_ms"),
+        "start_delay_ms": slowest("start_delay_ms"),
+        "sync_duration_ms": slowest("sync_duration_ms"),
+        "async_duration_ms": slowest("async_duration_ms"),
+    }
 
 
 def _human(size: int) -> str:

@@ -5,6 +5,10 @@ and operator-specific state (a source reader's splits, a sink's pending committa
 subtask's snapshot is serialized into one state file; the coordinator only sees its handle.
 Keyed parts are per key group, so a restore at another parallelism picks the key groups it
 owns from every old subtask whose range overlaps.
+
+An unaligned checkpoint (or an aligned one that timed out) adds the subtask's
+:class:`ChannelState`: its in-flight input and output buffers. Channel state cannot be
+re-routed to another parallelism yet, so it records the shape it was taken at.
 """
 
 from __future__ import annotations
@@ -24,12 +28,54 @@ class OperatorSnapshot:
         return not (self.keyed or self.timers or self.operator or self.custom)
 
 
+#: An input channel: (input gate index, channel index in the gate).
+InputChannelInfo = tuple[int, int]
+#: An output channel: (output index, i.e. the task's partition, subpartition index).
+SubpartitionInfo = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelState:
+    """One subtask's in-flight data of one checkpoint (reference §3.1), in memory.
+
+    ``inputs`` and ``outputs`` map a channel to its chunks in stream order; a chunk is one
+    network buffer in the encoding of :func:`~undertow.runtime.checkpoint.channel_state_writer.
+    encode_chunk`. Input chunks are the records the task had not processed when the barrier
+    passed them; output chunks the buffers the barrier overtook. ``subtask_index``,
+    ``parallelism``, ``gate_channels`` (channels per input gate) and ``subpartitions`` (per
+    output) describe the shape at the checkpoint; a restore must match it.
+    """
+
+    checkpoint_id: int
+    subtask_index: int
+    parallelism: int
+    gate_channels: tuple[int, ...]
+    subpartitions: tuple[int, ...]
+    inputs: dict[InputChannelInfo, tuple[bytes, ...]] = field(default_factory=dict)
+    outputs: dict[SubpartitionInfo, tuple[bytes, ...]] = field(default_factory=dict)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(len(c) for chunks in self.inputs.values() for c in chunks)
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(len(c) for chunks in self.outputs.values() for c in chunks)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.inputs or self.outputs)
+
+
 @dataclass
 class SubtaskSnapshot:
     """All operators of one subtask's chain; ``watermark`` is the last one emitted;
     ``parallelism`` is the one the snapshot was taken at (None in snapshots written before it
-    was recorded), which tells a restore whether state must be redistributed."""
+    was recorded), which tells a restore whether state must be redistributed;
+    ``channel_state`` the in-flight data of an unaligned checkpoint (``None`` if aligned or
+    empty; snapshots written before the field existed unpickle with the class default)."""
 
     operators: dict[str, OperatorSnapshot] = field(default_factory=dict)
     watermark: int | None = None
     parallelism: int | None = None
+    channel_state: ChannelState | None = None

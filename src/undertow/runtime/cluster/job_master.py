@@ -385,6 +385,7 @@ class JobMaster:
                 self.attempt += 1
                 self.num_restarts += 1
                 if self.coordinator is not None:
+                    await self.coordinator.finish_completing()
                     latest = self.coordinator.latest_restore_plan()
                     if latest is not None:
                         restore = latest

@@ -374,6 +374,9 @@ class CheckpointStatsTracker:
             return
         stats = SubtaskCheckpointStats.from_metrics(subtask, ack_timestamp, metrics)
         tracked.acks.setdefault(vertex_id, {}).setdefault(subtask, stats)
+        # An aligned checkpoint with a timeout that switched to unaligned somewhere is shown
+        # as unaligned (Flink's UNALIGNED_CHECKPOINT type)
+        tracked.unaligned = tracked.unaligned or stats.unaligned
 
     def report_decline(self, checkpoint_id: int, message: str) -> None:
         """A subtask declined: remembered as the failure message if the checkpoint fails."""

@@ -217,7 +217,7 @@ class Worker:
                 list(writers.values()), _Responder(self, vertex_id, subtask),
                 self.storage.write_file if self.storage is not None else None, self.io_pool,
                 self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
-                task.current_watermark,
+                task.current_watermark, self.config,
             )  # fmt: skip
             self.tasks[(vertex_id, subtask)] = task
         needed.discard(self.worker_index)

@@ -6,6 +6,14 @@ a prioritized deque (priority events at the head) and reassembles batches. An
 :class:`InputGate` groups the channels of one job edge (or a union of edges) of one consuming
 subtask and hands the task the next batch or event, round robin over channels with data.
 
+Priority events (unaligned barriers, converted barriers, announcements) sit at the head of
+their channel's queue; :meth:`InputGate.poll_priority` hands them out ahead of any data, so the
+task can take them between two chunks of a batch. For each queued priority event the channel
+remembers how many normal entries were queued before it arrived (``priority_marks``): those
+are the entries that came before it on the wire. An optional ``arrival_listener`` sees every
+payload as it arrives, before it is queued (the checkpoint layer records in-flight data and
+announces barriers with it; the network does not know what either is).
+
 Buffer ownership: the buffers of a batch stay owned by the channel (no credit returned) until
 the task calls :meth:`InputGate.release` after it processed the whole batch; only then does the
 credit flow back upstream. So backpressure reaches the producer exactly when the task falls
@@ -36,13 +44,16 @@ class ConsumerLink(Protocol):
 class InputChannel:
     __slots__ = (
         "_in_available",
+        "arrival_listener",
         "channel_id",
         "deserializer",
         "finished",
         "gate",
         "index",
+        "last_priority_mark",
         "link",
         "name",
+        "priority_marks",
         "queue",
         "receiver",
     )  # fmt: skip
@@ -60,6 +71,12 @@ class InputChannel:
         self.link: ConsumerLink | None = None
         self.finished = False
         self._in_available = False
+        #: Per queued priority element (in order): normal entries queued ahead of it on arrival.
+        self.priority_marks: deque[int] = deque()
+        #: The mark of the entry :meth:`poll` returned last if it was a priority one, else None.
+        self.last_priority_mark: int | None = None
+        #: Called with every arriving payload before it is queued (task-side observer).
+        self.arrival_listener: Callable[[InputChannel, object], None] | None = None
 
     def connect(self, link: ConsumerLink) -> None:
         """Attach the transport and announce the initial credit (the partition request)."""
@@ -71,9 +88,49 @@ class InputChannel:
         self.receiver.on_buffer(
             send.sequence_number, send.backlog, send.is_event, blocks_upstream=send.blocks_upstream
         )
+        listener = self.arrival_listener
+        if listener is not None:
+            listener(self, send.payload)
+        if send.priority:
+            self.priority_marks.append(self.num_normal)
         self.queue.add(send.payload, send.priority)
         self.gate.announce_credits()
         self.gate._notify(self, send.priority)
+
+    @property
+    def num_normal(self) -> int:
+        """Entries queued outside the priority region."""
+        return len(self.queue) - self.queue.num_priority_elements
+
+    def poll(self) -> Any:
+        """Remove and return the head entry (priority first), or ``None``."""
+        queue = self.queue
+        if queue.num_priority_elements:
+            self.last_priority_mark = self.priority_marks.popleft()
+        else:
+            self.last_priority_mark = None
+        return queue.poll()
+
+    def queued_priority(self) -> list[tuple[object, int]]:
+        """The queued priority entries, head first, each with its mark (see the module doc)."""
+        return list(zip(self.queue.priority_elements(), self.priority_marks, strict=True))
+
+    def add_priority_event(self, event: object) -> None:
+        """Queue a locally created priority event (e.g. a barrier announcement)."""
+        self.priority_marks.append(self.num_normal)
+        self.queue.add(event, priority=True)
+        self.gate._notify(self, True)
+
+    def prioritize(self, payload: object) -> bool:
+        """Move the queued normal entry ``payload`` (by identity) to the end of the priority
+        region; False, changing nothing, if it is not queued as a normal entry."""
+        for index, entry in enumerate(self.queue.normal_elements()):
+            if entry is payload:
+                self.queue.prioritize(payload)
+                self.priority_marks.append(index)
+                self.gate._notify(self, True)
+                return True
+        return False
 
     def resume_consumption(self) -> None:
         """Release a channel blocked by a blocking event (aligned barrier)."""
@@ -93,8 +150,10 @@ class InputGate:
         self.channels: list[InputChannel] = []
         self._available: deque[InputChannel] = deque()
         self._listener: Callable[[], None] | None = None
-        self._priority_listener: Callable[[], None] | None = None
+        self._priority: deque[InputChannel] = deque()
         self.num_finished = 0
+        #: Bytes of data buffers the task has taken from this gate's channels.
+        self.bytes_consumed = 0
 
     def add_channel(self, channel_id: int, name: str, initial_credit: int) -> InputChannel:
         channel = InputChannel(self, len(self.channels), channel_id, name, initial_credit)
@@ -112,7 +171,22 @@ class InputGate:
         """``listener`` runs whenever a channel becomes non-empty (it wakes the task)."""
         self._listener = listener
 
+    def has_priority_event(self) -> bool:
+        """Some channel may hold a priority event (cheap; :meth:`poll_priority` is exact)."""
+        return bool(self._priority)
+
+    def poll_priority(self) -> tuple[InputChannel, Any] | None:
+        """The next queued priority event of any channel, ahead of all data, or ``None``."""
+        pending = self._priority
+        while pending:
+            channel = pending.popleft()
+            if channel.queue.num_priority_elements:
+                return channel, channel.poll()
+        return None
+
     def _notify(self, channel: InputChannel, priority: bool) -> None:
+        if priority:
+            self._priority.append(channel)
         if not channel._in_available:
             channel._in_available = True
             self._available.append(channel)
@@ -130,7 +204,7 @@ class InputGate:
         while available:
             channel = available.popleft()
             queue = channel.queue
-            item = queue.poll()
+            item = channel.poll()
             if queue:
                 available.append(channel)
             else:
@@ -138,6 +212,7 @@ class InputGate:
             if item is None:
                 continue
             if isinstance(item, Buffer):
+                self.bytes_consumed += len(item.data)
                 batch = channel.deserializer.add(item)
                 if batch is None:
                     # The deserializer copied the partial buffer: recycle it now, so that a

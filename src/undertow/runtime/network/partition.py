@@ -12,6 +12,12 @@ once inside one input, emitting never blocks: buffers beyond the pool are *overd
 counted in :attr:`ResultPartition.max_overdraft_seen` so that the limit
 (``max-overdraft-buffers-per-gate``) can be observed.
 
+Priority events (unaligned barriers) overtake queued buffers:
+:meth:`ResultSubpartition.overtake_with_priority_event` inserts one and returns, in the same
+step, the buffers it overtook; :meth:`ResultSubpartition.prioritize_event` turns a queued event
+into a priority one the same way. ``event_listener`` (optional) sees every event when it is
+sent, so the owner can tell whether an event already left.
+
 Threading: one worker loop thread; the task and the transport call in from it.
 """
 
@@ -32,7 +38,8 @@ class ProducerLink(Protocol):
 
 
 class ResultSubpartition:
-    __slots__ = ("_pumping", "_repump", "channel_id", "link", "name", "partition", "sender")
+    __slots__ = ("_pumping", "_repump", "channel_id", "event_listener", "link", "name",
+                 "partition", "sender")  # fmt: skip
 
     def __init__(self, partition: ResultPartition, channel_id: int, name: str) -> None:
         self.partition = partition
@@ -42,6 +49,8 @@ class ResultSubpartition:
         self.link: ProducerLink | None = None
         self._pumping = False
         self._repump = False
+        #: Called with the payload of every event this subpartition sends, when it is sent.
+        self.event_listener: Callable[[object], None] | None = None
 
     def add_buffers(self, buffers: list[Buffer]) -> None:
         sender = self.sender
@@ -53,6 +62,21 @@ class ResultSubpartition:
     def add_event(self, event: Any, priority: bool = False, blocks_upstream: bool = False) -> None:
         self.sender.add_event(event, priority, blocks_upstream)
         self.pump()
+
+    def overtake_with_priority_event(self, event: Any) -> list[Buffer]:
+        """Queue ``event`` ahead of all data; return the data buffers it overtook (they stay
+        queued, behind it), head to tail."""
+        overtaken = self.sender.overtake_with_priority_event(event)
+        self.pump()
+        return overtaken  # type: ignore[return-value]
+
+    def prioritize_event(self, event: Any, replacement: Any) -> list[Buffer] | None:
+        """If ``event`` (by identity) is still queued, replace it by ``replacement`` as a
+        priority event and return the data buffers that were ahead of it; else ``None``."""
+        overtaken = self.sender.prioritize_event(lambda p: p is event, replacement)
+        if overtaken is not None:
+            self.pump()
+        return overtaken  # type: ignore[return-value]
 
     def add_credit(self, credit: int) -> None:
         self.sender.add_credit(credit)
@@ -83,6 +107,8 @@ class ResultSubpartition:
                 if not send.is_event:
                     sent_data += 1
                 deliver(send)
+                if send.is_event and self.event_listener is not None:
+                    self.event_listener(send.payload)
             if sent_data:
                 partition.on_data_sent(sent_data)
         finally:

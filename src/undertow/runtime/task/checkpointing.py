@@ -1,26 +1,52 @@
 """The checkpoint side of a subtask: barriers in, snapshot, barrier out, async write, ack.
 
-:class:`SubtaskCheckpointer` feeds barriers, cancellation markers and end-of-partition events
-to the barrier handler (a pure state machine) and executes its decisions:
+:class:`SubtaskCheckpointer` feeds barriers, announcements, cancellation markers and
+end-of-partition events to the barrier handler (a pure state machine) and executes its decisions
+as :mod:`undertow.runtime.checkpoint.barrier_actions` specifies:
 
 * ``TriggerCheckpoint``: the atomic step on the task thread (reference §1.6) — operators'
-  ``prepare_snapshot_pre_barrier``, the barrier goes to every output (blocking its channels
-  if aligned), then the synchronous snapshot (state serialized to bytes). The bytes are
-  written to checkpoint storage on a worker thread pool, and the acknowledgement with the file
-  handle goes to the JobMaster when the write finished.
+  ``prepare_snapshot_pre_barrier``, the barrier goes to every output, then the synchronous
+  snapshot (state serialized to bytes). An *unaligned* barrier first flushes the record
+  writer's pending records into buffers and is then inserted at the head of every subpartition
+  as a priority event; the buffers it overtook are handed to the channel-state writer in the
+  same step (output channel state). A *timeoutable aligned* barrier is queued in order, and a
+  timer (measured from the barrier's trigger timestamp) turns it into a priority barrier in
+  every subpartition it has not left yet, persisting what it overtook (reference §1.9). Edges
+  without key context (``JobEdge.supports_unaligned`` false, unless
+  ``execution.checkpointing.unaligned.forced``) get a FORCED_ALIGNED barrier; a FORCED_ALIGNED
+  barrier that arrives is turned back into the job's mode for this task's own outputs.
+  Operator state and channel state go into one state file, written on a worker thread pool
+  once the channel state is complete; the acknowledgement carries the file handle.
+* ``InitInputsCheckpoint`` (unaligned): per channel, the input channel state is, in stream
+  order, the unprocessed rest of the batch the task is in the middle of (and not yet processed
+  restored batches), the deserializer's leftover bytes, the queued data buffers that arrived
+  before the channel's barrier, and then every data buffer that arrives until that barrier
+  arrives (recorded by the channel's arrival listener, so the cut is exactly the barrier's
+  position on the wire, not the moment the task takes it). ``ChannelBarrierReceived`` ends a
+  channel's recording, ``FinishInputsCheckpoint`` the input side.
+* ``ConvertToPriority`` moves an announced barrier to the head of its channel;
+  ``ScheduleAlignmentTimer`` posts ``on_alignment_timeout`` to the mailbox after the delay.
 * ``ResumeChannels``: release the inputs whose aligned barrier blocked them.
-* ``AbortCheckpoint``: decline to the JobMaster and send ``CancelCheckpointMarker`` downstream
-  so nobody waits for this task's barrier.
+* ``AbortCheckpoint``: decline to the JobMaster, abort the channel-state writer and send
+  ``CancelCheckpointMarker`` downstream so nobody waits for this task's barrier.
 
 Source tasks have no input barriers: the JobMaster triggers them through
 :meth:`trigger_checkpoint`, run as a mail.
 
+Per-checkpoint metrics in the acknowledgement: ``start_delay_ms`` (first barrier taken minus
+trigger timestamp), ``alignment_duration_ms`` (first barrier to snapshot), ``sync_duration_ms``,
+``async_duration_ms`` (channel state complete and file written), ``processed_data`` (input
+bytes the task consumed between its first barrier and the snapshot), ``persisted_data``
+(channel-state bytes), ``unaligned``, ``state_size``.
+
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
+Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import pickle
 import time
@@ -29,15 +55,32 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any, Protocol
 
-from undertow.runtime.checkpoint.barrier import CancelCheckpointMarker, CheckpointBarrier
+from undertow.core.config import Configuration, Options
+from undertow.runtime.checkpoint.barrier import (
+    BarrierAnnouncement,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+)
 from undertow.runtime.checkpoint.barrier_handler import (
     AbortCheckpoint,
     BarrierHandler,
     BarrierTracker,
+    ChannelBarrierReceived,
+    ConvertToPriority,
+    FinishInputsCheckpoint,
+    InitInputsCheckpoint,
     ResumeChannels,
+    ScheduleAlignmentTimer,
     TriggerCheckpoint,
 )
+from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateWriter,
+    InMemoryChannelStateWriter,
+    encode_chunk,
+)
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -53,11 +96,35 @@ class CheckpointResponder(Protocol):
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None: ...
 
 
+class TaskInput(Protocol):
+    """What the checkpointer needs from its stream task (implemented by ``StreamTask``)."""
+
+    def post(self, mail: Callable[[], None]) -> None:
+        """Run ``mail`` on the task's mailbox."""
+
+    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
+        """Channel-state chunks of the records the task took from ``channel`` but has not
+        processed: the rest of the current batch, then restored batches still pending."""
+
+
 #: Writes one state file: (checkpoint id, file name, bytes) -> handle. Blocking; runs on a pool.
 StateWriter = Callable[[int, str, bytes], Any]
 
 
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 class SubtaskCheckpointer:
+    """Executes the barrier handler's decisions for one subtask (see the module docstring).
+
+    ``config`` selects the handler: exactly-once with ``execution.checkpointing.unaligned.
+    enabled`` uses :meth:`BarrierHandler.alternating` (also for pure unaligned checkpoints: it
+    still aligns savepoints and FORCED_ALIGNED barriers, which :meth:`BarrierHandler.unaligned`
+    would not), otherwise the aligned handler. ``channel_state_writer`` defaults to an
+    :class:`InMemoryChannelStateWriter` when unaligned checkpoints are enabled.
+    """
+
     def __init__(
         self,
         task_name: str,
@@ -70,10 +137,13 @@ class SubtaskCheckpointer:
         executor: Executor | None,
         exactly_once: bool,
         current_watermark: Callable[[], int],
+        config: Configuration | None = None,
+        channel_state_writer: ChannelStateWriter | None = None,
     ) -> None:
         self.task_name = task_name
         self.file_name = file_name
         self.chain = chain
+        self.gates = gates
         self.writers = writers
         self.responder = responder
         self.state_writer = state_writer
@@ -81,78 +151,359 @@ class SubtaskCheckpointer:
         self.current_watermark = current_watermark
         self.channels: list[InputChannel] = [c for g in gates for c in g.channels]
         self._index = {id(c): i for i, c in enumerate(self.channels)}
+        #: channel index -> (gate index, channel index in the gate)
+        self._info = [(gi, c.index) for gi, g in enumerate(gates) for c in g.channels]
         n = len(self.channels)
-        self.handler: BarrierHandler | BarrierTracker = (
-            BarrierHandler(n, task_name) if exactly_once else BarrierTracker(n)
-        )
+        config = config if config is not None else Configuration()
+        self.unaligned_enabled = exactly_once and config.get(Options.UNALIGNED)
+        self.handler: BarrierHandler | BarrierTracker
+        if not exactly_once:
+            self.handler = BarrierTracker(n)
+        elif self.unaligned_enabled:
+            self.handler = BarrierHandler.alternating(n, task_name)
+        else:
+            self.handler = BarrierHandler(n, task_name)
+        forced = config.get(Options.UNALIGNED_FORCED)
+        edges = getattr(getattr(chain, "vertex", None), "outputs", ())
+        #: Per output: may its barrier be unaligned (the edge has key context, or forced)?
+        self._unaligned_output = [
+            forced or i >= len(edges) or edges[i].supports_unaligned for i in range(len(writers))
+        ]
+        self.channel_state: ChannelStateWriter | None = channel_state_writer
+        if self.channel_state is None and self.unaligned_enabled:
+            self.channel_state = InMemoryChannelStateWriter(
+                getattr(chain, "subtask_index", 0), getattr(chain, "parallelism", 1),
+                tuple(len(g.channels) for g in gates),
+                tuple(len(w.partition.subpartitions) for w in writers),
+            )  # fmt: skip
+        self.task: TaskInput | None = None
         self.last_checkpoint_id = -1
         self._pending_writes: set[asyncio.Future[Any]] = set()
         self.alignment_started: float | None = None
+        self._start_delay_ms: float | None = None
+        self._bytes_at_alignment = 0
+        #: Checkpoints whose channel-state writer InitInputsCheckpoint started.
+        self._inputs_started: set[int] = set()
+        #: channel index -> checkpoint whose input it records as it arrives.
+        self._recording: dict[int, int] = {}
+        #: (channel index, sequence number) -> the announced barrier queued there.
+        self._announced: dict[tuple[int, int], CheckpointBarrier] = {}
+        self._next_announcement = 0
+        #: (channel index, its normal entries that precede it) of the barrier being processed.
+        self._barrier_in_hand: tuple[int, int] | None = None
+        #: The timeoutable barrier in the outputs, and the subpartitions it has not left.
+        self._out_checkpoint: int | None = None
+        self._out_barrier: CheckpointBarrier | None = None
+        self._out_pending: set[tuple[int, int]] = set()
+        if self.unaligned_enabled:
+            for channel in self.channels:
+                channel.arrival_listener = self._on_arrival
+            for i, writer in enumerate(writers):
+                for j, sp in enumerate(writer.partition.subpartitions):
+                    sp.event_listener = functools.partial(self._on_event_sent, (i, j))
+
+    def attach(self, task: TaskInput) -> None:
+        """Called by the task that owns this checkpointer, before it runs."""
+        self.task = task
 
     # -- events from the inputs --------------------------------------------------------------
     def on_barrier(self, channel: InputChannel, barrier: CheckpointBarrier) -> None:
-        if self.alignment_started is None:
-            self.alignment_started = time.perf_counter()
-        self._execute(self.handler.on_barrier(self._index[id(channel)], barrier))
+        self._note_first_barrier(barrier)
+        index = self._index[id(channel)]
+        if self._announced:  # forget this barrier's announcement, and older ones
+            self._announced = {
+                k: b for k, b in self._announced.items()
+                if not (k[0] == index and b is barrier) and b.checkpoint_id >= barrier.checkpoint_id
+            }  # fmt: skip
+        if isinstance(self.handler, BarrierHandler):
+            actions = self.handler.on_barrier(index, barrier, now_ms=_now_ms())
+        else:
+            actions = self.handler.on_barrier(index, barrier)
+        # The barrier just taken is no longer queued: what is still queued on its channel
+        # arrived after it, except the entries ahead of its mark if it was a priority event.
+        self._barrier_in_hand = (index, channel.last_priority_mark or 0)
+        try:
+            self._execute(actions)
+        finally:
+            self._barrier_in_hand = None
+
+    def on_announcement(self, channel: InputChannel, announcement: BarrierAnnouncement) -> None:
+        if not isinstance(self.handler, BarrierHandler):
+            return
+        index = self._index[id(channel)]
+        key = (index, announcement.sequence_number)
+        if key not in self._announced:
+            return  # its barrier was taken already (converted, or in order)
+        self._execute(self.handler.on_announcement(
+            index, announcement.barrier, announcement.sequence_number, now_ms=_now_ms()
+        ))  # fmt: skip
 
     def on_cancel_marker(self, channel: InputChannel, marker: CancelCheckpointMarker) -> None:
         self._execute(self.handler.on_cancel_marker(self._index[id(channel)], marker))
 
     def on_end_of_partition(self, channel: InputChannel) -> None:
-        self._execute(self.handler.on_end_of_partition(self._index[id(channel)]))
+        index = self._index[id(channel)]
+        if isinstance(self.handler, BarrierHandler):
+            self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
+        else:
+            self._execute(self.handler.on_end_of_partition(index))
 
     def trigger_checkpoint(self, barrier: CheckpointBarrier) -> None:
         """A source subtask's checkpoint, triggered by the JobMaster (a mail)."""
+        self._note_first_barrier(barrier)
         self._perform(barrier)
+
+    def _note_first_barrier(self, barrier: CheckpointBarrier) -> None:
+        if self.alignment_started is None and barrier.checkpoint_id > self.last_checkpoint_id:
+            self.alignment_started = time.perf_counter()
+            self._start_delay_ms = max(0, _now_ms() - barrier.timestamp)
+            self._bytes_at_alignment = sum(g.bytes_consumed for g in self.gates)
 
     def _execute(self, actions: list[Any]) -> None:
         for action in actions:
-            if isinstance(action, TriggerCheckpoint):
+            kind = type(action)
+            if kind is TriggerCheckpoint:
                 self._perform(action.barrier)
-            elif isinstance(action, ResumeChannels):
+            elif kind is ResumeChannels:
                 for index in action.channels:
                     channel = self.channels[index]
                     if channel.receiver.is_blocked:
                         channel.resume_consumption()
-            elif isinstance(action, AbortCheckpoint):
+            elif kind is AbortCheckpoint:
                 self._abort(action.checkpoint_id, action.reason)
+            elif kind is InitInputsCheckpoint:
+                self._init_inputs(action)
+            elif kind is ChannelBarrierReceived:
+                if self._recording.get(action.channel) == action.checkpoint_id:
+                    del self._recording[action.channel]
+            elif kind is FinishInputsCheckpoint:
+                cid = action.checkpoint_id
+                if cid in self._inputs_started and self.channel_state is not None:
+                    self._inputs_started.discard(cid)
+                    self.channel_state.finish_input(cid)
+            elif kind is ConvertToPriority:
+                barrier = self._announced.pop((action.channel, action.sequence_number), None)
+                if barrier is not None:
+                    self.channels[action.channel].prioritize(barrier)
+            elif kind is ScheduleAlignmentTimer:
+                self._schedule(action.delay_ms, functools.partial(
+                    self._on_alignment_timer, action.checkpoint_id))  # fmt: skip
             else:
                 raise TypeError(f"{self.task_name}: unknown checkpoint action {action!r}")
+
+    def _schedule(self, delay_ms: int, mail: Callable[[], None]) -> None:
+        if self.task is None:
+            raise RuntimeError(f"{self.task_name}: checkpointer used before attach()")
+        asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000.0, self.task.post, mail)
+
+    def _on_alignment_timer(self, checkpoint_id: int) -> None:
+        if isinstance(self.handler, BarrierHandler):
+            self._execute(self.handler.on_alignment_timeout(checkpoint_id, _now_ms()))
+
+    # -- input channel state -----------------------------------------------------------------
+    def _init_inputs(self, action: InitInputsCheckpoint) -> None:
+        writer = self.channel_state
+        options = action.barrier.options
+        if writer is None or not (options.is_unaligned or options.is_timeoutable):
+            return
+        cid = action.checkpoint_id
+        writer.start(cid)
+        self._inputs_started.add(cid)
+        self._recording = {c: k for c, k in self._recording.items() if k > cid}
+        for index in action.channels:
+            self._capture_input(index, cid, writer)
+
+    def _capture_input(self, index: int, cid: int, writer: ChannelStateWriter) -> None:
+        """The input channel state of one channel up to now; record the rest as it arrives."""
+        channel, info = self.channels[index], self._info[index]
+        if self.task is not None:
+            for chunk in self.task.unprocessed_chunks(channel):
+                writer.add_input(cid, info, chunk)
+        leftover = channel.deserializer.leftover()
+        if leftover:
+            writer.add_input(cid, info, encode_chunk(Buffer(leftover, partial=True)))
+        # A barrier of this checkpoint already queued as a priority event: only the entries
+        # that arrived before it belong to the checkpoint.
+        limit: int | None = None
+        in_hand = self._barrier_in_hand
+        if in_hand is not None and in_hand[0] == index:
+            limit = in_hand[1]
+        for entry, mark in channel.queued_priority() if limit is None else ():
+            if isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
+                limit = mark
+                break
+        record = limit is None
+        for position, entry in enumerate(channel.queue.normal_elements()):
+            if limit is not None and position >= limit:
+                break
+            if type(entry) is Buffer:
+                writer.add_input(cid, info, encode_chunk(entry))
+            elif isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
+                record = False  # its barrier is queued in order: nothing after it counts
+                break
+        if record:
+            self._recording[index] = cid
+
+    def _on_arrival(self, channel: InputChannel, payload: object) -> None:
+        """Every payload arriving on a channel, before it is queued (network callback)."""
+        index = self._index[id(channel)]
+        cid = self._recording.get(index)
+        if cid is not None:
+            writer = self.channel_state
+            if type(payload) is Buffer:
+                if writer is not None and writer.is_started(cid):
+                    writer.add_input(cid, self._info[index], encode_chunk(payload))
+                else:
+                    del self._recording[index]
+            elif isinstance(payload, CheckpointBarrier) and payload.checkpoint_id >= cid:
+                del self._recording[index]
+        if type(payload) is CheckpointBarrier and payload.options.is_timeoutable:
+            sequence_number = self._next_announcement
+            self._next_announcement += 1
+            self._announced[(index, sequence_number)] = payload
+            channel.add_priority_event(BarrierAnnouncement(payload, sequence_number))
+
+    # -- output channel state ----------------------------------------------------------------
+    def _on_event_sent(self, info: tuple[int, int], payload: object) -> None:
+        if payload is self._out_barrier and info in self._out_pending:
+            self._out_pending.discard(info)
+            if not self._out_pending:
+                self._finish_output()
+
+    def _finish_output(self) -> None:
+        cid = self._out_checkpoint
+        self._out_checkpoint, self._out_barrier = None, None
+        self._out_pending = set()
+        if cid is not None and self.channel_state is not None:
+            self.channel_state.finish_output(cid)
+
+    def _on_output_timeout(self, checkpoint_id: int) -> None:
+        """The aligned barrier is still queued in some subpartitions after its timeout: turn it
+        into a priority barrier there and persist what it overtakes (reference §1.9)."""
+        barrier = self._out_barrier
+        if self._out_checkpoint != checkpoint_id or barrier is None:
+            return
+        writer = self.channel_state
+        assert writer is not None
+        unaligned = barrier.as_unaligned()
+        for i, j in sorted(self._out_pending):
+            sp = self.writers[i].partition.subpartitions[j]
+            overtaken = sp.prioritize_event(barrier, unaligned)
+            for buffer in overtaken or ():
+                writer.add_output(checkpoint_id, (i, j), encode_chunk(buffer))
+        self._finish_output()
+
+    def _broadcast_barrier(self, cid: int, barrier: CheckpointBarrier) -> bool:
+        """Send ``barrier`` to every output; True if channel state is needed."""
+        own = barrier.with_options(barrier.options.with_unaligned_supported())
+        forced = own.with_options(own.options.with_unaligned_unsupported())
+        per_output = [own if ok else forced for ok in self._unaligned_output]
+        writer = self.channel_state
+        needs = writer is not None and (
+            cid in self._inputs_started or any(b.options.needs_channel_state for b in per_output)
+        )
+        if writer is not None and needs and not writer.is_started(cid):
+            writer.start(cid)
+            writer.finish_input(cid)  # no input of this checkpoint is captured
+        if writer is not None and needs:
+            self._finish_output()  # a previous checkpoint's output is decided by now
+            self._out_checkpoint, self._out_barrier = cid, own
+            self._out_pending = {
+                (i, j)
+                for i, b in enumerate(per_output)
+                if b.options.is_timeoutable
+                for j in range(len(self.writers[i].partition.subpartitions))
+            }
+        for i, (record_writer, b) in enumerate(zip(self.writers, per_output, strict=True)):
+            if b.priority and writer is not None:
+                # Pending records are flushed first: they were produced before the snapshot,
+                # so they are overtaken and persisted like every other queued buffer.
+                record_writer.flush_all()
+                for j, sp in enumerate(record_writer.partition.subpartitions):
+                    for buffer in sp.overtake_with_priority_event(b):
+                        writer.add_output(cid, (i, j), encode_chunk(buffer))
+            else:
+                record_writer.broadcast_event(b, priority=b.priority, blocks=b.blocks_upstream)
+        if writer is not None and needs:
+            if not self._out_pending:
+                self._finish_output()
+            else:
+                timeout = own.options.aligned_checkpoint_timeout
+                delay = timeout - (_now_ms() - own.timestamp)
+                self._schedule(delay, functools.partial(self._on_output_timeout, cid))
+        return needs
 
     # -- the checkpoint --------------------------------------------------------------------------
     def _perform(self, barrier: CheckpointBarrier) -> None:
         cid = barrier.checkpoint_id
         if cid <= self.last_checkpoint_id:
+            if self.channel_state is not None:
+                self.channel_state.abort(cid)
             return  # out of order (reference §5.8)
         self.last_checkpoint_id = cid
         started = time.perf_counter()
         alignment = 0.0 if self.alignment_started is None else started - self.alignment_started
+        start_delay = self._start_delay_ms
+        if start_delay is None:
+            start_delay = max(0, _now_ms() - barrier.timestamp)
+        processed = sum(g.bytes_consumed for g in self.gates) - self._bytes_at_alignment
         self.alignment_started = None
+        self._start_delay_ms = None
         self.chain.prepare_snapshot_pre_barrier(cid)
-        for writer in self.writers:
-            writer.broadcast_event(barrier, priority=barrier.priority,
-                                   blocks=barrier.blocks_upstream)  # fmt: skip
+        needs_channel_state = self._broadcast_barrier(cid, barrier)
         try:
             snapshot = self.chain.snapshot_state(cid)
             snapshot.watermark = self.current_watermark()
-            data = pickle.dumps(snapshot, protocol=5) if snapshot.operators else b""
         except Exception as err:
             # The barrier is already downstream; this checkpoint fails, the task goes on and
             # the coordinator's failure manager decides whether the job fails.
-            detail = "".join(traceback.format_exception_only(type(err), err)).strip()
-            log.warning("%s: snapshot of checkpoint %d failed: %s", self.task_name, cid, detail)
-            self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
-                                   f"{self.task_name}: snapshot failed: {detail}")  # fmt: skip
+            self._snapshot_failed(cid, err)
             return
         sync_ms = (time.perf_counter() - started) * 1000
-        metrics = {
+        metrics: dict[str, Any] = {
             "alignment_duration_ms": alignment * 1000,
             "sync_duration_ms": sync_ms,
-            "start_delay_ms": max(0, time.time() * 1000 - barrier.timestamp),
+            "start_delay_ms": start_delay,
+            "processed_data": max(0, processed),
+            "persisted_data": 0,
             "unaligned": barrier.options.is_unaligned,
         }
+        async_started = time.perf_counter()
+        if needs_channel_state and self.channel_state is not None:
+            self.channel_state.when_finished(
+                cid, functools.partial(self._write, cid, snapshot, metrics, async_started)
+            )
+        else:
+            self._write(cid, snapshot, metrics, async_started, None)
+
+    def _snapshot_failed(self, cid: int, err: BaseException) -> None:
+        detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+        log.warning("%s: snapshot of checkpoint %d failed: %s", self.task_name, cid, detail)
+        self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
+                               f"{self.task_name}: snapshot failed: {detail}")  # fmt: skip
+
+    def _write(
+        self,
+        cid: int,
+        snapshot: SubtaskSnapshot,
+        metrics: dict[str, Any],
+        async_started: float,
+        channel_state: ChannelState | None,
+    ) -> None:
+        """Operator state (taken) and channel state (complete) into the state file, then ack."""
+        if channel_state is not None and not channel_state.is_empty:
+            snapshot.channel_state = channel_state
+            metrics["persisted_data"] = channel_state.input_bytes + channel_state.output_bytes
+            metrics["unaligned"] = True
+        try:
+            has_state = bool(snapshot.operators) or snapshot.channel_state is not None
+            data = pickle.dumps(snapshot, protocol=5) if has_state else b""
+        except Exception as err:
+            self._snapshot_failed(cid, err)
+            return
         metrics["state_size"] = len(data)
         if not data:
+            metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
             self.responder.acknowledge(cid, None, metrics)
             return
         if self.state_writer is None or self.executor is None:
@@ -162,7 +513,6 @@ class SubtaskCheckpointer:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor, self.state_writer, cid, self.file_name, data)
         self._pending_writes.add(future)
-        write_started = time.perf_counter()
 
         def done(f: asyncio.Future[Any]) -> None:
             self._pending_writes.discard(f)
@@ -174,21 +524,34 @@ class SubtaskCheckpointer:
                 reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
                 self.responder.decline(cid, reason, f"{self.task_name}: writing state: {detail}")
                 return
-            metrics["async_duration_ms"] = (time.perf_counter() - write_started) * 1000
+            metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
             self.responder.acknowledge(cid, f.result(), metrics)
 
         future.add_done_callback(done)
 
     def _abort(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         self.alignment_started = None
+        self._start_delay_ms = None
+        self._forget(checkpoint_id)
         self.responder.decline(checkpoint_id, reason, self.task_name)
         for writer in self.writers:
             writer.broadcast_event(CancelCheckpointMarker(checkpoint_id), priority=True)
+
+    def _forget(self, checkpoint_id: int) -> None:
+        """Stop collecting channel state of ``checkpoint_id`` (aborted)."""
+        if self.channel_state is not None:
+            self.channel_state.abort(checkpoint_id)
+        self._inputs_started.discard(checkpoint_id)
+        self._recording = {c: k for c, k in self._recording.items() if k != checkpoint_id}
+        if self._out_checkpoint == checkpoint_id:
+            self._out_checkpoint, self._out_barrier = None, None
+            self._out_pending = set()
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self.chain.notify_checkpoint_complete(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self._forget(checkpoint_id)
         self.chain.notify_checkpoint_aborted(checkpoint_id)
 
     def cancel_pending(self) -> None:

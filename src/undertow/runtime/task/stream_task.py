@@ -21,6 +21,16 @@ at the only place the task sleeps: waiting because an output cannot take a buffe
 time since ``run`` started is *busy* (processing, mails, and waiting for a turn on the shared
 loop). The cost is two clock reads per wait, nothing per slice or record.
 
+Unaligned checkpoints: between two chunks and before every wait, the task takes the priority
+events its gates hold (unaligned barriers, announcements) ahead of any data, so a barrier
+waits at most one chunk. Recovery with channel state (reference §4.2): the restored output
+buffers are queued in their subpartitions before the operators open; the restored input
+buffers are fed to their channel's deserializer, the complete batches queued in the task and
+processed before any live input (a partial batch stays in the deserializer, where the live
+buffers complete it). A checkpoint taken meanwhile persists the restored batches still pending
+as in-flight data of their channel (:meth:`StreamTask.unprocessed_chunks`). Channel state can
+only be restored at the parallelism and channel layout it was taken with.
+
 Threading: runs as one asyncio task on its worker's loop; ``post`` must be called from that
 loop, ``post_threadsafe`` from anywhere. ``statistics`` is called from that loop too.
 """
@@ -39,11 +49,17 @@ from typing import TYPE_CHECKING, Any
 
 from undertow.connectors.source import InputStatus
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import JobCancelledError
+from undertow.core.errors import JobCancelledError, StateError
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.checkpoint.barrier import CancelCheckpointMarker, CheckpointBarrier
-from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
+from undertow.runtime.checkpoint.barrier import (
+    BarrierAnnouncement,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+)
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
+from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -158,7 +174,11 @@ class StreamTask:
         self._end_of_input = False
         self._source_waiting = False
         self._chunk = 64
-        self._current: list[Any] | None = None  # [gate, channel, values, timestamps, position]
+        #: [gate, channel, values, timestamps, position, restored]
+        self._current: list[Any] | None = None
+        #: Restored input batches not yet processed: (gate, channel, values, timestamps).
+        self._restored_input: deque[tuple[InputGate, InputChannel, list[Any], Any]] = deque()
+        self._priority_events = False
         self._gate_rr = 0
         self.records_in = 0
         self.time_accounting = TaskTimeAccounting()
@@ -173,8 +193,19 @@ class StreamTask:
         for gate in gates:
             gate.set_listener(self.wake)
         self.restored = restored
-        #: Set by the worker when checkpointing is configured.
-        self.checkpointer: SubtaskCheckpointer | None = None
+        self._checkpointer: SubtaskCheckpointer | None = None
+
+    @property
+    def checkpointer(self) -> SubtaskCheckpointer | None:
+        """Set by the worker when checkpointing is configured; attaches itself to this task."""
+        return self._checkpointer
+
+    @checkpointer.setter
+    def checkpointer(self, checkpointer: SubtaskCheckpointer | None) -> None:
+        self._checkpointer = checkpointer
+        self._priority_events = checkpointer is not None and checkpointer.unaligned_enabled
+        if checkpointer is not None:
+            checkpointer.attach(self)
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -215,6 +246,7 @@ class StreamTask:
         try:
             if self.restored:
                 self.chain.restore(self.restored)
+                self._restore_channel_state(self.restored)
                 self.restored = None
             self.chain.open()
             self._schedule_flush()
@@ -235,6 +267,8 @@ class StreamTask:
         accounting = self.time_accounting
         while True:
             self._run_mails()
+            if self._priority_events:
+                self._process_priority_events()
             if self._cancelled:
                 raise TaskCancelled(f"{self.name} was cancelled")
             if self._end_of_input:
@@ -327,7 +361,69 @@ class StreamTask:
         self._idle = False
 
     def _input_ready(self) -> bool:
-        return self._current is not None or any(g.has_input() for g in self.gates)
+        return (
+            self._current is not None
+            or bool(self._restored_input)
+            or any(g.has_input() for g in self.gates)
+        )
+
+    def _process_priority_events(self) -> None:
+        """Take every queued priority event (unaligned barrier, announcement) ahead of data."""
+        for gate in self.gates:
+            if not gate.has_priority_event():
+                continue
+            while (polled := gate.poll_priority()) is not None:
+                self._on_event(gate, polled[0], polled[1])
+
+    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
+        """Channel-state chunks of what the task took from ``channel`` and has not processed:
+        the rest of the current batch, then restored batches still pending (stream order)."""
+        chunks = []
+        current = self._current
+        if current is not None and current[1] is channel and current[4] < len(current[2]):
+            pos = current[4]
+            stamps = None if current[3] is None else current[3][pos:]
+            chunks.append(encode_chunk(Buffer(serialize_batch(current[2][pos:], stamps))))
+        for _, ch, values, stamps in self._restored_input:
+            if ch is channel:
+                chunks.append(encode_chunk(Buffer(serialize_batch(values, stamps))))
+        return chunks
+
+    def _restore_channel_state(self, snapshots: list[SubtaskSnapshot]) -> None:
+        """Queue restored output buffers; turn restored input into pending batches."""
+        states = [s.channel_state for s in snapshots if getattr(s, "channel_state", None)]
+        if not states:
+            return
+        state = states[0]
+        assert state is not None
+        self._check_channel_state_shape(state, len(snapshots))
+        for (output, subpartition), chunks in sorted(state.outputs.items()):
+            sp = self.partitions[output].subpartitions[subpartition]
+            sp.add_buffers([decode_chunk(c) for c in chunks])
+        for (gate_index, channel_index), chunks in sorted(state.inputs.items()):
+            gate = self.gates[gate_index]
+            channel = gate.channels[channel_index]
+            for chunk in chunks:
+                batch = channel.deserializer.add(decode_chunk(chunk))
+                if batch is not None:
+                    self._restored_input.append((gate, channel, batch[0], batch[1]))
+
+    def _check_channel_state_shape(self, state: ChannelState, num_snapshots: int) -> None:
+        gates = tuple(len(g.channels) for g in self.gates)
+        subpartitions = tuple(len(p.subpartitions) for p in self.partitions)
+        taken = (state.subtask_index, state.parallelism, state.gate_channels, state.subpartitions)
+        now = (self.subtask_index, self.vertex.parallelism, gates, subpartitions)
+        if num_snapshots == 1 and taken == now:
+            return
+        raise StateError(
+            f"{self.name}: checkpoint {state.checkpoint_id} holds in-flight data (unaligned "
+            f"channel state) of operator '{self.vertex.name}' taken at parallelism "
+            f"{state.parallelism} with {state.gate_channels} input channels per gate and "
+            f"{state.subpartitions} subpartitions per output; it cannot be restored at "
+            f"parallelism {self.vertex.parallelism} with {gates} and {subpartitions} "
+            f"(rescaling unaligned checkpoints is not supported: restore at the old "
+            f"parallelism, or take an aligned checkpoint or savepoint first)"
+        )
 
     def _poll(self) -> tuple[InputGate, InputChannel, Any] | None:
         gates = self.gates
@@ -345,21 +441,31 @@ class StreamTask:
         deadline = perf() + self._slice_s
         head = self.head
         two = self._two_input
+        priority = self._priority_events
+        gates = self.gates
         while True:
+            if priority and any(g.has_priority_event() for g in gates):
+                self._process_priority_events()
+                if self._end_of_input:
+                    break
             current = self._current
             if current is None:
-                polled = self._poll()
-                if polled is None:
-                    break
-                gate, channel, payload = polled
-                if type(payload) is tuple:
-                    self._current = current = [gate, channel, payload[0], payload[1], 0]
+                if self._restored_input:  # restored input goes before any live input
+                    gate, channel, values, stamps = self._restored_input.popleft()
+                    self._current = current = [gate, channel, values, stamps, 0, True]
                 else:
-                    self._on_event(gate, channel, payload)
-                    if self._end_of_input:
+                    polled = self._poll()
+                    if polled is None:
                         break
-                    continue
-            gate, channel, values, stamps, pos = current
+                    gate, channel, payload = polled
+                    if type(payload) is tuple:
+                        self._current = current = [gate, channel, payload[0], payload[1], 0, False]
+                    else:
+                        self._on_event(gate, channel, payload)
+                        if self._end_of_input:
+                            break
+                        continue
+            gate, channel, values, stamps, pos, restored = current
             n = len(values)
             k = self._chunk
             t0 = perf()
@@ -382,7 +488,8 @@ class StreamTask:
             self._adapt_chunk(len(chunk), t1 - t0)
             if pos >= n:
                 self._current = None
-                gate.release(channel)
+                if not restored:
+                    gate.release(channel)
             else:
                 current[4] = pos
             if t1 >= deadline or not self._output_available():
@@ -409,6 +516,9 @@ class StreamTask:
             if self.checkpointer is None:
                 raise RuntimeError(f"{self.name}: checkpoint barrier without a checkpointer")
             self.checkpointer.on_barrier(channel, event)
+        elif type(event) is BarrierAnnouncement:
+            if self.checkpointer is not None:
+                self.checkpointer.on_announcement(channel, event)
         elif type(event) is CancelCheckpointMarker:
             if self.checkpointer is not None:
                 self.checkpointer.on_cancel_marker(channel, event)

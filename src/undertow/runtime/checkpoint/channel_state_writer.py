@@ -1,0 +1,169 @@
+"""Collects one subtask's channel state (in-flight buffers) per checkpoint (reference §3.1-3.2).
+
+The task calls, per unaligned (or timeoutable aligned) checkpoint: :meth:`start`, then any number
+of :meth:`~ChannelStateWriter.add_input` / :meth:`~ChannelStateWriter.add_output` in stream order
+per channel, then :meth:`~ChannelStateWriter.finish_input` and
+:meth:`~ChannelStateWriter.finish_output` (either order) — or :meth:`~ChannelStateWriter.abort`
+at any point. The checkpointer asks for the result with
+:meth:`~ChannelStateWriter.when_finished`; the callback runs once both sides finished, with the
+collected :class:`~undertow.runtime.checkpoint.snapshot.ChannelState`, or never if the
+checkpoint is aborted.
+
+:class:`ChannelStateWriter` is the Protocol the task depends on. :class:`InMemoryChannelStateWriter`
+keeps the bytes in memory; its result goes into the subtask's ``SubtaskSnapshot`` and therefore
+into the subtask's one state file. A per-worker writer that shares channel-state files between
+subtasks (reference §3.3) implements the same Protocol; swapping it in is one constructor call.
+
+A *chunk* is one network buffer: a flag byte (:data:`LAST` if the buffer ends a serialized
+batch, :data:`PARTIAL` if more buffers of the batch follow) and the buffer's bytes. Keeping the
+buffer boundaries is what lets recovery re-feed a record that spans buffers to a deserializer
+(part of it may be input state downstream and the rest output state upstream).
+
+Threading: the task's loop thread only; callbacks run synchronously inside ``finish_*``.
+Lifecycle: at most a few checkpoints are open at a time; starting checkpoint ``n`` drops any
+older unfinished one (a newer barrier subsumes it). Calls for a checkpoint that is not open
+(never started, aborted or already finished) are ignored, so a late buffer of an aborted
+checkpoint cannot leak into another one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from undertow.runtime.checkpoint.snapshot import ChannelState, InputChannelInfo, SubpartitionInfo
+from undertow.runtime.network.buffer import Buffer
+
+PARTIAL = 1
+LAST = 0
+
+
+def encode_chunk(buffer: Buffer) -> bytes:
+    """One network buffer as a channel-state chunk (a flag byte, then its bytes)."""
+    return (b"\x01" if buffer.partial else b"\x00") + buffer.data
+
+
+def decode_chunk(chunk: bytes) -> Buffer:
+    """The network buffer a chunk of :func:`encode_chunk` holds."""
+    if not chunk or chunk[0] not in (LAST, PARTIAL):
+        head = chunk[:1].hex() or "empty"
+        raise ValueError(f"not a channel-state chunk (flag {head}, {len(chunk)} bytes)")
+    return Buffer(chunk[1:], partial=chunk[0] == PARTIAL)
+
+
+class ChannelStateWriter(Protocol):
+    """What a subtask needs to persist its in-flight data (see the module docstring)."""
+
+    def start(self, checkpoint_id: int) -> None: ...
+
+    def is_started(self, checkpoint_id: int) -> bool: ...
+
+    def add_input(self, checkpoint_id: int, channel: InputChannelInfo, data: bytes) -> None: ...
+
+    def add_output(self, checkpoint_id: int, channel: SubpartitionInfo, data: bytes) -> None: ...
+
+    def finish_input(self, checkpoint_id: int) -> None: ...
+
+    def finish_output(self, checkpoint_id: int) -> None: ...
+
+    def abort(self, checkpoint_id: int) -> None: ...
+
+    def when_finished(
+        self, checkpoint_id: int, callback: Callable[[ChannelState], None]
+    ) -> None: ...
+
+
+class _Open:
+    __slots__ = ("callback", "input_done", "inputs", "output_done", "outputs")
+
+    def __init__(self) -> None:
+        self.inputs: dict[InputChannelInfo, list[bytes]] = {}
+        self.outputs: dict[SubpartitionInfo, list[bytes]] = {}
+        self.input_done = False
+        self.output_done = False
+        self.callback: Callable[[ChannelState], None] | None = None
+
+
+class InMemoryChannelStateWriter:
+    """Keeps a subtask's channel state in memory until both sides finished.
+
+    ``subtask_index``, ``parallelism``, ``gate_channels`` and ``subpartitions`` describe the
+    subtask and go into every :class:`ChannelState` (a restore checks them). Cost: O(1) per
+    call; memory is the in-flight data of the open checkpoints.
+    """
+
+    def __init__(
+        self,
+        subtask_index: int = 0,
+        parallelism: int = 1,
+        gate_channels: tuple[int, ...] = (),
+        subpartitions: tuple[int, ...] = (),
+    ) -> None:
+        self._shape = (subtask_index, parallelism, gate_channels, subpartitions)
+        self._open: dict[int, _Open] = {}
+        self._results: dict[int, ChannelState] = {}
+
+    def start(self, checkpoint_id: int) -> None:
+        for older in [c for c in self._open if c < checkpoint_id]:
+            del self._open[older]
+        for older in [c for c in self._results if c < checkpoint_id]:
+            del self._results[older]
+        self._open.setdefault(checkpoint_id, _Open())
+
+    def is_started(self, checkpoint_id: int) -> bool:
+        """``start`` was called and the checkpoint was neither aborted nor taken."""
+        return checkpoint_id in self._open or checkpoint_id in self._results
+
+    def add_input(self, checkpoint_id: int, channel: InputChannelInfo, data: bytes) -> None:
+        entry = self._open.get(checkpoint_id)
+        if entry is not None and not entry.input_done and data:
+            entry.inputs.setdefault(channel, []).append(data)
+
+    def add_output(self, checkpoint_id: int, channel: SubpartitionInfo, data: bytes) -> None:
+        entry = self._open.get(checkpoint_id)
+        if entry is not None and not entry.output_done and data:
+            entry.outputs.setdefault(channel, []).append(data)
+
+    def finish_input(self, checkpoint_id: int) -> None:
+        entry = self._open.get(checkpoint_id)
+        if entry is not None:
+            entry.input_done = True
+            self._maybe_complete(checkpoint_id, entry)
+
+    def finish_output(self, checkpoint_id: int) -> None:
+        entry = self._open.get(checkpoint_id)
+        if entry is not None:
+            entry.output_done = True
+            self._maybe_complete(checkpoint_id, entry)
+
+    def abort(self, checkpoint_id: int) -> None:
+        """Drop ``checkpoint_id``'s data; its callback never runs."""
+        self._open.pop(checkpoint_id, None)
+        self._results.pop(checkpoint_id, None)
+
+    def when_finished(self, checkpoint_id: int, callback: Callable[[ChannelState], None]) -> None:
+        """Run ``callback(result)`` once both sides of ``checkpoint_id`` finished (at once if
+        they already did; the result is then handed over and forgotten)."""
+        result = self._results.pop(checkpoint_id, None)
+        if result is not None:
+            callback(result)
+            return
+        entry = self._open.get(checkpoint_id)
+        if entry is None:
+            raise KeyError(f"channel state of checkpoint {checkpoint_id} was not started")
+        entry.callback = callback
+
+    def _maybe_complete(self, checkpoint_id: int, entry: _Open) -> None:
+        if not (entry.input_done and entry.output_done):
+            return
+        del self._open[checkpoint_id]
+        subtask, parallelism, gates, subpartitions = self._shape
+        result = ChannelState(
+            checkpoint_id, subtask, parallelism, gates, subpartitions,
+            {ch: tuple(chunks) for ch, chunks in entry.inputs.items()},
+            {ch: tuple(chunks) for ch, chunks in entry.outputs.items()},
+        )  # fmt: skip
+        if entry.callback is not None:
+            entry.callback(result)
+        else:
+            self._results[checkpoint_id] = result

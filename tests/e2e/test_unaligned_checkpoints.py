@@ -1,0 +1,170 @@
+"""Unaligned checkpoints and aligned ones with a 1 ms timeout under forced backpressure
+(TESTING.md): the oracle PIPELINE at p=2 with one exclusive and one floating buffer per
+channel, 4 KiB segments (records up to 64 KiB span many buffers) and a sink that spins on
+every record, with scheduled failures and a random kill -9. All six oracle counts must be 0,
+and every checkpoint the job restored from must have persisted in-flight data (read from the
+JobMaster's console: the ``in-flight`` size of the last checkpoint completed before each
+restart, which is the one the restart restores).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from undertow.storage import CheckpointStorage
+from undertow.testing.oracle import (
+    FailingMap,
+    OracleResult,
+    OracleSource,
+    WorkerKiller,
+    build_pipeline,
+    oracle_seed,
+)
+
+from .conftest import EnvFactory
+
+KEYS, RECORDS_PER_KEY = 10, 300
+RATE = 2_000.0  # records per second per source reader: about 1.5 s of source time
+SINK_SPIN_S = 0.0005
+JOB_TIMEOUT_S = 120.0
+MODES = {
+    "unaligned": {"execution.checkpointing.unaligned.enabled": "true"},
+    "aligned-1ms-timeout": {
+        "execution.checkpointing.unaligned.enabled": "true",
+        "execution.checkpointing.aligned-checkpoint-timeout": "1 ms",
+    },
+}
+COMPLETED = re.compile(r"^\[undertow\] checkpoint \d+ completed", re.M)
+LINE = re.compile(
+    r"^\[undertow\] (?:checkpoint (?P<cid>\d+) completed .*in-flight (?P<size>[\d.]+) "
+    r"(?P<unit>B|KiB|MiB|GiB)\)|job \w+ failed \((?P<reason>.*)\); restarting)",
+    re.M,
+)
+
+
+def config(directory: Path, mode: str, restarts: int) -> dict[str, Any]:
+    settings = {
+        "execution.checkpointing.interval": "100 ms",
+        "execution.checkpointing.dir": str(directory),
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": str(restarts),
+        "restart-strategy.fixed-delay.delay": "0 ms",
+        "taskmanager.memory.segment-size": "4 kb",
+        "taskmanager.network.memory.buffers-per-channel": "1",
+        "taskmanager.network.memory.floating-buffers-per-gate": "1",
+        "taskmanager.network.memory.max-buffers-per-channel": "2",
+    }
+    settings.update(MODES[mode])
+    return settings
+
+
+def restored_in_flight_bytes(console: str) -> list[float]:
+    """Per restart: the in-flight data of the checkpoint it restored (the last completed)."""
+    last: float | None = None
+    restored = []
+    scale = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+    for match in LINE.finditer(console):
+        if match.group("cid") is not None:
+            last = float(match.group("size")) * scale[match.group("unit")]
+        else:
+            assert last is not None, f"restart before any checkpoint: {match.group(0)}"
+            restored.append(last)
+    return restored
+
+
+def run(env: Any) -> Any:
+    client = env.execute_async("oracle under backpressure")
+    try:
+        return client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    except TimeoutError:
+        client.cancel()
+        raise
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_scheduled_failures_under_backpressure(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    failing = FailingMap(fail_after_checkpoints=[2, 5])
+    env = make_env(parallelism=2, config=config(tmp_path, mode, failing.scheduled_failures))
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
+    build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S)
+
+    oracle = OracleResult.from_job_result(run(env), KEYS, RECORDS_PER_KEY)
+
+    console = capsys.readouterr().err
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 2, (oracle, console)
+    restored = restored_in_flight_bytes(console)
+    assert len(restored) == 2, console
+    assert all(size > 0 for size in restored), (restored, console)
+
+
+@pytest.mark.parametrize("target", ["local", "spark"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_random_worker_kill_under_backpressure(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    seed = oracle_seed()
+    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
+    env = make_env(parallelism=2, config=config(tmp_path, mode, restarts=3))
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
+    build_pipeline(env, source, sink_spin_s=SINK_SPIN_S)
+
+    client = env.execute_async("oracle under backpressure")
+    console = ""  # kill only once a checkpoint completed, so there is one to restore
+    deadline = time.monotonic() + 30
+    while not COMPLETED.search(console) and time.monotonic() < deadline:
+        time.sleep(0.01)
+        console += capsys.readouterr().err
+    killer = WorkerKiller(seed, earliest_s=0.1, latest_s=0.8).start()
+    try:
+        result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    except Exception as err:
+        console += capsys.readouterr().err
+        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
+    finally:
+        killer.cancel()
+        client.cancel()
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+
+    console += capsys.readouterr().err
+    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    assert oracle.is_exactly_once, (seed, str(oracle), console)
+    assert oracle.restarts == 1, oracle
+    restored = restored_in_flight_bytes(console)
+    assert len(restored) == 1 and restored[0] > 0, (seed, restored, console)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_channel_state_at_another_parallelism_fails_clearly(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """Rescaling channel state is not supported: restoring an unaligned checkpoint that holds
+    in-flight data at another parallelism fails, naming the checkpoint and the operator."""
+    settings = config(tmp_path, "unaligned", restarts=0)
+    settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    env = make_env(parallelism=2, config=settings)
+    build_pipeline(env, OracleSource(KEYS, 10 * RECORDS_PER_KEY, records_per_second=RATE),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("retain an unaligned checkpoint")
+    time.sleep(1.5)
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    storage = CheckpointStorage(str(tmp_path), job_dir.name)
+    retained = storage.completed_checkpoint_ids()
+    assert retained, "a checkpoint must be retained after cancellation"
+
+    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(retained[-1])
+    settings["restart-strategy.type"] = "none"
+    rescaled = make_env(parallelism=3, config=settings)
+    build_pipeline(rescaled, OracleSource(KEYS, RECORDS_PER_KEY))
+    with pytest.raises(Exception, match=r"checkpoint \d+ holds in-flight data .* parallelism 3"):
+        run(rescaled)

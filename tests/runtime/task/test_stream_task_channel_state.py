@@ -1,0 +1,179 @@
+"""A StreamTask restoring channel state: restored output first, then restored input (a
+partial batch completed by live data), then live input; and a wrong shape fails clearly."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any
+
+import pytest
+
+from undertow.common import Configuration
+from undertow.core.errors import StateError
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.network.buffer import Buffer, serialize_batch
+from undertow.runtime.network.credit import Send
+from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.stream_task import StreamTask
+
+
+class Services:
+    def print_lines(self, lines: list[str]) -> None: ...
+
+    def collect(self, sink_id: str, values: list[Any]) -> None: ...
+
+    def send_split_request(self) -> None: ...
+
+    def wake(self) -> None: ...
+
+
+class LiveProducer:
+    """The upstream after recovery: sends ``buffers`` as soon as it gets credit."""
+
+    def __init__(self, channel: InputChannel, buffers: list[Buffer]) -> None:
+        self.channel, self.buffers, self.sequence = channel, list(buffers), 0
+
+    def add_credit(self, credit: int) -> None:
+        for _ in range(min(credit, len(self.buffers))):
+            send = Send(self.buffers.pop(0), False, self.sequence, backlog=len(self.buffers))
+            self.sequence += 1
+            asyncio.get_running_loop().call_soon(self.channel.on_send, send)
+
+    def resume(self) -> None: ...
+
+
+def plus_one() -> JobVertex:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    env.from_collection([1]).rebalance().map(lambda x: x + 1).name("plus").rebalance().print()
+    [vertex] = [v for v in env._job_graph("restore").vertices if v.name == "plus"]
+    return vertex
+
+
+def build(state: ChannelState, live: list[Buffer]) -> tuple[StreamTask, ResultPartition]:
+    vertex = plus_one()
+    gate = InputGate("plus input", vertex.inputs[0].target_input, floating_buffers=8)
+    channel = gate.add_channel(0, "plus input 0", initial_credit=2)
+    channel.connect(LiveProducer(channel, live))
+    partition = ResultPartition("plus out", [1], buffers_per_channel=2, floating_buffers=2,
+                                max_buffers_per_channel=100)  # fmt: skip
+    writer = RecordWriter(partition, vertex.outputs[0].new_partitioner(), 1 << 16)
+    snapshot = SubtaskSnapshot(channel_state=state)
+    task = StreamTask(vertex, 0, 1, Configuration(), [gate], {vertex.outputs[0].id: writer},
+                      Services(), asyncio.get_running_loop(), [snapshot])  # fmt: skip
+    return task, partition
+
+
+def queued_values(partition: ResultPartition) -> list[Any]:
+    values: list[Any] = []
+    for entry in partition.subpartitions[0].sender._queue:
+        if not entry.is_event:
+            values += pickle.loads(entry.payload.data)[0]
+    return values
+
+
+def test_restored_output_then_restored_input_then_live_input() -> None:
+    spanning = serialize_batch([10, 11], None)
+    head, tail = spanning[:7], spanning[7:]
+    state = ChannelState(
+        3, 0, 1, (1,), (1,),
+        inputs={(0, 0): (encode_chunk(Buffer(serialize_batch([1, 2, 3], None))),
+                         encode_chunk(Buffer(head, partial=True)))},
+        outputs={(0, 0): (encode_chunk(Buffer(serialize_batch([100], None))),)},
+    )  # fmt: skip
+
+    async def scenario() -> list[Any]:
+        task, partition = build(state, [Buffer(tail), Buffer(serialize_batch([20], None))])
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        for writer in task.writers:
+            writer.flush_all()
+        return queued_values(partition)
+
+    assert asyncio.run(scenario()) == [100, 2, 3, 4, 11, 12, 21]
+
+
+@pytest.mark.parametrize("shape", [(0, 2, (1,), (1,)), (0, 1, (2,), (1,)), (1, 1, (1,), (1,))])
+def test_channel_state_of_another_shape_fails_naming_checkpoint_and_operator(
+    shape: tuple[int, int, tuple[int, ...], tuple[int, ...]],
+) -> None:
+    state = ChannelState(42, *shape, inputs={(0, 0): (encode_chunk(Buffer(b"x")),)})
+
+    async def scenario() -> None:
+        task, _ = build(state, [])
+        await task.run()
+
+    with pytest.raises(StateError, match=r"checkpoint 42 holds in-flight data .*'plus'"):
+        asyncio.run(scenario())
+
+
+class Inline(Executor):
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+class Responder:
+    def __init__(self) -> None:
+        self.acks: dict[int, dict[str, Any]] = {}
+
+    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+        self.acks[checkpoint_id] = metrics
+
+    def decline(self, checkpoint_id: int, reason: Any, detail: str) -> None:
+        raise AssertionError(f"declined {checkpoint_id}: {detail}")
+
+
+def test_a_backpressured_task_still_takes_an_unaligned_barrier_at_once() -> None:
+    """The output never drains (no consumer), so the task stops taking input; a priority
+    barrier must still be taken, the checkpoint taken with the queued data as channel state."""
+    unaligned = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
+    batch = serialize_batch(list(range(200)), None)
+
+    async def scenario() -> tuple[Responder, dict[int, bytes], bool]:
+        live = [Buffer(batch) for _ in range(50)]
+        task, partition = build(ChannelState(0, 0, 1, (1,), ()), live)
+        task.restored = None
+        responder, files = Responder(), {}
+
+        def write(cid: int, name: str, data: bytes) -> str:
+            files[cid] = data
+            return name
+
+        checkpointer = SubtaskCheckpointer(
+            task.name, "f", task.chain, task.gates, task.writers, responder, write, Inline(),
+            True, task.current_watermark,
+            Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        )  # fmt: skip
+        task.checkpointer = checkpointer
+        partition.max_buffers_per_channel = 2
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.2)
+        backpressured = not partition.is_available()
+        channel = task.gates[0].channels[0]
+        producer = channel.link
+        assert isinstance(producer, LiveProducer)
+        barrier = CheckpointBarrier(5, 0, unaligned)
+        channel.on_send(Send(barrier, True, producer.sequence, 0, priority=True))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return responder, files, backpressured
+
+    responder, files, backpressured = asyncio.run(scenario())
+    assert backpressured
+    assert 5 in responder.acks, "the barrier waited behind backpressure"
+    state = pickle.loads(files[5]).channel_state
+    assert state is not None and state.input_bytes > 0 and state.output_bytes > 0
