@@ -9,6 +9,8 @@ restart, which is the one the restart restores).
 
 from __future__ import annotations
 
+import math
+import pickle
 import re
 import time
 from pathlib import Path
@@ -16,7 +18,11 @@ from typing import Any
 
 import pytest
 
+from undertow.runtime.checkpoint.channel_state_files import DEFAULT_MAX_SUBTASKS_PER_FILE
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+from undertow.runtime.checkpoint.metadata import decode_metadata
 from undertow.storage import CheckpointStorage
+from undertow.storage.keys import read_key
 from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
@@ -75,6 +81,44 @@ def restored_in_flight_bytes(console: str) -> list[float]:
             assert last is not None, f"restart before any checkpoint: {match.group(0)}"
             restored.append(last)
     return restored
+
+
+def assert_channel_state_in_shared_files(
+    root: Path, storage: CheckpointStorage, checkpoint_ids: list[int], num_workers: int
+) -> None:
+    """Channel state of the checkpoints is in shared channel-state files: per worker at most
+    ceil(its subtasks / 5), each file holding subtasks of one worker only (subtask ``s`` runs
+    on worker ``s % num_workers``), one merged handle per subtask and side in ``_metadata``,
+    and none of it in the subtasks' own state files."""
+    key = read_key(str(root))
+    assert key is not None
+    persisted = 0
+    for cid in checkpoint_ids:
+        meta = decode_metadata(storage.read_metadata(cid), key, where=str(root))
+        names = [p.name for p in (root / storage.job_id / f"chk-{cid}").iterdir()]
+        files = [n for n in names if n.startswith("channel-state-")]
+        referenced: dict[str, set[int]] = {}
+        for vertex in meta.vertices:
+            for subtask, handles in vertex.channel_state.items():
+                assert subtask in range(vertex.parallelism)
+                assert isinstance(handles, ChannelStateHandles)
+                for handle in (handles.input, handles.output):
+                    if handle is not None:
+                        assert handle.checkpoint_id == cid
+                    if handle is not None and handle.file is not None:
+                        referenced.setdefault(handle.file.path, set()).add(subtask % num_workers)
+                persisted += handles.persisted_bytes
+            for handle in vertex.subtasks.values():
+                snapshot = pickle.loads(storage.read_file(handle, cid))
+                assert snapshot.channel_state is None, (cid, handle.path)
+        assert sorted(p.rsplit("/", 1)[-1] for p in referenced) == sorted(files), (cid, names)
+        assert all(len(workers) == 1 for workers in referenced.values()), referenced
+        for worker in range(num_workers):
+            subtasks = sum(len(range(worker, v.parallelism, num_workers)) for v in meta.vertices)
+            mine = [p for p, workers in referenced.items() if workers == {worker}]
+            bound = math.ceil(subtasks / DEFAULT_MAX_SUBTASKS_PER_FILE)
+            assert len(mine) <= bound, (cid, worker, mine, subtasks)
+    assert persisted > 0, "no channel state in the retained checkpoints"
 
 
 def run(env: Any) -> Any:
@@ -149,6 +193,7 @@ def test_channel_state_at_another_parallelism_fails_clearly(
     in-flight data at another parallelism fails, naming the checkpoint and the operator."""
     settings = config(tmp_path, "unaligned", restarts=0)
     settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    settings["undertow.workers"] = "2"
     env = make_env(parallelism=2, config=settings)
     build_pipeline(env, OracleSource(KEYS, 10 * RECORDS_PER_KEY, records_per_second=RATE),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
@@ -161,6 +206,7 @@ def test_channel_state_at_another_parallelism_fails_clearly(
     storage = CheckpointStorage(str(tmp_path), job_dir.name)
     retained = storage.completed_checkpoint_ids()
     assert retained, "a checkpoint must be retained after cancellation"
+    assert_channel_state_in_shared_files(tmp_path, storage, retained, num_workers=2)
 
     settings["execution.state-recovery.path"] = storage.checkpoint_pointer(retained[-1])
     settings["restart-strategy.type"] = "none"

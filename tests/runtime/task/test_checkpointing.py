@@ -24,13 +24,23 @@ from undertow.runtime.checkpoint.barrier import (
     SnapshotType,
 )
 from undertow.runtime.checkpoint.barrier_handler import BarrierHandler, BarrierTracker
+from undertow.runtime.checkpoint.channel_state_files import (
+    ChannelStateFileWriter,
+    read_channel_state,
+)
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
-from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.snapshot import (
+    OperatorSnapshot,
+    SubtaskSnapshot,
+    SubtaskStateHandle,
+)
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.storage import FileHandle
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
 TIMEOUTABLE = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 50)
@@ -419,3 +429,137 @@ def test_aligned_checkpoint_has_no_channel_state(unaligned: bool) -> None:
         assert not h.links[0].sent[-1].priority and h.links[0].sent[-1].blocks_upstream
 
     run(body)
+
+
+# -- channel state through the workers' shared channel-state files ---------------------------
+# The acknowledgement carries merged handles, the state file no channel state, aligned
+# checkpoints do not hold up the group, and write failures decline.
+
+ALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, False, 0)
+
+
+class Files:
+    def __init__(self, fail: bool = False) -> None:
+        self.data: dict[str, bytes] = {}
+        self.fail = fail
+
+    def write(self, checkpoint_id: int, name: str, data: bytes) -> FileHandle:
+        if self.fail:
+            raise OSError("disk full")
+        path = f"chk-{checkpoint_id}/{name}"
+        self.data[path] = data
+        return FileHandle.of(path, data)
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        return self.data[path][start : start + length]
+
+
+class AckingResponder:
+    def __init__(self) -> None:
+        self.handles: dict[int, Any] = {}
+        self.metrics: dict[int, dict[str, Any]] = {}
+        self.declines: list[tuple[int, Any, str]] = []
+
+    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+        self.handles[checkpoint_id] = handle
+        self.metrics[checkpoint_id] = metrics
+
+    def decline(self, checkpoint_id: int, reason: Any, detail: str) -> None:
+        self.declines.append((checkpoint_id, reason, detail))
+
+
+def harness(files: ChannelStateFileWriter, name: str, **kwargs: Any) -> Harness:
+    h = Harness(channels=0, **kwargs)
+    h.cp.channel_state = files.register(name)
+    h.cp.responder = h.responder = AckingResponder()  # type: ignore[assignment]
+    return h
+
+
+async def written() -> None:
+    for _ in range(20):
+        await settle()
+        await asyncio.sleep(0.001)
+
+
+def test_ack_carries_merged_handles_and_the_state_file_no_channel_state() -> None:
+    async def body() -> None:
+        files = Files()
+        shared = ChannelStateFileWriter(files.write, 5, 0, executor=InlineExecutor())
+        a, b = harness(shared, "a"), harness(shared, "b")
+        for h, records in ((a, ["a1", "a2"]), (b, ["b1"])):
+            h.writers[0].emit(records, None)  # pending: flushed and overtaken by the barrier
+            h.cp.trigger_checkpoint(CheckpointBarrier(1, 0, UNALIGNED))
+        await written()
+        assert len(files.data) == 1  # one file for the group
+        for h in (a, b):
+            handle = h.responder.handles[1]  # type: ignore[attr-defined]
+            assert isinstance(handle, SubtaskStateHandle) and handle.state is not None
+            assert handle.channel_state is not None and handle.channel_state.input is None
+            output = handle.channel_state.output
+            assert output is not None and output.file is not None
+            assert h.snapshot(1).channel_state is None
+            chunks = list(read_channel_state(output, files.read_range))
+            assert chunks and all(decode_chunk(c) for _, c in chunks)
+            metrics = h.responder.metrics[1]  # type: ignore[attr-defined]
+            assert metrics["unaligned"] and metrics["persisted_data"] == output.range_length
+        [a_file] = a.responder.handles[1].channel_state.files()  # type: ignore[attr-defined]
+        assert b.responder.handles[1].channel_state.files() == [a_file]  # type: ignore[attr-defined]
+
+    run(body)
+
+
+def test_aligned_checkpoint_of_one_member_does_not_hold_up_the_group() -> None:
+    async def body() -> None:
+        files = Files()
+        shared = ChannelStateFileWriter(files.write, 5, 0, executor=InlineExecutor())
+        unaligned = harness(shared, "unaligned")
+        aligned = harness(shared, "aligned", supports_unaligned=[False])  # FORCED_ALIGNED out
+        unaligned.writers[0].emit(["r"], None)
+        unaligned.cp.trigger_checkpoint(CheckpointBarrier(3, 0, UNALIGNED))
+        await written()
+        assert 3 not in unaligned.responder.handles  # type: ignore[attr-defined]
+        aligned.cp.trigger_checkpoint(CheckpointBarrier(3, 0, UNALIGNED))
+        await written()
+        assert aligned.responder.handles[3] is not None  # type: ignore[attr-defined]
+        assert not isinstance(aligned.responder.handles[3], SubtaskStateHandle)  # type: ignore[attr-defined]
+        handle = unaligned.responder.handles[3]  # type: ignore[attr-defined]
+        assert isinstance(handle, SubtaskStateHandle) and handle.has_channel_state
+
+    run(body)
+
+
+def test_savepoint_needs_no_channel_state_and_holds_nobody_up() -> None:
+    async def body() -> None:
+        files = Files()
+        shared = ChannelStateFileWriter(files.write, 5, 0, executor=InlineExecutor())
+        one, two = harness(shared, "one"), harness(shared, "two")
+        one.cp.trigger_checkpoint(CheckpointBarrier(4, 0, ALIGNED))
+        two.writers[0].emit(["r"], None)
+        two.cp.trigger_checkpoint(CheckpointBarrier(4, 0, UNALIGNED))
+        await written()
+        assert 4 in one.responder.handles and 4 in two.responder.handles  # type: ignore[attr-defined]
+
+    run(body)
+
+
+def test_failed_channel_state_write_declines() -> None:
+    async def body() -> None:
+        shared = ChannelStateFileWriter(Files(fail=True).write, 5, 0)
+        h = harness(shared, "op")
+        h.writers[0].emit(["r"], None)
+        h.cp.trigger_checkpoint(CheckpointBarrier(5, 0, UNALIGNED))
+        await written()
+        assert 5 not in h.responder.handles  # type: ignore[attr-defined]
+        [(cid, reason, detail)] = h.responder.declines  # type: ignore[attr-defined]
+        assert cid == 5 and reason is CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+        assert "disk full" in detail
+
+    run(body)
+
+
+def test_subtask_state_handle_normalizes_acknowledged_handles() -> None:
+    file = FileHandle.of("chk-1/f", b"x")
+    assert SubtaskStateHandle.of(None).is_empty
+    assert SubtaskStateHandle.of(file) == SubtaskStateHandle(file, None)
+    both = SubtaskStateHandle(file, None)
+    assert SubtaskStateHandle.of(both) is both and both.files() == [file]

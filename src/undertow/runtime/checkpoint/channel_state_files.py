@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
@@ -187,6 +188,30 @@ class SubtaskChannelStateWriter:
         if entry is None:
             raise LookupError(f"subtask {self.name!r} has no checkpoint {checkpoint_id}")
         return entry.future
+
+    def when_finished(
+        self,
+        checkpoint_id: int,
+        callback: Callable[[ChannelStateHandles], None],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """The ``ChannelStateWriter`` form of :meth:`result`: ``callback(handles)`` on the loop
+        once the group file is written; ``on_failure(error)`` if writing it failed. Neither
+        runs for an aborted, subsumed or released checkpoint (whoever aborted it knows)."""
+
+        def done(future: asyncio.Future[ChannelStateHandles]) -> None:
+            if future.cancelled():
+                return
+            error = future.exception()
+            if error is None:
+                callback(future.result())
+            elif on_failure is not None and not (
+                isinstance(error, CheckpointException)
+                and error.reason is CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED
+            ):
+                on_failure(error)
+
+        self.result(checkpoint_id).add_done_callback(done)
 
     # -- internals --------------------------------------------------------------------------
 

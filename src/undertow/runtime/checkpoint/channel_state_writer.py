@@ -5,14 +5,21 @@ of :meth:`~ChannelStateWriter.add_input` / :meth:`~ChannelStateWriter.add_output
 per channel, then :meth:`~ChannelStateWriter.finish_input` and
 :meth:`~ChannelStateWriter.finish_output` (either order) — or :meth:`~ChannelStateWriter.abort`
 at any point. The checkpointer asks for the result with
-:meth:`~ChannelStateWriter.when_finished`; the callback runs once both sides finished, with the
-collected :class:`~undertow.runtime.checkpoint.snapshot.ChannelState`, or never if the
-checkpoint is aborted.
+:meth:`~ChannelStateWriter.when_finished`; the callback runs once the state is complete (and,
+for a file writer, durably written), with a :data:`ChannelStateResult`; never if the checkpoint
+is aborted or subsumed; ``on_failure`` runs instead if persisting it failed.
 
-:class:`ChannelStateWriter` is the Protocol the task depends on. :class:`InMemoryChannelStateWriter`
-keeps the bytes in memory; its result goes into the subtask's ``SubtaskSnapshot`` and therefore
-into the subtask's one state file. A per-worker writer that shares channel-state files between
-subtasks (reference §3.3) implements the same Protocol; swapping it in is one constructor call.
+:class:`ChannelStateWriter` is the Protocol the task depends on, with two implementations:
+:class:`InMemoryChannelStateWriter` keeps the bytes in memory and returns a
+:class:`~undertow.runtime.checkpoint.snapshot.ChannelState`, which goes into the subtask's
+``SubtaskSnapshot`` (its own state file; unit tests and jobs without checkpoint storage);
+:class:`~undertow.runtime.checkpoint.channel_state_files.SubtaskChannelStateWriter` (the
+workers' writer) shares channel-state files between the subtasks of a worker (reference §3.3)
+and returns :class:`~undertow.runtime.checkpoint.channel_state_handles.ChannelStateHandles`,
+which the subtask acknowledges next to its state file.
+
+A subtask must start and finish, or abort, every checkpoint it takes, also one that needs no
+channel state (the shared writer waits for every member of a group).
 
 A *chunk* is one network buffer: a flag byte (:data:`LAST` if the buffer ends a serialized
 batch, :data:`PARTIAL` if more buffers of the batch follow) and the buffer's bytes. Keeping the
@@ -29,10 +36,14 @@ checkpoint cannot leak into another one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.snapshot import ChannelState, InputChannelInfo, SubpartitionInfo
 from undertow.runtime.network.buffer import Buffer
+
+#: A subtask's finished channel state: in memory, or persisted (handles into shared files).
+ChannelStateResult: TypeAlias = ChannelState | ChannelStateHandles
 
 PARTIAL = 1
 LAST = 0
@@ -69,7 +80,10 @@ class ChannelStateWriter(Protocol):
     def abort(self, checkpoint_id: int) -> None: ...
 
     def when_finished(
-        self, checkpoint_id: int, callback: Callable[[ChannelState], None]
+        self,
+        checkpoint_id: int,
+        callback: Callable[[ChannelStateResult], None],
+        on_failure: Callable[[BaseException], None] | None = None,
     ) -> None: ...
 
 
@@ -81,7 +95,7 @@ class _Open:
         self.outputs: dict[SubpartitionInfo, list[bytes]] = {}
         self.input_done = False
         self.output_done = False
-        self.callback: Callable[[ChannelState], None] | None = None
+        self.callback: Callable[[ChannelStateResult], None] | None = None
 
 
 class InMemoryChannelStateWriter:
@@ -141,9 +155,15 @@ class InMemoryChannelStateWriter:
         self._open.pop(checkpoint_id, None)
         self._results.pop(checkpoint_id, None)
 
-    def when_finished(self, checkpoint_id: int, callback: Callable[[ChannelState], None]) -> None:
+    def when_finished(
+        self,
+        checkpoint_id: int,
+        callback: Callable[[ChannelStateResult], None],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
         """Run ``callback(result)`` once both sides of ``checkpoint_id`` finished (at once if
-        they already did; the result is then handed over and forgotten)."""
+        they already did; the result is then handed over and forgotten). Keeping bytes in
+        memory cannot fail, so ``on_failure`` is never called."""
         result = self._results.pop(checkpoint_id, None)
         if result is not None:
             callback(result)

@@ -8,8 +8,9 @@ Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_ch
    enumerators, creates the pending checkpoint, starts its timeout, and sends the barrier to
    every source subtask — in one step on the JobMaster loop, so split assignments made after
    the enumerator snapshot reach readers after their barrier.
-2. *Acknowledge / decline* (messages from subtasks): record the subtask's state file; abort on
-   a decline and let the failure manager decide whether the job fails.
+2. *Acknowledge / decline* (messages from subtasks): record the subtask's state file and its
+   merged channel-state handles (a ``SubtaskStateHandle``; files may be shared by the subtasks
+   of a worker); abort on a decline and let the failure manager decide whether the job fails.
 3. *Complete* (all acknowledged): write the enumerator states and the authenticated
    ``_metadata`` (commit point), add to the completed store, discard subsumed checkpoints,
    notify every task, print one line.
@@ -27,13 +28,14 @@ import pickle
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import RestoreError, UndertowError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.completed_store import (
     CompletedCheckpoint,
     CompletedCheckpointStore,
@@ -46,8 +48,10 @@ from undertow.runtime.checkpoint.metadata import (
     VertexMetadata,
     decode_metadata,
     encode_metadata,
+    total_state_size,
 )
 from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.runtime.checkpoint.trigger_decider import (
     CheckpointTriggerRequest,
     TriggerNow,
@@ -89,6 +93,8 @@ class RestorePlan:
     subtask_files: dict[tuple[int, int], list[FileHandle]]
     #: source vertex id -> enumerator state
     enumerator_states: dict[int, Any]
+    #: (vertex id, subtask) -> its channel state in shared files (same parallelism only)
+    channel_state: dict[tuple[int, int], ChannelStateHandles] = field(default_factory=dict)
 
 
 @dataclass
@@ -132,7 +138,7 @@ class CheckpointCoordinator:
         self.store = CompletedCheckpointStore(config.get(Options.NUM_RETAINED))
         self.failures = CheckpointFailureManager(config.get(Options.TOLERABLE_FAILURES))
         self.metadata: dict[int, CheckpointMetadata] = {}
-        self.pending: dict[int, PendingCheckpoint[FileHandle | None, dict[str, Any]]] = {}
+        self.pending: dict[int, PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]] = {}
         self.stats: list[CheckpointStats] = []
         self.next_id = 1
         self.last_completion_ms = 0
@@ -227,7 +233,7 @@ class CheckpointCoordinator:
         barrier = CheckpointBarrier(cid, now, self.options)
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
-        pending: PendingCheckpoint[FileHandle | None, dict[str, Any]] = PendingCheckpoint(
+        pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]] = PendingCheckpoint(
             cid, now, self._tasks, {"enumerators": enumerator_states}
         )
         self.pending[cid] = pending
@@ -244,12 +250,13 @@ class CheckpointCoordinator:
     # -- acknowledgements ----------------------------------------------------------------------
     def receive_ack(self, vertex_id: int, subtask: int, cid: int, handle: Any,
                     metrics: dict[str, Any]) -> None:  # fmt: skip
+        state = SubtaskStateHandle.of(handle)
         pending = self.pending.get(cid)
         if pending is None:
-            if handle is not None and cid not in self.metadata:
+            if not state.is_empty and cid not in self.metadata:
                 self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
             return
-        result = pending.acknowledge((vertex_id, subtask), handle, metrics)
+        result = pending.acknowledge((vertex_id, subtask), state, metrics)
         if result is AckResult.SUCCESS and pending.is_fully_acknowledged:
             del self.pending[cid]
             timer = self._timeouts.pop(cid, None)
@@ -297,7 +304,7 @@ class CheckpointCoordinator:
 
     # -- completion ----------------------------------------------------------------------------
     async def _complete(
-        self, pending: PendingCheckpoint[FileHandle | None, dict[str, Any]]
+        self, pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]
     ) -> None:
         cid = pending.checkpoint_id
         loop = asyncio.get_running_loop()
@@ -317,7 +324,12 @@ class CheckpointCoordinator:
                     parallelism=v.parallelism,
                     max_parallelism=v.max_parallelism,
                     finished=False,
-                    subtasks=_present({s: states.get((v.id, s)) for s in range(v.parallelism)}),
+                    subtasks=_present(
+                        {s: _state_file(states.get((v.id, s))) for s in range(v.parallelism)}
+                    ),
+                    channel_state=_channel_state(
+                        {s: states.get((v.id, s)) for s in range(v.parallelism)}
+                    ),
                 )
                 for v in self.graph.vertices
             )
@@ -344,7 +356,7 @@ class CheckpointCoordinator:
                 self._discard(decision.checkpoint_id)
         self.failures.on_success(cid)
         self.last_completion_ms = now
-        size = sum(h.size for h in pending.acknowledged_states.values() if h is not None)
+        size = total_state_size(meta)
         metrics = pending.acknowledged_metrics
         alignment = max((m.get("alignment_duration_ms", 0.0) for m in metrics.values()), default=0)
         stats = CheckpointStats(cid, pending.trigger_timestamp, now - pending.trigger_timestamp,
@@ -423,12 +435,18 @@ class CheckpointCoordinator:
                 meta.checkpoint_id, [u for v in unclaimed for u in v.uids]
             ))  # fmt: skip
         files: dict[tuple[int, int], list[FileHandle]] = {}
+        channel_state: dict[tuple[int, int], ChannelStateHandles] = {}
         enumerators: dict[int, Any] = {}
         for vertex in self.graph.vertices:
             uids = {op.uid for op in vertex.operators}
             matched = [old for old in meta.vertices if set(old.uids) & uids]
             if not matched:
                 continue
+            for old in matched:
+                if old.channel_state:
+                    self._check_channel_state_shape(meta, vertex.id, old, matched)
+                    for s, subtask_channels in old.channel_state.items():
+                        channel_state[(vertex.id, s)] = subtask_channels
             for s in range(vertex.parallelism):
                 handles: list[FileHandle] = []
                 for old in matched:
@@ -444,7 +462,47 @@ class CheckpointCoordinator:
                 if handle is not None and vertex.operators[0].uid == old.uids[0]:
                     data = storage.read_file(handle, meta.checkpoint_id)
                     enumerators[vertex.id] = pickle.loads(data)
-        return RestorePlan(meta, storage.root_uri, storage.job_id, files, enumerators)
+        return RestorePlan(meta, storage.root_uri, storage.job_id, files, enumerators,
+                           channel_state)  # fmt: skip
+
+    def _check_channel_state_shape(
+        self,
+        meta: CheckpointMetadata,
+        vertex_id: int,
+        old: VertexMetadata,
+        matched: list[VertexMetadata],
+    ) -> None:
+        """Channel state is only restored at the shape it was taken with: the same chain, and
+        the same parallelism of the vertex and of every vertex it exchanges data with (which
+        fixes the channels per gate and subpartitions per output)."""
+        vertex = self.graph.vertex(vertex_id)
+        changes: list[str] = []
+        if len(matched) != 1 or old.uids != tuple(op.uid for op in vertex.operators):
+            changes.append(f"the chain changed from {list(old.uids)}")
+        if old.parallelism != vertex.parallelism:
+            changes.append(
+                f"taken at parallelism {old.parallelism}, restored at parallelism "
+                f"{vertex.parallelism}"
+            )
+        neighbours = [e.source_vertex for e in vertex.inputs]
+        neighbours += [e.target_vertex for e in vertex.outputs]
+        for neighbour_id in neighbours:
+            neighbour = self.graph.vertex(neighbour_id)
+            uids = {op.uid for op in neighbour.operators}
+            before = {o.parallelism for o in meta.vertices if set(o.uids) & uids}
+            if before != {neighbour.parallelism}:
+                changes.append(
+                    f"its neighbour '{neighbour.name}' taken at parallelism "
+                    f"{sorted(before) or 'none'}, restored at parallelism {neighbour.parallelism}"
+                )
+        if changes:
+            raise RestoreError(
+                f"checkpoint {meta.checkpoint_id} holds in-flight data (unaligned channel "
+                f"state) of operator '{old.name}' that cannot be restored: "
+                f"{'; '.join(changes)} (rescaling unaligned checkpoints is not supported: "
+                f"restore at the old parallelism, or take an aligned checkpoint or savepoint "
+                f"first)"
+            )
 
 
 def unclaimed_message(checkpoint_id: int, uids: list[str]) -> str:
@@ -454,6 +512,21 @@ def unclaimed_message(checkpoint_id: int, uids: list[str]) -> str:
         "the job that took the checkpoint, or set "
         "execution.state-recovery.ignore-unclaimed-state: true to drop that state"
     )
+
+
+def _state_file(state: SubtaskStateHandle | None) -> FileHandle | None:
+    return None if state is None else state.state
+
+
+def _channel_state(
+    states: Mapping[int, SubtaskStateHandle | None],
+) -> dict[int, ChannelStateHandles]:
+    """Subtasks whose channel state is in shared files (handles, one per side)."""
+    return {
+        s: state.channel_state
+        for s, state in states.items()
+        if state is not None and state.channel_state is not None and state.has_channel_state
+    }
 
 
 def _present(handles: Mapping[int, FileHandle | None]) -> dict[int, FileHandle]:

@@ -9,11 +9,17 @@ owns from every old subtask whose range overlaps.
 An unaligned checkpoint (or an aligned one that timed out) adds the subtask's
 :class:`ChannelState`: its in-flight input and output buffers. Channel state cannot be
 re-routed to another parallelism yet, so it records the shape it was taken at.
+
+What a subtask acknowledges is a :class:`SubtaskStateHandle`: its state file and, when its
+channel state went to a worker's shared channel-state files, the merged handles of that state.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+from undertow.storage import FileHandle
 
 
 @dataclass
@@ -79,3 +85,37 @@ class SubtaskSnapshot:
     watermark: int | None = None
     parallelism: int | None = None
     channel_state: ChannelState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskStateHandle:
+    """What one subtask acknowledges for one checkpoint: the handle of its state file
+    (``None``: no operator state) and its channel state in shared channel-state files
+    (``None``: none, or it is inside the state file as ``SubtaskSnapshot.channel_state``)."""
+
+    state: FileHandle | None = None
+    channel_state: ChannelStateHandles | None = None
+
+    @classmethod
+    def of(cls, handle: object) -> SubtaskStateHandle:
+        """Normalize an acknowledged handle: a :class:`SubtaskStateHandle`, a bare state
+        :class:`~undertow.storage.FileHandle` or ``None``."""
+        if isinstance(handle, SubtaskStateHandle):
+            return handle
+        if handle is None or isinstance(handle, FileHandle):
+            return cls(handle, None)
+        raise TypeError(f"not a subtask state handle: {handle!r}")
+
+    @property
+    def has_channel_state(self) -> bool:
+        cs = self.channel_state
+        return cs is not None and (cs.input is not None or cs.output is not None)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.state is None and not self.has_channel_state
+
+    def files(self) -> list[FileHandle]:
+        """The files this subtask's state references (a shared channel-state file too)."""
+        found = [] if self.state is None else [self.state]
+        return found + (self.channel_state.files() if self.channel_state is not None else [])

@@ -545,7 +545,8 @@ class JobMaster:
         assignment = None
         if restore is not None:
             assignment = RestoreAssignment(restore.metadata.checkpoint_id, restore.checkpoint_dir,
-                                           restore.job_id, restore.subtask_files)  # fmt: skip
+                                           restore.job_id, restore.subtask_files,
+                                           restore.channel_state)  # fmt: skip
         self._set_status(JobStatus.RUNNING)
         attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():

@@ -191,9 +191,11 @@ class NotifyCheckpointAborted:
 @dataclass(frozen=True, slots=True)
 class RestoreAssignment:
     """What a deployment restores: checkpoint id, its location and, per (vertex id, subtask),
-    the state files of the old subtasks it takes over."""
+    the state files of the old subtasks it takes over and its channel state in shared
+    channel-state files (``ChannelStateHandles``; only at the parallelism it was taken at)."""
 
     checkpoint_id: int
     checkpoint_dir: str
     job_id: str
     subtask_files: dict[tuple[int, int], list[Any]]
+    channel_state: dict[tuple[int, int], Any] = field(default_factory=dict)

@@ -10,6 +10,13 @@ While tasks run, a timer on the loop sends a ``TaskMetricsReport`` of the runnin
 ``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first.
 
 A worker that loses its JobMaster cancels its tasks and exits: it never runs unsupervised.
+
+With unaligned checkpoints and checkpoint storage, the worker's subtasks write their channel
+state through one ``ChannelStateFileWriter`` per attempt (shared files, groups of at most
+``execution.checkpointing.unaligned.max-subtasks-per-channel-state-file``, written on the I/O
+pool); a subtask is registered when it is built and released when it ends. On restore, each
+subtask's channel state is read back through its merged handles (one verified ranged read per
+side) and handed to the task as the ``ChannelState`` of its snapshot.
 Threading: everything runs on the worker's loop; only ``SourceReaderContext.notify_available``
 may come from other threads (it goes through ``call_soon_threadsafe``).
 """
@@ -32,9 +39,19 @@ from typing import Any
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import NetworkError, RestoreError
 from undertow.graph.job_graph import JobGraph, JobVertex
+from undertow.runtime.checkpoint.channel_state_files import (
+    ChannelStateFileWriter,
+    SubtaskChannelStateWriter,
+    read_channel_state,
+)
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelId,
+    ChannelStateHandles,
+    MergedChannelStateHandle,
+)
 from undertow.runtime.checkpoint.coordinator import unclaimed_message
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
-from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
+from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
 from undertow.runtime.cluster.messages import (
@@ -137,6 +154,8 @@ class Worker:
         self._failed = False
         self.storage: CheckpointStorage | None = None
         self.io_pool: ThreadPoolExecutor | None = None
+        self.channel_state_files: ChannelStateFileWriter | None = None
+        self.channel_state_writers: dict[tuple[int, int], SubtaskChannelStateWriter] = {}
 
     def send(self, message: Any) -> None:
         if self.ctrl is not None:
@@ -179,6 +198,8 @@ class Worker:
             heartbeat.cancel()
             for task in self.tasks.values():
                 task.cancel()
+            if self.channel_state_files is not None:
+                self.channel_state_files.cancel()
             self.env.close()
             if self.io_pool is not None:
                 self.io_pool.shutdown(wait=False, cancel_futures=True)
@@ -195,7 +216,15 @@ class Worker:
             self.io_pool = ThreadPoolExecutor(
                 2, thread_name_prefix=f"undertow-io-{self.worker_index}"
             )
+        exactly_once = self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE"
+        if self.storage is not None and exactly_once and self.config.get(Options.UNALIGNED):
+            self.channel_state_files = ChannelStateFileWriter(
+                self.storage.write_file,
+                self.config.get(Options.MAX_SUBTASKS_PER_CHANNEL_STATE_FILE),
+                executor=self.io_pool,
+            )
         restored = await self._read_restored_state(graph, deploy)
+        restored_channels = await self._read_restored_channel_state(graph, deploy)
         plan = plan_execution(graph, deploy.num_workers)
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
@@ -209,15 +238,24 @@ class Worker:
             services = _TaskServices(self, vertex_id, subtask)
             writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
             gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
+            snapshots = restored.get((vertex_id, subtask))
+            if (vertex_id, subtask) in restored_channels:
+                snapshots = _with_channel_state(
+                    vertex, subtask, snapshots, gates, list(writers.values()),
+                    restored_channels[(vertex_id, subtask)],
+                )  # fmt: skip
             task = StreamTask(vertex, subtask, self.attempt, self.config, gates, writers,
-                              services, loop, restored.get((vertex_id, subtask)))  # fmt: skip
+                              services, loop, snapshots)  # fmt: skip
             services.task = task
+            channel_state_writer = None
+            if self.channel_state_files is not None:
+                channel_state_writer = self.channel_state_files.register(task.name)
+                self.channel_state_writers[(vertex_id, subtask)] = channel_state_writer
             task.checkpointer = SubtaskCheckpointer(
                 task.name, f"v{vertex_id}-s{subtask}.state", task.chain, gates,
                 list(writers.values()), _Responder(self, vertex_id, subtask),
                 self.storage.write_file if self.storage is not None else None, self.io_pool,
-                self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
-                task.current_watermark, self.config,
+                exactly_once, task.current_watermark, self.config, channel_state_writer,
             )  # fmt: skip
             self.tasks[(vertex_id, subtask)] = task
         needed.discard(self.worker_index)
@@ -261,6 +299,34 @@ class Worker:
                     unclaimed_message(assignment.metadata.checkpoint_id, list(stray))
                 )
         return restored
+
+    async def _read_restored_channel_state(
+        self, graph: JobGraph, deploy: Deploy
+    ) -> dict[tuple[int, int], _RestoredChannels]:
+        """Read and verify the channel state of this worker's subtasks through their merged
+        handles: one ranged read per handle on the I/O pool, its sha256 checked before any
+        chunk is used."""
+        assignment = deploy.restore
+        if assignment is None or not getattr(assignment, "channel_state", None):
+            return {}
+        storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
+        mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
+        loop = asyncio.get_running_loop()
+        result: dict[tuple[int, int], _RestoredChannels] = {}
+        for key, handles in assignment.channel_state.items():
+            if key not in mine:
+                continue
+            assert isinstance(handles, ChannelStateHandles), handles
+            sides: list[dict[ChannelId, tuple[bytes, ...]]] = []
+            for handle in (handles.input, handles.output):
+                chunks: dict[ChannelId, tuple[bytes, ...]] = {}
+                if handle is not None:
+                    chunks = await loop.run_in_executor(
+                        self.io_pool, _read_chunks, handle, storage.read_range
+                    )
+                sides.append(chunks)
+            result[key] = _RestoredChannels(assignment.checkpoint_id, sides[0], sides[1])
+        return result
 
     def _build_writers(
         self,
@@ -380,6 +446,14 @@ class Worker:
                 log.warning("worker %d: unexpected control message %r", self.worker_index, msg)
 
     async def _run_task(self, key: tuple[int, int], task: StreamTask) -> None:
+        try:
+            await self._run_task_reporting(key, task)
+        finally:
+            writer = self.channel_state_writers.pop(key, None)
+            if writer is not None and self.channel_state_files is not None:
+                self.channel_state_files.release(writer)  # its group stops waiting for it
+
+    async def _run_task_reporting(self, key: tuple[int, int], task: StreamTask) -> None:
         vertex_id, subtask = key
         add_log_context(task.name)
         try:
@@ -414,6 +488,68 @@ class Worker:
         self.send(WorkerFailed(self.attempt, self.worker_index, str(err), detail))
         for task in self.tasks.values():
             task.cancel()
+
+
+class _RestoredChannels:
+    """One subtask's channel state read back from shared files: chunks per channel."""
+
+    __slots__ = ("checkpoint_id", "inputs", "outputs")
+
+    def __init__(
+        self,
+        checkpoint_id: int,
+        inputs: dict[ChannelId, tuple[bytes, ...]],
+        outputs: dict[ChannelId, tuple[bytes, ...]],
+    ) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.inputs = inputs
+        self.outputs = outputs
+
+
+def _read_chunks(
+    handle: MergedChannelStateHandle, read_range: Any
+) -> dict[ChannelId, tuple[bytes, ...]]:
+    """Blocking: ``handle``'s verified region, as chunks per channel in stream order."""
+    chunks: dict[ChannelId, list[bytes]] = {}
+    for channel, chunk in read_channel_state(handle, read_range):
+        chunks.setdefault(channel, []).append(chunk)
+    return {channel: tuple(c) for channel, c in chunks.items()}
+
+
+def _with_channel_state(
+    vertex: JobVertex,
+    subtask: int,
+    snapshots: list[SubtaskSnapshot] | None,
+    gates: list[InputGate],
+    writers: list[RecordWriter],
+    restored: _RestoredChannels,
+) -> list[SubtaskSnapshot]:
+    """The subtask's snapshots with its channel state attached (the shape was checked by the
+    coordinator: same parallelism here and at every neighbour; the channels are checked here)."""
+    gate_channels = tuple(len(g.channels) for g in gates)
+    subpartitions = tuple(len(w.partition.subpartitions) for w in writers)
+    for what, chunks, sizes in (("input", restored.inputs, gate_channels),
+                                ("output", restored.outputs, subpartitions)):  # fmt: skip
+        for first, second in chunks:
+            if first >= len(sizes) or second >= sizes[first]:
+                raise RestoreError(
+                    f"{vertex.name} ({subtask + 1}/{vertex.parallelism}): checkpoint "
+                    f"{restored.checkpoint_id} holds {what} channel state of channel "
+                    f"{(first, second)}, which does not exist ({sizes} channels); the job's "
+                    "shape changed since the checkpoint"
+                )
+    snapshots = list(snapshots) if snapshots else [SubtaskSnapshot(parallelism=vertex.parallelism)]
+    if len(snapshots) != 1 or snapshots[0].channel_state is not None:
+        raise RestoreError(
+            f"{vertex.name} ({subtask + 1}/{vertex.parallelism}): checkpoint "
+            f"{restored.checkpoint_id} holds channel state in shared files, but the subtask "
+            f"restores {len(snapshots)} state files (rescaled or re-chained)"
+        )
+    snapshots[0].channel_state = ChannelState(
+        restored.checkpoint_id, subtask, vertex.parallelism, gate_channels, subpartitions,
+        restored.inputs, restored.outputs,
+    )  # fmt: skip
+    return snapshots
 
 
 def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> TaskMetrics:

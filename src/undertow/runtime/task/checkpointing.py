@@ -15,8 +15,13 @@ as :mod:`undertow.runtime.checkpoint.barrier_actions` specifies:
   without key context (``JobEdge.supports_unaligned`` false, unless
   ``execution.checkpointing.unaligned.forced``) get a FORCED_ALIGNED barrier; a FORCED_ALIGNED
   barrier that arrives is turned back into the job's mode for this task's own outputs.
-  Operator state and channel state go into one state file, written on a worker thread pool
-  once the channel state is complete; the acknowledgement carries the file handle.
+  Operator state goes into the subtask's state file, written on a worker thread pool once
+  the channel state is complete. Channel state goes where the channel-state writer puts it:
+  the worker's shared channel-state files (the acknowledgement then carries the merged
+  handles next to the state file's, as a ``SubtaskStateHandle``), or, with the in-memory
+  writer, the state file itself. A checkpoint that needs no channel state (aligned: a
+  savepoint, a FORCED_ALIGNED task) is aborted in the writer, so a shared writer's group does
+  not wait for this subtask.
 * ``InitInputsCheckpoint`` (unaligned): per channel, the input channel state is, in stream
   order, the unprocessed rest of the batch the task is in the middle of (and not yet processed
   restored batches), the deserializer's leftover bytes, the queued data buffers that arrived
@@ -73,13 +78,15 @@ from undertow.runtime.checkpoint.barrier_handler import (
     ScheduleAlignmentTimer,
     TriggerCheckpoint,
 )
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateResult,
     ChannelStateWriter,
     InMemoryChannelStateWriter,
     encode_chunk,
 )
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
-from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot, SubtaskStateHandle
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
@@ -451,6 +458,9 @@ class SubtaskCheckpointer:
         self._start_delay_ms = None
         self.chain.prepare_snapshot_pre_barrier(cid)
         needs_channel_state = self._broadcast_barrier(cid, barrier)
+        writer = self.channel_state
+        if writer is not None and not needs_channel_state and not writer.is_started(cid):
+            writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
         try:
             snapshot = self.chain.snapshot_state(cid)
             snapshot.watermark = self.current_watermark()
@@ -471,7 +481,9 @@ class SubtaskCheckpointer:
         async_started = time.perf_counter()
         if needs_channel_state and self.channel_state is not None:
             self.channel_state.when_finished(
-                cid, functools.partial(self._write, cid, snapshot, metrics, async_started)
+                cid,
+                functools.partial(self._write, cid, snapshot, metrics, async_started),
+                functools.partial(self._channel_state_failed, cid),
             )
         else:
             self._write(cid, snapshot, metrics, async_started, None)
@@ -482,16 +494,29 @@ class SubtaskCheckpointer:
         self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
                                f"{self.task_name}: snapshot failed: {detail}")  # fmt: skip
 
+    def _channel_state_failed(self, cid: int, err: BaseException) -> None:
+        reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+        self.responder.decline(cid, reason, f"{self.task_name}: writing channel state: {err}")
+
     def _write(
         self,
         cid: int,
         snapshot: SubtaskSnapshot,
         metrics: dict[str, Any],
         async_started: float,
-        channel_state: ChannelState | None,
+        channel_state: ChannelStateResult | None,
     ) -> None:
-        """Operator state (taken) and channel state (complete) into the state file, then ack."""
-        if channel_state is not None and not channel_state.is_empty:
+        """Operator state (taken) and channel state (complete) into the state file, then ack.
+
+        In-memory channel state goes into the state file; handles into shared files (already
+        written) go into the acknowledgement."""
+        handles: ChannelStateHandles | None = None
+        if isinstance(channel_state, ChannelStateHandles):
+            if channel_state.persisted_bytes:
+                handles = channel_state
+                metrics["persisted_data"] = channel_state.persisted_bytes
+                metrics["unaligned"] = True
+        elif channel_state is not None and not channel_state.is_empty:
             snapshot.channel_state = channel_state
             metrics["persisted_data"] = channel_state.input_bytes + channel_state.output_bytes
             metrics["unaligned"] = True
@@ -504,14 +529,20 @@ class SubtaskCheckpointer:
         metrics["state_size"] = len(data)
         if not data:
             metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
-            self.responder.acknowledge(cid, None, metrics)
+            self.responder.acknowledge(cid, _ack_handle(None, handles), metrics)
             return
         if self.state_writer is None or self.executor is None:
             self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
                                    "no checkpoint storage configured")  # fmt: skip
             return
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, self.state_writer, cid, self.file_name, data)
+        try:
+            future = loop.run_in_executor(
+                self.executor, self.state_writer, cid, self.file_name, data
+            )
+        except RuntimeError:  # the worker shut its I/O pool down: the attempt is over
+            log.debug("%s: checkpoint %d not written, the worker is stopping", self.task_name, cid)
+            return
         self._pending_writes.add(future)
 
         def done(f: asyncio.Future[Any]) -> None:
@@ -525,7 +556,7 @@ class SubtaskCheckpointer:
                 self.responder.decline(cid, reason, f"{self.task_name}: writing state: {detail}")
                 return
             metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
-            self.responder.acknowledge(cid, f.result(), metrics)
+            self.responder.acknowledge(cid, _ack_handle(f.result(), handles), metrics)
 
         future.add_done_callback(done)
 
@@ -557,3 +588,9 @@ class SubtaskCheckpointer:
     def cancel_pending(self) -> None:
         for future in self._pending_writes:
             future.cancel()
+
+
+def _ack_handle(state: Any, channel_state: ChannelStateHandles | None) -> Any:
+    """The state file's handle, or both kinds of handles when channel state is in shared
+    files."""
+    return state if channel_state is None else SubtaskStateHandle(state, channel_state)
