@@ -197,3 +197,5 @@ class RestoreAssignment:
     checkpoint_dir: str
     job_id: str
     subtask_files: dict[tuple[int, int], list[Any]]
+    #: Vertices whose operators were fully finished (FLIP-147): deployed as finished.
+    finished_vertices: frozenset[int] = frozenset()
