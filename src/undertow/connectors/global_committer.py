@@ -27,9 +27,9 @@ Protocol (the runtime side is ``undertow.runtime.task.global_committer_operator`
   operator starts (it names the sink's uid), so a job restored from an *older* retained
   checkpoint never mistakes its new checkpoints for ones the table already has.
 * End of a bounded input: each writer flushes and emits its last committables under
-  :data:`END_OF_INPUT`; the committer commits everything pending when its input ends. There
-  is no final checkpoint yet (FLIP-147), so as for the one-operator sinks a failure after that
-  point can make the restarted job write the last data again.
+  :data:`END_OF_INPUT`; with checkpointing on, the committer files them under its final
+  checkpoint (FLIP-147) and commits them when that completes; with checkpointing off it
+  commits everything pending when its input ends.
 
 Threading: writers run on their subtasks' loops; the committer on its one subtask's loop.
 """

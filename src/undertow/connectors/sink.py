@@ -11,9 +11,9 @@ the barrier is forwarded, the committables are part of the sink operator's check
 and ``commit`` runs after the checkpoint completed. After a failure, the committables of the
 restored checkpoint are committed again as soon as the sink restarts (before its writer is
 created), which is why commits must be idempotent. At the end of a bounded input the writer
-prepares once more and everything still pending is committed at once: there is no final
-checkpoint yet (FLIP-147), so a failure of another subtask after that point can make the
-restored job write that data again.
+flushes with ``end_of_input=True`` and prepares once more; with checkpointing on, those last
+committables go into the task's final checkpoint (FLIP-147) and are committed when it
+completes, before the task ends; with checkpointing off they are committed at once.
 """
 
 from __future__ import annotations

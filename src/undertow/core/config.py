@@ -400,6 +400,12 @@ class Options:
         False,
         "unaligned checkpoints: barriers overtake in-flight data, which becomes channel state",
     )
+    CHECKPOINTS_AFTER_TASKS_FINISH = bool_option(
+        "execution.checkpointing.checkpoints-after-tasks-finish",
+        True,
+        "FLIP-147: checkpoints go on after some tasks finished, and a finishing task waits for "
+        "a final checkpoint (which commits two-phase-commit sinks) before it closes",
+    )
     UNALIGNED_FORCED = bool_option(
         "execution.checkpointing.unaligned.forced",
         False,

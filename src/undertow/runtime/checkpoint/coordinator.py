@@ -15,8 +15,16 @@ Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_ch
    ``_metadata`` (commit point), add to the completed store, discard subsumed checkpoints,
    notify every task, print one line.
 
-Checkpoints are only triggered while every subtask runs (checkpoints after tasks finish come
-with FLIP-147). Threading: the JobMaster's loop thread; storage calls run on its executor.
+Checkpoints after tasks finished (FLIP-147, reference §6.2): the coordinator keeps the set of
+finished subtasks of the attempt (reported by ``on_task_finished``, and those deployed as
+finished on restore); :func:`.trigger_plan.plan_checkpoint` says whom a checkpoint triggers
+(running subtasks without a running predecessor), whom it waits for (running subtasks) and
+which vertices ``_metadata`` records as fully finished. A subtask that finishes while a
+checkpoint waits for it counts as acknowledged without state. With
+``execution.checkpointing.checkpoints-after-tasks-finish`` false the first finished task stops
+checkpointing for the attempt, as before FLIP-147.
+
+Threading: the JobMaster's loop thread; storage calls run on its executor.
 """
 
 from __future__ import annotations
@@ -61,6 +69,13 @@ from undertow.runtime.checkpoint.trigger_decider import (
     enqueue,
     remove,
 )
+from undertow.runtime.checkpoint.trigger_plan import (
+    RestoredVertex,
+    SubtaskKey,
+    SubtaskTopology,
+    finished_on_restore,
+    plan_checkpoint,
+)
 from undertow.runtime.network.buffer import serialize_object
 from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
 
@@ -95,6 +110,8 @@ class RestorePlan:
     enumerator_states: dict[int, Any]
     #: (vertex id, subtask) -> its channel state in shared files (same parallelism only)
     channel_state: dict[tuple[int, int], ChannelStateHandles] = field(default_factory=dict)
+    #: vertices (of the job being deployed) restored as finished (FLIP-147)
+    finished_vertices: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -152,14 +169,20 @@ class CheckpointCoordinator:
         self._sources = [(v.id, s) for v in graph.vertices if v.is_source
                          for s in range(v.parallelism)]  # fmt: skip
         self._tasks = frozenset((v.id, s) for v in graph.vertices for s in range(v.parallelism))
+        self._topology = SubtaskTopology.of(graph)
+        #: Subtasks of the current attempt that finished (FLIP-147).
+        self._finished: set[SubtaskKey] = set()
+        self.checkpoints_after_tasks_finish = config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH)
 
     @property
     def enabled(self) -> bool:
         return self.interval_ms > 0
 
     # -- lifecycle (per attempt) ----------------------------------------------------------------
-    def start(self) -> None:
-        """All tasks of the attempt run: start periodic triggering (random initial delay)."""
+    def start(self, finished: frozenset[SubtaskKey] = frozenset()) -> None:
+        """All tasks of the attempt run (but ``finished``, deployed as finished): start
+        periodic triggering (random initial delay)."""
+        self._finished = set(finished)
         if not self.enabled:
             return
         self._running = True
@@ -184,9 +207,21 @@ class CheckpointCoordinator:
         while self._completing:
             await asyncio.gather(*list(self._completing), return_exceptions=True)
 
-    def on_task_finished(self) -> None:
-        """A task finished: no checkpoint can complete any more in this attempt."""
-        self.stop(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
+    def on_task_finished(self, vertex_id: int, subtask: int) -> None:
+        """A subtask finished (after its final checkpoint and end of partition). Later
+        checkpoints skip it; pending ones that still wait for it count it as acknowledged
+        without state. Without ``checkpoints-after-tasks-finish`` no checkpoint can complete
+        any more in this attempt."""
+        if not self.checkpoints_after_tasks_finish:
+            self.stop(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
+            return
+        key = (vertex_id, subtask)
+        self._finished.add(key)
+        for cid, pending in list(self.pending.items()):
+            if key in pending.not_yet_acknowledged:
+                pending.props["finished"].add(key)
+                if pending.acknowledge(key, SubtaskStateHandle.of(None), {}) is AckResult.SUCCESS:
+                    self._on_acknowledged(cid, pending)
 
     def _schedule(self, delay_s: float) -> None:
         """The periodic timer: every interval, queue a periodic request and decide."""
@@ -228,18 +263,22 @@ class CheckpointCoordinator:
 
     # -- trigger --------------------------------------------------------------------------------
     def _trigger(self, now: int) -> None:
+        plan = plan_checkpoint(self._topology, self._finished)
+        if not plan.trigger:
+            return  # every subtask finished: the attempt is about to end
         cid = self.next_id
         self.next_id += 1
         barrier = CheckpointBarrier(cid, now, self.options)
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
+        props = {"enumerators": enumerator_states, "finished": set(plan.finished)}
         pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]] = PendingCheckpoint(
-            cid, now, self._tasks, {"enumerators": enumerator_states}
+            cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
         loop = asyncio.get_running_loop()
         self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
-        for vertex_id, subtask in self._sources:
+        for vertex_id, subtask in sorted(plan.trigger):
             self.gateway.trigger_source(vertex_id, subtask, barrier)
 
     def _expire(self, cid: int) -> None:
@@ -256,8 +295,13 @@ class CheckpointCoordinator:
             if not state.is_empty and cid not in self.metadata:
                 self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
             return
-        result = pending.acknowledge((vertex_id, subtask), state, metrics)
-        if result is AckResult.SUCCESS and pending.is_fully_acknowledged:
+        if pending.acknowledge((vertex_id, subtask), state, metrics) is AckResult.SUCCESS:
+            self._on_acknowledged(cid, pending)
+
+    def _on_acknowledged(
+        self, cid: int, pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]
+    ) -> None:
+        if pending.is_fully_acknowledged:
             del self.pending[cid]
             timer = self._timeouts.pop(cid, None)
             if timer is not None:
@@ -316,6 +360,7 @@ class CheckpointCoordinator:
                     None, self.storage.write_file, cid, f"enumerator-v{vid}.state", data
                 )
             states = pending.acknowledged_states
+            fully = plan_checkpoint(self._topology, pending.props["finished"]).fully_finished
             vertices = tuple(
                 VertexMetadata(
                     vertex_id=v.id,
@@ -323,7 +368,7 @@ class CheckpointCoordinator:
                     uids=tuple(op.uid for op in v.operators),
                     parallelism=v.parallelism,
                     max_parallelism=v.max_parallelism,
-                    finished=False,
+                    finished=v.id in fully,
                     subtasks=_present(
                         {s: _state_file(states.get((v.id, s))) for s in range(v.parallelism)}
                     ),
@@ -434,10 +479,21 @@ class CheckpointCoordinator:
             raise RestoreError(unclaimed_message(
                 meta.checkpoint_id, [u for v in unclaimed for u in v.uids]
             ))  # fmt: skip
+        finished_uids = frozenset(u for v in meta.vertices if v.finished for u in v.uids)
+        finished = finished_on_restore(
+            [
+                RestoredVertex(v.id, v.name, tuple(op.uid for op in v.operators),
+                               frozenset(e.source_vertex for e in v.inputs))
+                for v in self.graph.vertices
+            ],
+            finished_uids, meta.checkpoint_id,
+        )  # fmt: skip
         files: dict[tuple[int, int], list[FileHandle]] = {}
         channel_state: dict[tuple[int, int], ChannelStateHandles] = {}
         enumerators: dict[int, Any] = {}
         for vertex in self.graph.vertices:
+            if vertex.id in finished:
+                continue  # deployed as finished: no state, no enumerator
             uids = {op.uid for op in vertex.operators}
             matched = [old for old in meta.vertices if set(old.uids) & uids]
             if not matched:
@@ -463,7 +519,7 @@ class CheckpointCoordinator:
                     data = storage.read_file(handle, meta.checkpoint_id)
                     enumerators[vertex.id] = pickle.loads(data)
         return RestorePlan(meta, storage.root_uri, storage.job_id, files, enumerators,
-                           channel_state)  # fmt: skip
+                           channel_state, finished)  # fmt: skip
 
     def _check_channel_state_shape(
         self,

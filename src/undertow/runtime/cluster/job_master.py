@@ -449,7 +449,11 @@ class JobMaster:
         finished = asyncio.ensure_future(attempt.done.wait())
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
-            self.coordinator.start()
+            done = frozenset() if restore is None else frozenset(
+                (vid, s) for vid in restore.finished_vertices
+                for s in range(self.job_graph.vertex(vid).parallelism)
+            )  # fmt: skip
+            self.coordinator.start(done)
         await finished
         deployed.cancel()
         watchdog.cancel()
@@ -546,7 +550,8 @@ class JobMaster:
         if restore is not None:
             assignment = RestoreAssignment(restore.metadata.checkpoint_id, restore.checkpoint_dir,
                                            restore.job_id, restore.subtask_files,
-                                           restore.channel_state)  # fmt: skip
+                                           restore.channel_state,
+                                           restore.finished_vertices)  # fmt: skip
         self._set_status(JobStatus.RUNNING)
         attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():
@@ -620,7 +625,11 @@ class JobMaster:
         elif isinstance(msg, TaskFinished):
             attempt.finished.add((msg.vertex_id, msg.subtask))
             attempt.finished_at[(msg.vertex_id, msg.subtask)] = _now_ms()
-            self._stop_checkpoints(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
+            coordinator = self.coordinator
+            if coordinator is not None and coordinator.checkpoints_after_tasks_finish:
+                coordinator.on_task_finished(msg.vertex_id, msg.subtask)  # FLIP-147
+            else:
+                self._stop_checkpoints(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
             for name, value in msg.accumulators.items():
                 prev = attempt.accumulators.get(name)
                 attempt.accumulators[name] = value if prev is None else prev + value

@@ -199,3 +199,5 @@ class RestoreAssignment:
     job_id: str
     subtask_files: dict[tuple[int, int], list[Any]]
     channel_state: dict[tuple[int, int], Any] = field(default_factory=dict)
+    #: Vertices whose operators were fully finished (FLIP-147): deployed as finished.
+    finished_vertices: frozenset[int] = frozenset()

@@ -83,6 +83,7 @@ from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
@@ -257,6 +258,9 @@ class Worker:
                 self.storage.write_file if self.storage is not None else None, self.io_pool,
                 exactly_once, task.current_watermark, self.config, channel_state_writer,
             )  # fmt: skip
+            task.deployed_finished = (
+                deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
+            )
             self.tasks[(vertex_id, subtask)] = task
         needed.discard(self.worker_index)
         await self.env.connect_peers(deploy.peers, needed)
@@ -425,7 +429,9 @@ class Worker:
                 task.post(task.head.no_more_splits)
             elif isinstance(msg, TriggerCheckpoint):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]
-                if task.checkpointer is not None:
+                # A task that finished meanwhile: its TaskFinished makes the JobMaster count it
+                # as acknowledged (FLIP-147), so the trigger is dropped.
+                if task.checkpointer is not None and not isinstance(task.lifecycle, Finished):
                     task.post(functools.partial(task.checkpointer.trigger_checkpoint, msg.barrier))
             elif isinstance(msg, NotifyCheckpointComplete):
                 for task in self.tasks.values():

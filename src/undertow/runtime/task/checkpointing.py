@@ -36,7 +36,12 @@ as :mod:`undertow.runtime.checkpoint.barrier_actions` specifies:
   ``CancelCheckpointMarker`` downstream so nobody waits for this task's barrier.
 
 Source tasks have no input barriers: the JobMaster triggers them through
-:meth:`trigger_checkpoint`, run as a mail.
+:meth:`trigger_checkpoint`, run as a mail. So it does for a task all of whose producers have
+finished (FLIP-147, reference §6.2): no barrier comes from upstream any more. Such a task takes
+the checkpoint once every input channel delivered ``EndOfPartitionEvent`` — at once if they
+all did, otherwise when the last one arrives: the records still queued before those ends were
+sent before the checkpoint was triggered, so they are processed before the snapshot (the
+producers are finished and are not re-run on restore, so nothing may stay in the channels).
 
 Per-checkpoint metrics in the acknowledgement: ``start_delay_ms`` (first barrier taken minus
 trigger timestamp), ``alignment_duration_ms`` (first barrier to snapshot), ``sync_duration_ms``,
@@ -184,6 +189,11 @@ class SubtaskCheckpointer:
                 tuple(len(w.partition.subpartitions) for w in writers),
             )  # fmt: skip
         self.task: TaskInput | None = None
+        #: Called after the operators were notified of a completed checkpoint (the task's
+        #: lifecycle waits for its final checkpoint through it).
+        self.completion_listener: Callable[[int], None] | None = None
+        #: A checkpoint triggered by the JobMaster while some input had not ended yet.
+        self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
         self._pending_writes: set[asyncio.Future[Any]] = set()
         self.alignment_started: float | None = None
@@ -254,11 +264,26 @@ class SubtaskCheckpointer:
             self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
         else:
             self._execute(self.handler.on_end_of_partition(index))
+        deferred = self._deferred_trigger
+        if deferred is not None and all(g.is_finished for g in self.gates):
+            self._deferred_trigger = None
+            self._perform(deferred)
 
     def trigger_checkpoint(self, barrier: CheckpointBarrier) -> None:
-        """A source subtask's checkpoint, triggered by the JobMaster (a mail)."""
+        """A checkpoint triggered by the JobMaster (a mail): a source subtask's, or one of a
+        task whose producers all finished, taken when its inputs have all ended (see the
+        module docstring). A newer trigger replaces a deferred older one, which is declined."""
         self._note_first_barrier(barrier)
-        self._perform(barrier)
+        if all(g.is_finished for g in self.gates):
+            self._perform(barrier)
+            return
+        older = self._deferred_trigger
+        self._deferred_trigger = barrier
+        if older is not None and older.checkpoint_id < barrier.checkpoint_id:
+            self.responder.decline(older.checkpoint_id,
+                                   CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED,
+                                   f"{self.task_name}: subsumed by checkpoint "
+                                   f"{barrier.checkpoint_id} before its inputs ended")  # fmt: skip
 
     def _note_first_barrier(self, barrier: CheckpointBarrier) -> None:
         if self.alignment_started is None and barrier.checkpoint_id > self.last_checkpoint_id:
@@ -580,8 +605,13 @@ class SubtaskCheckpointer:
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self.chain.notify_checkpoint_complete(checkpoint_id)
+        if self.completion_listener is not None:
+            self.completion_listener(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        deferred = self._deferred_trigger
+        if deferred is not None and deferred.checkpoint_id == checkpoint_id:
+            self._deferred_trigger = None
         self._forget(checkpoint_id)
         self.chain.notify_checkpoint_aborted(checkpoint_id)
 

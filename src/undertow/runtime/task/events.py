@@ -18,5 +18,18 @@ class WatermarkStatusEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class EndOfData:
+    """The producer emitted its last record on this channel (FLIP-147's ``EndOfData``).
+
+    Sent after the producer's operators ran ``finish()`` and before the barrier of its final
+    checkpoint: checkpoint barriers and ``EndOfPartitionEvent`` may still follow, records may
+    not. ``drain``: the producer finished its operators (end of input, or stop with drain);
+    false for a stop without drain, where operators did not finish and their timers did not fire.
+    """
+
+    drain: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class EndOfPartitionEvent:
     """The producer subtask finished; nothing follows on this channel."""

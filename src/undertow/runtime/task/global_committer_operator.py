@@ -7,12 +7,17 @@ Lifecycle (all on the one subtask's loop thread)::
 
     restore_custom_state -> open (commit restored requests, in order) ->
     process_batch (collect CommittableMessages per checkpoint and writer subtask)* |
-    snapshot_custom_state(n) | notify_checkpoint_complete(n) ... -> finish (commit all) -> close
+    snapshot_custom_state(n) | notify_checkpoint_complete(n) ... -> finish -> close
+
+At ``finish`` (every writer ended, their ``END_OF_INPUT`` messages received): with a final
+checkpoint (FLIP-147) the end-of-input committables are filed under the next checkpoint this
+operator takes (``prepare_snapshot_pre_barrier``), so they are in the final checkpoint's state
+and committed when it completes; without checkpoints everything pending is committed at once.
 
 Invariants:
 
 * A checkpoint's committables are committed only after a checkpoint ``>=`` it completed
-  (or at the end of input), in checkpoint order, as one request.
+  (or at the end of input when checkpointing is off), in checkpoint order, as one request.
 * Every pending request is in every checkpoint this operator takes until it is committed,
   with the committer id it will be committed under; a restore commits them again, and the
   committer's idempotency (``committer_id``, ``checkpoint_id``) makes the replay a no-op.
@@ -46,6 +51,7 @@ from undertow.connectors.global_committer import (
 )
 from undertow.core.errors import UndertowError
 from undertow.runtime.network.buffer import serialize_object
+from undertow.runtime.task.lifecycle import final_checkpoint_required
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 
 log = logging.getLogger(__name__)
@@ -87,6 +93,8 @@ class GlobalCommitterOperator(OneInputStreamOperator):
         self.committed = 0
         self.already_committed = 0
         self._restored: dict[int, _Pending] = {}
+        #: ``finish`` ran and a final checkpoint takes the end-of-input committables.
+        self._finished = False
 
     def open(self) -> None:
         if self.ctx.parallelism != 1:
@@ -119,6 +127,18 @@ class GlobalCommitterOperator(OneInputStreamOperator):
             pending.by_subtask.setdefault(message.subtask, []).extend(message.committables)
 
     # -- checkpoints ---------------------------------------------------------------------------
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """After ``finish``: the end-of-input committables belong to this checkpoint."""
+        final = self.pending.pop(END_OF_INPUT, None) if self._finished else None
+        if final is None:
+            return
+        target = self.pending.get(checkpoint_id)
+        if target is None:
+            self.pending[checkpoint_id] = final
+        else:
+            for s, committables in final.by_subtask.items():
+                target.by_subtask.setdefault(s, []).extend(committables)
+
     def snapshot_custom_state(self, checkpoint_id: int) -> bytes | None:
         state = {
             "version": STATE_VERSION,
@@ -179,8 +199,11 @@ class GlobalCommitterOperator(OneInputStreamOperator):
 
     # -- end -----------------------------------------------------------------------------------
     def finish(self) -> None:
-        """End of input: commit everything pending, the writers' final committables last.
-        No final checkpoint exists yet (FLIP-147), see the contract."""
+        """End of input: with a final checkpoint, leave everything pending to it (see the
+        module docstring); otherwise commit it all, the writers' final committables last."""
+        if final_checkpoint_required(self.ctx.config):
+            self._finished = True
+            return
         for cid in sorted(self.pending):
             self._commit(cid, self.pending.pop(cid))
 

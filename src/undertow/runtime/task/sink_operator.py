@@ -15,11 +15,16 @@ Protocol (all on the task's loop thread):
 * restore: the committables of the restored checkpoint are committed in ``open``, before the
   writer exists (Flink: "as quickly as possible"). At another parallelism, old subtask ``j``'s
   committables go to new subtask ``j % parallelism``.
-* ``finish`` (end of input): flush, prepare, and commit everything pending (no final
-  checkpoint yet; see ``undertow.connectors.sink``).
+* ``finish`` (end of input): ``flush(True)`` and prepare the last committables. With a final
+  checkpoint (FLIP-147, :func:`~undertow.runtime.task.lifecycle.final_checkpoint_required`)
+  they are *not* committed here: the next ``prepare_snapshot_pre_barrier(n)`` files them under
+  checkpoint ``n`` (the task's final checkpoint, taken after its ``EndOfData``), so they are in
+  that checkpoint's state and committed by its ``notify_checkpoint_complete``; the task waits
+  for that before it closes. Without checkpoints everything pending is committed in ``finish``.
 
 Invariant: a committable is committed only after a checkpoint that contains it completed, or
-at the end of input; it is committed at least once, and commits are idempotent.
+at the end of input when checkpointing is off; it is committed at least once, and commits are
+idempotent.
 
 With ``emit_committables`` (sinks with a global committer, see
 :mod:`undertow.connectors.global_committer`) the operator is only the writer: it keeps no
@@ -36,6 +41,7 @@ from typing import Any
 from undertow.connectors.global_committer import END_OF_INPUT, CommittableMessage
 from undertow.connectors.sink import Committer, Sink, SinkWriter, SinkWriterContext
 from undertow.runtime.network.buffer import serialize_object
+from undertow.runtime.task.lifecycle import final_checkpoint_required
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 
 #: Version of the pickled operator state; bump when its layout changes.
@@ -70,6 +76,8 @@ class SinkWriterOperator(OneInputStreamOperator):
         self.pending: dict[int, list[Any]] = {}
         self.restored_checkpoint_id: int | None = None
         self._restored: list[Any] = []
+        #: After ``finish`` with a final checkpoint: the last committables, for the next one.
+        self._final: list[Any] | None = None
 
     def open(self) -> None:
         if not self.emit_committables:
@@ -86,6 +94,11 @@ class SinkWriterOperator(OneInputStreamOperator):
     # -- checkpoints ---------------------------------------------------------------------------
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         assert self.writer is not None
+        if self._final is not None:  # finished: the writer is flushed for good
+            if self._final:
+                self.pending.setdefault(checkpoint_id, []).extend(self._final)
+            self._final = []
+            return
         self.writer.flush(False)
         committables = self.writer.prepare_commit()
         if self.emit_committables:
@@ -140,7 +153,13 @@ class SinkWriterOperator(OneInputStreamOperator):
         self.writer.flush(True)
         final = self.writer.prepare_commit()
         if self.emit_committables:
+            # Before EndOfData: nothing may follow it on the edge to the committer, which
+            # files these under the final checkpoint.
             self._emit(END_OF_INPUT, final)
+            self._final = []
+            return
+        if final_checkpoint_required(self.ctx.config):
+            self._final = list(final)  # committed through the final checkpoint
             return
         for cid in sorted(self.pending):
             self._commit(self.pending.pop(cid))

@@ -9,9 +9,17 @@ unavailable — also in the middle of an input batch: the rest of the batch stay
 chunk takes about a quarter of the slice: the cost is one clock read per chunk, not per record.
 
 Watermarks are combined per input by a :class:`StatusWatermarkValve`; a two-input head sees
-the minimum of its inputs. End of input: every channel delivered ``EndOfPartitionEvent``
-(network inputs) or the source reader reported ``END_OF_INPUT``; the chain then finishes,
-writers flush, and ``EndOfPartitionEvent`` goes downstream.
+the minimum of its inputs. End of data: every channel delivered ``EndOfData`` or
+``EndOfPartitionEvent`` (network inputs), or the source reader reported ``END_OF_INPUT`` (its
+watermark goes to MAX first). The lifecycle then follows :mod:`undertow.runtime.task.lifecycle`
+(FLIP-147): the chain's ``finish()`` runs (it may still emit), ``EndOfData`` goes downstream
+after the last record, and the task keeps serving mails and input events (barriers, end of
+partition) until a checkpoint taken after its ``EndOfData`` completed — when a final
+checkpoint is required — and every input partition ended; only then ``EndOfPartitionEvent``
+goes downstream and the operators close (``close`` also runs after a failure). A task
+*deployed as finished* (its operator was fully finished in the restored checkpoint) runs no
+operator: it sends ``EndOfData`` and ``EndOfPartitionEvent`` at once and waits for its inputs'
+ends.
 
 Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
 ``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
@@ -64,7 +72,19 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.context import LoopProcessingTimeService
-from undertow.runtime.task.events import EndOfPartitionEvent, WatermarkEvent, WatermarkStatusEvent
+from undertow.runtime.task.events import (
+    EndOfData,
+    EndOfPartitionEvent,
+    WatermarkEvent,
+    WatermarkStatusEvent,
+)
+from undertow.runtime.task.lifecycle import (
+    Finished,
+    Finishing,
+    Running,
+    TaskLifecycle,
+    final_checkpoint_required,
+)
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
 
@@ -79,6 +99,14 @@ _SOURCE_BACKOFF_S = 0.005
 
 class TaskCancelled(JobCancelledError):
     pass
+
+
+def _nothing() -> None:
+    pass
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +222,14 @@ class StreamTask:
             gate.set_listener(self.wake)
         self.restored = restored
         self._checkpointer: SubtaskCheckpointer | None = None
+        self.lifecycle: TaskLifecycle = Running()
+        #: Wait for a final checkpoint after EndOfData (FLIP-147) before closing.
+        self.final_checkpoint = final_checkpoint_required(config)
+        #: The vertex was fully finished in the restored checkpoint: run no operator.
+        self.deployed_finished = False
+        #: (id(gate), channel index) of channels that delivered EndOfData or end of partition.
+        self._data_ended: set[tuple[int, int]] = set()
+        self._num_channels = sum(len(g.channels) for g in gates)
 
     @property
     def checkpointer(self) -> SubtaskCheckpointer | None:
@@ -206,6 +242,7 @@ class StreamTask:
         self._priority_events = checkpointer is not None and checkpointer.unaligned_enabled
         if checkpointer is not None:
             checkpointer.attach(self)
+            checkpointer.completion_listener = self._on_checkpoint_complete
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -241,8 +278,12 @@ class StreamTask:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Run until end of input (bounded) or cancellation; raises what failed the task."""
+        """Run until the end (bounded input, after the final checkpoint) or cancellation;
+        raises what failed the task. The lifecycle is in the module docstring."""
         self.time_accounting = TaskTimeAccounting()
+        if self.deployed_finished:
+            await self._run_finished()
+            return
         try:
             if self.restored:
                 self.chain.restore(self.restored)
@@ -251,10 +292,18 @@ class StreamTask:
             self.chain.open()
             self._schedule_flush()
             if self.chain.is_source:
-                await self._loop(self._source_slice, self._source_ready)
+                action, ready = self._source_slice, self._source_ready
             else:
-                await self._loop(self._input_slice, self._input_ready)
+                action, ready = self._input_slice, self._input_ready
+            await self._loop(action, ready, self._is_end_of_data)
             self.chain.finish()
+            self._end_data()
+            if self.chain.is_source:
+                action, ready = _nothing, _never
+            await self._loop(action, ready, self._may_close)
+            lifecycle = self.lifecycle
+            assert isinstance(lifecycle, Finishing)
+            self.lifecycle = lifecycle.close()
             for writer in self.writers:
                 writer.broadcast_event(EndOfPartitionEvent())
         finally:
@@ -262,7 +311,64 @@ class StreamTask:
             if errors:
                 log.warning("%s: errors while closing operators: %s", self.name, errors)
 
-    async def _loop(self, action: Callable[[], None], ready: Callable[[], bool]) -> None:
+    def _end_data(self) -> None:
+        """``finish()`` ran: send ``EndOfData`` after the last record; start waiting."""
+        for writer in self.writers:
+            writer.broadcast_event(EndOfData())
+        checkpointer = self.checkpointer
+        last = checkpointer.last_checkpoint_id if checkpointer is not None else -1
+        wait = self.final_checkpoint and checkpointer is not None
+        lifecycle = self.lifecycle
+        assert isinstance(lifecycle, Running), lifecycle
+        finishing = lifecycle.end_of_data(last, wait)
+        if all(g.is_finished for g in self.gates):
+            finishing = finishing.all_inputs_ended()
+        self.lifecycle = finishing
+
+    def _is_end_of_data(self) -> bool:
+        return self._end_of_input
+
+    def _may_close(self) -> bool:
+        lifecycle = self.lifecycle
+        return isinstance(lifecycle, Finishing) and lifecycle.may_close
+
+    def _on_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Called by the checkpointer after the operators were notified (a mail)."""
+        lifecycle = self.lifecycle
+        if isinstance(lifecycle, Finishing):
+            self.lifecycle = lifecycle.checkpoint_complete(checkpoint_id)
+
+    async def _run_finished(self) -> None:
+        """Deployed as finished: no operator runs; end the outputs at once, then wait for
+        every input to end (a fully finished operator's predecessors are finished too, so
+        only ``EndOfData`` and ``EndOfPartitionEvent`` can arrive)."""
+        for writer in self.writers:
+            writer.broadcast_event(EndOfData())
+        while not all(g.is_finished for g in self.gates):
+            if self._cancelled:
+                raise TaskCancelled(f"{self.name} was cancelled")
+            polled = self._poll()
+            if polled is None:
+                self._wake.clear()
+                if not any(g.has_input() for g in self.gates) and not self._cancelled:
+                    await self._wake.wait()
+                continue
+            gate, channel, payload = polled
+            if type(payload) is EndOfPartitionEvent:
+                gate.mark_finished(channel)
+            elif type(payload) is tuple:
+                raise StateError(
+                    f"{self.name}: operator '{self.vertex.name}' was restored as finished, but "
+                    f"{channel.name} delivered records (its producer is not finished)"
+                )
+            # EndOfData, and barriers of a finished producer: nothing to do
+        self.lifecycle = Finished()
+        for writer in self.writers:
+            writer.broadcast_event(EndOfPartitionEvent())
+
+    async def _loop(
+        self, action: Callable[[], None], ready: Callable[[], bool], done: Callable[[], bool]
+    ) -> None:
         wake = self._wake
         accounting = self.time_accounting
         while True:
@@ -271,7 +377,7 @@ class StreamTask:
                 self._process_priority_events()
             if self._cancelled:
                 raise TaskCancelled(f"{self.name} was cancelled")
-            if self._end_of_input:
+            if done():
                 return
             if ready() and self._output_available():
                 action()
@@ -459,6 +565,8 @@ class StreamTask:
                         break
                     gate, channel, payload = polled
                     if type(payload) is tuple:
+                        if self._data_ended and (id(gate), channel.index) in self._data_ended:
+                            self._records_after_end_of_data(channel)
                         self._current = current = [gate, channel, payload[0], payload[1], 0, False]
                     else:
                         self._on_event(gate, channel, payload)
@@ -522,15 +630,35 @@ class StreamTask:
         elif type(event) is CancelCheckpointMarker:
             if self.checkpointer is not None:
                 self.checkpointer.on_cancel_marker(channel, event)
+        elif type(event) is EndOfData:
+            self._on_channel_data_ended(gate, channel, key, valve, index)
         elif type(event) is EndOfPartitionEvent:
             gate.mark_finished(channel)
             if self.checkpointer is not None:
                 self.checkpointer.on_end_of_partition(channel)
-            self._on_valve_status(key, *valve.end_of_input(index))
-            if all(g.is_finished for g in self.gates):
-                self._end_of_input = True
+            self._on_channel_data_ended(gate, channel, key, valve, index)
+            lifecycle = self.lifecycle
+            if isinstance(lifecycle, Finishing) and all(g.is_finished for g in self.gates):
+                self.lifecycle = lifecycle.all_inputs_ended()
         else:
             raise TypeError(f"{self.name}: unexpected event {event!r} on {channel.name}")
+
+    def _on_channel_data_ended(
+        self, gate: InputGate, channel: InputChannel, key: int, valve: StatusWatermarkValve,
+        index: int,
+    ) -> None:  # fmt: skip
+        """No more records on ``channel``: its watermark goes to MAX; when every channel
+        ended, the task's data ended."""
+        self._data_ended.add((id(gate), channel.index))
+        self._on_valve_status(key, *valve.end_of_input(index))
+        if len(self._data_ended) == self._num_channels:
+            self._end_of_input = True
+
+    def _records_after_end_of_data(self, channel: InputChannel) -> None:
+        raise StateError(
+            f"{self.name}: operator '{self.vertex.name}' received records on {channel.name} "
+            "after EndOfData (its producer sent records after finishing)"
+        )
 
     def _on_valve_watermark(self, key: int, watermark: int | None) -> None:
         if watermark is None:

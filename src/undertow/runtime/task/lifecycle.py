@@ -1,0 +1,89 @@
+"""A subtask's lifecycle after its input ends (FLIP-147, reference §6.1): a pure state machine.
+
+::
+
+    Running --end_of_data--> Finishing --(final checkpoint complete, inputs ended)--> Finished
+
+* **Running**: the task processes input. At the end of its data (a source is exhausted, or
+  every input channel delivered ``EndOfData`` or ``EndOfPartitionEvent``) the task runs its
+  chain's ``finish()``, sends ``EndOfData`` downstream and moves to Finishing, remembering the
+  id of the last checkpoint it had taken.
+* **Finishing**: ``finish()`` ran and ``EndOfData`` went out; the task keeps serving its mailbox
+  (barriers, triggers, notifications, timers) and its inputs (barriers and end of partition
+  still arrive). It may close once (a) a checkpoint with an id *above* the one remembered has
+  completed — every such checkpoint was taken by this task after its ``EndOfData``, so it holds
+  the operators' final state (a sink's last committables) and its notification commits them —
+  and (b) every input channel delivered ``EndOfPartitionEvent``. Without a final checkpoint
+  (checkpointing off, BATCH mode, or ``execution.checkpointing.checkpoints-after-tasks-finish``
+  false) only (b) is required.
+* **Finished**: operators are closed and ``EndOfPartitionEvent`` is sent; nothing runs any more.
+
+Decisions are pure: each event returns the next state; the task (its loop thread) executes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from undertow.core.config import Configuration, Options
+
+
+def final_checkpoint_required(config: Configuration) -> bool:
+    """Whether a finishing task waits for a final checkpoint (and sinks commit through it):
+    periodic checkpoints are on, the job runs in STREAMING mode, and
+    ``execution.checkpointing.checkpoints-after-tasks-finish`` is true."""
+    return (
+        config.get(Options.CHECKPOINT_INTERVAL) > 0
+        and config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH)
+        and config.get(Options.RUNTIME_MODE) != "BATCH"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """Input is processed; ``finish()`` has not run."""
+
+    def end_of_data(self, last_checkpoint_id: int, wait_for_final_checkpoint: bool) -> Finishing:
+        """``finish()`` ran and ``EndOfData`` was sent; ``last_checkpoint_id`` is the newest
+        checkpoint this task had taken before (``-1``: none)."""
+        return Finishing(
+            after_checkpoint=last_checkpoint_id,
+            final_checkpoint_done=not wait_for_final_checkpoint,
+            inputs_ended=False,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Finishing:
+    """``finish()`` ran, ``EndOfData`` was sent; waiting for the final checkpoint and for the
+    end of every input partition. Invariant: ``final_checkpoint_done`` never goes back."""
+
+    #: Checkpoints with an id above this one were taken after ``EndOfData``.
+    after_checkpoint: int
+    final_checkpoint_done: bool
+    inputs_ended: bool
+
+    def checkpoint_complete(self, checkpoint_id: int) -> Finishing:
+        if self.final_checkpoint_done or checkpoint_id <= self.after_checkpoint:
+            return self
+        return Finishing(self.after_checkpoint, True, self.inputs_ended)
+
+    def all_inputs_ended(self) -> Finishing:
+        return Finishing(self.after_checkpoint, self.final_checkpoint_done, True)
+
+    @property
+    def may_close(self) -> bool:
+        return self.final_checkpoint_done and self.inputs_ended
+
+    def close(self) -> Finished:
+        if not self.may_close:
+            raise RuntimeError(f"a finishing task cannot close yet: {self}")
+        return Finished()
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """Operators closed, ``EndOfPartitionEvent`` sent."""
+
+
+TaskLifecycle = Running | Finishing | Finished
