@@ -11,6 +11,7 @@ from undertow.runtime.checkpoint.trigger_plan import (
     RestoredVertex,
     SubtaskTopology,
     finished_on_restore,
+    late_triggers,
     plan_checkpoint,
 )
 from undertow.runtime.task.lifecycle import Finishing, Running
@@ -90,6 +91,24 @@ def test_consumer_of_finished_producers_is_triggered_directly() -> None:
     # a consumer reported finished before its producer is not fully finished yet
     plan = plan_checkpoint(topology, {(0, 0), (1, 0)})
     assert plan.fully_finished == frozenset()
+
+
+def test_successors_of_a_triggered_subtask_that_finished_first_are_triggered_late() -> None:
+    """Checkpoint 7 triggered (1, 0); it finished before taking the barrier, so no barrier
+    reaches (2, 0) from it: the coordinator triggers (2, 0) directly, once."""
+    topology = SubtaskTopology(
+        parallelism={0: 1, 1: 1, 2: 1},
+        vertex_inputs={0: frozenset(), 1: frozenset({0}), 2: frozenset({1})},
+        predecessors={(1, 0): frozenset({(0, 0)}), (2, 0): frozenset({(1, 0)})},
+    )
+    finished = {(0, 0), (1, 0)}
+    waiting = {(2, 0)}
+    assert late_triggers(topology, finished, waiting, triggered={(1, 0)}) == {(2, 0)}
+    assert late_triggers(topology, finished, waiting, triggered={(1, 0), (2, 0)}) == frozenset()
+    # (2, 0) acknowledged already (the barrier got there first): nothing to trigger
+    assert late_triggers(topology, finished, set(), triggered={(1, 0)}) == frozenset()
+    # its producer still runs: it will forward the barrier
+    assert late_triggers(topology, {(0, 0)}, {(1, 0), (2, 0)}, {(0, 0)}) == {(1, 0)}
 
 
 def _vertex(vid: int, uids: tuple[str, ...], inputs: set[int]) -> RestoredVertex:

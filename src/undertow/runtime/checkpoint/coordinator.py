@@ -74,6 +74,7 @@ from undertow.runtime.checkpoint.trigger_plan import (
     SubtaskKey,
     SubtaskTopology,
     finished_on_restore,
+    late_triggers,
     plan_checkpoint,
 )
 from undertow.runtime.network.buffer import serialize_object
@@ -222,6 +223,14 @@ class CheckpointCoordinator:
                 pending.props["finished"].add(key)
                 if pending.acknowledge(key, SubtaskStateHandle.of(None), {}) is AckResult.SUCCESS:
                     self._on_acknowledged(cid, pending)
+            if cid not in self.pending:
+                continue
+            props = pending.props
+            late = late_triggers(self._topology, self._finished, pending.not_yet_acknowledged,
+                                 props["triggered"])  # fmt: skip
+            for vertex_id, subtask in sorted(late):
+                props["triggered"].add((vertex_id, subtask))
+                self.gateway.trigger_source(vertex_id, subtask, props["barrier"])
 
     def _schedule(self, delay_s: float) -> None:
         """The periodic timer: every interval, queue a periodic request and decide."""
@@ -271,7 +280,12 @@ class CheckpointCoordinator:
         barrier = CheckpointBarrier(cid, now, self.options)
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
-        props = {"enumerators": enumerator_states, "finished": set(plan.finished)}
+        props = {
+            "enumerators": enumerator_states,
+            "finished": set(plan.finished),
+            "barrier": barrier,
+            "triggered": set(plan.trigger),
+        }
         pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]] = PendingCheckpoint(
             cid, now, plan.wait_for, props
         )

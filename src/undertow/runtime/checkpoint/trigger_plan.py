@@ -115,6 +115,24 @@ def plan_checkpoint(topology: SubtaskTopology, finished: Iterable[SubtaskKey]) -
     return CheckpointPlan(trigger, running, done, frozenset(fully))
 
 
+def late_triggers(
+    topology: SubtaskTopology,
+    finished: Iterable[SubtaskKey],
+    not_acknowledged: Iterable[SubtaskKey],
+    triggered: Iterable[SubtaskKey],
+) -> frozenset[SubtaskKey]:
+    """Subtasks a *pending* checkpoint must trigger now that more subtasks finished.
+
+    A subtask the checkpoint triggered may finish before it takes the barrier (its final
+    checkpoint completed meanwhile): then no barrier reaches its successors from it, and a
+    successor whose predecessors have now all finished would wait forever. Those successors,
+    running, not yet acknowledged and not triggered before, are triggered directly with the
+    same barrier. A successor that gets the barrier from another input as well takes the
+    checkpoint once (a task ignores a checkpoint id it has already taken)."""
+    plan = plan_checkpoint(topology, finished)
+    return (plan.trigger & frozenset(not_acknowledged)) - frozenset(triggered)
+
+
 @dataclass(frozen=True, slots=True)
 class RestoredVertex:
     """What :func:`finished_on_restore` needs of a vertex of the job being deployed."""

@@ -272,7 +272,10 @@ class SubtaskCheckpointer:
     def trigger_checkpoint(self, barrier: CheckpointBarrier) -> None:
         """A checkpoint triggered by the JobMaster (a mail): a source subtask's, or one of a
         task whose producers all finished, taken when its inputs have all ended (see the
-        module docstring). A newer trigger replaces a deferred older one, which is declined."""
+        module docstring). A newer trigger replaces a deferred older one, which is declined;
+        a trigger of a checkpoint this task has taken already is ignored."""
+        if barrier.checkpoint_id <= self.last_checkpoint_id:
+            return
         self._note_first_barrier(barrier)
         if all(g.is_finished for g in self.gates):
             self._perform(barrier)
@@ -468,7 +471,11 @@ class SubtaskCheckpointer:
     # -- the checkpoint --------------------------------------------------------------------------
     def _perform(self, barrier: CheckpointBarrier) -> None:
         cid = barrier.checkpoint_id
-        if cid <= self.last_checkpoint_id:
+        if cid == self.last_checkpoint_id:
+            # Taken already: a direct trigger (FLIP-147, the coordinator re-triggers successors
+            # of a subtask that finished) that raced with the barrier from an input.
+            return
+        if cid < self.last_checkpoint_id:
             if self.channel_state is not None:
                 self.channel_state.abort(cid)
             return  # out of order (reference §5.8)
