@@ -396,6 +396,16 @@ def test_a_restore_with_state_is_clean_and_one_without_counts_once() -> None:
     assert _anomalies(_tally(before + state_lost)) == {"state_mismatch": 1}
 
 
+def test_a_job_restored_from_a_checkpoint_is_told_apart_by_its_run() -> None:
+    """A new job restored from a retained checkpoint or a savepoint numbers its attempts from 0
+    again and its emission order from 1: only ``run`` tells its outputs from the first job's."""
+    before = _stateful_outputs(7, [1, 2, 3])
+    restored = _stateful_outputs(7, [4, 5], state=3, fold=before[-1].fold)
+    assert _anomalies(_tally(before + restored)) == {"out_of_order": 2}  # without runs
+    first_job = [o._replace(run=1) for o in before]
+    assert _anomalies(_tally(first_job + [o._replace(run=2) for o in restored])) == {}
+
+
 def test_stale_stateful_outputs_are_out_of_order() -> None:
     o1, o2, o3, o4 = _stateful_outputs(7, [1, 2, 3, 4])
     # an output the sink already had arrives again (replayed channel data)

@@ -19,8 +19,9 @@ What the sink counts, per key (the six counts of TESTING.md):
   (``lost = records_per_key - distinct``, summed over all keys by :class:`OracleResult`);
 * ``out_of_order``: per-key inversions where the topology keeps order. Between the stateful
   operator and the sink it does (one keyed channel per key): an output emitted by the same
-  operator subtask and attempt *before* one the sink already received. Seq order is only
-  checked with ``seq_order_kept=True`` (rebalance and shuffle upstream do not keep it);
+  operator subtask, attempt and run (:attr:`OracleOutput.run`) *before* one the sink already
+  received. Seq order is only checked with ``seq_order_kept=True`` (rebalance and shuffle
+  upstream do not keep it);
 * ``corrupt``: records a stage (verifying maps, the stateful operator, the sink) found corrupt,
   or whose seq is outside ``1..records_per_key``;
 * ``state_mismatch``: an (in-order) output of the stateful operator whose ``(inputs, fold)``
@@ -35,6 +36,7 @@ Threading: each function instance runs on its subtask's loop thread only.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -126,6 +128,7 @@ class OracleStatefulFunction(KeyedProcessFunction):
         self._state = runtime_context.get_state(ValueStateDescriptor("oracle-inputs-fold"))
         self._attempt = runtime_context.get_attempt_number()
         self._emitted = 0
+        self._run = random.SystemRandom().randrange(1, 2**63)  # see OracleOutput.run
         self._subtask = runtime_context.get_index_of_this_subtask()
         self._parallelism = runtime_context.get_number_of_parallel_subtasks()
         self._max_parallelism = runtime_context.get_max_number_of_parallel_subtasks()
@@ -151,7 +154,7 @@ class OracleStatefulFunction(KeyedProcessFunction):
         self._emitted += 1
         return (
             OracleOutput(record, corrupt_at, inputs, fold, self._subtask, self._parallelism,
-                         self._max_parallelism, self._attempt, self._emitted),
+                         self._max_parallelism, self._attempt, self._emitted, self._run),
         )  # fmt: skip
 
 
@@ -179,7 +182,7 @@ class KeyTally(NamedTuple):
     #: the last in-order stateful output: its state, and who emitted it when
     last_inputs: int = 0
     last_fold: int = FOLD_SEED
-    last_origin: tuple[int, int] = (-1, -1)  # (subtask, attempt)
+    last_origin: tuple[int, int, int] = (-1, -1, -1)  # (subtask, attempt, run)
     last_emitted: int = 0
 
 
@@ -204,7 +207,7 @@ def tally_record(
             t["out_of_order"] += 1
         t["last_seq"] = max(tally.last_seq, seq)
     if output is not None:
-        origin = (output.subtask, output.attempt)
+        origin = (output.subtask, output.attempt, output.run)
         if origin == tally.last_origin and output.emitted <= tally.last_emitted:
             t["out_of_order"] += 1  # stale: emitted before an output already received
         else:

@@ -89,8 +89,11 @@ class TracedRecord(NamedTuple):
 class OracleOutput(NamedTuple):
     """What the stateful operator emits per input: the record, where it was found corrupt,
     the key's number of inputs and fold *after* this record (its state), the subtask (of
-    ``parallelism``, with ``max_parallelism`` key groups) and attempt that processed it, and
-    that subtask's running number of outputs in this attempt (its emission order)."""
+    ``parallelism``, with ``max_parallelism`` key groups) and attempt that processed it,
+    that subtask's running number of outputs in this attempt (its emission order), and a
+    random ``run`` drawn when the subtask opened: attempt numbers start at 0 again in a job
+    restored from a checkpoint or savepoint, so ``(subtask, attempt)`` alone does not tell
+    that job's outputs from the first job's."""
 
     record: OracleRecord
     corrupt_at: tuple[str, ...]
@@ -101,6 +104,7 @@ class OracleOutput(NamedTuple):
     max_parallelism: int
     attempt: int = 0
     emitted: int = 0
+    run: int = 0
 
 
 # --- deterministic functions of (key, seq) ------------------------------------------------------
