@@ -36,6 +36,7 @@ Threading: each function instance runs on its subtask's loop thread only.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -125,6 +126,7 @@ class OracleStatefulFunction(KeyedProcessFunction):
     def open(self, runtime_context: RuntimeContext) -> None:
         self._state = runtime_context.get_state(ValueStateDescriptor("oracle-inputs-fold"))
         self._attempt = runtime_context.get_attempt_number()
+        self._instance = uuid.uuid4().hex[:12]
         self._emitted = 0
         self._subtask = runtime_context.get_index_of_this_subtask()
         self._parallelism = runtime_context.get_number_of_parallel_subtasks()
@@ -151,7 +153,7 @@ class OracleStatefulFunction(KeyedProcessFunction):
         self._emitted += 1
         return (
             OracleOutput(record, corrupt_at, inputs, fold, self._subtask, self._parallelism,
-                         self._max_parallelism, self._attempt, self._emitted),
+                         self._max_parallelism, self._attempt, self._emitted, self._instance),
         )  # fmt: skip
 
 
@@ -179,7 +181,7 @@ class KeyTally(NamedTuple):
     #: the last in-order stateful output: its state, and who emitted it when
     last_inputs: int = 0
     last_fold: int = FOLD_SEED
-    last_origin: tuple[int, int] = (-1, -1)  # (subtask, attempt)
+    last_origin: tuple[int, int, str] = (-1, -1, "")  # (subtask, attempt, instance)
     last_emitted: int = 0
 
 
@@ -204,7 +206,7 @@ def tally_record(
             t["out_of_order"] += 1
         t["last_seq"] = max(tally.last_seq, seq)
     if output is not None:
-        origin = (output.subtask, output.attempt)
+        origin = (output.subtask, output.attempt, output.instance)
         if origin == tally.last_origin and output.emitted <= tally.last_emitted:
             t["out_of_order"] += 1  # stale: emitted before an output already received
         else:

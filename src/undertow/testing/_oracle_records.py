@@ -90,7 +90,9 @@ class OracleOutput(NamedTuple):
     """What the stateful operator emits per input: the record, where it was found corrupt,
     the key's number of inputs and fold *after* this record (its state), the subtask (of
     ``parallelism``, with ``max_parallelism`` key groups) and attempt that processed it, and
-    that subtask's running number of outputs in this attempt (its emission order)."""
+    that subtask's running number of outputs in this attempt (its emission order).
+    ``instance`` tells operator instances apart that share subtask and attempt: a new job
+    resumed from a savepoint or retained checkpoint counts attempts from 0 again."""
 
     record: OracleRecord
     corrupt_at: tuple[str, ...]
@@ -101,6 +103,7 @@ class OracleOutput(NamedTuple):
     max_parallelism: int
     attempt: int = 0
     emitted: int = 0
+    instance: str = ""
 
 
 # --- deterministic functions of (key, seq) ------------------------------------------------------
