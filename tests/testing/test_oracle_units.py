@@ -396,6 +396,17 @@ def test_a_restore_with_state_is_clean_and_one_without_counts_once() -> None:
     assert _anomalies(_tally(before + state_lost)) == {"state_mismatch": 1}
 
 
+def test_a_new_job_resumed_from_a_savepoint_is_clean() -> None:
+    """A new job counts attempts from 0 again and its operator's emission counter restarts:
+    only the instance token tells its outputs from stale ones of the job that stopped."""
+    before = [o._replace(instance="job-1") for o in _stateful_outputs(7, [1, 2, 3])]
+    resumed = _stateful_outputs(7, [4, 5], attempt=0, state=3, fold=before[-1].fold)
+    resumed = [o._replace(instance="job-2", emitted=o.emitted - 10) for o in resumed]
+    assert _anomalies(_tally(before + resumed)) == {}
+    same_instance = [o._replace(instance="job-1") for o in resumed]
+    assert _anomalies(_tally(before + same_instance)) == {"out_of_order": 2}
+
+
 def test_stale_stateful_outputs_are_out_of_order() -> None:
     o1, o2, o3, o4 = _stateful_outputs(7, [1, 2, 3, 4])
     # an output the sink already had arrives again (replayed channel data)
