@@ -9,6 +9,10 @@ the workers first, then Spark's job-group cancel) and exits with 130.
 ``undertow checkpoints DIR [--job JOB_ID] [--key KEY]`` lists the completed checkpoints under a
 checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
 why not) and exits with 1 if any does not verify (see :mod:`undertow.cli.checkpoints`).
+
+``undertow stop JOB_ID_OR_REST_URL --savepoint-path DIR [--drain] [--rest-address URL]`` stops a
+running job with a savepoint through its REST API and prints the savepoint's path (see
+:mod:`undertow.cli.stop`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import argparse
 import runpy
 import sys
 
-from undertow.cli import checkpoints
+from undertow.cli import checkpoints, stop
 from undertow.core.config import Options
 from undertow.core.errors import UndertowError
 from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
@@ -54,11 +58,46 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--key", metavar="KEY",
                          help="metadata key (hex or text, as undertow.checkpointing.hmac-key); "
                               "default: the key file in DIR")  # fmt: skip
+    stopping = sub.add_parser("stop", help="stop a running job with a savepoint")
+    stopping.add_argument(
+        "job",
+        metavar="JOB_ID_OR_REST_URL",
+        help="the job id, or the job's REST URL (http://127.0.0.1:PORT)",
+    )
+    stopping.add_argument(
+        "--savepoint-path",
+        "-p",
+        required=True,
+        metavar="DIR",
+        help="directory the savepoint goes into",
+    )
+    stopping.add_argument(
+        "--drain",
+        "-d",
+        action="store_true",
+        help="send MAX_WATERMARK first: event-time timers fire, operators finish",
+    )
+    stopping.add_argument(
+        "--rest-address",
+        default=stop.DEFAULT_REST_ADDRESS,
+        metavar="URL",
+        help="REST API of the job given by id (default %(default)s)",
+    )
+    stopping.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="give up waiting for the savepoint after this long",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "stop":
+        return stop.run(args.job, args.savepoint_path, args.drain, args.rest_address,
+                        args.timeout)  # fmt: skip
     if args.command == "checkpoints":
         try:
             return checkpoints.run(args.directory, args.job, args.key)

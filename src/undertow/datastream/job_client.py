@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobMaster, JobStatus
 
 
@@ -25,6 +28,37 @@ class JobClient:
     def cancel(self) -> None:
         """Ask the job to stop; ``get_job_execution_result`` then raises ``JobCancelledError``."""
         self._master.cancel()
+
+    def trigger_savepoint(self, savepoint_directory: str) -> Future[str]:
+        """Take a savepoint into ``savepoint_directory`` while the job runs on (PyFlink's
+        name). The future's ``result()`` is the savepoint's own directory
+        (``<savepoint_directory>/savepoint-<jobid6>-<n>``), to restore from with
+        ``execution.state-recovery.path``. The savepoint is the user's: retention never
+        deletes it, and two-phase-commit sinks do not commit on it."""
+        return self._master.trigger_savepoint(SavepointRequest(str(savepoint_directory)))
+
+    def stop_with_savepoint(
+        self, path_or_drain: str | bool, savepoint_directory: str | None = None,
+        *, drain: bool = False,
+    ) -> Future[str]:  # fmt: skip
+        """Stop the job with a savepoint: ``stop_with_savepoint(path, drain=False)``, or
+        PyFlink's ``stop_with_savepoint(advance_to_end_of_event_time, savepoint_directory)``.
+
+        Without drain the sources stop where they are, and operators neither finish nor fire
+        their event-time timers: resuming from the savepoint goes on exactly there. With drain
+        the sources end their data after the MAX watermark (every event-time timer fires) and
+        the operators finish, as at the end of bounded input. Either way the savepoint is the
+        tasks' final checkpoint (two-phase-commit sinks commit it) and the job ends
+        ``FINISHED``; the future's ``result()`` is the savepoint directory, available once the
+        job ended."""
+        if isinstance(path_or_drain, bool):
+            if savepoint_directory is None:
+                raise TypeError("stop_with_savepoint(advance_to_end_of_event_time, "
+                                "savepoint_directory): savepoint_directory is missing")  # fmt: skip
+            drain, path = path_or_drain, savepoint_directory
+        else:
+            path = path_or_drain
+        return self._master.trigger_savepoint(SavepointRequest(str(path), stop=True, drain=drain))
 
     def get_job_execution_result(self, timeout: float | None = None) -> JobExecutionResult:
         """Block until the job ends and return its result (or raise its failure)."""

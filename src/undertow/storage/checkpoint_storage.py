@@ -7,6 +7,16 @@ Layout under the configured root (``execution.checkpointing.dir``), as in Flink:
     <root>/<job-id>/shared/         files referenced by several checkpoints (incremental state)
     <root>/<job-id>/taskowned/      files owned by the tasks, never deleted by the coordinator
 
+A savepoint is self-contained, under a directory the user names (Flink's
+``savepoint-<jobid6>-<suffix>``; here the suffix is the checkpoint id)::
+
+    <target>/savepoint-<jobid6>-<n>/_metadata
+    <target>/savepoint-<jobid6>-<n>/chk-<n>/   its files, at the paths its handles name
+
+so ``CheckpointStorage(<target>, "savepoint-<jobid6>-<n>")`` reads it like a checkpoint
+(:meth:`CheckpointStorage.resolve` returns that pair), and nothing of the job's own directory
+(retention, subsumption, shutdown) ever touches it.
+
 A checkpoint *exists* iff ``chk-<n>/_metadata`` exists; ``_metadata`` is written last and in one
 step (local file system: temporary name, fsync, atomic rename, fsync of the directory; object
 stores: a single put), so it is either absent or complete. Whether its content *verifies* (HMAC,
@@ -53,7 +63,10 @@ TASKOWNED_DIR = "taskowned"
 #: corrupt instead of being read into memory.
 MAX_METADATA_BYTES = 64 * 1024 * 1024
 
+SAVEPOINT_DIR_PREFIX = "savepoint-"
+
 _CHECKPOINT_DIR = re.compile(r"chk-(0|[1-9][0-9]*)")
+_SAVEPOINT_DIR = re.compile(r"savepoint-[0-9A-Za-z]{1,6}-(0|[1-9][0-9]*)")
 _TEMP_METADATA_PREFIX = METADATA_FILE + ".inprogress."
 
 
@@ -238,7 +251,47 @@ class CheckpointStorage:
         are fsynced; on object stores it is a single put, issued last. Committing an id again
         replaces its ``_metadata``.
         """
-        directory = self._checkpoint_dir(checkpoint_id)
+        return self._commit_metadata_in(self._checkpoint_dir(checkpoint_id), payload)
+
+    def export_savepoint(self, checkpoint_id: int, target_directory: str, payload: bytes) -> str:
+        """Copy the files of ``chk-<checkpoint_id>/`` (all of a savepoint's files: savepoints
+        are aligned, so they have no channel state shared with other checkpoints) into
+        ``<target_directory>/savepoint-<jobid6>-<checkpoint_id>/chk-<checkpoint_id>/``, then
+        commit ``payload`` as that savepoint directory's ``_metadata``; return the savepoint
+        directory (the path to restore from).
+
+        Consistency: as :meth:`commit_metadata` — the savepoint exists once ``_metadata`` is
+        there, and every file it references was durable before. This job's ``chk-<n>/`` is
+        left alone (the caller discards it). Cost: one read and one write per file; the
+        target may be on another file system than the checkpoints. Raises
+        :class:`CheckpointStorageError` naming the job, the savepoint and the path if the
+        savepoint directory already holds a ``_metadata``.
+        """
+        name = savepoint_name(self.job_id, checkpoint_id)
+        fs, _ = self._open_uri(target_directory)
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        ours = self._fs.protocol if isinstance(self._fs.protocol, str) else self._fs.protocol[0]
+        options = self._options if protocol == ours else {}
+        target = CheckpointStorage(target_directory, name, storage_options=options)
+        if target._fs.exists(posixpath.join(target._job_dir, METADATA_FILE)):
+            raise CheckpointStorageError(
+                f"savepoint {checkpoint_id} of job {self.job_id!r}: {target.job_uri} already "
+                f"holds a savepoint"
+            )
+        source = self._checkpoint_dir(checkpoint_id)
+        self._fs.invalidate_cache(source)
+        try:
+            entries = self._fs.ls(source, detail=False)
+        except FileNotFoundError:
+            entries = []  # no subtask had state
+        for entry in sorted(str(e) for e in entries):
+            file_name = posixpath.basename(entry.rstrip("/"))
+            if file_name.startswith((METADATA_FILE, ".")):
+                continue
+            target.write_file(checkpoint_id, file_name, bytes(self._fs.cat_file(entry)))
+        return target._commit_metadata_in(target._job_dir, payload)
+
+    def _commit_metadata_in(self, directory: str, payload: bytes) -> str:
         final = posixpath.join(directory, METADATA_FILE)
         if not self._local:
             self._fs.pipe_file(final, payload)
@@ -257,7 +310,8 @@ class CheckpointStorage:
             raise
         # The rename, then the chk-<n> and job directory entries (new on the first commit).
         _fsync_directory(directory)
-        _fsync_directory(self._job_dir)
+        if directory != self._job_dir:
+            _fsync_directory(self._job_dir)
         _fsync_directory(self._root)
         return self._uri(directory)
 
@@ -334,21 +388,35 @@ class CheckpointStorage:
     def resolve(self, path: str) -> CheckpointLocation:
         """Find the completed checkpoint at ``path`` (``execution.state-recovery.path``).
 
-        ``path`` names a checkpoint directory ``.../<job-id>/chk-<n>`` or its ``_metadata``
-        file, on any file system fsspec knows (this storage's ``storage_options`` apply when
-        the protocol is the same). Raises :class:`CheckpointNotFoundError` if it is not a
-        checkpoint directory or holds no ``_metadata``. Cost: one existence check.
+        ``path`` names a checkpoint directory ``.../<job-id>/chk-<n>``, a savepoint directory
+        ``.../savepoint-<jobid6>-<n>``, or its ``_metadata`` file, on any file system fsspec
+        knows (this storage's ``storage_options`` apply when the protocol is the same). Raises
+        :class:`CheckpointNotFoundError` if it is neither or holds no ``_metadata``. Cost: one
+        existence check.
         """
         fs, stripped = self._open_uri(path)
         directory = stripped.rstrip("/")
         if posixpath.basename(directory) == METADATA_FILE:
             directory = posixpath.dirname(directory)
+        savepoint = _SAVEPOINT_DIR.fullmatch(posixpath.basename(directory))
+        if savepoint is not None:
+            if not fs.exists(posixpath.join(directory, METADATA_FILE)):
+                raise CheckpointNotFoundError(
+                    f"{path!r} is not a completed savepoint: {METADATA_FILE} does not exist in "
+                    f"{self._uri(directory, fs)}"
+                )
+            return CheckpointLocation(
+                root_uri=self._uri(posixpath.dirname(directory) or "/", fs),
+                job_id=posixpath.basename(directory),
+                checkpoint_id=int(savepoint.group(1)),
+                pointer=self._uri(directory, fs),
+            )
         match = _CHECKPOINT_DIR.fullmatch(posixpath.basename(directory))
         job_dir = posixpath.dirname(directory)
         if match is None or not posixpath.basename(job_dir):
             raise CheckpointNotFoundError(
-                f"{path!r} is not a checkpoint: expected a '.../<job-id>/chk-<n>' directory "
-                f"or its {METADATA_FILE} file"
+                f"{path!r} is not a checkpoint: expected a '.../<job-id>/chk-<n>' or "
+                f"'.../savepoint-<jobid6>-<n>' directory or its {METADATA_FILE} file"
             )
         if not fs.exists(posixpath.join(directory, METADATA_FILE)):
             raise CheckpointNotFoundError(
@@ -385,6 +453,11 @@ class CheckpointStorage:
         if isinstance(fs, LocalFileSystem):
             return path
         return str(fs.unstrip_protocol(path))
+
+
+def savepoint_name(job_id: str, checkpoint_id: int) -> str:
+    """The directory name of savepoint ``checkpoint_id`` of ``job_id``."""
+    return f"{SAVEPOINT_DIR_PREFIX}{job_id[:6]}-{checkpoint_id}"
 
 
 def _check_segment(what: str, value: str) -> None:

@@ -24,6 +24,13 @@ checkpoint waits for it counts as acknowledged without state. With
 ``execution.checkpointing.checkpoints-after-tasks-finish`` false the first finished task stops
 checkpointing for the attempt, as before FLIP-147.
 
+Savepoints (:mod:`.savepoint`): :meth:`CheckpointCoordinator.trigger_savepoint` starts one at
+once (Flink's savepoints are forced: no min pause, no concurrency limit), aligned; its
+completion exports it to the user's directory instead of the store. Stop with savepoint first
+stops periodic checkpoints (pending ones go on: their barriers precede the sources'
+``EndOfData``), so the savepoint is the only checkpoint taken after ``EndOfData`` (the one
+every task waits for before it closes).
+
 Threading: the JobMaster's loop thread; storage calls run on its executor.
 """
 
@@ -59,6 +66,7 @@ from undertow.runtime.checkpoint.metadata import (
     total_state_size,
 )
 from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.runtime.checkpoint.trigger_decider import (
     CheckpointTriggerRequest,
@@ -96,6 +104,13 @@ class TaskGateway(Protocol):
 
     def enumerators(self) -> dict[int, Any]:
         """Source vertex id -> its running split enumerator."""
+
+    def stop_source(self, vertex_id: int, subtask: int, drain: bool) -> None:
+        """Stop with savepoint: end the source subtask's data; called just before
+        ``trigger_source`` for the savepoint, whose barrier must follow it."""
+
+    def report_savepoint(self, checkpoint_id: int, pointer: str) -> None:
+        """Savepoint ``checkpoint_id`` completed at ``pointer`` (monitoring only)."""
 
 
 @dataclass(frozen=True)
@@ -174,10 +189,29 @@ class CheckpointCoordinator:
         #: Subtasks of the current attempt that finished (FLIP-147).
         self._finished: set[SubtaskKey] = set()
         self.checkpoints_after_tasks_finish = config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH)
+        self.savepoint_options = CheckpointOptions.for_config(
+            SnapshotType.SAVEPOINT,
+            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
+            config.get(Options.UNALIGNED),
+            config.get(Options.ALIGNED_TIMEOUT),
+        )
+        #: checkpoint id -> the future of a pending savepoint (its directory, or its failure)
+        self._savepoints: dict[int, asyncio.Future[str]] = {}
+        #: A stop-with-savepoint is in progress (periodic checkpoints stay off).
+        self.stopping = False
+        #: A savepoint requested while checkpoints were pending: it starts when they ended.
+        self._waiting_savepoint: tuple[SavepointRequest, asyncio.Future[str]] | None = None
+        #: ids of the savepoints taken (not in the store; their files are the user's)
+        self.savepoint_ids: set[int] = set()
 
     @property
     def enabled(self) -> bool:
         return self.interval_ms > 0
+
+    @property
+    def is_running(self) -> bool:
+        """An attempt's tasks all run and periodic checkpoints are on."""
+        return self._running
 
     # -- lifecycle (per attempt) ----------------------------------------------------------------
     def start(self, finished: frozenset[SubtaskKey] = frozenset()) -> None:
@@ -198,8 +232,16 @@ class CheckpointCoordinator:
             if handle is not None:
                 handle.cancel()
         self._timer = self._wake = None
+        waiting, self._waiting_savepoint = self._waiting_savepoint, None
         for cid in list(self.pending):
             self._abort(cid, reason, notify=False)
+        if waiting is not None and not waiting[1].done():
+            request, future = waiting
+            future.set_exception(CheckpointException(
+                reason, f"{request.kind} of job {self.job_id} into {request.target_directory} "
+                f"did not start: {reason.message}",
+            ))  # fmt: skip
+            self.stopping = False
 
     async def finish_completing(self) -> None:
         """Wait until every fully acknowledged checkpoint is finalized (or failed to be): a
@@ -251,8 +293,10 @@ class CheckpointCoordinator:
         if self._wake is not None:
             self._wake.cancel()
             self._wake = None
-        if not self._running:
+        if not self._running or self._waiting_savepoint is not None:
             return
+        if any(p.props.get("savepoint") is not None for p in self.pending.values()):
+            return  # nothing runs beside a savepoint; its completion decides again
         now = _now_ms()
         state = TriggerState(
             min_pause_ms=self.min_pause_ms,
@@ -270,14 +314,65 @@ class CheckpointCoordinator:
             delay = max(0, decision.time_ms - now) / 1000.0
             self._wake = asyncio.get_running_loop().call_later(delay, self._decide)
 
+    # -- savepoints ----------------------------------------------------------------------------
+    def trigger_savepoint(self, request: SavepointRequest) -> asyncio.Future[str]:
+        """Start a savepoint now (see :mod:`.savepoint`); the future gets the savepoint
+        directory once it completed, or a :class:`CheckpointException` naming the job, the
+        checkpoint and the directory. Only on the JobMaster's loop, while an attempt runs."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        problem = refuse_savepoint(
+            request, checkpointing_enabled=self.enabled, stopping=self.stopping,
+            job_id=self.job_id,
+        )  # fmt: skip
+        if problem is None and not self._running:
+            problem = f"job {self.job_id}: no attempt is running"
+        if problem is not None:
+            future.set_exception(
+                CheckpointException(CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, problem)
+            )
+            return future
+        if request.stop:
+            self.stopping = True
+            self._running = False  # no periodic checkpoint after the sources' EndOfData
+            self.queue = ()
+            for handle in (self._timer, self._wake):
+                if handle is not None:
+                    handle.cancel()
+            self._timer = self._wake = None
+        # A savepoint never runs beside another checkpoint (reference §7: not beside an
+        # unaligned one, whose barriers could still be overtaken by the savepoint's): it starts
+        # when the pending ones ended; no periodic checkpoint starts meanwhile.
+        self._waiting_savepoint = (request, future)
+        self._start_waiting_savepoint()
+        return future
+
+    def _start_waiting_savepoint(self) -> None:
+        waiting = self._waiting_savepoint
+        if waiting is None or self.pending:
+            return
+        self._waiting_savepoint = None
+        request, future = waiting
+        if self._trigger(_now_ms(), request, future) is None:
+            future.set_exception(CheckpointException(
+                CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
+                f"job {self.job_id}: every task finished; no savepoint to take into "
+                f"{request.target_directory}",
+            ))  # fmt: skip
+
     # -- trigger --------------------------------------------------------------------------------
-    def _trigger(self, now: int) -> None:
+    def _trigger(
+        self, now: int, savepoint: SavepointRequest | None = None,
+        future: asyncio.Future[str] | None = None,
+    ) -> int | None:  # fmt: skip
+        """Start a checkpoint (or ``savepoint``) now; its id, or None if every subtask
+        finished (the attempt is about to end)."""
         plan = plan_checkpoint(self._topology, self._finished)
         if not plan.trigger:
-            return  # every subtask finished: the attempt is about to end
+            return None
         cid = self.next_id
         self.next_id += 1
-        barrier = CheckpointBarrier(cid, now, self.options)
+        options = self.options if savepoint is None else self.savepoint_options
+        barrier = CheckpointBarrier(cid, now, options)
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
         props = {
@@ -285,15 +380,22 @@ class CheckpointCoordinator:
             "finished": set(plan.finished),
             "barrier": barrier,
             "triggered": set(plan.trigger),
+            "savepoint": savepoint,
         }
+        if future is not None:
+            self._savepoints[cid] = future
         pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]] = PendingCheckpoint(
             cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
         loop = asyncio.get_running_loop()
         self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
+        sources = {v.id for v in self.graph.vertices if v.is_source}
         for vertex_id, subtask in sorted(plan.trigger):
+            if savepoint is not None and savepoint.stop and vertex_id in sources:
+                self.gateway.stop_source(vertex_id, subtask, savepoint.drain)
             self.gateway.trigger_source(vertex_id, subtask, barrier)
+        return cid
 
     def _expire(self, cid: int) -> None:
         self._timeouts.pop(cid, None)
@@ -323,6 +425,7 @@ class CheckpointCoordinator:
             task = asyncio.ensure_future(self._complete(pending))
             self._completing.add(task)
             task.add_done_callback(self._completing.discard)
+            self._start_waiting_savepoint()
 
     def receive_decline(self, vertex_id: int, subtask: int, cid: int,
                         reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
@@ -342,6 +445,11 @@ class CheckpointCoordinator:
         if notify:
             self.gateway.notify_aborted(cid)
         self._discard(cid)
+        request: SavepointRequest | None = pending.props.get("savepoint")
+        if request is not None:
+            self._savepoint_failed(cid, request, reason, detail)
+            return
+        self._start_waiting_savepoint()
         decision = self.failures.on_failure(cid, reason)
         if isinstance(decision, FailJob):
             self.gateway.fail_job(CheckpointException(reason, f"{decision.message} {detail}"))
@@ -359,6 +467,22 @@ class CheckpointCoordinator:
                 log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
 
         asyncio.get_running_loop().run_in_executor(None, discard)
+
+    def _savepoint_failed(self, cid: int, request: SavepointRequest,
+                          reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
+        """A savepoint does not count towards tolerable checkpoint failures; a failed stop
+        with savepoint fails the job over to its latest checkpoint (the sources stopped)."""
+        error = CheckpointException(
+            reason,
+            f"{request.kind} {cid} of job {self.job_id} into {request.target_directory} "
+            f"failed: {reason.message} {detail}".rstrip(),
+        )
+        future = self._savepoints.pop(cid, None)
+        if future is not None and not future.done():
+            future.set_exception(error)
+        if request.stop:
+            self.stopping = False
+            self.gateway.fail_job(error)
 
     # -- completion ----------------------------------------------------------------------------
     async def _complete(
@@ -393,18 +517,29 @@ class CheckpointCoordinator:
                 for v in self.graph.vertices
             )
             now = _now_ms()
+            savepoint: SavepointRequest | None = pending.props.get("savepoint")
             meta = CheckpointMetadata(
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
-                completion_timestamp=now, is_savepoint=False, vertices=vertices,
+                completion_timestamp=now, is_savepoint=savepoint is not None, vertices=vertices,
                 coordinators=coordinators,
                 properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
             )  # fmt: skip
             payload = encode_metadata(meta, self.key)
-            pointer = await loop.run_in_executor(None, self.storage.commit_metadata, cid, payload)
+            if savepoint is not None:
+                pointer = await loop.run_in_executor(
+                    None, self.storage.export_savepoint, cid, savepoint.target_directory, payload
+                )
+            else:
+                pointer = await loop.run_in_executor(
+                    None, self.storage.commit_metadata, cid, payload
+                )
         except Exception as err:
             log.exception("checkpoint %d: finalizing failed", cid)
             self.pending[cid] = pending
             self._abort(cid, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, repr(err))
+            return
+        if savepoint is not None:
+            self._savepoint_complete(cid, savepoint, pointer, now - pending.trigger_timestamp)
             return
         self.metadata[cid] = meta
         entry = CompletedCheckpoint(cid, pending.trigger_timestamp, now, False, pointer,
@@ -434,6 +569,25 @@ class CheckpointCoordinator:
         self.console(line)
         self.gateway.notify_complete(cid)
         self._decide()
+
+    def _savepoint_complete(self, cid: int, request: SavepointRequest, pointer: str,
+                            duration_ms: int) -> None:  # fmt: skip
+        """A savepoint was exported: not stored (never subsumed or restored on failover);
+        its files in the job's ``chk-<n>`` go. Only a synchronous one is notified (sinks commit,
+        and it is the tasks' final checkpoint)."""
+        self._discard(cid)
+        self.savepoint_ids.add(cid)
+        self.last_completion_ms = _now_ms()
+        self.console(f"{request.kind} {cid} of job {self.job_id[:8]} completed in "
+                     f"{duration_ms} ms: {pointer}")  # fmt: skip
+        self.gateway.report_savepoint(cid, pointer)
+        future = self._savepoints.pop(cid, None)
+        if future is not None and not future.done():
+            future.set_result(pointer)
+        if request.stop:
+            self.gateway.notify_complete(cid)
+        else:
+            self._decide()
 
     def shutdown(self, final_status: str) -> None:
         """The job ended (``FINISHED``, ``CANCELED`` or ``FAILED``): keep or delete the retained
@@ -471,7 +625,7 @@ class CheckpointCoordinator:
         location = self.storage.resolve(path)
         storage = CheckpointStorage(location.root_uri, location.job_id)
         meta = decode_metadata(
-            storage.read_metadata(location.checkpoint_id),
+            storage.read_metadata(location.pointer),
             self.key,
             where=path,
             expected_checkpoint_id=location.checkpoint_id,

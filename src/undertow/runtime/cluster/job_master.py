@@ -30,6 +30,7 @@ Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public me
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import enum
 import logging
@@ -58,7 +59,8 @@ from undertow.core.errors import (
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator, RestorePlan
-from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.heartbeat import HeartbeatMonitor
 from undertow.runtime.cluster.messages import (
@@ -77,6 +79,7 @@ from undertow.runtime.cluster.messages import (
     RestoreAssignment,
     Shutdown,
     SplitRequest,
+    StopSource,
     TaskFailed,
     TaskFinished,
     TaskMetricsReport,
@@ -238,6 +241,13 @@ class _Attempt:
         self.done.set()
 
 
+#: How long the REST API outlives the job for a stop-with-savepoint result nobody fetched yet.
+STOP_RESULT_GRACE_S = 5.0
+#: Statuses in which a savepoint request waits for the tasks to run.
+_STARTING = frozenset({JobStatus.CREATED, JobStatus.INITIALIZING, JobStatus.RUNNING,
+                       JobStatus.RESTARTING})  # fmt: skip
+
+
 class JobMaster:
     def __init__(
         self, job_graph: JobGraph, config: Configuration, launcher: WorkerLauncher,
@@ -277,6 +287,12 @@ class JobMaster:
         )
         self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
+        #: stop-with-savepoint futures resolved when the job ended, with their savepoints
+        self._stopped_with: list[tuple[concurrent.futures.Future[str], str]] = []
+        #: REST trigger id -> Flink's AsynchronousOperationResult of the savepoint
+        self._operations: dict[str, dict[str, Any]] = {}
+        #: REST-triggered stops whose result nobody fetched yet
+        self._unfetched: set[str] = set()
         if self.config.get(Options.CHECKPOINT_INTERVAL) > 0 or self.config.get(
             Options.RECOVERY_PATH
         ):
@@ -319,6 +335,105 @@ class JobMaster:
         if loop is not None and not self._status.is_globally_terminal_state():
             loop.call_soon_threadsafe(self._cancel)
 
+    def trigger_savepoint(
+        self, request: SavepointRequest, trigger_id: str | None = None
+    ) -> concurrent.futures.Future[str]:
+        """Take a savepoint (any thread; see :mod:`undertow.runtime.checkpoint.savepoint`).
+        The future gets the savepoint directory: at once when it completed, or, for a stop
+        with savepoint, once the job has ended ``FINISHED``; it fails naming the job, the
+        checkpoint and the directory."""
+        result: concurrent.futures.Future[str] = concurrent.futures.Future()
+        loop = self._loop
+        if loop is None or self._status.is_globally_terminal_state():
+            result.set_exception(self._savepoint_refused(request, f"job is {self._status.value}"))
+            return result
+
+        async def start() -> None:
+            coordinator = self.coordinator
+            if coordinator is None:
+                result.set_exception(self._savepoint_refused(request, "checkpointing is off"))
+                return
+            # A job that is starting (or restarting) takes it once all its tasks run.
+            deadline = time.monotonic() + coordinator.timeout_ms / 1000.0
+            while (
+                not coordinator.is_running and not coordinator.stopping
+                and self._status in _STARTING and time.monotonic() < deadline
+            ):  # fmt: skip
+                await asyncio.sleep(0.01)
+            future = coordinator.trigger_savepoint(request)
+            future.add_done_callback(lambda f: self._savepoint_done(f, request, result, trigger_id))
+
+        try:
+            asyncio.run_coroutine_threadsafe(start(), loop)
+        except RuntimeError:  # the loop closed meanwhile: the job ended
+            result.set_exception(self._savepoint_refused(request, "job ended"))
+        return result
+
+    def _savepoint_refused(self, request: SavepointRequest, why: str) -> CheckpointException:
+        return CheckpointException(
+            CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
+            f"{request.kind} of job {self.job_id} into {request.target_directory}: {why}",
+        )
+
+    def _savepoint_done(self, future: asyncio.Future[str], request: SavepointRequest,
+                        result: concurrent.futures.Future[str],
+                        trigger_id: str | None) -> None:  # fmt: skip
+        error = future.exception()
+        if trigger_id is not None:
+            self._operations[trigger_id] = savepoint_operation(
+                None if error is not None else future.result(), error
+            )
+        if error is not None:
+            result.set_exception(error)
+        elif request.stop:
+            self._stopped_with.append((result, future.result()))
+        else:
+            result.set_result(future.result())
+
+    # -- REST (JobControl), on the loop ----------------------------------------------------------
+    def stop_with_savepoint_trigger(self, target_directory: str, drain: bool) -> str:
+        trigger_id = uuid.uuid4().hex
+        self._operations[trigger_id] = savepoint_operation(None, None)
+        self._unfetched.add(trigger_id)
+        request = SavepointRequest(target_directory, stop=True, drain=drain)
+        result = self.trigger_savepoint(request, trigger_id)
+        result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
+        return trigger_id
+
+    def _trigger_refused(self, trigger_id: str, result: concurrent.futures.Future[str]) -> None:
+        """A request refused before it started (the job ended) has no savepoint callback."""
+        error = result.exception()
+        if error is not None and self._operations.get(trigger_id) == savepoint_operation(
+            None, None
+        ):
+            self._operations[trigger_id] = savepoint_operation(None, error)
+
+    def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
+        operation = self._operations.get(trigger_id)
+        if operation is not None and operation["status"]["id"] == "COMPLETED":
+            self._unfetched.discard(trigger_id)
+        return operation
+
+    async def _hand_over_stop_results(self) -> None:
+        """The REST API closes with the job, which a stop with savepoint ends at once: keep it
+        until the poller fetched the result of every REST-triggered stop, at most
+        ``STOP_RESULT_GRACE_S`` (the CLI polls every 100 ms)."""
+        deadline = time.monotonic() + STOP_RESULT_GRACE_S
+        while self._unfetched and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    def _resolve_stops(self) -> None:
+        """The job ended: a stop with savepoint succeeded if it ended ``FINISHED``."""
+        for result, pointer in self._stopped_with:
+            if self._status is JobStatus.FINISHED:
+                result.set_result(pointer)
+            else:
+                result.set_exception(JobExecutionError(
+                    f"job {self.job_id} ended {self._status.value} after its savepoint "
+                    f"{pointer}: {self._failure}"
+                ))  # fmt: skip
+        self._stopped_with.clear()
+
     def wait(self, timeout: float | None = None) -> JobExecutionResult:
         """Block until the job ends; raise its failure (or cancellation)."""
         if not self._done.wait(timeout):
@@ -341,6 +456,7 @@ class JobMaster:
                 q.put(_END)
             started.set()
             self._done.set()
+            self._resolve_stops()
 
     async def _main(self, started: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
@@ -396,9 +512,13 @@ class JobMaster:
             server.close()
             self._finish_status()
             if self.coordinator is not None:
+                # a checkpoint acknowledged by the last finished tasks may still be written:
+                # let it land first, or it would outlive the retention decided here
+                await self.coordinator.finish_completing()
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(None, self.coordinator.shutdown, self._status.value)
             if self._rest is not None:
+                await self._hand_over_stop_results()
                 self._rest.close()
 
     async def _start_rest(self) -> RestServer | None:
@@ -406,7 +526,7 @@ class JobMaster:
             return None
         from undertow.runtime.cluster.rest.server import start_rest_endpoint
 
-        endpoint = await start_rest_endpoint(self.config, self.job_view)
+        endpoint = await start_rest_endpoint(self.config, self.job_view, self)
         if endpoint is not None:
             self.rest_url = endpoint.url
             self._console(f"REST API at {endpoint.url}")
@@ -725,9 +845,15 @@ class JobMaster:
                                              barrier.options.is_unaligned)  # fmt: skip
         self._send_to_subtask(subtask, TriggerCheckpoint(self.attempt, vertex_id, subtask, barrier))
 
+    def stop_source(self, vertex_id: int, subtask: int, drain: bool) -> None:
+        self._send_to_subtask(subtask, StopSource(self.attempt, vertex_id, subtask, drain))
+
+    def report_savepoint(self, checkpoint_id: int, pointer: str) -> None:
+        self.checkpoint_stats.report_completed(checkpoint_id, _now_ms(), pointer)
+
     def notify_complete(self, checkpoint_id: int) -> None:
         coordinator = self.coordinator
-        if coordinator is not None:
+        if coordinator is not None and checkpoint_id not in coordinator.savepoint_ids:
             self.checkpoint_stats.report_completed(
                 checkpoint_id, _now_ms(), coordinator.storage.checkpoint_pointer(checkpoint_id)
             )
@@ -807,6 +933,17 @@ class JobMaster:
         if status is JobStatus.RESTARTING and attempt is not None and not attempt.done.is_set():
             return ExecutionState.SCHEDULED
         return ExecutionState.CANCELED
+
+
+def savepoint_operation(location: str | None, error: BaseException | None) -> dict[str, Any]:
+    """Flink's ``AsynchronousOperationResult`` body for a savepoint trigger."""
+    if error is not None:
+        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
+            "class": type(error).__name__, "error-message": str(error),
+        }}}  # fmt: skip
+    if location is None:
+        return {"status": {"id": "IN_PROGRESS"}}
+    return {"status": {"id": "COMPLETED"}, "operation": {"location": location}}
 
 
 def _now_ms() -> int:

@@ -154,6 +154,18 @@ class TriggerCheckpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class StopSource:
+    """master -> worker: stop with savepoint at a source subtask; sent just before the
+    savepoint's :class:`TriggerCheckpoint`, on the same connection, so the source ends its data
+    (``EndOfData``, after the MAX watermark and ``finish()`` when ``drain``) before the barrier."""
+
+    attempt: int
+    vertex_id: int
+    subtask: int
+    drain: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AcknowledgeCheckpoint:
     """worker -> master: the subtask's state for ``checkpoint_id`` is written."""
 

@@ -69,6 +69,7 @@ from undertow.runtime.cluster.messages import (
     RegisterWorker,
     Shutdown,
     SplitRequest,
+    StopSource,
     TaskFailed,
     TaskFinished,
     TaskMetricsReport,
@@ -433,6 +434,9 @@ class Worker:
                 # as acknowledged (FLIP-147), so the trigger is dropped.
                 if task.checkpointer is not None and not isinstance(task.lifecycle, Finished):
                     task.post(functools.partial(task.checkpointer.trigger_checkpoint, msg.barrier))
+            elif isinstance(msg, StopSource):
+                task = self.tasks[(msg.vertex_id, msg.subtask)]
+                task.post(functools.partial(task.stop_source, msg.drain))
             elif isinstance(msg, NotifyCheckpointComplete):
                 for task in self.tasks.values():
                     if task.checkpointer is not None:

@@ -19,7 +19,9 @@ checkpoint is required — and every input partition ended; only then ``EndOfPar
 goes downstream and the operators close (``close`` also runs after a failure). A task
 *deployed as finished* (its operator was fully finished in the restored checkpoint) runs no
 operator: it sends ``EndOfData`` and ``EndOfPartitionEvent`` at once and waits for its inputs'
-ends.
+ends. Stop with savepoint (:meth:`StreamTask.stop_source`) ends a source's data early; without
+drain the ``EndOfData(drain=False)`` it sends makes every downstream task skip ``finish()`` and
+leave its watermark where it was, so the savepoint after it holds the operators' running state.
 
 Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
 ``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
@@ -229,6 +231,9 @@ class StreamTask:
         self.deployed_finished = False
         #: (id(gate), channel index) of channels that delivered EndOfData or end of partition.
         self._data_ended: set[tuple[int, int]] = set()
+        #: False once an input channel ended with ``EndOfData(drain=False)`` (stop without
+        #: drain): the chain then does not finish and event time does not go to the end.
+        self._drain = True
         self._num_channels = sum(len(g.channels) for g in gates)
 
     @property
@@ -296,8 +301,8 @@ class StreamTask:
             else:
                 action, ready = self._input_slice, self._input_ready
             await self._loop(action, ready, self._is_end_of_data)
-            self.chain.finish()
-            self._end_data()
+            if isinstance(self.lifecycle, Running):  # not already ended by ``stop_source``
+                self._finish_and_end_data(self._drain)
             if self.chain.is_source:
                 action, ready = _nothing, _never
             await self._loop(action, ready, self._may_close)
@@ -311,10 +316,32 @@ class StreamTask:
             if errors:
                 log.warning("%s: errors while closing operators: %s", self.name, errors)
 
-    def _end_data(self) -> None:
-        """``finish()`` ran: send ``EndOfData`` after the last record; start waiting."""
+    def stop_source(self, drain: bool) -> None:
+        """Stop with savepoint at a source subtask (a mail, posted before the savepoint's
+        trigger): stop reading and end the data at once, so the savepoint barrier follows
+        ``EndOfData``. ``drain``: event time goes to the end (MAX watermark) and the chain
+        finishes, as at the end of a bounded input; otherwise operators neither finish nor
+        fire timers (``EndOfData(drain=False)``), and the savepoint holds their state."""
+        running = isinstance(self.lifecycle, Running) and not self.deployed_finished
+        if not self.chain.is_source or not running:
+            return
+        if drain:
+            self.head.end_of_input()
+        self._end_of_input = True
+        self._finish_and_end_data(drain)
+
+    def _finish_and_end_data(self, drain: bool) -> None:
+        """The data ended: ``finish()`` the chain (unless stopped without drain), send
+        ``EndOfData`` after the last record, start waiting for the final checkpoint."""
+        if drain:
+            self.chain.finish()
+        self._end_data(drain)
+
+    def _end_data(self, drain: bool) -> None:
+        """``finish()`` ran (or was skipped by a stop without drain): send ``EndOfData``
+        after the last record; start waiting."""
         for writer in self.writers:
-            writer.broadcast_event(EndOfData())
+            writer.broadcast_event(EndOfData(drain))
         checkpointer = self.checkpointer
         last = checkpointer.last_checkpoint_id if checkpointer is not None else -1
         wait = self.final_checkpoint and checkpointer is not None
@@ -631,6 +658,8 @@ class StreamTask:
             if self.checkpointer is not None:
                 self.checkpointer.on_cancel_marker(channel, event)
         elif type(event) is EndOfData:
+            if not event.drain:
+                self._drain = False
             self._on_channel_data_ended(gate, channel, key, valve, index)
         elif type(event) is EndOfPartitionEvent:
             gate.mark_finished(channel)
@@ -648,9 +677,14 @@ class StreamTask:
         index: int,
     ) -> None:  # fmt: skip
         """No more records on ``channel``: its watermark goes to MAX; when every channel
-        ended, the task's data ended."""
-        self._data_ended.add((id(gate), channel.index))
-        self._on_valve_status(key, *valve.end_of_input(index))
+        ended, the task's data ended. After a stop without drain no watermark moves (timers
+        must not fire after the savepoint's state)."""
+        ended = (id(gate), channel.index)
+        if ended in self._data_ended:
+            return  # EndOfData, then its end of partition
+        self._data_ended.add(ended)
+        if self._drain:
+            self._on_valve_status(key, *valve.end_of_input(index))
         if len(self._data_ended) == self._num_channels:
             self._end_of_input = True
 

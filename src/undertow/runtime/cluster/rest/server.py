@@ -1,4 +1,4 @@
-"""The REST API of a running job, served by its JobMaster (Flink's REST endpoint, read-only).
+"""The REST API of a running job, served by its JobMaster (Flink's REST endpoint).
 
 Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come from
 :mod:`undertow.runtime.cluster.rest.responses` and use Flink's field names and units::
@@ -14,6 +14,13 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/:jobid/checkpoints/details/:checkpointid  one checkpoint, its vertices and subtasks
   /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid
   /jobs/:jobid/vertices/:vertexid/backpressure    level and backpressured / idle / busy ratios
+  /jobs/:jobid/savepoints/:triggerid              a stop-with-savepoint's status and location
+
+and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
+``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202). Its
+status answers ``{"status": {"id": "IN_PROGRESS"}}``, then ``{"status": {"id": "COMPLETED"},
+"operation": {"location": DIR}}`` once the savepoint completed (the job then finishes and the
+endpoint closes), or ``"operation": {"failure-cause": {...}}``.
 
 Anything else answers 404 with Flink's error body ``{"errors": [...]}``; other methods 405.
 Vertex ids are the 32-hex-digit ids ``/jobs/:jobid`` lists (the plain vertex number works too).
@@ -27,7 +34,9 @@ and returned by ``JobClient.get_rest_address()``. A port that is taken fails the
 start with an error naming ``rest.port``; there is no silent fallback. ``rest.port`` = -1 runs
 the job without a REST API.
 
-Security (ARCHITECTURE §7): loopback unless told otherwise; read-only; no CORS headers, and
+Security (ARCHITECTURE §7): loopback unless told otherwise; read-only but for the stop, which
+needs ``Content-Type: application/json`` (a browser cannot send that cross-origin without a
+CORS preflight, which answers 405: a web page cannot stop the job); no CORS headers, and
 while bound to loopback only requests addressed to a loopback name are answered, so a web page
 cannot read the API through DNS rebinding; the job configuration is never served whole (it may
 hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, connections at
@@ -49,7 +58,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from undertow.core.config import Configuration, Options
@@ -67,9 +76,22 @@ LOCAL_TARGETS = ("local", "local-threads")
 
 #: Builds the view a request is answered from; called on the JobMaster's loop.
 ViewSource = Callable[[], JobView]
+MAX_BODY_BYTES = 16 * 1024
 
-_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-            405: "Method Not Allowed", 431: "Request Header Fields Too Large",
+
+class JobControl(Protocol):
+    """What the stop endpoints ask of the JobMaster (on its loop)."""
+
+    def stop_with_savepoint_trigger(self, target_directory: str, drain: bool) -> str:
+        """Start a stop with savepoint; its trigger id."""
+
+    def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
+        """Flink's ``AsynchronousOperationResult`` of a trigger, or None if unknown."""
+
+
+_REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+            405: "Method Not Allowed", 415: "Unsupported Media Type",
+            431: "Request Header Fields Too Large",
             500: "Internal Server Error"}  # fmt: skip
 
 
@@ -83,13 +105,15 @@ def resolve_port(config: Configuration) -> int:
     return Options.REST_PORT.default
 
 
-async def start_rest_endpoint(config: Configuration, source: ViewSource) -> RestEndpoint | None:
+async def start_rest_endpoint(
+    config: Configuration, source: ViewSource, control: JobControl | None = None
+) -> RestEndpoint | None:
     """Start the job's REST API as configured (None when ``rest.port`` is -1). Must be awaited
     on the JobMaster's loop; raises :class:`ConfigurationError` when it cannot listen."""
     port = resolve_port(config)
     if port < 0:
         return None
-    endpoint = RestEndpoint(source, config.get(Options.REST_BIND_ADDRESS), port)
+    endpoint = RestEndpoint(source, config.get(Options.REST_BIND_ADDRESS), port, control)
     await endpoint.start()
     return endpoint
 
@@ -128,8 +152,11 @@ def errors(*messages: str) -> dict[str, Any]:
 class RestEndpoint:
     """The HTTP server (see the module docstring). ``start`` then ``close``, on one loop."""
 
-    def __init__(self, source: ViewSource, host: str, port: int) -> None:
+    def __init__(
+        self, source: ViewSource, host: str, port: int, control: JobControl | None = None
+    ) -> None:
         self.source = source
+        self.control = control
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None
@@ -177,7 +204,11 @@ class RestEndpoint:
             except asyncio.LimitOverrunError:
                 response = Response(431, errors(f"request head larger than {MAX_HEAD_BYTES} B"))
             else:
-                response = self.respond(head)
+                body = b""
+                length = _content_length(head)
+                if 0 < length <= MAX_BODY_BYTES:
+                    body = await asyncio.wait_for(reader.readexactly(length), HEAD_TIMEOUT_S)
+                response = self.respond(head, body, length)
             writer.write(response.encode())
             await asyncio.wait_for(writer.drain(), HEAD_TIMEOUT_S)
         except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
@@ -186,8 +217,8 @@ class RestEndpoint:
             self._writers.discard(writer)
             writer.close()
 
-    def respond(self, head: bytes) -> Response:
-        """The response to one request head (request line and headers)."""
+    def respond(self, head: bytes, body: bytes = b"", length: int = 0) -> Response:
+        """The response to one request head (request line and headers) and its body."""
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
@@ -201,11 +232,40 @@ class RestEndpoint:
         problem = self._host_problem(headers.get("host"))
         if problem is not None:
             return Response(403, errors(problem))
+        stop = _STOP.fullmatch(unquote(urlsplit(target).path).rstrip("/"))
+        if method == "POST" and stop is not None and self.control is not None:
+            return self._stop(stop.group(1), headers, body, length)
         if method not in ("GET", "HEAD"):
             return Response(405, errors(f"Method {method} is not allowed; the REST API is "
-                                        "read-only"), allow="GET, HEAD")  # fmt: skip
-        status, body = self.route(unquote(urlsplit(target).path))
-        return Response(status, body, head_only=method == "HEAD")
+                                        "read-only but for POST /jobs/:jobid/stop"),
+                            allow="GET, HEAD")  # fmt: skip
+        status, payload = self.route(unquote(urlsplit(target).path))
+        return Response(status, payload, head_only=method == "HEAD")
+
+    def _stop(self, job_id: str, headers: dict[str, str], body: bytes, length: int) -> Response:
+        """``POST /jobs/:jobid/stop``: start a stop with savepoint (202 and its trigger id)."""
+        assert self.control is not None
+        if job_id != self.source().job_id:
+            return Response(404, errors(f"Job {job_id} not found"))
+        if headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return Response(415, errors("POST /jobs/:jobid/stop needs Content-Type: "
+                                        "application/json"))  # fmt: skip
+        if length > MAX_BODY_BYTES or len(body) != length:
+            return Response(400, errors(f"request body must be JSON of at most "
+                                        f"{MAX_BODY_BYTES} B"))  # fmt: skip
+        try:
+            request = json.loads(body.decode("utf-8") or "{}")
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            return Response(400, errors(f"request body is not JSON: {err}"))
+        target = request.get("targetDirectory") if isinstance(request, dict) else None
+        drain = request.get("drain", False) if isinstance(request, dict) else None
+        if not isinstance(target, str) or not target or not isinstance(drain, bool):
+            return Response(400, errors(
+                'body must be {"targetDirectory": "<directory>", "drain": true|false}; '
+                f"got {body[:200]!r}"
+            ))  # fmt: skip
+        trigger = self.control.stop_with_savepoint_trigger(target, drain)
+        return Response(202, {"request-id": trigger})
 
     def _host_problem(self, host: str | None) -> str | None:
         if host is None or not self._loopback:
@@ -224,6 +284,14 @@ class RestEndpoint:
         if path == "/v1" or path.startswith("/v1/"):
             path = path[3:]
         path = path.rstrip("/") or "/"
+        operation = _SAVEPOINT.fullmatch(path)
+        if operation is not None and self.control is not None:
+            if operation.group(1) != self.source().job_id:
+                return 404, errors(f"Job {operation.group(1)} not found")
+            result = self.control.savepoint_operation(operation.group(2))
+            if result is None:
+                return 404, errors(f"Operation not found under key: {operation.group(2)}")
+            return 200, result
         for pattern, handler in _ROUTES:
             match = pattern.fullmatch(path)
             if match is None:
@@ -236,6 +304,17 @@ class RestEndpoint:
                 log.exception("REST %s failed", path)
                 return 500, errors("Internal server error.", f"{type(err).__name__}: {err}")
         return 404, errors(f"Not found: {path}")
+
+
+def _content_length(head: bytes) -> int:
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() == "content-length":
+            try:
+                return max(0, int(value.strip()))
+            except ValueError:
+                return 0
+    return 0
 
 
 def _is_loopback(host: str) -> bool:
@@ -276,6 +355,8 @@ def _subtask_details(
 
 
 _ID = r"([0-9A-Za-z-]+)"
+_STOP = re.compile(rf"(?:/v1)?/jobs/{_ID}/stop")
+_SAVEPOINT = re.compile(rf"/jobs/{_ID}/savepoints/{_ID}")
 _ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any]]]] = [
     (re.compile(r"/config"), responses.dashboard_config),
     (re.compile(r"/overview"), responses.cluster_overview),

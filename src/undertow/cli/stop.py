@@ -1,0 +1,93 @@
+"""``undertow stop JOB_ID_OR_REST_URL --savepoint-path DIR [--drain]``: stop a running job with a
+savepoint through its REST API (Flink's ``flink stop``).
+
+A REST URL (``http://127.0.0.1:PORT``, printed when the job starts) names the job's endpoint;
+its one job is stopped. A job id uses ``--rest-address`` (default ``http://127.0.0.1:8081``,
+Flink's port). The command posts ``{"targetDirectory": DIR, "drain": BOOL}`` to
+``/jobs/:jobid/stop``, then polls ``/jobs/:jobid/savepoints/:triggerid`` until the savepoint
+completed, and prints ``Savepoint completed. Path: <dir>`` (exit 0) or the failure (exit 1);
+it cannot reach or understand the endpoint: exit 2.
+
+Blocking I/O (urllib); a command-line tool.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any, TextIO
+
+DEFAULT_REST_ADDRESS = "http://127.0.0.1:8081"
+POLL_S = 0.1
+
+
+class StopError(Exception):
+    """The REST endpoint could not be reached or answered something unexpected."""
+
+
+def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer = json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as err:
+        detail = err.read().decode("utf-8", "replace")
+        raise StopError(f"{url} answered {err.code}: {detail}") from err
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise StopError(f"cannot reach {url}: {err}") from err
+    if not isinstance(answer, dict):
+        raise StopError(f"{url} answered {answer!r}, not a JSON object")
+    return answer
+
+
+def _locate(job: str, rest_address: str) -> tuple[str, str]:
+    """(REST base URL, job id) from a job id or a REST URL."""
+    if job.startswith(("http://", "https://")):
+        base = job.rstrip("/")
+        jobs = _call(base + "/jobs").get("jobs") or []
+        if len(jobs) != 1 or not isinstance(jobs[0], dict) or "id" not in jobs[0]:
+            raise StopError(f"{base}/jobs lists {jobs!r}: expected exactly one job")
+        return base, str(jobs[0]["id"])
+    return rest_address.rstrip("/"), job
+
+
+def run(
+    job: str, savepoint_path: str, drain: bool, rest_address: str = DEFAULT_REST_ADDRESS,
+    timeout_s: float = 600.0, out: TextIO | None = None,
+) -> int:  # fmt: skip
+    """The command; its exit code (see the module docstring). ``out``: stdout."""
+    out = sys.stdout if out is None else out
+    try:
+        base, job_id = _locate(job, rest_address)
+        answer = _call(f"{base}/jobs/{job_id}/stop",
+                       {"targetDirectory": savepoint_path, "drain": drain})  # fmt: skip
+        trigger = answer.get("request-id")
+        if not isinstance(trigger, str):
+            raise StopError(f"{base}/jobs/{job_id}/stop answered {answer!r}: no request-id")
+        out.write(f"Suspending job {job_id} with a savepoint into {savepoint_path}.\n")
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = _call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
+            if (status.get("status") or {}).get("id") == "COMPLETED":
+                break
+            if time.monotonic() > deadline:
+                raise StopError(f"job {job_id}: savepoint {trigger} not completed after "
+                                f"{timeout_s} s")  # fmt: skip
+            time.sleep(POLL_S)
+    except StopError as err:
+        print(f"undertow: {err}", file=sys.stderr)
+        return 2
+    operation = status.get("operation") or {}
+    if "location" in operation:
+        out.write(f"Savepoint completed. Path: {operation['location']}\n")
+        return 0
+    cause = operation.get("failure-cause") or {}
+    print(f"undertow: stopping job {job_id} with a savepoint into {savepoint_path} failed: "
+          f"{cause.get('error-message', operation)}", file=sys.stderr)  # fmt: skip
+    return 1

@@ -1,0 +1,203 @@
+"""Savepoints and stop-with-savepoint (reference §6.4, §7), through the public API.
+
+* stop without drain: the job ends FINISHED before its sources ran out; a new job resumes
+  from the savepoint and the oracle counts no loss and no duplicate over both jobs;
+* stop with drain: event time goes to the end (the last, partial windows fire), the sink's
+  output is committed, the job ends FINISHED;
+* an intermediate savepoint survives checkpoint retention and the job's end, and a job
+  restored from it is exactly-once too.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from undertow.cli.main import main
+from undertow.common import Duration, Encoder, WatermarkStrategy
+from undertow.datastream import JobStatus
+from undertow.datastream.connectors.datagen import DataGeneratorSource
+from undertow.datastream.connectors.file_system import FileSink
+from undertow.datastream.window import TumblingEventTimeWindows
+from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
+
+from .conftest import EnvFactory
+
+KEYS, RECORDS_PER_KEY = 10, 1500
+#: per source reader (2 readers): the job would read for about 1.5 s
+THROTTLED = 5_000.0
+TIMEOUT_S = 60.0
+SAVEPOINT_DIR = re.compile(r"savepoint-[0-9a-f]{6}-\d+")
+
+
+def _config(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        "execution.checkpointing.interval": "100 ms",
+        "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+        **extra,
+    }
+
+
+def _wait_running(client: Any, after_s: float) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(after_s)
+
+
+def _check_savepoint(pointer: str, target: Path) -> None:
+    path = Path(pointer)
+    assert path.parent == target and SAVEPOINT_DIR.fullmatch(path.name), pointer
+    assert (path / "_metadata").is_file()
+
+
+def _resume(make_env: EnvFactory, tmp_path: Path, savepoint: str) -> OracleResult:
+    env = make_env(parallelism=2, config=_config(
+        tmp_path, **{"execution.state-recovery.path": savepoint}
+    ))  # fmt: skip
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("resumed")
+    result = client.get_job_execution_result(timeout=TIMEOUT_S)
+    return OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+
+
+def test_stop_without_drain_then_resume_from_the_savepoint(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    env = make_env(parallelism=2, config=_config(tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("stopped")
+    _wait_running(client, after_s=0.4)
+
+    savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    _check_savepoint(savepoint, tmp_path / "sp")
+    oracle = _resume(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected == KEYS * RECORDS_PER_KEY
+    assert oracle.restarts == 0
+
+
+WINDOW_MS = 100
+
+
+def _count(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
+    return a[0], a[1] + b[1], max(a[2], b[2])
+
+
+def test_stop_with_drain_fires_every_window_and_commits_the_sink(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """Event time ``i`` ms for record ``i`` of an endless, throttled sequence; windows of
+    100 ms count per key. After a drain the committed windows hold every record the source
+    read, so the last, partial windows fired (only the MAX watermark fires them)."""
+    env = make_env(parallelism=2, config=_config(tmp_path))
+    source = DataGeneratorSource(lambda i: (i % 4, 1, i), count=10**9, records_per_second=3000)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda event, _: event[2]
+    )
+    out = tmp_path / "out"
+    (
+        env.from_source(source, strategy, "gen").set_parallelism(1)
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(WINDOW_MS)))
+        .reduce(_count)
+        .map(lambda c: f"{c[0]},{c[1]},{c[2]}")
+        .sink_to(FileSink.for_row_format(str(out), Encoder.simple_string_encoder()).build())
+    )  # fmt: skip
+    client = env.execute_async("drained")
+    _wait_running(client, after_s=0.5)
+
+    savepoint = client.stop_with_savepoint(str(tmp_path / "sp"), drain=True).result(TIMEOUT_S)
+
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    _check_savepoint(savepoint, tmp_path / "sp")
+    hidden = [p for p in out.rglob("*") if p.is_file() and p.name.startswith(".")]
+    assert hidden == [], "every part file must be committed"
+    rows = [tuple(int(x) for x in line.split(","))
+            for p in out.rglob("*") if p.is_file()
+            for line in p.read_text().splitlines()]  # fmt: skip
+    assert rows, "the windows must have fired"
+    last = max(r[2] for r in rows)
+    assert sum(r[1] for r in rows) == last + 1, "every record read is in a fired window"
+    assert last < 10**9 - 1, "the source must have been stopped, not exhausted"
+
+
+def test_a_savepoint_survives_retention_and_the_job_and_restores(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, **{"execution.checkpointing.num-retained": "1"})
+    env = make_env(parallelism=2, config=config)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("savepointed")
+    _wait_running(client, after_s=0.3)
+
+    savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+
+    first = OracleResult.from_job_result(
+        client.get_job_execution_result(timeout=TIMEOUT_S), KEYS, RECORDS_PER_KEY
+    )
+    first.assert_exactly_once()  # the savepoint did not disturb the job
+    assert first.received == first.expected
+    _check_savepoint(savepoint, tmp_path / "sp")
+    job_dirs = [p for p in (tmp_path / "checkpoints").iterdir() if p.is_dir()]
+    assert all(not list(d.glob("chk-*/_metadata")) for d in job_dirs), "retained checkpoints"
+    oracle = _resume(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_undertow_stop_through_the_rest_api(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = make_env(parallelism=2, config=_config(tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("stopped by the CLI")
+    _wait_running(client, after_s=0.3)
+    url = client.get_rest_address()
+    assert url is not None
+
+    code = main(["stop", url, "--savepoint-path", str(tmp_path / "sp")])
+
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert code == 0, captured.err[-2000:]
+    match = re.search(r"^Savepoint completed\. Path: (.+)$", printed, re.M)
+    assert match is not None, printed
+    _check_savepoint(match.group(1), tmp_path / "sp")
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert main(["stop", url, "--savepoint-path", str(tmp_path / "sp")]) == 2  # job gone
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_savepoints_stay_aligned_when_checkpoints_are_unaligned(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """Savepoints are never unaligned (reference §7): with unaligned checkpoints on and a
+    slow sink (in-flight data), the savepoint holds no channel state yet resumes exactly."""
+    config = _config(tmp_path, **{"execution.checkpointing.unaligned.enabled": "true"})
+    env = make_env(parallelism=2, config=config)
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
+    build_pipeline(env, source, sink_spin_s=0.0002)
+    client = env.execute_async("unaligned")
+    _wait_running(client, after_s=0.4)
+
+    savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    files = sorted(
+        p.name for p in (Path(savepoint) / f"chk-{savepoint.rsplit('-', 1)[1]}").iterdir()
+    )
+    assert not [f for f in files if "channel" in f], files
+    oracle = _resume(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected
