@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from undertow.connectors.source import InputStatus, SourceReaderContext, SplitEnumeratorContext
+from undertow.connectors.source import InputStatus, SplitEnumeratorContext
 from undertow.runtime.cluster.job_master import JobExecutionResult
 from undertow.state.key_groups import assign_to_key_group, key_group_range_for_subtask
+from undertow.testing.harness import RecordingReaderContext
 from undertow.testing.oracle import (
     DEFAULT_SIZES,
     FOLD_SEED,
@@ -154,23 +155,6 @@ def test_oracle_key_of_records_and_envelopes() -> None:
 # --- the source: splits, positions, enumerator --------------------------------------------------
 
 
-class _ReaderContext(SourceReaderContext):
-    def __init__(self) -> None:
-        self.requests = 0
-
-    def index_of_subtask(self) -> int:
-        return 0
-
-    def parallelism(self) -> int:
-        return 1
-
-    def send_split_request(self) -> None:
-        self.requests += 1
-
-    def notify_available(self) -> None:
-        pass
-
-
 class _Output:
     def __init__(self) -> None:
         self.records: list[OracleRecord] = []
@@ -242,7 +226,7 @@ def _read_all(reader: Any, output: _Output, limit: int | None = None) -> InputSt
 def test_restoring_a_reader_snapshot_resumes_after_the_last_emitted_record() -> None:
     source = OracleSource(keys=4, records_per_key=300)
     (split,) = source.splits(1)
-    reader = source.create_reader(_ReaderContext())
+    reader = source.create_reader(RecordingReaderContext())
     reader.add_splits([split])
     reader.notify_no_more_splits()
     before = _Output()
@@ -252,7 +236,7 @@ def test_restoring_a_reader_snapshot_resumes_after_the_last_emitted_record() -> 
     _read_all(reader, _Output(), limit=700)  # the old reader moves on; the snapshot must not
     assert [s.position for s in snapshot] == [len(before.records)]
 
-    restored = source.create_reader(_ReaderContext())
+    restored = source.create_reader(RecordingReaderContext())
     restored.add_splits(pickle.loads(pickle.dumps(snapshot)))
     restored.notify_no_more_splits()
     after = _Output()
@@ -266,7 +250,7 @@ def test_restoring_a_reader_snapshot_resumes_after_the_last_emitted_record() -> 
 
 def test_reader_requests_splits_and_ends_after_no_more_splits() -> None:
     source = OracleSource(keys=2, records_per_key=2)
-    context = _ReaderContext()
+    context = RecordingReaderContext()
     reader = source.create_reader(context)
     reader.start()
     assert context.requests == 1
@@ -277,7 +261,7 @@ def test_reader_requests_splits_and_ends_after_no_more_splits() -> None:
 
 def test_throttled_reader_stops_when_over_its_rate() -> None:
     source = OracleSource(keys=2, records_per_key=1000, records_per_second=100)
-    reader = source.create_reader(_ReaderContext())
+    reader = source.create_reader(RecordingReaderContext())
     reader.add_splits(source.splits(1))
     output = _Output()
     assert reader.poll_next(output) is InputStatus.MORE_AVAILABLE

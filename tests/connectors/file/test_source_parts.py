@@ -10,10 +10,11 @@ import pytest
 from undertow.connectors.file.bad_records import BadRecord, BadRecordError
 from undertow.connectors.file.enumerator import FileEnumerator, discover_files
 from undertow.connectors.file.reader import FileSourceReader
-from undertow.connectors.source import InputStatus, SourceReaderContext, SplitEnumeratorContext
+from undertow.connectors.source import InputStatus, SplitEnumeratorContext
 from undertow.datastream import OutputTag
 from undertow.datastream.connectors.file_system import StreamFormat
 from undertow.datastream.formats.json import JsonLinesFormat
+from undertow.testing.harness import RecordingReaderContext
 
 
 class EnumCtx(SplitEnumeratorContext[Any]):
@@ -90,23 +91,6 @@ def test_continuous_enumerator_discovers_new_files_once_per_interval(tmp_path: P
     assert ctx2.assigned == [("3", 0)] and ctx2.no_more == []
 
 
-class ReaderCtx(SourceReaderContext):
-    def __init__(self) -> None:
-        self.requests = 0
-
-    def index_of_subtask(self) -> int:
-        return 0
-
-    def parallelism(self) -> int:
-        return 1
-
-    def send_split_request(self) -> None:
-        self.requests += 1
-
-    def notify_available(self) -> None:
-        pass
-
-
 class Out:
     def __init__(self) -> None:
         self.values: list[Any] = []
@@ -136,13 +120,17 @@ def test_reader_restores_from_any_snapshot_without_duplicates_or_loss(tmp_path: 
     splits = discover_files([str(tmp_path)])
     expected = [f"{i}-{j}" for i in range(3) for j in range(10)]
     for stop_after in range(0, 12):
-        reader = FileSourceReader(ReaderCtx(), StreamFormat.text_line_format(), 3, None)
+        reader = FileSourceReader(
+            RecordingReaderContext(), StreamFormat.text_line_format(), 3, None
+        )
         reader.add_splits(list(splits))
         out = Out()
         _drain(reader, out, polls=stop_after)
         state = reader.snapshot_state(1)
         reader.close()
-        resumed = FileSourceReader(ReaderCtx(), StreamFormat.text_line_format(), 3, None)
+        resumed = FileSourceReader(
+            RecordingReaderContext(), StreamFormat.text_line_format(), 3, None
+        )
         resumed.add_splits(state)
         resumed.notify_no_more_splits()
         assert _drain(resumed, out) is InputStatus.END_OF_INPUT
@@ -151,7 +139,7 @@ def test_reader_restores_from_any_snapshot_without_duplicates_or_loss(tmp_path: 
 
 def test_reader_asks_again_only_after_the_discovery_interval() -> None:
     now = [0.0]
-    ctx = ReaderCtx()
+    ctx = RecordingReaderContext()
     reader = FileSourceReader(ctx, StreamFormat.text_line_format(), 3, 500, clock=lambda: now[0])
     reader.start()
     assert reader.poll_next(Out()) is InputStatus.NOTHING_AVAILABLE and ctx.requests == 1
@@ -168,7 +156,7 @@ BAD_JSON = '{"a": 1}\n{"a": \n{"a": 3}\n'
 
 def test_bad_records_fail_naming_file_offset_and_line(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text(BAD_JSON)
-    reader = FileSourceReader(ReaderCtx(), JsonLinesFormat(), 10, None)
+    reader = FileSourceReader(RecordingReaderContext(), JsonLinesFormat(), 10, None)
     reader.add_splits(discover_files([str(tmp_path)]))
     with pytest.raises(BadRecordError) as info:
         _drain(reader, Out())
@@ -180,7 +168,9 @@ def test_bad_records_fail_naming_file_offset_and_line(tmp_path: Path) -> None:
 def test_bad_records_go_to_the_side_output(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text(BAD_JSON)
     tag = OutputTag("bad")
-    reader = FileSourceReader(ReaderCtx(), JsonLinesFormat().with_bad_records(tag), 10, None)
+    reader = FileSourceReader(
+        RecordingReaderContext(), JsonLinesFormat().with_bad_records(tag), 10, None
+    )
     reader.add_splits(discover_files([str(tmp_path)]))
     reader.notify_no_more_splits()
     out = Out()
