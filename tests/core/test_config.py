@@ -15,6 +15,7 @@ from undertow.core.config import (
     int_option,
     memory_option,
     parse_duration_ms,
+    parse_precise_duration_ms,
     parse_memory_size,
     str_option,
 )
@@ -26,11 +27,11 @@ from undertow.core.errors import ConfigurationError, UndertowError
 @pytest.mark.parametrize(
     ("text", "ms"),
     [
-        ("100 ms", 100), ("100ms", 100), (" 7 MS ", 7), ("250", 250), (250, 250), (1.9, 1),
+        ("100 ms", 100), ("100ms", 100), (" 7 MS ", 7), ("250", 250), (250, 250), (2.0, 2),
         ("5s", 5_000), ("5 sec", 5_000), ("2 seconds", 2_000), ("1.5 s", 1_500),
         ("10 min", 600_000), ("3m", 180_000), ("1 minute", 60_000),
         ("2h", 7_200_000), ("1 hour", 3_600_000), ("1 d", 86_400_000), ("2 days", 172_800_000),
-        ("1500 us", 1), ("2000000 ns", 2), ("3000 microseconds", 3),
+        ("2000 us", 2), ("2000000 ns", 2), ("3000 microseconds", 3), ("1.1 s", 1_100),
         ("4000000 nanoseconds", 4), ("0", 0),
     ],
 )  # fmt: skip
@@ -43,6 +44,26 @@ def test_bad_durations_raise_naming_the_value(text: str) -> None:
     with pytest.raises(ConfigurationError, match="cannot parse duration") as info:
         parse_duration_ms(text)
     assert repr(text) in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["0.5 ms", "1500 us", 1.9, "1 ns"])
+def test_a_fraction_of_a_millisecond_is_refused_not_cut(text: str | float) -> None:
+    with pytest.raises(ConfigurationError, match="not a whole number of milliseconds"):
+        parse_duration_ms(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"), [("0.25 ms", 0.25), ("500 us", 0.5), ("2", 2.0), (0.1, 0.1), ("1 s", 1000.0)]
+)
+def test_precise_durations_keep_fractions(text: str | float, ms: float) -> None:
+    assert parse_precise_duration_ms(text) == pytest.approx(ms)
+    key = "undertow.task.mailbox-slice-during-checkpoint"
+    assert Configuration({key: text}).get(Options.MAILBOX_SLICE_CHECKPOINT) == pytest.approx(ms)
+
+
+def test_mailbox_slices_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="undertow.task.mailbox-slice"):
+        Configuration({"undertow.task.mailbox-slice": "0 ms"}).get(Options.MAILBOX_SLICE)
 
 
 def test_bool_is_not_a_duration() -> None:

@@ -39,15 +39,29 @@ _MEMORY_UNITS = {
 _NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_duration_ms(text: str | int | float) -> int:
-    """Parse ``"100 ms"``, ``"10 min"``, ``"5s"`` or a number of milliseconds."""
+def parse_precise_duration_ms(text: str | int | float) -> float:
+    """Parse ``"100 ms"``, ``"500 us"``, ``"1.5 s"`` or a number of milliseconds, keeping
+    fractions of a millisecond."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return int(text)
+        return float(text)
     match = _NUMBER_UNIT.match(str(text))
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _DURATION_UNITS_MS:
         raise ConfigurationError(f"cannot parse duration {text!r} (examples: '100 ms', '10 min')")
-    return int(float(match.group(1)) * _DURATION_UNITS_MS[unit])
+    return float(match.group(1)) * _DURATION_UNITS_MS[unit]
+
+
+def parse_duration_ms(text: str | int | float) -> int:
+    """Parse ``"100 ms"``, ``"10 min"``, ``"5s"`` or a number of milliseconds: a whole number
+    of milliseconds. A value with a fraction of a millisecond (``"0.5 ms"``, ``"1500 us"``) is
+    refused rather than cut to a different duration."""
+    ms = parse_precise_duration_ms(text)
+    whole = round(ms)
+    if abs(ms - whole) > 1e-9:
+        raise ConfigurationError(
+            f"duration {text!r} is not a whole number of milliseconds ({ms:g} ms)"
+        )
+    return whole
 
 
 def parse_memory_size(text: str | int) -> int:
@@ -175,7 +189,7 @@ class ConfigOption(Generic[T]):
         return self.default
 
 
-def _positive(value: int) -> str | None:
+def _positive(value: float) -> str | None:
     return None if value > 0 else "must be > 0"
 
 
@@ -187,6 +201,13 @@ def duration_option(
     key: str, default_ms: int, description: str = "", **kw: Any
 ) -> ConfigOption[int]:
     return ConfigOption(key, parse_duration_ms, default_ms, description, **kw)
+
+
+def precise_duration_option(
+    key: str, default_ms: float, description: str = "", **kw: Any
+) -> ConfigOption[float]:
+    """A duration in (possibly fractional) milliseconds."""
+    return ConfigOption(key, parse_precise_duration_ms, default_ms, description, **kw)
 
 
 def int_option(key: str, default: int, description: str = "", **kw: Any) -> ConfigOption[int]:
@@ -346,8 +367,17 @@ class Options:
     GLOBAL_JOB_PARAMETERS = map_option(
         "pipeline.global-job-parameters", "read by functions with get_job_parameter"
     )
-    MAILBOX_SLICE = duration_option(
-        "undertow.task.mailbox-slice", 2, "longest stretch of record processing between mails"
+    MAILBOX_SLICE = precise_duration_option(
+        "undertow.task.mailbox-slice",
+        2,
+        "longest stretch of record processing between mails",
+        check=_positive,
+    )
+    MAILBOX_SLICE_CHECKPOINT = precise_duration_option(
+        "undertow.task.mailbox-slice-during-checkpoint",
+        0.25,
+        "the slice while a checkpoint passes through the worker (see runtime/task/pace.py)",
+        check=_positive,
     )
     # network -----------------------------------------------------------------------------
     SEGMENT_SIZE = memory_option("taskmanager.memory.segment-size", 32 * 1024, check=_positive)

@@ -242,6 +242,52 @@ def test_abort_of_one_member_keeps_the_others_state() -> None:
     run(body)
 
 
+def test_a_late_barrier_of_an_aborted_checkpoint_starts_nothing() -> None:
+    """An unaligned checkpoint aborted while its barriers travel: the subtask's next barrier
+    of the same checkpoint must not start it again (it used to raise 'started twice')."""
+    files = MemoryFiles()
+
+    async def body() -> None:
+        _, a, b = group_of_two(files)
+        a.start(1)
+        a.add_input(1, (0, 0), b"before the abort")
+        a.abort(1)
+        a.start(1)  # the late barrier
+        a.add_input(1, (0, 0), b"after the abort")
+        a.finish_input(1)
+        a.finish_output(1)
+        take(b, 1, b"kept")
+        with pytest.raises(CheckpointException, match="checkpoint 1: aborted"):
+            await a.result(1)
+        handles = await settle(b.result(1))
+        assert isinstance(handles, ChannelStateHandles)
+        assert read_all(handles.input, files) == {(0, 0): [b"kept"]}
+        assert b"abort" not in next(iter(files.files.values()))
+
+    run(body)
+
+
+def test_when_finished_runs_in_the_step_that_settles_the_result() -> None:
+    """No extra loop iteration between the state settled and the subtask's callback: a busy
+    worker loop serves each iteration only after a round of task slices. (Inline state
+    settles synchronously inside the call that completes the group.)"""
+    files = MemoryFiles()
+
+    async def body() -> None:
+        _, a, b = group_of_two(files, threshold=1024)
+        seen: list[ChannelStateHandles] = []
+        take(a, 1, b"x")
+        a.when_finished(1, seen.append)
+        assert seen == []
+        take(b, 1, b"y")  # completes the group: inline state, no file
+        assert len(seen) == 1 and seen[0].persisted_bytes == 1
+        late: list[ChannelStateHandles] = []
+        a.when_finished(1, late.append)  # already settled: runs at once
+        assert late == seen
+
+    run(body)
+
+
 def test_abort_after_collection_changes_nothing() -> None:
     files = MemoryFiles()
 

@@ -35,8 +35,10 @@ below ``inline_threshold`` bytes: no file either, the handles carry their bytes 
 Threading: every method of :class:`ChannelStateFileWriter` and
 :class:`SubtaskChannelStateWriter` must be called on the worker's event-loop thread (results
 are :class:`asyncio.Future` objects of that loop). Laying out, hashing and writing a file
-(``write_file``, blocking storage I/O) run on ``executor`` (the loop's default one if
-``None``); nothing else leaves the loop thread. Cost: ``add_*`` keeps a reference to the bytes
+(``write_file``, blocking storage I/O) run on ``executor`` (a one-thread pool of the
+writer's own if ``None``), and each write comes back to the loop in one step
+(``call_soon_threadsafe``), where the members' callbacks run at once: on a busy worker every
+loop iteration costs a round of task slices. Cost: ``add_*`` keeps a reference to the bytes
 (no copy) until the group file is written, so a worker holds at most one checkpoint's in-flight
 bytes per group plus those of files being written.
 """
@@ -44,10 +46,11 @@ bytes per group plus those of files being written.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from undertow.runtime.checkpoint.channel_state_format import (
@@ -93,6 +96,10 @@ class _Checkpoint:
 
     future: asyncio.Future[ChannelStateHandles]
     started: bool
+    #: Called synchronously when ``future`` settles (``when_finished``): no extra loop hop.
+    listeners: list[Callable[[asyncio.Future[ChannelStateHandles]], None]] = field(
+        default_factory=list
+    )
     input: Chunks = field(default_factory=dict)
     output: Chunks = field(default_factory=dict)
     input_done: bool = False
@@ -128,6 +135,10 @@ class SubtaskChannelStateWriter:
             raise ValueError(f"subtask {self.name!r} was released; cannot start {checkpoint_id}")
         existing = self.checkpoints.get(checkpoint_id)
         if existing is not None and existing.started:
+            if existing.aborted:
+                # Aborted while its barriers were still travelling: a late barrier of the
+                # same checkpoint starts nothing (its result already failed).
+                return
             raise ValueError(f"subtask {self.name!r} started checkpoint {checkpoint_id} twice")
         self._group.closed = True
         entry = _Checkpoint(asyncio.get_running_loop().create_future(), started=True)
@@ -197,7 +208,9 @@ class SubtaskChannelStateWriter:
     ) -> None:
         """The ``ChannelStateWriter`` form of :meth:`result`: ``callback(handles)`` on the loop
         once the group file is written; ``on_failure(error)`` if writing it failed. Neither
-        runs for an aborted, subsumed or released checkpoint (whoever aborted it knows)."""
+        runs for an aborted, subsumed or released checkpoint (whoever aborted it knows).
+        They run synchronously when the result settles (at once if it already did), not in a
+        later loop iteration: on a busy worker every iteration costs a round of task slices."""
 
         def done(future: asyncio.Future[ChannelStateHandles]) -> None:
             if future.cancelled():
@@ -211,7 +224,13 @@ class SubtaskChannelStateWriter:
             ):
                 on_failure(error)
 
-        self.result(checkpoint_id).add_done_callback(done)
+        entry = self.checkpoints.get(checkpoint_id)
+        if entry is None:
+            raise LookupError(f"subtask {self.name!r} has no checkpoint {checkpoint_id}")
+        if entry.future.done():
+            done(entry.future)
+        else:
+            entry.listeners.append(done)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -241,7 +260,7 @@ class SubtaskChannelStateWriter:
             reason, f"channel state of subtask {self.name!r}, checkpoint {checkpoint_id}: {why}"
         )
         error.__cause__ = cause
-        _settle(entry.future, exception=error)
+        _settle(entry, exception=error)
 
     def _prune(self) -> None:
         for checkpoint_id in sorted(self.checkpoints)[: max(0, len(self.checkpoints) - _RETAINED)]:
@@ -315,7 +334,8 @@ class ChannelStateFileWriter:
         self.inline_threshold = inline_threshold
         self._executor = executor
         self._group: _Group | None = None
-        self._writes: set[asyncio.Future[list[ChannelStateHandles]]] = set()
+        self._own_pool: ThreadPoolExecutor | None = None
+        self._writes: set[concurrent.futures.Future[list[ChannelStateHandles]]] = set()
 
     def register(self, subtask_name: str) -> SubtaskChannelStateWriter:
         """A writer for a new subtask, in the open group or a new one."""
@@ -338,9 +358,12 @@ class ChannelStateFileWriter:
         writer._group.collect()
 
     def cancel(self) -> None:
-        """Cancel file writes in flight (worker shutdown); their members' results fail."""
+        """Cancel file writes in flight (worker shutdown); their members' results fail (a
+        write already running completes). Shuts down the writer's own pool, if it made one."""
         for future in list(self._writes):
             future.cancel()
+        if self._own_pool is not None:
+            self._own_pool.shutdown(wait=False)
 
     def _persist(
         self, checkpoint_id: int, taking: list[tuple[SubtaskChannelStateWriter, _Checkpoint]]
@@ -352,22 +375,22 @@ class ChannelStateFileWriter:
         if total < self.inline_threshold or total == 0:
             handles = lay_out_group(checkpoint_id, contributions, None, "")
             for (_, entry), mine in zip(taking, handles):
-                _settle(entry.future, result=mine)
+                _settle(entry, result=mine)
             return
         name = f"channel-state-{uuid.uuid4().hex}"
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self._executor, lay_out_group, checkpoint_id, contributions, self._write_file, name
+        future = self._pool().submit(
+            lay_out_group, checkpoint_id, contributions, self._write_file, name
         )
         self._writes.add(future)
         names = [m.name for m, _ in taking]
 
-        def done(f: asyncio.Future[list[ChannelStateHandles]]) -> None:
+        def done(f: concurrent.futures.Future[list[ChannelStateHandles]]) -> None:
             self._writes.discard(f)
             err: BaseException | None = asyncio.CancelledError() if f.cancelled() else f.exception()
             if err is None:
                 for (_, entry), mine in zip(taking, f.result()):
-                    _settle(entry.future, result=mine)
+                    _settle(entry, result=mine)
                 return
             log.warning("channel-state file of checkpoint %d for %s failed: %r",
                         checkpoint_id, names, err)  # fmt: skip
@@ -378,9 +401,22 @@ class ChannelStateFileWriter:
                     f"{checkpoint_id} (file {name}): {err!r}",
                 )
                 error.__cause__ = err
-                _settle(entry.future, exception=error)
+                _settle(entry, exception=error)
 
-        future.add_done_callback(done)
+        def back_on_loop(f: concurrent.futures.Future[list[ChannelStateHandles]]) -> None:
+            try:  # one hop back to the loop (not two, as with ``run_in_executor``)
+                loop.call_soon_threadsafe(done, f)
+            except RuntimeError:  # the loop closed: the worker is gone
+                pass
+
+        future.add_done_callback(back_on_loop)
+
+    def _pool(self) -> Executor:
+        if self._executor is None:
+            self._executor = self._own_pool = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="channel-state"
+            )
+        return self._executor
 
 
 def _check_channel(channel: ChannelId) -> ChannelId:
@@ -400,11 +436,12 @@ def _check_chunk(data: bytes) -> bytes:
 
 
 def _settle(
-    future: asyncio.Future[ChannelStateHandles],
+    entry: _Checkpoint,
     *,
     result: ChannelStateHandles | None = None,
     exception: BaseException | None = None,
 ) -> None:
+    future = entry.future
     if future.done():
         return
     if exception is not None:
@@ -412,3 +449,6 @@ def _settle(
         future.exception()  # expected outcome: do not log "never retrieved"
     else:
         future.set_result(result if result is not None else ChannelStateHandles())
+    listeners, entry.listeners = entry.listeners, []
+    for listener in listeners:
+        listener(future)

@@ -85,6 +85,7 @@ from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.lifecycle import Finished
+from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
@@ -158,6 +159,8 @@ class Worker:
         self.io_pool: ThreadPoolExecutor | None = None
         self.channel_state_files: ChannelStateFileWriter | None = None
         self.channel_state_writers: dict[tuple[int, int], SubtaskChannelStateWriter] = {}
+        #: The slice length of this worker's tasks (short while a checkpoint passes).
+        self.pace = TaskPace.of(config)
 
     def send(self, message: Any) -> None:
         if self.ctrl is not None:
@@ -247,7 +250,7 @@ class Worker:
                     restored_channels[(vertex_id, subtask)],
                 )  # fmt: skip
             task = StreamTask(vertex, subtask, self.attempt, self.config, gates, writers,
-                              services, loop, snapshots)  # fmt: skip
+                              services, loop, snapshots, self.pace)  # fmt: skip
             services.task = task
             channel_state_writer = None
             if self.channel_state_files is not None:
@@ -258,6 +261,7 @@ class Worker:
                 list(writers.values()), _Responder(self, vertex_id, subtask),
                 self.storage.write_file if self.storage is not None else None, self.io_pool,
                 exactly_once, task.current_watermark, self.config, channel_state_writer,
+                self.pace,
             )  # fmt: skip
             task.deployed_finished = (
                 deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
@@ -433,6 +437,7 @@ class Worker:
                 # A task that finished meanwhile: its TaskFinished makes the JobMaster count it
                 # as acknowledged (FLIP-147), so the trigger is dropped.
                 if task.checkpointer is not None and not isinstance(task.lifecycle, Finished):
+                    self.pace.hurry()
                     task.post(functools.partial(task.checkpointer.trigger_checkpoint, msg.barrier))
             elif isinstance(msg, StopSource):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]

@@ -56,6 +56,7 @@ Lifecycle: built by the worker, then attached to its task (:meth:`attach`) befor
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import pickle
@@ -96,6 +97,7 @@ from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
+from undertow.runtime.task.pace import TaskPace
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +153,11 @@ class SubtaskCheckpointer:
         current_watermark: Callable[[], int],
         config: Configuration | None = None,
         channel_state_writer: ChannelStateWriter | None = None,
+        pace: TaskPace | None = None,
     ) -> None:
         self.task_name = task_name
+        #: The worker's slice pace, hurried by every checkpoint event this subtask sees.
+        self.pace = pace
         self.file_name = file_name
         self.chain = chain
         self.gates = gates
@@ -195,7 +200,7 @@ class SubtaskCheckpointer:
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
-        self._pending_writes: set[asyncio.Future[Any]] = set()
+        self._pending_writes: set[concurrent.futures.Future[Any]] = set()
         self.alignment_started: float | None = None
         self._start_delay_ms: float | None = None
         self._bytes_at_alignment = 0
@@ -289,6 +294,8 @@ class SubtaskCheckpointer:
                                    f"{barrier.checkpoint_id} before its inputs ended")  # fmt: skip
 
     def _note_first_barrier(self, barrier: CheckpointBarrier) -> None:
+        if self.pace is not None:
+            self.pace.hurry()
         if self.alignment_started is None and barrier.checkpoint_id > self.last_checkpoint_id:
             self.alignment_started = time.perf_counter()
             self._start_delay_ms = max(0, _now_ms() - barrier.timestamp)
@@ -381,6 +388,8 @@ class SubtaskCheckpointer:
 
     def _on_arrival(self, channel: InputChannel, payload: object) -> None:
         """Every payload arriving on a channel, before it is queued (network callback)."""
+        if self.pace is not None and type(payload) is CheckpointBarrier:
+            self.pace.hurry()  # the earliest a worker learns of a checkpoint
         index = self._index[id(channel)]
         cid = self._recording.get(index)
         if cid is not None:
@@ -480,6 +489,8 @@ class SubtaskCheckpointer:
                 self.channel_state.abort(cid)
             return  # out of order (reference §5.8)
         self.last_checkpoint_id = cid
+        if self.pace is not None:
+            self.pace.hurry()  # the async part needs loop turns too
         started = time.perf_counter()
         alignment = 0.0 if self.alignment_started is None else started - self.alignment_started
         start_delay = self._start_delay_ms
@@ -511,14 +522,23 @@ class SubtaskCheckpointer:
             "unaligned": barrier.options.is_unaligned,
         }
         async_started = time.perf_counter()
-        if needs_channel_state and self.channel_state is not None:
-            self.channel_state.when_finished(
+        writer = self.channel_state
+        if not needs_channel_state or writer is None:
+            self._write(cid, snapshot, metrics, async_started, None)
+        elif isinstance(writer, InMemoryChannelStateWriter):
+            # The channel state goes into the state file: written once it is complete.
+            writer.when_finished(
                 cid,
                 functools.partial(self._write, cid, snapshot, metrics, async_started),
                 functools.partial(self._channel_state_failed, cid),
             )
         else:
-            self._write(cid, snapshot, metrics, async_started, None)
+            # Shared channel-state files: the state file is written at once, in parallel,
+            # and the acknowledgement waits for both.
+            join = _AckJoin(functools.partial(self._acknowledge, cid, metrics, async_started))
+            self._write(cid, snapshot, metrics, async_started, None, join)
+            writer.when_finished(cid, join.channel_state_written,
+                                 functools.partial(self._channel_state_failed, cid))  # fmt: skip
 
     def _snapshot_failed(self, cid: int, err: BaseException) -> None:
         detail = "".join(traceback.format_exception_only(type(err), err)).strip()
@@ -537,11 +557,15 @@ class SubtaskCheckpointer:
         metrics: dict[str, Any],
         async_started: float,
         channel_state: ChannelStateResult | None,
+        join: _AckJoin | None = None,
     ) -> None:
         """Operator state (taken) and channel state (complete) into the state file, then ack.
 
         In-memory channel state goes into the state file; handles into shared files (already
-        written) go into the acknowledgement."""
+        written) go into the acknowledgement. With ``join`` the channel state is written in
+        parallel: the state file's handle goes to ``join``, which acknowledges once both are
+        in. One loop hop from the pool back to the loop thread: a busy worker loop serves a
+        callback only between task slices, so each hop costs a round of them."""
         handles: ChannelStateHandles | None = None
         if isinstance(channel_state, ChannelStateHandles):
             if channel_state.persisted_bytes:
@@ -560,8 +584,10 @@ class SubtaskCheckpointer:
             return
         metrics["state_size"] = len(data)
         if not data:
-            metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
-            self.responder.acknowledge(cid, _ack_handle(None, handles), metrics)
+            if join is not None:
+                join.state_written(None)
+            else:
+                self._acknowledge(cid, metrics, async_started, None, handles)
             return
         if self.state_writer is None or self.executor is None:
             self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
@@ -569,15 +595,13 @@ class SubtaskCheckpointer:
             return
         loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(
-                self.executor, self.state_writer, cid, self.file_name, data
-            )
+            future = self.executor.submit(self.state_writer, cid, self.file_name, data)
         except RuntimeError:  # the worker shut its I/O pool down: the attempt is over
             log.debug("%s: checkpoint %d not written, the worker is stopping", self.task_name, cid)
             return
         self._pending_writes.add(future)
 
-        def done(f: asyncio.Future[Any]) -> None:
+        def done(f: concurrent.futures.Future[Any]) -> None:
             self._pending_writes.discard(f)
             if f.cancelled():
                 return
@@ -587,10 +611,33 @@ class SubtaskCheckpointer:
                 reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
                 self.responder.decline(cid, reason, f"{self.task_name}: writing state: {detail}")
                 return
-            metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
-            self.responder.acknowledge(cid, _ack_handle(f.result(), handles), metrics)
+            if join is not None:
+                join.state_written(f.result())
+            else:
+                self._acknowledge(cid, metrics, async_started, f.result(), handles)
 
-        future.add_done_callback(done)
+        def back_on_loop(f: concurrent.futures.Future[Any]) -> None:
+            try:
+                loop.call_soon_threadsafe(done, f)
+            except RuntimeError:  # the loop closed: the attempt is over
+                pass
+
+        future.add_done_callback(back_on_loop)
+
+    def _acknowledge(
+        self,
+        cid: int,
+        metrics: dict[str, Any],
+        async_started: float,
+        state: Any,
+        channel_state: ChannelStateHandles | None,
+    ) -> None:
+        handles = channel_state if channel_state and channel_state.persisted_bytes else None
+        if handles is not None:
+            metrics["persisted_data"] = handles.persisted_bytes
+            metrics["unaligned"] = True
+        metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
+        self.responder.acknowledge(cid, _ack_handle(state, handles), metrics)
 
     def _abort(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         self.alignment_started = None
@@ -625,6 +672,35 @@ class SubtaskCheckpointer:
     def cancel_pending(self) -> None:
         for future in self._pending_writes:
             future.cancel()
+
+
+class _AckJoin:
+    """Waits for both halves of one subtask's checkpoint, written in parallel: the state
+    file's handle (``None`` without operator state) and the channel-state handles; then calls
+    ``acknowledge(state, channel_state)`` once. If either half fails, its failure path
+    declines and the join never acknowledges. Loop thread only."""
+
+    __slots__ = ("_acknowledge", "_channel", "_state", "_waiting")
+
+    def __init__(self, acknowledge: Callable[[Any, ChannelStateHandles | None], None]) -> None:
+        self._acknowledge = acknowledge
+        self._state: Any = None
+        self._channel: ChannelStateHandles | None = None
+        self._waiting = 2
+
+    def state_written(self, state: Any) -> None:
+        self._state = state
+        self._arrived()
+
+    def channel_state_written(self, channel_state: ChannelStateResult) -> None:
+        if isinstance(channel_state, ChannelStateHandles):
+            self._channel = channel_state
+        self._arrived()
+
+    def _arrived(self) -> None:
+        self._waiting -= 1
+        if self._waiting == 0:
+            self._acknowledge(self._state, self._channel)
 
 
 def _ack_handle(state: Any, channel_state: ChannelStateHandles | None) -> Any:

@@ -3,7 +3,8 @@
 Loop (ARCHITECTURE §3): run all queued mails (timers, split assignments, flushes, ...); then,
 if input *and* output are available, process one slice; otherwise sleep until something wakes
 the task (input arrived, output drained, a mail was posted). A slice ends after
-``undertow.task.mailbox-slice`` (2 ms), at the end of input, or when output becomes
+``undertow.task.mailbox-slice`` (2 ms; shorter while a checkpoint passes through the worker,
+see :mod:`undertow.runtime.task.pace`), at the end of input, or when output becomes
 unavailable — also in the middle of an input batch: the rest of the batch stays with the task
 (the "deserializer leftover") and is processed in the next slice. Chunk sizes adapt so that one
 chunk takes about a quarter of the slice: the cost is one clock read per chunk, not per record.
@@ -88,6 +89,7 @@ from undertow.runtime.task.lifecycle import (
     final_checkpoint_required,
 )
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
+from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
 
 if TYPE_CHECKING:
@@ -188,6 +190,7 @@ class StreamTask:
         services: TaskServices,
         loop: asyncio.AbstractEventLoop,
         restored: list[SubtaskSnapshot] | None = None,
+        pace: TaskPace | None = None,
     ) -> None:
         self.vertex = vertex
         self.subtask_index = subtask_index
@@ -198,7 +201,8 @@ class StreamTask:
         self.partitions = [w.partition for w in self.writers]
         self.mailbox: deque[Callable[[], None]] = deque()
         self._wake = asyncio.Event()
-        self._slice_s = config.get(Options.MAILBOX_SLICE) / 1000.0
+        #: The slice length, shared by the worker's tasks (short while a checkpoint is on).
+        self.pace = pace if pace is not None else TaskPace.of(config)
         self.buffer_timeout_ms = vertex.buffer_timeout
         self._cancelled = False
         self._end_of_input = False
@@ -453,7 +457,8 @@ class StreamTask:
         return not self._source_waiting
 
     def _source_slice(self) -> None:
-        deadline = time.perf_counter() + self._slice_s
+        now = time.perf_counter()
+        deadline = now + self.pace.slice_s(now)
         head = self.head
         while True:
             status = head.emit_next()
@@ -571,7 +576,9 @@ class StreamTask:
 
     def _input_slice(self) -> None:
         perf = time.perf_counter
-        deadline = perf() + self._slice_s
+        now = perf()
+        slice_s = self.pace.slice_s(now)
+        deadline = now + slice_s
         head = self.head
         two = self._two_input
         priority = self._priority_events
@@ -620,7 +627,7 @@ class StreamTask:
                 head.process_batch(chunk, cstamps)
             t1 = perf()
             self.records_in += len(chunk)
-            self._adapt_chunk(len(chunk), t1 - t0)
+            self._adapt_chunk(len(chunk), t1 - t0, slice_s)
             if pos >= n:
                 self._current = None
                 if not restored:
@@ -631,8 +638,8 @@ class StreamTask:
                 break
         self._after_slice()
 
-    def _adapt_chunk(self, count: int, elapsed: float) -> None:
-        target = self._slice_s / 4
+    def _adapt_chunk(self, count: int, elapsed: float, slice_s: float) -> None:
+        target = slice_s / 4
         if elapsed <= 0:
             self._chunk = min(_MAX_CHUNK, self._chunk * 2)
             return
