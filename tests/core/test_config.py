@@ -15,8 +15,8 @@ from undertow.core.config import (
     int_option,
     memory_option,
     parse_duration_ms,
-    parse_precise_duration_ms,
     parse_memory_size,
+    parse_precise_duration_ms,
     str_option,
 )
 from undertow.core.errors import ConfigurationError, UndertowError
@@ -62,7 +62,7 @@ def test_precise_durations_keep_fractions(text: str | float, ms: float) -> None:
 
 
 def test_mailbox_slices_must_be_positive() -> None:
-    with pytest.raises(ConfigurationError, match="undertow.task.mailbox-slice"):
+    with pytest.raises(ConfigurationError, match=r"undertow\.task\.mailbox-slice"):
         Configuration({"undertow.task.mailbox-slice": "0 ms"}).get(Options.MAILBOX_SLICE)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from undertow.core.config import Configuration
@@ -48,3 +50,19 @@ def test_built_from_the_configuration() -> None:
 def test_non_positive_slices_are_refused() -> None:
     with pytest.raises(ValueError, match="> 0 ms"):
         TaskPace(0, 0.25)
+
+
+def test_bytes_waiting_on_the_watched_socket_hurry_the_pace() -> None:
+    ours, jobmaster = socket.socketpair()
+    with ours, jobmaster:
+        clock = Clock()
+        pace = TaskPace(2, 0.25, clock)
+        pace.watch(ours.fileno())
+        assert pace.slice_s(clock.now) == pytest.approx(0.002)
+        jobmaster.send(b"trigger checkpoint 7")
+        assert pace.slice_s(clock.now) == pytest.approx(0.00025)
+        ours.recv(100)  # the loop read the message: the window still runs
+        clock.now += HURRY_WINDOW_S / 2
+        assert pace.slice_s(clock.now) == pytest.approx(0.00025)
+        clock.now += HURRY_WINDOW_S
+        assert pace.slice_s(clock.now) == pytest.approx(0.002)

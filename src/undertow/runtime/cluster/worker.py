@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 import pickle
+import select
 import socket
 import sys
 import time
@@ -181,6 +182,9 @@ class Worker:
         self.ctrl = ControlConnection(
             reader, writer, "JobMaster", config.get(Options.MAX_FRAME_SIZE)
         )
+        control_socket = writer.get_extra_info("socket")
+        if control_socket is not None and hasattr(select, "poll"):
+            self.pace.watch(control_socket.fileno())
         self.send(
             RegisterWorker(self.attempt, self.worker_index, config.get(Options.BIND_HOST), port,
                            os.getpid())

@@ -10,17 +10,27 @@ unaligned checkpoints take far longer than the barriers' trip through the job. S
 all the time would cost a few per cent of throughput (measured: 3-5 % at 0.5 ms).
 
 So the worker's :class:`TaskPace` is *hurried* by checkpoint events (a trigger received, a
-barrier arrived, a snapshot taken, channel state written) and, for the next
-:data:`HURRY_WINDOW_S` after the latest of them, every subtask of the worker uses the shorter
-slice ``undertow.task.mailbox-slice-during-checkpoint`` (0.25 ms). Outside checkpoints the
-normal slice applies. Only scheduling changes: what is processed, and in which order, does not.
+barrier arrived, a snapshot taken) and, for the next :data:`HURRY_WINDOW_S` after the latest
+of them, every subtask of the worker uses the shorter slice
+``undertow.task.mailbox-slice-during-checkpoint`` (0.25 ms). Outside checkpoints the normal
+slice applies. Only scheduling changes: what is processed, and in which order, does not.
+
+The first event, the JobMaster's trigger, would itself wait for the loop: a message on the
+control connection is noticed at the next ``select`` (after a round of slices), its bytes are
+read after the next round and the reading coroutine resumes after another: ~2.5 rounds. So
+the pace also *watches* the control connection's socket (:meth:`TaskPace.watch`): before
+each normal slice it polls it (``poll`` with timeout 0, about 1 µs) and hurries when bytes
+are waiting. Control traffic is rare (checkpoint triggers and notifications, split
+assignments), so this costs nothing otherwise.
 
 Threading: the worker's loop thread (tasks and checkpointers call in from it). Cost: one clock
-read per slice (the task reads the clock for its deadline anyway).
+read per slice (the task reads the clock for its deadline anyway) and one ``poll`` per normal
+slice when a socket is watched.
 """
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Callable
 
@@ -33,7 +43,7 @@ HURRY_WINDOW_S = 0.05
 class TaskPace:
     """The slice length for the subtasks of one worker (see the module docstring)."""
 
-    __slots__ = ("_clock", "_hurried_until", "hurried_s", "normal_s")
+    __slots__ = ("_clock", "_hurried_until", "_poller", "hurried_s", "normal_s")
 
     def __init__(
         self, normal_ms: float, hurried_ms: float, clock: Callable[[], float] = time.perf_counter
@@ -46,10 +56,17 @@ class TaskPace:
         self.hurried_s = min(hurried_ms, normal_ms) / 1000.0
         self._clock = clock
         self._hurried_until = 0.0
+        self._poller: select.poll | None = None
 
     @classmethod
     def of(cls, config: Configuration) -> TaskPace:
         return cls(config.get(Options.MAILBOX_SLICE), config.get(Options.MAILBOX_SLICE_CHECKPOINT))
+
+    def watch(self, fd: int) -> None:
+        """Hurry whenever bytes wait on socket ``fd`` (the control connection)."""
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        self._poller = poller
 
     def hurry(self) -> None:
         """A checkpoint event: short slices for the next :data:`HURRY_WINDOW_S`."""
@@ -61,4 +78,10 @@ class TaskPace:
 
     def slice_s(self, now: float) -> float:
         """The slice a task starting one at ``now`` (``time.perf_counter``) may use."""
-        return self.hurried_s if now < self._hurried_until else self.normal_s
+        if now < self._hurried_until:
+            return self.hurried_s
+        poller = self._poller
+        if poller is not None and poller.poll(0):
+            self._hurried_until = now + HURRY_WINDOW_S
+            return self.hurried_s
+        return self.normal_s
