@@ -69,7 +69,7 @@ def lay_out_group(
     """
     parts: list[bytes] = [FILE_HEADER.pack(FILE_MAGIC, FILE_VERSION)]
     position = FILE_HEADER.size
-    regions: list[list[tuple[ChannelStateDirection, Chunks, int, int, str]]] = []
+    laid_out: list[list[tuple[ChannelStateDirection, Chunks, int, int]]] = []
     for contribution in contributions:
         mine = []
         for direction, chunks in (
@@ -79,15 +79,20 @@ def lay_out_group(
             ordered = [c for channel in sorted(chunks) for c in chunks[channel]]
             if not ordered:
                 continue
-            digest = hashlib.sha256()
-            for chunk in ordered:
-                digest.update(chunk)
             length = sum(map(len, ordered))
-            mine.append((direction, chunks, position, length, digest.hexdigest()))
+            mine.append((direction, chunks, position, length))
             parts.extend(ordered)
             position += length
-        regions.append(mine)
+        laid_out.append(mine)
     data = b"".join(parts)
+    # One hash call per region, not per chunk: every call on more than 2 KiB releases the GIL,
+    # and on a busy worker getting it back waits for the loop thread's switch interval.
+    view = memoryview(data)
+    regions = [
+        [(d, c, start, n, hashlib.sha256(view[start : start + n]).hexdigest())
+         for d, c, start, n in regions_of_one]
+        for regions_of_one in laid_out
+    ]  # fmt: skip
     file = None if write is None else write(checkpoint_id, file_name, data)
     if file is not None and file.size != len(data):
         raise CheckpointStorageError(
@@ -95,9 +100,9 @@ def lay_out_group(
             f"{file.size} bytes, {len(data)} were written"
         )
     result = []
-    for contribution, mine in zip(contributions, regions):
+    for contribution, placed in zip(contributions, regions):
         sides: dict[ChannelStateDirection, MergedChannelStateHandle] = {}
-        for direction, chunks, start, length, sha in mine:
+        for direction, chunks, start, length, sha in placed:
             inline = None if file is not None else data[start : start + length]
             sides[direction] = build_handle(
                 contribution.subtask, checkpoint_id, direction, chunks,
