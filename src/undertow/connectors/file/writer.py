@@ -1,6 +1,8 @@
 """The file sink's writer: one open (in-progress) part file per active bucket.
 
 Threading: every method runs on the sink's task thread; file I/O is blocking (buffered).
+Cost on the local file system: one fsync per open part file and checkpoint, one per roll, and
+one directory fsync per new part file; nothing per record beyond the buffered write.
 
 Lifecycle:
 
