@@ -14,6 +14,17 @@ created), which is why commits must be idempotent. At the end of a bounded input
 flushes with ``end_of_input=True`` and prepares once more; with checkpointing on, those last
 committables go into the task's final checkpoint (FLIP-147) and are committed when it
 completes, before the task ends; with checkpointing off they are committed at once.
+
+Writer state (Flink's ``StatefulSinkWriter`` / ``SupportsWriterState``): a writer may also keep
+state of its own across checkpoints, for what it has written but not yet handed out as a
+committable (an open part file it resumes after a failure). ``snapshot_state(n)`` runs after
+``prepare_commit`` for checkpoint ``n``, in the same synchronous step, so the two describe one
+cut; after a restore the sink builds the writer with ``restore_writer(context, states)``.
+
+Routing after a change of parallelism: a committable or writer state with an integer
+attribute ``subtask`` goes to new subtask ``subtask % parallelism``; anything else goes with
+the subtask that snapshotted it (old index ``% parallelism``). Without a change, a subtask
+gets exactly what it snapshotted.
 """
 
 from __future__ import annotations
@@ -60,6 +71,14 @@ class SinkWriter(ABC):
         """Committables for what was written since the last call (two-phase sinks)."""
         return []
 
+    def snapshot_state(self, checkpoint_id: int) -> list[Any]:
+        """The writer's own state for checkpoint ``checkpoint_id`` (module doc); picklable.
+
+        Called on the task thread right after ``prepare_commit`` for the same checkpoint,
+        before any further ``write``. It may do blocking I/O that must finish before the
+        checkpoint can complete (a file sink fsyncs its open part files)."""
+        return []
+
     def close(self) -> None:
         pass
 
@@ -76,6 +95,11 @@ class Committer(ABC):
 class Sink(ABC):
     @abstractmethod
     def create_writer(self, context: SinkWriterContext) -> SinkWriter: ...
+
+    def restore_writer(self, context: SinkWriterContext, recovered_state: list[Any]) -> SinkWriter:
+        """A writer for a restored subtask, given the writer states routed to it (module doc;
+        empty if its writers keep none). The default ignores them: writers without state."""
+        return self.create_writer(context)
 
     def create_committer(self) -> Committer | None:
         """A committer for two-phase-commit sinks; ``None`` for at-least-once sinks."""

@@ -38,7 +38,9 @@ def test_default_rolling_policy_rolls_on_size_age_and_inactivity() -> None:
     assert not policy.should_roll_on_processing_time(part, 999)
     assert policy.should_roll_on_processing_time(part, 1000)  # open too long
     assert policy.should_roll_on_processing_time(PartFileInfo("", 500, 600, 1), 900)  # idle
-    assert policy.should_roll_on_checkpoint(part)
+    # a checkpoint rolls only a part file at the size limit (Flink's rule); others stay open
+    assert not policy.should_roll_on_checkpoint(part)
+    assert policy.should_roll_on_checkpoint(PartFileInfo("", 0, 0, 100))
     with pytest.raises(ValueError):
         RollingPolicy.default_rolling_policy(part_size=0)
 
@@ -134,6 +136,7 @@ def test_writer_keeps_parts_hidden_until_committed(tmp_path: Path) -> None:
     writer = _writer(tmp_path, policy=RollingPolicy.default_rolling_policy(part_size=8))
     writer.write_batch(["aaaa", "bbbb", "cc"], None)  # rolls after "bbbb" (10 bytes)
     assert _visible(tmp_path) == [] and len(_hidden(tmp_path)) == 2
+    writer.flush(True)  # the end of input rolls the open part file too
     committables = writer.prepare_commit()
     assert [c.size for c in committables] == [10, 3]
     assert len({c.final_path for c in committables}) == 2
@@ -152,17 +155,20 @@ def test_writer_buckets_into_directories(tmp_path: Path) -> None:
 
     writer = _writer(tmp_path, assigner=ByFirstLetter())
     writer.write_batch(["apple", "avocado", "banana"], None)
+    writer.flush(True)
     FileCommitter().commit(writer.prepare_commit())
     files = {p.parent.name: p.read_text() for p in _visible(tmp_path)}
     assert files == {"letter=a": "apple\navocado\n", "letter=b": "banana\n"}
 
 
 def test_close_removes_open_parts_and_restart_cleans_its_share(tmp_path: Path) -> None:
-    failed0, failed1 = _writer(tmp_path, subtask=0, n=2), _writer(tmp_path, subtask=1, n=2)
+    failed0 = _writer(tmp_path, subtask=0, n=2)
     failed0.write("lost-in-progress", None)
     failed0.close()  # what a failing task does
     assert _hidden(tmp_path) == []
-    failed0 = _writer(tmp_path, subtask=0, n=2)
+    on_checkpoint = RollingPolicy.on_checkpoint_rolling_policy()
+    failed0 = _writer(tmp_path, subtask=0, n=2, policy=on_checkpoint)
+    failed1 = _writer(tmp_path, subtask=1, n=2, policy=on_checkpoint)
     for w in (failed0, failed1):
         w.write("pending, never committed", None)
         w.prepare_commit()  # pending files of a checkpoint that never completed

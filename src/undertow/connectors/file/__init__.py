@@ -4,8 +4,10 @@ continuously monitored) and the exactly-once ``FileSink`` (row formats and Parqu
 One concept per module: :mod:`.split` (splits and positions), :mod:`.formats` (reader formats,
 text lines), :mod:`.json_format`, :mod:`.csv_format`, :mod:`.parquet`, :mod:`.bad_records`,
 :mod:`.enumerator`, :mod:`.reader`, :mod:`.source`; :mod:`.policies` (rolling, names,
-buckets), :mod:`.bulk_writer`, :mod:`.writer`, :mod:`.committable` (the pure commit
-decision), :mod:`.committer`, :mod:`.sink`. Users import them from PyFlink's paths:
+buckets), :mod:`.bulk_writer`, :mod:`.recoverable` (which file systems resume open part
+files, and how), :mod:`.writer_state` (the writer's checkpointed state and restore plan),
+:mod:`.writer`, :mod:`.committable` (the pure commit decision), :mod:`.committer`,
+:mod:`.sink`. Users import them from PyFlink's paths:
 ``undertow.datastream.connectors.file_system`` and ``undertow.datastream.formats.*``.
 """
 

@@ -34,7 +34,10 @@ class FileSinkCommittable:
     pending_path: str
     final_path: str
     size: int
-    #: The subtask that wrote it (restoring at another parallelism routes it by this).
+    #: The subtask index in the part file's name: whose share of the output holds it. The
+    #: subtask that created the file; a file resumed after a rescale keeps it. Restoring at
+    #: another parallelism routes the committable by this (``subtask % parallelism``), the
+    #: same rule by which restarted writers clean up leftovers (:mod:`.writer`).
     subtask: int
 
 

@@ -5,10 +5,11 @@ PyFlink's names: ``OutputFileConfig``, ``RollingPolicy.default_rolling_policy(..
 / ``BucketAssigner.date_time_bucket_assigner(format_str, timezone_id)``.
 
 Rolling decisions are pure: a policy looks at a :class:`PartFileInfo` (and a clock value) and
-says whether to close the part file. Every part file also rolls on every checkpoint, for row
-formats too (undertow decision, docs/design.md "File sink: part files roll on every
-checkpoint"): fsspec file systems cannot resume an open file after a failure, so a file that
-stayed open across a checkpoint could not be recovered exactly.
+says whether to close the part file. ``should_roll_on_checkpoint`` is asked only where a part
+file could stay open across a checkpoint: row formats on a file system that resumes open files
+(the local one; see :mod:`.writer`). Bulk formats, and every format on other file systems
+(``memory://``, ``s3://``...), roll on every checkpoint whatever the policy says (docs/design.md
+"File sink: row-format part files stay open across checkpoints where the file system resumes").
 """
 
 from __future__ import annotations
@@ -82,9 +83,12 @@ class RollingPolicy(ABC):
 
     @abstractmethod
     def should_roll_on_processing_time(self, part: PartFileInfo, now_ms: int) -> bool:
-        """On the writer's periodic check (``bucket_check_interval``)."""
+        """On the writer's periodic check (at most once per ``bucket_check_interval``, when a
+        record comes) and before every checkpoint, for part files that could stay open."""
 
     def should_roll_on_checkpoint(self, part: PartFileInfo) -> bool:
+        """Before a checkpoint, for a part file that could stay open (module doc). The default
+        rolls, which is always safe; :class:`DefaultRollingPolicy` keeps small files open."""
         return True
 
     @staticmethod
@@ -94,7 +98,8 @@ class RollingPolicy(ABC):
         inactivity_interval: int = 60 * 1000,
     ) -> DefaultRollingPolicy:
         """Roll at ``part_size`` bytes, after ``rollover_interval`` ms open or
-        ``inactivity_interval`` ms without a record (and on every checkpoint)."""
+        ``inactivity_interval`` ms without a record. A checkpoint rolls only bulk formats and
+        file systems that cannot resume an open file (module doc)."""
         return DefaultRollingPolicy(part_size, rollover_interval, inactivity_interval)
 
     @staticmethod
@@ -115,6 +120,10 @@ class DefaultRollingPolicy(RollingPolicy):
             )
 
     def should_roll_on_event(self, part: PartFileInfo) -> bool:
+        return part.size >= self.part_size
+
+    def should_roll_on_checkpoint(self, part: PartFileInfo) -> bool:
+        """Only a part file that reached ``part_size`` (Flink's rule): others stay open."""
         return part.size >= self.part_size
 
     def should_roll_on_processing_time(self, part: PartFileInfo, now_ms: int) -> bool:

@@ -10,12 +10,19 @@
 
     FileSink.for_bulk_format("/out", ParquetBulkWriters.for_row_type(row_type)).build()
 
-Part files move in-progress (open, hidden) -> pending (closed before a checkpoint barrier, still
-hidden, recorded in the sink operator's checkpointed state) -> committed (renamed to the final
-name once the checkpoint completed, or at the end of a bounded input). Readers (Spark,
-pyarrow) skip names starting with ``.``, so only committed files are visible. The writer is
-:mod:`.writer`, the committer :mod:`.committer`; the two-phase protocol is run by the runtime's
-sink operator (``undertow.runtime.task.sink_operator``).
+Part files move in-progress (open, hidden) -> pending (closed, still hidden, recorded in the
+sink operator's checkpointed state) -> committed (renamed to the final name once the
+checkpoint completed, or at the end of a bounded input). Readers (Spark, pyarrow) skip names
+starting with ``.``, so only committed files are visible.
+
+When part files roll: a row format on a file system that can resume open files (the local file
+system) keeps a part file open across checkpoints until the rolling policy rolls it (part
+size, rollover or inactivity interval), as Flink does: at each checkpoint the open file is
+fsynced and its valid length recorded, and a restore cuts it back to that length and appends.
+Bulk formats (Parquet), and every format on a file system that cannot resume (``memory://``,
+``s3://``, ...), roll every part file at every checkpoint. The writer is :mod:`.writer` (with
+:mod:`.recoverable` and :mod:`.writer_state`), the committer :mod:`.committer`; the two-phase
+protocol is run by the runtime's sink operator (``undertow.runtime.task.sink_operator``).
 """
 
 from __future__ import annotations
@@ -77,6 +84,16 @@ class FileSink(Sink):
 
     def create_writer(self, context: SinkWriterContext) -> SinkWriter:
         restored = context.restored_checkpoint_id() is not None or context.attempt_number() > 0
+        return self._writer(context, clean_up=restored, recovered_state=[])
+
+    def restore_writer(self, context: SinkWriterContext, recovered_state: list[Any]) -> SinkWriter:
+        """A writer that resumes the part files ``recovered_state`` recorded (row formats on a
+        file system that resumes) and cleans up what earlier attempts left."""
+        return self._writer(context, clean_up=True, recovered_state=recovered_state)
+
+    def _writer(
+        self, context: SinkWriterContext, clean_up: bool, recovered_state: list[Any]
+    ) -> FileWriter:
         return FileWriter(
             context,
             self.base_path,
@@ -86,7 +103,8 @@ class FileSink(Sink):
             self.rolling_policy,
             self.output_config,
             self.bucket_check_interval_ms,
-            clean_up=restored,
+            clean_up=clean_up,
+            recovered_state=recovered_state,
         )
 
     def create_committer(self) -> Committer:

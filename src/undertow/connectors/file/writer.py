@@ -1,25 +1,54 @@
 """The file sink's writer: one open (in-progress) part file per active bucket.
 
-Runs on the sink's task thread; blocking file I/O (buffered by fsspec). Lifecycle:
+Threading: every method runs on the sink's task thread; file I/O is blocking (buffered).
+Cost on the local file system: one fsync per open part file and checkpoint, one per roll, and
+one directory fsync per new part file; nothing per record beyond the buffered write.
+
+Lifecycle:
 
 * ``write``: pick the bucket (:class:`~.policies.BucketAssigner`), open a part file there if
   none is open (a hidden name, ``.<final name>.inprogress.<uuid>``), append the record, roll
   the part file if the rolling policy says so after this record. At most once per
   ``bucket_check_interval`` the writer also asks the policy about processing time.
-* ``prepare_commit`` (before every checkpoint barrier, and at the end of input): close every
-  open part file and return it as a :class:`~.committable.FileSinkCommittable` together with the
-  files rolled since the last call. Closed files stay hidden until committed.
-* ``close`` (also after a failure): close open files and delete them; they belong to no
-  checkpoint.
+* ``prepare_commit`` (before every checkpoint barrier, and at the end of input): roll the open
+  part files that must roll (below) and return every part file rolled since the last call as a
+  :class:`~.committable.FileSinkCommittable`. Rolled (pending) files stay hidden until
+  committed.
+* ``snapshot_state`` (right after ``prepare_commit``, same checkpoint): persist every part file
+  still open (flush + fsync) and return a :class:`~.writer_state.FileWriterBucketState` each.
+* ``close`` (also after a failure): close open files; delete those no checkpoint refers to.
+
+Which part files roll at a checkpoint. A part file *stays open* across checkpoints when the
+format is a row format and the file system can resume files (:mod:`.recoverable`, the local
+file system): then it rolls only if the rolling policy says so (``should_roll_on_checkpoint``,
+or its processing-time rule is due), as in Flink. Otherwise every open part file rolls at
+every checkpoint: bulk formats (their footer is written at the end, Flink's
+``CheckpointRollingPolicy``) and file systems that cannot resume (``memory://``, ``s3://``...;
+subtask 0 says so once at INFO when it opens). At the end of input everything rolls.
+
+Recovery (``recovered_state``): each recorded part file is truncated to the length its
+checkpoint recorded and appended to again (:func:`~.writer_state.plan_restore` rolls extra
+ones per bucket). Then the writer deletes the hidden part files left by earlier writers of its
+share, those whose subtask index ``j`` in their name satisfies ``j % parallelism == subtask``,
+except the ones it resumed (pending files of the restored checkpoint were committed before the
+writer was created, so what is left belongs to no completed checkpoint).
+
+Invariants:
+
+* A committed part file holds exactly the bytes of completed checkpoints (or of the end of
+  input): a resumed file is first cut back to the length of the checkpoint it is restored
+  from, so bytes appended after a checkpoint that did not complete never reach a commit, even
+  when the file rolls later.
+* Nothing is visible before its commit: in-progress and pending files keep the hidden name.
+* A part file's name carries the subtask whose share holds it (``FileSinkCommittable.subtask``
+  and ``FileWriterBucketState.subtask`` route by it after a rescale), so the subtask that may
+  delete a leftover is always the subtask that holds it.
+* An open part file that a checkpoint recorded is never deleted by ``close``: a retained
+  checkpoint may still be restored.
 
 Names: ``<prefix>-<uuid>-<subtask>-<counter><suffix>``: the uuid is new for every writer (every
 attempt of every subtask), so names never collide across subtasks, restarts or jobs writing
-into the same directory.
-
-Recovery: a writer of a restarted job first deletes the hidden part files left by earlier
-writers whose subtask index ``j`` satisfies ``j % parallelism == subtask`` (pending files of
-the restored checkpoint were committed before, so what is left belongs to no completed
-checkpoint and its data will be written again).
+into the same directory; a resumed file keeps its name.
 """
 
 from __future__ import annotations
@@ -42,6 +71,8 @@ from undertow.connectors.file.policies import (
     PartFileInfo,
     RollingPolicy,
 )
+from undertow.connectors.file.recoverable import FileSinkRecoveryError, recoverable_writer_for
+from undertow.connectors.file.writer_state import FileWriterBucketState, plan_restore
 from undertow.connectors.sink import SinkWriter, SinkWriterContext
 from undertow.core.errors import UndertowError
 
@@ -52,7 +83,8 @@ MIN_WATERMARK = -(2**63)
 
 
 class FileSinkWriteError(UndertowError):
-    """A record could not be encoded or written; names the sink, subtask, file and record."""
+    """A record could not be encoded or written, or an open part file could not be persisted;
+    names the sink, subtask, file and record."""
 
 
 def _now_ms() -> int:
@@ -70,7 +102,11 @@ class _PartFile:
     bulk: BulkWriter | None
     created: int
     updated: int
+    #: The subtask index in the file's name: whose share of the output holds it.
+    owner: int
     size: int = 0
+    #: Recorded by a checkpoint (snapshotted, or resumed): ``close`` must keep it.
+    persisted: bool = False
 
     def info(self) -> PartFileInfo:
         return PartFileInfo(self.bucket_id, self.created, self.updated, self.size)
@@ -103,6 +139,7 @@ class FileWriter(SinkWriter):
         output_config: OutputFileConfig,
         bucket_check_interval_ms: int,
         clean_up: bool,
+        recovered_state: list[Any] | None = None,
     ) -> None:
         self.fs, root = fsspec.core.url_to_fs(base_path)
         self.root = root.rstrip("/")
@@ -114,13 +151,25 @@ class FileWriter(SinkWriter):
         self.policy = rolling_policy
         self.config = output_config
         self.check_interval_ms = bucket_check_interval_ms
+        self.recoverable = recoverable_writer_for(self.fs)
+        #: Part files stay open across checkpoints (module doc).
+        self.keeps_open = bulk_factory is None and self.recoverable.supports_resume
         self.uid = uuid.uuid4().hex
         self.counter = 0
         self.open_parts: dict[str, _PartFile] = {}
         self.rolled: list[FileSinkCommittable] = []
+        self._end_of_input = False
         self._next_check = _now_ms() + bucket_check_interval_ms
+        if bulk_factory is None and not self.keeps_open and self.subtask == 0:
+            log.info(
+                "%s: row-format part files roll on every checkpoint, whatever the rolling "
+                "policy: %s",
+                self._name(),
+                self.recoverable.cannot_resume_reason,
+            )
+        resumed = self._restore(recovered_state or [])
         if clean_up:
-            self.clean_up_earlier_attempts()
+            self.clean_up_earlier_attempts(keep=resumed)
 
     def _name(self) -> str:
         return f"FileSink {self.root!r} (subtask {self.subtask + 1}/{self.parallelism})"
@@ -163,9 +212,10 @@ class FileWriter(SinkWriter):
         self.counter += 1
         path = f"{directory}/.{final_name}{INPROGRESS}{uuid.uuid4().hex}"
         self.fs.makedirs(directory, exist_ok=True)
-        stream = self.fs.open(path, "wb")
+        stream = self.recoverable.open(path)
         bulk = self.bulk_factory.create(stream) if self.bulk_factory is not None else None
-        part = _PartFile(bucket, path, f"{directory}/{final_name}", stream, bulk, now, now)
+        part = _PartFile(bucket, path, f"{directory}/{final_name}", stream, bulk, now, now,
+                         owner=self.subtask)  # fmt: skip
         self.open_parts[bucket] = part
         return part
 
@@ -174,32 +224,70 @@ class FileWriter(SinkWriter):
         del self.open_parts[part.bucket_id]
         if part.bulk is not None:
             part.bulk.finish()
-        part.stream.close()
-        size = int(self.fs.info(part.path).get("size") or 0)
+        size = self.recoverable.close_for_commit(part.stream, part.path)
         self.rolled.append(
             FileSinkCommittable(
                 self.fs.unstrip_protocol(part.path),
                 self.fs.unstrip_protocol(part.final_path),
                 size,
-                self.subtask,
+                part.owner,
             )
         )
 
     # -- checkpoints and end ---------------------------------------------------------------
+    def flush(self, end_of_input: bool) -> None:
+        if end_of_input:
+            self._end_of_input = True  # the next prepare_commit rolls everything
+
     def prepare_commit(self) -> list[Any]:
+        now = _now_ms()
         for part in list(self.open_parts.values()):
-            self._roll(part)
+            if self._end_of_input or self._rolls_at_checkpoint(part, now):
+                self._roll(part)
         committables, self.rolled = self.rolled, []
         return committables
 
+    def _rolls_at_checkpoint(self, part: _PartFile, now: int) -> bool:
+        if not self.keeps_open:
+            return True
+        info = part.info()
+        if self.policy.should_roll_on_checkpoint(info):
+            return True
+        return self.policy.should_roll_on_processing_time(info, now)
+
+    def snapshot_state(self, checkpoint_id: int) -> list[Any]:
+        """Persist every open part file; one :class:`FileWriterBucketState` each."""
+        states: list[Any] = []
+        for part in self.open_parts.values():
+            if not self.keeps_open:  # prepare_commit rolled them all
+                raise FileSinkWriteError(
+                    f"{self._name()}: part file {part.path!r} is still open at checkpoint "
+                    f"{checkpoint_id}, but this sink cannot resume it (prepare_commit not called?)"
+                )
+            try:
+                resumable = self.recoverable.persist(part.stream, part.path, part.final_path)
+            except OSError as err:
+                raise FileSinkWriteError(
+                    f"{self._name()}: cannot persist in-progress part file {part.path!r} for "
+                    f"checkpoint {checkpoint_id}: {err}"
+                ) from err
+            part.persisted = True
+            states.append(
+                FileWriterBucketState(
+                    part.bucket_id, resumable, part.created, part.updated, self.counter, part.owner
+                )
+            )
+        return states
+
     def close(self) -> None:
-        """Abandon open part files (after a failure they belong to no checkpoint)."""
+        """Close open part files; delete those no checkpoint recorded (they belong to none)."""
         for part in list(self.open_parts.values()):
             try:
                 if part.bulk is not None:  # else it writes its footer to a closed stream
                     part.bulk.abort()
-                part.stream.close()
-                self.fs.rm(part.path)
+                self.recoverable.abort(part.stream)
+                if not part.persisted:
+                    self.fs.rm(part.path)
             except Exception as err:  # close must not raise on a half-open state
                 log.warning(
                     "%s: cannot remove in-progress file %s: %s", self._name(), part.path, err
@@ -207,8 +295,46 @@ class FileWriter(SinkWriter):
         self.open_parts.clear()
 
     # -- recovery --------------------------------------------------------------------------
-    def clean_up_earlier_attempts(self) -> int:
-        """Delete hidden part files of earlier writers of this subtask's share (module doc)."""
+    def _restore(self, states: list[Any]) -> frozenset[str]:
+        """Resume the part files of ``states``; the paths of the files it resumed."""
+        plan = plan_restore(states, self._name())
+        if not plan.paths:
+            return plan.paths
+        if not self.keeps_open:
+            reason = (
+                "bulk formats roll on every checkpoint"
+                if self.bulk_factory is not None
+                else self.recoverable.cannot_resume_reason
+            )
+            raise FileSinkRecoveryError(
+                f"{self._name()}: the restored checkpoint has {len(plan.paths)} in-progress part "
+                f"file(s) to resume (such as {min(plan.paths)!r}), but this sink cannot resume "
+                f"them: {reason}; was the sink's format or path changed?"
+            )
+        self.counter = max(self.counter, plan.part_counter)
+        for state in plan.roll:
+            self._roll(self._resume(state))
+        for state in plan.resume:
+            self._resume(state)
+        return plan.paths
+
+    def _resume(self, state: FileWriterBucketState) -> _PartFile:
+        recoverable = state.in_progress
+        try:
+            stream = self.recoverable.recover(recoverable)
+        except FileSinkRecoveryError as err:
+            raise FileSinkRecoveryError(f"{self._name()}: {err}") from err
+        part = _PartFile(state.bucket_id, recoverable.path, recoverable.final_path, stream, None,
+                         state.creation_time, state.last_update_time, owner=state.subtask,
+                         size=recoverable.valid_length, persisted=True)  # fmt: skip
+        self.open_parts[state.bucket_id] = part
+        log.info("%s: resumed in-progress part file %s at its checkpointed length %d",
+                 self._name(), recoverable.path, recoverable.valid_length)  # fmt: skip
+        return part
+
+    def clean_up_earlier_attempts(self, keep: frozenset[str] = frozenset()) -> int:
+        """Delete hidden part files of earlier writers of this subtask's share, except the
+        paths in ``keep`` (module doc); the number deleted."""
         if not self.fs.exists(self.root):
             return 0
         removed = 0
@@ -216,6 +342,8 @@ class FileWriter(SinkWriter):
             name = path.rsplit("/", 1)[-1]
             owner = parse_part_subtask(name, self.config)
             if owner is None or owner % self.parallelism != self.subtask or self.uid in name:
+                continue
+            if path in keep:
                 continue
             try:
                 self.fs.rm(path)

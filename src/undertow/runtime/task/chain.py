@@ -211,7 +211,9 @@ class OperatorChain:
         """The synchronous part of a checkpoint: every operator's state, serialized to bytes.
 
         Serializing is the copy that lets the task go on while the bytes are written
-        asynchronously; no I/O happens here.
+        asynchronously; no state I/O happens here. An operator's custom snapshot may do the I/O
+        that must be durable before the checkpoint can complete (a file sink fsyncs its open
+        part files, as Flink's ``persist`` in the synchronous phase).
         """
         snapshot = SubtaskSnapshot(parallelism=self.parallelism)
         for uid, op, keyed, timers, opstate in self._parts:

@@ -12,9 +12,14 @@ Protocol (all on the task's loop thread):
   ``<= n``, in checkpoint order (a completed checkpoint subsumes earlier ones whose
   notification never came), and forget them. A commit error fails the task; the restart
   commits them again from the restored state.
+* ``snapshot_custom_state(n)`` also holds the writer's own state (``writer.snapshot_state(n)``,
+  taken after ``prepare_commit`` of the same checkpoint; nothing is written in between).
 * restore: the committables of the restored checkpoint are committed in ``open``, before the
-  writer exists (Flink: "as quickly as possible"). At another parallelism, old subtask ``j``'s
-  committables go to new subtask ``j % parallelism``.
+  writer exists (Flink: "as quickly as possible"); then the writer is built from the restored
+  writer states (``sink.restore_writer``). At another parallelism, a committable or writer
+  state goes to new subtask ``s % parallelism``, where ``s`` is its ``subtask`` attribute if it
+  has an integer one, else the old subtask that snapshotted it
+  (:func:`route_subtask`, the contract in :mod:`undertow.connectors.sink`).
 * ``finish`` (end of input): ``flush(True)`` and prepare the last committables. With a final
   checkpoint (FLIP-147, :func:`~undertow.runtime.task.lifecycle.final_checkpoint_required`)
   they are *not* committed here: the next ``prepare_snapshot_pre_barrier(n)`` files them under
@@ -44,8 +49,27 @@ from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.lifecycle import final_checkpoint_required
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 
-#: Version of the pickled operator state; bump when its layout changes.
-STATE_VERSION = 1
+#: Version of the pickled operator state; bump when its layout changes. Version 1 had no
+#: writer state and is still read.
+STATE_VERSION = 2
+READABLE_STATE_VERSIONS = (1, 2)
+
+
+def route_subtask(entry: Any, snapshotted_by: int) -> int:
+    """The old subtask index an entry of the sink's state is routed by after a rescale."""
+    subtask = getattr(entry, "subtask", None)
+    return subtask if isinstance(subtask, int) else snapshotted_by
+
+
+def _share(
+    entries: list[Any], snapshotted_by: int, rescaled: bool, index: int, parallelism: int
+) -> list[Any]:
+    """The entries of one old subtask's state that subtask ``index`` takes: without a rescale
+    all of its own state (an entry's ``subtask`` then always maps to its holder), else those
+    routed to it."""
+    if not rescaled:
+        return list(entries) if snapshotted_by % parallelism == index else []
+    return [e for e in entries if route_subtask(e, snapshotted_by) % parallelism == index]
 
 
 class _WriterContext(SinkWriterContext):
@@ -76,6 +100,7 @@ class SinkWriterOperator(OneInputStreamOperator):
         self.pending: dict[int, list[Any]] = {}
         self.restored_checkpoint_id: int | None = None
         self._restored: list[Any] = []
+        self._restored_writer_state: list[Any] = []
         #: After ``finish`` with a final checkpoint: the last committables, for the next one.
         self._final: list[Any] | None = None
 
@@ -85,7 +110,12 @@ class SinkWriterOperator(OneInputStreamOperator):
         if self._restored:
             self._commit(self._restored)
             self._restored = []
-        self.writer = self.sink.create_writer(_WriterContext(self))
+        context = _WriterContext(self)
+        if self.restored_checkpoint_id is None:
+            self.writer = self.sink.create_writer(context)
+        else:
+            self.writer = self.sink.restore_writer(context, self._restored_writer_state)
+        self._restored_writer_state = []
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         assert self.writer is not None
@@ -112,13 +142,16 @@ class SinkWriterOperator(OneInputStreamOperator):
         self.output.collect_batch([message], None)
 
     def snapshot_custom_state(self, checkpoint_id: int) -> bytes | None:
-        if self.committer is None:
+        assert self.writer is not None
+        writer_state = list(self.writer.snapshot_state(checkpoint_id))
+        if self.committer is None and not writer_state:
             return None
         state = {
             "version": STATE_VERSION,
             "subtask": self.ctx.subtask_index,
             "checkpoint_id": checkpoint_id,
             "pending": {cid: list(c) for cid, c in self.pending.items() if cid <= checkpoint_id},
+            "writer": writer_state,
         }
         return serialize_object(state)
 
@@ -126,15 +159,17 @@ class SinkWriterOperator(OneInputStreamOperator):
         index, n = self.ctx.subtask_index, self.ctx.parallelism
         for blob in blobs:
             state = pickle.loads(blob)
-            if state.get("version") != STATE_VERSION:
+            if state.get("version") not in READABLE_STATE_VERSIONS:
                 raise ValueError(f"operator '{self.name}' (subtask {index}): sink state version "
                                  f"{state.get('version')!r}, expected {STATE_VERSION}")  # fmt: skip
             cid = state["checkpoint_id"]
             self.restored_checkpoint_id = max(self.restored_checkpoint_id or cid, cid)
-            if state["subtask"] % n != index:
-                continue
+            old = state["subtask"]
             for key in sorted(state["pending"]):
-                self._restored.extend(state["pending"][key])
+                self._restored.extend(_share(state["pending"][key], old, rescaled, index, n))
+            self._restored_writer_state.extend(
+                _share(state.get("writer", []), old, rescaled, index, n)
+            )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         due = sorted(cid for cid in self.pending if cid <= checkpoint_id)

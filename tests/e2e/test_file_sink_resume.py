@@ -1,0 +1,176 @@
+"""Row-format FileSink part files that stay open across checkpoints, end to end.
+
+A row-format ``FileSink`` on the local file system with a ``DefaultRollingPolicy`` whose
+limits are never reached keeps one part file per subtask and bucket open for the whole run,
+however many checkpoints complete meanwhile (Flink's behaviour), and stays exactly-once when
+the job fails: after a scheduled failure (``local-threads``, ``local``) or a ``kill -9`` of a
+worker process (``local``, ``spark``), the restore cuts the open part file back to the length
+its checkpoint recorded and appends to it again. The committed output read back equals the
+expected records exactly and no hidden (in-progress or pending) file is left.
+
+Input: CSV files, one per key, ``seq = 1..PER_KEY`` in order, through a keyed count (see
+:mod:`.test_file_connectors`). Buckets: by key parity, so each sink subtask writes two buckets.
+The kill test's seed is printed; replay with ``UNDERTOW_ORACLE_SEED``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from undertow.common import Encoder, WatermarkStrategy
+from undertow.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    OutputFileConfig,
+    RollingPolicy,
+)
+from undertow.datastream.formats.csv import CsvReaderFormat
+from undertow.testing import FailingMap
+from undertow.testing.oracle import WorkerKiller, oracle_seed
+
+from .conftest import EnvFactory
+from .test_file_connectors import (
+    CSV,
+    EXPECTED,
+    RESTARTING,
+    CountPerKey,
+    _as_csv,
+    _config,
+    _csv_input,
+    _hidden_files,
+    _text_output,
+)
+
+COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
+#: committed names: part-<writer uuid>-<subtask>-<counter>.csv
+PART = re.compile(r"^part-[0-9a-f]{32}-(\d+)-\d+\.csv$")
+PARALLELISM = 2
+JOB_TIMEOUT_S = 120.0
+#: per record, chained to the source: 4000 records over 2 readers last about 2 s
+PACE_S = 0.001
+NEVER_ROLLS = RollingPolicy.default_rolling_policy(
+    part_size=1 << 30, rollover_interval=3_600_000, inactivity_interval=3_600_000
+)
+
+
+class ByKeyParity(BucketAssigner):
+    """``"k,seq,count"`` -> ``parity=<k % 2>``."""
+
+    def get_bucket_id(self, element: Any, context: Any) -> str:
+        return f"parity={int(element.split(',', 1)[0]) % 2}"
+
+
+def _paced(value: Any) -> Any:
+    time.sleep(PACE_S)
+    return value
+
+
+def _job(env: Any, tmp_path: Path, failing: FailingMap | None = None) -> Path:
+    """CSV files -> paced [-> failing] -> key_by -> CountPerKey -> row-format FileSink."""
+    source = FileSource.for_record_stream_format(
+        CsvReaderFormat.for_schema(CSV), str(_csv_input(tmp_path / "in"))
+    )
+    stream = env.from_source(source.set_batch_size(10).build(),
+                             WatermarkStrategy.no_watermarks(), "files").uid("files")  # fmt: skip
+    stream = stream.map(_paced).uid("paced")
+    if failing is not None:
+        stream = stream.map(failing).uid("failing")
+    counted = stream.key_by(lambda r: r[0]).map(CountPerKey()).uid("count")
+    out = tmp_path / "out"
+    sink = (
+        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+        .with_bucket_assigner(ByKeyParity())
+        .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".csv").build())
+        .with_rolling_policy(NEVER_ROLLS)
+        .build()
+    )
+    counted.map(_as_csv).uid("as-csv").sink_to(sink).uid("text-sink")
+    return out
+
+
+def _parts_per_subtask_and_bucket(out: Path) -> Counter[tuple[str, int]]:
+    """How many committed part files each (bucket, subtask) wrote."""
+    found: Counter[tuple[str, int]] = Counter()
+    for path in out.rglob("*"):
+        if path.is_file() and not path.name.startswith((".", "_")):
+            match = PART.match(path.name)
+            assert match is not None, f"unexpected file {path}"
+            found[(path.parent.name, int(match.group(1)))] += 1
+    return found
+
+
+def _assert_exact(out: Path) -> None:
+    assert _text_output(out) == EXPECTED
+    assert _hidden_files(out) == []
+    parts = _parts_per_subtask_and_bucket(out)
+    # at most one part file per subtask and bucket: the open one was resumed, not replaced
+    assert set(parts.values()) == {1}, parts
+    assert {bucket for bucket, _ in parts} == {"parity=0", "parity=1"}, parts
+
+
+@pytest.mark.parametrize("target", ["local-threads", "local", "spark"])
+def test_one_part_file_per_subtask_and_bucket_however_many_checkpoints(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = make_env(parallelism=PARALLELISM, config=_config(tmp_path, restarts=0))
+    out = _job(env, tmp_path)
+    env.execute_async("one part file per bucket").get_job_execution_result(timeout=JOB_TIMEOUT_S)
+
+    completed = {int(n) for n in COMPLETED.findall(capsys.readouterr().err)}
+    assert len(completed) > 5, f"only {len(completed)} checkpoints completed: {completed}"
+    _assert_exact(out)
+    assert sum(_parts_per_subtask_and_bucket(out).values()) <= 2 * PARALLELISM
+
+
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+def test_open_part_files_resume_exactly_after_scheduled_failures(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two failures, each after a checkpoint completed while part files were open and being
+    appended to: the failing task's close flushes bytes written after that checkpoint into
+    the open files; the restore must cut them off."""
+    failing = FailingMap(fail_after_checkpoints=[2, 4], subtask=1)
+    env = make_env(parallelism=PARALLELISM, config=_config(tmp_path, restarts=2))
+    out = _job(env, tmp_path, failing)
+    env.execute_async("resume after failures").get_job_execution_result(timeout=JOB_TIMEOUT_S)
+
+    reasons = RESTARTING.findall(capsys.readouterr().err)
+    assert len(reasons) == 2 and all("InjectedFailure" in r for r in reasons), reasons
+    _assert_exact(out)
+
+
+@pytest.mark.parametrize("target", ["local", "spark"])
+def test_open_part_files_resume_exactly_after_a_worker_is_killed(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed = oracle_seed()
+    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
+    env = make_env(parallelism=PARALLELISM, config=_config(tmp_path, restarts=3))
+    out = _job(env, tmp_path)
+    client = env.execute_async("resume after kill -9")
+    console = ""  # kill only once a checkpoint completed, so there is one to restore
+    deadline = time.monotonic() + 30
+    while not COMPLETED.search(console) and time.monotonic() < deadline:
+        time.sleep(0.01)
+        console += capsys.readouterr().err
+    killer = WorkerKiller(seed, earliest_s=0.0, latest_s=0.5).start()
+    try:
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    except Exception as err:
+        console += capsys.readouterr().err
+        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
+    finally:
+        killer.cancel()
+        client.cancel()
+    console += capsys.readouterr().err
+
+    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    assert len(RESTARTING.findall(console)) == 1, (seed, console)
+    _assert_exact(out)
