@@ -12,7 +12,9 @@ Watermarks are combined per input by a :class:`StatusWatermarkValve`; a two-inpu
 the minimum of its inputs. End of data: every channel delivered ``EndOfData`` or
 ``EndOfPartitionEvent`` (network inputs), or the source reader reported ``END_OF_INPUT`` (its
 watermark goes to MAX first). The lifecycle then follows :mod:`undertow.runtime.task.lifecycle`
-(FLIP-147): the chain's ``finish()`` runs (it may still emit), ``EndOfData`` goes downstream
+(FLIP-147): the chain's ``finish()`` runs (it may still emit; each operator's processing-time
+service is quiesced right before its ``finish()``, so its pending processing-time timers never
+fire and new ones are ignored, as in Flink), ``EndOfData`` goes downstream
 after the last record, and the task keeps serving mails and input events (barriers, end of
 partition) until a checkpoint taken after its ``EndOfData`` completed — when a final
 checkpoint is required — and every input partition ended; only then ``EndOfPartitionEvent``
@@ -21,7 +23,8 @@ goes downstream and the operators close (``close`` also runs after a failure). A
 operator: it sends ``EndOfData`` and ``EndOfPartitionEvent`` at once and waits for its inputs'
 ends. Stop with savepoint (:meth:`StreamTask.stop_source`) ends a source's data early; without
 drain the ``EndOfData(drain=False)`` it sends makes every downstream task skip ``finish()`` and
-leave its watermark where it was, so the savepoint after it holds the operators' running state.
+leave its watermark where it was (processing-time timers are quiesced too), so the savepoint
+after it holds the operators' running state, pending timers included.
 
 Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
 ``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
@@ -332,9 +335,15 @@ class StreamTask:
 
     def _finish_and_end_data(self, drain: bool) -> None:
         """The data ended: ``finish()`` the chain (unless stopped without drain), send
-        ``EndOfData`` after the last record, start waiting for the final checkpoint."""
+        ``EndOfData`` after the last record, start waiting for the final checkpoint.
+
+        Either way every operator's processing-time service is quiesced first (the chain
+        does it per operator, right before its ``finish()``): no processing-time timer fires
+        after ``EndOfData``, however long the final checkpoint takes."""
         if drain:
             self.chain.finish()
+        else:
+            self.chain.quiesce_processing_time()
         self._end_data(drain)
 
     def _end_data(self, drain: bool) -> None:
