@@ -395,6 +395,13 @@ class Options:
     CHECKPOINT_DIR = str_option(
         "execution.checkpointing.dir", "", deprecated_keys=("state.checkpoints.dir",)
     )
+    SAVEPOINT_DIR = str_option(
+        "execution.checkpointing.savepoint-dir",
+        "",
+        "default directory of savepoints (trigger_savepoint, stop_with_savepoint, undertow "
+        "stop) taken without one",
+        deprecated_keys=("state.savepoints.dir",),
+    )
     UNALIGNED = bool_option(
         "execution.checkpointing.unaligned.enabled",
         False,

@@ -29,7 +29,10 @@ once (Flink's savepoints are forced: no min pause, no concurrency limit), aligne
 completion exports it to the user's directory instead of the store. Stop with savepoint first
 stops periodic checkpoints (pending ones go on: their barriers precede the sources'
 ``EndOfData``), so the savepoint is the only checkpoint taken after ``EndOfData`` (the one
-every task waits for before it closes).
+every task waits for before it closes; its barrier is a ``SYNC_SAVEPOINT``). Savepoints need no
+periodic checkpoints: with ``execution.checkpointing.interval`` unset the coordinator exists,
+:meth:`CheckpointCoordinator.start` marks the attempt active without starting the periodic
+timer, and savepoints are triggered as with it.
 
 Threading: the JobMaster's loop thread; storage calls run on its executor.
 """
@@ -180,7 +183,10 @@ class CheckpointCoordinator:
         self.queue: tuple[CheckpointTriggerRequest, ...] = ()
         self._request_ids = itertools.count()
         self._timeouts: dict[int, asyncio.TimerHandle] = {}
+        #: Periodic checkpoints are being triggered (an attempt runs and the interval is set).
         self._running = False
+        #: An attempt's tasks all run: savepoints may start (with or without periodic ones).
+        self._active = False
         self._completing: set[asyncio.Future[None]] = set()
         self._sources = [(v.id, s) for v in graph.vertices if v.is_source
                          for s in range(v.parallelism)]  # fmt: skip
@@ -195,6 +201,14 @@ class CheckpointCoordinator:
             config.get(Options.UNALIGNED),
             config.get(Options.ALIGNED_TIMEOUT),
         )
+        #: A stop's savepoint: tasks that take it wait for its completion before closing.
+        self.stop_savepoint_options = CheckpointOptions.for_config(
+            SnapshotType.SYNC_SAVEPOINT,
+            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
+            config.get(Options.UNALIGNED),
+            config.get(Options.ALIGNED_TIMEOUT),
+        )
+        self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
         #: checkpoint id -> the future of a pending savepoint (its directory, or its failure)
         self._savepoints: dict[int, asyncio.Future[str]] = {}
         #: A stop-with-savepoint is in progress (periodic checkpoints stay off).
@@ -206,6 +220,7 @@ class CheckpointCoordinator:
 
     @property
     def enabled(self) -> bool:
+        """Periodic checkpoints are configured (``execution.checkpointing.interval`` > 0)."""
         return self.interval_ms > 0
 
     @property
@@ -213,11 +228,17 @@ class CheckpointCoordinator:
         """An attempt's tasks all run and periodic checkpoints are on."""
         return self._running
 
+    @property
+    def is_active(self) -> bool:
+        """An attempt's tasks all run, so a savepoint may start (periodic checkpoints or not)."""
+        return self._active
+
     # -- lifecycle (per attempt) ----------------------------------------------------------------
     def start(self, finished: frozenset[SubtaskKey] = frozenset()) -> None:
-        """All tasks of the attempt run (but ``finished``, deployed as finished): start
-        periodic triggering (random initial delay)."""
+        """All tasks of the attempt run (but ``finished``, deployed as finished): savepoints
+        may start, and periodic triggering starts (random initial delay) if configured."""
         self._finished = set(finished)
+        self._active = True
         if not self.enabled:
             return
         self._running = True
@@ -227,6 +248,7 @@ class CheckpointCoordinator:
     def stop(self, reason: CheckpointFailureReason) -> None:
         """The attempt ends (failure, cancel, finish): abort what is pending, stop the timer."""
         self._running = False
+        self._active = False
         self.queue = ()
         for handle in (self._timer, self._wake):
             if handle is not None:
@@ -321,10 +343,9 @@ class CheckpointCoordinator:
         checkpoint and the directory. Only on the JobMaster's loop, while an attempt runs."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         problem = refuse_savepoint(
-            request, checkpointing_enabled=self.enabled, stopping=self.stopping,
-            job_id=self.job_id,
-        )  # fmt: skip
-        if problem is None and not self._running:
+            request, batch=self._batch, stopping=self.stopping, job_id=self.job_id
+        )
+        if problem is None and not self._active:
             problem = f"job {self.job_id}: no attempt is running"
         if problem is not None:
             future.set_exception(
@@ -371,7 +392,10 @@ class CheckpointCoordinator:
             return None
         cid = self.next_id
         self.next_id += 1
-        options = self.options if savepoint is None else self.savepoint_options
+        if savepoint is None:
+            options = self.options
+        else:
+            options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
         barrier = CheckpointBarrier(cid, now, options)
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}

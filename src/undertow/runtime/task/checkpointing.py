@@ -192,6 +192,9 @@ class SubtaskCheckpointer:
         #: Called after the operators were notified of a completed checkpoint (the task's
         #: lifecycle waits for its final checkpoint through it).
         self.completion_listener: Callable[[int], None] | None = None
+        #: Called when the task takes a synchronous savepoint (stop with savepoint), before
+        #: its snapshot: the task must not close before that savepoint completed.
+        self.synchronous_savepoint_listener: Callable[[int], None] | None = None
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
@@ -480,6 +483,9 @@ class SubtaskCheckpointer:
                 self.channel_state.abort(cid)
             return  # out of order (reference §5.8)
         self.last_checkpoint_id = cid
+        listener = self.synchronous_savepoint_listener
+        if barrier.options.snapshot_type.is_synchronous and listener is not None:
+            listener(cid)
         started = time.perf_counter()
         alignment = 0.0 if self.alignment_started is None else started - self.alignment_started
         start_delay = self._start_delay_ms

@@ -237,6 +237,8 @@ class StreamTask:
         #: False once an input channel ended with ``EndOfData(drain=False)`` (stop without
         #: drain): the chain then does not finish and event time does not go to the end.
         self._drain = True
+        #: A synchronous savepoint (stop with savepoint) taken before the data ended.
+        self._early_savepoint: int | None = None
         self._num_channels = sum(len(g.channels) for g in gates)
 
     @property
@@ -251,6 +253,7 @@ class StreamTask:
         if checkpointer is not None:
             checkpointer.attach(self)
             checkpointer.completion_listener = self._on_checkpoint_complete
+            checkpointer.synchronous_savepoint_listener = self._on_synchronous_savepoint
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -331,32 +334,36 @@ class StreamTask:
         if drain:
             self.head.end_of_input()
         self._end_of_input = True
-        self._finish_and_end_data(drain)
+        self._finish_and_end_data(drain, savepoint_follows=True)
 
-    def _finish_and_end_data(self, drain: bool) -> None:
+    def _finish_and_end_data(self, drain: bool, savepoint_follows: bool = False) -> None:
         """The data ended: ``finish()`` the chain (unless stopped without drain), send
         ``EndOfData`` after the last record, start waiting for the final checkpoint.
 
         Either way every operator's processing-time service is quiesced first (the chain
         does it per operator, right before its ``finish()``): no processing-time timer fires
-        after ``EndOfData``, however long the final checkpoint takes."""
+        after ``EndOfData``, however long the final checkpoint takes.
+
+        ``savepoint_follows``: a source stopped with savepoint; the savepoint's trigger is the
+        next mail, and the source must not close before it completed, even with checkpointing
+        off (it waits for the next checkpoint, which is that savepoint)."""
         if drain:
             self.chain.finish()
         else:
             self.chain.quiesce_processing_time()
-        self._end_data(drain)
+        self._end_data(drain, savepoint_follows)
 
-    def _end_data(self, drain: bool) -> None:
+    def _end_data(self, drain: bool, savepoint_follows: bool = False) -> None:
         """``finish()`` ran (or was skipped by a stop without drain): send ``EndOfData``
         after the last record; start waiting."""
         for writer in self.writers:
             writer.broadcast_event(EndOfData(drain))
         checkpointer = self.checkpointer
         last = checkpointer.last_checkpoint_id if checkpointer is not None else -1
-        wait = self.final_checkpoint and checkpointer is not None
+        wait = checkpointer is not None and (self.final_checkpoint or savepoint_follows)
         lifecycle = self.lifecycle
         assert isinstance(lifecycle, Running), lifecycle
-        finishing = lifecycle.end_of_data(last, wait)
+        finishing = lifecycle.end_of_data(last, wait, self._early_savepoint)
         if all(g.is_finished for g in self.gates):
             finishing = finishing.all_inputs_ended()
         self.lifecycle = finishing
@@ -368,11 +375,21 @@ class StreamTask:
         lifecycle = self.lifecycle
         return isinstance(lifecycle, Finishing) and lifecycle.may_close
 
+    def _on_synchronous_savepoint(self, checkpoint_id: int) -> None:
+        """The checkpointer takes the stop's savepoint: do not close before it completed."""
+        lifecycle = self.lifecycle
+        if isinstance(lifecycle, Finishing):
+            self.lifecycle = lifecycle.took_synchronous_savepoint(checkpoint_id)
+        elif isinstance(lifecycle, Running):
+            self._early_savepoint = checkpoint_id
+
     def _on_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Called by the checkpointer after the operators were notified (a mail)."""
         lifecycle = self.lifecycle
         if isinstance(lifecycle, Finishing):
             self.lifecycle = lifecycle.checkpoint_complete(checkpoint_id)
+        elif self._early_savepoint is not None and checkpoint_id >= self._early_savepoint:
+            self._early_savepoint = None
 
     async def _run_finished(self) -> None:
         """Deployed as finished: no operator runs; end the outputs at once, then wait for
