@@ -436,6 +436,19 @@ class Options:
         "start from this retained checkpoint",
         deprecated_keys=("execution.savepoint.path",),
     )
+    RECOVERY_CLAIM_MODE = ConfigOption(
+        "execution.state-recovery.claim-mode",
+        lambda text: str(text).strip().upper().replace("-", "_"),
+        "NO_CLAIM",
+        "who owns the snapshot of execution.state-recovery.path: NO_CLAIM (the user; never "
+        "deleted or modified) or CLAIM (the job; deleted once newer checkpoints subsume it)",
+        deprecated_keys=("execution.savepoint-restore-mode",),
+        check=lambda mode: None if mode in ("CLAIM", "NO_CLAIM") else (
+            "must be CLAIM or NO_CLAIM"
+            + (" (LEGACY was deprecated in Flink 1.19 and removed in 2.0)"
+               if mode == "LEGACY" else "")
+        ),
+    )  # fmt: skip
     IGNORE_UNCLAIMED_STATE = bool_option(
         "execution.state-recovery.ignore-unclaimed-state",
         False,

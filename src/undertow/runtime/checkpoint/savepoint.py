@@ -4,7 +4,8 @@ A savepoint (reference §6.4, §7) is an aligned snapshot of type ``SAVEPOINT`` 
 triggers and owns: it is exported into a self-contained directory
 (``<target>/savepoint-<jobid6>-<n>/``, see :mod:`undertow.storage.checkpoint_storage`), never
 added to the completed-checkpoint store, so retention never subsumes or deletes it, and failover
-never restores it. Two kinds, as in Flink:
+never restores it (unless a later job restores it with ``execution.state-recovery.claim-mode:
+CLAIM``, which makes it that job's own checkpoint: see :mod:`.claim_mode`). Two kinds, as in Flink:
 
 * *intermediate* (``trigger_savepoint``): the job goes on; no ``notify_checkpoint_complete``, so
   two-phase-commit sinks do not commit on it (their committables are committed by the next

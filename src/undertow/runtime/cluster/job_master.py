@@ -554,9 +554,10 @@ class JobMaster:
 
     def _report_restored(self, plan: RestorePlan) -> None:
         meta = plan.metadata
-        path = CheckpointStorage(plan.checkpoint_dir, plan.job_id).checkpoint_pointer(
-            meta.checkpoint_id
-        )
+        path = plan.pointer  # a restored (claimed) snapshot; the job's own: its chk-<n>
+        if not path:
+            storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
+            path = storage.checkpoint_pointer(meta.checkpoint_id)
         self.checkpoint_stats.report_restored(meta.checkpoint_id, _now_ms(), path,
                                               meta.is_savepoint)  # fmt: skip
 
@@ -566,8 +567,9 @@ class JobMaster:
             return None
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(None, self.coordinator.restore_from_path, path)
+        mode = self.coordinator.claim_restored(plan)
         self._console(f"restoring job {self.job_id[:8]} from checkpoint "
-                      f"{plan.metadata.checkpoint_id} at {path}")  # fmt: skip
+                      f"{plan.metadata.checkpoint_id} at {path} ({mode.value})")  # fmt: skip
         self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, _now_ms(), path,
                                               plan.metadata.is_savepoint)  # fmt: skip
         return plan
