@@ -628,6 +628,15 @@ class SubtaskCheckpointer:
         self._forget(checkpoint_id)
         self.chain.notify_checkpoint_aborted(checkpoint_id)
 
+    async def wait_for_pending(self) -> None:
+        """Wait until every state write in flight was acknowledged or declined (Flink's
+        ``waitForPendingCheckpoints``). The task calls it before it closes, so its
+        ``TaskFinished`` follows the acknowledgements of the checkpoints it took: without
+        periodic checkpoints nothing else orders them, and a finish reported first would make
+        a pending savepoint count the subtask as finished without state."""
+        while self._pending_writes:
+            await asyncio.gather(*list(self._pending_writes), return_exceptions=True)
+
     def cancel_pending(self) -> None:
         for future in self._pending_writes:
             future.cancel()

@@ -17,8 +17,10 @@ service is quiesced right before its ``finish()``, so its pending processing-tim
 fire and new ones are ignored, as in Flink), ``EndOfData`` goes downstream
 after the last record, and the task keeps serving mails and input events (barriers, end of
 partition) until a checkpoint taken after its ``EndOfData`` completed — when a final
-checkpoint is required — and every input partition ended; only then ``EndOfPartitionEvent``
-goes downstream and the operators close (``close`` also runs after a failure). A task
+checkpoint is required — and every input partition ended; then it waits for the state writes
+of checkpoints it took (their acknowledgements precede its ``TaskFinished``), and only then
+``EndOfPartitionEvent`` goes downstream and the operators close (``close`` also runs after a
+failure). A task
 *deployed as finished* (its operator was fully finished in the restored checkpoint) runs no
 operator: it sends ``EndOfData`` and ``EndOfPartitionEvent`` at once and waits for its inputs'
 ends. Stop with savepoint (:meth:`StreamTask.stop_source`) ends a source's data early; without
@@ -312,6 +314,8 @@ class StreamTask:
             if self.chain.is_source:
                 action, ready = _nothing, _never
             await self._loop(action, ready, self._may_close)
+            if self.checkpointer is not None:  # acknowledgements before TaskFinished
+                await self.checkpointer.wait_for_pending()
             lifecycle = self.lifecycle
             assert isinstance(lifecycle, Finishing)
             self.lifecycle = lifecycle.close()
