@@ -331,7 +331,9 @@ class StreamTask:
         trigger): stop reading and end the data at once, so the savepoint barrier follows
         ``EndOfData``. ``drain``: event time goes to the end (MAX watermark) and the chain
         finishes, as at the end of a bounded input; otherwise operators neither finish nor
-        fire timers (``EndOfData(drain=False)``), and the savepoint holds their state."""
+        fire timers (``EndOfData(drain=False)``), and the savepoint holds their state. Either
+        way the source closes only after the savepoint (its next checkpoint) completed, also
+        without periodic checkpoints."""
         running = isinstance(self.lifecycle, Running) and not self.deployed_finished
         if not self.chain.is_source or not running:
             return
