@@ -5,7 +5,9 @@
 * stop with drain: event time goes to the end (the last, partial windows fire), the sink's
   output is committed, the job ends FINISHED;
 * an intermediate savepoint survives checkpoint retention and the job's end, and a job
-  restored from it is exactly-once too.
+  restored from it is exactly-once too;
+* all of it also without periodic checkpoints (no ``execution.checkpointing.interval``), the
+  directory then possibly coming from ``execution.checkpointing.savepoint-dir``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from undertow.cli.main import main
 from undertow.common import Duration, Encoder, WatermarkStrategy
+from undertow.core.errors import ConfigurationError
 from undertow.datastream import JobStatus
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.file_system import FileSink
@@ -199,5 +202,121 @@ def test_savepoints_stay_aligned_when_checkpoints_are_unaligned(
     )
     assert not [f for f in files if "channel" in f], files
     oracle = _resume(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected
+
+
+# --- savepoints without periodic checkpoints ------------------------------------------------
+
+
+def _no_checkpoints(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """No ``execution.checkpointing.interval``: periodic checkpoints are off."""
+    return {"execution.checkpointing.dir": str(tmp_path / "checkpoints"), **extra}
+
+
+def _resume_without_checkpoints(
+    make_env: EnvFactory, tmp_path: Path, savepoint: str
+) -> OracleResult:
+    config = _no_checkpoints(tmp_path, **{"execution.state-recovery.path": savepoint})
+    env = make_env(parallelism=2, config=config)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    result = env.execute_async("resumed").get_job_execution_result(timeout=TIMEOUT_S)
+    return OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+
+
+@pytest.mark.parametrize("drain", [False, True], ids=["no-drain", "drain"])
+def test_stop_with_savepoint_without_periodic_checkpoints_then_resume(
+    make_env: EnvFactory, tmp_path: Path, drain: bool
+) -> None:
+    """Flink takes savepoints of jobs without ``execution.checkpointing.interval``: the stop's
+    savepoint is every task's final checkpoint all the same, and a job resumed from it (also
+    without periodic checkpoints) loses and duplicates nothing. With drain the directory comes
+    from ``execution.checkpointing.savepoint-dir`` (PyFlink's call without a directory)."""
+    target = tmp_path / "sp"
+    config = _no_checkpoints(tmp_path, **{"execution.checkpointing.savepoint-dir": str(target)})
+    env = make_env(parallelism=2, config=config)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("stopped, no checkpoints")
+    _wait_running(client, after_s=0.4)
+
+    if drain:
+        stopped = client.stop_with_savepoint(True)
+    else:
+        stopped = client.stop_with_savepoint(str(target), drain=False)
+    savepoint = stopped.result(timeout=TIMEOUT_S)
+
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    _check_savepoint(savepoint, target)
+    oracle = _resume_without_checkpoints(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected == KEYS * RECORDS_PER_KEY
+    assert oracle.restarts == 0
+
+
+def test_trigger_savepoint_without_periodic_checkpoints_then_resume(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    env = make_env(parallelism=2, config=_no_checkpoints(tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("savepointed, no checkpoints")
+    _wait_running(client, after_s=0.3)
+
+    savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+
+    first = OracleResult.from_job_result(
+        client.get_job_execution_result(timeout=TIMEOUT_S), KEYS, RECORDS_PER_KEY
+    )
+    first.assert_exactly_once()
+    assert first.received == first.expected
+    _check_savepoint(savepoint, tmp_path / "sp")
+    oracle = _resume_without_checkpoints(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_a_savepoint_without_any_directory_fails_naming_the_option(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    env = make_env(parallelism=2, config=_no_checkpoints(tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("no savepoint directory")
+    _wait_running(client, after_s=0.1)
+
+    with pytest.raises(ConfigurationError, match=r"execution\.checkpointing\.savepoint-dir"):
+        client.trigger_savepoint().result(timeout=TIMEOUT_S)
+    with pytest.raises(ConfigurationError, match=r"stop-with-savepoint of job .*savepoint-dir"):
+        client.stop_with_savepoint().result(timeout=TIMEOUT_S)
+
+    assert client.get_job_status() is JobStatus.RUNNING, "a refused request leaves the job be"
+    client.cancel()
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_undertow_stop_without_periodic_checkpoints_or_a_path(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``undertow stop URL`` without ``--savepoint-path``: the job's configured directory."""
+    config = _no_checkpoints(
+        tmp_path, **{"execution.checkpointing.savepoint-dir": str(tmp_path / "sp")}
+    )
+    env = make_env(parallelism=2, config=config)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("stopped by the CLI, no checkpoints")
+    _wait_running(client, after_s=0.3)
+    url = client.get_rest_address()
+    assert url is not None
+
+    code = main(["stop", url])
+
+    captured = capsys.readouterr()
+    assert code == 0, captured.err[-2000:]
+    match = re.search(r"^Savepoint completed\. Path: (.+)$", captured.out, re.M)
+    assert match is not None, captured.out
+    _check_savepoint(match.group(1), tmp_path / "sp")
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    oracle = _resume_without_checkpoints(make_env, tmp_path, match.group(1))
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected

@@ -380,6 +380,18 @@ def test_tumbling_processing_time_with_the_manual_clock() -> None:
     assert len(h.get_output()) == 3
 
 
+def test_processing_time_windows_still_open_at_finish_never_fire() -> None:
+    """Flink's streaming rule: the processing-time service is quiesced before ``finish()``,
+    so an open processing-time window drops its contents at the end of input."""
+    h = _harness(TumblingProcessingTimeWindows.of(10), reduce_window_contents(_sum))
+    h.set_processing_time(3)
+    h.process_element(("a", 1))
+    h.finish()
+    h.set_processing_time(100)
+    assert h.get_output() == []
+    h.close()
+
+
 # --- count windows and triggers --------------------------------------------------------------
 
 

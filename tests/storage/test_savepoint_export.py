@@ -44,3 +44,33 @@ def test_an_unfinished_savepoint_does_not_resolve(backend: Backend) -> None:
     backend.write("sp/savepoint-a1b2c3-9/chk-9/map-0.state", b"x")
     with pytest.raises(CheckpointNotFoundError, match="not a completed savepoint"):
         backend.storage(JOB).resolve(f"{backend.root_uri}/sp/savepoint-a1b2c3-9")
+
+
+def test_discard_location_deletes_a_claimed_checkpoint_or_savepoint_of_another_job(
+    backend: Backend,
+) -> None:
+    """A job that claimed a restored snapshot deletes it through its own storage once it is
+    subsumed: the snapshot's directory goes, the other job's directory and files stay."""
+    other = backend.storage("0ldj0b99")
+    other.write_file(3, "map-0.state", b"x")
+    other.write_file(5, "map-0.state", b"y")
+    checkpoint = other.commit_metadata(5, b"meta-5")
+    other.commit_metadata(3, b"meta-3")
+    savepoint = other.export_savepoint(3, f"{backend.root_uri}/sp", b"sp-meta")
+    mine = backend.storage(JOB)
+
+    mine.discard_location(checkpoint)
+    mine.discard_location(savepoint)
+    mine.discard_location(savepoint)  # already gone: fine
+
+    assert other.completed_checkpoint_ids() == [3]
+    assert not backend.exists("0ldj0b99/chk-5/map-0.state")
+    assert not backend.exists("sp/savepoint-0ldj0b-3/_metadata")
+    assert not backend.exists("sp/savepoint-0ldj0b-3/chk-3/map-0.state")
+
+
+def test_discard_location_refuses_a_directory_that_is_no_snapshot(backend: Backend) -> None:
+    backend.write("data/precious.txt", b"keep me")
+    with pytest.raises(ValueError, match="not a checkpoint or savepoint directory"):
+        backend.storage(JOB).discard_location(f"{backend.root_uri}/data")
+    assert backend.read("data/precious.txt") == b"keep me"

@@ -10,8 +10,9 @@ the workers first, then Spark's job-group cancel) and exits with 130.
 checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
 why not) and exits with 1 if any does not verify (see :mod:`undertow.cli.checkpoints`).
 
-``undertow stop JOB_ID_OR_REST_URL --savepoint-path DIR [--drain] [--rest-address URL]`` stops a
-running job with a savepoint through its REST API and prints the savepoint's path (see
+``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain] [--rest-address URL]``
+stops a running job with a savepoint through its REST API and prints the savepoint's path;
+without ``--savepoint-path`` the job's ``execution.checkpointing.savepoint-dir`` is used (see
 :mod:`undertow.cli.stop`).
 """
 
@@ -67,9 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     stopping.add_argument(
         "--savepoint-path",
         "-p",
-        required=True,
         metavar="DIR",
-        help="directory the savepoint goes into",
+        help="directory the savepoint goes into (default: the job's "
+        "execution.checkpointing.savepoint-dir)",
     )
     stopping.add_argument(
         "--drain",

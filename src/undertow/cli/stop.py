@@ -1,12 +1,14 @@
-"""``undertow stop JOB_ID_OR_REST_URL --savepoint-path DIR [--drain]``: stop a running job with a
-savepoint through its REST API (Flink's ``flink stop``).
+"""``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain]``: stop a running job with
+a savepoint through its REST API (Flink's ``flink stop``).
 
 A REST URL (``http://127.0.0.1:PORT``, printed when the job starts) names the job's endpoint;
 its one job is stopped. A job id uses ``--rest-address`` (default ``http://127.0.0.1:8081``,
 Flink's port). The command posts ``{"targetDirectory": DIR, "drain": BOOL}`` to
-``/jobs/:jobid/stop``, then polls ``/jobs/:jobid/savepoints/:triggerid`` until the savepoint
-completed, and prints ``Savepoint completed. Path: <dir>`` (exit 0) or the failure (exit 1);
-it cannot reach or understand the endpoint: exit 2.
+``/jobs/:jobid/stop`` (without ``--savepoint-path`` no directory: the job's
+``execution.checkpointing.savepoint-dir`` is used, and the job refuses if it has none; the job
+need not have periodic checkpoints), then polls ``/jobs/:jobid/savepoints/:triggerid`` until
+the savepoint completed, and prints ``Savepoint completed. Path: <dir>`` (exit 0) or the
+failure (exit 1); it cannot reach or understand the endpoint: exit 2.
 
 Blocking I/O (urllib); a command-line tool.
 """
@@ -58,19 +60,23 @@ def _locate(job: str, rest_address: str) -> tuple[str, str]:
 
 
 def run(
-    job: str, savepoint_path: str, drain: bool, rest_address: str = DEFAULT_REST_ADDRESS,
+    job: str, savepoint_path: str | None, drain: bool, rest_address: str = DEFAULT_REST_ADDRESS,
     timeout_s: float = 600.0, out: TextIO | None = None,
 ) -> int:  # fmt: skip
-    """The command; its exit code (see the module docstring). ``out``: stdout."""
+    """The command; its exit code (see the module docstring). ``out``: stdout.
+    ``savepoint_path`` None: the job's configured savepoint directory."""
     out = sys.stdout if out is None else out
+    where = savepoint_path or "its configured savepoint directory"
+    body: dict[str, Any] = {"drain": drain}
+    if savepoint_path:
+        body["targetDirectory"] = savepoint_path
     try:
         base, job_id = _locate(job, rest_address)
-        answer = _call(f"{base}/jobs/{job_id}/stop",
-                       {"targetDirectory": savepoint_path, "drain": drain})  # fmt: skip
+        answer = _call(f"{base}/jobs/{job_id}/stop", body)
         trigger = answer.get("request-id")
         if not isinstance(trigger, str):
             raise StopError(f"{base}/jobs/{job_id}/stop answered {answer!r}: no request-id")
-        out.write(f"Suspending job {job_id} with a savepoint into {savepoint_path}.\n")
+        out.write(f"Suspending job {job_id} with a savepoint into {where}.\n")
         deadline = time.monotonic() + timeout_s
         while True:
             status = _call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
@@ -88,6 +94,6 @@ def run(
         out.write(f"Savepoint completed. Path: {operation['location']}\n")
         return 0
     cause = operation.get("failure-cause") or {}
-    print(f"undertow: stopping job {job_id} with a savepoint into {savepoint_path} failed: "
+    print(f"undertow: stopping job {job_id} with a savepoint into {where} failed: "
           f"{cause.get('error-message', operation)}", file=sys.stderr)  # fmt: skip
     return 1

@@ -425,6 +425,13 @@ class Options:
     CHECKPOINT_DIR = str_option(
         "execution.checkpointing.dir", "", deprecated_keys=("state.checkpoints.dir",)
     )
+    SAVEPOINT_DIR = str_option(
+        "execution.checkpointing.savepoint-dir",
+        "",
+        "default directory of savepoints (trigger_savepoint, stop_with_savepoint, undertow "
+        "stop) taken without one",
+        deprecated_keys=("state.savepoints.dir",),
+    )
     UNALIGNED = bool_option(
         "execution.checkpointing.unaligned.enabled",
         False,
@@ -459,6 +466,19 @@ class Options:
         "start from this retained checkpoint",
         deprecated_keys=("execution.savepoint.path",),
     )
+    RECOVERY_CLAIM_MODE = ConfigOption(
+        "execution.state-recovery.claim-mode",
+        lambda text: str(text).strip().upper().replace("-", "_"),
+        "NO_CLAIM",
+        "who owns the snapshot of execution.state-recovery.path: NO_CLAIM (the user; never "
+        "deleted or modified) or CLAIM (the job; deleted once newer checkpoints subsume it)",
+        deprecated_keys=("execution.savepoint-restore-mode",),
+        check=lambda mode: None if mode in ("CLAIM", "NO_CLAIM") else (
+            "must be CLAIM or NO_CLAIM"
+            + (" (LEGACY was deprecated in Flink 1.19 and removed in 2.0)"
+               if mode == "LEGACY" else "")
+        ),
+    )  # fmt: skip
     IGNORE_UNCLAIMED_STATE = bool_option(
         "execution.state-recovery.ignore-unclaimed-state",
         False,

@@ -29,20 +29,27 @@ class JobClient:
         """Ask the job to stop; ``get_job_execution_result`` then raises ``JobCancelledError``."""
         self._master.cancel()
 
-    def trigger_savepoint(self, savepoint_directory: str) -> Future[str]:
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future[str]:
         """Take a savepoint into ``savepoint_directory`` while the job runs on (PyFlink's
         name). The future's ``result()`` is the savepoint's own directory
         (``<savepoint_directory>/savepoint-<jobid6>-<n>``), to restore from with
         ``execution.state-recovery.path``. The savepoint is the user's: retention never
-        deletes it, and two-phase-commit sinks do not commit on it."""
-        return self._master.trigger_savepoint(SavepointRequest(str(savepoint_directory)))
+        deletes it, and two-phase-commit sinks do not commit on it.
+
+        Periodic checkpoints need not be on. Without ``savepoint_directory`` the job's
+        ``execution.checkpointing.savepoint-dir`` is used; if that is unset too, the future
+        fails at once with a ``ConfigurationError`` naming the option."""
+        return self._master.trigger_savepoint(SavepointRequest(str(savepoint_directory or "")))
 
     def stop_with_savepoint(
-        self, path_or_drain: str | bool, savepoint_directory: str | None = None,
+        self, path_or_drain: str | bool | None = None, savepoint_directory: str | None = None,
         *, drain: bool = False,
     ) -> Future[str]:  # fmt: skip
         """Stop the job with a savepoint: ``stop_with_savepoint(path, drain=False)``, or
         PyFlink's ``stop_with_savepoint(advance_to_end_of_event_time, savepoint_directory)``.
+        Without a directory the job's ``execution.checkpointing.savepoint-dir`` is used (the
+        future fails naming the option if that is unset too); periodic checkpoints need not
+        be on.
 
         Without drain the sources stop where they are, and operators neither finish nor fire
         their event-time timers: resuming from the savepoint goes on exactly there. With drain
@@ -51,14 +58,13 @@ class JobClient:
         tasks' final checkpoint (two-phase-commit sinks commit it) and the job ends
         ``FINISHED``; the future's ``result()`` is the savepoint directory, available once the
         job ended."""
+        path: str | None
         if isinstance(path_or_drain, bool):
-            if savepoint_directory is None:
-                raise TypeError("stop_with_savepoint(advance_to_end_of_event_time, "
-                                "savepoint_directory): savepoint_directory is missing")  # fmt: skip
             drain, path = path_or_drain, savepoint_directory
         else:
-            path = path_or_drain
-        return self._master.trigger_savepoint(SavepointRequest(str(path), stop=True, drain=drain))
+            path = path_or_drain if path_or_drain is not None else savepoint_directory
+        request = SavepointRequest(str(path or ""), stop=True, drain=drain)
+        return self._master.trigger_savepoint(request)
 
     def get_job_execution_result(self, timeout: float | None = None) -> JobExecutionResult:
         """Block until the job ends and return its result (or raise its failure)."""

@@ -385,6 +385,36 @@ class CheckpointStorage:
             self._fs.rm(directory, recursive=True)
         self._fs.invalidate_cache(self._job_dir)
 
+    def discard_location(self, pointer: str) -> None:
+        """Delete the completed checkpoint or savepoint *directory* at ``pointer`` (a
+        ``.../<job-id>/chk-<n>`` or ``.../savepoint-<jobid6>-<n>`` directory, possibly of
+        another job: a restored snapshot the job claimed), with everything in it; a missing
+        directory is fine.
+
+        Consistency: as :meth:`discard` — ``_metadata`` goes first, so a crash mid-way leaves
+        no completed snapshot with missing files. The other job's ``shared/`` and its job
+        directory are not touched. Raises :class:`ValueError` naming ``pointer`` if its last
+        segment is neither form (never deletes an arbitrary directory), errors other than "not
+        found" as :class:`OSError`. This storage's ``storage_options`` apply when the protocol
+        is the same. Cost: a few file-system calls plus one per file.
+        """
+        fs, stripped = self._open_uri(pointer)
+        directory = stripped.rstrip("/")
+        name = posixpath.basename(directory)
+        if not (_CHECKPOINT_DIR.fullmatch(name) or _SAVEPOINT_DIR.fullmatch(name)):
+            raise ValueError(
+                f"{pointer!r} is not a checkpoint or savepoint directory "
+                f"('.../<job-id>/chk-<n>' or '.../savepoint-<jobid6>-<n>'); not deleting it"
+            )
+        local = isinstance(fs, LocalFileSystem)
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm_file(posixpath.join(directory, METADATA_FILE))
+            if local:
+                _fsync_directory(directory)
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(directory, recursive=True)
+        fs.invalidate_cache(posixpath.dirname(directory))
+
     def resolve(self, path: str) -> CheckpointLocation:
         """Find the completed checkpoint at ``path`` (``execution.state-recovery.path``).
 

@@ -7,7 +7,8 @@
   the subtask that processed it. It checks the record too.
 * :class:`VerifyingSink` (keyed by :func:`oracle_key`): per key, a checkpointed ValueState
   :class:`KeyTally` of what it received. At the end of input (an event-time timer at the end
-  of time, which fires when the final watermark arrives) it adds each key's tally to the
+  of time, registered with every record, which fires when the final watermark arrives; also
+  after a restore from a drained savepoint, whose timers fired) it adds each key's tally to the
   accumulators (``runtime_context.get_metrics_group()``), which the JobMaster sums over
   subtasks into ``JobExecutionResult.get_accumulator_result``. Only the attempt that finishes
   reports, and its state is the restored state plus what it processed: exactly what a
@@ -264,7 +265,9 @@ class VerifyingSink(KeyedProcessFunction):
         tally = self._state.value()
         if tally is None:
             tally = KeyTally()
-            ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
+        # Per record, not only on a key's first: a job resumed from a savepoint of a stop with
+        # drain restores tallies whose end-of-time timers already fired (a set: one timer).
+        ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
         key = ctx.get_current_key()
         owns = assign_to_key_group(key, self._max_parallelism) in self._owned
         self._state.update(

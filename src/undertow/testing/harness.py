@@ -16,6 +16,10 @@ Lifecycle: ``open()`` (runs ``setup`` and ``open``) -> ``process_*`` / ``set_pro
 -> ``finish()`` -> ``close()``; a harness is also a context manager (open on enter, close on
 exit). Threading: single-threaded; processing-time timers fire inside ``set_processing_time``,
 on the caller's thread, in timestamp order. The clock starts at 0 and never moves by itself.
+
+As a task does, ``finish()`` first quiesces the operator's processing-time service: pending
+processing-time timers never fire afterwards (also when the clock moves on) and new ones are
+ignored, though keyed timers stay counted in ``num_processing_time_timers``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any, TypeVar
 
 from undertow.connectors.source import SourceReaderContext
 from undertow.core.config import Configuration
-from undertow.runtime.task.context import StreamingRuntimeContext
+from undertow.runtime.task.context import OperatorProcessingTimeService, StreamingRuntimeContext
 from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Timestamps
 from undertow.runtime.task.timers import TimerServiceManager
 from undertow.state.backend import VOID_NAMESPACE
@@ -172,6 +176,10 @@ class OneInputOperatorTestHarness:
         self.operator = operator
         self.output = CollectingOutput()
         self.processing_time_service = ManualProcessingTimeService()
+        #: What the operator sees: the manual clock, quiesced by :meth:`finish`.
+        self.operator_processing_time_service = OperatorProcessingTimeService(
+            self.processing_time_service
+        )
         self.setup_context = OperatorSetup(
             name=name,
             uid=name,
@@ -181,7 +189,7 @@ class OneInputOperatorTestHarness:
             attempt_number=0,
             output=self.output,
             config=config if config is not None else Configuration(),
-            processing_time_service=self.processing_time_service,
+            processing_time_service=self.operator_processing_time_service,
             task_name_with_subtasks=f"{name} (1/1)",
         )
         # What the operator chain attaches: a RuntimeContext over this setup, unless given.
@@ -206,6 +214,8 @@ class OneInputOperatorTestHarness:
         self.operator.open()
 
     def finish(self) -> None:
+        """Quiesce the operator's processing-time service, then ``finish()`` the operator."""
+        self.operator_processing_time_service.quiesce()
         self.operator.finish()
 
     def close(self) -> None:
@@ -326,7 +336,9 @@ class KeyedOneInputOperatorTestHarness(OneInputOperatorTestHarness):
             key_group_range if key_group_range is not None else range(max_parallelism),
             pts.current_processing_time,
         )
-        self.timer_services = TimerServiceManager(self.keyed_backend, pts)
+        self.timer_services = TimerServiceManager(
+            self.keyed_backend, self.operator_processing_time_service
+        )
         self.setup_context.keyed_backend = self.keyed_backend
         self.setup_context.timer_service_factory = self.timer_services.get
 

@@ -153,3 +153,17 @@ def test_lifecycle_without_a_final_checkpoint_waits_only_for_the_inputs() -> Non
         finishing.close()
     assert isinstance(finishing.all_inputs_ended(), Finishing)
     assert finishing.all_inputs_ended().may_close
+
+
+def test_lifecycle_waits_for_a_synchronous_savepoint_it_took_even_without_checkpointing() -> None:
+    finishing = Running().end_of_data(last_checkpoint_id=-1, wait_for_final_checkpoint=False)
+    finishing = finishing.took_synchronous_savepoint(7).all_inputs_ended()
+    assert finishing.final_checkpoint_done and not finishing.may_close
+    assert not finishing.checkpoint_complete(6).may_close  # an older one does not count
+    assert finishing.checkpoint_complete(7).may_close
+
+
+def test_lifecycle_remembers_a_synchronous_savepoint_taken_while_running() -> None:
+    finishing = Running().end_of_data(3, wait_for_final_checkpoint=False, savepoint=4)
+    assert not finishing.all_inputs_ended().may_close
+    assert finishing.all_inputs_ended().checkpoint_complete(4).may_close

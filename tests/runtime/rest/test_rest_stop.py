@@ -7,6 +7,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from undertow.core.errors import ConfigurationError
 from undertow.runtime.cluster.rest.server import RestEndpoint
 
 JOB = "c" * 32
@@ -15,10 +16,14 @@ VIEW: Any = SimpleNamespace(job_id=JOB)
 
 
 class FakeJobMaster:
-    def __init__(self) -> None:
-        self.stops: list[tuple[str, bool]] = []
+    def __init__(self, configured_directory: str | None = None) -> None:
+        self.stops: list[tuple[str | None, bool]] = []
+        self.configured_directory = configured_directory
 
-    def stop_with_savepoint_trigger(self, target_directory: str, drain: bool) -> str:
+    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
+        if target_directory is None and self.configured_directory is None:
+            raise ConfigurationError("stop-with-savepoint of job x: no savepoint directory: "
+                                     "set execution.checkpointing.savepoint-dir")  # fmt: skip
         self.stops.append((target_directory, drain))
         return "t1"
 
@@ -54,8 +59,9 @@ def test_stop_is_refused_without_json_a_directory_or_the_right_job() -> None:
     good = json.dumps({"targetDirectory": "/sp"}).encode()
     assert post(endpoint, f"/jobs/{JOB}/stop", good, "text/plain").status == 415
     assert post(endpoint, f"/jobs/{JOB}/stop", b"{nope", "application/json").status == 400
-    no_dir = json.dumps({"drain": False}).encode()
-    assert post(endpoint, f"/jobs/{JOB}/stop", no_dir, "application/json").status == 400
+    empty_dir = json.dumps({"targetDirectory": "", "drain": False}).encode()
+    assert post(endpoint, f"/jobs/{JOB}/stop", empty_dir, "application/json").status == 400
+    assert post(endpoint, f"/jobs/{JOB}/stop", b"[]", "application/json").status == 400
     assert post(endpoint, f"/jobs/{'d' * 32}/stop", good, "application/json").status == 404
     assert post(endpoint, f"/jobs/{JOB}/checkpoints", good, "application/json").status == 405
     assert master.stops == []
@@ -65,3 +71,16 @@ def test_a_read_only_endpoint_refuses_the_stop() -> None:
     endpoint = RestEndpoint(lambda: VIEW, "127.0.0.1", 0)
     body = json.dumps({"targetDirectory": "/sp"}).encode()
     assert post(endpoint, f"/jobs/{JOB}/stop", body, "application/json").status == 405
+
+
+def test_stop_without_a_directory_uses_the_configured_one_or_names_the_option() -> None:
+    no_dir = json.dumps({"drain": False}).encode()
+    configured = FakeJobMaster(configured_directory="/configured")
+    endpoint = RestEndpoint(lambda: VIEW, "127.0.0.1", 0, configured)
+    assert post(endpoint, f"/jobs/{JOB}/stop", no_dir, "application/json").status == 202
+    assert configured.stops == [(None, False)]
+
+    endpoint = RestEndpoint(lambda: VIEW, "127.0.0.1", 0, FakeJobMaster())
+    response = post(endpoint, f"/jobs/{JOB}/stop", no_dir, "application/json")
+    assert response.status == 400
+    assert "execution.checkpointing.savepoint-dir" in response.body["errors"][0]

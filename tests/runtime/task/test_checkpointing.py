@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -563,3 +564,51 @@ def test_subtask_state_handle_normalizes_acknowledged_handles() -> None:
     assert SubtaskStateHandle.of(file) == SubtaskStateHandle(file, None)
     both = SubtaskStateHandle(file, None)
     assert SubtaskStateHandle.of(both) is both and both.files() == [file]
+
+
+ALIGNED_CONFIG = {"execution.checkpointing.unaligned.enabled": "false"}
+
+
+@pytest.mark.parametrize(
+    ("snapshot_type", "told"),
+    [(SnapshotType.SYNC_SAVEPOINT, [3]), (SnapshotType.SAVEPOINT, []),
+     (SnapshotType.CHECKPOINT, [])],
+)  # fmt: skip
+def test_the_task_learns_when_it_takes_a_stops_savepoint(
+    snapshot_type: SnapshotType, told: list[int]
+) -> None:
+    async def body() -> None:
+        h = Harness(ALIGNED_CONFIG, channels=0)
+        taken: list[int] = []
+        h.cp.synchronous_savepoint_listener = taken.append
+        h.cp.trigger_checkpoint(CheckpointBarrier(3, 0, CheckpointOptions(snapshot_type)))
+        await settle()
+        assert taken == told and 3 in h.responder.acks
+
+    run(body)
+
+
+def test_wait_for_pending_returns_after_the_acknowledgement() -> None:
+    """A finishing task awaits its state writes: the ack goes out before TaskFinished."""
+
+    async def body() -> None:
+        h = Harness(ALIGNED_CONFIG, channels=0)
+        release = threading.Event()
+
+        def slow_write(cid: int, name: str, data: bytes) -> str:
+            release.wait(5)
+            return f"{cid}/{name}"
+
+        with ThreadPoolExecutor(1) as pool:
+            h.cp.state_writer, h.cp.executor = slow_write, pool
+            h.cp.trigger_checkpoint(CheckpointBarrier(4, 0, CheckpointOptions()))
+            await settle()
+            assert 4 not in h.responder.acks
+            waiting = asyncio.ensure_future(h.cp.wait_for_pending())
+            await settle()
+            assert not waiting.done()
+            release.set()
+            await asyncio.wait_for(waiting, 5)
+            assert 4 in h.responder.acks
+
+    run(body)

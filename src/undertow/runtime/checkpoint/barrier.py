@@ -12,13 +12,23 @@ from dataclasses import dataclass, replace
 
 
 class SnapshotType(enum.Enum):
+    """What a barrier snapshots. ``SYNC_SAVEPOINT`` is the savepoint of a stop with savepoint
+    (Flink's synchronous ``SavepointType``): it follows ``EndOfData`` on every channel, is
+    notified when complete, and every task that takes it waits for that notification before
+    it closes, whether or not periodic checkpoints are on."""
+
     CHECKPOINT = 0
     FULL_CHECKPOINT = 1
     SAVEPOINT = 2
+    SYNC_SAVEPOINT = 3
 
     @property
     def is_savepoint(self) -> bool:
-        return self is SnapshotType.SAVEPOINT
+        return self in (SnapshotType.SAVEPOINT, SnapshotType.SYNC_SAVEPOINT)
+
+    @property
+    def is_synchronous(self) -> bool:
+        return self is SnapshotType.SYNC_SAVEPOINT
 
 
 class AlignmentType(enum.Enum):

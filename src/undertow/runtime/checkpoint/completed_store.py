@@ -22,6 +22,11 @@ max(num_retained, 2)`` (only the newest entry and the newest checkpoint can exce
 ``num_retained``, and only while the newest entry is a savepoint); every entry ever added is
 either retained or was returned exactly once.
 
+A snapshot a job claimed on restore (``execution.state-recovery.claim-mode: CLAIM``, see
+:mod:`.claim_mode`) enters as the newest *checkpoint*, even if it was a savepoint: the job owns
+it, so it is discarded (not forgotten) once subsumed; its ``external_path`` is outside the
+job's directory, which the coordinator's discard takes into account.
+
 Entries are :class:`CompletedCheckpoint` records: the coordinator keeps the operator states in
 the ``_metadata`` file at ``external_path`` (or in its own cache), so the store stays small and
 pure. Threading: the JobMaster's loop thread; no I/O, no locks. Cost: O(retained) per add.

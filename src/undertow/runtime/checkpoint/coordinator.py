@@ -29,7 +29,18 @@ once (Flink's savepoints are forced: no min pause, no concurrency limit), aligne
 completion exports it to the user's directory instead of the store. Stop with savepoint first
 stops periodic checkpoints (pending ones go on: their barriers precede the sources'
 ``EndOfData``), so the savepoint is the only checkpoint taken after ``EndOfData`` (the one
-every task waits for before it closes).
+every task waits for before it closes; its barrier is a ``SYNC_SAVEPOINT``). Savepoints need no
+periodic checkpoints: with ``execution.checkpointing.interval`` unset the coordinator exists,
+:meth:`CheckpointCoordinator.start` marks the attempt active without starting the periodic
+timer, and savepoints are triggered as with it.
+
+Restore from ``execution.state-recovery.path`` (:mod:`.claim_mode`, FLIP-193):
+:meth:`CheckpointCoordinator.restore_from_path` reads the snapshot (I/O, on the executor), then
+:meth:`CheckpointCoordinator.claim_restored` applies ``execution.state-recovery.claim-mode`` on
+the loop: the id counter goes on at the snapshot's id + 1; with NO_CLAIM the snapshot stays
+the user's (never in the store, never deleted; the next checkpoint is a FULL_CHECKPOINT), with
+CLAIM it becomes the newest retained checkpoint and its directory is deleted once subsumed
+(``CheckpointStorage.discard_location``: it lives outside this job's directory).
 
 Threading: the JobMaster's loop thread; storage calls run on its executor.
 """
@@ -43,7 +54,7 @@ import pickle
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
@@ -51,6 +62,11 @@ from undertow.core.errors import RestoreError, UndertowError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+from undertow.runtime.checkpoint.claim_mode import (
+    RecoveryClaimMode,
+    RestoredSnapshot,
+    decide_claim,
+)
 from undertow.runtime.checkpoint.completed_store import (
     CompletedCheckpoint,
     CompletedCheckpointStore,
@@ -128,6 +144,10 @@ class RestorePlan:
     channel_state: dict[tuple[int, int], ChannelStateHandles] = field(default_factory=dict)
     #: vertices (of the job being deployed) restored as finished (FLIP-147)
     finished_vertices: frozenset[int] = frozenset()
+    #: the snapshot's directory (``.../chk-<n>`` or ``.../savepoint-<jobid6>-<n>``)
+    pointer: str = ""
+    #: the size of its ``_metadata`` in bytes
+    metadata_size: int = 0
 
 
 @dataclass
@@ -180,7 +200,10 @@ class CheckpointCoordinator:
         self.queue: tuple[CheckpointTriggerRequest, ...] = ()
         self._request_ids = itertools.count()
         self._timeouts: dict[int, asyncio.TimerHandle] = {}
+        #: Periodic checkpoints are being triggered (an attempt runs and the interval is set).
         self._running = False
+        #: An attempt's tasks all run: savepoints may start (with or without periodic ones).
+        self._active = False
         self._completing: set[asyncio.Future[None]] = set()
         self._sources = [(v.id, s) for v in graph.vertices if v.is_source
                          for s in range(v.parallelism)]  # fmt: skip
@@ -195,6 +218,14 @@ class CheckpointCoordinator:
             config.get(Options.UNALIGNED),
             config.get(Options.ALIGNED_TIMEOUT),
         )
+        #: A stop's savepoint: tasks that take it wait for its completion before closing.
+        self.stop_savepoint_options = CheckpointOptions.for_config(
+            SnapshotType.SYNC_SAVEPOINT,
+            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
+            config.get(Options.UNALIGNED),
+            config.get(Options.ALIGNED_TIMEOUT),
+        )
+        self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
         #: checkpoint id -> the future of a pending savepoint (its directory, or its failure)
         self._savepoints: dict[int, asyncio.Future[str]] = {}
         #: A stop-with-savepoint is in progress (periodic checkpoints stay off).
@@ -203,9 +234,14 @@ class CheckpointCoordinator:
         self._waiting_savepoint: tuple[SavepointRequest, asyncio.Future[str]] | None = None
         #: ids of the savepoints taken (not in the store; their files are the user's)
         self.savepoint_ids: set[int] = set()
+        #: NO_CLAIM restore: the next checkpoint must reference no file of the snapshot.
+        self.force_full_snapshot = False
+        #: CLAIM restore: the claimed snapshot's id and plan while it is in the store.
+        self._claimed: tuple[int, RestorePlan] | None = None
 
     @property
     def enabled(self) -> bool:
+        """Periodic checkpoints are configured (``execution.checkpointing.interval`` > 0)."""
         return self.interval_ms > 0
 
     @property
@@ -213,11 +249,17 @@ class CheckpointCoordinator:
         """An attempt's tasks all run and periodic checkpoints are on."""
         return self._running
 
+    @property
+    def is_active(self) -> bool:
+        """An attempt's tasks all run, so a savepoint may start (periodic checkpoints or not)."""
+        return self._active
+
     # -- lifecycle (per attempt) ----------------------------------------------------------------
     def start(self, finished: frozenset[SubtaskKey] = frozenset()) -> None:
-        """All tasks of the attempt run (but ``finished``, deployed as finished): start
-        periodic triggering (random initial delay)."""
+        """All tasks of the attempt run (but ``finished``, deployed as finished): savepoints
+        may start, and periodic triggering starts (random initial delay) if configured."""
         self._finished = set(finished)
+        self._active = True
         if not self.enabled:
             return
         self._running = True
@@ -227,6 +269,7 @@ class CheckpointCoordinator:
     def stop(self, reason: CheckpointFailureReason) -> None:
         """The attempt ends (failure, cancel, finish): abort what is pending, stop the timer."""
         self._running = False
+        self._active = False
         self.queue = ()
         for handle in (self._timer, self._wake):
             if handle is not None:
@@ -321,10 +364,9 @@ class CheckpointCoordinator:
         checkpoint and the directory. Only on the JobMaster's loop, while an attempt runs."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         problem = refuse_savepoint(
-            request, checkpointing_enabled=self.enabled, stopping=self.stopping,
-            job_id=self.job_id,
-        )  # fmt: skip
-        if problem is None and not self._running:
+            request, batch=self._batch, stopping=self.stopping, job_id=self.job_id
+        )
+        if problem is None and not self._active:
             problem = f"job {self.job_id}: no attempt is running"
         if problem is not None:
             future.set_exception(
@@ -371,7 +413,12 @@ class CheckpointCoordinator:
             return None
         cid = self.next_id
         self.next_id += 1
-        options = self.options if savepoint is None else self.savepoint_options
+        if savepoint is None:
+            options = self.options
+            if self.force_full_snapshot:  # NO_CLAIM restore (reference §7)
+                options = replace(options, snapshot_type=SnapshotType.FULL_CHECKPOINT)
+        else:
+            options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
         barrier = CheckpointBarrier(cid, now, options)
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
@@ -468,6 +515,27 @@ class CheckpointCoordinator:
 
         asyncio.get_running_loop().run_in_executor(None, discard)
 
+    def _discard_subsumed(self, entry: CompletedCheckpoint) -> None:
+        """Delete a checkpoint that left the store: one of this job's (its ``chk-<n>``), or a
+        claimed snapshot (its own directory, wherever it is). On the executor; failures are
+        logged, not raised."""
+        claimed = self._claimed
+        if claimed is None or claimed[0] != entry.checkpoint_id:
+            self._discard(entry.checkpoint_id)
+            return
+        self._claimed = None
+
+        def discard() -> None:
+            try:
+                self.storage.discard_location(entry.external_path)
+            except (OSError, ValueError) as err:
+                log.warning("job %s: could not delete claimed checkpoint %d at %s: %s",
+                            self.job_id, entry.checkpoint_id, entry.external_path, err)  # fmt: skip
+
+        log.info("job %s: claimed checkpoint %d subsumed; deleting %s", self.job_id,
+                 entry.checkpoint_id, entry.external_path)  # fmt: skip
+        asyncio.get_running_loop().run_in_executor(None, discard)
+
     def _savepoint_failed(self, cid: int, request: SavepointRequest,
                           reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
         """A savepoint does not count towards tolerable checkpoint failures; a failed stop
@@ -542,12 +610,13 @@ class CheckpointCoordinator:
             self._savepoint_complete(cid, savepoint, pointer, now - pending.trigger_timestamp)
             return
         self.metadata[cid] = meta
+        self.force_full_snapshot = False
         entry = CompletedCheckpoint(cid, pending.trigger_timestamp, now, False, pointer,
                                     len(payload))  # fmt: skip
         for decision in self.store.add(entry):
             self.metadata.pop(decision.checkpoint_id, None)
             if isinstance(decision, DiscardSubsumed):  # savepoints are only forgotten
-                self._discard(decision.checkpoint_id)
+                self._discard_subsumed(decision.checkpoint)
         self.failures.on_success(cid)
         self.last_completion_ms = now
         size = total_state_size(meta)
@@ -599,39 +668,70 @@ class CheckpointCoordinator:
         keep = (final_status == "CANCELED" and policy == "RETAIN_ON_CANCELLATION") or (
             final_status == "FAILED" and policy != "NO_EXTERNALIZED_CHECKPOINTS"
         )
-        retained = [c.checkpoint_id for c in self.store.all()]
+        retained = list(self.store.all())
         if keep:
             if retained:
                 self.console(
-                    f"retained checkpoint {retained[-1]} of job {self.job_id[:8]}: "
-                    f"{self.storage.checkpoint_pointer(retained[-1])}"
+                    f"retained checkpoint {retained[-1].checkpoint_id} of job "
+                    f"{self.job_id[:8]}: {retained[-1].external_path}"
                 )
             return
-        for cid in retained:
+        claimed = self._claimed[0] if self._claimed is not None else None
+        for entry in retained:  # a claimed snapshot is the job's: it goes the same way
+            cid = entry.checkpoint_id
             try:
-                self.storage.discard(cid)
-            except OSError as err:
+                if cid == claimed:
+                    self.storage.discard_location(entry.external_path)
+                else:
+                    self.storage.discard(cid)
+            except (OSError, ValueError) as err:
                 log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
 
     # -- restore -------------------------------------------------------------------------------
     def latest_restore_plan(self) -> RestorePlan | None:
+        """Where a failover restores from: the newest retained checkpoint (a claimed snapshot
+        included), or None (then the attempt restores what the job started from, if any)."""
         latest = self.store.latest()
         if latest is None:
             return None
+        claimed = self._claimed
+        if claimed is not None and claimed[0] == latest.checkpoint_id:
+            return claimed[1]
         return self._plan(self.metadata[latest.checkpoint_id], self.storage)
 
     def restore_from_path(self, path: str) -> RestorePlan:
-        """``execution.state-recovery.path``: a retained checkpoint of any job."""
+        """``execution.state-recovery.path``: a retained checkpoint or savepoint of any job,
+        read and verified (blocking I/O: call it on an executor, then
+        :meth:`claim_restored` on the loop). Reads only: the snapshot is not modified."""
         location = self.storage.resolve(path)
         storage = CheckpointStorage(location.root_uri, location.job_id)
+        payload = storage.read_metadata(location.pointer)
         meta = decode_metadata(
-            storage.read_metadata(location.pointer),
-            self.key,
-            where=path,
-            expected_checkpoint_id=location.checkpoint_id,
+            payload, self.key, where=path, expected_checkpoint_id=location.checkpoint_id
         )
-        self.next_id = max(self.next_id, meta.checkpoint_id + 1)
-        return self._plan(meta, storage)
+        plan = self._plan(meta, storage)
+        return replace(plan, pointer=location.pointer, metadata_size=len(payload))
+
+    def claim_restored(self, plan: RestorePlan) -> RecoveryClaimMode:
+        """The job starts from ``plan`` (:meth:`restore_from_path`): apply
+        ``execution.state-recovery.claim-mode`` (see :mod:`.claim_mode`); returns the mode.
+        Only on the JobMaster's loop, before the first attempt."""
+        mode = RecoveryClaimMode.of(self.config)
+        meta = plan.metadata
+        snapshot = RestoredSnapshot(
+            checkpoint_id=meta.checkpoint_id, is_savepoint=meta.is_savepoint,
+            pointer=plan.pointer, trigger_timestamp=meta.trigger_timestamp,
+            completion_timestamp=meta.completion_timestamp, metadata_size=plan.metadata_size,
+        )  # fmt: skip
+        decision = decide_claim(mode, snapshot, self.next_id)
+        self.next_id = decision.next_checkpoint_id
+        self.force_full_snapshot = decision.force_full_snapshot
+        if decision.retain is not None:
+            self.metadata[meta.checkpoint_id] = meta
+            self._claimed = (meta.checkpoint_id, plan)
+            for subsumed in self.store.add(decision.retain):  # an empty store: nothing
+                self.metadata.pop(subsumed.checkpoint_id, None)
+        return mode
 
     def _plan(self, meta: CheckpointMetadata, storage: CheckpointStorage) -> RestorePlan:
         """Which old state files each new subtask reads, matched per operator uid (Flink's

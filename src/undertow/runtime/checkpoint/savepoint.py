@@ -4,7 +4,8 @@ A savepoint (reference §6.4, §7) is an aligned snapshot of type ``SAVEPOINT`` 
 triggers and owns: it is exported into a self-contained directory
 (``<target>/savepoint-<jobid6>-<n>/``, see :mod:`undertow.storage.checkpoint_storage`), never
 added to the completed-checkpoint store, so retention never subsumes or deletes it, and failover
-never restores it. Two kinds, as in Flink:
+never restores it (unless a later job restores it with ``execution.state-recovery.claim-mode:
+CLAIM``, which makes it that job's own checkpoint: see :mod:`.claim_mode`). Two kinds, as in Flink:
 
 * *intermediate* (``trigger_savepoint``): the job goes on; no ``notify_checkpoint_complete``, so
   two-phase-commit sinks do not commit on it (their committables are committed by the next
@@ -17,12 +18,25 @@ never restores it. Two kinds, as in Flink:
   ``FINISHED``. If it fails after the sources stopped, the job fails over to its latest
   checkpoint (nothing is lost; the sources read on from there).
 
+Savepoints do not need periodic checkpoints (as in Flink): with
+``execution.checkpointing.interval`` unset the coordinator and the subtasks' checkpointers
+exist all the same and only nothing triggers periodically; a bounded job then still ends
+without waiting for a final checkpoint, but every task that takes a stop's savepoint waits for
+its completion (:mod:`undertow.runtime.task.lifecycle`). The directory is the one requested,
+else ``execution.checkpointing.savepoint-dir`` (:func:`savepoint_directory`). Savepoints are
+refused in BATCH execution, which takes no checkpoints at all.
+
 Threading: plain values; the coordinator calls these on the JobMaster's loop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from undertow.core.errors import ConfigurationError
+
+#: The option naming the default savepoint directory (Flink's key).
+SAVEPOINT_DIR_KEY = "execution.checkpointing.savepoint-dir"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +59,32 @@ class SavepointRequest:
         return "stop-with-savepoint (drain)" if self.drain else "stop-with-savepoint"
 
 
+def savepoint_directory(requested: str | None, configured: str, job_id: str, kind: str) -> str:
+    """The directory a savepoint goes into: ``requested``, else ``configured`` (the value of
+    ``execution.checkpointing.savepoint-dir``); raises :class:`ConfigurationError` naming the
+    job and the option when neither is given."""
+    if requested:
+        return requested
+    if configured:
+        return configured
+    raise ConfigurationError(
+        f"{kind} of job {job_id}: no savepoint directory; pass one (trigger_savepoint(path), "
+        f"stop_with_savepoint(path), undertow stop --savepoint-path DIR) or set "
+        f"{SAVEPOINT_DIR_KEY}"
+    )
+
+
 def refuse_savepoint(
-    request: SavepointRequest, *, checkpointing_enabled: bool, stopping: bool, job_id: str
+    request: SavepointRequest, *, batch: bool, stopping: bool, job_id: str
 ) -> str | None:
-    """Why ``request`` cannot start now, or None when it can."""
+    """Why ``request`` cannot start now, or None when it can. Periodic checkpointing being
+    off is no reason: savepoints are taken all the same."""
     if not request.target_directory:
-        return f"job {job_id}: a savepoint needs a target directory"
-    if not checkpointing_enabled:
+        return f"job {job_id}: a savepoint needs a target directory (or {SAVEPOINT_DIR_KEY})"
+    if batch:
         return (
-            f"job {job_id}: savepoints need checkpointing enabled "
-            "(execution.checkpointing.interval > 0)"
+            f"job {job_id}: savepoints are not supported in BATCH execution "
+            "(execution.runtime-mode: BATCH takes no checkpoints)"
         )
     if stopping:
         return f"job {job_id} is already stopping with a savepoint"

@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -60,7 +60,7 @@ from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator, RestorePlan
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
-from undertow.runtime.checkpoint.savepoint import SavepointRequest
+from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.heartbeat import HeartbeatMonitor
 from undertow.runtime.cluster.messages import (
@@ -293,12 +293,12 @@ class JobMaster:
         self._operations: dict[str, dict[str, Any]] = {}
         #: REST-triggered stops whose result nobody fetched yet
         self._unfetched: set[str] = set()
-        if self.config.get(Options.CHECKPOINT_INTERVAL) > 0 or self.config.get(
-            Options.RECOVERY_PATH
-        ):
-            self._setup_checkpointing()
+        # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
+        self._setup_checkpointing()
 
     def _setup_checkpointing(self) -> None:
+        """The checkpoint coordinator and storage, also with periodic checkpoints off (then
+        nothing triggers periodically; savepoints and restores still go through them)."""
         directory = self.config.get(Options.CHECKPOINT_DIR)
         if not directory:
             directory = os.path.join(tempfile.gettempdir(), "undertow-checkpoints")
@@ -343,6 +343,11 @@ class JobMaster:
         with savepoint, once the job has ended ``FINISHED``; it fails naming the job, the
         checkpoint and the directory."""
         result: concurrent.futures.Future[str] = concurrent.futures.Future()
+        try:
+            request = self.resolve_savepoint_directory(request)
+        except ConfigurationError as err:
+            result.set_exception(err)
+            return result
         loop = self._loop
         if loop is None or self._status.is_globally_terminal_state():
             result.set_exception(self._savepoint_refused(request, f"job is {self._status.value}"))
@@ -351,12 +356,12 @@ class JobMaster:
         async def start() -> None:
             coordinator = self.coordinator
             if coordinator is None:
-                result.set_exception(self._savepoint_refused(request, "checkpointing is off"))
+                result.set_exception(self._savepoint_refused(request, "no checkpoint coordinator"))
                 return
             # A job that is starting (or restarting) takes it once all its tasks run.
             deadline = time.monotonic() + coordinator.timeout_ms / 1000.0
             while (
-                not coordinator.is_running and not coordinator.stopping
+                not coordinator.is_active and not coordinator.stopping
                 and self._status in _STARTING and time.monotonic() < deadline
             ):  # fmt: skip
                 await asyncio.sleep(0.01)
@@ -368,6 +373,16 @@ class JobMaster:
         except RuntimeError:  # the loop closed meanwhile: the job ended
             result.set_exception(self._savepoint_refused(request, "job ended"))
         return result
+
+    def resolve_savepoint_directory(self, request: SavepointRequest) -> SavepointRequest:
+        """``request`` with its directory, or ``execution.checkpointing.savepoint-dir`` if it
+        has none; raises :class:`ConfigurationError` naming the option when neither is set.
+        Any thread (reads the configuration only)."""
+        directory = savepoint_directory(
+            request.target_directory, self.config.get(Options.SAVEPOINT_DIR), self.job_id,
+            request.kind,
+        )  # fmt: skip
+        return replace(request, target_directory=directory)
 
     def _savepoint_refused(self, request: SavepointRequest, why: str) -> CheckpointException:
         return CheckpointException(
@@ -391,11 +406,16 @@ class JobMaster:
             result.set_result(future.result())
 
     # -- REST (JobControl), on the loop ----------------------------------------------------------
-    def stop_with_savepoint_trigger(self, target_directory: str, drain: bool) -> str:
+    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
+        """Start a stop with savepoint for the REST API; its trigger id. Without a directory
+        the configured ``execution.checkpointing.savepoint-dir`` is used; if that is unset
+        too, raises :class:`ConfigurationError` (the request is refused, nothing starts)."""
+        request = self.resolve_savepoint_directory(
+            SavepointRequest(target_directory or "", stop=True, drain=drain)
+        )
         trigger_id = uuid.uuid4().hex
         self._operations[trigger_id] = savepoint_operation(None, None)
         self._unfetched.add(trigger_id)
-        request = SavepointRequest(target_directory, stop=True, drain=drain)
         result = self.trigger_savepoint(request, trigger_id)
         result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
         return trigger_id
@@ -534,9 +554,10 @@ class JobMaster:
 
     def _report_restored(self, plan: RestorePlan) -> None:
         meta = plan.metadata
-        path = CheckpointStorage(plan.checkpoint_dir, plan.job_id).checkpoint_pointer(
-            meta.checkpoint_id
-        )
+        path = plan.pointer  # a restored (claimed) snapshot; the job's own: its chk-<n>
+        if not path:
+            storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
+            path = storage.checkpoint_pointer(meta.checkpoint_id)
         self.checkpoint_stats.report_restored(meta.checkpoint_id, _now_ms(), path,
                                               meta.is_savepoint)  # fmt: skip
 
@@ -546,8 +567,9 @@ class JobMaster:
             return None
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(None, self.coordinator.restore_from_path, path)
+        mode = self.coordinator.claim_restored(plan)
         self._console(f"restoring job {self.job_id[:8]} from checkpoint "
-                      f"{plan.metadata.checkpoint_id} at {path}")  # fmt: skip
+                      f"{plan.metadata.checkpoint_id} at {path} ({mode.value})")  # fmt: skip
         self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, _now_ms(), path,
                                               plan.metadata.is_savepoint)  # fmt: skip
         return plan

@@ -8,8 +8,18 @@ status go everywhere, side outputs included.
 Lifecycle (driven by the task, on its loop thread): ``open`` head-last (tail operators open
 first, so a head that emits in ``open`` finds its successors ready), ``finish`` head-first
 (each operator's final output reaches successors before they finish), ``close`` all, also
-after a failure. In BATCH execution an operator's pending processing-time timers fire just
-before its ``finish`` (as Flink's batch timer service does at the end of input).
+after a failure.
+
+Processing time at the end (Flink's ``quiesceTimeServiceAndFinishOperator``): every operator
+gets its own :class:`~undertow.runtime.task.context.OperatorProcessingTimeService`, quiesced
+right before that operator's ``finish()``: its pending processing-time timers never fire and
+registrations made from then on (also in ``finish()``) are ignored; event-time timers fired
+on the MAX watermark before. So processing-time windows drop what they hold at the end of a
+bounded input, as in Flink's streaming mode. A stop without drain skips ``finish()`` but
+quiesces every operator (:meth:`OperatorChain.quiesce_processing_time`): no timer fires after
+``EndOfData`` and the savepoint keeps the pending timers. In BATCH execution an operator's
+pending processing-time timers fire just before it is quiesced and finished (as Flink's batch
+timer service does at the end of input).
 """
 
 from __future__ import annotations
@@ -21,7 +31,11 @@ from undertow.core.config import Configuration, Options
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
-from undertow.runtime.task.context import StreamingRuntimeContext, now_ms
+from undertow.runtime.task.context import (
+    OperatorProcessingTimeService,
+    StreamingRuntimeContext,
+    now_ms,
+)
 from undertow.runtime.task.events import WatermarkEvent, WatermarkStatusEvent
 from undertow.runtime.task.operator import (
     OperatorSetup,
@@ -129,6 +143,8 @@ class OperatorChain:
         self.accumulators: dict[str, Any] = {}
         self.timer_managers: list[TimerServiceManager] = []
         self._timers_of: dict[int, TimerServiceManager] = {}  # id(operator) -> its timers
+        #: id(operator) -> its processing-time service (quiesced before its ``finish``)
+        self._pts_of: dict[int, OperatorProcessingTimeService] = {}
         self._parts: list[tuple[str, Any, Any, Any, Any]] = []  # uid, op, keyed, timers, opstate
         self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
         by_node: dict[int, Any] = {}
@@ -144,6 +160,7 @@ class OperatorChain:
                 target = WriterOutput(writers[edge_id])
                 (side.setdefault(edge.tag_id, []) if edge.tag_id else main).append(target)
             output: Output = OperatorOutput(main, side)
+            pts = OperatorProcessingTimeService(processing_time_service)
             backend = None
             timer_factory: Callable[..., Any] | None = None
             if key_selector is not None:
@@ -151,7 +168,7 @@ class OperatorChain:
                     vertex.max_parallelism, vertex.parallelism, subtask_index
                 )
                 backend = HeapKeyedStateBackend(spec.name, vertex.max_parallelism, kg_range, now_ms)
-                manager = TimerServiceManager(backend, processing_time_service)
+                manager = TimerServiceManager(backend, pts)
                 self.timer_managers.append(manager)
                 timer_factory = manager.get
             setup = OperatorSetup(
@@ -163,7 +180,7 @@ class OperatorChain:
                 attempt_number=attempt,
                 output=output,
                 config=config,
-                processing_time_service=processing_time_service,
+                processing_time_service=pts,
                 keyed_backend=backend,
                 timer_service_factory=timer_factory,
                 job_parameters=dict(job_parameters or {}),
@@ -174,6 +191,7 @@ class OperatorChain:
             )
             setup.runtime_context = StreamingRuntimeContext(setup)
             op.setup(setup)
+            self._pts_of[id(op)] = pts
             manager_of_op = None
             if timer_factory is not None:
                 self._timers_of[id(op)] = manager
@@ -280,11 +298,20 @@ class OperatorChain:
                 hook(checkpoint_id)
 
     def finish(self) -> None:
+        """End of data with drain, head-first: per operator, (BATCH: fire its processing-time
+        timers,) quiesce its processing-time service, then ``finish()`` it."""
         for op in self.operators:
             timers = self._timers_of.get(id(op))
             if self._batch and timers is not None:
                 timers.fire_all_processing_timers()
+            self._pts_of[id(op)].quiesce()
             op.finish()
+
+    def quiesce_processing_time(self) -> None:
+        """End of data without drain (stop with savepoint): no operator finishes, but none of
+        their processing-time timers may fire any more; the timers stay in keyed state."""
+        for op in self.operators:
+            self._pts_of[id(op)].quiesce()
 
     def close(self) -> list[BaseException]:
         """Close every operator; returns the errors instead of stopping at the first."""

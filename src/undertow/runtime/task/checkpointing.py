@@ -197,6 +197,9 @@ class SubtaskCheckpointer:
         #: Called after the operators were notified of a completed checkpoint (the task's
         #: lifecycle waits for its final checkpoint through it).
         self.completion_listener: Callable[[int], None] | None = None
+        #: Called when the task takes a synchronous savepoint (stop with savepoint), before
+        #: its snapshot: the task must not close before that savepoint completed.
+        self.synchronous_savepoint_listener: Callable[[int], None] | None = None
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
@@ -491,6 +494,9 @@ class SubtaskCheckpointer:
         self.last_checkpoint_id = cid
         if self.pace is not None:
             self.pace.hurry()  # the async part needs loop turns too
+        listener = self.synchronous_savepoint_listener
+        if barrier.options.snapshot_type.is_synchronous and listener is not None:
+            listener(cid)
         started = time.perf_counter()
         alignment = 0.0 if self.alignment_started is None else started - self.alignment_started
         start_delay = self._start_delay_ms
@@ -668,6 +674,17 @@ class SubtaskCheckpointer:
             self._deferred_trigger = None
         self._forget(checkpoint_id)
         self.chain.notify_checkpoint_aborted(checkpoint_id)
+
+    async def wait_for_pending(self) -> None:
+        """Wait until every state write in flight was acknowledged or declined (Flink's
+        ``waitForPendingCheckpoints``). The task calls it before it closes, so its
+        ``TaskFinished`` follows the acknowledgements of the checkpoints it took: without
+        periodic checkpoints nothing else orders them, and a finish reported first would make
+        a pending savepoint count the subtask as finished without state."""
+        while self._pending_writes:
+            waiting = [asyncio.wrap_future(f) for f in self._pending_writes]
+            await asyncio.gather(*waiting, return_exceptions=True)
+            await asyncio.sleep(0)  # the write's own callback (ack, discard) runs first
 
     def cancel_pending(self) -> None:
         for future in self._pending_writes:

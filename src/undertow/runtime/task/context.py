@@ -1,5 +1,15 @@
 """What operators and user functions see of their task: clocks, runtime context, timers.
 
+Processing time has two levels. The task owns one :class:`LoopProcessingTimeService` (asyncio
+timers whose callbacks are posted to the task's mailbox); every operator sees it through its own
+:class:`OperatorProcessingTimeService`, which the chain *quiesces* right before the operator's
+``finish()`` — and, on a stop without drain, where ``finish()`` is skipped, when the task ends
+its data. Flink's rule (``StreamOperatorWrapper``): once quiesced, pending processing-time
+callbacks never run (also those whose mail is already queued) and new registrations are
+ignored, so nothing an operator's processing-time timers would emit can follow ``EndOfData``.
+Keyed timers stay in the timer service's queue, hence in the final checkpoint or savepoint;
+event-time timers are not affected (they fire on the MAX watermark before ``finish()``).
+
 Threading: everything here is used on the owning task's loop thread only.
 """
 
@@ -30,7 +40,10 @@ def now_ms() -> int:
 
 
 class LoopProcessingTimeService:
-    """Processing time on an asyncio loop; callbacks are posted to the task's mailbox."""
+    """Processing time on an asyncio loop; callbacks are posted to the task's mailbox.
+
+    The task's one instance; operators use it through an :class:`OperatorProcessingTimeService`.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, post: Callable[[Callable[[], None]], None]):
         self._loop = loop
@@ -42,6 +55,88 @@ class LoopProcessingTimeService:
     def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any:
         delay = max(0.0, (timestamp - now_ms()) / 1000.0)
         return self._loop.call_later(delay, self._post, lambda: callback(timestamp))
+
+
+class _NoTimer:
+    """The handle of a registration made after quiescing: there is nothing to cancel."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        pass
+
+
+_NO_TIMER = _NoTimer()
+
+
+class _OperatorTimer:
+    """A pending callback of an :class:`OperatorProcessingTimeService`."""
+
+    __slots__ = ("_callback", "_inner", "_owner")
+
+    def __init__(self, owner: OperatorProcessingTimeService, callback: Callable[[int], None]):
+        self._owner = owner
+        self._callback = callback
+        self._inner: Any = None
+
+    def fire(self, timestamp: int) -> None:
+        owner = self._owner
+        if owner._quiesced or self not in owner._pending:
+            return  # quiesced, or cancelled after its mail was queued
+        owner._pending.discard(self)
+        self._callback(timestamp)
+
+    def cancel(self) -> None:
+        self._owner._pending.discard(self)
+        if self._inner is not None:
+            self._inner.cancel()
+
+
+class OperatorProcessingTimeService:
+    """One operator's processing-time service over its task's (see the module docstring).
+
+    Lifecycle: active from construction; :meth:`quiesce` (called by the operator chain before
+    the operator's ``finish()``, or at the end of data on a stop without drain) is final:
+    every pending callback is dropped and later registrations return a handle that never
+    fires. The clock keeps working. Invariant: after ``quiesce`` no callback of this operator
+    runs. Threading: the task's loop thread. Cost: one set insertion per registration.
+    """
+
+    __slots__ = ("_pending", "_quiesced", "_task_service")
+
+    def __init__(self, task_service: Any) -> None:
+        self._task_service = task_service
+        self._pending: set[_OperatorTimer] = set()
+        self._quiesced = False
+
+    def current_processing_time(self) -> int:
+        return int(self._task_service.current_processing_time())
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any:
+        """Run ``callback(timestamp)`` on the task loop at or after ``timestamp``, unless this
+        service is quiesced first (then, or if already quiesced, never)."""
+        if self._quiesced:
+            return _NO_TIMER
+        timer = _OperatorTimer(self, callback)
+        self._pending.add(timer)
+        timer._inner = self._task_service.register_timer(timestamp, timer.fire)
+        return timer
+
+    def quiesce(self) -> None:
+        """Drop every pending callback and ignore new registrations, for good."""
+        self._quiesced = True
+        pending, self._pending = self._pending, set()
+        for timer in pending:
+            if timer._inner is not None:
+                timer._inner.cancel()
+
+    @property
+    def is_quiesced(self) -> bool:
+        return self._quiesced
+
+    def num_pending(self) -> int:
+        """Callbacks registered and neither run, cancelled nor dropped."""
+        return len(self._pending)
 
 
 class StreamingRuntimeContext(RuntimeContext):

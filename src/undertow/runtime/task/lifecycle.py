@@ -15,7 +15,10 @@
   the operators' final state (a sink's last committables) and its notification commits them —
   and (b) every input channel delivered ``EndOfPartitionEvent``. Without a final checkpoint
   (checkpointing off, BATCH mode, or ``execution.checkpointing.checkpoints-after-tasks-finish``
-  false) only (b) is required.
+  false) only (b) is required. A stop with savepoint adds (c): a task that took the stop's
+  savepoint (a synchronous savepoint) waits until that savepoint completed, even with
+  checkpointing off, so its state is in the savepoint and its sinks commit through it; a
+  source stopped that way waits for the next checkpoint (the savepoint) from the start.
 * **Finished**: operators are closed and ``EndOfPartitionEvent`` is sent; nothing runs any more.
 
 Decisions are pure: each event returns the next state; the task (its loop thread) executes.
@@ -43,37 +46,55 @@ def final_checkpoint_required(config: Configuration) -> bool:
 class Running:
     """Input is processed; ``finish()`` has not run."""
 
-    def end_of_data(self, last_checkpoint_id: int, wait_for_final_checkpoint: bool) -> Finishing:
+    def end_of_data(
+        self, last_checkpoint_id: int, wait_for_final_checkpoint: bool,
+        savepoint: int | None = None,
+    ) -> Finishing:  # fmt: skip
         """``finish()`` ran and ``EndOfData`` was sent; ``last_checkpoint_id`` is the newest
-        checkpoint this task had taken before (``-1``: none)."""
+        checkpoint this task had taken before (``-1``: none); ``savepoint``: a synchronous
+        savepoint the task took while still running, which it must see complete."""
         return Finishing(
             after_checkpoint=last_checkpoint_id,
             final_checkpoint_done=not wait_for_final_checkpoint,
             inputs_ended=False,
+            awaited_savepoint=savepoint,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Finishing:
-    """``finish()`` ran, ``EndOfData`` was sent; waiting for the final checkpoint and for the
-    end of every input partition. Invariant: ``final_checkpoint_done`` never goes back."""
+    """``finish()`` ran, ``EndOfData`` was sent; waiting for the final checkpoint, for the
+    stop's savepoint if the task took one, and for the end of every input partition.
+    Invariants: ``final_checkpoint_done`` and ``inputs_ended`` never go back; a task that took
+    a synchronous savepoint does not close before it completed."""
 
     #: Checkpoints with an id above this one were taken after ``EndOfData``.
     after_checkpoint: int
     final_checkpoint_done: bool
     inputs_ended: bool
+    #: The synchronous savepoint (stop with savepoint) the task took and waits for; None: none.
+    awaited_savepoint: int | None = None
 
     def checkpoint_complete(self, checkpoint_id: int) -> Finishing:
-        if self.final_checkpoint_done or checkpoint_id <= self.after_checkpoint:
-            return self
-        return Finishing(self.after_checkpoint, True, self.inputs_ended)
+        done = self.final_checkpoint_done or checkpoint_id > self.after_checkpoint
+        awaited = self.awaited_savepoint
+        if awaited is not None and checkpoint_id >= awaited:
+            awaited = None
+        return Finishing(self.after_checkpoint, done, self.inputs_ended, awaited)
+
+    def took_synchronous_savepoint(self, checkpoint_id: int) -> Finishing:
+        """The task took the stop's savepoint ``checkpoint_id``: it closes only after it
+        completed (its notification commits sinks, and the tasks it feeds need its ends)."""
+        return Finishing(self.after_checkpoint, self.final_checkpoint_done, self.inputs_ended,
+                         checkpoint_id)  # fmt: skip
 
     def all_inputs_ended(self) -> Finishing:
-        return Finishing(self.after_checkpoint, self.final_checkpoint_done, True)
+        return Finishing(self.after_checkpoint, self.final_checkpoint_done, True,
+                         self.awaited_savepoint)  # fmt: skip
 
     @property
     def may_close(self) -> bool:
-        return self.final_checkpoint_done and self.inputs_ended
+        return self.final_checkpoint_done and self.inputs_ended and self.awaited_savepoint is None
 
     def close(self) -> Finished:
         if not self.may_close:

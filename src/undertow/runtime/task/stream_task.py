@@ -13,16 +13,21 @@ Watermarks are combined per input by a :class:`StatusWatermarkValve`; a two-inpu
 the minimum of its inputs. End of data: every channel delivered ``EndOfData`` or
 ``EndOfPartitionEvent`` (network inputs), or the source reader reported ``END_OF_INPUT`` (its
 watermark goes to MAX first). The lifecycle then follows :mod:`undertow.runtime.task.lifecycle`
-(FLIP-147): the chain's ``finish()`` runs (it may still emit), ``EndOfData`` goes downstream
+(FLIP-147): the chain's ``finish()`` runs (it may still emit; each operator's processing-time
+service is quiesced right before its ``finish()``, so its pending processing-time timers never
+fire and new ones are ignored, as in Flink), ``EndOfData`` goes downstream
 after the last record, and the task keeps serving mails and input events (barriers, end of
 partition) until a checkpoint taken after its ``EndOfData`` completed — when a final
-checkpoint is required — and every input partition ended; only then ``EndOfPartitionEvent``
-goes downstream and the operators close (``close`` also runs after a failure). A task
+checkpoint is required — and every input partition ended; then it waits for the state writes
+of checkpoints it took (their acknowledgements precede its ``TaskFinished``), and only then
+``EndOfPartitionEvent`` goes downstream and the operators close (``close`` also runs after a
+failure). A task
 *deployed as finished* (its operator was fully finished in the restored checkpoint) runs no
 operator: it sends ``EndOfData`` and ``EndOfPartitionEvent`` at once and waits for its inputs'
 ends. Stop with savepoint (:meth:`StreamTask.stop_source`) ends a source's data early; without
 drain the ``EndOfData(drain=False)`` it sends makes every downstream task skip ``finish()`` and
-leave its watermark where it was, so the savepoint after it holds the operators' running state.
+leave its watermark where it was (processing-time timers are quiesced too), so the savepoint
+after it holds the operators' running state, pending timers included.
 
 Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
 ``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
@@ -238,6 +243,8 @@ class StreamTask:
         #: False once an input channel ended with ``EndOfData(drain=False)`` (stop without
         #: drain): the chain then does not finish and event time does not go to the end.
         self._drain = True
+        #: A synchronous savepoint (stop with savepoint) taken before the data ended.
+        self._early_savepoint: int | None = None
         self._num_channels = sum(len(g.channels) for g in gates)
 
     @property
@@ -252,6 +259,7 @@ class StreamTask:
         if checkpointer is not None:
             checkpointer.attach(self)
             checkpointer.completion_listener = self._on_checkpoint_complete
+            checkpointer.synchronous_savepoint_listener = self._on_synchronous_savepoint
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -310,6 +318,8 @@ class StreamTask:
             if self.chain.is_source:
                 action, ready = _nothing, _never
             await self._loop(action, ready, self._may_close)
+            if self.checkpointer is not None:  # acknowledgements before TaskFinished
+                await self.checkpointer.wait_for_pending()
             lifecycle = self.lifecycle
             assert isinstance(lifecycle, Finishing)
             self.lifecycle = lifecycle.close()
@@ -325,33 +335,45 @@ class StreamTask:
         trigger): stop reading and end the data at once, so the savepoint barrier follows
         ``EndOfData``. ``drain``: event time goes to the end (MAX watermark) and the chain
         finishes, as at the end of a bounded input; otherwise operators neither finish nor
-        fire timers (``EndOfData(drain=False)``), and the savepoint holds their state."""
+        fire timers (``EndOfData(drain=False)``), and the savepoint holds their state. Either
+        way the source closes only after the savepoint (its next checkpoint) completed, also
+        without periodic checkpoints."""
         running = isinstance(self.lifecycle, Running) and not self.deployed_finished
         if not self.chain.is_source or not running:
             return
         if drain:
             self.head.end_of_input()
         self._end_of_input = True
-        self._finish_and_end_data(drain)
+        self._finish_and_end_data(drain, savepoint_follows=True)
 
-    def _finish_and_end_data(self, drain: bool) -> None:
+    def _finish_and_end_data(self, drain: bool, savepoint_follows: bool = False) -> None:
         """The data ended: ``finish()`` the chain (unless stopped without drain), send
-        ``EndOfData`` after the last record, start waiting for the final checkpoint."""
+        ``EndOfData`` after the last record, start waiting for the final checkpoint.
+
+        Either way every operator's processing-time service is quiesced first (the chain
+        does it per operator, right before its ``finish()``): no processing-time timer fires
+        after ``EndOfData``, however long the final checkpoint takes.
+
+        ``savepoint_follows``: a source stopped with savepoint; the savepoint's trigger is the
+        next mail, and the source must not close before it completed, even with checkpointing
+        off (it waits for the next checkpoint, which is that savepoint)."""
         if drain:
             self.chain.finish()
-        self._end_data(drain)
+        else:
+            self.chain.quiesce_processing_time()
+        self._end_data(drain, savepoint_follows)
 
-    def _end_data(self, drain: bool) -> None:
+    def _end_data(self, drain: bool, savepoint_follows: bool = False) -> None:
         """``finish()`` ran (or was skipped by a stop without drain): send ``EndOfData``
         after the last record; start waiting."""
         for writer in self.writers:
             writer.broadcast_event(EndOfData(drain))
         checkpointer = self.checkpointer
         last = checkpointer.last_checkpoint_id if checkpointer is not None else -1
-        wait = self.final_checkpoint and checkpointer is not None
+        wait = checkpointer is not None and (self.final_checkpoint or savepoint_follows)
         lifecycle = self.lifecycle
         assert isinstance(lifecycle, Running), lifecycle
-        finishing = lifecycle.end_of_data(last, wait)
+        finishing = lifecycle.end_of_data(last, wait, self._early_savepoint)
         if all(g.is_finished for g in self.gates):
             finishing = finishing.all_inputs_ended()
         self.lifecycle = finishing
@@ -363,11 +385,21 @@ class StreamTask:
         lifecycle = self.lifecycle
         return isinstance(lifecycle, Finishing) and lifecycle.may_close
 
+    def _on_synchronous_savepoint(self, checkpoint_id: int) -> None:
+        """The checkpointer takes the stop's savepoint: do not close before it completed."""
+        lifecycle = self.lifecycle
+        if isinstance(lifecycle, Finishing):
+            self.lifecycle = lifecycle.took_synchronous_savepoint(checkpoint_id)
+        elif isinstance(lifecycle, Running):
+            self._early_savepoint = checkpoint_id
+
     def _on_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Called by the checkpointer after the operators were notified (a mail)."""
         lifecycle = self.lifecycle
         if isinstance(lifecycle, Finishing):
             self.lifecycle = lifecycle.checkpoint_complete(checkpoint_id)
+        elif self._early_savepoint is not None and checkpoint_id >= self._early_savepoint:
+            self._early_savepoint = None
 
     async def _run_finished(self) -> None:
         """Deployed as finished: no operator runs; end the outputs at once, then wait for

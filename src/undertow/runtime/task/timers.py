@@ -5,7 +5,15 @@ registering the same timer twice keeps one. Before a timer fires, the service ma
 key the backend's current key, so the callback reads and writes that key's state.
 
 Threading: used only from the owning task's loop thread. Processing-time callbacks arrive as
-mails through the task's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
+mails through the operator's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
+
+End of data (Flink's rule): the operator chain quiesces an operator's processing-time service
+right before the operator's ``finish()`` (on a stop without drain, when the data ends). From
+then on the wake-up of this service never comes and new wake-ups are not scheduled, so no
+processing-time timer fires; timers registered meanwhile are still kept (they are keyed state:
+a savepoint after a stop without drain holds them, and they fire after a restore). Event-time
+timers are unaffected: the MAX watermark fires them before ``finish()`` on drain. In BATCH
+execution :meth:`TimerServiceManager.fire_all_processing_timers` runs before quiescing.
 
 Cost: register/delete O(log n) (heap plus a set; deletions are lazy), firing O(log n) per timer.
 """

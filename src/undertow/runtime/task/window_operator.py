@@ -17,7 +17,10 @@ With an evictor, panes are list state of ``(value, timestamp)`` pairs; on ``FIRE
 edits them before and after the window function runs, and the survivors are written back.
 
 Lifecycle: ``setup -> open -> (process_batch | process_watermark | timers)* -> finish ->
-close``. Threading: everything runs on the task's loop thread; the operator takes no locks.
+close``. At the end of data the task first quiesces the operator's processing-time service
+(:mod:`undertow.runtime.task.chain`): processing-time windows still open then never fire, and
+their contents are dropped, as in Flink's streaming mode. Threading: everything runs on the
+task's loop thread; the operator takes no locks.
 
 Output batching: results produced while handling one batch or one watermark are emitted as one
 ``collect_batch`` at its end (before the watermark is forwarded); results of a processing-time
@@ -303,8 +306,10 @@ class WindowOperator(OneInputStreamOperator):
         self._opened = True
 
     def finish(self) -> None:
-        """Emit buffered results. Pending processing-time windows do not fire (as in Flink's
-        streaming mode); event-time windows fire on the final ``MAX_WATERMARK``."""
+        """Emit buffered results. Event-time windows fired on the final ``MAX_WATERMARK``;
+        pending processing-time windows never fire: the chain quiesced this operator's
+        processing-time service before calling ``finish`` (Flink's streaming mode), so their
+        contents are dropped at the end of a bounded input (BATCH mode fires them first)."""
         self._flush()
 
     def close(self) -> None:

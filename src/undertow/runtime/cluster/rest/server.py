@@ -17,7 +17,10 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/:jobid/savepoints/:triggerid              a stop-with-savepoint's status and location
 
 and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
-``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202). Its
+``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); both
+fields are optional: without ``targetDirectory`` the job's
+``execution.checkpointing.savepoint-dir`` is used, and if that is unset too the request is
+refused (400, naming the option). Its
 status answers ``{"status": {"id": "IN_PROGRESS"}}``, then ``{"status": {"id": "COMPLETED"},
 "operation": {"location": DIR}}`` once the savepoint completed (the job then finishes and the
 endpoint closes), or ``"operation": {"failure-cause": {...}}``.
@@ -82,8 +85,9 @@ MAX_BODY_BYTES = 16 * 1024
 class JobControl(Protocol):
     """What the stop endpoints ask of the JobMaster (on its loop)."""
 
-    def stop_with_savepoint_trigger(self, target_directory: str, drain: bool) -> str:
-        """Start a stop with savepoint; its trigger id."""
+    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
+        """Start a stop with savepoint; its trigger id. ``None``: the job's configured
+        savepoint directory; raises ``ConfigurationError`` if there is none."""
 
     def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
         """Flink's ``AsynchronousOperationResult`` of a trigger, or None if unknown."""
@@ -257,14 +261,19 @@ class RestEndpoint:
             request = json.loads(body.decode("utf-8") or "{}")
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             return Response(400, errors(f"request body is not JSON: {err}"))
-        target = request.get("targetDirectory") if isinstance(request, dict) else None
-        drain = request.get("drain", False) if isinstance(request, dict) else None
-        if not isinstance(target, str) or not target or not isinstance(drain, bool):
+        fields = request if isinstance(request, dict) else {}
+        target = fields.get("targetDirectory")
+        drain = fields.get("drain", False)
+        valid_target = target is None or (isinstance(target, str) and bool(target))
+        if not isinstance(request, dict) or not valid_target or not isinstance(drain, bool):
             return Response(400, errors(
-                'body must be {"targetDirectory": "<directory>", "drain": true|false}; '
-                f"got {body[:200]!r}"
+                'body must be {"targetDirectory": "<directory>", "drain": true|false} (both '
+                f"optional); got {body[:200]!r}"
             ))  # fmt: skip
-        trigger = self.control.stop_with_savepoint_trigger(target, drain)
+        try:
+            trigger = self.control.stop_with_savepoint_trigger(target, drain)
+        except ConfigurationError as err:  # no directory given, none configured
+            return Response(400, errors(str(err)))
         return Response(202, {"request-id": trigger})
 
     def _host_problem(self, host: str | None) -> str | None:
