@@ -102,7 +102,7 @@ def test_in_use_stays_within_pool_plus_overdraft(overdraft: int) -> None:
 def test_a_record_larger_than_the_allowance_is_counted_once_per_record() -> None:
     p = partition(pool=4)
     writer = RecordWriter(p, ForwardPartitioner(), SEGMENT)
-    reported: list[tuple[int, int, int]] = []
+    reported: list[tuple[int, int, int, int]] = []
     budget = OutputBudget([writer], overdraft=5, on_exceeded=lambda *a: reported.append(a))
     for _ in range(3):
         take(budget, p)
@@ -110,7 +110,7 @@ def test_a_record_larger_than_the_allowance_is_counted_once_per_record() -> None
         budget.end(1)
         drain(p, p.queued)
     assert budget.exceeded == 3
-    assert reported == [(0, 12, 4 + 5)], "reported the first time only"
+    assert reported == [(0, 1, 12, 4 + 5)], "reported the first time only"
     assert p.max_overdraft_seen == 12 - 4
 
 
@@ -125,7 +125,7 @@ def test_a_chunk_that_costs_more_than_the_ones_before_is_a_misprediction() -> No
     assert take(budget, p) == 20
     emit_units(writer, 20, buffers_per_unit=2)  # the records suddenly cost twice as much
     budget.end(20)
-    assert (budget.mispredicted, budget.exceeded) == (1, 0)
+    assert (budget.mispredicted, budget.exceeded) == (1, 1)
     assert budget.cost(0) == 2, "the next chunk is sized from the new cost"
 
 

@@ -31,11 +31,11 @@ What this bounds, and what not (the guarantee is about *expected* output):
   (a flush serializes buffers already in progress, unless the writer's size estimate was off
   and the pending records outgrew one segment).
 * The task always takes at least one unit: a single record's (or source call's) output is
-  never split. If one unit alone drew more than ``room``, it is counted in
-  :attr:`OutputBudget.exceeded` and reported once through ``on_exceeded`` (the task logs a
-  WARNING). A chunk of several units that drew more than ``room`` was mispredicted (its
-  records cost more than the ones before): it is counted in :attr:`OutputBudget.mispredicted`
-  and the next chunk is sized from the new, higher cost.
+  never split. A unit of work that drew more than ``room`` is counted in
+  :attr:`OutputBudget.exceeded` and the first one is reported through ``on_exceeded`` (the
+  task logs a WARNING): a single unit whose output alone is larger, or a chunk of several
+  whose records cost more than the ones before (also counted in
+  :attr:`OutputBudget.mispredicted`; the next chunk is sized from the new, higher cost).
 * Not bounded here: event-time timers fired by one watermark (they run inside the
   operator's ``process_watermark``), a single processing-time timer's output (timers fire one
   at a time while the output is available, see :mod:`undertow.runtime.task.timers`), output
@@ -61,8 +61,9 @@ _UNKNOWN = float("inf")
 class OutputBudget:
     """Sizes units of work against the task's output partitions (see the module docstring).
 
-    ``on_exceeded(output, drawn, room)`` is called the first time a single unit drew more than
-    ``room`` buffers from output ``output`` (an index into ``writers``).
+    ``on_exceeded(output, units, drawn, room)`` is called the first time a unit of work of
+    ``units`` units drew ``drawn`` buffers from output ``output`` (an index into ``writers``),
+    more than its ``room``.
     """
 
     __slots__ = ("_cost", "_drawn_before", "_outputs", "_room", "_slack", "exceeded",
@@ -72,7 +73,7 @@ class OutputBudget:
         self,
         writers: list[RecordWriter],
         overdraft: int,
-        on_exceeded: Callable[[int, int, int], None] | None = None,
+        on_exceeded: Callable[[int, int, int, int], None] | None = None,
     ) -> None:
         if overdraft < 0:
             raise ValueError(f"overdraft must be >= 0, got {overdraft}")
@@ -85,9 +86,9 @@ class OutputBudget:
         self._room = [0] * n
         self._slack = [len(w.partition.subpartitions) - 1 for w in writers]
         self._drawn_before = [0] * n
-        #: Single units that drew more than the free buffers plus the overdraft.
+        #: Units of work that drew more than the free buffers plus the overdraft.
         self.exceeded = 0
-        #: Chunks of several units that drew more than the free buffers plus the overdraft.
+        #: Of those, chunks of several units (their records cost more than predicted).
         self.mispredicted = 0
 
     def cost(self, output: int) -> float:
@@ -132,9 +133,8 @@ class OutputBudget:
             partition.note_emitted()
         if over is None:
             return
+        self.exceeded += 1
         if units > 1:
             self.mispredicted += 1
-            return
-        self.exceeded += 1
         if self.exceeded == 1 and self.on_exceeded is not None:
-            self.on_exceeded(*over)
+            self.on_exceeded(over[0], units, over[1], over[2])

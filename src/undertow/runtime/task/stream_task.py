@@ -12,8 +12,9 @@ Overdraft (reference §2.4): a chunk is also no larger than what its expected ou
 the task learns, per chunk, how many buffers one input record draws from each output and takes
 only as many records as fit into the tightest partition's free buffers plus
 ``taskmanager.network.memory.max-overdraft-buffers-per-gate`` (:class:`OutputBudget`). At least
-one record is taken; one whose output alone exceeds that is counted
-(``TaskStatistics.overdraft_exceeded``) and logged once per task at WARNING. Sources apply the
+one record is taken; one whose output alone exceeds that (or a chunk whose records cost more
+than predicted) is counted (``TaskStatistics.overdraft_exceeded``) and the first is logged at
+WARNING. Sources apply the
 same rule per reader call (a call after the first in a slice only if its expected output
 fits). Processing-time timers due together fire one at a time while the output is available;
 the rest wait as deferred work that runs, between mails, once the output is available again
@@ -138,8 +139,9 @@ class TaskStatistics:
     records taken from network inputs (0 for sources), ``records_out`` and ``bytes_out`` what
     the task's record writers emitted (0 for sinks); bytes are serialized batch bytes.
     ``max_overdraft_buffers`` is the most buffers beyond its pool any output partition held
-    at once; ``overdraft_exceeded`` counts single records (or source-reader calls) whose output
-    alone drew more than the free buffers plus ``max-overdraft-buffers-per-gate``
+    at once; ``overdraft_exceeded`` counts units of work that drew more than the free buffers
+    plus ``max-overdraft-buffers-per-gate``: single records (or source-reader calls) whose
+    output alone is larger, and chunks whose records cost more than predicted
     (:mod:`undertow.runtime.task.output_budget`).
     """
 
@@ -318,21 +320,26 @@ class StreamTask:
             overdraft_exceeded=self.budget.exceeded if self.budget is not None else 0,
         )
 
-    def _on_overdraft_exceeded(self, output: int, drawn: int, room: int) -> None:
-        """The first unit of work whose output alone went past the overdraft allowance."""
+    def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:
+        """The first unit of work whose output went past the free buffers plus the overdraft."""
         budget = self.budget
         assert budget is not None
         free = room - budget.overdraft
-        unit = "source-reader call" if self.chain.is_source else "record"
+        if units == 1:
+            what = "one source-reader call" if self.chain.is_source else "one record"
+            why = f"{what}'s output is never split"
+        else:
+            what = f"a chunk of {units} records"
+            why = "its records cost more than the ones before"
         log.warning(
-            "%s: one %s of operator '%s' (subtask %d/%d) drew %d buffers on output '%s', "
-            "more than its %d free buffers plus the %d overdraft buffers allowed "
-            "(taskmanager.network.memory.max-overdraft-buffers-per-gate): one %s's output is "
-            "never split, so %d buffers went beyond the pool. Further cases are only counted "
-            "(overdraft_exceeded in the task's statistics).",
-            self.name, unit, self.output_operators[output], self.subtask_index + 1,
+            "%s: %s of operator '%s' (subtask %d/%d) drew %d buffers on output '%s', more "
+            "than its %d free buffers plus the %d overdraft buffers allowed "
+            "(taskmanager.network.memory.max-overdraft-buffers-per-gate); %s, so %d buffers "
+            "went beyond the pool. Further cases are only counted (overdraft_exceeded in the "
+            "task's statistics).",
+            self.name, what, self.output_operators[output], self.subtask_index + 1,
             self.vertex.parallelism, drawn, self.partitions[output].name, free,
-            budget.overdraft, unit, drawn - free,
+            budget.overdraft, why, drawn - free,
         )  # fmt: skip
 
     def _run_mails(self) -> None:
