@@ -91,7 +91,6 @@ def per_task(accumulators: dict[str, Any], name: str) -> dict[str, int]:
     return {k[len(prefix) : -1]: int(v) for k, v in accumulators.items() if k.startswith(prefix)}
 
 
-@pytest.mark.parametrize("target", ["local-threads", "local"])
 def test_fan_out_queues_at_most_pool_plus_overdraft(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
