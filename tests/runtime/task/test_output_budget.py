@@ -24,7 +24,8 @@ from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.output_budget import OutputBudget
-from undertow.runtime.task.stream_task import StreamTask, TaskStatistics
+from undertow.runtime.task.stream_task import StreamTask
+from undertow.runtime.task.task_statistics import TaskStatistics
 
 SEGMENT = 1000
 

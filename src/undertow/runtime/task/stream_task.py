@@ -42,7 +42,8 @@ leave its watermark where it was, so the savepoint after it holds the operators'
 
 Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
 ``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
-returns them as a frozen :class:`TaskStatistics`. Time is split by :class:`TaskTimeAccounting`
+returns them as a frozen :class:`TaskStatistics` (both it and :class:`TaskTimeAccounting` live
+in :mod:`undertow.runtime.task.task_statistics`). Time is split by :class:`TaskTimeAccounting`
 at the only place the task sleeps: waiting because an output cannot take a buffer is
 *backpressured*, waiting for anything else (input, a source's backoff) is *idle*, and all other
 time since ``run`` started is *busy* (processing, mails, and waiting for a turn on the shared
@@ -72,7 +73,6 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +108,7 @@ from undertow.runtime.task.lifecycle import (
 )
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.output_budget import OutputBudget
+from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
 
 if TYPE_CHECKING:
@@ -129,78 +130,6 @@ def _nothing() -> None:
 
 def _never() -> bool:
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class TaskStatistics:
-    """A subtask's counters since its ``run`` started (:meth:`StreamTask.statistics`).
-
-    ``busy_ms + backpressured_ms + idle_ms`` is the time since the start. ``records_in`` counts
-    records taken from network inputs (0 for sources), ``records_out`` and ``bytes_out`` what
-    the task's record writers emitted (0 for sinks); bytes are serialized batch bytes.
-    ``max_overdraft_buffers`` is the most buffers beyond its pool any output partition held
-    at once; ``overdraft_exceeded`` counts units of work that drew more than the free buffers
-    plus ``max-overdraft-buffers-per-gate``: single records (or source-reader calls) whose
-    output alone is larger, and chunks whose records cost more than predicted
-    (:mod:`undertow.runtime.task.output_budget`).
-    """
-
-    records_in: int
-    records_out: int
-    bytes_out: int
-    busy_ms: float
-    backpressured_ms: float
-    idle_ms: float
-    max_overdraft_buffers: int = 0
-    overdraft_exceeded: int = 0
-
-
-class TaskTimeAccounting:
-    """Splits a task's time since its start into busy, backpressured and idle.
-
-    The task calls :meth:`start_wait` right before it sleeps and :meth:`end_wait` when it wakes;
-    everything outside waits is busy. :meth:`times_ms` includes a wait in progress, so a task
-    blocked for minutes reports it while blocked. ``clock`` returns seconds (monotonic).
-    Threading: the task's loop. Cost: one clock read per call.
-    """
-
-    __slots__ = ("_backpressured", "_clock", "_idle", "_started", "_wait_backpressured",
-                 "_wait_started")  # fmt: skip
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
-        self._started = clock()
-        self._backpressured = 0.0
-        self._idle = 0.0
-        self._wait_started: float | None = None
-        self._wait_backpressured = False
-
-    def start_wait(self, backpressured: bool) -> None:
-        self._wait_started = self._clock()
-        self._wait_backpressured = backpressured
-
-    def end_wait(self) -> None:
-        started = self._wait_started
-        if started is None:
-            return
-        self._wait_started = None
-        waited = self._clock() - started
-        if self._wait_backpressured:
-            self._backpressured += waited
-        else:
-            self._idle += waited
-
-    def times_ms(self) -> tuple[float, float, float]:
-        """``(busy, backpressured, idle)`` in milliseconds since the start."""
-        now = self._clock()
-        backpressured, idle = self._backpressured, self._idle
-        if self._wait_started is not None:
-            if self._wait_backpressured:
-                backpressured += now - self._wait_started
-            else:
-                idle += now - self._wait_started
-        busy = max(0.0, now - self._started - backpressured - idle)
-        return busy * 1000.0, backpressured * 1000.0, idle * 1000.0
 
 
 class StreamTask:
