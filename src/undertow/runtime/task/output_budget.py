@@ -41,6 +41,8 @@ What this bounds, and what not (the guarantee is about *expected* output):
   at a time while the output is available, see :mod:`undertow.runtime.task.timers`), output
   emitted by ``finish()``, and restored in-flight output. :attr:`ResultPartition.max_overdraft_seen`
   observes all of them.
+* One estimate per output, not per input: a two-input task whose inputs fan out differently
+  is sized by whichever input cost more recently.
 
 Threading: the task's loop thread only. Cost: per unit of work (a chunk, not a record), one
 pass over the task's outputs in ``begin`` and one in ``end``: a few attribute reads and a
