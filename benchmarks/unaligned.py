@@ -11,7 +11,17 @@ about ``--seconds`` and throughput is bounded by the sleepy map). Targets (issue
 p50 <= 50 ms at every sleep level while aligned grows with backpressure; unaligned throughput
 >= 0.9x checkpointing off.
 
-Usage: ``python benchmarks/unaligned.py [--seconds S] [--sleeps-ms 0,0.1,1]``
+The second table is the fan-out case: source -> flatMap -> sleepy map -> sink, rebalanced,
+p=2, where the flatMap turns every record into ``FAN_OUT`` records of ``FAN_OUT_BYTES`` bytes
+(with 4 KiB segments one record's output spans three or four buffers) and the sleepy map spins
+``--fan-out-spin-us`` per record. Unaligned checkpoints with
+``max-overdraft-buffers-per-gate`` 0, 5 (the default) and 10^6 (no bound: chunks limited by
+time only, as before the bound existed), against checkpointing off; besides the checkpoint
+columns it shows the most buffers beyond its pool a flatMap subtask queued and how many of
+its units of work went past pool + overdraft.
+
+Usage: ``python benchmarks/unaligned.py [--seconds S] [--sleeps-ms 0,0.1,1] [--cases
+backpressure,fan-out]``
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ import time
 from typing import Any
 
 from undertow.common import Configuration, WatermarkStrategy
-from undertow.datastream import MapFunction, StreamExecutionEnvironment
+from undertow.datastream import FlatMapFunction, MapFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 
 MODES: dict[str, dict[str, str]] = {
@@ -48,6 +58,22 @@ COMPLETED = re.compile(
     re.M,
 )
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+FAN_OUT, FAN_OUT_BYTES = 100, 100
+FAN_OUT_MODES: dict[str, dict[str, str]] = {
+    "off": {},
+    "unaligned, overdraft 0": {
+        **MODES["unaligned"],
+        "taskmanager.network.memory.max-overdraft-buffers-per-gate": "0",
+    },
+    "unaligned, overdraft 5": {
+        **MODES["unaligned"],
+        "taskmanager.network.memory.max-overdraft-buffers-per-gate": "5",
+    },
+    "unaligned, no bound": {
+        **MODES["unaligned"],
+        "taskmanager.network.memory.max-overdraft-buffers-per-gate": str(10**6),
+    },
+}
 
 
 class Spin(MapFunction):
@@ -61,6 +87,14 @@ class Spin(MapFunction):
         return value
 
 
+class FanOut(FlatMapFunction):
+    """Every record becomes ``FAN_OUT`` distinct records of ``FAN_OUT_BYTES`` bytes."""
+
+    def flat_map(self, value: Any) -> Any:
+        i = value[0]
+        return [(i, f"{i}:{j}:".ljust(FAN_OUT_BYTES, "y")) for j in range(FAN_OUT)]
+
+
 class Tee(io.TextIOBase):
     """Keeps what the JobMaster writes to stderr (its console lines) instead of printing it."""
 
@@ -70,6 +104,19 @@ class Tee(io.TextIOBase):
     def write(self, text: str) -> int:
         self.lines.write(text)
         return len(text)
+
+
+def execute(env: StreamExecutionEnvironment, name: str) -> tuple[float, str, Any]:
+    """Run the job; its elapsed seconds, the JobMaster's console lines and its result."""
+    tee, saved = Tee(), sys.stderr
+    sys.stderr = tee
+    try:
+        started = time.perf_counter()
+        result = env.execute(name)
+        elapsed = time.perf_counter() - started
+    finally:
+        sys.stderr = saved
+    return elapsed, tee.lines.getvalue(), result
 
 
 def run(
@@ -86,48 +133,103 @@ def run(
     stream = stream.rebalance().map(Spin(sleep_ms / 1000)).name("sleepy map")
     stream = stream.rebalance().map(lambda v: v).name("map 2")
     stream.rebalance().sink_to(DiscardingSink())
-    tee, saved = Tee(), sys.stderr
-    sys.stderr = tee
-    try:
-        started = time.perf_counter()
-        env.execute(f"unaligned benchmark: {mode}, {sleep_ms} ms")
-        elapsed = time.perf_counter() - started
-    finally:
-        sys.stderr = saved
-    return elapsed, tee.lines.getvalue()
+    elapsed, console, _ = execute(env, f"unaligned benchmark: {mode}, {sleep_ms} ms")
+    return elapsed, console
+
+
+def run_fan_out(
+    mode: str, spin_s: float, records: int, rate: float, directory: str
+) -> tuple[float, str, dict[str, Any]]:
+    settings = {"execution.target": "local", "execution.checkpointing.dir": directory,
+                "rest.port": "-1", "taskmanager.memory.segment-size": "4 kb"}  # fmt: skip
+    settings.update(FAN_OUT_MODES[mode])
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
+    env.set_parallelism(2)
+    source = DataGeneratorSource(lambda i: (i, "x"), count=records, records_per_second=rate)
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "source")
+    stream = stream.rebalance().flat_map(FanOut()).name("fan-out")
+    stream = stream.rebalance().map(Spin(spin_s)).name("sleepy map")
+    stream.sink_to(DiscardingSink())
+    elapsed, console, result = execute(env, f"unaligned benchmark: fan-out, {mode}")
+    return elapsed, console, result.get_all_accumulator_results()
+
+
+def checkpoint_cells(console: str, elapsed: float) -> str:
+    """p50, p90, checkpoints per minute and median in-flight size of the completed ones."""
+    found = list(COMPLETED.finditer(console))
+    durations = [int(m.group("ms")) for m in found]
+    sizes = [float(m.group("size")) * UNITS[m.group("unit")]
+             for m in found if m.group("size")]  # fmt: skip
+    if not durations:
+        return f"{'-':>8} {'-':>8} {'-':>7} {'-':>10}"
+    p50 = statistics.median(durations)
+    p90 = statistics.quantiles(durations, n=10)[-1] if len(durations) > 1 else p50
+    per_min = len(durations) / elapsed * 60
+    size = f"{statistics.median(sizes) / 1024:.0f} KiB" if sizes else "-"
+    return f"{p50:>8.0f} {p90:>8.0f} {per_min:>7.0f} {size:>10}"
+
+
+def backpressure_table(seconds: float, sleeps_ms: list[float]) -> None:
+    print(f"{'sleep':>7} {'mode':<22} {'p50 ms':>8} {'p90 ms':>8} {'cp/min':>7} "
+          f"{'in-flight':>10} {'throughput':>10}")  # fmt: skip
+    for sleep_ms in sleeps_ms:
+        # The sources (one reader each) offer 20 % more than the two sleepy subtasks take, for
+        # the whole run: a bounded source that finished early would stop checkpoints
+        # (no FLIP-147 yet). Without a sleep, records are cheap: as fast as possible.
+        rate = 1.2 * 1000 / sleep_ms if sleep_ms > 0 else None
+        records = int(seconds * 2 * rate) if rate is not None else 400_000
+        baseline = None
+        for mode in MODES:
+            with tempfile.TemporaryDirectory() as directory:
+                elapsed, console = run(mode, sleep_ms, records, rate, directory)
+            baseline = baseline or elapsed
+            cells = checkpoint_cells(console, elapsed)
+            print(f"{sleep_ms:>7} {mode:<22} {cells} {baseline / elapsed:>9.2f}x", flush=True)
+
+
+def per_task(accumulators: dict[str, Any], name: str, vertex: str) -> list[int]:
+    """The ``name[<vertex> (i/p)]`` accumulators of one vertex's subtasks."""
+    prefix = f"{name}[{vertex} ("
+    return [int(v) for k, v in accumulators.items() if k.startswith(prefix)]
+
+
+def fan_out_table(seconds: float, spin_us: float) -> None:
+    print(
+        f"\nfan-out: 1 record -> {FAN_OUT} x {FAN_OUT_BYTES} B, 4 KiB segments, "
+        f"sleepy map {spin_us:g} us per record"
+    )
+    print(f"{'mode':<26} {'p50 ms':>8} {'p90 ms':>8} {'cp/min':>7} {'in-flight':>10} "
+          f"{'max over':>8} {'exceeded':>8} {'throughput':>10}")  # fmt: skip
+    # the readers offer 20 % more input records than the two sleepy subtasks take
+    rate = 1.2 / (FAN_OUT * spin_us / 1e6)
+    records = int(seconds * 2 * rate)
+    baseline = None
+    for mode in FAN_OUT_MODES:
+        with tempfile.TemporaryDirectory() as directory:
+            elapsed, console, accumulators = run_fan_out(
+                mode, spin_us / 1e6, records, rate, directory
+            )
+        baseline = baseline or elapsed
+        over = max(per_task(accumulators, "max_overdraft_buffers", "fan-out"), default=0)
+        exceeded = sum(per_task(accumulators, "overdraft_exceeded", "fan-out"))
+        cells = checkpoint_cells(console, elapsed)
+        print(f"{mode:<26} {cells} {over:>8} {exceeded:>8} {baseline / elapsed:>9.2f}x "
+              f"{elapsed:>6.1f}s", flush=True)  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="target run time per job")
     parser.add_argument("--sleeps-ms", default="0,0.1,1", help="sleep per record, comma list")
+    parser.add_argument("--cases", default="backpressure,fan-out", help="tables to print")
+    parser.add_argument("--fan-out-spin-us", type=float, default=10.0,
+                        help="sleepy map's spin per record in the fan-out case")  # fmt: skip
     args = parser.parse_args()
-    print(f"{'sleep':>7} {'mode':<22} {'p50 ms':>8} {'p90 ms':>8} {'cp/min':>7} "
-          f"{'in-flight':>10} {'throughput':>10}")  # fmt: skip
-    for sleep_ms in (float(s) for s in args.sleeps_ms.split(",")):
-        # The sources (one reader each) offer 20 % more than the two sleepy subtasks take, for
-        # the whole run: a bounded source that finished early would stop checkpoints
-        # (no FLIP-147 yet). Without a sleep, records are cheap: as fast as possible.
-        rate = 1.2 * 1000 / sleep_ms if sleep_ms > 0 else None
-        records = int(args.seconds * 2 * rate) if rate is not None else 400_000
-        baseline = None
-        for mode in MODES:
-            with tempfile.TemporaryDirectory() as directory:
-                elapsed, console = run(mode, sleep_ms, records, rate, directory)
-            baseline = baseline or elapsed
-            found = list(COMPLETED.finditer(console))
-            durations = [int(m.group("ms")) for m in found]
-            sizes = [float(m.group("size")) * UNITS[m.group("unit")]
-                     for m in found if m.group("size")]  # fmt: skip
-            if durations:
-                p50 = statistics.median(durations)
-                p90 = statistics.quantiles(durations, n=10)[-1] if len(durations) > 1 else p50
-                per_min = len(durations) / elapsed * 60
-                size = f"{statistics.median(sizes) / 1024:.0f} KiB" if sizes else "-"
-                cells = f"{p50:>8.0f} {p90:>8.0f} {per_min:>7.0f} {size:>10}"
-            else:
-                cells = f"{'-':>8} {'-':>8} {'-':>7} {'-':>10}"
-            print(f"{sleep_ms:>7} {mode:<22} {cells} {baseline / elapsed:>9.2f}x", flush=True)
+    cases = args.cases.split(",")
+    if "backpressure" in cases:
+        backpressure_table(args.seconds, [float(s) for s in args.sleeps_ms.split(",")])
+    if "fan-out" in cases:
+        fan_out_table(args.seconds, args.fan_out_spin_us)
 
 
 if __name__ == "__main__":

@@ -223,6 +223,37 @@ def test_overdraft_is_recorded_when_one_input_emits_past_the_pool() -> None:
     assert w.partition.max_overdraft_seen == w.partition.queued - w.partition.pool_size
 
 
+def test_record_writer_counts_buffers_in_progress_against_the_pool() -> None:
+    p = ResultPartition("out", [0, 1], buffers_per_channel=1, floating_buffers=2,
+                        max_buffers_per_channel=10)  # fmt: skip
+    writer = RecordWriter(p, RebalancePartitioner(), 1000)
+    writer.emit([1, 2], None)  # one small record per channel: two buffers start filling
+    assert (p.queued, p.in_progress, p.in_use, writer.buffers_requested) == (0, 2, 2, 2)
+    writer.flush_all()  # serializing uses the buffers in progress: nothing new is drawn
+    assert (p.queued, p.in_progress, writer.buffers_requested) == (2, 0, 2)
+    writer.emit([b"y" * (2 * 1000)], None)
+    writer.flush_all()  # one record over three segments: three buffers
+    assert (p.queued, writer.buffers_requested) == (5, 5)
+    assert p.max_overdraft_seen == 1 and not p.is_available()
+
+
+def test_pool_keeps_one_buffer_beyond_a_buffer_in_progress_per_channel() -> None:
+    p = ResultPartition("out", [0, 1, 2], buffers_per_channel=1, floating_buffers=0,
+                        max_buffers_per_channel=10)  # fmt: skip
+    assert p.pool_size == 4  # Flink's n + 1: every channel filling a buffer is still available
+    writer = RecordWriter(p, RebalancePartitioner(), 1000)
+    writer.emit([1, 2, 3], None)
+    assert p.in_progress == 3 and p.is_available()
+
+
+def test_first_batch_sets_the_size_estimate_so_a_buffer_in_progress_fits_a_segment() -> None:
+    p = ResultPartition("out", [0], buffers_per_channel=2, floating_buffers=8,
+                        max_buffers_per_channel=10)  # fmt: skip
+    writer = RecordWriter(p, ForwardPartitioner(), 1000)
+    writer.emit([f"{i}".ljust(100, "x") for i in range(12)], None)  # ~1.2 segments
+    assert not writer.has_pending and p.in_progress == 0 and p.queued == 2
+
+
 def test_events_need_no_credit() -> None:
     w = _wire(1, buffers_per_channel=1, floating=0, receiver_floating=0)
     writer = RecordWriter(w.partition, ForwardPartitioner(), SEGMENT)

@@ -139,3 +139,89 @@ def test_event_timers_match_a_set_model(ops: list[tuple[str, int, int]]) -> None
             else:
                 service.delete_event_time_timer("ns", ts)
                 live.discard((key, ts))
+
+
+class Output:
+    """A task output that can take ``capacity`` more timer firings, then waits for a drain."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.waiting: list[Any] = []
+
+    def is_output_available(self) -> bool:
+        return self.capacity > 0
+
+    def when_output_available(self, action: Any) -> None:
+        self.waiting.append(action)
+
+    def drain(self, capacity: int) -> None:
+        self.capacity = capacity
+        waiting, self.waiting = self.waiting, []
+        for action in waiting:
+            action()
+
+
+def test_due_processing_timers_wait_while_the_output_is_unavailable() -> None:
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    clock = ManualClock()
+    output = Output(capacity=2)
+
+    class Emitting(Recorder):
+        def on_processing_time(self, timer: InternalTimer) -> None:
+            super().on_processing_time(timer)
+            output.capacity -= 1  # each firing fills one buffer
+
+    recorder = Emitting(backend)
+    service = InternalTimerService("t", backend, recorder, clock, output)
+    for key in "abcde":
+        backend.set_current_key(key)
+        service.register_processing_time_timer("ns", 10)
+    backend.set_current_key("z")
+    service.register_processing_time_timer("ns", 50)
+    clock.advance(20)
+    assert [k for _, _, k, _ in recorder.fired] == ["a", "b"], "stops when the output is full"
+    assert service.num_processing_time_timers() == 4 and len(output.waiting) == 1
+    backend.set_current_key("f")
+    service.register_processing_time_timer("ns", 15)  # due too: joins the waiting ones
+    clock.advance(30)  # a wake-up while waiting fires nothing
+    assert len(recorder.fired) == 2
+    output.drain(capacity=100)
+    assert len(recorder.fired) == 2  # the continuation goes through the service (quiescing)
+    clock.advance(clock.now)
+    assert [k for _, _, k, _ in recorder.fired] == ["a", "b", "c", "d", "e", "f"]  # by time
+    assert service.num_processing_time_timers() == 1  # "z" is not due: scheduled again
+    clock.advance(50)
+    assert recorder.fired[-1][2] == "z"
+
+
+def test_timers_waiting_for_the_output_do_not_fire_after_the_service_quiesced() -> None:
+    """End of data quiesces the operator's processing-time service (Flink's rule); timers that
+    were due but waiting for output buffers must not fire after that either."""
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+
+    class QuiescingClock(ManualClock):
+        quiesced = False
+
+        def register_timer(self, timestamp: int, callback: Any) -> Any:
+            return None if self.quiesced else super().register_timer(timestamp, callback)
+
+    clock = QuiescingClock()
+    output = Output(capacity=1)
+
+    class Emitting(Recorder):
+        def on_processing_time(self, timer: InternalTimer) -> None:
+            super().on_processing_time(timer)
+            output.capacity -= 1
+
+    recorder = Emitting(backend)
+    service = InternalTimerService("t", backend, recorder, clock, output)
+    for key in "abc":
+        backend.set_current_key(key)
+        service.register_processing_time_timer("ns", 10)
+    clock.advance(20)
+    assert len(recorder.fired) == 1 and len(output.waiting) == 1
+    clock.quiesced = True  # the data ended
+    output.drain(capacity=100)
+    clock.advance(100)
+    assert len(recorder.fired) == 1
+    assert service.num_processing_time_timers() == 2  # still keyed state (a savepoint has them)

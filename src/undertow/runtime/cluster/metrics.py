@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.task.stream_task import TaskStatistics
+from undertow.runtime.task.task_statistics import TaskStatistics
 
 #: A new sample replaces the start of the rate window only when the window is at least this
 #: long, so a final sample right after a periodic one does not yield a noisy 5 ms ratio.

@@ -7,7 +7,10 @@ Lifecycle::
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
 While tasks run, a timer on the loop sends a ``TaskMetricsReport`` of the running tasks every
-``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first.
+``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first. A
+task that finishes adds ``records_in[<vertex>]`` to its accumulators and, if it drew overdraft
+buffers, ``max_overdraft_buffers[<vertex> (i/p)]`` and ``overdraft_exceeded[<vertex> (i/p)]``
+(per subtask, so the JobMaster's sum over subtasks leaves them as they are).
 
 A worker that loses its JobMaster cancels its tasks and exits: it never runs unsupervised.
 
@@ -492,6 +495,10 @@ class Worker:
         self._send_final_sample(key, task)
         accumulators = dict(task.chain.accumulators)
         accumulators[f"records_in[{task.vertex.name}]"] = task.records_in
+        stats = task.statistics()
+        if stats.max_overdraft_buffers > 0 or stats.overdraft_exceeded > 0:  # per subtask
+            accumulators[f"max_overdraft_buffers[{task.name}]"] = stats.max_overdraft_buffers
+            accumulators[f"overdraft_exceeded[{task.name}]"] = stats.overdraft_exceeded
         self.send(TaskFinished(self.attempt, vertex_id, subtask, accumulators))
 
     def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:

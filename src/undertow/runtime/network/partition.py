@@ -5,20 +5,32 @@ A :class:`ResultPartition` belongs to one producing subtask and one job edge; it
 events in a credit-based :class:`~undertow.runtime.network.credit.SenderChannel` and pushes
 whatever the credit protocol allows to its :class:`ProducerLink` (the transport) at once.
 
+Buffers in use (reference §2.4): a partition's pool is ``pool_size`` buffers (``n`` channels
+times ``buffers-per-channel`` + ``floating-buffers-per-gate``, at least ``n + 1``). A buffer is in
+use from the moment its record writer starts filling it (``in_progress``: one per channel with
+pending records, like Flink's ``BufferBuilder``) until the transport sends it (``queued`` data
+buffers wait in their subpartitions). ``in_use = queued + in_progress`` never drops below zero
+and only ever rises in :class:`RecordWriter` (and when restored output buffers are queued).
+
 Availability (ARCHITECTURE §2): the partition is *available* when it can take at least one more
-buffer for every target: fewer than ``pool_size`` data buffers queued in all its subpartitions
-and fewer than ``max_buffers_per_channel`` in each. The task checks it before taking input;
-once inside one input, emitting never blocks: buffers beyond the pool are *overdraft* buffers,
-counted in :attr:`ResultPartition.max_overdraft_seen` so that the limit
-(``max-overdraft-buffers-per-gate``) can be observed.
+buffer for every target: ``in_use < pool_size`` and fewer than ``max_buffers_per_channel`` data
+buffers in each subpartition. The ``n + 1`` floor keeps a partition whose every channel has a
+buffer in progress available, so the writer can always go on filling them. The task checks
+availability before taking input; once inside one unit of work, emitting never blocks: buffers
+beyond the pool are *overdraft* buffers. The task sizes its units so that what they draw fits
+into the free buffers plus ``max-overdraft-buffers-per-gate``
+(:mod:`undertow.runtime.task.output_budget`); the partition only counts: the largest overdraft
+in :attr:`ResultPartition.max_overdraft_seen`, the buffers every writer took in
+:attr:`RecordWriter.buffers_requested`.
 
 Priority events (unaligned barriers) overtake queued buffers:
 :meth:`ResultSubpartition.overtake_with_priority_event` inserts one and returns, in the same
 step, the buffers it overtook; :meth:`ResultSubpartition.prioritize_event` turns a queued event
 into a priority one the same way. ``event_listener`` (optional) sees every event when it is
-sent, so the owner can tell whether an event already left.
+sent, so the owner can tell whether an event already left. Events never use pool buffers.
 
-Threading: one worker loop thread; the task and the transport call in from it.
+Threading: one worker loop thread; the task and the transport call in from it. Cost: O(1) per
+buffer; ``is_available`` is O(subpartitions).
 """
 
 from __future__ import annotations
@@ -116,7 +128,13 @@ class ResultSubpartition:
 
 
 class ResultPartition:
-    """The output of one subtask on one job edge (see the module docstring)."""
+    """The output of one subtask on one job edge (see the module docstring).
+
+    Invariants: ``queued`` is the number of data buffers in the subpartitions, ``in_progress``
+    the number of channels whose record writer holds pending records; ``max_overdraft_seen``
+    is the largest ``in_use - pool_size`` observed after a writer queued buffers or the task
+    finished a unit of work.
+    """
 
     def __init__(
         self,
@@ -131,14 +149,21 @@ class ResultPartition:
         self.subpartitions = [
             ResultSubpartition(self, cid, f"{name}#{i}") for i, cid in enumerate(channel_ids)
         ]
-        self.pool_size = len(channel_ids) * buffers_per_channel + floating_buffers
+        n = len(channel_ids)
+        self.pool_size = max(n * buffers_per_channel + floating_buffers, n + 1)
         self.max_buffers_per_channel = max_buffers_per_channel
         self.queued = 0
+        self.in_progress = 0
         self.max_overdraft_seen = 0
         self._listener: Callable[[], None] | None = None
 
+    @property
+    def in_use(self) -> int:
+        """Buffers taken from the pool: queued, or being filled by the record writer."""
+        return self.queued + self.in_progress
+
     def is_available(self) -> bool:
-        if self.queued >= self.pool_size:
+        if self.queued + self.in_progress >= self.pool_size:
             return False
         cap = self.max_buffers_per_channel
         return all(sp.sender.queued_data_buffers < cap for sp in self.subpartitions)
@@ -154,7 +179,8 @@ class ResultPartition:
             listener()
 
     def note_emitted(self) -> None:
-        over = self.queued - self.pool_size
+        """Record the overdraft in use now (if it is the largest so far)."""
+        over = self.queued + self.in_progress - self.pool_size
         if over > self.max_overdraft_seen:
             self.max_overdraft_seen = over
 
@@ -167,8 +193,14 @@ class RecordWriter:
     """Routes batches to channels, collects them per channel and cuts them into buffers.
 
     A channel's pending records are serialized when they are expected to fill ~90% of a segment
-    (the bytes-per-record estimate adapts after every serialization), on :meth:`flush_all`
-    (buffer timeout, before an event, at the end).
+    (the bytes-per-record estimate starts from a sample of the first batch and adapts after
+    every serialization, so a buffer in progress rarely outgrows a segment), on
+    :meth:`flush_all` (buffer timeout, before an event, at the end).
+
+    Pool accounting: a channel's buffer is taken from the pool (``partition.in_progress``) when
+    its first pending record arrives; serializing turns it into ``k >= 1`` queued buffers (more
+    than one when the batch spans segments). :attr:`buffers_requested` counts every buffer taken
+    so far, so its growth over a unit of work is what that unit drew (the task's output cost).
     """
 
     def __init__(
@@ -181,21 +213,30 @@ class RecordWriter:
         n = len(partition.subpartitions)
         self._values: list[list[Any]] = [[] for _ in range(n)]
         self._stamps: list[list[Any] | None] = [None] * n
-        self._bytes_per_record = 64.0
-        self._threshold = max(1, int(segment_size * 0.9 / self._bytes_per_record))
+        self._bytes_per_record = 0.0  # no estimate before the first batch
+        self._threshold = 1
         self.records_out = 0
         self.buffers_out = 0
         self.bytes_out = 0
+        #: Buffers taken from the pool so far (monotone): in progress or serialized.
+        self.buffers_requested = 0
 
     @property
     def has_pending(self) -> bool:
         return any(self._values)
 
     def emit(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        if self._bytes_per_record == 0.0 and values:
+            self._estimate_size(values)
         self.records_out += len(values)
         pending_v, pending_t, threshold = self._values, self._stamps, self._threshold
         for ch, (vals, stamps) in self.partitioner.route(values, timestamps).items():
             pv = pending_v[ch]
+            if not pv:
+                if not vals:
+                    continue
+                self.partition.in_progress += 1  # this channel's next buffer starts filling
+                self.buffers_requested += 1
             pt = pending_t[ch]
             if stamps is not None or pt is not None:
                 if pt is None:
@@ -204,6 +245,12 @@ class RecordWriter:
             pv.extend(vals)
             if len(pv) >= threshold:
                 self._flush_channel(ch)
+
+    def _estimate_size(self, values: list[Any]) -> None:
+        """The first estimate of bytes per record: a sample of the first batch, serialized."""
+        sample = values[:16]
+        self._bytes_per_record = len(serialize_batch(sample, None)) / len(sample)
+        self._threshold = max(1, int(self.segment_size * 0.9 / self._bytes_per_record))
 
     def _flush_channel(self, ch: int) -> None:
         values = self._values[ch]
@@ -217,9 +264,12 @@ class RecordWriter:
         self._threshold = max(1, int(self.segment_size * 0.9 / self._bytes_per_record))
         buffers = split_into_buffers(data, self.segment_size)
         self.buffers_out += len(buffers)
+        self.buffers_requested += len(buffers) - 1  # the first was taken when it started
         self.bytes_out += len(data)
-        self.partition.subpartitions[ch].add_buffers(buffers)
-        self.partition.note_emitted()
+        partition = self.partition
+        partition.in_progress -= 1
+        partition.subpartitions[ch].add_buffers(buffers)
+        partition.note_emitted()
 
     def flush_all(self) -> None:
         for ch in range(len(self._values)):

@@ -46,7 +46,7 @@ from undertow.runtime.task.operator import (
     Timestamps,
 )
 from undertow.runtime.task.source_operator import SourceOperator
-from undertow.runtime.task.timers import TimerServiceManager
+from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.operator_state import OperatorStateBackend
@@ -135,6 +135,7 @@ class OperatorChain:
         services: TaskServices,
         processing_time_service: ProcessingTimeService,
         job_parameters: dict[str, str] | None = None,
+        output_availability: OutputAvailability | None = None,
     ) -> None:
         self.vertex = vertex
         self.subtask_index = subtask_index
@@ -147,6 +148,8 @@ class OperatorChain:
         self._pts_of: dict[int, OperatorProcessingTimeService] = {}
         self._parts: list[tuple[str, Any, Any, Any, Any]] = []  # uid, op, keyed, timers, opstate
         self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
+        #: Name of the operator that feeds each network output, by edge id.
+        self.output_operators: dict[int, str] = {}
         by_node: dict[int, Any] = {}
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
         for spec in reversed(vertex.operators):
@@ -157,6 +160,7 @@ class OperatorChain:
                 (side.setdefault(tag, []) if tag else main).append(ChainingOutput(by_node[node_id]))
             for edge_id in spec.network_outputs:
                 edge = next(e for e in vertex.outputs if e.id == edge_id)
+                self.output_operators[edge_id] = spec.name
                 target = WriterOutput(writers[edge_id])
                 (side.setdefault(edge.tag_id, []) if edge.tag_id else main).append(target)
             output: Output = OperatorOutput(main, side)
@@ -168,7 +172,7 @@ class OperatorChain:
                     vertex.max_parallelism, vertex.parallelism, subtask_index
                 )
                 backend = HeapKeyedStateBackend(spec.name, vertex.max_parallelism, kg_range, now_ms)
-                manager = TimerServiceManager(backend, pts)
+                manager = TimerServiceManager(backend, pts, output_availability)
                 self.timer_managers.append(manager)
                 timer_factory = manager.get
             setup = OperatorSetup(

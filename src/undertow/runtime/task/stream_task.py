@@ -9,6 +9,23 @@ unavailable — also in the middle of an input batch: the rest of the batch stay
 (the "deserializer leftover") and is processed in the next slice. Chunk sizes adapt so that one
 chunk takes about a quarter of the slice: the cost is one clock read per chunk, not per record.
 
+Overdraft (reference §2.4): a chunk is also no larger than what its expected output allows:
+the task learns, per chunk, how many buffers one input record draws from each output and takes
+only as many records as fit into the tightest partition's free buffers plus
+``taskmanager.network.memory.max-overdraft-buffers-per-gate`` (:class:`OutputBudget`). At least
+one record is taken; one whose output alone exceeds that (or a chunk whose records cost more
+than predicted) is counted (``TaskStatistics.overdraft_exceeded``) and the first is logged at
+WARNING. Sources apply the
+same rule per reader call (a call after the first in a slice only if its expected output
+fits). Processing-time timers due together fire one at a time while the output is available;
+the rest wait as deferred work that runs, between mails, once the output is available again
+(and before ``finish()``). A slice also ends after an input event when the output is no longer
+available (a watermark's timers filled it). Not bounded: the event-time timers of one
+watermark, the output of ``finish()``, restored in-flight output (see
+:mod:`undertow.runtime.task.output_budget`). In the common case (records much smaller than a
+buffer) the bound never limits a chunk; its cost is two short passes over the outputs per
+chunk.
+
 Watermarks are combined per input by a :class:`StatusWatermarkValve`; a two-input head sees
 the minimum of its inputs. End of data: every channel delivered ``EndOfData`` or
 ``EndOfPartitionEvent`` (network inputs), or the source reader reported ``END_OF_INPUT`` (its
@@ -31,7 +48,8 @@ after it holds the operators' running state, pending timers included.
 
 Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
 ``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
-returns them as a frozen :class:`TaskStatistics`. Time is split by :class:`TaskTimeAccounting`
+returns them as a frozen :class:`TaskStatistics` (both it and :class:`TaskTimeAccounting` live
+in :mod:`undertow.runtime.task.task_statistics`). Time is split by :class:`TaskTimeAccounting`
 at the only place the task sleeps: waiting because an output cannot take a buffer is
 *backpressured*, waiting for anything else (input, a source's backoff) is *idle*, and all other
 time since ``run`` started is *busy* (processing, mails, and waiting for a turn on the shared
@@ -48,7 +66,9 @@ as in-flight data of their channel (:meth:`StreamTask.unprocessed_chunks`). Chan
 only be restored at the parallelism and channel layout it was taken with.
 
 Threading: runs as one asyncio task on its worker's loop; ``post`` must be called from that
-loop, ``post_threadsafe`` from anywhere. ``statistics`` is called from that loop too.
+loop, ``post_threadsafe`` from anywhere. ``statistics``, ``is_output_available`` and
+``when_output_available`` (the timers' :class:`~undertow.runtime.task.timers.OutputAvailability`)
+are called from that loop too.
 """
 
 from __future__ import annotations
@@ -59,7 +79,6 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +113,9 @@ from undertow.runtime.task.lifecycle import (
     final_checkpoint_required,
 )
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
+from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
 
 if TYPE_CHECKING:
@@ -116,71 +137,6 @@ def _nothing() -> None:
 
 def _never() -> bool:
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class TaskStatistics:
-    """A subtask's counters since its ``run`` started (:meth:`StreamTask.statistics`).
-
-    ``busy_ms + backpressured_ms + idle_ms`` is the time since the start. ``records_in`` counts
-    records taken from network inputs (0 for sources), ``records_out`` and ``bytes_out`` what
-    the task's record writers emitted (0 for sinks); bytes are serialized batch bytes.
-    """
-
-    records_in: int
-    records_out: int
-    bytes_out: int
-    busy_ms: float
-    backpressured_ms: float
-    idle_ms: float
-
-
-class TaskTimeAccounting:
-    """Splits a task's time since its start into busy, backpressured and idle.
-
-    The task calls :meth:`start_wait` right before it sleeps and :meth:`end_wait` when it wakes;
-    everything outside waits is busy. :meth:`times_ms` includes a wait in progress, so a task
-    blocked for minutes reports it while blocked. ``clock`` returns seconds (monotonic).
-    Threading: the task's loop. Cost: one clock read per call.
-    """
-
-    __slots__ = ("_backpressured", "_clock", "_idle", "_started", "_wait_backpressured",
-                 "_wait_started")  # fmt: skip
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
-        self._started = clock()
-        self._backpressured = 0.0
-        self._idle = 0.0
-        self._wait_started: float | None = None
-        self._wait_backpressured = False
-
-    def start_wait(self, backpressured: bool) -> None:
-        self._wait_started = self._clock()
-        self._wait_backpressured = backpressured
-
-    def end_wait(self) -> None:
-        started = self._wait_started
-        if started is None:
-            return
-        self._wait_started = None
-        waited = self._clock() - started
-        if self._wait_backpressured:
-            self._backpressured += waited
-        else:
-            self._idle += waited
-
-    def times_ms(self) -> tuple[float, float, float]:
-        """``(busy, backpressured, idle)`` in milliseconds since the start."""
-        now = self._clock()
-        backpressured, idle = self._backpressured, self._idle
-        if self._wait_started is not None:
-            if self._wait_backpressured:
-                backpressured += now - self._wait_started
-            else:
-                idle += now - self._wait_started
-        busy = max(0.0, now - self._started - backpressured - idle)
-        return busy * 1000.0, backpressured * 1000.0, idle * 1000.0
 
 
 class StreamTask:
@@ -222,10 +178,25 @@ class StreamTask:
         self.records_in = 0
         self.time_accounting = TaskTimeAccounting()
         self.pts = LoopProcessingTimeService(loop, self.post)
+        #: Work that waits for the output to become available (deferred timer bursts).
+        self._when_available: deque[Callable[[], None]] = deque()
+        self._ignore_availability = False
         parameters = config.get(Options.GLOBAL_JOB_PARAMETERS)
         self.chain = OperatorChain(
-            vertex, subtask_index, attempt, config, writers, services, self.pts, parameters
-        )
+            vertex, subtask_index, attempt, config, writers, services, self.pts, parameters,
+            output_availability=self,
+        )  # fmt: skip
+        #: Operator feeding each output (for messages), in ``self.writers`` order.
+        self.output_operators = [
+            self.chain.output_operators.get(edge_id, vertex.name) for edge_id in writers
+        ]
+        self.budget: OutputBudget | None = None
+        if self.writers:
+            self.budget = OutputBudget(
+                self.writers,
+                config.get(Options.MAX_OVERDRAFT_BUFFERS_PER_GATE),
+                self._on_overdraft_exceeded,
+            )
         self.head = self.chain.head
         self._two_input = isinstance(self.head, TwoInputStreamOperator)
         self._build_valves()
@@ -286,7 +257,31 @@ class StreamTask:
             busy_ms=busy,
             backpressured_ms=backpressured,
             idle_ms=idle,
+            max_overdraft_buffers=max((p.max_overdraft_seen for p in self.partitions), default=0),
+            overdraft_exceeded=self.budget.exceeded if self.budget is not None else 0,
         )
+
+    def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:
+        """The first unit of work whose output went past the free buffers plus the overdraft."""
+        budget = self.budget
+        assert budget is not None
+        free = room - budget.overdraft
+        if units == 1:
+            what = "one source-reader call" if self.chain.is_source else "one record"
+            why = f"{what}'s output is never split"
+        else:
+            what = f"a chunk of {units} records"
+            why = "its records cost more than the ones before"
+        log.warning(
+            "%s: %s of operator '%s' (subtask %d/%d) drew %d buffers on output '%s', more "
+            "than its %d free buffers plus the %d overdraft buffers allowed "
+            "(taskmanager.network.memory.max-overdraft-buffers-per-gate); %s, so %d buffers "
+            "went beyond the pool. Further cases are only counted (overdraft_exceeded in the "
+            "task's statistics).",
+            self.name, what, self.output_operators[output], self.subtask_index + 1,
+            self.vertex.parallelism, drawn, self.partitions[output].name, free,
+            budget.overdraft, why, drawn - free,
+        )  # fmt: skip
 
     def _run_mails(self) -> None:
         mailbox = self.mailbox
@@ -358,6 +353,7 @@ class StreamTask:
         next mail, and the source must not close before it completed, even with checkpointing
         off (it waits for the next checkpoint, which is that savepoint)."""
         if drain:
+            self._run_when_available(ignore_availability=True)  # due timers fire before finish
             self.chain.finish()
         else:
             self.chain.quiesce_processing_time()
@@ -436,6 +432,8 @@ class StreamTask:
         accounting = self.time_accounting
         while True:
             self._run_mails()
+            if self._when_available and self._output_available():
+                self._run_when_available()
             if self._priority_events:
                 self._process_priority_events()
             if self._cancelled:
@@ -466,6 +464,26 @@ class StreamTask:
                 return False
         return True
 
+    # OutputAvailability (timers) ------------------------------------------------------------
+    def is_output_available(self) -> bool:
+        """Every output can take another buffer (always, while deferred work is drained)."""
+        return self._ignore_availability or self._output_available()
+
+    def when_output_available(self, action: Callable[[], None]) -> None:
+        """Run ``action`` from the mailbox loop once the output is available again."""
+        self._when_available.append(action)
+        self._wake.set()
+
+    def _run_when_available(self, ignore_availability: bool = False) -> None:
+        """Run deferred work while the output is available (all of it if ``ignore_...``)."""
+        pending = self._when_available
+        self._ignore_availability = ignore_availability
+        try:
+            while pending and (ignore_availability or self._output_available()):
+                pending.popleft()()
+        finally:
+            self._ignore_availability = False
+
     def _schedule_flush(self) -> None:
         timeout = self.buffer_timeout_ms
         if timeout <= 0 or not self.writers:
@@ -489,11 +507,22 @@ class StreamTask:
         return not self._source_waiting
 
     def _source_slice(self) -> None:
+        """Reader calls until the slice's time is up or the output is unavailable; a call
+        after the first only if its expected output fits (one call cannot be split)."""
         now = time.perf_counter()
         deadline = now + self.pace.slice_s(now)
         head = self.head
+        budget = self.budget
+        first = True
         while True:
-            status = head.emit_next()
+            if budget is not None:
+                if budget.begin() < 1.0 and not first:
+                    break
+                first = False
+                status = head.emit_next()
+                budget.end(1, status is InputStatus.MORE_AVAILABLE)
+            else:
+                status = head.emit_next()
             if status is InputStatus.END_OF_INPUT:
                 head.end_of_input()
                 self._end_of_input = True
@@ -615,6 +644,7 @@ class StreamTask:
         two = self._two_input
         priority = self._priority_events
         gates = self.gates
+        budget = self.budget
         while True:
             if priority and any(g.has_priority_event() for g in gates):
                 self._process_priority_events()
@@ -636,12 +666,16 @@ class StreamTask:
                         self._current = current = [gate, channel, payload[0], payload[1], 0, False]
                     else:
                         self._on_event(gate, channel, payload)
-                        if self._end_of_input:
-                            break
+                        if self._end_of_input or not self._output_available():
+                            break  # a watermark's timers may have filled the output
                         continue
             gate, channel, values, stamps, pos, restored = current
             n = len(values)
             k = self._chunk
+            if budget is not None:
+                fit = budget.begin()
+                if fit < k:
+                    k = int(fit) if fit >= 1.0 else 1
             t0 = perf()
             if pos == 0 and k >= n:
                 chunk, cstamps, pos = values, stamps, n
@@ -659,6 +693,8 @@ class StreamTask:
                 head.process_batch(chunk, cstamps)
             t1 = perf()
             self.records_in += len(chunk)
+            if budget is not None:
+                budget.end(len(chunk))
             self._adapt_chunk(len(chunk), t1 - t0, slice_s)
             if pos >= n:
                 self._current = None

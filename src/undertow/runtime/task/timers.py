@@ -4,6 +4,13 @@ One :class:`InternalTimerService` per (operator, name). A timer is (timestamp, k
 registering the same timer twice keeps one. Before a timer fires, the service makes the timer's
 key the backend's current key, so the callback reads and writes that key's state.
 
+Output bound (ARCHITECTURE §2, availability before processing): processing-time timers that
+are due together fire one at a time while the task's output is available
+(:class:`OutputAvailability`); when it is not, the rest wait, still registered (and so still in
+a checkpoint), until buffers free up. A single timer's output is not bounded, nor is the burst
+of event-time timers one watermark fires: they run inside the operator's ``process_watermark``,
+which forwards the watermark after them (see :mod:`undertow.runtime.task.output_budget`).
+
 Threading: used only from the owning task's loop thread. Processing-time callbacks arrive as
 mails through the operator's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
 
@@ -23,6 +30,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -45,6 +53,16 @@ class Triggerable(Protocol):
     def on_event_time(self, timer: InternalTimer) -> None: ...
 
     def on_processing_time(self, timer: InternalTimer) -> None: ...
+
+
+class OutputAvailability(Protocol):
+    """The task's output as timers see it; implemented by the task."""
+
+    def is_output_available(self) -> bool:
+        """Every output partition can take at least one more buffer."""
+
+    def when_output_available(self, action: Callable[[], None]) -> None:
+        """Run ``action`` on the task's loop once the output is available again."""
 
 
 class _TimerQueue:
@@ -104,6 +122,7 @@ class InternalTimerService:
         backend: KeyedStateBackend,
         triggerable: Triggerable,
         processing_time_service: ProcessingTimeService,
+        output: OutputAvailability | None = None,
     ) -> None:
         self.name = name
         self._backend = backend
@@ -112,6 +131,9 @@ class InternalTimerService:
         self._event = _TimerQueue()
         self._processing = _TimerQueue()
         self._scheduled: tuple[int, Any] | None = None  # (timestamp, handle) of the wake-up
+        self._output = output
+        #: Due processing-time timers wait for the output (a continuation is pending there).
+        self._deferred = False
         self.current_watermark = MIN_TIMESTAMP
 
     # registration --------------------------------------------------------------------------
@@ -152,11 +174,29 @@ class InternalTimerService:
 
     def _on_wake_up(self, time: int) -> None:
         self._scheduled = None
+        if self._deferred:
+            return  # the continuation waiting for the output fires what is due, then reschedules
+        self._fire_processing_timers(time)
+
+    def _fire_processing_timers(self, time: int) -> None:
+        """Fire due processing-time timers, earliest first, while the output is available."""
+        self._deferred = False
         now = max(time, self._pts.current_processing_time())
         backend, on_processing_time = self._backend, self._triggerable.on_processing_time
+        output = self._output
         while (timer := self._processing.pop_due(now)) is not None:
             backend.set_current_key(timer.key)
             on_processing_time(timer)
+            if output is not None and not output.is_output_available():
+                nxt = self._processing.peek_timestamp()
+                if nxt is not None and nxt <= now:
+                    self._deferred = True
+                    # Resumed through the processing-time service, not directly: a service
+                    # quiesced meanwhile (end of data) must drop the continuation too.
+                    output.when_output_available(
+                        lambda: self._pts.register_timer(now, self._fire_processing_timers)
+                    )
+                    return
         nxt = self._processing.peek_timestamp()
         if nxt is not None:
             self._schedule(nxt)
@@ -198,9 +238,15 @@ class TimerServiceManager:
     operator creates it in ``open``) wait in ``_restored`` until then.
     """
 
-    def __init__(self, backend: KeyedStateBackend, processing_time_service: ProcessingTimeService):
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        processing_time_service: ProcessingTimeService,
+        output: OutputAvailability | None = None,
+    ) -> None:
         self._backend = backend
         self._pts = processing_time_service
+        self._output = output
         self.services: dict[str, InternalTimerService] = {}
         self._restored: dict[str, list[tuple[str, int, Any, Any]]] = {}
 
@@ -247,7 +293,9 @@ class TimerServiceManager:
     def get(self, name: str, triggerable: Triggerable) -> InternalTimerService:
         service = self.services.get(name)
         if service is None:
-            service = InternalTimerService(name, self._backend, triggerable, self._pts)
+            service = InternalTimerService(
+                name, self._backend, triggerable, self._pts, self._output
+            )
             self.services[name] = service
             if name in self._restored:
                 self._register_restored(service)

@@ -1,0 +1,142 @@
+"""How much work a task may start so that its output fits: the overdraft bound.
+
+Flink's task blocks when a record needs a buffer and the pool and its overdraft
+(``max-overdraft-buffers-per-gate``, reference §2.4) are exhausted. An undertow task never
+blocks: its operators take a whole chunk and emit its output at once. So the bound is applied
+*before* a unit of work instead: the task asks :meth:`OutputBudget.begin` how many units fit,
+sizes the unit, runs it, and reports it to :meth:`OutputBudget.end`. A *unit* is one input
+record (the task takes chunks of them) or one source-reader call (it cannot be split).
+
+The rule, per output partition ``p`` with ``n_p`` channels::
+
+    room_p = pool_size_p + overdraft - in_use_p          (free buffers plus the allowance)
+    fit    = min_p (room_p - (n_p - 1)) / cost_p         (units whose expected output fits)
+
+The ``n_p - 1`` buffers kept back cover rounding: a chunk's output ends in a partly filled
+buffer per channel, so it may draw up to one buffer per channel more than ``cost * units``.
+They are kept back only while at least one unit still fits with them (otherwise
+``room_p / cost_p``), so records much smaller than a buffer are never held to tiny chunks.
+
+``cost_p`` is what one unit drew from ``p`` (``RecordWriter.buffers_requested`` growth per
+unit), measured over every unit of work like the task's time-based chunk adaptation. It is a
+peak-following estimate: it rises to the latest measurement at once and falls by at most a
+quarter per unit of work, so a fan-out operator's chunks shrink at the first sign of it and
+grow back slowly. Before the first measurement the cost is unknown and one unit fits.
+
+What this bounds, and what not (the guarantee is about *expected* output):
+
+* If no unit of work draws more than ``cost`` predicted, ``in_use_p <= pool_size_p +
+  overdraft`` holds for every partition at all times: a unit starts only while the partition
+  is available (so ``room >= 1 + overdraft``), and flushes and events draw no new buffers
+  (a flush serializes buffers already in progress, unless the writer's size estimate was off
+  and the pending records outgrew one segment).
+* The task always takes at least one unit: a single record's (or source call's) output is
+  never split. A unit of work that drew more than ``room`` is counted in
+  :attr:`OutputBudget.exceeded` and the first one is reported through ``on_exceeded`` (the
+  task logs a WARNING): a single unit whose output alone is larger, or a chunk of several
+  whose records cost more than the ones before (also counted in
+  :attr:`OutputBudget.mispredicted`; the next chunk is sized from the new, higher cost).
+* Not bounded here: event-time timers fired by one watermark (they run inside the
+  operator's ``process_watermark``), a single processing-time timer's output (timers fire one
+  at a time while the output is available, see :mod:`undertow.runtime.task.timers`), output
+  emitted by ``finish()``, and restored in-flight output. :attr:`ResultPartition.max_overdraft_seen`
+  observes all of them.
+* One estimate per output, not per input: a two-input task whose inputs fan out differently
+  is sized by whichever input cost more recently.
+
+Threading: the task's loop thread only. Cost: per unit of work (a chunk, not a record), one
+pass over the task's outputs in ``begin`` and one in ``end``: a few attribute reads and a
+division each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from undertow.runtime.network.partition import RecordWriter
+
+#: The cost estimate falls at most this much per unit of work (peak-following).
+DECAY = 0.75
+_UNKNOWN = float("inf")
+
+
+class OutputBudget:
+    """Sizes units of work against the task's output partitions (see the module docstring).
+
+    ``on_exceeded(output, units, drawn, room)`` is called the first time a unit of work of
+    ``units`` units drew ``drawn`` buffers from output ``output`` (an index into ``writers``),
+    more than its ``room``.
+    """
+
+    __slots__ = ("_cost", "_drawn_before", "_outputs", "_room", "_slack", "exceeded",
+                 "mispredicted", "on_exceeded", "overdraft")  # fmt: skip
+
+    def __init__(
+        self,
+        writers: list[RecordWriter],
+        overdraft: int,
+        on_exceeded: Callable[[int, int, int, int], None] | None = None,
+    ) -> None:
+        if overdraft < 0:
+            raise ValueError(f"overdraft must be >= 0, got {overdraft}")
+        self._outputs = [(w, w.partition) for w in writers]
+        self.overdraft = overdraft
+        self.on_exceeded = on_exceeded
+        n = len(writers)
+        #: Buffers one unit draws from each output (estimate; ``inf`` until measured).
+        self._cost = [_UNKNOWN] * n
+        self._room = [0] * n
+        self._slack = [len(w.partition.subpartitions) - 1 for w in writers]
+        self._drawn_before = [0] * n
+        #: Units of work that drew more than the free buffers plus the overdraft.
+        self.exceeded = 0
+        #: Of those, chunks of several units (their records cost more than predicted).
+        self.mispredicted = 0
+
+    def cost(self, output: int) -> float:
+        """The current estimate of buffers one unit draws from ``output`` (``inf``: unknown)."""
+        return self._cost[output]
+
+    def begin(self) -> float:
+        """A unit of work is about to start: how many units' expected output fits now.
+
+        The answer may be below 1 (the caller still takes one unit when the output is
+        available). ``inf`` when the task has no outputs or every output's cost is 0.
+        """
+        fit = _UNKNOWN
+        allowance = self.overdraft
+        room, before, cost, slack = self._room, self._drawn_before, self._cost, self._slack
+        for i, (writer, partition) in enumerate(self._outputs):
+            r = partition.pool_size + allowance - partition.queued - partition.in_progress
+            room[i] = r
+            before[i] = writer.buffers_requested
+            c = cost[i]
+            if c > 0.0:
+                safe = r - slack[i]
+                f = (safe if safe >= c else r) / c if r > 0 else 0.0
+                if f < fit:
+                    fit = f
+        return fit
+
+    def end(self, units: int, measure: bool = True) -> None:
+        """The unit of work begun last ran ``units`` units (>= 1). ``measure=False``: do not
+        learn from it (a source call that found nothing to read); limits are still checked."""
+        units = max(units, 1)
+        room, before, cost = self._room, self._drawn_before, self._cost
+        over: tuple[int, int, int] | None = None
+        for i, (writer, partition) in enumerate(self._outputs):
+            drawn = writer.buffers_requested - before[i]
+            if measure:
+                per_unit = drawn / units
+                c = cost[i]
+                cost[i] = per_unit if per_unit >= c * DECAY or c == _UNKNOWN else c * DECAY
+            if drawn > room[i] and over is None:
+                over = (i, drawn, room[i])
+            partition.note_emitted()
+        if over is None:
+            return
+        self.exceeded += 1
+        if units > 1:
+            self.mispredicted += 1
+        if self.exceeded == 1 and self.on_exceeded is not None:
+            self.on_exceeded(over[0], units, over[1], over[2])
