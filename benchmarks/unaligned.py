@@ -20,7 +20,7 @@ time only, as before the bound existed), against checkpointing off; besides the 
 columns it shows the most buffers beyond its pool a flatMap subtask queued and how many of
 its units of work went past pool + overdraft.
 
-Usage: ``python benchmarks/unaligned.py [--seconds S] [--sleeps-ms 0,0.1,1] [--cases
+Usage: ``python benchmarks/unaligned.py [--seconds S] [--sleeps-ms 0,0.01,0.1,1] [--cases
 backpressure,fan-out]``
 """
 
@@ -220,7 +220,7 @@ def fan_out_table(seconds: float, spin_us: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="target run time per job")
-    parser.add_argument("--sleeps-ms", default="0,0.1,1", help="sleep per record, comma list")
+    parser.add_argument("--sleeps-ms", default="0,0.01,0.1,1", help="sleep per record, comma list")
     parser.add_argument("--cases", default="backpressure,fan-out", help="tables to print")
     parser.add_argument("--fan-out-spin-us", type=float, default=10.0,
                         help="sleepy map's spin per record in the fan-out case")  # fmt: skip
