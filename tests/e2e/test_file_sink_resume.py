@@ -33,9 +33,10 @@ from undertow.datastream.connectors.file_system import (
 )
 from undertow.datastream.formats.csv import CsvReaderFormat
 from undertow.testing import FailingMap
-from undertow.testing.oracle import WorkerKiller, oracle_seed
+from undertow.testing.oracle import oracle_seed
 
 from .conftest import EnvFactory
+from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
 from .test_file_connectors import (
     CSV,
     EXPECTED,
@@ -48,7 +49,6 @@ from .test_file_connectors import (
     _text_output,
 )
 
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 #: committed names: part-<writer uuid>-<subtask>-<counter>.csv
 PART = re.compile(r"^part-[0-9a-f]{32}-(\d+)-\d+\.csv$")
 PARALLELISM = 2
@@ -155,22 +155,9 @@ def test_open_part_files_resume_exactly_after_a_worker_is_killed(
     env = make_env(parallelism=PARALLELISM, config=_config(tmp_path, restarts=3))
     out = _job(env, tmp_path)
     client = env.execute_async("resume after kill -9")
-    console = ""  # kill only once a checkpoint completed, so there is one to restore
-    deadline = time.monotonic() + 30
-    while not COMPLETED.search(console) and time.monotonic() < deadline:
-        time.sleep(0.01)
-        console += capsys.readouterr().err
-    killer = WorkerKiller(seed, earliest_s=0.0, latest_s=0.5).start()
-    try:
-        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
-    except Exception as err:
-        console += capsys.readouterr().err
-        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
-    finally:
-        killer.cancel()
-        client.cancel()
-    console += capsys.readouterr().err
+    _, console = run_killing_a_worker_after_a_checkpoint(
+        client, capsys, seed, earliest_s=0.0, latest_s=0.5, timeout_s=JOB_TIMEOUT_S
+    )
 
-    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
     _assert_exact(out)

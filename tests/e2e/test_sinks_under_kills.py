@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -27,19 +26,18 @@ from deltalake import DeltaTable
 
 from undertow.common import WatermarkStrategy
 from undertow.core.errors import JobCancelledError
-from undertow.datastream import JobStatus
 from undertow.datastream.connectors.file_system import FileSource
 from undertow.datastream.formats.parquet import ParquetColumnarRowInputFormat
 from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     OracleResult,
     OracleSource,
-    WorkerKiller,
     build_pipeline,
     oracle_seed,
 )
 
 from .conftest import EnvFactory
+from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
 from .test_delta_and_spark import CHECKPOINT_KEY, COMMITTER_KEY, _read_delta, _sinks
 from .test_file_connectors import (
     EXPECTED,
@@ -51,7 +49,6 @@ from .test_file_connectors import (
     _parquet_input,
 )
 
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 JOB_TIMEOUT_S = 120.0
 #: per record, chained to the file source: 4000 records over 2 readers last about 2 s
 PACE_S = 0.001
@@ -108,24 +105,10 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     parquet_out, delta_out = _file_branch(env, tmp_path, paced=True)
 
     client = env.execute_async("files to parquet and delta, kill -9")
-    console = ""  # kill only once a checkpoint completed, so there is one to restore
-    deadline = time.monotonic() + 30
-    while not COMPLETED.search(console) and time.monotonic() < deadline:
-        assert client.get_job_status() is not JobStatus.FINISHED, "ended before a checkpoint"
-        time.sleep(0.01)
-        console += capsys.readouterr().err
-    killer = WorkerKiller(seed, earliest_s=0.0, latest_s=0.5).start()
-    try:
-        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
-    except Exception as err:
-        console += capsys.readouterr().err
-        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
-    finally:
-        killer.cancel()
-        client.cancel()
-    console += capsys.readouterr().err
+    _, console = run_killing_a_worker_after_a_checkpoint(
+        client, capsys, seed, earliest_s=0.0, latest_s=0.5, timeout_s=JOB_TIMEOUT_S
+    )
 
-    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
     assert _parquet_rows(parquet_out) == EXPECTED, seed
     assert pq.read_table(str(parquet_out)).num_rows == len(EXPECTED), seed

@@ -1,0 +1,50 @@
+"""Kill -9 a worker once a checkpoint completed, then wait for the job: shared by the e2e kill
+tests. Reads the JobMaster's console lines from pytest's ``capsys``."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+
+from undertow.datastream import JobStatus
+from undertow.testing.oracle import WorkerKiller
+
+COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
+RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
+
+
+def run_killing_a_worker_after_a_checkpoint(
+    client: Any,
+    capsys: pytest.CaptureFixture[str],
+    seed: int,
+    *,
+    earliest_s: float,
+    latest_s: float,
+    timeout_s: float,
+) -> tuple[Any, str]:
+    """Wait until a checkpoint completed (so there is one to restore), start a seeded
+    :class:`WorkerKiller`, wait for the job's result; return it and the console. Fails naming
+    the seed if the job ended before any checkpoint, failed, or no worker was killed."""
+    console = ""
+    deadline = time.monotonic() + 30
+    while not COMPLETED.search(console) and time.monotonic() < deadline:
+        assert client.get_job_status() is not JobStatus.FINISHED, (
+            f"seed {seed}: the job ended before a checkpoint"
+        )
+        time.sleep(0.01)
+        console += capsys.readouterr().err
+    killer = WorkerKiller(seed, earliest_s=earliest_s, latest_s=latest_s).start()
+    try:
+        result = client.get_job_execution_result(timeout=timeout_s)
+    except Exception as err:
+        console += capsys.readouterr().err
+        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
+    finally:
+        killer.cancel()
+        client.cancel()
+    console += capsys.readouterr().err
+    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    return result, console
