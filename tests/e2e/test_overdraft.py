@@ -146,4 +146,6 @@ def test_fan_out_queues_at_most_pool_plus_overdraft(
         else:
             assert over <= OVERDRAFT and exceeded[task] == 0, (task, drawn, exceeded)
     fan_out_exceeded = sum(n for task, n in exceeded.items() if task.startswith("fan-out"))
-    assert 0 < fan_out_exceeded == accumulators["oversized"], (exceeded, accumulators)
+    # Each excess involves an oversized record; not every oversized record exceeds (enough
+    # buffers may be free when it comes, or two share a chunk), so the count is at most theirs.
+    assert 0 < fan_out_exceeded <= accumulators["oversized"], (exceeded, accumulators)
