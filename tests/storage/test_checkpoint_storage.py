@@ -11,6 +11,7 @@ import pytest
 
 from undertow.core.errors import UndertowError
 from undertow.storage import (
+    CheckpointDirectory,
     CheckpointNotFoundError,
     CheckpointStorage,
     CorruptCheckpointError,
@@ -262,6 +263,66 @@ def test_discard_of_missing_or_uncommitted_checkpoint_is_fine(backend: Backend) 
     storage.discard(4)
     storage.discard(4)
     assert not backend.exists("job-1/chk-4/a")
+
+
+# -- checkpoint directories and the orphan sweep's delete ----------------------------------
+
+
+def test_checkpoint_directories_lists_only_this_jobs_chk_dirs(backend: Backend) -> None:
+    storage = backend.storage()
+    assert storage.checkpoint_directories() == []
+    storage.write_file(2, "a", b"x")
+    storage.commit_metadata(2, b"m")
+    storage.write_file(10, "late", b"x")  # an uncommitted (orphaned) directory
+    backend.write("job-1/shared/sst", b"shared")
+    backend.write("job-1/taskowned/t", b"task")
+    backend.write("job-1/chk-x/a", b"not a checkpoint name")
+    backend.write("job-1/chk-07/a", b"not a checkpoint name")
+    backend.storage("job-2").write_file(3, "a", b"other job")
+    assert storage.checkpoint_directories() == [
+        CheckpointDirectory(2, True),
+        CheckpointDirectory(10, False),
+    ]
+
+
+def test_discard_uncommitted_deletes_an_orphan_and_never_a_checkpoint(backend: Backend) -> None:
+    storage = backend.storage()
+    storage.write_file(1, "a", b"x")
+    storage.commit_metadata(1, b"m")
+    storage.write_file(2, "state", b"x")
+    storage.write_file(2, "channel-state", b"y")
+    backend.write("job-1/shared/sst", b"shared")
+    assert storage.discard_uncommitted(2) is True
+    assert not backend.exists("job-1/chk-2/state") and not backend.exists("job-1/chk-2")
+    assert storage.discard_uncommitted(1) is False
+    assert backend.exists("job-1/chk-1/a") and backend.exists("job-1/chk-1/_metadata")
+    assert backend.exists("job-1/shared/sst")
+    assert storage.discard_uncommitted(99) is True  # missing: gone already
+    assert storage.checkpoint_directories() == [CheckpointDirectory(1, True)]
+
+
+def test_a_late_file_recreates_a_discarded_directory_and_is_swept(backend: Backend) -> None:
+    storage = backend.storage()
+    storage.write_file(5, "state", b"x")
+    storage.discard(5)
+    storage.write_file(5, "late-channel-state", b"late")  # a task's late write
+    assert storage.checkpoint_directories() == [CheckpointDirectory(5, False)]
+    assert storage.discard_uncommitted(5)
+    assert storage.checkpoint_directories() == []
+
+
+def test_local_discard_uncommitted_raises_when_the_directory_cannot_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = CheckpointStorage(str(tmp_path), "job-1")
+    storage.write_file(3, "state", b"x")
+
+    def not_empty(*args: object, **kwargs: object) -> None:
+        raise OSError(39, "Directory not empty")
+
+    monkeypatch.setattr(storage._fs, "rm", not_empty)
+    with pytest.raises(OSError, match="not empty"):
+        storage.discard_uncommitted(3)
 
 
 # -- resolve ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from undertow.storage.checkpoint_storage import (
     METADATA_FILE,
     SHARED_DIR,
     TASKOWNED_DIR,
+    CheckpointDirectory,
     CheckpointLocation,
     CheckpointStorage,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "METADATA_FILE",
     "SHARED_DIR",
     "TASKOWNED_DIR",
+    "CheckpointDirectory",
     "CheckpointLocation",
     "CheckpointNotFoundError",
     "CheckpointStorage",

@@ -71,6 +71,15 @@ _TEMP_METADATA_PREFIX = METADATA_FILE + ".inprogress."
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointDirectory:
+    """A ``chk-<n>`` directory of a job, as :meth:`CheckpointStorage.checkpoint_directories`
+    found it: its id and whether it held a ``_metadata`` (a completed checkpoint) then."""
+
+    checkpoint_id: int
+    has_metadata: bool
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointLocation:
     """A completed checkpoint found by :meth:`CheckpointStorage.resolve`.
 
@@ -355,18 +364,54 @@ class CheckpointStorage:
         first). It says nothing about whether the metadata verifies. Cost: one listing plus
         one existence check per ``chk-<n>`` directory.
         """
+        return [d.checkpoint_id for d in self.checkpoint_directories() if d.has_metadata]
+
+    def checkpoint_directories(self) -> list[CheckpointDirectory]:
+        """Every ``chk-<n>`` directory of this job, completed or not, by ascending id.
+
+        Only names of the form ``chk-<n>`` directly in this job's directory count: ``shared/``,
+        ``taskowned/``, savepoints (they live under the user's directory) and other jobs are
+        never listed. Consistency: as :meth:`completed_checkpoint_ids` (caches are invalidated
+        first); a directory created or deleted while the listing runs may or may not be in it.
+        On object stores a "directory" is a key prefix: it exists while a file is under it.
+        Cost: one listing plus one existence check per ``chk-<n>`` directory.
+        """
         self._fs.invalidate_cache(self._job_dir)
         try:
             entries = self._fs.ls(self._job_dir, detail=False)
         except FileNotFoundError:
             return []
-        ids = []
+        found = []
         for entry in entries:
             name = posixpath.basename(str(entry).rstrip("/"))
             match = _CHECKPOINT_DIR.fullmatch(name)
-            if match and self._fs.exists(posixpath.join(self._job_dir, name, METADATA_FILE)):
-                ids.append(int(match.group(1)))
-        return sorted(ids)
+            if match:
+                metadata = posixpath.join(self._job_dir, name, METADATA_FILE)
+                has_metadata = bool(self._fs.exists(metadata))
+                found.append(CheckpointDirectory(int(match.group(1)), has_metadata))
+        return sorted(found, key=lambda d: d.checkpoint_id)
+
+    def discard_uncommitted(self, checkpoint_id: int) -> bool:
+        """Delete ``chk-<checkpoint_id>/`` unless it holds a ``_metadata``; return whether it
+        is gone (a missing directory counts as gone).
+
+        For the coordinator's sweep of orphaned directories (files a task wrote into a
+        checkpoint that was aborted after its directory had been discarded). A completed
+        checkpoint is never deleted here: ``_metadata`` is checked first, and the caller must
+        only pass ids that can no longer be committed (none pending or being finalized), so
+        the check cannot race with a commit. Errors other than "not found" (for example a
+        late file being written while the directory is removed: "Directory not empty")
+        propagate as :class:`OSError`; calling again later finishes the job. Cost: one
+        existence check plus one call per file.
+        """
+        directory = self._checkpoint_dir(checkpoint_id)
+        self._fs.invalidate_cache(directory)
+        if self._fs.exists(posixpath.join(directory, METADATA_FILE)):
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.rm(directory, recursive=True)
+        self._fs.invalidate_cache(self._job_dir)
+        return True
 
     def discard(self, checkpoint_id: int) -> None:
         """Delete ``chk-<checkpoint_id>/`` with everything in it; a missing directory is fine.

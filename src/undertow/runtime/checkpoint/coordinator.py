@@ -42,7 +42,18 @@ the user's (never in the store, never deleted; the next checkpoint is a FULL_CHE
 CLAIM it becomes the newest retained checkpoint and its directory is deleted once subsumed
 (``CheckpointStorage.discard_location``: it lives outside this job's directory).
 
-Threading: the JobMaster's loop thread; storage calls run on its executor.
+Orphaned directories (:mod:`.orphan_sweep`): deleting an aborted checkpoint's ``chk-<n>``
+may fail, or be undone, while a task still writes a late file into it. After a completed
+checkpoint's subsumption (at most every ``SWEEP_INTERVAL_MS``, one sweep at a time, on the
+executor, at most ``MAX_DELETES_PER_SWEEP`` deletes) and once in :meth:`shutdown` (before the
+retention decision, without a limit), the coordinator lists the job's ``chk-<n>`` directories
+and deletes those the pure decision calls orphans: below the newest completed id (at the end:
+below the next id), not retained, pending or being finalized, and without ``_metadata``.
+So a failed delete of an aborted checkpoint is only logged at DEBUG; a failed sweep delete
+is a WARNING naming the directory.
+
+Threading: the JobMaster's loop thread; storage calls run on its executor; :meth:`shutdown`
+runs on the executor once the attempt stopped.
 """
 
 from __future__ import annotations
@@ -80,6 +91,11 @@ from undertow.runtime.checkpoint.metadata import (
     decode_metadata,
     encode_metadata,
     total_state_size,
+)
+from undertow.runtime.checkpoint.orphan_sweep import (
+    SweepFacts,
+    select_orphans,
+    sweep_due,
 )
 from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
@@ -238,6 +254,12 @@ class CheckpointCoordinator:
         self.force_full_snapshot = False
         #: CLAIM restore: the claimed snapshot's id and plan while it is in the store.
         self._claimed: tuple[int, RestorePlan] | None = None
+        #: Fully acknowledged checkpoints whose ``_metadata`` is being written (not pending,
+        #: not yet in the store): the orphan sweep must not touch their directories.
+        self._finalizing: set[int] = set()
+        #: When the last periodic orphan sweep started (monotonic ms), and whether it runs.
+        self._last_sweep_ms: int | None = None
+        self._sweeping = False
 
     @property
     def enabled(self) -> bool:
@@ -471,7 +493,9 @@ class CheckpointCoordinator:
                 timer.cancel()
             task = asyncio.ensure_future(self._complete(pending))
             self._completing.add(task)
+            self._finalizing.add(cid)
             task.add_done_callback(self._completing.discard)
+            task.add_done_callback(lambda _: self._finalizing.discard(cid))
             self._start_waiting_savepoint()
 
     def receive_decline(self, vertex_id: int, subtask: int, cid: int,
@@ -503,15 +527,17 @@ class CheckpointCoordinator:
         else:
             self._decide()
 
-    def _discard(self, cid: int) -> None:
-        """Delete a checkpoint's directory on the executor; failures are logged, not raised
-        (a task may still be writing a late file into an aborted checkpoint)."""
+    def _discard(self, cid: int, level: int = logging.DEBUG) -> None:
+        """Delete a checkpoint's directory on the executor; failures are logged at ``level``,
+        not raised. DEBUG for a checkpoint that never completed (a task may still be writing
+        a late file into it; the orphan sweep deletes what is left)."""
 
         def discard() -> None:
             try:
                 self.storage.discard(cid)
             except OSError as err:
-                log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
+                log.log(level, "job %s: could not delete checkpoint %d: %s", self.job_id, cid,
+                        err)  # fmt: skip
 
         asyncio.get_running_loop().run_in_executor(None, discard)
 
@@ -521,7 +547,7 @@ class CheckpointCoordinator:
         logged, not raised."""
         claimed = self._claimed
         if claimed is None or claimed[0] != entry.checkpoint_id:
-            self._discard(entry.checkpoint_id)
+            self._discard(entry.checkpoint_id, logging.WARNING)  # its _metadata may stay
             return
         self._claimed = None
 
@@ -617,6 +643,7 @@ class CheckpointCoordinator:
             self.metadata.pop(decision.checkpoint_id, None)
             if isinstance(decision, DiscardSubsumed):  # savepoints are only forgotten
                 self._discard_subsumed(decision.checkpoint)
+        self._maybe_sweep()
         self.failures.on_success(cid)
         self.last_completion_ms = now
         size = total_state_size(meta)
@@ -658,16 +685,71 @@ class CheckpointCoordinator:
         else:
             self._decide()
 
+    # -- orphaned directories ------------------------------------------------------------------
+    def _maybe_sweep(self) -> None:
+        """After a completion's subsumption, on the loop: start a sweep of orphaned
+        directories on the executor if none runs and the last started long enough ago."""
+        now = time.monotonic_ns() // 1_000_000
+        if self._sweeping or not sweep_due(now, self._last_sweep_ms):
+            return
+        facts = self._sweep_facts(self._newest_completed_id())
+        self._sweeping = True
+        self._last_sweep_ms = now
+        future = asyncio.get_running_loop().run_in_executor(None, self._sweep, facts, True)
+        future.add_done_callback(lambda _: setattr(self, "_sweeping", False))
+
+    def _newest_completed_id(self) -> int | None:
+        """The newest completed checkpoint or savepoint (savepoints are not in the store)."""
+        ids = [entry.checkpoint_id for entry in self.store.all()] + list(self.savepoint_ids)
+        return max(ids, default=None)
+
+    def _sweep_facts(self, below: int | None) -> SweepFacts:
+        """The ids a sweep must not touch, taken on the loop (or when nothing else runs)."""
+        protected = {entry.checkpoint_id for entry in self.store.all()}
+        protected |= set(self.pending) | set(self._finalizing)
+        return SweepFacts(below=below, protected=frozenset(protected))
+
+    def _sweep(self, facts: SweepFacts, bounded: bool) -> int:
+        """Delete the orphaned ``chk-<n>`` directories of this job (blocking I/O: on the
+        executor); return how many went. Failures are logged as warnings, never raised."""
+        try:
+            listed = self.storage.checkpoint_directories()
+        except OSError as err:
+            log.warning("job %s: could not list checkpoint directories in %s: %s",
+                        self.job_id, self.storage.job_uri, err)  # fmt: skip
+            return 0
+        orphans = select_orphans(listed, facts) if bounded else select_orphans(
+            listed, facts, limit=len(listed)
+        )  # fmt: skip
+        deleted = 0
+        for cid in orphans:
+            try:
+                if self.storage.discard_uncommitted(cid):
+                    deleted += 1
+            except OSError as err:
+                log.warning("job %s: could not delete orphaned checkpoint directory %s: %s",
+                            self.job_id, self.storage.checkpoint_pointer(cid), err)  # fmt: skip
+        if orphans:
+            log.debug("job %s: deleted %d orphaned checkpoint directories of %s", self.job_id,
+                      deleted, list(orphans))  # fmt: skip
+        return deleted
+
     def shutdown(self, final_status: str) -> None:
         """The job ended (``FINISHED``, ``CANCELED`` or ``FAILED``): keep or delete the retained
         checkpoints as ``execution.checkpointing.externalized-checkpoint-retention`` says
         (Flink's rules: finished jobs delete them; cancelled jobs keep them only with
-        RETAIN_ON_CANCELLATION; failed jobs keep them unless NO_EXTERNALIZED_CHECKPOINTS)."""
+        RETAIN_ON_CANCELLATION; failed jobs keep them unless NO_EXTERNALIZED_CHECKPOINTS).
+        First every orphaned ``chk-<n>`` directory goes (see :mod:`.orphan_sweep`), so only
+        retained checkpoints stay. Blocking I/O: on the executor, after
+        :meth:`finish_completing`, once per job."""
         self.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
         policy = self.config.get(Options.CHECKPOINT_RETENTION)
         keep = (final_status == "CANCELED" and policy == "RETAIN_ON_CANCELLATION") or (
             final_status == "FAILED" and policy != "NO_EXTERNALIZED_CHECKPOINTS"
         )
+        # Nothing is pending or being finalized any more and no id will be issued: every
+        # directory below the next id that is not retained and not completed is an orphan.
+        self._sweep(self._sweep_facts(self.next_id), False)
         retained = list(self.store.all())
         if keep:
             if retained:
