@@ -22,6 +22,7 @@ from undertow.storage.handle import FileHandle
 from undertow.storage.keys import (
     HMAC_KEY_OPTION,
     KEY_FILE,
+    CheckpointKey,
     load_or_create_key,
     parse_key,
     read_key,
@@ -34,6 +35,7 @@ __all__ = [
     "METADATA_FILE",
     "SHARED_DIR",
     "TASKOWNED_DIR",
+    "CheckpointKey",
     "CheckpointLocation",
     "CheckpointNotFoundError",
     "CheckpointStorage",
