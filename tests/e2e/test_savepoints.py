@@ -320,3 +320,33 @@ def test_undertow_stop_without_periodic_checkpoints_or_a_path(
     oracle = _resume_without_checkpoints(make_env, tmp_path, match.group(1))
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_no_checkpoint_directory_until_the_first_savepoint(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """A job without periodic checkpoints creates nothing under ``execution.checkpointing.dir``
+    (no key file, no job directory), run to its end or while it runs; its first savepoint
+    creates the key beside the checkpoints, and a job restored from the savepoint verifies it
+    with that key."""
+    root = tmp_path / "checkpoints"
+    env = make_env(parallelism=2, config=_no_checkpoints(tmp_path))
+    build_pipeline(env, OracleSource(KEYS, 10))
+    env.execute("no checkpoints, to the end")
+    assert not root.exists(), sorted(root.rglob("*"))
+
+    env = make_env(parallelism=2, config=_no_checkpoints(tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("no checkpoints, one savepoint")
+    _wait_running(client, after_s=0.3)
+    assert not root.exists(), sorted(root.rglob("*"))
+
+    savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+
+    _check_savepoint(savepoint, tmp_path / "sp")
+    assert (root / "_undertow_key").is_file()
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    oracle = _resume_without_checkpoints(make_env, tmp_path, savepoint)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected

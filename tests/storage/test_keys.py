@@ -12,6 +12,7 @@ import pytest
 from undertow.core.errors import ConfigurationError
 from undertow.storage import (
     KEY_FILE,
+    CheckpointKey,
     CheckpointStorageError,
     load_or_create_key,
     parse_key,
@@ -101,3 +102,49 @@ def test_memory_root_without_key() -> None:
         fs = fsspec.filesystem("memory")
         if fs.exists(root):
             fs.rm(root, recursive=True)
+
+
+def test_checkpoint_key_creates_nothing_until_loaded(tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    key = CheckpointKey(str(root), None)
+    assert not key.is_loaded and not root.exists()
+    loaded = key.load()
+    assert key.is_loaded and read_key(str(root)) == loaded
+    (root / KEY_FILE).unlink()
+    assert key.load() == loaded, "loaded once: later calls do no I/O"
+    assert not (root / KEY_FILE).exists()
+    assert "checkpoints" in repr(key) and loaded.hex() not in repr(key)
+
+
+def test_checkpoint_key_loads_once_under_concurrent_calls(tmp_path: Path) -> None:
+    key = CheckpointKey(str(tmp_path), None)
+    start = threading.Barrier(8)
+    keys: list[bytes] = []
+
+    def load() -> None:
+        start.wait()
+        keys.append(key.load())
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(keys)) == 1 and sorted(os.listdir(tmp_path)) == [KEY_FILE]
+
+
+def test_checkpoint_key_retries_after_a_failure(tmp_path: Path) -> None:
+    (tmp_path / KEY_FILE).write_bytes(b"not hex\n")
+    key = CheckpointKey(str(tmp_path), None)
+    with pytest.raises(CheckpointStorageError, match=KEY_FILE):
+        key.load()
+    assert not key.is_loaded
+    (tmp_path / KEY_FILE).unlink()
+    assert key.load() == read_key(str(tmp_path))
+
+
+def test_checkpoint_key_configured_or_known_does_no_io(tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    assert CheckpointKey(str(root), "ab" * 16).load() == bytes.fromhex("ab" * 16)
+    assert CheckpointKey.of(b"k" * 32).load() == b"k" * 32
+    assert not root.exists()

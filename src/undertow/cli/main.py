@@ -1,10 +1,12 @@
 """The ``undertow`` command line.
 
-``undertow run JOB.py [-p N] [-t spark|local|local-threads] [--master URL] [--workers W]
-[-D key=value ...]`` runs a job script as ``__main__`` with those options as defaults of every
-``StreamExecutionEnvironment`` it creates (the script's own settings win, as in Flink). The
-default target is ``spark`` on master ``local[*]``; Ctrl-C cancels the job (a graceful stop of
-the workers first, then Spark's job-group cancel) and exits with 130.
+``undertow run [-p N] [-t spark|local|local-threads] [--master URL] [--workers W]
+[-D key=value ...] [-s PATH [--claimMode CLAIM|NO_CLAIM] [-n]] JOB.py [ARGS...]`` runs a job
+script as ``__main__`` with those options as defaults of every ``StreamExecutionEnvironment``
+it creates (the script's own settings win, as in Flink); ``-s`` / ``--claimMode`` / ``-n`` are
+Flink's restore flags. The default target is ``spark`` on master ``local[*]``; Ctrl-C cancels
+the job (a graceful stop of the workers first, then Spark's job-group cancel) and exits with
+130 (see :mod:`undertow.cli.run`).
 
 ``undertow checkpoints DIR [--job JOB_ID] [--key KEY]`` lists the completed checkpoints under a
 checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
@@ -19,38 +21,17 @@ without ``--savepoint-path`` the job's ``execution.checkpointing.savepoint-dir``
 from __future__ import annotations
 
 import argparse
-import runpy
 import sys
 
 from undertow.cli import checkpoints, stop
-from undertow.core.config import Options
+from undertow.cli import run as run_command
 from undertow.core.errors import UndertowError
-from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
-
-
-def _define(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    return key.strip(), value.strip()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="undertow", description="Run undertow jobs.")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a job script")
-    run.add_argument("script", help="the Python file that defines and executes the job")
-    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
-    run.add_argument("-p", "--parallelism", type=int, help="default parallelism")
-    run.add_argument("-t", "--target", choices=["spark", "local", "local-threads"],
-                     help="where the job runs (execution.target, default spark)")  # fmt: skip
-    run.add_argument("--master", help="Spark master (spark.master, default local[*]): "
-                     "local[N], spark://HOST:PORT, yarn, k8s://...")  # fmt: skip
-    run.add_argument("--workers", type=int,
-                     help="number of workers (undertow.workers; default: one per task slot "
-                          "Spark offers, at most the job's parallelism)")  # fmt: skip
-    run.add_argument("-D", dest="defines", action="append", type=_define, default=[],
-                     metavar="KEY=VALUE", help="set any configuration option")  # fmt: skip
+    run_command.add_arguments(sub.add_parser("run", help="run a job script"))
     listing = sub.add_parser(
         "checkpoints", help="list the checkpoints under a directory and verify them"
     )
@@ -105,32 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         except UndertowError as err:
             print(f"undertow: {err}", file=sys.stderr)
             return 2
-    for key, value in args.defines:
-        CLI_DEFAULTS.set_string(key, value)
-    if args.parallelism is not None:
-        CLI_DEFAULTS.set(Options.PARALLELISM, args.parallelism)
-    if args.target is not None:
-        CLI_DEFAULTS.set(Options.TARGET, args.target)
-    if args.master is not None:
-        CLI_DEFAULTS.set(Options.SPARK_MASTER, args.master)
-    if args.workers is not None:
-        CLI_DEFAULTS.set(Options.WORKERS, args.workers)
-    try:
-        for option in Options.all():
-            option.read(CLI_DEFAULTS.to_dict())
-    except UndertowError as err:
-        print(f"undertow: {err}", file=sys.stderr)
-        return 2
-    sys.argv = [args.script, *args.args]
-    try:
-        runpy.run_path(args.script, run_name="__main__")
-    except UndertowError as err:
-        print(f"undertow: job failed: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("undertow: interrupted; the job was cancelled", file=sys.stderr)
-        return 130
-    return 0
+    return run_command.run(args)
 
 
 if __name__ == "__main__":

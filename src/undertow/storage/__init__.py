@@ -23,6 +23,7 @@ from undertow.storage.handle import FileHandle
 from undertow.storage.keys import (
     HMAC_KEY_OPTION,
     KEY_FILE,
+    CheckpointKey,
     load_or_create_key,
     parse_key,
     read_key,
@@ -36,6 +37,7 @@ __all__ = [
     "SHARED_DIR",
     "TASKOWNED_DIR",
     "CheckpointDirectory",
+    "CheckpointKey",
     "CheckpointLocation",
     "CheckpointNotFoundError",
     "CheckpointStorage",

@@ -11,6 +11,9 @@ from, in this order:
    root, so a restarted job and ``undertow checkpoints`` can verify what an earlier run wrote;
 3. a new random 32-byte key written to that file (mode 0600 on the local file system).
 
+:class:`CheckpointKey` defers all of that to the first use: a job that never takes a checkpoint
+or savepoint, and restores none, creates neither the key file nor the root directory.
+
 The key file holds the key as hex and a newline. Creation is atomic on the local file system
 (written under a temporary name, then hard-linked into place, which fails if another process
 won the race; everyone then uses the winner's key). On object stores it is a put followed by
@@ -27,6 +30,7 @@ import os
 import posixpath
 import re
 import secrets
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -95,6 +99,65 @@ def load_or_create_key(
     if key is None:
         raise CheckpointStorageError(f"key file {path} vanished right after it was created")
     return key
+
+
+class CheckpointKey:
+    """The metadata key of one checkpoint root, read or created on first use.
+
+    Construction does no I/O. :meth:`load` returns the key, the first successful call through
+    :func:`load_or_create_key` (which may create ``<root>/_undertow_key`` and the root
+    directory), later calls from memory. A failed load is not remembered: the next call tries
+    again.
+
+    Threading: :meth:`load` may block on I/O the first time (call it from a worker thread, not
+    an event loop, unless :attr:`is_loaded`); any thread may call it, a lock makes concurrent
+    first calls load once. :attr:`is_loaded` never blocks.
+
+    Invariant: once loaded, the key never changes for the life of the object.
+    """
+
+    def __init__(
+        self,
+        root_uri: str,
+        configured: str | None,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.root_uri = root_uri
+        self._configured = configured
+        self._options = dict(storage_options or {})
+        self._lock = threading.Lock()
+        self._key: bytes | None = None
+
+    @classmethod
+    def of(cls, key: bytes) -> CheckpointKey:
+        """A key known already (tests, tools): :meth:`load` does no I/O."""
+        known = cls("", None)
+        known._key = key
+        return known
+
+    @property
+    def is_loaded(self) -> bool:
+        """:meth:`load` has succeeded: it returns at once, without I/O."""
+        return self._key is not None
+
+    def load(self) -> bytes:
+        """The key; the first call reads or creates it (blocking I/O; raises
+        :class:`CheckpointStorageError` or :class:`ConfigurationError` as
+        :func:`load_or_create_key` does)."""
+        key = self._key
+        if key is not None:
+            return key
+        with self._lock:
+            if self._key is None:
+                self._key = load_or_create_key(
+                    self.root_uri, self._configured, storage_options=self._options
+                )
+            return self._key
+
+    def __repr__(self) -> str:  # never the key itself
+        state = "loaded" if self.is_loaded else "not loaded"
+        return f"CheckpointKey({self.root_uri!r}, {state})"
 
 
 def _read_key_file(fs: Any, path: str) -> bytes | None:

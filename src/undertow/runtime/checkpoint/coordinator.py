@@ -34,6 +34,11 @@ periodic checkpoints: with ``execution.checkpointing.interval`` unset the coordi
 :meth:`CheckpointCoordinator.start` marks the attempt active without starting the periodic
 timer, and savepoints are triggered as with it.
 
+The metadata key (:class:`~undertow.storage.keys.CheckpointKey`) may still be unloaded: the
+JobMaster loads it up front only with periodic checkpoints or a restore path. Then the first
+trigger starts loading (or creating) it on the executor, and completion awaits it there, so a
+job that never takes a checkpoint or savepoint writes nothing under the checkpoint directory.
+
 Restore from ``execution.state-recovery.path`` (:mod:`.claim_mode`, FLIP-193):
 :meth:`CheckpointCoordinator.restore_from_path` reads the snapshot (I/O, on the executor), then
 :meth:`CheckpointCoordinator.claim_restored` applies ``execution.state-recovery.claim-mode`` on
@@ -119,6 +124,7 @@ from undertow.runtime.checkpoint.trigger_plan import (
 )
 from undertow.runtime.network.buffer import serialize_object
 from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
+from undertow.storage.keys import CheckpointKey
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +189,7 @@ class CheckpointCoordinator:
         graph: JobGraph,
         config: Configuration,
         storage: CheckpointStorage,
-        key: bytes,
+        key: CheckpointKey,
         gateway: TaskGateway,
         console: Callable[[str], None],
     ) -> None:
@@ -191,6 +197,8 @@ class CheckpointCoordinator:
         self.graph = graph
         self.config = config
         self.storage = storage
+        #: authenticates ``_metadata``; loaded (maybe created) on the executor when the first
+        #: checkpoint or savepoint is triggered or a snapshot is restored, unless it already is
         self.key = key
         self.gateway = gateway
         self.console = console
@@ -442,6 +450,7 @@ class CheckpointCoordinator:
         else:
             options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
         barrier = CheckpointBarrier(cid, now, options)
+        self._prefetch_key()
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
         props = {
@@ -465,6 +474,21 @@ class CheckpointCoordinator:
                 self.gateway.stop_source(vertex_id, subtask, savepoint.drain)
             self.gateway.trigger_source(vertex_id, subtask, barrier)
         return cid
+
+    def _prefetch_key(self) -> None:
+        """Start loading (or creating) the metadata key on the executor if it is not loaded:
+        the first trigger is when the job first needs it. A failure is not reported here;
+        :meth:`_metadata_key` meets it again when the checkpoint completes."""
+        if self.key.is_loaded:
+            return
+        loading = asyncio.get_running_loop().run_in_executor(None, self.key.load)
+        loading.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    async def _metadata_key(self) -> bytes:
+        """The metadata key: from memory when loaded, else loaded on the executor."""
+        if self.key.is_loaded:
+            return self.key.load()
+        return await asyncio.get_running_loop().run_in_executor(None, self.key.load)
 
     def _expire(self, cid: int) -> None:
         self._timeouts.pop(cid, None)
@@ -618,7 +642,7 @@ class CheckpointCoordinator:
                 coordinators=coordinators,
                 properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
             )  # fmt: skip
-            payload = encode_metadata(meta, self.key)
+            payload = encode_metadata(meta, await self._metadata_key())
             if savepoint is not None:
                 pointer = await loop.run_in_executor(
                     None, self.storage.export_savepoint, cid, savepoint.target_directory, payload
@@ -784,12 +808,13 @@ class CheckpointCoordinator:
     def restore_from_path(self, path: str) -> RestorePlan:
         """``execution.state-recovery.path``: a retained checkpoint or savepoint of any job,
         read and verified (blocking I/O: call it on an executor, then
-        :meth:`claim_restored` on the loop). Reads only: the snapshot is not modified."""
+        :meth:`claim_restored` on the loop). Reads only: the snapshot is not modified (the
+        job's metadata key is loaded, and created under the job's root if missing)."""
         location = self.storage.resolve(path)
         storage = CheckpointStorage(location.root_uri, location.job_id)
         payload = storage.read_metadata(location.pointer)
         meta = decode_metadata(
-            payload, self.key, where=path, expected_checkpoint_id=location.checkpoint_id
+            payload, self.key.load(), where=path, expected_checkpoint_id=location.checkpoint_id
         )
         plan = self._plan(meta, storage)
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))

@@ -100,7 +100,7 @@ from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
 from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
 from undertow.runtime.network.framing import server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
-from undertow.storage.keys import load_or_create_key
+from undertow.storage.keys import CheckpointKey
 
 log = logging.getLogger(__name__)
 
@@ -298,12 +298,23 @@ class JobMaster:
 
     def _setup_checkpointing(self) -> None:
         """The checkpoint coordinator and storage, also with periodic checkpoints off (then
-        nothing triggers periodically; savepoints and restores still go through them)."""
+        nothing triggers periodically; savepoints and restores still go through them).
+
+        Nothing is created on disk here for a job that may never need it: with periodic
+        checkpoints off and no ``execution.state-recovery.path`` the checkpoint directory and
+        its key file are created only when the first savepoint is triggered (tasks write
+        their state under the directory; the coordinator loads or creates the key then). With
+        either set, the key is loaded (or created) now, on the caller's thread, as it always
+        was: a bad key file fails the job's construction, before anything is deployed.
+        """
         directory = self.config.get(Options.CHECKPOINT_DIR)
         if not directory:
             directory = os.path.join(tempfile.gettempdir(), "undertow-checkpoints")
             self.config.set(Options.CHECKPOINT_DIR, directory)
-        key = load_or_create_key(directory, self.config.get(Options.HMAC_KEY) or None)
+        key = CheckpointKey(directory, self.config.get(Options.HMAC_KEY) or None)
+        periodic = self.config.get(Options.CHECKPOINT_INTERVAL) > 0
+        if periodic or self.config.get(Options.RECOVERY_PATH):
+            key.load()
         storage = CheckpointStorage(directory, self.job_id)
         self.coordinator = CheckpointCoordinator(
             self.job_id, self.job_graph, self.config, storage, key, self, self._console
