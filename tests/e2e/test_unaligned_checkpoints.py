@@ -185,20 +185,50 @@ def test_random_worker_kill_under_backpressure(
     assert len(restored) == 1 and restored[0] > 0, (seed, restored, console)
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
-def test_channel_state_at_another_parallelism_fails_clearly(
-    make_env: EnvFactory, tmp_path: Path
+def channel_state_bytes(root: Path, storage: CheckpointStorage, checkpoint_id: int) -> int:
+    """In-flight bytes (channel state, both sides, all subtasks) of a retained checkpoint."""
+    key = read_key(str(root))
+    assert key is not None
+    meta = decode_metadata(storage.read_metadata(checkpoint_id), key, where=str(root))
+    return sum(h.persisted_bytes for v in meta.vertices for h in v.channel_state.values())
+
+
+def checkpoints_with_channel_state(root: Path) -> list[int]:
+    """Completed checkpoints under ``root`` (one job) that hold channel state, oldest first."""
+    jobs = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    if len(jobs) != 1 or read_key(str(root)) is None:
+        return []
+    storage = CheckpointStorage(str(root), jobs[0].name)
+    try:
+        return [c for c in storage.completed_checkpoint_ids()
+                if channel_state_bytes(root, storage, c) > 0]  # fmt: skip
+    except Exception:  # a checkpoint being subsumed while we look
+        return []
+
+
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+@pytest.mark.parametrize("new_parallelism", [3, 1])
+def test_channel_state_restored_at_another_parallelism(
+    make_env: EnvFactory, tmp_path: Path, new_parallelism: int
 ) -> None:
-    """Rescaling channel state is not supported: restoring an unaligned checkpoint that holds
-    in-flight data at another parallelism fails, naming the checkpoint and the operator."""
+    """Rescaling channel state (docs/design.md): an unaligned checkpoint taken under
+    backpressure at p=2, retained on cancellation and holding in-flight data, restored with
+    ``execution.state-recovery.path`` at a higher and at a lower parallelism (every vertex of
+    the PIPELINE changes, so every edge's in-flight records are re-emitted by the producers):
+    all six oracle counts are 0."""
+    records_per_key = 4 * RECORDS_PER_KEY
     settings = config(tmp_path, "unaligned", restarts=0)
     settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    settings["execution.checkpointing.num-retained"] = "3"
     settings["undertow.workers"] = "2"
     env = make_env(parallelism=2, config=settings)
-    build_pipeline(env, OracleSource(KEYS, 10 * RECORDS_PER_KEY, records_per_second=RATE),
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("retain an unaligned checkpoint")
-    time.sleep(1.5)
+    deadline = time.monotonic() + 30  # processes start slower than threads
+    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
+        time.sleep(0.1)
+    time.sleep(0.3)
     client.cancel()
     with pytest.raises(Exception):  # noqa: B017 - cancelled
         client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
@@ -206,11 +236,13 @@ def test_channel_state_at_another_parallelism_fails_clearly(
     storage = CheckpointStorage(str(tmp_path), job_dir.name)
     retained = storage.completed_checkpoint_ids()
     assert retained, "a checkpoint must be retained after cancellation"
-    assert_channel_state_in_shared_files(tmp_path, storage, retained, num_workers=2)
+    with_state = [c for c in retained if channel_state_bytes(tmp_path, storage, c) > 0]
+    assert with_state, f"no retained checkpoint holds channel state: {retained}"
+    assert_channel_state_in_shared_files(tmp_path, storage, with_state[-1:], num_workers=2)
 
-    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(retained[-1])
+    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(with_state[-1])
     settings["restart-strategy.type"] = "none"
-    rescaled = make_env(parallelism=3, config=settings)
-    build_pipeline(rescaled, OracleSource(KEYS, RECORDS_PER_KEY))
-    with pytest.raises(Exception, match=r"checkpoint \d+ holds in-flight data .* parallelism 3"):
-        run(rescaled)
+    rescaled = make_env(parallelism=new_parallelism, config=settings)
+    build_pipeline(rescaled, OracleSource(KEYS, records_per_key), sink_spin_s=SINK_SPIN_S / 5)
+    oracle = OracleResult.from_job_result(run(rescaled), KEYS, records_per_key)
+    oracle.assert_exactly_once()

@@ -177,3 +177,62 @@ def test_a_backpressured_task_still_takes_an_unaligned_barrier_at_once() -> None
     assert 5 in responder.acks, "the barrier waited behind backpressure"
     state = pickle.loads(files[5]).channel_state
     assert state is not None and state.input_bytes > 0 and state.output_bytes > 0
+
+
+def test_rescaled_restore_re_emits_old_channels_before_anything_else_then_blocks() -> None:
+    """The old channels a new producer took over are re-emitted through its record writer
+    (a batch spanning the old consumer's input chunks and the old producer's output chunks
+    comes back whole), before the operators run, and end with a blocking
+    EndOfChannelStateEvent; live input is processed after it."""
+    spanning = serialize_batch([7, 8], None)
+    old_input = (encode_chunk(Buffer(serialize_batch([5], None))),
+                 encode_chunk(Buffer(spanning[:5], partial=True)))  # fmt: skip
+    old_output = (encode_chunk(Buffer(spanning[5:])),)
+    other = (encode_chunk(Buffer(serialize_batch([9], None))),)
+
+    async def scenario() -> list[Any]:
+        task, partition = build(None, [Buffer(serialize_batch([20], None))])  # type: ignore[arg-type]
+        task.reemit = [(0, [*old_input, *old_output], "old 0 -> 0"), (0, list(other), "old 1")]
+        task.recovery_outputs = frozenset({0})
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        for writer in task.writers:
+            writer.flush_all()
+        entries: list[Any] = []
+        for entry in partition.subpartitions[0].sender._queue:
+            if entry.is_event:
+                entries.append((type(entry.payload).__name__, entry.blocks_upstream))
+            else:
+                entries += pickle.loads(entry.payload.data)[0]
+        return entries
+
+    assert asyncio.run(scenario()) == [5, 7, 8, 9, ("EndOfChannelStateEvent", True), 21]
+
+
+def test_a_gate_resumes_its_channels_once_every_one_ended_its_channel_state() -> None:
+
+    class Link:
+        def __init__(self) -> None:
+            self.resumed = 0
+
+        def add_credit(self, credit: int) -> None: ...
+
+        def resume(self) -> None:
+            self.resumed += 1
+
+    async def scenario() -> list[int]:
+        task, _ = build(None, [])  # type: ignore[arg-type]
+        gate = task.gates[0]
+        second = gate.add_channel(5, "plus input 1", initial_credit=2)
+        links = [Link(), Link()]
+        for ch, link in zip(gate.channels, links):
+            ch.link = link  # type: ignore[assignment]
+            ch.receiver._blocked = True  # as after a blocking event
+        task._on_end_of_channel_state(gate, gate.channels[0])
+        after_first = [link.resumed for link in links]
+        task._on_end_of_channel_state(gate, second)
+        return after_first + [link.resumed for link in links]
+
+    assert asyncio.run(scenario()) == [0, 0, 1, 1]

@@ -704,7 +704,9 @@ class JobMaster:
             assignment = RestoreAssignment(restore.metadata.checkpoint_id, restore.checkpoint_dir,
                                            restore.job_id, restore.subtask_files,
                                            restore.channel_state,
-                                           restore.finished_vertices)  # fmt: skip
+                                           restore.finished_vertices, restore.reemit,
+                                           restore.rescaled_gates,
+                                           restore.rescaled_outputs)  # fmt: skip
         self._set_status(JobStatus.RUNNING)
         attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():

@@ -204,7 +204,10 @@ class NotifyCheckpointAborted:
 class RestoreAssignment:
     """What a deployment restores: checkpoint id, its location and, per (vertex id, subtask),
     the state files of the old subtasks it takes over and its channel state in shared
-    channel-state files (``ChannelStateHandles``; only at the parallelism it was taken at)."""
+    channel-state files (``ChannelStateHandles``, restored in place where the parallelism of
+    an edge is unchanged); for edges whose parallelism changed, the old channels each
+    producer subtask re-emits (``ReemitChannel``) and the gates and outputs concerned (see
+    :mod:`undertow.runtime.checkpoint.channel_state_rescale`)."""
 
     checkpoint_id: int
     checkpoint_dir: str
@@ -213,3 +216,9 @@ class RestoreAssignment:
     channel_state: dict[tuple[int, int], Any] = field(default_factory=dict)
     #: Vertices whose operators were fully finished (FLIP-147): deployed as finished.
     finished_vertices: frozenset[int] = frozenset()
+    #: (producer vertex id, subtask) -> old channels it re-emits, in order
+    reemit: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
+    #: vertex id -> gate indices of rescaled edges with channel state
+    rescaled_gates: dict[int, frozenset[int]] = field(default_factory=dict)
+    #: vertex id -> output indices of rescaled edges with channel state
+    rescaled_outputs: dict[int, frozenset[int]] = field(default_factory=dict)

@@ -19,7 +19,10 @@ state through one ``ChannelStateFileWriter`` per attempt (shared files, groups o
 ``execution.checkpointing.unaligned.max-subtasks-per-channel-state-file``, written on the I/O
 pool); a subtask is registered when it is built and released when it ends. On restore, each
 subtask's channel state is read back through its merged handles (one verified ranged read per
-side) and handed to the task as the ``ChannelState`` of its snapshot.
+side) and handed to the task as the ``ChannelState`` of its snapshot, except the channels of
+edges whose parallelism changed: those are read by the new producer subtasks that re-emit them
+(``StreamTask.reemit``, :mod:`undertow.runtime.checkpoint.channel_state_rescale`), each handle
+once per worker.
 Threading: everything runs on the worker's loop; only ``SourceReaderContext.notify_available``
 may come from other threads (it goes through ``call_soon_threadsafe``).
 """
@@ -53,6 +56,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateHandles,
     MergedChannelStateHandle,
 )
+from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.coordinator import unclaimed_message
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
@@ -237,6 +241,8 @@ class Worker:
             )
         restored = await self._read_restored_state(graph, deploy)
         restored_channels = await self._read_restored_channel_state(graph, deploy)
+        reemitted = await self._read_reemitted_channel_state(graph, deploy)
+        rescaled_outputs = getattr(deploy.restore, "rescaled_outputs", None) or {}
         plan = plan_execution(graph, deploy.num_workers)
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
@@ -259,6 +265,8 @@ class Worker:
             task = StreamTask(vertex, subtask, self.attempt, self.config, gates, writers,
                               services, loop, snapshots, self.pace)  # fmt: skip
             services.task = task
+            task.reemit = reemitted.get((vertex_id, subtask), [])
+            task.recovery_outputs = rescaled_outputs.get(vertex_id, frozenset())
             channel_state_writer = None
             if self.channel_state_files is not None:
                 channel_state_writer = self.channel_state_files.register(task.name)
@@ -341,7 +349,62 @@ class Worker:
                         self.io_pool, _read_chunks, handle, storage.read_range
                     )
                 sides.append(chunks)
-            result[key] = _RestoredChannels(assignment.checkpoint_id, sides[0], sides[1])
+            gates = getattr(assignment, "rescaled_gates", {}).get(key[0], frozenset())
+            outputs = getattr(assignment, "rescaled_outputs", {}).get(key[0], frozenset())
+            inputs = {c: chunks for c, chunks in sides[0].items() if c[0] not in gates}
+            outs = {c: chunks for c, chunks in sides[1].items() if c[0] not in outputs}
+            if inputs or outs:  # the rest is re-emitted by the producers (rescaled edges)
+                result[key] = _RestoredChannels(assignment.checkpoint_id, inputs, outs)
+        return result
+
+    async def _read_reemitted_channel_state(
+        self, graph: JobGraph, deploy: Deploy
+    ) -> dict[tuple[int, int], list[tuple[int, list[bytes], str]]]:
+        """Per subtask of this worker: the old channels it re-emits after a rescale, each as
+        (output index, its chunks in stream order, a description for errors). Each handle is
+        read (and verified) once per worker, on the I/O pool."""
+        assignment = deploy.restore
+        reemit = getattr(assignment, "reemit", None) if assignment is not None else None
+        if not reemit:
+            return {}
+        storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
+        mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
+        loop = asyncio.get_running_loop()
+        cache: dict[int, dict[ChannelId, tuple[bytes, ...]]] = {}
+        handles: dict[int, MergedChannelStateHandle] = {}
+
+        async def chunks_of(handle: MergedChannelStateHandle) -> dict[ChannelId, tuple[bytes, ...]]:
+            if id(handle) not in cache:
+                handles[id(handle)] = handle  # keeps the id valid
+                cache[id(handle)] = await loop.run_in_executor(
+                    self.io_pool, _read_chunks, handle, storage.read_range
+                )
+            return cache[id(handle)]
+
+        result: dict[tuple[int, int], list[tuple[int, list[bytes], str]]] = {}
+        for key, channels in reemit.items():
+            if key not in mine:
+                continue
+            streams = []
+            for item in channels:
+                assert isinstance(item, ReemitChannel), item
+                old = item.channel
+                ins = (
+                    ()
+                    if item.input is None
+                    else (await chunks_of(item.input)).get(old.input_channel, ())
+                )
+                outs = (
+                    ()
+                    if item.output is None
+                    else (await chunks_of(item.output)).get(old.output_channel, ())
+                )
+                where = (
+                    f"checkpoint {assignment.checkpoint_id}, edge {old.edge_id}, old channel "
+                    f"{old.old_producer} -> {old.old_consumer}"
+                )
+                streams.append((old.output_index, channel_stream(ins, outs), where))
+            result[key] = streams
         return result
 
     def _build_writers(
@@ -550,8 +613,9 @@ def _with_channel_state(
     writers: list[RecordWriter],
     restored: _RestoredChannels,
 ) -> list[SubtaskSnapshot]:
-    """The subtask's snapshots with its channel state attached (the shape was checked by the
-    coordinator: same parallelism here and at every neighbour; the channels are checked here)."""
+    """The subtask's snapshots with its in-place channel state attached (the coordinator
+    checked the chains and left out the channels of rescaled edges, so the subtask has its
+    old parallelism and these channels exist; they are checked here)."""
     gate_channels = tuple(len(g.channels) for g in gates)
     subpartitions = tuple(len(w.partition.subpartitions) for w in writers)
     for what, chunks, sizes in (("input", restored.inputs, gate_channels),

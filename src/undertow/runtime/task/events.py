@@ -33,3 +33,15 @@ class EndOfData:
 @dataclass(frozen=True, slots=True)
 class EndOfPartitionEvent:
     """The producer subtask finished; nothing follows on this channel."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfChannelStateEvent:
+    """The producer re-emitted all the in-flight data of a rescaled restore on this channel
+    (:mod:`undertow.runtime.checkpoint.channel_state_rescale`); live data follows.
+
+    Sent as a *blocking* event right after the re-emitted records, on every subpartition of an
+    edge whose parallelism changed; the consumer resumes all channels of the gate once each
+    delivered one, so all restored data precedes all live data (Flink's
+    ``EndOfChannelStateEvent``).
+    """

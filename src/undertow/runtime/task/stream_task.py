@@ -62,8 +62,16 @@ buffers are queued in their subpartitions before the operators open; the restore
 buffers are fed to their channel's deserializer, the complete batches queued in the task and
 processed before any live input (a partial batch stays in the deserializer, where the live
 buffers complete it). A checkpoint taken meanwhile persists the restored batches still pending
-as in-flight data of their channel (:meth:`StreamTask.unprocessed_chunks`). Channel state can
-only be restored at the parallelism and channel layout it was taken with.
+as in-flight data of their channel (:meth:`StreamTask.unprocessed_chunks`). That in-place
+path serves every edge whose parallelism is unchanged. For an edge whose parallelism changed
+(:mod:`undertow.runtime.checkpoint.channel_state_rescale`) the worker gives the new producer
+subtask the old channels it takes over (:attr:`StreamTask.reemit`); at the very start of
+``run`` (before operators are restored or opened, also when deployed as finished) it
+deserializes each old channel's chunks and emits the records through that edge's record
+writer, so the new partitioner routes them, then sends a blocking ``EndOfChannelStateEvent``
+on every subpartition of each such edge (:attr:`StreamTask.recovery_outputs`). A consumer
+resumes a gate's channels once every one of them delivered that event, so the re-emitted
+records precede all live data.
 
 Threading: runs as one asyncio task on its worker's loop; ``post`` must be called from that
 loop, ``post_threadsafe`` from anywhere. ``statistics``, ``is_output_available`` and
@@ -84,7 +92,7 @@ from typing import TYPE_CHECKING, Any
 
 from undertow.connectors.source import InputStatus
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import JobCancelledError, StateError
+from undertow.core.errors import JobCancelledError, RestoreError, StateError
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.barrier import (
@@ -92,6 +100,7 @@ from undertow.runtime.checkpoint.barrier import (
     CancelCheckpointMarker,
     CheckpointBarrier,
 )
+from undertow.runtime.checkpoint.channel_state_rescale import channel_records
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
@@ -100,6 +109,7 @@ from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.context import LoopProcessingTimeService
 from undertow.runtime.task.events import (
+    EndOfChannelStateEvent,
     EndOfData,
     EndOfPartitionEvent,
     WatermarkEvent,
@@ -217,6 +227,13 @@ class StreamTask:
         #: A synchronous savepoint (stop with savepoint) taken before the data ended.
         self._early_savepoint: int | None = None
         self._num_channels = sum(len(g.channels) for g in gates)
+        #: Set by the worker on a rescaled restore: old channels this subtask re-emits, as
+        #: (output index, chunks in stream order, description for errors), in order.
+        self.reemit: list[tuple[int, list[bytes], str]] = []
+        #: Outputs (indices) that end their re-emitted data with an EndOfChannelStateEvent.
+        self.recovery_outputs: frozenset[int] = frozenset()
+        #: id(gate) -> indices of its channels that delivered EndOfChannelStateEvent so far.
+        self._recovered_channels: dict[int, set[int]] = {}
 
     @property
     def checkpointer(self) -> SubtaskCheckpointer | None:
@@ -293,6 +310,7 @@ class StreamTask:
         """Run until the end (bounded input, after the final checkpoint) or cancellation;
         raises what failed the task. The lifecycle is in the module docstring."""
         self.time_accounting = TaskTimeAccounting()
+        self._reemit_channel_state()
         if self.deployed_finished:
             await self._run_finished()
             return
@@ -415,6 +433,8 @@ class StreamTask:
             gate, channel, payload = polled
             if type(payload) is EndOfPartitionEvent:
                 gate.mark_finished(channel)
+            elif type(payload) is EndOfChannelStateEvent:
+                self._on_end_of_channel_state(gate, channel)
             elif type(payload) is tuple:
                 raise StateError(
                     f"{self.name}: operator '{self.vertex.name}' was restored as finished, but "
@@ -607,6 +627,36 @@ class StreamTask:
                 if batch is not None:
                     self._restored_input.append((gate, channel, batch[0], batch[1]))
 
+    def _reemit_channel_state(self) -> None:
+        """Rescaled restore: emit the records of the old channels this subtask took over
+        through their edges' record writers (each old channel deserialized over its chunks in
+        stream order), then end each rescaled output with a blocking
+        ``EndOfChannelStateEvent``. Runs once, before any operator; not bounded by the
+        output budget (like restored in-place output)."""
+        reemit, self.reemit = self.reemit, []
+        for output, chunks, where in reemit:
+            writer = self.writers[output]
+            try:
+                for values, stamps in channel_records(chunks, where):
+                    writer.emit(values, stamps)
+            except ValueError as err:
+                raise RestoreError(
+                    f"{self.name}: cannot re-emit the in-flight data of operator "
+                    f"'{self.output_operators[output]}': {err}"
+                ) from err
+        for output in sorted(self.recovery_outputs):
+            self.writers[output].broadcast_event(EndOfChannelStateEvent(), blocks=True)
+
+    def _on_end_of_channel_state(self, gate: InputGate, channel: InputChannel) -> None:
+        """A producer finished re-emitting on ``channel`` (which is now blocked); once every
+        channel of the gate did, resume them all: live data may flow."""
+        done = self._recovered_channels.setdefault(id(gate), set())
+        done.add(channel.index)
+        if len(done) == len(gate.channels):
+            del self._recovered_channels[id(gate)]
+            for ch in gate.channels:
+                ch.resume_consumption()
+
     def _check_channel_state_shape(self, state: ChannelState, num_snapshots: int) -> None:
         gates = tuple(len(g.channels) for g in self.gates)
         subpartitions = tuple(len(p.subpartitions) for p in self.partitions)
@@ -618,10 +668,10 @@ class StreamTask:
             f"{self.name}: checkpoint {state.checkpoint_id} holds in-flight data (unaligned "
             f"channel state) of operator '{self.vertex.name}' taken at parallelism "
             f"{state.parallelism} with {state.gate_channels} input channels per gate and "
-            f"{state.subpartitions} subpartitions per output; it cannot be restored at "
-            f"parallelism {self.vertex.parallelism} with {gates} and {subpartitions} "
-            f"(rescaling unaligned checkpoints is not supported: restore at the old "
-            f"parallelism, or take an aligned checkpoint or savepoint first)"
+            f"{state.subpartitions} subpartitions per output; it cannot be restored in "
+            f"place at parallelism {self.vertex.parallelism} with {gates} and "
+            f"{subpartitions} (the restore plan should have re-emitted it through the "
+            f"producers)"
         )
 
     def _poll(self) -> tuple[InputGate, InputChannel, Any] | None:
@@ -736,6 +786,8 @@ class StreamTask:
             if not event.drain:
                 self._drain = False
             self._on_channel_data_ended(gate, channel, key, valve, index)
+        elif type(event) is EndOfChannelStateEvent:
+            self._on_end_of_channel_state(gate, channel)
         elif type(event) is EndOfPartitionEvent:
             gate.mark_finished(channel)
             if self.checkpointer is not None:
