@@ -140,7 +140,13 @@ def decode_metadata(
         )
     signed, mac = data[:-_MAC_SIZE], data[-_MAC_SIZE:]
     if not hmac.compare_digest(mac, hmac.new(key, signed, hashlib.sha256).digest()):
-        _fail(where, "authentication failed: wrong key or tampered content (HMAC mismatch)")
+        _fail(
+            where,
+            "authentication failed: wrong key or tampered content (HMAC mismatch); if the "
+            "snapshot is intact, it was signed with another key: restore with the "
+            "execution.checkpointing.dir it was written under (its key file is there) or set "
+            "undertow.checkpointing.hmac-key to that key",
+        )
     try:
         document = json.loads(
             signed[_HEADER.size :].decode("ascii"), parse_constant=_reject_constant
