@@ -206,7 +206,7 @@ def checkpoints_with_channel_state(root: Path) -> list[int]:
         return []
 
 
-@pytest.mark.parametrize("target", ["local-threads", "local"])
+@pytest.mark.parametrize("target", ["local-threads", "local", "spark"])
 @pytest.mark.parametrize("new_parallelism", [3, 1])
 def test_channel_state_restored_at_another_parallelism(
     make_env: EnvFactory, tmp_path: Path, new_parallelism: int
