@@ -27,12 +27,12 @@ from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
     OracleSource,
-    WorkerKiller,
     build_pipeline,
     oracle_seed,
 )
 
 from .conftest import EnvFactory
+from .kills import run_killing_a_worker_after_a_checkpoint
 
 KEYS, RECORDS_PER_KEY = 10, 300
 RATE = 2_000.0  # records per second per source reader: about 1.5 s of source time
@@ -161,24 +161,11 @@ def test_random_worker_kill_under_backpressure(
     build_pipeline(env, source, sink_spin_s=SINK_SPIN_S)
 
     client = env.execute_async("oracle under backpressure")
-    console = ""  # kill only once a checkpoint completed, so there is one to restore
-    deadline = time.monotonic() + 30
-    while not COMPLETED.search(console) and time.monotonic() < deadline:
-        time.sleep(0.01)
-        console += capsys.readouterr().err
-    killer = WorkerKiller(seed, earliest_s=0.1, latest_s=0.8).start()
-    try:
-        result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
-    except Exception as err:
-        console += capsys.readouterr().err
-        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
-    finally:
-        killer.cancel()
-        client.cancel()
+    result, console = run_killing_a_worker_after_a_checkpoint(
+        client, capsys, seed, earliest_s=0.1, latest_s=0.8, timeout_s=JOB_TIMEOUT_S
+    )
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
 
-    console += capsys.readouterr().err
-    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
     assert oracle.is_exactly_once, (seed, str(oracle), console)
     assert oracle.restarts == 1, oracle
     restored = restored_in_flight_bytes(console)
