@@ -45,7 +45,6 @@ MODES = {
         "execution.checkpointing.aligned-checkpoint-timeout": "1 ms",
     },
 }
-COMPLETED = re.compile(r"^\[undertow\] checkpoint \d+ completed", re.M)
 LINE = re.compile(
     r"^\[undertow\] (?:checkpoint (?P<cid>\d+) completed .*in-flight (?P<size>[\d.]+) "
     r"(?P<unit>B|KiB|MiB|GiB)\)|job \w+ failed \((?P<reason>.*)\); restarting)",
