@@ -202,12 +202,30 @@ def test_channel_state_restored_at_another_parallelism(
     ``execution.state-recovery.path`` at a higher and at a lower parallelism (every vertex of
     the PIPELINE changes, so every edge's in-flight records are re-emitted by the producers):
     all six oracle counts are 0."""
+    retain_and_rescale(make_env, tmp_path, "unaligned", 2, new_parallelism)
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(("old", "new"), [(1, 2), (2, 1), (2, 4), (3, 2), (4, 3), (3, 3)])
+def test_rescale_matrix(
+    make_env: EnvFactory, tmp_path: Path, mode: str, old: int, new: int
+) -> None:
+    """TESTING.md's on-demand rescale matrix (``make soak``): both modes, up, down and
+    unchanged (in-place restore), each vertex of the PIPELINE at its own parallelism."""
+    retain_and_rescale(make_env, tmp_path, mode, old, new)
+
+
+def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int, new: int) -> None:
+    """Run the PIPELINE at ``old`` under backpressure until a checkpoint with channel state
+    is retained, cancel, restore that checkpoint at ``new``: all six oracle counts are 0."""
     records_per_key = 4 * RECORDS_PER_KEY
-    settings = config(tmp_path, "unaligned", restarts=0)
+    settings = config(tmp_path, mode, restarts=0)
     settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
     settings["execution.checkpointing.num-retained"] = "3"
     settings["undertow.workers"] = "2"
-    env = make_env(parallelism=2, config=settings)
+    env = make_env(parallelism=old, config=settings)
     build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("retain an unaligned checkpoint")
@@ -228,7 +246,7 @@ def test_channel_state_restored_at_another_parallelism(
 
     settings["execution.state-recovery.path"] = storage.checkpoint_pointer(with_state[-1])
     settings["restart-strategy.type"] = "none"
-    rescaled = make_env(parallelism=new_parallelism, config=settings)
+    rescaled = make_env(parallelism=new, config=settings)
     build_pipeline(rescaled, OracleSource(KEYS, records_per_key), sink_spin_s=SINK_SPIN_S / 5)
     oracle = OracleResult.from_job_result(run(rescaled), KEYS, records_per_key)
     oracle.assert_exactly_once()
