@@ -18,6 +18,10 @@ from typing import Any
 
 import pytest
 
+from undertow.common import WatermarkStrategy
+from undertow.core.errors import RestoreError
+from undertow.datastream import MapFunction
+from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.runtime.checkpoint.channel_state_files import DEFAULT_MAX_SUBTASKS_PER_FILE
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.metadata import decode_metadata
@@ -250,3 +254,54 @@ def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int
     build_pipeline(rescaled, OracleSource(KEYS, records_per_key), sink_spin_s=SINK_SPIN_S / 5)
     oracle = OracleResult.from_job_result(run(rescaled), KEYS, records_per_key)
     oracle.assert_exactly_once()
+
+
+class Spin(MapFunction):
+    def map(self, value: Any) -> Any:
+        until = time.perf_counter() + SINK_SPIN_S
+        while time.perf_counter() < until:
+            pass
+        return value
+
+
+def forward_job(env: Any) -> None:
+    """source + 'tag' (chained) -> forward -> 'spin' (not chained): the forward edge is the
+    only network edge, so all channel state is on it."""
+    source = DataGeneratorSource(lambda i: (i, "x" * 200), count=None, records_per_second=RATE)
+    tagged = env.from_source(source, WatermarkStrategy.no_watermarks(), "source").uid("source")
+    tagged = tagged.map(lambda v: v).name("tag").uid("tag")
+    spun = tagged.forward().map(Spin()).name("spin").uid("spin").disable_chaining()
+    spun.sink_to(DiscardingSink()).name("discard").uid("discard")
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_forward_edge_with_channel_state_cannot_be_rescaled(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """With ``unaligned.forced`` a forward edge carries in-flight data; restoring it at another
+    parallelism would change which subtask gets which record, so the restore is refused before
+    anything runs, naming the checkpoint, the edge and the operator."""
+    settings = config(tmp_path, "unaligned", restarts=0)
+    settings["execution.checkpointing.unaligned.forced"] = "true"
+    settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    env = make_env(parallelism=2, config=settings)
+    forward_job(env)
+    client = env.execute_async("forced unaligned forward edge")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
+        time.sleep(0.1)
+    time.sleep(0.3)
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    storage = CheckpointStorage(str(tmp_path), job_dir.name)
+    with_state = [c for c in storage.completed_checkpoint_ids()
+                  if channel_state_bytes(tmp_path, storage, c) > 0]  # fmt: skip
+    assert with_state, "no retained checkpoint holds channel state on the forward edge"
+
+    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(with_state[-1])
+    rescaled = make_env(parallelism=3, config=settings)
+    forward_job(rescaled)
+    with pytest.raises(RestoreError, match=rf"checkpoint {with_state[-1]} .*'spin'.*forward"):
+        rescaled.execute("rescaled forward edge")
