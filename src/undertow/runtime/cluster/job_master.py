@@ -58,8 +58,9 @@ from undertow.core.errors import (
 )
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
-from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator, RestorePlan
+from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.heartbeat import HeartbeatMonitor

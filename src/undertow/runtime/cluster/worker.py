@@ -57,8 +57,8 @@ from undertow.runtime.checkpoint.channel_state_handles import (
     MergedChannelStateHandle,
 )
 from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel, channel_stream
-from undertow.runtime.checkpoint.coordinator import unclaimed_message
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
