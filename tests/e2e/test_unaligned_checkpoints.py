@@ -223,7 +223,11 @@ def test_rescale_matrix(
 
 def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int, new: int) -> None:
     """Run the PIPELINE at ``old`` under backpressure until a checkpoint with channel state
-    is retained, cancel, restore that checkpoint at ``new``: all six oracle counts are 0."""
+    is retained, cancel, restore that checkpoint at ``new``, and fail the restored job once
+    right after its first checkpoint (taken while the restored in-flight data may still be
+    on its way), so it restores again, from its own checkpoint: all six oracle counts are 0.
+    Both jobs chain the same failing map (it never fails in the first), so the chains match
+    the channel state."""
     records_per_key = 4 * RECORDS_PER_KEY
     settings = config(tmp_path, mode, restarts=0)
     settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
@@ -231,6 +235,7 @@ def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int
     settings["undertow.workers"] = "2"
     env = make_env(parallelism=old, config=settings)
     build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
+                   failing_map=FailingMap(fail_after_checkpoints=[]),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("retain an unaligned checkpoint")
     deadline = time.monotonic() + 30  # processes start slower than threads
@@ -249,11 +254,17 @@ def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int
     assert_channel_state_in_shared_files(tmp_path, storage, with_state[-1:], num_workers=2)
 
     settings["execution.state-recovery.path"] = storage.checkpoint_pointer(with_state[-1])
-    settings["restart-strategy.type"] = "none"
+    settings["restart-strategy.fixed-delay.attempts"] = "1"
     rescaled = make_env(parallelism=new, config=settings)
-    build_pipeline(rescaled, OracleSource(KEYS, records_per_key), sink_spin_s=SINK_SPIN_S / 5)
+    # Paced so the restored job runs about 1.5 s at any parallelism: its first checkpoint
+    # completes, and the failure after it fires, before the input ends.
+    pace = KEYS * records_per_key / (1.5 * new)
+    build_pipeline(rescaled, OracleSource(KEYS, records_per_key, records_per_second=pace),
+                   failing_map=FailingMap(fail_after_checkpoints=[1]),
+                   sink_spin_s=SINK_SPIN_S / 5)  # fmt: skip
     oracle = OracleResult.from_job_result(run(rescaled), KEYS, records_per_key)
     oracle.assert_exactly_once()
+    assert oracle.restarts == 1, oracle
 
 
 class Spin(MapFunction):

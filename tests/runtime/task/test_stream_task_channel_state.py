@@ -230,9 +230,13 @@ def test_a_gate_resumes_its_channels_once_every_one_ended_its_channel_state() ->
         for ch, link in zip(gate.channels, links):
             ch.link = link  # type: ignore[assignment]
             ch.receiver._blocked = True  # as after a blocking event
+        reports: list[str] = []
+        task.recovering_gates = {0}
+        task.on_channel_state_recovered = lambda: reports.append("recovered")
         task._on_end_of_channel_state(gate, gate.channels[0])
-        after_first = [link.resumed for link in links]
+        after_first = [link.resumed for link in links] + [len(reports)]
         task._on_end_of_channel_state(gate, second)
-        return after_first + [link.resumed for link in links]
+        return after_first + [link.resumed for link in links] + [len(reports)]
 
-    assert asyncio.run(scenario()) == [0, 0, 1, 1]
+    # the JobMaster hears of it (and may start checkpointing) only once the gate resumed
+    assert asyncio.run(scenario()) == [0, 0, 0, 1, 1, 1]

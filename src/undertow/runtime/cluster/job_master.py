@@ -68,6 +68,7 @@ from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
     AddSplits,
     CancelTasks,
+    ChannelStateRecovered,
     CollectRecords,
     DeclineCheckpoint,
     Deploy,
@@ -230,6 +231,12 @@ class _Attempt:
         self.enumerators: dict[int, SplitEnumerator[Any]] = {}
         self.all_registered = asyncio.Event()
         self.all_deployed = asyncio.Event()
+        #: Subtasks still consuming in-flight data re-emitted by a rescaled restore; set when
+        #: the attempt is deployed. No checkpoint is triggered before it is empty.
+        self.recovering: set[tuple[int, int]] = set()
+        #: ChannelStateRecovered reports (they may come before ``recovering`` is computed).
+        self.recovering_done: set[tuple[int, int]] = set()
+        self.recovered = asyncio.Event()
         self.done = asyncio.Event()
         self.error: UndertowError | None = None
         #: A failure that restarting cannot fix (a corrupt checkpoint to restore).
@@ -603,6 +610,8 @@ class JobMaster:
         finished = asyncio.ensure_future(attempt.done.wait())
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
+            await self._await_channel_state_recovery(attempt, restore)
+        if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             done = frozenset() if restore is None else frozenset(
                 (vid, s) for vid in restore.finished_vertices
                 for s in range(self.job_graph.vertex(vid).parallelism)
@@ -617,6 +626,31 @@ class JobMaster:
             runtime = int((time.monotonic() - self._started_at) * 1000)
             self._result = JobExecutionResult(self.job_id, runtime, dict(attempt.accumulators))
         return attempt.error
+
+    async def _await_channel_state_recovery(
+        self, attempt: _Attempt, restore: RestorePlan | None
+    ) -> None:
+        """After a rescaled restore of in-flight data, wait (or until the attempt ends) until
+        every consumer of a rescaled edge consumed what the producers re-emitted. A checkpoint
+        taken before would persist re-emitted records as ordinary in-flight data, and a restore
+        from it would no longer deliver them before the live data of other channels (the
+        per-key order the ``EndOfChannelStateEvent`` barrier gives). Flink's tasks likewise
+        stay INITIALIZING, and untriggerable, while they recover channel state."""
+        if restore is None or not restore.rescaled_gates:
+            return
+        attempt.recovering = {
+            (vid, s)
+            for vid in restore.rescaled_gates
+            if vid not in restore.finished_vertices
+            for s in range(self.job_graph.vertex(vid).parallelism)
+        } - attempt.recovering_done
+        if attempt.recovering:
+            attempt.recovered.clear()  # reports before this point may have set it
+            recovered = asyncio.ensure_future(attempt.recovered.wait())
+            ended = asyncio.ensure_future(attempt.done.wait())
+            await asyncio.wait({recovered, ended}, return_when=asyncio.FIRST_COMPLETED)
+            recovered.cancel()
+            ended.cancel()
 
     async def _await_registration(self, attempt: _Attempt) -> str | None:
         """Wait until every worker registered; a worker that dies first is noticed at once,
@@ -778,6 +812,12 @@ class JobMaster:
             if self.coordinator is not None:
                 self.coordinator.receive_decline(msg.vertex_id, msg.subtask, msg.checkpoint_id,
                                                  msg.reason, msg.detail)  # fmt: skip
+        elif isinstance(msg, ChannelStateRecovered):
+            key = (msg.vertex_id, msg.subtask)
+            attempt.recovering_done.add(key)
+            attempt.recovering.discard(key)
+            if not attempt.recovering:
+                attempt.recovered.set()
         elif isinstance(msg, TaskFinished):
             attempt.finished.add((msg.vertex_id, msg.subtask))
             attempt.finished_at[(msg.vertex_id, msg.subtask)] = _now_ms()

@@ -33,6 +33,17 @@ class TaskFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelStateRecovered:
+    """A subtask consumed all in-flight data re-emitted into its rescaled inputs (every
+    channel of each such gate delivered ``EndOfChannelStateEvent``): the JobMaster triggers
+    no checkpoint before every such subtask said so (Flink's tasks stay INITIALIZING)."""
+
+    attempt: int
+    vertex_id: int
+    subtask: int
+
+
+@dataclass(frozen=True, slots=True)
 class TaskFailed:
     attempt: int
     vertex_id: int

@@ -66,6 +66,7 @@ from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
     AddSplits,
     CancelTasks,
+    ChannelStateRecovered,
     CollectRecords,
     DeclineCheckpoint,
     Deploy,
@@ -267,6 +268,12 @@ class Worker:
             services.task = task
             task.reemit = reemitted.get((vertex_id, subtask), [])
             task.recovery_outputs = rescaled_outputs.get(vertex_id, frozenset())
+            rescaled_gates = getattr(deploy.restore, "rescaled_gates", None) or {}
+            task.recovering_gates = set(rescaled_gates.get(vertex_id, frozenset()))
+            if task.recovering_gates:
+                task.on_channel_state_recovered = functools.partial(
+                    self.send, ChannelStateRecovered(self.attempt, vertex_id, subtask)
+                )
             channel_state_writer = None
             if self.channel_state_files is not None:
                 channel_state_writer = self.channel_state_files.register(task.name)

@@ -234,6 +234,12 @@ class StreamTask:
         self.recovery_outputs: frozenset[int] = frozenset()
         #: id(gate) -> indices of its channels that delivered EndOfChannelStateEvent so far.
         self._recovered_channels: dict[int, set[int]] = {}
+        #: Set by the worker on a rescaled restore: indices of the gates that receive
+        #: re-emitted data, and what to call once every one of them ended it (the JobMaster
+        #: triggers no checkpoint before: one taken meanwhile would persist re-emitted
+        #: records as ordinary in-flight data and lose their place before all live data).
+        self.recovering_gates: set[int] = set()
+        self.on_channel_state_recovered: Callable[[], None] | None = None
 
     @property
     def checkpointer(self) -> SubtaskCheckpointer | None:
@@ -656,6 +662,11 @@ class StreamTask:
             del self._recovered_channels[id(gate)]
             for ch in gate.channels:
                 ch.resume_consumption()
+            self.recovering_gates.discard(self.gates.index(gate))
+            callback = self.on_channel_state_recovered
+            if not self.recovering_gates and callback is not None:
+                self.on_channel_state_recovered = None
+                callback()
 
     def _check_channel_state_shape(self, state: ChannelState, num_snapshots: int) -> None:
         gates = tuple(len(g.channels) for g in self.gates)
