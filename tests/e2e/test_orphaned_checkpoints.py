@@ -90,26 +90,34 @@ def _chk_dirs(root: Path) -> list[str]:
     )
 
 
+def _late_writer_job(
+    make_env: EnvFactory, tmp_path: Path, count: int | None, **extra: str
+) -> tuple[Any, Path, Path]:
+    """gen -> key_by -> LateWriter with unaligned checkpoints every 50 ms that may fail
+    freely; returns the keyed stream and the checkpoint and mark directories."""
+    checkpoints, marks = tmp_path / "checkpoints", tmp_path / "marks"
+    checkpoints.mkdir()
+    marks.mkdir()
+    config = {
+        "execution.checkpointing.interval": "50 ms",
+        "execution.checkpointing.dir": str(checkpoints),
+        "execution.checkpointing.unaligned.enabled": "true",
+        "execution.checkpointing.tolerable-failed-checkpoints": "100000",
+        "restart-strategy.type": "none",
+        **extra,
+    }
+    env = make_env(parallelism=1, config=config)
+    source = DataGeneratorSource(lambda i: i % 5, count=count, records_per_second=2000)
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
+    keyed = stream.key_by(lambda v: v).process(LateWriter(str(checkpoints), str(marks)))
+    return keyed, checkpoints, marks
+
+
 @pytest.mark.parametrize("target", ["local-threads", "local"])
 def test_late_files_in_deleted_checkpoints_are_swept_by_the_end(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
-    checkpoints, marks = tmp_path / "checkpoints", tmp_path / "marks"
-    checkpoints.mkdir()
-    marks.mkdir()
-    env = make_env(
-        parallelism=1,
-        config={
-            "execution.checkpointing.interval": "50 ms",
-            "execution.checkpointing.dir": str(checkpoints),
-            "execution.checkpointing.unaligned.enabled": "true",
-            "execution.checkpointing.tolerable-failed-checkpoints": "100000",
-            "restart-strategy.type": "none",
-        },
-    )
-    source = DataGeneratorSource(lambda i: i % 5, count=COUNT, records_per_second=2000)
-    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
-    keyed = stream.key_by(lambda v: v).process(LateWriter(str(checkpoints), str(marks)))
+    keyed, checkpoints, marks = _late_writer_job(make_env, tmp_path, COUNT)
     records = list(keyed.name("late-writer").execute_and_collect())
     assert len(records) == COUNT
     assert len(os.listdir(marks)) >= 1, "no late file was written: the test proves nothing"
@@ -121,25 +129,12 @@ def test_late_files_in_deleted_checkpoints_are_swept_by_the_end(
 def test_a_cancelled_job_keeps_only_its_retained_checkpoint(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
-    checkpoints, marks = tmp_path / "checkpoints", tmp_path / "marks"
-    checkpoints.mkdir()
-    marks.mkdir()
-    env = make_env(
-        parallelism=1,
-        config={
-            "execution.checkpointing.interval": "50 ms",
-            "execution.checkpointing.dir": str(checkpoints),
-            "execution.checkpointing.unaligned.enabled": "true",
-            "execution.checkpointing.tolerable-failed-checkpoints": "100000",
-            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-            "restart-strategy.type": "none",
-        },
-    )
-    source = DataGeneratorSource(lambda i: i % 5, count=None, records_per_second=2000)
-    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
-    keyed = stream.key_by(lambda v: v).process(LateWriter(str(checkpoints), str(marks)))
+    keyed, checkpoints, marks = _late_writer_job(
+        make_env, tmp_path, None,
+        **{"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"},
+    )  # fmt: skip
     keyed.filter(lambda v: v < 0).print()
-    client = env.execute_async("late writer")
+    client = keyed.get_execution_environment().execute_async("late writer")
 
     def completed() -> list[str]:
         return [d for d in _chk_dirs(checkpoints) if (checkpoints / d / "_metadata").exists()]
