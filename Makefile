@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint soak bench clean
+.PHONY: test demo lint soak bench bench-latency bench-peers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,6 +27,13 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
+
+bench-latency: $(STAMP)
+	$(BIN)/python benchmarks/checkpoint_latency.py
+
+# the same job shapes on PyFlink 2.3 too (installed on demand into .bench/pyflink-venv)
+bench-peers: $(STAMP)
+	$(BIN)/python benchmarks/checkpoint_latency.py --peers
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,130 @@
+"""Checkpoint latency per job shape, undertow side by side with PyFlink 2.3 in the same run.
+
+Shapes (benchmarks/peers/shapes.py, the same job code on both engines): a slow map chained to
+its source, the FLIP-76 anchor job with a sleeping and with a spinning UDF, a flat_map fan-out,
+and a window firing 10,000 keys at once; modes: aligned, unaligned, aligned with a 1 s timeout;
+undertow on the local and spark targets, PyFlink's MiniCluster in process and thread mode
+(``--peers``: installed on demand into .bench/pyflink-venv, never a dependency of undertow).
+Every run is a subprocess of benchmarks/peers/run_shape.py, which measures both engines through
+Flink's REST API. Prints p50/p99 end-to-end duration, p50 start delay, records/s of the last
+vertex and its ratio to the same engine with checkpoints off, then the issue-14 targets.
+
+Usage: ``python benchmarks/checkpoint_latency.py [--peers] [--shapes a,b] [--modes a,b]
+[--targets local,spark] [--seconds 15]`` (``make bench-peers`` runs it with ``--peers``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "peers"))
+import pyflink_venv  # noqa: E402
+import shapes  # noqa: E402
+
+RUNNER = HERE / "peers" / "run_shape.py"
+
+
+def run(python: Path, env: dict[str, str] | None, engine: str, flavour: str, shape: str,
+        mode: str, seconds: float) -> dict[str, Any] | None:  # fmt: skip
+    command = [str(python), str(RUNNER), "--engine", engine, "--flavour", flavour,
+               "--shape", shape, "--mode", mode, "--seconds", str(seconds)]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 240)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return result
+    tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
+    print(f"  {engine}/{flavour} {shape} {mode}: no result (exit {done.returncode})\n{tail}")
+    return None
+
+
+def percentile(values: list[int], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))])
+
+
+def cell(value: float | None, width: int = 8, suffix: str = "") -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width - len(suffix)}.0f}{suffix}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default=",".join(shapes.SHAPES))
+    parser.add_argument("--modes", default="aligned,unaligned,aligned-1s")
+    parser.add_argument("--targets", default="local,spark", help="undertow targets")
+    parser.add_argument("--peers", action="store_true", help="also run PyFlink 2.3")
+    parser.add_argument("--pyflink-modes", default="thread,process")
+    parser.add_argument("--seconds", type=float, default=15.0, help="measuring window per run")
+    args = parser.parse_args()
+    engines: list[tuple[str, str, Path, dict[str, str] | None]] = [
+        ("undertow", target, Path(sys.executable), None) for target in args.targets.split(",")
+    ]
+    if args.peers:
+        python = pyflink_venv.ensure_pyflink()
+        env = pyflink_venv.pyflink_environment(python)
+        engines += [("pyflink", m, python, env) for m in args.pyflink_modes.split(",")]
+    header = (f"{'mode':<11} {'engine':<17} {'n':>3} {'p50 ms':>8} {'p99 ms':>8} "
+              f"{'delay ms':>8} {'rec/s':>8} {'vs off':>7} {'p50/thread':>10}")  # fmt: skip
+    verdicts: list[str] = []
+    for shape in args.shapes.split(","):
+        print(f"\n{shape}: {shapes.DESCRIPTIONS[shape]}\n{header}", flush=True)
+        results: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for engine, flavour, python, env in engines:
+            for mode in ["off", *args.modes.split(",")]:
+                result = run(python, env, engine, flavour, shape, mode, args.seconds)
+                if result is not None:
+                    results[engine, flavour, mode] = result
+        for mode in args.modes.split(","):
+            thread = results.get(("pyflink", "thread", mode))
+            thread_p50 = percentile(thread["durations_ms"], 0.5) if thread else None
+            for engine, flavour, _, _ in engines:
+                result = results.get((engine, flavour, mode))
+                if result is None:
+                    continue
+                off = results.get((engine, flavour, "off"))
+                durations = result["durations_ms"]
+                p50 = percentile(durations, 0.5)
+                vs_off = (result["records_per_s"] / off["records_per_s"]
+                          if off and off["records_per_s"] else None)  # fmt: skip
+                ratio = p50 / thread_p50 if p50 is not None and thread_p50 else None
+                print(f"{mode:<11} {engine + '/' + flavour:<17} {len(durations):>3} {cell(p50)} "
+                      f"{cell(percentile(durations, 0.99))} "
+                      f"{cell(percentile(result['start_delays_ms'], 0.5))} "
+                      f"{cell(result['records_per_s'])} "
+                      f"{'-' if vs_off is None else f'{vs_off:.2f}x':>7} "
+                      f"{'-' if ratio is None else f'{ratio:.2f}x':>10}", flush=True)  # fmt: skip
+                if engine == "undertow":
+                    verdicts += targets(shape, mode, flavour, p50, thread_p50, vs_off)
+    print("\nissue 14 targets:")
+    for line in verdicts:
+        print("  " + line)
+
+
+def targets(shape: str, mode: str, flavour: str, p50: float | None, thread_p50: float | None,
+            vs_off: float | None) -> list[str]:  # fmt: skip
+    """The issue's targets for one undertow row, as PASS/FAIL lines."""
+    where = f"{shape}, {mode}, undertow/{flavour}"
+    out = []
+    if p50 is None:
+        return [f"FAIL {where}: no checkpoint completed"]
+    if mode == "unaligned":
+        limit = min(20.0, thread_p50) if thread_p50 else 20.0
+        out.append(f"{'PASS' if p50 <= limit else 'FAIL'} {where}: p50 {p50:.0f} ms <= {limit:.0f}")
+        if vs_off is not None:
+            verdict = "PASS" if vs_off >= 0.9 else "FAIL"
+            out.append(f"{verdict} {where}: throughput {vs_off:.2f}x off >= 0.9x")
+    if mode == "aligned" and shape == "slow-map-chained":
+        out.append(f"{'PASS' if p50 <= 50 else 'FAIL'} {where}: p50 {p50:.0f} ms <= 50 ms")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Run one job shape on one engine and measure its checkpoints through Flink's REST API.
+
+Executed as a script by either engine's Python (the project's venv for undertow, the PyFlink
+venv for PyFlink), so both are measured by the same code: the job is started with
+``execute_async``, warmed up, then for ``--seconds`` every completed checkpoint's end-to-end
+duration (``/jobs/:id/checkpoints``) and its largest subtask start delay
+(``/checkpoints/details/:cid/subtasks/:vid``) are collected, and throughput is the last
+vertex's ``read-records`` over the window. Prints one JSON line. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+import urllib.request
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shapes
+
+MODES: dict[str, dict[str, str]] = {
+    "off": {},
+    "aligned": {},
+    "unaligned": {"execution.checkpointing.unaligned.enabled": "true"},
+    "aligned-1s": {
+        "execution.checkpointing.unaligned.enabled": "true",
+        "execution.checkpointing.aligned-checkpoint-timeout": "1 s",
+    },
+}
+INTERVAL_MS = {"slow-map-chained": 300}  # the issue's shape; the others checkpoint every 1 s
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+def settings(args: argparse.Namespace, port: int, directory: str) -> dict[str, str]:
+    values = {
+        "rest.port": str(port),
+        "web.checkpoints.history": "1000",
+        "execution.checkpointing.dir": "file://" + directory,
+    }
+    if args.mode != "off":
+        interval = INTERVAL_MS.get(args.shape, 1000)
+        values["execution.checkpointing.interval"] = f"{interval} ms"
+        values.update(MODES[args.mode])
+    if args.engine == "pyflink":
+        values["python.execution-mode"] = args.flavour
+        values["python.executable"] = sys.executable
+        values["python.client.executable"] = sys.executable
+        values["metrics.fetcher.update-interval"] = "500"  # REST metrics are 10 s stale else
+    else:
+        values["execution.target"] = args.flavour
+    return values
+
+
+def start(args: argparse.Namespace, values: dict[str, str]) -> Any:
+    common = __import__(f"{args.engine}.common", fromlist=["Configuration"])
+    datastream = __import__(f"{args.engine}.datastream", fromlist=["StreamExecutionEnvironment"])
+    config = common.Configuration()
+    for key, value in values.items():
+        config.set_string(key, value)
+    env = datastream.StreamExecutionEnvironment.get_execution_environment(config)
+    shapes.build(args.engine, args.shape, env)
+    return env.execute_async(f"checkpoint latency: {args.shape}, {args.mode}")
+
+
+def read_records(base: str, job_id: str) -> int:
+    """Records read by the job's last vertex (the one no other vertex reads from)."""
+    job = get(f"{base}/jobs/{job_id}")
+    inputs = {i["id"] for node in job["plan"]["nodes"] for i in node.get("inputs", [])}
+    last = [v for v in job["vertices"] if v["id"] not in inputs]
+    return sum(int(v["metrics"]["read-records"]) for v in last)
+
+
+def start_delay(base: str, job_id: str, checkpoint_id: int, vertex_ids: list[str]) -> int:
+    delays = [0]
+    for vid in vertex_ids:
+        try:
+            body = get(f"{base}/jobs/{job_id}/checkpoints/details/{checkpoint_id}/subtasks/{vid}")
+        except OSError:
+            continue
+        delays += [int(s.get("start_delay", 0)) for s in body.get("subtasks", [])]
+    return max(delays)
+
+
+def rate(samples: list[tuple[float, int]]) -> float:
+    """Records per second between the first and the last change of a sampled counter.
+
+    PyFlink's REST metrics are fetched from the task managers in the background, so a reading
+    may be stale; measuring between changes counts only intervals that were really observed.
+    """
+    changes = [s for prev, s in itertools.pairwise(samples) if s[1] != prev[1]]
+    if len(changes) < 2:
+        return 0.0
+    (t0, r0), (t1, r1) = changes[0], changes[-1]
+    return (r1 - r0) / (t1 - t0)
+
+
+def measure(args: argparse.Namespace, base: str, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while get(f"{base}/jobs/{job_id}")["state"] != "RUNNING":
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{args.engine} job {job_id} did not reach RUNNING in 120 s")
+        time.sleep(0.2)
+    time.sleep(args.warmup)
+    vertex_ids = [v["id"] for v in get(f"{base}/jobs/{job_id}")["vertices"]]
+    t0 = time.monotonic()
+    window_start_ms = int(time.time() * 1000)
+    seen: dict[int, tuple[int, int]] = {}
+    samples = [(t0, read_records(base, job_id))]
+    failed = 0
+    while time.monotonic() - t0 < args.seconds:
+        time.sleep(0.25)
+        samples.append((time.monotonic(), read_records(base, job_id)))
+        if args.mode == "off":
+            continue
+        body = get(f"{base}/jobs/{job_id}/checkpoints")
+        failed = int(body["counts"]["failed"])
+        for entry in body["history"]:
+            cid = int(entry["id"])
+            if (entry["status"] == "COMPLETED" and cid not in seen
+                    and int(entry["trigger_timestamp"]) >= window_start_ms):  # fmt: skip
+                delay = start_delay(base, job_id, cid, vertex_ids)
+                seen[cid] = (int(entry["end_to_end_duration"]), delay)
+    return {
+        "durations_ms": [d for d, _ in seen.values()],
+        "start_delays_ms": [s for _, s in seen.values()],
+        "failed": failed,
+        "records_per_s": rate(samples),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=("undertow", "pyflink"), required=True)
+    parser.add_argument("--flavour", required=True,
+                        help="undertow: local | spark; pyflink: process | thread")  # fmt: skip
+    parser.add_argument("--shape", choices=shapes.SHAPES, required=True)
+    parser.add_argument("--mode", choices=tuple(MODES), required=True)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    args = parser.parse_args()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as directory:
+        client = start(args, settings(args, port, directory))
+        job_id = str(client.get_job_id())
+        try:
+            result = measure(args, f"http://127.0.0.1:{port}", job_id)
+        finally:
+            cancelled = client.cancel()
+            if hasattr(cancelled, "result"):  # PyFlink returns a future
+                cancelled.result()
+    result.update(engine=args.engine, flavour=args.flavour, shape=args.shape, mode=args.mode)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
