@@ -5,7 +5,7 @@ Flink's task blocks when a record needs a buffer and the pool and its overdraft
 blocks: its operators take a whole chunk and emit its output at once. So the bound is applied
 *before* a unit of work instead: the task asks :meth:`OutputBudget.begin` how many units fit,
 sizes the unit, runs it, and reports it to :meth:`OutputBudget.end`. A *unit* is one input
-record (the task takes chunks of them) or one source-reader call (it cannot be split).
+record (the task takes chunks of them), from the network or from a source reader's output.
 
 The rule, per output partition ``p`` with ``n_p`` channels::
 
@@ -30,7 +30,7 @@ What this bounds, and what not (the guarantee is about *expected* output):
   is available (so ``room >= 1 + overdraft``), and flushes and events draw no new buffers
   (a flush serializes buffers already in progress, unless the writer's size estimate was off
   and the pending records outgrew one segment).
-* The task always takes at least one unit: a single record's (or source call's) output is
+* The task always takes at least one unit: a single record's output is
   never split. A unit of work that drew more than ``room`` is counted in
   :attr:`OutputBudget.exceeded` and the first one is reported through ``on_exceeded`` (the
   task logs a WARNING): a single unit whose output alone is larger, or a chunk of several
@@ -120,7 +120,7 @@ class OutputBudget:
 
     def end(self, units: int, measure: bool = True) -> None:
         """The unit of work begun last ran ``units`` units (>= 1). ``measure=False``: do not
-        learn from it (a source call that found nothing to read); limits are still checked."""
+        learn from it (work that produced nothing to measure); limits are still checked."""
         units = max(units, 1)
         room, before, cost = self._room, self._drawn_before, self._cost
         over: tuple[int, int, int] | None = None

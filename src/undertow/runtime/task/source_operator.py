@@ -10,6 +10,7 @@ strategy's idle timeout without records.
 from __future__ import annotations
 
 import pickle
+from collections import deque
 from typing import Any
 
 from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext
@@ -120,13 +121,27 @@ class _ReaderContext(SourceReaderContext):
 
 
 class SourceOperator:
-    """Head of a source chain. The task calls :meth:`emit_next` while output is available."""
+    """Head of a source chain: a reader call fills the *pending* records, and the task moves
+    them into the chain in chunks of its own size (:meth:`emit_pending`).
+
+    A reader may return thousands of records per call (``NumberSequenceSource`` 4,096), and a
+    chained function may take a millisecond each, so emitting a whole call at once would hold
+    the task (and every checkpoint trigger) for seconds. Records taken from the reader but not
+    yet emitted are part of the source's snapshot: the reader's position is already past them,
+    so a restore emits them before reading on. Timestamps are assigned and the watermark
+    generator sees a record only when it is emitted, so no watermark overtakes pending records.
+
+    Threading: the task's loop thread. Invariant: the task calls :meth:`emit_next` only while
+    nothing is pending, so a reader's output is emitted in the order it produced it.
+    """
 
     def __init__(self, source: Any, watermark_strategy: Any) -> None:
         self.source = source
         self.watermark_strategy = watermark_strategy
         self.reader: SourceReader[Any] | None = None
         self._restored_splits: list[Any] = []
+        #: Reader output not emitted yet, oldest first: [values, timestamps, position].
+        self._pending: deque[list[Any]] = deque()
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx
@@ -147,15 +162,37 @@ class SourceOperator:
 
     def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
         if values:
-            self.output.collect_batch(values, self.emitter.on_batch(values, timestamps))
+            self._pending.append([values, timestamps, 0])
 
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
         self.output.collect_side(tag_id, value, timestamp)
 
     # driven by the task -----------------------------------------------------------------------
     def emit_next(self) -> InputStatus:
+        """One reader call; what it produced becomes pending (call only when none is)."""
         assert self.reader is not None
         return self.reader.poll_next(self)
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def emit_pending(self, limit: int) -> int:
+        """Emit up to ``limit`` (>= 1) of the oldest pending records; returns how many."""
+        entry = self._pending[0]
+        values, stamps, pos = entry
+        n = len(values)
+        end = min(n, pos + limit)
+        if pos == 0 and end == n:
+            chunk, cstamps = values, stamps
+        else:
+            chunk = values[pos:end]
+            cstamps = None if stamps is None else stamps[pos:end]
+        if end == n:
+            self._pending.popleft()
+        else:
+            entry[2] = end
+        self.output.collect_batch(chunk, self.emitter.on_batch(chunk, cstamps))
+        return len(chunk)
 
     def add_splits(self, splits: list[Any]) -> None:
         assert self.reader is not None
@@ -170,15 +207,34 @@ class SourceOperator:
 
     # checkpoints --------------------------------------------------------------------------
     def snapshot_custom_state(self, checkpoint_id: int) -> bytes:
-        """The reader's splits with their positions (restoring resumes right after them)."""
+        """The reader's splits with their positions (restoring resumes right after them) and
+        the pending records, which the reader already read past."""
         assert self.reader is not None
-        return serialize_object(list(self.reader.snapshot_state(checkpoint_id)))
+        pending = [(v[p:], None if s is None else s[p:]) for v, s, p in self._pending]
+        splits = list(self.reader.snapshot_state(checkpoint_id))
+        return serialize_object({"splits": splits, "pending": pending})
 
     def restore_custom_state(self, blobs: list[bytes], rescaled: bool) -> None:
-        splits = [split for blob in blobs for split in pickle.loads(blob)]
-        if rescaled:  # every new subtask sees all old splits and takes its share
-            index, n = self.ctx.subtask_index, self.ctx.parallelism
-            splits = [s for i, s in enumerate(splits) if i % n == index]
+        """Take this subtask's splits and pending records. On a rescale every new subtask sees
+        all old subtasks' blobs: split ``k`` (counted over all blobs) goes to subtask ``k mod
+        n``, and an old subtask's pending records go with its first split (the one its reader
+        was reading, which readers list first), so they are emitted before that split goes on.
+        """
+        index, n = self.ctx.subtask_index, self.ctx.parallelism
+        splits: list[Any] = []
+        k = 0
+        for j, blob in enumerate(blobs):
+            state = pickle.loads(blob)
+            # snapshots before pending records were kept hold the list of splits alone
+            old_splits, pending = (state, []) if isinstance(state, list) else (
+                state["splits"], state["pending"])  # fmt: skip
+            owner = (k if old_splits else j) % n
+            if not rescaled or owner == index:
+                self._pending.extend([values, stamps, 0] for values, stamps in pending)
+            for split in old_splits:
+                if not rescaled or k % n == index:
+                    splits.append(split)
+                k += 1
         self._restored_splits = splits
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

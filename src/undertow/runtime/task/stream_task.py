@@ -15,9 +15,9 @@ only as many records as fit into the tightest partition's free buffers plus
 ``taskmanager.network.memory.max-overdraft-buffers-per-gate`` (:class:`OutputBudget`). At least
 one record is taken; one whose output alone exceeds that (or a chunk whose records cost more
 than predicted) is counted (``TaskStatistics.overdraft_exceeded``) and the first is logged at
-WARNING. Sources apply the
-same rule per reader call (a call after the first in a slice only if its expected output
-fits). Processing-time timers due together fire one at a time while the output is available;
+WARNING. Sources apply the same rule to the records a reader call produced, which wait with
+the source operator and go into the chain in chunks like network input. Processing-time
+timers due together fire one at a time while the output is available;
 the rest wait as deferred work that runs, between mails, once the output is available again
 (and before ``finish()``). A slice also ends after an input event when the output is no longer
 available (a watermark's timers filled it). Not bounded: the event-time timers of one
@@ -178,6 +178,7 @@ class StreamTask:
         self._cancelled = False
         self._end_of_input = False
         self._source_waiting = False
+        self._reader_ended = False
         self._chunk = 64
         #: [gate, channel, values, timestamps, position, restored]
         self._current: list[Any] | None = None
@@ -290,7 +291,7 @@ class StreamTask:
         assert budget is not None
         free = room - budget.overdraft
         if units == 1:
-            what = "one source-reader call" if self.chain.is_source else "one record"
+            what = "one record"
             why = f"{what}'s output is never split"
         else:
             what = f"a chunk of {units} records"
@@ -533,31 +534,45 @@ class StreamTask:
         return not self._source_waiting
 
     def _source_slice(self) -> None:
-        """Reader calls until the slice's time is up or the output is unavailable; a call
-        after the first only if its expected output fits (one call cannot be split)."""
-        now = time.perf_counter()
-        deadline = now + self.pace.slice_s(now)
+        """Move the reader's pending records into the chain in adaptive chunks, as network
+        input, calling the reader again only when nothing is pending, until the slice's time
+        is up or the output is unavailable. A reader call itself emits nothing (its output
+        becomes pending), so one call never holds the task longer than the reader takes."""
+        perf = time.perf_counter
+        now = perf()
+        slice_s = self.pace.slice_s(now)
+        deadline = now + slice_s
         head = self.head
         budget = self.budget
-        first = True
         while True:
-            if budget is not None:
-                if budget.begin() < 1.0 and not first:
+            if not head.has_pending():
+                status = InputStatus.END_OF_INPUT if self._reader_ended else head.emit_next()
+                if status is InputStatus.END_OF_INPUT:
+                    self._reader_ended = True  # never call a reader again after its end
+                    if not head.has_pending():
+                        head.end_of_input()
+                        self._end_of_input = True
+                        break
+                if status is InputStatus.NOTHING_AVAILABLE and not head.has_pending():
+                    self._source_waiting = True
+                    self.loop.call_later(_SOURCE_BACKOFF_S, self._source_retry)
                     break
-                first = False
-                status = head.emit_next()
-                budget.end(1, status is InputStatus.MORE_AVAILABLE)
-            else:
-                status = head.emit_next()
-            if status is InputStatus.END_OF_INPUT:
-                head.end_of_input()
-                self._end_of_input = True
-                break
-            if status is InputStatus.NOTHING_AVAILABLE:
-                self._source_waiting = True
-                self.loop.call_later(_SOURCE_BACKOFF_S, self._source_retry)
-                break
-            if time.perf_counter() >= deadline or not self._output_available():
+                if not head.has_pending():
+                    if perf() >= deadline:
+                        break
+                    continue
+            k = self._chunk
+            if budget is not None:
+                fit = budget.begin()
+                if fit < k:
+                    k = int(fit) if fit >= 1.0 else 1
+            t0 = perf()
+            emitted = head.emit_pending(k)
+            t1 = perf()
+            if budget is not None:
+                budget.end(emitted)
+            self._adapt_chunk(emitted, t1 - t0, slice_s)
+            if t1 >= deadline or not self._output_available():
                 break
         self._after_slice()
 

@@ -25,7 +25,7 @@ class TaskStatistics:
     the task's record writers emitted (0 for sinks); bytes are serialized batch bytes.
     ``max_overdraft_buffers`` is the most buffers beyond its pool any output partition held
     at once; ``overdraft_exceeded`` counts units of work that drew more than the free buffers
-    plus ``max-overdraft-buffers-per-gate``: single records (or source-reader calls) whose
+    plus ``max-overdraft-buffers-per-gate``: single records whose
     output alone is larger, and chunks whose records cost more than predicted
     (:mod:`undertow.runtime.task.output_budget`).
     """
