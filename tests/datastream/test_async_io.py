@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import random
+import runpy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,3 +240,24 @@ def test_a_result_that_is_not_a_list_fails_the_job() -> None:
     AsyncDataStream.ordered_wait(e.from_collection([5]), Scalar(), Time.seconds(5)).print()
     with pytest.raises(JobExecutionError, match="must return a list of results, got 5 for input 5"):
         e.execute("scalar")
+
+
+def test_example_program_scores_every_review_exactly_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``examples/async_model_inference.py`` (on local threads instead of Spark)."""
+    from undertow.datastream import stream_execution_environment as environment
+
+    example = Path(__file__).parents[2] / "examples" / "async_model_inference.py"
+    monkeypatch.setattr(
+        environment, "CLI_DEFAULTS", Configuration({"execution.target": "local-threads"})
+    )
+    namespace = runpy.run_path(str(example), run_name="example")
+    capsys.readouterr()
+    namespace["main"]()
+
+    lines = capsys.readouterr().out.splitlines()
+    scored = [json.loads(line.split("> ", 1)[1]) for line in lines]
+    reviews = sorted((s["user_id"], s["comments"]) for s in scored)
+    assert reviews == sorted(namespace["REVIEWS"])
+    assert {s["analysis_result"] for s in scored} <= {"positive", "negative", None}
