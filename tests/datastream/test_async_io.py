@@ -13,6 +13,7 @@ import functools
 import json
 import random
 import runpy
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +22,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from undertow.api.async_function import retry_delay_ms
-from undertow.common import Configuration, Time
+from undertow.common import Configuration, Time, WatermarkStrategy
+from undertow.common.watermark_strategy import TimestampAssigner
 from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import (
     AsyncDataStream,
     AsyncFunction,
     AsyncRetryStrategy,
+    MapFunction,
+    ProcessAllWindowFunction,
     StreamExecutionEnvironment,
     async_retry_predicates,
     async_retry_strategies,
 )
 from undertow.datastream.async_data_stream import _NAME
+from undertow.datastream.window import TumblingEventTimeWindows
 
 N = 60
 
@@ -261,3 +266,59 @@ def test_example_program_scores_every_review_exactly_once(
     reviews = sorted((s["user_id"], s["comments"]) for s in scored)
     assert reviews == sorted(namespace["REVIEWS"])
     assert {s["analysis_result"] for s in scored} <= {"positive", "negative", None}
+
+
+def test_unordered_results_never_cross_a_watermark_so_event_time_windows_lose_nothing() -> None:
+    """Records arrive with increasing timestamps and periodic watermarks (every 5 ms); the
+    async service answers in random order. A result emitted after a later watermark would be
+    late for its event-time window and dropped: every window must count all its records."""
+
+    class Slowly(MapFunction):
+        def map(self, value: int) -> int:
+            time.sleep(0.0002)  # the source spreads over ~0.4 s: many watermarks pass
+            return value
+
+    class Stamp(TimestampAssigner):
+        def extract_timestamp(self, value: int, record_timestamp: int) -> int:
+            return value
+
+    class Count(ProcessAllWindowFunction):
+        def process(self, context: Any, elements: Any) -> list[Any]:
+            return [(context.window().start, len(list(elements)))]
+
+    e = StreamExecutionEnvironment.get_execution_environment(
+        Configuration(
+            {"execution.target": "local-threads", "pipeline.auto-watermark-interval": "5 ms"}
+        )
+    )
+    e.set_parallelism(1)
+    n = 2000
+    stamped = (
+        e.from_collection(list(range(n)))
+        .map(Slowly())
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())
+        )
+    )
+    answered = AsyncDataStream.unordered_wait(
+        stamped, Jittery(delay_s=0.01), Time.seconds(10), capacity=20
+    ).map(lambda pair: pair[0] // 10)
+    counts = answered.window_all(TumblingEventTimeWindows.of(Time.milliseconds(100))).process(
+        Count()
+    )
+    assert sorted(counts.execute_and_collect()) == [(start, 100) for start in range(0, n, 100)]
+
+
+def test_a_request_cancelled_by_user_code_fails_the_job_instead_of_hanging() -> None:
+    class Cancelling(AsyncFunction[int, int]):
+        async def async_invoke(self, value: int) -> list[int]:
+            raise asyncio.CancelledError()
+
+    e = env(parallelism=1)
+    AsyncDataStream.unordered_wait(e.from_collection([3]), Cancelling(), Time.seconds(5)).print()
+    client = e.execute_async("cancelling")
+    try:
+        with pytest.raises(JobExecutionError, match="the request for input 3 was cancelled"):
+            client.get_job_execution_result(timeout=30)
+    finally:
+        client.cancel()

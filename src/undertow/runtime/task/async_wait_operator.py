@@ -191,8 +191,8 @@ class AsyncWaitOperator(OneInputStreamOperator):
 
     def _on_done(self, seq: int, request: asyncio.Task[Any]) -> None:
         """A request ended (on the loop, outside the mailbox): handle it in a mail."""
-        if self._closed or request.cancelled():
-            return
+        if self._closed:
+            return  # cancelled by close(), or ended after it
         self._outcomes.append((seq, request))
         if not self._mail_pending:
             self._mail_pending = True
@@ -206,6 +206,10 @@ class AsyncWaitOperator(OneInputStreamOperator):
         for seq, request in outcomes:
             del self._requests[seq]
             value = self._queue.value_of(seq)
+            if request.cancelled():  # not by us: cancellation must not end the task silently
+                raise AsyncFunctionError(
+                    f"{self._where()}: the request for input {value!r} was cancelled"
+                )
             outcome = request.result()
             if outcome is _TIMED_OUT:
                 outcome = self._call_timeout(value)
