@@ -3,6 +3,8 @@
 A PyFlink DataStream job ports by changing ``pyflink`` to ``undertow`` in its imports.
 """
 
+from undertow.datastream import async_retry_predicates, async_retry_strategies
+from undertow.datastream.async_data_stream import AsyncDataStream
 from undertow.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -21,6 +23,9 @@ from undertow.datastream.execution_mode import RuntimeExecutionMode
 from undertow.datastream.functions import (
     AggregateFunction,
     AllWindowFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     BroadcastProcessFunction,
     CoFlatMapFunction,
     CoMapFunction,
@@ -52,6 +57,10 @@ from undertow.runtime.cluster.job_master import JobExecutionResult, JobStatus
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
@@ -90,4 +99,6 @@ __all__ = [
     "TimeDomain",
     "TimerService",
     "WindowFunction",
+    "async_retry_predicates",
+    "async_retry_strategies",
 ]

@@ -1,5 +1,6 @@
 """User function classes (PyFlink's ``pyflink.datastream.functions``)."""
 
+from undertow.api.async_function import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
 from undertow.api.functions import (
     AggregateFunction,
     AllWindowFunction,
@@ -32,6 +33,9 @@ from undertow.api.functions import (
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BaseBroadcastProcessFunction",
     "BaseContext",
     "BroadcastProcessFunction",

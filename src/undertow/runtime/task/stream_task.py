@@ -210,6 +210,10 @@ class StreamTask:
             )
         self.head = self.chain.head
         self._two_input = isinstance(self.head, TwoInputStreamOperator)
+        #: A head with bounded room for input (async I/O: capacity) that must drain before
+        #: ``finish()``: chunks are cut to its room, and no input is taken while it has none.
+        self._head_room: Callable[[], int] | None = getattr(self.head, "input_room", None)
+        self._head_pending: Callable[[], bool] | None = getattr(self.head, "has_pending_work", None)
         self._build_valves()
         for gate in gates:
             gate.set_listener(self.wake)
@@ -400,6 +404,11 @@ class StreamTask:
         self.lifecycle = finishing
 
     def _is_end_of_data(self) -> bool:
+        """Input ended (and, with drain, an async head's queue is empty: Flink's
+        ``AsyncWaitOperator`` waits for its requests before finishing)."""
+        pending = self._head_pending
+        if pending is not None and self._drain and pending():
+            return False
         return self._end_of_input
 
     def _may_close(self) -> bool:
@@ -601,6 +610,9 @@ class StreamTask:
         self._idle = False
 
     def _input_ready(self) -> bool:
+        room = self._head_room
+        if room is not None and room() <= 0:
+            return False
         return (
             self._current is not None
             or bool(self._restored_input)
@@ -752,6 +764,8 @@ class StreamTask:
                 fit = budget.begin()
                 if fit < k:
                     k = int(fit) if fit >= 1.0 else 1
+            if self._head_room is not None:
+                k = max(1, min(k, self._head_room()))
             t0 = perf()
             if pos == 0 and k >= n:
                 chunk, cstamps, pos = values, stamps, n
@@ -779,6 +793,8 @@ class StreamTask:
             else:
                 current[4] = pos
             if t1 >= deadline or not self._output_available():
+                break
+            if self._head_room is not None and self._head_room() <= 0:
                 break
         self._after_slice()
 
