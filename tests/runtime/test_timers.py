@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,6 +155,9 @@ class Output:
     def when_output_available(self, action: Any) -> None:
         self.waiting.append(action)
 
+    def slice_deadline(self) -> float:
+        return float("inf")  # these tests bound by output only; see test_..._one_slice
+
     def drain(self, capacity: int) -> None:
         self.capacity = capacity
         waiting, self.waiting = self.waiting, []
@@ -225,3 +229,47 @@ def test_timers_waiting_for_the_output_do_not_fire_after_the_service_quiesced() 
     clock.advance(100)
     assert len(recorder.fired) == 1
     assert service.num_processing_time_timers() == 2  # still keyed state (a savepoint has them)
+
+
+def test_a_burst_of_due_timers_yields_after_one_slice_and_goes_on_in_a_later_mail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A window firing thousands of keys at once must not hold the mailbox: once the slice is
+    over, the rest of the burst comes back as a mail (a timer at ``now``), in timestamp order.
+    Time is counted in firings here: each timer takes one unit, a slice is three."""
+    import undertow.runtime.task.timers as timers
+
+    ticks = iter(range(1, 10**6))
+    now = [0]
+
+    def fake_clock() -> float:
+        return float(now[0])
+
+    monkeypatch.setattr(timers, "perf_counter", fake_clock)
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    clock = ManualClock()
+
+    class SlicedOutput(Output):
+        def slice_deadline(self) -> float:
+            return now[0] + 3.0
+
+    output = SlicedOutput(capacity=10**6)
+
+    class Ticking(Recorder):
+        def on_processing_time(self, timer: InternalTimer) -> None:
+            super().on_processing_time(timer)
+            now[0] = next(ticks)  # each firing takes one unit of time
+
+    recorder = Ticking(backend)
+    service = InternalTimerService("t", backend, recorder, clock, output)
+    for i, key in enumerate("abcdefgh"):
+        backend.set_current_key(key)
+        service.register_processing_time_timer("ns", 10 + i % 2)
+    clock.advance(20)
+    assert len(recorder.fired) == 3, "the first mail fires one slice's worth"
+    mails = 1
+    while service.num_processing_time_timers():
+        clock.advance(clock.now)  # the continuation was registered at ``now``
+        mails += 1
+    assert [k for _, _, k, _ in recorder.fired] == list("acegbdfh")  # by timestamp
+    assert mails == 3

@@ -510,6 +510,11 @@ class StreamTask:
         self._when_available.append(action)
         self._wake.set()
 
+    def slice_deadline(self) -> float:
+        """When work started now (a burst of timers) should yield: one slice from now."""
+        now = time.perf_counter()
+        return now + self.pace.slice_s(now)
+
     def _run_when_available(self, ignore_availability: bool = False) -> None:
         """Run deferred work while the output is available (all of it if ``ignore_...``)."""
         pending = self._when_available

@@ -7,9 +7,12 @@ key the backend's current key, so the callback reads and writes that key's state
 Output bound (ARCHITECTURE §2, availability before processing): processing-time timers that
 are due together fire one at a time while the task's output is available
 (:class:`OutputAvailability`); when it is not, the rest wait, still registered (and so still in
-a checkpoint), until buffers free up. A single timer's output is not bounded, nor is the burst
-of event-time timers one watermark fires: they run inside the operator's ``process_watermark``,
-which forwards the watermark after them (see :mod:`undertow.runtime.task.output_budget`).
+a checkpoint), until buffers free up. Time bound (ARCHITECTURE §3): a burst also stops after
+one mailbox slice and goes on in a later mail, so a window firing thousands of keys at once
+does not hold a checkpoint's trigger or barrier. A single timer's output is not bounded, nor
+is the burst of event-time timers one watermark fires: they run inside the operator's
+``process_watermark``, which forwards the watermark after them (see
+:mod:`undertow.runtime.task.output_budget`).
 
 Threading: used only from the owning task's loop thread. Processing-time callbacks arrive as
 mails through the operator's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
@@ -32,6 +35,7 @@ import itertools
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, Protocol
 
 from undertow.core.types import MIN_TIMESTAMP
@@ -63,6 +67,9 @@ class OutputAvailability(Protocol):
 
     def when_output_available(self, action: Callable[[], None]) -> None:
         """Run ``action`` on the task's loop once the output is available again."""
+
+    def slice_deadline(self) -> float:
+        """The ``time.perf_counter()`` value at which work started now should yield."""
 
 
 class _TimerQueue:
@@ -179,24 +186,34 @@ class InternalTimerService:
         self._fire_processing_timers(time)
 
     def _fire_processing_timers(self, time: int) -> None:
-        """Fire due processing-time timers, earliest first, while the output is available."""
+        """Fire due processing-time timers, earliest first, while the output is available and
+        for at most one mailbox slice; the rest go on in a later mail."""
         self._deferred = False
         now = max(time, self._pts.current_processing_time())
         backend, on_processing_time = self._backend, self._triggerable.on_processing_time
         output = self._output
+        deadline = output.slice_deadline() if output is not None else 0.0
+        clock = perf_counter
         while (timer := self._processing.pop_due(now)) is not None:
             backend.set_current_key(timer.key)
             on_processing_time(timer)
-            if output is not None and not output.is_output_available():
-                nxt = self._processing.peek_timestamp()
-                if nxt is not None and nxt <= now:
-                    self._deferred = True
-                    # Resumed through the processing-time service, not directly: a service
-                    # quiesced meanwhile (end of data) must drop the continuation too.
-                    output.when_output_available(
-                        lambda: self._pts.register_timer(now, self._fire_processing_timers)
-                    )
-                    return
+            if output is None:
+                continue
+            available = output.is_output_available()
+            if available and clock() < deadline:
+                continue
+            nxt = self._processing.peek_timestamp()
+            if nxt is not None and nxt <= now:
+                self._deferred = True
+                # Resumed through the processing-time service, not directly: a service
+                # quiesced meanwhile (end of data) must drop the continuation too. A timer at
+                # ``now`` is due at once: it comes back as a mail after the loop's next turn.
+                resume = lambda: self._pts.register_timer(now, self._fire_processing_timers)  # noqa: E731
+                if available:
+                    resume()
+                else:
+                    output.when_output_available(resume)
+                return
         nxt = self._processing.peek_timestamp()
         if nxt is not None:
             self._schedule(nxt)
