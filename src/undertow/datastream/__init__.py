@@ -47,11 +47,23 @@ from undertow.datastream.functions import (
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.output_tag import OutputTag
 from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
+from undertow.datastream.window import (
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
+)
+from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobStatus
 
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AllWindowedStream",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
@@ -62,12 +74,14 @@ __all__ = [
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
     "DataStream",
     "DataStreamSink",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "GlobalWindow",
     "JobClient",
     "JobExecutionResult",
     "JobStatus",
@@ -77,6 +91,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
     "ProcessAllWindowFunction",
@@ -88,6 +103,12 @@ __all__ = [
     "SinkFunction",
     "StreamExecutionEnvironment",
     "TimeDomain",
+    "TimeWindow",
     "TimerService",
+    "Trigger",
+    "TriggerResult",
+    "Window",
+    "WindowAssigner",
     "WindowFunction",
+    "WindowedStream",
 ]
