@@ -58,11 +58,7 @@ from undertow.graph.transformations import (
     UnionTransformation,
 )
 from undertow.runtime.task.global_committer_operator import GlobalCommitterOperator
-from undertow.runtime.task.keyed_operators import (
-    KeyedProcessOperator,
-    KeyedUdfOperator,
-    StreamGroupedReduce,
-)
+from undertow.runtime.task.keyed_operators import KeyedProcessOperator, StreamGroupedReduce
 from undertow.runtime.task.operators import (
     CollectSinkOperator,
     PrintSinkOperator,
@@ -525,26 +521,22 @@ class KeyedStream(DataStream):
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = _udf(func, MapFunction, "map", "map()")
-        return self._keyed("Map", KeyedUdfOperator(function, call, self._key_selector, "map"),
-                           output_type)  # fmt: skip
+        return self._keyed("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
-        op = KeyedUdfOperator(function, call, self._key_selector, "flat_map")
-        return self._keyed("FlatMap", op, output_type)
+        return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
         function, call = _udf(func, FilterFunction, "filter", "filter()")
-        op = KeyedUdfOperator(function, call, self._key_selector, "filter")
-        return self._keyed("Filter", op, self.get_type())
+        return self._keyed("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         if not isinstance(func, KeyedProcessFunction) and not callable(
             getattr(func, "process_element", None)
         ):
             raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
-        return self._keyed("KeyedProcess", KeyedProcessOperator(func, self._key_selector),
-                           output_type)  # fmt: skip
+        return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:
         function, call = _udf(func, ReduceFunction, "reduce", "reduce()")
@@ -643,12 +635,12 @@ class ConnectedStreams:
         return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        k1, k2 = self._keys()
+        k1, _ = self._keys()
         if k1 is None and isinstance(func, KeyedCoProcessFunction):
             raise GraphBuildError("a KeyedCoProcessFunction needs keyed streams: use key_by first")
         if k1 is not None and isinstance(func, CoProcessFunction):
             pass  # allowed, as in Flink: no timers/state of the key are used
-        op = CoProcessOperator(func, "process_element1", "process_element2", k1, k2)
+        op = CoProcessOperator(func, "process_element1", "process_element2")
         name = "Keyed Co-Process" if k1 is not None else "Co-Process"
         return self._two_input(name, op, output_type)
 
@@ -675,7 +667,7 @@ class BroadcastConnectedStream:
                 "a keyed stream connected to a broadcast stream needs a "
                 "KeyedBroadcastProcessFunction"
             )
-        op = CoProcessOperator(func, "process_element", "process_broadcast_element", ks, None,
+        op = CoProcessOperator(func, "process_element", "process_broadcast_element",
                                broadcast=True)  # fmt: skip
         t = TwoInputTransformation(
             name="Broadcast-Process", input1=self.non_broadcast_stream._transformation,

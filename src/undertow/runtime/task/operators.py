@@ -38,7 +38,16 @@ def notify_udf(function: Any, hook_name: str, checkpoint_id: int) -> None:
 
 
 class UdfOperator(OneInputStreamOperator):
-    """An operator around one user function: opens and closes it with the operator."""
+    """An operator around one user function: opens and closes it with the operator.
+
+    On a keyed stream ``call`` runs in the key context of its record (see
+    :meth:`~undertow.runtime.task.operator.StreamOperator.with_key_context`) whenever there is
+    a function object, which may use keyed state: argument ``KEY_ARG`` of ``call`` is the
+    record. Plain callables (lambdas) have no runtime context, so they run unwrapped.
+    """
+
+    #: Which argument of ``call`` is the current record (a reduce's is the second).
+    KEY_ARG = 0
 
     def __init__(self, function: Any, call: Callable[..., Any] | None = None) -> None:
         self.function = function
@@ -46,6 +55,8 @@ class UdfOperator(OneInputStreamOperator):
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
+        if self.function is not None:
+            self.call = self.with_key_context(self.call, key_arg=self.KEY_ARG)
         open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
