@@ -125,7 +125,17 @@ class DataStream:
         return self
 
     def get_type(self) -> Any:
-        return self._transformation.output_type
+        """The declared type of the records (``None``: Python objects). Partitioning keeps the
+        type of its input, a union that of its first input, as in PyFlink."""
+        t = self._transformation
+        while t.output_type is None:
+            if isinstance(t, PartitionTransformation) and t.input is not None:
+                t = t.input
+            elif isinstance(t, UnionTransformation) and t.union_inputs:
+                t = t.union_inputs[0]
+            else:
+                break
+        return t.output_type
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -328,7 +338,9 @@ class DataStream:
         return self._sink("Sink: Unnamed", SinkFunctionOperator(function, call))
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
-        return self._sink("Sink: Print to Std. Out", PrintSinkOperator(sink_identifier))
+        return self._sink(
+            "Sink: Print to Std. Out", PrintSinkOperator(sink_identifier, self.get_type())
+        )
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None

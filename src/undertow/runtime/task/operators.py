@@ -14,6 +14,7 @@ from undertow.api.functions import ProcessFunction, TimerService
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+from undertow.runtime.task.print_format import formatter
 
 
 def open_udf(function: Any, runtime_context: Any) -> None:
@@ -181,10 +182,13 @@ class SinkFunctionOperator(UdfOperator):
 
 
 class PrintSinkOperator(OneInputStreamOperator):
-    """``print()``: one line per record, ``N> `` prefixed when the sink runs in parallel."""
+    """``print()``: one line per record, ``N> `` prefixed when the sink runs in parallel;
+    records are rendered as PyFlink renders values of the stream's type ``type_info``
+    (see :mod:`undertow.runtime.task.print_format`)."""
 
-    def __init__(self, sink_identifier: str | None = None) -> None:
+    def __init__(self, sink_identifier: str | None = None, type_info: Any = None) -> None:
         self.sink_identifier = sink_identifier
+        self.type_info = type_info
 
     def open(self) -> None:
         prefix = self.sink_identifier or ""
@@ -195,13 +199,14 @@ class PrintSinkOperator(OneInputStreamOperator):
                 else str(self.ctx.subtask_index + 1)
             )
         self._prefix = f"{prefix}> " if prefix else ""
+        self._render = formatter(self.type_info)
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         if not values:  # an empty batch (e.g. after a filter) is no line at all
             return
-        prefix = self._prefix
+        prefix, render = self._prefix, self._render
         assert self.ctx.services is not None
-        self.ctx.services.print_lines([f"{prefix}{v}" for v in values])
+        self.ctx.services.print_lines([prefix + render(v) for v in values])
 
 
 class CollectSinkOperator(OneInputStreamOperator):
