@@ -35,6 +35,7 @@ from undertow.api.functions import (
     SinkFunction,
 )
 from undertow.api.output_tag import OutputTag
+from undertow.common.row import Row
 from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
 from undertow.graph.partitioners import (
@@ -294,6 +295,28 @@ class DataStream:
                     else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
         return self.window_all(assigner)
 
+    def project(self, *field_indexes: int) -> DataStream:
+        """Keeps the tuple fields at ``field_indexes``, in that order (PyFlink's ``project``);
+        only streams declared as ``Types.TUPLE`` can be projected."""
+        from undertow.common.typeinfo import TupleTypeInfo
+
+        input_type = self.get_type()
+        if not isinstance(input_type, TupleTypeInfo):
+            raise GraphBuildError(
+                f"Only Tuple DataStreams can be projected. (operator '{self._transformation.name}'"
+                f" has type {input_type!r}; declare it with output_type=Types.TUPLE([...]))"
+            )
+        types = input_type.field_types
+        bad = [i for i in field_indexes if not isinstance(i, int) or not 0 <= i < len(types)]
+        if not field_indexes or bad:
+            raise GraphBuildError(
+                f"project(): field indexes must be among 0..{len(types) - 1} of "
+                f"{input_type!r}, got {list(field_indexes)!r}"
+            )
+        indexes = tuple(field_indexes)
+        output_type = TupleTypeInfo(tuple(types[i] for i in indexes))
+        return self._one_input("Projection", StreamMap(None, _Projection(indexes)), output_type)
+
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         if not isinstance(output_tag, OutputTag):
             raise GraphBuildError(f"get_side_output(): expected an OutputTag, got {output_tag!r}")
@@ -451,6 +474,16 @@ class CloseableIterator:
         self.close()
 
 
+class _Projection:
+    """The record's fields at ``indexes``, as a tuple (``DataStream.project``)."""
+
+    def __init__(self, indexes: tuple[int, ...]) -> None:
+        self.indexes = indexes
+
+    def __call__(self, value: Any) -> tuple[Any, ...]:
+        return tuple(value[i] for i in self.indexes)
+
+
 def _field(value: Any, position: int | str) -> Any:
     if isinstance(position, str):
         return value[position] if isinstance(value, dict) else getattr(value, position)
@@ -592,6 +625,42 @@ class KeyedStream(DataStream):
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return self._original.key_by(key_selector, key_type)
 
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        """As in PyFlink, a keyed stream is collected as ``Row(f0=key, f1=record)``."""
+        key_of = self._key_selector
+        pairs = DataStream.map(self, lambda value: Row(f0=key_of(value), f1=value))
+        return pairs.execute_and_collect(job_execution_name, limit)
+
+    # a KeyedStream is partitioned by its key: PyFlink refuses to override that, and so do we
+    def _refuse_partitioning(self) -> DataStream:
+        raise GraphBuildError(
+            "Cannot override partitioning for KeyedStream. (the stream is partitioned by its key; "
+            "apply an operator such as map(...) after key_by(...) first)"
+        )
+
+    def shuffle(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def rebalance(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def rescale(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def forward(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def global_(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
+        return self._refuse_partitioning()
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        return self._refuse_partitioning()
+
     # configuring a KeyedStream configures the partitioning, which has none of these knobs
     def set_parallelism(self, parallelism: int) -> DataStream:
         raise GraphBuildError("set_parallelism() is not allowed on a KeyedStream; set it on the "
@@ -600,8 +669,34 @@ class KeyedStream(DataStream):
     def name(self, name: str) -> DataStream:
         raise GraphBuildError("name() is not allowed on a KeyedStream; name the operator after it")
 
+    def get_name(self) -> str:
+        raise GraphBuildError("Get name of KeyedStream is not supported.")
+
     def uid(self, uid: str) -> DataStream:
         raise GraphBuildError("uid() is not allowed on a KeyedStream; set it on the next operator")
+
+    def _unsupported(self, what: str) -> DataStream:
+        raise GraphBuildError(
+            f"{what} for KeyedStream is not supported; apply it to the operator after key_by(...)"
+        )
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        return self._unsupported("Set max parallelism")
+
+    def force_non_parallel(self) -> DataStream:
+        return self._unsupported("Set force non-parallel")
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        return self._unsupported("Set buffer timeout")
+
+    def start_new_chain(self) -> DataStream:
+        return self._unsupported("Start new chain")
+
+    def disable_chaining(self) -> DataStream:
+        return self._unsupported("Disable chaining")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        return self._unsupported("Setting slot sharing group")
 
 
 class ConnectedStreams:
