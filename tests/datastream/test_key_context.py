@@ -165,3 +165,15 @@ def test_keyed_map_function_sees_each_records_key(env: StreamExecutionEnvironmen
     result = list(env.from_collection(RECORDS).key_by(lambda r: r[0]).map(RankPerKey())
                   .execute_and_collect())  # fmt: skip
     assert result == running_counts(RECORDS)
+
+
+def test_unhashable_keys_are_keyed_by_their_content(env: StreamExecutionEnvironment) -> None:
+    """PyFlink keys by value, so ``key_by(lambda r: [r[0]])`` (a list) is a valid key."""
+    env.set_parallelism(1)
+    stream = (
+        env.from_collection(RECORDS)
+        .key_by(lambda r: [r[0]])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    result = list(stream.execute_and_collect())
+    assert result[-3:] == [("b", 30), ("a", 6), ("c", 300)]
