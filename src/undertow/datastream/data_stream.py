@@ -103,33 +103,6 @@ def _key_selector(key_selector: Any, what: str) -> Callable[[Any], Any]:
     raise GraphBuildError(f"{what}: key selector must be a KeySelector or a callable")
 
 
-def _hashable(key: Any) -> Any:
-    """An equal-content hashable form of an unhashable key: lists become tuples, sets
-    frozensets, dicts tuples of their items, bytearrays bytes (recursively)."""
-    if isinstance(key, list):
-        return tuple(_hashable(k) for k in key)
-    if isinstance(key, dict):
-        return tuple((_hashable(k), _hashable(v)) for k, v in key.items())
-    if isinstance(key, set):
-        return frozenset(_hashable(k) for k in key)
-    if isinstance(key, bytearray):
-        return bytes(key)
-    return key
-
-
-class _HashableKeySelector:
-    """The key of a keyed stream, hashable: PyFlink keys by value, so a selector may return a
-    list (``key_by(lambda x: [x[0]])``); state and partitioning then use its hashable form
-    (:func:`_hashable`), and ``get_current_key()`` returns that form."""
-
-    def __init__(self, key_selector: Callable[[Any], Any]) -> None:
-        self.key_selector = key_selector
-
-    def __call__(self, value: Any) -> Any:
-        key = self.key_selector(value)
-        return key if key.__hash__ is not None else _hashable(key)
-
-
 class DataStream:
     """A stream of records (PyFlink's ``DataStream``)."""
 
@@ -256,7 +229,7 @@ class DataStream:
                 f"key_by() cannot follow partition_custom() (operator '{t.name}'): a keyed "
                 "stream must be partitioned by its key"
             )
-        ks = _HashableKeySelector(_key_selector(key_selector, "key_by()"))
+        ks = _key_selector(key_selector, "key_by()")
         partitioner = KeyGroupStreamPartitioner(ks, self._env.get_max_parallelism())
         return KeyedStream(self._env, PartitionTransformation(
             name="Hash", input=t, partitioner=partitioner
