@@ -123,7 +123,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     ) -> list[Any]:
         if type(state) is not HeapValueState or state.namespace is not VOID_NAMESPACE:
             return super().fold_values(state, keys, values, fold)
-        offsets, tables, set_key = self._offsets, state.tables, self.set_current_key
+        offsets, tables, set_key, ctx = self._offsets, state.tables, self.set_current_key, self._ctx
         out: list[Any] = []
         append = out.append
         for key, value in zip(keys, values):
@@ -133,10 +133,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 offset = None
             if offset is None:
                 set_key(key)  # computes and caches the offset, or raises StateError
-                offset, key = self._ctx.offset, self._ctx.key  # key: its hashable form
+                offset, key = ctx.offset, ctx.key  # key: its hashable form
             table = tables[offset]
             old = table.get(key)
-            new = value if old is None else fold(old, value)
+            if old is None:
+                new = value
+            else:  # ``fold`` may read other keyed state: it runs in this record's key
+                ctx.key, ctx.offset = key, offset
+                new = fold(old, value)
             if new is None:
                 table.pop(key, None)
             else:

@@ -1,9 +1,9 @@
 """Keyed one-input operators: keyed process functions with timers, and rolling reductions.
 
 User-function calls run in the key context of their record (``UdfOperator`` wraps them with
-``with_key_context``, from the key selector the chain hands every operator on a keyed input),
-so state and timers of user functions always refer to the record's key. Output order per key
-is input order.
+``with_key_context``, from the key selector the chain hands every operator on a keyed input;
+the rolling reduce's backend fold sets the key per record itself), so state and timers of
+user functions always refer to the record's key. Output order per key is input order.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ class StreamGroupedReduce(UdfOperator):
     """
 
     _DESCRIPTOR = ValueStateDescriptor("_reduce_value")
-    KEY_ARG = 1  # reduce(accumulated, record): the key context is the new record's
+    #: ``fold_values`` runs every reduce call with its record's key current
+    KEY_CONTEXT_PER_CALL = False
 
     def __init__(
         self, function: Any, call: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],

@@ -43,12 +43,13 @@ class UdfOperator(OneInputStreamOperator):
 
     On a keyed stream ``call`` runs in the key context of its record (see
     :meth:`~undertow.runtime.task.operator.StreamOperator.with_key_context`) whenever there is
-    a function object, which may use keyed state: argument ``KEY_ARG`` of ``call`` is the
-    record. Plain callables (lambdas) have no runtime context, so they run unwrapped.
+    a function object, which may use keyed state. Plain callables (lambdas) have no runtime
+    context, so they run unwrapped.
     """
 
-    #: Which argument of ``call`` is the current record (a reduce's is the second).
-    KEY_ARG = 0
+    #: Whether ``open`` wraps ``call`` to set the key per call; ``False`` for an operator whose
+    #: loop already runs each call in its record's key (the rolling reduce).
+    KEY_CONTEXT_PER_CALL = True
 
     def __init__(self, function: Any, call: Callable[..., Any] | None = None) -> None:
         self.function = function
@@ -56,8 +57,8 @@ class UdfOperator(OneInputStreamOperator):
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
-        if self.function is not None:
-            self.call = self.with_key_context(self.call, key_arg=self.KEY_ARG)
+        if self.function is not None and self.KEY_CONTEXT_PER_CALL:
+            self.call = self.with_key_context(self.call)
         open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
