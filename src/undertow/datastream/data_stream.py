@@ -36,6 +36,7 @@ from undertow.api.functions import (
 )
 from undertow.api.output_tag import OutputTag
 from undertow.common.row import Row
+from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
 from undertow.graph.partitioners import (
@@ -298,8 +299,6 @@ class DataStream:
     def project(self, *field_indexes: int) -> DataStream:
         """Keeps the tuple fields at ``field_indexes``, in that order (PyFlink's ``project``);
         only streams declared as ``Types.TUPLE`` can be projected."""
-        from undertow.common.typeinfo import TupleTypeInfo
-
         input_type = self.get_type()
         if not isinstance(input_type, TupleTypeInfo):
             raise GraphBuildError(
