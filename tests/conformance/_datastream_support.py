@@ -75,14 +75,19 @@ class TestSink(SinkFunction):
 
 def _java_double(x: float) -> str:
     """Java's ``Double.toString`` for the values these tests produce."""
-    if math.isnan(x) or math.isinf(x):
-        return {True: "Infinity", False: "-Infinity"}[x > 0] if math.isinf(x) else "NaN"
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
     if x == int(x) and abs(x) < 1e7:
         return f"{int(x)}.0"
     if 1e-3 <= abs(x) < 1e7:
         return repr(x)
-    mantissa, exponent = f"{x:e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}E{int(exponent)}".replace(".E", ".0E")
+    _, digits, exponent = Decimal(repr(abs(x))).as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    sign = "-" if x < 0 else ""
+    return f"{sign}{text[0]}.{text[1:] or '0'}E{len(digits) + exponent - 1}"
 
 
 def java_string(value: Any) -> str:
