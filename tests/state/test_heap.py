@@ -28,7 +28,11 @@ from undertow.state.descriptors import (
     ValueStateDescriptor,
 )
 from undertow.state.heap import HeapKeyedStateBackend
-from undertow.state.key_groups import assign_to_key_group, key_group_range_for_subtask
+from undertow.state.key_groups import (
+    assign_to_key_group,
+    key_group_range_for_subtask,
+    stable_hash,
+)
 
 MAX_P = 8
 
@@ -120,7 +124,25 @@ def test_key_outside_range_raises_and_names_everything() -> None:
 
 def test_unhashable_key_raises_state_error() -> None:
     with pytest.raises(StateError, match="not hashable"):
-        backend().set_current_key([1, 2])
+        backend().set_current_key({1, 2})
+
+
+def test_list_and_dict_keys_are_kept_in_their_hashable_form() -> None:
+    """PyFlink keys by value: ``[1, 2]`` is a key, stored as ``(1, 2)`` in the same group."""
+    b = backend()
+    s: Any = b.get_partitioned_state(ValueStateDescriptor("v"))
+    b.set_current_key([1, 2])
+    s.update("list")
+    assert b.get_current_key() == (1, 2)
+    b.set_current_key((1, 2))
+    assert s.value() == "list"
+    b.set_current_key({"k": [3]})
+    s.update("dict")
+    assert b.get_current_key() == (("k", (3,)),)
+    assert stable_hash([1, 2]) == stable_hash((1, 2))
+    assert stable_hash({"k": [3]}) == stable_hash((("k", (3,)),))
+    folded = b.fold_values(s, [[1, 2], [1, 2]], ["a", "b"], lambda x, y: x + y)
+    assert folded == ["lista", "listab"]
 
 
 def test_list_state() -> None:

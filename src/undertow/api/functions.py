@@ -37,6 +37,9 @@ OUT = TypeVar("OUT")
 ACC = TypeVar("ACC")
 KEY = TypeVar("KEY")
 W = TypeVar("W")
+W2 = TypeVar("W2")
+IN1 = TypeVar("IN1")
+IN2 = TypeVar("IN2")
 
 
 class TimeDomain(enum.Enum):
@@ -285,7 +288,7 @@ class BaseBroadcastProcessFunction(Function):
         ) -> BroadcastState[Any, Any]: ...
 
 
-class BroadcastProcessFunction(BaseBroadcastProcessFunction):
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
     @abstractmethod
     def process_element(
         self, value: Any, ctx: BaseBroadcastProcessFunction.ReadOnlyContext
@@ -297,7 +300,7 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction):
     ) -> Iterable[Any] | None: ...
 
 
-class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
     class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
         @abstractmethod
         def get_current_key(self) -> Any: ...
@@ -335,10 +338,24 @@ class AllWindowFunction(Function, Generic[IN, OUT, W]):
     def apply(self, window: W, inputs: Iterable[IN]) -> Iterable[OUT] | None: ...
 
 
+class PassThroughWindowFunction(WindowFunction[IN, IN, KEY, W]):
+    """Emits a window's records unchanged."""
+
+    def apply(self, key: KEY, window: W, inputs: Iterable[IN]) -> Iterable[IN]:
+        return inputs
+
+
+class PassThroughAllWindowFunction(AllWindowFunction[IN, IN, W]):
+    """Emits a non-keyed window's records unchanged."""
+
+    def apply(self, window: W, inputs: Iterable[IN]) -> Iterable[IN]:
+        return inputs
+
+
 class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
-    class Context(ABC):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
-        def window(self) -> Any: ...
+        def window(self) -> W2: ...
 
         @abstractmethod
         def current_processing_time(self) -> int: ...
@@ -367,9 +384,9 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
 
 
 class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
-    class Context(ABC):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
-        def window(self) -> Any: ...
+        def window(self) -> W2: ...
 
         @abstractmethod
         def current_processing_time(self) -> int: ...

@@ -339,7 +339,7 @@ class Trigger(ABC, Generic[T, W]):
         """Delete the timers and state this trigger holds for ``window`` (window is purged)."""
 
 
-class EventTimeTrigger(Trigger[Any, TimeWindow]):
+class EventTimeTrigger(Trigger[T, TimeWindow]):
     """Fires once the watermark passes the end of the window; fires at once for a record that
     arrives after that (allowed lateness)."""
 
@@ -379,7 +379,7 @@ class EventTimeTrigger(Trigger[Any, TimeWindow]):
         return "EventTimeTrigger()"
 
 
-class ProcessingTimeTrigger(Trigger[Any, TimeWindow]):
+class ProcessingTimeTrigger(Trigger[T, TimeWindow]):
     """Fires once the processing-time clock passes the end of the window."""
 
     def on_element(
@@ -416,7 +416,7 @@ class ProcessingTimeTrigger(Trigger[Any, TimeWindow]):
         return "ProcessingTimeTrigger()"
 
 
-class _ContinuousTimeTrigger(Trigger[Any, TimeWindow]):
+class _ContinuousTimeTrigger(Trigger[T, TimeWindow]):
     """Shared part of the continuous triggers: the next fire time lives in ``fire-time``."""
 
     def __init__(self, interval: int) -> None:
@@ -472,7 +472,7 @@ class _ContinuousTimeTrigger(Trigger[Any, TimeWindow]):
         return f"{type(self).__name__}({self.interval})"
 
 
-class ContinuousEventTimeTrigger(_ContinuousTimeTrigger):
+class ContinuousEventTimeTrigger(_ContinuousTimeTrigger[T]):
     """Fires every ``interval`` of event time (aligned to multiples of the interval) and once
     more when the watermark passes the end of the window."""
 
@@ -510,7 +510,7 @@ class ContinuousEventTimeTrigger(_ContinuousTimeTrigger):
         return TriggerResult.FIRE if self._on_timer(time, window, ctx) else TriggerResult.CONTINUE
 
 
-class ContinuousProcessingTimeTrigger(_ContinuousTimeTrigger):
+class ContinuousProcessingTimeTrigger(_ContinuousTimeTrigger[T]):
     """Fires every ``interval`` of processing time (aligned to multiples of the interval)."""
 
     @staticmethod
@@ -546,7 +546,7 @@ def _add(a: int, b: int) -> int:
     return a + b
 
 
-class CountTrigger(Trigger[Any, Any]):
+class CountTrigger(Trigger[T, CountWindow]):
     """Fires when the pane has received ``count`` records since it last fired."""
 
     def __init__(self, window_size: int) -> None:
@@ -597,7 +597,7 @@ class CountTrigger(Trigger[Any, Any]):
         return f"CountTrigger({self._window_size})"
 
 
-class PurgingTrigger(Trigger[Any, Any]):
+class PurgingTrigger(Trigger[T, Window]):
     """Turns ``FIRE`` of the nested trigger into ``FIRE_AND_PURGE``."""
 
     def __init__(self, nested_trigger: Trigger[Any, Any]) -> None:
@@ -639,7 +639,7 @@ class PurgingTrigger(Trigger[Any, Any]):
         return f"PurgingTrigger({self.nested_trigger!r})"
 
 
-class NeverTrigger(Trigger[Any, Any]):
+class NeverTrigger(Trigger[T, GlobalWindow]):
     """Never fires; the default trigger of :class:`GlobalWindows`."""
 
     def on_element(
@@ -730,7 +730,7 @@ def _event_timestamp(
 _A = TypeVar("_A", bound="_AlignedTimeWindows")
 
 
-class _AlignedTimeWindows(WindowAssigner[Any, TimeWindow]):
+class _AlignedTimeWindows(WindowAssigner[T, TimeWindow]):
     """Tumbling (``slide == size``) and sliding windows aligned to the epoch plus ``offset``."""
 
     _event_time: ClassVar[bool]
@@ -778,7 +778,7 @@ class _AlignedTimeWindows(WindowAssigner[Any, TimeWindow]):
         return self._offset
 
 
-class _TumblingTimeWindows(_AlignedTimeWindows):
+class _TumblingTimeWindows(_AlignedTimeWindows[T]):
     def __init__(self, size: int, offset: int = 0) -> None:
         if size > 0 and abs(offset) >= size:
             raise ValueError(
@@ -798,19 +798,19 @@ class _TumblingTimeWindows(_AlignedTimeWindows):
         return f"{type(self).__name__}({self._size}, {self._offset})"
 
 
-class TumblingEventTimeWindows(_TumblingTimeWindows):
+class TumblingEventTimeWindows(_TumblingTimeWindows[T]):
     """Fixed-size, non-overlapping windows by record timestamp."""
 
     _event_time = True
 
 
-class TumblingProcessingTimeWindows(_TumblingTimeWindows):
+class TumblingProcessingTimeWindows(_TumblingTimeWindows[T]):
     """Fixed-size, non-overlapping windows by the processing-time clock at arrival."""
 
     _event_time = False
 
 
-class _SlidingTimeWindows(_AlignedTimeWindows):
+class _SlidingTimeWindows(_AlignedTimeWindows[T]):
     def __init__(self, size: int, slide: int, offset: int = 0) -> None:
         super().__init__(size, slide, offset)
         self._pane_size = math.gcd(size, slide)
@@ -826,13 +826,13 @@ class _SlidingTimeWindows(_AlignedTimeWindows):
         return f"{type(self).__name__}({self._size}, {self._slide}, {self._offset})"
 
 
-class SlidingEventTimeWindows(_SlidingTimeWindows):
+class SlidingEventTimeWindows(_SlidingTimeWindows[T]):
     """Overlapping windows of ``size`` every ``slide``, by record timestamp."""
 
     _event_time = True
 
 
-class SlidingProcessingTimeWindows(_SlidingTimeWindows):
+class SlidingProcessingTimeWindows(_SlidingTimeWindows[T]):
     """Overlapping windows of ``size`` every ``slide``, by the processing-time clock."""
 
     _event_time = False
@@ -845,7 +845,7 @@ class SessionWindowTimeGapExtractor(ABC):
     def extract(self, element: Any) -> int: ...
 
 
-class _SessionWindows(MergingWindowAssigner[Any, TimeWindow]):
+class _SessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Each record opens ``[t, t + gap)``; intersecting windows of a key merge into a session."""
 
     _event_time: ClassVar[bool]
@@ -901,7 +901,7 @@ class _SessionWindows(MergingWindowAssigner[Any, TimeWindow]):
         return f"{type(self).__name__}({gap!r})"
 
 
-class EventTimeSessionWindows(_SessionWindows):
+class EventTimeSessionWindows(_SessionWindows[T]):
     """Sessions by record timestamp, closed after ``gap`` without records."""
 
     _event_time = True
@@ -918,14 +918,14 @@ class EventTimeSessionWindows(_SessionWindows):
         return DynamicEventTimeSessionWindows(extractor)
 
 
-class DynamicEventTimeSessionWindows(EventTimeSessionWindows):
+class DynamicEventTimeSessionWindows(EventTimeSessionWindows[T]):
     """Event-time sessions with a per-record gap."""
 
     def __init__(self, extractor: SessionWindowTimeGapExtractor | Callable[[Any], Any]) -> None:
         super().__init__(0, extractor)
 
 
-class ProcessingTimeSessionWindows(_SessionWindows):
+class ProcessingTimeSessionWindows(_SessionWindows[T]):
     """Sessions by the processing-time clock, closed after ``gap`` without records."""
 
     _event_time = False
@@ -941,14 +941,14 @@ class ProcessingTimeSessionWindows(_SessionWindows):
         return DynamicProcessingTimeSessionWindows(extractor)
 
 
-class DynamicProcessingTimeSessionWindows(ProcessingTimeSessionWindows):
+class DynamicProcessingTimeSessionWindows(ProcessingTimeSessionWindows[T]):
     """Processing-time sessions with a per-record gap."""
 
     def __init__(self, extractor: SessionWindowTimeGapExtractor | Callable[[Any], Any]) -> None:
         super().__init__(0, extractor)
 
 
-class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
+class GlobalWindows(WindowAssigner[T, GlobalWindow]):
     """Every record of a key goes to the one :class:`GlobalWindow`. The default trigger never
     fires: set a trigger (e.g. ``CountTrigger``)."""
 
@@ -979,7 +979,7 @@ def _next_count(context: WindowAssigner.WindowAssignerContext, desc: ValueStateD
     return count
 
 
-class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
+class CountTumblingWindowAssigner(WindowAssigner[T, CountWindow]):
     """Per key, records ``n*k .. n*k + n - 1`` form ``CountWindow(k)``; it fires (and is purged)
     when full. PyFlink's ``KeyedStream.count_window(size)``."""
 
@@ -998,7 +998,7 @@ class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
     ) -> Collection[CountWindow]:
         return [CountWindow(_next_count(context, self._count_descriptor) // self._window_size)]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, CountWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         # Purging (unlike PyFlink's plain CountTrigger): same output, no state left behind.
         return PurgingTrigger(CountTrigger(self._window_size))
 
@@ -1009,7 +1009,7 @@ class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
         return f"CountTumblingWindowAssigner({self._window_size})"
 
 
-class CountSlidingWindowAssigner(WindowAssigner[Any, CountWindow]):
+class CountSlidingWindowAssigner(WindowAssigner[T, CountWindow]):
     """Per key, ``CountWindow(k)`` holds records ``slide*k .. slide*k + size - 1``; it fires (and
     is purged) when full. PyFlink's ``KeyedStream.count_window(size, slide)``."""
 
@@ -1034,7 +1034,7 @@ class CountSlidingWindowAssigner(WindowAssigner[Any, CountWindow]):
         first_id = max(0, -((self._window_size - 1 - count) // self._window_slide))
         return [CountWindow(i) for i in range(last_id, first_id - 1, -1)]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger[Any, CountWindow]:
+    def get_default_trigger(self, env: Any = None) -> Trigger[Any, Any]:
         return PurgingTrigger(CountTrigger(self._window_size))
 
     def is_event_time(self) -> bool:

@@ -52,11 +52,23 @@ from undertow.datastream.functions import (
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.output_tag import OutputTag
 from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
+from undertow.datastream.window import (
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
+)
+from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobStatus
 
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AllWindowedStream",
     "AsyncDataStream",
     "AsyncFunction",
     "AsyncRetryPredicate",
@@ -71,12 +83,14 @@ __all__ = [
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
     "DataStream",
     "DataStreamSink",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "GlobalWindow",
     "JobClient",
     "JobExecutionResult",
     "JobStatus",
@@ -86,6 +100,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
     "ProcessAllWindowFunction",
@@ -97,8 +112,14 @@ __all__ = [
     "SinkFunction",
     "StreamExecutionEnvironment",
     "TimeDomain",
+    "TimeWindow",
     "TimerService",
+    "Trigger",
+    "TriggerResult",
+    "Window",
+    "WindowAssigner",
     "WindowFunction",
+    "WindowedStream",
     "async_retry_predicates",
     "async_retry_strategies",
 ]

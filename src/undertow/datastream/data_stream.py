@@ -35,6 +35,8 @@ from undertow.api.functions import (
     SinkFunction,
 )
 from undertow.api.output_tag import OutputTag
+from undertow.common.row import Row
+from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
 from undertow.graph.partitioners import (
@@ -58,11 +60,7 @@ from undertow.graph.transformations import (
     UnionTransformation,
 )
 from undertow.runtime.task.global_committer_operator import GlobalCommitterOperator
-from undertow.runtime.task.keyed_operators import (
-    KeyedProcessOperator,
-    KeyedUdfOperator,
-    StreamGroupedReduce,
-)
+from undertow.runtime.task.keyed_operators import KeyedProcessOperator, StreamGroupedReduce
 from undertow.runtime.task.operators import (
     CollectSinkOperator,
     PrintSinkOperator,
@@ -129,7 +127,17 @@ class DataStream:
         return self
 
     def get_type(self) -> Any:
-        return self._transformation.output_type
+        """The declared type of the records (``None``: Python objects). Partitioning keeps the
+        type of its input, a union that of its first input, as in PyFlink."""
+        t = self._transformation
+        while t.output_type is None:
+            if isinstance(t, PartitionTransformation) and t.input is not None:
+                t = t.input
+            elif isinstance(t, UnionTransformation) and t.union_inputs:
+                t = t.union_inputs[0]
+            else:
+                break
+        return t.output_type
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -288,6 +296,26 @@ class DataStream:
                     else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
         return self.window_all(assigner)
 
+    def project(self, *field_indexes: int) -> DataStream:
+        """Keeps the tuple fields at ``field_indexes``, in that order (PyFlink's ``project``);
+        only streams declared as ``Types.TUPLE`` can be projected."""
+        input_type = self.get_type()
+        if not isinstance(input_type, TupleTypeInfo):
+            raise GraphBuildError(
+                f"Only Tuple DataStreams can be projected. (operator '{self._transformation.name}'"
+                f" has type {input_type!r}; declare it with output_type=Types.TUPLE([...]))"
+            )
+        types = input_type.field_types
+        bad = [i for i in field_indexes if not isinstance(i, int) or not 0 <= i < len(types)]
+        if not field_indexes or bad:
+            raise GraphBuildError(
+                f"project(): field indexes must be among 0..{len(types) - 1} of "
+                f"{input_type!r}, got {list(field_indexes)!r}"
+            )
+        indexes = tuple(field_indexes)
+        output_type = TupleTypeInfo(tuple(types[i] for i in indexes))
+        return self._one_input("Projection", StreamMap(None, _Projection(indexes)), output_type)
+
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         if not isinstance(output_tag, OutputTag):
             raise GraphBuildError(f"get_side_output(): expected an OutputTag, got {output_tag!r}")
@@ -332,7 +360,9 @@ class DataStream:
         return self._sink("Sink: Unnamed", SinkFunctionOperator(function, call))
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
-        return self._sink("Sink: Print to Std. Out", PrintSinkOperator(sink_identifier))
+        return self._sink(
+            "Sink: Print to Std. Out", PrintSinkOperator(sink_identifier, self.get_type())
+        )
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
@@ -443,6 +473,16 @@ class CloseableIterator:
         self.close()
 
 
+class _Projection:
+    """The record's fields at ``indexes``, as a tuple (``DataStream.project``)."""
+
+    def __init__(self, indexes: tuple[int, ...]) -> None:
+        self.indexes = indexes
+
+    def __call__(self, value: Any) -> tuple[Any, ...]:
+        return tuple(value[i] for i in self.indexes)
+
+
 def _field(value: Any, position: int | str) -> Any:
     if isinstance(position, str):
         return value[position] if isinstance(value, dict) else getattr(value, position)
@@ -525,26 +565,22 @@ class KeyedStream(DataStream):
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = _udf(func, MapFunction, "map", "map()")
-        return self._keyed("Map", KeyedUdfOperator(function, call, self._key_selector, "map"),
-                           output_type)  # fmt: skip
+        return self._keyed("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
-        op = KeyedUdfOperator(function, call, self._key_selector, "flat_map")
-        return self._keyed("FlatMap", op, output_type)
+        return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
         function, call = _udf(func, FilterFunction, "filter", "filter()")
-        op = KeyedUdfOperator(function, call, self._key_selector, "filter")
-        return self._keyed("Filter", op, self.get_type())
+        return self._keyed("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         if not isinstance(func, KeyedProcessFunction) and not callable(
             getattr(func, "process_element", None)
         ):
             raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
-        return self._keyed("KeyedProcess", KeyedProcessOperator(func, self._key_selector),
-                           output_type)  # fmt: skip
+        return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:
         function, call = _udf(func, ReduceFunction, "reduce", "reduce()")
@@ -588,6 +624,42 @@ class KeyedStream(DataStream):
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return self._original.key_by(key_selector, key_type)
 
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        """As in PyFlink, a keyed stream is collected as ``Row(f0=key, f1=record)``."""
+        key_of = self._key_selector
+        pairs = DataStream.map(self, lambda value: Row(f0=key_of(value), f1=value))
+        return pairs.execute_and_collect(job_execution_name, limit)
+
+    # a KeyedStream is partitioned by its key: PyFlink refuses to override that, and so do we
+    def _refuse_partitioning(self) -> DataStream:
+        raise GraphBuildError(
+            "Cannot override partitioning for KeyedStream. (the stream is partitioned by its key; "
+            "apply an operator such as map(...) after key_by(...) first)"
+        )
+
+    def shuffle(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def rebalance(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def rescale(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def forward(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def global_(self) -> DataStream:
+        return self._refuse_partitioning()
+
+    def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
+        return self._refuse_partitioning()
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        return self._refuse_partitioning()
+
     # configuring a KeyedStream configures the partitioning, which has none of these knobs
     def set_parallelism(self, parallelism: int) -> DataStream:
         raise GraphBuildError("set_parallelism() is not allowed on a KeyedStream; set it on the "
@@ -596,8 +668,34 @@ class KeyedStream(DataStream):
     def name(self, name: str) -> DataStream:
         raise GraphBuildError("name() is not allowed on a KeyedStream; name the operator after it")
 
+    def get_name(self) -> str:
+        raise GraphBuildError("Get name of KeyedStream is not supported.")
+
     def uid(self, uid: str) -> DataStream:
         raise GraphBuildError("uid() is not allowed on a KeyedStream; set it on the next operator")
+
+    def _unsupported(self, what: str) -> DataStream:
+        raise GraphBuildError(
+            f"{what} for KeyedStream is not supported; apply it to the operator after key_by(...)"
+        )
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        return self._unsupported("Set max parallelism")
+
+    def force_non_parallel(self) -> DataStream:
+        return self._unsupported("Set force non-parallel")
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        return self._unsupported("Set buffer timeout")
+
+    def start_new_chain(self) -> DataStream:
+        return self._unsupported("Start new chain")
+
+    def disable_chaining(self) -> DataStream:
+        return self._unsupported("Disable chaining")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        return self._unsupported("Setting slot sharing group")
 
 
 class ConnectedStreams:
@@ -643,12 +741,12 @@ class ConnectedStreams:
         return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        k1, k2 = self._keys()
+        k1, _ = self._keys()
         if k1 is None and isinstance(func, KeyedCoProcessFunction):
             raise GraphBuildError("a KeyedCoProcessFunction needs keyed streams: use key_by first")
         if k1 is not None and isinstance(func, CoProcessFunction):
             pass  # allowed, as in Flink: no timers/state of the key are used
-        op = CoProcessOperator(func, "process_element1", "process_element2", k1, k2)
+        op = CoProcessOperator(func, "process_element1", "process_element2")
         name = "Keyed Co-Process" if k1 is not None else "Co-Process"
         return self._two_input(name, op, output_type)
 
@@ -675,7 +773,7 @@ class BroadcastConnectedStream:
                 "a keyed stream connected to a broadcast stream needs a "
                 "KeyedBroadcastProcessFunction"
             )
-        op = CoProcessOperator(func, "process_element", "process_broadcast_element", ks, None,
+        op = CoProcessOperator(func, "process_element", "process_broadcast_element",
                                broadcast=True)  # fmt: skip
         t = TwoInputTransformation(
             name="Broadcast-Process", input1=self.non_broadcast_stream._transformation,

@@ -89,9 +89,10 @@ class KeyedStateBackend(ABC):
         """Rolling reduction of a batch in value state ``state`` (current namespace).
 
         For each ``(key, value)`` in order: ``new = value`` if the key has no entry, else
-        ``fold(entry, value)``; store ``new`` and collect it. Returns the collected values and
-        leaves the last key current. Backends override this with a faster loop; the result must
-        equal the record-at-a-time loop below.
+        ``fold(entry, value)``; store ``new`` and collect it. ``fold`` runs with the record's
+        key current (it may use other keyed state, e.g. a ``ReduceFunction``'s). Returns the
+        collected values and leaves the last key current. Backends override this with a faster
+        loop; the result must equal the record-at-a-time loop below.
         """
         out: list[Any] = []
         get, put = getattr(state, "value"), getattr(state, "update")  # noqa: B009

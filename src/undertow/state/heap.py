@@ -53,7 +53,7 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
-from undertow.state.key_groups import assign_to_key_group
+from undertow.state.key_groups import assign_to_key_group, hashable_key
 
 _MAGIC = b"UHKG"
 _VERSION = 1
@@ -98,10 +98,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         try:
             offset = self._offsets.get(key)
         except TypeError as err:
+            hashable = hashable_key(key)  # a list key is kept as a tuple (same key group)
+            if hashable is not key:
+                self.set_current_key(hashable)
+                return
             ctx.offset = self._groups
             raise StateError(
                 f"operator {self.operator_name!r}: key {key!r} is not hashable "
-                f"({type(key).__name__}); keys must be hashable values"
+                f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
             ) from err
         if offset is None:
             offset = self._offset_of(key)
@@ -119,7 +123,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     ) -> list[Any]:
         if type(state) is not HeapValueState or state.namespace is not VOID_NAMESPACE:
             return super().fold_values(state, keys, values, fold)
-        offsets, tables, set_key = self._offsets, state.tables, self.set_current_key
+        offsets, tables, set_key, ctx = self._offsets, state.tables, self.set_current_key, self._ctx
         out: list[Any] = []
         append = out.append
         for key, value in zip(keys, values):
@@ -129,10 +133,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 offset = None
             if offset is None:
                 set_key(key)  # computes and caches the offset, or raises StateError
-                offset = self._ctx.offset
+                offset, key = ctx.offset, ctx.key  # key: its hashable form
             table = tables[offset]
             old = table.get(key)
-            new = value if old is None else fold(old, value)
+            if old is None:
+                new = value
+            else:  # ``fold`` may read other keyed state: it runs in this record's key
+                ctx.key, ctx.offset = key, offset
+                new = fold(old, value)
             if new is None:
                 table.pop(key, None)
             else:

@@ -2,7 +2,8 @@
 
 The hash must be the same in every process (Python's ``hash()`` of ``str`` is salted per
 process), so keys are hashed by value: ints by a murmur3 finalizer, ``str``/``bytes`` by CRC-32,
-tuples and ``Row`` by combining their fields, other objects by CRC-32 of their pickle.
+tuples and ``Row`` by combining their fields (lists and dicts like their :func:`hashable_key`
+tuple), other objects by CRC-32 of their pickle.
 
 Cost: a call on an int key is a few arithmetic operations; other keys are cached in a bounded
 per-process dict, so a repeated key costs one dict lookup.
@@ -29,7 +30,23 @@ def _fmix32(h: int) -> int:
     return h
 
 
+def hashable_key(key: Any) -> Any:
+    """The equal-content hashable form of a key: lists become tuples and dicts tuples of their
+    (key, value) pairs (recursively), bytearrays bytes; other keys are returned as they are.
+    PyFlink keys by value, so ``key_by(lambda x: [x[0]])`` is a valid key; keyed state stores
+    such a key in this form, and :func:`stable_hash` gives both forms the same hash."""
+    if isinstance(key, list):
+        return tuple(hashable_key(k) for k in key)
+    if isinstance(key, dict):
+        return tuple((hashable_key(k), hashable_key(v)) for k, v in key.items())
+    if isinstance(key, bytearray):
+        return bytes(key)
+    return key
+
+
 def _hash_uncached(key: Any) -> int:
+    if isinstance(key, (list, dict)):
+        return _hash_uncached(hashable_key(key))
     if isinstance(key, bool):
         return _fmix32(int(key))
     if isinstance(key, int):

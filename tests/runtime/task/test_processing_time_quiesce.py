@@ -143,7 +143,7 @@ def test_an_end_of_data_without_drain_quiesces_without_finishing() -> None:
 
 def test_the_harness_finish_quiesces_like_a_task() -> None:
     harness = KeyedOneInputOperatorTestHarness(
-        KeyedProcessOperator(Ticker(), lambda v: v), key_selector=lambda v: v
+        KeyedProcessOperator(Ticker()), key_selector=lambda v: v
     )
     harness.open()
     harness.process_elements([1, 2])

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from undertow.api.output_tag import OutputTag
 from undertow.core.config import Configuration, Options
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
@@ -97,19 +98,46 @@ class WriterOutput:
 
 
 class OperatorOutput:
-    """The output an operator sees: main targets, side-output targets by tag."""
+    """The output an operator sees: main targets, side-output targets by tag.
+
+    PyFlink's side outputs: when some side output of the operator is read downstream, an
+    emitted record ``(OutputTag, value)`` (a process function's ``yield tag, value``) goes to
+    that tag's side output instead of the main output; with no side output read, such a tuple
+    stays an ordinary record, as in PyFlink (its ``has_side_output``).
+    """
 
     def __init__(self, main: list[Any], side: dict[str, list[Any]]) -> None:
         self.main = main
         self.side = side
         self.everyone = main + [t for targets in side.values() for t in targets]
-        if len(main) == 1:
+        if side:
+            self.collect_batch = self._collect_routing_tagged  # type: ignore[method-assign]
+        elif len(main) == 1:
             self.collect_batch = main[0].collect_batch  # type: ignore[method-assign]
 
     def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         if values:
             for target in self.main:
                 target.collect_batch(values, timestamps)
+
+    def _collect_routing_tagged(self, values: list[Any], timestamps: Timestamps) -> None:
+        """``collect_batch`` of an operator with side outputs: ``(OutputTag, value)`` records
+        go to their side output, the others to the main output (order kept per output)."""
+        tagged = [
+            i
+            for i, v in enumerate(values)
+            if type(v) is tuple and len(v) == 2 and isinstance(v[0], OutputTag)
+        ]
+        if tagged:
+            for i in tagged:
+                tag, value = values[i]
+                self.collect_side(tag.tag_id, value, None if timestamps is None else timestamps[i])
+            routed = set(tagged)
+            kept = [i for i in range(len(values)) if i not in routed]
+            values = [values[i] for i in kept]
+            if timestamps is not None:
+                timestamps = [timestamps[i] for i in kept]
+        OperatorOutput.collect_batch(self, values, timestamps)
 
     def emit_watermark(self, watermark: int) -> None:
         for target in self.everyone:
@@ -153,7 +181,7 @@ class OperatorChain:
         by_node: dict[int, Any] = {}
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
         for spec in reversed(vertex.operators):
-            op, key_selector = self._instantiate(spec)
+            op, key_selector, key_selector2 = self._instantiate(spec)
             main: list[Any] = []
             side: dict[str, list[Any]] = {}
             for node_id, tag in spec.chained_outputs:
@@ -186,6 +214,8 @@ class OperatorChain:
                 config=config,
                 processing_time_service=pts,
                 keyed_backend=backend,
+                state_key_selector1=key_selector,
+                state_key_selector2=key_selector2,
                 timer_service_factory=timer_factory,
                 job_parameters=dict(job_parameters or {}),
                 accumulators=self.accumulators,
@@ -209,13 +239,15 @@ class OperatorChain:
         self.is_source = isinstance(self.head, SourceOperator)
 
     @staticmethod
-    def _instantiate(spec: OperatorSpec) -> tuple[Any, Any]:
+    def _instantiate(spec: OperatorSpec) -> tuple[Any, Any, Any]:
+        """(operator, key selector of input 1, of input 2); a selector is ``None`` for a
+        non-keyed input. The operator is keyed (has a keyed backend) iff input 1 is."""
         parts = spec.instantiate()
         if spec.kind == "source":
-            return SourceOperator(parts["source"], parts["watermark_strategy"]), None
+            return SourceOperator(parts["source"], parts["watermark_strategy"]), None, None
         if spec.kind == "two-input":
-            return parts["operator"], parts["key_selector1"]
-        return parts["operator"], parts["key_selector"]
+            return parts["operator"], parts["key_selector1"], parts["key_selector2"]
+        return parts["operator"], parts["key_selector"], None
 
     def open(self) -> None:
         for op in reversed(self.operators):

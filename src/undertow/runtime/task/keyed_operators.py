@@ -1,8 +1,9 @@
 """Keyed one-input operators: keyed process functions with timers, and rolling reductions.
 
-The operator sets the current key of its backend per record (the key selector is its own), so
-state and timers of user functions always refer to the record's key. Output order per key is
-input order.
+User-function calls run in the key context of their record (``UdfOperator`` wraps them with
+``with_key_context``, from the key selector the chain hands every operator on a keyed input;
+the rolling reduce's backend fold sets the key per record itself), so state and timers of
+user functions always refer to the record's key. Output order per key is input order.
 """
 
 from __future__ import annotations
@@ -78,9 +79,8 @@ class UserTimerFiring:
 class KeyedProcessOperator(UserTimerFiring, UdfOperator):
     """``KeyedStream.process(KeyedProcessFunction)``; also the engine of ``on_timer``."""
 
-    def __init__(self, function: Any, key_selector: Callable[[Any], Any]) -> None:
+    def __init__(self, function: Any) -> None:
         super().__init__(function, getattr(function, "process_element", function))
-        self.key_selector = key_selector
 
     def open(self) -> None:
         assert self.ctx.keyed_backend is not None and self.ctx.timer_service_factory is not None
@@ -92,18 +92,12 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call, ctx, ks, set_key = (
-            self.call,
-            self._kctx,
-            self.key_selector,
-            self.backend.set_current_key,
-        )
+        call, ctx = self.call, self._kctx  # call sets the record's key (UdfOperator.open)
         out: list[Any] = []
         stamps: list[Any] = []
         if timestamps is None:
             timestamps = [None] * len(values)
         for v, ts in zip(values, timestamps):
-            set_key(ks(v))
             ctx.ts = ts
             run_udf(call(v, ctx), out, stamps, ts)
         if out:
@@ -128,6 +122,8 @@ class StreamGroupedReduce(UdfOperator):
     """
 
     _DESCRIPTOR = ValueStateDescriptor("_reduce_value")
+    #: ``fold_values`` runs every reduce call with its record's key current
+    KEY_CONTEXT_PER_CALL = False
 
     def __init__(
         self, function: Any, call: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],
@@ -161,47 +157,3 @@ class StreamGroupedReduce(UdfOperator):
             out.append(get())
         if out:
             self.output.collect_batch(out, None)
-
-
-class KeyedUdfOperator(UdfOperator):
-    """``map`` / ``flat_map`` / ``filter`` on a ``KeyedStream``: the function may use keyed
-    state, so the current key is set per record."""
-
-    def __init__(
-        self,
-        function: Any,
-        call: Callable[[Any], Any],
-        key_selector: Callable[[Any], Any],
-        kind: str,
-    ) -> None:
-        super().__init__(function, call)
-        self.key_selector = key_selector
-        self.kind = kind
-
-    def open(self) -> None:
-        assert self.ctx.keyed_backend is not None
-        self.backend = self.ctx.keyed_backend
-        super().open()
-
-    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call, ks, set_key, kind = (
-            self.call,
-            self.key_selector,
-            self.backend.set_current_key,
-            self.kind,
-        )
-        out: list[Any] = []
-        stamps: list[Any] = []
-        for v, ts in zip(values, timestamps or [None] * len(values)):
-            set_key(ks(v))
-            if kind == "map":
-                out.append(call(v))
-                stamps.append(ts)
-            elif kind == "filter":
-                if call(v):
-                    out.append(v)
-                    stamps.append(ts)
-            else:
-                run_udf(call(v), out, stamps, ts)
-        if out:
-            self.output.collect_batch(out, None if timestamps is None else stamps)

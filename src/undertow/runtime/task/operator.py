@@ -92,6 +92,10 @@ class OperatorSetup:
     processing_time_service: ProcessingTimeService
     #: Present iff the operator's input is keyed.
     keyed_backend: KeyedStateBackend | None = None
+    #: The key of a record of input 1 / input 2 (``None`` for a non-keyed input), as Flink's
+    #: ``stateKeySelector1/2``: see :meth:`StreamOperator.with_key_context`.
+    state_key_selector1: Callable[[Any], Any] | None = None
+    state_key_selector2: Callable[[Any], Any] | None = None
     #: Non-keyed operator state (list, union list and broadcast state) of this operator.
     operator_state_backend: Any = None
     #: Creates (or returns) the named timer service of this operator; keyed operators only.
@@ -117,6 +121,36 @@ class StreamOperator(ABC):
 
     def open(self) -> None:
         """Called once before the first record."""
+
+    def with_key_context(
+        self, call: Callable[..., Any], input_index: int = 1, key_arg: int = 0
+    ) -> Callable[..., Any]:
+        """``call`` made to run in the key context of its record (Flink's
+        ``setKeyContextElement1/2``): on a keyed input ``input_index``, every call first makes
+        the key of its argument ``key_arg`` (the record) the keyed backend's current key, so
+        keyed state and timers used during the call are that record's. On a non-keyed input
+        ``call`` is returned as it is. Wrap every user-function call that may touch keyed
+        state; cost on a keyed input: one key extraction and one ``set_current_key`` per call.
+        """
+        setup = self.ctx
+        key_of = setup.state_key_selector1 if input_index == 1 else setup.state_key_selector2
+        backend = setup.keyed_backend
+        if key_of is None or backend is None:
+            return call
+        set_key = backend.set_current_key
+        if key_arg == 0:
+
+            def keyed_call(value: Any, *rest: Any) -> Any:
+                set_key(key_of(value))
+                return call(value, *rest)
+
+            return keyed_call
+
+        def keyed_call_at(*args: Any) -> Any:
+            set_key(key_of(args[key_arg]))
+            return call(*args)
+
+        return keyed_call_at
 
     def process_watermark(self, watermark: int) -> None:
         """Default: forward. Operators with event-time timers fire them first."""

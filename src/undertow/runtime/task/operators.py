@@ -14,6 +14,7 @@ from undertow.api.functions import ProcessFunction, TimerService
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+from undertow.runtime.task.print_format import formatter
 
 
 def open_udf(function: Any, runtime_context: Any) -> None:
@@ -38,7 +39,17 @@ def notify_udf(function: Any, hook_name: str, checkpoint_id: int) -> None:
 
 
 class UdfOperator(OneInputStreamOperator):
-    """An operator around one user function: opens and closes it with the operator."""
+    """An operator around one user function: opens and closes it with the operator.
+
+    On a keyed stream ``call`` runs in the key context of its record (see
+    :meth:`~undertow.runtime.task.operator.StreamOperator.with_key_context`) whenever there is
+    a function object, which may use keyed state. Plain callables (lambdas) have no runtime
+    context, so they run unwrapped.
+    """
+
+    #: Whether ``open`` wraps ``call`` to set the key per call; ``False`` for an operator whose
+    #: loop already runs each call in its record's key (the rolling reduce).
+    KEY_CONTEXT_PER_CALL = True
 
     def __init__(self, function: Any, call: Callable[..., Any] | None = None) -> None:
         self.function = function
@@ -46,6 +57,8 @@ class UdfOperator(OneInputStreamOperator):
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
+        if self.function is not None and self.KEY_CONTEXT_PER_CALL:
+            self.call = self.with_key_context(self.call)
         open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
@@ -170,10 +183,13 @@ class SinkFunctionOperator(UdfOperator):
 
 
 class PrintSinkOperator(OneInputStreamOperator):
-    """``print()``: one line per record, ``N> `` prefixed when the sink runs in parallel."""
+    """``print()``: one line per record, ``N> `` prefixed when the sink runs in parallel;
+    records are rendered as PyFlink renders values of the stream's type ``type_info``
+    (see :mod:`undertow.runtime.task.print_format`)."""
 
-    def __init__(self, sink_identifier: str | None = None) -> None:
+    def __init__(self, sink_identifier: str | None = None, type_info: Any = None) -> None:
         self.sink_identifier = sink_identifier
+        self.type_info = type_info
 
     def open(self) -> None:
         prefix = self.sink_identifier or ""
@@ -184,13 +200,14 @@ class PrintSinkOperator(OneInputStreamOperator):
                 else str(self.ctx.subtask_index + 1)
             )
         self._prefix = f"{prefix}> " if prefix else ""
+        self._render = formatter(self.type_info)
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         if not values:  # an empty batch (e.g. after a filter) is no line at all
             return
-        prefix = self._prefix
+        prefix, render = self._prefix, self._render
         assert self.ctx.services is not None
-        self.ctx.services.print_lines([f"{prefix}{v}" for v in values])
+        self.ctx.services.print_lines([prefix + render(v) for v in values])
 
 
 class CollectSinkOperator(OneInputStreamOperator):

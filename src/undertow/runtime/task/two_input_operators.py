@@ -1,7 +1,10 @@
 """Two-input operators: ``connect`` (co-map, co-flat-map, co-process, keyed co-process) and
 broadcast-connected process functions with broadcast state.
 
-The task combines watermarks of the two inputs (minimum) before ``process_watermark``.
+The task combines watermarks of the two inputs (minimum) before ``process_watermark``. On
+keyed inputs every user-function call runs in the key context of its record (each input with
+its own key selector, see ``StreamOperator.with_key_context``); the broadcast side of a
+broadcast connection has no key.
 """
 
 from __future__ import annotations
@@ -26,11 +29,19 @@ from undertow.state.descriptors import MapStateDescriptor
 
 
 class _TwoInputUdf(TwoInputStreamOperator):
-    def __init__(self, function: Any) -> None:
+    """A two-input operator around one user function whose methods ``method1`` / ``method2``
+    take the records of input 1 / 2; ``call1`` / ``call2`` are those methods in the key
+    context of their record (set in ``open``)."""
+
+    def __init__(self, function: Any, method1: str, method2: str) -> None:
         self.function = function
+        self.method1 = method1
+        self.method2 = method2
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
+        self.call1 = self.with_key_context(getattr(self.function, self.method1), 1)
+        self.call2 = self.with_key_context(getattr(self.function, self.method2), 2)
         open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
@@ -48,16 +59,22 @@ class _TwoInputUdf(TwoInputStreamOperator):
 
 
 class CoMapOperator(_TwoInputUdf):
+    def __init__(self, function: Any) -> None:
+        super().__init__(function, "map1", "map2")
+
     def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
-        f = self.function.map1
+        f = self.call1
         self.output.collect_batch([f(v) for v in values], timestamps)
 
     def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
-        f = self.function.map2
+        f = self.call2
         self.output.collect_batch([f(v) for v in values], timestamps)
 
 
 class CoFlatMapOperator(_TwoInputUdf):
+    def __init__(self, function: Any) -> None:
+        super().__init__(function, "flat_map1", "flat_map2")
+
     def _run(self, f: Callable[[Any], Any], values: list[Any], timestamps: Timestamps) -> None:
         out: list[Any] = []
         stamps: list[Any] = []
@@ -67,10 +84,10 @@ class CoFlatMapOperator(_TwoInputUdf):
             self.output.collect_batch(out, stamps)
 
     def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
-        self._run(self.function.flat_map1, values, timestamps)
+        self._run(self.call1, values, timestamps)
 
     def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
-        self._run(self.function.flat_map2, values, timestamps)
+        self._run(self.call2, values, timestamps)
 
 
 class _Ctx(KeyedCoProcessFunction.OnTimerContext, KeyedBroadcastProcessFunction.OnTimerContext):
@@ -121,20 +138,8 @@ class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
     variants input 2 is the broadcast side: its context may write broadcast state.
     """
 
-    def __init__(
-        self,
-        function: Any,
-        method1: str,
-        method2: str,
-        key_selector1: Callable[[Any], Any] | None = None,
-        key_selector2: Callable[[Any], Any] | None = None,
-        broadcast: bool = False,
-    ) -> None:
-        super().__init__(function)
-        self.method1 = method1
-        self.method2 = method2
-        self.key_selector1 = key_selector1
-        self.key_selector2 = key_selector2
+    def __init__(self, function: Any, method1: str, method2: str, broadcast: bool = False) -> None:
+        super().__init__(function, method1, method2)
         self.broadcast = broadcast
 
     def open(self) -> None:
@@ -148,34 +153,28 @@ class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
                 self.ctx.name, self.ctx.processing_time_service, lambda: self.current_watermark
             )
         self._ctx = _Ctx(self)
-        self._call1 = getattr(self.function, self.method1)
-        self._call2 = getattr(self.function, self.method2)
         self._on_timer = getattr(self.function, "on_timer", None)
         super().open()
 
     def _run(
-        self, call: Callable[[Any, Any], Any], ks: Callable[[Any], Any] | None,
-        values: list[Any], timestamps: Timestamps, writable: bool,
+        self, call: Callable[[Any, Any], Any], values: list[Any], timestamps: Timestamps,
+        writable: bool,
     ) -> None:  # fmt: skip
         ctx = self._ctx
         ctx.writable_broadcast = writable
         out: list[Any] = []
         stamps: list[Any] = []
-        set_key = self.ctx.keyed_backend.set_current_key if ks is not None else None  # type: ignore[union-attr]
         for v, ts in zip(values, timestamps or [None] * len(values)):
-            if set_key is not None:
-                set_key(ks(v))  # type: ignore[misc]
             ctx.ts = ts
             run_udf(call(v, ctx), out, stamps, ts)
         if out:
             self.output.collect_batch(out, stamps)
 
     def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
-        self._run(self._call1, self.key_selector1, values, timestamps, False)
+        self._run(self.call1, values, timestamps, False)
 
     def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
-        ks = None if self.broadcast else self.key_selector2
-        self._run(self._call2, ks, values, timestamps, self.broadcast)
+        self._run(self.call2, values, timestamps, self.broadcast)
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark

@@ -1,0 +1,179 @@
+"""User functions on keyed streams see the key of the record they are called for.
+
+Keys interleave in every input below (``a, b, a, c, b, ...``), so a function that read the
+previous record's key, or no key at all, would produce different numbers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from undertow.datastream import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    ReduceFunction,
+    RuntimeContext,
+    StreamExecutionEnvironment,
+)
+from undertow.datastream.state import ValueStateDescriptor
+
+RECORDS = [("a", 1), ("b", 10), ("a", 2), ("c", 100), ("b", 20), ("a", 3), ("c", 200)]
+
+
+def running_counts(records: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(key, number of records of the key so far), per record."""
+    seen: Counter[str] = Counter()
+    out = []
+    for key, _ in records:
+        seen[key] += 1
+        out.append((key, seen[key]))
+    return out
+
+
+class CountingReduce(ReduceFunction):
+    """Sums the values and counts, in keyed state, how often ``reduce`` ran for the key."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.calls = runtime_context.get_state(ValueStateDescriptor("calls"))
+
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        calls = (self.calls.value() or 0) + 1
+        self.calls.update(calls)
+        return value1[0], value1[1] + value2[1], calls
+
+
+def test_reduce_function_reads_the_state_of_the_current_records_key(
+    env: StreamExecutionEnvironment,
+) -> None:
+    env.set_parallelism(1)
+    stream = env.from_collection(RECORDS).key_by(lambda r: r[0]).reduce(CountingReduce())
+    result = list(stream.execute_and_collect())
+    # a key's first record passes unreduced; reduce's call count is the record's rank - 1
+    assert result == [
+        ("a", 1), ("b", 10), ("a", 3, 1), ("c", 100), ("b", 30, 1), ("a", 6, 2), ("c", 300, 1)
+    ]  # fmt: skip
+
+
+class CountPerKey(CoMapFunction):
+    """Both inputs count into the same keyed state of their key."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+
+    def _bump(self, key: str) -> tuple[str, int]:
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        return key, count
+
+    def map1(self, value: Any) -> Any:
+        return self._bump(value[0])
+
+    def map2(self, value: Any) -> Any:
+        return self._bump(value)
+
+
+class CountPerKeyFlat(CoFlatMapFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+
+    def _bump(self, key: str) -> Any:
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield key, count
+
+    def flat_map1(self, value: Any) -> Any:
+        return self._bump(value[0])
+
+    def flat_map2(self, value: Any) -> Any:
+        return self._bump(value)
+
+
+def _final_counts(result: list[tuple[str, int]]) -> dict[str, int]:
+    """Per key, the highest count seen; the counts of a key must be exactly 1..n."""
+    by_key: dict[str, list[int]] = {}
+    for key, count in result:
+        by_key.setdefault(key, []).append(count)
+    for key, counts in by_key.items():
+        assert sorted(counts) == list(range(1, len(counts) + 1)), (key, counts)
+    return {key: max(counts) for key, counts in by_key.items()}
+
+
+WORDS = ["b", "c", "a", "b"]
+EXPECTED_TOTALS = {"a": 4, "b": 4, "c": 3}
+
+
+def test_keyed_co_map_with_connected_streams_key_by(env: StreamExecutionEnvironment) -> None:
+    records, words = env.from_collection(RECORDS), env.from_collection(WORDS)
+    connected = records.connect(words).key_by(lambda r: r[0], lambda w: w)
+    result = list(connected.map(CountPerKey()).execute_and_collect())
+    assert _final_counts(result) == EXPECTED_TOTALS
+
+
+def test_keyed_co_map_with_two_keyed_streams(env: StreamExecutionEnvironment) -> None:
+    records = env.from_collection(RECORDS).key_by(lambda r: r[0])
+    words = env.from_collection(WORDS).key_by(lambda w: w)
+    result = list(records.connect(words).map(CountPerKey()).execute_and_collect())
+    assert _final_counts(result) == EXPECTED_TOTALS
+
+
+def test_keyed_co_flat_map_with_both_ways_of_keying(env: StreamExecutionEnvironment) -> None:
+    records, words = env.from_collection(RECORDS), env.from_collection(WORDS)
+    one = records.connect(words).key_by(lambda r: r[0], lambda w: w).flat_map(CountPerKeyFlat())
+    two = (
+        records.key_by(lambda r: r[0])
+        .connect(words.key_by(lambda w: w))
+        .flat_map(CountPerKeyFlat())
+    )
+    assert _final_counts(list(one.execute_and_collect())) == EXPECTED_TOTALS
+    assert _final_counts(list(two.execute_and_collect())) == EXPECTED_TOTALS
+
+
+class CountPerKeyProcess(CoProcessFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+
+    def _bump(self, key: str) -> Any:
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield key, count
+
+    def process_element1(self, value: Any, ctx: CoProcessFunction.Context) -> Any:
+        return self._bump(value[0])
+
+    def process_element2(self, value: Any, ctx: CoProcessFunction.Context) -> Any:
+        return self._bump(value)
+
+
+def test_co_process_function_on_keyed_streams_uses_keyed_state(
+    env: StreamExecutionEnvironment,
+) -> None:
+    records, words = env.from_collection(RECORDS), env.from_collection(WORDS)
+    connected = records.connect(words).key_by(lambda r: r[0], lambda w: w)
+    result = list(connected.process(CountPerKeyProcess()).execute_and_collect())
+    assert _final_counts(result) == EXPECTED_TOTALS
+
+
+class RankPerKey(CountPerKey):
+    def map(self, value: Any) -> Any:
+        return self._bump(value[0])
+
+
+def test_keyed_map_function_sees_each_records_key(env: StreamExecutionEnvironment) -> None:
+    env.set_parallelism(1)
+    result = list(env.from_collection(RECORDS).key_by(lambda r: r[0]).map(RankPerKey())
+                  .execute_and_collect())  # fmt: skip
+    assert result == running_counts(RECORDS)
+
+
+def test_unhashable_keys_are_keyed_by_their_content(env: StreamExecutionEnvironment) -> None:
+    """PyFlink keys by value, so ``key_by(lambda r: [r[0]])`` (a list) is a valid key."""
+    env.set_parallelism(1)
+    stream = (
+        env.from_collection(RECORDS)
+        .key_by(lambda r: [r[0]])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    result = list(stream.execute_and_collect())
+    assert result[-3:] == [("b", 30), ("a", 6), ("c", 300)]
