@@ -50,8 +50,6 @@ _PARALLELISM = (
     "print sink prefixes 'N> ' and ours does not"
 )
 _FLOAT = "Types.FLOAT() values are printed as 64-bit floats, PyFlink rounds them to 32 bits"
-_CONTEXT = "ProcessWindowFunction.Context is not subscriptable (Context[TimeWindow])"
-_TUPLE = "records typed Types.TUPLE(...) are printed as Python tuples, PyFlink prints (a,5)"
 
 #: Examples that do not print what PyFlink prints yet, with the cause (issue 11). Owners:
 #: print formatting, window contexts, typed values: "confds"; stdout noise and the
@@ -60,14 +58,9 @@ XFAIL: dict[str, str] = {
     "basic_operations": f"issue 11: {_NOISE}",
     "event_time_timer": f"issue 11: {_PARALLELISM}; {_FLOAT}",
     "process_json_data": f"issue 11: {_PARALLELISM}; {_NOISE}",
-    "session_with_dynamic_gap_window": f"issue 11: {_CONTEXT}; {_TUPLE}",
-    "session_with_gap_window": f"issue 11: {_CONTEXT}; {_TUPLE}",
-    "sliding_time_window": f"issue 11: {_CONTEXT}; {_TUPLE}",
     "state_access": f"issue 11: {_PARALLELISM}; {_FLOAT}",
-    "tumbling_count_window": f"issue 11: {_TUPLE}",
-    "tumbling_time_window": f"issue 11: {_CONTEXT}; {_TUPLE}",
     "word_count": (
-        f"issue 11: {_TUPLE}; in BATCH mode PyFlink emits the reduce results sorted by "
+        "issue 11: in BATCH mode PyFlink emits the reduce results sorted by "
         "serialized key (shorter strings first), ours in another order"
     ),
 }
