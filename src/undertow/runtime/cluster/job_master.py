@@ -63,6 +63,12 @@ from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointF
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
 from undertow.runtime.cluster.control import ControlConnection
+from undertow.runtime.cluster.exception_history import (
+    ExceptionHistory,
+    TaskOrigin,
+    console_report,
+    failure_record,
+)
 from undertow.runtime.cluster.heartbeat import HeartbeatMonitor
 from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -239,6 +245,10 @@ class _Attempt:
         self.recovered = asyncio.Event()
         self.done = asyncio.Event()
         self.error: UndertowError | None = None
+        #: The task whose failure ended the attempt (None: no task's, or no failure).
+        self.origin: TaskOrigin | None = None
+        #: When it failed (epoch ms); -1 while it has not.
+        self.failed_at = -1
         #: A failure that restarting cannot fix (a corrupt checkpoint to restore).
         self.fatal = False
 
@@ -246,6 +256,8 @@ class _Attempt:
         if self.done.is_set():
             return
         self.error = error
+        if error is not None:
+            self.failed_at = _now_ms()
         self.done.set()
 
 
@@ -289,6 +301,8 @@ class JobMaster:
         #: The REST API's address (``http://127.0.0.1:PORT``); None when disabled.
         self.rest_url: str | None = None
         self.task_metrics = TaskMetricsStore()
+        #: The root cause of every failed attempt (REST ``/jobs/:jobid/exceptions``).
+        self.exceptions = ExceptionHistory()
         self.checkpoint_stats = CheckpointStatsTracker(
             {v.id: v.parallelism for v in job_graph.vertices},
             self.config.get(Options.CHECKPOINTS_HISTORY),
@@ -547,6 +561,7 @@ class JobMaster:
                         self._report_restored(latest)
         except UndertowError as err:  # e.g. the recovery path does not exist or verify
             self._failure = err
+            self._report_failure(err, None)
         finally:
             server.close()
             self._finish_status()
@@ -618,6 +633,8 @@ class JobMaster:
             )  # fmt: skip
             self.coordinator.start(done)
         await finished
+        if attempt.error is not None and not self._cancel_requested:
+            self._report_failure(attempt.error, attempt)
         deployed.cancel()
         watchdog.cancel()
         self._stop_checkpoints(CheckpointFailureReason.JOB_FAILOVER_REGION)
@@ -834,11 +851,13 @@ class JobMaster:
         elif isinstance(msg, TaskFailed):
             attempt.failed.add((msg.vertex_id, msg.subtask))
             vertex = self.job_graph.vertex(msg.vertex_id)
+            origin = TaskOrigin.of(vertex.name, msg.subtask, vertex.parallelism,
+                                   self._location(attempt, index))  # fmt: skip
             self._fail(attempt, JobExecutionError(
                 f"job failed: operator '{msg.operator}' (subtask {msg.subtask + 1}/"
                 f"{vertex.parallelism} of '{vertex.name}') raised {msg.error}",
                 operator=msg.operator, subtask=msg.subtask, remote_traceback=msg.traceback,
-            ))  # fmt: skip
+            ), origin)  # fmt: skip
         elif isinstance(msg, WorkerFailed):
             error = JobExecutionError(
                 f"worker {msg.worker_index} failed: {msg.error}", remote_traceback=msg.traceback
@@ -878,9 +897,12 @@ class JobMaster:
             for conn in attempt.workers.values():
                 conn.send(message)
 
-    def _fail(self, attempt: _Attempt, error: UndertowError) -> None:
+    def _fail(
+        self, attempt: _Attempt, error: UndertowError, origin: TaskOrigin | None = None
+    ) -> None:
         if attempt.done.is_set():
             return
+        attempt.origin = origin
         self._set_status(JobStatus.FAILING)
         for conn in attempt.workers.values():
             conn.send(CancelTasks(attempt.number))
@@ -910,6 +932,23 @@ class JobMaster:
         self.coordinator.stop(reason)
         for cid in pending:
             self.checkpoint_stats.report_failed(cid, _now_ms(), reason.message)
+
+    def _location(self, attempt: _Attempt, worker: int) -> str:
+        registered = attempt.registered.get(worker)
+        if registered is None:
+            return f"worker {worker}"
+        return f"worker {worker} ({registered.data_host}:{registered.data_port})"
+
+    def _report_failure(self, error: UndertowError, attempt: _Attempt | None) -> None:
+        """Record the root cause of a failed attempt and print it at once (with its
+        traceback): a job started with ``execute_async`` has nobody waiting to raise it."""
+        if isinstance(error, JobCancelledError):
+            return
+        when = attempt.failed_at if attempt is not None and attempt.failed_at >= 0 else _now_ms()
+        record = failure_record(error, self.attempt, when,
+                                attempt.origin if attempt is not None else None)  # fmt: skip
+        self.exceptions.record(record)
+        self._console(console_report(self.job_id, record))
 
     def _console(self, line: str) -> None:
         sys.stderr.write(f"[undertow] {line}\n")
@@ -988,6 +1027,8 @@ class JobMaster:
             num_workers=self.plan.num_workers, vertices=tuple(vertices),
             checkpoints=self.checkpoint_stats.snapshot(),
             config=MappingProxyType(self.config.to_dict()),
+            exceptions=self.exceptions.entries(),
+            exceptions_truncated=self.exceptions.truncated,
         )  # fmt: skip
 
     def _subtask_state(self, attempt: _Attempt | None, key: tuple[int, int]) -> ExecutionState:

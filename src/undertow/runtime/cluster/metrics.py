@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from undertow.graph.job_graph import JobVertex
+from undertow.runtime.cluster.exception_history import FailureRecord
 from undertow.runtime.task.task_statistics import TaskStatistics
 
 #: A new sample replaces the start of the rate window only when the window is at least this
@@ -569,6 +570,10 @@ class JobView:
     #: The job's configuration (strings), for the checkpoint configuration endpoint. Renderers
     #: pick options from it; never serve it whole (it may hold the metadata HMAC key).
     config: Mapping[str, str]
+    #: Root causes of the failed attempts, newest first (:mod:`.exception_history`).
+    exceptions: tuple[FailureRecord, ...] = ()
+    #: Older failures were dropped from ``exceptions``.
+    exceptions_truncated: bool = False
 
     def vertex(self, rest_id: str) -> VertexView | None:
         """By REST id, or by the plain job-vertex number."""

@@ -9,6 +9,7 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/overview                                  the job with its subtask counts per state
   /jobs/:jobid                                    state, timestamps, vertices (id, name,
                                                   parallelism, status, record/byte metrics), plan
+  /jobs/:jobid/exceptions                         root cause of every failed attempt
   /jobs/:jobid/checkpoints                        counts, summary, latest, history
   /jobs/:jobid/checkpoints/config                 checkpointing options
   /jobs/:jobid/checkpoints/details/:checkpointid  one checkpoint, its vertices and subtasks
@@ -372,6 +373,7 @@ _ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any]]]] = [
     (re.compile(r"/jobs"), responses.job_ids),
     (re.compile(r"/jobs/overview"), responses.jobs_overview),
     (re.compile(rf"/jobs/{_ID}"), lambda v, j: responses.job_details(_job(v, j))),
+    (re.compile(rf"/jobs/{_ID}/exceptions"), lambda v, j: responses.job_exceptions(_job(v, j))),
     (re.compile(rf"/jobs/{_ID}/checkpoints"),
      lambda v, j: responses.checkpointing_statistics(_job(v, j))),
     (re.compile(rf"/jobs/{_ID}/checkpoints/config"),
