@@ -71,7 +71,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
@@ -90,6 +90,14 @@ from undertow.runtime.checkpoint.completed_store import (
     CompletedCheckpoint,
     CompletedCheckpointStore,
     DiscardSubsumed,
+)
+from undertow.runtime.checkpoint.events import (
+    Aborted,
+    Acknowledged,
+    CheckpointEvent,
+    CheckpointListener,
+    Completed,
+    Triggered,
 )
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 from undertow.runtime.checkpoint.failure_manager import CheckpointFailureManager, FailJob
@@ -132,7 +140,8 @@ log = logging.getLogger(__name__)
 
 
 class TaskGateway(Protocol):
-    """What the coordinator asks of the JobMaster."""
+    """What the coordinator asks of the tasks of the running attempt (implemented by
+    :class:`~undertow.runtime.cluster.task_gateway.AttemptGateway`). Loop thread only."""
 
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None: ...
 
@@ -149,18 +158,9 @@ class TaskGateway(Protocol):
         """Stop with savepoint: end the source subtask's data; called just before
         ``trigger_source`` for the savepoint, whose barrier must follow it."""
 
-    def report_savepoint(self, checkpoint_id: int, pointer: str) -> None:
-        """Savepoint ``checkpoint_id`` completed at ``pointer`` (monitoring only)."""
 
-
-@dataclass
-class CheckpointStats:
-    checkpoint_id: int
-    trigger_timestamp: int
-    duration_ms: int
-    state_size: int
-    alignment_ms: float
-    num_subtasks: int
+def _ignore(event: CheckpointEvent) -> None:
+    pass
 
 
 class CheckpointCoordinator:
@@ -173,6 +173,7 @@ class CheckpointCoordinator:
         key: CheckpointKey,
         gateway: TaskGateway,
         console: Callable[[str], None],
+        listener: CheckpointListener = _ignore,
     ) -> None:
         self.job_id = job_id
         self.graph = graph
@@ -183,6 +184,8 @@ class CheckpointCoordinator:
         self.key = key
         self.gateway = gateway
         self.console = console
+        #: Told of every trigger, acknowledgement, completion and abort (:mod:`.events`).
+        self.listener = listener
         self.interval_ms = config.get(Options.CHECKPOINT_INTERVAL)
         self.timeout_ms = config.get(Options.CHECKPOINT_TIMEOUT)
         self.min_pause_ms = config.get(Options.MIN_PAUSE)
@@ -197,7 +200,6 @@ class CheckpointCoordinator:
         self.failures = CheckpointFailureManager(config.get(Options.TOLERABLE_FAILURES))
         self.metadata: dict[int, CheckpointMetadata] = {}
         self.pending: dict[int, PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]] = {}
-        self.stats: list[CheckpointStats] = []
         self.next_id = 1
         self.last_completion_ms = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -447,6 +449,7 @@ class CheckpointCoordinator:
             cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
+        self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None))
         loop = asyncio.get_running_loop()
         self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
         sources = {v.id for v in self.graph.vertices if v.is_source}
@@ -486,6 +489,7 @@ class CheckpointCoordinator:
                 self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
             return
         if pending.acknowledge((vertex_id, subtask), state, metrics) is AckResult.SUCCESS:
+            self.listener(Acknowledged(cid, vertex_id, subtask, _now_ms(), metrics))
             self._on_acknowledged(cid, pending)
 
     def _on_acknowledged(
@@ -506,10 +510,18 @@ class CheckpointCoordinator:
     def receive_decline(self, vertex_id: int, subtask: int, cid: int,
                         reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
         if cid in self.pending:
-            self._abort(cid, reason, detail=f"subtask {subtask} of vertex {vertex_id}: {detail}")
+            name = self.graph.vertex(vertex_id).name
+            self._abort(
+                cid,
+                reason,
+                detail=f"subtask {subtask} of vertex {vertex_id}: {detail}",
+                message=f"{reason.message} (subtask {subtask} of '{name}'): {detail}",
+            )
 
     def _abort(self, cid: int, reason: CheckpointFailureReason, detail: str = "",
-               notify: bool = True) -> None:  # fmt: skip
+               notify: bool = True, message: str | None = None) -> None:  # fmt: skip
+        """Abort pending ``cid``; ``message`` is what the statistics show (default: the
+        reason's)."""
         pending = self.pending.pop(cid, None)
         timer = self._timeouts.pop(cid, None)
         if timer is not None:
@@ -517,6 +529,7 @@ class CheckpointCoordinator:
         if pending is None:
             return
         pending.abort(reason)
+        self.listener(Aborted(cid, _now_ms(), reason, message or reason.message))
         log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
         if notify:
             self.gateway.notify_aborted(cid)
@@ -654,11 +667,10 @@ class CheckpointCoordinator:
         size = total_state_size(meta)
         metrics = pending.acknowledged_metrics
         alignment = max((m.get("alignment_duration_ms", 0.0) for m in metrics.values()), default=0)
-        stats = CheckpointStats(cid, pending.trigger_timestamp, now - pending.trigger_timestamp,
-                                size, alignment, len(self._tasks))  # fmt: skip
-        self.stats.append(stats)
+        retained = tuple(entry.checkpoint_id for entry in self.store.all())
+        self.listener(Completed(cid, now, self.storage.checkpoint_pointer(cid), False, retained))
         line = (
-            f"checkpoint {cid} completed in {stats.duration_ms} ms, {_human(size)}, "
+            f"checkpoint {cid} completed in {now - pending.trigger_timestamp} ms, {_human(size)}, "
             f"alignment {alignment:.0f} ms"
         )
         if self.options.needs_channel_state:  # unaligned, or aligned with a timeout
@@ -681,7 +693,7 @@ class CheckpointCoordinator:
         self.last_completion_ms = _now_ms()
         self.console(f"{request.kind} {cid} of job {self.job_id[:8]} completed in "
                      f"{duration_ms} ms: {pointer}")  # fmt: skip
-        self.gateway.report_savepoint(cid, pointer)
+        self.listener(Completed(cid, _now_ms(), pointer, True, None))
         future = self._savepoints.pop(cid, None)
         if future is not None and not future.done():
             future.set_result(pointer)

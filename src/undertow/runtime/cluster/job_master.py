@@ -339,7 +339,14 @@ class JobMaster:
             key.load()
         storage = CheckpointStorage(directory, self.job_id)
         self.coordinator = CheckpointCoordinator(
-            self.job_id, self.job_graph, self.config, storage, key, self, self._console
+            self.job_id,
+            self.job_graph,
+            self.config,
+            storage,
+            key,
+            self,
+            self._console,
+            self.checkpoint_stats.on_event,
         )
 
     # -- public, any thread ------------------------------------------------------------------
@@ -815,17 +822,10 @@ class JobMaster:
             if enumerator is not None:
                 enumerator.handle_split_request(msg.subtask, msg.hostname)
         elif isinstance(msg, AcknowledgeCheckpoint):
-            self.checkpoint_stats.report_ack(msg.checkpoint_id, msg.vertex_id, msg.subtask,
-                                             _now_ms(), msg.metrics)  # fmt: skip
             if self.coordinator is not None:
                 self.coordinator.receive_ack(msg.vertex_id, msg.subtask, msg.checkpoint_id,
                                              msg.handle, msg.metrics)  # fmt: skip
         elif isinstance(msg, DeclineCheckpoint):
-            reason = getattr(msg.reason, "message", str(msg.reason))
-            self.checkpoint_stats.report_decline(
-                msg.checkpoint_id, f"{reason} (subtask {msg.subtask} of "
-                f"'{self.job_graph.vertex(msg.vertex_id).name}'): {msg.detail}"
-            )  # fmt: skip
             if self.coordinator is not None:
                 self.coordinator.receive_decline(msg.vertex_id, msg.subtask, msg.checkpoint_id,
                                                  msg.reason, msg.detail)  # fmt: skip
@@ -926,12 +926,8 @@ class JobMaster:
 
     def _stop_checkpoints(self, reason: CheckpointFailureReason) -> None:
         """Stop triggering and abort pending checkpoints; they fail with ``reason``."""
-        if self.coordinator is None:
-            return
-        pending = list(self.coordinator.pending)
-        self.coordinator.stop(reason)
-        for cid in pending:
-            self.checkpoint_stats.report_failed(cid, _now_ms(), reason.message)
+        if self.coordinator is not None:
+            self.coordinator.stop(reason)
 
     def _location(self, attempt: _Attempt, worker: int) -> str:
         registered = attempt.registered.get(worker)
@@ -956,33 +952,15 @@ class JobMaster:
 
     # -- TaskGateway (the checkpoint coordinator's view) ---------------------------------------
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None:
-        self.checkpoint_stats.report_pending(barrier.checkpoint_id, barrier.timestamp,
-                                             barrier.options.is_unaligned)  # fmt: skip
         self._send_to_subtask(subtask, TriggerCheckpoint(self.attempt, vertex_id, subtask, barrier))
 
     def stop_source(self, vertex_id: int, subtask: int, drain: bool) -> None:
         self._send_to_subtask(subtask, StopSource(self.attempt, vertex_id, subtask, drain))
 
-    def report_savepoint(self, checkpoint_id: int, pointer: str) -> None:
-        self.checkpoint_stats.report_completed(checkpoint_id, _now_ms(), pointer)
-
     def notify_complete(self, checkpoint_id: int) -> None:
-        coordinator = self.coordinator
-        if coordinator is not None and checkpoint_id not in coordinator.savepoint_ids:
-            self.checkpoint_stats.report_completed(
-                checkpoint_id, _now_ms(), coordinator.storage.checkpoint_pointer(checkpoint_id)
-            )
-            self.checkpoint_stats.report_retained(c.checkpoint_id for c in coordinator.store.all())
         self._broadcast(NotifyCheckpointComplete(self.attempt, checkpoint_id))
 
     def notify_aborted(self, checkpoint_id: int) -> None:
-        now = _now_ms()
-        reason = "checkpoint was aborted"
-        trigger = self.checkpoint_stats.trigger_timestamp(checkpoint_id)
-        coordinator = self.coordinator
-        if coordinator and trigger is not None and now - trigger >= coordinator.timeout_ms:
-            reason = CheckpointFailureReason.CHECKPOINT_EXPIRED.message
-        self.checkpoint_stats.report_failed(checkpoint_id, now, reason)
         self._broadcast(NotifyCheckpointAborted(self.attempt, checkpoint_id))
 
     def fail_job(self, error: UndertowError) -> None:
