@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import enum
 import logging
 import os
 import queue
@@ -70,6 +69,7 @@ from undertow.runtime.cluster.exception_history import (
     failure_record,
 )
 from undertow.runtime.cluster.heartbeat import HeartbeatMonitor
+from undertow.runtime.cluster.job_status import JobEvent, JobLifecycle, JobStatus
 from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
     AddSplits,
@@ -116,26 +116,6 @@ REGISTRATION_TIMEOUT_S = 120.0
 #: How long a worker's network failure waits for a dead peer to be reported as the cause.
 PEER_FAILURE_GRACE_S = 0.3
 WORKER_EXIT_TIMEOUT_S = 30.0
-
-
-class JobStatus(enum.Enum):
-    INITIALIZING = "INITIALIZING"
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FAILING = "FAILING"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-    RESTARTING = "RESTARTING"
-    SUSPENDED = "SUSPENDED"
-    RECONCILING = "RECONCILING"
-
-    def is_globally_terminal_state(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
-
-    def is_terminal_state(self) -> bool:
-        return self.is_globally_terminal_state() or self is JobStatus.SUSPENDED
 
 
 class RestServer(Protocol):
@@ -281,10 +261,8 @@ class JobMaster:
         self.plan: ExecutionPlan = plan_execution(job_graph, num_workers)
         self.attempt = 0
         self.num_restarts = 0
-        self._status = JobStatus.INITIALIZING
-        self._status_times: dict[JobStatus, int] = {JobStatus.INITIALIZING: _now_ms()}
         self._start_ms = _now_ms()
-        self._end_ms = -1
+        self._lifecycle = JobLifecycle(self._start_ms)
         self._failure: UndertowError | None = None
         self._cancel_requested = False
         self._current: _Attempt | None = None
@@ -352,7 +330,11 @@ class JobMaster:
     # -- public, any thread ------------------------------------------------------------------
     @property
     def status(self) -> JobStatus:
-        return self._status
+        return self._lifecycle.status
+
+    @property
+    def _status(self) -> JobStatus:
+        return self._lifecycle.status
 
     def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
         return self.collected.setdefault(sink_id, queue.Queue())
@@ -510,7 +492,7 @@ class JobMaster:
         except BaseException as err:  # last resort: never leave a caller waiting
             if self._failure is None:
                 self._failure = JobExecutionError(f"JobMaster crashed: {err!r}")
-            self._set_status(JobStatus.FAILED)
+            self._fire(JobEvent.CRASHED)
         finally:
             for q in self.collected.values():
                 q.put(_END)
@@ -528,7 +510,7 @@ class JobMaster:
         except ConfigurationError as err:
             server.close()
             self._startup_error = self._failure = err
-            self._set_status(JobStatus.FAILED)
+            self._fire(JobEvent.ENDED_FAILED)
             return
         started.set()
         self._started_at = time.monotonic()
@@ -549,10 +531,9 @@ class JobMaster:
                             f"job {self.job_id[:8]}: not restarting again after "
                             f"{self.num_restarts} restarts: {decision.reason}"
                         )
-                    self._failure = error
-                    self._set_status(JobStatus.FAILED)
+                    self._failure = error  # FAILED when it ended (_finish_status)
                     break
-                self._set_status(JobStatus.RESTARTING)
+                self._fire(JobEvent.RESTART)
                 self._console(f"job {self.job_id[:8]} failed ({_first_line(error)}); restarting "
                               f"in {decision.delay_ms} ms")  # fmt: skip
                 await asyncio.sleep(decision.delay_ms / 1000.0)
@@ -732,14 +713,14 @@ class JobMaster:
 
     def _finish_status(self) -> None:
         if self._cancel_requested:
-            self._set_status(JobStatus.CANCELED)
+            self._fire(JobEvent.ENDED_CANCELED)
             self._failure = JobCancelledError(f"job {self.job_id} was cancelled")
         elif self._failure is not None:
-            self._set_status(JobStatus.FAILED)
+            self._fire(JobEvent.ENDED_FAILED)
         elif self._result is not None:
-            self._set_status(JobStatus.FINISHED)
+            self._fire(JobEvent.ENDED_FINISHED)
         else:
-            self._set_status(JobStatus.FAILED)
+            self._fire(JobEvent.ENDED_FAILED)
             self._failure = JobExecutionError(f"job {self.job_id} ended without a result")
 
     def _deploy(self, attempt: _Attempt, restore: RestorePlan | None) -> None:
@@ -766,7 +747,7 @@ class JobMaster:
                                            restore.finished_vertices, restore.reemit,
                                            restore.rescaled_gates,
                                            restore.rescaled_outputs)  # fmt: skip
-        self._set_status(JobStatus.RUNNING)
+        self._fire(JobEvent.DEPLOYED)
         attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():
             conn.send(Deploy(self.attempt, graph_bytes, peers, self.plan.num_workers,
@@ -903,26 +884,22 @@ class JobMaster:
         if attempt.done.is_set():
             return
         attempt.origin = origin
-        self._set_status(JobStatus.FAILING)
+        self._fire(JobEvent.ATTEMPT_FAILED)
         for conn in attempt.workers.values():
             conn.send(CancelTasks(attempt.number))
         attempt.end(error)
 
     def _cancel(self) -> None:
         self._cancel_requested = True
-        self._set_status(JobStatus.CANCELLING)
+        self._fire(JobEvent.CANCEL)
         attempt = self._current
         if attempt is not None and not attempt.done.is_set():
             for conn in attempt.workers.values():
                 conn.send(CancelTasks(attempt.number))
             attempt.end(JobCancelledError(f"job {self.job_id} was cancelled"))
 
-    def _set_status(self, status: JobStatus) -> None:
-        self._status = status
-        now = _now_ms()
-        self._status_times[status] = now
-        if status.is_globally_terminal_state():
-            self._end_ms = now
+    def _fire(self, event: JobEvent) -> None:
+        self._lifecycle.fire(event, _now_ms())
 
     def _stop_checkpoints(self, reason: CheckpointFailureReason) -> None:
         """Stop triggering and abort pending checkpoints; they fail with ``reason``."""
@@ -984,7 +961,7 @@ class JobMaster:
             if ends and all(e is not None for e in ends):
                 end = max(e for e in ends if e is not None)
             elif terminal:
-                end = self._end_ms
+                end = self._lifecycle.end_ms
             vertices.append(VertexView(
                 vertex_id=v.id, rest_id=self._rest_ids[v.id], name=v.name,
                 parallelism=v.parallelism, max_parallelism=v.max_parallelism,
@@ -997,10 +974,8 @@ class JobMaster:
         return JobView(
             job_id=self.job_id, name=self.job_graph.job_name, state=self._status.value,
             job_type=self.config.get(Options.RUNTIME_MODE), start_time=self._start_ms,
-            end_time=self._end_ms, now=now,
-            status_timestamps=MappingProxyType(
-                {s.value: self._status_times.get(s, 0) for s in JobStatus}
-            ),
+            end_time=self._lifecycle.end_ms, now=now,
+            status_timestamps=self._lifecycle.timestamps(),
             max_parallelism=max(v.max_parallelism for v in self.job_graph.vertices),
             num_workers=self.plan.num_workers, vertices=tuple(vertices),
             checkpoints=self.checkpoint_stats.snapshot(),
