@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -58,9 +58,9 @@ from undertow.core.errors import (
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
-from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
-from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.exception_history import (
     ExceptionHistory,
@@ -106,6 +106,7 @@ from undertow.runtime.cluster.metrics import (
 )
 from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
 from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
+from undertow.runtime.cluster.savepoint_operations import SavepointOperations
 from undertow.runtime.network.framing import server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.keys import CheckpointKey
@@ -241,13 +242,6 @@ class _Attempt:
         self.done.set()
 
 
-#: How long the REST API outlives the job for a stop-with-savepoint result nobody fetched yet.
-STOP_RESULT_GRACE_S = 5.0
-#: Statuses in which a savepoint request waits for the tasks to run.
-_STARTING = frozenset({JobStatus.CREATED, JobStatus.INITIALIZING, JobStatus.RUNNING,
-                       JobStatus.RESTARTING})  # fmt: skip
-
-
 class JobMaster:
     def __init__(
         self, job_graph: JobGraph, config: Configuration, launcher: WorkerLauncher,
@@ -287,14 +281,11 @@ class JobMaster:
         )
         self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
-        #: stop-with-savepoint futures resolved when the job ended, with their savepoints
-        self._stopped_with: list[tuple[concurrent.futures.Future[str], str]] = []
-        #: REST trigger id -> Flink's AsynchronousOperationResult of the savepoint
-        self._operations: dict[str, dict[str, Any]] = {}
-        #: REST-triggered stops whose result nobody fetched yet
-        self._unfetched: set[str] = set()
         # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
         self._setup_checkpointing()
+        self.savepoints = SavepointOperations(
+            self.job_id, self.config, self.coordinator, lambda: self._status
+        )
 
     def _setup_checkpointing(self) -> None:
         """The checkpoint coordinator and storage, also with periodic checkpoints off (then
@@ -360,121 +351,19 @@ class JobMaster:
     def trigger_savepoint(
         self, request: SavepointRequest, trigger_id: str | None = None
     ) -> concurrent.futures.Future[str]:
-        """Take a savepoint (any thread; see :mod:`undertow.runtime.checkpoint.savepoint`).
-        The future gets the savepoint directory: at once when it completed, or, for a stop
-        with savepoint, once the job has ended ``FINISHED``; it fails naming the job, the
-        checkpoint and the directory."""
-        result: concurrent.futures.Future[str] = concurrent.futures.Future()
-        try:
-            request = self.resolve_savepoint_directory(request)
-        except ConfigurationError as err:
-            result.set_exception(err)
-            return result
-        loop = self._loop
-        if loop is None or self._status.is_globally_terminal_state():
-            result.set_exception(self._savepoint_refused(request, f"job is {self._status.value}"))
-            return result
-
-        async def start() -> None:
-            coordinator = self.coordinator
-            if coordinator is None:
-                result.set_exception(self._savepoint_refused(request, "no checkpoint coordinator"))
-                return
-            # A job that is starting (or restarting) takes it once all its tasks run.
-            deadline = time.monotonic() + coordinator.timeout_ms / 1000.0
-            while (
-                not coordinator.is_active and not coordinator.stopping
-                and self._status in _STARTING and time.monotonic() < deadline
-            ):  # fmt: skip
-                await asyncio.sleep(0.01)
-            future = coordinator.trigger_savepoint(request)
-            future.add_done_callback(lambda f: self._savepoint_done(f, request, result, trigger_id))
-
-        try:
-            asyncio.run_coroutine_threadsafe(start(), loop)
-        except RuntimeError:  # the loop closed meanwhile: the job ended
-            result.set_exception(self._savepoint_refused(request, "job ended"))
-        return result
+        """Take a savepoint (any thread): :meth:`.SavepointOperations.trigger`."""
+        return self.savepoints.trigger(request, trigger_id)
 
     def resolve_savepoint_directory(self, request: SavepointRequest) -> SavepointRequest:
-        """``request`` with its directory, or ``execution.checkpointing.savepoint-dir`` if it
-        has none; raises :class:`ConfigurationError` naming the option when neither is set.
-        Any thread (reads the configuration only)."""
-        directory = savepoint_directory(
-            request.target_directory, self.config.get(Options.SAVEPOINT_DIR), self.job_id,
-            request.kind,
-        )  # fmt: skip
-        return replace(request, target_directory=directory)
-
-    def _savepoint_refused(self, request: SavepointRequest, why: str) -> CheckpointException:
-        return CheckpointException(
-            CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
-            f"{request.kind} of job {self.job_id} into {request.target_directory}: {why}",
-        )
-
-    def _savepoint_done(self, future: asyncio.Future[str], request: SavepointRequest,
-                        result: concurrent.futures.Future[str],
-                        trigger_id: str | None) -> None:  # fmt: skip
-        error = future.exception()
-        if trigger_id is not None:
-            self._operations[trigger_id] = savepoint_operation(
-                None if error is not None else future.result(), error
-            )
-        if error is not None:
-            result.set_exception(error)
-        elif request.stop:
-            self._stopped_with.append((result, future.result()))
-        else:
-            result.set_result(future.result())
+        """:meth:`.SavepointOperations.resolve_directory` (any thread)."""
+        return self.savepoints.resolve_directory(request)
 
     # -- REST (JobControl), on the loop ----------------------------------------------------------
     def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
-        """Start a stop with savepoint for the REST API; its trigger id. Without a directory
-        the configured ``execution.checkpointing.savepoint-dir`` is used; if that is unset
-        too, raises :class:`ConfigurationError` (the request is refused, nothing starts)."""
-        request = self.resolve_savepoint_directory(
-            SavepointRequest(target_directory or "", stop=True, drain=drain)
-        )
-        trigger_id = uuid.uuid4().hex
-        self._operations[trigger_id] = savepoint_operation(None, None)
-        self._unfetched.add(trigger_id)
-        result = self.trigger_savepoint(request, trigger_id)
-        result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
-        return trigger_id
-
-    def _trigger_refused(self, trigger_id: str, result: concurrent.futures.Future[str]) -> None:
-        """A request refused before it started (the job ended) has no savepoint callback."""
-        error = result.exception()
-        if error is not None and self._operations.get(trigger_id) == savepoint_operation(
-            None, None
-        ):
-            self._operations[trigger_id] = savepoint_operation(None, error)
+        return self.savepoints.stop_with_savepoint_trigger(target_directory, drain)
 
     def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
-        operation = self._operations.get(trigger_id)
-        if operation is not None and operation["status"]["id"] == "COMPLETED":
-            self._unfetched.discard(trigger_id)
-        return operation
-
-    async def _hand_over_stop_results(self) -> None:
-        """The REST API closes with the job, which a stop with savepoint ends at once: keep it
-        until the poller fetched the result of every REST-triggered stop, at most
-        ``STOP_RESULT_GRACE_S`` (the CLI polls every 100 ms)."""
-        deadline = time.monotonic() + STOP_RESULT_GRACE_S
-        while self._unfetched and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-
-    def _resolve_stops(self) -> None:
-        """The job ended: a stop with savepoint succeeded if it ended ``FINISHED``."""
-        for result, pointer in self._stopped_with:
-            if self._status is JobStatus.FINISHED:
-                result.set_result(pointer)
-            else:
-                result.set_exception(JobExecutionError(
-                    f"job {self.job_id} ended {self._status.value} after its savepoint "
-                    f"{pointer}: {self._failure}"
-                ))  # fmt: skip
-        self._stopped_with.clear()
+        return self.savepoints.savepoint_operation(trigger_id)
 
     def wait(self, timeout: float | None = None) -> JobExecutionResult:
         """Block until the job ends; raise its failure (or cancellation)."""
@@ -498,10 +387,10 @@ class JobMaster:
                 q.put(_END)
             started.set()
             self._done.set()
-            self._resolve_stops()
+            self.savepoints.job_ended(self._status, self._failure)
 
     async def _main(self, started: threading.Event) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = self.savepoints.loop = asyncio.get_running_loop()
         host = self.config.get(Options.BIND_HOST)
         server = await asyncio.start_server(self._on_worker, host, 0)
         self._address = (host, int(server.sockets[0].getsockname()[1]))
@@ -560,7 +449,7 @@ class JobMaster:
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(None, self.coordinator.shutdown, self._status.value)
             if self._rest is not None:
-                await self._hand_over_stop_results()
+                await self.savepoints.hand_over_stop_results()
                 self._rest.close()
 
     async def _start_rest(self) -> RestServer | None:
@@ -1003,17 +892,6 @@ class JobMaster:
         if status is JobStatus.RESTARTING and attempt is not None and not attempt.done.is_set():
             return ExecutionState.SCHEDULED
         return ExecutionState.CANCELED
-
-
-def savepoint_operation(location: str | None, error: BaseException | None) -> dict[str, Any]:
-    """Flink's ``AsynchronousOperationResult`` body for a savepoint trigger."""
-    if error is not None:
-        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
-            "class": type(error).__name__, "error-message": str(error),
-        }}}  # fmt: skip
-    if location is None:
-        return {"status": {"id": "IN_PROGRESS"}}
-    return {"status": {"id": "COMPLETED"}, "operation": {"location": location}}
 
 
 def _now_ms() -> int:

@@ -457,3 +457,16 @@ def _exception_entry(record: FailureRecord) -> Json:
         entry["taskManagerId"] = record.origin.location
     entry["concurrentExceptions"] = []
     return entry
+
+
+# -- savepoint operations ----------------------------------------------------------------------
+def savepoint_operation(location: str | None, error: BaseException | None) -> Json:
+    """Flink's ``AsynchronousOperationResult`` body for a savepoint trigger: in progress
+    (neither given), completed at ``location``, or failed with ``error``."""
+    if error is not None:
+        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
+            "class": type(error).__name__, "error-message": str(error),
+        }}}  # fmt: skip
+    if location is None:
+        return {"status": {"id": "IN_PROGRESS"}}
+    return {"status": {"id": "COMPLETED"}, "operation": {"location": location}}
