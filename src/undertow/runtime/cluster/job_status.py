@@ -1,4 +1,5 @@
-"""The job's lifecycle: PyFlink's :class:`JobStatus` values and their transitions, as pure data.
+"""The job's lifecycle: PyFlink's :class:`JobStatus` values and their transitions, as pure data,
+and the job's result (:class:`JobExecutionResult`).
 
 ::
 
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 
 class JobStatus(enum.Enum):
@@ -129,3 +132,30 @@ class JobLifecycle:
     def timestamps(self) -> Mapping[str, int]:
         """Status value -> when the job last entered it (0: never), Flink's ``timestamps``."""
         return MappingProxyType({s.value: self._times.get(s, 0) for s in JobStatus})
+
+
+@dataclass
+class JobExecutionResult:
+    """What ``execute`` returns (PyFlink's ``JobExecutionResult``)."""
+
+    job_id: str
+    net_runtime_ms: int
+    accumulators: dict[str, Any] = field(default_factory=dict)
+
+    def get_job_id(self) -> str:
+        return self.job_id
+
+    def get_net_runtime(self) -> int:
+        return self.net_runtime_ms
+
+    def get_accumulator_result(self, name: str) -> Any:
+        return self.accumulators.get(name)
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        return dict(self.accumulators)
+
+    def is_job_execution_result(self) -> bool:
+        return True
+
+    def get_job_execution_result(self) -> JobExecutionResult:
+        return self
