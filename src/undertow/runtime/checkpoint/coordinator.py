@@ -1,7 +1,10 @@
 """The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
 
 Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`,
-:mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them:
+:mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them. It reaches the
+tasks through a :class:`TaskGateway`, reads time and sets timers through a
+:class:`~.clock.CoordinatorClock`, and tells its listener each checkpoint's course as typed
+events (:mod:`.events`: one trigger, the accepted acknowledgements, one completion or abort):
 
 1. *Trigger*: the periodic timer queues a request; the trigger decider (min pause, max
    concurrent, request priorities) says when it may start. Starting snapshots the source
@@ -86,6 +89,7 @@ from undertow.runtime.checkpoint.claim_mode import (
     RestoredSnapshot,
     decide_claim,
 )
+from undertow.runtime.checkpoint.clock import CoordinatorClock, SystemClock, Timer
 from undertow.runtime.checkpoint.completed_store import (
     CompletedCheckpoint,
     CompletedCheckpointStore,
@@ -174,6 +178,7 @@ class CheckpointCoordinator:
         gateway: TaskGateway,
         console: Callable[[str], None],
         listener: CheckpointListener = _ignore,
+        clock: CoordinatorClock | None = None,
     ) -> None:
         self.job_id = job_id
         self.graph = graph
@@ -186,6 +191,8 @@ class CheckpointCoordinator:
         self.console = console
         #: Told of every trigger, acknowledgement, completion and abort (:mod:`.events`).
         self.listener = listener
+        #: Time and timers (:mod:`.clock`): the system clock unless a test brings its own.
+        self.clock: CoordinatorClock = clock if clock is not None else SystemClock()
         self.interval_ms = config.get(Options.CHECKPOINT_INTERVAL)
         self.timeout_ms = config.get(Options.CHECKPOINT_TIMEOUT)
         self.min_pause_ms = config.get(Options.MIN_PAUSE)
@@ -202,11 +209,11 @@ class CheckpointCoordinator:
         self.pending: dict[int, PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]] = {}
         self.next_id = 1
         self.last_completion_ms = 0
-        self._timer: asyncio.TimerHandle | None = None
-        self._wake: asyncio.TimerHandle | None = None
+        self._timer: Timer | None = None
+        self._wake: Timer | None = None
         self.queue: tuple[CheckpointTriggerRequest, ...] = ()
         self._request_ids = itertools.count()
-        self._timeouts: dict[int, asyncio.TimerHandle] = {}
+        self._timeouts: dict[int, Timer] = {}
         #: Periodic checkpoints are being triggered (an attempt runs and the interval is set).
         self._running = False
         #: An attempt's tasks all run: savepoints may start (with or without periodic ones).
@@ -333,13 +340,13 @@ class CheckpointCoordinator:
     def _schedule(self, delay_s: float) -> None:
         """The periodic timer: every interval, queue a periodic request and decide."""
         if self._running:
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_period)
+            self._timer = self.clock.call_later(delay_s, self._on_period)
 
     def _on_period(self) -> None:
         self._timer = None
         if not self._running:
             return
-        request = CheckpointTriggerRequest.periodic(next(self._request_ids), _now_ms())
+        request = CheckpointTriggerRequest.periodic(next(self._request_ids), self.clock.now_ms())
         self.queue = enqueue(self.queue, request).queue
         self._decide()
         self._schedule(self.interval_ms / 1000.0)
@@ -353,7 +360,7 @@ class CheckpointCoordinator:
             return
         if any(p.props.get("savepoint") is not None for p in self.pending.values()):
             return  # nothing runs beside a savepoint; its completion decides again
-        now = _now_ms()
+        now = self.clock.now_ms()
         state = TriggerState(
             min_pause_ms=self.min_pause_ms,
             max_concurrent=self.max_concurrent,
@@ -368,7 +375,7 @@ class CheckpointCoordinator:
             self._trigger(now)
         elif isinstance(decision, WaitUntil):
             delay = max(0, decision.time_ms - now) / 1000.0
-            self._wake = asyncio.get_running_loop().call_later(delay, self._decide)
+            self._wake = self.clock.call_later(delay, self._decide)
 
     # -- savepoints ----------------------------------------------------------------------------
     def trigger_savepoint(self, request: SavepointRequest) -> asyncio.Future[str]:
@@ -407,7 +414,7 @@ class CheckpointCoordinator:
             return
         self._waiting_savepoint = None
         request, future = waiting
-        if self._trigger(_now_ms(), request, future) is None:
+        if self._trigger(self.clock.now_ms(), request, future) is None:
             future.set_exception(CheckpointException(
                 CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
                 f"job {self.job_id}: every task finished; no savepoint to take into "
@@ -450,8 +457,7 @@ class CheckpointCoordinator:
         )
         self.pending[cid] = pending
         self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None))
-        loop = asyncio.get_running_loop()
-        self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
+        self._timeouts[cid] = self.clock.call_later(self.timeout_ms / 1000.0, self._expire, cid)
         sources = {v.id for v in self.graph.vertices if v.is_source}
         for vertex_id, subtask in sorted(plan.trigger):
             if savepoint is not None and savepoint.stop and vertex_id in sources:
@@ -489,7 +495,7 @@ class CheckpointCoordinator:
                 self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
             return
         if pending.acknowledge((vertex_id, subtask), state, metrics) is AckResult.SUCCESS:
-            self.listener(Acknowledged(cid, vertex_id, subtask, _now_ms(), metrics))
+            self.listener(Acknowledged(cid, vertex_id, subtask, self.clock.now_ms(), metrics))
             self._on_acknowledged(cid, pending)
 
     def _on_acknowledged(
@@ -529,7 +535,7 @@ class CheckpointCoordinator:
         if pending is None:
             return
         pending.abort(reason)
-        self.listener(Aborted(cid, _now_ms(), reason, message or reason.message))
+        self.listener(Aborted(cid, self.clock.now_ms(), reason, message or reason.message))
         log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
         if notify:
             self.gateway.notify_aborted(cid)
@@ -628,7 +634,7 @@ class CheckpointCoordinator:
                 )
                 for v in self.graph.vertices
             )
-            now = _now_ms()
+            now = self.clock.now_ms()
             savepoint: SavepointRequest | None = pending.props.get("savepoint")
             meta = CheckpointMetadata(
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
@@ -690,10 +696,10 @@ class CheckpointCoordinator:
         and it is the tasks' final checkpoint)."""
         self._discard(cid)
         self.savepoint_ids.add(cid)
-        self.last_completion_ms = _now_ms()
+        self.last_completion_ms = self.clock.now_ms()
         self.console(f"{request.kind} {cid} of job {self.job_id[:8]} completed in "
                      f"{duration_ms} ms: {pointer}")  # fmt: skip
-        self.listener(Completed(cid, _now_ms(), pointer, True, None))
+        self.listener(Completed(cid, self.clock.now_ms(), pointer, True, None))
         future = self._savepoints.pop(cid, None)
         if future is not None and not future.done():
             future.set_result(pointer)
@@ -849,10 +855,6 @@ def _channel_state(
         for s, state in states.items()
         if state is not None and state.channel_state is not None and state.has_channel_state
     }
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _checkpoint_properties(metrics: Iterable[Mapping[str, Any]]) -> dict[str, str]:
