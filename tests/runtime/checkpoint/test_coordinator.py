@@ -5,14 +5,17 @@ step that the statistics tracker consumes."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.runtime.checkpoint.barrier import SnapshotType
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.cluster.checkpoint_stats import CheckpointStatsTracker, CheckpointStatus
 from undertow.testing.coordinator import CoordinatorUnderTest, in_memory_coordinator
 
@@ -128,3 +131,53 @@ def test_stopping_aborts_pending_checkpoints_once_without_notifying_tasks() -> N
         assert len(gateway.triggered) == 2, "no trigger after stop"
 
     run(scenario)
+
+
+def test_a_savepoint_is_exported_reported_once_and_not_notified() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, gateway = kit.coordinator, kit.gateway
+        coordinator.start()  # no interval: only savepoints
+        target = f"memory:///savepoints-{uuid.uuid4().hex}"
+        future = coordinator.trigger_savepoint(SavepointRequest(target))
+        [(_, _, barrier), _] = gateway.triggered
+        assert barrier.options.snapshot_type is SnapshotType.SAVEPOINT
+        assert gateway.stopped == []
+        kit.acknowledge_all(barrier.checkpoint_id)
+        await coordinator.finish_completing()
+        pointer = await future
+        assert pointer == f"{target}/savepoint-job-un-{barrier.checkpoint_id}"
+        triggered, *_, completed = kit.events
+        assert triggered == Triggered(barrier.checkpoint_id, barrier.timestamp, False, True)
+        assert completed == Completed(barrier.checkpoint_id, completed.timestamp, pointer,
+                                      is_savepoint=True, retained=None)  # fmt: skip
+        assert gateway.completed == [], "tasks hear only of a stop's savepoint"
+        assert kit.storage.completed_checkpoint_ids() == [], "not the job's checkpoint"
+
+    asyncio.run(_with(scenario, {}))
+
+
+def test_a_stop_with_savepoint_stops_the_sources_before_their_barrier() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        coordinator.start()
+        target = f"memory:///savepoints-{uuid.uuid4().hex}"
+        future = coordinator.trigger_savepoint(SavepointRequest(target, stop=True, drain=True))
+        sources = sorted((v, s) for v, s, _ in gateway.triggered)
+        assert sorted((v, s) for v, s, _ in gateway.stopped) == sources
+        assert all(drain for _, _, drain in gateway.stopped)
+        barrier = gateway.triggered[0][2]
+        assert barrier.options.snapshot_type is SnapshotType.SYNC_SAVEPOINT
+        clock.advance(900)  # nine intervals, within the savepoint's timeout
+        assert len(gateway.triggered) == 2, "no periodic checkpoint after the stop"
+        kit.acknowledge_all(barrier.checkpoint_id)
+        await coordinator.finish_completing()
+        assert await future == f"{target}/savepoint-job-un-{barrier.checkpoint_id}"
+        assert gateway.completed == [barrier.checkpoint_id]
+
+    asyncio.run(_with(scenario, INTERVAL))
+
+
+async def _with(
+    scenario: Callable[[CoordinatorUnderTest], Awaitable[None]], options: dict[str, str]
+) -> None:
+    await scenario(in_memory_coordinator(job_graph(), options))
