@@ -184,3 +184,23 @@ def _view(history: ExceptionHistory) -> Any:
     from types import SimpleNamespace
 
     return SimpleNamespace(exceptions=history.entries(), exceptions_truncated=history.truncated)
+
+
+def test_max_exceptions_limits_the_history_as_in_flink() -> None:
+    from undertow.runtime.cluster.rest.server import RestEndpoint
+
+    history = ExceptionHistory()
+    for attempt in range(3):
+        history.record(failure_record(JobExecutionError(f"failure {attempt}"), attempt, attempt))
+    view = _view(history)
+    view.job_id = "d" * 32
+    endpoint = RestEndpoint(lambda: view, "127.0.0.1", 0)
+    path = f"/jobs/{'d' * 32}/exceptions"
+    status, body = endpoint.route(path, "maxExceptions=2")
+    assert status == 200 and body["exceptionHistory"]["truncated"] is True
+    assert [e["timestamp"] for e in body["exceptionHistory"]["entries"]] == [2, 1]
+    status, body = endpoint.route(path)
+    assert len(body["exceptionHistory"]["entries"]) == 3
+    assert body["exceptionHistory"]["truncated"] is False
+    assert endpoint.route(path, "maxExceptions=many")[0] == 400
+    assert endpoint.route(f"/jobs/{'e' * 32}/exceptions")[0] == 404

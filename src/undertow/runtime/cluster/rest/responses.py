@@ -418,12 +418,14 @@ def checkpoint_config(view: JobView) -> Json:
 
 
 # -- exceptions --------------------------------------------------------------------------------
-def job_exceptions(view: JobView) -> Json:
+def job_exceptions(view: JobView, max_exceptions: int | None = None) -> Json:
     """``/jobs/:jobid/exceptions``: Flink's ``JobExceptionsInfoWithHistory``, one history entry
-    per failed attempt (newest first). The legacy fields (``root-exception``, ``timestamp``,
+    per failed attempt (newest first), at most ``max_exceptions`` of them (then ``truncated``
+    says whether some were left out). The legacy fields (``root-exception``, ``timestamp``,
     ``all-exceptions``, ``truncated``) describe the newest failure; ``taskName`` and
     ``location`` are left out when the failure came from no task, as Flink does."""
     latest = view.exceptions[0] if view.exceptions else None
+    shown = view.exceptions if max_exceptions is None else view.exceptions[:max_exceptions]
     all_exceptions = []
     if latest is not None and latest.origin is not None:
         all_exceptions.append({
@@ -437,8 +439,8 @@ def job_exceptions(view: JobView) -> Json:
         "all-exceptions": all_exceptions,
         "truncated": False,
         "exceptionHistory": {
-            "entries": [_exception_entry(record) for record in view.exceptions],
-            "truncated": view.exceptions_truncated,
+            "entries": [_exception_entry(record) for record in shown],
+            "truncated": view.exceptions_truncated or len(shown) < len(view.exceptions),
         },
     }
 
