@@ -5,8 +5,8 @@
    recovery time. Baseline in the same run: the time from submitting the same job to its first
    record (a cold start). Target: records flow again <= 3 s after the kill.
 2. *Checkpoint size and duration with 1 M keys*: a keyed sum over keys 0..999,999; once every
-   key has state, the durations and sizes of completed checkpoints are read from the
-   coordinator. Baseline: pickling a dict of the same 1 M entries in this process.
+   key has state, the durations and sizes of completed checkpoints are taken from the
+   coordinator's events. Baseline: pickling a dict of the same 1 M entries in this process.
 
 Usage: ``python benchmarks/recovery.py [--keys N] [--seed S]``
 """
@@ -26,6 +26,7 @@ from typing import Any
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+from undertow.runtime.checkpoint.events import Acknowledged, CheckpointEvent, Completed, Triggered
 
 
 class TagAttempt(MapFunction):
@@ -103,17 +104,35 @@ def checkpoint_cost(keys: int) -> tuple[list[float], list[int], float]:
     client = env.execute_async("checkpoint cost")
     coordinator = client._master.coordinator
     assert coordinator is not None
+    # (duration s, state bytes) of completed checkpoints, from the coordinator's events
+    completed: list[tuple[float, int]] = []
+    triggers: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    forward = coordinator.listener
+
+    def listen(event: CheckpointEvent) -> None:  # on the JobMaster's loop
+        forward(event)
+        if isinstance(event, Triggered):
+            triggers[event.checkpoint_id] = event.timestamp
+        elif isinstance(event, Acknowledged):
+            size = int(event.metrics.get("state_size", 0) or 0)
+            sizes[event.checkpoint_id] = sizes.get(event.checkpoint_id, 0) + size
+        elif isinstance(event, Completed) and event.checkpoint_id in triggers:
+            duration = (event.timestamp - triggers[event.checkpoint_id]) / 1000
+            completed.append((duration, sizes.get(event.checkpoint_id, 0)))
+
+    coordinator.listener = listen
     deadline = time.monotonic() + 120
     # wait until every key has state: 2 checkpoints after all keys were generated at least once
-    while time.monotonic() < deadline and len(coordinator.stats) < 5:
+    while time.monotonic() < deadline and len(completed) < 5:
         time.sleep(0.5)
     client.cancel()
-    stats = coordinator.stats[-3:]
+    stats = list(completed[-3:])
     state = {k: (k, 1) for k in range(keys)}
     start = time.perf_counter()
     pickle.dumps(state, protocol=5)
     baseline = time.perf_counter() - start
-    return [s.duration_ms / 1000 for s in stats], [s.state_size for s in stats], baseline
+    return [duration for duration, _ in stats], [size for _, size in stats], baseline
 
 
 def main() -> None:

@@ -1,11 +1,13 @@
-"""Checkpoint statistics and their Flink JSON without a running job: the tracker is fed events
-by hand (as the JobMaster would), the view is built by hand, and the responses are checked for
+"""Checkpoint statistics and their Flink JSON without a running job: the tracker is fed the
+coordinator's events by hand, the view is built by hand, and the responses are checked for
 failed, in-progress and restored checkpoints, which a healthy running job rarely shows."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
+from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.cluster.metrics import (
     CheckpointStatsTracker,
     ExecutionState,
@@ -26,24 +28,23 @@ SOURCE, SINK = "a" * 32, "b" * 32
 def ack(tracker: CheckpointStatsTracker, cid: int, vertex: int, subtask: int, at: int) -> None:
     metrics = {"state_size": 100, "sync_duration_ms": 1.4, "async_duration_ms": 7,
                "alignment_duration_ms": 3, "start_delay_ms": 2, "unaligned": False}  # fmt: skip
-    tracker.report_ack(cid, vertex, subtask, at, metrics)
+    tracker.on_event(Acknowledged(cid, vertex, subtask, at, metrics))
 
 
 def tracker_with_history() -> CheckpointStatsTracker:
     tracker = CheckpointStatsTracker({0: 1, 1: 2}, history_size=3)
     tracker.report_restored(7, T0 - 1000, "/ckpts/old-job/chk-7")
     for cid in (8, 9, 10, 11):  # 8, 9 complete; 10 is declined; 11 stays in progress
-        tracker.report_pending(cid, T0 + cid * 1000, unaligned=False)
-        tracker.report_pending(cid, T0 + cid * 1000, unaligned=False)  # second source subtask
+        tracker.on_event(Triggered(cid, T0 + cid * 1000, unaligned=False, is_savepoint=False))
         ack(tracker, cid, 0, 0, T0 + cid * 1000 + 10)
         if cid <= 9:
             ack(tracker, cid, 1, 0, T0 + cid * 1000 + 20)
             ack(tracker, cid, 1, 1, T0 + cid * 1000 + 30)
-            tracker.report_completed(cid, T0 + cid * 1000 + 40, f"/ckpts/job/chk-{cid}")
-            tracker.report_retained([cid])
-    tracker.report_decline(10, "checkpoint was declined (subtask 1 of 'sink'): disk full")
-    tracker.report_failed(10, T0 + 10_500, "checkpoint was aborted")
-    tracker.report_failed(10, T0 + 10_600, "again")  # decided already: ignored
+            tracker.on_event(Completed(cid, T0 + cid * 1000 + 40, f"/ckpts/job/chk-{cid}",
+                                       is_savepoint=False, retained=(cid,)))  # fmt: skip
+    declined = CheckpointFailureReason.CHECKPOINT_DECLINED
+    tracker.on_event(Aborted(10, T0 + 10_500, declined,
+                             f"{declined.message} (subtask 1 of 'sink'): disk full"))  # fmt: skip
     ack(tracker, 10, 1, 0, T0 + 10_700)  # late: ignored
     return tracker
 
@@ -144,10 +145,10 @@ def test_vertex_state_and_summaries() -> None:
 
 def test_timed_out_aligned_checkpoint_is_shown_unaligned_with_its_in_flight_data() -> None:
     tracker = CheckpointStatsTracker({0: 1}, history_size=3)
-    tracker.report_pending(3, T0, unaligned=False)  # aligned, with a timeout
-    tracker.report_ack(3, 0, 0, T0 + 5, {"unaligned": True, "persisted_data": 4096,
-                                         "processed_data": 10})  # fmt: skip
-    tracker.report_completed(3, T0 + 6, None)
+    tracker.on_event(Triggered(3, T0, unaligned=False, is_savepoint=False))  # with a timeout
+    tracker.on_event(Acknowledged(3, 0, 0, T0 + 5, {"unaligned": True, "persisted_data": 4096,
+                                                    "processed_data": 10}))  # fmt: skip
+    tracker.on_event(Completed(3, T0 + 6, "/ckpts/job/chk-3", is_savepoint=False, retained=(3,)))
     entry = tracker.snapshot().latest_completed
     assert entry is not None and entry.unaligned
     assert entry.total("persisted_data") == 4096 and entry.total("processed_data") == 10

@@ -1,7 +1,10 @@
 """The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
 
 Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`,
-:mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them:
+:mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them. It reaches the
+tasks through a :class:`TaskGateway`, reads time and sets timers through a
+:class:`~.clock.CoordinatorClock`, and tells its listener each checkpoint's course as typed
+events (:mod:`.events`: one trigger, the accepted acknowledgements, one completion or abort):
 
 1. *Trigger*: the periodic timer queues a request; the trigger decider (min pause, max
    concurrent, request priorities) says when it may start. Starting snapshots the source
@@ -71,7 +74,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
@@ -86,10 +89,19 @@ from undertow.runtime.checkpoint.claim_mode import (
     RestoredSnapshot,
     decide_claim,
 )
+from undertow.runtime.checkpoint.clock import CoordinatorClock, SystemClock, Timer
 from undertow.runtime.checkpoint.completed_store import (
     CompletedCheckpoint,
     CompletedCheckpointStore,
     DiscardSubsumed,
+)
+from undertow.runtime.checkpoint.events import (
+    Aborted,
+    Acknowledged,
+    CheckpointEvent,
+    CheckpointListener,
+    Completed,
+    Triggered,
 )
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 from undertow.runtime.checkpoint.failure_manager import CheckpointFailureManager, FailJob
@@ -132,7 +144,8 @@ log = logging.getLogger(__name__)
 
 
 class TaskGateway(Protocol):
-    """What the coordinator asks of the JobMaster."""
+    """What the coordinator asks of the tasks of the running attempt (implemented by
+    :class:`~undertow.runtime.cluster.task_gateway.AttemptGateway`). Loop thread only."""
 
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None: ...
 
@@ -149,18 +162,9 @@ class TaskGateway(Protocol):
         """Stop with savepoint: end the source subtask's data; called just before
         ``trigger_source`` for the savepoint, whose barrier must follow it."""
 
-    def report_savepoint(self, checkpoint_id: int, pointer: str) -> None:
-        """Savepoint ``checkpoint_id`` completed at ``pointer`` (monitoring only)."""
 
-
-@dataclass
-class CheckpointStats:
-    checkpoint_id: int
-    trigger_timestamp: int
-    duration_ms: int
-    state_size: int
-    alignment_ms: float
-    num_subtasks: int
+def _ignore(event: CheckpointEvent) -> None:
+    pass
 
 
 class CheckpointCoordinator:
@@ -173,6 +177,8 @@ class CheckpointCoordinator:
         key: CheckpointKey,
         gateway: TaskGateway,
         console: Callable[[str], None],
+        listener: CheckpointListener = _ignore,
+        clock: CoordinatorClock | None = None,
     ) -> None:
         self.job_id = job_id
         self.graph = graph
@@ -183,6 +189,10 @@ class CheckpointCoordinator:
         self.key = key
         self.gateway = gateway
         self.console = console
+        #: Told of every trigger, acknowledgement, completion and abort (:mod:`.events`).
+        self.listener = listener
+        #: Time and timers (:mod:`.clock`): the system clock unless a test brings its own.
+        self.clock: CoordinatorClock = clock if clock is not None else SystemClock()
         self.interval_ms = config.get(Options.CHECKPOINT_INTERVAL)
         self.timeout_ms = config.get(Options.CHECKPOINT_TIMEOUT)
         self.min_pause_ms = config.get(Options.MIN_PAUSE)
@@ -197,14 +207,13 @@ class CheckpointCoordinator:
         self.failures = CheckpointFailureManager(config.get(Options.TOLERABLE_FAILURES))
         self.metadata: dict[int, CheckpointMetadata] = {}
         self.pending: dict[int, PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]] = {}
-        self.stats: list[CheckpointStats] = []
         self.next_id = 1
         self.last_completion_ms = 0
-        self._timer: asyncio.TimerHandle | None = None
-        self._wake: asyncio.TimerHandle | None = None
+        self._timer: Timer | None = None
+        self._wake: Timer | None = None
         self.queue: tuple[CheckpointTriggerRequest, ...] = ()
         self._request_ids = itertools.count()
-        self._timeouts: dict[int, asyncio.TimerHandle] = {}
+        self._timeouts: dict[int, Timer] = {}
         #: Periodic checkpoints are being triggered (an attempt runs and the interval is set).
         self._running = False
         #: An attempt's tasks all run: savepoints may start (with or without periodic ones).
@@ -331,13 +340,13 @@ class CheckpointCoordinator:
     def _schedule(self, delay_s: float) -> None:
         """The periodic timer: every interval, queue a periodic request and decide."""
         if self._running:
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_period)
+            self._timer = self.clock.call_later(delay_s, self._on_period)
 
     def _on_period(self) -> None:
         self._timer = None
         if not self._running:
             return
-        request = CheckpointTriggerRequest.periodic(next(self._request_ids), _now_ms())
+        request = CheckpointTriggerRequest.periodic(next(self._request_ids), self.clock.now_ms())
         self.queue = enqueue(self.queue, request).queue
         self._decide()
         self._schedule(self.interval_ms / 1000.0)
@@ -351,7 +360,7 @@ class CheckpointCoordinator:
             return
         if any(p.props.get("savepoint") is not None for p in self.pending.values()):
             return  # nothing runs beside a savepoint; its completion decides again
-        now = _now_ms()
+        now = self.clock.now_ms()
         state = TriggerState(
             min_pause_ms=self.min_pause_ms,
             max_concurrent=self.max_concurrent,
@@ -366,7 +375,7 @@ class CheckpointCoordinator:
             self._trigger(now)
         elif isinstance(decision, WaitUntil):
             delay = max(0, decision.time_ms - now) / 1000.0
-            self._wake = asyncio.get_running_loop().call_later(delay, self._decide)
+            self._wake = self.clock.call_later(delay, self._decide)
 
     # -- savepoints ----------------------------------------------------------------------------
     def trigger_savepoint(self, request: SavepointRequest) -> asyncio.Future[str]:
@@ -405,7 +414,7 @@ class CheckpointCoordinator:
             return
         self._waiting_savepoint = None
         request, future = waiting
-        if self._trigger(_now_ms(), request, future) is None:
+        if self._trigger(self.clock.now_ms(), request, future) is None:
             future.set_exception(CheckpointException(
                 CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
                 f"job {self.job_id}: every task finished; no savepoint to take into "
@@ -447,8 +456,8 @@ class CheckpointCoordinator:
             cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
-        loop = asyncio.get_running_loop()
-        self._timeouts[cid] = loop.call_later(self.timeout_ms / 1000.0, self._expire, cid)
+        self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None))
+        self._timeouts[cid] = self.clock.call_later(self.timeout_ms / 1000.0, self._expire, cid)
         sources = {v.id for v in self.graph.vertices if v.is_source}
         for vertex_id, subtask in sorted(plan.trigger):
             if savepoint is not None and savepoint.stop and vertex_id in sources:
@@ -486,6 +495,7 @@ class CheckpointCoordinator:
                 self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
             return
         if pending.acknowledge((vertex_id, subtask), state, metrics) is AckResult.SUCCESS:
+            self.listener(Acknowledged(cid, vertex_id, subtask, self.clock.now_ms(), metrics))
             self._on_acknowledged(cid, pending)
 
     def _on_acknowledged(
@@ -506,10 +516,18 @@ class CheckpointCoordinator:
     def receive_decline(self, vertex_id: int, subtask: int, cid: int,
                         reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
         if cid in self.pending:
-            self._abort(cid, reason, detail=f"subtask {subtask} of vertex {vertex_id}: {detail}")
+            name = self.graph.vertex(vertex_id).name
+            self._abort(
+                cid,
+                reason,
+                detail=f"subtask {subtask} of vertex {vertex_id}: {detail}",
+                message=f"{reason.message} (subtask {subtask} of '{name}'): {detail}",
+            )
 
     def _abort(self, cid: int, reason: CheckpointFailureReason, detail: str = "",
-               notify: bool = True) -> None:  # fmt: skip
+               notify: bool = True, message: str | None = None) -> None:  # fmt: skip
+        """Abort pending ``cid``; ``message`` is what the statistics show (default: the
+        reason's)."""
         pending = self.pending.pop(cid, None)
         timer = self._timeouts.pop(cid, None)
         if timer is not None:
@@ -517,6 +535,7 @@ class CheckpointCoordinator:
         if pending is None:
             return
         pending.abort(reason)
+        self.listener(Aborted(cid, self.clock.now_ms(), reason, message or reason.message))
         log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
         if notify:
             self.gateway.notify_aborted(cid)
@@ -615,7 +634,7 @@ class CheckpointCoordinator:
                 )
                 for v in self.graph.vertices
             )
-            now = _now_ms()
+            now = self.clock.now_ms()
             savepoint: SavepointRequest | None = pending.props.get("savepoint")
             meta = CheckpointMetadata(
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
@@ -654,11 +673,10 @@ class CheckpointCoordinator:
         size = total_state_size(meta)
         metrics = pending.acknowledged_metrics
         alignment = max((m.get("alignment_duration_ms", 0.0) for m in metrics.values()), default=0)
-        stats = CheckpointStats(cid, pending.trigger_timestamp, now - pending.trigger_timestamp,
-                                size, alignment, len(self._tasks))  # fmt: skip
-        self.stats.append(stats)
+        retained = tuple(entry.checkpoint_id for entry in self.store.all())
+        self.listener(Completed(cid, now, self.storage.checkpoint_pointer(cid), False, retained))
         line = (
-            f"checkpoint {cid} completed in {stats.duration_ms} ms, {_human(size)}, "
+            f"checkpoint {cid} completed in {now - pending.trigger_timestamp} ms, {_human(size)}, "
             f"alignment {alignment:.0f} ms"
         )
         if self.options.needs_channel_state:  # unaligned, or aligned with a timeout
@@ -678,10 +696,10 @@ class CheckpointCoordinator:
         and it is the tasks' final checkpoint)."""
         self._discard(cid)
         self.savepoint_ids.add(cid)
-        self.last_completion_ms = _now_ms()
+        self.last_completion_ms = self.clock.now_ms()
         self.console(f"{request.kind} {cid} of job {self.job_id[:8]} completed in "
                      f"{duration_ms} ms: {pointer}")  # fmt: skip
-        self.gateway.report_savepoint(cid, pointer)
+        self.listener(Completed(cid, self.clock.now_ms(), pointer, True, None))
         future = self._savepoints.pop(cid, None)
         if future is not None and not future.done():
             future.set_result(pointer)
@@ -837,10 +855,6 @@ def _channel_state(
         for s, state in states.items()
         if state is not None and state.channel_state is not None and state.has_channel_state
     }
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _checkpoint_properties(metrics: Iterable[Mapping[str, Any]]) -> dict[str, str]:

@@ -24,6 +24,7 @@ from importlib import metadata
 from typing import Any
 
 from undertow.core.config import Configuration, Options
+from undertow.runtime.cluster.exception_history import FailureRecord
 from undertow.runtime.cluster.metrics import (
     SUMMARY_FIELDS,
     CheckpointStatsEntry,
@@ -414,3 +415,60 @@ def checkpoint_config(view: JobView) -> Json:
         "checkpoints_after_tasks_finish": False,
         "state_changelog_enabled": False,
     }
+
+
+# -- exceptions --------------------------------------------------------------------------------
+def job_exceptions(view: JobView, max_exceptions: int | None = None) -> Json:
+    """``/jobs/:jobid/exceptions``: Flink's ``JobExceptionsInfoWithHistory``, one history entry
+    per failed attempt (newest first), at most ``max_exceptions`` of them (then ``truncated``
+    says whether some were left out). The legacy fields (``root-exception``, ``timestamp``,
+    ``all-exceptions``, ``truncated``) describe the newest failure; ``taskName`` and
+    ``location`` are left out when the failure came from no task, as Flink does."""
+    latest = view.exceptions[0] if view.exceptions else None
+    shown = view.exceptions if max_exceptions is None else view.exceptions[:max_exceptions]
+    all_exceptions = []
+    if latest is not None and latest.origin is not None:
+        all_exceptions.append({
+            "exception": latest.stacktrace, "task": latest.origin.task_name,
+            "location": latest.origin.location, "timestamp": latest.timestamp,
+            "taskManagerId": latest.origin.location,
+        })  # fmt: skip
+    return {
+        "root-exception": None if latest is None else latest.stacktrace,
+        "timestamp": None if latest is None else latest.timestamp,
+        "all-exceptions": all_exceptions,
+        "truncated": False,
+        "exceptionHistory": {
+            "entries": [_exception_entry(record) for record in shown],
+            "truncated": view.exceptions_truncated or len(shown) < len(view.exceptions),
+        },
+    }
+
+
+def _exception_entry(record: FailureRecord) -> Json:
+    entry: Json = {
+        "exceptionName": record.exception_name,
+        "stacktrace": record.stacktrace,
+        "timestamp": record.timestamp,
+        "failureLabels": {},
+    }
+    if record.origin is not None:
+        entry["taskName"] = record.origin.task_name
+        entry["location"] = record.origin.location
+        entry["endpoint"] = record.origin.location
+        entry["taskManagerId"] = record.origin.location
+    entry["concurrentExceptions"] = []
+    return entry
+
+
+# -- savepoint operations ----------------------------------------------------------------------
+def savepoint_operation(location: str | None, error: BaseException | None) -> Json:
+    """Flink's ``AsynchronousOperationResult`` body for a savepoint trigger: in progress
+    (neither given), completed at ``location``, or failed with ``error``."""
+    if error is not None:
+        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
+            "class": type(error).__name__, "error-message": str(error),
+        }}}  # fmt: skip
+    if location is None:
+        return {"status": {"id": "IN_PROGRESS"}}
+    return {"status": {"id": "COMPLETED"}, "operation": {"location": location}}

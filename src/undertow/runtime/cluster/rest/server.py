@@ -9,6 +9,7 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/overview                                  the job with its subtask counts per state
   /jobs/:jobid                                    state, timestamps, vertices (id, name,
                                                   parallelism, status, record/byte metrics), plan
+  /jobs/:jobid/exceptions[?maxExceptions=N]       root cause of every failed attempt
   /jobs/:jobid/checkpoints                        counts, summary, latest, history
   /jobs/:jobid/checkpoints/config                 checkpointing options
   /jobs/:jobid/checkpoints/details/:checkpointid  one checkpoint, its vertices and subtasks
@@ -62,7 +63,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
@@ -243,7 +244,8 @@ class RestEndpoint:
             return Response(405, errors(f"Method {method} is not allowed; the REST API is "
                                         "read-only but for POST /jobs/:jobid/stop"),
                             allow="GET, HEAD")  # fmt: skip
-        status, payload = self.route(unquote(urlsplit(target).path))
+        url = urlsplit(target)
+        status, payload = self.route(unquote(url.path), url.query)
         return Response(status, payload, head_only=method == "HEAD")
 
     def _stop(self, job_id: str, headers: dict[str, str], body: bytes, length: int) -> Response:
@@ -288,11 +290,14 @@ class RestEndpoint:
             "answers requests addressed to a loopback name (localhost, 127.0.0.1, ::1)"
         )
 
-    def route(self, path: str) -> tuple[int, dict[str, Any]]:
-        """Status and body for ``path`` (already unquoted)."""
+    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any]]:
+        """Status and body for ``path`` (already unquoted) and its query string."""
         if path == "/v1" or path.startswith("/v1/"):
             path = path[3:]
         path = path.rstrip("/") or "/"
+        exceptions = _EXCEPTIONS.fullmatch(path)
+        if exceptions is not None:
+            return self._exceptions(exceptions.group(1), query)
         operation = _SAVEPOINT.fullmatch(path)
         if operation is not None and self.control is not None:
             if operation.group(1) != self.source().job_id:
@@ -313,6 +318,22 @@ class RestEndpoint:
                 log.exception("REST %s failed", path)
                 return 500, errors("Internal server error.", f"{type(err).__name__}: {err}")
         return 404, errors(f"Not found: {path}")
+
+    def _exceptions(self, job_id: str, query: str) -> tuple[int, dict[str, Any]]:
+        """``/jobs/:jobid/exceptions[?maxExceptions=N]``."""
+        view = self.source()
+        if job_id != view.job_id:
+            return 404, errors(f"Job {job_id} not found")
+        values = parse_qs(query).get("maxExceptions", [])
+        limit: int | None = None
+        if values:
+            try:
+                limit = int(values[-1].split(",")[0])
+            except ValueError:
+                return 400, errors(f"maxExceptions must be an integer, got {values[-1]!r}")
+            if limit < 0:
+                return 400, errors(f"maxExceptions must not be negative, got {limit}")
+        return 200, responses.job_exceptions(view, limit)
 
 
 def _content_length(head: bytes) -> int:
@@ -366,6 +387,7 @@ def _subtask_details(
 _ID = r"([0-9A-Za-z-]+)"
 _STOP = re.compile(rf"(?:/v1)?/jobs/{_ID}/stop")
 _SAVEPOINT = re.compile(rf"/jobs/{_ID}/savepoints/{_ID}")
+_EXCEPTIONS = re.compile(rf"/jobs/{_ID}/exceptions")
 _ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any]]]] = [
     (re.compile(r"/config"), responses.dashboard_config),
     (re.compile(r"/overview"), responses.cluster_overview),

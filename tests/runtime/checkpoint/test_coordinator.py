@@ -1,0 +1,183 @@
+"""The checkpoint coordinator's shell with the testing kit's fakes: a manual clock, a fake task
+gateway and in-memory storage. What it sends to tasks, what it commits, and the one event per
+step that the statistics tracker consumes."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+
+from undertow.common import Configuration, WatermarkStrategy
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors.datagen import DataGeneratorSource
+from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.runtime.checkpoint.barrier import SnapshotType
+from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
+from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
+from undertow.runtime.cluster.checkpoint_stats import CheckpointStatsTracker, CheckpointStatus
+from undertow.testing.coordinator import CoordinatorUnderTest, in_memory_coordinator
+
+INTERVAL = {"execution.checkpointing.interval": "100 ms",
+            "execution.checkpointing.timeout": "1 s"}  # fmt: skip
+
+
+def job_graph() -> JobGraph:
+    """Two source subtasks -> keyed map (2) -> print: 4 subtasks, 2 vertices (chained sink)."""
+    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
+    env.set_parallelism(2)
+    env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    ).key_by(lambda n: n % 4).map(lambda n: n).name("double").print()
+    return build_job_graph(env.get_stream_graph("coordinator test"))
+
+
+def run(test: Callable[[CoordinatorUnderTest], Awaitable[None]], **options: str) -> None:
+    async def main() -> None:
+        kit = in_memory_coordinator(job_graph(), {**INTERVAL, **options})
+        await test(kit)
+
+    asyncio.run(main())
+
+
+def test_a_periodic_checkpoint_is_triggered_acknowledged_and_completed() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        coordinator.start()
+        assert gateway.triggered == []
+        clock.advance(100)  # the first trigger comes within one interval
+        sources = [(v.id, s) for v in coordinator.graph.vertices if v.is_source
+                   for s in range(v.parallelism)]  # fmt: skip
+        assert sorted(gateway.barriers_of(1)) == sources
+        [triggered] = kit.events
+        assert triggered == Triggered(1, triggered.timestamp, False, False)
+
+        kit.acknowledge_all(1, {"state_size": 10})
+        await coordinator.finish_completing()
+
+        acks = [e for e in kit.events if isinstance(e, Acknowledged)]
+        assert len(acks) == 4 and {(a.vertex_id, a.subtask) for a in acks} == set(
+            (v.id, s) for v in coordinator.graph.vertices for s in range(v.parallelism)
+        )
+        completed = kit.events[-1]
+        assert isinstance(completed, Completed) and completed.checkpoint_id == 1
+        assert completed.external_path == kit.storage.checkpoint_pointer(1)
+        assert completed.retained == (1,) and not completed.is_savepoint
+        assert kit.storage.completed_checkpoint_ids() == [1] and kit.storage.read_metadata(1)
+        assert gateway.completed == [1]
+        assert kit.console[-1].startswith("checkpoint 1 completed in ")
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario)
+
+
+def test_an_expired_checkpoint_is_aborted_with_its_reason_at_the_timeout() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        tracker = CheckpointStatsTracker({v.id: v.parallelism for v in coordinator.graph.vertices})
+        coordinator.listener = lambda event: (kit.events.append(event), tracker.on_event(event))
+        coordinator.start()
+        clock.advance(100)
+        [triggered] = kit.events
+        assert isinstance(triggered, Triggered) and 1 in coordinator.pending
+        clock.advance(triggered.timestamp + 999 - clock.now_ms())
+        assert 1 in coordinator.pending, "not before the timeout"
+        clock.advance(1)
+        assert 1 not in coordinator.pending and gateway.aborted == [1]
+        aborted = next(e for e in kit.events if isinstance(e, Aborted))
+        assert aborted.reason is CheckpointFailureReason.CHECKPOINT_EXPIRED
+        entry = tracker.snapshot().latest_failed
+        assert entry is not None and entry.status is CheckpointStatus.FAILED
+        assert entry.failure_message == CheckpointFailureReason.CHECKPOINT_EXPIRED.message
+        assert entry.failure_timestamp == clock.now_ms()
+        assert gateway.failures == [], "one expiry is within the configured tolerance"
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario, **{"execution.checkpointing.tolerable-failed-checkpoints": "1"})
+
+
+def test_a_decline_aborts_names_the_subtask_and_fails_the_job_past_the_tolerance() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        coordinator.start()
+        clock.advance(100)
+        double = next(v for v in coordinator.graph.vertices if not v.is_source)
+        reason = CheckpointFailureReason.CHECKPOINT_DECLINED
+        coordinator.receive_decline(double.id, 1, 1, reason, "disk full")
+        [aborted] = [e for e in kit.events if isinstance(e, Aborted)]
+        assert aborted.reason is reason
+        assert aborted.message == f"{reason.message} (subtask 1 of '{double.name}'): disk full"
+        assert gateway.aborted == [1]
+        [failure] = gateway.failures  # no tolerable failures by default
+        assert isinstance(failure, CheckpointException)
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario)
+
+
+def test_stopping_aborts_pending_checkpoints_once_without_notifying_tasks() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        coordinator.start()
+        clock.advance(100)
+        coordinator.stop(CheckpointFailureReason.JOB_FAILOVER_REGION)
+        [aborted] = [e for e in kit.events if isinstance(e, Aborted)]
+        assert aborted.reason is CheckpointFailureReason.JOB_FAILOVER_REGION
+        assert gateway.aborted == [] and clock.pending_timers == 0
+        coordinator.stop(CheckpointFailureReason.JOB_FAILOVER_REGION)
+        assert len([e for e in kit.events if isinstance(e, Aborted)]) == 1
+        clock.advance(10_000)
+        assert len(gateway.triggered) == 2, "no trigger after stop"
+
+    run(scenario)
+
+
+def test_a_savepoint_is_exported_reported_once_and_not_notified() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, gateway = kit.coordinator, kit.gateway
+        coordinator.start()  # no interval: only savepoints
+        target = f"memory:///savepoints-{uuid.uuid4().hex}"
+        future = coordinator.trigger_savepoint(SavepointRequest(target))
+        [(_, _, barrier), _] = gateway.triggered
+        assert barrier.options.snapshot_type is SnapshotType.SAVEPOINT
+        assert gateway.stopped == []
+        kit.acknowledge_all(barrier.checkpoint_id)
+        await coordinator.finish_completing()
+        pointer = await future
+        assert pointer == f"{target}/savepoint-job-un-{barrier.checkpoint_id}"
+        triggered, *_, completed = kit.events
+        assert triggered == Triggered(barrier.checkpoint_id, barrier.timestamp, False, True)
+        assert completed == Completed(barrier.checkpoint_id, completed.timestamp, pointer,
+                                      is_savepoint=True, retained=None)  # fmt: skip
+        assert gateway.completed == [], "tasks hear only of a stop's savepoint"
+        assert kit.storage.completed_checkpoint_ids() == [], "not the job's checkpoint"
+
+    asyncio.run(_with(scenario, {}))
+
+
+def test_a_stop_with_savepoint_stops_the_sources_before_their_barrier() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        coordinator.start()
+        target = f"memory:///savepoints-{uuid.uuid4().hex}"
+        future = coordinator.trigger_savepoint(SavepointRequest(target, stop=True, drain=True))
+        sources = sorted((v, s) for v, s, _ in gateway.triggered)
+        assert sorted((v, s) for v, s, _ in gateway.stopped) == sources
+        assert all(drain for _, _, drain in gateway.stopped)
+        barrier = gateway.triggered[0][2]
+        assert barrier.options.snapshot_type is SnapshotType.SYNC_SAVEPOINT
+        clock.advance(900)  # nine intervals, within the savepoint's timeout
+        assert len(gateway.triggered) == 2, "no periodic checkpoint after the stop"
+        kit.acknowledge_all(barrier.checkpoint_id)
+        await coordinator.finish_completing()
+        assert await future == f"{target}/savepoint-job-un-{barrier.checkpoint_id}"
+        assert gateway.completed == [barrier.checkpoint_id]
+
+    asyncio.run(_with(scenario, INTERVAL))
+
+
+async def _with(
+    scenario: Callable[[CoordinatorUnderTest], Awaitable[None]], options: dict[str, str]
+) -> None:
+    await scenario(in_memory_coordinator(job_graph(), options))

@@ -1,0 +1,103 @@
+"""One attempt's message dispatch against a fake JobMaster: what each control message changes
+in the attempt and what it hands on (failures with their origin, finished tasks, queues)."""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass, field
+from typing import Any
+
+from undertow.common import Configuration
+from undertow.core.errors import JobExecutionError, UndertowError
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.cluster.attempt import Attempt, dispatch
+from undertow.runtime.cluster.exception_history import TaskOrigin
+from undertow.runtime.cluster.messages import (
+    CollectRecords,
+    RegisterWorker,
+    TaskFailed,
+    TaskFinished,
+    TasksDeployed,
+)
+from undertow.runtime.cluster.metrics import TaskMetricsStore
+
+
+@dataclass
+class FakeHost:
+    coordinator: Any = None
+    task_metrics: TaskMetricsStore = field(default_factory=TaskMetricsStore)
+    queues: dict[str, queue.Queue[Any]] = field(default_factory=dict)
+    failures: list[tuple[UndertowError, TaskOrigin | None]] = field(default_factory=list)
+    stopped: list[CheckpointFailureReason] = field(default_factory=list)
+
+    def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
+        return self.queues.setdefault(sink_id, queue.Queue())
+
+    def fail(
+        self, attempt: Attempt, error: UndertowError, origin: TaskOrigin | None = None
+    ) -> None:
+        self.failures.append((error, origin))
+        attempt.end(error)
+
+    def stop_checkpoints(self, reason: CheckpointFailureReason) -> None:
+        self.stopped.append(reason)
+
+
+def graph() -> JobGraph:
+    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
+    env.set_parallelism(2)
+    env.from_collection([1, 2, 3]).map(str).name("stringify").print()
+    return build_job_graph(env.get_stream_graph("attempt test"))
+
+
+def registered(attempt: Attempt, host: FakeHost) -> None:
+    for worker in range(attempt.num_workers):
+        message = RegisterWorker(attempt.number, worker, "10.0.0.9", 7000 + worker, 100 + worker)
+        dispatch(host, attempt, worker, object(), message)  # type: ignore[arg-type]
+
+
+def test_registration_and_deployment_complete_once_every_worker_reported() -> None:
+    attempt, host = Attempt(3, graph(), 2, 10_000), FakeHost()
+    registered(attempt, host)
+    assert attempt.all_registered.is_set() and set(attempt.workers) == {0, 1}
+    dispatch(host, attempt, 0, object(), TasksDeployed(3, 0))  # type: ignore[arg-type]
+    assert not attempt.all_deployed.is_set()
+    dispatch(host, attempt, 1, object(), TasksDeployed(3, 1))  # type: ignore[arg-type]
+    assert attempt.all_deployed.is_set()
+
+
+def test_a_task_failure_fails_the_attempt_naming_task_worker_and_traceback() -> None:
+    job = graph()
+    attempt, host = Attempt(0, job, 2, 10_000), FakeHost()
+    registered(attempt, host)
+    vertex = job.vertices[-1]  # map -> print, parallelism 2
+    failure = TaskFailed(0, vertex.id, 1, "stringify", "ValueError: bad", "Traceback ...")
+    dispatch(host, attempt, 1, object(), failure)  # type: ignore[arg-type]
+    [(error, origin)] = host.failures
+    assert isinstance(error, JobExecutionError) and error.operator == "stringify"
+    assert error.subtask == 1 and error.remote_traceback == "Traceback ..."
+    assert f"(subtask 2/2 of '{vertex.name}') raised ValueError: bad" in str(error)
+    assert origin == TaskOrigin(f"{vertex.name} (2/2)", "worker 1 (10.0.0.9:7001)")
+    assert (vertex.id, 1) in attempt.failed and attempt.error is error
+
+
+def test_the_attempt_ends_when_every_subtask_finished_summing_accumulators() -> None:
+    job = graph()
+    attempt, host = Attempt(0, job, 2, 10_000), FakeHost()
+    keys = [(v.id, s) for v in job.vertices for s in range(v.parallelism)]
+    for n, (vertex_id, subtask) in enumerate(keys):
+        assert not attempt.done.is_set()
+        finished = TaskFinished(0, vertex_id, subtask, {"records": n})
+        dispatch(host, attempt, 0, object(), finished)  # type: ignore[arg-type]
+    assert attempt.done.is_set() and attempt.error is None
+    assert attempt.accumulators == {"records": sum(range(len(keys)))}
+    # without a coordinator, the first finished task stops checkpointing (as before FLIP-147)
+    assert host.stopped[0] is CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING
+
+
+def test_collected_records_go_to_their_sinks_queue() -> None:
+    attempt, host = Attempt(0, graph(), 1, 10_000), FakeHost()
+    dispatch(host, attempt, 0, object(), CollectRecords(0, "sink-a", [1, 2]))  # type: ignore[arg-type]
+    assert host.queues["sink-a"].get_nowait() == [1, 2]
