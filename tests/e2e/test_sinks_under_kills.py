@@ -4,7 +4,7 @@
   ``FileSink`` (Parquet) and a ``DeltaSink``; a seeded random ``kill -9`` of a worker process
   lands after the first completed checkpoint (``local`` and ``spark``): the committed output
   read back equals the expected records exactly, no hidden file is left, one restart.
-  The seed is printed; replay with ``UNDERTOW_ORACLE_SEED``.
+  The seed is printed; replay with ``UNDERTOW_TEST_SEED``.
 * The last records reach both sinks through the final checkpoint: the Delta table's last
   commit is filed under a checkpoint that completed (a job that skipped the final checkpoint
   commits them under the end-of-input marker instead, which the test also shows).
@@ -100,7 +100,6 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed = oracle_seed()
-    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
     env = make_env(parallelism=2, config=_config(tmp_path, restarts=3))
     parquet_out, delta_out = _file_branch(env, tmp_path, paced=True)
 

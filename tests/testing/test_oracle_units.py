@@ -596,13 +596,19 @@ def test_kill_worker_process_kills_only_worker_children(capsys: pytest.CaptureFi
     assert "seed=5" in out and str(child.pid) in out
 
 
-def test_worker_killer_delay_follows_the_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_killer_delay_follows_the_seed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert WorkerKiller(3, 0.5, 1.5).delay_s == WorkerKiller(3, 0.5, 1.5).delay_s
     assert 0.5 <= WorkerKiller(4, 0.5, 1.5).delay_s <= 1.5
     killer = WorkerKiller(3, 0.0, 0.0).start()
     assert killer.join(5) is None  # no worker processes here
-    monkeypatch.setenv("UNDERTOW_ORACLE_SEED", "1234")
+    monkeypatch.setenv("UNDERTOW_TEST_SEED", "1234")
     assert oracle_seed() == 1234
+    assert "UNDERTOW_TEST_SEED=1234" in capsys.readouterr().out  # printed, with how to replay
+    monkeypatch.delenv("UNDERTOW_TEST_SEED")
+    monkeypatch.setenv("UNDERTOW_ORACLE_SEED", "99")  # the former name still works
+    assert oracle_seed() == 99
 
 
 def test_default_sizes_span_buffers() -> None:
@@ -745,26 +751,35 @@ def test_failed_attempts_keep_their_evidence(tmp_path: Any) -> None:
 
 
 def test_replayed_records_after_live_data_are_out_of_order() -> None:
-    """At a keyed stage, records of an earlier epoch (restored channel state) must all come
-    before the key's live records."""
-    from undertow.testing._oracle_functions import OracleStatefulFunction
+    """At the sink (each key through one channel), outputs of an earlier epoch (restored
+    channel state) must all come before the key's live outputs. The stateful operator, fed
+    through a shuffle, counts replayed records but cannot check their order."""
+    from undertow.testing._oracle_functions import OracleStatefulFunction, VerifyingSink
 
     key = 0
     old, new = _FakeRuntime(_owner(key, 2), 2, attempt=0), _FakeRuntime(_owner(key, 2), 2, 1)
-    function = OracleStatefulFunction(job_tag=5)
-    function.open(old)  # type: ignore[arg-type]
-    old_epoch = function._checker.epoch
-    function.open(new)  # type: ignore[arg-type]
+    sink = VerifyingSink(5, job_tag=5)
+    sink.open(old)  # type: ignore[arg-type]
+    old_epoch = sink._checker.epoch
+    sink.open(new)  # type: ignore[arg-type]
     new.current[0] = key
-    replayed = TracedRecord(make_record(key, 1), (), old_epoch)
-    live = TracedRecord(make_record(key, 2), (), function._checker.epoch)
+    o1, o2, o3 = _stateful_outputs(key, [1, 2, 3], parallelism=2)
+    replayed, live = o1._replace(epoch=old_epoch), o2._replace(epoch=sink._checker.epoch)
     for value in (replayed, live):
-        function.process_element(value, new)  # type: ignore[arg-type]
+        sink.process_element(value, new)  # type: ignore[arg-type]
     clean = OracleResult.from_accumulators(new.accumulators, 1, 5)
     assert (clean.replayed, clean.replayed_after_live, clean.out_of_order) == (1, 0, 0)
-    function.process_element(replayed._replace(record=make_record(key, 3)), new)  # type: ignore[arg-type]
+    sink.process_element(o3._replace(epoch=old_epoch), new)  # type: ignore[arg-type]
     late = OracleResult.from_accumulators(new.accumulators, 1, 5)
     assert (late.replayed, late.replayed_after_live, late.out_of_order) == (2, 1, 1)
+
+    stateful, runtime = OracleStatefulFunction(job_tag=5), _FakeRuntime(_owner(key, 2), 2, 1)
+    stateful.open(runtime)  # type: ignore[arg-type]
+    runtime.current[0] = key
+    for epoch in (stateful._checker.epoch, old_epoch):
+        stateful.process_element(TracedRecord(make_record(key, 1), (), epoch), runtime)  # type: ignore[arg-type]
+    counted = OracleResult.from_accumulators(runtime.accumulators, 1, 5)
+    assert (counted.replayed, counted.replayed_after_live) == (1, 0)
 
 
 def test_restore_evidence() -> None:

@@ -36,8 +36,9 @@ Evidence of a restore (accumulators of the finishing attempt, see :class:`Oracle
 ``processed.<stage>`` (records each stage handled in that attempt: fewer than all if the source
 resumed), ``restored_keys`` (keys whose sink tally existed before that attempt touched them:
 state carried over), ``replayed`` (records that arrived from another epoch, i.e. through
-restored channel state) and ``replayed_after_live`` (a replayed record of a key that already
-had live data in this attempt: counted as out of order). Each key's report names the subtask
+restored channel state) and ``replayed_after_live`` (at the sink, where each key arrives
+through one channel: a replayed record of a key that already had live data in this attempt,
+counted as out of order). Each key's report names the subtask
 that made it (``reports.<key>``); one not owning the key's key group counts a key-group
 mismatch. With ``evidence_dir`` every anomaly is also logged as it happens
 (:mod:`undertow.testing._oracle_evidence`), so failed attempts keep theirs.
@@ -130,13 +131,21 @@ class _Checker:
         _count_in(self.accumulators, CORRUPT_AT + self.stage)
         self.evidence.record({"corrupt": 1})
 
-    def arrived(self, epoch: int, key: Any) -> None:
-        """A record of ``key`` from ``epoch`` arrived (epoch 0: not traced)."""
+    def replayed(self) -> None:
+        """A record of an earlier epoch arrived (logged too: a failed attempt's replay is
+        the evidence of a restore it did, e.g. the first attempt after a rescale)."""
+        _count_in(self.accumulators, REPLAYED)
+        self.evidence.record({"replayed": 1})
+
+    def arrived(self, epoch: int, key: Any, key_order_kept: bool) -> None:
+        """A record of ``key`` from ``epoch`` arrived (epoch 0: not traced). Replay after
+        live data is checked only where the key arrives through one channel
+        (``key_order_kept``): restored data comes first per channel, not across channels."""
         if epoch == 0 or epoch == self.epoch:
             self.live_keys.add(key)
             return
-        _count_in(self.accumulators, REPLAYED)
-        if key in self.live_keys:
+        self.replayed()
+        if key_order_kept and key in self.live_keys:
             _count_in(self.accumulators, REPLAYED_AFTER_LIVE)
             self.evidence.record({"out_of_order": 1})
 
@@ -160,7 +169,7 @@ class VerifyingMap(MapFunction):
         checker = self._checker
         checker.processed()
         if type(value) is TracedRecord and value.epoch not in (0, checker.epoch):
-            _count_in(checker.accumulators, REPLAYED)
+            checker.replayed()
         if not verify_record(record):
             corrupt_at = (*corrupt_at, self.stage)
             checker.corrupt()
@@ -203,7 +212,8 @@ class OracleStatefulFunction(KeyedProcessFunction):
         record, corrupt_at, _ = unwrap(value)
         checker = self._checker
         checker.processed()
-        checker.arrived(value.epoch if type(value) is TracedRecord else 0, oracle_key(record))
+        epoch = value.epoch if type(value) is TracedRecord else 0
+        checker.arrived(epoch, oracle_key(record), key_order_kept=False)
         if not verify_record(record):
             corrupt_at = (*corrupt_at, self.STAGE)
             checker.corrupt()
@@ -339,7 +349,7 @@ class VerifyingSink(KeyedProcessFunction):
         checker = self._checker
         checker.processed()
         key = ctx.get_current_key()
-        checker.arrived(value.epoch if type(value) is OracleOutput else 0, key)
+        checker.arrived(value.epoch if type(value) is OracleOutput else 0, key, True)
         tally = self._state.value()
         if key not in self._touched:
             self._touched.add(key)

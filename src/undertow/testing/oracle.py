@@ -40,6 +40,7 @@ from undertow.testing._faults import (
     InjectedFailure,
     WorkerKiller,
     kill_worker_process,
+    no_restore,
     oracle_seed,
     worker_process_pids,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "kill_worker_process",
     "make_payload",
     "make_record",
+    "no_restore",
     "oracle_key",
     "oracle_seed",
     "payload_size",
@@ -166,6 +168,11 @@ class OracleResult:
         """Seqs of ``1..records_per_key`` never seen, per key (unreported keys count whole)."""
         rpk = self.records_per_key
         return sum(rpk - min(max(max(self.reports.get(k, (0,))), 0), rpk) for k in range(self.keys))
+
+    @property
+    def replayed_in_any_attempt(self) -> int:
+        """Replayed records of the finishing attempt and of the others (from the evidence)."""
+        return self.replayed + self.other_attempts.get("replayed", 0)
 
     @property
     def reported_twice(self) -> int:

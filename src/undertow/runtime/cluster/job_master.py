@@ -100,6 +100,8 @@ from undertow.runtime.cluster.metrics import (
 )
 from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
 from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
+from undertow.runtime.cluster.restore_hook import plan_to_apply
+from undertow.runtime.cluster.restore_report import restore_line
 from undertow.runtime.network.framing import server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.keys import CheckpointKey
@@ -594,6 +596,7 @@ class JobMaster:
         return plan
 
     async def _run_attempt(self, restore: RestorePlan | None) -> UndertowError | None:
+        claimed, restore = restore, plan_to_apply(restore)
         attempt = self._current = _Attempt(
             self.attempt, self.plan.num_workers, self.config.get(Options.HEARTBEAT_TIMEOUT)
         )
@@ -611,6 +614,8 @@ class JobMaster:
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             await self._await_channel_state_recovery(attempt, restore)
+        if claimed is not None and attempt.all_deployed.is_set():
+            self._console(restore_line(claimed.metadata, _now_ms() - attempt.deployed_at))
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             done = frozenset() if restore is None else frozenset(
                 (vid, s) for vid in restore.finished_vertices
