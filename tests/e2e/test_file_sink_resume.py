@@ -139,15 +139,20 @@ class PartFileWatcher:
                 self.held[final] = (fd, os.fstat(fd).st_ino)
 
     def assert_resumed(self) -> None:
-        """Every committed part file is the very file first written in progress."""
+        """Every part file seen in progress was committed as the very same file, and every
+        committed one was seen in progress: none was deleted and written anew (a restore
+        that rewrites from scratch deletes the earlier attempts' files and starts new ones)."""
         self._stop.set()
         self._thread.join(5)
         try:
-            for path in self.out.rglob("part-*"):
-                assert path.name in self.held, f"{path} was never seen in progress"
-                fd, inode = self.held[path.name]
-                assert path.stat().st_ino == inode and os.fstat(fd).st_nlink == 1, (
-                    f"{path} was deleted and written anew instead of resumed"
+            committed = {p.name: p for p in self.out.rglob("part-*")}
+            assert set(committed) == set(self.held), (
+                f"part files seen in progress {sorted(self.held)} but committed "
+                f"{sorted(committed)}: some were deleted and written anew instead of resumed"
+            )
+            for name, (fd, inode) in self.held.items():
+                assert committed[name].stat().st_ino == inode and os.fstat(fd).st_nlink == 1, (
+                    f"{committed[name]} was deleted and written anew instead of resumed"
                 )
         finally:
             for fd, _ in self.held.values():
