@@ -1,4 +1,4 @@
-"""Fault injection for the oracle (TESTING.md, "Faults"): scheduled failures and random kills.
+"""Fault injection for the oracle (docs/testing.md, "Faults"): scheduled failures and random kills.
 
 Scheduled failures follow Flink's ``UnalignedCheckpointITCase`` recipe: each failure is tied to
 an attempt and a completed-checkpoint count, so it lands at a protocol-relevant point and

@@ -14,7 +14,7 @@
   reports, and its state is the restored state plus what it processed: exactly what a
   read-committed reader of a transactional sink would see.
 
-What the sink counts, per key (the six counts of TESTING.md):
+What the sink counts, per key (the six counts of docs/testing.md):
 
 * ``duplicated``: a seq seen before; ``distinct``: seqs in ``1..records_per_key`` seen
   (``lost = records_per_key - distinct``, summed over all keys by :class:`OracleResult`);
@@ -321,7 +321,7 @@ class VerifyingSink(KeyedProcessFunction):
             raise ValueError(f"records_per_key must be >= 1, got {records_per_key}")
         self.records_per_key = records_per_key
         self.seq_order_kept = seq_order_kept
-        #: Busy-wait this long per record: a slow sink, to force backpressure (TESTING.md).
+        #: Busy-wait this long per record: a slow sink, to force backpressure (docs/testing.md).
         self.spin_s = spin_s
         self.job_tag = job_tag
         self.evidence_dir = evidence_dir

@@ -1,4 +1,4 @@
-"""The oracle's records and the pure checks every stage applies to them (TESTING.md, "The oracle").
+"""The oracle's records and the pure checks every stage applies to them (docs/testing.md).
 
 An :class:`OracleRecord` is ``(magic, key, seq, payload)``. The payload is a deterministic
 function of ``(key, seq, position)``: a 12-byte header ``(key, seq, length)`` (big endian,

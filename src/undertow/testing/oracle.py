@@ -1,4 +1,4 @@
-"""The exactly-once oracle of TESTING.md, shipped to users: generator, checks, faults, verdict.
+"""The exactly-once oracle of docs/testing.md, shipped to users: generator, checks, faults, verdict.
 
 A known input (:class:`OracleSource`: key ``k`` emits ``seq = 1..N`` with self-checking
 payloads), checks at several operators (:class:`VerifyingMap`, :class:`OracleStatefulFunction`,
