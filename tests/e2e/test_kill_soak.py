@@ -37,7 +37,7 @@ KILLS = int(os.environ.get("UNDERTOW_SOAK_KILLS", "50"))
 SEEDS = int(os.environ.get("UNDERTOW_SOAK_SEEDS", "20"))
 HEALTHY_WITHIN_S = 60.0
 #: source time per kill: the source must outlast every kill (restores rewind it a little)
-SOURCE_S_PER_KILL = 3.0
+SOURCE_S_PER_KILL = 1.5
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 RESTORED = re.compile(r"^\[undertow\] restored from checkpoint (\d+)", re.M)
 

@@ -193,7 +193,13 @@ def scenario_random_worker_kill(
     client = env.execute_async("oracle")
     watcher = RestWatcher(client)
     result, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.1, latest_s=1.0, timeout_s=JOB_TIMEOUT_S
+        client,
+        capsys,
+        seed,
+        earliest_s=0.1,
+        latest_s=1.0,
+        timeout_s=JOB_TIMEOUT_S,
+        checkpoints=3,
     )
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
 

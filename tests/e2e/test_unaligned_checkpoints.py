@@ -172,7 +172,13 @@ def scenario_random_kill(
     client = env.execute_async("oracle under backpressure")
     watcher = RestWatcher(client)
     result, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.1, latest_s=0.8, timeout_s=JOB_TIMEOUT_S
+        client,
+        capsys,
+        seed,
+        earliest_s=0.1,
+        latest_s=0.8,
+        timeout_s=JOB_TIMEOUT_S,
+        checkpoints=3,
     )
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
 

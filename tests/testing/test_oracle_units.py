@@ -785,12 +785,14 @@ def test_replayed_records_after_live_data_are_out_of_order() -> None:
 def test_restore_evidence() -> None:
     """``assert_restored`` needs a resumed source, restored tallies and, if asked, replay."""
     restored = OracleResult.from_accumulators(
-        {**_accumulators(processed__stateful=0), "oracle.processed.stateful": 60,
-         "oracle.restored_keys": 4, "oracle.replayed": 3}, 4, 25)  # fmt: skip
+        {**_accumulators(), "oracle.processed.after-rebalance": 60,
+         "oracle.processed.stateful": 100, "oracle.restored_keys": 4, "oracle.replayed": 3},
+        4, 25)  # fmt: skip
     restored.assert_restored(replayed=True)
     rerun = OracleResult.from_accumulators(
-        {**_accumulators(), "oracle.processed.stateful": 100}, 4, 25
-    )
+        {**_accumulators(), "oracle.processed.stateful": 100, "oracle.processed.sink": 100},
+        4, 25,
+    )  # fmt: skip
     with pytest.raises(AssertionError, match=r"handled 100 of 100.*no sink tally was restored"):
         rerun.assert_restored()
     no_replay = OracleResult.from_accumulators(

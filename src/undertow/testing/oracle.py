@@ -195,23 +195,24 @@ class OracleResult:
         if not self.is_exactly_once:
             raise AssertionError(f"oracle: not exactly-once: {self}")
 
-    def assert_restored(self, stage: str = "stateful", replayed: bool = False) -> None:
-        """Raise ``AssertionError`` unless the finishing attempt shows a restore: ``stage``
-        handled fewer than all records (the source resumed), some sink tally was restored
-        (state carried over) and, with ``replayed``, records came through channel state."""
-        handled = self.processed.get(stage, 0)
+    def assert_restored(self, replayed: bool = False) -> None:
+        """Raise ``AssertionError`` unless the finishing attempt shows a restore: its stage
+        nearest the source (the one that handled fewest records) handled fewer than all (the
+        source resumed), some sink tally was restored (state carried over) and, with
+        ``replayed``, records came through channel state."""
+        stage, handled = min(self.processed.items(), key=lambda item: item[1], default=("", 0))
         problems = []
         if not 0 < handled < self.expected:
-            problems.append(f"{stage} handled {handled} of {self.expected} records in the "
-                            f"finishing attempt (a resumed source sends fewer)")  # fmt: skip
+            problems.append(f"{stage or 'no stage'} handled {handled} of {self.expected} "
+                            f"records in the finishing attempt (a resumed source sends "
+                            f"fewer)")  # fmt: skip
         if self.restored_keys < 1:
             problems.append("no sink tally was restored (state not carried over)")
         if replayed and self.replayed < 1:
             problems.append("no record was replayed from restored channel state")
         if problems:
-            raise AssertionError(
-                f"oracle: no evidence of a restore: {'; '.join(problems)} ({self})"
-            )
+            problems.append(str(self))
+            raise AssertionError(f"oracle: no evidence of a restore: {'; '.join(problems)}")
 
     def __str__(self) -> str:
         counts = ", ".join(f"{name}={value}" for name, value in self.counts().items())

@@ -1,4 +1,5 @@
-"""The restore console line and the restore hook (runtime/cluster/restore_report, restore_hook)."""
+"""The restore console line and the restore hook with the no-restore control (runtime/cluster:
+restore_report, restore_hook; undertow.testing.oracle.no_restore)."""
 
 from __future__ import annotations
 
