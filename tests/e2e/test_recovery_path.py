@@ -154,9 +154,15 @@ def test_state_finds_its_operators_after_rechaining_and_rescaling(
     )
     rechained = _pipeline(second).map(lambda pair: pair).name("new stateless map")
     final: dict[int, int] = {}
+    first_sum: dict[int, int] = {}
+    emitted = 0
     for key, count in rechained.execute_and_collect():
         final[key] = max(final.get(key, 0), count)
+        first_sum.setdefault(key, count)
+        emitted += 1
     assert final == {k: RECORDS // KEYS for k in range(KEYS)}
+    assert emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records"
+    assert all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}"
 
 
 def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(

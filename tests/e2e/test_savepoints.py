@@ -66,7 +66,9 @@ def _resume(make_env: EnvFactory, tmp_path: Path, savepoint: str) -> OracleResul
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async("resumed")
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
-    return OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_restored()  # a resumed source and restored state, not a rerun
+    return oracle
 
 
 def scenario_stop_without_drain_then_resume(
@@ -242,7 +244,9 @@ def _resume_without_checkpoints(
     env = make_env(parallelism=2, config=config)
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     result = env.execute_async("resumed").get_job_execution_result(timeout=TIMEOUT_S)
-    return OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_restored()  # a resumed source and restored state, not a rerun
+    return oracle
 
 
 @pytest.mark.parametrize("drain", [False, True], ids=["no-drain", "drain"])
