@@ -38,6 +38,7 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
+from .restore_evidence import restored_checkpoints
 from .test_delta_and_spark import CHECKPOINT_KEY, COMMITTER_KEY, _read_delta, _sinks
 from .test_file_connectors import (
     EXPECTED,
@@ -109,6 +110,7 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     )
 
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
+    assert len(restored_checkpoints(console)) == 1, (seed, console)
     assert _parquet_rows(parquet_out) == EXPECTED, seed
     assert pq.read_table(str(parquet_out)).num_rows == len(EXPECTED), seed
     assert _hidden_files(parquet_out) == [], seed
@@ -204,6 +206,7 @@ def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected, oracle
     assert oracle.restarts == 0, oracle
+    oracle.assert_restored()  # a resumed source and restored state, not a rerun
     # the finished branch did not run again: nothing written, nothing committed twice
     assert sorted(p.name for p in parquet_out.rglob("*") if p.is_file()) == files_before
     assert _parquet_rows(parquet_out) == EXPECTED
