@@ -1,9 +1,10 @@
 """An oracle job for ``spark-submit`` on several executor JVMs (run by test_spark_cluster.py).
 
 ``spark-submit --master local-cluster[2,2,1024] cluster_job.py CHECKPOINT_DIR`` runs the
-TESTING.md oracle pipeline at parallelism 2 with checkpoints every 100 ms and kills one executor
-JVM (``kill -9``) once the job runs and checkpoints complete. Spark's standalone master starts a
-replacement executor; undertow resubmits its barrier stage and restores the latest checkpoint.
+oracle pipeline (docs/testing.md) at parallelism 2 with checkpoints every 100 ms and kills one
+executor JVM (``kill -9``) once the job runs and checkpoints complete. Spark's standalone
+master starts a replacement executor; undertow resubmits its barrier stage and restores the
+latest checkpoint.
 Prints ``ORACLE`` with the counts and exits 0 only if the oracle is all 0 after a restart.
 """
 

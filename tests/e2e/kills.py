@@ -24,16 +24,25 @@ def run_killing_a_worker_after_a_checkpoint(
     earliest_s: float,
     latest_s: float,
     timeout_s: float,
+    checkpoint_within_s: float = 30.0,
+    checkpoints: int = 1,
 ) -> tuple[Any, str]:
     """Wait until a checkpoint completed (so there is one to restore), start a seeded
     :class:`WorkerKiller`, wait for the job's result; return it and the console. Fails naming
-    the seed if the job ended before any checkpoint, failed, or no worker was killed."""
+    the seed if ``checkpoints`` checkpoints did not complete within ``checkpoint_within_s``
+    (or the job ended before), the job failed, or no worker was killed. (Wait for several
+    when the restore must carry state: a first checkpoint may come before any record got
+    through a slow-starting pipeline.)"""
     console = ""
-    deadline = time.monotonic() + 30
-    while not COMPLETED.search(console) and time.monotonic() < deadline:
-        assert client.get_job_status() is not JobStatus.FINISHED, (
-            f"seed {seed}: the job ended before a checkpoint"
-        )
+    deadline = time.monotonic() + checkpoint_within_s
+    while len(COMPLETED.findall(console)) < checkpoints:
+        if time.monotonic() > deadline or client.get_job_status() is JobStatus.FINISHED:
+            client.cancel()
+            raise AssertionError(
+                f"seed {seed}: {checkpoints} checkpoints did not complete within "
+                f"{checkpoint_within_s} s (job "
+                f"{client.get_job_status().value}); nothing to restore, no kill:\n{console}"
+            )
         time.sleep(0.01)
         console += capsys.readouterr().err
     killer = WorkerKiller(seed, earliest_s=earliest_s, latest_s=latest_s).start()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 import pytest
@@ -56,10 +58,22 @@ def test_failing_snapshot_fails_the_job_when_no_failure_is_tolerated(
     assert "keeper" in message
 
 
-def test_failing_snapshots_are_tolerated_up_to_the_limit(make_env: Any, tmp_path: Any) -> None:
+def test_failing_snapshots_are_tolerated_up_to_the_limit(
+    make_env: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
     # Every checkpoint of this job fails. With final checkpoints (FLIP-147) its bounded tasks
     # would wait forever for one to complete, as in Flink; this test is about tolerating
     # failures while the job runs, so it ends its tasks without a final checkpoint.
     config = {"execution.checkpointing.checkpoints-after-tasks-finish": "false"}
-    records = list(_job(make_env, tmp_path, tolerable=1000, extra=config).execute_and_collect())
+    with caplog.at_level(logging.INFO, logger="undertow.runtime.checkpoint.coordinator"):
+        records = list(_job(make_env, tmp_path, tolerable=1000, extra=config).execute_and_collect())
     assert len(records) == 3000
+    # failures happened (the JobMaster runs in this process and logs each abort) ...
+    aborted = [r.getMessage() for r in caplog.records if "aborted" in r.getMessage()]
+    failed = [m for m in aborted if "injected snapshot failure" in m]
+    assert len(failed) >= 2, f"no checkpoint failed, nothing was tolerated: {aborted}"
+    # ... and were tolerated: no checkpoint completed, yet the job neither failed nor restarted
+    console = capsys.readouterr().err
+    assert not re.search(r"checkpoint \d+ completed", console), console
+    assert "restarting" not in console, console

@@ -28,6 +28,7 @@ from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
+from .restore_evidence import RestWatcher, assert_restores
 
 KEYS, RECORDS_PER_KEY = 10, 1500
 #: per source reader (2 readers): a job reads for about 1.5 s
@@ -40,6 +41,7 @@ def _config(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
         "execution.checkpointing.interval": "100 ms",
         "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+        "rest.port": "0",
         **extra,
     }
 
@@ -94,10 +96,20 @@ def _snapshot_id(snapshot: Path) -> int:
     return int(snapshot.name.rsplit("-", 1)[1])
 
 
-@pytest.mark.parametrize("kind", ["checkpoint", "savepoint"])
-def test_no_claim_leaves_the_snapshot_byte_identical(
-    make_env: EnvFactory, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _assert_restored(result: Any, console: str, rest_ids: list[int], snapshot: Path) -> None:
+    """Exactly-once over both jobs, and the second one restored ``snapshot`` (console line,
+    REST ``latest.restored``, a resumed source and restored state)."""
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected
+    assert assert_restores(console, rest_ids, restores=1) == [_snapshot_id(snapshot)]
+    oracle.assert_restored()
+
+
+def scenario_no_claim(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    kind: str = "checkpoint",
+) -> None:  # fmt: skip
     snapshot = _snapshot(make_env, tmp_path, kind)
     before = _contents(snapshot)
     assert "_metadata" in before and len(before) > 1
@@ -109,25 +121,32 @@ def test_no_claim_leaves_the_snapshot_byte_identical(
     ))  # fmt: skip
     build_pipeline(env, _source())
     client = env.execute_async("resumed, NO_CLAIM")
+    watcher = RestWatcher(client)
     root, job = tmp_path / "checkpoints", client.get_job_id()
     _wait_for(lambda: len(_job_checkpoints(root, job)) >= 1 or client.get_job_status()
               is JobStatus.FINISHED, "a newer checkpoint")  # fmt: skip
     assert _contents(snapshot) == before, "NO_CLAIM: the snapshot changed while the job ran"
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
 
-    completed = [int(n) for n in COMPLETED.findall(capsys.readouterr().err)]
+    console = capsys.readouterr().err
+    completed = [int(n) for n in COMPLETED.findall(console)]
     assert len(completed) >= 3, f"several newer checkpoints must complete: {completed}"
     assert min(completed) == _snapshot_id(snapshot) + 1, "ids go on after the snapshot's"
     assert _contents(snapshot) == before, "NO_CLAIM: the snapshot must stay byte-identical"
-    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
-    oracle.assert_exactly_once()
-    assert oracle.received == oracle.expected
+    _assert_restored(result, console, watcher.stop(), snapshot)
 
 
 @pytest.mark.parametrize("kind", ["checkpoint", "savepoint"])
-def test_claim_deletes_the_snapshot_once_subsumed(
+def test_no_claim_leaves_the_snapshot_byte_identical(
     make_env: EnvFactory, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    scenario_no_claim(make_env, tmp_path, capsys, kind)
+
+
+def scenario_claim(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    kind: str = "checkpoint",
+) -> None:  # fmt: skip
     snapshot = _snapshot(make_env, tmp_path, kind)
     assert (snapshot / "_metadata").is_file()
     capsys.readouterr()
@@ -139,6 +158,7 @@ def test_claim_deletes_the_snapshot_once_subsumed(
     }))  # fmt: skip
     build_pipeline(env, _source())
     client = env.execute_async("resumed, CLAIM")
+    watcher = RestWatcher(client)
     root, job = tmp_path / "checkpoints", client.get_job_id()
     # subsumed by the job's first checkpoint (one retained), deleted while the job runs on
     _wait_for(lambda: not snapshot.exists() or client.get_job_status() is JobStatus.FINISHED,
@@ -148,8 +168,14 @@ def test_claim_deletes_the_snapshot_once_subsumed(
     assert _job_checkpoints(root, job), "the job's own checkpoint replaced it"
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
 
-    completed = [int(n) for n in COMPLETED.findall(capsys.readouterr().err)]
+    console = capsys.readouterr().err
+    completed = [int(n) for n in COMPLETED.findall(console)]
     assert min(completed) == _snapshot_id(snapshot) + 1, "ids go on after the snapshot's"
-    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
-    oracle.assert_exactly_once()
-    assert oracle.received == oracle.expected
+    _assert_restored(result, console, watcher.stop(), snapshot)
+
+
+@pytest.mark.parametrize("kind", ["checkpoint", "savepoint"])
+def test_claim_deletes_the_snapshot_once_subsumed(
+    make_env: EnvFactory, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_claim(make_env, tmp_path, capsys, kind)

@@ -6,16 +6,21 @@ however many checkpoints complete meanwhile (Flink's behaviour), and stays exact
 the job fails: after a scheduled failure (``local-threads``, ``local``) or a ``kill -9`` of a
 worker process (``local``, ``spark``), the restore cuts the open part file back to the length
 its checkpoint recorded and appends to it again. The committed output read back equals the
-expected records exactly and no hidden (in-progress or pending) file is left.
+expected records exactly, no hidden (in-progress or pending) file is left, each restore printed
+its line, and each committed part file is the very file first written in progress (its inode,
+held open by :class:`PartFileWatcher`): a part file deleted and rewritten is caught even with
+identical bytes.
 
 Input: CSV files, one per key, ``seq = 1..PER_KEY`` in order, through a keyed count (see
 :mod:`.test_file_connectors`). Buckets: by key parity, so each sink subtask writes two buckets.
-The kill test's seed is printed; replay with ``UNDERTOW_ORACLE_SEED``.
+The kill test's seed is printed; replay with ``UNDERTOW_TEST_SEED``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -37,6 +42,7 @@ from undertow.testing.oracle import oracle_seed
 
 from .conftest import EnvFactory
 from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
+from .restore_evidence import restored_checkpoints
 from .test_file_connectors import (
     CSV,
     EXPECTED,
@@ -106,6 +112,53 @@ def _parts_per_subtask_and_bucket(out: Path) -> Counter[tuple[str, int]]:
     return found
 
 
+class PartFileWatcher:
+    """Holds an open descriptor on the first in-progress file seen for each final part name
+    (``.<final name>.inprogress.<uuid>``), polled every 10 ms while the job runs. A held
+    descriptor keeps its inode allocated, so a part file deleted and written anew gets another
+    inode: :meth:`assert_resumed` then tells a resumed file (same inode, renamed on commit)
+    from a rewritten one even when their bytes are identical."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.held: dict[str, tuple[int, int]] = {}  # final name -> (fd, inode)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="part-watcher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            for path in self.out.rglob(".*.inprogress.*"):
+                final = path.name[1:].split(".inprogress.", 1)[0]
+                if final in self.held:
+                    continue
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:
+                    continue
+                self.held[final] = (fd, os.fstat(fd).st_ino)
+
+    def assert_resumed(self) -> None:
+        """Every part file seen in progress was committed as the very same file, and every
+        committed one was seen in progress: none was deleted and written anew (a restore
+        that rewrites from scratch deletes the earlier attempts' files and starts new ones)."""
+        self._stop.set()
+        self._thread.join(5)
+        try:
+            committed = {p.name: p for p in self.out.rglob("part-*")}
+            assert set(committed) == set(self.held), (
+                f"part files seen in progress {sorted(self.held)} but committed "
+                f"{sorted(committed)}: some were deleted and written anew instead of resumed"
+            )
+            for name, (fd, inode) in self.held.items():
+                assert committed[name].stat().st_ino == inode and os.fstat(fd).st_nlink == 1, (
+                    f"{committed[name]} was deleted and written anew instead of resumed"
+                )
+        finally:
+            for fd, _ in self.held.values():
+                os.close(fd)
+
+
 def _assert_exact(out: Path) -> None:
     assert _text_output(out) == EXPECTED
     assert _hidden_files(out) == []
@@ -129,35 +182,53 @@ def test_one_part_file_per_subtask_and_bucket_however_many_checkpoints(
     assert sum(_parts_per_subtask_and_bucket(out).values()) <= 2 * PARALLELISM
 
 
-@pytest.mark.parametrize("target", ["local-threads", "local"])
-def test_open_part_files_resume_exactly_after_scheduled_failures(
+def scenario_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two failures, each after a checkpoint completed while part files were open and being
     appended to: the failing task's close flushes bytes written after that checkpoint into
-    the open files; the restore must cut them off."""
+    the open files; the restore must cut them off and append to the same files."""
     failing = FailingMap(fail_after_checkpoints=[2, 4], subtask=1)
     env = make_env(parallelism=PARALLELISM, config=_config(tmp_path, restarts=2))
     out = _job(env, tmp_path, failing)
+    watcher = PartFileWatcher(out)
     env.execute_async("resume after failures").get_job_execution_result(timeout=JOB_TIMEOUT_S)
 
-    reasons = RESTARTING.findall(capsys.readouterr().err)
+    console = capsys.readouterr().err
+    reasons = RESTARTING.findall(console)
     assert len(reasons) == 2 and all("InjectedFailure" in r for r in reasons), reasons
+    assert len(restored_checkpoints(console)) == 2, console
     _assert_exact(out)
+    watcher.assert_resumed()
 
 
-@pytest.mark.parametrize("target", ["local", "spark"])
-def test_open_part_files_resume_exactly_after_a_worker_is_killed(
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+def test_open_part_files_resume_exactly_after_scheduled_failures(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_scheduled_failures(make_env, tmp_path, capsys)
+
+
+def scenario_worker_killed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed = oracle_seed()
-    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
     env = make_env(parallelism=PARALLELISM, config=_config(tmp_path, restarts=3))
     out = _job(env, tmp_path)
+    watcher = PartFileWatcher(out)
     client = env.execute_async("resume after kill -9")
     _, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.0, latest_s=0.5, timeout_s=JOB_TIMEOUT_S
     )
 
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
+    assert len(restored_checkpoints(console)) == 1, (seed, console)
     _assert_exact(out)
+    watcher.assert_resumed()
+
+
+@pytest.mark.parametrize("target", ["local", "spark"])
+def test_open_part_files_resume_exactly_after_a_worker_is_killed(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_worker_killed(make_env, tmp_path, capsys)

@@ -13,6 +13,8 @@ from undertow.core.errors import RestoreError
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.storage import CheckpointNotFoundError, CheckpointStorage
 
+from .restore_evidence import restored_checkpoints
+
 RECORDS = 6000
 KEYS = 6
 
@@ -64,22 +66,40 @@ def _config(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def test_new_job_resumes_from_a_checkpoint_retained_on_cancellation(
-    make_env: Any, tmp_path: Path
+def scenario_new_job_resumes(
+    make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The second job restores the retained checkpoint: its keyed sums end right, it prints
+    the restore of that checkpoint, its source resumed (it emits fewer than all records: one
+    sum per input) and its state carried over (each key's first sum is above 1)."""
     config = _config(tmp_path)
     seen_first = _retain_a_checkpoint(make_env, config)
     retained = _retained(tmp_path)
     assert retained, "a checkpoint must be retained after cancellation"
     assert sum(seen_first.values()) < RECORDS, "the first job must not have finished"
+    capsys.readouterr()
 
     second = make_env(
         parallelism=2, config={**config, "execution.state-recovery.path": retained[-1]}
     )
     final: dict[int, int] = {}
+    first_sum: dict[int, int] = {}
+    emitted = 0
     for key, count in _pipeline(second).execute_and_collect():
         final[key] = max(final.get(key, 0), count)
+        first_sum.setdefault(key, count)
+        emitted += 1
     assert final == {k: RECORDS // KEYS for k in range(KEYS)}
+    restored = [cid for cid, _, _ in restored_checkpoints(capsys.readouterr().err)]
+    assert restored == [int(retained[-1].rsplit("-", 1)[1])], (restored, retained[-1])
+    assert emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records"
+    assert all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}"
+
+
+def test_new_job_resumes_from_a_checkpoint_retained_on_cancellation(
+    make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_new_job_resumes(make_env, tmp_path, capsys)
 
 
 def test_a_missing_recovery_path_fails_clearly(make_env: Any, tmp_path: Path) -> None:
@@ -134,9 +154,15 @@ def test_state_finds_its_operators_after_rechaining_and_rescaling(
     )
     rechained = _pipeline(second).map(lambda pair: pair).name("new stateless map")
     final: dict[int, int] = {}
+    first_sum: dict[int, int] = {}
+    emitted = 0
     for key, count in rechained.execute_and_collect():
         final[key] = max(final.get(key, 0), count)
+        first_sum.setdefault(key, count)
+        emitted += 1
     assert final == {k: RECORDS // KEYS for k in range(KEYS)}
+    assert emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records"
+    assert all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}"
 
 
 def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(

@@ -29,6 +29,7 @@ from undertow.datastream.window import TumblingEventTimeWindows
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
+from .restore_evidence import RestWatcher, assert_restores
 
 KEYS, RECORDS_PER_KEY = 10, 1500
 #: per source reader (2 readers): the job would read for about 1.5 s
@@ -65,12 +66,16 @@ def _resume(make_env: EnvFactory, tmp_path: Path, savepoint: str) -> OracleResul
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async("resumed")
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
-    return OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_restored()  # a resumed source and restored state, not a rerun
+    return oracle
 
 
-def test_stop_without_drain_then_resume_from_the_savepoint(
-    make_env: EnvFactory, tmp_path: Path
+def scenario_stop_without_drain_then_resume(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Stop without drain, resume a new job from the savepoint: exactly-once over both jobs,
+    and the second job restored the savepoint (console line, REST, resumed source, state)."""
     env = make_env(parallelism=2, config=_config(tmp_path))
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async("stopped")
@@ -81,10 +86,28 @@ def test_stop_without_drain_then_resume_from_the_savepoint(
     client.get_job_execution_result(timeout=TIMEOUT_S)
     assert client.get_job_status() is JobStatus.FINISHED
     _check_savepoint(savepoint, tmp_path / "sp")
-    oracle = _resume(make_env, tmp_path, savepoint)
+    capsys.readouterr()
+    resumed = make_env(parallelism=2, config=_config(
+        tmp_path, **{"execution.state-recovery.path": savepoint, "rest.port": "0"}
+    ))  # fmt: skip
+    build_pipeline(resumed, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    resumed_client = resumed.execute_async("resumed")
+    watcher = RestWatcher(resumed_client)
+    result = resumed_client.get_job_execution_result(timeout=TIMEOUT_S)
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected == KEYS * RECORDS_PER_KEY
     assert oracle.restarts == 0
+    ids = assert_restores(capsys.readouterr().err, watcher.stop(), restores=1)
+    assert ids == [int(savepoint.rsplit("-", 1)[1])], (ids, savepoint)
+    oracle.assert_restored()
+
+
+def test_stop_without_drain_then_resume_from_the_savepoint(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_stop_without_drain_then_resume(make_env, tmp_path, capsys)
 
 
 WINDOW_MS = 100
@@ -221,7 +244,9 @@ def _resume_without_checkpoints(
     env = make_env(parallelism=2, config=config)
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     result = env.execute_async("resumed").get_job_execution_result(timeout=TIMEOUT_S)
-    return OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_restored()  # a resumed source and restored state, not a rerun
+    return oracle
 
 
 @pytest.mark.parametrize("drain", [False, True], ids=["no-drain", "drain"])

@@ -4,7 +4,7 @@
   ``FileSink`` (Parquet) and a ``DeltaSink``; a seeded random ``kill -9`` of a worker process
   lands after the first completed checkpoint (``local`` and ``spark``): the committed output
   read back equals the expected records exactly, no hidden file is left, one restart.
-  The seed is printed; replay with ``UNDERTOW_ORACLE_SEED``.
+  The seed is printed; replay with ``UNDERTOW_TEST_SEED``.
 * The last records reach both sinks through the final checkpoint: the Delta table's last
   commit is filed under a checkpoint that completed (a job that skipped the final checkpoint
   commits them under the end-of-input marker instead, which the test also shows).
@@ -38,6 +38,7 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
+from .restore_evidence import restored_checkpoints
 from .test_delta_and_spark import CHECKPOINT_KEY, COMMITTER_KEY, _read_delta, _sinks
 from .test_file_connectors import (
     EXPECTED,
@@ -100,7 +101,6 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed = oracle_seed()
-    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
     env = make_env(parallelism=2, config=_config(tmp_path, restarts=3))
     parquet_out, delta_out = _file_branch(env, tmp_path, paced=True)
 
@@ -110,6 +110,7 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     )
 
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
+    assert len(restored_checkpoints(console)) == 1, (seed, console)
     assert _parquet_rows(parquet_out) == EXPECTED, seed
     assert pq.read_table(str(parquet_out)).num_rows == len(EXPECTED), seed
     assert _hidden_files(parquet_out) == [], seed
@@ -205,6 +206,7 @@ def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected, oracle
     assert oracle.restarts == 0, oracle
+    oracle.assert_restored()  # a resumed source and restored state, not a rerun
     # the finished branch did not run again: nothing written, nothing committed twice
     assert sorted(p.name for p in parquet_out.rglob("*") if p.is_file()) == files_before
     assert _parquet_rows(parquet_out) == EXPECTED

@@ -4,7 +4,7 @@ worker log lines that say where they come from, and data ports that refuse stran
 ``tests/cli/test_run_on_spark.py`` checks them in a subprocess.)
 
 The jobs run on the suite's shared local Spark session (``local[2]``); the oracle pipeline and
-its counts are TESTING.md's.
+its counts are those of docs/testing.md.
 """
 
 from __future__ import annotations

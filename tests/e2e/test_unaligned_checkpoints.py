@@ -1,17 +1,17 @@
 """Unaligned checkpoints and aligned ones with a 1 ms timeout under forced backpressure
-(TESTING.md): the oracle PIPELINE at p=2 with one exclusive and one floating buffer per
+(docs/testing.md): the oracle PIPELINE at p=2 with one exclusive and one floating buffer per
 channel, 4 KiB segments (records up to 64 KiB span many buffers) and a sink that spins on
-every record, with scheduled failures and a random kill -9. All six oracle counts must be 0,
-and every checkpoint the job restored from must have persisted in-flight data (read from the
-JobMaster's console: the ``in-flight`` size of the last checkpoint completed before each
-restart, which is the one the restart restores).
+every record, with scheduled failures, a random kill -9 and rescaled restores. All six
+oracle counts must be 0, and every restore is observed, not inferred: its console line names
+the checkpoint and its in-flight data, REST ``latest.restored`` shows it, and the finishing
+attempt resumed its source, restored state and received records replayed from channel state
+(of an earlier epoch) before live data of the same key (:mod:`.restore_evidence`).
 """
 
 from __future__ import annotations
 
 import math
 import pickle
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
+from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 10, 300
 RATE = 2_000.0  # records per second per source reader: about 1.5 s of source time
@@ -49,11 +50,6 @@ MODES = {
         "execution.checkpointing.aligned-checkpoint-timeout": "1 ms",
     },
 }
-LINE = re.compile(
-    r"^\[undertow\] (?:checkpoint (?P<cid>\d+) completed .*in-flight (?P<size>[\d.]+) "
-    r"(?P<unit>B|KiB|MiB|GiB)\)|job \w+ failed \((?P<reason>.*)\); restarting)",
-    re.M,
-)
 
 
 def config(directory: Path, mode: str, restarts: int) -> dict[str, Any]:
@@ -63,6 +59,7 @@ def config(directory: Path, mode: str, restarts: int) -> dict[str, Any]:
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
+        "rest.port": "0",
         "taskmanager.memory.segment-size": "4 kb",
         "taskmanager.network.memory.buffers-per-channel": "1",
         "taskmanager.network.memory.floating-buffers-per-gate": "1",
@@ -70,20 +67,6 @@ def config(directory: Path, mode: str, restarts: int) -> dict[str, Any]:
     }
     settings.update(MODES[mode])
     return settings
-
-
-def restored_in_flight_bytes(console: str) -> list[float]:
-    """Per restart: the in-flight data of the checkpoint it restored (the last completed)."""
-    last: float | None = None
-    restored = []
-    scale = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
-    for match in LINE.finditer(console):
-        if match.group("cid") is not None:
-            last = float(match.group("size")) * scale[match.group("unit")]
-        else:
-            assert last is not None, f"restart before any checkpoint: {match.group(0)}"
-            restored.append(last)
-    return restored
 
 
 def assert_channel_state_in_shared_files(
@@ -124,8 +107,11 @@ def assert_channel_state_in_shared_files(
     assert persisted > 0, "no channel state in the retained checkpoints"
 
 
-def run(env: Any) -> Any:
-    client = env.execute_async("oracle under backpressure")
+def run(env_or_client: Any) -> Any:
+    """The job's result (``env``: executes it first); a hang fails, cancelling the job."""
+    client = env_or_client
+    if not hasattr(client, "get_job_execution_result"):
+        client = env_or_client.execute_async("oracle under backpressure")
     try:
         return client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
     except TimeoutError:
@@ -133,23 +119,73 @@ def run(env: Any) -> Any:
         raise
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_scheduled_failures_under_backpressure(
-    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
-) -> None:
+def scenario_scheduled_failures(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    mode: str = "unaligned",
+) -> None:  # fmt: skip
+    """``map`` fails after checkpoints 2 and 5 under backpressure: both restores print their
+    checkpoint with in-flight data, and the finishing attempt replayed it."""
     failing = FailingMap(fail_after_checkpoints=[2, 5])
     env = make_env(parallelism=2, config=config(tmp_path, mode, failing.scheduled_failures))
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
-    build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S)
+    evidence = tmp_path / "evidence"
+    build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S,
+                   evidence_dir=evidence)  # fmt: skip
 
-    oracle = OracleResult.from_job_result(run(env), KEYS, RECORDS_PER_KEY)
+    client = env.execute_async("oracle under backpressure")
+    watcher = RestWatcher(client)
+    oracle = OracleResult.from_job_result(run(client), KEYS, RECORDS_PER_KEY, evidence)
 
     console = capsys.readouterr().err
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, (oracle, console)
-    restored = restored_in_flight_bytes(console)
-    assert len(restored) == 2, console
-    assert all(size > 0 for size in restored), (restored, console)
+    assert_restores(console, watcher.stop(), restores=2)
+    restored = restored_checkpoints(console)
+    assert all(size > 0 for _, _, size in restored), (restored, console)
+    oracle.assert_restored(replayed=True)
+
+
+def scenario_scheduled_failures_aligned_timeout(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_scheduled_failures(make_env, tmp_path, capsys, "aligned-1ms-timeout")
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_scheduled_failures_under_backpressure(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    scenario_scheduled_failures(make_env, tmp_path, capsys, mode)
+
+
+def scenario_random_kill(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    mode: str = "unaligned",
+) -> None:  # fmt: skip
+    """kill -9 of a seeded random worker once a checkpoint completed, under backpressure."""
+    seed = oracle_seed()
+    env = make_env(parallelism=2, config=config(tmp_path, mode, restarts=3))
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
+    evidence = tmp_path / "evidence"
+    build_pipeline(env, source, sink_spin_s=SINK_SPIN_S, evidence_dir=evidence)
+
+    client = env.execute_async("oracle under backpressure")
+    watcher = RestWatcher(client)
+    result, console = run_killing_a_worker_after_a_checkpoint(
+        client,
+        capsys,
+        seed,
+        earliest_s=0.1,
+        latest_s=0.8,
+        timeout_s=JOB_TIMEOUT_S,
+        checkpoints=3,
+    )
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
+
+    assert oracle.is_exactly_once, (seed, str(oracle), console)
+    assert oracle.restarts == 1, (seed, oracle)
+    assert_restores(console, watcher.stop(), restores=1)
+    oracle.assert_restored()
 
 
 @pytest.mark.parametrize("target", ["local", "spark"])
@@ -157,22 +193,7 @@ def test_scheduled_failures_under_backpressure(
 def test_random_worker_kill_under_backpressure(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
 ) -> None:
-    seed = oracle_seed()
-    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
-    env = make_env(parallelism=2, config=config(tmp_path, mode, restarts=3))
-    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
-    build_pipeline(env, source, sink_spin_s=SINK_SPIN_S)
-
-    client = env.execute_async("oracle under backpressure")
-    result, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.1, latest_s=0.8, timeout_s=JOB_TIMEOUT_S
-    )
-    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
-
-    assert oracle.is_exactly_once, (seed, str(oracle), console)
-    assert oracle.restarts == 1, oracle
-    restored = restored_in_flight_bytes(console)
-    assert len(restored) == 1 and restored[0] > 0, (seed, restored, console)
+    scenario_random_kill(make_env, tmp_path, capsys, mode)
 
 
 def channel_state_bytes(root: Path, storage: CheckpointStorage, checkpoint_id: int) -> int:
@@ -199,29 +220,57 @@ def checkpoints_with_channel_state(root: Path) -> list[int]:
 @pytest.mark.parametrize("target", ["local-threads", "local", "spark"])
 @pytest.mark.parametrize("new_parallelism", [3, 1])
 def test_channel_state_restored_at_another_parallelism(
-    make_env: EnvFactory, tmp_path: Path, new_parallelism: int
-) -> None:
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    new_parallelism: int,
+) -> None:  # fmt: skip
     """Rescaling channel state (docs/design.md): an unaligned checkpoint taken under
     backpressure at p=2, retained on cancellation and holding in-flight data, restored with
     ``execution.state-recovery.path`` at a higher and at a lower parallelism (every vertex of
     the PIPELINE changes, so every edge's in-flight records are re-emitted by the producers):
-    all six oracle counts are 0."""
-    retain_and_rescale(make_env, tmp_path, "unaligned", 2, new_parallelism)
+    all six oracle counts are 0 and the replayed records were observed before live data."""
+    retain_and_rescale(make_env, tmp_path, capsys, "unaligned", 2, new_parallelism)
+
+
+def scenario_rescale_up(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    retain_and_rescale(make_env, tmp_path, capsys, "unaligned", 2, 3)
+
+
+#: CI's rescale matrix (both modes, up, down and in place); ``make soak`` runs RESCALE_SOAK.
+RESCALE_CI = [("unaligned", 1, 2), ("unaligned", 3, 2), ("unaligned", 2, 2),
+              ("aligned-1ms-timeout", 2, 1), ("aligned-1ms-timeout", 2, 4),
+              ("aligned-1ms-timeout", 3, 3)]  # fmt: skip
+RESCALE_SOAK = [(mode, old, new) for mode in MODES
+                for old, new in [(1, 2), (2, 1), (2, 4), (3, 2), (4, 3), (3, 3)]]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize(("mode", "old", "new"), RESCALE_CI)
+def test_rescale_matrix_ci(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str,
+    old: int, new: int,
+) -> None:  # fmt: skip
+    """Six cases of the rescale matrix on every CI run, both modes."""
+    retain_and_rescale(make_env, tmp_path, capsys, mode, old, new)
 
 
 @pytest.mark.soak
 @pytest.mark.parametrize("target", ["local-threads", "local"])
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize(("old", "new"), [(1, 2), (2, 1), (2, 4), (3, 2), (4, 3), (3, 3)])
+@pytest.mark.parametrize(("mode", "old", "new"), RESCALE_SOAK)
 def test_rescale_matrix(
-    make_env: EnvFactory, tmp_path: Path, mode: str, old: int, new: int
-) -> None:
-    """TESTING.md's on-demand rescale matrix (``make soak``): both modes, up, down and
-    unchanged (in-place restore), each vertex of the PIPELINE at its own parallelism."""
-    retain_and_rescale(make_env, tmp_path, mode, old, new)
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str,
+    old: int, new: int,
+) -> None:  # fmt: skip
+    """The full rescale matrix (``make soak``): both modes, up, down and unchanged (in-place
+    restore), each vertex of the PIPELINE at its own parallelism, on threads and processes."""
+    retain_and_rescale(make_env, tmp_path, capsys, mode, old, new)
 
 
-def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int, new: int) -> None:
+def retain_and_rescale(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str,
+    old: int, new: int,
+) -> None:  # fmt: skip
     """Run the PIPELINE at ``old`` under backpressure until a checkpoint with channel state
     is retained, cancel, restore that checkpoint at ``new``, and fail the restored job once
     right after its first checkpoint (taken while the restored in-flight data may still be
@@ -259,12 +308,21 @@ def retain_and_rescale(make_env: EnvFactory, tmp_path: Path, mode: str, old: int
     # Paced so the restored job runs about 1.5 s at any parallelism: its first checkpoint
     # completes, and the failure after it fires, before the input ends.
     pace = KEYS * records_per_key / (1.5 * new)
+    evidence = tmp_path / "evidence"
     build_pipeline(rescaled, OracleSource(KEYS, records_per_key, records_per_second=pace),
                    failing_map=FailingMap(fail_after_checkpoints=[1]),
-                   sink_spin_s=SINK_SPIN_S / 5)  # fmt: skip
-    oracle = OracleResult.from_job_result(run(rescaled), KEYS, records_per_key)
-    oracle.assert_exactly_once()
+                   sink_spin_s=SINK_SPIN_S / 5, evidence_dir=evidence)  # fmt: skip
+    capsys.readouterr()
+    client = rescaled.execute_async("rescaled")
+    watcher = RestWatcher(client)
+    oracle = OracleResult.from_job_result(run(client), KEYS, records_per_key, evidence)
+    oracle.assert_exactly_once()  # replayed_after_live counts as out_of_order
     assert oracle.restarts == 1, oracle
+    ids = assert_restores(capsys.readouterr().err, watcher.stop(), restores=2)
+    assert ids[0] == with_state[-1], (ids, with_state)
+    oracle.assert_restored()
+    # the rescaled restore replayed in-flight data, in the attempt that then failed
+    assert oracle.replayed_in_any_attempt > 0, f"no replayed record observed: {oracle}"
 
 
 class Spin(MapFunction):

@@ -1,4 +1,4 @@
-"""The corruption test of TESTING.md: 100 seeded corruptions of the newest checkpoint.
+"""The corruption test of docs/testing.md: 100 seeded corruptions of the newest checkpoint.
 
 A checkpoint with a few pickled state files is committed next to an older, intact one. Each
 round applies one random corruption (truncate or flip a bit in ``_metadata`` or a state file,

@@ -435,6 +435,7 @@ def _accumulators(**overrides: int) -> dict[str, Any]:
         "oracle.keys_seen": 4,
         "oracle.attempt": 2,
         "records_in[x]": 100,
+        **{f"oracle.reports.{k}": ((k % 2, 25),) for k in range(4)},
     }
     clean.update({f"oracle.{k}": v for k, v in overrides.items()})
     return clean
@@ -452,10 +453,11 @@ def test_a_clean_result() -> None:
 
 
 def test_lost_counts_keys_the_sink_never_saw() -> None:
-    result = OracleResult.from_accumulators(
-        _accumulators(received=80, distinct=75, duplicated=5, keys_seen=3), 4, 25
-    )
+    accumulators = _accumulators(received=80, distinct=75, duplicated=5, keys_seen=3)
+    del accumulators["oracle.reports.3"]
+    result = OracleResult.from_accumulators(accumulators, 4, 25)
     assert result.lost == 25 and result.duplicated == 5
+    assert result.keys_seen == 3 and result.lost_in_seen_keys == 0
     assert not result.is_exactly_once
 
 
@@ -594,14 +596,208 @@ def test_kill_worker_process_kills_only_worker_children(capsys: pytest.CaptureFi
     assert "seed=5" in out and str(child.pid) in out
 
 
-def test_worker_killer_delay_follows_the_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_killer_delay_follows_the_seed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert WorkerKiller(3, 0.5, 1.5).delay_s == WorkerKiller(3, 0.5, 1.5).delay_s
     assert 0.5 <= WorkerKiller(4, 0.5, 1.5).delay_s <= 1.5
     killer = WorkerKiller(3, 0.0, 0.0).start()
     assert killer.join(5) is None  # no worker processes here
-    monkeypatch.setenv("UNDERTOW_ORACLE_SEED", "1234")
+    monkeypatch.setenv("UNDERTOW_TEST_SEED", "1234")
     assert oracle_seed() == 1234
+    assert "UNDERTOW_TEST_SEED=1234" in capsys.readouterr().out  # printed, with how to replay
+    monkeypatch.delenv("UNDERTOW_TEST_SEED")
+    monkeypatch.setenv("UNDERTOW_ORACLE_SEED", "99")  # the former name still works
+    assert oracle_seed() == 99
 
 
 def test_default_sizes_span_buffers() -> None:
     assert max(c.max_bytes for c in DEFAULT_SIZES) > BUFFER
+
+
+# --- verdict holes (issue 12): each one fed and caught ------------------------------------------
+
+
+def test_a_key_reported_twice_cannot_mask_a_lost_key() -> None:
+    """Sums would balance: key 1 reported by two subtasks (25 + 25) and key 3 never reported
+    give the same ``distinct`` (100) as a clean run. Per-key counting sees both."""
+    accumulators = _accumulators()
+    accumulators["oracle.reports.1"] = ((1, 25), (0, 25))
+    del accumulators["oracle.reports.3"]
+    result = OracleResult.from_accumulators(accumulators, 4, 25)
+    assert result.distinct == 100  # the old verdict (expected - distinct) said lost == 0
+    assert result.lost == 25 and result.keygroup_mismatch == 1 and result.reported_twice == 1
+    assert result.keys_seen == 3
+    with pytest.raises(AssertionError, match="lost=25"):
+        result.assert_exactly_once()
+
+
+def test_lost_in_seen_keys_and_keys_seen_are_in_the_verdict() -> None:
+    accumulators = _accumulators()
+    accumulators["oracle.reports.2"] = ((0, 20),)
+    result = OracleResult.from_accumulators(accumulators, 4, 25)
+    assert result.lost == 5 and result.lost_in_seen_keys == 5
+    assert "lost in seen keys 5" in str(result)
+    # all counts 0 but a key missing from the reports: not exactly-once either
+    clean = _accumulators()
+    unseen = OracleResult.from_accumulators(clean, 5, 25)
+    assert unseen.keys_seen == 4 and not unseen.is_exactly_once
+
+
+class _FakeValue:
+    def __init__(self, store: dict[Any, Any], key: list[Any]) -> None:
+        self.store, self.key = store, key
+
+    def value(self) -> Any:
+        return self.store.get(self.key[0])
+
+    def update(self, value: Any) -> None:
+        self.store[self.key[0]] = value
+
+
+class _FakeRuntime:
+    """A RuntimeContext for one subtask of a keyed checking stage, with a current key."""
+
+    def __init__(self, index: int, parallelism: int, attempt: int = 0) -> None:
+        self.index, self.parallelism, self.attempt = index, parallelism, attempt
+        self.accumulators: dict[str, Any] = {}
+        self.current = [None]
+        self.stores: dict[str, dict[Any, Any]] = defaultdict(dict)
+
+    def get_attempt_number(self) -> int:
+        return self.attempt
+
+    def get_index_of_this_subtask(self) -> int:
+        return self.index
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return MAXP
+
+    def get_metrics_group(self) -> dict[str, Any]:
+        return self.accumulators
+
+    def get_state(self, descriptor: Any) -> _FakeValue:
+        return _FakeValue(self.stores[descriptor.name], self.current)
+
+    # the KeyedProcessFunction.Context part
+    def get_current_key(self) -> Any:
+        return self.current[0]
+
+    def timer_service(self) -> Any:
+        return self
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        pass
+
+
+def _owner(key: int, parallelism: int) -> int:
+    group = assign_to_key_group(key, MAXP)
+    return next(i for i in range(parallelism)
+                if group in key_group_range_for_subtask(MAXP, parallelism, i))  # fmt: skip
+
+
+def test_key_ownership_is_checked_when_a_subtask_reports() -> None:
+    """A subtask holding a key's tally that it does not own (state restored to the wrong
+    subtask) is caught at report time, even if it received no record of the key."""
+    from undertow.testing._oracle_functions import VerifyingSink
+
+    key = 0
+    wrong = (_owner(key, 2) + 1) % 2
+    runtime = _FakeRuntime(wrong, 2)
+    sink = VerifyingSink(5)
+    sink.open(runtime)  # type: ignore[arg-type]
+    runtime.current[0] = key
+    runtime.stores["oracle-tally"][key] = _tally(_stateful_outputs(key, [1, 2, 3, 4, 5]))
+    sink.on_timer(2**63 - 1, runtime)  # type: ignore[arg-type]
+    result = OracleResult.from_accumulators(runtime.accumulators, 1, 5)
+    assert result.keygroup_mismatch == 1 and result.lost == 0 and result.keys_seen == 1
+    right = _FakeRuntime(_owner(key, 2), 2)
+    sink.open(right)  # type: ignore[arg-type]
+    right.current[0] = key
+    right.stores["oracle-tally"][key] = runtime.stores["oracle-tally"][key]
+    sink.on_timer(2**63 - 1, right)  # type: ignore[arg-type]
+    OracleResult.from_accumulators(right.accumulators, 1, 5).assert_exactly_once()
+
+
+def test_failed_attempts_keep_their_evidence(tmp_path: Any) -> None:
+    """A duplicate the sink saw in an attempt that then failed is logged at once and counts in
+    the verdict; the finishing attempt's own lines are not counted twice."""
+    from undertow.testing._oracle_functions import VerifyingSink
+
+    key, evidence = 0, str(tmp_path / "evidence")
+    outputs = _stateful_outputs(key, [1, 2, 2], parallelism=2)
+    failed = _FakeRuntime(_owner(key, 2), 2, attempt=0)
+    sink = VerifyingSink(5, evidence_dir=evidence)
+    sink.open(failed)  # type: ignore[arg-type]
+    failed.current[0] = key
+    for output in outputs:
+        sink.process_element(output, failed)  # type: ignore[arg-type]
+    # the attempt dies here: its accumulators never reach the driver
+    final = _FakeRuntime(_owner(key, 2), 2, attempt=1)
+    sink.open(final)  # type: ignore[arg-type]
+    final.current[0] = key
+    for output in _stateful_outputs(key, [1, 2, 3, 3, 4, 5], parallelism=2, attempt=1):
+        sink.process_element(output, final)  # type: ignore[arg-type]
+    sink.on_timer(2**63 - 1, final)  # type: ignore[arg-type]
+    without = OracleResult.from_accumulators(final.accumulators, 1, 5)
+    assert without.counts()["duplicated"] == 1  # the finishing attempt's own duplicate
+    result = OracleResult.from_accumulators(final.accumulators, 1, 5, evidence)
+    assert result.other_attempts == {"duplicated": 1} and result.other_runs == 1
+    assert result.counts()["duplicated"] == 2
+    assert "other attempts" in str(result)
+
+
+def test_replayed_records_after_live_data_are_out_of_order() -> None:
+    """At the sink (each key through one channel), outputs of an earlier epoch (restored
+    channel state) must all come before the key's live outputs. The stateful operator, fed
+    through a shuffle, counts replayed records but cannot check their order."""
+    from undertow.testing._oracle_functions import OracleStatefulFunction, VerifyingSink
+
+    key = 0
+    old, new = _FakeRuntime(_owner(key, 2), 2, attempt=0), _FakeRuntime(_owner(key, 2), 2, 1)
+    sink = VerifyingSink(5, job_tag=5)
+    sink.open(old)  # type: ignore[arg-type]
+    old_epoch = sink._checker.epoch
+    sink.open(new)  # type: ignore[arg-type]
+    new.current[0] = key
+    o1, o2, o3 = _stateful_outputs(key, [1, 2, 3], parallelism=2)
+    replayed, live = o1._replace(epoch=old_epoch), o2._replace(epoch=sink._checker.epoch)
+    for value in (replayed, live):
+        sink.process_element(value, new)  # type: ignore[arg-type]
+    clean = OracleResult.from_accumulators(new.accumulators, 1, 5)
+    assert (clean.replayed, clean.replayed_after_live, clean.out_of_order) == (1, 0, 0)
+    sink.process_element(o3._replace(epoch=old_epoch), new)  # type: ignore[arg-type]
+    late = OracleResult.from_accumulators(new.accumulators, 1, 5)
+    assert (late.replayed, late.replayed_after_live, late.out_of_order) == (2, 1, 1)
+
+    stateful, runtime = OracleStatefulFunction(job_tag=5), _FakeRuntime(_owner(key, 2), 2, 1)
+    stateful.open(runtime)  # type: ignore[arg-type]
+    runtime.current[0] = key
+    for epoch in (stateful._checker.epoch, old_epoch):
+        stateful.process_element(TracedRecord(make_record(key, 1), (), epoch), runtime)  # type: ignore[arg-type]
+    counted = OracleResult.from_accumulators(runtime.accumulators, 1, 5)
+    assert (counted.replayed, counted.replayed_after_live) == (1, 0)
+
+
+def test_restore_evidence() -> None:
+    """``assert_restored`` needs a resumed source, restored tallies and, if asked, replay."""
+    restored = OracleResult.from_accumulators(
+        {**_accumulators(), "oracle.processed.after-rebalance": 60,
+         "oracle.processed.stateful": 100, "oracle.restored_keys": 4, "oracle.replayed": 3},
+        4, 25)  # fmt: skip
+    restored.assert_restored(replayed=True)
+    rerun = OracleResult.from_accumulators(
+        {**_accumulators(), "oracle.processed.stateful": 100, "oracle.processed.sink": 100},
+        4, 25,
+    )  # fmt: skip
+    with pytest.raises(AssertionError, match=r"handled 100 of 100.*no sink tally was restored"):
+        rerun.assert_restored()
+    no_replay = OracleResult.from_accumulators(
+        {**_accumulators(), "oracle.processed.stateful": 60, "oracle.restored_keys": 4}, 4, 25
+    )
+    no_replay.assert_restored()
+    with pytest.raises(AssertionError, match="no record was replayed"):
+        no_replay.assert_restored(replayed=True)

@@ -5,8 +5,8 @@ and typed variants). Typed access goes through a :class:`ConfigOption`, which pa
 ("100 ms", "10 min", or plain milliseconds), memory sizes ("32kb", "1 mb") and booleans, and
 raises :class:`~undertow.core.errors.ConfigurationError` naming the key and the bad value.
 
-Option keys and defaults are Flink's (see ``shared/reference/flink-internals.md``), so an
-existing Flink configuration carries over.
+Option keys and defaults are Flink's (its "Configuration" reference page), so an existing
+Flink configuration carries over.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fault injection for the oracle (TESTING.md, "Faults"): scheduled failures and random kills.
+"""Fault injection for the oracle (docs/testing.md, "Faults"): scheduled failures and random kills.
 
 Scheduled failures follow Flink's ``UnalignedCheckpointITCase`` recipe: each failure is tied to
 an attempt and a completed-checkpoint count, so it lands at a protocol-relevant point and
@@ -18,6 +18,7 @@ which the runtime calls on every operator after a checkpoint completed.
 * :class:`FailingSnapshot`: an identity ``MapFunction`` for a *keyed* stream (or hosted by
   :class:`~undertow.testing.oracle.OracleStatefulFunction`) that makes its operator's
   *snapshot* fail when due: it keeps a trap value in keyed state whose pickling raises.
+* :func:`no_restore`: the no-restore control, restores that ignore their snapshot.
 * :func:`kill_worker_process` / :class:`WorkerKiller`: ``kill -9`` of a random worker process
   of the ``local`` or ``spark`` target, chosen (and timed) by a printed seed, so a failing run
   replays. On ``spark`` a worker is the PySpark Python worker running a barrier task, found by
@@ -30,14 +31,18 @@ import os
 import random
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from undertow.api.functions import MapFunction, RuntimeContext
+from undertow.runtime.cluster.restore_hook import set_restore_filter
 from undertow.state.descriptors import ValueStateDescriptor
 
 WORKER_MODULE = "undertow.deploy.worker_process"
-SEED_ENV = "UNDERTOW_ORACLE_SEED"
+SEED_ENV = "UNDERTOW_TEST_SEED"
+#: The former name of :data:`SEED_ENV`, still read.
+LEGACY_SEED_ENV = "UNDERTOW_ORACLE_SEED"
 #: The process name of a Spark Python worker while it hosts a worker (deploy.spark_task).
 SPARK_WORKER_NAME = "undertow-worker"
 
@@ -169,9 +174,13 @@ class FailingSnapshot(MapFunction):
 
 
 def oracle_seed() -> int:
-    """The seed of a randomized run: ``$UNDERTOW_ORACLE_SEED`` if set (to replay), else random."""
-    configured = os.environ.get(SEED_ENV)
-    return int(configured) if configured else random.SystemRandom().randrange(2**32)
+    """The seed of a randomized run: ``$UNDERTOW_TEST_SEED`` (or the older
+    ``$UNDERTOW_ORACLE_SEED``) if set, to replay a run, else random. Printed either way, with
+    how to replay it."""
+    configured = os.environ.get(SEED_ENV) or os.environ.get(LEGACY_SEED_ENV)
+    seed = int(configured) if configured else random.SystemRandom().randrange(2**32)
+    print(f"[oracle] seed {seed} (replay: {SEED_ENV}={seed})")
+    return seed
 
 
 def worker_process_pids() -> list[int]:
@@ -261,3 +270,32 @@ class WorkerKiller:
         """Wait for the kill; the killed pid, or ``None`` if none was killed."""
         self._thread.join(timeout)
         return self.killed_pid
+
+
+# --- the no-restore control -----------------------------------------------------------------
+
+
+@contextmanager
+def no_restore() -> Iterator[list[int]]:
+    """Test-only fault: while active, every restore of a job run from this process (failover
+    or ``execution.state-recovery.path``) ignores its snapshot: keyed and operator state,
+    source positions (reader splits and enumerator) and channel state all start empty, while
+    the JobMaster still reports the restore (console line, REST ``latest.restored``). A restore
+    test that passes under it cannot tell a restore from a rerun.
+
+    Yields the list of checkpoint ids whose snapshots were ignored (filled as it happens).
+    Hooked at :func:`undertow.runtime.cluster.restore_hook.plan_to_apply`, the one place a
+    restore plan reaches a deployment; the JobMaster runs in the driver process on every
+    target, so this works for ``local-threads``, ``local`` and ``spark`` alike."""
+    ignored: list[int] = []
+
+    def ignore(plan: Any) -> None:
+        checkpoint_id = int(plan.metadata.checkpoint_id)
+        ignored.append(checkpoint_id)
+        print(f"[oracle] no-restore control: ignoring the snapshot of checkpoint {checkpoint_id}")
+
+    set_restore_filter(ignore)
+    try:
+        yield ignored
+    finally:
+        set_restore_filter(None)

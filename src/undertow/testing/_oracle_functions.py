@@ -14,7 +14,7 @@
   reports, and its state is the restored state plus what it processed: exactly what a
   read-committed reader of a transactional sink would see.
 
-What the sink counts, per key (the six counts of TESTING.md):
+What the sink counts, per key (the six counts of docs/testing.md):
 
 * ``duplicated``: a seq seen before; ``distinct``: seqs in ``1..records_per_key`` seen
   (``lost = records_per_key - distinct``, summed over all keys by :class:`OracleResult`);
@@ -32,6 +32,17 @@ What the sink counts, per key (the six counts of TESTING.md):
 * ``keygroup_mismatch``: the stateful operator's subtask, or the sink's own, does not own the
   key's key group.
 
+Evidence of a restore (accumulators of the finishing attempt, see :class:`OracleResult`):
+``processed.<stage>`` (records each stage handled in that attempt: fewer than all if the source
+resumed), ``restored_keys`` (keys whose sink tally existed before that attempt touched them:
+state carried over), ``replayed`` (records that arrived from another epoch, i.e. through
+restored channel state) and ``replayed_after_live`` (at the sink, where each key arrives
+through one channel: a replayed record of a key that already had live data in this attempt,
+counted as out of order). Each key's report names the subtask
+that made it (``reports.<key>``); one not owning the key's key group counts a key-group
+mismatch. With ``evidence_dir`` every anomaly is also logged as it happens
+(:mod:`undertow.testing._oracle_evidence`), so failed attempts keep theirs.
+
 Threading: each function instance runs on its subtask's loop thread only.
 """
 
@@ -47,10 +58,12 @@ from undertow.core.types import MAX_WATERMARK
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.key_groups import assign_to_key_group, key_group_range_for_subtask
 from undertow.testing._faults import FailingSnapshot
+from undertow.testing._oracle_evidence import EvidenceLog, publish_run
 from undertow.testing._oracle_records import (
     FOLD_SEED,
     OracleOutput,
     TracedRecord,
+    epoch_of,
     fold_step,
     oracle_key,
     unwrap,
@@ -74,6 +87,11 @@ ATTEMPT = PREFIX + "attempt"
 KEYS_SEEN = PREFIX + "keys_seen"
 LOST_IN_SEEN_KEYS = PREFIX + "lost_in_seen_keys"
 CORRUPT_AT = PREFIX + "corrupt_at."
+PROCESSED = PREFIX + "processed."
+REPORTS = PREFIX + "reports."
+RESTORED_KEYS = PREFIX + "restored_keys"
+REPLAYED = PREFIX + "replayed"
+REPLAYED_AFTER_LIVE = PREFIX + "replayed_after_live"
 
 
 def _owns(max_parallelism: int, parallelism: int, subtask: int, key: Any) -> bool:
@@ -90,25 +108,72 @@ def _count_in(accumulators: dict[str, Any], name: str, amount: int = 1) -> None:
     accumulators[name] = accumulators.get(name, 0) + amount
 
 
+class _Checker:
+    """What every checking stage keeps per subtask and attempt: its epoch, run, accumulators,
+    evidence log and which keys had live (this epoch's) data."""
+
+    def __init__(self, runtime_context: RuntimeContext, stage: str, job_tag: int,
+                 evidence_dir: str | None) -> None:  # fmt: skip
+        attempt = runtime_context.get_attempt_number()
+        subtask = runtime_context.get_index_of_this_subtask()
+        self.stage = stage
+        self.epoch = epoch_of(job_tag, attempt)
+        self.run = random.SystemRandom().randrange(1, 2**63)
+        self.accumulators: dict[str, Any] = runtime_context.get_metrics_group()
+        self.evidence = EvidenceLog(evidence_dir, stage, subtask, attempt, self.run)
+        self.live_keys: set[Any] = set()
+        publish_run(self.accumulators, self.run)
+
+    def processed(self) -> None:
+        _count_in(self.accumulators, PROCESSED + self.stage)
+
+    def corrupt(self) -> None:
+        _count_in(self.accumulators, CORRUPT_AT + self.stage)
+        self.evidence.record({"corrupt": 1})
+
+    def replayed(self) -> None:
+        """A record of an earlier epoch arrived (logged too: a failed attempt's replay is
+        the evidence of a restore it did, e.g. the first attempt after a rescale)."""
+        _count_in(self.accumulators, REPLAYED)
+        self.evidence.record({"replayed": 1})
+
+    def arrived(self, epoch: int, key: Any, key_order_kept: bool) -> None:
+        """A record of ``key`` from ``epoch`` arrived (epoch 0: not traced). Replay after
+        live data is checked only where the key arrives through one channel
+        (``key_order_kept``): restored data comes first per channel, not across channels."""
+        if epoch == 0 or epoch == self.epoch:
+            self.live_keys.add(key)
+            return
+        self.replayed()
+        if key_order_kept and key in self.live_keys:
+            _count_in(self.accumulators, REPLAYED_AFTER_LIVE)
+            self.evidence.record({"out_of_order": 1})
+
+
 class VerifyingMap(MapFunction):
     """Checks each record's magic and payload; passes it on as a :class:`TracedRecord`.
 
     ``stage`` names this check in ``corrupt_at`` (and in the ``oracle.corrupt_at.<stage>``
     accumulator of the attempt that finishes)."""
 
-    def __init__(self, stage: str) -> None:
+    def __init__(self, stage: str, job_tag: int = 0, evidence_dir: str | None = None) -> None:
         self.stage = stage
-        self._accumulators: dict[str, Any] = {}
+        self.job_tag = job_tag
+        self.evidence_dir = evidence_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self._accumulators = runtime_context.get_metrics_group()
+        self._checker = _Checker(runtime_context, self.stage, self.job_tag, self.evidence_dir)
 
     def map(self, value: Any) -> TracedRecord:
         record, corrupt_at, _ = unwrap(value)
+        checker = self._checker
+        checker.processed()
+        if type(value) is TracedRecord and value.epoch not in (0, checker.epoch):
+            checker.replayed()
         if not verify_record(record):
             corrupt_at = (*corrupt_at, self.stage)
-            _count_in(self._accumulators, CORRUPT_AT + self.stage)
-        return TracedRecord(record, corrupt_at)
+            checker.corrupt()
+        return TracedRecord(record, corrupt_at, checker.epoch)
 
 
 class OracleStatefulFunction(KeyedProcessFunction):
@@ -121,19 +186,21 @@ class OracleStatefulFunction(KeyedProcessFunction):
 
     STAGE = "stateful"
 
-    def __init__(self, failing_snapshot: FailingSnapshot | None = None) -> None:
+    def __init__(self, failing_snapshot: FailingSnapshot | None = None, job_tag: int = 0,
+                 evidence_dir: str | None = None) -> None:  # fmt: skip
         self.failing_snapshot = failing_snapshot
-        self._accumulators: dict[str, Any] = {}
+        self.job_tag = job_tag
+        self.evidence_dir = evidence_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._state = runtime_context.get_state(ValueStateDescriptor("oracle-inputs-fold"))
+        self._checker = _Checker(runtime_context, self.STAGE, self.job_tag, self.evidence_dir)
         self._attempt = runtime_context.get_attempt_number()
         self._emitted = 0
-        self._run = random.SystemRandom().randrange(1, 2**63)  # see OracleOutput.run
+        self._run = self._checker.run  # see OracleOutput.run
         self._subtask = runtime_context.get_index_of_this_subtask()
         self._parallelism = runtime_context.get_number_of_parallel_subtasks()
         self._max_parallelism = runtime_context.get_max_number_of_parallel_subtasks()
-        self._accumulators = runtime_context.get_metrics_group()
         if self.failing_snapshot is not None:
             self.failing_snapshot.open(runtime_context)
 
@@ -143,9 +210,13 @@ class OracleStatefulFunction(KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterable[Any]:
         record, corrupt_at, _ = unwrap(value)
+        checker = self._checker
+        checker.processed()
+        epoch = value.epoch if type(value) is TracedRecord else 0
+        checker.arrived(epoch, oracle_key(record), key_order_kept=False)
         if not verify_record(record):
             corrupt_at = (*corrupt_at, self.STAGE)
-            _count_in(self._accumulators, CORRUPT_AT + self.STAGE)
+            checker.corrupt()
         seq = _seq_of(record)
         inputs, fold = self._state.value() or (0, FOLD_SEED)
         inputs, fold = inputs + 1, fold_step(fold, seq)
@@ -155,7 +226,8 @@ class OracleStatefulFunction(KeyedProcessFunction):
         self._emitted += 1
         return (
             OracleOutput(record, corrupt_at, inputs, fold, self._subtask, self._parallelism,
-                         self._max_parallelism, self._attempt, self._emitted, self._run),
+                         self._max_parallelism, self._attempt, self._emitted, self._run,
+                         checker.epoch),
         )  # fmt: skip
 
 
@@ -234,26 +306,38 @@ class VerifyingSink(KeyedProcessFunction):
     Subtask 0 also publishes its attempt number as ``oracle.attempt``: the number of restarts
     the job went through before the attempt that finished."""
 
+    STAGE = "sink"
+    _ANOMALIES = ("duplicated", "out_of_order", "corrupt", "state_mismatch", "keygroup_mismatch")
+
     def __init__(
-        self, records_per_key: int, seq_order_kept: bool = False, spin_s: float = 0.0
+        self,
+        records_per_key: int,
+        seq_order_kept: bool = False,
+        spin_s: float = 0.0,
+        job_tag: int = 0,
+        evidence_dir: str | None = None,
     ) -> None:
         if records_per_key < 1:
             raise ValueError(f"records_per_key must be >= 1, got {records_per_key}")
         self.records_per_key = records_per_key
         self.seq_order_kept = seq_order_kept
-        #: Busy-wait this long per record: a slow sink, to force backpressure (TESTING.md).
+        #: Busy-wait this long per record: a slow sink, to force backpressure (docs/testing.md).
         self.spin_s = spin_s
-        self._accumulators: dict[str, Any] = {}
+        self.job_tag = job_tag
+        self.evidence_dir = evidence_dir
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._state = runtime_context.get_state(ValueStateDescriptor("oracle-tally"))
-        self._accumulators = runtime_context.get_metrics_group()
+        self._checker = _Checker(runtime_context, self.STAGE, self.job_tag, self.evidence_dir)
+        self._accumulators = self._checker.accumulators
         index = runtime_context.get_index_of_this_subtask()
         max_parallelism = runtime_context.get_max_number_of_parallel_subtasks()
         self._owned = key_group_range_for_subtask(
             max_parallelism, runtime_context.get_number_of_parallel_subtasks(), index
         )
         self._max_parallelism = max_parallelism
+        self._index = index
+        self._touched: set[Any] = set()
         if index == 0:
             self._accumulators[ATTEMPT] = runtime_context.get_attempt_number()
 
@@ -262,25 +346,41 @@ class VerifyingSink(KeyedProcessFunction):
             until = time.perf_counter() + self.spin_s
             while time.perf_counter() < until:
                 pass
+        checker = self._checker
+        checker.processed()
+        key = ctx.get_current_key()
+        checker.arrived(value.epoch if type(value) is OracleOutput else 0, key, True)
         tally = self._state.value()
+        if key not in self._touched:
+            self._touched.add(key)
+            if tally is not None:
+                _count_in(self._accumulators, RESTORED_KEYS)  # state carried over
         if tally is None:
             tally = KeyTally()
         # Per record, not only on a key's first: a job resumed from a savepoint of a stop with
         # drain restores tallies whose end-of-time timers already fired (a set: one timer).
         ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
-        key = ctx.get_current_key()
         owns = assign_to_key_group(key, self._max_parallelism) in self._owned
-        self._state.update(
-            tally_record(tally, value, self.records_per_key, self.seq_order_kept, owns)
+        after = tally_record(tally, value, self.records_per_key, self.seq_order_kept, owns)
+        checker.evidence.record(
+            {name: getattr(after, name) - getattr(tally, name) for name in self._ANOMALIES}
         )
+        self._state.update(after)
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> None:
-        """End of input: add this key's tally to the accumulators."""
+        """End of input: add this key's tally to the accumulators, and report the key (checked
+        now too: a key whose state this subtask holds without owning its key group, e.g.
+        restored to the wrong subtask, is a key-group mismatch)."""
         tally = self._state.value()
         if tally is None:
             return
+        key = ctx.get_current_key()
         accumulators = self._accumulators
         for name in TALLY_COUNTS:
             _count_in(accumulators, PREFIX + name, getattr(tally, name))
+        if assign_to_key_group(key, self._max_parallelism) not in self._owned:
+            _count_in(accumulators, PREFIX + "keygroup_mismatch")
         _count_in(accumulators, LOST_IN_SEEN_KEYS, self.records_per_key - tally.distinct)
         _count_in(accumulators, KEYS_SEEN)
+        name = f"{REPORTS}{key}"
+        accumulators[name] = (*accumulators.get(name, ()), (self._index, tally.distinct))

@@ -1,4 +1,4 @@
-"""The oracle's records and the pure checks every stage applies to them (TESTING.md, "The oracle").
+"""The oracle's records and the pure checks every stage applies to them (docs/testing.md).
 
 An :class:`OracleRecord` is ``(magic, key, seq, payload)``. The payload is a deterministic
 function of ``(key, seq, position)``: a 12-byte header ``(key, seq, length)`` (big endian,
@@ -84,6 +84,9 @@ class TracedRecord(NamedTuple):
 
     record: OracleRecord
     corrupt_at: tuple[str, ...]
+    #: the epoch (:func:`epoch_of`) of the map that passed it on: tells records replayed from
+    #: channel state (an earlier attempt's or job's) from live ones; 0: unknown
+    epoch: int = 0
 
 
 class OracleOutput(NamedTuple):
@@ -93,7 +96,8 @@ class OracleOutput(NamedTuple):
     that subtask's running number of outputs in this attempt (its emission order), and a
     random ``run`` drawn when the subtask opened: attempt numbers start at 0 again in a job
     restored from a checkpoint or savepoint, so ``(subtask, attempt)`` alone does not tell
-    that job's outputs from the first job's."""
+    that job's outputs from the first job's. ``epoch`` is the emitting attempt's
+    (:func:`epoch_of`): an output of another epoch arrived through restored channel state."""
 
     record: OracleRecord
     corrupt_at: tuple[str, ...]
@@ -105,6 +109,13 @@ class OracleOutput(NamedTuple):
     attempt: int = 0
     emitted: int = 0
     run: int = 0
+    epoch: int = 0
+
+
+def epoch_of(job_tag: int, attempt: int) -> int:
+    """One attempt of one job: ``job_tag`` is drawn once per job built (so a job restored from
+    another's checkpoint differs from it although both number their attempts from 0)."""
+    return (job_tag << 20) | (attempt & 0xFFFFF)
 
 
 # --- deterministic functions of (key, seq) ------------------------------------------------------

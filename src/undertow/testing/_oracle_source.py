@@ -1,4 +1,4 @@
-"""``OracleSource``: the oracle's bounded FLIP-27 generator (TESTING.md, "The oracle").
+"""``OracleSource``: the oracle's bounded FLIP-27 generator (docs/testing.md, "The oracle").
 
 Keys are ``0 .. keys-1``; key ``k`` emits ``seq = 1 .. records_per_key``, in order. The source
 has one split per reader subtask and split ``i`` of ``n`` owns the keys ``k`` with

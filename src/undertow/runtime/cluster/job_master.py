@@ -77,6 +77,8 @@ from undertow.runtime.cluster.metrics import (
 )
 from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
 from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
+from undertow.runtime.cluster.restore_hook import plan_to_apply
+from undertow.runtime.cluster.restore_report import restore_line
 from undertow.runtime.cluster.savepoint_operations import SavepointOperations
 from undertow.runtime.cluster.task_gateway import AttemptGateway
 from undertow.runtime.network.framing import server_handshake
@@ -348,6 +350,7 @@ class JobMaster:
         return plan
 
     async def _run_attempt(self, restore: RestorePlan | None) -> UndertowError | None:
+        claimed, restore = restore, plan_to_apply(restore)
         attempt = self._current = self.gateway.attempt = Attempt(
             self.attempt, self.job_graph, self.plan.num_workers,
             self.config.get(Options.HEARTBEAT_TIMEOUT),
@@ -367,6 +370,8 @@ class JobMaster:
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             await await_channel_state_recovery(attempt, restore)
+        if claimed is not None and attempt.all_deployed.is_set():
+            self._console(restore_line(claimed.metadata, _now_ms() - attempt.deployed_at))
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             done = frozenset() if restore is None else frozenset(
                 (vid, s) for vid in restore.finished_vertices

@@ -1,0 +1,87 @@
+"""Evidence that a restore happened, shared by the e2e restore tests (issue 12).
+
+A bounded deterministic source replayed from its start gives a perfect tally, so a restore
+test must also see the restore itself:
+
+* the JobMaster's console line per restore (``restored from checkpoint 7 (unaligned, 1.2 MiB
+  in-flight) in 40 ms``), failover included;
+* REST ``latest.restored`` of ``/jobs/:id/checkpoints``, polled while the job runs (the API
+  closes with the job) by :class:`RestWatcher`;
+* what the finishing attempt did (:meth:`OracleResult.assert_restored`): fewer records than all
+  (the source resumed), restored state, and for channel state records replayed before live
+  data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.request
+from typing import Any
+
+RESTORED = re.compile(
+    r"^\[undertow\] restored from (?:checkpoint|savepoint) (?P<cid>\d+) "
+    r"\((?P<mode>aligned|unaligned), (?P<size>[\d.]+) (?P<unit>B|KiB|MiB|GiB) in-flight\) "
+    r"in (?P<ms>\d+) ms$",
+    re.M,
+)
+SCALE = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+def restored_checkpoints(console: str) -> list[tuple[int, str, float]]:
+    """Per restore line: (checkpoint id, aligned/unaligned, in-flight bytes)."""
+    return [
+        (int(m["cid"]), m["mode"], float(m["size"]) * SCALE[m["unit"]])
+        for m in RESTORED.finditer(console)
+    ]
+
+
+class RestWatcher:
+    """Polls ``/jobs/:id/checkpoints`` every 20 ms on a daemon thread until :meth:`stop`;
+    keeps each distinct ``latest.restored.id`` in the order seen."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.restored_ids: list[int] = []
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rest-watcher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        job_id = self.client.get_job_id()
+        while not self._stop.wait(0.02):
+            address = self.client.get_rest_address()
+            if address is None:
+                continue
+            try:
+                with urllib.request.urlopen(f"{address}/jobs/{job_id}/checkpoints", timeout=2) as r:
+                    body = json.loads(r.read())
+            except (OSError, ValueError):
+                self.errors += 1  # not up yet, or closed with the job
+                continue
+            restored = body["latest"]["restored"]
+            if restored is not None and (
+                not self.restored_ids or self.restored_ids[-1] != restored["id"]
+            ):
+                self.restored_ids.append(int(restored["id"]))
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        self._thread.join(5)
+        return self.restored_ids
+
+
+def assert_restores(console: str, rest_ids: list[int], restores: int) -> list[int]:
+    """Exactly ``restores`` restore lines on the console, and REST saw the last one (it may
+    miss an earlier one between two polls). Returns the restored checkpoint ids."""
+    lines = restored_checkpoints(console)
+    ids = [cid for cid, _, _ in lines]
+    assert len(lines) == restores, f"expected {restores} restore lines, got {lines}:\n{console}"
+    if restores:
+        assert rest_ids and rest_ids[-1] == ids[-1], (
+            f"REST latest.restored saw {rest_ids}, the console restored {ids}"
+        )
+        assert set(rest_ids) <= set(ids), (rest_ids, ids)
+    return ids

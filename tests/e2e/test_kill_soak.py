@@ -1,0 +1,109 @@
+"""The random-kill soak (``make soak``): unaligned checkpoints under backpressure, many seeded
+``kill -9`` of worker processes in one job, the oracle all 0 at the end.
+
+Per seed, one oracle PIPELINE job runs on ``local`` with the backpressure settings of
+:mod:`.test_unaligned_checkpoints`. Then, ``UNDERTOW_SOAK_KILLS`` times (default 50), the test
+waits for the job to be healthy again (a restore line, then a checkpoint completed after it)
+within 60 s, and kills a seeded random worker process after a seeded random delay. After the
+last kill the job must finish with all six counts 0, exactly one restart per kill, one restore
+line per kill, and every restore evidenced. ``UNDERTOW_SOAK_SEEDS`` (default 20) seeds run,
+from ``UNDERTOW_TEST_SEED`` on if set (else a random base, printed).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from undertow.datastream import JobStatus
+from undertow.testing.oracle import (
+    OracleResult,
+    OracleSource,
+    build_pipeline,
+    kill_worker_process,
+    oracle_seed,
+)
+
+from .conftest import EnvFactory
+from .restore_evidence import RestWatcher, assert_restores
+from .test_unaligned_checkpoints import KEYS, RATE, SINK_SPIN_S, config
+
+KILLS = int(os.environ.get("UNDERTOW_SOAK_KILLS", "50"))
+SEEDS = int(os.environ.get("UNDERTOW_SOAK_SEEDS", "20"))
+HEALTHY_WITHIN_S = 60.0
+#: source time per kill: the source must outlast every kill (restores rewind it a little)
+SOURCE_S_PER_KILL = 1.5
+COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
+RESTORED = re.compile(r"^\[undertow\] restored from checkpoint (\d+)", re.M)
+
+
+def _base_seed() -> int:
+    if not hasattr(_base_seed, "seed"):
+        _base_seed.seed = oracle_seed()  # type: ignore[attr-defined]
+    return int(_base_seed.seed)  # type: ignore[attr-defined]
+
+
+def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: list[str],
+                  restores: int, what: str) -> None:  # fmt: skip
+    """Until ``restores`` restore lines were printed and a checkpoint completed after the
+    last of them, within HEALTHY_WITHIN_S; appends what was printed to ``console``."""
+    deadline = time.monotonic() + HEALTHY_WITHIN_S
+    while True:
+        console.append(capsys.readouterr().err)
+        text = "".join(console)
+        lines = list(RESTORED.finditer(text))
+        if len(lines) >= restores:
+            after = lines[restores - 1].end() if restores else 0
+            if COMPLETED.search(text, after):
+                return
+        status = client.get_job_status()  # type: ignore[attr-defined]
+        if time.monotonic() > deadline or status in (JobStatus.FAILED, JobStatus.FINISHED):
+            raise AssertionError(
+                f"{what}: not healthy within {HEALTHY_WITHIN_S} s (job {status.value}, "
+                f"{len(lines)} of {restores} restores):\n{text[-3000:]}"
+            )
+        time.sleep(0.05)
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("target", ["local"])
+@pytest.mark.parametrize("index", range(SEEDS))
+def test_random_kills_under_backpressure_unaligned(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], index: int
+) -> None:
+    seed = _base_seed() + index
+    rng = random.Random(seed)
+    records_per_key = int(KILLS * SOURCE_S_PER_KILL * RATE * 2 / KEYS) + 300
+    env = make_env(parallelism=2, config=config(tmp_path, "unaligned", restarts=KILLS + 1))
+    evidence = tmp_path / "evidence"
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
+                   sink_spin_s=SINK_SPIN_S, evidence_dir=evidence)  # fmt: skip
+    started = time.monotonic()
+    client = env.execute_async(f"kill soak seed {seed}")
+    watcher = RestWatcher(client)
+    console: list[str] = []
+    try:
+        for kill in range(KILLS):
+            what = f"seed {seed} (UNDERTOW_TEST_SEED={_base_seed()}, index {index}), kill {kill}"
+            _wait_healthy(client, capsys, console, kill, what)
+            time.sleep(rng.uniform(0.1, 1.0))
+            assert kill_worker_process(rng.randrange(2**32)) is not None, f"{what}: no worker"
+        _wait_healthy(client, capsys, console, KILLS, f"seed {seed}, after the last kill")
+        result = client.get_job_execution_result(timeout=KILLS * SOURCE_S_PER_KILL * 4 + 120)
+    finally:
+        client.cancel()
+        rest_ids = watcher.stop()
+    console.append(capsys.readouterr().err)
+    text = "".join(console)
+    oracle = OracleResult.from_job_result(result, KEYS, records_per_key, evidence)
+    print(f"[soak] seed {seed}: {KILLS} kills survived in {time.monotonic() - started:.0f} s: "
+          f"{oracle}")  # fmt: skip
+    assert oracle.is_exactly_once, (seed, str(oracle))
+    assert oracle.restarts == KILLS, (seed, oracle)
+    assert_restores(text, rest_ids, restores=KILLS)
+    oracle.assert_restored()
