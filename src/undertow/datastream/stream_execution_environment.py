@@ -11,7 +11,6 @@ Not thread-safe: declare the job from one thread. ``execute_async`` returns a th
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -25,11 +24,13 @@ from undertow.datastream.connectors.collection import CollectionSource
 from undertow.datastream.execution_mode import RuntimeExecutionMode
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.slot_sharing_group import SlotSharingGroup
+from undertow.graph.execution_plan import plan_json
 from undertow.graph.job_graph import JobGraph, build_job_graph
-from undertow.graph.stream_graph import StreamGraph, build_stream_graph, describe
+from undertow.graph.stream_graph import StreamGraph, build_stream_graph
 from undertow.graph.transformations import SourceTransformation, Transformation
 from undertow.runtime.cluster.job_master import JobExecutionResult
 
+_CHANGELOG = "state.changelog.enabled"
 #: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.
 CANCEL_WAIT_S = 30.0
 
@@ -137,6 +138,18 @@ class StreamExecutionEnvironment:
     def is_force_unaligned_checkpoints(self) -> bool:
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
 
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
+        """Recorded as ``state.changelog.enabled`` (PyFlink's key). undertow has no changelog
+        state backend; its checkpoints do not change with this setting."""
+        self._config.set_string(_CHANGELOG, "true" if enabled else "false")
+        return self
+
+    def is_changelog_state_backend_enabled(self) -> bool | None:
+        """None until the job set it (as PyFlink), else the recorded value."""
+        if not self._config.contains_key(_CHANGELOG):
+            return None
+        return self._config.get_string(_CHANGELOG, "false").lower() == "true"
+
     def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         self._config.set(Options.SAVEPOINT_DIR, str(directory))
         return self
@@ -241,8 +254,9 @@ class StreamExecutionEnvironment:
         )
 
     def get_execution_plan(self) -> str:
-        """The stream graph as JSON (operators, parallelism, edges)."""
-        return json.dumps(describe(self.get_stream_graph()), indent=2)
+        """The job's plan as Flink's JSON (:mod:`undertow.graph.execution_plan`): nodes with
+        ``id``, ``type``, ``pact``, ``contents``, ``parallelism`` and ``predecessors``."""
+        return plan_json(self.get_stream_graph())
 
     def _job_graph(self, job_name: str) -> JobGraph:
         graph = build_job_graph(self.get_stream_graph(job_name))

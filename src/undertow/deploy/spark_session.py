@@ -87,6 +87,9 @@ def get_spark_context(config: Configuration) -> SparkContext:
     for key, value in settings.items():
         if not (key in _DEFAULTS or key in _LOCAL_DEFAULTS) or not conf.contains(key):
             conf.set(key, value)
+    python = config.get_string("python.executable", "")
+    if python:  # the job's python.executable runs the executors' Python workers
+        conf.set("spark.pyspark.python", python)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
