@@ -46,6 +46,7 @@ from undertow.datastream.functions import (
 )
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.output_tag import OutputTag
+from undertow.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
 from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobStatus
 
@@ -77,6 +78,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MemorySize",
     "OutputTag",
     "Partitioner",
     "ProcessAllWindowFunction",
@@ -86,6 +88,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
+    "SlotSharingGroup",
     "StreamExecutionEnvironment",
     "TimeDomain",
     "TimerService",
