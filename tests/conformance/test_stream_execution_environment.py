@@ -9,6 +9,8 @@ runs on ``spark`` too.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import os
 import shutil
@@ -22,7 +24,7 @@ import pytest
 
 from undertow.common import Configuration, Types
 from undertow.common.execution_config import ExecutionConfig
-from undertow.core.errors import DeploymentError
+from undertow.core.errors import DeploymentError, GraphBuildError
 from undertow.datastream import (
     CheckpointConfig,
     CheckpointingMode,
@@ -186,9 +188,37 @@ def test_from_collection_without_data_types(env: StreamExecutionEnvironment) -> 
     ]  # fmt: skip
 
 
+ROW_TYPES = [
+    Types.LONG(), Types.LONG(), Types.SHORT(), Types.BOOLEAN(), Types.SHORT(), Types.INT(),
+    Types.FLOAT(), Types.DOUBLE(), Types.PICKLED_BYTE_ARRAY(), Types.STRING(), Types.SQL_DATE(),
+    Types.SQL_TIME(), Types.SQL_TIMESTAMP(), Types.BASIC_ARRAY(Types.LONG()), Types.BIG_DEC(),
+    Types.BIG_DEC(),
+]  # fmt: skip
+
+
 def test_from_collection_with_data_types(env: StreamExecutionEnvironment) -> None:
     ds = env.from_collection(["Hi", "Hello"], type_info=Types.STRING())
     assert _collect(ds) == ["Hello", "Hi"]
+
+    # PyFlink's Java test sink prints this row as '+I[1, null, 1, true, 32767, -2147483648,
+    # 1.23, 1.98932, [102, 108, 105, 110, 107], pyflink, 2014-09-13, 12:00:00,
+    # 2018-03-11 03:00:00.123, [1, 2, 3], 1000000000000000000.05, 1000000000000000000.05999...]';
+    # undertow's records are the Python values themselves, as typed.
+    big = decimal.Decimal("1000000000000000000.05999999999999999899999999999")
+    values = (
+        1, None, 1, True, 32767, -2147483648, 1.23, 1.98932, bytearray(b"flink"), "pyflink",
+        datetime.date(2014, 9, 13), datetime.time(12, 0, 0, 123000),
+        datetime.datetime(2018, 3, 11, 3, 0, 0, 123000), [1, 2, 3],
+        decimal.Decimal("1000000000000000000.05"), big,
+    )  # fmt: skip
+    env.set_parallelism(1)
+    (row,) = env.from_collection([values], type_info=Types.ROW(ROW_TYPES)).execute_and_collect()
+    assert tuple(row) == values
+    # PyFlink's second row has 43878 as a SHORT and 9147483648 as an INT, which Java narrows
+    # silently (to -21658 and 557549056); undertow refuses them, naming the field.
+    wrapped = (2, None, 2, True, 43878, 9147483648, *values[6:])
+    with pytest.raises(GraphBuildError, match=r"element 0 .* field 'f4' .*got 43878"):
+        env.from_collection([wrapped], type_info=Types.ROW(ROW_TYPES))
 
 
 @pytest.mark.skip(reason=f"{JVM}: SourceFunction of a Java class")

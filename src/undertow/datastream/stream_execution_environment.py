@@ -217,6 +217,13 @@ class StreamExecutionEnvironment:
         elements = list(collection)
         if type_info is not None and hasattr(type_info, "conform"):
             elements = [type_info.conform(e) for e in elements]
+            for index, element in enumerate(elements):
+                problem = type_info.check(element)
+                if problem is not None:  # Java would narrow silently; refuse instead
+                    raise GraphBuildError(
+                        f"from_collection: element {index} ({element!r}) does not fit "
+                        f"{type_info!r}: {problem}"
+                    )
         t = SourceTransformation(
             name="Source: Collection Source", source=CollectionSource(elements),
             parallelism=1, max_parallelism=1, parallelism_set=True, output_type=type_info,
