@@ -56,6 +56,8 @@ class TaskMetrics:
     statistics: TaskStatistics
     #: The task ended (finished, failed or was cancelled): no sample follows.
     final: bool = False
+    #: User metrics of the chain's operators, ``"<operator>.<identifier>"`` -> value.
+    user_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ class SubtaskMetricsView:
     busy_ratio: float
     backpressured_ratio: float
     idle_ratio: float
+    #: The latest sample's user metrics (``"<operator>.<identifier>"`` -> value).
+    user_metrics: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
 
 
 class TaskMetricsStore:
@@ -89,11 +93,13 @@ class TaskMetricsStore:
     def __init__(self) -> None:
         self._samples: dict[tuple[int, int], deque[TaskStatistics]] = {}
         self._timestamps: dict[tuple[int, int], int] = {}
+        self._user: dict[tuple[int, int], Mapping[str, float]] = {}
 
     def clear(self) -> None:
         """A new attempt starts: its tasks count from zero."""
         self._samples.clear()
         self._timestamps.clear()
+        self._user.clear()
 
     def update(self, metrics: TaskMetrics) -> None:
         key = (metrics.vertex_id, metrics.subtask)
@@ -103,6 +109,7 @@ class TaskMetricsStore:
             return  # a sample of an earlier run of this subtask
         samples.append(stats)
         self._timestamps[key] = metrics.timestamp_ms
+        self._user[key] = MappingProxyType(dict(metrics.user_metrics))
         # keep the newest sample that can start a window, and everything after it
         while len(samples) > 2 and _elapsed(stats) - _elapsed(samples[1]) >= MIN_RATE_WINDOW_MS:
             samples.popleft()
@@ -134,6 +141,7 @@ class TaskMetricsStore:
             busy_ratio=max(0.0, ratios[0]),
             backpressured_ratio=max(0.0, ratios[1]),
             idle_ratio=max(0.0, ratios[2]),
+            user_metrics=self._user.get(key, _EMPTY),
         )
 
 
