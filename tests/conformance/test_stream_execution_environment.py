@@ -52,6 +52,12 @@ def env() -> StreamExecutionEnvironment:
     return _env()
 
 
+def _use_target(target: str, request: pytest.FixtureRequest) -> None:
+    """Spark tests share the suite's SparkContext (tests/conftest.py)."""
+    if target == "spark":
+        request.getfixturevalue("spark_context")
+
+
 def _collect(ds: Any) -> list[Any]:
     return sorted(ds.execute_and_collect())
 
@@ -302,14 +308,18 @@ def _wheel(folder: Path, package: str, version: str, body: str) -> Path:
     return path
 
 
-def test_set_requirements_with_cached_directory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+def test_set_requirements_with_cached_directory(
+    target: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    _use_target(target, request)
     package = f"python-package-{uuid.uuid4().hex[:8]}"
     module = package.replace("-", "_")
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"{package}==0.0.0\n")
     cache = tmp_path / "requirements_dir"
     _wheel(cache, package, "0.0.0", "def plus(a, b):\n    return a + b\n")
-    env = _env("local")
+    env = _env(target)
     env.set_python_requirements(str(requirements), str(cache))
 
     def add_one(i: int) -> int:
@@ -318,12 +328,14 @@ def test_set_requirements_with_cached_directory(tmp_path: Path) -> None:
     assert _collect(env.from_collection([1, 2, 3, 4, 5]).map(add_one)) == [2, 3, 4, 5, 6]
 
 
-def test_add_python_archive(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+def test_add_python_archive(target: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    _use_target(target, request)
     archive_dir = tmp_path / f"archive_{uuid.uuid4().hex[:8]}"
     archive_dir.mkdir()
     (archive_dir / "data.txt").write_text("2")
     archive = shutil.make_archive(str(tmp_path / "archive"), "zip", archive_dir)
-    env = _env("local")
+    env = _env(target)
     env.add_python_archive(archive, "data")
 
     def add_from_file(i: int) -> int:
@@ -421,11 +433,13 @@ def test_register_slot_sharing_group(env: StreamExecutionEnvironment) -> None:
     assert profile_3 is not None and not profile_3.has_resource_profile()
 
 
-def test_register_cached_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+def test_register_cached_file(target: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    _use_target(target, request)
     texts = ["machen", "zeit", "heerscharen", "keiner", "meine"]
     text_path = tmp_path / "text_file"
     text_path.write_text("".join(f"{t}\n" for t in texts))
-    env = _env("local")
+    env = _env(target)
     env.register_cached_file(str(text_path), "cache_test")
     assert env.get_configuration().get_string("undertow.cached-files", "").endswith("#cache_test")
 
