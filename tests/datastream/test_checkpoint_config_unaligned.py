@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from undertow.common import Configuration
+from undertow.common import Configuration, Duration
 from undertow.datastream.checkpoint_config import CheckpointConfig
 
 
@@ -16,9 +16,9 @@ def test_unaligned_switches_set_flinks_keys() -> None:
     settings = config.to_dict()
     assert settings["execution.checkpointing.unaligned.enabled"] in (True, "true")
     assert settings["execution.checkpointing.unaligned.forced"] in (True, "true")
-    assert checkpoints.get_aligned_checkpoint_timeout() == 1500
+    assert checkpoints.get_aligned_checkpoint_timeout() == Duration.of_millis(1500)
 
 
 def test_deprecated_alignment_timeout_key_is_read() -> None:
     config = Configuration({"execution.checkpointing.alignment-timeout": "2 s"})
-    assert CheckpointConfig(config).get_aligned_checkpoint_timeout() == 2000
+    assert CheckpointConfig(config).get_aligned_checkpoint_timeout() == Duration.of_millis(2000)

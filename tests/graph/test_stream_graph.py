@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -342,10 +341,10 @@ def test_forward_partitioner_given_explicitly_on_equal_parallelism_is_kept() -> 
 def test_describe_is_json() -> None:
     env = StreamExecutionEnvironment()
     env.from_collection([1]).map(str).print()
-    plan = json.loads(env.get_execution_plan())
+    plan = describe(env.get_stream_graph())
     assert plan["job"] == "undertow job"
     assert [n["name"] for n in plan["nodes"]] == [
         "Source: Collection Source", "Map", "Sink: Print to Std. Out"
     ]  # fmt: skip
     assert [e["partitioner"] for e in plan["edges"]] == ["FORWARD", "FORWARD"]
-    assert describe(env.get_stream_graph())["edges"][0]["side_output"] is None
+    assert plan["edges"][0]["side_output"] is None

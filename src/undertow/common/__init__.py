@@ -6,8 +6,10 @@ definitions live in the submodules (``undertow.common.time``, ``.typeinfo``, ``.
 ``.watermark_strategy``, ``.serialization``), whose paths are PyFlink's too.
 """
 
+from undertow.common.execution_config import ExecutionConfig
 from undertow.common.row import Row, RowKind
 from undertow.common.serialization import (
+    ByteArraySchema,
     DeserializationSchema,
     Encoder,
     SerializationSchema,
@@ -19,10 +21,12 @@ from undertow.common.watermark_strategy import TimestampAssigner, WatermarkStrat
 from undertow.core.config import Configuration
 
 __all__ = [
+    "ByteArraySchema",
     "Configuration",
     "DeserializationSchema",
     "Duration",
     "Encoder",
+    "ExecutionConfig",
     "Instant",
     "Row",
     "RowKind",

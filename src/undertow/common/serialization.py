@@ -22,6 +22,7 @@ from typing import Any
 from undertow.common.typeinfo import TypeInformation, Types
 
 __all__ = [
+    "ByteArraySchema",
     "DeserializationSchema",
     "Encoder",
     "SerializationSchema",
@@ -117,3 +118,26 @@ class SimpleStringSchema(SerializationSchema, DeserializationSchema):
 
     def __repr__(self) -> str:
         return f"SimpleStringSchema({self._charset!r})"
+
+
+class ByteArraySchema(SerializationSchema, DeserializationSchema):
+    """Message bytes as they are, both ways (PyFlink's ``ByteArraySchema``)."""
+
+    def serialize(self, element: Any) -> bytes:
+        if not isinstance(element, (bytes, bytearray, memoryview)):
+            raise TypeError(
+                f"ByteArraySchema serializes bytes, got {type(element).__name__} {element!r}"
+            )
+        return bytes(element)
+
+    def deserialize(self, message: bytes | bytearray | memoryview) -> bytes:
+        return bytes(message)
+
+    def get_produced_type(self) -> TypeInformation:
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ByteArraySchema)
+
+    def __hash__(self) -> int:
+        return hash(ByteArraySchema)

@@ -51,6 +51,7 @@ from undertow.datastream.functions import (
 )
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.output_tag import OutputTag
+from undertow.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
 from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 from undertow.datastream.window import (
     CountWindow,
@@ -100,6 +101,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MemorySize",
     "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
@@ -110,6 +112,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
+    "SlotSharingGroup",
     "StreamExecutionEnvironment",
     "TimeDomain",
     "TimeWindow",

@@ -2,6 +2,9 @@
 
 Checkpoints themselves (coordinator, barriers, storage) come with the checkpointing layer; the
 configuration surface is here so that jobs written for PyFlink configure them the same way.
+Getters answer what PyFlink 2.3 answers: the interval is -1 and the mode ``AT_LEAST_ONCE``
+while checkpointing is off (Flink 2.x reports no exactly-once guarantee without checkpoints),
+alignment timeouts are :class:`~undertow.common.time.Duration` values.
 """
 
 from __future__ import annotations
@@ -9,7 +12,11 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from undertow.common.time import Duration
 from undertow.core.config import Configuration, Options, parse_duration_ms
+
+#: ``execution.checkpointing.tolerable-failed-checkpoints`` meaning "never fail the job".
+_TOLERATE_ALL = 2147483647
 
 
 class CheckpointingMode(enum.Enum):
@@ -39,13 +46,19 @@ class CheckpointConfig:
         return self._config.get(Options.CHECKPOINT_INTERVAL) > 0
 
     def get_checkpoint_interval(self) -> int:
-        return self._config.get(Options.CHECKPOINT_INTERVAL)
+        """The interval in milliseconds; -1 while periodic checkpoints are off (as Flink)."""
+        interval = self._config.get(Options.CHECKPOINT_INTERVAL)
+        return interval if interval > 0 else -1
 
     def set_checkpoint_interval(self, checkpoint_interval: int) -> CheckpointConfig:
         self._config.set(Options.CHECKPOINT_INTERVAL, _ms(checkpoint_interval))
         return self
 
     def get_checkpointing_mode(self) -> CheckpointingMode:
+        """The configured mode once checkpointing is on; ``AT_LEAST_ONCE`` while it is off,
+        as Flink 2.x answers (there is no exactly-once guarantee without checkpoints)."""
+        if not self.is_checkpointing_enabled():
+            return CheckpointingMode.AT_LEAST_ONCE
         return CheckpointingMode[self._config.get(Options.CHECKPOINT_MODE)]
 
     def set_checkpointing_mode(self, mode: CheckpointingMode) -> CheckpointConfig:
@@ -80,6 +93,18 @@ class CheckpointConfig:
         self._config.set(Options.TOLERABLE_FAILURES, n)
         return self
 
+    def is_fail_on_checkpointing_errors(self) -> bool:
+        """Deprecated in PyFlink 2.0: whether no checkpoint failure is tolerated."""
+        return self.get_tolerable_checkpoint_failure_number() == 0
+
+    def set_fail_on_checkpointing_errors(
+        self, fail_on_checkpointing_errors: bool
+    ) -> CheckpointConfig:
+        """Deprecated in PyFlink 2.0: tolerate no failed checkpoint (True) or any number."""
+        return self.set_tolerable_checkpoint_failure_number(
+            0 if fail_on_checkpointing_errors else _TOLERATE_ALL
+        )
+
     def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
         self._config.set(Options.UNALIGNED, enabled)
         return self
@@ -98,12 +123,21 @@ class CheckpointConfig:
     def is_force_unaligned_checkpoints(self) -> bool:
         return self._config.get(Options.UNALIGNED_FORCED)
 
-    def set_aligned_checkpoint_timeout(self, timeout: Any) -> CheckpointConfig:
-        self._config.set(Options.ALIGNED_TIMEOUT, _ms(timeout))
+    def set_aligned_checkpoint_timeout(self, alignment_timeout: Any) -> CheckpointConfig:
+        """A :class:`Duration` (PyFlink), or milliseconds / a duration text."""
+        self._config.set(Options.ALIGNED_TIMEOUT, _ms(alignment_timeout))
         return self
 
-    def get_aligned_checkpoint_timeout(self) -> int:
-        return self._config.get(Options.ALIGNED_TIMEOUT)
+    def get_aligned_checkpoint_timeout(self) -> Duration:
+        return Duration.of_millis(self._config.get(Options.ALIGNED_TIMEOUT))
+
+    def set_alignment_timeout(self, alignment_timeout: Any) -> CheckpointConfig:
+        """PyFlink's older name of :meth:`set_aligned_checkpoint_timeout`."""
+        return self.set_aligned_checkpoint_timeout(alignment_timeout)
+
+    def get_alignment_timeout(self) -> Duration:
+        """PyFlink's older name of :meth:`get_aligned_checkpoint_timeout`."""
+        return self.get_aligned_checkpoint_timeout()
 
     def set_checkpoint_storage_dir(self, checkpoint_path: str) -> CheckpointConfig:
         self._config.set(Options.CHECKPOINT_DIR, checkpoint_path)
@@ -115,7 +149,14 @@ class CheckpointConfig:
     def set_externalized_checkpoint_retention(
         self, retention: ExternalizedCheckpointRetention
     ) -> CheckpointConfig:
-        self._config.set_string(
-            "execution.checkpointing.externalized-checkpoint-retention", retention.name
-        )
+        self._config.set(Options.CHECKPOINT_RETENTION, retention.name)
         return self
+
+    def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
+        return ExternalizedCheckpointRetention[self._config.get(Options.CHECKPOINT_RETENTION)]
+
+    def is_externalized_checkpoints_enabled(self) -> bool:
+        """Whether finished jobs keep their checkpoints (any retention but
+        ``NO_EXTERNALIZED_CHECKPOINTS``)."""
+        retention = self.get_externalized_checkpoint_retention()
+        return retention is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS

@@ -454,7 +454,7 @@ class CloseableIterator:
             item = self._queue.get()
             if item is self._end:
                 self._done = True
-                self._client.get_job_execution_result()  # raises the job's failure, if any
+                self._client.wait()  # raises the job's failure, if any
                 raise StopIteration
             self._buffer, self._pos = item, 0
         value = self._buffer[self._pos]

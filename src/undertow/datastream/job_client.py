@@ -1,8 +1,15 @@
-"""``JobClient``: a handle on a job started with ``execute_async`` (PyFlink's names)."""
+"""``JobClient``: a handle on a job started with ``execute_async`` (PyFlink's names).
+
+As in PyFlink, ``get_job_execution_result()``, ``cancel()`` and ``get_accumulators()`` return
+futures (``concurrent.futures.Future``: ``result(timeout)``, ``done()``, ``exception()``).
+``get_job_status()`` answers the status at once (PyFlink wraps it in a future).
+"""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
+from typing import Any, overload
 
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobMaster, JobStatus
@@ -13,6 +20,8 @@ class JobClient:
 
     def __init__(self, master: JobMaster) -> None:
         self._master = master
+        self._result: Future[JobExecutionResult] | None = None
+        self._lock = threading.Lock()
 
     def get_job_id(self) -> str:
         return self._master.job_id
@@ -25,9 +34,30 @@ class JobClient:
         when ``rest.port`` is -1. It answers while the job runs and closes when it ends."""
         return self._master.rest_url
 
-    def cancel(self) -> None:
-        """Ask the job to stop; ``get_job_execution_result`` then raises ``JobCancelledError``."""
-        self._master.cancel()
+    def cancel(self) -> Future[None]:
+        """Ask the job to stop; the job's result then raises ``JobCancelledError``. The
+        returned future is done once the request was handed to the job (as Flink's)."""
+        done: Future[None] = Future()
+        try:
+            self._master.cancel()
+        except BaseException as err:
+            done.set_exception(err)
+        else:
+            done.set_result(None)
+        return done
+
+    def get_accumulators(self) -> Future[dict[str, Any]]:
+        """The job's accumulators (PyFlink's name), as the job's result has them; the future
+        is done once the job ended."""
+        accumulators: Future[dict[str, Any]] = Future()
+        self._job_result().add_done_callback(
+            lambda f: (
+                accumulators.set_exception(f.exception())
+                if f.exception() is not None
+                else accumulators.set_result(f.result().get_all_accumulator_results())
+            )
+        )
+        return accumulators
 
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future[str]:
         """Take a savepoint into ``savepoint_directory`` while the job runs on (PyFlink's
@@ -66,9 +96,45 @@ class JobClient:
         request = SavepointRequest(str(path or ""), stop=True, drain=drain)
         return self._master.trigger_savepoint(request)
 
-    def get_job_execution_result(self, timeout: float | None = None) -> JobExecutionResult:
-        """Block until the job ends and return its result (or raise its failure)."""
+    @overload
+    def get_job_execution_result(self) -> Future[JobExecutionResult]: ...
+
+    @overload
+    def get_job_execution_result(self, timeout: float) -> JobExecutionResult: ...
+
+    def get_job_execution_result(
+        self, timeout: float | None = None
+    ) -> Future[JobExecutionResult] | JobExecutionResult:
+        """PyFlink's form, without arguments: a future of the job's result; ``result()``
+        blocks until the job ends and raises its failure. The same future every call.
+
+        With ``timeout`` (undertow's older form, kept for existing callers; prefer
+        :meth:`wait`): block up to ``timeout`` seconds and return the result."""
+        if timeout is None:
+            return self._job_result()
         return self._master.wait(timeout)
 
     def wait(self, timeout: float | None = None) -> JobExecutionResult:
-        return self.get_job_execution_result(timeout)
+        """Block until the job ends (at most ``timeout`` seconds) and return its result, or
+        raise its failure."""
+        return self._master.wait(timeout)
+
+    def _job_result(self) -> Future[JobExecutionResult]:
+        """The future of the job's result, completed by one daemon thread that waits for it."""
+        with self._lock:
+            if self._result is None:
+                future: Future[JobExecutionResult] = Future()
+                self._result = future
+                threading.Thread(
+                    target=self._complete, args=(future,), daemon=True,
+                    name=f"undertow-job-result-{self.get_job_id()}",
+                ).start()  # fmt: skip
+            return self._result
+
+    def _complete(self, future: Future[JobExecutionResult]) -> None:
+        try:
+            result = self._master.wait(None)
+        except BaseException as err:
+            future.set_exception(err)
+        else:
+            future.set_result(result)

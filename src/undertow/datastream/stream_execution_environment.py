@@ -11,61 +11,31 @@ Not thread-safe: declare the job from one thread. ``execute_async`` returns a th
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from undertow.core.config import Configuration, Options, format_map
+from undertow.common import python_dependencies as dependencies
+from undertow.common.execution_config import ExecutionConfig
+from undertow.core.config import Configuration, Options
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from undertow.datastream.connectors.collection import CollectionSource
 from undertow.datastream.execution_mode import RuntimeExecutionMode
 from undertow.datastream.job_client import JobClient
+from undertow.datastream.slot_sharing_group import SlotSharingGroup
+from undertow.graph.execution_plan import plan_json
 from undertow.graph.job_graph import JobGraph, build_job_graph
-from undertow.graph.stream_graph import StreamGraph, build_stream_graph, describe
+from undertow.graph.stream_graph import StreamGraph, build_stream_graph
 from undertow.graph.transformations import SourceTransformation, Transformation
 from undertow.runtime.cluster.job_master import JobExecutionResult
 
+_CHANGELOG = "state.changelog.enabled"
 #: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.
 CANCEL_WAIT_S = 30.0
 
 if TYPE_CHECKING:
     from undertow.datastream.data_stream import DataStream
-
-
-class ExecutionConfig:
-    """``env.get_config()``: global job parameters and a few knobs, backed by the configuration."""
-
-    def __init__(self, env: StreamExecutionEnvironment) -> None:
-        self._env = env
-
-    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        self._env._config.set(Options.AUTO_WATERMARK_INTERVAL, int(interval))
-        return self
-
-    def get_auto_watermark_interval(self) -> int:
-        return self._env._config.get(Options.AUTO_WATERMARK_INTERVAL)
-
-    def set_global_job_parameters(self, parameters: dict[str, str]) -> ExecutionConfig:
-        """Parameters every function reads with ``runtime_context.get_job_parameter``; kept in
-        the configuration (``pipeline.global-job-parameters``), which ships to the workers."""
-        encoded = format_map({str(k): str(v) for k, v in parameters.items()})
-        self._env._config.set(Options.GLOBAL_JOB_PARAMETERS, encoded)
-        return self
-
-    def get_global_job_parameters(self) -> dict[str, str]:
-        return self._env._config.get(Options.GLOBAL_JOB_PARAMETERS)
-
-    def get_parallelism(self) -> int:
-        return self._env.get_parallelism()
-
-    def set_parallelism(self, parallelism: int) -> ExecutionConfig:
-        self._env.set_parallelism(parallelism)
-        return self
-
-    def get_max_parallelism(self) -> int:
-        return self._env.get_max_parallelism()
 
 
 #: Options set by ``undertow run`` (``--parallelism``, ``--target``, ``-D``) for the job script it
@@ -79,7 +49,9 @@ class StreamExecutionEnvironment:
         if configuration is not None:
             self._config.add_all(configuration)
         self._sinks: list[Transformation] = []
-        self._execution_config = ExecutionConfig(self)
+        self._execution_config = ExecutionConfig(self._config)
+        self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
+        self._cached_files: list[tuple[str, str, bool]] = []
         for option in Options.all():  # validate what was given, now, with the key's name
             option.read(self._config.to_dict())
 
@@ -151,7 +123,92 @@ class StreamExecutionEnvironment:
         return CheckpointConfig(self._config)
 
     def get_checkpoint_interval(self) -> int:
-        return self._config.get(Options.CHECKPOINT_INTERVAL)
+        """Milliseconds between checkpoints; -1 while checkpointing is off (as PyFlink)."""
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def get_checkpointing_consistency_mode(self) -> CheckpointingMode:
+        return self.get_checkpointing_mode()
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return self.get_checkpoint_config().is_unaligned_checkpoints_enabled()
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return self.get_checkpoint_config().is_force_unaligned_checkpoints()
+
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
+        """Recorded as ``state.changelog.enabled`` (PyFlink's key). undertow has no changelog
+        state backend; its checkpoints do not change with this setting."""
+        self._config.set_string(_CHANGELOG, "true" if enabled else "false")
+        return self
+
+    def is_changelog_state_backend_enabled(self) -> bool | None:
+        """None until the job set it (as PyFlink), else the recorded value."""
+        if not self._config.contains_key(_CHANGELOG):
+            return None
+        return self._config.get_string(_CHANGELOG, "false").lower() == "true"
+
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
+        self._config.set(Options.SAVEPOINT_DIR, str(directory))
+        return self
+
+    def get_default_savepoint_directory(self) -> str | None:
+        return self._config.get(Options.SAVEPOINT_DIR) or None
+
+    def set_default_local_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """PyFlink's local-environment default parallelism: the job's default parallelism."""
+        return self.set_parallelism(parallelism)
+
+    def get_default_local_parallelism(self) -> int:
+        return self.get_parallelism()
+
+    def register_slot_sharing_group(
+        self, slot_sharing_group: SlotSharingGroup
+    ) -> StreamExecutionEnvironment:
+        """Register a group's resource profile by name (operators name their group with
+        ``slot_sharing_group``). Registering a name again replaces its profile."""
+        if not isinstance(slot_sharing_group, SlotSharingGroup):
+            raise TypeError(
+                f"register_slot_sharing_group: expected a SlotSharingGroup, got "
+                f"{slot_sharing_group!r}"
+            )
+        self._slot_sharing_groups[slot_sharing_group.get_name()] = slot_sharing_group
+        return self
+
+    def get_slot_sharing_group(self, name: str) -> SlotSharingGroup | None:
+        """The profile registered under ``name``, or None."""
+        return self._slot_sharing_groups.get(name)
+
+    # python dependencies ---------------------------------------------------------------------
+    def add_python_file(self, file_path: str) -> None:
+        """Ship a Python file, package directory or zip/egg to every worker and put it on
+        their ``sys.path`` (``python.files``, comma-separated, as PyFlink)."""
+        dependencies.add_python_file(self._config, file_path)
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """Ship an archive (zip, tar, tar.gz) that every worker unpacks into its working
+        directory, under ``target_dir`` or the archive's file name (``python.archives``)."""
+        dependencies.add_python_archive(self._config, archive_path, target_dir)
+
+    def set_python_requirements(
+        self, requirements_file_path: str, requirements_cache_dir: str | None = None
+    ) -> None:
+        """Packages every worker installs with pip before the job runs (``python.requirements``),
+        from the index, or only from ``requirements_cache_dir`` when it is given."""
+        dependencies.set_python_requirements(
+            self._config, requirements_file_path, requirements_cache_dir
+        )
+
+    def set_python_executable(self, python_exec: str) -> None:
+        """The interpreter the workers run (``python.executable``)."""
+        self._config.set_string(dependencies.PYTHON_EXECUTABLE, python_exec)
+
+    def register_cached_file(self, file_path: str, name: str, executable: bool = False) -> None:
+        """Ship a file to every worker under ``name`` in its working directory (Flink's
+        distributed cache; ``undertow.cached-files``)."""
+        dependencies.register_cached_file(self._config, file_path, name, executable)
 
     # sources --------------------------------------------------------------------------------
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
@@ -160,6 +217,13 @@ class StreamExecutionEnvironment:
         elements = list(collection)
         if type_info is not None and hasattr(type_info, "conform"):
             elements = [type_info.conform(e) for e in elements]
+            for index, element in enumerate(elements):
+                problem = type_info.check(element)
+                if problem is not None:  # Java would narrow silently; refuse instead
+                    raise GraphBuildError(
+                        f"from_collection: element {index} ({element!r}) does not fit "
+                        f"{type_info!r}: {problem}"
+                    )
         t = SourceTransformation(
             name="Source: Collection Source", source=CollectionSource(elements),
             parallelism=1, max_parallelism=1, parallelism_set=True, output_type=type_info,
@@ -197,8 +261,9 @@ class StreamExecutionEnvironment:
         )
 
     def get_execution_plan(self) -> str:
-        """The stream graph as JSON (operators, parallelism, edges)."""
-        return json.dumps(describe(self.get_stream_graph()), indent=2)
+        """The job's plan as Flink's JSON (:mod:`undertow.graph.execution_plan`): nodes with
+        ``id``, ``type``, ``pact``, ``contents``, ``parallelism`` and ``predecessors``."""
+        return plan_json(self.get_stream_graph())
 
     def _job_graph(self, job_name: str) -> JobGraph:
         graph = build_job_graph(self.get_stream_graph(job_name))
@@ -229,12 +294,12 @@ class StreamExecutionEnvironment:
         on Spark the job group is cancelled) before ``KeyboardInterrupt`` propagates."""
         client = self.execute_async(job_name)
         try:
-            return client.get_job_execution_result()
+            return client.wait()
         except KeyboardInterrupt:
             sys.stderr.write("[undertow] interrupted: cancelling the job\n")
             client.cancel()
             with contextlib.suppress(Exception):
-                client.get_job_execution_result(timeout=CANCEL_WAIT_S)
+                client.wait(timeout=CANCEL_WAIT_S)
             raise
 
     def close(self) -> None:

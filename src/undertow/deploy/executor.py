@@ -12,14 +12,20 @@ target (STYLE.md principle 10).
 
 from __future__ import annotations
 
+from undertow.common import python_dependencies
 from undertow.core.config import Configuration, Options
 from undertow.deploy.local import ProcessLauncher, ThreadLauncher
+from undertow.deploy.python_environment import check_target, prepare_driver
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.cluster.job_master import JobMaster, WorkerLauncher, default_num_workers
 
 
 def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
     target = config.get(Options.TARGET)
+    dependencies = python_dependencies.read(config)
+    check_target(dependencies, target)
+    if target == "local-threads":
+        prepare_driver(dependencies)
     slots = max(v.parallelism for v in job_graph.vertices)
     launcher: WorkerLauncher
     if target == "spark":

@@ -5,6 +5,7 @@
 * ``local``: every worker is a child process (``python -m undertow.deploy.worker_process``)
   that receives its arguments, the job secret included, on stdin (never on the command line).
   The child's ``sys.path`` is the driver's, so modules the job imports are importable there.
+  It runs ``python.executable`` if the job set one, else the driver's interpreter.
 
 Both run exactly the same worker code (:func:`undertow.runtime.cluster.worker.run_worker`).
 """
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 
+from undertow.common import python_dependencies
 from undertow.runtime.cluster.worker import run_worker
 
 log = logging.getLogger(__name__)
@@ -82,9 +84,10 @@ class ProcessLauncher:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.processes = []
+        python = python_dependencies.read(config).executable or sys.executable
         for index in range(num_workers):
             proc = subprocess.Popen(
-                [sys.executable, "-m", "undertow.deploy.worker_process"],
+                [python, "-m", "undertow.deploy.worker_process"],
                 stdin=subprocess.PIPE, env=env, cwd=os.getcwd(),
             )  # fmt: skip
             assert proc.stdin is not None

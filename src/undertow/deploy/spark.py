@@ -16,7 +16,9 @@ Checked before anything is submitted (Spark would otherwise wait ~10 minutes or 
 * Spark's Python idle-timeout kill would end the silent long-running tasks.
 
 On a master that is not local, undertow ships itself to the executors (``sc.addPyFile`` of a
-zip of the package) unless ``undertow.spark.ship-package`` is ``never``.
+zip of the package) unless ``undertow.spark.ship-package`` is ``never``. The job's own Python
+dependencies (``add_python_file`` and friends) are added to the application before each
+attempt (:mod:`undertow.deploy.python_environment`).
 
 Threading: ``launch``, ``kill``, ``exited`` and ``describe_exit`` are called by the JobMaster
 (its loop thread or its executor); ``wait`` blocks and is called off the loop. One attempt runs
@@ -35,8 +37,10 @@ import uuid
 import zipfile
 from typing import TYPE_CHECKING
 
+from undertow.common import python_dependencies
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import DeploymentError
+from undertow.deploy.python_environment import ship_to_spark
 from undertow.deploy.spark_task import SparkTaskArgs, run_spark_task
 
 if TYPE_CHECKING:
@@ -99,6 +103,7 @@ class SparkLauncher:
         config: dict[str, str],
     ) -> None:  # fmt: skip
         self._ship_package()
+        ship_to_spark(self.sc, python_dependencies.read(config))
         worker_config = dict(config)
         if not self._user_bind_host:
             worker_config.pop(Options.BIND_HOST.key, None)

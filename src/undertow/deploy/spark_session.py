@@ -18,6 +18,11 @@ starts in about 5.7 s and a session adds about 4 s more, which is most of the ti
 ``undertow run`` to the first record. A job that wants a session builds one on the same
 context (``SparkSession.builder.getOrCreate()``).
 
+py4j logs "Closing down clientserver connection" at INFO whenever a gateway connection closes,
+many times at interpreter exit. A job that sends its own INFO logs to stdout (PyFlink's examples
+do: ``logging.basicConfig(stream=sys.stdout, level=logging.INFO)``) would get that line mixed into
+its output, so the ``py4j`` logger is set to WARNING, unless the job set a level on it itself.
+
 Workers run in the executors' Python, which PySpark takes from ``PYSPARK_PYTHON``; when that is
 not set, the driver's interpreter is used, so a virtual environment carries over to local Spark.
 
@@ -26,6 +31,7 @@ Threading: call from the thread that starts the job; PySpark serializes context 
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -58,6 +64,7 @@ def get_spark_context(config: Configuration) -> SparkContext:
         raise DeploymentError(
             "execution.target 'spark' needs pyspark: pip install 'pyspark>=4.0'"
         ) from err
+    quiet_py4j()
     _refuse_connect()
     session = SparkSession.getActiveSession()
     if session is not None:
@@ -80,6 +87,9 @@ def get_spark_context(config: Configuration) -> SparkContext:
     for key, value in settings.items():
         if not (key in _DEFAULTS or key in _LOCAL_DEFAULTS) or not conf.contains(key):
             conf.set(key, value)
+    python = config.get_string("python.executable", "")
+    if python:  # the job's python.executable runs the executors' Python workers
+        conf.set("spark.pyspark.python", python)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -93,6 +103,14 @@ def get_spark_context(config: Configuration) -> SparkContext:
         ) from err
     context.setLogLevel(config.get(Options.SPARK_LOG_LEVEL))
     return context
+
+
+def quiet_py4j() -> None:
+    """Keep py4j's per-connection INFO lines out of the job's logs (module docstring); a
+    level the job set on the ``py4j`` logger is kept."""
+    logger = logging.getLogger("py4j")
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
 
 
 def _refuse_connect() -> None:

@@ -31,7 +31,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from undertow.common import python_dependencies
 from undertow.core.config import Options
+from undertow.deploy.python_environment import WorkerEnvironment, spark_files
 from undertow.runtime.cluster.log_context import worker_log_handler
 from undertow.runtime.cluster.worker import run_worker
 
@@ -81,7 +83,8 @@ def run_spark_task(args: SparkTaskArgs, _rows: Iterator[Any]) -> Iterator[tuple[
     sys.path.extend(p for p in args.driver_path if p not in old_path and os.path.isdir(p))
     old_name = _set_process_name(PROCESS_NAME)
     try:
-        with worker_log_handler():
+        dependencies = python_dependencies.read(config)
+        with worker_log_handler(), WorkerEnvironment(dependencies, spark_files):
             run_worker(index, args.attempt, args.master, args.secret, config)
     finally:
         sys.path[:] = old_path

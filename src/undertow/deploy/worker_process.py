@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 import sys
 
+from undertow.common import python_dependencies
+from undertow.deploy.python_environment import WorkerEnvironment, same_place
 from undertow.runtime.cluster.log_context import worker_log_handler
 from undertow.runtime.cluster.worker import run_worker
 
@@ -13,7 +15,8 @@ def main() -> int:
     index, attempt, master, secret, config = pickle.loads(sys.stdin.buffer.read())
     with worker_log_handler():
         try:
-            run_worker(index, attempt, master, secret, config)
+            with WorkerEnvironment(python_dependencies.read(config), same_place):
+                run_worker(index, attempt, master, secret, config)
         except Exception as err:
             print(f"undertow worker {index}: {err}", file=sys.stderr)
             return 1

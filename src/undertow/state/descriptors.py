@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar
 
+from undertow.common.time import Duration, Time
+
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
@@ -31,6 +33,11 @@ class StateTtlConfig:
 
     Only processing-time TTL exists (as in Flink). Expired entries are never returned; they are
     dropped lazily on access and when a full snapshot is taken.
+
+    The cleanup strategies (``cleanup_full_snapshot``, ``cleanup_incrementally``,
+    ``cleanup_in_rocksdb_compact_filter``, ``disable_cleanup_in_background``) are recorded and
+    answered by :meth:`get_cleanup_strategies` with PyFlink's values. The heap backend cleans
+    the same way whichever is chosen (on access and in full snapshots); undertow has no RocksDB.
     """
 
     class UpdateType(enum.Enum):
@@ -50,12 +57,14 @@ class StateTtlConfig:
         ttl_ms: int,
         update_type: StateTtlConfig.UpdateType = UpdateType.OnCreateAndWrite,
         state_visibility: StateTtlConfig.StateVisibility = StateVisibility.NeverReturnExpired,
+        cleanup_strategies: StateTtlConfig.CleanupStrategies | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError(f"state TTL must be > 0 ms, got {ttl_ms}")
         self.ttl_ms = ttl_ms
         self.update_type = update_type
         self.state_visibility = state_visibility
+        self.cleanup_strategies = cleanup_strategies or StateTtlConfig.CleanupStrategies()
 
     @staticmethod
     def new_builder(ttl: Any) -> StateTtlConfig.Builder:
@@ -64,14 +73,118 @@ class StateTtlConfig:
     def is_enabled(self) -> bool:
         return self.update_type is not StateTtlConfig.UpdateType.Disabled
 
-    def get_ttl(self) -> int:
-        return self.ttl_ms
+    def get_ttl(self) -> Time:
+        return Time.milliseconds(self.ttl_ms)
+
+    def get_update_type(self) -> StateTtlConfig.UpdateType:
+        return self.update_type
+
+    def get_state_visibility(self) -> StateTtlConfig.StateVisibility:
+        return self.state_visibility
+
+    def get_ttl_time_characteristic(self) -> StateTtlConfig.TtlTimeCharacteristic:
+        return StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
+
+    def get_cleanup_strategies(self) -> StateTtlConfig.CleanupStrategies:
+        return self.cleanup_strategies
+
+    def __repr__(self) -> str:
+        return (
+            f"StateTtlConfig(ttl={self.ttl_ms} ms, {self.update_type.name}, "
+            f"{self.state_visibility.name}, {self.cleanup_strategies!r})"
+        )
+
+    class CleanupStrategies:
+        """Which background cleanups were asked for (PyFlink's defaults: in background, with
+        an incremental cleanup of 5 entries and a compaction filter querying the time every
+        1000 entries). Immutable once built."""
+
+        class IncrementalCleanupStrategy:
+            def __init__(self, cleanup_size: int = 5, run_cleanup_for_every_record: bool = False):
+                if cleanup_size <= 0:
+                    raise ValueError(
+                        f"incremental TTL cleanup size must be > 0, got {cleanup_size!r}"
+                    )
+                self._cleanup_size = int(cleanup_size)
+                self._every_record = bool(run_cleanup_for_every_record)
+
+            def get_cleanup_size(self) -> int:
+                return self._cleanup_size
+
+            def run_cleanup_for_every_record(self) -> bool:
+                return self._every_record
+
+            def __repr__(self) -> str:
+                return f"IncrementalCleanupStrategy({self._cleanup_size}, {self._every_record})"
+
+        class RocksdbCompactFilterCleanupStrategy:
+            #: Flink's default periodic compaction time: 30 days.
+            DEFAULT_PERIODIC_COMPACTION_DAYS = 30
+
+            def __init__(
+                self, query_time_after_num_entries: int = 1000,
+                periodic_compaction_time: Duration | None = None,
+            ) -> None:  # fmt: skip
+                self._entries = int(query_time_after_num_entries)
+                self._compaction = periodic_compaction_time
+
+            def get_query_time_after_num_entries(self) -> int:
+                return self._entries
+
+            def get_periodic_compaction_time(self) -> Duration:
+                if self._compaction is None:
+                    return Duration.of_days(self.DEFAULT_PERIODIC_COMPACTION_DAYS)
+                return self._compaction
+
+            def __repr__(self) -> str:
+                return f"RocksdbCompactFilterCleanupStrategy({self._entries})"
+
+        def __init__(
+            self, is_cleanup_in_background: bool = True, in_full_snapshot: bool = False,
+            incremental: StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None = None,
+            rocksdb: StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy
+            | None = None,
+        ) -> None:  # fmt: skip
+            cls = StateTtlConfig.CleanupStrategies
+            self._background = is_cleanup_in_background
+            self._full_snapshot = in_full_snapshot
+            self._incremental = incremental
+            self._rocksdb = rocksdb
+            if is_cleanup_in_background:
+                self._incremental = incremental or cls.IncrementalCleanupStrategy()
+                self._rocksdb = rocksdb or cls.RocksdbCompactFilterCleanupStrategy()
+
+        def is_cleanup_in_background(self) -> bool:
+            return self._background
+
+        def in_full_snapshot(self) -> bool:
+            return self._full_snapshot
+
+        def get_incremental_cleanup_strategy(
+            self,
+        ) -> StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None:
+            return self._incremental
+
+        def get_rocksdb_compact_filter_cleanup_strategy(
+            self,
+        ) -> StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy | None:
+            return self._rocksdb
+
+        def __repr__(self) -> str:
+            return (
+                f"CleanupStrategies(background={self._background}, "
+                f"full_snapshot={self._full_snapshot}, {self._incremental!r}, {self._rocksdb!r})"
+            )
 
     class Builder:
         def __init__(self, ttl: Any) -> None:
             self._ttl_ms = _to_millis(ttl)
             self._update = StateTtlConfig.UpdateType.OnCreateAndWrite
             self._visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
+            self._background = True
+            self._full_snapshot = False
+            self._incremental: _Incremental | None = None
+            self._rocksdb: _CompactFilter | None = None
 
         def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
             self._update = update_type
@@ -101,20 +214,54 @@ class StateTtlConfig:
             self._ttl_ms = _to_millis(ttl)
             return self
 
-        def set_ttl_time_characteristic(self, _: Any) -> StateTtlConfig.Builder:
+        def set_ttl_time_characteristic(
+            self, ttl_time_characteristic: StateTtlConfig.TtlTimeCharacteristic
+        ) -> StateTtlConfig.Builder:
+            if ttl_time_characteristic is not StateTtlConfig.TtlTimeCharacteristic.ProcessingTime:
+                raise ValueError(
+                    f"state TTL supports only ProcessingTime, got {ttl_time_characteristic!r}"
+                )
+            return self
+
+        def use_processing_time(self) -> StateTtlConfig.Builder:
             return self
 
         def cleanup_full_snapshot(self) -> StateTtlConfig.Builder:
+            self._full_snapshot = True
             return self
 
-        def cleanup_incrementally(self, *_: Any) -> StateTtlConfig.Builder:
+        def cleanup_incrementally(
+            self, cleanup_size: int, run_cleanup_for_every_record: bool
+        ) -> StateTtlConfig.Builder:
+            self._incremental = StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy(
+                cleanup_size, run_cleanup_for_every_record
+            )
+            return self
+
+        def cleanup_in_rocksdb_compact_filter(
+            self, query_time_after_num_entries: int,
+            periodic_compaction_time: Duration | None = None,
+        ) -> StateTtlConfig.Builder:  # fmt: skip
+            """Recorded for PyFlink compatibility; a falsy ``periodic_compaction_time`` means
+            Flink's default (30 days)."""
+            self._rocksdb = StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(
+                query_time_after_num_entries, periodic_compaction_time or None
+            )
             return self
 
         def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
+            self._background = False
             return self
 
         def build(self) -> StateTtlConfig:
-            return StateTtlConfig(self._ttl_ms, self._update, self._visibility)
+            strategies = StateTtlConfig.CleanupStrategies(
+                self._background, self._full_snapshot, self._incremental, self._rocksdb
+            )
+            return StateTtlConfig(self._ttl_ms, self._update, self._visibility, strategies)
+
+
+_Incremental = StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy
+_CompactFilter = StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy
 
 
 class StateDescriptor(ABC):

@@ -7,5 +7,16 @@ from undertow.connectors.file.csv_format import (
     CsvSchema,
     CsvSchemaBuilder,
 )
+from undertow.datastream.formats.csv_row import (
+    CsvRowDeserializationSchema,
+    CsvRowSerializationSchema,
+)
 
-__all__ = ["CsvReaderFormat", "CsvRowEncoder", "CsvSchema", "CsvSchemaBuilder"]
+__all__ = [
+    "CsvReaderFormat",
+    "CsvRowDeserializationSchema",
+    "CsvRowEncoder",
+    "CsvRowSerializationSchema",
+    "CsvSchema",
+    "CsvSchemaBuilder",
+]

@@ -1,9 +1,18 @@
-"""JSON lines for files (re-exports of :mod:`undertow.connectors.file.json_format`).
-
-PyFlink has no JSON lines file format of its own (it reads JSON through the Table API);
-``JsonLinesFormat`` is the file-source format and ``JsonLinesEncoder`` the row-format encoder.
+"""PyFlink's ``pyflink.datastream.formats.json``: the JSON row schemas
+(:mod:`undertow.datastream.formats.json_row`), plus undertow's JSON lines file format and
+encoder (:mod:`undertow.connectors.file.json_format`; PyFlink reads JSON files through the
+Table API).
 """
 
 from undertow.connectors.file.json_format import JsonLinesEncoder, JsonLinesFormat
+from undertow.datastream.formats.json_row import (
+    JsonRowDeserializationSchema,
+    JsonRowSerializationSchema,
+)
 
-__all__ = ["JsonLinesEncoder", "JsonLinesFormat"]
+__all__ = [
+    "JsonLinesEncoder",
+    "JsonLinesFormat",
+    "JsonRowDeserializationSchema",
+    "JsonRowSerializationSchema",
+]

@@ -21,7 +21,9 @@ import enum
 import hashlib
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.cluster.checkpoint_stats import (
@@ -44,6 +46,8 @@ __all__ = [  # the checkpoint statistics moved to .checkpoint_stats; re-exported
     "summarize",
 ]  # fmt: skip
 
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
 #: A new sample replaces the start of the rate window only when the window is at least this
 #: long, so a final sample right after a periodic one does not yield a noisy 5 ms ratio.
 MIN_RATE_WINDOW_MS = 250.0
@@ -61,6 +65,8 @@ class TaskMetrics:
     statistics: TaskStatistics
     #: The task ended (finished, failed or was cancelled): no sample follows.
     final: bool = False
+    #: User metrics of the chain's operators, ``"<operator>.<identifier>"`` -> value.
+    user_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +87,8 @@ class SubtaskMetricsView:
     busy_ratio: float
     backpressured_ratio: float
     idle_ratio: float
+    #: The latest sample's user metrics (``"<operator>.<identifier>"`` -> value).
+    user_metrics: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
 
 
 class TaskMetricsStore:
@@ -94,11 +102,13 @@ class TaskMetricsStore:
     def __init__(self) -> None:
         self._samples: dict[tuple[int, int], deque[TaskStatistics]] = {}
         self._timestamps: dict[tuple[int, int], int] = {}
+        self._user: dict[tuple[int, int], Mapping[str, float]] = {}
 
     def clear(self) -> None:
         """A new attempt starts: its tasks count from zero."""
         self._samples.clear()
         self._timestamps.clear()
+        self._user.clear()
 
     def update(self, metrics: TaskMetrics) -> None:
         key = (metrics.vertex_id, metrics.subtask)
@@ -108,6 +118,7 @@ class TaskMetricsStore:
             return  # a sample of an earlier run of this subtask
         samples.append(stats)
         self._timestamps[key] = metrics.timestamp_ms
+        self._user[key] = MappingProxyType(dict(metrics.user_metrics))
         # keep the newest sample that can start a window, and everything after it
         while len(samples) > 2 and _elapsed(stats) - _elapsed(samples[1]) >= MIN_RATE_WINDOW_MS:
             samples.popleft()
@@ -139,6 +150,7 @@ class TaskMetricsStore:
             busy_ratio=max(0.0, ratios[0]),
             backpressured_ratio=max(0.0, ratios[1]),
             idle_ratio=max(0.0, ratios[2]),
+            user_metrics=self._user.get(key, _EMPTY),
         )
 
 

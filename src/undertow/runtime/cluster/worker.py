@@ -93,6 +93,7 @@ from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.context import user_metric_values
 from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
@@ -650,7 +651,8 @@ def _with_channel_state(
 
 
 def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> TaskMetrics:
-    return TaskMetrics(key[0], key[1], time.time_ns() // 1_000_000, task.statistics(), final)
+    user = user_metric_values(task.chain.operators)
+    return TaskMetrics(key[0], key[1], time.time_ns() // 1_000_000, task.statistics(), final, user)
 
 
 def run_worker(

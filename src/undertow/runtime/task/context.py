@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from undertow.api.functions import RuntimeContext, TimerService
+from undertow.common.metrics import MetricGroup
 from undertow.core.errors import StateError
 from undertow.runtime.task.operator import OperatorSetup
 from undertow.runtime.task.timers import InternalTimerService
@@ -139,11 +140,40 @@ class OperatorProcessingTimeService:
         return len(self._pending)
 
 
+class TaskMetricGroup(MetricGroup, MutableMapping[str, Any]):
+    """An operator's root metric group, which is also a mapping over its task's accumulators
+    (name -> value, summed into the job's result when tasks finish): the window operator and
+    undertow's testing kit publish job accumulators through ``get_metrics_group()[name]``,
+    and PyFlink's metric methods (``counter``, ``gauge``, ``meter``, ``distribution``,
+    ``add_group``) work beside that. Threading: the task's thread."""
+
+    def __init__(self, accumulators: dict[str, Any]) -> None:
+        super().__init__()
+        self._accumulators = accumulators
+
+    def __getitem__(self, key: str) -> Any:
+        return self._accumulators[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._accumulators[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._accumulators[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._accumulators)
+
+    def __len__(self) -> int:
+        return len(self._accumulators)
+
+
 class StreamingRuntimeContext(RuntimeContext):
     """The ``RuntimeContext`` handed to ``Function.open``."""
 
     def __init__(self, setup: OperatorSetup) -> None:
         self._setup = setup
+        #: Created by the first ``get_metrics_group``; read by :func:`user_metric_values`.
+        self.metric_group: TaskMetricGroup | None = None
 
     def get_task_name(self) -> str:
         return self._setup.name
@@ -166,8 +196,12 @@ class StreamingRuntimeContext(RuntimeContext):
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._setup.job_parameters.get(key, default_value)
 
-    def get_metrics_group(self) -> Any:
-        return self._setup.accumulators
+    def get_metrics_group(self) -> TaskMetricGroup:
+        """This operator's user metrics (:mod:`undertow.common.metrics`), sampled with the
+        task's metrics and served by the REST API; also the task's accumulator map."""
+        if self.metric_group is None:
+            self.metric_group = TaskMetricGroup(self._setup.accumulators)
+        return self.metric_group
 
     def _state(self, descriptor: StateDescriptor) -> Any:
         backend = self._setup.keyed_backend
@@ -194,6 +228,18 @@ class StreamingRuntimeContext(RuntimeContext):
 
     def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> Any:
         return self._state(state_descriptor)
+
+
+def user_metric_values(operators: list[Any]) -> dict[str, float]:
+    """The user metrics of a chain's operators as ``{"<operator>.<identifier>": value}``."""
+    values: dict[str, float] = {}
+    for op in operators:
+        context = getattr(getattr(op, "ctx", None), "runtime_context", None)
+        group = getattr(context, "metric_group", None)
+        if group is not None:
+            name = op.ctx.name
+            values.update((f"{name}.{k}", v) for k, v in group.metric_values().items())
+    return values
 
 
 class KeyedTimerService(TimerService):

@@ -130,7 +130,7 @@ class _NotFound(Exception):
 @dataclass(frozen=True, slots=True)
 class Response:
     status: int
-    body: dict[str, Any]
+    body: dict[str, Any] | list[Any]
     head_only: bool = False
     allow: str | None = None
 
@@ -290,7 +290,7 @@ class RestEndpoint:
             "answers requests addressed to a loopback name (localhost, 127.0.0.1, ::1)"
         )
 
-    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any]]:
+    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any] | list[Any]]:
         """Status and body for ``path`` (already unquoted) and its query string."""
         if path == "/v1" or path.startswith("/v1/"):
             path = path[3:]
@@ -388,7 +388,7 @@ _ID = r"([0-9A-Za-z-]+)"
 _STOP = re.compile(rf"(?:/v1)?/jobs/{_ID}/stop")
 _SAVEPOINT = re.compile(rf"/jobs/{_ID}/savepoints/{_ID}")
 _EXCEPTIONS = re.compile(rf"/jobs/{_ID}/exceptions")
-_ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any]]]] = [
+_ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any] | list[Any]]]] = [
     (re.compile(r"/config"), responses.dashboard_config),
     (re.compile(r"/overview"), responses.cluster_overview),
     (re.compile(r"/jobs"), responses.job_ids),
@@ -402,4 +402,6 @@ _ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any]]]] = [
     (re.compile(rf"/jobs/{_ID}/checkpoints/details/(\d+)/subtasks/{_ID}"), _subtask_details),
     (re.compile(rf"/jobs/{_ID}/vertices/{_ID}/backpressure"),
      lambda v, j, x: responses.vertex_backpressure(v, _vertex(_job(v, j), x))),
+    (re.compile(rf"/jobs/{_ID}/vertices/{_ID}/metrics"),
+     lambda v, j, x: responses.vertex_metrics(_vertex(_job(v, j), x))),
 ]  # fmt: skip

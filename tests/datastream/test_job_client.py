@@ -1,0 +1,40 @@
+"""JobClient's PyFlink-shaped futures (get_job_execution_result, cancel, get_accumulators)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from undertow.common import Configuration
+from undertow.core.errors import UndertowError
+from undertow.datastream import JobExecutionResult, StreamExecutionEnvironment
+
+
+def _env() -> StreamExecutionEnvironment:
+    return StreamExecutionEnvironment(Configuration({"execution.target": "local-threads"}))
+
+
+def test_get_job_execution_result_is_a_future_of_the_result() -> None:
+    env = _env()
+    env.from_collection([1, 2]).map(lambda x: x).print()
+    client = env.execute_async("future")
+    future = client.get_job_execution_result()
+    assert isinstance(future, Future)
+    assert client.get_job_execution_result() is future
+    result = future.result(timeout=60)
+    assert isinstance(result, JobExecutionResult)
+    assert result.get_job_id() == client.get_job_id()
+    assert client.get_accumulators().result(timeout=5) == result.get_all_accumulator_results()
+
+
+def test_the_future_carries_the_jobs_failure() -> None:
+    def boom(value: int) -> int:
+        raise ValueError(f"bad value {value}")
+
+    env = _env()
+    env.from_collection([1]).map(boom).print()
+    future = env.execute_async("failing").get_job_execution_result()
+    with pytest.raises(UndertowError, match="bad value 1"):
+        future.result(timeout=60)
+    assert isinstance(future.exception(), UndertowError)

@@ -1,0 +1,96 @@
+"""JSON and CSV row (de)serialization schemas at PyFlink's paths, with PyFlink's builders."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pytest
+
+from undertow.common import Row, Types
+from undertow.datastream.formats.csv import CsvRowDeserializationSchema, CsvRowSerializationSchema
+from undertow.datastream.formats.json import (
+    JsonRowDeserializationSchema,
+    JsonRowSerializationSchema,
+)
+
+ROW = Types.ROW_NAMED(
+    ["id", "name", "tags"], [Types.INT(), Types.STRING(), Types.LIST(Types.STRING())]
+)
+
+
+def test_json_round_trip_with_nested_rows() -> None:
+    inner = Types.ROW_NAMED(["x", "y"], [Types.DOUBLE(), Types.BOOLEAN()])
+    row_type = Types.ROW_NAMED(["id", "point", "day"], [Types.LONG(), inner, Types.SQL_DATE()])
+    out = JsonRowSerializationSchema.builder().with_type_info(row_type).build()
+    data = out.serialize(Row(7, Row(x=1.5, y=True), datetime.date(2024, 2, 29)))
+    assert data == b'{"id":7,"point":{"x":1.5,"y":true},"day":"2024-02-29"}'
+    back = (
+        JsonRowDeserializationSchema.builder()
+        .type_info(Types.ROW_NAMED(["id", "point"], [Types.LONG(), inner]))
+        .build()
+        .deserialize(data)
+    )
+    assert back == Row(7, Row(1.5, True)) and back.as_dict(recursive=True)["point"]["x"] == 1.5
+
+
+def test_json_missing_fields_and_errors() -> None:
+    lenient = JsonRowDeserializationSchema.builder().type_info(ROW).build()
+    assert lenient.deserialize(b'{"id": 1}') == Row(1, None, None)
+    strict = JsonRowDeserializationSchema.builder().type_info(ROW).fail_on_missing_field().build()
+    with pytest.raises(ValueError, match=r"field \$\.name is missing"):
+        strict.deserialize(b'{"id": 1}')
+    with pytest.raises(ValueError, match="id"):
+        lenient.deserialize(b'{"id": "one", "name": "a", "tags": []}')
+    ignoring = JsonRowDeserializationSchema.builder().type_info(ROW).ignore_parse_errors().build()
+    assert ignoring.deserialize(b"not json") is None
+
+
+def test_json_schema_gives_the_row_type() -> None:
+    schema = (
+        JsonRowDeserializationSchema.builder()
+        .json_schema(
+            '{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}'
+        )
+        .build()
+    )
+    assert schema.deserialize(b'{"a": 3, "b": "x"}').as_dict() == {"a": 3, "b": "x"}
+
+
+def test_csv_round_trip_quotes_only_when_needed() -> None:
+    out = CsvRowSerializationSchema.Builder(ROW).build()
+    assert out.serialize(Row(1, "plain", ["a", "b"])) == b"1,plain,a;b\n"
+    line = out.serialize(Row(2, 'with, comma "q"', []))
+    assert line == b'2,"with, comma ""q""",\n'
+    back = CsvRowDeserializationSchema.Builder(ROW).build().deserialize(line)
+    assert back == Row(2, 'with, comma "q"', None)  # an empty array reads as null
+
+
+def test_csv_options_and_errors() -> None:
+    row_type = Types.ROW_NAMED(["n", "price", "when"],
+                               [Types.INT(), Types.BIG_DEC(), Types.SQL_TIMESTAMP()])  # fmt: skip
+    out = (CsvRowSerializationSchema.Builder(row_type).set_field_delimiter("|")
+           .set_null_literal("NULL").set_line_delimiter("").build())  # fmt: skip
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5)
+    assert (
+        out.serialize(Row(None, decimal.Decimal("1.50"), when)) == b"NULL|1.50|2024-01-02 03:04:05"
+    )
+    parse = (CsvRowDeserializationSchema.Builder(row_type).set_field_delimiter("|")
+             .set_null_literal("NULL").set_allow_comments(True).build())  # fmt: skip
+    assert parse.deserialize(b"NULL|1.50|2024-01-02 03:04:05") == Row(
+        None, decimal.Decimal("1.50"), when
+    )
+    assert parse.deserialize(b"# a comment") is None
+    with pytest.raises(ValueError, match="column 'n': cannot read 'x'"):
+        parse.deserialize(b"x|1|2024-01-02 03:04:05")
+    lenient = CsvRowDeserializationSchema.Builder(row_type).set_ignore_parse_errors(True).build()
+    assert lenient.deserialize(b"1,2") is None
+
+
+def test_byte_array_schema_passes_bytes_through() -> None:
+    from undertow.common.serialization import ByteArraySchema
+
+    schema = ByteArraySchema()
+    assert schema.deserialize(schema.serialize(bytearray(b"\x00raw"))) == b"\x00raw"
+    with pytest.raises(TypeError, match="ByteArraySchema serializes bytes, got str"):
+        schema.serialize("text")

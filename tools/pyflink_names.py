@@ -1,0 +1,241 @@
+"""Generate docs/pyflink-compatibility.md: every public name of PyFlink's DataStream API.
+
+The names are the ``__all__`` of ``pyflink.common``, ``pyflink.datastream`` and their
+submodules (connectors and formats included), read from an installed apache-flink (run in a
+separate venv, never a dependency of undertow). Each name is looked up at the same path in
+undertow (``pyflink.x.y`` -> ``undertow.x.y``): found there it is *supported*, else *missing*,
+unless ``ANNOTATIONS`` (below, written by hand) says how it is *different* or why it is *not
+applicable*. Names undertow exports from those modules that PyFlink does not have are listed
+at the end.
+
+Usage (from the repository root, with undertow importable)::
+
+    python tools/pyflink_names.py [--pyflink-python /work/pyflink-venv/bin/python]
+
+``--list-pyflink`` is the half that runs inside PyFlink's venv: it prints the names as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "pyflink-compatibility.md"
+ROOTS = ("pyflink.common", "pyflink.datastream")
+
+_JVM_CONNECTOR = "not applicable: a Java connector (runs in Flink's JVM); undertow has none"
+_JAVA = "not applicable: wraps a Java class"
+_ASYNC = "missing: issue 11, async I/O (engineer asyncio)"
+
+#: Hand annotations: a name (or ``module:`` for every name of a module) -> status and note.
+#: Start with "different:" or "not applicable:"; "supported:" / "missing:" add a note to a name
+#: found / not found in undertow.
+ANNOTATIONS: dict[str, str] = {
+    "module:pyflink.datastream.connectors.cassandra": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.dynamic_kafka": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.elasticsearch": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.jdbc": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.kafka": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.kinesis": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.pulsar": _JVM_CONNECTOR,
+    "module:pyflink.datastream.connectors.rabbitmq": _JVM_CONNECTOR,
+    "module:pyflink.datastream.formats.avro": "not applicable: Avro formats are Java classes",
+    "module:pyflink.datastream.formats.orc": "not applicable: the ORC writer is a Java class",
+    "module:pyflink.datastream.state_backend": (
+        "not applicable: Flink's Java state backends; undertow has its own heap backend, "
+        "chosen by configuration"
+    ),
+    "module:pyflink.datastream.checkpoint_storage": (
+        "different: checkpoint storage is chosen with execution.checkpointing.dir "
+        "(local paths or fsspec URLs), not with storage classes"
+    ),
+    "CheckpointingMode": "supported",
+    "CheckpointConfig": (
+        "supported: every PyFlink 2.3 method; the interval reads -1 and the mode AT_LEAST_ONCE "
+        "while checkpointing is off, as in PyFlink 2.3"
+    ),
+    "StreamExecutionEnvironment": (
+        "different: add_jars/add_classpaths/add_source (Java) are absent; python.* "
+        "dependencies ship to local and Spark workers; enable_changelog_state_backend is "
+        "recorded but undertow has no changelog backend"
+    ),
+    "JobClient": (
+        "different: get_job_execution_result(), cancel() and get_accumulators() return "
+        "futures as in PyFlink; get_job_status() answers the status directly"
+    ),
+    "ExecutionConfig": (
+        "different: parallelism, max parallelism, auto-watermark interval and global job "
+        "parameters; Java-only knobs (Kryo, Avro, closure cleaner, object reuse) are absent"
+    ),
+    "SlotSharingGroup": (
+        "different: names and resource profiles are kept; undertow's workers run all subtasks "
+        "in one pool of slots, so profiles size nothing"
+    ),
+    "MemorySize": "supported",
+    "StateTtlConfig": (
+        "different: cleanup strategies are recorded and answered as PyFlink does; the heap "
+        "backend always cleans on access and in full snapshots (no RocksDB)"
+    ),
+    "JsonRowSerializationSchema": "supported",
+    "JsonRowDeserializationSchema": "supported",
+    "CsvRowSerializationSchema": "supported",
+    "CsvRowDeserializationSchema": "supported",
+    "BulkWriterFactory": _JAVA,
+    "RowDataBulkWriterFactory": _JAVA,
+    "RowFieldExtractorSchema": _JAVA,
+    "TypeSerializer": "not applicable: Flink's Java serializers; undertow pickles records",
+    "InputDependencyConstraint": "not applicable: removed from Flink's scheduler",
+    "RestartStrategies": (
+        "different: restart strategies are configured with Flink's restart-strategy.* keys"
+    ),
+    "RestartStrategyConfiguration": (
+        "different: restart strategies are configured with Flink's restart-strategy.* keys"
+    ),
+    "ConfigOption": "different: typed options live in undertow.core.config (Options)",
+    "ConfigOptions": "different: typed options live in undertow.core.config (Options)",
+    "JobID": "different: job ids are 32-hex-digit strings",
+    "SourceFunction": "not applicable: wraps a Java SourceFunction; use from_source",
+    "SinkFunction": "supported: Python sink functions (add_sink); Java ones are absent",
+    "CsvBulkWriters": "not applicable: a Java bulk writer; use CsvRowEncoder with the file sink",
+    "AssignerWithPeriodicWatermarksWrapper": _JAVA,
+    "InputFormat": "not applicable: Java InputFormats (create_input); use from_source",
+    "CompletableFuture": "different: JobClient's futures are concurrent.futures.Future",
+    "JobExecutionResult": "different: at undertow.datastream (not undertow.common)",
+    "JobStatus": "different: at undertow.datastream (not undertow.common)",
+    "StreamingFileSink": "not applicable: Flink's legacy SinkFunction file sink; use FileSink",
+    "AvroParquetReaders": "not applicable: Avro records are Java classes",
+    "AvroParquetWriters": "not applicable: Avro records are Java classes",
+    "CountWindowSerializer": "not applicable: undertow pickles windows (no serializers)",
+    "GlobalWindowSerializer": "not applicable: undertow pickles windows (no serializers)",
+    "TimeWindowSerializer": "not applicable: undertow pickles windows (no serializers)",
+    "AsyncDataStream": _ASYNC,
+    "AsyncFunction": _ASYNC,
+    "AsyncFunctionDescriptor": _ASYNC,
+    "AsyncRetryPredicate": _ASYNC,
+    "AsyncRetryStrategy": _ASYNC,
+    "module:pyflink.datastream.async_retry_strategies": _ASYNC,
+    "WindowedStream": "missing: issue 11, DataStream API (engineer confds)",
+}
+
+
+def list_pyflink() -> dict[str, list[str]]:
+    """``{name: [modules exporting it]}`` from the installed PyFlink (call inside its venv)."""
+    found: dict[str, list[str]] = {}
+    for root in ROOTS:
+        package = importlib.import_module(root)
+        modules = [root] + [
+            m.name for m in pkgutil.walk_packages(package.__path__, root + ".")
+            if ".tests" not in m.name and not m.name.rsplit(".", 1)[-1].startswith("_")
+        ]  # fmt: skip
+        for name in modules:
+            try:
+                module = importlib.import_module(name)
+            except Exception:  # optional extras (e.g. connectors needing other packages)
+                continue
+            for exported in getattr(module, "__all__", []):
+                found.setdefault(exported, []).append(name)
+    return found
+
+
+def _undertow_path(module: str) -> str:
+    return "undertow" + module.removeprefix("pyflink")
+
+
+def _has(module: str, name: str) -> bool:
+    try:
+        return hasattr(importlib.import_module(module), name)
+    except ImportError:
+        return False
+
+
+def _status(name: str, modules: list[str]) -> tuple[str, str, str]:
+    """(status, undertow paths, note) of one PyFlink name."""
+    have = [_undertow_path(m) for m in modules if _has(_undertow_path(m), name)]
+    note = ANNOTATIONS.get(name)
+    if note is None:
+        note = next((ANNOTATIONS[f"module:{m}"] for m in modules if f"module:{m}" in ANNOTATIONS),
+                    None)  # fmt: skip
+    status = "supported" if have else "missing"
+    text = ""
+    if note is not None:
+        head, _, text = note.partition(":")
+        if head in ("different", "not applicable"):
+            status = head
+        elif head == "missing" and have:
+            raise SystemExit(f"{name} is annotated missing but undertow has it at {have}")
+        elif head == "supported" and not have:
+            raise SystemExit(f"{name} is annotated supported but undertow has it at none of "
+                             f"{[_undertow_path(m) for m in modules]}")  # fmt: skip
+    if status == "supported":
+        lacking = [_undertow_path(m) for m in modules if _undertow_path(m) not in have]
+        if lacking:
+            text = (text.strip() + "; " if text.strip() else "") + "not at " + ", ".join(lacking)
+    return status, ", ".join(have), text.strip()
+
+
+def _undertow_only(pyflink: dict[str, list[str]]) -> list[tuple[str, str]]:
+    names: list[tuple[str, str]] = []
+    for module in sorted({_undertow_path(m) for ms in pyflink.values() for m in ms}):
+        try:
+            exported = getattr(importlib.import_module(module), "__all__", [])
+        except ImportError:
+            continue
+        names += [(module, n) for n in exported if n not in pyflink]
+    return names
+
+
+def render(pyflink: dict[str, list[str]]) -> str:
+    rows = [(name, *_status(name, modules), modules) for name, modules in pyflink.items()]
+    counts = {s: sum(1 for r in rows if r[1] == s)
+              for s in ("supported", "different", "not applicable", "missing")}  # fmt: skip
+    lines = [
+        "# PyFlink 2.3 DataStream API in undertow",
+        "",
+        "Generated by `tools/pyflink_names.py` from the `__all__` of an installed apache-flink "
+        "2.3.0 (`pyflink.common`, `pyflink.datastream` and their submodules, connectors and "
+        "formats included); the notes are hand-written in that script. Do not edit by hand: "
+        "change the script and run it again.",
+        "",
+        "A PyFlink name is **supported** when undertow has it at the same path (`pyflink` -> "
+        "`undertow`), **different** when undertow has it with the differences noted, "
+        "**not applicable** when it has no meaning without Flink's JVM or was left out for the "
+        "reason given, **missing** when undertow does not have it yet.",
+        "",
+        "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" ({len(rows)} names).",
+        "",
+        "| PyFlink name | PyFlink modules | status | undertow | notes |",
+        "|---|---|---|---|---|",
+    ]
+    for name, status, have, note, modules in sorted(rows, key=lambda r: (r[4][0], r[0])):
+        shown = ", ".join(f"`{m}`" for m in modules)
+        lines.append(f"| `{name}` | {shown} | {status} | {have and f'`{have}`'} | {note} |")
+    lines += ["", "## undertow names that PyFlink does not have", "",
+              "| undertow module | name |", "|---|---|"]  # fmt: skip
+    lines += [f"| `{m}` | `{n}` |" for m, n in _undertow_only(pyflink)]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list-pyflink", action="store_true")
+    parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python")
+    args = parser.parse_args()
+    if args.list_pyflink:
+        json.dump(list_pyflink(), sys.stdout)
+        return 0
+    listing = subprocess.run(
+        [args.pyflink_python, __file__, "--list-pyflink"], capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    DOC.write_text(render(json.loads(listing.stdout)))
+    print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
