@@ -1,18 +1,17 @@
 """A compact form of a packed channel array, for the ``_metadata`` file.
 
-A merged channel-state handle's packed array (:mod:`.channel_state_handles`) spends four
-``uint32`` words per channel with one chunk: ``a, b, 1, length``. At FLINK-33734's shape
-(P = 4800, all-to-all) that is 16 bytes x P² = 368 MB. In the common case of one chunk per
-channel the array is stored here as three columns (``a``, ``b``, ``length``), each in the
-cheapest of these forms::
+A merged channel-state handle's packed array (:mod:`.channel_state_handles`) spends
+``3 + n`` ``uint32`` words on a channel with ``n`` chunks: ``a, b, n, len_1 .. len_n``. At
+FLINK-33734's shape (P = 4800, all-to-all, one buffer per channel) that is 16 bytes x P² =
+368 MB. Here the array is stored as four columns (``a``, ``b``, ``n`` per channel; the chunk
+lengths, ``sum(n)`` of them), each in the cheapest of these forms::
 
-    [0, v]          every value is v                  (one gate: a)
+    [0, v]          every value is v                  (one gate: a; one chunk each: n)
     [1, v]          v, v + 1, v + 2, ...              (all channels of a gate: b)
     [2|3|4, bytes]  uint8 | uint16 | uint32, little-endian   (chunk lengths)
 
-which stores 2 bytes per channel for buffers up to 64 KiB. Any other array (several chunks
-on a channel) is stored as it is: ``[0, packed bytes]``. The compact form is
-``[1, k, column a, column b, column length]`` with ``k`` channels.
+which stores 2 bytes per chunk of up to 64 KiB. The form is ``[k, a, b, n, lengths]`` with
+``k`` channels.
 
 Pure code, linear in the array and running at C speed (array slices, no loop per channel);
 :func:`unpack` raises :class:`ValueError` naming what is malformed.
@@ -24,10 +23,9 @@ import sys
 from array import array
 from typing import Any
 
-_RAW, _COLUMNS = 0, 1
 _CONSTANT, _RUN, _U8, _U16, _U32 = 0, 1, 2, 3, 4
 _WIDTHS = {_U8: "B", _U16: "H", _U32: "I"}
-#: Most channels one handle may declare (one chunk each, at least one byte per chunk).
+#: Most channels or chunks one handle may declare (each chunk holds at least one byte).
 MAX_CHANNELS = 1 << 28
 
 
@@ -37,29 +35,43 @@ def pack(packed_channels: bytes) -> list[Any]:
     n = len(words)
     if n and n % 4 == 0 and words[2::4].count(1) == n // 4:
         # Every chunk count is 1, so the array is exactly n / 4 groups (a, b, 1, length).
-        return [_COLUMNS, n // 4, _column(words[0::4]), _column(words[1::4]), _column(words[3::4])]
-    return [_RAW, bytes(packed_channels)]
+        a, b, counts, lengths = words[0::4], words[1::4], words[2::4], words[3::4]
+    else:  # several chunks on some channel: one walk over the channels
+        a, b, counts, lengths = array("I"), array("I"), array("I"), array("I")
+        i = 0
+        while i < n:
+            count = words[i + 2]
+            a.append(words[i])
+            b.append(words[i + 1])
+            counts.append(count)
+            lengths.extend(words[i + 3 : i + 3 + count])
+            i += 3 + count
+    return [len(a), _column(a), _column(b), _column(counts), _column(lengths)]
 
 
 def unpack(form: object) -> bytes:
     """The packed channel array of a compact form (not yet checked as a handle would)."""
-    if not isinstance(form, list) or not form or form[0] not in (_RAW, _COLUMNS):
-        raise ValueError(
-            f"packed channels must be [0, bytes] or [1, k, a, b, lengths], got {form!r:.80}"
-        )
-    if form[0] == _RAW:
-        if len(form) != 2 or not isinstance(form[1], bytes):
-            raise ValueError(f"raw packed channels must be [0, bytes], got {form!r:.80}")
-        return form[1]
-    if len(form) != 5:
-        raise ValueError(f"packed channel columns must have 5 fields, got {len(form)}")
-    k = form[1]
+    if not isinstance(form, list) or len(form) != 5:
+        raise ValueError(f"packed channels must be [k, a, b, n, lengths], got {form!r:.80}")
+    k = form[0]
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_CHANNELS:
         raise ValueError(f"channel count must be 1..{MAX_CHANNELS}, got {k!r}")
-    words = array("I", bytes(16 * k))
-    words[2::4] = array("I", [1]) * k
-    for offset, name, column in ((0, "a", form[2]), (1, "b", form[3]), (3, "length", form[4])):
-        words[offset::4] = _uncolumn(column, k, name)
+    a, b, counts = (_uncolumn(form[i], k, name) for i, name in ((1, "a"), (2, "b"), (3, "n")))
+    if counts.count(1) == k:  # one chunk per channel: interleave at C speed
+        lengths = _uncolumn(form[4], k, "lengths")
+        words = array("I", bytes(16 * k))
+        words[0::4], words[1::4], words[2::4], words[3::4] = a, b, counts, lengths
+    else:
+        total = sum(counts)
+        if total > MAX_CHANNELS:
+            raise ValueError(f"chunk count must be at most {MAX_CHANNELS}, got {total}")
+        lengths = _uncolumn(form[4], total, "lengths")
+        words, at = array("I"), 0
+        for channel in range(k):
+            count = counts[channel]
+            words.extend((a[channel], b[channel], count))
+            words.extend(lengths[at : at + count])
+            at += count
     if sys.byteorder != "little":
         words.byteswap()
     return words.tobytes()
@@ -105,7 +117,7 @@ def _uncolumn(column: object, k: int, name: str) -> array[int]:
     narrow = array(typecode)
     if len(value) != k * narrow.itemsize:
         raise ValueError(
-            f"column {name}: {len(value)} bytes for {k} channels of {narrow.itemsize} bytes"
+            f"column {name}: {len(value)} bytes for {k} values of {narrow.itemsize} bytes"
         )
     narrow.frombytes(value)
     if sys.byteorder != "little":
