@@ -101,7 +101,7 @@ def test_hundred_seeded_corruptions_are_detected_before_unpickling(
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     root = str(tmp_path)
-    key = load_or_create_key(None)
+    key = load_or_create_key()
     storage = CheckpointStorage(root, "job-1")
     build_checkpoint(storage, key, 2)
     build_checkpoint(storage, key, 3)
@@ -178,7 +178,7 @@ def test_listing_never_parses_unauthenticated_metadata(
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     root = str(tmp_path)
-    key = load_or_create_key(None)
+    key = load_or_create_key()
     storage = CheckpointStorage(root, "job-1")
     build_checkpoint(storage, key, 1)
     from undertow.runtime.checkpoint import metadata as codec

@@ -40,7 +40,7 @@ def test_empty_configured_key_is_an_error(value: str) -> None:
 
 def test_configured_key_wins_and_creates_nothing(tmp_path: Path) -> None:
     key_file = tmp_path / "cfg" / "checkpoint.key"
-    assert load_or_create_key("secret text", key_file) == b"secret text"
+    assert load_or_create_key(configured="secret text", key_file=key_file) == b"secret text"
     assert not key_file.parent.exists()
 
 
@@ -63,14 +63,14 @@ def test_the_suite_never_touches_the_real_home() -> None:
 
 def test_creates_key_file_once_with_mode_0600(tmp_path: Path) -> None:
     path = tmp_path / "cfg" / "undertow" / "checkpoint.key"
-    assert read_key(None, path) is None
-    key = load_or_create_key(None, path)
+    assert read_key(key_file=path) is None
+    key = load_or_create_key(key_file=path)
     assert len(key) == 32
     assert path.read_text() == key.hex() + "\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert load_or_create_key(None, path) == key
-    assert read_key(None, path) == key
+    assert load_or_create_key(key_file=path) == key
+    assert read_key(key_file=path) == key
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left behind
 
 
@@ -78,7 +78,7 @@ def test_key_comes_from_the_key_file_option(tmp_path: Path) -> None:
     path = tmp_path / "elsewhere.key"
     config = Configuration({"undertow.checkpointing.hmac-key-file": str(path)})
     key = CheckpointKey.from_config(config)
-    assert key.key_file == path and key.load() == read_key(None, path)
+    assert key.key_file == path and key.load() == read_key(key_file=path)
     configured = Configuration({"undertow.checkpointing.hmac-key": "ab" * 16})
     assert CheckpointKey.from_config(configured).load() == bytes.fromhex("ab" * 16)
 
@@ -86,22 +86,22 @@ def test_key_comes_from_the_key_file_option(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", [0o620, 0o602, 0o666, 0o622])
 def test_group_or_world_writable_key_file_is_refused(tmp_path: Path, mode: int) -> None:
     path = tmp_path / "checkpoint.key"
-    key = load_or_create_key(None, path)
+    key = load_or_create_key(key_file=path)
     os.chmod(path, mode)
-    for attempt in (lambda: read_key(None, path), lambda: load_or_create_key(None, path)):
+    for attempt in (lambda: read_key(key_file=path), lambda: load_or_create_key(key_file=path)):
         with pytest.raises(CheckpointStorageError, match=f"{path}.*mode {mode:04o}"):
             attempt()
     os.chmod(path, 0o640)  # group may read: allowed
-    assert read_key(None, path) == key
+    assert read_key(key_file=path) == key
 
 
 def test_key_file_in_a_group_writable_directory_is_refused(tmp_path: Path) -> None:
     directory = tmp_path / "shared"
     path = directory / "checkpoint.key"
-    load_or_create_key(None, path)
+    load_or_create_key(key_file=path)
     os.chmod(directory, 0o770)
     with pytest.raises(CheckpointStorageError, match=f"directory {directory} has mode 0770"):
-        read_key(None, path)
+        read_key(key_file=path)
 
 
 def test_concurrent_creators_agree(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_concurrent_creators_agree(tmp_path: Path) -> None:
 
     def create() -> None:
         start.wait()
-        keys.append(load_or_create_key(None, path))
+        keys.append(load_or_create_key(key_file=path))
 
     threads = [threading.Thread(target=create) for _ in range(8)]
     for thread in threads:
@@ -128,9 +128,9 @@ def test_garbled_key_file_is_reported(tmp_path: Path, content: bytes) -> None:
     path.write_bytes(content)
     path.chmod(0o600)
     with pytest.raises(CheckpointStorageError, match=str(path)):
-        load_or_create_key(None, path)
+        load_or_create_key(key_file=path)
     with pytest.raises(CheckpointStorageError, match=str(path)):
-        read_key(None, path)
+        read_key(key_file=path)
 
 
 def test_legacy_key_in_the_checkpoint_root_is_never_read(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_legacy_key_in_the_checkpoint_root_is_never_read(tmp_path: Path) -> None
     assert legacy_key_hint(str(root)) is None
     (root / LEGACY_KEY_FILE).write_text("ab" * 32 + "\n")
     path = tmp_path / "cfg" / "checkpoint.key"
-    assert load_or_create_key(None, path) != bytes.fromhex("ab" * 32)
+    assert load_or_create_key(key_file=path) != bytes.fromhex("ab" * 32)
     hint = legacy_key_hint(str(root))
     assert hint is not None and str(root / LEGACY_KEY_FILE) in hint
     assert "undertow.checkpointing.hmac-key=" in hint
@@ -150,7 +150,7 @@ def test_checkpoint_key_creates_nothing_until_loaded(tmp_path: Path) -> None:
     key = CheckpointKey(None, path)
     assert not key.is_loaded and not path.parent.exists()
     loaded = key.load()
-    assert key.is_loaded and read_key(None, path) == loaded
+    assert key.is_loaded and read_key(key_file=path) == loaded
     path.unlink()
     assert key.load() == loaded, "loaded once: later calls do no I/O"
     assert not path.exists()
@@ -184,7 +184,7 @@ def test_checkpoint_key_retries_after_a_failure(tmp_path: Path) -> None:
         key.load()
     assert not key.is_loaded
     path.unlink()
-    assert key.load() == read_key(None, path)
+    assert key.load() == read_key(key_file=path)
 
 
 def test_checkpoint_key_configured_or_known_does_no_io(tmp_path: Path) -> None:

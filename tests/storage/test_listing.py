@@ -37,7 +37,7 @@ def commit(backend: Backend, job_id: str, checkpoint_id: int, key: bytes) -> int
 
 
 def test_lists_and_verifies_all_jobs(backend: Backend) -> None:
-    key = load_or_create_key(None)
+    key = load_or_create_key()
     sizes = {
         ("job-a", 1): commit(backend, "job-a", 1, key),
         ("job-a", 2): commit(backend, "job-a", 2, key),
@@ -67,7 +67,7 @@ def test_without_key_nothing_verifies(backend: Backend) -> None:
 
 
 def test_metadata_moved_to_another_job_or_checkpoint_is_flagged(backend: Backend) -> None:
-    key = load_or_create_key(None)
+    key = load_or_create_key()
     commit(backend, "job-a", 1, key)
     data = backend.read("job-a/chk-1/_metadata")
     backend.write("job-a/chk-9/_metadata", data)

@@ -68,8 +68,11 @@ def key_file_of(config: Configuration) -> Path:
     return Path(os.path.expanduser(configured)) if configured else default_key_file()
 
 
-def read_key(configured: str | None = None, key_file: Path | str | None = None) -> bytes | None:
+def read_key(*, configured: str | None = None, key_file: Path | str | None = None) -> bytes | None:
     """The configured key, else the key file's key, else ``None`` (no file).
+
+    Keyword-only: earlier undertow took the checkpoint root first, and a root passed where
+    the configured key goes would silently become the key.
 
     Never creates a key: this is what read-only tools (``undertow checkpoints``) use. Raises
     :class:`CheckpointStorageError` for a key file that is unsafe or does not hold a key.
@@ -79,8 +82,11 @@ def read_key(configured: str | None = None, key_file: Path | str | None = None) 
     return _read_key_file(Path(key_file) if key_file is not None else default_key_file())
 
 
-def load_or_create_key(configured: str | None, key_file: Path | str | None = None) -> bytes:
-    """The configured key, else the key file's key; the file is created if it is missing."""
+def load_or_create_key(
+    *, configured: str | None = None, key_file: Path | str | None = None
+) -> bytes:
+    """The configured key, else the key file's key; the file is created if it is missing
+    (keyword-only, as :func:`read_key`)."""
     if configured is not None:
         return parse_key(configured)
     path = Path(key_file) if key_file is not None else default_key_file()
@@ -155,7 +161,7 @@ class CheckpointKey:
             return key
         with self._lock:
             if self._key is None:
-                self._key = load_or_create_key(self._configured, self.key_file)
+                self._key = load_or_create_key(configured=self._configured, key_file=self.key_file)
             return self._key
 
     def __repr__(self) -> str:  # never the key itself
