@@ -5,10 +5,15 @@ the way undertow builds one (:func:`undertow.deploy.spark_session.get_spark_cont
 test on the ``spark`` target reuses it instead of paying Spark's start each time.
 ``spark_session``: a SparkSession on that context, for tests that read with ``spark.read``.
 Tests that need another master (several executor JVMs) run their job in a subprocess.
+``_isolated_key_file`` (autouse, session): ``XDG_CONFIG_HOME`` points to a temporary directory
+for the whole run, so no test reads or writes the checkpoint metadata key under the real home;
+subprocesses (jobs on other masters, the CLI) inherit it, and the JobMaster is the only
+process that loads the key (workers never need it).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +22,18 @@ import pytest
 from undertow.core.config import Configuration
 
 SPARK_MASTER = "local[2]"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_key_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    config_home = tmp_path_factory.mktemp("xdg-config")
+    previous = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(config_home)
+    yield
+    if previous is None:
+        del os.environ["XDG_CONFIG_HOME"]
+    else:
+        os.environ["XDG_CONFIG_HOME"] = previous
 
 
 @pytest.fixture(scope="session")

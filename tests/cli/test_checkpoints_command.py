@@ -38,7 +38,7 @@ def commit(root: Path, job_id: str, checkpoint_id: int, key: bytes) -> int:
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     directory = tmp_path / "checkpoints"
-    key = load_or_create_key(str(directory), None)
+    key = load_or_create_key()
     commit(directory, "job-good", 3, key)
     commit(directory, "job-bad", 7, key)
     state = directory / "job-bad" / "chk-7" / "v0-s0.state"

@@ -26,6 +26,7 @@ from undertow.datastream import JobStatus
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.file_system import FileSink
 from undertow.datastream.window import TumblingEventTimeWindows
+from undertow.storage.keys import default_key_file
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
@@ -370,7 +371,7 @@ def test_no_checkpoint_directory_until_the_first_savepoint(
     savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
 
     _check_savepoint(savepoint, tmp_path / "sp")
-    assert (root / "_undertow_key").is_file()
+    assert default_key_file().is_file() and not (root / "_undertow_key").exists()
     client.get_job_execution_result(timeout=TIMEOUT_S)
     oracle = _resume_without_checkpoints(make_env, tmp_path, savepoint)
     oracle.assert_exactly_once()

@@ -76,7 +76,7 @@ def assert_channel_state_in_shared_files(
     ceil(its subtasks / 5), each file holding subtasks of one worker only (subtask ``s`` runs
     on worker ``s % num_workers``), one merged handle per subtask and side in ``_metadata``,
     and none of it in the subtasks' own state files."""
-    key = read_key(str(root))
+    key = read_key()
     assert key is not None
     persisted = 0
     for cid in checkpoint_ids:
@@ -198,7 +198,7 @@ def test_random_worker_kill_under_backpressure(
 
 def channel_state_bytes(root: Path, storage: CheckpointStorage, checkpoint_id: int) -> int:
     """In-flight bytes (channel state, both sides, all subtasks) of a retained checkpoint."""
-    key = read_key(str(root))
+    key = read_key()
     assert key is not None
     meta = decode_metadata(storage.read_metadata(checkpoint_id), key, where=str(root))
     return sum(h.persisted_bytes for v in meta.vertices for h in v.channel_state.values())
@@ -207,7 +207,7 @@ def channel_state_bytes(root: Path, storage: CheckpointStorage, checkpoint_id: i
 def checkpoints_with_channel_state(root: Path) -> list[int]:
     """Completed checkpoints under ``root`` (one job) that hold channel state, oldest first."""
     jobs = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith("_")]
-    if len(jobs) != 1 or read_key(str(root)) is None:
+    if len(jobs) != 1 or read_key() is None:
         return []
     storage = CheckpointStorage(str(root), jobs[0].name)
     try:

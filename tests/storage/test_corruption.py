@@ -34,9 +34,9 @@ from undertow.runtime.checkpoint.metadata import (
     referenced_files,
 )
 from undertow.storage import (
-    KEY_FILE,
     CheckpointStorage,
     CorruptCheckpointError,
+    default_key_file,
     load_or_create_key,
     read_key,
 )
@@ -77,7 +77,7 @@ def build_checkpoint(storage: CheckpointStorage, key: bytes, checkpoint_id: int)
 
 def restore(storage: CheckpointStorage, root: str, checkpoint_id: int) -> list[object]:
     """What a job restore does: verify everything first, then unpickle."""
-    key = read_key(root)
+    key = read_key()
     assert key is not None
     meta = decode_metadata(
         storage.read_metadata(checkpoint_id),
@@ -99,8 +99,9 @@ def flip_bit(data: bytes, rng: random.Random) -> bytes:
 def test_hundred_seeded_corruptions_are_detected_before_unpickling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     root = str(tmp_path)
-    key = load_or_create_key(root, None)
+    key = load_or_create_key()
     storage = CheckpointStorage(root, "job-1")
     build_checkpoint(storage, key, 2)
     build_checkpoint(storage, key, 3)
@@ -109,7 +110,7 @@ def test_hundred_seeded_corruptions_are_detected_before_unpickling(
     chk = tmp_path / "job-1" / "chk-3"
     metadata_file = chk / "_metadata"
     state_files = sorted(p for p in chk.iterdir() if p.name != "_metadata")
-    key_file = tmp_path / KEY_FILE
+    key_file = default_key_file()
     originals = {p: p.read_bytes() for p in [*state_files, metadata_file, key_file]}
     meta = decode_metadata(metadata_file.read_bytes(), key, str(chk))
     expected_hash = {f"chk-3/{h.path.split('/')[-1]}": h.sha256 for h in referenced_files(meta)}
@@ -175,21 +176,25 @@ def test_hundred_seeded_corruptions_are_detected_before_unpickling(
 def test_listing_never_parses_unauthenticated_metadata(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     root = str(tmp_path)
-    key = load_or_create_key(root, None)
+    key = load_or_create_key()
     storage = CheckpointStorage(root, "job-1")
     build_checkpoint(storage, key, 1)
     from undertow.runtime.checkpoint import metadata as codec
 
-    parsed: list[str] = []
-    real: Callable[..., object] = codec.json.loads
+    parsed: list[bytes] = []
+    real: Callable[[bytes], object] = codec.metadata_msgpack.metadata_from_bytes
 
-    def spy(text: str, **kwargs: object) -> object:
-        parsed.append(text)
-        return real(text, **kwargs)
+    def spy(body: bytes) -> object:
+        parsed.append(body)
+        return real(body)
 
-    monkeypatch.setattr(codec.json, "loads", spy)
+    monkeypatch.setattr(codec.metadata_msgpack, "metadata_from_bytes", spy)
+    monkeypatch.setattr(codec.metadata_json, "metadata_from_bytes", spy)
     [info] = list_checkpoints(root, key=b"wrong key")
     assert not info.verifies and info.completion_time is None and info.total_size is None
     assert "authentication failed" in (info.problem or "")
     assert parsed == []
+    [info] = list_checkpoints(root, key=key)
+    assert info.verifies and len(parsed) == 1  # the spy sees what is parsed

@@ -3,23 +3,22 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import uuid
 from pathlib import Path
 
-import fsspec  # type: ignore[import-untyped]
 import pytest
 
+from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError
 from undertow.storage import (
-    KEY_FILE,
+    LEGACY_KEY_FILE,
     CheckpointKey,
     CheckpointStorageError,
+    default_key_file,
+    legacy_key_hint,
     load_or_create_key,
     parse_key,
     read_key,
 )
-
-from .conftest import Backend
 
 
 def test_configured_hex_key_is_decoded() -> None:
@@ -40,39 +39,79 @@ def test_empty_configured_key_is_an_error(value: str) -> None:
 
 
 def test_configured_key_wins_and_creates_nothing(tmp_path: Path) -> None:
-    assert load_or_create_key(str(tmp_path), "secret text") == b"secret text"
-    assert not (tmp_path / KEY_FILE).exists()
+    key_file = tmp_path / "cfg" / "checkpoint.key"
+    assert load_or_create_key(configured="secret text", key_file=key_file) == b"secret text"
+    assert not key_file.parent.exists()
+
+
+def test_default_key_file_is_under_xdg_config_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert default_key_file() == tmp_path / "xdg" / "undertow" / "checkpoint.key"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_key_file() == tmp_path / "home" / ".config" / "undertow" / "checkpoint.key"
+
+
+def test_the_suite_never_touches_the_real_home() -> None:
+    # tests/conftest.py points XDG_CONFIG_HOME at a temporary directory for the whole run.
+    real = Path(os.path.expanduser("~")) / ".config"
+    assert real not in default_key_file().parents
+    assert os.environ["XDG_CONFIG_HOME"] != str(real)
 
 
 def test_creates_key_file_once_with_mode_0600(tmp_path: Path) -> None:
-    root = tmp_path / "checkpoints"
-    assert read_key(str(root)) is None
-    key = load_or_create_key(str(root), None)
+    path = tmp_path / "cfg" / "undertow" / "checkpoint.key"
+    assert read_key(key_file=path) is None
+    key = load_or_create_key(key_file=path)
     assert len(key) == 32
-    path = root / KEY_FILE
     assert path.read_text() == key.hex() + "\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert load_or_create_key(str(root), None) == key
-    assert read_key(str(root)) == key
-    assert read_key(f"file://{root}") == key
-    assert [p.name for p in root.iterdir()] == [KEY_FILE]  # no temporary left behind
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert load_or_create_key(key_file=path) == key
+    assert read_key(key_file=path) == key
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left behind
 
 
-def test_key_file_is_shared_by_backends(backend: Backend) -> None:
-    key = load_or_create_key(backend.root_uri, None, storage_options=backend.options)
-    assert read_key(backend.root_uri, storage_options=backend.options) == key
-    assert load_or_create_key(backend.root_uri, None, storage_options=backend.options) == key
-    assert backend.read(KEY_FILE) == (key.hex() + "\n").encode()
+def test_key_comes_from_the_key_file_option(tmp_path: Path) -> None:
+    path = tmp_path / "elsewhere.key"
+    config = Configuration({"undertow.checkpointing.hmac-key-file": str(path)})
+    key = CheckpointKey.from_config(config)
+    assert key.key_file == path and key.load() == read_key(key_file=path)
+    configured = Configuration({"undertow.checkpointing.hmac-key": "ab" * 16})
+    assert CheckpointKey.from_config(configured).load() == bytes.fromhex("ab" * 16)
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666, 0o622])
+def test_group_or_world_writable_key_file_is_refused(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "checkpoint.key"
+    key = load_or_create_key(key_file=path)
+    os.chmod(path, mode)
+    for attempt in (lambda: read_key(key_file=path), lambda: load_or_create_key(key_file=path)):
+        with pytest.raises(CheckpointStorageError, match=f"{path}.*mode {mode:04o}"):
+            attempt()
+    os.chmod(path, 0o640)  # group may read: allowed
+    assert read_key(key_file=path) == key
+
+
+def test_key_file_in_a_group_writable_directory_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "shared"
+    path = directory / "checkpoint.key"
+    load_or_create_key(key_file=path)
+    os.chmod(directory, 0o770)
+    with pytest.raises(CheckpointStorageError, match=f"directory {directory} has mode 0770"):
+        read_key(key_file=path)
 
 
 def test_concurrent_creators_agree(tmp_path: Path) -> None:
-    root = str(tmp_path)
+    path = tmp_path / "undertow" / "checkpoint.key"
     start = threading.Barrier(8)
     keys: list[bytes] = []
 
     def create() -> None:
         start.wait()
-        keys.append(load_or_create_key(root, None))
+        keys.append(load_or_create_key(key_file=path))
 
     threads = [threading.Thread(target=create) for _ in range(8)]
     for thread in threads:
@@ -80,44 +119,47 @@ def test_concurrent_creators_agree(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert len(keys) == 8 and len(set(keys)) == 1
-    assert sorted(os.listdir(root)) == [KEY_FILE]
+    assert sorted(os.listdir(path.parent)) == [path.name]
 
 
 @pytest.mark.parametrize("content", [b"not hex\n", b"\xff\xfe", b"\n"])
 def test_garbled_key_file_is_reported(tmp_path: Path, content: bytes) -> None:
-    (tmp_path / KEY_FILE).write_bytes(content)
-    with pytest.raises(CheckpointStorageError, match=KEY_FILE):
-        load_or_create_key(str(tmp_path), None)
-    with pytest.raises(CheckpointStorageError, match=KEY_FILE):
-        read_key(str(tmp_path))
+    path = tmp_path / "checkpoint.key"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    with pytest.raises(CheckpointStorageError, match=str(path)):
+        load_or_create_key(key_file=path)
+    with pytest.raises(CheckpointStorageError, match=str(path)):
+        read_key(key_file=path)
 
 
-def test_memory_root_without_key() -> None:
-    root = f"memory://undertow-test-{uuid.uuid4().hex}"
-    try:
-        assert read_key(root) is None
-        key = load_or_create_key(root, None)
-        assert read_key(root) == key
-    finally:
-        fs = fsspec.filesystem("memory")
-        if fs.exists(root):
-            fs.rm(root, recursive=True)
+def test_legacy_key_in_the_checkpoint_root_is_never_read(tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    root.mkdir()
+    assert legacy_key_hint(str(root)) is None
+    (root / LEGACY_KEY_FILE).write_text("ab" * 32 + "\n")
+    path = tmp_path / "cfg" / "checkpoint.key"
+    assert load_or_create_key(key_file=path) != bytes.fromhex("ab" * 32)
+    hint = legacy_key_hint(str(root))
+    assert hint is not None and str(root / LEGACY_KEY_FILE) in hint
+    assert "undertow.checkpointing.hmac-key=" in hint
 
 
 def test_checkpoint_key_creates_nothing_until_loaded(tmp_path: Path) -> None:
-    root = tmp_path / "checkpoints"
-    key = CheckpointKey(str(root), None)
-    assert not key.is_loaded and not root.exists()
+    path = tmp_path / "cfg" / "checkpoint.key"
+    key = CheckpointKey(None, path)
+    assert not key.is_loaded and not path.parent.exists()
     loaded = key.load()
-    assert key.is_loaded and read_key(str(root)) == loaded
-    (root / KEY_FILE).unlink()
+    assert key.is_loaded and read_key(key_file=path) == loaded
+    path.unlink()
     assert key.load() == loaded, "loaded once: later calls do no I/O"
-    assert not (root / KEY_FILE).exists()
-    assert "checkpoints" in repr(key) and loaded.hex() not in repr(key)
+    assert not path.exists()
+    assert "checkpoint.key" in repr(key) and loaded.hex() not in repr(key)
 
 
 def test_checkpoint_key_loads_once_under_concurrent_calls(tmp_path: Path) -> None:
-    key = CheckpointKey(str(tmp_path), None)
+    path = tmp_path / "checkpoint.key"
+    key = CheckpointKey(None, path)
     start = threading.Barrier(8)
     keys: list[bytes] = []
 
@@ -130,21 +172,23 @@ def test_checkpoint_key_loads_once_under_concurrent_calls(tmp_path: Path) -> Non
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(set(keys)) == 1 and sorted(os.listdir(tmp_path)) == [KEY_FILE]
+    assert len(set(keys)) == 1 and sorted(os.listdir(tmp_path)) == [path.name]
 
 
 def test_checkpoint_key_retries_after_a_failure(tmp_path: Path) -> None:
-    (tmp_path / KEY_FILE).write_bytes(b"not hex\n")
-    key = CheckpointKey(str(tmp_path), None)
-    with pytest.raises(CheckpointStorageError, match=KEY_FILE):
+    path = tmp_path / "checkpoint.key"
+    path.write_bytes(b"not hex\n")
+    path.chmod(0o600)
+    key = CheckpointKey(None, path)
+    with pytest.raises(CheckpointStorageError, match=str(path)):
         key.load()
     assert not key.is_loaded
-    (tmp_path / KEY_FILE).unlink()
-    assert key.load() == read_key(str(tmp_path))
+    path.unlink()
+    assert key.load() == read_key(key_file=path)
 
 
 def test_checkpoint_key_configured_or_known_does_no_io(tmp_path: Path) -> None:
-    root = tmp_path / "checkpoints"
-    assert CheckpointKey(str(root), "ab" * 16).load() == bytes.fromhex("ab" * 16)
+    path = tmp_path / "cfg" / "checkpoint.key"
+    assert CheckpointKey("ab" * 16, path).load() == bytes.fromhex("ab" * 16)
     assert CheckpointKey.of(b"k" * 32).load() == b"k" * 32
-    assert not root.exists()
+    assert not path.parent.exists()

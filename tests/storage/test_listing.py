@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
+
+import pytest
 
 from undertow.cli.checkpoints import list_checkpoints
 from undertow.runtime.checkpoint.metadata import (
@@ -8,9 +11,14 @@ from undertow.runtime.checkpoint.metadata import (
     VertexMetadata,
     encode_metadata,
 )
-from undertow.storage import KEY_FILE, load_or_create_key
+from undertow.storage import default_key_file, load_or_create_key
 
 from .conftest import Backend
+
+
+@pytest.fixture(autouse=True)
+def _own_key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
 
 
 def commit(backend: Backend, job_id: str, checkpoint_id: int, key: bytes) -> int:
@@ -29,7 +37,7 @@ def commit(backend: Backend, job_id: str, checkpoint_id: int, key: bytes) -> int
 
 
 def test_lists_and_verifies_all_jobs(backend: Backend) -> None:
-    key = load_or_create_key(backend.root_uri, None, storage_options=backend.options)
+    key = load_or_create_key()
     sizes = {
         ("job-a", 1): commit(backend, "job-a", 1, key),
         ("job-a", 2): commit(backend, "job-a", 2, key),
@@ -55,11 +63,11 @@ def test_without_key_nothing_verifies(backend: Backend) -> None:
     commit(backend, "job-a", 1, b"some key")
     [info] = list_checkpoints(backend.root_uri, storage_options=backend.options)
     assert not info.verifies and info.completion_time is None
-    assert KEY_FILE in (info.problem or "") and "hmac-key" in (info.problem or "")
+    assert str(default_key_file()) in (info.problem or "") and "hmac-key" in (info.problem or "")
 
 
 def test_metadata_moved_to_another_job_or_checkpoint_is_flagged(backend: Backend) -> None:
-    key = load_or_create_key(backend.root_uri, None, storage_options=backend.options)
+    key = load_or_create_key()
     commit(backend, "job-a", 1, key)
     data = backend.read("job-a/chk-1/_metadata")
     backend.write("job-a/chk-9/_metadata", data)

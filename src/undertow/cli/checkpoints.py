@@ -32,7 +32,13 @@ from undertow.runtime.checkpoint.metadata import (
 )
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CheckpointStorageError
-from undertow.storage.keys import HMAC_KEY_OPTION, KEY_FILE, parse_key, read_key
+from undertow.storage.keys import (
+    HMAC_KEY_OPTION,
+    default_key_file,
+    legacy_key_hint,
+    parse_key,
+    read_key,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +71,21 @@ def list_checkpoints(
 ) -> list[CheckpointInfo]:
     """Every completed checkpoint under ``root_uri`` (of ``job_id`` only, if given).
 
-    ``key`` defaults to the root's key file (never created here). Sorted by job id, then
+    ``key`` defaults to the user's key file (:func:`~undertow.storage.keys.default_key_file`,
+    never created here). Sorted by job id, then
     checkpoint id. Problems with single checkpoints are reported in their entries, not raised.
     """
     options = dict(storage_options or {})
     key_problem: str | None = None
     if key is None:
         try:
-            key = read_key(root_uri, storage_options=options)
+            key = read_key()
         except CheckpointStorageError as err:
             key_problem = str(err)
         if key is None and key_problem is None:
             key_problem = (
-                f"no key to verify with: {KEY_FILE} is missing under {root_uri}; "
-                f"set {HMAC_KEY_OPTION}"
+                f"no key to verify with: {default_key_file()} is missing; pass --key "
+                f"(as {HMAC_KEY_OPTION})"
             )
     jobs = [job_id] if job_id is not None else _job_ids(root_uri, options)
     infos = []
@@ -113,6 +120,8 @@ def _inspect(
                     storage.read_file(handle, checkpoint_id)
         except OSError as err:  # CorruptCheckpointError, not found, I/O errors
             problem = str(err)
+            hint = legacy_key_hint(storage.root_uri) if "HMAC" in problem else None
+            problem = problem if hint is None else f"{problem}; {hint}"
     return CheckpointInfo(
         job_id=storage.job_id,
         checkpoint_id=checkpoint_id,
@@ -194,8 +203,8 @@ def run(
 ) -> int:
     """List and verify; exit code 0 when every checkpoint verifies (or there is none), else 1.
 
-    ``key`` is an ``undertow.checkpointing.hmac-key`` value (hex or text); without it the key
-    file under ``root_uri`` is used.
+    ``key`` is an ``undertow.checkpointing.hmac-key`` value (hex or text); without it the
+    user's key file is used.
     """
     out = out if out is not None else sys.stdout
     infos = list_checkpoints(root_uri, job_id, None if key is None else parse_key(key))

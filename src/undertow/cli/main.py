@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--job", metavar="JOB_ID", help="only this job's checkpoints")
     listing.add_argument("--key", metavar="KEY",
                          help="metadata key (hex or text, as undertow.checkpointing.hmac-key); "
-                              "default: the key file in DIR")  # fmt: skip
+                              "default: $XDG_CONFIG_HOME/undertow/checkpoint.key")  # fmt: skip
     stopping = sub.add_parser("stop", help="stop a running job with a savepoint")
     stopping.add_argument(
         "job",

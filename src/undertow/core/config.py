@@ -451,8 +451,21 @@ class Options:
     HMAC_KEY = str_option(
         "undertow.checkpointing.hmac-key",
         "",
-        "key authenticating checkpoint metadata (hex or text); generated beside the "
-        "checkpoints when empty",
+        "key authenticating checkpoint metadata (hex or text); when empty, the key file "
+        "undertow.checkpointing.hmac-key-file is used",
+    )
+    HMAC_KEY_FILE = str_option(
+        "undertow.checkpointing.hmac-key-file",
+        "",
+        "local file holding the metadata key, created 0600 when missing; empty: "
+        "$XDG_CONFIG_HOME/undertow/checkpoint.key (or ~/.config/undertow/checkpoint.key)",
+    )
+    METADATA_MAX_SIZE = memory_option(
+        "undertow.checkpointing.metadata.max-size",
+        256 * 1024 * 1024,
+        "largest _metadata file a checkpoint may write and a restore reads; a checkpoint "
+        "whose metadata is larger fails instead of completing unrestorable",
+        check=_positive,
     )
     CHECKPOINT_RETENTION = str_option(
         "execution.checkpointing.externalized-checkpoint-retention", "NO_EXTERNALIZED_CHECKPOINTS",

@@ -21,9 +21,12 @@ from undertow.storage.errors import (
 )
 from undertow.storage.handle import FileHandle
 from undertow.storage.keys import (
+    HMAC_KEY_FILE_OPTION,
     HMAC_KEY_OPTION,
-    KEY_FILE,
+    LEGACY_KEY_FILE,
     CheckpointKey,
+    default_key_file,
+    legacy_key_hint,
     load_or_create_key,
     parse_key,
     read_key,
@@ -31,8 +34,9 @@ from undertow.storage.keys import (
 
 __all__ = [
     "CHECKPOINT_DIR_PREFIX",
+    "HMAC_KEY_FILE_OPTION",
     "HMAC_KEY_OPTION",
-    "KEY_FILE",
+    "LEGACY_KEY_FILE",
     "METADATA_FILE",
     "SHARED_DIR",
     "TASKOWNED_DIR",
@@ -44,6 +48,8 @@ __all__ = [
     "CheckpointStorageError",
     "CorruptCheckpointError",
     "FileHandle",
+    "default_key_file",
+    "legacy_key_hint",
     "load_or_create_key",
     "parse_key",
     "read_key",

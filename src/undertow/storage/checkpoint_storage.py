@@ -2,7 +2,6 @@
 
 Layout under the configured root (``execution.checkpointing.dir``), as in Flink::
 
-    <root>/_undertow_key            the HMAC key, if not configured (see :mod:`.keys`)
     <root>/<job-id>/chk-<n>/        exclusive files of checkpoint n, and its _metadata
     <root>/<job-id>/shared/         files referenced by several checkpoints (incremental state)
     <root>/<job-id>/taskowned/      files owned by the tasks, never deleted by the coordinator
@@ -22,6 +21,8 @@ step (local file system: temporary name, fsync, atomic rename, fsync of the dire
 stores: a single put), so it is either absent or complete. Whether its content *verifies* (HMAC,
 file checksums) is the codec's and :meth:`CheckpointStorage.read_file`'s business: nothing is
 decoded before it verifies.
+
+The metadata key never lives here (see :mod:`.keys`).
 
 Paths go through fsspec, so plain local paths, ``file://``, ``memory://`` and ``s3://`` (with
 ``s3fs``) all work. ``memory://`` is the in-memory implementation used by tests
@@ -59,9 +60,11 @@ METADATA_FILE = "_metadata"
 CHECKPOINT_DIR_PREFIX = "chk-"
 SHARED_DIR = "shared"
 TASKOWNED_DIR = "taskowned"
-#: Upper bound on the size of a ``_metadata`` file read back; a larger one is rejected as
-#: corrupt instead of being read into memory.
-MAX_METADATA_BYTES = 64 * 1024 * 1024
+#: Default upper bound on the size of a ``_metadata`` file read back (the option
+#: ``undertow.checkpointing.metadata.max-size``); a larger one is rejected instead of being
+#: read into memory. The metadata codec checks the same limit when it writes.
+MAX_METADATA_BYTES = 256 * 1024 * 1024
+MAX_METADATA_OPTION = "undertow.checkpointing.metadata.max-size"
 
 SAVEPOINT_DIR_PREFIX = "savepoint-"
 
@@ -324,14 +327,14 @@ class CheckpointStorage:
         _fsync_directory(self._root)
         return self._uri(directory)
 
-    def read_metadata(self, pointer_or_id: int | str) -> bytes:
+    def read_metadata(self, pointer_or_id: int | str, max_bytes: int = MAX_METADATA_BYTES) -> bytes:
         """The raw ``_metadata`` bytes of a checkpoint of this job (by id) or anywhere (pointer).
 
         A pointer is anything :meth:`resolve` accepts. Consistency: sees every commit that
         returned before this call started, from any process. The bytes are *not* verified
         here; pass them to the metadata codec. Raises :class:`CheckpointNotFoundError` if
         there is no ``_metadata``, and :class:`CorruptCheckpointError` if it is larger than
-        :data:`MAX_METADATA_BYTES`.
+        ``max_bytes`` (``undertow.checkpointing.metadata.max-size``).
         """
         if isinstance(pointer_or_id, int) and not isinstance(pointer_or_id, bool):
             fs, path = self._fs, posixpath.join(self._checkpoint_dir(pointer_or_id), METADATA_FILE)
@@ -342,15 +345,15 @@ class CheckpointStorage:
             checkpoint = location.pointer
         try:
             with fs.open(path, "rb") as stream:
-                payload = stream.read(MAX_METADATA_BYTES + 1)
+                payload = stream.read(max_bytes + 1)
         except FileNotFoundError as err:
             raise CheckpointNotFoundError(
                 f"checkpoint {checkpoint} has no {METADATA_FILE} at {self._uri(path, fs)}"
             ) from err
-        if len(payload) > MAX_METADATA_BYTES:
+        if len(payload) > max_bytes:
             raise CorruptCheckpointError(
-                f"checkpoint {checkpoint}: {self._uri(path, fs)} is larger than "
-                f"{MAX_METADATA_BYTES} bytes",
+                f"checkpoint {checkpoint}: {self._uri(path, fs)} is larger than {max_bytes} "
+                f"bytes, the limit {MAX_METADATA_OPTION} sets (raise it to read this one)",
                 checkpoint=checkpoint,
                 path=self._uri(path, fs),
             )

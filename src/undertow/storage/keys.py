@@ -1,25 +1,19 @@
-"""The key that authenticates checkpoint metadata (HMAC-SHA256).
+"""The key that authenticates checkpoint metadata (HMAC-SHA256), kept outside the checkpoints.
 
 Checkpoint state is pickled, so a forged ``_metadata`` pointing at a forged state file would
-run an attacker's code on restore. ``_metadata`` therefore carries an HMAC, and the key comes
-from, in this order:
+run an attacker's code on restore. ``_metadata`` therefore carries an HMAC, and the key must
+not be writable by whoever can write the checkpoint directory. It comes from, in this order:
 
 1. the option ``undertow.checkpointing.hmac-key`` (:data:`HMAC_KEY_OPTION`): hex if it is an
-   even number (at least 32) of hex digits, otherwise the UTF-8 bytes of the text; use at
-   least 32 random bytes;
-2. the key file ``<root>/_undertow_key`` (:data:`KEY_FILE`), shared by every job under the
-   root, so a restarted job and ``undertow checkpoints`` can verify what an earlier run wrote;
-3. a new random 32-byte key written to that file (mode 0600 on the local file system).
+   even number (at least 32) of hex digits, otherwise the UTF-8 bytes of the text;
+2. the local key file ``undertow.checkpointing.hmac-key-file`` (:data:`HMAC_KEY_FILE_OPTION`),
+   by default ``$XDG_CONFIG_HOME/undertow/checkpoint.key`` (``~/.config/...`` without
+   ``XDG_CONFIG_HOME``): 32 random bytes as hex, created mode 0600 (directory 0700) when
+   missing, atomically (temporary file hard-linked into place: the first creator wins).
+   A key file or directory that group or others may write is refused.
 
-:class:`CheckpointKey` defers all of that to the first use: a job that never takes a checkpoint
-or savepoint, and restores none, creates neither the key file nor the root directory.
-
-The key file holds the key as hex and a newline. Creation is atomic on the local file system
-(written under a temporary name, then hard-linked into place, which fails if another process
-won the race; everyone then uses the winner's key). On object stores it is a put followed by
-a read-back; two processes creating the key in the same instant could briefly disagree,
-after which every reader sees one key.
-
+Earlier undertow kept the key in ``<root>/_undertow_key`` (:data:`LEGACY_KEY_FILE`); it is
+never read now. :func:`legacy_key_hint` explains how to restore such a checkpoint.
 Threading: blocking I/O; call from a worker thread, not an event loop.
 """
 
@@ -30,19 +24,23 @@ import os
 import posixpath
 import re
 import secrets
+import stat
 import threading
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import fsspec  # type: ignore[import-untyped]
-from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
+from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.storage.errors import CheckpointStorageError
 
-HMAC_KEY_OPTION = "undertow.checkpointing.hmac-key"
-KEY_FILE = "_undertow_key"
+HMAC_KEY_OPTION = Options.HMAC_KEY.key
+HMAC_KEY_FILE_OPTION = Options.HMAC_KEY_FILE.key
+#: Where earlier undertow kept the key: inside the checkpoint root (no longer trusted).
+LEGACY_KEY_FILE = "_undertow_key"
 KEY_BYTES = 32
 
 _HEX_KEY = re.compile(r"(?:[0-9a-fA-F]{2}){16,}")
@@ -58,81 +56,95 @@ def parse_key(configured: str) -> bytes:
     return text.encode("utf-8")
 
 
-def read_key(
-    root_uri: str,
-    configured: str | None = None,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-) -> bytes | None:
-    """The configured key, else the key in ``<root>/_undertow_key``, else ``None``.
+def default_key_file() -> Path:
+    """``$XDG_CONFIG_HOME/undertow/checkpoint.key``, else ``~/.config/undertow/checkpoint.key``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "undertow" / "checkpoint.key"
 
-    Never creates a key: this is what read-only tools (``undertow checkpoints``) use.
+
+def key_file_of(config: Configuration) -> Path:
+    """The key file ``config`` names, or :func:`default_key_file`."""
+    configured = config.get(Options.HMAC_KEY_FILE).strip()
+    return Path(os.path.expanduser(configured)) if configured else default_key_file()
+
+
+def read_key(*, configured: str | None = None, key_file: Path | str | None = None) -> bytes | None:
+    """The configured key, else the key file's key, else ``None`` (no file).
+
+    Keyword-only: earlier undertow took the checkpoint root first, and a root passed where
+    the configured key goes would silently become the key.
+
+    Never creates a key: this is what read-only tools (``undertow checkpoints``) use. Raises
+    :class:`CheckpointStorageError` for a key file that is unsafe or does not hold a key.
     """
     if configured is not None:
         return parse_key(configured)
-    fs, root = fsspec.core.url_to_fs(root_uri, **dict(storage_options or {}))
-    return _read_key_file(fs, posixpath.join(str(root).rstrip("/") or "/", KEY_FILE))
+    return _read_key_file(Path(key_file) if key_file is not None else default_key_file())
 
 
 def load_or_create_key(
-    root_uri: str,
-    configured: str | None,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
+    *, configured: str | None = None, key_file: Path | str | None = None
 ) -> bytes:
-    """The configured key, else the key file under ``root_uri``, created if it is missing."""
+    """The configured key, else the key file's key; the file is created if it is missing
+    (keyword-only, as :func:`read_key`)."""
     if configured is not None:
         return parse_key(configured)
-    fs, root = fsspec.core.url_to_fs(root_uri, **dict(storage_options or {}))
-    root = str(root).rstrip("/") or "/"
-    path = posixpath.join(root, KEY_FILE)
-    existing = _read_key_file(fs, path)
+    path = Path(key_file) if key_file is not None else default_key_file()
+    existing = _read_key_file(path)
     if existing is not None:
         return existing
-    content = (secrets.token_bytes(KEY_BYTES).hex() + "\n").encode("ascii")
-    if isinstance(fs, LocalFileSystem):
-        _create_local(root, path, content)
-    else:
-        fs.pipe_file(path, content)
-        fs.invalidate_cache(root)
-    key = _read_key_file(fs, path)
+    _create_key_file(path, (secrets.token_bytes(KEY_BYTES).hex() + "\n").encode("ascii"))
+    key = _read_key_file(path)
     if key is None:
         raise CheckpointStorageError(f"key file {path} vanished right after it was created")
     return key
 
 
+def legacy_key_hint(root_uri: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """What to tell the user when metadata under ``root_uri`` does not authenticate and the
+    root still holds an earlier undertow's ``_undertow_key``; ``None`` if it does not."""
+    try:
+        fs, root = fsspec.core.url_to_fs(root_uri, **dict(storage_options or {}))
+        legacy = posixpath.join(str(root).rstrip("/") or "/", LEGACY_KEY_FILE)
+        if not fs.exists(legacy):
+            return None
+    except OSError:
+        return None
+    return (
+        f"this checkpoint root holds {legacy}, the key file of an earlier undertow, which kept "
+        f"the key beside the checkpoints; that file is no longer trusted (whoever can write "
+        f"the directory could have replaced both it and the metadata). If you are sure nobody "
+        f"else could write it, restore with -D {HMAC_KEY_OPTION}=<the hex in that file>"
+    )
+
+
 class CheckpointKey:
-    """The metadata key of one checkpoint root, read or created on first use.
+    """The metadata key of a job, read or created on first use.
 
-    Construction does no I/O. :meth:`load` returns the key, the first successful call through
-    :func:`load_or_create_key` (which may create ``<root>/_undertow_key`` and the root
-    directory), later calls from memory. A failed load is not remembered: the next call tries
-    again.
+    Construction does no I/O. :meth:`load` returns the key: the first successful call goes
+    through :func:`load_or_create_key` (which may create the key file), later calls return it
+    from memory. A failed load is not remembered: the next call tries again.
 
-    Threading: :meth:`load` may block on I/O the first time (call it from a worker thread, not
-    an event loop, unless :attr:`is_loaded`); any thread may call it, a lock makes concurrent
-    first calls load once. :attr:`is_loaded` never blocks.
-
+    Threading: :meth:`load` may block on I/O the first time; any thread may call it, a lock
+    makes concurrent first calls load once. :attr:`is_loaded` never blocks.
     Invariant: once loaded, the key never changes for the life of the object.
     """
 
-    def __init__(
-        self,
-        root_uri: str,
-        configured: str | None,
-        *,
-        storage_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.root_uri = root_uri
+    def __init__(self, configured: str | None, key_file: Path | str | None = None) -> None:
         self._configured = configured
-        self._options = dict(storage_options or {})
+        self.key_file = Path(key_file) if key_file is not None else None
         self._lock = threading.Lock()
         self._key: bytes | None = None
 
     @classmethod
+    def from_config(cls, config: Configuration) -> CheckpointKey:
+        """The key ``undertow.checkpointing.hmac-key`` / ``...hmac-key-file`` select."""
+        return cls(config.get(Options.HMAC_KEY) or None, key_file_of(config))
+
+    @classmethod
     def of(cls, key: bytes) -> CheckpointKey:
         """A key known already (tests, tools): :meth:`load` does no I/O."""
-        known = cls("", None)
+        known = cls(None)
         known._key = key
         return known
 
@@ -143,26 +155,44 @@ class CheckpointKey:
 
     def load(self) -> bytes:
         """The key; the first call reads or creates it (blocking I/O; raises
-        :class:`CheckpointStorageError` or :class:`ConfigurationError` as
-        :func:`load_or_create_key` does)."""
+        :class:`CheckpointStorageError` or :class:`ConfigurationError`)."""
         key = self._key
         if key is not None:
             return key
         with self._lock:
             if self._key is None:
-                self._key = load_or_create_key(
-                    self.root_uri, self._configured, storage_options=self._options
-                )
+                self._key = load_or_create_key(configured=self._configured, key_file=self.key_file)
             return self._key
 
     def __repr__(self) -> str:  # never the key itself
         state = "loaded" if self.is_loaded else "not loaded"
-        return f"CheckpointKey({self.root_uri!r}, {state})"
+        source = "configured" if self._configured is not None else str(self.key_file)
+        return f"CheckpointKey({source}, {state})"
 
 
-def _read_key_file(fs: Any, path: str) -> bytes | None:
+def check_private(path: Path) -> None:
+    """Raise :class:`CheckpointStorageError` naming ``path`` and its mode if group or others
+    may write it, or the directory holding it (unless that directory is sticky, like /tmp)."""
+    mode = path.stat().st_mode
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CheckpointStorageError(
+            f"key file {path} has mode {stat.S_IMODE(mode):04o}: group or others may write it, "
+            f"so anyone among them could forge checkpoints; refusing it. Run chmod 600 {path} "
+            f"if its content is still trusted, or remove it"
+        )
+    parent = path.parent.stat().st_mode
+    if parent & (stat.S_IWGRP | stat.S_IWOTH) and not parent & stat.S_ISVTX:
+        raise CheckpointStorageError(
+            f"key file {path}: its directory {path.parent} has mode "
+            f"{stat.S_IMODE(parent):04o}: group or others may replace the key; refusing it. "
+            f"Run chmod 700 {path.parent}"
+        )
+
+
+def _read_key_file(path: Path) -> bytes | None:
     try:
-        with fs.open(path, "rb") as stream:
+        check_private(path)
+        with open(path, "rb") as stream:
             raw = stream.read(4096)
     except FileNotFoundError:
         return None
@@ -178,10 +208,10 @@ def _read_key_file(fs: Any, path: str) -> bytes | None:
     return key
 
 
-def _create_local(root: str, path: str, content: bytes) -> None:
+def _create_key_file(path: Path, content: bytes) -> None:
     """Create ``path`` with ``content`` and mode 0600 unless it exists; atomic."""
-    os.makedirs(root, exist_ok=True)
-    temp = f"{path}.{uuid.uuid4().hex}.tmp"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -204,7 +234,7 @@ def _create_local(root: str, path: str, content: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
     if os.name == "posix":
-        dir_fd = os.open(root, os.O_RDONLY)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:

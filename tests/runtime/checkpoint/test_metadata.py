@@ -5,16 +5,19 @@ import hashlib
 import hmac
 import json
 import struct
+from typing import Any
 
+import msgpack  # type: ignore[import-untyped]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undertow.runtime.checkpoint import metadata as codec
 from undertow.runtime.checkpoint.metadata import (
-    FORMAT_VERSION,
+    JSON_FORMAT_VERSION,
     MAGIC,
     CheckpointMetadata,
+    MetadataTooLargeError,
     VertexMetadata,
     decode_metadata,
     encode_metadata,
@@ -66,13 +69,13 @@ def test_round_trip() -> None:
     assert decode_metadata(encode_metadata(meta, KEY), KEY, WHERE) == meta
 
 
-def test_layout_is_magic_version_length_json_mac() -> None:
+def test_layout_is_magic_version_length_msgpack_mac() -> None:
     data = encode_metadata(sample(), KEY)
     magic, version, length = struct.unpack_from(">4sHI", data)
-    assert (magic, version) == (MAGIC, FORMAT_VERSION) == (b"UTWM", 1)
+    assert (magic, version) == (MAGIC, codec.FORMAT_VERSION) == (b"UTWM", 2)
     assert len(data) == 10 + length + 32
-    body = json.loads(data[10 : 10 + length])  # plain JSON: no pickle anywhere
-    assert body["vertices"][0]["subtasks"]["1"]["path"] == "chk-4/v1-1"
+    body = msgpack.unpackb(data[10 : 10 + length], strict_map_key=False)  # no pickle anywhere
+    assert body["files"][body["vertices"][0][6][1]][0] == "chk-4/v1-1"
     assert data[-32:] == hmac.new(KEY, data[:-32], hashlib.sha256).digest()
 
 
@@ -80,11 +83,15 @@ def test_wrong_key_fails_authentication_before_parsing(monkeypatch: pytest.Monke
     data = encode_metadata(sample(), KEY)
 
     def no_parsing(*args: object, **kwargs: object) -> None:
-        raise AssertionError("JSON parsed before authentication")
+        raise AssertionError("body parsed before authentication")
 
-    monkeypatch.setattr(codec.json, "loads", no_parsing)
+    monkeypatch.setattr(codec.metadata_msgpack, "metadata_from_bytes", no_parsing)
+    monkeypatch.setattr(codec.metadata_json, "metadata_from_bytes", no_parsing)
     with pytest.raises(CorruptCheckpointError, match="authentication failed") as info:
         decode_metadata(data, b"another key", WHERE)
+    legacy = encode_metadata(sample(), KEY, version=JSON_FORMAT_VERSION)
+    with pytest.raises(CorruptCheckpointError, match="authentication failed"):
+        decode_metadata(legacy, b"another key", WHERE)
     assert f"{WHERE}/_metadata" in str(info.value)
     assert info.value.checkpoint == WHERE
 
@@ -101,7 +108,7 @@ def test_tampered_body_fails_authentication() -> None:
     ("mutate", "message"),
     [
         (lambda d: b"PKL\x00" + d[4:], r"bad magic b'PKL\\x00'"),
-        (lambda d: d[:4] + b"\x00\x02" + d[6:], "unknown format version 2"),
+        (lambda d: d[:4] + b"\x00\x03" + d[6:], "unknown format version 3"),
         (lambda d: d[:-1], "truncated"),
         (lambda d: d[:7], "shorter than the 10-byte header"),
         (lambda d: d[:2], "truncated: 2 bytes"),
@@ -122,8 +129,8 @@ def test_checkpoint_id_must_match_its_directory() -> None:
         decode_metadata(data, KEY, "/ckpts/job-1/chk-7", expected_checkpoint_id=7)
 
 
-def signed(body: bytes, key: bytes = KEY) -> bytes:
-    head = struct.pack(">4sHI", MAGIC, FORMAT_VERSION, len(body)) + body
+def signed(body: bytes, key: bytes = KEY, version: int = JSON_FORMAT_VERSION) -> bytes:
+    head = struct.pack(">4sHI", MAGIC, version, len(body)) + body
     return head + hmac.new(key, head, hashlib.sha256).digest()
 
 
@@ -141,8 +148,15 @@ def test_authenticated_but_malformed_body(body: bytes, message: str) -> None:
         decode_metadata(signed(body), KEY, WHERE)
 
 
+def v1_body(meta: CheckpointMetadata) -> dict[str, Any]:
+    """The JSON body earlier undertow wrote (format version 1)."""
+    data = encode_metadata(meta, KEY, version=JSON_FORMAT_VERSION)
+    assert data[4:6] == b"\x00\x01"
+    return dict(json.loads(data[10:-32]))
+
+
 def test_malformed_handle_in_authenticated_body() -> None:
-    document = json.loads(encode_metadata(sample(), KEY)[10:-32])
+    document = v1_body(sample())
     document["vertices"][0]["subtasks"]["0"]["path"] = "../../etc/passwd"
     body = json.dumps(document).encode()
     with pytest.raises(CorruptCheckpointError, match=r"'\.\.' segment"):
@@ -206,8 +220,11 @@ metadata = st.builds(
 @given(meta=metadata, key=st.binary(min_size=1, max_size=64))
 def test_hypothesis_round_trip(meta: CheckpointMetadata, key: bytes) -> None:
     data = encode_metadata(meta, key)
+    assert data[4:6] == b"\x00\x02"
     assert decode_metadata(data, key, WHERE) == meta
-    assert data[10:-32].isascii()
+    legacy = encode_metadata(meta, key, version=JSON_FORMAT_VERSION)
+    assert legacy[10:-32].isascii()
+    assert decode_metadata(legacy, key, WHERE) == meta
 
 
 # -- channel state ---------------------------------------------------------------------------
@@ -261,8 +278,8 @@ def test_channel_state_round_trips_and_counts_shared_file_once() -> None:
     assert total_state_size(decoded) == 100 + 120 + 30 + 4000 + 12
 
 
-def test_metadata_without_channel_state_has_no_such_field_and_decodes() -> None:
-    data = encode_metadata(sample(), KEY)
+def test_v1_metadata_without_channel_state_has_no_such_field_and_decodes() -> None:
+    data = encode_metadata(sample(), KEY, version=JSON_FORMAT_VERSION)
     body = json.loads(data[10:-32])
     assert all("channel_state" not in vertex for vertex in body["vertices"])
     assert decode_metadata(data, KEY, WHERE).vertices[0].channel_state == {}
@@ -270,7 +287,7 @@ def test_metadata_without_channel_state_has_no_such_field_and_decodes() -> None:
 
 def test_malformed_channel_state_is_corrupt_naming_the_subtask() -> None:
     meta = channel_state_sample()
-    body = json.loads(encode_metadata(meta, KEY)[10:-32])
+    body = v1_body(meta)
     body["vertices"][0]["channel_state"]["1"]["input"]["length"] = 99
     payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     with pytest.raises(CorruptCheckpointError, match="subtask 'map \\(2/2\\)', checkpoint 4"):
@@ -279,3 +296,73 @@ def test_malformed_channel_state_is_corrupt_naming_the_subtask() -> None:
     payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     with pytest.raises(CorruptCheckpointError, match="channel-state subtask index"):
         decode_metadata(signed(payload), KEY, WHERE)
+
+
+# -- format version 2 (msgpack, path dictionary) ---------------------------------------------
+
+
+def v2_body(meta: CheckpointMetadata) -> dict[str, Any]:
+    data = encode_metadata(meta, KEY)
+    return dict(msgpack.unpackb(data[10:-32], strict_map_key=False))
+
+
+def resign_v2(document: dict[str, Any]) -> bytes:
+    return signed(msgpack.packb(document, use_bin_type=True), version=codec.FORMAT_VERSION)
+
+
+def test_v2_stores_each_shared_file_path_once() -> None:
+    meta = channel_state_sample()
+    data = encode_metadata(meta, KEY)
+    assert data[10:-32].count(b"chk-4/channel-state-0a1b") == 1  # 3 handles share the file
+    assert [f[0] for f in v2_body(meta)["files"]].count("chk-4/channel-state-0a1b") == 1
+    legacy = encode_metadata(meta, KEY, version=JSON_FORMAT_VERSION)
+    assert legacy.count(b"chk-4/channel-state-0a1b") == 3
+    assert len(data) < len(legacy) / 2
+
+
+def test_v1_metadata_of_earlier_undertow_is_still_read() -> None:
+    meta = channel_state_sample()
+    legacy = encode_metadata(meta, KEY, version=JSON_FORMAT_VERSION)
+    assert legacy[4:6] == b"\x00\x01"
+    assert decode_metadata(legacy, KEY, WHERE) == meta
+
+
+def test_size_limit_fails_at_write_time_naming_checkpoint_size_limit_and_option() -> None:
+    meta = channel_state_sample()
+    size = len(encode_metadata(meta, KEY))
+    assert len(encode_metadata(meta, KEY, max_bytes=size)) == size
+    with pytest.raises(MetadataTooLargeError) as info:
+        encode_metadata(meta, KEY, max_bytes=size - 1)
+    message = str(info.value)
+    assert "checkpoint 4 of job 'job-1'" in message
+    assert f"would be {size} bytes" in message and f"limit of {size - 1} bytes" in message
+    assert "undertow.checkpointing.metadata.max-size" in message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(files=[["../x", 1, b"\x00" * 32]]), r"'\.\.' segment"),
+        (lambda d: d.update(files=[]), "is not in the file table of 0"),
+        (lambda d: d.pop("job"), "metadata fields must be"),
+        (lambda d: d["files"][0].__setitem__(2, b"short"), "sha256 must be 32 bytes"),
+        (lambda d: d["vertices"][0][7][1][0].__setitem__(5, 99), r"subtask 'map \(2/2\)'"),
+        (lambda d: d["vertices"][0][7][1][0].__setitem__(7, [9, [0, 0], [1, 0], [0, 1], [0, 1]]),
+         r"subtask 'map \(2/2\)'"),
+        (lambda d: d["vertices"][0][7][1][0].__setitem__(7, [2, [3, b"x"], [0, 0], [0, 1], [0, 1]]),
+         "column a: 1 bytes for 2 values"),
+        (lambda d: d["vertices"][0][7][1][0].__setitem__(7, [7]), "packed channels must be"),
+        (lambda d: d["vertices"][0].__setitem__(0, "1"), "vertex_id must be an integer"),
+    ],
+)  # fmt: skip
+def test_v2_authenticated_but_malformed_body(mutate: Any, message: str) -> None:
+    document = v2_body(channel_state_sample())
+    mutate(document)
+    with pytest.raises(CorruptCheckpointError, match=message):
+        decode_metadata(resign_v2(document), KEY, WHERE)
+
+
+@pytest.mark.parametrize("body", [b"", b"\xc1", b"\x92\x01", b"\x81\xa1a\x01", b"\xdd\xff"])
+def test_v2_garbage_bodies_are_corrupt(body: bytes) -> None:
+    with pytest.raises(CorruptCheckpointError, match="authenticated but malformed"):
+        decode_metadata(signed(body, version=codec.FORMAT_VERSION), KEY, WHERE)

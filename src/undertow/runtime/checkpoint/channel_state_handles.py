@@ -22,9 +22,10 @@ Offsets are implicit: the first chunk starts at ``range_start``, each next one w
 previous ended, and the lengths add up to ``range_length`` exactly (no gap, no overlap; checked
 on construction). :meth:`MergedChannelStateHandle.entries` expands the array lazily.
 
-JSON form (:func:`handle_to_json` / :func:`handle_from_json`), version :data:`JSON_VERSION`;
-decoding rejects unknown versions and keys and names the offending field, subtask and
-checkpoint in a :class:`ValueError`.
+In ``_metadata`` format 2 the array is stored as columns (:mod:`.channel_columns`). The JSON
+form (:func:`handle_to_json` / :func:`handle_from_json`, version :data:`JSON_VERSION`) is
+that of format 1, still read; decoding rejects unknown versions and keys and names the
+offending field, subtask and checkpoint in a :class:`ValueError`.
 
 Pure code: no I/O; immutable values, usable from any thread. Cost: construction and decoding
 walk the packed array once (O(channels + chunks)); ``entries`` walks it again.

@@ -138,7 +138,8 @@ from undertow.runtime.checkpoint.trigger_plan import (
 )
 from undertow.runtime.network.buffer import serialize_object
 from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
-from undertow.storage.keys import CheckpointKey
+from undertow.storage.errors import CorruptCheckpointError
+from undertow.storage.keys import CheckpointKey, legacy_key_hint
 
 log = logging.getLogger(__name__)
 
@@ -642,7 +643,9 @@ class CheckpointCoordinator:
                 coordinators=coordinators,
                 properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
             )  # fmt: skip
-            payload = encode_metadata(meta, await self._metadata_key())
+            payload = encode_metadata(
+                meta, await self._metadata_key(), self.config.get(Options.METADATA_MAX_SIZE)
+            )
             if savepoint is not None:
                 pointer = await loop.run_in_executor(
                     None, self.storage.export_savepoint, cid, savepoint.target_directory, payload
@@ -813,10 +816,20 @@ class CheckpointCoordinator:
         job's metadata key is loaded, and created under the job's root if missing)."""
         location = self.storage.resolve(path)
         storage = CheckpointStorage(location.root_uri, location.job_id)
-        payload = storage.read_metadata(location.pointer)
-        meta = decode_metadata(
-            payload, self.key.load(), where=path, expected_checkpoint_id=location.checkpoint_id
+        payload = storage.read_metadata(
+            location.pointer, self.config.get(Options.METADATA_MAX_SIZE)
         )
+        try:
+            meta = decode_metadata(
+                payload, self.key.load(), where=path, expected_checkpoint_id=location.checkpoint_id
+            )
+        except CorruptCheckpointError as err:
+            hint = legacy_key_hint(location.root_uri) if "HMAC" in str(err) else None
+            if hint is None:
+                raise
+            raise CorruptCheckpointError(
+                f"{err}; {hint}", checkpoint=err.checkpoint, path=err.path
+            ) from err
         plan = plan_restore(self.graph, meta, storage, self.config)
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 

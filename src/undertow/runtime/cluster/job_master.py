@@ -157,7 +157,7 @@ class JobMaster:
 
         Nothing is created on disk here for a job that may never need it: with periodic
         checkpoints off and no ``execution.state-recovery.path`` the checkpoint directory and
-        its key file are created only when the first savepoint is triggered (tasks write
+        the key file are created only when the first savepoint is triggered (tasks write
         their state under the directory; the coordinator loads or creates the key then). With
         either set, the key is loaded (or created) now, on the caller's thread, as it always
         was: a bad key file fails the job's construction, before anything is deployed.
@@ -166,7 +166,7 @@ class JobMaster:
         if not directory:
             directory = os.path.join(tempfile.gettempdir(), "undertow-checkpoints")
             self.config.set(Options.CHECKPOINT_DIR, directory)
-        key = CheckpointKey(directory, self.config.get(Options.HMAC_KEY) or None)
+        key = CheckpointKey.from_config(self.config)
         periodic = self.config.get(Options.CHECKPOINT_INTERVAL) > 0
         if periodic or self.config.get(Options.RECOVERY_PATH):
             key.load()
