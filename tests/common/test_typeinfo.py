@@ -199,3 +199,15 @@ def test_check_messages_name_the_field_and_value() -> None:
     assert "with 2 fields, got 1 values" in (ROW.check(("a",)) or "")
     long_value = "x" * 500
     assert len(Types.INT().check(long_value) or "") < 120
+
+
+def test_float_values_are_rounded_to_32_bits_as_pyflinks_java_float() -> None:
+    """PyFlink hands a ``Types.FLOAT()`` value through a Java ``float``: ``110.1`` comes back as
+    ``110.0999984741211`` (what PyFlink's state_access example prints)."""
+    assert Types.FLOAT().conform(110.1) == 110.0999984741211
+    assert Types.DOUBLE().conform(110.1) == 110.1
+    row = Types.TUPLE([Types.STRING(), Types.FLOAT()]).conform(("Alice", 30.2))
+    assert row == ("Alice", 30.200000762939453)
+    assert Types.FLOAT().conform(1e39) == float("inf")
+    assert Types.FLOAT().conform(-1e39) == float("-inf")
+    assert Types.FLOAT().conform(None) is None

@@ -44,21 +44,8 @@ PYFLINK_NOISE = (
 _IMPORT = re.compile(r"^(\s*)(from|import)(\s+)pyflink\b", re.M)
 _SUBTASK = re.compile(r"^\d+> ")
 
-_NOISE = "py4j prints 'Closing down clientserver connection' to stdout on the Spark target"
-_PARALLELISM = (
-    "the default parallelism is 1, PyFlink's local default is the number of cores, so its "
-    "print sink prefixes 'N> ' and ours does not"
-)
-_FLOAT = "Types.FLOAT() values are printed as 64-bit floats, PyFlink rounds them to 32 bits"
-
-#: Examples that do not print what PyFlink prints yet, with the cause (issue 11). Owners:
-#: print formatting, window contexts, typed values: "confds"; stdout noise and the
-#: environment (default parallelism): "confenv".
+#: Examples that do not print what PyFlink prints yet, with the cause (issue 11).
 XFAIL: dict[str, str] = {
-    "basic_operations": f"issue 11: {_NOISE}",
-    "event_time_timer": f"issue 11: {_PARALLELISM}; {_FLOAT}",
-    "process_json_data": f"issue 11: {_PARALLELISM}; {_NOISE}",
-    "state_access": f"issue 11: {_PARALLELISM}; {_FLOAT}",
     "word_count": (
         "issue 11: in BATCH mode PyFlink emits the reduce results sorted by "
         "serialized key (shorter strings first), ours in another order"

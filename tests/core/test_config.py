@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from undertow.core.config import (
     Configuration,
     Options,
     bool_option,
+    default_parallelism,
     duration_option,
     int_option,
     memory_option,
@@ -282,3 +284,31 @@ def test_add_all_with_and_without_prefix() -> None:
     base.add_all_to_dict(target)
     assert target == {"keep": "me", "x": "1", "y": "2", "p.z": "3"}
     assert "x" in repr(base)
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"execution.target": "local"}, "cores"),
+        ({"execution.target": "local-threads"}, "cores"),
+        ({"execution.target": "spark"}, "cores"),  # spark.master defaults to local[*]
+        ({"execution.target": "spark", "spark.master": "local[3]"}, 3),
+        ({"execution.target": "spark", "spark.master": "local"}, 1),
+        ({"execution.target": "spark", "spark.master": "spark://host:7077"}, 1),
+        ({"execution.target": "local", "parallelism.default": "5"}, 5),
+    ],
+)
+def test_default_parallelism_is_the_machines_cores_for_a_job_on_one_machine(
+    settings: dict[str, str], expected: int | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyFlink's local environment runs at the number of cores unless told otherwise."""
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    want = (os.cpu_count() or 1) if expected == "cores" else expected
+    assert default_parallelism(Configuration(settings)) == want
+
+
+def test_under_spark_submit_without_a_master_the_default_parallelism_is_flinks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
+    assert default_parallelism(Configuration({"execution.target": "spark"})) == 1

@@ -10,7 +10,7 @@ Not thread-safe, like the environment it belongs to.
 
 from __future__ import annotations
 
-from undertow.core.config import Configuration, Options, format_map
+from undertow.core.config import Configuration, Options, default_parallelism, format_map
 from undertow.core.errors import ConfigurationError
 
 __all__ = ["ExecutionConfig"]
@@ -44,7 +44,8 @@ class ExecutionConfig:
         return self._config.get(Options.GLOBAL_JOB_PARAMETERS)
 
     def get_parallelism(self) -> int:
-        return self._config.get(Options.PARALLELISM)
+        """``parallelism.default``, or the machine's cores for a job on one machine."""
+        return default_parallelism(self._config)
 
     def set_parallelism(self, parallelism: int) -> ExecutionConfig:
         if parallelism < 1:

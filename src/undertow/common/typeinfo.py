@@ -8,8 +8,9 @@ with pickle, so here type information does three smaller, honest jobs:
 * **conform** - :meth:`TypeInformation.conform` turns a Python value into what PyFlink would
   hand the next function: ``ROW``/``ROW_NAMED`` make a :class:`~undertow.common.row.Row` (with
   the type's field names) from a tuple, list, dict or row; ``TUPLE`` makes a tuple from a list
-  or row; containers convert their elements when those need it; everything else is returned
-  as it is (no numeric coercion, no copying);
+  or row; ``FLOAT`` rounds to the nearest 32-bit float (PyFlink's Java ``float``); containers
+  convert their elements when those need it; everything else is returned as it is (no other
+  numeric coercion, no copying);
 * **check** - :meth:`TypeInformation.check` returns ``None`` for a value that fits or a readable
   description of the first problem (``field 'x' (index 1): expected Integer, got str 'a'``),
   for error messages that name the offending value. It is never run on the hot path.
@@ -27,8 +28,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 import numbers
 import reprlib
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -138,6 +141,19 @@ def _is_integral(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def to_float32(value: Any) -> float:
+    """``value`` rounded to the nearest 32-bit float (Java's ``(float)`` cast: out of range
+    becomes an infinity, NaN stays NaN)."""
+    try:
+        result: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+    return result
+
+
+_FLOAT32 = struct.Struct("<f")
+
+
 @dataclass(frozen=True, repr=False)
 class BasicTypeInfo(TypeInformation):
     """A string, number, boolean, char, big integer / decimal or instant."""
@@ -147,6 +163,15 @@ class BasicTypeInfo(TypeInformation):
     @property
     def nullable(self) -> bool:
         return self.basic_type in _NULLABLE_BASIC
+
+    def needs_conform(self) -> bool:
+        return self.basic_type is BasicType.FLOAT
+
+    def conform(self, value: Any) -> Any:
+        """``FLOAT``: the nearest 32-bit float, as PyFlink's Java ``float`` delivers it."""
+        if self.basic_type is BasicType.FLOAT and isinstance(value, numbers.Real):
+            return to_float32(value)
+        return value
 
     def _check_value(self, value: Any) -> str | None:
         kind = self.basic_type

@@ -11,6 +11,7 @@ Flink configuration carries over.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -351,7 +352,14 @@ class Options:
         "flush partially filled output buffers after this time",
         deprecated_keys=("execution.buffer-timeout.interval",),
     )
-    PARALLELISM = int_option("parallelism.default", 1, check=_positive)
+    PARALLELISM = int_option(
+        "parallelism.default",
+        1,
+        "default parallelism of operators; unset, a job on one machine (targets local and "
+        "local-threads, or a local Spark master) gets that machine's cores, as in Flink's "
+        "MiniCluster (see default_parallelism)",
+        check=_positive,
+    )
     MAX_PARALLELISM = int_option(
         "pipeline.max-parallelism", 128, "number of key groups", check=_positive
     )
@@ -561,3 +569,29 @@ class Options:
     @classmethod
     def all(cls) -> Iterable[ConfigOption[Any]]:
         return (v for v in vars(cls).values() if isinstance(v, ConfigOption))
+
+
+_LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
+
+
+def default_parallelism(config: Configuration) -> int:
+    """The job's default parallelism: ``parallelism.default`` if set; otherwise, as in Flink's
+    local MiniCluster (and PyFlink's local environment), the cores of the one machine the job
+    runs on -- targets ``local`` and ``local-threads``, or ``spark`` with master ``local[*]``
+    (``local[N]``: N, ``local``: 1) -- and 1 on a cluster (or under ``spark-submit`` without
+    an explicit ``spark.master``), Flink's configured default."""
+    if config.contains_key(Options.PARALLELISM.key):
+        return config.get(Options.PARALLELISM)
+    cores = os.cpu_count() or 1
+    target = config.get(Options.TARGET)
+    if target in ("local", "local-threads"):
+        return cores
+    if os.environ.get("PYSPARK_GATEWAY_PORT") and not config.contains_key(Options.SPARK_MASTER.key):
+        return Options.PARALLELISM.default
+    match = _LOCAL_MASTER.fullmatch(config.get(Options.SPARK_MASTER).strip())
+    if match is None:
+        return Options.PARALLELISM.default
+    count = match.group(1)
+    if count is None:
+        return 1
+    return cores if count == "*" else int(count)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from undertow.common import python_dependencies as dependencies
 from undertow.common.execution_config import ExecutionConfig
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration, Options, default_parallelism
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from undertow.datastream.connectors.collection import CollectionSource
@@ -81,7 +81,8 @@ class StreamExecutionEnvironment:
         return self
 
     def get_parallelism(self) -> int:
-        return self._config.get(Options.PARALLELISM)
+        """``parallelism.default``, or the machine's cores for a job on one machine."""
+        return default_parallelism(self._config)
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         if not 0 < max_parallelism <= 32768:
