@@ -988,6 +988,7 @@ class JobMaster:
             num_workers=self.plan.num_workers, vertices=tuple(vertices),
             checkpoints=self.checkpoint_stats.snapshot(),
             config=MappingProxyType(self.config.to_dict()),
+            num_restarts=self.num_restarts,
         )  # fmt: skip
 
     def _subtask_state(self, attempt: _Attempt | None, key: tuple[int, int]) -> ExecutionState:

@@ -15,6 +15,7 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid
   /jobs/:jobid/vertices/:vertexid/backpressure    level and backpressured / idle / busy ratios
   /jobs/:jobid/savepoints/:triggerid              a stop-with-savepoint's status and location
+  / (the dashboard), /jobs/:jobid/plan, .../metrics, .../watermarks: see :mod:`.ui_routes`
 
 and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
 ``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); both
@@ -67,7 +68,7 @@ from urllib.parse import unquote, urlsplit
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.cluster.metrics import JobView, VertexView
-from undertow.runtime.cluster.rest import responses
+from undertow.runtime.cluster.rest import responses, ui_routes
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +204,7 @@ class RestEndpoint:
             return
         self._writers.add(writer)
         try:
+            response: Response | ui_routes.RawResponse
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
             except asyncio.LimitOverrunError:
@@ -221,7 +223,9 @@ class RestEndpoint:
             self._writers.discard(writer)
             writer.close()
 
-    def respond(self, head: bytes, body: bytes = b"", length: int = 0) -> Response:
+    def respond(
+        self, head: bytes, body: bytes = b"", length: int = 0
+    ) -> Response | ui_routes.RawResponse:
         """The response to one request head (request line and headers) and its body."""
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
@@ -239,6 +243,9 @@ class RestEndpoint:
         stop = _STOP.fullmatch(unquote(urlsplit(target).path).rstrip("/"))
         if method == "POST" and stop is not None and self.control is not None:
             return self._stop(stop.group(1), headers, body, length)
+        extra = ui_routes.answer(method, target, self.source)  # dashboard, metrics, plan
+        if extra is not None:
+            return extra
         if method not in ("GET", "HEAD"):
             return Response(405, errors(f"Method {method} is not allowed; the REST API is "
                                         "read-only but for POST /jobs/:jobid/stop"),
