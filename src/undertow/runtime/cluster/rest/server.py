@@ -67,6 +67,7 @@ from urllib.parse import unquote, urlsplit
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
+from undertow.runtime.cluster import prometheus
 from undertow.runtime.cluster.metrics import JobView, VertexView
 from undertow.runtime.cluster.rest import responses, ui_routes
 
@@ -119,7 +120,12 @@ async def start_rest_endpoint(
     if port < 0:
         return None
     endpoint = RestEndpoint(source, config.get(Options.REST_BIND_ADDRESS), port, control)
-    await endpoint.start()
+    endpoint.exporter = prometheus.start_exporter(config, source)  # metrics.reporter.prom.*
+    try:
+        await endpoint.start()
+    except ConfigurationError:
+        endpoint.close()
+        raise
     return endpoint
 
 
@@ -167,6 +173,7 @@ class RestEndpoint:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._loopback = host == "localhost" or _is_loopback(host)
+        self.exporter: prometheus.PrometheusExporter | None = None
 
     @property
     def url(self) -> str:
@@ -188,6 +195,9 @@ class RestEndpoint:
 
     def close(self) -> None:
         """Stop listening and drop open connections (does not wait)."""
+        if self.exporter is not None:
+            self.exporter.close()
+            self.exporter = None
         if self._server is not None:
             self._server.close()
             self._server = None
