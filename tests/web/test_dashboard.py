@@ -91,3 +91,51 @@ def test_exceptions_tab_without_failures(job: Job, browser: Any) -> None:
     browser.get(f"{job.url}/#/job/{job.jid}/exceptions")
     panel = wait_for(lambda: browser.find_elements(By.ID, "exceptions"), "the exceptions panel")
     assert "No exceptions." in panel[0].text
+
+
+def _press(browser: Any, button: str, directory: str) -> None:
+    """Click a savepoint button and answer its directory prompt."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait_for(
+        lambda: browser.execute_script(
+            "const b = document.getElementById(arguments[0]); return b && !b.disabled;", button
+        ),
+        f"the {button} button",
+    )
+    browser.execute_script("document.getElementById(arguments[0]).click();", button)
+    alert = WebDriverWait(browser, 10).until(expected_conditions.alert_is_present())
+    alert.send_keys(directory)
+    alert.accept()
+
+
+def test_savepoint_button_takes_a_savepoint(job: Job, browser: Any, tmp_path: Any) -> None:
+    browser.get(f"{job.url}/#/job/{job.jid}/overview")
+    _press(browser, "savepoint", str(tmp_path / "sp"))
+    message = wait_for(
+        lambda: "completed" in (_text(browser, "#message") or "") and _text(browser, "#message"),
+        "the savepoint's completion on the page",
+    )
+    assert f"savepoint completed: {tmp_path / 'sp'}" in message
+    assert any((tmp_path / "sp").iterdir())
+    assert job.get(f"/jobs/{job.jid}")["state"] == "RUNNING"
+
+
+def test_stop_button_stops_the_job_with_a_savepoint(browser: Any, tmp_path: Any) -> None:
+    from tests.web.conftest import start_job
+
+    client = start_job(str(tmp_path / "chk"), "stopped from the page")
+    try:
+        browser.get(f"{client.get_rest_address()}/#/job/{client.get_job_id()}/overview")
+        _press(browser, "stop", str(tmp_path / "stop"))
+        message = wait_for(
+            lambda: (
+                "completed" in (_text(browser, "#message") or "") and _text(browser, "#message")
+            ),
+            "the stop's completion on the page",
+        )
+        assert f"stop with savepoint completed: {tmp_path / 'stop'}" in message
+        client.get_job_execution_result(30)  # FINISHED, no error
+    finally:
+        client.cancel()

@@ -15,7 +15,8 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid
   /jobs/:jobid/vertices/:vertexid/backpressure    level and backpressured / idle / busy ratios
   /jobs/:jobid/savepoints/:triggerid              a stop-with-savepoint's status and location
-  / (the dashboard), /jobs/:jobid/plan, .../metrics, .../watermarks: see :mod:`.ui_routes`
+  / (the dashboard), /jobs/:jobid/plan, .../metrics, .../watermarks: see :mod:`.ui_routes`;
+  POST /jobs/:jobid/savepoints and PATCH /jobs/:jobid?mode=cancel: see :mod:`.job_actions`
 
 and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
 ``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); both
@@ -69,7 +70,7 @@ from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.cluster import prometheus
 from undertow.runtime.cluster.metrics import JobView, VertexView
-from undertow.runtime.cluster.rest import responses, ui_routes
+from undertow.runtime.cluster.rest import job_actions, responses, ui_routes
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +254,11 @@ class RestEndpoint:
         stop = _STOP.fullmatch(unquote(urlsplit(target).path).rstrip("/"))
         if method == "POST" and stop is not None and self.control is not None:
             return self._stop(stop.group(1), headers, body, length)
+        action = job_actions.answer(
+            method, target, headers, body, length, self.source, self.control
+        )  # POST .../savepoints, PATCH ?mode=cancel
+        if action is not None:
+            return action
         extra = ui_routes.answer(method, target, self.source)  # dashboard, metrics, plan
         if extra is not None:
             return extra

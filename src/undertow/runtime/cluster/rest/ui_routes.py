@@ -30,7 +30,8 @@ from undertow.runtime.cluster.metrics import JobView, VertexView
 from undertow.runtime.cluster.rest import metrics_responses as mr
 from undertow.runtime.cluster.rest import responses
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
+_REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found",
+            415: "Unsupported Media Type"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
