@@ -61,6 +61,7 @@ import ipaddress
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -130,6 +131,18 @@ async def start_rest_endpoint(
     return endpoint
 
 
+#: The URLs of the endpoints listening in this process, for ``undertow run``'s status line
+#: (the only state shared across threads here, hence the lock).
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def live_urls() -> list[str]:
+    """The URLs of the REST endpoints listening in this process now (any thread)."""
+    with _LIVE_LOCK:
+        return sorted(_LIVE)
+
+
 class _NotFound(Exception):
     pass
 
@@ -193,9 +206,13 @@ class RestEndpoint:
                 "port, or to -1 to run the job without a REST API"
             ) from err
         self.port = int(self._server.sockets[0].getsockname()[1])
+        with _LIVE_LOCK:
+            _LIVE.add(self.url)
 
     def close(self) -> None:
         """Stop listening and drop open connections (does not wait)."""
+        with _LIVE_LOCK:
+            _LIVE.discard(self.url)
         if self.exporter is not None:
             self.exporter.close()
             self.exporter = None
