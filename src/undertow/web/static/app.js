@@ -329,21 +329,25 @@ async function renderExceptions(app, job) {
     return;
   }
   let html = '<div class="panel" id="exceptions">';
-  if (body["root-exception"]) {
-    html += `<h3>Root cause (${esc(time(body.timestamp))})</h3>` +
-      `<pre id="root-exception">${esc(body["root-exception"])}</pre>`;
+  // Flink 1.x serves the newest failure as root-exception too; 2.x only the history
+  const root = body["root-exception"] || (entries.length ? entries[0].stacktrace : "");
+  const rootTime = body["root-exception"] ? body.timestamp : entries.length && entries[0].timestamp;
+  if (root) {
+    html += `<h3>Root cause (${esc(time(rootTime))})</h3>` +
+      `<pre id="root-exception">${esc(root)}</pre>`;
   }
   html += "<h3>History</h3>";
   entries.forEach((e, index) => {
-    html += `<div class="exception"><b>${esc(time(e.timestamp))}</b> ${esc(e.exceptionName)}
+    html += `<div class="exception" id="exception-${index}"><b>${esc(time(e.timestamp))}</b>
+      ${esc(e.exceptionName)}
       ${e.taskName ? `in ${esc(e.taskName)}` : ""} ${e.endpoint ? `at ${esc(e.endpoint)}` : ""}
       <pre>${esc(e.stacktrace || "")}</pre>`;
     (e.concurrentExceptions || []).forEach((c) => {
       html += `<p>concurrently: ${esc(c.exceptionName)} ${esc(c.taskName || "")}</p>`;
     });
     html += "</div>";
-    if (index === 0 && body.exceptionHistory.truncated) html += "<p>(history truncated)</p>";
   });
+  if (body.exceptionHistory.truncated) html += "<p>(older failures left out)</p>";
   app.innerHTML += html + "</div>";
 }
 
