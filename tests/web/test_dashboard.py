@@ -57,7 +57,7 @@ def test_graph_shows_vertices_edges_and_metrics(job: Job, browser: Any) -> None:
     boxes = {box["id"]: box for box in page["boxes"]}
     for vertex in details["vertices"]:
         box = boxes[f"vertex-{vertex['id']}"]
-        assert vertex["name"][:30] in box["text"]
+        assert vertex["name"][:39] in box["text"]
         assert 0.0 <= box["busy"] <= 1.0 and 0.0 <= box["backpressured"] <= 1.0
     assert "HASH" in page["edges"], page["edges"]
     assert "2023-11-14" in page["rows"][0]  # the watermark of 1_700_000_000_000 + n ms

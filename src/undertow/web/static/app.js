@@ -169,17 +169,17 @@ async function renderOverview(app, job) {
   plan.nodes.forEach((n) => {
     const row = rowsAt[level[n.id]] || 0;
     rowsAt[level[n.id]] = row + 1;
-    pos[n.id] = { x: 20 + level[n.id] * 260, y: 20 + row * 110 };
+    pos[n.id] = { x: 20 + level[n.id] * 340, y: 20 + row * 110 };
   });
-  const width = 40 + (Math.max(...Object.values(level)) + 1) * 260;
+  const width = 40 + (Math.max(...Object.values(level)) + 1) * 340;
   const height = 40 + Math.max(...Object.values(rowsAt)) * 110;
   let svg = `<svg id="graph" width="${width}" height="${height}">`;
   plan.nodes.forEach((n) => (n.inputs || []).forEach((input) => {
     const a = pos[input.id];
     const b = pos[n.id];
-    svg += `<line x1="${a.x + 200}" y1="${a.y + 35}" x2="${b.x}" y2="${b.y + 35}"
+    svg += `<line x1="${a.x + 270}" y1="${a.y + 35}" x2="${b.x}" y2="${b.y + 35}"
       stroke="#789" stroke-width="2"/>
-      <text class="edge" x="${(a.x + 200 + b.x) / 2 - 25}" y="${(a.y + b.y) / 2 + 30}"
+      <text class="edge" x="${(a.x + 270 + b.x) / 2 - 25}" y="${(a.y + b.y) / 2 + 30}"
       fill="#456">${esc(input.ship_strategy)}</text>`;
   }));
   const byId = Object.fromEntries(job.vertices.map((v) => [v.id, v]));
@@ -189,9 +189,9 @@ async function renderOverview(app, job) {
     const i = info[n.id];
     svg += `<g class="vertex" id="vertex-${esc(n.id)}" data-busy="${i.busy}"
         data-backpressured="${i.backpressured}">
-      <rect x="${p.x}" y="${p.y}" width="200" height="70" rx="6"
+      <rect x="${p.x}" y="${p.y}" width="270" height="70" rx="6"
         fill="${vertexColour(i.busy, i.backpressured)}"/>
-      <text x="${p.x + 8}" y="${p.y + 18}" fill="#fff">${esc(v.name.slice(0, 30))}</text>
+      <text x="${p.x + 8}" y="${p.y + 18}" fill="#fff">${esc(v.name.length > 40 ? `${v.name.slice(0, 39)}…` : v.name)}</text>
       <text x="${p.x + 8}" y="${p.y + 36}" fill="#fff">Parallelism ${esc(v.parallelism)}
         &middot; ${esc(v.status)}</text>
       <text x="${p.x + 8}" y="${p.y + 54}" fill="#fff">Busy ${Math.round(i.busy * 100)}%
