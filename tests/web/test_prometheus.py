@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,3 +109,53 @@ def test_a_taken_port_fails_the_job_naming_the_key(tmp_path: Any) -> None:
         port = taken.getsockname()[1]
         with pytest.raises(ConfigurationError, match=r"metrics\.reporter\.prom\.port"):
             start_job(str(tmp_path), "taken", **{"metrics.reporter.prom.port": str(port)})
+
+
+def _fail_once(marker: str) -> Any:
+    def check(n: int) -> int:
+        import os
+
+        if n == 50 and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise ValueError("failing once")
+        return n
+
+    return check
+
+
+def test_restarts_agree_with_rest(tmp_path: Path) -> None:
+    from undertow.common import Configuration as Config
+    from undertow.common import WatermarkStrategy
+    from undertow.datastream import StreamExecutionEnvironment
+    from undertow.datastream.connectors.datagen import DataGeneratorSource
+
+    port = _free_port()
+    env = StreamExecutionEnvironment.get_execution_environment(Config({
+        "execution.target": "local-threads", "rest.port": 0,
+        "metrics.reporter.prom.port": str(port), "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "2", "restart-strategy.fixed-delay.delay": "50 ms",
+        "undertow.metrics.report-interval": "100 ms",
+    }))  # fmt: skip
+    env.from_source(DataGeneratorSource(lambda i: i, count=None),
+                    WatermarkStrategy.no_watermarks(), "numbers").map(
+        _fail_once(str(tmp_path / "failed"))
+    ).filter(lambda n: n < 0).print()  # fmt: skip
+    client = env.execute_async("restarting job")
+    url = client.get_rest_address()
+    job = Job(client, str(url))
+    try:
+        wait_for(lambda: job.get(f"/jobs/{job.jid}/metrics?get=numRestarts")[0]["value"] == "1"
+                 and job.get(f"/jobs/{job.jid}")["state"] == "RUNNING", "one restart")  # fmt: skip
+        families = scrape(f"http://127.0.0.1:{port}/metrics")
+        assert families["flink_jobmanager_job_numRestarts"][0].value == 1.0
+
+        def reporting() -> Any:
+            families = scrape(f"http://127.0.0.1:{port}/metrics")
+            return families.get("flink_taskmanager_job_task_busyTimeMsPerSecond")
+
+        samples = wait_for(reporting, "the restarted attempt's tasks reporting")
+        assert {s.labels["task_attempt_num"] for s in samples} == {"1"}
+    finally:
+        client.cancel()
+        with pytest.raises(JobCancelledError):
+            client.get_job_execution_result(30)
