@@ -5,7 +5,8 @@ On a terminal a live line drawn with rich (lines the job prints go above it); el
 plain line every ``PLAIN_EVERY_S`` seconds while it changes. :func:`sample` reads one job
 over REST (Flink's JSON: ``/jobs/overview``, ``/jobs/:id``, the job's metrics and its
 vertices' aggregated subtask metrics); :func:`status_line` renders a :class:`JobStatusSample`
-(pure). Records/s is what the sources emit (the sum of their ``numRecordsOutPerSecond``);
+(pure). Records/s is what the source tasks send downstream (their ``numRecordsOutPerSecond``:
+0 for a job chained into one task, as in Flink's web UI);
 backpressure is the highest ``backPressuredTimeMsPerSecond`` of any subtask, as a share.
 
 Lifecycle and threading: :class:`StatusConsole` runs one daemon thread from ``start`` to
@@ -153,6 +154,9 @@ class StatusConsole:
         from rich.text import Text
 
         console = Console(file=self.out)
-        with Live(Text(""), console=console, refresh_per_second=4, transient=True) as live:
+        # what the job prints goes above the line; stdout only when it is a terminal too (a
+        # redirected stdout must keep its output)
+        with Live(Text(""), console=console, refresh_per_second=4, transient=True,
+                  redirect_stdout=sys.stdout.isatty(), redirect_stderr=True) as live:  # fmt: skip
             while not self._stopped.wait(TICK_S):
                 live.update(Text("\n".join(self._lines()), style="bold cyan"))

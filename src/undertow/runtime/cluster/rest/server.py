@@ -39,9 +39,11 @@ and returned by ``JobClient.get_rest_address()``. A port that is taken fails the
 start with an error naming ``rest.port``; there is no silent fallback. ``rest.port`` = -1 runs
 the job without a REST API.
 
-Security (ARCHITECTURE §7): loopback unless told otherwise; read-only but for the stop, which
-needs ``Content-Type: application/json`` (a browser cannot send that cross-origin without a
-CORS preflight, which answers 405: a web page cannot stop the job); no CORS headers, and
+Security (ARCHITECTURE §7): loopback unless told otherwise; read-only but for the stop, the
+savepoint trigger and the cancel: POSTs need ``Content-Type: application/json`` and the cancel
+is a PATCH (a browser cannot send either cross-origin without a CORS preflight, which answers
+405: a web page of another origin cannot stop or cancel the job; the dashboard, same-origin,
+can); no CORS headers, and
 while bound to loopback only requests addressed to a loopback name are answered, so a web page
 cannot read the API through DNS rebinding; the job configuration is never served whole (it may
 hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, connections at
