@@ -3,20 +3,28 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint soak bench bench-latency bench-peers clean
+.PHONY: test demo lint soak bench bench-latency bench-peers clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(MAKE) browser
 	touch $(STAMP)
+
+# the dashboard's tests drive Debian's headless Chromium (they must run in CI): install it
+# and its driver when missing (apt; as root, or through sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest -q
 
 soak: $(STAMP)

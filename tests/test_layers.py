@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 LAYERS = [
-    "core", "common", "storage", "state", "api", "connectors", "graph",
+    "core", "web", "common", "storage", "state", "api", "connectors", "graph",
     "runtime.network", "runtime.checkpoint", "runtime.task", "runtime.cluster",
     "datastream", "deploy", "cli", "testing",
 ]  # fmt: skip

@@ -4,6 +4,7 @@ API under Flink's ``/jobs/:jobid/vertices/:vertexid/metrics``."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.request
 from typing import Any
@@ -87,7 +88,9 @@ def test_user_metrics_appear_in_the_rest_api() -> None:
         metrics: dict[str, str] = {}
         while time.monotonic() < deadline:
             for vertex in _get(f"{rest}/jobs/{jid}")["vertices"]:
-                found = _get(f"{rest}/jobs/{jid}/vertices/{vertex['id']}/metrics")
+                url = f"{rest}/jobs/{jid}/vertices/{vertex['id']}/metrics"
+                ids = [m["id"] for m in _get(url)]  # Flink lists ids; ?get= gives values
+                found = _get(f"{url}?get={','.join(ids)}") if ids else []
                 metrics.update((m["id"], m["value"]) for m in found)
             if int(metrics.get("0.measured.user.seen", "0")) > 0:
                 break
@@ -95,6 +98,42 @@ def test_user_metrics_appear_in_the_rest_api() -> None:
         assert int(metrics["0.measured.user.seen"]) > 0, metrics
         assert metrics["0.measured.user.answer"] == "42"
         assert metrics["0.measured.user.value_max"] == "9"
+    finally:
+        client.cancel()
+    with pytest.raises(JobCancelledError):
+        client.wait(60)
+
+
+def test_user_metrics_appear_in_the_prometheus_scrape() -> None:
+    """Flink's reporter names a user metric by its operator scope:
+    ``flink_taskmanager_job_task_operator_<group>_<name>`` with an ``operator_name`` label."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    env = StreamExecutionEnvironment(Configuration({
+        "execution.target": "local-threads", "rest.port": "0",
+        "undertow.metrics.report-interval": "100 ms", "metrics.reporter.prom.port": str(port),
+    }))  # fmt: skip
+    env.set_parallelism(1)
+    numbers = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    numbers.map(Measured()).name("measured").filter(lambda n: n < 0).print()
+    client = env.execute_async("prometheus user metrics")
+    try:
+        deadline, seen = time.monotonic() + 30, 0.0
+        while time.monotonic() < deadline and seen <= 0:
+            time.sleep(0.1)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            families = {f.name: f.samples for f in text_string_to_metric_families(text)}
+            samples = families.get("flink_taskmanager_job_task_operator_user_seen", [])
+            seen = max((s.value for s in samples), default=0.0)
+        assert seen > 0, sorted(families)
+        [answer] = families["flink_taskmanager_job_task_operator_user_answer"]
+        assert answer.value == 42 and answer.labels["operator_name"] == "measured"
     finally:
         client.cancel()
     with pytest.raises(JobCancelledError):

@@ -16,14 +16,19 @@ why not) and exits with 1 if any does not verify (see :mod:`undertow.cli.checkpo
 stops a running job with a savepoint through its REST API and prints the savepoint's path;
 without ``--savepoint-path`` the job's ``execution.checkpointing.savepoint-dir`` is used (see
 :mod:`undertow.cli.stop`).
+
+``undertow list [REST_URL]``, ``undertow cancel JOB_ID_OR_REST_URL`` and ``undertow savepoint
+JOB_ID_OR_REST_URL [DIR]`` are Flink's ``list``, ``cancel`` and ``savepoint`` against a REST
+address (see :mod:`undertow.cli.jobs`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from undertow.cli import checkpoints, stop
+from undertow.cli import checkpoints, jobs, stop
 from undertow.cli import run as run_command
 from undertow.core.errors import UndertowError
 
@@ -72,7 +77,37 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="give up waiting for the savepoint after this long",
     )
+    _add_job_verbs(sub)
     return parser
+
+
+def _add_job_verbs(sub: Any) -> None:
+    """``list``, ``cancel`` and ``savepoint`` (see :mod:`undertow.cli.jobs`)."""
+    listing = sub.add_parser("list", help="list the jobs of a REST address")
+    listing.add_argument(
+        "rest_url",
+        nargs="?",
+        metavar="REST_URL",
+        help=f"the REST address (default {stop.DEFAULT_REST_ADDRESS})",
+    )
+    cancelling = sub.add_parser("cancel", help="cancel a running job")
+    cancelling.add_argument("job", metavar="JOB_ID_OR_REST_URL")
+    saving = sub.add_parser("savepoint", help="take a savepoint of a running job")
+    saving.add_argument("job", metavar="JOB_ID_OR_REST_URL")
+    saving.add_argument(
+        "directory",
+        nargs="?",
+        metavar="DIR",
+        help="directory the savepoint goes into (default: the job's "
+        "execution.checkpointing.savepoint-dir)",
+    )
+    for verb in (cancelling, saving):
+        verb.add_argument(
+            "--rest-address",
+            default=stop.DEFAULT_REST_ADDRESS,
+            metavar="URL",
+            help="REST API of the job given by id (default %(default)s)",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stop":
         return stop.run(args.job, args.savepoint_path, args.drain, args.rest_address,
                         args.timeout)  # fmt: skip
+    if args.command == "list":
+        return jobs.list_jobs(args.rest_url or stop.DEFAULT_REST_ADDRESS)
+    if args.command == "cancel":
+        return jobs.cancel(args.job, args.rest_address)
+    if args.command == "savepoint":
+        return jobs.savepoint(args.job, args.directory, args.rest_address)
     if args.command == "checkpoints":
         try:
             return checkpoints.run(args.directory, args.job, args.key)

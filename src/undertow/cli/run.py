@@ -20,6 +20,9 @@ own settings win, as in Flink. Options (all before ``JOB.py``):
   the arguments are parsed (case-insensitive, ``no-claim`` too), so a bad one fails before the
   script runs, naming the value and the accepted ones.
 
+While the script runs, the status of its jobs is shown on stderr (see :mod:`undertow.cli.console`:
+a live line on a terminal, plain lines elsewhere); ``--no-status`` turns it off.
+
 Every option is checked before the script runs (exit 2 naming the key and the value); a job that
 fails exits 1; Ctrl-C cancels the job (a graceful stop of the workers first, then Spark's
 job-group cancel) and exits 130.
@@ -38,6 +41,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from undertow.cli.console import StatusConsole
 from undertow.core.config import ConfigOption, Configuration, Options
 from undertow.core.errors import ConfigurationError, UndertowError
 from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
@@ -90,6 +94,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--workers", type=int,
                      help="number of workers (undertow.workers; default: one per task slot "
                           "Spark offers, at most the job's parallelism)")  # fmt: skip
+    run.add_argument("--no-status", dest="status", action="store_false",
+                     help="do not show the jobs' status (records/s, backpressure, last "
+                          "checkpoint, restarts) while the script runs")  # fmt: skip
     run.add_argument("-D", dest="defines", action="append", type=_define, default=[],
                      metavar="KEY=VALUE", help="set any configuration option")  # fmt: skip
     restore = run.add_argument_group("restore (Flink's flink run flags)")
@@ -208,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
         print("undertow: --restoreMode is deprecated; use --claimMode", file=sys.stderr)
     CLI_DEFAULTS.add_all(config)
     sys.argv = [args.script, *args.args]
+    status = StatusConsole() if getattr(args, "status", True) else None
+    if status is not None:
+        status.start()
     try:
         runpy.run_path(args.script, run_name="__main__")
     except UndertowError as err:
@@ -216,4 +226,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("undertow: interrupted; the job was cancelled", file=sys.stderr)
         return 130
+    finally:
+        if status is not None:
+            status.stop()
     return 0

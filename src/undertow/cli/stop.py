@@ -30,9 +30,12 @@ class StopError(Exception):
     """The REST endpoint could not be reached or answered something unexpected."""
 
 
-def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+def call(url: str, body: dict[str, Any] | None = None, method: str | None = None) -> dict[str, Any]:
+    """One REST request: GET, or POST of ``body`` as JSON (``method`` overrides); the JSON
+    object it answers. Raises :class:`StopError` naming the URL on any failure."""
     data = None if body is None else json.dumps(body).encode("utf-8")
-    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    method = method or ("GET" if data is None else "POST")
+    request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:
@@ -48,11 +51,11 @@ def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     return answer
 
 
-def _locate(job: str, rest_address: str) -> tuple[str, str]:
+def locate(job: str, rest_address: str) -> tuple[str, str]:
     """(REST base URL, job id) from a job id or a REST URL."""
     if job.startswith(("http://", "https://")):
         base = job.rstrip("/")
-        jobs = _call(base + "/jobs").get("jobs") or []
+        jobs = call(base + "/jobs").get("jobs") or []
         if len(jobs) != 1 or not isinstance(jobs[0], dict) or "id" not in jobs[0]:
             raise StopError(f"{base}/jobs lists {jobs!r}: expected exactly one job")
         return base, str(jobs[0]["id"])
@@ -71,15 +74,15 @@ def run(
     if savepoint_path:
         body["targetDirectory"] = savepoint_path
     try:
-        base, job_id = _locate(job, rest_address)
-        answer = _call(f"{base}/jobs/{job_id}/stop", body)
+        base, job_id = locate(job, rest_address)
+        answer = call(f"{base}/jobs/{job_id}/stop", body)
         trigger = answer.get("request-id")
         if not isinstance(trigger, str):
             raise StopError(f"{base}/jobs/{job_id}/stop answered {answer!r}: no request-id")
         out.write(f"Suspending job {job_id} with a savepoint into {where}.\n")
         deadline = time.monotonic() + timeout_s
         while True:
-            status = _call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
+            status = call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
             if (status.get("status") or {}).get("id") == "COMPLETED":
                 break
             if time.monotonic() > deadline:

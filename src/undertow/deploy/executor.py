@@ -12,12 +12,17 @@ target (STYLE.md principle 10).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from undertow.common import python_dependencies
 from undertow.core.config import Configuration, Options
 from undertow.deploy.local import ProcessLauncher, ThreadLauncher
 from undertow.deploy.python_environment import check_target, prepare_driver
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.cluster.job_master import JobMaster, WorkerLauncher, default_num_workers
+
+if TYPE_CHECKING:
+    from undertow.deploy.spark import SparkLauncher
 
 
 def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
@@ -28,17 +33,21 @@ def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
         prepare_driver(dependencies)
     slots = max(v.parallelism for v in job_graph.vertices)
     launcher: WorkerLauncher
+    spark: SparkLauncher | None = None
     if target == "spark":
-        launcher, num_workers, config = _spark_launcher(config, slots)
+        spark, num_workers, config = _spark_launcher(config, slots)
+        launcher = spark
     else:
         launcher = ThreadLauncher() if target == "local-threads" else ProcessLauncher()
         num_workers = default_num_workers(config, slots)
     master = JobMaster(job_graph, config, launcher, num_workers)
+    if spark is not None:  # the Spark UI names the undertow job and its attempt
+        spark.name_job(master.job_id, job_graph.job_name)
     master.start()
     return master
 
 
-def _spark_launcher(config: Configuration, slots: int) -> tuple[WorkerLauncher, int, Configuration]:
+def _spark_launcher(config: Configuration, slots: int) -> tuple[SparkLauncher, int, Configuration]:
     from undertow.deploy.spark import SparkLauncher
     from undertow.deploy.spark_session import get_spark_context
 

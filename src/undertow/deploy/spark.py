@@ -63,6 +63,8 @@ class SparkLauncher:
         self._run_id = uuid.uuid4().hex[:8]
         self._thread: threading.Thread | None = None
         self._group = ""
+        #: (job id, job name) once :meth:`name_job` was called: the Spark UI shows them
+        self._job: tuple[str, str] | None = None
         self._num_workers = 0
         self._error: BaseException | None = None
         self._announced = False
@@ -111,7 +113,8 @@ class SparkLauncher:
                              tuple(p for p in sys.path if p))  # fmt: skip
         self._num_workers = num_workers
         self._error = None
-        self._group = f"undertow-{self._run_id}-attempt-{attempt}"
+        run = self._job[0] if self._job is not None else self._run_id
+        self._group = f"undertow-{run}-attempt-{attempt}"
         if not self._announced:
             self._announced = True
             _console(
@@ -125,8 +128,18 @@ class SparkLauncher:
         )  # fmt: skip
         self._thread.start()
 
+    def name_job(self, job_id: str, job_name: str) -> None:
+        """Name the job groups and descriptions after the undertow job (before ``launch``)."""
+        self._job = (job_id, job_name)
+
+    def job_description(self, attempt: int) -> str:
+        """The Spark job description of ``attempt`` (what the Spark UI's job list shows)."""
+        if self._job is None:
+            return f"undertow attempt {attempt}"
+        return f"undertow job {self._job[1]!r} ({self._job[0]}), attempt {attempt}"
+
     def _submit(self, num_workers: int, args: SparkTaskArgs) -> None:
-        self.sc.setJobGroup(self._group, f"undertow attempt {args.attempt}", True)
+        self.sc.setJobGroup(self._group, self.job_description(args.attempt), True)
         try:
             rdd = self.sc.parallelize(range(num_workers), num_workers)
             rdd.barrier().mapPartitions(functools.partial(run_spark_task, args)).collect()

@@ -226,6 +226,10 @@ class JobMaster:
     def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
         return self.savepoints.stop_with_savepoint_trigger(target_directory, drain)
 
+    def savepoint_trigger(self, target_directory: str | None) -> str:
+        """Start a savepoint for the REST API (the job goes on); its trigger id."""
+        return self.savepoints.savepoint_trigger(target_directory)
+
     def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
         return self.savepoints.savepoint_operation(trigger_id)
 
@@ -510,6 +514,7 @@ class JobMaster:
                      self._rest_ids),
             self._lifecycle, self._current, self.task_metrics, self.checkpoint_stats.snapshot(),
             self.exceptions,
+            self.num_restarts,
         )  # fmt: skip
 
 

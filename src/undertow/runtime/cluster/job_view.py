@@ -48,7 +48,7 @@ class JobFacts:
 def build_job_view(
     facts: JobFacts, lifecycle: JobLifecycle, attempt: Attempt | None,
     task_metrics: TaskMetricsStore, checkpoints: CheckpointStatsSnapshot,
-    exceptions: ExceptionHistory,
+    exceptions: ExceptionHistory, num_restarts: int = 0,
 ) -> JobView:  # fmt: skip
     """The job now, frozen."""
     now = time.time_ns() // 1_000_000
@@ -80,7 +80,7 @@ def build_job_view(
         max_parallelism=max(v.max_parallelism for v in graph.vertices),
         num_workers=facts.plan.num_workers, vertices=tuple(vertices), checkpoints=checkpoints,
         config=MappingProxyType(facts.config.to_dict()), exceptions=exceptions.entries(),
-        exceptions_truncated=exceptions.truncated,
+        exceptions_truncated=exceptions.truncated, num_restarts=num_restarts,
     )  # fmt: skip
 
 

@@ -89,6 +89,12 @@ class SubtaskMetricsView:
     idle_ratio: float
     #: The latest sample's user metrics (``"<operator>.<identifier>"`` -> value).
     user_metrics: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    #: Records (in, out) and bytes (out) per second over the same window as the ratios.
+    records_in_per_second: float = 0.0
+    records_out_per_second: float = 0.0
+    bytes_out_per_second: float = 0.0
+    #: Flink's ``currentInputWatermark`` (Long.MIN before any watermark).
+    input_watermark: int = -(2**63)
 
 
 class TaskMetricsStore:
@@ -131,11 +137,14 @@ class TaskMetricsStore:
         latest = samples[-1]
         busy, backpressured, idle = latest.busy_ms, latest.backpressured_ms, latest.idle_ms
         start = samples[0]
+        counts_from = (0, 0, 0)
         if len(samples) > 1 and _elapsed(latest) - _elapsed(start) >= MIN_RATE_WINDOW_MS:
             busy -= start.busy_ms
             backpressured -= start.backpressured_ms
             idle -= start.idle_ms
+            counts_from = (start.records_in, start.records_out, start.bytes_out)
         total = busy + backpressured + idle
+        per_ms = 1000.0 / total if total > 0 else 0.0
         ratios = (0.0, 0.0, 0.0)
         if total > 0:
             ratios = (busy / total, backpressured / total, idle / total)
@@ -151,6 +160,10 @@ class TaskMetricsStore:
             backpressured_ratio=max(0.0, ratios[1]),
             idle_ratio=max(0.0, ratios[2]),
             user_metrics=self._user.get(key, _EMPTY),
+            records_in_per_second=(latest.records_in - counts_from[0]) * per_ms,
+            records_out_per_second=(latest.records_out - counts_from[1]) * per_ms,
+            bytes_out_per_second=(latest.bytes_out - counts_from[2]) * per_ms,
+            input_watermark=latest.input_watermark,
         )
 
 
@@ -258,6 +271,8 @@ class JobView:
     exceptions: tuple[FailureRecord, ...] = ()
     #: Older failures were dropped from ``exceptions``.
     exceptions_truncated: bool = False
+    #: Restarts of the job so far (Flink's ``numRestarts``).
+    num_restarts: int = 0
 
     def vertex(self, rest_id: str) -> VertexView | None:
         """By REST id, or by the plain job-vertex number."""

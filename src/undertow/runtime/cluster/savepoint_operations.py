@@ -147,6 +147,16 @@ class SavepointOperations:
         result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
         return trigger_id
 
+    def savepoint_trigger(self, target_directory: str | None) -> str:
+        """Start a savepoint for the REST API (the job goes on); its trigger id. Refuses
+        (``ConfigurationError``) like :meth:`stop_with_savepoint_trigger`."""
+        request = self.resolve_directory(SavepointRequest(target_directory or ""))
+        trigger_id = uuid.uuid4().hex
+        self._operations[trigger_id] = savepoint_operation(None, None)
+        result = self.trigger(request, trigger_id)
+        result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
+        return trigger_id
+
     def _trigger_refused(self, trigger_id: str, result: concurrent.futures.Future[str]) -> None:
         """A request refused before it started (the job ended) has no savepoint callback."""
         error = result.exception()

@@ -287,6 +287,7 @@ class StreamTask:
             idle_ms=idle,
             max_overdraft_buffers=max((p.max_overdraft_seen for p in self.partitions), default=0),
             overdraft_exceeded=self.budget.exceeded if self.budget is not None else 0,
+            input_watermark=self.current_watermark(),
         )
 
     def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:

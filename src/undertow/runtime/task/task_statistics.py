@@ -38,6 +38,9 @@ class TaskStatistics:
     idle_ms: float
     max_overdraft_buffers: int = 0
     overdraft_exceeded: int = 0
+    #: The last watermark the task passed on (Flink's ``currentInputWatermark``); Long.MIN
+    #: before any.
+    input_watermark: int = -(2**63)
 
 
 class TaskTimeAccounting:

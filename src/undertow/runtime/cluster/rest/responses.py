@@ -215,18 +215,6 @@ def backpressure_level(ratio: float) -> str:
     return "low" if ratio <= 0.5 else "high"
 
 
-def vertex_metrics(vertex: VertexView) -> list[dict[str, str]]:
-    """``/jobs/:jobid/vertices/:vertexid/metrics``: the user metrics of the vertex's subtasks
-    as Flink's ``[{"id": "<subtask>.<operator>.<metric>", "value": "<value>"}]``. Flink lists
-    ids only unless ``?get=`` names them; this lists every metric with its value."""
-    return [
-        {"id": f"{index}.{name}", "value": str(value)}
-        for index, metrics in enumerate(vertex.metrics)
-        if metrics is not None
-        for name, value in sorted(metrics.user_metrics.items())
-    ]
-
-
 def vertex_backpressure(view: JobView, vertex: VertexView) -> Json:
     """``/jobs/:jobid/vertices/:vertexid/backpressure``: ratios over the latest report window
     (``undertow.metrics.report-interval``); ``status`` is ``deprecated`` (Flink's word for

@@ -16,6 +16,8 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid
   /jobs/:jobid/vertices/:vertexid/backpressure    level and backpressured / idle / busy ratios
   /jobs/:jobid/savepoints/:triggerid              a stop-with-savepoint's status and location
+  / (the dashboard), /jobs/:jobid/plan, .../metrics, .../watermarks: see :mod:`.ui_routes`;
+  POST /jobs/:jobid/savepoints and PATCH /jobs/:jobid?mode=cancel: see :mod:`.job_actions`
 
 and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
 ``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); both
@@ -38,9 +40,11 @@ and returned by ``JobClient.get_rest_address()``. A port that is taken fails the
 start with an error naming ``rest.port``; there is no silent fallback. ``rest.port`` = -1 runs
 the job without a REST API.
 
-Security (ARCHITECTURE §7): loopback unless told otherwise; read-only but for the stop, which
-needs ``Content-Type: application/json`` (a browser cannot send that cross-origin without a
-CORS preflight, which answers 405: a web page cannot stop the job); no CORS headers, and
+Security (ARCHITECTURE §7): loopback unless told otherwise; read-only but for the stop, the
+savepoint trigger and the cancel: POSTs need ``Content-Type: application/json`` and the cancel
+is a PATCH (a browser cannot send either cross-origin without a CORS preflight, which answers
+405: a web page of another origin cannot stop or cancel the job; the dashboard, same-origin,
+can); no CORS headers, and
 while bound to loopback only requests addressed to a loopback name are answered, so a web page
 cannot read the API through DNS rebinding; the job configuration is never served whole (it may
 hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, connections at
@@ -60,6 +64,7 @@ import ipaddress
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -67,8 +72,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
+from undertow.runtime.cluster import prometheus
 from undertow.runtime.cluster.metrics import JobView, VertexView
-from undertow.runtime.cluster.rest import responses
+from undertow.runtime.cluster.rest import job_actions, responses, ui_routes
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +125,25 @@ async def start_rest_endpoint(
     if port < 0:
         return None
     endpoint = RestEndpoint(source, config.get(Options.REST_BIND_ADDRESS), port, control)
-    await endpoint.start()
+    endpoint.exporter = prometheus.start_exporter(config, source)  # metrics.reporter.prom.*
+    try:
+        await endpoint.start()
+    except ConfigurationError:
+        endpoint.close()
+        raise
     return endpoint
+
+
+#: The URLs of the endpoints listening in this process, for ``undertow run``'s status line
+#: (the only state shared across threads here, hence the lock).
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def live_urls() -> list[str]:
+    """The URLs of the REST endpoints listening in this process now (any thread)."""
+    with _LIVE_LOCK:
+        return sorted(_LIVE)
 
 
 class _NotFound(Exception):
@@ -167,6 +190,7 @@ class RestEndpoint:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._loopback = host == "localhost" or _is_loopback(host)
+        self.exporter: prometheus.PrometheusExporter | None = None
 
     @property
     def url(self) -> str:
@@ -185,9 +209,16 @@ class RestEndpoint:
                 "port, or to -1 to run the job without a REST API"
             ) from err
         self.port = int(self._server.sockets[0].getsockname()[1])
+        with _LIVE_LOCK:
+            _LIVE.add(self.url)
 
     def close(self) -> None:
         """Stop listening and drop open connections (does not wait)."""
+        with _LIVE_LOCK:
+            _LIVE.discard(self.url)
+        if self.exporter is not None:
+            self.exporter.close()
+            self.exporter = None
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -204,6 +235,7 @@ class RestEndpoint:
             return
         self._writers.add(writer)
         try:
+            response: Response | ui_routes.RawResponse
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
             except asyncio.LimitOverrunError:
@@ -222,7 +254,9 @@ class RestEndpoint:
             self._writers.discard(writer)
             writer.close()
 
-    def respond(self, head: bytes, body: bytes = b"", length: int = 0) -> Response:
+    def respond(
+        self, head: bytes, body: bytes = b"", length: int = 0
+    ) -> Response | ui_routes.RawResponse:
         """The response to one request head (request line and headers) and its body."""
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
@@ -240,6 +274,14 @@ class RestEndpoint:
         stop = _STOP.fullmatch(unquote(urlsplit(target).path).rstrip("/"))
         if method == "POST" and stop is not None and self.control is not None:
             return self._stop(stop.group(1), headers, body, length)
+        action = job_actions.answer(
+            method, target, headers, body, length, self.source, self.control
+        )  # POST .../savepoints, PATCH ?mode=cancel
+        if action is not None:
+            return action
+        extra = ui_routes.answer(method, target, self.source)  # dashboard, metrics, plan
+        if extra is not None:
+            return extra
         if method not in ("GET", "HEAD"):
             return Response(405, errors(f"Method {method} is not allowed; the REST API is "
                                         "read-only but for POST /jobs/:jobid/stop"),
@@ -402,6 +444,4 @@ _ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any] | list[Any]]]]
     (re.compile(rf"/jobs/{_ID}/checkpoints/details/(\d+)/subtasks/{_ID}"), _subtask_details),
     (re.compile(rf"/jobs/{_ID}/vertices/{_ID}/backpressure"),
      lambda v, j, x: responses.vertex_backpressure(v, _vertex(_job(v, j), x))),
-    (re.compile(rf"/jobs/{_ID}/vertices/{_ID}/metrics"),
-     lambda v, j, x: responses.vertex_metrics(_vertex(_job(v, j), x))),
 ]  # fmt: skip

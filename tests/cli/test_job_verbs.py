@@ -1,0 +1,83 @@
+"""``undertow list``, ``savepoint`` and ``cancel`` against a running job's REST address, and the
+REST actions behind them (Flink's ``POST /jobs/:jobid/savepoints``, ``PATCH /jobs/:jobid``)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.web.conftest import start_job, wait_for
+
+from undertow.cli.main import main
+from undertow.core.errors import JobCancelledError
+
+
+def request(url: str, method: str, body: bytes | None, content_type: str | None) -> tuple[int, Any]:
+    req = urllib.request.Request(url, data=body, method=method)
+    if content_type:
+        req.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_list_savepoint_and_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    client = start_job(str(tmp_path / "chk"), "verbs job")
+    url = client.get_rest_address()
+    assert url is not None
+    jid = client.get_job_id()
+    try:
+        wait_for(lambda: main(["list", url]) == 0 and "(RUNNING)" in capsys.readouterr().out,
+                 "the job listed as running")  # fmt: skip
+        assert main(["list", url]) == 0
+        listed = capsys.readouterr().out
+        assert "Running/Restarting Jobs" in listed and f" : {jid} : verbs job (RUNNING)" in listed
+
+        target = tmp_path / "sp"
+        assert main(["savepoint", url, str(target)]) == 0
+        out = capsys.readouterr().out
+        assert f"Triggering savepoint for job {jid}." in out
+        assert f"Savepoint completed. Path: {target}" in out
+        assert any(target.iterdir())
+
+        # the same by job id and --rest-address; no directory and none configured: refused
+        assert main(["savepoint", jid, "--rest-address", url]) == 2
+        assert "execution.checkpointing.savepoint-dir" in capsys.readouterr().err
+
+        assert main(["cancel", url]) == 0
+        assert f"Cancelled job {jid}." in capsys.readouterr().out
+        with pytest.raises(JobCancelledError):
+            client.get_job_execution_result(30)
+    finally:
+        client.cancel()
+
+
+def test_rest_actions_refuse_what_flink_refuses(tmp_path: Path) -> None:
+    client = start_job(str(tmp_path / "chk"), "refusals job")
+    url, jid = client.get_rest_address(), client.get_job_id()
+    try:
+        body = json.dumps({"target-directory": str(tmp_path / "sp")}).encode()
+        status, answer = request(f"{url}/jobs/{jid}/savepoints", "POST", body, "text/plain")
+        assert status == 415 and "Content-Type" in answer["errors"][0]
+        cancel_job = json.dumps({"cancel-job": True}).encode()
+        status, answer = request(f"{url}/jobs/{jid}/savepoints", "POST", cancel_job,
+                                 "application/json")  # fmt: skip
+        assert status == 400 and "/stop" in answer["errors"][0]
+        status, answer = request(f"{url}/jobs/{'0' * 32}/savepoints", "POST", body,
+                                 "application/json")  # fmt: skip
+        assert status == 404
+        status, answer = request(f"{url}/jobs/{jid}?mode=stop", "PATCH", None, None)
+        assert status == 400 and "mode" in answer["errors"][0]
+        assert client.get_job_status().name == "RUNNING"
+        status, answer = request(f"{url}/jobs/{jid}?mode=cancel", "PATCH", None, None)
+        assert status == 202 and answer == {}
+        with pytest.raises(JobCancelledError):
+            client.get_job_execution_result(30)
+    finally:
+        client.cancel()
