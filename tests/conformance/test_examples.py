@@ -45,12 +45,7 @@ _IMPORT = re.compile(r"^(\s*)(from|import)(\s+)pyflink\b", re.M)
 _SUBTASK = re.compile(r"^\d+> ")
 
 #: Examples that do not print what PyFlink prints yet, with the cause (issue 11).
-XFAIL: dict[str, str] = {
-    "word_count": (
-        "issue 11: in BATCH mode PyFlink emits the reduce results sorted by "
-        "serialized key (shorter strings first), ours in another order"
-    ),
-}
+XFAIL: dict[str, str] = {}
 
 EXAMPLES = sorted(p.stem for p in (HERE / "pyflink_examples").glob("*.py"))
 

@@ -8,6 +8,7 @@ user functions always refer to the record's key. Output order per key is input o
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -115,6 +116,11 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
         return ctx
 
 
+def _serialized_order(key: Any) -> bytes:
+    """A key's place in BATCH output: its pickled bytes, as PyFlink serializes untyped keys."""
+    return pickle.dumps(key, protocol=5)
+
+
 class StreamGroupedReduce(UdfOperator):
     """``KeyedStream.reduce`` (and sum/min/max/min_by/max_by): emits the rolling result.
 
@@ -152,7 +158,9 @@ class StreamGroupedReduce(UdfOperator):
             return
         backend, get = self.backend, self.state.value  # type: ignore[attr-defined]
         out = []
-        for key in list(backend.keys(self._DESCRIPTOR.name)):
+        # Flink's BATCH execution sorts a keyed input by the serialized key; PyFlink's keys
+        # (untyped: PickledByteArray) come out in the order of their pickled bytes
+        for key in sorted(backend.keys(self._DESCRIPTOR.name), key=_serialized_order):
             backend.set_current_key(key)
             out.append(get())
         if out:
