@@ -104,6 +104,8 @@ from undertow.runtime.checkpoint.channel_state_rescale import channel_records
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
+from undertow.runtime.network.buffer_debloater import DebloatSettings
+from undertow.runtime.network.gate_debloater import TaskDebloater
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -200,6 +202,9 @@ class StreamTask:
         self.output_operators = [
             self.chain.output_operators.get(edge_id, vertex.name) for edge_id in writers
         ]
+        #: Buffer debloating of the input gates (FLIP-183), started by ``run``; None if off.
+        self.debloater: TaskDebloater | None = None
+        self._debloat = DebloatSettings.of(config) if gates else None
         self.budget: OutputBudget | None = None
         if self.writers:
             self.budget = OutputBudget(
@@ -282,6 +287,7 @@ class StreamTask:
             idle_ms=idle,
             max_overdraft_buffers=max((p.max_overdraft_seen for p in self.partitions), default=0),
             overdraft_exceeded=self.budget.exceeded if self.budget is not None else 0,
+            debloat=self.debloater.statistics() if self.debloater is not None else None,
         )
 
     def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:
@@ -327,6 +333,7 @@ class StreamTask:
                 self.restored = None
             self.chain.open()
             self._schedule_flush()
+            self._start_debloating()
             if self.chain.is_source:
                 action, ready = self._source_slice, self._source_ready
             else:
@@ -522,6 +529,26 @@ class StreamTask:
             self._schedule_flush()
 
         self.loop.call_later(timeout / 1000.0, self.post, flush)
+
+    def _start_debloating(self) -> None:
+        """Measure and announce buffer sizes once per period, as a mail (see
+        :mod:`undertow.runtime.network.gate_debloater`), until the inputs end."""
+        settings = self._debloat
+        if settings is None:
+            return
+        idle = self.time_accounting.times_ms
+        debloater = self.debloater = TaskDebloater(
+            self.gates, settings, time.perf_counter() * 1000.0, idle()[2]
+        )
+        period_s = settings.period_ms / 1000.0
+
+        def tick() -> None:
+            if self._cancelled or all(g.is_finished for g in self.gates):
+                return
+            debloater.tick(time.perf_counter() * 1000.0, idle()[2])
+            self.loop.call_later(period_s, self.post, tick)
+
+        self.loop.call_later(period_s, self.post, tick)
 
     def _after_slice(self) -> None:
         if self.buffer_timeout_ms == 0:

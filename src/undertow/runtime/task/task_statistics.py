@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from undertow.runtime.network.gate_debloater import DebloatStatistics
+
 
 @dataclass(frozen=True, slots=True)
 class TaskStatistics:
@@ -38,6 +40,8 @@ class TaskStatistics:
     idle_ms: float
     max_overdraft_buffers: int = 0
     overdraft_exceeded: int = 0
+    #: Buffer debloating of the inputs (``None``: off, or no network input).
+    debloat: DebloatStatistics | None = None
 
 
 class TaskTimeAccounting:
