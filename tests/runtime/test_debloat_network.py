@@ -104,6 +104,7 @@ def test_gate_debloater_measures_a_slow_consumer_and_shrinks_the_producers_buffe
     # the consumer takes one batch of 1000 records per period: 5000 records/s
     item = gate.poll()
     assert item is not None
+    gate.note_processed(len(item[1][0]))  # what the task does per chunk
     gate.release(item[0])
     decisions = debloater.tick(now_ms=200.0, idle_ms=0.0)
     decision = decisions[0]

@@ -6,27 +6,30 @@ what their senders have queued (the backlog). An aligned barrier waits behind al
 it takes a :class:`ThroughputSample` (what the task consumed while it had input) and returns a
 :class:`DebloatDecision` that the gate announces to its producers.
 
-*Time, not bytes*: a pickled record is a few bytes, so even the 256-byte minimum segment holds
-~100 records, which is 100 ms each at 1 ms per record. The decision therefore carries two
-limits per buffer, derived the same way: bytes (``throughput * target / buffers in use``,
-clamped to ``[min-segment-size, segment-size]``) and records (``records/s * target / buffers
-in use``, clamped to ``[1, segment-size]``); a writer cuts a buffer at whichever comes first.
+*Time, not bytes*: a pickled record is a few bytes, so even a 256-byte buffer holds ~100
+records (100 ms at 1 ms per record). A decision therefore carries two limits per buffer, a
+byte size clamped to ``[min-segment-size, segment-size]`` and a record count, each
+``rate * target / buffers in use``; a writer cuts a buffer at whichever comes first.
 
-Each limit is smoothed like Flink's ``BufferSizeEMA`` (alpha = 2 / (samples + 1), growth per
-step limited by a desired value of at most twice the current one) and, like Flink's
-``BufferDebloater``, a change smaller than ``threshold-percentages`` of the current value is
-not announced unless it reaches a bound. Unlike Flink, the average is seeded with the first
-measurement instead of the maximum, so it does not take ~samples periods to come down.
+Buffers in use: the most seen over the last ``samples`` periods (Flink takes the current
+count, but the queues drain while a checkpoint aligns). Each limit is an EMA like Flink's
+``BufferSizeEMA`` (alpha = 2 / (samples + 1), at most doubling per step) seeded with the first
+measurement (Flink starts at the maximum); changes below ``threshold-percentages`` are not
+announced unless they reach a bound, as in Flink's ``BufferDebloater``.
 
 Threading: none (pure); the owner calls it from one thread. Cost: O(1) per sample.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
+
+#: Records per buffer before a consumer's first measurement (Flink starts at the maximum size).
+INITIAL_MAX_RECORDS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,12 @@ class DebloatSettings:
     def max_records(self) -> int:
         """The record limit that means "no limit": a record takes at least one byte."""
         return self.max_buffer_size
+
+    @property
+    def initial_max_records(self) -> int:
+        """The record limit producers start with, before the first announcement (one period),
+        so a job does not start with seconds of backlog; the first measurement replaces it."""
+        return INITIAL_MAX_RECORDS
 
     @classmethod
     def of(cls, config: Configuration) -> DebloatSettings | None:
@@ -142,8 +151,8 @@ class BufferDebloater:
     before by at least the threshold, or sits on a bound.
     """
 
-    __slots__ = ("_bytes", "_records", "_threshold", "buffer_size", "last", "max_records",
-                 "settings")  # fmt: skip
+    __slots__ = ("_bytes", "_in_use", "_records", "_threshold", "buffer_size", "last",
+                 "max_records", "settings")  # fmt: skip
 
     def __init__(self, settings: DebloatSettings) -> None:
         self.settings = settings
@@ -152,6 +161,7 @@ class BufferDebloater:
         self._threshold = settings.threshold_percentages / 100.0
         self.buffer_size = settings.max_buffer_size
         self.max_records = settings.max_records
+        self._in_use: deque[int] = deque(maxlen=settings.samples)
         #: The latest decision (``None`` before the first measured period).
         self.last: DebloatDecision | None = None
 
@@ -164,7 +174,8 @@ class BufferDebloater:
         seconds = sample.active_ms / 1000.0
         bytes_rate = sample.bytes / seconds
         records_rate = sample.records / seconds
-        in_use = max(1, sample.buffers_in_use)
+        self._in_use.append(sample.buffers_in_use)
+        in_use = max(1, max(self._in_use))
         target_s = s.target_ms / 1000.0
         new_size = self._bytes.update(bytes_rate * target_s, in_use)
         new_records = self._records.update(records_rate * target_s, in_use)

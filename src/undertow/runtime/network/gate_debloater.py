@@ -3,16 +3,17 @@
 :class:`TaskDebloater` runs the pure size controller
 (:class:`~undertow.runtime.network.buffer_debloater.BufferDebloater`) of each input gate of a
 task. Once per ``buffer-debloat.period`` the task calls :meth:`TaskDebloater.tick` with its
-clock and its idle time so far; each gate's sample is what the task consumed from it since the
-last tick (bytes and records), over the period minus the idle time (Flink measures throughput
-only while the input has data), with the gate's buffers in use. A decision that changed goes
-to every producer of the gate (NewBufferSize with the credit messages).
+clock and its idle time so far. A gate's sample is what the task processed from it since the
+last tick (records as it processes them, bytes prorated from their batches) over the period
+minus the idle time (Flink measures throughput only while the input has data), with the gate's
+buffers in use. A changed decision goes to every producer of the gate (NewBufferSize).
 
 Threading: the task's loop thread. Cost per tick: O(channels); nothing per record.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from undertow.runtime.network.buffer_debloater import (
@@ -22,6 +23,8 @@ from undertow.runtime.network.buffer_debloater import (
     ThroughputSample,
 )
 from undertow.runtime.network.input_gate import InputGate
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +54,8 @@ class TaskDebloater:
         self.settings = settings
         self._gates = gates
         self._debloaters = [BufferDebloater(settings) for _ in gates]
-        self._bytes = [g.bytes_consumed for g in gates]
-        self._records = [g.records_consumed for g in gates]
+        self._bytes = [g.bytes_processed for g in gates]
+        self._records = [g.records_processed for g in gates]
         self._last_ms = now_ms
         self._idle_ms = idle_ms
         self.announcements = 0
@@ -69,9 +72,9 @@ class TaskDebloater:
         active = max(0.0, elapsed - idle)
         decisions: list[DebloatDecision | None] = []
         for i, gate in enumerate(self._gates):
-            consumed_bytes = gate.bytes_consumed - self._bytes[i]
-            consumed_records = gate.records_consumed - self._records[i]
-            self._bytes[i], self._records[i] = gate.bytes_consumed, gate.records_consumed
+            consumed_bytes = round(gate.bytes_processed - self._bytes[i])
+            consumed_records = gate.records_processed - self._records[i]
+            self._bytes[i], self._records[i] = gate.bytes_processed, gate.records_processed
             if gate.is_finished:
                 decisions.append(None)
                 continue
@@ -79,6 +82,7 @@ class TaskDebloater:
                 consumed_bytes, consumed_records, active, gate.buffers_in_use()
             )
             decision = self._debloaters[i].recalculate(sample)
+            log.debug("%s: %s -> %s", gate.name, sample, decision)
             if decision is not None and decision.announce:
                 gate.announce_buffer_size(decision.buffer_size, decision.max_records)
                 self.announcements += 1

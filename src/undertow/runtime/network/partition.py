@@ -206,9 +206,10 @@ class RecordWriter:
     every serialization, so a buffer in progress rarely outgrows a segment), on
     :meth:`flush_all` (buffer timeout, before an event, at the end). With buffer debloating,
     the channel's consumer announces a smaller size and a record limit: pending records are
-    then serialized at ~90% of that size or at the limit, whichever comes first. The batch is
-    still cut at the segment size, so a record larger than the announced size goes whole (or
-    spans segments, as without debloating).
+    then serialized in batches of ~90% of that size or of the limit, whichever is fewer
+    records (one emit of many records becomes several buffers). Batches are still cut at the
+    segment size, so a record larger than the announced size goes whole (or spans segments,
+    as without debloating).
 
     Pool accounting: a channel's buffer is taken from the pool (``partition.in_progress``) when
     its first pending record arrives; serializing turns it into ``k >= 1`` queued buffers (more
@@ -272,13 +273,19 @@ class RecordWriter:
 
     def _update_thresholds(self) -> None:
         per_record = self._bytes_per_record
-        if per_record <= 0.0:
-            return
         sizes, limits, thresholds = self._sizes, self._limits, self._thresholds
         for ch, size in enumerate(sizes):
-            threshold = max(1, int(size * 0.9 / per_record))
+            threshold = max(1, int(size * 0.9 / per_record)) if per_record > 0.0 else size
             limit = limits[ch]
             thresholds[ch] = threshold if limit is None or limit > threshold else limit
+
+    def start_debloated(self, max_records: int) -> None:
+        """Debloating is on: until a consumer announces its limits, cut its channel's buffers
+        at ``max_records`` records (so a job does not start with seconds of backlog)."""
+        for ch, limit in enumerate(self._limits):
+            if limit is None:
+                self._limits[ch] = max_records
+        self._update_thresholds()
 
     def _on_new_buffer_size(self, ch: int) -> None:
         sender = self.partition.subpartitions[ch].sender
@@ -288,23 +295,43 @@ class RecordWriter:
         self._update_thresholds()  # a fuller buffer in progress is cut at the next emit
 
     def _flush_channel(self, ch: int) -> None:
-        values = self._values[ch]
+        values, stamps = self._values[ch], self._stamps[ch]
         if not values:
             return
-        data = serialize_batch(values, self._stamps[ch])
         self._values[ch] = []
         self._stamps[ch] = None
-        est = len(data) / len(values)
-        self._bytes_per_record = 0.5 * self._bytes_per_record + 0.5 * est
+        n = len(values)
+        # debloated: one batch per announced buffer (a single emit may hold many buffers' worth)
+        step = self._thresholds[ch] if self._limits[ch] is not None else n
+        buffers: list[Buffer] = []
+        for start in range(0, n, step):
+            if step >= n:
+                part, part_stamps = values, stamps
+            else:
+                part = values[start : start + step]
+                part_stamps = None if stamps is None else stamps[start : start + step]
+            data = serialize_batch(part, part_stamps)
+            self._bytes_per_record = 0.5 * self._bytes_per_record + 0.5 * len(data) / len(part)
+            buffers.extend(split_into_buffers(data, self.segment_size))
+            self.bytes_out += len(data)
         self._update_thresholds()
-        buffers = split_into_buffers(data, self.segment_size)
         self.buffers_out += len(buffers)
         self.buffers_requested += len(buffers) - 1  # the first was taken when it started
-        self.bytes_out += len(data)
         partition = self.partition
         partition.in_progress -= 1
         partition.subpartitions[ch].add_buffers(buffers)
         partition.note_emitted()
+
+    def records_that_fit(self) -> int | None:
+        """With debloating: how many more records the free buffers of the partition take at
+        the smallest announced record limit (at least one buffer's worth); ``None`` if no
+        consumer announced a limit. Sources size their batches with it."""
+        limits = [limit for limit in self._limits if limit is not None]
+        if not limits:
+            return None
+        partition = self.partition
+        free = max(1, partition.pool_size - partition.in_use)
+        return free * min(self._thresholds)
 
     def flush_all(self) -> None:
         for ch in range(len(self._values)):

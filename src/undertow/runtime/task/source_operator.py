@@ -127,6 +127,8 @@ class SourceOperator:
         self.watermark_strategy = watermark_strategy
         self.reader: SourceReader[Any] | None = None
         self._restored_splits: list[Any] = []
+        #: ReaderOutput's soft limit per reader call, set by the task (buffer debloating).
+        self.records_wanted: int | None = None
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx

@@ -204,7 +204,10 @@ class StreamTask:
         ]
         #: Buffer debloating of the input gates (FLIP-183), started by ``run``; None if off.
         self.debloater: TaskDebloater | None = None
-        self._debloat = DebloatSettings.of(config) if gates else None
+        self._debloat = DebloatSettings.of(config)
+        if self._debloat is not None:
+            for writer in self.writers:
+                writer.start_debloated(self._debloat.initial_max_records)
         self.budget: OutputBudget | None = None
         if self.writers:
             self.budget = OutputBudget(
@@ -534,7 +537,7 @@ class StreamTask:
         """Measure and announce buffer sizes once per period, as a mail (see
         :mod:`undertow.runtime.network.gate_debloater`), until the inputs end."""
         settings = self._debloat
-        if settings is None:
+        if settings is None or not self.gates:
             return
         idle = self.time_accounting.times_ms
         debloater = self.debloater = TaskDebloater(
@@ -567,7 +570,11 @@ class StreamTask:
         head = self.head
         budget = self.budget
         first = True
+        writers = self.writers if self._debloat is not None else ()
         while True:
+            if writers:  # debloated outputs: ask the reader for what fits (a soft limit)
+                fits = [n for w in writers if (n := w.records_that_fit()) is not None]
+                head.records_wanted = min(fits) if fits else None
             if budget is not None:
                 if budget.begin() < 1.0 and not first:
                     break
@@ -781,6 +788,8 @@ class StreamTask:
                 head.process_batch(chunk, cstamps)
             t1 = perf()
             self.records_in += len(chunk)
+            if not restored:
+                gate.note_processed(len(chunk))
             if budget is not None:
                 budget.end(len(chunk))
             self._adapt_chunk(len(chunk), t1 - t0, slice_s)

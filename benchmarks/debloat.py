@@ -1,0 +1,161 @@
+"""Buffer debloating (FLIP-183, issue 17): checkpoints under backpressure, off vs on.
+
+The anchor job: number source -> map -> key_by -> map sleeping 1 ms per record -> discard,
+p=1, a checkpoint every 1 s, on the ``local`` target. The source is unbounded and as fast as
+it may, so the key_by edge is always full; after ``--seconds`` the job is stopped with a
+savepoint (no drain). For each mode the table shows the completed checkpoints' duration
+p50/p90 (from the JobMaster's console line), how many completed, the in-flight data they
+persisted (median; unaligned rows), how long the stop-with-savepoint took, and the p50 and
+in-flight ratios against the debloating-off row of the same checkpoint mode in the same run.
+
+Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms;
+unaligned off vs on (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
+pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on).
+
+Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,throughput]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from undertow.common import Configuration, WatermarkStrategy
+from undertow.datastream import MapFunction, StreamExecutionEnvironment
+from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+
+try:  # run as a script from the repository root, or as ``benchmarks.debloat``
+    from unaligned import COMPLETED, UNITS, Tee  # type: ignore[import-not-found,no-redef]
+except ImportError:
+    from benchmarks.unaligned import COMPLETED, UNITS, Tee
+
+STOP_TIMEOUT_S = 30.0
+DEBLOAT = "taskmanager.network.memory.buffer-debloat."
+ALIGNED = {"execution.checkpointing.interval": "1 s"}
+UNALIGNED = {**ALIGNED, "execution.checkpointing.unaligned.enabled": "true"}
+ON = {DEBLOAT + "enabled": "true"}
+MODES: dict[str, dict[str, str]] = {
+    "aligned, off": ALIGNED,
+    "aligned, on (1 s)": {**ALIGNED, **ON},
+    "aligned, on (300 ms)": {**ALIGNED, **ON, DEBLOAT + "target": "300 ms"},
+    "unaligned, off": UNALIGNED,
+    "unaligned, on (1 s)": {**UNALIGNED, **ON},
+}
+
+
+class Sleep(MapFunction):
+    """The slow operator: sleeps ``seconds`` per record."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def map(self, value: Any) -> Any:
+        time.sleep(self.seconds)
+        return value
+
+
+def anchor_job(settings: dict[str, str], records: int | None) -> StreamExecutionEnvironment:
+    """The anchor job of issue 17 with ``settings`` on top of the local target's."""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
+    env.set_parallelism(1)
+    source = DataGeneratorSource(lambda i: i, count=records)
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers")
+    stream = stream.map(lambda v: v + 1).name("map")
+    stream = stream.key_by(lambda v: v % 128).map(Sleep(0.001)).name("sleepy map")
+    stream.sink_to(DiscardingSink())
+    return env
+
+
+def run_anchor(mode: str, seconds: float) -> tuple[list[int], list[float], float | None]:
+    """Run the (unbounded) anchor job for ``seconds``, then stop it with a savepoint (no
+    drain). Returns the durations (ms) and in-flight bytes of the checkpoints that completed,
+    and the seconds the stop-with-savepoint took (``None``: not within ``STOP_TIMEOUT_S``,
+    the job was cancelled)."""
+    tee, saved = Tee(), sys.stderr
+    with tempfile.TemporaryDirectory() as directory:
+        settings = {"execution.target": "local", "execution.checkpointing.dir": directory,
+                    "execution.checkpointing.savepoint-dir": directory + "/savepoints",
+                    "rest.port": "-1", **MODES[mode]}  # fmt: skip
+        env = anchor_job(settings, None)
+        sys.stderr = tee
+        try:
+            client = env.execute_async(f"debloat benchmark: {mode}")
+            time.sleep(seconds)
+            started = time.perf_counter()
+            stopping = client.stop_with_savepoint(drain=False)
+            stop_s: float | None
+            try:
+                stopping.result(timeout=STOP_TIMEOUT_S)
+                stop_s = time.perf_counter() - started
+            except FutureTimeout:
+                stop_s = None
+                client.cancel()
+            with contextlib.suppress(Exception):  # cancelled: JobCancelledError
+                client.get_job_execution_result(timeout=60)
+        finally:
+            sys.stderr = saved
+    found = list(COMPLETED.finditer(tee.lines.getvalue()))
+    durations = [int(m.group("ms")) for m in found]
+    sizes = [float(m.group("size")) * UNITS[m.group("unit")] for m in found if m.group("size")]
+    return durations, sizes, stop_s
+
+
+def checkpoint_table(seconds: float) -> None:
+    print(f"anchor job for {seconds:g} s (unbounded number source, ~1000 records/s taken), "
+          f"checkpoint every 1 s, then stop-with-savepoint without drain")  # fmt: skip
+    print(f"{'mode':<22} {'p50 ms':>8} {'p90 ms':>8} {'done':>5} {'in-flight':>10} "
+          f"{'stop s':>7} {'p50 ratio':>9} {'bytes ratio':>11}")  # fmt: skip
+    base: dict[str, tuple[float, float]] = {}
+    for mode in MODES:
+        durations, sizes, stop_s = run_anchor(mode, seconds)
+        kind = mode.split(",")[0]
+        p50 = statistics.median(durations) if durations else float("nan")
+        p90 = statistics.quantiles(durations, n=10)[-1] if len(durations) > 1 else p50
+        size = statistics.median(sizes) if sizes else float("nan")
+        base.setdefault(kind, (p50, size))
+        p50_ratio = p50 / base[kind][0] if base[kind][0] else float("nan")
+        size_ratio = size / base[kind][1] if base[kind][1] else float("nan")
+        shown = f"{size / 1024:.1f} KiB" if sizes else "-"
+        stop = f"{stop_s:.1f}" if stop_s is not None else f">{STOP_TIMEOUT_S:g}"
+        print(f"{mode:<22} {p50:>8.0f} {p90:>8.0f} {len(durations):>5} {shown:>10} "
+              f"{stop:>7} {p50_ratio:>8.2f}x {size_ratio:>10.3f}x", flush=True)  # fmt: skip
+
+
+def throughput_table(records: int, repeats: int) -> None:
+    try:
+        import throughput  # type: ignore[import-not-found]
+    except ImportError:
+        from benchmarks import throughput  # type: ignore[no-redef]
+    print(f"\nthroughput.py pipeline, p=2, {records} records, best of {repeats}, local target")
+    best: dict[str, float] = {"off": 0.0, "on": 0.0}
+    for _ in range(repeats):  # interleaved, so drift of the machine hits both alike
+        for mode, extra in (("off", {}), ("on", ON)):
+            rate = records / throughput.run_job(records, 2, "local", extra)
+            best[mode] = max(best[mode], rate)
+    for mode, rate in best.items():
+        print(f"debloating {mode:<4} {rate:>12,.0f} records/s", flush=True)
+    print(f"ratio on/off {best['on'] / best['off']:.3f}x (>= 0.97x: may become the default)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0, help="input per anchor run")
+    parser.add_argument("--records", type=int, default=1_000_000, help="throughput run size")
+    parser.add_argument("--repeats", type=int, default=3, help="throughput runs per mode")
+    parser.add_argument("--cases", default="checkpoints,throughput", help="tables to print")
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    if "checkpoints" in cases:
+        checkpoint_table(args.seconds)
+    if "throughput" in cases:
+        throughput_table(args.records, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
