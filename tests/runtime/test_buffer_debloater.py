@@ -190,3 +190,14 @@ def test_stays_inside_the_bounds_and_never_changes_by_less_than_the_threshold(
             (decision.buffer_size, decision.max_records) != (size, records)
         )
         size, records = decision.buffer_size, decision.max_records
+
+
+def test_buffers_in_use_is_the_peak_of_the_last_samples() -> None:
+    # while an aligned checkpoint drains the queues the count drops; the limits must not grow
+    debloater = BufferDebloater(DebloatSettings(samples=5))
+    run(debloater, ThroughputSample(600, 200, 200.0, 20), 1)
+    assert debloater.max_records == 50
+    run(debloater, ThroughputSample(600, 200, 200.0, 2), 4)
+    assert debloater.max_records == 50  # still sized for 20 buffers
+    run(debloater, ThroughputSample(600, 200, 200.0, 2), 40)  # the peak left the window
+    assert 375 <= debloater.max_records <= 500  # within the threshold of 1000 * 1 s / 2

@@ -234,6 +234,9 @@ class RecordWriter:
         self._limits: list[int | None] = [None] * n
         self._thresholds = [1] * n
         partition.buffer_size_listener = self._on_new_buffer_size
+        #: Called with ``old / new`` records per buffer when an announcement shrank the
+        #: smallest per-buffer threshold (the task's output budget rescales its cost with it).
+        self.on_buffers_shrunk: Callable[[float], None] | None = None
         self.records_out = 0
         self.buffers_out = 0
         self.bytes_out = 0
@@ -292,7 +295,11 @@ class RecordWriter:
         assert sender.buffer_size is not None
         self._sizes[ch] = min(sender.buffer_size, self.segment_size)
         self._limits[ch] = sender.max_records
+        before = min(self._thresholds)
         self._update_thresholds()  # a fuller buffer in progress is cut at the next emit
+        after = min(self._thresholds)
+        if after < before and self.on_buffers_shrunk is not None:
+            self.on_buffers_shrunk(before / after)
 
     def _flush_channel(self, ch: int) -> None:
         values, stamps = self._values[ch], self._stamps[ch]
