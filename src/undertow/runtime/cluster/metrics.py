@@ -76,6 +76,10 @@ class SubtaskMetricsView:
     busy_ratio: float
     backpressured_ratio: float
     idle_ratio: float
+    #: Buffer debloating (Flink's ``debloatedBufferSize``, ``estimatedTimeToConsumeBuffersMs``;
+    #: ``None`` while it is off or the subtask has no network input).
+    debloated_buffer_size: int | None = None
+    estimated_time_to_consume_buffers_ms: int | None = None
 
 
 class TaskMetricsStore:
@@ -134,7 +138,11 @@ class TaskMetricsStore:
             busy_ratio=max(0.0, ratios[0]),
             backpressured_ratio=max(0.0, ratios[1]),
             idle_ratio=max(0.0, ratios[2]),
-        )
+            debloated_buffer_size=latest.debloat.debloated_buffer_size if latest.debloat else None,
+            estimated_time_to_consume_buffers_ms=round(
+                latest.debloat.estimated_time_to_consume_buffers_ms
+            ) if latest.debloat else None,
+        )  # fmt: skip
 
 
 def _elapsed(stats: TaskStatistics) -> float:
