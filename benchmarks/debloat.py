@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import statistics
 import sys
 import tempfile
@@ -119,12 +120,22 @@ def checkpoint_table(seconds: float) -> None:
         p90 = statistics.quantiles(durations, n=10)[-1] if len(durations) > 1 else p50
         size = statistics.median(sizes) if sizes else float("nan")
         base.setdefault(kind, (p50, size))
-        p50_ratio = p50 / base[kind][0] if base[kind][0] else float("nan")
-        size_ratio = size / base[kind][1] if base[kind][1] else float("nan")
         shown = f"{size / 1024:.1f} KiB" if sizes else "-"
         stop = f"{stop_s:.1f}" if stop_s is not None else f">{STOP_TIMEOUT_S:g}"
-        print(f"{mode:<22} {p50:>8.0f} {p90:>8.0f} {len(durations):>5} {shown:>10} "
-              f"{stop:>7} {p50_ratio:>8.2f}x {size_ratio:>10.3f}x", flush=True)  # fmt: skip
+        print(f"{mode:<22} {_num(p50):>8} {_num(p90):>8} {len(durations):>5} {shown:>10} "
+              f"{stop:>7} {_ratio(p50, base[kind][0]):>9} {_ratio(size, base[kind][1]):>11}",
+              flush=True)  # fmt: skip
+
+
+def _num(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.0f}"
+
+
+def _ratio(value: float, baseline: float) -> str:
+    """``value / baseline``, or "-" where either is missing (no checkpoint completed)."""
+    if math.isnan(value) or math.isnan(baseline) or baseline == 0:
+        return "-"
+    return f"{value / baseline:.3f}x"
 
 
 def throughput_table(records: int, repeats: int) -> None:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.network.buffer_debloater import (
+    INITIAL_MAX_RECORDS,
     BufferDebloater,
     DebloatSettings,
     SizeEMA,
@@ -72,7 +73,9 @@ def test_fast_consumer_keeps_full_buffers() -> None:
     decision = debloater.recalculate(ThroughputSample(20_000_000, 200_000, 200.0, 20))
     assert decision is not None
     assert (decision.buffer_size, decision.max_records) == (32 * 1024, 32 * 1024)
-    assert not decision.announce  # unchanged from the start
+    assert decision.announce  # lifts the small limit producers start with
+    decision = debloater.recalculate(ThroughputSample(20_000_000, 200_000, 200.0, 20))
+    assert decision is not None and not decision.announce  # unchanged
 
 
 def test_idle_period_changes_nothing() -> None:
@@ -175,6 +178,7 @@ def test_stays_inside_the_bounds_and_never_changes_by_less_than_the_threshold(
                         max_buffer_size=low + extra)  # fmt: skip
     debloater = BufferDebloater(s)
     size, records = debloater.buffer_size, debloater.max_records
+    assert records == min(INITIAL_MAX_RECORDS, s.max_records)
     for sample in sequence:
         decision = debloater.recalculate(sample)
         if decision is None:

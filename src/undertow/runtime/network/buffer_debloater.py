@@ -67,7 +67,7 @@ class DebloatSettings:
     def initial_max_records(self) -> int:
         """The record limit producers start with, before the first announcement (one period),
         so a job does not start with seconds of backlog; the first measurement replaces it."""
-        return INITIAL_MAX_RECORDS
+        return min(INITIAL_MAX_RECORDS, self.max_records)
 
     @classmethod
     def of(cls, config: Configuration) -> DebloatSettings | None:
@@ -145,10 +145,11 @@ class SizeEMA:
 class BufferDebloater:
     """The size controller of one input gate (see the module docstring).
 
-    Starts at the maximum buffer size and no record limit; :meth:`recalculate` once per
-    period. Invariants: ``min_buffer_size <= buffer_size <= max_buffer_size`` and
-    ``1 <= max_records <= settings.max_records``; an announced value differs from the one
-    before by at least the threshold, or sits on a bound.
+    Starts where producers start (the maximum buffer size, ``initial_max_records``), so the
+    first measurement is always announced; :meth:`recalculate` once per period. Invariants:
+    ``min_buffer_size <= buffer_size <= max_buffer_size`` and ``1 <= max_records <=
+    settings.max_records``; an announced value differs from the one before by at least the
+    threshold, or sits on a bound.
     """
 
     __slots__ = ("_bytes", "_in_use", "_records", "_threshold", "buffer_size", "last",
@@ -160,7 +161,7 @@ class BufferDebloater:
         self._records = SizeEMA(1, settings.max_records, settings.samples)
         self._threshold = settings.threshold_percentages / 100.0
         self.buffer_size = settings.max_buffer_size
-        self.max_records = settings.max_records
+        self.max_records = settings.initial_max_records  # what producers start with
         self._in_use: deque[int] = deque(maxlen=settings.samples)
         #: The latest decision (``None`` before the first measured period).
         self.last: DebloatDecision | None = None
