@@ -170,3 +170,12 @@ def test_new_buffer_size_crosses_a_tcp_connection() -> None:
         await asyncio.sleep(0.01)
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+def test_first_measurement_comes_early() -> None:
+    _, gate, _ = _local()
+    debloater = TaskDebloater([gate], DebloatSettings(period_ms=200.0), now_ms=0.0, idle_ms=0.0)
+    assert debloater.next_tick_ms() == 25.0  # producers start at a few records per buffer
+    debloater.tick(now_ms=25.0, idle_ms=0.0)  # active, nothing consumed: to the minimum
+    assert debloater.announcements == 1
+    assert debloater.next_tick_ms() == 200.0

@@ -543,15 +543,14 @@ class StreamTask:
         debloater = self.debloater = TaskDebloater(
             self.gates, settings, time.perf_counter() * 1000.0, idle()[2]
         )
-        period_s = settings.period_ms / 1000.0
 
         def tick() -> None:
             if self._cancelled or all(g.is_finished for g in self.gates):
                 return
             debloater.tick(time.perf_counter() * 1000.0, idle()[2])
-            self.loop.call_later(period_s, self.post, tick)
+            self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
 
-        self.loop.call_later(period_s, self.post, tick)
+        self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
 
     def _after_slice(self) -> None:
         if self.buffer_timeout_ms == 0:
