@@ -330,9 +330,9 @@ class RecordWriter:
         partition.note_emitted()
 
     def records_that_fit(self) -> int | None:
-        """With debloating: how many more records the free buffers of the partition take at
-        the smallest announced record limit (at least one buffer's worth); ``None`` if no
-        consumer announced a limit. Sources size their batches with it."""
+        """With debloating: how many more records the free buffers of the partition take when
+        each holds as many as the smallest channel threshold (at least one buffer's worth);
+        ``None`` without debloating. Sources size their batches with it."""
         limits = [limit for limit in self._limits if limit is not None]
         if not limits:
             return None
