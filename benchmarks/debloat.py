@@ -12,15 +12,20 @@ Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with ta
 unaligned off vs on (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
 pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on).
 
-Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,throughput]``
+The optional ``pyflink`` case runs the same anchor job on a PyFlink install (process mode)
+in the same run, debloating off / on, for issue 17's comparison.
+
+Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,pyflink,throughput]``
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -162,16 +167,82 @@ def throughput_table(records: int, repeats: int) -> None:
     )
 
 
+PYFLINK_JOB = """
+import json, sys, time, urllib.request
+from pyflink.common import Configuration, WatermarkStrategy
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+seconds, port, settings = float(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+conf = Configuration()
+for key, value in {"rest.port": str(port), "python.executable": sys.executable,
+                   "python.client.executable": sys.executable, **settings}.items():
+    conf.set_string(key, value)
+env = StreamExecutionEnvironment.get_execution_environment(conf)
+env.set_parallelism(1)
+env.enable_checkpointing(1000)
+
+def slow(v):
+    time.sleep(0.001)
+    return v
+
+numbers = env.from_source(NumberSequenceSource(1, 10**12), WatermarkStrategy.no_watermarks(), "n")
+numbers.map(lambda v: v + 1).key_by(lambda v: v % 128).map(slow).filter(lambda v: False).print()
+client = env.execute_async("anchor")
+time.sleep(seconds)
+url = f"http://127.0.0.1:{port}/jobs/{client.get_job_id()}/checkpoints"
+with urllib.request.urlopen(url, timeout=10) as response:
+    stats = json.loads(response.read())
+print(json.dumps({"completed": stats["counts"]["completed"],
+                  "durations": [c["end_to_end_duration"] for c in stats.get("history", [])
+                                if c["status"] == "COMPLETED"]}))
+client.cancel().result()
+"""
+
+
+def pyflink_table(seconds: float, python: str) -> None:
+    """The anchor job on PyFlink (process mode; thread mode needs ``pemja``, which the
+    reference install lacks), debloating off / on, in the same run as undertow's table.
+    PyFlink is only run as an external interpreter; undertow does not depend on it."""
+    print(f"\nPyFlink (process mode), anchor job for {seconds:g} s (start-up included), "
+          "checkpoint every 1 s; p50 over the last 10 completed (its REST history)")  # fmt: skip
+    modes = {
+        "aligned, off": {},
+        "aligned, on (1 s)": {DEBLOAT + "enabled": "true"},
+        "aligned, on (300 ms)": {DEBLOAT + "enabled": "true", DEBLOAT + "target": "300 ms"},
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
+        script.write(PYFLINK_JOB)
+    for port, (mode, settings) in enumerate(modes.items(), start=18951):
+        run = subprocess.run(
+            [python, script.name, str(seconds), str(port), json.dumps(settings)],
+            capture_output=True, text=True, timeout=seconds + 180, check=False,
+        )  # fmt: skip
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        if run.returncode != 0 or not lines:
+            print(f"{mode:<22} failed: {run.stderr.strip().splitlines()[-1:]}", flush=True)
+            continue
+        result = json.loads(lines[-1])
+        durations = result["durations"]
+        p50 = _num(statistics.median(durations)) if durations else "-"
+        print(f"{mode:<22} p50 {p50:>6} ms, {result['completed']} completed", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15.0, help="input per anchor run")
     parser.add_argument("--records", type=int, default=1_000_000, help="throughput run size")
     parser.add_argument("--repeats", type=int, default=3, help="throughput runs per mode")
-    parser.add_argument("--cases", default="checkpoints,throughput", help="tables to print")
+    parser.add_argument("--cases", default="checkpoints,throughput",
+                        help="tables to print: checkpoints, throughput, pyflink")  # fmt: skip
+    parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
+                        help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
     args = parser.parse_args()
     cases = args.cases.split(",")
     if "checkpoints" in cases:
         checkpoint_table(args.seconds)
+    if "pyflink" in cases:
+        pyflink_table(args.seconds, args.pyflink_python)
     if "throughput" in cases:
         throughput_table(args.records, args.repeats)
 
