@@ -1,23 +1,18 @@
-"""Buffer debloating (FLIP-183), sans I/O: from a gate's measured throughput to a buffer size.
+"""Buffer debloating (FLIP-183), sans I/O: from a gate's measured throughput to buffer limits.
 
-An input gate's in-flight data is what its channels hold (received, not yet consumed) plus
-what their senders have queued (the backlog). An aligned barrier waits behind all of it, so
-:class:`BufferDebloater` sizes buffers so that consuming it takes about ``target``: per period
-it takes a :class:`ThroughputSample` (what the task consumed while it had input) and returns a
-:class:`DebloatDecision` that the gate announces to its producers.
+An aligned barrier waits behind a gate's in-flight data (queued at its channels and at their
+senders). Per period, :class:`BufferDebloater` turns a :class:`ThroughputSample` into a
+:class:`DebloatDecision` so that consuming that data takes about ``target``. *Time, not
+bytes*: a 256-byte buffer still holds ~100 pickled ints (100 ms at 1 ms per record), so a
+decision carries a byte size (clamped to ``[min-segment-size, segment-size]``) and a record
+count, each ``rate * target / buffers in use``; writers cut at whichever comes first.
 
-*Time, not bytes*: a pickled record is a few bytes, so even a 256-byte buffer holds ~100
-records (100 ms at 1 ms per record). A decision therefore carries two limits per buffer, a
-byte size clamped to ``[min-segment-size, segment-size]`` and a record count, each
-``rate * target / buffers in use``; a writer cuts a buffer at whichever comes first.
+Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
+queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
+(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement;
+changes below ``threshold-percentages`` are not announced unless they reach a bound.
 
-Buffers in use: the most seen over the last ``samples`` periods (Flink takes the current
-count, but the queues drain while a checkpoint aligns). Each limit is an EMA like Flink's
-``BufferSizeEMA`` (alpha = 2 / (samples + 1), at most doubling per step) seeded with the first
-measurement (Flink starts at the maximum); changes below ``threshold-percentages`` are not
-announced unless they reach a bound, as in Flink's ``BufferDebloater``.
-
-Threading: none (pure); the owner calls it from one thread. Cost: O(1) per sample.
+Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
 """
 
 from __future__ import annotations
