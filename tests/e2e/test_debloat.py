@@ -15,6 +15,7 @@ Bounds are generous (seconds where the behaviour needs a fraction); the target i
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -53,7 +54,7 @@ def rest(address: str, path: str) -> Any:
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("debloat", [True, False], ids=["on", "off"])
 def test_aligned_checkpoint_completes_under_backpressure_only_with_debloating(
-    make_env: EnvFactory, tmp_path: Path, debloat: bool
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], debloat: bool
 ) -> None:
     env = make_env(parallelism=1, config={
         "execution.checkpointing.interval": "500 ms",
@@ -89,6 +90,10 @@ def test_aligned_checkpoint_completes_under_backpressure_only_with_debloating(
             subtask = info.get("subtasks", [{}])[0]
         assert 256 <= subtask["debloatedBufferSize"] <= 32 * 1024, subtask
         assert subtask["estimatedTimeToConsumeBuffersMs"] > 0, subtask
+        console = capsys.readouterr().err
+        assert re.search(r"checkpoint \d+ completed .*, buffers ~\d+ ms to consume", console), (
+            console
+        )
     finally:
         client.cancel()
         with pytest.raises(Exception):  # noqa: B017 - cancelled

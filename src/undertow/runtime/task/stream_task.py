@@ -262,6 +262,7 @@ class StreamTask:
             checkpointer.attach(self)
             checkpointer.completion_listener = self._on_checkpoint_complete
             checkpointer.synchronous_savepoint_listener = self._on_synchronous_savepoint
+            checkpointer.debloat_estimate = self._debloat_estimate_ms
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -532,6 +533,13 @@ class StreamTask:
             self._schedule_flush()
 
         self.loop.call_later(timeout / 1000.0, self.post, flush)
+
+    def _debloat_estimate_ms(self) -> float | None:
+        """Buffer debloating's estimated time to consume the inputs' in-flight buffers."""
+        if self.debloater is None:
+            return None
+        estimate = self.debloater.statistics().estimated_time_to_consume_buffers_ms
+        return estimate if estimate >= 0 else None
 
     def _start_debloating(self) -> None:
         """Measure and announce buffer sizes once per period, as a mail (see
