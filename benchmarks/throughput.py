@@ -17,9 +17,12 @@ from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
 
 
-def run_job(records: int, parallelism: int, target: str) -> float:
+def run_job(
+    records: int, parallelism: int, target: str, settings: dict[str, str] | None = None
+) -> float:
+    """Seconds to run the pipeline; ``settings`` go on top (benchmarks/debloat.py uses it)."""
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration({"execution.target": target, "rest.port": "-1"})
+        Configuration({"execution.target": target, "rest.port": "-1", **(settings or {})})
     )
     env.set_parallelism(parallelism)
     (

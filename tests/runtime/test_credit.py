@@ -212,6 +212,12 @@ class ResumeConsumption:
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class NewBufferSize:
+    size: int
+    max_records: int
+
+
 channel_index = st.integers(0, 3)
 count = st.integers(1, 4)
 
@@ -234,7 +240,10 @@ class CreditProtocol(RuleBasedStateMachine):
             SenderChannel(r.initial_credit, name=f"sp{i}") for i, r in enumerate(self.receivers)
         ]
         self.down: list[deque[Send]] = [deque() for _ in range(n)]
-        self.up: list[deque[AddCredit | ResumeConsumption]] = [deque() for _ in range(n)]
+        self.up: list[deque[AddCredit | ResumeConsumption | NewBufferSize]] = [
+            deque() for _ in range(n)
+        ]
+        self.announced: list[NewBufferSize | None] = [None] * n  # delivered last, per channel
         self.inputs: list[PrioritizedDeque[Send]] = [PrioritizedDeque() for _ in range(n)]
         self.entries: dict[object, Entry] = {}
         self.normal_pending: list[deque[int]] = [deque() for _ in range(n)]
@@ -344,6 +353,9 @@ class CreditProtocol(RuleBasedStateMachine):
             message = self.up[c].popleft()
             if isinstance(message, AddCredit):
                 self.senders[c].add_credit(message.credit)
+            elif isinstance(message, NewBufferSize):  # buffer debloating: no credit effect
+                self.senders[c].new_buffer_size(message.size, message.max_records)
+                self.announced[c] = message
             else:
                 self.senders[c].resume()
 
@@ -364,6 +376,10 @@ class CreditProtocol(RuleBasedStateMachine):
         assert credit >= 0
         if credit:
             self.up[c].append(AddCredit(credit))
+
+    @rule(c=channel_index, size=st.integers(256, 32768), records=st.integers(1, 5000))
+    def gate_announces_buffer_size(self, c: int, size: int, records: int) -> None:
+        self.up[c % self.n].append(NewBufferSize(size, records))
 
     @rule(c=channel_index)
     def consumer_resumes(self, c: int) -> None:
@@ -390,6 +406,13 @@ class CreditProtocol(RuleBasedStateMachine):
                     any(isinstance(m, ResumeConsumption) for m in self.up[c]),
                 )
                 assert sum(stages) == 1, stages
+
+    @invariant()
+    def senders_keep_the_last_announced_size(self) -> None:
+        for sender, announced in zip(self.senders, self.announced, strict=True):
+            got = (sender.buffer_size, sender.max_records)
+            assert got == ((None, None) if announced is None
+                           else (announced.size, announced.max_records))  # fmt: skip
 
     @invariant()
     def credit_never_exceeds_free_buffers(self) -> None:

@@ -42,6 +42,10 @@ class SourceSplit(ABC):
 
 
 class ReaderOutput(Protocol):
+    """Where a reader emits. The task's output may also carry ``records_wanted`` (an int or
+    ``None``): a soft limit on the records one ``poll_next`` call should emit, set while buffer
+    debloating keeps the output buffers small; batching readers honour it."""
+
     def collect(self, value: Any, timestamp: int | None = None) -> None: ...
 
     def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None: ...
@@ -248,7 +252,9 @@ class IteratorSourceReader(SourceReader[Any]):
                     self._request()
                     return InputStatus.NOTHING_AVAILABLE
                 self.current = self.splits.pop(0)
-            batch = self.current.next_batch(self.batch_size)
+            wanted: int | None = getattr(output, "records_wanted", None)
+            limit = self.batch_size if wanted is None else max(1, min(self.batch_size, wanted))
+            batch = self.current.next_batch(limit)
             if batch:
                 self._emitted += len(batch)
                 output.collect_batch(batch, None)

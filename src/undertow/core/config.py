@@ -401,6 +401,31 @@ class Options:
     MAX_OVERDRAFT_BUFFERS_PER_GATE = int_option(
         "taskmanager.network.memory.max-overdraft-buffers-per-gate", 5, check=_non_negative
     )
+    MIN_SEGMENT_SIZE = memory_option(
+        "taskmanager.memory.min-segment-size", 256,
+        "the smallest buffer size buffer debloating announces", check=_positive,
+    )  # fmt: skip
+    BUFFER_DEBLOAT_ENABLED = bool_option(
+        "taskmanager.network.memory.buffer-debloat.enabled", False,
+        "size buffers so that in-flight data takes about .target to consume (FLIP-183)",
+    )  # fmt: skip
+    BUFFER_DEBLOAT_TARGET = duration_option(
+        "taskmanager.network.memory.buffer-debloat.target", 1000,
+        "the time in-flight data of an input gate should take to consume", check=_positive,
+    )  # fmt: skip
+    BUFFER_DEBLOAT_PERIOD = duration_option(
+        "taskmanager.network.memory.buffer-debloat.period", 200,
+        "how often throughput is measured and the buffer size recalculated", check=_positive,
+    )  # fmt: skip
+    BUFFER_DEBLOAT_SAMPLES = int_option(
+        "taskmanager.network.memory.buffer-debloat.samples", 20,
+        "periods the throughput is averaged over (EMA)", check=_positive,
+    )  # fmt: skip
+    BUFFER_DEBLOAT_THRESHOLD = int_option(
+        "taskmanager.network.memory.buffer-debloat.threshold-percentages", 25,
+        "smaller changes of the buffer size are not announced",
+        check=lambda v: None if 0 <= v <= 100 else "must be in [0, 100]",
+    )  # fmt: skip
     MAX_FRAME_SIZE = memory_option(
         "undertow.network.max-frame-size",
         64 * 1024 * 1024,

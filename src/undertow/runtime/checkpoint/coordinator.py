@@ -682,6 +682,11 @@ class CheckpointCoordinator:
             f"checkpoint {cid} completed in {now - pending.trigger_timestamp} ms, {_human(size)}, "
             f"alignment {alignment:.0f} ms"
         )
+        debloated = [
+            m["debloat_estimate_ms"] for m in metrics.values() if "debloat_estimate_ms" in m
+        ]
+        if debloated:  # buffer debloating: the slowest subtask's in-flight buffers
+            line += f", buffers ~{max(debloated):.0f} ms to consume"
         if self.options.needs_channel_state:  # unaligned, or aligned with a timeout
             persisted = sum(int(m.get("persisted_data", 0)) for m in metrics.values())
             unaligned = any(m.get("unaligned") for m in metrics.values())

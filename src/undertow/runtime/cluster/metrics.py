@@ -94,7 +94,11 @@ class SubtaskMetricsView:
     records_out_per_second: float = 0.0
     bytes_out_per_second: float = 0.0
     #: Flink's ``currentInputWatermark`` (Long.MIN before any watermark).
-    input_watermark: int = -(2**63)
+    input_watermark: int = -(2**63
+    #: Buffer debloating (Flink's ``debloatedBufferSize``, ``estimatedTimeToConsumeBuffersMs``;
+    #: ``None`` while it is off or the subtask has no network input).
+    debloated_buffer_size: int | None = None
+    estimated_time_to_consume_buffers_ms: int | None = None
 
 
 class TaskMetricsStore:
@@ -164,7 +168,11 @@ class TaskMetricsStore:
             records_out_per_second=(latest.records_out - counts_from[1]) * per_ms,
             bytes_out_per_second=(latest.bytes_out - counts_from[2]) * per_ms,
             input_watermark=latest.input_watermark,
-        )
+            debloated_buffer_size=latest.debloat.debloated_buffer_size if latest.debloat else None,
+            estimated_time_to_consume_buffers_ms=round(
+                latest.debloat.estimated_time_to_consume_buffers_ms
+            ) if latest.debloat else None,
+        )  # fmt: skip
 
 
 def _elapsed(stats: TaskStatistics) -> float:

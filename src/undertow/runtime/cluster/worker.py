@@ -10,7 +10,8 @@ While tasks run, a timer on the loop sends a ``TaskMetricsReport`` of the runnin
 ``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first. A
 task that finishes adds ``records_in[<vertex>]`` to its accumulators and, if it drew overdraft
 buffers, ``max_overdraft_buffers[<vertex> (i/p)]`` and ``overdraft_exceeded[<vertex> (i/p)]``
-(per subtask, so the JobMaster's sum over subtasks leaves them as they are).
+(per subtask, so the JobMaster's sum over subtasks leaves them as they are), and with buffer
+debloating ``buffer_debloat_announcements[<vertex> (i/p)]``.
 
 A worker that loses its JobMaster cancels its tasks and exits: it never runs unsupervised.
 
@@ -570,6 +571,10 @@ class Worker:
         if stats.max_overdraft_buffers > 0 or stats.overdraft_exceeded > 0:  # per subtask
             accumulators[f"max_overdraft_buffers[{task.name}]"] = stats.max_overdraft_buffers
             accumulators[f"overdraft_exceeded[{task.name}]"] = stats.overdraft_exceeded
+        if task.debloater is not None:  # per subtask: how often its gates announced sizes
+            accumulators[f"buffer_debloat_announcements[{task.name}]"] = (
+                task.debloater.announcements
+            )
         self.send(TaskFinished(self.attempt, vertex_id, subtask, accumulators))
 
     def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:

@@ -28,8 +28,12 @@ Threading: one worker's event-loop thread calls everything here; nothing locks. 
 call, except ``overtake_with_priority_event`` and ``prioritize_event`` (O(queued entries), once
 per checkpoint); handing a returned floating buffer to a waiter is amortized O(1).
 
+Buffer debloating (FLIP-183): the receiver's gate announces a buffer size and a per-buffer
+record limit (NewBufferSize, :meth:`SenderChannel.new_buffer_size`); the sender only keeps them
+for its record writer. Credit still counts buffers, whatever their size.
+
 Unlike Flink there is no BacklogAnnouncement, so a channel needs >= 1 exclusive buffer (a sender
-without credit could not report its backlog), and no empty-buffer or debloating messages.
+without credit could not report its backlog), and no empty-buffer messages.
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ class SenderChannel:
     record writer, ``add_credit``/``resume`` from the transport, ``poll`` while ``is_available``.
     """
 
-    __slots__ = ("_blocked", "_credit", "_data_count", "_next_sequence_number", "_queue", "name")
+    __slots__ = ("_blocked", "_credit", "_data_count", "_next_sequence_number", "_queue",
+                 "buffer_size", "max_records", "name")  # fmt: skip
 
     def __init__(self, initial_credit: int = 0, *, name: str = "subpartition") -> None:
         if initial_credit < 0:
@@ -90,6 +95,22 @@ class SenderChannel:
         self._data_count = 0
         self._blocked = False
         self._next_sequence_number = 0
+        #: The last announced buffer size in bytes and record limit (``None``: none announced).
+        self.buffer_size: int | None = None
+        self.max_records: int | None = None
+
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        """The receiver announced a buffer size and record limit (a NewBufferSize message).
+
+        Raises :class:`ProtocolViolation`, changing nothing, unless both are positive.
+        """
+        if size <= 0 or max_records <= 0:
+            raise ProtocolViolation(
+                f"{self.name}: NewBufferSize must be positive, got {size} bytes and "
+                f"{max_records} records"
+            )
+        self.buffer_size = size
+        self.max_records = max_records
 
     def add_data(self, payload: object) -> None:
         """Queue a finished data buffer at the tail."""
@@ -403,6 +424,11 @@ class ReceiverChannel:
         """Floating buffers this channel owns, free or holding data."""
         held_exclusive = self.initial_credit - self._free_exclusive
         return self._free_floating + len(self._held) - held_exclusive
+
+    @property
+    def sender_backlog(self) -> int:
+        """The backlog the last BufferResponse reported (data queued at the sender)."""
+        return self._required - self.initial_credit
 
     @property
     def required_buffers(self) -> int:

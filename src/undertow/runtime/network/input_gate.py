@@ -19,6 +19,10 @@ the task calls :meth:`InputGate.release` after it processed the whole batch; onl
 credit flow back upstream. So backpressure reaches the producer exactly when the task falls
 behind.
 
+Buffer debloating: the gate counts the records (and bytes) the task processed and the buffers in
+use (queued at its channels plus their senders' backlog); :meth:`InputGate.announce_buffer_size`
+sends a new size to every producer (:mod:`undertow.runtime.network.gate_debloater` decides).
+
 Threading: one worker loop thread.
 """
 
@@ -39,6 +43,8 @@ class ConsumerLink(Protocol):
     def add_credit(self, credit: int) -> None: ...
 
     def resume(self) -> None: ...
+
+    def new_buffer_size(self, size: int, max_records: int) -> None: ...
 
 
 class InputChannel:
@@ -154,6 +160,12 @@ class InputGate:
         self.num_finished = 0
         #: Bytes of data buffers the task has taken from this gate's channels.
         self.bytes_consumed = 0
+        #: Records (and their bytes, prorated from their batch) the task has processed from
+        #: this gate's channels, as it reports them (:meth:`note_processed`).
+        self.records_processed = 0
+        self.bytes_processed = 0.0
+        self._bytes_per_record = 0.0
+        self._batch_start = 0  # bytes_consumed when the batch being reassembled began
 
     def add_channel(self, channel_id: int, name: str, initial_credit: int) -> InputChannel:
         channel = InputChannel(self, len(self.channels), channel_id, name, initial_credit)
@@ -220,6 +232,11 @@ class InputGate:
                     channel.receiver.on_data_consumed()
                     self.announce_credits()
                     continue
+                if batch[0]:  # all its buffers' bytes (a batch may span buffers)
+                    self._bytes_per_record = (self.bytes_consumed - self._batch_start) / len(
+                        batch[0]
+                    )
+                self._batch_start = self.bytes_consumed
                 return channel, batch
             return channel, item
         return None
@@ -234,6 +251,25 @@ class InputGate:
             credit = channel.receiver.take_unannounced_credit()
             if credit and channel.link is not None:
                 channel.link.add_credit(credit)
+
+    def note_processed(self, records: int) -> None:
+        """The task processed ``records`` more records of the batch :meth:`poll` returned last
+        (a chunk of it): the throughput buffer debloating measures. Cost: two additions."""
+        self.records_processed += records
+        self.bytes_processed += records * self._bytes_per_record
+
+    def buffers_in_use(self) -> int:
+        """Data buffers in flight towards the task: queued at the channels, or queued at their
+        senders (the backlog the last buffer reported). Cost: O(channels)."""
+        return sum(
+            c.receiver.queued_data_buffers + c.receiver.sender_backlog for c in self.channels
+        )
+
+    def announce_buffer_size(self, size: int, max_records: int) -> None:
+        """Send NewBufferSize to the producer of every channel that has not finished."""
+        for channel in self.channels:
+            if channel.link is not None and not channel.finished:
+                channel.link.new_buffer_size(size, max_records)
 
     def mark_finished(self, channel: InputChannel) -> None:
         if not channel.finished:

@@ -94,6 +94,13 @@ class ResultSubpartition:
         self.sender.add_credit(credit)
         self.pump()
 
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        """The consumer announced a buffer size and record limit (buffer debloating)."""
+        self.sender.new_buffer_size(size, max_records)
+        listener = self.partition.buffer_size_listener
+        if listener is not None:
+            listener(self.partition.subpartitions.index(self))
+
     def resume(self) -> None:
         self.sender.resume()
         self.pump()
@@ -156,6 +163,8 @@ class ResultPartition:
         self.in_progress = 0
         self.max_overdraft_seen = 0
         self._listener: Callable[[], None] | None = None
+        #: Called with a subpartition's index when its consumer announced a new buffer size.
+        self.buffer_size_listener: Callable[[int], None] | None = None
 
     @property
     def in_use(self) -> int:
@@ -195,7 +204,12 @@ class RecordWriter:
     A channel's pending records are serialized when they are expected to fill ~90% of a segment
     (the bytes-per-record estimate starts from a sample of the first batch and adapts after
     every serialization, so a buffer in progress rarely outgrows a segment), on
-    :meth:`flush_all` (buffer timeout, before an event, at the end).
+    :meth:`flush_all` (buffer timeout, before an event, at the end). With buffer debloating,
+    the channel's consumer announces a smaller size and a record limit: pending records are
+    then serialized in batches of ~90% of that size or of the limit, whichever is fewer
+    records (one emit of many records becomes several buffers). Batches are still cut at the
+    segment size, so a record larger than the announced size goes whole (or spans segments,
+    as without debloating).
 
     Pool accounting: a channel's buffer is taken from the pool (``partition.in_progress``) when
     its first pending record arrives; serializing turns it into ``k >= 1`` queued buffers (more
@@ -214,7 +228,15 @@ class RecordWriter:
         self._values: list[list[Any]] = [[] for _ in range(n)]
         self._stamps: list[list[Any] | None] = [None] * n
         self._bytes_per_record = 0.0  # no estimate before the first batch
-        self._threshold = 1
+        #: Per channel: the announced buffer size and record limit, and the pending records
+        #: that trigger serialization.
+        self._sizes = [segment_size] * n
+        self._limits: list[int | None] = [None] * n
+        self._thresholds = [1] * n
+        partition.buffer_size_listener = self._on_new_buffer_size
+        #: Called with ``old / new`` records per buffer when an announcement shrank the
+        #: smallest per-buffer threshold (the task's output budget rescales its cost with it).
+        self.on_buffers_shrunk: Callable[[float], None] | None = None
         self.records_out = 0
         self.buffers_out = 0
         self.bytes_out = 0
@@ -229,7 +251,7 @@ class RecordWriter:
         if self._bytes_per_record == 0.0 and values:
             self._estimate_size(values)
         self.records_out += len(values)
-        pending_v, pending_t, threshold = self._values, self._stamps, self._threshold
+        pending_v, pending_t, thresholds = self._values, self._stamps, self._thresholds
         for ch, (vals, stamps) in self.partitioner.route(values, timestamps).items():
             pv = pending_v[ch]
             if not pv:
@@ -243,33 +265,80 @@ class RecordWriter:
                     pt = pending_t[ch] = [None] * len(pv)
                 pt.extend(stamps if stamps is not None else [None] * len(vals))
             pv.extend(vals)
-            if len(pv) >= threshold:
+            if len(pv) >= thresholds[ch]:
                 self._flush_channel(ch)
 
     def _estimate_size(self, values: list[Any]) -> None:
         """The first estimate of bytes per record: a sample of the first batch, serialized."""
         sample = values[:16]
         self._bytes_per_record = len(serialize_batch(sample, None)) / len(sample)
-        self._threshold = max(1, int(self.segment_size * 0.9 / self._bytes_per_record))
+        self._update_thresholds()
+
+    def _update_thresholds(self) -> None:
+        per_record = self._bytes_per_record
+        sizes, limits, thresholds = self._sizes, self._limits, self._thresholds
+        for ch, size in enumerate(sizes):
+            threshold = max(1, int(size * 0.9 / per_record)) if per_record > 0.0 else size
+            limit = limits[ch]
+            thresholds[ch] = threshold if limit is None or limit > threshold else limit
+
+    def start_debloated(self, max_records: int) -> None:
+        """Debloating is on: until a consumer announces its limits, cut its channel's buffers
+        at ``max_records`` records (so a job does not start with seconds of backlog)."""
+        for ch, limit in enumerate(self._limits):
+            if limit is None:
+                self._limits[ch] = max_records
+        self._update_thresholds()
+
+    def _on_new_buffer_size(self, ch: int) -> None:
+        sender = self.partition.subpartitions[ch].sender
+        assert sender.buffer_size is not None
+        self._sizes[ch] = min(sender.buffer_size, self.segment_size)
+        self._limits[ch] = sender.max_records
+        before = min(self._thresholds)
+        self._update_thresholds()  # a fuller buffer in progress is cut at the next emit
+        after = min(self._thresholds)
+        if after < before and self.on_buffers_shrunk is not None:
+            self.on_buffers_shrunk(before / after)
 
     def _flush_channel(self, ch: int) -> None:
-        values = self._values[ch]
+        values, stamps = self._values[ch], self._stamps[ch]
         if not values:
             return
-        data = serialize_batch(values, self._stamps[ch])
         self._values[ch] = []
         self._stamps[ch] = None
-        est = len(data) / len(values)
-        self._bytes_per_record = 0.5 * self._bytes_per_record + 0.5 * est
-        self._threshold = max(1, int(self.segment_size * 0.9 / self._bytes_per_record))
-        buffers = split_into_buffers(data, self.segment_size)
+        n = len(values)
+        # debloated: one batch per announced buffer (a single emit may hold many buffers' worth)
+        step = self._thresholds[ch] if self._limits[ch] is not None else n
+        buffers: list[Buffer] = []
+        for start in range(0, n, step):
+            if step >= n:
+                part, part_stamps = values, stamps
+            else:
+                part = values[start : start + step]
+                part_stamps = None if stamps is None else stamps[start : start + step]
+            data = serialize_batch(part, part_stamps)
+            self._bytes_per_record = 0.5 * self._bytes_per_record + 0.5 * len(data) / len(part)
+            buffers.extend(split_into_buffers(data, self.segment_size))
+            self.bytes_out += len(data)
+        self._update_thresholds()
         self.buffers_out += len(buffers)
         self.buffers_requested += len(buffers) - 1  # the first was taken when it started
-        self.bytes_out += len(data)
         partition = self.partition
         partition.in_progress -= 1
         partition.subpartitions[ch].add_buffers(buffers)
         partition.note_emitted()
+
+    def records_that_fit(self) -> int | None:
+        """With debloating: how many more records the free buffers of the partition take when
+        each holds as many as the smallest channel threshold (at least one buffer's worth);
+        ``None`` without debloating. Sources size their batches with it."""
+        limits = [limit for limit in self._limits if limit is not None]
+        if not limits:
+            return None
+        partition = self.partition
+        free = max(1, partition.pool_size - partition.in_use)
+        return free * min(self._thresholds)
 
     def flush_all(self) -> None:
         for ch in range(len(self._values)):

@@ -1,7 +1,7 @@
 """Transports: how a subpartition and an input channel talk, in-process or over TCP.
 
-Both speak the same credit protocol (BufferResponse one way, AddCredit / ResumeConsumption the
-other), so nothing above this module knows where its peer is:
+Both speak the same credit protocol (BufferResponse one way, AddCredit / ResumeConsumption /
+NewBufferSize the other), so nothing above this module knows where its peer is:
 
 * :class:`LocalLink`: producer and consumer in the same worker; messages are method calls on the
   same loop thread.
@@ -11,6 +11,7 @@ other), so nothing above this module knows where its peer is:
       BUFFER  b"B" | channel u32 | seq u32 | backlog u32 | flags u8 | payload
       CREDIT  b"C" | channel u32 | credit u32
       RESUME  b"R" | channel u32
+      SIZE    b"S" | channel u32 | buffer size u32 | max records u32   (NewBufferSize)
 
   ``flags``: 1 event (payload is a pickled event), 2 partial buffer, 4 priority, 8 blocks
   upstream. Credit bounds what is in flight, so writes never need ``drain()`` to bound memory.
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 _BUFFER = struct.Struct(">cIIIB")
 _CREDIT = struct.Struct(">cII")
 _RESUME = struct.Struct(">cI")
+_SIZE = struct.Struct(">cIII")
 _EVENT, _PARTIAL, _PRIORITY, _BLOCKS = 1, 2, 4, 8
 
 
@@ -67,6 +69,9 @@ class LocalLink:
 
     def resume(self) -> None:
         self.producer.resume()
+
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        self.producer.new_buffer_size(size, max_records)
 
 
 class TcpConnection:
@@ -119,6 +124,11 @@ class TcpConnection:
         if not self.writer.is_closing():
             self.writer.writelines([frame_header(len(body)), body])
 
+    def send_buffer_size(self, channel_id: int, size: int, max_records: int) -> None:
+        body = _SIZE.pack(b"S", channel_id, size, max_records)
+        if not self.writer.is_closing():
+            self.writer.writelines([frame_header(len(body)), body])
+
     # -- receiving -------------------------------------------------------------------------------
     async def _read_loop(self) -> None:
         env, peer = self.env, f"worker {self.peer}"
@@ -147,6 +157,9 @@ class TcpConnection:
                 elif kind == b"R":
                     _, cid = _RESUME.unpack(body)
                     env.subpartition(cid, peer).resume()
+                elif kind == b"S":
+                    _, cid, size, max_records = _SIZE.unpack(body)
+                    env.subpartition(cid, peer).new_buffer_size(size, max_records)
                 else:
                     raise NetworkError(f"unknown frame type {kind!r} from {peer}")
         except asyncio.CancelledError:
@@ -185,6 +198,9 @@ class _RemoteConsumerLink:
 
     def resume(self) -> None:
         self.conn.send_resume(self.channel_id)
+
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        self.conn.send_buffer_size(self.channel_id, size, max_records)
 
 
 class NetworkEnvironment:

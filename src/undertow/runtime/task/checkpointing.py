@@ -47,7 +47,8 @@ Per-checkpoint metrics in the acknowledgement: ``start_delay_ms`` (first barrier
 trigger timestamp), ``alignment_duration_ms`` (first barrier to snapshot), ``sync_duration_ms``,
 ``async_duration_ms`` (channel state complete and file written), ``processed_data`` (input
 bytes the task consumed between its first barrier and the snapshot), ``persisted_data``
-(channel-state bytes), ``unaligned``, ``state_size``.
+(channel-state bytes), ``unaligned``, ``state_size``, and with buffer debloating
+``debloat_estimate_ms``.
 
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
 Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
@@ -194,6 +195,9 @@ class SubtaskCheckpointer:
                 tuple(len(w.partition.subpartitions) for w in writers),
             )  # fmt: skip
         self.task: TaskInput | None = None
+        #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
+        #: with each acknowledgement when set (``debloat_estimate_ms``); set by the task.
+        self.debloat_estimate: Callable[[], float | None] | None = None
         #: Called after the operators were notified of a completed checkpoint (the task's
         #: lifecycle waits for its final checkpoint through it).
         self.completion_listener: Callable[[int], None] | None = None
@@ -527,6 +531,9 @@ class SubtaskCheckpointer:
             "persisted_data": 0,
             "unaligned": barrier.options.is_unaligned,
         }
+        estimate = self.debloat_estimate() if self.debloat_estimate is not None else None
+        if estimate is not None:
+            metrics["debloat_estimate_ms"] = estimate
         async_started = time.perf_counter()
         writer = self.channel_state
         if not needs_channel_state or writer is None:

@@ -41,6 +41,8 @@ What this bounds, and what not (the guarantee is about *expected* output):
   at a time while the output is available, see :mod:`undertow.runtime.task.timers`), output
   emitted by ``finish()``, and restored in-flight output. :attr:`ResultPartition.max_overdraft_seen`
   observes all of them.
+* Buffer debloating shrinks the records per buffer while the task runs: the writer reports
+  the factor and the cost is scaled by it at once, before the next unit is sized.
 * One estimate per output, not per input: a two-input task whose inputs fan out differently
   is sized by whichever input cost more recently.
 
@@ -51,6 +53,7 @@ division each.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from undertow.runtime.network.partition import RecordWriter
@@ -88,10 +91,17 @@ class OutputBudget:
         self._room = [0] * n
         self._slack = [len(w.partition.subpartitions) - 1 for w in writers]
         self._drawn_before = [0] * n
+        for i, writer in enumerate(writers):  # buffer debloating: records per buffer shrank
+            writer.on_buffers_shrunk = functools.partial(self._rescale, i)
         #: Units of work that drew more than the free buffers plus the overdraft.
         self.exceeded = 0
         #: Of those, chunks of several units (their records cost more than predicted).
         self.mispredicted = 0
+
+    def _rescale(self, output: int, factor: float) -> None:
+        """The consumers of ``output`` now take ``factor`` times fewer records per buffer: a
+        unit draws that many times more buffers (the estimate is learned again after it)."""
+        self._cost[output] *= factor
 
     def cost(self, output: int) -> float:
         """The current estimate of buffers one unit draws from ``output`` (``inf``: unknown)."""

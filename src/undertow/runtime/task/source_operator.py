@@ -142,6 +142,8 @@ class SourceOperator:
         self._restored_splits: list[Any] = []
         #: Reader output not emitted yet, oldest first: [values, timestamps, position].
         self._pending: deque[list[Any]] = deque()
+        #: ReaderOutput's soft limit per reader call, set by the task (buffer debloating).
+        self.records_wanted: int | None = None
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx

@@ -104,6 +104,8 @@ from undertow.runtime.checkpoint.channel_state_rescale import channel_records
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
+from undertow.runtime.network.buffer_debloater import DebloatSettings
+from undertow.runtime.network.gate_debloater import TaskDebloater
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -201,6 +203,12 @@ class StreamTask:
         self.output_operators = [
             self.chain.output_operators.get(edge_id, vertex.name) for edge_id in writers
         ]
+        #: Buffer debloating of the input gates (FLIP-183), started by ``run``; None if off.
+        self.debloater: TaskDebloater | None = None
+        self._debloat = DebloatSettings.of(config)
+        if self._debloat is not None:
+            for writer in self.writers:
+                writer.start_debloated(self._debloat.initial_max_records)
         self.budget: OutputBudget | None = None
         if self.writers:
             self.budget = OutputBudget(
@@ -259,6 +267,7 @@ class StreamTask:
             checkpointer.attach(self)
             checkpointer.completion_listener = self._on_checkpoint_complete
             checkpointer.synchronous_savepoint_listener = self._on_synchronous_savepoint
+            checkpointer.debloat_estimate = self._debloat_estimate_ms
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -288,6 +297,7 @@ class StreamTask:
             max_overdraft_buffers=max((p.max_overdraft_seen for p in self.partitions), default=0),
             overdraft_exceeded=self.budget.exceeded if self.budget is not None else 0,
             input_watermark=self.current_watermark(),
+            debloat=self.debloater.statistics() if self.debloater is not None else None,
         )
 
     def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:
@@ -333,6 +343,7 @@ class StreamTask:
                 self.restored = None
             self.chain.open()
             self._schedule_flush()
+            self._start_debloating()
             if self.chain.is_source:
                 action, ready = self._source_slice, self._source_ready
             else:
@@ -539,6 +550,32 @@ class StreamTask:
 
         self.loop.call_later(timeout / 1000.0, self.post, flush)
 
+    def _debloat_estimate_ms(self) -> float | None:
+        """Buffer debloating's estimated time to consume the inputs' in-flight buffers."""
+        if self.debloater is None:
+            return None
+        estimate = self.debloater.statistics().estimated_time_to_consume_buffers_ms
+        return estimate if estimate >= 0 else None
+
+    def _start_debloating(self) -> None:
+        """Measure and announce buffer sizes once per period, as a mail (see
+        :mod:`undertow.runtime.network.gate_debloater`), until the inputs end."""
+        settings = self._debloat
+        if settings is None or not self.gates:
+            return
+        idle = self.time_accounting.times_ms
+        debloater = self.debloater = TaskDebloater(
+            self.gates, settings, time.perf_counter() * 1000.0, idle()[2]
+        )
+
+        def tick() -> None:
+            if self._cancelled or all(g.is_finished for g in self.gates):
+                return
+            debloater.tick(time.perf_counter() * 1000.0, idle()[2])
+            self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
+
+        self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
+
     def _after_slice(self) -> None:
         if self.buffer_timeout_ms == 0:
             for writer in self.writers:
@@ -559,8 +596,12 @@ class StreamTask:
         deadline = now + slice_s
         head = self.head
         budget = self.budget
+        writers = self.writers if self._debloat is not None else ()
         while True:
             if not head.has_pending():
+                if writers:  # debloated outputs: ask the reader for what fits (a soft limit)
+                    fits = [n for w in writers if (n := w.records_that_fit()) is not None]
+                    head.records_wanted = min(fits) if fits else None
                 status = InputStatus.END_OF_INPUT if self._reader_ended else head.emit_next()
                 if status is InputStatus.END_OF_INPUT:
                     self._reader_ended = True  # never call a reader again after its end
@@ -789,6 +830,8 @@ class StreamTask:
                 head.process_batch(chunk, cstamps)
             t1 = perf()
             self.records_in += len(chunk)
+            if not restored:
+                gate.note_processed(len(chunk))
             if budget is not None:
                 budget.end(len(chunk))
             self._adapt_chunk(len(chunk), t1 - t0, slice_s)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from undertow.runtime.network.gate_debloater import DebloatStatistics
+
 
 @dataclass(frozen=True, slots=True)
 class TaskStatistics:
@@ -41,6 +43,8 @@ class TaskStatistics:
     #: The last watermark the task passed on (Flink's ``currentInputWatermark``); Long.MIN
     #: before any.
     input_watermark: int = -(2**63)
+    #: Buffer debloating of the inputs (``None``: off, or no network input).
+    debloat: DebloatStatistics | None = None
 
 
 class TaskTimeAccounting:

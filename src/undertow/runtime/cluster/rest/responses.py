@@ -232,6 +232,10 @@ def vertex_backpressure(view: JobView, vertex: VertexView) -> Json:
             "ratio": round(sample.backpressured_ratio, 3),
             "idleRatio": round(sample.idle_ratio, 3),
             "busyRatio": round(sample.busy_ratio, 3),
+            **({} if sample.debloated_buffer_size is None else {
+                "debloatedBufferSize": sample.debloated_buffer_size,
+                "estimatedTimeToConsumeBuffersMs": sample.estimated_time_to_consume_buffers_ms,
+            }),
         })  # fmt: skip
     if not subtasks:
         return {"status": "deprecated"}

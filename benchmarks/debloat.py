@@ -1,0 +1,251 @@
+"""Buffer debloating (FLIP-183, issue 17): checkpoints under backpressure, off vs on.
+
+The anchor job: number source -> map -> key_by -> map sleeping 1 ms per record -> discard,
+p=1, a checkpoint every 1 s, on the ``local`` target. The source is unbounded and as fast as
+it may, so the key_by edge is always full; after ``--seconds`` the job is stopped with a
+savepoint (no drain). For each mode the table shows the completed checkpoints' duration
+p50/p90 (from the JobMaster's console line), how many completed, the in-flight data they
+persisted (median; unaligned rows), how long the stop-with-savepoint took, and the p50 and
+in-flight ratios against the debloating-off row of the same checkpoint mode in the same run.
+
+Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms;
+unaligned off vs on (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
+pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on).
+
+The optional ``pyflink`` case runs the same anchor job on a PyFlink install (process mode)
+in the same run, debloating off / on, for issue 17's comparison.
+
+Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,pyflink,throughput]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from undertow.common import Configuration, WatermarkStrategy
+from undertow.datastream import MapFunction, StreamExecutionEnvironment
+from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+
+try:  # run as a script from the repository root, or as ``benchmarks.debloat``
+    from unaligned import COMPLETED, UNITS, Tee  # type: ignore[import-not-found,no-redef]
+except ImportError:
+    from benchmarks.unaligned import COMPLETED, UNITS, Tee
+
+STOP_TIMEOUT_S = 30.0
+DEBLOAT = "taskmanager.network.memory.buffer-debloat."
+ALIGNED = {"execution.checkpointing.interval": "1 s"}
+UNALIGNED = {**ALIGNED, "execution.checkpointing.unaligned.enabled": "true"}
+ON = {DEBLOAT + "enabled": "true"}
+MODES: dict[str, dict[str, str]] = {
+    "aligned, off": ALIGNED,
+    "aligned, on (1 s)": {**ALIGNED, **ON},
+    "aligned, on (300 ms)": {**ALIGNED, **ON, DEBLOAT + "target": "300 ms"},
+    "unaligned, off": UNALIGNED,
+    "unaligned, on (1 s)": {**UNALIGNED, **ON},
+}
+
+
+class Sleep(MapFunction):
+    """The slow operator: sleeps ``seconds`` per record."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def map(self, value: Any) -> Any:
+        time.sleep(self.seconds)
+        return value
+
+
+def anchor_job(settings: dict[str, str], records: int | None) -> StreamExecutionEnvironment:
+    """The anchor job of issue 17 with ``settings`` on top of the local target's."""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
+    env.set_parallelism(1)
+    source = DataGeneratorSource(lambda i: i, count=records)
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers")
+    stream = stream.map(lambda v: v + 1).name("map")
+    stream = stream.key_by(lambda v: v % 128).map(Sleep(0.001)).name("sleepy map")
+    stream.sink_to(DiscardingSink())
+    return env
+
+
+def run_anchor(mode: str, seconds: float) -> tuple[list[int], list[float], float | None]:
+    """Run the (unbounded) anchor job for ``seconds``, then stop it with a savepoint (no
+    drain). Returns the durations (ms) and in-flight bytes of the checkpoints that completed,
+    and the seconds the stop-with-savepoint took (``None``: not within ``STOP_TIMEOUT_S``,
+    the job was cancelled)."""
+    tee, saved = Tee(), sys.stderr
+    with tempfile.TemporaryDirectory() as directory:
+        settings = {"execution.target": "local", "execution.checkpointing.dir": directory,
+                    "execution.checkpointing.savepoint-dir": directory + "/savepoints",
+                    "rest.port": "-1", **MODES[mode]}  # fmt: skip
+        env = anchor_job(settings, None)
+        sys.stderr = tee
+        try:
+            client = env.execute_async(f"debloat benchmark: {mode}")
+            time.sleep(seconds)
+            started = time.perf_counter()
+            stopping = client.stop_with_savepoint(drain=False)
+            stop_s: float | None
+            try:
+                stopping.result(timeout=STOP_TIMEOUT_S)
+                stop_s = time.perf_counter() - started
+            except FutureTimeout:
+                stop_s = None
+                client.cancel()
+            with contextlib.suppress(Exception):  # cancelled: JobCancelledError
+                client.get_job_execution_result(timeout=60)
+        finally:
+            sys.stderr = saved
+    found = list(COMPLETED.finditer(tee.lines.getvalue()))
+    durations = [int(m.group("ms")) for m in found]
+    sizes = [float(m.group("size")) * UNITS[m.group("unit")] for m in found if m.group("size")]
+    return durations, sizes, stop_s
+
+
+def checkpoint_table(seconds: float) -> None:
+    print(f"anchor job for {seconds:g} s (unbounded number source, ~1000 records/s taken), "
+          f"checkpoint every 1 s, then stop-with-savepoint without drain")  # fmt: skip
+    print(f"{'mode':<22} {'p50 ms':>8} {'p90 ms':>8} {'done':>5} {'in-flight':>10} "
+          f"{'stop s':>7} {'p50 ratio':>9} {'bytes ratio':>11}")  # fmt: skip
+    base: dict[str, tuple[float, float]] = {}
+    for mode in MODES:
+        durations, sizes, stop_s = run_anchor(mode, seconds)
+        kind = mode.split(",")[0]
+        p50 = statistics.median(durations) if durations else float("nan")
+        p90 = statistics.quantiles(durations, n=10)[-1] if len(durations) > 1 else p50
+        size = statistics.median(sizes) if sizes else float("nan")
+        base.setdefault(kind, (p50, size))
+        shown = f"{size / 1024:.1f} KiB" if sizes else "-"
+        stop = f"{stop_s:.1f}" if stop_s is not None else f">{STOP_TIMEOUT_S:g}"
+        print(f"{mode:<22} {_num(p50):>8} {_num(p90):>8} {len(durations):>5} {shown:>10} "
+              f"{stop:>7} {_ratio(p50, base[kind][0]):>9} {_ratio(size, base[kind][1]):>11}",
+              flush=True)  # fmt: skip
+
+
+def _num(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.0f}"
+
+
+def _ratio(value: float, baseline: float) -> str:
+    """``value / baseline``, or "-" where either is missing (no checkpoint completed)."""
+    if math.isnan(value) or math.isnan(baseline) or baseline == 0:
+        return "-"
+    return f"{value / baseline:.3f}x"
+
+
+def throughput_table(records: int, repeats: int) -> None:
+    try:
+        import throughput  # type: ignore[import-not-found]
+    except ImportError:
+        from benchmarks import throughput  # type: ignore[no-redef]
+    print(f"\nthroughput.py pipeline, p=2, {records} records, {repeats} runs each, local target")
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    modes = [("off", {}), ("on", ON)]
+    for repeat in range(repeats):  # interleaved, alternating who goes first: drift hits both
+        for mode, extra in modes if repeat % 2 == 0 else modes[::-1]:
+            rates[mode].append(records / throughput.run_job(records, 2, "local", extra))
+    for mode, runs in rates.items():
+        print(
+            f"debloating {mode:<4} best {max(runs):>12,.0f}  median "
+            f"{statistics.median(runs):>12,.0f} records/s",
+            flush=True,
+        )
+    best = max(rates["on"]) / max(rates["off"])
+    median = statistics.median(rates["on"]) / statistics.median(rates["off"])
+    print(
+        f"ratio on/off: best {best:.3f}x, median {median:.3f}x (>= 0.97x: may become the default)"
+    )
+
+
+PYFLINK_JOB = """
+import json, sys, time, urllib.request
+from pyflink.common import Configuration, WatermarkStrategy
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+seconds, port, settings = float(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+conf = Configuration()
+for key, value in {"rest.port": str(port), "python.executable": sys.executable,
+                   "python.client.executable": sys.executable, **settings}.items():
+    conf.set_string(key, value)
+env = StreamExecutionEnvironment.get_execution_environment(conf)
+env.set_parallelism(1)
+env.enable_checkpointing(1000)
+
+def slow(v):
+    time.sleep(0.001)
+    return v
+
+numbers = env.from_source(NumberSequenceSource(1, 10**12), WatermarkStrategy.no_watermarks(), "n")
+numbers.map(lambda v: v + 1).key_by(lambda v: v % 128).map(slow).filter(lambda v: False).print()
+client = env.execute_async("anchor")
+time.sleep(seconds)
+url = f"http://127.0.0.1:{port}/jobs/{client.get_job_id()}/checkpoints"
+with urllib.request.urlopen(url, timeout=10) as response:
+    stats = json.loads(response.read())
+print(json.dumps({"completed": stats["counts"]["completed"],
+                  "durations": [c["end_to_end_duration"] for c in stats.get("history", [])
+                                if c["status"] == "COMPLETED"]}))
+client.cancel().result()
+"""
+
+
+def pyflink_table(seconds: float, python: str) -> None:
+    """The anchor job on PyFlink (process mode; thread mode needs ``pemja``, which the
+    reference install lacks), debloating off / on, in the same run as undertow's table.
+    PyFlink is only run as an external interpreter; undertow does not depend on it."""
+    print(f"\nPyFlink (process mode), anchor job for {seconds:g} s (start-up included), "
+          "checkpoint every 1 s; p50 over the last 10 completed (its REST history)")  # fmt: skip
+    modes = {
+        "aligned, off": {},
+        "aligned, on (1 s)": {DEBLOAT + "enabled": "true"},
+        "aligned, on (300 ms)": {DEBLOAT + "enabled": "true", DEBLOAT + "target": "300 ms"},
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
+        script.write(PYFLINK_JOB)
+    for port, (mode, settings) in enumerate(modes.items(), start=18951):
+        run = subprocess.run(
+            [python, script.name, str(seconds), str(port), json.dumps(settings)],
+            capture_output=True, text=True, timeout=seconds + 180, check=False,
+        )  # fmt: skip
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        if run.returncode != 0 or not lines:
+            print(f"{mode:<22} failed: {run.stderr.strip().splitlines()[-1:]}", flush=True)
+            continue
+        result = json.loads(lines[-1])
+        durations = result["durations"]
+        p50 = _num(statistics.median(durations)) if durations else "-"
+        print(f"{mode:<22} p50 {p50:>6} ms, {result['completed']} completed", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0, help="input per anchor run")
+    parser.add_argument("--records", type=int, default=1_000_000, help="throughput run size")
+    parser.add_argument("--repeats", type=int, default=3, help="throughput runs per mode")
+    parser.add_argument("--cases", default="checkpoints,throughput",
+                        help="tables to print: checkpoints, throughput, pyflink")  # fmt: skip
+    parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
+                        help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    if "checkpoints" in cases:
+        checkpoint_table(args.seconds)
+    if "pyflink" in cases:
+        pyflink_table(args.seconds, args.pyflink_python)
+    if "throughput" in cases:
+        throughput_table(args.records, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

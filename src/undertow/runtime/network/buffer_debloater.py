@@ -1,0 +1,202 @@
+"""Buffer debloating (FLIP-183), sans I/O: from a gate's measured throughput to buffer limits.
+
+An aligned barrier waits behind a gate's in-flight data (queued at its channels and at their
+senders). Per period, :class:`BufferDebloater` turns a :class:`ThroughputSample` into a
+:class:`DebloatDecision` so that consuming that data takes about ``target``. *Time, not
+bytes*: a 256-byte buffer still holds ~100 pickled ints (100 ms at 1 ms per record), so a
+decision carries a byte size (clamped to ``[min-segment-size, segment-size]``) and a record
+count, each ``rate * target / buffers in use``; writers cut at whichever comes first.
+
+Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
+queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
+(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement;
+changes below ``threshold-percentages`` are not announced unless they reach a bound.
+
+Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import ConfigurationError
+
+#: Records per buffer before a consumer's first measurement (Flink starts at the maximum size).
+INITIAL_MAX_RECORDS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class DebloatSettings:
+    """The options of debloating (Flink's keys, see :class:`~undertow.core.config.Options`)."""
+
+    target_ms: float = 1000.0
+    period_ms: float = 200.0
+    samples: int = 20
+    threshold_percentages: int = 25
+    min_buffer_size: int = 256
+    max_buffer_size: int = 32 * 1024
+
+    def __post_init__(self) -> None:
+        problems = [
+            (self.target_ms > 0, f"target must be > 0 ms, got {self.target_ms}"),
+            (self.period_ms > 0, f"period must be > 0 ms, got {self.period_ms}"),
+            (self.samples >= 1, f"samples must be >= 1, got {self.samples}"),
+            (0 <= self.threshold_percentages <= 100,
+             f"threshold-percentages must be in [0, 100], got {self.threshold_percentages}"),
+            (0 < self.min_buffer_size <= self.max_buffer_size,
+             f"taskmanager.memory.min-segment-size ({self.min_buffer_size}) must be in "
+             f"(0, taskmanager.memory.segment-size ({self.max_buffer_size})]"),
+        ]  # fmt: skip
+        for ok, problem in problems:
+            if not ok:
+                raise ConfigurationError(f"buffer debloating: {problem}")
+
+    @property
+    def max_records(self) -> int:
+        """The record limit that means "no limit": a record takes at least one byte."""
+        return self.max_buffer_size
+
+    @property
+    def initial_max_records(self) -> int:
+        """The record limit producers start with, before the first announcement (one period),
+        so a job does not start with seconds of backlog; the first measurement replaces it."""
+        return min(INITIAL_MAX_RECORDS, self.max_records)
+
+    @classmethod
+    def of(cls, config: Configuration) -> DebloatSettings | None:
+        """The settings in ``config``, or ``None`` if debloating is disabled."""
+        if not config.get(Options.BUFFER_DEBLOAT_ENABLED):
+            return None
+        return cls(
+            target_ms=float(config.get(Options.BUFFER_DEBLOAT_TARGET)),
+            period_ms=float(config.get(Options.BUFFER_DEBLOAT_PERIOD)),
+            samples=config.get(Options.BUFFER_DEBLOAT_SAMPLES),
+            threshold_percentages=config.get(Options.BUFFER_DEBLOAT_THRESHOLD),
+            min_buffer_size=config.get(Options.MIN_SEGMENT_SIZE),
+            max_buffer_size=config.get(Options.SEGMENT_SIZE),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputSample:
+    """What a gate consumed in one period: ``active_ms`` is the period minus the time its task
+    waited for input (Flink pauses its throughput measurement then); ``buffers_in_use`` the
+    data buffers queued at its channels plus their senders' last reported backlog."""
+
+    bytes: int
+    records: int
+    active_ms: float
+    buffers_in_use: int
+
+
+@dataclass(frozen=True, slots=True)
+class DebloatDecision:
+    """The limits to use from now on, and whether they changed enough to be announced.
+
+    ``estimated_time_ms``: time to consume ``buffers_in_use`` buffers cut at these limits at
+    the measured rates (Flink's ``estimatedTimeToConsumeBuffersMs``); -1 if nothing was
+    consumed (unknown).
+    """
+
+    buffer_size: int
+    max_records: int
+    announce: bool
+    estimated_time_ms: float
+    bytes_per_second: float
+    records_per_second: float
+    buffers_in_use: int
+
+
+class SizeEMA:
+    """Flink's ``BufferSizeEMA``: an exponential moving average of a desired size, clamped.
+
+    ``update(total, buffers)`` moves the average towards ``total / buffers`` (but towards at
+    most twice the current value, so it grows as fast as it shrinks) and returns it rounded.
+    The first update seeds the average with its desired value.
+    """
+
+    __slots__ = ("_alpha", "_max", "_min", "_value")
+
+    def __init__(self, minimum: int, maximum: int, samples: int) -> None:
+        self._min = minimum
+        self._max = maximum
+        self._alpha = 2.0 / (samples + 1)
+        self._value: float | None = None
+
+    def update(self, total: float, buffers: int) -> int:
+        desired = total / max(1, buffers)
+        value = self._value
+        if value is None:
+            value = desired
+        else:
+            value += self._alpha * (min(desired, 2.0 * value) - value)
+        value = max(float(self._min), min(value, float(self._max)))
+        self._value = value
+        return round(value)
+
+
+class BufferDebloater:
+    """The size controller of one input gate (see the module docstring).
+
+    Starts where producers start (the maximum buffer size, ``initial_max_records``), so the
+    first measurement is always announced; :meth:`recalculate` once per period. Invariants:
+    ``min_buffer_size <= buffer_size <= max_buffer_size`` and ``1 <= max_records <=
+    settings.max_records``; an announced value differs from the one before by at least the
+    threshold, or sits on a bound.
+    """
+
+    __slots__ = ("_bytes", "_in_use", "_records", "_threshold", "buffer_size", "last",
+                 "max_records", "settings")  # fmt: skip
+
+    def __init__(self, settings: DebloatSettings) -> None:
+        self.settings = settings
+        self._bytes = SizeEMA(settings.min_buffer_size, settings.max_buffer_size, settings.samples)
+        self._records = SizeEMA(1, settings.max_records, settings.samples)
+        self._threshold = settings.threshold_percentages / 100.0
+        self.buffer_size = settings.max_buffer_size
+        self.max_records = settings.initial_max_records  # what producers start with
+        self._in_use: deque[int] = deque(maxlen=settings.samples)
+        #: The latest decision (``None`` before the first measured period).
+        self.last: DebloatDecision | None = None
+
+    def recalculate(self, sample: ThroughputSample) -> DebloatDecision | None:
+        """The decision for one period's sample; ``None`` (nothing changes) if the gate had
+        input for less than 1 ms of the period: there is no throughput to measure."""
+        if sample.active_ms < 1.0:
+            return None
+        s = self.settings
+        seconds = sample.active_ms / 1000.0
+        bytes_rate = sample.bytes / seconds
+        records_rate = sample.records / seconds
+        self._in_use.append(sample.buffers_in_use)
+        in_use = max(1, max(self._in_use))
+        target_s = s.target_ms / 1000.0
+        new_size = self._bytes.update(bytes_rate * target_s, in_use)
+        new_records = self._records.update(records_rate * target_s, in_use)
+        changed = False
+        if not self._skip(new_size, self.buffer_size, s.min_buffer_size, s.max_buffer_size):
+            self.buffer_size = new_size
+            changed = True
+        if not self._skip(new_records, self.max_records, 1, s.max_records):
+            self.max_records = new_records
+            changed = True
+        per_buffer_s = min(
+            self.buffer_size / bytes_rate if bytes_rate > 0 else float("inf"),
+            self.max_records / records_rate if records_rate > 0 else float("inf"),
+        )
+        estimate = in_use * per_buffer_s * 1000.0 if per_buffer_s != float("inf") else -1.0
+        self.last = DebloatDecision(
+            self.buffer_size, self.max_records, changed, estimate, bytes_rate, records_rate,
+            sample.buffers_in_use,
+        )  # fmt: skip
+        return self.last
+
+    def _skip(self, new: int, current: int, low: int, high: int) -> bool:
+        """Flink's ``skipUpdate``: equal, or a change below the threshold away from a bound."""
+        if new == current:
+            return True
+        if new <= low or new >= high:
+            return False
+        return abs(new - current) < current * self._threshold

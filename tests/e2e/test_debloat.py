@@ -1,0 +1,195 @@
+"""Buffer debloating (FLIP-183) end to end, through the public API.
+
+* Under backpressure (issue 17's anchor job: number source -> map -> key_by -> map sleeping
+  1 ms per record -> discard, p=1, the source as fast as it may), an aligned checkpoint
+  completes within a bounded window with debloating on and does not with it off; with it on,
+  the REST API shows the sleepy map's debloated buffer size and estimated time.
+* The oracle (TESTING.md) stays 0 with debloating on under backpressure with scheduled
+  failures, aligned and unaligned; and unaligned channel state written with debloated (small)
+  buffers restores into a job with full-size buffers, and the other way round.
+
+Bounds are generous (seconds where the behaviour needs a fraction); the target is ``local``
+(worker processes), plus ``local-threads`` for the oracle runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from undertow.common import WatermarkStrategy
+from undertow.datastream import MapFunction
+from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+from undertow.storage import CheckpointStorage
+from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
+
+from .conftest import EnvFactory
+from .test_unaligned_checkpoints import channel_state_bytes, checkpoints_with_channel_state
+
+DEBLOAT = "taskmanager.network.memory.buffer-debloat."
+WINDOW_S = 12.0  # the first aligned checkpoint needs ~1 s with debloating, ~80 s without
+KEYS, RECORDS_PER_KEY = 10, 300
+RATE = 2_000.0
+SINK_SPIN_S = 0.0005
+JOB_TIMEOUT_S = 120.0
+
+
+class Sleep(MapFunction):
+    def map(self, value: Any) -> Any:
+        time.sleep(0.001)
+        return value
+
+
+def rest(address: str, path: str) -> Any:
+    with urllib.request.urlopen(address + path, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.parametrize("target", ["local"])
+@pytest.mark.parametrize("debloat", [True, False], ids=["on", "off"])
+def test_aligned_checkpoint_completes_under_backpressure_only_with_debloating(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], debloat: bool
+) -> None:
+    env = make_env(parallelism=1, config={
+        "execution.checkpointing.interval": "500 ms",
+        "execution.checkpointing.dir": str(tmp_path),
+        "undertow.metrics.report-interval": "200 ms",
+        DEBLOAT + "enabled": str(debloat).lower(),
+        DEBLOAT + "target": "300 ms",
+    })  # fmt: skip
+    numbers = env.from_source(DataGeneratorSource(lambda i: i), WatermarkStrategy.no_watermarks(),
+                              "numbers")  # fmt: skip
+    numbers.map(lambda v: v + 1).key_by(lambda v: v % 128).map(Sleep()).name("sleepy map") \
+        .sink_to(DiscardingSink())  # fmt: skip
+    client = env.execute_async("debloat under backpressure")
+    try:
+        address = client.get_rest_address()
+        assert address is not None
+        jid = client.get_job_id()
+        deadline = time.monotonic() + WINDOW_S
+        completed = 0
+        while time.monotonic() < deadline and completed == 0:
+            time.sleep(0.25)
+            completed = rest(address, f"/jobs/{jid}/checkpoints")["counts"]["completed"]
+        if not debloat:
+            assert completed == 0, "the backlog of full buffers takes far longer than the window"
+            return
+        assert completed >= 1, f"no aligned checkpoint completed within {WINDOW_S} s"
+        [sleepy] = [v for v in rest(address, f"/jobs/{jid}")["vertices"]
+                    if "sleepy map" in v["name"]]  # fmt: skip
+        subtask: dict[str, Any] = {}
+        while time.monotonic() < deadline + 5 and "debloatedBufferSize" not in subtask:
+            time.sleep(0.25)
+            info = rest(address, f"/jobs/{jid}/vertices/{sleepy['id']}/backpressure")
+            subtask = info.get("subtasks", [{}])[0]
+        assert 256 <= subtask["debloatedBufferSize"] <= 32 * 1024, subtask
+        assert subtask["estimatedTimeToConsumeBuffersMs"] > 0, subtask
+        console = capsys.readouterr().err
+        assert re.search(r"checkpoint \d+ completed .*, buffers ~\d+ ms to consume", console), (
+            console
+        )
+    finally:
+        client.cancel()
+        with pytest.raises(Exception):  # noqa: B017 - cancelled
+            client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+
+
+def oracle_config(directory: Path, unaligned: bool, restarts: int) -> dict[str, Any]:
+    return {
+        "execution.checkpointing.interval": "100 ms",
+        "execution.checkpointing.dir": str(directory),
+        "execution.checkpointing.unaligned.enabled": str(unaligned).lower(),
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": str(restarts),
+        "restart-strategy.fixed-delay.delay": "0 ms",
+        "taskmanager.memory.segment-size": "4 kb",
+        DEBLOAT + "enabled": "true",
+        DEBLOAT + "target": "100 ms",
+        DEBLOAT + "period": "50 ms",
+    }
+
+
+def run(env: Any, name: str) -> Any:
+    client = env.execute_async(name)
+    try:
+        return client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    except TimeoutError:
+        client.cancel()
+        raise
+
+
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+@pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
+def test_oracle_with_scheduled_failures_and_debloating(
+    make_env: EnvFactory, tmp_path: Path, unaligned: bool
+) -> None:
+    failing = FailingMap(fail_after_checkpoints=[2, 5])
+    env = make_env(parallelism=2, config=oracle_config(tmp_path, unaligned,
+                                                      failing.scheduled_failures))  # fmt: skip
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
+    build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S)
+    result = run(env, "oracle, debloating")
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 2, oracle
+    announced = announcements(result)
+    assert announced.get("oracle stateful", 0) > 0, announced  # buffers were resized
+
+
+def announcements(result: Any) -> dict[str, int]:
+    """NewBufferSize rounds per vertex (summed over subtasks) of the last attempt."""
+    per_vertex: dict[str, int] = {}
+    for name, value in result.get_all_accumulator_results().items():
+        if name.startswith("buffer_debloat_announcements["):
+            vertex = name[len("buffer_debloat_announcements[") :].rsplit(" (", 1)[0]
+            per_vertex[vertex] = per_vertex.get(vertex, 0) + int(value)
+    return per_vertex
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize(("written", "restored"), [(True, False), (False, True)],
+                         ids=["small-to-full", "full-to-small"])  # fmt: skip
+def test_channel_state_restores_under_another_buffer_size(
+    make_env: EnvFactory, tmp_path: Path, written: bool, restored: bool
+) -> None:
+    records_per_key = 4 * RECORDS_PER_KEY
+    settings = oracle_config(tmp_path, unaligned=True, restarts=0)
+    settings[DEBLOAT + "enabled"] = str(written).lower()
+    settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    settings["execution.checkpointing.num-retained"] = "3"
+    env = make_env(parallelism=2, config=settings)
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
+                   failing_map=FailingMap(fail_after_checkpoints=[]),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("retain channel state")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
+        time.sleep(0.1)
+    time.sleep(0.3)
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    storage = CheckpointStorage(str(tmp_path), job_dir.name)
+    with_state = [c for c in storage.completed_checkpoint_ids()
+                  if channel_state_bytes(tmp_path, storage, c) > 0]  # fmt: skip
+    assert with_state, "no retained checkpoint holds channel state"
+
+    settings[DEBLOAT + "enabled"] = str(restored).lower()
+    settings["taskmanager.memory.segment-size"] = "32 kb" if not restored else "4 kb"
+    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(with_state[-1])
+    settings["restart-strategy.fixed-delay.attempts"] = "1"
+    again = make_env(parallelism=2, config=settings)
+    pace = KEYS * records_per_key / 3.0
+    build_pipeline(again, OracleSource(KEYS, records_per_key, records_per_second=pace),
+                   failing_map=FailingMap(fail_after_checkpoints=[1]),
+                   sink_spin_s=SINK_SPIN_S / 5)  # fmt: skip
+    oracle = OracleResult.from_job_result(run(again, "restore"), KEYS, records_per_key)
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 1, oracle

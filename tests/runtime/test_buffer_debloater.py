@@ -1,0 +1,207 @@
+"""The buffer size controller (FLIP-183): unit tests and Hypothesis properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import ConfigurationError
+from undertow.runtime.network.buffer_debloater import (
+    INITIAL_MAX_RECORDS,
+    BufferDebloater,
+    DebloatSettings,
+    SizeEMA,
+    ThroughputSample,
+)
+
+SETTINGS = DebloatSettings()  # Flink's defaults: 1 s, 200 ms, 20 samples, 25 %, [256 b, 32 kb]
+
+
+def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> list[bool]:
+    announced = []
+    for _ in range(periods):
+        decision = debloater.recalculate(sample)
+        assert decision is not None
+        announced.append(decision.announce)
+    return announced
+
+
+def test_defaults_and_options_under_flink_keys() -> None:
+    assert DebloatSettings.of(Configuration()) is None  # off by default, as in Flink
+    config = Configuration(
+        {
+            "taskmanager.network.memory.buffer-debloat.enabled": "true",
+            "taskmanager.network.memory.buffer-debloat.target": "300 ms",
+            "taskmanager.network.memory.buffer-debloat.period": "100 ms",
+            "taskmanager.network.memory.buffer-debloat.samples": "5",
+            "taskmanager.network.memory.buffer-debloat.threshold-percentages": "10",
+            "taskmanager.memory.min-segment-size": "512b",
+            "taskmanager.memory.segment-size": "8kb",
+        }
+    )
+    assert DebloatSettings.of(config) == DebloatSettings(300.0, 100.0, 5, 10, 512, 8192)
+    enabled = Configuration({"taskmanager.network.memory.buffer-debloat.enabled": "true"})
+    assert DebloatSettings.of(enabled) == SETTINGS
+
+
+def test_bad_settings_name_the_option() -> None:
+    with pytest.raises(ConfigurationError, match="min-segment-size \\(65536\\)"):
+        DebloatSettings(min_buffer_size=65536)
+    bad = Configuration({"taskmanager.network.memory.buffer-debloat.threshold-percentages": "150"})
+    with pytest.raises(ConfigurationError, match="threshold-percentages' = '150'"):
+        bad.get(Options.BUFFER_DEBLOAT_THRESHOLD)
+
+
+def test_slow_consumer_of_small_records_gets_a_record_limit() -> None:
+    # 1000 records/s of 3 bytes (the anchor job's 1 ms map), 20 buffers in flight, target 1 s:
+    # the byte size is clamped at 256 b (~85 records, 1.7 s in flight); the record limit is
+    # what brings the in-flight time to the target.
+    debloater = BufferDebloater(SETTINGS)
+    decision = debloater.recalculate(ThroughputSample(600, 200, 200.0, 20))
+    assert decision is not None and decision.announce
+    assert decision.buffer_size == 256
+    assert decision.max_records == 50
+    assert decision.estimated_time_ms == pytest.approx(1000.0)
+    assert decision.records_per_second == pytest.approx(1000.0)
+
+
+def test_fast_consumer_keeps_full_buffers() -> None:
+    debloater = BufferDebloater(SETTINGS)
+    # 100 MB/s of 100-byte records: nothing to debloat
+    decision = debloater.recalculate(ThroughputSample(20_000_000, 200_000, 200.0, 20))
+    assert decision is not None
+    assert (decision.buffer_size, decision.max_records) == (32 * 1024, 32 * 1024)
+    assert decision.announce  # lifts the small limit producers start with
+    decision = debloater.recalculate(ThroughputSample(20_000_000, 200_000, 200.0, 20))
+    assert decision is not None and not decision.announce  # unchanged
+
+
+def test_idle_period_changes_nothing() -> None:
+    debloater = BufferDebloater(SETTINGS)
+    assert debloater.recalculate(ThroughputSample(0, 0, 0.0, 3)) is None
+    assert debloater.recalculate(ThroughputSample(10, 1, 0.5, 3)) is None
+    assert debloater.buffer_size == 32 * 1024
+
+
+def test_nothing_consumed_while_active_goes_to_the_minimum() -> None:
+    debloater = BufferDebloater(SETTINGS)
+    decision = debloater.recalculate(ThroughputSample(0, 0, 200.0, 20))
+    assert decision is not None and decision.announce
+    assert (decision.buffer_size, decision.max_records) == (256, 1)
+    assert decision.estimated_time_ms == -1.0  # unknown: no throughput
+
+
+def test_ema_grows_at_most_as_fast_as_it_shrinks() -> None:
+    ema = SizeEMA(256, 32768, 20)
+    assert ema.update(1000 * 20, 20) == 1000  # seeded
+    grown = ema.update(10**9, 1)  # desired capped at twice the current value
+    assert grown == round(1000 + (2 / 21) * (2000 - 1000))
+
+
+def test_small_changes_are_not_announced() -> None:
+    debloater = BufferDebloater(SETTINGS)
+    run(debloater, ThroughputSample(20_000, 2000, 200.0, 10), 1)
+    size = debloater.buffer_size  # 100 kB/s * 1 s / 10 = 10 kB
+    assert size == 10_000
+    # 10 % more throughput for many periods: the EMA moves, but never by 25 %
+    announced = run(debloater, ThroughputSample(22_000, 2200, 200.0, 10), 50)
+    assert not any(announced)
+    assert debloater.buffer_size == size
+
+
+rates = st.tuples(
+    st.integers(min_value=1, max_value=50_000_000),  # bytes/s
+    st.integers(min_value=1, max_value=2_000_000),  # records/s
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rate=rates,
+    in_use=st.integers(min_value=1, max_value=200),
+    target_ms=st.sampled_from([100.0, 300.0, 1000.0, 5000.0]),
+    samples=st.integers(min_value=1, max_value=30),
+)
+def test_converges_to_the_target_for_a_processing_rate(
+    rate: tuple[int, int], in_use: int, target_ms: float, samples: int
+) -> None:
+    bytes_rate, records_rate = rate
+    s = DebloatSettings(target_ms=target_ms, samples=samples)
+    debloater = BufferDebloater(s)
+    # start from an unrelated rate, then hold the processing rate constant
+    run(debloater, ThroughputSample(10, 1, 200.0, 1), 1)
+    sample = ThroughputSample(bytes_rate // 5, records_rate // 5, 200.0, in_use)
+    if sample.bytes == 0 or sample.records == 0:
+        return
+    decision = None
+    for _ in range(40 * samples + 400):
+        decision = debloater.recalculate(sample)
+    assert decision is not None
+    measured_b, measured_r = sample.bytes / 0.2, sample.records / 0.2
+    want_size = min(max(measured_b * target_ms / 1000 / in_use, 256), 32768)
+    want_records = min(max(measured_r * target_ms / 1000 / in_use, 1), 32768)
+    tolerance = 0.25  # the threshold: a closer value is not announced
+    assert abs(decision.buffer_size - want_size) <= tolerance * want_size / (1 - tolerance) + 1
+    assert (
+        abs(decision.max_records - want_records) <= tolerance * want_records / (1 - tolerance) + 1
+    )
+    # the in-flight buffers take what the limits allow: the target, unless a limit is clamped
+    expected = in_use * 1000 * min(want_size / measured_b, want_records / measured_r)
+    if 256 < want_size < 32768 and 1 < want_records < 32768:
+        assert expected == pytest.approx(target_ms)
+    rounding = in_use * 1000 * (1 / measured_b + 1 / measured_r)  # limits are whole numbers
+    assert abs(decision.estimated_time_ms - expected) <= expected / 3 + rounding
+
+
+samples_strategy = st.builds(
+    ThroughputSample,
+    bytes=st.integers(min_value=0, max_value=10**9),
+    records=st.integers(min_value=0, max_value=10**7),
+    active_ms=st.floats(min_value=0.0, max_value=1000.0),
+    buffers_in_use=st.integers(min_value=0, max_value=1000),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sequence=st.lists(samples_strategy, min_size=1, max_size=60),
+    threshold=st.integers(min_value=0, max_value=100),
+    low=st.integers(min_value=1, max_value=4096),
+    extra=st.integers(min_value=0, max_value=65536),
+)
+def test_stays_inside_the_bounds_and_never_changes_by_less_than_the_threshold(
+    sequence: list[ThroughputSample], threshold: int, low: int, extra: int
+) -> None:
+    s = DebloatSettings(threshold_percentages=threshold, min_buffer_size=low,
+                        max_buffer_size=low + extra)  # fmt: skip
+    debloater = BufferDebloater(s)
+    size, records = debloater.buffer_size, debloater.max_records
+    assert records == min(INITIAL_MAX_RECORDS, s.max_records)
+    for sample in sequence:
+        decision = debloater.recalculate(sample)
+        if decision is None:
+            assert (debloater.buffer_size, debloater.max_records) == (size, records)
+            continue
+        assert low <= decision.buffer_size <= low + extra
+        assert 1 <= decision.max_records <= s.max_records
+        for new, old, lo, hi in ((decision.buffer_size, size, low, low + extra),
+                                 (decision.max_records, records, 1, s.max_records)):  # fmt: skip
+            if new != old and lo < new < hi:
+                assert abs(new - old) >= old * threshold / 100
+        assert decision.announce == (
+            (decision.buffer_size, decision.max_records) != (size, records)
+        )
+        size, records = decision.buffer_size, decision.max_records
+
+
+def test_buffers_in_use_is_the_peak_of_the_last_samples() -> None:
+    # while an aligned checkpoint drains the queues the count drops; the limits must not grow
+    debloater = BufferDebloater(DebloatSettings(samples=5))
+    run(debloater, ThroughputSample(600, 200, 200.0, 20), 1)
+    assert debloater.max_records == 50
+    run(debloater, ThroughputSample(600, 200, 200.0, 2), 4)
+    assert debloater.max_records == 50  # still sized for 20 buffers
+    run(debloater, ThroughputSample(600, 200, 200.0, 2), 40)  # the peak left the window
+    assert 375 <= debloater.max_records <= 500  # within the threshold of 1000 * 1 s / 2

@@ -1,0 +1,119 @@
+"""Buffer debloating against the rest of the output side: the overdraft bound and the
+per-channel cap with variable buffer sizes, sources asked for what fits, and producers that
+start small until their consumer measured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from undertow.connectors.source import InputStatus, IteratorSourceReader
+from undertow.datastream.connectors.collection import CollectionSplit
+from undertow.graph.partitioners import ForwardPartitioner, RebalancePartitioner
+from undertow.runtime.network.buffer_debloater import INITIAL_MAX_RECORDS
+from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.output_budget import OutputBudget
+
+
+def partition(channels: int = 1, per_channel_cap: int = 1000) -> ResultPartition:
+    """No transport: buffers leave only when the test says the consumer took them."""
+    return ResultPartition("out", list(range(channels)), buffers_per_channel=2,
+                           floating_buffers=8, max_buffers_per_channel=per_channel_cap)  # fmt: skip
+
+
+def announce(p: ResultPartition, records: int) -> None:
+    for sp in p.subpartitions:
+        sp.new_buffer_size(32 * 1024, records)
+
+
+@pytest.mark.parametrize("rescale", [True, False])
+def test_overdraft_bound_holds_when_the_consumer_shrinks_the_buffers(rescale: bool) -> None:
+    p = partition()
+    writer = RecordWriter(p, ForwardPartitioner(), 32 * 1024)
+    budget = OutputBudget([writer], overdraft=5)
+    if not rescale:  # the feature switched off: the budget is not told
+        writer.on_buffers_shrunk = None
+    announce(p, 1000)
+    limits = iter([1000] * 20 + [10] * 40 + [300] * 20 + [2] * 40)
+    next_value = 0
+    for limit in limits:
+        if limit != writer._limits[0]:
+            announce(p, limit)
+        if not p.is_available():
+            p.on_data_sent(p.queued)  # the consumer took everything
+            continue
+        fit = budget.begin()
+        k = max(1, min(5000, int(fit)))
+        writer.emit(list(range(next_value, next_value + k)), None)  # one chunk's output
+        next_value += k
+        budget.end(k)
+        if rescale:
+            assert p.in_use <= p.pool_size + 5, (limit, k, p.in_use)
+    if rescale:
+        assert budget.exceeded == 0
+        assert p.max_overdraft_seen <= 5
+    else:
+        assert budget.exceeded > 0
+
+
+def test_per_channel_cap_counts_buffers_whatever_their_size() -> None:
+    p = partition(channels=2, per_channel_cap=3)
+    writer = RecordWriter(p, RebalancePartitioner(), 32 * 1024)
+    announce(p, 4)
+    writer.emit(list(range(40)), None)  # 20 records per channel: five buffers of four each
+    writer.flush_all()
+    assert [sp.sender.queued_data_buffers for sp in p.subpartitions] == [5, 5]
+    assert not p.is_available()
+    assert p.queued == 10
+
+
+def test_producers_start_small_until_their_consumer_announces() -> None:
+    p = partition()
+    writer = RecordWriter(p, ForwardPartitioner(), 32 * 1024)
+    assert writer.records_that_fit() is None  # not debloated: no limit for sources
+    writer.start_debloated(INITIAL_MAX_RECORDS)
+    assert writer.records_that_fit() == p.pool_size * INITIAL_MAX_RECORDS
+    writer.emit(list(range(100)), None)
+    writer.flush_all()
+    assert p.subpartitions[0].sender.queued_data_buffers == -(-100 // INITIAL_MAX_RECORDS)
+    announce(p, 5000)  # a fast consumer lifts the limit with its first measurement
+    assert writer._thresholds[0] > 1000
+
+
+class Collect:
+    def __init__(self, wanted: int | None) -> None:
+        self.records_wanted = wanted
+        self.batches: list[list[Any]] = []
+
+    def collect(self, value: Any, timestamp: int | None = None) -> None:
+        self.batches.append([value])
+
+    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
+        self.batches.append(values)
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
+        raise AssertionError("no side output")
+
+
+class Context:
+    def index_of_subtask(self) -> int:
+        return 0
+
+    def parallelism(self) -> int:
+        return 1
+
+    def send_split_request(self) -> None:
+        pass
+
+    def notify_available(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("wanted", "expected"), [(None, 4096), (37, 37), (0, 1)])
+def test_iterator_reader_honours_records_wanted(wanted: int | None, expected: int) -> None:
+    reader = IteratorSourceReader(Context(), batch_size=4096)  # type: ignore[arg-type]
+    reader.add_splits([CollectionSplit(list(range(10_000)))])
+    output = Collect(wanted)
+    assert reader.poll_next(output) is InputStatus.MORE_AVAILABLE
+    assert len(output.batches[0]) == expected
