@@ -94,7 +94,7 @@ class SubtaskMetricsView:
     records_out_per_second: float = 0.0
     bytes_out_per_second: float = 0.0
     #: Flink's ``currentInputWatermark`` (Long.MIN before any watermark).
-    input_watermark: int = -(2**63
+    input_watermark: int = -(2**63)
     #: Buffer debloating (Flink's ``debloatedBufferSize``, ``estimatedTimeToConsumeBuffersMs``;
     #: ``None`` while it is off or the subtask has no network input).
     debloated_buffer_size: int | None = None
