@@ -39,6 +39,7 @@ from undertow.common.row import Row
 from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
+from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
     CustomPartitionerWrapper,
@@ -198,6 +199,10 @@ class DataStream:
                                    key_selector=key_selector, output_type=output_type)  # fmt: skip
         return DataStream(self._env, t)
 
+    def _derive(self, transformation: Transformation) -> DataStream:
+        """A plain ``DataStream`` over ``transformation`` in this stream's environment."""
+        return DataStream(self._env, transformation)
+
     def _partition(self, partitioner: StreamPartitioner) -> DataStream:
         name = partitioner.kind.capitalize()
         return DataStream(self._env, PartitionTransformation(
@@ -282,8 +287,6 @@ class DataStream:
         )  # fmt: skip
 
     def window_all(self, window_assigner: Any) -> Any:
-        from undertow.datastream.windowed_stream import AllWindowedStream
-
         return AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int | None = None) -> Any:
@@ -607,8 +610,6 @@ class KeyedStream(DataStream):
         return self._aggregate("Keyed MaxBy", _pick(position_to_max_by, lambda x, y: x > y))
 
     def window(self, window_assigner: Any) -> Any:
-        from undertow.datastream.windowed_stream import WindowedStream
-
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int | None = None) -> Any:

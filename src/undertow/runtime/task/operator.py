@@ -24,6 +24,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from undertow.runtime.task.time_service import ProcessingTimeService
+
+__all__ = [
+    "OneInputStreamOperator",
+    "OperatorSetup",
+    "Output",
+    "ProcessingTimeService",
+    "StreamOperator",
+    "TaskServices",
+    "Timestamps",
+    "TwoInputStreamOperator",
+]
+
 if TYPE_CHECKING:
     from undertow.core.config import Configuration
     from undertow.runtime.task.timers import InternalTimerService, Triggerable
@@ -62,19 +75,6 @@ class TaskServices(Protocol):
 
     def wake(self) -> None:
         """Wake the task's mailbox loop; safe to call from any thread."""
-
-
-class ProcessingTimeService(Protocol):
-    """The task's processing-time clock and timer facility (callbacks run as mails)."""
-
-    def current_processing_time(self) -> int:
-        """Milliseconds since the epoch."""
-
-    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any:
-        """Run ``callback(timestamp)`` on the task loop at or after ``timestamp``.
-
-        Returns a handle with ``cancel()``.
-        """
 
 
 @dataclass

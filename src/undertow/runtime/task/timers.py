@@ -15,7 +15,7 @@ is the burst of event-time timers one watermark fires: they run inside the opera
 :mod:`undertow.runtime.task.output_budget`).
 
 Threading: used only from the owning task's loop thread. Processing-time callbacks arrive as
-mails through the operator's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
+mails through the operator's :class:`~undertow.runtime.task.time_service.ProcessingTimeService`.
 
 End of data (Flink's rule): the operator chain quiesces an operator's processing-time service
 right before the operator's ``finish()`` (on a stop without drain, when the data ends). From
@@ -39,7 +39,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from undertow.core.types import MIN_TIMESTAMP
-from undertow.runtime.task.operator import ProcessingTimeService
+from undertow.runtime.task.time_service import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
 
