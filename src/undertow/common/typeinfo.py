@@ -1,19 +1,5 @@
 """Type information: ``Types`` and ``TypeInformation``, shaped like ``pyflink.common.typeinfo``.
 
-PyFlink needs type information to pick a serializer for the JVM. undertow moves every record
-with pickle, so here type information does three smaller, honest jobs:
-
-* **declare** - ``Types.ROW_NAMED(["name", "x"], [Types.STRING(), Types.INT()])`` and friends
-  build frozen, comparable, readable descriptions (``RowTypeInfo(name: String, x: Integer)``);
-* **conform** - :meth:`TypeInformation.conform` turns a Python value into what PyFlink would
-  hand the next function: ``ROW``/``ROW_NAMED`` make a :class:`~undertow.common.row.Row` (with
-  the type's field names) from a tuple, list, dict or row; ``TUPLE`` makes a tuple from a list
-  or row; containers convert their elements when those need it; everything else is returned
-  as it is (no numeric coercion, no copying);
-* **check** - :meth:`TypeInformation.check` returns ``None`` for a value that fits or a readable
-  description of the first problem (``field 'x' (index 1): expected Integer, got str 'a'``),
-  for error messages that name the offending value. It is never run on the hot path.
-
 Nullability follows PyFlink's documentation: ``STRING``, ``BIG_INT``, ``BIG_DEC``, ``INSTANT``,
 the ``SQL_*`` types and ``PICKLED_BYTE_ARRAY`` accept ``None``; the numeric types, ``BOOLEAN``,
 ``CHAR``, rows, tuples, arrays, lists and maps do not. Every field of a row may be ``None``
@@ -21,6 +7,8 @@ the ``SQL_*`` types and ``PICKLED_BYTE_ARRAY`` accept ``None``; the numeric type
 their type; basic/object-array elements and map values may be ``None``.
 
 Threading: type information objects are immutable value objects, safe to share and pickle.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

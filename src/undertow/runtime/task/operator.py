@@ -9,12 +9,10 @@ Lifecycle of an operator (called by its task, on the task's mailbox loop, never 
 
     setup(ctx) -> open() -> (process_batch* | process_watermark* | timers)* -> finish() -> close()
 
-``finish()`` may still emit (flush buffered results); ``close()`` releases resources and also
-runs after a failure. Checkpoint hooks (``snapshot_state``, ``notify_checkpoint_complete``)
-come with the checkpoint layer.
-
 Threading: everything an operator does happens on its task's loop thread; operators take no
 locks. Emitting never blocks: backpressure is applied by the task before it takes new input.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
