@@ -1,16 +1,14 @@
 """The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
 
-Checkpoints after tasks finished (FLIP-147, reference §6.2): the coordinator keeps the set of
-finished subtasks of the attempt (reported by ``on_task_finished``, and those deployed as
-finished on restore); :func:`.trigger_plan.plan_checkpoint` says whom a checkpoint triggers
-(running subtasks without a running predecessor), whom it waits for (running subtasks) and
-which vertices ``_metadata`` records as fully finished. A subtask that finishes while a
-checkpoint waits for it counts as acknowledged without state. With
-``execution.checkpointing.checkpoints-after-tasks-finish`` false the first finished task stops
-checkpointing for the attempt, as before FLIP-147.
-
 Threading: the JobMaster's loop thread; storage calls run on its executor; :meth:`shutdown`
 runs on the executor once the attempt stopped.
+
+Why one piece of about 850 lines: it is one class, the shell, whose steps (trigger,
+acknowledge, complete, abort, savepoints, restore, sweep) all read and change the same
+per-attempt state on one loop; every decision is already in a pure module
+(:mod:`.trigger_decider`, :mod:`.pending_checkpoint`, :mod:`.completed_store`,
+:mod:`.failure_manager`, :mod:`.trigger_plan`). Restore planning without I/O on the loop
+(issue 13, step 5) is what will shrink it next.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

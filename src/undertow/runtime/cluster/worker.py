@@ -6,11 +6,9 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-While tasks run, a timer on the loop sends a ``TaskMetricsReport`` of the running tasks every
-``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first. A
-task that finishes adds ``records_in[<vertex>]`` to its accumulators and, if it drew overdraft
-buffers, ``max_overdraft_buffers[<vertex> (i/p)]`` and ``overdraft_exceeded[<vertex> (i/p)]``
-(per subtask, so the JobMaster's sum over subtasks leaves them as they are).
+Why still one piece of about 670 lines: deployment wires partitions, gates, tasks and
+checkpointers in one place; channel-state restore leaves it for a channel-state reader
+(issue 13, step 2) and the wiring becomes one ``TaskDeployment`` record (step 3).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

@@ -1,15 +1,11 @@
 """The checkpoint side of a subtask: barriers in, snapshot, barrier out, async write, ack.
 
-Source tasks have no input barriers: the JobMaster triggers them through
-:meth:`trigger_checkpoint`, run as a mail. So it does for a task all of whose producers have
-finished (FLIP-147, reference §6.2): no barrier comes from upstream any more. Such a task takes
-the checkpoint once every input channel delivered ``EndOfPartitionEvent`` — at once if they
-all did, otherwise when the last one arrives: the records still queued before those ends were
-sent before the checkpoint was triggered, so they are processed before the snapshot (the
-producers are finished and are not re-run on restore, so nothing may stay in the channels).
-
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
 Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
+
+Why still one piece of about 690 lines: it executes every barrier action, and the unaligned
+capture it does is the part that moves out, to one home for channel state (issue 13, step 2),
+before the checkpointer is rewired (step 3).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

@@ -5,6 +5,11 @@ loop, ``post_threadsafe`` from anywhere. ``statistics``, ``is_output_available``
 ``when_output_available`` (the timers' :class:`~undertow.runtime.task.timers.OutputAvailability`)
 are called from that loop too.
 
+Why still one piece of about 840 lines: the loop, input processing, event dispatch and the
+end-of-data lifecycle share the task's mutable state; they are split together with the
+Worker/StreamTask/SubtaskCheckpointer wiring (issue 13, step 3: mailbox loop, input
+processor, event dispatch), not before it, so that the split follows the new wiring.
+
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
