@@ -4,7 +4,8 @@ The six counts: ``lost`` (seqs never seen), ``duplicated`` (seqs seen again),
 ``out_of_order`` (per-key inversions where the topology keeps order), ``corrupt`` (records that
 failed a magic/payload check at any stage), ``state_mismatch`` (a stateful output that is not
 the fold of the key's inputs so far) and ``keygroup_mismatch`` (a record processed by a subtask
-that does not own its key group). Definitions are in :mod:`undertow.testing._oracle_functions`.
+that does not own its key group). Definitions: docs/testing.md, and the design notes of
+:mod:`undertow.testing._oracle_functions`.
 
 Until transactional sinks exist, "committed sink output" is the verifying sink's checkpointed
 state as of the attempt that finished: it reports once, at the end of input, through

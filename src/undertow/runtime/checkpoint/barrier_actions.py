@@ -2,9 +2,10 @@
 
 The handlers (:class:`~undertow.runtime.checkpoint.barrier_handler.BarrierHandler`,
 :class:`~undertow.runtime.checkpoint.barrier_tracker.BarrierTracker`) are pure: each event returns
-a list of the actions below, which the task executes on its mailbox thread, **in list order**,
-before it takes the next input. Only the alternating handler (unaligned checkpoints, aligned ones
-with a timeout) emits the last five.
+a list of the actions of this module, which the task executes on its mailbox thread, **in list
+order**, before it takes the next input. Only the alternating handler (unaligned checkpoints,
+aligned ones with a timeout) emits ``ScheduleAlignmentTimer``, ``InitInputsCheckpoint``,
+``ChannelBarrierReceived``, ``ConvertToPriority`` and ``FinishInputsCheckpoint``.
 
 Per checkpoint the alternating handler emits ``InitInputsCheckpoint`` at most once, always before
 its ``TriggerCheckpoint``, and then exactly one ``FinishInputsCheckpoint`` or ``AbortCheckpoint``;
