@@ -6,15 +6,12 @@ Flink's scopes do (``my_group.my_counter``). The worker samples every group with
 metrics (:meth:`MetricGroup.metric_values`) and the REST API serves them under Flink's
 ``/jobs/:jobid/vertices/:vertexid/metrics``, as ``<subtask>.<operator>.<identifier>``.
 
-Values: a counter its count, a gauge what its callable returns (a number), a meter its rate
-in events per second over its time span (Flink's ``MeterView``, sampled when the values are
-read) and ``<name>_count``, a distribution ``<name>_count``, ``_sum``, ``_min``, ``_max`` and
-``_mean`` (PyFlink's distribution keeps the same four sums).
-
 Threading: metrics are updated by the task's thread and read by the worker's sampler; every
 update is a single attribute write, so a reader sees a recent value, never a torn one.
 Registering the same identifier twice returns the existing metric (a counter stays a counter;
 another kind is refused with ``ValueError`` naming it).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -8,22 +8,10 @@ A :class:`Row` is a tuple of field values with optional field names and a :class
     Person = Row("name", "age") # a row "class": calling it makes named rows
     Person("Alice", 11)         # Row(name='Alice', age=11)
 
-Fields are read by index (``row[0]``), by name (``row["name"]``) or as attributes
-(``row.name``). ``Row`` subclasses ``tuple`` so that key hashing, sorting and pickling treat it
-as a tuple; equality with a plain tuple compares the values only.
-
-Differences from PyFlink, all forced by ``Row`` being a tuple:
-
-* field values cannot be reassigned (``row[0] = x`` raises ``TypeError``); build a new row;
-* a field whose name is also a tuple method (``count``, ``index``) is read with
-  ``row["count"]``: ``row.count`` is the method;
-* slicing returns a plain tuple.
-
-And one chosen difference: a row without field names equals a named row with the same values
-and kind (PyFlink says they differ); two named rows must also agree on their names.
-
 Threading: a row is a plain value object. Its values are immutable; ``set_row_kind`` and
 ``set_field_names`` mutate it and are meant for the thread that built it, before it is emitted.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -7,29 +7,10 @@ A :class:`WatermarkStrategy` is a frozen description built by the user::
         .with_timestamp_assigner(MyAssigner()) \\
         .with_idleness(Duration.of_minutes(1))
 
-Each ``with_*`` call returns a new strategy (Flink's Java API does the same; PyFlink's
-``with_timestamp_assigner`` mutates and returns ``self``, so code that chains works either way).
-Durations may be given as :class:`~undertow.common.time.Duration`,
-:class:`~undertow.common.time.Time`, ``datetime.timedelta`` or int milliseconds.
-
-The runtime asks the strategy for its parts, once per source (or assigner) subtask:
-
-* :meth:`WatermarkStrategy.create_timestamp_assigner` - ``(value, record_timestamp) -> int`` or
-  ``None`` (keep the record's own timestamp); ``record_timestamp`` is
-  :data:`~undertow.core.types.MIN_TIMESTAMP` for a record without one, as in Flink;
-* :meth:`WatermarkStrategy.create_watermark_generator` - a fresh :class:`WatermarkGenerator`;
-* :meth:`WatermarkStrategy.get_idle_timeout_ms` - mark the output idle after this long without
-  records (idleness detection is the runtime's job: it owns the processing-time clock).
-
-A :class:`WatermarkGenerator` is fed batches of event timestamps (``on_events``) and asked every
-``pipeline.auto-watermark-interval`` (:data:`AUTO_WATERMARK_INTERVAL`, 200 ms) for the watermark
-to emit (``on_periodic_emit``). The bounded-out-of-orderness generator follows Flink:
-watermark = highest timestamp seen - out-of-orderness - 1; nothing is emitted before the first
-event, and a watermark is only returned when it advanced. Generators keep no checkpointed
-state: after a restore the watermark is derived again from the replayed records, as in Flink.
-
 Threading: strategies are immutable value objects. A generator belongs to one subtask and is
 called only from that subtask's task thread.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

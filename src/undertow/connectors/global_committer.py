@@ -8,30 +8,9 @@ table commit, or a reader sees a checkpoint half committed. A sink says so by im
 
     writer (parallel) --GLOBAL, aligned only--> global committer (parallelism 1)
 
-Protocol (the runtime side is ``undertow.runtime.task.global_committer_operator``):
-
-* Each writer subtask, in ``prepare_snapshot_pre_barrier(n)``, calls ``prepare_commit()`` and
-  emits one :class:`CommittableMessage` (its committables for checkpoint ``n``) downstream,
-  *before* the barrier. The edge never carries unaligned checkpoints, so when the committer
-  takes checkpoint ``n`` it has received every writer's message for ``n`` and keeps them in its
-  state (an unaligned barrier could overtake them into channel state, where no commit can
-  reach them; reference §8.1, FLINK-36287).
-* ``notify_checkpoint_complete(n)``: every checkpoint ``<= n`` still pending is committed, in
-  checkpoint order, one :class:`GlobalCommitRequest` each (:func:`due_checkpoints`).
-* After a failure the pending requests of the restored checkpoint are committed again, in
-  order, before anything else. So :meth:`GlobalCommitter.commit` must be idempotent, and it
-  is told how: ``(committer_id, checkpoint_id)`` is unique, and a committer commits the
-  requests of one ``committer_id`` in increasing checkpoint order, so "already committed" is
-  ``last recorded checkpoint id for committer_id >= checkpoint_id``
-  (:func:`is_already_committed`). A ``committer_id`` is minted each time the committer
-  operator starts (it names the sink's uid), so a job restored from an *older* retained
-  checkpoint never mistakes its new checkpoints for ones the table already has.
-* End of a bounded input: each writer flushes and emits its last committables under
-  :data:`END_OF_INPUT`; with checkpointing on, the committer files them under its final
-  checkpoint (FLIP-147) and commits them when that completes; with checkpointing off it
-  commits everything pending when its input ends.
-
 Threading: writers run on their subtasks' loops; the committer on its one subtask's loop.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

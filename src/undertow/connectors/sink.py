@@ -6,25 +6,13 @@
 * :class:`Committer` makes committables visible (``commit``). Commit must be idempotent: the
   same committable may be committed again after a failure, and must not duplicate data.
 
-When committables are prepared and committed: with checkpoints, ``prepare_commit`` runs before
-the barrier is forwarded, the committables are part of the sink operator's checkpointed state,
-and ``commit`` runs after the checkpoint completed. After a failure, the committables of the
-restored checkpoint are committed again as soon as the sink restarts (before its writer is
-created), which is why commits must be idempotent. At the end of a bounded input the writer
-flushes with ``end_of_input=True`` and prepares once more; with checkpointing on, those last
-committables go into the task's final checkpoint (FLIP-147) and are committed when it
-completes, before the task ends; with checkpointing off they are committed at once.
-
 Writer state (Flink's ``StatefulSinkWriter`` / ``SupportsWriterState``): a writer may also keep
 state of its own across checkpoints, for what it has written but not yet handed out as a
 committable (an open part file it resumes after a failure). ``snapshot_state(n)`` runs after
 ``prepare_commit`` for checkpoint ``n``, in the same synchronous step, so the two describe one
 cut; after a restore the sink builds the writer with ``restore_writer(context, states)``.
 
-Routing after a change of parallelism: a committable or writer state with an integer
-attribute ``subtask`` goes to new subtask ``subtask % parallelism``; anything else goes with
-the subtask that snapshotted it (old index ``% parallelism``). Without a change, a subtask
-gets exactly what it snapshotted.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

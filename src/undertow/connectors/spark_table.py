@@ -11,12 +11,7 @@ files (``df.inputFiles()``). No row goes through the driver: the result is a bou
 (one per file) the enumerator hands to the subtasks, which read them with pyarrow, with
 positions in the checkpoints like any file source.
 
-Only a plain scan of a Parquet file relation can be read this way: a DataFrame with filters,
-projections, joins or aggregations, another file format, or a partitioned relation (partition
-columns live in directory names, not in the files) is refused with an error that says what
-to do: write the DataFrame to Parquet first (``df.write.parquet(path)``) and read that.
-
-Needs a classic (py4j) Spark session in the driver; it runs before ``execute``.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

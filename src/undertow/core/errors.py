@@ -1,21 +1,9 @@
 """The one exception hierarchy of undertow.
 
-::
-
-    UndertowError
-     ├── ConfigurationError          bad option key or value
-     ├── GraphBuildError             misuse of the DataStream API, found while building the graph
-     │    └── SerializationError     a function or record that cannot be pickled
-     ├── StateError                  state accessed outside a keyed context, bad descriptor ...
-     │    └── RestoreError           a checkpoint's state does not fit the job restoring it
-     ├── NetworkError                a peer broke the protocol, a frame is too large, auth failed
-     │    └── AuthenticationError
-     ├── DeploymentError             the workers cannot be started where the job should run
-     ├── JobExecutionError           the job failed: operator, subtask, remote traceback
-     └── JobCancelledError           the job was cancelled while a caller waited for its result
-
 Messages name the operator, subtask, checkpoint, file and offending value where they are known,
 and chain the cause (``raise ... from err``).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

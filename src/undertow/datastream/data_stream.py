@@ -1,20 +1,21 @@
 """``DataStream`` and its relatives: PyFlink's stream classes with PyFlink's method names.
 
-This module is long because it is one concept seen from the user's side: the stream family
-(``DataStream``, ``KeyedStream``, ``ConnectedStreams``, ``BroadcastStream``,
-``BroadcastConnectedStream``, ``WindowedStream``, ``AllWindowedStream``), whose methods
-reference each other. Each method only records a transformation with the right operator;
-the operators live in :mod:`undertow.runtime.task`.
+Each method only records a transformation with the right operator; the operators live in
+:mod:`undertow.runtime.task`. Functions may be PyFlink function objects (``MapFunction`` ...)
+or plain callables; misuse is reported when the stream is declared, naming the operator.
 
-Functions may be PyFlink function objects (``MapFunction`` ...) or plain callables. Misuse is
-reported when the stream is declared, naming the operator.
+Why this module is one piece of about 600 lines: ``DataStream``, ``KeyedStream`` (its
+subclass), ``ConnectedStreams`` and the broadcast streams construct each other at run time
+(``key_by``, ``connect``, ``broadcast`` and back), so split apart they would import each other.
+What needs no stream class is elsewhere: windowed streams (:mod:`.windowed_stream`), sinks
+(:mod:`.data_stream_sink`) and field access (:mod:`.field_functions`).
 """
 
 from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undertow.api.functions import (
@@ -39,6 +40,9 @@ from undertow.common.row import Row
 from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
+from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
+from undertow.datastream.field_functions import Projection, field_aggregator, pick_by
+from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
     CustomPartitionerWrapper,
@@ -198,6 +202,10 @@ class DataStream:
                                    key_selector=key_selector, output_type=output_type)  # fmt: skip
         return DataStream(self._env, t)
 
+    def _derive(self, transformation: Transformation) -> DataStream:
+        """A plain ``DataStream`` over ``transformation`` in this stream's environment."""
+        return DataStream(self._env, transformation)
+
     def _partition(self, partitioner: StreamPartitioner) -> DataStream:
         name = partitioner.kind.capitalize()
         return DataStream(self._env, PartitionTransformation(
@@ -282,8 +290,6 @@ class DataStream:
         )  # fmt: skip
 
     def window_all(self, window_assigner: Any) -> Any:
-        from undertow.datastream.windowed_stream import AllWindowedStream
-
         return AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int | None = None) -> Any:
@@ -314,7 +320,7 @@ class DataStream:
             )
         indexes = tuple(field_indexes)
         output_type = TupleTypeInfo(tuple(types[i] for i in indexes))
-        return self._one_input("Projection", StreamMap(None, _Projection(indexes)), output_type)
+        return self._one_input("Projection", StreamMap(None, Projection(indexes)), output_type)
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         if not isinstance(output_tag, OutputTag):
@@ -382,173 +388,7 @@ class DataStream:
             return [x for _, x in zip(range(limit), iterator)]
 
 
-class DataStreamSink:
-    """What sinks return: allows naming and configuring the sink operator.
-
-    For a sink with a global committer the settings apply to the writers; the committer
-    follows: its name is ``"<name>: Committer"``, its uid ``"<uid>-committer"``, it shares
-    the writers' slot sharing group and keeps parallelism 1."""
-
-    def __init__(
-        self, transformation: Transformation, committer: Transformation | None = None
-    ) -> None:
-        self._transformation = transformation
-        self._committer = committer
-
-    @staticmethod
-    def committer_name(writer_name: str) -> str:
-        return f"{writer_name}: Committer"
-
-    def name(self, name: str) -> DataStreamSink:
-        self._transformation.name = name
-        if self._committer is not None:
-            self._committer.name = self.committer_name(name)
-        return self
-
-    def uid(self, uid: str) -> DataStreamSink:
-        self._transformation.uid = uid
-        if self._committer is not None:
-            self._committer.uid = f"{uid}-committer"
-        return self
-
-    def set_parallelism(self, parallelism: int) -> DataStreamSink:
-        self._transformation.parallelism = parallelism
-        self._transformation.parallelism_set = True
-        return self
-
-    def set_description(self, description: str) -> DataStreamSink:
-        return self
-
-    def disable_chaining(self) -> DataStreamSink:
-        self._transformation.chaining = ChainingStrategy.NEVER
-        return self
-
-    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
-        name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
-        self._transformation.slot_sharing_group = str(name)
-        if self._committer is not None:
-            self._committer.slot_sharing_group = str(name)
-        return self
-
-
-class CloseableIterator:
-    """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job."""
-
-    def __init__(self, client: Any, sink_id: str) -> None:
-        from undertow.runtime.cluster.job_master import _END
-
-        self._client = client
-        self._queue = client._master.collect_queue(sink_id)
-        self._end = _END
-        self._buffer: list[Any] = []
-        self._pos = 0
-        self._done = False
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        while self._pos >= len(self._buffer):
-            if self._done:
-                raise StopIteration
-            item = self._queue.get()
-            if item is self._end:
-                self._done = True
-                self._client.wait()  # raises the job's failure, if any
-                raise StopIteration
-            self._buffer, self._pos = item, 0
-        value = self._buffer[self._pos]
-        self._pos += 1
-        return value
-
-    def close(self) -> None:
-        if not self._done:
-            self._client.cancel()
-            self._done = True
-
-    def __enter__(self) -> CloseableIterator:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-class _Projection:
-    """The record's fields at ``indexes``, as a tuple (``DataStream.project``)."""
-
-    def __init__(self, indexes: tuple[int, ...]) -> None:
-        self.indexes = indexes
-
-    def __call__(self, value: Any) -> tuple[Any, ...]:
-        return tuple(value[i] for i in self.indexes)
-
-
-def _field(value: Any, position: int | str) -> Any:
-    if isinstance(position, str):
-        return value[position] if isinstance(value, dict) else getattr(value, position)
-    if isinstance(value, (tuple, list)):
-        return value[position]
-    if position == 0:
-        return value
-    raise GraphBuildError(f"cannot read field {position} of record {value!r}")
-
-
-def _replace(value: Any, position: int | str, new: Any) -> Any:
-    if isinstance(value, (tuple, list)) and not isinstance(position, str):
-        items = list(value)
-        items[position] = new
-        make = getattr(type(value), "_make", None)
-        if hasattr(value, "_fields") and make is not None:
-            return make(items)
-        if type(value) is tuple or type(value) is list:
-            return type(value)(items)
-        return type(value)(*items)
-    if isinstance(value, dict):
-        return {**value, position: new}
-    if isinstance(position, str):
-        values = dict(value.as_dict()) if hasattr(value, "as_dict") else {}
-        values[position] = new
-        return type(value)(**values)
-    return new
-
-
-def field_aggregator(
-    position: int | str, combine: Callable[[Any, Any], Any]
-) -> Callable[[Any, Any], Any]:
-    """``sum`` / ``min`` / ``max`` of one field as a reduce function (Flink's semantics: the
-    other fields come from the first record of the key).
-
-    Pairs and scalars take a fast path (this runs once per record); other records (``Row``,
-    named tuples, dicts, objects) go through generic field access.
-    """
-
-    def generic(a: Any, b: Any) -> Any:
-        if type(a) is tuple and type(position) is int:
-            p = position
-            return (*a[:p], combine(a[p], b[p]), *a[p + 1 :])
-        if position == 0 and not isinstance(a, (tuple, list, dict)):
-            return combine(a, b)
-        return _replace(a, position, combine(_field(a, position), _field(b, position)))
-
-    if position == 1:
-
-        def second_of_pair(a: Any, b: Any) -> Any:
-            if type(a) is tuple and len(a) == 2:
-                return (a[0], combine(a[1], b[1]))
-            return generic(a, b)
-
-        return second_of_pair
-    return generic
-
-
 _add = operator.add
-
-
-def _pick(position: int | str, better: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
-    def pick(a: Any, b: Any) -> Any:
-        return b if better(_field(b, position), _field(a, position)) else a
-
-    return pick
 
 
 class KeyedStream(DataStream):
@@ -601,14 +441,12 @@ class KeyedStream(DataStream):
         return self._aggregate("Keyed Max", field_aggregator(position_to_max, max))
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed MinBy", _pick(position_to_min_by, lambda x, y: x < y))
+        return self._aggregate("Keyed MinBy", pick_by(position_to_min_by, lambda x, y: x < y))
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed MaxBy", _pick(position_to_max_by, lambda x, y: x > y))
+        return self._aggregate("Keyed MaxBy", pick_by(position_to_max_by, lambda x, y: x > y))
 
     def window(self, window_assigner: Any) -> Any:
-        from undertow.datastream.windowed_stream import WindowedStream
-
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int | None = None) -> Any:

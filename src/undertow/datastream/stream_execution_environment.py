@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from undertow.common import python_dependencies as dependencies
 from undertow.common.execution_config import ExecutionConfig
@@ -21,6 +21,7 @@ from undertow.core.config import Configuration, Options, default_parallelism
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from undertow.datastream.connectors.collection import CollectionSource
+from undertow.datastream.data_stream import DataStream
 from undertow.datastream.execution_mode import RuntimeExecutionMode
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.slot_sharing_group import SlotSharingGroup
@@ -33,10 +34,6 @@ from undertow.runtime.cluster.job_master import JobExecutionResult
 _CHANGELOG = "state.changelog.enabled"
 #: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.
 CANCEL_WAIT_S = 30.0
-
-if TYPE_CHECKING:
-    from undertow.datastream.data_stream import DataStream
-
 
 #: Options set by ``undertow run`` (``--parallelism``, ``--target``, ``-D``) for the job script it
 #: runs; every environment starts from them, then applies its own configuration.
@@ -213,8 +210,6 @@ class StreamExecutionEnvironment:
 
     # sources --------------------------------------------------------------------------------
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
-        from undertow.datastream.data_stream import DataStream
-
         elements = list(collection)
         if type_info is not None and hasattr(type_info, "conform"):
             elements = [type_info.conform(e) for e in elements]
@@ -234,8 +229,6 @@ class StreamExecutionEnvironment:
     def from_source(
         self, source: Any, watermark_strategy: Any, source_name: str, type_info: Any = None
     ) -> DataStream:
-        from undertow.datastream.data_stream import DataStream
-
         for method in ("create_reader", "create_enumerator", "get_boundedness"):
             if not callable(getattr(source, method, None)):
                 raise GraphBuildError(

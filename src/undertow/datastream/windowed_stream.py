@@ -10,12 +10,11 @@ stream itself, as in PyFlink; the window function call (``reduce``, ``aggregate`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.api.window import Evictor, Trigger, WindowAssigner
 from undertow.core.errors import GraphBuildError
-from undertow.datastream.data_stream import DataStream, KeyedStream
 from undertow.graph.transformations import OneInputTransformation
 from undertow.runtime.task.window_functions import (
     WindowContents,
@@ -25,6 +24,9 @@ from undertow.runtime.task.window_functions import (
     reduce_window_contents,
 )
 from undertow.runtime.task.window_operator import WindowOperator
+
+if TYPE_CHECKING:  # data_stream imports this module to build windowed streams
+    from undertow.datastream.data_stream import DataStream, KeyedStream
 
 
 def _lateness_ms(value: Any) -> int:
@@ -88,7 +90,7 @@ class _Windowed:
             t.input = PartitionTransformation(
                 name="Global", input=source._transformation, partitioner=GlobalPartitioner()
             )
-            return DataStream(source._env, t)
+            return source._derive(t)
         return source._one_input(name, operator, output_type, key_selector=self._key_selector)
 
     @property

@@ -12,9 +12,7 @@
   requirements on the driver's ``sys.path`` for the rest of the process; archives, cached files
   and another executable need a process of their own and are refused by :func:`check_target`.
 
-Requirements are installed once per content (hash of the requirements file and the cache
-directory's listing) into ``$TMPDIR/undertow-requirements/<hash>``, shared by the workers of a
-machine; an install that fails raises :class:`DeploymentError` with pip's last lines.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

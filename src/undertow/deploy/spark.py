@@ -1,28 +1,16 @@
 """The ``spark`` target: each attempt's workers are the tasks of one Spark barrier stage.
 
-``launch`` submits ``parallelize(range(W), W).barrier().mapPartitions(run_spark_task)`` from a
-thread of its own (job groups are per thread in PySpark, so that thread sets the group the hard
-stop cancels). Spark gang-schedules the W tasks, ships the task closure (JobMaster address,
-attempt, secret, configuration) and fails the whole stage when one task dies. It never retries
-a barrier ResultStage, so recovery stays with the JobMaster: it notices the lost worker on its
-control connection, ends the attempt (``kill`` = ``cancelJobGroup``), and launches the next
-attempt as a new barrier job, which restores the latest completed checkpoint. No Spark retry
-limit applies to that.
-
 Checked before anything is submitted (Spark would otherwise wait ~10 minutes or fail late):
 
 * W must not exceed the task slots Spark offers (``defaultParallelism``);
 * dynamic allocation cannot host a barrier stage (SPARK-24942);
 * Spark's Python idle-timeout kill would end the silent long-running tasks.
 
-On a master that is not local, undertow ships itself to the executors (``sc.addPyFile`` of a
-zip of the package) unless ``undertow.spark.ship-package`` is ``never``. The job's own Python
-dependencies (``add_python_file`` and friends) are added to the application before each
-attempt (:mod:`undertow.deploy.python_environment`).
-
 Threading: ``launch``, ``kill``, ``exited`` and ``describe_exit`` are called by the JobMaster
 (its loop thread or its executor); ``wait`` blocks and is called off the loop. One attempt runs
 at a time; ``launch`` of the next attempt happens after ``wait``/``kill`` of the previous one.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,18 +1,5 @@
 """The SparkContext a job deploys on: the active one, or one built from the job's configuration.
 
-Rules (in this order):
-
-* a classic SparkContext that is already running (``spark-submit JOB.py`` once the job made a
-  session, a notebook, a test fixture) is used as it is; its master and settings win;
-* under ``spark-submit`` (before the job made a session) its master and ``--conf`` settings are
-  kept: ``spark-submit --master yarn JOB.py`` runs the job on YARN;
-* otherwise one is built with master ``spark.master`` (default ``local[*]``) and every other
-  ``spark.*`` key of the job's configuration (``undertow run -D spark.executor.memory=2g``);
-  for a ``local`` master the driver binds to loopback (nothing listens on the network) and
-  Spark's web UI is off unless ``spark.ui.enabled`` says otherwise (undertow's REST API shows
-  the job);
-* a Spark Connect session (no RDD API, so no barrier stage) is refused with a clear message.
-
 undertow needs only a SparkContext, not a SparkSession: on this kind of machine a context
 starts in about 5.7 s and a session adds about 4 s more, which is most of the time from
 ``undertow run`` to the first record. A job that wants a session builds one on the same
@@ -23,10 +10,9 @@ many times at interpreter exit. A job that sends its own INFO logs to stdout (Py
 do: ``logging.basicConfig(stream=sys.stdout, level=logging.INFO)``) would get that line mixed into
 its output, so the ``py4j`` logger is set to WARNING, unless the job set a level on it itself.
 
-Workers run in the executors' Python, which PySpark takes from ``PYSPARK_PYTHON``; when that is
-not set, the driver's interpreter is used, so a virtual environment carries over to local Spark.
-
 Threading: call from the thread that starts the job; PySpark serializes context creation.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

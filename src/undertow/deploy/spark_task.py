@@ -1,12 +1,5 @@
 """What one task of undertow's Spark barrier stage runs: one worker, until the job ends.
 
-Runs in a PySpark Python worker on an executor. The task learns its worker index from its
-partition id, binds its data port on the executor's host (unless ``undertow.network.bind-host``
-is configured), registers with the JobMaster in the driver (address and secret arrive in the
-task's closure, never through Spark's configuration) and runs the worker's loop. Rendezvous
-goes through the JobMaster, never through ``BarrierTaskContext.allGather`` (which polls once a
-second).
-
 Lifecycle and Spark's Python worker reuse: the worker's loop, sockets and pools are closed
 before the task returns, and ``sys.path`` is restored, so nothing leaks into the next task that
 the same Python process runs.
@@ -17,6 +10,8 @@ Log lines go to the task's stderr, which is the executor's log, with job, worker
 subtask in each (:mod:`undertow.runtime.cluster.log_context`). A worker that fails raises,
 which fails the barrier stage; Spark never retries a barrier ResultStage, so recovery is the
 JobMaster's (it submits a new stage for the next attempt).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -6,32 +6,12 @@ Layout under the configured root (``execution.checkpointing.dir``), as in Flink:
     <root>/<job-id>/shared/         files referenced by several checkpoints (incremental state)
     <root>/<job-id>/taskowned/      files owned by the tasks, never deleted by the coordinator
 
-A savepoint is self-contained, under a directory the user names (Flink's
-``savepoint-<jobid6>-<suffix>``; here the suffix is the checkpoint id)::
-
-    <target>/savepoint-<jobid6>-<n>/_metadata
-    <target>/savepoint-<jobid6>-<n>/chk-<n>/   its files, at the paths its handles name
-
-so ``CheckpointStorage(<target>, "savepoint-<jobid6>-<n>")`` reads it like a checkpoint
-(:meth:`CheckpointStorage.resolve` returns that pair), and nothing of the job's own directory
-(retention, subsumption, shutdown) ever touches it.
-
-A checkpoint *exists* iff ``chk-<n>/_metadata`` exists; ``_metadata`` is written last and in one
-step (local file system: temporary name, fsync, atomic rename, fsync of the directory; object
-stores: a single put), so it is either absent or complete. Whether its content *verifies* (HMAC,
-file checksums) is the codec's and :meth:`CheckpointStorage.read_file`'s business: nothing is
-decoded before it verifies.
-
-The metadata key never lives here (see :mod:`.keys`).
-
-Paths go through fsspec, so plain local paths, ``file://``, ``memory://`` and ``s3://`` (with
-``s3fs``) all work. ``memory://`` is the in-memory implementation used by tests
-(:meth:`CheckpointStorage.in_memory`); it passes the same conformance suite as the local one.
-
 Threading and cost: every method does blocking I/O (one to a few file-system calls; an object
 store round trip each). The runtime calls them from a worker thread pool, never from an event
 loop or task thread. An instance holds no mutable state, so several threads may use it at once;
 the coordinator serializes the commit and the discard of any one checkpoint.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -12,9 +12,7 @@ not be writable by whoever can write the checkpoint directory. It comes from, in
    missing, atomically (temporary file hard-linked into place: the first creator wins).
    A key file or directory that group or others may write is refused.
 
-Earlier undertow kept the key in ``<root>/_undertow_key`` (:data:`LEGACY_KEY_FILE`); it is
-never read now. :func:`legacy_key_hint` explains how to restore such a checkpoint.
-Threading: blocking I/O; call from a worker thread, not an event loop.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -10,19 +10,7 @@ schedule ``[2, 5]`` fails twice and finishes in attempt 2; a missing failure sho
 restarts, an unexpected one as more (or as a job failure, with exactly as many restarts
 allowed as failures scheduled).
 
-Completed checkpoints reach the functions through ``notify_checkpoint_complete(checkpoint_id)``,
-which the runtime calls on every operator after a checkpoint completed.
-
-* :class:`FailingMap`: an identity ``MapFunction`` that raises :class:`InjectedFailure` from
-  ``map`` when due.
-* :class:`FailingSnapshot`: an identity ``MapFunction`` for a *keyed* stream (or hosted by
-  :class:`~undertow.testing.oracle.OracleStatefulFunction`) that makes its operator's
-  *snapshot* fail when due: it keeps a trap value in keyed state whose pickling raises.
-* :func:`no_restore`: the no-restore control, restores that ignore their snapshot.
-* :func:`kill_worker_process` / :class:`WorkerKiller`: ``kill -9`` of a random worker process
-  of the ``local`` or ``spark`` target, chosen (and timed) by a printed seed, so a failing run
-  replays. On ``spark`` a worker is the PySpark Python worker running a barrier task, found by
-  its process name ``undertow-worker`` among this process's descendants.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,49 +1,8 @@
 """The oracle's checking stages: a verifying map, the stateful operator and the verifying sink.
 
-* :class:`VerifyingMap` (any stream): checks every record (:func:`verify_record`) and passes it
-  on as a :class:`TracedRecord` that names the stages which found it corrupt.
-* :class:`OracleStatefulFunction` (keyed by :func:`oracle_key`): per key, a ValueState
-  ``(inputs, fold)``; emits an :class:`OracleOutput` per input with the state after it and
-  the subtask that processed it. It checks the record too.
-* :class:`VerifyingSink` (keyed by :func:`oracle_key`): per key, a checkpointed ValueState
-  :class:`KeyTally` of what it received. At the end of input (an event-time timer at the end
-  of time, registered with every record, which fires when the final watermark arrives; also
-  after a restore from a drained savepoint, whose timers fired) it adds each key's tally to the
-  accumulators (``runtime_context.get_metrics_group()``), which the JobMaster sums over
-  subtasks into ``JobExecutionResult.get_accumulator_result``. Only the attempt that finishes
-  reports, and its state is the restored state plus what it processed: exactly what a
-  read-committed reader of a transactional sink would see.
-
-What the sink counts, per key (the six counts of docs/testing.md):
-
-* ``duplicated``: a seq seen before; ``distinct``: seqs in ``1..records_per_key`` seen
-  (``lost = records_per_key - distinct``, summed over all keys by :class:`OracleResult`);
-* ``out_of_order``: per-key inversions where the topology keeps order. Between the stateful
-  operator and the sink it does (one keyed channel per key): an output emitted by the same
-  operator subtask, attempt and run (:attr:`OracleOutput.run`) *before* one the sink already
-  received. Seq order is only checked with ``seq_order_kept=True`` (rebalance and shuffle
-  upstream do not keep it);
-* ``corrupt``: records a stage (verifying maps, the stateful operator, the sink) found corrupt,
-  or whose seq is outside ``1..records_per_key``;
-* ``state_mismatch``: an (in-order) output of the stateful operator whose ``(inputs, fold)``
-  is not the previous output's plus this record: a state update applied twice or lost, or
-  state not rolled back together with its inputs (such as state missing after a restore).
-  The sink then follows the operator's new values, so one wrong state counts once;
-* ``keygroup_mismatch``: the stateful operator's subtask, or the sink's own, does not own the
-  key's key group.
-
-Evidence of a restore (accumulators of the finishing attempt, see :class:`OracleResult`):
-``processed.<stage>`` (records each stage handled in that attempt: fewer than all if the source
-resumed), ``restored_keys`` (keys whose sink tally existed before that attempt touched them:
-state carried over), ``replayed`` (records that arrived from another epoch, i.e. through
-restored channel state) and ``replayed_after_live`` (at the sink, where each key arrives
-through one channel: a replayed record of a key that already had live data in this attempt,
-counted as out of order). Each key's report names the subtask
-that made it (``reports.<key>``); one not owning the key's key group counts a key-group
-mismatch. With ``evidence_dir`` every anomaly is also logged as it happens
-(:mod:`undertow.testing._oracle_evidence`), so failed attempts keep theirs.
-
 Threading: each function instance runs on its subtask's loop thread only.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -10,14 +10,9 @@ Payload sizes are drawn deterministically from ``(key, seq, seed)`` out of a mix
 :class:`SizeClass` es. The default mix has small records, records several times smaller than a
 32 KiB network buffer, and a few larger than one buffer, so that records span buffers.
 
-Records travel between the oracle's stages in two envelopes: :class:`TracedRecord` (the names
-of the stages that found the record corrupt) and :class:`OracleOutput` (what the stateful
-operator emits: its per-key count and fold after the record, and which subtask processed it).
-
-The fold is a 64-bit FNV-1a-style hash chain over seqs (:func:`fold_step`): order-dependent, so
-a double-applied, lost or reordered state update changes every later value.
-
 Everything here is pure and cheap: making or checking a record copies its payload once.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ from a checkpoint resumes right after the last record emitted before that checkp
 enumerator's state is the list of splits not assigned yet, and ``restore_enumerator`` resumes
 from it (a fresh enumerator would hand out splits a second time).
 
-``records_per_second`` throttles each reader, so that a small job lives long enough for
-checkpoints (and failures between them) to happen.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
 """Operator test harnesses: run one operator by hand, without a task or a network.
 
-A harness builds the :class:`~undertow.runtime.task.operator.OperatorSetup` a task would give
-the operator: a collecting output, a manual processing-time clock and, for keyed operators, a
-:class:`~undertow.state.heap.HeapKeyedStateBackend` with timer services. The test then feeds
-records and watermarks, moves the clock, and reads what the operator emitted::
-
-    harness = KeyedOneInputOperatorTestHarness(operator)
-    harness.open()
-    harness.process_element(("a", 1), timestamp=5)
-    harness.process_watermark(10)
-    assert harness.extract_output_values() == [...]
-    harness.close()
-
 Lifecycle: ``open()`` (runs ``setup`` and ``open``) -> ``process_*`` / ``set_processing_time``
 -> ``finish()`` -> ``close()``; a harness is also a context manager (open on enter, close on
 exit). Threading: single-threaded; processing-time timers fire inside ``set_processing_time``,
@@ -20,6 +8,8 @@ on the caller's thread, in timestamp order. The clock starts at 0 and never move
 As a task does, ``finish()`` first quiesces the operator's processing-time service: pending
 processing-time timers never fire afterwards (also when the clock moves on) and new ones are
 ignored, though keyed timers stay counted in ``num_processing_time_timers``.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """The exactly-once oracle of docs/testing.md, shipped to users: generator, checks, faults, verdict.
 
-A known input (:class:`OracleSource`: key ``k`` emits ``seq = 1..N`` with self-checking
-payloads), checks at several operators (:class:`VerifyingMap`, :class:`OracleStatefulFunction`,
-:class:`VerifyingSink`), injected faults (:class:`FailingMap`, :class:`FailingSnapshot`,
-:func:`kill_worker_process`) and a verdict over six counts that must all be 0
-(:class:`OracleResult`)::
-
-    source = OracleSource(keys=20, records_per_key=2000, records_per_second=4000)
-    build_pipeline(env, source, failing_map=FailingMap([2, 5]))
-    result = OracleResult.from_job_result(env.execute("oracle"), source.keys,
-                                          source.records_per_key)
-    result.assert_exactly_once()
-    assert result.restarts == 2
-
 The six counts: ``lost`` (seqs never seen), ``duplicated`` (seqs seen again),
 ``out_of_order`` (per-key inversions where the topology keeps order), ``corrupt`` (records that
 failed a magic/payload check at any stage), ``state_mismatch`` (a stateful output that is not
 the fold of the key's inputs so far) and ``keygroup_mismatch`` (a record processed by a subtask
-that does not own its key group). Definitions are in :mod:`undertow.testing._oracle_functions`.
+that does not own its key group). Definitions: docs/testing.md, and the design notes of
+:mod:`undertow.testing._oracle_functions`.
 
 Until transactional sinks exist, "committed sink output" is the verifying sink's checkpointed
 state as of the attempt that finished: it reports once, at the end of input, through
 accumulators.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

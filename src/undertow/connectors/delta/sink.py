@@ -7,13 +7,7 @@ with the ``deltalake`` package)::
             .build())
     stream.sink_to(sink)
 
-Writers (one per subtask) write Parquet data files into the table's directory; a global
-committer (parallelism 1) adds every subtask's files of a checkpoint to the Delta log in one
-table commit when the checkpoint completes, so readers see whole checkpoints or nothing. A
-replayed commit after a failure is a no-op through a Delta app transaction (see
-:mod:`.committer`). Without checkpointing, everything is committed once at the end of input.
-Records are ``Row`` s (by name or position), tuples or dicts of the row type; partition
-columns must be string, integer, boolean or date columns.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

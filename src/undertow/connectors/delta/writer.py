@@ -1,20 +1,9 @@
 """The Delta sink's writer: Parquet data files in the table's directory, one open file per
 partition, all closed before every checkpoint barrier.
 
-Runs on its subtask's loop thread; blocking file I/O through fsspec. Lifecycle:
-
-* ``write``: conform the record to the sink's row type, take the partition columns' values,
-  append the other columns to the open file of that partition (opened on first use, as
-  ``<partition dir>/part-<subtask>-<writer uuid>-c<counter>.snappy.parquet``).
-* ``prepare_commit`` (before each barrier, and at the end of input): finish every open file and
-  return it as a :class:`~.committable.DeltaCommittable`. The file stays invisible to Delta
-  readers until the global committer adds it to the log.
-* ``close`` (also after a failure): files still open belong to no checkpoint and are deleted.
-  Files handed out by ``prepare_commit`` are never deleted here: the committer may still add
-  them (they are in its state). Files of failed attempts that never reached a checkpoint stay
-  unreferenced, invisible to readers; ``DeltaTable.vacuum()`` removes them.
-
 Names carry a uuid per writer, so no two writers of any attempt or job collide.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -12,9 +12,7 @@ never drops one silently. The user chooses per format what happens next
 * ``side_output(tag)``: the :class:`BadRecord` goes to the side output ``tag`` of the source's
   stream (``stream.get_side_output(tag)``) with the record's position, and reading goes on.
 
-Positions count from the start of the file: ``offset`` is the byte offset where the record
-starts (for Parquet, the row number within the file), ``line`` its 1-based line number (0 when
-the format has no lines).
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

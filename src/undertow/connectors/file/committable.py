@@ -1,11 +1,5 @@
 """What the file sink commits, and the pure decision of how to commit it.
 
-A :class:`FileSinkCommittable` is a *pending* part file: closed, complete, hidden
-(``.<final name>.inprogress.<uuid>``), and the final name it gets when its checkpoint
-completed. Committing renames it. Commit must be idempotent (Sink V2: after a failure every
-committable in the restored checkpoint is committed again, and some may already be), so
-:func:`decide_commit` looks at what exists and decides:
-
 =================  ===================================  ====================================
 pending file       final file                           decision
 =================  ===================================  ====================================
@@ -17,6 +11,8 @@ exists             exists, expected size                DROP_PENDING (a copy-the
 exists             exists, other size                   RENAME (overwrite the partial copy)
 missing            missing                              MISSING (an error naming both files)
 =================  ===================================  ====================================
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -11,15 +11,7 @@ reader from start to end; none of the formats here can start in the middle of a 
   split. Readers without a split ask again every ``interval``; the enumerator never says
   "no more splits" (the source is unbounded).
 
-Checkpoint (:class:`FileEnumeratorState`, taken by the coordinator in the trigger step): the
-splits not handed out yet and every path already turned into a split, so a restored
-enumerator hands out neither a file a reader had taken before the checkpoint (that file is in
-the reader's state) nor one already read. The set of seen paths grows with the number of
-files, as Flink's does.
-
-Discovery: a path is a file or a directory (read recursively). Files and directories whose
-name starts with ``.`` or ``_`` are skipped, as Flink's ``DefaultFileFilter`` (and Spark) do:
-in-progress and pending part files of a file sink are never read.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
 """Reader formats of the file source: how a file's bytes become records.
 
-Two kinds, as in Flink:
-
-* :class:`StreamFormat` - records read one after another from a byte stream; here always
-  *line based* (a record is one line, or several for a CSV record with quoted newlines).
-  Positions are byte offsets, so a restored reader seeks straight to the next record.
-  ``StreamFormat.text_line_format()`` gives each line as ``str``; JSON lines and CSV
-  (``undertow.connectors.file.json_format`` / ``.csv_format``) parse them.
-* :class:`BulkFormat` - records read in batches from a file that is not a byte stream of
-  records (Parquet: row groups). Positions are row counts from the start of the file.
-
 Both produce :class:`Chunk` s: the records of one batch, the bad records met in it, and the
 position right after the batch. A reader emits a chunk as a whole, so the position it
 checkpoints is always a chunk boundary.
@@ -17,6 +7,8 @@ checkpoints is always a chunk boundary.
 Threading: a format object is immutable and shared; ``read`` returns a fresh iterator that is
 used on one task's loop thread only. Cost: line formats read through the file with one
 ``readline`` per record (buffered by fsspec); no format loads a whole file into memory.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """How the file sink opens, persists, resumes and closes in-progress part files (Flink's
 ``RecoverableWriter``).
 
-Flink keeps a row-format part file open across checkpoints: at a checkpoint the writer
-*persists* the open file (makes what was written durable) and records a *resumable*, the
-file's path and the length that is valid; after a failure it truncates the file to that length
-and appends to it again. Whether that is possible depends on the file system, and
-:func:`recoverable_writer_for` is the one place that decides:
-
-* :class:`LocalRecoverableWriter`, for fsspec's ``LocalFileSystem`` (plain paths and
-  ``file://``): plain ``open`` / ``os.fsync`` / ``os.truncate`` on the local path. Persisting
-  is flush + fsync; the valid length is the file position.
-* :class:`NonResumableWriter`, for every other fsspec file system (``memory://``, ``s3://``
-  through s3fs, ``gs://``, ...): an open fsspec file is a buffer in this process (an object
-  store's multipart upload is not reattachable through fsspec), so nothing written to it
-  survives the process and it cannot be resumed. A part file open at a checkpoint must roll.
-
 Threading: a writer object is used by one sink writer on its task thread; the streams it
 returns are not shared. Cost: ``persist`` is one flush and one fsync per open part file and
 checkpoint; ``recover`` one stat and one truncate; ``open`` on the local file system also
 fsyncs the parent directory once, so the new file's name is durable before a checkpoint can
 refer to it.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

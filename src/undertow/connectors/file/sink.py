@@ -10,19 +10,7 @@
 
     FileSink.for_bulk_format("/out", ParquetBulkWriters.for_row_type(row_type)).build()
 
-Part files move in-progress (open, hidden) -> pending (closed, still hidden, recorded in the
-sink operator's checkpointed state) -> committed (renamed to the final name once the
-checkpoint completed, or at the end of a bounded input). Readers (Spark, pyarrow) skip names
-starting with ``.``, so only committed files are visible.
-
-When part files roll: a row format on a file system that can resume open files (the local file
-system) keeps a part file open across checkpoints until the rolling policy rolls it (part
-size, rollover or inactivity interval), as Flink does: at each checkpoint the open file is
-fsynced and its valid length recorded, and a restore cuts it back to that length and appends.
-Bulk formats (Parquet), and every format on a file system that cannot resume (``memory://``,
-``s3://``, ...), roll every part file at every checkpoint. The writer is :mod:`.writer` (with
-:mod:`.recoverable` and :mod:`.writer_state`), the committer :mod:`.committer`; the two-phase
-protocol is run by the runtime's sink operator (``undertow.runtime.task.sink_operator``).
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -7,15 +7,11 @@
               .build())
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "files")
 
-``monitor_continuously(Duration.of_seconds(10))`` makes it unbounded: new files under the
-paths are picked up every interval. ``for_bulk_file_format(ParquetColumnarRowInputFormat(
-row_type), path)`` reads Parquet. Bad records fail the job or go to a side output, as the
-format says (``format.with_bad_records(OutputTag("bad"))``, then
-``stream.get_side_output(tag)``).
-
 The source object is immutable and pickled to every subtask and to the JobMaster: the
 enumerator (:mod:`.enumerator`) runs in the JobMaster, readers (:mod:`.reader`) in the
 subtasks.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -4,20 +4,6 @@ Threading: every method runs on the sink's task thread; file I/O is blocking (bu
 Cost on the local file system: one fsync per open part file and checkpoint, one per roll, and
 one directory fsync per new part file; nothing per record beyond the buffered write.
 
-Lifecycle:
-
-* ``write``: pick the bucket (:class:`~.policies.BucketAssigner`), open a part file there if
-  none is open (a hidden name, ``.<final name>.inprogress.<uuid>``), append the record, roll
-  the part file if the rolling policy says so after this record. At most once per
-  ``bucket_check_interval`` the writer also asks the policy about processing time.
-* ``prepare_commit`` (before every checkpoint barrier, and at the end of input): roll the open
-  part files that must roll (below) and return every part file rolled since the last call as a
-  :class:`~.committable.FileSinkCommittable`. Rolled (pending) files stay hidden until
-  committed.
-* ``snapshot_state`` (right after ``prepare_commit``, same checkpoint): persist every part file
-  still open (flush + fsync) and return a :class:`~.writer_state.FileWriterBucketState` each.
-* ``close`` (also after a failure): close open files; delete those no checkpoint refers to.
-
 Which part files roll at a checkpoint. A part file *stays open* across checkpoints when the
 format is a row format and the file system can resume files (:mod:`.recoverable`, the local
 file system): then it rolls only if the rolling policy says so (``should_roll_on_checkpoint``,
@@ -26,29 +12,7 @@ every checkpoint: bulk formats (their footer is written at the end, Flink's
 ``CheckpointRollingPolicy``) and file systems that cannot resume (``memory://``, ``s3://``...;
 subtask 0 says so once at INFO when it opens). At the end of input everything rolls.
 
-Recovery (``recovered_state``): each recorded part file is truncated to the length its
-checkpoint recorded and appended to again (:func:`~.writer_state.plan_restore` rolls extra
-ones per bucket). Then the writer deletes the hidden part files left by earlier writers of its
-share, those whose subtask index ``j`` in their name satisfies ``j % parallelism == subtask``,
-except the ones it resumed (pending files of the restored checkpoint were committed before the
-writer was created, so what is left belongs to no completed checkpoint).
-
-Invariants:
-
-* A committed part file holds exactly the bytes of completed checkpoints (or of the end of
-  input): a resumed file is first cut back to the length of the checkpoint it is restored
-  from, so bytes appended after a checkpoint that did not complete never reach a commit, even
-  when the file rolls later.
-* Nothing is visible before its commit: in-progress and pending files keep the hidden name.
-* A part file's name carries the subtask whose share holds it (``FileSinkCommittable.subtask``
-  and ``FileWriterBucketState.subtask`` route by it after a rescale), so the subtask that may
-  delete a leftover is always the subtask that holds it.
-* An open part file that a checkpoint recorded is never deleted by ``close``: a retained
-  checkpoint may still be restored.
-
-Names: ``<prefix>-<uuid>-<subtask>-<counter><suffix>``: the uuid is new for every writer (every
-attempt of every subtask), so names never collide across subtasks, restarts or jobs writing
-into the same directory; a resumed file keeps its name.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

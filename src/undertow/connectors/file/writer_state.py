@@ -11,9 +11,7 @@ change of parallelism, the same rule by which a restarted writer deletes the lef
 share (:meth:`.writer.FileWriter.clean_up_earlier_attempts`). So the subtask that may delete a
 hidden file is always the one that holds it, and never deletes it under another's feet.
 
-Several states may name the same bucket after the parallelism went down; :func:`plan_restore`
-resumes one file per bucket (the newest) and rolls the others at once (they become pending and
-are committed with the next checkpoint, as Flink merges buckets).
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

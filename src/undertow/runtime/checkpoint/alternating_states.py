@@ -1,42 +1,6 @@
 """The alternating barrier-handler states: unaligned checkpoints, and aligned ones that switch
 to unaligned when their alignment times out (reference §1.5, Flink's ``Alternating*`` classes).
 
-Used by ``BarrierHandler.alternating`` (initial state :class:`AlternatingWaitingForFirstBarrier`)
-and ``BarrierHandler.unaligned`` (initial state ``AlternatingWaitingForFirstBarrierUnaligned(
-alternating=False)``). "init" is ``controller.init_inputs_checkpoint``, "started" is
-``controller.checkpoint_started``, "finish" resumes all blocked channels and forgets the
-announcements; ``ub`` is ``barrier.as_unaligned()``.
-
-===========  ===================  ===============================================================
-state        event                action -> next state
-===========  ===================  ===============================================================
-AWFB         announcement(ch,s)   remember ch -> s -> AWFB
-AWFB, ACB    unaligned barrier    timeout(barrier), then the barrier again in the new state
-AWFB, ACB    aligned barrier      forget ch's announcement; block ch (if ``mark_blocked``). All
-                                  in: init(barrier), trigger the *aligned* checkpoint, finish ->
-                                  AWFB. Timed out: timeout(barrier), then ``ub`` again (not
-                                  blocking). Else -> ACB
-AWFB         timeout              convert all announcements -> AWFBU(alternating=True)
-ACB          timeout              convert all announcements; init(ub); started(ub); trigger the
-                                  *unaligned* checkpoint -> ACBU(True); blocked channels stay so
-AWFB         end of partition     forget ch -> AWFB
-ACB          end of partition     forget ch. All in: init + trigger the aligned checkpoint with
-                                  the pending barrier, finish -> AWFB. Timed out: timeout, then
-                                  the end of partition again. Else -> ACB
-AWFB, ACB    abort                finish -> AWFB
-AWFBU        announcement(ch,s)   convert ch's barrier at once -> AWFBU
-AWFBU        barrier              block ch if aligned and ``mark_blocked``; init(ub); started(ub);
-                                  trigger the unaligned checkpoint. All in: finish -> AWFB if
-                                  alternating else AWFBU. Else -> ACBU
-ACBU         barrier              block ch if aligned and ``mark_blocked``; ch stops capturing.
-                                  All in: finish -> AWFB / AWFBU. Else -> ACBU
-ACBU         announcement         convert ch's barrier at once -> ACBU
-AWFBU, ACBU  timeout              ignored (already unaligned)
-AWFBU        end of partition     forget ch -> AWFBU
-ACBU         end of partition     forget ch; ch stops capturing; all in: finish. Else -> ACBU
-AWFBU, ACBU  abort                finish -> AWFB / AWFBU
-===========  ===================  ===============================================================
-
 (AWFB = AlternatingWaitingForFirstBarrier, ACB = AlternatingCollectingBarriers, AWFBU / ACBU =
 their ``...Unaligned`` siblings.)
 
@@ -46,6 +10,8 @@ while aligning stay blocked through the switch to unaligned, until every barrier
 checkpoint is aborted, and are then resumed together; in the unaligned states every open
 channel captures its input from "init" until its own barrier or end of partition. The waiting
 states carry no blocked channels; the unaligned states carry no announcements.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

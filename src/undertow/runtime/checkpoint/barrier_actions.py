@@ -2,42 +2,17 @@
 
 The handlers (:class:`~undertow.runtime.checkpoint.barrier_handler.BarrierHandler`,
 :class:`~undertow.runtime.checkpoint.barrier_tracker.BarrierTracker`) are pure: each event returns
-a list of the actions below, which the task executes on its mailbox thread, **in list order**,
-before it takes the next input. Only the alternating handler (unaligned checkpoints, aligned ones
-with a timeout) emits the last five.
-
-* :class:`ResumeChannels`: send ResumeConsumption upstream for each channel. A producer blocks its
-  subpartition once it has sent an aligned barrier (reference §1.2).
-* :class:`TriggerCheckpoint`: the atomic step of reference §1.6 — prepare the snapshot, broadcast
-  ``barrier`` (as a priority event if ``barrier.priority``, i.e. for an unaligned checkpoint;
-  blocking downstream if ``barrier.blocks_upstream``), snapshot operator state synchronously
-  together with the channel-state write result of the checkpoint, then write and acknowledge.
-* :class:`AbortCheckpoint`: decline to the coordinator with ``reason``, abort the channel-state
-  writer for the id (this ends any input capture of it), broadcast ``CancelCheckpointMarker``.
-* :class:`ScheduleAlignmentTimer`: register a processing-time timer (a mail) that calls
-  ``handler.on_alignment_timeout(checkpoint_id, now_ms)`` after ``delay_ms``. Timers are never
-  cancelled: the handler ignores one that fires for a checkpoint no longer pending.
-* :class:`InitInputsCheckpoint`: start the channel state of the checkpoint (reference §1.6, §3.1).
-  If ``barrier.options.is_unaligned``: ``channel_state_writer.start(id)``; then for every channel in
-  ``channels`` write the deserializer's leftover bytes and every queued data buffer that comes
-  *before* that channel's barrier (by sequence number if the barrier is already queued, else all
-  of them), and from now on persist each data buffer arriving on the channel, until the channel
-  gets its :class:`ChannelBarrierReceived`. If only ``barrier.options.is_timeoutable``: just
-  ``start(id)`` (the output side may still need it, §1.9); otherwise nothing. ``channels`` is
-  empty unless the checkpoint is unaligned.
-* :class:`ChannelBarrierReceived`: the channel delivered its barrier (or its end of partition):
-  stop persisting its input for the checkpoint. Emitted right after :class:`InitInputsCheckpoint`
-  for channels whose barrier was already processed, which thus contribute only their queue.
-* :class:`ConvertToPriority`: take the barrier with ``sequence_number`` out of the middle of the
-  channel's queue and put it at the head, as a priority event (reference §1.8); the task then
-  feeds it to ``on_barrier`` like any priority event (still aligned; the handler converts it).
-* :class:`FinishInputsCheckpoint`: every channel delivered its barrier or end of partition:
-  ``channel_state_writer.finish_input(id)`` if :class:`InitInputsCheckpoint` started the writer.
+a list of the actions of this module, which the task executes on its mailbox thread, **in list
+order**, before it takes the next input. Only the alternating handler (unaligned checkpoints,
+aligned ones with a timeout) emits ``ScheduleAlignmentTimer``, ``InitInputsCheckpoint``,
+``ChannelBarrierReceived``, ``ConvertToPriority`` and ``FinishInputsCheckpoint``.
 
 Per checkpoint the alternating handler emits ``InitInputsCheckpoint`` at most once, always before
 its ``TriggerCheckpoint``, and then exactly one ``FinishInputsCheckpoint`` or ``AbortCheckpoint``;
 every channel of ``InitInputsCheckpoint.channels`` gets exactly one ``ChannelBarrierReceived``
 before ``FinishInputsCheckpoint``.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,28 +1,5 @@
 """Task-side barrier handling for exactly-once checkpoints, sans I/O (reference §1.3-1.8).
 
-:class:`BarrierHandler` is Flink's ``SingleCheckpointBarrierHandler``: the task's input processor
-feeds in the checkpoint events it takes from its input gate (barrier, barrier announcement,
-cancellation marker, end of partition, alignment timer) and executes the typed actions that come
-out, in list order (:mod:`.barrier_actions` says how). The handler keeps the bookkeeping of §1.4
-(current id, last completed or cancelled id, pending barrier, aligned channels, target count,
-open channels, the input capture in progress) and delegates what happens to the channels to an
-explicit state machine of small immutable classes: the aligned-only states of
-:mod:`.barrier_states` (``BarrierHandler(n, task)`` / :meth:`BarrierHandler.aligned`) or the
-alternating states of :mod:`.alternating_states` (:meth:`BarrierHandler.alternating`, used when
-unaligned checkpoints are enabled; :meth:`BarrierHandler.unaligned` for tests). Each state event
-returns the next state and speaks to the handler only through
-:class:`~.barrier_states.Controller`.
-
-Rules: one checkpoint at a time; a newer barrier or announcement aborts the pending checkpoint
-with CHECKPOINT_DECLINED_SUBSUMED and starts its own (with an alignment timer if the handler is
-alternating and the barrier timeoutable: delay ``max(timeout - (now_ms - barrier.timestamp),
-0)``); an obsolete barrier (older than the current id, or of the current id once completed or
-cancelled) is dropped and, if aligned and blocking, its channel resumed at once (reference
-§11.2); a cancellation marker newer than the current id, or naming the pending one, aborts with
-CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER; end of partition counts as the channel's barrier for
-the pending checkpoint and lowers the channel count of later ones (FLIP-147); a timer that fires
-for a checkpoint no longer pending is ignored.
-
 Invariants: ``blocked_channels`` are channels whose aligned barrier of the pending checkpoint was
 processed (empty when nothing is pending, never all open channels); each is resumed exactly once,
 by the action list that completes or aborts the checkpoint; ``last_completed_or_cancelled <=
@@ -30,25 +7,10 @@ current_checkpoint_id``, so a completed or aborted id never starts again; a chec
 triggered at most once; ``capturing_channels`` is empty unless an unaligned checkpoint is
 collecting its barriers.
 
-Deviations from Flink: a cancellation marker newer than the pending checkpoint also aborts that
-one (SUBSUMED; Flink forgets it silently and the coordinator waits for its timeout); end of
-partition never aborts (FLIP-147 is always on); no alignment metrics and no clock (``now_ms`` is
-passed in; without it nothing counts as timed out and a timer gets the full timeout); alignment
-timers are never cancelled, stale ones are ignored; the per-channel end of input capture
-(Flink's ``ChannelStatePersister``) is decided here as :class:`ChannelBarrierReceived`;
-:class:`FinishInputsCheckpoint` follows every :class:`InitInputsCheckpoint` once all barriers are
-in, also for aligned checkpoints (Flink finishes their input at init); an aligned barrier marks
-its channel blocked only if ``mark_blocked`` (Flink's unaligned collecting state blocks
-regardless).
-
-Threading: the task's mailbox thread calls everything; nothing locks, blocks or reads a clock.
-Cost: O(channels) per event at worst. An event on a finished or blocked channel, a second barrier
-of one checkpoint on a channel, or a timer nobody scheduled cannot happen under the network's
-contract and raises :class:`BarrierProtocolViolation` — except a cancellation marker older than
-the current checkpoint on a blocked channel: a converted barrier overtook it there (§1.8).
-
 The module re-exports the actions, states and :class:`BarrierTracker` (at-least-once) so that
 callers import everything barrier-related from here.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -6,22 +6,9 @@ whose calls the handler turns into actions (:mod:`.barrier_actions`). The handle
 per-checkpoint bookkeeping (§1.4) and counts a barrier or end of partition as "aligned" *before*
 it calls the state, so ``controller.all_barriers_received()`` already includes the event.
 
-Aligned-only states (Flink's ``WaitingForFirstBarrier`` / ``CollectingBarriers``, base
-``AbstractAlignedBarrierHandlerState``), used when unaligned checkpoints are disabled:
-
-==========================  ================  ===============================================
-state                       event             action -> next state
-==========================  ================  ===============================================
-WaitingForFirstBarrier,     aligned barrier   block the channel; all in: trigger, resume all
-CollectingBarriers                            -> WaitingForFirstBarrier; else -> Collecting
-both                        announcement      ignored
-both                        timeout           protocol violation (no timer is ever scheduled)
-both                        end of partition  forget the channel; all in: trigger with the
-                                              pending barrier, resume all -> WaitingForFirst
-both                        abort             resume all -> WaitingForFirstBarrier
-==========================  ================  ===============================================
-
 The alternating states live in :mod:`.alternating_states`.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -10,11 +10,7 @@ lengths, ``sum(n)`` of them), each in the cheapest of these forms::
     [1, v]          v, v + 1, v + 2, ...              (all channels of a gate: b)
     [2|3|4, bytes]  uint8 | uint16 | uint32, little-endian   (chunk lengths)
 
-which stores 2 bytes per chunk of up to 64 KiB. The form is ``[k, a, b, n, lengths]`` with
-``k`` channels.
-
-Pure code, linear in the array and running at C speed (array slices, no loop per channel);
-:func:`unpack` raises :class:`ValueError` naming what is malformed.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -6,41 +6,13 @@ are put, in registration order, into *groups* of at most
 group writes **one file per checkpoint** holding all its members' channel state. Each member
 gets one :class:`~.channel_state_handles.MergedChannelStateHandle` per side (input, output).
 
-File format and reader: :mod:`.channel_state_format`.
-
-**Grouping rule.** Member ``m`` has a *horizon*: the newest checkpoint id it started or
-aborted. Starting or aborting checkpoint ``N`` aborts ``m``'s unfinished checkpoints older
-than ``N`` (one checkpoint at a time, a newer one subsumes). The group's state for checkpoint
-``N`` is *collected* as soon as every member ``m`` satisfies one of
-
-* ``m`` started ``N`` and has finished both sides or aborted ``N``;
-* ``m``'s horizon is past ``N`` (it can never start ``N`` any more);
-* ``m`` was released (its subtask ended; unfinished checkpoints are aborted).
-
-A member that has not reached ``N`` is waited for: its barrier may still be on the way. A
-subtask that takes checkpoint ``N`` without channel state should still ``start`` and finish it
-(or ``abort`` it) so the others are not held up until its next checkpoint. Collection writes
-the state of the members that finished ``N`` (an aborted member contributes nothing and its
-result fails; the others' state is written regardless) and happens exactly once per ``N``.
-
 *Invariant*: for each checkpoint, each member's state is in at most one region of at most one
 file, and a member's result resolves only with handles whose bytes were durably written (or
 are inline). A group stops accepting members once one of them started a checkpoint (as in
 Flink), so a late subtask never holds up a checkpoint it cannot take part in; it opens a new
 group.
 
-Empty group state: no file, every member gets ``ChannelStateHandles(None, None)``. Group state
-below ``inline_threshold`` bytes: no file either, the handles carry their bytes inline.
-
-Threading: every method of :class:`ChannelStateFileWriter` and
-:class:`SubtaskChannelStateWriter` must be called on the worker's event-loop thread (results
-are :class:`asyncio.Future` objects of that loop). Laying out, hashing and writing a file
-(``write_file``, blocking storage I/O) run on ``executor`` (a one-thread pool of the
-writer's own if ``None``), and each write comes back to the loop in one step
-(``call_soon_threadsafe``), where the members' callbacks run at once: on a busy worker every
-loop iteration costs a round of task slices. Cost: ``add_*`` keeps a reference to the bytes
-(no copy) until the group file is written, so a worker holds at most one checkpoint's in-flight
-bytes per group plus those of files being written.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -11,9 +11,7 @@ A region's position, length, sha256 and packed chunk lengths are in the member's
 range and verifies it (:func:`read_channel_state`) without reading the rest of the shared file.
 The file's own sha256 (in the :class:`~undertow.storage.FileHandle`) covers the header too.
 
-The functions here are pure except for the ``write`` / ``read_range`` callables they are given
-(blocking storage I/O), so callers run them on an I/O pool. Cost: one pass over the bytes for
-hashing, one ``join`` to build the file.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

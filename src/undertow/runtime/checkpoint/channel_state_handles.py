@@ -6,29 +6,12 @@ shared file's path, so an all-to-all job at parallelism P writes P² paths into 
 :class:`MergedChannelStateHandle` names the file once and packs the subtask's channels and
 chunk lengths into one little-endian ``uint32`` array.
 
-A handle describes one *region*: the contiguous bytes ``[range_start, range_start +
-range_length)`` of a channel-state file (or, when the state was small, the bytes themselves,
-``inline_data``) holding one subtask's channel state of one direction, channel after channel
-in ascending channel order, each channel's chunks in the order they were added. The region has
-its own sha256, so a reader fetching only its range verifies what it read without reading the
-whole (shared) file.
-
 Packed channel array, ``uint32`` little-endian, per channel in strictly ascending channel
 order::
 
     a, b, n, len_1, ..., len_n     channel (a, b); n >= 1 chunks of len_i >= 1 bytes
 
-Offsets are implicit: the first chunk starts at ``range_start``, each next one where the
-previous ended, and the lengths add up to ``range_length`` exactly (no gap, no overlap; checked
-on construction). :meth:`MergedChannelStateHandle.entries` expands the array lazily.
-
-In ``_metadata`` format 2 the array is stored as columns (:mod:`.channel_columns`). The JSON
-form (:func:`handle_to_json` / :func:`handle_from_json`, version :data:`JSON_VERSION`) is
-that of format 1, still read; decoding rejects unknown versions and keys and names the
-offending field, subtask and checkpoint in a :class:`ValueError`.
-
-Pure code: no I/O; immutable values, usable from any thread. Cost: construction and decoding
-walk the packed array once (O(channels + chunks)); ``entries`` walks it again.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

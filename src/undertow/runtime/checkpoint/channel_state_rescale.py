@@ -1,21 +1,5 @@
 """Channel state at another parallelism: which new subtask re-emits which old channel's records.
 
-Rationale (``docs/design.md``, "Rescaling channel state through the producer"): Flink
-(reference §4.1-4.3) hands each old channel's buffers to the new subtasks its rescale mappers
-pick, replicates ambiguous ones and filters records by key group in per-old-channel "virtual
-channels" of the consumer. undertow routes every in-flight record through the *producer's*
-partitioner again instead. For an edge P -> C whose parallelism changed on either side, the
-in-flight records of old producer subtask ``p`` towards old consumer ``c`` are, in stream order,
-C's input state of channel ``(gate, p)`` followed by P's output state of subpartition
-``(output, c)`` (the two never overlap, reference §3.1; a record may start in the first and end
-in the second). New producer subtask ``p mod new_parallelism`` takes all of old ``p``'s channels
-of the edge (ascending old consumer) and, before its operators run, deserializes each channel
-over that concatenation and emits the records through the edge's record writer, i.e. the
-partitioner of the new topology. Each old channel is re-emitted exactly once, by one subtask,
-in its own order, so records of one key from one old producer keep their order; records from
-different producers never had an order. The consumer sees no virtual channels and filters
-nothing.
-
 To keep per-key order across the restore as well (a key's later records may come from another
 producer subtask than its in-flight ones, e.g. after key groups moved), every new producer
 subtask of a rescaled edge sends :class:`~undertow.runtime.task.events.EndOfChannelStateEvent`
@@ -24,13 +8,10 @@ subpartition (like an aligned barrier); the consumer resumes its gate's channels
 channel delivered one. All re-emitted data therefore precedes all live data at every consumer,
 as Flink's ``EndOfChannelStateEvent`` / ``UpstreamRecoveryTracker`` guarantee.
 
-Edges without key context (forward, rescale: pointwise; broadcast) cannot be re-partitioned
-(they normally carry no channel state: FORCED_ALIGNED); if one does
-(``execution.checkpointing.unaligned.forced``) and its parallelism changed,
-:func:`plan_rescaled_edge` refuses.
-
 Pure code: no I/O, immutable values, any thread. Cost: O(old producers x old consumers) per
 rescaled edge.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,36 +1,15 @@
 """Collects one subtask's channel state (in-flight buffers) per checkpoint (reference §3.1-3.2).
 
-The task calls, per unaligned (or timeoutable aligned) checkpoint: :meth:`start`, then any number
-of :meth:`~ChannelStateWriter.add_input` / :meth:`~ChannelStateWriter.add_output` in stream order
-per channel, then :meth:`~ChannelStateWriter.finish_input` and
-:meth:`~ChannelStateWriter.finish_output` (either order) — or :meth:`~ChannelStateWriter.abort`
-at any point. The checkpointer asks for the result with
-:meth:`~ChannelStateWriter.when_finished`; the callback runs once the state is complete (and,
-for a file writer, durably written), with a :data:`ChannelStateResult`; never if the checkpoint
-is aborted or subsumed; ``on_failure`` runs instead if persisting it failed.
-
-:class:`ChannelStateWriter` is the Protocol the task depends on, with two implementations:
-:class:`InMemoryChannelStateWriter` keeps the bytes in memory and returns a
-:class:`~undertow.runtime.checkpoint.snapshot.ChannelState`, which goes into the subtask's
-``SubtaskSnapshot`` (its own state file; unit tests and jobs without checkpoint storage);
-:class:`~undertow.runtime.checkpoint.channel_state_files.SubtaskChannelStateWriter` (the
-workers' writer) shares channel-state files between the subtasks of a worker (reference §3.3)
-and returns :class:`~undertow.runtime.checkpoint.channel_state_handles.ChannelStateHandles`,
-which the subtask acknowledges next to its state file.
-
 A subtask must start and finish, or abort, every checkpoint it takes, also one that needs no
 channel state (the shared writer waits for every member of a group).
-
-A *chunk* is one network buffer: a flag byte (:data:`LAST` if the buffer ends a serialized
-batch, :data:`PARTIAL` if more buffers of the batch follow) and the buffer's bytes. Keeping the
-buffer boundaries is what lets recovery re-feed a record that spans buffers to a deserializer
-(part of it may be input state downstream and the rest output state upstream).
 
 Threading: the task's loop thread only; callbacks run synchronously inside ``finish_*``.
 Lifecycle: at most a few checkpoints are open at a time; starting checkpoint ``n`` drops any
 older unfinished one (a newer barrier subsumes it). Calls for a checkpoint that is not open
 (never started, aborted or already finished) are ignored, so a late buffer of an aborted
 checkpoint cannot leak into another one.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,23 +1,5 @@
 """Snapshot ownership on restore (FLIP-193, reference §7): the pure decision per claim mode.
 
-``execution.state-recovery.claim-mode`` (deprecated key ``execution.savepoint-restore-mode``),
-values as Flink's ``RecoveryClaimMode``:
-
-* ``NO_CLAIM`` (the default): the restored checkpoint or savepoint stays the user's. The job
-  never deletes or modifies it and never adds it to its completed-checkpoint store; a failover
-  before the job's first checkpoint restores from it again. The first checkpoint after the
-  restore is a ``FULL_CHECKPOINT`` (Flink's ``forceFullSnapshot``): it must not reference any
-  file of the restored snapshot. Today every undertow checkpoint is self-contained anyway — the
-  heap backend writes full snapshots, each file a checkpoint writes lives in its own
-  ``<job>/chk-<n>/`` (channel-state files too, shared only by the subtasks of one checkpoint),
-  nothing is written to ``shared/``, and a new job writes under its own job id — so the flag
-  only states the contract for incremental backends to come.
-* ``CLAIM``: the job takes the snapshot over. It enters the completed-checkpoint store as the
-  newest retained *checkpoint* (a restored savepoint too: it takes the job's normal checkpoint
-  properties, as in Flink), so a failover restores from it, it is deleted (its whole
-  directory) once newer checkpoints subsume it, and the job's end treats it like the job's
-  own checkpoints (``execution.checkpointing.externalized-checkpoint-retention``).
-
 In both modes the checkpoint id counter goes on at the snapshot's id + 1, so the job's own
 checkpoints and the claimed one never share an id (``chk-<n>`` of the new job is a different
 directory anyway: it has another job id).
@@ -27,6 +9,8 @@ snapshot's files without owning them.)
 
 Pure: facts in, a :class:`ClaimDecision` out; the coordinator executes it on the JobMaster's
 loop.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

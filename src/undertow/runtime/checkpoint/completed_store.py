@@ -1,22 +1,5 @@
 """The retained completed checkpoints and the subsumption rules (reference §5.5).
 
-Flink's ``DefaultCompletedCheckpointStore`` with ``CheckpointSubsumeHelper``, without the
-handle store: the coordinator adds each completed checkpoint and executes the typed decisions
-:meth:`CompletedCheckpointStore.add` returns, in order:
-
-  * :class:`DiscardSubsumed`: the checkpoint left the store; delete its exclusive files and
-    directory, then release shared files below :meth:`~CompletedCheckpointStore.lowest_retained_id`.
-  * :class:`ForgetSubsumed`: a savepoint left the store; drop it from memory but never delete its
-    files: savepoints belong to the user.
-
-Subsumption, applied after every add while the store holds more than ``num_retained`` entries,
-walking from the oldest entry and not stopping at the first one it keeps (so savepoints between
-retained checkpoints go too):
-  * the newest entry (highest id) is never removed;
-  * savepoints count towards ``num_retained`` and may always be subsumed (as "forget");
-  * the newest entry that is not a savepoint is kept, because later incremental checkpoints may
-    reference its shared files (FLINK-21351).
-
 Invariants, after every call: ids are unique and kept in ascending order; ``len(store) <=
 max(num_retained, 2)`` (only the newest entry and the newest checkpoint can exceed
 ``num_retained``, and only while the newest entry is a savepoint); every entry ever added is
@@ -27,14 +10,7 @@ A snapshot a job claimed on restore (``execution.state-recovery.claim-mode: CLAI
 it, so it is discarded (not forgotten) once subsumed; its ``external_path`` is outside the
 job's directory, which the coordinator's discard takes into account.
 
-Entries are :class:`CompletedCheckpoint` records: the coordinator keeps the operator states in
-the ``_metadata`` file at ``external_path`` (or in its own cache), so the store stays small and
-pure. Threading: the JobMaster's loop thread; no I/O, no locks. Cost: O(retained) per add.
-
-Deviations from Flink: a checkpoint that completes after a newer one (a savepoint can) is inserted
-in id order and may be subsumed at once; stop-with-savepoint is not modeled, so the newest
-checkpoint is kept even behind a final savepoint; ``num_retained < 1`` is a configuration error
-rather than a fallback to 1.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,69 +1,16 @@
 """The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
 
-Decisions come from the pure modules (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`,
-:mod:`.completed_store`, :mod:`.failure_manager`); this shell executes them. It reaches the
-tasks through a :class:`TaskGateway`, reads time and sets timers through a
-:class:`~.clock.CoordinatorClock`, and tells its listener each checkpoint's course as typed
-events (:mod:`.events`: one trigger, the accepted acknowledgements, one completion or abort):
-
-1. *Trigger*: the periodic timer queues a request; the trigger decider (min pause, max
-   concurrent, request priorities) says when it may start. Starting snapshots the source
-   enumerators, creates the pending checkpoint, starts its timeout, and sends the barrier to
-   every source subtask — in one step on the JobMaster loop, so split assignments made after
-   the enumerator snapshot reach readers after their barrier.
-2. *Acknowledge / decline* (messages from subtasks): record the subtask's state file and its
-   merged channel-state handles (a ``SubtaskStateHandle``; files may be shared by the subtasks
-   of a worker); abort on a decline and let the failure manager decide whether the job fails.
-3. *Complete* (all acknowledged): write the enumerator states and the authenticated
-   ``_metadata`` (commit point), add to the completed store, discard subsumed checkpoints,
-   notify every task, print one line.
-
-Checkpoints after tasks finished (FLIP-147, reference §6.2): the coordinator keeps the set of
-finished subtasks of the attempt (reported by ``on_task_finished``, and those deployed as
-finished on restore); :func:`.trigger_plan.plan_checkpoint` says whom a checkpoint triggers
-(running subtasks without a running predecessor), whom it waits for (running subtasks) and
-which vertices ``_metadata`` records as fully finished. A subtask that finishes while a
-checkpoint waits for it counts as acknowledged without state. With
-``execution.checkpointing.checkpoints-after-tasks-finish`` false the first finished task stops
-checkpointing for the attempt, as before FLIP-147.
-
-Savepoints (:mod:`.savepoint`): :meth:`CheckpointCoordinator.trigger_savepoint` starts one at
-once (Flink's savepoints are forced: no min pause, no concurrency limit), aligned; its
-completion exports it to the user's directory instead of the store. Stop with savepoint first
-stops periodic checkpoints (pending ones go on: their barriers precede the sources'
-``EndOfData``), so the savepoint is the only checkpoint taken after ``EndOfData`` (the one
-every task waits for before it closes; its barrier is a ``SYNC_SAVEPOINT``). Savepoints need no
-periodic checkpoints: with ``execution.checkpointing.interval`` unset the coordinator exists,
-:meth:`CheckpointCoordinator.start` marks the attempt active without starting the periodic
-timer, and savepoints are triggered as with it.
-
-The metadata key (:class:`~undertow.storage.keys.CheckpointKey`) may still be unloaded: the
-JobMaster loads it up front only with periodic checkpoints or a restore path. Then the first
-trigger starts loading (or creating) it on the executor, and completion awaits it there, so a
-job that never takes a checkpoint or savepoint writes nothing under the checkpoint directory.
-
-What a (re)deployment restores, subtask by subtask, is planned by
-:func:`.restore_plan.plan_restore`. Restore from ``execution.state-recovery.path``
-(:mod:`.claim_mode`, FLIP-193):
-:meth:`CheckpointCoordinator.restore_from_path` reads the snapshot (I/O, on the executor), then
-:meth:`CheckpointCoordinator.claim_restored` applies ``execution.state-recovery.claim-mode`` on
-the loop: the id counter goes on at the snapshot's id + 1; with NO_CLAIM the snapshot stays
-the user's (never in the store, never deleted; the next checkpoint is a FULL_CHECKPOINT), with
-CLAIM it becomes the newest retained checkpoint and its directory is deleted once subsumed
-(``CheckpointStorage.discard_location``: it lives outside this job's directory).
-
-Orphaned directories (:mod:`.orphan_sweep`): deleting an aborted checkpoint's ``chk-<n>``
-may fail, or be undone, while a task still writes a late file into it. After a completed
-checkpoint's subsumption (at most every ``SWEEP_INTERVAL_MS``, one sweep at a time, on the
-executor, at most ``MAX_DELETES_PER_SWEEP`` deletes) and once in :meth:`shutdown` (before the
-retention decision, without a limit), the coordinator lists the job's ``chk-<n>`` directories
-and deletes those the pure decision calls orphans: below the newest completed id (at the end:
-below the next id), not retained, pending or being finalized, and without ``_metadata``.
-So a failed delete of an aborted checkpoint is only logged at DEBUG; a failed sweep delete
-is a WARNING naming the directory.
-
 Threading: the JobMaster's loop thread; storage calls run on its executor; :meth:`shutdown`
 runs on the executor once the attempt stopped.
+
+Why one piece of about 850 lines: it is one class, the shell, whose steps (trigger,
+acknowledge, complete, abort, savepoints, restore, sweep) all read and change the same
+per-attempt state on one loop; every decision is already in a pure module
+(:mod:`.trigger_decider`, :mod:`.pending_checkpoint`, :mod:`.completed_store`,
+:mod:`.failure_manager`, :mod:`.trigger_plan`). Restore planning without I/O on the loop
+(issue 13, step 5) is what will shrink it next.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -5,18 +5,6 @@ and every completed one with :meth:`~CheckpointFailureManager.on_success`, and e
 decision: :class:`FailJob` (fail the job, which restarts it from the latest completed checkpoint
 according to the restart strategy) or :class:`Tolerated` (carry on).
 
-Counting rules:
-  * only reasons with ``counts_as_failure`` count (IO_EXCEPTION, CHECKPOINT_ASYNC_EXCEPTION,
-    CHECKPOINT_DECLINED, CHECKPOINT_EXPIRED, FINALIZE_CHECKPOINT_FAILURE); subsumed,
-    declined-on-cancellation-barrier, task-not-ready, too-many-requests, min-pause and the like
-    never count;
-  * each checkpoint id counts at most once, however many subtasks decline it;
-  * only ids above the last successful checkpoint count: a late failure of an old checkpoint
-    says nothing about the job's current health;
-  * a failure before an id was assigned (``checkpoint_id=None``, a trigger failure) counts each
-    time;
-  * a success with a higher id than any before resets the counter.
-
 The job fails when the counter exceeds ``execution.checkpointing.tolerable-failed-checkpoints``
 (0 by default: the first counted failure fails the job). The counter is reset when that decision
 is returned, so a job that keeps running after a FailJob (its restart) starts counting afresh.
@@ -24,12 +12,7 @@ is returned, so a job that keeps running after a FailJob (its restart) starts co
 Invariant: ``continuous_failures == len(counted ids) + failures without id since the last
 reset``, and it never exceeds ``tolerable_failures`` between calls.
 
-Pure and small: no clock, no I/O. Threading: the JobMaster's loop thread; nothing locks.
-Cost: O(1) per call; memory O(counted ids) <= tolerable_failures + 1.
-
-Deviation from Flink: the savepoint special cases (JobManager-side savepoint failures never count,
-a failed synchronous savepoint always fails the job) are the coordinator's business here; it
-simply does not report what must not count.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -10,14 +10,7 @@ Wire format (all integers big-endian)::
     10      N     body
     10+N    32    HMAC-SHA256 under the metadata key of bytes [0, 10+N)
 
-Rationale: state files hold pickled bytes, so whoever can write a ``_metadata`` that the restore
-trusts can run code in the job. :func:`decode_metadata` therefore checks, in this order, the
-magic, the version, the length and the HMAC (``hmac.compare_digest``) *before* it parses the
-body, and the body names every state file with its size and sha256, which
-:meth:`~undertow.storage.CheckpointStorage.read_file` verifies before returning a byte. There
-is no pickle anywhere in the metadata. :func:`encode_metadata` refuses metadata larger than
-the limit the reader applies (``undertow.checkpointing.metadata.max-size``), so no checkpoint
-completes that could never be restored. Pure functions, any thread; linear in the handles.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -11,11 +11,7 @@ Layout (msgpack; ``sha`` = 32 raw bytes of a sha256)::
     channel-state handle: [subtask, checkpoint_id, file# | nil, inline bytes | nil,
                            range_start, range_length, range sha, packed channels]
 
-``file#`` indexes ``files``: a channel-state file shared by several subtasks (and each of its
-paths) is written once instead of once per channel (FLINK-33734: 68 % of Flink's 950 MB were
-repeated paths). Packed channels use :mod:`.channel_columns`. The body is parsed only after
-the envelope authenticated (:mod:`.metadata`); errors are :class:`ValueError` /
-:class:`TypeError` naming the field. Pure functions, any thread; linear in the handles.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

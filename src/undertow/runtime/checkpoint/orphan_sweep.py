@@ -8,26 +8,11 @@ late write that is never acknowledged (declined, subsumed, worker stopping) woul
 ``chk-<n>/`` forever. The coordinator therefore sweeps the job's directory now and then
 (:func:`sweep_due`) and deletes what :func:`select_orphans` selects.
 
-A directory ``chk-<n>`` of *this job's* directory is an orphan iff all hold:
-
-  * ``n < facts.below``: during a run ``below`` is the newest completed checkpoint or savepoint,
-    so checkpoints that are being taken (their ids only grow) are never candidates; when the
-    job ended it is the next id the coordinator would have issued (nothing is pending then);
-  * ``n`` is not in ``facts.protected``: the retained checkpoints (the completed store, a
-    claimed snapshot included), the pending ones and those being finalized (fully acknowledged,
-    ``_metadata`` not yet written);
-  * the directory holds no ``_metadata`` (a completed checkpoint is never an orphan, whoever
-    owns it).
-
-Savepoints live under the user's directory and other jobs under their own, so the listing
-(``CheckpointStorage.checkpoint_directories``) never shows them. The facts may be a little
-stale when the listing is read (it runs on an executor): that is safe, because ids only grow,
-a checkpoint pending or being finalized when the facts were taken is protected by them, and
-one that started later has an id of at least ``below``.
-
 Invariants (tested with Hypothesis): the selection is a subset of the listed ids, ascending,
 at most ``limit`` long, and never contains an id ``>= below``, a protected id, or a directory
 with ``_metadata``. Threading: none (pure functions); cost O(listed directories).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

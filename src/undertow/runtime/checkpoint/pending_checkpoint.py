@@ -1,14 +1,5 @@
 """A checkpoint that was triggered and waits for its acknowledgements (Flink's PendingCheckpoint).
 
-The coordinator creates one per triggered checkpoint with the set of subtasks that must
-acknowledge it, feeds every ``AcknowledgeCheckpoint`` into :meth:`PendingCheckpoint.acknowledge`
-and acts on the :class:`AckResult` (reference §5.3):
-
-  * ``SUCCESS``: recorded; once :attr:`~PendingCheckpoint.is_fully_acknowledged`, finalize.
-  * ``DUPLICATE``: that subtask already acknowledged; ignore the message.
-  * ``UNKNOWN``: that subtask is not part of this checkpoint; discard the state it reported.
-  * ``DISCARDED``: the checkpoint was aborted or already finalized; discard the state.
-
 Lifecycle, one way only::
 
     PENDING --abort(reason)-------------> DISCARDED   (returns the acknowledged states to discard)
@@ -18,16 +9,7 @@ Invariants: ``acknowledged_states`` and ``not_yet_acknowledged`` partition ``tas
 while pending; each subtask's state is recorded at most once; after either transition nothing
 is recorded any more, and an aborted checkpoint holds no state.
 
-The module is pure: the coordinator passes time in (``duration(now_ms)``), writes the metadata,
-discards files and runs timers. Threading: the JobMaster's loop thread calls everything; nothing
-locks. Cost: O(1) per acknowledgement; ``abort`` and ``finalize_checkpoint`` O(tasks).
-
-Types: ``H`` is the state handle a subtask acknowledges with and ``P`` whatever the coordinator
-attaches to the checkpoint (its properties: checkpoint or savepoint, coordinator states); both
-are opaque here. Metrics are the per-subtask numbers of the acknowledgement (see
-:data:`CheckpointMetrics`). Unlike Flink there are no operator-coordinator or master-state
-acknowledgements: the coordinator snapshots those synchronously when it triggers and keeps them
-in ``props``.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

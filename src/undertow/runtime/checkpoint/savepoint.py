@@ -1,23 +1,5 @@
 """Savepoints and stop-with-savepoint: the request and the pure decisions about it.
 
-A savepoint (reference §6.4, §7) is an aligned snapshot of type ``SAVEPOINT`` that the user
-triggers and owns: it is exported into a self-contained directory
-(``<target>/savepoint-<jobid6>-<n>/``, see :mod:`undertow.storage.checkpoint_storage`), never
-added to the completed-checkpoint store, so retention never subsumes or deletes it, and failover
-never restores it (unless a later job restores it with ``execution.state-recovery.claim-mode:
-CLAIM``, which makes it that job's own checkpoint: see :mod:`.claim_mode`). Two kinds, as in Flink:
-
-* *intermediate* (``trigger_savepoint``): the job goes on; no ``notify_checkpoint_complete``, so
-  two-phase-commit sinks do not commit on it (their committables are committed by the next
-  checkpoint, which includes them);
-* *synchronous* (``stop_with_savepoint``): periodic checkpoints stop (pending ones complete
-  or not; every task takes them before its ``EndOfData``), the sources end their data
-  (``EndOfData``; with ``drain`` after the MAX watermark and ``finish()``), then the savepoint
-  is triggered, so its barrier follows ``EndOfData`` on every channel. Its completion is
-  notified (sinks commit) and is every task's final checkpoint, so the job then ends
-  ``FINISHED``. If it fails after the sources stopped, the job fails over to its latest
-  checkpoint (nothing is lost; the sources read on from there).
-
 Savepoints do not need periodic checkpoints (as in Flink): with
 ``execution.checkpointing.interval`` unset the coordinator and the subtasks' checkpointers
 exist all the same and only nothing triggers periodically; a bounded job then still ends
@@ -27,6 +9,8 @@ else ``execution.checkpointing.savepoint-dir`` (:func:`savepoint_directory`). Sa
 refused in BATCH execution, which takes no checkpoints at all.
 
 Threading: plain values; the coordinator calls these on the JobMaster's loop.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -11,27 +11,7 @@ the facts and executes the decision:
     completion); keep the queue and decide again at that time;
   * :class:`Skip`: nothing can start now; decide again on the next change.
 
-Priorities (reference §5.2), highest first: savepoints, forced requests, other non-periodic
-requests, periodic ones; then older first. Gates, in Flink's order:
-  1. nothing starts while another trigger is in progress, or while more checkpoints are being
-     cleaned up than ``max_concurrent``;
-  2. with ``num_pending >= max_concurrent`` only a *forced* head request may start (Flink forces
-     savepoints unless unaligned checkpoints are enabled);
-  3. a periodic, non-forced head request waits until ``last_completion_ms + min_pause_ms``.
-
-The queue holds at most :data:`MAX_QUEUED_REQUESTS`; beyond that the lowest-priority request is
-rejected with TOO_MANY_CHECKPOINT_REQUESTS, or the new one if only non-periodic requests are
-queued.
-
-Deviations from Flink: a periodic request found waiting for the minimum pause stays queued (the
-coordinator decides again at ``WaitUntil.time_ms``) instead of failing with
-MINIMUM_TIME_BETWEEN_CHECKPOINTS and rescheduling the periodic timer; in exchange at most one
-periodic request is queued at a time (:func:`enqueue` coalesces them), so a slow checkpoint does
-not leave a backlog of periodic requests that would then run back to back. The checkpoint
-interval itself is the periodic timer's business and is not an input here.
-
-Pure functions over immutable values: no clock (``now_ms`` is passed in), no I/O. Threading:
-the JobMaster's loop thread. Cost: O(queued requests) per call, at most 1000.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Which subtasks a checkpoint triggers and waits for once some have finished (FLIP-147).
 
-Flink's ``DefaultCheckpointPlanCalculator`` (reference §6.2), as pure functions over facts:
-
-* :func:`plan_checkpoint` — given the subtask topology and the set of *finished* subtasks
-  (their final checkpoint completed and they sent end of partition), the plan is:
-
-  - ``trigger``: every running subtask with no running predecessor — the sources, and the
-    tasks all of whose producers finished (no barrier reaches them from upstream any more);
-  - ``wait_for``: every running subtask (finished ones count as acknowledged with no state);
-  - ``fully_finished``: vertices all of whose subtasks finished *and* all of whose
-    predecessor vertices are fully finished. The second condition keeps the set closed
-    upstream, so a restore that skips these vertices never re-runs a producer that feeds one
-    of them (a producer's end reaches the coordinator on another connection than its
-    consumer's, so a consumer may be reported finished first).
-
-  With nothing finished this is Flink's plan: trigger the sources, wait for everyone.
-
-* :func:`finished_on_restore` — which vertices of a (possibly changed) job graph are deployed
-  as finished when restoring a checkpoint that recorded fully finished operators: a vertex all
-  of whose operators were fully finished. It refuses a vertex that mixes finished and
-  unfinished operators, and a finished vertex that has a predecessor which is not finished
-  (the job added an operator upstream of a finished one): its records would be lost.
+With nothing finished this is Flink's plan: trigger the sources, wait for everyone.
 
 Invariants (checked by Hypothesis in ``tests/runtime/checkpoint/test_trigger_plan.py``):
 ``trigger ⊆ wait_for``; ``wait_for`` and ``finished`` partition all subtasks; every running
@@ -28,6 +8,8 @@ subtask is in ``trigger`` or has a running predecessor; every vertex of ``fully_
 only finished subtasks and only fully finished predecessor vertices.
 
 Cost: O(subtasks + channels). Threading: none (pure).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

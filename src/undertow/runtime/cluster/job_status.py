@@ -8,14 +8,10 @@ and the job's result (:class:`JobExecutionResult`).
                         \\-> FAILING -> FAILED                 (it does not)
                         \\-> CANCELLING -> CANCELED            (JobClient.cancel)
 
-:func:`next_status` answers the status an event leads to; a pair the table does not hold is a
-bug and raises. :class:`JobLifecycle` keeps the current status with the time each status was
-last entered (Flink's ``timestamps``). Cancelling wins over what is still under way (a
-deployment or a failure that races with it leaves the job ``CANCELLING``); a globally terminal
-status stays, but for :attr:`JobEvent.CRASHED` (the JobMaster's loop died).
-
 Threading: the JobMaster's loop writes (and its thread at the very end); ``status`` is read
 from any thread (one attribute read).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

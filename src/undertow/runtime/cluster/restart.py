@@ -4,17 +4,7 @@
 ``GiveUp(reason)``. Defaults follow Flink: with checkpointing enabled and no strategy
 configured, ``exponential-delay``; without checkpointing, ``none``.
 
-Options (Flink's keys and defaults)::
-
-    restart-strategy.type                                   none | fixed-delay | exponential-delay
-    restart-strategy.fixed-delay.attempts                   1
-    restart-strategy.fixed-delay.delay                      1 s
-    restart-strategy.exponential-delay.initial-backoff      1 s
-    restart-strategy.exponential-delay.max-backoff          1 min
-    restart-strategy.exponential-delay.backoff-multiplier   1.5
-    restart-strategy.exponential-delay.reset-backoff-threshold  1 h
-    restart-strategy.exponential-delay.jitter-factor        0.1
-    restart-strategy.exponential-delay.attempts-before-reset-backoff  unlimited
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

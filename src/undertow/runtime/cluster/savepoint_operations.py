@@ -7,13 +7,10 @@ starting or restarting takes it once they do, within the checkpoint timeout), an
 coordinator takes it. Its future gets the savepoint directory at once, or, for a stop with
 savepoint, when the job has ended ``FINISHED`` (:meth:`SavepointOperations.job_ended`).
 
-REST stops are *operations*: a trigger id whose Flink ``AsynchronousOperationResult`` (JSON in
-:func:`~undertow.runtime.cluster.rest.responses.savepoint_operation`) the poller fetches. The
-REST API closes with the job, which a stop ends at once: :meth:`hand_over_stop_results` keeps
-it open until every result was fetched, at most ``STOP_RESULT_GRACE_S``.
-
 Threading: :meth:`trigger` and :meth:`resolve_directory` from any thread; the rest on the
 JobMaster's loop (``job_ended`` on its thread once the loop ended).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -6,26 +6,11 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-While tasks run, a timer on the loop sends a ``TaskMetricsReport`` of the running tasks every
-``undertow.metrics.report-interval`` (1 s); a task that ends gets one final sample first. A
-task that finishes adds ``records_in[<vertex>]`` to its accumulators and, if it drew overdraft
-buffers, ``max_overdraft_buffers[<vertex> (i/p)]`` and ``overdraft_exceeded[<vertex> (i/p)]``
-(per subtask, so the JobMaster's sum over subtasks leaves them as they are), and with buffer
-debloating ``buffer_debloat_announcements[<vertex> (i/p)]``.
+Why still one piece of about 670 lines: deployment wires partitions, gates, tasks and
+checkpointers in one place; channel-state restore leaves it for a channel-state reader
+(issue 13, step 2) and the wiring becomes one ``TaskDeployment`` record (step 3).
 
-A worker that loses its JobMaster cancels its tasks and exits: it never runs unsupervised.
-
-With unaligned checkpoints and checkpoint storage, the worker's subtasks write their channel
-state through one ``ChannelStateFileWriter`` per attempt (shared files, groups of at most
-``execution.checkpointing.unaligned.max-subtasks-per-channel-state-file``, written on the I/O
-pool); a subtask is registered when it is built and released when it ends. On restore, each
-subtask's channel state is read back through its merged handles (one verified ranged read per
-side) and handed to the task as the ``ChannelState`` of its snapshot, except the channels of
-edges whose parallelism changed: those are read by the new producer subtasks that re-emit them
-(``StreamTask.reemit``, :mod:`undertow.runtime.checkpoint.channel_state_rescale`), each handle
-once per worker.
-Threading: everything runs on the worker's loop; only ``SourceReaderContext.notify_available``
-may come from other threads (it goes through ``call_soon_threadsafe``).
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The element queue of the async wait operator: what may start, what may be emitted (pure).
 
-Flink's ``StreamElementQueue`` (ordered and unordered), without I/O or clocks: the operator
-adds input records and watermarks, starts the records :meth:`AsyncWaitQueue.to_start` hands
-out, reports results with :meth:`AsyncWaitQueue.complete`, and emits what
-:meth:`AsyncWaitQueue.drain` returns.
-
 Invariants:
 
 * at most ``capacity`` records are *started* and not yet emitted (in flight or completed but
@@ -16,6 +11,8 @@ Invariants:
   operator's checkpoint state (re-issued on restore).
 
 Threading: none; the operator uses it on its task's loop. Cost: ``drain`` is O(queue length).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

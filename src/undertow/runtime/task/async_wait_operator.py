@@ -8,17 +8,11 @@ operator's task (posted through its processing-time service), so results follow 
 as timer output, and nothing runs after the operator was quiesced or closed. The cost: a
 coroutine that blocks (CPU work, a synchronous client) stalls every subtask of its worker.
 
-Capacity: the task asks :meth:`AsyncWaitOperator.input_room` before taking input and cuts its
-chunks to it, so it stops reading (without blocking the loop) while ``capacity`` records are
-queued, and never more than ``capacity`` requests are in flight (records restored beyond it
-wait unstarted). The operator always heads its chain (the task's availability gate sees
-only its input), and the task waits for an empty queue before ``finish()`` (Flink's
-``AsyncWaitOperator#finish`` draining its queue); watermarks wait in the queue (see
-:mod:`undertow.runtime.task.async_queue`).
-
 Checkpoints: every queued record (in flight, completed but held back, or not started) is the
 operator's state; after a restore they are re-issued before any new input (exactly-once output;
 the service sees those requests again). ``accumulators["async_requests_restored"]`` counts them.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

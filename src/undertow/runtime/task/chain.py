@@ -10,16 +10,7 @@ first, so a head that emits in ``open`` finds its successors ready), ``finish`` 
 (each operator's final output reaches successors before they finish), ``close`` all, also
 after a failure.
 
-Processing time at the end (Flink's ``quiesceTimeServiceAndFinishOperator``): every operator
-gets its own :class:`~undertow.runtime.task.context.OperatorProcessingTimeService`, quiesced
-right before that operator's ``finish()``: its pending processing-time timers never fire and
-registrations made from then on (also in ``finish()``) are ignored; event-time timers fired
-on the MAX watermark before. So processing-time windows drop what they hold at the end of a
-bounded input, as in Flink's streaming mode. A stop without drain skips ``finish()`` but
-quiesces every operator (:meth:`OperatorChain.quiesce_processing_time`): no timer fires after
-``EndOfData`` and the savepoint keeps the pending timers. In BATCH execution an operator's
-pending processing-time timers fire just before it is quiesced and finished (as Flink's batch
-timer service does at the end of input).
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

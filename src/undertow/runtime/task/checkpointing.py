@@ -1,57 +1,13 @@
 """The checkpoint side of a subtask: barriers in, snapshot, barrier out, async write, ack.
 
-:class:`SubtaskCheckpointer` feeds barriers, announcements, cancellation markers and
-end-of-partition events to the barrier handler (a pure state machine) and executes its decisions
-as :mod:`undertow.runtime.checkpoint.barrier_actions` specifies:
-
-* ``TriggerCheckpoint``: the atomic step on the task thread (reference §1.6) — operators'
-  ``prepare_snapshot_pre_barrier``, the barrier goes to every output, then the synchronous
-  snapshot (state serialized to bytes). An *unaligned* barrier first flushes the record
-  writer's pending records into buffers and is then inserted at the head of every subpartition
-  as a priority event; the buffers it overtook are handed to the channel-state writer in the
-  same step (output channel state). A *timeoutable aligned* barrier is queued in order, and a
-  timer (measured from the barrier's trigger timestamp) turns it into a priority barrier in
-  every subpartition it has not left yet, persisting what it overtook (reference §1.9). Edges
-  without key context (``JobEdge.supports_unaligned`` false, unless
-  ``execution.checkpointing.unaligned.forced``) get a FORCED_ALIGNED barrier; a FORCED_ALIGNED
-  barrier that arrives is turned back into the job's mode for this task's own outputs.
-  Operator state goes into the subtask's state file, written on a worker thread pool once
-  the channel state is complete. Channel state goes where the channel-state writer puts it:
-  the worker's shared channel-state files (the acknowledgement then carries the merged
-  handles next to the state file's, as a ``SubtaskStateHandle``), or, with the in-memory
-  writer, the state file itself. A checkpoint that needs no channel state (aligned: a
-  savepoint, a FORCED_ALIGNED task) is aborted in the writer, so a shared writer's group does
-  not wait for this subtask.
-* ``InitInputsCheckpoint`` (unaligned): per channel, the input channel state is, in stream
-  order, the unprocessed rest of the batch the task is in the middle of (and not yet processed
-  restored batches), the deserializer's leftover bytes, the queued data buffers that arrived
-  before the channel's barrier, and then every data buffer that arrives until that barrier
-  arrives (recorded by the channel's arrival listener, so the cut is exactly the barrier's
-  position on the wire, not the moment the task takes it). ``ChannelBarrierReceived`` ends a
-  channel's recording, ``FinishInputsCheckpoint`` the input side.
-* ``ConvertToPriority`` moves an announced barrier to the head of its channel;
-  ``ScheduleAlignmentTimer`` posts ``on_alignment_timeout`` to the mailbox after the delay.
-* ``ResumeChannels``: release the inputs whose aligned barrier blocked them.
-* ``AbortCheckpoint``: decline to the JobMaster, abort the channel-state writer and send
-  ``CancelCheckpointMarker`` downstream so nobody waits for this task's barrier.
-
-Source tasks have no input barriers: the JobMaster triggers them through
-:meth:`trigger_checkpoint`, run as a mail. So it does for a task all of whose producers have
-finished (FLIP-147, reference §6.2): no barrier comes from upstream any more. Such a task takes
-the checkpoint once every input channel delivered ``EndOfPartitionEvent`` — at once if they
-all did, otherwise when the last one arrives: the records still queued before those ends were
-sent before the checkpoint was triggered, so they are processed before the snapshot (the
-producers are finished and are not re-run on restore, so nothing may stay in the channels).
-
-Per-checkpoint metrics in the acknowledgement: ``start_delay_ms`` (first barrier taken minus
-trigger timestamp), ``alignment_duration_ms`` (first barrier to snapshot), ``sync_duration_ms``,
-``async_duration_ms`` (channel state complete and file written), ``processed_data`` (input
-bytes the task consumed between its first barrier and the snapshot), ``persisted_data``
-(channel-state bytes), ``unaligned``, ``state_size``, and with buffer debloating
-``debloat_estimate_ms``.
-
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
 Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
+
+Why still one piece of about 690 lines: it executes every barrier action, and the unaligned
+capture it does is the part that moves out, to one home for channel state (issue 13, step 2),
+before the checkpointer is rewired (step 3).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

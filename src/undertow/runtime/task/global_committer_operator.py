@@ -9,25 +9,10 @@ Lifecycle (all on the one subtask's loop thread)::
     process_batch (collect CommittableMessages per checkpoint and writer subtask)* |
     snapshot_custom_state(n) | notify_checkpoint_complete(n) ... -> finish -> close
 
-At ``finish`` (every writer ended, their ``END_OF_INPUT`` messages received): with a final
-checkpoint (FLIP-147) the end-of-input committables are filed under the next checkpoint this
-operator takes (``prepare_snapshot_pre_barrier``), so they are in the final checkpoint's state
-and committed when it completes; without checkpoints everything pending is committed at once.
-
-Invariants:
-
-* A checkpoint's committables are committed only after a checkpoint ``>=`` it completed
-  (or at the end of input when checkpointing is off), in checkpoint order, as one request.
-* Every pending request is in every checkpoint this operator takes until it is committed,
-  with the committer id it will be committed under; a restore commits them again, and the
-  committer's idempotency (``committer_id``, ``checkpoint_id``) makes the replay a no-op.
-* When checkpoint ``n`` completes, every writer subtask that has not ended must have sent its
-  message for ``n`` (writers send one even when empty); otherwise the writer→committer edge
-  lost or reordered committables and the operator fails instead of committing half a
-  checkpoint.
-
 Cost: one small record per writer subtask and checkpoint; one commit per checkpoint that
 carried committables.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

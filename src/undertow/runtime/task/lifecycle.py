@@ -4,24 +4,9 @@
 
     Running --end_of_data--> Finishing --(final checkpoint complete, inputs ended)--> Finished
 
-* **Running**: the task processes input. At the end of its data (a source is exhausted, or
-  every input channel delivered ``EndOfData`` or ``EndOfPartitionEvent``) the task runs its
-  chain's ``finish()``, sends ``EndOfData`` downstream and moves to Finishing, remembering the
-  id of the last checkpoint it had taken.
-* **Finishing**: ``finish()`` ran and ``EndOfData`` went out; the task keeps serving its mailbox
-  (barriers, triggers, notifications, timers) and its inputs (barriers and end of partition
-  still arrive). It may close once (a) a checkpoint with an id *above* the one remembered has
-  completed — every such checkpoint was taken by this task after its ``EndOfData``, so it holds
-  the operators' final state (a sink's last committables) and its notification commits them —
-  and (b) every input channel delivered ``EndOfPartitionEvent``. Without a final checkpoint
-  (checkpointing off, BATCH mode, or ``execution.checkpointing.checkpoints-after-tasks-finish``
-  false) only (b) is required. A stop with savepoint adds (c): a task that took the stop's
-  savepoint (a synchronous savepoint) waits until that savepoint completed, even with
-  checkpointing off, so its state is in the savepoint and its sinks commit through it; a
-  source stopped that way waits for the next checkpoint (the savepoint) from the start.
-* **Finished**: operators are closed and ``EndOfPartitionEvent`` is sent; nothing runs any more.
-
 Decisions are pure: each event returns the next state; the task (its loop thread) executes.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -9,12 +9,10 @@ Lifecycle of an operator (called by its task, on the task's mailbox loop, never 
 
     setup(ctx) -> open() -> (process_batch* | process_watermark* | timers)* -> finish() -> close()
 
-``finish()`` may still emit (flush buffered results); ``close()`` releases resources and also
-runs after a failure. Checkpoint hooks (``snapshot_state``, ``notify_checkpoint_complete``)
-come with the checkpoint layer.
-
 Threading: everything an operator does happens on its task's loop thread; operators take no
 locks. Emitting never blocks: backpressure is applied by the task before it takes new input.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -23,6 +21,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from undertow.runtime.task.time_service import ProcessingTimeService
+
+__all__ = [
+    "OneInputStreamOperator",
+    "OperatorSetup",
+    "Output",
+    "ProcessingTimeService",
+    "StreamOperator",
+    "TaskServices",
+    "Timestamps",
+    "TwoInputStreamOperator",
+]
 
 if TYPE_CHECKING:
     from undertow.core.config import Configuration
@@ -62,19 +73,6 @@ class TaskServices(Protocol):
 
     def wake(self) -> None:
         """Wake the task's mailbox loop; safe to call from any thread."""
-
-
-class ProcessingTimeService(Protocol):
-    """The task's processing-time clock and timer facility (callbacks run as mails)."""
-
-    def current_processing_time(self) -> int:
-        """Milliseconds since the epoch."""
-
-    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any:
-        """Run ``callback(timestamp)`` on the task loop at or after ``timestamp``.
-
-        Returns a handle with ``cancel()``.
-        """
 
 
 @dataclass

@@ -7,48 +7,11 @@ blocks: its operators take a whole chunk and emit its output at once. So the bou
 sizes the unit, runs it, and reports it to :meth:`OutputBudget.end`. A *unit* is one input
 record (the task takes chunks of them), from the network or from a source reader's output.
 
-The rule, per output partition ``p`` with ``n_p`` channels::
-
-    room_p = pool_size_p + overdraft - in_use_p          (free buffers plus the allowance)
-    fit    = min_p (room_p - (n_p - 1)) / cost_p         (units whose expected output fits)
-
-The ``n_p - 1`` buffers kept back cover rounding: a chunk's output ends in a partly filled
-buffer per channel, so it may draw up to one buffer per channel more than ``cost * units``.
-They are kept back only while at least one unit still fits with them (otherwise
-``room_p / cost_p``), so records much smaller than a buffer are never held to tiny chunks.
-
-``cost_p`` is what one unit drew from ``p`` (``RecordWriter.buffers_requested`` growth per
-unit), measured over every unit of work like the task's time-based chunk adaptation. It is a
-peak-following estimate: it rises to the latest measurement at once and falls by at most a
-quarter per unit of work, so a fan-out operator's chunks shrink at the first sign of it and
-grow back slowly. Before the first measurement the cost is unknown and one unit fits.
-
-What this bounds, and what not (the guarantee is about *expected* output):
-
-* If no unit of work draws more than ``cost`` predicted, ``in_use_p <= pool_size_p +
-  overdraft`` holds for every partition at all times: a unit starts only while the partition
-  is available (so ``room >= 1 + overdraft``), and flushes and events draw no new buffers
-  (a flush serializes buffers already in progress, unless the writer's size estimate was off
-  and the pending records outgrew one segment).
-* The task always takes at least one unit: a single record's output is
-  never split. A unit of work that drew more than ``room`` is counted in
-  :attr:`OutputBudget.exceeded` and the first one is reported through ``on_exceeded`` (the
-  task logs a WARNING): a single unit whose output alone is larger, or a chunk of several
-  whose records cost more than the ones before (also counted in
-  :attr:`OutputBudget.mispredicted`; the next chunk is sized from the new, higher cost).
-* Not bounded here: event-time timers fired by one watermark (they run inside the
-  operator's ``process_watermark``), a single processing-time timer's output (timers fire one
-  at a time while the output is available, see :mod:`undertow.runtime.task.timers`), output
-  emitted by ``finish()``, and restored in-flight output. :attr:`ResultPartition.max_overdraft_seen`
-  observes all of them.
-* Buffer debloating shrinks the records per buffer while the task runs: the writer reports
-  the factor and the cost is scaled by it at once, before the next unit is sized.
-* One estimate per output, not per input: a two-input task whose inputs fan out differently
-  is sized by whichever input cost more recently.
-
 Threading: the task's loop thread only. Cost: per unit of work (a chunk, not a record), one
 pass over the task's outputs in ``begin`` and one in ``end``: a few attribute reads and a
 division each.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,31 +1,16 @@
 """How long a task's slice of record processing may last: short while a checkpoint is on.
 
-The subtasks of a worker share one event loop. A loop iteration serves every ready subtask one
-slice (``undertow.task.mailbox-slice``, 2 ms), so anything that needs the loop — a checkpoint
-trigger arriving over the control connection, a barrier arriving over the network, a
-channel-state file written on the I/O pool coming back — waits up to a round of slices of all
-the worker's busy subtasks: 10 ms with five of them. A checkpoint crosses several such hops
-(trigger, one per operator, the async write, the acknowledgement), so long slices would make
-unaligned checkpoints take far longer than the barriers' trip through the job. Short slices
-all the time would cost a few per cent of throughput (measured: 3-5 % at 0.5 ms).
-
 So the worker's :class:`TaskPace` is *hurried* by checkpoint events (a trigger received, a
 barrier arrived, a snapshot taken) and, for the next :data:`HURRY_WINDOW_S` after the latest
 of them, every subtask of the worker uses the shorter slice
 ``undertow.task.mailbox-slice-during-checkpoint`` (0.25 ms). Outside checkpoints the normal
 slice applies. Only scheduling changes: what is processed, and in which order, does not.
 
-The first event, the JobMaster's trigger, would itself wait for the loop: a message on the
-control connection is noticed at the next ``select`` (after a round of slices), its bytes are
-read after the next round and the reading coroutine resumes after another: ~2.5 rounds. So
-the pace also *watches* the control connection's socket (:meth:`TaskPace.watch`): before
-each normal slice it polls it (``poll`` with timeout 0, about 1 µs) and hurries when bytes
-are waiting. Control traffic is rare (checkpoint triggers and notifications, split
-assignments), so this costs nothing otherwise.
-
 Threading: the worker's loop thread (tasks and checkpointers call in from it). Cost: one clock
 read per slice (the task reads the clock for its deadline anyway) and one ``poll`` per normal
 slice when a socket is watched.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

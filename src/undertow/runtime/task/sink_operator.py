@@ -1,32 +1,6 @@
 """The operator behind ``sink_to(Sink)``: drives the sink's writer and, for two-phase-commit
 sinks, its committer (Sink V2, reference §8.1, with writer and committer in one operator).
 
-Protocol (all on the task's loop thread):
-
-* ``prepare_snapshot_pre_barrier(n)``: ``writer.flush(False)``, then ``prepare_commit()``; the
-  committables are recorded as pending for checkpoint ``n`` *before* the barrier goes on.
-* ``snapshot_custom_state(n)``: every pending committable (checkpoints ``<= n`` not yet
-  committed) with this subtask's index and ``n``; so a committable is in every checkpoint
-  taken between its preparation and its commit.
-* ``notify_checkpoint_complete(n)``: commit the pending committables of every checkpoint
-  ``<= n``, in checkpoint order (a completed checkpoint subsumes earlier ones whose
-  notification never came), and forget them. A commit error fails the task; the restart
-  commits them again from the restored state.
-* ``snapshot_custom_state(n)`` also holds the writer's own state (``writer.snapshot_state(n)``,
-  taken after ``prepare_commit`` of the same checkpoint; nothing is written in between).
-* restore: the committables of the restored checkpoint are committed in ``open``, before the
-  writer exists (Flink: "as quickly as possible"); then the writer is built from the restored
-  writer states (``sink.restore_writer``). At another parallelism, a committable or writer
-  state goes to new subtask ``s % parallelism``, where ``s`` is its ``subtask`` attribute if it
-  has an integer one, else the old subtask that snapshotted it
-  (:func:`route_subtask`, the contract in :mod:`undertow.connectors.sink`).
-* ``finish`` (end of input): ``flush(True)`` and prepare the last committables. With a final
-  checkpoint (FLIP-147, :func:`~undertow.runtime.task.lifecycle.final_checkpoint_required`)
-  they are *not* committed here: the next ``prepare_snapshot_pre_barrier(n)`` files them under
-  checkpoint ``n`` (the task's final checkpoint, taken after its ``EndOfData``), so they are in
-  that checkpoint's state and committed by its ``notify_checkpoint_complete``; the task waits
-  for that before it closes. Without checkpoints everything pending is committed in ``finish``.
-
 Invariant: a committable is committed only after a checkpoint that contains it completed, or
 at the end of input when checkpointing is off; it is committed at least once, and commits are
 idempotent.
@@ -36,6 +10,8 @@ With ``emit_committables`` (sinks with a global committer, see
 committables, and instead emits one :class:`CommittableMessage` per checkpoint (also when
 empty) in ``prepare_snapshot_pre_barrier``, before the barrier, and a last one under
 ``END_OF_INPUT`` in ``finish``; the global committer operator downstream commits them.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

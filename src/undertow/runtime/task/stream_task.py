@@ -1,82 +1,16 @@
 """A subtask's mailbox loop: input processing in time-budgeted slices, with mails in between.
 
-Loop (ARCHITECTURE §3): run all queued mails (timers, split assignments, flushes, ...); then,
-if input *and* output are available, process one slice; otherwise sleep until something wakes
-the task (input arrived, output drained, a mail was posted). A slice ends after
-``undertow.task.mailbox-slice`` (2 ms; shorter while a checkpoint passes through the worker,
-see :mod:`undertow.runtime.task.pace`), at the end of input, or when output becomes
-unavailable — also in the middle of an input batch: the rest of the batch stays with the task
-(the "deserializer leftover") and is processed in the next slice. Chunk sizes adapt so that one
-chunk takes about a quarter of the slice: the cost is one clock read per chunk, not per record.
-
-Overdraft (reference §2.4): a chunk is also no larger than what its expected output allows:
-the task learns, per chunk, how many buffers one input record draws from each output and takes
-only as many records as fit into the tightest partition's free buffers plus
-``taskmanager.network.memory.max-overdraft-buffers-per-gate`` (:class:`OutputBudget`). At least
-one record is taken; one whose output alone exceeds that (or a chunk whose records cost more
-than predicted) is counted (``TaskStatistics.overdraft_exceeded``) and the first is logged at
-WARNING. Sources apply the same rule to the records a reader call produced, which wait with
-the source operator and go into the chain in chunks like network input. Processing-time
-timers due together fire one at a time while the output is available;
-the rest wait as deferred work that runs, between mails, once the output is available again
-(and before ``finish()``). A slice also ends after an input event when the output is no longer
-available (a watermark's timers filled it). Not bounded: the event-time timers of one
-watermark, the output of ``finish()``, restored in-flight output (see
-:mod:`undertow.runtime.task.output_budget`). In the common case (records much smaller than a
-buffer) the bound never limits a chunk; its cost is two short passes over the outputs per
-chunk.
-
-Watermarks are combined per input by a :class:`StatusWatermarkValve`; a two-input head sees
-the minimum of its inputs. End of data: every channel delivered ``EndOfData`` or
-``EndOfPartitionEvent`` (network inputs), or the source reader reported ``END_OF_INPUT`` (its
-watermark goes to MAX first). The lifecycle then follows :mod:`undertow.runtime.task.lifecycle`
-(FLIP-147): the chain's ``finish()`` runs (it may still emit; each operator's processing-time
-service is quiesced right before its ``finish()``, so its pending processing-time timers never
-fire and new ones are ignored, as in Flink), ``EndOfData`` goes downstream
-after the last record, and the task keeps serving mails and input events (barriers, end of
-partition) until a checkpoint taken after its ``EndOfData`` completed — when a final
-checkpoint is required — and every input partition ended; then it waits for the state writes
-of checkpoints it took (their acknowledgements precede its ``TaskFinished``), and only then
-``EndOfPartitionEvent`` goes downstream and the operators close (``close`` also runs after a
-failure). A task
-*deployed as finished* (its operator was fully finished in the restored checkpoint) runs no
-operator: it sends ``EndOfData`` and ``EndOfPartitionEvent`` at once and waits for its inputs'
-ends. Stop with savepoint (:meth:`StreamTask.stop_source`) ends a source's data early; without
-drain the ``EndOfData(drain=False)`` it sends makes every downstream task skip ``finish()`` and
-leave its watermark where it was (processing-time timers are quiesced too), so the savepoint
-after it holds the operators' running state, pending timers included.
-
-Metrics (Flink's ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``,
-``idleTimeMsPerSecond``, ``numRecordsIn``/``Out``, ``numBytesOut``): :meth:`StreamTask.statistics`
-returns them as a frozen :class:`TaskStatistics` (both it and :class:`TaskTimeAccounting` live
-in :mod:`undertow.runtime.task.task_statistics`). Time is split by :class:`TaskTimeAccounting`
-at the only place the task sleeps: waiting because an output cannot take a buffer is
-*backpressured*, waiting for anything else (input, a source's backoff) is *idle*, and all other
-time since ``run`` started is *busy* (processing, mails, and waiting for a turn on the shared
-loop). The cost is two clock reads per wait, nothing per slice or record.
-
-Unaligned checkpoints: between two chunks and before every wait, the task takes the priority
-events its gates hold (unaligned barriers, announcements) ahead of any data, so a barrier
-waits at most one chunk. Recovery with channel state (reference §4.2): the restored output
-buffers are queued in their subpartitions before the operators open; the restored input
-buffers are fed to their channel's deserializer, the complete batches queued in the task and
-processed before any live input (a partial batch stays in the deserializer, where the live
-buffers complete it). A checkpoint taken meanwhile persists the restored batches still pending
-as in-flight data of their channel (:meth:`StreamTask.unprocessed_chunks`). That in-place
-path serves every edge whose parallelism is unchanged. For an edge whose parallelism changed
-(:mod:`undertow.runtime.checkpoint.channel_state_rescale`) the worker gives the new producer
-subtask the old channels it takes over (:attr:`StreamTask.reemit`); at the very start of
-``run`` (before operators are restored or opened, also when deployed as finished) it
-deserializes each old channel's chunks and emits the records through that edge's record
-writer, so the new partitioner routes them, then sends a blocking ``EndOfChannelStateEvent``
-on every subpartition of each such edge (:attr:`StreamTask.recovery_outputs`). A consumer
-resumes a gate's channels once every one of them delivered that event, so the re-emitted
-records precede all live data.
-
 Threading: runs as one asyncio task on its worker's loop; ``post`` must be called from that
 loop, ``post_threadsafe`` from anywhere. ``statistics``, ``is_output_available`` and
 ``when_output_available`` (the timers' :class:`~undertow.runtime.task.timers.OutputAvailability`)
 are called from that loop too.
+
+Why still one piece of about 840 lines: the loop, input processing, event dispatch and the
+end-of-data lifecycle share the task's mutable state; they are split together with the
+Worker/StreamTask/SubtaskCheckpointer wiring (issue 13, step 3: mailbox loop, input
+processor, event dispatch), not before it, so that the split follows the new wiring.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

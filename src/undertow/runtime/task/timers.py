@@ -4,28 +4,12 @@ One :class:`InternalTimerService` per (operator, name). A timer is (timestamp, k
 registering the same timer twice keeps one. Before a timer fires, the service makes the timer's
 key the backend's current key, so the callback reads and writes that key's state.
 
-Output bound (ARCHITECTURE §2, availability before processing): processing-time timers that
-are due together fire one at a time while the task's output is available
-(:class:`OutputAvailability`); when it is not, the rest wait, still registered (and so still in
-a checkpoint), until buffers free up. Time bound (ARCHITECTURE §3): a burst also stops after
-one mailbox slice and goes on in a later mail, so a window firing thousands of keys at once
-does not hold a checkpoint's trigger or barrier. A single timer's output is not bounded, nor
-is the burst of event-time timers one watermark fires: they run inside the operator's
-``process_watermark``, which forwards the watermark after them (see
-:mod:`undertow.runtime.task.output_budget`).
-
 Threading: used only from the owning task's loop thread. Processing-time callbacks arrive as
-mails through the operator's :class:`~undertow.runtime.task.operator.ProcessingTimeService`.
-
-End of data (Flink's rule): the operator chain quiesces an operator's processing-time service
-right before the operator's ``finish()`` (on a stop without drain, when the data ends). From
-then on the wake-up of this service never comes and new wake-ups are not scheduled, so no
-processing-time timer fires; timers registered meanwhile are still kept (they are keyed state:
-a savepoint after a stop without drain holds them, and they fire after a restore). Event-time
-timers are unaffected: the MAX watermark fires them before ``finish()`` on drain. In BATCH
-execution :meth:`TimerServiceManager.fire_all_processing_timers` runs before quiescing.
+mails through the operator's :class:`~undertow.runtime.task.time_service.ProcessingTimeService`.
 
 Cost: register/delete O(log n) (heap plus a set; deletions are lazy), firing O(log n) per timer.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -39,7 +23,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from undertow.core.types import MIN_TIMESTAMP
-from undertow.runtime.task.operator import ProcessingTimeService
+from undertow.runtime.task.time_service import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
 

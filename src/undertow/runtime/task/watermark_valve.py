@@ -1,29 +1,8 @@
 """The watermark valve: combines per-channel watermarks and idleness into one output watermark.
 
-Flink's ``StatusWatermarkValve``, as a pure decision object: the task feeds it what arrives on
-each input channel and emits what it returns. The rules:
-
-* the output watermark is the minimum watermark over the **aligned** channels, emitted whenever
-  it advances (output watermarks never decrease);
-* a channel's watermark only moves forward; a lower or equal watermark is ignored, and so is any
-  watermark arriving on an idle channel;
-* an **idle** channel does not hold the output back: going idle removes it from the minimum;
-* when **all** channels are idle the output becomes idle, after flushing the highest watermark of
-  any channel (no channel is left to hold it back);
-* a channel that becomes active again counts only once it has caught up: it is aligned again
-  when its watermark is at least the last output watermark (Flink's "aligned" flag); until
-  then its lower watermark cannot pull the output back;
-* a channel at its end of input counts as active with watermark ``MAX_WATERMARK``.
-
 Invariants after every call: every aligned channel's watermark is >= the last output
 watermark, and if any channel is aligned, the minimum over aligned channels equals it. A
 channel is aligned exactly when it is active and its watermark is >= the last output watermark.
-
-Two differences from Flink's valve, both in corner cases: when the last active channel goes
-idle the highest watermark is always flushed (Flink flushes only if that channel held the
-minimum, so it can miss the flush when the last active channel was not aligned); and a channel
-that becomes active and aligned again makes the valve emit the new minimum right away (Flink
-waits for the next watermark to arrive).
 
 Emitting: the output emits watermarks only while it is active. So when a call returns both a
 watermark and a status change, emit the watermark first if the status became idle (``True``),
@@ -32,6 +11,8 @@ and the status first if it became active (``False``).
 Threading and cost: pure code, no I/O, not thread-safe; owned by one task and called from its
 task thread. A watermark that may move the minimum, and every status change, costs one scan of
 the channels (O(channels)); any other call is O(1).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -8,16 +8,11 @@ list for list state. The classes here turn that into the call the user wrote: a
 ``ProcessAllWindowFunction.process(context, inputs)``; or emit the reduced/aggregated value
 unchanged when no window function is given.
 
-The ``*_window_contents`` functions pick the state descriptor and the internal function for
-each ``WindowedStream`` / ``AllWindowedStream`` method; the DataStream API passes the two
-to :class:`~undertow.runtime.task.window_operator.WindowOperator`. With an evictor the pane
-must be a list (evictors remove single records), so reduce and aggregate then run over the
-list when the window fires (Flink's ``ReduceApplyWindowFunction`` /
-``AggregateApplyWindowFunction``).
-
 Lifecycle: ``open(runtime_context)`` once before the first pane, ``close()`` at the end; both
 reach every user function involved (reduce, aggregate, window function). Threading: the task's
 loop thread only.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,35 +1,16 @@
 """The window operator: Flink's ``WindowOperator`` (and ``EvictingWindowOperator``).
 
-Per record: make its key current, ask the assigner for windows (merging them into the key's
-in-flight sessions for a :class:`~undertow.api.window.MergingWindowAssigner`), drop
-windows that are already late, add the record to each window's pane, and ask the trigger.
-``FIRE`` evaluates the window function over the pane and emits the results with timestamp
-``window.max_timestamp()``; ``PURGE`` clears the pane. A record that went into no window
-because all of them were late, and whose own timestamp is late too, goes to the late-data side
-output if one is set, else it is counted in ``accumulators["num_late_records_dropped"]``.
-
-Timers (one service, ``window-timers``, namespace = window): the trigger's, plus a *cleanup*
-timer per window at ``max_timestamp + allowed_lateness`` (event time) or ``max_timestamp``
-(processing time) that clears the pane, the trigger state and the merging-set entry. A window
-that never ends (``GlobalWindow``, ``CountWindow``) gets no cleanup timer.
-
-With an evictor, panes are list state of ``(value, timestamp)`` pairs; on ``FIRE`` the evictor
-edits them before and after the window function runs, and the survivors are written back.
-
 Lifecycle: ``setup -> open -> (process_batch | process_watermark | timers)* -> finish ->
 close``. At the end of data the task first quiesces the operator's processing-time service
 (:mod:`undertow.runtime.task.chain`): processing-time windows still open then never fire, and
 their contents are dropped, as in Flink's streaming mode. Threading: everything runs on the
 task's loop thread; the operator takes no locks.
 
-Output batching: results produced while handling one batch or one watermark are emitted as one
-``collect_batch`` at its end (before the watermark is forwarded); results of a processing-time
-timer are emitted when the timer returns. Timers fire in timestamp order, so the windows of a
-key that one watermark completes are emitted in window-end order.
-
 Invariants: a window with state has a cleanup timer (unless it never ends); after the cleanup
 timer of a window fired, no state of that (key, window) remains; a record is added to a pane
 only if that window was not late when the record arrived.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

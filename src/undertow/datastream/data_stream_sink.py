@@ -1,0 +1,105 @@
+"""What a stream's sinks return: ``DataStreamSink``, and ``execute_and_collect``'s iterator.
+
+``DataStreamSink`` only configures transformations already recorded (name, uid, parallelism,
+chaining, slot sharing); for a sink with a global committer it keeps the committer's settings
+in step with the writers'. ``CloseableIterator`` reads the collect queue of the client's
+JobMaster on the caller's thread; ``close`` cancels the job if it has not ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from undertow.graph.transformations import ChainingStrategy, Transformation
+
+
+class DataStreamSink:
+    """What sinks return: allows naming and configuring the sink operator.
+
+    For a sink with a global committer the settings apply to the writers; the committer
+    follows: its name is ``"<name>: Committer"``, its uid ``"<uid>-committer"``, it shares
+    the writers' slot sharing group and keeps parallelism 1."""
+
+    def __init__(
+        self, transformation: Transformation, committer: Transformation | None = None
+    ) -> None:
+        self._transformation = transformation
+        self._committer = committer
+
+    @staticmethod
+    def committer_name(writer_name: str) -> str:
+        return f"{writer_name}: Committer"
+
+    def name(self, name: str) -> DataStreamSink:
+        self._transformation.name = name
+        if self._committer is not None:
+            self._committer.name = self.committer_name(name)
+        return self
+
+    def uid(self, uid: str) -> DataStreamSink:
+        self._transformation.uid = uid
+        if self._committer is not None:
+            self._committer.uid = f"{uid}-committer"
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        self._transformation.parallelism = parallelism
+        self._transformation.parallelism_set = True
+        return self
+
+    def set_description(self, description: str) -> DataStreamSink:
+        return self
+
+    def disable_chaining(self) -> DataStreamSink:
+        self._transformation.chaining = ChainingStrategy.NEVER
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
+        name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
+        self._transformation.slot_sharing_group = str(name)
+        if self._committer is not None:
+            self._committer.slot_sharing_group = str(name)
+        return self
+
+
+class CloseableIterator:
+    """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job."""
+
+    def __init__(self, client: Any, sink_id: str) -> None:
+        from undertow.runtime.cluster.job_master import _END
+
+        self._client = client
+        self._queue = client._master.collect_queue(sink_id)
+        self._end = _END
+        self._buffer: list[Any] = []
+        self._pos = 0
+        self._done = False
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        while self._pos >= len(self._buffer):
+            if self._done:
+                raise StopIteration
+            item = self._queue.get()
+            if item is self._end:
+                self._done = True
+                self._client.wait()  # raises the job's failure, if any
+                raise StopIteration
+            self._buffer, self._pos = item, 0
+        value = self._buffer[self._pos]
+        self._pos += 1
+        return value
+
+    def close(self) -> None:
+        if not self._done:
+            self._client.cancel()
+            self._done = True
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

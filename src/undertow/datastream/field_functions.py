@@ -1,0 +1,88 @@
+"""Record field access for ``project``, ``sum``/``min``/``max`` and ``min_by``/``max_by``.
+
+Fields are read by position from tuples and lists (position 0 of a scalar is the scalar) and
+by name from dicts, ``Row`` s and objects; an unreadable field is a ``GraphBuildError`` naming
+the record. The functions here are pickled with the job graph and run on the task thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from undertow.core.errors import GraphBuildError
+
+
+class Projection:
+    """The record's fields at ``indexes``, as a tuple (``DataStream.project``)."""
+
+    def __init__(self, indexes: tuple[int, ...]) -> None:
+        self.indexes = indexes
+
+    def __call__(self, value: Any) -> tuple[Any, ...]:
+        return tuple(value[i] for i in self.indexes)
+
+
+def read_field(value: Any, position: int | str) -> Any:
+    if isinstance(position, str):
+        return value[position] if isinstance(value, dict) else getattr(value, position)
+    if isinstance(value, (tuple, list)):
+        return value[position]
+    if position == 0:
+        return value
+    raise GraphBuildError(f"cannot read field {position} of record {value!r}")
+
+
+def replace_field(value: Any, position: int | str, new: Any) -> Any:
+    if isinstance(value, (tuple, list)) and not isinstance(position, str):
+        items = list(value)
+        items[position] = new
+        make = getattr(type(value), "_make", None)
+        if hasattr(value, "_fields") and make is not None:
+            return make(items)
+        if type(value) is tuple or type(value) is list:
+            return type(value)(items)
+        return type(value)(*items)
+    if isinstance(value, dict):
+        return {**value, position: new}
+    if isinstance(position, str):
+        values = dict(value.as_dict()) if hasattr(value, "as_dict") else {}
+        values[position] = new
+        return type(value)(**values)
+    return new
+
+
+def field_aggregator(
+    position: int | str, combine: Callable[[Any, Any], Any]
+) -> Callable[[Any, Any], Any]:
+    """``sum`` / ``min`` / ``max`` of one field as a reduce function (Flink's semantics: the
+    other fields come from the first record of the key).
+
+    Pairs and scalars take a fast path (this runs once per record); other records (``Row``,
+    named tuples, dicts, objects) go through generic field access.
+    """
+
+    def generic(a: Any, b: Any) -> Any:
+        if type(a) is tuple and type(position) is int:
+            p = position
+            return (*a[:p], combine(a[p], b[p]), *a[p + 1 :])
+        if position == 0 and not isinstance(a, (tuple, list, dict)):
+            return combine(a, b)
+        return replace_field(a, position, combine(read_field(a, position), read_field(b, position)))
+
+    if position == 1:
+
+        def second_of_pair(a: Any, b: Any) -> Any:
+            if type(a) is tuple and len(a) == 2:
+                return (a[0], combine(a[1], b[1]))
+            return generic(a, b)
+
+        return second_of_pair
+    return generic
+
+
+def pick_by(position: int | str, better: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    def pick(a: Any, b: Any) -> Any:
+        return b if better(read_field(b, position), read_field(a, position)) else a
+
+    return pick
