@@ -1,15 +1,13 @@
 """A Prometheus endpoint for the job, as Flink's ``PrometheusReporter`` renders its metrics.
 
-Off by default. ``metrics.reporter.prom.port`` (a port, or a range ``9250-9260`` whose first
-free port is taken) switches it on; so does Flink's ``metrics.reporter.prom.factory.class``
-(``org.apache.flink.metrics.prometheus.PrometheusReporterFactory``), then on Flink's port 9249.
-It listens on ``rest.bind-address`` (loopback by default) beside the REST API, and only while
-the REST API runs (``rest.port`` -1 turns both off).
+Off by default. ``metrics.reporter.prom.port`` (a port, or a range ``9250-9260``) switches it
+on; so does Flink's ``metrics.reporter.prom.factory.class`` (then on port 9249). It listens on
+``rest.bind-address`` beside the REST API, and only while the REST API runs.
 
-Names and labels are Flink's: ``flink_jobmanager_job_<metric>{job_id, job_name}`` for the job
-scope and ``flink_taskmanager_job_task_<metric>{job_id, job_name, task_id, task_name,
-subtask_index, task_attempt_num}`` per subtask, every metric a gauge (Flink exports counters as
-gauges too). Values are :mod:`~undertow.runtime.cluster.rest.metrics_responses`' (the REST API's).
+Names and labels are Flink's: ``flink_jobmanager_job_<metric>`` (job scope),
+``flink_taskmanager_job_task_<metric>`` per subtask and, for the user's metrics,
+``flink_taskmanager_job_task_operator_<group>_<name>`` with ``operator_name``; all gauges, with
+the REST API's values (:mod:`~undertow.runtime.cluster.rest.metrics_responses`).
 
 Threading: prometheus-client serves scrapes on its own thread; each scrape asks the JobMaster's
 loop for a fresh :class:`JobView` (``run_coroutine_threadsafe``) and renders it there, off the
