@@ -120,6 +120,15 @@ def test_savepoint_button_takes_a_savepoint(job: Job, browser: Any, tmp_path: An
     assert f"savepoint completed: {tmp_path / 'sp'}" in message
     assert any((tmp_path / "sp").iterdir())
     assert job.get(f"/jobs/{job.jid}")["state"] == "RUNNING"
+    browser.get(f"{job.url}/#/job/{job.jid}/checkpoints")  # the Checkpoints tab's latest savepoint
+    latest = wait_for(
+        lambda: (
+            str(tmp_path / "sp") in (_text(browser, "#checkpoint-latest") or "")
+            and _text(browser, "#checkpoint-latest")
+        ),
+        "the savepoint as the latest savepoint in the Checkpoints tab",
+    )
+    assert "Savepoint" in latest
 
 
 def test_stop_button_stops_the_job_with_a_savepoint(browser: Any, tmp_path: Any) -> None:

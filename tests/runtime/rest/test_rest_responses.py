@@ -155,3 +155,21 @@ def test_timed_out_aligned_checkpoint_is_shown_unaligned_with_its_in_flight_data
     json = responses.checkpoint_entry(view_of(tracker), entry)
     assert json["is_unaligned"] and json["checkpoint_type"] == "UNALIGNED_CHECKPOINT"
     assert json["persisted_data"] == 4096
+
+
+def test_a_savepoint_is_latest_savepoint_not_latest_completed_checkpoint() -> None:
+    """Flink's ``latest.completed`` is the newest checkpoint, ``latest.savepoint`` the newest
+    savepoint; the history marks the savepoint as one (``is_savepoint``, ``SAVEPOINT``)."""
+    tracker = CheckpointStatsTracker({0: 1}, history_size=5)
+    tracker.on_event(Triggered(4, T0, unaligned=False, is_savepoint=False))
+    tracker.on_event(Completed(4, T0 + 5, "/ckpts/job/chk-4", is_savepoint=False, retained=(4,)))
+    tracker.on_event(Triggered(5, T0 + 10, unaligned=False, is_savepoint=True))
+    tracker.on_event(Completed(5, T0 + 20, "/savepoints/savepoint-cccccc-5", is_savepoint=True,
+                               retained=None))  # fmt: skip
+    body = responses.checkpointing_statistics(view_of(tracker))
+    assert body["latest"]["completed"]["id"] == 4
+    savepoint = body["latest"]["savepoint"]
+    assert savepoint["id"] == 5 and savepoint["is_savepoint"]
+    assert savepoint["external_path"] == "/savepoints/savepoint-cccccc-5"
+    [newest, _] = body["history"]
+    assert newest["id"] == 5 and newest["is_savepoint"] and newest["checkpoint_type"] == "SAVEPOINT"

@@ -198,12 +198,16 @@ class CheckpointStatsSnapshot:
     #: Flink's summary field name -> statistics over completed checkpoints
     summary: Mapping[str, SummaryStats] = field(default_factory=lambda: _EMPTY)
     history: tuple[CheckpointStatsEntry, ...] = ()
+    #: The newest completed checkpoint that is not a savepoint (Flink's ``latest.completed``).
     latest_completed: CheckpointStatsEntry | None = None
     latest_failed: CheckpointStatsEntry | None = None
     latest_restored: RestoredCheckpoint | None = None
+    #: The newest completed savepoint (Flink's ``latest.savepoint``).
+    latest_savepoint: CheckpointStatsEntry | None = None
 
     def find(self, checkpoint_id: int) -> CheckpointStatsEntry | None:
-        for entry in (*self.history, self.latest_completed, self.latest_failed):
+        entries = (*self.history, self.latest_completed, self.latest_failed, self.latest_savepoint)
+        for entry in entries:
             if entry is not None and entry.checkpoint_id == checkpoint_id:
                 return entry
         return None
@@ -213,12 +217,15 @@ class _Tracked:
     """Mutable record of one checkpoint inside the tracker."""
 
     __slots__ = ("acks", "completion", "discarded", "external_path", "failure", "failure_message",
-                 "id", "status", "trigger", "unaligned")  # fmt: skip
+                 "id", "is_savepoint", "status", "trigger", "unaligned")  # fmt: skip
 
-    def __init__(self, checkpoint_id: int, trigger: int, unaligned: bool) -> None:
+    def __init__(
+        self, checkpoint_id: int, trigger: int, unaligned: bool, is_savepoint: bool = False
+    ) -> None:
         self.id = checkpoint_id
         self.trigger = trigger
         self.unaligned = unaligned
+        self.is_savepoint = is_savepoint
         self.status = CheckpointStatus.IN_PROGRESS
         self.acks: dict[int, dict[int, SubtaskCheckpointStats]] = {}
         self.completion: int | None = None
@@ -245,6 +252,7 @@ class CheckpointStatsTracker:
         self._pending: dict[int, _Tracked] = {}
         self._total = self._completed = self._failed = self._restored = 0
         self._latest_completed: _Tracked | None = None
+        self._latest_savepoint: _Tracked | None = None
         self._latest_failed: _Tracked | None = None
         self._latest_restored: RestoredCheckpoint | None = None
         self._summary = {name: deque[float](maxlen=SUMMARY_WINDOW) for name in SUMMARY_FIELDS}
@@ -254,7 +262,8 @@ class CheckpointStatsTracker:
         """The coordinator's listener (a ``CheckpointListener``)."""
         match event:
             case Triggered():
-                tracked = _Tracked(event.checkpoint_id, event.timestamp, event.unaligned)
+                tracked = _Tracked(event.checkpoint_id, event.timestamp, event.unaligned,
+                                   event.is_savepoint)  # fmt: skip
                 self._pending[event.checkpoint_id] = tracked
                 self._history.appendleft(tracked)
                 self._total += 1
@@ -283,7 +292,10 @@ class CheckpointStatsTracker:
         tracked.completion = event.timestamp
         tracked.external_path = event.external_path
         self._completed += 1
-        if self._latest_completed is None or tracked.id > self._latest_completed.id:
+        if tracked.is_savepoint:
+            if self._latest_savepoint is None or tracked.id > self._latest_savepoint.id:
+                self._latest_savepoint = tracked
+        elif self._latest_completed is None or tracked.id > self._latest_completed.id:
             self._latest_completed = tracked
         entry = self._freeze(tracked)
         for name in SUMMARY_FIELDS:
@@ -336,13 +348,15 @@ class CheckpointStatsTracker:
             summary=MappingProxyType(summary), history=history,
             latest_completed=latest(self._latest_completed),
             latest_failed=latest(self._latest_failed), latest_restored=self._latest_restored,
+            latest_savepoint=latest(self._latest_savepoint),
         )  # fmt: skip
 
     def _freeze(self, tracked: _Tracked) -> CheckpointStatsEntry:
         acks = {vid: MappingProxyType(dict(subtasks)) for vid, subtasks in tracked.acks.items()}
         return CheckpointStatsEntry(
             checkpoint_id=tracked.id, status=tracked.status, trigger_timestamp=tracked.trigger,
-            is_savepoint=False, unaligned=tracked.unaligned, parallelism=self.parallelism,
+            is_savepoint=tracked.is_savepoint, unaligned=tracked.unaligned,
+            parallelism=self.parallelism,
             acknowledged=MappingProxyType(acks), completion_timestamp=tracked.completion,
             failure_timestamp=tracked.failure, failure_message=tracked.failure_message,
             external_path=tracked.external_path, discarded=tracked.discarded,

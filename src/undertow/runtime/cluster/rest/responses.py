@@ -266,7 +266,7 @@ def checkpointing_statistics(view: JobView) -> Json:
         "summary": summary,
         "latest": {
             "completed": _maybe_entry(view, stats.latest_completed),
-            "savepoint": None,
+            "savepoint": _maybe_entry(view, stats.latest_savepoint),
             "failed": _maybe_entry(view, stats.latest_failed),
             "restored": None if restored is None else {
                 "id": restored.checkpoint_id,
@@ -298,7 +298,7 @@ def checkpoint_entry(view: JobView, entry: CheckpointStatsEntry, details: bool =
         "id": entry.checkpoint_id,
         "status": entry.status.value,
         "is_savepoint": entry.is_savepoint,
-        "savepointFormat": None,
+        "savepointFormat": "CANONICAL" if entry.is_savepoint else None,
         "trigger_timestamp": entry.trigger_timestamp,
         "latest_ack_timestamp": entry.latest_ack_timestamp,
         "checkpointed_size": entry.total("checkpointed_size"),
@@ -309,7 +309,8 @@ def checkpoint_entry(view: JobView, entry: CheckpointStatsEntry, details: bool =
         "persisted_data": entry.total("persisted_data"),
         "num_subtasks": entry.num_subtasks,
         "num_acknowledged_subtasks": entry.num_acknowledged,
-        "checkpoint_type": "UNALIGNED_CHECKPOINT" if entry.unaligned else "CHECKPOINT",
+        "checkpoint_type": "SAVEPOINT" if entry.is_savepoint
+        else "UNALIGNED_CHECKPOINT" if entry.unaligned else "CHECKPOINT",
         "is_unaligned": entry.unaligned,
         "tasks": {v.rest_id: task_checkpoint(entry, v, details) for v in view.vertices}
         if details else {},
