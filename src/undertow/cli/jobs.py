@@ -22,7 +22,14 @@ import time
 from datetime import datetime
 from typing import Any, TextIO
 
-from undertow.cli.stop import DEFAULT_REST_ADDRESS, POLL_S, StopError, call, locate
+from undertow.cli.stop import (
+    DEFAULT_REST_ADDRESS,
+    POLL_S,
+    StopError,
+    call,
+    locate,
+    savepoint_and_wait,
+)
 
 _ACTIVE = ("CREATED", "INITIALIZING", "RUNNING", "RESTARTING", "FAILING", "CANCELLING")
 
@@ -103,19 +110,7 @@ def savepoint(
     try:
         base, job_id = locate(job, rest_address)
         out.write(f"Triggering savepoint for job {job_id}.\nWaiting for response...\n")
-        answer = call(f"{base}/jobs/{job_id}/savepoints", body)
-        trigger = answer.get("request-id")
-        if not isinstance(trigger, str):
-            raise StopError(f"{base}/jobs/{job_id}/savepoints answered {answer!r}: no request-id")
-        deadline = time.monotonic() + timeout_s
-        while True:
-            status = call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
-            if (status.get("status") or {}).get("id") == "COMPLETED":
-                break
-            if time.monotonic() > deadline:
-                raise StopError(f"job {job_id}: savepoint {trigger} not completed after "
-                                f"{timeout_s} s")  # fmt: skip
-            time.sleep(POLL_S)
+        status = savepoint_and_wait(base, job_id, "savepoints", body, timeout_s)
     except StopError as err:
         print(f"undertow: {err}", file=sys.stderr)
         return 2

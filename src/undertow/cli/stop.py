@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any, TextIO
 
 DEFAULT_REST_ADDRESS = "http://127.0.0.1:8081"
@@ -62,6 +63,29 @@ def locate(job: str, rest_address: str) -> tuple[str, str]:
     return rest_address.rstrip("/"), job
 
 
+def savepoint_and_wait(
+    base: str, job_id: str, endpoint: str, body: dict[str, Any], timeout_s: float,
+    on_triggered: Callable[[], object] = lambda: None,
+) -> dict[str, Any]:  # fmt: skip
+    """POST a savepoint request to ``/jobs/<job_id>/<endpoint>`` (``stop`` or ``savepoints``),
+    call ``on_triggered`` once it is accepted, and poll its operation until it is COMPLETED
+    (successfully or not); its last status body. Raises :class:`StopError`."""
+    answer = call(f"{base}/jobs/{job_id}/{endpoint}", body)
+    trigger = answer.get("request-id")
+    if not isinstance(trigger, str):
+        raise StopError(f"{base}/jobs/{job_id}/{endpoint} answered {answer!r}: no request-id")
+    on_triggered()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
+        if (status.get("status") or {}).get("id") == "COMPLETED":
+            return status
+        if time.monotonic() > deadline:
+            raise StopError(f"job {job_id}: savepoint {trigger} not completed after "
+                            f"{timeout_s} s")  # fmt: skip
+        time.sleep(POLL_S)
+
+
 def run(
     job: str, savepoint_path: str | None, drain: bool, rest_address: str = DEFAULT_REST_ADDRESS,
     timeout_s: float = 600.0, out: TextIO | None = None,
@@ -75,20 +99,10 @@ def run(
         body["targetDirectory"] = savepoint_path
     try:
         base, job_id = locate(job, rest_address)
-        answer = call(f"{base}/jobs/{job_id}/stop", body)
-        trigger = answer.get("request-id")
-        if not isinstance(trigger, str):
-            raise StopError(f"{base}/jobs/{job_id}/stop answered {answer!r}: no request-id")
-        out.write(f"Suspending job {job_id} with a savepoint into {where}.\n")
-        deadline = time.monotonic() + timeout_s
-        while True:
-            status = call(f"{base}/jobs/{job_id}/savepoints/{trigger}")
-            if (status.get("status") or {}).get("id") == "COMPLETED":
-                break
-            if time.monotonic() > deadline:
-                raise StopError(f"job {job_id}: savepoint {trigger} not completed after "
-                                f"{timeout_s} s")  # fmt: skip
-            time.sleep(POLL_S)
+        status = savepoint_and_wait(
+            base, job_id, "stop", body, timeout_s,
+            lambda: out.write(f"Suspending job {job_id} with a savepoint into {where}.\n"),
+        )  # fmt: skip
     except StopError as err:
         print(f"undertow: {err}", file=sys.stderr)
         return 2
