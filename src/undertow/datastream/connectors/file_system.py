@@ -15,6 +15,7 @@ from undertow.connectors.file.policies import (
     OutputFileConfig,
     RollingPolicy,
 )
+from undertow.connectors.file.providers import FileEnumeratorProvider, FileSplitAssignerProvider
 from undertow.connectors.file.sink import BulkFormatBuilder, FileSink, RowFormatBuilder
 from undertow.connectors.file.source import FileSource, FileSourceBuilder
 from undertow.connectors.file.split import FileSourceSplit
@@ -30,10 +31,12 @@ __all__ = [
     "BulkWriterFactory",
     "DateTimeBucketAssigner",
     "DefaultRollingPolicy",
+    "FileEnumeratorProvider",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
     "FileSourceSplit",
+    "FileSplitAssignerProvider",
     "OnCheckpointRollingPolicy",
     "OutputFileConfig",
     "RollingPolicy",
