@@ -135,6 +135,10 @@ ANNOTATIONS: dict[str, str] = {
     "OperatorStateStore": (
         "supported: get_broadcast_state(); undertow's per-operator OperatorStateBackend is one"
     ),
+    "HybridSource": (
+        "supported: sources read in order, switching once every reader ended the current one; "
+        "checkpoints hold the current source and its splits"
+    ),
 }
 
 
