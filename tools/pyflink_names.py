@@ -132,6 +132,15 @@ ANNOTATIONS: dict[str, str] = {
         "different: locality_aware_split_assigner() hands splits out in path order; fsspec "
         "reports no block hosts to prefer"
     ),
+    "FileCompactStrategy": (
+        "different: each checkpoint's part files are merged per bucket before commit, in "
+        "groups up to set_size_threshold(); enable_compaction_on_checkpoint(N > 1) is refused "
+        "(no holding files back over checkpoints); compaction runs on the sink's task thread"
+    ),
+    "FileCompactor": (
+        "different: concat_file_compactor(delimiter) for row formats (refused for bulk "
+        "formats) and identical_file_compactor(); no Java record-wise compactors"
+    ),
     "OperatorStateStore": (
         "supported: get_broadcast_state(); undertow's per-operator OperatorStateBackend is one"
     ),

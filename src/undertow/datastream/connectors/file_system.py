@@ -6,6 +6,7 @@ Re-exports only; the implementation is :mod:`undertow.connectors.file`. Formats 
 
 from undertow.connectors.file.bad_records import BadRecord, BadRecordError, BadRecordHandling
 from undertow.connectors.file.bulk_writer import BulkWriter, BulkWriterFactory
+from undertow.connectors.file.compaction import FileCompactor, FileCompactStrategy
 from undertow.connectors.file.formats import BulkFormat, StreamFormat
 from undertow.connectors.file.policies import (
     BucketAssigner,
@@ -31,6 +32,8 @@ __all__ = [
     "BulkWriterFactory",
     "DateTimeBucketAssigner",
     "DefaultRollingPolicy",
+    "FileCompactStrategy",
+    "FileCompactor",
     "FileEnumeratorProvider",
     "FileSink",
     "FileSource",
