@@ -20,6 +20,7 @@ from typing import Any
 from undertow.common.serialization import Encoder
 from undertow.connectors.file.bulk_writer import BulkWriterFactory
 from undertow.connectors.file.committer import FileCommitter
+from undertow.connectors.file.compaction import FileCompactor, FileCompactStrategy
 from undertow.connectors.file.policies import (
     BasePathBucketAssigner,
     BucketAssigner,
@@ -44,6 +45,7 @@ class FileSink(Sink):
         rolling_policy: RollingPolicy,
         output_config: OutputFileConfig,
         bucket_check_interval_ms: int,
+        compaction: tuple[FileCompactStrategy, FileCompactor] | None = None,
     ) -> None:
         if not isinstance(base_path, str) or not base_path:
             raise ValueError(f"FileSink: base path must be a non-empty string, got {base_path!r}")
@@ -54,6 +56,13 @@ class FileSink(Sink):
         self.rolling_policy = rolling_policy
         self.output_config = output_config
         self.bucket_check_interval_ms = bucket_check_interval_ms
+        if compaction is not None and bulk_factory is not None and compaction[1].concat:
+            raise ValueError(
+                f"FileSink at {base_path!r}: concat_file_compactor() cannot merge bulk part "
+                f"files (concatenated {bulk_factory!r} files are not one file of that format); "
+                f"use identical_file_compactor() or no compaction"
+            )
+        self.compaction = compaction
 
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:
@@ -93,6 +102,7 @@ class FileSink(Sink):
             self.bucket_check_interval_ms,
             clean_up=clean_up,
             recovered_state=recovered_state,
+            compaction=self.compaction,
         )
 
     def create_committer(self) -> Committer:
@@ -110,6 +120,23 @@ class _Builder:
         self._config = OutputFileConfig()
         self._check_interval = DEFAULT_BUCKET_CHECK_INTERVAL_MS
         self._policy: RollingPolicy = OnCheckpointRollingPolicy()
+        self._compaction: tuple[FileCompactStrategy, FileCompactor] | None = None
+
+    def enable_compact(self, strategy: FileCompactStrategy, compactor: FileCompactor) -> Any:
+        """Merge each checkpoint's part files per bucket before commit (:mod:`.compaction`)."""
+        if not isinstance(strategy, FileCompactStrategy) or not isinstance(
+            compactor, FileCompactor
+        ):
+            raise TypeError(
+                f"enable_compact(): expected a FileCompactStrategy and a FileCompactor, got "
+                f"{strategy!r}, {compactor!r}"
+            )
+        self._compaction = (strategy, compactor)
+        return self
+
+    def disable_compact(self) -> Any:
+        self._compaction = None
+        return self
 
     def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> Any:
         if not isinstance(bucket_assigner, BucketAssigner):
@@ -159,6 +186,7 @@ class RowFormatBuilder(_Builder):
             self._policy,
             self._config,
             self._check_interval,
+            self._compaction,
         )
 
 
@@ -178,4 +206,5 @@ class BulkFormatBuilder(_Builder):
             self._policy,
             self._config,
             self._check_interval,
+            self._compaction,
         )

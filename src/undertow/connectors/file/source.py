@@ -22,6 +22,7 @@ from undertow.common.time import Duration
 from undertow.connectors.file.enumerator import FileEnumerator, FileEnumeratorState
 from undertow.connectors.file.formats import DEFAULT_BATCH_SIZE, BulkFormat, FileFormat
 from undertow.connectors.file.formats import StreamFormat as StreamFormat
+from undertow.connectors.file.providers import FileEnumeratorProvider, FileSplitAssignerProvider
 from undertow.connectors.file.reader import FileSourceReader
 from undertow.connectors.file.split import FileSourceSplit
 from undertow.connectors.source import (
@@ -33,6 +34,9 @@ from undertow.connectors.source import (
     SplitEnumeratorContext,
 )
 
+DEFAULT_ENUMERATOR = FileEnumeratorProvider.default_non_splittable_file_enumerator()
+DEFAULT_ASSIGNER = FileSplitAssignerProvider.locality_aware_split_assigner()
+
 
 class FileSource(Source[FileSourceSplit]):
     def __init__(
@@ -41,6 +45,8 @@ class FileSource(Source[FileSourceSplit]):
         paths: tuple[str, ...],
         discovery_interval_ms: int | None,
         batch_size: int,
+        file_enumerator: FileEnumeratorProvider = DEFAULT_ENUMERATOR,
+        split_assigner: FileSplitAssignerProvider = DEFAULT_ASSIGNER,
     ) -> None:
         if not paths:
             raise ValueError("FileSource needs at least one path")
@@ -51,6 +57,10 @@ class FileSource(Source[FileSourceSplit]):
         self.paths = paths
         self.discovery_interval_ms = discovery_interval_ms
         self.batch_size = batch_size
+        #: Recorded as PyFlink's builder sets them; both choices behave alike here
+        #: (:mod:`.providers`).
+        self.file_enumerator = file_enumerator
+        self.split_assigner = split_assigner
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
@@ -104,6 +114,8 @@ class FileSourceBuilder:
         self._paths = tuple(paths)
         self._interval_ms: int | None = None
         self._batch_size = DEFAULT_BATCH_SIZE
+        self._enumerator = DEFAULT_ENUMERATOR
+        self._assigner = DEFAULT_ASSIGNER
 
     def monitor_continuously(self, discovery_interval: Duration) -> FileSourceBuilder:
         """Unbounded: look for new files every ``discovery_interval``."""
@@ -131,5 +143,31 @@ class FileSourceBuilder:
         self._batch_size = batch_size
         return self
 
+    def set_file_enumerator(self, file_enumerator: FileEnumeratorProvider) -> FileSourceBuilder:
+        """PyFlink's hook; undertow makes one split per file either way (:mod:`.providers`)."""
+        if not isinstance(file_enumerator, FileEnumeratorProvider):
+            raise TypeError(
+                f"set_file_enumerator(): expected a FileEnumeratorProvider, got {file_enumerator!r}"
+            )
+        self._enumerator = file_enumerator
+        return self
+
+    def set_split_assigner(self, split_assigner: FileSplitAssignerProvider) -> FileSourceBuilder:
+        """PyFlink's hook; splits go out in path order (:mod:`.providers`)."""
+        if not isinstance(split_assigner, FileSplitAssignerProvider):
+            raise TypeError(
+                f"set_split_assigner(): expected a FileSplitAssignerProvider, "
+                f"got {split_assigner!r}"
+            )
+        self._assigner = split_assigner
+        return self
+
     def build(self) -> FileSource:
-        return FileSource(self._format, self._paths, self._interval_ms, self._batch_size)
+        return FileSource(
+            self._format,
+            self._paths,
+            self._interval_ms,
+            self._batch_size,
+            self._enumerator,
+            self._assigner,
+        )

@@ -28,6 +28,7 @@ import fsspec  # type: ignore[import-untyped]
 from undertow.common.serialization import Encoder
 from undertow.connectors.file.bulk_writer import BulkWriter, BulkWriterFactory
 from undertow.connectors.file.committable import FileSinkCommittable
+from undertow.connectors.file.compaction import FileCompactor, FileCompactStrategy, compact
 from undertow.connectors.file.policies import (
     BucketAssigner,
     BucketContext,
@@ -104,6 +105,7 @@ class FileWriter(SinkWriter):
         bucket_check_interval_ms: int,
         clean_up: bool,
         recovered_state: list[Any] | None = None,
+        compaction: tuple[FileCompactStrategy, FileCompactor] | None = None,
     ) -> None:
         self.fs, root = fsspec.core.url_to_fs(base_path)
         self.root = root.rstrip("/")
@@ -119,6 +121,7 @@ class FileWriter(SinkWriter):
         #: Part files stay open across checkpoints (module doc).
         self.keeps_open = bulk_factory is None and self.recoverable.supports_resume
         self.uid = uuid.uuid4().hex
+        self.compaction = compaction
         self.counter = 0
         self.open_parts: dict[str, _PartFile] = {}
         self.rolled: list[FileSinkCommittable] = []
@@ -209,6 +212,8 @@ class FileWriter(SinkWriter):
             if self._end_of_input or self._rolls_at_checkpoint(part, now):
                 self._roll(part)
         committables, self.rolled = self.rolled, []
+        if self.compaction is not None and len(committables) > 1:
+            committables = compact(self.fs, self.recoverable, committables, *self.compaction)
         return committables
 
     def _rolls_at_checkpoint(self, part: _PartFile, now: int) -> bool:

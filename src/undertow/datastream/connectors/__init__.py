@@ -11,6 +11,7 @@ from undertow.connectors.source import (
     SplitEnumerator,
     SplitEnumeratorContext,
 )
+from undertow.datastream.connectors.base import DeliveryGuarantee
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.discard import DiscardingSink
 from undertow.datastream.connectors.number_seq import NumberSequenceSource
@@ -19,6 +20,7 @@ __all__ = [
     "Boundedness",
     "Committer",
     "DataGeneratorSource",
+    "DeliveryGuarantee",
     "DiscardingSink",
     "InputStatus",
     "NumberSequenceSource",

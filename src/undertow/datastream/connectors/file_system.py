@@ -6,6 +6,7 @@ Re-exports only; the implementation is :mod:`undertow.connectors.file`. Formats 
 
 from undertow.connectors.file.bad_records import BadRecord, BadRecordError, BadRecordHandling
 from undertow.connectors.file.bulk_writer import BulkWriter, BulkWriterFactory
+from undertow.connectors.file.compaction import FileCompactor, FileCompactStrategy
 from undertow.connectors.file.formats import BulkFormat, StreamFormat
 from undertow.connectors.file.policies import (
     BucketAssigner,
@@ -15,6 +16,7 @@ from undertow.connectors.file.policies import (
     OutputFileConfig,
     RollingPolicy,
 )
+from undertow.connectors.file.providers import FileEnumeratorProvider, FileSplitAssignerProvider
 from undertow.connectors.file.sink import BulkFormatBuilder, FileSink, RowFormatBuilder
 from undertow.connectors.file.source import FileSource, FileSourceBuilder
 from undertow.connectors.file.split import FileSourceSplit
@@ -30,10 +32,14 @@ __all__ = [
     "BulkWriterFactory",
     "DateTimeBucketAssigner",
     "DefaultRollingPolicy",
+    "FileCompactStrategy",
+    "FileCompactor",
+    "FileEnumeratorProvider",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
     "FileSourceSplit",
+    "FileSplitAssignerProvider",
     "OnCheckpointRollingPolicy",
     "OutputFileConfig",
     "RollingPolicy",
