@@ -51,6 +51,11 @@ from undertow.datastream.functions import (
 )
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.output_tag import OutputTag
+from undertow.datastream.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobStatus
 
@@ -73,10 +78,12 @@ __all__ = [
     "ConnectedStreams",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "HashMapStateBackend",
     "JobClient",
     "JobExecutionResult",
     "JobStatus",
@@ -95,6 +102,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
+    "StateBackend",
     "StreamExecutionEnvironment",
     "TimeDomain",
     "TimerService",
