@@ -216,10 +216,17 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             batch.put(dkey, encode_value(entry))
         self._db.write(batch)
 
-    def _items(self, name: str) -> Iterator[tuple[bytes, bytes]]:
-        """Every (DB key, value) of state ``name``, in key order (so by key group)."""
-        items: Iterator[tuple[bytes, bytes]] = iter(self.column(name).items())  # type: ignore[arg-type]
-        return items
+    def _items(self, name: str, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Every (DB key, value) of state ``name`` in key order, or those of one key group."""
+        column: Any = self.column(name)  # raw mode: keys and values are bytes
+        if key_group is None:
+            yield from column.items()
+            return
+        prefix = key_group.to_bytes(2, "big")
+        for dkey, raw in column.items(from_key=prefix):
+            if dkey[:2] != prefix:
+                break
+            yield dkey, raw
 
     def _batch(self, name: str) -> WriteBatch:
         batch = WriteBatch(raw_mode=True)
@@ -278,29 +285,30 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     # --- snapshot and restore ------------------------------------------------------------
 
     def snapshot(self) -> dict[int, bytes]:
+        """The canonical blobs, built one key group at a time: besides the blobs, memory holds
+        the decoded entries of one key group only (state may be larger than memory)."""
         if self._disposed:
             return {}
         now = self._clock()
-        by_group: dict[int, dict[str, tuple[str, bool, dict[Any, Any], dict[Any, Any]]]] = {}
-        for name, (kind, ttl) in self._meta.items():
-            ttl_ms = self._ttl_ms(name) if ttl else 0
-            for dkey, raw in self._items(name):
-                entry = decode_value(raw)
-                if ttl:
-                    entry = live_entry(kind, entry, ttl_ms, now)
-                    if entry is ABSENT:
-                        continue
-                key_group = int.from_bytes(dkey[:2], "big")
-                states = by_group.setdefault(key_group, {})
-                part = states.get(name)
-                if part is None:
-                    part = states[name] = (kind, ttl, {}, {})
-                entries = part[2] if dkey[2:3] == VOID_TAG else part[3]
-                entries[decode_value(dkey[3:])] = entry
-        return {
-            kg: _encode({"key_group": kg, "states": states})
-            for kg, states in sorted(by_group.items())
-        }
+        blobs: dict[int, bytes] = {}
+        for key_group in self.key_group_range:
+            states: dict[str, tuple[str, bool, dict[Any, Any], dict[Any, Any]]] = {}
+            for name, (kind, ttl) in self._meta.items():
+                ttl_ms = self._ttl_ms(name) if ttl else 0
+                void: dict[Any, Any] = {}
+                windowed: dict[Any, Any] = {}
+                for dkey, raw in self._items(name, key_group):
+                    entry = decode_value(raw)
+                    if ttl:
+                        entry = live_entry(kind, entry, ttl_ms, now)
+                        if entry is ABSENT:
+                            continue
+                    (void if dkey[2:3] == VOID_TAG else windowed)[decode_value(dkey[3:])] = entry
+                if void or windowed:
+                    states[name] = (kind, ttl, void, windowed)
+            if states:
+                blobs[key_group] = _encode({"key_group": key_group, "states": states})
+        return blobs
 
     def _ttl_ms(self, name: str) -> int:
         state = self._states.get(name)
