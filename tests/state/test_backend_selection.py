@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +75,19 @@ def test_bad_choices_are_rejected() -> None:
         EmbeddedRocksDBStateBackend(enable_incremental_checkpointing="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="StateBackend"):
         _env().set_state_backend("rocksdb")  # type: ignore[arg-type]
+
+
+def test_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"undertow-rocksdb-{dead.pid}-op-abc"
+    (stale / "db").mkdir(parents=True)
+    alive = tmp_path / f"undertow-rocksdb-{os.getpid()}-op-def"
+    alive.mkdir()
+    other = tmp_path / "unrelated"
+    other.mkdir()
+    backend = RocksDBKeyedStateBackend("op", 8, range(8), lambda: 0, local_dir=str(tmp_path))
+    assert not stale.exists(), "a dead worker's DB directory is swept"
+    assert alive.exists() and other.exists()
+    assert Path(backend.directory).name.startswith(f"undertow-rocksdb-{os.getpid()}-op-")
+    backend.dispose()

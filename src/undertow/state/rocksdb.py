@@ -7,7 +7,9 @@ column family per state name, DB keys prefixed by key group
 :mod:`undertow.state.rocksdb_states`; they share the heap backend's state and TTL logic.
 
 Durability comes from checkpoints, not from the DB: the write-ahead log is off (as in Flink),
-and the directory is deleted on :meth:`dispose` (or when the process exits).
+and the directory (``undertow-rocksdb-<pid>-<operator>-<random>``) is deleted on
+:meth:`dispose` or when the process exits; directories of dead processes (a worker killed with
+SIGKILL) are swept when a backend is created.
 
 Snapshots are canonical: :meth:`snapshot` writes exactly the blob format of
 :class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per non-empty key group, expired
@@ -59,6 +61,34 @@ from undertow.state.rocksdb_states import (
 _KEEP_ALL_MS = 2**62
 
 
+_PREFIX = "undertow-rocksdb-"
+
+
+def sweep_dead_directories(parent: str) -> list[str]:
+    """Delete the DB directories under ``parent`` whose process is gone (a worker killed with
+    SIGKILL cannot clean up); returns their names. The directory name carries the pid, so
+    ``parent`` must be local to this machine (as ``state.backend.rocksdb.localdir`` is)."""
+    swept: list[str] = []
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return swept
+    for name in names:
+        if not name.startswith(_PREFIX):
+            continue
+        pid_text = name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+            swept.append(name)
+        except PermissionError:
+            continue  # alive, another user's
+    return swept
+
+
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -97,8 +127,10 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._clock = clock
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
+        parent = local_dir or tempfile.gettempdir()
+        sweep_dead_directories(parent)
         safe = "".join(c if c.isalnum() else "_" for c in operator_name)[:40]
-        self.directory = tempfile.mkdtemp(prefix=f"undertow-rocksdb-{safe}-", dir=local_dir or None)
+        self.directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=parent)
         self._db = Rdict(os.path.join(self.directory, "db"), _options())
         write_options = WriteOptions()
         write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
