@@ -5,6 +5,8 @@ switch at restore.
   restore from checkpoints into fresh RocksDB instances; a watcher thread sees the backends'
   DB directories appear under ``state.backend.rocksdb.localdir`` while the job runs, and the
   directory is empty once the job ended (every backend deleted its DB).
+* ``rocksdb`` with a seeded random kill -9 of a worker process: the killed worker cannot delete
+  its DBs; the restarted attempt's backends sweep them, so the directory is empty at the end.
 * A job on one backend leaves a savepoint (stop without drain); a second job resumes from it
   on the other backend (``env.set_state_backend``); the oracle counts no loss and no duplicate
   over both jobs.
@@ -19,8 +21,15 @@ from typing import Any
 
 import pytest
 
-from undertow.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend
-from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
+from undertow.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend, JobStatus
+from undertow.testing.oracle import (
+    FailingMap,
+    OracleResult,
+    OracleSource,
+    WorkerKiller,
+    build_pipeline,
+    oracle_seed,
+)
 
 from .conftest import EnvFactory
 
@@ -91,6 +100,36 @@ def test_rocksdb_oracle_with_scheduled_failures(make_env: EnvFactory, tmp_path: 
     dbs = {name for name in watcher.seen if name.startswith("undertow-rocksdb-")}
     assert len(dbs) >= 5, f"RocksDB backends seen under {local_dir}: {sorted(watcher.seen)}"
     assert list(local_dir.iterdir()) == [], "every backend deletes its DB directory"
+
+
+@pytest.mark.parametrize("target", ["local", "spark"])
+def test_rocksdb_oracle_with_worker_kill(make_env: EnvFactory, tmp_path: Path) -> None:
+    seed = oracle_seed()
+    print(f"oracle seed {seed} (replay: UNDERTOW_ORACLE_SEED={seed})")
+    local_dir = tmp_path / "rocksdb"
+    config = _checkpointing(tmp_path / "checkpoints", restarts=3)
+    config.update(
+        {"state.backend.type": "rocksdb", "state.backend.rocksdb.localdir": str(local_dir)}
+    )
+    env = make_env(parallelism=2, config=config)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+
+    client = env.execute_async("oracle on rocksdb, kill -9")
+    deadline = time.monotonic() + 30
+    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    killer = WorkerKiller(seed, earliest_s=0.3, latest_s=1.5).start()
+    try:
+        result = client.get_job_execution_result(timeout=TIMEOUT_S)
+    finally:
+        killer.cancel()
+        client.cancel()
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+
+    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 1, oracle
+    assert list(local_dir.iterdir()) == [], "the killed worker's DBs are swept"
 
 
 @pytest.mark.parametrize("first, second", [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
