@@ -1,7 +1,8 @@
 """State backends end to end: the exactly-once oracle with the RocksDB backend, and a backend
 switch at restore.
 
-* ``state.backend.type: rocksdb`` with scheduled failures in ``map``: the stateful operators
+* ``state.backend.type: rocksdb`` with scheduled failures in ``map``, aligned and unaligned
+  checkpoints: the stateful operators
   restore from checkpoints into fresh RocksDB instances; a watcher thread sees the backends'
   DB directories appear under ``state.backend.rocksdb.localdir`` while the job runs, and the
   directory is empty once the job ended (every backend deleted its DB).
@@ -72,13 +73,17 @@ class DirectoryWatcher:
         self._thread.join()
 
 
-def test_rocksdb_oracle_with_scheduled_failures(make_env: EnvFactory, tmp_path: Path) -> None:
+@pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
+def test_rocksdb_oracle_with_scheduled_failures(
+    make_env: EnvFactory, tmp_path: Path, unaligned: bool
+) -> None:
     failing = FailingMap(fail_after_checkpoints=[2, 5])
     local_dir = tmp_path / "rocksdb"
     config = _checkpointing(tmp_path / "checkpoints", failing.scheduled_failures)
     config.update(
         {"state.backend.type": "rocksdb", "state.backend.rocksdb.localdir": str(local_dir)}
     )
+    config["execution.checkpointing.unaligned.enabled"] = str(unaligned).lower()
     env = make_env(parallelism=2, config=config)
     build_pipeline(
         env,
