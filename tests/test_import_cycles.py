@@ -23,6 +23,8 @@ TYPE_ONLY = {
     ("undertow.datastream.data_stream", "undertow.datastream.stream_execution_environment"),
     # Windowed streams take a DataStream/KeyedStream; DataStream.window() builds them.
     ("undertow.datastream.windowed_stream", "undertow.datastream.data_stream"),
+    # RocksDB state objects are bound to their backend, which creates them.
+    ("undertow.state.rocksdb_states", "undertow.state.rocksdb"),
 }
 
 

@@ -1,7 +1,10 @@
-"""The heap backend's batch fold equals the record-at-a-time loop of the base class."""
+"""The backends' batch fold (heap, RocksDB) equals the record-at-a-time loop of the base class."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,25 +13,30 @@ from undertow.state.backend import KeyedStateBackend
 from undertow.state.descriptors import StateTtlConfig, ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import key_group_range_for_subtask
+from undertow.state.rocksdb import RocksDBKeyedStateBackend
+
+BACKENDS = {"heap": HeapKeyedStateBackend, "rocksdb": RocksDBKeyedStateBackend}
+each_backend = pytest.mark.parametrize("kind", sorted(BACKENDS))
 
 
-def _backend() -> HeapKeyedStateBackend:
-    return HeapKeyedStateBackend("op", 128, range(0, 128), lambda: 0)
+def _backend(kind: str, key_groups: range = range(0, 128)) -> Any:
+    return BACKENDS[kind]("op", 128, key_groups, lambda: 0)
 
 
 def _add(a: int, b: int) -> int:
     return a + b
 
 
-@settings(max_examples=100, deadline=None)
+@each_backend
+@settings(max_examples=50, deadline=None)
 @given(
     batches=st.lists(
         st.lists(st.tuples(st.integers(0, 20) | st.text(max_size=2), st.integers(-5, 5))),
         max_size=4,
     )
 )
-def test_fast_fold_matches_generic_loop(batches: list[list[tuple[object, int]]]) -> None:
-    fast, slow = _backend(), _backend()
+def test_fast_fold_matches_generic_loop(kind: str, batches: list[list[tuple[object, int]]]) -> None:
+    fast, slow = _backend(kind), _backend(kind)
     d = ValueStateDescriptor("sum")
     fast_state, slow_state = fast.get_partitioned_state(d), slow.get_partitioned_state(d)
     for batch in batches:
@@ -46,8 +54,9 @@ def test_fast_fold_matches_generic_loop(batches: list[list[tuple[object, int]]])
         assert fast_state.value() == slow_state.value()  # type: ignore[attr-defined]
 
 
-def test_fold_rejects_keys_of_other_subtasks() -> None:
-    backend = HeapKeyedStateBackend("op", 128, key_group_range_for_subtask(128, 2, 0), lambda: 0)
+@each_backend
+def test_fold_rejects_keys_of_other_subtasks(kind: str) -> None:
+    backend = _backend(kind, key_group_range_for_subtask(128, 2, 0))
     state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
     keys = list(range(50))  # some of them belong to subtask 1
     try:
@@ -58,8 +67,9 @@ def test_fold_rejects_keys_of_other_subtasks() -> None:
         raise AssertionError("expected a StateError")
 
 
-def test_fold_on_ttl_state_uses_the_generic_path() -> None:
-    backend = _backend()
+@each_backend
+def test_fold_on_ttl_state_uses_the_generic_path(kind: str) -> None:
+    backend = _backend(kind)
     d = ValueStateDescriptor("sum")
     d.enable_time_to_live(StateTtlConfig.new_builder(1000).build())
     state = backend.get_partitioned_state(d)

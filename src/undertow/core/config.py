@@ -589,7 +589,23 @@ class Options:
         check=_choice("auto", "always", "never"),
     )
     # state -------------------------------------------------------------------------------
-    STATE_BACKEND = str_option("state.backend.type", "hashmap")
+    STATE_BACKEND = str_option(
+        "state.backend.type",
+        "hashmap",
+        "keyed state backend: hashmap (Python dicts) or rocksdb (embedded RocksDB, on disk)",
+        check=_choice("hashmap", "rocksdb"),
+    )
+    INCREMENTAL_CHECKPOINTS = bool_option(
+        "execution.checkpointing.incremental",
+        False,
+        "incremental checkpoints (not implemented yet: true is rejected; every checkpoint is full)",
+        check=lambda on: "incremental checkpoints are not implemented yet" if on else None,
+    )
+    ROCKSDB_LOCAL_DIR = str_option(
+        "state.backend.rocksdb.localdir",
+        "",
+        "local working directory of the RocksDB state backend (default: the temp directory)",
+    )
     # restart -----------------------------------------------------------------------------
     RESTART_STRATEGY = str_option("restart-strategy.type", "none")
 

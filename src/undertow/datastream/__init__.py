@@ -52,6 +52,11 @@ from undertow.datastream.functions import (
 from undertow.datastream.job_client import JobClient
 from undertow.datastream.output_tag import OutputTag
 from undertow.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
+from undertow.datastream.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 from undertow.datastream.window import (
     CountWindow,
@@ -87,11 +92,13 @@ __all__ = [
     "CountWindow",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
     "GlobalWindow",
+    "HashMapStateBackend",
     "JobClient",
     "JobExecutionResult",
     "JobStatus",
@@ -113,6 +120,7 @@ __all__ = [
     "RuntimeExecutionMode",
     "SinkFunction",
     "SlotSharingGroup",
+    "StateBackend",
     "StreamExecutionEnvironment",
     "TimeDomain",
     "TimeWindow",

@@ -39,7 +39,7 @@ from undertow.runtime.task.operator import (
 )
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
-from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.factory import keyed_backend_factory
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.operator_state import OperatorStateBackend
 
@@ -170,6 +170,7 @@ class OperatorChain:
         #: Name of the operator that feeds each network output, by edge id.
         self.output_operators: dict[int, str] = {}
         by_node: dict[int, Any] = {}
+        make_keyed_backend = keyed_backend_factory(config)
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
         for spec in reversed(vertex.operators):
             op, key_selector, key_selector2 = self._instantiate(spec)
@@ -190,7 +191,7 @@ class OperatorChain:
                 kg_range = key_group_range_for_subtask(
                     vertex.max_parallelism, vertex.parallelism, subtask_index
                 )
-                backend = HeapKeyedStateBackend(spec.name, vertex.max_parallelism, kg_range, now_ms)
+                backend = make_keyed_backend(spec.name, vertex.max_parallelism, kg_range, now_ms)
                 manager = TimerServiceManager(backend, pts, output_availability)
                 self.timer_managers.append(manager)
                 timer_factory = manager.get
@@ -350,6 +351,9 @@ class OperatorChain:
                 errors.append(err)
         for manager in self.timer_managers:
             manager.dispose()
+        for _, _, keyed, _, _ in self._parts:
+            if keyed is not None:
+                keyed.dispose()  # a RocksDB backend deletes its local directory
         return errors
 
     def operator_named(self, name: str) -> StreamOperator | None:

@@ -1,4 +1,4 @@
-"""Tests of processing-time TTL in the heap keyed state backend."""
+"""Tests of processing-time TTL in the keyed state backends (each test runs on heap and RocksDB)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from undertow.state.backend import KeyedStateBackend
 from undertow.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -17,6 +18,7 @@ from undertow.state.descriptors import (
 )
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.heap_ttl import TtlValueState
+from undertow.state.rocksdb import RocksDBKeyedStateBackend
 
 TTL = 100
 
@@ -48,21 +50,33 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(params=["heap", "rocksdb"])
+def make(request: pytest.FixtureRequest) -> Any:
+    """Builds a backend of the parametrized kind over all 16 key groups: ``make(clock)``."""
+    cls = HeapKeyedStateBackend if request.param == "heap" else RocksDBKeyedStateBackend
+    return lambda clock: cls("op", 16, range(16), clock)
+
+
 @pytest.fixture
-def backend(clock: Clock) -> HeapKeyedStateBackend:
-    b = HeapKeyedStateBackend("op", 16, range(16), clock)
+def backend(make: Any, clock: Clock) -> Any:
+    b = make(clock)
     b.set_current_key("k")
     return b
 
 
-def test_ttl_states_only_for_ttl_descriptors(backend: HeapKeyedStateBackend) -> None:
+def test_ttl_states_only_for_ttl_descriptors(backend: KeyedStateBackend) -> None:
+    def logic(state: Any) -> Any:
+        return getattr(state, "inner", state)  # a RocksDB state runs the heap state's logic
+
     assert isinstance(
-        backend.get_partitioned_state(with_ttl(ValueStateDescriptor("t"))), TtlValueState
+        logic(backend.get_partitioned_state(with_ttl(ValueStateDescriptor("t")))), TtlValueState
     )
-    assert not isinstance(backend.get_partitioned_state(ValueStateDescriptor("p")), TtlValueState)
+    assert not isinstance(
+        logic(backend.get_partitioned_state(ValueStateDescriptor("p"))), TtlValueState
+    )
 
 
-def test_value_expires_on_create_and_write(backend: HeapKeyedStateBackend, clock: Clock) -> None:
+def test_value_expires_on_create_and_write(backend: KeyedStateBackend, clock: Clock) -> None:
     s: Any = backend.get_partitioned_state(with_ttl(ValueStateDescriptor("v")))
     s.update(1)
     clock.now += TTL - 1
@@ -72,7 +86,7 @@ def test_value_expires_on_create_and_write(backend: HeapKeyedStateBackend, clock
     assert list(backend.keys("v")) == []  # cleaned up on access
 
 
-def test_value_on_read_and_write_extends(backend: HeapKeyedStateBackend, clock: Clock) -> None:
+def test_value_on_read_and_write_extends(backend: KeyedStateBackend, clock: Clock) -> None:
     s: Any = backend.get_partitioned_state(with_ttl(ValueStateDescriptor("v"), on_read=True))
     s.update(1)
     for _ in range(5):
@@ -82,7 +96,7 @@ def test_value_on_read_and_write_extends(backend: HeapKeyedStateBackend, clock: 
     assert s.value() is None
 
 
-def test_return_expired_if_not_cleaned_up(backend: HeapKeyedStateBackend, clock: Clock) -> None:
+def test_return_expired_if_not_cleaned_up(backend: KeyedStateBackend, clock: Clock) -> None:
     s: Any = backend.get_partitioned_state(with_ttl(ValueStateDescriptor("v"), return_expired=True))
     s.update(1)
     clock.now += TTL
@@ -90,7 +104,7 @@ def test_return_expired_if_not_cleaned_up(backend: HeapKeyedStateBackend, clock:
     assert s.value() is None
 
 
-def test_list_ttl_per_element(backend: HeapKeyedStateBackend, clock: Clock) -> None:
+def test_list_ttl_per_element(backend: KeyedStateBackend, clock: Clock) -> None:
     s: Any = backend.get_partitioned_state(with_ttl(ListStateDescriptor("l")))
     s.add(1)
     clock.now += 50
@@ -104,7 +118,7 @@ def test_list_ttl_per_element(backend: HeapKeyedStateBackend, clock: Clock) -> N
     assert list(s) == [4]
 
 
-def test_map_ttl_per_entry(backend: HeapKeyedStateBackend, clock: Clock) -> None:
+def test_map_ttl_per_entry(backend: KeyedStateBackend, clock: Clock) -> None:
     s: Any = backend.get_partitioned_state(with_ttl(MapStateDescriptor("m"), on_read=True))
     s.put("a", 1)
     clock.now += 50
@@ -119,9 +133,7 @@ def test_map_ttl_per_entry(backend: HeapKeyedStateBackend, clock: Clock) -> None
     assert list(backend.keys("m")) == []
 
 
-def test_reducing_and_aggregating_ignore_expired(
-    backend: HeapKeyedStateBackend, clock: Clock
-) -> None:
+def test_reducing_and_aggregating_ignore_expired(backend: KeyedStateBackend, clock: Clock) -> None:
     class Count:
         def create_accumulator(self) -> int:
             return 0
@@ -149,7 +161,7 @@ def test_reducing_and_aggregating_ignore_expired(
     assert red.get() == 1 and agg.get() == 1
 
 
-def test_merge_namespaces_drops_expired(backend: HeapKeyedStateBackend, clock: Clock) -> None:
+def test_merge_namespaces_drops_expired(backend: KeyedStateBackend, clock: Clock) -> None:
     lst: Any = backend.get_partitioned_state(with_ttl(ListStateDescriptor("l")))
     red: Any = backend.get_partitioned_state(with_ttl(ReducingStateDescriptor("r", max)))
     for s in (lst, red):
@@ -165,8 +177,8 @@ def test_merge_namespaces_drops_expired(backend: HeapKeyedStateBackend, clock: C
     assert red.get() == 1
 
 
-def test_snapshot_drops_expired_and_keeps_timestamps(clock: Clock) -> None:
-    b = HeapKeyedStateBackend("op", 16, range(16), clock)
+def test_snapshot_drops_expired_and_keeps_timestamps(make: Any, clock: Clock) -> None:
+    b = make(clock)
     s: Any = b.get_partitioned_state(with_ttl(ValueStateDescriptor("v")))
     for k in range(20):
         b.set_current_key(k)
@@ -174,7 +186,7 @@ def test_snapshot_drops_expired_and_keeps_timestamps(clock: Clock) -> None:
         clock.now += 10
     blobs = b.snapshot()  # keys 11..19 were written less than TTL ago
     clock.now -= 5
-    fresh = HeapKeyedStateBackend("op", 16, range(16), clock)
+    fresh = make(clock)
     fresh.restore(blobs)
     assert sorted(fresh.keys("v")) == list(range(11, 20))
     t: Any = fresh.get_partitioned_state(with_ttl(ValueStateDescriptor("v")))
@@ -187,17 +199,17 @@ def test_snapshot_drops_expired_and_keeps_timestamps(clock: Clock) -> None:
     assert live == list(range(15, 20))
 
 
-def test_restore_across_ttl_change(clock: Clock) -> None:
-    plain = HeapKeyedStateBackend("op", 16, range(16), clock)
+def test_restore_across_ttl_change(make: Any, clock: Clock) -> None:
+    plain = make(clock)
     s: Any = plain.get_partitioned_state(ListStateDescriptor("l"))
     plain.set_current_key("k")
     s.add_all([1, 2])
-    with_ttl_backend = HeapKeyedStateBackend("op", 16, range(16), clock)
+    with_ttl_backend = make(clock)
     with_ttl_backend.restore(plain.snapshot())
     t: Any = with_ttl_backend.get_partitioned_state(with_ttl(ListStateDescriptor("l")))
     with_ttl_backend.set_current_key("k")
     assert list(t.get()) == [1, 2]  # entries restored without TTL start their TTL now
-    back = HeapKeyedStateBackend("op", 16, range(16), clock)
+    back = make(clock)
     back.get_partitioned_state(ListStateDescriptor("l"))
     back.restore(with_ttl_backend.snapshot())
     back.set_current_key("k")

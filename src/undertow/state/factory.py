@@ -1,0 +1,38 @@
+"""Which keyed state backend a job uses: ``state.backend.type`` (Flink's key) -> a factory.
+
+``hashmap`` (the default) builds :class:`~undertow.state.heap.HeapKeyedStateBackend`,
+``rocksdb`` builds :class:`~undertow.state.rocksdb.RocksDBKeyedStateBackend` in
+``state.backend.rocksdb.localdir``. Both write the same canonical snapshot, so a job may switch
+backends when it restores. Reading the options validates them (an unknown backend type or
+``execution.checkpointing.incremental: true`` raises ``ConfigurationError`` naming the key).
+
+Called once per keyed operator when a subtask builds its operator chain; pure apart from the
+RocksDB backend creating its directory when the factory is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from undertow.core.config import Configuration, Options
+from undertow.state.backend import KeyedStateBackend, KeyedStateBackendFactory
+from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.rocksdb import RocksDBKeyedStateBackend
+
+
+def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
+    """The factory of the configured keyed state backend (see the module docstring)."""
+    kind = config.get(Options.STATE_BACKEND)
+    config.get(Options.INCREMENTAL_CHECKPOINTS)  # validates: only full checkpoints exist
+    if kind == "hashmap":
+        return HeapKeyedStateBackend
+    local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)
+
+    def rocksdb(
+        operator_name: str, max_parallelism: int, key_groups: range, clock: Callable[[], int]
+    ) -> KeyedStateBackend:
+        return RocksDBKeyedStateBackend(
+            operator_name, max_parallelism, key_groups, clock, local_dir=local_dir
+        )
+
+    return rocksdb

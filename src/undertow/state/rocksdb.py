@@ -1,0 +1,401 @@
+"""The RocksDB keyed state backend: keyed state of one operator subtask in an embedded RocksDB.
+
+Layout: one DB per backend (an operator in a subtask) in a fresh directory under the local
+working directory (``state.backend.rocksdb.localdir``, else the system temp directory), one
+column family per state name, DB keys prefixed by key group
+(:func:`~undertow.state.rocksdb_states.db_key`), values pickled. State objects are in
+:mod:`undertow.state.rocksdb_states`; they share the heap backend's state and TTL logic.
+
+Durability comes from checkpoints, not from the DB: the write-ahead log is off (as in Flink),
+and the directory (``undertow-rocksdb-<pid>-<operator>-<random>``) is deleted on
+:meth:`dispose` or when the process exits; directories of dead processes (a worker killed with
+SIGKILL) are swept when a backend is created.
+
+Snapshots are canonical: :meth:`snapshot` writes exactly the blob format of
+:class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per non-empty key group, expired
+TTL entries left out), so a job can switch between the backends at restore, and rescaling is
+"restore the blobs of the key groups you now own"; blobs of other key groups are ignored.
+
+Threading: one backend belongs to one subtask and is used only from that subtask's loop
+thread. Cost: ``set_current_key`` computes the key group; a state operation is one DB read and
+at most one write; ``snapshot``/``restore`` are O(state size); ``keys`` scans the state's
+column family.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+
+from undertow.core.errors import StateError
+from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
+from undertow.state.descriptors import StateDescriptor
+from undertow.state.heap import _decode, _encode
+from undertow.state.heap_states import ABSENT, STATE_CLASSES, KeyContext, StateTable, UnkeyedDict
+from undertow.state.heap_ttl import (
+    TTL_STATE_CLASSES,
+    TtlPolicy,
+    live_entry,
+    unwrap_entry,
+    wrap_entry,
+)
+from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.rocksdb_states import (
+    ROCKSDB_STATE_CLASSES,
+    VOID_TAG,
+    RocksDBState,
+    RocksDBValueState,
+    check_kind,
+    db_key,
+    decode_value,
+    encode_value,
+)
+
+#: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
+_KEEP_ALL_MS = 2**62
+
+
+_PREFIX = "undertow-rocksdb-"
+
+
+def sweep_dead_directories(parent: str) -> list[str]:
+    """Delete the DB directories under ``parent`` whose process is gone (a worker killed with
+    SIGKILL cannot clean up); returns their names. The directory name carries the pid, so
+    ``parent`` must be local to this machine (as ``state.backend.rocksdb.localdir`` is)."""
+    swept: list[str] = []
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return swept
+    for name in names:
+        if not name.startswith(_PREFIX):
+            continue
+        pid_text = name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+            swept.append(name)
+        except PermissionError:
+            continue  # alive, another user's
+    return swept
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    return options
+
+
+def _close_and_delete(db: Rdict, columns: dict[str, Rdict], directory: str) -> None:
+    for column in columns.values():
+        column.close()
+    columns.clear()
+    db.close()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+class RocksDBKeyedStateBackend(KeyedStateBackend):
+    """Keyed state in an embedded RocksDB (see the module docstring)."""
+
+    def __init__(
+        self,
+        operator_name: str,
+        max_parallelism: int,
+        key_group_range: range,
+        clock: Callable[[], int],
+        local_dir: str = "",
+    ) -> None:
+        if key_group_range.step != 1 or not (
+            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
+        ):
+            raise StateError(
+                f"operator {operator_name!r}: key group range {key_group_range} is not a "
+                f"non-empty contiguous part of [0, {max_parallelism})"
+            )
+        self.operator_name = operator_name
+        self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
+        self._clock = clock
+        if local_dir:
+            os.makedirs(local_dir, exist_ok=True)
+        parent = local_dir or tempfile.gettempdir()
+        sweep_dead_directories(parent)
+        safe = "".join(c if c.isalnum() else "_" for c in operator_name)[:40]
+        self.directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=parent)
+        self._db = Rdict(os.path.join(self.directory, "db"), _options())
+        write_options = WriteOptions()
+        write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
+        self._db.set_write_options(write_options)
+        self._columns: dict[str, Rdict] = {}
+        self._finalizer = weakref.finalize(
+            self, _close_and_delete, self._db, self._columns, self.directory
+        )
+        self._meta: dict[str, tuple[str, bool]] = {}  # state name -> (kind, ttl)
+        self._states: dict[str, RocksDBState] = {}
+        self._scratch: dict[str, StateTable] = {}
+        self._unkeyed = UnkeyedDict(operator_name)
+        self.scratch_context = KeyContext(unkeyed_offset=1)
+        self._key: Any = None
+        self._key_group: int | None = None
+        self._disposed = False
+
+    # --- current key ---------------------------------------------------------------------
+
+    def set_current_key(self, key: Any) -> None:
+        self._key_group = None
+        try:
+            hash(key)
+        except TypeError as err:
+            hashable = hashable_key(key)  # a list key is kept as a tuple (same key group)
+            if hashable is not key:
+                self.set_current_key(hashable)
+                return
+            self._key = key
+            raise StateError(
+                f"operator {self.operator_name!r}: key {key!r} is not hashable "
+                f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
+            ) from err
+        self._key = key
+        key_group = assign_to_key_group(key, self.max_parallelism)
+        r = self.key_group_range
+        if not r.start <= key_group < r.stop:
+            raise StateError(
+                f"operator {self.operator_name!r}: key {key!r} is in key group {key_group}, "
+                f"outside this subtask's key group range [{r.start}, {r.stop}) "
+                f"(max parallelism {self.max_parallelism}); was the stream partitioned by "
+                "a different key or max parallelism?"
+            )
+        self._key_group = key_group
+
+    def get_current_key(self) -> Any:
+        return self._key
+
+    def current_key_and_group(self) -> tuple[Any, int]:
+        """The current key and its key group; ``StateError`` if there is none (state use)."""
+        if self._key_group is None or self._disposed:
+            raise StateError(
+                f"operator {self.operator_name!r}: keyed state accessed without a current key "
+                "(outside processElement/onTimer of a keyed stream, or after dispose)"
+            )
+        return self._key, self._key_group
+
+    # --- states --------------------------------------------------------------------------
+
+    def column(self, name: str) -> Rdict:
+        """The column family of state ``name`` (created on first use)."""
+        column = self._columns.get(name)
+        if column is None:
+            if self._disposed:
+                raise StateError(f"operator {self.operator_name!r}: backend is disposed")
+            if name in self._db.list_cf(self._db.path()):
+                column = self._db.get_column_family(name)
+            else:
+                column = self._db.create_column_family(name, _options())
+            self._columns[name] = column
+        return column
+
+    def scratch(self, name: str) -> StateTable:
+        return self._scratch[name]
+
+    def get_partitioned_state(self, descriptor: StateDescriptor) -> InternalKvState[Any]:
+        name = descriptor.name
+        kind = descriptor.kind
+        state = self._states.get(name)
+        if state is not None:
+            if state.kind != kind:
+                raise self._kind_error(name, state.kind, kind)
+            return state
+        check_kind(self.operator_name, name, kind)
+        ttl_config = descriptor.ttl_config
+        ttl = ttl_config is not None and ttl_config.is_enabled()
+        meta = self._meta.get(name)
+        if meta is not None and meta[0] != kind:
+            raise self._kind_error(name, meta[0], kind)
+        if meta is not None and meta[1] != ttl:
+            self._convert_ttl(name, kind, ttl)
+        self._meta[name] = (kind, ttl)
+        self.column(name)
+        table = StateTable(name, kind, ttl, 1, self._unkeyed)
+        self._scratch[name] = table
+        ctx = self.scratch_context
+        if ttl_config is not None and ttl:
+            inner = TTL_STATE_CLASSES[kind](
+                table, ctx, descriptor, TtlPolicy(ttl_config, self._clock)
+            )
+        else:
+            inner = STATE_CLASSES[kind](table, ctx, descriptor)
+        state = ROCKSDB_STATE_CLASSES[kind](self, name, inner)
+        self._states[name] = state
+        return state
+
+    def _kind_error(self, name: str, registered: str, requested: str) -> StateError:
+        return StateError(
+            f"operator {self.operator_name!r}: state {name!r} is {registered} state "
+            f"(registered before or restored), cannot use it as {requested} state"
+        )
+
+    def _convert_ttl(self, name: str, kind: str, ttl: bool) -> None:
+        """Restored entries written with(out) TTL, read by a state without (with) TTL."""
+        now = self._clock()
+        batch = self._batch(name)
+        for dkey, raw in self._items(name):
+            entry = decode_value(raw)
+            entry = wrap_entry(kind, entry, now) if ttl else unwrap_entry(kind, entry)
+            batch.put(dkey, encode_value(entry))
+        self._db.write(batch)
+
+    def _items(self, name: str, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Every (DB key, value) of state ``name`` in key order, or those of one key group."""
+        column: Any = self.column(name)  # raw mode: keys and values are bytes
+        if key_group is None:
+            yield from column.items()
+            return
+        prefix = key_group.to_bytes(2, "big")
+        for dkey, raw in column.items(from_key=prefix):
+            if dkey[:2] != prefix:
+                break
+            yield dkey, raw
+
+    def _batch(self, name: str) -> WriteBatch:
+        batch = WriteBatch(raw_mode=True)
+        self.column(name)
+        batch.set_default_column_family(self._db.get_column_family_handle(name))
+        return batch
+
+    def fold_values(
+        self,
+        state: InternalKvState[Any],
+        keys: list[Any],
+        values: list[Any],
+        fold: Callable[[Any, Any], Any],
+    ) -> list[Any]:
+        if (
+            type(state) is not RocksDBValueState
+            or state.namespace is not VOID_NAMESPACE
+            or self._meta[state.descriptor.name][1]
+        ):
+            return super().fold_values(state, keys, values, fold)
+        column = self.column(state.descriptor.name)
+        get, put, delete = column.get, column.put, column.delete
+        set_key = self.set_current_key
+        out: list[Any] = []
+        for key, value in zip(keys, values):
+            set_key(key)
+            dkey = db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
+            raw = get(dkey)
+            new = value if raw is None else fold(decode_value(raw), value)
+            if new is None:
+                delete(dkey)
+            else:
+                put(dkey, encode_value(new))
+            out.append(new)
+        return out
+
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        """Keys with an entry (expired TTL entries not yet cleaned up included, as in Flink).
+
+        Returns a list's iterator: the caller may change state while iterating.
+        """
+        if state_name not in self._meta or self._disposed:
+            return iter(())
+        found: list[Any] = []
+        void = namespace is VOID_NAMESPACE
+        for dkey, _ in self._items(state_name):
+            is_void = dkey[2:3] == VOID_TAG
+            if void and is_void:
+                found.append(decode_value(dkey[3:]))
+            elif not void and not is_void:
+                key, ns = decode_value(dkey[3:])
+                if ns == namespace:
+                    found.append(key)
+        return iter(found)
+
+    # --- snapshot and restore ------------------------------------------------------------
+
+    def snapshot(self) -> dict[int, bytes]:
+        """The canonical blobs, built one key group at a time: besides the blobs, memory holds
+        the decoded entries of one key group only (state may be larger than memory)."""
+        if self._disposed:
+            return {}
+        now = self._clock()
+        blobs: dict[int, bytes] = {}
+        for key_group in self.key_group_range:
+            states: dict[str, tuple[str, bool, dict[Any, Any], dict[Any, Any]]] = {}
+            for name, (kind, ttl) in self._meta.items():
+                ttl_ms = self._ttl_ms(name) if ttl else 0
+                void: dict[Any, Any] = {}
+                windowed: dict[Any, Any] = {}
+                for dkey, raw in self._items(name, key_group):
+                    entry = decode_value(raw)
+                    if ttl:
+                        entry = live_entry(kind, entry, ttl_ms, now)
+                        if entry is ABSENT:
+                            continue
+                    (void if dkey[2:3] == VOID_TAG else windowed)[decode_value(dkey[3:])] = entry
+                if void or windowed:
+                    states[name] = (kind, ttl, void, windowed)
+            if states:
+                blobs[key_group] = _encode({"key_group": key_group, "states": states})
+        return blobs
+
+    def _ttl_ms(self, name: str) -> int:
+        state = self._states.get(name)
+        config = None if state is None else state.descriptor.ttl_config
+        return _KEEP_ALL_MS if config is None else config.ttl_ms
+
+    def restore(self, blobs: dict[int, bytes]) -> None:
+        now = self._clock()
+        r = self.key_group_range
+        for key_group, blob in blobs.items():
+            if not r.start <= key_group < r.stop:
+                continue
+            payload = _decode(blob, self.operator_name, key_group)
+            for name, (kind, ttl, void, windowed) in payload["states"].items():
+                meta = self._meta.get(name)
+                if meta is None:
+                    check_kind(self.operator_name, name, kind)
+                    meta = self._meta[name] = (kind, ttl)
+                elif meta[0] != kind:
+                    raise self._kind_error(name, meta[0], kind)
+                batch = self._batch(name)
+                for namespaced, entries in ((False, void), (True, windowed)):
+                    for skey, entry in entries.items():
+                        if meta[1] != ttl:
+                            entry = (
+                                wrap_entry(kind, entry, now)
+                                if meta[1]
+                                else unwrap_entry(kind, entry)
+                            )
+                        if namespaced:
+                            dkey = db_key(key_group, skey[0], skey[1])
+                        else:
+                            dkey = db_key(key_group, skey, VOID_NAMESPACE)
+                        batch.put(dkey, encode_value(entry))
+                self._db.write(batch)
+
+    def dispose(self) -> None:
+        """Close the DB and delete its directory; state objects raise ``StateError`` after."""
+        if self._disposed:
+            return
+        self._disposed = True
+        self._key = None
+        self._key_group = None
+        self._states.clear()
+        self._meta.clear()
+        self._finalizer()
+
+    def __repr__(self) -> str:
+        r = self.key_group_range
+        return (
+            f"RocksDBKeyedStateBackend({self.operator_name!r}, key groups [{r.start}, {r.stop}) "
+            f"of {self.max_parallelism}, {len(self._meta)} states, {self.directory})"
+        )

@@ -1,0 +1,235 @@
+"""State objects of the RocksDB keyed state backend: the heap state logic over one DB entry.
+
+Each operation of a RocksDB state object loads the entry (or entries, for a namespace merge) of
+the current key from the state's column family into a one-key-group
+:class:`~undertow.state.heap_states.StateTable` (the *scratch table*), runs the heap state
+class's method on it (with or without TTL), then writes the entry back: deleted if the method
+removed it, written if its serialized bytes changed, untouched otherwise. So every state kind
+and the TTL semantics of :mod:`undertow.state.heap_ttl` are shared with the heap backend, and an
+entry is never held in memory between operations.
+
+DB keys (see :func:`db_key`): the key group as 2 bytes big endian (a key group range is one
+contiguous key range), a tag byte (``0``: ``VOID_NAMESPACE``, ``1``: another namespace), then
+the pickle, without memo, of the key or ``(key, namespace)``. Keys are compared by these bytes,
+as Flink compares serialized keys: ``1`` and ``1.0`` are different keys here.
+
+Threading: the owning subtask's loop thread only. Cost per operation: one ``get``, one pickle
+load and dump, and at most one ``put`` or ``delete``.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from undertow.core.errors import StateError
+from undertow.state.backend import VOID_NAMESPACE, InternalKvState
+from undertow.state.descriptors import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
+)
+from undertow.state.heap_states import ABSENT, HeapState
+
+if TYPE_CHECKING:
+    from undertow.state.rocksdb import RocksDBKeyedStateBackend
+
+VOID_TAG = b"\x00"
+WINDOWED_TAG = b"\x01"
+
+
+def encode_key(value: Any) -> bytes:
+    """Deterministic bytes of a key: a pickle without memo (equal values, equal bytes)."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=5)
+    pickler.fast = True  # no memo: a repeated object is written again, not referenced
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+def db_key(key_group: int, key: Any, namespace: Any) -> bytes:
+    """The DB key of ``key`` under ``namespace`` (see the module docstring)."""
+    if namespace is VOID_NAMESPACE:
+        return key_group.to_bytes(2, "big") + VOID_TAG + encode_key(key)
+    return key_group.to_bytes(2, "big") + WINDOWED_TAG + encode_key((key, namespace))
+
+
+def encode_value(entry: Any) -> bytes:
+    return pickle.dumps(entry, protocol=5)
+
+
+def decode_value(raw: bytes) -> Any:
+    return pickle.loads(raw)
+
+
+class RocksDBState(InternalKvState[Any]):
+    """A state object backed by one column family (see the module docstring).
+
+    ``inner`` is a heap state object bound to the scratch table and to a private key context
+    whose offset is ``0`` while an operation runs.
+    """
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, inner: HeapState) -> None:
+        self._backend = backend
+        self._name = name
+        self.inner = inner
+        self.descriptor = inner.descriptor
+        self.kind = inner.kind
+        self._namespace: Any = VOID_NAMESPACE
+
+    # --- namespace ------------------------------------------------------------------------
+
+    def set_current_namespace(self, namespace: Any) -> None:
+        self._namespace = namespace
+        self.inner.set_current_namespace(namespace)
+
+    @property
+    def namespace(self) -> Any:
+        return self._namespace
+
+    def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
+        merge = self.inner.merge_namespaces
+        self._run(lambda: merge(target, sources), [target, *sources])
+
+    # --- the load / run / store cycle -----------------------------------------------------
+
+    def _run(self, op: Callable[[], Any], namespaces: list[Any] | None = None) -> Any:
+        backend = self._backend
+        key, key_group = backend.current_key_and_group()
+        column = backend.column(self._name)
+        table = backend.scratch(self._name)
+        ctx = backend.scratch_context
+        ctx.key = key
+        ctx.offset = 0
+        slots: list[tuple[bytes, dict[Any, Any], Any, bytes | None]] = []
+        for ns in dict.fromkeys([self._namespace] if namespaces is None else namespaces):
+            dkey = db_key(key_group, key, ns)
+            raw = column.get(dkey)
+            target = table.void[0] if ns is VOID_NAMESPACE else table.windowed[0]
+            skey = key if ns is VOID_NAMESPACE else (key, ns)
+            if raw is not None:
+                target[skey] = decode_value(raw)
+            slots.append((dkey, target, skey, raw))
+        try:
+            result = op()
+        except BaseException:
+            for _, target, skey, _ in slots:
+                target.pop(skey, None)
+            raise
+        finally:
+            ctx.offset = 1
+        for dkey, target, skey, raw in slots:
+            entry = target.pop(skey, ABSENT)
+            if entry is ABSENT:
+                if raw is not None:
+                    column.delete(dkey)
+                continue
+            new = encode_value(entry)
+            if new != raw:
+                column.put(dkey, new)
+        return result
+
+    def clear(self) -> None:
+        backend = self._backend
+        key, key_group = backend.current_key_and_group()
+        backend.column(self._name).delete(db_key(key_group, key, self._namespace))
+
+    def __repr__(self) -> str:
+        return f"RocksDB{type(self.inner).__name__}({self._name!r})"
+
+
+class RocksDBValueState(RocksDBState, ValueState[Any]):
+    def value(self) -> Any:
+        return self._run(self.inner.value)  # type: ignore[attr-defined]
+
+    def update(self, value: Any) -> None:
+        update = self.inner.update  # type: ignore[attr-defined]
+        self._run(lambda: update(value))
+
+
+class RocksDBListState(RocksDBState, ListState[Any]):
+    def get(self) -> Iterable[Any]:
+        return self._run(self.inner.get)  # type: ignore[attr-defined]
+
+    def add(self, value: Any) -> None:
+        add = self.inner.add  # type: ignore[attr-defined]
+        self._run(lambda: add(value))
+
+    def add_all(self, values: list[Any]) -> None:
+        add_all = self.inner.add_all  # type: ignore[attr-defined]
+        self._run(lambda: add_all(values))
+
+    def update(self, values: list[Any]) -> None:
+        update = self.inner.update  # type: ignore[attr-defined]
+        self._run(lambda: update(values))
+
+
+class RocksDBReducingState(RocksDBState, ReducingState[Any]):
+    def get(self) -> Any:
+        return self._run(self.inner.get)  # type: ignore[attr-defined]
+
+    def add(self, value: Any) -> None:
+        add = self.inner.add  # type: ignore[attr-defined]
+        self._run(lambda: add(value))
+
+
+class RocksDBAggregatingState(RocksDBState, AggregatingState[Any, Any]):
+    def get(self) -> Any:
+        return self._run(self.inner.get)  # type: ignore[attr-defined]
+
+    def add(self, value: Any) -> None:
+        add = self.inner.add  # type: ignore[attr-defined]
+        self._run(lambda: add(value))
+
+
+class RocksDBMapState(RocksDBState, MapState[Any, Any]):
+    def get(self, key: Any) -> Any:
+        get = self.inner.get  # type: ignore[attr-defined]
+        return self._run(lambda: get(key))
+
+    def put(self, key: Any, value: Any) -> None:
+        put = self.inner.put  # type: ignore[attr-defined]
+        self._run(lambda: put(key, value))
+
+    def put_all(self, mapping: dict[Any, Any]) -> None:
+        put_all = self.inner.put_all  # type: ignore[attr-defined]
+        self._run(lambda: put_all(mapping))
+
+    def remove(self, key: Any) -> None:
+        remove = self.inner.remove  # type: ignore[attr-defined]
+        self._run(lambda: remove(key))
+
+    def contains(self, key: Any) -> bool:
+        contains = self.inner.contains  # type: ignore[attr-defined]
+        return bool(self._run(lambda: contains(key)))
+
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        return self._run(self.inner.items)  # type: ignore[attr-defined]
+
+    def keys(self) -> Iterable[Any]:
+        return self._run(self.inner.keys)  # type: ignore[attr-defined]
+
+    def values(self) -> Iterable[Any]:
+        return self._run(self.inner.values)  # type: ignore[attr-defined]
+
+    def is_empty(self) -> bool:
+        return bool(self._run(self.inner.is_empty))  # type: ignore[attr-defined]
+
+
+#: The RocksDB state class for each descriptor kind.
+ROCKSDB_STATE_CLASSES: dict[str, type[RocksDBState]] = {
+    "value": RocksDBValueState,
+    "list": RocksDBListState,
+    "map": RocksDBMapState,
+    "reducing": RocksDBReducingState,
+    "aggregating": RocksDBAggregatingState,
+}
+
+
+def check_kind(operator_name: str, name: str, kind: str) -> None:
+    if kind not in ROCKSDB_STATE_CLASSES:
+        raise StateError(f"operator {operator_name!r}: state {name!r} has unknown kind {kind!r}")

@@ -1,0 +1,93 @@
+"""Choosing the keyed state backend: PyFlink's state backend classes, Flink's option keys."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from undertow.common import Configuration
+from undertow.core.config import ConfigurationError
+from undertow.datastream import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StreamExecutionEnvironment,
+)
+from undertow.state.factory import keyed_backend_factory
+from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.rocksdb import RocksDBKeyedStateBackend
+
+
+def _env(**settings: str) -> StreamExecutionEnvironment:
+    return StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
+
+
+def test_default_is_hashmap() -> None:
+    env = _env()
+    assert isinstance(env.get_state_backend(), HashMapStateBackend)
+    factory = keyed_backend_factory(env.get_configuration())
+    assert isinstance(factory("op", 8, range(8), lambda: 0), HeapKeyedStateBackend)
+
+
+def test_set_state_backend_writes_flinks_keys(tmp_path: Path) -> None:
+    env = _env()
+    rocks = EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=False)
+    rocks.set_db_storage_paths(str(tmp_path / "db"))
+    assert env.set_state_backend(rocks) is env
+    config = env.get_configuration().to_dict()
+    assert config["state.backend.type"] == "rocksdb"
+    assert config["execution.checkpointing.incremental"] == "false"
+    assert config["state.backend.rocksdb.localdir"] == str(tmp_path / "db")
+    back = env.get_state_backend()
+    assert isinstance(back, EmbeddedRocksDBStateBackend)
+    assert back.get_db_storage_paths() == [str(tmp_path / "db")]
+    assert not back.is_incremental_checkpoints_enabled()
+
+    backend = keyed_backend_factory(env.get_configuration())("op", 8, range(8), lambda: 0)
+    assert isinstance(backend, RocksDBKeyedStateBackend)
+    assert Path(backend.directory).parent == tmp_path / "db"
+    backend.dispose()
+    assert list((tmp_path / "db").iterdir()) == []
+
+    env.set_state_backend(HashMapStateBackend())
+    assert env.get_configuration().to_dict()["state.backend.type"] == "hashmap"
+
+
+def test_configuration_selects_rocksdb(tmp_path: Path) -> None:
+    env = _env(**{"state.backend.type": "rocksdb", "state.backend.rocksdb.localdir": str(tmp_path)})
+    assert isinstance(env.get_state_backend(), EmbeddedRocksDBStateBackend)
+    backend = keyed_backend_factory(env.get_configuration())("op", 8, range(8), lambda: 0)
+    assert isinstance(backend, RocksDBKeyedStateBackend)
+    backend.dispose()
+
+
+def test_bad_choices_are_rejected() -> None:
+    with pytest.raises(ConfigurationError, match=r"state\.backend\.type.*must be one of"):
+        _env(**{"state.backend.type": "memory"})
+    with pytest.raises(ConfigurationError, match=r"execution\.checkpointing\.incremental"):
+        _env().set_state_backend(EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True))
+    with pytest.raises(ConfigurationError, match="not implemented"):
+        keyed_backend_factory(Configuration({"execution.checkpointing.incremental": "true"}))
+    with pytest.raises(TypeError, match="enable_incremental_checkpointing"):
+        EmbeddedRocksDBStateBackend(enable_incremental_checkpointing="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="StateBackend"):
+        _env().set_state_backend("rocksdb")  # type: ignore[arg-type]
+
+
+def test_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"undertow-rocksdb-{dead.pid}-op-abc"
+    (stale / "db").mkdir(parents=True)
+    alive = tmp_path / f"undertow-rocksdb-{os.getpid()}-op-def"
+    alive.mkdir()
+    other = tmp_path / "unrelated"
+    other.mkdir()
+    backend = RocksDBKeyedStateBackend("op", 8, range(8), lambda: 0, local_dir=str(tmp_path))
+    assert not stale.exists(), "a dead worker's DB directory is swept"
+    assert alive.exists() and other.exists()
+    assert Path(backend.directory).name.startswith(f"undertow-rocksdb-{os.getpid()}-op-")
+    backend.dispose()
