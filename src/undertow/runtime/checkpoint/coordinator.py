@@ -64,7 +64,11 @@ from undertow.runtime.checkpoint.orphan_sweep import (
     select_orphans,
     sweep_due,
 )
-from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from undertow.runtime.checkpoint.pending_checkpoint import (
+    AckResult,
+    CheckpointMetrics,
+    PendingCheckpoint,
+)
 from undertow.runtime.checkpoint.restore_plan import RestorePlan, plan_restore, present
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
@@ -434,8 +438,9 @@ class CheckpointCoordinator:
             self._abort(cid, CheckpointFailureReason.CHECKPOINT_EXPIRED)
 
     # -- acknowledgements ----------------------------------------------------------------------
-    def receive_ack(self, vertex_id: int, subtask: int, cid: int, handle: Any,
-                    metrics: dict[str, Any]) -> None:  # fmt: skip
+    def receive_ack(self, vertex_id: int, subtask: int, cid: int,
+                    handle: SubtaskStateHandle | FileHandle | None,
+                    metrics: CheckpointMetrics) -> None:  # fmt: skip
         state = SubtaskStateHandle.of(handle)
         pending = self.pending.get(cid)
         if pending is None:

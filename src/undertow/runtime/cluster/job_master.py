@@ -68,7 +68,7 @@ from undertow.runtime.cluster.job_status import (
 )
 from undertow.runtime.cluster.job_view import JobFacts, build_job_view
 from undertow.runtime.cluster.launcher import WorkerLauncher, default_num_workers
-from undertow.runtime.cluster.messages import Deploy, RestoreAssignment
+from undertow.runtime.cluster.messages import Deploy, RestoreAssignment, WorkerMessage
 from undertow.runtime.cluster.metrics import (
     CheckpointStatsTracker,
     JobView,
@@ -411,7 +411,7 @@ class JobMaster:
         peers = {w: (r.data_host, r.data_port) for w, r in attempt.registered.items()}
         attempt.enumerators = start_enumerators(
             self.job_graph, restore.enumerator_states if restore is not None else {},
-            self.gateway.send_to_subtask,
+            self.gateway.send_to_subtask, attempt.number,
         )  # fmt: skip
         assignment = None
         if restore is not None:
@@ -442,8 +442,12 @@ class JobMaster:
                 msg = await conn.recv()
                 if msg is None:
                     break
+                if not isinstance(msg, WorkerMessage):
+                    log.warning("job %s: unexpected control message %r from worker %d",
+                                self.job_id, msg, index)  # fmt: skip
+                    continue
                 current = self._current
-                if current is None or getattr(msg, "attempt", current.number) != current.number:
+                if current is None or msg.attempt != current.number:
                     continue  # fencing: a message from an older attempt
                 attempt = current
                 attempt.heartbeats.seen(index, _now_ms())

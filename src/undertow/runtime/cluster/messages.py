@@ -8,9 +8,22 @@ the JobMaster drops messages of an older attempt (fencing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from undertow.runtime.cluster.metrics import TaskMetrics
+
+if TYPE_CHECKING:
+    from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+    from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+    from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel
+    from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+    from undertow.runtime.checkpoint.pending_checkpoint import CheckpointMetrics
+    from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
+    from undertow.storage import FileHandle
+
+#: A user value that travels as is (accumulator results, collected records, source splits):
+#: pickled with the frame, never inspected by the control plane.
+UserValue: TypeAlias = object
 
 # worker -> master ----------------------------------------------------------------------------
 
@@ -29,7 +42,7 @@ class TaskFinished:
     attempt: int
     vertex_id: int
     subtask: int
-    accumulators: dict[str, Any] = field(default_factory=dict)
+    accumulators: dict[str, UserValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +104,7 @@ class PrintLines:
 class CollectRecords:
     attempt: int
     sink_id: str
-    values: list[Any]
+    values: list[UserValue]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,18 +138,20 @@ class Deploy:
     config: dict[str, str]
     #: The job id names the checkpoint directory; restore is None on a fresh start.
     job_id: str = ""
-    restore: Any = None
+    restore: RestoreAssignment | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class AddSplits:
+    attempt: int
     vertex_id: int
     subtask: int
-    splits: list[Any]
+    splits: list[UserValue]
 
 
 @dataclass(frozen=True, slots=True)
 class NoMoreSplits:
+    attempt: int
     vertex_id: int
     subtask: int
 
@@ -148,7 +163,7 @@ class CancelTasks:
 
 @dataclass(frozen=True, slots=True)
 class Shutdown:
-    pass
+    attempt: int
 
 
 # checkpoints -----------------------------------------------------------------------------------
@@ -161,7 +176,7 @@ class TriggerCheckpoint:
     attempt: int
     vertex_id: int
     subtask: int
-    barrier: Any
+    barrier: CheckpointBarrier
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +199,10 @@ class AcknowledgeCheckpoint:
     vertex_id: int
     subtask: int
     checkpoint_id: int
-    #: Handle of the subtask's state file, or None when it has no state.
-    handle: Any
-    metrics: dict[str, Any] = field(default_factory=dict)
+    #: What the subtask wrote: its state file and channel state (a bare state file handle,
+    #: or None when it has no state, are accepted too: see ``SubtaskStateHandle.of``).
+    handle: SubtaskStateHandle | FileHandle | None
+    metrics: CheckpointMetrics = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +211,7 @@ class DeclineCheckpoint:
     vertex_id: int
     subtask: int
     checkpoint_id: int
-    reason: Any
+    reason: CheckpointFailureReason
     detail: str
 
 
@@ -223,13 +239,27 @@ class RestoreAssignment:
     checkpoint_id: int
     checkpoint_dir: str
     job_id: str
-    subtask_files: dict[tuple[int, int], list[Any]]
-    channel_state: dict[tuple[int, int], Any] = field(default_factory=dict)
+    subtask_files: dict[tuple[int, int], list[FileHandle]]
+    channel_state: dict[tuple[int, int], ChannelStateHandles] = field(default_factory=dict)
     #: Vertices whose operators were fully finished (FLIP-147): deployed as finished.
     finished_vertices: frozenset[int] = frozenset()
     #: (producer vertex id, subtask) -> old channels it re-emits, in order
-    reemit: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
+    reemit: dict[tuple[int, int], tuple[ReemitChannel, ...]] = field(default_factory=dict)
     #: vertex id -> gate indices of rescaled edges with channel state
     rescaled_gates: dict[int, frozenset[int]] = field(default_factory=dict)
     #: vertex id -> output indices of rescaled edges with channel state
     rescaled_outputs: dict[int, frozenset[int]] = field(default_factory=dict)
+
+
+#: Every message a worker sends; each carries its attempt number (the JobMaster fences on it).
+WorkerMessage: TypeAlias = (
+    RegisterWorker | TaskFinished | ChannelStateRecovered | TaskFailed | WorkerFailed
+    | TasksDeployed | SplitRequest | PrintLines | CollectRecords | Heartbeat | TaskMetricsReport
+    | AcknowledgeCheckpoint | DeclineCheckpoint
+)  # fmt: skip
+
+#: Every message the JobMaster sends to a worker; each carries the attempt number.
+MasterMessage: TypeAlias = (
+    Deploy | AddSplits | NoMoreSplits | CancelTasks | Shutdown | TriggerCheckpoint | StopSource
+    | NotifyCheckpointComplete | NotifyCheckpointAborted
+)  # fmt: skip

@@ -230,7 +230,9 @@ class Worker:
         restored = await self._read_restored_state(graph, deploy)
         restored_channels = await self._read_restored_channel_state(graph, deploy)
         reemitted = await self._read_reemitted_channel_state(graph, deploy)
-        rescaled_outputs = getattr(deploy.restore, "rescaled_outputs", None) or {}
+        assignment = deploy.restore
+        rescaled_outputs = assignment.rescaled_outputs if assignment is not None else {}
+        rescaled_gates = assignment.rescaled_gates if assignment is not None else {}
         plan = plan_execution(graph, deploy.num_workers)
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
@@ -255,7 +257,6 @@ class Worker:
             services.task = task
             task.reemit = reemitted.get((vertex_id, subtask), [])
             task.recovery_outputs = rescaled_outputs.get(vertex_id, frozenset())
-            rescaled_gates = getattr(deploy.restore, "rescaled_gates", None) or {}
             task.recovering_gates = set(rescaled_gates.get(vertex_id, frozenset()))
             if task.recovering_gates:
                 task.on_channel_state_recovered = functools.partial(
@@ -313,9 +314,7 @@ class Worker:
             uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
             stray = {u for snaps in restored.values() for s in snaps for u in s.operators} - uids
             if stray:
-                raise RestoreError(
-                    unclaimed_message(assignment.metadata.checkpoint_id, list(stray))
-                )
+                raise RestoreError(unclaimed_message(assignment.checkpoint_id, list(stray)))
         return restored
 
     async def _read_restored_channel_state(
@@ -325,7 +324,7 @@ class Worker:
         handles: one ranged read per handle on the I/O pool, its sha256 checked before any
         chunk is used."""
         assignment = deploy.restore
-        if assignment is None or not getattr(assignment, "channel_state", None):
+        if assignment is None or not assignment.channel_state:
             return {}
         storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
         mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
@@ -343,8 +342,8 @@ class Worker:
                         self.io_pool, _read_chunks, handle, storage.read_range
                     )
                 sides.append(chunks)
-            gates = getattr(assignment, "rescaled_gates", {}).get(key[0], frozenset())
-            outputs = getattr(assignment, "rescaled_outputs", {}).get(key[0], frozenset())
+            gates = assignment.rescaled_gates.get(key[0], frozenset())
+            outputs = assignment.rescaled_outputs.get(key[0], frozenset())
             inputs = {c: chunks for c, chunks in sides[0].items() if c[0] not in gates}
             outs = {c: chunks for c, chunks in sides[1].items() if c[0] not in outputs}
             if inputs or outs:  # the rest is re-emitted by the producers (rescaled edges)
@@ -358,8 +357,7 @@ class Worker:
         (output index, its chunks in stream order, a description for errors). Each handle is
         read (and verified) once per worker, on the I/O pool."""
         assignment = deploy.restore
-        reemit = getattr(assignment, "reemit", None) if assignment is not None else None
-        if not reemit:
+        if assignment is None or not assignment.reemit:
             return {}
         storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
         mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
@@ -376,7 +374,7 @@ class Worker:
             return cache[id(handle)]
 
         result: dict[tuple[int, int], list[tuple[int, list[bytes], str]]] = {}
-        for key, channels in reemit.items():
+        for key, channels in assignment.reemit.items():
             if key not in mine:
                 continue
             streams = []
