@@ -31,7 +31,7 @@ def test_every_message_class_is_in_one_of_the_two_unions() -> None:
     assert not set(typing.get_args(WorkerMessage)) & set(typing.get_args(MasterMessage))
 
 
-@pytest.mark.parametrize("cls", CONTROL + (RestoreAssignment,), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", (*CONTROL, RestoreAssignment), ids=lambda c: c.__name__)
 def test_messages_are_frozen_slotted_and_typed_without_any(cls: type) -> None:
     assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
     assert "__slots__" in vars(cls)

@@ -45,6 +45,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
 from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
@@ -220,8 +221,9 @@ class Worker:
             self.io_pool = ThreadPoolExecutor(
                 2, thread_name_prefix=f"undertow-io-{self.worker_index}"
             )
-        exactly_once = self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE"
-        if self.storage is not None and exactly_once and self.config.get(Options.UNALIGNED):
+        checkpointing = CheckpointSettings.of(self.config)
+        exactly_once = checkpointing.exactly_once
+        if self.storage is not None and checkpointing.writes_channel_state:
             self.channel_state_files = ChannelStateFileWriter(
                 self.storage.write_file,
                 self.config.get(Options.MAX_SUBTASKS_PER_CHANNEL_STATE_FILE),
