@@ -7,6 +7,7 @@ the JobMaster drops messages of an older attempt (fencing).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -170,7 +171,7 @@ class Shutdown:
 
 
 @dataclass(frozen=True, slots=True)
-class TriggerCheckpoint:
+class TriggerSourceCheckpoint:
     """master -> worker: inject ``barrier`` at a source subtask."""
 
     attempt: int
@@ -182,8 +183,9 @@ class TriggerCheckpoint:
 @dataclass(frozen=True, slots=True)
 class StopSource:
     """master -> worker: stop with savepoint at a source subtask; sent just before the
-    savepoint's :class:`TriggerCheckpoint`, on the same connection, so the source ends its data
-    (``EndOfData``, after the MAX watermark and ``finish()`` when ``drain``) before the barrier."""
+    savepoint's :class:`TriggerSourceCheckpoint`, on the same connection, so the source ends
+    its data (``EndOfData``, after the MAX watermark and ``finish()`` when ``drain``) before
+    the barrier."""
 
     attempt: int
     vertex_id: int
@@ -260,6 +262,19 @@ WorkerMessage: TypeAlias = (
 
 #: Every message the JobMaster sends to a worker; each carries the attempt number.
 MasterMessage: TypeAlias = (
-    Deploy | AddSplits | NoMoreSplits | CancelTasks | Shutdown | TriggerCheckpoint | StopSource
-    | NotifyCheckpointComplete | NotifyCheckpointAborted
+    Deploy | AddSplits | NoMoreSplits | CancelTasks | Shutdown | TriggerSourceCheckpoint
+    | StopSource | NotifyCheckpointComplete | NotifyCheckpointAborted
 )  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """``TriggerCheckpoint``, the name before it was renamed to keep class names unique: still
+    importable from here, with a :class:`DeprecationWarning`."""
+    if name == "TriggerCheckpoint":
+        warnings.warn(
+            f"{__name__}.TriggerCheckpoint is now TriggerSourceCheckpoint",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TriggerSourceCheckpoint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

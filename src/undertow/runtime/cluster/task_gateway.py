@@ -27,7 +27,7 @@ from undertow.runtime.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     StopSource,
-    TriggerCheckpoint,
+    TriggerSourceCheckpoint,
 )
 from undertow.runtime.cluster.placement import ExecutionPlan
 
@@ -60,7 +60,7 @@ class AttemptGateway:
 
     # -- TaskGateway ---------------------------------------------------------------------------
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None:
-        message = TriggerCheckpoint(self._number(), vertex_id, subtask, barrier)
+        message = TriggerSourceCheckpoint(self._number(), vertex_id, subtask, barrier)
         self.send_to_subtask(subtask, message)
 
     def stop_source(self, vertex_id: int, subtask: int, drain: bool) -> None:

@@ -70,7 +70,7 @@ from undertow.runtime.cluster.messages import (
     TaskFinished,
     TaskMetricsReport,
     TasksDeployed,
-    TriggerCheckpoint,
+    TriggerSourceCheckpoint,
     WorkerFailed,
 )
 from undertow.runtime.cluster.metrics import TaskMetrics
@@ -496,7 +496,7 @@ class Worker:
             elif isinstance(msg, NoMoreSplits):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]
                 task.post(task.head.no_more_splits)
-            elif isinstance(msg, TriggerCheckpoint):
+            elif isinstance(msg, TriggerSourceCheckpoint):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]
                 # A task that finished meanwhile: its TaskFinished makes the JobMaster count it
                 # as acknowledged (FLIP-147), so the trigger is dropped.
