@@ -3,6 +3,8 @@ that builds the barrier options of checkpoints, savepoints and stop-with-savepoi
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from undertow.core.config import Configuration
@@ -17,6 +19,7 @@ from undertow.datastream import RuntimeExecutionMode as PublicRuntimeExecutionMo
 from undertow.runtime.checkpoint.barrier import NO_TIMEOUT, AlignmentType, SnapshotType
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
 from undertow.runtime.checkpoint.settings import CheckpointSettings
+from undertow.testing.coordinator import in_memory_coordinator
 
 
 def settings(**options: str) -> CheckpointSettings:
@@ -93,3 +96,22 @@ def test_retention_on_job_end_is_flinks(policy: str, status: str, keep: bool) ->
 def test_a_bad_mode_is_refused_naming_the_option() -> None:
     with pytest.raises(ConfigurationError, match=r"'execution\.checkpointing\.mode' = 'SOMETIMES'"):
         settings(**{"execution.checkpointing.mode": "SOMETIMES"})
+
+
+def test_the_coordinator_takes_its_barrier_options_and_retention_from_the_settings() -> None:
+    from tests.runtime.checkpoint.test_coordinator_restore import complete_checkpoints, job_graph
+
+    async def scenario() -> None:
+        kit = in_memory_coordinator(job_graph(), {
+            "execution.checkpointing.interval": "100 ms",
+            "execution.checkpointing.unaligned.enabled": "true",
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+        })  # fmt: skip
+        await complete_checkpoints(kit, 1)
+        [(_, _, barrier), *_] = kit.gateway.triggered
+        assert barrier.options.is_unaligned
+        assert kit.coordinator.settings == CheckpointSettings.of(kit.coordinator.config)
+        await asyncio.get_running_loop().run_in_executor(None, kit.coordinator.shutdown, "CANCELED")
+        assert kit.storage.completed_checkpoint_ids() == [1]  # retained on cancellation
+
+    asyncio.run(scenario())

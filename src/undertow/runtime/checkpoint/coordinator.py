@@ -7,8 +7,8 @@ Why one piece of about 850 lines: it is one class, the shell, whose steps (trigg
 acknowledge, complete, abort, savepoints, restore, sweep) all read and change the same
 per-attempt state on one loop; every decision is already in a pure module
 (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`, :mod:`.completed_store`,
-:mod:`.failure_manager`, :mod:`.trigger_plan`). Restore planning without I/O on the loop
-(issue 13, step 5) is what will shrink it next.
+:mod:`.failure_manager`, :mod:`.trigger_plan`), its options in :mod:`.settings`. Restore
+planning reads files on the executor, never on the loop.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -746,18 +746,30 @@ class CheckpointCoordinator:
                 log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
 
     # -- restore -------------------------------------------------------------------------------
-    def latest_restore_plan(self) -> RestorePlan | None:
+    async def latest_restore_plan(self) -> RestorePlan | None:
         """Where a failover restores from: the newest retained checkpoint (a claimed snapshot
-        included), or None (then the attempt restores what the job started from, if any)."""
+        included), or None (then the attempt restores what the job started from, if any).
+        The checkpoint is chosen on the loop; its plan, which reads and verifies the
+        enumerator state files, is made on the executor. Only between attempts (after
+        :meth:`finish_completing`), so the store does not change meanwhile."""
         latest = self.store.latest()
         if latest is None:
             return None
         claimed = self._claimed
         if claimed is not None and claimed[0] == latest.checkpoint_id:
             return claimed[1]
-        return plan_restore(
-            self.graph, self.metadata[latest.checkpoint_id], self.storage, self.config
+        meta = self.metadata[latest.checkpoint_id]
+        return await asyncio.get_running_loop().run_in_executor(
+            None, plan_restore, self.graph, meta, self.storage, self.config
         )
+
+    async def restore(self, path: str) -> tuple[RestorePlan, RecoveryClaimMode]:
+        """The job starts from ``path`` (``execution.state-recovery.path``): read and verify
+        it on the executor (:meth:`restore_from_path`), then claim it on the loop
+        (:meth:`claim_restored`); the plan and the claim mode applied."""
+        loop = asyncio.get_running_loop()
+        plan = await loop.run_in_executor(None, self.restore_from_path, path)
+        return plan, self.claim_restored(plan)
 
     def restore_from_path(self, path: str) -> RestorePlan:
         """``execution.state-recovery.path``: a retained checkpoint or savepoint of any job,

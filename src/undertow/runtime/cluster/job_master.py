@@ -300,7 +300,7 @@ class JobMaster:
                 self.num_restarts += 1
                 if self.coordinator is not None:
                     await self.coordinator.finish_completing()
-                    latest = self.coordinator.latest_restore_plan()
+                    latest = await self.coordinator.latest_restore_plan()
                     if latest is not None:
                         restore = latest
                         self._report_restored(latest)
@@ -344,9 +344,7 @@ class JobMaster:
         path = self.config.get(Options.RECOVERY_PATH)
         if not path or self.coordinator is None:
             return None
-        loop = asyncio.get_running_loop()
-        plan = await loop.run_in_executor(None, self.coordinator.restore_from_path, path)
-        mode = self.coordinator.claim_restored(plan)
+        plan, mode = await self.coordinator.restore(path)
         self._console(f"restoring job {self.job_id[:8]} from checkpoint "
                       f"{plan.metadata.checkpoint_id} at {path} ({mode.value})")  # fmt: skip
         self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, _now_ms(), path,
