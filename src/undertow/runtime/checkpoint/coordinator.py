@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from undertow.core.config import Configuration
 from undertow.core.errors import UndertowError
+from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, SnapshotType
 from undertow.runtime.checkpoint.channel_state_handles import (
@@ -269,7 +270,7 @@ class CheckpointCoordinator:
         while self._completing:
             await asyncio.gather(*list(self._completing), return_exceptions=True)
 
-    def on_task_finished(self, vertex_id: int, subtask: int) -> None:
+    def on_task_finished(self, vertex_id: VertexId, subtask: SubtaskIndex) -> None:
         """A subtask finished (after its final checkpoint and end of partition). Later
         checkpoints skip it; pending ones that still wait for it count it as acknowledged
         without state. Without ``checkpoints-after-tasks-finish`` no checkpoint can complete
@@ -290,8 +291,8 @@ class CheckpointCoordinator:
             late = late_triggers(self._topology, self._finished, pending.not_yet_acknowledged,
                                  props.triggered)  # fmt: skip
             pending.props = replace(props, triggered=props.triggered | late)
-            for vertex_id, subtask in sorted(late):
-                self.gateway.trigger_source(vertex_id, subtask, props.barrier)
+            for late_vertex, late_subtask in sorted(late):
+                self.gateway.trigger_source(late_vertex, late_subtask, props.barrier)
 
     def _schedule(self, delay_s: float) -> None:
         """The periodic timer: every interval, queue a periodic request and decide."""
@@ -436,7 +437,7 @@ class CheckpointCoordinator:
             self._abort(cid, CheckpointFailureReason.CHECKPOINT_EXPIRED)
 
     # -- acknowledgements ----------------------------------------------------------------------
-    def receive_ack(self, vertex_id: int, subtask: int, cid: int,
+    def receive_ack(self, vertex_id: VertexId, subtask: SubtaskIndex, cid: CheckpointId,
                     handle: SubtaskStateHandle | FileHandle | None,
                     metrics: CheckpointMetrics) -> None:  # fmt: skip
         state = SubtaskStateHandle.of(handle)
@@ -464,7 +465,7 @@ class CheckpointCoordinator:
             task.add_done_callback(lambda _: self._finalizing.discard(cid))
             self._start_waiting_savepoint()
 
-    def receive_decline(self, vertex_id: int, subtask: int, cid: int,
+    def receive_decline(self, vertex_id: VertexId, subtask: SubtaskIndex, cid: CheckpointId,
                         reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
         if cid in self.pending:
             name = self.graph.vertex(vertex_id).name

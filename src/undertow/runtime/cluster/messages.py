@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
+from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
 from undertow.runtime.cluster.metrics import TaskMetrics
 
 if TYPE_CHECKING:
@@ -40,9 +41,9 @@ class RegisterWorker:
 
 @dataclass(frozen=True, slots=True)
 class TaskFinished:
-    attempt: int
-    vertex_id: int
-    subtask: int
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
     accumulators: dict[str, UserValue] = field(default_factory=dict)
 
 
@@ -197,10 +198,10 @@ class StopSource:
 class AcknowledgeCheckpoint:
     """worker -> master: the subtask's state for ``checkpoint_id`` is written."""
 
-    attempt: int
-    vertex_id: int
-    subtask: int
-    checkpoint_id: int
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
+    checkpoint_id: CheckpointId
     #: What the subtask wrote: its state file and channel state (a bare state file handle,
     #: or None when it has no state, are accepted too: see ``SubtaskStateHandle.of``).
     handle: SubtaskStateHandle | FileHandle | None
@@ -209,10 +210,10 @@ class AcknowledgeCheckpoint:
 
 @dataclass(frozen=True, slots=True)
 class DeclineCheckpoint:
-    attempt: int
-    vertex_id: int
-    subtask: int
-    checkpoint_id: int
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
+    checkpoint_id: CheckpointId
     reason: CheckpointFailureReason
     detail: str
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import NetworkError, RestoreError
+from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph, JobVertex
 from undertow.runtime.checkpoint.channel_state_files import (
     ChannelStateFileWriter,
@@ -121,16 +122,18 @@ class _Responder:
 
     def __init__(self, worker: Worker, vertex_id: int, subtask: int) -> None:
         self.worker = worker
-        self.vertex_id = vertex_id
-        self.subtask = subtask
+        self.vertex_id = VertexId(vertex_id)
+        self.subtask = SubtaskIndex(subtask)
 
     def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
-        self.worker.send(AcknowledgeCheckpoint(self.worker.attempt, self.vertex_id, self.subtask,
-                                               checkpoint_id, handle, metrics))  # fmt: skip
+        self.worker.send(AcknowledgeCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                               self.subtask, CheckpointId(checkpoint_id), handle,
+                                               metrics))  # fmt: skip
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None:
-        self.worker.send(DeclineCheckpoint(self.worker.attempt, self.vertex_id, self.subtask,
-                                           checkpoint_id, reason, detail))  # fmt: skip
+        self.worker.send(DeclineCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                           self.subtask, CheckpointId(checkpoint_id), reason,
+                                           detail))  # fmt: skip
 
 
 class Worker:
@@ -560,7 +563,8 @@ class Worker:
             accumulators[f"buffer_debloat_announcements[{task.name}]"] = (
                 task.debloater.announcements
             )
-        self.send(TaskFinished(self.attempt, vertex_id, subtask, accumulators))
+        self.send(TaskFinished(AttemptNumber(self.attempt), VertexId(vertex_id),
+                               SubtaskIndex(subtask), accumulators))  # fmt: skip
 
     def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:
         self.ended.add(key)
