@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from undertow.common import Configuration, WatermarkStrategy
+from undertow.core.types import SubtaskIndex, VertexId
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.graph.job_graph import JobGraph, build_job_graph
@@ -148,5 +149,32 @@ def test_a_missing_path_fails_the_restore_naming_it() -> None:
         with pytest.raises(CheckpointNotFoundError, match="chk-9"):
             await kit.coordinator.restore(missing)
         assert kit.coordinator.next_id == 1  # nothing was claimed
+
+    run(scenario)
+
+
+def test_subtasks_finishing_while_pending_are_recorded_and_trigger_their_successors() -> None:
+    """FLIP-147 on the pending checkpoint's record: both source subtasks finish after the
+    trigger; they count as acknowledged without state, the map subtasks get the barrier late,
+    and the completed metadata marks the source vertex finished."""
+
+    async def scenario() -> None:
+        kit = in_memory_coordinator(job_graph(), INTERVAL)
+        coordinator, source = kit.coordinator, source_id(kit)
+        [downstream] = [v.id for v in coordinator.graph.vertices if not v.is_source]
+        coordinator.start()
+        kit.clock.advance(100)
+        assert sorted(kit.gateway.barriers_of(1)) == [(source, 0), (source, 1)]
+        coordinator.on_task_finished(VertexId(source), SubtaskIndex(0))
+        coordinator.on_task_finished(VertexId(source), SubtaskIndex(1))
+        props = coordinator.pending[1].props
+        assert props.finished == {(source, 0), (source, 1)}
+        assert props.triggered == {(source, 0), (source, 1), (downstream, 0), (downstream, 1)}
+        assert sorted(kit.gateway.barriers_of(1))[2:] == [(downstream, 0), (downstream, 1)]
+        kit.acknowledge_all(1)
+        await coordinator.finish_completing()
+        finished = {v.vertex_id: v.finished for v in coordinator.metadata[1].vertices}
+        assert finished == {source: True, downstream: False}
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
 
     run(scenario)
