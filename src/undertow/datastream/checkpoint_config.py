@@ -9,25 +9,16 @@ alignment timeouts are :class:`~undertow.common.time.Duration` values.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from undertow.common.time import Duration
 from undertow.core.config import Configuration, Options, parse_duration_ms
+from undertow.core.modes import CheckpointingMode, ExternalizedCheckpointRetention
+
+__all__ = ["CheckpointConfig", "CheckpointingMode", "ExternalizedCheckpointRetention"]
 
 #: ``execution.checkpointing.tolerable-failed-checkpoints`` meaning "never fail the job".
 _TOLERATE_ALL = 2147483647
-
-
-class CheckpointingMode(enum.Enum):
-    EXACTLY_ONCE = 0
-    AT_LEAST_ONCE = 1
-
-
-class ExternalizedCheckpointRetention(enum.Enum):
-    DELETE_ON_CANCELLATION = 0
-    RETAIN_ON_CANCELLATION = 1
-    NO_EXTERNALIZED_CHECKPOINTS = 2
 
 
 def _ms(value: Any) -> int:

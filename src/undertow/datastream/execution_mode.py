@@ -1,15 +1,8 @@
-"""``RuntimeExecutionMode`` (PyFlink's ``pyflink.datastream.RuntimeExecutionMode``)."""
+"""``RuntimeExecutionMode`` (PyFlink's ``pyflink.datastream.RuntimeExecutionMode``); defined in
+:mod:`undertow.core.modes`, where the runtime reads it too."""
 
 from __future__ import annotations
 
-import enum
+from undertow.core.modes import RuntimeExecutionMode
 
-
-class RuntimeExecutionMode(enum.Enum):
-    """STREAMING: continuous results. BATCH (bounded inputs only): final results only, keyed
-    reductions emit one record per key and event time jumps to the end when input ends.
-    AUTOMATIC: BATCH when every source is bounded, else STREAMING."""
-
-    STREAMING = 0
-    BATCH = 1
-    AUTOMATIC = 2
+__all__ = ["RuntimeExecutionMode"]

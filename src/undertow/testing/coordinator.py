@@ -23,6 +23,7 @@ from typing import Any
 
 from undertow.core.config import Configuration
 from undertow.core.errors import UndertowError
+from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
@@ -126,7 +127,13 @@ class CoordinatorUnderTest:
         """Every subtask that the checkpoint still waits for acknowledges it, without state."""
         pending = self.coordinator.pending[checkpoint_id]
         for vertex_id, subtask in sorted(pending.not_yet_acknowledged):
-            self.coordinator.receive_ack(vertex_id, subtask, checkpoint_id, None, metrics or {})
+            self.coordinator.receive_ack(
+                VertexId(vertex_id),
+                SubtaskIndex(subtask),
+                CheckpointId(checkpoint_id),
+                None,
+                metrics or {},
+            )
 
 
 def in_memory_coordinator(

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.barrier_actions import BarrierProtocolViolation
 from undertow.runtime.checkpoint.barrier_states import (
+    AlignmentChannels,
     BarrierHandlerState,
-    ChannelState,
     Controller,
 )
 
@@ -74,14 +74,14 @@ class _AbstractAlternatingAlignedState(BarrierHandlerState):
         return _finish_alternating(controller, self.channel_state)
 
     @abstractmethod
-    def _with(self, channels: ChannelState) -> BarrierHandlerState: ...
+    def _with(self, channels: AlignmentChannels) -> BarrierHandlerState: ...
 
 
 @dataclass(frozen=True, slots=True)
 class AlternatingWaitingForFirstBarrier(_AbstractAlternatingAlignedState):
     """No barrier of a pending checkpoint processed yet; announcements may be remembered."""
 
-    channel_state: ChannelState = field(default_factory=ChannelState)
+    channel_state: AlignmentChannels = field(default_factory=AlignmentChannels)
 
     def aligned_checkpoint_timeout(
         self, controller: Controller, barrier: CheckpointBarrier
@@ -96,7 +96,7 @@ class AlternatingWaitingForFirstBarrier(_AbstractAlternatingAlignedState):
         # precedes that channel's end of partition, so this cannot complete it.
         return AlternatingWaitingForFirstBarrier(self.channel_state.channel_finished(channel))
 
-    def _with(self, channels: ChannelState) -> BarrierHandlerState:
+    def _with(self, channels: AlignmentChannels) -> BarrierHandlerState:
         return AlternatingWaitingForFirstBarrier(channels)
 
 
@@ -104,7 +104,7 @@ class AlternatingWaitingForFirstBarrier(_AbstractAlternatingAlignedState):
 class AlternatingCollectingBarriers(_AbstractAlternatingAlignedState):
     """Aligning: some barriers are in, their channels blocked; the timeout has not fired."""
 
-    channel_state: ChannelState
+    channel_state: AlignmentChannels
 
     def aligned_checkpoint_timeout(
         self, controller: Controller, barrier: CheckpointBarrier
@@ -131,11 +131,11 @@ class AlternatingCollectingBarriers(_AbstractAlternatingAlignedState):
             return unaligned.end_of_partition_received(controller, channel)
         return AlternatingCollectingBarriers(channels)
 
-    def _with(self, channels: ChannelState) -> BarrierHandlerState:
+    def _with(self, channels: AlignmentChannels) -> BarrierHandlerState:
         return AlternatingCollectingBarriers(channels)
 
 
-def _finish_alternating(controller: Controller, channels: ChannelState) -> BarrierHandlerState:
+def _finish_alternating(controller: Controller, channels: AlignmentChannels) -> BarrierHandlerState:
     return AlternatingWaitingForFirstBarrier(
         channels.unblock_all_channels(controller).empty_state()
     )
@@ -168,7 +168,7 @@ class AlternatingWaitingForFirstBarrierUnaligned(_AbstractAlternatingUnalignedSt
     """
 
     alternating: bool = False
-    channel_state: ChannelState = field(default_factory=ChannelState)
+    channel_state: AlignmentChannels = field(default_factory=AlignmentChannels)
 
     def barrier_received(
         self,
@@ -205,7 +205,7 @@ class AlternatingCollectingBarriersUnaligned(_AbstractAlternatingUnalignedState)
     are in. Channels blocked by aligned barriers stay blocked until then."""
 
     alternating: bool
-    channel_state: ChannelState
+    channel_state: AlignmentChannels
 
     def barrier_received(
         self,
@@ -236,7 +236,7 @@ class AlternatingCollectingBarriersUnaligned(_AbstractAlternatingUnalignedState)
 
 
 def _finish_unaligned(
-    controller: Controller, alternating: bool, channels: ChannelState
+    controller: Controller, alternating: bool, channels: AlignmentChannels
 ) -> BarrierHandlerState:
     empty = channels.unblock_all_channels(controller).empty_state()
     if alternating:

@@ -15,6 +15,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 
 from undertow.runtime.checkpoint.alternating_states import (
@@ -39,8 +40,8 @@ from undertow.runtime.checkpoint.barrier_actions import (
 )
 from undertow.runtime.checkpoint.barrier_states import (
     AbstractAlignedBarrierHandlerState,
+    AlignmentChannels,
     BarrierHandlerState,
-    ChannelState,
     CollectingBarriers,
     Controller,
     WaitingForFirstBarrier,
@@ -53,6 +54,7 @@ __all__ = [
     "AbortCheckpoint",
     "AbstractAlignedBarrierHandlerState",
     "Action",
+    "AlignmentChannels",
     "AlternatingCollectingBarriers",
     "AlternatingCollectingBarriersUnaligned",
     "AlternatingWaitingForFirstBarrier",
@@ -62,7 +64,6 @@ __all__ = [
     "BarrierProtocolViolation",
     "BarrierTracker",
     "ChannelBarrierReceived",
-    "ChannelState",
     "CollectingBarriers",
     "Controller",
     "ConvertToPriority",
@@ -398,3 +399,14 @@ class BarrierHandler:
             f"pending={self.pending_checkpoint_id}, aligned={sorted(self._aligned)}"
             f"/{self._target_channel_count}, open={self.num_open_channels})"
         )
+
+
+def __getattr__(name: str) -> object:
+    """``ChannelState``, the name before it was renamed to keep class names unique: still
+    importable from here, with a :class:`DeprecationWarning`."""
+    if name == "ChannelState":
+        warnings.warn(
+            f"{__name__}.ChannelState is now AlignmentChannels", DeprecationWarning, stacklevel=2
+        )
+        return AlignmentChannels
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

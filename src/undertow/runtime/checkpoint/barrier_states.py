@@ -61,8 +61,9 @@ class Controller(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class ChannelState:
-    """The channel bookkeeping carried from state to state (Flink's ``ChannelState``).
+class AlignmentChannels:
+    """The channel bookkeeping carried from state to state (Flink's ``ChannelState``, named
+    apart from :class:`~.snapshot.ChannelState`, the persisted in-flight data).
 
     ``blocked``: channels whose aligned barrier was processed; their upstream waits for a resume.
     ``announced``: (channel, sequence number) of barriers announced but not yet processed,
@@ -72,32 +73,32 @@ class ChannelState:
     blocked: frozenset[int] = frozenset()
     announced: tuple[tuple[int, int], ...] = ()
 
-    def block_channel(self, channel: int) -> ChannelState:
+    def block_channel(self, channel: int) -> AlignmentChannels:
         return replace(self, blocked=self.blocked | {channel})
 
-    def unblock_all_channels(self, controller: Controller) -> ChannelState:
+    def unblock_all_channels(self, controller: Controller) -> AlignmentChannels:
         controller.resume_consumption(self.blocked)
         return replace(self, blocked=frozenset())
 
-    def channel_finished(self, channel: int) -> ChannelState:
+    def channel_finished(self, channel: int) -> AlignmentChannels:
         return replace(self, blocked=self.blocked - {channel}, announced=self._without(channel))
 
-    def add_seen_announcement(self, channel: int, sequence_number: int) -> ChannelState:
+    def add_seen_announcement(self, channel: int, sequence_number: int) -> AlignmentChannels:
         return replace(
             self, announced=tuple(sorted((*self._without(channel), (channel, sequence_number))))
         )
 
-    def remove_seen_announcement(self, channel: int) -> ChannelState:
+    def remove_seen_announcement(self, channel: int) -> AlignmentChannels:
         return replace(self, announced=self._without(channel))
 
-    def prioritize_all_announcements(self, controller: Controller) -> ChannelState:
+    def prioritize_all_announcements(self, controller: Controller) -> AlignmentChannels:
         for channel, sequence_number in self.announced:
             controller.convert_to_priority(channel, sequence_number)
         return replace(self, announced=())
 
-    def empty_state(self) -> ChannelState:
+    def empty_state(self) -> AlignmentChannels:
         assert not self.blocked, f"resetting channel state with blocked channels {self.blocked}"
-        return ChannelState()
+        return AlignmentChannels()
 
     def _without(self, channel: int) -> tuple[tuple[int, int], ...]:
         return tuple(entry for entry in self.announced if entry[0] != channel)
@@ -109,7 +110,7 @@ class BarrierHandlerState(ABC):
     __slots__ = ()
 
     #: The channel bookkeeping this state carries (a dataclass field of every concrete state).
-    channel_state: ChannelState
+    channel_state: AlignmentChannels
 
     @abstractmethod
     def barrier_received(
@@ -199,11 +200,11 @@ class AbstractAlignedBarrierHandlerState(BarrierHandlerState):
         return WaitingForFirstBarrier(self.channel_state.unblock_all_channels(controller))
 
     @abstractmethod
-    def _with_channel_state(self, channels: ChannelState) -> BarrierHandlerState: ...
+    def _with_channel_state(self, channels: AlignmentChannels) -> BarrierHandlerState: ...
 
 
 def _trigger_global_checkpoint(
-    controller: Controller, channels: ChannelState, barrier: CheckpointBarrier
+    controller: Controller, channels: AlignmentChannels, barrier: CheckpointBarrier
 ) -> BarrierHandlerState:
     controller.trigger_global_checkpoint(barrier)
     return WaitingForFirstBarrier(channels.unblock_all_channels(controller))
@@ -213,9 +214,9 @@ def _trigger_global_checkpoint(
 class WaitingForFirstBarrier(AbstractAlignedBarrierHandlerState):
     """No checkpoint is being aligned; no channel is blocked."""
 
-    channel_state: ChannelState = ChannelState()
+    channel_state: AlignmentChannels = AlignmentChannels()
 
-    def _with_channel_state(self, channels: ChannelState) -> BarrierHandlerState:
+    def _with_channel_state(self, channels: AlignmentChannels) -> BarrierHandlerState:
         return WaitingForFirstBarrier(channels)
 
 
@@ -223,7 +224,7 @@ class WaitingForFirstBarrier(AbstractAlignedBarrierHandlerState):
 class CollectingBarriers(AbstractAlignedBarrierHandlerState):
     """Some barriers of the pending checkpoint are in; their channels are blocked."""
 
-    channel_state: ChannelState
+    channel_state: AlignmentChannels
 
-    def _with_channel_state(self, channels: ChannelState) -> BarrierHandlerState:
+    def _with_channel_state(self, channels: AlignmentChannels) -> BarrierHandlerState:
         return CollectingBarriers(channels)

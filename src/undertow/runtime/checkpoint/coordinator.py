@@ -7,8 +7,8 @@ Why one piece of about 850 lines: it is one class, the shell, whose steps (trigg
 acknowledge, complete, abort, savepoints, restore, sweep) all read and change the same
 per-attempt state on one loop; every decision is already in a pure module
 (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`, :mod:`.completed_store`,
-:mod:`.failure_manager`, :mod:`.trigger_plan`). Restore planning without I/O on the loop
-(issue 13, step 5) is what will shrink it next.
+:mod:`.failure_manager`, :mod:`.trigger_plan`), its options in :mod:`.settings`. Restore
+planning reads files on the executor, never on the loop.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -21,13 +21,14 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration
 from undertow.core.errors import UndertowError
+from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, SnapshotType
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateHandles,
 )
@@ -64,9 +65,14 @@ from undertow.runtime.checkpoint.orphan_sweep import (
     select_orphans,
     sweep_due,
 )
-from undertow.runtime.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from undertow.runtime.checkpoint.pending_checkpoint import (
+    AckResult,
+    CheckpointMetrics,
+    PendingCheckpoint,
+)
 from undertow.runtime.checkpoint.restore_plan import RestorePlan, plan_restore, present
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.runtime.checkpoint.trigger_decider import (
     CheckpointTriggerRequest,
@@ -111,6 +117,22 @@ class TaskGateway(Protocol):
         ``trigger_source`` for the savepoint, whose barrier must follow it."""
 
 
+@dataclass(frozen=True, slots=True)
+class PendingProps:
+    """What the coordinator keeps beside a pending checkpoint's acknowledgements. Replaced,
+    never changed, when subtasks finish while it is pending (FLIP-147)."""
+
+    barrier: CheckpointBarrier
+    #: source vertex id -> its enumerator's state at the trigger
+    enumerators: Mapping[int, object]
+    #: the savepoint this checkpoint is, or None for a checkpoint
+    savepoint: SavepointRequest | None
+    #: subtasks that finished before or while it was pending (acknowledged without state)
+    finished: frozenset[SubtaskKey]
+    #: subtasks that got its barrier from the coordinator (sources, and late triggers)
+    triggered: frozenset[SubtaskKey]
+
+
 def _ignore(event: CheckpointEvent) -> None:
     pass
 
@@ -141,20 +163,17 @@ class CheckpointCoordinator:
         self.listener = listener
         #: Time and timers (:mod:`.clock`): the system clock unless a test brings its own.
         self.clock: CoordinatorClock = clock if clock is not None else SystemClock()
-        self.interval_ms = config.get(Options.CHECKPOINT_INTERVAL)
-        self.timeout_ms = config.get(Options.CHECKPOINT_TIMEOUT)
-        self.min_pause_ms = config.get(Options.MIN_PAUSE)
-        self.max_concurrent = max(1, config.get(Options.MAX_CONCURRENT))
-        self.options = CheckpointOptions.for_config(
-            SnapshotType.CHECKPOINT,
-            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
-            config.get(Options.UNALIGNED),
-            config.get(Options.ALIGNED_TIMEOUT),
-        )
-        self.store = CompletedCheckpointStore(config.get(Options.NUM_RETAINED))
-        self.failures = CheckpointFailureManager(config.get(Options.TOLERABLE_FAILURES))
+        #: The checkpointing options, read once (the coordinator reads no other option).
+        self.settings = settings = CheckpointSettings.of(config)
+        self.interval_ms = settings.interval_ms
+        self.timeout_ms = settings.timeout_ms
+        self.min_pause_ms = settings.min_pause_ms
+        self.max_concurrent = settings.max_concurrent
+        self.options = settings.options(SnapshotType.CHECKPOINT)
+        self.store = CompletedCheckpointStore(settings.num_retained)
+        self.failures = CheckpointFailureManager(settings.tolerable_failures)
         self.metadata: dict[int, CheckpointMetadata] = {}
-        self.pending: dict[int, PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]] = {}
+        self.pending: dict[int, PendingCheckpoint[SubtaskStateHandle, PendingProps]] = {}
         self.next_id = 1
         self.last_completion_ms = 0
         self._timer: Timer | None = None
@@ -173,21 +192,11 @@ class CheckpointCoordinator:
         self._topology = SubtaskTopology.of(graph)
         #: Subtasks of the current attempt that finished (FLIP-147).
         self._finished: set[SubtaskKey] = set()
-        self.checkpoints_after_tasks_finish = config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH)
-        self.savepoint_options = CheckpointOptions.for_config(
-            SnapshotType.SAVEPOINT,
-            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
-            config.get(Options.UNALIGNED),
-            config.get(Options.ALIGNED_TIMEOUT),
-        )
+        self.checkpoints_after_tasks_finish = settings.after_tasks_finish
+        self.savepoint_options = settings.options(SnapshotType.SAVEPOINT)
         #: A stop's savepoint: tasks that take it wait for its completion before closing.
-        self.stop_savepoint_options = CheckpointOptions.for_config(
-            SnapshotType.SYNC_SAVEPOINT,
-            config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE",
-            config.get(Options.UNALIGNED),
-            config.get(Options.ALIGNED_TIMEOUT),
-        )
-        self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
+        self.stop_savepoint_options = settings.options(SnapshotType.SYNC_SAVEPOINT)
+        self._batch = settings.batch
         #: checkpoint id -> the future of a pending savepoint (its directory, or its failure)
         self._savepoints: dict[int, asyncio.Future[str]] = {}
         #: A stop-with-savepoint is in progress (periodic checkpoints stay off).
@@ -261,7 +270,7 @@ class CheckpointCoordinator:
         while self._completing:
             await asyncio.gather(*list(self._completing), return_exceptions=True)
 
-    def on_task_finished(self, vertex_id: int, subtask: int) -> None:
+    def on_task_finished(self, vertex_id: VertexId, subtask: SubtaskIndex) -> None:
         """A subtask finished (after its final checkpoint and end of partition). Later
         checkpoints skip it; pending ones that still wait for it count it as acknowledged
         without state. Without ``checkpoints-after-tasks-finish`` no checkpoint can complete
@@ -273,17 +282,17 @@ class CheckpointCoordinator:
         self._finished.add(key)
         for cid, pending in list(self.pending.items()):
             if key in pending.not_yet_acknowledged:
-                pending.props["finished"].add(key)
+                pending.props = replace(pending.props, finished=pending.props.finished | {key})
                 if pending.acknowledge(key, SubtaskStateHandle.of(None), {}) is AckResult.SUCCESS:
                     self._on_acknowledged(cid, pending)
             if cid not in self.pending:
                 continue
             props = pending.props
             late = late_triggers(self._topology, self._finished, pending.not_yet_acknowledged,
-                                 props["triggered"])  # fmt: skip
-            for vertex_id, subtask in sorted(late):
-                props["triggered"].add((vertex_id, subtask))
-                self.gateway.trigger_source(vertex_id, subtask, props["barrier"])
+                                 props.triggered)  # fmt: skip
+            pending.props = replace(props, triggered=props.triggered | late)
+            for late_vertex, late_subtask in sorted(late):
+                self.gateway.trigger_source(late_vertex, late_subtask, props.barrier)
 
     def _schedule(self, delay_s: float) -> None:
         """The periodic timer: every interval, queue a periodic request and decide."""
@@ -306,7 +315,7 @@ class CheckpointCoordinator:
             self._wake = None
         if not self._running or self._waiting_savepoint is not None:
             return
-        if any(p.props.get("savepoint") is not None for p in self.pending.values()):
+        if any(p.props.savepoint is not None for p in self.pending.values()):
             return  # nothing runs beside a savepoint; its completion decides again
         now = self.clock.now_ms()
         state = TriggerState(
@@ -391,16 +400,10 @@ class CheckpointCoordinator:
         self._prefetch_key()
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
-        props = {
-            "enumerators": enumerator_states,
-            "finished": set(plan.finished),
-            "barrier": barrier,
-            "triggered": set(plan.trigger),
-            "savepoint": savepoint,
-        }
+        props = PendingProps(barrier, enumerator_states, savepoint, plan.finished, plan.trigger)
         if future is not None:
             self._savepoints[cid] = future
-        pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]] = PendingCheckpoint(
+        pending: PendingCheckpoint[SubtaskStateHandle, PendingProps] = PendingCheckpoint(
             cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
@@ -434,8 +437,9 @@ class CheckpointCoordinator:
             self._abort(cid, CheckpointFailureReason.CHECKPOINT_EXPIRED)
 
     # -- acknowledgements ----------------------------------------------------------------------
-    def receive_ack(self, vertex_id: int, subtask: int, cid: int, handle: Any,
-                    metrics: dict[str, Any]) -> None:  # fmt: skip
+    def receive_ack(self, vertex_id: VertexId, subtask: SubtaskIndex, cid: CheckpointId,
+                    handle: SubtaskStateHandle | FileHandle | None,
+                    metrics: CheckpointMetrics) -> None:  # fmt: skip
         state = SubtaskStateHandle.of(handle)
         pending = self.pending.get(cid)
         if pending is None:
@@ -447,7 +451,7 @@ class CheckpointCoordinator:
             self._on_acknowledged(cid, pending)
 
     def _on_acknowledged(
-        self, cid: int, pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]
+        self, cid: int, pending: PendingCheckpoint[SubtaskStateHandle, PendingProps]
     ) -> None:
         if pending.is_fully_acknowledged:
             del self.pending[cid]
@@ -461,7 +465,7 @@ class CheckpointCoordinator:
             task.add_done_callback(lambda _: self._finalizing.discard(cid))
             self._start_waiting_savepoint()
 
-    def receive_decline(self, vertex_id: int, subtask: int, cid: int,
+    def receive_decline(self, vertex_id: VertexId, subtask: SubtaskIndex, cid: CheckpointId,
                         reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
         if cid in self.pending:
             name = self.graph.vertex(vertex_id).name
@@ -488,7 +492,7 @@ class CheckpointCoordinator:
         if notify:
             self.gateway.notify_aborted(cid)
         self._discard(cid)
-        request: SavepointRequest | None = pending.props.get("savepoint")
+        request = pending.props.savepoint
         if request is not None:
             self._savepoint_failed(cid, request, reason, detail)
             return
@@ -551,20 +555,18 @@ class CheckpointCoordinator:
             self.gateway.fail_job(error)
 
     # -- completion ----------------------------------------------------------------------------
-    async def _complete(
-        self, pending: PendingCheckpoint[SubtaskStateHandle, dict[str, Any]]
-    ) -> None:
+    async def _complete(self, pending: PendingCheckpoint[SubtaskStateHandle, PendingProps]) -> None:
         cid = pending.checkpoint_id
         loop = asyncio.get_running_loop()
         try:
             coordinators: dict[int, FileHandle | None] = {}
-            for vid, state in pending.props["enumerators"].items():
+            for vid, state in pending.props.enumerators.items():
                 data = serialize_object(state)
                 coordinators[vid] = await loop.run_in_executor(
                     None, self.storage.write_file, cid, f"enumerator-v{vid}.state", data
                 )
             states = pending.acknowledged_states
-            fully = plan_checkpoint(self._topology, pending.props["finished"]).fully_finished
+            fully = plan_checkpoint(self._topology, pending.props.finished).fully_finished
             vertices = tuple(
                 VertexMetadata(
                     vertex_id=v.id,
@@ -583,7 +585,7 @@ class CheckpointCoordinator:
                 for v in self.graph.vertices
             )
             now = self.clock.now_ms()
-            savepoint: SavepointRequest | None = pending.props.get("savepoint")
+            savepoint = pending.props.savepoint
             meta = CheckpointMetadata(
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
                 completion_timestamp=now, is_savepoint=savepoint is not None, vertices=vertices,
@@ -591,7 +593,7 @@ class CheckpointCoordinator:
                 properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
             )  # fmt: skip
             payload = encode_metadata(
-                meta, await self._metadata_key(), self.config.get(Options.METADATA_MAX_SIZE)
+                meta, await self._metadata_key(), self.settings.metadata_max_size
             )
             if savepoint is not None:
                 pointer = await loop.run_in_executor(
@@ -721,10 +723,7 @@ class CheckpointCoordinator:
         retained checkpoints stay. Blocking I/O: on the executor, after
         :meth:`finish_completing`, once per job."""
         self.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
-        policy = self.config.get(Options.CHECKPOINT_RETENTION)
-        keep = (final_status == "CANCELED" and policy == "RETAIN_ON_CANCELLATION") or (
-            final_status == "FAILED" and policy != "NO_EXTERNALIZED_CHECKPOINTS"
-        )
+        keep = self.settings.keeps_retained_checkpoints(final_status)
         # Nothing is pending or being finalized any more and no id will be issued: every
         # directory below the next id that is not retained and not completed is an orphan.
         self._sweep(self._sweep_facts(self.next_id), False)
@@ -748,18 +747,30 @@ class CheckpointCoordinator:
                 log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
 
     # -- restore -------------------------------------------------------------------------------
-    def latest_restore_plan(self) -> RestorePlan | None:
+    async def latest_restore_plan(self) -> RestorePlan | None:
         """Where a failover restores from: the newest retained checkpoint (a claimed snapshot
-        included), or None (then the attempt restores what the job started from, if any)."""
+        included), or None (then the attempt restores what the job started from, if any).
+        The checkpoint is chosen on the loop; its plan, which reads and verifies the
+        enumerator state files, is made on the executor. Only between attempts (after
+        :meth:`finish_completing`), so the store does not change meanwhile."""
         latest = self.store.latest()
         if latest is None:
             return None
         claimed = self._claimed
         if claimed is not None and claimed[0] == latest.checkpoint_id:
             return claimed[1]
-        return plan_restore(
-            self.graph, self.metadata[latest.checkpoint_id], self.storage, self.config
+        meta = self.metadata[latest.checkpoint_id]
+        return await asyncio.get_running_loop().run_in_executor(
+            None, plan_restore, self.graph, meta, self.storage, self.config
         )
+
+    async def restore(self, path: str) -> tuple[RestorePlan, RecoveryClaimMode]:
+        """The job starts from ``path`` (``execution.state-recovery.path``): read and verify
+        it on the executor (:meth:`restore_from_path`), then claim it on the loop
+        (:meth:`claim_restored`); the plan and the claim mode applied."""
+        loop = asyncio.get_running_loop()
+        plan = await loop.run_in_executor(None, self.restore_from_path, path)
+        return plan, self.claim_restored(plan)
 
     def restore_from_path(self, path: str) -> RestorePlan:
         """``execution.state-recovery.path``: a retained checkpoint or savepoint of any job,
@@ -768,9 +779,7 @@ class CheckpointCoordinator:
         job's metadata key is loaded, and created under the job's root if missing)."""
         location = self.storage.resolve(path)
         storage = CheckpointStorage(location.root_uri, location.job_id)
-        payload = storage.read_metadata(
-            location.pointer, self.config.get(Options.METADATA_MAX_SIZE)
-        )
+        payload = storage.read_metadata(location.pointer, self.settings.metadata_max_size)
         try:
             meta = decode_metadata(
                 payload, self.key.load(), where=path, expected_checkpoint_id=location.checkpoint_id
@@ -789,7 +798,7 @@ class CheckpointCoordinator:
         """The job starts from ``plan`` (:meth:`restore_from_path`): apply
         ``execution.state-recovery.claim-mode`` (see :mod:`.claim_mode`); returns the mode.
         Only on the JobMaster's loop, before the first attempt."""
-        mode = RecoveryClaimMode.of(self.config)
+        mode = self.settings.claim_mode
         meta = plan.metadata
         snapshot = RestoredSnapshot(
             checkpoint_id=meta.checkpoint_id, is_savepoint=meta.is_savepoint,

@@ -51,6 +51,7 @@ from undertow.runtime.cluster.messages import (
     TaskMetricsReport,
     TasksDeployed,
     WorkerFailed,
+    WorkerMessage,
 )
 from undertow.runtime.cluster.metrics import TaskMetricsStore
 
@@ -139,7 +140,7 @@ class AttemptHost(Protocol):
 
 
 def dispatch(
-    host: AttemptHost, attempt: Attempt, index: int, conn: ControlConnection, msg: Any
+    host: AttemptHost, attempt: Attempt, index: int, conn: ControlConnection, msg: WorkerMessage
 ) -> None:
     """Handle one control message of ``attempt`` from worker ``index``."""
     match msg:
@@ -298,7 +299,7 @@ async def shutdown_workers(attempt: Attempt, launcher: WorkerLauncher, job_id: s
     """Ask the attempt's workers to exit, wait for them (kill them after
     ``WORKER_EXIT_TIMEOUT_S``), close their connections and the attempt's enumerators."""
     for conn in attempt.workers.values():
-        conn.send(Shutdown())
+        conn.send(Shutdown(attempt.number))
         await conn.drain()
     loop = asyncio.get_running_loop()
     exited = await loop.run_in_executor(None, launcher.wait, WORKER_EXIT_TIMEOUT_S)

@@ -15,17 +15,18 @@ from typing import Any
 
 from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.cluster.messages import AddSplits, NoMoreSplits
+from undertow.runtime.cluster.messages import AddSplits, MasterMessage, NoMoreSplits
 
 #: Sends a control message to the worker that runs a subtask (dropped if it is not there).
-SendToSubtask = Callable[[int, Any], None]
+SendToSubtask = Callable[[int, MasterMessage], None]
 
 
 class EnumeratorContext(SplitEnumeratorContext[Any]):
     """What one source vertex's enumerator may do: assign splits to its readers."""
 
-    def __init__(self, send: SendToSubtask, vertex_id: int, parallelism: int) -> None:
+    def __init__(self, send: SendToSubtask, attempt: int, vertex_id: int, parallelism: int) -> None:
         self._send = send
+        self.attempt = attempt
         self.vertex_id = vertex_id
         self.parallelism = parallelism
 
@@ -36,23 +37,24 @@ class EnumeratorContext(SplitEnumeratorContext[Any]):
         return list(range(self.parallelism))
 
     def assign_split(self, split: Any, subtask: int) -> None:
-        self._send(subtask, AddSplits(self.vertex_id, subtask, [split]))
+        self._send(subtask, AddSplits(self.attempt, self.vertex_id, subtask, [split]))
 
     def signal_no_more_splits(self, subtask: int) -> None:
-        self._send(subtask, NoMoreSplits(self.vertex_id, subtask))
+        self._send(subtask, NoMoreSplits(self.attempt, self.vertex_id, subtask))
 
 
 def start_enumerators(
-    graph: JobGraph, restored: Mapping[int, Any], send: SendToSubtask
+    graph: JobGraph, restored: Mapping[int, Any], send: SendToSubtask, attempt: int
 ) -> dict[int, SplitEnumerator[Any]]:
     """Create, start and register the readers of every source vertex's enumerator; source
-    vertex id -> enumerator. ``restored``: source vertex id -> its checkpointed state."""
+    vertex id -> enumerator. ``restored``: source vertex id -> its checkpointed state;
+    ``attempt``: the number its split assignments carry."""
     enumerators: dict[int, SplitEnumerator[Any]] = {}
     for vertex in graph.vertices:
         if not vertex.is_source:
             continue
         source = vertex.operators[0].instantiate()["source"]
-        ctx = EnumeratorContext(send, vertex.id, vertex.parallelism)
+        ctx = EnumeratorContext(send, attempt, vertex.id, vertex.parallelism)
         if vertex.id in restored:
             enumerator = source.restore_enumerator(ctx, restored[vertex.id])
         else:

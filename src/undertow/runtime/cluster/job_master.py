@@ -68,7 +68,7 @@ from undertow.runtime.cluster.job_status import (
 )
 from undertow.runtime.cluster.job_view import JobFacts, build_job_view
 from undertow.runtime.cluster.launcher import WorkerLauncher, default_num_workers
-from undertow.runtime.cluster.messages import Deploy, RestoreAssignment
+from undertow.runtime.cluster.messages import Deploy, RestoreAssignment, WorkerMessage
 from undertow.runtime.cluster.metrics import (
     CheckpointStatsTracker,
     JobView,
@@ -300,7 +300,7 @@ class JobMaster:
                 self.num_restarts += 1
                 if self.coordinator is not None:
                     await self.coordinator.finish_completing()
-                    latest = self.coordinator.latest_restore_plan()
+                    latest = await self.coordinator.latest_restore_plan()
                     if latest is not None:
                         restore = latest
                         self._report_restored(latest)
@@ -344,9 +344,7 @@ class JobMaster:
         path = self.config.get(Options.RECOVERY_PATH)
         if not path or self.coordinator is None:
             return None
-        loop = asyncio.get_running_loop()
-        plan = await loop.run_in_executor(None, self.coordinator.restore_from_path, path)
-        mode = self.coordinator.claim_restored(plan)
+        plan, mode = await self.coordinator.restore(path)
         self._console(f"restoring job {self.job_id[:8]} from checkpoint "
                       f"{plan.metadata.checkpoint_id} at {path} ({mode.value})")  # fmt: skip
         self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, _now_ms(), path,
@@ -411,7 +409,7 @@ class JobMaster:
         peers = {w: (r.data_host, r.data_port) for w, r in attempt.registered.items()}
         attempt.enumerators = start_enumerators(
             self.job_graph, restore.enumerator_states if restore is not None else {},
-            self.gateway.send_to_subtask,
+            self.gateway.send_to_subtask, attempt.number,
         )  # fmt: skip
         assignment = None
         if restore is not None:
@@ -442,8 +440,12 @@ class JobMaster:
                 msg = await conn.recv()
                 if msg is None:
                     break
+                if not isinstance(msg, WorkerMessage):
+                    log.warning("job %s: unexpected control message %r from worker %d",
+                                self.job_id, msg, index)  # fmt: skip
+                    continue
                 current = self._current
-                if current is None or getattr(msg, "attempt", current.number) != current.number:
+                if current is None or msg.attempt != current.number:
                     continue  # fencing: a message from an older attempt
                 attempt = current
                 attempt.heartbeats.seen(index, _now_ms())

@@ -7,10 +7,25 @@ the JobMaster drops messages of an older attempt (fencing).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
+from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
 from undertow.runtime.cluster.metrics import TaskMetrics
+
+if TYPE_CHECKING:
+    from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+    from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+    from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel
+    from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+    from undertow.runtime.checkpoint.pending_checkpoint import CheckpointMetrics
+    from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
+    from undertow.storage import FileHandle
+
+#: A user value that travels as is (accumulator results, collected records, source splits):
+#: pickled with the frame, never inspected by the control plane.
+UserValue: TypeAlias = object
 
 # worker -> master ----------------------------------------------------------------------------
 
@@ -26,10 +41,10 @@ class RegisterWorker:
 
 @dataclass(frozen=True, slots=True)
 class TaskFinished:
-    attempt: int
-    vertex_id: int
-    subtask: int
-    accumulators: dict[str, Any] = field(default_factory=dict)
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
+    accumulators: dict[str, UserValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +106,7 @@ class PrintLines:
 class CollectRecords:
     attempt: int
     sink_id: str
-    values: list[Any]
+    values: list[UserValue]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,18 +140,20 @@ class Deploy:
     config: dict[str, str]
     #: The job id names the checkpoint directory; restore is None on a fresh start.
     job_id: str = ""
-    restore: Any = None
+    restore: RestoreAssignment | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class AddSplits:
+    attempt: int
     vertex_id: int
     subtask: int
-    splits: list[Any]
+    splits: list[UserValue]
 
 
 @dataclass(frozen=True, slots=True)
 class NoMoreSplits:
+    attempt: int
     vertex_id: int
     subtask: int
 
@@ -148,27 +165,28 @@ class CancelTasks:
 
 @dataclass(frozen=True, slots=True)
 class Shutdown:
-    pass
+    attempt: int
 
 
 # checkpoints -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class TriggerCheckpoint:
+class TriggerSourceCheckpoint:
     """master -> worker: inject ``barrier`` at a source subtask."""
 
     attempt: int
     vertex_id: int
     subtask: int
-    barrier: Any
+    barrier: CheckpointBarrier
 
 
 @dataclass(frozen=True, slots=True)
 class StopSource:
     """master -> worker: stop with savepoint at a source subtask; sent just before the
-    savepoint's :class:`TriggerCheckpoint`, on the same connection, so the source ends its data
-    (``EndOfData``, after the MAX watermark and ``finish()`` when ``drain``) before the barrier."""
+    savepoint's :class:`TriggerSourceCheckpoint`, on the same connection, so the source ends
+    its data (``EndOfData``, after the MAX watermark and ``finish()`` when ``drain``) before
+    the barrier."""
 
     attempt: int
     vertex_id: int
@@ -180,22 +198,23 @@ class StopSource:
 class AcknowledgeCheckpoint:
     """worker -> master: the subtask's state for ``checkpoint_id`` is written."""
 
-    attempt: int
-    vertex_id: int
-    subtask: int
-    checkpoint_id: int
-    #: Handle of the subtask's state file, or None when it has no state.
-    handle: Any
-    metrics: dict[str, Any] = field(default_factory=dict)
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
+    checkpoint_id: CheckpointId
+    #: What the subtask wrote: its state file and channel state (a bare state file handle,
+    #: or None when it has no state, are accepted too: see ``SubtaskStateHandle.of``).
+    handle: SubtaskStateHandle | FileHandle | None
+    metrics: CheckpointMetrics = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class DeclineCheckpoint:
-    attempt: int
-    vertex_id: int
-    subtask: int
-    checkpoint_id: int
-    reason: Any
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
+    checkpoint_id: CheckpointId
+    reason: CheckpointFailureReason
     detail: str
 
 
@@ -223,13 +242,40 @@ class RestoreAssignment:
     checkpoint_id: int
     checkpoint_dir: str
     job_id: str
-    subtask_files: dict[tuple[int, int], list[Any]]
-    channel_state: dict[tuple[int, int], Any] = field(default_factory=dict)
+    subtask_files: dict[tuple[int, int], list[FileHandle]]
+    channel_state: dict[tuple[int, int], ChannelStateHandles] = field(default_factory=dict)
     #: Vertices whose operators were fully finished (FLIP-147): deployed as finished.
     finished_vertices: frozenset[int] = frozenset()
     #: (producer vertex id, subtask) -> old channels it re-emits, in order
-    reemit: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
+    reemit: dict[tuple[int, int], tuple[ReemitChannel, ...]] = field(default_factory=dict)
     #: vertex id -> gate indices of rescaled edges with channel state
     rescaled_gates: dict[int, frozenset[int]] = field(default_factory=dict)
     #: vertex id -> output indices of rescaled edges with channel state
     rescaled_outputs: dict[int, frozenset[int]] = field(default_factory=dict)
+
+
+#: Every message a worker sends; each carries its attempt number (the JobMaster fences on it).
+WorkerMessage: TypeAlias = (
+    RegisterWorker | TaskFinished | ChannelStateRecovered | TaskFailed | WorkerFailed
+    | TasksDeployed | SplitRequest | PrintLines | CollectRecords | Heartbeat | TaskMetricsReport
+    | AcknowledgeCheckpoint | DeclineCheckpoint
+)  # fmt: skip
+
+#: Every message the JobMaster sends to a worker; each carries the attempt number.
+MasterMessage: TypeAlias = (
+    Deploy | AddSplits | NoMoreSplits | CancelTasks | Shutdown | TriggerSourceCheckpoint
+    | StopSource | NotifyCheckpointComplete | NotifyCheckpointAborted
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """``TriggerCheckpoint``, the name before it was renamed to keep class names unique: still
+    importable from here, with a :class:`DeprecationWarning`."""
+    if name == "TriggerCheckpoint":
+        warnings.warn(
+            f"{__name__}.TriggerCheckpoint is now TriggerSourceCheckpoint",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TriggerSourceCheckpoint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,10 +23,11 @@ from undertow.core.errors import UndertowError
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.cluster.attempt import Attempt
 from undertow.runtime.cluster.messages import (
+    MasterMessage,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     StopSource,
-    TriggerCheckpoint,
+    TriggerSourceCheckpoint,
 )
 from undertow.runtime.cluster.placement import ExecutionPlan
 
@@ -40,7 +41,7 @@ class AttemptGateway:
         self._fail = fail
         self.attempt: Attempt | None = None
 
-    def send_to_subtask(self, subtask: int, message: Any) -> None:
+    def send_to_subtask(self, subtask: int, message: MasterMessage) -> None:
         """To the worker that runs ``subtask`` (any vertex: placement is by subtask index)."""
         attempt = self.attempt
         if attempt is not None:
@@ -48,7 +49,7 @@ class AttemptGateway:
             if conn is not None:
                 conn.send(message)
 
-    def broadcast(self, message: Any) -> None:
+    def broadcast(self, message: MasterMessage) -> None:
         attempt = self.attempt
         if attempt is not None:
             for conn in attempt.workers.values():
@@ -59,7 +60,7 @@ class AttemptGateway:
 
     # -- TaskGateway ---------------------------------------------------------------------------
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None:
-        message = TriggerCheckpoint(self._number(), vertex_id, subtask, barrier)
+        message = TriggerSourceCheckpoint(self._number(), vertex_id, subtask, barrier)
         self.send_to_subtask(subtask, message)
 
     def stop_source(self, vertex_id: int, subtask: int, drain: bool) -> None:

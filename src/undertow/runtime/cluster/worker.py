@@ -31,6 +31,7 @@ from typing import Any
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import NetworkError, RestoreError
+from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph, JobVertex
 from undertow.runtime.checkpoint.channel_state_files import (
     ChannelStateFileWriter,
@@ -45,6 +46,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
 from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
@@ -69,7 +71,7 @@ from undertow.runtime.cluster.messages import (
     TaskFinished,
     TaskMetricsReport,
     TasksDeployed,
-    TriggerCheckpoint,
+    TriggerSourceCheckpoint,
     WorkerFailed,
 )
 from undertow.runtime.cluster.metrics import TaskMetrics
@@ -120,16 +122,18 @@ class _Responder:
 
     def __init__(self, worker: Worker, vertex_id: int, subtask: int) -> None:
         self.worker = worker
-        self.vertex_id = vertex_id
-        self.subtask = subtask
+        self.vertex_id = VertexId(vertex_id)
+        self.subtask = SubtaskIndex(subtask)
 
     def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
-        self.worker.send(AcknowledgeCheckpoint(self.worker.attempt, self.vertex_id, self.subtask,
-                                               checkpoint_id, handle, metrics))  # fmt: skip
+        self.worker.send(AcknowledgeCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                               self.subtask, CheckpointId(checkpoint_id), handle,
+                                               metrics))  # fmt: skip
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None:
-        self.worker.send(DeclineCheckpoint(self.worker.attempt, self.vertex_id, self.subtask,
-                                           checkpoint_id, reason, detail))  # fmt: skip
+        self.worker.send(DeclineCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                           self.subtask, CheckpointId(checkpoint_id), reason,
+                                           detail))  # fmt: skip
 
 
 class Worker:
@@ -220,8 +224,9 @@ class Worker:
             self.io_pool = ThreadPoolExecutor(
                 2, thread_name_prefix=f"undertow-io-{self.worker_index}"
             )
-        exactly_once = self.config.get(Options.CHECKPOINT_MODE) == "EXACTLY_ONCE"
-        if self.storage is not None and exactly_once and self.config.get(Options.UNALIGNED):
+        checkpointing = CheckpointSettings.of(self.config)
+        exactly_once = checkpointing.exactly_once
+        if self.storage is not None and checkpointing.writes_channel_state:
             self.channel_state_files = ChannelStateFileWriter(
                 self.storage.write_file,
                 self.config.get(Options.MAX_SUBTASKS_PER_CHANNEL_STATE_FILE),
@@ -230,7 +235,9 @@ class Worker:
         restored = await self._read_restored_state(graph, deploy)
         restored_channels = await self._read_restored_channel_state(graph, deploy)
         reemitted = await self._read_reemitted_channel_state(graph, deploy)
-        rescaled_outputs = getattr(deploy.restore, "rescaled_outputs", None) or {}
+        assignment = deploy.restore
+        rescaled_outputs = assignment.rescaled_outputs if assignment is not None else {}
+        rescaled_gates = assignment.rescaled_gates if assignment is not None else {}
         plan = plan_execution(graph, deploy.num_workers)
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
@@ -255,7 +262,6 @@ class Worker:
             services.task = task
             task.reemit = reemitted.get((vertex_id, subtask), [])
             task.recovery_outputs = rescaled_outputs.get(vertex_id, frozenset())
-            rescaled_gates = getattr(deploy.restore, "rescaled_gates", None) or {}
             task.recovering_gates = set(rescaled_gates.get(vertex_id, frozenset()))
             if task.recovering_gates:
                 task.on_channel_state_recovered = functools.partial(
@@ -313,9 +319,7 @@ class Worker:
             uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
             stray = {u for snaps in restored.values() for s in snaps for u in s.operators} - uids
             if stray:
-                raise RestoreError(
-                    unclaimed_message(assignment.metadata.checkpoint_id, list(stray))
-                )
+                raise RestoreError(unclaimed_message(assignment.checkpoint_id, list(stray)))
         return restored
 
     async def _read_restored_channel_state(
@@ -325,7 +329,7 @@ class Worker:
         handles: one ranged read per handle on the I/O pool, its sha256 checked before any
         chunk is used."""
         assignment = deploy.restore
-        if assignment is None or not getattr(assignment, "channel_state", None):
+        if assignment is None or not assignment.channel_state:
             return {}
         storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
         mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
@@ -343,8 +347,8 @@ class Worker:
                         self.io_pool, _read_chunks, handle, storage.read_range
                     )
                 sides.append(chunks)
-            gates = getattr(assignment, "rescaled_gates", {}).get(key[0], frozenset())
-            outputs = getattr(assignment, "rescaled_outputs", {}).get(key[0], frozenset())
+            gates = assignment.rescaled_gates.get(key[0], frozenset())
+            outputs = assignment.rescaled_outputs.get(key[0], frozenset())
             inputs = {c: chunks for c, chunks in sides[0].items() if c[0] not in gates}
             outs = {c: chunks for c, chunks in sides[1].items() if c[0] not in outputs}
             if inputs or outs:  # the rest is re-emitted by the producers (rescaled edges)
@@ -358,8 +362,7 @@ class Worker:
         (output index, its chunks in stream order, a description for errors). Each handle is
         read (and verified) once per worker, on the I/O pool."""
         assignment = deploy.restore
-        reemit = getattr(assignment, "reemit", None) if assignment is not None else None
-        if not reemit:
+        if assignment is None or not assignment.reemit:
             return {}
         storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
         mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
@@ -376,7 +379,7 @@ class Worker:
             return cache[id(handle)]
 
         result: dict[tuple[int, int], list[tuple[int, list[bytes], str]]] = {}
-        for key, channels in reemit.items():
+        for key, channels in assignment.reemit.items():
             if key not in mine:
                 continue
             streams = []
@@ -496,7 +499,7 @@ class Worker:
             elif isinstance(msg, NoMoreSplits):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]
                 task.post(task.head.no_more_splits)
-            elif isinstance(msg, TriggerCheckpoint):
+            elif isinstance(msg, TriggerSourceCheckpoint):
                 task = self.tasks[(msg.vertex_id, msg.subtask)]
                 # A task that finished meanwhile: its TaskFinished makes the JobMaster count it
                 # as acknowledged (FLIP-147), so the trigger is dropped.
@@ -560,7 +563,8 @@ class Worker:
             accumulators[f"buffer_debloat_announcements[{task.name}]"] = (
                 task.debloater.announcements
             )
-        self.send(TaskFinished(self.attempt, vertex_id, subtask, accumulators))
+        self.send(TaskFinished(AttemptNumber(self.attempt), VertexId(vertex_id),
+                               SubtaskIndex(subtask), accumulators))  # fmt: skip
 
     def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:
         self.ended.add(key)
