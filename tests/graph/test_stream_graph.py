@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from undertow.common import Configuration
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import (
     CoMapFunction,
@@ -49,6 +50,12 @@ class Both(CoMapFunction):
         return value
 
 
+def _env() -> StreamExecutionEnvironment:
+    """An environment at default parallelism 1 (unset, a job on one machine gets its cores),
+    so that these shapes do not depend on the machine."""
+    return StreamExecutionEnvironment(Configuration({"parallelism.default": "1"}))
+
+
 def _build(sinks: list[Transformation], parallelism: int = 1, **kw: Any) -> StreamGraph:
     return build_stream_graph(
         "job",
@@ -86,7 +93,7 @@ def _op(name: str, upstream: Transformation, parallelism: int | None = None) -> 
 
 
 def test_pipeline_nodes_and_forward_edges() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     env.from_collection([1, 2, 3]).map(lambda x: x + 1).name("Plus").filter(bool).print()
     graph = env.get_stream_graph("my job")
     assert graph.job_name == "my job"
@@ -103,7 +110,7 @@ def test_pipeline_nodes_and_forward_edges() -> None:
 
 
 def test_default_partitioner_is_rebalance_when_parallelism_changes() -> None:
-    env = StreamExecutionEnvironment().set_parallelism(3)
+    env = _env().set_parallelism(3)
     env.from_collection([1]).map(str).set_parallelism(3).map(len).set_parallelism(2).print()
     graph = env.get_stream_graph()
     assert [(e[0], e[1], e[2]) for e in _edges(graph)] == [
@@ -115,7 +122,7 @@ def test_default_partitioner_is_rebalance_when_parallelism_changes() -> None:
 
 
 def test_default_parallelism_and_max_parallelism_come_from_the_environment() -> None:
-    env = StreamExecutionEnvironment().set_parallelism(4).set_max_parallelism(64)
+    env = _env().set_parallelism(4).set_max_parallelism(64)
     env.from_collection([1]).map(str).print()
     graph = env.get_stream_graph()
     source, mapper = _node(graph, "Source: Collection Source"), _node(graph, "Map")
@@ -124,7 +131,7 @@ def test_default_parallelism_and_max_parallelism_come_from_the_environment() -> 
 
 
 def test_explicit_forward_with_different_parallelism_names_both_operators() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     up = env.from_collection([1]).map(str).name("Up")
     up.forward().map(len).name("Down").set_parallelism(2).print()
     with pytest.raises(GraphBuildError) as info:
@@ -136,7 +143,7 @@ def test_explicit_forward_with_different_parallelism_names_both_operators() -> N
 
 
 def test_parallelism_above_max_parallelism_raises_naming_the_operator() -> None:
-    env = StreamExecutionEnvironment().set_max_parallelism(2)
+    env = _env().set_max_parallelism(2)
     env.from_collection([1]).map(str).name("Wide").set_parallelism(4).print()
     with pytest.raises(GraphBuildError, match=r"'Wide': parallelism 4 .* max parallelism 2"):
         env.get_stream_graph()
@@ -157,7 +164,7 @@ def test_default_parallelism_above_an_operators_max_parallelism_is_refused() -> 
 
 
 def test_duplicate_uid_names_both_operators() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     ds = env.from_collection([1])
     ds.map(str).name("First").uid("same").print()
     ds.map(len).name("Second").uid("same").print()
@@ -167,7 +174,7 @@ def test_duplicate_uid_names_both_operators() -> None:
 
 def test_explicit_uids_are_kept_and_generated_ones_depend_only_on_the_topology() -> None:
     def build(extra_branch: bool) -> StreamGraph:
-        env = StreamExecutionEnvironment()
+        env = _env()
         mapped = env.from_collection([1]).uid("src").map(str)
         mapped.filter(bool).print()
         mapped.filter(bool).print()  # the same operator twice: the uids must still differ
@@ -188,14 +195,14 @@ def test_explicit_uids_are_kept_and_generated_ones_depend_only_on_the_topology()
 
 
 def test_no_sink_raises() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     env.from_collection([1]).map(str)
     with pytest.raises(GraphBuildError, match="no operators"):
         env.get_stream_graph()
 
 
 def test_only_transformations_reachable_from_sinks_become_nodes() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     ds = env.from_collection([1])
     ds.map(str).name("Dangling")
     ds.print()
@@ -206,7 +213,7 @@ def test_only_transformations_reachable_from_sinks_become_nodes() -> None:
 
 
 def test_key_by_makes_a_hash_edge_with_the_target_max_parallelism() -> None:
-    env = StreamExecutionEnvironment().set_parallelism(2)
+    env = _env().set_parallelism(2)
     keyed = env.from_collection([(1, "a")]).key_by(lambda r: r[0])
     keyed.reduce(lambda a, b: a).name("Reduce").set_max_parallelism(16).print()
     graph = env.get_stream_graph()
@@ -221,7 +228,7 @@ def test_key_by_makes_a_hash_edge_with_the_target_max_parallelism() -> None:
 
 
 def test_the_last_partitioning_applied_decides_the_edge() -> None:
-    env = StreamExecutionEnvironment().set_parallelism(2)
+    env = _env().set_parallelism(2)
     ds = env.from_collection([(1, "a")])
     ds.rebalance().key_by(lambda r: r[0]).reduce(lambda a, b: a).name("Keyed").print()
     ds.shuffle().rebalance().map(str).name("Spread").print()  # a KeyedStream refuses rebalance()
@@ -233,7 +240,7 @@ def test_the_last_partitioning_applied_decides_the_edge() -> None:
 
 
 def test_explicit_partitioners_are_copied_per_edge() -> None:
-    env = StreamExecutionEnvironment().set_parallelism(2)
+    env = _env().set_parallelism(2)
     spread = env.from_collection([1]).rebalance()
     spread.map(str).print()
     spread.map(len).print()
@@ -244,7 +251,7 @@ def test_explicit_partitioners_are_copied_per_edge() -> None:
 
 
 def test_union_makes_one_edge_per_input_into_the_same_node() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     a = env.from_collection([1]).name("A")
     b = env.from_collection([2]).name("B")
     c = env.from_collection([3]).name("C")
@@ -260,7 +267,7 @@ def test_union_makes_one_edge_per_input_into_the_same_node() -> None:
 
 
 def test_side_output_edges_carry_the_tag() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     main = env.from_collection([1, -1]).process(SplitLate()).name("Split")
     main.print().name("MainSink")
     main.get_side_output(LATE).map(abs).name("LateMap").print()
@@ -273,7 +280,7 @@ def test_side_output_edges_carry_the_tag() -> None:
 
 
 def test_partitioning_a_side_output_keeps_the_tag() -> None:
-    env = StreamExecutionEnvironment().set_parallelism(2)
+    env = _env().set_parallelism(2)
     main = env.from_collection([1]).process(SplitLate()).name("Split").set_parallelism(2)
     main.get_side_output(LATE).rebalance().map(abs).name("LateMap").print()
     graph = env.get_stream_graph()
@@ -282,7 +289,7 @@ def test_partitioning_a_side_output_keeps_the_tag() -> None:
 
 
 def test_two_input_edges_have_target_input_one_and_two() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     left = env.from_collection([1]).name("Left")
     right = env.from_collection(["x"]).name("Right")
     left.connect(right).map(Both()).name("Co").print()
@@ -305,7 +312,7 @@ def test_two_input_transformation_with_union_on_one_side() -> None:
 
 
 def test_buffer_timeout_default_and_override() -> None:
-    env = StreamExecutionEnvironment().set_buffer_timeout(7)
+    env = _env().set_buffer_timeout(7)
     env.from_collection([1]).map(str).set_buffer_timeout(0).print()
     graph = env.get_stream_graph()
     assert _node(graph, "Map").buffer_timeout == 0
@@ -313,7 +320,7 @@ def test_buffer_timeout_default_and_override() -> None:
 
 
 def test_chaining_switch_and_strategies_are_recorded() -> None:
-    env = StreamExecutionEnvironment().disable_operator_chaining()
+    env = _env().disable_operator_chaining()
     env.from_collection([1]).map(str).start_new_chain().map(len).disable_chaining().print()
     graph = env.get_stream_graph()
     assert not graph.chaining_enabled
@@ -339,7 +346,7 @@ def test_forward_partitioner_given_explicitly_on_equal_parallelism_is_kept() -> 
 
 
 def test_describe_is_json() -> None:
-    env = StreamExecutionEnvironment()
+    env = _env()
     env.from_collection([1]).map(str).print()
     plan = describe(env.get_stream_graph())
     assert plan["job"] == "undertow job"
