@@ -9,11 +9,11 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
-	$(MAKE) browser
 	touch $(STAMP)
 
-# the dashboard's tests drive Debian's headless Chromium (they must run in CI): install it
-# and its driver when missing (apt; as root, or through sudo)
+# the dashboard's tests drive Debian's headless Chromium (they must run in CI): `make test`
+# installs it and its driver when missing (apt; as root, or through sudo); `make demo` does not
+# need them
 browser:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
