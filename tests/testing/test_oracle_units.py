@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -585,6 +586,9 @@ def test_kill_worker_process_kills_only_worker_children(capsys: pytest.CaptureFi
         [sys.executable, "-c", "import time; time.sleep(60)", "undertow.deploy.worker_process"]
     )
     try:
+        deadline = time.monotonic() + 10  # the child's command line appears once it has exec'd
+        while worker_process_pids() != [child.pid] and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert worker_process_pids() == [child.pid]
         assert kill_worker_process(seed=5) == child.pid
         assert child.wait(10) == -9
