@@ -255,7 +255,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 states[name] = (table.kind, table.ttl, void, windowed)
             if states:
                 key_group = self.key_group_range.start + offset
-                blobs[key_group] = _encode({"key_group": key_group, "states": states})
+                blobs[key_group] = encode_key_group_blob({"key_group": key_group, "states": states})
         return blobs
 
     def _live_entries(self, table: StateTable, d: dict[Any, Any], now: int) -> dict[Any, Any]:
@@ -280,7 +280,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             offset = key_group - self.key_group_range.start
             if not 0 <= offset < self._groups:
                 continue
-            payload = _decode(blob, self.operator_name, key_group)
+            payload = decode_key_group_blob(blob, self.operator_name, key_group)
             for name, (kind, ttl, void, windowed) in payload["states"].items():
                 table = self._tables.get(name)
                 if table is None:
@@ -313,12 +313,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         )
 
 
-def _encode(payload: dict[str, Any]) -> bytes:
+def encode_key_group_blob(payload: dict[str, Any]) -> bytes:
+    """One key group's keyed state as a versioned, checksummed blob: the canonical format
+    both backends write, so a job may switch backends at restore."""
     body = pickle.dumps(payload, protocol=5)
     return _HEADER.pack(_MAGIC, _VERSION, zlib.crc32(body)) + body
 
 
-def _decode(blob: bytes, operator_name: str, key_group: int) -> dict[str, Any]:
+def decode_key_group_blob(blob: bytes, operator_name: str, key_group: int) -> dict[str, Any]:
     where = f"operator {operator_name!r}, key group {key_group}"
     if len(blob) < _HEADER.size:
         raise StateError(f"{where}: keyed state blob of {len(blob)} bytes is truncated")

@@ -36,7 +36,7 @@ from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
 from undertow.state.descriptors import StateDescriptor
-from undertow.state.heap import _decode, _encode
+from undertow.state.heap import decode_key_group_blob, encode_key_group_blob
 from undertow.state.heap_states import ABSENT, STATE_CLASSES, KeyContext, StateTable, UnkeyedDict
 from undertow.state.heap_ttl import (
     TTL_STATE_CLASSES,
@@ -344,7 +344,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                 if void or windowed:
                     states[name] = (kind, ttl, void, windowed)
             if states:
-                blobs[key_group] = _encode({"key_group": key_group, "states": states})
+                blobs[key_group] = encode_key_group_blob({"key_group": key_group, "states": states})
         return blobs
 
     def _ttl_ms(self, name: str) -> int:
@@ -358,7 +358,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         for key_group, blob in blobs.items():
             if not r.start <= key_group < r.stop:
                 continue
-            payload = _decode(blob, self.operator_name, key_group)
+            payload = decode_key_group_blob(blob, self.operator_name, key_group)
             for name, (kind, ttl, void, windowed) in payload["states"].items():
                 meta = self._meta.get(name)
                 if meta is None:
