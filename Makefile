@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak
