@@ -38,6 +38,11 @@ SEEDS = int(os.environ.get("UNDERTOW_SOAK_SEEDS", "20"))
 HEALTHY_WITHIN_S = 60.0
 #: source time per kill: the source must outlast every kill (restores rewind it a little)
 SOURCE_S_PER_KILL = 1.5
+#: the job's result is awaited this long after the last kill
+RESULT_TIMEOUT_S = KILLS * SOURCE_S_PER_KILL * 4 + 120
+#: a seed's own bound, from the bounds above (the suite's 300 s per test is for ordinary tests:
+#: 50 kills need longer on a loaded machine)
+SEED_TIMEOUT_S = int(KILLS * (HEALTHY_WITHIN_S + 1.0) + HEALTHY_WITHIN_S + RESULT_TIMEOUT_S + 60)
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 RESTORED = re.compile(r"^\[undertow\] restored from checkpoint (\d+)", re.M)
 
@@ -71,6 +76,7 @@ def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: l
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SEED_TIMEOUT_S)
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("index", range(SEEDS))
 def test_random_kills_under_backpressure_unaligned(
@@ -94,7 +100,7 @@ def test_random_kills_under_backpressure_unaligned(
             time.sleep(rng.uniform(0.1, 1.0))
             assert kill_worker_process(rng.randrange(2**32)) is not None, f"{what}: no worker"
         _wait_healthy(client, capsys, console, KILLS, f"seed {seed}, after the last kill")
-        result = client.get_job_execution_result(timeout=KILLS * SOURCE_S_PER_KILL * 4 + 120)
+        result = client.get_job_execution_result(timeout=RESULT_TIMEOUT_S)
     finally:
         client.cancel()
         rest_ids = watcher.stop()
