@@ -54,10 +54,12 @@ def _base_seed() -> int:
 
 
 def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: list[str],
-                  restores: int, what: str) -> None:  # fmt: skip
+                  restores: int, what: str) -> float:  # fmt: skip
     """Until ``restores`` restore lines were printed and a checkpoint completed after the
-    last of them, within HEALTHY_WITHIN_S; appends what was printed to ``console``."""
-    deadline = time.monotonic() + HEALTHY_WITHIN_S
+    last of them, within HEALTHY_WITHIN_S; appends what was printed to ``console``. Returns
+    the seconds it waited."""
+    began = time.monotonic()
+    deadline = began + HEALTHY_WITHIN_S
     while True:
         console.append(capsys.readouterr().err)
         text = "".join(console)
@@ -65,7 +67,7 @@ def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: l
         if len(lines) >= restores:
             after = lines[restores - 1].end() if restores else 0
             if COMPLETED.search(text, after):
-                return
+                return time.monotonic() - began
         status = client.get_job_status()  # type: ignore[attr-defined]
         if time.monotonic() > deadline or status in (JobStatus.FAILED, JobStatus.FINISHED):
             raise AssertionError(
@@ -93,13 +95,18 @@ def test_random_kills_under_backpressure_unaligned(
     client = env.execute_async(f"kill soak seed {seed}")
     watcher = RestWatcher(client)
     console: list[str] = []
+    #: seconds from each kill until the job was healthy again
+    healthy_after: list[float] = []
     try:
         for kill in range(KILLS):
             what = f"seed {seed} (UNDERTOW_TEST_SEED={_base_seed()}, index {index}), kill {kill}"
-            _wait_healthy(client, capsys, console, kill, what)
+            waited = _wait_healthy(client, capsys, console, kill, what)
+            if kill:
+                healthy_after.append(waited)
             time.sleep(rng.uniform(0.1, 1.0))
             assert kill_worker_process(rng.randrange(2**32)) is not None, f"{what}: no worker"
-        _wait_healthy(client, capsys, console, KILLS, f"seed {seed}, after the last kill")
+        last = _wait_healthy(client, capsys, console, KILLS, f"seed {seed}, after the last kill")
+        healthy_after.append(last)
         result = client.get_job_execution_result(timeout=RESULT_TIMEOUT_S)
     finally:
         client.cancel()
@@ -107,8 +114,12 @@ def test_random_kills_under_backpressure_unaligned(
     console.append(capsys.readouterr().err)
     text = "".join(console)
     oracle = OracleResult.from_job_result(result, KEYS, records_per_key, evidence)
-    print(f"[soak] seed {seed}: {KILLS} kills survived in {time.monotonic() - started:.0f} s: "
-          f"{oracle}")  # fmt: skip
+    healthy_after.sort()
+    with capsys.disabled():  # the figures for the README, past the console capture
+        took = time.monotonic() - started
+        print(f"\n[soak] seed {seed}: {KILLS} kills survived in {took:.0f} s; "
+              f"healthy again after a kill: median {healthy_after[len(healthy_after) // 2]:.1f} s, "
+              f"max {healthy_after[-1]:.1f} s; {oracle}")  # fmt: skip
     assert oracle.is_exactly_once, (seed, str(oracle))
     assert oracle.restarts == KILLS, (seed, oracle)
     assert_restores(text, rest_ids, restores=KILLS)
