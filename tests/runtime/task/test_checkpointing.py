@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from undertow.core.config import Configuration
+from undertow.core.config import Configuration, Options
 from undertow.graph.partitioners import RebalancePartitioner
 from undertow.runtime.checkpoint.barrier import (
     AlignmentType,
@@ -42,6 +42,7 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.storage import FileHandle
+from undertow.testing.channel_state import InMemoryChannelStateWriter
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
 TIMEOUTABLE = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 50)
@@ -164,10 +165,12 @@ class Harness:
         self.responder = Responder()
         self.files: dict[int, bytes] = {}
         self.task = Task()
+        unaligned = exactly_once and Configuration(settings).get(Options.UNALIGNED)
+        channel_state = InMemoryChannelStateWriter.of([self.gate], self.writers)
         self.cp = SubtaskCheckpointer(
             "op (1/1)", "f", self.chain, [self.gate], self.writers,  # type: ignore[arg-type]
             self.responder, self._write, InlineExecutor(), exactly_once, lambda: 0,
-            Configuration(settings),
+            Configuration(settings), channel_state if unaligned else None,
         )  # fmt: skip
         self.cp.attach(self.task)
 

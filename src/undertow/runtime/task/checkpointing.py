@@ -45,7 +45,6 @@ from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandle
 from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateResult,
     ChannelStateWriter,
-    InMemoryChannelStateWriter,
 )
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.inflight_capture import (
@@ -104,8 +103,8 @@ class SubtaskCheckpointer:
     ``config`` selects the handler: exactly-once with ``execution.checkpointing.unaligned.
     enabled`` uses :meth:`BarrierHandler.alternating` (also for pure unaligned checkpoints: it
     still aligns savepoints and FORCED_ALIGNED barriers, which :meth:`BarrierHandler.unaligned`
-    would not), otherwise the aligned handler. ``channel_state_writer`` defaults to an
-    :class:`InMemoryChannelStateWriter` when unaligned checkpoints are enabled.
+    would not), otherwise the aligned handler. ``channel_state_writer`` is required when
+    unaligned checkpoints are enabled (workers pass their shared-file writer's member).
     """
 
     def __init__(
@@ -157,11 +156,8 @@ class SubtaskCheckpointer:
         ]
         self.channel_state: ChannelStateWriter | None = channel_state_writer
         if self.channel_state is None and self.unaligned_enabled:
-            self.channel_state = InMemoryChannelStateWriter(
-                getattr(chain, "subtask_index", 0), getattr(chain, "parallelism", 1),
-                tuple(len(g.channels) for g in gates),
-                tuple(len(w.partition.subpartitions) for w in writers),
-            )  # fmt: skip
+            raise ValueError(f"{task_name}: unaligned checkpoints are enabled "
+                             "but no channel-state writer was given")  # fmt: skip
         self.task: TaskInput | None = None
         #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
         #: with each acknowledgement when set (``debloat_estimate_ms``); set by the task.
@@ -454,7 +450,7 @@ class SubtaskCheckpointer:
         writer = self.channel_state
         if not needs_channel_state or writer is None:
             self._write(cid, snapshot, metrics, async_started, None)
-        elif isinstance(writer, InMemoryChannelStateWriter):
+        elif writer.in_state_file:
             # The channel state goes into the state file: written once it is complete.
             writer.when_finished(
                 cid,
