@@ -215,6 +215,16 @@ def test_handler_choice_follows_the_configuration() -> None:
     assert isinstance(Harness(exactly_once=False).cp.handler, BarrierTracker)
 
 
+def test_unaligned_checkpoints_without_a_channel_state_writer_are_refused() -> None:
+    h = Harness()
+    with pytest.raises(ValueError, match=r"op \(1/1\): unaligned checkpoints are enabled but no"):
+        SubtaskCheckpointer(
+            "op (1/1)", "f", h.chain, [InputGate("in", 1, 8)], [],  # type: ignore[arg-type]
+            h.responder, h._write, InlineExecutor(), True, lambda: 0,
+            Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        )  # fmt: skip
+
+
 def test_unaligned_input_state_is_exactly_the_data_before_each_barrier() -> None:
     async def body() -> None:
         h = Harness()
