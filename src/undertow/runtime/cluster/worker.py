@@ -6,9 +6,9 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-Why still one piece of about 670 lines: deployment wires partitions, gates, tasks and
-checkpointers in one place; channel-state restore leaves it for a channel-state reader
-(issue 13, step 2) and the wiring becomes one ``TaskDeployment`` record (step 3).
+About 550 lines: deployment wires partitions, gates, tasks and checkpointers in one place
+(it becomes one ``TaskDeployment`` record, issue 13 step 3); the channel state it restores is
+read and checked by ``runtime.checkpoint.channel_state_reader`` (step 2).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

@@ -3,9 +3,10 @@
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
 Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
 
-Why still one piece of about 690 lines: it executes every barrier action, and the unaligned
-capture it does is the part that moves out, to one home for channel state (issue 13, step 2),
-before the checkpointer is rewired (step 3).
+Why still one piece of about 640 lines: it executes every barrier action and the snapshot's
+write and acknowledgement. What to persist of in-flight data is decided by
+``runtime.checkpoint.inflight_capture`` (issue 13, step 2); only its execution is here. The
+snapshot's write and acknowledgement split off when the checkpointer is rewired (step 3).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
