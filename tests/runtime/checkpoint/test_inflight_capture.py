@@ -66,6 +66,18 @@ def _view(fake: FakeInput) -> InflightInputView:
     return fake  # checks the fake against the Protocol (mypy)
 
 
+class Writer:
+    """Collects checkpoint CID for the first ``open_for`` questions, then has aborted it."""
+
+    def __init__(self, open_for: int = 10**9) -> None:
+        self.open_for = open_for
+
+    def is_started(self, checkpoint_id: int) -> bool:
+        assert checkpoint_id == CID
+        self.open_for -= 1
+        return self.open_for >= 0
+
+
 buffers = st.binary(min_size=1, max_size=4).map(Buffer)
 entries = st.one_of(
     buffers,
@@ -108,15 +120,9 @@ def test_input_state_is_the_stream_up_to_the_cut(
     )
     assert decisions[0] == StartChannelState(CID)
     persisted = decisions[1:]
-    opened = [open_for]
-
-    def is_open(cid: int) -> bool:
-        assert cid == CID
-        opened[0] -= 1
-        return opened[0] >= 0
-
+    writer = Writer(open_for)
     for payload in arrivals:
-        recorded = capture.on_arrival(1, payload, is_open)
+        recorded = capture.on_arrival(1, payload, writer)
         if recorded is not None:
             persisted.append(recorded)
     assert all(isinstance(d, PersistInput) and d.channel == (0, 1) for d in persisted)
@@ -150,7 +156,7 @@ def test_aligned_barrier_without_timeout_captures_nothing() -> None:
     capture = InflightCapture([(0, 0)], [])
     fake = FakeInput([Buffer(b"x")], [], b"p")
     assert capture.start_inputs(barrier(CID, ALIGNED), [0], [fake], lambda i: [b"u"]) == []
-    assert capture.on_arrival(0, Buffer(b"y"), lambda cid: True) is None
+    assert capture.on_arrival(0, Buffer(b"y"), Writer()) is None
     assert capture.finish_inputs(CID) is None
 
 
@@ -162,7 +168,7 @@ def test_nothing_is_recorded_after_the_barrier_or_once_forgotten(ops: list[str])
     recording, finished = True, False
     for op in ops:
         if op == "arrive":
-            got = capture.on_arrival(0, Buffer(b"d"), lambda cid: True)
+            got = capture.on_arrival(0, Buffer(b"d"), Writer())
             assert (got is not None) == recording, ops
         elif op == "received":
             capture.barrier_received(0, CID)

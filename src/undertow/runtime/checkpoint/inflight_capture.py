@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
@@ -91,6 +91,13 @@ class OutputTimeout:
     barrier: CheckpointBarrier
     replacement: CheckpointBarrier
     subpartitions: tuple[SubpartitionInfo, ...]
+
+
+class OpenCheckpoints(Protocol):
+    """Which checkpoints the channel-state writer still collects (a ``ChannelStateWriter``
+    answers it; it may abort one on its own, e.g. when its group moved past it)."""
+
+    def is_started(self, checkpoint_id: int) -> bool: ...
 
 
 class InflightCapture:
@@ -174,16 +181,17 @@ class InflightCapture:
             self._recording[index] = cid
 
     def on_arrival(
-        self, index: int, payload: object, is_open: Callable[[int], bool]
+        self, index: int, payload: object, writer: OpenCheckpoints
     ) -> PersistInput | None:
         """A payload arrived on channel ``index`` (before it is queued): the chunk to persist
-        if the channel is being recorded. ``is_open(cid)`` tells whether the writer still
-        collects that checkpoint; once it does not, the channel stops recording."""
+        if the channel is being recorded. ``writer`` tells whether it still collects that
+        checkpoint; once it does not, the channel stops recording. Cost: one dict lookup
+        when nothing is recorded (this runs for every buffer that arrives)."""
         cid = self._recording.get(index)
         if cid is None:
             return None
         if type(payload) is Buffer:
-            if is_open(cid):
+            if writer.is_started(cid):
                 return PersistInput(cid, self._info[index], encode_chunk(payload))
             del self._recording[index]
         elif isinstance(payload, CheckpointBarrier) and payload.checkpoint_id >= cid:

@@ -346,7 +346,7 @@ class SubtaskCheckpointer:
             self.pace.hurry()  # the earliest a worker learns of a checkpoint
         writer = self.channel_state
         if writer is not None:
-            persist = self._capture.on_arrival(index, payload, writer.is_started)
+            persist = self._capture.on_arrival(index, payload, writer)
             if persist is not None:
                 writer.add_input(persist.checkpoint_id, persist.channel, persist.chunk)
         if type(payload) is CheckpointBarrier and payload.options.is_timeoutable:
