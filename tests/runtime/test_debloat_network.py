@@ -64,7 +64,7 @@ def test_writer_cuts_buffers_at_the_announced_record_limit() -> None:
 def test_writer_cuts_buffers_at_the_announced_byte_size_and_big_records_go_whole() -> None:
     _, gate, writer = _local(floating=100, sender_floating=100)
     arrived: list[Buffer] = []
-    gate.channels[0].arrival_listener = lambda _channel, payload: arrived.append(payload)  # type: ignore[arg-type]
+    gate.channels[0].subscribe_arrivals(arrived.append)
     gate.announce_buffer_size(1024, SEGMENT)
     records = [f"r{i:06}" for i in range(2000)]  # ~10 bytes pickled each
     for start in range(0, 2000, 50):

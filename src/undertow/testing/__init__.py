@@ -6,8 +6,11 @@
   records, verifying operators and sink, fault injection (scheduled failures, failing
   snapshots, kill -9 of workers) and :class:`~undertow.testing.oracle.OracleResult`, whose six
   counts (lost, duplicated, out of order, corrupt, state and key-group mismatches) must be 0.
+* :mod:`undertow.testing.channel_state`: an in-memory ``ChannelStateWriter`` for tests of the
+  checkpoint path (channel state inside the subtask's state file, no shared files).
 """
 
+from undertow.testing.channel_state import InMemoryChannelStateWriter
 from undertow.testing.harness import KeyedOneInputOperatorTestHarness, OneInputOperatorTestHarness
 from undertow.testing.oracle import (
     FailingMap,
@@ -27,6 +30,7 @@ from undertow.testing.oracle import (
 __all__ = [
     "FailingMap",
     "FailingSnapshot",
+    "InMemoryChannelStateWriter",
     "InjectedFailure",
     "KeyedOneInputOperatorTestHarness",
     "OneInputOperatorTestHarness",

@@ -14,12 +14,12 @@ from undertow.runtime.checkpoint.barrier import (
 )
 from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateWriter,
-    InMemoryChannelStateWriter,
     decode_chunk,
     encode_chunk,
 )
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer
+from undertow.testing.channel_state import InMemoryChannelStateWriter
 
 
 def _writer() -> InMemoryChannelStateWriter:

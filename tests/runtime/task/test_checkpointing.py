@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from undertow.core.config import Configuration
+from undertow.core.config import Configuration, Options
 from undertow.graph.partitioners import RebalancePartitioner
 from undertow.runtime.checkpoint.barrier import (
     AlignmentType,
@@ -42,6 +42,7 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.storage import FileHandle
+from undertow.testing.channel_state import InMemoryChannelStateWriter
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
 TIMEOUTABLE = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 50)
@@ -164,10 +165,12 @@ class Harness:
         self.responder = Responder()
         self.files: dict[int, bytes] = {}
         self.task = Task()
+        unaligned = exactly_once and Configuration(settings).get(Options.UNALIGNED)
+        channel_state = InMemoryChannelStateWriter.of([self.gate], self.writers)
         self.cp = SubtaskCheckpointer(
             "op (1/1)", "f", self.chain, [self.gate], self.writers,  # type: ignore[arg-type]
             self.responder, self._write, InlineExecutor(), exactly_once, lambda: 0,
-            Configuration(settings),
+            Configuration(settings), channel_state if unaligned else None,
         )  # fmt: skip
         self.cp.attach(self.task)
 
@@ -210,6 +213,16 @@ def test_handler_choice_follows_the_configuration() -> None:
     assert isinstance(aligned.handler, BarrierHandler) and not aligned.handler.is_alternating
     assert aligned.channel_state is None
     assert isinstance(Harness(exactly_once=False).cp.handler, BarrierTracker)
+
+
+def test_unaligned_checkpoints_without_a_channel_state_writer_are_refused() -> None:
+    h = Harness()
+    with pytest.raises(ValueError, match=r"op \(1/1\): unaligned checkpoints are enabled but no"):
+        SubtaskCheckpointer(
+            "op (1/1)", "f", h.chain, [InputGate("in", 1, 8)], [],  # type: ignore[arg-type]
+            h.responder, h._write, InlineExecutor(), True, lambda: 0,
+            Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        )  # fmt: skip
 
 
 def test_unaligned_input_state_is_exactly_the_data_before_each_barrier() -> None:

@@ -33,6 +33,7 @@ from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition, ResultSubpartition
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.testing.channel_state import InMemoryChannelStateWriter
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
 CID = 1
@@ -190,6 +191,7 @@ def test_channel_state_is_exactly_the_in_flight_records(seed: int, credit: int) 
         "down (1/1)", "f", Chain(task), [gate], [], Responder(),  # type: ignore[arg-type]
         write_file, InlineExecutor(), True, lambda: 0,
         Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        InMemoryChannelStateWriter.of([gate], []),
     )  # fmt: skip
     checkpointer.attach(task)
 

@@ -24,6 +24,7 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.stream_task import StreamTask
+from undertow.testing.channel_state import InMemoryChannelStateWriter
 
 
 class Services:
@@ -156,6 +157,8 @@ def test_a_backpressured_task_still_takes_an_unaligned_barrier_at_once() -> None
             task.name, "f", task.chain, task.gates, task.writers, responder, write, Inline(),
             True, task.current_watermark,
             Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+            InMemoryChannelStateWriter.of(task.gates, task.writers, task.subtask_index,
+                                          task.vertex.parallelism),
         )  # fmt: skip
         task.checkpointer = checkpointer
         partition.max_buffers_per_channel = 2

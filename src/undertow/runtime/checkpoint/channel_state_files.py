@@ -94,6 +94,9 @@ class SubtaskChannelStateWriter:
     finishing a side is a programming error (:class:`ValueError`).
     """
 
+    #: The result is handles into shared files, written in parallel with the state file.
+    in_state_file = False
+
     def __init__(self, group: _Group, name: str) -> None:
         self._group = group
         self.name = name

@@ -6,9 +6,9 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-Why still one piece of about 670 lines: deployment wires partitions, gates, tasks and
-checkpointers in one place; channel-state restore leaves it for a channel-state reader
-(issue 13, step 2) and the wiring becomes one ``TaskDeployment`` record (step 3).
+About 550 lines: deployment wires partitions, gates, tasks and checkpointers in one place
+(it becomes one ``TaskDeployment`` record, issue 13 step 3); the channel state it restores is
+read and checked by ``runtime.checkpoint.channel_state_reader`` (step 2).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -36,18 +36,17 @@ from undertow.graph.job_graph import JobGraph, JobVertex
 from undertow.runtime.checkpoint.channel_state_files import (
     ChannelStateFileWriter,
     SubtaskChannelStateWriter,
-    read_channel_state,
 )
-from undertow.runtime.checkpoint.channel_state_handles import (
-    ChannelId,
-    ChannelStateHandles,
-    MergedChannelStateHandle,
+from undertow.runtime.checkpoint.channel_state_reader import (
+    ChannelStateReader,
+    ReemitStream,
+    RestoredChannels,
+    with_channel_state,
 )
-from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.settings import CheckpointSettings
-from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
 from undertow.runtime.cluster.messages import (
@@ -253,7 +252,7 @@ class Worker:
             gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
             snapshots = restored.get((vertex_id, subtask))
             if (vertex_id, subtask) in restored_channels:
-                snapshots = _with_channel_state(
+                snapshots = with_channel_state(
                     vertex, subtask, snapshots, gates, list(writers.values()),
                     restored_channels[(vertex_id, subtask)],
                 )  # fmt: skip
@@ -324,85 +323,27 @@ class Worker:
 
     async def _read_restored_channel_state(
         self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], _RestoredChannels]:
-        """Read and verify the channel state of this worker's subtasks through their merged
-        handles: one ranged read per handle on the I/O pool, its sha256 checked before any
-        chunk is used."""
-        assignment = deploy.restore
-        if assignment is None or not assignment.channel_state:
-            return {}
-        storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
-        mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
-        loop = asyncio.get_running_loop()
-        result: dict[tuple[int, int], _RestoredChannels] = {}
-        for key, handles in assignment.channel_state.items():
-            if key not in mine:
-                continue
-            assert isinstance(handles, ChannelStateHandles), handles
-            sides: list[dict[ChannelId, tuple[bytes, ...]]] = []
-            for handle in (handles.input, handles.output):
-                chunks: dict[ChannelId, tuple[bytes, ...]] = {}
-                if handle is not None:
-                    chunks = await loop.run_in_executor(
-                        self.io_pool, _read_chunks, handle, storage.read_range
-                    )
-                sides.append(chunks)
-            gates = assignment.rescaled_gates.get(key[0], frozenset())
-            outputs = assignment.rescaled_outputs.get(key[0], frozenset())
-            inputs = {c: chunks for c, chunks in sides[0].items() if c[0] not in gates}
-            outs = {c: chunks for c, chunks in sides[1].items() if c[0] not in outputs}
-            if inputs or outs:  # the rest is re-emitted by the producers (rescaled edges)
-                result[key] = _RestoredChannels(assignment.checkpoint_id, inputs, outs)
-        return result
+    ) -> dict[tuple[int, int], RestoredChannels]:
+        """The in-place channel state of this worker's subtasks (verified, on the I/O pool)."""
+        reader = self._channel_state_reader(graph, deploy)
+        return {} if reader is None else await reader.read_in_place()
 
     async def _read_reemitted_channel_state(
         self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], list[tuple[int, list[bytes], str]]]:
-        """Per subtask of this worker: the old channels it re-emits after a rescale, each as
-        (output index, its chunks in stream order, a description for errors). Each handle is
-        read (and verified) once per worker, on the I/O pool."""
+    ) -> dict[tuple[int, int], list[ReemitStream]]:
+        """Per subtask of this worker: the old channels it re-emits after a rescale."""
+        reader = self._channel_state_reader(graph, deploy)
+        return {} if reader is None else await reader.read_reemitted()
+
+    def _channel_state_reader(self, graph: JobGraph, deploy: Deploy) -> ChannelStateReader | None:
+        """A reader of the channel state this worker's subtasks restore, if there is any."""
         assignment = deploy.restore
-        if assignment is None or not assignment.reemit:
-            return {}
-        storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
-        mine = set(plan_execution(graph, deploy.num_workers).subtasks_of(graph, self.worker_index))
-        loop = asyncio.get_running_loop()
-        cache: dict[int, dict[ChannelId, tuple[bytes, ...]]] = {}
-        handles: dict[int, MergedChannelStateHandle] = {}
-
-        async def chunks_of(handle: MergedChannelStateHandle) -> dict[ChannelId, tuple[bytes, ...]]:
-            if id(handle) not in cache:
-                handles[id(handle)] = handle  # keeps the id valid
-                cache[id(handle)] = await loop.run_in_executor(
-                    self.io_pool, _read_chunks, handle, storage.read_range
-                )
-            return cache[id(handle)]
-
-        result: dict[tuple[int, int], list[tuple[int, list[bytes], str]]] = {}
-        for key, channels in assignment.reemit.items():
-            if key not in mine:
-                continue
-            streams = []
-            for item in channels:
-                assert isinstance(item, ReemitChannel), item
-                old = item.channel
-                ins = (
-                    ()
-                    if item.input is None
-                    else (await chunks_of(item.input)).get(old.input_channel, ())
-                )
-                outs = (
-                    ()
-                    if item.output is None
-                    else (await chunks_of(item.output)).get(old.output_channel, ())
-                )
-                where = (
-                    f"checkpoint {assignment.checkpoint_id}, edge {old.edge_id}, old channel "
-                    f"{old.old_producer} -> {old.old_consumer}"
-                )
-                streams.append((old.output_index, channel_stream(ins, outs), where))
-            result[key] = streams
-        return result
+        if assignment is None or not (assignment.channel_state or assignment.reemit):
+            return None
+        plan = plan_execution(graph, deploy.num_workers)
+        return ChannelStateReader(
+            assignment, set(plan.subtasks_of(graph, self.worker_index)), self.io_pool
+        )
 
     def _build_writers(
         self,
@@ -579,69 +520,6 @@ class Worker:
         self.send(WorkerFailed(self.attempt, self.worker_index, str(err), detail))
         for task in self.tasks.values():
             task.cancel()
-
-
-class _RestoredChannels:
-    """One subtask's channel state read back from shared files: chunks per channel."""
-
-    __slots__ = ("checkpoint_id", "inputs", "outputs")
-
-    def __init__(
-        self,
-        checkpoint_id: int,
-        inputs: dict[ChannelId, tuple[bytes, ...]],
-        outputs: dict[ChannelId, tuple[bytes, ...]],
-    ) -> None:
-        self.checkpoint_id = checkpoint_id
-        self.inputs = inputs
-        self.outputs = outputs
-
-
-def _read_chunks(
-    handle: MergedChannelStateHandle, read_range: Any
-) -> dict[ChannelId, tuple[bytes, ...]]:
-    """Blocking: ``handle``'s verified region, as chunks per channel in stream order."""
-    chunks: dict[ChannelId, list[bytes]] = {}
-    for channel, chunk in read_channel_state(handle, read_range):
-        chunks.setdefault(channel, []).append(chunk)
-    return {channel: tuple(c) for channel, c in chunks.items()}
-
-
-def _with_channel_state(
-    vertex: JobVertex,
-    subtask: int,
-    snapshots: list[SubtaskSnapshot] | None,
-    gates: list[InputGate],
-    writers: list[RecordWriter],
-    restored: _RestoredChannels,
-) -> list[SubtaskSnapshot]:
-    """The subtask's snapshots with its in-place channel state attached (the coordinator
-    checked the chains and left out the channels of rescaled edges, so the subtask has its
-    old parallelism and these channels exist; they are checked here)."""
-    gate_channels = tuple(len(g.channels) for g in gates)
-    subpartitions = tuple(len(w.partition.subpartitions) for w in writers)
-    for what, chunks, sizes in (("input", restored.inputs, gate_channels),
-                                ("output", restored.outputs, subpartitions)):  # fmt: skip
-        for first, second in chunks:
-            if first >= len(sizes) or second >= sizes[first]:
-                raise RestoreError(
-                    f"{vertex.name} ({subtask + 1}/{vertex.parallelism}): checkpoint "
-                    f"{restored.checkpoint_id} holds {what} channel state of channel "
-                    f"{(first, second)}, which does not exist ({sizes} channels); the job's "
-                    "shape changed since the checkpoint"
-                )
-    snapshots = list(snapshots) if snapshots else [SubtaskSnapshot(parallelism=vertex.parallelism)]
-    if len(snapshots) != 1 or snapshots[0].channel_state is not None:
-        raise RestoreError(
-            f"{vertex.name} ({subtask + 1}/{vertex.parallelism}): checkpoint "
-            f"{restored.checkpoint_id} holds channel state in shared files, but the subtask "
-            f"restores {len(snapshots)} state files (rescaled or re-chained)"
-        )
-    snapshots[0].channel_state = ChannelState(
-        restored.checkpoint_id, subtask, vertex.parallelism, gate_channels, subpartitions,
-        restored.inputs, restored.outputs,
-    )  # fmt: skip
-    return snapshots
 
 
 def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> TaskMetrics:

@@ -10,7 +10,8 @@ Priority events (unaligned barriers, converted barriers, announcements) sit at t
 their channel's queue; :meth:`InputGate.poll_priority` hands them out ahead of any data, so the
 task can take them between two chunks of a batch. For each queued priority event the channel
 remembers how many normal entries were queued before it arrived (``priority_marks``): those
-are the entries that came before it on the wire. An optional ``arrival_listener`` sees every
+are the entries that came before it on the wire. A channel is an
+:class:`~undertow.runtime.network.inflight_view.InflightInputView`: a subscribed sink sees every
 payload as it arrives, before it is queued (the checkpoint layer records in-flight data and
 announces barriers with it; the network does not know what either is).
 
@@ -29,11 +30,12 @@ Threading: one worker loop thread.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from undertow.runtime.network.buffer import BatchDeserializer, Buffer
 from undertow.runtime.network.credit import ReceiverChannel, ReceiverGate, Send
+from undertow.runtime.network.inflight_view import InflightDataSink
 from undertow.runtime.network.prioritized_deque import PrioritizedDeque
 
 
@@ -49,8 +51,8 @@ class ConsumerLink(Protocol):
 
 class InputChannel:
     __slots__ = (
+        "_arrival_sink",
         "_in_available",
-        "arrival_listener",
         "channel_id",
         "deserializer",
         "finished",
@@ -81,8 +83,8 @@ class InputChannel:
         self.priority_marks: deque[int] = deque()
         #: The mark of the entry :meth:`poll` returned last if it was a priority one, else None.
         self.last_priority_mark: int | None = None
-        #: Called with every arriving payload before it is queued (task-side observer).
-        self.arrival_listener: Callable[[InputChannel, object], None] | None = None
+        #: Called with every arriving payload before it is queued (see subscribe_arrivals).
+        self._arrival_sink: InflightDataSink | None = None
 
     def connect(self, link: ConsumerLink) -> None:
         """Attach the transport and announce the initial credit (the partition request)."""
@@ -94,9 +96,9 @@ class InputChannel:
         self.receiver.on_buffer(
             send.sequence_number, send.backlog, send.is_event, blocks_upstream=send.blocks_upstream
         )
-        listener = self.arrival_listener
-        if listener is not None:
-            listener(self, send.payload)
+        sink = self._arrival_sink
+        if sink is not None:
+            sink(send.payload)
         if send.priority:
             self.priority_marks.append(self.num_normal)
         self.queue.add(send.payload, send.priority)
@@ -116,6 +118,26 @@ class InputChannel:
         else:
             self.last_priority_mark = None
         return queue.poll()
+
+    def subscribe_arrivals(self, sink: InflightDataSink) -> None:
+        """Call ``sink`` with every arriving payload, before it is queued. One sink per
+        channel: a second subscription is a wiring error and raises."""
+        if self._arrival_sink is not None:
+            raise RuntimeError(f"{self.name}: arrivals already have a subscriber")
+        self._arrival_sink = sink
+
+    def queued_normal(self) -> Iterator[Any]:
+        """The queued entries outside the priority region, head to tail."""
+        return self.queue.normal_elements()
+
+    def partial_record(self) -> bytes:
+        """The bytes of the batch the deserializer is still assembling, or ``b""``."""
+        return self.deserializer.leftover()
+
+    @property
+    def is_blocked(self) -> bool:
+        """A blocking event (aligned barrier) arrived and consumption was not resumed."""
+        return self.receiver.is_blocked
 
     def queued_priority(self) -> list[tuple[object, int]]:
         """The queued priority entries, head first, each with its mark (see the module doc)."""

@@ -26,8 +26,9 @@ in :attr:`ResultPartition.max_overdraft_seen`, the buffers every writer took in
 Priority events (unaligned barriers) overtake queued buffers:
 :meth:`ResultSubpartition.overtake_with_priority_event` inserts one and returns, in the same
 step, the buffers it overtook; :meth:`ResultSubpartition.prioritize_event` turns a queued event
-into a priority one the same way. ``event_listener`` (optional) sees every event when it is
-sent, so the owner can tell whether an event already left. Events never use pool buffers.
+into a priority one the same way. A subscribed sink
+(:class:`~undertow.runtime.network.inflight_view.InflightOutputView`) sees every event when it
+is sent, so the owner can tell whether an event already left. Events never use pool buffers.
 
 Threading: one worker loop thread; the task and the transport call in from it. Cost: O(1) per
 buffer; ``is_available`` is O(subpartitions).
@@ -41,6 +42,7 @@ from typing import Any, Protocol
 from undertow.graph.partitioners import StreamPartitioner
 from undertow.runtime.network.buffer import Buffer, serialize_batch, split_into_buffers
 from undertow.runtime.network.credit import Send, SenderChannel
+from undertow.runtime.network.inflight_view import InflightDataSink
 
 
 class ProducerLink(Protocol):
@@ -50,7 +52,7 @@ class ProducerLink(Protocol):
 
 
 class ResultSubpartition:
-    __slots__ = ("_pumping", "_repump", "channel_id", "event_listener", "link", "name",
+    __slots__ = ("_event_sink", "_pumping", "_repump", "channel_id", "link", "name",
                  "partition", "sender")  # fmt: skip
 
     def __init__(self, partition: ResultPartition, channel_id: int, name: str) -> None:
@@ -62,7 +64,14 @@ class ResultSubpartition:
         self._pumping = False
         self._repump = False
         #: Called with the payload of every event this subpartition sends, when it is sent.
-        self.event_listener: Callable[[object], None] | None = None
+        self._event_sink: InflightDataSink | None = None
+
+    def subscribe_events_sent(self, sink: InflightDataSink) -> None:
+        """Call ``sink`` with every event this subpartition sends, right after the transport
+        took it. One sink per subpartition: a second subscription raises."""
+        if self._event_sink is not None:
+            raise RuntimeError(f"{self.name}: sent events already have a subscriber")
+        self._event_sink = sink
 
     def add_buffers(self, buffers: list[Buffer]) -> None:
         sender = self.sender
@@ -126,8 +135,8 @@ class ResultSubpartition:
                 if not send.is_event:
                     sent_data += 1
                 deliver(send)
-                if send.is_event and self.event_listener is not None:
-                    self.event_listener(send.payload)
+                if send.is_event and self._event_sink is not None:
+                    self._event_sink(send.payload)
             if sent_data:
                 partition.on_data_sent(sent_data)
         finally:

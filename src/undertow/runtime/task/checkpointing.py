@@ -3,9 +3,10 @@
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
 Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
 
-Why still one piece of about 690 lines: it executes every barrier action, and the unaligned
-capture it does is the part that moves out, to one home for channel state (issue 13, step 2),
-before the checkpointer is rewired (step 3).
+Why still one piece of about 640 lines: it executes every barrier action and the snapshot's
+write and acknowledgement. What to persist of in-flight data is decided by
+``runtime.checkpoint.inflight_capture`` (issue 13, step 2); only its execution is here. The
+snapshot's write and acknowledgement split off when the checkpointer is rewired (step 3).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -19,7 +20,7 @@ import logging
 import pickle
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any, Protocol
 
@@ -45,12 +46,19 @@ from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandle
 from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateResult,
     ChannelStateWriter,
-    InMemoryChannelStateWriter,
-    encode_chunk,
 )
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.inflight_capture import (
+    CaptureDecision,
+    FinishInput,
+    FinishOutput,
+    InflightCapture,
+    PersistInput,
+    PersistOutput,
+    ScheduleOutputTimeout,
+    StartChannelState,
+)
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot, SubtaskStateHandle
-from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -86,14 +94,18 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _none(_index: int) -> list[bytes]:
+    return []
+
+
 class SubtaskCheckpointer:
     """Executes the barrier handler's decisions for one subtask (see the module docstring).
 
     ``config`` selects the handler: exactly-once with ``execution.checkpointing.unaligned.
     enabled`` uses :meth:`BarrierHandler.alternating` (also for pure unaligned checkpoints: it
     still aligns savepoints and FORCED_ALIGNED barriers, which :meth:`BarrierHandler.unaligned`
-    would not), otherwise the aligned handler. ``channel_state_writer`` defaults to an
-    :class:`InMemoryChannelStateWriter` when unaligned checkpoints are enabled.
+    would not), otherwise the aligned handler. ``channel_state_writer`` is required when
+    unaligned checkpoints are enabled (workers pass their shared-file writer's member).
     """
 
     def __init__(
@@ -145,11 +157,8 @@ class SubtaskCheckpointer:
         ]
         self.channel_state: ChannelStateWriter | None = channel_state_writer
         if self.channel_state is None and self.unaligned_enabled:
-            self.channel_state = InMemoryChannelStateWriter(
-                getattr(chain, "subtask_index", 0), getattr(chain, "parallelism", 1),
-                tuple(len(g.channels) for g in gates),
-                tuple(len(w.partition.subpartitions) for w in writers),
-            )  # fmt: skip
+            raise ValueError(f"{task_name}: unaligned checkpoints are enabled "
+                             "but no channel-state writer was given")  # fmt: skip
         self.task: TaskInput | None = None
         #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
         #: with each acknowledgement when set (``debloat_estimate_ms``); set by the task.
@@ -167,25 +176,21 @@ class SubtaskCheckpointer:
         self.alignment_started: float | None = None
         self._start_delay_ms: float | None = None
         self._bytes_at_alignment = 0
-        #: Checkpoints whose channel-state writer InitInputsCheckpoint started.
-        self._inputs_started: set[int] = set()
-        #: channel index -> checkpoint whose input it records as it arrives.
-        self._recording: dict[int, int] = {}
+        #: What to persist of the in-flight data, decided per checkpoint (pure).
+        self._capture = InflightCapture(
+            self._info, [len(w.partition.subpartitions) for w in writers]
+        )
         #: (channel index, sequence number) -> the announced barrier queued there.
         self._announced: dict[tuple[int, int], CheckpointBarrier] = {}
         self._next_announcement = 0
         #: (channel index, its normal entries that precede it) of the barrier being processed.
         self._barrier_in_hand: tuple[int, int] | None = None
-        #: The timeoutable barrier in the outputs, and the subpartitions it has not left.
-        self._out_checkpoint: int | None = None
-        self._out_barrier: CheckpointBarrier | None = None
-        self._out_pending: set[tuple[int, int]] = set()
         if self.unaligned_enabled:
-            for channel in self.channels:
-                channel.arrival_listener = self._on_arrival
+            for index, channel in enumerate(self.channels):
+                channel.subscribe_arrivals(functools.partial(self._on_arrival, index))
             for i, writer in enumerate(writers):
                 for j, sp in enumerate(writer.partition.subpartitions):
-                    sp.event_listener = functools.partial(self._on_event_sent, (i, j))
+                    sp.subscribe_events_sent(functools.partial(self._on_event_sent, (i, j)))
 
     def attach(self, task: TaskInput) -> None:
         """Called by the task that owns this checkpointer, before it runs."""
@@ -272,20 +277,17 @@ class SubtaskCheckpointer:
             elif kind is ResumeChannels:
                 for index in action.channels:
                     channel = self.channels[index]
-                    if channel.receiver.is_blocked:
+                    if channel.is_blocked:
                         channel.resume_consumption()
             elif kind is AbortCheckpoint:
                 self._abort(action.checkpoint_id, action.reason)
             elif kind is InitInputsCheckpoint:
                 self._init_inputs(action)
             elif kind is ChannelBarrierReceived:
-                if self._recording.get(action.channel) == action.checkpoint_id:
-                    del self._recording[action.channel]
+                self._capture.barrier_received(action.channel, action.checkpoint_id)
             elif kind is FinishInputsCheckpoint:
-                cid = action.checkpoint_id
-                if cid in self._inputs_started and self.channel_state is not None:
-                    self._inputs_started.discard(cid)
-                    self.channel_state.finish_input(cid)
+                if self.channel_state is not None:
+                    self._persist([self._capture.finish_inputs(action.checkpoint_id)])
             elif kind is ConvertToPriority:
                 barrier = self._announced.pop((action.channel, action.sequence_number), None)
                 if barrier is not None:
@@ -305,100 +307,70 @@ class SubtaskCheckpointer:
         if isinstance(self.handler, BarrierHandler):
             self._execute(self.handler.on_alignment_timeout(checkpoint_id, _now_ms()))
 
-    # -- input channel state -----------------------------------------------------------------
-    def _init_inputs(self, action: InitInputsCheckpoint) -> None:
+    # -- channel state: the capture decides, the writer persists ------------------------------
+    def _persist(self, decisions: Iterable[CaptureDecision | None]) -> None:
+        """Execute the capture's decisions with the channel-state writer, in order."""
         writer = self.channel_state
-        options = action.barrier.options
-        if writer is None or not (options.is_unaligned or options.is_timeoutable):
+        assert writer is not None
+        for decision in decisions:
+            match decision:
+                case PersistInput(cid, channel, chunk):
+                    writer.add_input(cid, channel, chunk)
+                case PersistOutput(cid, channel, chunk):
+                    writer.add_output(cid, channel, chunk)
+                case StartChannelState(cid):
+                    writer.start(cid)
+                case FinishInput(cid):
+                    writer.finish_input(cid)
+                case FinishOutput(cid):
+                    writer.finish_output(cid)
+                case ScheduleOutputTimeout(cid, delay_ms):
+                    self._schedule(delay_ms, functools.partial(self._on_output_timeout, cid))
+                case None:
+                    pass
+
+    def _init_inputs(self, action: InitInputsCheckpoint) -> None:
+        if self.channel_state is None:
             return
-        cid = action.checkpoint_id
-        writer.start(cid)
-        self._inputs_started.add(cid)
-        self._recording = {c: k for c, k in self._recording.items() if k > cid}
-        for index in action.channels:
-            self._capture_input(index, cid, writer)
+        task = self.task
+        self._persist(self._capture.start_inputs(
+            action.barrier, action.channels, self.channels,
+            (lambda i: task.unprocessed_chunks(self.channels[i])) if task is not None else _none,
+            self._barrier_in_hand,
+        ))  # fmt: skip
 
-    def _capture_input(self, index: int, cid: int, writer: ChannelStateWriter) -> None:
-        """The input channel state of one channel up to now; record the rest as it arrives."""
-        channel, info = self.channels[index], self._info[index]
-        if self.task is not None:
-            for chunk in self.task.unprocessed_chunks(channel):
-                writer.add_input(cid, info, chunk)
-        leftover = channel.deserializer.leftover()
-        if leftover:
-            writer.add_input(cid, info, encode_chunk(Buffer(leftover, partial=True)))
-        # A barrier of this checkpoint already queued as a priority event: only the entries
-        # that arrived before it belong to the checkpoint.
-        limit: int | None = None
-        in_hand = self._barrier_in_hand
-        if in_hand is not None and in_hand[0] == index:
-            limit = in_hand[1]
-        for entry, mark in channel.queued_priority() if limit is None else ():
-            if isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
-                limit = mark
-                break
-        record = limit is None
-        for position, entry in enumerate(channel.queue.normal_elements()):
-            if limit is not None and position >= limit:
-                break
-            if type(entry) is Buffer:
-                writer.add_input(cid, info, encode_chunk(entry))
-            elif isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
-                record = False  # its barrier is queued in order: nothing after it counts
-                break
-        if record:
-            self._recording[index] = cid
-
-    def _on_arrival(self, channel: InputChannel, payload: object) -> None:
-        """Every payload arriving on a channel, before it is queued (network callback)."""
+    def _on_arrival(self, index: int, payload: object) -> None:
+        """Every payload arriving on input channel ``index``, before it is queued (network
+        callback, through the channel's arrival subscription)."""
         if self.pace is not None and type(payload) is CheckpointBarrier:
             self.pace.hurry()  # the earliest a worker learns of a checkpoint
-        index = self._index[id(channel)]
-        cid = self._recording.get(index)
-        if cid is not None:
-            writer = self.channel_state
-            if type(payload) is Buffer:
-                if writer is not None and writer.is_started(cid):
-                    writer.add_input(cid, self._info[index], encode_chunk(payload))
-                else:
-                    del self._recording[index]
-            elif isinstance(payload, CheckpointBarrier) and payload.checkpoint_id >= cid:
-                del self._recording[index]
+        writer = self.channel_state
+        if writer is not None:
+            persist = self._capture.on_arrival(index, payload, writer)
+            if persist is not None:
+                writer.add_input(persist.checkpoint_id, persist.channel, persist.chunk)
         if type(payload) is CheckpointBarrier and payload.options.is_timeoutable:
             sequence_number = self._next_announcement
             self._next_announcement += 1
             self._announced[(index, sequence_number)] = payload
-            channel.add_priority_event(BarrierAnnouncement(payload, sequence_number))
+            self.channels[index].add_priority_event(BarrierAnnouncement(payload, sequence_number))
 
-    # -- output channel state ----------------------------------------------------------------
     def _on_event_sent(self, info: tuple[int, int], payload: object) -> None:
-        if payload is self._out_barrier and info in self._out_pending:
-            self._out_pending.discard(info)
-            if not self._out_pending:
-                self._finish_output()
-
-    def _finish_output(self) -> None:
-        cid = self._out_checkpoint
-        self._out_checkpoint, self._out_barrier = None, None
-        self._out_pending = set()
-        if cid is not None and self.channel_state is not None:
-            self.channel_state.finish_output(cid)
+        finished = self._capture.on_event_sent(info, payload)
+        if finished is not None and self.channel_state is not None:
+            self.channel_state.finish_output(finished.checkpoint_id)
 
     def _on_output_timeout(self, checkpoint_id: int) -> None:
         """The aligned barrier is still queued in some subpartitions after its timeout: turn it
         into a priority barrier there and persist what it overtakes (reference §1.9)."""
-        barrier = self._out_barrier
-        if self._out_checkpoint != checkpoint_id or barrier is None:
+        timeout = self._capture.output_timeout(checkpoint_id)
+        if timeout is None:
             return
-        writer = self.channel_state
-        assert writer is not None
-        unaligned = barrier.as_unaligned()
-        for i, j in sorted(self._out_pending):
+        for i, j in timeout.subpartitions:
             sp = self.writers[i].partition.subpartitions[j]
-            overtaken = sp.prioritize_event(barrier, unaligned)
-            for buffer in overtaken or ():
-                writer.add_output(checkpoint_id, (i, j), encode_chunk(buffer))
-        self._finish_output()
+            overtaken = sp.prioritize_event(timeout.barrier, timeout.replacement)
+            self._persist(self._capture.overtaken(checkpoint_id, (i, j), overtaken or ()))
+        self._persist([self._capture.finish_output()])
 
     def _broadcast_barrier(self, cid: int, barrier: CheckpointBarrier) -> bool:
         """Send ``barrier`` to every output; True if channel state is needed."""
@@ -406,39 +378,24 @@ class SubtaskCheckpointer:
         forced = own.with_options(own.options.with_unaligned_unsupported())
         per_output = [own if ok else forced for ok in self._unaligned_output]
         writer = self.channel_state
-        needs = writer is not None and (
-            cid in self._inputs_started or any(b.options.needs_channel_state for b in per_output)
-        )
-        if writer is not None and needs and not writer.is_started(cid):
-            writer.start(cid)
-            writer.finish_input(cid)  # no input of this checkpoint is captured
-        if writer is not None and needs:
-            self._finish_output()  # a previous checkpoint's output is decided by now
-            self._out_checkpoint, self._out_barrier = cid, own
-            self._out_pending = {
-                (i, j)
-                for i, b in enumerate(per_output)
-                if b.options.is_timeoutable
-                for j in range(len(self.writers[i].partition.subpartitions))
-            }
+        plan = None
+        if writer is not None:
+            plan = self._capture.begin_output(own, per_output, writer.is_started(cid))
+            if plan is not None:
+                self._persist(plan)
         for i, (record_writer, b) in enumerate(zip(self.writers, per_output, strict=True)):
             if b.priority and writer is not None:
                 # Pending records are flushed first: they were produced before the snapshot,
                 # so they are overtaken and persisted like every other queued buffer.
                 record_writer.flush_all()
                 for j, sp in enumerate(record_writer.partition.subpartitions):
-                    for buffer in sp.overtake_with_priority_event(b):
-                        writer.add_output(cid, (i, j), encode_chunk(buffer))
+                    overtaken = sp.overtake_with_priority_event(b)
+                    self._persist(self._capture.overtaken(cid, (i, j), overtaken))
             else:
                 record_writer.broadcast_event(b, priority=b.priority, blocks=b.blocks_upstream)
-        if writer is not None and needs:
-            if not self._out_pending:
-                self._finish_output()
-            else:
-                timeout = own.options.aligned_checkpoint_timeout
-                delay = timeout - (_now_ms() - own.timestamp)
-                self._schedule(delay, functools.partial(self._on_output_timeout, cid))
-        return needs
+        if plan is not None:
+            self._persist([self._capture.end_output(cid, _now_ms())])
+        return plan is not None
 
     # -- the checkpoint --------------------------------------------------------------------------
     def _perform(self, barrier: CheckpointBarrier) -> None:
@@ -494,7 +451,7 @@ class SubtaskCheckpointer:
         writer = self.channel_state
         if not needs_channel_state or writer is None:
             self._write(cid, snapshot, metrics, async_started, None)
-        elif isinstance(writer, InMemoryChannelStateWriter):
+        elif writer.in_state_file:
             # The channel state goes into the state file: written once it is complete.
             writer.when_finished(
                 cid,
@@ -620,11 +577,7 @@ class SubtaskCheckpointer:
         """Stop collecting channel state of ``checkpoint_id`` (aborted)."""
         if self.channel_state is not None:
             self.channel_state.abort(checkpoint_id)
-        self._inputs_started.discard(checkpoint_id)
-        self._recording = {c: k for c, k in self._recording.items() if k != checkpoint_id}
-        if self._out_checkpoint == checkpoint_id:
-            self._out_checkpoint, self._out_barrier = None, None
-            self._out_pending = set()
+        self._capture.forget(checkpoint_id)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self.chain.notify_checkpoint_complete(checkpoint_id)

@@ -1,0 +1,295 @@
+"""Which in-flight data one subtask persists for an unaligned checkpoint: typed decisions.
+
+It sits in ``runtime.checkpoint``, beside the barrier handler whose actions drive it: what to
+persist depends on barriers and their options, and the network below only offers views
+(:mod:`undertow.runtime.network.inflight_view`). Pure: no I/O, no writer; the checkpointer
+executes the decisions with its ``ChannelStateWriter``. Input side: per channel, what the task
+has not processed, the deserializer's partial record, the queued buffers ahead of the cut, then
+every buffer that arrives until the channel's barrier (the cut is the barrier's position on
+the wire). Output side: the buffers the barrier overtakes when it is inserted as a priority
+event, or when the aligned-checkpoint timeout turns a queued barrier into one.
+
+Invariants: a checkpoint's output side is finished exactly once after it began, when the
+barrier left every timeoutable subpartition, its timeout fired, or a newer one began; nothing
+is recorded on a channel after its barrier arrived or its checkpoint was forgotten.
+Threading: the task's loop thread only. The story: docs/design.md, "Unaligned checkpoints".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias
+
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.snapshot import InputChannelInfo, SubpartitionInfo
+from undertow.runtime.network.buffer import Buffer
+from undertow.runtime.network.inflight_view import InflightInputView
+
+
+@dataclass(frozen=True, slots=True)
+class StartChannelState:
+    """Open ``checkpoint_id`` in the channel-state writer."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PersistInput:
+    """Add ``chunk`` (an encoded network buffer) to the input state of ``channel``."""
+
+    checkpoint_id: int
+    channel: InputChannelInfo
+    chunk: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PersistOutput:
+    """Add ``chunk`` to the output state of subpartition ``channel``."""
+
+    checkpoint_id: int
+    channel: SubpartitionInfo
+    chunk: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FinishInput:
+    """The input side of ``checkpoint_id`` is complete."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinishOutput:
+    """The output side of ``checkpoint_id`` is complete."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleOutputTimeout:
+    """Call :meth:`InflightCapture.output_timeout` for ``checkpoint_id`` after ``delay_ms``."""
+
+    checkpoint_id: int
+    delay_ms: int
+
+
+#: Every decision the capture returns.
+CaptureDecision: TypeAlias = (
+    StartChannelState | PersistInput | PersistOutput | FinishInput | FinishOutput
+    | ScheduleOutputTimeout
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class OutputTimeout:
+    """The timeoutable barrier is still queued in ``subpartitions``: replace it there by
+    ``replacement`` (its unaligned form) and persist what it overtakes."""
+
+    checkpoint_id: int
+    barrier: CheckpointBarrier
+    replacement: CheckpointBarrier
+    subpartitions: tuple[SubpartitionInfo, ...]
+
+
+class OpenCheckpoints(Protocol):
+    """Which checkpoints the channel-state writer still collects (a ``ChannelStateWriter``
+    answers it; it may abort one on its own, e.g. when its group moved past it)."""
+
+    def is_started(self, checkpoint_id: int) -> bool: ...
+
+
+class InflightCapture:
+    """The capture state of one subtask (see the module docstring).
+
+    ``inputs`` names the subtask's input channels in the checkpointer's order (index ->
+    (gate, channel in gate)); ``subpartitions`` the number of subpartitions per output.
+    """
+
+    __slots__ = ("_info", "_inputs_started", "_out_barrier", "_out_checkpoint", "_out_pending",
+                 "_recording", "_subpartitions")  # fmt: skip
+
+    def __init__(self, inputs: Sequence[InputChannelInfo], subpartitions: Sequence[int]) -> None:
+        self._info = tuple(inputs)
+        self._subpartitions = tuple(subpartitions)
+        #: Checkpoints whose input side was started (and not yet finished or forgotten).
+        self._inputs_started: set[int] = set()
+        #: channel index -> checkpoint whose input it records as it arrives.
+        self._recording: dict[int, int] = {}
+        #: The timeoutable barrier in the outputs, and the subpartitions it has not left.
+        self._out_checkpoint: int | None = None
+        self._out_barrier: CheckpointBarrier | None = None
+        self._out_pending: set[SubpartitionInfo] = set()
+
+    # -- input side ------------------------------------------------------------------------
+    def start_inputs(
+        self,
+        barrier: CheckpointBarrier,
+        channels: Iterable[int],
+        views: Sequence[InflightInputView],
+        unprocessed: Callable[[int], list[bytes]],
+        in_hand: tuple[int, int] | None = None,
+    ) -> list[CaptureDecision]:
+        """The barrier handler started ``barrier``'s checkpoint on ``channels`` (indices into
+        ``views``): their input state up to now; the rest is recorded as it arrives.
+        ``unprocessed(index)`` gives the chunks the task took from a channel and has not
+        processed; ``in_hand`` is (channel, mark) of a priority barrier the task is
+        processing. Aligned checkpoints that cannot time out capture nothing."""
+        options = barrier.options
+        if not (options.is_unaligned or options.is_timeoutable):
+            return []
+        cid = barrier.checkpoint_id
+        self._inputs_started.add(cid)
+        self._recording = {c: k for c, k in self._recording.items() if k > cid}
+        decisions: list[CaptureDecision] = [StartChannelState(cid)]
+        for index in channels:
+            self._capture_channel(index, cid, views[index], unprocessed(index), in_hand, decisions)
+        return decisions
+
+    def _capture_channel(
+        self,
+        index: int,
+        cid: int,
+        view: InflightInputView,
+        unprocessed: list[bytes],
+        in_hand: tuple[int, int] | None,
+        decisions: list[CaptureDecision],
+    ) -> None:
+        info = self._info[index]
+        decisions.extend(PersistInput(cid, info, chunk) for chunk in unprocessed)
+        partial = view.partial_record()
+        if partial:
+            decisions.append(PersistInput(cid, info, encode_chunk(Buffer(partial, partial=True))))
+        # A barrier of this checkpoint already queued (or in hand) as a priority event: only
+        # the entries that arrived before it belong to the checkpoint.
+        limit: int | None = in_hand[1] if in_hand is not None and in_hand[0] == index else None
+        for entry, mark in view.queued_priority() if limit is None else ():
+            if isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
+                limit = mark
+                break
+        record = limit is None
+        for position, entry in enumerate(view.queued_normal()):
+            if limit is not None and position >= limit:
+                break
+            if type(entry) is Buffer:
+                decisions.append(PersistInput(cid, info, encode_chunk(entry)))
+            elif isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
+                record = False  # its barrier is queued in order: nothing after it counts
+                break
+        if record:
+            self._recording[index] = cid
+
+    def on_arrival(
+        self, index: int, payload: object, writer: OpenCheckpoints
+    ) -> PersistInput | None:
+        """A payload arrived on channel ``index`` (before it is queued): the chunk to persist
+        if the channel is being recorded. ``writer`` tells whether it still collects that
+        checkpoint; once it does not, the channel stops recording. Cost: one dict lookup
+        when nothing is recorded (this runs for every buffer that arrives)."""
+        cid = self._recording.get(index)
+        if cid is None:
+            return None
+        if type(payload) is Buffer:
+            if writer.is_started(cid):
+                return PersistInput(cid, self._info[index], encode_chunk(payload))
+            del self._recording[index]
+        elif isinstance(payload, CheckpointBarrier) and payload.checkpoint_id >= cid:
+            del self._recording[index]
+        return None
+
+    def barrier_received(self, index: int, checkpoint_id: int) -> None:
+        """The handler took ``checkpoint_id``'s barrier from channel ``index``."""
+        if self._recording.get(index) == checkpoint_id:
+            del self._recording[index]
+
+    def finish_inputs(self, checkpoint_id: int) -> FinishInput | None:
+        """Every channel's barrier of ``checkpoint_id`` arrived (or its channel ended)."""
+        if checkpoint_id not in self._inputs_started:
+            return None
+        self._inputs_started.discard(checkpoint_id)
+        return FinishInput(checkpoint_id)
+
+    def inputs_started(self, checkpoint_id: int) -> bool:
+        """Its input side was started and is not finished or forgotten."""
+        return checkpoint_id in self._inputs_started
+
+    # -- output side -----------------------------------------------------------------------
+    def begin_output(
+        self, own: CheckpointBarrier, per_output: Sequence[CheckpointBarrier], writer_open: bool
+    ) -> list[CaptureDecision] | None:
+        """The task is about to send ``per_output[i]`` to output ``i`` (``own`` is its
+        barrier). ``None`` if this checkpoint needs no channel state; otherwise what to do
+        before the barriers go out (``writer_open``: the writer already collects it)."""
+        cid = own.checkpoint_id
+        needs = cid in self._inputs_started or any(
+            b.options.needs_channel_state for b in per_output
+        )
+        if not needs:
+            return None
+        decisions: list[CaptureDecision] = []
+        if not writer_open:
+            # No input of this checkpoint is captured.
+            decisions += [StartChannelState(cid), FinishInput(cid)]
+        previous = self.finish_output()  # a previous checkpoint's output is decided by now
+        if previous is not None:
+            decisions.append(previous)
+        self._out_checkpoint, self._out_barrier = cid, own
+        self._out_pending = {
+            (i, j)
+            for i, b in enumerate(per_output)
+            if b.options.is_timeoutable
+            for j in range(self._subpartitions[i])
+        }
+        return decisions
+
+    def overtaken(
+        self, checkpoint_id: int, channel: SubpartitionInfo, buffers: Iterable[Buffer]
+    ) -> list[PersistOutput]:
+        """A priority barrier overtook ``buffers`` in subpartition ``channel``."""
+        return [PersistOutput(checkpoint_id, channel, encode_chunk(b)) for b in buffers]
+
+    def end_output(self, checkpoint_id: int, now_ms: int) -> CaptureDecision | None:
+        """Every output got its barrier: finish now if none is waiting in a subpartition,
+        else time the aligned barrier out (measured from its trigger timestamp)."""
+        if not self._out_pending:
+            return self.finish_output()
+        barrier = self._out_barrier
+        if barrier is None or self._out_checkpoint != checkpoint_id:
+            return None  # forgotten meanwhile: no timeout to wait for
+        timeout = barrier.options.aligned_checkpoint_timeout
+        return ScheduleOutputTimeout(checkpoint_id, timeout - (now_ms - barrier.timestamp))
+
+    def on_event_sent(self, channel: SubpartitionInfo, payload: object) -> FinishOutput | None:
+        """Subpartition ``channel`` sent the event ``payload``."""
+        if payload is self._out_barrier and channel in self._out_pending:
+            self._out_pending.discard(channel)
+            if not self._out_pending:
+                return self.finish_output()
+        return None
+
+    def output_timeout(self, checkpoint_id: int) -> OutputTimeout | None:
+        """The aligned-checkpoint timeout of ``checkpoint_id`` fired: where to turn its barrier
+        into a priority one (then call :meth:`overtaken` and :meth:`finish_output`)."""
+        barrier = self._out_barrier
+        if self._out_checkpoint != checkpoint_id or barrier is None:
+            return None
+        return OutputTimeout(
+            checkpoint_id, barrier, barrier.as_unaligned(), tuple(sorted(self._out_pending))
+        )
+
+    def finish_output(self) -> FinishOutput | None:
+        """End the open output side, if any."""
+        cid = self._out_checkpoint
+        self._out_checkpoint, self._out_barrier = None, None
+        self._out_pending = set()
+        return None if cid is None else FinishOutput(cid)
+
+    # -- both ------------------------------------------------------------------------------
+    def forget(self, checkpoint_id: int) -> None:
+        """Stop capturing ``checkpoint_id`` (aborted); the caller aborts it in the writer."""
+        self._inputs_started.discard(checkpoint_id)
+        self._recording = {c: k for c, k in self._recording.items() if k != checkpoint_id}
+        if self._out_checkpoint == checkpoint_id:
+            self._out_checkpoint, self._out_barrier = None, None
+            self._out_pending = set()
