@@ -38,8 +38,10 @@ SEEDS = int(os.environ.get("UNDERTOW_SOAK_SEEDS", "20"))
 HEALTHY_WITHIN_S = 60.0
 #: source time per kill: the source must outlast every kill (restores rewind it a little)
 SOURCE_S_PER_KILL = 1.5
-#: the job's result is awaited this long after the last kill
-RESULT_TIMEOUT_S = KILLS * SOURCE_S_PER_KILL * 4 + 120
+RECORDS_PER_KEY = int(KILLS * SOURCE_S_PER_KILL * RATE * 2 / KEYS) + 300
+#: the job's result is awaited this long after the last kill: ten times the sinks' own work
+#: for every record (the job is sink-bound; on a loaded machine it drains slowly but steadily)
+RESULT_TIMEOUT_S = KEYS * RECORDS_PER_KEY * SINK_SPIN_S / 2 * 10 + 120
 #: a seed's own bound, from the bounds above (the suite's 300 s per test is for ordinary tests:
 #: 50 kills need longer on a loaded machine)
 SEED_TIMEOUT_S = int(KILLS * (HEALTHY_WITHIN_S + 1.0) + HEALTHY_WITHIN_S + RESULT_TIMEOUT_S + 60)
@@ -86,7 +88,7 @@ def test_random_kills_under_backpressure_unaligned(
 ) -> None:
     seed = _base_seed() + index
     rng = random.Random(seed)
-    records_per_key = int(KILLS * SOURCE_S_PER_KILL * RATE * 2 / KEYS) + 300
+    records_per_key = RECORDS_PER_KEY
     env = make_env(parallelism=2, config=config(tmp_path, "unaligned", restarts=KILLS + 1))
     evidence = tmp_path / "evidence"
     build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
