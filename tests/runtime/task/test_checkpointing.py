@@ -205,7 +205,7 @@ def inputs(snapshot: SubtaskSnapshot, channel: int) -> list[bytes]:
 
 def test_handler_choice_follows_the_configuration() -> None:
     assert isinstance(Harness().cp.handler, BarrierHandler)
-    assert Harness().cp.handler.is_alternating  # type: ignore[union-attr]
+    assert Harness().cp.handler.is_alternating  # type: ignore[attr-defined]
     aligned = Harness({"execution.checkpointing.unaligned.enabled": "false"}).cp
     assert isinstance(aligned.handler, BarrierHandler) and not aligned.handler.is_alternating
     assert aligned.channel_state is None

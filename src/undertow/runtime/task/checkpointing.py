@@ -29,6 +29,7 @@ from undertow.runtime.checkpoint.barrier import (
     CancelCheckpointMarker,
     CheckpointBarrier,
 )
+from undertow.runtime.checkpoint.barrier_actions import BarrierHandling
 from undertow.runtime.checkpoint.barrier_handler import (
     AbortCheckpoint,
     BarrierHandler,
@@ -130,7 +131,7 @@ class SubtaskCheckpointer:
         n = len(self.channels)
         config = config if config is not None else Configuration()
         self.unaligned_enabled = exactly_once and config.get(Options.UNALIGNED)
-        self.handler: BarrierHandler | BarrierTracker
+        self.handler: BarrierHandling
         if not exactly_once:
             self.handler = BarrierTracker(n)
         elif self.unaligned_enabled:
@@ -200,10 +201,7 @@ class SubtaskCheckpointer:
                 k: b for k, b in self._announced.items()
                 if not (k[0] == index and b is barrier) and b.checkpoint_id >= barrier.checkpoint_id
             }  # fmt: skip
-        if isinstance(self.handler, BarrierHandler):
-            actions = self.handler.on_barrier(index, barrier, now_ms=_now_ms())
-        else:
-            actions = self.handler.on_barrier(index, barrier)
+        actions = self.handler.on_barrier(index, barrier, now_ms=_now_ms())
         # The barrier just taken is no longer queued: what is still queued on its channel
         # arrived after it, except the entries ahead of its mark if it was a priority event.
         self._barrier_in_hand = (index, channel.last_priority_mark or 0)
@@ -213,8 +211,6 @@ class SubtaskCheckpointer:
             self._barrier_in_hand = None
 
     def on_announcement(self, channel: InputChannel, announcement: BarrierAnnouncement) -> None:
-        if not isinstance(self.handler, BarrierHandler):
-            return
         index = self._index[id(channel)]
         key = (index, announcement.sequence_number)
         if key not in self._announced:
@@ -228,10 +224,7 @@ class SubtaskCheckpointer:
 
     def on_end_of_partition(self, channel: InputChannel) -> None:
         index = self._index[id(channel)]
-        if isinstance(self.handler, BarrierHandler):
-            self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
-        else:
-            self._execute(self.handler.on_end_of_partition(index))
+        self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
         deferred = self._deferred_trigger
         if deferred is not None and all(g.is_finished for g in self.gates):
             self._deferred_trigger = None
@@ -302,8 +295,7 @@ class SubtaskCheckpointer:
         asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000.0, self.task.post, mail)
 
     def _on_alignment_timer(self, checkpoint_id: int) -> None:
-        if isinstance(self.handler, BarrierHandler):
-            self._execute(self.handler.on_alignment_timeout(checkpoint_id, _now_ms()))
+        self._execute(self.handler.on_alignment_timeout(checkpoint_id, _now_ms()))
 
     # -- input channel state -----------------------------------------------------------------
     def _init_inputs(self, action: InitInputsCheckpoint) -> None:
