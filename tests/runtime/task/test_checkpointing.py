@@ -40,7 +40,11 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
-from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.checkpointing import (
+    CheckpointIO,
+    CheckpointListeners,
+    SubtaskCheckpointer,
+)
 from undertow.storage import FileHandle
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
@@ -164,12 +168,14 @@ class Harness:
         self.responder = Responder()
         self.files: dict[int, bytes] = {}
         self.task = Task()
+        io = CheckpointIO(responder=self.responder, state_writer=self._write,
+                          executor=InlineExecutor())  # fmt: skip
         self.cp = SubtaskCheckpointer(
-            "op (1/1)", "f", self.chain, [self.gate], self.writers,  # type: ignore[arg-type]
-            self.responder, self._write, InlineExecutor(), exactly_once, lambda: 0,
-            Configuration(settings),
+            task_name="op (1/1)", file_name="f", chain=self.chain,  # type: ignore[arg-type]
+            gates=[self.gate], writers=self.writers, task=self.task, io=io,
+            exactly_once=exactly_once, config=Configuration(settings),
+            listeners=CheckpointListeners(current_watermark=lambda: 0),
         )  # fmt: skip
-        self.cp.attach(self.task)
 
     def _write(self, cid: int, name: str, data: bytes) -> str:
         self.files[cid] = data

@@ -23,6 +23,7 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.runtime.task.task_statistics import TaskStatistics
@@ -216,8 +217,10 @@ def fan_out_task(records_per_input: int, overdraft: int) -> tuple[StreamTask, Re
     out = ResultPartition("fan-out out", [1], buffers_per_channel=2, floating_buffers=14,
                           max_buffers_per_channel=100)  # fmt: skip
     writer = RecordWriter(out, edge.new_partitioner(), 1024)
-    task = StreamTask(vertex, 0, 0, config, [gate], {edge.id: writer}, Services(),
-                      asyncio.get_running_loop())  # fmt: skip
+    deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0, config=config,
+                                gates=(gate,), writers={edge.id: writer})  # fmt: skip
+    task = StreamTask(deployment=deployment, services=Services(),
+                      loop=asyncio.get_running_loop())  # fmt: skip
     return task, out
 
 

@@ -1,7 +1,7 @@
 """The checkpoint side of a subtask: barriers in, snapshot, barrier out, async write, ack.
 
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
-Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
+Lifecycle: built by its stream task from the subtask's ``TaskDeployment`` (:meth:`of`).
 
 Why still one piece of about 690 lines: it executes every barrier action, and the unaligned
 capture it does is the part that moves out, to one home for channel state (issue 13, step 2),
@@ -19,11 +19,13 @@ import logging
 import pickle
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
+from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
@@ -50,11 +52,13 @@ from undertow.runtime.checkpoint.channel_state_writer import (
     encode_chunk,
 )
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot, SubtaskStateHandle
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
 
 log = logging.getLogger(__name__)
@@ -83,6 +87,39 @@ class TaskInput(Protocol):
 StateWriter = Callable[[int, str, bytes], Any]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointIO:
+    """Where one subtask's checkpoints go: the worker's side of its checkpointer."""
+
+    responder: CheckpointResponder
+    #: Writes the subtask's state file; None: no checkpoint storage (state is declined).
+    state_writer: StateWriter | None = None
+    #: Runs ``state_writer`` (the worker's I/O pool).
+    executor: Executor | None = None
+    #: The subtask's member of the worker's shared channel-state files; None: channel state
+    #: goes into the state file (an in-memory writer, when unaligned checkpoints are on).
+    channel_state_writer: ChannelStateWriter | None = None
+
+
+def _min_watermark() -> int:
+    return MIN_TIMESTAMP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointListeners:
+    """How the checkpointer reads and tells its task's lifecycle; all called on the task's
+    loop thread, from the checkpointer's own calls (never from another thread)."""
+
+    #: The watermark stored with each snapshot.
+    current_watermark: Callable[[], int] = _min_watermark
+    #: After the operators were notified that a checkpoint completed.
+    on_complete: Callable[[int], None] | None = None
+    #: The task takes a synchronous savepoint (stop with savepoint), before its snapshot.
+    on_synchronous_savepoint: Callable[[int], None] | None = None
+    #: Buffer debloating's estimated time to consume the in-flight input (ms), or None.
+    debloat_estimate: Callable[[], float | None] | None = None
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -93,26 +130,28 @@ class SubtaskCheckpointer:
     ``config`` selects the handler: exactly-once with ``execution.checkpointing.unaligned.
     enabled`` uses :meth:`BarrierHandler.alternating` (also for pure unaligned checkpoints: it
     still aligns savepoints and FORCED_ALIGNED barriers, which :meth:`BarrierHandler.unaligned`
-    would not), otherwise the aligned handler. ``channel_state_writer`` defaults to an
-    :class:`InMemoryChannelStateWriter` when unaligned checkpoints are enabled.
+    would not), otherwise the aligned handler; at-least-once uses the tracker.
+    ``io.channel_state_writer`` defaults to an :class:`InMemoryChannelStateWriter` when
+    unaligned checkpoints are enabled. Built complete (keyword-only, nothing is set later);
+    a stream task builds its own with :meth:`of`.
     """
 
     def __init__(
         self,
+        *,
         task_name: str,
         file_name: str,
         chain: OperatorChain,
-        gates: list[InputGate],
-        writers: list[RecordWriter],
-        responder: CheckpointResponder,
-        state_writer: StateWriter | None,
-        executor: Executor | None,
+        gates: Sequence[InputGate],
+        writers: Sequence[RecordWriter],
+        task: TaskInput,
+        io: CheckpointIO,
         exactly_once: bool,
-        current_watermark: Callable[[], int],
         config: Configuration | None = None,
-        channel_state_writer: ChannelStateWriter | None = None,
         pace: TaskPace | None = None,
+        listeners: CheckpointListeners | None = None,
     ) -> None:
+        listeners = listeners if listeners is not None else CheckpointListeners()
         self.task_name = task_name
         #: The worker's slice pace, hurried by every checkpoint event this subtask sees.
         self.pace = pace
@@ -120,10 +159,20 @@ class SubtaskCheckpointer:
         self.chain = chain
         self.gates = gates
         self.writers = writers
-        self.responder = responder
-        self.state_writer = state_writer
-        self.executor = executor
-        self.current_watermark = current_watermark
+        self.task: TaskInput = task
+        self.responder = io.responder
+        self.state_writer = io.state_writer
+        self.executor = io.executor
+        self.current_watermark = listeners.current_watermark
+        #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
+        #: with each acknowledgement (``debloat_estimate_ms``) when it has a value.
+        self.debloat_estimate = listeners.debloat_estimate
+        #: Called after the operators were notified of a completed checkpoint (the task's
+        #: lifecycle waits for its final checkpoint through it).
+        self.completion_listener = listeners.on_complete
+        #: Called when the task takes a synchronous savepoint (stop with savepoint), before
+        #: its snapshot: the task must not close before that savepoint completed.
+        self.synchronous_savepoint_listener = listeners.on_synchronous_savepoint
         self.channels: list[InputChannel] = [c for g in gates for c in g.channels]
         self._index = {id(c): i for i, c in enumerate(self.channels)}
         #: channel index -> (gate index, channel index in the gate)
@@ -144,23 +193,13 @@ class SubtaskCheckpointer:
         self._unaligned_output = [
             forced or i >= len(edges) or edges[i].supports_unaligned for i in range(len(writers))
         ]
-        self.channel_state: ChannelStateWriter | None = channel_state_writer
+        self.channel_state: ChannelStateWriter | None = io.channel_state_writer
         if self.channel_state is None and self.unaligned_enabled:
             self.channel_state = InMemoryChannelStateWriter(
                 getattr(chain, "subtask_index", 0), getattr(chain, "parallelism", 1),
                 tuple(len(g.channels) for g in gates),
                 tuple(len(w.partition.subpartitions) for w in writers),
             )  # fmt: skip
-        self.task: TaskInput | None = None
-        #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
-        #: with each acknowledgement when set (``debloat_estimate_ms``); set by the task.
-        self.debloat_estimate: Callable[[], float | None] | None = None
-        #: Called after the operators were notified of a completed checkpoint (the task's
-        #: lifecycle waits for its final checkpoint through it).
-        self.completion_listener: Callable[[int], None] | None = None
-        #: Called when the task takes a synchronous savepoint (stop with savepoint), before
-        #: its snapshot: the task must not close before that savepoint completed.
-        self.synchronous_savepoint_listener: Callable[[int], None] | None = None
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
@@ -188,9 +227,25 @@ class SubtaskCheckpointer:
                 for j, sp in enumerate(writer.partition.subpartitions):
                     sp.event_listener = functools.partial(self._on_event_sent, (i, j))
 
-    def attach(self, task: TaskInput) -> None:
-        """Called by the task that owns this checkpointer, before it runs."""
-        self.task = task
+    @classmethod
+    def of(
+        cls,
+        deployment: TaskDeployment,
+        *,
+        chain: OperatorChain,
+        task: TaskInput,
+        io: CheckpointIO,
+        pace: TaskPace | None = None,
+        listeners: CheckpointListeners | None = None,
+    ) -> SubtaskCheckpointer:
+        """The checkpointer of the deployed subtask: its name, state file, gates, writers and
+        checkpointing mode all come from ``deployment``."""
+        return cls(
+            task_name=deployment.name, file_name=deployment.state_file_name, chain=chain,
+            gates=deployment.gates, writers=deployment.record_writers, task=task, io=io,
+            exactly_once=CheckpointSettings.of(deployment.config).exactly_once,
+            config=deployment.config, pace=pace, listeners=listeners,
+        )  # fmt: skip
 
     # -- events from the inputs --------------------------------------------------------------
     def on_barrier(self, channel: InputChannel, barrier: CheckpointBarrier) -> None:
@@ -290,8 +345,6 @@ class SubtaskCheckpointer:
                 raise TypeError(f"{self.task_name}: unknown checkpoint action {action!r}")
 
     def _schedule(self, delay_ms: int, mail: Callable[[], None]) -> None:
-        if self.task is None:
-            raise RuntimeError(f"{self.task_name}: checkpointer used before attach()")
         asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000.0, self.task.post, mail)
 
     def _on_alignment_timer(self, checkpoint_id: int) -> None:

@@ -22,13 +22,12 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from undertow.connectors.source import InputStatus
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Options
 from undertow.core.errors import JobCancelledError, RestoreError, StateError
 from undertow.core.types import MIN_TIMESTAMP
-from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
@@ -41,9 +40,14 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
 from undertow.runtime.network.input_gate import InputChannel, InputGate
-from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
+from undertow.runtime.task.checkpointing import (
+    CheckpointIO,
+    CheckpointListeners,
+    SubtaskCheckpointer,
+)
 from undertow.runtime.task.context import LoopProcessingTimeService
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.events import (
     EndOfChannelStateEvent,
     EndOfData,
@@ -63,9 +67,6 @@ from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
-
-if TYPE_CHECKING:
-    from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 
 log = logging.getLogger(__name__)
 
@@ -88,20 +89,27 @@ def _never() -> bool:
 class StreamTask:
     def __init__(
         self,
-        vertex: JobVertex,
-        subtask_index: int,
-        attempt: int,
-        config: Configuration,
-        gates: list[InputGate],
-        writers: dict[int, RecordWriter],
+        *,
+        deployment: TaskDeployment,
         services: TaskServices,
         loop: asyncio.AbstractEventLoop,
-        restored: list[SubtaskSnapshot] | None = None,
         pace: TaskPace | None = None,
+        checkpoint_io: CheckpointIO | None = None,
+        on_channel_state_recovered: Callable[[], None] | None = None,
     ) -> None:
+        """Build the subtask's chain (and, with ``checkpoint_io``, its checkpointer) from
+        ``deployment``. ``pace``: the worker's shared slice pace (default: one of its own).
+        ``on_channel_state_recovered``: called once every gate of
+        ``deployment.recovering_gates`` ended its re-emitted channel state."""
+        vertex = deployment.vertex
+        subtask_index = deployment.subtask_index
+        config = deployment.config
+        gates = list(deployment.gates)
+        writers = deployment.writers
+        self.deployment = deployment
         self.vertex = vertex
         self.subtask_index = subtask_index
-        self.name = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
+        self.name = deployment.name
         self.loop = loop
         self.gates = gates
         self.writers = list(writers.values())
@@ -130,8 +138,8 @@ class StreamTask:
         self._ignore_availability = False
         parameters = config.get(Options.GLOBAL_JOB_PARAMETERS)
         self.chain = OperatorChain(
-            vertex, subtask_index, attempt, config, writers, services, self.pts, parameters,
-            output_availability=self,
+            vertex, subtask_index, deployment.attempt, config, dict(writers), services, self.pts,
+            parameters, output_availability=self,
         )  # fmt: skip
         #: Operator feeding each output (for messages), in ``self.writers`` order.
         self.output_operators = [
@@ -159,13 +167,12 @@ class StreamTask:
         self._build_valves()
         for gate in gates:
             gate.set_listener(self.wake)
-        self.restored = restored
-        self._checkpointer: SubtaskCheckpointer | None = None
+        self.restored: list[SubtaskSnapshot] | None = list(deployment.restored) or None
         self.lifecycle: TaskLifecycle = Running()
         #: Wait for a final checkpoint after EndOfData (FLIP-147) before closing.
         self.final_checkpoint = final_checkpoint_required(config)
         #: The vertex was fully finished in the restored checkpoint: run no operator.
-        self.deployed_finished = False
+        self.deployed_finished = deployment.finished_on_restore
         #: (id(gate), channel index) of channels that delivered EndOfData or end of partition.
         self._data_ended: set[tuple[int, int]] = set()
         #: False once an input channel ended with ``EndOfData(drain=False)`` (stop without
@@ -174,34 +181,29 @@ class StreamTask:
         #: A synchronous savepoint (stop with savepoint) taken before the data ended.
         self._early_savepoint: int | None = None
         self._num_channels = sum(len(g.channels) for g in gates)
-        #: Set by the worker on a rescaled restore: old channels this subtask re-emits, as
-        #: (output index, chunks in stream order, description for errors), in order.
-        self.reemit: list[tuple[int, list[bytes], str]] = []
-        #: Outputs (indices) that end their re-emitted data with an EndOfChannelStateEvent.
-        self.recovery_outputs: frozenset[int] = frozenset()
+        #: Rescaled restore: old channels this subtask re-emits (emptied once they are).
+        self._reemit = deployment.reemit
         #: id(gate) -> indices of its channels that delivered EndOfChannelStateEvent so far.
         self._recovered_channels: dict[int, set[int]] = {}
-        #: Set by the worker on a rescaled restore: indices of the gates that receive
-        #: re-emitted data, and what to call once every one of them ended it (the JobMaster
-        #: triggers no checkpoint before: one taken meanwhile would persist re-emitted
-        #: records as ordinary in-flight data and lose their place before all live data).
-        self.recovering_gates: set[int] = set()
-        self.on_channel_state_recovered: Callable[[], None] | None = None
-
-    @property
-    def checkpointer(self) -> SubtaskCheckpointer | None:
-        """Set by the worker when checkpointing is configured; attaches itself to this task."""
-        return self._checkpointer
-
-    @checkpointer.setter
-    def checkpointer(self, checkpointer: SubtaskCheckpointer | None) -> None:
-        self._checkpointer = checkpointer
-        self._priority_events = checkpointer is not None and checkpointer.unaligned_enabled
-        if checkpointer is not None:
-            checkpointer.attach(self)
-            checkpointer.completion_listener = self._on_checkpoint_complete
-            checkpointer.synchronous_savepoint_listener = self._on_synchronous_savepoint
-            checkpointer.debloat_estimate = self._debloat_estimate_ms
+        #: Rescaled restore: indices of the gates that receive re-emitted data, and what to
+        #: call once every one of them ended it (the JobMaster triggers no checkpoint before:
+        #: one taken meanwhile would persist re-emitted records as ordinary in-flight data
+        #: and lose their place before all live data).
+        self.recovering_gates: set[int] = set(deployment.recovering_gates)
+        self.on_channel_state_recovered = on_channel_state_recovered
+        #: The checkpoint side of this subtask; None without ``checkpoint_io``.
+        self.checkpointer: SubtaskCheckpointer | None = None
+        if checkpoint_io is not None:
+            self.checkpointer = SubtaskCheckpointer.of(
+                deployment, chain=self.chain, task=self, io=checkpoint_io, pace=self.pace,
+                listeners=CheckpointListeners(
+                    current_watermark=self.current_watermark,
+                    on_complete=self._on_checkpoint_complete,
+                    on_synchronous_savepoint=self._on_synchronous_savepoint,
+                    debloat_estimate=self._debloat_estimate_ms,
+                ),
+            )  # fmt: skip
+            self._priority_events = self.checkpointer.unaligned_enabled
 
     # -- mailbox ---------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -647,18 +649,19 @@ class StreamTask:
         stream order), then end each rescaled output with a blocking
         ``EndOfChannelStateEvent``. Runs once, before any operator; not bounded by the
         output budget (like restored in-place output)."""
-        reemit, self.reemit = self.reemit, []
-        for output, chunks, where in reemit:
+        reemit, self._reemit = self._reemit, ()
+        for channel in reemit:
+            output, where = channel.output, channel.description
             writer = self.writers[output]
             try:
-                for values, stamps in channel_records(chunks, where):
+                for values, stamps in channel_records(channel.chunks, where):
                     writer.emit(values, stamps)
             except ValueError as err:
                 raise RestoreError(
                     f"{self.name}: cannot re-emit the in-flight data of operator "
                     f"'{self.output_operators[output]}': {err}"
                 ) from err
-        for output in sorted(self.recovery_outputs):
+        for output in sorted(self.deployment.recovery_outputs):
             self.writers[output].broadcast_event(EndOfChannelStateEvent(), blocks=True)
 
     def _on_end_of_channel_state(self, gate: InputGate, channel: InputChannel) -> None:
