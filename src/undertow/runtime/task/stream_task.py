@@ -56,11 +56,12 @@ from undertow.runtime.task.events import (
     WatermarkStatusEvent,
 )
 from undertow.runtime.task.lifecycle import (
-    Finished,
+    FinishedOnRestore,
     Finishing,
     Running,
     TaskLifecycle,
     final_checkpoint_required,
+    initial_lifecycle,
 )
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.output_budget import OutputBudget
@@ -168,18 +169,11 @@ class StreamTask:
         for gate in gates:
             gate.set_listener(self.wake)
         self.restored: list[SubtaskSnapshot] | None = list(deployment.restored) or None
-        self.lifecycle: TaskLifecycle = Running()
+        self.lifecycle: TaskLifecycle = initial_lifecycle(deployment.finished_on_restore)
         #: Wait for a final checkpoint after EndOfData (FLIP-147) before closing.
         self.final_checkpoint = final_checkpoint_required(config)
-        #: The vertex was fully finished in the restored checkpoint: run no operator.
-        self.deployed_finished = deployment.finished_on_restore
         #: (id(gate), channel index) of channels that delivered EndOfData or end of partition.
         self._data_ended: set[tuple[int, int]] = set()
-        #: False once an input channel ended with ``EndOfData(drain=False)`` (stop without
-        #: drain): the chain then does not finish and event time does not go to the end.
-        self._drain = True
-        #: A synchronous savepoint (stop with savepoint) taken before the data ended.
-        self._early_savepoint: int | None = None
         self._num_channels = sum(len(g.channels) for g in gates)
         #: Rescaled restore: old channels this subtask re-emits (emptied once they are).
         self._reemit = deployment.reemit
@@ -269,7 +263,7 @@ class StreamTask:
         raises what failed the task. The lifecycle is in the module docstring."""
         self.time_accounting = TaskTimeAccounting()
         self._reemit_channel_state()
-        if self.deployed_finished:
+        if isinstance(self.lifecycle, FinishedOnRestore):
             await self._run_finished()
             return
         try:
@@ -285,8 +279,9 @@ class StreamTask:
             else:
                 action, ready = self._input_slice, self._input_ready
             await self._loop(action, ready, self._is_end_of_data)
-            if isinstance(self.lifecycle, Running):  # not already ended by ``stop_source``
-                self._finish_and_end_data(self._drain)
+            lifecycle = self.lifecycle
+            if isinstance(lifecycle, Running):  # not already ended by ``stop_source``
+                self._finish_and_end_data(lifecycle.drain)
             if self.chain.is_source:
                 action, ready = _nothing, _never
             await self._loop(action, ready, self._may_close)
@@ -310,8 +305,7 @@ class StreamTask:
         fire timers (``EndOfData(drain=False)``), and the savepoint holds their state. Either
         way the source closes only after the savepoint (its next checkpoint) completed, also
         without periodic checkpoints."""
-        running = isinstance(self.lifecycle, Running) and not self.deployed_finished
-        if not self.chain.is_source or not running:
+        if not self.chain.is_source or not isinstance(self.lifecycle, Running):
             return
         if drain:
             self.head.end_of_input()
@@ -346,7 +340,7 @@ class StreamTask:
         wait = checkpointer is not None and (self.final_checkpoint or savepoint_follows)
         lifecycle = self.lifecycle
         assert isinstance(lifecycle, Running), lifecycle
-        finishing = lifecycle.end_of_data(last, wait, self._early_savepoint)
+        finishing = lifecycle.end_of_data(last, wait, drain)
         if all(g.is_finished for g in self.gates):
             finishing = finishing.all_inputs_ended()
         self.lifecycle = finishing
@@ -355,7 +349,7 @@ class StreamTask:
         """Input ended (and, with drain, an async head's queue is empty: Flink's
         ``AsyncWaitOperator`` waits for its requests before finishing)."""
         pending = self._head_pending
-        if pending is not None and self._drain and pending():
+        if pending is not None and self._drains() and pending():
             return False
         return self._end_of_input
 
@@ -366,18 +360,19 @@ class StreamTask:
     def _on_synchronous_savepoint(self, checkpoint_id: int) -> None:
         """The checkpointer takes the stop's savepoint: do not close before it completed."""
         lifecycle = self.lifecycle
-        if isinstance(lifecycle, Finishing):
+        if isinstance(lifecycle, (Running, Finishing)):
             self.lifecycle = lifecycle.took_synchronous_savepoint(checkpoint_id)
-        elif isinstance(lifecycle, Running):
-            self._early_savepoint = checkpoint_id
 
     def _on_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Called by the checkpointer after the operators were notified (a mail)."""
         lifecycle = self.lifecycle
-        if isinstance(lifecycle, Finishing):
+        if isinstance(lifecycle, (Running, Finishing)):
             self.lifecycle = lifecycle.checkpoint_complete(checkpoint_id)
-        elif self._early_savepoint is not None and checkpoint_id >= self._early_savepoint:
-            self._early_savepoint = None
+
+    def _drains(self) -> bool:
+        """Whether the data ends (or ended) with drain: not after ``EndOfData(drain=False)``."""
+        lifecycle = self.lifecycle
+        return not isinstance(lifecycle, (Running, Finishing)) or lifecycle.drain
 
     async def _run_finished(self) -> None:
         """Deployed as finished: no operator runs; end the outputs at once, then wait for
@@ -405,7 +400,9 @@ class StreamTask:
                     f"{channel.name} delivered records (its producer is not finished)"
                 )
             # EndOfData, and barriers of a finished producer: nothing to do
-        self.lifecycle = Finished()
+        lifecycle = self.lifecycle
+        assert isinstance(lifecycle, FinishedOnRestore), lifecycle
+        self.lifecycle = lifecycle.all_inputs_ended()
         for writer in self.writers:
             writer.broadcast_event(EndOfPartitionEvent())
 
@@ -811,8 +808,9 @@ class StreamTask:
             if self.checkpointer is not None:
                 self.checkpointer.on_cancel_marker(channel, event)
         elif type(event) is EndOfData:
-            if not event.drain:
-                self._drain = False
+            lifecycle = self.lifecycle
+            if not event.drain and isinstance(lifecycle, Running):
+                self.lifecycle = lifecycle.input_ended_without_drain()
             self._on_channel_data_ended(gate, channel, key, valve, index)
         elif type(event) is EndOfChannelStateEvent:
             self._on_end_of_channel_state(gate, channel)
@@ -838,7 +836,7 @@ class StreamTask:
         if ended in self._data_ended:
             return  # EndOfData, then its end of partition
         self._data_ended.add(ended)
-        if self._drain:
+        if self._drains():
             self._on_valve_status(key, *valve.end_of_input(index))
         if len(self._data_ended) == self._num_channels:
             self._end_of_input = True
