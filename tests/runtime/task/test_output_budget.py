@@ -273,7 +273,7 @@ def test_deferred_work_runs_once_the_output_is_available_again() -> None:
         await asyncio.sleep(0.1)
         assert not out.is_available()
         ran: list[int] = []
-        task.when_output_available(lambda: ran.append(task.records_in))
+        task.mailbox.when_output_available(lambda: ran.append(task.records_in))
         await asyncio.sleep(0.05)
         before = list(ran)
         out.on_data_sent(out.queued)  # the consumer took everything

@@ -250,9 +250,9 @@ def test_a_gate_resumes_its_channels_once_every_one_ended_its_channel_state() ->
         for ch, link in zip(gate.channels, links):
             ch.link = link  # type: ignore[assignment]
             ch.receiver._blocked = True  # as after a blocking event
-        task._on_end_of_channel_state(gate, gate.channels[0])
+        task.events.on_end_of_channel_state(gate, gate.channels[0])
         after_first = [link.resumed for link in links] + [len(reports)]
-        task._on_end_of_channel_state(gate, second)
+        task.events.on_end_of_channel_state(gate, second)
         return after_first + [link.resumed for link in links] + [len(reports)]
 
     # the JobMaster hears of it (and may start checkpointing) only once the gate resumed
