@@ -40,11 +40,8 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
-from undertow.runtime.task.checkpointing import (
-    CheckpointIO,
-    CheckpointListeners,
-    SubtaskCheckpointer,
-)
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
+from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.storage import FileHandle
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)

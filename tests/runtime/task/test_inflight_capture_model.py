@@ -32,11 +32,8 @@ from undertow.runtime.network.buffer import (
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition, ResultSubpartition
-from undertow.runtime.task.checkpointing import (
-    CheckpointIO,
-    CheckpointListeners,
-    SubtaskCheckpointer,
-)
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
+from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
 CID = 1

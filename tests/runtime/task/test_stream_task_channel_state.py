@@ -22,7 +22,7 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
-from undertow.runtime.task.checkpointing import CheckpointIO
+from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask
 

@@ -6,9 +6,9 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-Why still one piece of about 670 lines: deployment wires partitions, gates, tasks and
-checkpointers in one place; channel-state restore leaves it for a channel-state reader
-(issue 13, step 2) and the wiring becomes one ``TaskDeployment`` record (step 3).
+Why still one piece of about 670 lines: deployment builds partitions, gates and one
+``TaskDeployment`` record per subtask in one place; channel-state restore leaves it for a
+channel-state reader (issue 13, step 2).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -80,7 +80,7 @@ from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
-from undertow.runtime.task.checkpointing import CheckpointIO
+from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.context import user_metric_values
 from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.lifecycle import Finished

@@ -4,8 +4,8 @@ Threading: all methods run on the task's loop thread; only storage writes run on
 Lifecycle: built by its stream task from the subtask's ``TaskDeployment`` (:meth:`of`).
 
 Why still one piece of about 690 lines: it executes every barrier action, and the unaligned
-capture it does is the part that moves out, to one home for channel state (issue 13, step 2),
-before the checkpointer is rewired (step 3).
+capture it does is the part that moves out, to one home for channel state (issue 13, step 2).
+Its wiring (``CheckpointIO``, ``CheckpointListeners``) is in :mod:`.checkpoint_io`.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -20,12 +20,9 @@ import pickle
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
-from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
@@ -58,18 +55,11 @@ from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
 
 log = logging.getLogger(__name__)
-
-
-class CheckpointResponder(Protocol):
-    """How a subtask reports to the JobMaster (implemented by the worker)."""
-
-    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None: ...
-
-    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None: ...
 
 
 class TaskInput(Protocol):
@@ -81,43 +71,6 @@ class TaskInput(Protocol):
     def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
         """Channel-state chunks of the records the task took from ``channel`` but has not
         processed: the rest of the current batch, then restored batches still pending."""
-
-
-#: Writes one state file: (checkpoint id, file name, bytes) -> handle. Blocking; runs on a pool.
-StateWriter = Callable[[int, str, bytes], Any]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckpointIO:
-    """Where one subtask's checkpoints go: the worker's side of its checkpointer."""
-
-    responder: CheckpointResponder
-    #: Writes the subtask's state file; None: no checkpoint storage (state is declined).
-    state_writer: StateWriter | None = None
-    #: Runs ``state_writer`` (the worker's I/O pool).
-    executor: Executor | None = None
-    #: The subtask's member of the worker's shared channel-state files; None: channel state
-    #: goes into the state file (an in-memory writer, when unaligned checkpoints are on).
-    channel_state_writer: ChannelStateWriter | None = None
-
-
-def _min_watermark() -> int:
-    return MIN_TIMESTAMP
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckpointListeners:
-    """How the checkpointer reads and tells its task's lifecycle; all called on the task's
-    loop thread, from the checkpointer's own calls (never from another thread)."""
-
-    #: The watermark stored with each snapshot.
-    current_watermark: Callable[[], int] = _min_watermark
-    #: After the operators were notified that a checkpoint completed.
-    on_complete: Callable[[int], None] | None = None
-    #: The task takes a synchronous savepoint (stop with savepoint), before its snapshot.
-    on_synchronous_savepoint: Callable[[int], None] | None = None
-    #: Buffer debloating's estimated time to consume the in-flight input (ms), or None.
-    debloat_estimate: Callable[[], float | None] | None = None
 
 
 def _now_ms() -> int:

@@ -31,11 +31,8 @@ from undertow.runtime.network.gate_debloater import TaskDebloater
 from undertow.runtime.network.input_gate import InputChannel
 from undertow.runtime.task import channel_state_restore
 from undertow.runtime.task.chain import OperatorChain
-from undertow.runtime.task.checkpointing import (
-    CheckpointIO,
-    CheckpointListeners,
-    SubtaskCheckpointer,
-)
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
+from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.context import LoopProcessingTimeService
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.event_dispatch import EventDispatcher
