@@ -84,6 +84,10 @@ class MailboxLoop:
         if not pending() and not self.cancelled:
             await self._wake.wait()
 
+    def restart_time_accounting(self) -> None:
+        """Count busy, backpressured and idle time from now (the task starts running)."""
+        self.time_accounting = TaskTimeAccounting()
+
     # -- the loop --------------------------------------------------------------------------------
     async def run(
         self,

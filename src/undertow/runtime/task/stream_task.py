@@ -66,6 +66,10 @@ def _never() -> bool:
 
 
 class StreamTask:
+    """One subtask (see the module docstring). It implements the checkpointer's
+    ``TaskInput`` and the event dispatch's ``LifecycleEvents``; the worker calls ``run``,
+    ``post``, ``cancel``, ``stop_source`` and ``statistics``, all on its loop."""
+
     def __init__(
         self,
         *,
@@ -224,7 +228,7 @@ class StreamTask:
     async def run(self) -> None:
         """Run until the end (bounded input, after the final checkpoint) or cancellation;
         raises what failed the task. The lifecycle is in the module docstring."""
-        self.mailbox.time_accounting = TaskTimeAccounting()
+        self.mailbox.restart_time_accounting()
         if not self._reemitted:  # once, before any operator
             self._reemitted = True
             channel_state_restore.reemit(self.deployment, self.writers, self.output_operators)
