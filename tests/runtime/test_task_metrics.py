@@ -21,6 +21,7 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask, TaskStatistics, TaskTimeAccounting
 
 
@@ -156,7 +157,9 @@ def build_task(vertex: JobVertex, feed: bool) -> tuple[StreamTask, Producer | No
     partition = ResultPartition("plus out", [1], buffers_per_channel=2, floating_buffers=2,
                                 max_buffers_per_channel=4)  # fmt: skip
     writer = RecordWriter(partition, edge.new_partitioner(), 4096)
-    task = StreamTask(vertex, 0, 0, config, [gate], {edge.id: writer}, Services(), loop)
+    deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0, config=config,
+                                gates=(gate,), writers={edge.id: writer})  # fmt: skip
+    task = StreamTask(deployment=deployment, services=Services(), loop=loop)
     return task, producer
 
 

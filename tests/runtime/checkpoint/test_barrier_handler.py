@@ -27,6 +27,7 @@ from undertow.runtime.checkpoint.barrier import (
     CheckpointOptions,
     SnapshotType,
 )
+from undertow.runtime.checkpoint.barrier_actions import BarrierHandling
 from undertow.runtime.checkpoint.barrier_handler import (
     MAX_CHECKPOINTS_TO_TRACK,
     AbortCheckpoint,
@@ -575,6 +576,16 @@ def test_tracker_accepts_the_handler_keywords() -> None:
         TriggerCheckpoint(barrier(1))
     ]
     assert tracker.on_end_of_partition(0, now_ms=5) == []
+
+
+def test_tracker_takes_every_call_of_barrier_handling_and_ignores_announcements() -> None:
+    """The tracker is a ``BarrierHandling`` too: an announcement and an alignment timeout
+    change nothing (at-least-once never aligns), so the barrier itself still triggers."""
+    handling: BarrierHandling = BarrierTracker(2)
+    assert handling.on_barrier(0, barrier(1), now_ms=5) == []
+    assert handling.on_announcement(1, barrier(1), 0, now_ms=5) == []
+    assert handling.on_alignment_timeout(1, 5) == []
+    assert handling.on_barrier(1, barrier(1), now_ms=6) == [TriggerCheckpoint(barrier(1))]
 
 
 def test_tracker_rejects_events_on_finished_channels() -> None:

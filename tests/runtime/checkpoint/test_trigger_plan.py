@@ -14,7 +14,6 @@ from undertow.runtime.checkpoint.trigger_plan import (
     late_triggers,
     plan_checkpoint,
 )
-from undertow.runtime.task.lifecycle import Finishing, Running
 
 
 @st.composite
@@ -132,38 +131,3 @@ def test_restore_refuses_a_finished_operator_chained_with_unfinished_ones() -> N
     vertices = [_vertex(0, ("src", "new-map"), set())]
     with pytest.raises(RestoreError, match=r"checkpoint 3.*'src'.*'new-map'"):
         finished_on_restore(vertices, frozenset({"src"}), 3)
-
-
-def test_lifecycle_waits_for_a_checkpoint_after_end_of_data_and_the_inputs() -> None:
-    finishing = Running().end_of_data(last_checkpoint_id=4, wait_for_final_checkpoint=True)
-    assert not finishing.may_close
-    finishing = finishing.checkpoint_complete(4)  # taken before EndOfData: not final
-    assert not finishing.final_checkpoint_done
-    finishing = finishing.checkpoint_complete(6).checkpoint_complete(5)
-    assert finishing.final_checkpoint_done and not finishing.may_close
-    finishing = finishing.all_inputs_ended()
-    assert finishing.may_close
-    finishing.close()
-
-
-def test_lifecycle_without_a_final_checkpoint_waits_only_for_the_inputs() -> None:
-    finishing = Running().end_of_data(last_checkpoint_id=-1, wait_for_final_checkpoint=False)
-    assert not finishing.may_close
-    with pytest.raises(RuntimeError):
-        finishing.close()
-    assert isinstance(finishing.all_inputs_ended(), Finishing)
-    assert finishing.all_inputs_ended().may_close
-
-
-def test_lifecycle_waits_for_a_synchronous_savepoint_it_took_even_without_checkpointing() -> None:
-    finishing = Running().end_of_data(last_checkpoint_id=-1, wait_for_final_checkpoint=False)
-    finishing = finishing.took_synchronous_savepoint(7).all_inputs_ended()
-    assert finishing.final_checkpoint_done and not finishing.may_close
-    assert not finishing.checkpoint_complete(6).may_close  # an older one does not count
-    assert finishing.checkpoint_complete(7).may_close
-
-
-def test_lifecycle_remembers_a_synchronous_savepoint_taken_while_running() -> None:
-    finishing = Running().end_of_data(3, wait_for_final_checkpoint=False, savepoint=4)
-    assert not finishing.all_inputs_ended().may_close
-    assert finishing.all_inputs_ended().checkpoint_complete(4).may_close

@@ -40,6 +40,7 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.storage import FileHandle
 from undertow.testing.channel_state import InMemoryChannelStateWriter
@@ -167,12 +168,15 @@ class Harness:
         self.task = Task()
         unaligned = exactly_once and Configuration(settings).get(Options.UNALIGNED)
         channel_state = InMemoryChannelStateWriter.of([self.gate], self.writers)
+        io = CheckpointIO(responder=self.responder, state_writer=self._write,
+                          executor=InlineExecutor(),
+                          channel_state_writer=channel_state if unaligned else None)  # fmt: skip
         self.cp = SubtaskCheckpointer(
-            "op (1/1)", "f", self.chain, [self.gate], self.writers,  # type: ignore[arg-type]
-            self.responder, self._write, InlineExecutor(), exactly_once, lambda: 0,
-            Configuration(settings), channel_state if unaligned else None,
+            task_name="op (1/1)", file_name="f", chain=self.chain,  # type: ignore[arg-type]
+            gates=[self.gate], writers=self.writers, task=self.task, io=io,
+            exactly_once=exactly_once, config=Configuration(settings),
+            listeners=CheckpointListeners(current_watermark=lambda: 0),
         )  # fmt: skip
-        self.cp.attach(self.task)
 
     def _write(self, cid: int, name: str, data: bytes) -> str:
         self.files[cid] = data
@@ -208,7 +212,7 @@ def inputs(snapshot: SubtaskSnapshot, channel: int) -> list[bytes]:
 
 def test_handler_choice_follows_the_configuration() -> None:
     assert isinstance(Harness().cp.handler, BarrierHandler)
-    assert Harness().cp.handler.is_alternating  # type: ignore[union-attr]
+    assert Harness().cp.handler.is_alternating  # type: ignore[attr-defined]
     aligned = Harness({"execution.checkpointing.unaligned.enabled": "false"}).cp
     assert isinstance(aligned.handler, BarrierHandler) and not aligned.handler.is_alternating
     assert aligned.channel_state is None
@@ -219,9 +223,12 @@ def test_unaligned_checkpoints_without_a_channel_state_writer_are_refused() -> N
     h = Harness()
     with pytest.raises(ValueError, match=r"op \(1/1\): unaligned checkpoints are enabled but no"):
         SubtaskCheckpointer(
-            "op (1/1)", "f", h.chain, [InputGate("in", 1, 8)], [],  # type: ignore[arg-type]
-            h.responder, h._write, InlineExecutor(), True, lambda: 0,
-            Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+            task_name="op (1/1)", file_name="f", chain=h.chain,  # type: ignore[arg-type]
+            gates=[InputGate("in", 1, 8)], writers=[], task=h.task,
+            io=CheckpointIO(responder=h.responder, state_writer=h._write,
+                            executor=InlineExecutor()),
+            exactly_once=True,
+            config=Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
         )  # fmt: skip
 
 

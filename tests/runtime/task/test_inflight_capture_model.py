@@ -32,6 +32,7 @@ from undertow.runtime.network.buffer import (
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition, ResultSubpartition
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.testing.channel_state import InMemoryChannelStateWriter
 
@@ -188,12 +189,14 @@ def test_channel_state_is_exactly_the_in_flight_records(seed: int, credit: int) 
         return name
 
     checkpointer = SubtaskCheckpointer(
-        "down (1/1)", "f", Chain(task), [gate], [], Responder(),  # type: ignore[arg-type]
-        write_file, InlineExecutor(), True, lambda: 0,
-        Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
-        InMemoryChannelStateWriter.of([gate], []),
+        task_name="down (1/1)", file_name="f", chain=Chain(task),  # type: ignore[arg-type]
+        gates=[gate], writers=[], task=task,
+        io=CheckpointIO(responder=Responder(), state_writer=write_file, executor=InlineExecutor(),
+                        channel_state_writer=InMemoryChannelStateWriter.of([gate], [])),
+        exactly_once=True,
+        config=Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        listeners=CheckpointListeners(current_watermark=lambda: 0),
     )  # fmt: skip
-    checkpointer.attach(task)
 
     async def run() -> None:
         for _ in range(600):

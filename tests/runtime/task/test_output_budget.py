@@ -23,6 +23,7 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.runtime.task.task_statistics import TaskStatistics
@@ -216,8 +217,10 @@ def fan_out_task(records_per_input: int, overdraft: int) -> tuple[StreamTask, Re
     out = ResultPartition("fan-out out", [1], buffers_per_channel=2, floating_buffers=14,
                           max_buffers_per_channel=100)  # fmt: skip
     writer = RecordWriter(out, edge.new_partitioner(), 1024)
-    task = StreamTask(vertex, 0, 0, config, [gate], {edge.id: writer}, Services(),
-                      asyncio.get_running_loop())  # fmt: skip
+    deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0, config=config,
+                                gates=(gate,), writers={edge.id: writer})  # fmt: skip
+    task = StreamTask(deployment=deployment, services=Services(),
+                      loop=asyncio.get_running_loop())  # fmt: skip
     return task, out
 
 
@@ -270,7 +273,7 @@ def test_deferred_work_runs_once_the_output_is_available_again() -> None:
         await asyncio.sleep(0.1)
         assert not out.is_available()
         ran: list[int] = []
-        task.when_output_available(lambda: ran.append(task.records_in))
+        task.mailbox.when_output_available(lambda: ran.append(task.records_in))
         await asyncio.sleep(0.05)
         before = list(ran)
         out.on_data_sent(out.queued)  # the consumer took everything

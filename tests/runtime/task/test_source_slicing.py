@@ -18,6 +18,7 @@ from undertow.datastream import MapFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.number_seq import NumberSequenceSource, NumberSequenceSplit
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.stream_task import StreamTask
 
@@ -67,8 +68,11 @@ def records_between_post_and_run(mails: int) -> list[int]:
     writer = RecordWriter(partition, vertex.outputs[0].new_partitioner(), 1 << 16)
 
     async def scenario() -> list[int]:
-        task = StreamTask(vertex, 0, 1, Configuration(), [], {vertex.outputs[0].id: writer},
-                          Services(), asyncio.get_running_loop())  # fmt: skip
+        deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=1,
+                                    config=Configuration(),
+                                    writers={vertex.outputs[0].id: writer})  # fmt: skip
+        task = StreamTask(deployment=deployment, services=Services(),
+                          loop=asyncio.get_running_loop())  # fmt: skip
         [spin] = [op.function for op in task.chain.operators if hasattr(op, "function")]
         running = asyncio.ensure_future(task.run())
         await asyncio.sleep(0.05)

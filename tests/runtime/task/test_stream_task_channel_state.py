@@ -4,6 +4,7 @@ partial batch completed by live data), then live input; and a wrong shape fails 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import pickle
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -22,7 +23,8 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
-from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.checkpoint_io import CheckpointIO
+from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.testing.channel_state import InMemoryChannelStateWriter
 
@@ -60,7 +62,18 @@ def plus_one() -> JobVertex:
     return vertex
 
 
-def build(state: ChannelState, live: list[Buffer]) -> tuple[StreamTask, ResultPartition]:
+def build(
+    state: ChannelState | None,
+    live: list[Buffer],
+    *,
+    config: Configuration | None = None,
+    checkpoint_io: CheckpointIO | None = None,
+    reemit: tuple[ReemittedChannel, ...] = (),
+    recovery_outputs: frozenset[int] = frozenset(),
+    recovering_gates: frozenset[int] = frozenset(),
+    on_channel_state_recovered: Callable[[], None] | None = None,
+) -> tuple[StreamTask, ResultPartition]:
+    """The ``plus`` subtask restoring ``state`` (None: nothing restored), fed ``live``."""
     vertex = plus_one()
     gate = InputGate("plus input", vertex.inputs[0].target_input, floating_buffers=8)
     channel = gate.add_channel(0, "plus input 0", initial_credit=2)
@@ -68,9 +81,18 @@ def build(state: ChannelState, live: list[Buffer]) -> tuple[StreamTask, ResultPa
     partition = ResultPartition("plus out", [1], buffers_per_channel=2, floating_buffers=2,
                                 max_buffers_per_channel=100)  # fmt: skip
     writer = RecordWriter(partition, vertex.outputs[0].new_partitioner(), 1 << 16)
-    snapshot = SubtaskSnapshot(channel_state=state)
-    task = StreamTask(vertex, 0, 1, Configuration(), [gate], {vertex.outputs[0].id: writer},
-                      Services(), asyncio.get_running_loop(), [snapshot])  # fmt: skip
+    deployment = TaskDeployment(
+        vertex=vertex, subtask_index=0, attempt=1, config=config or Configuration(),
+        gates=(gate,), writers={vertex.outputs[0].id: writer},
+        restored=() if state is None else (SubtaskSnapshot(channel_state=state),),
+        reemit=reemit, recovery_outputs=recovery_outputs, recovering_gates=recovering_gates,
+    )  # fmt: skip
+    if checkpoint_io is not None and checkpoint_io.channel_state_writer is None:
+        channel_state = InMemoryChannelStateWriter.of([gate], [writer])
+        checkpoint_io = dataclasses.replace(checkpoint_io, channel_state_writer=channel_state)
+    task = StreamTask(deployment=deployment, services=Services(),
+                      loop=asyncio.get_running_loop(), checkpoint_io=checkpoint_io,
+                      on_channel_state_recovered=on_channel_state_recovered)  # fmt: skip
     return task, partition
 
 
@@ -145,22 +167,15 @@ def test_a_backpressured_task_still_takes_an_unaligned_barrier_at_once() -> None
 
     async def scenario() -> tuple[Responder, dict[int, bytes], bool]:
         live = [Buffer(batch) for _ in range(50)]
-        task, partition = build(ChannelState(0, 0, 1, (1,), ()), live)
-        task.restored = None
         responder, files = Responder(), {}
 
         def write(cid: int, name: str, data: bytes) -> str:
             files[cid] = data
             return name
 
-        checkpointer = SubtaskCheckpointer(
-            task.name, "f", task.chain, task.gates, task.writers, responder, write, Inline(),
-            True, task.current_watermark,
-            Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
-            InMemoryChannelStateWriter.of(task.gates, task.writers, task.subtask_index,
-                                          task.vertex.parallelism),
-        )  # fmt: skip
-        task.checkpointer = checkpointer
+        io = CheckpointIO(responder=responder, state_writer=write, executor=Inline())
+        config = Configuration({"execution.checkpointing.unaligned.enabled": "true"})
+        task, partition = build(None, live, config=config, checkpoint_io=io)
         partition.max_buffers_per_channel = 2
         running = asyncio.ensure_future(task.run())
         await asyncio.sleep(0.2)
@@ -194,9 +209,10 @@ def test_rescaled_restore_re_emits_old_channels_before_anything_else_then_blocks
     other = (encode_chunk(Buffer(serialize_batch([9], None))),)
 
     async def scenario() -> list[Any]:
-        task, partition = build(None, [Buffer(serialize_batch([20], None))])  # type: ignore[arg-type]
-        task.reemit = [(0, [*old_input, *old_output], "old 0 -> 0"), (0, list(other), "old 1")]
-        task.recovery_outputs = frozenset({0})
+        reemit = (ReemittedChannel(0, (*old_input, *old_output), "old 0 -> 0"),
+                  ReemittedChannel(0, other, "old 1"))  # fmt: skip
+        task, partition = build(None, [Buffer(serialize_batch([20], None))], reemit=reemit,
+                                recovery_outputs=frozenset({0}))  # fmt: skip
         running = asyncio.ensure_future(task.run())
         await asyncio.sleep(0.3)
         task.cancel()
@@ -226,19 +242,22 @@ def test_a_gate_resumes_its_channels_once_every_one_ended_its_channel_state() ->
             self.resumed += 1
 
     async def scenario() -> list[int]:
-        task, _ = build(None, [])  # type: ignore[arg-type]
+        reports: list[str] = []
+        task, _ = build(
+            None,
+            [],
+            recovering_gates=frozenset({0}),
+            on_channel_state_recovered=lambda: reports.append("recovered"),
+        )
         gate = task.gates[0]
         second = gate.add_channel(5, "plus input 1", initial_credit=2)
         links = [Link(), Link()]
         for ch, link in zip(gate.channels, links):
             ch.link = link  # type: ignore[assignment]
             ch.receiver._blocked = True  # as after a blocking event
-        reports: list[str] = []
-        task.recovering_gates = {0}
-        task.on_channel_state_recovered = lambda: reports.append("recovered")
-        task._on_end_of_channel_state(gate, gate.channels[0])
+        task.events.on_end_of_channel_state(gate, gate.channels[0])
         after_first = [link.resumed for link in links] + [len(reports)]
-        task._on_end_of_channel_state(gate, second)
+        task.events.on_end_of_channel_state(gate, second)
         return after_first + [link.resumed for link in links] + [len(reports)]
 
     # the JobMaster hears of it (and may start checkpointing) only once the gate resumed

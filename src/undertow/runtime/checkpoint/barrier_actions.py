@@ -18,10 +18,10 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NoReturn, TypeAlias
+from typing import NoReturn, Protocol, TypeAlias
 
 from undertow.core.errors import UndertowError
-from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+from undertow.runtime.checkpoint.barrier import CancelCheckpointMarker, CheckpointBarrier
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 
 
@@ -105,6 +105,40 @@ Action: TypeAlias = (
     | ConvertToPriority
     | FinishInputsCheckpoint
 )
+
+
+class BarrierHandling(Protocol):
+    """What a subtask's checkpointer calls, whatever the checkpointing mode: the exactly-once
+    handler and the at-least-once tracker both implement it, so the executor never asks which
+    one it holds. Channels are numbered over all input gates, from 0. ``now_ms`` is wall-clock
+    milliseconds (late-barrier checks, timer delays); an implementation that needs no clock
+    ignores it. Every call returns the actions to execute, in order. Task thread only."""
+
+    def on_barrier(
+        self, channel: int, barrier: CheckpointBarrier, *, mark_blocked: bool = True,
+        now_ms: int | None = None,
+    ) -> list[Action]:  # fmt: skip
+        """A barrier was taken from ``channel`` (in order, or as a priority event)."""
+        ...
+
+    def on_announcement(
+        self, channel: int, barrier: CheckpointBarrier, sequence_number: int, *,
+        now_ms: int | None = None,
+    ) -> list[Action]:  # fmt: skip
+        """The network queued the timeoutable ``barrier`` on ``channel`` and announced it."""
+        ...
+
+    def on_alignment_timeout(self, checkpoint_id: int, now_ms: int | None = None) -> list[Action]:
+        """The timer of a :class:`ScheduleAlignmentTimer` fired."""
+        ...
+
+    def on_cancel_marker(self, channel: int, marker: CancelCheckpointMarker) -> list[Action]:
+        """An upstream declined ``marker.checkpoint_id``."""
+        ...
+
+    def on_end_of_partition(self, channel: int, *, now_ms: int | None = None) -> list[Action]:
+        """``channel`` finished: it counts as its barrier of every pending checkpoint."""
+        ...
 
 
 class InputChannels:

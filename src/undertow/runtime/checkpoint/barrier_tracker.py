@@ -83,6 +83,19 @@ class BarrierTracker:
             self._complete(count, actions)
         return actions
 
+    def on_announcement(
+        self, channel: int, barrier: CheckpointBarrier, sequence_number: int, *,
+        now_ms: int | None = None,
+    ) -> list[Action]:  # fmt: skip
+        """Ignored, as by Flink's tracker: an at-least-once barrier is counted when it is
+        taken, and only exactly-once barriers with a timeout are announced at all."""
+        self._channels.check(channel, f"announcement of barrier {barrier.checkpoint_id}")
+        return []
+
+    def on_alignment_timeout(self, checkpoint_id: int, now_ms: int | None = None) -> list[Action]:
+        """Nothing to do: the tracker never aligns, so it never schedules an alignment timer."""
+        return []
+
     def on_cancel_marker(self, channel: int, marker: CancelCheckpointMarker) -> list[Action]:
         self._channels.check(channel, f"cancel marker {marker.checkpoint_id}")
         actions: list[Action] = []

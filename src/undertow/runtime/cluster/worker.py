@@ -6,9 +6,9 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-About 550 lines: deployment wires partitions, gates, tasks and checkpointers in one place
-(it becomes one ``TaskDeployment`` record, issue 13 step 3); the channel state it restores is
-read and checked by ``runtime.checkpoint.channel_state_reader`` (step 2).
+About 560 lines: deployment builds partitions, gates and one ``TaskDeployment`` record per
+subtask in one place; the channel state it restores is read and checked by
+``runtime.checkpoint.channel_state_reader``.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -79,8 +79,9 @@ from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
-from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.context import user_metric_values
+from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
@@ -97,7 +98,6 @@ class _TaskServices:
         self.worker = worker
         self.vertex_id = vertex_id
         self.subtask = subtask
-        self.task: StreamTask | None = None
 
     def print_lines(self, lines: list[str]) -> None:
         self.worker.send(PrintLines(self.worker.attempt, lines))
@@ -111,7 +111,7 @@ class _TaskServices:
         )
 
     def wake(self) -> None:
-        task = self.task
+        task = self.worker.tasks.get((self.vertex_id, self.subtask))
         if task is not None:
             task.loop.call_soon_threadsafe(task.source_available)
 
@@ -224,7 +224,6 @@ class Worker:
                 2, thread_name_prefix=f"undertow-io-{self.worker_index}"
             )
         checkpointing = CheckpointSettings.of(self.config)
-        exactly_once = checkpointing.exactly_once
         if self.storage is not None and checkpointing.writes_channel_state:
             self.channel_state_files = ChannelStateFileWriter(
                 self.storage.write_file,
@@ -256,30 +255,36 @@ class Worker:
                     vertex, subtask, snapshots, gates, list(writers.values()),
                     restored_channels[(vertex_id, subtask)],
                 )  # fmt: skip
-            task = StreamTask(vertex, subtask, self.attempt, self.config, gates, writers,
-                              services, loop, snapshots, self.pace)  # fmt: skip
-            services.task = task
-            task.reemit = reemitted.get((vertex_id, subtask), [])
-            task.recovery_outputs = rescaled_outputs.get(vertex_id, frozenset())
-            task.recovering_gates = set(rescaled_gates.get(vertex_id, frozenset()))
-            if task.recovering_gates:
-                task.on_channel_state_recovered = functools.partial(
-                    self.send, ChannelStateRecovered(self.attempt, vertex_id, subtask)
-                )
+            deployment = TaskDeployment(
+                vertex=vertex, subtask_index=subtask, attempt=self.attempt, config=self.config,
+                gates=tuple(gates), writers=writers, restored=tuple(snapshots or ()),
+                finished_on_restore=(
+                    deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
+                ),
+                reemit=tuple(
+                    ReemittedChannel(output, tuple(chunks), where)
+                    for output, chunks, where in reemitted.get((vertex_id, subtask), [])
+                ),
+                recovery_outputs=rescaled_outputs.get(vertex_id, frozenset()),
+                recovering_gates=frozenset(rescaled_gates.get(vertex_id, frozenset())),
+            )  # fmt: skip
             channel_state_writer = None
             if self.channel_state_files is not None:
-                channel_state_writer = self.channel_state_files.register(task.name)
+                channel_state_writer = self.channel_state_files.register(deployment.name)
                 self.channel_state_writers[(vertex_id, subtask)] = channel_state_writer
-            task.checkpointer = SubtaskCheckpointer(
-                task.name, f"v{vertex_id}-s{subtask}.state", task.chain, gates,
-                list(writers.values()), _Responder(self, vertex_id, subtask),
-                self.storage.write_file if self.storage is not None else None, self.io_pool,
-                exactly_once, task.current_watermark, self.config, channel_state_writer,
-                self.pace,
+            io = CheckpointIO(
+                responder=_Responder(self, vertex_id, subtask),
+                state_writer=self.storage.write_file if self.storage is not None else None,
+                executor=self.io_pool, channel_state_writer=channel_state_writer,
             )  # fmt: skip
-            task.deployed_finished = (
-                deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
-            )
+            recovered = None
+            if deployment.recovering_gates:
+                recovered = functools.partial(
+                    self.send, ChannelStateRecovered(self.attempt, vertex_id, subtask)
+                )
+            task = StreamTask(deployment=deployment, services=services, loop=loop,
+                              pace=self.pace, checkpoint_io=io,
+                              on_channel_state_recovered=recovered)  # fmt: skip
             self.tasks[(vertex_id, subtask)] = task
         needed.discard(self.worker_index)
         await self.env.connect_peers(deploy.peers, needed)

@@ -1,12 +1,12 @@
 """The checkpoint side of a subtask: barriers in, snapshot, barrier out, async write, ack.
 
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
-Lifecycle: built by the worker, then attached to its task (:meth:`attach`) before it runs.
+Lifecycle: built by its stream task from the subtask's ``TaskDeployment`` (:meth:`of`).
 
 Why still one piece of about 640 lines: it executes every barrier action and the snapshot's
 write and acknowledgement. What to persist of in-flight data is decided by
-``runtime.checkpoint.inflight_capture`` (issue 13, step 2); only its execution is here. The
-snapshot's write and acknowledgement split off when the checkpointer is rewired (step 3).
+``runtime.checkpoint.inflight_capture``; only its execution is here. Its wiring
+(``CheckpointIO``, ``CheckpointListeners``) is in :mod:`.checkpoint_io`.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -20,8 +20,7 @@ import logging
 import pickle
 import time
 import traceback
-from collections.abc import Callable, Iterable
-from concurrent.futures import Executor
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
@@ -30,6 +29,7 @@ from undertow.runtime.checkpoint.barrier import (
     CancelCheckpointMarker,
     CheckpointBarrier,
 )
+from undertow.runtime.checkpoint.barrier_actions import BarrierHandling
 from undertow.runtime.checkpoint.barrier_handler import (
     AbortCheckpoint,
     BarrierHandler,
@@ -58,21 +58,16 @@ from undertow.runtime.checkpoint.inflight_capture import (
     ScheduleOutputTimeout,
     StartChannelState,
 )
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot, SubtaskStateHandle
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
+from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
 
 log = logging.getLogger(__name__)
-
-
-class CheckpointResponder(Protocol):
-    """How a subtask reports to the JobMaster (implemented by the worker)."""
-
-    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None: ...
-
-    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None: ...
 
 
 class TaskInput(Protocol):
@@ -86,16 +81,8 @@ class TaskInput(Protocol):
         processed: the rest of the current batch, then restored batches still pending."""
 
 
-#: Writes one state file: (checkpoint id, file name, bytes) -> handle. Blocking; runs on a pool.
-StateWriter = Callable[[int, str, bytes], Any]
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _none(_index: int) -> list[bytes]:
-    return []
 
 
 class SubtaskCheckpointer:
@@ -104,26 +91,28 @@ class SubtaskCheckpointer:
     ``config`` selects the handler: exactly-once with ``execution.checkpointing.unaligned.
     enabled`` uses :meth:`BarrierHandler.alternating` (also for pure unaligned checkpoints: it
     still aligns savepoints and FORCED_ALIGNED barriers, which :meth:`BarrierHandler.unaligned`
-    would not), otherwise the aligned handler. ``channel_state_writer`` is required when
-    unaligned checkpoints are enabled (workers pass their shared-file writer's member).
+    would not), otherwise the aligned handler; at-least-once uses the tracker.
+    ``io.channel_state_writer`` is required when unaligned checkpoints are enabled (workers
+    pass their shared-file writer's member). Built complete (keyword-only, nothing is set
+    later); a stream task builds its own with :meth:`of`.
     """
 
     def __init__(
         self,
+        *,
         task_name: str,
         file_name: str,
         chain: OperatorChain,
-        gates: list[InputGate],
-        writers: list[RecordWriter],
-        responder: CheckpointResponder,
-        state_writer: StateWriter | None,
-        executor: Executor | None,
+        gates: Sequence[InputGate],
+        writers: Sequence[RecordWriter],
+        task: TaskInput,
+        io: CheckpointIO,
         exactly_once: bool,
-        current_watermark: Callable[[], int],
         config: Configuration | None = None,
-        channel_state_writer: ChannelStateWriter | None = None,
         pace: TaskPace | None = None,
+        listeners: CheckpointListeners | None = None,
     ) -> None:
+        listeners = listeners if listeners is not None else CheckpointListeners()
         self.task_name = task_name
         #: The worker's slice pace, hurried by every checkpoint event this subtask sees.
         self.pace = pace
@@ -131,10 +120,20 @@ class SubtaskCheckpointer:
         self.chain = chain
         self.gates = gates
         self.writers = writers
-        self.responder = responder
-        self.state_writer = state_writer
-        self.executor = executor
-        self.current_watermark = current_watermark
+        self.task: TaskInput = task
+        self.responder = io.responder
+        self.state_writer = io.state_writer
+        self.executor = io.executor
+        self.current_watermark = listeners.current_watermark
+        #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
+        #: with each acknowledgement (``debloat_estimate_ms``) when it has a value.
+        self.debloat_estimate = listeners.debloat_estimate
+        #: Called after the operators were notified of a completed checkpoint (the task's
+        #: lifecycle waits for its final checkpoint through it).
+        self.completion_listener = listeners.on_complete
+        #: Called when the task takes a synchronous savepoint (stop with savepoint), before
+        #: its snapshot: the task must not close before that savepoint completed.
+        self.synchronous_savepoint_listener = listeners.on_synchronous_savepoint
         self.channels: list[InputChannel] = [c for g in gates for c in g.channels]
         self._index = {id(c): i for i, c in enumerate(self.channels)}
         #: channel index -> (gate index, channel index in the gate)
@@ -142,7 +141,7 @@ class SubtaskCheckpointer:
         n = len(self.channels)
         config = config if config is not None else Configuration()
         self.unaligned_enabled = exactly_once and config.get(Options.UNALIGNED)
-        self.handler: BarrierHandler | BarrierTracker
+        self.handler: BarrierHandling
         if not exactly_once:
             self.handler = BarrierTracker(n)
         elif self.unaligned_enabled:
@@ -155,20 +154,10 @@ class SubtaskCheckpointer:
         self._unaligned_output = [
             forced or i >= len(edges) or edges[i].supports_unaligned for i in range(len(writers))
         ]
-        self.channel_state: ChannelStateWriter | None = channel_state_writer
+        self.channel_state: ChannelStateWriter | None = io.channel_state_writer
         if self.channel_state is None and self.unaligned_enabled:
             raise ValueError(f"{task_name}: unaligned checkpoints are enabled "
                              "but no channel-state writer was given")  # fmt: skip
-        self.task: TaskInput | None = None
-        #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
-        #: with each acknowledgement when set (``debloat_estimate_ms``); set by the task.
-        self.debloat_estimate: Callable[[], float | None] | None = None
-        #: Called after the operators were notified of a completed checkpoint (the task's
-        #: lifecycle waits for its final checkpoint through it).
-        self.completion_listener: Callable[[int], None] | None = None
-        #: Called when the task takes a synchronous savepoint (stop with savepoint), before
-        #: its snapshot: the task must not close before that savepoint completed.
-        self.synchronous_savepoint_listener: Callable[[int], None] | None = None
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
@@ -192,9 +181,25 @@ class SubtaskCheckpointer:
                 for j, sp in enumerate(writer.partition.subpartitions):
                     sp.subscribe_events_sent(functools.partial(self._on_event_sent, (i, j)))
 
-    def attach(self, task: TaskInput) -> None:
-        """Called by the task that owns this checkpointer, before it runs."""
-        self.task = task
+    @classmethod
+    def of(
+        cls,
+        deployment: TaskDeployment,
+        *,
+        chain: OperatorChain,
+        task: TaskInput,
+        io: CheckpointIO,
+        pace: TaskPace | None = None,
+        listeners: CheckpointListeners | None = None,
+    ) -> SubtaskCheckpointer:
+        """The checkpointer of the deployed subtask: its name, state file, gates, writers and
+        checkpointing mode all come from ``deployment``."""
+        return cls(
+            task_name=deployment.name, file_name=deployment.state_file_name, chain=chain,
+            gates=deployment.gates, writers=deployment.record_writers, task=task, io=io,
+            exactly_once=CheckpointSettings.of(deployment.config).exactly_once,
+            config=deployment.config, pace=pace, listeners=listeners,
+        )  # fmt: skip
 
     # -- events from the inputs --------------------------------------------------------------
     def on_barrier(self, channel: InputChannel, barrier: CheckpointBarrier) -> None:
@@ -205,10 +210,7 @@ class SubtaskCheckpointer:
                 k: b for k, b in self._announced.items()
                 if not (k[0] == index and b is barrier) and b.checkpoint_id >= barrier.checkpoint_id
             }  # fmt: skip
-        if isinstance(self.handler, BarrierHandler):
-            actions = self.handler.on_barrier(index, barrier, now_ms=_now_ms())
-        else:
-            actions = self.handler.on_barrier(index, barrier)
+        actions = self.handler.on_barrier(index, barrier, now_ms=_now_ms())
         # The barrier just taken is no longer queued: what is still queued on its channel
         # arrived after it, except the entries ahead of its mark if it was a priority event.
         self._barrier_in_hand = (index, channel.last_priority_mark or 0)
@@ -218,8 +220,6 @@ class SubtaskCheckpointer:
             self._barrier_in_hand = None
 
     def on_announcement(self, channel: InputChannel, announcement: BarrierAnnouncement) -> None:
-        if not isinstance(self.handler, BarrierHandler):
-            return
         index = self._index[id(channel)]
         key = (index, announcement.sequence_number)
         if key not in self._announced:
@@ -233,10 +233,7 @@ class SubtaskCheckpointer:
 
     def on_end_of_partition(self, channel: InputChannel) -> None:
         index = self._index[id(channel)]
-        if isinstance(self.handler, BarrierHandler):
-            self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
-        else:
-            self._execute(self.handler.on_end_of_partition(index))
+        self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
         deferred = self._deferred_trigger
         if deferred is not None and all(g.is_finished for g in self.gates):
             self._deferred_trigger = None
@@ -299,13 +296,10 @@ class SubtaskCheckpointer:
                 raise TypeError(f"{self.task_name}: unknown checkpoint action {action!r}")
 
     def _schedule(self, delay_ms: int, mail: Callable[[], None]) -> None:
-        if self.task is None:
-            raise RuntimeError(f"{self.task_name}: checkpointer used before attach()")
         asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000.0, self.task.post, mail)
 
     def _on_alignment_timer(self, checkpoint_id: int) -> None:
-        if isinstance(self.handler, BarrierHandler):
-            self._execute(self.handler.on_alignment_timeout(checkpoint_id, _now_ms()))
+        self._execute(self.handler.on_alignment_timeout(checkpoint_id, _now_ms()))
 
     # -- channel state: the capture decides, the writer persists ------------------------------
     def _persist(self, decisions: Iterable[CaptureDecision | None]) -> None:
@@ -335,7 +329,7 @@ class SubtaskCheckpointer:
         task = self.task
         self._persist(self._capture.start_inputs(
             action.barrier, action.channels, self.channels,
-            (lambda i: task.unprocessed_chunks(self.channels[i])) if task is not None else _none,
+            lambda i: task.unprocessed_chunks(self.channels[i]),
             self._barrier_in_hand,
         ))  # fmt: skip
 

@@ -1,0 +1,64 @@
+"""How a subtask's checkpointer is wired: to the worker (``CheckpointIO``) and to its task
+(``CheckpointListeners``), both given to its constructor.
+
+The worker supplies where checkpoints go (the JobMaster responder, the state-file writer and
+its I/O pool, the shared channel-state writer); the task supplies what the checkpointer reads
+from and tells its lifecycle. Threading: every callable here is called on the task's loop
+thread, except a ``StateWriter``, which runs on the executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from undertow.core.types import MIN_TIMESTAMP
+from undertow.runtime.checkpoint.channel_state_writer import ChannelStateWriter
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+
+
+class CheckpointResponder(Protocol):
+    """How a subtask reports to the JobMaster (implemented by the worker)."""
+
+    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None: ...
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None: ...
+
+
+#: Writes one state file: (checkpoint id, file name, bytes) -> handle. Blocking; runs on a pool.
+StateWriter = Callable[[int, str, bytes], Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointIO:
+    """Where one subtask's checkpoints go: the worker's side of its checkpointer."""
+
+    responder: CheckpointResponder
+    #: Writes the subtask's state file; None: no checkpoint storage (state is declined).
+    state_writer: StateWriter | None = None
+    #: Runs ``state_writer`` (the worker's I/O pool).
+    executor: Executor | None = None
+    #: The subtask's member of the worker's shared channel-state files; None: channel state
+    #: goes into the state file (an in-memory writer, when unaligned checkpoints are on).
+    channel_state_writer: ChannelStateWriter | None = None
+
+
+def _min_watermark() -> int:
+    return MIN_TIMESTAMP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointListeners:
+    """How the checkpointer reads and tells its task's lifecycle; all called on the task's
+    loop thread, from the checkpointer's own calls (never from another thread)."""
+
+    #: The watermark stored with each snapshot.
+    current_watermark: Callable[[], int] = _min_watermark
+    #: After the operators were notified that a checkpoint completed.
+    on_complete: Callable[[int], None] | None = None
+    #: The task takes a synchronous savepoint (stop with savepoint), before its snapshot.
+    on_synchronous_savepoint: Callable[[int], None] | None = None
+    #: Buffer debloating's estimated time to consume the in-flight input (ms), or None.
+    debloat_estimate: Callable[[], float | None] | None = None

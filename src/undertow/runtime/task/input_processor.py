@@ -1,0 +1,321 @@
+"""A subtask's input processing: one slice of records from its gates, or from its source.
+
+A slice takes priority events first (unaligned barriers overtake data), then batches from
+the gates round-robin (restored input before any live input) and hands them to the head in
+adaptive chunks, until the slice's time is up, the output is unavailable, or an event ends
+the input. The unprocessed rest of a batch stays in :class:`CurrentBatch`; it is part of its
+channel's state if an unaligned checkpoint starts (ARCHITECTURE.md §3). A source subtask's
+slice moves its reader's pending records instead.
+
+Threading: the task's loop thread only. Lifecycle: built with its task; a slice runs from the
+mailbox loop, which calls it only when :meth:`ready` and the output is available.
+Cost: one clock read per chunk; a chunk aims at a quarter of a slice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from undertow.connectors.source import InputStatus
+from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.network.buffer import Buffer, serialize_batch
+from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.task.event_dispatch import EventDispatcher
+from undertow.runtime.task.output_budget import OutputBudget
+from undertow.runtime.task.pace import TaskPace
+
+_MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
+_SOURCE_BACKOFF_S = 0.005
+
+
+class CurrentBatch:
+    """The batch being processed: where it came from and how far the head got."""
+
+    __slots__ = ("channel", "gate", "position", "restored", "timestamps", "values")
+
+    def __init__(
+        self, gate: InputGate, channel: InputChannel, values: list[Any],
+        timestamps: list[Any] | None, restored: bool,
+    ) -> None:  # fmt: skip
+        self.gate = gate
+        self.channel = channel
+        self.values = values
+        self.timestamps = timestamps
+        #: Records before this index were processed.
+        self.position = 0
+        #: Restored channel state: not counted by the gate, not released to it.
+        self.restored = restored
+
+
+class StreamInputProcessor:
+    """Feeds one subtask's head from its input gates or its source reader."""
+
+    def __init__(
+        self,
+        *,
+        gates: Sequence[InputGate],
+        head: Any,
+        two_input: bool,
+        priority_events: bool,
+        events: EventDispatcher,
+        writers: Sequence[RecordWriter],
+        budget: OutputBudget | None,
+        pace: TaskPace,
+        output_available: Callable[[], bool],
+        buffer_timeout_ms: int,
+        debloated: bool,
+        loop_call_later: Callable[[float, Callable[[], None]], object],
+        wake: Callable[[], None],
+    ) -> None:
+        self.gates = list(gates)
+        self.head = head
+        self.two_input = two_input
+        #: Priority events (unaligned barriers) may arrive: look for them between chunks.
+        self.priority_events = priority_events
+        self.events = events
+        self.writers = writers
+        self.budget = budget
+        self.pace = pace
+        self.output_available = output_available
+        self.buffer_timeout_ms = buffer_timeout_ms
+        #: Debloated outputs: a source reader is asked for what fits.
+        self._debloated = debloated
+        self._call_later = loop_call_later
+        self._wake = wake
+        #: A head with bounded room for input (async I/O: capacity): chunks are cut to its
+        #: room, and no input is taken while it has none.
+        self.head_room: Callable[[], int] | None = getattr(head, "input_room", None)
+        self.records_in = 0
+        self._chunk = 64
+        self._current: CurrentBatch | None = None
+        #: Restored input batches not yet processed: (gate, channel, values, timestamps).
+        self._restored_input: deque[tuple[InputGate, InputChannel, list[Any], Any]] = deque()
+        self._gate_rr = 0
+        #: A source's input ended (its reader, or a stop).
+        self._source_ended = False
+        self._source_waiting = False
+        self._reader_ended = False
+
+    @property
+    def end_of_input(self) -> bool:
+        """No more input: every channel ended its data, or the source ended."""
+        return self._source_ended or self.events.all_data_ended
+
+    def end_source_input(self) -> None:
+        """A source stops reading (its end, or a stop with savepoint)."""
+        self._source_ended = True
+
+    # -- network input ---------------------------------------------------------------------------
+    def ready(self) -> bool:
+        room = self.head_room
+        if room is not None and room() <= 0:
+            return False
+        return (
+            self._current is not None
+            or bool(self._restored_input)
+            or any(g.has_input() for g in self.gates)
+        )
+
+    def add_restored_input(
+        self, gate: InputGate, channel: InputChannel, values: list[Any], timestamps: Any
+    ) -> None:
+        """A batch of restored input channel state: processed before any live input."""
+        self._restored_input.append((gate, channel, values, timestamps))
+
+    def process_priority_events(self) -> None:
+        """Take every queued priority event (unaligned barrier, announcement) ahead of data."""
+        for gate in self.gates:
+            if not gate.has_priority_event():
+                continue
+            while (polled := gate.poll_priority()) is not None:
+                self.events.on_event(gate, polled[0], polled[1])
+
+    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
+        """Channel-state chunks of what the task took from ``channel`` and has not processed:
+        the rest of the current batch, then restored batches still pending (stream order)."""
+        chunks = []
+        current = self._current
+        if current is not None and current.channel is channel:
+            pos = current.position
+            if pos < len(current.values):
+                stamps = None if current.timestamps is None else current.timestamps[pos:]
+                batch = serialize_batch(current.values[pos:], stamps)
+                chunks.append(encode_chunk(Buffer(batch)))
+        for _, ch, values, stamps in self._restored_input:
+            if ch is channel:
+                chunks.append(encode_chunk(Buffer(serialize_batch(values, stamps))))
+        return chunks
+
+    def poll(self) -> tuple[InputGate, InputChannel, Any] | None:
+        """The next batch or event of the gates, round-robin."""
+        gates = self.gates
+        n = len(gates)
+        for i in range(n):
+            gate = gates[(self._gate_rr + i) % n]
+            item = gate.poll()
+            if item is not None:
+                self._gate_rr = (self._gate_rr + i + 1) % n
+                return gate, item[0], item[1]
+        return None
+
+    def input_slice(self) -> None:
+        """One slice of network input (see the module docstring)."""
+        perf = time.perf_counter
+        now = perf()
+        slice_s = self.pace.slice_s(now)
+        deadline = now + slice_s
+        head = self.head
+        two = self.two_input
+        priority = self.priority_events
+        gates = self.gates
+        budget = self.budget
+        events = self.events
+        ended = events.data_ended
+        output_available = self.output_available
+        head_room = self.head_room
+        while True:
+            if priority and any(g.has_priority_event() for g in gates):
+                self.process_priority_events()
+                if self.end_of_input:
+                    break
+            current = self._current
+            if current is None:
+                if self._restored_input:  # restored input goes before any live input
+                    gate, channel, values, stamps = self._restored_input.popleft()
+                    self._current = current = CurrentBatch(gate, channel, values, stamps, True)
+                else:
+                    polled = self.poll()
+                    if polled is None:
+                        break
+                    gate, channel, payload = polled
+                    if type(payload) is tuple:
+                        if ended and (id(gate), channel.index) in ended:
+                            events.records_after_end_of_data(channel)
+                        current = CurrentBatch(gate, channel, payload[0], payload[1], False)
+                        self._current = current
+                    else:
+                        events.on_event(gate, channel, payload)
+                        if self.end_of_input or not output_available():
+                            break  # a watermark's timers may have filled the output
+                        continue
+            gate, values, stamps, pos = (
+                current.gate,
+                current.values,
+                current.timestamps,
+                current.position,
+            )
+            n = len(values)
+            k = self._chunk
+            if budget is not None:
+                fit = budget.begin()
+                if fit < k:
+                    k = int(fit) if fit >= 1.0 else 1
+            if head_room is not None:
+                k = max(1, min(k, head_room()))
+            t0 = perf()
+            if pos == 0 and k >= n:
+                chunk, cstamps, pos = values, stamps, n
+            else:
+                end = min(n, pos + k)
+                chunk = values[pos:end]
+                cstamps = None if stamps is None else stamps[pos:end]
+                pos = end
+            if two:
+                if gate.input_index == 1:
+                    head.process_batch1(chunk, cstamps)
+                else:
+                    head.process_batch2(chunk, cstamps)
+            else:
+                head.process_batch(chunk, cstamps)
+            t1 = perf()
+            self.records_in += len(chunk)
+            if not current.restored:
+                gate.note_processed(len(chunk))
+            if budget is not None:
+                budget.end(len(chunk))
+            self._adapt_chunk(len(chunk), t1 - t0, slice_s)
+            if pos >= n:
+                self._current = None
+                if not current.restored:
+                    gate.release(current.channel)
+            else:
+                current.position = pos
+            if t1 >= deadline or not output_available():
+                break
+            if head_room is not None and head_room() <= 0:
+                break
+        self.after_slice()
+
+    def _adapt_chunk(self, count: int, elapsed: float, slice_s: float) -> None:
+        target = slice_s / 4
+        if elapsed <= 0:
+            self._chunk = min(_MAX_CHUNK, self._chunk * 2)
+            return
+        per_record = elapsed / count
+        self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, int(target / per_record)))
+
+    def after_slice(self) -> None:
+        if self.buffer_timeout_ms == 0:
+            for writer in self.writers:
+                writer.flush_all()
+
+    # -- sources ---------------------------------------------------------------------------------
+    def source_ready(self) -> bool:
+        return not self._source_waiting
+
+    def source_slice(self) -> None:
+        """Move the reader's pending records into the chain in adaptive chunks, as network
+        input, calling the reader again only when nothing is pending, until the slice's time
+        is up or the output is unavailable. A reader call itself emits nothing (its output
+        becomes pending), so one call never holds the task longer than the reader takes."""
+        perf = time.perf_counter
+        now = perf()
+        slice_s = self.pace.slice_s(now)
+        deadline = now + slice_s
+        head = self.head
+        budget = self.budget
+        writers = self.writers if self._debloated else ()
+        while True:
+            if not head.has_pending():
+                if writers:  # debloated outputs: ask the reader for what fits (a soft limit)
+                    fits = [n for w in writers if (n := w.records_that_fit()) is not None]
+                    head.records_wanted = min(fits) if fits else None
+                status = InputStatus.END_OF_INPUT if self._reader_ended else head.emit_next()
+                if status is InputStatus.END_OF_INPUT:
+                    self._reader_ended = True  # never call a reader again after its end
+                    if not head.has_pending():
+                        head.end_of_input()
+                        self._source_ended = True
+                        break
+                if status is InputStatus.NOTHING_AVAILABLE and not head.has_pending():
+                    self._source_waiting = True
+                    self._call_later(_SOURCE_BACKOFF_S, self.source_available)
+                    break
+                if not head.has_pending():
+                    if perf() >= deadline:
+                        break
+                    continue
+            k = self._chunk
+            if budget is not None:
+                fit = budget.begin()
+                if fit < k:
+                    k = int(fit) if fit >= 1.0 else 1
+            t0 = perf()
+            emitted = head.emit_pending(k)
+            t1 = perf()
+            if budget is not None:
+                budget.end(emitted)
+            self._adapt_chunk(emitted, t1 - t0, slice_s)
+            if t1 >= deadline or not self.output_available():
+                break
+        self.after_slice()
+
+    def source_available(self) -> None:
+        """A reader said data is available again (``notify_available``), or its back-off
+        after ``NOTHING_AVAILABLE`` passed."""
+        self._source_waiting = False
+        self._wake()

@@ -1,0 +1,163 @@
+"""A subtask's mailbox loop: a default action in time-budgeted slices, with mails in between.
+
+Threading: one asyncio task on the worker's loop runs :meth:`MailboxLoop.run`; ``post``,
+``wake``, ``cancel`` and the output-availability methods are called from that loop,
+``post_threadsafe`` from anywhere. Lifecycle: built with its task; ``run`` is called once per
+phase of the task (process input, then wait to close), each until its ``done`` says so.
+
+Invariant (Flink's rule, ARCHITECTURE.md §2): the default action runs only while every
+output can take another buffer; a task that cannot emit waits, counted as backpressured,
+while mails still run. Mails run in posting order, before the next slice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from undertow.core.errors import JobCancelledError
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.task_statistics import TaskTimeAccounting
+
+
+class TaskCancelled(JobCancelledError):
+    """The task was cancelled (its loop raises this at the next turn)."""
+
+
+class MailboxLoop:
+    """The mailbox and the loop of one subtask, and its outputs' availability (it implements
+    the timers' :class:`~undertow.runtime.task.timers.OutputAvailability`)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        loop: asyncio.AbstractEventLoop,
+        partitions: Sequence[ResultPartition],
+        pace: TaskPace,
+    ) -> None:
+        self.name = name
+        self.loop = loop
+        self.partitions = partitions
+        #: The slice length, shared by the worker's tasks (short while a checkpoint is on).
+        self.pace = pace
+        self.mailbox: deque[Callable[[], None]] = deque()
+        self._wake = asyncio.Event()
+        self.cancelled = False
+        #: Busy, backpressured and idle time since the task started running.
+        self.time_accounting = TaskTimeAccounting()
+        #: Work that waits for the output to become available (deferred timer bursts).
+        self._when_available: deque[Callable[[], None]] = deque()
+        self._ignore_availability = False
+
+    # -- mails -----------------------------------------------------------------------------------
+    def wake(self) -> None:
+        self._wake.set()
+
+    def post(self, mail: Callable[[], None]) -> None:
+        self.mailbox.append(mail)
+        self._wake.set()
+
+    def post_threadsafe(self, mail: Callable[[], None]) -> None:
+        self.loop.call_soon_threadsafe(self.post, mail)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._wake.set()
+
+    def run_mails(self) -> None:
+        mailbox = self.mailbox
+        while mailbox:
+            mailbox.popleft()()
+
+    def check_cancelled(self) -> None:
+        if self.cancelled:
+            raise TaskCancelled(f"{self.name} was cancelled")
+
+    async def wait_for_wake(self, pending: Callable[[], bool]) -> None:
+        """Sleep until something wakes the loop (input, a mail, cancellation), unless
+        ``pending()`` says there is work already."""
+        self._wake.clear()
+        if not pending() and not self.cancelled:
+            await self._wake.wait()
+
+    def restart_time_accounting(self) -> None:
+        """Count busy, backpressured and idle time from now (the task starts running)."""
+        self.time_accounting = TaskTimeAccounting()
+
+    # -- the loop --------------------------------------------------------------------------------
+    async def run(
+        self,
+        action: Callable[[], None],
+        ready: Callable[[], bool],
+        done: Callable[[], bool],
+        priority: Callable[[], None] | None = None,
+    ) -> None:
+        """Run mails, deferred work and ``priority`` (priority events, ahead of data), then
+        one slice of ``action`` when it is ``ready`` and the output is available; yield to the
+        event loop after every slice; return once ``done``. Raises :class:`TaskCancelled`."""
+        wake = self._wake
+        accounting = self.time_accounting
+        output_available = self.output_available
+        while True:
+            self.run_mails()
+            if self._when_available and output_available():
+                self.run_when_available()
+            if priority is not None:
+                priority()
+            if self.cancelled:
+                raise TaskCancelled(f"{self.name} was cancelled")
+            if done():
+                return
+            if ready() and output_available():
+                action()
+                await asyncio.sleep(0)
+                continue
+            wake.clear()
+            if self.mailbox or self.cancelled:
+                continue
+            # Flink's rule: a task that cannot emit is backpressured, whatever its input does
+            output = output_available()
+            if output and ready():
+                continue
+            accounting.start_wait(backpressured=not output)
+            try:
+                await wake.wait()
+            finally:
+                accounting.end_wait()
+
+    # -- output availability -----------------------------------------------------------------
+    def output_available(self) -> bool:
+        """Every output can take another buffer; if not, the loop wakes when it can."""
+        for partition in self.partitions:
+            if not partition.is_available():
+                partition.notify_when_available(self.wake)
+                return False
+        return True
+
+    def is_output_available(self) -> bool:
+        """Every output can take another buffer (always, while deferred work is drained)."""
+        return self._ignore_availability or self.output_available()
+
+    def when_output_available(self, action: Callable[[], None]) -> None:
+        """Run ``action`` from the mailbox loop once the output is available again."""
+        self._when_available.append(action)
+        self._wake.set()
+
+    def slice_deadline(self) -> float:
+        """When work started now (a burst of timers) should yield: one slice from now."""
+        now = time.perf_counter()
+        return now + self.pace.slice_s(now)
+
+    def run_when_available(self, ignore_availability: bool = False) -> None:
+        """Run deferred work while the output is available (all of it if ``ignore_...``)."""
+        pending = self._when_available
+        self._ignore_availability = ignore_availability
+        try:
+            while pending and (ignore_availability or self.output_available()):
+                pending.popleft()()
+        finally:
+            self._ignore_availability = False
