@@ -47,6 +47,12 @@ from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateResult,
     ChannelStateWriter,
 )
+from undertow.runtime.checkpoint.deferred_trigger import (
+    DeclineSubsumedTrigger,
+    DeferredTrigger,
+    PerformTriggered,
+    TriggerDecision,
+)
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.inflight_capture import (
     CaptureDecision,
@@ -159,7 +165,7 @@ class SubtaskCheckpointer:
             raise ValueError(f"{task_name}: unaligned checkpoints are enabled "
                              "but no channel-state writer was given")  # fmt: skip
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
-        self._deferred_trigger: CheckpointBarrier | None = None
+        self._deferred = DeferredTrigger()
         self.last_checkpoint_id = -1
         self._pending_writes: set[concurrent.futures.Future[Any]] = set()
         self.alignment_started: float | None = None
@@ -234,10 +240,8 @@ class SubtaskCheckpointer:
     def on_end_of_partition(self, channel: InputChannel) -> None:
         index = self._index[id(channel)]
         self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
-        deferred = self._deferred_trigger
-        if deferred is not None and all(g.is_finished for g in self.gates):
-            self._deferred_trigger = None
-            self._perform(deferred)
+        if self._deferred.waiting is not None and all(g.is_finished for g in self.gates):
+            self._triggered(self._deferred.on_inputs_ended())
 
     def trigger_checkpoint(self, barrier: CheckpointBarrier) -> None:
         """A checkpoint triggered by the JobMaster (a mail): a source subtask's, or one of a
@@ -247,16 +251,21 @@ class SubtaskCheckpointer:
         if barrier.checkpoint_id <= self.last_checkpoint_id:
             return
         self._note_first_barrier(barrier)
-        if all(g.is_finished for g in self.gates):
-            self._perform(barrier)
-            return
-        older = self._deferred_trigger
-        self._deferred_trigger = barrier
-        if older is not None and older.checkpoint_id < barrier.checkpoint_id:
-            self.responder.decline(older.checkpoint_id,
-                                   CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED,
-                                   f"{self.task_name}: subsumed by checkpoint "
-                                   f"{barrier.checkpoint_id} before its inputs ended")  # fmt: skip
+        self._triggered(self._deferred.on_trigger(
+            barrier, inputs_ended=all(g.is_finished for g in self.gates),
+        ))  # fmt: skip
+
+    def _triggered(self, decisions: list[TriggerDecision]) -> None:
+        for decision in decisions:
+            match decision:
+                case PerformTriggered(barrier):
+                    self._perform(barrier)
+                case DeclineSubsumedTrigger(older, newer_id):
+                    self.responder.decline(
+                        older.checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED,
+                        f"{self.task_name}: subsumed by checkpoint {newer_id} "
+                        "before its inputs ended",
+                    )  # fmt: skip
 
     def _note_first_barrier(self, barrier: CheckpointBarrier) -> None:
         if self.pace is not None:
@@ -579,9 +588,7 @@ class SubtaskCheckpointer:
             self.completion_listener(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        deferred = self._deferred_trigger
-        if deferred is not None and deferred.checkpoint_id == checkpoint_id:
-            self._deferred_trigger = None
+        self._deferred.on_aborted(checkpoint_id)
         self._forget(checkpoint_id)
         self.chain.notify_checkpoint_aborted(checkpoint_id)
 
