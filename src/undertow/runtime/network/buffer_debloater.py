@@ -9,8 +9,10 @@ count, each ``rate * target / buffers in use``; writers cut at whichever comes f
 
 Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
 queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
-(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement;
-changes below ``threshold-percentages`` are not announced unless they reach a bound.
+(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement.
+The target is a bound, not a centre: a limit above the EMA's is lowered at once (else the
+in-flight data takes longer than the target), a rise below ``threshold-percentages`` is not
+announced unless it reaches a bound (Flink skips changes both ways, so it overshoots).
 
 Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
 """
@@ -83,7 +85,8 @@ class DebloatSettings:
 class ThroughputSample:
     """What a gate consumed in one period: ``active_ms`` is the period minus the time its task
     waited for input (Flink pauses its throughput measurement then); ``buffers_in_use`` the
-    data buffers queued at its channels plus their senders' last reported backlog."""
+    data buffers of the whole edge: queued at its channels, their senders' last reported
+    backlog, and the buffers the senders are filling."""
 
     bytes: int
     records: int
@@ -143,8 +146,9 @@ class BufferDebloater:
     Starts where producers start (the maximum buffer size, ``initial_max_records``), so the
     first measurement is always announced; :meth:`recalculate` once per period. Invariants:
     ``min_buffer_size <= buffer_size <= max_buffer_size`` and ``1 <= max_records <=
-    settings.max_records``; an announced value differs from the one before by at least the
-    threshold, or sits on a bound.
+    settings.max_records``; a limit never stays above its EMA after a period (so the
+    estimated time stays within the target); an announced rise is at least the threshold, or
+    reaches a bound.
     """
 
     __slots__ = ("_bytes", "_in_use", "_records", "_threshold", "buffer_size", "last",
@@ -176,10 +180,10 @@ class BufferDebloater:
         new_size = self._bytes.update(bytes_rate * target_s, in_use)
         new_records = self._records.update(records_rate * target_s, in_use)
         changed = False
-        if not self._skip(new_size, self.buffer_size, s.min_buffer_size, s.max_buffer_size):
+        if self._moves(new_size, self.buffer_size, s.max_buffer_size):
             self.buffer_size = new_size
             changed = True
-        if not self._skip(new_records, self.max_records, 1, s.max_records):
+        if self._moves(new_records, self.max_records, s.max_records):
             self.max_records = new_records
             changed = True
         per_buffer_s = min(
@@ -193,10 +197,13 @@ class BufferDebloater:
         )  # fmt: skip
         return self.last
 
-    def _skip(self, new: int, current: int, low: int, high: int) -> bool:
-        """Flink's ``skipUpdate``: equal, or a change below the threshold away from a bound."""
-        if new == current:
+    def _moves(self, new: int, current: int, high: int) -> bool:
+        """Whether a limit goes from ``current`` to the EMA's ``new``: always down (a limit
+        above the EMA's lets the in-flight data take longer than the target), up only by at
+        least the threshold or to the upper bound (Flink's ``skipUpdate`` skips small changes
+        both ways; the lower bound needs no case, it is only reached downwards)."""
+        if new < current:
             return True
-        if new <= low or new >= high:
+        if new == current:
             return False
-        return abs(new - current) < current * self._threshold
+        return new >= high or new - current >= current * self._threshold
