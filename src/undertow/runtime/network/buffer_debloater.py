@@ -10,9 +10,9 @@ count, each ``rate * target / buffers in use``; writers cut at whichever comes f
 Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
 queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
 (alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement.
-The target is a bound, not a centre: a limit above the EMA's is lowered at once (else the
-in-flight data takes longer than the target), a rise below ``threshold-percentages`` is not
-announced unless it reaches a bound (Flink skips changes both ways, so it overshoots).
+The target is a bound, not a centre (Flink smooths and skips falls too, so it overshoots):
+a lower throughput lowers the limits at once, only rises are smoothed, and a rise below
+``threshold-percentages`` is not announced unless it reaches a bound.
 
 Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
 """
@@ -117,21 +117,23 @@ class SizeEMA:
 
     ``update(total, buffers)`` moves the average towards ``total / buffers`` (but towards at
     most twice the current value, so it grows as fast as it shrinks) and returns it rounded.
-    The first update seeds the average with its desired value.
+    The first update seeds the average with its desired value. ``falls``: a desired value
+    below the average replaces it at once (only rises are smoothed).
     """
 
-    __slots__ = ("_alpha", "_max", "_min", "_value")
+    __slots__ = ("_alpha", "_falls", "_max", "_min", "_value")
 
-    def __init__(self, minimum: int, maximum: int, samples: int) -> None:
+    def __init__(self, minimum: int, maximum: int, samples: int, falls: bool = False) -> None:
         self._min = minimum
         self._max = maximum
         self._alpha = 2.0 / (samples + 1)
+        self._falls = falls
         self._value: float | None = None
 
     def update(self, total: float, buffers: int) -> int:
         desired = total / max(1, buffers)
         value = self._value
-        if value is None:
+        if value is None or (self._falls and desired < value):
             value = desired
         else:
             value += self._alpha * (min(desired, 2.0 * value) - value)
@@ -156,8 +158,9 @@ class BufferDebloater:
 
     def __init__(self, settings: DebloatSettings) -> None:
         self.settings = settings
-        self._bytes = SizeEMA(settings.min_buffer_size, settings.max_buffer_size, settings.samples)
-        self._records = SizeEMA(1, settings.max_records, settings.samples)
+        lo, hi, n = settings.min_buffer_size, settings.max_buffer_size, settings.samples
+        self._bytes = SizeEMA(lo, hi, n, falls=True)
+        self._records = SizeEMA(1, settings.max_records, n, falls=True)
         self._threshold = settings.threshold_percentages / 100.0
         self.buffer_size = settings.max_buffer_size
         self.max_records = settings.initial_max_records  # what producers start with
