@@ -10,12 +10,16 @@ in-flight ratios against the debloating-off row of the same checkpoint mode in t
 
 Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms;
 unaligned off vs on (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
-pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on).
+pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on); the
+``shapes`` case: the same ratio for every checkpoint-latency shape with aligned checkpoints.
 
-The optional ``pyflink`` case runs the same anchor job on a PyFlink install (process mode)
-in the same run, debloating off / on, for issue 17's comparison.
+``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
+PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets), interleaved ``--repeats``
+times in this run, both measured by benchmarks/peers/run_shape.py through REST; prints each
+run's p50 and the undertow / PyFlink ratio. The older ``pyflink`` case runs process mode.
 
-Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,pyflink,throughput]``
+Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,throughput,shapes,pyflink]
+[--peers]``
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import Any
 
 from undertow.common import Configuration, WatermarkStrategy
@@ -41,6 +46,7 @@ try:  # run as a script from the repository root, or as ``benchmarks.debloat``
 except ImportError:
     from benchmarks.unaligned import COMPLETED, UNITS, Tee
 
+HERE = Path(__file__).resolve().parent
 STOP_TIMEOUT_S = 30.0
 DEBLOAT = "taskmanager.network.memory.buffer-debloat."
 ALIGNED = {"execution.checkpointing.interval": "1 s"}
@@ -228,16 +234,102 @@ def pyflink_table(seconds: float, python: str) -> None:
         print(f"{mode:<22} p50 {p50:>6} ms, {result['completed']} completed", flush=True)
 
 
+def peers_table(seconds: float, repeats: int, modes: list[str]) -> None:
+    """undertow (local) beside PyFlink thread mode on the anchor job, debloating on,
+    interleaved (who goes first alternates), each run measured by the same REST runner."""
+    sys.path.insert(0, str(HERE / "peers"))
+    import pyflink_venv  # type: ignore[import-not-found]
+
+    python = pyflink_venv.ensure_pyflink()
+    peers_env = pyflink_venv.pyflink_environment(python)
+    engines: list[tuple[str, str, Path, dict[str, str] | None]] = [
+        ("undertow", "local", Path(sys.executable), None),
+        ("pyflink", "thread", python, peers_env),
+    ]
+    print(f"\nanchor job (anchor-sleep), {seconds:g} s windows after warm-up, {repeats} "
+          "interleaved runs per engine and mode; p50 of each run's checkpoints")  # fmt: skip
+    for mode in modes:
+        p50s: dict[str, list[float]] = {"undertow": [], "pyflink": []}
+        for repeat in range(repeats):
+            order = engines if repeat % 2 == 0 else engines[::-1]
+            for engine, flavour, interpreter, env in order:
+                result = _run_shape(interpreter, env, engine, flavour, mode, seconds)
+                durations = result["durations_ms"] if result else []
+                if durations:
+                    p50s[engine].append(statistics.median(durations))
+                print(f"  {mode:<22} run {repeat + 1} {engine}/{flavour:<6} p50 "
+                      f"{_num(statistics.median(durations)) if durations else '-':>6} ms, "
+                      f"{len(durations)} completed", flush=True)  # fmt: skip
+        ours, theirs = p50s["undertow"], p50s["pyflink"]
+        if ours and theirs:
+            ratios = [a / b for a, b in zip(ours, theirs, strict=False)]
+            print(f"{mode:<22} undertow p50 median {statistics.median(ours):.0f} ms "
+                  f"[{min(ours):.0f}-{max(ours):.0f}], PyFlink thread "
+                  f"{statistics.median(theirs):.0f} ms [{min(theirs):.0f}-{max(theirs):.0f}], "
+                  "ratio per run "
+                  f"{', '.join(f'{r:.2f}x' for r in ratios)}", flush=True)  # fmt: skip
+
+
+def shapes_cost_table(seconds: float, repeats: int) -> None:
+    """Throughput (records/s of the last vertex) of every checkpoint-latency shape with aligned
+    checkpoints, debloating on vs off, undertow on ``local``, interleaved (alternating order)."""
+    sys.path.insert(0, str(HERE / "peers"))
+    import shapes  # type: ignore[import-not-found]
+
+    print(f"\ncheckpoint-latency shapes, aligned checkpoints, {seconds:g} s windows, {repeats} "
+          "interleaved runs each: records/s, debloating on / off")  # fmt: skip
+    modes = ["aligned", "aligned-debloat"]
+    for shape in shapes.SHAPES:
+        rates: dict[str, list[float]] = {m: [] for m in modes}
+        for repeat in range(repeats):
+            for mode in modes if repeat % 2 == 0 else modes[::-1]:
+                result = _run_shape(Path(sys.executable), None, "undertow", "local", mode,
+                                    seconds, shape)  # fmt: skip
+                if result and result["records_per_s"] > 0:
+                    rates[mode].append(float(result["records_per_s"]))
+        off, on = rates["aligned"], rates["aligned-debloat"]
+        if not off or not on:
+            print(f"{shape:<18} no result", flush=True)
+            continue
+        per_run = [b / a for a, b in zip(off, on, strict=False)]
+        print(f"{shape:<18} off median {statistics.median(off):>10,.0f}  on median "
+              f"{statistics.median(on):>10,.0f}  on/off median "
+              f"{statistics.median(on) / statistics.median(off):.3f}x, per run "
+              f"{', '.join(f'{r:.2f}' for r in per_run)}", flush=True)  # fmt: skip
+
+
+def _run_shape(python: Path, env: dict[str, str] | None, engine: str, flavour: str, mode: str,
+               seconds: float, shape: str = "anchor-sleep") -> dict[str, Any] | None:  # fmt: skip
+    command = [str(python), str(HERE / "peers" / "run_shape.py"), "--engine", engine,
+               "--flavour", flavour, "--shape", shape, "--mode", mode,
+               "--seconds", str(seconds)]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 240)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return result
+    tail = "\n".join((done.stdout + done.stderr).splitlines()[-5:])
+    print(f"  {engine}/{flavour} {mode}: no result (exit {done.returncode})\n{tail}")
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15.0, help="input per anchor run")
     parser.add_argument("--records", type=int, default=1_000_000, help="throughput run size")
     parser.add_argument("--repeats", type=int, default=3, help="throughput runs per mode")
     parser.add_argument("--cases", default="checkpoints,throughput",
-                        help="tables to print: checkpoints, throughput, pyflink")  # fmt: skip
+                        help="tables: checkpoints, throughput, shapes, pyflink")  # fmt: skip
     parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
                         help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
+    parser.add_argument("--peers", action="store_true",
+                        help="the anchor job beside PyFlink thread mode only")  # fmt: skip
+    parser.add_argument("--peer-modes", default="aligned-debloat,aligned-debloat-300ms",
+                        help="run_shape.py modes of the --peers table")  # fmt: skip
     args = parser.parse_args()
+    if args.peers:
+        peers_table(args.seconds, args.repeats, args.peer_modes.split(","))
+        return
     cases = args.cases.split(",")
     if "checkpoints" in cases:
         checkpoint_table(args.seconds)
@@ -245,6 +337,8 @@ def main() -> None:
         pyflink_table(args.seconds, args.pyflink_python)
     if "throughput" in cases:
         throughput_table(args.records, args.repeats)
+    if "shapes" in cases:
+        shapes_cost_table(args.seconds, args.repeats)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,12 @@ MODES: dict[str, dict[str, str]] = {
         "execution.checkpointing.unaligned.enabled": "true",
         "execution.checkpointing.aligned-checkpoint-timeout": "1 s",
     },
+    # buffer debloating (FLIP-183) with Flink's defaults, and with a 300 ms target
+    "aligned-debloat": {"taskmanager.network.memory.buffer-debloat.enabled": "true"},
+    "aligned-debloat-300ms": {
+        "taskmanager.network.memory.buffer-debloat.enabled": "true",
+        "taskmanager.network.memory.buffer-debloat.target": "300 ms",
+    },
 }
 INTERVAL_MS = {"slow-map-chained": 300}  # the shape; the others checkpoint every 1 s
 

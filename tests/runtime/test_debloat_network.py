@@ -98,9 +98,10 @@ def test_gate_debloater_measures_a_slow_consumer_and_shrinks_the_producers_buffe
     for i in range(12):
         writer.emit(list(range(i * 1000, i * 1000 + 1000)), None)
         writer.flush_all()
-    # 10 queued at the channel (all its buffers); the 2 queued at the sender since are not
-    # known yet: backlog travels with the next buffer (there is no BacklogAnnouncement)
-    assert gate.buffers_in_use() == 10
+    # 10 queued at the channel (all its buffers), +1 the buffer the sender is filling (the
+    # whole edge); the 2 queued at the sender since are not known yet: backlog travels with
+    # the next buffer (there is no BacklogAnnouncement)
+    assert gate.buffers_in_use() == 11
     # the consumer takes one batch of 1000 records per period: 5000 records/s
     item = gate.poll()
     assert item is not None

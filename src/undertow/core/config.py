@@ -413,7 +413,8 @@ class Options:
     )  # fmt: skip
     BUFFER_DEBLOAT_TARGET = duration_option(
         "taskmanager.network.memory.buffer-debloat.target", 1000,
-        "the time in-flight data of an input gate should take to consume", check=_positive,
+        "the most time in-flight data of an input gate should take to consume",
+        check=_positive,
     )  # fmt: skip
     BUFFER_DEBLOAT_PERIOD = duration_option(
         "taskmanager.network.memory.buffer-debloat.period", 200,
@@ -421,11 +422,12 @@ class Options:
     )  # fmt: skip
     BUFFER_DEBLOAT_SAMPLES = int_option(
         "taskmanager.network.memory.buffer-debloat.samples", 20,
-        "periods the throughput is averaged over (EMA)", check=_positive,
+        "periods a rise of the buffer size is averaged over (EMA); drops apply at once",
+        check=_positive,
     )  # fmt: skip
     BUFFER_DEBLOAT_THRESHOLD = int_option(
         "taskmanager.network.memory.buffer-debloat.threshold-percentages", 25,
-        "smaller changes of the buffer size are not announced",
+        "smaller rises of the buffer size are not announced (drops always are)",
         check=lambda v: None if 0 <= v <= 100 else "must be in [0, 100]",
     )  # fmt: skip
     MAX_FRAME_SIZE = memory_option(

@@ -177,6 +177,32 @@ def test_a_stop_with_savepoint_stops_the_sources_before_their_barrier() -> None:
     asyncio.run(_with(scenario, INTERVAL))
 
 
+def test_a_savepoint_starts_beside_a_pending_aligned_checkpoint_not_an_unaligned_one() -> None:
+    # issue 17: under backpressure an aligned checkpoint is nearly always pending; waiting for
+    # it cost up to a checkpoint's time. Aligned barriers keep their order, so it need not wait.
+    for options, waits in (({}, False), ({"execution.checkpointing.unaligned.enabled": "true"},
+                                          True)):  # fmt: skip
+
+        async def scenario(kit: CoordinatorUnderTest, waits: bool = waits) -> None:
+            coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+            coordinator.start()
+            clock.advance(100)
+            assert list(coordinator.pending) == [1]
+            target = f"memory:///savepoints-{uuid.uuid4().hex}"
+            future = coordinator.trigger_savepoint(SavepointRequest(target, stop=True))
+            started = sorted({b.checkpoint_id for _, _, b in gateway.triggered})
+            assert started == ([1] if waits else [1, 2])
+            kit.acknowledge_all(1)
+            await coordinator.finish_completing()
+            assert sorted({b.checkpoint_id for _, _, b in gateway.triggered}) == [1, 2]
+            kit.acknowledge_all(2)
+            await coordinator.finish_completing()
+            assert await future == f"{target}/savepoint-job-un-2"
+            assert gateway.completed == [1, 2]
+
+        asyncio.run(_with(scenario, {**INTERVAL, **options}))
+
+
 async def _with(
     scenario: Callable[[CoordinatorUnderTest], Awaitable[None]], options: dict[str, str]
 ) -> None:

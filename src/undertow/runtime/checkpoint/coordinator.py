@@ -358,16 +358,21 @@ class CheckpointCoordinator:
                 if handle is not None:
                     handle.cancel()
             self._timer = self._wake = None
-        # A savepoint never runs beside another checkpoint (reference §7: not beside an
-        # unaligned one, whose barriers could still be overtaken by the savepoint's): it starts
-        # when the pending ones ended; no periodic checkpoint starts meanwhile.
+        # A savepoint never runs beside an unaligned checkpoint (reference §7: its barriers
+        # could still be overtaken by the savepoint's) or another savepoint: it starts when
+        # those ended. Beside aligned ones it starts now: its barriers queue behind theirs
+        # (issue 17: waiting for them cost up to a checkpoint's time under backpressure). No
+        # periodic checkpoint starts meanwhile.
         self._waiting_savepoint = (request, future)
         self._start_waiting_savepoint()
         return future
 
     def _start_waiting_savepoint(self) -> None:
         waiting = self._waiting_savepoint
-        if waiting is None or self.pending:
+        if waiting is None or any(
+            p.props.savepoint is not None or p.props.barrier.options.needs_channel_state
+            for p in self.pending.values()
+        ):
             return
         self._waiting_savepoint = None
         request, future = waiting

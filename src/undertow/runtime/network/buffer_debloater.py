@@ -9,8 +9,10 @@ count, each ``rate * target / buffers in use``; writers cut at whichever comes f
 
 Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
 queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
-(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement;
-changes below ``threshold-percentages`` are not announced unless they reach a bound.
+(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement.
+The target is a bound, not a centre (Flink smooths and skips falls too, so it overshoots):
+a lower throughput lowers the limits at once, only rises are smoothed, and a rise below
+``threshold-percentages`` is not announced unless it reaches a bound.
 
 Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
 """
@@ -83,7 +85,8 @@ class DebloatSettings:
 class ThroughputSample:
     """What a gate consumed in one period: ``active_ms`` is the period minus the time its task
     waited for input (Flink pauses its throughput measurement then); ``buffers_in_use`` the
-    data buffers queued at its channels plus their senders' last reported backlog."""
+    data buffers of the whole edge: queued at its channels, their senders' last reported
+    backlog, and the buffers the senders are filling."""
 
     bytes: int
     records: int
@@ -114,21 +117,23 @@ class SizeEMA:
 
     ``update(total, buffers)`` moves the average towards ``total / buffers`` (but towards at
     most twice the current value, so it grows as fast as it shrinks) and returns it rounded.
-    The first update seeds the average with its desired value.
+    The first update seeds the average with its desired value. ``falls``: a desired value
+    below the average replaces it at once (only rises are smoothed).
     """
 
-    __slots__ = ("_alpha", "_max", "_min", "_value")
+    __slots__ = ("_alpha", "_falls", "_max", "_min", "_value")
 
-    def __init__(self, minimum: int, maximum: int, samples: int) -> None:
+    def __init__(self, minimum: int, maximum: int, samples: int, falls: bool = False) -> None:
         self._min = minimum
         self._max = maximum
         self._alpha = 2.0 / (samples + 1)
+        self._falls = falls
         self._value: float | None = None
 
     def update(self, total: float, buffers: int) -> int:
         desired = total / max(1, buffers)
         value = self._value
-        if value is None:
+        if value is None or (self._falls and desired < value):
             value = desired
         else:
             value += self._alpha * (min(desired, 2.0 * value) - value)
@@ -143,8 +148,9 @@ class BufferDebloater:
     Starts where producers start (the maximum buffer size, ``initial_max_records``), so the
     first measurement is always announced; :meth:`recalculate` once per period. Invariants:
     ``min_buffer_size <= buffer_size <= max_buffer_size`` and ``1 <= max_records <=
-    settings.max_records``; an announced value differs from the one before by at least the
-    threshold, or sits on a bound.
+    settings.max_records``; a limit never stays above its EMA after a period (so the
+    estimated time stays within the target); an announced rise is at least the threshold, or
+    reaches a bound.
     """
 
     __slots__ = ("_bytes", "_in_use", "_records", "_threshold", "buffer_size", "last",
@@ -152,8 +158,9 @@ class BufferDebloater:
 
     def __init__(self, settings: DebloatSettings) -> None:
         self.settings = settings
-        self._bytes = SizeEMA(settings.min_buffer_size, settings.max_buffer_size, settings.samples)
-        self._records = SizeEMA(1, settings.max_records, settings.samples)
+        lo, hi, n = settings.min_buffer_size, settings.max_buffer_size, settings.samples
+        self._bytes = SizeEMA(lo, hi, n, falls=True)
+        self._records = SizeEMA(1, settings.max_records, n, falls=True)
         self._threshold = settings.threshold_percentages / 100.0
         self.buffer_size = settings.max_buffer_size
         self.max_records = settings.initial_max_records  # what producers start with
@@ -176,10 +183,10 @@ class BufferDebloater:
         new_size = self._bytes.update(bytes_rate * target_s, in_use)
         new_records = self._records.update(records_rate * target_s, in_use)
         changed = False
-        if not self._skip(new_size, self.buffer_size, s.min_buffer_size, s.max_buffer_size):
+        if self._moves(new_size, self.buffer_size, s.max_buffer_size):
             self.buffer_size = new_size
             changed = True
-        if not self._skip(new_records, self.max_records, 1, s.max_records):
+        if self._moves(new_records, self.max_records, s.max_records):
             self.max_records = new_records
             changed = True
         per_buffer_s = min(
@@ -193,10 +200,13 @@ class BufferDebloater:
         )  # fmt: skip
         return self.last
 
-    def _skip(self, new: int, current: int, low: int, high: int) -> bool:
-        """Flink's ``skipUpdate``: equal, or a change below the threshold away from a bound."""
-        if new == current:
+    def _moves(self, new: int, current: int, high: int) -> bool:
+        """Whether a limit goes from ``current`` to the EMA's ``new``: always down (a limit
+        above the EMA's lets the in-flight data take longer than the target), up only by at
+        least the threshold or to the upper bound (Flink's ``skipUpdate`` skips small changes
+        both ways; the lower bound needs no case, it is only reached downwards)."""
+        if new < current:
             return True
-        if new <= low or new >= high:
+        if new == current:
             return False
-        return abs(new - current) < current * self._threshold
+        return new >= high or new - current >= current * self._threshold

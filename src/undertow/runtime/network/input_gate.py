@@ -21,8 +21,9 @@ credit flow back upstream. So backpressure reaches the producer exactly when the
 behind.
 
 Buffer debloating: the gate counts the records (and bytes) the task processed and the buffers in
-use (queued at its channels plus their senders' backlog); :meth:`InputGate.announce_buffer_size`
-sends a new size to every producer (:mod:`undertow.runtime.network.gate_debloater` decides).
+use (queued at its channels, their senders' backlog and buffers in progress);
+:meth:`InputGate.announce_buffer_size` sends a new size to every producer
+(:mod:`undertow.runtime.network.gate_debloater` decides).
 
 Threading: one worker loop thread.
 """
@@ -281,10 +282,13 @@ class InputGate:
         self.bytes_processed += records * self._bytes_per_record
 
     def buffers_in_use(self) -> int:
-        """Data buffers in flight towards the task: queued at the channels, or queued at their
-        senders (the backlog the last buffer reported). Cost: O(channels)."""
+        """Data buffers in flight towards the task across the whole edge: queued at the
+        channels (the one being processed included), queued at their senders (the backlog the
+        last buffer reported), and the buffer each open channel's sender is filling (a barrier
+        waits behind its records too). Cost: O(channels)."""
         return sum(
-            c.receiver.queued_data_buffers + c.receiver.sender_backlog for c in self.channels
+            c.receiver.queued_data_buffers + c.receiver.sender_backlog + (not c.finished)
+            for c in self.channels
         )
 
     def announce_buffer_size(self, size: int, max_records: int) -> None:
