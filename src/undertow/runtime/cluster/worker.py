@@ -85,6 +85,7 @@ from undertow.runtime.task.context import user_metric_values
 from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
+from undertow.state.rocksdb import download_native_state
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
 
@@ -221,6 +222,7 @@ class Worker:
         checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
         if checkpoint_dir:
             self.storage = CheckpointStorage(checkpoint_dir, deploy.job_id)
+            self.storage.initialize_base_locations()
             self.io_pool = ThreadPoolExecutor(
                 2, thread_name_prefix=f"undertow-io-{self.worker_index}"
             )
@@ -278,6 +280,8 @@ class Worker:
                 exactly_once, task.current_watermark, self.config, channel_state_writer,
                 self.pace,
             )  # fmt: skip
+            if self.storage is not None:
+                task.checkpointer.shared_writer = self.storage.write_shared_file
             task.deployed_finished = (
                 deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
             )
@@ -313,7 +317,12 @@ class Worker:
                 data = await loop.run_in_executor(
                     self.io_pool, storage.read_file, handle, assignment.checkpoint_id
                 )  # verifies size and checksum before anything is unpickled
-                snapshots.append(pickle.loads(data))
+                snapshot = pickle.loads(data)
+                await loop.run_in_executor(
+                    self.io_pool, download_native_state, snapshot, storage,
+                    assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
+                )  # fmt: skip
+                snapshots.append(snapshot)
             restored[key] = snapshots
         if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
             uids = {op.uid for vertex in graph.vertices for op in vertex.operators}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import functools
 import logging
 import pickle
@@ -28,6 +29,7 @@ from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
     CheckpointBarrier,
+    SnapshotType,
 )
 from undertow.runtime.checkpoint.barrier_handler import (
     AbortCheckpoint,
@@ -49,12 +51,18 @@ from undertow.runtime.checkpoint.channel_state_writer import (
     encode_chunk,
 )
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
-from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot, SubtaskStateHandle
+from undertow.runtime.checkpoint.snapshot import (
+    OperatorSnapshot,
+    SubtaskSnapshot,
+    SubtaskStateHandle,
+)
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.pace import TaskPace
+from undertow.state.rocksdb_incremental import upload
+from undertow.storage import FileHandle
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +129,8 @@ class SubtaskCheckpointer:
         self.writers = writers
         self.responder = responder
         self.state_writer = state_writer
+        #: Writes ``<job>/shared/<name>`` (incremental checkpoints); set by the worker.
+        self.shared_writer: Callable[[str, bytes], FileHandle] | None = None
         self.executor = executor
         self.current_watermark = current_watermark
         self.channels: list[InputChannel] = [c for g in gates for c in g.channels]
@@ -471,7 +481,15 @@ class SubtaskCheckpointer:
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
         try:
-            snapshot = self.chain.snapshot_state(cid)
+            native = (
+                _native_mode(barrier)
+                if getattr(self.chain, "takes_native_snapshots", False)
+                else ""
+            )
+            if native:  # incremental RocksDB checkpoint (uploaded asynchronously below)
+                snapshot = self.chain.snapshot_state(cid, native)
+            else:
+                snapshot = self.chain.snapshot_state(cid)
             snapshot.watermark = self.current_watermark()
         except Exception as err:
             # The barrier is already downstream; this checkpoint fails, the task goes on and
@@ -545,6 +563,10 @@ class SubtaskCheckpointer:
             snapshot.channel_state = channel_state
             metrics["persisted_data"] = channel_state.input_bytes + channel_state.output_bytes
             metrics["unaligned"] = True
+        natives = [p for p in snapshot.operators.values() if p.keyed_native is not None]
+        if natives:
+            self._upload_and_write(cid, snapshot, natives, metrics, async_started, handles, join)
+            return
         try:
             has_state = bool(snapshot.operators) or snapshot.channel_state is not None
             data = pickle.dumps(snapshot, protocol=5) if has_state else b""
@@ -562,9 +584,59 @@ class SubtaskCheckpointer:
             self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
                                    "no checkpoint storage configured")  # fmt: skip
             return
+        self._submit(cid, functools.partial(self.state_writer, cid, self.file_name, data),
+                     metrics, async_started, handles, join)  # fmt: skip
+
+    def _upload_and_write(
+        self,
+        cid: int,
+        snapshot: SubtaskSnapshot,
+        natives: list[OperatorSnapshot],
+        metrics: dict[str, Any],
+        async_started: float,
+        handles: ChannelStateHandles | None,
+        join: _AckJoin | None,
+    ) -> None:
+        """Incremental checkpoint: on the I/O pool, upload the new files of each native
+        RocksDB checkpoint (:func:`~undertow.state.rocksdb_incremental.upload`), then write
+        the state file, which holds their handles; acknowledge the state file and the shared
+        files it references."""
+        state_writer, shared_writer = self.state_writer, self.shared_writer
+        if state_writer is None or shared_writer is None or self.executor is None:
+            reason = CheckpointFailureReason.CHECKPOINT_DECLINED
+            self.responder.decline(cid, reason, "incremental checkpoint: no checkpoint storage")
+            return
+        file_name = self.file_name
+
+        def upload_and_write() -> SubtaskStateHandle:
+            shared: list[FileHandle] = []
+            uploaded = 0
+            for part in natives:
+                result = upload(part.keyed_native, shared_writer, state_writer)
+                part.keyed_native = result
+                shared.extend(f.handle for f in result.shared)
+                uploaded += result.incremental_size
+            data = pickle.dumps(snapshot, protocol=5)
+            metrics["state_size"] = len(data) + uploaded
+            return SubtaskStateHandle(state_writer(cid, file_name, data), None, tuple(shared))
+
+        self._submit(cid, upload_and_write, metrics, async_started, handles, join)
+
+    def _submit(
+        self,
+        cid: int,
+        job: Callable[[], Any],
+        metrics: dict[str, Any],
+        async_started: float,
+        handles: ChannelStateHandles | None,
+        join: _AckJoin | None,
+    ) -> None:
+        """Run ``job`` (it returns the state's handle) on the I/O pool, then acknowledge (or
+        hand the handle to ``join``) on the loop; a failure declines the checkpoint."""
+        assert self.executor is not None
         loop = asyncio.get_running_loop()
         try:
-            future = self.executor.submit(self.state_writer, cid, self.file_name, data)
+            future = self.executor.submit(job)
         except RuntimeError:  # the worker shut its I/O pool down: the attempt is over
             log.debug("%s: checkpoint %d not written, the worker is stopping", self.task_name, cid)
             return
@@ -685,5 +757,19 @@ class _AckJoin:
 
 def _ack_handle(state: Any, channel_state: ChannelStateHandles | None) -> Any:
     """The state file's handle, or both kinds of handles when channel state is in shared
-    files."""
+    files (``state`` is already a :class:`SubtaskStateHandle` when it references shared
+    files of an incremental checkpoint)."""
+    if isinstance(state, SubtaskStateHandle):
+        return state if channel_state is None else dataclasses.replace(
+            state, channel_state=channel_state
+        )  # fmt: skip
     return state if channel_state is None else SubtaskStateHandle(state, channel_state)
+
+
+def _native_mode(barrier: CheckpointBarrier) -> str:
+    """What native snapshot a barrier asks for: savepoints are canonical (``""``); the first
+    checkpoint after a NO_CLAIM restore is FULL (reuses no uploaded file)."""
+    kind = barrier.options.snapshot_type
+    if kind.is_savepoint:
+        return ""
+    return "full" if kind is SnapshotType.FULL_CHECKPOINT else "incremental"
