@@ -63,6 +63,11 @@ class IncrementalKeyedHandle:
     private: tuple[tuple[str, FileHandle], ...]
 
     @property
+    def full_size(self) -> int:
+        """Bytes of every file the state consists of (shared ones uploaded earlier too)."""
+        return sum(f.handle.size for f in self.shared) + sum(h.size for _, h in self.private)
+
+    @property
     def incremental_size(self) -> int:
         """Bytes this checkpoint uploaded (its new shared files and its private files)."""
         new = sum(f.handle.size for f in self.shared if f.created_by == self.checkpoint_id)

@@ -148,16 +148,10 @@ class CheckpointStorage:
             self._fs.pipe_file(path, data)
         return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
 
-    def initialize_base_locations(self) -> None:
-        """Create ``shared/`` and ``taskowned/`` under the job directory, as Flink does when a
-        job's checkpoint storage is initialized (object stores have no directories: no-op)."""
-        if self._local:
-            for name in (SHARED_DIR, TASKOWNED_DIR):
-                os.makedirs(posixpath.join(self._job_dir, name), exist_ok=True)
-
     def write_shared_file(self, name: str, data: bytes) -> FileHandle:
         """Write ``data`` as ``shared/<name>`` (a file incremental checkpoints share) and return
-        its handle; durable when this returns, as :meth:`write_file`. ``name`` must be unique
+        its handle; durable when this returns, as :meth:`write_file` (``shared/`` is created
+        on the first write: a job without incremental state has none). ``name`` must be unique
         to this upload (the caller names it after its backend, checkpoint and SST file):
         shared files are immutable once referenced."""
         _check_segment("file name", name)
@@ -179,6 +173,17 @@ class CheckpointStorage:
         if not path.startswith(SHARED_DIR + "/") or path.count("/") != 1:
             raise ValueError(f"{path!r} is not a file in {SHARED_DIR}/")
         return self._uri(posixpath.join(self._job_dir, path))
+
+    def shared_file_uris(self) -> list[str]:
+        """The files in this job's ``shared/`` now, as :meth:`shared_file_uri` names them."""
+        directory = posixpath.join(self._job_dir, SHARED_DIR)
+        self._fs.invalidate_cache(directory)
+        try:
+            entries = self._fs.ls(directory, detail=False)
+        except FileNotFoundError:
+            return []
+        names = sorted(posixpath.basename(str(e).rstrip("/")) for e in entries)
+        return [self.shared_file_uri(f"{SHARED_DIR}/{name}") for name in names]
 
     def discard_shared_file(self, uri: str) -> None:
         """Delete the shared file at ``uri`` (from :meth:`shared_file_uri`, possibly of another

@@ -750,6 +750,7 @@ class CheckpointCoordinator:
         self._sweep(self._sweep_facts(self.next_id), False)
         retained = list(self.store.all())
         if keep:
+            self._sweep_shared()
             if retained:
                 self.console(
                     f"retained checkpoint {retained[-1].checkpoint_id} of job "
@@ -769,6 +770,17 @@ class CheckpointCoordinator:
             release = self.shared_files.released(cid)
             if release is not None:
                 self.shared_files.delete(release)
+        self._sweep_shared()
+
+    def _sweep_shared(self) -> None:
+        """At the end of the job: shared files no retained checkpoint holds go (blocking)."""
+        try:
+            orphans = self.shared_files.sweep()
+        except OSError as err:
+            log.warning("job %s: could not sweep shared files: %s", self.job_id, err)
+            return
+        if orphans:
+            log.debug("job %s: deleted %d unreferenced shared files", self.job_id, len(orphans))
 
     # -- restore -------------------------------------------------------------------------------
     async def latest_restore_plan(self) -> RestorePlan | None:

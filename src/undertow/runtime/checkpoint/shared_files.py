@@ -71,6 +71,15 @@ class SharedFiles:
             return None
         return self.registry.release(checkpoint_id)
 
+    def sweep(self) -> list[str]:
+        """When the job ends (nothing pending, no task running): delete the files in this
+        job's ``shared/`` no retained checkpoint holds -- uploads of checkpoints that never
+        completed and whose acknowledgement was lost with a failed attempt. Blocking I/O;
+        returns what went."""
+        orphans = [uri for uri in self.storage.shared_file_uris() if not self.registry.holders(uri)]
+        self.delete(Release(-1, tuple(orphans)))
+        return orphans
+
     def delete(self, release: Release) -> None:
         """Delete the files ``release`` decided to delete (blocking I/O); failures are logged
         with the file and the checkpoint, not raised."""

@@ -222,7 +222,6 @@ class Worker:
         checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
         if checkpoint_dir:
             self.storage = CheckpointStorage(checkpoint_dir, deploy.job_id)
-            self.storage.initialize_base_locations()
             self.io_pool = ThreadPoolExecutor(
                 2, thread_name_prefix=f"undertow-io-{self.worker_index}"
             )

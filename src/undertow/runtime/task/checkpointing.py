@@ -610,14 +610,17 @@ class SubtaskCheckpointer:
 
         def upload_and_write() -> SubtaskStateHandle:
             shared: list[FileHandle] = []
-            uploaded = 0
+            full = uploaded = 0
             for part in natives:
                 result = upload(part.keyed_native, shared_writer, state_writer)
                 part.keyed_native = result
                 shared.extend(f.handle for f in result.shared)
+                full += result.full_size
                 uploaded += result.incremental_size
             data = pickle.dumps(snapshot, protocol=5)
-            metrics["state_size"] = len(data) + uploaded
+            # Flink's two sizes: the whole state, and what this checkpoint wrote
+            metrics["state_size"] = len(data) + full
+            metrics["checkpointed_size"] = len(data) + uploaded
             return SubtaskStateHandle(state_writer(cid, file_name, data), None, tuple(shared))
 
         self._submit(cid, upload_and_write, metrics, async_started, handles, join)
