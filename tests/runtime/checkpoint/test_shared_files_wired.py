@@ -22,7 +22,7 @@ import itertools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.runtime.checkpoint.test_coordinator_restore import StubEnumerator, job_graph, source_id
 
@@ -44,10 +44,13 @@ def _contents(storage: CheckpointStorage) -> dict[str, bytes]:
     return {path: bytes(fs.cat_file(path)) for path in found}
 
 
-def _ack(kit: CoordinatorUnderTest, cid: int, reuse: list[FileHandle], new: int) -> None:
-    """Every waiting subtask acknowledges with a state file, ``reuse`` and ``new`` new files."""
+def _ack(
+    kit: CoordinatorUnderTest, cid: int, reuse: list[FileHandle], new: int, one: bool = False
+) -> None:
+    """Every waiting subtask (``one``: the first only) acknowledges with a state file, ``reuse``
+    and ``new`` new files."""
     pending = kit.coordinator.pending[cid]
-    for vertex_id, subtask in sorted(pending.not_yet_acknowledged):
+    for vertex_id, subtask in sorted(pending.not_yet_acknowledged)[: 1 if one else None]:
         state = kit.storage.write_file(cid, f"v{vertex_id}-s{subtask}.state", b"state")
         uploaded = [
             kit.storage.write_shared_file(f"s{subtask}-{cid}-{next(_names)}.sst", b"sst %d" % cid)
@@ -80,18 +83,29 @@ STEPS = st.lists(
     st.one_of(
         st.just(("trigger",)),
         st.tuples(st.just("ack"), st.integers(0, 2), st.booleans()),
+        st.tuples(st.just("partial"), st.integers(1, 2), st.booleans()),
         st.just(("decline",)),
     ),
     max_size=25,
 )
 
 
-@settings(max_examples=60, deadline=None)
+#: A run that subsumes checkpoints whose files later ones reuse, then one that reuses none.
+REUSE_THEN_FRESH = [("trigger",), ("ack", 2, True)] * 3 + [("trigger",), ("ack", 1, False)]
+#: Checkpoints that are aborted after some subtasks uploaded files.
+ABORTS = [("trigger",), ("partial", 2, True), ("decline",), ("ack", 1, True)] * 3
+
+
+@settings(max_examples=200, deadline=None)
 @given(
     steps=STEPS,
     retained=st.integers(1, 3),
     restore=st.sampled_from([None, "CLAIM", "NO_CLAIM"]),
 )
+@example(steps=REUSE_THEN_FRESH, retained=1, restore=None)
+@example(steps=REUSE_THEN_FRESH, retained=2, restore="CLAIM")
+@example(steps=REUSE_THEN_FRESH, retained=1, restore="NO_CLAIM")
+@example(steps=ABORTS, retained=1, restore=None)
 def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
     steps: list[tuple[Any, ...]], retained: int, restore: str | None
 ) -> None:
@@ -131,11 +145,11 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
                     kind = barrier.options.snapshot_type
                     if full_next:
                         assert kind is SnapshotType.FULL_CHECKPOINT, "first after a restore"
-            elif step[0] == "ack" and coordinator.pending:
+            elif step[0] in ("ack", "partial") and coordinator.pending:
                 cid = min(coordinator.pending)
                 kind = coordinator.pending[cid].props.barrier.options.snapshot_type
                 reuse = [] if kind is SnapshotType.FULL_CHECKPOINT or not step[2] else confirmed
-                _ack(kit, cid, list(reuse), step[1])
+                _ack(kit, cid, list(reuse), step[1], one=step[0] == "partial")
                 await coordinator.finish_completing()
                 if cid in coordinator.metadata:
                     confirmed = list(coordinator.metadata[cid].shared_files)

@@ -490,13 +490,13 @@ class CheckpointCoordinator:
             timer.cancel()
         if pending is None:
             return
-        pending.abort(reason)
+        acknowledged = pending.abort(reason)
         self.listener(Aborted(cid, self.clock.now_ms(), reason, message or reason.message))
         log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
         if notify:
             self.gateway.notify_aborted(cid)
         self._discard(cid)
-        self._release_shared(cid, _shared_of(pending.acknowledged_states.values()))
+        self._release_shared(cid, _shared_of(acknowledged))
         request = pending.props.savepoint
         if request is not None:
             self._savepoint_failed(cid, request, reason, detail)
