@@ -5,10 +5,11 @@ The job is generator -> key_by -> sum -> discard at parallelism 2 with a checkpo
 The generator first gives every key 0..N-1 one record, then only the 1,000 hot keys 0..999.
 Once the state is filled (the keyed operator received N records, from the task metrics), the
 next ``--samples`` checkpoints triggered after that are read from the checkpoint statistics:
-their duration p50 (trigger to completion), the full state size and the bytes this checkpoint
+their duration p50 (trigger to completion), the full state size, the bytes this checkpoint
 wrote (Flink's checkpointed size: for incremental ones, the new SST files and the private
-files); the worker processes' resident set size (VmRSS, summed over the workers) is read at the
-same time. Every row runs its own job, one after another.
+files) and the slowest subtask's synchronous and asynchronous parts (p50); the worker
+processes' resident set size (VmRSS, summed over the workers) is read at the same time.
+Every row runs its own job, one after another.
 
 Backends: ``hashmap`` (the full-snapshot baseline), ``rocksdb`` (full, canonical snapshots) and
 ``rocksdb-incremental`` (``execution.checkpointing.incremental: true``). ``fill s`` is
@@ -118,6 +119,12 @@ def run(backend: str, keys: int, samples: int) -> dict[str, Any]:
             "written": statistics.median(
                 sum(a.checkpointed_size for a in e.acks()) for e in measured
             ),
+            "sync_ms": statistics.median(
+                max(a.sync_duration_ms for a in e.acks()) for e in measured
+            ),
+            "async_ms": statistics.median(
+                max(a.async_duration_ms for a in e.acks()) for e in measured
+            ),
             "rss": max(rss),
             "fill_s": fill_s,
         }
@@ -133,12 +140,14 @@ def main() -> None:
     args = parser.parse_args()
     backends = args.backends.split(",")
     print(f"{'backend':<21}{'keys':>12}{'ckpt p50 ms':>13}{'full MiB':>10}{'written MiB':>13}"
-          f"{'worker RSS MiB':>16}{'fill s':>8}{'keys/s':>10}")  # fmt: skip
+          f"{'sync ms':>9}{'async ms':>10}{'worker RSS MiB':>16}{'fill s':>8}"
+          f"{'keys/s':>10}")  # fmt: skip
     for keys in (int(k) for k in args.keys.split(",")):
         for backend in backends:
             r = run(backend, keys, args.samples)
             print(f"{r['backend']:<21}{r['keys']:>12,}{r['p50_ms']:>13,.0f}"
                   f"{r['size'] / 2**20:>10.1f}{r['written'] / 2**20:>13.2f}"
+                  f"{r['sync_ms']:>9,.0f}{r['async_ms']:>10,.0f}"
                   f"{r['rss'] / 2**20:>16,.0f}{r['fill_s']:>8.1f}"
                   f"{r['keys'] / r['fill_s']:>10,.0f}", flush=True)  # fmt: skip
 

@@ -10,6 +10,8 @@
   ``shared/`` SST files) is byte-identical afterwards, and the second job's shared files are
   all its own (its first checkpoint was full).
 * CLAIM: the claimed checkpoint's directory and its shared files are deleted once subsumed.
+* A seeded random kill -9 of a worker process (``local``): the restart restores from the
+  incremental checkpoint, and the killed worker's DB directories are swept.
 """
 
 from __future__ import annotations
@@ -25,9 +27,16 @@ import pytest
 
 from undertow.datastream import EmbeddedRocksDBStateBackend, JobStatus
 from undertow.storage import CheckpointStorage
-from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
+from undertow.testing.oracle import (
+    FailingMap,
+    OracleResult,
+    OracleSource,
+    build_pipeline,
+    oracle_seed,
+)
 
 from .conftest import EnvFactory
+from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
 
 KEYS, RECORDS_PER_KEY = 20, 2000
@@ -41,7 +50,6 @@ def _config(tmp_path: Path, restarts: int = 0, **extra: str) -> dict[str, str]:
     return {
         "execution.checkpointing.interval": "100 ms",
         "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
-        "state.backend.rocksdb.localdir": str(tmp_path / "rocksdb"),
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
@@ -50,8 +58,9 @@ def _config(tmp_path: Path, restarts: int = 0, **extra: str) -> dict[str, str]:
     }
 
 
-def _incremental(env: Any) -> None:
+def _incremental(env: Any, tmp_path: Path) -> None:
     backend = EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
+    backend.set_db_storage_paths(str(tmp_path / "rocksdb"))
     env.set_state_backend(backend)
     assert env.get_configuration().to_dict()["execution.checkpointing.incremental"] == "true"
 
@@ -93,7 +102,7 @@ def scenario_incremental_scheduled_failures(
     config = _config(tmp_path, failing.scheduled_failures)
     config["execution.checkpointing.unaligned.enabled"] = str(unaligned).lower()
     env = make_env(parallelism=2, config=config)
-    _incremental(env)
+    _incremental(env, tmp_path)
     evidence = tmp_path / "evidence"
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
     build_pipeline(env, source, failing_map=failing, evidence_dir=evidence)
@@ -125,6 +134,8 @@ def scenario_incremental_scheduled_failures(
     assert sorted(p.name for p in shared.iterdir()) == [], (
         "the job finished: every shared file is deleted with the checkpoints"
     )
+    local = [p.name for p in (tmp_path / "rocksdb").iterdir()]
+    assert local == [], f"every DB and every downloaded checkpoint is deleted: {local}"
 
 
 @pytest.mark.parametrize("target", ["local-threads", "local"])
@@ -133,6 +144,38 @@ def test_incremental_oracle_with_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], unaligned: bool
 ) -> None:
     scenario_incremental_scheduled_failures(make_env, tmp_path, capsys, unaligned)
+
+
+def scenario_incremental_worker_kill(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kill -9 of a seeded random worker process once three incremental checkpoints
+    completed: the restarted attempt downloads the native files and restores from them."""
+    seed = oracle_seed()
+    env = make_env(parallelism=2, config=_config(tmp_path, restarts=3))
+    _incremental(env, tmp_path)
+    evidence = tmp_path / "evidence"
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
+    build_pipeline(env, source, evidence_dir=evidence)
+
+    client = env.execute_async("oracle, incremental rocksdb, kill -9")
+    watcher = RestWatcher(client)
+    result, console = run_killing_a_worker_after_a_checkpoint(
+        client, capsys, seed, earliest_s=0.1, latest_s=1.0, timeout_s=TIMEOUT_S, checkpoints=3
+    )
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
+    assert oracle.is_exactly_once, (seed, str(oracle))
+    assert oracle.restarts == 1, (seed, oracle)
+    assert_restores(console, watcher.stop(), restores=1)
+    oracle.assert_restored()
+    assert [p.name for p in (tmp_path / "rocksdb").iterdir()] == [], "killed DBs are swept"
+
+
+@pytest.mark.parametrize("target", ["local"])
+def test_incremental_oracle_with_worker_kill(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_incremental_worker_kill(make_env, tmp_path, capsys)
 
 
 def _contents(directory: Path) -> dict[str, str]:
@@ -157,7 +200,7 @@ def _retained_incremental_checkpoint(make_env: EnvFactory, tmp_path: Path) -> Pa
     retain = {"execution.checkpointing.externalized-checkpoint-retention":
               "RETAIN_ON_CANCELLATION"}  # fmt: skip
     env = make_env(parallelism=2, config=_config(tmp_path, **retain))
-    _incremental(env)
+    _incremental(env, tmp_path)
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async("leaves an incremental checkpoint")
     root, job = tmp_path / "checkpoints", client.get_job_id()
@@ -183,7 +226,7 @@ def _resume(
         "execution.state-recovery.claim-mode": mode,
         "execution.checkpointing.num-retained": "1",
     }))  # fmt: skip
-    _incremental(env)
+    _incremental(env, tmp_path)
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async(f"resumed, {mode}")
     watcher = RestWatcher(client)

@@ -58,6 +58,7 @@ KILL_SCENARIOS: dict[str, Scenario] = {
     "oracle-random-kill": test_oracle.scenario_random_worker_kill,
     "unaligned-random-kill": test_unaligned_checkpoints.scenario_random_kill,
     "file-sink-kill": test_file_sink_resume.scenario_worker_killed,
+    "incremental-rocksdb-kill": test_incremental_checkpoints.scenario_incremental_worker_kill,
 }
 
 

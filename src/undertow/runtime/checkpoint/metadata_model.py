@@ -61,8 +61,11 @@ class CheckpointMetadata:
 
 def referenced_files(meta: CheckpointMetadata) -> list[FileHandle]:
     """Every distinct file the checkpoint references (subtask, channel and coordinator
-    state); a channel-state file shared by several subtasks is listed once."""
+    state, and the shared files of incremental state, which earlier checkpoints may have
+    uploaded); a file shared by several subtasks is listed once."""
     seen: dict[str, FileHandle] = {}
+    for handle in meta.shared_files:
+        seen.setdefault(handle.path, handle)
     for vertex in meta.vertices:
         for handle in vertex.subtasks.values():
             seen.setdefault(handle.path, handle)
