@@ -11,10 +11,10 @@ and the directory (``undertow-rocksdb-<pid>-<operator>-<random>``) is deleted on
 :meth:`dispose` or when the process exits; directories of dead processes (a worker killed with
 SIGKILL) are swept when a backend is created.
 
-Snapshots are canonical: :meth:`snapshot` writes exactly the blob format of
-:class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per non-empty key group, expired
-TTL entries left out), so a job can switch between the backends at restore, and rescaling is
-"restore the blobs of the key groups you now own"; blobs of other key groups are ignored.
+Savepoints and full checkpoints are canonical: :meth:`snapshot` writes the blob format of
+:class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per key group, expired TTL entries
+left out), so a job can switch backends at restore. With ``incremental`` a checkpoint is a
+native one instead (:meth:`native_checkpoint`, see :mod:`undertow.state.rocksdb_incremental`).
 
 Threading: one backend belongs to one subtask and is used only from that subtask's loop
 thread. Cost: ``set_current_key`` computes the key group; a state operation is one DB read and
@@ -445,8 +445,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         handle = self._uploaded.get(checkpoint_id)
         if handle is not None:
             self._confirmed = {f.local_name: f for f in handle.shared}
-        for cid in [c for c in self._uploaded if c <= checkpoint_id]:
-            del self._uploaded[cid]
+        for cid in [c for c in list(self._uploaded) if c <= checkpoint_id]:  # list(): atomic
+            self._uploaded.pop(cid, None)  # (the I/O pool adds entries meanwhile)
 
     def restore_native(self, downloads: list[DownloadedNative]) -> None:
         """Restore from downloaded native checkpoints (before any state is used). One DB of
