@@ -51,8 +51,8 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.formats.avro": "not applicable: Avro formats are Java classes",
     "module:pyflink.datastream.formats.orc": "not applicable: the ORC writer is a Java class",
     "EmbeddedRocksDBStateBackend": (
-        "different: RocksDB through rocksdict, one DB per keyed subtask, canonical (full) "
-        "snapshots; incremental checkpoints are not built yet and asking for them is refused; "
+        "different: RocksDB through rocksdict, one DB per keyed subtask; incremental "
+        "checkpoints upload only new SST files, savepoints are canonical (no NATIVE format yet); "
         "PyFlink's RocksDB tuning methods (options factories, predefined options) are absent"
     ),
     "PredefinedOptions": "not applicable: tuning presets of the Java RocksDB backend",

@@ -22,6 +22,7 @@ from undertow.testing.oracle import no_restore
 from . import (
     test_claim_modes,
     test_file_sink_resume,
+    test_incremental_checkpoints,
     test_oracle,
     test_recovery_path,
     test_savepoints,
@@ -45,6 +46,11 @@ SCENARIOS: dict[str, Scenario] = {
     "claim": test_claim_modes.scenario_claim,
     "new-job-resumes": test_recovery_path.scenario_new_job_resumes,
     "file-sink-resume": test_file_sink_resume.scenario_scheduled_failures,
+    "incremental-rocksdb-scheduled-failures": (
+        test_incremental_checkpoints.scenario_incremental_scheduled_failures
+    ),
+    "incremental-rocksdb-no-claim": test_incremental_checkpoints.scenario_no_claim,
+    "incremental-rocksdb-claim": test_incremental_checkpoints.scenario_claim,
 }
 
 #: The kill scenarios need worker processes: run on ``local``.
@@ -52,6 +58,7 @@ KILL_SCENARIOS: dict[str, Scenario] = {
     "oracle-random-kill": test_oracle.scenario_random_worker_kill,
     "unaligned-random-kill": test_unaligned_checkpoints.scenario_random_kill,
     "file-sink-kill": test_file_sink_resume.scenario_worker_killed,
+    "incremental-rocksdb-kill": test_incremental_checkpoints.scenario_incremental_worker_kill,
 }
 
 

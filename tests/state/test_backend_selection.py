@@ -64,13 +64,33 @@ def test_configuration_selects_rocksdb(tmp_path: Path) -> None:
     backend.dispose()
 
 
+def test_incremental_rocksdb_is_selected(tmp_path: Path) -> None:
+    env = _env()
+    rocks = EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
+    rocks.set_db_storage_paths(str(tmp_path))
+    env.set_state_backend(rocks)
+    assert env.get_configuration().to_dict()["execution.checkpointing.incremental"] == "true"
+    back = env.get_state_backend()
+    assert isinstance(back, EmbeddedRocksDBStateBackend)
+    assert back.is_incremental_checkpoints_enabled()
+    for config in (
+        env.get_configuration(),
+        Configuration(
+            {"state.backend.type": "rocksdb", "execution.checkpointing.incremental": "true"}
+        ),
+    ):
+        backend = keyed_backend_factory(config)("op", 8, range(8), lambda: 0)
+        assert isinstance(backend, RocksDBKeyedStateBackend) and backend.incremental
+        backend.dispose()
+    heap = keyed_backend_factory(Configuration({"execution.checkpointing.incremental": "true"}))
+    assert heap is HeapKeyedStateBackend  # the heap backend takes full checkpoints
+
+
 def test_bad_choices_are_rejected() -> None:
     with pytest.raises(ConfigurationError, match=r"state\.backend\.type.*must be one of"):
         _env(**{"state.backend.type": "memory"})
     with pytest.raises(ConfigurationError, match=r"execution\.checkpointing\.incremental"):
-        _env().set_state_backend(EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True))
-    with pytest.raises(ConfigurationError, match="not implemented"):
-        keyed_backend_factory(Configuration({"execution.checkpointing.incremental": "true"}))
+        _env(**{"execution.checkpointing.incremental": "sometimes"})
     with pytest.raises(TypeError, match="enable_incremental_checkpointing"):
         EmbeddedRocksDBStateBackend(enable_incremental_checkpointing="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="StateBackend"):

@@ -600,8 +600,7 @@ class Options:
     INCREMENTAL_CHECKPOINTS = bool_option(
         "execution.checkpointing.incremental",
         False,
-        "incremental checkpoints (not implemented yet: true is rejected; every checkpoint is full)",
-        check=lambda on: "incremental checkpoints are not implemented yet" if on else None,
+        "incremental checkpoints: RocksDB uploads only new SST files into <job>/shared/",
     )
     ROCKSDB_LOCAL_DIR = str_option(
         "state.backend.rocksdb.localdir",

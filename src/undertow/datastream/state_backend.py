@@ -8,9 +8,9 @@ A state backend object only records a choice in the job's configuration under Fl
   embedded RocksDB per operator subtask, in ``state.backend.rocksdb.localdir``), and
   ``execution.checkpointing.incremental`` when ``enable_incremental_checkpointing`` is given.
 
-Incremental checkpoints are not implemented yet: asking for them raises
-``ConfigurationError``; every checkpoint is a full, canonical one, which either backend can
-restore.
+With incremental checkpoints a RocksDB checkpoint uploads only the SST files that the last
+completed checkpoint did not (into ``<dir>/<job>/shared/``); savepoints are canonical, which
+either backend can restore.
 
 Plain value objects; not thread-safe (build them while declaring the job).
 """
@@ -44,8 +44,8 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     """Keyed state in an embedded RocksDB per operator subtask, on local disk.
 
     ``enable_incremental_checkpointing``: ``None`` leaves ``execution.checkpointing.incremental``
-    as configured; ``True`` is rejected with ``ConfigurationError`` when the job starts (not
-    implemented yet); ``False`` asks for full checkpoints.
+    as configured; ``True`` asks for incremental checkpoints (native RocksDB files, only new ones
+    uploaded); ``False`` for full, canonical ones.
     """
 
     def __init__(self, enable_incremental_checkpointing: bool | None = None) -> None:

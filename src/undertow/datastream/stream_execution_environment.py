@@ -127,7 +127,6 @@ class StreamExecutionEnvironment:
                 f"EmbeddedRocksDBStateBackend), got {state_backend!r}"
             )
         state_backend._configure(self._config)
-        self._config.get(Options.INCREMENTAL_CHECKPOINTS)  # not implemented: raises if asked
         return self
 
     def get_state_backend(self) -> StateBackend:

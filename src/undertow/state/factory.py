@@ -2,9 +2,11 @@
 
 ``hashmap`` (the default) builds :class:`~undertow.state.heap.HeapKeyedStateBackend`,
 ``rocksdb`` builds :class:`~undertow.state.rocksdb.RocksDBKeyedStateBackend` in
-``state.backend.rocksdb.localdir``. Both write the same canonical snapshot, so a job may switch
-backends when it restores. Reading the options validates them (an unknown backend type or
-``execution.checkpointing.incremental: true`` raises ``ConfigurationError`` naming the key).
+``state.backend.rocksdb.localdir``, with native incremental checkpoints when
+``execution.checkpointing.incremental`` is true. Both write the same canonical snapshot in
+savepoints (and RocksDB in full checkpoints), so a job may switch backends when it restores.
+Reading the options validates them (an unknown backend type raises ``ConfigurationError``
+naming the key). The heap backend takes full checkpoints whatever the option says.
 
 Called once per keyed operator when a subtask builds its operator chain; pure apart from the
 RocksDB backend creating its directory when the factory is called.
@@ -23,7 +25,7 @@ from undertow.state.rocksdb import RocksDBKeyedStateBackend
 def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
     """The factory of the configured keyed state backend (see the module docstring)."""
     kind = config.get(Options.STATE_BACKEND)
-    config.get(Options.INCREMENTAL_CHECKPOINTS)  # validates: only full checkpoints exist
+    incremental = config.get(Options.INCREMENTAL_CHECKPOINTS)
     if kind == "hashmap":
         return HeapKeyedStateBackend
     local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)
@@ -32,7 +34,12 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
         operator_name: str, max_parallelism: int, key_groups: range, clock: Callable[[], int]
     ) -> KeyedStateBackend:
         return RocksDBKeyedStateBackend(
-            operator_name, max_parallelism, key_groups, clock, local_dir=local_dir
+            operator_name,
+            max_parallelism,
+            key_groups,
+            clock,
+            local_dir=local_dir,
+            incremental=incremental,
         )
 
     return rocksdb

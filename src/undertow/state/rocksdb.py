@@ -11,10 +11,10 @@ and the directory (``undertow-rocksdb-<pid>-<operator>-<random>``) is deleted on
 :meth:`dispose` or when the process exits; directories of dead processes (a worker killed with
 SIGKILL) are swept when a backend is created.
 
-Snapshots are canonical: :meth:`snapshot` writes exactly the blob format of
-:class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per non-empty key group, expired
-TTL entries left out), so a job can switch between the backends at restore, and rescaling is
-"restore the blobs of the key groups you now own"; blobs of other key groups are ignored.
+Savepoints and full checkpoints are canonical: :meth:`snapshot` writes the blob format of
+:class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per key group, expired TTL entries
+left out), so a job can switch backends at restore. With ``incremental`` a checkpoint is a
+native one instead (:meth:`native_checkpoint`, see :mod:`undertow.state.rocksdb_incremental`).
 
 Threading: one backend belongs to one subtask and is used only from that subtask's loop
 thread. Cost: ``set_current_key`` computes the key group; a state operation is one DB read and
@@ -27,11 +27,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
@@ -46,6 +47,13 @@ from undertow.state.heap_ttl import (
     wrap_entry,
 )
 from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.rocksdb_incremental import (
+    DownloadedNative,
+    IncrementalKeyedHandle,
+    NativeCheckpoint,
+    SharedFile,
+    download,
+)
 from undertow.state.rocksdb_states import (
     ROCKSDB_STATE_CLASSES,
     VOID_TAG,
@@ -89,6 +97,20 @@ def sweep_dead_directories(parent: str) -> list[str]:
     return swept
 
 
+def download_native_state(snapshot: Any, storage: Any, checkpoint_id: int, local_dir: str) -> None:
+    """Download the native RocksDB files an incremental checkpoint's subtask snapshot references
+    (verified, see :func:`~undertow.state.rocksdb_incremental.download`) into fresh local
+    directories, replacing each operator's handle by its :class:`DownloadedNative` (the
+    backend opens or reads it when the chain restores). Blocking I/O: on the I/O pool."""
+    parent = local_dir or tempfile.gettempdir()
+    for part in snapshot.operators.values():
+        handle = part.keyed_native
+        if isinstance(handle, IncrementalKeyedHandle):
+            os.makedirs(parent, exist_ok=True)
+            target = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-restore-", dir=parent)
+            part.keyed_native = download(handle, storage.read_file, checkpoint_id, target)
+
+
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -113,6 +135,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         key_group_range: range,
         clock: Callable[[], int],
         local_dir: str = "",
+        incremental: bool = False,
     ) -> None:
         if key_group_range.step != 1 or not (
             0 <= key_group_range.start < key_group_range.stop <= max_parallelism
@@ -131,14 +154,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         sweep_dead_directories(parent)
         safe = "".join(c if c.isalnum() else "_" for c in operator_name)[:40]
         self.directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=parent)
-        self._db = Rdict(os.path.join(self.directory, "db"), _options())
-        write_options = WriteOptions()
-        write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
-        self._db.set_write_options(write_options)
         self._columns: dict[str, Rdict] = {}
-        self._finalizer = weakref.finalize(
-            self, _close_and_delete, self._db, self._columns, self.directory
-        )
+        self._open_db()
         self._meta: dict[str, tuple[str, bool]] = {}  # state name -> (kind, ttl)
         self._states: dict[str, RocksDBState] = {}
         self._scratch: dict[str, StateTable] = {}
@@ -147,6 +164,23 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._key: Any = None
         self._key_group: int | None = None
         self._disposed = False
+        #: Incremental checkpoints (``execution.checkpointing.incremental``): native ones.
+        self.incremental = incremental
+        self.backend_id = uuid.uuid4().hex[:12]
+        #: Local SST name -> shared file, of the last checkpoint confirmed complete (or restored).
+        self._confirmed: dict[str, SharedFile] = {}
+        #: Checkpoint id -> its uploaded handle (filled on the I/O thread), until confirmed.
+        self._uploaded: dict[int, IncrementalKeyedHandle] = {}
+
+    def _open_db(self) -> None:
+        """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
+        self._db = Rdict(os.path.join(self.directory, "db"), _options())
+        write_options = WriteOptions()
+        write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
+        self._db.set_write_options(write_options)
+        self._finalizer = weakref.finalize(
+            self, _close_and_delete, self._db, self._columns, self.directory
+        )
 
     # --- current key ---------------------------------------------------------------------
 
@@ -381,6 +415,91 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                             dkey = db_key(key_group, skey, VOID_NAMESPACE)
                         batch.put(dkey, encode_value(entry))
                 self._db.write(batch)
+
+    # --- incremental (native) checkpoints ----------------------------------------------------
+
+    def native_checkpoint(self, checkpoint_id: int, full: bool) -> NativeCheckpoint:
+        """A RocksDB checkpoint of every state into a local directory (synchronous part: a
+        flush and hard links); ``full`` (a FULL checkpoint) reuses no uploaded file. The
+        upload is :func:`~undertow.state.rocksdb_incremental.upload`, on the I/O pool."""
+        if self._disposed:
+            raise StateError(f"operator {self.operator_name!r}: backend is disposed")
+        for name in self._meta:
+            self.column(name).flush()
+        self._db.flush()
+        target = os.path.join(self.directory, f"chk-{checkpoint_id}")
+        shutil.rmtree(target, ignore_errors=True)
+        Checkpoint(self._db).create_checkpoint(target)
+        uploaded = self._uploaded
+        r = self.key_group_range
+        return NativeCheckpoint(
+            checkpoint_id, self.operator_name, self.backend_id, (r.start, r.stop),
+            self.max_parallelism, dict(self._meta), target,
+            {} if full else dict(self._confirmed),
+            lambda handle: uploaded.__setitem__(checkpoint_id, handle),
+        )  # fmt: skip
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: later checkpoints reuse its shared files
+        (only a completed checkpoint's files are registered and kept by the coordinator)."""
+        handle = self._uploaded.get(checkpoint_id)
+        if handle is not None:
+            self._confirmed = {f.local_name: f for f in handle.shared}
+        for cid in [c for c in list(self._uploaded) if c <= checkpoint_id]:  # list(): atomic
+            self._uploaded.pop(cid, None)  # (the I/O pool adds entries meanwhile)
+
+    def restore_native(self, downloads: list[DownloadedNative]) -> None:
+        """Restore from downloaded native checkpoints (before any state is used). One DB of
+        exactly this key-group range is opened in place of the empty one (its shared files
+        are reused by the next checkpoint); otherwise (rescaling) the key groups of this
+        range are copied from each DB by iterating their key ranges."""
+        r = self.key_group_range
+        try:
+            only = downloads[0] if len(downloads) == 1 else None
+            if only is not None and only.handle.key_groups == (r.start, r.stop) and not self._meta:
+                self._adopt(only)
+                return
+            for download in downloads:
+                self._copy_key_groups(download)
+        finally:
+            for download in downloads:
+                shutil.rmtree(download.directory, ignore_errors=True)
+
+    def _adopt(self, download: DownloadedNative) -> None:
+        self._finalizer.detach()
+        for column in self._columns.values():
+            column.close()
+        self._columns.clear()
+        self._db.close()
+        db_dir = os.path.join(self.directory, "db")
+        shutil.rmtree(db_dir)
+        shutil.move(download.directory, db_dir)
+        self._open_db()
+        self._meta.update(download.handle.states)
+        self._confirmed = {f.local_name: f for f in download.handle.shared}
+
+    def _copy_key_groups(self, download: DownloadedNative) -> None:
+        handle = download.handle
+        start = max(handle.key_groups[0], self.key_group_range.start)
+        stop = min(handle.key_groups[1], self.key_group_range.stop)
+        if start >= stop:
+            return
+        source = Rdict(download.directory, Options(raw_mode=True))
+        try:
+            for name, (kind, ttl) in handle.states.items():
+                meta = self._meta.setdefault(name, (kind, ttl))
+                if meta[0] != kind:
+                    raise self._kind_error(name, meta[0], kind)
+                column: Any = source.get_column_family(name)
+                batch = self._batch(name)
+                for dkey, raw in column.items(from_key=start.to_bytes(2, "big")):
+                    if int.from_bytes(dkey[:2], "big") >= stop:
+                        break
+                    batch.put(dkey, raw)
+                self._db.write(batch)
+                column.close()
+        finally:
+            source.close()
 
     def dispose(self) -> None:
         """Close the DB and delete its directory; state objects raise ``StateError`` after."""

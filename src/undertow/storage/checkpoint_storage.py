@@ -148,6 +148,53 @@ class CheckpointStorage:
             self._fs.pipe_file(path, data)
         return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
 
+    def write_shared_file(self, name: str, data: bytes) -> FileHandle:
+        """Write ``data`` as ``shared/<name>`` (a file incremental checkpoints share) and return
+        its handle; durable when this returns, as :meth:`write_file` (``shared/`` is created
+        on the first write: a job without incremental state has none). ``name`` must be unique
+        to this upload (the caller names it after its backend, checkpoint and SST file):
+        shared files are immutable once referenced."""
+        _check_segment("file name", name)
+        path = posixpath.join(self._job_dir, SHARED_DIR, name)
+        if self._local:
+            os.makedirs(posixpath.dirname(path), exist_ok=True)
+            with open(path, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        else:
+            self._fs.pipe_file(path, data)
+        return FileHandle.of(f"{SHARED_DIR}/{name}", data)
+
+    def shared_file_uri(self, path: str) -> str:
+        """The absolute location of a ``shared/<name>`` path relative to this job directory
+        (how the coordinator's shared-state registry names files of several jobs apart)."""
+        check_relative_path(path)
+        if not path.startswith(SHARED_DIR + "/") or path.count("/") != 1:
+            raise ValueError(f"{path!r} is not a file in {SHARED_DIR}/")
+        return self._uri(posixpath.join(self._job_dir, path))
+
+    def shared_file_uris(self) -> list[str]:
+        """The files in this job's ``shared/`` now, as :meth:`shared_file_uri` names them."""
+        directory = posixpath.join(self._job_dir, SHARED_DIR)
+        self._fs.invalidate_cache(directory)
+        try:
+            entries = self._fs.ls(directory, detail=False)
+        except FileNotFoundError:
+            return []
+        names = sorted(posixpath.basename(str(e).rstrip("/")) for e in entries)
+        return [self.shared_file_uri(f"{SHARED_DIR}/{name}") for name in names]
+
+    def discard_shared_file(self, uri: str) -> None:
+        """Delete the shared file at ``uri`` (from :meth:`shared_file_uri`, possibly of another
+        job: a claimed snapshot's); a missing file is fine. Raises :class:`ValueError` naming
+        ``uri`` unless it is a file directly in a ``<job>/shared/`` directory."""
+        fs, stripped = self._open_uri(uri)
+        if posixpath.basename(posixpath.dirname(stripped)) != SHARED_DIR:
+            raise ValueError(f"{uri!r} is not a file in a job's {SHARED_DIR}/ directory")
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm_file(stripped)
+
     def read_file(self, handle: FileHandle, checkpoint_id: int) -> bytes:
         """Read the file of ``handle`` and return its bytes only if they verify.
 

@@ -366,3 +366,16 @@ def test_v2_authenticated_but_malformed_body(mutate: Any, message: str) -> None:
 def test_v2_garbage_bodies_are_corrupt(body: bytes) -> None:
     with pytest.raises(CorruptCheckpointError, match="authenticated but malformed"):
         decode_metadata(signed(body, version=codec.FORMAT_VERSION), KEY, WHERE)
+
+
+def test_shared_files_of_an_incremental_checkpoint_round_trip_and_count() -> None:
+    sst = handle("shared/op-1a2b-3-000011.sst", 5000)
+    meta = dataclasses.replace(sample(), shared_files=(sst, handle("shared/op-1a2b-4-12.sst", 7)))
+    decoded = decode_metadata(encode_metadata(meta, KEY), KEY, WHERE, expected_checkpoint_id=4)
+    assert decoded == meta
+    assert decoded.shared_files[0] == sst
+    assert total_state_size(decoded) == 100 + 120 + 30 + 5000 + 7
+    assert sst in referenced_files(decoded)
+    # a checkpoint without shared files writes no "shared" key (older readers read it)
+    plain = decode_metadata(encode_metadata(sample(), KEY), KEY, WHERE, expected_checkpoint_id=4)
+    assert plain.shared_files == ()

@@ -73,6 +73,7 @@ from undertow.runtime.checkpoint.pending_checkpoint import (
 from undertow.runtime.checkpoint.restore_plan import RestorePlan, plan_restore, present
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
 from undertow.runtime.checkpoint.settings import CheckpointSettings
+from undertow.runtime.checkpoint.shared_files import SharedFiles
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.runtime.checkpoint.trigger_decider import (
     CheckpointTriggerRequest,
@@ -215,6 +216,8 @@ class CheckpointCoordinator:
         #: When the last periodic orphan sweep started (monotonic ms), and whether it runs.
         self._last_sweep_ms: int | None = None
         self._sweeping = False
+        #: Files in ``shared/`` of incremental checkpoints, and who may delete them (FLIP-193).
+        self.shared_files = SharedFiles(storage)
 
     @property
     def enabled(self) -> bool:
@@ -450,6 +453,7 @@ class CheckpointCoordinator:
         if pending is None:
             if not state.is_empty and cid not in self.metadata:
                 self._discard(cid)  # a late ack of an aborted checkpoint re-created its dir
+                self._release_shared(cid, state.shared)  # and uploaded shared files
             return
         if pending.acknowledge((vertex_id, subtask), state, metrics) is AckResult.SUCCESS:
             self.listener(Acknowledged(cid, vertex_id, subtask, self.clock.now_ms(), metrics))
@@ -491,12 +495,13 @@ class CheckpointCoordinator:
             timer.cancel()
         if pending is None:
             return
-        pending.abort(reason)
+        acknowledged = pending.abort(reason)
         self.listener(Aborted(cid, self.clock.now_ms(), reason, message or reason.message))
         log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
         if notify:
             self.gateway.notify_aborted(cid)
         self._discard(cid)
+        self._release_shared(cid, _shared_of(acknowledged))
         request = pending.props.savepoint
         if request is not None:
             self._savepoint_failed(cid, request, reason, detail)
@@ -521,6 +526,19 @@ class CheckpointCoordinator:
                         err)  # fmt: skip
 
         asyncio.get_running_loop().run_in_executor(None, discard)
+
+    def _release_shared(self, cid: int, aborted: tuple[FileHandle, ...] | None = None) -> None:
+        """Checkpoint ``cid`` no longer holds its shared files (subsumed; or aborted, with
+        the files its subtasks uploaded): delete, on the executor, those nobody holds and the
+        job owns (:mod:`.shared_files`)."""
+        if aborted is not None:
+            release = self.shared_files.aborted(cid, aborted) if aborted else None
+        else:
+            release = self.shared_files.released(cid)
+        if release is not None and release.delete:
+            log.debug("job %s: checkpoint %d released; deleting shared files %s", self.job_id,
+                      cid, list(release.delete))  # fmt: skip
+            asyncio.get_running_loop().run_in_executor(None, self.shared_files.delete, release)
 
     def _discard_subsumed(self, entry: CompletedCheckpoint) -> None:
         """Delete a checkpoint that left the store: one of this job's (its ``chk-<n>``), or a
@@ -596,6 +614,7 @@ class CheckpointCoordinator:
                 completion_timestamp=now, is_savepoint=savepoint is not None, vertices=vertices,
                 coordinators=coordinators,
                 properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
+                shared_files=_shared_of(states.values()),
             )  # fmt: skip
             payload = encode_metadata(
                 meta, await self._metadata_key(), self.settings.metadata_max_size
@@ -620,10 +639,12 @@ class CheckpointCoordinator:
         self.force_full_snapshot = False
         entry = CompletedCheckpoint(cid, pending.trigger_timestamp, now, False, pointer,
                                     len(payload))  # fmt: skip
+        self.shared_files.completed(cid, meta.shared_files)  # before anything is subsumed
         for decision in self.store.add(entry):
             self.metadata.pop(decision.checkpoint_id, None)
             if isinstance(decision, DiscardSubsumed):  # savepoints are only forgotten
                 self._discard_subsumed(decision.checkpoint)
+                self._release_shared(decision.checkpoint_id)
         self._maybe_sweep()
         self.failures.on_success(cid)
         self.last_completion_ms = now
@@ -734,6 +755,7 @@ class CheckpointCoordinator:
         self._sweep(self._sweep_facts(self.next_id), False)
         retained = list(self.store.all())
         if keep:
+            self._sweep_shared()
             if retained:
                 self.console(
                     f"retained checkpoint {retained[-1].checkpoint_id} of job "
@@ -750,6 +772,20 @@ class CheckpointCoordinator:
                     self.storage.discard(cid)
             except (OSError, ValueError) as err:
                 log.warning("job %s: could not delete checkpoint %d: %s", self.job_id, cid, err)
+            release = self.shared_files.released(cid)
+            if release is not None:
+                self.shared_files.delete(release)
+        self._sweep_shared()
+
+    def _sweep_shared(self) -> None:
+        """At the end of the job: shared files no retained checkpoint holds go (blocking)."""
+        try:
+            orphans = self.shared_files.sweep()
+        except OSError as err:
+            log.warning("job %s: could not sweep shared files: %s", self.job_id, err)
+            return
+        if orphans:
+            log.debug("job %s: deleted %d unreferenced shared files", self.job_id, len(orphans))
 
     # -- restore -------------------------------------------------------------------------------
     async def latest_restore_plan(self) -> RestorePlan | None:
@@ -812,13 +848,23 @@ class CheckpointCoordinator:
         )  # fmt: skip
         decision = decide_claim(mode, snapshot, self.next_id)
         self.next_id = decision.next_checkpoint_id
-        self.force_full_snapshot = decision.force_full_snapshot
+        # Shared files of another job's directory cannot be referenced from this job's
+        # checkpoints: the first checkpoint is full in CLAIM too (the claimed files are deleted
+        # once it subsumes the snapshot).
+        self.force_full_snapshot = decision.force_full_snapshot or bool(meta.shared_files)
         if decision.retain is not None:
             self.metadata[meta.checkpoint_id] = meta
+            self.shared_files.restored(meta.checkpoint_id, plan.pointer, meta.shared_files, mode)
             self._claimed = (meta.checkpoint_id, plan)
             for subsumed in self.store.add(decision.retain):  # an empty store: nothing
                 self.metadata.pop(subsumed.checkpoint_id, None)
         return mode
+
+
+def _shared_of(states: Iterable[SubtaskStateHandle | None]) -> tuple[FileHandle, ...]:
+    """The distinct shared files the acknowledged subtask states reference, by path."""
+    found = {h.path: h for state in states if state is not None for h in state.shared}
+    return tuple(found[path] for path in sorted(found))
 
 
 def _state_file(state: SubtaskStateHandle | None) -> FileHandle | None:

@@ -43,7 +43,9 @@ class CheckpointMetadata:
 
     Timestamps are epoch milliseconds. ``coordinators`` maps a vertex id to the handle of its
     coordinator state (``None``: the coordinator had nothing to store). ``properties`` carries
-    small string facts (checkpoint type, claim mode, ...).
+    small string facts (checkpoint type, claim mode, ...). ``shared_files`` are the files in
+    ``<job>/shared/`` the subtasks' state files reference (incremental checkpoints; they may
+    have been uploaded by an earlier checkpoint): what the shared-state registry counts.
     """
 
     job_id: str
@@ -54,12 +56,16 @@ class CheckpointMetadata:
     vertices: tuple[VertexMetadata, ...]
     coordinators: dict[int, FileHandle | None] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
+    shared_files: tuple[FileHandle, ...] = ()
 
 
 def referenced_files(meta: CheckpointMetadata) -> list[FileHandle]:
     """Every distinct file the checkpoint references (subtask, channel and coordinator
-    state); a channel-state file shared by several subtasks is listed once."""
+    state, and the shared files of incremental state, which earlier checkpoints may have
+    uploaded); a file shared by several subtasks is listed once."""
     seen: dict[str, FileHandle] = {}
+    for handle in meta.shared_files:
+        seen.setdefault(handle.path, handle)
     for vertex in meta.vertices:
         for handle in vertex.subtasks.values():
             seen.setdefault(handle.path, handle)

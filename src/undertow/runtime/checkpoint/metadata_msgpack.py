@@ -6,7 +6,8 @@ Layout (msgpack; ``sha`` = 32 raw bytes of a sha256)::
      "files": [[path, size, sha], ...],          # the path dictionary: each file once
      "vertices": [[vertex_id, name, [uid...], parallelism, max_parallelism, finished,
                    {subtask: file#}, {subtask: [input | nil, output | nil]}], ...],
-     "coordinators": {vertex_id: file# | nil}, "properties": {str: str}}
+     "coordinators": {vertex_id: file# | nil}, "properties": {str: str},
+     "shared": [file#, ...]}                     # only when non-empty (incremental)
 
     channel-state handle: [subtask, checkpoint_id, file# | nil, inline bytes | nil,
                            range_start, range_length, range sha, packed channels]
@@ -78,6 +79,9 @@ def metadata_to_bytes(meta: CheckpointMetadata) -> bytes:
         "files": files.table(), "vertices": vertices, "coordinators": coordinators,
         "properties": {str(k): str(v) for k, v in meta.properties.items()},
     }  # fmt: skip
+    if meta.shared_files:
+        document["shared"] = [files.of(h) for h in meta.shared_files]
+        document["files"] = files.table()
     return bytes(msgpack.packb(document, use_bin_type=True))
 
 
@@ -88,7 +92,7 @@ def metadata_from_bytes(body: bytes) -> CheckpointMetadata:
     except (msgpack.UnpackException, msgpack.ExtraData, UnicodeDecodeError) as err:
         raise ValueError(f"not a msgpack document: {err}") from err
     top = _map(document, "metadata")
-    if set(top) != _TOP_KEYS:
+    if set(top) - {"shared"} != _TOP_KEYS:
         found = sorted(map(str, top))
         raise ValueError(f"metadata fields must be {sorted(_TOP_KEYS)}, got {found}")
     files = [_file(entry, i) for i, entry in enumerate(_list(top["files"], "files"))]
@@ -116,6 +120,7 @@ def metadata_from_bytes(body: bytes) -> CheckpointMetadata:
             _str(k, "property name"): _str(v, f"property {k!r}")
             for k, v in _map(top["properties"], "properties").items()
         },
+        shared_files=tuple(file(h, "shared file") for h in _list(top.get("shared", []), "shared")),
     )
 
 

@@ -17,6 +17,7 @@ channel state went to a worker's shared channel-state files, the merged handles 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.storage import FileHandle
@@ -24,14 +25,19 @@ from undertow.storage import FileHandle
 
 @dataclass
 class OperatorSnapshot:
+    """``keyed`` holds canonical blobs per key group; ``keyed_native`` instead the RocksDB
+    files of an incremental checkpoint: a local ``NativeCheckpoint`` until uploaded, then its
+    ``IncrementalKeyedHandle`` (snapshots written before the field unpickle with ``None``)."""
+
     keyed: dict[int, bytes] = field(default_factory=dict)
     timers: dict[int, bytes] = field(default_factory=dict)
     operator: bytes | None = None
     custom: bytes | None = None
+    keyed_native: Any = None
 
     @property
     def is_empty(self) -> bool:
-        return not (self.keyed or self.timers or self.operator or self.custom)
+        return not (self.keyed or self.timers or self.operator or self.custom or self.keyed_native)
 
 
 #: An input channel: (input gate index, channel index in the gate).
@@ -95,6 +101,8 @@ class SubtaskStateHandle:
 
     state: FileHandle | None = None
     channel_state: ChannelStateHandles | None = None
+    #: Files in ``<job>/shared/`` the state file references (incremental checkpoints).
+    shared: tuple[FileHandle, ...] = ()
 
     @classmethod
     def of(cls, handle: object) -> SubtaskStateHandle:
@@ -113,7 +121,7 @@ class SubtaskStateHandle:
 
     @property
     def is_empty(self) -> bool:
-        return self.state is None and not self.has_channel_state
+        return self.state is None and not self.has_channel_state and not self.shared
 
     def files(self) -> list[FileHandle]:
         """The files this subtask's state references (a shared channel-state file too)."""

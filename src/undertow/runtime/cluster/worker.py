@@ -85,6 +85,7 @@ from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
+from undertow.state.rocksdb import download_native_state
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
 
@@ -276,6 +277,7 @@ class Worker:
                 responder=_Responder(self, vertex_id, subtask),
                 state_writer=self.storage.write_file if self.storage is not None else None,
                 executor=self.io_pool, channel_state_writer=channel_state_writer,
+                shared_writer=self.storage.write_shared_file if self.storage is not None else None,
             )  # fmt: skip
             recovered = None
             if deployment.recovering_gates:
@@ -317,7 +319,12 @@ class Worker:
                 data = await loop.run_in_executor(
                     self.io_pool, storage.read_file, handle, assignment.checkpoint_id
                 )  # verifies size and checksum before anything is unpickled
-                snapshots.append(pickle.loads(data))
+                snapshot = pickle.loads(data)
+                await loop.run_in_executor(
+                    self.io_pool, download_native_state, snapshot, storage,
+                    assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
+                )  # fmt: skip
+                snapshots.append(snapshot)
             restored[key] = snapshots
         if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
             uids = {op.uid for vertex in graph.vertices for op in vertex.operators}

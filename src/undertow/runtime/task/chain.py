@@ -20,6 +20,7 @@ from typing import Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.core.config import Configuration, Options
+from undertow.core.errors import StateError
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
@@ -253,18 +254,28 @@ class OperatorChain:
             if hook is not None:
                 hook(checkpoint_id)
 
-    def snapshot_state(self, checkpoint_id: int) -> SubtaskSnapshot:
+    @property
+    def takes_native_snapshots(self) -> bool:
+        """Whether a keyed backend of the chain takes native incremental checkpoints."""
+        return any(getattr(keyed, "incremental", False) for _, _, keyed, _, _ in self._parts)
+
+    def snapshot_state(self, checkpoint_id: int, native: str = "") -> SubtaskSnapshot:
         """The synchronous part of a checkpoint: every operator's state, serialized to bytes.
 
         Serializing is the copy that lets the task go on while the bytes are written
-        asynchronously; no state I/O happens here. An operator's custom snapshot may do the I/O
+        asynchronously; no state I/O happens here. ``native`` (``"incremental"`` or ``"full"``)
+        asks backends that take native incremental checkpoints (RocksDB) for their local
+        checkpoint instead of canonical blobs (uploaded asynchronously; savepoints pass ``""``).
+        An operator's custom snapshot may do the I/O
         that must be durable before the checkpoint can complete (a file sink fsyncs its open
         part files, as Flink's ``persist`` in the synchronous phase).
         """
         snapshot = SubtaskSnapshot(parallelism=self.parallelism)
         for uid, op, keyed, timers, opstate in self._parts:
             part = OperatorSnapshot()
-            if keyed is not None:
+            if keyed is not None and native and getattr(keyed, "incremental", False):
+                part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
+            elif keyed is not None:
                 part.keyed = keyed.snapshot()
             if timers is not None:
                 part.timers = timers.snapshot()
@@ -298,6 +309,17 @@ class OperatorChain:
                 for s in holders
             )
             if keyed is not None:
+                natives = [p.keyed_native for p in parts if p.keyed_native is not None]
+                if natives:
+                    restore_native = getattr(keyed, "restore_native", None)
+                    if restore_native is None:
+                        raise StateError(
+                            f"operator {uid!r}: checkpoint holds native RocksDB state of "
+                            f"subtask(s) {[n.handle.key_groups for n in natives]} (key groups); "
+                            f"restore it with the RocksDB backend ({type(keyed).__name__} is "
+                            "configured), or take a savepoint (canonical) to switch backends"
+                        )
+                    restore_native(natives)
                 keyed.restore({g: b for p in parts for g, b in p.keyed.items()})
             if timers is not None:
                 timers.restore({g: b for p in parts for g, b in p.timers.items()})
@@ -314,6 +336,10 @@ class OperatorChain:
                 restore_custom(custom, rescaled)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for _, _, keyed, _, _ in self._parts:
+            hook = getattr(keyed, "notify_checkpoint_complete", None)
+            if hook is not None:
+                hook(checkpoint_id)
         for op in self.operators:
             hook = getattr(op, "notify_checkpoint_complete", None)
             if hook is not None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.checkpoint.channel_state_writer import ChannelStateWriter
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.storage import FileHandle
 
 
 class CheckpointResponder(Protocol):
@@ -43,6 +44,8 @@ class CheckpointIO:
     #: The subtask's member of the worker's shared channel-state files; None: channel state
     #: goes into the state file (an in-memory writer, when unaligned checkpoints are on).
     channel_state_writer: ChannelStateWriter | None = None
+    #: Writes ``<job>/shared/<name>`` (incremental checkpoints' shared files); None: none.
+    shared_writer: Callable[[str, bytes], FileHandle] | None = None
 
 
 def _min_watermark() -> int:

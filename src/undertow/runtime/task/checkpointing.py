@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import functools
 import logging
 import pickle
@@ -28,6 +29,7 @@ from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
     CheckpointBarrier,
+    SnapshotType,
 )
 from undertow.runtime.checkpoint.barrier_actions import BarrierHandling
 from undertow.runtime.checkpoint.barrier_handler import (
@@ -65,13 +67,19 @@ from undertow.runtime.checkpoint.inflight_capture import (
     StartChannelState,
 )
 from undertow.runtime.checkpoint.settings import CheckpointSettings
-from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot, SubtaskStateHandle
+from undertow.runtime.checkpoint.snapshot import (
+    OperatorSnapshot,
+    SubtaskSnapshot,
+    SubtaskStateHandle,
+)
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
+from undertow.state.rocksdb_incremental import upload
+from undertow.storage import FileHandle
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +138,8 @@ class SubtaskCheckpointer:
         self.responder = io.responder
         self.state_writer = io.state_writer
         self.executor = io.executor
+        #: Writes ``<job>/shared/<name>`` (incremental checkpoints).
+        self.shared_writer = io.shared_writer
         self.current_watermark = listeners.current_watermark
         #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
         #: with each acknowledgement (``debloat_estimate_ms``) when it has a value.
@@ -431,7 +441,15 @@ class SubtaskCheckpointer:
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
         try:
-            snapshot = self.chain.snapshot_state(cid)
+            native = (
+                _native_mode(barrier)
+                if getattr(self.chain, "takes_native_snapshots", False)
+                else ""
+            )
+            if native:  # incremental RocksDB checkpoint (uploaded asynchronously below)
+                snapshot = self.chain.snapshot_state(cid, native)
+            else:
+                snapshot = self.chain.snapshot_state(cid)
             snapshot.watermark = self.current_watermark()
         except Exception as err:
             # The barrier is already downstream; this checkpoint fails, the task goes on and
@@ -505,6 +523,10 @@ class SubtaskCheckpointer:
             snapshot.channel_state = channel_state
             metrics["persisted_data"] = channel_state.input_bytes + channel_state.output_bytes
             metrics["unaligned"] = True
+        natives = [p for p in snapshot.operators.values() if p.keyed_native is not None]
+        if natives:
+            self._upload_and_write(cid, snapshot, natives, metrics, async_started, handles, join)
+            return
         try:
             has_state = bool(snapshot.operators) or snapshot.channel_state is not None
             data = pickle.dumps(snapshot, protocol=5) if has_state else b""
@@ -522,9 +544,62 @@ class SubtaskCheckpointer:
             self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
                                    "no checkpoint storage configured")  # fmt: skip
             return
+        self._submit(cid, functools.partial(self.state_writer, cid, self.file_name, data),
+                     metrics, async_started, handles, join)  # fmt: skip
+
+    def _upload_and_write(
+        self,
+        cid: int,
+        snapshot: SubtaskSnapshot,
+        natives: list[OperatorSnapshot],
+        metrics: dict[str, Any],
+        async_started: float,
+        handles: ChannelStateHandles | None,
+        join: _AckJoin | None,
+    ) -> None:
+        """Incremental checkpoint: on the I/O pool, upload the new files of each native
+        RocksDB checkpoint (:func:`~undertow.state.rocksdb_incremental.upload`), then write
+        the state file, which holds their handles; acknowledge the state file and the shared
+        files it references."""
+        state_writer, shared_writer = self.state_writer, self.shared_writer
+        if state_writer is None or shared_writer is None or self.executor is None:
+            reason = CheckpointFailureReason.CHECKPOINT_DECLINED
+            self.responder.decline(cid, reason, "incremental checkpoint: no checkpoint storage")
+            return
+        file_name = self.file_name
+
+        def upload_and_write() -> SubtaskStateHandle:
+            shared: list[FileHandle] = []
+            full = uploaded = 0
+            for part in natives:
+                result = upload(part.keyed_native, shared_writer, state_writer)
+                part.keyed_native = result
+                shared.extend(f.handle for f in result.shared)
+                full += result.full_size
+                uploaded += result.incremental_size
+            data = pickle.dumps(snapshot, protocol=5)
+            # Flink's two sizes: the whole state, and what this checkpoint wrote
+            metrics["state_size"] = len(data) + full
+            metrics["checkpointed_size"] = len(data) + uploaded
+            return SubtaskStateHandle(state_writer(cid, file_name, data), None, tuple(shared))
+
+        self._submit(cid, upload_and_write, metrics, async_started, handles, join)
+
+    def _submit(
+        self,
+        cid: int,
+        job: Callable[[], Any],
+        metrics: dict[str, Any],
+        async_started: float,
+        handles: ChannelStateHandles | None,
+        join: _AckJoin | None,
+    ) -> None:
+        """Run ``job`` (it returns the state's handle) on the I/O pool, then acknowledge (or
+        hand the handle to ``join``) on the loop; a failure declines the checkpoint."""
+        assert self.executor is not None
         loop = asyncio.get_running_loop()
         try:
-            future = self.executor.submit(self.state_writer, cid, self.file_name, data)
+            future = self.executor.submit(job)
         except RuntimeError:  # the worker shut its I/O pool down: the attempt is over
             log.debug("%s: checkpoint %d not written, the worker is stopping", self.task_name, cid)
             return
@@ -639,5 +714,19 @@ class _AckJoin:
 
 def _ack_handle(state: Any, channel_state: ChannelStateHandles | None) -> Any:
     """The state file's handle, or both kinds of handles when channel state is in shared
-    files."""
+    files (``state`` is already a :class:`SubtaskStateHandle` when it references shared
+    files of an incremental checkpoint)."""
+    if isinstance(state, SubtaskStateHandle):
+        return state if channel_state is None else dataclasses.replace(
+            state, channel_state=channel_state
+        )  # fmt: skip
     return state if channel_state is None else SubtaskStateHandle(state, channel_state)
+
+
+def _native_mode(barrier: CheckpointBarrier) -> str:
+    """What native snapshot a barrier asks for: savepoints are canonical (``""``); the first
+    checkpoint after a NO_CLAIM restore is FULL (reuses no uploaded file)."""
+    kind = barrier.options.snapshot_type
+    if kind.is_savepoint:
+        return ""
+    return "full" if kind is SnapshotType.FULL_CHECKPOINT else "incremental"

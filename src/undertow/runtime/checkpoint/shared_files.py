@@ -1,0 +1,98 @@
+"""The coordinator's side of incremental checkpoints: shared files registered, released, deleted.
+
+Wires the pure :class:`~.shared_state_registry.SharedStateRegistry` to the checkpoint lifecycle
+(FLIP-193, reference §5.6-§7):
+
+* a completed checkpoint registers the ``shared/`` files its subtasks acknowledged, before it
+  enters the store (so the subsumption it causes never deletes a file it reuses);
+* a subsumed or discarded checkpoint releases them: a file nobody holds any more is deleted
+  if the job owns it (this job uploaded it, or it came with a snapshot restored in CLAIM);
+* an aborted checkpoint registers what its subtasks had already uploaded and releases at once:
+  new files nobody else holds go, files it reused stay;
+* a snapshot restored in NO_CLAIM is never registered: nothing of it is deleted or rewritten.
+
+Files are named by absolute location, so a claimed snapshot's files never collide with this
+job's. Decisions on the coordinator's loop; :meth:`SharedFiles.delete` is I/O (executor).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Iterable
+
+from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
+from undertow.runtime.checkpoint.shared_state_registry import Release, SharedStateRegistry
+from undertow.storage import FileHandle
+from undertow.storage.checkpoint_storage import SHARED_DIR, CheckpointStorage
+
+log = logging.getLogger(__name__)
+
+
+class SharedFiles:
+    """Registered shared files of one job's checkpoints (see the module docstring).
+
+    Loop thread only, except :meth:`delete` (any thread; it touches no registry state)."""
+
+    def __init__(self, storage: CheckpointStorage) -> None:
+        self.storage = storage
+        self.registry = SharedStateRegistry()
+
+    def completed(self, checkpoint_id: int, shared: Iterable[FileHandle]) -> None:
+        """Checkpoint ``checkpoint_id`` of this job completed referencing ``shared``."""
+        uris = [self.storage.shared_file_uri(h.path) for h in shared]
+        self.registry.register(checkpoint_id, uris)
+
+    def restored(
+        self,
+        checkpoint_id: int,
+        pointer: str,
+        shared: Iterable[FileHandle],
+        mode: RecoveryClaimMode,
+    ) -> None:
+        """The job started from the checkpoint at ``pointer`` (``.../<job>/chk-<n>``) in
+        ``mode``: under CLAIM its shared files are registered as owned; under NO_CLAIM nothing
+        is (the files are the user's: never deleted, never rewritten)."""
+        if mode is not RecoveryClaimMode.CLAIM:
+            return
+        job_dir = posixpath.dirname(pointer.rstrip("/"))
+        uris = [posixpath.join(job_dir, _shared_path(h.path)) for h in shared]
+        self.registry.register_restored(checkpoint_id, uris, mode)
+
+    def aborted(self, checkpoint_id: int, shared: Iterable[FileHandle]) -> Release:
+        """An aborted checkpoint's acknowledged uploads: what nobody else holds goes."""
+        self.completed(checkpoint_id, shared)
+        return self.registry.release(checkpoint_id)
+
+    def released(self, checkpoint_id: int) -> Release | None:
+        """Checkpoint ``checkpoint_id`` left the store (subsumed or discarded at shutdown);
+        ``None`` if it held no shared files (a savepoint, or not incremental)."""
+        if checkpoint_id not in self.registry.held_checkpoints():
+            return None
+        return self.registry.release(checkpoint_id)
+
+    def sweep(self) -> list[str]:
+        """When the job ends (nothing pending, no task running): delete the files in this
+        job's ``shared/`` no retained checkpoint holds -- uploads of checkpoints that never
+        completed and whose acknowledgement was lost with a failed attempt. Blocking I/O;
+        returns what went."""
+        orphans = [uri for uri in self.storage.shared_file_uris() if not self.registry.holders(uri)]
+        self.delete(Release(-1, tuple(orphans)))
+        return orphans
+
+    def delete(self, release: Release) -> None:
+        """Delete the files ``release`` decided to delete (blocking I/O); failures are logged
+        with the file and the checkpoint, not raised."""
+        for uri in release.delete:
+            try:
+                self.storage.discard_shared_file(uri)
+            except (OSError, ValueError) as err:
+                job, cid = self.storage.job_id, release.checkpoint_id
+                log.warning("job %s: could not delete shared file %s (released by checkpoint "
+                            "%d): %s", job, uri, cid, err)  # fmt: skip
+
+
+def _shared_path(path: str) -> str:
+    if not path.startswith(SHARED_DIR + "/") or path.count("/") != 1:
+        raise ValueError(f"restored checkpoint references {path!r}, not a file in {SHARED_DIR}/")
+    return path

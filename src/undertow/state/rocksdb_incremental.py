@@ -1,0 +1,179 @@
+"""Incremental RocksDB checkpoints: a native DB checkpoint, of which only new SST files upload.
+
+At a checkpoint the backend takes a RocksDB checkpoint (hard links of the live SST files plus
+copies of MANIFEST, OPTIONS, CURRENT) into a local directory: a :class:`NativeCheckpoint`.
+:func:`upload` (on the worker's I/O pool) writes each SST file the last confirmed checkpoint did
+not upload into ``<job>/shared/`` under a unique name, reuses the handles of those it did, and
+writes the private files into ``chk-<n>/``; the result, an :class:`IncrementalKeyedHandle`, goes
+into the subtask's state file and its shared files into the acknowledgement (the coordinator's
+shared-state registry decides when they are deleted). SST files are immutable, so a file
+uploaded once never changes; a FULL checkpoint (the first after a NO_CLAIM restore) reuses
+nothing. :func:`download` brings a handle's files back into a local directory, each verified by
+size and SHA-256 before use; a corrupt shared file is named with the checkpoint that uploaded
+it and the one being restored.
+
+Threading: :func:`upload` and :func:`download` do blocking I/O (the I/O pool); the dataclasses
+are immutable values.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from undertow.storage import FileHandle
+from undertow.storage.errors import CorruptCheckpointError
+
+#: Writes a file into ``<job>/shared/<name>``; returns its handle.
+SharedWriter = Callable[[str, bytes], FileHandle]
+#: Writes a file into ``<job>/chk-<id>/<name>``; returns its handle.
+PrivateWriter = Callable[[int, str, bytes], FileHandle]
+#: Reads and verifies the file of a handle, naming the checkpoint id in errors.
+Reader = Callable[[FileHandle, int], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFile:
+    """One SST file in ``shared/``: its handle, its name in the DB directory, and the
+    checkpoint that uploaded it (named when the file turns out corrupt)."""
+
+    handle: FileHandle
+    local_name: str
+    created_by: int
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalKeyedHandle:
+    """The keyed state of one operator in one subtask at one incremental checkpoint.
+
+    ``states`` maps a state name to ``(kind, ttl)``; ``key_groups`` is the subtask's range
+    ``(start, stop)``; ``private`` pairs a local file name with its handle in ``chk-<n>/``.
+    """
+
+    checkpoint_id: int
+    operator_name: str
+    backend_id: str
+    key_groups: tuple[int, int]
+    max_parallelism: int
+    states: dict[str, tuple[str, bool]]
+    shared: tuple[SharedFile, ...]
+    private: tuple[tuple[str, FileHandle], ...]
+
+    @property
+    def full_size(self) -> int:
+        """Bytes of every file the state consists of (shared ones uploaded earlier too)."""
+        return sum(f.handle.size for f in self.shared) + sum(h.size for _, h in self.private)
+
+    @property
+    def incremental_size(self) -> int:
+        """Bytes this checkpoint uploaded (its new shared files and its private files)."""
+        new = sum(f.handle.size for f in self.shared if f.created_by == self.checkpoint_id)
+        return new + sum(h.size for _, h in self.private)
+
+
+@dataclass(frozen=True, slots=True)
+class NativeCheckpoint:
+    """A RocksDB checkpoint in a local directory, not uploaded yet (never pickled into a state
+    file: :func:`upload` turns it into an :class:`IncrementalKeyedHandle`). ``reuse`` maps a
+    local SST name to the shared file the last confirmed checkpoint uploaded for it."""
+
+    checkpoint_id: int
+    operator_name: str
+    backend_id: str
+    key_groups: tuple[int, int]
+    max_parallelism: int
+    states: dict[str, tuple[str, bool]]
+    directory: str
+    reuse: dict[str, SharedFile]
+    #: Called on the I/O thread with the result, before the directory is deleted.
+    on_uploaded: Callable[[IncrementalKeyedHandle], None]
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        raise TypeError(
+            f"operator {self.operator_name!r}: the RocksDB checkpoint {self.checkpoint_id} in "
+            f"{self.directory} was not uploaded before the state file was written"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadedNative:
+    """An :class:`IncrementalKeyedHandle` whose files were downloaded into ``directory`` (a DB
+    the restoring backend opens or reads, then deletes)."""
+
+    handle: IncrementalKeyedHandle
+    directory: str
+
+
+def upload(
+    native: NativeCheckpoint, write_shared: SharedWriter, write_private: PrivateWriter
+) -> IncrementalKeyedHandle:
+    """Upload ``native`` (see the module docstring) and delete its local directory."""
+    cid = native.checkpoint_id
+    safe = "".join(c if c.isalnum() else "_" for c in native.operator_name)[:40]
+    shared: list[SharedFile] = []
+    private: list[tuple[str, FileHandle]] = []
+    try:
+        for name in sorted(os.listdir(native.directory)):
+            path = os.path.join(native.directory, name)
+            if name.endswith(".sst"):
+                known = native.reuse.get(name)
+                if known is not None and known.handle.size == os.path.getsize(path):
+                    shared.append(known)
+                    continue
+                data = _read(path)
+                handle = write_shared(f"{safe}-{native.backend_id}-{cid}-{name}", data)
+                shared.append(SharedFile(handle, name, cid))
+            else:
+                data = _read(path)
+                stored = write_private(cid, f"{safe}-{native.backend_id}-{name}", data)
+                private.append((name, stored))
+        result = IncrementalKeyedHandle(
+            cid, native.operator_name, native.backend_id, native.key_groups,
+            native.max_parallelism, dict(native.states), tuple(shared), tuple(private),
+        )  # fmt: skip
+        native.on_uploaded(result)
+        return result
+    finally:
+        shutil.rmtree(native.directory, ignore_errors=True)
+
+
+def download(
+    handle: IncrementalKeyedHandle, read: Reader, restoring_checkpoint: int, directory: str
+) -> DownloadedNative:
+    """Fetch every file of ``handle`` into ``directory`` (created), verified before use.
+
+    A shared file that is missing or differs from its recorded size or SHA-256 raises
+    :class:`CorruptCheckpointError` naming the file, the checkpoint that uploaded it and the
+    checkpoint being restored (which shares it).
+    """
+    os.makedirs(directory, exist_ok=True)
+    for shared in handle.shared:
+        try:
+            data = read(shared.handle, restoring_checkpoint)
+        except CorruptCheckpointError as err:
+            raise CorruptCheckpointError(
+                f"operator {handle.operator_name!r}: shared file {shared.handle.path} "
+                f"(uploaded by checkpoint {shared.created_by}, shared with checkpoint "
+                f"{restoring_checkpoint} being restored) is corrupt: {err}",
+                checkpoint=restoring_checkpoint,
+                path=err.path,
+                expected=err.expected,
+                actual=err.actual,
+            ) from err
+        _write(os.path.join(directory, shared.local_name), data)
+    for name, private in handle.private:
+        _write(os.path.join(directory, name), read(private, restoring_checkpoint))
+    return DownloadedNative(handle, directory)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as stream:
+        return stream.read()
+
+
+def _write(path: str, data: bytes) -> None:
+    with open(path, "wb") as out:
+        out.write(data)

@@ -1,0 +1,167 @@
+"""Incremental RocksDB checkpoints at the backend: native checkpoint, upload of new SST files
+only, restore in place (same key groups) and by key-group ranges (rescale), corrupt files."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
+from undertow.state.descriptors import ValueStateDescriptor
+from undertow.state.key_groups import assign_to_key_group
+from undertow.state.rocksdb import RocksDBKeyedStateBackend, download_native_state
+from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, upload
+from undertow.storage import CheckpointStorage
+from undertow.storage.errors import CorruptCheckpointError
+
+MAX_P = 8
+
+
+def _backend(tmp: Path, key_groups: range = range(MAX_P)) -> RocksDBKeyedStateBackend:
+    return RocksDBKeyedStateBackend(
+        "sum", MAX_P, key_groups, lambda: 0, local_dir=str(tmp / "local"), incremental=True
+    )
+
+
+def _fill(backend: RocksDBKeyedStateBackend, keys: range, value: int) -> None:
+    state: Any = backend.get_partitioned_state(ValueStateDescriptor("v", None))
+    for key in keys:
+        if assign_to_key_group(key, MAX_P) in backend.key_group_range:
+            backend.set_current_key(key)
+            state.update(value * 1000 + key)
+
+
+def _read(backend: RocksDBKeyedStateBackend, keys: range) -> dict[int, Any]:
+    state: Any = backend.get_partitioned_state(ValueStateDescriptor("v", None))
+    found = {}
+    for key in keys:
+        if assign_to_key_group(key, MAX_P) in backend.key_group_range:
+            backend.set_current_key(key)
+            found[key] = state.value()
+    return found
+
+
+def _checkpoint(
+    backend: RocksDBKeyedStateBackend, storage: CheckpointStorage, cid: int, full: bool = False
+) -> IncrementalKeyedHandle:
+    native = backend.native_checkpoint(cid, full)
+    handle = upload(native, storage.write_shared_file, storage.write_file)
+    assert not os.path.exists(native.directory), "the local checkpoint goes once uploaded"
+    backend.notify_checkpoint_complete(cid)
+    return handle
+
+
+def _restore(
+    handles: list[IncrementalKeyedHandle],
+    storage: CheckpointStorage,
+    tmp: Path,
+    key_groups: range,
+    cid: int,
+) -> RocksDBKeyedStateBackend:
+    snapshots = []
+    for handle in handles:
+        snapshot = SubtaskSnapshot({"sum": OperatorSnapshot(keyed_native=handle)})
+        snapshot = pickle.loads(pickle.dumps(snapshot))  # as read back from a state file
+        download_native_state(snapshot, storage, cid, str(tmp / "local"))
+        snapshots.append(snapshot.operators["sum"].keyed_native)
+    restored = _backend(tmp, key_groups)
+    restored.restore_native(snapshots)
+    return restored
+
+
+def test_second_checkpoint_uploads_only_new_files(tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    backend = _backend(tmp_path)
+    _fill(backend, range(2000), 1)
+    first = _checkpoint(backend, storage, 1)
+    _fill(backend, range(10), 2)  # a few hot keys change
+    second = _checkpoint(backend, storage, 2)
+
+    assert first.shared, "the first checkpoint uploads the SST files"
+    assert all(f.created_by == 1 for f in first.shared)
+    reused = [f for f in second.shared if f.created_by == 1]
+    new = [f for f in second.shared if f.created_by == 2]
+    assert reused == list(first.shared), "unchanged SST files are referenced, not uploaded"
+    assert len(new) == 1, second.shared
+    assert second.incremental_size < first.incremental_size
+    on_disk = sorted(os.listdir(tmp_path / "chk" / "job" / "shared"))
+    assert on_disk == sorted(f.handle.path.split("/")[1] for f in second.shared)
+    assert {name for name, _ in second.private} >= {"CURRENT"}
+    assert all(h.path.startswith("chk-2/") for _, h in second.private)
+    full = _checkpoint(backend, storage, 3, full=True)
+    assert all(f.created_by == 3 for f in full.shared), "a FULL checkpoint reuses nothing"
+
+
+def test_restore_in_place_then_reuse_restored_files(tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    backend = _backend(tmp_path)
+    _fill(backend, range(500), 1)
+    handle = _checkpoint(backend, storage, 4)
+    _fill(backend, range(500), 9)  # after the checkpoint: must not be restored
+    backend.dispose()
+
+    restored = _restore([handle], storage, tmp_path, range(MAX_P), 4)
+    assert _read(restored, range(500)) == {k: 1000 + k for k in range(500)}
+    after = _checkpoint(restored, storage, 5)
+    assert {f.handle for f in handle.shared} <= {f.handle for f in after.shared}
+    restored.dispose()
+    leftovers = [n for n in os.listdir(tmp_path / "local") if n.startswith("undertow-rocksdb")]
+    assert leftovers == []
+
+
+def test_rescale_reads_key_group_ranges_of_each_old_db(tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    old = [_backend(tmp_path, range(0, 4)), _backend(tmp_path, range(4, 8))]
+    handles = []
+    for backend in old:
+        _fill(backend, range(300), 1)
+        handles.append(_checkpoint(backend, storage, 7))
+        backend.dispose()
+    expected = {k: 1000 + k for k in range(300)}
+
+    parts = [range(0, 3), range(3, 6), range(6, 8)]
+    seen: dict[int, Any] = {}
+    for part in parts:
+        restored = _restore(handles, storage, tmp_path, part, 7)
+        mine = _read(restored, range(300))
+        assert all(assign_to_key_group(k, MAX_P) in part for k in mine)
+        seen.update(mine)
+        assert sorted(restored.keys("v")) == sorted(mine)  # nothing outside the range
+        restored.dispose()
+    assert seen == expected
+
+
+def test_corrupt_shared_file_names_file_and_both_checkpoints(tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    backend = _backend(tmp_path)
+    _fill(backend, range(500), 1)
+    _checkpoint(backend, storage, 1)
+    _fill(backend, range(3), 2)
+    second = _checkpoint(backend, storage, 2)
+    backend.dispose()
+    old = next(f for f in second.shared if f.created_by == 1)
+    path = tmp_path / "chk" / "job" / old.handle.path
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+    with pytest.raises(CorruptCheckpointError) as caught:
+        _restore([second], storage, tmp_path, range(MAX_P), 2)
+    message = str(caught.value)
+    assert old.handle.path in message
+    assert "uploaded by checkpoint 1" in message
+    assert "checkpoint 2 being restored" in message
+    assert caught.value.checkpoint == 2
+
+
+def test_native_checkpoint_is_never_pickled_before_upload(tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+    _fill(backend, range(10), 1)
+    native = backend.native_checkpoint(1, False)
+    with pytest.raises(TypeError, match="was not uploaded"):
+        pickle.dumps(SubtaskSnapshot({"sum": OperatorSnapshot(keyed_native=native)}))
+    backend.dispose()
