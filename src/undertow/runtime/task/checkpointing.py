@@ -158,8 +158,9 @@ class SubtaskCheckpointer:
         #: lifecycle waits for its final checkpoint through it).
         self.completion_listener: Callable[[int], None] | None = None
         #: Called when the task takes a synchronous savepoint (stop with savepoint), before
-        #: its snapshot: the task must not close before that savepoint completed.
-        self.synchronous_savepoint_listener: Callable[[int], None] | None = None
+        #: its snapshot: the task must not close before that savepoint completed. The second
+        #: argument: the barrier is unaligned (the task then drops its in-flight input).
+        self.synchronous_savepoint_listener: Callable[[int, bool], None] | None = None
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred_trigger: CheckpointBarrier | None = None
         self.last_checkpoint_id = -1
@@ -456,7 +457,7 @@ class SubtaskCheckpointer:
             self.pace.hurry()  # the async part needs loop turns too
         listener = self.synchronous_savepoint_listener
         if barrier.options.snapshot_type.is_synchronous and listener is not None:
-            listener(cid)
+            listener(cid, barrier.options.is_unaligned)
         started = time.perf_counter()
         alignment = 0.0 if self.alignment_started is None else started - self.alignment_started
         start_delay = self._start_delay_ms

@@ -62,6 +62,7 @@ from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
+from undertow.runtime.task.unaligned_stop import drop_input, start_dropping
 from undertow.runtime.task.watermark_valve import StatusWatermarkValve
 
 if TYPE_CHECKING:
@@ -123,6 +124,9 @@ class StreamTask:
         self._priority_events = False
         self._gate_rr = 0
         self.records_in = 0
+        #: After an unaligned stop's savepoint: input is dropped (:mod:`.unaligned_stop`).
+        self.dropping_input = False
+        self.records_dropped = 0
         self.time_accounting = TaskTimeAccounting()
         self.pts = LoopProcessingTimeService(loop, self.post)
         #: Work that waits for the output to become available (deferred timer bursts).
@@ -342,6 +346,7 @@ class StreamTask:
         checkpointer = self.checkpointer
         last = checkpointer.last_checkpoint_id if checkpointer is not None else -1
         wait = checkpointer is not None and (self.final_checkpoint or savepoint_follows)
+        wait = wait and not self.dropping_input  # an unaligned stop's savepoint is the final one
         lifecycle = self.lifecycle
         assert isinstance(lifecycle, Running), lifecycle
         finishing = lifecycle.end_of_data(last, wait, self._early_savepoint)
@@ -361,8 +366,10 @@ class StreamTask:
         lifecycle = self.lifecycle
         return isinstance(lifecycle, Finishing) and lifecycle.may_close
 
-    def _on_synchronous_savepoint(self, checkpoint_id: int) -> None:
+    def _on_synchronous_savepoint(self, checkpoint_id: int, unaligned: bool = False) -> None:
         """The checkpointer takes the stop's savepoint: do not close before it completed."""
+        if unaligned:
+            start_dropping(self)
         lifecycle = self.lifecycle
         if isinstance(lifecycle, Finishing):
             self.lifecycle = lifecycle.took_synchronous_savepoint(checkpoint_id)
@@ -719,6 +726,9 @@ class StreamTask:
                 self._process_priority_events()
                 if self._end_of_input:
                     break
+            if self.dropping_input:  # an unaligned stop's savepoint holds the rest
+                drop_input(self)
+                break
             current = self._current
             if current is None:
                 if self._restored_input:  # restored input goes before any live input

@@ -1,0 +1,127 @@
+"""Unaligned savepoints (beyond Flink), through the public API: the oracle PIPELINE under
+forced backpressure (tests/e2e/test_unaligned_checkpoints.py's settings) is stopped with
+``stop_with_savepoint(path, unaligned=True)``; the savepoint holds in-flight data, kept in
+its own directory (no file shared with the job's checkpoints) and left there after the job
+ended; a new job resumes from it at the same and at another parallelism with all six oracle
+counts 0, restoring the in-flight bytes (console line, REST) and replaying them before live
+data.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from undertow.datastream import JobStatus
+from undertow.runtime.checkpoint.metadata import CheckpointMetadata, decode_metadata
+from undertow.storage import CheckpointStorage
+from undertow.storage.keys import read_key
+from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
+
+from .conftest import EnvFactory
+from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
+from .test_unaligned_checkpoints import (
+    KEYS,
+    RATE,
+    RECORDS_PER_KEY,
+    SINK_SPIN_S,
+    checkpoints_with_channel_state,
+    config,
+    run,
+)
+
+TIMEOUT_S = 120.0
+
+
+def savepoint_metadata(pointer: str) -> CheckpointMetadata:
+    """The verified ``_metadata`` of the savepoint directory ``pointer``."""
+    key = read_key()
+    assert key is not None
+    path = Path(pointer)
+    payload = CheckpointStorage(str(path.parent), path.name).read_metadata(pointer)
+    return decode_metadata(payload, key, where=pointer)
+
+
+def in_flight_bytes(meta: CheckpointMetadata) -> int:
+    return sum(h.persisted_bytes for v in meta.vertices for h in v.channel_state.values())
+
+
+def stop_unaligned_then_resume(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], old: int, new: int
+) -> None:
+    """Stop the backpressured PIPELINE at ``old`` with an unaligned savepoint, check what the
+    savepoint holds and where, and resume it at ``new``: exactly-once over both jobs, and
+    the resumed job restored the savepoint's in-flight data."""
+    records_per_key = 4 * RECORDS_PER_KEY
+    checkpoints = tmp_path / "checkpoints"
+    settings = config(checkpoints, "unaligned", restarts=0)
+    env = make_env(parallelism=old, config=settings)
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("stopped with an unaligned savepoint")
+    # Under backpressure once a periodic checkpoint held in-flight data (processes start
+    # slower than threads).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        checkpoints.is_dir() and checkpoints_with_channel_state(checkpoints)
+    ):
+        time.sleep(0.05)
+
+    target = tmp_path / "savepoints"
+    savepoint = client.stop_with_savepoint(str(target), unaligned=True).result(TIMEOUT_S)
+
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert Path(savepoint).parent == target, savepoint
+    meta = savepoint_metadata(savepoint)
+    assert meta.is_savepoint and meta.properties["unaligned"] == "true", meta.properties
+    persisted = in_flight_bytes(meta)
+    assert persisted > 0, "the unaligned savepoint holds no in-flight data"
+    # Self-contained and user-owned: every channel-state file the savepoint names is inside
+    # its directory, and the job's own chk-<n> of it is gone.
+    paths = {f.path for v in meta.vertices for handles in v.channel_state.values()
+             for f in handles.files()}  # fmt: skip
+    assert paths, meta
+    for relative in paths:
+        assert (Path(savepoint) / relative).is_file(), (savepoint, relative)
+    [job_dir] = [d for d in checkpoints.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    assert not (job_dir / f"chk-{meta.checkpoint_id}").exists()
+
+    capsys.readouterr()
+    resumed_settings = config(checkpoints, "unaligned", restarts=0)
+    resumed_settings["execution.state-recovery.path"] = savepoint
+    resumed = make_env(parallelism=new, config=resumed_settings)
+    evidence = tmp_path / "evidence"
+    pace = KEYS * records_per_key / (1.5 * new)
+    build_pipeline(resumed, OracleSource(KEYS, records_per_key, records_per_second=pace),
+                   sink_spin_s=SINK_SPIN_S / 5, evidence_dir=evidence)  # fmt: skip
+    resumed_client = resumed.execute_async("resumed from an unaligned savepoint")
+    watcher = RestWatcher(resumed_client)
+    oracle = OracleResult.from_job_result(run(resumed_client), KEYS, records_per_key, evidence)
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 0, oracle
+    console = capsys.readouterr().err
+    ids = assert_restores(console, watcher.stop(), restores=1)
+    assert ids == [meta.checkpoint_id], (ids, savepoint)
+    [(_, mode, restored_bytes)] = restored_checkpoints(console)
+    assert mode == "unaligned" and restored_bytes > 0, console
+    oracle.assert_restored()
+    assert oracle.replayed_in_any_attempt > 0, f"no replayed record observed: {oracle}"
+    assert Path(savepoint, "_metadata").is_file(), "the savepoint is the user's: it stays"
+
+
+def scenario_stop_unaligned_then_rescale(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stop_unaligned_then_resume(make_env, tmp_path, capsys, 2, 3)
+
+
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+@pytest.mark.parametrize("new", [2, 3])
+def test_unaligned_stop_with_savepoint_then_resume(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], new: int
+) -> None:
+    """At the same parallelism (in-place channel state) and at another (re-emitted)."""
+    stop_unaligned_then_resume(make_env, tmp_path, capsys, 2, new)
