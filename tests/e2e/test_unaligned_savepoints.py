@@ -9,11 +9,13 @@ data.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
 
+from undertow.cli.main import main
 from undertow.datastream import JobStatus
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, decode_metadata
 from undertow.storage import CheckpointStorage
@@ -125,3 +127,40 @@ def test_unaligned_stop_with_savepoint_then_resume(
 ) -> None:
     """At the same parallelism (in-place channel state) and at another (re-emitted)."""
     stop_unaligned_then_resume(make_env, tmp_path, capsys, 2, new)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_undertow_savepoint_and_stop_with_unaligned(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``undertow savepoint URL DIR --unaligned`` while the job goes on, then ``undertow stop
+    URL -p DIR --unaligned``: both savepoints hold in-flight data; ``--drain --unaligned`` is
+    refused before anything is sent."""
+    checkpoints = tmp_path / "checkpoints"
+    env = make_env(parallelism=2, config=config(checkpoints, "unaligned", restarts=0))
+    build_pipeline(env, OracleSource(KEYS, 4 * RECORDS_PER_KEY, records_per_second=RATE),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("savepoints from the CLI")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        checkpoints.is_dir() and checkpoints_with_channel_state(checkpoints)
+    ):
+        time.sleep(0.05)
+    url = client.get_rest_address()
+    assert url is not None
+    target = str(tmp_path / "savepoints")
+    assert main(["stop", url, "-p", target, "--drain", "--unaligned"]) == 2
+
+    assert main(["savepoint", url, target, "--unaligned"]) == 0, capsys.readouterr().err[-2000:]
+    assert client.get_job_status() is JobStatus.RUNNING, "a savepoint does not stop the job"
+    assert main(["stop", url, "-p", target, "--unaligned"]) == 0, capsys.readouterr().err[-2000:]
+
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    printed = capsys.readouterr().out
+    paths = re.findall(r"^Savepoint completed\. Path: (\S+)$", printed, re.M)
+    assert len(paths) == 2, printed
+    for pointer in paths:
+        meta = savepoint_metadata(pointer)
+        assert meta.properties["unaligned"] == "true", (pointer, meta.properties)
+    assert in_flight_bytes(savepoint_metadata(paths[-1])) > 0, paths[-1]
