@@ -55,6 +55,8 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.snapshot_slices import pending_keyed_state, serialize_in_slices
+from undertow.state.heap_snapshot import PendingKeyGroups
 
 log = logging.getLogger(__name__)
 
@@ -492,6 +494,32 @@ class SubtaskCheckpointer:
         if estimate is not None:
             metrics["debloat_estimate_ms"] = estimate
         async_started = time.perf_counter()
+        proceed = functools.partial(self._start_async, cid, snapshot, metrics, async_started,
+                                    needs_channel_state)  # fmt: skip
+        pending = pending_keyed_state(snapshot)
+        if pending and self.task is not None and not barrier.options.snapshot_type.is_savepoint:
+            self._serialize_in_slices(pending, proceed)
+        else:
+            proceed()
+
+    def _serialize_in_slices(self, pending: list[PendingKeyGroups],
+                             proceed: Callable[[], None]) -> None:  # fmt: skip
+        """Pickle the pending keyed state in mailbox slices (:mod:`.snapshot_slices`), then
+        ``proceed``; the task does not close before that (:meth:`wait_for_pending`)."""
+        assert self.task is not None
+        pace = self.pace
+
+        def slice_s() -> float:
+            return pace.slice_s(time.perf_counter()) if pace is not None else 0.002
+
+        future = serialize_in_slices(pending, self.task.post, slice_s, proceed)
+        self._pending_writes.add(future)
+        future.add_done_callback(self._pending_writes.discard)
+
+    def _start_async(self, cid: int, snapshot: SubtaskSnapshot, metrics: dict[str, Any],
+                     async_started: float, needs_channel_state: bool) -> None:  # fmt: skip
+        """The asynchronous part once the operators' state is serialized: write it (and wait
+        for the channel state, if any), then acknowledge."""
         writer = self.channel_state
         if not needs_channel_state or writer is None:
             self._write(cid, snapshot, metrics, async_started, None)
