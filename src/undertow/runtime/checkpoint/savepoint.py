@@ -7,12 +7,8 @@ without waiting for a final checkpoint, but every task that takes a stop's savep
 its completion (:mod:`undertow.runtime.task.lifecycle`). The directory is the one requested,
 else ``execution.checkpointing.savepoint-dir`` (:func:`savepoint_directory`). Savepoints are
 refused in BATCH execution, which takes no checkpoints at all.
-
-Unaligned savepoints (beyond Flink, whose savepoints are always aligned): ``unaligned=True``
-takes the savepoint with unaligned barriers, so a stop under backpressure does not wait for
-the backlog; the in-flight data goes into the savepoint as channel state (copied into the
-savepoint directory like every other file of it). They need the job's tasks to write channel
-state (``execution.checkpointing.unaligned.enabled``) and exclude ``drain``.
+``unaligned=True`` (beyond Flink) takes it with unaligned barriers: in-flight data becomes its
+channel state (see :class:`SavepointRequest`).
 
 Threading: plain values; the coordinator calls these on the JobMaster's loop.
 
@@ -35,7 +31,10 @@ UNALIGNED_KEY = "execution.checkpointing.unaligned.enabled"
 class SavepointRequest:
     """Take a savepoint into ``target_directory``; ``stop``: stop the job with it (a
     synchronous savepoint), ``drain``: end event time and finish the operators first;
-    ``unaligned``: with unaligned barriers (in-flight data becomes channel state)."""
+    ``unaligned``: with unaligned barriers, so a stop under backpressure does not wait for the
+    backlog (in-flight data becomes channel state, copied into the savepoint directory like
+    its other files). Unaligned needs ``execution.checkpointing.unaligned.enabled`` (tasks
+    with channel-state writers) and excludes ``drain``."""
 
     target_directory: str
     stop: bool = False

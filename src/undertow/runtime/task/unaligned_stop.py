@@ -17,12 +17,28 @@ its cost is one release per queued buffer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import Any, Protocol
 
+from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.task.events import WatermarkEvent, WatermarkStatusEvent
 
-if TYPE_CHECKING:
-    from undertow.runtime.task.stream_task import StreamTask
+
+class StreamTask(Protocol):
+    """The parts of :class:`~undertow.runtime.task.stream_task.StreamTask` the drop uses (its
+    input loop's own fields: this module is an extension of that loop)."""
+
+    chain: Any
+    dropping_input: bool
+    records_dropped: int
+    _current: list[Any] | None
+    _restored_input: deque[tuple[InputGate, InputChannel, list[Any], Any]]
+    _end_of_input: bool
+
+    def _poll(self) -> tuple[InputGate, InputChannel, Any] | None: ...
+
+    def _on_event(self, gate: InputGate, channel: InputChannel, event: Any) -> None: ...
+
 
 #: Events dropped with the records (they belong to the in-flight data in the savepoint).
 _DROPPED_EVENTS = (WatermarkEvent, WatermarkStatusEvent)
