@@ -135,3 +135,27 @@ class PendingKeyGroups(dict[int, bytes]):
     def __repr__(self) -> str:
         return (f"PendingKeyGroups({super().__len__()} serialized, "
                 f"{len(self._pending)} pending)")  # fmt: skip
+
+
+class DeferredBlobs(PendingKeyGroups):
+    """Blobs computed all at once when first read (or stepped): for state whose synchronous
+    part already copied what it needs (the timers' immutable entries), so that grouping and
+    pickling leave the synchronous part without a per-key-group touch rule."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, compute: Callable[[], dict[int, bytes]]) -> None:
+        self._compute = compute
+        super().__init__([0], 0, _no_blob, _ignore)
+
+    def _encode_one(self, offset: int) -> None:
+        del self._pending[offset]
+        dict.update(self, self._compute())
+
+
+def _no_blob(offset: int) -> bytes | None:
+    return None
+
+
+def _ignore(snapshot: PendingKeyGroups) -> None:
+    pass

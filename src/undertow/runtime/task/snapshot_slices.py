@@ -24,9 +24,9 @@ from undertow.state.heap_snapshot import PendingKeyGroups
 
 
 def pending_keyed_state(snapshot: SubtaskSnapshot) -> list[PendingKeyGroups]:
-    """The keyed-state parts of ``snapshot`` that still have key groups to pickle."""
-    return [part.keyed for part in snapshot.operators.values()
-            if isinstance(part.keyed, PendingKeyGroups) and part.keyed.remaining]  # fmt: skip
+    """The keyed state and timer parts of ``snapshot`` that still have blobs to pickle."""
+    return [blobs for part in snapshot.operators.values() for blobs in (part.keyed, part.timers)
+            if isinstance(blobs, PendingKeyGroups) and blobs.remaining]  # fmt: skip
 
 
 def serialize_in_slices(
