@@ -4,19 +4,24 @@ forced backpressure (tests/e2e/test_unaligned_checkpoints.py's settings) is stop
 its own directory (no file shared with the job's checkpoints) and left there after the job
 ended; a new job resumes from it at the same and at another parallelism with all six oracle
 counts 0, restoring the in-flight bytes (console line, REST) and replaying them before live
-data.
+data; and, counted over both jobs, no record is processed twice (the stopped job drops what
+is in flight instead of processing it).
 """
 
 from __future__ import annotations
 
 import re
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from undertow.cli.main import main
-from undertow.datastream import JobStatus
+from undertow.common import WatermarkStrategy
+from undertow.datastream import JobStatus, MapFunction
+from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, decode_metadata
 from undertow.storage import CheckpointStorage
 from undertow.storage.keys import read_key
@@ -164,3 +169,65 @@ def test_undertow_savepoint_and_stop_with_unaligned(
         meta = savepoint_metadata(pointer)
         assert meta.properties["unaligned"] == "true", (pointer, meta.properties)
     assert in_flight_bytes(savepoint_metadata(paths[-1])) > 0, paths[-1]
+
+
+class CountingSpin(MapFunction):
+    """Counts the records it processes (written to a file of its own when it closes) and
+    spins on each, so the edge in front of it holds a backlog."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.count = 0
+
+    def map(self, value: Any) -> Any:
+        self.count += 1
+        until = time.perf_counter() + SINK_SPIN_S
+        while time.perf_counter() < until:
+            pass
+        return value
+
+    def close(self) -> None:
+        Path(self.directory, uuid.uuid4().hex).write_text(str(self.count))
+
+
+def counting_job(env: Any, directory: Path, total: int, rate: float) -> None:
+    source = DataGeneratorSource(lambda i: (i % 10, i), count=total, records_per_second=rate)
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers").uid("numbers")
+        .key_by(lambda v: v[0])
+        .map(CountingSpin(str(directory))).uid("counting-spin")
+        .sink_to(DiscardingSink()).uid("discard")
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["local-threads", "local"])
+def test_records_in_flight_at_an_unaligned_stop_are_processed_once_after_the_resume(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """Work counted across both jobs: every record is processed exactly once by the spinning
+    map. The first job processes nothing after its savepoint (what was in flight is in the
+    savepoint's channel state, and the second job processes it); a task that went on with
+    its backlog would process those records twice."""
+    total = 6_000
+    checkpoints, counts = tmp_path / "checkpoints", tmp_path / "counts"
+    counts.mkdir()
+    env = make_env(parallelism=2, config=config(checkpoints, "unaligned", restarts=0))
+    counting_job(env, counts, total, RATE)
+    client = env.execute_async("counting, stopped")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        checkpoints.is_dir() and checkpoints_with_channel_state(checkpoints)
+    ):
+        time.sleep(0.05)
+    savepoint = client.stop_with_savepoint(str(tmp_path / "sp"), unaligned=True).result(TIMEOUT_S)
+    client.get_job_execution_result(timeout=TIMEOUT_S)
+    assert in_flight_bytes(savepoint_metadata(savepoint)) > 0
+    first = sum(int(p.read_text()) for p in counts.iterdir())
+    assert 0 < first < total, first
+
+    resumed_config = config(checkpoints, "unaligned", restarts=0)
+    resumed_config["execution.state-recovery.path"] = savepoint
+    resumed = make_env(parallelism=2, config=resumed_config)
+    counting_job(resumed, counts, total, 10 * RATE)
+    run(resumed.execute_async("counting, resumed"))
+    assert sum(int(p.read_text()) for p in counts.iterdir()) == total

@@ -11,6 +11,7 @@ runs: the state file is written and the checkpoint acknowledged as before.
 
 Threading: the task's thread (mails). Lifecycle: the returned future is done once ``then``
 ran; the checkpointer waits for it like for a state write before the task closes.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
