@@ -24,7 +24,7 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.task.events import WatermarkEvent, WatermarkStatusEvent
 
 
-class StreamTask(Protocol):
+class DroppingTask(Protocol):
     """The parts of :class:`~undertow.runtime.task.stream_task.StreamTask` the drop uses (its
     input loop's own fields: this module is an extension of that loop)."""
 
@@ -44,14 +44,14 @@ class StreamTask(Protocol):
 _DROPPED_EVENTS = (WatermarkEvent, WatermarkStatusEvent)
 
 
-def start_dropping(task: StreamTask) -> None:
+def start_dropping(task: DroppingTask) -> None:
     """The task took an unaligned stop's savepoint: from now on its input is dropped, and no
     processing-time timer fires (its timers are in the savepoint's keyed state)."""
     task.chain.quiesce_processing_time()
     task.dropping_input = True
 
 
-def drop_input(task: StreamTask) -> int:
+def drop_input(task: DroppingTask) -> int:
     """Drop what the task holds and what is queued at its inputs (records, watermarks), handing
     every other event to the task; stop when its input just ended. Returns the records
     dropped."""
