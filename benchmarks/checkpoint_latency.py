@@ -11,6 +11,9 @@ vertex and its ratio to the same engine with checkpoints off, then the issue-14 
 
 Usage: ``python benchmarks/checkpoint_latency.py [--peers] [--shapes a,b] [--modes a,b]
 [--targets local,spark] [--seconds 15]`` (``make bench-peers`` runs it with ``--peers``).
+``--stop-savepoint`` measures instead stop-with-savepoint after ``--seconds`` of backpressure
+on the anchor job (unaligned checkpoints on): aligned vs undertow's unaligned savepoint, and
+PyFlink's (always aligned) with ``--peers``.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ RUNNER = HERE / "peers" / "run_shape.py"
 
 
 def run(python: Path, env: dict[str, str] | None, engine: str, flavour: str, shape: str,
-        mode: str, seconds: float) -> dict[str, Any] | None:  # fmt: skip
+        mode: str, seconds: float, stop: str = "none") -> dict[str, Any] | None:  # fmt: skip
     command = [str(python), str(RUNNER), "--engine", engine, "--flavour", flavour,
-               "--shape", shape, "--mode", mode, "--seconds", str(seconds)]  # fmt: skip
+               "--shape", shape, "--mode", mode, "--seconds", str(seconds),
+               "--stop", stop]  # fmt: skip
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 240)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -63,6 +67,12 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="also run PyFlink 2.3")
     parser.add_argument("--pyflink-modes", default="thread,process")
     parser.add_argument("--seconds", type=float, default=15.0, help="measuring window per run")
+    parser.add_argument(
+        "--stop-savepoint",
+        action="store_true",
+        help="measure stop-with-savepoint under backpressure instead",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per row (--stop-savepoint)")
     args = parser.parse_args()
     engines: list[tuple[str, str, Path, dict[str, str] | None]] = [
         ("undertow", target, Path(sys.executable), None) for target in args.targets.split(",")
@@ -71,6 +81,9 @@ def main() -> None:
         python = pyflink_venv.ensure_pyflink()
         env = pyflink_venv.pyflink_environment(python)
         engines += [("pyflink", m, python, env) for m in args.pyflink_modes.split(",")]
+    if args.stop_savepoint:
+        stop_table(engines, args.shapes, args.seconds, args.repeat)
+        return
     header = (f"{'mode':<11} {'engine':<17} {'n':>3} {'p50 ms':>8} {'p99 ms':>8} "
               f"{'delay ms':>8} {'rec/s':>8} {'vs off':>7} {'p50/thread':>10}")  # fmt: skip
     verdicts: list[str] = []
@@ -104,6 +117,46 @@ def main() -> None:
                 if engine == "undertow":
                     verdicts += targets(shape, mode, flavour, p50, thread_p50, vs_off)
     print("\nissue 14 targets:")
+    for line in verdicts:
+        print("  " + line)
+
+
+def stop_table(engines: list[tuple[str, str, Path, dict[str, str] | None]], shape_list: str,
+               seconds: float, repeat: int) -> None:  # fmt: skip
+    """Stop-with-savepoint after ``seconds`` of backpressure (unaligned checkpoints on, so the
+    backlog is what an aligned savepoint waits for): seconds until the job stopped."""
+    names = [s for s in shape_list.split(",") if s.startswith("anchor")] or ["anchor-sleep"]
+    print(f"stop-with-savepoint after {seconds:g} s under backpressure (unaligned checkpoints "
+          f"every 1 s); seconds until the job stopped, {repeat} run(s) each")  # fmt: skip
+    print(f"{'shape':<13} {'engine':<17} {'savepoint':<10} {'stop s':>24}")
+    verdicts = []
+    for shape in names:
+        for engine, flavour, python, env in engines:
+            kinds = ("aligned", "unaligned") if engine == "undertow" else ("aligned",)
+            for kind in kinds:
+                times: list[float] = []
+                shown_runs = []
+                for _ in range(repeat):
+                    result = run(python, env, engine, flavour, shape, "unaligned", seconds, kind)
+                    stop_s = float(result.get("stop_s", -1)) if result is not None else None
+                    if stop_s is None:
+                        shown_runs.append("-")
+                    elif stop_s < 0:  # not stopped within run_shape's 120 s
+                        shown_runs.append(">120")
+                        times.append(float("inf"))
+                    else:
+                        shown_runs.append(f"{stop_s:.2f}")
+                        times.append(stop_s)
+                shown = " ".join(shown_runs)
+                print(f"{shape:<13} {engine + '/' + flavour:<17} {kind:<10} {shown:>24}",
+                      flush=True)  # fmt: skip
+                if engine == "undertow" and kind == "unaligned":
+                    worst = max(times, default=None)
+                    ok = worst is not None and worst <= 1.0
+                    verdicts.append(f"{'PASS' if ok else 'FAIL'} {shape}, undertow/{flavour}: "
+                                    f"unaligned stop {'-' if worst is None else f'{worst:.2f}'}"
+                                    " s <= 1 s")  # fmt: skip
+    print("\nissue 14 target (stop-with-savepoint under backpressure <= 1 s):")
     for line in verdicts:
         print("  " + line)
 

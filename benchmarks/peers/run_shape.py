@@ -150,6 +150,45 @@ def measure(args: argparse.Namespace, base: str, job_id: str) -> dict[str, Any]:
     }
 
 
+def post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"},
+        method="POST",
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def stop_with_savepoint(base: str, job_id: str, directory: str, unaligned: bool) -> float:
+    """Stop the job with a savepoint through REST (Flink's ``POST /jobs/:id/stop``; undertow's
+    ``"unaligned": true`` when asked) and return the seconds until the savepoint completed
+    and the job left RUNNING; -1 if that took more than 120 s."""
+    body: dict[str, Any] = {"targetDirectory": "file://" + directory, "drain": False}
+    if unaligned:
+        body["unaligned"] = True
+    started = time.monotonic()
+    trigger = post(f"{base}/jobs/{job_id}/stop", body)["request-id"]
+    deadline = started + 120
+    while time.monotonic() < deadline:
+        try:
+            status = get(f"{base}/jobs/{job_id}/savepoints/{trigger}")
+        except OSError:  # undertow's REST API closes once the job ended
+            break
+        if status["status"]["id"] == "COMPLETED":
+            if "failure-cause" in status.get("operation", {}):
+                raise SystemExit(f"stop-with-savepoint failed: {status['operation']}")
+            break
+        time.sleep(0.02)
+    while time.monotonic() < deadline:
+        try:
+            if get(f"{base}/jobs/{job_id}")["state"] != "RUNNING":
+                return time.monotonic() - started
+        except OSError:
+            return time.monotonic() - started
+        time.sleep(0.02)
+    return -1.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=("undertow", "pyflink"), required=True)
@@ -159,17 +198,31 @@ def main() -> None:
     parser.add_argument("--mode", choices=tuple(MODES), required=True)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument(
+        "--stop",
+        choices=("none", "aligned", "unaligned"),
+        default="none",
+        help="end with stop-with-savepoint (of this kind) instead of cancel",
+    )
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as directory:
         client = start(args, settings(args, port, directory))
         job_id = str(client.get_job_id())
+        base = f"http://127.0.0.1:{port}"
+        stop_s = None
         try:
-            result = measure(args, f"http://127.0.0.1:{port}", job_id)
+            result = measure(args, base, job_id)
+            if args.stop != "none":
+                target = os.path.join(directory, "savepoints")
+                stop_s = stop_with_savepoint(base, job_id, target, args.stop == "unaligned")
         finally:
-            cancelled = client.cancel()
-            if hasattr(cancelled, "result"):  # PyFlink returns a future
-                cancelled.result()
+            if stop_s is None or stop_s < 0:
+                cancelled = client.cancel()
+                if hasattr(cancelled, "result"):  # PyFlink returns a future
+                    cancelled.result()
+        if stop_s is not None:
+            result["stop_s"] = stop_s
     result.update(engine=args.engine, flavour=args.flavour, shape=args.shape, mode=args.mode)
     print("RESULT " + json.dumps(result), flush=True)
 

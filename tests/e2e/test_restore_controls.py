@@ -27,6 +27,7 @@ from . import (
     test_recovery_path,
     test_savepoints,
     test_unaligned_checkpoints,
+    test_unaligned_savepoints,
 )
 from .conftest import EnvFactory
 
@@ -42,6 +43,9 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "unaligned-rescaled-channel-state": test_unaligned_checkpoints.scenario_rescale_up,
     "savepoint-stop-then-resume": test_savepoints.scenario_stop_without_drain_then_resume,
+    "unaligned-savepoint-stop-then-rescale": (
+        test_unaligned_savepoints.scenario_stop_unaligned_then_rescale
+    ),
     "no-claim": test_claim_modes.scenario_no_claim,
     "claim": test_claim_modes.scenario_claim,
     "new-job-resumes": test_recovery_path.scenario_new_job_resumes,

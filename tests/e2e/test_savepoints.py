@@ -209,7 +209,7 @@ def test_undertow_stop_through_the_rest_api(
 def test_savepoints_stay_aligned_when_checkpoints_are_unaligned(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
-    """Savepoints are never unaligned (reference §7): with unaligned checkpoints on and a
+    """Savepoints are aligned unless asked (reference §7): with unaligned checkpoints on and a
     slow sink (in-flight data), the savepoint holds no channel state yet resumes exactly."""
     config = _config(tmp_path, **{"execution.checkpointing.unaligned.enabled": "true"})
     env = make_env(parallelism=2, config=config)

@@ -273,3 +273,43 @@ def test_a_burst_of_due_timers_yields_after_one_slice_and_goes_on_in_a_later_mai
         mails += 1
     assert [k for _, _, k, _ in recorder.fired] == list("acegbdfh")  # by timestamp
     assert mails == 3
+
+
+def test_a_timer_snapshot_is_the_timers_at_the_snapshot_and_pickles_only_when_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The synchronous part copies the timer sets; grouping and pickling wait until the blobs
+    are read, and timers registered or fired after the snapshot do not reach it."""
+    from undertow.runtime.task import timers as timers_module
+    from undertow.runtime.task.timers import TimerServiceManager
+
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    clock = ManualClock()
+    manager = TimerServiceManager(backend, clock)
+    service = manager.get("window", Recorder(backend))
+    for key in range(300):
+        backend.set_current_key(key)
+        service.register_processing_time_timer("w", 1000 + key)
+        service.register_event_time_timer("w", 5000 + key)
+    hashed: list[Any] = []
+    real = timers_module.assign_to_key_group
+    monkeypatch.setattr(timers_module, "assign_to_key_group",
+                        lambda key, maxp: hashed.append(key) or real(key, maxp))  # fmt: skip
+
+    blobs = manager.snapshot()
+    assert hashed == [], "nothing is grouped or pickled in the synchronous part"
+    backend.set_current_key(999)
+    service.register_event_time_timer("w", 7)  # after the snapshot
+    clock.advance(1100)  # fires processing-time timers 1000..1100 after the snapshot
+
+    restored_backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    restored = TimerServiceManager(restored_backend, ManualClock())
+    restored.restore(dict(blobs.items()))
+    again = restored.get("window", Recorder(restored_backend))
+    assert len(hashed) == 600
+    assert sorted((t.timestamp, t.key) for t in again.processing_time_timers()) == [
+        (1000 + k, k) for k in range(300)
+    ]
+    assert sorted((t.timestamp, t.key) for t in again.event_time_timers()) == [
+        (5000 + k, k) for k in range(300)
+    ]

@@ -100,11 +100,14 @@ def cancel(
 
 def savepoint(
     job: str, directory: str | None, rest_address: str = DEFAULT_REST_ADDRESS,
-    timeout_s: float = 600.0, out: TextIO | None = None,
+    timeout_s: float = 600.0, out: TextIO | None = None, *, unaligned: bool = False,
 ) -> int:  # fmt: skip
-    """``undertow savepoint``: take a savepoint of the running job."""
+    """``undertow savepoint``: take a savepoint of the running job (``unaligned``: with
+    unaligned barriers)."""
     out = sys.stdout if out is None else out
     body: dict[str, Any] = {"cancel-job": False}
+    if unaligned:
+        body["unaligned"] = True
     if directory:
         body["target-directory"] = directory
     try:

@@ -12,7 +12,8 @@ the job (a graceful stop of the workers first, then Spark's job-group cancel) an
 checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
 why not) and exits with 1 if any does not verify (see :mod:`undertow.cli.checkpoints`).
 
-``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain] [--rest-address URL]``
+``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain | --unaligned]
+[--rest-address URL]``
 stops a running job with a savepoint through its REST API and prints the savepoint's path;
 without ``--savepoint-path`` the job's ``execution.checkpointing.savepoint-dir`` is used (see
 :mod:`undertow.cli.stop`).
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send MAX_WATERMARK first: event-time timers fire, operators finish",
     )
+    stopping.add_argument("--unaligned", "-u", action="store_true", help=_UNALIGNED_HELP)
     stopping.add_argument(
         "--rest-address",
         default=stop.DEFAULT_REST_ADDRESS,
@@ -79,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_job_verbs(sub)
     return parser
+
+
+_UNALIGNED_HELP = (
+    "take the savepoint with unaligned barriers: in-flight data is kept in the savepoint "
+    "instead of waiting for the backlog (needs execution.checkpointing.unaligned.enabled)"
+)
 
 
 def _add_job_verbs(sub: Any) -> None:
@@ -101,6 +109,7 @@ def _add_job_verbs(sub: Any) -> None:
         help="directory the savepoint goes into (default: the job's "
         "execution.checkpointing.savepoint-dir)",
     )
+    saving.add_argument("--unaligned", "-u", action="store_true", help=_UNALIGNED_HELP)
     for verb in (cancelling, saving):
         verb.add_argument(
             "--rest-address",
@@ -113,14 +122,18 @@ def _add_job_verbs(sub: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "stop":
+        if args.drain and args.unaligned:
+            print("undertow stop: --drain and --unaligned exclude each other", file=sys.stderr)
+            return 2
         return stop.run(args.job, args.savepoint_path, args.drain, args.rest_address,
-                        args.timeout)  # fmt: skip
+                        args.timeout, unaligned=args.unaligned)  # fmt: skip
     if args.command == "list":
         return jobs.list_jobs(args.rest_url or stop.DEFAULT_REST_ADDRESS)
     if args.command == "cancel":
         return jobs.cancel(args.job, args.rest_address)
     if args.command == "savepoint":
-        return jobs.savepoint(args.job, args.directory, args.rest_address)
+        return jobs.savepoint(args.job, args.directory, args.rest_address,
+                              unaligned=args.unaligned)  # fmt: skip
     if args.command == "checkpoints":
         try:
             return checkpoints.run(args.directory, args.job, args.key)

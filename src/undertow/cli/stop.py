@@ -1,5 +1,6 @@
-"""``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain]``: stop a running job with
-a savepoint through its REST API (Flink's ``flink stop``).
+"""``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain | --unaligned]``: stop a
+running job with a savepoint through its REST API (Flink's ``flink stop``; ``--unaligned``
+is undertow's unaligned savepoint).
 
 A REST URL (``http://127.0.0.1:PORT``, printed when the job starts) names the job's endpoint;
 its one job is stopped. A job id uses ``--rest-address`` (default ``http://127.0.0.1:8081``,
@@ -88,13 +89,16 @@ def savepoint_and_wait(
 
 def run(
     job: str, savepoint_path: str | None, drain: bool, rest_address: str = DEFAULT_REST_ADDRESS,
-    timeout_s: float = 600.0, out: TextIO | None = None,
+    timeout_s: float = 600.0, out: TextIO | None = None, *, unaligned: bool = False,
 ) -> int:  # fmt: skip
     """The command; its exit code (see the module docstring). ``out``: stdout.
-    ``savepoint_path`` None: the job's configured savepoint directory."""
+    ``savepoint_path`` None: the job's configured savepoint directory. ``unaligned``: an
+    unaligned savepoint (``"unaligned": true`` in the request)."""
     out = sys.stdout if out is None else out
     where = savepoint_path or "its configured savepoint directory"
     body: dict[str, Any] = {"drain": drain}
+    if unaligned:
+        body["unaligned"] = True
     if savepoint_path:
         body["targetDirectory"] = savepoint_path
     try:

@@ -59,7 +59,9 @@ class JobClient:
         )
         return accumulators
 
-    def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future[str]:
+    def trigger_savepoint(
+        self, savepoint_directory: str | None = None, *, unaligned: bool = False
+    ) -> Future[str]:
         """Take a savepoint into ``savepoint_directory`` while the job runs on (PyFlink's
         name). The future's ``result()`` is the savepoint's own directory
         (``<savepoint_directory>/savepoint-<jobid6>-<n>``), to restore from with
@@ -68,12 +70,18 @@ class JobClient:
 
         Periodic checkpoints need not be on. Without ``savepoint_directory`` the job's
         ``execution.checkpointing.savepoint-dir`` is used; if that is unset too, the future
-        fails at once with a ``ConfigurationError`` naming the option."""
-        return self._master.trigger_savepoint(SavepointRequest(str(savepoint_directory or "")))
+        fails at once with a ``ConfigurationError`` naming the option.
+
+        ``unaligned=True`` (beyond Flink, whose savepoints are aligned): the barriers overtake
+        the in-flight data, which the savepoint keeps as channel state (inside its directory;
+        restorable at another parallelism). The job must run with
+        ``execution.checkpointing.unaligned.enabled``, else the future fails naming it."""
+        request = SavepointRequest(str(savepoint_directory or ""), unaligned=unaligned)
+        return self._master.trigger_savepoint(request)
 
     def stop_with_savepoint(
         self, path_or_drain: str | bool | None = None, savepoint_directory: str | None = None,
-        *, drain: bool = False,
+        *, drain: bool = False, unaligned: bool = False,
     ) -> Future[str]:  # fmt: skip
         """Stop the job with a savepoint: ``stop_with_savepoint(path, drain=False)``, or
         PyFlink's ``stop_with_savepoint(advance_to_end_of_event_time, savepoint_directory)``.
@@ -87,13 +95,20 @@ class JobClient:
         the operators finish, as at the end of bounded input. Either way the savepoint is the
         tasks' final checkpoint (two-phase-commit sinks commit it) and the job ends
         ``FINISHED``; the future's ``result()`` is the savepoint directory, available once the
-        job ended."""
+        job ended.
+
+        ``unaligned=True`` (beyond Flink; not with drain): the savepoint is taken with
+        unaligned barriers, so a stop under backpressure does not wait for the backlog: the
+        in-flight records go into the savepoint as channel state, and the tasks drop them
+        instead of processing them; a resumed job processes them first. Needs
+        ``execution.checkpointing.unaligned.enabled`` (else the future fails naming it);
+        ``ValueError`` with ``drain``."""
         path: str | None
         if isinstance(path_or_drain, bool):
             drain, path = path_or_drain, savepoint_directory
         else:
             path = path_or_drain if path_or_drain is not None else savepoint_directory
-        request = SavepointRequest(str(path or ""), stop=True, drain=drain)
+        request = SavepointRequest(str(path or ""), stop=True, drain=drain, unaligned=unaligned)
         return self._master.trigger_savepoint(request)
 
     @overload

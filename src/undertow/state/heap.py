@@ -12,7 +12,8 @@ Layout and invariants (details in :mod:`undertow.state.heap_states`):
   removes the entry.
 
 Threading: one backend belongs to one subtask and is used only from that subtask's loop thread;
-it takes no locks. ``snapshot()`` is synchronous and copies (pickles) everything it returns.
+it takes no locks. ``snapshot()`` only notes the key groups holding state; each is pickled
+before anything can touch it again, or when the snapshot is read (:mod:`.heap_snapshot`).
 
 Cost: ``set_current_key`` is one dict lookup for a key seen recently (a bounded key -> key
 group offset cache; a miss costs :func:`~undertow.state.key_groups.assign_to_key_group`);
@@ -28,6 +29,7 @@ TTL entries are left out.
 
 from __future__ import annotations
 
+import functools
 import pickle
 import struct
 import zlib
@@ -37,6 +39,7 @@ from typing import Any
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
 from undertow.state.descriptors import StateDescriptor
+from undertow.state.heap_snapshot import PendingKeyGroups
 from undertow.state.heap_states import (
     ABSENT,
     STATE_CLASSES,
@@ -89,6 +92,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         self._offsets: dict[Any, int] = {}
         self._tables: dict[str, StateTable] = {}
         self._states: dict[str, HeapState] = {}
+        #: The snapshot whose key groups are not all serialized yet (at most one).
+        self._snapshot: PendingKeyGroups | None = None
 
     # --- current key ---------------------------------------------------------------------
 
@@ -113,6 +118,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 self._offsets.clear()
             self._offsets[key] = offset
         ctx.offset = offset
+        snapshot = self._snapshot
+        if snapshot is not None:  # copy on access: serialize the key group before its use
+            snapshot.touch(offset)
 
     def fold_values(
         self,
@@ -134,6 +142,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             if offset is None:
                 set_key(key)  # computes and caches the offset, or raises StateError
                 offset, key = ctx.offset, ctx.key  # key: its hashable form
+            snapshot = self._snapshot
+            if snapshot is not None:
+                snapshot.touch(offset)
             table = tables[offset]
             old = table.get(key)
             if old is None:
@@ -207,6 +218,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
     def _convert_ttl(self, table: StateTable, ttl: bool) -> None:
         """Restored entries written with(out) TTL, read by a state without (with) TTL."""
+        self._finish_snapshot()
         now = self._clock()
         for dicts in (table.void, table.windowed):
             for i in range(table.groups):
@@ -238,25 +250,53 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
     # --- snapshot and restore ------------------------------------------------------------
 
-    def snapshot(self) -> dict[int, bytes]:
+    def snapshot(self) -> PendingKeyGroups:
+        """The keyed state now, as key group -> blob. Synchronous cost: one emptiness check
+        per key group and state, and the current key's key group pickled (a caller may still
+        use the key context it set); every other key group is pickled on first touch or when
+        the result is read (:mod:`.heap_snapshot`)."""
+        self._finish_snapshot()  # at most one pending snapshot
         now = self._clock()
-        blobs: dict[int, bytes] = {}
-        for offset in range(self._groups):
-            states: dict[str, tuple[str, bool, dict[Any, Any], dict[Any, Any]]] = {}
-            for name, table in self._tables.items():
-                if table.is_empty_at(offset):
+        tables = list(self._tables.items())
+        offsets = [o for o in range(self._groups)
+                   if any(not table.is_empty_at(o) for _, table in tables)]  # fmt: skip
+        snapshot = PendingKeyGroups(
+            offsets, self.key_group_range.start,
+            functools.partial(self._encode_group, tables, now), self._snapshot_done,
+        )  # fmt: skip
+        if snapshot.remaining:
+            self._snapshot = snapshot
+            snapshot.touch(self._ctx.offset)
+        return snapshot
+
+    def _snapshot_done(self, snapshot: PendingKeyGroups) -> None:
+        if self._snapshot is snapshot:
+            self._snapshot = None
+
+    def _finish_snapshot(self) -> None:
+        """Serialize what the pending snapshot still needs (before a change to every group)."""
+        snapshot = self._snapshot
+        if snapshot is not None:
+            snapshot.result()
+
+    def _encode_group(self, tables: list[tuple[str, StateTable]], now: int,
+                      offset: int) -> bytes | None:  # fmt: skip
+        """The blob of the key group at ``offset`` (None: no live entry), TTL as of ``now``."""
+        states: dict[str, tuple[str, bool, dict[Any, Any], dict[Any, Any]]] = {}
+        for name, table in tables:
+            if table.is_empty_at(offset):
+                continue
+            void, windowed = table.void[offset], table.windowed[offset]
+            if table.ttl:
+                void = self._live_entries(table, void, now)
+                windowed = self._live_entries(table, windowed, now)
+                if not void and not windowed:
                     continue
-                void, windowed = table.void[offset], table.windowed[offset]
-                if table.ttl:
-                    void = self._live_entries(table, void, now)
-                    windowed = self._live_entries(table, windowed, now)
-                    if not void and not windowed:
-                        continue
-                states[name] = (table.kind, table.ttl, void, windowed)
-            if states:
-                key_group = self.key_group_range.start + offset
-                blobs[key_group] = encode_key_group_blob({"key_group": key_group, "states": states})
-        return blobs
+            states[name] = (table.kind, table.ttl, void, windowed)
+        if not states:
+            return None
+        key_group = self.key_group_range.start + offset
+        return encode_key_group_blob({"key_group": key_group, "states": states})
 
     def _live_entries(self, table: StateTable, d: dict[Any, Any], now: int) -> dict[Any, Any]:
         ttl_ms = self._ttl_ms(table.name)
@@ -275,6 +315,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         return config.ttl_ms
 
     def restore(self, blobs: dict[int, bytes]) -> None:
+        self._finish_snapshot()
         now = self._clock()
         for key_group, blob in blobs.items():
             offset = key_group - self.key_group_range.start
@@ -297,6 +338,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                     target[offset].update(entries)
 
     def dispose(self) -> None:
+        self._finish_snapshot()
         for table in self._tables.values():
             table.clear()
         self._tables.clear()

@@ -8,6 +8,8 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
@@ -201,6 +203,40 @@ def test_a_savepoint_starts_beside_a_pending_aligned_checkpoint_not_an_unaligned
             assert gateway.completed == [1, 2]
 
         asyncio.run(_with(scenario, {**INTERVAL, **options}))
+
+
+def test_an_unaligned_stop_with_savepoint_sends_unaligned_sync_savepoint_barriers() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, gateway = kit.coordinator, kit.gateway
+        coordinator.start()
+        target = f"memory:///savepoints-{uuid.uuid4().hex}"
+        future = coordinator.trigger_savepoint(SavepointRequest(target, stop=True, unaligned=True))
+        barrier = gateway.triggered[0][2]
+        assert barrier.options.snapshot_type is SnapshotType.SYNC_SAVEPOINT
+        assert barrier.options.is_unaligned and barrier.priority
+        assert not any(drain for _, _, drain in gateway.stopped)
+        kit.acknowledge_all(barrier.checkpoint_id)
+        await coordinator.finish_completing()
+        assert await future == f"{target}/savepoint-job-un-{barrier.checkpoint_id}"
+
+    asyncio.run(_with(scenario, {**INTERVAL, "execution.checkpointing.unaligned.enabled": "true"}))
+
+
+def test_an_unaligned_savepoint_is_refused_when_tasks_write_no_channel_state() -> None:
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, gateway = kit.coordinator, kit.gateway
+        coordinator.start()
+        future = coordinator.trigger_savepoint(SavepointRequest("memory:///sp", unaligned=True))
+        with pytest.raises(CheckpointException, match=r"unaligned\.enabled"):
+            await future
+        assert gateway.triggered == [], "nothing was triggered"
+
+    asyncio.run(_with(scenario, {}))
+
+
+def test_drain_and_unaligned_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="drain and unaligned"):
+        SavepointRequest("/sp", stop=True, drain=True, unaligned=True)
 
 
 async def _with(

@@ -18,9 +18,13 @@ VIEW: Any = SimpleNamespace(job_id=JOB)
 class FakeJobMaster:
     def __init__(self, configured_directory: str | None = None) -> None:
         self.stops: list[tuple[str | None, bool]] = []
+        self.unaligned: list[bool] = []
         self.configured_directory = configured_directory
 
-    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
+    def stop_with_savepoint_trigger(
+        self, target_directory: str | None, drain: bool, unaligned: bool = False
+    ) -> str:
+        self.unaligned.append(unaligned)
         if target_directory is None and self.configured_directory is None:
             raise ConfigurationError("stop-with-savepoint of job x: no savepoint directory: "
                                      "set execution.checkpointing.savepoint-dir")  # fmt: skip
@@ -84,3 +88,16 @@ def test_stop_without_a_directory_uses_the_configured_one_or_names_the_option() 
     response = post(endpoint, f"/jobs/{JOB}/stop", no_dir, "application/json")
     assert response.status == 400
     assert "execution.checkpointing.savepoint-dir" in response.body["errors"][0]
+
+
+def test_stop_passes_unaligned_on_and_refuses_a_non_boolean() -> None:
+    master = FakeJobMaster()
+    endpoint = RestEndpoint(lambda: VIEW, "127.0.0.1", 0, master)
+    body = json.dumps({"targetDirectory": "/sp", "unaligned": True}).encode()
+
+    assert post(endpoint, f"/jobs/{JOB}/stop", body, "application/json").status == 202
+    assert master.stops == [("/sp", False)] and master.unaligned == [True]
+    bad = json.dumps({"targetDirectory": "/sp", "unaligned": "yes"}).encode()
+    response = post(endpoint, f"/jobs/{JOB}/stop", bad, "application/json")
+    assert response.status == 400 and "unaligned" in response.body["errors"][0]
+    assert master.unaligned == [True], "nothing started"

@@ -600,10 +600,17 @@ def test_the_task_learns_when_it_takes_a_stops_savepoint(
     async def body() -> None:
         h = Harness(ALIGNED_CONFIG, channels=0)
         taken: list[int] = []
-        h.cp.synchronous_savepoint_listener = taken.append
+        unaligned: list[bool] = []
+
+        def listener(cid: int, is_unaligned: bool) -> None:
+            taken.append(cid)
+            unaligned.append(is_unaligned)
+
+        h.cp.synchronous_savepoint_listener = listener
         h.cp.trigger_checkpoint(CheckpointBarrier(3, 0, CheckpointOptions(snapshot_type)))
         await settle()
         assert taken == told and 3 in h.responder.acks
+        assert unaligned == [False] * len(told)
 
     run(body)
 

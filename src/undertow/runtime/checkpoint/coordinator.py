@@ -28,7 +28,7 @@ from undertow.core.config import Configuration
 from undertow.core.errors import UndertowError
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.checkpoint.barrier import CheckpointBarrier, SnapshotType
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateHandles,
 )
@@ -344,8 +344,9 @@ class CheckpointCoordinator:
         checkpoint and the directory. Only on the JobMaster's loop, while an attempt runs."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         problem = refuse_savepoint(
-            request, batch=self._batch, stopping=self.stopping, job_id=self.job_id
-        )
+            request, batch=self._batch, stopping=self.stopping, job_id=self.job_id,
+            writes_channel_state=self.settings.writes_channel_state,
+        )  # fmt: skip
         if problem is None and not self._active:
             problem = f"job {self.job_id}: no attempt is running"
         if problem is not None:
@@ -403,7 +404,7 @@ class CheckpointCoordinator:
             if self.force_full_snapshot:  # NO_CLAIM restore (reference §7)
                 options = replace(options, snapshot_type=SnapshotType.FULL_CHECKPOINT)
         else:
-            options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
+            options = self._savepoint_options(savepoint)
         barrier = CheckpointBarrier(cid, now, options)
         self._prefetch_key()
         enumerators = self.gateway.enumerators()
@@ -423,6 +424,12 @@ class CheckpointCoordinator:
                 self.gateway.stop_source(vertex_id, subtask, savepoint.drain)
             self.gateway.trigger_source(vertex_id, subtask, barrier)
         return cid
+
+    def _savepoint_options(self, savepoint: SavepointRequest) -> CheckpointOptions:
+        """A savepoint's barrier options: aligned as in Flink, or unaligned when asked
+        (beyond Flink: the in-flight data becomes the savepoint's channel state)."""
+        options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
+        return options.as_unaligned() if savepoint.unaligned else options
 
     def _prefetch_key(self) -> None:
         """Start loading (or creating) the metadata key on the executor if it is not loaded:

@@ -223,12 +223,14 @@ class JobMaster:
         return self.savepoints.resolve_directory(request)
 
     # -- REST (JobControl), on the loop ----------------------------------------------------------
-    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
-        return self.savepoints.stop_with_savepoint_trigger(target_directory, drain)
+    def stop_with_savepoint_trigger(
+        self, target_directory: str | None, drain: bool, unaligned: bool = False
+    ) -> str:
+        return self.savepoints.stop_with_savepoint_trigger(target_directory, drain, unaligned)
 
-    def savepoint_trigger(self, target_directory: str | None) -> str:
+    def savepoint_trigger(self, target_directory: str | None, unaligned: bool = False) -> str:
         """Start a savepoint for the REST API (the job goes on); its trigger id."""
-        return self.savepoints.savepoint_trigger(target_directory)
+        return self.savepoints.savepoint_trigger(target_directory, unaligned)
 
     def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
         return self.savepoints.savepoint_operation(trigger_id)

@@ -130,13 +130,16 @@ class SavepointOperations:
             result.set_result(future.result())
 
     # -- REST (JobControl), on the loop ----------------------------------------------------------
-    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
+    def stop_with_savepoint_trigger(
+        self, target_directory: str | None, drain: bool, unaligned: bool = False
+    ) -> str:
         """Start a stop with savepoint for the REST API; its trigger id. Without a directory
         the configured ``execution.checkpointing.savepoint-dir`` is used; if that is unset
-        too, raises :class:`ConfigurationError` (the request is refused, nothing starts)."""
-        request = self.resolve_directory(
-            SavepointRequest(target_directory or "", stop=True, drain=drain)
-        )
+        too, raises :class:`ConfigurationError` (the request is refused, nothing starts);
+        ``ValueError`` for ``drain`` with ``unaligned``."""
+        request = self.resolve_directory(SavepointRequest(
+            target_directory or "", stop=True, drain=drain, unaligned=unaligned
+        ))  # fmt: skip
         trigger_id = uuid.uuid4().hex
         self._operations[trigger_id] = savepoint_operation(None, None)
         self._unfetched.add(trigger_id)
@@ -144,10 +147,12 @@ class SavepointOperations:
         result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
         return trigger_id
 
-    def savepoint_trigger(self, target_directory: str | None) -> str:
+    def savepoint_trigger(self, target_directory: str | None, unaligned: bool = False) -> str:
         """Start a savepoint for the REST API (the job goes on); its trigger id. Refuses
         (``ConfigurationError``) like :meth:`stop_with_savepoint_trigger`."""
-        request = self.resolve_directory(SavepointRequest(target_directory or ""))
+        request = self.resolve_directory(
+            SavepointRequest(target_directory or "", unaligned=unaligned)
+        )
         trigger_id = uuid.uuid4().hex
         self._operations[trigger_id] = savepoint_operation(None, None)
         result = self.trigger(request, trigger_id)

@@ -61,7 +61,8 @@ class CheckpointListeners:
     current_watermark: Callable[[], int] = _min_watermark
     #: After the operators were notified that a checkpoint completed.
     on_complete: Callable[[int], None] | None = None
-    #: The task takes a synchronous savepoint (stop with savepoint), before its snapshot.
-    on_synchronous_savepoint: Callable[[int], None] | None = None
+    #: The task takes a synchronous savepoint (stop with savepoint), before its snapshot;
+    #: the second argument: its barrier is unaligned (the task then drops its in-flight input).
+    on_synchronous_savepoint: Callable[[int, bool], None] | None = None
     #: Buffer debloating's estimated time to consume the in-flight input (ms), or None.
     debloat_estimate: Callable[[], float | None] | None = None

@@ -78,6 +78,8 @@ from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.snapshot_slices import pending_keyed_state, serialize_in_slices
+from undertow.state.heap_snapshot import PendingKeyGroups
 from undertow.state.rocksdb_incremental import upload
 from undertow.storage import FileHandle
 
@@ -426,7 +428,7 @@ class SubtaskCheckpointer:
             self.pace.hurry()  # the async part needs loop turns too
         listener = self.synchronous_savepoint_listener
         if barrier.options.snapshot_type.is_synchronous and listener is not None:
-            listener(cid)
+            listener(cid, barrier.options.is_unaligned)
         started = time.perf_counter()
         alignment = 0.0 if self.alignment_started is None else started - self.alignment_started
         start_delay = self._start_delay_ms
@@ -469,6 +471,32 @@ class SubtaskCheckpointer:
         if estimate is not None:
             metrics["debloat_estimate_ms"] = estimate
         async_started = time.perf_counter()
+        proceed = functools.partial(self._start_async, cid, snapshot, metrics, async_started,
+                                    needs_channel_state)  # fmt: skip
+        pending = pending_keyed_state(snapshot)
+        if pending and self.task is not None and not barrier.options.snapshot_type.is_savepoint:
+            self._serialize_in_slices(pending, proceed)
+        else:
+            proceed()
+
+    def _serialize_in_slices(self, pending: list[PendingKeyGroups],
+                             proceed: Callable[[], None]) -> None:  # fmt: skip
+        """Pickle the pending keyed state in mailbox slices (:mod:`.snapshot_slices`), then
+        ``proceed``; the task does not close before that (:meth:`wait_for_pending`)."""
+        assert self.task is not None
+        pace = self.pace
+
+        def slice_s() -> float:
+            return pace.slice_s(time.perf_counter()) if pace is not None else 0.002
+
+        future = serialize_in_slices(pending, self.task.post, slice_s, proceed)
+        self._pending_writes.add(future)
+        future.add_done_callback(self._pending_writes.discard)
+
+    def _start_async(self, cid: int, snapshot: SubtaskSnapshot, metrics: dict[str, Any],
+                     async_started: float, needs_channel_state: bool) -> None:  # fmt: skip
+        """The asynchronous part once the operators' state is serialized: write it (and wait
+        for the channel state, if any), then acknowledge."""
         writer = self.channel_state
         if not needs_channel_state or writer is None:
             self._write(cid, snapshot, metrics, async_started, None)

@@ -27,6 +27,7 @@ from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 _SOURCE_BACKOFF_S = 0.005
@@ -90,6 +91,9 @@ class StreamInputProcessor:
         #: room, and no input is taken while it has none.
         self.head_room: Callable[[], int] | None = getattr(head, "input_room", None)
         self.records_in = 0
+        #: After an unaligned stop's savepoint: input is dropped (:mod:`.unaligned_stop`).
+        self.dropping_input = False
+        self.records_dropped = 0
         self._chunk = 64
         self._current: CurrentBatch | None = None
         #: Restored input batches not yet processed: (gate, channel, values, timestamps).
@@ -182,6 +186,9 @@ class StreamInputProcessor:
                 self.process_priority_events()
                 if self.end_of_input:
                     break
+            if self.dropping_input:  # an unaligned stop's savepoint holds the rest
+                drop_input(self)
+                break
             current = self._current
             if current is None:
                 if self._restored_input:  # restored input goes before any live input

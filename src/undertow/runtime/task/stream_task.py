@@ -51,6 +51,7 @@ from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
+from undertow.runtime.task.unaligned_stop import start_dropping
 
 __all__ = ["StreamTask", "TaskCancelled", "TaskStatistics", "TaskTimeAccounting"]
 
@@ -312,6 +313,8 @@ class StreamTask:
         checkpointer = self.checkpointer
         last = checkpointer.last_checkpoint_id if checkpointer is not None else -1
         wait = checkpointer is not None and (self.final_checkpoint or savepoint_follows)
+        # an unaligned stop's savepoint is the final one
+        wait = wait and not self.input.dropping_input
         lifecycle = self.lifecycle
         assert isinstance(lifecycle, Running), lifecycle
         finishing = lifecycle.end_of_data(last, wait, drain)
@@ -331,8 +334,10 @@ class StreamTask:
         lifecycle = self.lifecycle
         return isinstance(lifecycle, Finishing) and lifecycle.may_close
 
-    def _on_synchronous_savepoint(self, checkpoint_id: int) -> None:
+    def _on_synchronous_savepoint(self, checkpoint_id: int, unaligned: bool = False) -> None:
         """The checkpointer takes the stop's savepoint: do not close before it completed."""
+        if unaligned:
+            start_dropping(self.chain, self.input)
         lifecycle = self.lifecycle
         if isinstance(lifecycle, (Running, Finishing)):
             self.lifecycle = lifecycle.took_synchronous_savepoint(checkpoint_id)

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.time_service import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend
+from undertow.state.heap_snapshot import DeferredBlobs
 from undertow.state.key_groups import assign_to_key_group
 
 
@@ -96,6 +97,10 @@ class _TimerQueue:
 
     def __len__(self) -> int:
         return len(self._live)
+
+    def entries(self) -> list[tuple[int, Any, Any]]:
+        """A copy of the live timers as (timestamp, key, namespace) tuples, unordered."""
+        return list(self._live)
 
     def timers(self) -> list[InternalTimer]:
         return [InternalTimer(ts, k, ns) for ts, k, ns in sorted(self._live, key=lambda t: t[0])]
@@ -252,24 +257,31 @@ class TimerServiceManager:
         self._restored: dict[str, list[tuple[str, int, Any, Any]]] = {}
 
     def snapshot(self) -> dict[int, bytes]:
-        """Timers of all services, one blob per key group: (service, domain, ts, key, ns)."""
-        by_group: dict[int, list[tuple[str, str, int, Any, Any]]] = {}
+        """Timers of all services, one blob per key group: (service, domain, ts, key, ns).
+        The synchronous part copies each queue's set of (immutable) timer tuples; grouping by
+        key group and pickling run when the result is read or stepped (a
+        :class:`~undertow.state.heap_snapshot.DeferredBlobs`)."""
+        taken = [(name, domain, queue.entries()) for name, service in self.services.items()
+                 for domain, queue in (("event", service._event),
+                                       ("processing", service._processing))]  # fmt: skip
+        restored = [(name, list(pending)) for name, pending in self._restored.items()]
         maxp = self._backend.max_parallelism
-        for name, service in self.services.items():
-            for domain, timers in (
-                ("event", service.event_time_timers()),
-                ("processing", service.processing_time_timers()),
-            ):
-                for t in timers:
-                    group = assign_to_key_group(t.key, maxp)
-                    by_group.setdefault(group, []).append(
-                        (name, domain, t.timestamp, t.key, t.namespace)
-                    )
-        for name, pending in self._restored.items():
-            for domain, ts, key, ns in pending:
-                group = assign_to_key_group(key, maxp)
-                by_group.setdefault(group, []).append((name, domain, ts, key, ns))
-        return {g: pickle.dumps(entries, protocol=5) for g, entries in by_group.items()}
+
+        def compute() -> dict[int, bytes]:
+            by_group: dict[int, list[tuple[str, str, int, Any, Any]]] = {}
+            for name, domain, entries in taken:
+                for ts, key, ns in sorted(entries, key=_timestamp):
+                    group = assign_to_key_group(key, maxp)
+                    by_group.setdefault(group, []).append((name, domain, ts, key, ns))
+            for name, pending in restored:
+                for domain, ts, key, ns in pending:
+                    group = assign_to_key_group(key, maxp)
+                    by_group.setdefault(group, []).append((name, domain, ts, key, ns))
+            return {g: pickle.dumps(entries, protocol=5) for g, entries in by_group.items()}
+
+        if not any(entries for _, _, entries in taken) and not any(p for _, p in restored):
+            return {}
+        return DeferredBlobs(compute)
 
     def restore(self, blobs: dict[int, bytes]) -> None:
         """Load timers of the key groups this subtask owns (others are ignored)."""
@@ -314,3 +326,7 @@ class TimerServiceManager:
     def dispose(self) -> None:
         for service in self.services.values():
             service.dispose()
+
+
+def _timestamp(entry: tuple[int, Any, Any]) -> int:
+    return entry[0]

@@ -5,7 +5,9 @@
   ``execution.checkpointing.savepoint-dir``, refused with 400 naming the option when unset)
   answers ``{"request-id": TRIGGER_ID}`` (202); its status is
   ``GET /jobs/:jobid/savepoints/:triggerid``, as for a stop. ``cancel-job: true`` is refused
-  (400): stop with a savepoint is ``POST /jobs/:jobid/stop``.
+  (400): stop with a savepoint is ``POST /jobs/:jobid/stop``. ``"unaligned": true`` (an
+  undertow extension) takes it with unaligned barriers (see
+  :mod:`undertow.runtime.checkpoint.savepoint`).
 * ``PATCH /jobs/:jobid?mode=cancel`` (Flink's job cancellation; ``mode`` may be left out)
   answers 202 with ``{}`` and cancels the job.
 
@@ -37,7 +39,7 @@ MAX_BODY_BYTES = 16 * 1024
 class JobActions(Protocol):
     """What these endpoints ask of the JobMaster (on its loop)."""
 
-    def savepoint_trigger(self, target_directory: str | None) -> str:
+    def savepoint_trigger(self, target_directory: str | None, unaligned: bool = False) -> str:
         """Start a savepoint (the job goes on); its trigger id. ``None``: the configured
         savepoint directory; raises ``ConfigurationError`` if there is none."""
 
@@ -94,11 +96,13 @@ def _trigger(control: JobActions, headers: dict[str, str], body: bytes, length: 
     fields = request if isinstance(request, dict) else {}
     directory = fields.get("target-directory")
     cancel = fields.get("cancel-job", False)
+    unaligned = fields.get("unaligned", False)
     valid = directory is None or (isinstance(directory, str) and bool(directory))
-    if not isinstance(request, dict) or not valid or not isinstance(cancel, bool):
+    flags = isinstance(cancel, bool) and isinstance(unaligned, bool)
+    if not isinstance(request, dict) or not valid or not flags:
         return _json(400, responses_errors(
-            'body must be {"target-directory": "<directory>", "cancel-job": false} (both '
-            f"optional); got {body[:200]!r}"
+            'body must be {"target-directory": "<directory>", "cancel-job": false, '
+            f'"unaligned": true|false}} (all optional); got {body[:200]!r}'
         ))  # fmt: skip
     if cancel:
         return _json(400, responses_errors(
@@ -106,7 +110,7 @@ def _trigger(control: JobActions, headers: dict[str, str], body: bytes, length: 
             "(POST /jobs/:jobid/stop)"
         ))  # fmt: skip
     try:
-        trigger = control.savepoint_trigger(directory)
+        trigger = control.savepoint_trigger(directory, unaligned)
     except ConfigurationError as err:
         return _json(400, responses_errors(str(err)))
     return _json(202, {"request-id": trigger})

@@ -20,10 +20,11 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   POST /jobs/:jobid/savepoints and PATCH /jobs/:jobid?mode=cancel: see :mod:`.job_actions`
 
 and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
-``{"targetDirectory": DIR, "drain": BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); both
-fields are optional: without ``targetDirectory`` the job's
-``execution.checkpointing.savepoint-dir`` is used, and if that is unset too the request is
-refused (400, naming the option). Its
+``{"targetDirectory": DIR, "drain": BOOL, "unaligned": BOOL}`` answers
+``{"request-id": TRIGGER_ID}`` (202); all fields are optional (``unaligned``, an undertow
+extension, takes the savepoint with unaligned barriers; it excludes ``drain``): without
+``targetDirectory`` the job's ``execution.checkpointing.savepoint-dir`` is used, and if that
+is unset too the request is refused (400, naming the option). Its
 status answers ``{"status": {"id": "IN_PROGRESS"}}``, then ``{"status": {"id": "COMPLETED"},
 "operation": {"location": DIR}}`` once the savepoint completed (the job then finishes and the
 endpoint closes), or ``"operation": {"failure-cause": {...}}``.
@@ -92,7 +93,9 @@ MAX_BODY_BYTES = 16 * 1024
 class JobControl(Protocol):
     """What the stop endpoints ask of the JobMaster (on its loop)."""
 
-    def stop_with_savepoint_trigger(self, target_directory: str | None, drain: bool) -> str:
+    def stop_with_savepoint_trigger(
+        self, target_directory: str | None, drain: bool, unaligned: bool = False
+    ) -> str:
         """Start a stop with savepoint; its trigger id. ``None``: the job's configured
         savepoint directory; raises ``ConfigurationError`` if there is none."""
 
@@ -308,15 +311,17 @@ class RestEndpoint:
         fields = request if isinstance(request, dict) else {}
         target = fields.get("targetDirectory")
         drain = fields.get("drain", False)
+        unaligned = fields.get("unaligned", False)
         valid_target = target is None or (isinstance(target, str) and bool(target))
-        if not isinstance(request, dict) or not valid_target or not isinstance(drain, bool):
+        flags = isinstance(drain, bool) and isinstance(unaligned, bool)
+        if not isinstance(request, dict) or not valid_target or not flags:
             return Response(400, errors(
-                'body must be {"targetDirectory": "<directory>", "drain": true|false} (both '
-                f"optional); got {body[:200]!r}"
+                'body must be {"targetDirectory": "<directory>", "drain": true|false, '
+                f'"unaligned": true|false}} (all optional); got {body[:200]!r}'
             ))  # fmt: skip
         try:
-            trigger = self.control.stop_with_savepoint_trigger(target, drain)
-        except ConfigurationError as err:  # no directory given, none configured
+            trigger = self.control.stop_with_savepoint_trigger(target, drain, unaligned)
+        except (ConfigurationError, ValueError) as err:  # no directory; drain with unaligned
             return Response(400, errors(str(err)))
         return Response(202, {"request-id": trigger})
 
