@@ -29,7 +29,11 @@ from undertow.runtime.checkpoint.channel_state_files import (
     ChannelStateFileWriter,
     read_channel_state,
 )
-from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
+from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateWriter,
+    decode_chunk,
+    encode_chunk,
+)
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.snapshot import (
     OperatorSnapshot,
@@ -144,6 +148,8 @@ class Harness:
         channels: int = 2,
         supports_unaligned: list[bool] | None = None,
         exactly_once: bool = True,
+        responder: Responder | None = None,
+        channel_state: ChannelStateWriter | None = None,
     ) -> None:
         settings = {"execution.checkpointing.unaligned.enabled": "true"}
         settings.update(config or {})
@@ -163,11 +169,12 @@ class Harness:
                 self.links.append(link)
             self.writers.append(RecordWriter(partition, RebalancePartitioner(), 1 << 20))
         self.chain = Chain(outputs)
-        self.responder = Responder()
+        self.responder = responder if responder is not None else Responder()
         self.files: dict[int, bytes] = {}
         self.task = Task()
         unaligned = exactly_once and Configuration(settings).get(Options.UNALIGNED)
-        channel_state = InMemoryChannelStateWriter.of([self.gate], self.writers)
+        if channel_state is None:
+            channel_state = InMemoryChannelStateWriter.of([self.gate], self.writers)
         io = CheckpointIO(responder=self.responder, state_writer=self._write,
                           executor=InlineExecutor(),
                           channel_state_writer=channel_state if unaligned else None)  # fmt: skip
@@ -490,10 +497,8 @@ class AckingResponder:
 
 
 def harness(files: ChannelStateFileWriter, name: str, **kwargs: Any) -> Harness:
-    h = Harness(channels=0, **kwargs)
-    h.cp.channel_state = files.register(name)
-    h.cp.responder = h.responder = AckingResponder()  # type: ignore[assignment]
-    return h
+    return Harness(channels=0, responder=AckingResponder(), channel_state=files.register(name),
+                   **kwargs)  # fmt: skip
 
 
 async def written() -> None:
@@ -627,7 +632,7 @@ def test_wait_for_pending_returns_after_the_acknowledgement() -> None:
             return f"{cid}/{name}"
 
         with ThreadPoolExecutor(1) as pool:
-            h.cp.state_writer, h.cp.executor = slow_write, pool
+            h.cp.snapshots.state_writer, h.cp.snapshots.executor = slow_write, pool
             h.cp.trigger_checkpoint(CheckpointBarrier(4, 0, CheckpointOptions()))
             await settle()
             assert 4 not in h.responder.acks

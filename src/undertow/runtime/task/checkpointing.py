@@ -1,12 +1,12 @@
-"""The checkpoint side of a subtask: barriers in, snapshot, barrier out, async write, ack.
+"""The checkpoint side of a subtask: barriers in, snapshot, barrier out; then hand over.
 
 Threading: all methods run on the task's loop thread; only storage writes run on the pool.
 Lifecycle: built by its stream task from the subtask's ``TaskDeployment`` (:meth:`of`).
 
-Why still one piece of about 640 lines: it executes every barrier action and the snapshot's
-write and acknowledgement. What to persist of in-flight data is decided by
-``runtime.checkpoint.inflight_capture``; only its execution is here. Its wiring
-(``CheckpointIO``, ``CheckpointListeners``) is in :mod:`.checkpoint_io`.
+It executes every barrier action. What to persist of in-flight data is decided by
+``runtime.checkpoint.inflight_capture``; the snapshot's write and acknowledgement are
+:mod:`.snapshot_writer`'s; its wiring (``CheckpointIO``, ``CheckpointListeners``) is in
+:mod:`.checkpoint_io`.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -14,13 +14,9 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import dataclasses
 import functools
 import logging
-import pickle
 import time
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -44,9 +40,7 @@ from undertow.runtime.checkpoint.barrier_handler import (
     ScheduleAlignmentTimer,
     TriggerCheckpoint,
 )
-from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.channel_state_writer import (
-    ChannelStateResult,
     ChannelStateWriter,
 )
 from undertow.runtime.checkpoint.deferred_trigger import (
@@ -67,11 +61,6 @@ from undertow.runtime.checkpoint.inflight_capture import (
     StartChannelState,
 )
 from undertow.runtime.checkpoint.settings import CheckpointSettings
-from undertow.runtime.checkpoint.snapshot import (
-    OperatorSnapshot,
-    SubtaskSnapshot,
-    SubtaskStateHandle,
-)
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -79,9 +68,8 @@ from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListener
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.snapshot_slices import pending_keyed_state, serialize_in_slices
+from undertow.runtime.task.snapshot_writer import SnapshotWriter
 from undertow.state.heap_snapshot import PendingKeyGroups
-from undertow.state.rocksdb_incremental import upload
-from undertow.storage import FileHandle
 
 log = logging.getLogger(__name__)
 
@@ -138,10 +126,6 @@ class SubtaskCheckpointer:
         self.writers = writers
         self.task: TaskInput = task
         self.responder = io.responder
-        self.state_writer = io.state_writer
-        self.executor = io.executor
-        #: Writes ``<job>/shared/<name>`` (incremental checkpoints).
-        self.shared_writer = io.shared_writer
         self.current_watermark = listeners.current_watermark
         #: Buffer debloating's estimated time to consume the in-flight buffers (ms), reported
         #: with each acknowledgement (``debloat_estimate_ms``) when it has a value.
@@ -179,7 +163,8 @@ class SubtaskCheckpointer:
         #: A checkpoint triggered by the JobMaster while some input had not ended yet.
         self._deferred = DeferredTrigger()
         self.last_checkpoint_id = -1
-        self._pending_writes: set[concurrent.futures.Future[Any]] = set()
+        #: The asynchronous part: writes each snapshot, then acknowledges it.
+        self.snapshots = SnapshotWriter(task_name=task_name, file_name=file_name, io=io)
         self.alignment_started: float | None = None
         self._start_delay_ms: float | None = None
         self._bytes_at_alignment = 0
@@ -456,7 +441,7 @@ class SubtaskCheckpointer:
         except Exception as err:
             # The barrier is already downstream; this checkpoint fails, the task goes on and
             # the coordinator's failure manager decides whether the job fails.
-            self._snapshot_failed(cid, err)
+            self.snapshots.snapshot_failed(cid, err)
             return
         sync_ms = (time.perf_counter() - started) * 1000
         metrics: dict[str, Any] = {
@@ -471,7 +456,7 @@ class SubtaskCheckpointer:
         if estimate is not None:
             metrics["debloat_estimate_ms"] = estimate
         async_started = time.perf_counter()
-        proceed = functools.partial(self._start_async, cid, snapshot, metrics, async_started,
+        proceed = functools.partial(self.snapshots.start, cid, snapshot, metrics, async_started,
                                     needs_channel_state)  # fmt: skip
         pending = pending_keyed_state(snapshot)
         if pending and self.task is not None and not barrier.options.snapshot_type.is_savepoint:
@@ -489,187 +474,7 @@ class SubtaskCheckpointer:
         def slice_s() -> float:
             return pace.slice_s(time.perf_counter()) if pace is not None else 0.002
 
-        future = serialize_in_slices(pending, self.task.post, slice_s, proceed)
-        self._pending_writes.add(future)
-        future.add_done_callback(self._pending_writes.discard)
-
-    def _start_async(self, cid: int, snapshot: SubtaskSnapshot, metrics: dict[str, Any],
-                     async_started: float, needs_channel_state: bool) -> None:  # fmt: skip
-        """The asynchronous part once the operators' state is serialized: write it (and wait
-        for the channel state, if any), then acknowledge."""
-        writer = self.channel_state
-        if not needs_channel_state or writer is None:
-            self._write(cid, snapshot, metrics, async_started, None)
-        elif writer.in_state_file:
-            # The channel state goes into the state file: written once it is complete.
-            writer.when_finished(
-                cid,
-                functools.partial(self._write, cid, snapshot, metrics, async_started),
-                functools.partial(self._channel_state_failed, cid),
-            )
-        else:
-            # Shared channel-state files: the state file is written at once, in parallel,
-            # and the acknowledgement waits for both.
-            join = _AckJoin(functools.partial(self._acknowledge, cid, metrics, async_started))
-            self._write(cid, snapshot, metrics, async_started, None, join)
-            writer.when_finished(cid, join.channel_state_written,
-                                 functools.partial(self._channel_state_failed, cid))  # fmt: skip
-
-    def _snapshot_failed(self, cid: int, err: BaseException) -> None:
-        detail = "".join(traceback.format_exception_only(type(err), err)).strip()
-        log.warning("%s: snapshot of checkpoint %d failed: %s", self.task_name, cid, detail)
-        self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
-                               f"{self.task_name}: snapshot failed: {detail}")  # fmt: skip
-
-    def _channel_state_failed(self, cid: int, err: BaseException) -> None:
-        reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
-        self.responder.decline(cid, reason, f"{self.task_name}: writing channel state: {err}")
-
-    def _write(
-        self,
-        cid: int,
-        snapshot: SubtaskSnapshot,
-        metrics: dict[str, Any],
-        async_started: float,
-        channel_state: ChannelStateResult | None,
-        join: _AckJoin | None = None,
-    ) -> None:
-        """Operator state (taken) and channel state (complete) into the state file, then ack.
-
-        In-memory channel state goes into the state file; handles into shared files (already
-        written) go into the acknowledgement. With ``join`` the channel state is written in
-        parallel: the state file's handle goes to ``join``, which acknowledges once both are
-        in. One loop hop from the pool back to the loop thread: a busy worker loop serves a
-        callback only between task slices, so each hop costs a round of them."""
-        handles: ChannelStateHandles | None = None
-        if isinstance(channel_state, ChannelStateHandles):
-            if channel_state.persisted_bytes:
-                handles = channel_state
-                metrics["persisted_data"] = channel_state.persisted_bytes
-                metrics["unaligned"] = True
-        elif channel_state is not None and not channel_state.is_empty:
-            snapshot.channel_state = channel_state
-            metrics["persisted_data"] = channel_state.input_bytes + channel_state.output_bytes
-            metrics["unaligned"] = True
-        natives = [p for p in snapshot.operators.values() if p.keyed_native is not None]
-        if natives:
-            self._upload_and_write(cid, snapshot, natives, metrics, async_started, handles, join)
-            return
-        try:
-            has_state = bool(snapshot.operators) or snapshot.channel_state is not None
-            data = pickle.dumps(snapshot, protocol=5) if has_state else b""
-        except Exception as err:
-            self._snapshot_failed(cid, err)
-            return
-        metrics["state_size"] = len(data)
-        if not data:
-            if join is not None:
-                join.state_written(None)
-            else:
-                self._acknowledge(cid, metrics, async_started, None, handles)
-            return
-        if self.state_writer is None or self.executor is None:
-            self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
-                                   "no checkpoint storage configured")  # fmt: skip
-            return
-        self._submit(cid, functools.partial(self.state_writer, cid, self.file_name, data),
-                     metrics, async_started, handles, join)  # fmt: skip
-
-    def _upload_and_write(
-        self,
-        cid: int,
-        snapshot: SubtaskSnapshot,
-        natives: list[OperatorSnapshot],
-        metrics: dict[str, Any],
-        async_started: float,
-        handles: ChannelStateHandles | None,
-        join: _AckJoin | None,
-    ) -> None:
-        """Incremental checkpoint: on the I/O pool, upload the new files of each native
-        RocksDB checkpoint (:func:`~undertow.state.rocksdb_incremental.upload`), then write
-        the state file, which holds their handles; acknowledge the state file and the shared
-        files it references."""
-        state_writer, shared_writer = self.state_writer, self.shared_writer
-        if state_writer is None or shared_writer is None or self.executor is None:
-            reason = CheckpointFailureReason.CHECKPOINT_DECLINED
-            self.responder.decline(cid, reason, "incremental checkpoint: no checkpoint storage")
-            return
-        file_name = self.file_name
-
-        def upload_and_write() -> SubtaskStateHandle:
-            shared: list[FileHandle] = []
-            full = uploaded = 0
-            for part in natives:
-                result = upload(part.keyed_native, shared_writer, state_writer)
-                part.keyed_native = result
-                shared.extend(f.handle for f in result.shared)
-                full += result.full_size
-                uploaded += result.incremental_size
-            data = pickle.dumps(snapshot, protocol=5)
-            # Flink's two sizes: the whole state, and what this checkpoint wrote
-            metrics["state_size"] = len(data) + full
-            metrics["checkpointed_size"] = len(data) + uploaded
-            return SubtaskStateHandle(state_writer(cid, file_name, data), None, tuple(shared))
-
-        self._submit(cid, upload_and_write, metrics, async_started, handles, join)
-
-    def _submit(
-        self,
-        cid: int,
-        job: Callable[[], Any],
-        metrics: dict[str, Any],
-        async_started: float,
-        handles: ChannelStateHandles | None,
-        join: _AckJoin | None,
-    ) -> None:
-        """Run ``job`` (it returns the state's handle) on the I/O pool, then acknowledge (or
-        hand the handle to ``join``) on the loop; a failure declines the checkpoint."""
-        assert self.executor is not None
-        loop = asyncio.get_running_loop()
-        try:
-            future = self.executor.submit(job)
-        except RuntimeError:  # the worker shut its I/O pool down: the attempt is over
-            log.debug("%s: checkpoint %d not written, the worker is stopping", self.task_name, cid)
-            return
-        self._pending_writes.add(future)
-
-        def done(f: concurrent.futures.Future[Any]) -> None:
-            self._pending_writes.discard(f)
-            if f.cancelled():
-                return
-            err = f.exception()
-            if err is not None:
-                detail = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-                reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
-                self.responder.decline(cid, reason, f"{self.task_name}: writing state: {detail}")
-                return
-            if join is not None:
-                join.state_written(f.result())
-            else:
-                self._acknowledge(cid, metrics, async_started, f.result(), handles)
-
-        def back_on_loop(f: concurrent.futures.Future[Any]) -> None:
-            try:
-                loop.call_soon_threadsafe(done, f)
-            except RuntimeError:  # the loop closed: the attempt is over
-                pass
-
-        future.add_done_callback(back_on_loop)
-
-    def _acknowledge(
-        self,
-        cid: int,
-        metrics: dict[str, Any],
-        async_started: float,
-        state: Any,
-        channel_state: ChannelStateHandles | None,
-    ) -> None:
-        handles = channel_state if channel_state and channel_state.persisted_bytes else None
-        if handles is not None:
-            metrics["persisted_data"] = handles.persisted_bytes
-            metrics["unaligned"] = True
-        metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
-        self.responder.acknowledge(cid, _ack_handle(state, handles), metrics)
+        self.snapshots.track(serialize_in_slices(pending, self.task.post, slice_s, proceed))
 
     def _abort(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         self.alignment_started = None
@@ -696,59 +501,12 @@ class SubtaskCheckpointer:
         self.chain.notify_checkpoint_aborted(checkpoint_id)
 
     async def wait_for_pending(self) -> None:
-        """Wait until every state write in flight was acknowledged or declined (Flink's
-        ``waitForPendingCheckpoints``). The task calls it before it closes, so its
-        ``TaskFinished`` follows the acknowledgements of the checkpoints it took: without
-        periodic checkpoints nothing else orders them, and a finish reported first would make
-        a pending savepoint count the subtask as finished without state."""
-        while self._pending_writes:
-            waiting = [asyncio.wrap_future(f) for f in self._pending_writes]
-            await asyncio.gather(*waiting, return_exceptions=True)
-            await asyncio.sleep(0)  # the write's own callback (ack, discard) runs first
+        """Wait until every state write in flight was acknowledged or declined (see
+        :meth:`.SnapshotWriter.wait_for_pending`)."""
+        await self.snapshots.wait_for_pending()
 
     def cancel_pending(self) -> None:
-        for future in self._pending_writes:
-            future.cancel()
-
-
-class _AckJoin:
-    """Waits for both halves of one subtask's checkpoint, written in parallel: the state
-    file's handle (``None`` without operator state) and the channel-state handles; then calls
-    ``acknowledge(state, channel_state)`` once. If either half fails, its failure path
-    declines and the join never acknowledges. Loop thread only."""
-
-    __slots__ = ("_acknowledge", "_channel", "_state", "_waiting")
-
-    def __init__(self, acknowledge: Callable[[Any, ChannelStateHandles | None], None]) -> None:
-        self._acknowledge = acknowledge
-        self._state: Any = None
-        self._channel: ChannelStateHandles | None = None
-        self._waiting = 2
-
-    def state_written(self, state: Any) -> None:
-        self._state = state
-        self._arrived()
-
-    def channel_state_written(self, channel_state: ChannelStateResult) -> None:
-        if isinstance(channel_state, ChannelStateHandles):
-            self._channel = channel_state
-        self._arrived()
-
-    def _arrived(self) -> None:
-        self._waiting -= 1
-        if self._waiting == 0:
-            self._acknowledge(self._state, self._channel)
-
-
-def _ack_handle(state: Any, channel_state: ChannelStateHandles | None) -> Any:
-    """The state file's handle, or both kinds of handles when channel state is in shared
-    files (``state`` is already a :class:`SubtaskStateHandle` when it references shared
-    files of an incremental checkpoint)."""
-    if isinstance(state, SubtaskStateHandle):
-        return state if channel_state is None else dataclasses.replace(
-            state, channel_state=channel_state
-        )  # fmt: skip
-    return state if channel_state is None else SubtaskStateHandle(state, channel_state)
+        self.snapshots.cancel_pending()
 
 
 def _native_mode(barrier: CheckpointBarrier) -> str:
