@@ -3,11 +3,12 @@
 Threading: the JobMaster's loop thread; storage calls run on its executor; :meth:`shutdown`
 runs on the executor once the attempt stopped.
 
-Why one piece of about 850 lines: it is one class, the shell, whose steps (trigger,
+Why one piece of about 870 lines: it is one class, the shell, whose steps (trigger,
 acknowledge, complete, abort, savepoints, restore, sweep) all read and change the same
 per-attempt state on one loop; every decision is already in a pure module
 (:mod:`.trigger_decider`, :mod:`.pending_checkpoint`, :mod:`.completed_store`,
-:mod:`.failure_manager`, :mod:`.trigger_plan`), its options in :mod:`.settings`. Restore
+:mod:`.failure_manager`, :mod:`.trigger_plan`, :mod:`.shared_files`, :mod:`.ack_summary`),
+its options in :mod:`.settings`. Restore
 planning reads files on the executor, never on the loop.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
@@ -20,7 +21,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -28,10 +29,14 @@ from undertow.core.config import Configuration
 from undertow.core.errors import UndertowError
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
-from undertow.runtime.checkpoint.channel_state_handles import (
-    ChannelStateHandles,
+from undertow.runtime.checkpoint.ack_summary import (
+    channel_state_of,
+    checkpoint_properties,
+    human_size,
+    shared_of,
+    state_file,
 )
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.checkpoint.claim_mode import (
     RecoveryClaimMode,
     RestoredSnapshot,
@@ -508,7 +513,7 @@ class CheckpointCoordinator:
         if notify:
             self.gateway.notify_aborted(cid)
         self._discard(cid)
-        self._release_shared(cid, _shared_of(acknowledged))
+        self._release_shared(cid, shared_of(acknowledged))
         request = pending.props.savepoint
         if request is not None:
             self._savepoint_failed(cid, request, reason, detail)
@@ -606,9 +611,9 @@ class CheckpointCoordinator:
                     max_parallelism=v.max_parallelism,
                     finished=v.id in fully,
                     subtasks=present(
-                        {s: _state_file(states.get((v.id, s))) for s in range(v.parallelism)}
+                        {s: state_file(states.get((v.id, s))) for s in range(v.parallelism)}
                     ),
-                    channel_state=_channel_state(
+                    channel_state=channel_state_of(
                         {s: states.get((v.id, s)) for s in range(v.parallelism)}
                     ),
                 )
@@ -620,8 +625,8 @@ class CheckpointCoordinator:
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
                 completion_timestamp=now, is_savepoint=savepoint is not None, vertices=vertices,
                 coordinators=coordinators,
-                properties=_checkpoint_properties(pending.acknowledged_metrics.values()),
-                shared_files=_shared_of(states.values()),
+                properties=checkpoint_properties(pending.acknowledged_metrics.values()),
+                shared_files=shared_of(states.values()),
             )  # fmt: skip
             payload = encode_metadata(
                 meta, await self._metadata_key(), self.settings.metadata_max_size
@@ -661,7 +666,8 @@ class CheckpointCoordinator:
         retained = tuple(entry.checkpoint_id for entry in self.store.all())
         self.listener(Completed(cid, now, self.storage.checkpoint_pointer(cid), False, retained))
         line = (
-            f"checkpoint {cid} completed in {now - pending.trigger_timestamp} ms, {_human(size)}, "
+            f"checkpoint {cid} completed in {now - pending.trigger_timestamp} ms, "
+            f"{human_size(size)}, "
             f"alignment {alignment:.0f} ms"
         )
         debloated = [
@@ -672,7 +678,9 @@ class CheckpointCoordinator:
         if self.options.needs_channel_state:  # unaligned, or aligned with a timeout
             persisted = sum(int(m.get("persisted_data", 0)) for m in metrics.values())
             unaligned = any(m.get("unaligned") for m in metrics.values())
-            line += f" ({'unaligned' if unaligned else 'aligned'}, in-flight {_human(persisted)})"
+            line += (
+                f" ({'unaligned' if unaligned else 'aligned'}, in-flight {human_size(persisted)})"
+            )
         else:
             line += f" ({self.options.alignment.name.lower()})"
         self.console(line)
@@ -866,56 +874,3 @@ class CheckpointCoordinator:
             for subsumed in self.store.add(decision.retain):  # an empty store: nothing
                 self.metadata.pop(subsumed.checkpoint_id, None)
         return mode
-
-
-def _shared_of(states: Iterable[SubtaskStateHandle | None]) -> tuple[FileHandle, ...]:
-    """The distinct shared files the acknowledged subtask states reference, by path."""
-    found = {h.path: h for state in states if state is not None for h in state.shared}
-    return tuple(found[path] for path in sorted(found))
-
-
-def _state_file(state: SubtaskStateHandle | None) -> FileHandle | None:
-    return None if state is None else state.state
-
-
-def _channel_state(
-    states: Mapping[int, SubtaskStateHandle | None],
-) -> dict[int, ChannelStateHandles]:
-    """Subtasks whose channel state is in shared files (handles, one per side)."""
-    return {
-        s: state.channel_state
-        for s, state in states.items()
-        if state is not None and state.channel_state is not None and state.has_channel_state
-    }
-
-
-def _checkpoint_properties(metrics: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """What ``_metadata`` records about how a checkpoint went (``undertow checkpoints`` shows
-    it): whether any subtask took it unaligned, the in-flight bytes persisted (channel state)
-    and processed during alignment, summed over subtasks, and the slowest subtask's times."""
-    acks = list(metrics)
-
-    def total(key: str) -> str:
-        return str(sum(int(m.get(key, 0) or 0) for m in acks))
-
-    def slowest(key: str) -> str:
-        return str(round(max((float(m.get(key, 0) or 0) for m in acks), default=0.0)))
-
-    return {
-        "unaligned": str(any(bool(m.get("unaligned")) for m in acks)).lower(),
-        "persisted_data": total("persisted_data"),
-        "processed_data": total("processed_data"),
-        "alignment_duration_ms": slowest("alignment_duration_ms"),
-        "start_delay_ms": slowest("start_delay_ms"),
-        "sync_duration_ms": slowest("sync_duration_ms"),
-        "async_duration_ms": slowest("async_duration_ms"),
-    }
-
-
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"
