@@ -148,3 +148,32 @@ def test_a_new_snapshot_completes_the_pending_one_first() -> None:
     second = b.snapshot()
     assert first.remaining == 0
     assert dict(first.items()) == dict(second.items())
+
+
+class Unpicklable:
+    def __reduce__(self) -> Any:
+        raise RuntimeError("cannot pickle this value")
+
+
+def test_a_key_group_that_cannot_be_serialized_fails_the_snapshot_not_the_record() -> None:
+    """A value that cannot be pickled surfaces where the snapshot is read (the checkpoint's
+    asynchronous part, which declines it), not in the record that touches its key group."""
+    b = backend()
+    value = states(b)["v"]
+    for key in range(200):
+        b.set_current_key(key)
+        value.update(Unpicklable() if key == 7 else key)
+    b.set_current_key(0)
+    snapshot = b.snapshot()
+    b.set_current_key(7)  # touches the pending key group of the bad value: no error here
+    value.update(7)
+    for key in range(200):  # and the job goes on
+        b.set_current_key(key)
+        value.update(key)
+    assert snapshot, "a failed snapshot is not an empty one (it would be dropped as such)"
+    b.snapshot()  # the next one completes the failed one first: no error on this path either
+    with pytest.raises(RuntimeError, match="cannot pickle this value"):
+        pickle.dumps(snapshot)
+    b.set_current_key(7)
+    value.update(7)  # the bad value is gone
+    assert pickle.loads(pickle.dumps(b.snapshot()))  # the next snapshot is fine

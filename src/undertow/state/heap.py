@@ -277,7 +277,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         """Serialize what the pending snapshot still needs (before a change to every group)."""
         snapshot = self._snapshot
         if snapshot is not None:
-            snapshot.result()
+            snapshot.finish()
 
     def _encode_group(self, tables: list[tuple[str, StateTable]], now: int,
                       offset: int) -> bytes | None:  # fmt: skip

@@ -31,7 +31,7 @@ class PendingKeyGroups(dict[int, bytes]):
     contract promises: reading it as a dict serializes what is left first, truth-testing it
     does not, and it pickles as a plain dict."""
 
-    __slots__ = ("_done", "_encode", "_pending", "_start", "encoded_on_touch")
+    __slots__ = ("_done", "_encode", "_pending", "_start", "encoded_on_touch", "error")
 
     def __init__(self, offsets: list[int], start: int, encode: EncodeGroup,
                  done: Callable[[PendingKeyGroups], None]) -> None:  # fmt: skip
@@ -44,6 +44,10 @@ class PendingKeyGroups(dict[int, bytes]):
         #: Key groups serialized because they were touched while pending (that work ran on
         #: the record path); the others were serialized by :meth:`step` or :meth:`result`.
         self.encoded_on_touch = 0
+        #: Why a key group could not be serialized: the snapshot failed. It is raised where
+        #: the snapshot is read (the checkpoint's asynchronous part, which declines it), never
+        #: on the record path that touched the key group.
+        self.error: Exception | None = None
         if not offsets:
             done(self)
 
@@ -72,14 +76,25 @@ class PendingKeyGroups(dict[int, bytes]):
         return not self._pending
 
     def result(self) -> dict[int, bytes]:
-        """Every key group's blob, as a plain dict (serializes what is left)."""
+        """Every key group's blob, as a plain dict (serializes what is left); raises
+        :attr:`error` if a key group could not be serialized."""
+        self._complete()
+        return dict(super().items())
+
+    def finish(self) -> None:
+        """Serialize what is left, before the backend changes every key group; a failure stays
+        in :attr:`error` for whoever reads the snapshot (this is the record path)."""
         while self._pending:
             self._encode_one(next(iter(self._pending)))
-        return dict(super().items())
 
     def _encode_one(self, offset: int) -> None:
         del self._pending[offset]
-        blob = self._encode(offset)
+        try:
+            blob = self._encode(offset)
+        except Exception as err:  # the snapshot fails, not the record that touched the group
+            self.error = err
+            self._pending.clear()  # nothing more to keep: this snapshot is never complete
+            blob = None
         if blob is not None:
             super().__setitem__(self._start + offset, blob)
         if not self._pending:
@@ -87,8 +102,9 @@ class PendingKeyGroups(dict[int, bytes]):
 
     # -- the dict it stands for: complete before any read ------------------------------------
     def _complete(self) -> None:
-        while self._pending:
-            self._encode_one(next(iter(self._pending)))
+        self.finish()
+        if self.error is not None:
+            raise self.error
 
     def items(self) -> Any:
         self._complete()
@@ -123,7 +139,8 @@ class PendingKeyGroups(dict[int, bytes]):
         return super().__len__()
 
     def __bool__(self) -> bool:
-        return bool(self._pending) or super().__len__() > 0
+        # a failed snapshot is not an empty one: it must be read, and raise, not be dropped
+        return bool(self._pending) or self.error is not None or super().__len__() > 0
 
     def __eq__(self, other: object) -> bool:
         self._complete()
