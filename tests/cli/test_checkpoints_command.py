@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from undertow.cli.checkpoints import human_size
 from undertow.cli.main import main
+from undertow.core.units import human_bytes
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, VertexMetadata, encode_metadata
 from undertow.storage import CheckpointStorage, load_or_create_key
 
@@ -95,6 +95,6 @@ def test_no_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_human_sizes() -> None:
-    assert [human_size(n) for n in (0, 1023, 1024, 5 * 1024**2 + 1)] == [
+    assert [human_bytes(n) for n in (0, 1023, 1024, 5 * 1024**2 + 1)] == [
         "0 B", "1023 B", "1.0 KiB", "5.0 MiB"
     ]  # fmt: skip

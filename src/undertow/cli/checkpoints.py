@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import fsspec  # type: ignore[import-untyped]
 
+from undertow.core.units import human_bytes
 from undertow.runtime.checkpoint.metadata import (
     CheckpointMetadata,
     decode_metadata,
@@ -175,10 +176,10 @@ def format_table(infos: Sequence[CheckpointInfo]) -> str:
         if info.completion_time is not None:
             moment = datetime.fromtimestamp(info.completion_time / 1000, tz=timezone.utc)
             completed = moment.isoformat(timespec="seconds")
-        size = "-" if info.total_size is None else human_size(info.total_size)
+        size = "-" if info.total_size is None else human_bytes(info.total_size)
         problem = (info.problem or "").splitlines()[0] if info.problem else ""
         kind = "-" if info.unaligned is None else ("unaligned" if info.unaligned else "aligned")
-        in_flight = "-" if info.in_flight_size is None else human_size(info.in_flight_size)
+        in_flight = "-" if info.in_flight_size is None else human_bytes(info.in_flight_size)
         rows.append((info.job_id, str(info.checkpoint_id), completed, size, kind, in_flight,
                      "yes" if info.verifies else "no", problem))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
@@ -187,15 +188,6 @@ def format_table(infos: Sequence[CheckpointInfo]) -> str:
         cells = [cell.ljust(width) for cell, width in zip(row, widths)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(lines)
-
-
-def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def run(

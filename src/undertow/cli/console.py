@@ -23,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from undertow.core.units import human_bytes
 from undertow.runtime.cluster.rest.server import live_urls
 
 TICK_S = 0.5
@@ -84,22 +85,13 @@ def sample(base: str) -> list[JobStatusSample]:
     return found
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
 def status_line(job: JobStatusSample) -> str:
     """``job 1a2b3c4d "name" RUNNING | 1,234 records/s | backpressure 3% | checkpoint 17
     (45 ms, 12.0 KiB) | restarts 0``."""
     checkpoint = "no checkpoint yet"
     if job.last_checkpoint_id >= 0:
         checkpoint = (f"checkpoint {job.last_checkpoint_id} ({job.last_checkpoint_duration_ms} "
-                      f"ms, {_size(job.last_checkpoint_size)})")  # fmt: skip
+                      f"ms, {human_bytes(job.last_checkpoint_size)})")  # fmt: skip
     return (
         f'job {job.job_id[:8]} "{job.name}" {job.state} | '
         f"{job.records_per_second:,.0f} records/s | "

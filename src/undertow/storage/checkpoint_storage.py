@@ -138,15 +138,20 @@ class CheckpointStorage:
         _check_segment("file name", name)
         directory = self._checkpoint_dir(checkpoint_id)
         path = posixpath.join(directory, name)
+        self._write_durably(path, data)
+        return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
+
+    def _write_durably(self, path: str, data: bytes) -> None:
+        """``data`` at ``path``, on stable storage when this returns (fsync on local disks;
+        an object store's put is durable once it returns). Parent directories are created."""
         if self._local:
-            os.makedirs(directory, exist_ok=True)
+            os.makedirs(posixpath.dirname(path), exist_ok=True)
             with open(path, "wb") as out:
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
         else:
             self._fs.pipe_file(path, data)
-        return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
 
     def write_shared_file(self, name: str, data: bytes) -> FileHandle:
         """Write ``data`` as ``shared/<name>`` (a file incremental checkpoints share) and return
@@ -156,14 +161,7 @@ class CheckpointStorage:
         shared files are immutable once referenced."""
         _check_segment("file name", name)
         path = posixpath.join(self._job_dir, SHARED_DIR, name)
-        if self._local:
-            os.makedirs(posixpath.dirname(path), exist_ok=True)
-            with open(path, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-        else:
-            self._fs.pipe_file(path, data)
+        self._write_durably(path, data)
         return FileHandle.of(f"{SHARED_DIR}/{name}", data)
 
     def shared_file_uri(self, path: str) -> str:

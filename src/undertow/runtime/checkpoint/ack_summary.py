@@ -57,12 +57,3 @@ def checkpoint_properties(metrics: Iterable[Mapping[str, Any]]) -> dict[str, str
         "sync_duration_ms": slowest("sync_duration_ms"),
         "async_duration_ms": slowest("async_duration_ms"),
     }
-
-
-def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"

@@ -28,11 +28,11 @@ from typing import Any, Protocol
 from undertow.core.config import Configuration
 from undertow.core.errors import UndertowError
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
+from undertow.core.units import human_bytes
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.ack_summary import (
     channel_state_of,
     checkpoint_properties,
-    human_size,
     shared_of,
     state_file,
 )
@@ -667,7 +667,7 @@ class CheckpointCoordinator:
         self.listener(Completed(cid, now, self.storage.checkpoint_pointer(cid), False, retained))
         line = (
             f"checkpoint {cid} completed in {now - pending.trigger_timestamp} ms, "
-            f"{human_size(size)}, "
+            f"{human_bytes(size)}, "
             f"alignment {alignment:.0f} ms"
         )
         debloated = [
@@ -679,7 +679,7 @@ class CheckpointCoordinator:
             persisted = sum(int(m.get("persisted_data", 0)) for m in metrics.values())
             unaligned = any(m.get("unaligned") for m in metrics.values())
             line += (
-                f" ({'unaligned' if unaligned else 'aligned'}, in-flight {human_size(persisted)})"
+                f" ({'unaligned' if unaligned else 'aligned'}, in-flight {human_bytes(persisted)})"
             )
         else:
             line += f" ({self.options.alignment.name.lower()})"

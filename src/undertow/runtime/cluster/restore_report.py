@@ -10,22 +10,13 @@ after a rescale, every consumer having taken the re-emitted in-flight data). Pur
 
 from __future__ import annotations
 
+from undertow.core.units import human_bytes
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata
 
 
 def in_flight_bytes(meta: CheckpointMetadata) -> int:
     """Bytes of channel state (both sides, every subtask) the checkpoint holds."""
     return sum(h.persisted_bytes for v in meta.vertices for h in v.channel_state.values())
-
-
-def human_bytes(size: int) -> str:
-    """``512 B``, ``1.2 MiB``: binary units, one decimal above bytes."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover - the loop always returns
 
 
 def restore_line(meta: CheckpointMetadata, duration_ms: int) -> str:
