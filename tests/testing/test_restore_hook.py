@@ -3,9 +3,10 @@ restore_report, restore_hook; undertow.testing.oracle.no_restore)."""
 
 from __future__ import annotations
 
+from undertow.core.units import human_bytes
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata
 from undertow.runtime.cluster.restore_hook import plan_to_apply, set_restore_filter
-from undertow.runtime.cluster.restore_report import human_bytes, restore_line
+from undertow.runtime.cluster.restore_report import restore_line
 from undertow.testing.oracle import no_restore
 
 
