@@ -25,8 +25,9 @@ import socket
 import sys
 import time
 import traceback
-from collections import defaultdict
+from collections import defaultdict, deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from undertow.core.config import Configuration, Options
@@ -117,6 +118,14 @@ class _TaskServices:
             task.loop.call_soon_threadsafe(task.source_available)
 
 
+@dataclass
+class _EarlyControl:
+    """Control messages read while the worker deployed, and the read still under way."""
+
+    messages: list[Any]
+    read: asyncio.Future[Any]
+
+
 class _Responder:
     """Acknowledges and declines one subtask's checkpoints to the JobMaster."""
 
@@ -194,8 +203,9 @@ class Worker:
             if isinstance(deploy, Shutdown) or deploy is None:
                 return
             assert isinstance(deploy, Deploy), deploy
-            await self._deploy(deploy)
-            await self._serve()
+            early = await self._deploy_watching_control(deploy)
+            if early is not None:
+                await self._serve(early)
         except Exception as err:
             fatal = isinstance(err, (CorruptCheckpointError, RestoreError))
             self.send(WorkerFailed(self.attempt, self.worker_index, str(err),
@@ -213,6 +223,33 @@ class Worker:
                 self.io_pool.shutdown(wait=False, cancel_futures=True)
             await self.ctrl.drain()
             self.ctrl.close()
+
+    async def _deploy_watching_control(self, deploy: Deploy) -> _EarlyControl | None:
+        """Deploy while reading the control connection; ``None`` if the deploy was cancelled.
+
+        A worker whose peer failed to deploy waits for that peer's connection, so the JobMaster's
+        ``CancelTasks`` and ``Shutdown`` must reach it while it deploys: the deploy is then
+        cancelled and the worker waits for ``Shutdown`` (or the JobMaster's end) to exit.
+        Any other message that arrives meanwhile is kept, in order, for the control loop.
+        """
+        assert self.ctrl is not None
+        deploying = asyncio.ensure_future(self._deploy(deploy))
+        early = _EarlyControl([], asyncio.ensure_future(self.ctrl.recv()))
+        while not deploying.done():
+            await asyncio.wait({early.read, deploying}, return_when=asyncio.FIRST_COMPLETED)
+            if not early.read.done():
+                break
+            message = early.read.result()
+            if message is None or isinstance(message, (Shutdown, CancelTasks)):
+                deploying.cancel()
+                await asyncio.gather(deploying, return_exceptions=True)
+                while message is not None and not isinstance(message, Shutdown):
+                    message = await self.ctrl.recv()
+                return None
+            early.messages.append(message)
+            early.read = asyncio.ensure_future(self.ctrl.recv())
+        await deploying  # raises the deploy's failure
+        return early
 
     async def _deploy(self, deploy: Deploy) -> None:
         set_log_context(f"job {deploy.job_id[:8]} worker {self.worker_index}")
@@ -407,12 +444,13 @@ class Worker:
             gates.append(gate)
         return gates
 
-    async def _serve(self) -> None:
+    async def _serve(self, early: _EarlyControl) -> None:
+        """Run the tasks until ``Shutdown``, first handling what arrived while deploying."""
         assert self.ctrl is not None
         running = {
             asyncio.ensure_future(self._run_task(key, task)) for key, task in self.tasks.items()
         }
-        control = asyncio.ensure_future(self._control_loop())
+        control = asyncio.ensure_future(self._control_loop(early))
         reporter = asyncio.ensure_future(self._report_metrics())
         try:
             await control
@@ -440,10 +478,17 @@ class Worker:
             if samples:
                 self.send(TaskMetricsReport(self.attempt, self.worker_index, samples))
 
-    async def _control_loop(self) -> None:
+    async def _control_loop(self, early: _EarlyControl) -> None:
         assert self.ctrl is not None
+        backlog = deque(early.messages)
+        read: asyncio.Future[Any] | None = early.read
         while True:
-            msg = await self.ctrl.recv()
+            if backlog:
+                msg = backlog.popleft()
+            elif read is not None:
+                msg, read = await read, None
+            else:
+                msg = await self.ctrl.recv()
             if msg is None or isinstance(msg, Shutdown):
                 return
             if isinstance(msg, AddSplits):
