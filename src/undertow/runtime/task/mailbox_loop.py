@@ -7,7 +7,9 @@ phase of the task (process input, then wait to close), each until its ``done`` s
 
 Invariant (Flink's rule, ARCHITECTURE.md §2): the default action runs only while every
 output can take another buffer; a task that cannot emit waits, counted as backpressured,
-while mails still run. Mails run in posting order, before the next slice.
+while mails still run. Mails run in posting order; those queued when a turn starts run before
+its slice, a mail posted by a mail at the next turn (so work a mail continues in slices, such as
+a snapshot's pickling, never holds the loop longer than one slice).
 """
 
 from __future__ import annotations
@@ -69,8 +71,12 @@ class MailboxLoop:
         self._wake.set()
 
     def run_mails(self) -> None:
+        """Run the mails queued now, in posting order (Flink's mailbox batch). A mail posted
+        meanwhile, by one of them (work continued in slices) or by a callback, waits for the
+        next turn: one slice of the default action and one event-loop turn (network I/O,
+        other subtasks, barriers) come first."""
         mailbox = self.mailbox
-        while mailbox:
+        for _ in range(len(mailbox)):
             mailbox.popleft()()
 
     def check_cancelled(self) -> None:
@@ -118,6 +124,7 @@ class MailboxLoop:
                 continue
             wake.clear()
             if self.mailbox or self.cancelled:
+                await asyncio.sleep(0)  # mails posted by mails: the event loop turns first
                 continue
             # Flink's rule: a task that cannot emit is backpressured, whatever its input does
             output = output_available()
