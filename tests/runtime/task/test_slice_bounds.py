@@ -10,7 +10,8 @@ window firing or timer burst (thousands of records).
 
 Shapes: chained operators on network input, a flat_map fan-out, a processing-time window
 firing 10,000 keys at once, a burst of 10,000 processing-time timers of a keyed process
-function, and work a mail continues in further mails (a snapshot's pickling). The source
+function, the event-time timers one watermark fires, and work a mail continues in further
+mails (a snapshot's pickling). The source
 reader's output has its own test (test_source_slicing.py).
 """
 
@@ -35,6 +36,7 @@ from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.deployment import TaskDeployment
+from undertow.runtime.task.events import WatermarkEvent
 from undertow.runtime.task.stream_task import StreamTask
 
 SPIN_S = 0.0002
@@ -88,6 +90,37 @@ class TimerPerKey(KeyedProcessFunction):
         return []
 
 
+class EventTimerPerKey(KeyedProcessFunction):
+    """Registers one event-time timer per key, all at the same time."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        ctx.timer_service().register_event_time_timer(1000)
+        return []
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
+        counted("event-timer")
+        return []
+
+
+class TimersBeforeLaterRecords(KeyedProcessFunction):
+    """Keys >= 0 register an event-time timer at 1000; a negative key, sent after the
+    watermark, notes how many timers had fired when it was processed."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        if value < 0:
+            SEEN_AT_LATER_RECORD.append(COUNTS.get("event-timer", 0))
+        else:
+            ctx.timer_service().register_event_time_timer(1000)
+        return []
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
+        counted("event-timer")
+        return []
+
+
+SEEN_AT_LATER_RECORD: list[int] = []
+
+
 class Services:
     def print_lines(self, lines: list[str]) -> None: ...
 
@@ -99,23 +132,35 @@ class Services:
 
 
 class Producer:
-    """Feeds one input channel one buffer per credit: ``batches`` of records, then (if
-    ``endless``) the last batch again and again."""
+    """Feeds one input channel one buffer per credit: ``batches`` of records (a list of values,
+    or a (values, timestamps) pair), then (if ``endless``) the last batch again and again;
+    ``then``: events sent after the batches (they take no credit)."""
 
-    def __init__(self, channel: Any, batches: list[list[Any]], endless: bool) -> None:
+    def __init__(self, channel: Any, batches: list[Any], endless: bool,
+                 then: tuple[Any, ...] = ()) -> None:  # fmt: skip
         self.channel = channel
-        self.data = [serialize_batch(batch, None) for batch in batches]
+        self.data = [serialize_batch(*b) if isinstance(b, tuple) else serialize_batch(b, None)
+                     for b in batches]  # fmt: skip
         self.endless = endless
+        self.events = list(then)
         self.sequence = 0
 
     def add_credit(self, credit: int) -> None:
+        loop = asyncio.get_running_loop()
         for _ in range(credit):
             if self.sequence >= len(self.data) and not self.endless:
-                return
+                break
             data = self.data[min(self.sequence, len(self.data) - 1)]
             send = Send(Buffer(data), False, self.sequence, backlog=1)
             self.sequence += 1
-            asyncio.get_running_loop().call_soon(self.channel.on_send, send)
+            loop.call_soon(self.channel.on_send, send)
+        if self.sequence >= len(self.data) and not self.endless:
+            while self.events:
+                event = self.events.pop(0)
+                is_event = not isinstance(event, Buffer)
+                send = Send(event, is_event, self.sequence, backlog=0)
+                loop.call_soon(self.channel.on_send, send)
+                self.sequence += 1
 
     def resume(self) -> None:
         pass
@@ -132,8 +177,8 @@ def middle_vertex(build: Callable[[Any], Any]) -> JobVertex:
 
 
 def records_between_post_and_run(
-    vertex: JobVertex, batches: list[list[Any]], counter: str, *, endless: bool,
-    mails: int = 30, start_after: Callable[[], bool] = lambda: True,
+    vertex: JobVertex, batches: list[Any], counter: str, *, endless: bool,
+    mails: int = 30, start_after: Callable[[], bool] = lambda: True, then: tuple[Any, ...] = (),
 ) -> tuple[list[int], int]:  # fmt: skip
     """Run ``vertex`` fed with ``batches``; once ``start_after()``, post ``mails`` mails from
     another thread, one every 5 ms. Returns for each mail how many ``counter`` records ran
@@ -144,7 +189,7 @@ def records_between_post_and_run(
     async def scenario() -> tuple[list[int], int]:
         gate = InputGate("input", vertex.inputs[0].target_input, floating_buffers=8)
         channel = gate.add_channel(0, "input channel 0", initial_credit=2)
-        channel.connect(Producer(channel, batches, endless))
+        channel.connect(Producer(channel, batches, endless, then))
         edge = vertex.outputs[0]
         out = ResultPartition("out", [1], buffers_per_channel=1000, floating_buffers=0,
                               max_buffers_per_channel=1000)  # fmt: skip
@@ -278,3 +323,29 @@ def test_work_a_mail_continues_in_further_mails_lets_records_in_between() -> Non
     # each step after the first found records processed since the previous one: a slice
     assert all(n > 0 for n in between[1:]), between
     assert max(between[1:]) <= 64, between
+
+
+def test_the_event_time_timers_of_one_watermark_let_a_mail_in_within_a_few_timers() -> None:
+    vertex = middle_vertex(lambda s: s.key_by(lambda v: v).process(EventTimerPerKey()))
+    batches = [(list(range(i, i + 1000)), [500] * 1000) for i in range(0, 10_000, 1000)]
+    waits, ran = records_between_post_and_run(
+        vertex, batches, "event-timer", endless=False, then=(WatermarkEvent(2000),),
+        start_after=lambda: COUNTS.get("event-timer", 0) > 0,
+    )  # fmt: skip
+    assert len(waits) == 30 and 0 < ran < 10_000, (ran, waits)  # the mails came mid-burst
+    assert max(waits) <= 64, waits
+
+
+def test_records_after_a_watermark_wait_for_all_of_its_timers() -> None:
+    """The timers of a watermark fire over many turns, but no input is taken meanwhile: a
+    record behind the watermark is processed after the last of them (FLIP-443 without
+    records in between), and so is the next watermark."""
+    SEEN_AT_LATER_RECORD.clear()
+    vertex = middle_vertex(lambda s: s.key_by(lambda v: v).process(TimersBeforeLaterRecords()))
+    keys = list(range(3000))
+    records_between_post_and_run(
+        vertex, [(keys, [500] * len(keys))], "event-timer", endless=False, mails=200,
+        then=(WatermarkEvent(2000), Buffer(serialize_batch([-1], [2500])), WatermarkEvent(3000)),
+        start_after=lambda: COUNTS.get("event-timer", 0) > 0,
+    )  # fmt: skip
+    assert SEEN_AT_LATER_RECORD == [3000]

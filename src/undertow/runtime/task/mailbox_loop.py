@@ -54,6 +54,8 @@ class MailboxLoop:
         #: Work that waits for the output to become available (deferred timer bursts).
         self._when_available: deque[Callable[[], None]] = deque()
         self._ignore_availability = False
+        #: Holds on the input (a watermark's event-time timers go on in later mails).
+        self._input_holds = 0
 
     # -- mails -----------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -118,7 +120,8 @@ class MailboxLoop:
                 raise TaskCancelled(f"{self.name} was cancelled")
             if done():
                 return
-            if ready() and output_available():
+            held = self._input_holds > 0
+            if not held and ready() and output_available():
                 action()
                 await asyncio.sleep(0)
                 continue
@@ -128,7 +131,7 @@ class MailboxLoop:
                 continue
             # Flink's rule: a task that cannot emit is backpressured, whatever its input does
             output = output_available()
-            if output and ready():
+            if output and not held and ready():
                 continue
             accounting.start_wait(backpressured=not output)
             try:
@@ -153,6 +156,17 @@ class MailboxLoop:
         """Run ``action`` from the mailbox loop once the output is available again."""
         self._when_available.append(action)
         self._wake.set()
+
+    def hold_input(self) -> None:
+        """Run no slice of the default action until :meth:`release_input` (holds nest)."""
+        self._input_holds += 1
+
+    def release_input(self) -> None:
+        self._input_holds -= 1
+        self._wake.set()
+
+    def input_held(self) -> bool:
+        return self._input_holds > 0
 
     def slice_deadline(self) -> float:
         """When work started now (a burst of timers) should yield: one slice from now."""

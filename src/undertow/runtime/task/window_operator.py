@@ -17,6 +17,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -335,13 +336,14 @@ class WindowOperator(OneInputStreamOperator):
         self._flush()
 
     def process_watermark(self, watermark: int) -> None:
+        """Fire the windows the watermark completes, in mailbox slices (see the timers); each
+        slice's results go out as one batch, and the watermark after the last of them."""
         self._buffering = True
         try:
-            self._timers.advance_watermark(watermark)
+            self._timers.advance_watermark(watermark, functools.partial(
+                self.output.emit_watermark, watermark), self._flush)  # fmt: skip
         finally:
             self._buffering = False
-        self._flush()
-        self.output.emit_watermark(watermark)
 
     def _process_element(self, key: Any, value: Any, timestamp: int) -> None:
         windows: Collection[Any] = self._assigner.assign_windows(
