@@ -9,7 +9,8 @@ Invariant (Flink's rule, ARCHITECTURE.md §2): the default action runs only whil
 output can take another buffer; a task that cannot emit waits, counted as backpressured,
 while mails still run. Mails run in posting order; those queued when a turn starts run before
 its slice, a mail posted by a mail at the next turn (so work a mail continues in slices, such as
-a snapshot's pickling, never holds the loop longer than one slice).
+a snapshot's pickling, never holds the loop longer than one slice). While the input is held
+(:meth:`MailboxLoop.hold_input`: a watermark's timers go on in mails) no slice runs.
 """
 
 from __future__ import annotations
