@@ -127,8 +127,8 @@ class MailboxLoop:
                 await asyncio.sleep(0)
                 continue
             wake.clear()
-            if self.mailbox or self.cancelled:
-                await asyncio.sleep(0)  # mails posted by mails: the event loop turns first
+            if self.mailbox or self.cancelled or (self._when_available and output_available()):
+                await asyncio.sleep(0)  # work posted by work: the event loop turns first
                 continue
             # Flink's rule: a task that cannot emit is backpressured, whatever its input does
             output = output_available()
@@ -175,11 +175,15 @@ class MailboxLoop:
         return now + self.pace.slice_s(now)
 
     def run_when_available(self, ignore_availability: bool = False) -> None:
-        """Run deferred work while the output is available (all of it if ``ignore_...``)."""
+        """Run the deferred work queued now while the output is available (work it defers
+        again waits for the next turn, as mails do); with ``ignore_availability`` (the data
+        ended: due timers fire before ``finish()``) all of it, also what it defers again."""
         pending = self._when_available
         self._ignore_availability = ignore_availability
         try:
-            while pending and (ignore_availability or self.output_available()):
+            batch = len(pending)
+            while pending and (ignore_availability or (batch > 0 and self.output_available())):
+                batch -= 1
                 pending.popleft()()
         finally:
             self._ignore_availability = False

@@ -65,9 +65,6 @@ class OutputAvailability(Protocol):
     def release_input(self) -> None:
         """Undo one :meth:`hold_input`."""
 
-    def post(self, mail: Callable[[], None]) -> None:
-        """Run ``mail`` from the task's mailbox at its next turn."""
-
 
 class _TimerQueue:
     """A min-heap of timers with set semantics and lazy deletion."""
@@ -171,9 +168,10 @@ class InternalTimerService:
         for a time <= ``watermark`` fire too.
 
         In a task (an output is given) the firing stops after one mailbox slice, or when the
-        output is full, and goes on in a later mail; meanwhile the task takes no input (Flink's
-        interruptible timers, FLIP-443, without records in between), so nothing overtakes the
-        watermark, while mails, barriers and triggers still get their turn. ``after_slice``
+        output is full, and goes on at a later turn of the mailbox (deferred work); meanwhile
+        the task takes no input (Flink's interruptible timers, FLIP-443, without records in
+        between), so nothing overtakes the watermark, while mails, barriers and triggers still
+        get their turn. ``after_slice``
         runs after each slice (the operator emits what it buffered). Returns True if
         everything (``then`` included) ran in this call.
         """
@@ -204,10 +202,9 @@ class InternalTimerService:
                     output.release_input()
                     self._fire_event_timers(watermark, then, after_slice)
 
-                if available:
-                    output.post(resume)
-                else:
-                    output.when_output_available(resume)
+                # deferred work, not a mail: at the end of the data the task runs it before
+                # the operators finish (the MAX watermark's timers all fire first)
+                output.when_output_available(resume)
                 return False
         if after_slice is not None:
             after_slice()
