@@ -12,14 +12,19 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import EnvFactory
 
 from undertow.common import WatermarkStrategy
+from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.number_seq import NumberSequenceSource
+
+#: The ``make_env`` fixture of tests/e2e/conftest.py (named here, not imported: the file then
+#: runs with bare ``pytest``, without the repository root on ``sys.path``).
+EnvFactory = Callable[..., StreamExecutionEnvironment]
 
 CHECKPOINTS, DEADLINE_S = 5, 60.0
 

@@ -71,6 +71,7 @@ class StreamInputProcessor:
         debloated: bool,
         loop_call_later: Callable[[float, Callable[[], None]], object],
         wake: Callable[[], None],
+        input_held: Callable[[], bool] = lambda: False,
     ) -> None:
         self.gates = list(gates)
         self.head = head
@@ -87,6 +88,8 @@ class StreamInputProcessor:
         self._debloated = debloated
         self._call_later = loop_call_later
         self._wake = wake
+        #: An operator holds the input (a watermark's timers still fire): take nothing more.
+        self.input_held = input_held
         #: A head with bounded room for input (async I/O: capacity): chunks are cut to its
         #: room, and no input is taken while it has none.
         self.head_room: Callable[[], int] | None = getattr(head, "input_room", None)
@@ -206,8 +209,8 @@ class StreamInputProcessor:
                         self._current = current
                     else:
                         events.on_event(gate, channel, payload)
-                        if self.end_of_input or not output_available():
-                            break  # a watermark's timers may have filled the output
+                        if self.end_of_input or not output_available() or self.input_held():
+                            break  # a watermark's timers filled the output, or go on later
                         continue
             gate, values, stamps, pos = (
                 current.gate,
@@ -317,7 +320,7 @@ class StreamInputProcessor:
             if budget is not None:
                 budget.end(emitted)
             self._adapt_chunk(emitted, t1 - t0, slice_s)
-            if t1 >= deadline or not self.output_available():
+            if t1 >= deadline or not self.output_available() or self.input_held():
                 break
         self.after_slice()
 

@@ -105,9 +105,10 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
             self.output.collect_batch(out, stamps)
 
     def process_watermark(self, watermark: int) -> None:
+        """Fire the due event-time timers (in mailbox slices, see the timers), then forward."""
         self.current_watermark = watermark
-        self.internal_timers.advance_watermark(watermark)
-        self.output.emit_watermark(watermark)
+        output = self.output
+        self.internal_timers.advance_watermark(watermark, lambda: output.emit_watermark(watermark))
 
     def _timer_context(self, timer: InternalTimer, domain: TimeDomain) -> Any:
         ctx = self._kctx

@@ -7,7 +7,10 @@ phase of the task (process input, then wait to close), each until its ``done`` s
 
 Invariant (Flink's rule, ARCHITECTURE.md §2): the default action runs only while every
 output can take another buffer; a task that cannot emit waits, counted as backpressured,
-while mails still run. Mails run in posting order, before the next slice.
+while mails still run. Mails run in posting order; those queued when a turn starts run before
+its slice, a mail posted by a mail at the next turn (so work a mail continues in slices, such as
+a snapshot's pickling, never holds the loop longer than one slice). While the input is held
+(:meth:`MailboxLoop.hold_input`: a watermark's timers go on in mails) no slice runs.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class MailboxLoop:
         #: Work that waits for the output to become available (deferred timer bursts).
         self._when_available: deque[Callable[[], None]] = deque()
         self._ignore_availability = False
+        #: Holds on the input (a watermark's event-time timers go on in later mails).
+        self._input_holds = 0
 
     # -- mails -----------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -69,8 +74,12 @@ class MailboxLoop:
         self._wake.set()
 
     def run_mails(self) -> None:
+        """Run the mails queued now, in posting order (Flink's mailbox batch). A mail posted
+        meanwhile, by one of them (work continued in slices) or by a callback, waits for the
+        next turn: one slice of the default action and one event-loop turn (network I/O,
+        other subtasks, barriers) come first."""
         mailbox = self.mailbox
-        while mailbox:
+        for _ in range(len(mailbox)):
             mailbox.popleft()()
 
     def check_cancelled(self) -> None:
@@ -112,16 +121,18 @@ class MailboxLoop:
                 raise TaskCancelled(f"{self.name} was cancelled")
             if done():
                 return
-            if ready() and output_available():
+            held = self._input_holds > 0
+            if not held and ready() and output_available():
                 action()
                 await asyncio.sleep(0)
                 continue
             wake.clear()
-            if self.mailbox or self.cancelled:
+            if self.mailbox or self.cancelled or (self._when_available and output_available()):
+                await asyncio.sleep(0)  # work posted by work: the event loop turns first
                 continue
             # Flink's rule: a task that cannot emit is backpressured, whatever its input does
             output = output_available()
-            if output and ready():
+            if output and not held and ready():
                 continue
             accounting.start_wait(backpressured=not output)
             try:
@@ -147,17 +158,32 @@ class MailboxLoop:
         self._when_available.append(action)
         self._wake.set()
 
+    def hold_input(self) -> None:
+        """Run no slice of the default action until :meth:`release_input` (holds nest)."""
+        self._input_holds += 1
+
+    def release_input(self) -> None:
+        self._input_holds -= 1
+        self._wake.set()
+
+    def input_held(self) -> bool:
+        return self._input_holds > 0
+
     def slice_deadline(self) -> float:
         """When work started now (a burst of timers) should yield: one slice from now."""
         now = time.perf_counter()
         return now + self.pace.slice_s(now)
 
     def run_when_available(self, ignore_availability: bool = False) -> None:
-        """Run deferred work while the output is available (all of it if ``ignore_...``)."""
+        """Run the deferred work queued now while the output is available (work it defers
+        again waits for the next turn, as mails do); with ``ignore_availability`` (the data
+        ended: due timers fire before ``finish()``) all of it, also what it defers again."""
         pending = self._when_available
         self._ignore_availability = ignore_availability
         try:
-            while pending and (ignore_availability or self.output_available()):
+            batch = len(pending)
+            while pending and (ignore_availability or (batch > 0 and self.output_available())):
+                batch -= 1
                 pending.popleft()()
         finally:
             self._ignore_availability = False

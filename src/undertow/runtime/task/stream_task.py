@@ -161,6 +161,7 @@ class StreamTask:
             budget=self.budget, pace=self.pace, output_available=self.mailbox.output_available,
             buffer_timeout_ms=self.buffer_timeout_ms, debloated=self._debloat is not None,
             loop_call_later=loop.call_later, wake=self.mailbox.wake,
+            input_held=self.mailbox.input_held,
         )  # fmt: skip
         for gate in self.gates:
             gate.set_listener(self.mailbox.wake)
@@ -325,6 +326,8 @@ class StreamTask:
     def _is_end_of_data(self) -> bool:
         """Input ended (and, with drain, an async head's queue is empty: Flink's
         ``AsyncWaitOperator`` waits for its requests before finishing)."""
+        if self.mailbox.input_held():  # the timers of a watermark (the MAX one, too) go on
+            return False
         pending = self._head_pending
         if pending is not None and self.drains() and pending():
             return False

@@ -8,6 +8,8 @@ Threading: used only from the owning task's loop thread. Processing-time callbac
 mails through the operator's :class:`~undertow.runtime.task.time_service.ProcessingTimeService`.
 
 Cost: register/delete O(log n) (heap plus a set; deletions are lazy), firing O(log n) per timer.
+Bursts (timers due together) fire in mailbox slices, processing-time ones and the event-time
+ones of one watermark alike (the task holds its input while the latter go on).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -55,6 +57,13 @@ class OutputAvailability(Protocol):
 
     def slice_deadline(self) -> float:
         """The ``time.perf_counter()`` value at which work started now should yield."""
+
+    def hold_input(self) -> None:
+        """Take no input (records, events) until :meth:`release_input`: a watermark's timers
+        are still firing. Holds nest; mails still run."""
+
+    def release_input(self) -> None:
+        """Undo one :meth:`hold_input`."""
 
 
 class _TimerQueue:
@@ -150,16 +159,58 @@ class InternalTimerService:
         self._processing.remove(time, self._backend.get_current_key(), namespace)
 
     # firing --------------------------------------------------------------------------------
-    def advance_watermark(self, watermark: int) -> None:
-        """Fire every event-time timer with timestamp <= ``watermark``, earliest first.
+    def advance_watermark(
+        self, watermark: int, then: Callable[[], None] | None = None,
+        after_slice: Callable[[], None] | None = None,
+    ) -> bool:  # fmt: skip
+        """Fire every event-time timer with timestamp <= ``watermark``, earliest first, then
+        call ``then`` (the operator forwards the watermark). Timers registered by a callback
+        for a time <= ``watermark`` fire too.
 
-        Timers registered by a callback for a time <= ``watermark`` fire in the same call.
+        In a task (an output is given) the firing stops after one mailbox slice, or when the
+        output is full, and goes on at a later turn of the mailbox (deferred work); meanwhile
+        the task takes no input (Flink's interruptible timers, FLIP-443, without records in
+        between), so nothing overtakes the watermark, while mails, barriers and triggers still
+        get their turn. ``after_slice``
+        runs after each slice (the operator emits what it buffered). Returns True if
+        everything (``then`` included) ran in this call.
         """
         self.current_watermark = watermark
+        return self._fire_event_timers(watermark, then, after_slice)
+
+    def _fire_event_timers(self, watermark: int, then: Callable[[], None] | None,
+                           after_slice: Callable[[], None] | None) -> bool:  # fmt: skip
         backend, on_event_time, queue = self._backend, self._triggerable.on_event_time, self._event
+        output = self._output
+        deadline = output.slice_deadline() if output is not None else 0.0
+        clock = perf_counter
         while (timer := queue.pop_due(watermark)) is not None:
             backend.set_current_key(timer.key)
             on_event_time(timer)
+            if output is None:
+                continue
+            available = output.is_output_available()
+            if available and clock() < deadline:
+                continue
+            nxt = queue.peek_timestamp()
+            if nxt is not None and nxt <= watermark:
+                if after_slice is not None:
+                    after_slice()
+                output.hold_input()
+
+                def resume() -> None:
+                    output.release_input()
+                    self._fire_event_timers(watermark, then, after_slice)
+
+                # deferred work, not a mail: at the end of the data the task runs it before
+                # the operators finish (the MAX watermark's timers all fire first)
+                output.when_output_available(resume)
+                return False
+        if after_slice is not None:
+            after_slice()
+        if then is not None:
+            then()
+        return True
 
     def _schedule(self, time: int) -> None:
         if self._scheduled is not None:

@@ -177,10 +177,15 @@ class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
         self._run(self.call2, values, timestamps, self.broadcast)
 
     def process_watermark(self, watermark: int) -> None:
+        """Fire the due event-time timers (in mailbox slices, see the timers), then forward."""
         self.current_watermark = watermark
+        output = self.output
         if self.internal_timers is not None:
-            self.internal_timers.advance_watermark(watermark)
-        self.output.emit_watermark(watermark)
+            self.internal_timers.advance_watermark(
+                watermark, lambda: output.emit_watermark(watermark)
+            )
+        else:
+            output.emit_watermark(watermark)
 
     def _timer_context(self, timer: InternalTimer, domain: TimeDomain) -> Any:
         ctx = self._ctx

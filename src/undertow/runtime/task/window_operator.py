@@ -8,13 +8,16 @@ task's loop thread; the operator takes no locks.
 
 Invariants: a window with state has a cleanup timer (unless it never ends); after the cleanup
 timer of a window fired, no state of that (key, window) remains; a record is added to a pane
-only if that window was not late when the record arrived.
+only if that window was not late when the record arrived. Windows equal to each other are
+one instance in state and timers (non-merging assigners): a snapshot pickles it once per key
+group, not once per key.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -67,6 +70,9 @@ __all__ = [
 NUM_LATE_RECORDS_DROPPED = "num_late_records_dropped"
 _MERGING_SETS_STATE_NAME = "merging-window-set"
 _TIMER_SERVICE_NAME = "window-timers"
+#: Distinct windows remembered for sharing before the memo starts again (sliding windows
+#: with many panes, or windows that end far apart, only share less).
+_CANONICAL_WINDOWS = 1024
 _CONTINUE, _FIRE = TriggerResult.CONTINUE, TriggerResult.FIRE
 _PURGE, _FIRE_AND_PURGE = TriggerResult.PURGE, TriggerResult.FIRE_AND_PURGE
 
@@ -257,6 +263,8 @@ class WindowOperator(OneInputStreamOperator):
         self._out_timestamps: list[Any] = []
         self._buffering = False
         self._opened = False
+        #: The instance in use for each live window (non-merging assigners; bounded).
+        self._canonical: dict[Any, Any] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -328,13 +336,14 @@ class WindowOperator(OneInputStreamOperator):
         self._flush()
 
     def process_watermark(self, watermark: int) -> None:
+        """Fire the windows the watermark completes, in mailbox slices (see the timers); each
+        slice's results go out as one batch, and the watermark after the last of them."""
         self._buffering = True
         try:
-            self._timers.advance_watermark(watermark)
+            self._timers.advance_watermark(watermark, functools.partial(
+                self.output.emit_watermark, watermark), self._flush)  # fmt: skip
         finally:
             self._buffering = False
-        self._flush()
-        self.output.emit_watermark(watermark)
 
     def _process_element(self, key: Any, value: Any, timestamp: int) -> None:
         windows: Collection[Any] = self._assigner.assign_windows(
@@ -349,6 +358,7 @@ class WindowOperator(OneInputStreamOperator):
         event_time = self._is_event_time
         skipped = True
         merging_set = self._merging_window_set() if self._merging else None
+        canonical = self._canonical
         for window in windows:
             if merging_set is not None:
                 actual = merging_set.add_window(window, self._merge)
@@ -362,8 +372,13 @@ class WindowOperator(OneInputStreamOperator):
                         f"window operator {self.name!r}: window {actual!r} is not in flight"
                     )
             else:
-                actual = state_window = window
-                cleanup = cleanup_time(window)
+                # one instance per distinct window: state and timers of all keys then share
+                # it, and a snapshot pickles it once per key group, not once per key
+                actual = canonical.get(window)
+                if actual is None:
+                    actual = self._share(window)
+                state_window = actual
+                cleanup = cleanup_time(actual)
                 if event_time and cleanup <= watermark:
                     continue
             skipped = False
@@ -392,6 +407,14 @@ class WindowOperator(OneInputStreamOperator):
                 self.output.collect_side(self._late_tag_id, value, timestamp)
             else:
                 self.ctx.accumulators[NUM_LATE_RECORDS_DROPPED] += 1
+
+    def _share(self, window: Any) -> Any:
+        """Remember ``window`` as the instance to use for windows equal to it."""
+        canonical = self._canonical
+        if len(canonical) >= _CANONICAL_WINDOWS:
+            canonical.clear()
+        canonical[window] = window
+        return window
 
     # --- merging -----------------------------------------------------------------------------
 
