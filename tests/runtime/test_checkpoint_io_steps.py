@@ -164,3 +164,30 @@ def test_a_large_channel_state_file_adds_one_hash_per_region(tmp_path: Path) -> 
     not hash megabytes): one call per region, still not per chunk or per byte."""
     calls = channel_state_file_calls(tmp_path, 2 * LOOP_LAYOUT_LIMIT + 2)
     assert calls == ["sha256", "sha256", *ONE_FILE, "send"]
+
+
+def test_a_layout_that_fails_on_the_loop_fails_the_members_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop-side layout fails like a write would: each member's result names its subtask,
+    the checkpoint and the file; the caller (a task finishing its input) is not hit."""
+    from undertow.runtime.checkpoint import channel_state_files
+    from undertow.runtime.checkpoint.failure import CheckpointException
+
+    def broken(checkpoint_id: int, contributions: Any) -> Any:
+        raise MemoryError(f"no room for checkpoint {checkpoint_id}")
+
+    monkeypatch.setattr(channel_state_files, "lay_out", broken)
+    storage = CheckpointStorage(str(tmp_path), "job")
+
+    async def body() -> None:
+        writer = ChannelStateFileWriter(storage.write_file, 5, 0, executor=IOPool(1))
+        member = writer.register("map-0")
+        member.start(9)
+        member.add_input(9, (0, 0), b"x" * 5000)
+        member.finish_input(9)
+        member.finish_output(9)
+        with pytest.raises(CheckpointException, match=r"'map-0', checkpoint 9 \(file channel"):
+            await member.result(9)
+
+    asyncio.run(body())

@@ -14,7 +14,9 @@ import posixpath
 
 #: Flags of a local checkpoint file: ``O_DSYNC`` makes each ``write`` return only once its
 #: data (and the size needed to read it back) is on stable storage, as ``fdatasync`` would.
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+_WRITE_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
 _DSYNC = getattr(os, "O_DSYNC", 0)
 
 

@@ -363,8 +363,13 @@ class ChannelStateFileWriter:
         if total <= LOOP_LAYOUT_LIMIT:
             # Laid out and hashed here: the I/O thread then only writes (docs/design.md,
             # "Checkpoint I/O beside a busy task thread")
-            layout = lay_out(checkpoint_id, contributions)
-            future = self._pool().submit(write_layout, layout, self._write_file, name)
+            try:
+                layout = lay_out(checkpoint_id, contributions)
+            except Exception as err:  # failed like a write: the members' results fail
+                future = concurrent.futures.Future()
+                future.set_exception(err)
+            else:
+                future = self._pool().submit(write_layout, layout, self._write_file, name)
         else:
             future = self._pool().submit(
                 lay_out_group, checkpoint_id, contributions, self._write_file, name
