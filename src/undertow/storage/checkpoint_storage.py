@@ -29,6 +29,7 @@ from typing import Any
 import fsspec  # type: ignore[import-untyped]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
+from undertow.storage.durable_write import write_local_file
 from undertow.storage.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
@@ -129,8 +130,9 @@ class CheckpointStorage:
     def write_file(self, checkpoint_id: int, name: str, data: bytes) -> FileHandle:
         """Write ``data`` as ``chk-<checkpoint_id>/<name>`` and return its handle.
 
-        Consistency: when this returns, the content is durable (local: the file is fsynced;
-        its directory entry is made durable by the directory fsync of :meth:`commit_metadata`)
+        Consistency: when this returns, the content is durable (local: written through
+        ``O_DSYNC``, as ``fdatasync``; its directory entry is made durable by the directory
+        fsync of :meth:`commit_metadata`)
         and readable by any process. Writing the same name again replaces the file; the
         checkpoint does not count as completed until :meth:`commit_metadata`. ``name`` is one
         path segment and must not start with ``_`` or ``.`` (reserved for the storage).
@@ -142,14 +144,11 @@ class CheckpointStorage:
         return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
 
     def _write_durably(self, path: str, data: bytes) -> None:
-        """``data`` at ``path``, on stable storage when this returns (fsync on local disks;
-        an object store's put is durable once it returns). Parent directories are created."""
+        """``data`` at ``path``, on stable storage when this returns (local disks: through
+        an ``O_DSYNC`` descriptor, :func:`.durable_write.write_local_file`; an object store's
+        put is durable once it returns). Parent directories are created."""
         if self._local:
-            os.makedirs(posixpath.dirname(path), exist_ok=True)
-            with open(path, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
+            write_local_file(path, data)
         else:
             self._fs.pipe_file(path, data)
 

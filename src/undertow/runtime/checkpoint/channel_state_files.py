@@ -33,8 +33,10 @@ from undertow.runtime.checkpoint.channel_state_format import (
     ReadRange,
     SubtaskContribution,
     WriteFile,
+    lay_out,
     lay_out_group,
     read_channel_state,
+    write_layout,
 )
 from undertow.runtime.checkpoint.channel_state_handles import ChannelId, ChannelStateHandles
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
@@ -58,6 +60,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_SUBTASKS_PER_FILE = 5
 #: Flink's ``execution.checkpointing.data-inline-threshold`` default (20 kb).
 DEFAULT_INLINE_THRESHOLD = 20 * 1024
+#: Groups up to this many bytes are laid out and hashed on the loop thread (about 1 ms of
+#: sha256); larger ones on the I/O pool, so no loop turn is longer than that.
+LOOP_LAYOUT_LIMIT = 1024 * 1024
 _RETAINED = 16  # results kept per member, oldest done ones dropped first
 _U32_MAX = 0xFFFFFFFF
 
@@ -354,9 +359,21 @@ class ChannelStateFileWriter:
             return
         name = f"channel-state-{uuid.uuid4().hex}"
         loop = asyncio.get_running_loop()
-        future = self._pool().submit(
-            lay_out_group, checkpoint_id, contributions, self._write_file, name
-        )
+        future: concurrent.futures.Future[list[ChannelStateHandles]]
+        if total <= LOOP_LAYOUT_LIMIT:
+            # Laid out and hashed here: the I/O thread then only writes (docs/design.md,
+            # "Checkpoint I/O beside a busy task thread")
+            try:
+                layout = lay_out(checkpoint_id, contributions)
+            except Exception as err:  # failed like a write: the members' results fail
+                future = concurrent.futures.Future()
+                future.set_exception(err)
+            else:
+                future = self._pool().submit(write_layout, layout, self._write_file, name)
+        else:
+            future = self._pool().submit(
+                lay_out_group, checkpoint_id, contributions, self._write_file, name
+            )
         self._writes.add(future)
         names = [m.name for m, _ in taking]
 

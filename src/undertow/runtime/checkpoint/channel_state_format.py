@@ -54,17 +54,24 @@ class SubtaskContribution:
         return sum(len(c) for side in (self.input, self.output) for cs in side.values() for c in cs)
 
 
-def lay_out_group(
-    checkpoint_id: int,
-    contributions: list[SubtaskContribution],
-    write: WriteFile | None,
-    file_name: str,
-) -> list[ChannelStateHandles]:
-    """Lay out, hash and (if ``write`` is given) write one group file; the members' handles.
+#: One region as laid out: its side, its chunks, where it starts, its length and sha256.
+_Region = tuple[ChannelStateDirection, Chunks, int, int, str]
 
-    With ``write`` ``None`` the regions are inlined instead. Handles are returned in
-    ``contributions`` order. Blocking when writing; pure otherwise.
-    """
+
+@dataclass(frozen=True, slots=True)
+class GroupLayout:
+    """A group file's bytes and its members' regions (with their digests), not yet written:
+    what :func:`lay_out` computes and :func:`write_layout` persists."""
+
+    checkpoint_id: int
+    contributions: list[SubtaskContribution]
+    data: bytes
+    regions: list[list[_Region]]
+
+
+def lay_out(checkpoint_id: int, contributions: list[SubtaskContribution]) -> GroupLayout:
+    """Lay out one group file and hash each region: CPU only, no I/O (the channel-state
+    writer runs it on the loop thread for small groups, so that the I/O thread only writes)."""
     parts: list[bytes] = [FILE_HEADER.pack(FILE_MAGIC, FILE_VERSION)]
     position = FILE_HEADER.size
     laid_out: list[list[tuple[ChannelStateDirection, Chunks, int, int]]] = []
@@ -84,13 +91,21 @@ def lay_out_group(
         laid_out.append(mine)
     data = b"".join(parts)
     # One hash call per region, not per chunk: every call on more than 2 KiB releases the GIL,
-    # and on a busy worker getting it back waits for the loop thread's switch interval.
+    # and a thread that released it waits to get it back while another one runs Python code.
     view = memoryview(data)
     regions = [
         [(d, c, start, n, hashlib.sha256(view[start : start + n]).hexdigest())
          for d, c, start, n in regions_of_one]
         for regions_of_one in laid_out
     ]  # fmt: skip
+    return GroupLayout(checkpoint_id, contributions, data, regions)
+
+
+def write_layout(layout: GroupLayout, write: WriteFile | None,
+                 file_name: str) -> list[ChannelStateHandles]:  # fmt: skip
+    """Write ``layout`` as ``file_name`` (blocking: one storage write), or inline its regions
+    when ``write`` is ``None``; the members' handles, in ``contributions`` order."""
+    checkpoint_id, data = layout.checkpoint_id, layout.data
     file = None if write is None else write(checkpoint_id, file_name, data)
     if file is not None and file.size != len(data):
         raise CheckpointStorageError(
@@ -98,7 +113,7 @@ def lay_out_group(
             f"{file.size} bytes, {len(data)} were written"
         )
     result = []
-    for contribution, placed in zip(contributions, regions):
+    for contribution, placed in zip(layout.contributions, layout.regions):
         sides: dict[ChannelStateDirection, MergedChannelStateHandle] = {}
         for direction, chunks, start, length, sha in placed:
             inline = None if file is not None else data[start : start + length]
@@ -112,6 +127,20 @@ def lay_out_group(
             )
         )
     return result
+
+
+def lay_out_group(
+    checkpoint_id: int,
+    contributions: list[SubtaskContribution],
+    write: WriteFile | None,
+    file_name: str,
+) -> list[ChannelStateHandles]:
+    """Lay out, hash and (if ``write`` is given) write one group file; the members' handles.
+
+    With ``write`` ``None`` the regions are inlined instead. Handles are returned in
+    ``contributions`` order. Blocking when writing; pure otherwise.
+    """
+    return write_layout(lay_out(checkpoint_id, contributions), write, file_name)
 
 
 def read_channel_state(

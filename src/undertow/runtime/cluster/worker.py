@@ -26,7 +26,6 @@ import sys
 import time
 import traceback
 from collections import defaultdict, deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +48,7 @@ from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.cluster.control import ControlConnection
+from undertow.runtime.cluster.io_pool import IOPool
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
 from undertow.runtime.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -165,7 +165,7 @@ class Worker:
         self.ctrl: ControlConnection | None = None
         self._failed = False
         self.storage: CheckpointStorage | None = None
-        self.io_pool: ThreadPoolExecutor | None = None
+        self.io_pool: IOPool | None = None
         self.channel_state_files: ChannelStateFileWriter | None = None
         self.channel_state_writers: dict[tuple[int, int], SubtaskChannelStateWriter] = {}
         #: The slice length of this worker's tasks (short while a checkpoint passes).
@@ -258,9 +258,8 @@ class Worker:
         checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
         if checkpoint_dir:
             self.storage = CheckpointStorage(checkpoint_dir, deploy.job_id)
-            self.io_pool = ThreadPoolExecutor(
-                2, thread_name_prefix=f"undertow-io-{self.worker_index}"
-            )
+            # Checkpoint writes and restore reads; jobs in flight lower the switch interval
+            self.io_pool = IOPool(2, thread_name_prefix=f"undertow-io-{self.worker_index}")
         checkpointing = CheckpointSettings.of(self.config)
         if self.storage is not None and checkpointing.writes_channel_state:
             self.channel_state_files = ChannelStateFileWriter(
