@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from undertow.core.config import Configuration
-from undertow.core.errors import UndertowError
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import RestoreError, UndertowError
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.core.units import human_bytes
 from undertow.graph.job_graph import JobGraph
@@ -76,7 +76,12 @@ from undertow.runtime.checkpoint.pending_checkpoint import (
     PendingCheckpoint,
 )
 from undertow.runtime.checkpoint.restore_plan import RestorePlan, plan_restore, present
-from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
+from undertow.runtime.checkpoint.savepoint import (
+    SavepointRequest,
+    refuse_restore,
+    refuse_savepoint,
+    savepoint_properties,
+)
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.shared_files import SharedFiles
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
@@ -434,6 +439,7 @@ class CheckpointCoordinator:
         """A savepoint's barrier options: aligned as in Flink, or unaligned when asked
         (beyond Flink: the in-flight data becomes the savepoint's channel state)."""
         options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
+        options = replace(options, savepoint_format=savepoint.format_type)
         return options.as_unaligned() if savepoint.unaligned else options
 
     def _prefetch_key(self) -> None:
@@ -625,7 +631,7 @@ class CheckpointCoordinator:
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
                 completion_timestamp=now, is_savepoint=savepoint is not None, vertices=vertices,
                 coordinators=coordinators,
-                properties=checkpoint_properties(pending.acknowledged_metrics.values()),
+                properties=self._properties(pending),
                 shared_files=shared_of(states.values()),
             )  # fmt: skip
             payload = encode_metadata(
@@ -686,6 +692,17 @@ class CheckpointCoordinator:
         self.console(line)
         self.gateway.notify_complete(cid)
         self._decide()
+
+    def _properties(
+        self, pending: PendingCheckpoint[SubtaskStateHandle, PendingProps]
+    ) -> dict[str, str]:
+        """What ``_metadata`` records of how the checkpoint went; a savepoint adds its format
+        and the job's state backend (checked when a job restores it)."""
+        properties = checkpoint_properties(pending.acknowledged_metrics.values())
+        if pending.props.savepoint is not None:
+            backend = self.config.get(Options.STATE_BACKEND)
+            properties.update(savepoint_properties(pending.props.savepoint, backend))
+        return properties
 
     def _savepoint_complete(self, cid: int, request: SavepointRequest, pointer: str,
                             duration_ms: int) -> None:  # fmt: skip
@@ -847,6 +864,9 @@ class CheckpointCoordinator:
             raise CorruptCheckpointError(
                 f"{err}; {hint}", checkpoint=err.checkpoint, path=err.path
             ) from err
+        refused = refuse_restore(meta.properties, path, self.config.get(Options.STATE_BACKEND))
+        if refused is not None:
+            raise RestoreError(f"job {self.job_id}: {refused}")
         plan = plan_restore(self.graph, meta, storage, self.config)
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 
