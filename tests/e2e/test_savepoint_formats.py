@@ -27,11 +27,13 @@ import json
 import os
 import shutil
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from undertow.cli.main import main
 from undertow.common import SavepointFormatType, WatermarkStrategy
 from undertow.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend, JobStatus
 from undertow.datastream.connectors import (
@@ -41,6 +43,7 @@ from undertow.datastream.connectors import (
     SinkWriter,
     SinkWriterContext,
 )
+from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
@@ -89,10 +92,11 @@ def take_savepoint(
     env.set_state_backend(_backend(backend, tmp_path))
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async(f"on {backend}")
+    storage = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
     deadline = time.monotonic() + TIMEOUT_S
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.6)  # state and a few (incremental) checkpoints first
+    while max(storage.completed_checkpoint_ids(), default=0) < 3:  # state, (incremental) files
+        assert time.monotonic() < deadline, "no third checkpoint"
+        time.sleep(0.02)
     pointer = client.stop_with_savepoint(str(tmp_path / "sp"), None, format_type)
     savepoint = Path(pointer.result(timeout=TIMEOUT_S))
     client.get_job_execution_result(timeout=TIMEOUT_S)
@@ -192,14 +196,32 @@ def test_restore_matrix(
                 assert not copy.exists(), f"{case}: the claimed savepoint is deleted once subsumed"
 
 
-@pytest.mark.parametrize("target", ["local"])
-def test_native_savepoint_in_worker_processes(
-    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def scenario_native_resume(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], parallelism: int = 2
 ) -> None:
-    """The NATIVE RocksDB round trip with workers as processes."""
+    """A NATIVE RocksDB savepoint resumes a job on RocksDB at ``parallelism`` (2: the DBs
+    are opened in place; 3: through key-group ranges), exactly once with the restore
+    evidenced; the savepoint is untouched (NO_CLAIM)."""
     savepoint = take_savepoint(make_env, tmp_path, "rocksdb", SavepointFormatType.NATIVE)
     check_format(savepoint, "rocksdb", SavepointFormatType.NATIVE)
-    resume(make_env, tmp_path, savepoint, "rocksdb", "NO_CLAIM", 2, capsys)
+    before = contents(savepoint)
+    resume(make_env, tmp_path, savepoint, "rocksdb", "NO_CLAIM", parallelism, capsys)
+    assert contents(savepoint) == before
+
+
+def scenario_native_rescale(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_native_resume(make_env, tmp_path, capsys, parallelism=3)
+
+
+@pytest.mark.parametrize("target", ["local"])
+@pytest.mark.parametrize("parallelism", [2, 3], ids=["in-place", "rescaled"])
+def test_native_savepoint_in_worker_processes(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], parallelism: int
+) -> None:
+    """The NATIVE RocksDB round trip with workers as processes."""
+    scenario_native_resume(make_env, tmp_path, capsys, parallelism)
 
 
 class _CountingWriter(SinkWriter):
@@ -269,3 +291,39 @@ def test_an_intermediate_savepoint_commits_no_side_effects(
     assert committed and sorted(committed) == list(range(len(committed))), (
         "the stop's savepoint commits each record prepared up to it, once"
     )
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_undertow_savepoint_and_stop_take_flinks_type_option(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``undertow savepoint URL DIR --type native`` then ``undertow stop URL -p DIR -t
+    canonical`` on a RocksDB job: the first savepoint holds SST files (REST shows its
+    ``savepointFormat``), the second none; another value is refused by the parser."""
+    env = make_env(parallelism=2, config=_config(tmp_path))
+    env.set_state_backend(_backend("rocksdb", tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY * 10, records_per_second=THROTTLED))
+    client = env.execute_async("cli")
+    try:
+        storage = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
+        deadline = time.monotonic() + TIMEOUT_S
+        while max(storage.completed_checkpoint_ids(), default=0) < 3:
+            assert time.monotonic() < deadline, "no third checkpoint"
+            time.sleep(0.02)
+        url = client.get_rest_address()
+        assert url is not None
+        with pytest.raises(SystemExit):
+            main(["savepoint", url, str(tmp_path / "sp"), "--type", "binary"])
+        assert "invalid choice: 'binary'" in capsys.readouterr().err
+        assert main(["savepoint", url, str(tmp_path / "native"), "--type", "NATIVE"]) == 0
+        with urllib.request.urlopen(f"{url}/jobs/{client.get_job_id()}/checkpoints") as answer:
+            latest = json.loads(answer.read())["latest"]["savepoint"]
+        assert (latest["is_savepoint"], latest["savepointFormat"]) == (True, "NATIVE"), latest
+        assert main(["stop", url, "-p", str(tmp_path / "canonical"), "-t", "canonical"]) == 0
+        client.get_job_execution_result(timeout=TIMEOUT_S)
+    finally:
+        client.cancel()
+    [native] = (tmp_path / "native").iterdir()
+    [canonical] = (tmp_path / "canonical").iterdir()
+    check_format(native, "rocksdb", SavepointFormatType.NATIVE)
+    check_format(canonical, "rocksdb", SavepointFormatType.CANONICAL)

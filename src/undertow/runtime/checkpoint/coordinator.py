@@ -426,7 +426,9 @@ class CheckpointCoordinator:
             cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
-        self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None))
+        savepoint_format = None if savepoint is None else savepoint.format_type.name
+        self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None,
+                                savepoint_format))  # fmt: skip
         self._timeouts[cid] = self.clock.call_later(self.timeout_ms / 1000.0, self._expire, cid)
         sources = {v.id for v in self.graph.vertices if v.is_source}
         for vertex_id, subtask in sorted(plan.trigger):
