@@ -845,7 +845,12 @@ class CheckpointCoordinator:
         (:meth:`claim_restored`); the plan and the claim mode applied."""
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(None, self.restore_from_path, path)
-        return plan, self.claim_restored(plan)
+        adopted: list[str] = []
+        if self.settings.claim_mode is RecoveryClaimMode.CLAIM and plan.metadata.shared_files:
+            adopted = await loop.run_in_executor(
+                None, self.shared_files.adopt, plan.pointer, plan.metadata.shared_files
+            )
+        return plan, self.claim_restored(plan, adopted)
 
     def restore_from_path(self, path: str) -> RestorePlan:
         """``execution.state-recovery.path``: a retained checkpoint or savepoint of any job,
@@ -872,9 +877,12 @@ class CheckpointCoordinator:
         plan = plan_restore(self.graph, meta, storage, self.config)
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 
-    def claim_restored(self, plan: RestorePlan) -> RecoveryClaimMode:
+    def claim_restored(
+        self, plan: RestorePlan, adopted: list[str] | None = None
+    ) -> RecoveryClaimMode:
         """The job starts from ``plan`` (:meth:`restore_from_path`): apply
         ``execution.state-recovery.claim-mode`` (see :mod:`.claim_mode`); returns the mode.
+        ``adopted``: the claimed snapshot's shared files linked into this job's ``shared/``.
         Only on the JobMaster's loop, before the first attempt."""
         mode = self.settings.claim_mode
         meta = plan.metadata
@@ -885,13 +893,16 @@ class CheckpointCoordinator:
         )  # fmt: skip
         decision = decide_claim(mode, snapshot, self.next_id)
         self.next_id = decision.next_checkpoint_id
-        # Shared files of another job's directory cannot be referenced from this job's
-        # checkpoints: the first checkpoint is full in CLAIM too (the claimed files are deleted
-        # once it subsumes the snapshot).
-        self.force_full_snapshot = decision.force_full_snapshot or bool(meta.shared_files)
+        # Handles name shared files relative to the job directory: the first checkpoint may
+        # reuse the snapshot's files only once CLAIM adopted them into this job's shared/
+        # (:meth:`restore`); else it is full (the claimed files go once it subsumes them).
+        self.force_full_snapshot = decision.force_full_snapshot or (
+            bool(meta.shared_files) and not adopted
+        )
         if decision.retain is not None:
             self.metadata[meta.checkpoint_id] = meta
-            self.shared_files.restored(meta.checkpoint_id, plan.pointer, meta.shared_files, mode)
+            self.shared_files.restored(meta.checkpoint_id, plan.pointer, meta.shared_files, mode,
+                                       adopted or ())  # fmt: skip
             self._claimed = (meta.checkpoint_id, plan)
             for subsumed in self.store.add(decision.retain):  # an empty store: nothing
                 self.metadata.pop(subsumed.checkpoint_id, None)
