@@ -17,12 +17,8 @@ after its third checkpoint:
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -41,39 +37,6 @@ from .test_incremental_checkpoints import (
     _retained_incremental_checkpoint,
     _wait_for,
 )
-
-
-class HistoryWatcher:
-    """Polls ``/jobs/:id/checkpoints`` every 20 ms; keeps each completed checkpoint's
-    (``checkpointed_size``, ``state_size``) by id."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.completed: dict[int, tuple[int, int]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        job_id = self.client.get_job_id()
-        while not self._stop.wait(0.02):
-            address = self.client.get_rest_address()
-            if address is None:
-                continue
-            try:
-                with urllib.request.urlopen(f"{address}/jobs/{job_id}/checkpoints", timeout=2) as r:
-                    history = json.loads(r.read())["history"]
-            except (OSError, ValueError):
-                continue
-            for entry in history:
-                if entry["status"] == "COMPLETED" and not entry["is_savepoint"]:
-                    sizes = (int(entry["checkpointed_size"]), int(entry["state_size"]))
-                    self.completed[int(entry["id"])] = sizes
-
-    def stop(self) -> dict[int, tuple[int, int]]:
-        self._stop.set()
-        self._thread.join(5)
-        return self.completed
 
 
 def scenario_claim_reuses(
@@ -95,7 +58,7 @@ def scenario_claim_reuses(
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
     build_pipeline(env, source, failing_map=failing, evidence_dir=tmp_path / "evidence")
     client = env.execute_async("resumed in CLAIM")
-    rest, history = RestWatcher(client), HistoryWatcher(client)
+    rest = RestWatcher(client)
     new_shared = tmp_path / "checkpoints" / client.get_job_id() / "shared"
     try:
         adopted: set[str] = set()
@@ -114,9 +77,9 @@ def scenario_claim_reuses(
         assert not snapshot.exists() and list(old_shared.iterdir()) == []
         result = client.get_job_execution_result(timeout=TIMEOUT_S)
     finally:
-        sizes = history.stop()
         rest_ids = rest.stop()
         client.cancel()
+    sizes = rest.completed_sizes
 
     first = min(cid for cid in sizes if cid > int(snapshot.name.rsplit("-", 1)[1]))
     checkpointed, state = sizes[first]

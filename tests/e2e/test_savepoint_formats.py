@@ -113,6 +113,20 @@ def _copy(savepoint: Path, where: Path) -> Path:
     return target
 
 
+def _start_from(
+    make_env: EnvFactory, tmp_path: Path, savepoint: Path, backend: str, mode: str,
+    parallelism: int,
+) -> Any:  # fmt: skip
+    """A job on ``backend`` at ``parallelism``, started from ``savepoint`` in claim ``mode``."""
+    env = make_env(parallelism=parallelism, config=_config(tmp_path, **{
+        "execution.state-recovery.path": str(savepoint),
+        "execution.state-recovery.claim-mode": mode,
+    }))  # fmt: skip
+    env.set_state_backend(_backend(backend, tmp_path))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    return env.execute_async(f"from a savepoint on {backend}, {mode}")
+
+
 def resume(
     make_env: EnvFactory, tmp_path: Path, savepoint: Path, backend: str, mode: str,
     parallelism: int, capsys: pytest.CaptureFixture[str],
@@ -120,13 +134,7 @@ def resume(
     """A second job on ``backend`` resumes from ``savepoint`` in claim ``mode``; the oracle
     over both jobs, with the restore evidenced."""
     capsys.readouterr()
-    env = make_env(parallelism=parallelism, config=_config(tmp_path, **{
-        "execution.state-recovery.path": str(savepoint),
-        "execution.state-recovery.claim-mode": mode,
-    }))  # fmt: skip
-    env.set_state_backend(_backend(backend, tmp_path))
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
-    client = env.execute_async(f"resumed on {backend}, {mode}")
+    client = _start_from(make_env, tmp_path, savepoint, backend, mode, parallelism)
     watcher = RestWatcher(client)
     try:
         result = client.get_job_execution_result(timeout=TIMEOUT_S)
@@ -143,13 +151,7 @@ def resume(
 
 def refused(make_env: EnvFactory, tmp_path: Path, savepoint: Path, backend: str, mode: str) -> str:
     """Start a job on ``backend`` from ``savepoint``; the failure's text (it must fail)."""
-    env = make_env(parallelism=2, config=_config(tmp_path, **{
-        "execution.state-recovery.path": str(savepoint),
-        "execution.state-recovery.claim-mode": mode,
-    }))  # fmt: skip
-    env.set_state_backend(_backend(backend, tmp_path))
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
-    client = env.execute_async(f"refused on {backend}")
+    client = _start_from(make_env, tmp_path, savepoint, backend, mode, 2)
     with pytest.raises(Exception) as caught:
         client.get_job_execution_result(timeout=TIMEOUT_S)
     return str(caught.value)
