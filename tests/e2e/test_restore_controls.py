@@ -21,10 +21,12 @@ from undertow.testing.oracle import no_restore
 
 from . import (
     test_claim_modes,
+    test_claim_reuse,
     test_file_sink_resume,
     test_incremental_checkpoints,
     test_oracle,
     test_recovery_path,
+    test_savepoint_formats,
     test_savepoints,
     test_unaligned_checkpoints,
     test_unaligned_savepoints,
@@ -55,6 +57,9 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "incremental-rocksdb-no-claim": test_incremental_checkpoints.scenario_no_claim,
     "incremental-rocksdb-claim": test_incremental_checkpoints.scenario_claim,
+    "incremental-rocksdb-claim-reuse": test_claim_reuse.scenario_claim_reuses,
+    "native-savepoint-resume": test_savepoint_formats.scenario_native_resume,
+    "native-savepoint-rescale": test_savepoint_formats.scenario_native_rescale,
 }
 
 #: The kill scenarios need worker processes: run on ``local``.

@@ -165,3 +165,52 @@ def test_native_checkpoint_is_never_pickled_before_upload(tmp_path: Path) -> Non
     with pytest.raises(TypeError, match="was not uploaded"):
         pickle.dumps(SubtaskSnapshot({"sum": OperatorSnapshot(keyed_native=native)}))
     backend.dispose()
+
+
+def _savepoint(
+    backend: RocksDBKeyedStateBackend, storage: CheckpointStorage, cid: int
+) -> IncrementalKeyedHandle:
+    """A NATIVE savepoint's upload, as the subtask does it (shared writer given, unused)."""
+    handle = upload(backend.native_savepoint(cid), storage.write_shared_file, storage.write_file)
+    backend.notify_checkpoint_complete(cid)  # a stop's savepoint is notified
+    return handle
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_native_savepoint_writes_every_file_into_its_own_directory(
+    tmp_path: Path, incremental: bool
+) -> None:
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    backend = _backend(tmp_path)
+    backend.incremental = incremental
+    _fill(backend, range(500), 1)
+    if incremental:
+        _checkpoint(backend, storage, 1)  # uploaded into shared/ before the savepoint
+    handle = _savepoint(backend, storage, 2)
+
+    assert any(f.local_name.endswith(".sst") for f in handle.shared)
+    paths = [f.handle.path for f in handle.shared] + [h.path for _, h in handle.private]
+    assert all(p.startswith("chk-2/") for p in paths), "self-contained: nothing in shared/"
+    assert handle.shared_handles == (), "nothing for the coordinator's registry"
+    assert all(f.created_by == 2 for f in handle.shared), "a savepoint reuses no upload"
+    after = _checkpoint(backend, storage, 3)
+    assert not {f.handle for f in handle.shared} & {f.handle for f in after.shared}, (
+        "a later checkpoint never references the savepoint's files"
+    )
+
+
+def test_restore_from_a_native_savepoint_reuses_none_of_its_files(tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    backend = _backend(tmp_path)
+    _fill(backend, range(500), 3)
+    handle = _savepoint(backend, storage, 6)
+    backend.dispose()
+
+    restored = _restore([handle], storage, tmp_path, range(MAX_P), 6)
+    assert _read(restored, range(500)) == {k: 3000 + k for k in range(500)}
+    first = _checkpoint(restored, storage, 7)
+    assert first.shared and all(f.created_by == 7 for f in first.shared), (
+        "the first checkpoint after it uploads its own SST files into shared/"
+    )
+    assert all(f.in_shared_dir for f in first.shared)
+    restored.dispose()

@@ -101,11 +101,12 @@ def cancel(
 def savepoint(
     job: str, directory: str | None, rest_address: str = DEFAULT_REST_ADDRESS,
     timeout_s: float = 600.0, out: TextIO | None = None, *, unaligned: bool = False,
+    format_type: str = "canonical",
 ) -> int:  # fmt: skip
     """``undertow savepoint``: take a savepoint of the running job (``unaligned``: with
-    unaligned barriers)."""
+    unaligned barriers; ``format_type``: ``canonical`` or ``native``, Flink's ``--type``)."""
     out = sys.stdout if out is None else out
-    body: dict[str, Any] = {"cancel-job": False}
+    body: dict[str, Any] = {"cancel-job": False, "formatType": format_type.upper()}
     if unaligned:
         body["unaligned"] = True
     if directory:

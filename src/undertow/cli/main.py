@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="send MAX_WATERMARK first: event-time timers fire, operators finish",
     )
     stopping.add_argument("--unaligned", "-u", action="store_true", help=_UNALIGNED_HELP)
+    _add_format_type(stopping)
     stopping.add_argument(
         "--rest-address",
         default=stop.DEFAULT_REST_ADDRESS,
@@ -89,6 +90,20 @@ _UNALIGNED_HELP = (
 )
 
 
+def _add_format_type(verb: Any) -> None:
+    """Flink's ``--type canonical|native`` (``-t``) of ``flink stop`` and ``flink savepoint``."""
+    verb.add_argument(
+        "--type",
+        "-t",
+        dest="format_type",
+        type=str.lower,
+        choices=("canonical", "native"),
+        default="canonical",
+        help="savepoint format: canonical (any state backend restores it; default) or native "
+        "(the backend's own files: faster, restores only into the same backend)",
+    )
+
+
 def _add_job_verbs(sub: Any) -> None:
     """``list``, ``cancel`` and ``savepoint`` (see :mod:`undertow.cli.jobs`)."""
     listing = sub.add_parser("list", help="list the jobs of a REST address")
@@ -110,6 +125,7 @@ def _add_job_verbs(sub: Any) -> None:
         "execution.checkpointing.savepoint-dir)",
     )
     saving.add_argument("--unaligned", "-u", action="store_true", help=_UNALIGNED_HELP)
+    _add_format_type(saving)
     for verb in (cancelling, saving):
         verb.add_argument(
             "--rest-address",
@@ -126,14 +142,15 @@ def main(argv: list[str] | None = None) -> int:
             print("undertow stop: --drain and --unaligned exclude each other", file=sys.stderr)
             return 2
         return stop.run(args.job, args.savepoint_path, args.drain, args.rest_address,
-                        args.timeout, unaligned=args.unaligned)  # fmt: skip
+                        args.timeout, unaligned=args.unaligned,
+                        format_type=args.format_type)  # fmt: skip
     if args.command == "list":
         return jobs.list_jobs(args.rest_url or stop.DEFAULT_REST_ADDRESS)
     if args.command == "cancel":
         return jobs.cancel(args.job, args.rest_address)
     if args.command == "savepoint":
         return jobs.savepoint(args.job, args.directory, args.rest_address,
-                              unaligned=args.unaligned)  # fmt: skip
+                              unaligned=args.unaligned, format_type=args.format_type)  # fmt: skip
     if args.command == "checkpoints":
         try:
             return checkpoints.run(args.directory, args.job, args.key)

@@ -1,10 +1,11 @@
-"""``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain | --unaligned]``: stop a
-running job with a savepoint through its REST API (Flink's ``flink stop``; ``--unaligned``
-is undertow's unaligned savepoint).
+"""``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain | --unaligned]
+[--type canonical|native]``: stop a running job with a savepoint through its REST API (Flink's
+``flink stop``; ``--unaligned`` is undertow's unaligned savepoint).
 
 A REST URL (``http://127.0.0.1:PORT``, printed when the job starts) names the job's endpoint;
 its one job is stopped. A job id uses ``--rest-address`` (default ``http://127.0.0.1:8081``,
-Flink's port). The command posts ``{"targetDirectory": DIR, "drain": BOOL}`` to
+Flink's port). The command posts ``{"targetDirectory": DIR, "drain": BOOL, "formatType":
+"CANONICAL"|"NATIVE"}`` to
 ``/jobs/:jobid/stop`` (without ``--savepoint-path`` no directory: the job's
 ``execution.checkpointing.savepoint-dir`` is used, and the job refuses if it has none; the job
 need not have periodic checkpoints), then polls ``/jobs/:jobid/savepoints/:triggerid`` until
@@ -90,13 +91,15 @@ def savepoint_and_wait(
 def run(
     job: str, savepoint_path: str | None, drain: bool, rest_address: str = DEFAULT_REST_ADDRESS,
     timeout_s: float = 600.0, out: TextIO | None = None, *, unaligned: bool = False,
+    format_type: str = "canonical",
 ) -> int:  # fmt: skip
     """The command; its exit code (see the module docstring). ``out``: stdout.
     ``savepoint_path`` None: the job's configured savepoint directory. ``unaligned``: an
-    unaligned savepoint (``"unaligned": true`` in the request)."""
+    unaligned savepoint (``"unaligned": true`` in the request). ``format_type``:
+    ``canonical`` or ``native`` (``"formatType"`` of the request, as Flink's)."""
     out = sys.stdout if out is None else out
     where = savepoint_path or "its configured savepoint directory"
-    body: dict[str, Any] = {"drain": drain}
+    body: dict[str, Any] = {"drain": drain, "formatType": format_type.upper()}
     if unaligned:
         body["unaligned"] = True
     if savepoint_path:

@@ -1,9 +1,11 @@
 """The PyFlink-shaped common API: ``from undertow.common import Types, Row, WatermarkStrategy``.
 
 Mirrors ``pyflink.common``: time and durations, type information, ``Row``, watermark strategies,
-encoders and serialization schemas, and ``Configuration``. This module only re-exports; the
-definitions live in the submodules (``undertow.common.time``, ``.typeinfo``, ``.row``,
-``.watermark_strategy``, ``.serialization``), whose paths are PyFlink's too.
+encoders and serialization schemas, ``Configuration``, and ``SavepointFormatType`` (Flink's
+``org.apache.flink.core.execution.SavepointFormatType``; PyFlink 2.3's Python has none). This
+module only re-exports; the definitions live in the submodules (``undertow.common.time``,
+``.typeinfo``, ``.row``, ``.watermark_strategy``, ``.serialization``), whose paths are
+PyFlink's too.
 """
 
 from undertow.common.execution_config import ExecutionConfig
@@ -19,6 +21,7 @@ from undertow.common.time import Duration, Instant, Time
 from undertow.common.typeinfo import TypeInformation, Types
 from undertow.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from undertow.core.config import Configuration
+from undertow.core.modes import SavepointFormatType
 
 __all__ = [
     "ByteArraySchema",
@@ -30,6 +33,7 @@ __all__ = [
     "Instant",
     "Row",
     "RowKind",
+    "SavepointFormatType",
     "SerializationSchema",
     "SimpleStringSchema",
     "Time",

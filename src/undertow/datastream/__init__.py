@@ -3,6 +3,7 @@
 A PyFlink DataStream job ports by changing ``pyflink`` to ``undertow`` in its imports.
 """
 
+from undertow.core.modes import SavepointFormatType
 from undertow.datastream import async_retry_predicates, async_retry_strategies
 from undertow.datastream.async_data_stream import AsyncDataStream
 from undertow.datastream.checkpoint_config import (
@@ -118,6 +119,7 @@ __all__ = [
     "ReduceFunction",
     "RuntimeContext",
     "RuntimeExecutionMode",
+    "SavepointFormatType",
     "SinkFunction",
     "SlotSharingGroup",
     "StateBackend",

@@ -11,6 +11,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, overload
 
+from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.cluster.job_master import JobExecutionResult, JobMaster, JobStatus
 
@@ -60,8 +61,10 @@ class JobClient:
         return accumulators
 
     def trigger_savepoint(
-        self, savepoint_directory: str | None = None, *, unaligned: bool = False
-    ) -> Future[str]:
+        self, savepoint_directory: str | None = None,
+        format_type: SavepointFormatType | str = SavepointFormatType.CANONICAL,
+        *, unaligned: bool = False,
+    ) -> Future[str]:  # fmt: skip
         """Take a savepoint into ``savepoint_directory`` while the job runs on (PyFlink's
         name). The future's ``result()`` is the savepoint's own directory
         (``<savepoint_directory>/savepoint-<jobid6>-<n>``), to restore from with
@@ -72,15 +75,24 @@ class JobClient:
         ``execution.checkpointing.savepoint-dir`` is used; if that is unset too, the future
         fails at once with a ``ConfigurationError`` naming the option.
 
+        ``format_type`` (Flink's ``SavepointFormatType``, the second parameter as in Flink's
+        ``JobClient.triggerSavepoint``): CANONICAL (default; any backend restores it) or NATIVE
+        (the backend's own files: with RocksDB its SST files, copied into the savepoint; it
+        restores only into the same backend). ``ValueError`` for anything else.
+
         ``unaligned=True`` (beyond Flink, whose savepoints are aligned): the barriers overtake
         the in-flight data, which the savepoint keeps as channel state (inside its directory;
         restorable at another parallelism). The job must run with
         ``execution.checkpointing.unaligned.enabled``, else the future fails naming it."""
-        request = SavepointRequest(str(savepoint_directory or ""), unaligned=unaligned)
+        request = SavepointRequest(
+            str(savepoint_directory or ""), unaligned=unaligned,
+            format_type=SavepointFormatType.parse(format_type, "trigger_savepoint(format_type)"),
+        )  # fmt: skip
         return self._master.trigger_savepoint(request)
 
     def stop_with_savepoint(
         self, path_or_drain: str | bool | None = None, savepoint_directory: str | None = None,
+        format_type: SavepointFormatType | str = SavepointFormatType.CANONICAL,
         *, drain: bool = False, unaligned: bool = False,
     ) -> Future[str]:  # fmt: skip
         """Stop the job with a savepoint: ``stop_with_savepoint(path, drain=False)``, or
@@ -95,7 +107,8 @@ class JobClient:
         the operators finish, as at the end of bounded input. Either way the savepoint is the
         tasks' final checkpoint (two-phase-commit sinks commit it) and the job ends
         ``FINISHED``; the future's ``result()`` is the savepoint directory, available once the
-        job ended.
+        job ended. ``format_type``: as in :meth:`trigger_savepoint` (the third parameter, as in
+        Flink's ``JobClient.stopWithSavepoint``).
 
         ``unaligned=True`` (beyond Flink; not with drain): the savepoint is taken with
         unaligned barriers, so a stop under backpressure does not wait for the backlog: the
@@ -108,7 +121,10 @@ class JobClient:
             drain, path = path_or_drain, savepoint_directory
         else:
             path = path_or_drain if path_or_drain is not None else savepoint_directory
-        request = SavepointRequest(str(path or ""), stop=True, drain=drain, unaligned=unaligned)
+        request = SavepointRequest(
+            str(path or ""), stop=True, drain=drain, unaligned=unaligned,
+            format_type=SavepointFormatType.parse(format_type, "stop_with_savepoint(format_type)"),
+        )  # fmt: skip
         return self._master.trigger_savepoint(request)
 
     @overload

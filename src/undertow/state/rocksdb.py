@@ -24,6 +24,7 @@ column family.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -109,6 +110,10 @@ def download_native_state(snapshot: Any, storage: Any, checkpoint_id: int, local
             os.makedirs(parent, exist_ok=True)
             target = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-restore-", dir=parent)
             part.keyed_native = download(handle, storage.read_file, checkpoint_id, target)
+
+
+def _ignore_upload(handle: IncrementalKeyedHandle) -> None:
+    """A NATIVE savepoint's upload: nothing to confirm (later checkpoints reuse none)."""
 
 
 def _options() -> Options:
@@ -439,6 +444,13 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             lambda handle: uploaded.__setitem__(checkpoint_id, handle),
         )  # fmt: skip
 
+    def native_savepoint(self, checkpoint_id: int) -> NativeCheckpoint:
+        """A NATIVE savepoint: a RocksDB checkpoint whose every file is written into the
+        savepoint (``exclusive``), incremental checkpoints or not; later checkpoints reuse
+        none of its files."""
+        native = self.native_checkpoint(checkpoint_id, full=True)
+        return dataclasses.replace(native, exclusive=True, on_uploaded=_ignore_upload)
+
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: later checkpoints reuse its shared files
         (only a completed checkpoint's files are registered and kept by the coordinator)."""
@@ -476,7 +488,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         shutil.move(download.directory, db_dir)
         self._open_db()
         self._meta.update(download.handle.states)
-        self._confirmed = {f.local_name: f for f in download.handle.shared}
+        # a NATIVE savepoint's files are exclusive to it: the next checkpoint uploads its own
+        shared = download.handle.shared
+        self._confirmed = {f.local_name: f for f in shared if f.in_shared_dir}
 
     def _copy_key_groups(self, download: DownloadedNative) -> None:
         handle = download.handle

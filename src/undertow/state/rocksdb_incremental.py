@@ -8,9 +8,12 @@ writes the private files into ``chk-<n>/``; the result, an :class:`IncrementalKe
 into the subtask's state file and its shared files into the acknowledgement (the coordinator's
 shared-state registry decides when they are deleted). SST files are immutable, so a file
 uploaded once never changes; a FULL checkpoint (the first after a NO_CLAIM restore) reuses
-nothing. :func:`download` brings a handle's files back into a local directory, each verified by
-size and SHA-256 before use; a corrupt shared file is named with the checkpoint that uploaded
-it and the one being restored.
+nothing. A NATIVE savepoint (``exclusive``) writes every file, SSTs too, into ``chk-<n>/``,
+which the savepoint's export copies into its own directory: it references nothing in
+``shared/``, so it is self-contained and no later checkpoint reuses its files. :func:`download`
+brings a handle's files back into a local directory, each verified by size and SHA-256 before
+use; a corrupt shared file is named with the checkpoint that uploaded it and the one being
+restored.
 
 Threading: :func:`upload` and :func:`download` do blocking I/O (the I/O pool); the dataclasses
 are immutable values.
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.storage import FileHandle
+from undertow.storage.checkpoint_storage import SHARED_DIR
 from undertow.storage.errors import CorruptCheckpointError
 
 #: Writes a file into ``<job>/shared/<name>``; returns its handle.
@@ -44,6 +48,12 @@ class SharedFile:
     local_name: str
     created_by: int
 
+    @property
+    def in_shared_dir(self) -> bool:
+        """In ``shared/`` (registered, reusable by later checkpoints); else exclusive to one
+        snapshot (a NATIVE savepoint's ``chk-<n>/``)."""
+        return self.handle.path.startswith(SHARED_DIR + "/")
+
 
 @dataclass(frozen=True, slots=True)
 class IncrementalKeyedHandle:
@@ -61,6 +71,11 @@ class IncrementalKeyedHandle:
     states: dict[str, tuple[str, bool]]
     shared: tuple[SharedFile, ...]
     private: tuple[tuple[str, FileHandle], ...]
+
+    @property
+    def shared_handles(self) -> tuple[FileHandle, ...]:
+        """The handles of the files in ``shared/`` (the coordinator's registry counts them)."""
+        return tuple(f.handle for f in self.shared if f.in_shared_dir)
 
     @property
     def full_size(self) -> int:
@@ -90,6 +105,8 @@ class NativeCheckpoint:
     reuse: dict[str, SharedFile]
     #: Called on the I/O thread with the result, before the directory is deleted.
     on_uploaded: Callable[[IncrementalKeyedHandle], None]
+    #: A NATIVE savepoint: every file goes into ``chk-<n>/`` (none into ``shared/``).
+    exclusive: bool = False
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         raise TypeError(
@@ -124,7 +141,10 @@ def upload(
                     shared.append(known)
                     continue
                 data = _read(path)
-                handle = write_shared(f"{safe}-{native.backend_id}-{cid}-{name}", data)
+                if native.exclusive:
+                    handle = write_private(cid, f"{safe}-{native.backend_id}-{name}", data)
+                else:
+                    handle = write_shared(f"{safe}-{native.backend_id}-{cid}-{name}", data)
                 shared.append(SharedFile(handle, name, cid))
             else:
                 data = _read(path)

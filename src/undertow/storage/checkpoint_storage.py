@@ -17,6 +17,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import posixpath
@@ -191,6 +192,41 @@ class CheckpointStorage:
             raise ValueError(f"{uri!r} is not a file in a job's {SHARED_DIR}/ directory")
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(stripped)
+
+    def adopt_shared_file(self, source_uri: str) -> str:
+        """Make the file at ``source_uri`` (in another job's ``shared/``: a snapshot this job
+        restored in CLAIM) this job's ``shared/<same name>`` too, and return its location: a
+        hard link on a local file system (a copy across devices), a copy on object stores (a
+        server-side copy where the store has one). The name is unique per upload, so a file of
+        that name already here is the same file and is kept. Raises :class:`ValueError`
+        naming ``source_uri`` unless it is a file directly in a ``<job>/shared/`` directory;
+        I/O errors as :class:`OSError`. Durable when this returns, as :meth:`write_file`."""
+        fs, source = self._open_uri(source_uri)
+        if posixpath.basename(posixpath.dirname(source)) != SHARED_DIR:
+            raise ValueError(f"{source_uri!r} is not a file in a job's {SHARED_DIR}/ directory")
+        name = posixpath.basename(source)
+        _check_segment("file name", name)
+        directory = posixpath.join(self._job_dir, SHARED_DIR)
+        target = posixpath.join(directory, name)
+        same_fs = type(fs) is type(self._fs)
+        if same_fs and source == target:
+            return self._uri(target)
+        if self._local and isinstance(fs, LocalFileSystem):
+            os.makedirs(directory, exist_ok=True)
+            try:
+                os.link(source, target)
+            except FileExistsError:
+                pass
+            except OSError as err:
+                if err.errno != errno.EXDEV:
+                    raise
+                self._write_durably(target, fs.cat_file(source))
+            _fsync_directory(directory)
+        elif same_fs:
+            self._fs.copy(source, target)
+        else:
+            self._write_durably(target, bytes(fs.cat_file(source)))
+        return self._uri(target)
 
     def read_file(self, handle: FileHandle, checkpoint_id: int) -> bytes:
         """Read the file of ``handle`` and return its bytes only if they verify.

@@ -149,7 +149,9 @@ def test_a_savepoint_is_exported_reported_once_and_not_notified() -> None:
         pointer = await future
         assert pointer == f"{target}/savepoint-job-un-{barrier.checkpoint_id}"
         triggered, *_, completed = kit.events
-        assert triggered == Triggered(barrier.checkpoint_id, barrier.timestamp, False, True)
+        assert triggered == Triggered(
+            barrier.checkpoint_id, barrier.timestamp, False, True, "CANONICAL"
+        )
         assert completed == Completed(barrier.checkpoint_id, completed.timestamp, pointer,
                                       is_savepoint=True, retained=None)  # fmt: skip
         assert gateway.completed == [], "tasks hear only of a stop's savepoint"

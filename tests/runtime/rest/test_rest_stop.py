@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from undertow.core.errors import ConfigurationError
+from undertow.core.modes import SavepointFormatType
 from undertow.runtime.cluster.rest.server import RestEndpoint
 
 JOB = "c" * 32
@@ -19,12 +20,15 @@ class FakeJobMaster:
     def __init__(self, configured_directory: str | None = None) -> None:
         self.stops: list[tuple[str | None, bool]] = []
         self.unaligned: list[bool] = []
+        self.formats: list[SavepointFormatType] = []
         self.configured_directory = configured_directory
 
     def stop_with_savepoint_trigger(
-        self, target_directory: str | None, drain: bool, unaligned: bool = False
-    ) -> str:
+        self, target_directory: str | None, drain: bool, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
         self.unaligned.append(unaligned)
+        self.formats.append(format_type)
         if target_directory is None and self.configured_directory is None:
             raise ConfigurationError("stop-with-savepoint of job x: no savepoint directory: "
                                      "set execution.checkpointing.savepoint-dir")  # fmt: skip
@@ -101,3 +105,19 @@ def test_stop_passes_unaligned_on_and_refuses_a_non_boolean() -> None:
     response = post(endpoint, f"/jobs/{JOB}/stop", bad, "application/json")
     assert response.status == 400 and "unaligned" in response.body["errors"][0]
     assert master.unaligned == [True], "nothing started"
+
+
+def test_stop_passes_flinks_format_type_on_and_refuses_another_value() -> None:
+    master = FakeJobMaster()
+    endpoint = RestEndpoint(lambda: VIEW, "127.0.0.1", 0, master)
+    native = json.dumps({"targetDirectory": "/sp", "formatType": "NATIVE"}).encode()
+    plain = json.dumps({"targetDirectory": "/sp"}).encode()
+
+    assert post(endpoint, f"/jobs/{JOB}/stop", native, "application/json").status == 202
+    assert post(endpoint, f"/jobs/{JOB}/stop", plain, "application/json").status == 202
+    assert master.formats == [SavepointFormatType.NATIVE, SavepointFormatType.CANONICAL]
+    for bad in ("native", "BINARY", 1, None):
+        body = json.dumps({"targetDirectory": "/sp", "formatType": bad}).encode()
+        response = post(endpoint, f"/jobs/{JOB}/stop", body, "application/json")
+        assert response.status == 400 and "formatType" in response.body["errors"][0], bad
+    assert len(master.formats) == 2, "nothing started"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
+from undertow.core.modes import SavepointFormatType
+
 
 class SnapshotType(enum.Enum):
     """What a barrier snapshots. ``SYNC_SAVEPOINT`` is the savepoint of a stop with savepoint
@@ -49,6 +51,8 @@ class CheckpointOptions:
     alignment: AlignmentType = AlignmentType.ALIGNED
     #: Milliseconds after the trigger timestamp when an aligned checkpoint turns unaligned.
     aligned_checkpoint_timeout: int = NO_TIMEOUT
+    #: A savepoint's format (Flink's barrier carries it with the savepoint type).
+    savepoint_format: SavepointFormatType = SavepointFormatType.CANONICAL
 
     @staticmethod
     def for_config(

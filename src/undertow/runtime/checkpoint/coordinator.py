@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from undertow.core.config import Configuration
-from undertow.core.errors import UndertowError
+from undertow.core.config import Configuration, Options
+from undertow.core.errors import RestoreError, UndertowError
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.core.units import human_bytes
 from undertow.graph.job_graph import JobGraph
@@ -76,7 +76,12 @@ from undertow.runtime.checkpoint.pending_checkpoint import (
     PendingCheckpoint,
 )
 from undertow.runtime.checkpoint.restore_plan import RestorePlan, plan_restore, present
-from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
+from undertow.runtime.checkpoint.savepoint import (
+    SavepointRequest,
+    refuse_restore,
+    refuse_savepoint,
+    savepoint_properties,
+)
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.shared_files import SharedFiles
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
@@ -421,7 +426,9 @@ class CheckpointCoordinator:
             cid, now, plan.wait_for, props
         )
         self.pending[cid] = pending
-        self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None))
+        savepoint_format = None if savepoint is None else savepoint.format_type.name
+        self.listener(Triggered(cid, now, options.is_unaligned, savepoint is not None,
+                                savepoint_format))  # fmt: skip
         self._timeouts[cid] = self.clock.call_later(self.timeout_ms / 1000.0, self._expire, cid)
         sources = {v.id for v in self.graph.vertices if v.is_source}
         for vertex_id, subtask in sorted(plan.trigger):
@@ -434,6 +441,7 @@ class CheckpointCoordinator:
         """A savepoint's barrier options: aligned as in Flink, or unaligned when asked
         (beyond Flink: the in-flight data becomes the savepoint's channel state)."""
         options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
+        options = replace(options, savepoint_format=savepoint.format_type)
         return options.as_unaligned() if savepoint.unaligned else options
 
     def _prefetch_key(self) -> None:
@@ -625,7 +633,7 @@ class CheckpointCoordinator:
                 job_id=self.job_id, checkpoint_id=cid, trigger_timestamp=pending.trigger_timestamp,
                 completion_timestamp=now, is_savepoint=savepoint is not None, vertices=vertices,
                 coordinators=coordinators,
-                properties=checkpoint_properties(pending.acknowledged_metrics.values()),
+                properties=self._properties(pending),
                 shared_files=shared_of(states.values()),
             )  # fmt: skip
             payload = encode_metadata(
@@ -686,6 +694,17 @@ class CheckpointCoordinator:
         self.console(line)
         self.gateway.notify_complete(cid)
         self._decide()
+
+    def _properties(
+        self, pending: PendingCheckpoint[SubtaskStateHandle, PendingProps]
+    ) -> dict[str, str]:
+        """What ``_metadata`` records of how the checkpoint went; a savepoint adds its format
+        and the job's state backend (checked when a job restores it)."""
+        properties = checkpoint_properties(pending.acknowledged_metrics.values())
+        if pending.props.savepoint is not None:
+            backend = self.config.get(Options.STATE_BACKEND)
+            properties.update(savepoint_properties(pending.props.savepoint, backend))
+        return properties
 
     def _savepoint_complete(self, cid: int, request: SavepointRequest, pointer: str,
                             duration_ms: int) -> None:  # fmt: skip
@@ -826,7 +845,12 @@ class CheckpointCoordinator:
         (:meth:`claim_restored`); the plan and the claim mode applied."""
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(None, self.restore_from_path, path)
-        return plan, self.claim_restored(plan)
+        adopted: list[str] = []
+        if self.settings.claim_mode is RecoveryClaimMode.CLAIM and plan.metadata.shared_files:
+            adopted = await loop.run_in_executor(
+                None, self.shared_files.adopt, plan.pointer, plan.metadata.shared_files
+            )
+        return plan, self.claim_restored(plan, adopted)
 
     def restore_from_path(self, path: str) -> RestorePlan:
         """``execution.state-recovery.path``: a retained checkpoint or savepoint of any job,
@@ -847,12 +871,18 @@ class CheckpointCoordinator:
             raise CorruptCheckpointError(
                 f"{err}; {hint}", checkpoint=err.checkpoint, path=err.path
             ) from err
+        refused = refuse_restore(meta.properties, path, self.config.get(Options.STATE_BACKEND))
+        if refused is not None:
+            raise RestoreError(f"job {self.job_id}: {refused}")
         plan = plan_restore(self.graph, meta, storage, self.config)
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 
-    def claim_restored(self, plan: RestorePlan) -> RecoveryClaimMode:
+    def claim_restored(
+        self, plan: RestorePlan, adopted: list[str] | None = None
+    ) -> RecoveryClaimMode:
         """The job starts from ``plan`` (:meth:`restore_from_path`): apply
         ``execution.state-recovery.claim-mode`` (see :mod:`.claim_mode`); returns the mode.
+        ``adopted``: the claimed snapshot's shared files linked into this job's ``shared/``.
         Only on the JobMaster's loop, before the first attempt."""
         mode = self.settings.claim_mode
         meta = plan.metadata
@@ -863,13 +893,16 @@ class CheckpointCoordinator:
         )  # fmt: skip
         decision = decide_claim(mode, snapshot, self.next_id)
         self.next_id = decision.next_checkpoint_id
-        # Shared files of another job's directory cannot be referenced from this job's
-        # checkpoints: the first checkpoint is full in CLAIM too (the claimed files are deleted
-        # once it subsumes the snapshot).
-        self.force_full_snapshot = decision.force_full_snapshot or bool(meta.shared_files)
+        # Handles name shared files relative to the job directory: the first checkpoint may
+        # reuse the snapshot's files only once CLAIM adopted them into this job's shared/
+        # (:meth:`restore`); else it is full (the claimed files go once it subsumes them).
+        self.force_full_snapshot = decision.force_full_snapshot or (
+            bool(meta.shared_files) and not adopted
+        )
         if decision.retain is not None:
             self.metadata[meta.checkpoint_id] = meta
-            self.shared_files.restored(meta.checkpoint_id, plan.pointer, meta.shared_files, mode)
+            self.shared_files.restored(meta.checkpoint_id, plan.pointer, meta.shared_files, mode,
+                                       adopted or ())  # fmt: skip
             self._claimed = (meta.checkpoint_id, plan)
             for subsumed in self.store.add(decision.retain):  # an empty store: nothing
                 self.metadata.pop(subsumed.checkpoint_id, None)

@@ -29,6 +29,8 @@ class Triggered:
     #: Taken unaligned from the start (an aligned one with a timeout may still switch).
     unaligned: bool
     is_savepoint: bool
+    #: A savepoint's format (``"CANONICAL"`` or ``"NATIVE"``); None for a checkpoint.
+    savepoint_format: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

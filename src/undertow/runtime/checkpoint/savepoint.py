@@ -8,7 +8,9 @@ its completion (:mod:`undertow.runtime.task.lifecycle`). The directory is the on
 else ``execution.checkpointing.savepoint-dir`` (:func:`savepoint_directory`). Savepoints are
 refused in BATCH execution, which takes no checkpoints at all.
 ``unaligned=True`` (beyond Flink) takes it with unaligned barriers: in-flight data becomes its
-channel state (see :class:`SavepointRequest`).
+channel state (see :class:`SavepointRequest`). ``format_type`` (Flink's ``SavepointFormatType``)
+is recorded in the savepoint's ``_metadata`` with the backend that took it; a NATIVE savepoint
+restores only into the same backend (:func:`refuse_restore`).
 
 Threading: plain values; the coordinator calls these on the JobMaster's loop.
 
@@ -20,11 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from undertow.core.errors import ConfigurationError
+from undertow.core.modes import SavepointFormatType
 
 #: The option naming the default savepoint directory (Flink's key).
 SAVEPOINT_DIR_KEY = "execution.checkpointing.savepoint-dir"
 #: The option that gives a job's tasks channel-state writers (Flink's key).
 UNALIGNED_KEY = "execution.checkpointing.unaligned.enabled"
+#: The keys of a savepoint's ``_metadata`` properties that record its format and backend.
+FORMAT_PROPERTY = "savepoint_format"
+BACKEND_PROPERTY = "state_backend"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +40,14 @@ class SavepointRequest:
     ``unaligned``: with unaligned barriers, so a stop under backpressure does not wait for the
     backlog (in-flight data becomes channel state, copied into the savepoint directory like
     its other files). Unaligned needs ``execution.checkpointing.unaligned.enabled`` (tasks
-    with channel-state writers) and excludes ``drain``."""
+    with channel-state writers) and excludes ``drain``. ``format_type``: CANONICAL, or
+    NATIVE (the backend's own files, inside the savepoint directory)."""
 
     target_directory: str
     stop: bool = False
     drain: bool = False
     unaligned: bool = False
+    format_type: SavepointFormatType = SavepointFormatType.CANONICAL
 
     def __post_init__(self) -> None:
         if self.drain and not self.stop:
@@ -52,8 +60,12 @@ class SavepointRequest:
             )
 
     @property
+    def native(self) -> bool:
+        return self.format_type is SavepointFormatType.NATIVE
+
+    @property
     def kind(self) -> str:
-        prefix = "unaligned " if self.unaligned else ""
+        prefix = ("unaligned " if self.unaligned else "") + ("native " if self.native else "")
         if not self.stop:
             return f"{prefix}savepoint"
         return "stop-with-savepoint (drain)" if self.drain else f"{prefix}stop-with-savepoint"
@@ -97,3 +109,29 @@ def refuse_savepoint(
             "execution.checkpointing.mode: EXACTLY_ONCE)"
         )
     return None
+
+
+def savepoint_properties(request: SavepointRequest, state_backend: str) -> dict[str, str]:
+    """What a savepoint's ``_metadata`` records besides the checkpoint properties: its format
+    and the ``state.backend.type`` of the job that took it (what :func:`refuse_restore`
+    checks)."""
+    return {FORMAT_PROPERTY: request.format_type.name, BACKEND_PROPERTY: state_backend}
+
+
+def refuse_restore(properties: dict[str, str], pointer: str, state_backend: str) -> str | None:
+    """Why the snapshot at ``pointer`` (its ``_metadata`` ``properties``) cannot restore into
+    a job on ``state_backend``, or None: a NATIVE savepoint holds the backend's own files, so
+    it restores only into the backend that took it (Flink refuses too); a CANONICAL one (and
+    any checkpoint: a retained incremental one is checked per operator when it restores) may
+    switch backends."""
+    if properties.get(FORMAT_PROPERTY) != SavepointFormatType.NATIVE.name:
+        return None
+    taken_by = properties.get(BACKEND_PROPERTY, "")
+    if taken_by == state_backend:
+        return None
+    return (
+        f"savepoint {pointer} is in the NATIVE format of the {taken_by!r} state backend and "
+        f"cannot be restored into a job on the {state_backend!r} backend (state.backend.type); "
+        f"restore it with state.backend.type: {taken_by}, or take a CANONICAL savepoint to "
+        "switch backends"
+    )

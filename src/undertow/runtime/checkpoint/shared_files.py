@@ -9,7 +9,12 @@ Wires the pure :class:`~.shared_state_registry.SharedStateRegistry` to the check
   if the job owns it (this job uploaded it, or it came with a snapshot restored in CLAIM);
 * an aborted checkpoint registers what its subtasks had already uploaded and releases at once:
   new files nobody else holds go, files it reused stay;
-* a snapshot restored in NO_CLAIM is never registered: nothing of it is deleted or rewritten.
+* a snapshot restored in NO_CLAIM is never registered: nothing of it is deleted or rewritten;
+* a snapshot restored in CLAIM is adopted (:meth:`SharedFiles.adopt`): each of its shared files
+  is hard-linked (copied on object stores) into this job's ``shared/`` under its name, so the
+  backends' handles (``shared/<name>``, relative to the job directory) resolve here too and
+  the first checkpoint may reuse them (as in Flink); the snapshot holds both names until it is
+  subsumed, after which its own names go and the links live on while checkpoints use them.
 
 Files are named by absolute location, so a claimed snapshot's files never collide with this
 job's. Decisions on the coordinator's loop; :meth:`SharedFiles.delete` is I/O (executor).
@@ -49,15 +54,23 @@ class SharedFiles:
         pointer: str,
         shared: Iterable[FileHandle],
         mode: RecoveryClaimMode,
+        adopted: Iterable[str] = (),
     ) -> None:
         """The job started from the checkpoint at ``pointer`` (``.../<job>/chk-<n>``) in
-        ``mode``: under CLAIM its shared files are registered as owned; under NO_CLAIM nothing
-        is (the files are the user's: never deleted, never rewritten)."""
+        ``mode``: under CLAIM its shared files, and their ``adopted`` links in this job's
+        ``shared/``, are registered as owned and held by it; under NO_CLAIM nothing is (the
+        files are the user's: never deleted, never rewritten)."""
         if mode is not RecoveryClaimMode.CLAIM:
             return
-        job_dir = posixpath.dirname(pointer.rstrip("/"))
-        uris = [posixpath.join(job_dir, _shared_path(h.path)) for h in shared]
+        uris = [*_restored_uris(pointer, shared), *adopted]
         self.registry.register_restored(checkpoint_id, uris, mode)
+
+    def adopt(self, pointer: str, shared: Iterable[FileHandle]) -> list[str]:
+        """Before the first attempt of a job restored in CLAIM from the checkpoint at
+        ``pointer``: link each of its ``shared`` files into this job's ``shared/`` (see the
+        module docstring); returns their locations here. Blocking I/O (executor); raises
+        what the storage raises, naming the file."""
+        return [self.storage.adopt_shared_file(uri) for uri in _restored_uris(pointer, shared)]
 
     def aborted(self, checkpoint_id: int, shared: Iterable[FileHandle]) -> Release:
         """An aborted checkpoint's acknowledged uploads: what nobody else holds goes."""
@@ -90,6 +103,11 @@ class SharedFiles:
                 job, cid = self.storage.job_id, release.checkpoint_id
                 log.warning("job %s: could not delete shared file %s (released by checkpoint "
                             "%d): %s", job, uri, cid, err)  # fmt: skip
+
+
+def _restored_uris(pointer: str, shared: Iterable[FileHandle]) -> list[str]:
+    job_dir = posixpath.dirname(pointer.rstrip("/"))
+    return [posixpath.join(job_dir, _shared_path(h.path)) for h in shared]
 
 
 def _shared_path(path: str) -> str:

@@ -105,6 +105,8 @@ class CheckpointStatsEntry:
     external_path: str | None = None
     #: Completed, then subsumed and deleted.
     discarded: bool = False
+    #: A savepoint's format (Flink's ``savepointFormat``); None for a checkpoint.
+    savepoint_format: str | None = None
 
     @property
     def num_subtasks(self) -> int:
@@ -217,7 +219,8 @@ class _Tracked:
     """Mutable record of one checkpoint inside the tracker."""
 
     __slots__ = ("acks", "completion", "discarded", "external_path", "failure", "failure_message",
-                 "id", "is_savepoint", "status", "trigger", "unaligned")  # fmt: skip
+                 "id", "is_savepoint", "savepoint_format", "status", "trigger",
+                 "unaligned")  # fmt: skip
 
     def __init__(
         self, checkpoint_id: int, trigger: int, unaligned: bool, is_savepoint: bool = False
@@ -226,6 +229,7 @@ class _Tracked:
         self.trigger = trigger
         self.unaligned = unaligned
         self.is_savepoint = is_savepoint
+        self.savepoint_format: str | None = None
         self.status = CheckpointStatus.IN_PROGRESS
         self.acks: dict[int, dict[int, SubtaskCheckpointStats]] = {}
         self.completion: int | None = None
@@ -264,6 +268,7 @@ class CheckpointStatsTracker:
             case Triggered():
                 tracked = _Tracked(event.checkpoint_id, event.timestamp, event.unaligned,
                                    event.is_savepoint)  # fmt: skip
+                tracked.savepoint_format = event.savepoint_format
                 self._pending[event.checkpoint_id] = tracked
                 self._history.appendleft(tracked)
                 self._total += 1
@@ -360,6 +365,7 @@ class CheckpointStatsTracker:
             acknowledged=MappingProxyType(acks), completion_timestamp=tracked.completion,
             failure_timestamp=tracked.failure, failure_message=tracked.failure_message,
             external_path=tracked.external_path, discarded=tracked.discarded,
+            savepoint_format=tracked.savepoint_format,
         )  # fmt: skip
 
 

@@ -39,6 +39,7 @@ from undertow.core.errors import (
     JobExecutionError,
     UndertowError,
 )
+from undertow.core.modes import SavepointFormatType
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
@@ -224,13 +225,19 @@ class JobMaster:
 
     # -- REST (JobControl), on the loop ----------------------------------------------------------
     def stop_with_savepoint_trigger(
-        self, target_directory: str | None, drain: bool, unaligned: bool = False
-    ) -> str:
-        return self.savepoints.stop_with_savepoint_trigger(target_directory, drain, unaligned)
+        self, target_directory: str | None, drain: bool, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
+        return self.savepoints.stop_with_savepoint_trigger(
+            target_directory, drain, unaligned, format_type
+        )
 
-    def savepoint_trigger(self, target_directory: str | None, unaligned: bool = False) -> str:
+    def savepoint_trigger(
+        self, target_directory: str | None, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
         """Start a savepoint for the REST API (the job goes on); its trigger id."""
-        return self.savepoints.savepoint_trigger(target_directory, unaligned)
+        return self.savepoints.savepoint_trigger(target_directory, unaligned, format_type)
 
     def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
         return self.savepoints.savepoint_operation(trigger_id)

@@ -25,6 +25,7 @@ from typing import Any
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError, JobExecutionError
+from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
@@ -131,14 +132,16 @@ class SavepointOperations:
 
     # -- REST (JobControl), on the loop ----------------------------------------------------------
     def stop_with_savepoint_trigger(
-        self, target_directory: str | None, drain: bool, unaligned: bool = False
-    ) -> str:
+        self, target_directory: str | None, drain: bool, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
         """Start a stop with savepoint for the REST API; its trigger id. Without a directory
         the configured ``execution.checkpointing.savepoint-dir`` is used; if that is unset
         too, raises :class:`ConfigurationError` (the request is refused, nothing starts);
         ``ValueError`` for ``drain`` with ``unaligned``."""
         request = self.resolve_directory(SavepointRequest(
-            target_directory or "", stop=True, drain=drain, unaligned=unaligned
+            target_directory or "", stop=True, drain=drain, unaligned=unaligned,
+            format_type=format_type,
         ))  # fmt: skip
         trigger_id = uuid.uuid4().hex
         self._operations[trigger_id] = savepoint_operation(None, None)
@@ -147,11 +150,14 @@ class SavepointOperations:
         result.add_done_callback(lambda f: self._trigger_refused(trigger_id, f))
         return trigger_id
 
-    def savepoint_trigger(self, target_directory: str | None, unaligned: bool = False) -> str:
+    def savepoint_trigger(
+        self, target_directory: str | None, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
         """Start a savepoint for the REST API (the job goes on); its trigger id. Refuses
         (``ConfigurationError``) like :meth:`stop_with_savepoint_trigger`."""
         request = self.resolve_directory(
-            SavepointRequest(target_directory or "", unaligned=unaligned)
+            SavepointRequest(target_directory or "", unaligned=unaligned, format_type=format_type)
         )
         trigger_id = uuid.uuid4().hex
         self._operations[trigger_id] = savepoint_operation(None, None)

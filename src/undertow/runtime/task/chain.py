@@ -44,6 +44,9 @@ from undertow.state.factory import keyed_backend_factory
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.operator_state import OperatorStateBackend
 
+#: The ``native`` modes of a checkpoint (a NATIVE savepoint is ``"savepoint"``).
+_CHECKPOINT_MODES = ("incremental", "full")
+
 
 class ChainingOutput:
     """Hands records to the next operator of the chain (a direct call)."""
@@ -265,7 +268,9 @@ class OperatorChain:
         Serializing is the copy that lets the task go on while the bytes are written
         asynchronously; no state I/O happens here. ``native`` (``"incremental"`` or ``"full"``)
         asks backends that take native incremental checkpoints (RocksDB) for their local
-        checkpoint instead of canonical blobs (uploaded asynchronously; savepoints pass ``""``).
+        checkpoint instead of canonical blobs (uploaded asynchronously); ``"savepoint"`` (a
+        NATIVE savepoint) asks every backend that has native files for all of them (RocksDB,
+        incremental or not; the heap backend has none and writes its canonical blobs).
         An operator's custom snapshot may do the I/O
         that must be durable before the checkpoint can complete (a file sink fsyncs its open
         part files, as Flink's ``persist`` in the synchronous phase).
@@ -273,7 +278,14 @@ class OperatorChain:
         snapshot = SubtaskSnapshot(parallelism=self.parallelism)
         for uid, op, keyed, timers, opstate in self._parts:
             part = OperatorSnapshot()
-            if keyed is not None and native and getattr(keyed, "incremental", False):
+            native_savepoint = getattr(keyed, "native_savepoint", None)
+            if native == "savepoint" and native_savepoint is not None:
+                part.keyed_native = native_savepoint(checkpoint_id)
+            elif (
+                keyed is not None
+                and native in _CHECKPOINT_MODES
+                and getattr(keyed, "incremental", False)
+            ):
                 part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
             elif keyed is not None:
                 part.keyed = keyed.snapshot()

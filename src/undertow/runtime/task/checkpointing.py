@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from undertow.core.config import Configuration, Options
+from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
@@ -510,9 +511,11 @@ class SubtaskCheckpointer:
 
 
 def _native_mode(barrier: CheckpointBarrier) -> str:
-    """What native snapshot a barrier asks for: savepoints are canonical (``""``); the first
-    checkpoint after a NO_CLAIM restore is FULL (reuses no uploaded file)."""
+    """What native snapshot a barrier asks for: a CANONICAL savepoint none (``""``), a NATIVE
+    one ``"savepoint"`` (every file, into the savepoint); the first checkpoint after a
+    NO_CLAIM restore is FULL (reuses no uploaded file)."""
     kind = barrier.options.snapshot_type
     if kind.is_savepoint:
-        return ""
+        native = barrier.options.savepoint_format is SavepointFormatType.NATIVE
+        return "savepoint" if native else ""
     return "full" if kind is SnapshotType.FULL_CHECKPOINT else "incremental"

@@ -167,7 +167,7 @@ class SnapshotWriter:
             for part in natives:
                 result = upload(part.keyed_native, shared_writer, state_writer)
                 part.keyed_native = result
-                shared.extend(f.handle for f in result.shared)
+                shared.extend(result.shared_handles)  # a NATIVE savepoint's are exclusive
                 full += result.full_size
                 uploaded += result.incremental_size
             data = pickle.dumps(snapshot, protocol=5)

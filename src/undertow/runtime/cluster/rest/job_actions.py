@@ -5,7 +5,9 @@
   ``execution.checkpointing.savepoint-dir``, refused with 400 naming the option when unset)
   answers ``{"request-id": TRIGGER_ID}`` (202); its status is
   ``GET /jobs/:jobid/savepoints/:triggerid``, as for a stop. ``cancel-job: true`` is refused
-  (400): stop with a savepoint is ``POST /jobs/:jobid/stop``. ``"unaligned": true`` (an
+  (400): stop with a savepoint is ``POST /jobs/:jobid/stop``. ``"formatType": "NATIVE"``
+  (Flink's field; default ``"CANONICAL"``) chooses the savepoint format
+  (:func:`rest_format_type`). ``"unaligned": true`` (an
   undertow extension) takes it with unaligned barriers (see
   :mod:`undertow.runtime.checkpoint.savepoint`).
 * ``PATCH /jobs/:jobid?mode=cancel`` (Flink's job cancellation; ``mode`` may be left out)
@@ -26,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from undertow.core.errors import ConfigurationError
+from undertow.core.modes import SavepointFormatType
 from undertow.runtime.cluster.metrics import JobView
 from undertow.runtime.cluster.rest.ui_routes import RawResponse, responses_errors
 
@@ -39,12 +42,24 @@ MAX_BODY_BYTES = 16 * 1024
 class JobActions(Protocol):
     """What these endpoints ask of the JobMaster (on its loop)."""
 
-    def savepoint_trigger(self, target_directory: str | None, unaligned: bool = False) -> str:
+    def savepoint_trigger(
+        self, target_directory: str | None, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
         """Start a savepoint (the job goes on); its trigger id. ``None``: the configured
         savepoint directory; raises ``ConfigurationError`` if there is none."""
 
     def cancel(self) -> None:
         """Cancel the job (returns at once)."""
+
+
+def rest_format_type(fields: dict[str, Any]) -> SavepointFormatType | None:
+    """The ``formatType`` of a savepoint or stop request body (Flink's field: the enum's name,
+    upper case as Flink's JSON has it; default CANONICAL), or None if it is not one."""
+    value = fields.get("formatType", SavepointFormatType.CANONICAL.name)
+    if value not in ("CANONICAL", "NATIVE"):
+        return None
+    return SavepointFormatType[value]
 
 
 def _json(status: int, body: Any) -> RawResponse:
@@ -97,11 +112,13 @@ def _trigger(control: JobActions, headers: dict[str, str], body: bytes, length: 
     directory = fields.get("target-directory")
     cancel = fields.get("cancel-job", False)
     unaligned = fields.get("unaligned", False)
+    format_type = rest_format_type(fields)
     valid = directory is None or (isinstance(directory, str) and bool(directory))
     flags = isinstance(cancel, bool) and isinstance(unaligned, bool)
-    if not isinstance(request, dict) or not valid or not flags:
+    if not isinstance(request, dict) or not valid or not flags or not format_type:
         return _json(400, responses_errors(
             'body must be {"target-directory": "<directory>", "cancel-job": false, '
+            '"formatType": "CANONICAL"|"NATIVE", '
             f'"unaligned": true|false}} (all optional); got {body[:200]!r}'
         ))  # fmt: skip
     if cancel:
@@ -110,7 +127,7 @@ def _trigger(control: JobActions, headers: dict[str, str], body: bytes, length: 
             "(POST /jobs/:jobid/stop)"
         ))  # fmt: skip
     try:
-        trigger = control.savepoint_trigger(directory, unaligned)
+        trigger = control.savepoint_trigger(directory, unaligned, format_type)
     except ConfigurationError as err:
         return _json(400, responses_errors(str(err)))
     return _json(202, {"request-id": trigger})

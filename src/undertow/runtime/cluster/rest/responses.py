@@ -298,7 +298,7 @@ def checkpoint_entry(view: JobView, entry: CheckpointStatsEntry, details: bool =
         "id": entry.checkpoint_id,
         "status": entry.status.value,
         "is_savepoint": entry.is_savepoint,
-        "savepointFormat": "CANONICAL" if entry.is_savepoint else None,
+        "savepointFormat": entry.savepoint_format if entry.is_savepoint else None,
         "trigger_timestamp": entry.trigger_timestamp,
         "latest_ack_timestamp": entry.latest_ack_timestamp,
         "checkpointed_size": entry.total("checkpointed_size"),

@@ -20,9 +20,10 @@ Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come 
   POST /jobs/:jobid/savepoints and PATCH /jobs/:jobid?mode=cancel: see :mod:`.job_actions`
 
 and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
-``{"targetDirectory": DIR, "drain": BOOL, "unaligned": BOOL}`` answers
-``{"request-id": TRIGGER_ID}`` (202); all fields are optional (``unaligned``, an undertow
-extension, takes the savepoint with unaligned barriers; it excludes ``drain``): without
+``{"targetDirectory": DIR, "drain": BOOL, "formatType": "CANONICAL"|"NATIVE", "unaligned":
+BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); all fields are optional
+(``formatType`` as Flink's, default CANONICAL; ``unaligned``, an undertow extension, takes the
+savepoint with unaligned barriers; it excludes ``drain``): without
 ``targetDirectory`` the job's ``execution.checkpointing.savepoint-dir`` is used, and if that
 is unset too the request is refused (400, naming the option). Its
 status answers ``{"status": {"id": "IN_PROGRESS"}}``, then ``{"status": {"id": "COMPLETED"},
@@ -73,6 +74,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
+from undertow.core.modes import SavepointFormatType
 from undertow.runtime.cluster import prometheus
 from undertow.runtime.cluster.metrics import JobView, VertexView
 from undertow.runtime.cluster.rest import job_actions, responses, ui_routes
@@ -94,8 +96,9 @@ class JobControl(Protocol):
     """What the stop endpoints ask of the JobMaster (on its loop)."""
 
     def stop_with_savepoint_trigger(
-        self, target_directory: str | None, drain: bool, unaligned: bool = False
-    ) -> str:
+        self, target_directory: str | None, drain: bool, unaligned: bool = False,
+        format_type: SavepointFormatType = SavepointFormatType.CANONICAL,
+    ) -> str:  # fmt: skip
         """Start a stop with savepoint; its trigger id. ``None``: the job's configured
         savepoint directory; raises ``ConfigurationError`` if there is none."""
 
@@ -312,15 +315,19 @@ class RestEndpoint:
         target = fields.get("targetDirectory")
         drain = fields.get("drain", False)
         unaligned = fields.get("unaligned", False)
+        format_type = job_actions.rest_format_type(fields)
         valid_target = target is None or (isinstance(target, str) and bool(target))
         flags = isinstance(drain, bool) and isinstance(unaligned, bool)
-        if not isinstance(request, dict) or not valid_target or not flags:
+        if not isinstance(request, dict) or not valid_target or not flags or not format_type:
             return Response(400, errors(
                 'body must be {"targetDirectory": "<directory>", "drain": true|false, '
+                '"formatType": "CANONICAL"|"NATIVE", '
                 f'"unaligned": true|false}} (all optional); got {body[:200]!r}'
             ))  # fmt: skip
         try:
-            trigger = self.control.stop_with_savepoint_trigger(target, drain, unaligned)
+            trigger = self.control.stop_with_savepoint_trigger(
+                target, drain, unaligned, format_type
+            )
         except (ConfigurationError, ValueError) as err:  # no directory; drain with unaligned
             return Response(400, errors(str(err)))
         return Response(202, {"request-id": trigger})
