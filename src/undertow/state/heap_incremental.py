@@ -249,11 +249,16 @@ class DirtyKeyGroups:
         caller may still write it without switching keys, so it is stamped for the next."""
         epoch = self.epoch
         self.epoch += 1
-        if current < self.groups:
+        dirty, reuse, since_full = self._diff(full, non_empty, start)
+        self._taken[checkpoint_id] = (epoch, reuse)
+        if current < self.groups:  # after the diff: this checkpoint takes it as it is now
             self.stamps[current] = self.epoch
+        return dirty, reuse, since_full
+
+    def _diff(self, full: bool, non_empty: list[int],
+              start: int) -> tuple[list[int], dict[int, Ref], int]:  # fmt: skip
         base = self.base
         if full or base is None or self.policy.is_full_due(base[0]):
-            self._taken[checkpoint_id] = (epoch, {})
             return non_empty, {}, 0
         handle, base_epoch = base
         # Checkpoints taken after the base may complete (unknown here yet) and subsume it; a
@@ -274,7 +279,6 @@ class DirtyKeyGroups:
                 reuse[kg] = ref
             else:
                 dirty.append(offset)
-        self._taken[checkpoint_id] = (epoch, reuse)
         return dirty, reuse, handle.since_full + 1
 
     def uploaded(self, handle: HeapIncrementalHandle) -> None:
