@@ -22,6 +22,7 @@ from undertow.testing.oracle import no_restore
 from . import (
     test_claim_modes,
     test_file_sink_resume,
+    test_heap_incremental_checkpoints,
     test_incremental_checkpoints,
     test_oracle,
     test_recovery_path,
@@ -55,6 +56,12 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "incremental-rocksdb-no-claim": test_incremental_checkpoints.scenario_no_claim,
     "incremental-rocksdb-claim": test_incremental_checkpoints.scenario_claim,
+    "incremental-heap-scheduled-failures": (
+        test_heap_incremental_checkpoints.scenario_heap_incremental_scheduled_failures
+    ),
+    "incremental-heap-rescale": (
+        test_heap_incremental_checkpoints.scenario_heap_incremental_rescale
+    ),
 }
 
 #: The kill scenarios need worker processes: run on ``local``.
