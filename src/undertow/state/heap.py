@@ -11,6 +11,9 @@ Layout and invariants (details in :mod:`undertow.state.heap_states`):
 * entries are never empty: clearing a value, the last list element or the last map entry
   removes the entry.
 
+With ``incremental`` a checkpoint is :meth:`native_checkpoint`: only the key groups accessed
+since the last completed checkpoint are written (:mod:`.heap_incremental`).
+
 Threading: one backend belongs to one subtask and is used only from that subtask's loop thread;
 it takes no locks. ``snapshot()`` only notes the key groups holding state; each is pickled
 before anything can touch it again, or when the snapshot is read (:mod:`.heap_snapshot`).

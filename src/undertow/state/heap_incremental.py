@@ -1,21 +1,18 @@
 """Incremental checkpoints of the heap backend (beyond Flink: FLIP-151 never landed).
 
-Dirty tracking is per key group: every access to keyed state goes through a current key, so
-the backend stamps the key group of each key it switches to (a list store) with the number of
-snapshots taken so far (:class:`DirtyKeyGroups`). A checkpoint based on the last completed one
-(its *base*) pickles only the key groups stamped after the base's snapshot and writes them
-into ONE new segment file in ``<job>/shared/``; every other non-empty key group is a slice of
-a segment an earlier checkpoint wrote (:class:`HeapIncrementalHandle`). One file per
-checkpoint, not per key group: a subtask owns up to thousands of key groups, and a checkpoint
-that writes thousands of small files is slower than one that writes the full state.
+Every keyed-state access goes through a current key, so the backend stamps the key group of
+each key it switches to with the snapshot count (:class:`DirtyKeyGroups`). A checkpoint pickles
+the key groups stamped after its base's snapshot (the last completed checkpoint) into ONE
+segment in ``<job>/shared/``; every other key group is a slice of an earlier segment
+(:class:`HeapIncrementalHandle`). One file per checkpoint, not per key group: thousands of
+small files would cost more than the full state. Only a completion moves the base, so an
+aborted checkpoint loses no stamp. A slice is reused only if every checkpoint taken since the
+base reuses it too (one may complete and subsume the base before this subtask hears of it).
+Full again: without a base (first, after a restore), when asked (FULL), every
+``compaction-interval`` checkpoints, or past ``max-space-amplification`` dead bytes.
 
-Only a completed checkpoint moves the base, so a declined or aborted checkpoint loses no
-stamp; concurrent checkpoints each diff against the base they saw. A checkpoint is full (no
-reuse) when there is no base (first, or after a restore), when the coordinator asks for a
-FULL one, after ``compaction-interval`` incremental ones, or when the referenced segments hold
-more than ``max-space-amplification`` x the live bytes (dead slices). A slice is reused only
-if every checkpoint taken since the base reuses it too: one of them may complete and subsume
-the base before this subtask hears of it, and the coordinator then deletes what it left.
+Threading: the task thread, except :meth:`HeapNativeSnapshot.upload` and :func:`download`
+(the I/O pool; blocking I/O) and :meth:`DirtyKeyGroups.uploaded` (one dict store).
 """
 
 from __future__ import annotations
