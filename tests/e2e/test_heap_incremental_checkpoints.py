@@ -6,6 +6,7 @@
   checkpoint wrote less than its state (it referenced earlier segments), and no shared file is
   left once the job finished. 4,096 key groups and 4,000 keys that advance together through the
   source, so a checkpoint every 100 ms sees only part of the key groups change.
+* Three concurrent checkpoints, and a seeded kill -9 of a worker process (``local``).
 * Rescale: a second job restores the first job's retained incremental checkpoint at another
   parallelism (key groups from several old subtasks' segments) in NO_CLAIM: every file of the
   first job stays byte-identical and the resumed job's shared files are all its own.
@@ -22,9 +23,16 @@ import pytest
 from undertow.datastream import HashMapStateBackend, JobStatus
 from undertow.runtime.cluster.checkpoint_stats import CheckpointStatus
 from undertow.storage import CheckpointStorage
-from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
+from undertow.testing.oracle import (
+    FailingMap,
+    OracleResult,
+    OracleSource,
+    build_pipeline,
+    oracle_seed,
+)
 
 from .conftest import EnvFactory
+from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
 from .test_incremental_checkpoints import COMPLETED, RESTARTING, SharedWatcher, _contents
 
@@ -68,11 +76,14 @@ def scenario_heap_incremental_scheduled_failures(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     unaligned: bool = False,
+    concurrent: int = 1,
 ) -> None:
-    """``map`` fails after checkpoints 2 and 5; keyed state restores from heap segments."""
+    """``map`` fails after checkpoints 2 and 5; keyed state restores from heap segments.
+    ``concurrent`` checkpoints may be pending at once."""
     failing = FailingMap(fail_after_checkpoints=[2, 5])
     config = _config(tmp_path, failing.scheduled_failures)
     config["execution.checkpointing.unaligned.enabled"] = str(unaligned).lower()
+    config["execution.checkpointing.max-concurrent-checkpoints"] = str(concurrent)
     env = make_env(parallelism=2, config=config)
     _heap(env)
     evidence = tmp_path / "evidence"
@@ -116,6 +127,44 @@ def test_heap_incremental_oracle_with_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], unaligned: bool
 ) -> None:
     scenario_heap_incremental_scheduled_failures(make_env, tmp_path, capsys, unaligned)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_heap_incremental_oracle_with_concurrent_checkpoints(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_heap_incremental_scheduled_failures(make_env, tmp_path, capsys, concurrent=3)
+
+
+def scenario_heap_incremental_worker_kill(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kill -9 of a seeded random worker process once three incremental checkpoints
+    completed: the restarted attempt restores from the heap segments."""
+    seed = oracle_seed()
+    env = make_env(parallelism=2, config=_config(tmp_path, restarts=3))
+    _heap(env)
+    evidence = tmp_path / "evidence"
+    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
+    build_pipeline(env, source, evidence_dir=evidence)
+
+    client = env.execute_async("oracle, incremental heap, kill -9")
+    watcher = RestWatcher(client)
+    result, console = run_killing_a_worker_after_a_checkpoint(
+        client, capsys, seed, earliest_s=0.1, latest_s=1.0, timeout_s=TIMEOUT_S, checkpoints=3
+    )
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
+    assert oracle.is_exactly_once, (seed, str(oracle))
+    assert oracle.restarts == 1, (seed, oracle)
+    assert_restores(console, watcher.stop(), restores=1)
+    oracle.assert_restored()
+
+
+@pytest.mark.parametrize("target", ["local"])
+def test_heap_incremental_oracle_with_worker_kill(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_heap_incremental_worker_kill(make_env, tmp_path, capsys)
 
 
 def _wait_for(condition: Any, what: str) -> None:

@@ -70,6 +70,9 @@ KILL_SCENARIOS: dict[str, Scenario] = {
     "unaligned-random-kill": test_unaligned_checkpoints.scenario_random_kill,
     "file-sink-kill": test_file_sink_resume.scenario_worker_killed,
     "incremental-rocksdb-kill": test_incremental_checkpoints.scenario_incremental_worker_kill,
+    "incremental-heap-kill": (
+        test_heap_incremental_checkpoints.scenario_heap_incremental_worker_kill
+    ),
 }
 
 
