@@ -10,6 +10,7 @@
 * Rescale: a second job restores the first job's retained incremental checkpoint at another
   parallelism (key groups from several old subtasks' segments) in NO_CLAIM: every file of the
   first job stays byte-identical and the resumed job's shared files are all its own.
+* CLAIM: the claimed checkpoint's directory and segments are deleted once subsumed.
 """
 
 from __future__ import annotations
@@ -247,3 +248,46 @@ def test_heap_incremental_rescale_no_claim(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scenario_heap_incremental_rescale(make_env, tmp_path, capsys)
+
+
+def scenario_heap_incremental_claim(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Resume the retained checkpoint in CLAIM at the same parallelism: its directory and its
+    segments are deleted once a newer checkpoint subsumes it, while the job still runs."""
+    snapshot = _retained_checkpoint(make_env, tmp_path)
+    old_shared = snapshot.parent / "shared"
+    assert any(p.name.endswith(".kgs") for p in old_shared.iterdir()), "segments to claim"
+    capsys.readouterr()
+
+    env = make_env(parallelism=2, config=_config(tmp_path, **{
+        "execution.state-recovery.path": str(snapshot),
+        "execution.state-recovery.claim-mode": "CLAIM",
+        "execution.checkpointing.num-retained": "1",
+    }))  # fmt: skip
+    _heap(env)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    client = env.execute_async("resumed, CLAIM")
+    watcher = RestWatcher(client)
+    _wait_for(lambda: (not snapshot.exists() and not any(old_shared.iterdir()))
+              or client.get_job_status() is JobStatus.FINISHED,
+              "the claimed snapshot's deletion")  # fmt: skip
+    assert not snapshot.exists()
+    assert list(old_shared.iterdir()) == [], "CLAIM: the claimed segments are deleted"
+    assert client.get_job_status() is JobStatus.RUNNING, "deleted by subsumption, not at the end"
+    result = client.get_job_execution_result(timeout=TIMEOUT_S)
+    console = capsys.readouterr().err
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_exactly_once()
+    assert oracle.received == oracle.expected
+    assert assert_restores(console, watcher.stop(), restores=1) == [
+        int(snapshot.name.rsplit("-", 1)[1])
+    ]
+    oracle.assert_restored()
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_heap_incremental_claim_deletes_claimed_segments_once_subsumed(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_heap_incremental_claim(make_env, tmp_path, capsys)

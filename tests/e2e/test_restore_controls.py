@@ -62,6 +62,7 @@ SCENARIOS: dict[str, Scenario] = {
     "incremental-heap-rescale": (
         test_heap_incremental_checkpoints.scenario_heap_incremental_rescale
     ),
+    "incremental-heap-claim": test_heap_incremental_checkpoints.scenario_heap_incremental_claim,
 }
 
 #: The kill scenarios need worker processes: run on ``local``.
