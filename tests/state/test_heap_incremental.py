@@ -6,6 +6,7 @@ the coordinator deleted what subsumed checkpoints held (Hypothesis, with the rea
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from undertow.core.errors import StateError
+from undertow.core.config import Configuration
+from undertow.core.errors import ConfigurationError, StateError
 from undertow.runtime.checkpoint.shared_state_registry import SharedStateRegistry
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import (
@@ -24,6 +26,7 @@ from undertow.state.descriptors import (
     StateTtlConfig,
     ValueStateDescriptor,
 )
+from undertow.state.factory import keyed_backend_factory
 from undertow.state.heap import HeapKeyedStateBackend, decode_key_group_blob
 from undertow.state.heap_incremental import (
     CompactionPolicy,
@@ -471,3 +474,32 @@ def test_restore_from_any_completed_checkpoint_is_the_state_at_that_checkpoint(
     held = {s.handle.path for _, h in [coordinator.retained] if h for s in h.segments} if (
         coordinator.retained) else set()  # fmt: skip
     assert held <= set(store.files)
+
+
+def test_incremental_state_restores_into_a_heap_backend_without_the_option() -> None:
+    store = Store()
+    b = new_backend()
+    fill(b)
+    checkpoint(b, store, 1)
+    b.notify_checkpoint_complete(1)
+    b.set_current_key(A)
+    b.get_partitioned_state(ValueStateDescriptor("v", None)).update(-5)
+    handle = checkpoint(b, store, 2)
+    plain = HeapKeyedStateBackend("op", MAX_P, range(MAX_P), lambda: 0)
+    plain.restore_native([download(handle, store.read, 2)])
+    assert canonical(plain) == canonical(b)
+    with pytest.raises(StateError, match="built without incremental checkpoints"):
+        plain.native_checkpoint(3, False)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("state.backend.hashmap.incremental.compaction-interval", "0"),
+        ("state.backend.hashmap.incremental.max-space-amplification", "0.5"),
+    ],
+)
+def test_bad_compaction_options_are_refused_by_key(key: str, value: str) -> None:
+    config = Configuration({"execution.checkpointing.incremental": "true", key: value})
+    with pytest.raises(ConfigurationError, match=re.escape(key)):
+        keyed_backend_factory(config)
