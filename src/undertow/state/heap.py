@@ -291,6 +291,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         return [o for o in range(self._groups)
                 if any(not table.is_empty_at(o) for table in tables)]  # fmt: skip
 
+    def _is_non_empty(self, offset: int) -> bool:
+        return any(not table.is_empty_at(offset) for table in self._tables.values())
+
     def _pending(self, offsets: list[int]) -> PendingKeyGroups:
         """The key groups at ``offsets`` as they are now, pickled lazily (copy on touch)."""
         tables = list(self._tables.items())
@@ -316,7 +319,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         self._finish_snapshot()
         r = self.key_group_range
         offsets, reuse, since_full = dirty.take(
-            checkpoint_id, full, self._non_empty(), self._ctx.offset, r.start
+            checkpoint_id, full, self._non_empty, self._is_non_empty, self._ctx.offset, r.start
         )
         return HeapNativeSnapshot(
             checkpoint_id, self.operator_name, dirty.backend_id, (r.start, r.stop),

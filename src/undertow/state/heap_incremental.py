@@ -239,43 +239,49 @@ class DirtyKeyGroups:
         """Every key group changed (restore, a TTL conversion)."""
         self.stamps[:] = [self.epoch] * len(self.stamps)
 
-    def take(self, checkpoint_id: int, full: bool, non_empty: list[int], current: int,
+    def take(self, checkpoint_id: int, full: bool, non_empty: Callable[[], list[int]],
+             is_non_empty: Callable[[int], bool], current: int,
              start: int) -> tuple[list[int], dict[int, Ref], int]:  # fmt: skip
-        """A snapshot at ``checkpoint_id``: the offsets to pickle, the key groups reused from
-        the base, and the incremental count. ``current`` is the key context's offset: its
-        caller may still write it without switching keys, so it is stamped for the next."""
+        """A snapshot at ``checkpoint_id``: the offsets to pickle (ascending), the key groups
+        reused from the base, and the incremental count. ``non_empty()`` lists the offsets
+        holding state (for a full one); an incremental one asks ``is_non_empty`` only of the
+        changed ones. ``current`` is the key context's offset: its caller may still write it
+        without switching keys, so it is stamped for the next."""
         epoch = self.epoch
         self.epoch += 1
-        dirty, reuse, since_full = self._diff(full, non_empty, start)
+        dirty, reuse, since_full = self._diff(full, non_empty, is_non_empty, start)
         self._taken[checkpoint_id] = (epoch, reuse)
         if current < self.groups:  # after the diff: this checkpoint takes it as it is now
             self.stamps[current] = self.epoch
         return dirty, reuse, since_full
 
-    def _diff(self, full: bool, non_empty: list[int],
+    def _diff(self, full: bool, non_empty: Callable[[], list[int]],
+              is_non_empty: Callable[[int], bool],
               start: int) -> tuple[list[int], dict[int, Ref], int]:  # fmt: skip
         base = self.base
         if full or base is None or self.policy.is_full_due(base[0]):
-            return non_empty, {}, 0
+            return non_empty(), {}, 0
         handle, base_epoch = base
         # Checkpoints taken after the base may complete (unknown here yet) and subsume it; a
         # base slice one of them does not reuse could be deleted then: rewrite it instead.
         later = [reuse for cid, (_, reuse) in self._taken.items() if cid > handle.checkpoint_id]
-        stamps, groups = self.stamps, handle.groups
-        dirty: list[int] = []
+        groups = self.groups
+        changed = {o for o, stamp in enumerate(self.stamps) if stamp > base_epoch and o < groups}
+        dirty = [o for o in changed if is_non_empty(o)]
         reuse: dict[int, Ref] = {}
-        for offset in non_empty:
-            kg = start + offset
-            at = groups.get(kg)
-            if at is None or stamps[offset] > base_epoch:
-                dirty.append(offset)
+        segments = handle.segments
+        # A key group not changed since the base is as the base has it: in it, or empty (or
+        # holding only entries expired already then, which the base left out).
+        for kg, (i, position, length) in handle.groups.items():
+            offset = kg - start
+            if offset in changed:
                 continue
-            i, position, length = at
-            ref = (handle.segments[i], position, length)
+            ref = (segments[i], position, length)
             if all(other.get(kg) == ref for other in later):
                 reuse[kg] = ref
             else:
                 dirty.append(offset)
+        dirty.sort()
         return dirty, reuse, handle.since_full + 1
 
     def uploaded(self, handle: HeapIncrementalHandle) -> None:
