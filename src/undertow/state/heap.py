@@ -318,12 +318,13 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             )
         self._finish_snapshot()
         r = self.key_group_range
-        offsets, reuse, since_full = dirty.take(
+        offsets, base, reuse, since_full = dirty.take(
             checkpoint_id, full, self._non_empty, self._is_non_empty, self._ctx.offset, r.start
         )
         return HeapNativeSnapshot(
             checkpoint_id, self.operator_name, dirty.backend_id, (r.start, r.stop),
-            self.max_parallelism, self._pending(offsets), reuse, since_full, dirty.uploaded,
+            self.max_parallelism, self._pending(offsets), base, reuse, since_full,
+            dirty.uploaded,
         )  # fmt: skip
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

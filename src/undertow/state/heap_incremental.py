@@ -42,8 +42,8 @@ class Segment:
     created_by: int
 
 
-#: A key group's blob in a segment: (segment, offset, length).
-Ref = tuple[Segment, int, int]
+#: A key group's blob in a handle: (index into its segments, offset, length).
+Slice = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class HeapIncrementalHandle:
     key_groups: tuple[int, int]
     max_parallelism: int
     segments: tuple[Segment, ...]
-    groups: dict[int, tuple[int, int, int]]
+    groups: dict[int, Slice]
     since_full: int
 
     @property
@@ -97,7 +97,9 @@ class HeapNativeSnapshot:
     key_groups: tuple[int, int]
     max_parallelism: int
     blobs: PendingKeyGroups
-    reuse: dict[int, Ref]
+    #: The base's handle and the key groups reused from it (its own slice tuples: no copy).
+    base: HeapIncrementalHandle | None
+    reuse: dict[int, Slice]
     since_full: int
     #: Called on the I/O thread with the result (the backend keeps it until completion).
     on_uploaded: Callable[[HeapIncrementalHandle], None]
@@ -118,13 +120,15 @@ class HeapNativeSnapshot:
             )
         cid = self.checkpoint_id
         segments: list[Segment] = []
-        index: dict[Segment, int] = {}
-        groups: dict[int, tuple[int, int, int]] = {}
-        for kg, (segment, offset, length) in sorted(self.reuse.items()):
-            i = index.setdefault(segment, len(index))
-            if i == len(segments):
-                segments.append(segment)
-            groups[kg] = (i, offset, length)
+        groups: dict[int, Slice] = {}
+        if self.base is not None and self.reuse:
+            index: dict[int, int] = {}  # base's segment index -> this handle's
+            for kg, (b, offset, length) in self.reuse.items():
+                i = index.get(b)
+                if i is None:
+                    i = index[b] = len(segments)
+                    segments.append(self.base.segments[b])
+                groups[kg] = (i, offset, length) if i != b else self.reuse[kg]
         blobs = self.blobs.result()
         if blobs:
             parts: list[bytes] = []
@@ -230,7 +234,9 @@ class DirtyKeyGroups:
     _uploads: dict[int, tuple[HeapIncrementalHandle, int]] = field(default_factory=dict)
     #: Checkpoints taken and not known completed (or subsumed) yet: id -> (snapshot epoch,
     #: the slices it reuses).
-    _taken: dict[int, tuple[int, dict[int, Ref]]] = field(default_factory=dict)
+    _taken: dict[int, tuple[int, HeapIncrementalHandle | None, dict[int, Slice]]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         self.stamps = [0] * (self.groups + 1)  # + the "no key" offset, never read
@@ -241,46 +247,43 @@ class DirtyKeyGroups:
 
     def take(self, checkpoint_id: int, full: bool, non_empty: Callable[[], list[int]],
              is_non_empty: Callable[[int], bool], current: int,
-             start: int) -> tuple[list[int], dict[int, Ref], int]:  # fmt: skip
-        """A snapshot at ``checkpoint_id``: the offsets to pickle (ascending), the key groups
-        reused from the base, and the incremental count. ``non_empty()`` lists the offsets
+             start: int) -> tuple[list[int], HeapIncrementalHandle | None,
+                                  dict[int, Slice], int]:  # fmt: skip
+        """A snapshot at ``checkpoint_id``: the offsets to pickle (ascending), the base and the
+        key groups reused from it, and the incremental count. ``non_empty()`` lists the offsets
         holding state (for a full one); an incremental one asks ``is_non_empty`` only of the
         changed ones. ``current`` is the key context's offset: its caller may still write it
         without switching keys, so it is stamped for the next."""
         epoch = self.epoch
         self.epoch += 1
         dirty, reuse, since_full = self._diff(full, non_empty, is_non_empty, start)
-        self._taken[checkpoint_id] = (epoch, reuse)
+        base = self.base[0] if reuse and self.base is not None else None
+        self._taken[checkpoint_id] = (epoch, base, reuse)
         if current < self.groups:  # after the diff: this checkpoint takes it as it is now
             self.stamps[current] = self.epoch
-        return dirty, reuse, since_full
+        return dirty, base, reuse, since_full
 
     def _diff(self, full: bool, non_empty: Callable[[], list[int]],
               is_non_empty: Callable[[int], bool],
-              start: int) -> tuple[list[int], dict[int, Ref], int]:  # fmt: skip
+              start: int) -> tuple[list[int], dict[int, Slice], int]:  # fmt: skip
         base = self.base
         if full or base is None or self.policy.is_full_due(base[0]):
             return non_empty(), {}, 0
         handle, base_epoch = base
         # Checkpoints taken after the base may complete (unknown here yet) and subsume it; a
         # base slice one of them does not reuse could be deleted then: rewrite it instead.
-        later = [reuse for cid, (_, reuse) in self._taken.items() if cid > handle.checkpoint_id]
+        later = [(other, reuse) for cid, (_, other, reuse) in self._taken.items()
+                 if cid > handle.checkpoint_id]  # fmt: skip
         groups = self.groups
         changed = {o for o, stamp in enumerate(self.stamps) if stamp > base_epoch and o < groups}
         dirty = [o for o in changed if is_non_empty(o)]
-        reuse: dict[int, Ref] = {}
-        segments = handle.segments
         # A key group not changed since the base is as the base has it: in it, or empty (or
         # holding only entries expired already then, which the base left out).
-        for kg, (i, position, length) in handle.groups.items():
-            offset = kg - start
-            if offset in changed:
-                continue
-            ref = (segments[i], position, length)
-            if all(other.get(kg) == ref for other in later):
-                reuse[kg] = ref
-            else:
-                dirty.append(offset)
+        reuse = {kg: at for kg, at in handle.groups.items() if kg - start not in changed}
+        if later:
+            for kg in [kg for kg, at in reuse.items() if not _reused_by_all(handle, kg, later)]:
+                del reuse[kg]
+                dirty.append(kg - start)
         dirty.sort()
         return dirty, reuse, handle.since_full + 1
 
@@ -307,3 +310,20 @@ class DirtyKeyGroups:
         self._uploads.clear()
         self._taken.clear()
         self.mark_all()
+
+
+def _reused_by_all(
+    base: HeapIncrementalHandle,
+    kg: int,
+    later: list[tuple[HeapIncrementalHandle | None, dict[int, Slice]]],
+) -> bool:
+    """Whether every later checkpoint reuses the same slice of the same segment for ``kg``."""
+    i, offset, length = base.groups[kg]
+    segment = base.segments[i]
+    for other_base, reuse in later:
+        at = reuse.get(kg)
+        if other_base is None or at is None:
+            return False
+        if (other_base.segments[at[0]], at[1], at[2]) != (segment, offset, length):
+            return False
+    return True
