@@ -23,6 +23,7 @@ from . import (
     test_claim_modes,
     test_claim_reuse,
     test_file_sink_resume,
+    test_heap_incremental_checkpoints,
     test_incremental_checkpoints,
     test_oracle,
     test_recovery_path,
@@ -60,6 +61,13 @@ SCENARIOS: dict[str, Scenario] = {
     "incremental-rocksdb-claim-reuse": test_claim_reuse.scenario_claim_reuses,
     "native-savepoint-resume": test_savepoint_formats.scenario_native_resume,
     "native-savepoint-rescale": test_savepoint_formats.scenario_native_rescale,
+    "incremental-heap-scheduled-failures": (
+        test_heap_incremental_checkpoints.scenario_heap_incremental_scheduled_failures
+    ),
+    "incremental-heap-rescale": (
+        test_heap_incremental_checkpoints.scenario_heap_incremental_rescale
+    ),
+    "incremental-heap-claim": test_heap_incremental_checkpoints.scenario_heap_incremental_claim,
 }
 
 #: The kill scenarios need worker processes: run on ``local``.
@@ -68,6 +76,9 @@ KILL_SCENARIOS: dict[str, Scenario] = {
     "unaligned-random-kill": test_unaligned_checkpoints.scenario_random_kill,
     "file-sink-kill": test_file_sink_resume.scenario_worker_killed,
     "incremental-rocksdb-kill": test_incremental_checkpoints.scenario_incremental_worker_kill,
+    "incremental-heap-kill": (
+        test_heap_incremental_checkpoints.scenario_heap_incremental_worker_kill
+    ),
 }
 
 

@@ -82,8 +82,14 @@ def test_incremental_rocksdb_is_selected(tmp_path: Path) -> None:
         backend = keyed_backend_factory(config)("op", 8, range(8), lambda: 0)
         assert isinstance(backend, RocksDBKeyedStateBackend) and backend.incremental
         backend.dispose()
-    heap = keyed_backend_factory(Configuration({"execution.checkpointing.incremental": "true"}))
-    assert heap is HeapKeyedStateBackend  # the heap backend takes full checkpoints
+    heap = keyed_backend_factory(Configuration({
+        "execution.checkpointing.incremental": "true",
+        "state.backend.hashmap.incremental.compaction-interval": "3",
+    }))("op", 8, range(8), lambda: 0)  # fmt: skip
+    assert isinstance(heap, HeapKeyedStateBackend) and heap.incremental
+    assert heap._dirty is not None and heap._dirty.policy.interval == 3
+    plain = keyed_backend_factory(Configuration({}))("op", 8, range(8), lambda: 0)
+    assert isinstance(plain, HeapKeyedStateBackend) and not plain.incremental
 
 
 def test_bad_choices_are_rejected() -> None:

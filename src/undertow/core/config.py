@@ -196,6 +196,10 @@ def _positive(value: float) -> str | None:
     return None if value > 0 else "must be > 0"
 
 
+def _at_least_one(value: float) -> str | None:
+    return None if value >= 1 else "must be >= 1"
+
+
 def _non_negative(value: int) -> str | None:
     return None if value >= 0 else "must be >= 0"
 
@@ -600,7 +604,23 @@ class Options:
     INCREMENTAL_CHECKPOINTS = bool_option(
         "execution.checkpointing.incremental",
         False,
-        "incremental checkpoints: RocksDB uploads only new SST files into <job>/shared/",
+        "incremental checkpoints: RocksDB uploads only new SST files into <job>/shared/, "
+        "hashmap only the key groups changed since the last completed checkpoint",
+    )
+    HEAP_COMPACTION_INTERVAL = int_option(
+        "state.backend.hashmap.incremental.compaction-interval",
+        10,
+        "hashmap incremental checkpoints: every n-th checkpoint after a full one is full again "
+        "(1: every checkpoint is full)",
+        check=_positive,
+    )
+    HEAP_MAX_SPACE_AMPLIFICATION = ConfigOption(
+        "state.backend.hashmap.incremental.max-space-amplification",
+        float,
+        2.0,
+        "hashmap incremental checkpoints: a checkpoint is full again when the shared files it "
+        "would reference exceed this many times the live state's bytes (dead key groups)",
+        check=_at_least_one,
     )
     ROCKSDB_LOCAL_DIR = str_option(
         "state.backend.rocksdb.localdir",

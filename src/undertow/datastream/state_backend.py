@@ -31,7 +31,9 @@ class StateBackend(ABC):
 
 
 class HashMapStateBackend(StateBackend):
-    """Keyed state in the worker's memory, in Python dicts (the default)."""
+    """Keyed state in the worker's memory, in Python dicts (the default). With
+    ``execution.checkpointing.incremental`` a checkpoint writes only the key groups changed
+    since the last completed one (:mod:`undertow.state.heap_incremental`)."""
 
     def _configure(self, config: Configuration) -> None:
         config.set(Options.STATE_BACKEND, "hashmap")

@@ -6,7 +6,8 @@
 ``execution.checkpointing.incremental`` is true. Both write the same canonical snapshot in
 savepoints (and RocksDB in full checkpoints), so a job may switch backends when it restores.
 Reading the options validates them (an unknown backend type raises ``ConfigurationError``
-naming the key). The heap backend takes full checkpoints whatever the option says.
+naming the key). With the option the heap backend takes incremental checkpoints too
+(:mod:`undertow.state.heap_incremental`, compacted per ``state.backend.hashmap.incremental.*``).
 
 Called once per keyed operator when a subtask builds its operator chain; pure apart from the
 RocksDB backend creating its directory when the factory is called.
@@ -14,11 +15,13 @@ RocksDB backend creating its directory when the factory is called.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from undertow.core.config import Configuration, Options
 from undertow.state.backend import KeyedStateBackend, KeyedStateBackendFactory
 from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.heap_incremental import CompactionPolicy
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
 
 
@@ -27,7 +30,13 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
     kind = config.get(Options.STATE_BACKEND)
     incremental = config.get(Options.INCREMENTAL_CHECKPOINTS)
     if kind == "hashmap":
-        return HeapKeyedStateBackend
+        if not incremental:
+            return HeapKeyedStateBackend
+        policy = CompactionPolicy(
+            config.get(Options.HEAP_COMPACTION_INTERVAL),
+            config.get(Options.HEAP_MAX_SPACE_AMPLIFICATION),
+        )
+        return functools.partial(HeapKeyedStateBackend, incremental=True, compaction=policy)
     local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)
 
     def rocksdb(

@@ -11,6 +11,9 @@ Layout and invariants (details in :mod:`undertow.state.heap_states`):
 * entries are never empty: clearing a value, the last list element or the last map entry
   removes the entry.
 
+With ``incremental`` a checkpoint is :meth:`native_checkpoint`: only the key groups accessed
+since the last completed checkpoint are written (:mod:`.heap_incremental`).
+
 Threading: one backend belongs to one subtask and is used only from that subtask's loop thread;
 it takes no locks. ``snapshot()`` only notes the key groups holding state; each is pickled
 before anything can touch it again, or when the snapshot is read (:mod:`.heap_snapshot`).
@@ -39,6 +42,12 @@ from typing import Any
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
 from undertow.state.descriptors import StateDescriptor
+from undertow.state.heap_incremental import (
+    CompactionPolicy,
+    DirtyKeyGroups,
+    DownloadedHeapState,
+    HeapNativeSnapshot,
+)
 from undertow.state.heap_snapshot import PendingKeyGroups
 from undertow.state.heap_states import (
     ABSENT,
@@ -74,6 +83,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         max_parallelism: int,
         key_group_range: range,
         clock: Callable[[], int],
+        *,
+        incremental: bool = False,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         if key_group_range.step != 1 or not (
             0 <= key_group_range.start < key_group_range.stop <= max_parallelism
@@ -94,6 +106,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         self._states: dict[str, HeapState] = {}
         #: The snapshot whose key groups are not all serialized yet (at most one).
         self._snapshot: PendingKeyGroups | None = None
+        #: Incremental checkpoints (``execution.checkpointing.incremental``): the chain takes
+        #: :meth:`native_checkpoint` instead of :meth:`snapshot` for checkpoints.
+        self.incremental = incremental
+        #: Per key group, the snapshot count at its last access (:mod:`.heap_incremental`);
+        #: None without incremental checkpoints (no cost on the record path).
+        self._dirty = (
+            DirtyKeyGroups(self._groups, compaction or CompactionPolicy()) if incremental else None
+        )
 
     # --- current key ---------------------------------------------------------------------
 
@@ -121,6 +141,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         snapshot = self._snapshot
         if snapshot is not None:  # copy on access: serialize the key group before its use
             snapshot.touch(offset)
+        dirty = self._dirty
+        if dirty is not None:  # any access may write: the key group changed
+            dirty.stamps[offset] = dirty.epoch
 
     def fold_values(
         self,
@@ -145,6 +168,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             snapshot = self._snapshot
             if snapshot is not None:
                 snapshot.touch(offset)
+            dirty = self._dirty
+            if dirty is not None:
+                dirty.stamps[offset] = dirty.epoch
             table = tables[offset]
             old = table.get(key)
             if old is None:
@@ -219,6 +245,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     def _convert_ttl(self, table: StateTable, ttl: bool) -> None:
         """Restored entries written with(out) TTL, read by a state without (with) TTL."""
         self._finish_snapshot()
+        if self._dirty is not None:
+            self._dirty.mark_all()
         now = self._clock()
         for dicts in (table.void, table.windowed):
             for i in range(table.groups):
@@ -256,18 +284,69 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         use the key context it set); every other key group is pickled on first touch or when
         the result is read (:mod:`.heap_snapshot`)."""
         self._finish_snapshot()  # at most one pending snapshot
-        now = self._clock()
+        return self._pending(self._non_empty())
+
+    def _non_empty(self) -> list[int]:
+        tables = list(self._tables.values())
+        return [o for o in range(self._groups)
+                if any(not table.is_empty_at(o) for table in tables)]  # fmt: skip
+
+    def _is_non_empty(self, offset: int) -> bool:
+        return any(not table.is_empty_at(offset) for table in self._tables.values())
+
+    def _pending(self, offsets: list[int]) -> PendingKeyGroups:
+        """The key groups at ``offsets`` as they are now, pickled lazily (copy on touch)."""
         tables = list(self._tables.items())
-        offsets = [o for o in range(self._groups)
-                   if any(not table.is_empty_at(o) for _, table in tables)]  # fmt: skip
         snapshot = PendingKeyGroups(
             offsets, self.key_group_range.start,
-            functools.partial(self._encode_group, tables, now), self._snapshot_done,
+            functools.partial(self._encode_group, tables, self._clock()), self._snapshot_done,
         )  # fmt: skip
         if snapshot.remaining:
             self._snapshot = snapshot
             snapshot.touch(self._ctx.offset)
         return snapshot
+
+    def native_checkpoint(self, checkpoint_id: int, full: bool) -> HeapNativeSnapshot:
+        """An incremental checkpoint (:mod:`.heap_incremental`): the key groups accessed since
+        the base's snapshot, pickled lazily like :meth:`snapshot`, and the base's slices of
+        the others; ``full`` (a FULL checkpoint) reuses nothing. Uploaded on the I/O pool."""
+        dirty = self._dirty
+        if dirty is None:
+            raise StateError(
+                f"operator {self.operator_name!r}: checkpoint {checkpoint_id}: incremental "
+                "checkpoint asked of a heap backend built without incremental checkpoints"
+            )
+        self._finish_snapshot()
+        r = self.key_group_range
+        offsets, base, reuse, since_full = dirty.take(
+            checkpoint_id, full, self._non_empty, self._is_non_empty, self._ctx.offset, r.start
+        )
+        return HeapNativeSnapshot(
+            checkpoint_id, self.operator_name, dirty.backend_id, (r.start, r.stop),
+            self.max_parallelism, self._pending(offsets), base, reuse, since_full,
+            dirty.uploaded,
+        )  # fmt: skip
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: later incremental checkpoints diff against
+        it (only a completed checkpoint's files are kept by the coordinator)."""
+        if self._dirty is not None:
+            self._dirty.completed(checkpoint_id)
+
+    def restore_native(self, downloads: list[Any]) -> None:
+        """Restore the key groups this subtask owns from heap incremental checkpoints (read and
+        verified by :func:`~undertow.state.heap_incremental.download_heap_state`); the old
+        subtasks' ranges may differ from this one's (rescaling)."""
+        blobs: dict[int, bytes] = {}
+        for download in downloads:
+            if not isinstance(download, DownloadedHeapState):
+                raise StateError(
+                    f"operator {self.operator_name!r}: the checkpoint holds native state of "
+                    f"another backend ({type(download).__name__}); restore it with that "
+                    "backend, or take a savepoint (canonical) to switch backends"
+                )
+            blobs.update(download.blobs)
+        self.restore(blobs)
 
     def _snapshot_done(self, snapshot: PendingKeyGroups) -> None:
         if self._snapshot is snapshot:
@@ -316,6 +395,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
     def restore(self, blobs: dict[int, bytes]) -> None:
         self._finish_snapshot()
+        if self._dirty is not None:
+            self._dirty.restored()
         now = self._clock()
         for key_group, blob in blobs.items():
             offset = key_group - self.key_group_range.start

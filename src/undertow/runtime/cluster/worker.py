@@ -86,6 +86,7 @@ from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
+from undertow.state.heap_incremental import download_heap_state
 from undertow.state.rocksdb import download_native_state
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
@@ -360,6 +361,9 @@ class Worker:
                     self.io_pool, download_native_state, snapshot, storage,
                     assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
                 )  # fmt: skip
+                await loop.run_in_executor(
+                    self.io_pool, download_heap_state, snapshot, storage, assignment.checkpoint_id
+                )  # heap incremental state: its shared segments, verified
                 snapshots.append(snapshot)
             restored[key] = snapshots
         if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):

@@ -25,8 +25,10 @@ from undertow.state.heap_snapshot import PendingKeyGroups
 
 
 def pending_keyed_state(snapshot: SubtaskSnapshot) -> list[PendingKeyGroups]:
-    """The keyed state and timer parts of ``snapshot`` that still have blobs to pickle."""
-    return [blobs for part in snapshot.operators.values() for blobs in (part.keyed, part.timers)
+    """The keyed state and timer parts of ``snapshot`` that still have blobs to pickle (a heap
+    incremental checkpoint's rewritten key groups too)."""
+    return [blobs for part in snapshot.operators.values()
+            for blobs in (part.keyed, part.timers, getattr(part.keyed_native, "pending", None))
             if isinstance(blobs, PendingKeyGroups) and blobs.remaining]  # fmt: skip
 
 

@@ -1,10 +1,11 @@
 """The asynchronous part of a subtask's checkpoint: write its state, then acknowledge.
 
 Once the operators' state is taken (and, for keyed state, serialized), the state file is
-written on the worker's I/O pool, the new shared files of an incremental RocksDB checkpoint
-are uploaded before it, and the channel-state handles (written in parallel into the worker's
-shared files) are joined with it; then the JobMaster gets one acknowledgement, or a decline
-naming the task and the cause. Flink's ``AsyncCheckpointRunnable``.
+written on the worker's I/O pool, the new shared files of an incremental checkpoint (RocksDB
+SST files, heap key-group segments) are uploaded before it, and the channel-state handles
+(written in parallel into the worker's shared files) are joined with it; then the JobMaster
+gets one acknowledgement, or a decline naming the task and the cause. Flink's
+``AsyncCheckpointRunnable``.
 
 Threading: built and called on the task's loop thread; writes run on the I/O pool and come
 back to the loop with one ``call_soon_threadsafe`` hop. Lifecycle: one per checkpointer; the
@@ -33,7 +34,8 @@ from undertow.runtime.checkpoint.snapshot import (
     SubtaskStateHandle,
 )
 from undertow.runtime.task.checkpoint_io import CheckpointIO
-from undertow.state.rocksdb_incremental import upload
+from undertow.state.heap_incremental import HeapIncrementalHandle, HeapNativeSnapshot
+from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, upload
 from undertow.storage import FileHandle
 
 log = logging.getLogger(__name__)
@@ -160,12 +162,24 @@ class SnapshotWriter:
             self.responder.decline(cid, reason, "incremental checkpoint: no checkpoint storage")
             return
         file_name = self.file_name
+        try:  # heap key groups are pickled on this (the task's) thread, never on the pool
+            for part in natives:
+                if isinstance(part.keyed_native, HeapNativeSnapshot):
+                    part.keyed_native.blobs.result()
+        except Exception as err:
+            self.snapshot_failed(cid, err)
+            return
 
         def upload_and_write() -> SubtaskStateHandle:
             shared: list[FileHandle] = []
             full = uploaded = 0
             for part in natives:
-                result = upload(part.keyed_native, shared_writer, state_writer)
+                native = part.keyed_native
+                result: IncrementalKeyedHandle | HeapIncrementalHandle = (
+                    native.upload(shared_writer)
+                    if isinstance(native, HeapNativeSnapshot)
+                    else upload(native, shared_writer, state_writer)
+                )
                 part.keyed_native = result
                 shared.extend(result.shared_handles)  # a NATIVE savepoint's are exclusive
                 full += result.full_size
