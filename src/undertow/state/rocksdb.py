@@ -25,6 +25,7 @@ column family.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import tempfile
 import uuid
@@ -318,21 +319,49 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             or self._meta[state.descriptor.name][1]
         ):
             return super().fold_values(state, keys, values, fold)
-        column = self.column(state.descriptor.name)
-        get, put, delete = column.get, column.put, column.delete
+        column: Any = self.column(state.descriptor.name)
         set_key = self.set_current_key
+        dkeys = [self._void_db_key(key) for key in keys]
+        raws = column.get(dkeys) if dkeys else []  # one multi-get for the batch
+        batch = self._batch(state.descriptor.name)
+        written: dict[bytes, Any] = {}  # this batch's writes (None: deleted), read back
         out: list[Any] = []
-        for key, value in zip(keys, values):
-            set_key(key)
-            dkey = db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
-            raw = get(dkey)
-            new = value if raw is None else fold(decode_value(raw), value)
-            if new is None:
-                delete(dkey)
-            else:
-                put(dkey, encode_value(new))
-            out.append(new)
+        try:
+            for dkey, raw, key, value in zip(dkeys, raws, keys, values):
+                if dkey in written:
+                    old = written[dkey]
+                else:
+                    old = None if raw is None else decode_value(raw)
+                if old is None:
+                    new = value
+                else:  # ``fold`` may read other keyed state: it runs in this record's key
+                    if type(key) is int:
+                        self._key, self._key_group = key, int.from_bytes(dkey[:2], "big")
+                    else:
+                        set_key(key)
+                    new = fold(old, value)
+                written[dkey] = new
+                if new is None:
+                    batch.delete(dkey)
+                else:
+                    batch.put(dkey, encode_value(new))
+                out.append(new)
+        finally:
+            self._db.write(batch)  # the records folded before an error stay applied
+        if keys:
+            set_key(keys[-1])
         return out
+
+    def _void_db_key(self, key: Any) -> bytes:
+        """The DB key of ``key`` in ``VOID_NAMESPACE``; an ``int`` key skips the key context
+        (its pickle has no memo, so its bytes equal :func:`db_key`'s)."""
+        if type(key) is int:
+            key_group = assign_to_key_group(key, self.max_parallelism)
+            r = self.key_group_range
+            if r.start <= key_group < r.stop:
+                return key_group.to_bytes(2, "big") + VOID_TAG + pickle.dumps(key, protocol=5)
+        self.set_current_key(key)  # computes the key group, or raises StateError
+        return db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         """Keys with an entry (expired TTL entries not yet cleaned up included, as in Flink).
