@@ -607,6 +607,13 @@ class Options:
         "",
         "local working directory of the RocksDB state backend (default: the temp directory)",
     )
+    ROCKSDB_TIMER_SERVICE = str_option(
+        "state.backend.rocksdb.timer-service.factory",
+        "ROCKSDB",
+        "where the RocksDB backend keeps timers: ROCKSDB (a column family per timer queue, "
+        "with a small in-memory head) or HEAP (Python heaps, in the snapshot as blobs)",
+        check=_choice("ROCKSDB", "HEAP"),
+    )
     # restart -----------------------------------------------------------------------------
     RESTART_STRATEGY = str_option("restart-strategy.type", "none")
 

@@ -3,8 +3,10 @@
 ``hashmap`` (the default) builds :class:`~undertow.state.heap.HeapKeyedStateBackend`,
 ``rocksdb`` builds :class:`~undertow.state.rocksdb.RocksDBKeyedStateBackend` in
 ``state.backend.rocksdb.localdir``, with native incremental checkpoints when
-``execution.checkpointing.incremental`` is true. Both write the same canonical snapshot in
-savepoints (and RocksDB in full checkpoints), so a job may switch backends when it restores.
+``execution.checkpointing.incremental`` is true, and its timers in the DB unless
+``state.backend.rocksdb.timer-service.factory`` is ``HEAP``. Both write the same canonical
+snapshot in savepoints (and RocksDB in full checkpoints), so a job may switch backends when it
+restores.
 Reading the options validates them (an unknown backend type raises ``ConfigurationError``
 naming the key). The heap backend takes full checkpoints whatever the option says.
 
@@ -29,6 +31,7 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
     if kind == "hashmap":
         return HeapKeyedStateBackend
     local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)
+    timer_service = config.get(Options.ROCKSDB_TIMER_SERVICE)
 
     def rocksdb(
         operator_name: str, max_parallelism: int, key_groups: range, clock: Callable[[], int]
@@ -40,6 +43,7 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
             clock,
             local_dir=local_dir,
             incremental=incremental,
+            timer_service=timer_service,
         )
 
     return rocksdb

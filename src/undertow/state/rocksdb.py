@@ -65,6 +65,14 @@ from undertow.state.rocksdb_states import (
     decode_value,
     encode_value,
 )
+from undertow.state.rocksdb_timers import (
+    TIMER_COLUMN_PREFIX,
+    TIMER_KIND,
+    RocksDBTimerQueue,
+    check_no_timers,
+    timer_column,
+    timers_in_key_groups,
+)
 
 #: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
 _KEEP_ALL_MS = 2**62
@@ -137,6 +145,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         clock: Callable[[], int],
         local_dir: str = "",
         incremental: bool = False,
+        timer_service: str = "ROCKSDB",
     ) -> None:
         if key_group_range.step != 1 or not (
             0 <= key_group_range.start < key_group_range.stop <= max_parallelism
@@ -172,6 +181,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._confirmed: dict[str, SharedFile] = {}
         #: Checkpoint id -> its uploaded handle (filled on the I/O thread), until confirmed.
         self._uploaded: dict[int, IncrementalKeyedHandle] = {}
+        #: ``state.backend.rocksdb.timer-service.factory``: timers in the DB (``ROCKSDB``) or in
+        #: the timer service's heap queues (``HEAP``).
+        self.timers_in_db = timer_service == "ROCKSDB"
+        #: Column families of timers (restored ones too): in native checkpoints as they are.
+        self._timer_columns: set[str] = set()
 
     def _open_db(self) -> None:
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
@@ -238,12 +252,26 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             self._columns[name] = column
         return column
 
+    def timer_queue(self, service: str, domain: str) -> RocksDBTimerQueue | None:
+        """The queue of ``service``'s ``domain`` (``event``/``processing``) timers in this DB,
+        or ``None`` with ``timer-service.factory: HEAP`` (the timer service keeps them)."""
+        if not self.timers_in_db:
+            return None
+        name = timer_column(service, domain)
+        self._timer_columns.add(name)
+        return RocksDBTimerQueue(self.column(name), self.max_parallelism)
+
     def scratch(self, name: str) -> StateTable:
         return self._scratch[name]
 
     def get_partitioned_state(self, descriptor: StateDescriptor) -> InternalKvState[Any]:
         name = descriptor.name
         kind = descriptor.kind
+        if name.startswith(TIMER_COLUMN_PREFIX):
+            raise StateError(
+                f"operator {self.operator_name!r}: state name {name!r} is reserved for timers "
+                f"(names starting with {TIMER_COLUMN_PREFIX!r})"
+            )
         state = self._states.get(name)
         if state is not None:
             if state.kind != kind:
@@ -453,7 +481,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         upload is :func:`~undertow.state.rocksdb_incremental.upload`, on the I/O pool."""
         if self._disposed:
             raise StateError(f"operator {self.operator_name!r}: backend is disposed")
-        for name in self._meta:
+        for name in [*self._meta, *self._timer_columns]:
             self.column(name).flush()
         self._db.flush()
         target = os.path.join(self.directory, f"chk-{checkpoint_id}")
@@ -463,7 +491,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         r = self.key_group_range
         return NativeCheckpoint(
             checkpoint_id, self.operator_name, self.backend_id, (r.start, r.stop),
-            self.max_parallelism, dict(self._meta), target,
+            self.max_parallelism,
+            {**self._meta, **{name: (TIMER_KIND, False) for name in self._timer_columns}}, target,
             {} if full else dict(self._confirmed),
             lambda handle: uploaded.__setitem__(checkpoint_id, handle),
         )  # fmt: skip
@@ -482,6 +511,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         exactly this key-group range is opened in place of the empty one (its shared files
         are reused by the next checkpoint); otherwise (rescaling) the key groups of this
         range are copied from each DB by iterating their key ranges."""
+        if not self.timers_in_db:
+            for d in downloads:
+                check_no_timers(self.operator_name, d.handle.checkpoint_id, d.handle.states)
         r = self.key_group_range
         try:
             only = downloads[0] if len(downloads) == 1 else None
@@ -504,7 +536,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         shutil.rmtree(db_dir)
         shutil.move(download.directory, db_dir)
         self._open_db()
-        self._meta.update(download.handle.states)
+        for name, (kind, ttl) in download.handle.states.items():
+            if kind == TIMER_KIND:
+                self._timer_columns.add(name)
+            else:
+                self._meta[name] = (kind, ttl)
         self._confirmed = {f.local_name: f for f in download.handle.shared}
 
     def _copy_key_groups(self, download: DownloadedNative) -> None:
@@ -516,11 +552,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         source = Rdict(download.directory, Options(raw_mode=True))
         try:
             for name, (kind, ttl) in handle.states.items():
+                column: Any = source.get_column_family(name)
+                batch = self._batch(name)
+                if kind == TIMER_KIND:
+                    self._timer_columns.add(name)
+                    for dkey, raw in timers_in_key_groups(column, start, stop):
+                        batch.put(dkey, raw)
+                    self._db.write(batch)
+                    column.close()
+                    continue
                 meta = self._meta.setdefault(name, (kind, ttl))
                 if meta[0] != kind:
                     raise self._kind_error(name, meta[0], kind)
-                column: Any = source.get_column_family(name)
-                batch = self._batch(name)
                 for dkey, raw in column.items(from_key=start.to_bytes(2, "big")):
                     if int.from_bytes(dkey[:2], "big") >= stop:
                         break
