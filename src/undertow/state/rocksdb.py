@@ -74,6 +74,8 @@ from undertow.state.rocksdb_timers import (
     timers_in_key_groups,
 )
 
+#: Entries of the ``int`` key -> DB key cache before it starts over.
+_INT_KEY_CACHE = 65_536
 #: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
 _KEEP_ALL_MS = 2**62
 
@@ -186,6 +188,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.timers_in_db = timer_service == "ROCKSDB"
         #: Column families of timers (restored ones too): in native checkpoints as they are.
         self._timer_columns: set[str] = set()
+        #: ``int`` key -> its DB key in ``VOID_NAMESPACE`` (see :meth:`_void_db_key`).
+        self._int_db_keys: dict[int, bytes] = {}
 
     def _open_db(self) -> None:
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
@@ -382,12 +386,21 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     def _void_db_key(self, key: Any) -> bytes:
         """The DB key of ``key`` in ``VOID_NAMESPACE``; an ``int`` key skips the key context
-        (its pickle has no memo, so its bytes equal :func:`db_key`'s)."""
+        (its pickle has no memo, so its bytes equal :func:`db_key`'s) and is remembered in a
+        bounded cache (hot keys skip the hash and the pickle)."""
         if type(key) is int:
+            cache = self._int_db_keys
+            dkey = cache.get(key)
+            if dkey is not None:
+                return dkey
             key_group = assign_to_key_group(key, self.max_parallelism)
             r = self.key_group_range
             if r.start <= key_group < r.stop:
-                return key_group.to_bytes(2, "big") + VOID_TAG + pickle.dumps(key, protocol=5)
+                if len(cache) >= _INT_KEY_CACHE:
+                    cache.clear()
+                dkey = key_group.to_bytes(2, "big") + VOID_TAG + pickle.dumps(key, protocol=5)
+                cache[key] = dkey
+                return dkey
         self.set_current_key(key)  # computes the key group, or raises StateError
         return db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
 
