@@ -21,7 +21,7 @@ restored from it; the JobMaster's restore line (deployment sent -> every worker 
 state) gives the time.
 
 Usage: ``python benchmarks/state_scale.py [--keys 500000,2000000,8000000] [--samples 5]
-[--backends hashmap,rocksdb,rocksdb-incremental] [--restore]``
+[--backends hashmap,rocksdb,rocksdb-incremental] [--restore] [--trace-rss S]``
 """
 
 from __future__ import annotations
@@ -134,7 +134,9 @@ def restore_seconds(backend: str, keys: int, workdir: str, job_id: str) -> float
     return int(found.group(2)) / 1000
 
 
-def run(backend: str, keys: int, samples: int, restore: bool = False) -> dict[str, Any]:
+def run(
+    backend: str, keys: int, samples: int, restore: bool = False, trace_rss_s: float = 0.0
+) -> dict[str, Any]:
     workdir = tempfile.mkdtemp(prefix="undertow-state-scale-")
     try:
         retain = "RETAIN_ON_CANCELLATION" if restore else "DELETE_ON_CANCELLATION"
@@ -147,6 +149,7 @@ def run(backend: str, keys: int, samples: int, restore: bool = False) -> dict[st
         deadline = time.monotonic() + TIMEOUT_S
         filled_ms: int | None = None
         rss: list[int] = []
+        traced = time.monotonic()
         measured: list[Any] = []
         try:
             while time.monotonic() < deadline:
@@ -155,6 +158,10 @@ def run(backend: str, keys: int, samples: int, restore: bool = False) -> dict[st
                     raise RuntimeError(f"{backend}, {keys:,} keys: the job ended early")
                 views = [master.task_metrics.view(keyed.id, s) for s in range(2)]
                 records_in = sum(v.records_in for v in views if v is not None)
+                if trace_rss_s and time.monotonic() - traced >= trace_rss_s:
+                    traced = time.monotonic()
+                    print(f"  {backend}: {records_in:,} records in, worker RSS "
+                          f"{worker_rss_bytes() / 2**20:,.0f} MiB", flush=True)  # fmt: skip
                 if filled_ms is None:
                     if records_in >= keys:
                         filled_ms = int(time.time() * 1000)
@@ -209,6 +216,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--backends", default="hashmap,rocksdb,rocksdb-incremental")
     parser.add_argument("--restore", action="store_true", help="also time a restore per row")
+    parser.add_argument("--trace-rss", type=float, default=0.0, metavar="S",
+                        help="print the records in and the worker RSS every S seconds")  # fmt: skip
     args = parser.parse_args()
     backends = args.backends.split(",")
     print(f"{'backend':<21}{'keys':>12}{'ckpt p50 ms':>13}{'full MiB':>10}{'written MiB':>13}"
@@ -217,7 +226,7 @@ def main() -> None:
     for keys in (int(k) for k in args.keys.split(",")):
         heap_rate = None
         for backend in backends:
-            r = run(backend, keys, args.samples, args.restore)
+            r = run(backend, keys, args.samples, args.restore, args.trace_rss)
             if backend == "hashmap":
                 heap_rate = r["hot_rate"]
             ratio = f"{r['hot_rate'] / heap_rate:>8.2f}" if heap_rate else f"{'-':>8}"
