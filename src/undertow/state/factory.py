@@ -4,9 +4,9 @@
 ``rocksdb`` builds :class:`~undertow.state.rocksdb.RocksDBKeyedStateBackend` in
 ``state.backend.rocksdb.localdir``, with native incremental checkpoints when
 ``execution.checkpointing.incremental`` is true, and its timers in the DB unless
-``state.backend.rocksdb.timer-service.factory`` is ``HEAP``. Both write the same canonical
-snapshot in savepoints (and RocksDB in full checkpoints), so a job may switch backends when it
-restores.
+``state.backend.rocksdb.timer-service.factory`` is ``HEAP`` (memory: ``rocksdb_options``).
+Both write the same canonical snapshot in savepoints (and RocksDB in full checkpoints), so a
+job may switch backends when it restores.
 Reading the options validates them (an unknown backend type raises ``ConfigurationError``
 naming the key). The heap backend takes full checkpoints whatever the option says.
 
@@ -22,6 +22,7 @@ from undertow.core.config import Configuration, Options
 from undertow.state.backend import KeyedStateBackend, KeyedStateBackendFactory
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
+from undertow.state.rocksdb_options import RocksDBMemory
 
 
 def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
@@ -32,6 +33,7 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
         return HeapKeyedStateBackend
     local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)
     timer_service = config.get(Options.ROCKSDB_TIMER_SERVICE)
+    memory = RocksDBMemory.from_config(config)
 
     def rocksdb(
         operator_name: str, max_parallelism: int, key_groups: range, clock: Callable[[], int]
@@ -44,6 +46,7 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
             local_dir=local_dir,
             incremental=incremental,
             timer_service=timer_service,
+            memory=memory,
         )
 
     return rocksdb

@@ -25,7 +25,6 @@ column family.
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import tempfile
 import uuid
@@ -55,6 +54,7 @@ from undertow.state.rocksdb_incremental import (
     SharedFile,
     download,
 )
+from undertow.state.rocksdb_options import RocksDBMemory
 from undertow.state.rocksdb_states import (
     ROCKSDB_STATE_CLASSES,
     VOID_TAG,
@@ -64,6 +64,7 @@ from undertow.state.rocksdb_states import (
     db_key,
     decode_value,
     encode_value,
+    int_void_db_key,
 )
 from undertow.state.rocksdb_timers import (
     TIMER_COLUMN_PREFIX,
@@ -74,8 +75,6 @@ from undertow.state.rocksdb_timers import (
     timers_in_key_groups,
 )
 
-#: Entries of the ``int`` key -> DB key cache before it starts over.
-_INT_KEY_CACHE = 65_536
 #: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
 _KEEP_ALL_MS = 2**62
 
@@ -122,12 +121,6 @@ def download_native_state(snapshot: Any, storage: Any, checkpoint_id: int, local
             part.keyed_native = download(handle, storage.read_file, checkpoint_id, target)
 
 
-def _options() -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    return options
-
-
 def _close_and_delete(db: Rdict, columns: dict[str, Rdict], directory: str) -> None:
     for column in columns.values():
         column.close()
@@ -148,6 +141,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         local_dir: str = "",
         incremental: bool = False,
         timer_service: str = "ROCKSDB",
+        memory: RocksDBMemory | None = None,
     ) -> None:
         if key_group_range.step != 1 or not (
             0 <= key_group_range.start < key_group_range.stop <= max_parallelism
@@ -167,6 +161,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         safe = "".join(c if c.isalnum() else "_" for c in operator_name)[:40]
         self.directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=parent)
         self._columns: dict[str, Rdict] = {}
+        #: Block cache (and write buffer manager) of the DB, see ``rocksdb_options``.
+        self._resources = (memory or RocksDBMemory()).build()
         self._open_db()
         self._meta: dict[str, tuple[str, bool]] = {}  # state name -> (kind, ttl)
         self._states: dict[str, RocksDBState] = {}
@@ -193,7 +189,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     def _open_db(self) -> None:
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
-        self._db = Rdict(os.path.join(self.directory, "db"), _options())
+        self._db = Rdict(os.path.join(self.directory, "db"), self._resources.options())
         write_options = WriteOptions()
         write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
         self._db.set_write_options(write_options)
@@ -252,7 +248,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             if name in self._db.list_cf(self._db.path()):
                 column = self._db.get_column_family(name)
             else:
-                column = self._db.create_column_family(name, _options())
+                column = self._db.create_column_family(name, self._resources.options())
             self._columns[name] = column
         return column
 
@@ -386,20 +382,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     def _void_db_key(self, key: Any) -> bytes:
         """The DB key of ``key`` in ``VOID_NAMESPACE``; an ``int`` key skips the key context
-        (its pickle has no memo, so its bytes equal :func:`db_key`'s) and is remembered in a
-        bounded cache (hot keys skip the hash and the pickle)."""
+        (:func:`~undertow.state.rocksdb_states.int_void_db_key`)."""
         if type(key) is int:
-            cache = self._int_db_keys
-            dkey = cache.get(key)
+            dkey = int_void_db_key(key, self.max_parallelism, self.key_group_range,
+                                   self._int_db_keys)  # fmt: skip
             if dkey is not None:
-                return dkey
-            key_group = assign_to_key_group(key, self.max_parallelism)
-            r = self.key_group_range
-            if r.start <= key_group < r.stop:
-                if len(cache) >= _INT_KEY_CACHE:
-                    cache.clear()
-                dkey = key_group.to_bytes(2, "big") + VOID_TAG + pickle.dumps(key, protocol=5)
-                cache[key] = dkey
                 return dkey
         self.set_current_key(key)  # computes the key group, or raises StateError
         return db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
