@@ -232,16 +232,19 @@ def test_timers_survive_a_native_checkpoint(tmp_path: Path, rescale: bool) -> No
     backend.dispose()
 
 
-def test_canonical_snapshot_moves_timers_to_a_heap_backend(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["heap", "rocksdb"])
+def test_canonical_snapshot_restores_timers_on_either_backend(tmp_path: Path, target: str) -> None:
     backend = _rocksdb(tmp_path)
     manager, _, _ = _manager(backend)
     _register(manager, range(50), [100])
     blobs = dict(manager.snapshot())
-    heap = HeapKeyedStateBackend("win", MAX_P, range(MAX_P), lambda: 0)
+    assert blobs, "a canonical snapshot writes the timers in RocksDB as blobs"
+    other: Any = (HeapKeyedStateBackend("win", MAX_P, range(MAX_P), lambda: 0)
+                  if target == "heap" else _rocksdb(tmp_path / "other"))  # fmt: skip
     clock = Clock()
-    heap_manager = TimerServiceManager(heap, clock)  # type: ignore[arg-type]
+    heap_manager = TimerServiceManager(other, clock)  # type: ignore[arg-type]
     heap_manager.restore(blobs)
-    recorder = Recorder(heap)
+    recorder = Recorder(other)
     service = heap_manager.get("timers", recorder)
     service.advance_watermark(100)
     assert sorted(f[2] for f in recorder.fired) == list(range(50))
