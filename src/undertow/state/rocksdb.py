@@ -47,6 +47,7 @@ from undertow.state.heap_ttl import (
     wrap_entry,
 )
 from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.rocksdb_fold import WriteBackCache, fold_cached
 from undertow.state.rocksdb_incremental import (
     DownloadedNative,
     IncrementalKeyedHandle,
@@ -186,6 +187,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._timer_columns: set[str] = set()
         #: ``int`` key -> its DB key in ``VOID_NAMESPACE`` (see :meth:`_void_db_key`).
         self._int_db_keys: dict[int, bytes] = {}
+        self._write_back = WriteBackCache(self._batch, self._db_write)
 
     def _open_db(self) -> None:
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
@@ -318,6 +320,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     def _items(self, name: str, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Every (DB key, value) of state ``name`` in key order, or those of one key group."""
+        self._write_back.flush(name)
         column: Any = self.column(name)  # raw mode: keys and values are bytes
         if key_group is None:
             yield from column.items()
@@ -327,6 +330,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             if dkey[:2] != prefix:
                 break
             yield dkey, raw
+
+    def _db_write(self, batch: WriteBatch) -> None:
+        self._db.write(batch)
 
     def _batch(self, name: str) -> WriteBatch:
         batch = WriteBatch(raw_mode=True)
@@ -347,38 +353,24 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             or self._meta[state.descriptor.name][1]
         ):
             return super().fold_values(state, keys, values, fold)
-        column: Any = self.column(state.descriptor.name)
-        set_key = self.set_current_key
+        name = state.descriptor.name
         dkeys = [self._void_db_key(key) for key in keys]
-        raws = column.get(dkeys) if dkeys else []  # one multi-get for the batch
-        batch = self._batch(state.descriptor.name)
-        written: dict[bytes, Any] = {}  # this batch's writes (None: deleted), read back
-        out: list[Any] = []
-        try:
-            for dkey, raw, key, value in zip(dkeys, raws, keys, values):
-                if dkey in written:
-                    old = written[dkey]
-                else:
-                    old = None if raw is None else decode_value(raw)
-                if old is None:
-                    new = value
-                else:  # ``fold`` may read other keyed state: it runs in this record's key
-                    if type(key) is int:
-                        self._key, self._key_group = key, int.from_bytes(dkey[:2], "big")
-                    else:
-                        set_key(key)
-                    new = fold(old, value)
-                written[dkey] = new
-                if new is None:
-                    batch.delete(dkey)
-                else:
-                    batch.put(dkey, encode_value(new))
-                out.append(new)
-        finally:
-            self._db.write(batch)  # the records folded before an error stay applied
+        out = fold_cached(self._write_back, name, self.column(name), dkeys, keys, values, fold,
+                          self._enter_key)  # fmt: skip
         if keys:
-            set_key(keys[-1])
+            self.set_current_key(keys[-1])
         return out
+
+    def _enter_key(self, key: Any, dkey: bytes) -> None:
+        if type(key) is int:
+            self._key, self._key_group = key, int.from_bytes(dkey[:2], "big")
+        else:
+            self.set_current_key(key)
+
+    def flush_cached(self, name: str | None = None) -> None:
+        """Write what batch folds left cached for state ``name`` (every state if ``None``)
+        into the DB: before anything else reads or writes it (see ``rocksdb_fold``)."""
+        self._write_back.flush(name)
 
     def _void_db_key(self, key: Any) -> bytes:
         """The DB key of ``key`` in ``VOID_NAMESPACE``; an ``int`` key skips the key context
@@ -481,6 +473,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         upload is :func:`~undertow.state.rocksdb_incremental.upload`, on the I/O pool."""
         if self._disposed:
             raise StateError(f"operator {self.operator_name!r}: backend is disposed")
+        self._write_back.flush()
         for name in [*self._meta, *self._timer_columns]:
             self.column(name).flush()
         self._db.flush()
@@ -578,6 +571,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         if self._disposed:
             return
         self._disposed = True
+        self._write_back.drop()
         self._key = None
         self._key_group = None
         self._states.clear()

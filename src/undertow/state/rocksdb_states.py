@@ -123,6 +123,7 @@ class RocksDBState(InternalKvState[Any]):
     def _run(self, op: Callable[[], Any], namespaces: list[Any] | None = None) -> Any:
         backend = self._backend
         key, key_group = backend.current_key_and_group()
+        backend.flush_cached(self._name)
         column = backend.column(self._name)
         table = backend.scratch(self._name)
         ctx = backend.scratch_context
@@ -159,6 +160,7 @@ class RocksDBState(InternalKvState[Any]):
     def clear(self) -> None:
         backend = self._backend
         key, key_group = backend.current_key_and_group()
+        backend.flush_cached(self._name)
         backend.column(self._name).delete(db_key(key_group, key, self._namespace))
 
     def __repr__(self) -> str:
