@@ -25,6 +25,7 @@ from . import (
     test_incremental_checkpoints,
     test_oracle,
     test_recovery_path,
+    test_rocksdb_timers,
     test_savepoints,
     test_unaligned_checkpoints,
     test_unaligned_savepoints,
@@ -55,6 +56,8 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "incremental-rocksdb-no-claim": test_incremental_checkpoints.scenario_no_claim,
     "incremental-rocksdb-claim": test_incremental_checkpoints.scenario_claim,
+    "rocksdb-timers-windows": test_rocksdb_timers.scenario_window_timers_scheduled_failures,
+    "rocksdb-timers-rescale": test_rocksdb_timers.scenario_window_timers_rescale,
 }
 
 #: The kill scenarios need worker processes: run on ``local``.

@@ -10,14 +10,17 @@ leaves its window out, a window whose contents were lost counts wrong.
 * Rescale: a first job at parallelism 2 is cancelled with its incremental checkpoint retained;
   a second job restores it with the window at parallelism 3 (timers copied by key group).
 
-Both show the restore on the console and in REST, and the timers are in RocksDB: the window
-operator's DB has the timer column family while the job runs.
+Both show the restore on the console and in REST, and a restored attempt's source resumes
+(its first record is not event time 0: the output alone cannot tell a restore from a rerun,
+which rewrites the same part files); the timers are in RocksDB: the window operator's DB has
+the timer column family while the job runs. Both scenarios are in the no-restore controls.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from undertow.common import Duration, Encoder, WatermarkStrategy
 from undertow.datastream import EmbeddedRocksDBStateBackend, JobStatus
 from undertow.datastream.connectors import DataGeneratorSource
 from undertow.datastream.connectors.file_system import FileSink
+from undertow.datastream.functions import MapFunction, RuntimeContext
 from undertow.datastream.window import TumblingEventTimeWindows
 from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import FailingMap
@@ -53,7 +57,34 @@ def _earliest(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, in
     return a[0], a[1] + b[1], min(a[2], b[2])
 
 
-def _job(env: Any, tmp_path: Path, failing: FailingMap | None, window_parallelism: int) -> None:
+class FirstSeen(MapFunction):
+    """Identity; writes the event time of the first record each attempt sees into a file of
+    ``directory`` (restore evidence: a restored source resumes after event time 0)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.attempt = -1
+        self.logged = False
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, value: Any) -> Any:
+        if not self.logged:
+            self.logged = True
+            name = f"{self.directory}/{self.attempt}-{uuid.uuid4().hex}"
+            Path(name).write_text(str(value[2]))
+        return value
+
+
+def _first_seen(directory: Path) -> list[tuple[int, int]]:
+    """(attempt, first event time) per attempt that saw a record, by attempt."""
+    return sorted((int(p.name.split("-")[0]), int(p.read_text())) for p in directory.iterdir())
+
+
+def _job(
+    env: Any, tmp_path: Path, failing: FailingMap | None, window_parallelism: int, seen: Path
+) -> None:
     backend = EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
     backend.set_db_storage_paths(str(tmp_path / "rocksdb"))
     env.set_state_backend(backend)
@@ -63,6 +94,8 @@ def _job(env: Any, tmp_path: Path, failing: FailingMap | None, window_parallelis
         Duration.of_millis(BOUND_MS)
     ).with_timestamp_assigner(lambda event, _: event[2])
     stream = env.from_source(source, strategy, "gen").uid("gen").set_parallelism(1)
+    seen.mkdir(exist_ok=True)
+    stream = stream.map(FirstSeen(str(seen))).uid("first-seen").set_parallelism(1)
     if failing is not None:
         stream = stream.map(failing).uid("failing").set_parallelism(1)
     (
@@ -128,13 +161,12 @@ def _assert_exactly_once(out: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
-def test_window_timers_in_rocksdb_survive_scheduled_failures(
+def scenario_window_timers_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     failing = FailingMap(fail_after_checkpoints=[3, 7])
     env = make_env(parallelism=2, config=_config(tmp_path))
-    _job(env, tmp_path, failing, window_parallelism=2)
+    _job(env, tmp_path, failing, window_parallelism=2, seen=tmp_path / "seen")
     watcher = TimerColumnWatcher(tmp_path / "rocksdb")
     client = env.execute_async("windows, timers in rocksdb")
     rest = RestWatcher(client)
@@ -151,18 +183,20 @@ def test_window_timers_in_rocksdb_survive_scheduled_failures(
         client.cancel()
     console = capsys.readouterr().err
     assert_restores(console, rest_ids, restores=2)
+    first = _first_seen(tmp_path / "seen")
+    assert [a for a, _ in first] == [0, 1, 2] and first[0][1] == 0, first
+    assert all(t > 0 for _, t in first[1:]), f"restored attempts resume the source: {first}"
     assert in_db, "the window timers must be in a RocksDB column family"
     _assert_exactly_once(tmp_path / "out")
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
-def test_window_timers_in_rocksdb_rescale_from_an_incremental_checkpoint(
+def scenario_window_timers_rescale(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     retain = {"execution.checkpointing.externalized-checkpoint-retention":
               "RETAIN_ON_CANCELLATION"}  # fmt: skip
     env = make_env(parallelism=2, config=_config(tmp_path, **retain))
-    _job(env, tmp_path, None, window_parallelism=2)
+    _job(env, tmp_path, None, window_parallelism=2, seen=tmp_path / "seen-1")
     client = env.execute_async("windows at p=2")
     storage = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
     deadline = time.monotonic() + TIMEOUT_S
@@ -182,7 +216,7 @@ def test_window_timers_in_rocksdb_rescale_from_an_incremental_checkpoint(
     resumed = make_env(parallelism=3, config=_config(tmp_path, **{
         "execution.state-recovery.path": pointer,
     }))  # fmt: skip
-    _job(resumed, tmp_path, None, window_parallelism=3)
+    _job(resumed, tmp_path, None, window_parallelism=3, seen=tmp_path / "seen-2")
     client = resumed.execute_async("windows at p=3")
     rest = RestWatcher(client)
     try:
@@ -192,4 +226,19 @@ def test_window_timers_in_rocksdb_rescale_from_an_incremental_checkpoint(
         client.cancel()
     console = capsys.readouterr().err
     assert assert_restores(console, rest_ids, restores=1) == [latest]
+    assert _first_seen(tmp_path / "seen-2")[0][1] > 0, "the source resumed"
     _assert_exactly_once(tmp_path / "out")
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_window_timers_in_rocksdb_survive_scheduled_failures(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_window_timers_scheduled_failures(make_env, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_window_timers_in_rocksdb_rescale_from_an_incremental_checkpoint(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario_window_timers_rescale(make_env, tmp_path, capsys)
