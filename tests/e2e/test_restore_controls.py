@@ -27,6 +27,7 @@ from . import (
     test_incremental_checkpoints,
     test_oracle,
     test_recovery_path,
+    test_rocksdb_timers,
     test_savepoint_formats,
     test_savepoints,
     test_unaligned_checkpoints,
@@ -68,6 +69,8 @@ SCENARIOS: dict[str, Scenario] = {
         test_heap_incremental_checkpoints.scenario_heap_incremental_rescale
     ),
     "incremental-heap-claim": test_heap_incremental_checkpoints.scenario_heap_incremental_claim,
+    "rocksdb-timers-windows": test_rocksdb_timers.scenario_window_timers_scheduled_failures,
+    "rocksdb-timers-rescale": test_rocksdb_timers.scenario_window_timers_rescale,
 }
 
 #: The kill scenarios need worker processes: run on ``local``.

@@ -627,6 +627,48 @@ class Options:
         "",
         "local working directory of the RocksDB state backend (default: the temp directory)",
     )
+    ROCKSDB_TIMER_SERVICE = str_option(
+        "state.backend.rocksdb.timer-service.factory",
+        "ROCKSDB",
+        "where the RocksDB backend keeps timers: ROCKSDB (a column family per timer queue, "
+        "with a small in-memory head) or HEAP (Python heaps, in the snapshot as blobs)",
+        check=_choice("ROCKSDB", "HEAP"),
+    )
+    ROCKSDB_BLOCK_CACHE_SIZE = memory_option(
+        "state.backend.rocksdb.block.cache-size",
+        8 * 2**20,
+        "RocksDB block cache per DB (unbounded mode)",
+        check=_positive,
+    )
+    ROCKSDB_WRITE_BUFFER_SIZE = memory_option(
+        "state.backend.rocksdb.writebuffer.size",
+        64 * 2**20,
+        "RocksDB memtable size per column family (unbounded mode)",
+        check=_positive,
+    )
+    ROCKSDB_WRITE_BUFFER_COUNT = int_option(
+        "state.backend.rocksdb.writebuffer.count",
+        2,
+        "RocksDB memtables per column family (unbounded mode)",
+        check=_positive,
+    )
+    ROCKSDB_FIXED_PER_SLOT = memory_option(
+        "state.backend.rocksdb.memory.fixed-per-slot",
+        0,
+        "bound each RocksDB keyed backend: block cache and memtables share this size "
+        "(0: unbounded)",
+        check=_non_negative,
+    )
+    ROCKSDB_WRITE_BUFFER_RATIO = ConfigOption(
+        "state.backend.rocksdb.memory.write-buffer-ratio",
+        float,
+        0.5,
+        "share of fixed-per-slot the memtables may take",
+    )
+    ROCKSDB_MEMORY_MANAGED = bool_option(
+        "state.backend.rocksdb.memory.managed", False,
+        "Flink's managed memory for RocksDB: not available in undertow (true is refused)",
+    )  # fmt: skip
     # restart -----------------------------------------------------------------------------
     RESTART_STRATEGY = str_option("restart-strategy.type", "none")
 

@@ -3,8 +3,10 @@
 ``hashmap`` (the default) builds :class:`~undertow.state.heap.HeapKeyedStateBackend`,
 ``rocksdb`` builds :class:`~undertow.state.rocksdb.RocksDBKeyedStateBackend` in
 ``state.backend.rocksdb.localdir``, with native incremental checkpoints when
-``execution.checkpointing.incremental`` is true. Both write the same canonical snapshot in
-savepoints (and RocksDB in full checkpoints), so a job may switch backends when it restores.
+``execution.checkpointing.incremental`` is true, and its timers in the DB unless
+``state.backend.rocksdb.timer-service.factory`` is ``HEAP`` (memory: ``rocksdb_options``).
+Both write the same canonical snapshot in savepoints (and RocksDB in full checkpoints), so a
+job may switch backends when it restores.
 Reading the options validates them (an unknown backend type raises ``ConfigurationError``
 naming the key). With the option the heap backend takes incremental checkpoints too
 (:mod:`undertow.state.heap_incremental`, compacted per ``state.backend.hashmap.incremental.*``).
@@ -23,6 +25,7 @@ from undertow.state.backend import KeyedStateBackend, KeyedStateBackendFactory
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.heap_incremental import CompactionPolicy
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
+from undertow.state.rocksdb_options import RocksDBMemory
 
 
 def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
@@ -38,6 +41,8 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
         )
         return functools.partial(HeapKeyedStateBackend, incremental=True, compaction=policy)
     local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)
+    timer_service = config.get(Options.ROCKSDB_TIMER_SERVICE)
+    memory = RocksDBMemory.from_config(config)
 
     def rocksdb(
         operator_name: str, max_parallelism: int, key_groups: range, clock: Callable[[], int]
@@ -49,6 +54,8 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
             clock,
             local_dir=local_dir,
             incremental=incremental,
+            timer_service=timer_service,
+            memory=memory,
         )
 
     return rocksdb

@@ -70,6 +70,11 @@ class HeapIncrementalHandle:
         return self.segments
 
     @property
+    def shared_handles(self) -> tuple[FileHandle, ...]:
+        """The handles of the segment files (all in ``shared/``; the registry counts them)."""
+        return tuple(s.handle for s in self.segments)
+
+    @property
     def full_size(self) -> int:
         """Bytes of every segment referenced, dead slices included."""
         return sum(s.handle.size for s in self.segments)

@@ -48,6 +48,7 @@ from undertow.state.heap_ttl import (
     wrap_entry,
 )
 from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.rocksdb_fold import WriteBackCache, fold_cached
 from undertow.state.rocksdb_incremental import (
     DownloadedNative,
     IncrementalKeyedHandle,
@@ -55,6 +56,7 @@ from undertow.state.rocksdb_incremental import (
     SharedFile,
     download,
 )
+from undertow.state.rocksdb_options import RocksDBMemory
 from undertow.state.rocksdb_states import (
     ROCKSDB_STATE_CLASSES,
     VOID_TAG,
@@ -64,6 +66,15 @@ from undertow.state.rocksdb_states import (
     db_key,
     decode_value,
     encode_value,
+    int_void_db_key,
+)
+from undertow.state.rocksdb_timers import (
+    TIMER_COLUMN_PREFIX,
+    TIMER_KIND,
+    RocksDBTimerQueue,
+    check_no_timers,
+    timer_column,
+    timers_in_key_groups,
 )
 
 #: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
@@ -116,12 +127,6 @@ def _ignore_upload(handle: IncrementalKeyedHandle) -> None:
     """A NATIVE savepoint's upload: nothing to confirm (later checkpoints reuse none)."""
 
 
-def _options() -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    return options
-
-
 def _close_and_delete(db: Rdict, columns: dict[str, Rdict], directory: str) -> None:
     for column in columns.values():
         column.close()
@@ -141,6 +146,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         clock: Callable[[], int],
         local_dir: str = "",
         incremental: bool = False,
+        timer_service: str = "ROCKSDB",
+        memory: RocksDBMemory | None = None,
     ) -> None:
         if key_group_range.step != 1 or not (
             0 <= key_group_range.start < key_group_range.stop <= max_parallelism
@@ -160,6 +167,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         safe = "".join(c if c.isalnum() else "_" for c in operator_name)[:40]
         self.directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=parent)
         self._columns: dict[str, Rdict] = {}
+        #: Block cache (and write buffer manager) of the DB, see ``rocksdb_options``.
+        self._resources = (memory or RocksDBMemory()).build()
         self._open_db()
         self._meta: dict[str, tuple[str, bool]] = {}  # state name -> (kind, ttl)
         self._states: dict[str, RocksDBState] = {}
@@ -176,10 +185,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._confirmed: dict[str, SharedFile] = {}
         #: Checkpoint id -> its uploaded handle (filled on the I/O thread), until confirmed.
         self._uploaded: dict[int, IncrementalKeyedHandle] = {}
+        #: ``state.backend.rocksdb.timer-service.factory``: timers in the DB (``ROCKSDB``) or in
+        #: the timer service's heap queues (``HEAP``).
+        self.timers_in_db = timer_service == "ROCKSDB"
+        #: Column families of timers (restored ones too): in native checkpoints as they are.
+        self._timer_columns: set[str] = set()
+        #: ``int`` key -> its DB key in ``VOID_NAMESPACE`` (see :meth:`_void_db_key`).
+        self._int_db_keys: dict[int, bytes] = {}
+        self._write_back = WriteBackCache(self._batch, self._db_write)
 
     def _open_db(self) -> None:
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
-        self._db = Rdict(os.path.join(self.directory, "db"), _options())
+        self._db = Rdict(os.path.join(self.directory, "db"), self._resources.options())
         write_options = WriteOptions()
         write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
         self._db.set_write_options(write_options)
@@ -238,9 +255,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             if name in self._db.list_cf(self._db.path()):
                 column = self._db.get_column_family(name)
             else:
-                column = self._db.create_column_family(name, _options())
+                column = self._db.create_column_family(name, self._resources.options())
             self._columns[name] = column
         return column
+
+    def timer_queue(self, service: str, domain: str) -> RocksDBTimerQueue | None:
+        """The queue of ``service``'s ``domain`` (``event``/``processing``) timers in this DB,
+        or ``None`` with ``timer-service.factory: HEAP`` (the timer service keeps them)."""
+        if not self.timers_in_db:
+            return None
+        name = timer_column(service, domain)
+        self._timer_columns.add(name)
+        return RocksDBTimerQueue(self.column(name), self.max_parallelism)
 
     def scratch(self, name: str) -> StateTable:
         return self._scratch[name]
@@ -248,6 +274,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     def get_partitioned_state(self, descriptor: StateDescriptor) -> InternalKvState[Any]:
         name = descriptor.name
         kind = descriptor.kind
+        if name.startswith(TIMER_COLUMN_PREFIX):
+            raise StateError(
+                f"operator {self.operator_name!r}: state name {name!r} is reserved for timers "
+                f"(names starting with {TIMER_COLUMN_PREFIX!r})"
+            )
         state = self._states.get(name)
         if state is not None:
             if state.kind != kind:
@@ -294,6 +325,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     def _items(self, name: str, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Every (DB key, value) of state ``name`` in key order, or those of one key group."""
+        self._write_back.flush(name)
         column: Any = self.column(name)  # raw mode: keys and values are bytes
         if key_group is None:
             yield from column.items()
@@ -303,6 +335,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             if dkey[:2] != prefix:
                 break
             yield dkey, raw
+
+    def _db_write(self, batch: WriteBatch) -> None:
+        self._db.write(batch)
 
     def _batch(self, name: str) -> WriteBatch:
         batch = WriteBatch(raw_mode=True)
@@ -323,21 +358,35 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             or self._meta[state.descriptor.name][1]
         ):
             return super().fold_values(state, keys, values, fold)
-        column = self.column(state.descriptor.name)
-        get, put, delete = column.get, column.put, column.delete
-        set_key = self.set_current_key
-        out: list[Any] = []
-        for key, value in zip(keys, values):
-            set_key(key)
-            dkey = db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
-            raw = get(dkey)
-            new = value if raw is None else fold(decode_value(raw), value)
-            if new is None:
-                delete(dkey)
-            else:
-                put(dkey, encode_value(new))
-            out.append(new)
+        name = state.descriptor.name
+        dkeys = [self._void_db_key(key) for key in keys]
+        out = fold_cached(self._write_back, name, self.column(name), dkeys, keys, values, fold,
+                          self._enter_key)  # fmt: skip
+        if keys:
+            self.set_current_key(keys[-1])
         return out
+
+    def _enter_key(self, key: Any, dkey: bytes) -> None:
+        if type(key) is int:
+            self._key, self._key_group = key, int.from_bytes(dkey[:2], "big")
+        else:
+            self.set_current_key(key)
+
+    def flush_cached(self, name: str | None = None) -> None:
+        """Write what batch folds left cached for state ``name`` (every state if ``None``)
+        into the DB: before anything else reads or writes it (see ``rocksdb_fold``)."""
+        self._write_back.flush(name)
+
+    def _void_db_key(self, key: Any) -> bytes:
+        """The DB key of ``key`` in ``VOID_NAMESPACE``; an ``int`` key skips the key context
+        (:func:`~undertow.state.rocksdb_states.int_void_db_key`)."""
+        if type(key) is int:
+            dkey = int_void_db_key(key, self.max_parallelism, self.key_group_range,
+                                   self._int_db_keys)  # fmt: skip
+            if dkey is not None:
+                return dkey
+        self.set_current_key(key)  # computes the key group, or raises StateError
+        return db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         """Keys with an entry (expired TTL entries not yet cleaned up included, as in Flink).
@@ -429,7 +478,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         upload is :func:`~undertow.state.rocksdb_incremental.upload`, on the I/O pool."""
         if self._disposed:
             raise StateError(f"operator {self.operator_name!r}: backend is disposed")
-        for name in self._meta:
+        self._write_back.flush()
+        for name in [*self._meta, *self._timer_columns]:
             self.column(name).flush()
         self._db.flush()
         target = os.path.join(self.directory, f"chk-{checkpoint_id}")
@@ -439,7 +489,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         r = self.key_group_range
         return NativeCheckpoint(
             checkpoint_id, self.operator_name, self.backend_id, (r.start, r.stop),
-            self.max_parallelism, dict(self._meta), target,
+            self.max_parallelism,
+            {**self._meta, **{name: (TIMER_KIND, False) for name in self._timer_columns}}, target,
             {} if full else dict(self._confirmed),
             lambda handle: uploaded.__setitem__(checkpoint_id, handle),
         )  # fmt: skip
@@ -465,6 +516,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         exactly this key-group range is opened in place of the empty one (its shared files
         are reused by the next checkpoint); otherwise (rescaling) the key groups of this
         range are copied from each DB by iterating their key ranges."""
+        if not self.timers_in_db:
+            for d in downloads:
+                check_no_timers(self.operator_name, d.handle.checkpoint_id, d.handle.states)
         r = self.key_group_range
         try:
             only = downloads[0] if len(downloads) == 1 else None
@@ -487,7 +541,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         shutil.rmtree(db_dir)
         shutil.move(download.directory, db_dir)
         self._open_db()
-        self._meta.update(download.handle.states)
+        for name, (kind, ttl) in download.handle.states.items():
+            if kind == TIMER_KIND:
+                self._timer_columns.add(name)
+            else:
+                self._meta[name] = (kind, ttl)
         # a NATIVE savepoint's files are exclusive to it: the next checkpoint uploads its own
         shared = download.handle.shared
         self._confirmed = {f.local_name: f for f in shared if f.in_shared_dir}
@@ -501,11 +559,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         source = Rdict(download.directory, Options(raw_mode=True))
         try:
             for name, (kind, ttl) in handle.states.items():
+                column: Any = source.get_column_family(name)
+                batch = self._batch(name)
+                if kind == TIMER_KIND:
+                    self._timer_columns.add(name)
+                    for dkey, raw in timers_in_key_groups(column, start, stop):
+                        batch.put(dkey, raw)
+                    self._db.write(batch)
+                    column.close()
+                    continue
                 meta = self._meta.setdefault(name, (kind, ttl))
                 if meta[0] != kind:
                     raise self._kind_error(name, meta[0], kind)
-                column: Any = source.get_column_family(name)
-                batch = self._batch(name)
                 for dkey, raw in column.items(from_key=start.to_bytes(2, "big")):
                     if int.from_bytes(dkey[:2], "big") >= stop:
                         break
@@ -520,6 +585,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         if self._disposed:
             return
         self._disposed = True
+        self._write_back.drop()
         self._key = None
         self._key_group = None
         self._states.clear()

@@ -34,6 +34,7 @@ from undertow.state.descriptors import (
     ValueState,
 )
 from undertow.state.heap_states import ABSENT, HeapState
+from undertow.state.key_groups import assign_to_key_group
 
 if TYPE_CHECKING:
     from undertow.state.rocksdb import RocksDBKeyedStateBackend
@@ -56,6 +57,28 @@ def db_key(key_group: int, key: Any, namespace: Any) -> bytes:
     if namespace is VOID_NAMESPACE:
         return key_group.to_bytes(2, "big") + VOID_TAG + encode_key(key)
     return key_group.to_bytes(2, "big") + WINDOWED_TAG + encode_key((key, namespace))
+
+
+#: Entries of an ``int`` key -> DB key cache before it starts over.
+INT_KEY_CACHE = 65_536
+
+
+def int_void_db_key(
+    key: int, max_parallelism: int, key_groups: range, cache: dict[int, bytes]
+) -> bytes | None:
+    """:func:`db_key` of ``int`` ``key`` in ``VOID_NAMESPACE`` (an int's pickle has no memo, so
+    ``pickle.dumps`` gives the same bytes), remembered in ``cache`` (bounded: hot keys skip the
+    hash and the pickle); ``None`` if the key is outside ``key_groups``."""
+    dkey = cache.get(key)
+    if dkey is not None:
+        return dkey
+    key_group = assign_to_key_group(key, max_parallelism)
+    if not key_groups.start <= key_group < key_groups.stop:
+        return None
+    if len(cache) >= INT_KEY_CACHE:
+        cache.clear()
+    dkey = cache[key] = key_group.to_bytes(2, "big") + VOID_TAG + pickle.dumps(key, protocol=5)
+    return dkey
 
 
 def encode_value(entry: Any) -> bytes:
@@ -100,6 +123,7 @@ class RocksDBState(InternalKvState[Any]):
     def _run(self, op: Callable[[], Any], namespaces: list[Any] | None = None) -> Any:
         backend = self._backend
         key, key_group = backend.current_key_and_group()
+        backend.flush_cached(self._name)
         column = backend.column(self._name)
         table = backend.scratch(self._name)
         ctx = backend.scratch_context
@@ -136,6 +160,7 @@ class RocksDBState(InternalKvState[Any]):
     def clear(self) -> None:
         backend = self._backend
         key, key_group = backend.current_key_and_group()
+        backend.flush_cached(self._name)
         backend.column(self._name).delete(db_key(key_group, key, self._namespace))
 
     def __repr__(self) -> str:

@@ -290,7 +290,7 @@ class OperatorChain:
             elif keyed is not None:
                 part.keyed = keyed.snapshot()
             if timers is not None:
-                part.timers = timers.snapshot()
+                part.timers = timers.snapshot(native=part.keyed_native is not None)
             if opstate is not None and opstate.has_state():
                 part.operator = opstate.snapshot()
             custom = getattr(op, "snapshot_custom_state", None)

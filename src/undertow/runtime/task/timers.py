@@ -95,14 +95,14 @@ class _TimerQueue:
             heapq.heappop(heap)
         return None
 
-    def pop_due(self, time: int) -> InternalTimer | None:
+    def pop_due(self, time: int) -> tuple[int, Any, Any] | None:
         """Remove and return the earliest timer with timestamp <= ``time``, if any."""
         ts = self.peek_timestamp()
         if ts is None or ts > time:
             return None
         _, _, key, ns = heapq.heappop(self._heap)
         self._live.discard((ts, key, ns))
-        return InternalTimer(ts, key, ns)
+        return ts, key, ns
 
     def __len__(self) -> int:
         return len(self._live)
@@ -111,11 +111,34 @@ class _TimerQueue:
         """A copy of the live timers as (timestamp, key, namespace) tuples, unordered."""
         return list(self._live)
 
-    def timers(self) -> list[InternalTimer]:
-        return [InternalTimer(ts, k, ns) for ts, k, ns in sorted(self._live, key=lambda t: t[0])]
 
-    def timers_of(self, key: Any, namespace: Any) -> list[int]:
-        return sorted(ts for ts, k, ns in self._live if k == key and ns == namespace)
+class TimerQueue(Protocol):
+    """A timer queue with set semantics: :class:`_TimerQueue` on the heap, or
+    :class:`~undertow.state.rocksdb_timers.RocksDBTimerQueue` in the RocksDB backend's DB."""
+
+    def add(self, timestamp: int, key: Any, namespace: Any) -> bool: ...
+
+    def remove(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+
+    def peek_timestamp(self) -> int | None: ...
+
+    def pop_due(self, time: int) -> tuple[int, Any, Any] | None: ...
+
+    def __len__(self) -> int: ...
+
+    def entries(self) -> list[tuple[int, Any, Any]]: ...
+
+
+def _make_queue(backend: KeyedStateBackend, service: str, domain: str) -> TimerQueue:
+    """The backend's own queue (timers in RocksDB), else a heap queue."""
+    make = getattr(backend, "timer_queue", None)
+    queue = None if make is None else make(service, domain)
+    return _TimerQueue() if queue is None else queue
+
+
+def _in_db(queue: TimerQueue) -> bool:
+    """Whether ``queue`` is part of the keyed backend (in its native checkpoints)."""
+    return not isinstance(queue, _TimerQueue)
 
 
 class InternalTimerService:
@@ -133,8 +156,8 @@ class InternalTimerService:
         self._backend = backend
         self._triggerable = triggerable
         self._pts = processing_time_service
-        self._event = _TimerQueue()
-        self._processing = _TimerQueue()
+        self._event = _make_queue(backend, name, "event")
+        self._processing = _make_queue(backend, name, "processing")
         self._scheduled: tuple[int, Any] | None = None  # (timestamp, handle) of the wake-up
         self._output = output
         #: Due processing-time timers wait for the output (a continuation is pending there).
@@ -184,7 +207,8 @@ class InternalTimerService:
         output = self._output
         deadline = output.slice_deadline() if output is not None else 0.0
         clock = perf_counter
-        while (timer := queue.pop_due(watermark)) is not None:
+        while (due := queue.pop_due(watermark)) is not None:
+            timer = InternalTimer(*due)
             backend.set_current_key(timer.key)
             on_event_time(timer)
             if output is None:
@@ -234,7 +258,8 @@ class InternalTimerService:
         output = self._output
         deadline = output.slice_deadline() if output is not None else 0.0
         clock = perf_counter
-        while (timer := self._processing.pop_due(now)) is not None:
+        while (due := self._processing.pop_due(now)) is not None:
+            timer = InternalTimer(*due)
             backend.set_current_key(timer.key)
             on_processing_time(timer)
             if output is None:
@@ -264,7 +289,8 @@ class InternalTimerService:
             self._scheduled[1].cancel()
             self._scheduled = None
         backend, on_processing_time = self._backend, self._triggerable.on_processing_time
-        while (timer := self._processing.pop_due(2**63 - 1)) is not None:
+        while (due := self._processing.pop_due(2**63 - 1)) is not None:
+            timer = InternalTimer(*due)
             backend.set_current_key(timer.key)
             on_processing_time(timer)
 
@@ -276,10 +302,10 @@ class InternalTimerService:
         return len(self._processing)
 
     def event_time_timers(self) -> list[InternalTimer]:
-        return self._event.timers()
+        return [InternalTimer(*t) for t in sorted(self._event.entries(), key=_timestamp)]
 
     def processing_time_timers(self) -> list[InternalTimer]:
-        return self._processing.timers()
+        return [InternalTimer(*t) for t in sorted(self._processing.entries(), key=_timestamp)]
 
     def dispose(self) -> None:
         if self._scheduled is not None:
@@ -307,14 +333,16 @@ class TimerServiceManager:
         self.services: dict[str, InternalTimerService] = {}
         self._restored: dict[str, list[tuple[str, int, Any, Any]]] = {}
 
-    def snapshot(self) -> dict[int, bytes]:
+    def snapshot(self, native: bool = False) -> dict[int, bytes]:
         """Timers of all services, one blob per key group: (service, domain, ts, key, ns).
-        The synchronous part copies each queue's set of (immutable) timer tuples; grouping by
-        key group and pickling run when the result is read or stepped (a
-        :class:`~undertow.state.heap_snapshot.DeferredBlobs`)."""
+        The synchronous part copies each queue's set of (immutable) timer tuples (a queue in
+        RocksDB is read); grouping by key group and pickling run when the result is read or
+        stepped (a :class:`~undertow.state.heap_snapshot.DeferredBlobs`). ``native``: the
+        keyed backend takes a native checkpoint, which holds the queues in RocksDB already."""
         taken = [(name, domain, queue.entries()) for name, service in self.services.items()
                  for domain, queue in (("event", service._event),
-                                       ("processing", service._processing))]  # fmt: skip
+                                       ("processing", service._processing))
+                 if not (native and _in_db(queue))]  # fmt: skip
         restored = [(name, list(pending)) for name, pending in self._restored.items()]
         maxp = self._backend.max_parallelism
 
@@ -361,6 +389,9 @@ class TimerServiceManager:
                 name, self._backend, triggerable, self._pts, self._output
             )
             self.services[name] = service
+            nxt = service._processing.peek_timestamp()  # restored in RocksDB (native)
+            if nxt is not None:
+                service._schedule(nxt)
             if name in self._restored:
                 self._register_restored(service)
         return service
