@@ -214,3 +214,34 @@ def test_restore_from_a_native_savepoint_reuses_none_of_its_files(tmp_path: Path
     )
     assert all(f.in_shared_dir for f in first.shared)
     restored.dispose()
+
+
+def test_a_checkpoint_reuses_no_file_that_an_earlier_unconfirmed_one_uploaded_again(
+    tmp_path: Path,
+) -> None:
+    """FLINK-29913's order: checkpoint 3's barrier came before checkpoint 2 was confirmed, so 3
+    uploaded 2's new SST file again under its own name. Checkpoint 4 is taken after 2 was
+    confirmed and before 3 was. When 3 completes it subsumes 2, and the coordinator deletes
+    2's files that 3 does not reference; 4 must not be one of their users."""
+    storage = CheckpointStorage(str(tmp_path / "chk"), "job")
+    backend = _backend(tmp_path)
+    _fill(backend, range(2000), 1)
+    _checkpoint(backend, storage, 1)
+    _fill(backend, range(10), 2)
+    second = upload(backend.native_checkpoint(2, False), storage.write_shared_file,
+                    storage.write_file)  # fmt: skip
+    third = upload(backend.native_checkpoint(3, False), storage.write_shared_file,
+                   storage.write_file)  # fmt: skip
+    backend.notify_checkpoint_complete(2)
+    fourth = upload(backend.native_checkpoint(4, False), storage.write_shared_file,
+                    storage.write_file)  # fmt: skip
+    backend.notify_checkpoint_complete(3)  # 3 completed and subsumed 2: what only 2 held goes
+    kept = {f.handle.path for f in third.shared}
+    gone = [f for f in second.shared if f.handle.path not in kept]
+    assert gone, "checkpoint 3 uploaded checkpoint 2's new file again"
+    for shared in gone:
+        os.remove(tmp_path / "chk" / "job" / shared.handle.path)
+
+    restored = _restore([fourth], storage, tmp_path / "r", range(MAX_P), 4)
+    expected = {k: (2 if k < 10 else 1) * 1000 + k for k in range(2000)}
+    assert _read(restored, range(2000)) == expected

@@ -185,6 +185,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._confirmed: dict[str, SharedFile] = {}
         #: Checkpoint id -> its uploaded handle (filled on the I/O thread), until confirmed.
         self._uploaded: dict[int, IncrementalKeyedHandle] = {}
+        #: Checkpoint id -> the confirmed files it could reuse, for checkpoints taken and not yet
+        #: confirmed or subsumed here (see :meth:`_reusable`).
+        self._bases: dict[int, dict[str, SharedFile]] = {}
         #: ``state.backend.rocksdb.timer-service.factory``: timers in the DB (``ROCKSDB``) or in
         #: the timer service's heap queues (``HEAP``).
         self.timers_in_db = timer_service == "ROCKSDB"
@@ -487,19 +490,38 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         Checkpoint(self._db).create_checkpoint(target)
         uploaded = self._uploaded
         r = self.key_group_range
+        base = {} if full else self._reusable()
+        self._bases[checkpoint_id] = base
         return NativeCheckpoint(
             checkpoint_id, self.operator_name, self.backend_id, (r.start, r.stop),
             self.max_parallelism,
             {**self._meta, **{name: (TIMER_KIND, False) for name in self._timer_columns}}, target,
-            {} if full else dict(self._confirmed),
-            lambda handle: uploaded.__setitem__(checkpoint_id, handle),
+            base, lambda handle: uploaded.__setitem__(checkpoint_id, handle),
         )  # fmt: skip
+
+    def _reusable(self) -> dict[str, SharedFile]:
+        """The confirmed shared files a new checkpoint may reference instead of uploading.
+
+        A file of the last confirmed checkpoint B is reused only if every checkpoint taken
+        earlier and not yet confirmed here could reuse it too. One of those, P, may have been
+        taken before B was confirmed here (the barrier came before the notification) and so
+        have uploaded the same SST file again under its own name; if P completes, it subsumes B
+        and the coordinator deletes B's copy, which nothing retained references any more. A
+        new checkpoint referencing that copy would then point at a deleted file (Flink's
+        FLINK-29913). SST files are immutable, so a file live now and at P is in P's set too.
+        """
+        reusable = dict(self._confirmed)
+        for base in self._bases.values():
+            for name in [n for n, f in reusable.items() if base.get(n) != f]:
+                del reusable[name]
+        return reusable
 
     def native_savepoint(self, checkpoint_id: int) -> NativeCheckpoint:
         """A NATIVE savepoint: a RocksDB checkpoint whose every file is written into the
         savepoint (``exclusive``), incremental checkpoints or not; later checkpoints reuse
         none of its files."""
         native = self.native_checkpoint(checkpoint_id, full=True)
+        self._bases.pop(checkpoint_id)  # its files are its own: no copy is ever deleted under it
         return dataclasses.replace(native, exclusive=True, on_uploaded=_ignore_upload)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -510,6 +532,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             self._confirmed = {f.local_name: f for f in handle.shared}
         for cid in [c for c in list(self._uploaded) if c <= checkpoint_id]:  # list(): atomic
             self._uploaded.pop(cid, None)  # (the I/O pool adds entries meanwhile)
+        for cid in [c for c in self._bases if c <= checkpoint_id]:  # subsumed or this one
+            del self._bases[cid]
 
     def restore_native(self, downloads: list[DownloadedNative]) -> None:
         """Restore from downloaded native checkpoints (before any state is used). One DB of
