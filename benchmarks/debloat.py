@@ -11,7 +11,9 @@ in-flight ratios against the debloating-off row of the same checkpoint mode in t
 Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms;
 unaligned off vs on (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
 pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on); the
-``shapes`` case: the same ratio for every checkpoint-latency shape with aligned checkpoints.
+``shapes`` case: the same ratio for every checkpoint-latency shape, without checkpoints and
+with unaligned ones (``--cost-checkpointing``; aligned ones under backpressure complete more
+often with debloating on, which is checkpoint work, not debloating's cost).
 
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets), interleaved ``--repeats``
@@ -270,32 +272,48 @@ def peers_table(seconds: float, repeats: int, modes: list[str]) -> None:
                   f"{', '.join(f'{r:.2f}x' for r in ratios)}", flush=True)  # fmt: skip
 
 
-def shapes_cost_table(seconds: float, repeats: int) -> None:
-    """Throughput (records/s of the last vertex) of every checkpoint-latency shape with aligned
-    checkpoints, debloating on vs off, undertow on ``local``, interleaved (alternating order)."""
+#: Pairs (debloating off, on) of benchmarks/peers/run_shape.py modes for the ``shapes`` case.
+#: Aligned checkpoints under backpressure complete more often with debloating on, and each
+#: completed checkpoint costs snapshot work, so the aligned pair measures more than debloating.
+#: Without checkpoints and with unaligned ones both sides do the same checkpoint work.
+COST_PAIRS = {
+    "none": ("off", "off-debloat"),
+    "unaligned": ("unaligned", "unaligned-debloat"),
+    "aligned": ("aligned", "aligned-debloat"),
+}
+
+
+def shapes_cost_table(seconds: float, repeats: int, checkpointing: list[str]) -> None:
+    """Throughput (records/s of the last vertex) of every checkpoint-latency shape, debloating
+    on vs off, undertow on ``local``, interleaved (alternating order), per checkpoint mode."""
     sys.path.insert(0, str(HERE / "peers"))
     import shapes  # type: ignore[import-not-found]
 
-    print(f"\ncheckpoint-latency shapes, aligned checkpoints, {seconds:g} s windows, {repeats} "
-          "interleaved runs each: records/s, debloating on / off")  # fmt: skip
-    modes = ["aligned", "aligned-debloat"]
-    for shape in shapes.SHAPES:
-        rates: dict[str, list[float]] = {m: [] for m in modes}
-        for repeat in range(repeats):
-            for mode in modes if repeat % 2 == 0 else modes[::-1]:
-                result = _run_shape(Path(sys.executable), None, "undertow", "local", mode,
-                                    seconds, shape)  # fmt: skip
-                if result and result["records_per_s"] > 0:
-                    rates[mode].append(float(result["records_per_s"]))
-        off, on = rates["aligned"], rates["aligned-debloat"]
-        if not off or not on:
-            print(f"{shape:<18} no result", flush=True)
-            continue
-        per_run = [b / a for a, b in zip(off, on, strict=False)]
-        print(f"{shape:<18} off median {statistics.median(off):>10,.0f}  on median "
-              f"{statistics.median(on):>10,.0f}  on/off median "
-              f"{statistics.median(on) / statistics.median(off):.3f}x, per run "
-              f"{', '.join(f'{r:.2f}' for r in per_run)}", flush=True)  # fmt: skip
+    for kind in checkpointing:
+        modes = list(COST_PAIRS[kind])
+        print(f"\ncheckpoint-latency shapes, checkpoints {kind}, {seconds:g} s windows, "
+              f"{repeats} interleaved runs each: records/s (completed checkpoints), "
+              "debloating on / off")  # fmt: skip
+        for shape in shapes.SHAPES:
+            rates: dict[str, list[float]] = {m: [] for m in modes}
+            counts: dict[str, list[int]] = {m: [] for m in modes}
+            for repeat in range(repeats):
+                for mode in modes if repeat % 2 == 0 else modes[::-1]:
+                    result = _run_shape(Path(sys.executable), None, "undertow", "local", mode,
+                                        seconds, shape)  # fmt: skip
+                    if result and result["records_per_s"] > 0:
+                        rates[mode].append(float(result["records_per_s"]))
+                        counts[mode].append(len(result["durations_ms"]))
+            off, on = rates[modes[0]], rates[modes[1]]
+            if not off or not on:
+                print(f"{shape:<18} no result", flush=True)
+                continue
+            per_run = [b / a for a, b in zip(off, on, strict=False)]
+            done = {m: statistics.median(c) for m, c in counts.items()}
+            print(f"{shape:<18} off {statistics.median(off):>9,.0f} ({done[modes[0]]:g})  on "
+                  f"{statistics.median(on):>9,.0f} ({done[modes[1]]:g})  on/off median "
+                  f"{statistics.median(on) / statistics.median(off):.3f}x, per run "
+                  f"{', '.join(f'{r:.2f}' for r in per_run)}", flush=True)  # fmt: skip
 
 
 def _run_shape(python: Path, env: dict[str, str] | None, engine: str, flavour: str, mode: str,
@@ -322,6 +340,9 @@ def main() -> None:
                         help="tables: checkpoints, throughput, shapes, pyflink")  # fmt: skip
     parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
                         help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
+    parser.add_argument("--cost-checkpointing", default="none,unaligned",
+                        help="shapes case: checkpointing of the on/off pairs: "
+                             + ", ".join(COST_PAIRS))  # fmt: skip
     parser.add_argument("--peers", action="store_true",
                         help="the anchor job beside PyFlink thread mode only")  # fmt: skip
     parser.add_argument("--peer-modes", default="aligned-debloat,aligned-debloat-300ms",
@@ -338,7 +359,7 @@ def main() -> None:
     if "throughput" in cases:
         throughput_table(args.records, args.repeats)
     if "shapes" in cases:
-        shapes_cost_table(args.seconds, args.repeats)
+        shapes_cost_table(args.seconds, args.repeats, args.cost_checkpointing.split(","))
 
 
 if __name__ == "__main__":

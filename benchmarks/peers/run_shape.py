@@ -24,8 +24,10 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shapes
 
+DEBLOAT_ON = {"taskmanager.network.memory.buffer-debloat.enabled": "true"}
 MODES: dict[str, dict[str, str]] = {
     "off": {},
+    "off-debloat": DEBLOAT_ON,  # no checkpoints: the cost of debloating alone
     "aligned": {},
     "unaligned": {"execution.checkpointing.unaligned.enabled": "true"},
     "aligned-1s": {
@@ -33,12 +35,15 @@ MODES: dict[str, dict[str, str]] = {
         "execution.checkpointing.aligned-checkpoint-timeout": "1 s",
     },
     # buffer debloating (FLIP-183) with Flink's defaults, and with a 300 ms target
-    "aligned-debloat": {"taskmanager.network.memory.buffer-debloat.enabled": "true"},
+    "aligned-debloat": DEBLOAT_ON,
     "aligned-debloat-300ms": {
-        "taskmanager.network.memory.buffer-debloat.enabled": "true",
+        **DEBLOAT_ON,
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
     },
+    "unaligned-debloat": {"execution.checkpointing.unaligned.enabled": "true", **DEBLOAT_ON},
 }
+#: Modes without periodic checkpoints.
+UNCHECKPOINTED = ("off", "off-debloat")
 INTERVAL_MS = {"slow-map-chained": 300}  # the shape; the others checkpoint every 1 s
 
 
@@ -59,10 +64,10 @@ def settings(args: argparse.Namespace, port: int, directory: str) -> dict[str, s
         "web.checkpoints.history": "1000",
         "execution.checkpointing.dir": "file://" + directory,
     }
-    if args.mode != "off":
+    if args.mode not in UNCHECKPOINTED:
         interval = INTERVAL_MS.get(args.shape, 1000)
         values["execution.checkpointing.interval"] = f"{interval} ms"
-        values.update(MODES[args.mode])
+    values.update(MODES[args.mode])
     if args.engine == "pyflink":
         values["python.execution-mode"] = args.flavour
         values["python.executable"] = sys.executable
@@ -132,7 +137,7 @@ def measure(args: argparse.Namespace, base: str, job_id: str) -> dict[str, Any]:
     while time.monotonic() - t0 < args.seconds:
         time.sleep(0.25)
         samples.append((time.monotonic(), read_records(base, job_id)))
-        if args.mode == "off":
+        if args.mode in UNCHECKPOINTED:
             continue
         body = get(f"{base}/jobs/{job_id}/checkpoints")
         failed = int(body["counts"]["failed"])
@@ -206,7 +211,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     port = free_port()
-    with tempfile.TemporaryDirectory() as directory:
+    # Workers may still be writing a checkpoint as the job is cancelled: a failed clean-up
+    # of the temporary directory must not lose the run's result.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as directory:
         client = start(args, settings(args, port, directory))
         job_id = str(client.get_job_id())
         base = f"http://127.0.0.1:{port}"
