@@ -70,6 +70,12 @@ class HeapIncrementalHandle:
         return self.segments
 
     @property
+    def shared_handles(self) -> tuple[FileHandle, ...]:
+        """The handles of :attr:`shared` (every segment lives in ``shared/``), the interface
+        the task's snapshot writer reads of every native keyed handle, RocksDB's too."""
+        return tuple(s.handle for s in self.segments)
+
+    @property
     def full_size(self) -> int:
         """Bytes of every segment referenced, dead slices included."""
         return sum(s.handle.size for s in self.segments)
