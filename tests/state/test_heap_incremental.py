@@ -306,6 +306,24 @@ def test_compaction_after_n_checkpoints_and_on_dead_bytes() -> None:
     assert 0 in since[1:], f"a full checkpoint compacted the dead slices: {since}"
 
 
+def test_the_writer_acknowledges_every_segment_a_checkpoint_references() -> None:
+    """The task's snapshot writer acknowledges ``shared_handles`` of every native keyed handle
+    (RocksDB's too) so that the coordinator's registry counts them: for heap state that is
+    every segment referenced, the reused ones from earlier checkpoints included."""
+    store = Store()
+    b = new_backend()
+    s = fill(b)
+    first = checkpoint(b, store, 1)
+    b.notify_checkpoint_complete(1)
+    b.set_current_key(A)
+    s["v"].update(2)
+    second = checkpoint(b, store, 2)
+    assert [seg.created_by for seg in second.segments] == [1, 2]
+    assert second.shared_handles == tuple(seg.handle for seg in second.segments)
+    assert second.shared_handles[0] == first.shared_handles[0]
+    assert all(h.path in store.files for h in second.shared_handles)
+
+
 def test_rescale_takes_the_owned_key_groups_of_every_old_subtask() -> None:
     store = Store()
     olds = [new_backend(key_groups=range(0, 8)), new_backend(key_groups=range(8, 16))]

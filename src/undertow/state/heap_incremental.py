@@ -71,7 +71,8 @@ class HeapIncrementalHandle:
 
     @property
     def shared_handles(self) -> tuple[FileHandle, ...]:
-        """The handles of the segment files (all in ``shared/``; the registry counts them)."""
+        """The handles of :attr:`shared` (every segment lives in ``shared/``), the interface
+        the task's snapshot writer reads of every native keyed handle, RocksDB's too."""
         return tuple(s.handle for s in self.segments)
 
     @property

@@ -9,7 +9,8 @@ Invariant (Flink's rule, ARCHITECTURE.md §2): the default action runs only whil
 output can take another buffer; a task that cannot emit waits, counted as backpressured,
 while mails still run. Mails run in posting order; those queued when a turn starts run before
 its slice, a mail posted by a mail at the next turn (so work a mail continues in slices, such as
-a snapshot's pickling, never holds the loop longer than one slice). While the input is held
+a snapshot's pickling, never holds the loop longer than one slice). A phase ends with no mail
+queued. While the input is held
 (:meth:`MailboxLoop.hold_input`: a watermark's timers go on in mails) no slice runs.
 """
 
@@ -107,7 +108,10 @@ class MailboxLoop:
     ) -> None:
         """Run mails, deferred work and ``priority`` (priority events, ahead of data), then
         one slice of ``action`` when it is ``ready`` and the output is available; yield to the
-        event loop after every slice; return once ``done``. Raises :class:`TaskCancelled`."""
+        event loop after every slice; return once ``done`` and no mail is queued: work a mail
+        continues in later mails (a snapshot's pickling, whose ``then`` acknowledges the
+        checkpoint) ends before the phase does, since nothing runs mails after the last phase
+        while the task waits for its pending checkpoints. Raises :class:`TaskCancelled`."""
         wake = self._wake
         accounting = self.time_accounting
         output_available = self.output_available
@@ -119,7 +123,7 @@ class MailboxLoop:
                 priority()
             if self.cancelled:
                 raise TaskCancelled(f"{self.name} was cancelled")
-            if done():
+            if done() and not self.mailbox:
                 return
             held = self._input_holds > 0
             if not held and ready() and output_available():
