@@ -100,8 +100,8 @@ def test_rocksdb_fold_cache_is_invisible(ops: list[tuple[Any, ...]]) -> None:
     import tempfile
 
     from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
-    from undertow.state.rocksdb import download_native_state
     from undertow.state.rocksdb_incremental import upload
+    from undertow.state.rocksdb_local import download_native_state
     from undertow.storage import CheckpointStorage
 
     with tempfile.TemporaryDirectory() as tmp:

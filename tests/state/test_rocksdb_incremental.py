@@ -13,8 +13,9 @@ import pytest
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.key_groups import assign_to_key_group
-from undertow.state.rocksdb import RocksDBKeyedStateBackend, download_native_state
+from undertow.state.rocksdb import RocksDBKeyedStateBackend
 from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, upload
+from undertow.state.rocksdb_local import download_native_state
 from undertow.storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
 

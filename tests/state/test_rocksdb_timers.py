@@ -21,8 +21,9 @@ from undertow.runtime.task.timers import InternalTimer, TimerServiceManager, _Ti
 from undertow.state import rocksdb_timers
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
-from undertow.state.rocksdb import RocksDBKeyedStateBackend, download_native_state
+from undertow.state.rocksdb import RocksDBKeyedStateBackend
 from undertow.state.rocksdb_incremental import upload
+from undertow.state.rocksdb_local import download_native_state
 from undertow.state.rocksdb_timers import RocksDBTimerQueue, timer_column
 from undertow.storage import CheckpointStorage
 

@@ -54,8 +54,8 @@ from undertow.state.rocksdb_incremental import (
     IncrementalKeyedHandle,
     NativeCheckpoint,
     SharedFile,
-    download,
 )
+from undertow.state.rocksdb_local import close_and_delete, new_db_directory, sweep_dead_directories
 from undertow.state.rocksdb_options import RocksDBMemory
 from undertow.state.rocksdb_states import (
     ROCKSDB_STATE_CLASSES,
@@ -81,58 +81,8 @@ from undertow.state.rocksdb_timers import (
 _KEEP_ALL_MS = 2**62
 
 
-_PREFIX = "undertow-rocksdb-"
-
-
-def sweep_dead_directories(parent: str) -> list[str]:
-    """Delete the DB directories under ``parent`` whose process is gone (a worker killed with
-    SIGKILL cannot clean up); returns their names. The directory name carries the pid, so
-    ``parent`` must be local to this machine (as ``state.backend.rocksdb.localdir`` is)."""
-    swept: list[str] = []
-    try:
-        names = os.listdir(parent)
-    except FileNotFoundError:
-        return swept
-    for name in names:
-        if not name.startswith(_PREFIX):
-            continue
-        pid_text = name[len(_PREFIX) :].split("-", 1)[0]
-        if not pid_text.isdigit():
-            continue
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-            swept.append(name)
-        except PermissionError:
-            continue  # alive, another user's
-    return swept
-
-
-def download_native_state(snapshot: Any, storage: Any, checkpoint_id: int, local_dir: str) -> None:
-    """Download the native RocksDB files an incremental checkpoint's subtask snapshot references
-    (verified, see :func:`~undertow.state.rocksdb_incremental.download`) into fresh local
-    directories, replacing each operator's handle by its :class:`DownloadedNative` (the
-    backend opens or reads it when the chain restores). Blocking I/O: on the I/O pool."""
-    parent = local_dir or tempfile.gettempdir()
-    for part in snapshot.operators.values():
-        handle = part.keyed_native
-        if isinstance(handle, IncrementalKeyedHandle):
-            os.makedirs(parent, exist_ok=True)
-            target = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-restore-", dir=parent)
-            part.keyed_native = download(handle, storage.read_file, checkpoint_id, target)
-
-
 def _ignore_upload(handle: IncrementalKeyedHandle) -> None:
     """A NATIVE savepoint's upload: nothing to confirm (later checkpoints reuse none)."""
-
-
-def _close_and_delete(db: Rdict, columns: dict[str, Rdict], directory: str) -> None:
-    for column in columns.values():
-        column.close()
-    columns.clear()
-    db.close()
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 class RocksDBKeyedStateBackend(KeyedStateBackend):
@@ -165,7 +115,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         parent = local_dir or tempfile.gettempdir()
         sweep_dead_directories(parent)
         safe = "".join(c if c.isalnum() else "_" for c in operator_name)[:40]
-        self.directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-{safe}-", dir=parent)
+        self.directory = new_db_directory(parent, safe)
         self._columns: dict[str, Rdict] = {}
         #: Block cache (and write buffer manager) of the DB, see ``rocksdb_options``.
         self._resources = (memory or RocksDBMemory()).build()
@@ -204,7 +154,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property
         self._db.set_write_options(write_options)
         self._finalizer = weakref.finalize(
-            self, _close_and_delete, self._db, self._columns, self.directory
+            self, close_and_delete, self._db, self._columns, self.directory
         )
 
     # --- current key ---------------------------------------------------------------------

@@ -9,7 +9,9 @@ Layout under the configured root (``execution.checkpointing.dir``), as in Flink:
 Threading and cost: every method does blocking I/O (one to a few file-system calls; an object
 store round trip each). The runtime calls them from a worker thread pool, never from an event
 loop or task thread. An instance holds no mutable state, so several threads may use it at once;
-the coordinator serializes the commit and the discard of any one checkpoint.
+the coordinator serializes the commit and the discard of any one checkpoint. It is one piece:
+every method resolves its paths through the same layout and checks (``_uri``,
+``_check_segment``).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

@@ -32,6 +32,7 @@ from tests.runtime.checkpoint.test_coordinator_restore import StubEnumerator, jo
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.runtime.checkpoint.barrier import SnapshotType
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.shared_state_registry import Release
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.storage import FileHandle
 from undertow.storage.checkpoint_storage import CheckpointStorage
@@ -86,6 +87,7 @@ STEPS = st.lists(
     st.one_of(
         st.just(("trigger",)),
         st.tuples(st.just("ack"), st.integers(0, 2), st.booleans()),
+        st.tuples(st.just("ack-newest"), st.integers(0, 2), st.booleans()),
         st.tuples(st.just("partial"), st.integers(1, 2), st.booleans()),
         st.just(("decline",)),
     ),
@@ -95,6 +97,9 @@ STEPS = st.lists(
 
 #: A run that subsumes checkpoints whose files later ones reuse, then one that reuses none.
 REUSE_THEN_FRESH = [("trigger",), ("ack", 2, True)] * 3 + [("trigger",), ("ack", 1, False)]
+#: A checkpoint reusing a file completes after a later one that does not (kept, retained 2).
+OUT_OF_ORDER = [("trigger",), ("ack", 1, False), ("trigger",), ("trigger",), ("partial", 1, True),
+                ("ack-newest", 1, False), ("ack", 1, True)]  # fmt: skip
 #: Checkpoints that are aborted after some subtasks uploaded files.
 ABORTS = [("trigger",), ("partial", 2, True), ("decline",), ("ack", 1, True)] * 3
 
@@ -109,6 +114,7 @@ ABORTS = [("trigger",), ("partial", 2, True), ("decline",), ("ack", 1, True)] * 
 @example(steps=REUSE_THEN_FRESH, retained=2, restore="CLAIM")
 @example(steps=REUSE_THEN_FRESH, retained=1, restore="NO_CLAIM")
 @example(steps=ABORTS, retained=1, restore=None)
+@example(steps=OUT_OF_ORDER, retained=1, restore=None)
 def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
     steps: list[tuple[Any, ...]], retained: int, restore: str | None
 ) -> None:
@@ -136,10 +142,11 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
         if restore is not None:
             await coordinator.restore(pointer)
         coordinator.start()
-        confirmed: list[FileHandle] = []  # what a backend reuses: the last completed's files
-        if restore == "CLAIM":
-            confirmed = list(coordinator.metadata[1].shared_files)  # restored in place
         full_next = restore == "NO_CLAIM"
+        # what a backend reuses: the newest completed checkpoint's files when the barrier came
+        # (a CLAIM restore's included: restored in place)
+        bases: dict[int, list[FileHandle]] = {}
+        deletions = _count_deletions(kit)
         for step in steps:
             if step[0] == "trigger":
                 before = set(coordinator.pending)
@@ -150,14 +157,16 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
                     kind = barrier.options.snapshot_type
                     if full_next:
                         assert kind is SnapshotType.FULL_CHECKPOINT, "first after a restore"
-            elif step[0] in ("ack", "partial") and coordinator.pending:
-                cid = min(coordinator.pending)
+            for cid in set(coordinator.pending) - set(bases):  # also triggered by a completion
+                bases[cid] = _newest_completed_files(coordinator, cid)
+            if step[0] in ("ack", "ack-newest", "partial") and coordinator.pending:
+                cid = (max if step[0] == "ack-newest" else min)(coordinator.pending)
                 kind = coordinator.pending[cid].props.barrier.options.snapshot_type
-                reuse = [] if kind is SnapshotType.FULL_CHECKPOINT or not step[2] else confirmed
+                full = kind is SnapshotType.FULL_CHECKPOINT or not step[2]
+                reuse = [] if full else bases[cid]
                 _ack(kit, cid, list(reuse), step[1], one=step[0] == "partial")
                 await coordinator.finish_completing()
                 if cid in coordinator.metadata:
-                    confirmed = list(coordinator.metadata[cid].shared_files)
                     full_next = False
             elif step[0] == "decline" and coordinator.pending:
                 cid = min(coordinator.pending)
@@ -168,9 +177,32 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
                 )
             await _drain()
             _check(kit, old_storage, old_before, claimed, restore)
+            twice = sorted(uri for uri, n in deletions.items() if n > 1)
+            assert not twice, f"shared files deleted twice: {twice}"
         coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
 
     asyncio.run(scenario())
+
+
+def _newest_completed_files(coordinator: Any, cid: int) -> list[FileHandle]:
+    """The shared files of the newest retained checkpoint before ``cid`` (none: empty)."""
+    older = [c for c in coordinator.metadata if c < cid]
+    return list(coordinator.metadata[max(older)].shared_files) if older else []
+
+
+def _count_deletions(kit: CoordinatorUnderTest) -> dict[str, int]:
+    """Count, per file, how often the coordinator decides to delete it (once is right)."""
+    counts: dict[str, int] = {}
+    shared_files = kit.coordinator.shared_files
+    delete = shared_files.delete
+
+    def counting(release: Release) -> None:
+        for uri in release.delete:
+            counts[uri] = counts.get(uri, 0) + 1
+        delete(release)
+
+    shared_files.delete = counting  # type: ignore[method-assign]
+    return counts
 
 
 def _check(

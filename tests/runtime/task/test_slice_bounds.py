@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from undertow.common import Configuration, Time
+from undertow.core.config import Options
 from undertow.datastream import (
     KeyedProcessFunction,
     ProcessWindowFunction,
@@ -37,6 +38,7 @@ from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.events import WatermarkEvent
+from undertow.runtime.task.mailbox_loop import fit_switch_interval
 from undertow.runtime.task.stream_task import StreamTask
 
 SPIN_S = 0.0002
@@ -185,6 +187,7 @@ def records_between_post_and_run(
     between its posting and its running, and how many ran from the first posting to the
     last mail's running (the work went on while the mails came)."""
     COUNTS.clear()
+    fit_switch_interval(Configuration().get(Options.MAILBOX_SLICE) / 1000.0)  # as a worker does
 
     async def scenario() -> tuple[list[int], int]:
         gate = InputGate("input", vertex.inputs[0].target_input, floating_buffers=8)

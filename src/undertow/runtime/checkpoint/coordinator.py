@@ -506,9 +506,10 @@ class CheckpointCoordinator:
             )
 
     def _abort(self, cid: int, reason: CheckpointFailureReason, detail: str = "",
-               notify: bool = True, message: str | None = None) -> None:  # fmt: skip
+               notify: bool = True, message: str | None = None,
+               decide: bool = True) -> None:  # fmt: skip
         """Abort pending ``cid``; ``message`` is what the statistics show (default: the
-        reason's)."""
+        reason's); ``decide=False`` while a completion is in progress (it decides last)."""
         pending = self.pending.pop(cid, None)
         timer = self._timeouts.pop(cid, None)
         if timer is not None:
@@ -530,7 +531,7 @@ class CheckpointCoordinator:
         decision = self.failures.on_failure(cid, reason)
         if isinstance(decision, FailJob):
             self.gateway.fail_job(CheckpointException(reason, f"{decision.message} {detail}"))
-        else:
+        elif decide:
             self._decide()
 
     def _discard(self, cid: int, level: int = logging.DEBUG) -> None:
@@ -659,6 +660,7 @@ class CheckpointCoordinator:
         self.force_full_snapshot = False
         entry = CompletedCheckpoint(cid, pending.trigger_timestamp, now, False, pointer,
                                     len(payload))  # fmt: skip
+        self._abort_subsumed_pending(cid)
         self.shared_files.completed(cid, meta.shared_files)  # before anything is subsumed
         for decision in self.store.add(entry):
             self.metadata.pop(decision.checkpoint_id, None)
@@ -694,6 +696,18 @@ class CheckpointCoordinator:
         self.console(line)
         self.gateway.notify_complete(cid)
         self._decide()
+
+    def _abort_subsumed_pending(self, cid: int) -> None:
+        """Checkpoint ``cid`` completed: abort the pending checkpoints before it (savepoints
+        excepted), as Flink does. Before the completed ones it subsumes release their shared
+        files: a pending checkpoint may reuse a file of the previous completed one that ``cid``
+        does not, and its abort must find that file still held (it then deletes only its own
+        uploads). Completed later, it would enter the store referencing a deleted file. The
+        tasks are not told: ``cid``'s notification subsumes it there (sinks keep its data)."""
+        for older in sorted(c for c, p in self.pending.items() if c < cid):
+            if self.pending[older].props.savepoint is None:
+                self._abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED,
+                            f"by checkpoint {cid}", notify=False, decide=False)  # fmt: skip
 
     def _properties(
         self, pending: PendingCheckpoint[SubtaskStateHandle, PendingProps]

@@ -1,16 +1,12 @@
 """Savepoints and stop-with-savepoint: the request and the pure decisions about it.
 
-Savepoints do not need periodic checkpoints (as in Flink): with
-``execution.checkpointing.interval`` unset the coordinator and the subtasks' checkpointers
-exist all the same and only nothing triggers periodically; a bounded job then still ends
-without waiting for a final checkpoint, but every task that takes a stop's savepoint waits for
-its completion (:mod:`undertow.runtime.task.lifecycle`). The directory is the one requested,
-else ``execution.checkpointing.savepoint-dir`` (:func:`savepoint_directory`). Savepoints are
-refused in BATCH execution, which takes no checkpoints at all.
-``unaligned=True`` (beyond Flink) takes it with unaligned barriers: in-flight data becomes its
-channel state (see :class:`SavepointRequest`). ``format_type`` (Flink's ``SavepointFormatType``)
-is recorded in the savepoint's ``_metadata`` with the backend that took it; a NATIVE savepoint
-restores only into the same backend (:func:`refuse_restore`).
+Savepoints need no periodic checkpoints (as in Flink): with no interval nothing triggers
+periodically, and every task that takes a stop's savepoint waits for its completion. The
+directory is the one requested, else ``execution.checkpointing.savepoint-dir``; BATCH
+execution refuses savepoints. ``unaligned=True`` (beyond Flink) turns in-flight data into
+channel state (:class:`SavepointRequest`). ``format_type`` (``SavepointFormatType``) is
+recorded in ``_metadata`` with the backend; a NATIVE savepoint restores only into the same
+backend (:func:`refuse_restore`).
 
 Threading: plain values; the coordinator calls these on the JobMaster's loop.
 

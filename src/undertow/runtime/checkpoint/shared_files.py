@@ -1,23 +1,17 @@
 """The coordinator's side of incremental checkpoints: shared files registered, released, deleted.
 
 Wires the pure :class:`~.shared_state_registry.SharedStateRegistry` to the checkpoint lifecycle
-(FLIP-193, reference §5.6-§7):
-
-* a completed checkpoint registers the ``shared/`` files its subtasks acknowledged, before it
-  enters the store (so the subsumption it causes never deletes a file it reuses);
-* a subsumed or discarded checkpoint releases them: a file nobody holds any more is deleted
-  if the job owns it (this job uploaded it, or it came with a snapshot restored in CLAIM);
-* an aborted checkpoint registers what its subtasks had already uploaded and releases at once:
-  new files nobody else holds go, files it reused stay;
-* a snapshot restored in NO_CLAIM is never registered: nothing of it is deleted or rewritten;
-* a snapshot restored in CLAIM is adopted (:meth:`SharedFiles.adopt`): each of its shared files
-  is hard-linked (copied on object stores) into this job's ``shared/`` under its name, so the
-  backends' handles (``shared/<name>``, relative to the job directory) resolve here too and
-  the first checkpoint may reuse them (as in Flink); the snapshot holds both names until it is
-  subsumed, after which its own names go and the links live on while checkpoints use them.
+(FLIP-193): a completed checkpoint registers its ``shared/`` files before it subsumes anything;
+a subsumed checkpoint releases them (a file nobody holds goes if the job owns it); an aborted
+one registers its uploads and releases at once (the coordinator aborts pending checkpoints a
+completion subsumes before that completion releases anything, so a file they reuse is still
+held); NO_CLAIM restores are never registered; CLAIM restores are adopted (hard links into
+this job's ``shared/``, see :meth:`SharedFiles.adopt`).
 
 Files are named by absolute location, so a claimed snapshot's files never collide with this
 job's. Decisions on the coordinator's loop; :meth:`SharedFiles.delete` is I/O (executor).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

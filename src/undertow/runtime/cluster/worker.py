@@ -6,7 +6,7 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-About 560 lines: deployment builds partitions, gates and one ``TaskDeployment`` record per
+Deployment builds partitions, gates and one ``TaskDeployment`` record per
 subtask in one place; the channel state it restores is read and checked by
 ``runtime.checkpoint.channel_state_reader``.
 
@@ -21,8 +21,6 @@ import logging
 import os
 import pickle
 import select
-import socket
-import sys
 import time
 import traceback
 from collections import defaultdict, deque
@@ -31,7 +29,7 @@ from typing import Any
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import NetworkError, RestoreError
-from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
+from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph, JobVertex
 from undertow.runtime.checkpoint.channel_state_files import (
     ChannelStateFileWriter,
@@ -43,7 +41,6 @@ from undertow.runtime.checkpoint.channel_state_reader import (
     RestoredChannels,
     with_channel_state,
 )
-from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
@@ -51,21 +48,16 @@ from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.io_pool import IOPool
 from undertow.runtime.cluster.log_context import add_log_context, set_log_context
 from undertow.runtime.cluster.messages import (
-    AcknowledgeCheckpoint,
     AddSplits,
     CancelTasks,
     ChannelStateRecovered,
-    CollectRecords,
-    DeclineCheckpoint,
     Deploy,
     Heartbeat,
     NoMoreSplits,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
-    PrintLines,
     RegisterWorker,
     Shutdown,
-    SplitRequest,
     StopSource,
     TaskFailed,
     TaskFinished,
@@ -76,6 +68,7 @@ from undertow.runtime.cluster.messages import (
 )
 from undertow.runtime.cluster.metrics import TaskMetrics
 from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
+from undertow.runtime.cluster.task_link import CheckpointResponder, TaskServicesToMaster
 from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
@@ -84,39 +77,15 @@ from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.context import user_metric_values
 from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
 from undertow.runtime.task.lifecycle import Finished
+from undertow.runtime.task.mailbox_loop import fit_switch_interval
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
 from undertow.state.heap_incremental import download_heap_state
-from undertow.state.rocksdb import download_native_state
+from undertow.state.rocksdb_local import download_native_state
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
-
-
-class _TaskServices:
-    """Per-task forwarding to the JobMaster (implements ``TaskServices``)."""
-
-    def __init__(self, worker: Worker, vertex_id: int, subtask: int) -> None:
-        self.worker = worker
-        self.vertex_id = vertex_id
-        self.subtask = subtask
-
-    def print_lines(self, lines: list[str]) -> None:
-        self.worker.send(PrintLines(self.worker.attempt, lines))
-
-    def collect(self, sink_id: str, values: list[Any]) -> None:
-        self.worker.send(CollectRecords(self.worker.attempt, sink_id, values))
-
-    def send_split_request(self) -> None:
-        self.worker.send(
-            SplitRequest(self.worker.attempt, self.vertex_id, self.subtask, socket.gethostname())
-        )
-
-    def wake(self) -> None:
-        task = self.worker.tasks.get((self.vertex_id, self.subtask))
-        if task is not None:
-            task.loop.call_soon_threadsafe(task.source_available)
 
 
 @dataclass
@@ -125,25 +94,6 @@ class _EarlyControl:
 
     messages: list[Any]
     read: asyncio.Future[Any]
-
-
-class _Responder:
-    """Acknowledges and declines one subtask's checkpoints to the JobMaster."""
-
-    def __init__(self, worker: Worker, vertex_id: int, subtask: int) -> None:
-        self.worker = worker
-        self.vertex_id = VertexId(vertex_id)
-        self.subtask = SubtaskIndex(subtask)
-
-    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
-        self.worker.send(AcknowledgeCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
-                                               self.subtask, CheckpointId(checkpoint_id), handle,
-                                               metrics))  # fmt: skip
-
-    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None:
-        self.worker.send(DeclineCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
-                                           self.subtask, CheckpointId(checkpoint_id), reason,
-                                           detail))  # fmt: skip
 
 
 class Worker:
@@ -234,6 +184,8 @@ class Worker:
         Any other message that arrives meanwhile is kept, in order, for the control loop.
         """
         assert self.ctrl is not None
+        # Set here, not in _deploy: the subtasks' coroutines are created from this context
+        set_log_context(f"job {deploy.job_id[:8]} worker {self.worker_index}")
         deploying = asyncio.ensure_future(self._deploy(deploy))
         early = _EarlyControl([], asyncio.ensure_future(self.ctrl.recv()))
         while not deploying.done():
@@ -253,7 +205,6 @@ class Worker:
         return early
 
     async def _deploy(self, deploy: Deploy) -> None:
-        set_log_context(f"job {deploy.job_id[:8]} worker {self.worker_index}")
         self.config = Configuration(deploy.config)
         graph: JobGraph = pickle.loads(deploy.job_graph)
         checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
@@ -284,7 +235,7 @@ class Worker:
         needed: set[int] = set()
         for vertex_id, subtask in plan.subtasks_of(graph, self.worker_index):
             vertex = graph.vertex(vertex_id)
-            services = _TaskServices(self, vertex_id, subtask)
+            services = TaskServicesToMaster(self, vertex_id, subtask)
             writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
             gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
             snapshots = restored.get((vertex_id, subtask))
@@ -311,7 +262,7 @@ class Worker:
                 channel_state_writer = self.channel_state_files.register(deployment.name)
                 self.channel_state_writers[(vertex_id, subtask)] = channel_state_writer
             io = CheckpointIO(
-                responder=_Responder(self, vertex_id, subtask),
+                responder=CheckpointResponder(self, vertex_id, subtask),
                 state_writer=self.storage.write_file if self.storage is not None else None,
                 executor=self.io_pool, channel_state_writer=channel_state_writer,
                 shared_writer=self.storage.write_shared_file if self.storage is not None else None,
@@ -590,18 +541,10 @@ def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> Task
 def run_worker(
     worker_index: int, attempt: int, master: tuple[str, int], secret: bytes, config: dict[str, str]
 ) -> None:
-    """Entry point of a worker thread or process: runs the worker's loop to completion.
-
-    A busy task gives up the GIL at every slice boundary (the loop polls for I/O). When it
-    does that more often than the interpreter's switch interval, CPython never forces a
-    switch, and other threads of the process (the JobMaster, other workers of
-    ``local-threads``) can wait seconds for the GIL. So the switch interval is lowered below
-    the mailbox slice (it is only ever lowered).
-    """
+    """Entry point of a worker thread or process: runs the worker's loop to completion, with
+    the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`)."""
     configuration = Configuration(config)
-    slice_s = configuration.get(Options.MAILBOX_SLICE) / 1000.0
-    if slice_s > 0:
-        sys.setswitchinterval(min(sys.getswitchinterval(), slice_s / 2))
+    fit_switch_interval(configuration.get(Options.MAILBOX_SLICE) / 1000.0)
     worker = Worker(worker_index, attempt, master, secret, configuration)
     try:
         asyncio.run(worker.run())
