@@ -65,6 +65,9 @@ def start_job(tmp: str, name: str, **settings: Any) -> JobClient:
         "execution.checkpointing.interval": "300 ms",
         "execution.checkpointing.dir": tmp,
         "undertow.metrics.report-interval": "100 ms",
+        # a checkpoint every 300 ms leaves a 10-entry history in 3 s: under load, before the
+        # page fetched the details of a checkpoint a test clicked
+        "web.checkpoints.history": 100,
     }
     config.update(settings)
     env = StreamExecutionEnvironment.get_execution_environment(Configuration(config))

@@ -6,12 +6,11 @@ Layout under the configured root (``execution.checkpointing.dir``), as in Flink:
     <root>/<job-id>/shared/         files referenced by several checkpoints (incremental state)
     <root>/<job-id>/taskowned/      files owned by the tasks, never deleted by the coordinator
 
-Threading and cost: every method does blocking I/O (one to a few file-system calls; an object
-store round trip each). The runtime calls them from a worker thread pool, never from an event
-loop or task thread. An instance holds no mutable state, so several threads may use it at once;
-the coordinator serializes the commit and the discard of any one checkpoint. It is one piece:
-every method resolves its paths through the same layout and checks (``_uri``,
-``_check_segment``).
+Threading and cost: blocking I/O in every method (a few file-system calls; an object store
+round trip each), called from a worker thread pool, never from a loop or task thread. No
+mutable state: several threads may use an instance; the coordinator serializes the commit and
+the discard of any one checkpoint. It is one piece: every method resolves its paths through
+the same layout and checks (``_uri``, ``_check_segment``).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

@@ -55,8 +55,9 @@ class TaskServicesToMaster:
             task.loop.call_soon_threadsafe(task.source_available)
 
 
-class CheckpointResponder:
-    """Acknowledges and declines one subtask's checkpoints to the JobMaster."""
+class ResponderToMaster:
+    """Acknowledges and declines one subtask's checkpoints to the JobMaster (implements
+    :class:`~undertow.runtime.task.checkpoint_io.CheckpointResponder`)."""
 
     def __init__(self, worker: WorkerLink, vertex_id: int, subtask: int) -> None:
         self.worker = worker

@@ -68,7 +68,7 @@ from undertow.runtime.cluster.messages import (
 )
 from undertow.runtime.cluster.metrics import TaskMetrics
 from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
-from undertow.runtime.cluster.task_link import CheckpointResponder, TaskServicesToMaster
+from undertow.runtime.cluster.task_link import ResponderToMaster, TaskServicesToMaster
 from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
@@ -262,7 +262,7 @@ class Worker:
                 channel_state_writer = self.channel_state_files.register(deployment.name)
                 self.channel_state_writers[(vertex_id, subtask)] = channel_state_writer
             io = CheckpointIO(
-                responder=CheckpointResponder(self, vertex_id, subtask),
+                responder=ResponderToMaster(self, vertex_id, subtask),
                 state_writer=self.storage.write_file if self.storage is not None else None,
                 executor=self.io_pool, channel_state_writer=channel_state_writer,
                 shared_writer=self.storage.write_shared_file if self.storage is not None else None,
