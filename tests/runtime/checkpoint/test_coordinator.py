@@ -245,3 +245,31 @@ async def _with(
     scenario: Callable[[CoordinatorUnderTest], Awaitable[None]], options: dict[str, str]
 ) -> None:
     await scenario(in_memory_coordinator(job_graph(), options))
+
+
+def test_a_checkpoint_whose_attempt_ended_while_finalizing_is_aborted_without_an_error_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A job cancelled while its checkpoint's metadata is written: the executor may already be
+    shut down. The checkpoint is aborted, and no error with a traceback is logged."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator = kit.coordinator
+        coordinator.start()
+        kit.clock.advance(100)
+
+        def executor_gone(cid: int, payload: bytes) -> str:
+            coordinator.stop(CheckpointFailureReason.JOB_FAILOVER_REGION)  # the attempt ends
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+        kit.storage.commit_metadata = executor_gone  # type: ignore[method-assign]
+        kit.acknowledge_all(1, {})
+        await coordinator.finish_completing()
+        assert 1 not in coordinator.pending and not kit.storage.completed_checkpoint_ids()
+        assert isinstance(kit.events[-1], Aborted) and kit.events[-1].checkpoint_id == 1
+
+    with caplog.at_level("INFO", logger="undertow.runtime.checkpoint.coordinator"):
+        run(scenario)
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert not errors, [r.getMessage() for r in errors]
+    assert any("not finalized: the attempt ended" in r.getMessage() for r in caplog.records)

@@ -649,7 +649,11 @@ class CheckpointCoordinator:
                     None, self.storage.commit_metadata, cid, payload
                 )
         except Exception as err:
-            log.exception("checkpoint %d: finalizing failed", cid)
+            if self._active:
+                log.exception("checkpoint %d: finalizing failed", cid)
+            else:  # the attempt ended meanwhile (cancel, failure): its executor may be gone
+                log.info("checkpoint %d of job %s not finalized: the attempt ended (%r)", cid,
+                         self.job_id, err)  # fmt: skip
             self.pending[cid] = pending
             self._abort(cid, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, repr(err))
             return
