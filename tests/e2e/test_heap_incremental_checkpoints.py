@@ -35,7 +35,12 @@ from undertow.testing.oracle import (
 from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
-from .test_incremental_checkpoints import COMPLETED, RESTARTING, SharedWatcher, _contents
+from .test_incremental_checkpoints import (
+    COMPLETED,
+    _contents,
+    assert_shared_files_deleted,
+    run_oracle_with_scheduled_failures,
+)
 
 KEYS, RECORDS_PER_KEY = 4000, 15
 THROTTLED = 5_000.0
@@ -87,39 +92,14 @@ def scenario_heap_incremental_scheduled_failures(
     config["execution.checkpointing.max-concurrent-checkpoints"] = str(concurrent)
     env = make_env(parallelism=2, config=config)
     _heap(env)
-    evidence = tmp_path / "evidence"
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
-    build_pipeline(env, source, failing_map=failing, evidence_dir=evidence)
-
-    with SharedWatcher(tmp_path / "checkpoints") as watcher:
-        client = env.execute_async("oracle, incremental heap")
-        rest = RestWatcher(client)
-        try:
-            result = client.get_job_execution_result(timeout=TIMEOUT_S)
-            reused = _reused_some(client)
-        finally:
-            rest_ids = rest.stop()
-            client.cancel()
-    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
-
-    console = capsys.readouterr().err
-    reasons = [m.group("reason") for m in RESTARTING.finditer(console)]
-    oracle.assert_exactly_once()
-    assert oracle.restarts == 2, (oracle, reasons)
-    assert all("InjectedFailure: FailingMap" in r for r in reasons), reasons
-    assert len(COMPLETED.findall(console)) >= 10, "at least 10 checkpoints complete"
-    assert_restores(console, rest_ids, restores=2)
-    oracle.assert_restored()
-    segments = {name for name in watcher.seen if name.endswith(".kgs")}
-    assert segments, f"no heap segment was written into shared/: {sorted(watcher.seen)}"
-    assert reused, "no checkpoint referenced an earlier checkpoint's segment"
-    shared = tmp_path / "checkpoints" / client.get_job_id() / "shared"
-    deadline = time.monotonic() + 5  # the JobMaster deletes them as it shuts down
-    while any(shared.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sorted(p.name for p in shared.iterdir()) == [], (
-        "the job finished: every shared file is deleted with the checkpoints"
+    seen, job_id, reused = run_oracle_with_scheduled_failures(
+        env, tmp_path, capsys, source, failing, "oracle, incremental heap", probe=_reused_some
     )
+    segments = {name for name in seen if name.endswith(".kgs")}
+    assert segments, f"no heap segment was written into shared/: {sorted(seen)}"
+    assert reused, "no checkpoint referenced an earlier checkpoint's segment"
+    assert_shared_files_deleted(tmp_path, job_id)
 
 
 @pytest.mark.parametrize("target", ["local-threads", "local"])

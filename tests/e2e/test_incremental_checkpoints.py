@@ -20,6 +20,7 @@ import hashlib
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,54 @@ class SharedWatcher:
         self._thread.join()
 
 
+def run_oracle_with_scheduled_failures(
+    env: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    source: OracleSource,
+    failing: FailingMap,
+    name: str,
+    probe: Callable[[Any], Any] | None = None,
+) -> tuple[set[str], str, Any]:
+    """Run the oracle with ``failing`` (two scheduled failures) in ``map`` while watching
+    ``shared/``: exactly once, both restores evidenced, at least 10 checkpoints completed.
+    Returns the shared file names seen, the job id, and ``probe(client)`` (called once the job
+    ended, before it is cancelled)."""
+    evidence = tmp_path / "evidence"
+    build_pipeline(env, source, failing_map=failing, evidence_dir=evidence)
+    with SharedWatcher(tmp_path / "checkpoints") as watcher:
+        client = env.execute_async(name)
+        rest = RestWatcher(client)
+        try:
+            result = client.get_job_execution_result(timeout=TIMEOUT_S)
+            probed = probe(client) if probe is not None else None
+        finally:
+            rest_ids = rest.stop()
+            client.cancel()
+    oracle = OracleResult.from_job_result(result, source.keys, source.records_per_key, evidence)
+    console = capsys.readouterr().err
+    reasons = [m.group("reason") for m in RESTARTING.finditer(console)]
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 2, (oracle, reasons)
+    assert all("InjectedFailure: FailingMap" in r for r in reasons), reasons
+    assert len(COMPLETED.findall(console)) >= 10, "at least 10 checkpoints complete"
+    assert_restores(console, rest_ids, restores=2)
+    oracle.assert_restored()
+    return watcher.seen, client.get_job_id(), probed
+
+
+def assert_shared_files_deleted(tmp_path: Path, job_id: str) -> None:
+    """Once the job finished, its ``shared/`` empties (the JobMaster deletes the files with
+    the checkpoints as it shuts down)."""
+    shared = tmp_path / "checkpoints" / job_id / "shared"
+    deadline = time.monotonic() + 5
+    while any(shared.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(p.name for p in shared.iterdir()) == [], (
+        "the job finished: every shared file is deleted with the checkpoints"
+    )
+
+
 def scenario_incremental_scheduled_failures(
     make_env: EnvFactory,
     tmp_path: Path,
@@ -103,37 +152,13 @@ def scenario_incremental_scheduled_failures(
     config["execution.checkpointing.unaligned.enabled"] = str(unaligned).lower()
     env = make_env(parallelism=2, config=config)
     _incremental(env, tmp_path)
-    evidence = tmp_path / "evidence"
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
-    build_pipeline(env, source, failing_map=failing, evidence_dir=evidence)
-
-    with SharedWatcher(tmp_path / "checkpoints") as watcher:
-        client = env.execute_async("oracle, incremental rocksdb")
-        rest = RestWatcher(client)
-        try:
-            result = client.get_job_execution_result(timeout=TIMEOUT_S)
-        finally:
-            rest_ids = rest.stop()
-            client.cancel()
-    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
-
-    console = capsys.readouterr().err
-    reasons = [m.group("reason") for m in RESTARTING.finditer(console)]
-    oracle.assert_exactly_once()
-    assert oracle.restarts == 2, (oracle, reasons)
-    assert all("InjectedFailure: FailingMap" in r for r in reasons), reasons
-    assert len(COMPLETED.findall(console)) >= 10, "at least 10 checkpoints complete"
-    assert_restores(console, rest_ids, restores=2)
-    oracle.assert_restored()
-    ssts = {name for name in watcher.seen if name.endswith(".sst")}
-    assert ssts, f"no SST file was uploaded into shared/: {sorted(watcher.seen)}"
-    shared = tmp_path / "checkpoints" / client.get_job_id() / "shared"
-    deadline = time.monotonic() + 5  # the JobMaster deletes them as it shuts down
-    while any(shared.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sorted(p.name for p in shared.iterdir()) == [], (
-        "the job finished: every shared file is deleted with the checkpoints"
+    seen, job_id, _ = run_oracle_with_scheduled_failures(
+        env, tmp_path, capsys, source, failing, "oracle, incremental rocksdb"
     )
+    ssts = {name for name in seen if name.endswith(".sst")}
+    assert ssts, f"no SST file was uploaded into shared/: {sorted(seen)}"
+    assert_shared_files_deleted(tmp_path, job_id)
     local = [p.name for p in (tmp_path / "rocksdb").iterdir()]
     assert local == [], f"every DB and every downloaded checkpoint is deleted: {local}"
 

@@ -41,7 +41,9 @@ class ManualClock:
 
 
 class Recorder:
-    def __init__(self, backend: HeapKeyedStateBackend) -> None:
+    """Records every timer fired, checking the backend's current key (any keyed backend)."""
+
+    def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.fired: list[tuple[str, int, Any, Any]] = []
 

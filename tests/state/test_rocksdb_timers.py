@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.test_timers import Recorder
 
 from undertow.core.errors import StateError
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
-from undertow.runtime.task.timers import InternalTimer, TimerServiceManager, _TimerQueue
+from undertow.runtime.task.timers import TimerServiceManager, _TimerQueue
 from undertow.state import rocksdb_timers
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
@@ -47,20 +48,6 @@ class Clock:
                 pass
 
         return Handle()
-
-
-class Recorder:
-    def __init__(self, backend: Any) -> None:
-        self.backend = backend
-        self.fired: list[tuple[str, int, Any, Any]] = []
-
-    def on_event_time(self, timer: InternalTimer) -> None:
-        assert self.backend.get_current_key() == timer.key
-        self.fired.append(("event", timer.timestamp, timer.key, timer.namespace))
-
-    def on_processing_time(self, timer: InternalTimer) -> None:
-        assert self.backend.get_current_key() == timer.key
-        self.fired.append(("processing", timer.timestamp, timer.key, timer.namespace))
 
 
 def _rocksdb(tmp: Path, key_groups: range = range(MAX_P), factory: str = "ROCKSDB") -> Any:

@@ -287,9 +287,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         return self._pending(self._non_empty())
 
     def _non_empty(self) -> list[int]:
-        tables = list(self._tables.values())
-        return [o for o in range(self._groups)
-                if any(not table.is_empty_at(o) for table in tables)]  # fmt: skip
+        return [o for o in range(self._groups) if self._is_non_empty(o)]
 
     def _is_non_empty(self, offset: int) -> bool:
         return any(not table.is_empty_at(offset) for table in self._tables.values())

@@ -178,6 +178,26 @@ def middle_vertex(build: Callable[[Any], Any]) -> JobVertex:
     return vertex
 
 
+def start_task(
+    vertex: JobVertex, batches: list[Any], endless: bool, then: tuple[Any, ...] = ()
+) -> tuple[StreamTask, asyncio.Future[Any]]:
+    """Run ``vertex`` as a task on the running loop, fed with ``batches`` by a producer; its
+    output goes to a partition nobody reads (1,000 buffers: never a backpressure here)."""
+    gate = InputGate("input", vertex.inputs[0].target_input, floating_buffers=8)
+    channel = gate.add_channel(0, "input channel 0", initial_credit=2)
+    channel.connect(Producer(channel, batches, endless, then))
+    edge = vertex.outputs[0]
+    out = ResultPartition("out", [1], buffers_per_channel=1000, floating_buffers=0,
+                          max_buffers_per_channel=1000)  # fmt: skip
+    writer = RecordWriter(out, edge.new_partitioner(), 1 << 16)
+    deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0,
+                                config=Configuration(), gates=(gate,),
+                                writers={edge.id: writer})  # fmt: skip
+    task = StreamTask(deployment=deployment, services=Services(),
+                      loop=asyncio.get_running_loop())  # fmt: skip
+    return task, asyncio.ensure_future(task.run())
+
+
 def records_between_post_and_run(
     vertex: JobVertex, batches: list[Any], counter: str, *, endless: bool,
     mails: int = 30, start_after: Callable[[], bool] = lambda: True, then: tuple[Any, ...] = (),
@@ -190,19 +210,7 @@ def records_between_post_and_run(
     fit_switch_interval(Configuration().get(Options.MAILBOX_SLICE) / 1000.0)  # as a worker does
 
     async def scenario() -> tuple[list[int], int]:
-        gate = InputGate("input", vertex.inputs[0].target_input, floating_buffers=8)
-        channel = gate.add_channel(0, "input channel 0", initial_credit=2)
-        channel.connect(Producer(channel, batches, endless, then))
-        edge = vertex.outputs[0]
-        out = ResultPartition("out", [1], buffers_per_channel=1000, floating_buffers=0,
-                              max_buffers_per_channel=1000)  # fmt: skip
-        writer = RecordWriter(out, edge.new_partitioner(), 1 << 16)
-        deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0,
-                                    config=Configuration(), gates=(gate,),
-                                    writers={edge.id: writer})  # fmt: skip
-        task = StreamTask(deployment=deployment, services=Services(),
-                          loop=asyncio.get_running_loop())  # fmt: skip
-        running = asyncio.ensure_future(task.run())
+        task, running = start_task(vertex, batches, endless, then)
         waits: list[int] = []
         first: list[int] = []
         all_ran = threading.Event()
@@ -290,19 +298,7 @@ def test_work_a_mail_continues_in_further_mails_lets_records_in_between() -> Non
     between: list[int] = []
 
     async def scenario() -> None:
-        gate = InputGate("input", vertex.inputs[0].target_input, floating_buffers=8)
-        channel = gate.add_channel(0, "input channel 0", initial_credit=2)
-        channel.connect(Producer(channel, [list(range(4096))], endless=True))
-        edge = vertex.outputs[0]
-        out = ResultPartition("out", [1], buffers_per_channel=1000, floating_buffers=0,
-                              max_buffers_per_channel=1000)  # fmt: skip
-        writer = RecordWriter(out, edge.new_partitioner(), 1 << 16)
-        deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0,
-                                    config=Configuration(), gates=(gate,),
-                                    writers={edge.id: writer})  # fmt: skip
-        task = StreamTask(deployment=deployment, services=Services(),
-                          loop=asyncio.get_running_loop())  # fmt: skip
-        running = asyncio.ensure_future(task.run())
+        task, running = start_task(vertex, [list(range(4096))], endless=True)
         await asyncio.sleep(0.1)  # the chunk size adapted to the map
         finished = asyncio.Event()
         last = [COUNTS.get("map", 0)]
