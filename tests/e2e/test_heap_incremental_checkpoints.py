@@ -180,6 +180,20 @@ def _retained_checkpoint(make_env: EnvFactory, tmp_path: Path) -> Path:
     return Path(storage.checkpoint_pointer(max(storage.completed_checkpoint_ids())))
 
 
+def _resume(
+    make_env: EnvFactory, tmp_path: Path, snapshot: Path, claim_mode: str, parallelism: int
+) -> Any:
+    """Start the oracle job on the heap backend from ``snapshot`` in ``claim_mode``."""
+    env = make_env(parallelism=parallelism, config=_config(tmp_path, **{
+        "execution.state-recovery.path": str(snapshot),
+        "execution.state-recovery.claim-mode": claim_mode,
+        "execution.checkpointing.num-retained": "1",
+    }))  # fmt: skip
+    _heap(env)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    return env.execute_async(f"resumed at parallelism {parallelism}, {claim_mode}")
+
+
 def scenario_heap_incremental_rescale(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -191,14 +205,7 @@ def scenario_heap_incremental_rescale(
     assert any(n.endswith(".kgs") for n in old_segments), before
     capsys.readouterr()
 
-    env = make_env(parallelism=3, config=_config(tmp_path, **{
-        "execution.state-recovery.path": str(snapshot),
-        "execution.state-recovery.claim-mode": "NO_CLAIM",
-        "execution.checkpointing.num-retained": "1",
-    }))  # fmt: skip
-    _heap(env)
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
-    client = env.execute_async("resumed at parallelism 3, NO_CLAIM")
+    client = _resume(make_env, tmp_path, snapshot, "NO_CLAIM", parallelism=3)
     watcher = RestWatcher(client)
     new_shared = tmp_path / "checkpoints" / client.get_job_id() / "shared"
     own: set[str] = set()
@@ -240,14 +247,7 @@ def scenario_heap_incremental_claim(
     assert any(p.name.endswith(".kgs") for p in old_shared.iterdir()), "segments to claim"
     capsys.readouterr()
 
-    env = make_env(parallelism=2, config=_config(tmp_path, **{
-        "execution.state-recovery.path": str(snapshot),
-        "execution.state-recovery.claim-mode": "CLAIM",
-        "execution.checkpointing.num-retained": "1",
-    }))  # fmt: skip
-    _heap(env)
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
-    client = env.execute_async("resumed, CLAIM")
+    client = _resume(make_env, tmp_path, snapshot, "CLAIM", parallelism=2)
     watcher = RestWatcher(client)
     _wait_for(lambda: (not snapshot.exists() and not any(old_shared.iterdir()))
               or client.get_job_status() is JobStatus.FINISHED,
