@@ -10,8 +10,10 @@ is in flight instead of processing it).
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,33 @@ def in_flight_bytes(meta: CheckpointMetadata) -> int:
     return sum(h.persisted_bytes for v in meta.vertices for h in v.channel_state.values())
 
 
+def sink_records_read(client: Any) -> int:
+    """Records the verifying sink's subtasks have read so far (REST ``/jobs/:id``), 0 before
+    the REST server answers."""
+    address = client.get_rest_address()
+    if address is None:
+        return 0
+    try:
+        with urllib.request.urlopen(f"{address}/jobs/{client.get_job_id()}", timeout=2) as r:
+            vertices = json.loads(r.read())["vertices"]
+    except (OSError, ValueError):
+        return 0
+    return sum(int(v["metrics"]["read-records"]) for v in vertices
+               if "verifying sink" in v["name"])  # fmt: skip
+
+
+def wait_for_backpressure_past_the_sink(client: Any, checkpoints: Path) -> None:
+    """Until a periodic checkpoint held in-flight data and the verifying sink has read records,
+    so that a savepoint taken next carries sink tallies. Processes start slower than threads,
+    and on a loaded machine the first backpressured checkpoint came while the sink had read
+    nothing (the resumed job then restored no tally)."""
+    deadline = time.monotonic() + 30
+    while not (checkpoints.is_dir() and checkpoints_with_channel_state(checkpoints)
+               and sink_records_read(client) > 0):  # fmt: skip
+        assert time.monotonic() < deadline, "no backpressured checkpoint with sink records in 30 s"
+        time.sleep(0.05)
+
+
 def stop_unaligned_then_resume(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], old: int, new: int
 ) -> None:
@@ -68,13 +97,7 @@ def stop_unaligned_then_resume(
     build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("stopped with an unaligned savepoint")
-    # Under backpressure once a periodic checkpoint held in-flight data (processes start
-    # slower than threads).
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (
-        checkpoints.is_dir() and checkpoints_with_channel_state(checkpoints)
-    ):
-        time.sleep(0.05)
+    wait_for_backpressure_past_the_sink(client, checkpoints)
 
     target = tmp_path / "savepoints"
     savepoint = client.stop_with_savepoint(str(target), unaligned=True).result(TIMEOUT_S)
@@ -146,11 +169,7 @@ def test_undertow_savepoint_and_stop_with_unaligned(
     build_pipeline(env, OracleSource(KEYS, 4 * RECORDS_PER_KEY, records_per_second=RATE),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("savepoints from the CLI")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (
-        checkpoints.is_dir() and checkpoints_with_channel_state(checkpoints)
-    ):
-        time.sleep(0.05)
+    wait_for_backpressure_past_the_sink(client, checkpoints)
     url = client.get_rest_address()
     assert url is not None
     target = str(tmp_path / "savepoints")
