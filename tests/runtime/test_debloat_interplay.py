@@ -11,7 +11,9 @@ import pytest
 from undertow.connectors.source import InputStatus, IteratorSourceReader
 from undertow.datastream.connectors.collection import CollectionSplit
 from undertow.graph.partitioners import ForwardPartitioner, RebalancePartitioner
+from undertow.runtime.network.buffer import BatchDeserializer, Buffer
 from undertow.runtime.network.buffer_debloater import INITIAL_MAX_RECORDS
+from undertow.runtime.network.credit import SenderChannel
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.output_budget import OutputBudget
 
@@ -79,6 +81,74 @@ def test_producers_start_small_until_their_consumer_announces() -> None:
     assert p.subpartitions[0].sender.queued_data_buffers == -(-100 // INITIAL_MAX_RECORDS)
     announce(p, 5000)  # a fast consumer lifts the limit with its first measurement
     assert writer._thresholds[0] > 1000
+
+
+class Queued:
+    """Stands in for a subpartition: keeps the buffers the writer queues."""
+
+    def __init__(self) -> None:
+        self.buffers: list[Buffer] = []
+        self.sender = SenderChannel(name="out#0")
+
+    def add_buffers(self, buffers: list[Buffer]) -> None:
+        self.buffers.extend(buffers)
+
+    def records_per_batch(self) -> list[int]:
+        reader = BatchDeserializer()
+        return [len(batch[0]) for b in self.buffers if (batch := reader.add(b)) is not None]
+
+
+def queued_writer(limit: int | None) -> tuple[ResultPartition, RecordWriter, Queued]:
+    p = partition()
+    queued = Queued()
+    p.subpartitions[0] = queued  # type: ignore[call-overload]
+    writer = RecordWriter(p, ForwardPartitioner(), 32 * 1024)
+    if limit is not None:
+        writer._limits = [limit]
+        writer._update_thresholds()
+    return p, writer, queued
+
+
+def emit_chunks(writer: RecordWriter, chunks: int, size: int) -> None:
+    for i in range(chunks):
+        writer.emit([(j % 1000, 1) for j in range(i * size, (i + 1) * size)], None)
+
+
+def test_a_binding_limit_cuts_full_buffers_and_keeps_the_remainder_pending() -> None:
+    """Chunks of 512 records at a limit of 1,000: every buffer holds 1,000 records; before,
+    each emit also cut its remainder (1,000 + 24, ...), so buffers were half full."""
+    p, writer, queued = queued_writer(1000)
+    emit_chunks(writer, 100, 512)
+    assert set(queued.records_per_batch()) == {1000}
+    assert p.in_progress == 1 and len(writer._values[0]) == 51_200 % 1000
+    assert writer.buffers_drawn() == pytest.approx(writer.buffers_requested - 1 + 0.2)
+    writer.flush_all()  # a forced flush sends the remainder
+    assert queued.records_per_batch()[-1] == 200 and p.in_progress == 0
+    assert sum(queued.records_per_batch()) == 51_200
+
+
+def test_a_limit_that_does_not_bind_costs_nothing() -> None:
+    """A record limit above what a segment holds: the same buffers as without debloating."""
+    _, off, off_queued = queued_writer(None)
+    _, on, on_queued = queued_writer(32 * 1024)
+    for writer in (off, on):
+        emit_chunks(writer, 100, 512)
+        writer.flush_all()
+    assert [len(b) for b in on_queued.buffers] == [len(b) for b in off_queued.buffers]
+    assert len(on_queued.buffers) < 15
+
+
+def test_a_shrink_sends_the_buffer_in_progress_whole() -> None:
+    """900 records pending under a limit of 1,000, then the consumer announces 10: they go
+    as the one buffer they were filling, and the next records are cut at 10."""
+    p, writer, queued = queued_writer(1000)
+    emit_chunks(writer, 1, 900)
+    assert not queued.buffers and p.in_progress == 1
+    queued.sender.new_buffer_size(32 * 1024, 10)
+    writer._on_new_buffer_size(0)
+    assert queued.records_per_batch() == [900] and p.in_progress == 0
+    emit_chunks(writer, 1, 25)
+    assert queued.records_per_batch() == [900, 10, 10]
 
 
 class Collect:

@@ -216,7 +216,9 @@ class RecordWriter:
     :meth:`flush_all` (buffer timeout, before an event, at the end). With buffer debloating,
     the channel's consumer announces a smaller size and a record limit: pending records are
     then serialized in batches of ~90% of that size or of the limit, whichever is fewer
-    records (one emit of many records becomes several buffers). Batches are still cut at the
+    records (one emit of many records becomes several full buffers, and a smaller remainder
+    waits for the next emit or flush); limits that do not bind change nothing, and a shrink
+    sends the buffer in progress whole. Batches are still cut at the
     segment size, so a record larger than the announced size goes whole (or spans segments,
     as without debloating).
 
@@ -242,6 +244,8 @@ class RecordWriter:
         self._sizes = [segment_size] * n
         self._limits: list[int | None] = [None] * n
         self._thresholds = [1] * n
+        self._cuts = [False] * n
+        self._cutting = False
         partition.buffer_size_listener = self._on_new_buffer_size
         #: Called with ``old / new`` records per buffer when an announcement shrank the
         #: smallest per-buffer threshold (the task's output budget rescales its cost with it).
@@ -284,12 +288,26 @@ class RecordWriter:
         self._update_thresholds()
 
     def _update_thresholds(self) -> None:
+        """Each channel's records per buffer: ~90% of a segment at the current estimate, or
+        fewer where its consumer announced a smaller size or record limit. ``_cuts[ch]``:
+        those limits bind (they are below what a segment takes), so the channel's pending
+        records are cut into batches of the threshold; otherwise they go as one batch, as
+        without debloating (a limit at its maximum costs nothing)."""
         per_record = self._bytes_per_record
-        sizes, limits, thresholds = self._sizes, self._limits, self._thresholds
+        segment = self.segment_size
+        sizes, limits, thresholds, cuts = self._sizes, self._limits, self._thresholds, self._cuts
         for ch, size in enumerate(sizes):
-            threshold = max(1, int(size * 0.9 / per_record)) if per_record > 0.0 else size
+            if per_record <= 0.0:
+                natural = threshold = size
+            else:
+                natural = max(1, int(segment * 0.9 / per_record))
+                threshold = max(1, int(size * 0.9 / per_record))
             limit = limits[ch]
-            thresholds[ch] = threshold if limit is None or limit > threshold else limit
+            if limit is not None and limit < threshold:
+                threshold = limit
+            thresholds[ch] = threshold
+            cuts[ch] = limit is not None and threshold < natural
+        self._cutting = any(cuts)
 
     def start_debloated(self, max_records: int) -> None:
         """Debloating is on: until a consumer announces its limits, cut its channel's buffers
@@ -305,38 +323,71 @@ class RecordWriter:
         self._sizes[ch] = min(sender.buffer_size, self.segment_size)
         self._limits[ch] = sender.max_records
         before = min(self._thresholds)
-        self._update_thresholds()  # a fuller buffer in progress is cut at the next emit
+        self._update_thresholds()
         after = min(self._thresholds)
         if after < before and self.on_buffers_shrunk is not None:
             self.on_buffers_shrunk(before / after)
+        if len(self._values[ch]) >= self._thresholds[ch]:
+            # The buffer in progress was filled under the old limits: it goes whole (Flink
+            # finishes a BufferBuilder at its size); cut at the new ones, it would draw
+            # buffers that no unit of work was sized for.
+            self._flush_channel(ch, force=True, whole=True)
 
-    def _flush_channel(self, ch: int) -> None:
+    def _flush_channel(self, ch: int, force: bool = False, whole: bool = False) -> None:
+        """Serialize channel ``ch``'s pending records into buffers and queue them. Where
+        debloating limits bind (and not ``whole``), they go in batches of the channel's
+        threshold and a smaller remainder stays pending (its buffer still in progress)
+        unless ``force``: a remainder cut at every emit would halve the buffers' fill and
+        skew the size estimate."""
         values, stamps = self._values[ch], self._stamps[ch]
         if not values:
             return
-        self._values[ch] = []
-        self._stamps[ch] = None
         n = len(values)
-        # debloated: one batch per announced buffer (a single emit may hold many buffers' worth)
-        step = self._thresholds[ch] if self._limits[ch] is not None else n
+        step = self._thresholds[ch] if self._cuts[ch] and not whole else n
+        end = n if force or step >= n else n - n % step
+        if end < n:
+            self._values[ch] = values[end:]
+            self._stamps[ch] = None if stamps is None else stamps[end:]
+        else:
+            self._values[ch] = []
+            self._stamps[ch] = None
         buffers: list[Buffer] = []
-        for start in range(0, n, step):
-            if step >= n:
+        for start in range(0, end, step):
+            if step >= n:  # the whole pending list, no copy
                 part, part_stamps = values, stamps
             else:
-                part = values[start : start + step]
-                part_stamps = None if stamps is None else stamps[start : start + step]
+                part = values[start : min(start + step, end)]
+                part_stamps = None if stamps is None else stamps[start : start + len(part)]
             data = serialize_batch(part, part_stamps)
-            self._bytes_per_record = 0.5 * self._bytes_per_record + 0.5 * len(data) / len(part)
+            # a small batch (a forced flush) says little about the records' size
+            weight = 0.5 * min(1.0, len(part) / step)
+            self._bytes_per_record += weight * (len(data) / len(part) - self._bytes_per_record)
             buffers.extend(split_into_buffers(data, self.segment_size))
             self.bytes_out += len(data)
         self._update_thresholds()
         self.buffers_out += len(buffers)
-        self.buffers_requested += len(buffers) - 1  # the first was taken when it started
         partition = self.partition
-        partition.in_progress -= 1
+        if end < n:  # the remainder's buffer is a new one in progress
+            self.buffers_requested += len(buffers)
+        else:
+            self.buffers_requested += len(buffers) - 1  # the first was taken when it started
+            partition.in_progress -= 1
         partition.subpartitions[ch].add_buffers(buffers)
         partition.note_emitted()
+
+    def buffers_drawn(self) -> float:
+        """:attr:`buffers_requested`, with each buffer in progress on a channel whose
+        debloating limits bind counted as the fraction of its threshold it holds: there a
+        remainder stays pending between units of work, and counting it whole would make a
+        unit that completes it look cheaper than it is (the output budget learns from this)."""
+        drawn: float = self.buffers_requested
+        if self._cutting:
+            values, thresholds = self._values, self._thresholds
+            for ch, cut in enumerate(self._cuts):
+                pending = len(values[ch])
+                if cut and pending:
+                    drawn += pending / thresholds[ch] - 1.0
+        return drawn
 
     def records_that_fit(self) -> int | None:
         """With debloating: how many more records the free buffers of the partition take when
@@ -352,7 +403,7 @@ class RecordWriter:
     def flush_all(self) -> None:
         for ch in range(len(self._values)):
             if self._values[ch]:
-                self._flush_channel(ch)
+                self._flush_channel(ch, force=True)
 
     def broadcast_event(self, event: Any, priority: bool = False, blocks: bool = False) -> None:
         """Flush pending records, then send ``event`` on every channel (in order)."""

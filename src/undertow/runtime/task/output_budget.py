@@ -34,8 +34,8 @@ class OutputBudget:
     more than its ``room``.
     """
 
-    __slots__ = ("_cost", "_drawn_before", "_outputs", "_room", "_slack", "exceeded",
-                 "mispredicted", "on_exceeded", "overdraft")  # fmt: skip
+    __slots__ = ("_cost", "_drawn_before", "_equivalent_before", "_outputs", "_room", "_slack",
+                 "exceeded", "mispredicted", "on_exceeded", "overdraft")  # fmt: skip
 
     def __init__(
         self,
@@ -54,6 +54,7 @@ class OutputBudget:
         self._room = [0] * n
         self._slack = [len(w.partition.subpartitions) - 1 for w in writers]
         self._drawn_before = [0] * n
+        self._equivalent_before = [0.0] * n  # RecordWriter.buffers_drawn(), for learning
         for i, writer in enumerate(writers):  # buffer debloating: records per buffer shrank
             writer.on_buffers_shrunk = functools.partial(self._rescale, i)
         #: Units of work that drew more than the free buffers plus the overdraft.
@@ -83,6 +84,7 @@ class OutputBudget:
             r = partition.pool_size + allowance - partition.queued - partition.in_progress
             room[i] = r
             before[i] = writer.buffers_requested
+            self._equivalent_before[i] = writer.buffers_drawn()
             c = cost[i]
             if c > 0.0:
                 safe = r - slack[i]
@@ -100,7 +102,7 @@ class OutputBudget:
         for i, (writer, partition) in enumerate(self._outputs):
             drawn = writer.buffers_requested - before[i]
             if measure:
-                per_unit = drawn / units
+                per_unit = (writer.buffers_drawn() - self._equivalent_before[i]) / units
                 c = cost[i]
                 cost[i] = per_unit if per_unit >= c * DECAY or c == _UNKNOWN else c * DECAY
             if drawn > room[i] and over is None:
