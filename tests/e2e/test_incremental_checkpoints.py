@@ -10,6 +10,8 @@
   ``shared/`` SST files) is byte-identical afterwards, and the second job's shared files are
   all its own (its first checkpoint was full).
 * CLAIM: the claimed checkpoint's directory and its shared files are deleted once subsumed.
+* Rescale: the retained checkpoint (aligned, and unaligned with in-flight data) resumes at
+  parallelism 3 and 1, the oracle at 0 with the restore evidenced.
 * A seeded random kill -9 of a worker process (``local``): the restart restores from the
   incremental checkpoint, and the killed worker's DB directories are swept.
 """
@@ -38,10 +40,11 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
-from .restore_evidence import RestWatcher, assert_restores
+from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 20, 2000
 THROTTLED = 5_000.0
+SPIN_S = 0.0005  # the verifying sink's busy-wait per record: backpressure for in-flight data
 TIMEOUT_S = 120.0
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
@@ -219,14 +222,20 @@ def _wait_for(condition: Any, what: str) -> None:
         time.sleep(0.02)
 
 
-def _retained_incremental_checkpoint(make_env: EnvFactory, tmp_path: Path) -> Path:
+def _retained_incremental_checkpoint(
+    make_env: EnvFactory, tmp_path: Path, unaligned: bool = False
+) -> Path:
     """A first job on incremental RocksDB, cancelled after a few checkpoints with retention:
-    its retained checkpoint directory (its shared files are in the job's ``shared/``)."""
+    its retained checkpoint directory (its shared files are in the job's ``shared/``).
+    ``unaligned``: unaligned checkpoints, with a spinning sink so that they hold in-flight
+    data."""
     retain = {"execution.checkpointing.externalized-checkpoint-retention":
-              "RETAIN_ON_CANCELLATION"}  # fmt: skip
+              "RETAIN_ON_CANCELLATION",
+              "execution.checkpointing.unaligned.enabled": str(unaligned).lower()}  # fmt: skip
     env = make_env(parallelism=2, config=_config(tmp_path, **retain))
     _incremental(env, tmp_path)
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED),
+                   sink_spin_s=SPIN_S if unaligned else 0.0)  # fmt: skip
     client = env.execute_async("leaves an incremental checkpoint")
     root, job = tmp_path / "checkpoints", client.get_job_id()
     storage = CheckpointStorage(str(root), job)
@@ -244,9 +253,9 @@ def _snapshot_id(snapshot: Path) -> int:
 
 
 def _resume(
-    make_env: EnvFactory, tmp_path: Path, snapshot: Path, mode: str
+    make_env: EnvFactory, tmp_path: Path, snapshot: Path, mode: str, parallelism: int = 2
 ) -> tuple[Any, Any, list[int]]:
-    env = make_env(parallelism=2, config=_config(tmp_path, **{
+    env = make_env(parallelism=parallelism, config=_config(tmp_path, **{
         "execution.state-recovery.path": str(snapshot),
         "execution.state-recovery.claim-mode": mode,
         "execution.checkpointing.num-retained": "1",
@@ -331,3 +340,38 @@ def test_claim_deletes_claimed_shared_files_once_subsumed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scenario_claim(make_env, tmp_path, capsys)
+
+
+def scenario_rescale(
+    make_env: EnvFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unaligned: bool = False,
+    parallelism: int = 3,
+) -> None:
+    """A retained incremental checkpoint taken at parallelism 2 resumes at ``parallelism``:
+    each new subtask's key-group range is assembled from the old DBs that hold part of it
+    (out-of-range keys dropped), with channel state re-emitted when ``unaligned``."""
+    snapshot = _retained_incremental_checkpoint(make_env, tmp_path, unaligned)
+    capsys.readouterr()
+    _, client, watcher = _resume(make_env, tmp_path, snapshot, "NO_CLAIM", parallelism)
+    result = client.get_job_execution_result(timeout=TIMEOUT_S)
+    console = capsys.readouterr().err
+    _assert_restored(result, console, watcher.stop(), snapshot)
+    [(_, mode, in_flight)] = restored_checkpoints(console)
+    assert mode == ("unaligned" if unaligned else "aligned"), console
+    assert (in_flight > 0) == unaligned, f"restored in-flight bytes: {in_flight}"
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize(
+    ("unaligned", "parallelism"), [(False, 3), (True, 1)], ids=["aligned-up", "unaligned-down"]
+)
+def test_incremental_rocksdb_rescale(
+    make_env: EnvFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unaligned: bool,
+    parallelism: int,
+) -> None:
+    scenario_rescale(make_env, tmp_path, capsys, unaligned, parallelism)

@@ -60,6 +60,7 @@ SCENARIOS: dict[str, Scenario] = {
     "incremental-rocksdb-no-claim": test_incremental_checkpoints.scenario_no_claim,
     "incremental-rocksdb-claim": test_incremental_checkpoints.scenario_claim,
     "incremental-rocksdb-claim-reuse": test_claim_reuse.scenario_claim_reuses,
+    "incremental-rocksdb-rescale": test_incremental_checkpoints.scenario_rescale,
     "native-savepoint-resume": test_savepoint_formats.scenario_native_resume,
     "native-savepoint-rescale": test_savepoint_formats.scenario_native_rescale,
     "incremental-heap-scheduled-failures": (
