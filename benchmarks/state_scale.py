@@ -7,8 +7,10 @@ Once the state is filled (the keyed operator received N records, from the task m
 next ``--samples`` checkpoints triggered after that are read from the checkpoint statistics:
 their duration p50 (trigger to completion), the full state size, the bytes this checkpoint
 wrote (Flink's checkpointed size: for incremental ones, the new SST files and the private
-files) and the slowest subtask's synchronous and asynchronous parts (p50); the worker
-processes' resident set size (VmRSS, summed over the workers) is read at the same time.
+files), the barrier's way (the slowest subtask's start delay plus alignment: time spent behind
+backpressure, not state work) and the slowest subtask's synchronous and asynchronous parts
+(p50); the worker processes' resident set size (VmRSS, summed over the workers) is read at the
+same time.
 Every row runs its own job, one after another.
 
 Backends: ``hashmap`` (the full-snapshot baseline), ``rocksdb`` (full, canonical snapshots),
@@ -218,6 +220,9 @@ def run(
             "async_ms": statistics.median(
                 max(a.async_duration_ms for a in e.acks()) for e in measured
             ),
+            "barrier_ms": statistics.median(
+                max(a.start_delay_ms + a.alignment_duration_ms for a in e.acks()) for e in measured
+            ),
             "rss": max(rss),
             "fill_s": fill_s,
             "hot_rate": (hot_to[0] - hot_from[0]) / max(hot_to[1] - hot_from[1], 1e-9),
@@ -240,7 +245,7 @@ def main() -> None:
     args = parser.parse_args()
     backends = args.backends.split(",")
     print(f"{'backend':<21}{'keys':>12}{'ckpt p50 ms':>13}{'full MiB':>10}{'written MiB':>13}"
-          f"{'sync ms':>9}{'async ms':>10}{'worker RSS MiB':>16}{'fill s':>8}"
+          f"{'barrier ms':>12}{'sync ms':>9}{'async ms':>10}{'worker RSS MiB':>16}{'fill s':>8}"
           f"{'keys/s':>10}{'hot rec/s':>11}{'x heap':>8}{'restore s':>11}"
           f"{'to chk s':>10}")  # fmt: skip
     for keys in (int(k) for k in args.keys.split(",")):
@@ -254,7 +259,7 @@ def main() -> None:
                 f"{r['restore_s'][0]:.1f}", f"{r['restore_s'][1]:.1f}")  # fmt: skip
             print(f"{r['backend']:<21}{r['keys']:>12,}{r['p50_ms']:>13,.0f}"
                   f"{r['size'] / 2**20:>10.1f}{r['written'] / 2**20:>13.2f}"
-                  f"{r['sync_ms']:>9,.0f}{r['async_ms']:>10,.0f}"
+                  f"{r['barrier_ms']:>12,.0f}{r['sync_ms']:>9,.0f}{r['async_ms']:>10,.0f}"
                   f"{r['rss'] / 2**20:>16,.0f}{r['fill_s']:>8.1f}"
                   f"{r['keys'] / r['fill_s']:>10,.0f}{r['hot_rate']:>11,.0f}{ratio}"
                   f"{restored:>11}{to_chk:>10}", flush=True)  # fmt: skip
