@@ -90,6 +90,8 @@ def _env(backend: str, keys: int, workdir: str, **extra: str) -> StreamExecution
             "execution.checkpointing.incremental": str(backend.endswith("incremental")),
             "state.backend.rocksdb.localdir": os.path.join(workdir, "rocksdb"),
             "restart-strategy.type": "none",
+            # measured (README) with debloating off, as it was by default then
+            "taskmanager.network.memory.buffer-debloat.enabled": "false",
             **heap_incremental_options(backend),
             **extra,
         })

@@ -75,6 +75,10 @@ FAN_OUT_MODES: dict[str, dict[str, str]] = {
     },
 }
 
+#: Measured (README) with buffer debloating off, as it was by default then: aligned vs
+#: unaligned with full-size buffers. benchmarks/debloat.py measures debloating.
+NO_DEBLOAT = {"taskmanager.network.memory.buffer-debloat.enabled": "false"}
+
 
 class Spin(MapFunction):
     def __init__(self, seconds: float) -> None:
@@ -123,7 +127,7 @@ def run(
     mode: str, sleep_ms: float, records: int, rate: float | None, directory: str
 ) -> tuple[float, str]:
     settings = {"execution.target": "local", "execution.checkpointing.dir": directory,
-                "rest.port": "-1"}  # fmt: skip
+                "rest.port": "-1", **NO_DEBLOAT}  # fmt: skip
     settings.update(MODES[mode])
     env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
     env.set_parallelism(2)
@@ -141,7 +145,8 @@ def run_fan_out(
     mode: str, spin_s: float, records: int, rate: float, directory: str
 ) -> tuple[float, str, dict[str, Any]]:
     settings = {"execution.target": "local", "execution.checkpointing.dir": directory,
-                "rest.port": "-1", "taskmanager.memory.segment-size": "4 kb"}  # fmt: skip
+                "rest.port": "-1", "taskmanager.memory.segment-size": "4 kb",
+                **NO_DEBLOAT}  # fmt: skip
     settings.update(FAN_OUT_MODES[mode])
     env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
     env.set_parallelism(2)

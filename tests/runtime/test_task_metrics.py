@@ -124,6 +124,10 @@ class Producer:
     def resume(self) -> None:
         pass
 
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        """Buffer debloating's announcement (on by default): this producer's buffers are
+        fixed."""
+
 
 def map_vertex() -> JobVertex:
     """The middle vertex of source -> map -> sink, with network edges on both sides."""

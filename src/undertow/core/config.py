@@ -412,7 +412,7 @@ class Options:
         "the smallest buffer size buffer debloating announces", check=_positive,
     )  # fmt: skip
     BUFFER_DEBLOAT_ENABLED = bool_option(
-        "taskmanager.network.memory.buffer-debloat.enabled", False,
+        "taskmanager.network.memory.buffer-debloat.enabled", True,
         "size buffers so that in-flight data takes about .target to consume (FLIP-183)",
     )  # fmt: skip
     BUFFER_DEBLOAT_TARGET = duration_option(

@@ -190,6 +190,10 @@ class Producer:
     def resume(self) -> None:
         pass
 
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        """Buffer debloating's announcement (on by default): this producer's buffers are
+        fixed."""
+
 
 def fan_out_vertex(records_per_input: int) -> JobVertex:
     """The middle vertex of source -> flatMap -> sink: every input record becomes

@@ -167,6 +167,10 @@ class Producer:
     def resume(self) -> None:
         pass
 
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        """Buffer debloating's announcement (on by default): this producer's buffers are
+        fixed."""
+
 
 def middle_vertex(build: Callable[[Any], Any]) -> JobVertex:
     """The vertex ``build`` makes out of a keyed (or rebalanced) stream of ints; its output

@@ -53,6 +53,9 @@ class LiveProducer:
 
     def resume(self) -> None: ...
 
+    def new_buffer_size(self, size: int, max_records: int) -> None:
+        """Buffer debloating's announcement (on by default): these buffers are fixed."""
+
 
 def plus_one() -> JobVertex:
     env = StreamExecutionEnvironment.get_execution_environment()
