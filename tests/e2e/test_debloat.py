@@ -90,6 +90,15 @@ def test_aligned_checkpoint_completes_under_backpressure_only_with_debloating(
             subtask = info.get("subtasks", [{}])[0]
         assert 256 <= subtask["debloatedBufferSize"] <= 32 * 1024, subtask
         assert subtask["estimatedTimeToConsumeBuffersMs"] > 0, subtask
+        # the same values as Flink's task metrics (REST metrics, hence Prometheus)
+        metrics = rest(
+            address,
+            f"/jobs/{jid}/vertices/{sleepy['id']}/subtasks/metrics"
+            "?get=debloatedBufferSize,estimatedTimeToConsumeBuffersMs&agg=max",
+        )
+        by_name = {m["id"]: float(m["max"]) for m in metrics}
+        assert 256 <= by_name["debloatedBufferSize"] <= 32 * 1024, metrics
+        assert by_name["estimatedTimeToConsumeBuffersMs"] > 0, metrics
         console = capsys.readouterr().err
         assert re.search(r"checkpoint \d+ completed .*, buffers ~\d+ ms to consume", console), (
             console

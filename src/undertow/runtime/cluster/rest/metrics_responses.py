@@ -71,6 +71,15 @@ def subtask_metrics(sample: SubtaskMetricsView | None) -> dict[str, float]:
         "accumulatedBackPressuredTime": sample.backpressured_ms,
         "accumulatedIdleTime": sample.idle_ms,
         "currentInputWatermark": sample.input_watermark,
+        # buffer debloating, at task scope as Flink 1.14-1.x registers them (absent when off)
+        **(
+            {}
+            if sample.debloated_buffer_size is None
+            else {
+                "debloatedBufferSize": sample.debloated_buffer_size,
+                "estimatedTimeToConsumeBuffersMs": sample.estimated_time_to_consume_buffers_ms or 0,
+            }
+        ),
         # the user's metrics (get_metrics_group()), as "<operator>.<group...>.<name>"
         **sample.user_metrics,
     }
