@@ -18,7 +18,9 @@ often with debloating on, which is checkpoint work, not debloating's cost).
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets), interleaved ``--repeats``
 times in this run, both measured by benchmarks/peers/run_shape.py through REST; prints each
-run's p50 and the undertow / PyFlink ratio. The older ``pyflink`` case runs process mode.
+run's p50, the engine's own estimate of the time to consume its in-flight buffers (median of
+its ``estimatedTimeToConsumeBuffersMs`` samples), and the undertow / PyFlink ratio. The older
+``pyflink`` case runs process mode.
 
 Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,throughput,shapes,pyflink]
 [--peers]``
@@ -260,9 +262,12 @@ def peers_table(seconds: float, repeats: int, modes: list[str]) -> None:
                 durations = result["durations_ms"] if result else []
                 if durations:
                     p50s[engine].append(statistics.median(durations))
+                estimates = result.get("estimates_ms", []) if result else []
+                estimate = f"{statistics.median(estimates):.0f} ms" if estimates else "-"
                 print(f"  {mode:<22} run {repeat + 1} {engine}/{flavour:<6} p50 "
                       f"{_num(statistics.median(durations)) if durations else '-':>6} ms, "
-                      f"{len(durations)} completed", flush=True)  # fmt: skip
+                      f"{len(durations)} completed, own estimate (median) {estimate}",
+                      flush=True)  # fmt: skip
         ours, theirs = p50s["undertow"], p50s["pyflink"]
         if ours and theirs:
             ratios = [a / b for a, b in zip(ours, theirs, strict=False)]

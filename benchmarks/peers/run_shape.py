@@ -5,7 +5,9 @@ venv for PyFlink), so both are measured by the same code: the job is started wit
 ``execute_async``, warmed up, then for ``--seconds`` every completed checkpoint's end-to-end
 duration (``/jobs/:id/checkpoints``) and its largest subtask start delay
 (``/checkpoints/details/:cid/subtasks/:vid``) are collected, and throughput is the last
-vertex's ``read-records`` over the window. Prints one JSON line. Standard library only.
+vertex's ``read-records`` over the window. In debloat modes the engine's own estimate of the
+time to consume in-flight buffers (``estimatedTimeToConsumeBuffersMs``, largest over the gates)
+is sampled too. Prints one JSON line. Standard library only.
 """
 
 from __future__ import annotations
@@ -112,6 +114,31 @@ def start_delay(base: str, job_id: str, checkpoint_id: int, vertex_ids: list[str
     return max(delays)
 
 
+ESTIMATE = "estimatedTimeToConsumeBuffersMs"
+
+
+def estimate_names(base: str, job_id: str, vertex_ids: list[str]) -> dict[str, list[str]]:
+    """Per vertex, its task metrics that end in ``estimatedTimeToConsumeBuffersMs`` (Flink
+    registers them per input gate in 2.x, at task scope in 1.x; undertow at task scope)."""
+    names: dict[str, list[str]] = {}
+    for vid in vertex_ids:
+        listed = get(f"{base}/jobs/{job_id}/vertices/{vid}/subtasks/metrics")
+        found = [m["id"] for m in listed if m["id"].endswith(ESTIMATE)]
+        if found:
+            names[vid] = found
+    return names
+
+
+def largest_estimate(base: str, job_id: str, names: dict[str, list[str]]) -> float | None:
+    """The largest estimated time to consume in-flight buffers over every gate, now."""
+    values = []
+    for vid, metric_names in names.items():
+        query = ",".join(metric_names)
+        for m in get(f"{base}/jobs/{job_id}/vertices/{vid}/subtasks/metrics?get={query}&agg=max"):
+            values.append(float(m["max"]))
+    return max(values) if values else None
+
+
 def rate(samples: list[tuple[float, int]]) -> float:
     """Records per second between the first and the last change of a sampled counter.
 
@@ -138,9 +165,14 @@ def measure(args: argparse.Namespace, base: str, job_id: str) -> dict[str, Any]:
     seen: dict[int, tuple[int, int]] = {}
     samples = [(t0, read_records(base, job_id))]
     failed = 0
+    debloated = "debloat" in args.mode
+    names = estimate_names(base, job_id, vertex_ids) if debloated else {}
+    estimates: list[float] = []
     while time.monotonic() - t0 < args.seconds:
         time.sleep(0.25)
         samples.append((time.monotonic(), read_records(base, job_id)))
+        if names and (estimate := largest_estimate(base, job_id, names)) is not None:
+            estimates.append(estimate)
         if args.mode in UNCHECKPOINTED:
             continue
         body = get(f"{base}/jobs/{job_id}/checkpoints")
@@ -156,6 +188,8 @@ def measure(args: argparse.Namespace, base: str, job_id: str) -> dict[str, Any]:
         "start_delays_ms": [s for _, s in seen.values()],
         "failed": failed,
         "records_per_s": rate(samples),
+        # the engine's own estimate of the time to consume in-flight buffers (debloat modes)
+        "estimates_ms": estimates,
     }
 
 
