@@ -10,10 +10,8 @@ is in flight instead of processing it).
 
 from __future__ import annotations
 
-import json
 import re
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
 from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
+from .test_debloat import rest
 from .test_unaligned_checkpoints import (
     KEYS,
     RATE,
@@ -64,8 +63,7 @@ def sink_records_read(client: Any) -> int:
     if address is None:
         return 0
     try:
-        with urllib.request.urlopen(f"{address}/jobs/{client.get_job_id()}", timeout=2) as r:
-            vertices = json.loads(r.read())["vertices"]
+        vertices = rest(address, f"/jobs/{client.get_job_id()}")["vertices"]
     except (OSError, ValueError):
         return 0
     return sum(int(v["metrics"]["read-records"]) for v in vertices

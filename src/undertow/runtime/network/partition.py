@@ -36,6 +36,7 @@ buffer; ``is_available`` is O(subpartitions).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -207,6 +208,14 @@ class ResultPartition:
             sp.add_event(event, priority, blocks)
 
 
+class _Flush(enum.Enum):
+    """How :meth:`RecordWriter._flush_channel` sends a channel's pending records."""
+
+    FULL_BATCHES = "full batches"  # an emit: a remainder below the threshold stays pending
+    ALL = "all"  # a flush (timeout, event, end): the remainder too
+    WHOLE = "whole"  # a shrink: the buffer in progress as one batch
+
+
 class RecordWriter:
     """Routes batches to channels, collects them per channel and cuts them into buffers.
 
@@ -331,20 +340,20 @@ class RecordWriter:
             # The buffer in progress was filled under the old limits: it goes whole (Flink
             # finishes a BufferBuilder at its size); cut at the new ones, it would draw
             # buffers that no unit of work was sized for.
-            self._flush_channel(ch, force=True, whole=True)
+            self._flush_channel(ch, _Flush.WHOLE)
 
-    def _flush_channel(self, ch: int, force: bool = False, whole: bool = False) -> None:
+    def _flush_channel(self, ch: int, how: _Flush = _Flush.FULL_BATCHES) -> None:
         """Serialize channel ``ch``'s pending records into buffers and queue them. Where
-        debloating limits bind (and not ``whole``), they go in batches of the channel's
-        threshold and a smaller remainder stays pending (its buffer still in progress)
-        unless ``force``: a remainder cut at every emit would halve the buffers' fill and
+        debloating limits bind, they go in batches of the channel's threshold (except
+        ``WHOLE``), and with ``FULL_BATCHES`` a smaller remainder stays pending, its buffer
+        still in progress: a remainder cut at every emit would halve the buffers' fill and
         skew the size estimate."""
         values, stamps = self._values[ch], self._stamps[ch]
         if not values:
             return
         n = len(values)
-        step = self._thresholds[ch] if self._cuts[ch] and not whole else n
-        end = n if force or step >= n else n - n % step
+        step = self._thresholds[ch] if self._cuts[ch] and how is not _Flush.WHOLE else n
+        end = n - n % step if how is _Flush.FULL_BATCHES and step < n else n
         if end < n:
             self._values[ch] = values[end:]
             self._stamps[ch] = None if stamps is None else stamps[end:]
@@ -403,7 +412,7 @@ class RecordWriter:
     def flush_all(self) -> None:
         for ch in range(len(self._values)):
             if self._values[ch]:
-                self._flush_channel(ch, force=True)
+                self._flush_channel(ch, _Flush.ALL)
 
     def broadcast_event(self, event: Any, priority: bool = False, blocks: bool = False) -> None:
         """Flush pending records, then send ``event`` on every channel (in order)."""

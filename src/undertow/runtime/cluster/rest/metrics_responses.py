@@ -71,18 +71,19 @@ def subtask_metrics(sample: SubtaskMetricsView | None) -> dict[str, float]:
         "accumulatedBackPressuredTime": sample.backpressured_ms,
         "accumulatedIdleTime": sample.idle_ms,
         "currentInputWatermark": sample.input_watermark,
-        # buffer debloating, at task scope as Flink 1.14-1.x registers them (absent when off)
-        **(
-            {}
-            if sample.debloated_buffer_size is None
-            else {
-                "debloatedBufferSize": sample.debloated_buffer_size,
-                "estimatedTimeToConsumeBuffersMs": sample.estimated_time_to_consume_buffers_ms or 0,
-            }
-        ),
+        **debloat_metrics(sample),
         # the user's metrics (get_metrics_group()), as "<operator>.<group...>.<name>"
         **sample.user_metrics,
     }
+
+
+def debloat_metrics(sample: SubtaskMetricsView) -> dict[str, float]:
+    """Buffer debloating's task metrics, named as Flink 1.x registers them at task scope;
+    none while debloating is off."""
+    size, estimate = sample.debloated_buffer_size, sample.estimated_time_to_consume_buffers_ms
+    if size is None or estimate is None:
+        return {}
+    return {"debloatedBufferSize": size, "estimatedTimeToConsumeBuffersMs": estimate}
 
 
 def vertex_metrics(vertex: VertexView) -> dict[str, float]:

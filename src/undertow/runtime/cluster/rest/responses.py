@@ -36,6 +36,7 @@ from undertow.runtime.cluster.metrics import (
     VertexView,
     summarize,
 )
+from undertow.runtime.cluster.rest.metrics_responses import debloat_metrics
 
 Json = dict[str, Any]
 
@@ -232,10 +233,7 @@ def vertex_backpressure(view: JobView, vertex: VertexView) -> Json:
             "ratio": round(sample.backpressured_ratio, 3),
             "idleRatio": round(sample.idle_ratio, 3),
             "busyRatio": round(sample.busy_ratio, 3),
-            **({} if sample.debloated_buffer_size is None else {
-                "debloatedBufferSize": sample.debloated_buffer_size,
-                "estimatedTimeToConsumeBuffersMs": sample.estimated_time_to_consume_buffers_ms,
-            }),
+            **debloat_metrics(sample),
         })  # fmt: skip
     if not subtasks:
         return {"status": "deprecated"}
