@@ -239,7 +239,7 @@ def pyflink_table(seconds: float, python: str) -> None:
         print(f"{mode:<22} p50 {p50:>6} ms, {result['completed']} completed", flush=True)
 
 
-def peers_table(seconds: float, repeats: int, modes: list[str]) -> None:
+def peers_table(seconds: float, repeats: int, modes: list[str], warmup: float) -> None:
     """undertow (local) beside PyFlink thread mode on the anchor job, debloating on,
     interleaved (who goes first alternates), each run measured by the same REST runner."""
     sys.path.insert(0, str(HERE / "peers"))
@@ -251,14 +251,16 @@ def peers_table(seconds: float, repeats: int, modes: list[str]) -> None:
         ("undertow", "local", Path(sys.executable), None),
         ("pyflink", "thread", python, peers_env),
     ]
-    print(f"\nanchor job (anchor-sleep), {seconds:g} s windows after warm-up, {repeats} "
+    print(f"\nanchor job (anchor-sleep), {seconds:g} s windows after {warmup:g} s of warm-up, "
+          f"{repeats} "
           "interleaved runs per engine and mode; p50 of each run's checkpoints")  # fmt: skip
     for mode in modes:
         p50s: dict[str, list[float]] = {"undertow": [], "pyflink": []}
         for repeat in range(repeats):
             order = engines if repeat % 2 == 0 else engines[::-1]
             for engine, flavour, interpreter, env in order:
-                result = _run_shape(interpreter, env, engine, flavour, mode, seconds)
+                result = _run_shape(interpreter, env, engine, flavour, mode, seconds,
+                                    warmup=warmup)  # fmt: skip
                 durations = result["durations_ms"] if result else []
                 if durations:
                     p50s[engine].append(statistics.median(durations))
@@ -323,11 +325,13 @@ def shapes_cost_table(seconds: float, repeats: int, checkpointing: list[str]) ->
 
 
 def _run_shape(python: Path, env: dict[str, str] | None, engine: str, flavour: str, mode: str,
-               seconds: float, shape: str = "anchor-sleep") -> dict[str, Any] | None:  # fmt: skip
+               seconds: float, shape: str = "anchor-sleep",
+               warmup: float = 3.0) -> dict[str, Any] | None:  # fmt: skip
     command = [str(python), str(HERE / "peers" / "run_shape.py"), "--engine", engine,
                "--flavour", flavour, "--shape", shape, "--mode", mode,
-               "--seconds", str(seconds)]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 240)
+               "--seconds", str(seconds), "--warmup", str(warmup)]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True,
+                          timeout=seconds + warmup + 240)  # fmt: skip
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             result: dict[str, Any] = json.loads(line[len("RESULT ") :])
@@ -353,9 +357,11 @@ def main() -> None:
                         help="the anchor job beside PyFlink thread mode only")  # fmt: skip
     parser.add_argument("--peer-modes", default="aligned-debloat,aligned-debloat-300ms",
                         help="run_shape.py modes of the --peers table")  # fmt: skip
+    parser.add_argument("--warmup", type=float, default=3.0,
+                        help="--peers: seconds after RUNNING before the window opens")  # fmt: skip
     args = parser.parse_args()
     if args.peers:
-        peers_table(args.seconds, args.repeats, args.peer_modes.split(","))
+        peers_table(args.seconds, args.repeats, args.peer_modes.split(","), args.warmup)
         return
     cases = args.cases.split(",")
     if "checkpoints" in cases:

@@ -47,6 +47,11 @@ MODES: dict[str, dict[str, str]] = {
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
     },
     "unaligned-debloat": {"execution.checkpointing.unaligned.enabled": "true", **DEBLOAT_ON},
+    # undertow's aim held at the target, as Flink aims (PyFlink ignores the key)
+    "aligned-debloat-at-target": {
+        **DEBLOAT_ON,
+        "undertow.network.buffer-debloat.min-target": "1 h",
+    },
 }
 #: Modes without periodic checkpoints.
 UNCHECKPOINTED = ("off", "off-debloat")

@@ -4,6 +4,8 @@
   1 ms per record -> discard, p=1, the source as fast as it may), an aligned checkpoint
   completes within a bounded window with debloating on and does not with it off; with it on,
   the REST API shows the sleepy map's debloated buffer size and estimated time.
+* The aim: the sleepy map never waits for input, so its in-flight data shrinks from the
+  target to min-target and checkpoints follow; with min-target at the target they do not.
 * The oracle (TESTING.md) stays 0 with debloating on under backpressure with scheduled
   failures, aligned and unaligned; and unaligned channel state written with debloated (small)
   buffers restores into a job with full-size buffers, and the other way round.
@@ -103,6 +105,60 @@ def test_aligned_checkpoint_completes_under_backpressure_only_with_debloating(
         assert re.search(r"checkpoint \d+ completed .*, buffers ~\d+ ms to consume", console), (
             console
         )
+    finally:
+        client.cancel()
+        with pytest.raises(Exception):  # noqa: B017 - cancelled
+            client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+
+
+@pytest.mark.parametrize("target", ["local"])
+@pytest.mark.parametrize("min_target", ["100 ms", "1 s"], ids=["shrinks", "held-at-target"])
+def test_in_flight_data_the_consumer_never_runs_out_of_shrinks_to_min_target(
+    make_env: EnvFactory, tmp_path: Path, min_target: str
+) -> None:
+    # The anchor job at Flink's default target (1 s): the sleepy map never waits for input, so
+    # its aim shrinks from the target to min-target (100 ms by default, ~5 s at alpha 2/21 per
+    # 200 ms) and aligned checkpoints take about that; with min-target at the target (the
+    # aim off, as Flink aims) they keep taking about the target.
+    env = make_env(parallelism=1, config={
+        "execution.checkpointing.interval": "500 ms",
+        "execution.checkpointing.dir": str(tmp_path),
+        "undertow.metrics.report-interval": "200 ms",
+        DEBLOAT + "enabled": "true",
+        "undertow.network.buffer-debloat.min-target": min_target,
+    })  # fmt: skip
+    numbers = env.from_source(DataGeneratorSource(lambda i: i), WatermarkStrategy.no_watermarks(),
+                              "numbers")  # fmt: skip
+    numbers.map(lambda v: v + 1).key_by(lambda v: v % 128).map(Sleep()).name("sleepy map") \
+        .sink_to(DiscardingSink())  # fmt: skip
+    client = env.execute_async("debloat aim")
+    try:
+        address = client.get_rest_address()
+        assert address is not None
+        jid = client.get_job_id()
+        time.sleep(8.0)  # the aim settles (shrinks) within ~5 s of the first measurement
+        started_ms = time.time() * 1000
+        durations: list[int] = []
+        deadline = time.monotonic() + 20.0
+        while time.monotonic() < deadline and len(durations) < 3:
+            time.sleep(0.25)
+            history = rest(address, f"/jobs/{jid}/checkpoints")["history"]
+            durations = [
+                int(c["end_to_end_duration"])
+                for c in history
+                if c["status"] == "COMPLETED" and c["trigger_timestamp"] >= started_ms
+            ]
+        assert len(durations) >= 3, f"fewer than 3 checkpoints completed in 20 s: {durations}"
+        [sleepy] = [v for v in rest(address, f"/jobs/{jid}")["vertices"]
+                    if "sleepy map" in v["name"]]  # fmt: skip
+        [estimate] = rest(address, f"/jobs/{jid}/vertices/{sleepy['id']}/subtasks/metrics"
+                                   "?get=estimatedTimeToConsumeBuffersMs&agg=max")  # fmt: skip
+        if min_target == "100 ms":
+            assert max(durations) < 450, durations
+            assert float(estimate["max"]) < 300, estimate
+        else:
+            assert min(durations) > 600, durations
+            assert float(estimate["max"]) > 600, estimate
     finally:
         client.cancel()
         with pytest.raises(Exception):  # noqa: B017 - cancelled

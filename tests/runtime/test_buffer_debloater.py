@@ -16,7 +16,10 @@ from undertow.runtime.network.buffer_debloater import (
     ThroughputSample,
 )
 
-SETTINGS = DebloatSettings()  # Flink's defaults: 1 s, 200 ms, 20 samples, 25 %, [256 b, 32 kb]
+DEFAULTS = DebloatSettings()  # Flink's defaults: 1 s, 200 ms, 20 samples, 25 %, [256 b, 32 kb]
+#: The defaults with the aim held at the target (min-target = target), as Flink aims: the tests
+#: of the limits' arithmetic; the aim's own tests are at the end.
+SETTINGS = DebloatSettings(min_target_ms=1000.0)
 
 
 def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> list[bool]:
@@ -30,7 +33,8 @@ def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> l
 
 def test_defaults_and_options_under_flink_keys() -> None:
     # on by default (beyond Flink, where it is off): its cost was measured within 3 %
-    assert DebloatSettings.of(Configuration()) == SETTINGS
+    assert DebloatSettings.of(Configuration()) == DEFAULTS
+    assert DEFAULTS.min_target_ms == 100.0  # undertow's, beyond Flink
     off = Configuration({"taskmanager.network.memory.buffer-debloat.enabled": "false"})
     assert DebloatSettings.of(off) is None
     config = Configuration(
@@ -42,16 +46,19 @@ def test_defaults_and_options_under_flink_keys() -> None:
             "taskmanager.network.memory.buffer-debloat.threshold-percentages": "10",
             "taskmanager.memory.min-segment-size": "512b",
             "taskmanager.memory.segment-size": "8kb",
+            "undertow.network.buffer-debloat.min-target": "50 ms",
         }
     )
-    assert DebloatSettings.of(config) == DebloatSettings(300.0, 100.0, 5, 10, 512, 8192)
+    assert DebloatSettings.of(config) == DebloatSettings(300.0, 100.0, 5, 10, 512, 8192, 50.0)
     enabled = Configuration({"taskmanager.network.memory.buffer-debloat.enabled": "true"})
-    assert DebloatSettings.of(enabled) == SETTINGS
+    assert DebloatSettings.of(enabled) == DEFAULTS
 
 
 def test_bad_settings_name_the_option() -> None:
     with pytest.raises(ConfigurationError, match="min-segment-size \\(65536\\)"):
         DebloatSettings(min_buffer_size=65536)
+    with pytest.raises(ConfigurationError, match="min-target must be > 0 ms, got 0"):
+        DebloatSettings(min_target_ms=0)
     bad = Configuration({"taskmanager.network.memory.buffer-debloat.threshold-percentages": "150"})
     with pytest.raises(ConfigurationError, match="threshold-percentages' = '150'"):
         bad.get(Options.BUFFER_DEBLOAT_THRESHOLD)
@@ -152,7 +159,7 @@ def test_converges_to_the_target_for_a_processing_rate(
     rate: tuple[int, int], in_use: int, target_ms: float, samples: int
 ) -> None:
     bytes_rate, records_rate = rate
-    s = DebloatSettings(target_ms=target_ms, samples=samples)
+    s = DebloatSettings(target_ms=target_ms, samples=samples, min_target_ms=target_ms)
     debloater = BufferDebloater(s)
     # start from an unrelated rate, then hold the processing rate constant
     run(debloater, ThroughputSample(10, 1, 200.0, 1), 1)
@@ -185,6 +192,7 @@ samples_strategy = st.builds(
     records=st.integers(min_value=0, max_value=10**7),
     active_ms=st.floats(min_value=0.0, max_value=1000.0),
     buffers_in_use=st.integers(min_value=0, max_value=1000),
+    starved_ms=st.sampled_from([0.0, 1.0, 5.0, 200.0]),
 )
 
 
@@ -229,6 +237,7 @@ def test_stays_inside_the_bounds_and_never_rises_by_less_than_the_threshold(
             records=st.integers(min_value=1, max_value=10**6),
             active_ms=st.floats(min_value=1.0, max_value=400.0),
             buffers_in_use=st.integers(min_value=0, max_value=300),
+            starved_ms=st.sampled_from([0.0, 0.5, 2.0, 50.0]),
         ),
         min_size=1,
         max_size=80,
@@ -239,9 +248,10 @@ def test_stays_inside_the_bounds_and_never_rises_by_less_than_the_threshold(
 def test_in_flight_time_never_exceeds_the_target_after_a_period(
     sequence: list[ThroughputSample], target_ms: float, samples: int
 ) -> None:
-    # whatever the throughput does (falls, bursts, changing queues), the limits each period
-    # leaves let the in-flight buffers be consumed within the target at that period's rates,
-    # unless both limits sit on their lower bounds (nothing smaller may be announced)
+    # whatever the throughput does (falls, bursts, changing queues, starved periods), the
+    # limits each period leaves let the in-flight buffers be consumed within the aim (and the
+    # aim within the target) at that period's rates, unless both limits sit on their lower
+    # bounds (nothing smaller may be announced)
     s = DebloatSettings(target_ms=target_ms, samples=samples)
     debloater = BufferDebloater(s)
     for i, sample in enumerate(sequence):
@@ -250,16 +260,76 @@ def test_in_flight_time_never_exceeds_the_target_after_a_period(
         on_floor = decision.buffer_size == s.min_buffer_size and decision.max_records == 1
         peak = max(1, *(x.buffers_in_use for x in sequence[max(0, i - samples + 1) : i + 1]))
         per_unit_ms = 1000.0 * max(1 / decision.bytes_per_second, 1 / decision.records_per_second)
+        assert s.floor_ms <= decision.aim_ms <= target_ms
         if not on_floor:  # limits are whole numbers: each may be rounded up by half a unit
-            assert decision.estimated_time_ms <= target_ms + peak * per_unit_ms / 2
+            assert decision.estimated_time_ms <= decision.aim_ms + peak * per_unit_ms / 2
 
 
 def test_buffers_in_use_is_the_peak_of_the_last_samples() -> None:
     # while an aligned checkpoint drains the queues the count drops; the limits must not grow
-    debloater = BufferDebloater(DebloatSettings(samples=5))
+    debloater = BufferDebloater(DebloatSettings(samples=5, min_target_ms=1000.0))
     run(debloater, ThroughputSample(600, 200, 200.0, 20), 1)
     assert debloater.max_records == 50
     run(debloater, ThroughputSample(600, 200, 200.0, 2), 4)
     assert debloater.max_records == 50  # still sized for 20 buffers
     run(debloater, ThroughputSample(600, 200, 200.0, 2), 40)  # the peak left the window
     assert 375 <= debloater.max_records <= 500  # within the threshold of 1000 * 1 s / 2
+
+
+# -- the aim (beyond Flink): a standing queue shrinks, a starved consumer gets it back ---------
+
+ANCHOR = ThroughputSample(600, 200, 200.0, 20)  # 1000 records/s, 20 buffers in flight
+STARVED = ThroughputSample(600, 200, 190.0, 20, starved_ms=10.0)
+
+
+def test_a_consumer_that_never_waits_for_input_shrinks_its_in_flight_data_to_min_target() -> None:
+    debloater = BufferDebloater(DEFAULTS)
+    first = debloater.recalculate(ANCHOR)
+    assert first is not None and first.aim_ms == pytest.approx(1000 * 19 / 21)  # alpha = 2/21
+    announced = run(debloater, ANCHOR, 60)
+    decision = debloater.last
+    assert decision is not None and decision.aim_ms == 100.0
+    assert decision.max_records == 5  # 1000 records/s * 100 ms / 20 buffers
+    assert decision.estimated_time_ms == pytest.approx(100.0)
+    assert announced[-1] is False  # settled: nothing more to announce
+
+
+def test_a_starved_period_doubles_the_aim_and_the_limits_follow_at_once() -> None:
+    debloater = BufferDebloater(DEFAULTS)
+    run(debloater, ANCHOR, 60)
+    assert debloater.max_records == 5
+    decision = debloater.recalculate(STARVED)
+    assert decision is not None and decision.announce
+    assert decision.aim_ms == 200.0
+    # not smoothed: the consumer lost throughput in this period (rate 1053/s over 190 ms)
+    assert decision.max_records == round(200 / 190 * 1000 * 0.2 / 20)
+    debloater.recalculate(STARVED)
+    assert debloater.aim_ms == 400.0
+    run(debloater, STARVED, 5)
+    assert debloater.aim_ms == 1000.0  # never above the target
+
+
+def test_waits_below_one_percent_of_the_period_are_not_starvation() -> None:
+    debloater = BufferDebloater(DEFAULTS)
+    run(debloater, ANCHOR, 60)
+    debloater.recalculate(ThroughputSample(600, 200, 198.5, 20, starved_ms=1.5))
+    assert debloater.aim_ms == 100.0
+    debloater.recalculate(ThroughputSample(600, 200, 198.0, 20, starved_ms=2.0))
+    assert debloater.aim_ms == 200.0
+
+
+def test_a_consumer_that_keeps_up_aims_at_the_target_as_flink_does() -> None:
+    # starved every period: its producers are the bottleneck; the aim never leaves the target
+    debloater = BufferDebloater(DEFAULTS)
+    run(debloater, ThroughputSample(600, 200, 100.0, 20, starved_ms=100.0), 30)
+    decision = debloater.last
+    assert decision is not None and decision.aim_ms == 1000.0
+    assert decision.max_records == 100  # 2000 records/s over its active time, 1 s, 20 buffers
+
+
+def test_min_target_at_or_above_the_target_holds_the_aim_at_the_target() -> None:
+    for min_target in (1000.0, 5000.0):
+        debloater = BufferDebloater(DebloatSettings(min_target_ms=min_target))
+        run(debloater, ANCHOR, 60)
+        assert debloater.aim_ms == 1000.0
+        assert debloater.max_records == 50

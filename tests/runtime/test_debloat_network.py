@@ -92,7 +92,8 @@ def test_finished_channels_get_no_announcement() -> None:
 
 def test_gate_debloater_measures_a_slow_consumer_and_shrinks_the_producers_buffers() -> None:
     partition, gate, writer = _local()
-    settings = DebloatSettings(target_ms=1000.0, period_ms=200.0, samples=20)
+    # the aim held at the target (as Flink aims), so the limits are the target's
+    settings = DebloatSettings(target_ms=1000.0, period_ms=200.0, samples=20, min_target_ms=1000)
     debloater = TaskDebloater([gate], settings, now_ms=0.0, idle_ms=0.0)
     # backpressure: the producer filled every credit and queued more
     for i in range(12):
@@ -180,3 +181,24 @@ def test_first_measurement_comes_early() -> None:
     debloater.tick(now_ms=25.0, idle_ms=0.0)  # active, nothing consumed: to the minimum
     assert debloater.announcements == 1
     assert debloater.next_tick_ms() == 200.0
+
+
+def test_the_tasks_starved_time_in_a_period_moves_the_aim() -> None:
+    _, gate, writer = _local()
+    debloater = TaskDebloater([gate], DebloatSettings(), now_ms=0.0, idle_ms=0.0, starved_ms=0.0)
+    now, idle, starved = 0.0, 0.0, 0.0
+    aims = []
+    for starved_in_period in (0.0, 0.0, 20.0, 0.0):
+        writer.emit(list(range(100)), None)
+        writer.flush_all()
+        item = gate.poll()
+        assert item is not None
+        gate.note_processed(len(item[1][0]))
+        gate.release(item[0])
+        now, idle, starved = now + 200.0, idle + starved_in_period, starved + starved_in_period
+        [decision] = debloater.tick(now_ms=now, idle_ms=idle, starved_ms=starved)
+        assert decision is not None
+        aims.append(decision.aim_ms)
+    shrink = 19 / 21  # the EMA's alpha per period without starvation
+    # doubled after the starved period, but never above the target
+    assert aims == pytest.approx([1000 * shrink, 1000 * shrink**2, 1000, 1000 * shrink])

@@ -51,6 +51,23 @@ def test_time_is_split_at_waits_only() -> None:
     assert busy + backpressured + idle == pytest.approx((clock.now - 100.0) * 1000)
 
 
+def test_idle_waits_in_which_the_task_could_read_are_also_summed_as_starved() -> None:
+    clock = FakeClock()
+    account = TaskTimeAccounting(clock)
+    account.start_wait(backpressured=False, starved=True)
+    clock.now += 2.0
+    assert account.starved_ms() == pytest.approx(2000.0)  # a wait in progress counts
+    account.end_wait()
+    account.start_wait(backpressured=False)  # aligning, or the input held: idle, not starved
+    clock.now += 1.0
+    account.end_wait()
+    account.start_wait(backpressured=True, starved=True)  # a full output is never starvation
+    clock.now += 4.0
+    account.end_wait()
+    assert account.starved_ms() == pytest.approx(2000.0)
+    assert account.times_ms() == pytest.approx((0.0, 4000.0, 3000.0))
+
+
 def sample(busy: float, backpressured: float, idle: float, records: int = 0) -> TaskMetrics:
     stats = TaskStatistics(records, records, 8 * records, busy, backpressured, idle)
     return TaskMetrics(0, 1, int(busy + backpressured + idle), stats)
@@ -190,3 +207,23 @@ def test_a_task_without_input_is_idle() -> None:
     assert stats.idle_ms > 0.8 * total, stats
     assert stats.backpressured_ms == 0
     assert (stats.records_in, stats.records_out, stats.bytes_out) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("blocked", [False, True], ids=["empty", "blocked"])
+def test_a_task_without_input_starves_unless_a_barrier_blocks_its_input(
+    monkeypatch: pytest.MonkeyPatch, blocked: bool
+) -> None:
+    # what buffer debloating's aim reacts to: a wait for input is starvation only while no
+    # channel is blocked by an aligned barrier (a wait during alignment is the checkpoint's)
+    monkeypatch.setattr(InputGate, "has_blocked_channel", lambda self: blocked)
+
+    async def scenario() -> tuple[TaskStatistics, float]:
+        task, _ = build_task(map_vertex(), feed=False)
+        stats = await run_for(task, 0.3)
+        return stats, task.mailbox.time_accounting.starved_ms()
+
+    stats, starved = asyncio.run(scenario())
+    if blocked:
+        assert starved == 0.0
+    else:
+        assert starved == pytest.approx(stats.idle_ms, rel=0.1), (starved, stats)

@@ -434,6 +434,12 @@ class Options:
         "smaller rises of the buffer size are not announced (drops always are)",
         check=lambda v: None if 0 <= v <= 100 else "must be in [0, 100]",
     )  # fmt: skip
+    BUFFER_DEBLOAT_MIN_TARGET = duration_option(
+        "undertow.network.buffer-debloat.min-target", 100,
+        "while the consumer never waits for input, in-flight data shrinks towards this time "
+        "(it buys no throughput); at or above .target: always aim at .target, as Flink does",
+        check=_positive,
+    )  # fmt: skip
     MAX_FRAME_SIZE = memory_option(
         "undertow.network.max-frame-size",
         64 * 1024 * 1024,

@@ -2,15 +2,23 @@
 
 An aligned barrier waits behind a gate's in-flight data (queued at its channels and at their
 senders). Per period, :class:`BufferDebloater` turns a :class:`ThroughputSample` into a
-:class:`DebloatDecision` so that consuming that data takes about ``target``. *Time, not
+:class:`DebloatDecision` so that consuming that data takes about the *aim*. *Time, not
 bytes*: a 256-byte buffer still holds ~100 pickled ints (100 ms at 1 ms per record), so a
 decision carries a byte size (clamped to ``[min-segment-size, segment-size]``) and a record
-count, each ``rate * target / buffers in use``; writers cut at whichever comes first.
+count, each ``rate * aim / buffers in use``; writers cut at whichever comes first.
+
+The aim (beyond Flink, which always aims at ``target``): in-flight data that the consumer never
+runs out of is a standing queue; it adds to every barrier's wait and to every record's latency
+and buys no throughput. So the aim starts at ``target``, shrinks by the EMA's alpha each period
+in which the task did not starve (wait for input with no channel blocked by a barrier) down to
+``min-target``, and doubles (up to ``target``) after a period in which it starved for at least
+1 % of the period, the limits following that rise at once. A consumer that keeps up with its
+producers starves every period, so its aim stays at ``target``, where Flink's is.
 
 Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
 queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
 (alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement.
-The target is a bound, not a centre (Flink smooths and skips falls too, so it overshoots):
+The aim is a bound, not a centre (Flink smooths and skips falls too, so it overshoots):
 a lower throughput lowers the limits at once, only rises are smoothed, and a rise below
 ``threshold-percentages`` is not announced unless it reaches a bound.
 
@@ -27,6 +35,8 @@ from undertow.core.errors import ConfigurationError
 
 #: Records per buffer before a consumer's first measurement (Flink starts at the maximum size).
 INITIAL_MAX_RECORDS = 16
+#: A period is starved when the task waited for input for at least this share of it (and 1 ms).
+STARVED_SHARE = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +49,12 @@ class DebloatSettings:
     threshold_percentages: int = 25
     min_buffer_size: int = 256
     max_buffer_size: int = 32 * 1024
+    min_target_ms: float = 100.0
 
     def __post_init__(self) -> None:
         problems = [
             (self.target_ms > 0, f"target must be > 0 ms, got {self.target_ms}"),
+            (self.min_target_ms > 0, f"min-target must be > 0 ms, got {self.min_target_ms}"),
             (self.period_ms > 0, f"period must be > 0 ms, got {self.period_ms}"),
             (self.samples >= 1, f"samples must be >= 1, got {self.samples}"),
             (0 <= self.threshold_percentages <= 100,
@@ -54,6 +66,11 @@ class DebloatSettings:
         for ok, problem in problems:
             if not ok:
                 raise ConfigurationError(f"buffer debloating: {problem}")
+
+    @property
+    def floor_ms(self) -> float:
+        """The least in-flight time aimed at: ``min-target``, at most ``target``."""
+        return min(self.min_target_ms, self.target_ms)
 
     @property
     def max_records(self) -> int:
@@ -78,6 +95,7 @@ class DebloatSettings:
             threshold_percentages=config.get(Options.BUFFER_DEBLOAT_THRESHOLD),
             min_buffer_size=config.get(Options.MIN_SEGMENT_SIZE),
             max_buffer_size=config.get(Options.SEGMENT_SIZE),
+            min_target_ms=float(config.get(Options.BUFFER_DEBLOAT_MIN_TARGET)),
         )
 
 
@@ -86,12 +104,15 @@ class ThroughputSample:
     """What a gate consumed in one period: ``active_ms`` is the period minus the time its task
     waited for input (Flink pauses its throughput measurement then); ``buffers_in_use`` the
     data buffers of the whole edge: queued at its channels, their senders' last reported
-    backlog, and the buffers the senders are filling."""
+    backlog, and the buffers the senders are filling; ``starved_ms`` the part of the waits in
+    which the task could have read (no channel blocked by a barrier, input not held): its
+    queues ran dry."""
 
     bytes: int
     records: int
     active_ms: float
     buffers_in_use: int
+    starved_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +121,7 @@ class DebloatDecision:
 
     ``estimated_time_ms``: time to consume ``buffers_in_use`` buffers cut at these limits at
     the measured rates (Flink's ``estimatedTimeToConsumeBuffersMs``); -1 if nothing was
-    consumed (unknown).
+    consumed (unknown). ``aim_ms``: the in-flight time the limits were computed for.
     """
 
     buffer_size: int
@@ -110,6 +131,7 @@ class DebloatDecision:
     bytes_per_second: float
     records_per_second: float
     buffers_in_use: int
+    aim_ms: float
 
 
 class SizeEMA:
@@ -118,7 +140,8 @@ class SizeEMA:
     ``update(total, buffers)`` moves the average towards ``total / buffers`` (but towards at
     most twice the current value, so it grows as fast as it shrinks) and returns it rounded.
     The first update seeds the average with its desired value. ``falls``: a desired value
-    below the average replaces it at once (only rises are smoothed).
+    below the average replaces it at once (only rises are smoothed); ``jump``: so does any
+    desired value, for this update.
     """
 
     __slots__ = ("_alpha", "_falls", "_max", "_min", "_value")
@@ -130,10 +153,10 @@ class SizeEMA:
         self._falls = falls
         self._value: float | None = None
 
-    def update(self, total: float, buffers: int) -> int:
+    def update(self, total: float, buffers: int, jump: bool = False) -> int:
         desired = total / max(1, buffers)
         value = self._value
-        if value is None or (self._falls and desired < value):
+        if value is None or jump or (self._falls and desired < value):
             value = desired
         else:
             value += self._alpha * (min(desired, 2.0 * value) - value)
@@ -146,15 +169,15 @@ class BufferDebloater:
     """The size controller of one input gate (see the module docstring).
 
     Starts where producers start (the maximum buffer size, ``initial_max_records``), so the
-    first measurement is always announced; :meth:`recalculate` once per period. Invariants:
-    ``min_buffer_size <= buffer_size <= max_buffer_size`` and ``1 <= max_records <=
-    settings.max_records``; a limit never stays above its EMA after a period (so the
-    estimated time stays within the target); an announced rise is at least the threshold, or
-    reaches a bound.
+    first measurement is always announced, and aims at ``target``; :meth:`recalculate` once
+    per period. Invariants: ``floor_ms <= aim_ms <= target_ms``; ``min_buffer_size <=
+    buffer_size <= max_buffer_size`` and ``1 <= max_records <= settings.max_records``; a limit
+    never stays above its EMA after a period (so the estimated time stays within the aim); an
+    announced rise is at least the threshold, or reaches a bound.
     """
 
-    __slots__ = ("_bytes", "_in_use", "_records", "_threshold", "buffer_size", "last",
-                 "max_records", "settings")  # fmt: skip
+    __slots__ = ("_bytes", "_in_use", "_records", "_shrink", "_threshold", "aim_ms",
+                 "buffer_size", "last", "max_records", "settings")  # fmt: skip
 
     def __init__(self, settings: DebloatSettings) -> None:
         self.settings = settings
@@ -165,6 +188,9 @@ class BufferDebloater:
         self.buffer_size = settings.max_buffer_size
         self.max_records = settings.initial_max_records  # what producers start with
         self._in_use: deque[int] = deque(maxlen=settings.samples)
+        self._shrink = 1.0 - 2.0 / (settings.samples + 1)  # the EMA's alpha, per period
+        #: The in-flight time the limits are computed for (see the module docstring).
+        self.aim_ms = settings.target_ms
         #: The latest decision (``None`` before the first measured period).
         self.last: DebloatDecision | None = None
 
@@ -179,9 +205,10 @@ class BufferDebloater:
         records_rate = sample.records / seconds
         self._in_use.append(sample.buffers_in_use)
         in_use = max(1, max(self._in_use))
-        target_s = s.target_ms / 1000.0
-        new_size = self._bytes.update(bytes_rate * target_s, in_use)
-        new_records = self._records.update(records_rate * target_s, in_use)
+        rising = self._move_aim(sample.starved_ms)
+        aim_s = self.aim_ms / 1000.0
+        new_size = self._bytes.update(bytes_rate * aim_s, in_use, jump=rising)
+        new_records = self._records.update(records_rate * aim_s, in_use, jump=rising)
         changed = False
         if self._moves(new_size, self.buffer_size, s.max_buffer_size):
             self.buffer_size = new_size
@@ -196,9 +223,21 @@ class BufferDebloater:
         estimate = in_use * per_buffer_s * 1000.0 if per_buffer_s != float("inf") else -1.0
         self.last = DebloatDecision(
             self.buffer_size, self.max_records, changed, estimate, bytes_rate, records_rate,
-            sample.buffers_in_use,
+            sample.buffers_in_use, self.aim_ms,
         )  # fmt: skip
         return self.last
+
+    def _move_aim(self, starved_ms: float) -> bool:
+        """Double the aim after a starved period (up to the target), else shrink it towards
+        the floor; whether it rose (the limits then follow at once: the consumer is losing
+        throughput now)."""
+        s = self.settings
+        before = self.aim_ms
+        if starved_ms >= max(1.0, STARVED_SHARE * s.period_ms):
+            self.aim_ms = min(s.target_ms, 2.0 * before)
+        else:
+            self.aim_ms = max(s.floor_ms, self._shrink * before)
+        return self.aim_ms > before
 
     def _moves(self, new: int, current: int, high: int) -> bool:
         """Whether a limit goes from ``current`` to the EMA's ``new``: always down (a limit

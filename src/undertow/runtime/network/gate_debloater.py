@@ -3,10 +3,11 @@
 :class:`TaskDebloater` runs the pure size controller
 (:class:`~undertow.runtime.network.buffer_debloater.BufferDebloater`) of each input gate of a
 task. Once per ``buffer-debloat.period`` the task calls :meth:`TaskDebloater.tick` with its
-clock and its idle time so far. A gate's sample is what the task processed from it since the
-last tick (records as it processes them, bytes prorated from their batches) over the period
-minus the idle time (Flink measures throughput only while the input has data), with the gate's
-buffers in use. A changed decision goes to every producer of the gate (NewBufferSize).
+clock and its idle and starved time so far. A gate's sample is what the task processed from it
+since the last tick (records as it processes them, bytes prorated from their batches) over the
+period minus the idle time (Flink measures throughput only while the input has data), with the
+gate's buffers in use and the task's starved time in the period (which moves the aim). A
+changed decision goes to every producer of the gate (NewBufferSize).
 
 Threading: the task's loop thread. Cost per tick: O(channels); nothing per record.
 """
@@ -47,10 +48,15 @@ class TaskDebloater:
     """
 
     __slots__ = ("_bytes", "_debloaters", "_gates", "_idle_ms", "_last_ms", "_records",
-                 "announcements", "settings")  # fmt: skip
+                 "_starved_ms", "announcements", "settings")  # fmt: skip
 
     def __init__(
-        self, gates: list[InputGate], settings: DebloatSettings, now_ms: float, idle_ms: float
+        self,
+        gates: list[InputGate],
+        settings: DebloatSettings,
+        now_ms: float,
+        idle_ms: float,
+        starved_ms: float = 0.0,
     ) -> None:
         self.settings = settings
         self._gates = gates
@@ -59,17 +65,23 @@ class TaskDebloater:
         self._records = [g.records_processed for g in gates]
         self._last_ms = now_ms
         self._idle_ms = idle_ms
+        self._starved_ms = starved_ms
         self.announcements = 0
 
-    def tick(self, now_ms: float, idle_ms: float) -> list[DebloatDecision | None]:
-        """One period ended at ``now_ms``; ``idle_ms``: the task's idle time since it started.
+    def tick(
+        self, now_ms: float, idle_ms: float, starved_ms: float = 0.0
+    ) -> list[DebloatDecision | None]:
+        """One period ended at ``now_ms``; ``idle_ms`` and ``starved_ms``: the task's idle and
+        starved time since it started (see
+        :class:`~undertow.runtime.task.task_statistics.TaskTimeAccounting`).
 
         Returns each gate's decision (``None``: not measured). Decisions that changed are
         announced to the gate's producers before this returns.
         """
         elapsed = now_ms - self._last_ms
         idle = idle_ms - self._idle_ms
-        self._last_ms, self._idle_ms = now_ms, idle_ms
+        starved = starved_ms - self._starved_ms
+        self._last_ms, self._idle_ms, self._starved_ms = now_ms, idle_ms, starved_ms
         active = max(0.0, elapsed - idle)
         decisions: list[DebloatDecision | None] = []
         for i, gate in enumerate(self._gates):
@@ -80,7 +92,7 @@ class TaskDebloater:
                 decisions.append(None)
                 continue
             sample = ThroughputSample(
-                consumed_bytes, consumed_records, active, gate.buffers_in_use()
+                consumed_bytes, consumed_records, active, gate.buffers_in_use(), starved
             )
             decision = self._debloaters[i].recalculate(sample)
             log.debug("%s: %s -> %s", gate.name, sample, decision)

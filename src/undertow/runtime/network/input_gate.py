@@ -291,6 +291,11 @@ class InputGate:
             for c in self.channels
         )
 
+    def has_blocked_channel(self) -> bool:
+        """Some channel waits for consumption to be resumed (an aligned barrier arrived on
+        it). Cost: O(channels)."""
+        return any(c.receiver.is_blocked for c in self.channels)
+
     def announce_buffer_size(self, size: int, max_records: int) -> None:
         """Send NewBufferSize to the producer of every channel that has not finished."""
         for channel in self.channels:

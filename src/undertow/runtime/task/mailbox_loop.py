@@ -41,6 +41,10 @@ def fit_switch_interval(slice_s: float) -> None:
         sys.setswitchinterval(min(sys.getswitchinterval(), slice_s / 2))
 
 
+def _false() -> bool:
+    return False
+
+
 class TaskCancelled(JobCancelledError):
     """The task was cancelled (its loop raises this at the next turn)."""
 
@@ -72,6 +76,9 @@ class MailboxLoop:
         self._ignore_availability = False
         #: Holds on the input (a watermark's event-time timers go on in later mails).
         self._input_holds = 0
+        #: Whether a barrier blocks an input channel now (set by the task): a wait for input
+        #: then is alignment, not starvation (see :class:`TaskTimeAccounting`).
+        self.input_blocked: Callable[[], bool] = _false
 
     # -- mails -----------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -152,7 +159,9 @@ class MailboxLoop:
             output = output_available()
             if output and not held and ready():
                 continue
-            accounting.start_wait(backpressured=not output)
+            accounting.start_wait(
+                backpressured=not output, starved=not held and not self.input_blocked()
+            )
             try:
                 await wake.wait()
             finally:

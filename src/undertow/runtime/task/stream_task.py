@@ -424,15 +424,20 @@ class StreamTask:
         settings = self._debloat
         if settings is None or not self.gates:
             return
-        idle = self.mailbox.time_accounting.times_ms
+        gates = self.gates
+        self.mailbox.input_blocked = lambda: any(g.has_blocked_channel() for g in gates)
+        accounting = self.mailbox.time_accounting
         debloater = self.debloater = TaskDebloater(
-            self.gates, settings, time.perf_counter() * 1000.0, idle()[2]
-        )
+            gates, settings, time.perf_counter() * 1000.0, accounting.times_ms()[2],
+            accounting.starved_ms(),
+        )  # fmt: skip
 
         def tick() -> None:
-            if self.mailbox.cancelled or all(g.is_finished for g in self.gates):
+            if self.mailbox.cancelled or all(g.is_finished for g in gates):
                 return
-            debloater.tick(time.perf_counter() * 1000.0, idle()[2])
+            debloater.tick(
+                time.perf_counter() * 1000.0, accounting.times_ms()[2], accounting.starved_ms()
+            )
             self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
 
         self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)

@@ -52,24 +52,31 @@ class TaskTimeAccounting:
 
     The task calls :meth:`start_wait` right before it sleeps and :meth:`end_wait` when it wakes;
     everything outside waits is busy. :meth:`times_ms` includes a wait in progress, so a task
-    blocked for minutes reports it while blocked. ``clock`` returns seconds (monotonic).
-    Threading: the task's loop. Cost: one clock read per call.
+    blocked for minutes reports it while blocked. Idle waits in which the task could have read
+    (``starved``: no channel blocked by a barrier, input not held) are also summed apart
+    (:meth:`starved_ms`, what buffer debloating's aim reacts to). ``clock`` returns seconds
+    (monotonic). Threading: the task's loop. Cost: one clock read per call.
     """
 
-    __slots__ = ("_backpressured", "_clock", "_idle", "_started", "_wait_backpressured",
-                 "_wait_started")  # fmt: skip
+    __slots__ = ("_backpressured", "_clock", "_idle", "_started", "_starved",
+                 "_wait_backpressured", "_wait_started", "_wait_starved")  # fmt: skip
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
         self._started = clock()
         self._backpressured = 0.0
         self._idle = 0.0
+        self._starved = 0.0
         self._wait_started: float | None = None
         self._wait_backpressured = False
+        self._wait_starved = False
 
-    def start_wait(self, backpressured: bool) -> None:
+    def start_wait(self, backpressured: bool, starved: bool = False) -> None:
+        """A wait begins: ``backpressured`` (an output is full) or idle; an idle wait is
+        ``starved`` if the task could have read."""
         self._wait_started = self._clock()
         self._wait_backpressured = backpressured
+        self._wait_starved = starved and not backpressured
 
     def end_wait(self) -> None:
         started = self._wait_started
@@ -81,6 +88,15 @@ class TaskTimeAccounting:
             self._backpressured += waited
         else:
             self._idle += waited
+            if self._wait_starved:
+                self._starved += waited
+
+    def starved_ms(self) -> float:
+        """Milliseconds of starved waits since the start (a wait in progress included)."""
+        starved = self._starved
+        if self._wait_started is not None and self._wait_starved:
+            starved += self._clock() - self._wait_started
+        return starved * 1000.0
 
     def times_ms(self) -> tuple[float, float, float]:
         """``(busy, backpressured, idle)`` in milliseconds since the start."""
