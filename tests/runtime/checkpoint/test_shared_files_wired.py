@@ -144,8 +144,12 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
         coordinator.start()
         full_next = restore == "NO_CLAIM"
         # what a backend reuses: the newest completed checkpoint's files when the barrier came
-        # (a CLAIM restore's included: restored in place)
+        # (a CLAIM restore's included: restored in place), but only those that every earlier
+        # checkpoint still pending then holds too (the RocksDB backend's rule, FLINK-29913: an
+        # earlier one may complete, subsume the base and take its other files with it)
         bases: dict[int, list[FileHandle]] = {}
+        earlier: dict[int, set[int]] = {}  # per checkpoint, those pending when it was taken
+        files_of: dict[int, set[FileHandle]] = {}  # per completed checkpoint, its files
         deletions = _count_deletions(kit)
         for step in steps:
             if step[0] == "trigger":
@@ -159,14 +163,23 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
                         assert kind is SnapshotType.FULL_CHECKPOINT, "first after a restore"
             for cid in set(coordinator.pending) - set(bases):  # also triggered by a completion
                 bases[cid] = _newest_completed_files(coordinator, cid)
+                earlier[cid] = {c for c in coordinator.pending if c < cid}
             if step[0] in ("ack", "ack-newest", "partial") and coordinator.pending:
                 cid = (max if step[0] == "ack-newest" else min)(coordinator.pending)
                 kind = coordinator.pending[cid].props.barrier.options.snapshot_type
                 full = kind is SnapshotType.FULL_CHECKPOINT or not step[2]
-                reuse = [] if full else bases[cid]
-                _ack(kit, cid, list(reuse), step[1], one=step[0] == "partial")
+                # an earlier one not completed (yet): its files are unknown here, reuse none
+                reuse = (
+                    []
+                    if full
+                    else [
+                        f for f in bases[cid] if all(f in files_of.get(c, ()) for c in earlier[cid])
+                    ]
+                )
+                _ack(kit, cid, reuse, step[1], one=step[0] == "partial")
                 await coordinator.finish_completing()
                 if cid in coordinator.metadata:
+                    files_of[cid] = set(coordinator.metadata[cid].shared_files)
                     full_next = False
             elif step[0] == "decline" and coordinator.pending:
                 cid = min(coordinator.pending)
