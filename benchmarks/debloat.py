@@ -16,11 +16,12 @@ with unaligned ones (``--cost-checkpointing``; aligned ones under backpressure c
 often with debloating on, which is checkpoint work, not debloating's cost).
 
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
-PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets), interleaved ``--repeats``
-times in this run, both measured by benchmarks/peers/run_shape.py through REST; prints each
-run's p50, the engine's own estimate of the time to consume its in-flight buffers (median of
-its ``estimatedTimeToConsumeBuffersMs`` samples), and the undertow / PyFlink ratio. The older
-``pyflink`` case runs process mode.
+PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets; ``--peer-modes`` may add
+``aligned-debloat-at-target``: undertow's aim held at the target, as Flink aims), interleaved
+``--repeats`` times in this run after ``--warmup`` seconds, both measured by
+benchmarks/peers/run_shape.py through REST; prints each run's p50, the engine's own estimate of
+the time to consume its in-flight buffers (median of its ``estimatedTimeToConsumeBuffersMs``
+samples), and the undertow / PyFlink ratio. The older ``pyflink`` case runs process mode.
 
 Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,throughput,shapes,pyflink]
 [--peers]``
