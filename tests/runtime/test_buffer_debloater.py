@@ -333,3 +333,32 @@ def test_min_target_at_or_above_the_target_holds_the_aim_at_the_target() -> None
         run(debloater, ANCHOR, 60)
         assert debloater.aim_ms == 1000.0
         assert debloater.max_records == 50
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rate=rates,
+    in_use=st.integers(min_value=1, max_value=200),
+    target_ms=st.sampled_from([100.0, 300.0, 1000.0, 5000.0]),
+    min_target_ms=st.sampled_from([10.0, 100.0, 250.0, 10_000.0]),
+    samples=st.integers(min_value=1, max_value=30),
+    starving=st.booleans(),
+)
+def test_the_aim_converges_to_min_target_unless_the_consumer_starves(
+    rate: tuple[int, int], in_use: int, target_ms: float, min_target_ms: float, samples: int,
+    starving: bool,
+) -> None:  # fmt: skip
+    s = DebloatSettings(target_ms=target_ms, samples=samples, min_target_ms=min_target_ms)
+    debloater = BufferDebloater(s)
+    bytes_rate, records_rate = rate
+    sample = ThroughputSample(max(1, bytes_rate // 5), max(1, records_rate // 5), 200.0, in_use,
+                              starved_ms=10.0 if starving else 0.0)  # fmt: skip
+    decision = None
+    for _ in range(40 * samples + 400):
+        decision = debloater.recalculate(sample)
+    assert decision is not None
+    assert decision.aim_ms == (target_ms if starving else min(min_target_ms, target_ms))
+    per_unit_ms = 1000.0 * max(1 / decision.bytes_per_second, 1 / decision.records_per_second)
+    on_floor = decision.buffer_size == s.min_buffer_size and decision.max_records == 1
+    if not on_floor:  # the in-flight buffers take at most the aim (limits are rounded)
+        assert decision.estimated_time_ms <= decision.aim_ms + in_use * per_unit_ms / 2
