@@ -8,8 +8,9 @@ p50/p90 (from the JobMaster's console line), how many completed, the in-flight d
 persisted (median; unaligned rows), how long the stop-with-savepoint took, and the p50 and
 in-flight ratios against the debloating-off row of the same checkpoint mode in the same run.
 
-Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms;
-unaligned off vs on (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
+Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms,
+on with undertow's opt-in aim (min-target 100 ms); unaligned off vs on, with and without the
+aim (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
 pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on); the
 ``shapes`` case: the same ratio for every checkpoint-latency shape, without checkpoints and
 with unaligned ones (``--cost-checkpointing``; aligned ones under backpressure complete more
@@ -17,7 +18,7 @@ often with debloating on, which is checkpoint work, not debloating's cost).
 
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets; ``--peer-modes`` may add
-``aligned-debloat-at-target``: undertow's aim held at the target, as Flink aims), interleaved
+``aligned-debloat-aim``: undertow's opt-in aim, min-target 100 ms), interleaved
 ``--repeats`` times in this run after ``--warmup`` seconds, both measured by
 benchmarks/peers/run_shape.py through REST; prints each run's p50, the engine's own estimate of
 the time to consume its in-flight buffers (median of its ``estimatedTimeToConsumeBuffersMs``
@@ -58,12 +59,15 @@ ALIGNED = {"execution.checkpointing.interval": "1 s"}
 UNALIGNED = {**ALIGNED, "execution.checkpointing.unaligned.enabled": "true"}
 ON = {DEBLOAT + "enabled": "true"}
 OFF = {DEBLOAT + "enabled": "false"}  # explicit, whatever the default
+AIM = "undertow.network.buffer-debloat.min-target"  # the opt-in aim (beyond Flink)
 MODES: dict[str, dict[str, str]] = {
     "aligned, off": {**ALIGNED, **OFF},
     "aligned, on (1 s)": {**ALIGNED, **ON},
     "aligned, on (300 ms)": {**ALIGNED, **ON, DEBLOAT + "target": "300 ms"},
+    "aligned, on, aim": {**ALIGNED, **ON, AIM: "100 ms"},
     "unaligned, off": {**UNALIGNED, **OFF},
     "unaligned, on (1 s)": {**UNALIGNED, **ON},
+    "unaligned, on, aim": {**UNALIGNED, **ON, AIM: "100 ms"},
 }
 
 

@@ -47,10 +47,15 @@ MODES: dict[str, dict[str, str]] = {
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
     },
     "unaligned-debloat": {"execution.checkpointing.unaligned.enabled": "true", **DEBLOAT_ON},
-    # undertow's aim held at the target, as Flink aims (PyFlink ignores the key)
-    "aligned-debloat-at-target": {
+    # undertow's opt-in aim: a standing queue shrinks to 100 ms (PyFlink ignores the key)
+    "aligned-debloat-aim": {
         **DEBLOAT_ON,
-        "undertow.network.buffer-debloat.min-target": "1 h",
+        "undertow.network.buffer-debloat.min-target": "100 ms",
+    },
+    "aligned-debloat-300ms-aim": {
+        **DEBLOAT_ON,
+        "taskmanager.network.memory.buffer-debloat.target": "300 ms",
+        "undertow.network.buffer-debloat.min-target": "100 ms",
     },
 }
 #: Modes without periodic checkpoints.

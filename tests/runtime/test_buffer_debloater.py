@@ -17,9 +17,11 @@ from undertow.runtime.network.buffer_debloater import (
 )
 
 DEFAULTS = DebloatSettings()  # Flink's defaults: 1 s, 200 ms, 20 samples, 25 %, [256 b, 32 kb]
-#: The defaults with the aim held at the target (min-target = target), as Flink aims: the tests
-#: of the limits' arithmetic; the aim's own tests are at the end.
-SETTINGS = DebloatSettings(min_target_ms=1000.0)
+#: The tests of the limits' arithmetic run with the aim held at the target, as Flink aims (the
+#: default: min-target unset); the aim's own tests (min-target set) are at the end.
+SETTINGS = DEFAULTS
+#: The aim switched on at 100 ms (undertow.network.buffer-debloat.min-target).
+AIMING = DebloatSettings(min_target_ms=100.0)
 
 
 def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> list[bool]:
@@ -34,7 +36,8 @@ def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> l
 def test_defaults_and_options_under_flink_keys() -> None:
     # on by default (beyond Flink, where it is off): its cost was measured within 3 %
     assert DebloatSettings.of(Configuration()) == DEFAULTS
-    assert DEFAULTS.min_target_ms == 100.0  # undertow's, beyond Flink
+    # the aim is opt-in: by default it stays at the target, as Flink's
+    assert DEFAULTS.min_target_ms is None and DEFAULTS.floor_ms == 1000.0
     off = Configuration({"taskmanager.network.memory.buffer-debloat.enabled": "false"})
     assert DebloatSettings.of(off) is None
     config = Configuration(
@@ -59,6 +62,9 @@ def test_bad_settings_name_the_option() -> None:
         DebloatSettings(min_buffer_size=65536)
     with pytest.raises(ConfigurationError, match="min-target must be > 0 ms, got 0"):
         DebloatSettings(min_target_ms=0)
+    zero = Configuration({"undertow.network.buffer-debloat.min-target": "0 ms"})
+    with pytest.raises(ConfigurationError, match="min-target' = '0 ms': must be > 0"):
+        DebloatSettings.of(zero)
     bad = Configuration({"taskmanager.network.memory.buffer-debloat.threshold-percentages": "150"})
     with pytest.raises(ConfigurationError, match="threshold-percentages' = '150'"):
         bad.get(Options.BUFFER_DEBLOAT_THRESHOLD)
@@ -283,7 +289,7 @@ STARVED = ThroughputSample(600, 200, 190.0, 20, starved_ms=10.0)
 
 
 def test_a_consumer_that_never_waits_for_input_shrinks_its_in_flight_data_to_min_target() -> None:
-    debloater = BufferDebloater(DEFAULTS)
+    debloater = BufferDebloater(AIMING)
     first = debloater.recalculate(ANCHOR)
     assert first is not None and first.aim_ms == pytest.approx(1000 * 19 / 21)  # alpha = 2/21
     announced = run(debloater, ANCHOR, 60)
@@ -295,7 +301,7 @@ def test_a_consumer_that_never_waits_for_input_shrinks_its_in_flight_data_to_min
 
 
 def test_a_starved_period_doubles_the_aim_and_the_limits_follow_at_once() -> None:
-    debloater = BufferDebloater(DEFAULTS)
+    debloater = BufferDebloater(AIMING)
     run(debloater, ANCHOR, 60)
     assert debloater.max_records == 5
     decision = debloater.recalculate(STARVED)
@@ -310,7 +316,7 @@ def test_a_starved_period_doubles_the_aim_and_the_limits_follow_at_once() -> Non
 
 
 def test_waits_below_one_percent_of_the_period_are_not_starvation() -> None:
-    debloater = BufferDebloater(DEFAULTS)
+    debloater = BufferDebloater(AIMING)
     run(debloater, ANCHOR, 60)
     debloater.recalculate(ThroughputSample(600, 200, 198.5, 20, starved_ms=1.5))
     assert debloater.aim_ms == 100.0
@@ -320,15 +326,15 @@ def test_waits_below_one_percent_of_the_period_are_not_starvation() -> None:
 
 def test_a_consumer_that_keeps_up_aims_at_the_target_as_flink_does() -> None:
     # starved every period: its producers are the bottleneck; the aim never leaves the target
-    debloater = BufferDebloater(DEFAULTS)
+    debloater = BufferDebloater(AIMING)
     run(debloater, ThroughputSample(600, 200, 100.0, 20, starved_ms=100.0), 30)
     decision = debloater.last
     assert decision is not None and decision.aim_ms == 1000.0
     assert decision.max_records == 100  # 2000 records/s over its active time, 1 s, 20 buffers
 
 
-def test_min_target_at_or_above_the_target_holds_the_aim_at_the_target() -> None:
-    for min_target in (1000.0, 5000.0):
+def test_min_target_unset_at_or_above_the_target_holds_the_aim_at_the_target() -> None:
+    for min_target in (None, 1000.0, 5000.0):
         debloater = BufferDebloater(DebloatSettings(min_target_ms=min_target))
         run(debloater, ANCHOR, 60)
         assert debloater.aim_ms == 1000.0
@@ -340,12 +346,13 @@ def test_min_target_at_or_above_the_target_holds_the_aim_at_the_target() -> None
     rate=rates,
     in_use=st.integers(min_value=1, max_value=200),
     target_ms=st.sampled_from([100.0, 300.0, 1000.0, 5000.0]),
-    min_target_ms=st.sampled_from([10.0, 100.0, 250.0, 10_000.0]),
+    min_target_ms=st.sampled_from([None, 10.0, 100.0, 250.0, 10_000.0]),
     samples=st.integers(min_value=1, max_value=30),
     starving=st.booleans(),
 )
 def test_the_aim_converges_to_min_target_unless_the_consumer_starves(
-    rate: tuple[int, int], in_use: int, target_ms: float, min_target_ms: float, samples: int,
+    rate: tuple[int, int], in_use: int, target_ms: float, min_target_ms: float | None,
+    samples: int,
     starving: bool,
 ) -> None:  # fmt: skip
     s = DebloatSettings(target_ms=target_ms, samples=samples, min_target_ms=min_target_ms)
@@ -357,7 +364,8 @@ def test_the_aim_converges_to_min_target_unless_the_consumer_starves(
     for _ in range(40 * samples + 400):
         decision = debloater.recalculate(sample)
     assert decision is not None
-    assert decision.aim_ms == (target_ms if starving else min(min_target_ms, target_ms))
+    floor = target_ms if min_target_ms is None else min(min_target_ms, target_ms)
+    assert decision.aim_ms == (target_ms if starving else floor)
     per_unit_ms = 1000.0 * max(1 / decision.bytes_per_second, 1 / decision.records_per_second)
     on_floor = decision.buffer_size == s.min_buffer_size and decision.max_records == 1
     if not on_floor:  # the in-flight buffers take at most the aim (limits are rounded, and a

@@ -434,11 +434,11 @@ class Options:
         "smaller rises of the buffer size are not announced (drops always are)",
         check=lambda v: None if 0 <= v <= 100 else "must be in [0, 100]",
     )  # fmt: skip
-    BUFFER_DEBLOAT_MIN_TARGET = duration_option(
-        "undertow.network.buffer-debloat.min-target", 100,
-        "while the consumer never waits for input, in-flight data shrinks towards this time "
-        "(it buys no throughput); at or above .target: always aim at .target, as Flink does",
-        check=_positive,
+    BUFFER_DEBLOAT_MIN_TARGET: ConfigOption[int | None] = ConfigOption(
+        "undertow.network.buffer-debloat.min-target", parse_duration_ms, None,
+        "unset (the default): always aim at .target, as Flink does; set (e.g. 100 ms): while "
+        "the consumer never waits for input, in-flight data shrinks towards this time",
+        check=lambda v: None if v is None or v > 0 else "must be > 0",
     )  # fmt: skip
     MAX_FRAME_SIZE = memory_option(
         "undertow.network.max-frame-size",

@@ -7,13 +7,15 @@ bytes*: a 256-byte buffer still holds ~100 pickled ints (100 ms at 1 ms per reco
 decision carries a byte size (clamped to ``[min-segment-size, segment-size]``) and a record
 count, each ``rate * aim / buffers in use``; writers cut at whichever comes first.
 
-The aim (beyond Flink, which always aims at ``target``): in-flight data that the consumer never
-runs out of is a standing queue; it adds to every barrier's wait and to every record's latency
-and buys no throughput. So the aim starts at ``target``, shrinks by the EMA's alpha each period
-in which the task did not starve (wait for input with no channel blocked by a barrier) down to
-``min-target``, and doubles (up to ``target``) after a period in which it starved for at least
-1 % of the period, the limits following that rise at once. A consumer that keeps up with its
-producers starves every period, so its aim stays at ``target``, where Flink's is.
+The aim (beyond Flink, which always aims at ``target``; opt-in through ``min-target``, unset
+by default): in-flight data that the consumer never runs out of is a standing queue; it adds
+to every barrier's wait and to every record's latency. So the aim starts at ``target``,
+shrinks by the EMA's alpha each period in which the task did not starve (wait for input with
+no channel blocked by a barrier) down to ``min-target``, and doubles (up to ``target``) after a
+period in which it starved for at least 1 % of the period, the limits following that rise at
+once. A consumer that keeps up with its producers starves every period, so its aim stays at
+``target``, where Flink's is. Not the default because the smaller buffers cost throughput
+where tasks share the CPU (each buffer costs its producer and consumer work of their own).
 
 Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
 queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
@@ -49,12 +51,14 @@ class DebloatSettings:
     threshold_percentages: int = 25
     min_buffer_size: int = 256
     max_buffer_size: int = 32 * 1024
-    min_target_ms: float = 100.0
+    #: ``None``: the aim stays at ``target`` (Flink's behaviour, the default).
+    min_target_ms: float | None = None
 
     def __post_init__(self) -> None:
         problems = [
             (self.target_ms > 0, f"target must be > 0 ms, got {self.target_ms}"),
-            (self.min_target_ms > 0, f"min-target must be > 0 ms, got {self.min_target_ms}"),
+            (self.min_target_ms is None or self.min_target_ms > 0,
+             f"min-target must be > 0 ms, got {self.min_target_ms}"),
             (self.period_ms > 0, f"period must be > 0 ms, got {self.period_ms}"),
             (self.samples >= 1, f"samples must be >= 1, got {self.samples}"),
             (0 <= self.threshold_percentages <= 100,
@@ -69,7 +73,10 @@ class DebloatSettings:
 
     @property
     def floor_ms(self) -> float:
-        """The least in-flight time aimed at: ``min-target``, at most ``target``."""
+        """The least in-flight time aimed at: ``min-target``, at most ``target`` (``target``
+        when ``min-target`` is unset)."""
+        if self.min_target_ms is None:
+            return self.target_ms
         return min(self.min_target_ms, self.target_ms)
 
     @property
@@ -88,6 +95,7 @@ class DebloatSettings:
         """The settings in ``config``, or ``None`` if debloating is disabled."""
         if not config.get(Options.BUFFER_DEBLOAT_ENABLED):
             return None
+        min_target = config.get(Options.BUFFER_DEBLOAT_MIN_TARGET)
         return cls(
             target_ms=float(config.get(Options.BUFFER_DEBLOAT_TARGET)),
             period_ms=float(config.get(Options.BUFFER_DEBLOAT_PERIOD)),
@@ -95,7 +103,7 @@ class DebloatSettings:
             threshold_percentages=config.get(Options.BUFFER_DEBLOAT_THRESHOLD),
             min_buffer_size=config.get(Options.MIN_SEGMENT_SIZE),
             max_buffer_size=config.get(Options.SEGMENT_SIZE),
-            min_target_ms=float(config.get(Options.BUFFER_DEBLOAT_MIN_TARGET)),
+            min_target_ms=None if min_target is None else float(min_target),
         )
 
 
