@@ -41,6 +41,37 @@ def executor_pids(app_id: str) -> list[int]:
     return sorted(found)
 
 
+def _parents() -> dict[int, int]:
+    """Every process's parent pid (from /proc/PID/stat)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                # the command may hold spaces and parentheses: fields follow the last ')'
+                parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return parents
+
+
+def executors_busiest_first(app_id: str) -> list[int]:
+    """The executor JVMs, those with more descendant processes (Python daemon, workers) first:
+    both tasks of the barrier stage may land on one executor, and killing the idle one proves
+    nothing."""
+    executors = executor_pids(app_id)
+    parents = _parents()
+    descendants = dict.fromkeys(executors, 0)
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor not in descendants:
+            ancestor = parents.get(ancestor)
+        if ancestor:
+            descendants[ancestor] += 1
+    return sorted(executors, key=lambda pid: -descendants[pid])
+
+
 def main() -> int:
     directory = sys.argv[1]
     spark = SparkSession.builder.getOrCreate()
@@ -67,7 +98,7 @@ def main() -> int:
 
     def kill_one_executor() -> None:
         time.sleep(2.0)
-        pids = executor_pids(app_id)
+        pids = executors_busiest_first(app_id)
         if pids:
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])

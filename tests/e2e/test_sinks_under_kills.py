@@ -96,6 +96,14 @@ def _completed_ids(root: Path) -> set[int]:
     return ids
 
 
+def _latest_completed(root: Path) -> int:
+    """The newest completed checkpoint under ``root``. A listing can race the deletion of the
+    checkpoint a newer one subsumed and see none (CI saw that): it is read again then."""
+    ids: set[int] = set()
+    _wait_for(lambda: bool(ids.update(_completed_ids(root)) or ids), "a completed checkpoint")
+    return max(ids)
+
+
 @pytest.mark.parametrize("target", ["local", "spark"])
 def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -179,8 +187,8 @@ def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
     client = env.execute_async("files and oracle")
     try:
         _wait_for(lambda: len(_parquet_rows(parquet_out)) >= len(EXPECTED), "the file branch")
-        ended_at = max(_completed_ids(checkpoints))
-        _wait_for(lambda: max(_completed_ids(checkpoints)) >= ended_at + 2,
+        ended_at = _latest_completed(checkpoints)
+        _wait_for(lambda: _latest_completed(checkpoints) >= ended_at + 2,
                   "checkpoints after the file branch finished")  # fmt: skip
     finally:
         client.cancel()
