@@ -438,7 +438,7 @@ class Options:
         "undertow.network.buffer-debloat.min-target", parse_duration_ms, None,
         "unset (the default): always aim at .target, as Flink does; set (e.g. 100 ms): while "
         "the consumer never waits for input, in-flight data shrinks towards this time",
-        check=lambda v: None if v is None or v > 0 else "must be > 0",
+        check=lambda v: None if v is None else _positive(v),
     )  # fmt: skip
     MAX_FRAME_SIZE = memory_option(
         "undertow.network.max-frame-size",
