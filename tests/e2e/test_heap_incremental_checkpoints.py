@@ -57,6 +57,9 @@ def _config(tmp_path: Path, restarts: int = 0, **extra: str) -> dict[str, str]:
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
         "rest.port": "0",
+        # the probe reads the whole history once the job ended: the default 10 would hold
+        # only the checkpoints taken while the last tasks finished, which reuse nothing
+        "web.checkpoints.history": "1000",
         **extra,
     }
 
