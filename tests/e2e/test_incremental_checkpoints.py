@@ -45,14 +45,14 @@ from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
 KEYS, RECORDS_PER_KEY = 20, 2000
 THROTTLED = 5_000.0
 SPIN_S = 0.0005  # the verifying sink's busy-wait per record: backpressure for in-flight data
-TIMEOUT_S = 120.0
+TIMEOUT_S = 240.0  # a bound on a hang, not a speed target
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 
 
 def _config(tmp_path: Path, restarts: int = 0, **extra: str) -> dict[str, str]:
     return {
-        "execution.checkpointing.interval": "100 ms",
+        "execution.checkpointing.interval": "250 ms",
         "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": str(restarts),
