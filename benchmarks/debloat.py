@@ -16,6 +16,12 @@ pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default 
 with unaligned ones (``--cost-checkpointing``; aligned ones under backpressure complete more
 often with debloating on, which is checkpoint work, not debloating's cost).
 
+``aim-cost``: what undertow's opt-in aim (``--min-target``, 100 ms) costs where tasks share the
+CPU, against debloating's default (aim at the target): records/s of throughput.py's pipeline
+and of the oracle pipeline (undertow.testing, p=2, on ``local`` and ``local-threads``), both
+backpressured, interleaved ``--repeats`` times. ``--cost-checkpointing aim-none,aim-unaligned``
+gives the same ratio for every checkpoint-latency shape.
+
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets; ``--peer-modes`` may add
 ``aligned-debloat-aim``: undertow's opt-in aim, min-target 100 ms), interleaved
@@ -24,8 +30,8 @@ benchmarks/peers/run_shape.py through REST; prints each run's p50, the engine's 
 the time to consume its in-flight buffers (median of its ``estimatedTimeToConsumeBuffersMs``
 samples), and the undertow / PyFlink ratio. The older ``pyflink`` case runs process mode.
 
-Usage: ``python benchmarks/debloat.py [--seconds S] [--cases checkpoints,throughput,shapes,pyflink]
-[--peers]``
+Usage: ``python benchmarks/debloat.py [--seconds S]
+[--cases checkpoints,throughput,shapes,pyflink,aim-cost] [--peers]``
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import argparse
 import contextlib
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -183,6 +190,81 @@ def throughput_table(records: int, repeats: int) -> None:
     )
 
 
+#: The in-flight estimate of a checkpoint's console line (its slowest gate's).
+ESTIMATE = re.compile(r"buffers ~(?P<ms>\d+) ms to consume")
+
+
+def oracle_job_seconds(records: int, target: str, settings: dict[str, str]) -> float:
+    """Seconds the oracle pipeline (undertow.testing: p=2, 19 subtasks sharing the CPU,
+    rebalance, shuffle and two hash exchanges) takes for ``records`` records from an
+    unthrottled source, a checkpoint every 1 s, ``settings`` on top."""
+    from undertow.testing.oracle import OracleSource, build_pipeline
+
+    with tempfile.TemporaryDirectory() as directory:
+        config = {"execution.target": target, "execution.checkpointing.dir": directory,
+                  "rest.port": "-1", **ALIGNED, **settings}  # fmt: skip
+        env = StreamExecutionEnvironment.get_execution_environment(Configuration(config))
+        env.set_parallelism(2)
+        build_pipeline(env, OracleSource(20, records // 20))
+        start = time.perf_counter()
+        env.execute("debloat benchmark: oracle pipeline")
+        return time.perf_counter() - start
+
+
+def _timed(run: Any, extra: dict[str, str]) -> tuple[float, list[int]]:
+    """``run(extra)``'s seconds, and the in-flight estimates of the checkpoint console lines
+    it printed meanwhile (kept from stderr, not shown)."""
+    tee, saved = Tee(), sys.stderr
+    sys.stderr = tee
+    try:
+        seconds = run(extra)
+    finally:
+        sys.stderr = saved
+    return seconds, [int(m.group("ms")) for m in ESTIMATE.finditer(tee.lines.getvalue())]
+
+
+def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
+    """What the aim costs where the tasks share the CPU: records/s with debloating's default
+    (aim at the target) against the aim down to ``min_target``, interleaved (who goes first
+    alternates). Backpressured pipelines only, since the aim moves only while a consumer never
+    waits for input: throughput.py's (an unthrottled source ahead of a keyed sum) and the
+    oracle pipeline on both local targets. Each row also shows the median in-flight estimate
+    of the checkpoints (1 s apart), which tells whether the aim moved at all."""
+    try:
+        import throughput  # type: ignore[import-not-found]
+    except ImportError:
+        from benchmarks import throughput  # type: ignore[no-redef]
+    aim = {**ON, AIM: min_target}
+    oracle_records = records // 10
+    jobs: list[tuple[str, int, Any]] = [
+        ("throughput.py p=2, local", records,
+         lambda extra: throughput.run_job(records, 2, "local", {**ALIGNED, **extra})),
+        ("oracle p=2, local", oracle_records,
+         lambda extra: oracle_job_seconds(oracle_records, "local", extra)),
+        ("oracle p=2, local-threads", oracle_records,
+         lambda extra: oracle_job_seconds(oracle_records, "local-threads", extra)),
+    ]  # fmt: skip
+    print(f"\nthe aim's cost: debloating on, aim at the target (default) vs min-target "
+          f"{min_target}; a checkpoint every 1 s; {repeats} interleaved runs each; records/s "
+          "(median in-flight estimate of the checkpoints)")  # fmt: skip
+    for name, size, run in jobs:
+        rates: dict[str, list[float]] = {"default": [], "aim": []}
+        estimates: dict[str, list[int]] = {"default": [], "aim": []}
+        modes = [("default", ON), ("aim", aim)]
+        for repeat in range(repeats):
+            for mode, extra in modes if repeat % 2 == 0 else modes[::-1]:
+                seconds, seen = _timed(run, extra)
+                rates[mode].append(size / seconds)
+                estimates[mode].extend(seen)
+        base, aimed = rates["default"], rates["aim"]
+        per_run = [b / a for a, b in zip(base, aimed, strict=False)]
+        shown = {m: f"~{statistics.median(e):.0f} ms" if e else "-" for m, e in estimates.items()}
+        print(f"{name:<26} default {statistics.median(base):>9,.0f} ({shown['default']})  aim "
+              f"{statistics.median(aimed):>9,.0f} ({shown['aim']})  aim/default median "
+              f"{statistics.median(aimed) / statistics.median(base):.3f}x, per run "
+              f"{', '.join(f'{r:.2f}' for r in per_run)}", flush=True)  # fmt: skip
+
+
 PYFLINK_JOB = """
 import json, sys, time, urllib.request
 from pyflink.common import Configuration, WatermarkStrategy
@@ -293,6 +375,9 @@ COST_PAIRS = {
     "none": ("off", "off-debloat"),
     "unaligned": ("unaligned", "unaligned-debloat"),
     "aligned": ("aligned", "aligned-debloat"),
+    # the opt-in aim against debloating's default (both on)
+    "aim-none": ("off-debloat", "off-debloat-aim"),
+    "aim-unaligned": ("unaligned-debloat", "unaligned-debloat-aim"),
 }
 
 
@@ -352,7 +437,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000, help="throughput run size")
     parser.add_argument("--repeats", type=int, default=3, help="throughput runs per mode")
     parser.add_argument("--cases", default="checkpoints,throughput",
-                        help="tables: checkpoints, throughput, shapes, pyflink")  # fmt: skip
+                        help="tables: checkpoints, throughput, shapes, pyflink, "
+                             "aim-cost")  # fmt: skip
+    parser.add_argument("--min-target", default="100 ms",
+                        help="aim-cost case: the aim's min-target")  # fmt: skip
     parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
                         help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
     parser.add_argument("--cost-checkpointing", default="none,unaligned",
@@ -377,6 +465,8 @@ def main() -> None:
         throughput_table(args.records, args.repeats)
     if "shapes" in cases:
         shapes_cost_table(args.seconds, args.repeats, args.cost_checkpointing.split(","))
+    if "aim-cost" in cases:
+        aim_cost_table(args.records, args.repeats, args.min_target)
 
 
 if __name__ == "__main__":

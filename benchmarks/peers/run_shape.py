@@ -52,6 +52,12 @@ MODES: dict[str, dict[str, str]] = {
         **DEBLOAT_ON,
         "undertow.network.buffer-debloat.min-target": "100 ms",
     },
+    "off-debloat-aim": {**DEBLOAT_ON, "undertow.network.buffer-debloat.min-target": "100 ms"},
+    "unaligned-debloat-aim": {
+        "execution.checkpointing.unaligned.enabled": "true",
+        **DEBLOAT_ON,
+        "undertow.network.buffer-debloat.min-target": "100 ms",
+    },
     "aligned-debloat-300ms-aim": {
         **DEBLOAT_ON,
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
@@ -59,7 +65,7 @@ MODES: dict[str, dict[str, str]] = {
     },
 }
 #: Modes without periodic checkpoints.
-UNCHECKPOINTED = ("off", "off-debloat")
+UNCHECKPOINTED = ("off", "off-debloat", "off-debloat-aim")
 INTERVAL_MS = {"slow-map-chained": 300}  # the shape; the others checkpoint every 1 s
 
 
