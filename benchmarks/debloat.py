@@ -18,9 +18,10 @@ often with debloating on, which is checkpoint work, not debloating's cost).
 
 ``aim-cost``: what undertow's opt-in aim (``--min-target``, 100 ms) costs where tasks share the
 CPU, against debloating's default (aim at the target): records/s of throughput.py's pipeline
-and of the oracle pipeline (undertow.testing, p=2, on ``local`` and ``local-threads``), both
-backpressured, interleaved ``--repeats`` times. ``--cost-checkpointing aim-none,aim-unaligned``
-gives the same ratio for every checkpoint-latency shape.
+(the control: its consumers keep up, so the aim stays at the target) and of the oracle pipeline
+(undertow.testing, p=2, on ``local`` and ``local-threads``; backpressured), interleaved
+``--repeats`` times. ``--cost-checkpointing aim-none,aim-unaligned`` gives the same ratio for
+every checkpoint-latency shape.
 
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets; ``--peer-modes`` may add
@@ -67,6 +68,8 @@ UNALIGNED = {**ALIGNED, "execution.checkpointing.unaligned.enabled": "true"}
 ON = {DEBLOAT + "enabled": "true"}
 OFF = {DEBLOAT + "enabled": "false"}  # explicit, whatever the default
 AIM = "undertow.network.buffer-debloat.min-target"  # the opt-in aim (beyond Flink)
+#: The in-flight estimate of a checkpoint's console line (its slowest gate's).
+ESTIMATE = re.compile(r"buffers ~(?P<ms>\d+) ms to consume")
 MODES: dict[str, dict[str, str]] = {
     "aligned, off": {**ALIGNED, **OFF},
     "aligned, on (1 s)": {**ALIGNED, **ON},
@@ -166,17 +169,39 @@ def _ratio(value: float, baseline: float) -> str:
     return f"{value / baseline:.3f}x"
 
 
+def _interleaved(
+    modes: list[tuple[str, dict[str, str]]], run: Any, repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    """``run(settings)`` ``repeats`` times per mode, alternating which mode goes first (drift
+    hits both): each mode's seconds per run, and the in-flight estimates of the checkpoint
+    console lines its runs printed (kept from stderr, not shown)."""
+    seconds: dict[str, list[float]] = {mode: [] for mode, _ in modes}
+    estimates: dict[str, list[int]] = {mode: [] for mode, _ in modes}
+    for repeat in range(repeats):
+        for mode, extra in modes if repeat % 2 == 0 else modes[::-1]:
+            tee, saved = Tee(), sys.stderr
+            sys.stderr = tee
+            try:
+                seconds[mode].append(run(extra))
+            finally:
+                sys.stderr = saved
+            found = ESTIMATE.finditer(tee.lines.getvalue())
+            estimates[mode].extend(int(m.group("ms")) for m in found)
+    return seconds, estimates
+
+
 def throughput_table(records: int, repeats: int) -> None:
     try:
         import throughput  # type: ignore[import-not-found]
     except ImportError:
         from benchmarks import throughput  # type: ignore[no-redef]
     print(f"\nthroughput.py pipeline, p=2, {records} records, {repeats} runs each, local target")
-    rates: dict[str, list[float]] = {"off": [], "on": []}
-    modes = [("off", OFF), ("on", ON)]
-    for repeat in range(repeats):  # interleaved, alternating who goes first: drift hits both
-        for mode, extra in modes if repeat % 2 == 0 else modes[::-1]:
-            rates[mode].append(records / throughput.run_job(records, 2, "local", extra))
+    seconds, _ = _interleaved(
+        [("off", OFF), ("on", ON)],
+        lambda extra: throughput.run_job(records, 2, "local", extra),
+        repeats,
+    )
+    rates = {mode: [records / s for s in runs] for mode, runs in seconds.items()}
     for mode, runs in rates.items():
         print(
             f"debloating {mode:<4} best {max(runs):>12,.0f}  median "
@@ -188,10 +213,6 @@ def throughput_table(records: int, repeats: int) -> None:
     print(
         f"ratio on/off: best {best:.3f}x, median {median:.3f}x (>= 0.97x: may become the default)"
     )
-
-
-#: The in-flight estimate of a checkpoint's console line (its slowest gate's).
-ESTIMATE = re.compile(r"buffers ~(?P<ms>\d+) ms to consume")
 
 
 def oracle_job_seconds(records: int, target: str, settings: dict[str, str]) -> float:
@@ -211,25 +232,13 @@ def oracle_job_seconds(records: int, target: str, settings: dict[str, str]) -> f
         return time.perf_counter() - start
 
 
-def _timed(run: Any, extra: dict[str, str]) -> tuple[float, list[int]]:
-    """``run(extra)``'s seconds, and the in-flight estimates of the checkpoint console lines
-    it printed meanwhile (kept from stderr, not shown)."""
-    tee, saved = Tee(), sys.stderr
-    sys.stderr = tee
-    try:
-        seconds = run(extra)
-    finally:
-        sys.stderr = saved
-    return seconds, [int(m.group("ms")) for m in ESTIMATE.finditer(tee.lines.getvalue())]
-
-
 def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
     """What the aim costs where the tasks share the CPU: records/s with debloating's default
     (aim at the target) against the aim down to ``min_target``, interleaved (who goes first
-    alternates). Backpressured pipelines only, since the aim moves only while a consumer never
-    waits for input: throughput.py's (an unthrottled source ahead of a keyed sum) and the
-    oracle pipeline on both local targets. Each row also shows the median in-flight estimate
-    of the checkpoints (1 s apart), which tells whether the aim moved at all."""
+    alternates). The aim moves only while a consumer never waits for input: the oracle
+    pipeline on both local targets is backpressured; throughput.py's is the control, its
+    consumers keep up (README), so the aim should stay at the target there. Each row shows the
+    median in-flight estimate of the checkpoints (1 s apart), which tells whether it moved."""
     try:
         import throughput  # type: ignore[import-not-found]
     except ImportError:
@@ -248,14 +257,8 @@ def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
           f"{min_target}; a checkpoint every 1 s; {repeats} interleaved runs each; records/s "
           "(median in-flight estimate of the checkpoints)")  # fmt: skip
     for name, size, run in jobs:
-        rates: dict[str, list[float]] = {"default": [], "aim": []}
-        estimates: dict[str, list[int]] = {"default": [], "aim": []}
-        modes = [("default", ON), ("aim", aim)]
-        for repeat in range(repeats):
-            for mode, extra in modes if repeat % 2 == 0 else modes[::-1]:
-                seconds, seen = _timed(run, extra)
-                rates[mode].append(size / seconds)
-                estimates[mode].extend(seen)
+        seconds, estimates = _interleaved([("default", ON), ("aim", aim)], run, repeats)
+        rates = {mode: [size / s for s in runs] for mode, runs in seconds.items()}
         base, aimed = rates["default"], rates["aim"]
         per_run = [b / a for a, b in zip(base, aimed, strict=False)]
         shown = {m: f"~{statistics.median(e):.0f} ms" if e else "-" for m, e in estimates.items()}
