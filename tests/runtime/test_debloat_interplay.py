@@ -4,6 +4,7 @@ start small until their consumer measured."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -57,6 +58,41 @@ def test_overdraft_bound_holds_when_the_consumer_shrinks_the_buffers(rescale: bo
         assert p.max_overdraft_seen <= 5
     else:
         assert budget.exceeded > 0
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_thresholds_hold_within_a_unit_of_work(hold: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records of 16-256 bytes at a 256-byte announcement: one or two records per buffer,
+    depending on the size estimate, which moves after every batch. Thresholds that followed
+    it within a unit drew buffers the unit was not sized for."""
+    if not hold:  # the feature switched off: the writer follows its estimate at once
+
+        def follow_at_once(self: RecordWriter, report: Any) -> None:
+            self.on_buffers_shrunk = report
+
+        monkeypatch.setattr(RecordWriter, "follow_units", follow_at_once)
+    excesses = []
+    for seed in range(5):
+        rnd = random.Random(seed)
+        p = ResultPartition("out", [0, 1], buffers_per_channel=1, floating_buffers=1,
+                            max_buffers_per_channel=1000)  # fmt: skip
+        writer = RecordWriter(p, RebalancePartitioner(), 4096)
+        budget = OutputBudget([writer], overdraft=5)
+        for sp in p.subpartitions:
+            sp.new_buffer_size(256, 1000)
+        for _ in range(400):
+            if p.is_available():
+                k = max(1, min(500, int(budget.begin())))
+                writer.emit(["x" * rnd.randint(16, 256) for _ in range(k)], None)
+                budget.end(k)
+                if hold:
+                    assert p.in_use <= p.pool_size + 5, (seed, k, p.in_use)
+            p.on_data_sent(min(rnd.randint(0, 4), p.queued))
+        excesses.append(budget.exceeded)
+    if hold:
+        assert excesses == [0] * 5
+    else:
+        assert sum(excesses) > 0, excesses
 
 
 def test_per_channel_cap_counts_buffers_whatever_their_size() -> None:

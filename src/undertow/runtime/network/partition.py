@@ -221,7 +221,8 @@ class RecordWriter:
 
     A channel's pending records are serialized when they are expected to fill ~90% of a segment
     (the bytes-per-record estimate starts from a sample of the first batch and adapts after
-    every serialization, so a buffer in progress rarely outgrows a segment), on
+    every serialization, so a buffer in progress rarely outgrows a segment; under an output
+    budget the thresholds take it up between units of work, :meth:`follow_units`), on
     :meth:`flush_all` (buffer timeout, before an event, at the end). With buffer debloating,
     the channel's consumer announces a smaller size and a record limit: pending records are
     then serialized in batches of ~90% of that size or of the limit, whichever is fewer
@@ -256,9 +257,13 @@ class RecordWriter:
         self._cuts = [False] * n
         self._cutting = False
         partition.buffer_size_listener = self._on_new_buffer_size
-        #: Called with ``old / new`` records per buffer when an announcement shrank the
-        #: smallest per-buffer threshold (the task's output budget rescales its cost with it).
+        #: Called with the largest ``old / new`` records-per-buffer ratio over the channels
+        #: when thresholds shrank (the task's output budget rescales its cost with it).
         self.on_buffers_shrunk: Callable[[float], None] | None = None
+        #: The thresholds follow the size estimate only in :meth:`settle` (a budget's unit
+        #: boundaries; see :meth:`follow_units`), not after every batch.
+        self._per_unit = False
+        self._stale = False
         self.records_out = 0
         self.buffers_out = 0
         self.bytes_out = 0
@@ -326,16 +331,37 @@ class RecordWriter:
                 self._limits[ch] = max_records
         self._update_thresholds()
 
+    def follow_units(self, on_buffers_shrunk: Callable[[float], None]) -> None:
+        """An output budget sizes this writer's units of work: keep every channel's
+        threshold fixed within a unit (:meth:`settle` between units) and report shrinks to
+        ``on_buffers_shrunk``. A threshold that followed the size estimate after every
+        batch would change the cost of the unit under way: one large record among small
+        ones, and the small records after it would draw buffers the unit was not sized for."""
+        self.on_buffers_shrunk = on_buffers_shrunk
+        self._per_unit = True
+
+    def settle(self) -> None:
+        """Between units of work: thresholds follow the size estimate learned since the last
+        call (a shrink is reported, as after an announcement). O(1) when nothing changed."""
+        if self._stale:
+            self._stale = False
+            self._retune()
+
+    def _retune(self) -> None:
+        before = list(self._thresholds)
+        self._update_thresholds()
+        if self.on_buffers_shrunk is not None:
+            shrink = max(b / a for b, a in zip(before, self._thresholds, strict=True))
+            if shrink > 1.0:
+                self.on_buffers_shrunk(shrink)
+
     def _on_new_buffer_size(self, ch: int) -> None:
         sender = self.partition.subpartitions[ch].sender
         assert sender.buffer_size is not None
         self._sizes[ch] = min(sender.buffer_size, self.segment_size)
         self._limits[ch] = sender.max_records
-        before = min(self._thresholds)
-        self._update_thresholds()
-        after = min(self._thresholds)
-        if after < before and self.on_buffers_shrunk is not None:
-            self.on_buffers_shrunk(before / after)
+        self._stale = False
+        self._retune()
         if len(self._values[ch]) >= self._thresholds[ch]:
             # The buffer in progress was filled under the old limits: it goes whole (Flink
             # finishes a BufferBuilder at its size); cut at the new ones, it would draw
@@ -373,7 +399,10 @@ class RecordWriter:
             self._bytes_per_record += weight * (len(data) / len(part) - self._bytes_per_record)
             buffers.extend(split_into_buffers(data, self.segment_size))
             self.bytes_out += len(data)
-        self._update_thresholds()
+        if self._per_unit:
+            self._stale = True
+        else:
+            self._update_thresholds()
         self.buffers_out += len(buffers)
         partition = self.partition
         if end < n:  # the remainder's buffer is a new one in progress

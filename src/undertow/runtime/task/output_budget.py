@@ -55,16 +55,17 @@ class OutputBudget:
         self._slack = [len(w.partition.subpartitions) - 1 for w in writers]
         self._drawn_before = [0] * n
         self._equivalent_before = [0.0] * n  # RecordWriter.buffers_drawn(), for learning
-        for i, writer in enumerate(writers):  # buffer debloating: records per buffer shrank
-            writer.on_buffers_shrunk = functools.partial(self._rescale, i)
+        for i, writer in enumerate(writers):  # records per buffer shrank
+            writer.follow_units(functools.partial(self._rescale, i))
         #: Units of work that drew more than the free buffers plus the overdraft.
         self.exceeded = 0
         #: Of those, chunks of several units (their records cost more than predicted).
         self.mispredicted = 0
 
     def _rescale(self, output: int, factor: float) -> None:
-        """The consumers of ``output`` now take ``factor`` times fewer records per buffer: a
-        unit draws that many times more buffers (the estimate is learned again after it)."""
+        """A channel of ``output`` now takes ``factor`` times fewer records per buffer (its
+        consumer announced a smaller size, or the writer's size estimate grew): a unit draws
+        at most that many times more buffers (the estimate is learned again after it)."""
         self._cost[output] *= factor
 
     def cost(self, output: int) -> float:
@@ -81,6 +82,7 @@ class OutputBudget:
         allowance = self.overdraft
         room, before, cost, slack = self._room, self._drawn_before, self._cost, self._slack
         for i, (writer, partition) in enumerate(self._outputs):
+            writer.settle()  # thresholds hold within the unit about to start
             r = partition.pool_size + allowance - partition.queued - partition.in_progress
             room[i] = r
             before[i] = writer.buffers_requested
