@@ -19,9 +19,10 @@ often with debloating on, which is checkpoint work, not debloating's cost).
 ``aim-cost``: what undertow's opt-in aim (``--min-target``, 100 ms) costs where tasks share the
 CPU, against debloating's default (aim at the target): records/s of throughput.py's pipeline
 (the control: its consumers keep up, so the aim stays at the target) and of the oracle pipeline
-(undertow.testing, p=2, on ``local`` and ``local-threads``; backpressured), interleaved
-``--repeats`` times. ``--cost-checkpointing aim-none,aim-unaligned`` gives the same ratio for
-every checkpoint-latency shape.
+(undertow.testing, p=2, on ``local`` and ``local-threads``), unthrottled (its consumers still
+starve at times: a control too) and with a sink spinning 0.5 ms per record (every task before
+it backpressured), interleaved ``--repeats`` times. ``--cost-checkpointing
+aim-none,aim-unaligned`` gives the same ratio for every checkpoint-latency shape.
 
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets; ``--peer-modes`` may add
@@ -215,10 +216,14 @@ def throughput_table(records: int, repeats: int) -> None:
     )
 
 
-def oracle_job_seconds(records: int, target: str, settings: dict[str, str]) -> float:
+def oracle_job_seconds(
+    records: int, target: str, settings: dict[str, str], sink_spin_s: float = 0.0
+) -> float:
     """Seconds the oracle pipeline (undertow.testing: p=2, 19 subtasks sharing the CPU,
     rebalance, shuffle and two hash exchanges) takes for ``records`` records from an
-    unthrottled source, a checkpoint every 1 s, ``settings`` on top."""
+    unthrottled source, a checkpoint every 1 s, ``settings`` on top; ``sink_spin_s``: the
+    verifying sink busy-waits that long per record (the bottleneck, so every task before it
+    is backpressured and never starves)."""
     from undertow.testing.oracle import OracleSource, build_pipeline
 
     with tempfile.TemporaryDirectory() as directory:
@@ -226,7 +231,7 @@ def oracle_job_seconds(records: int, target: str, settings: dict[str, str]) -> f
                   "rest.port": "-1", **ALIGNED, **settings}  # fmt: skip
         env = StreamExecutionEnvironment.get_execution_environment(Configuration(config))
         env.set_parallelism(2)
-        build_pipeline(env, OracleSource(20, records // 20))
+        build_pipeline(env, OracleSource(20, records // 20), sink_spin_s=sink_spin_s)
         start = time.perf_counter()
         env.execute("debloat benchmark: oracle pipeline")
         return time.perf_counter() - start
@@ -235,16 +240,20 @@ def oracle_job_seconds(records: int, target: str, settings: dict[str, str]) -> f
 def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
     """What the aim costs where the tasks share the CPU: records/s with debloating's default
     (aim at the target) against the aim down to ``min_target``, interleaved (who goes first
-    alternates). The aim moves only while a consumer never waits for input: the oracle
-    pipeline on both local targets is backpressured; throughput.py's is the control, its
-    consumers keep up (README), so the aim should stay at the target there. Each row shows the
-    median in-flight estimate of the checkpoints (1 s apart), which tells whether it moved."""
+    alternates). The aim moves only while a consumer never waits for input. throughput.py's
+    pipeline is the control, its consumers keep up (README). The unthrottled oracle pipeline
+    turned out to be one too: its consumers starve now and then, so the aim stays near the
+    target (its estimates barely move). Its rows with a spinning sink make the sink the
+    bottleneck, every task before it backpressured. Each row shows the median in-flight
+    estimate of the checkpoints (1 s apart; the slowest subtask's), which tells whether the
+    aim moved."""
     try:
         import throughput  # type: ignore[import-not-found]
     except ImportError:
         from benchmarks import throughput  # type: ignore[no-redef]
     aim = {**ON, AIM: min_target}
     oracle_records = records // 10
+    spun_records = records // 40
     jobs: list[tuple[str, int, Any]] = [
         ("throughput.py p=2, local", records,
          lambda extra: throughput.run_job(records, 2, "local", {**ALIGNED, **extra})),
@@ -252,6 +261,10 @@ def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
          lambda extra: oracle_job_seconds(oracle_records, "local", extra)),
         ("oracle p=2, local-threads", oracle_records,
          lambda extra: oracle_job_seconds(oracle_records, "local-threads", extra)),
+        ("oracle, sink spins, local", spun_records,
+         lambda extra: oracle_job_seconds(spun_records, "local", extra, SINK_SPIN_S)),
+        ("oracle, sink spins, threads", spun_records,
+         lambda extra: oracle_job_seconds(spun_records, "local-threads", extra, SINK_SPIN_S)),
     ]  # fmt: skip
     print(f"\nthe aim's cost: debloating on, aim at the target (default) vs min-target "
           f"{min_target}; a checkpoint every 1 s; {repeats} interleaved runs each; records/s "
@@ -369,6 +382,11 @@ def peers_table(seconds: float, repeats: int, modes: list[str], warmup: float) -
                   "ratio per run "
                   f"{', '.join(f'{r:.2f}x' for r in ratios)}", flush=True)  # fmt: skip
 
+
+#: The aim-cost case's spinning sink, per record: about twice the CPU the whole unthrottled
+#: oracle pipeline spends per record on ``local`` (2 cores / ~9,300 records/s), so the sink is
+#: the bottleneck.
+SINK_SPIN_S = 0.0005
 
 #: Pairs (debloating off, on) of benchmarks/peers/run_shape.py modes for the ``shapes`` case.
 #: Aligned checkpoints under backpressure complete more often with debloating on, and each
