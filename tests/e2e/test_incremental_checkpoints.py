@@ -166,7 +166,7 @@ def scenario_incremental_scheduled_failures(
     assert local == [], f"every DB and every downloaded checkpoint is deleted: {local}"
 
 
-@pytest.mark.parametrize("target", ["local-threads", "local"])
+@pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_incremental_oracle_with_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], unaligned: bool
@@ -308,7 +308,7 @@ def scenario_no_claim(
     _assert_restored(result, console, watcher.stop(), snapshot)
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("target", ["local"])
 def test_no_claim_never_touches_restored_incremental_files(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -335,7 +335,7 @@ def scenario_claim(
     _assert_restored(result, capsys.readouterr().err, watcher.stop(), snapshot)
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("target", ["local"])
 def test_claim_deletes_claimed_shared_files_once_subsumed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -363,7 +363,7 @@ def scenario_rescale(
     assert (in_flight > 0) == unaligned, f"restored in-flight bytes: {in_flight}"
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize(
     ("unaligned", "parallelism"), [(False, 3), (True, 1)], ids=["aligned-up", "unaligned-down"]
 )

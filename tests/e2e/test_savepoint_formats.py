@@ -168,7 +168,7 @@ def check_format(savepoint: Path, backend: str, format_type: SavepointFormatType
     assert not any(name.startswith("shared/") for name in files), sorted(files)
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("format_type", list(SavepointFormatType)[:2], ids=["canonical", "native"])
 @pytest.mark.parametrize("first", BACKENDS)
 def test_restore_matrix(

@@ -73,6 +73,7 @@ class DirectoryWatcher:
         self._thread.join()
 
 
+@pytest.mark.parametrize("target", ["local", "spark"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_rocksdb_oracle_with_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, unaligned: bool

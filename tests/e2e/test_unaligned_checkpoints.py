@@ -245,7 +245,7 @@ RESCALE_SOAK = [(mode, old, new) for mode in MODES
                 for old, new in [(1, 2), (2, 1), (2, 4), (3, 2), (4, 3), (3, 3)]]  # fmt: skip
 
 
-@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize(("mode", "old", "new"), RESCALE_CI)
 def test_rescale_matrix_ci(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str,
