@@ -9,15 +9,17 @@ persisted (median; unaligned rows), how long the stop-with-savepoint took, and t
 in-flight ratios against the debloating-off row of the same checkpoint mode in the same run.
 
 Rows: aligned with debloating off, on (Flink's defaults: target 1 s), on with target 300 ms,
-on with undertow's opt-in aim (min-target 100 ms); unaligned off vs on, with and without the
-aim (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
+on with the aim held at the target as Flink's (min-target 1 s) and with it shrinking to 100 ms
+(min-target 100 ms; by default it shrinks to half the target); unaligned off vs on, with the aim
+at 100 ms too (in-flight bytes). Then throughput: ``benchmarks/throughput.py``'s
 pipeline with debloating on vs off, as a ratio (>= 0.97x is the bar for default on); the
 ``shapes`` case: the same ratio for every checkpoint-latency shape, without checkpoints and
 with unaligned ones (``--cost-checkpointing``; aligned ones under backpressure complete more
 often with debloating on, which is checkpoint work, not debloating's cost).
 
-``aim-cost``: what undertow's opt-in aim (``--min-target``, 100 ms) costs where tasks share the
-CPU, against debloating's default (aim at the target): records/s of throughput.py's pipeline
+``aim-cost``: what the aim (by default down to half the target; ``--min-target`` sets another
+floor) costs where tasks share the CPU, against Flink's aim (min-target at the target, 1 s):
+records/s of throughput.py's pipeline
 (the control: its consumers keep up, so the aim stays at the target) and of the oracle pipeline
 (undertow.testing, p=2, on ``local`` and ``local-threads``), unthrottled (its consumers still
 starve at times: a control too) and with a sink spinning 0.5 ms per record (every task before
@@ -26,7 +28,8 @@ aim-none,aim-unaligned`` gives the same ratio for every checkpoint-latency shape
 
 ``--peers``: the anchor job (benchmarks/peers/shapes.py's ``anchor-sleep``) on undertow and on
 PyFlink 2.3 in thread mode, debloating on (1 s and 300 ms targets; ``--peer-modes`` may add
-``aligned-debloat-aim``: undertow's opt-in aim, min-target 100 ms), interleaved
+``aligned-debloat-flink``: the aim held at the target as Flink's; ``aligned-debloat-aim``:
+min-target 100 ms), interleaved
 ``--repeats`` times in this run after ``--warmup`` seconds, both measured by
 benchmarks/peers/run_shape.py through REST; prints each run's p50, the engine's own estimate of
 the time to consume its in-flight buffers (median of its ``estimatedTimeToConsumeBuffersMs``
@@ -68,17 +71,19 @@ ALIGNED = {"execution.checkpointing.interval": "1 s"}
 UNALIGNED = {**ALIGNED, "execution.checkpointing.unaligned.enabled": "true"}
 ON = {DEBLOAT + "enabled": "true"}
 OFF = {DEBLOAT + "enabled": "false"}  # explicit, whatever the default
-AIM = "undertow.network.buffer-debloat.min-target"  # the opt-in aim (beyond Flink)
+AIM = "undertow.network.buffer-debloat.min-target"  # the aim's floor (beyond Flink)
+FLINK_AIM = {AIM: "1 s"}  # at the (default) target: the aim stays there, as Flink's
 #: The in-flight estimate of a checkpoint's console line (its slowest gate's).
 ESTIMATE = re.compile(r"buffers ~(?P<ms>\d+) ms to consume")
 MODES: dict[str, dict[str, str]] = {
     "aligned, off": {**ALIGNED, **OFF},
     "aligned, on (1 s)": {**ALIGNED, **ON},
     "aligned, on (300 ms)": {**ALIGNED, **ON, DEBLOAT + "target": "300 ms"},
-    "aligned, on, aim": {**ALIGNED, **ON, AIM: "100 ms"},
+    "aligned, on, Flink's aim": {**ALIGNED, **ON, **FLINK_AIM},
+    "aligned, on, aim 100 ms": {**ALIGNED, **ON, AIM: "100 ms"},
     "unaligned, off": {**UNALIGNED, **OFF},
     "unaligned, on (1 s)": {**UNALIGNED, **ON},
-    "unaligned, on, aim": {**UNALIGNED, **ON, AIM: "100 ms"},
+    "unaligned, on, aim 100 ms": {**UNALIGNED, **ON, AIM: "100 ms"},
 }
 
 
@@ -142,7 +147,7 @@ def run_anchor(mode: str, seconds: float) -> tuple[list[int], list[float], float
 def checkpoint_table(seconds: float) -> None:
     print(f"anchor job for {seconds:g} s (unbounded number source, ~1000 records/s taken), "
           f"checkpoint every 1 s, then stop-with-savepoint without drain")  # fmt: skip
-    print(f"{'mode':<22} {'p50 ms':>8} {'p90 ms':>8} {'done':>5} {'in-flight':>10} "
+    print(f"{'mode':<26} {'p50 ms':>8} {'p90 ms':>8} {'done':>5} {'in-flight':>10} "
           f"{'stop s':>7} {'p50 ratio':>9} {'bytes ratio':>11}")  # fmt: skip
     base: dict[str, tuple[float, float]] = {}
     for mode in MODES:
@@ -154,7 +159,7 @@ def checkpoint_table(seconds: float) -> None:
         base.setdefault(kind, (p50, size))
         shown = f"{size / 1024:.1f} KiB" if sizes else "-"
         stop = f"{stop_s:.1f}" if stop_s is not None else f">{STOP_TIMEOUT_S:g}"
-        print(f"{mode:<22} {_num(p50):>8} {_num(p90):>8} {len(durations):>5} {shown:>10} "
+        print(f"{mode:<26} {_num(p50):>8} {_num(p90):>8} {len(durations):>5} {shown:>10} "
               f"{stop:>7} {_ratio(p50, base[kind][0]):>9} {_ratio(size, base[kind][1]):>11}",
               flush=True)  # fmt: skip
 
@@ -238,20 +243,21 @@ def oracle_job_seconds(
 
 
 def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
-    """What the aim costs where the tasks share the CPU: records/s with debloating's default
-    (aim at the target) against the aim down to ``min_target``, interleaved (who goes first
-    alternates). The aim moves only while a consumer never waits for input. throughput.py's
-    pipeline is the control, its consumers keep up (README). The unthrottled oracle pipeline
-    turned out to be one too: its consumers starve now and then, so the aim stays near the
-    target (its estimates barely move). Its rows with a spinning sink make the sink the
-    bottleneck, every task before it backpressured. Each row shows the median in-flight
-    estimate of the checkpoints (1 s apart; the slowest subtask's), which tells whether the
-    aim moved."""
+    """What the aim costs where the tasks share the CPU: records/s with Flink's aim (held at
+    the target) against the aim down to ``min_target`` (``"default"``: half the target),
+    interleaved (who goes first alternates). The aim moves only while a consumer never waits
+    for input. throughput.py's pipeline is the control, its consumers keep up (README). The
+    unthrottled oracle pipeline turned out to be one too: its consumers starve now and then,
+    so the aim stays near the target (its estimates barely move). Its rows with a spinning
+    sink make the sink the bottleneck, every task before it backpressured. Each row shows the
+    median in-flight estimate of the checkpoints (1 s apart; the slowest subtask's), which
+    tells whether the aim moved."""
     try:
         import throughput  # type: ignore[import-not-found]
     except ImportError:
         from benchmarks import throughput  # type: ignore[no-redef]
-    aim = {**ON, AIM: min_target}
+    aim = {**ON} if min_target == "default" else {**ON, AIM: min_target}
+    flink = {**ON, **FLINK_AIM}
     oracle_records = records // 10
     spun_records = records // 40
     jobs: list[tuple[str, int, Any]] = [
@@ -266,17 +272,17 @@ def aim_cost_table(records: int, repeats: int, min_target: str) -> None:
         ("oracle, sink spins, threads", spun_records,
          lambda extra: oracle_job_seconds(spun_records, "local-threads", extra, SINK_SPIN_S)),
     ]  # fmt: skip
-    print(f"\nthe aim's cost: debloating on, aim at the target (default) vs min-target "
+    print(f"\nthe aim's cost: debloating on, Flink's aim (at the target) vs min-target "
           f"{min_target}; a checkpoint every 1 s; {repeats} interleaved runs each; records/s "
           "(median in-flight estimate of the checkpoints)")  # fmt: skip
     for name, size, run in jobs:
-        seconds, estimates = _interleaved([("default", ON), ("aim", aim)], run, repeats)
+        seconds, estimates = _interleaved([("flink", flink), ("aim", aim)], run, repeats)
         rates = {mode: [size / s for s in runs] for mode, runs in seconds.items()}
-        base, aimed = rates["default"], rates["aim"]
+        base, aimed = rates["flink"], rates["aim"]
         per_run = [b / a for a, b in zip(base, aimed, strict=False)]
         shown = {m: f"~{statistics.median(e):.0f} ms" if e else "-" for m, e in estimates.items()}
-        print(f"{name:<26} default {statistics.median(base):>9,.0f} ({shown['default']})  aim "
-              f"{statistics.median(aimed):>9,.0f} ({shown['aim']})  aim/default median "
+        print(f"{name:<26} Flink's aim {statistics.median(base):>9,.0f} ({shown['flink']})  aim "
+              f"{statistics.median(aimed):>9,.0f} ({shown['aim']})  aim/Flink's median "
               f"{statistics.median(aimed) / statistics.median(base):.3f}x, per run "
               f"{', '.join(f'{r:.2f}' for r in per_run)}", flush=True)  # fmt: skip
 
@@ -396,9 +402,9 @@ COST_PAIRS = {
     "none": ("off", "off-debloat"),
     "unaligned": ("unaligned", "unaligned-debloat"),
     "aligned": ("aligned", "aligned-debloat"),
-    # the opt-in aim against debloating's default (both on)
-    "aim-none": ("off-debloat", "off-debloat-aim"),
-    "aim-unaligned": ("unaligned-debloat", "unaligned-debloat-aim"),
+    # the default aim (down to half the target) against Flink's (at the target), both on
+    "aim-none": ("off-debloat-flink", "off-debloat"),
+    "aim-unaligned": ("unaligned-debloat-flink", "unaligned-debloat"),
 }
 
 
@@ -460,8 +466,9 @@ def main() -> None:
     parser.add_argument("--cases", default="checkpoints,throughput",
                         help="tables: checkpoints, throughput, shapes, pyflink, "
                              "aim-cost")  # fmt: skip
-    parser.add_argument("--min-target", default="100 ms",
-                        help="aim-cost case: the aim's min-target")  # fmt: skip
+    parser.add_argument("--min-target", default="default",
+                        help="aim-cost case: the aim's min-target (default: unset, half the "
+                             "target)")  # fmt: skip
     parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
                         help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
     parser.add_argument("--cost-checkpointing", default="none,unaligned",

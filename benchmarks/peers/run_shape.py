@@ -47,7 +47,15 @@ MODES: dict[str, dict[str, str]] = {
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
     },
     "unaligned-debloat": {"execution.checkpointing.unaligned.enabled": "true", **DEBLOAT_ON},
-    # undertow's opt-in aim: a standing queue shrinks to 100 ms (PyFlink ignores the key)
+    # undertow's aim held at the target, as Flink's (by default it shrinks a standing queue to
+    # half the target), and shrinking to 100 ms (PyFlink ignores the key)
+    "aligned-debloat-flink": {**DEBLOAT_ON, "undertow.network.buffer-debloat.min-target": "1 s"},
+    "off-debloat-flink": {**DEBLOAT_ON, "undertow.network.buffer-debloat.min-target": "1 s"},
+    "unaligned-debloat-flink": {
+        "execution.checkpointing.unaligned.enabled": "true",
+        **DEBLOAT_ON,
+        "undertow.network.buffer-debloat.min-target": "1 s",
+    },
     "aligned-debloat-aim": {
         **DEBLOAT_ON,
         "undertow.network.buffer-debloat.min-target": "100 ms",
@@ -65,7 +73,7 @@ MODES: dict[str, dict[str, str]] = {
     },
 }
 #: Modes without periodic checkpoints.
-UNCHECKPOINTED = ("off", "off-debloat", "off-debloat-aim")
+UNCHECKPOINTED = ("off", "off-debloat", "off-debloat-aim", "off-debloat-flink")
 INTERVAL_MS = {"slow-map-chained": 300}  # the shape; the others checkpoint every 1 s
 
 

@@ -17,9 +17,9 @@ from undertow.runtime.network.buffer_debloater import (
 )
 
 DEFAULTS = DebloatSettings()  # Flink's defaults: 1 s, 200 ms, 20 samples, 25 %, [256 b, 32 kb]
-#: The tests of the limits' arithmetic run with the aim held at the target, as Flink aims (the
-#: default: min-target unset); the aim's own tests (min-target set) are at the end.
-SETTINGS = DEFAULTS
+#: The tests of the limits' arithmetic run with the aim held at the target, as Flink aims
+#: (min-target at the target); the aim's own tests are at the end.
+SETTINGS = DebloatSettings(min_target_ms=DEFAULTS.target_ms)
 #: The aim switched on at 100 ms (undertow.network.buffer-debloat.min-target).
 AIMING = DebloatSettings(min_target_ms=100.0)
 
@@ -36,8 +36,8 @@ def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> l
 def test_defaults_and_options_under_flink_keys() -> None:
     # on by default (beyond Flink, where it is off): its cost was measured within 3 %
     assert DebloatSettings.of(Configuration()) == DEFAULTS
-    # the aim is opt-in: by default it stays at the target, as Flink's
-    assert DEFAULTS.min_target_ms is None and DEFAULTS.floor_ms == 1000.0
+    # beyond Flink, the aim's floor is half the target unless min-target is set
+    assert DEFAULTS.min_target_ms is None and DEFAULTS.floor_ms == 500.0
     off = Configuration({"taskmanager.network.memory.buffer-debloat.enabled": "false"})
     assert DebloatSettings.of(off) is None
     config = Configuration(
@@ -333,12 +333,19 @@ def test_a_consumer_that_keeps_up_aims_at_the_target_as_flink_does() -> None:
     assert decision.max_records == 100  # 2000 records/s over its active time, 1 s, 20 buffers
 
 
-def test_min_target_unset_at_or_above_the_target_holds_the_aim_at_the_target() -> None:
-    for min_target in (None, 1000.0, 5000.0):
+def test_min_target_at_or_above_the_target_holds_the_aim_at_the_target() -> None:
+    for min_target in (1000.0, 5000.0):
         debloater = BufferDebloater(DebloatSettings(min_target_ms=min_target))
         run(debloater, ANCHOR, 60)
         assert debloater.aim_ms == 1000.0
         assert debloater.max_records == 50
+
+
+def test_min_target_unset_shrinks_the_aim_to_half_the_target() -> None:
+    debloater = BufferDebloater(DEFAULTS)
+    run(debloater, ANCHOR, 60)
+    assert debloater.aim_ms == 500.0
+    assert debloater.max_records == 25  # 1000 records/s * 500 ms / 20 buffers
 
 
 @settings(max_examples=200, deadline=None)
@@ -364,7 +371,7 @@ def test_the_aim_converges_to_min_target_unless_the_consumer_starves(
     for _ in range(40 * samples + 400):
         decision = debloater.recalculate(sample)
     assert decision is not None
-    floor = target_ms if min_target_ms is None else min(min_target_ms, target_ms)
+    floor = target_ms / 2 if min_target_ms is None else min(min_target_ms, target_ms)
     assert decision.aim_ms == (target_ms if starving else floor)
     per_unit_ms = 1000.0 * max(1 / decision.bytes_per_second, 1 / decision.records_per_second)
     on_floor = decision.buffer_size == s.min_buffer_size and decision.max_records == 1

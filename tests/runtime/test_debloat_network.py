@@ -185,7 +185,7 @@ def test_first_measurement_comes_early() -> None:
 
 def test_the_tasks_starved_time_in_a_period_moves_the_aim() -> None:
     _, gate, writer = _local()
-    settings = DebloatSettings(min_target_ms=100.0)  # the opt-in aim
+    settings = DebloatSettings(min_target_ms=100.0)  # the aim, down to 100 ms
     debloater = TaskDebloater([gate], settings, now_ms=0.0, idle_ms=0.0, starved_ms=0.0)
     now, idle, starved = 0.0, 0.0, 0.0
     aims = []

@@ -436,8 +436,9 @@ class Options:
     )  # fmt: skip
     BUFFER_DEBLOAT_MIN_TARGET: ConfigOption[int | None] = ConfigOption(
         "undertow.network.buffer-debloat.min-target", parse_duration_ms, None,
-        "unset (the default): always aim at .target, as Flink does; set (e.g. 100 ms): while "
-        "the consumer never waits for input, in-flight data shrinks towards this time",
+        "while the consumer never waits for input, in-flight data shrinks towards this time; "
+        "unset (the default): half of .target; at or above .target: always aim at .target, "
+        "as Flink does",
         check=lambda v: None if v is None else _positive(v),
     )  # fmt: skip
     MAX_FRAME_SIZE = memory_option(

@@ -7,15 +7,17 @@ bytes*: a 256-byte buffer still holds ~100 pickled ints (100 ms at 1 ms per reco
 decision carries a byte size (clamped to ``[min-segment-size, segment-size]``) and a record
 count, each ``rate * aim / buffers in use``; writers cut at whichever comes first.
 
-The aim (beyond Flink, which always aims at ``target``; opt-in through ``min-target``, unset
-by default): in-flight data that the consumer never runs out of is a standing queue; it adds
-to every barrier's wait and to every record's latency. So the aim starts at ``target``,
-shrinks by the EMA's alpha each period in which the task did not starve (wait for input with
-no channel blocked by a barrier) down to ``min-target``, and doubles (up to ``target``) after a
-period in which it starved for at least 1 % of the period, the limits following that rise at
-once. A consumer that keeps up with its producers starves every period, so its aim stays at
-``target``, where Flink's is. Not the default because the smaller buffers cost throughput
-where tasks share the CPU (each buffer costs its producer and consumer work of their own).
+The aim (beyond Flink, which always aims at ``target``): in-flight data that the consumer
+never runs out of is a standing queue; it adds to every barrier's wait and to every record's
+latency. So the aim starts at ``target``, shrinks by the EMA's alpha each period in which the
+task did not starve (wait for input with no channel blocked by a barrier) down to the floor,
+and doubles (up to ``target``) after a period in which it starved for at least 1 % of the
+period, the limits following that rise at once. A consumer that keeps up with its producers
+starves every period, so its aim stays at ``target``, where Flink's is. The floor is
+``min-target``; unset, half the target (:data:`DEFAULT_FLOOR_SHARE`): the buffers a bottleneck
+receives are then at most twice as many per second as at the target (a buffer costs its
+producer and consumer work of their own, which matters where tasks share the CPU), while its
+aligned barriers wait half as long. ``min-target`` at or above the target is Flink's aim.
 
 Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
 queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
@@ -37,6 +39,8 @@ from undertow.core.errors import ConfigurationError
 
 #: Records per buffer before a consumer's first measurement (Flink starts at the maximum size).
 INITIAL_MAX_RECORDS = 16
+#: The aim's floor, as a share of ``target``, when ``min-target`` is unset.
+DEFAULT_FLOOR_SHARE = 0.5
 #: A period is starved when the task waited for input for at least this share of it (and 1 ms).
 STARVED_SHARE = 0.01
 
@@ -51,7 +55,8 @@ class DebloatSettings:
     threshold_percentages: int = 25
     min_buffer_size: int = 256
     max_buffer_size: int = 32 * 1024
-    #: ``None``: the aim stays at ``target`` (Flink's behaviour, the default).
+    #: The aim's floor; ``None`` (the default): ``DEFAULT_FLOOR_SHARE`` of ``target``; at or
+    #: above ``target``: the aim stays at ``target``, as Flink's.
     min_target_ms: float | None = None
 
     def __post_init__(self) -> None:
@@ -73,10 +78,10 @@ class DebloatSettings:
 
     @property
     def floor_ms(self) -> float:
-        """The least in-flight time aimed at: ``min-target``, at most ``target`` (``target``
-        when ``min-target`` is unset)."""
+        """The least in-flight time aimed at: ``min-target``, at most ``target`` (half the
+        target when ``min-target`` is unset)."""
         if self.min_target_ms is None:
-            return self.target_ms
+            return DEFAULT_FLOOR_SHARE * self.target_ms
         return min(self.min_target_ms, self.target_ms)
 
     @property
