@@ -30,11 +30,15 @@ DEBLOAT_ON = {"taskmanager.network.memory.buffer-debloat.enabled": "true"}
 #: The modes without "debloat" in their name switch it off explicitly, so that they measure the
 #: same thing whatever the default (and the cost of debloating is a pair of modes).
 DEBLOAT_OFF = {"taskmanager.network.memory.buffer-debloat.enabled": "false"}
+UNALIGNED = {"execution.checkpointing.unaligned.enabled": "true"}
+#: undertow's aim (beyond Flink): its floor at the (default) target is Flink's aim
+FLINK_AIM = {"undertow.network.buffer-debloat.min-target": "1 s"}
+AIM_100MS = {"undertow.network.buffer-debloat.min-target": "100 ms"}
 MODES: dict[str, dict[str, str]] = {
     "off": DEBLOAT_OFF,
     "off-debloat": DEBLOAT_ON,  # no checkpoints: the cost of debloating alone
     "aligned": DEBLOAT_OFF,
-    "unaligned": {"execution.checkpointing.unaligned.enabled": "true", **DEBLOAT_OFF},
+    "unaligned": {**UNALIGNED, **DEBLOAT_OFF},
     "aligned-1s": {
         "execution.checkpointing.unaligned.enabled": "true",
         "execution.checkpointing.aligned-checkpoint-timeout": "1 s",
@@ -46,30 +50,19 @@ MODES: dict[str, dict[str, str]] = {
         **DEBLOAT_ON,
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
     },
-    "unaligned-debloat": {"execution.checkpointing.unaligned.enabled": "true", **DEBLOAT_ON},
+    "unaligned-debloat": {**UNALIGNED, **DEBLOAT_ON},
     # undertow's aim held at the target, as Flink's (by default it shrinks a standing queue to
     # half the target), and shrinking to 100 ms (PyFlink ignores the key)
-    "aligned-debloat-flink": {**DEBLOAT_ON, "undertow.network.buffer-debloat.min-target": "1 s"},
-    "off-debloat-flink": {**DEBLOAT_ON, "undertow.network.buffer-debloat.min-target": "1 s"},
-    "unaligned-debloat-flink": {
-        "execution.checkpointing.unaligned.enabled": "true",
-        **DEBLOAT_ON,
-        "undertow.network.buffer-debloat.min-target": "1 s",
-    },
-    "aligned-debloat-aim": {
-        **DEBLOAT_ON,
-        "undertow.network.buffer-debloat.min-target": "100 ms",
-    },
-    "off-debloat-aim": {**DEBLOAT_ON, "undertow.network.buffer-debloat.min-target": "100 ms"},
-    "unaligned-debloat-aim": {
-        "execution.checkpointing.unaligned.enabled": "true",
-        **DEBLOAT_ON,
-        "undertow.network.buffer-debloat.min-target": "100 ms",
-    },
+    "aligned-debloat-flink": {**DEBLOAT_ON, **FLINK_AIM},
+    "off-debloat-flink": {**DEBLOAT_ON, **FLINK_AIM},
+    "unaligned-debloat-flink": {**UNALIGNED, **DEBLOAT_ON, **FLINK_AIM},
+    "aligned-debloat-aim": {**DEBLOAT_ON, **AIM_100MS},
+    "off-debloat-aim": {**DEBLOAT_ON, **AIM_100MS},
+    "unaligned-debloat-aim": {**UNALIGNED, **DEBLOAT_ON, **AIM_100MS},
     "aligned-debloat-300ms-aim": {
         **DEBLOAT_ON,
         "taskmanager.network.memory.buffer-debloat.target": "300 ms",
-        "undertow.network.buffer-debloat.min-target": "100 ms",
+        **AIM_100MS,
     },
 }
 #: Modes without periodic checkpoints.
