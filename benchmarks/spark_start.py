@@ -10,8 +10,8 @@ moment the command starts:
   first record processed by the next attempt.
 
 The command is stopped with SIGINT (Ctrl-C), which also checks that it cancels the job and
-exits. Targets from the issue: running within 10 s of the command on local Spark (PyFlink took
-14-17 s on this kind of machine), processing again within 10 s of a kill.
+exits. Targets from the issue: running within 10 s of the command on local Spark, processing
+again within 10 s of a kill.
 
 Usage: ``python benchmarks/spark_start.py [--runs N] [--targets spark,local]``
 """
