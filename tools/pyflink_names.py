@@ -1,16 +1,23 @@
 """Generate docs/pyflink-compatibility.md: every public name of PyFlink's DataStream API.
 
 The names are the ``__all__`` of ``pyflink.common``, ``pyflink.datastream`` and their
-submodules (connectors and formats included), read from an installed apache-flink (run in a
-separate venv, never a dependency of undertow). Each name is looked up at the same path in
-undertow (``pyflink.x.y`` -> ``undertow.x.y``): found there it is *supported*, else *missing*,
-unless ``ANNOTATIONS`` (below, written by hand) says how it is *different* or why it is *not
-applicable*. Names undertow exports from those modules that PyFlink does not have are listed
-at the end.
+submodules (connectors and formats included), read from an installed apache-flink 2.3.0 (in a
+venv of its own, never a dependency of undertow) and kept as facts in
+``docs/pyflink-2.3-names.json``. Each name is looked up at the same path in undertow
+(``pyflink.x.y`` -> ``undertow.x.y``). Its status:
+
+* *different* or *not applicable*: ``ANNOTATIONS`` (below, written by hand) says how or why;
+* *supported*: undertow has it, and ``BEHAVIOUR_TESTS`` (``pyflink_behaviour_tests.py``) names
+  the test that proves its behaviour;
+* *untested*: undertow has it, but no behaviour test is named;
+* *missing*: undertow does not have it.
+
+Names undertow exports from those modules that PyFlink does not have are listed at the end.
 
 Usage (from the repository root, with undertow importable)::
 
-    python tools/pyflink_names.py [--pyflink-python /work/pyflink-venv/bin/python]
+    python tools/pyflink_names.py --write-facts [--pyflink-python /work/pyflink-venv/bin/python]
+    python tools/pyflink_names.py        # renders the document from the facts file
 
 ``--list-pyflink`` is the half that runs inside PyFlink's venv: it prints the names as JSON.
 """
@@ -25,8 +32,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "pyflink-compatibility.md"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pyflink_behaviour_tests import BEHAVIOUR_TESTS
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOC = DOCS / "pyflink-compatibility.md"
+FACTS = DOCS / "pyflink-2.3-names.json"
 ROOTS = ("pyflink.common", "pyflink.datastream")
+PYFLINK_VERSION = "2.3.0"
+STATUSES = ("supported", "untested", "different", "not applicable", "missing")
 
 _JVM_CONNECTOR = "not applicable: a Java connector (runs in Flink's JVM); undertow has none"
 _JAVA = "not applicable: wraps a Java class"
@@ -52,7 +66,7 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.formats.orc": "not applicable: the ORC writer is a Java class",
     "EmbeddedRocksDBStateBackend": (
         "different: RocksDB through rocksdict, one DB per keyed subtask; incremental "
-        "checkpoints upload only new SST files, savepoints are canonical (no NATIVE format yet); "
+        "checkpoints upload only new SST files, savepoints CANONICAL or NATIVE; "
         "PyFlink's RocksDB tuning methods (options factories, predefined options) are absent"
     ),
     "PredefinedOptions": "not applicable: tuning presets of the Java RocksDB backend",
@@ -60,6 +74,11 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.checkpoint_storage": (
         "different: checkpoint storage is chosen with execution.checkpointing.dir "
         "(local paths or fsspec URLs), not with storage classes"
+    ),
+    "Row": (
+        "different: Row(**kwargs) sorts its field names, where PyFlink 2.x keeps the order "
+        "given, so rows built by name (and rolling sum/min/max by field name, which rebuild "
+        "them) can differ in field order (issue 26); positional rows are as in PyFlink"
     ),
     "CheckpointingMode": "supported",
     "CheckpointConfig": (
@@ -185,7 +204,7 @@ def _has(module: str, name: str) -> bool:
 
 
 def _status(name: str, modules: list[str]) -> tuple[str, str, str]:
-    """(status, undertow paths, note) of one PyFlink name."""
+    """(status, undertow paths, note) of one PyFlink name (module doc: the statuses)."""
     have = [_undertow_path(m) for m in modules if _has(_undertow_path(m), name)]
     note = ANNOTATIONS.get(name)
     if note is None:
@@ -202,7 +221,9 @@ def _status(name: str, modules: list[str]) -> tuple[str, str, str]:
         elif head == "supported" and not have:
             raise SystemExit(f"{name} is annotated supported but undertow has it at none of "
                              f"{[_undertow_path(m) for m in modules]}")  # fmt: skip
-    if status == "supported":
+    if status == "supported" and name not in BEHAVIOUR_TESTS:
+        status = "untested"
+    if status in ("supported", "untested"):
         lacking = [_undertow_path(m) for m in modules if _undertow_path(m) not in have]
         if lacking:
             text = (text.strip() + "; " if text.strip() else "") + "not at " + ", ".join(lacking)
@@ -220,51 +241,93 @@ def _undertow_only(pyflink: dict[str, list[str]]) -> list[tuple[str, str]]:
     return names
 
 
+def counts(pyflink: dict[str, list[str]]) -> dict[str, int]:
+    """How many names have each status."""
+    statuses = [_status(name, modules)[0] for name, modules in pyflink.items()]
+    return {s: statuses.count(s) for s in STATUSES}
+
+
 def render(pyflink: dict[str, list[str]]) -> str:
     rows = [(name, *_status(name, modules), modules) for name, modules in pyflink.items()]
-    counts = {s: sum(1 for r in rows if r[1] == s)
-              for s in ("supported", "different", "not applicable", "missing")}  # fmt: skip
     lines = [
         "# PyFlink 2.3 DataStream API in undertow",
         "",
-        "Generated by `tools/pyflink_names.py` from the `__all__` of an installed apache-flink "
-        "2.3.0 (`pyflink.common`, `pyflink.datastream` and their submodules, connectors and "
-        "formats included); the notes are hand-written in that script. Do not edit by hand: "
-        "change the script and run it again.",
+        "Generated by `tools/pyflink_names.py`. The PyFlink names are the `__all__` of an "
+        f"installed apache-flink {PYFLINK_VERSION} (`pyflink.common`, `pyflink.datastream` and "
+        "their submodules, connectors and formats included), kept in "
+        "[pyflink-2.3-names.json](pyflink-2.3-names.json); the behaviour tests are listed in "
+        "`tools/pyflink_behaviour_tests.py`, the notes in `tools/pyflink_names.py`. Do not edit "
+        "by hand: change those and run `python tools/pyflink_names.py` again.",
         "",
         "A PyFlink name is **supported** when undertow has it at the same path (`pyflink` -> "
-        "`undertow`), **different** when undertow has it with the differences noted, "
-        "**not applicable** when it has no meaning without Flink's JVM or was left out for the "
-        "reason given, **missing** when undertow does not have it yet.",
+        "`undertow`) and the test named beside it runs it and checks its result; **untested** "
+        "when undertow has it but no test is named that proves its behaviour; **different** "
+        "when undertow has it with the differences noted (with the test of its behaviour as "
+        "it is, where one is named); **not applicable** when it has no "
+        "meaning without Flink's JVM or was left out for the reason given; **missing** when "
+        "undertow does not have it.",
         "",
-        "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" ({len(rows)} names).",
+        "Totals: "
+        + ", ".join(f"{n} {s}" for s, n in counts(pyflink).items())
+        + f" ({len(rows)} names).",
         "",
-        "| PyFlink name | PyFlink modules | status | undertow | notes |",
-        "|---|---|---|---|---|",
+        "| PyFlink name | PyFlink modules | status | undertow | behaviour test | notes |",
+        "|---|---|---|---|---|---|",
     ]
     for name, status, have, note, modules in sorted(rows, key=lambda r: (r[4][0], r[0])):
         shown = ", ".join(f"`{m}`" for m in modules)
-        lines.append(f"| `{name}` | {shown} | {status} | {have and f'`{have}`'} | {note} |")
+        test = f"`{BEHAVIOUR_TESTS[name]}`" if name in BEHAVIOUR_TESTS else ""
+        lines.append(
+            f"| `{name}` | {shown} | {status} | {have and f'`{have}`'} | {test} | {note} |"
+        )
     lines += ["", "## undertow names that PyFlink does not have", "",
               "| undertow module | name |", "|---|---|"]  # fmt: skip
     lines += [f"| `{m}` | `{n}` |" for m, n in _undertow_only(pyflink)]
     return "\n".join(lines) + "\n"
 
 
+def read_facts() -> dict[str, list[str]]:
+    """PyFlink's names and the modules exporting each, from ``docs/pyflink-2.3-names.json``."""
+    facts = json.loads(FACTS.read_text())
+    names: dict[str, list[str]] = facts["names"]
+    return names
+
+
+def write_facts(pyflink_python: str) -> None:
+    """List the names inside PyFlink's venv and keep them, with their source, as the facts."""
+    run = [pyflink_python, __file__, "--list-pyflink"]
+    listing = subprocess.run(run, capture_output=True, text=True, check=True)
+    version = subprocess.run(
+        [pyflink_python, "-c", "import importlib.metadata as m; print(m.version('apache-flink'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    if version != PYFLINK_VERSION:
+        raise SystemExit(f"{pyflink_python} has apache-flink {version}, not {PYFLINK_VERSION}")
+    facts = {
+        "source": f"the __all__ of pyflink.common, pyflink.datastream and their submodules in "
+        f"an installed apache-flink {version} (PyPI wheel), listed by "
+        f"`python tools/pyflink_names.py --write-facts` (its --list-pyflink half runs in "
+        f"PyFlink's venv)",
+        "apache-flink": version,
+        "names": json.loads(listing.stdout),
+    }
+    FACTS.write_text(json.dumps(facts, indent=1, sort_keys=False) + "\n")
+    print(f"wrote {FACTS} ({len(facts['names'])} names)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list-pyflink", action="store_true")
+    parser.add_argument("--write-facts", action="store_true")
     parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python")
     args = parser.parse_args()
     if args.list_pyflink:
         json.dump(list_pyflink(), sys.stdout)
         return 0
-    listing = subprocess.run(
-        [args.pyflink_python, __file__, "--list-pyflink"], capture_output=True, text=True,
-        check=True,
-    )  # fmt: skip
-    DOC.write_text(render(json.loads(listing.stdout)))
-    print(f"wrote {DOC}")
+    if args.write_facts:
+        write_facts(args.pyflink_python)
+    DOC.write_text(render(read_facts()))
+    print(f"wrote {DOC}: " + ", ".join(f"{n} {s}" for s, n in counts(read_facts()).items()))
     return 0
 
 
