@@ -2,7 +2,7 @@
 
 Each block runs as a script through ``undertow run --target local-threads`` (the fastest target;
 a block that calls ``execute`` runs its job there), in a fresh process and an empty working
-directory, and must exit 0; blocks assert what they print. A block preceded by
+directory, two blocks at a time, and must exit 0; blocks assert what they print. A block preceded by
 ``<!-- not-run: reason -->`` is only compiled: the reason must say why (a call on a running job's
 client shown on its own, a Spark session). The not-run blocks are counted and printed, so they
 stay few. Option keys written in the docs (``-D key=value``, ``"key": value`` and ``key: value``
@@ -18,6 +18,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,14 +64,29 @@ RUN = [b for b in blocks() if b.not_run is None]
 NOT_RUN = [b for b in blocks() if b.not_run is not None]
 
 
-@pytest.mark.parametrize("block", RUN, ids=[b.name for b in RUN])
-def test_block_runs(block: Block, tmp_path: Path) -> None:
-    script = tmp_path / "block.py"
+def _run(block: Block, directory: Path) -> subprocess.CompletedProcess[str]:
+    directory.mkdir()
+    script = directory / "block.py"
     script.write_text(block.code)
     command = [sys.executable, "-m", "undertow.cli.main", "run", "--target", "local-threads",
                "--no-status", str(script)]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
+    return subprocess.run(command, cwd=directory, capture_output=True, text=True,
                           timeout=BLOCK_TIMEOUT_S)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every runnable block, two at a time (a block mostly imports and starts a job, one
+    process per core); block name -> its finished process."""
+    root = tmp_path_factory.mktemp("blocks")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {b.name: pool.submit(_run, b, root / str(i)) for i, b in enumerate(RUN)}
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.name for b in RUN])
+def test_block_runs(block: Block, ran: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    done = ran[block.name]
     assert done.returncode == 0, (
         f"{block.name} failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr[-4000:]}"
     )
@@ -128,3 +144,29 @@ def test_option_keys_in_the_docs_exist() -> None:
                 unknown.setdefault(key, []).append(page.name)
     assert written > 50, "no option keys found: the pattern is broken"
     assert not unknown, f"option keys that undertow does not read: {unknown}"
+
+
+#: Pages other branches are writing (Kafka; migrating from PyFlink): linked before they land.
+PENDING_PAGES = {"docs/kafka.md", "docs/migrating-from-pyflink.md"}
+LINK = re.compile(r"\]\((?!https?://)([^)#\s]*)(?:#([^)\s]+))?\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of the page's headings: lower case, punctuation dropped, spaces to -."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_relative_links_resolve() -> None:
+    broken = []
+    for page in PAGES:
+        for target, anchor in LINK.findall(page.read_text()):
+            path = (page.parent / target).resolve() if target else page
+            relative = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+            if relative in PENDING_PAGES:
+                continue
+            if not path.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                broken.append(f"{page.name}: {target}#{anchor}")
+    assert not broken, f"broken links: {broken}"
