@@ -105,7 +105,7 @@ ANNOTATIONS: dict[str, str] = {
     "MemorySize": "supported",
     "StateTtlConfig": (
         "different: cleanup strategies are recorded and answered as PyFlink does; the heap "
-        "backend always cleans on access and in full snapshots (no RocksDB)"
+        "backend always cleans on access and in full snapshots"
     ),
     "JsonRowSerializationSchema": "supported",
     "JsonRowDeserializationSchema": "supported",
