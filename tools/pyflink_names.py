@@ -80,6 +80,10 @@ ANNOTATIONS: dict[str, str] = {
         "given, so rows built by name (and rolling sum/min/max by field name, which rebuild "
         "them) can differ in field order (issue 26); positional rows are as in PyFlink"
     ),
+    "DataStream": (
+        "supported: but set_description() is accepted and ignored, where PyFlink shows the "
+        "description in the execution plan and the web UI (issue 26)"
+    ),
     "CheckpointingMode": "supported",
     "CheckpointConfig": (
         "supported: every PyFlink 2.3 method; the interval reads -1 and the mode AT_LEAST_ONCE "
