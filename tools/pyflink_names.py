@@ -81,7 +81,7 @@ ANNOTATIONS: dict[str, str] = {
         "them) can differ in field order (issue 26); positional rows are as in PyFlink"
     ),
     "DataStream": (
-        "supported: but set_description() is accepted and ignored, where PyFlink shows the "
+        "different: set_description() is accepted and ignored, where PyFlink shows the "
         "description in the execution plan and the web UI (issue 26)"
     ),
     "CheckpointingMode": "supported",
