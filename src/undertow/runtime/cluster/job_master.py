@@ -337,7 +337,7 @@ class JobMaster:
         endpoint = await start_rest_endpoint(self.config, self.job_view, self)
         if endpoint is not None:
             self.rest_url = endpoint.url
-            self._console(f"REST API at {endpoint.url}")
+            self._console(f"REST API at {endpoint.url}{endpoint.access.console_note()}")
         return endpoint
 
     def _report_restored(self, plan: RestorePlan) -> None:
