@@ -14,6 +14,7 @@ also after a failure; :func:`sweep` removes what a killed run left behind (names
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ SUBNET = "10.231.77"
 PREFIX = "ut"
 
 
+@functools.cache
 def unavailable() -> str | None:
     """Why test hosts cannot be made here, or None."""
     if shutil.which("ip") is None:
