@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint soak bench bench-latency bench-peers clean browser
+.PHONY: test demo lint soak bench bench-latency bench-peers clean browser cluster-test
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,6 +26,10 @@ lint: $(STAMP)
 
 test: lint browser
 	$(BIN)/python -m pytest -q --durations=25
+
+# the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)
+cluster-test: $(STAMP)
+	$(BIN)/python -m pytest -q tests/cluster
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak

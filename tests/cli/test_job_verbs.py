@@ -81,3 +81,26 @@ def test_rest_actions_refuse_what_flink_refuses(tmp_path: Path) -> None:
             client.get_job_execution_result(30)
     finally:
         client.cancel()
+
+
+def test_verbs_send_the_rest_token_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    savepoints = tmp_path / "sp"
+    client = start_job(str(tmp_path / "chk"), "token verbs job", **{
+        "rest.token": "cli-token", "execution.checkpointing.savepoint-dir": str(savepoints),
+    })  # fmt: skip
+    url = client.get_rest_address()
+    assert url is not None
+    try:
+        monkeypatch.delenv("UNDERTOW_REST_TOKEN", raising=False)
+        assert main(["savepoint", url]) == 2
+        assert "401" in capsys.readouterr().err and not savepoints.exists()
+        monkeypatch.setenv("UNDERTOW_REST_TOKEN", "cli-token")
+        assert main(["savepoint", url]) == 0
+        assert any(savepoints.iterdir())
+        assert main(["cancel", url]) == 0
+        with pytest.raises(JobCancelledError):
+            client.get_job_execution_result(30)
+    finally:
+        client.cancel()

@@ -148,3 +148,32 @@ def test_stop_button_stops_the_job_with_a_savepoint(browser: Any, tmp_path: Any)
         client.get_job_execution_result(30)  # FINISHED, no error
     finally:
         client.cancel()
+
+
+def test_savepoint_button_asks_for_the_rest_token(browser: Any, tmp_path: Any) -> None:
+    """With ``rest.token`` set, the page asks for the token when the API answers 401, sends it,
+    and the savepoint completes (below the job's savepoint directory, as a token requires)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+    from tests.web.conftest import start_job
+
+    savepoints = tmp_path / "sp"
+    client = start_job(str(tmp_path / "chk"), "token from the page", **{
+        "rest.token": "page-token", "execution.checkpointing.savepoint-dir": str(savepoints),
+    })  # fmt: skip
+    try:
+        browser.get(f"{client.get_rest_address()}/#/job/{client.get_job_id()}/overview")
+        _press(browser, "savepoint", str(savepoints / "one"))
+        alert = WebDriverWait(browser, 10).until(expected_conditions.alert_is_present())
+        assert "token" in alert.text
+        alert.send_keys("page-token")
+        alert.accept()
+        message = wait_for(
+            lambda: (
+                "completed" in (_text(browser, "#message") or "") and _text(browser, "#message")
+            ),
+            "the savepoint's completion on the page",
+        )
+        assert f"savepoint completed: {savepoints / 'one'}" in message
+    finally:
+        client.cancel()

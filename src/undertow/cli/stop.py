@@ -12,18 +12,25 @@ need not have periodic checkpoints), then polls ``/jobs/:jobid/savepoints/:trigg
 the savepoint completed, and prints ``Savepoint completed. Path: <dir>`` (exit 0) or the
 failure (exit 1); it cannot reach or understand the endpoint: exit 2.
 
+A job whose REST API needs a token (bound off loopback, or ``rest.token`` set) gets it from
+the environment variable ``UNDERTOW_REST_TOKEN``, sent with every request that changes the
+job (also by ``undertow cancel`` and ``undertow savepoint``).
+
 Blocking I/O (urllib); a command-line tool.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from undertow.runtime.cluster.rest.access import TOKEN_ENV
 
 DEFAULT_REST_ADDRESS = "http://127.0.0.1:8081"
 POLL_S = 0.1
@@ -41,6 +48,9 @@ def call(url: str, body: dict[str, Any] | None = None, method: str | None = None
     request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         request.add_header("Content-Type", "application/json")
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if token and method not in ("GET", "HEAD"):
+        request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             answer = json.loads(response.read().decode("utf-8"))

@@ -82,7 +82,7 @@ from undertow.runtime.cluster.restore_hook import plan_to_apply
 from undertow.runtime.cluster.restore_report import restore_line
 from undertow.runtime.cluster.savepoint_operations import SavepointOperations
 from undertow.runtime.cluster.task_gateway import AttemptGateway
-from undertow.runtime.network.framing import server_handshake
+from undertow.runtime.network.framing import attempt_secret, server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.keys import CheckpointKey
 
@@ -337,7 +337,7 @@ class JobMaster:
         endpoint = await start_rest_endpoint(self.config, self.job_view, self)
         if endpoint is not None:
             self.rest_url = endpoint.url
-            self._console(f"REST API at {endpoint.url}")
+            self._console(f"REST API at {endpoint.url}{endpoint.access.console_note()}")
         return endpoint
 
     def _report_restored(self, plan: RestorePlan) -> None:
@@ -369,7 +369,8 @@ class JobMaster:
         interval = self.config.get(Options.HEARTBEAT_INTERVAL)
         watchdog = asyncio.ensure_future(watch_heartbeats(self, attempt, interval, self.launcher))
         self.task_metrics.clear()
-        self.launcher.launch(self.plan.num_workers, self._address, self.secret, self.attempt,
+        key = attempt_secret(self.secret, self.attempt)  # fences older attempts' workers
+        self.launcher.launch(self.plan.num_workers, self._address, key, self.attempt,
                              self.config.to_dict())  # fmt: skip
         problem = await await_registration(attempt, self.launcher)
         if problem is not None:
@@ -436,7 +437,9 @@ class JobMaster:
 
     async def _on_worker(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            index = await server_handshake(reader, writer, self.secret)
+            index = await server_handshake(
+                reader, writer, attempt_secret(self.secret, self.attempt)
+            )
         except Exception as err:
             log.warning("job %s: dropped a control connection: %s", self.job_id, err)
             writer.close()

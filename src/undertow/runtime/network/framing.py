@@ -7,6 +7,12 @@ Handshake (mutual, before any frame is parsed)::
                        | HMAC-SHA256(secret, "client" | nonce_s | nonce_c | hello)
     server -> client   HMAC-SHA256(secret, "server" | nonce_c | nonce_s)
 
+The secret is the attempt's (:func:`attempt_secret`): the job's secret never leaves the driver,
+and each attempt's workers get a key derived from it and their attempt number, so a worker of
+an older attempt that lives on (behind a partition, on a host thought dead) fails the handshake
+with the JobMaster and with every worker of a newer attempt: it is fenced off both planes before
+it can send a frame.
+
 A peer that fails it is disconnected; nothing it sent is decoded. Frames are
 ``[u32 length][body]``; a length above the configured maximum closes the connection with a
 :class:`~undertow.core.errors.NetworkError` instead of allocating it.
@@ -30,6 +36,12 @@ HANDSHAKE_TIMEOUT_S = 10.0
 
 def _mac(secret: bytes, *parts: bytes) -> bytes:
     return hmac.new(secret, b"".join(parts), hashlib.sha256).digest()
+
+
+def attempt_secret(job_secret: bytes, attempt: int) -> bytes:
+    """The key the workers of ``attempt`` authenticate with (module docstring): keys of two
+    attempts differ, and neither reveals the job's secret."""
+    return _mac(job_secret, b"attempt", _U32.pack(attempt))
 
 
 async def server_handshake(

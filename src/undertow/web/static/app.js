@@ -97,9 +97,8 @@ async function operation(jid, stopJob) {
   const body = stopJob ? { drain: false } : { "cancel-job": false };
   if (target) body[stopJob ? "targetDirectory" : "target-directory"] = target;
   const path = `/jobs/${jid}/${stopJob ? "stop" : "savepoints"}`;
-  const response = await fetch(path, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-  });
+  const response = await changeJob(path, JSON.stringify(body));
+  if (response === null) return;
   const answer = await response.json().catch(() => ({}));
   if (!response.ok) {
     setMessage(`${what} refused: ${(answer.errors || [response.status]).join("; ")}`);
@@ -122,6 +121,26 @@ async function operation(jid, stopJob) {
         `${what} failed: ${JSON.stringify(op["failure-cause"] || op)}`);
       return;
     }
+  }
+}
+
+// A request that changes the job. Off loopback the REST API asks for the job's token (401):
+// ask the user once, keep it for this tab only (sessionStorage), and send it as a Bearer
+// token; a refused token (403) is forgotten. Null when the user declined to give one.
+async function changeJob(path, body) {
+  for (;;) {
+    const headers = { "Content-Type": "application/json" };
+    const token = sessionStorage.getItem("undertow-rest-token");
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const response = await fetch(path, { method: "POST", headers, body });
+    if (response.status === 403 && token) sessionStorage.removeItem("undertow-rest-token");
+    if (response.status !== 401 && !(response.status === 403 && token)) return response;
+    const given = window.prompt(
+      (token ? "That token was refused. " : "") +
+      "This job's REST API needs its token to change the job (printed where the job started, " +
+      "or rest.token):", "");
+    if (!given) return null;
+    sessionStorage.setItem("undertow-rest-token", given.trim());
   }
 }
 

@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from undertow.core.errors import ConfigurationError
 from undertow.core.modes import SavepointFormatType
 from undertow.runtime.cluster.metrics import JobView
+from undertow.runtime.cluster.rest.access import RestAccess
 from undertow.runtime.cluster.rest.ui_routes import RawResponse, responses_errors
 
 _ID = r"([0-9A-Za-z-]+)"
@@ -69,7 +70,7 @@ def _json(status: int, body: Any) -> RawResponse:
 
 def answer(
     method: str, target: str, headers: dict[str, str], body: bytes, length: int,
-    source: Callable[[], JobView], control: object,
+    source: Callable[[], JobView], control: object, access: RestAccess | None = None,
 ) -> RawResponse | None:  # fmt: skip
     """The response to a savepoint trigger or a cancel, or None if ``target`` is neither."""
     if not isinstance(control, JobActions):
@@ -80,7 +81,7 @@ def answer(
     if method == "POST" and savepoints is not None:
         if savepoints.group(1) != source().job_id:
             return _json(404, responses_errors(f"Job {savepoints.group(1)} not found"))
-        return _trigger(control, headers, body, length)
+        return _trigger(control, headers, body, length, access or RestAccess(None))
     job = _JOB.fullmatch(path)
     if method == "PATCH" and job is not None:
         if job.group(1) != source().job_id:
@@ -96,7 +97,9 @@ def answer(
     return None
 
 
-def _trigger(control: JobActions, headers: dict[str, str], body: bytes, length: int) -> RawResponse:
+def _trigger(
+    control: JobActions, headers: dict[str, str], body: bytes, length: int, access: RestAccess
+) -> RawResponse:
     if headers.get("content-type", "").split(";")[0].strip() != "application/json":
         return _json(415, responses_errors(
             "POST /jobs/:jobid/savepoints needs Content-Type: application/json"
@@ -126,6 +129,9 @@ def _trigger(control: JobActions, headers: dict[str, str], body: bytes, length: 
             '"cancel-job": true is not supported; stop with a savepoint instead '
             "(POST /jobs/:jobid/stop)"
         ))  # fmt: skip
+    refusal = access.directory_problem(directory)
+    if refusal is not None:
+        return _json(refusal.status, responses_errors(refusal.message))
     try:
         trigger = control.savepoint_trigger(directory, unaligned, format_type)
     except ConfigurationError as err:

@@ -42,11 +42,13 @@ and returned by ``JobClient.get_rest_address()``. A port that is taken fails the
 start with an error naming ``rest.port``; there is no silent fallback. ``rest.port`` = -1 runs
 the job without a REST API.
 
-Security (ARCHITECTURE §7): loopback unless told otherwise; read-only but for the stop, the
-savepoint trigger and the cancel: POSTs need ``Content-Type: application/json`` and the cancel
-is a PATCH (a browser cannot send either cross-origin without a CORS preflight, which answers
-405: a web page of another origin cannot stop or cancel the job; the dashboard, same-origin,
-can); no CORS headers, and
+Security (ARCHITECTURE §7): loopback unless told otherwise; off loopback (or with
+``rest.token`` / ``rest.token-file`` set) every request but GET and HEAD needs the job's token
+and savepoints go only below the job's savepoint directory (:mod:`.access`); read-only but for
+the stop, the savepoint trigger and the cancel: POSTs need ``Content-Type: application/json``
+and the cancel is a PATCH (a browser cannot send either cross-origin without a CORS
+preflight, which answers 405: a web page of another origin cannot stop or cancel the job; the
+dashboard, same-origin, can); no CORS headers, and
 while bound to loopback only requests addressed to a loopback name are answered, so a web page
 cannot read the API through DNS rebinding; the job configuration is never served whole (it may
 hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, connections at
@@ -62,7 +64,6 @@ rendering is a pure function of the view. One response per connection (``Connect
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import re
@@ -78,6 +79,7 @@ from undertow.core.modes import SavepointFormatType
 from undertow.runtime.cluster import prometheus
 from undertow.runtime.cluster.metrics import JobView, VertexView
 from undertow.runtime.cluster.rest import job_actions, responses, ui_routes
+from undertow.runtime.cluster.rest.access import Refusal, RestAccess, is_loopback, resolve_access
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +108,8 @@ class JobControl(Protocol):
         """Flink's ``AsynchronousOperationResult`` of a trigger, or None if unknown."""
 
 
-_REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+_REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
+            403: "Forbidden", 404: "Not Found",
             405: "Method Not Allowed", 415: "Unsupported Media Type",
             431: "Request Header Fields Too Large",
             500: "Internal Server Error"}  # fmt: skip
@@ -130,7 +133,8 @@ async def start_rest_endpoint(
     port = resolve_port(config)
     if port < 0:
         return None
-    endpoint = RestEndpoint(source, config.get(Options.REST_BIND_ADDRESS), port, control)
+    host = config.get(Options.REST_BIND_ADDRESS)
+    endpoint = RestEndpoint(source, host, port, control, resolve_access(config, host))
     endpoint.exporter = prometheus.start_exporter(config, source)  # metrics.reporter.prom.*
     try:
         await endpoint.start()
@@ -162,6 +166,7 @@ class Response:
     body: dict[str, Any] | list[Any]
     head_only: bool = False
     allow: str | None = None
+    authenticate: bool = False
 
     def encode(self) -> bytes:
         payload = json.dumps(self.body, separators=(",", ":")).encode("utf-8")
@@ -174,6 +179,8 @@ class Response:
         ]
         if self.allow is not None:
             lines.append(f"Allow: {self.allow}")
+        if self.authenticate:
+            lines.append('WWW-Authenticate: Bearer realm="undertow"')
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         return head if self.head_only else head + payload
 
@@ -187,15 +194,17 @@ class RestEndpoint:
     """The HTTP server (see the module docstring). ``start`` then ``close``, on one loop."""
 
     def __init__(
-        self, source: ViewSource, host: str, port: int, control: JobControl | None = None
-    ) -> None:
+        self, source: ViewSource, host: str, port: int, control: JobControl | None = None,
+        access: RestAccess | None = None,
+    ) -> None:  # fmt: skip
         self.source = source
         self.control = control
         self.host = host
         self.port = port
+        self.access = access if access is not None else RestAccess(None)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
-        self._loopback = host == "localhost" or _is_loopback(host)
+        self._loopback = is_loopback(host)
         self.exporter: prometheus.PrometheusExporter | None = None
 
     @property
@@ -277,11 +286,15 @@ class RestEndpoint:
         problem = self._host_problem(headers.get("host"))
         if problem is not None:
             return Response(403, errors(problem))
+        if method not in ("GET", "HEAD"):  # every request that may change the job
+            refusal = self.access.token_problem(headers)
+            if refusal is not None:
+                return _refused(refusal)
         stop = _STOP.fullmatch(unquote(urlsplit(target).path).rstrip("/"))
         if method == "POST" and stop is not None and self.control is not None:
             return self._stop(stop.group(1), headers, body, length)
         action = job_actions.answer(
-            method, target, headers, body, length, self.source, self.control
+            method, target, headers, body, length, self.source, self.control, self.access
         )  # POST .../savepoints, PATCH ?mode=cancel
         if action is not None:
             return action
@@ -324,6 +337,9 @@ class RestEndpoint:
                 '"formatType": "CANONICAL"|"NATIVE", '
                 f'"unaligned": true|false}} (all optional); got {body[:200]!r}'
             ))  # fmt: skip
+        refusal = self.access.directory_problem(target)
+        if refusal is not None:
+            return _refused(refusal)
         try:
             trigger = self.control.stop_with_savepoint_trigger(
                 target, drain, unaligned, format_type
@@ -337,7 +353,7 @@ class RestEndpoint:
             return None
         name = host[1 : host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
         name = name.lower()
-        if name in ("localhost", self.host) or _is_loopback(name):
+        if name in ("localhost", self.host) or is_loopback(name):
             return None
         return (
             f"Host {host!r} is not allowed: the REST API listens on {self.host} and only "
@@ -401,11 +417,10 @@ def _content_length(head: bytes) -> int:
     return 0
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _refused(refusal: Refusal) -> Response:
+    if refusal.status == 401:
+        return Response(401, errors(refusal.message), authenticate=True)
+    return Response(refusal.status, errors(refusal.message))
 
 
 # -- routes ----------------------------------------------------------------------------------

@@ -1,0 +1,170 @@
+"""A Spark standalone cluster of test hosts on one machine (issue 30).
+
+:func:`spark_cluster` starts, on a :func:`~tests.cluster.netns.test_network`, a Spark master on
+the first host and a Spark worker on each other one (``spark-class`` from the installed
+pyspark, each process bound to and advertising its own host's address), and waits until every
+worker registered. The driver (the job's process, with the JobMaster and REST) runs in this
+namespace at the network's driver address, so control, data and Spark's own RPC all cross the
+bridge. Checkpoint storage is a directory of this machine, which every host sees (the shared
+directory case).
+
+Faults: :meth:`SparkCluster.kill_host` sends SIGKILL to every process of a host (its Spark
+worker daemon, executor JVM, Python daemon and undertow worker); :meth:`Host.cut` /
+:meth:`Host.heal` take its link down and up.
+
+Lifecycle: everything is stopped and removed when the context exits, also after a failure;
+logs of the Spark processes are kept in ``log_dir`` for the failure message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspark
+
+from . import netns
+
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+MASTER_PORT = 7077
+MASTER_UI_PORT = 8080
+#: The process name of an undertow worker inside a Spark Python worker (deploy.spark_task).
+UNDERTOW_WORKER = "undertow-worker"
+
+
+@dataclass
+class SparkCluster:
+    network: netns.Network
+    master: netns.Host
+    workers: tuple[netns.Host, ...]
+    log_dir: Path
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    starts: int = 0
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.master.address}:{MASTER_PORT}"
+
+    def env(self, address: str) -> dict[str, str]:
+        """The environment of a Spark process (or driver) on the host at ``address``."""
+        env = dict(os.environ)
+        env.update(SPARK_HOME=SPARK_HOME, SPARK_LOCAL_IP=address, PYSPARK_PYTHON=sys.executable,
+                   PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOG_DIR=str(self.log_dir),
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # fmt: skip
+        return env
+
+    def alive_workers(self) -> int:
+        """Workers the master counts as ALIVE (its UI's JSON), or -1 if it does not answer."""
+        url = f"http://{self.master.address}:{MASTER_UI_PORT}/json/"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                state = json.loads(response.read())
+        except (OSError, ValueError):
+            return -1
+        return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+    def pids(self, host: netns.Host) -> list[int]:
+        listed = subprocess.run(["ip", "netns", "pids", host.name], capture_output=True,
+                                text=True).stdout.split()  # fmt: skip
+        return [int(pid) for pid in listed]
+
+    def hosts_running_undertow(self) -> list[netns.Host]:
+        """The worker hosts where an undertow worker runs now."""
+        return [
+            h for h in self.workers if any(_named(pid, UNDERTOW_WORKER) for pid in self.pids(h))
+        ]
+
+    def kill_host(self, host: netns.Host) -> int:
+        """SIGKILL every process of ``host``; how many there were."""
+        pids = self.pids(host)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return len(pids)
+
+    def start_worker(self, host: netns.Host, cores: int = 2) -> None:
+        """Start a Spark worker on ``host`` (again, after :meth:`kill_host`)."""
+        i = self.workers.index(host)
+        self.starts += 1
+        _start(self, host, f"worker{i}-{self.starts}", ["org.apache.spark.deploy.worker.Worker",
+               "--host", host.address, "--cores", str(cores), "--memory", "2g",
+               "--work-dir", str(self.log_dir / f"work{i}"), self.master_url])  # fmt: skip
+
+    def wait_for_workers(self, count: int, timeout_s: float = 120) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.alive_workers() < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{count} Spark workers did not register with "
+                    f"{self.master_url} in {timeout_s} s:\n{self.logs()}"
+                )
+            time.sleep(0.5)
+
+    def logs(self, lines: int = 40) -> str:
+        out = []
+        for path in sorted(self.log_dir.glob("*.log")):
+            text = path.read_text(errors="replace").splitlines()
+            out.append(f"--- {path.name}\n" + "\n".join(text[-lines:]))
+        return "\n".join(out)
+
+
+def _named(pid: int, name: str) -> bool:
+    """Whether a thread of ``pid`` carries ``name`` (set with prctl, so in its ``comm``)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/comm") as f:
+                if f.read().strip() == name:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@contextmanager
+def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2,
+                  timeout_s: float = 120) -> Iterator[SparkCluster]:  # fmt: skip
+    """A master and ``workers`` workers of ``cores`` cores each, all registered; stopped and
+    removed on exit."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with netns.test_network(hosts=1 + workers) as network:
+        master, *others = network.hosts
+        cluster = SparkCluster(network, master, tuple(others), log_dir)
+        try:
+            _start(cluster, master, "master", ["org.apache.spark.deploy.master.Master",
+                   "--host", master.address, "--port", str(MASTER_PORT),
+                   "--webui-port", str(MASTER_UI_PORT)])  # fmt: skip
+            for host in cluster.workers:
+                cluster.start_worker(host, cores)
+            cluster.wait_for_workers(workers, timeout_s)
+            yield cluster
+        finally:
+            for host in network.hosts:
+                cluster.kill_host(host)
+            for process in cluster.processes:
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    pass
+
+
+def _start(cluster: SparkCluster, host: netns.Host, name: str, args: list[str]) -> None:
+    log = open(cluster.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
+    command = host.command([os.path.join(SPARK_HOME, "bin", "spark-class"), *args])
+    cluster.processes.append(subprocess.Popen(command, env=cluster.env(host.address),
+                                              stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+    log.close()
