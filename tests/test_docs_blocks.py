@@ -113,7 +113,8 @@ KEYS = re.compile(rf"`({_KEY})(?::[^`]*)?`|-D ?({_KEY})=|\"({_KEY})\":")
 
 def known_keys() -> set[str]:
     """Keys undertow reads: every ConfigOption (and its deprecated keys) in its modules and
-    classes, and module-level string constants that are keys (``PORT_KEY = "..."``)."""
+    classes, module-level string constants that are keys (``PORT_KEY = "..."``), and the keys
+    of module-level dicts of settings undertow applies (``spark.driver.host``)."""
     keys: set[str] = set()
     for info in pkgutil.walk_packages(undertow.__path__, "undertow."):
         module = importlib.import_module(info.name)
@@ -123,6 +124,8 @@ def known_keys() -> set[str]:
                     keys.update((item.key, *item.deprecated_keys))
                 elif isinstance(item, str) and re.fullmatch(_KEY, item):
                     keys.add(item)
+                elif isinstance(item, dict):  # settings undertow applies (spark.driver.host)
+                    keys.update(k for k in item if isinstance(k, str) and re.fullmatch(_KEY, k))
     return keys
 
 
