@@ -30,6 +30,7 @@ import pytest
 from undertow.common import WatermarkStrategy
 from undertow.datastream import MapFunction
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+from undertow.runtime.network.input_gate import InputGate
 from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
 
@@ -205,30 +206,37 @@ def _counters(address: str, jid: str, vertex: str, names: str) -> dict[str, floa
 
 
 @pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("announcements", ["delivered", "cut"])
 def test_producers_cut_buffers_at_the_size_the_consumer_announced(
-    make_env: EnvFactory, tmp_path: Path
+    make_env: EnvFactory, monkeypatch: pytest.MonkeyPatch, announcements: str
 ) -> None:
     """What producers did, not what the consumer decided: a consumer taking 5 ms per record
-    (200 records/s) aims at 50 ms of in-flight data, about 10 records over its ~11 buffers, so
-    it announces one record per buffer. The producer (the source's chain) then sends about one
-    record per buffer and the consumer receives them so (``numRecordsOut / numBuffersOut`` and
-    ``numRecordsIn / numBuffersIn`` over a second); a producer that never heard a size keeps
-    its start limit of 16 records per buffer. At the end, the producer's record writer reports
-    how many NewBufferSize announcements it applied."""
-    records = 1000
+    (~200 records/s) aims at 50 ms of in-flight data, about 10 records over its ~11 buffers,
+    so it announces one record per buffer. The producer (the source's chain) then sends about
+    one record per buffer and the consumer receives them so (``numRecordsOut / numBuffersOut``
+    and ``numRecordsIn / numBuffersIn`` over a second); at the end, the producer's record
+    writer reports the NewBufferSize announcements it applied.
+
+    ``cut`` is the control, kept in CI: ``InputGate.announce_buffer_size`` returns at once
+    (the consumer still decides, no producer hears of it; ``local-threads``, so the patch
+    reaches the workers). Producers then keep their start limit of 16 records per buffer and
+    apply nothing, and the same measurements tell."""
+    delivered = announcements == "delivered"
+    if not delivered:
+        monkeypatch.setattr(InputGate, "announce_buffer_size", lambda *_: None)
     env = make_env(parallelism=1, config={
         "undertow.metrics.report-interval": "200 ms",
         DEBLOAT + "enabled": "true",
         DEBLOAT + "target": "100 ms",
     })  # fmt: skip
-    numbers = env.from_source(DataGeneratorSource(lambda i: i, count=records),
+    numbers = env.from_source(DataGeneratorSource(lambda i: i, count=1200),
                               WatermarkStrategy.no_watermarks(), "numbers")  # fmt: skip
     numbers.key_by(lambda v: v % 8).map(Sleep5()).name("sleepy map").sink_to(DiscardingSink())
     client = env.execute_async("producers follow the announced size")
     address = client.get_rest_address()
     assert address is not None
     jid = client.get_job_id()
-    time.sleep(2.0)  # the first announcements come within a period (200 ms); then it settles
+    time.sleep(1.5)  # the first announcements come within a period (200 ms); then it settles
     before = (_counters(address, jid, "numbers", "numRecordsOut,numBuffersOut"),
               _counters(address, jid, "sleepy map", "numRecordsIn,numBuffersIn"))  # fmt: skip
     time.sleep(1.0)
@@ -236,13 +244,20 @@ def test_producers_cut_buffers_at_the_size_the_consumer_announced(
              _counters(address, jid, "sleepy map", "numRecordsIn,numBuffersIn"))  # fmt: skip
     sent = {k: after[0][k] - before[0][k] for k in after[0]}
     received = {k: after[1][k] - before[1][k] for k in after[1]}
-    assert sent["numRecordsOut"] / max(1.0, sent["numBuffersOut"]) <= 4, sent
-    assert received["numRecordsIn"] / max(1.0, received["numBuffersIn"]) <= 4, received
-    assert sent["numRecordsOut"] >= 50, sent  # the consumer ran (~200 records/s)
+    assert sent["numRecordsOut"] >= 20, sent  # the consumer ran (~200 records/s, less if busy)
+    per_buffer = (sent["numRecordsOut"] / max(1.0, sent["numBuffersOut"]),
+                  received["numRecordsIn"] / max(1.0, received["numBuffersIn"]))  # fmt: skip
     result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
     applied = per_vertex(result, "buffer_debloat_sizes_received")
-    [producer] = [name for name in applied if "numbers" in name]
-    assert applied[producer] > 0, applied
+    decided = per_vertex(result, "buffer_debloat_announcements")
+    assert any(n > 0 for name, n in decided.items() if "sleepy map" in name), decided
+    if delivered:
+        assert max(per_buffer) <= 4, (sent, received)
+        [producer] = [name for name in applied if "numbers" in name]
+        assert applied[producer] > 0, applied
+    else:
+        assert min(per_buffer) >= 12, (sent, received)
+        assert applied == {}, applied
 
 
 def oracle_config(directory: Path, unaligned: bool, restarts: int) -> dict[str, Any]:
