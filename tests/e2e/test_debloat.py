@@ -7,6 +7,10 @@
 * The aim: the sleepy map never waits for input, so its in-flight data shrinks from the
   target to half of it by default and checkpoints follow; with min-target at the target
   (Flink's aim) they do not.
+* The feedback loop, seen at the producers: a slow consumer announces one record per buffer,
+  and the producer sends (and the consumer receives) about one record per buffer, not the 16
+  it starts with; with announcements cut (a control kept in CI) it stays at 16. In the oracle
+  runs every producer vertex applied at least as many sizes as its consumer announced.
 * The oracle (TESTING.md) stays 0 with debloating on under backpressure with scheduled
   failures, aligned and unaligned; and unaligned channel state written with debloated (small)
   buffers restores into a job with full-size buffers, and the other way round.
