@@ -7,6 +7,10 @@
 * The aim: the sleepy map never waits for input, so its in-flight data shrinks from the
   target to half of it by default and checkpoints follow; with min-target at the target
   (Flink's aim) they do not.
+* The feedback loop, seen at the producers: a slow consumer announces one record per buffer,
+  and the producer sends (and the consumer receives) about one record per buffer, not the 16
+  it starts with; with announcements cut (a control kept in CI) it stays at 16. In the oracle
+  runs every producer vertex applied at least as many sizes as its consumer announced.
 * The oracle (TESTING.md) stays 0 with debloating on under backpressure with scheduled
   failures, aligned and unaligned; and unaligned channel state written with debloated (small)
   buffers restores into a job with full-size buffers, and the other way round.
@@ -30,6 +34,7 @@ import pytest
 from undertow.common import WatermarkStrategy
 from undertow.datastream import MapFunction
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
+from undertow.runtime.network.input_gate import InputGate
 from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
 
@@ -189,6 +194,76 @@ def test_in_flight_data_the_consumer_never_runs_out_of_shrinks_to_min_target(
             client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
 
 
+class Sleep5(MapFunction):
+    def map(self, value: Any) -> Any:
+        time.sleep(0.005)
+        return value
+
+
+def _counters(address: str, jid: str, vertex: str, names: str) -> dict[str, float]:
+    """``names`` (comma-separated metrics) of ``vertex`` (a name fragment), summed over its
+    subtasks."""
+    [found] = [v for v in rest(address, f"/jobs/{jid}")["vertices"] if vertex in v["name"]]
+    metrics = rest(address, f"/jobs/{jid}/vertices/{found['id']}/subtasks/metrics"
+                            f"?get={names}&agg=sum")  # fmt: skip
+    return {m["id"]: float(m["sum"]) for m in metrics}
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("announcements", ["delivered", "cut"])
+def test_producers_cut_buffers_at_the_size_the_consumer_announced(
+    make_env: EnvFactory, monkeypatch: pytest.MonkeyPatch, announcements: str
+) -> None:
+    """What producers did, not what the consumer decided: a consumer taking 5 ms per record
+    (~200 records/s) aims at 50 ms of in-flight data, about 10 records over its ~11 buffers,
+    so it announces one record per buffer. The producer (the source's chain) then sends about
+    one record per buffer and the consumer receives them so (``numRecordsOut / numBuffersOut``
+    and ``numRecordsIn / numBuffersIn`` over a second); at the end, the producer's record
+    writer reports the NewBufferSize announcements it applied.
+
+    ``cut`` is the control, kept in CI: ``InputGate.announce_buffer_size`` returns at once
+    (the consumer still decides, no producer hears of it; ``local-threads``, so the patch
+    reaches the workers). Producers then keep their start limit of 16 records per buffer and
+    apply nothing, and the same measurements tell."""
+    delivered = announcements == "delivered"
+    if not delivered:
+        monkeypatch.setattr(InputGate, "announce_buffer_size", lambda *_: None)
+    env = make_env(parallelism=1, config={
+        "undertow.metrics.report-interval": "200 ms",
+        DEBLOAT + "enabled": "true",
+        DEBLOAT + "target": "100 ms",
+    })  # fmt: skip
+    numbers = env.from_source(DataGeneratorSource(lambda i: i, count=1200),
+                              WatermarkStrategy.no_watermarks(), "numbers")  # fmt: skip
+    numbers.key_by(lambda v: v % 8).map(Sleep5()).name("sleepy map").sink_to(DiscardingSink())
+    client = env.execute_async("producers follow the announced size")
+    address = client.get_rest_address()
+    assert address is not None
+    jid = client.get_job_id()
+    time.sleep(1.5)  # the first announcements come within a period (200 ms); then it settles
+    before = (_counters(address, jid, "numbers", "numRecordsOut,numBuffersOut"),
+              _counters(address, jid, "sleepy map", "numRecordsIn,numBuffersIn"))  # fmt: skip
+    time.sleep(1.0)
+    after = (_counters(address, jid, "numbers", "numRecordsOut,numBuffersOut"),
+             _counters(address, jid, "sleepy map", "numRecordsIn,numBuffersIn"))  # fmt: skip
+    sent = {k: after[0][k] - before[0][k] for k in after[0]}
+    received = {k: after[1][k] - before[1][k] for k in after[1]}
+    assert sent["numRecordsOut"] >= 20, sent  # the consumer ran (~200 records/s, less if busy)
+    per_buffer = (sent["numRecordsOut"] / max(1.0, sent["numBuffersOut"]),
+                  received["numRecordsIn"] / max(1.0, received["numBuffersIn"]))  # fmt: skip
+    result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    applied = per_vertex(result, "buffer_debloat_sizes_received")
+    decided = per_vertex(result, "buffer_debloat_announcements")
+    assert any(n > 0 for name, n in decided.items() if "sleepy map" in name), decided
+    if delivered:
+        assert max(per_buffer) <= 4, (sent, received)
+        [producer] = [name for name in applied if "numbers" in name]
+        assert applied[producer] > 0, applied
+    else:
+        assert min(per_buffer) >= 12, (sent, received)
+        assert applied == {}, applied
+
+
 def oracle_config(directory: Path, unaligned: bool, restarts: int) -> dict[str, Any]:
     return {
         "execution.checkpointing.interval": "100 ms",
@@ -228,17 +303,37 @@ def test_oracle_with_scheduled_failures_and_debloating(
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, oracle
     announced = announcements(result)
-    assert announced.get("oracle stateful", 0) > 0, announced  # buffers were resized
+    assert announced.get("oracle stateful", 0) > 0, announced  # the consumer decided sizes
+    # and the producers applied them: each announcement of a consumer subtask reaches the
+    # channel of every producer subtask, so a producer vertex applies at least as many as
+    # its consumer vertex announced (about 2-3 times as many here)
+    applied = per_vertex(result, "buffer_debloat_sizes_received")
+    for consumer, producer in PRODUCER_OF.items():
+        assert applied.get(producer, 0) >= announced.get(consumer, 0) > 0, (announced, applied)
+
+
+#: The oracle pipeline's vertices (``build_pipeline``): consumer -> the vertex feeding it.
+PRODUCER_OF = {
+    "verify after rebalance -> failing map": "Source: oracle",
+    "verify after shuffle": "verify after rebalance -> failing map",
+    "oracle stateful": "verify after shuffle",
+    "verifying sink -> discard": "oracle stateful",
+}
 
 
 def announcements(result: Any) -> dict[str, int]:
     """NewBufferSize rounds per vertex (summed over subtasks) of the last attempt."""
-    per_vertex: dict[str, int] = {}
+    return per_vertex(result, "buffer_debloat_announcements")
+
+
+def per_vertex(result: Any, accumulator: str) -> dict[str, int]:
+    """The per-subtask ``accumulator`` of the last attempt, summed per vertex."""
+    found: dict[str, int] = {}
     for name, value in result.get_all_accumulator_results().items():
-        if name.startswith("buffer_debloat_announcements["):
-            vertex = name[len("buffer_debloat_announcements[") :].rsplit(" (", 1)[0]
-            per_vertex[vertex] = per_vertex.get(vertex, 0) + int(value)
-    return per_vertex
+        if name.startswith(accumulator + "["):
+            vertex = name[len(accumulator) + 1 :].rsplit(" (", 1)[0]
+            found[vertex] = found.get(vertex, 0) + int(value)
+    return found
 
 
 @pytest.mark.parametrize("target", ["local-threads"])

@@ -166,6 +166,9 @@ def test_new_buffer_size_crosses_a_tcp_connection() -> None:
             if sum(map(len, got)) == 10:
                 break
         assert got == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+        # what the producer applied and the consumer received, as the task metrics count it
+        assert (writer.buffer_sizes_received, writer.records_out, writer.buffers_out) == (1, 10, 3)
+        assert gate.buffers_consumed == 3
         assert failures == []
         for env in envs:
             env.close()

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from undertow.common import Configuration
@@ -30,13 +30,10 @@ from undertow.runtime.cluster import control
 from undertow.runtime.cluster.job_master import JobMaster, JobStatus
 from undertow.runtime.network.framing import client_handshake
 
-from .conftest import FUZZ_CASES, Recorder, frames
+from .conftest import FUZZ_CASES, FUZZ_SETTINGS, Recorder, frames, fuzz_seed
 from .test_data_port_fuzz import JUNK
 
 SANITY_PEER = "worker 5"
-FUZZ = settings(
-    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
 
 
 class WaitingLauncher:
@@ -124,7 +121,8 @@ def assert_job_unaffected(job: JobMaster, launcher: WaitingLauncher) -> None:
     send(launcher.master, b"", secret=launcher.secret, hello=5)
 
 
-@settings(FUZZ, max_examples=200)
+@fuzz_seed
+@settings(FUZZ_SETTINGS, max_examples=200)
 @given(junk=JUNK, wait_for_nonce=st.booleans())
 def test_unauthenticated_bytes_are_never_decoded(
     master: tuple[JobMaster, WaitingLauncher], decoder: Recorder, junk: bytes,
@@ -160,7 +158,8 @@ class _Discard:
         return len(text)
 
 
-@settings(FUZZ, max_examples=200)
+@fuzz_seed
+@settings(FUZZ_SETTINGS, max_examples=200)
 @given(stream=frames())
 def test_authenticated_malformed_frames_drop_the_connection_only(
     master: tuple[JobMaster, WaitingLauncher], decoder: Recorder, stream: bytes

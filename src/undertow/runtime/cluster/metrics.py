@@ -99,6 +99,10 @@ class SubtaskMetricsView:
     #: ``None`` while it is off or the subtask has no network input).
     debloated_buffer_size: int | None = None
     estimated_time_to_consume_buffers_ms: int | None = None
+    #: Data buffers taken from network inputs and sent by the record writers (see
+    #: ``TaskStatistics``).
+    buffers_in: int = 0
+    buffers_out: int = 0
 
 
 class TaskMetricsStore:
@@ -168,6 +172,8 @@ class TaskMetricsStore:
             records_out_per_second=(latest.records_out - counts_from[1]) * per_ms,
             bytes_out_per_second=(latest.bytes_out - counts_from[2]) * per_ms,
             input_watermark=latest.input_watermark,
+            buffers_in=latest.buffers_in,
+            buffers_out=latest.buffers_out,
             debloated_buffer_size=latest.debloat.debloated_buffer_size if latest.debloat else None,
             estimated_time_to_consume_buffers_ms=round(
                 latest.debloat.estimated_time_to_consume_buffers_ms

@@ -64,7 +64,15 @@ class FixedDelayRestart(RestartStrategy):
 
 
 class ExponentialDelayRestart(RestartStrategy):
-    """Backoff grows by ``multiplier`` up to ``max``; a quiet period of ``reset`` ms resets it."""
+    """Backoff grows by ``multiplier`` up to ``max``; ``reset`` ms of healthy running reset it.
+
+    The i-th restart in a row waits ``b_i`` ms moved by a uniform jitter of at most
+    ``jitter * b_i`` either way and capped at ``max``, where ``b_0 = initial`` and
+    ``b_{i+1} = min(max, int(b_i * multiplier))``. Healthy running is measured as Flink
+    measures it: from the moment the job was restarted (the failure plus its delay) to the
+    next failure, so a long delay never counts as running. After ``attempts`` restarts with
+    no reset in between, :meth:`decide` gives up. ``now_ms`` must not go back in time.
+    """
 
     def __init__(
         self,
@@ -90,12 +98,12 @@ class ExponentialDelayRestart(RestartStrategy):
         self.rng = rng or random.Random()
         self.backoff = initial_ms
         self.used = 0
-        self.last_failure: int | None = None
+        #: When the last restart was due (its failure plus its delay); None before any.
+        self.restarted_at: int | None = None
 
     def decide(self, now_ms: int) -> Restart | GiveUp:
-        if self.last_failure is not None and now_ms - self.last_failure >= self.reset_ms:
+        if self.restarted_at is not None and now_ms - self.restarted_at >= self.reset_ms:
             self.backoff, self.used = self.initial_ms, 0
-        self.last_failure = now_ms
         if self.used >= self.attempts:
             return GiveUp(
                 "restart-strategy.exponential-delay.attempts-before-reset-backoff "
@@ -106,7 +114,9 @@ class ExponentialDelayRestart(RestartStrategy):
         if self.jitter:
             delay = int(delay * (1 + self.rng.uniform(-self.jitter, self.jitter)))
         self.backoff = min(self.max_ms, int(self.backoff * self.multiplier))
-        return Restart(max(0, min(delay, self.max_ms)))
+        delay = max(0, min(delay, self.max_ms))
+        self.restarted_at = now_ms + delay
+        return Restart(delay)
 
 
 def restart_strategy(config: Configuration) -> RestartStrategy:

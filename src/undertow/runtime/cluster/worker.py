@@ -515,6 +515,10 @@ class Worker:
             accumulators[f"buffer_debloat_announcements[{task.name}]"] = (
                 task.debloater.announcements
             )
+        if stats.buffer_sizes_received:  # per subtask: how many of them its writers applied
+            accumulators[f"buffer_debloat_sizes_received[{task.name}]"] = (
+                stats.buffer_sizes_received
+            )
         self.send(TaskFinished(AttemptNumber(self.attempt), VertexId(vertex_id),
                                SubtaskIndex(subtask), accumulators))  # fmt: skip
 

@@ -181,8 +181,10 @@ class InputGate:
         self._listener: Callable[[], None] | None = None
         self._priority: deque[InputChannel] = deque()
         self.num_finished = 0
-        #: Bytes of data buffers the task has taken from this gate's channels.
+        #: Bytes and number of data buffers the task has taken from this gate's channels
+        #: (what producers sent: with debloating, cut at the sizes this gate announced).
         self.bytes_consumed = 0
+        self.buffers_consumed = 0
         #: Records (and their bytes, prorated from their batch) the task has processed from
         #: this gate's channels, as it reports them (:meth:`note_processed`).
         self.records_processed = 0
@@ -248,6 +250,7 @@ class InputGate:
                 continue
             if isinstance(item, Buffer):
                 self.bytes_consumed += len(item.data)
+                self.buffers_consumed += 1
                 batch = channel.deserializer.add(item)
                 if batch is None:
                     # The deserializer copied the partial buffer: recycle it now, so that a

@@ -267,6 +267,9 @@ class RecordWriter:
         self.records_out = 0
         self.buffers_out = 0
         self.bytes_out = 0
+        #: NewBufferSize announcements this writer applied (buffer debloating), over all its
+        #: channels: what the producer learned from its consumers.
+        self.buffer_sizes_received = 0
         #: Buffers taken from the pool so far (monotone): in progress or serialized.
         self.buffers_requested = 0
 
@@ -358,6 +361,7 @@ class RecordWriter:
     def _on_new_buffer_size(self, ch: int) -> None:
         sender = self.partition.subpartitions[ch].sender
         assert sender.buffer_size is not None
+        self.buffer_sizes_received += 1
         self._sizes[ch] = min(sender.buffer_size, self.segment_size)
         self._limits[ch] = sender.max_records
         self._stale = False

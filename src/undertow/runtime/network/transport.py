@@ -6,15 +6,11 @@ NewBufferSize the other), so nothing above this module knows where its peer is:
 * :class:`LocalLink`: producer and consumer in the same worker; messages are method calls on the
   same loop thread.
 * :class:`TcpConnection`: one authenticated connection per pair of workers, multiplexing all
-  channels between them by channel id. Frame bodies::
-
-      BUFFER  b"B" | channel u32 | seq u32 | backlog u32 | flags u8 | payload
-      CREDIT  b"C" | channel u32 | credit u32
-      RESUME  b"R" | channel u32
-      SIZE    b"S" | channel u32 | buffer size u32 | max records u32   (NewBufferSize)
-
-  ``flags``: 1 event (payload is a pickled event), 2 partial buffer, 4 priority, 8 blocks
-  upstream. Credit bounds what is in flight, so writes never need ``drain()`` to bound memory.
+  channels between them by channel id; frame bodies in
+  :mod:`undertow.runtime.network.data_frames`. A malformed frame, an event payload that does
+  not unpickle or a channel the worker does not have ends the connection with a
+  :class:`NetworkError` naming the peer and the problem. Credit bounds what is in flight, so
+  writes never need ``drain()`` to bound memory.
 
 :class:`NetworkEnvironment` is the per-worker registry that creates the connections and wires
 every channel once all endpoints of the worker exist.
@@ -28,12 +24,26 @@ import asyncio
 import contextlib
 import logging
 import pickle
-import struct
 from collections.abc import Callable
 
 from undertow.core.errors import NetworkError
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.credit import Send
+from undertow.runtime.network.data_frames import (
+    BLOCKS,
+    EVENT,
+    PARTIAL,
+    PRIORITY,
+    BufferFrame,
+    CreditFrame,
+    ResumeFrame,
+    SizeFrame,
+    buffer_head,
+    decode_frame,
+    encode_credit,
+    encode_resume,
+    encode_size,
+)
 from undertow.runtime.network.framing import (
     client_handshake,
     frame_header,
@@ -44,12 +54,6 @@ from undertow.runtime.network.input_gate import InputChannel
 from undertow.runtime.network.partition import ResultSubpartition
 
 log = logging.getLogger(__name__)
-
-_BUFFER = struct.Struct(">cIIIB")
-_CREDIT = struct.Struct(">cII")
-_RESUME = struct.Struct(">cI")
-_SIZE = struct.Struct(">cIII")
-_EVENT, _PARTIAL, _PRIORITY, _BLOCKS = 1, 2, 4, 8
 
 
 class LocalLink:
@@ -99,33 +103,33 @@ class TcpConnection:
         payload = send.payload
         if send.is_event:
             data = pickle.dumps(payload, protocol=5)
-            flags = _EVENT
+            flags = EVENT
         else:
             assert isinstance(payload, Buffer)
             data = payload.data
-            flags = _PARTIAL if payload.partial else 0
+            flags = PARTIAL if payload.partial else 0
         if send.priority:
-            flags |= _PRIORITY
+            flags |= PRIORITY
         if send.blocks_upstream:
-            flags |= _BLOCKS
-        head = _BUFFER.pack(b"B", channel_id, send.sequence_number, send.backlog, flags)
+            flags |= BLOCKS
+        head = buffer_head(channel_id, send.sequence_number, send.backlog, flags)
         if self.writer.is_closing():
             return  # the peer is gone; the worker is failing its tasks already
         self.writer.writelines([frame_header(len(head) + len(data)), head, data])
         self.bytes_sent += len(data)
 
     def send_credit(self, channel_id: int, credit: int) -> None:
-        body = _CREDIT.pack(b"C", channel_id, credit)
+        body = encode_credit(channel_id, credit)
         if not self.writer.is_closing():
             self.writer.writelines([frame_header(len(body)), body])
 
     def send_resume(self, channel_id: int) -> None:
-        body = _RESUME.pack(b"R", channel_id)
+        body = encode_resume(channel_id)
         if not self.writer.is_closing():
             self.writer.writelines([frame_header(len(body)), body])
 
     def send_buffer_size(self, channel_id: int, size: int, max_records: int) -> None:
-        body = _SIZE.pack(b"S", channel_id, size, max_records)
+        body = encode_size(channel_id, size, max_records)
         if not self.writer.is_closing():
             self.writer.writelines([frame_header(len(body)), body])
 
@@ -139,29 +143,18 @@ class TcpConnection:
                     if not env.closing:
                         raise NetworkError(f"{peer} closed its data connection unexpectedly")
                     return
-                kind = body[:1]
-                if kind == b"B":
-                    _, cid, seq, backlog, flags = _BUFFER.unpack_from(body)
-                    raw = body[_BUFFER.size :]
-                    payload: object
-                    if flags & _EVENT:
-                        payload = pickle.loads(raw)
-                    else:
-                        payload = Buffer(raw, bool(flags & _PARTIAL))
-                    send = Send(payload, bool(flags & _EVENT), seq, backlog,
-                                bool(flags & _PRIORITY), bool(flags & _BLOCKS))  # fmt: skip
-                    env.input_channel(cid, peer).on_send(send)
-                elif kind == b"C":
-                    _, cid, credit = _CREDIT.unpack(body)
-                    env.subpartition(cid, peer).add_credit(credit)
-                elif kind == b"R":
-                    _, cid = _RESUME.unpack(body)
-                    env.subpartition(cid, peer).resume()
-                elif kind == b"S":
-                    _, cid, size, max_records = _SIZE.unpack(body)
-                    env.subpartition(cid, peer).new_buffer_size(size, max_records)
+                message = decode_frame(body, peer)
+                if isinstance(message, BufferFrame):
+                    env.input_channel(message.channel, peer).on_send(_send_of(message, peer))
+                elif isinstance(message, CreditFrame):
+                    env.subpartition(message.channel, peer).add_credit(message.credit)
+                elif isinstance(message, ResumeFrame):
+                    env.subpartition(message.channel, peer).resume()
                 else:
-                    raise NetworkError(f"unknown frame type {kind!r} from {peer}")
+                    assert isinstance(message, SizeFrame)
+                    env.subpartition(message.channel, peer).new_buffer_size(
+                        message.buffer_size, message.max_records
+                    )
         except asyncio.CancelledError:
             raise
         except Exception as err:  # report, then stop reading: the worker fails its tasks
@@ -173,6 +166,24 @@ class TcpConnection:
             self._task.cancel()
         with contextlib.suppress(Exception):
             self.writer.close()
+
+
+def _send_of(message: BufferFrame, peer: str) -> Send:
+    """The channel-level message of a BUFFER frame (its event unpickled)."""
+    flags, payload = message.flags, message.payload
+    data: object
+    if flags & EVENT:
+        try:
+            data = pickle.loads(payload)
+        except Exception as err:
+            raise NetworkError(
+                f"BUFFER frame from {peer} for channel {message.channel}: its event payload "
+                f"({len(payload)} bytes) does not unpickle: {type(err).__name__}: {err}"
+            ) from err
+    else:
+        data = Buffer(payload, bool(flags & PARTIAL))
+    return Send(data, bool(flags & EVENT), message.sequence_number, message.backlog,
+                bool(flags & PRIORITY), bool(flags & BLOCKS))  # fmt: skip
 
 
 class _RemoteProducerLink:

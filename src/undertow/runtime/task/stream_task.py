@@ -202,6 +202,9 @@ class StreamTask:
             overdraft_exceeded=self.budget.exceeded if self.budget is not None else 0,
             input_watermark=self.current_watermark(),
             debloat=self.debloater.statistics() if self.debloater is not None else None,
+            buffers_in=sum(g.buffers_consumed for g in self.gates),
+            buffers_out=sum(w.buffers_out for w in self.writers),
+            buffer_sizes_received=sum(w.buffer_sizes_received for w in self.writers),
         )
 
     def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:

@@ -45,6 +45,13 @@ class TaskStatistics:
     input_watermark: int = -(2**63)
     #: Buffer debloating of the inputs (``None``: off, or no network input).
     debloat: DebloatStatistics | None = None
+    #: Data buffers taken from network inputs (Flink's ``numBuffersInLocal`` plus
+    #: ``numBuffersInRemote``) and sent by the record writers (Flink's ``numBuffersOut``):
+    #: records per buffer on each side is what debloating's announcements changed.
+    buffers_in: int = 0
+    buffers_out: int = 0
+    #: NewBufferSize announcements the record writers applied (debloating's feedback arriving).
+    buffer_sizes_received: int = 0
 
 
 class TaskTimeAccounting:

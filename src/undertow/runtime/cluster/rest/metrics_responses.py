@@ -61,6 +61,9 @@ def subtask_metrics(sample: SubtaskMetricsView | None) -> dict[str, float]:
         "numRecordsIn": sample.records_in,
         "numRecordsOut": sample.records_out,
         "numBytesOut": sample.bytes_out,
+        # Flink's numBuffersOut; numBuffersIn sums Flink's numBuffersInLocal and ...Remote
+        "numBuffersIn": sample.buffers_in,
+        "numBuffersOut": sample.buffers_out,
         "numRecordsInPerSecond": round(sample.records_in_per_second, 3),
         "numRecordsOutPerSecond": round(sample.records_out_per_second, 3),
         "numBytesOutPerSecond": round(sample.bytes_out_per_second, 3),
