@@ -29,7 +29,7 @@ test: lint browser
 
 # the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)
 cluster-test: $(STAMP)
-	$(BIN)/python -m pytest -q tests/cluster
+	$(BIN)/python -m pytest -q -m "" tests/cluster
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak

@@ -13,15 +13,22 @@ hosts. Two faults in the one run (the short scenario CI affords):
    and the old attempt's worker that lives on behind the cut must not disturb the new one.
 
 The oracle (lost = duplicated = out-of-order = corrupt = 0) and the restarts are checked.
+``make cluster-test`` also runs the scenarios too long for every CI run: a cut shorter than
+the heartbeat timeout (no restart), and a host whose processes are stopped (SIGSTOP) for a
+while under unaligned checkpoints (no restart; checkpoints complete again once it resumes).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,37 +48,114 @@ JOB = Path(__file__).with_name("oracle_job.py")
 HEARTBEAT_TIMEOUT_S = 4
 
 
-def _checkpoints(url: str, job_id: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{url}/jobs/{job_id}/checkpoints", timeout=5) as response:
-        body: dict[str, Any] = json.loads(response.read())
-    return body
+@dataclass
+class RunningJob:
+    """The oracle job of one scenario, as the test sees it: its process and REST API."""
+
+    cluster: SparkCluster
+    process: subprocess.Popen[str]
+    url: str = ""
+    job_id: str = ""
+    output: list[str] = field(default_factory=list)
+
+    def _checkpoints(self) -> dict[str, Any]:
+        address = f"{self.url}/jobs/{self.job_id}/checkpoints"
+        with urllib.request.urlopen(address, timeout=5) as response:
+            body: dict[str, Any] = json.loads(response.read())
+        return body
+
+    def completed(self) -> int:
+        return int(self._checkpoints()["counts"]["completed"])
+
+    def restored(self) -> int | None:
+        restored = self._checkpoints()["latest"]["restored"]
+        return None if restored is None else int(restored["id"])
+
+    def wait(self, what: str, predicate: Callable[[], Any], timeout_s: float = 120) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the job ended while waiting for {what}")
+            try:
+                value = predicate()
+            except (OSError, ValueError, KeyError):
+                value = None
+            if value:
+                return value
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def undertow_host(self) -> netns.Host:
+        """A worker host where an undertow worker runs now."""
+        hosts = self.wait("a host running an undertow worker",
+                          self.cluster.hosts_running_undertow, 30)  # fmt: skip
+        return hosts[0]  # type: ignore[no-any-return]
+
+    def checkpoints_go_on(self, count: int = 2) -> None:
+        before = self.completed()
+        self.wait(f"{count} more completed checkpoints", lambda: self.completed() >= before + count)
 
 
-def _wait(what: str, predicate: Any, timeout_s: float, job: subprocess.Popen[str]) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if job.poll() is not None:
-            raise AssertionError(f"the job ended while waiting for {what}")
-        try:
-            value = predicate()
-        except (OSError, ValueError, KeyError):
-            value = None
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+def kill_a_host_then_bring_it_back(job: RunningJob) -> None:
+    """Every process of a host running an undertow worker is killed: the job restores on the
+    other host; then the host's Spark worker starts again."""
+    victim = job.undertow_host()
+    killed = job.cluster.kill_host(victim)
+    print(f"killed {killed} processes of {victim.name} ({victim.address})")
+    job.wait("a restore after the kill", lambda: job.restored() is not None)
+    job.checkpoints_go_on()
+    job.cluster.start_worker(victim)
+    job.cluster.wait_for_workers(len(job.cluster.workers))
 
 
-def _completed(url: str, job_id: str) -> int:
-    return int(_checkpoints(url, job_id)["counts"]["completed"])
+def cut_a_host_past_the_heartbeat_timeout(job: RunningJob) -> None:
+    """A host running an undertow worker is cut off for longer than the heartbeat timeout:
+    the attempt fails and the job restores again once the host is healed."""
+    first = job.restored()
+    cut = job.undertow_host()
+    cut.cut()
+    try:
+        time.sleep(HEARTBEAT_TIMEOUT_S + 2)
+    finally:
+        cut.heal()
+    print(f"cut {cut.name} ({cut.address}) off for {HEARTBEAT_TIMEOUT_S + 2} s")
+    job.wait("a restore after the partition", lambda: job.restored() not in (None, first))
+    job.checkpoints_go_on()
 
 
-def _restored(url: str, job_id: str) -> int | None:
-    restored = _checkpoints(url, job_id)["latest"]["restored"]
-    return None if restored is None else int(restored["id"])
+def cut_a_host_within_the_heartbeat_timeout(job: RunningJob) -> None:
+    """A cut shorter than the heartbeat timeout: TCP rides it out, nothing restarts."""
+    cut = job.undertow_host()
+    cut.cut()
+    try:
+        time.sleep(HEARTBEAT_TIMEOUT_S / 3)
+    finally:
+        cut.heal()
+    job.checkpoints_go_on(3)
+    assert job.restored() is None, "a cut shorter than the heartbeat timeout restarted the job"
 
 
-def _run(cluster: SparkCluster, tmp_path: Path) -> None:
+def stop_a_host_for_a_while(job: RunningJob) -> None:
+    """Every process of a host running an undertow worker is stopped (SIGSTOP) for less than
+    the heartbeat timeout: checkpoints complete again once it resumes, without a restart."""
+    host = job.undertow_host()
+    pids = job.cluster.pids(host)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(HEARTBEAT_TIMEOUT_S / 2)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    job.checkpoints_go_on(3)
+    assert job.restored() is None, "a host stopped within the heartbeat timeout restarted the job"
+
+
+Fault = Callable[[RunningJob], None]
+
+
+def _run(cluster: SparkCluster, tmp_path: Path, faults: list[Fault],
+         extra: dict[str, Any]) -> None:  # fmt: skip
     settings = {
         "spark.master": cluster.master_url,
         "spark.driver.host": cluster.network.driver_address,
@@ -82,56 +166,45 @@ def _run(cluster: SparkCluster, tmp_path: Path) -> None:
         "keys": 20,
         "records_per_key": 3000,
         "records_per_second": 1500.0,
+        **extra,
     }
     env = cluster.env(cluster.network.driver_address)
-    job = subprocess.Popen([sys.executable, str(JOB), json.dumps(settings)], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           cwd=tmp_path)  # fmt: skip
-    output: list[str] = []
+    process = subprocess.Popen([sys.executable, str(JOB), json.dumps(settings)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               cwd=tmp_path)  # fmt: skip
+    job = RunningJob(cluster, process)
     try:
-        assert job.stdout is not None
-        for line in job.stdout:
-            output.append(line)
+        assert process.stdout is not None
+        for line in process.stdout:
+            job.output.append(line)
             if line.startswith("REST "):
                 break
-        url, job_id = output[-1].split()[1:3]
-        _wait("3 completed checkpoints", lambda: _completed(url, job_id) >= 3, 120, job)
-
-        # 1. a host dies with everything on it
-        victim = _wait("a host running an undertow worker", cluster.hosts_running_undertow,
-                       30, job)[0]  # fmt: skip
-        killed = cluster.kill_host(victim)
-        print(f"killed {killed} processes of {victim.name} ({victim.address})")
-        before = _completed(url, job_id)
-        _wait("a restore after the kill", lambda: _restored(url, job_id) is not None, 120, job)
-        _wait("checkpoints after the restore", lambda: _completed(url, job_id) >= before + 2,
-              120, job)  # fmt: skip
-        cluster.start_worker(victim)
-        cluster.wait_for_workers(2)
-
-        # 2. a host is cut off for longer than the heartbeat timeout, then healed
-        first = _restored(url, job_id)
-        cut = _wait("a host running an undertow worker", cluster.hosts_running_undertow,
-                    30, job)[0]  # fmt: skip
-        cut.cut()
-        try:
-            time.sleep(HEARTBEAT_TIMEOUT_S + 2)
-        finally:
-            cut.heal()
-        print(f"cut {cut.name} ({cut.address}) off for {HEARTBEAT_TIMEOUT_S + 2} s")
-        _wait("a second restore", lambda: _restored(url, job_id) not in (None, first), 120, job)
-
-        output.extend(job.stdout)
-        assert job.wait(300) == 0, "".join(output[-80:]) + cluster.logs()
+        job.url, job.job_id = job.output[-1].split()[1:3]
+        job.wait("3 completed checkpoints", lambda: job.completed() >= 3)
+        for fault in faults:
+            fault(job)
+        job.output.extend(process.stdout)
+        assert process.wait(300) == 0, "".join(job.output[-80:]) + cluster.logs()
     finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
-    text = "".join(output)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = "".join(job.output)
     assert "ORACLE lost=0, duplicated=0, out_of_order=0, corrupt=0" in text, text[-4000:]
 
 
+SCENARIOS = [
+    pytest.param([kill_a_host_then_bring_it_back, cut_a_host_past_the_heartbeat_timeout], {},
+                 id="kill-and-partition", marks=pytest.mark.restores),
+    pytest.param([cut_a_host_within_the_heartbeat_timeout], {}, id="short-partition",
+                 marks=pytest.mark.soak),
+    pytest.param([stop_a_host_for_a_while], {"execution.checkpointing.unaligned.enabled": True},
+                 id="stopped-host-unaligned", marks=pytest.mark.soak),
+]  # fmt: skip
+
+
 @pytest.mark.timeout(600)
-def test_oracle_survives_a_host_kill_and_a_partition(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("faults", "extra"), SCENARIOS)
+def test_oracle_across_hosts(tmp_path: Path, faults: list[Fault], extra: dict[str, Any]) -> None:
     with spark_cluster(tmp_path / "spark-logs") as cluster:
-        _run(cluster, tmp_path)
+        _run(cluster, tmp_path, faults, extra)
