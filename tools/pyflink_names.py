@@ -30,6 +30,10 @@ ROOTS = ("pyflink.common", "pyflink.datastream")
 
 _JVM_CONNECTOR = "not applicable: a Java connector (runs in Flink's JVM); undertow has none"
 _JAVA = "not applicable: wraps a Java class"
+_KAFKA_LEGACY = (
+    "not applicable: its Java class was removed in flink-connector-kafka 4.0; use KafkaSource "
+    "and KafkaSink"
+)
 _ASYNC = (
     "not applicable: PyFlink's internal carrier of an AsyncFunction's settings from the Java "
     "operator to the Python worker; undertow's AsyncDataStream hands them to its "
@@ -44,7 +48,13 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.connectors.dynamic_kafka": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.elasticsearch": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.jdbc": _JVM_CONNECTOR,
-    "module:pyflink.datastream.connectors.kafka": _JVM_CONNECTOR,
+    "FlinkKafkaConsumer": _KAFKA_LEGACY,
+    "FlinkKafkaProducer": _KAFKA_LEGACY,
+    "Semantic": _KAFKA_LEGACY,
+    "KafkaSink": (
+        "supported: EXACTLY_ONCE keeps each checkpoint's output in the sink's state and "
+        "commits it with a progress marker (docs/kafka.md)"
+    ),
     "module:pyflink.datastream.connectors.kinesis": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.pulsar": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.rabbitmq": _JVM_CONNECTOR,

@@ -287,3 +287,35 @@ def no_restore() -> Iterator[list[int]]:
         yield ignored
     finally:
         set_restore_filter(None)
+
+
+# --- crashes at a sink's named protocol points ----------------------------------------------------
+
+
+class ScheduledCrash:
+    """Crashes a sink subtask at a named point of its commit protocol (the Kafka sink's
+    ``CRASH_POINTS``; hand it to ``KafkaSink.with_crash_injector``): in attempt ``attempt``, on
+    subtask ``subtask``, the ``nth`` time the point is reached. ``hard`` ends the worker
+    process at once (``os._exit``, like a kill: nothing after the point runs, not even
+    ``close``; use it on ``local``); otherwise it raises :class:`InjectedFailure`."""
+
+    def __init__(self, point: str, nth: int = 1, attempt: int = 0, subtask: int = 0,
+                 hard: bool = True) -> None:  # fmt: skip
+        if nth < 1:
+            raise ValueError(f"ScheduledCrash({point!r}): nth must be >= 1, got {nth}")
+        self.point, self.nth, self.attempt, self.subtask, self.hard = (point, nth, attempt,
+                                                                       subtask, hard)  # fmt: skip
+        self._seen = 0
+
+    def reached(self, point: str, checkpoint_id: int, attempt: int, subtask: int) -> None:
+        if (point, attempt, subtask) != (self.point, self.attempt, self.subtask):
+            return
+        self._seen += 1
+        if self._seen != self.nth:
+            return
+        what = (f"ScheduledCrash: {point} (time {self.nth}, checkpoint {checkpoint_id}, attempt "
+                f"{attempt}, subtask {subtask})")  # fmt: skip
+        print(f"[oracle] {what}", flush=True)
+        if self.hard:
+            os._exit(86)
+        raise InjectedFailure(what)
