@@ -48,6 +48,7 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import RESTARTING, run_killing_a_worker_after_a_checkpoint
+from .restore_evidence import restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 8, 500
 #: per source reader: 2 readers, so a run lasts about 2 s of source time
@@ -129,6 +130,7 @@ def scenario_crash_at_each_point(
     found = verdict(read_committed(bootstrap, topic), KEYS, RECORDS_PER_KEY)
     assert not any(found.counts().values()), f"{points}: {found}"
     assert len(RESTARTING.findall(console)) == len(points), console
+    assert len(restored_checkpoints(console)) == len(points), console
 
 
 @pytest.mark.parametrize("target", ["local"])
