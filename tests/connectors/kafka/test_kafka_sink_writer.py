@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from undertow.common.serialization import SimpleStringSchema
@@ -165,10 +165,13 @@ def test_a_restore_after_each_crash_point_writes_each_record_once(
         writer.producer.flush(10)
     elif crash == "after-commit":
         writer.notify_checkpoint_complete(2)
-    del writer  # no close: a crashed writer does nothing more
+    zombie = writer.producer  # no close: a crashed writer does nothing more
     restarted = the_sink.restore_writer(Context(attempt=1, restored=cid), restored)
     checkpoint(restarted, 3, replay)
     restarted.notify_checkpoint_complete(3)
+    if crash == "during-commit":  # the old attempt's producer is fenced: it cannot commit
+        with pytest.raises(KafkaException):
+            zombie.commit_transaction(10)
     assert values(kafka_bootstrap, topic) == ["a", "b", "c", "d"]
 
 
