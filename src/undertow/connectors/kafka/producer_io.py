@@ -23,6 +23,10 @@ STARTUP_TIMEOUT = "undertow.sink.startup-timeout.ms"
 SINK_OPTIONS = (PROGRESS_TOPIC, STARTUP_TIMEOUT)
 DEFAULT_PROGRESS_TOPIC = "undertow-sink-progress"
 DEFAULT_STARTUP_TIMEOUT_MS = 30_000
+#: The progress topic: compacted, with segments rolled every 10 minutes so that compaction
+#: keeps what a restore reads to about the markers of the last 10 minutes.
+PROGRESS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": "600000",
+                         "min.cleanable.dirty.ratio": "0.1"}  # fmt: skip
 #: librdkafka's default ``message.max.bytes``.
 DEFAULT_MESSAGE_MAX_BYTES = 1_000_000
 
@@ -71,9 +75,7 @@ def broker_transaction_max_timeout(
 def ensure_progress_topic(config: dict[str, Any], topic: str, where: str, timeout_s: float) -> None:
     """Create the compacted one-partition progress topic unless it exists."""
     admin = AdminClient({k: v for k, v in config.items() if not k.startswith("transaction")})
-    new = NewTopic(
-        topic, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"}
-    )
+    new = NewTopic(topic, num_partitions=1, replication_factor=-1, config=PROGRESS_TOPIC_CONFIG)
     try:
         admin.create_topics([new], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
     except KafkaException as err:
