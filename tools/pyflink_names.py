@@ -30,10 +30,6 @@ ROOTS = ("pyflink.common", "pyflink.datastream")
 
 _JVM_CONNECTOR = "not applicable: a Java connector (runs in Flink's JVM); undertow has none"
 _JAVA = "not applicable: wraps a Java class"
-_KAFKA_LEGACY = (
-    "not applicable: its Java class was removed in flink-connector-kafka 4.0; use KafkaSource "
-    "and KafkaSink"
-)
 _ASYNC = (
     "not applicable: PyFlink's internal carrier of an AsyncFunction's settings from the Java "
     "operator to the Python worker; undertow's AsyncDataStream hands them to its "
@@ -48,9 +44,6 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.connectors.dynamic_kafka": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.elasticsearch": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.jdbc": _JVM_CONNECTOR,
-    "FlinkKafkaConsumer": _KAFKA_LEGACY,
-    "FlinkKafkaProducer": _KAFKA_LEGACY,
-    "Semantic": _KAFKA_LEGACY,
     "KafkaSink": (
         "supported: EXACTLY_ONCE keeps each checkpoint's output in the sink's state and "
         "commits it with a progress marker (docs/kafka.md)"
@@ -116,6 +109,17 @@ ANNOTATIONS: dict[str, str] = {
     "ConfigOption": "different: typed options live in undertow.core.config (Options)",
     "ConfigOptions": "different: typed options live in undertow.core.config (Options)",
     "JobID": "different: job ids are 32-hex-digit strings",
+    "FlinkKafkaConsumer": (
+        "not applicable: wraps a Java class removed in flink-connector-kafka 4.0; use KafkaSource"
+    ),
+    "FlinkKafkaProducer": (
+        "not applicable: wraps a Java class removed in flink-connector-kafka 4.0; use KafkaSink"
+    ),
+    "Semantic": "not applicable: FlinkKafkaProducer's; KafkaSink takes a DeliveryGuarantee",
+    "KafkaSource": (
+        "different: on confluent-kafka (librdkafka properties); adds "
+        "set_bad_record_side_output; topic patterns are Python regular expressions"
+    ),
     "SourceFunction": "not applicable: wraps a Java SourceFunction; use from_source",
     "SinkFunction": "supported: Python sink functions (add_sink); Java ones are absent",
     "CsvBulkWriters": "not applicable: a Java bulk writer; use CsvRowEncoder with the file sink",

@@ -1,19 +1,15 @@
-"""Kafka connector: the Kafka sink (:mod:`.sink`); see :mod:`undertow.datastream.connectors.kafka`
-for the public names."""
+"""Kafka connector: ``KafkaSource`` (FLIP-27) and ``KafkaSink`` on confluent-kafka.
 
-from undertow.connectors.kafka.record_serializer import (
-    KafkaRecordSerializationSchema,
-    KafkaRecordSerializationSchemaBuilder,
-    KafkaTopicSelector,
-)
-from undertow.connectors.kafka.sink import KafkaSink, KafkaSinkBuilder
-from undertow.connectors.kafka.sink_protocol import KafkaSinkError
+Public names are re-exported by :mod:`undertow.datastream.connectors.kafka` (PyFlink's module
+path). Modules, one concept each:
 
-__all__ = [
-    "KafkaRecordSerializationSchema",
-    "KafkaRecordSerializationSchemaBuilder",
-    "KafkaSink",
-    "KafkaSinkBuilder",
-    "KafkaSinkError",
-    "KafkaTopicSelector",
-]
+* :mod:`.offsets`: topic-partitions and offsets initializers (where reading starts and stops);
+* :mod:`.split`: a split, one topic-partition and the next offset to read;
+* :mod:`.assignment`: which reader subtask owns a partition (pure, deterministic);
+* :mod:`.admin`: the broker lookups the enumerator needs (partitions, offsets);
+* :mod:`.enumerator`, :mod:`.fetcher`, :mod:`.reader`, :mod:`.source`: the source;
+* :mod:`.record_serializer`: how a record becomes a Kafka record (topic, key, value);
+* :mod:`.sink_protocol`: the exactly-once sink's pure decisions;
+* :mod:`.producer_io`: the sink's client I/O; :mod:`.writer`: its writers;
+* :mod:`.sink`: ``KafkaSink`` and its builder.
+"""
