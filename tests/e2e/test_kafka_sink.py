@@ -51,7 +51,9 @@ from .kills import RESTARTING, run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 8, 500
-#: per source reader: 2 readers, so a run lasts about 2 s of source time
+#: the crash run restarts once per crash point, each after a checkpoint or two: a longer input
+CRASH_RUN_RECORDS_PER_KEY = 800
+#: per source reader: 2 readers, so a run lasts about 2 s of source time (3.2 s for the crash run)
 THROTTLED = 1_000.0
 JOB_TIMEOUT_S = 90.0
 
@@ -79,8 +81,9 @@ def _job(
     topic: str,
     guarantee: DeliveryGuarantee,
     crash: ScheduledCrash | None = None,
+    records_per_key: int = RECORDS_PER_KEY,
 ) -> None:
-    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
+    source = OracleSource(KEYS, records_per_key, records_per_second=THROTTLED)
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "oracle").uid("source")
     counted = stream.key_by(oracle_key).process(OracleStatefulFunction()).uid("stateful")
     serializer = (
@@ -124,10 +127,10 @@ def scenario_crash_at_each_point(
     topic = _topic(bootstrap)
     env = make_env(parallelism=2, config=_config(tmp_path, restarts=len(points)))
     crash = ScheduledCrash(points, nth=2)
-    _job(env, bootstrap, topic, DeliveryGuarantee.EXACTLY_ONCE, crash)
+    _job(env, bootstrap, topic, DeliveryGuarantee.EXACTLY_ONCE, crash, CRASH_RUN_RECORDS_PER_KEY)
     env.execute_async("crash at each point").get_job_execution_result(timeout=JOB_TIMEOUT_S)
     console = capsys.readouterr().err
-    found = verdict(read_committed(bootstrap, topic), KEYS, RECORDS_PER_KEY)
+    found = verdict(read_committed(bootstrap, topic), KEYS, CRASH_RUN_RECORDS_PER_KEY)
     assert not any(found.counts().values()), f"{points}: {found}"
     assert len(RESTARTING.findall(console)) == len(points), console
     assert len(restored_checkpoints(console)) == len(points), console
