@@ -184,6 +184,7 @@ def _killed_run(
         checkpoints=2,
     )
     assert len(RESTARTING.findall(console)) >= 1, (seed, console)
+    assert restored_checkpoints(console), (seed, console)
     return seed, verdict(read_committed(bootstrap, topic), KEYS, RECORDS_PER_KEY)
 
 

@@ -195,6 +195,22 @@ def test_rescaled_down_state_is_restored_by_its_new_owner(kafka_bootstrap: str) 
     assert not dead & set(markers(kafka_bootstrap)), "dead markers were not deleted"
 
 
+def test_rescaled_up_state_stays_with_its_owner(kafka_bootstrap: str) -> None:
+    topic = make_topic(kafka_bootstrap)
+    the_sink = sink(kafka_bootstrap, topic)
+    old = [the_sink.create_writer(Context(i, 2)) for i in range(2)]
+    states = [s for i, w in enumerate(old) for s in checkpoint(w, 1, [f"r{i}"])]
+    new = [
+        the_sink.restore_writer(Context(i, 3, 1, 1), [s for s in states if s.subtask % 3 == i])
+        for i in range(3)
+    ]
+    assert values(kafka_bootstrap, topic) == ["r0", "r1"]
+    for i, w in enumerate(new):
+        checkpoint(w, 2, [f"n{i}"])
+        w.notify_checkpoint_complete(2)
+    assert values(kafka_bootstrap, topic) == ["n0", "n1", "n2", "r0", "r1"]
+
+
 def test_a_new_job_from_an_older_checkpoint_does_not_take_its_ids_for_committed(
     kafka_bootstrap: str,
 ) -> None:
