@@ -24,8 +24,9 @@ from .conftest import EnvFactory
 from .kills import RESTARTING, run_killing_a_worker_after_a_checkpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kafka_wordcount.py"
-#: 40 copies of the example's text: 1,440 words; at 2 ms per line the job lasts ~0.5 s per reader
-COPIES, PACE_S = 40, 0.002
+#: 40 copies of the example's text: 200 lines, 1,560 words; at 10 ms per line the job reads
+#: for 1 to 2 s (two partitions, filled unevenly by the producer)
+COPIES, PACE_S = 40, 0.010
 
 
 def _example() -> Any:
