@@ -21,7 +21,8 @@ from typing import Any
 
 import msgpack
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from undertow.common import Configuration
 from undertow.common.serialization import DeserializationSchema, SimpleStringSchema
@@ -160,6 +161,7 @@ def collect(stream: Any, timeout_s: float = 60.0) -> list[Any]:
     return got
 
 
+@pytest.mark.timeout(90)  # a source that waits for a record past the commit marker hangs
 def test_bounded_source_over_a_transactional_topic_ends_with_the_committed_records(
     kafka_bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
@@ -170,6 +172,7 @@ def test_bounded_source_over_a_transactional_topic_ends_with_the_committed_recor
         producer.begin_transaction()
         for i in range(50):
             producer.produce(topic, f"{outcome}-{i}".encode(), partition=i % 2)
+        producer.flush(30)  # in the log before the abort (an abort purges unsent records)
         if outcome == "commit":
             producer.commit_transaction(30)
         else:
@@ -183,6 +186,7 @@ def test_bounded_source_over_a_transactional_topic_ends_with_the_committed_recor
     assert sorted(got) == sorted(f"commit-{i}" for i in range(50) for _ in range(2))
 
 
+@pytest.mark.timeout(90)  # a partition that is never discovered leaves the job waiting
 def test_a_partition_added_while_the_job_runs_is_read(
     kafka_bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
@@ -275,3 +279,85 @@ def test_rejected_records_go_to_the_side_output_when_asked(
         1,
         b"x",
     )
+
+
+def unbounded_source(bootstrap: str, topic: str, **props: str) -> KafkaSource:
+    return (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(topic)
+        .set_group_id(f"{topic}-group")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_properties(props)
+        .build()
+    )
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = [
+        ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    ]
+    answer = admin.list_consumer_group_offsets(request)[group].result(30)
+    return sorted(tp.offset for tp in answer.topic_partitions)
+
+
+@pytest.mark.timeout(90)
+def test_completed_checkpoints_commit_their_offsets_to_the_consumer_group(
+    kafka_bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)
+    produce(kafka_bootstrap, topic, [(i % 2, None, str(i).encode()) for i in range(30)])
+    env = local_env(**{"execution.checkpointing.interval": "100 ms",
+                       "execution.checkpointing.dir": str(tmp_path)})  # fmt: skip
+    stream = env.from_source(
+        unbounded_source(kafka_bootstrap, topic), WatermarkStrategy.no_watermarks(), "kafka"
+    )
+    seen, offsets = 0, []
+    with stream.execute_and_collect() as results:
+        for _ in results:
+            seen += 1
+            if seen == 30:  # everything read: a later checkpoint commits the end offsets
+                deadline = time.monotonic() + 30
+                while offsets != [15, 15] and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    offsets = committed_offsets(kafka_bootstrap, f"{topic}-group", topic, 2)
+                break
+    assert offsets == [15, 15]
+
+
+@pytest.mark.timeout(180)
+def test_the_job_reads_on_after_the_broker_restarts(
+    kafka_broker: Any, kafka_bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """The broker is killed (SIGKILL) and started again on the same port and data while the
+    job runs: every record is read exactly once (the client reconnects; a consumer error the
+    client cannot recover from would fail the job and restart it from its checkpoint)."""
+    if kafka_broker is None:
+        pytest.skip("needs the test session's own broker (UNDERTOW_KAFKA_BOOTSTRAP is set)")
+    topic = new_topic(2)
+    produce(kafka_bootstrap, topic, [(i % 2, None, f"before-{i}".encode()) for i in range(20)])
+    env = local_env(**{"execution.checkpointing.interval": "100 ms",
+                       "execution.checkpointing.dir": str(tmp_path),
+                       "restart-strategy.type": "fixed-delay",
+                       "restart-strategy.fixed-delay.attempts": "3"})  # fmt: skip
+    stream = env.from_source(
+        unbounded_source(kafka_bootstrap, topic), WatermarkStrategy.no_watermarks(), "kafka"
+    )
+    got: list[str] = []
+    expected = [f"before-{i}" for i in range(20)] + [f"after-{i}" for i in range(20)]
+    with stream.execute_and_collect() as results:
+        for value in results:
+            got.append(value)
+            if len(got) == 20:
+                kafka_broker.kill()
+                time.sleep(1.0)
+                kafka_broker.restart()
+                produce(
+                    kafka_bootstrap,
+                    topic,
+                    [(i % 2, None, f"after-{i}".encode()) for i in range(20)],
+                )
+            if len(got) >= 40:
+                break
+    assert sorted(got) == sorted(expected)

@@ -8,6 +8,7 @@ exception. Threading: one caller at a time (the JobMaster's loop thread).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,7 +54,9 @@ class KafkaAdmin:
     def __init__(self, config: dict[str, Any], timeout_s: float) -> None:
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout_s = timeout_s
-        self._client = AdminClient({**config, "log_level": config.get("log_level", 2)})
+        client_config: dict[str, Any] = dict(config)
+        client_config["logger"] = logging.getLogger("undertow.connectors.kafka.librdkafka")
+        self._client = AdminClient(client_config)
 
     def _fail(self, what: str, err: BaseException) -> KafkaSourceError:
         return KafkaSourceError(

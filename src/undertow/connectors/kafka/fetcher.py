@@ -28,6 +28,7 @@ from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
 
 log = logging.getLogger(__name__)
+_CLIENT_LOG = logging.getLogger("undertow.connectors.kafka.librdkafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,9 @@ class SplitFetcher:
 
     def _run(self) -> None:
         try:
-            consumer = Consumer(self._config)
+            # librdkafka's own log lines (a broker that went away, ...) go to Python logging,
+            # not to the process's stderr
+            consumer = Consumer({**self._config, "logger": _CLIENT_LOG})
         except Exception as err:
             self._put(FetchFailed(f"cannot create the consumer: {err}"))
             return
