@@ -27,6 +27,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from undertow.common import WatermarkStrategy
+from undertow.common.serialization import SimpleStringSchema
 from undertow.datastream import JobStatus
 from undertow.datastream.connectors.kafka import (
     DeliveryGuarantee,
@@ -249,3 +250,32 @@ def test_exactly_once_through_a_broker_restart(
     print(f"job restarts during the broker restart: {restarts}")
     found = verdict(read_committed(kafka_bootstrap, topic), KEYS, RECORDS_PER_KEY)
     assert not any(found.counts().values()), (restarts, found)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_exactly_once_without_checkpointing_commits_at_the_end_of_input(
+    make_env: EnvFactory, kafka_bootstrap: str
+) -> None:
+    """No checkpoints, so no final checkpoint: the sink operator has the writer commit what is
+    left when the input ends."""
+    topic = _topic(kafka_bootstrap)
+    env = make_env(parallelism=2)
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic(topic)
+        .set_value_serialization_schema(SimpleStringSchema())
+        .build()
+    )
+    sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_bootstrap)
+        .set_record_serializer(serializer)
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(f"no-checkpoints-{topic}")
+        .build()
+    )
+    words = [f"w{i}" for i in range(50)]
+    env.from_collection(words).sink_to(sink)
+    env.execute("no checkpoints")
+    got = sorted((v or b"").decode() for _, v in read_committed(kafka_bootstrap, topic))
+    assert got == sorted(words)
