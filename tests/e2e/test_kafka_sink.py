@@ -13,6 +13,9 @@ so each key's order is the topic's). On ``local`` (worker processes):
   fail the oracle;
 * ``AT_LEAST_ONCE`` under a kill: nothing lost.
 
+Also: ``EXACTLY_ONCE`` with checkpointing off commits at the end of input (``local-threads``),
+and, under ``make soak``, stays exact through a broker kill and restart.
+
 The kill's seed is printed; replay with ``UNDERTOW_TEST_SEED``.
 """
 
