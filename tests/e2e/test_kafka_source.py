@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from undertow.common import Configuration
 from undertow.common.serialization import DeserializationSchema, SimpleStringSchema
 from undertow.common.watermark_strategy import WatermarkStrategy
-from undertow.datastream import OutputTag, StreamExecutionEnvironment
+from undertow.datastream import OutputTag, ProcessFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.discard import DiscardingSink
 from undertow.datastream.connectors.kafka import (
     KafkaBadRecord,
@@ -361,3 +362,41 @@ def test_the_job_reads_on_after_the_broker_restarts(
             if len(got) >= 40:
                 break
     assert sorted(got) == sorted(expected)
+
+
+class LateCounter(ProcessFunction):
+    """Emits ``(value, late)``: late if the record is at or behind the current watermark."""
+
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Any:
+        yield value, ctx.timestamp() <= ctx.timer_service().current_watermark()
+
+
+@pytest.mark.timeout(90)
+def test_watermarks_are_kept_per_partition(
+    kafka_bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """One reader, two partitions far apart in event time. The partition behind gets its
+    records only after the one ahead was read completely: its split, taken at the start, held
+    the source's watermark back meanwhile, so none of its records is late. (One generator over
+    both partitions would have run ahead with the first, making every later record late.)"""
+    topic = new_topic(2)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+    for i in range(500):
+        producer.produce(topic, b"ahead", partition=0, timestamp=1_000_000 + i)
+    assert producer.flush(30) == 0
+    env = local_env(parallelism=1, **{"pipeline.auto-watermark-interval": "1"})
+    source = unbounded_source(kafka_bootstrap, topic)
+    stream = env.from_source(source, WatermarkStrategy.for_monotonous_timestamps(), "kafka")
+    got: list[tuple[str, bool]] = []
+    with stream.process(LateCounter()).execute_and_collect() as results:
+        for value in results:
+            got.append(value)
+            if len(got) == 500:  # all ahead; let periodic watermarks run, then the rest
+                time.sleep(0.3)
+                for i in range(500):
+                    producer.produce(topic, b"behind", partition=1, timestamp=1 + i)
+                assert producer.flush(30) == 0
+            if len(got) == 1000:
+                break
+    late = Counter(value for value, is_late in got if is_late)
+    assert len(got) == 1000 and not late, f"late records: {dict(late)}"
