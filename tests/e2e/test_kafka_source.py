@@ -400,3 +400,70 @@ def test_watermarks_are_kept_per_partition(
                 break
     late = Counter(value for value, is_late in got if is_late)
     assert len(got) == 1000 and not late, f"late records: {dict(late)}"
+
+
+def oracle_job(env: StreamExecutionEnvironment, source: KafkaSource, evidence: Path) -> None:
+    """KafkaSource -> key_by -> stateful op -> key_by -> verifying sink (spinning 0.5 ms)."""
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").uid("kafka")
+    stateful = stream.key_by(oracle_key).process(OracleStatefulFunction(None, 1, str(evidence)))
+    verified = (
+        stateful.uid("oracle-stateful")
+        .key_by(oracle_key)
+        .process(
+            VerifyingSink(
+                RESCALE_RECORDS,
+                seq_order_kept=True,
+                spin_s=0.0005,
+                job_tag=1,
+                evidence_dir=str(evidence),
+            )
+        )
+    )
+    verified.uid("oracle-verifying-sink").sink_to(DiscardingSink()).uid("discard")
+
+
+RESCALE_RECORDS = 400
+
+
+def test_rescale_from_two_readers_to_three_through_a_savepoint(
+    kafka_bootstrap: str, new_topic: Callable[..., str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A job with 2 readers of a 4-partition topic stops with a savepoint mid-stream; a job
+    with 3 readers resumes from it and ends: every (key, seq) once and in order (keyed state and
+    the 4 partitions' checkpointed offsets carried over), and the new job read fewer records
+    than the topic holds (it resumed at the offsets, not at the start)."""
+    topic = new_topic(4)
+    records = [
+        (key % 4, None, msgpack.packb(list(make_record(key, seq, SMALL))))
+        for seq in range(1, RESCALE_RECORDS + 1)
+        for key in range(KEYS)
+    ]
+    produce(kafka_bootstrap, topic, records)
+    evidence = tmp_path / "evidence"
+    config = {"execution.checkpointing.interval": "100 ms",
+              "execution.checkpointing.dir": str(tmp_path / "checkpoints")}  # fmt: skip
+
+    first = local_env(parallelism=2, **config)
+    source = (
+        KafkaSource.builder().set_bootstrap_servers(kafka_bootstrap).set_topics(topic)
+        .set_unbounded(KafkaOffsetsInitializer.latest())
+        .set_value_only_deserializer(OracleRecordSchema()).build()
+    )  # fmt: skip
+    oracle_job(first, source, evidence)
+    client = first.execute_async("kafka p=2")
+    deadline = time.monotonic() + 60
+    while "checkpoint 3 completed" not in capsys.readouterr().err:
+        assert time.monotonic() < deadline, "no checkpoints in the first job"
+        time.sleep(0.05)
+    savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=60)
+    client.get_job_execution_result(timeout=60)
+
+    second = local_env(parallelism=3, **config, **{"execution.state-recovery.path": savepoint})
+    bounded = bounded_source(kafka_bootstrap, topic, OracleRecordSchema())
+    oracle_job(second, bounded, evidence)
+    result = second.execute_async("kafka p=3").get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    oracle = OracleResult.from_job_result(result, KEYS, RESCALE_RECORDS, evidence)
+
+    assert oracle.is_exactly_once, str(oracle)
+    oracle.assert_restored()
