@@ -132,8 +132,13 @@ def free_port() -> int:
 
 
 def cluster_id() -> str:
-    """A random cluster id in Kafka's format (16 bytes, URL-safe base64 without padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id in Kafka's format (16 bytes, URL-safe base64 without padding).
+    Like Kafka's ``Uuid.randomUuid`` it never starts with "-", which the storage tool's
+    command line would take for an option."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _die_with_parent() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from undertow.common import Configuration
 from undertow.common.serialization import DeserializationSchema, SimpleStringSchema
 from undertow.common.watermark_strategy import WatermarkStrategy
-from undertow.datastream import OutputTag, StreamExecutionEnvironment
+from undertow.datastream import OutputTag, ProcessFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.discard import DiscardingSink
 from undertow.datastream.connectors.kafka import (
     KafkaBadRecord,
@@ -50,7 +51,7 @@ from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
 
-KEYS, RECORDS_PER_KEY = 8, 1000
+KEYS, RECORDS_PER_KEY = 8, 800
 SMALL = (SizeClass(1.0, 16, 200),)
 JOB_TIMEOUT_S = 120.0
 
@@ -121,7 +122,7 @@ def test_oracle_through_kafka_survives_a_worker_kill(
         VerifyingSink(
             RECORDS_PER_KEY,
             seq_order_kept=True,
-            spin_s=0.0002,
+            spin_s=0.0005,
             job_tag=1,
             evidence_dir=str(evidence),
         )
@@ -361,3 +362,108 @@ def test_the_job_reads_on_after_the_broker_restarts(
             if len(got) >= 40:
                 break
     assert sorted(got) == sorted(expected)
+
+
+class LateCounter(ProcessFunction):
+    """Emits ``(value, late)``: late if the record is at or behind the current watermark."""
+
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Any:
+        yield value, ctx.timestamp() <= ctx.timer_service().current_watermark()
+
+
+@pytest.mark.timeout(90)
+def test_watermarks_are_kept_per_partition(
+    kafka_bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """One reader, two partitions far apart in event time. The partition behind gets its
+    records only after the one ahead was read completely: its split, taken at the start, held
+    the source's watermark back meanwhile, so none of its records is late. (One generator over
+    both partitions would have run ahead with the first, making every later record late.)"""
+    topic = new_topic(2)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+    for i in range(500):
+        producer.produce(topic, b"ahead", partition=0, timestamp=1_000_000 + i)
+    assert producer.flush(30) == 0
+    env = local_env(parallelism=1, **{"pipeline.auto-watermark-interval": "1"})
+    source = unbounded_source(kafka_bootstrap, topic)
+    stream = env.from_source(source, WatermarkStrategy.for_monotonous_timestamps(), "kafka")
+    got: list[tuple[str, bool]] = []
+    with stream.process(LateCounter()).execute_and_collect() as results:
+        for value in results:
+            got.append(value)
+            if len(got) == 500:  # all ahead; let periodic watermarks run, then the rest
+                time.sleep(0.3)
+                for i in range(500):
+                    producer.produce(topic, b"behind", partition=1, timestamp=1 + i)
+                assert producer.flush(30) == 0
+            if len(got) == 1000:
+                break
+    late = Counter(value for value, is_late in got if is_late)
+    assert len(got) == 1000 and not late, f"late records: {dict(late)}"
+
+
+def oracle_job(env: StreamExecutionEnvironment, source: KafkaSource, evidence: Path) -> None:
+    """KafkaSource -> key_by -> stateful op -> key_by -> verifying sink (spinning 0.5 ms)."""
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").uid("kafka")
+    stateful = stream.key_by(oracle_key).process(OracleStatefulFunction(None, 1, str(evidence)))
+    verified = (
+        stateful.uid("oracle-stateful")
+        .key_by(oracle_key)
+        .process(
+            VerifyingSink(
+                RESCALE_RECORDS,
+                seq_order_kept=True,
+                spin_s=0.0005,
+                job_tag=1,
+                evidence_dir=str(evidence),
+            )
+        )
+    )
+    verified.uid("oracle-verifying-sink").sink_to(DiscardingSink()).uid("discard")
+
+
+RESCALE_RECORDS = 1000
+
+
+def test_rescale_from_two_readers_to_three_through_a_savepoint(
+    kafka_bootstrap: str, new_topic: Callable[..., str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A job with 2 readers of a 4-partition topic stops with a savepoint mid-stream; a job
+    with 3 readers resumes from it and ends: every (key, seq) once and in order (keyed state and
+    the 4 partitions' checkpointed offsets carried over), and the new job read fewer records
+    than the topic holds (it resumed at the offsets, not at the start)."""
+    topic = new_topic(4)
+    records = [
+        (key % 4, None, msgpack.packb(list(make_record(key, seq, SMALL))))
+        for seq in range(1, RESCALE_RECORDS + 1)
+        for key in range(KEYS)
+    ]
+    produce(kafka_bootstrap, topic, records)
+    evidence = tmp_path / "evidence"
+    config = {"execution.checkpointing.interval": "100 ms",
+              "execution.checkpointing.dir": str(tmp_path / "checkpoints")}  # fmt: skip
+
+    first = local_env(parallelism=2, **config)
+    source = (
+        KafkaSource.builder().set_bootstrap_servers(kafka_bootstrap).set_topics(topic)
+        .set_unbounded(KafkaOffsetsInitializer.latest())
+        .set_value_only_deserializer(OracleRecordSchema()).build()
+    )  # fmt: skip
+    oracle_job(first, source, evidence)
+    client = first.execute_async("kafka p=2")
+    deadline = time.monotonic() + 60
+    while "checkpoint 1 completed" not in capsys.readouterr().err:
+        assert time.monotonic() < deadline, "no checkpoints in the first job"
+        time.sleep(0.05)
+    savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=60)
+    client.get_job_execution_result(timeout=60)
+
+    second = local_env(parallelism=3, **config, **{"execution.state-recovery.path": savepoint})
+    bounded = bounded_source(kafka_bootstrap, topic, OracleRecordSchema())
+    oracle_job(second, bounded, evidence)
+    result = second.execute_async("kafka p=3").get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    oracle = OracleResult.from_job_result(result, KEYS, RESCALE_RECORDS, evidence)
+
+    assert oracle.is_exactly_once, str(oracle)
+    oracle.assert_restored()

@@ -27,7 +27,13 @@ from undertow.connectors.kafka.fetcher import (
 )
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
-from undertow.connectors.source import InputStatus, ReaderOutput, SourceReader, SourceReaderContext
+from undertow.connectors.source import (
+    InputStatus,
+    ReaderOutput,
+    SourceReader,
+    SourceReaderContext,
+    SplitReaderOutput,
+)
 
 #: Checkpoints whose offsets wait for their completion notice; older ones are dropped.
 _MAX_PENDING_COMMITS = 16
@@ -64,6 +70,8 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         self._to_commit: dict[int, dict[KafkaTopicPartition, int]] = {}
         self._last_request = 0.0
         self._fetcher: SplitFetcher | None = None
+        #: partitions taken since the last poll, to register for per-partition watermarks
+        self._unregistered: list[KafkaTopicPartition] = []
 
     def _fetch(self) -> SplitFetcher:
         if self._fetcher is None:
@@ -95,6 +103,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
                 self.finished.add(tp)
             else:
                 self.positions[tp] = split
+                self._unregistered.append(tp)
                 live.append(split)
         if live:
             self._fetch().add_splits(live)
@@ -109,6 +118,10 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         if (interval > 0 and not self.no_more_splits
                 and (time.monotonic() - self._last_request) * 1000 >= interval):  # fmt: skip
             self._request()
+        if self._unregistered and isinstance(output, SplitReaderOutput):
+            for tp in self._unregistered:
+                output.register_split(str(tp))
+        self._unregistered = []
         emitted = False
         fetcher = self._fetcher
         while fetcher is not None:
@@ -122,6 +135,8 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             if isinstance(item, PartitionEnd):
                 self.positions.pop(item.topic_partition, None)
                 self.finished.add(item.topic_partition)
+                if isinstance(output, SplitReaderOutput):
+                    output.release_split(str(item.topic_partition))
             elif isinstance(item, FetchFailed):
                 raise KafkaSourceError(
                     f"KafkaSource ({self.settings.description}), reader "
@@ -160,7 +175,9 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             values.append(value)
             stamps.append(stamp)
         self.positions[tp] = split.at(max(split.starting_offset, batch.offsets[-1] + 1))
-        if values:
+        if values and isinstance(output, SplitReaderOutput):
+            output.collect_split_batch(str(tp), values, stamps)  # per-partition watermarks
+        elif values:
             output.collect_batch(values, stamps)
 
     def snapshot_state(self, checkpoint_id: int) -> list[KafkaPartitionSplit]:
