@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint soak bench bench-latency bench-peers clean browser cluster-test
+.PHONY: test demo lint soak bench bench-latency bench-peers clean browser cluster-test kafka kafka-jars
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,7 +24,16 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
-test: lint browser
+# Kafka's broker (tools/kafka_broker.py): its jars come from Maven Central once, into the
+# ignored .cache/kafka/<version>/libs; the Kafka tests start the broker themselves (or use
+# UNDERTOW_KAFKA_BOOTSTRAP); `make kafka` runs one in the foreground for a person
+kafka-jars: $(STAMP)
+	$(BIN)/python tools/kafka_broker.py --fetch
+
+kafka: kafka-jars
+	$(BIN)/python tools/kafka_broker.py
+
+test: lint browser kafka-jars
 	$(BIN)/python -m pytest -q --durations=25
 
 # the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)

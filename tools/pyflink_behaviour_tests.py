@@ -315,6 +315,36 @@ BEHAVIOUR_TESTS: dict[str, str] = {
         "tests/runtime/test_window_operator.py::test_tumbling_processing_time_with_the_manual_clock"
     ),
     "TypeInformation": "tests/common/test_typeinfo.py::test_basic_types_are_values",
+    "KafkaOffsetResetStrategy": (
+        "tests/connectors/kafka/test_kafka_offsets.py::"
+        "test_committed_offsets_fall_back_to_the_reset_strategy"
+    ),
+    "KafkaOffsetsInitializer": (
+        "tests/connectors/kafka/test_kafka_offsets.py::test_earliest_latest_and_timestamp"
+    ),
+    "KafkaRecordSerializationSchema": (
+        "tests/connectors/kafka/test_kafka_sink_builder.py::"
+        "test_a_record_becomes_topic_key_value_and_timestamp"
+    ),
+    "KafkaRecordSerializationSchemaBuilder": (
+        "tests/connectors/kafka/test_kafka_sink_builder.py::"
+        "test_a_record_becomes_topic_key_value_and_timestamp"
+    ),
+    "KafkaSink": "tests/e2e/test_kafka_sink.py::test_exactly_once_under_a_random_worker_kill",
+    "KafkaSinkBuilder": (
+        "tests/e2e/test_kafka_sink.py::test_exactly_once_under_a_random_worker_kill"
+    ),
+    "KafkaSourceBuilder": (
+        "tests/e2e/test_kafka_source.py::test_oracle_through_kafka_survives_a_worker_kill"
+    ),
+    "KafkaTopicPartition": (
+        "tests/connectors/kafka/test_kafka_offsets.py::"
+        "test_specific_offsets_fall_back_to_the_reset_strategy"
+    ),
+    "KafkaTopicSelector": (
+        "tests/connectors/kafka/test_kafka_sink_builder.py::"
+        "test_a_topic_selector_class_and_the_last_topic_call_win"
+    ),
     "Types": (
         "tests/conformance/test_stream_execution_environment.py::"
         "test_from_collection_with_data_types"

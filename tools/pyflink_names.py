@@ -58,7 +58,10 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.connectors.dynamic_kafka": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.elasticsearch": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.jdbc": _JVM_CONNECTOR,
-    "module:pyflink.datastream.connectors.kafka": _JVM_CONNECTOR,
+    "KafkaSink": (
+        "supported: EXACTLY_ONCE keeps each checkpoint's output in the sink's state and "
+        "commits it with a progress marker (docs/kafka.md)"
+    ),
     "module:pyflink.datastream.connectors.kinesis": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.pulsar": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.rabbitmq": _JVM_CONNECTOR,
@@ -129,6 +132,17 @@ ANNOTATIONS: dict[str, str] = {
     "ConfigOption": "different: typed options live in undertow.core.config (Options)",
     "ConfigOptions": "different: typed options live in undertow.core.config (Options)",
     "JobID": "different: job ids are 32-hex-digit strings",
+    "FlinkKafkaConsumer": (
+        "not applicable: wraps a Java class removed in flink-connector-kafka 4.0; use KafkaSource"
+    ),
+    "FlinkKafkaProducer": (
+        "not applicable: wraps a Java class removed in flink-connector-kafka 4.0; use KafkaSink"
+    ),
+    "Semantic": "not applicable: FlinkKafkaProducer's; KafkaSink takes a DeliveryGuarantee",
+    "KafkaSource": (
+        "different: on confluent-kafka (librdkafka properties); adds "
+        "set_bad_record_side_output; topic patterns are Python regular expressions"
+    ),
     "SourceFunction": "not applicable: wraps a Java SourceFunction; use from_source",
     "SinkFunction": "supported: Python sink functions (add_sink); Java ones are absent",
     "CsvBulkWriters": "not applicable: a Java bulk writer; use CsvRowEncoder with the file sink",

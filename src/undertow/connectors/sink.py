@@ -17,8 +17,27 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from undertow.core.config import Configuration
+
+
+class DeliveryGuarantee(enum.Enum):
+    """What a sink promises about each record after failures.
+
+    * ``EXACTLY_ONCE``: visible once, also after a restore (the file and Delta sinks, and
+      the Kafka sink so configured: output becomes visible at the commit of the checkpoint
+      that covers it).
+    * ``AT_LEAST_ONCE``: may be visible more than once after a restore, never lost.
+    * ``NONE``: best effort: records may be lost or duplicated.
+    """
+
+    EXACTLY_ONCE = 0
+    AT_LEAST_ONCE = 1
+    NONE = 2
 
 
 class SinkWriterContext(ABC):
@@ -36,6 +55,11 @@ class SinkWriterContext(ABC):
 
         Flink's ``WriterInitContext.getRestoredCheckpointId``: a writer may clean up what
         earlier attempts left behind."""
+        return None
+
+    def configuration(self) -> Configuration | None:
+        """The job's configuration (checkpoint interval and timeout), or ``None`` outside a
+        job."""
         return None
 
 
@@ -69,6 +93,22 @@ class SinkWriter(ABC):
 
     def close(self) -> None:
         pass
+
+
+class WriteAheadSinkWriter(SinkWriter):
+    """A writer that keeps what it wrote in its writer state and makes it visible itself.
+
+    Lifecycle, all on the task thread: ``prepare_commit`` closes the batch of the coming
+    checkpoint, ``snapshot_state(n)`` files it under ``n``, ``notify_checkpoint_complete(n)``
+    commits every filed batch ``<= n``; a restored writer commits what its restored state holds
+    before it takes input. Without a final checkpoint (checkpointing off) the sink operator
+    calls ``commit_at_end_of_input`` after the last ``prepare_commit``."""
+
+    @abstractmethod
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+    @abstractmethod
+    def commit_at_end_of_input(self) -> None: ...
 
 
 class Committer(ABC):

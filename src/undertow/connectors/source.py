@@ -20,7 +20,7 @@ import copy
 import enum
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 SplitT = TypeVar("SplitT", bound="SourceSplit")
 
@@ -53,6 +53,24 @@ class ReaderOutput(Protocol):
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
         """Emit one record to the side output ``OutputTag(tag_id)`` of the source's stream
         (``stream.get_side_output(tag)``); dropped if nobody reads that side output."""
+
+
+@runtime_checkable
+class SplitReaderOutput(ReaderOutput, Protocol):
+    """A reader output that keeps one watermark generator per split (Flink's
+    ``createOutputForSplit``): a reader of several partitions emits each batch with its split's
+    id, so the source's watermark is the minimum over its splits and idle splits do not hold it
+    back. ``register_split`` when the reader takes a split (it holds the watermark back until
+    it emits or goes idle), ``release_split`` once it is finished. The task's source output
+    implements it; readers fall back to ``collect_batch`` on outputs that do not."""
+
+    def register_split(self, split_id: str) -> None: ...
+
+    def collect_split_batch(
+        self, split_id: str, values: list[Any], timestamps: list[Any] | None = None
+    ) -> None: ...
+
+    def release_split(self, split_id: str) -> None: ...
 
 
 class SourceReaderContext(ABC):

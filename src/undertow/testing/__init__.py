@@ -6,6 +6,8 @@
   records, verifying operators and sink, fault injection (scheduled failures, failing
   snapshots, kill -9 of workers) and :class:`~undertow.testing.oracle.OracleResult`, whose six
   counts (lost, duplicated, out of order, corrupt, state and key-group mismatches) must be 0.
+* :mod:`undertow.testing.kafka_oracle`: the oracle's counts over what a read_committed
+  consumer reads of a Kafka sink's topic (encoders for the stateful operator's outputs).
 * :mod:`undertow.testing.channel_state`: an in-memory ``ChannelStateWriter`` for tests of the
   checkpoint path (channel state inside the subtask's state file, no shared files).
 """

@@ -287,3 +287,39 @@ def no_restore() -> Iterator[list[int]]:
         yield ignored
     finally:
         set_restore_filter(None)
+
+
+# --- crashes at a sink's named protocol points ----------------------------------------------------
+
+
+class ScheduledCrash:
+    """Crashes a sink subtask at named points of its commit protocol (the Kafka sink's
+    ``CRASH_POINTS``; hand it to ``KafkaSink.with_crash_injector``): in attempt
+    ``first_attempt + i``, on subtask ``subtask``, the ``nth`` time ``points[i]`` is reached. So
+    a run with ``k`` points restarts ``k`` times. ``hard`` ends the worker process at once
+    (``os._exit``, like a kill: nothing after the point runs, not even ``close``; use it on
+    ``local``); otherwise it raises :class:`InjectedFailure`."""
+
+    def __init__(self, points: Sequence[str], nth: int = 1, first_attempt: int = 0,
+                 subtask: int = 0, hard: bool = True) -> None:  # fmt: skip
+        if nth < 1 or not points:
+            raise ValueError(f"ScheduledCrash({points!r}): needs points and nth >= 1, got {nth}")
+        self.points, self.nth, self.first_attempt = tuple(points), nth, first_attempt
+        self.subtask, self.hard = subtask, hard
+        self._seen = 0
+
+    def reached(self, point: str, checkpoint_id: int, attempt: int, subtask: int) -> None:
+        entry = attempt - self.first_attempt
+        if subtask != self.subtask or not 0 <= entry < len(self.points):
+            return
+        if point != self.points[entry]:
+            return
+        self._seen += 1
+        if self._seen != self.nth:
+            return
+        what = (f"ScheduledCrash: {point} (time {self.nth}, checkpoint {checkpoint_id}, attempt "
+                f"{attempt}, subtask {subtask})")  # fmt: skip
+        print(f"[oracle] {what}", flush=True)
+        if self.hard:
+            os._exit(86)
+        raise InjectedFailure(what)

@@ -20,7 +20,14 @@ import pickle
 from typing import Any
 
 from undertow.connectors.global_committer import END_OF_INPUT, CommittableMessage
-from undertow.connectors.sink import Committer, Sink, SinkWriter, SinkWriterContext
+from undertow.connectors.sink import (
+    Committer,
+    Sink,
+    SinkWriter,
+    SinkWriterContext,
+    WriteAheadSinkWriter,
+)
+from undertow.core.config import Configuration
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.lifecycle import final_checkpoint_required
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -63,6 +70,9 @@ class _WriterContext(SinkWriterContext):
 
     def restored_checkpoint_id(self) -> int | None:
         return self._op.restored_checkpoint_id
+
+    def configuration(self) -> Configuration:
+        return self._op.ctx.config
 
 
 class SinkWriterOperator(OneInputStreamOperator):
@@ -148,6 +158,8 @@ class SinkWriterOperator(OneInputStreamOperator):
             )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if isinstance(self.writer, WriteAheadSinkWriter):
+            self.writer.notify_checkpoint_complete(checkpoint_id)
         due = sorted(cid for cid in self.pending if cid <= checkpoint_id)
         for cid in due:
             self._commit(self.pending[cid])
@@ -176,6 +188,8 @@ class SinkWriterOperator(OneInputStreamOperator):
             self._commit(self.pending.pop(cid))
         if self.committer is not None:
             self._commit(final)
+        if isinstance(self.writer, WriteAheadSinkWriter):
+            self.writer.commit_at_end_of_input()
 
     def close(self) -> None:
         if self.writer is not None:

@@ -4,7 +4,9 @@
 ``assign_timestamps_and_watermarks``: it applies the strategy's timestamp assigner to every
 batch, feeds the watermark generator, emits watermarks every
 ``pipeline.auto-watermark-interval`` (200 ms; 0: never) and marks the output idle after the
-strategy's idle timeout without records.
+strategy's idle timeout without records. Readers that emit per split
+(:class:`~undertow.connectors.source.SplitReaderOutput`) get one generator per split, combined
+by :mod:`.split_watermarks`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from undertow.core.config import Options
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Output, Timestamps
+from undertow.runtime.task.split_watermarks import SplitWatermarks
 
 
 class WatermarkEmitter:
@@ -29,6 +32,10 @@ class WatermarkEmitter:
         if setup.config.get(Options.RUNTIME_MODE) == "BATCH":
             self.generator = None  # BATCH: event time jumps to the end when input ends
         self.idle_timeout = strategy.get_idle_timeout_ms() if strategy is not None else None
+        #: per-split generators, once a reader emitted a batch of a split (then the single
+        #: generator above is not used: a reader emits per split or not at all)
+        self.splits: SplitWatermarks | None = None
+        self._strategy = strategy
         self.interval_ms = setup.config.get(Options.AUTO_WATERMARK_INTERVAL)
         self.last_watermark = MIN_TIMESTAMP
         self.idle = False
@@ -49,7 +56,7 @@ class WatermarkEmitter:
             return
         self.emit_periodic()
         now = self.pts.current_processing_time()
-        if (self.idle_timeout and not self.idle
+        if (self.splits is None and self.idle_timeout and not self.idle
                 and now - self._last_activity >= self.idle_timeout):  # fmt: skip
             self.idle = True
             self.output.emit_watermark_status(True)
@@ -58,7 +65,14 @@ class WatermarkEmitter:
     def emit_periodic(self) -> None:
         if self.generator is None:
             return
-        wm = self.generator.on_periodic_emit()
+        if self.splits is not None:
+            combined = self.splits.on_periodic(self.pts.current_processing_time())
+            if combined.idle and not self.idle:
+                self.idle = True
+                self.output.emit_watermark_status(True)
+            wm = combined.watermark
+        else:
+            wm = self.generator.on_periodic_emit()
         if wm is not None and wm > self.last_watermark:
             if self.idle:
                 self.idle = False
@@ -66,9 +80,12 @@ class WatermarkEmitter:
             self.last_watermark = wm
             self.output.emit_watermark(wm)
 
-    def on_batch(self, values: list[Any], timestamps: Timestamps) -> Timestamps:
-        """Assign timestamps; returns the batch's timestamps after assignment."""
-        if self.idle_timeout:
+    def on_batch(
+        self, values: list[Any], timestamps: Timestamps, split_id: str | None = None
+    ) -> Timestamps:
+        """Assign timestamps; returns the batch's timestamps after assignment. ``split_id``:
+        the reader's split the batch came from (its own watermark generator)."""
+        if self.idle_timeout or split_id is not None:
             self._last_activity = self.pts.current_processing_time()
             if self.idle:
                 self.idle = False
@@ -84,8 +101,29 @@ class WatermarkEmitter:
                     for v, t in zip(values, timestamps)
                 ]  # fmt: skip
         if self.generator is not None and timestamps is not None:
-            self.generator.on_events(timestamps)
+            if split_id is None:
+                self.generator.on_events(timestamps)
+            else:
+                self._split_watermarks().on_events(split_id, timestamps, self._last_activity)
         return timestamps
+
+    def _split_watermarks(self) -> SplitWatermarks:
+        if self.splits is None:
+            self.splits = SplitWatermarks(
+                self._strategy.create_watermark_generator, self.idle_timeout
+            )
+        return self.splits
+
+    def register_split(self, split_id: str) -> None:
+        """A reader took ``split_id``: it holds the watermark back until it emits (or idles)."""
+        if self.generator is not None:
+            now = self.pts.current_processing_time()
+            self._split_watermarks().register(split_id, now)
+
+    def release_split(self, split_id: str) -> None:
+        """The reader finished ``split_id``: it no longer holds the watermark back."""
+        if self.splits is not None:
+            self.splits.release(split_id)
 
     def end_of_input(self) -> None:
         """A bounded input ended: event time jumps to the end (Flink's MAX_WATERMARK)."""
@@ -140,8 +178,10 @@ class SourceOperator:
         self.watermark_strategy = watermark_strategy
         self.reader: SourceReader[Any] | None = None
         self._restored_splits: list[Any] = []
-        #: Reader output not emitted yet, oldest first: [values, timestamps, position].
+        #: Reader output not emitted yet, oldest first: [values, timestamps, position, split id].
         self._pending: deque[list[Any]] = deque()
+        #: splits released by the reader while records of theirs are still pending
+        self._release_after: set[str] = set()
         #: ReaderOutput's soft limit per reader call, set by the task (buffer debloating).
         self.records_wanted: int | None = None
 
@@ -164,7 +204,22 @@ class SourceOperator:
 
     def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
         if values:
-            self._pending.append([values, timestamps, 0])
+            self._pending.append([values, timestamps, 0, None])
+
+    def collect_split_batch(
+        self, split_id: str, values: list[Any], timestamps: list[Any] | None = None
+    ) -> None:
+        if values:
+            self._pending.append([values, timestamps, 0, split_id])
+
+    def register_split(self, split_id: str) -> None:
+        self.emitter.register_split(split_id)
+
+    def release_split(self, split_id: str) -> None:
+        if any(entry[3] == split_id for entry in self._pending):
+            self._release_after.add(split_id)
+        else:
+            self.emitter.release_split(split_id)
 
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
         self.output.collect_side(tag_id, value, timestamp)
@@ -181,7 +236,7 @@ class SourceOperator:
     def emit_pending(self, limit: int) -> int:
         """Emit up to ``limit`` (>= 1) of the oldest pending records; returns how many."""
         entry = self._pending[0]
-        values, stamps, pos = entry
+        values, stamps, pos, split_id = entry
         n = len(values)
         end = min(n, pos + limit)
         if pos == 0 and end == n:
@@ -193,7 +248,13 @@ class SourceOperator:
             self._pending.popleft()
         else:
             entry[2] = end
-        self.output.collect_batch(chunk, self.emitter.on_batch(chunk, cstamps))
+        stamps_out = (self.emitter.on_batch(chunk, cstamps) if split_id is None
+                      else self.emitter.on_batch(chunk, cstamps, split_id))  # fmt: skip
+        self.output.collect_batch(chunk, stamps_out)
+        if (end == n and split_id in self._release_after
+                and not any(e[3] == split_id for e in self._pending)):  # fmt: skip
+            self._release_after.discard(split_id)
+            self.emitter.release_split(split_id)
         return len(chunk)
 
     def add_splits(self, splits: list[Any]) -> None:
@@ -212,7 +273,7 @@ class SourceOperator:
         """The reader's splits with their positions (restoring resumes right after them) and
         the pending records, which the reader already read past."""
         assert self.reader is not None
-        pending = [(v[p:], None if s is None else s[p:]) for v, s, p in self._pending]
+        pending = [(v[p:], None if s is None else s[p:], split) for v, s, p, split in self._pending]
         splits = list(self.reader.snapshot_state(checkpoint_id))
         return serialize_object({"splits": splits, "pending": pending})
 
@@ -232,7 +293,9 @@ class SourceOperator:
                 state["splits"], state["pending"])  # fmt: skip
             owner = (k if old_splits else j) % n
             if not rescaled or owner == index:
-                self._pending.extend([values, stamps, 0] for values, stamps in pending)
+                # entries before per-split watermarks were kept have no split id
+                self._pending.extend([*entry[:2], 0, entry[2] if len(entry) > 2 else None]
+                                     for entry in pending)  # fmt: skip
             for split in old_splits:
                 if not rescaled or k % n == index:
                     splits.append(split)

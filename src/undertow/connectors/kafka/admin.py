@@ -1,0 +1,179 @@
+"""The broker lookups of a ``KafkaSource``'s enumerator: which partitions exist, and offsets.
+
+:class:`KafkaAdmin` wraps one confluent-kafka ``AdminClient``. Every call blocks for at most
+``timeout_s`` and raises :class:`KafkaSourceError` naming the bootstrap servers, the time-out
+and what was asked (a broker that is down, a topic that does not exist), never a bare client
+exception. Threading: one caller at a time (the JobMaster's loop thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from undertow.connectors.kafka.offsets import KafkaTopicPartition
+from undertow.core.errors import UndertowError
+
+
+class KafkaSourceError(UndertowError, RuntimeError):
+    """The Kafka source cannot go on: the broker is unreachable, a topic is missing, a record
+    cannot be deserialized. The message names the bootstrap servers or the record's topic,
+    partition and offset."""
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What a source reads: a list of topics, a topic pattern (a regular expression that must
+    match a whole topic name; internal topics starting with ``__`` never match) or a fixed set
+    of partitions. Exactly one is set."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    partitions: frozenset[KafkaTopicPartition] = frozenset()
+
+    def describe(self) -> str:
+        if self.topics:
+            return f"topics {list(self.topics)}"
+        if self.pattern is not None:
+            return f"topic pattern {self.pattern!r}"
+        return f"partitions {sorted(map(str, self.partitions))}"
+
+
+class KafkaAdmin:
+    def __init__(self, config: dict[str, Any], timeout_s: float) -> None:
+        self.bootstrap = config.get("bootstrap.servers", "?")
+        self.timeout_s = timeout_s
+        client_config: dict[str, Any] = dict(config)
+        client_config["logger"] = logging.getLogger("undertow.connectors.kafka.librdkafka")
+        self._client = AdminClient(client_config)
+
+    def _fail(self, what: str, err: BaseException) -> KafkaSourceError:
+        return KafkaSourceError(
+            f"KafkaSource: {what} at bootstrap servers {self.bootstrap} failed within "
+            f"{self.timeout_s:g} s: {err}"
+        )
+
+    def partitions(self, subscription: Subscription) -> list[KafkaTopicPartition]:
+        """The subscribed partitions that exist now, sorted. A listed topic or partition that
+        does not exist is an error naming it; a pattern matching nothing gives none."""
+        try:
+            metadata = self._client.list_topics(timeout=self.timeout_s)
+        except KafkaException as err:
+            raise self._fail("listing topics", err) from err
+        topics = {name: meta for name, meta in metadata.topics.items() if meta.error is None}
+        found: list[KafkaTopicPartition] = []
+        if subscription.topics:
+            missing = [t for t in subscription.topics if t not in topics]
+            if missing:
+                raise KafkaSourceError(
+                    f"KafkaSource: topic(s) {missing} do not exist at bootstrap servers "
+                    f"{self.bootstrap} (existing topics: {sorted(topics)[:20]})"
+                )
+            for name in subscription.topics:
+                found.extend(KafkaTopicPartition(name, p) for p in topics[name].partitions)
+        elif subscription.pattern is not None:
+            regex = re.compile(subscription.pattern)
+            for name, meta in topics.items():
+                if not name.startswith("__") and regex.fullmatch(name):
+                    found.extend(KafkaTopicPartition(name, p) for p in meta.partitions)
+        else:
+            missing_tps = [
+                tp
+                for tp in subscription.partitions
+                if tp.topic not in topics or tp.partition not in topics[tp.topic].partitions
+            ]
+            if missing_tps:
+                raise KafkaSourceError(
+                    f"KafkaSource: partition(s) {sorted(map(str, missing_tps))} do not exist at "
+                    f"bootstrap servers {self.bootstrap}"
+                )
+            found = list(subscription.partitions)
+        return sorted(set(found))
+
+    def _list_offsets(
+        self, partitions: Sequence[KafkaTopicPartition], spec: Any, what: str
+    ) -> dict[KafkaTopicPartition, int]:
+        if not partitions:
+            return {}
+        request = {TopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+        try:
+            futures = self._client.list_offsets(
+                request,
+                isolation_level=IsolationLevel.READ_COMMITTED,
+                request_timeout=self.timeout_s,
+            )
+            return {
+                KafkaTopicPartition(tp.topic, tp.partition): int(f.result().offset)
+                for tp, f in futures.items()
+            }
+        except KafkaException as err:
+            raise self._fail(
+                f"looking up the {what} offsets of {len(partitions)} partitions", err
+            ) from err
+
+    def earliest(self, partitions: Sequence[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int]:
+        return self._list_offsets(partitions, OffsetSpec.earliest(), "earliest")
+
+    def latest(self, partitions: Sequence[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int]:
+        return self._list_offsets(partitions, OffsetSpec.latest(), "latest")
+
+    def for_timestamp(
+        self, partitions: Sequence[KafkaTopicPartition], timestamp_ms: int
+    ) -> dict[KafkaTopicPartition, int]:
+        return self._list_offsets(partitions, OffsetSpec.for_timestamp(timestamp_ms), "timestamp")
+
+    def committed_for(
+        self, group_id: str, partitions: Sequence[KafkaTopicPartition]
+    ) -> dict[KafkaTopicPartition, int | None]:
+        request = [ConsumerGroupTopicPartitions(
+            group_id, [TopicPartition(tp.topic, tp.partition) for tp in partitions])]  # fmt: skip
+        try:
+            futures = self._client.list_consumer_group_offsets(
+                request, request_timeout=self.timeout_s
+            )
+            answer = futures[group_id].result()
+        except KafkaException as err:
+            raise self._fail(f"reading the committed offsets of group {group_id!r}", err) from err
+        return {
+            KafkaTopicPartition(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+            for tp in answer.topic_partitions
+        }
+
+
+class GroupOffsetLookup:
+    """:class:`~.offsets.OffsetLookup` of one consumer group on a :class:`KafkaAdmin`."""
+
+    def __init__(self, admin: KafkaAdmin, group_id: str | None) -> None:
+        self.admin = admin
+        self.group_id = group_id
+
+    def earliest(self, partitions: Sequence[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int]:
+        return self.admin.earliest(partitions)
+
+    def latest(self, partitions: Sequence[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int]:
+        return self.admin.latest(partitions)
+
+    def for_timestamp(
+        self, partitions: Sequence[KafkaTopicPartition], timestamp_ms: int
+    ) -> dict[KafkaTopicPartition, int]:
+        return self.admin.for_timestamp(partitions, timestamp_ms)
+
+    def committed(
+        self, partitions: Sequence[KafkaTopicPartition]
+    ) -> dict[KafkaTopicPartition, int | None]:
+        if self.group_id is None:
+            raise KafkaSourceError(
+                "KafkaSource: committed offsets need a consumer group (set_group_id)"
+            )
+        return self.admin.committed_for(self.group_id, partitions)

@@ -1,0 +1,191 @@
+"""The ``KafkaSource`` enumerator: discovers partitions, makes splits, hands each to its owner.
+
+Runs in the JobMaster, on its loop thread. :class:`SplitAssignment` is pure bookkeeping
+(partitions ever discovered; splits not yet handed to their owner, ``split_owner``) and its
+snapshot is the enumerator's checkpoint; :class:`KafkaSourceEnumerator`
+is the I/O shell: it discovers at start and, with ``partition.discovery.interval.ms`` > 0,
+again when a reader asks after the interval passed. Splits of the first discovery start at the
+starting offsets, later ones at their earliest offset. Splits go out only in answer to a
+reader's request, never at start; bounded sources then tell the reader there are no more.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from undertow.connectors.kafka.admin import KafkaAdmin, KafkaSourceError, Subscription
+from undertow.connectors.kafka.assignment import split_owner
+from undertow.connectors.kafka.offsets import (
+    KafkaOffsetsInitializer,
+    KafkaTopicPartition,
+    OffsetLookup,
+    OffsetResolutionError,
+    resolve,
+)
+from undertow.connectors.kafka.split import KafkaPartitionSplit
+from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaEnumeratorState:
+    """The enumerator's checkpoint (format ``version`` 1)."""
+
+    version: int
+    discovered: frozenset[KafkaTopicPartition]
+    pending: tuple[KafkaPartitionSplit, ...]
+
+
+class SplitAssignment:
+    """Pure bookkeeping of discovered partitions and undelivered splits (module doc)."""
+
+    def __init__(self, parallelism: int, state: KafkaEnumeratorState | None = None) -> None:
+        self.parallelism = parallelism
+        self.discovered: set[KafkaTopicPartition] = set(state.discovered) if state else set()
+        self._pending: dict[int, list[KafkaPartitionSplit]] = {}
+        for split in state.pending if state else ():
+            self._keep(split)
+
+    def _keep(self, split: KafkaPartitionSplit) -> None:
+        owner = split_owner(split.topic_partition, self.parallelism)
+        self._pending.setdefault(owner, []).append(split)
+
+    def unknown(self, partitions: Iterable[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+        """The partitions in ``partitions`` not discovered before, sorted."""
+        return sorted(set(partitions) - self.discovered)
+
+    def add(self, splits: Iterable[KafkaPartitionSplit]) -> None:
+        """New splits (of partitions not discovered before) to hand to their owners."""
+        for split in splits:
+            tp = split.topic_partition
+            if tp in self.discovered:
+                raise ValueError(f"partition {tp} was discovered before")
+            self.discovered.add(tp)
+            self._keep(split)
+
+    def take(self, subtask: int) -> list[KafkaPartitionSplit]:
+        """The pending splits ``subtask`` owns, now delivered (sorted by partition)."""
+        return sorted(self._pending.pop(subtask, []), key=lambda s: s.topic_partition)
+
+    def snapshot(self) -> KafkaEnumeratorState:
+        pending = tuple(
+            sorted(
+                (s for ss in self._pending.values() for s in ss), key=lambda s: s.topic_partition
+            )
+        )
+        return KafkaEnumeratorState(1, frozenset(self.discovered), pending)
+
+
+@dataclass(frozen=True, slots=True)
+class EnumeratorSettings:
+    """What the enumerator needs from the source's configuration."""
+
+    subscription: Subscription
+    starting: KafkaOffsetsInitializer
+    stopping: KafkaOffsetsInitializer | None
+    bounded: bool
+    #: ``partition.discovery.interval.ms``; <= 0: discover once
+    discovery_interval_ms: int
+
+
+class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
+    """The I/O shell around :class:`SplitAssignment` (module doc). JobMaster loop only."""
+
+    def __init__(
+        self,
+        context: SplitEnumeratorContext[KafkaPartitionSplit],
+        settings: EnumeratorSettings,
+        admin_factory: Callable[[], KafkaAdmin],
+        offsets_factory: Callable[[KafkaAdmin], OffsetLookup],
+        state: KafkaEnumeratorState | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.context = context
+        self.settings = settings
+        self._admin_factory = admin_factory
+        self._offsets_factory = offsets_factory
+        self._admin: KafkaAdmin | None = None
+        self.clock = clock
+        self.assignment = SplitAssignment(context.current_parallelism(), state)
+        self._restored = state is not None
+        self._last_discovery: float | None = None
+
+    @property
+    def periodic(self) -> bool:
+        return not self.settings.bounded and self.settings.discovery_interval_ms > 0
+
+    def _lookup(self) -> tuple[KafkaAdmin, OffsetLookup]:
+        if self._admin is None:
+            self._admin = self._admin_factory()
+        return self._admin, self._offsets_factory(self._admin)
+
+    def start(self) -> None:
+        if not self._restored:
+            self.discover(initial=True)
+
+    def discover(self, initial: bool) -> list[KafkaPartitionSplit]:
+        """List partitions; make splits of the new ones (first discovery: starting offsets,
+        later: earliest). Returns the new splits."""
+        self._last_discovery = self.clock()
+        admin, lookup = self._lookup()
+        new = self.assignment.unknown(admin.partitions(self.settings.subscription))
+        if not new:
+            return []
+        start_at = self.settings.starting if initial else KafkaOffsetsInitializer.earliest()
+        try:
+            starts = resolve(start_at, new, lookup)
+            stops = resolve(self.settings.stopping, new, lookup) if self.settings.stopping else {}
+        except OffsetResolutionError as err:
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.subscription.describe()}): {err}"
+            ) from err
+        splits = [KafkaPartitionSplit(tp, starts[tp], stops.get(tp)) for tp in new]
+        self.assignment.add(splits)
+        if not initial:
+            log.info("KafkaSource: discovered %d new partitions: %s", len(new), new[:10])
+        return splits
+
+    def _discovery_due(self) -> bool:
+        if not self.periodic:
+            return False
+        if self._last_discovery is None:
+            return True
+        return (self.clock() - self._last_discovery) * 1000 >= self.settings.discovery_interval_ms
+
+    def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
+        if self._discovery_due():
+            try:
+                self.discover(initial=False)
+            except KafkaSourceError as err:  # the broker may be back at the next interval
+                log.warning("KafkaSource: partition discovery failed, retrying later: %s", err)
+        splits = self.assignment.take(subtask_id)
+        for split in splits:
+            self.context.assign_split(split, subtask_id)
+        if not self.periodic:
+            self.context.signal_no_more_splits(subtask_id)
+
+    def add_splits_back(self, splits: list[KafkaPartitionSplit], subtask_id: int) -> None:
+        for split in splits:
+            self.assignment._keep(split)
+
+    def snapshot_state(self, checkpoint_id: int) -> KafkaEnumeratorState:
+        return self.assignment.snapshot()
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def restore_state(checkpoint: Any, what: str) -> KafkaEnumeratorState:
+    if not isinstance(checkpoint, KafkaEnumeratorState) or checkpoint.version != 1:
+        raise TypeError(
+            f"{what}: cannot restore the enumerator from {type(checkpoint).__name__} "
+            f"(not a Kafka source checkpoint of format 1)"
+        )
+    return checkpoint

@@ -1,0 +1,227 @@
+"""The thread that owns a Kafka source reader's consumer (Flink's split fetcher).
+
+confluent-kafka's ``consume`` blocks, a reader must not: one :class:`SplitFetcher` thread per
+reader owns an ``assign``-ed ``Consumer`` and hands :class:`FetchedRecords`,
+:class:`PartitionEnd` and :class:`FetchFailed` to the reader through a bounded queue (a full
+queue stops fetching: backpressure). A partition ends when the consumer's *position* reaches
+its stopping offset, never by waiting for a record at ``stopping - 1`` (FLINK-34470).
+
+Threading: the reader calls :meth:`SplitFetcher.add_splits`, ``commit``, ``poll`` and
+``close`` from the task's thread (they only enqueue or dequeue); ``on_available`` is called
+from the fetcher thread and must be thread-safe.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from undertow.connectors.kafka.offsets import KafkaTopicPartition
+from undertow.connectors.kafka.split import KafkaPartitionSplit
+
+log = logging.getLogger(__name__)
+_CLIENT_LOG = logging.getLogger("undertow.connectors.kafka.librdkafka")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedRecords:
+    topic_partition: KafkaTopicPartition
+    offsets: list[int]
+    values: list[bytes | None]
+    timestamps: list[int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionEnd:
+    topic_partition: KafkaTopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class FetchFailed:
+    error: str
+
+
+Fetched = FetchedRecords | PartitionEnd | FetchFailed
+
+_FATAL_CODES = frozenset(
+    {
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.OFFSET_OUT_OF_RANGE,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._AUTO_OFFSET_RESET,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Add:
+    splits: tuple[KafkaPartitionSplit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    offsets: tuple[tuple[KafkaTopicPartition, int], ...]
+
+
+class SplitFetcher:
+    """One consumer on one thread (module doc). Start with :meth:`start`, end with
+    :meth:`close` (joins the thread and closes the consumer)."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        on_available: Callable[[], None],
+        name: str,
+        max_batch: int = 500,
+        queue_batches: int = 16,
+    ) -> None:
+        self._config = config
+        self._on_available = on_available
+        self._max_batch = max_batch
+        self._out: queue.Queue[Fetched] = queue.Queue(queue_batches)
+        self._commands: queue.Queue[_Add | _Commit] = queue.Queue()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._stops: dict[KafkaTopicPartition, int | None] = {}
+        #: next offset per assigned partition (last fetched + 1), or the partition-EOF offset
+        self._reached: dict[KafkaTopicPartition, int] = {}
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add_splits(self, splits: list[KafkaPartitionSplit]) -> None:
+        self._commands.put(_Add(tuple(splits)))
+
+    def commit(self, offsets: dict[KafkaTopicPartition, int]) -> None:
+        """Commit ``offsets`` to the consumer group, asynchronously (monitoring only)."""
+        self._commands.put(_Commit(tuple(offsets.items())))
+
+    def poll(self) -> Fetched | None:
+        try:
+            return self._out.get_nowait()
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join(10)
+
+    # the fetcher thread ---------------------------------------------------------------------
+    def _put(self, item: Fetched) -> bool:
+        while not self._closed.is_set():
+            try:
+                self._out.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+            self._on_available()
+            return True
+        return False
+
+    def _run(self) -> None:
+        try:
+            # librdkafka's own log lines (a broker that went away, ...) go to Python logging,
+            # not to the process's stderr
+            consumer = Consumer({**self._config, "logger": _CLIENT_LOG})
+        except Exception as err:
+            self._put(FetchFailed(f"cannot create the consumer: {err}"))
+            return
+        try:
+            self._loop(consumer)
+        except Exception as err:  # anything unexpected ends the reader, loudly
+            log.exception("Kafka split fetcher failed")
+            self._put(FetchFailed(f"{type(err).__name__}: {err}"))
+        finally:
+            consumer.close()
+
+    def _apply(self, consumer: Any, command: _Add | _Commit) -> None:
+        if isinstance(command, _Add):
+            new = [s for s in command.splits if s.topic_partition not in self._stops]
+            for split in new:
+                self._stops[split.topic_partition] = split.stopping_offset
+                self._reached[split.topic_partition] = split.starting_offset
+            consumer.incremental_assign(
+                [
+                    TopicPartition(
+                        s.topic_partition.topic, s.topic_partition.partition, s.starting_offset
+                    )
+                    for s in new
+                ]
+            )
+        else:
+            offsets = [TopicPartition(tp.topic, tp.partition, off) for tp, off in command.offsets]
+            if offsets:
+                try:
+                    consumer.commit(offsets=offsets, asynchronous=True)
+                except Exception as err:  # monitoring only: never fails the job
+                    log.warning("KafkaSource: committing offsets failed: %s", err)
+
+    def _loop(self, consumer: Any) -> None:
+        while not self._closed.is_set():
+            try:
+                command = self._commands.get(timeout=0 if self._stops else 0.1)
+                self._apply(consumer, command)
+                continue
+            except queue.Empty:
+                pass
+            if not self._stops:
+                continue
+            if self._out.full():
+                self._closed.wait(0.005)
+                continue
+            messages = consumer.consume(self._max_batch, timeout=0.1)
+            batches: dict[KafkaTopicPartition, FetchedRecords] = {}
+            for msg in messages:
+                tp = KafkaTopicPartition(msg.topic(), msg.partition())
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        self._reached[tp] = max(self._reached.get(tp, 0), msg.offset())
+                    elif err.fatal() or err.code() in _FATAL_CODES:
+                        self._put(FetchFailed(f"partition {tp}: {err}"))
+                        return
+                    else:  # transient (broker down, leader moving): librdkafka retries
+                        log.info("KafkaSource: consumer error on %s (retrying): %s", tp, err)
+                    continue
+                if tp not in self._stops:
+                    continue
+                offset = msg.offset()
+                stop = self._stops[tp]
+                self._reached[tp] = offset + 1
+                if stop is not None and offset >= stop:
+                    continue
+                batch = batches.get(tp)
+                if batch is None:
+                    batch = batches[tp] = FetchedRecords(tp, [], [], [])
+                kind, stamp = msg.timestamp()
+                batch.offsets.append(offset)
+                batch.values.append(msg.value())
+                batch.timestamps.append(stamp if kind != 0 else None)
+            for batch in batches.values():
+                if not self._put(batch):
+                    return
+            self._check_stops(consumer)
+
+    def _check_stops(self, consumer: Any) -> None:
+        bounded = [tp for tp, stop in self._stops.items() if stop is not None]
+        if not bounded:
+            return
+        positions = consumer.position([TopicPartition(tp.topic, tp.partition) for tp in bounded])
+        for tp, position in zip(bounded, positions):
+            reached = max(self._reached.get(tp, 0), position.offset)
+            stop = self._stops[tp]
+            assert stop is not None
+            if reached >= stop:
+                del self._stops[tp]
+                consumer.incremental_unassign([TopicPartition(tp.topic, tp.partition)])
+                if not self._put(PartitionEnd(tp)):
+                    return

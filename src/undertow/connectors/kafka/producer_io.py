@@ -1,0 +1,208 @@
+"""The Kafka sink's I/O with confluent-kafka: client configuration, start-up checks, producing a
+run of records, and the progress topic of the exactly-once writer.
+
+Everything here blocks the calling (task) thread; nothing keeps state across calls except the
+producer handed in. Errors are :class:`KafkaSinkError` naming the sink and subtask (``where``),
+the bootstrap servers, topic, size or timeout involved.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from undertow.connectors.kafka.sink_protocol import KafkaSinkError, MarkerKey, ProducedRecord
+
+#: Sink options that are undertow's, not librdkafka's (removed from the client configuration).
+PROGRESS_TOPIC = "undertow.sink.progress-topic"
+STARTUP_TIMEOUT = "undertow.sink.startup-timeout.ms"
+SINK_OPTIONS = (PROGRESS_TOPIC, STARTUP_TIMEOUT)
+DEFAULT_PROGRESS_TOPIC = "undertow-sink-progress"
+DEFAULT_STARTUP_TIMEOUT_MS = 30_000
+#: The progress topic: compacted, with segments rolled every 10 minutes so that compaction
+#: keeps what a restore reads to about the markers of the last 10 minutes.
+PROGRESS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": "600000",
+                         "min.cleanable.dirty.ratio": "0.1"}  # fmt: skip
+#: librdkafka's default ``message.max.bytes``.
+DEFAULT_MESSAGE_MAX_BYTES = 1_000_000
+
+
+def client_config(bootstrap_servers: str, properties: dict[str, str]) -> dict[str, Any]:
+    """librdkafka settings: the user's properties without undertow's own options."""
+    config: dict[str, Any] = {k: v for k, v in properties.items() if k not in SINK_OPTIONS}
+    config["bootstrap.servers"] = bootstrap_servers
+    return config
+
+
+def check_topics(
+    producer: Producer, topics: Iterable[str], where: str, bootstrap: str, timeout_s: float
+) -> None:
+    """Fail unless a broker answers within ``timeout_s`` and every topic in ``topics`` exists."""
+    try:
+        metadata = producer.list_topics(timeout=timeout_s)
+    except KafkaException as err:
+        raise KafkaSinkError(
+            f"{where}: no Kafka broker at {bootstrap} answered within "
+            f"{timeout_s:g} s: {err.args[0]}"
+        ) from err
+    for topic in topics:
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            raise KafkaSinkError(
+                f"{where}: topic {topic!r} does not exist on the Kafka cluster at {bootstrap}"
+                f"{'' if found is None else f' ({found.error})'}; create it first"
+            )
+
+
+def broker_transaction_max_timeout(
+    config: dict[str, Any], producer: Producer, timeout_s: float
+) -> int | None:
+    """The broker's ``transaction.max.timeout.ms`` (``None`` if it cannot be read)."""
+    try:
+        brokers = sorted(producer.list_topics(timeout=timeout_s).brokers)
+        admin = AdminClient({k: v for k, v in config.items() if not k.startswith("transaction")})
+        resource = ConfigResource("BROKER", str(brokers[0]))
+        entries = admin.describe_configs([resource])[resource].result(timeout=timeout_s)
+        return int(entries["transaction.max.timeout.ms"].value)
+    except Exception:  # permissions or an old broker: the producer's init reports it then
+        return None
+
+
+def ensure_progress_topic(config: dict[str, Any], topic: str, where: str, timeout_s: float) -> None:
+    """Create the compacted one-partition progress topic unless it exists."""
+    admin = AdminClient({k: v for k, v in config.items() if not k.startswith("transaction")})
+    new = NewTopic(topic, num_partitions=1, replication_factor=-1, config=PROGRESS_TOPIC_CONFIG)
+    try:
+        admin.create_topics([new], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
+    except KafkaException as err:
+        if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise KafkaSinkError(
+                f"{where}: cannot create the progress topic {topic!r}: {err.args[0]}"
+            ) from err
+
+
+def read_markers(
+    config: dict[str, Any], topic: str, keys: set[MarkerKey], where: str, timeout_s: float
+) -> dict[MarkerKey, int]:
+    """The committed markers of ``keys`` (read_committed, to the end of the progress topic as
+    it is now); a deleted or never written key is absent. Call after fencing the ids that
+    could still write these keys."""
+    if not keys:
+        return {}
+    consumer_config = {
+        k: v
+        for k, v in config.items()
+        if not k.startswith(("transaction", "enable.idempotence", "acks"))
+    }
+    reader = {
+        **consumer_config,
+        "group.id": "undertow-sink-progress-reader",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+    }
+    partition = TopicPartition(topic, 0)
+    markers: dict[MarkerKey, int] = {}
+    consumer = Consumer({**reader, "isolation.level": "read_committed"})
+    try:
+        low, high = end_offsets(reader, topic, [0], timeout_s)[0]
+        if high <= low:
+            return {}
+        consumer.assign([TopicPartition(topic, 0, low)])
+        deadline = time.monotonic() + timeout_s
+        while True:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                key = MarkerKey.decode(message.key() or b"")
+                if key in keys:
+                    value = message.value()
+                    if value is None:
+                        markers.pop(key, None)
+                    else:
+                        markers[key] = int(value)
+            position = consumer.position([partition])[0].offset
+            if position >= high:
+                return markers
+            if time.monotonic() > deadline:
+                raise KafkaSinkError(
+                    f"{where}: progress topic {topic!r}: read up to offset "
+                    f"{position} of {high} within {timeout_s:g} s; an open "
+                    "transaction may hold it back"
+                )
+    except KafkaException as err:
+        raise KafkaSinkError(
+            f"{where}: cannot read the progress topic {topic!r}: {err.args[0]}"
+        ) from err
+    finally:
+        consumer.close()
+
+
+def end_offsets(
+    config: dict[str, Any], topic: str, partitions: list[int], timeout_s: float
+) -> dict[int, tuple[int, int]]:
+    """(low, high watermark) per partition. The high watermark, not the last stable offset
+    that a read_committed consumer is told: a transaction's commit returns before the broker
+    wrote its commit markers, and until then the last stable offset stays below its records."""
+    consumer = Consumer({**config, "isolation.level": "read_uncommitted"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            for p in partitions
+        }
+    finally:
+        consumer.close()
+
+
+class DeliveryErrors:
+    """Collects the first delivery failure of produced records (librdkafka's callback)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.first: str | None = None
+
+    def callback(self, err: KafkaError | None, message: Any) -> None:
+        if err is not None and self.first is None:
+            size = len(message.key() or b"") + len(message.value() or b"")
+            self.first = (
+                f"record of {size} bytes to topic {message.topic()!r} was rejected: {err.str()}"
+            )
+
+    def raise_if_any(self) -> None:
+        if self.first is not None:
+            first, self.first = self.first, None
+            raise KafkaSinkError(f"{self.where}: {first}")
+
+
+def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) -> None:
+    """Hand one record to the producer, waiting for queue space when it is full."""
+    while True:
+        try:
+            producer.produce(
+                record.topic,
+                value=record.value,
+                key=record.key,
+                timestamp=record.timestamp or 0,
+                on_delivery=errors.callback,
+            )
+            return
+        except BufferError:
+            producer.poll(0.05)  # the local queue is full: serve deliveries, then retry
+        except KafkaException as err:
+            raise KafkaSinkError(
+                f"{errors.where}: cannot produce a record of {record.size} "
+                f"bytes to topic {record.topic!r}: {err.args[0]}"
+            ) from err
+
+
+def check_size(record: ProducedRecord, limit: int, where: str) -> None:
+    """Fail on a record larger than the client's ``message.max.bytes``."""
+    if record.size > limit:
+        raise KafkaSinkError(
+            f"{where}: a record of {record.size} bytes for topic "
+            f"{record.topic!r} is larger than message.max.bytes = {limit}; "
+            "raise it (set_property) and the topic's max.message.bytes, or "
+            "write smaller records"
+        )

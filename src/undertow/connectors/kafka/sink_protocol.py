@@ -1,0 +1,205 @@
+"""The exactly-once Kafka sink's protocol as pure decisions: facts in, a typed decision out.
+
+librdkafka cannot commit a transaction another process prepared, so the sink writes ahead:
+a checkpoint's records wait in the writer's state, and once the checkpoint completed they go
+to Kafka in one transaction with a progress marker ``(prefix, token, owner) -> checkpoint id``
+on a compacted topic. A restored writer fences, reads the markers (read_committed) and writes
+again exactly the restored batches above their key's marker.
+
+Invariant: one key's batches are committed in checkpoint order, each transaction with its
+newest id as the marker, so ``marker >= id`` means "committed", exactly. A key belongs to one
+writer run (``token``) and one owner subtask; state is routed by owner after a rescale.
+
+The longer story: docs/design.md, "Kafka sink: exactly-once without resumable transactions".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from undertow.core.errors import UndertowError
+
+#: Checkpoint id of batches written at the end of input without a final checkpoint.
+END_OF_INPUT = 2**63 - 1
+
+
+class KafkaSinkError(UndertowError):
+    """The Kafka sink cannot write, commit or start; names the sink, subtask, topic or
+    checkpoint involved."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducedRecord:
+    """One serialized record as it will be produced."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None
+
+    @property
+    def size(self) -> int:
+        return len(self.key or b"") + len(self.value or b"")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingBatch:
+    """The records one owner buffered for one checkpoint, not yet known to be committed."""
+
+    checkpoint_id: int
+    records: tuple[ProducedRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerKey:
+    """The key of a progress marker: a sink (its transactional id prefix), a writer run and the
+    owner subtask whose batches it counts."""
+
+    prefix: str
+    token: str
+    owner: int
+
+    def encode(self) -> bytes:
+        return f"{self.prefix}\x00{self.token}\x00{self.owner}".encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> MarkerKey | None:
+        """The key, or ``None`` for a record that is not a marker key."""
+        parts = raw.decode("utf-8", "replace").split("\x00")
+        if len(parts) != 3 or not parts[2].isdigit():
+            return None
+        return MarkerKey(parts[0], parts[1], int(parts[2]))
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaWriterState:
+    """What one writer snapshots per owner it holds. Routed by ``subtask`` after a rescale;
+    ``parallelism`` is that of the run that took the snapshot (for fencing)."""
+
+    subtask: int
+    parallelism: int
+    token: str
+    batches: tuple[PendingBatch, ...]
+
+    def key(self, prefix: str) -> MarkerKey:
+        return MarkerKey(prefix, self.token, self.subtask)
+
+
+# -- transactional ids ---------------------------------------------------------------------------
+def transactional_id(prefix: str, subtask: int) -> str:
+    """The one transactional id of sink subtask ``subtask``: stable across restarts and
+    rescales, and at most ``parallelism`` of them per sink (FLINK-34554)."""
+    return f"{prefix}-{subtask}"
+
+
+def ids_to_fence(states: Iterable[KafkaWriterState], index: int, parallelism: int) -> list[int]:
+    """Subtask indices whose transactional ids restored subtask ``index`` must initialize (and so
+    fence and abort) before it reads markers: its own, and those of old subtasks routed to it
+    that the new parallelism no longer runs (a rescale down). Every old subtask snapshots a
+    state, so every old id is fenced by exactly one new subtask."""
+    fenced = {index}
+    for state in states:
+        if state.subtask >= parallelism and state.subtask % parallelism == index:
+            fenced.add(state.subtask)
+    return sorted(fenced)
+
+
+# -- restore -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RestoreDecision:
+    """What a restored writer writes in its first transaction, before new input.
+
+    ``write`` lists the batches to produce, in checkpoint order per key; ``markers`` the
+    marker to set per key written; ``skipped`` counts batches already committed; ``dead`` the
+    restored keys, to delete once a checkpoint after the restore completed."""
+
+    write: tuple[tuple[MarkerKey, PendingBatch], ...]
+    markers: tuple[tuple[MarkerKey, int], ...]
+    skipped: int
+    dead: tuple[MarkerKey, ...]
+
+
+def restore_decision(
+    prefix: str, states: Iterable[KafkaWriterState], markers: Mapping[MarkerKey, int]
+) -> RestoreDecision:
+    """Given the restored states and the committed markers (missing key: nothing committed),
+    the batches still to write. A key's batches at or below its marker were committed (in
+    one transaction with it); those above were not."""
+    write: list[tuple[MarkerKey, PendingBatch]] = []
+    new_markers: dict[MarkerKey, int] = {}
+    skipped = 0
+    dead: list[MarkerKey] = []
+    for state in sorted(states, key=lambda s: (s.subtask, s.token)):
+        key = state.key(prefix)
+        dead.append(key)
+        committed = markers.get(key)
+        for batch in sorted(state.batches, key=lambda b: b.checkpoint_id):
+            if committed is not None and batch.checkpoint_id <= committed:
+                skipped += 1
+                continue
+            write.append((key, batch))
+            new_markers[key] = batch.checkpoint_id
+    return RestoreDecision(tuple(write), tuple(new_markers.items()), skipped, tuple(dead))
+
+
+# -- commit on checkpoint completion -------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CommitDecision:
+    """The transaction to run when a checkpoint completed: ``batches`` (oldest first) under
+    ``key`` with the marker set to ``marker``, and ``tombstones`` for dead keys. Empty when
+    nothing is due and nothing is dead (no transaction at all)."""
+
+    key: MarkerKey
+    batches: tuple[PendingBatch, ...]
+    marker: int | None
+    tombstones: tuple[MarkerKey, ...]
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.batches and not self.tombstones
+
+
+def commit_decision(
+    key: MarkerKey,
+    pending: Mapping[int, PendingBatch],
+    completed: int,
+    dead: Iterable[MarkerKey] = (),
+    restored_checkpoint: int | None = None,
+) -> CommitDecision:
+    """When checkpoint ``completed`` completed: every pending batch with an id ``<=`` it (a
+    completed checkpoint subsumes earlier ones that never completed), oldest first, with the
+    marker at the newest. Dead keys are deleted only once a checkpoint *after* the restore
+    (``restored_checkpoint``) completed: any later restore starts from it or a newer one, whose
+    state no longer holds their batches."""
+    due = tuple(pending[c] for c in sorted(pending) if c <= completed)
+    marker = due[-1].checkpoint_id if due else None
+    after_restore = restored_checkpoint is None or completed > restored_checkpoint
+    tombstones = tuple(dead) if after_restore else ()
+    return CommitDecision(key, due, marker, tombstones)
+
+
+# -- transaction timeout -------------------------------------------------------------------------
+def transaction_timeout_problem(
+    timeout_ms: int, broker_max_ms: int | None, checkpoint_timeout_ms: int
+) -> str | None:
+    """Why ``transaction.timeout.ms`` cannot work, or ``None``.
+
+    The broker refuses a producer whose timeout exceeds ``transaction.max.timeout.ms``. A
+    commit's transaction is open only while the commit runs, but a commit of a whole
+    checkpoint's output, retried after a restart, must fit in the timeout too, so it must be at
+    least the checkpoint timeout: the bound a checkpoint's work is given."""
+    if broker_max_ms is not None and timeout_ms > broker_max_ms:
+        return (
+            f"transaction.timeout.ms = {timeout_ms} exceeds the broker's "
+            f"transaction.max.timeout.ms = {broker_max_ms}; lower it (set_property) or "
+            "raise the broker's maximum"
+        )
+    if timeout_ms < checkpoint_timeout_ms:
+        return (
+            f"transaction.timeout.ms = {timeout_ms} is below "
+            f"execution.checkpointing.timeout = {checkpoint_timeout_ms}; a commit of a "
+            "checkpoint's output could be aborted by the broker; raise it (set_property) "
+            "or lower the checkpoint timeout"
+        )
+    return None

@@ -1,0 +1,301 @@
+"""The Kafka sink's writers: :class:`KafkaWriter` (``NONE``, ``AT_LEAST_ONCE``) and
+:class:`ExactlyOnceKafkaWriter` (the write-ahead protocol of :mod:`.sink_protocol`).
+
+``NONE`` never waits; ``AT_LEAST_ONCE`` flushes before each barrier and fails on any delivery
+error; ``EXACTLY_ONCE`` buffers, files a batch per checkpoint in its state and commits due
+batches with their marker when a checkpoint completed, after restoring what a restore brought.
+
+Threading: every method runs on the sink subtask's task thread and blocks on the broker.
+Lifecycle: built in the sink operator's ``open``; ``close`` neither commits nor aborts (the
+next attempt's ``init_transactions`` aborts what a crash left open).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaException, Producer
+
+from undertow.connectors.kafka import producer_io as io
+from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
+from undertow.connectors.kafka.sink_protocol import (
+    END_OF_INPUT,
+    KafkaSinkError,
+    KafkaWriterState,
+    MarkerKey,
+    PendingBatch,
+    ProducedRecord,
+    commit_decision,
+    ids_to_fence,
+    restore_decision,
+    transaction_timeout_problem,
+    transactional_id,
+)
+from undertow.connectors.sink import SinkWriter, SinkWriterContext, WriteAheadSinkWriter
+from undertow.core.config import Options
+
+log = logging.getLogger(__name__)
+
+#: Named points of the exactly-once protocol where tests inject crashes.
+BEFORE_PRE_COMMIT = "before-pre-commit"
+AFTER_PRE_COMMIT = "after-pre-commit"
+AFTER_CHECKPOINT_COMPLETE = "after-checkpoint-complete"
+DURING_COMMIT = "during-commit"
+AFTER_COMMIT = "after-commit"
+CRASH_POINTS = (
+    BEFORE_PRE_COMMIT,
+    AFTER_PRE_COMMIT,
+    AFTER_CHECKPOINT_COMPLETE,
+    DURING_COMMIT,
+    AFTER_COMMIT,
+)
+
+
+#: The default ``transaction.timeout.ms``: the broker's default ``transaction.max.timeout.ms``
+#: (Flink's one hour exceeds it), above the default checkpoint timeout (10 minutes).
+DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+
+
+class CrashInjector(Protocol):
+    """Test-only: called at each named point; may raise or end the process."""
+
+    def reached(self, point: str, checkpoint_id: int, attempt: int, subtask: int) -> None: ...
+
+
+class SinkSettings(Protocol):
+    """What a writer reads of its sink (``KafkaSink`` has these attributes)."""
+
+    bootstrap_servers: str
+    transactional_id_prefix: str
+    record_serializer: KafkaRecordSerializationSchema
+    properties: dict[str, str]
+
+
+class _Base(SinkWriter):
+    def __init__(self, sink: SinkSettings, context: SinkWriterContext, transactional: bool) -> None:
+        self.sink = sink
+        self.subtask = context.subtask_index()
+        self.parallelism = context.parallelism()
+        self.attempt = context.attempt_number()
+        self.where = f"{sink!r} subtask {self.subtask}"
+        self.config = io.client_config(sink.bootstrap_servers, sink.properties)
+        self.timeout_s = (
+            int(sink.properties.get(io.STARTUP_TIMEOUT, io.DEFAULT_STARTUP_TIMEOUT_MS)) / 1000
+        )
+        self.max_bytes = int(sink.properties.get("message.max.bytes", io.DEFAULT_MESSAGE_MAX_BYTES))
+        self.errors = io.DeliveryErrors(self.where)
+        self.serializer: KafkaRecordSerializationSchema = sink.record_serializer
+        self.known_topics: set[str] = set()
+        if transactional:
+            self.config.setdefault("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)
+            self.config["transactional.id"] = transactional_id(
+                sink.transactional_id_prefix, self.subtask
+            )
+        self.producer = Producer(self.config)
+        fixed = [self.serializer.topic] if self.serializer.topic is not None else []
+        io.check_topics(self.producer, fixed, self.where, sink.bootstrap_servers, self.timeout_s)
+        self.known_topics.update(fixed)
+
+    def _record(self, element: Any, timestamp: int | None) -> ProducedRecord:
+        try:
+            record = self.serializer.to_record(element, timestamp)
+        except Exception as err:
+            raise KafkaSinkError(
+                f"{self.where}: cannot serialize record {element!r}: {err}"
+            ) from err
+        if record.topic not in self.known_topics:
+            io.check_topics(
+                self.producer,
+                [record.topic],
+                self.where,
+                self.sink.bootstrap_servers,
+                self.timeout_s,
+            )
+            self.known_topics.add(record.topic)
+        io.check_size(record, self.max_bytes, self.where)
+        return record
+
+    def close(self) -> None:
+        self.producer.poll(0)
+
+
+class KafkaWriter(_Base):
+    """``NONE`` and ``AT_LEAST_ONCE`` (module doc)."""
+
+    def __init__(self, sink: SinkSettings, context: SinkWriterContext, wait_for_acks: bool) -> None:
+        super().__init__(sink, context, transactional=False)
+        self.wait_for_acks = wait_for_acks
+
+    def write(self, element: Any, timestamp: int | None) -> None:
+        io.produce(self.producer, self._record(element, timestamp), self.errors)
+        self.producer.poll(0)
+        self.errors.raise_if_any()
+
+    def flush(self, end_of_input: bool) -> None:
+        if not (self.wait_for_acks or end_of_input):
+            return
+        left = self.producer.flush(self.timeout_s)
+        self.errors.raise_if_any()
+        if left:
+            raise KafkaSinkError(
+                f"{self.where}: {left} records were not acknowledged by the "
+                f"brokers at {self.sink.bootstrap_servers} within "
+                f"{self.timeout_s:g} s"
+            )
+
+
+class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
+    """``EXACTLY_ONCE`` (module doc; decisions in :mod:`.sink_protocol`)."""
+
+    def __init__(
+        self,
+        sink: SinkSettings,
+        context: SinkWriterContext,
+        restored: Sequence[KafkaWriterState],
+        crash: CrashInjector | None,
+    ) -> None:
+        super().__init__(sink, context, transactional=True)
+        self.prefix = sink.transactional_id_prefix
+        self.progress_topic = sink.properties.get(io.PROGRESS_TOPIC, io.DEFAULT_PROGRESS_TOPIC)
+        self.crash = crash
+        self.key = MarkerKey(self.prefix, uuid.uuid4().hex[:16], self.subtask)
+        self.buffer: list[ProducedRecord] = []
+        self.prepared: list[ProducedRecord] = []
+        self.pending: dict[int, PendingBatch] = {}
+        self.restored_checkpoint = context.restored_checkpoint_id()
+        self.dead: tuple[MarkerKey, ...] = ()
+        self._check_transaction_timeout(context)
+        io.ensure_progress_topic(self.config, self.progress_topic, self.where, self.timeout_s)
+        for other in ids_to_fence(restored, self.subtask, self.parallelism):
+            if other != self.subtask:
+                self._fence(other)
+        self._init_transactions()
+        if restored:
+            self._recover(restored)
+
+    # -- start -----------------------------------------------------------------------------------
+    def _check_transaction_timeout(self, context: SinkWriterContext) -> None:
+        config = context.configuration()
+        checkpoint_timeout = 0 if config is None else config.get(Options.CHECKPOINT_TIMEOUT)
+        timeout = int(self.config["transaction.timeout.ms"])
+        broker_max = io.broker_transaction_max_timeout(self.config, self.producer, self.timeout_s)
+        problem = transaction_timeout_problem(timeout, broker_max, checkpoint_timeout)
+        if problem is not None:
+            raise KafkaSinkError(f"{self.where}: {problem}")
+
+    def _fence(self, subtask: int) -> None:
+        """Initialize (fence, abort) the id of an old subtask this one took over."""
+        config = {**self.config, "transactional.id": transactional_id(self.prefix, subtask)}
+        try:
+            Producer(config).init_transactions(self.timeout_s)
+        except KafkaException as err:
+            raise KafkaSinkError(
+                f"{self.where}: cannot fence transactional id "
+                f"{config['transactional.id']!r}: {err.args[0]}"
+            ) from err
+
+    def _init_transactions(self) -> None:
+        try:
+            self.producer.init_transactions(self.timeout_s)
+        except KafkaException as err:
+            raise KafkaSinkError(
+                f"{self.where}: init_transactions of "
+                f"{self.config['transactional.id']!r} at "
+                f"{self.sink.bootstrap_servers} failed within "
+                f"{self.timeout_s:g} s: {err.args[0]}"
+            ) from err
+
+    def _recover(self, restored: Sequence[KafkaWriterState]) -> None:
+        keys = {s.key(self.prefix) for s in restored}
+        markers = io.read_markers(
+            self.config, self.progress_topic, keys, self.where, self.timeout_s
+        )
+        decision = restore_decision(self.prefix, restored, markers)
+        log.info(
+            "%s: restored %d batches, %d already committed, writing %d",
+            self.where,
+            decision.skipped + len(decision.write),
+            decision.skipped,
+            len(decision.write),
+        )
+        if decision.write:
+            newest = max(b.checkpoint_id for _, b in decision.write)
+            self._transaction([b for _, b in decision.write], list(decision.markers), newest)
+        self.dead = decision.dead
+
+    # -- records and checkpoints -----------------------------------------------------------------
+    def write(self, element: Any, timestamp: int | None) -> None:
+        self.buffer.append(self._record(element, timestamp))
+
+    def prepare_commit(self) -> list[Any]:
+        self._crash(BEFORE_PRE_COMMIT, -1)
+        self.prepared.extend(self.buffer)
+        self.buffer = []
+        return []
+
+    def snapshot_state(self, checkpoint_id: int) -> list[Any]:
+        if self.prepared:
+            self.pending[checkpoint_id] = PendingBatch(checkpoint_id, tuple(self.prepared))
+            self.prepared = []
+        self._crash(AFTER_PRE_COMMIT, checkpoint_id)
+        batches = tuple(self.pending[c] for c in sorted(self.pending))
+        return [KafkaWriterState(self.subtask, self.parallelism, self.key.token, batches)]
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        decision = commit_decision(
+            self.key, self.pending, checkpoint_id, self.dead, self.restored_checkpoint
+        )
+        if decision.is_empty:
+            return
+        self._crash(AFTER_CHECKPOINT_COMPLETE, checkpoint_id)
+        markers: list[tuple[MarkerKey, int | None]] = [(k, None) for k in decision.tombstones]
+        if decision.marker is not None:
+            markers.append((decision.key, decision.marker))
+        self._transaction(list(decision.batches), markers, checkpoint_id)
+        for batch in decision.batches:
+            del self.pending[batch.checkpoint_id]
+        if decision.tombstones:
+            self.dead = ()
+
+    def commit_at_end_of_input(self) -> None:
+        """No final checkpoint will come: write what is left now."""
+        self.snapshot_state(END_OF_INPUT)
+        self.notify_checkpoint_complete(END_OF_INPUT)
+
+    def _transaction(
+        self,
+        batches: list[PendingBatch],
+        markers: Sequence[tuple[MarkerKey, int | None]],
+        checkpoint_id: int,
+    ) -> None:
+        """One transaction: ``batches`` in order, then the markers (``None``: a tombstone)."""
+        what = f"{self.where}, commit of checkpoint {checkpoint_id}"
+        self.errors.where = what
+        try:
+            self.producer.begin_transaction()
+            for batch in batches:
+                for record in batch.records:
+                    io.produce(self.producer, record, self.errors)
+            for key, value in markers:
+                marker = ProducedRecord(
+                    self.progress_topic,
+                    key.encode(),
+                    None if value is None else str(value).encode(),
+                    None,
+                )
+                io.produce(self.producer, marker, self.errors)
+            self._crash(DURING_COMMIT, checkpoint_id)
+            self.producer.commit_transaction(self.timeout_s)
+        except KafkaException as err:
+            self.producer.poll(0)
+            self.errors.raise_if_any()
+            raise KafkaSinkError(f"{what} failed: {err.args[0]}") from err
+        self.errors.raise_if_any()
+        self._crash(AFTER_COMMIT, checkpoint_id)
+
+    def _crash(self, point: str, checkpoint_id: int) -> None:
+        if self.crash is not None:
+            self.crash.reached(point, checkpoint_id, self.attempt, self.subtask)
