@@ -150,8 +150,8 @@ def test_option_keys_in_the_docs_exist() -> None:
     assert not unknown, f"option keys that undertow does not read: {unknown}"
 
 
-#: Pages other branches are writing (Kafka; migrating from PyFlink): linked before they land.
-PENDING_PAGES = {"docs/kafka.md", "docs/migrating-from-pyflink.md"}
+#: Pages another branch is writing (migrating from PyFlink): linked before they land.
+PENDING_PAGES = {"docs/migrating-from-pyflink.md"}
 LINK = re.compile(r"\]\((?!https?://)([^)#\s]*)(?:#([^)\s]+))?\)")
 
 
