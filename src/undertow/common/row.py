@@ -4,9 +4,13 @@ A :class:`Row` is a tuple of field values with optional field names and a :class
 (the change-log flag of Flink's table runtime; ``INSERT`` unless set)::
 
     Row(1, "a")                 # <Row(1, 'a')>         positional, unnamed
-    Row(name="a", x=1)          # Row(name='a', x=1)    named; names are sorted, as in PyFlink
+    Row(x=1, name="a")          # Row(x=1, name='a')    named, in the order given (PyFlink 2.x)
     Person = Row("name", "age") # a row "class": calling it makes named rows
     Person("Alice", 11)         # Row(name='Alice', age=11)
+
+Equality is a tuple's (the values, position by position) plus the row kind, and the names when
+both rows have names; so ``Row(a=1, b=2) != Row(b=2, a=1)``, where PyFlink compares named rows by
+name but still hashes them by position. Equal rows hash alike here.
 
 Threading: a row is a plain value object. Its values are immutable; ``set_row_kind`` and
 ``set_field_names`` mutate it and are meant for the thread that built it, before it is emitted.
@@ -69,7 +73,7 @@ def _row_with_fields(values: Sequence[Any], fields: list[str], row_kind: RowKind
 class Row(tuple[Any, ...]):
     """A tuple of field values with optional field names and a :class:`RowKind`.
 
-    ``Row(*values)`` or ``Row(**named_values)`` (names sorted), not both.
+    ``Row(*values)`` or ``Row(**named_values)`` (names in the order given), not both.
     """
 
     # Instance values live in the instance ``__dict__`` only when they differ from these
@@ -81,9 +85,8 @@ class Row(tuple[Any, ...]):
         if kwargs:
             if args:
                 raise ValueError("cannot use both positional and named values to create a Row")
-            names = sorted(kwargs)
-            row = tuple.__new__(cls, [kwargs[name] for name in names])
-            row.__dict__["_fields"] = names
+            row = tuple.__new__(cls, kwargs.values())
+            row.__dict__["_fields"] = list(kwargs)
             return row
         return tuple.__new__(cls, args)
 
