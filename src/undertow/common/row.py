@@ -8,14 +8,11 @@ A :class:`Row` is a tuple of field values with optional field names and a :class
     Person = Row("name", "age") # a row "class": calling it makes named rows
     Person("Alice", 11)         # Row(name='Alice', age=11)
 
-Equality is a tuple's (the values, position by position) plus the row kind, and the names when
-both rows have names; so ``Row(a=1, b=2) != Row(b=2, a=1)``, where PyFlink compares named rows by
-name but still hashes them by position. Equal rows hash alike here.
-
 Threading: a row is a plain value object. Its values are immutable; ``set_row_kind`` and
 ``set_field_names`` mutate it and are meant for the thread that built it, before it is emitted.
 
-The longer story: docs/design.md, "Module notes", under this module's name.
+Equality is positional: ``Row(a=1, b=2) != Row(b=2, a=1)``. The longer story: docs/design.md,
+"Module notes", under this module's name.
 """
 
 from __future__ import annotations
