@@ -2,7 +2,8 @@
 
 The script is ``__main__`` of the driver only: workers (local processes, Spark's Python
 workers) get its classes by value. The records cross processes (a rebalance and a key-by), the
-state holding them goes into checkpoints.
+state holding them goes into checkpoints, and ``print()`` in the user's function reaches the
+driver's stdout, where the print sink's records are (not a Spark executor's log on stderr).
 """
 
 from __future__ import annotations
@@ -34,18 +35,20 @@ def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def _records(stdout: str) -> list[str]:
-    """The print sink's records, without their ``N> `` subtask prefix, sorted."""
-    lines = (line.split("> ", 1)[-1] for line in stdout.splitlines())
-    return sorted(line for line in lines if not line.startswith("seen "))
+def _printed(stdout: str) -> list[str]:
+    """stdout's lines without the print sink's ``N> `` subtask prefix, sorted: the records and
+    the user's ``print()`` lines, each whole."""
+    return sorted(line.split("> ", 1)[-1] for line in stdout.splitlines())
 
 
 def test_a_script_class_as_record_type_on_local_processes(tmp_path: Path) -> None:
     done = _run(tmp_path, "-t", "local")
-    assert _records(done.stdout) == sorted(HIGHEST + ROWS), done.stdout
+    assert _printed(done.stdout) == sorted(HIGHEST + ROWS + SEEN), done.stdout
+    assert "seen" not in done.stderr
 
 
 @pytest.mark.spark
 def test_a_script_class_as_record_type_on_spark(tmp_path: Path) -> None:
     done = _run(tmp_path, "--master", "local[2]")
-    assert _records(done.stdout) == sorted(HIGHEST + ROWS), done.stdout
+    assert _printed(done.stdout) == sorted(HIGHEST + ROWS + SEEN), done.stdout
+    assert "seen" not in done.stderr
