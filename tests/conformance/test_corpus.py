@@ -53,8 +53,16 @@ WITH_SCRIPT_CLASSES = [
     n for n in PROGRAMS if _SCRIPT_CLASS.search((CORPUS / f"{n}.py").read_text())
 ]
 
-#: Programs that do not print what PyFlink prints yet, with the cause, per target.
-XFAIL: dict[tuple[str, str], str] = {}
+#: Programs that do not print what PyFlink prints, with the cause, per target.
+XFAIL: dict[tuple[str, str], str] = {
+    ("spark", "continuous_event_time_trigger"): (
+        "a timer registered while the watermark advances, at or below the new watermark, fires "
+        "in the same advance on undertow (as in Java Flink's InternalTimerServiceImpl), not on "
+        "PyFlink, whose Python operator hands it to Java after the advance: at end of input the "
+        "continuous trigger fires 5 times per window (2000, 4000, 6000, 8000, 9999), PyFlink's "
+        "twice (its first fire time and the window's end)"
+    ),
+}
 
 
 def undertow_source(name: str) -> str:
