@@ -465,9 +465,12 @@ class KeyedStream(DataStream):
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> Any:
-        """As in PyFlink, a keyed stream is collected as ``Row(f0=key, f1=record)``."""
+        """As in PyFlink, a keyed stream is collected as ``Row(f0=key, f1=record)``, through
+        one key partition (Flink's collect sink has parallelism 1): in input order when the
+        input has one subtask."""
         key_of = self._key_selector
         pairs = DataStream.map(self, lambda value: Row(f0=key_of(value), f1=value))
+        pairs.set_parallelism(1)
         return pairs.execute_and_collect(job_execution_name, limit)
 
     # a KeyedStream is partitioned by its key: PyFlink refuses to override that, and so do we
