@@ -245,7 +245,10 @@ class DataStream:
         ), ks, self)  # fmt: skip
 
     def union(self, *streams: DataStream) -> DataStream:
-        inputs = [self._transformation] + [s._transformation for s in streams]
+        """As in PyFlink, a keyed input enters the union through its own
+        ``_keyed_stream_values_operator`` (a map after the key partition), so the union keeps
+        the key partitioning but not the keyed context."""
+        inputs = [_union_input(s)._transformation for s in (self, *streams)]
         return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
 
     def connect(self, ds: DataStream | BroadcastStream) -> Any:
@@ -389,6 +392,16 @@ class DataStream:
 
 
 _add = operator.add
+
+
+def _values(value: Any) -> Any:
+    return value
+
+
+def _union_input(stream: DataStream) -> DataStream:
+    if isinstance(stream, KeyedStream):
+        return DataStream.map(stream, _values).name("_keyed_stream_values_operator")
+    return stream
 
 
 class KeyedStream(DataStream):
