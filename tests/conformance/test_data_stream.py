@@ -124,9 +124,46 @@ def test_basic_operations(env: StreamExecutionEnvironment) -> None:
     assert sorted(sink.results()) == sorted(["+I[cfgs, 5, 3]", "+I[deeefg, 7, 4]"])
 
 
-@pytest.mark.skip(reason="needs the JVM: checks partitions with a Java map function")
-def test_partition_custom() -> None:
-    pass
+class _PartitionCheck(MapFunction):
+    """PyFlink's Java ``PartitionCustomTestMapFunction`` in Python: a record must reach the
+    subtask its key chose (``key % partitions``)."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.index = runtime_context.get_index_of_this_subtask()
+
+    def map(self, value: Any) -> Any:
+        if value[1] % 5 != self.index:
+            raise AssertionError(f"{value} reached subtask {self.index}, not {value[1] % 5}")
+        return value
+
+
+def test_partition_custom(env: StreamExecutionEnvironment) -> None:
+    row = Types.ROW([Types.STRING(), Types.INT()])
+    ds = env.from_collection(
+        [("a", 0), ("b", 0), ("c", 1), ("d", 1), ("e", 2),
+         ("f", 7), ("g", 7), ("h", 8), ("i", 8), ("j", 9)],
+        type_info=row,
+    )  # fmt: skip
+    expected_num_partitions = 5
+
+    def my_partitioner(key: int, num_partitions: int) -> int:
+        assert expected_num_partitions == num_partitions
+        return key % num_partitions
+
+    partitioned_stream = (
+        ds.map(lambda x: x, output_type=row)
+        .set_parallelism(4)
+        .partition_custom(my_partitioner, lambda x: x[1])
+    )
+    sink = _sink(
+        partitioned_stream.map(_PartitionCheck(), output_type=row).set_parallelism(
+            expected_num_partitions
+        )
+    )
+    env.execute("test_partition_custom")
+    expected = ["+I[a, 0]", "+I[b, 0]", "+I[c, 1]", "+I[d, 1]", "+I[e, 2]",
+                "+I[f, 7]", "+I[g, 7]", "+I[h, 8]", "+I[i, 8]", "+I[j, 9]"]  # fmt: skip
+    assert sorted(sink.results()) == expected
 
 
 def test_keyed_process_function_with_state(env: StreamExecutionEnvironment) -> None:
