@@ -11,9 +11,7 @@
   the worker runs, then ``sys.path``, the directory and the variable are restored.
 * ``local-threads`` workers share the driver's process: :func:`prepare_driver` puts files and
   requirements on the driver's ``sys.path`` for the rest of the process; archives, cached files
-  and another executable need a process of their own and are refused by :func:`check_target`.
-
-The longer story: docs/design.md, "Module notes", under this module's name.
+  and another executable are refused by :func:`check_target`. More: docs/design.md.
 """
 
 from __future__ import annotations
