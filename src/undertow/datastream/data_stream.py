@@ -128,6 +128,9 @@ class DataStream:
         return self
 
     def set_description(self, description: str) -> DataStream:
+        """A description of the operator, shown where Flink shows it: the execution plan's
+        ``contents`` and the REST API's (and dashboard's) vertex ``description``."""
+        self._transformation.description = description
         return self
 
     def get_type(self) -> Any:
