@@ -3,7 +3,8 @@
 The script is ``__main__`` of the driver only: workers (local processes, Spark's Python
 workers) get its classes by value. The records cross processes (a rebalance and a key-by), the
 state holding them goes into checkpoints, and ``print()`` in the user's function reaches the
-driver's stdout, where the print sink's records are (not a Spark executor's log on stderr).
+driver's stdout, where the print sink's records are. On Spark (``pyspark.daemon`` is the
+workers' ``__main__``) the same is checked by test_run_on_spark.py, in the one Spark run.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 JOB = Path(__file__).parent / "jobs" / "user_classes_job.py"
 
@@ -43,12 +42,5 @@ def _printed(stdout: str) -> list[str]:
 
 def test_a_script_class_as_record_type_on_local_processes(tmp_path: Path) -> None:
     done = _run(tmp_path, "-t", "local")
-    assert _printed(done.stdout) == sorted(HIGHEST + ROWS + SEEN), done.stdout
-    assert "seen" not in done.stderr
-
-
-@pytest.mark.spark
-def test_a_script_class_as_record_type_on_spark(tmp_path: Path) -> None:
-    done = _run(tmp_path, "--master", "local[2]")
     assert _printed(done.stdout) == sorted(HIGHEST + ROWS + SEEN), done.stdout
     assert "seen" not in done.stderr
