@@ -1,8 +1,9 @@
 """``undertow run`` with the default target: local Spark, in a process of its own.
 
 Checks what a user sees: the Spark application id, master and REST address at start, the job's
-output, and worker log lines that name job, worker, operator and subtask (on Spark they reach
-the driver's stderr through the JVM, so only a separate process can read them).
+output with what its map ``print()`` s (records of a class of the script, issue 26), and worker
+log lines that name job, worker, operator and subtask (on Spark they reach the driver's stderr
+through the JVM, so only a separate process can read them).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def test_undertow_run_deploys_on_local_spark_by_default(tmp_path: Path) -> None:
     assert job is not None, out
     printed = sorted(int(line.split("> ")[1]) for line in out.splitlines() if "> " in line)
     assert printed == [v * 10 for v in range(20)]
+    assert "print from map, value 7" in out.splitlines() and "print from map" not in err
     logged = re.search(r"WARNING \[job (\w{8}) worker \d Logging[^\]]* \(\d/2\)\] user\.job: "
                        r"hello from map, value 7", err)  # fmt: skip
     assert logged is not None, err[-3000:]

@@ -102,6 +102,30 @@ def test_row_conform_keeps_matching_rows_and_their_kind() -> None:
     assert ROW.conform(deleted).get_row_kind() is RowKind.DELETE
 
 
+class _Sensor:
+    """A plain class, as tutorials define their record types."""
+
+    def __init__(self, sensor: str, vc: int) -> None:
+        self.name = sensor
+        self.x = vc
+
+
+def test_row_conform_reads_a_plain_objects_attributes_by_field_name() -> None:
+    # PyFlink's from_collection reads obj.__dict__ by the row type's names (issue 26, item 3).
+    row = ROW.conform(_Sensor("s1", 7))
+    assert type(row) is Row and tuple(row) == ("s1", 7) and row._fields == ["name", "x"]
+    sparse = _Sensor("s1", 7)
+    del sparse.x
+    assert ROW.conform(sparse) == ("s1", None)  # a missing attribute is null, as in PyFlink
+
+
+def test_row_conform_reads_a_named_row_of_the_same_names_by_name() -> None:
+    # PyFlink picks a named row's fields by the type's names (get_fields_by_names).
+    row = ROW.conform(Row(x=1, name="a"))
+    assert tuple(row) == ("a", 1) and row._fields == ["name", "x"]
+    assert tuple(ROW.conform(Row(p="a", q=1))) == ("a", 1)  # other names: by position
+
+
 def test_unnamed_row_type_names_fields_like_flink() -> None:
     row = Types.ROW([Types.INT(), Types.STRING()]).conform((1, "a"))
     assert row.f0 == 1 and row.f1 == "a"

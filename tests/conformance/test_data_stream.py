@@ -28,6 +28,7 @@ from undertow.datastream import (
     KeyedBroadcastProcessFunction,
     OutputTag,
     RuntimeContext,
+    SlotSharingGroup,
     StreamExecutionEnvironment,
 )
 from undertow.datastream.functions import (
@@ -123,9 +124,46 @@ def test_basic_operations(env: StreamExecutionEnvironment) -> None:
     assert sorted(sink.results()) == sorted(["+I[cfgs, 5, 3]", "+I[deeefg, 7, 4]"])
 
 
-@pytest.mark.skip(reason="needs the JVM: checks partitions with a Java map function")
-def test_partition_custom() -> None:
-    pass
+class _PartitionCheck(MapFunction):
+    """PyFlink's Java ``PartitionCustomTestMapFunction`` in Python: a record must reach the
+    subtask its key chose (``key % partitions``)."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.index = runtime_context.get_index_of_this_subtask()
+
+    def map(self, value: Any) -> Any:
+        if value[1] % 5 != self.index:
+            raise AssertionError(f"{value} reached subtask {self.index}, not {value[1] % 5}")
+        return value
+
+
+def test_partition_custom(env: StreamExecutionEnvironment) -> None:
+    row = Types.ROW([Types.STRING(), Types.INT()])
+    ds = env.from_collection(
+        [("a", 0), ("b", 0), ("c", 1), ("d", 1), ("e", 2),
+         ("f", 7), ("g", 7), ("h", 8), ("i", 8), ("j", 9)],
+        type_info=row,
+    )  # fmt: skip
+    expected_num_partitions = 5
+
+    def my_partitioner(key: int, num_partitions: int) -> int:
+        assert expected_num_partitions == num_partitions
+        return key % num_partitions
+
+    partitioned_stream = (
+        ds.map(lambda x: x, output_type=row)
+        .set_parallelism(4)
+        .partition_custom(my_partitioner, lambda x: x[1])
+    )
+    sink = _sink(
+        partitioned_stream.map(_PartitionCheck(), output_type=row).set_parallelism(
+            expected_num_partitions
+        )
+    )
+    env.execute("test_partition_custom")
+    expected = ["+I[a, 0]", "+I[b, 0]", "+I[c, 1]", "+I[d, 1]", "+I[e, 2]",
+                "+I[f, 7]", "+I[g, 7]", "+I[h, 8]", "+I[i, 8]", "+I[j, 9]"]  # fmt: skip
+    assert sorted(sink.results()) == expected
 
 
 def test_keyed_process_function_with_state(env: StreamExecutionEnvironment) -> None:
@@ -1119,18 +1157,16 @@ def test_union(env: StreamExecutionEnvironment) -> None:
 
 
 def test_keyed_stream_union(env: StreamExecutionEnvironment) -> None:
-    """PyFlink unions keyed streams through a ``_keyed_stream_values_operator`` per input (a
-    JVM-side map that strips the key) feeding the sink; undertow carries values, not (key,
-    value) pairs, so the sink reads both inputs directly over their key_by (HASH) edges. The
-    behaviour PyFlink's test guards: the union's records are the values, from both inputs."""
     ds_1, ds_2 = env.from_collection([1, 2, 3]), env.from_collection([4, 5, 6])
     union = ds_1.key_by(lambda x: x).union(ds_2.key_by(lambda x: x))
     sink = _sink(union)
     plan = _plan(env)
-    sources = sorted(n["id"] for n in plan["nodes"] if n["pact"] == "Data Source")
+    values = sorted(n["id"] for n in plan["nodes"] if n["type"] == "_keyed_stream_values_operator")
     [node] = [n for n in plan["nodes"] if n["pact"] == "Data Sink"]
-    assert sorted(p["id"] for p in node["predecessors"]) == sources
-    assert {p["ship_strategy"] for p in node["predecessors"]} == {"HASH"}
+    assert sorted(p["id"] for p in node["predecessors"]) == values and len(values) == 2
+    # as in PyFlink's plan: each values operator reads its input's key partition
+    by_id = {n["id"]: n for n in plan["nodes"]}
+    assert [p["ship_strategy"] for v in values for p in by_id[v]["predecessors"]] == ["HASH"] * 2
     env.execute("keyed stream union")
     assert sorted(sink.results()) == ["1", "2", "3", "4", "5", "6"]
 
@@ -1178,14 +1214,39 @@ def test_keyed_stream_partitioning(env: StreamExecutionEnvironment) -> None:
             repartition()
 
 
-@pytest.mark.skip(reason="needs the JVM: reads slot sharing groups from Java's StreamGraph")
-def test_slot_sharing_group() -> None:
-    pass
+def test_slot_sharing_group(env: StreamExecutionEnvironment) -> None:
+    # PyFlink reads the groups from Java's StreamGraph; undertow's stream graph holds them.
+    source_operator_name, map_operator_name = "collection source", "map_operator"
+    ds_1 = env.from_collection([1, 2, 3]).name(source_operator_name)
+    ds_1.slot_sharing_group(SlotSharingGroup.builder("slot_sharing_group_1").build()).map(
+        lambda x: x + 1
+    ).set_parallelism(3).name(map_operator_name).slot_sharing_group(
+        "slot_sharing_group_2"
+    ).add_sink(TestSink())
+    groups = {n.name: n.slot_sharing_group for n in env.get_stream_graph().nodes.values()}
+    assert groups[source_operator_name] == "slot_sharing_group_1"
+    assert groups[map_operator_name] == "slot_sharing_group_2"
 
 
-@pytest.mark.skip(reason="needs the JVM: asks Java's StreamingJobGraphGenerator.isChainable")
-def test_chaining_strategy() -> None:
-    pass
+def test_chaining_strategy(env: StreamExecutionEnvironment) -> None:
+    # PyFlink asks Java's StreamingJobGraphGenerator.isChainable about map_operator_1's edges;
+    # undertow's job graph answers with its chains (one vertex per chain).
+    def chained_with_map_1(configure: Any) -> tuple[bool, bool]:
+        ds = env.from_collection([1, 2, 3])
+        map_1 = ds.map(lambda x: x).set_parallelism(2).name("map_operator_0")
+        map_1 = configure(map_1.map(lambda x: x).set_parallelism(2).name("map_operator_1"))
+        map_1.map(lambda x: x).set_parallelism(2).name("map_operator_2").add_sink(TestSink())
+        graph = env._job_graph("chaining")
+        env._sinks.clear()
+        chain_of = {op.name: v.id for v in graph.vertices for op in v.operators}
+        return (
+            chain_of["map_operator_0"] == chain_of["map_operator_1"],
+            chain_of["map_operator_1"] == chain_of["map_operator_2"],
+        )
+
+    assert chained_with_map_1(lambda s: s) == (True, True)
+    assert chained_with_map_1(lambda s: s.start_new_chain()) == (False, True)
+    assert chained_with_map_1(lambda s: s.disable_chaining()) == (False, False)
 
 
 def test_execute_and_collect(env: StreamExecutionEnvironment) -> None:
@@ -1198,8 +1259,7 @@ def test_execute_and_collect(env: StreamExecutionEnvironment) -> None:
     with ds.key_by(lambda i: i[0], Types.STRING()).execute_and_collect() as results:
         actual = list(results)
     expected = [Row(f0=name, f1=(name, n)) for name, n in keyed_data]
-    # PyFlink's list is in input order; across two key partitions only the per-key order holds
-    assert sorted(actual, key=str) == sorted(expected, key=str)
+    assert actual == expected  # input order, as PyFlink's
 
     all_types = [
         (1, None, 1, True, 32767, -2147483648, 1.23, 1.98932, bytearray(b"flink"), "pyflink",

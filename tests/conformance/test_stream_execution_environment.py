@@ -374,7 +374,7 @@ def test_python_archive_is_refused_on_local_threads(tmp_path: Path) -> None:
 
 
 def test_set_stream_env(tmp_path: Path) -> None:
-    # PyFlink checks its worker's os.environ["python"]; undertow's worker is the interpreter.
+    # PyFlink checks its worker's os.environ["python"]; undertow's worker also is the interpreter.
     link = tmp_path / "python-link"
     os.symlink(sys.executable, link)
     env = _env("local")
@@ -382,6 +382,7 @@ def test_set_stream_env(tmp_path: Path) -> None:
     expected = str(link)
 
     def check_python_exec(i: int) -> int:
+        assert os.environ["python"] == expected, os.environ.get("python")  # noqa: SIM112
         assert sys.executable == expected, sys.executable
         return i
 

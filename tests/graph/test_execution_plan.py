@@ -85,3 +85,13 @@ def test_two_inputs_list_both_predecessors() -> None:
     nodes = {n["contents"]: n for n in json.loads(env.get_execution_plan())["nodes"]}
     sources = {nodes["left"]["id"], nodes["right"]["id"]}
     assert {p["id"] for p in nodes["both"]["predecessors"]} == sources
+
+
+def test_set_description_is_the_plans_contents() -> None:
+    # PyFlink 2.3's plan for the same calls: contents 'my description', type the name.
+    env = _env(2)
+    ds = env.from_collection([1, 2, 3])
+    ds.map(lambda x: x).name("described").set_description("my description").print()
+    nodes = {n["type"]: n for n in json.loads(env.get_execution_plan())["nodes"]}
+    assert nodes["described"]["contents"] == "my description"
+    assert nodes["Source: Collection Source"]["contents"] == "Source: Collection Source"

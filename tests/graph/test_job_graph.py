@@ -294,3 +294,14 @@ def test_direct_transformations_chain_like_the_api() -> None:
     graph = _build([b], parallelism=2)
     assert _names(graph) == ["S -> A", "B"]
     assert [op.kind for op in graph.vertices[0].operators] == ["source", "one-input"]
+
+
+def test_a_vertex_describes_its_chain_with_the_operators_descriptions() -> None:
+    env = StreamExecutionEnvironment()
+    env.set_parallelism(1)
+    ds = env.from_collection([1]).map(lambda x: x).set_description("adds nothing")
+    ds.map(lambda x: x).name("second").print()
+    [vertex] = env._job_graph("described").vertices
+    assert vertex.description == (
+        "Source: Collection Source -> adds nothing -> second -> Sink: Print to Std. Out"
+    )

@@ -76,9 +76,9 @@ def start_job(tmp: str, name: str, **settings: Any) -> JobClient:
         lambda n, _: 1_700_000_000_000 + n
     )
     numbers = env.from_source(DataGeneratorSource(lambda i: i, count=None), strategy, "numbers")
-    numbers.key_by(lambda n: n % 8).map(lambda n: n * 2).name("double").filter(
-        lambda n: n < 0
-    ).print()
+    numbers.key_by(lambda n: n % 8).map(lambda n: n * 2).name("double").set_description(
+        "doubles each number"
+    ).filter(lambda n: n < 0).print()
     return env.execute_async(name)
 
 

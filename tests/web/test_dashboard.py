@@ -59,6 +59,8 @@ def test_graph_shows_vertices_edges_and_metrics(job: Job, browser: Any) -> None:
         box = boxes[f"vertex-{vertex['id']}"]
         assert vertex["name"][:39] in box["text"]
         assert 0.0 <= box["busy"] <= 1.0 and 0.0 <= box["backpressured"] <= 1.0
+    described = [box for box in page["boxes"] if "doubles each number" in box["text"]]
+    assert len(described) == 1  # set_description, as the vertex's tooltip
     assert "HASH" in page["edges"], page["edges"]
     assert "2023-11-14" in page["rows"][0]  # the watermark of 1_700_000_000_000 + n ms
 

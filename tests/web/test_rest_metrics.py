@@ -36,6 +36,7 @@ def test_plan_is_flinks_job_plan_info(job: Job) -> None:
     assert {"id", "parallelism", "operator", "operator_strategy", "description", "inputs",
             "optimizer_properties"} <= set(node)  # fmt: skip
     assert node["inputs"][0]["ship_strategy"] == "HASH"
+    assert node["description"].startswith("doubles each number -> ")  # set_description
     assert {"num", "id", "ship_strategy", "exchange"} <= set(node["inputs"][0])
 
 

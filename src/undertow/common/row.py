@@ -4,14 +4,15 @@ A :class:`Row` is a tuple of field values with optional field names and a :class
 (the change-log flag of Flink's table runtime; ``INSERT`` unless set)::
 
     Row(1, "a")                 # <Row(1, 'a')>         positional, unnamed
-    Row(name="a", x=1)          # Row(name='a', x=1)    named; names are sorted, as in PyFlink
+    Row(x=1, name="a")          # Row(x=1, name='a')    named, in the order given (PyFlink 2.x)
     Person = Row("name", "age") # a row "class": calling it makes named rows
     Person("Alice", 11)         # Row(name='Alice', age=11)
 
 Threading: a row is a plain value object. Its values are immutable; ``set_row_kind`` and
 ``set_field_names`` mutate it and are meant for the thread that built it, before it is emitted.
 
-The longer story: docs/design.md, "Module notes", under this module's name.
+Equality is positional: ``Row(a=1, b=2) != Row(b=2, a=1)``. The longer story: docs/design.md,
+"Module notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _row_with_fields(values: Sequence[Any], fields: list[str], row_kind: RowKind
 class Row(tuple[Any, ...]):
     """A tuple of field values with optional field names and a :class:`RowKind`.
 
-    ``Row(*values)`` or ``Row(**named_values)`` (names sorted), not both.
+    ``Row(*values)`` or ``Row(**named_values)`` (names in the order given), not both.
     """
 
     # Instance values live in the instance ``__dict__`` only when they differ from these
@@ -81,9 +82,8 @@ class Row(tuple[Any, ...]):
         if kwargs:
             if args:
                 raise ValueError("cannot use both positional and named values to create a Row")
-            names = sorted(kwargs)
-            row = tuple.__new__(cls, [kwargs[name] for name in names])
-            row.__dict__["_fields"] = names
+            row = tuple.__new__(cls, kwargs.values())
+            row.__dict__["_fields"] = list(kwargs)
             return row
         return tuple.__new__(cls, args)
 

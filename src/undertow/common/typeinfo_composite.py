@@ -3,7 +3,8 @@
 Every field of a row may be ``None`` (Flink's row serializer keeps a null mask); tuple fields
 and primitive-array elements follow their type; basic/object-array elements and map values
 may be ``None``; a row, tuple, array, list or map itself may not. ``conform`` builds the value
-PyFlink would hand the next function (a ``Row`` from a tuple, list, dict or row, ...).
+PyFlink would hand the next function (a ``Row`` from a tuple, list, dict, row or a plain object's
+attributes, ...).
 
 Threading: type information objects are immutable value objects, safe to share and pickle.
 """
@@ -260,13 +261,21 @@ class RowTypeInfo(TypeInformation):
         kind = RowKind.INSERT
         if isinstance(value, Row):
             kind = value.get_row_kind()
-            if value._fields == names and not self._any_convert:
+            fields = value._fields
+            if fields == names and not self._any_convert:
                 return value
             values: Sequence[Any] = value
+            if fields is not None and fields != names and sorted(fields) == sorted(names):
+                values = [value[name] for name in names]  # PyFlink's get_fields_by_names
         elif isinstance(value, (tuple, list)):
             values = value
         elif isinstance(value, dict):
             values = [value.get(name) for name in names]
+        elif hasattr(value, "__dict__"):
+            # A plain object (a class of the user's): its attributes by field name, a missing
+            # one as null, as PyFlink reads ``obj.__dict__``.
+            attributes = vars(value)
+            values = [attributes.get(name) for name in names]
         else:
             raise TypeError(f"cannot make a row of {self!r} from {_describe(value)}")
         if len(values) != len(names):

@@ -128,6 +128,9 @@ class DataStream:
         return self
 
     def set_description(self, description: str) -> DataStream:
+        """A description of the operator, shown where Flink shows it: the execution plan's
+        ``contents`` and the REST API's (and dashboard's) vertex ``description``."""
+        self._transformation.description = description
         return self
 
     def get_type(self) -> Any:
@@ -245,7 +248,10 @@ class DataStream:
         ), ks, self)  # fmt: skip
 
     def union(self, *streams: DataStream) -> DataStream:
-        inputs = [self._transformation] + [s._transformation for s in streams]
+        """As in PyFlink, a keyed input enters the union through its own
+        ``_keyed_stream_values_operator`` (a map after the key partition), so the union keeps
+        the key partitioning but not the keyed context."""
+        inputs = [_union_input(s)._transformation for s in (self, *streams)]
         return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
 
     def connect(self, ds: DataStream | BroadcastStream) -> Any:
@@ -391,6 +397,16 @@ class DataStream:
 _add = operator.add
 
 
+def _values(value: Any) -> Any:
+    return value
+
+
+def _union_input(stream: DataStream) -> DataStream:
+    if isinstance(stream, KeyedStream):
+        return DataStream.map(stream, _values).name("_keyed_stream_values_operator")
+    return stream
+
+
 class KeyedStream(DataStream):
     """A stream partitioned by key: state and timers are per key."""
 
@@ -465,9 +481,12 @@ class KeyedStream(DataStream):
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> Any:
-        """As in PyFlink, a keyed stream is collected as ``Row(f0=key, f1=record)``."""
+        """As in PyFlink, a keyed stream is collected as ``Row(f0=key, f1=record)``, through
+        one key partition (Flink's collect sink has parallelism 1): in input order when the
+        input has one subtask."""
         key_of = self._key_selector
         pairs = DataStream.map(self, lambda value: Row(f0=key_of(value), f1=value))
+        pairs.set_parallelism(1)
         return pairs.execute_and_collect(job_execution_name, limit)
 
     # a KeyedStream is partitioned by its key: PyFlink refuses to override that, and so do we

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from undertow.common.row import Row, _create_row
 from undertow.core.errors import GraphBuildError
 
 
@@ -34,6 +35,12 @@ def read_field(value: Any, position: int | str) -> Any:
 
 
 def replace_field(value: Any, position: int | str, new: Any) -> Any:
+    if isinstance(value, Row):
+        # Same names, same order, same kind: only the one value changes.
+        index = position if isinstance(position, int) else value._index_of(position)
+        items = list(value)
+        items[index] = new
+        return _create_row(value._fields, items, value.get_row_kind())
     if isinstance(value, (tuple, list)) and not isinstance(position, str):
         items = list(value)
         items[position] = new

@@ -5,14 +5,13 @@
   (``addPyFile`` for ``.py``/``.zip``/``.egg``, ``addFile`` for the rest, directories
   recursively); executors find them with ``SparkFiles.get(name)``.
 * In a worker with a process of its own (``local``, ``spark``), :class:`WorkerEnvironment`
-  builds a private working directory: Python files on ``sys.path``, archives unpacked under
-  their target directory, cached files by name, requirements pip-installed; the process works
-  in that directory while the worker runs, then ``sys.path`` and the directory are restored.
+  exports ``os.environ["python"]`` (as PyFlink's workers) and builds a private working
+  directory: Python files on ``sys.path``, archives unpacked under their target directory,
+  cached files by name, requirements pip-installed; the process works in that directory while
+  the worker runs, then ``sys.path``, the directory and the variable are restored.
 * ``local-threads`` workers share the driver's process: :func:`prepare_driver` puts files and
   requirements on the driver's ``sys.path`` for the rest of the process; archives, cached files
-  and another executable need a process of their own and are refused by :func:`check_target`.
-
-The longer story: docs/design.md, "Module notes", under this module's name.
+  and another executable are refused by :func:`check_target`. More: docs/design.md.
 """
 
 from __future__ import annotations
@@ -112,6 +111,10 @@ def prepare_driver(deps: PythonDependencies) -> None:
         _DRIVER_PREPARED.add(deps)
 
 
+#: The variable naming a worker's interpreter (PyFlink's name, in lower case).
+PYTHON_VARIABLE = "python"
+
+
 class WorkerEnvironment:
     """The context a worker process runs in (module docstring). Enter and exit on the same
     thread; not reentrant."""
@@ -121,6 +124,7 @@ class WorkerEnvironment:
         self._locate = locate
         self._old_path: list[str] = []
         self._old_cwd = ""
+        self._old_python: str | None = None
         self._folder = ""
 
     def __enter__(self) -> WorkerEnvironment:
@@ -133,6 +137,9 @@ class WorkerEnvironment:
             )
         self._old_path = list(sys.path)
         self._old_cwd = os.getcwd()
+        # PyFlink's workers export their interpreter as os.environ["python"].
+        self._old_python = os.environ.get(PYTHON_VARIABLE)
+        os.environ[PYTHON_VARIABLE] = deps.executable or sys.executable
         if deps.is_empty():
             return self
         self._folder = tempfile.mkdtemp(prefix="undertow-worker-env-")
@@ -165,6 +172,10 @@ class WorkerEnvironment:
         tb: TracebackType | None,
     ) -> None:  # fmt: skip
         sys.path[:] = self._old_path
+        if self._old_python is None:
+            os.environ.pop(PYTHON_VARIABLE, None)
+        else:
+            os.environ[PYTHON_VARIABLE] = self._old_python
         if self._folder:
             os.chdir(self._old_cwd)
             shutil.rmtree(self._folder, ignore_errors=True)

@@ -80,7 +80,7 @@ def run_spark_task(args: SparkTaskArgs, _rows: Iterator[Any]) -> Iterator[tuple[
     try:
         dependencies = python_dependencies.read(config)
         with worker_log_handler(), WorkerEnvironment(dependencies, spark_files):
-            run_worker(index, args.attempt, args.master, args.secret, config)
+            run_worker(index, args.attempt, args.master, args.secret, config, forward_stdout=True)
     finally:
         sys.path[:] = old_path
         if old_name is not None:

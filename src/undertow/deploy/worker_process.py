@@ -16,7 +16,7 @@ def main() -> int:
     with worker_log_handler():
         try:
             with WorkerEnvironment(python_dependencies.read(config), same_place):
-                run_worker(index, attempt, master, secret, config)
+                run_worker(index, attempt, master, secret, config, forward_stdout=True)
         except Exception as err:
             print(f"undertow worker {index}: {err}", file=sys.stderr)
             return 1

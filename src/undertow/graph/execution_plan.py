@@ -49,7 +49,8 @@ def execution_plan(graph: StreamGraph) -> dict[str, Any]:
     nodes = []
     for node in _order(graph):
         entry: dict[str, Any] = {
-            "id": node.id, "type": node.name, "pact": _pact(node), "contents": node.name,
+            "id": node.id, "type": node.name, "pact": _pact(node),
+            "contents": node.description or node.name,
             "parallelism": node.parallelism,
         }  # fmt: skip
         if node.in_edges:

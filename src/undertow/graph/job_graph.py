@@ -81,6 +81,8 @@ class JobVertex:
     operators: tuple[OperatorSpec, ...]
     inputs: tuple[JobEdge, ...]
     outputs: tuple[JobEdge, ...]
+    #: The chain's operator descriptions (``set_description``, else names), as ``name`` joins.
+    description: str = ""
 
     @property
     def is_source(self) -> bool:
@@ -224,6 +226,9 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
                 operators=tuple(specs),
                 inputs=tuple(e for e in job_edges if e.target_vertex == vid),
                 outputs=tuple(e for e in job_edges if e.source_vertex == vid),
+                description=" -> ".join(
+                    graph.nodes[m].description or graph.nodes[m].name for m in members
+                ),
             )
         )
     return JobGraph(graph.job_name, tuple(vertices), tuple(job_edges))

@@ -56,6 +56,8 @@ class StreamNode:
     transformation: Transformation
     in_edges: list[StreamEdge] = field(default_factory=list)
     out_edges: list[StreamEdge] = field(default_factory=list)
+    #: ``set_description``'s text, else the name.
+    description: str = ""
 
     @property
     def is_source(self) -> bool:
@@ -132,6 +134,7 @@ def build_stream_graph(
             chaining=t.chaining,
             buffer_timeout=default_buffer_timeout if t.buffer_timeout is None else t.buffer_timeout,
             transformation=t,
+            description=t.description or t.name,
         )
     _check_uids(nodes)
     for node in nodes.values():

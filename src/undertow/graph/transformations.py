@@ -37,6 +37,9 @@ class Transformation:
     output_type: Any = None
     #: True if the user set the parallelism explicitly (otherwise the environment default).
     parallelism_set: bool = False
+    #: ``set_description``: shown for the operator instead of its name in the execution plan's
+    #: ``contents`` and the REST vertex's ``description``, as in Flink.
+    description: str | None = None
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

@@ -39,6 +39,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from undertow.core import pickling
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
 from undertow.state.descriptors import StateDescriptor
@@ -437,7 +438,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 def encode_key_group_blob(payload: dict[str, Any]) -> bytes:
     """One key group's keyed state as a versioned, checksummed blob: the canonical format
     both backends write, so a job may switch backends at restore."""
-    body = pickle.dumps(payload, protocol=5)
+    body = pickling.dumps(payload)
     return _HEADER.pack(_MAGIC, _VERSION, zlib.crc32(body)) + body
 
 

@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from undertow.core import pickling
 from undertow.core.errors import StateError
 from undertow.state.descriptors import (
     BroadcastState,
@@ -292,7 +293,7 @@ def split_evenly(parts: list[list[Any]], n: int) -> list[list[Any]]:
 
 
 def _encode(states: dict[str, tuple[str, Any]]) -> bytes:
-    body = pickle.dumps(states, protocol=5)
+    body = pickling.dumps(states)
     return _HEADER.pack(_MAGIC, _VERSION, zlib.crc32(body)) + body
 
 

@@ -24,6 +24,7 @@ import pickle
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from undertow.core import pickling
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState
 from undertow.state.descriptors import (
@@ -82,7 +83,7 @@ def int_void_db_key(
 
 
 def encode_value(entry: Any) -> bytes:
-    return pickle.dumps(entry, protocol=5)
+    return pickling.dumps(entry)
 
 
 def decode_value(raw: bytes) -> Any:

@@ -4,6 +4,7 @@ failed, in-progress and restored checkpoints, which a healthy running job rarely
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
@@ -173,3 +174,11 @@ def test_a_savepoint_is_latest_savepoint_not_latest_completed_checkpoint() -> No
     assert savepoint["external_path"] == "/savepoints/savepoint-cccccc-5"
     [newest, _] = body["history"]
     assert newest["id"] == 5 and newest["is_savepoint"] and newest["checkpoint_type"] == "SAVEPOINT"
+
+
+def test_the_plan_shows_each_vertexs_description() -> None:
+    view = view_of(tracker_with_history())
+    described = dataclasses.replace(view.vertices[1], description="writes the results")
+    view = dataclasses.replace(view, vertices=(view.vertices[0], described))
+    plan = {n["id"]: n["description"] for n in responses.job_details(view)["plan"]["nodes"]}
+    assert plan == {SOURCE: "Source: s", SINK: "writes the results"}

@@ -72,6 +72,7 @@ def build_job_view(
             metrics=tuple(task_metrics.view(*k) for k in keys),
             inputs=tuple(VertexInput(rest_ids[e.source_vertex], e.partitioner_kind)
                          for e in v.inputs),
+            description=v.description or v.name,
         ))  # fmt: skip
     return JobView(
         job_id=facts.job_id, name=graph.job_name, state=status.value,

@@ -252,6 +252,8 @@ class VertexView:
     #: Per subtask; None before its first sample.
     metrics: tuple[SubtaskMetricsView | None, ...]
     inputs: tuple[VertexInput, ...]
+    #: The operators' descriptions (``set_description``, else names), as Flink's REST shows.
+    description: str = ""
 
     @property
     def state(self) -> ExecutionState:

@@ -16,14 +16,17 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import pickle
 import select
+import threading
 import time
 import traceback
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +59,7 @@ from undertow.runtime.cluster.messages import (
     NoMoreSplits,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
+    PrintLines,
     RegisterWorker,
     Shutdown,
     StopSource,
@@ -68,6 +72,7 @@ from undertow.runtime.cluster.messages import (
 )
 from undertow.runtime.cluster.metrics import TaskMetrics
 from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
+from undertow.runtime.cluster.stdout_forwarding import forward_stdout
 from undertow.runtime.cluster.task_link import ResponderToMaster, TaskServicesToMaster
 from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
@@ -104,8 +109,11 @@ class Worker:
         master: tuple[str, int],
         secret: bytes,
         config: Configuration,
+        forward_stdout: bool = False,
     ) -> None:
         self.worker_index = worker_index
+        #: A worker process sends ``print()`` output to the driver (``stdout_forwarding``).
+        self.forward_stdout = forward_stdout
         self.attempt = attempt
         self.master = master
         self.secret = secret
@@ -125,6 +133,21 @@ class Worker:
     def send(self, message: Any) -> None:
         if self.ctrl is not None:
             self.ctrl.send(message)
+
+    def _print_lines_from_any_thread(self) -> Callable[[list[str]], None]:
+        """Send printed lines to the JobMaster: directly on the loop thread (in order with the
+        print sink's lines), through the loop from any other thread."""
+        loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
+
+        def emit(lines: list[str]) -> None:
+            message = PrintLines(self.attempt, lines)
+            if threading.get_ident() == loop_thread:
+                self.send(message)
+            else:
+                loop.call_soon_threadsafe(self.send, message)
+
+        return emit
 
     async def run(self) -> None:
         config = self.config
@@ -149,6 +172,9 @@ class Worker:
                            os.getpid())
         )  # fmt: skip
         heartbeat = asyncio.ensure_future(self._heartbeat())
+        printing = contextlib.ExitStack()
+        if self.forward_stdout:
+            printing.enter_context(forward_stdout(self._print_lines_from_any_thread()))
         try:
             deploy = await self.ctrl.recv()
             if isinstance(deploy, Shutdown) or deploy is None:
@@ -164,6 +190,7 @@ class Worker:
             await self.ctrl.drain()
             raise
         finally:
+            printing.close()
             heartbeat.cancel()
             for task in self.tasks.values():
                 task.cancel()
@@ -543,13 +570,19 @@ def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> Task
 
 
 def run_worker(
-    worker_index: int, attempt: int, master: tuple[str, int], secret: bytes, config: dict[str, str]
+    worker_index: int,
+    attempt: int,
+    master: tuple[str, int],
+    secret: bytes,
+    config: dict[str, str],
+    forward_stdout: bool = False,
 ) -> None:
     """Entry point of a worker thread or process: runs the worker's loop to completion, with
-    the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`)."""
+    the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`). A worker
+    process passes ``forward_stdout`` (a thread shares the driver's stdout already)."""
     configuration = Configuration(config)
     fit_switch_interval(configuration.get(Options.MAILBOX_SLICE) / 1000.0)
-    worker = Worker(worker_index, attempt, master, secret, configuration)
+    worker = Worker(worker_index, attempt, master, secret, configuration, forward_stdout)
     try:
         asyncio.run(worker.run())
     except (NetworkError, ConnectionError) as err:

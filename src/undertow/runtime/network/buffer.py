@@ -7,9 +7,9 @@ of a batch but the last are *partial*: the receiver's :class:`BatchDeserializer`
 last one arrives, then unpickles the batch. A batch larger than one segment is how a record
 larger than a buffer spans buffers.
 
-Records are pickled with the standard pickler; values it cannot handle (classes defined in a
-function, lambdas inside records) fall back to cloudpickle for that batch. The receiver always
-uses ``pickle.loads``.
+Records are pickled by :func:`undertow.core.pickling.dumps`: the standard pickler, and
+cloudpickle for a batch it cannot handle or that names the job script's ``__main__`` (classes of
+the script travel by value). The receiver always uses ``pickle.loads``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import cloudpickle
 
+from undertow.core import pickling
 from undertow.core.errors import SerializationError
 
 
@@ -39,14 +40,11 @@ class Buffer:
 
 
 def serialize_batch(values: list[Any], timestamps: list[Any] | None) -> bytes:
-    """Pickle a batch. Cost: one C-level pickle call (cloudpickle only as a fallback)."""
+    """Pickle a batch. Cost: one C-level pickle call and one ``bytes`` search (cloudpickle only
+    for batches that hold classes or functions of the job script, see ``core.pickling``)."""
     payload = (values, timestamps)
     try:
-        return pickle.dumps(payload, protocol=5)
-    except Exception:
-        pass
-    try:
-        return bytes(cloudpickle.dumps(payload, protocol=5))
+        return pickling.dumps(payload)
     except Exception as err:
         sample = next((v for v in values if not _picklable(v)), values[0] if values else None)
         raise SerializationError(
@@ -105,8 +103,5 @@ class BatchDeserializer:
 
 
 def serialize_object(obj: Any) -> bytes:
-    """Pickle a control-plane object: the standard pickler, cloudpickle as a fallback."""
-    try:
-        return pickle.dumps(obj, protocol=5)
-    except Exception:
-        return bytes(cloudpickle.dumps(obj, protocol=5))
+    """Pickle a control-plane object so that any process of the job can unpickle it."""
+    return pickling.dumps(obj)

@@ -26,6 +26,7 @@ import logging
 import pickle
 from collections.abc import Callable
 
+from undertow.core import pickling
 from undertow.core.errors import NetworkError
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.credit import Send
@@ -102,7 +103,7 @@ class TcpConnection:
     def send_buffer(self, channel_id: int, send: Send) -> None:
         payload = send.payload
         if send.is_event:
-            data = pickle.dumps(payload, protocol=5)
+            data = pickling.dumps(payload)
             flags = EVENT
         else:
             assert isinstance(payload, Buffer)

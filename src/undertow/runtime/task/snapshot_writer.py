@@ -19,12 +19,12 @@ import concurrent.futures
 import dataclasses
 import functools
 import logging
-import pickle
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
+from undertow.core import pickling
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.channel_state_writer import ChannelStateResult
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
@@ -124,7 +124,7 @@ class SnapshotWriter:
             return
         try:
             has_state = bool(snapshot.operators) or snapshot.channel_state is not None
-            data = pickle.dumps(snapshot, protocol=5) if has_state else b""
+            data = pickling.dumps(snapshot) if has_state else b""
         except Exception as err:
             self.snapshot_failed(cid, err)
             return
@@ -184,7 +184,7 @@ class SnapshotWriter:
                 shared.extend(result.shared_handles)  # a NATIVE savepoint's are exclusive
                 full += result.full_size
                 uploaded += result.incremental_size
-            data = pickle.dumps(snapshot, protocol=5)
+            data = pickling.dumps(snapshot)
             # Flink's two sizes: the whole state, and what this checkpoint wrote
             metrics["state_size"] = len(data) + full
             metrics["checkpointed_size"] = len(data) + uploaded

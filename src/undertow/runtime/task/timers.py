@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Protocol
 
+from undertow.core import pickling
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.time_service import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend
@@ -356,7 +357,7 @@ class TimerServiceManager:
                 for domain, ts, key, ns in pending:
                     group = assign_to_key_group(key, maxp)
                     by_group.setdefault(group, []).append((name, domain, ts, key, ns))
-            return {g: pickle.dumps(entries, protocol=5) for g, entries in by_group.items()}
+            return {g: pickling.dumps(entries) for g, entries in by_group.items()}
 
         if not any(entries for _, _, entries in taken) and not any(p for _, p in restored):
             return {}

@@ -207,7 +207,7 @@ async function renderOverview(app, job) {
     const v = byId[n.id];
     const i = info[n.id];
     svg += `<g class="vertex" id="vertex-${esc(n.id)}" data-busy="${i.busy}"
-        data-backpressured="${i.backpressured}">
+        data-backpressured="${i.backpressured}"><title>${esc(n.description)}</title>
       <rect x="${p.x}" y="${p.y}" width="270" height="70" rx="6"
         fill="${vertexColour(i.busy, i.backpressured)}"/>
       <text x="${p.x + 8}" y="${p.y + 18}" fill="#fff">${esc(v.name.length > 40 ? `${v.name.slice(0, 39)}…` : v.name)}</text>

@@ -195,7 +195,7 @@ def _plan(view: JobView) -> Json:
             "parallelism": vertex.parallelism,
             "operator": "",
             "operator_strategy": "",
-            "description": vertex.name,
+            "description": vertex.description or vertex.name,
             "optimizer_properties": {},
         }
         if vertex.inputs:

@@ -1,0 +1,48 @@
+"""``core.pickling.dumps``: the classes of the job script (``__main__``) travel by value."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import pytest
+
+from undertow.core import pickling
+
+
+class _Sensor:
+    def __init__(self, vc: int) -> None:
+        self.vc = vc
+
+
+@pytest.fixture
+def main_class(monkeypatch: pytest.MonkeyPatch) -> type:
+    """``_Sensor`` as if the job script (``__main__``) defined it."""
+    monkeypatch.setattr(_Sensor, "__module__", "__main__")
+    monkeypatch.setattr(sys.modules["__main__"], "_Sensor", _Sensor, raising=False)
+    return _Sensor
+
+
+def test_plain_values_take_the_standard_pickler() -> None:
+    value = [(1, "a"), {"k": 2.5}]
+    assert pickling.dumps(value) == pickle.dumps(value, protocol=5)
+
+
+def test_a_script_class_loads_where_main_is_not_the_script(
+    main_class: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = pickling.dumps([main_class(3)])
+    monkeypatch.delattr(sys.modules["__main__"], "_Sensor")  # a worker's __main__
+    (restored,) = pickle.loads(data)
+    assert restored.vc == 3 and type(restored).__name__ == "_Sensor"
+
+
+def test_a_class_that_main_lacks_pickles_by_value(
+    main_class: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a worker the script's classes were rebuilt from the job graph: __main__ lacks them,
+    # so the standard pickler fails and cloudpickle writes them by value.
+    monkeypatch.delattr(sys.modules["__main__"], "_Sensor")
+    with pytest.raises(pickle.PicklingError):
+        pickle.dumps(main_class(4))
+    assert pickle.loads(pickling.dumps([main_class(4)]))[0].vc == 4
