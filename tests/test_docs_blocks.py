@@ -150,8 +150,6 @@ def test_option_keys_in_the_docs_exist() -> None:
     assert not unknown, f"option keys that undertow does not read: {unknown}"
 
 
-#: Pages another branch is writing (migrating from PyFlink): linked before they land.
-PENDING_PAGES = {"docs/migrating-from-pyflink.md"}
 LINK = re.compile(r"\]\((?!https?://)([^)#\s]*)(?:#([^)\s]+))?\)")
 
 
@@ -167,8 +165,6 @@ def test_relative_links_resolve() -> None:
         for target, anchor in LINK.findall(page.read_text()):
             path = (page.parent / target).resolve() if target else page
             relative = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-            if relative in PENDING_PAGES:
-                continue
             if not path.exists():
                 broken.append(f"{page.name}: {target}")
             elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
