@@ -164,7 +164,6 @@ def test_relative_links_resolve() -> None:
     for page in PAGES:
         for target, anchor in LINK.findall(page.read_text()):
             path = (page.parent / target).resolve() if target else page
-            relative = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
             if not path.exists():
                 broken.append(f"{page.name}: {target}")
             elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
