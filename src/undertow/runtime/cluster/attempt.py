@@ -29,7 +29,6 @@ from undertow.connectors.source import SplitEnumerator
 from undertow.core.errors import JobExecutionError, UndertowError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
-from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.exception_history import TaskOrigin
@@ -136,8 +135,6 @@ class AttemptHost(Protocol):
     ) -> None:
         """Fail ``attempt`` (first failure wins): cancel its tasks and end it."""
 
-    def stop_checkpoints(self, reason: CheckpointFailureReason) -> None: ...
-
 
 def dispatch(
     host: AttemptHost, attempt: Attempt, index: int, conn: ControlConnection, msg: WorkerMessage
@@ -213,11 +210,8 @@ def dispatch(
 def _task_finished(host: AttemptHost, attempt: Attempt, msg: TaskFinished) -> None:
     attempt.finished.add((msg.vertex_id, msg.subtask))
     attempt.finished_at[(msg.vertex_id, msg.subtask)] = now_ms()
-    coordinator = host.coordinator
-    if coordinator is not None and coordinator.checkpoints_after_tasks_finish:
-        coordinator.on_task_finished(msg.vertex_id, msg.subtask)  # FLIP-147
-    else:
-        host.stop_checkpoints(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
+    if host.coordinator is not None:  # it decides what a finished task means (FLIP-147)
+        host.coordinator.on_task_finished(msg.vertex_id, msg.subtask)
     for name, value in msg.accumulators.items():
         prev = attempt.accumulators.get(name)
         attempt.accumulators[name] = value if prev is None else prev + value

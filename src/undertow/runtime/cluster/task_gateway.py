@@ -1,7 +1,7 @@
 """The checkpoint coordinator's gateway to the tasks of the running attempt.
 
 :class:`AttemptGateway` implements the coordinator's
-:class:`~undertow.runtime.checkpoint.coordinator.TaskGateway`: it turns the coordinator's
+:class:`~undertow.runtime.checkpoint.task_gateway.TaskGateway`: it turns the coordinator's
 requests into control messages to the workers of the current attempt (trigger a source
 subtask, stop it for a savepoint, notify completion or abort), hands it the attempt's split
 enumerators for their snapshots, and fails the attempt when the coordinator says so. It

@@ -1,0 +1,217 @@
+"""The checkpoint coordinator's lifecycle machine: its transitions, the illegal ones, and
+(Hypothesis) that a shell obeying its guards never meets an illegal transition and sees the
+same mode the flags it replaced had (``_active``, ``_running``, ``stopping``, the waiting
+savepoint)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from undertow.runtime.checkpoint.coordinator_states import (
+    AttemptEnded,
+    AttemptStarted,
+    CoordinatorEvent,
+    CoordinatorState,
+    Idle,
+    IllegalCoordinatorTransition,
+    Running,
+    SavepointPending,
+    SavepointRequested,
+    SavepointStarted,
+    Shut,
+    ShutDown,
+    Stopping,
+    StopSavepointFailed,
+    WaitingSavepoint,
+)
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
+
+State = CoordinatorState[str]
+
+
+def waiting(stop: bool, name: str = "f") -> WaitingSavepoint[str]:
+    return WaitingSavepoint(SavepointRequest("/tmp/sp", stop=stop), name)
+
+
+def test_a_savepoint_waits_then_runs_beside_periodic_checkpoints() -> None:
+    state: State = Idle().on(AttemptStarted(periodic=True))
+    assert state == Running(True) and state.attempt_running and state.periodic
+    state = state.on(SavepointRequested(waiting(stop=False)))
+    assert isinstance(state, SavepointPending) and state.waiting == waiting(stop=False)
+    assert state.periodic and not state.stopping
+    assert state.on(SavepointStarted()) == Running(True)
+    assert state.on(AttemptEnded()) == Idle()
+
+
+def test_a_stop_ends_periodic_checkpoints_and_refuses_to_be_left_but_by_its_failure() -> None:
+    running: State = Running(True)
+    state = running.on(SavepointRequested(waiting(stop=True)))
+    assert state == Stopping(True, False, waiting(stop=True)) and state.stopping
+    state = state.on(SavepointStarted())
+    assert state == Stopping(True, False, None) and state.waiting is None
+    with pytest.raises(IllegalCoordinatorTransition, match=r"Stopping.*SavepointRequested"):
+        state.on(SavepointRequested(waiting(stop=False)))
+    with pytest.raises(IllegalCoordinatorTransition):
+        state.on(AttemptStarted(True))  # the attempt still runs
+    assert state.on(StopSavepointFailed()) == Running(False)  # the job fails over next
+    ended = state.on(AttemptEnded())
+    assert ended == Stopping(False, False, None) and not ended.attempt_running
+    assert ended.on(StopSavepointFailed()) == Idle()
+    assert ended.on(ShutDown()) == Shut()
+
+
+def test_a_waiting_stop_is_dropped_with_the_attempt() -> None:
+    state: State = Stopping(True, False, waiting(stop=True))
+    assert state.on(AttemptEnded()) == Idle()
+    with pytest.raises(IllegalCoordinatorTransition):
+        state.on(StopSavepointFailed())  # its savepoint never started
+
+
+def test_shut_absorbs_the_end_and_refuses_a_new_start() -> None:
+    shut: State = Shut()
+    for event in (AttemptEnded(), ShutDown(), StopSavepointFailed()):
+        assert shut.on(event) == Shut()
+    for bad in (AttemptStarted(True), SavepointRequested(waiting(False)), SavepointStarted()):
+        with pytest.raises(IllegalCoordinatorTransition, match="Shut"):
+            shut.on(bad)
+
+
+def test_idle_refuses_savepoints_and_a_running_attempt_refuses_a_second_start() -> None:
+    idle: State = Idle()
+    running: State = Running(False)
+    with pytest.raises(IllegalCoordinatorTransition, match="Idle"):
+        idle.on(SavepointRequested(waiting(False)))
+    with pytest.raises(IllegalCoordinatorTransition, match="Running"):
+        running.on(AttemptStarted(False))
+
+
+# -- property: the shell's guards, the old flags ---------------------------------------------
+@dataclass
+class Flags:
+    """The coordinator's flags before the machine, changed as its methods changed them."""
+
+    active: bool = False
+    running: bool = False
+    stopping: bool = False
+    waiting: WaitingSavepoint[str] | None = None
+    #: a triggered stop savepoint is pending (the old code knew it from its pending map)
+    stop_pending: bool = False
+    shut: bool = False
+
+
+OPS = st.one_of(
+    st.tuples(st.just("start"), st.booleans()),
+    st.tuples(st.just("stop"), st.just(False)),
+    st.tuples(st.just("savepoint"), st.booleans()),
+    st.tuples(st.just("start-waiting"), st.booleans()),  # True: it triggered
+    st.tuples(st.just("stop-savepoint-failed"), st.just(False)),
+    st.tuples(st.just("stop-savepoint-completed"), st.just(False)),
+    st.tuples(st.just("shutdown"), st.just(False)),
+)
+
+
+def _stop(flags: Flags, state: State) -> State:
+    """``stop()``: the attempt ends, a triggered stop savepoint is aborted with it."""
+    waiting_before = flags.waiting
+    state = state.on(AttemptEnded())
+    flags.active = flags.running = False
+    flags.waiting = None
+    if flags.stop_pending:
+        flags.stop_pending = flags.stopping = False
+        state = state.on(StopSavepointFailed())
+    if waiting_before is not None:
+        flags.stopping = False
+    return state
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(OPS, max_size=40))
+def test_a_guarded_shell_never_meets_an_illegal_transition_and_keeps_the_old_flags(
+    ops: list[tuple[str, bool]],
+) -> None:
+    flags = Flags()
+    state: State = Idle()
+    for n, (op, arg) in enumerate(ops):
+        before = state
+        if flags.shut:
+            if op == "stop":
+                state = state.on(AttemptEnded())
+            assert state == Shut()
+            continue
+        if op == "start" and not flags.active:  # the JobMaster starts an attempt after a stop
+            state = state.on(AttemptStarted(arg))
+            flags.active = True
+            flags.running = flags.running or arg
+        elif op == "stop":
+            state = _stop(flags, state)
+        elif op == "savepoint" and flags.active and not flags.stopping:  # else it is refused
+            request = waiting(stop=arg, name=f"f{n}")
+            state = state.on(SavepointRequested(request))
+            flags.waiting = request
+            if arg:
+                flags.stopping, flags.running = True, False
+        elif op == "start-waiting" and flags.waiting is not None:
+            state = state.on(SavepointStarted())
+            flags.stop_pending = flags.waiting.request.stop and arg
+            flags.waiting = None
+        elif op == "stop-savepoint-failed" and flags.stop_pending:
+            state = state.on(StopSavepointFailed())
+            flags.stop_pending = flags.stopping = False
+        elif op == "stop-savepoint-completed" and flags.stop_pending:
+            flags.stop_pending = False  # the job is to finish: still stopping
+        elif op == "shutdown":
+            state = _stop(flags, state).on(ShutDown())
+            flags.shut = True
+            assert state == Shut()
+            continue
+        assert (state.attempt_running, state.periodic, state.stopping, state.waiting) == (
+            flags.active,
+            flags.running,
+            flags.stopping,
+            flags.waiting,
+        ), (before, op, arg, state)
+        if isinstance(before, Stopping) and not isinstance(state, Stopping):
+            assert op in ("stop", "stop-savepoint-failed"), (before, op, state)
+
+
+EVENTS: st.SearchStrategy[CoordinatorEvent[str]] = st.one_of(
+    st.builds(AttemptStarted, st.booleans()),
+    st.just(AttemptEnded()),
+    st.builds(lambda stop: SavepointRequested(waiting(stop)), st.booleans()),
+    st.just(SavepointStarted()),
+    st.just(StopSavepointFailed()),
+    st.just(ShutDown()),
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(EVENTS, max_size=30))
+def test_any_event_sequence_leaves_a_consistent_state_or_is_refused(
+    events: list[CoordinatorEvent[str]],
+) -> None:
+    """Raw events, no guards: an event is refused (the state stays) or leads to a state
+    whose answers agree; Shut is never left; Stopping is left only by its failure, the end
+    of the attempt, or the shutdown."""
+    state: State = Idle()
+    for event in events:
+        try:
+            after = state.on(event)
+        except IllegalCoordinatorTransition:
+            continue
+        assert isinstance(after, CoordinatorState)
+        if isinstance(state, Shut):
+            assert after == Shut()
+        if isinstance(state, Stopping) and not isinstance(after, Stopping):
+            assert isinstance(event, StopSavepointFailed | AttemptEnded | ShutDown)
+        if isinstance(after, Idle | Shut):
+            assert not after.attempt_running and not after.periodic and after.waiting is None
+        if after.waiting is not None:
+            assert after.attempt_running and not isinstance(after, Running)
+            assert after.stopping == after.waiting.request.stop
+        if after.stopping:
+            assert isinstance(after, Stopping)
+        state = after
