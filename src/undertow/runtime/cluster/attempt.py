@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from undertow.connectors.source import SplitEnumerator
 from undertow.core.errors import JobExecutionError, UndertowError
+from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
@@ -68,7 +69,7 @@ class Attempt:
     """What belongs to one deployment attempt (see the module docstring)."""
 
     def __init__(
-        self, number: int, graph: JobGraph, num_workers: int, heartbeat_timeout_ms: int
+        self, number: AttemptNumber, graph: JobGraph, num_workers: int, heartbeat_timeout_ms: int
     ) -> None:
         self.number = number
         self.graph = graph

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.core.errors import UndertowError
+from undertow.core.types import AttemptNumber
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.cluster.attempt import Attempt
 from undertow.runtime.cluster.messages import (
@@ -55,8 +56,8 @@ class AttemptGateway:
             for conn in attempt.workers.values():
                 conn.send(message)
 
-    def _number(self) -> int:
-        return self.attempt.number if self.attempt is not None else -1
+    def _number(self) -> AttemptNumber:
+        return self.attempt.number if self.attempt is not None else AttemptNumber(-1)
 
     # -- TaskGateway ---------------------------------------------------------------------------
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None:

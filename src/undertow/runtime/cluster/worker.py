@@ -100,7 +100,7 @@ class Worker:
     def __init__(
         self,
         worker_index: int,
-        attempt: int,
+        attempt: AttemptNumber,
         master: tuple[str, int],
         secret: bytes,
         config: Configuration,
@@ -515,7 +515,7 @@ class Worker:
             accumulators[f"buffer_debloat_announcements[{task.name}]"] = (
                 task.debloater.announcements
             )
-        self.send(TaskFinished(AttemptNumber(self.attempt), VertexId(vertex_id),
+        self.send(TaskFinished(self.attempt, VertexId(vertex_id),
                                SubtaskIndex(subtask), accumulators))  # fmt: skip
 
     def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:
@@ -545,7 +545,7 @@ def run_worker(
     the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`)."""
     configuration = Configuration(config)
     fit_switch_interval(configuration.get(Options.MAILBOX_SLICE) / 1000.0)
-    worker = Worker(worker_index, attempt, master, secret, configuration)
+    worker = Worker(worker_index, AttemptNumber(attempt), master, secret, configuration)
     try:
         asyncio.run(worker.run())
     except (NetworkError, ConnectionError) as err:
