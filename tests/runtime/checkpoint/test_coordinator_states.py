@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from undertow.runtime.checkpoint.coordinator_states import (
     AttemptEnded,
+    AttemptRunning,
     AttemptStarted,
     CoordinatorEvent,
     CoordinatorState,
     Idle,
     IllegalCoordinatorTransition,
-    Running,
     SavepointPending,
     SavepointRequested,
     SavepointStarted,
@@ -39,16 +39,16 @@ def waiting(stop: bool, name: str = "f") -> WaitingSavepoint[str]:
 
 def test_a_savepoint_waits_then_runs_beside_periodic_checkpoints() -> None:
     state: State = Idle().on(AttemptStarted(periodic=True))
-    assert state == Running(True) and state.attempt_running and state.periodic
+    assert state == AttemptRunning(True) and state.attempt_running and state.periodic
     state = state.on(SavepointRequested(waiting(stop=False)))
     assert isinstance(state, SavepointPending) and state.waiting == waiting(stop=False)
     assert state.periodic and not state.stopping
-    assert state.on(SavepointStarted()) == Running(True)
+    assert state.on(SavepointStarted()) == AttemptRunning(True)
     assert state.on(AttemptEnded()) == Idle()
 
 
 def test_a_stop_ends_periodic_checkpoints_and_refuses_to_be_left_but_by_its_failure() -> None:
-    running: State = Running(True)
+    running: State = AttemptRunning(True)
     state = running.on(SavepointRequested(waiting(stop=True)))
     assert state == Stopping(True, False, waiting(stop=True)) and state.stopping
     state = state.on(SavepointStarted())
@@ -57,7 +57,7 @@ def test_a_stop_ends_periodic_checkpoints_and_refuses_to_be_left_but_by_its_fail
         state.on(SavepointRequested(waiting(stop=False)))
     with pytest.raises(IllegalCoordinatorTransition):
         state.on(AttemptStarted(True))  # the attempt still runs
-    assert state.on(StopSavepointFailed()) == Running(False)  # the job fails over next
+    assert state.on(StopSavepointFailed()) == AttemptRunning(False)  # the job fails over next
     ended = state.on(AttemptEnded())
     assert ended == Stopping(False, False, None) and not ended.attempt_running
     assert ended.on(StopSavepointFailed()) == Idle()
@@ -82,10 +82,10 @@ def test_shut_absorbs_the_end_and_refuses_a_new_start() -> None:
 
 def test_idle_refuses_savepoints_and_a_running_attempt_refuses_a_second_start() -> None:
     idle: State = Idle()
-    running: State = Running(False)
+    running: State = AttemptRunning(False)
     with pytest.raises(IllegalCoordinatorTransition, match="Idle"):
         idle.on(SavepointRequested(waiting(False)))
-    with pytest.raises(IllegalCoordinatorTransition, match="Running"):
+    with pytest.raises(IllegalCoordinatorTransition, match="AttemptRunning"):
         running.on(AttemptStarted(False))
 
 
@@ -210,7 +210,7 @@ def test_any_event_sequence_leaves_a_consistent_state_or_is_refused(
         if isinstance(after, Idle | Shut):
             assert not after.attempt_running and not after.periodic and after.waiting is None
         if after.waiting is not None:
-            assert after.attempt_running and not isinstance(after, Running)
+            assert after.attempt_running and not isinstance(after, AttemptRunning)
             assert after.stopping == after.waiting.request.stop
         if after.stopping:
             assert isinstance(after, Stopping)

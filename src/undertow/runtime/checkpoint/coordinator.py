@@ -1,7 +1,7 @@
 """The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
 
 It triggers checkpoints and savepoints, collects acknowledgements and declines, and aborts.
-Its mode is the explicit lifecycle of :mod:`.coordinator_states` (Idle, Running,
+Its mode is the explicit lifecycle of :mod:`.coordinator_states` (Idle, AttemptRunning,
 SavepointPending, Stopping, Shut); every decision is in a pure module (:mod:`.trigger_decider`,
 :mod:`.pending_checkpoint`, :mod:`.failure_manager`, :mod:`.trigger_plan`, :mod:`.savepoint`),
 its options in :mod:`.settings`. A fully acknowledged checkpoint is written by

@@ -2,10 +2,10 @@
 
 ::
 
-    Idle --AttemptStarted--> Running --SavepointRequested--> SavepointPending
-    SavepointPending --SavepointStarted--> Running
-    Running | SavepointPending --SavepointRequested(stop)--> Stopping
-    Stopping --StopSavepointFailed--> Running | Idle
+    Idle --AttemptStarted--> AttemptRunning --SavepointRequested--> SavepointPending
+    SavepointPending --SavepointStarted--> AttemptRunning
+    AttemptRunning | SavepointPending --SavepointRequested(stop)--> Stopping
+    Stopping --StopSavepointFailed--> AttemptRunning | Idle
     any --AttemptEnded--> Idle (Stopping whose savepoint started stays Stopping)
     any --ShutDown--> Shut (absorbs the ends of attempts and savepoints; all else is illegal)
 
@@ -125,7 +125,7 @@ class Idle(CoordinatorState[F]):
     def on(self, event: CoordinatorEvent[F]) -> CoordinatorState[F]:
         match event:
             case AttemptStarted(periodic):
-                return Running(periodic)
+                return AttemptRunning(periodic)
             case AttemptEnded():
                 return self
             case ShutDown():
@@ -134,7 +134,7 @@ class Idle(CoordinatorState[F]):
 
 
 @dataclass(frozen=True, slots=True)
-class Running(CoordinatorState[F]):
+class AttemptRunning(CoordinatorState[F]):
     """An attempt runs; periodic checkpoints are triggered if ``periodic``."""
 
     periodic: bool
@@ -170,7 +170,7 @@ class SavepointPending(CoordinatorState[F]):
             case SavepointRequested(waiting):
                 return _requested(self.periodic, waiting)
             case SavepointStarted():
-                return Running(self.periodic)
+                return AttemptRunning(self.periodic)
             case AttemptEnded():  # the shell fails the waiting savepoint
                 return Idle()
             case ShutDown():
@@ -205,7 +205,7 @@ class Stopping(CoordinatorState[F]):
             case AttemptStarted(periodic) if not self.attempt_running:
                 return Stopping(True, periodic, None)
             case StopSavepointFailed() if self.pending is None:
-                return Running(self.periodic) if self.attempt_running else Idle()
+                return AttemptRunning(self.periodic) if self.attempt_running else Idle()
             case ShutDown():
                 return Shut()
         raise _illegal(self, event)
