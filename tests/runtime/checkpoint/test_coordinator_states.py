@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from undertow.runtime.checkpoint.coordinator_states import (
     AttemptEnded,
@@ -103,79 +104,102 @@ class Flags:
     shut: bool = False
 
 
-OPS = st.one_of(
-    st.tuples(st.just("start"), st.booleans()),
-    st.tuples(st.just("stop"), st.just(False)),
-    st.tuples(st.just("savepoint"), st.booleans()),
-    st.tuples(st.just("start-waiting"), st.booleans()),  # True: it triggered
-    st.tuples(st.just("stop-savepoint-failed"), st.just(False)),
-    st.tuples(st.just("stop-savepoint-completed"), st.just(False)),
-    st.tuples(st.just("shutdown"), st.just(False)),
-)
+class GuardedShell(RuleBasedStateMachine):
+    """Drives the machine as the coordinator shell does, each rule only when the shell would
+    fire its event (its guards are the preconditions), beside :class:`Flags` changed as the
+    old code changed them. After every step the machine's answers equal the flags."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.flags = Flags()
+        self.state: State = Idle()
+        self.requests = 0
 
-def _stop(flags: Flags, state: State) -> State:
-    """``stop()``: the attempt ends, a triggered stop savepoint is aborted with it."""
-    waiting_before = flags.waiting
-    state = state.on(AttemptEnded())
-    flags.active = flags.running = False
-    flags.waiting = None
-    if flags.stop_pending:
-        flags.stop_pending = flags.stopping = False
-        state = state.on(StopSavepointFailed())
-    if waiting_before is not None:
-        flags.stopping = False
-    return state
-
-
-@settings(max_examples=400, deadline=None, derandomize=True)
-@given(st.lists(OPS, max_size=40))
-def test_a_guarded_shell_never_meets_an_illegal_transition_and_keeps_the_old_flags(
-    ops: list[tuple[str, bool]],
-) -> None:
-    flags = Flags()
-    state: State = Idle()
-    for n, (op, arg) in enumerate(ops):
-        before = state
-        if flags.shut:
-            if op == "stop":
-                state = state.on(AttemptEnded())
-            assert state == Shut()
-            continue
-        if op == "start" and not flags.active:  # the JobMaster starts an attempt after a stop
-            state = state.on(AttemptStarted(arg))
-            flags.active = True
-            flags.running = flags.running or arg
-        elif op == "stop":
-            state = _stop(flags, state)
-        elif op == "savepoint" and flags.active and not flags.stopping:  # else it is refused
-            request = waiting(stop=arg, name=f"f{n}")
-            state = state.on(SavepointRequested(request))
-            flags.waiting = request
-            if arg:
-                flags.stopping, flags.running = True, False
-        elif op == "start-waiting" and flags.waiting is not None:
-            state = state.on(SavepointStarted())
-            flags.stop_pending = flags.waiting.request.stop and arg
-            flags.waiting = None
-        elif op == "stop-savepoint-failed" and flags.stop_pending:
-            state = state.on(StopSavepointFailed())
+    def _stop(self) -> None:
+        """``stop()``: the attempt ends; a triggered stop savepoint is aborted with it."""
+        flags, waiting_before = self.flags, self.flags.waiting
+        self.state = self.state.on(AttemptEnded())
+        flags.active = flags.running = False
+        flags.waiting = None
+        if flags.stop_pending:
             flags.stop_pending = flags.stopping = False
-        elif op == "stop-savepoint-completed" and flags.stop_pending:
-            flags.stop_pending = False  # the job is to finish: still stopping
-        elif op == "shutdown":
-            state = _stop(flags, state).on(ShutDown())
-            flags.shut = True
+            self.state = self.state.on(StopSavepointFailed())
+        if waiting_before is not None:
+            flags.stopping = False
+
+    @precondition(lambda self: not self.flags.shut and not self.flags.active)
+    @rule(periodic=st.booleans())
+    def start(self, periodic: bool) -> None:  # the JobMaster starts an attempt after a stop
+        self.state = self.state.on(AttemptStarted(periodic))
+        self.flags.active = True
+        self.flags.running = self.flags.running or periodic
+
+    @rule()
+    def stop(self) -> None:  # the JobMaster stops after every attempt, started or not
+        if self.flags.shut:
+            self.state = self.state.on(AttemptEnded())
+        else:
+            self._stop()
+
+    @precondition(lambda self: self.flags.active and not self.flags.stopping)
+    @rule(stop=st.booleans())
+    def savepoint(self, stop: bool) -> None:  # else ``trigger_savepoint`` refuses it
+        self.requests += 1
+        request = waiting(stop=stop, name=f"f{self.requests}")
+        self.state = self.state.on(SavepointRequested(request))
+        self.flags.waiting = request
+        if stop:
+            self.flags.stopping, self.flags.running = True, False
+
+    @precondition(lambda self: self.flags.waiting is not None)
+    @rule(triggered=st.booleans())  # False: every task had finished
+    def start_waiting(self, triggered: bool) -> None:
+        waiting_savepoint = self.flags.waiting
+        assert waiting_savepoint is not None
+        self.state = self.state.on(SavepointStarted())
+        self.flags.stop_pending = waiting_savepoint.request.stop and triggered
+        self.flags.waiting = None
+
+    @precondition(lambda self: self.flags.stop_pending)
+    @rule()
+    def stop_savepoint_failed(self) -> None:
+        before = self.state
+        self.state = self.state.on(StopSavepointFailed())
+        self.flags.stop_pending = self.flags.stopping = False
+        assert isinstance(before, Stopping)
+
+    @precondition(lambda self: self.flags.stop_pending)
+    @rule()
+    def stop_savepoint_completed(self) -> None:
+        self.flags.stop_pending = False  # the job is to finish: still stopping
+
+    @precondition(lambda self: not self.flags.shut)
+    @rule()
+    def shutdown(self) -> None:
+        self._stop()
+        self.state = self.state.on(ShutDown())
+        self.flags.shut = True
+
+    @invariant()
+    def the_machine_answers_as_the_flags_did(self) -> None:
+        flags, state = self.flags, self.state
+        if flags.shut:
             assert state == Shut()
-            continue
+            return
         assert (state.attempt_running, state.periodic, state.stopping, state.waiting) == (
             flags.active,
             flags.running,
             flags.stopping,
             flags.waiting,
-        ), (before, op, arg, state)
-        if isinstance(before, Stopping) and not isinstance(state, Stopping):
-            assert op in ("stop", "stop-savepoint-failed"), (before, op, state)
+        ), state
+
+
+GuardedShell.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=25, deadline=None, derandomize=True
+)
+test_a_guarded_shell_never_meets_an_illegal_transition_and_keeps_the_old_flags = (
+    GuardedShell.TestCase
+)
 
 
 EVENTS: st.SearchStrategy[CoordinatorEvent[str]] = st.one_of(
@@ -188,7 +212,7 @@ EVENTS: st.SearchStrategy[CoordinatorEvent[str]] = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(st.lists(EVENTS, max_size=30))
 def test_any_event_sequence_leaves_a_consistent_state_or_is_refused(
     events: list[CoordinatorEvent[str]],
