@@ -25,7 +25,7 @@ from undertow.core.config import Configuration
 from undertow.core.types import CheckpointId, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.ack_summary import shared_of
-from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier, SnapshotType
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
 from undertow.runtime.checkpoint.clock import CoordinatorClock, SystemClock, Timer
 from undertow.runtime.checkpoint.completed_store import (
@@ -69,7 +69,8 @@ from undertow.runtime.checkpoint.pending_checkpoint import (
 from undertow.runtime.checkpoint.periodic_trigger import PeriodicTrigger
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.retention import CheckpointRetention
-from undertow.runtime.checkpoint.savepoint import SavepointRequest, refuse_savepoint
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
+from undertow.runtime.checkpoint.savepoint_futures import SavepointFutures
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.shared_files import SharedFiles
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
@@ -124,10 +125,6 @@ class CheckpointCoordinator:
         self.interval_ms = settings.interval_ms
         self.timeout_ms = settings.timeout_ms
         self.options = settings.options(SnapshotType.CHECKPOINT)
-        self.savepoint_options = settings.options(SnapshotType.SAVEPOINT)
-        #: A stop's savepoint: tasks that take it wait for its completion before closing.
-        self.stop_savepoint_options = settings.options(SnapshotType.SYNC_SAVEPOINT)
-        self._batch = settings.batch
         self.failures = CheckpointFailureManager(settings.tolerable_failures)
         self.pending: dict[int, CoordinatorPending] = {}
         self.next_id = 1
@@ -142,8 +139,7 @@ class CheckpointCoordinator:
         self._topology = SubtaskTopology.of(graph)
         #: Subtasks of the current attempt that finished (FLIP-147).
         self._finished: set[SubtaskKey] = set()
-        #: checkpoint id -> the future of a pending savepoint (its directory, or its failure)
-        self._savepoints: dict[int, asyncio.Future[str]] = {}
+        self.savepoints = SavepointFutures(job_id, settings)
         self.periodic_trigger = PeriodicTrigger(self.clock, settings, self)
         #: What is retained and deleted; the finaliser; restores and claims.
         self.retention = CheckpointRetention(job_id, storage, settings.num_retained)
@@ -205,12 +201,8 @@ class CheckpointCoordinator:
         self.periodic_trigger.stop()
         for cid in list(self.pending):
             self._abort(cid, reason, notify=False)
-        if waiting is not None and not waiting.future.done():
-            request = waiting.request
-            waiting.future.set_exception(CheckpointException(
-                reason, f"{request.kind} of job {self.job_id} into {request.target_directory} "
-                f"did not start: {reason.message}",
-            ))  # fmt: skip
+        if waiting is not None:
+            self.savepoints.did_not_start(waiting, reason)
 
     async def finish_completing(self) -> None:
         """Wait until every fully acknowledged checkpoint is finalized (or failed to be): a
@@ -264,17 +256,11 @@ class CheckpointCoordinator:
         """Start a savepoint now (see :mod:`.savepoint`); the future gets the savepoint
         directory once it completed, or a :class:`CheckpointException` naming the job, the
         checkpoint and the directory. Only on the JobMaster's loop, while an attempt runs."""
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        problem = refuse_savepoint(
-            request, batch=self._batch, stopping=self._state.stopping, job_id=self.job_id,
-            writes_channel_state=self.settings.writes_channel_state,
-        )  # fmt: skip
-        if problem is None and not self._state.attempt_running:
-            problem = f"job {self.job_id}: no attempt is running"
-        if problem is not None:
-            future.set_exception(
-                CheckpointException(CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, problem)
-            )
+        state = self._state
+        future, accepted = self.savepoints.request(
+            request, stopping=state.stopping, attempt_running=state.attempt_running
+        )
+        if not accepted:
             return future
         # A savepoint never runs beside an unaligned checkpoint (reference §7: its barriers
         # could still be overtaken by the savepoint's) or another savepoint: it starts when
@@ -295,33 +281,14 @@ class CheckpointCoordinator:
         ):
             return
         self._fire(SavepointStarted())
-        request, future = waiting.request, waiting.future
-        if self._trigger(self.clock.now_ms(), request, future) is None:
-            future.set_exception(CheckpointException(
-                CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
-                f"job {self.job_id}: every task finished; no savepoint to take into "
-                f"{request.target_directory}",
-            ))  # fmt: skip
-
-    def _savepoint_options(self, savepoint: SavepointRequest) -> CheckpointOptions:
-        """A savepoint's barrier options: aligned as in Flink, or unaligned when asked
-        (beyond Flink: the in-flight data becomes the savepoint's channel state)."""
-        options = self.stop_savepoint_options if savepoint.stop else self.savepoint_options
-        options = replace(options, savepoint_format=savepoint.format_type)
-        return options.as_unaligned() if savepoint.unaligned else options
+        if self._trigger(self.clock.now_ms(), waiting.request, waiting.future) is None:
+            self.savepoints.nothing_to_take(waiting)
 
     def _savepoint_failed(self, cid: int, request: SavepointRequest,
                           reason: CheckpointFailureReason, detail: str) -> None:  # fmt: skip
         """A savepoint does not count towards tolerable checkpoint failures; a failed stop
         with savepoint fails the job over to its latest checkpoint (the sources stopped)."""
-        error = CheckpointException(
-            reason,
-            f"{request.kind} {cid} of job {self.job_id} into {request.target_directory} "
-            f"failed: {reason.message} {detail}".rstrip(),
-        )
-        future = self._savepoints.pop(cid, None)
-        if future is not None and not future.done():
-            future.set_exception(error)
+        error = self.savepoints.failed(cid, request, reason, detail)
         if request.stop:
             self._fire(StopSavepointFailed())
             self.gateway.fail_job(error)
@@ -336,9 +303,7 @@ class CheckpointCoordinator:
         self.console(f"{request.kind} {cid} of job {self.job_id[:8]} completed in "
                      f"{duration_ms} ms: {pointer}")  # fmt: skip
         self.listener(Completed(cid, self.clock.now_ms(), pointer, True, None))
-        future = self._savepoints.pop(cid, None)
-        if future is not None and not future.done():
-            future.set_result(pointer)
+        self.savepoints.completed(cid, pointer)
         if request.stop:
             self.gateway.notify_complete(cid)
         else:
@@ -361,14 +326,14 @@ class CheckpointCoordinator:
             if self.restorer.full_snapshot_due:  # NO_CLAIM restore (reference §7)
                 options = replace(options, snapshot_type=SnapshotType.FULL_CHECKPOINT)
         else:
-            options = self._savepoint_options(savepoint)
+            options = self.savepoints.barrier_options(savepoint)
         barrier = CheckpointBarrier(cid, now, options)
         self.finalizer.prefetch_key()
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
         props = PendingProps(barrier, enumerator_states, savepoint, plan.finished, plan.trigger)
         if future is not None:
-            self._savepoints[cid] = future
+            self.savepoints.triggered(cid, future)
         pending: CoordinatorPending = PendingCheckpoint(cid, now, plan.wait_for, props)
         self.pending[cid] = pending
         savepoint_format = None if savepoint is None else savepoint.format_type.name
@@ -529,23 +494,9 @@ class CheckpointCoordinator:
         return await self.restorer.latest_plan()
 
     async def restore(self, path: str) -> tuple[RestorePlan, RecoveryClaimMode]:
-        """The job starts from ``path`` (``execution.state-recovery.path``): read and verify
-        it on the executor, then claim it on the loop (:meth:`claim_restored`); the plan and
-        the claim mode applied."""
+        """The job starts from ``path`` (``execution.state-recovery.path``): read and verified
+        on the executor, then claimed on the loop, before the first attempt, as
+        ``execution.state-recovery.claim-mode`` says; the plan and the claim mode applied."""
         plan, adopted = await self.restorer.read_and_adopt(path)
-        return plan, self.claim_restored(plan, adopted)
-
-    def restore_from_path(self, path: str) -> RestorePlan:
-        """Read and verify ``path`` (blocking I/O: on an executor, then
-        :meth:`claim_restored` on the loop); see :meth:`SnapshotRestore.read`."""
-        return self.restorer.read(path)
-
-    def claim_restored(
-        self, plan: RestorePlan, adopted: list[str] | None = None
-    ) -> RecoveryClaimMode:
-        """The job starts from ``plan`` (:meth:`restore_from_path`): apply
-        ``execution.state-recovery.claim-mode`` (see :mod:`.claim_mode`); returns the mode.
-        ``adopted``: the claimed snapshot's shared files linked into this job's ``shared/``.
-        Only on the JobMaster's loop, before the first attempt."""
         self.next_id = self.restorer.claim(plan, adopted, self.next_id)
-        return self.settings.claim_mode
+        return plan, self.settings.claim_mode
