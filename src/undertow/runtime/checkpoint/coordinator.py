@@ -480,7 +480,7 @@ class CheckpointCoordinator:
         keep = self.settings.keeps_retained_checkpoints(final_status)
         # Nothing is pending or being finalized any more and no id will be issued: every
         # directory below the next id that is not retained and not completed is an orphan.
-        kept = self.retention.shutdown(keep, self.next_id)
+        kept = self.retention.shutdown(keep, self.next_id, {*self.pending, *self._finalizing})
         self._fire(ShutDown())
         if kept is not None:
             self.console(f"retained checkpoint {kept.checkpoint_id} of job {self.job_id[:8]}: "

@@ -187,13 +187,15 @@ class CheckpointRetention:
         return deleted
 
     # -- the end of the job -----------------------------------------------------------------------
-    def shutdown(self, keep: bool, next_id: int) -> CompletedCheckpoint | None:
-        """The job ended and nothing is pending or being finalised: every orphaned
-        ``chk-<n>`` below ``next_id`` goes (see :mod:`.orphan_sweep`); then the retained
-        checkpoints stay (``keep``) or go, a claimed snapshot with them, and the shared files
-        no retained checkpoint holds. Blocking I/O, once per job. Returns the newest
-        checkpoint kept, if any."""
-        self.sweep(self.sweep_facts(next_id, ()), False)
+    def shutdown(
+        self, keep: bool, next_id: int, in_flight: Iterable[int] = ()
+    ) -> CompletedCheckpoint | None:
+        """The job ended: every orphaned ``chk-<n>`` below ``next_id`` goes (see
+        :mod:`.orphan_sweep`; ``in_flight`` as in :meth:`completed`, empty once the
+        coordinator stopped and finished completing); then the retained checkpoints stay
+        (``keep``) or go, a claimed snapshot with them, and the shared files no retained
+        checkpoint holds. Blocking I/O, once per job. Returns the newest checkpoint kept."""
+        self.sweep(self.sweep_facts(next_id, in_flight), False)
         retained = list(self.store.all())
         if keep:
             self._sweep_shared()
