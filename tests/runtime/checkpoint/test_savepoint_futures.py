@@ -24,10 +24,11 @@ def test_a_savepoint_is_refused_during_a_stop_and_without_an_attempt() -> None:
     async def main() -> None:
         spf, request = futures(), SavepointRequest("/sp")
         future, accepted = spf.request(request, stopping=True, attempt_running=True)
-        assert not accepted
+        assert not accepted and future.done()
         with pytest.raises(CheckpointException, match="job job-7 is already stopping"):
             await future
         future, accepted = spf.request(request, stopping=False, attempt_running=False)
+        assert not accepted and future.done()
         with pytest.raises(CheckpointException, match="job job-7: no attempt is running"):
             await future
         future, accepted = spf.request(request, stopping=False, attempt_running=True)
