@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import queue
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from undertow.common import Configuration
 from undertow.core.errors import JobExecutionError, UndertowError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobGraph, build_job_graph
-from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.cluster.attempt import Attempt, dispatch
 from undertow.runtime.cluster.exception_history import TaskOrigin
 from undertow.runtime.cluster.messages import (
@@ -30,7 +30,6 @@ class FakeHost:
     task_metrics: TaskMetricsStore = field(default_factory=TaskMetricsStore)
     queues: dict[str, queue.Queue[Any]] = field(default_factory=dict)
     failures: list[tuple[UndertowError, TaskOrigin | None]] = field(default_factory=list)
-    stopped: list[CheckpointFailureReason] = field(default_factory=list)
 
     def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
         return self.queues.setdefault(sink_id, queue.Queue())
@@ -40,9 +39,6 @@ class FakeHost:
     ) -> None:
         self.failures.append((error, origin))
         attempt.end(error)
-
-    def stop_checkpoints(self, reason: CheckpointFailureReason) -> None:
-        self.stopped.append(reason)
 
 
 def graph() -> JobGraph:
@@ -93,8 +89,19 @@ def test_the_attempt_ends_when_every_subtask_finished_summing_accumulators() -> 
         dispatch(host, attempt, 0, object(), finished)  # type: ignore[arg-type]
     assert attempt.done.is_set() and attempt.error is None
     assert attempt.accumulators == {"records": sum(range(len(keys)))}
-    # without a coordinator, the first finished task stops checkpointing (as before FLIP-147)
-    assert host.stopped[0] is CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING
+
+
+def test_every_finished_task_is_reported_to_the_coordinator() -> None:
+    """The coordinator alone decides what a finished task means for checkpoints (FLIP-147,
+    or none after the first without ``checkpoints-after-tasks-finish``)."""
+    job = graph()
+    finished: list[tuple[int, int]] = []
+    coordinator = SimpleNamespace(on_task_finished=lambda v, s: finished.append((v, s)))
+    attempt, host = Attempt(0, job, 2, 10_000), FakeHost(coordinator=coordinator)
+    keys = [(v.id, s) for v in job.vertices for s in range(v.parallelism)]
+    for vertex_id, subtask in keys:
+        dispatch(host, attempt, 0, object(), TaskFinished(0, vertex_id, subtask, {}))  # type: ignore[arg-type]
+    assert finished == keys
 
 
 def test_collected_records_go_to_their_sinks_queue() -> None:

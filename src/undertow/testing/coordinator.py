@@ -79,7 +79,7 @@ class ManualClock:
 
 @dataclass
 class FakeTaskGateway:
-    """A :class:`~undertow.runtime.checkpoint.coordinator.TaskGateway` that records calls."""
+    """A :class:`~undertow.runtime.checkpoint.task_gateway.TaskGateway` that records calls."""
 
     #: (vertex id, subtask, barrier) per ``trigger_source``
     triggered: list[tuple[int, int, CheckpointBarrier]] = field(default_factory=list)

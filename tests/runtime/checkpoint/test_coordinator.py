@@ -273,3 +273,35 @@ def test_a_checkpoint_whose_attempt_ended_while_finalizing_is_aborted_without_an
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert not errors, [r.getMessage() for r in errors]
     assert any("not finalized: the attempt ended" in r.getMessage() for r in caplog.records)
+
+
+def test_without_checkpoints_after_tasks_finish_a_finished_task_ends_checkpointing() -> None:
+    """The one place that reads ``checkpoints-after-tasks-finish`` (the attempt only reports
+    finished tasks): off, the first finished subtask aborts what is pending and stops the
+    periodic trigger (as before FLIP-147); on, the checkpoint goes on without it."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock, gateway = kit.coordinator, kit.clock, kit.gateway
+        coordinator.start()
+        clock.advance(100)
+        source = next(v for v in coordinator.graph.vertices if v.is_source)
+        coordinator.on_task_finished(source.id, 0)
+        [aborted] = [e for e in kit.events if isinstance(e, Aborted)]
+        assert aborted.reason is CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING
+        assert not coordinator.is_active and clock.pending_timers == 0
+        clock.advance(1_000)
+        assert len(gateway.triggered) == 2, "no trigger after the first finished task"
+
+    run(scenario, **{"execution.checkpointing.checkpoints-after-tasks-finish": "false"})
+
+    async def with_final_checkpoints(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock = kit.coordinator, kit.clock
+        coordinator.start()
+        clock.advance(100)
+        source = next(v for v in coordinator.graph.vertices if v.is_source)
+        coordinator.on_task_finished(source.id, 0)
+        assert 1 in coordinator.pending and coordinator.is_active
+        assert not [e for e in kit.events if isinstance(e, Aborted)]
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(with_final_checkpoints)

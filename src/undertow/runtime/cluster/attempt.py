@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 from undertow.connectors.source import SplitEnumerator
 from undertow.core.errors import JobExecutionError, UndertowError
+from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
-from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.cluster.control import ControlConnection
 from undertow.runtime.cluster.exception_history import TaskOrigin
@@ -69,7 +69,7 @@ class Attempt:
     """What belongs to one deployment attempt (see the module docstring)."""
 
     def __init__(
-        self, number: int, graph: JobGraph, num_workers: int, heartbeat_timeout_ms: int
+        self, number: AttemptNumber, graph: JobGraph, num_workers: int, heartbeat_timeout_ms: int
     ) -> None:
         self.number = number
         self.graph = graph
@@ -135,8 +135,6 @@ class AttemptHost(Protocol):
         self, attempt: Attempt, error: UndertowError, origin: TaskOrigin | None = None
     ) -> None:
         """Fail ``attempt`` (first failure wins): cancel its tasks and end it."""
-
-    def stop_checkpoints(self, reason: CheckpointFailureReason) -> None: ...
 
 
 def dispatch(
@@ -213,11 +211,8 @@ def dispatch(
 def _task_finished(host: AttemptHost, attempt: Attempt, msg: TaskFinished) -> None:
     attempt.finished.add((msg.vertex_id, msg.subtask))
     attempt.finished_at[(msg.vertex_id, msg.subtask)] = now_ms()
-    coordinator = host.coordinator
-    if coordinator is not None and coordinator.checkpoints_after_tasks_finish:
-        coordinator.on_task_finished(msg.vertex_id, msg.subtask)  # FLIP-147
-    else:
-        host.stop_checkpoints(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING)
+    if host.coordinator is not None:  # it decides what a finished task means (FLIP-147)
+        host.coordinator.on_task_finished(msg.vertex_id, msg.subtask)
     for name, value in msg.accumulators.items():
         prev = attempt.accumulators.get(name)
         attempt.accumulators[name] = value if prev is None else prev + value

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
+from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.cluster.messages import AddSplits, MasterMessage, NoMoreSplits
 
@@ -24,7 +25,9 @@ SendToSubtask = Callable[[int, MasterMessage], None]
 class EnumeratorContext(SplitEnumeratorContext[Any]):
     """What one source vertex's enumerator may do: assign splits to its readers."""
 
-    def __init__(self, send: SendToSubtask, attempt: int, vertex_id: int, parallelism: int) -> None:
+    def __init__(
+        self, send: SendToSubtask, attempt: AttemptNumber, vertex_id: int, parallelism: int
+    ) -> None:
         self._send = send
         self.attempt = attempt
         self.vertex_id = vertex_id
@@ -44,7 +47,7 @@ class EnumeratorContext(SplitEnumeratorContext[Any]):
 
 
 def start_enumerators(
-    graph: JobGraph, restored: Mapping[int, Any], send: SendToSubtask, attempt: int
+    graph: JobGraph, restored: Mapping[int, Any], send: SendToSubtask, attempt: AttemptNumber
 ) -> dict[int, SplitEnumerator[Any]]:
     """Create, start and register the readers of every source vertex's enumerator; source
     vertex id -> enumerator. ``restored``: source vertex id -> its checkpointed state;

@@ -40,6 +40,7 @@ from undertow.core.errors import (
     UndertowError,
 )
 from undertow.core.modes import SavepointFormatType
+from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
@@ -116,7 +117,7 @@ class JobMaster:
         self.job_id = uuid.uuid4().hex
         self.secret = secrets.token_bytes(32)
         self.plan: ExecutionPlan = plan_execution(job_graph, num_workers)
-        self.attempt = 0
+        self.attempt = AttemptNumber(0)
         self.num_restarts = 0
         self._start_ms = _now_ms()
         self._lifecycle = JobLifecycle(self._start_ms)
@@ -305,7 +306,7 @@ class JobMaster:
                 await asyncio.sleep(decision.delay_ms / 1000.0)
                 if self._cancel_requested:
                     break
-                self.attempt += 1
+                self.attempt = AttemptNumber(self.attempt + 1)
                 self.num_restarts += 1
                 if self.coordinator is not None:
                     await self.coordinator.finish_completing()

@@ -32,7 +32,7 @@ UserValue: TypeAlias = object
 
 @dataclass(frozen=True, slots=True)
 class RegisterWorker:
-    attempt: int
+    attempt: AttemptNumber
     worker_index: int
     data_host: str
     data_port: int
@@ -53,14 +53,14 @@ class ChannelStateRecovered:
     channel of each such gate delivered ``EndOfChannelStateEvent``): the JobMaster triggers
     no checkpoint before every such subtask said so (Flink's tasks stay INITIALIZING)."""
 
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
 
 
 @dataclass(frozen=True, slots=True)
 class TaskFailed:
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
     operator: str
@@ -73,7 +73,7 @@ class WorkerFailed:
     """A failure outside any task (network, deployment). ``fatal``: restarting cannot help
     (the checkpoint to restore is corrupt), so the job fails without a restart."""
 
-    attempt: int
+    attempt: AttemptNumber
     worker_index: int
     error: str
     traceback: str
@@ -84,13 +84,13 @@ class WorkerFailed:
 class TasksDeployed:
     """The worker built and wired all its tasks; they are running."""
 
-    attempt: int
+    attempt: AttemptNumber
     worker_index: int
 
 
 @dataclass(frozen=True, slots=True)
 class SplitRequest:
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
     hostname: str
@@ -98,13 +98,13 @@ class SplitRequest:
 
 @dataclass(frozen=True, slots=True)
 class PrintLines:
-    attempt: int
+    attempt: AttemptNumber
     lines: list[str]
 
 
 @dataclass(frozen=True, slots=True)
 class CollectRecords:
-    attempt: int
+    attempt: AttemptNumber
     sink_id: str
     values: list[UserValue]
 
@@ -113,7 +113,7 @@ class CollectRecords:
 class Heartbeat:
     """A worker is alive (sent every ``heartbeat.interval``; see ``cluster.heartbeat``)."""
 
-    attempt: int
+    attempt: AttemptNumber
     worker_index: int
 
 
@@ -122,7 +122,7 @@ class TaskMetricsReport:
     """Samples of the worker's tasks: periodically for running tasks, and once for a task that
     ended (``final``), before its ``TaskFinished`` or ``TaskFailed``."""
 
-    attempt: int
+    attempt: AttemptNumber
     worker_index: int
     metrics: tuple[TaskMetrics, ...]
 
@@ -132,7 +132,7 @@ class TaskMetricsReport:
 
 @dataclass(frozen=True, slots=True)
 class Deploy:
-    attempt: int
+    attempt: AttemptNumber
     job_graph: bytes
     #: worker index -> (host, data port)
     peers: dict[int, tuple[str, int]]
@@ -145,7 +145,7 @@ class Deploy:
 
 @dataclass(frozen=True, slots=True)
 class AddSplits:
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
     splits: list[UserValue]
@@ -153,19 +153,19 @@ class AddSplits:
 
 @dataclass(frozen=True, slots=True)
 class NoMoreSplits:
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
 
 
 @dataclass(frozen=True, slots=True)
 class CancelTasks:
-    attempt: int
+    attempt: AttemptNumber
 
 
 @dataclass(frozen=True, slots=True)
 class Shutdown:
-    attempt: int
+    attempt: AttemptNumber
 
 
 # checkpoints -----------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ class Shutdown:
 class TriggerSourceCheckpoint:
     """master -> worker: inject ``barrier`` at a source subtask."""
 
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
     barrier: CheckpointBarrier
@@ -188,7 +188,7 @@ class StopSource:
     its data (``EndOfData``, after the MAX watermark and ``finish()`` when ``drain``) before
     the barrier."""
 
-    attempt: int
+    attempt: AttemptNumber
     vertex_id: int
     subtask: int
     drain: bool
@@ -220,13 +220,13 @@ class DeclineCheckpoint:
 
 @dataclass(frozen=True, slots=True)
 class NotifyCheckpointComplete:
-    attempt: int
+    attempt: AttemptNumber
     checkpoint_id: int
 
 
 @dataclass(frozen=True, slots=True)
 class NotifyCheckpointAborted:
-    attempt: int
+    attempt: AttemptNumber
     checkpoint_id: int
 
 

@@ -1,7 +1,7 @@
 """The checkpoint coordinator's gateway to the tasks of the running attempt.
 
 :class:`AttemptGateway` implements the coordinator's
-:class:`~undertow.runtime.checkpoint.coordinator.TaskGateway`: it turns the coordinator's
+:class:`~undertow.runtime.checkpoint.task_gateway.TaskGateway`: it turns the coordinator's
 requests into control messages to the workers of the current attempt (trigger a source
 subtask, stop it for a savepoint, notify completion or abort), hands it the attempt's split
 enumerators for their snapshots, and fails the attempt when the coordinator says so. It
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.core.errors import UndertowError
+from undertow.core.types import AttemptNumber
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.cluster.attempt import Attempt
 from undertow.runtime.cluster.messages import (
@@ -55,8 +56,8 @@ class AttemptGateway:
             for conn in attempt.workers.values():
                 conn.send(message)
 
-    def _number(self) -> int:
-        return self.attempt.number if self.attempt is not None else -1
+    def _number(self) -> AttemptNumber:
+        return self.attempt.number if self.attempt is not None else AttemptNumber(-1)
 
     # -- TaskGateway ---------------------------------------------------------------------------
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None:

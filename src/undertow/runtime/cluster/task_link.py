@@ -24,7 +24,7 @@ from undertow.runtime.cluster.messages import (
 class WorkerLink(Protocol):
     """The worker as a subtask's messages see it."""
 
-    attempt: int
+    attempt: AttemptNumber
     tasks: dict[tuple[int, int], Any]
 
     def send(self, message: Any) -> None: ...

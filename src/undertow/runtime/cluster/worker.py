@@ -105,7 +105,7 @@ class Worker:
     def __init__(
         self,
         worker_index: int,
-        attempt: int,
+        attempt: AttemptNumber,
         master: tuple[str, int],
         secret: bytes,
         config: Configuration,
@@ -546,7 +546,7 @@ class Worker:
             accumulators[f"buffer_debloat_sizes_received[{task.name}]"] = (
                 stats.buffer_sizes_received
             )
-        self.send(TaskFinished(AttemptNumber(self.attempt), VertexId(vertex_id),
+        self.send(TaskFinished(self.attempt, VertexId(vertex_id),
                                SubtaskIndex(subtask), accumulators))  # fmt: skip
 
     def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:
@@ -582,7 +582,9 @@ def run_worker(
     process passes ``forward_stdout`` (a thread shares the driver's stdout already)."""
     configuration = Configuration(config)
     fit_switch_interval(configuration.get(Options.MAILBOX_SLICE) / 1000.0)
-    worker = Worker(worker_index, attempt, master, secret, configuration, forward_stdout)
+    worker = Worker(
+        worker_index, AttemptNumber(attempt), master, secret, configuration, forward_stdout
+    )
     try:
         asyncio.run(worker.run())
     except (NetworkError, ConnectionError) as err:

@@ -1,0 +1,112 @@
+"""Restoring a snapshot, without the coordinator shell: read and verified from a path, then
+claimed (CLAIM: retained as the job's own; NO_CLAIM: not retained, the first checkpoint full),
+and where a failover restores from. Snapshots are made by a coordinator on the testing kit."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+
+import pytest
+
+from undertow.common import Configuration, WatermarkStrategy
+from undertow.core.errors import RestoreError
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors.datagen import DataGeneratorSource
+from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.checkpoint.metadata import CheckpointMetadata, encode_metadata
+from undertow.runtime.checkpoint.retention import CheckpointRetention
+from undertow.runtime.checkpoint.settings import CheckpointSettings
+from undertow.runtime.checkpoint.snapshot_restore import SnapshotRestore
+from undertow.storage import FileHandle
+from undertow.storage.checkpoint_storage import CheckpointStorage
+from undertow.storage.keys import CheckpointKey
+from undertow.testing.coordinator import in_memory_coordinator
+
+INTERVAL = {"execution.checkpointing.interval": "100 ms"}
+
+
+def job_graph() -> JobGraph:
+    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
+    env.set_parallelism(2)
+    env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    ).key_by(lambda n: n % 4).map(lambda n: n).name("double").print()
+    return build_job_graph(env.get_stream_graph("snapshot restore test"))
+
+
+async def checkpoint_path(count: int) -> str:
+    """A job on the testing kit completes ``count`` checkpoints; the newest one's path."""
+    kit = in_memory_coordinator(job_graph(), INTERVAL)
+    kit.coordinator.start()
+    for _ in range(count):
+        kit.clock.advance(100)
+        kit.acknowledge_all(max(kit.coordinator.pending))
+        await kit.coordinator.finish_completing()
+    kit.coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+    return kit.storage.checkpoint_pointer(count)
+
+
+def restorer(options: dict[str, str]) -> SnapshotRestore:
+    """A restore for a new job on its own in-memory storage (the kit's metadata key)."""
+    config = Configuration({**INTERVAL, **options})
+    storage = CheckpointStorage.in_memory("job-new")
+    settings = CheckpointSettings.of(config)
+    return SnapshotRestore("job-new", job_graph(), config, storage, CheckpointKey.of(b"k" * 32),
+                           settings, CheckpointRetention("job-new", storage, 1))  # fmt: skip
+
+
+def test_no_claim_retains_nothing_and_asks_for_a_full_checkpoint_once() -> None:
+    async def scenario() -> None:
+        restore = restorer({})
+        plan, adopted = await restore.read_and_adopt(await checkpoint_path(2))
+        assert plan.metadata.checkpoint_id == 2 and adopted == []
+        assert restore.claim(plan, adopted, next_id=1) == 3
+        assert restore.full_snapshot_due and len(restore.retention.store) == 0
+        assert await restore.latest_plan() is None  # a failover restores the path again
+        restore.checkpoint_completed()
+        assert not restore.full_snapshot_due
+
+    asyncio.run(scenario())
+
+
+def test_claim_retains_the_snapshot_as_what_a_failover_restores() -> None:
+    async def scenario() -> None:
+        restore = restorer({"execution.state-recovery.claim-mode": "CLAIM"})
+        path = await checkpoint_path(1)
+        plan, adopted = await restore.read_and_adopt(path)
+        assert restore.claim(plan, adopted, next_id=5) == 5  # ids never go back
+        assert not restore.full_snapshot_due
+        assert restore.retention.claimed == (1, plan) and plan.pointer == path
+        assert await restore.latest_plan() is plan
+
+    asyncio.run(scenario())
+
+
+def test_claimed_shared_files_not_adopted_make_the_first_checkpoint_full() -> None:
+    async def scenario() -> None:
+        restore = restorer({"execution.state-recovery.claim-mode": "CLAIM"})
+        plan, _ = await restore.read_and_adopt(await checkpoint_path(1))
+        shared = (FileHandle("shared/sst-1", 1, "0" * 64),)
+        meta = dataclasses.replace(plan.metadata, shared_files=shared)
+        assert restore.claim(dataclasses.replace(plan, metadata=meta), [], next_id=1) == 2
+        assert restore.full_snapshot_due
+
+    asyncio.run(scenario())
+
+
+def test_a_native_savepoint_of_another_state_backend_is_refused_naming_the_job() -> None:
+    old = CheckpointStorage.in_memory("jobold")
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(),
+        properties={"savepoint_format": "NATIVE", "state_backend": "hashmap"},
+    )  # fmt: skip
+    old.write_file(1, "v1-0.state", b"state")
+    target = f"memory:///savepoints-{uuid.uuid4().hex}"
+    pointer = old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+    restore = restorer({"state.backend.type": "rocksdb"})
+    with pytest.raises(RestoreError, match=r"job job-new: savepoint .* NATIVE .*'hashmap'"):
+        restore.read(pointer)
