@@ -9,19 +9,141 @@ Tests that need another master (several executor JVMs) run their job in a subpro
 for the whole run, so no test reads or writes the checkpoint metadata key under the real home;
 subprocesses (jobs on other masters, the CLI) inherit it, and the JobMaster is the only
 process that loads the key (workers never need it).
+
+Restores (docs/testing.md, "Controls"): every test runs with ``$UNDERTOW_RESTORE_LOG`` naming
+a file of its own, to which every restore appends a line (in this process or a subprocess that
+inherits the variable). A test under ``tests/e2e`` or ``tests/cli`` that restored without
+``@pytest.mark.restores`` fails. With ``--restore-control=KIND`` (``all`` or a partial kind),
+only marked tests run (for a partial kind, those that declare ``catches=[KIND]``), each with
+the control in force (``$UNDERTOW_RESTORE_CONTROL``): such a test passes iff it raised
+:class:`~undertow.testing.restore_control.RestoreEvidenceMissing` and the control fired.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from undertow.core.config import Configuration
+from undertow.testing.restore_control import (
+    CONTROL_ENV,
+    LOG_ENV,
+    ControlKind,
+    RestoreEvidenceMissing,
+    restore_events,
+)
 
 SPARK_MASTER = "local[2]"
+#: Where a restore must be declared (``@pytest.mark.restores``).
+MARKED_DIRS = ("tests/e2e/", "tests/cli/")
+_RESTORE_LOG = pytest.StashKey[Path]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--restore-control", choices=[k.value for k in ControlKind], default=None,
+        help="run only tests marked 'restores' (for a partial kind, those declaring "
+        "catches=[KIND]) with this restore control in force; each passes iff it raised "
+        "RestoreEvidenceMissing and the control fired (docs/testing.md, Controls)",
+    )  # fmt: skip
+
+
+def _control(config: pytest.Config) -> ControlKind | None:
+    name = config.getoption("--restore-control")
+    return None if name is None else ControlKind(name)
+
+
+def catches(item: pytest.Item) -> set[str]:
+    """The partial controls a marked test declares it catches (``catches=[...]``)."""
+    marker = item.get_closest_marker("restores")
+    return set() if marker is None else set(marker.kwargs.get("catches", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kind = _control(config)
+    if kind is None:
+        return
+    for item in items:
+        for name in catches(item):
+            ControlKind.parse(name)  # a typo in catches=[...] fails the run
+    keep = [
+        item for item in items
+        if item.get_closest_marker("restores") is not None
+        and (kind is ControlKind.ALL or kind.value in catches(item))
+    ]  # fmt: skip
+    dropped = [item for item in items if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
+@pytest.fixture(autouse=True)
+def _restore_record(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The restore log of this test, the control in force (if any), and the meta-check."""
+    log = tmp_path_factory.mktemp("restores", numbered=True) / "restores.log"
+    request.node.stash[_RESTORE_LOG] = log
+    kind = _control(request.config)
+    previous = {name: os.environ.get(name) for name in (LOG_ENV, CONTROL_ENV)}
+    os.environ[LOG_ENV] = str(log)
+    if kind is not None:
+        os.environ[CONTROL_ENV] = kind.value
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    restored = restore_events(log).restored
+    where = request.node.nodeid
+    if (
+        restored
+        and where.startswith(MARKED_DIRS)
+        and request.node.get_closest_marker("restores") is None
+    ):
+        pytest.fail(
+            f"{where} restored (checkpoints {list(restored)}) but is not marked "
+            "@pytest.mark.restores: mark it, so that the restore controls run it"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Iterator[None]:
+    """Under a restore control, a marked test passes iff it raised RestoreEvidenceMissing and
+    the control fired; anything else is a failure of the control, saying what happened."""
+    kind = _control(pyfuncitem.config)
+    if kind is None or pyfuncitem.get_closest_marker("restores") is None:
+        return (yield)
+    what = f"restore control {kind.value}: {pyfuncitem.nodeid}"
+    try:
+        yield
+    except RestoreEvidenceMissing as caught:
+        events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
+        if not events.dropped:
+            pytest.fail(
+                f"{what} raised RestoreEvidenceMissing but the control dropped nothing "
+                f"(restores {list(events.restored)}): {caught!s:.500}",
+                pytrace=False,
+            )
+        print(f"[control] {what}: caught ({'; '.join(events.dropped)[:300]}): {caught!s:.300}")
+        return None
+    except (pytest.skip.Exception, KeyboardInterrupt):
+        raise
+    except BaseException as other:
+        events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
+        pytest.fail(f"{what} failed with {type(other).__name__}, not RestoreEvidenceMissing "
+                    f"(restores {list(events.restored)}, dropped {list(events.dropped)}): "
+                    f"{other!s:.800}", pytrace=False)  # fmt: skip
+    events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
+    pytest.fail(f"{what} passed although the control dropped {list(events.dropped)} of "
+                f"restores {list(events.restored)}", pytrace=False)  # fmt: skip
 
 
 @pytest.fixture(scope="session", autouse=True)

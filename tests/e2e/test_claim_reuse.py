@@ -99,6 +99,7 @@ def scenario_claim_reuses(
     assert list(new_shared.iterdir()) == [], "no shared file is left once the job finished"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_claim_reuses_the_claimed_files_and_deletes_them_once_unused(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

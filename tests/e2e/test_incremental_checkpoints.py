@@ -166,6 +166,7 @@ def scenario_incremental_scheduled_failures(
     assert local == [], f"every DB and every downloaded checkpoint is deleted: {local}"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_incremental_oracle_with_scheduled_failures(
@@ -199,6 +200,7 @@ def scenario_incremental_worker_kill(
     assert [p.name for p in (tmp_path / "rocksdb").iterdir()] == [], "killed DBs are swept"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_incremental_oracle_with_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -308,6 +310,7 @@ def scenario_no_claim(
     _assert_restored(result, console, watcher.stop(), snapshot)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_no_claim_never_touches_restored_incremental_files(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -335,6 +338,7 @@ def scenario_claim(
     _assert_restored(result, capsys.readouterr().err, watcher.stop(), snapshot)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_claim_deletes_claimed_shared_files_once_subsumed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -363,6 +367,7 @@ def scenario_rescale(
     assert (in_flight > 0) == unaligned, f"restored in-flight bytes: {in_flight}"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize(
     ("unaligned", "parallelism"), [(False, 3), (True, 1)], ids=["aligned-up", "unaligned-down"]

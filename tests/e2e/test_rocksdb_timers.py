@@ -230,6 +230,7 @@ def scenario_window_timers_rescale(
     _assert_exactly_once(tmp_path / "out")
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_window_timers_in_rocksdb_survive_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -237,6 +238,7 @@ def test_window_timers_in_rocksdb_survive_scheduled_failures(
     scenario_window_timers_scheduled_failures(make_env, tmp_path, capsys)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_window_timers_in_rocksdb_rescale_from_an_incremental_checkpoint(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

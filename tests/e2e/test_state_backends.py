@@ -73,6 +73,7 @@ class DirectoryWatcher:
         self._thread.join()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_rocksdb_oracle_with_scheduled_failures(
@@ -100,6 +101,7 @@ def test_rocksdb_oracle_with_scheduled_failures(
             client.cancel()
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
 
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, oracle
     # 2 keyed operators (3 + 2 subtasks) per attempt, 3 attempts
@@ -108,6 +110,7 @@ def test_rocksdb_oracle_with_scheduled_failures(
     assert list(local_dir.iterdir()) == [], "every backend deletes its DB directory"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 def test_rocksdb_oracle_with_worker_kill(make_env: EnvFactory, tmp_path: Path) -> None:
     seed = oracle_seed()
@@ -133,11 +136,13 @@ def test_rocksdb_oracle_with_worker_kill(make_env: EnvFactory, tmp_path: Path) -
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
 
     assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, oracle
     assert list(local_dir.iterdir()) == [], "the killed worker's DBs are swept"
 
 
+@pytest.mark.restores(catches=["keyed-state", "source-positions"])
 @pytest.mark.parametrize("first, second", [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
 def test_switch_backend_at_restore(
     make_env: EnvFactory, tmp_path: Path, first: str, second: str
@@ -166,5 +171,6 @@ def test_switch_backend_at_restore(
     result = env.execute_async(f"on {second}").get_job_execution_result(timeout=TIMEOUT_S)
 
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_restored()  # the second job resumed the first's sources and state
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected

@@ -6,6 +6,9 @@
   records, verifying operators and sink, fault injection (scheduled failures, failing
   snapshots, kill -9 of workers) and :class:`~undertow.testing.oracle.OracleResult`, whose six
   counts (lost, duplicated, out of order, corrupt, state and key-group mismatches) must be 0.
+* :mod:`undertow.testing.restore_control`: :class:`RestoreEvidenceMissing`, the failure of
+  every restore-evidence check, and the restore controls under which a restore test must
+  raise it.
 * :mod:`undertow.testing.channel_state`: an in-memory ``ChannelStateWriter`` for tests of the
   checkpoint path (channel state inside the subtask's state file, no shared files).
 """
@@ -26,6 +29,7 @@ from undertow.testing.oracle import (
     kill_worker_process,
     verify_record,
 )
+from undertow.testing.restore_control import RestoreEvidenceMissing, restore_control
 
 __all__ = [
     "FailingMap",
@@ -37,10 +41,12 @@ __all__ = [
     "OracleResult",
     "OracleSource",
     "OracleStatefulFunction",
+    "RestoreEvidenceMissing",
     "VerifyingMap",
     "VerifyingSink",
     "WorkerKiller",
     "build_pipeline",
     "kill_worker_process",
+    "restore_control",
     "verify_record",
 ]

@@ -67,6 +67,7 @@ from undertow.testing._oracle_records import (
     verify_record,
 )
 from undertow.testing._oracle_source import OracleSource, OracleSplit
+from undertow.testing.restore_control import RestoreEvidenceMissing
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -83,6 +84,7 @@ __all__ = [
     "OracleSource",
     "OracleSplit",
     "OracleStatefulFunction",
+    "RestoreEvidenceMissing",
     "SizeClass",
     "TracedRecord",
     "VerifyingMap",
@@ -186,9 +188,9 @@ class OracleResult:
             raise AssertionError(f"oracle: not exactly-once: {self}")
 
     def assert_restored(self, replayed: bool = False) -> None:
-        """Raise ``AssertionError`` unless the finishing attempt shows a restore: its stage
-        nearest the source (the one that handled fewest records) handled fewer than all (the
-        source resumed), some sink tally was restored (state carried over) and, with
+        """Raise :class:`RestoreEvidenceMissing` unless the finishing attempt shows a restore:
+        its stage nearest the source (the one that handled fewest records) handled fewer than
+        all (the source resumed), some sink tally was restored (state carried over) and, with
         ``replayed``, records came through channel state."""
         stage, handled = min(self.processed.items(), key=lambda item: item[1], default=("", 0))
         problems = []
@@ -202,7 +204,7 @@ class OracleResult:
             problems.append("no record was replayed from restored channel state")
         if problems:
             problems.append(str(self))
-            raise AssertionError(f"oracle: no evidence of a restore: {'; '.join(problems)}")
+            raise RestoreEvidenceMissing(f"oracle: no evidence of a restore: {'; '.join(problems)}")
 
     def __str__(self) -> str:
         counts = ", ".join(f"{name}={value}" for name, value in self.counts().items())
