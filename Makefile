@@ -24,11 +24,23 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
+# The restore controls (docs/testing.md, "Controls"): every test marked `restores` runs again
+# with its restores losing their snapshot and must fail with RestoreEvidenceMissing; each
+# partial control runs the marked tests that declare they catch it. `make test` runs each
+# marked test on one deployment target (worker processes where it has them); `make soak` on
+# every target, soak tests included.
+CONTROL := $(BIN)/python -m pytest -q tests/e2e tests/cli --durations=10 --restore-control
+PARTIAL_CONTROLS := channel-state source-positions keyed-state operator-state shared-file
+
 test: lint browser
 	$(BIN)/python -m pytest -q --durations=25
+	$(CONTROL)=all --restore-control-one-target
+	for kind in $(PARTIAL_CONTROLS); do $(CONTROL)=$$kind --restore-control-one-target || exit 1; done
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak
+	$(CONTROL)=all -m restores
+	for kind in $(PARTIAL_CONTROLS); do $(CONTROL)=$$kind -m restores || exit 1; done
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py

@@ -41,6 +41,9 @@ SPARK_MASTER = "local[2]"
 #: Where a restore must be declared (``@pytest.mark.restores``).
 MARKED_DIRS = ("tests/e2e/", "tests/cli/")
 _RESTORE_LOG = pytest.StashKey[Path]()
+#: Preferred targets of --restore-control-one-target: worker processes first (a control's
+#: worker-side half runs where the state files are read).
+CONTROL_TARGETS = ("local", "local-threads", "spark")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,6 +52,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only tests marked 'restores' (for a partial kind, those declaring "
         "catches=[KIND]) with this restore control in force; each passes iff it raised "
         "RestoreEvidenceMissing and the control fired (docs/testing.md, Controls)",
+    )  # fmt: skip
+    parser.addoption(
+        "--restore-control-one-target", action="store_true",
+        help="under --restore-control, run each marked test on one deployment target only "
+        f"(the first of {list(CONTROL_TARGETS)} it is parametrized with)",
     )  # fmt: skip
 
 
@@ -75,10 +83,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("restores") is not None
         and (kind is ControlKind.ALL or kind.value in catches(item))
     ]  # fmt: skip
+    if config.getoption("--restore-control-one-target"):
+        keep = _one_target_each(keep)
     dropped = [item for item in items if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def _one_target_each(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Per test function and parameters other than ``target``: the item on the first target
+    of :data:`CONTROL_TARGETS` (items without a target are all kept)."""
+    best: dict[tuple[str, str], pytest.Item] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)  # pytest's own attribute, on parametrized items
+        params = dict(callspec.params) if callspec is not None else {}
+        target = params.pop("target", None)
+        if target not in CONTROL_TARGETS:
+            best[(item.nodeid, "")] = item
+            continue
+        key = (item.nodeid.split("[", 1)[0], repr(sorted(params.items(), key=str)))
+        held = best.get(key)
+        if held is None or CONTROL_TARGETS.index(target) < CONTROL_TARGETS.index(
+            held.callspec.params["target"]  # type: ignore[attr-defined]
+        ):
+            best[key] = item
+    chosen = {id(item) for item in best.values()}
+    return [item for item in items if id(item) in chosen]
 
 
 @pytest.fixture(autouse=True)

@@ -105,7 +105,7 @@ def scenario_heap_incremental_scheduled_failures(
     assert_shared_files_deleted(tmp_path, job_id)
 
 
-@pytest.mark.restores
+@pytest.mark.restores(catches=["shared-file", "keyed-state"])
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_heap_incremental_oracle_with_scheduled_failures(

@@ -122,12 +122,12 @@ def run_oracle_with_scheduled_failures(
     oracle = OracleResult.from_job_result(result, source.keys, source.records_per_key, evidence)
     console = capsys.readouterr().err
     reasons = [m.group("reason") for m in RESTARTING.finditer(console)]
+    assert_restores(console, rest_ids, restores=2)
+    oracle.assert_restored()  # before the counts: a lost restore shows as itself
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, (oracle, reasons)
     assert all("InjectedFailure: FailingMap" in r for r in reasons), reasons
     assert len(COMPLETED.findall(console)) >= 10, "at least 10 checkpoints complete"
-    assert_restores(console, rest_ids, restores=2)
-    oracle.assert_restored()
     return watcher.seen, client.get_job_id(), probed
 
 

@@ -98,9 +98,10 @@ def _controlled(plan: RestorePlan, kind: ControlKind, checkpoint_id: int) -> Res
 
 def _first_heap_segment(plan: RestorePlan) -> str:
     """The path of the first segment of the first heap incremental handle in the plan's state
-    files, in (vertex, subtask) order; ``""`` if none (blocking reads: test-only)."""
+    files, in reverse (vertex, subtask) order, i.e. of the stateful vertex nearest the sinks;
+    ``""`` if none (blocking reads: test-only)."""
     storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
-    for key in sorted(plan.subtask_files):
+    for key in sorted(plan.subtask_files, reverse=True):
         for handle in plan.subtask_files[key]:
             snapshot = pickle.loads(storage.read_file(handle, plan.metadata.checkpoint_id))
             for part in snapshot.operators.values():
