@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -158,23 +158,37 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Iterator[None]:
     except RestoreEvidenceMissing as caught:
         events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
         if not events.dropped:
-            pytest.fail(
-                f"{what} raised RestoreEvidenceMissing but the control dropped nothing "
-                f"(restores {list(events.restored)}): {caught!s:.500}",
-                pytrace=False,
+            _control_failed(
+                f"{what} raised RestoreEvidenceMissing but the control dropped "
+                f"nothing (restores {list(events.restored)}): {caught!s:.500}"
             )
-        print(f"[control] {what}: caught ({'; '.join(events.dropped)[:300]}): {caught!s:.300}")
+        _report(f"[control] {what}: caught ({'; '.join(events.dropped)[:300]}): {caught!s:.300}")
         return None
     except (pytest.skip.Exception, KeyboardInterrupt):
         raise
     except BaseException as other:
         events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
-        pytest.fail(f"{what} failed with {type(other).__name__}, not RestoreEvidenceMissing "
-                    f"(restores {list(events.restored)}, dropped {list(events.dropped)}): "
-                    f"{other!s:.800}", pytrace=False)  # fmt: skip
+        _control_failed(f"{what} failed with {type(other).__name__}, not RestoreEvidenceMissing "
+                        f"(restores {list(events.restored)}, dropped {list(events.dropped)}): "
+                        f"{other!s:.800}")  # fmt: skip
     events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
-    pytest.fail(f"{what} passed although the control dropped {list(events.dropped)} of "
-                f"restores {list(events.restored)}", pytrace=False)  # fmt: skip
+    _control_failed(f"{what} passed although the control dropped {list(events.dropped)} of "
+                    f"restores {list(events.restored)}")  # fmt: skip
+
+
+def _report(line: str) -> None:
+    """One verdict line: printed (captured with the test) and appended to
+    ``$UNDERTOW_CONTROL_REPORT`` if set (a run's verdicts as they happen)."""
+    print(line)
+    report = os.environ.get("UNDERTOW_CONTROL_REPORT")
+    if report:
+        with open(report, "a", encoding="utf-8") as out:
+            out.write(line.replace("\n", " ") + "\n")
+
+
+def _control_failed(message: str) -> NoReturn:
+    _report(f"[control] FAILED {message}")
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)
