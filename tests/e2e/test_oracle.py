@@ -7,9 +7,9 @@ Each job is small (20 keys x 2000 records, payloads up to 64 KiB) and its source
 where failures must land between checkpoints. The oracle reads what the verifying sink reports
 at the end of the attempt that finished, plus the anomalies every other attempt logged; all six
 counts must be 0. Every restore test also asserts the restore itself (:mod:`.restore_evidence`):
-restore lines, REST ``latest.restored``, a resumed source and restored state. The scenario
-functions (``scenario_*``) are shared with :mod:`.test_restore_controls`, which runs them with
-restores that ignore their snapshot and expects them to fail.
+restore lines, REST ``latest.restored``, a resumed source and restored state, raising
+``RestoreEvidenceMissing``; each is marked ``restores``, so that the restore controls
+(docs/testing.md) run it with restores that ignore their snapshot and expect exactly that.
 """
 
 from __future__ import annotations
