@@ -40,7 +40,7 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
-from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
+from .restore_evidence import RestWatcher, assert_restores, evidence, restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 20, 2000
 THROTTLED = 5_000.0
@@ -271,10 +271,11 @@ def _resume(
 
 def _assert_restored(result: Any, console: str, rest_ids: list[int], snapshot: Path) -> None:
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    ids = assert_restores(console, rest_ids, restores=1)
+    evidence(ids == [_snapshot_id(snapshot)], f"restored {ids}, not {snapshot}")
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected
-    assert assert_restores(console, rest_ids, restores=1) == [_snapshot_id(snapshot)]
-    oracle.assert_restored()
 
 
 def scenario_no_claim(
