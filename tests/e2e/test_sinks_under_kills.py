@@ -127,7 +127,7 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
     evidence(len(restored_checkpoints(console)) == 1, f"seed {seed}: {console}")
     read = handled_in_finishing_attempt(result, "read")
-    evidence(0 < read < len(EXPECTED), f"seed {seed}: the restored attempt read {read} of "
+    evidence(read < len(EXPECTED), f"seed {seed}: the restored attempt read {read} of "
              f"{len(EXPECTED)} rows: resumed readers read fewer")  # fmt: skip
     assert _parquet_rows(parquet_out) == EXPECTED, seed
     assert pq.read_table(str(parquet_out)).num_rows == len(EXPECTED), seed
