@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from undertow.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend, JobStatus
+from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
@@ -155,10 +156,14 @@ def test_switch_backend_at_restore(
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async(f"on {first}")
     deadline = time.monotonic() + TIMEOUT_S
+    storage = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
+    # let state build up first: three checkpoints while the throttled source reads
+    while max(storage.completed_checkpoint_ids(), default=0) < 3:
+        assert time.monotonic() < deadline, "no third checkpoint"
+        time.sleep(0.05)
     savepoint = None
     while savepoint is None:
         assert time.monotonic() < deadline, "no savepoint"
-        time.sleep(0.5)  # let state build up first
         savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
     client.get_job_execution_result(timeout=TIMEOUT_S)
 
