@@ -324,6 +324,7 @@ def test_a_savepoint_without_any_directory_fails_naming_the_option(
     client.cancel()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads"])
 def test_undertow_stop_without_periodic_checkpoints_or_a_path(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -353,6 +354,7 @@ def test_undertow_stop_without_periodic_checkpoints_or_a_path(
     assert oracle.received == oracle.expected
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads"])
 def test_no_checkpoint_directory_until_the_first_savepoint(
     make_env: EnvFactory, tmp_path: Path
