@@ -33,8 +33,21 @@ kafka-jars: $(STAMP)
 kafka: kafka-jars
 	$(BIN)/python tools/kafka_broker.py
 
+# The restore controls (docs/testing.md, "Controls"): a test marked `restores` runs again with
+# its restores losing their snapshot and must fail with RestoreEvidenceMissing; each partial
+# control runs marked tests that declare they catch it. `make test` runs a seeded sample, one
+# deployment target each (the seed is printed; UNDERTOW_CONTROL_SEED replays it): CONTROL_SAMPLE
+# tests under the full control and one catching test per partial control. `make soak` runs
+# every marked test on every target under every control.
+CONTROL := $(BIN)/python -m pytest -q tests/e2e tests/cli --durations=5 --restore-control
+PARTIAL_CONTROLS := channel-state source-positions keyed-state operator-state shared-file
+CONTROL_SAMPLE ?= 8
+
 test: lint browser kafka-jars
 	$(BIN)/python -m pytest -q --durations=25
+	$(CONTROL)=all --restore-control-one-target --restore-control-sample=$(CONTROL_SAMPLE)
+	for kind in $(PARTIAL_CONTROLS); do \
+		$(CONTROL)=$$kind --restore-control-one-target --restore-control-sample=1 || exit 1; done
 
 # the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)
 cluster-test: $(STAMP)
@@ -42,6 +55,8 @@ cluster-test: $(STAMP)
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak
+	$(CONTROL)=all -m restores
+	for kind in $(PARTIAL_CONTROLS); do $(CONTROL)=$$kind -m restores || exit 1; done
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py

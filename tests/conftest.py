@@ -13,6 +13,14 @@ process that loads the key (workers never need it).
 time a test asks for it and stopped at the end; with ``UNDERTOW_KAFKA_BOOTSTRAP`` set, that
 running broker is used instead (the fixture is then ``None`` and only ``kafka_bootstrap``, the
 address, is known). Tests that restart the broker need the fixture's own broker.
+
+Restores (docs/testing.md, "Controls"): every test runs with ``$UNDERTOW_RESTORE_LOG`` naming
+a file of its own, to which every restore appends a line (in this process or a subprocess that
+inherits the variable). A test under ``tests/e2e`` or ``tests/cli`` that restored without
+``@pytest.mark.restores`` fails. With ``--restore-control=KIND`` (``all`` or a partial kind),
+only marked tests run (for a partial kind, those that declare ``catches=[KIND]``), each with
+the control in force (``$UNDERTOW_RESTORE_CONTROL``): such a test passes iff it raised
+:class:`~undertow.testing.restore_control.RestoreEvidenceMissing` and the control fired.
 """
 
 from __future__ import annotations
@@ -20,16 +28,216 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import random
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from undertow.core.config import Configuration
+from undertow.testing.restore_control import (
+    CONTROL_ENV,
+    LOG_ENV,
+    ControlKind,
+    RestoreEvidenceMissing,
+    restore_events,
+)
 
 SPARK_MASTER = "local[2]"
+#: Where a restore must be declared (``@pytest.mark.restores``).
+MARKED_DIRS = ("tests/e2e/", "tests/cli/")
+_RESTORE_LOG = pytest.StashKey[Path]()
+_SAMPLE_SEED = pytest.StashKey[int]()
+#: Replays a sampled restore-control run (``--restore-control-sample``).
+SAMPLE_SEED_ENV = "UNDERTOW_CONTROL_SEED"
+#: Preferred targets of --restore-control-one-target: worker processes first (a control's
+#: worker-side half runs where the state files are read).
+CONTROL_TARGETS = ("local", "local-threads", "spark")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--restore-control", choices=[k.value for k in ControlKind], default=None,
+        help="run only tests marked 'restores' (for a partial kind, those declaring "
+        "catches=[KIND]) with this restore control in force; each passes iff it raised "
+        "RestoreEvidenceMissing and the control fired (docs/testing.md, Controls)",
+    )  # fmt: skip
+    parser.addoption(
+        "--restore-control-sample", type=int, default=0, metavar="N",
+        help="under --restore-control, run N of the selected tests, one per test module first, "
+        f"chosen with a seed printed in the header (${SAMPLE_SEED_ENV} replays it); 0: all",
+    )  # fmt: skip
+    parser.addoption(
+        "--restore-control-one-target", action="store_true",
+        help="under --restore-control, run each marked test on one deployment target only "
+        f"(the first of {list(CONTROL_TARGETS)} it is parametrized with)",
+    )  # fmt: skip
+
+
+def _control(config: pytest.Config) -> ControlKind | None:
+    name = config.getoption("--restore-control")
+    return None if name is None else ControlKind(name)
+
+
+def catches(item: pytest.Item) -> set[str]:
+    """The partial controls a marked test declares it catches (``catches=[...]``)."""
+    marker = item.get_closest_marker("restores")
+    return set() if marker is None else set(marker.kwargs.get("catches", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kind = _control(config)
+    if kind is None:
+        return
+    for item in items:
+        for name in catches(item):
+            ControlKind.parse(name)  # a typo in catches=[...] fails the run
+    keep = [
+        item for item in items
+        if item.get_closest_marker("restores") is not None
+        and (kind is ControlKind.ALL or kind.value in catches(item))
+    ]  # fmt: skip
+    if config.getoption("--restore-control-one-target"):
+        keep = _one_target_each(keep)
+    sample = config.getoption("--restore-control-sample")
+    if sample > 0:
+        keep = _sample(keep, sample, config.stash[_SAMPLE_SEED])
+    dropped = [item for item in items if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    given = os.environ.get(SAMPLE_SEED_ENV)
+    config.stash[_SAMPLE_SEED] = int(given) if given else random.randrange(1 << 31)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if _control(config) is None or config.getoption("--restore-control-sample") <= 0:
+        return None
+    seed = config.stash[_SAMPLE_SEED]
+    return f"restore control sample: seed {seed} (replay: {SAMPLE_SEED_ENV}={seed})"
+
+
+def _sample(items: list[pytest.Item], count: int, seed: int) -> list[pytest.Item]:
+    """``count`` of ``items``: one of each test module first (in a seeded random order), then
+    the rest at random; the run order is kept."""
+    rng = random.Random(seed)
+    shuffled = rng.sample(items, len(items))
+    chosen: list[pytest.Item] = []
+    modules: set[str] = set()
+    for item in shuffled:
+        module = item.nodeid.split("::", 1)[0]
+        if module not in modules:
+            modules.add(module)
+            chosen.append(item)
+    rest = [item for item in shuffled if item not in chosen]
+    chosen = chosen[:count] + rest[: max(0, count - len(chosen))]
+    picked = {id(item) for item in chosen}
+    return [item for item in items if id(item) in picked]
+
+
+def _one_target_each(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Per test function and parameters other than ``target``: the item on the first target
+    of :data:`CONTROL_TARGETS` (items without a target are all kept)."""
+    best: dict[tuple[str, str], pytest.Item] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)  # pytest's own attribute, on parametrized items
+        params = dict(callspec.params) if callspec is not None else {}
+        target = params.pop("target", None)
+        if target not in CONTROL_TARGETS:
+            best[(item.nodeid, "")] = item
+            continue
+        key = (item.nodeid.split("[", 1)[0], repr(sorted(params.items(), key=str)))
+        held = best.get(key)
+        if held is None or CONTROL_TARGETS.index(target) < CONTROL_TARGETS.index(
+            held.callspec.params["target"]  # type: ignore[attr-defined]
+        ):
+            best[key] = item
+    chosen = {id(item) for item in best.values()}
+    return [item for item in items if id(item) in chosen]
+
+
+@pytest.fixture(autouse=True)
+def _restore_record(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The restore log of this test, the control in force (if any), and the meta-check."""
+    log = tmp_path_factory.mktemp("restores", numbered=True) / "restores.log"
+    request.node.stash[_RESTORE_LOG] = log
+    kind = _control(request.config)
+    previous = {name: os.environ.get(name) for name in (LOG_ENV, CONTROL_ENV)}
+    os.environ[LOG_ENV] = str(log)
+    if kind is not None:
+        os.environ[CONTROL_ENV] = kind.value
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    restored = restore_events(log).restored
+    where = request.node.nodeid
+    if (
+        restored
+        and where.startswith(MARKED_DIRS)
+        and request.node.get_closest_marker("restores") is None
+    ):
+        pytest.fail(
+            f"{where} restored (checkpoints {list(restored)}) but is not marked "
+            "@pytest.mark.restores: mark it, so that the restore controls run it"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Iterator[None]:
+    """Under a restore control, a marked test passes iff it raised RestoreEvidenceMissing and
+    the control fired; anything else is a failure of the control, saying what happened."""
+    kind = _control(pyfuncitem.config)
+    if kind is None or pyfuncitem.get_closest_marker("restores") is None:
+        return (yield)
+    what = f"restore control {kind.value}: {pyfuncitem.nodeid}"
+    try:
+        yield
+    except RestoreEvidenceMissing as caught:
+        events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
+        if not events.dropped:
+            _control_failed(
+                f"{what} raised RestoreEvidenceMissing but the control dropped "
+                f"nothing (restores {list(events.restored)}): {caught!s:.500}"
+            )
+        _report(f"[control] {what}: caught ({'; '.join(events.dropped)[:300]}): {caught!s:.300}")
+        return None
+    except (pytest.skip.Exception, KeyboardInterrupt):
+        raise
+    except BaseException as other:
+        events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
+        _control_failed(f"{what} failed with {type(other).__name__}, not RestoreEvidenceMissing "
+                        f"(restores {list(events.restored)}, dropped {list(events.dropped)}): "
+                        f"{other!s:.800}")  # fmt: skip
+    events = restore_events(pyfuncitem.stash[_RESTORE_LOG])
+    _control_failed(f"{what} passed although the control dropped {list(events.dropped)} of "
+                    f"restores {list(events.restored)}")  # fmt: skip
+
+
+def _report(line: str) -> None:
+    """One verdict line: printed (captured with the test) and appended to
+    ``$UNDERTOW_CONTROL_REPORT`` if set (a run's verdicts as they happen)."""
+    print(line)
+    report = os.environ.get("UNDERTOW_CONTROL_REPORT")
+    if report:
+        with open(report, "a", encoding="utf-8") as out:
+            out.write(line.replace("\n", " ") + "\n")
+
+
+def _control_failed(message: str) -> NoReturn:
+    _report(f"[control] FAILED {message}")
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,6 +17,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
+from undertow.testing.restore_control import evidence
+
 JOB = Path(__file__).parent / "jobs" / "counting_job.py"
 PER_KEY = 1000  # RECORDS // KEYS of the job
 RESTORED = re.compile(r"\[undertow\] restoring job \w+ from checkpoint (\d+) at (\S+) \((\w+)\)")
@@ -61,16 +65,20 @@ def counts(stdout: str) -> dict[int, list[int]]:
 
 
 def assert_went_on_from_the_checkpoint(stdout: str) -> None:
+    """The state came back (raising RestoreEvidenceMissing if not), then every key counted on
+    to the end, once each."""
     printed = counts(stdout)
+    evidence(
+        any(min(seen) > 100 for seen in printed.values()),
+        f"every key counted from the start: the state was not restored: {printed}",
+    )
     assert sorted(printed) == list(range(6)), stdout[-3000:]
     for key, seen in printed.items():
         assert seen[-1] == PER_KEY, f"key {key} did not reach {PER_KEY}: {seen}"
         assert len(seen) == len(set(seen)), f"key {key} counted twice: {seen}"
-    assert any(min(seen) > 100 for seen in printed.values()), (
-        f"every key counted from the start: the state was not restored: {printed}"
-    )
 
 
+@pytest.mark.restores(catches=["keyed-state"])
 def test_resume_with_claim_mode_claim_and_delete_the_claimed_checkpoint(tmp_path: Path) -> None:
     checkpoint = leave_a_checkpoint(tmp_path)
     checkpoint_id = int(checkpoint.name.removeprefix("chk-"))
@@ -81,15 +89,20 @@ def test_resume_with_claim_mode_claim_and_delete_the_claimed_checkpoint(tmp_path
 
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     restored = RESTORED.search(resumed.stderr)
-    assert restored is not None, resumed.stderr[-3000:]
-    assert restored.groups() == (str(checkpoint_id), str(checkpoint), "CLAIM")
+    evidence(restored is not None, resumed.stderr[-3000:])
+    assert restored is not None
+    evidence(
+        restored.groups() == (str(checkpoint_id), str(checkpoint), "CLAIM"),
+        f"restored {restored.groups()}, not checkpoint {checkpoint_id} at {checkpoint}",
+    )
+    assert_went_on_from_the_checkpoint(resumed.stdout)
     assert "CLAIMED GONE WHILE RUNNING" in resumed.stdout, "deleted by subsumption"
     assert not checkpoint.exists()
     newer = [int(n) for n in re.findall(r"\[undertow\] checkpoint (\d+) completed", resumed.stderr)]
     assert newer and min(newer) == checkpoint_id + 1
-    assert_went_on_from_the_checkpoint(resumed.stdout)
 
 
+@pytest.mark.restores
 def test_allow_non_restored_state_starts_a_job_without_an_old_operator(tmp_path: Path) -> None:
     checkpoint = leave_a_checkpoint(tmp_path, "--extra")
 
@@ -102,6 +115,6 @@ def test_allow_non_restored_state_starts_a_job_without_an_old_operator(tmp_path:
     started = undertow_run(tmp_path, *root, "-s", str(checkpoint), "-n", str(JOB), "resume")
     assert started.returncode == 0, started.stderr[-3000:]
     restored = RESTORED.search(started.stderr)
-    assert restored is not None and restored.group(3) == "NO_CLAIM", started.stderr[-3000:]
+    evidence(restored is not None and restored.group(3) == "NO_CLAIM", started.stderr[-3000:])
     assert_went_on_from_the_checkpoint(started.stdout)
     assert (checkpoint / "_metadata").is_file(), "NO_CLAIM: the snapshot stays the user's"

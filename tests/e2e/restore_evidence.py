@@ -9,7 +9,11 @@ test must also see the restore itself:
   closes with the job) by :class:`RestWatcher`;
 * what the finishing attempt did (:meth:`OracleResult.assert_restored`): fewer records than all
   (the source resumed), restored state, and for channel state records replayed before live
-  data.
+  data; for jobs without the oracle, :class:`CountingMap` counts what a stage handled in the
+  finishing attempt.
+
+Every check raises :class:`RestoreEvidenceMissing` (:func:`evidence`), the one failure a
+restore control counts as caught.
 """
 
 from __future__ import annotations
@@ -19,6 +23,18 @@ import re
 import threading
 import urllib.request
 from typing import Any
+
+from undertow.datastream import MapFunction, RuntimeContext
+from undertow.testing.restore_control import RestoreEvidenceMissing, evidence
+
+__all__ = [
+    "CountingMap",
+    "RestWatcher",
+    "assert_restores",
+    "evidence",
+    "handled_in_finishing_attempt",
+    "restored_checkpoints",
+]
 
 RESTORED = re.compile(
     r"^\[undertow\] restored from (?:checkpoint|savepoint) (?P<cid>\d+) "
@@ -81,13 +97,40 @@ class RestWatcher:
 
 def assert_restores(console: str, rest_ids: list[int], restores: int) -> list[int]:
     """Exactly ``restores`` restore lines on the console, and REST saw the last one (it may
-    miss an earlier one between two polls). Returns the restored checkpoint ids."""
+    miss an earlier one between two polls); else :class:`RestoreEvidenceMissing`. Returns the
+    restored checkpoint ids."""
     lines = restored_checkpoints(console)
     ids = [cid for cid, _, _ in lines]
-    assert len(lines) == restores, f"expected {restores} restore lines, got {lines}:\n{console}"
-    if restores:
-        assert rest_ids and rest_ids[-1] == ids[-1], (
+    if len(lines) != restores:
+        raise RestoreEvidenceMissing(f"expected {restores} restore lines, got {lines}:\n{console}")
+    if restores and not (rest_ids and rest_ids[-1] == ids[-1] and set(rest_ids) <= set(ids)):
+        raise RestoreEvidenceMissing(
             f"REST latest.restored saw {rest_ids}, the console restored {ids}"
         )
-        assert set(rest_ids) <= set(ids), (rest_ids, ids)
     return ids
+
+
+COUNTED = "restore-evidence.handled."
+
+
+class CountingMap(MapFunction):
+    """Identity that counts the records it maps, per subtask, into the accumulator
+    ``restore-evidence.handled.<name>``; accumulators reach the driver from the attempt that
+    finishes, so :func:`handled_in_finishing_attempt` tells a resumed source (fewer than all)
+    from one that started over."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._accumulators = runtime_context.get_metrics_group()
+        self._accumulators.setdefault(COUNTED + self.name, 0)
+
+    def map(self, value: Any) -> Any:
+        self._accumulators[COUNTED + self.name] += 1
+        return value
+
+
+def handled_in_finishing_attempt(result: Any, name: str) -> int:
+    """Records the :class:`CountingMap` ``name`` handled in the attempt that finished."""
+    return int(result.get_all_accumulator_results().get(COUNTED + name, 0))

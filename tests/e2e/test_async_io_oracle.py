@@ -31,6 +31,7 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
+from .restore_evidence import evidence
 from .test_oracle import THROTTLED, checkpointing, restart_reasons, run
 
 KEYS, RECORDS_PER_KEY = 20, 1000
@@ -45,6 +46,7 @@ class ModelService(AsyncFunction[Any, Any]):
         return [value]
 
 
+@pytest.mark.restores(catches=["operator-state"])
 @pytest.mark.parametrize("ordered", [True, False], ids=["ordered", "unordered"])
 def test_in_flight_requests_survive_a_failure_exactly_once(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], ordered: bool
@@ -72,8 +74,12 @@ def test_in_flight_requests_survive_a_failure_exactly_once(
 
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
     reasons = restart_reasons(capsys.readouterr().err)
+    # the restored attempt re-issued the requests in flight at the checkpoint it started from
+    evidence(
+        (result.get_accumulator_result(RESTORED) or 0) > 0,
+        f"no in-flight request was restored: {result.get_all_accumulator_results()}",
+    )
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, (oracle, reasons)
     assert len(reasons) == 1 and "InjectedFailure: FailingMap" in reasons[0], reasons
-    # the restored attempt re-issued the requests in flight at the checkpoint it started from
-    assert (result.get_accumulator_result(RESTORED) or 0) > 0, result.get_all_accumulator_results()

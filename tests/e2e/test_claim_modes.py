@@ -28,7 +28,7 @@ from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
-from .restore_evidence import RestWatcher, assert_restores
+from .restore_evidence import RestWatcher, assert_restores, evidence
 
 KEYS, RECORDS_PER_KEY = 10, 1500
 #: per source reader (2 readers): a job reads for about 1.5 s
@@ -100,10 +100,11 @@ def _assert_restored(result: Any, console: str, rest_ids: list[int], snapshot: P
     """Exactly-once over both jobs, and the second one restored ``snapshot`` (console line,
     REST ``latest.restored``, a resumed source and restored state)."""
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    ids = assert_restores(console, rest_ids, restores=1)
+    evidence(ids == [_snapshot_id(snapshot)], f"restored {ids}, not {snapshot}")
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected
-    assert assert_restores(console, rest_ids, restores=1) == [_snapshot_id(snapshot)]
-    oracle.assert_restored()
 
 
 def scenario_no_claim(
@@ -136,6 +137,7 @@ def scenario_no_claim(
     _assert_restored(result, console, watcher.stop(), snapshot)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("kind", ["checkpoint", "savepoint"])
 def test_no_claim_leaves_the_snapshot_byte_identical(
     make_env: EnvFactory, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
@@ -174,6 +176,7 @@ def scenario_claim(
     _assert_restored(result, console, watcher.stop(), snapshot)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("kind", ["checkpoint", "savepoint"])
 def test_claim_deletes_the_snapshot_once_subsumed(
     make_env: EnvFactory, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]

@@ -39,6 +39,7 @@ from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
+from .restore_evidence import evidence, restored_checkpoints
 from .test_unaligned_checkpoints import channel_state_bytes, checkpoints_with_channel_state
 
 DEBLOAT = "taskmanager.network.memory.buffer-debloat."
@@ -288,10 +289,11 @@ def run(env: Any, name: str) -> Any:
         raise
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads", "local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_oracle_with_scheduled_failures_and_debloating(
-    make_env: EnvFactory, tmp_path: Path, unaligned: bool
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], unaligned: bool
 ) -> None:
     failing = FailingMap(fail_after_checkpoints=[2, 5])
     env = make_env(parallelism=2, config=oracle_config(tmp_path, unaligned,
@@ -300,6 +302,9 @@ def test_oracle_with_scheduled_failures_and_debloating(
     build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S)
     result = run(env, "oracle, debloating")
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    restored = restored_checkpoints(capsys.readouterr().err)
+    evidence(len(restored) == 2, f"expected two restore lines, got {restored}")
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, oracle
     announced = announcements(result)
@@ -336,11 +341,16 @@ def per_vertex(result: Any, accumulator: str) -> dict[str, int]:
     return found
 
 
+@pytest.mark.restores(catches=["channel-state"])
 @pytest.mark.parametrize("target", ["local-threads"])
 @pytest.mark.parametrize(("written", "restored"), [(True, False), (False, True)],
                          ids=["small-to-full", "full-to-small"])  # fmt: skip
 def test_channel_state_restores_under_another_buffer_size(
-    make_env: EnvFactory, tmp_path: Path, written: bool, restored: bool
+    make_env: EnvFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    written: bool,
+    restored: bool,
 ) -> None:
     records_per_key = 4 * RECORDS_PER_KEY
     settings = oracle_config(tmp_path, unaligned=True, restarts=0)
@@ -371,9 +381,20 @@ def test_channel_state_restores_under_another_buffer_size(
     settings["restart-strategy.fixed-delay.attempts"] = "1"
     again = make_env(parallelism=2, config=settings)
     pace = KEYS * records_per_key / 3.0
+    evidence_dir = tmp_path / "_evidence"
     build_pipeline(again, OracleSource(KEYS, records_per_key, records_per_second=pace),
                    failing_map=FailingMap(fail_after_checkpoints=[1]),
-                   sink_spin_s=SINK_SPIN_S / 5)  # fmt: skip
-    oracle = OracleResult.from_job_result(run(again, "restore"), KEYS, records_per_key)
+                   sink_spin_s=SINK_SPIN_S / 5, evidence_dir=evidence_dir)  # fmt: skip
+    capsys.readouterr()
+    result = run(again, "restore")
+    oracle = OracleResult.from_job_result(result, KEYS, records_per_key, evidence_dir)
+    lines = restored_checkpoints(capsys.readouterr().err)
+    evidence(len(lines) == 2 and lines[0][0] == with_state[-1] and lines[0][2] > 0,
+             f"expected a restore of checkpoint {with_state[-1]} with in-flight data, then a "
+             f"failover: {lines}")  # fmt: skip
+    # the in-flight data written at the other buffer size was replayed (attempt 0), and the
+    # finishing attempt resumed sources and state
+    evidence(oracle.replayed_in_any_attempt > 0, f"no record replayed from channel state: {oracle}")
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, oracle

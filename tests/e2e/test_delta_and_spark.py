@@ -42,6 +42,7 @@ from .test_file_connectors import (
     _hidden_files,
     _parquet_input,
     _pipeline,
+    assert_resumed,
 )
 
 CHECKPOINT_KEY, COMMITTER_KEY = "undertow.checkpoint-id", "undertow.committer-id"
@@ -67,6 +68,7 @@ def _sinks(tmp_path: Path) -> tuple[Path, FileSink, Path, DeltaSink]:
     )
 
 
+@pytest.mark.restores
 def test_files_to_parquet_and_delta_exactly_once_with_a_failure(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,9 +80,11 @@ def test_files_to_parquet_and_delta_exactly_once_with_a_failure(
     counted = _pipeline(env, source, FailingMap(fail_after_checkpoints=[2], subtask=0))
     counted.sink_to(file_sink).uid("parquet-sink")
     counted.sink_to(delta_sink).uid("delta-sink")
-    env.execute("files to parquet and delta")
+    result = env.execute("files to parquet and delta")
 
-    assert len(RESTARTING.findall(capsys.readouterr().err)) == 1
+    console = capsys.readouterr().err
+    assert_resumed(result, console)
+    assert len(RESTARTING.findall(console)) == 1
     table = pq.read_table(str(parquet_out))
     assert sorted((r["key"], r["seq"], r["count"]) for r in table.to_pylist()) == EXPECTED
     assert _hidden_files(parquet_out) == []

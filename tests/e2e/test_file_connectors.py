@@ -39,6 +39,12 @@ from undertow.storage import CheckpointStorage
 from undertow.testing import FailingMap
 
 from .conftest import EnvFactory
+from .restore_evidence import (
+    CountingMap,
+    evidence,
+    handled_in_finishing_attempt,
+    restored_checkpoints,
+)
 
 KEYS, PER_KEY = 8, 500
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
@@ -107,7 +113,7 @@ def _slowly(value: Any) -> Any:
 
 def _pipeline(env: Any, source: FileSource, failing: FailingMap | None) -> Any:
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "files").uid("files")
-    stream = stream.map(_slowly).uid("slowly")
+    stream = stream.map(CountingMap("read")).uid("counted").map(_slowly).uid("slowly")
     if failing is not None:
         stream = stream.map(failing).uid("failing")
     return stream.key_by(lambda r: r[0]).map(CountPerKey()).uid("count")
@@ -126,6 +132,16 @@ def _as_csv(row: Row) -> str:
     return f"{row[0]},{row[1]},{row[2]}"
 
 
+def assert_resumed(result: Any, console: str) -> None:
+    """One restore line, and the restored attempt read fewer rows than the files hold."""
+    restored = restored_checkpoints(console)
+    evidence(len(restored) == 1, f"expected one restore line, got {restored}:\n{console}")
+    read = handled_in_finishing_attempt(result, "read")
+    evidence(read < len(EXPECTED), f"the restored attempt read {read} of {len(EXPECTED)} "
+             "rows: resumed readers read fewer")  # fmt: skip
+
+
+@pytest.mark.restores(catches=["source-positions"])
 def test_csv_files_to_text_sink_exactly_once_with_a_failure(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -140,14 +156,17 @@ def test_csv_files_to_text_sink_exactly_once_with_a_failure(
     env = make_env(parallelism=2, config=_config(tmp_path))
     out = tmp_path / "out"
     _pipeline(env, source, failing).map(_as_csv).sink_to(_text_sink(out))
-    env.execute("csv to text")
+    result = env.execute("csv to text")
 
-    reasons = RESTARTING.findall(capsys.readouterr().err)
+    console = capsys.readouterr().err
+    assert_resumed(result, console)
+    reasons = RESTARTING.findall(console)
     assert len(reasons) == 1 and "InjectedFailure" in reasons[0], reasons
     assert _text_output(out) == EXPECTED
     assert _hidden_files(out) == []
 
 
+@pytest.mark.restores
 def test_parquet_files_to_parquet_sink_exactly_once_with_a_failure(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -160,9 +179,11 @@ def test_parquet_files_to_parquet_sink_exactly_once_with_a_failure(
     sink = FileSink.for_bulk_format(str(out), ParquetBulkWriters.for_row_type(OUT_ROW))
     sink = sink.with_output_file_config(OutputFileConfig("part", ".parquet")).build()
     _pipeline(env, source, failing).sink_to(sink)
-    env.execute("parquet to parquet")
+    result = env.execute("parquet to parquet")
 
-    assert len(RESTARTING.findall(capsys.readouterr().err)) == 1
+    console = capsys.readouterr().err
+    assert_resumed(result, console)
+    assert len(RESTARTING.findall(console)) == 1
     table = pq.read_table(str(out))  # pyarrow skips '.'-prefixed (uncommitted) files itself
     assert table.schema.names == ["key", "seq", "count"]
     got = sorted((r["key"], r["seq"], r["count"]) for r in table.to_pylist())
@@ -182,8 +203,9 @@ def _completed_checkpoints(root: Path) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+@pytest.mark.restores
 def test_cancelled_job_resumes_from_its_checkpoint_without_duplicates_or_loss(
-    make_env: EnvFactory, tmp_path: Path
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Kill in the middle (cancel, checkpoint retained), resume in a new job: reader positions,
     the enumerator's remaining files and the sink's pending files all come back."""
@@ -214,7 +236,9 @@ def test_cancelled_job_resumes_from_its_checkpoint_without_duplicates_or_loss(
     assert 0 < len(first) < len(EXPECTED), "the first job must stop in the middle"
 
     pointer = _completed_checkpoints(tmp_path / "checkpoints")[-1][1]
-    job({"execution.state-recovery.path": pointer}).execute("second")
+    capsys.readouterr()
+    result = job({"execution.state-recovery.path": pointer}).execute("second")
+    assert_resumed(result, capsys.readouterr().err)
     # Every record exactly once, and the per-key count continues from the restored state.
     assert _text_output(out) == sorted(EXPECTED)
     assert _hidden_files(out) == []

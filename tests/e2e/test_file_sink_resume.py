@@ -42,7 +42,7 @@ from undertow.testing.oracle import oracle_seed
 
 from .conftest import EnvFactory
 from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
-from .restore_evidence import restored_checkpoints
+from .restore_evidence import evidence, restored_checkpoints
 from .test_file_connectors import (
     CSV,
     EXPECTED,
@@ -146,14 +146,14 @@ class PartFileWatcher:
         self._thread.join(5)
         try:
             committed = {p.name: p for p in self.out.rglob("part-*")}
-            assert set(committed) == set(self.held), (
-                f"part files seen in progress {sorted(self.held)} but committed "
-                f"{sorted(committed)}: some were deleted and written anew instead of resumed"
-            )
+            evidence(set(committed) == set(self.held),
+                     f"part files seen in progress {sorted(self.held)} but committed "
+                     f"{sorted(committed)}: some were deleted and written anew instead of "
+                     "resumed")  # fmt: skip
             for name, (fd, inode) in self.held.items():
-                assert committed[name].stat().st_ino == inode and os.fstat(fd).st_nlink == 1, (
-                    f"{committed[name]} was deleted and written anew instead of resumed"
-                )
+                evidence(committed[name].stat().st_ino == inode and os.fstat(fd).st_nlink == 1,
+                         f"{committed[name]} was deleted and written anew instead of "
+                         "resumed")  # fmt: skip
         finally:
             for fd, _ in self.held.values():
                 os.close(fd)
@@ -197,11 +197,12 @@ def scenario_scheduled_failures(
     console = capsys.readouterr().err
     reasons = RESTARTING.findall(console)
     assert len(reasons) == 2 and all("InjectedFailure" in r for r in reasons), reasons
-    assert len(restored_checkpoints(console)) == 2, console
+    evidence(len(restored_checkpoints(console)) == 2, console)
+    watcher.assert_resumed()  # before the output: a lost restore shows as itself
     _assert_exact(out)
-    watcher.assert_resumed()
 
 
+@pytest.mark.restores(catches=["operator-state"])
 @pytest.mark.parametrize("target", ["local-threads", "local"])
 def test_open_part_files_resume_exactly_after_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -222,11 +223,12 @@ def scenario_worker_killed(
     )
 
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
-    assert len(restored_checkpoints(console)) == 1, (seed, console)
-    _assert_exact(out)
+    evidence(len(restored_checkpoints(console)) == 1, f"seed {seed}: {console}")
     watcher.assert_resumed()
+    _assert_exact(out)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 def test_open_part_files_resume_exactly_after_a_worker_is_killed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -105,6 +105,7 @@ def scenario_heap_incremental_scheduled_failures(
     assert_shared_files_deleted(tmp_path, job_id)
 
 
+@pytest.mark.restores(catches=["shared-file", "keyed-state"])
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_heap_incremental_oracle_with_scheduled_failures(
@@ -113,6 +114,7 @@ def test_heap_incremental_oracle_with_scheduled_failures(
     scenario_heap_incremental_scheduled_failures(make_env, tmp_path, capsys, unaligned)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_heap_incremental_oracle_with_concurrent_checkpoints(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -144,6 +146,7 @@ def scenario_heap_incremental_worker_kill(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_heap_incremental_oracle_with_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -233,6 +236,7 @@ def scenario_heap_incremental_rescale(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_heap_incremental_rescale_no_claim(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -269,6 +273,7 @@ def scenario_heap_incremental_claim(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_heap_incremental_claim_deletes_claimed_segments_once_subsumed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -20,6 +20,12 @@ from undertow.datastream.connectors.hybrid_source import HybridSource
 from undertow.testing import FailingMap, InjectedFailure
 
 from .conftest import EnvFactory
+from .restore_evidence import (
+    CountingMap,
+    evidence,
+    handled_in_finishing_attempt,
+    restored_checkpoints,
+)
 
 FILES, PER_FILE = 4, 250
 FIRST = FILES * PER_FILE  # the file source holds 0 .. FIRST-1, the sequence FIRST .. 2*FIRST-1
@@ -90,6 +96,7 @@ class FailInSecondSource(MapFunction):
         return value
 
 
+@pytest.mark.restores(catches=["source-positions"])
 @pytest.mark.parametrize("where", ["first source", "second source"])
 def test_restore_in_the_middle_is_exactly_once(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
@@ -104,14 +111,21 @@ def test_restore_in_the_middle_is_exactly_once(
     env = make_env(parallelism=2, config=config)
     out = tmp_path / "out"
     stream = env.from_source(_hybrid(tmp_path), WatermarkStrategy.no_watermarks(), "hybrid")
-    stream = stream.uid("hybrid").map(_as_int).uid("int").map(_slowly).uid("slowly")
+    stream = stream.uid("hybrid").map(CountingMap("read")).uid("counted").map(_as_int).uid("int")
+    stream = stream.map(_slowly).uid("slowly")
     failing = FailingMap([2], subtask=1) if where == "first source" else FailInSecondSource()
     stream = stream.map(failing).uid("failing")
     stream.map(str).sink_to(FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
                             .build())  # fmt: skip
-    env.execute("hybrid with a failure")
+    result = env.execute("hybrid with a failure")
 
-    reasons = RESTARTING.findall(capsys.readouterr().err)
+    console = capsys.readouterr().err
+    restored = restored_checkpoints(console)
+    evidence(len(restored) == 1, f"expected one restore line, got {restored}:\n{console}")
+    read = handled_in_finishing_attempt(result, "read")
+    evidence(read < 2 * FIRST, f"the restored attempt read {read} of {2 * FIRST} records: "
+             "a resumed hybrid source reads fewer")  # fmt: skip
+    reasons = RESTARTING.findall(console)
     assert len(reasons) == 1 and "InjectedFailure" in reasons[0], reasons
     lines = [ln for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")
              for ln in p.read_text().splitlines()]  # fmt: skip

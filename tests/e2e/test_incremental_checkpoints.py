@@ -40,7 +40,7 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
-from .restore_evidence import RestWatcher, assert_restores, restored_checkpoints
+from .restore_evidence import RestWatcher, assert_restores, evidence, restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 20, 2000
 THROTTLED = 5_000.0
@@ -122,12 +122,12 @@ def run_oracle_with_scheduled_failures(
     oracle = OracleResult.from_job_result(result, source.keys, source.records_per_key, evidence)
     console = capsys.readouterr().err
     reasons = [m.group("reason") for m in RESTARTING.finditer(console)]
+    assert_restores(console, rest_ids, restores=2)
+    oracle.assert_restored()  # before the counts: a lost restore shows as itself
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, (oracle, reasons)
     assert all("InjectedFailure: FailingMap" in r for r in reasons), reasons
     assert len(COMPLETED.findall(console)) >= 10, "at least 10 checkpoints complete"
-    assert_restores(console, rest_ids, restores=2)
-    oracle.assert_restored()
     return watcher.seen, client.get_job_id(), probed
 
 
@@ -166,6 +166,7 @@ def scenario_incremental_scheduled_failures(
     assert local == [], f"every DB and every downloaded checkpoint is deleted: {local}"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_incremental_oracle_with_scheduled_failures(
@@ -199,6 +200,7 @@ def scenario_incremental_worker_kill(
     assert [p.name for p in (tmp_path / "rocksdb").iterdir()] == [], "killed DBs are swept"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_incremental_oracle_with_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -269,10 +271,11 @@ def _resume(
 
 def _assert_restored(result: Any, console: str, rest_ids: list[int], snapshot: Path) -> None:
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    ids = assert_restores(console, rest_ids, restores=1)
+    evidence(ids == [_snapshot_id(snapshot)], f"restored {ids}, not {snapshot}")
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected
-    assert assert_restores(console, rest_ids, restores=1) == [_snapshot_id(snapshot)]
-    oracle.assert_restored()
 
 
 def scenario_no_claim(
@@ -308,6 +311,7 @@ def scenario_no_claim(
     _assert_restored(result, console, watcher.stop(), snapshot)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_no_claim_never_touches_restored_incremental_files(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -335,6 +339,7 @@ def scenario_claim(
     _assert_restored(result, capsys.readouterr().err, watcher.stop(), snapshot)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_claim_deletes_claimed_shared_files_once_subsumed(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -363,6 +368,7 @@ def scenario_rescale(
     assert (in_flight > 0) == unaligned, f"restored in-flight bytes: {in_flight}"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize(
     ("unaligned", "parallelism"), [(False, 3), (True, 1)], ids=["aligned-up", "unaligned-down"]

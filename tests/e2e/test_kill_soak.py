@@ -79,6 +79,7 @@ def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: l
         time.sleep(0.05)
 
 
+@pytest.mark.restores
 @pytest.mark.soak
 @pytest.mark.timeout(SEED_TIMEOUT_S)
 @pytest.mark.parametrize("target", ["local"])

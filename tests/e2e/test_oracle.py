@@ -7,9 +7,9 @@ Each job is small (20 keys x 2000 records, payloads up to 64 KiB) and its source
 where failures must land between checkpoints. The oracle reads what the verifying sink reports
 at the end of the attempt that finished, plus the anomalies every other attempt logged; all six
 counts must be 0. Every restore test also asserts the restore itself (:mod:`.restore_evidence`):
-restore lines, REST ``latest.restored``, a resumed source and restored state. The scenario
-functions (``scenario_*``) are shared with :mod:`.test_restore_controls`, which runs them with
-restores that ignore their snapshot and expects them to fail.
+restore lines, REST ``latest.restored``, a resumed source and restored state, raising
+``RestoreEvidenceMissing``; each is marked ``restores``, so that the restore controls
+(docs/testing.md) run it with restores that ignore their snapshot and expect exactly that.
 """
 
 from __future__ import annotations
@@ -107,14 +107,15 @@ def scenario_scheduled_failures(
 
     console = capsys.readouterr().err
     reasons = restart_reasons(console)
+    assert_restores(console, rest_ids, restores=2)
+    oracle.assert_restored()  # before the counts: a lost restore shows as itself
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, (oracle, reasons)
     assert len(reasons) == 2 and all("InjectedFailure: FailingMap" in r for r in reasons), reasons
     assert len(COMPLETED.findall(console)) >= 10, "at least 10 checkpoints complete"
-    assert_restores(console, rest_ids, restores=2)
-    oracle.assert_restored()
 
 
+@pytest.mark.restores(catches=["keyed-state", "source-positions"])
 def test_scheduled_failures_with_checkpoints(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -147,6 +148,7 @@ def scenario_failing_map_then_failing_snapshot(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 def test_failing_map_then_failing_snapshot(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,6 +176,7 @@ def scenario_ordered_topology(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 def test_ordered_topology_keeps_per_key_order(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -209,6 +212,7 @@ def scenario_random_worker_kill(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 def test_random_worker_kill_with_checkpoints(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -216,6 +220,7 @@ def test_random_worker_kill_with_checkpoints(
     scenario_random_worker_kill(make_env, tmp_path, capsys)
 
 
+@pytest.mark.restores
 def test_at_least_once_checkpoints_lose_nothing(make_env: EnvFactory, tmp_path: Path) -> None:
     """AT_LEAST_ONCE: barriers are only counted (no alignment, nothing blocks), so records may
     be replayed after a failure, but none may be lost or corrupted."""
@@ -227,6 +232,7 @@ def test_at_least_once_checkpoints_lose_nothing(make_env: EnvFactory, tmp_path: 
 
     oracle = OracleResult.from_job_result(run(env, "oracle at-least-once"), KEYS, RECORDS_PER_KEY)
 
+    oracle.assert_restored()  # at-least-once resumes sources and state too
     assert oracle.restarts == 1
     assert oracle.lost == 0 and oracle.corrupt == 0, oracle
     assert oracle.keygroup_mismatch == 0, oracle

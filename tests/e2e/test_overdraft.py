@@ -44,6 +44,7 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
+from .restore_evidence import evidence, restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 10, 150
 RATE = 1_500.0  # records per second per source reader: more than the slow map takes
@@ -94,6 +95,7 @@ def per_task(accumulators: dict[str, Any], name: str) -> dict[str, int]:
     return {k[len(prefix) : -1]: int(v) for k, v in accumulators.items() if k.startswith(prefix)}
 
 
+@pytest.mark.restores
 def test_fan_out_queues_at_most_pool_plus_overdraft(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -132,6 +134,9 @@ def test_fan_out_queues_at_most_pool_plus_overdraft(
     console = capsys.readouterr().err
 
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    restored = restored_checkpoints(console)
+    evidence(len(restored) == 1, f"expected one restore line, got {restored}:\n{console}")
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, (oracle, console)
     assert len(COMPLETED.findall(console)) >= 2, console

@@ -13,7 +13,12 @@ from undertow.core.errors import RestoreError
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.storage import CheckpointNotFoundError, CheckpointStorage
 
-from .restore_evidence import restored_checkpoints
+from .restore_evidence import (
+    CountingMap,
+    evidence,
+    handled_in_finishing_attempt,
+    restored_checkpoints,
+)
 
 RECORDS = 6000
 KEYS = 6
@@ -89,13 +94,14 @@ def scenario_new_job_resumes(
         final[key] = max(final.get(key, 0), count)
         first_sum.setdefault(key, count)
         emitted += 1
-    assert final == {k: RECORDS // KEYS for k in range(KEYS)}
     restored = [cid for cid, _, _ in restored_checkpoints(capsys.readouterr().err)]
-    assert restored == [int(retained[-1].rsplit("-", 1)[1])], (restored, retained[-1])
-    assert emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records"
-    assert all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}"
+    evidence(restored == [int(retained[-1].rsplit("-", 1)[1])], f"{restored}, {retained[-1]}")
+    evidence(emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records")
+    evidence(all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}")
+    assert final == {k: RECORDS // KEYS for k in range(KEYS)}
 
 
+@pytest.mark.restores(catches=["keyed-state", "source-positions"])
 def test_new_job_resumes_from_a_checkpoint_retained_on_cancellation(
     make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -139,6 +145,7 @@ def test_a_corrupt_checkpoint_fails_recovery_at_once_naming_the_file(
     assert "restarting" not in capsys.readouterr().err  # no restart loop over a corrupt file
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("new_parallelism", [1, 3])
 def test_state_finds_its_operators_after_rechaining_and_rescaling(
     make_env: Any, tmp_path: Path, new_parallelism: int
@@ -160,11 +167,12 @@ def test_state_finds_its_operators_after_rechaining_and_rescaling(
         final[key] = max(final.get(key, 0), count)
         first_sum.setdefault(key, count)
         emitted += 1
+    evidence(emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records")
+    evidence(all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}")
     assert final == {k: RECORDS // KEYS for k in range(KEYS)}
-    assert emitted < RECORDS, f"the source did not resume: {emitted} of {RECORDS} records"
-    assert all(first_sum[k] > 1 for k in range(KEYS)), f"state not carried over: {first_sum}"
 
 
+@pytest.mark.restores
 def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(
     make_env: Any, tmp_path: Path
 ) -> None:
@@ -177,10 +185,13 @@ def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(
         env = make_env(parallelism=2, config=settings)
         source = DataGeneratorSource(lambda i: (i % KEYS, 1), count=RECORDS)
         (env.from_source(source, WatermarkStrategy.no_watermarks(), "gen").uid("gen")
+            .map(CountingMap("read")).uid("counted")
             .key_by(lambda t: t[0]).sum(1).uid("sum-renamed")
             .sink_to(DiscardingSink()))  # fmt: skip
         return env
 
     with pytest.raises(RestoreError, match=r"state of operators this job does not have: 'sum'"):
         renamed({}).execute("renamed uid")
-    renamed({"execution.state-recovery.ignore-unclaimed-state": "true"}).execute("ignored")
+    result = renamed({"execution.state-recovery.ignore-unclaimed-state": "true"}).execute("ign")
+    read = handled_in_finishing_attempt(result, "read")
+    evidence(read < RECORDS, f"the source did not resume: {read} of {RECORDS} records")

@@ -37,7 +37,7 @@ from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import FailingMap
 
 from .conftest import EnvFactory
-from .restore_evidence import RestWatcher, assert_restores
+from .restore_evidence import RestWatcher, assert_restores, evidence
 
 KEYS, RECORDS, RATE = 1_000, 40_000, 8_000.0
 WINDOW_MS, BOUND_MS = 250, 2_000
@@ -185,7 +185,7 @@ def scenario_window_timers_scheduled_failures(
     assert_restores(console, rest_ids, restores=2)
     first = _first_seen(tmp_path / "seen")
     assert [a for a, _ in first] == [0, 1, 2] and first[0][1] == 0, first
-    assert all(t > 0 for _, t in first[1:]), f"restored attempts resume the source: {first}"
+    evidence(all(t > 0 for _, t in first[1:]), f"restored attempts resume the source: {first}")
     assert in_db, "the window timers must be in a RocksDB column family"
     _assert_exactly_once(tmp_path / "out")
 
@@ -225,11 +225,13 @@ def scenario_window_timers_rescale(
         rest_ids = rest.stop()
         client.cancel()
     console = capsys.readouterr().err
-    assert assert_restores(console, rest_ids, restores=1) == [latest]
-    assert _first_seen(tmp_path / "seen-2")[0][1] > 0, "the source resumed"
+    ids = assert_restores(console, rest_ids, restores=1)
+    evidence(ids == [latest], f"restored {ids}, not checkpoint {latest}")
+    evidence(_first_seen(tmp_path / "seen-2")[0][1] > 0, "the source did not resume")
     _assert_exactly_once(tmp_path / "out")
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_window_timers_in_rocksdb_survive_scheduled_failures(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -237,6 +239,7 @@ def test_window_timers_in_rocksdb_survive_scheduled_failures(
     scenario_window_timers_scheduled_failures(make_env, tmp_path, capsys)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 def test_window_timers_in_rocksdb_rescale_from_an_incremental_checkpoint(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -168,6 +168,7 @@ def check_format(savepoint: Path, backend: str, format_type: SavepointFormatType
     assert not any(name.startswith("shared/") for name in files), sorted(files)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("format_type", list(SavepointFormatType)[:2], ids=["canonical", "native"])
 @pytest.mark.parametrize("first", BACKENDS)
@@ -218,6 +219,7 @@ def scenario_native_rescale(
     scenario_native_resume(make_env, tmp_path, capsys, parallelism=3)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize(
     ("target", "parallelism"),
     [("local", 2), ("local", 3), ("spark", 3)],

@@ -105,6 +105,7 @@ def scenario_stop_without_drain_then_resume(
     oracle.assert_restored()
 
 
+@pytest.mark.restores
 def test_stop_without_drain_then_resume_from_the_savepoint(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -157,6 +158,7 @@ def test_stop_with_drain_fires_every_window_and_commits_the_sink(
     assert last < 10**9 - 1, "the source must have been stopped, not exhausted"
 
 
+@pytest.mark.restores
 def test_a_savepoint_survives_retention_and_the_job_and_restores(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
@@ -205,6 +207,7 @@ def test_undertow_stop_through_the_rest_api(
     assert main(["stop", url, "--savepoint-path", str(tmp_path / "sp")]) == 2  # job gone
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads"])
 def test_savepoints_stay_aligned_when_checkpoints_are_unaligned(
     make_env: EnvFactory, tmp_path: Path
@@ -250,6 +253,7 @@ def _resume_without_checkpoints(
     return oracle
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("drain", [False, True], ids=["no-drain", "drain"])
 def test_stop_with_savepoint_without_periodic_checkpoints_then_resume(
     make_env: EnvFactory, tmp_path: Path, drain: bool
@@ -280,6 +284,7 @@ def test_stop_with_savepoint_without_periodic_checkpoints_then_resume(
     assert oracle.restarts == 0
 
 
+@pytest.mark.restores
 def test_trigger_savepoint_without_periodic_checkpoints_then_resume(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
@@ -319,6 +324,7 @@ def test_a_savepoint_without_any_directory_fails_naming_the_option(
     client.cancel()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads"])
 def test_undertow_stop_without_periodic_checkpoints_or_a_path(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -348,6 +354,7 @@ def test_undertow_stop_without_periodic_checkpoints_or_a_path(
     assert oracle.received == oracle.expected
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads"])
 def test_no_checkpoint_directory_until_the_first_savepoint(
     make_env: EnvFactory, tmp_path: Path

@@ -38,7 +38,12 @@ from undertow.testing.oracle import (
 
 from .conftest import EnvFactory
 from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
-from .restore_evidence import restored_checkpoints
+from .restore_evidence import (
+    CountingMap,
+    evidence,
+    handled_in_finishing_attempt,
+    restored_checkpoints,
+)
 from .test_delta_and_spark import CHECKPOINT_KEY, COMMITTER_KEY, _read_delta, _sinks
 from .test_file_connectors import (
     EXPECTED,
@@ -66,6 +71,7 @@ def _file_branch(env: Any, tmp_path: Path, paced: bool) -> tuple[Path, Path]:
         ParquetColumnarRowInputFormat(IN_ROW, batch_size=20), str(_parquet_input(tmp_path / "in"))
     ).build()
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "files").uid("files")
+    stream = stream.map(CountingMap("read")).uid("counted")
     if paced:
         stream = stream.map(_paced).uid("paced")
     counted = stream.key_by(lambda r: r[0]).map(CountPerKey()).uid("count")
@@ -104,6 +110,7 @@ def _latest_completed(root: Path) -> int:
     return max(ids)
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -113,12 +120,15 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
     parquet_out, delta_out = _file_branch(env, tmp_path, paced=True)
 
     client = env.execute_async("files to parquet and delta, kill -9")
-    _, console = run_killing_a_worker_after_a_checkpoint(
+    result, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.0, latest_s=0.5, timeout_s=JOB_TIMEOUT_S
     )
 
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
-    assert len(restored_checkpoints(console)) == 1, (seed, console)
+    evidence(len(restored_checkpoints(console)) == 1, f"seed {seed}: {console}")
+    read = handled_in_finishing_attempt(result, "read")
+    evidence(read < len(EXPECTED), f"seed {seed}: the restored attempt read {read} of "
+             f"{len(EXPECTED)} rows: resumed readers read fewer")  # fmt: skip
     assert _parquet_rows(parquet_out) == EXPECTED, seed
     assert pq.read_table(str(parquet_out)).num_rows == len(EXPECTED), seed
     assert _hidden_files(parquet_out) == [], seed
@@ -175,6 +185,7 @@ def _mixed(env: Any, tmp_path: Path) -> tuple[Path, Path]:
     return outputs
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local-threads", "local", "spark"])
 def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
     make_env: EnvFactory, tmp_path: Path

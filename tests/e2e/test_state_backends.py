@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from undertow.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend, JobStatus
+from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
@@ -73,6 +74,7 @@ class DirectoryWatcher:
         self._thread.join()
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_rocksdb_oracle_with_scheduled_failures(
@@ -100,6 +102,7 @@ def test_rocksdb_oracle_with_scheduled_failures(
             client.cancel()
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
 
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 2, oracle
     # 2 keyed operators (3 + 2 subtasks) per attempt, 3 attempts
@@ -108,6 +111,7 @@ def test_rocksdb_oracle_with_scheduled_failures(
     assert list(local_dir.iterdir()) == [], "every backend deletes its DB directory"
 
 
+@pytest.mark.restores
 @pytest.mark.parametrize("target", ["local", "spark"])
 def test_rocksdb_oracle_with_worker_kill(make_env: EnvFactory, tmp_path: Path) -> None:
     seed = oracle_seed()
@@ -133,11 +137,13 @@ def test_rocksdb_oracle_with_worker_kill(make_env: EnvFactory, tmp_path: Path) -
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
 
     assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, oracle
     assert list(local_dir.iterdir()) == [], "the killed worker's DBs are swept"
 
 
+@pytest.mark.restores(catches=["keyed-state", "source-positions"])
 @pytest.mark.parametrize("first, second", [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
 def test_switch_backend_at_restore(
     make_env: EnvFactory, tmp_path: Path, first: str, second: str
@@ -150,10 +156,14 @@ def test_switch_backend_at_restore(
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
     client = env.execute_async(f"on {first}")
     deadline = time.monotonic() + TIMEOUT_S
+    storage = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
+    # let state build up first: three checkpoints while the throttled source reads
+    while max(storage.completed_checkpoint_ids(), default=0) < 3:
+        assert time.monotonic() < deadline, "no third checkpoint"
+        time.sleep(0.05)
     savepoint = None
     while savepoint is None:
         assert time.monotonic() < deadline, "no savepoint"
-        time.sleep(0.5)  # let state build up first
         savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
     client.get_job_execution_result(timeout=TIMEOUT_S)
 
@@ -166,5 +176,6 @@ def test_switch_backend_at_restore(
     result = env.execute_async(f"on {second}").get_job_execution_result(timeout=TIMEOUT_S)
 
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle.assert_restored()  # the second job resumed the first's sources and state
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected

@@ -29,6 +29,7 @@ from undertow.testing.oracle import (
     OracleResult,
     OracleSource,
     OracleSplit,
+    RestoreEvidenceMissing,
     SizeClass,
     TracedRecord,
     WorkerKiller,
@@ -797,11 +798,16 @@ def test_restore_evidence() -> None:
         {**_accumulators(), "oracle.processed.stateful": 100, "oracle.processed.sink": 100},
         4, 25,
     )  # fmt: skip
-    with pytest.raises(AssertionError, match=r"handled 100 of 100.*no sink tally was restored"):
+    with pytest.raises(RestoreEvidenceMissing, match=r"handled 100 of 100.*no sink tally"):
         rerun.assert_restored()
     no_replay = OracleResult.from_accumulators(
         {**_accumulators(), "oracle.processed.stateful": 60, "oracle.restored_keys": 4}, 4, 25
     )
     no_replay.assert_restored()
-    with pytest.raises(AssertionError, match="no record was replayed"):
+    with pytest.raises(RestoreEvidenceMissing, match="no record was replayed"):
         no_replay.assert_restored(replayed=True)
+    partly = OracleResult.from_accumulators(
+        {**_accumulators(), "oracle.processed.stateful": 60, "oracle.restored_keys": 3,
+         "oracle.fresh_incomplete_keys": 1}, 4, 25)  # fmt: skip
+    with pytest.raises(RestoreEvidenceMissing, match="1 keys started without their tally"):
+        partly.assert_restored()  # one key's state did not come back (a shared file emptied)

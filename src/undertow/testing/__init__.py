@@ -8,6 +8,9 @@
   counts (lost, duplicated, out of order, corrupt, state and key-group mismatches) must be 0.
 * :mod:`undertow.testing.kafka_oracle`: the oracle's counts over what a read_committed
   consumer reads of a Kafka sink's topic (encoders for the stateful operator's outputs).
+* :mod:`undertow.testing.restore_control`: :class:`RestoreEvidenceMissing`, the failure of
+  every restore-evidence check, and the restore controls under which a restore test must
+  raise it.
 * :mod:`undertow.testing.channel_state`: an in-memory ``ChannelStateWriter`` for tests of the
   checkpoint path (channel state inside the subtask's state file, no shared files).
 """
@@ -28,6 +31,7 @@ from undertow.testing.oracle import (
     kill_worker_process,
     verify_record,
 )
+from undertow.testing.restore_control import RestoreEvidenceMissing, restore_control
 
 __all__ = [
     "FailingMap",
@@ -39,10 +43,12 @@ __all__ = [
     "OracleResult",
     "OracleSource",
     "OracleStatefulFunction",
+    "RestoreEvidenceMissing",
     "VerifyingMap",
     "VerifyingSink",
     "WorkerKiller",
     "build_pipeline",
     "kill_worker_process",
+    "restore_control",
     "verify_record",
 ]

@@ -49,6 +49,8 @@ CORRUPT_AT = PREFIX + "corrupt_at."
 PROCESSED = PREFIX + "processed."
 REPORTS = PREFIX + "reports."
 RESTORED_KEYS = PREFIX + "restored_keys"
+#: Keys whose tally started empty in this attempt and ended incomplete (state not carried over)
+FRESH_INCOMPLETE = PREFIX + "fresh_incomplete_keys"
 REPLAYED = PREFIX + "replayed"
 REPLAYED_AFTER_LIVE = PREFIX + "replayed_after_live"
 
@@ -297,6 +299,7 @@ class VerifyingSink(KeyedProcessFunction):
         self._max_parallelism = max_parallelism
         self._index = index
         self._touched: set[Any] = set()
+        self._fresh: set[Any] = set()  # keys whose tally this attempt started from nothing
         if index == 0:
             self._accumulators[ATTEMPT] = runtime_context.get_attempt_number()
 
@@ -314,6 +317,8 @@ class VerifyingSink(KeyedProcessFunction):
             self._touched.add(key)
             if tally is not None:
                 _count_in(self._accumulators, RESTORED_KEYS)  # state carried over
+            else:
+                self._fresh.add(key)
         if tally is None:
             tally = KeyTally()
         # Per record, not only on a key's first: a job resumed from a savepoint of a stop with
@@ -340,6 +345,9 @@ class VerifyingSink(KeyedProcessFunction):
         if assign_to_key_group(key, self._max_parallelism) not in self._owned:
             _count_in(accumulators, PREFIX + "keygroup_mismatch")
         _count_in(accumulators, LOST_IN_SEEN_KEYS, self.records_per_key - tally.distinct)
+        if key in self._fresh and tally.distinct < self.records_per_key:
+            # its earlier seqs went by in an earlier attempt, but its tally did not come back
+            _count_in(accumulators, FRESH_INCOMPLETE)
         _count_in(accumulators, KEYS_SEEN)
         name = f"{REPORTS}{key}"
         accumulators[name] = (*accumulators.get(name, ()), (self._index, tally.distinct))

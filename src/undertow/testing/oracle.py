@@ -39,6 +39,7 @@ from undertow.testing._oracle_evidence import RUNS, other_runs_counts
 from undertow.testing._oracle_functions import (
     ATTEMPT,
     CORRUPT_AT,
+    FRESH_INCOMPLETE,
     PREFIX,
     PROCESSED,
     REPLAYED,
@@ -68,6 +69,7 @@ from undertow.testing._oracle_records import (
     verify_record,
 )
 from undertow.testing._oracle_source import OracleSource, OracleSplit
+from undertow.testing.restore_control import RestoreEvidenceMissing
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -84,6 +86,7 @@ __all__ = [
     "OracleSource",
     "OracleSplit",
     "OracleStatefulFunction",
+    "RestoreEvidenceMissing",
     "ScheduledCrash",
     "SizeClass",
     "TracedRecord",
@@ -143,6 +146,9 @@ class OracleResult:
     #: ... keys whose sink tally it restored, records that came through restored channel
     #: state, and replayed records of a key that already had live data (also out_of_order).
     restored_keys: int = 0
+    #: ... keys whose tally it started from nothing and that ended incomplete: their earlier
+    #: seqs went by in an earlier attempt but their state did not come back...
+    fresh_incomplete_keys: int = 0
     replayed: int = 0
     replayed_after_live: int = 0
     #: Anomalies logged by the attempts that did not finish (merged into :meth:`counts`), and
@@ -188,10 +194,11 @@ class OracleResult:
             raise AssertionError(f"oracle: not exactly-once: {self}")
 
     def assert_restored(self, replayed: bool = False) -> None:
-        """Raise ``AssertionError`` unless the finishing attempt shows a restore: its stage
-        nearest the source (the one that handled fewest records) handled fewer than all (the
-        source resumed), some sink tally was restored (state carried over) and, with
-        ``replayed``, records came through channel state."""
+        """Raise :class:`RestoreEvidenceMissing` unless the finishing attempt shows a restore:
+        its stage nearest the source (the one that handled fewest records) handled fewer than
+        all (the source resumed), some sink tally was restored and no key that started without
+        its tally ended incomplete (state carried over, all of it) and, with ``replayed``,
+        records came through channel state."""
         stage, handled = min(self.processed.items(), key=lambda item: item[1], default=("", 0))
         problems = []
         if not 0 < handled < self.expected:
@@ -200,11 +207,14 @@ class OracleResult:
                             f"fewer)")  # fmt: skip
         if self.restored_keys < 1:
             problems.append("no sink tally was restored (state not carried over)")
+        if self.fresh_incomplete_keys:
+            problems.append(f"{self.fresh_incomplete_keys} keys started without their tally "
+                            "and ended incomplete (their state was not carried over)")  # fmt: skip
         if replayed and self.replayed < 1:
             problems.append("no record was replayed from restored channel state")
         if problems:
             problems.append(str(self))
-            raise AssertionError(f"oracle: no evidence of a restore: {'; '.join(problems)}")
+            raise RestoreEvidenceMissing(f"oracle: no evidence of a restore: {'; '.join(problems)}")
 
     def __str__(self) -> str:
         counts = ", ".join(f"{name}={value}" for name, value in self.counts().items())
@@ -263,6 +273,7 @@ class OracleResult:
             ),
             processed={name: int(v) for name, v in with_prefix(PROCESSED).items()},
             restored_keys=int(accumulators.get(RESTORED_KEYS) or 0),
+            fresh_incomplete_keys=int(accumulators.get(FRESH_INCOMPLETE) or 0),
             replayed=int(accumulators.get(REPLAYED) or 0),
             replayed_after_live=int(accumulators.get(REPLAYED_AFTER_LIVE) or 0),
             other_attempts=other,

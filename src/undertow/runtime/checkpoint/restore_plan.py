@@ -35,6 +35,7 @@ from undertow.runtime.checkpoint.channel_state_rescale import (
     plan_rescaled_edge,
 )
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, VertexMetadata
+from undertow.runtime.checkpoint.restore_fault import RestoreFault
 from undertow.runtime.checkpoint.trigger_plan import RestoredVertex, finished_on_restore
 from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
 
@@ -67,6 +68,8 @@ class RestorePlan:
     pointer: str = ""
     #: the size of its ``_metadata`` in bytes
     metadata_size: int = 0
+    #: test-only: what the workers drop from the state files they read (a restore control)
+    fault: RestoreFault | None = None
 
 
 def plan_restore(

@@ -79,7 +79,7 @@ from undertow.runtime.cluster.metrics import (
 )
 from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
 from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
-from undertow.runtime.cluster.restore_hook import plan_to_apply
+from undertow.runtime.cluster.restore_hook import plan_to_apply, record_restored
 from undertow.runtime.cluster.restore_report import restore_line
 from undertow.runtime.cluster.savepoint_operations import SavepointOperations
 from undertow.runtime.cluster.task_gateway import AttemptGateway
@@ -385,6 +385,7 @@ class JobMaster:
             await await_channel_state_recovery(attempt, restore)
         if claimed is not None and attempt.all_deployed.is_set():
             self._console(restore_line(claimed.metadata, _now_ms() - attempt.deployed_at))
+            record_restored(claimed.metadata.checkpoint_id)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             done = frozenset() if restore is None else frozenset(
                 (vid, s) for vid in restore.finished_vertices
@@ -429,7 +430,7 @@ class JobMaster:
                                            restore.channel_state,
                                            restore.finished_vertices, restore.reemit,
                                            restore.rescaled_gates,
-                                           restore.rescaled_outputs)  # fmt: skip
+                                           restore.rescaled_outputs, restore.fault)  # fmt: skip
         self._fire(JobEvent.DEPLOYED)
         attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel
     from undertow.runtime.checkpoint.failure import CheckpointFailureReason
     from undertow.runtime.checkpoint.pending_checkpoint import CheckpointMetrics
+    from undertow.runtime.checkpoint.restore_fault import RestoreFault
     from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
     from undertow.storage import FileHandle
 
@@ -252,6 +253,8 @@ class RestoreAssignment:
     rescaled_gates: dict[int, frozenset[int]] = field(default_factory=dict)
     #: vertex id -> output indices of rescaled edges with channel state
     rescaled_outputs: dict[int, frozenset[int]] = field(default_factory=dict)
+    #: test-only: the part a restore control drops from the state files (restore_fault)
+    fault: RestoreFault | None = None
 
 
 #: Every message a worker sends; each carries its attempt number (the JobMaster fences on it).

@@ -1,20 +1,36 @@
-"""The single place a restore plan is handed to a deployment, and a hook on it for tests.
+"""The single place a restore plan is handed to a deployment: a record of every restore, and
+the JobMaster's half of the restore controls (docs/testing.md, "Controls").
 
 The JobMaster passes every restore plan (failover or ``execution.state-recovery.path``) through
-:func:`plan_to_apply` right before it deploys: the enumerators' state, the subtasks' keyed and
-operator state, source positions and channel state all come from what it returns. By default
-that is the plan itself. :mod:`undertow.testing` installs a filter there for its no-restore
-control (a restore that ignores its snapshot), which the restore tests must catch.
+:func:`plan_to_apply` right before it deploys, and calls :func:`record_restored` once the
+restore is deployed (appended to ``$UNDERTOW_RESTORE_LOG`` if set). With
+``$UNDERTOW_RESTORE_CONTROL`` set, the plan drops that part of its snapshot (``all``: the whole
+plan; channel state and enumerator state here; the rest travels to the workers as a
+``RestoreFault``) while the restore is still reported. A filter (:func:`set_restore_filter`)
+takes precedence. Test-only; production sets neither variable.
 
-Threading: the filter is read on the JobMaster's loop; install it before the job starts.
+Threading: the JobMaster's loop; the environment is read at each restore.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import pickle
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
-P = TypeVar("P")
+from undertow.runtime.checkpoint.restore_fault import (
+    CONTROL_ENV,
+    LOG_ENV,
+    ControlKind,
+    RestoreFault,
+    record_to,
+)
+from undertow.runtime.checkpoint.restore_plan import RestorePlan
+from undertow.state.heap_incremental import HeapIncrementalHandle
+from undertow.storage.checkpoint_storage import CheckpointStorage
 
 _filter: Callable[[object], object | None] | None = None
 
@@ -25,8 +41,71 @@ def set_restore_filter(restore_filter: Callable[[object], object | None] | None)
     _filter = restore_filter
 
 
-def plan_to_apply(plan: P | None) -> P | None:
-    """The plan a deployment applies: ``plan`` unless a filter is installed."""
-    if plan is None or _filter is None:
+def active_control() -> ControlKind | None:
+    """The control ``$UNDERTOW_RESTORE_CONTROL`` names, if any (a bad name raises)."""
+    name = os.environ.get(CONTROL_ENV, "")
+    return ControlKind.parse(name) if name else None
+
+
+def record(event: str, **fields: Any) -> None:
+    """Append one JSON line to ``$UNDERTOW_RESTORE_LOG`` (nothing if unset)."""
+    record_to(os.environ.get(LOG_ENV, ""), event, **fields)
+
+
+def record_restored(checkpoint_id: int) -> None:
+    """A restore of ``checkpoint_id`` was deployed (the JobMaster prints its restore line):
+    recorded, whatever a control dropped from it. A restore that failed before its tasks
+    were deployed (a corrupt file, a refused plan) is not recorded."""
+    record("restore", checkpoint=checkpoint_id)
+
+
+def plan_to_apply(plan: RestorePlan | None) -> RestorePlan | None:
+    """The plan a deployment applies: ``plan``, recorded, filtered by an installed filter and
+    by the active control (module doc)."""
+    if plan is None:
+        return None
+    checkpoint_id = plan.metadata.checkpoint_id
+    if _filter is not None:
+        filtered = _filter(plan)
+        assert filtered is None or isinstance(filtered, RestorePlan), filtered
+        return filtered
+    kind = active_control()
+    if kind is None:
         return plan
-    return _filter(plan)  # type: ignore[return-value]
+    return _controlled(plan, kind, checkpoint_id)
+
+
+def _controlled(plan: RestorePlan, kind: ControlKind, checkpoint_id: int) -> RestorePlan | None:
+    print(f"[undertow] restore control {kind.value}: checkpoint {checkpoint_id}", flush=True)
+    if kind is ControlKind.ALL:
+        record("fault", kind=kind.value, checkpoint=checkpoint_id, what="the whole snapshot")
+        return None
+    shared_file = _first_heap_segment(plan) if kind is ControlKind.SHARED_FILE else ""
+    changes: dict[str, Any] = {
+        "fault": RestoreFault(kind, os.environ.get(LOG_ENV, ""), shared_file)
+    }
+    if kind is ControlKind.CHANNEL_STATE and (plan.channel_state or plan.reemit):
+        record("fault", kind=kind.value, checkpoint=checkpoint_id,
+               what=f"channel state of {len(plan.channel_state)} subtasks, "
+                    f"{len(plan.reemit)} re-emitting")  # fmt: skip
+        changes.update(channel_state={}, reemit={})
+    if kind is ControlKind.SOURCE_POSITIONS and plan.enumerator_states:
+        record("fault", kind=kind.value, checkpoint=checkpoint_id,
+               what=f"enumerator state of vertices {sorted(plan.enumerator_states)}")  # fmt: skip
+        changes.update(enumerator_states={})
+    return dataclasses.replace(plan, **changes)
+
+
+def _first_heap_segment(plan: RestorePlan) -> str:
+    """The path of the first segment of the first heap incremental handle in the plan's state
+    files, in reverse (vertex, subtask) order, i.e. of the stateful vertex nearest the sinks;
+    ``""`` if none (blocking reads: test-only)."""
+    storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
+    for key in sorted(plan.subtask_files, reverse=True):
+        for handle in plan.subtask_files[key]:
+            snapshot = pickle.loads(storage.read_file(handle, plan.metadata.checkpoint_id))
+            for part in snapshot.operators.values():
+                native = part.keyed_native
+                if isinstance(native, HeapIncrementalHandle) and native.segments:
+                    return native.segments[0].handle.path
+    return ""

@@ -44,6 +44,7 @@ from undertow.runtime.checkpoint.channel_state_reader import (
     RestoredChannels,
     with_channel_state,
 )
+from undertow.runtime.checkpoint.restore_fault import apply_to_snapshot
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
@@ -335,6 +336,12 @@ class Worker:
                     self.io_pool, storage.read_file, handle, assignment.checkpoint_id
                 )  # verifies size and checksum before anything is unpickled
                 snapshot = pickle.loads(data)
+                if assignment.fault is not None:
+                    vertex = graph.vertex(key[0])
+                    sources = [v.operators[0].uid for v in graph.vertices if v.is_source]
+                    apply_to_snapshot(assignment.fault, snapshot,
+                                      f"{vertex.name} ({key[1] + 1}/{vertex.parallelism})",
+                                      sources)  # fmt: skip
                 await loop.run_in_executor(
                     self.io_pool, download_native_state, snapshot, storage,
                     assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
