@@ -195,7 +195,7 @@ def _run(cluster: SparkCluster, tmp_path: Path, faults: list[Fault],
 
 SCENARIOS = [
     pytest.param([kill_a_host_then_bring_it_back, cut_a_host_past_the_heartbeat_timeout], {},
-                 id="kill-and-partition", marks=pytest.mark.restores),
+                 id="kill-and-partition"),
     pytest.param([cut_a_host_within_the_heartbeat_timeout], {}, id="short-partition",
                  marks=pytest.mark.soak),
     pytest.param([stop_a_host_for_a_while], {"execution.checkpointing.unaligned.enabled": True},

@@ -19,6 +19,7 @@ import cloudpickle
 import pytest
 
 from undertow.testing.oracle import oracle_seed
+from undertow.testing.restore_control import evidence
 
 from .conftest import EnvFactory
 from .kills import RESTARTING, run_killing_a_worker_after_a_checkpoint
@@ -40,6 +41,7 @@ def _example() -> Any:
     return module
 
 
+@pytest.mark.restores(catches=["keyed-state"])
 @pytest.mark.parametrize("target", ["local"])
 def test_kafka_to_kafka_word_count_is_exactly_once_under_a_kill(
     make_env: EnvFactory,
@@ -72,6 +74,12 @@ def test_kafka_to_kafka_word_count_is_exactly_once_under_a_kill(
     seen: dict[str, list[int]] = defaultdict(list)
     for word, count in example.read_counts(kafka_bootstrap, counts):
         seen[word].append(count)
+    started_again = sorted(w for w, values in seen.items() if values.count(1) > 1)
+    evidence(
+        not started_again,
+        f"the counts of {started_again[:5]} started again at 1 after the restore: the word "
+        "counts' keyed state did not come back",
+    )
     wrong = {
         w: f"{len(seen.get(w, []))} counts, {len(set(seen.get(w, [])))} distinct, expected 1..{n}"
         for w, n in expected.items()
