@@ -46,3 +46,18 @@ def test_a_class_that_main_lacks_pickles_by_value(
     with pytest.raises(pickle.PicklingError):
         pickle.dumps(main_class(4))
     assert pickle.loads(pickling.dumps([main_class(4)]))[0].vc == 4
+
+
+class _Refuses:
+    """An object whose pickling raises on purpose (as the oracle's failing-snapshot trap)."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        raise RuntimeError("refused on purpose")
+
+
+def test_an_error_raised_while_pickling_is_not_retried_away() -> None:
+    """Only what the standard pickler cannot pickle falls back to cloudpickle; an error the
+    object raises itself reaches the caller (retrying it hid the oracle's injected snapshot
+    failure: the trap fires once)."""
+    with pytest.raises(RuntimeError, match="refused on purpose"):
+        pickling.dumps(_Refuses())

@@ -32,7 +32,10 @@ def dumps(obj: Any) -> bytes:
     """
     try:
         data = pickle.dumps(obj, protocol=5)
-    except Exception:  # a class rebuilt by value, a lambda, a class defined in a function
+    except (pickle.PicklingError, AttributeError, TypeError):
+        # what the standard pickler raises for what it cannot pickle by reference: a lambda, a
+        # class defined in a function, a class rebuilt by value. Anything else (an error an
+        # object's own __reduce__ raises on purpose, say) is the caller's to see, not retried.
         return bytes(cloudpickle.dumps(obj, protocol=5))
     if MAIN_MODULE in data:
         return bytes(cloudpickle.dumps(obj, protocol=5))
