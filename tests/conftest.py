@@ -103,6 +103,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         keep = _one_target_each(keep)
     sample = config.getoption("--restore-control-sample")
     if sample > 0:
+        if "not soak" in (config.option.markexpr or ""):  # deselected after this hook anyway
+            keep = [item for item in keep if item.get_closest_marker("soak") is None]
         keep = _sample(keep, sample, config.stash[_SAMPLE_SEED])
     dropped = [item for item in items if item not in keep]
     if dropped:
@@ -115,11 +117,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SAMPLE_SEED] = int(given) if given else random.randrange(1 << 31)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The sample's seed, last (also under -q), so a sampled control run can be replayed."""
     if _control(config) is None or config.getoption("--restore-control-sample") <= 0:
-        return None
+        return
     seed = config.stash[_SAMPLE_SEED]
-    return f"restore control sample: seed {seed} (replay: {SAMPLE_SEED_ENV}={seed})"
+    terminalreporter.write_line(
+        f"restore control {_control(config)} sample: seed {seed} (replay: {SAMPLE_SEED_ENV}={seed})"
+    )
 
 
 def _sample(items: list[pytest.Item], count: int, seed: int) -> list[pytest.Item]:
