@@ -123,7 +123,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     seed = config.stash[_SAMPLE_SEED]
     terminalreporter.write_line(
-        f"restore control {_control(config)} sample: seed {seed} (replay: {SAMPLE_SEED_ENV}={seed})"
+        f"restore control {config.getoption('--restore-control')} sample: seed {seed} "
+        f"(replay: {SAMPLE_SEED_ENV}={seed})"
     )
 
 
