@@ -2,7 +2,8 @@
 cluster of test hosts built on this machine (network namespaces on a bridge; needs root).
 
 Job (benchmarks/jobs/cluster_job.py): numbers -> map -> key_by (1,000 keys) -> running sum ->
-discarding sink, p=2, checkpoints every 1 s. Layouts, each on a fresh cluster in the same run:
+discarding sink, p=2, checkpoints every 200 ms. Layouts, each on a fresh cluster in the same
+run:
 
 * ``one host``: one Spark worker host with 2 cores: both undertow workers on it;
 * ``two hosts``: two worker hosts with 1 core each: one undertow worker per host, so every
@@ -178,7 +179,7 @@ def main() -> None:
         workdir = Path(tmp) / "faults"
         workdir.mkdir()
         recovery, healthy = faults(workdir)
-    print(f"\nthroughput job, {args.records:,} records, p=2, checkpoints every 1 s, "
+    print(f"\nthroughput job, {args.records:,} records, p=2, checkpoints every 200 ms, "
           f"median of {args.repeats} (load average {os.getloadavg()[0]:.1f})")  # fmt: skip
     print(f"{'layout':<10} {'records/s':>12} {'checkpoint p50':>15}")
     medians = {}

@@ -23,7 +23,7 @@ def main() -> int:
     rate = settings.pop("records_per_second", None)
     config = {
         "execution.target": "spark",
-        "execution.checkpointing.interval": "1 s",
+        "execution.checkpointing.interval": "200 ms",
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": "5",
         "restart-strategy.fixed-delay.delay": "0 ms",
