@@ -207,6 +207,33 @@ def test_a_savepoint_starts_beside_a_pending_aligned_checkpoint_not_an_unaligned
         asyncio.run(_with(scenario, {**INTERVAL, **options}))
 
 
+def test_every_savepoint_request_gets_an_answer_while_one_waits() -> None:
+    # One savepoint waits at most (beside an unaligned checkpoint). A second request is
+    # refused at once; a stop with savepoint takes the waiting one's place, whose caller is
+    # told. Before, the second request replaced the first, whose future never resolved.
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock = kit.coordinator, kit.clock
+        coordinator.start()
+        clock.advance(100)
+        assert list(coordinator.pending) == [1], "an unaligned checkpoint is pending"
+        base = f"memory:///savepoints-{uuid.uuid4().hex}"
+        first = coordinator.trigger_savepoint(SavepointRequest(f"{base}/a"))
+        second = coordinator.trigger_savepoint(SavepointRequest(f"{base}/b"))
+        with pytest.raises(CheckpointException, match=rf"{base}/b refused: .*{base}/a already"):
+            await asyncio.wait_for(second, 1)
+        assert not first.done(), "the waiting savepoint keeps its place"
+        stop = coordinator.trigger_savepoint(SavepointRequest(f"{base}/c", stop=True))
+        with pytest.raises(CheckpointException, match=rf"{base}/a did not start: a stop"):
+            await asyncio.wait_for(first, 1)
+        kit.acknowledge_all(1)
+        await coordinator.finish_completing()
+        kit.acknowledge_all(2)
+        await coordinator.finish_completing()
+        assert await asyncio.wait_for(stop, 1) == f"{base}/c/savepoint-job-un-2"
+
+    asyncio.run(_with(scenario, {**INTERVAL, "execution.checkpointing.unaligned.enabled": "true"}))
+
+
 def test_an_unaligned_stop_with_savepoint_sends_unaligned_sync_savepoint_barriers() -> None:
     async def scenario(kit: CoordinatorUnderTest) -> None:
         coordinator, gateway = kit.coordinator, kit.gateway

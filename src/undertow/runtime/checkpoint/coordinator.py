@@ -262,6 +262,11 @@ class CheckpointCoordinator:
         )
         if not accepted:
             return future
+        if state.waiting is not None:  # at most one savepoint waits to start
+            if not request.stop:
+                self.savepoints.already_waiting(request, future, state.waiting)
+                return future
+            self.savepoints.superseded(state.waiting)  # a stop's savepoint takes its place
         # A savepoint never runs beside an unaligned checkpoint (reference §7: its barriers
         # could still be overtaken by the savepoint's) or another savepoint: it starts when
         # those ended. Beside aligned ones it starts now: its barriers queue behind theirs

@@ -154,8 +154,9 @@ class AttemptRunning(CoordinatorState[F]):
 @dataclass(frozen=True, slots=True)
 class SavepointPending(CoordinatorState[F]):
     """A savepoint waits for an unaligned checkpoint or another savepoint to end; no periodic
-    checkpoint triggers meanwhile (the timer still queues requests if ``periodic``). A second
-    request replaces the waiting one, as it always did (its future is not resolved)."""
+    checkpoint triggers meanwhile (the timer still queues requests if ``periodic``). Only a
+    stop's savepoint replaces the waiting one (the shell fails the replaced one's future and
+    refuses any other second request)."""
 
     periodic: bool
     pending: WaitingSavepoint[F]

@@ -71,6 +71,27 @@ class SavepointFutures:
             f"did not start: {reason.message}",
         ))  # fmt: skip
 
+    def already_waiting(
+        self, request: SavepointRequest, future: asyncio.Future[str], waiting: Waiting
+    ) -> None:
+        """A savepoint asked for while another waits to start: refused at once (one waits at
+        most; the waiting one keeps its place and its future)."""
+        _fail(future, CheckpointException(
+            CheckpointFailureReason.TOO_MANY_CHECKPOINT_REQUESTS,
+            f"{request.kind} of job {self.job_id} into {request.target_directory} refused: "
+            f"a {waiting.request.kind} into {waiting.request.target_directory} already waits "
+            "to start; ask again when it completed",
+        ))  # fmt: skip
+
+    def superseded(self, waiting: Waiting) -> None:
+        """A waiting savepoint whose place a stop with savepoint took: it will not start."""
+        request = waiting.request
+        _fail(waiting.future, CheckpointException(
+            CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
+            f"{request.kind} of job {self.job_id} into {request.target_directory} did not "
+            "start: a stop with savepoint was asked for before it started",
+        ))  # fmt: skip
+
     def nothing_to_take(self, waiting: Waiting) -> None:
         """A waiting savepoint that could not trigger: every task had finished."""
         _fail(waiting.future, CheckpointException(
