@@ -43,8 +43,10 @@ CONTROL := $(BIN)/python -m pytest -q tests/e2e tests/cli --durations=5 --restor
 PARTIAL_CONTROLS := channel-state source-positions keyed-state operator-state shared-file
 CONTROL_SAMPLE ?= 8
 
+# `make test` runs each e2e test on one of its deployment targets, drawn per test from a seed
+# printed last (UNDERTOW_TARGET_SEED replays it); `make soak` runs every test on every target
 test: lint browser kafka-jars
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 --target-sample=1
 	$(CONTROL)=all --restore-control-one-target --restore-control-sample=$(CONTROL_SAMPLE)
 	for kind in $(PARTIAL_CONTROLS); do \
 		$(CONTROL)=$$kind --restore-control-one-target --restore-control-sample=1 || exit 1; done
@@ -53,8 +55,8 @@ test: lint browser kafka-jars
 cluster-test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "" tests/cluster
 
-soak: $(STAMP)
-	$(BIN)/python -m pytest -q -m soak
+soak: $(STAMP) kafka-jars
+	$(BIN)/python -m pytest -q -m "" --durations=25
 	$(CONTROL)=all -m restores
 	for kind in $(PARTIAL_CONTROLS); do $(CONTROL)=$$kind -m restores || exit 1; done
 

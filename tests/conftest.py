@@ -21,6 +21,11 @@ inherits the variable). A test under ``tests/e2e`` or ``tests/cli`` that restore
 only marked tests run (for a partial kind, those that declare ``catches=[KIND]``), each with
 the control in force (``$UNDERTOW_RESTORE_CONTROL``): such a test passes iff it raised
 :class:`~undertow.testing.restore_control.RestoreEvidenceMissing` and the control fired.
+
+Deployment targets (docs/testing.md, "What runs where"): a test parametrized by ``target``
+runs on every target, unless ``--target-sample=N`` keeps N targets of each test (the same
+test with the same other parameters), chosen with a seed printed last (``$UNDERTOW_TARGET_SEED``
+replays it). ``make test`` samples one target per test; ``make soak`` runs them all.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ _RESTORE_LOG = pytest.StashKey[Path]()
 _SAMPLE_SEED = pytest.StashKey[int]()
 #: Replays a sampled restore-control run (``--restore-control-sample``).
 SAMPLE_SEED_ENV = "UNDERTOW_CONTROL_SEED"
+_TARGET_SEED = pytest.StashKey[int]()
+#: Replays a run that sampled deployment targets (``--target-sample``).
+TARGET_SEED_ENV = "UNDERTOW_TARGET_SEED"
 #: Preferred targets of --restore-control-one-target: worker processes first (a control's
 #: worker-side half runs where the state files are read).
 CONTROL_TARGETS = ("local", "local-threads", "spark")
@@ -68,6 +76,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--restore-control-sample", type=int, default=0, metavar="N",
         help="under --restore-control, run N of the selected tests, one per test module first, "
         f"chosen with a seed printed in the header (${SAMPLE_SEED_ENV} replays it); 0: all",
+    )  # fmt: skip
+    parser.addoption(
+        "--target-sample", type=int, default=0, metavar="N",
+        help="run each test parametrized by 'target' on N of its deployment targets, chosen "
+        f"per test with a seed printed at the end (${TARGET_SEED_ENV} replays it); 0: all",
     )  # fmt: skip
     parser.addoption(
         "--restore-control-one-target", action="store_true",
@@ -88,6 +101,9 @@ def catches(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    per_test = config.getoption("--target-sample")
+    if per_test > 0:
+        _deselect(config, items, _sample_targets(items, per_test, config.stash[_TARGET_SEED]))
     kind = _control(config)
     if kind is None:
         return
@@ -106,19 +122,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "not soak" in (config.option.markexpr or ""):  # deselected after this hook anyway
             keep = [item for item in keep if item.get_closest_marker("soak") is None]
         keep = _sample(keep, sample, config.stash[_SAMPLE_SEED])
-    dropped = [item for item in items if item not in keep]
+    _deselect(config, items, keep)
+
+
+def _deselect(config: pytest.Config, items: list[pytest.Item], keep: list[pytest.Item]) -> None:
+    """Narrow ``items`` to ``keep`` (in place), reporting the rest as deselected."""
+    kept = {id(item) for item in keep}
+    dropped = [item for item in items if id(item) not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-    items[:] = keep
+    items[:] = [item for item in items if id(item) in kept]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    given = os.environ.get(SAMPLE_SEED_ENV)
-    config.stash[_SAMPLE_SEED] = int(given) if given else random.randrange(1 << 31)
+    for key, env in ((_SAMPLE_SEED, SAMPLE_SEED_ENV), (_TARGET_SEED, TARGET_SEED_ENV)):
+        given = os.environ.get(env)
+        config.stash[key] = int(given) if given else random.randrange(1 << 31)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """The sample's seed, last (also under -q), so a sampled control run can be replayed."""
+    """The samples' seeds, last (also under -q), so a sampled run can be replayed."""
+    if config.getoption("--target-sample") > 0:
+        seed = config.stash[_TARGET_SEED]
+        terminalreporter.write_line(
+            f"deployment targets: {config.getoption('--target-sample')} per test, seed {seed} "
+            f"(replay: {TARGET_SEED_ENV}={seed}; all targets: --target-sample=0)"
+        )
     if _control(config) is None or config.getoption("--restore-control-sample") <= 0:
         return
     seed = config.stash[_SAMPLE_SEED]
@@ -126,6 +155,39 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         f"restore control {config.getoption('--restore-control')} sample: seed {seed} "
         f"(replay: {SAMPLE_SEED_ENV}={seed})"
     )
+
+
+def _target_group(item: pytest.Item) -> tuple[str, str, str] | None:
+    """(test function, its other parameters, target) of an item parametrized by ``target``."""
+    callspec = getattr(item, "callspec", None)  # pytest's own attribute, on parametrized items
+    if callspec is None or "target" not in callspec.params:
+        return None
+    params = dict(callspec.params)
+    target = str(params.pop("target"))
+    return item.nodeid.split("[", 1)[0], repr(sorted(params.items(), key=str)), target
+
+
+def _sample_targets(items: list[pytest.Item], per_test: int, seed: int) -> list[pytest.Item]:
+    """Per test (function and other parameters), ``per_test`` of its targets. The choice for a
+    test depends only on the seed and the test's name and targets, so running a subset of the
+    suite with the same seed picks the same targets; items without a target are all kept."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for item in items:
+        group = _target_group(item)
+        if group is not None:
+            groups.setdefault(group[:2], []).append(group[2])
+    chosen = {
+        key: set(
+            random.Random(f"{seed}:{key}").sample(sorted(targets), k=min(per_test, len(targets)))
+        )
+        for key, targets in groups.items()
+    }
+    keep: list[pytest.Item] = []
+    for item in items:
+        group = _target_group(item)
+        if group is None or group[2] in chosen[group[:2]]:
+            keep.append(item)
+    return keep
 
 
 def _sample(items: list[pytest.Item], count: int, seed: int) -> list[pytest.Item]:
@@ -149,21 +211,18 @@ def _sample(items: list[pytest.Item], count: int, seed: int) -> list[pytest.Item
 def _one_target_each(items: list[pytest.Item]) -> list[pytest.Item]:
     """Per test function and parameters other than ``target``: the item on the first target
     of :data:`CONTROL_TARGETS` (items without a target are all kept)."""
-    best: dict[tuple[str, str], pytest.Item] = {}
+    best: dict[tuple[str, str], tuple[int, pytest.Item]] = {}
+    keep: list[pytest.Item] = []
     for item in items:
-        callspec = getattr(item, "callspec", None)  # pytest's own attribute, on parametrized items
-        params = dict(callspec.params) if callspec is not None else {}
-        target = params.pop("target", None)
-        if target not in CONTROL_TARGETS:
-            best[(item.nodeid, "")] = item
+        group = _target_group(item)
+        if group is None or group[2] not in CONTROL_TARGETS:
+            keep.append(item)
             continue
-        key = (item.nodeid.split("[", 1)[0], repr(sorted(params.items(), key=str)))
-        held = best.get(key)
-        if held is None or CONTROL_TARGETS.index(target) < CONTROL_TARGETS.index(
-            held.callspec.params["target"]  # type: ignore[attr-defined]
-        ):
-            best[key] = item
-    chosen = {id(item) for item in best.values()}
+        rank = CONTROL_TARGETS.index(group[2])
+        held = best.get(group[:2])
+        if held is None or rank < held[0]:
+            best[group[:2]] = (rank, item)
+    chosen = {id(item) for item in keep} | {id(item) for _, item in best.values()}
     return [item for item in items if id(item) in chosen]
 
 
