@@ -54,15 +54,7 @@ WITH_SCRIPT_CLASSES = [
 ]
 
 #: Programs that do not print what PyFlink prints, with the cause, per target.
-XFAIL: dict[tuple[str, str], str] = {
-    ("spark", "continuous_event_time_trigger"): (
-        "a timer registered while the watermark advances, at or below the new watermark, fires "
-        "in the same advance on undertow (as in Java Flink's InternalTimerServiceImpl), not on "
-        "PyFlink, whose Python operator hands it to Java after the advance: at end of input the "
-        "continuous trigger fires 5 times per window (2000, 4000, 6000, 8000, 9999), PyFlink's "
-        "twice (its first fire time and the window's end)"
-    ),
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def undertow_source(name: str) -> str:

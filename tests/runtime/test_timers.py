@@ -88,6 +88,75 @@ def test_deleted_timer_does_not_fire_and_can_be_registered_again() -> None:
     assert recorder.fired == [("event", 30, "k", "ns")]
 
 
+class Following(Recorder):
+    """Each fired event-time timer below ``until`` registers the next, ``step`` later (as a
+    ContinuousEventTimeTrigger does)."""
+
+    def __init__(self, backend: Any, service: list[InternalTimerService], step: int,
+                 until: int) -> None:  # fmt: skip
+        super().__init__(backend)
+        self.service, self.step, self.until = service, step, until
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        super().on_event_time(timer)
+        if timer.timestamp + self.step < self.until:
+            self.service[0].register_event_time_timer(timer.namespace, timer.timestamp + self.step)
+
+
+def test_a_timer_registered_by_a_firing_at_or_below_the_watermark_fires_at_the_next_advance(
+) -> None:  # fmt: skip
+    """PyFlink's rule (its corpus program continuous_event_time_trigger prints it): Java Flink
+    would fire 2, 4, 6 and 8 in the first advance already."""
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    holder: list[InternalTimerService] = []
+    recorder = Following(backend, holder, step=2, until=10)
+    service = InternalTimerService("t", backend, recorder, ManualClock())
+    holder.append(service)
+    backend.set_current_key("k")
+    service.register_event_time_timer("ns", 2)
+    service.register_event_time_timer("ns", 3)  # registered before the advance: fires in it
+    service.advance_watermark(100)
+    assert [ts for _, ts, _, _ in recorder.fired] == [2, 3]
+    assert service.num_event_time_timers() == 2, "4 and 5 wait for the next advance"
+    service.advance_watermark(100)
+    assert [ts for _, ts, _, _ in recorder.fired] == [2, 3, 4, 5]
+    service.advance_watermark(101)
+    service.advance_watermark(102)
+    assert [ts for _, ts, _, _ in recorder.fired] == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert service.num_event_time_timers() == 0
+    backend.set_current_key("k")
+    service.register_event_time_timer("ns", 50)  # between advances: fires in the next one
+    service.advance_watermark(102)
+    assert recorder.fired[-1][1] == 50
+
+
+def test_a_timer_held_for_the_next_advance_stays_pending_while_the_firing_waits() -> None:
+    """A firing that waits for the output (a snapshot may be taken meanwhile) keeps the held
+    timer in the queue; it still does not fire in this advance."""
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    holder: list[InternalTimerService] = []
+    output = Output(capacity=1)
+
+    class Counting(Following):
+        def on_event_time(self, timer: InternalTimer) -> None:
+            super().on_event_time(timer)
+            output.capacity -= 1
+
+    recorder = Counting(backend, holder, step=1, until=3)
+    service = InternalTimerService("t", backend, recorder, ManualClock(), output)
+    holder.append(service)
+    for key in "ab":
+        backend.set_current_key(key)
+        service.register_event_time_timer("ns", 1)
+    assert not service.advance_watermark(10), "the output is full after one firing"
+    assert service.num_event_time_timers() == 2, "b's timer at 1 and a's at 2, held"
+    output.drain(capacity=10)
+    assert [(ts, key) for _, ts, key, _ in recorder.fired] == [(1, "a"), (1, "b")]
+    assert service.num_event_time_timers() == 2
+    service.advance_watermark(10)
+    assert sorted((ts, key) for _, ts, key, _ in recorder.fired[2:]) == [(2, "a"), (2, "b")]
+
+
 def test_processing_timers_fire_when_the_clock_passes_them() -> None:
     service, backend, recorder, clock = _service()
     backend.set_current_key("x")
@@ -159,6 +228,12 @@ class Output:
 
     def slice_deadline(self) -> float:
         return float("inf")  # these tests bound by output only; see test_..._one_slice
+
+    def hold_input(self) -> None:
+        pass
+
+    def release_input(self) -> None:
+        pass
 
     def drain(self, capacity: int) -> None:
         self.capacity = capacity

@@ -75,6 +75,9 @@ def test_fixed_per_slot_bounds_cache_and_memtables(tmp_path: Path) -> None:
 def test_write_buffer_size_is_applied(tmp_path: Path) -> None:
     small = RocksDBKeyedStateBackend("op", 128, range(128), lambda: 0, local_dir=str(tmp_path),
                                      memory=RocksDBMemory(write_buffer_size=2**20))  # fmt: skip
-    _fill(small, 100_000)
-    assert _memtables(small) <= 3 * 2**20, _memtables(small)
+    _fill(small, 100_000)  # 20 MB: unbounded, Flink's 64 MiB memtable would hold all of it
+    # At most write_buffer_count (2) memtables of 1 MiB, each a little past its size (arena
+    # blocks), plus one being flushed while the next fills: a flush that lags (a busy
+    # machine) must not fail the test, a memtable that ignores the 1 MiB must
+    assert _memtables(small) <= 4 * 2**20, _memtables(small)
     small.dispose()

@@ -164,16 +164,31 @@ class InternalTimerService:
         #: Due processing-time timers wait for the output (a continuation is pending there).
         self._deferred = False
         self.current_watermark = MIN_TIMESTAMP
+        #: The watermark whose event-time timers are firing (None between advances), and the
+        #: timers callbacks registered meanwhile at or below it: they wait for the next
+        #: advance, as on PyFlink (see :meth:`advance_watermark`).
+        self._firing_at: int | None = None
+        self._next_advance: set[tuple[int, Any, Any]] = set()
 
     # registration --------------------------------------------------------------------------
     def current_processing_time(self) -> int:
         return self._pts.current_processing_time()
 
     def register_event_time_timer(self, namespace: Any, time: int) -> None:
-        self._event.add(time, self._backend.get_current_key(), namespace)
+        key, queue = self._backend.get_current_key(), self._event
+        firing = self._firing_at
+        if firing is None or time > firing:
+            queue.add(time, key, namespace)
+            return
+        before = len(queue)
+        queue.add(time, key, namespace)
+        if len(queue) > before:  # new, not a timer due in this advance already
+            self._next_advance.add((time, key, namespace))
 
     def delete_event_time_timer(self, namespace: Any, time: int) -> None:
-        self._event.remove(time, self._backend.get_current_key(), namespace)
+        key = self._backend.get_current_key()
+        self._event.remove(time, key, namespace)
+        self._next_advance.discard((time, key, namespace))
 
     def register_processing_time_timer(self, namespace: Any, time: int) -> None:
         if self._processing.add(time, self._backend.get_current_key(), namespace):
@@ -188,8 +203,11 @@ class InternalTimerService:
         after_slice: Callable[[], None] | None = None,
     ) -> bool:  # fmt: skip
         """Fire every event-time timer with timestamp <= ``watermark``, earliest first, then
-        call ``then`` (the operator forwards the watermark). Timers registered by a callback
-        for a time <= ``watermark`` fire too.
+        call ``then`` (the operator forwards the watermark). A timer that a callback of this
+        advance registers at or below ``watermark`` fires at the next advance, not in this one:
+        PyFlink's rule (its Python operator hands such timers to Java after the advance). Java
+        Flink fires them in the same advance; at the end of the input (the MAX watermark) the
+        two differ, e.g. a ContinuousEventTimeTrigger fires once more per interval on Java.
 
         In a task (an output is given) the firing stops after one mailbox slice, or when the
         output is full, and goes on at a later turn of the mailbox (deferred work); meanwhile
@@ -200,6 +218,7 @@ class InternalTimerService:
         everything (``then`` included) ran in this call.
         """
         self.current_watermark = watermark
+        self._firing_at = watermark
         return self._fire_event_timers(watermark, then, after_slice)
 
     def _fire_event_timers(self, watermark: int, then: Callable[[], None] | None,
@@ -208,7 +227,11 @@ class InternalTimerService:
         output = self._output
         deadline = output.slice_deadline() if output is not None else 0.0
         clock = perf_counter
+        later, held = self._next_advance, []
         while (due := queue.pop_due(watermark)) is not None:
+            if due in later:
+                held.append(due)
+                continue
             timer = InternalTimer(*due)
             backend.set_current_key(timer.key)
             on_event_time(timer)
@@ -219,6 +242,8 @@ class InternalTimerService:
                 continue
             nxt = queue.peek_timestamp()
             if nxt is not None and nxt <= watermark:
+                for entry in held:  # pending in the queue (and in a snapshot) meanwhile
+                    queue.add(*entry)
                 if after_slice is not None:
                     after_slice()
                 output.hold_input()
@@ -231,6 +256,10 @@ class InternalTimerService:
                 # the operators finish (the MAX watermark's timers all fire first)
                 output.when_output_available(resume)
                 return False
+        for entry in held:
+            queue.add(*entry)
+        later.clear()
+        self._firing_at = None
         if after_slice is not None:
             after_slice()
         if then is not None:
