@@ -45,7 +45,7 @@ ChannelChunks: TypeAlias = dict[ChannelId, tuple[bytes, ...]]
 
 class ChannelStateAssignment(Protocol):
     """The part of a deployment's restore assignment this reader needs (implemented by
-    ``runtime.cluster.messages.RestoreAssignment``)."""
+    ``runtime.control.messages.RestoreAssignment``)."""
 
     @property
     def checkpoint_id(self) -> int: ...

@@ -7,7 +7,7 @@ on; so does Flink's ``metrics.reporter.prom.factory.class`` (then on port 9249).
 Names and labels are Flink's: ``flink_jobmanager_job_<metric>`` (job scope),
 ``flink_taskmanager_job_task_<metric>`` per subtask and, for the user's metrics,
 ``flink_taskmanager_job_task_operator_<group>_<name>`` with ``operator_name``; all gauges, with
-the REST API's values (:mod:`~undertow.runtime.cluster.rest.metrics_responses`).
+the REST API's values (:mod:`~undertow.runtime.master.rest.metrics_responses`).
 
 Threading: prometheus-client serves scrapes on its own thread; each scrape asks the JobMaster's
 loop for a fresh :class:`JobView` (``run_coroutine_threadsafe``) and renders it there, off the
@@ -28,8 +28,8 @@ from prometheus_client.registry import Collector
 
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
-from undertow.runtime.cluster.metrics import JobView
-from undertow.runtime.cluster.rest import metrics_responses as mr
+from undertow.runtime.master.metrics import JobView
+from undertow.runtime.master.rest import metrics_responses as mr
 
 log = logging.getLogger(__name__)
 

@@ -1,11 +1,11 @@
 """What the JobMaster observes about its job, for monitoring: task metrics and the immutable
 :class:`JobView` the REST API renders.
 
-* :class:`TaskMetrics` is one sample of a subtask's counters (records, bytes, busy /
-  backpressured / idle time), taken by its worker every ``undertow.metrics.report-interval``
-  and once more when the task ends. :class:`TaskMetricsStore` keeps the few latest samples per
-  (vertex, subtask) and turns them into Flink's per-second ratios (``busyTimeMsPerSecond /
-  1000`` and so on) over the latest window.
+* :class:`~undertow.runtime.control.messages.TaskMetrics` is one sample of a subtask's
+  counters (records, bytes, busy / backpressured / idle time), taken by its worker every
+  ``undertow.metrics.report-interval`` and once more when the task ends.
+  :class:`TaskMetricsStore` keeps the few latest samples per (vertex, subtask) and turns them
+  into Flink's per-second ratios (``busyTimeMsPerSecond / 1000`` and so on).
 * :class:`JobView` (with :class:`VertexView`, the checkpoint statistics of
   :mod:`.checkpoint_stats` and the failures of :mod:`.exception_history`) is an immutable
   picture of the job built on request; the web layer maps it to Flink's JSON.
@@ -26,7 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.cluster.checkpoint_stats import (
+from undertow.runtime.control.messages import TaskMetrics
+from undertow.runtime.master.checkpoint_stats import (
     SUMMARY_FIELDS,
     CheckpointStatsEntry,
     CheckpointStatsSnapshot,
@@ -37,7 +38,7 @@ from undertow.runtime.cluster.checkpoint_stats import (
     SummaryStats,
     summarize,
 )
-from undertow.runtime.cluster.exception_history import FailureRecord
+from undertow.runtime.master.exception_history import FailureRecord
 from undertow.runtime.task.task_statistics import TaskStatistics
 
 __all__ = [  # the checkpoint statistics moved to .checkpoint_stats; re-exported for callers
@@ -54,21 +55,6 @@ MIN_RATE_WINDOW_MS = 250.0
 
 
 # -- task metrics ----------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class TaskMetrics:
-    """One sample of a subtask's counters (sent in a ``TaskMetricsReport``)."""
-
-    vertex_id: int
-    subtask: int
-    #: The worker's wall clock (epoch ms) when sampled.
-    timestamp_ms: int
-    statistics: TaskStatistics
-    #: The task ended (finished, failed or was cancelled): no sample follows.
-    final: bool = False
-    #: User metrics of the chain's operators, ``"<operator>.<identifier>"`` -> value.
-    user_metrics: dict[str, float] = field(default_factory=dict)
-
-
 @dataclass(frozen=True, slots=True)
 class SubtaskMetricsView:
     """A subtask's accumulated counters and its time ratios over the latest rate window.

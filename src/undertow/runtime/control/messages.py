@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
-from undertow.runtime.cluster.metrics import TaskMetrics
+from undertow.runtime.task.task_statistics import TaskStatistics
 
 if TYPE_CHECKING:
     from undertow.runtime.checkpoint.barrier import CheckpointBarrier
@@ -29,6 +29,21 @@ if TYPE_CHECKING:
 UserValue: TypeAlias = object
 
 # worker -> master ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMetrics:
+    """One sample of a subtask's counters (sent in a ``TaskMetricsReport``)."""
+
+    vertex_id: int
+    subtask: int
+    #: The worker's wall clock (epoch ms) when sampled.
+    timestamp_ms: int
+    statistics: TaskStatistics
+    #: The task ended (finished, failed or was cancelled): no sample follows.
+    final: bool = False
+    #: User metrics of the chain's operators, ``"<operator>.<identifier>"`` -> value.
+    user_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,10 @@ from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
-from undertow.runtime.cluster.attempt import (
+from undertow.runtime.control.connection import ControlConnection
+from undertow.runtime.control.messages import Deploy, RestoreAssignment, WorkerMessage
+from undertow.runtime.control.placement import ExecutionPlan, plan_execution
+from undertow.runtime.master.attempt import (
     Attempt,
     await_channel_state_recovery,
     await_registration,
@@ -54,35 +57,32 @@ from undertow.runtime.cluster.attempt import (
     shutdown_workers,
     watch_heartbeats,
 )
-from undertow.runtime.cluster.control import ControlConnection
-from undertow.runtime.cluster.enumerators import start_enumerators
-from undertow.runtime.cluster.exception_history import (
+from undertow.runtime.master.enumerators import start_enumerators
+from undertow.runtime.master.exception_history import (
     ExceptionHistory,
     TaskOrigin,
     console_report,
     failure_record,
 )
-from undertow.runtime.cluster.job_status import (
+from undertow.runtime.master.job_status import (
     JobEvent,
     JobExecutionResult,
     JobLifecycle,
     JobStatus,
 )
-from undertow.runtime.cluster.job_view import JobFacts, build_job_view
-from undertow.runtime.cluster.launcher import WorkerLauncher, default_num_workers
-from undertow.runtime.cluster.messages import Deploy, RestoreAssignment, WorkerMessage
-from undertow.runtime.cluster.metrics import (
+from undertow.runtime.master.job_view import JobFacts, build_job_view
+from undertow.runtime.master.launcher import WorkerLauncher, default_num_workers
+from undertow.runtime.master.metrics import (
     CheckpointStatsTracker,
     JobView,
     TaskMetricsStore,
     vertex_rest_id,
 )
-from undertow.runtime.cluster.placement import ExecutionPlan, plan_execution
-from undertow.runtime.cluster.restart import GiveUp, Restart, restart_strategy
-from undertow.runtime.cluster.restore_hook import plan_to_apply, record_restored
-from undertow.runtime.cluster.restore_report import restore_line
-from undertow.runtime.cluster.savepoint_operations import SavepointOperations
-from undertow.runtime.cluster.task_gateway import AttemptGateway
+from undertow.runtime.master.restart import GiveUp, Restart, restart_strategy
+from undertow.runtime.master.restore_hook import plan_to_apply, record_restored
+from undertow.runtime.master.restore_report import restore_line
+from undertow.runtime.master.savepoint_operations import SavepointOperations
+from undertow.runtime.master.task_gateway import AttemptGateway
 from undertow.runtime.network.framing import attempt_secret, server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.keys import CheckpointKey
@@ -333,7 +333,7 @@ class JobMaster:
     async def _start_rest(self) -> RestServer | None:
         if self.config.get(Options.REST_PORT) < 0:
             return None
-        from undertow.runtime.cluster.rest.server import start_rest_endpoint
+        from undertow.runtime.master.rest.server import start_rest_endpoint
 
         endpoint = await start_rest_endpoint(self.config, self.job_view, self)
         if endpoint is not None:

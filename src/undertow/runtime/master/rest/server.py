@@ -1,7 +1,7 @@
 """The REST API of a running job, served by its JobMaster (Flink's REST endpoint).
 
 Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come from
-:mod:`undertow.runtime.cluster.rest.responses` and use Flink's field names and units::
+:mod:`undertow.runtime.master.rest.responses` and use Flink's field names and units::
 
   /config                                         dashboard configuration
   /overview                                       workers, slots, jobs per state
@@ -56,7 +56,7 @@ hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, 
 
 Lifecycle and threading: the JobMaster starts the endpoint on its own asyncio loop before it
 launches workers and closes it when the job has ended. Requests run on that loop and ask
-``source`` for a fresh :class:`~undertow.runtime.cluster.metrics.JobView`, which the JobMaster
+``source`` for a fresh :class:`~undertow.runtime.master.metrics.JobView`, which the JobMaster
 builds from its state on its own thread: nothing is shared across threads, nothing locks, and
 rendering is a pure function of the view. One response per connection (``Connection: close``).
 """
@@ -76,10 +76,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.core.modes import SavepointFormatType
-from undertow.runtime.cluster import prometheus
-from undertow.runtime.cluster.metrics import JobView, VertexView
-from undertow.runtime.cluster.rest import job_actions, responses, ui_routes
-from undertow.runtime.cluster.rest.access import Refusal, RestAccess, is_loopback, resolve_access
+from undertow.runtime.master import prometheus
+from undertow.runtime.master.metrics import JobView, VertexView
+from undertow.runtime.master.rest import job_actions, responses, ui_routes
+from undertow.runtime.master.rest.access import Refusal, RestAccess, is_loopback, resolve_access
 
 log = logging.getLogger(__name__)
 

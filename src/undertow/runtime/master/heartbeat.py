@@ -3,7 +3,7 @@
 A dead worker process is noticed at once: its control connection closes. A *hung* worker is not:
 a stopped process (SIGSTOP, a swapped-out VM), a host that vanished without a TCP reset, or a
 loop blocked for good keeps its connections open and says nothing. So every worker sends a
-:class:`~undertow.runtime.cluster.messages.Heartbeat` every ``heartbeat.interval``, any message
+:class:`~undertow.runtime.control.messages.Heartbeat` every ``heartbeat.interval``, any message
 from it counts as a sign of life, and the JobMaster fails the attempt when a registered worker
 has been silent for longer than ``heartbeat.timeout`` (then the restart strategy decides).
 

@@ -26,9 +26,9 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from undertow import web
-from undertow.runtime.cluster.metrics import JobView, VertexView
-from undertow.runtime.cluster.rest import metrics_responses as mr
-from undertow.runtime.cluster.rest import responses
+from undertow.runtime.master.metrics import JobView, VertexView
+from undertow.runtime.master.rest import metrics_responses as mr
+from undertow.runtime.master.rest import responses
 
 _REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found",
             415: "Unsupported Media Type"}  # fmt: skip

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from undertow.runtime.cluster.metrics import JobView, SubtaskMetricsView, VertexView
+from undertow.runtime.master.metrics import JobView, SubtaskMetricsView, VertexView
 
 Json = Any
 #: Flink's ``Long.MIN_VALUE``: the watermark before the first one.

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
-from undertow.runtime.cluster.messages import (
+from undertow.runtime.control.messages import (
     AcknowledgeCheckpoint,
     CollectRecords,
     DeclineCheckpoint,

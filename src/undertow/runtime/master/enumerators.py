@@ -16,7 +16,7 @@ from typing import Any
 from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.cluster.messages import AddSplits, MasterMessage, NoMoreSplits
+from undertow.runtime.control.messages import AddSplits, MasterMessage, NoMoreSplits
 
 #: Sends a control message to the worker that runs a subtask (dropped if it is not there).
 SendToSubtask = Callable[[int, MasterMessage], None]

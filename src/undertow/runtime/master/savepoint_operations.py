@@ -29,8 +29,8 @@ from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
-from undertow.runtime.cluster.job_status import JobStatus
-from undertow.runtime.cluster.rest.responses import savepoint_operation
+from undertow.runtime.master.job_status import JobStatus
+from undertow.runtime.master.rest.responses import savepoint_operation
 
 #: How long the REST API outlives the job for a stop-with-savepoint result nobody fetched yet.
 STOP_RESULT_GRACE_S = 5.0

@@ -22,15 +22,15 @@ from typing import Any
 from undertow.core.errors import UndertowError
 from undertow.core.types import AttemptNumber
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
-from undertow.runtime.cluster.attempt import Attempt
-from undertow.runtime.cluster.messages import (
+from undertow.runtime.control.messages import (
     MasterMessage,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     StopSource,
     TriggerSourceCheckpoint,
 )
-from undertow.runtime.cluster.placement import ExecutionPlan
+from undertow.runtime.control.placement import ExecutionPlan
+from undertow.runtime.master.attempt import Attempt
 
 
 class AttemptGateway:

@@ -17,18 +17,18 @@ from types import MappingProxyType
 
 from undertow.core.config import Configuration, Options
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.cluster.attempt import Attempt
-from undertow.runtime.cluster.checkpoint_stats import CheckpointStatsSnapshot
-from undertow.runtime.cluster.exception_history import ExceptionHistory
-from undertow.runtime.cluster.job_status import JobLifecycle, JobStatus
-from undertow.runtime.cluster.metrics import (
+from undertow.runtime.control.placement import ExecutionPlan
+from undertow.runtime.master.attempt import Attempt
+from undertow.runtime.master.checkpoint_stats import CheckpointStatsSnapshot
+from undertow.runtime.master.exception_history import ExceptionHistory
+from undertow.runtime.master.job_status import JobLifecycle, JobStatus
+from undertow.runtime.master.metrics import (
     ExecutionState,
     JobView,
     TaskMetricsStore,
     VertexInput,
     VertexView,
 )
-from undertow.runtime.cluster.placement import ExecutionPlan
 
 
 @dataclass(frozen=True, slots=True)

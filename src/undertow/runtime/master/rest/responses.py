@@ -1,4 +1,4 @@
-"""Flink's REST response bodies, built from a :class:`~undertow.runtime.cluster.metrics.JobView`.
+"""Flink's REST response bodies, built from a :class:`~undertow.runtime.master.metrics.JobView`.
 
 Field names, nesting and units are Flink's (``JobsOverview``/``JobDetails``, ``JobDetailsInfo``,
 ``CheckpointingStatistics``, ``CheckpointStatistics``, ``TaskCheckpointStatistics(WithSubtask
@@ -24,8 +24,8 @@ from importlib import metadata
 from typing import Any
 
 from undertow.core.config import Configuration, Options
-from undertow.runtime.cluster.exception_history import FailureRecord
-from undertow.runtime.cluster.metrics import (
+from undertow.runtime.master.exception_history import FailureRecord
+from undertow.runtime.master.metrics import (
     SUMMARY_FIELDS,
     CheckpointStatsEntry,
     CheckpointStatus,
@@ -36,7 +36,7 @@ from undertow.runtime.cluster.metrics import (
     VertexView,
     summarize,
 )
-from undertow.runtime.cluster.rest.metrics_responses import debloat_metrics
+from undertow.runtime.master.rest.metrics_responses import debloat_metrics
 
 Json = dict[str, Any]
 

@@ -48,10 +48,8 @@ from undertow.runtime.checkpoint.restore_fault import apply_to_snapshot
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
-from undertow.runtime.cluster.control import ControlConnection
-from undertow.runtime.cluster.io_pool import IOPool
-from undertow.runtime.cluster.log_context import add_log_context, set_log_context
-from undertow.runtime.cluster.messages import (
+from undertow.runtime.control.connection import ControlConnection
+from undertow.runtime.control.messages import (
     AddSplits,
     CancelTasks,
     ChannelStateRecovered,
@@ -66,15 +64,13 @@ from undertow.runtime.cluster.messages import (
     StopSource,
     TaskFailed,
     TaskFinished,
+    TaskMetrics,
     TaskMetricsReport,
     TasksDeployed,
     TriggerSourceCheckpoint,
     WorkerFailed,
 )
-from undertow.runtime.cluster.metrics import TaskMetrics
-from undertow.runtime.cluster.placement import ChannelSpec, ExecutionPlan, plan_execution
-from undertow.runtime.cluster.stdout_forwarding import forward_stdout
-from undertow.runtime.cluster.task_link import ResponderToMaster, TaskServicesToMaster
+from undertow.runtime.control.placement import ChannelSpec, ExecutionPlan, plan_execution
 from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
@@ -86,6 +82,10 @@ from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.mailbox_loop import fit_switch_interval
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
+from undertow.runtime.worker.io_pool import IOPool
+from undertow.runtime.worker.log_context import add_log_context, set_log_context
+from undertow.runtime.worker.stdout_forwarding import forward_stdout
+from undertow.runtime.worker.task_link import ResponderToMaster, TaskServicesToMaster
 from undertow.state.heap_incremental import download_heap_state
 from undertow.state.rocksdb_local import download_native_state
 from undertow.storage.checkpoint_storage import CheckpointStorage

@@ -31,11 +31,8 @@ from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
-from undertow.runtime.cluster.control import ControlConnection
-from undertow.runtime.cluster.exception_history import TaskOrigin
-from undertow.runtime.cluster.heartbeat import HeartbeatMonitor
-from undertow.runtime.cluster.launcher import WorkerLauncher
-from undertow.runtime.cluster.messages import (
+from undertow.runtime.control.connection import ControlConnection
+from undertow.runtime.control.messages import (
     AcknowledgeCheckpoint,
     CancelTasks,
     ChannelStateRecovered,
@@ -53,7 +50,10 @@ from undertow.runtime.cluster.messages import (
     WorkerFailed,
     WorkerMessage,
 )
-from undertow.runtime.cluster.metrics import TaskMetricsStore
+from undertow.runtime.master.exception_history import TaskOrigin
+from undertow.runtime.master.heartbeat import HeartbeatMonitor
+from undertow.runtime.master.launcher import WorkerLauncher
+from undertow.runtime.master.metrics import TaskMetricsStore
 
 log = logging.getLogger(__name__)
 

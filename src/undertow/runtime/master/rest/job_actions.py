@@ -29,9 +29,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from undertow.core.errors import ConfigurationError
 from undertow.core.modes import SavepointFormatType
-from undertow.runtime.cluster.metrics import JobView
-from undertow.runtime.cluster.rest.access import RestAccess
-from undertow.runtime.cluster.rest.ui_routes import RawResponse, responses_errors
+from undertow.runtime.master.metrics import JobView
+from undertow.runtime.master.rest.access import RestAccess
+from undertow.runtime.master.rest.ui_routes import RawResponse, responses_errors
 
 _ID = r"([0-9A-Za-z-]+)"
 _SAVEPOINTS = re.compile(rf"(?:/v1)?/jobs/{_ID}/savepoints")
