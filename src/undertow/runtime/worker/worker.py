@@ -6,9 +6,11 @@ Lifecycle::
     -> build partitions, gates and tasks -> connect peers -> wire channels -> run tasks
     -> report TaskFinished / TaskFailed -> Shutdown (or the JobMaster vanished) -> exit
 
-Deployment builds partitions, gates and one ``TaskDeployment`` record per
-subtask in one place; the channel state it restores is read and checked by
-``runtime.checkpoint.channel_state_reader``.
+This module is the worker's main: the connection to the JobMaster, the heartbeat, running and
+reporting its tasks, and its end. Its parts are modules of their own: the deployment builder
+(:mod:`.deployment_builder`: partitions, gates and tasks from the ``Deploy``, and the restore
+read), the control router (:mod:`.control_router`: control messages to the tasks, through the
+``TaskControl`` protocol) and the metrics loop (:mod:`.metrics_loop`).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -17,15 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
-import pickle
 import select
 import threading
-import time
 import traceback
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,62 +32,28 @@ from typing import Any
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import NetworkError, RestoreError
 from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
-from undertow.graph.job_graph import JobGraph, JobVertex
-from undertow.runtime.checkpoint.channel_state_files import (
-    ChannelStateFileWriter,
-    SubtaskChannelStateWriter,
-)
-from undertow.runtime.checkpoint.channel_state_reader import (
-    ChannelStateReader,
-    ReemitStream,
-    RestoredChannels,
-    with_channel_state,
-)
-from undertow.runtime.checkpoint.restore_fault import apply_to_snapshot
-from undertow.runtime.checkpoint.restore_plan import unclaimed_message
-from undertow.runtime.checkpoint.settings import CheckpointSettings
-from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.control.connection import ControlConnection
 from undertow.runtime.control.messages import (
-    AddSplits,
     CancelTasks,
-    ChannelStateRecovered,
     Deploy,
     Heartbeat,
-    NoMoreSplits,
-    NotifyCheckpointAborted,
-    NotifyCheckpointComplete,
     PrintLines,
     RegisterWorker,
     Shutdown,
-    StopSource,
     TaskFailed,
     TaskFinished,
-    TaskMetrics,
-    TaskMetricsReport,
-    TasksDeployed,
-    TriggerSourceCheckpoint,
     WorkerFailed,
 )
-from undertow.runtime.control.placement import ChannelSpec, ExecutionPlan, plan_execution
 from undertow.runtime.network.framing import client_handshake
-from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
-from undertow.runtime.task.checkpoint_io import CheckpointIO
-from undertow.runtime.task.context import user_metric_values
-from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
-from undertow.runtime.task.lifecycle import Finished
 from undertow.runtime.task.mailbox_loop import fit_switch_interval
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
-from undertow.runtime.worker.io_pool import IOPool
+from undertow.runtime.worker.control_router import ControlRouter, Routed
+from undertow.runtime.worker.deployment_builder import TaskDeploymentBuilder
 from undertow.runtime.worker.log_context import add_log_context, set_log_context
+from undertow.runtime.worker.metrics_loop import MetricsLoop
 from undertow.runtime.worker.stdout_forwarding import forward_stdout
-from undertow.runtime.worker.task_link import ResponderToMaster, TaskServicesToMaster
-from undertow.state.heap_incremental import download_heap_state
-from undertow.state.rocksdb_local import download_native_state
-from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
@@ -120,16 +85,14 @@ class Worker:
         self.secret = secret
         self.config = config
         self.tasks: dict[tuple[int, int], StreamTask] = {}
-        #: Tasks whose final metrics sample was sent.
-        self.ended: set[tuple[int, int]] = set()
         self.ctrl: ControlConnection | None = None
         self._failed = False
-        self.storage: CheckpointStorage | None = None
-        self.io_pool: IOPool | None = None
-        self.channel_state_files: ChannelStateFileWriter | None = None
-        self.channel_state_writers: dict[tuple[int, int], SubtaskChannelStateWriter] = {}
+        #: Builds the tasks on ``Deploy`` (``run`` makes it, once the network is up).
+        self.builder: TaskDeploymentBuilder | None = None
         #: The slice length of this worker's tasks (short while a checkpoint passes).
         self.pace = TaskPace.of(config)
+        #: Samples of the tasks' counters, sent while the tasks run.
+        self.metrics = MetricsLoop(self.tasks, self.send, attempt, worker_index)
 
     def send(self, message: Any) -> None:
         if self.ctrl is not None:
@@ -195,11 +158,9 @@ class Worker:
             heartbeat.cancel()
             for task in self.tasks.values():
                 task.cancel()
-            if self.channel_state_files is not None:
-                self.channel_state_files.cancel()
+            if self.builder is not None:
+                self.builder.close()  # cancels channel-state writes, shuts the I/O pool down
             self.env.close()
-            if self.io_pool is not None:
-                self.io_pool.shutdown(wait=False, cancel_futures=True)
             await self.ctrl.drain()
             self.ctrl.close()
 
@@ -233,204 +194,15 @@ class Worker:
         return early
 
     async def _deploy(self, deploy: Deploy) -> None:
-        self.config = Configuration(deploy.config)
-        graph: JobGraph = pickle.loads(deploy.job_graph)
-        checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
-        if checkpoint_dir:
-            self.storage = CheckpointStorage(checkpoint_dir, deploy.job_id)
-            # Checkpoint writes and restore reads; jobs in flight lower the switch interval
-            self.io_pool = IOPool(2, thread_name_prefix=f"undertow-io-{self.worker_index}")
-        checkpointing = CheckpointSettings.of(self.config)
-        if self.storage is not None and checkpointing.writes_channel_state:
-            self.channel_state_files = ChannelStateFileWriter(
-                self.storage.write_file,
-                self.config.get(Options.MAX_SUBTASKS_PER_CHANNEL_STATE_FILE),
-                executor=self.io_pool,
-            )
-        restored = await self._read_restored_state(graph, deploy)
-        restored_channels = await self._read_restored_channel_state(graph, deploy)
-        reemitted = await self._read_reemitted_channel_state(graph, deploy)
-        assignment = deploy.restore
-        rescaled_outputs = assignment.rescaled_outputs if assignment is not None else {}
-        rescaled_gates = assignment.rescaled_gates if assignment is not None else {}
-        plan = plan_execution(graph, deploy.num_workers)
-        by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
-        by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
-        for ch in plan.channels:
-            by_producer[(ch.edge_id, ch.producer_subtask)].append(ch)
-            by_consumer[(ch.edge_id, ch.consumer_subtask)].append(ch)
-        loop = asyncio.get_running_loop()
-        needed: set[int] = set()
-        for vertex_id, subtask in plan.subtasks_of(graph, self.worker_index):
-            vertex = graph.vertex(vertex_id)
-            services = TaskServicesToMaster(self, vertex_id, subtask)
-            writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
-            gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
-            snapshots = restored.get((vertex_id, subtask))
-            if (vertex_id, subtask) in restored_channels:
-                snapshots = with_channel_state(
-                    vertex, subtask, snapshots, gates, list(writers.values()),
-                    restored_channels[(vertex_id, subtask)],
-                )  # fmt: skip
-            deployment = TaskDeployment(
-                vertex=vertex, subtask_index=subtask, attempt=self.attempt, config=self.config,
-                gates=tuple(gates), writers=writers, restored=tuple(snapshots or ()),
-                finished_on_restore=(
-                    deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
-                ),
-                reemit=tuple(
-                    ReemittedChannel(output, tuple(chunks), where)
-                    for output, chunks, where in reemitted.get((vertex_id, subtask), [])
-                ),
-                recovery_outputs=rescaled_outputs.get(vertex_id, frozenset()),
-                recovering_gates=frozenset(rescaled_gates.get(vertex_id, frozenset())),
-            )  # fmt: skip
-            channel_state_writer = None
-            if self.channel_state_files is not None:
-                channel_state_writer = self.channel_state_files.register(deployment.name)
-                self.channel_state_writers[(vertex_id, subtask)] = channel_state_writer
-            io = CheckpointIO(
-                responder=ResponderToMaster(self, vertex_id, subtask),
-                state_writer=self.storage.write_file if self.storage is not None else None,
-                executor=self.io_pool, channel_state_writer=channel_state_writer,
-                shared_writer=self.storage.write_shared_file if self.storage is not None else None,
-            )  # fmt: skip
-            recovered = None
-            if deployment.recovering_gates:
-                recovered = functools.partial(
-                    self.send, ChannelStateRecovered(self.attempt, vertex_id, subtask)
-                )
-            task = StreamTask(deployment=deployment, services=services, loop=loop,
-                              pace=self.pace, checkpoint_io=io,
-                              on_channel_state_recovered=recovered)  # fmt: skip
-            self.tasks[(vertex_id, subtask)] = task
-        needed.discard(self.worker_index)
-        await self.env.connect_peers(deploy.peers, needed)
-        me = self.worker_index
-        for ch in plan.channels:
-            producer = plan.worker_of(ch.producer_subtask)
-            consumer = plan.worker_of(ch.consumer_subtask)
-            if me in (producer, consumer):
-                self.env.wire(ch.channel_id, producer, consumer)
-        self.env.start_pumping()
-        self.send(TasksDeployed(self.attempt, self.worker_index))
-
-    async def _read_restored_state(
-        self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], list[SubtaskSnapshot]]:
-        """Read and verify the state files this worker's subtasks restore (on the I/O pool)."""
-        assignment = deploy.restore
-        if assignment is None:
-            return {}
-        storage = CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
-        plan = plan_execution(graph, deploy.num_workers)
-        mine = set(plan.subtasks_of(graph, self.worker_index))
-        loop = asyncio.get_running_loop()
-        restored: dict[tuple[int, int], list[SubtaskSnapshot]] = {}
-        for key, handles in assignment.subtask_files.items():
-            if key not in mine:
-                continue
-            snapshots = []
-            for handle in handles:
-                data = await loop.run_in_executor(
-                    self.io_pool, storage.read_file, handle, assignment.checkpoint_id
-                )  # verifies size and checksum before anything is unpickled
-                snapshot = pickle.loads(data)
-                if assignment.fault is not None:
-                    vertex = graph.vertex(key[0])
-                    sources = [v.operators[0].uid for v in graph.vertices if v.is_source]
-                    apply_to_snapshot(assignment.fault, snapshot,
-                                      f"{vertex.name} ({key[1] + 1}/{vertex.parallelism})",
-                                      sources)  # fmt: skip
-                await loop.run_in_executor(
-                    self.io_pool, download_native_state, snapshot, storage,
-                    assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
-                )  # fmt: skip
-                await loop.run_in_executor(
-                    self.io_pool, download_heap_state, snapshot, storage, assignment.checkpoint_id
-                )  # heap incremental state: its shared segments, verified
-                snapshots.append(snapshot)
-            restored[key] = snapshots
-        if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
-            uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
-            stray = {u for snaps in restored.values() for s in snaps for u in s.operators} - uids
-            if stray:
-                raise RestoreError(unclaimed_message(assignment.checkpoint_id, list(stray)))
-        return restored
-
-    async def _read_restored_channel_state(
-        self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], RestoredChannels]:
-        """The in-place channel state of this worker's subtasks (verified, on the I/O pool)."""
-        reader = self._channel_state_reader(graph, deploy)
-        return {} if reader is None else await reader.read_in_place()
-
-    async def _read_reemitted_channel_state(
-        self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], list[ReemitStream]]:
-        """Per subtask of this worker: the old channels it re-emits after a rescale."""
-        reader = self._channel_state_reader(graph, deploy)
-        return {} if reader is None else await reader.read_reemitted()
-
-    def _channel_state_reader(self, graph: JobGraph, deploy: Deploy) -> ChannelStateReader | None:
-        """A reader of the channel state this worker's subtasks restore, if there is any."""
-        assignment = deploy.restore
-        if assignment is None or not (assignment.channel_state or assignment.reemit):
-            return None
-        plan = plan_execution(graph, deploy.num_workers)
-        return ChannelStateReader(
-            assignment, set(plan.subtasks_of(graph, self.worker_index)), self.io_pool
-        )
-
-    def _build_writers(
-        self,
-        vertex: JobVertex,
-        subtask: int,
-        by_producer: dict[tuple[int, int], list[ChannelSpec]],
-        plan: ExecutionPlan,
-        needed: set[int],
-    ) -> dict[int, RecordWriter]:
-        config = self.config
-        writers: dict[int, RecordWriter] = {}
-        for edge in vertex.outputs:
-            channels = sorted(by_producer[(edge.id, subtask)], key=lambda c: c.subpartition)
-            partition = ResultPartition(
-                f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) edge {edge.id}",
-                [c.channel_id for c in channels],
-                buffers_per_channel=config.get(Options.BUFFERS_PER_CHANNEL),
-                floating_buffers=config.get(Options.FLOATING_BUFFERS_PER_GATE),
-                max_buffers_per_channel=config.get(Options.MAX_BUFFERS_PER_CHANNEL),
-            )
-            for ch, sp in zip(channels, partition.subpartitions):
-                self.env.subpartitions[ch.channel_id] = sp
-                needed.add(plan.worker_of(ch.consumer_subtask))
-            writers[edge.id] = RecordWriter(
-                partition, edge.new_partitioner(), config.get(Options.SEGMENT_SIZE)
-            )
-        return writers
-
-    def _build_gates(
-        self,
-        vertex: JobVertex,
-        subtask: int,
-        by_consumer: dict[tuple[int, int], list[ChannelSpec]],
-        plan: ExecutionPlan,
-        needed: set[int],
-    ) -> list[InputGate]:
-        config = self.config
-        gates = []
-        for edge in vertex.inputs:
-            name = f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) input {edge.id}"
-            gate = InputGate(name, edge.target_input, config.get(Options.FLOATING_BUFFERS_PER_GATE))
-            for ch in sorted(by_consumer[(edge.id, subtask)], key=lambda c: c.gate_channel):
-                ic = gate.add_channel(
-                    ch.channel_id, f"{name} channel {ch.gate_channel}",
-                    config.get(Options.BUFFERS_PER_CHANNEL),
-                )  # fmt: skip
-                self.env.input_channels[ch.channel_id] = ic
-                needed.add(plan.worker_of(ch.producer_subtask))
-            gates.append(gate)
-        return gates
+        """Build, connect and wire the tasks (:class:`TaskDeploymentBuilder`)."""
+        self.builder = TaskDeploymentBuilder(
+            worker_index=self.worker_index, attempt=self.attempt, config=self.config, link=self,
+            env=self.env, pace=self.pace, tasks=self.tasks,
+        )  # fmt: skip
+        try:
+            await self.builder.deploy(deploy)
+        finally:
+            self.config = self.builder.config  # the job's, also after a failed deploy
 
     async def _serve(self, early: _EarlyControl) -> None:
         """Run the tasks until ``Shutdown``, first handling what arrived while deploying."""
@@ -439,7 +211,8 @@ class Worker:
             asyncio.ensure_future(self._run_task(key, task)) for key, task in self.tasks.items()
         }
         control = asyncio.ensure_future(self._control_loop(early))
-        reporter = asyncio.ensure_future(self._report_metrics())
+        interval_s = self.config.get(Options.METRICS_REPORT_INTERVAL) / 1000.0
+        reporter = asyncio.ensure_future(self.metrics.run(interval_s))
         try:
             await control
         finally:
@@ -455,19 +228,9 @@ class Worker:
             await asyncio.sleep(interval_s)
             self.send(Heartbeat(self.attempt, self.worker_index))
 
-    async def _report_metrics(self) -> None:
-        """Every report interval: one ``TaskMetricsReport`` with a sample per running task."""
-        interval_s = self.config.get(Options.METRICS_REPORT_INTERVAL) / 1000.0
-        while True:
-            await asyncio.sleep(interval_s)
-            samples = tuple(
-                _sample(key, task) for key, task in self.tasks.items() if key not in self.ended
-            )
-            if samples:
-                self.send(TaskMetricsReport(self.attempt, self.worker_index, samples))
-
     async def _control_loop(self, early: _EarlyControl) -> None:
         assert self.ctrl is not None
+        router = ControlRouter(self.tasks, self.pace.hurry, self.worker_index)
         backlog = deque(early.messages)
         read: asyncio.Future[Any] | None = early.read
         while True:
@@ -477,49 +240,15 @@ class Worker:
                 msg, read = await read, None
             else:
                 msg = await self.ctrl.recv()
-            if msg is None or isinstance(msg, Shutdown):
+            if router.route(msg) is Routed.STOP:
                 return
-            if isinstance(msg, AddSplits):
-                task = self.tasks[(msg.vertex_id, msg.subtask)]
-                task.post(functools.partial(task.head.add_splits, msg.splits))
-            elif isinstance(msg, NoMoreSplits):
-                task = self.tasks[(msg.vertex_id, msg.subtask)]
-                task.post(task.head.no_more_splits)
-            elif isinstance(msg, TriggerSourceCheckpoint):
-                task = self.tasks[(msg.vertex_id, msg.subtask)]
-                # A task that finished meanwhile: its TaskFinished makes the JobMaster count it
-                # as acknowledged (FLIP-147), so the trigger is dropped.
-                if task.checkpointer is not None and not isinstance(task.lifecycle, Finished):
-                    self.pace.hurry()
-                    task.post(functools.partial(task.checkpointer.trigger_checkpoint, msg.barrier))
-            elif isinstance(msg, StopSource):
-                task = self.tasks[(msg.vertex_id, msg.subtask)]
-                task.post(functools.partial(task.stop_source, msg.drain))
-            elif isinstance(msg, NotifyCheckpointComplete):
-                for task in self.tasks.values():
-                    if task.checkpointer is not None:
-                        task.post(functools.partial(
-                            task.checkpointer.notify_checkpoint_complete, msg.checkpoint_id
-                        ))  # fmt: skip
-            elif isinstance(msg, NotifyCheckpointAborted):
-                for task in self.tasks.values():
-                    if task.checkpointer is not None:
-                        task.post(functools.partial(
-                            task.checkpointer.notify_checkpoint_aborted, msg.checkpoint_id
-                        ))  # fmt: skip
-            elif isinstance(msg, CancelTasks):
-                for task in self.tasks.values():
-                    task.cancel()
-            else:
-                log.warning("worker %d: unexpected control message %r", self.worker_index, msg)
 
     async def _run_task(self, key: tuple[int, int], task: StreamTask) -> None:
         try:
             await self._run_task_reporting(key, task)
         finally:
-            writer = self.channel_state_writers.pop(key, None)
-            if writer is not None and self.channel_state_files is not None:
-                self.channel_state_files.release(writer)  # its group stops waiting for it
+            if self.builder is not None:
+                self.builder.task_ended(key)  # its channel-state group stops waiting for it
 
     async def _run_task_reporting(self, key: tuple[int, int], task: StreamTask) -> None:
         vertex_id, subtask = key
@@ -527,10 +256,10 @@ class Worker:
         try:
             await task.run()
         except (TaskCancelled, asyncio.CancelledError):
-            self._send_final_sample(key, task)
+            self.metrics.final_sample(key)
             return
         except BaseException as err:
-            self._send_final_sample(key, task)
+            self.metrics.final_sample(key)
             self.send(
                 TaskFailed(
                     self.attempt, vertex_id, subtask, task.operator_of(err.__traceback__),
@@ -538,7 +267,7 @@ class Worker:
                 )
             )  # fmt: skip
             return
-        self._send_final_sample(key, task)
+        self.metrics.final_sample(key)
         accumulators = dict(task.chain.accumulators)
         accumulators[f"records_in[{task.vertex.name}]"] = task.records_in
         stats = task.statistics()
@@ -556,11 +285,6 @@ class Worker:
         self.send(TaskFinished(self.attempt, VertexId(vertex_id),
                                SubtaskIndex(subtask), accumulators))  # fmt: skip
 
-    def _send_final_sample(self, key: tuple[int, int], task: StreamTask) -> None:
-        self.ended.add(key)
-        sample = _sample(key, task, final=True)
-        self.send(TaskMetricsReport(self.attempt, self.worker_index, (sample,)))
-
     def _on_network_failure(self, err: BaseException) -> None:
         if self._failed:
             return
@@ -569,11 +293,6 @@ class Worker:
         self.send(WorkerFailed(self.attempt, self.worker_index, str(err), detail))
         for task in self.tasks.values():
             task.cancel()
-
-
-def _sample(key: tuple[int, int], task: StreamTask, final: bool = False) -> TaskMetrics:
-    user = user_metric_values(task.chain.operators)
-    return TaskMetrics(key[0], key[1], time.time_ns() // 1_000_000, task.statistics(), final, user)
 
 
 def run_worker(
