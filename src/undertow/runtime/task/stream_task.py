@@ -31,7 +31,6 @@ from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
-from undertow.runtime.network.input_gate import InputChannel
 from undertow.runtime.task import channel_state_restore
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
@@ -225,7 +224,7 @@ class StreamTask:
         """A reader said data is available again (``notify_available``)."""
         self.input.source_available()
 
-    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
+    def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """See :meth:`StreamInputProcessor.unprocessed_chunks` (for the checkpointer)."""
         return self.input.unprocessed_chunks(channel)
 
