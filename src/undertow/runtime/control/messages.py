@@ -16,8 +16,8 @@ from undertow.runtime.task.task_statistics import TaskStatistics
 
 if TYPE_CHECKING:
     from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+    from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel
     from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
-    from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel
     from undertow.runtime.checkpoint.failure import CheckpointFailureReason
     from undertow.runtime.checkpoint.pending_checkpoint import CheckpointMetrics
     from undertow.runtime.checkpoint.restore_fault import RestoreFault
@@ -253,7 +253,7 @@ class RestoreAssignment:
     channel-state files (``ChannelStateHandles``, restored in place where the parallelism of
     an edge is unchanged); for edges whose parallelism changed, the old channels each
     producer subtask re-emits (``ReemitChannel``) and the gates and outputs concerned (see
-    :mod:`undertow.runtime.checkpoint.channel_state_rescale`)."""
+    :mod:`undertow.runtime.checkpoint.channel_recovery.rescale`)."""
 
     checkpoint_id: int
     checkpoint_dir: str

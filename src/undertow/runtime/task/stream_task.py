@@ -27,11 +27,11 @@ from typing import Any
 
 from undertow.core.config import Options
 from undertow.core.errors import StateError
+from undertow.runtime.checkpoint import channel_recovery
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
-from undertow.runtime.task import channel_state_restore
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
@@ -89,7 +89,7 @@ class StreamTask:
         """Build the subtask's chain (and, with ``checkpoint_io``, its checkpointer) from
         ``deployment``. ``pace``: the worker's shared slice pace (default: one of its own).
         ``on_channel_state_recovered``: called once every gate of
-        ``deployment.recovering_gates`` ended its re-emitted channel state."""
+        ``deployment.channel_recovery.recovering_gates`` ended its re-emitted channel state."""
         vertex = deployment.vertex
         config = deployment.config
         self.deployment = deployment
@@ -153,8 +153,9 @@ class StreamTask:
         self.events = EventDispatcher(
             name=self.name, operator_name=vertex.name, gates=self.gates, head=self.head,
             two_input=two_input, checkpointer=self.checkpointer, lifecycle=self,
-            recovering_gates=deployment.recovering_gates,
-            on_channel_state_recovered=on_channel_state_recovered,
+            recovery=channel_recovery.UpstreamRecoveryTracker(
+                deployment.channel_recovery.recovering_gates, on_channel_state_recovered
+            ),
         )  # fmt: skip
         #: Unaligned checkpoints: priority events may overtake data.
         self._priority_events = (
@@ -280,14 +281,14 @@ class StreamTask:
         self.mailbox.restart_time_accounting()
         if not self._reemitted:  # once, before any operator
             self._reemitted = True
-            channel_state_restore.reemit(self.deployment, self.writers, self.output_operators)
+            channel_recovery.reemit(self.deployment, self.writers, self.output_operators)
         if isinstance(self.lifecycle, FinishedOnRestore):
             await self._run_finished()
             return
         try:
             if self.restored:
                 self.chain.restore(self.restored)
-                channel_state_restore.restore_in_place(
+                channel_recovery.restore_in_place(
                     self.deployment, self.restored, self.partitions, self.input.add_restored_input
                 )
                 self.restored = None

@@ -6,8 +6,8 @@ record and one ``StreamTask`` each, connects the peers its channels need and wir
 
 Restore reading: state files are read and verified on the I/O pool, the backends' files they
 name downloaded; a stray operator's state fails the restore unless
-``execution.state-recovery.ignore-unclaimed-state``. Channel state: see
-:mod:`undertow.runtime.checkpoint.channel_state_reader`.
+``execution.state-recovery.ignore-unclaimed-state``. Channel state: its package's worker
+interface, :class:`~undertow.runtime.checkpoint.channel_recovery.WorkerChannelRecovery`.
 
 Threading: the worker's loop thread. Lifecycle: one per worker; ``deploy`` once; ``close``
 when the worker ends, also after a failed deploy. It owns the worker's checkpoint storage, I/O
@@ -26,15 +26,10 @@ from undertow.core.config import Configuration, Options
 from undertow.core.errors import RestoreError
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph, JobVertex
+from undertow.runtime.checkpoint.channel_recovery import WorkerChannelRecovery
 from undertow.runtime.checkpoint.channel_state_files import (
     ChannelStateFileWriter,
     SubtaskChannelStateWriter,
-)
-from undertow.runtime.checkpoint.channel_state_reader import (
-    ChannelStateReader,
-    ReemitStream,
-    RestoredChannels,
-    with_channel_state,
 )
 from undertow.runtime.checkpoint.restore_fault import apply_to_snapshot
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
@@ -46,7 +41,7 @@ from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.runtime.task.checkpoint_io import CheckpointIO
-from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.runtime.worker.io_pool import IOPool
@@ -105,12 +100,10 @@ class TaskDeploymentBuilder:
                 executor=self.io_pool,
             )
         restored = await self._read_restored_state(graph, deploy)
-        restored_channels = await self._read_restored_channel_state(graph, deploy)
-        reemitted = await self._read_reemitted_channel_state(graph, deploy)
-        assignment = deploy.restore
-        rescaled_outputs = assignment.rescaled_outputs if assignment is not None else {}
-        rescaled_gates = assignment.rescaled_gates if assignment is not None else {}
         plan = plan_execution(graph, deploy.num_workers)
+        channels = await WorkerChannelRecovery.read(
+            deploy.restore, set(plan.subtasks_of(graph, self.worker_index)), self.io_pool
+        )
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         for ch in plan.channels:
@@ -123,24 +116,16 @@ class TaskDeploymentBuilder:
             services = TaskServicesToMaster(self._link, vertex_id, subtask)
             writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
             gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
-            snapshots = restored.get((vertex_id, subtask))
-            if (vertex_id, subtask) in restored_channels:
-                snapshots = with_channel_state(
-                    vertex, subtask, snapshots, gates, list(writers.values()),
-                    restored_channels[(vertex_id, subtask)],
-                )  # fmt: skip
+            snapshots = channels.snapshots_of(
+                vertex, subtask, restored.get((vertex_id, subtask)), gates, list(writers.values())
+            )
             deployment = TaskDeployment(
                 vertex=vertex, subtask_index=subtask, attempt=self.attempt, config=self.config,
                 gates=tuple(gates), writers=writers, restored=tuple(snapshots or ()),
                 finished_on_restore=(
                     deploy.restore is not None and vertex_id in deploy.restore.finished_vertices
                 ),
-                reemit=tuple(
-                    ReemittedChannel(output, tuple(chunks), where)
-                    for output, chunks, where in reemitted.get((vertex_id, subtask), [])
-                ),
-                recovery_outputs=rescaled_outputs.get(vertex_id, frozenset()),
-                recovering_gates=frozenset(rescaled_gates.get(vertex_id, frozenset())),
+                channel_recovery=channels.for_subtask(vertex_id, subtask),
             )  # fmt: skip
             channel_state_writer = None
             if self.channel_state_files is not None:
@@ -153,7 +138,7 @@ class TaskDeploymentBuilder:
                 shared_writer=self.storage.write_shared_file if self.storage is not None else None,
             )  # fmt: skip
             recovered: Callable[[], None] | None = None
-            if deployment.recovering_gates:
+            if deployment.channel_recovery.recovering_gates:
                 recovered = functools.partial(
                     self._link.send, ChannelStateRecovered(self.attempt, vertex_id, subtask)
                 )
@@ -227,30 +212,6 @@ class TaskDeploymentBuilder:
             if stray:
                 raise RestoreError(unclaimed_message(assignment.checkpoint_id, list(stray)))
         return restored
-
-    async def _read_restored_channel_state(
-        self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], RestoredChannels]:
-        """The in-place channel state of this worker's subtasks (verified, on the I/O pool)."""
-        reader = self._channel_state_reader(graph, deploy)
-        return {} if reader is None else await reader.read_in_place()
-
-    async def _read_reemitted_channel_state(
-        self, graph: JobGraph, deploy: Deploy
-    ) -> dict[tuple[int, int], list[ReemitStream]]:
-        """Per subtask of this worker: the old channels it re-emits after a rescale."""
-        reader = self._channel_state_reader(graph, deploy)
-        return {} if reader is None else await reader.read_reemitted()
-
-    def _channel_state_reader(self, graph: JobGraph, deploy: Deploy) -> ChannelStateReader | None:
-        """A reader of the channel state this worker's subtasks restore, if there is any."""
-        assignment = deploy.restore
-        if assignment is None or not (assignment.channel_state or assignment.reemit):
-            return None
-        plan = plan_execution(graph, deploy.num_workers)
-        return ChannelStateReader(
-            assignment, set(plan.subtasks_of(graph, self.worker_index)), self.io_pool
-        )
 
     def _build_writers(
         self,

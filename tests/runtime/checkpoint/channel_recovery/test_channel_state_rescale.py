@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undertow.runtime.checkpoint.channel_state_rescale import (
+from undertow.runtime.checkpoint.channel_recovery.rescale import (
     EdgeShape,
     UnrescalableChannelState,
     channel_records,

@@ -1,10 +1,10 @@
-"""Reads the channel state a worker's subtasks restore, and checks it before anything uses it.
+"""The worker's half of channel recovery: reads what its subtasks restore, checked before use.
 
 Two kinds, decided by the coordinator's restore plan: channels of edges whose parallelism did
 not change are restored *in place* (the subtask's own input and output state, attached to its
 snapshot as a ``ChannelState`` for the task to put back); channels of rescaled edges are
 *re-emitted* by the new producer subtask that took their old producer over
-(:mod:`undertow.runtime.checkpoint.channel_state_rescale`). Each merged handle is read once per
+(:mod:`.rescale`). Each merged handle is read once per
 worker with one ranged read on the I/O pool, and its region's sha256 is checked before a chunk
 is used (:func:`~undertow.runtime.checkpoint.channel_state_files.read_channel_state`).
 
@@ -23,13 +23,17 @@ from typing import Protocol, TypeAlias
 
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.channel_recovery.feed import (
+    ReemittedChannel,
+    SubtaskChannelRecovery,
+)
+from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.channel_state_files import read_channel_state
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelId,
     ChannelStateHandles,
     MergedChannelStateHandle,
 )
-from undertow.runtime.checkpoint.channel_state_rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter
@@ -199,3 +203,64 @@ def with_channel_state(
         dict(restored.inputs), dict(restored.outputs),
     )  # fmt: skip
     return snapshots
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerChannelRecovery:
+    """The channel state one worker's subtasks restore, read and checked (the worker's side of
+    the package's interface). Built once per deployment by :meth:`read`, before any task."""
+
+    #: Per subtask: its own channel state, restored in place.
+    in_place: Mapping[SubtaskKey, RestoredChannels]
+    #: Per producer subtask: the old channels it re-emits after a rescale.
+    reemitted: Mapping[SubtaskKey, list[ReemitStream]]
+    #: vertex id -> gate indices of rescaled edges with channel state.
+    rescaled_gates: Mapping[int, frozenset[int]]
+    #: vertex id -> output indices of rescaled edges with channel state.
+    rescaled_outputs: Mapping[int, frozenset[int]]
+
+    @classmethod
+    async def read(
+        cls,
+        assignment: ChannelStateAssignment | None,
+        subtasks: set[SubtaskKey],
+        executor: Executor | None,
+    ) -> WorkerChannelRecovery:
+        """Read what ``subtasks`` (this worker's) restore of ``assignment`` (None: a fresh
+        start), on ``executor``; each shared handle once, verified before use."""
+        if assignment is None:
+            return cls({}, {}, {}, {})
+        in_place: dict[SubtaskKey, RestoredChannels] = {}
+        reemitted: dict[SubtaskKey, list[ReemitStream]] = {}
+        if assignment.channel_state or assignment.reemit:
+            reader = ChannelStateReader(assignment, subtasks, executor)
+            in_place = await reader.read_in_place()
+            reemitted = await reader.read_reemitted()
+        return cls(in_place, reemitted, assignment.rescaled_gates, assignment.rescaled_outputs)
+
+    def snapshots_of(
+        self,
+        vertex: JobVertex,
+        subtask: int,
+        snapshots: Sequence[SubtaskSnapshot] | None,
+        gates: Sequence[InputGate],
+        writers: Sequence[RecordWriter],
+    ) -> Sequence[SubtaskSnapshot] | None:
+        """The subtask's snapshots, with its in-place channel state attached if it has any
+        (checked against its gates and writers: :func:`with_channel_state`)."""
+        restored = self.in_place.get((vertex.id, subtask))
+        if restored is None:
+            return snapshots
+        return with_channel_state(vertex, subtask, snapshots, gates, writers, restored)
+
+    def for_subtask(self, vertex_id: int, subtask: int) -> SubtaskChannelRecovery:
+        """What the subtask re-emits, and which of its outputs and gates recover, after a
+        rescale."""
+        return SubtaskChannelRecovery(
+            reemit=tuple(
+                ReemittedChannel(output, tuple(chunks), where)
+                for output, chunks, where in self.reemitted.get((vertex_id, subtask), [])
+            ),
+            recovery_outputs=self.rescaled_outputs.get(vertex_id, frozenset()),
+            recovering_gates=frozenset(self.rescaled_gates.get(vertex_id, frozenset())),
+        )

@@ -12,14 +12,14 @@ import pytest
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobVertex
 from undertow.graph.partitioners import RebalancePartitioner
-from undertow.runtime.checkpoint.channel_state_files import ChannelStateFileWriter
-from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
-from undertow.runtime.checkpoint.channel_state_reader import (
+from undertow.runtime.checkpoint.channel_recovery.reader import (
     ChannelStateReader,
     RestoredChannels,
     with_channel_state,
 )
-from undertow.runtime.checkpoint.channel_state_rescale import OldChannel, ReemitChannel
+from undertow.runtime.checkpoint.channel_recovery.rescale import OldChannel, ReemitChannel
+from undertow.runtime.checkpoint.channel_state_files import ChannelStateFileWriter
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.storage import CheckpointStorage, CorruptCheckpointError

@@ -2,7 +2,7 @@
 
 To keep per-key order across the restore as well (a key's later records may come from another
 producer subtask than its in-flight ones, e.g. after key groups moved), every new producer
-subtask of a rescaled edge sends :class:`~undertow.runtime.task.events.EndOfChannelStateEvent`
+subtask of a rescaled edge sends :class:`EndOfChannelStateEvent`
 on each of its subpartitions right after the re-emitted records, and that event blocks the
 subpartition (like an aligned barrier); the consumer resumes its gate's channels once every
 channel delivered one. All re-emitted data therefore precedes all live data at every consumer,
@@ -150,3 +150,15 @@ class ReemitChannel:
     channel: OldChannel
     input: MergedChannelStateHandle | None
     output: MergedChannelStateHandle | None
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfChannelStateEvent:
+    """The producer re-emitted all the in-flight data of a rescaled restore on this channel
+    (this module); live data follows.
+
+    Sent as a *blocking* event right after the re-emitted records, on every subpartition of an
+    edge whose parallelism changed; the consumer resumes all channels of the gate once each
+    delivered one, so all restored data precedes all live data (Flink's
+    ``EndOfChannelStateEvent``).
+    """
