@@ -15,7 +15,7 @@ file (``--size``, 400 KiB by default: anchor-spin's in-flight data) with one str
   so each pool job makes only the three file calls;
 - ``process``: a writer process per worker; the loop sends the bytes through a socket pair and
   reads the reply, so no thread of the worker process ever waits for its GIL;
-- ``+switch``: the same through ``undertow.runtime.cluster.io_pool.IOPool``, which lowers the
+- ``+switch``: the same through ``undertow.runtime.worker.io_pool.IOPool``, which lowers the
   switch interval to 0.1 ms while a job is in flight (the worker's pool).
 
 Strategies run interleaved, ``--rounds`` times. Printed per strategy: the asynchronous part's
@@ -51,7 +51,7 @@ from undertow.runtime.checkpoint.channel_state_format import (
     lay_out_group,
     write_layout,
 )
-from undertow.runtime.cluster.io_pool import IOPool
+from undertow.runtime.worker.io_pool import IOPool
 from undertow.storage import CheckpointStorage, FileHandle
 
 WORKER_SWITCH_INTERVAL_S = 0.001  # the worker's: half its 2 ms mailbox slice

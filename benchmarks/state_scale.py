@@ -46,7 +46,7 @@ from typing import Any
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
-from undertow.runtime.cluster.checkpoint_stats import CheckpointStatus
+from undertow.runtime.master.checkpoint_stats import CheckpointStatus
 from undertow.storage import CheckpointStorage
 
 HOT_KEYS = 1_000

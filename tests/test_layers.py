@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 LAYERS = [
     "core", "web", "common", "storage", "state", "api", "connectors", "graph",
-    "runtime.network", "runtime.checkpoint", "runtime.task", "runtime.cluster",
+    "runtime.network", "runtime.checkpoint", "runtime.task", "runtime.control",
+    "runtime.worker", "runtime.master",
     "datastream", "deploy", "cli", "testing",
 ]  # fmt: skip
 RANK = {name: i for i, name in enumerate(LAYERS)}
@@ -29,6 +31,7 @@ def _layer(module: str) -> str | None:
     return parts[0] if parts[0] in RANK or parts[0] == "runtime" else None
 
 
+@functools.cache
 def _imports() -> list[tuple[str, str]]:
     found = []
     for path in sorted(SRC.rglob("*.py")):
@@ -59,3 +62,14 @@ def test_imports_only_go_down() -> None:
         if RANK[b] > RANK[a] and (importer, imported) not in EXCEPTIONS:
             upward.append(f"{importer} ({a}) imports {imported} ({b})")
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_the_driver_side_and_the_worker_side_do_not_import_each_other() -> None:
+    """``runtime.master`` runs on the driver and ``runtime.worker`` on the workers; what both
+    use (messages, the control connection, placement) is ``runtime.control``."""
+    crossing = [
+        f"{importer} imports {imported}"
+        for importer, imported in _imports()
+        if {_layer(importer), _layer(imported)} == {"runtime.master", "runtime.worker"}
+    ]
+    assert not crossing, "\n".join(crossing)

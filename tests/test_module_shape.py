@@ -19,7 +19,7 @@ NOT_YET = (
     "runtime/network/",
     "state/",
     "runtime/checkpoint/snapshot.py",
-    "runtime/cluster/rest/",
+    "runtime/master/rest/",
     "cli/",
     "web/",
 )

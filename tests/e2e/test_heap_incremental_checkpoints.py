@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from undertow.datastream import HashMapStateBackend, JobStatus
-from undertow.runtime.cluster.checkpoint_stats import CheckpointStatus
+from undertow.runtime.master.checkpoint_stats import CheckpointStatus
 from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     FailingMap,

@@ -12,16 +12,16 @@ from undertow.common import Configuration
 from undertow.core.errors import JobExecutionError, UndertowError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobGraph, build_job_graph
-from undertow.runtime.cluster.attempt import Attempt, dispatch
-from undertow.runtime.cluster.exception_history import TaskOrigin
-from undertow.runtime.cluster.messages import (
+from undertow.runtime.control.messages import (
     CollectRecords,
     RegisterWorker,
     TaskFailed,
     TaskFinished,
     TasksDeployed,
 )
-from undertow.runtime.cluster.metrics import TaskMetricsStore
+from undertow.runtime.master.attempt import Attempt, dispatch
+from undertow.runtime.master.exception_history import TaskOrigin
+from undertow.runtime.master.metrics import TaskMetricsStore
 
 
 @dataclass

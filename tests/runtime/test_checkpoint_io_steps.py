@@ -22,7 +22,7 @@ from undertow.runtime.checkpoint.channel_state_files import (
     LOOP_LAYOUT_LIMIT,
     ChannelStateFileWriter,
 )
-from undertow.runtime.cluster.io_pool import IOPool, SwitchIntervalHold
+from undertow.runtime.worker.io_pool import IOPool, SwitchIntervalHold
 from undertow.storage import CheckpointStorage, durable_write
 
 #: C functions that release the GIL around blocking or long work (by ``__qualname__``).

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.datastream import JobStatus, StreamExecutionEnvironment
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
-from undertow.runtime.cluster.heartbeat import HeartbeatMonitor, Overdue
+from undertow.runtime.master.heartbeat import HeartbeatMonitor, Overdue
 from undertow.testing._faults import worker_process_pids
 
 events = st.lists(

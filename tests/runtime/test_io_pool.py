@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from undertow.runtime.cluster.io_pool import IO_SWITCH_INTERVAL_S, IOPool, SwitchIntervalHold
+from undertow.runtime.worker.io_pool import IO_SWITCH_INTERVAL_S, IOPool, SwitchIntervalHold
 
 WORKER_INTERVAL_S = 0.001
 

@@ -10,7 +10,7 @@ from undertow.common import Configuration
 from undertow.core.errors import JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import build_job_graph
-from undertow.runtime.cluster.job_master import JobMaster, JobStatus
+from undertow.runtime.master.job_master import JobMaster, JobStatus
 
 
 class DeadOnArrival:

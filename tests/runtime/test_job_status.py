@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from undertow.runtime.cluster.job_status import (
+from undertow.runtime.master.job_status import (
     IllegalJobTransition,
     JobEvent,
     JobLifecycle,

@@ -7,15 +7,16 @@ import typing
 
 import pytest
 
-from undertow.runtime.cluster import messages
-from undertow.runtime.cluster.enumerators import EnumeratorContext
-from undertow.runtime.cluster.messages import (
+from undertow.runtime.control import messages
+from undertow.runtime.control.messages import (
     AddSplits,
     MasterMessage,
     NoMoreSplits,
     RestoreAssignment,
+    TaskMetrics,
     WorkerMessage,
 )
+from undertow.runtime.master.enumerators import EnumeratorContext
 
 CONTROL = typing.get_args(WorkerMessage) + typing.get_args(MasterMessage)
 
@@ -27,11 +28,14 @@ def test_every_message_class_is_in_one_of_the_two_unions() -> None:
         if isinstance(obj, type) and dataclasses.is_dataclass(obj)
         and obj.__module__ == messages.__name__
     }  # fmt: skip
-    assert defined - set(CONTROL) == {RestoreAssignment}  # a part of Deploy, not a message
+    # parts of messages, not messages: Deploy's restore, TaskMetricsReport's samples
+    assert defined - set(CONTROL) == {RestoreAssignment, TaskMetrics}
     assert not set(typing.get_args(WorkerMessage)) & set(typing.get_args(MasterMessage))
 
 
-@pytest.mark.parametrize("cls", (*CONTROL, RestoreAssignment), ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", (*CONTROL, RestoreAssignment, TaskMetrics), ids=lambda c: c.__name__
+)
 def test_messages_are_frozen_slotted_and_typed_without_any(cls: type) -> None:
     assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
     assert "__slots__" in vars(cls)

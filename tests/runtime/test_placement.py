@@ -24,7 +24,7 @@ from undertow.graph.transformations import (
     SourceTransformation,
     TwoInputTransformation,
 )
-from undertow.runtime.cluster.placement import ChannelSpec, plan_execution
+from undertow.runtime.control.placement import ChannelSpec, plan_execution
 
 
 def _graph(

@@ -1,4 +1,4 @@
-"""The restart strategies' decisions (``undertow.runtime.cluster.restart``), as pure logic.
+"""The restart strategies' decisions (``undertow.runtime.master.restart``), as pure logic.
 
 ``exponential-delay`` (the default when checkpointing is on): the i-th restart in a row waits
 ``b_i`` moved by at most ``jitter * b_i`` either way (never past ``max``), where ``b_0`` is
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError
-from undertow.runtime.cluster.restart import (
+from undertow.runtime.master.restart import (
     ExponentialDelayRestart,
     FixedDelayRestart,
     GiveUp,

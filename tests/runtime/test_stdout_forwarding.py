@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from undertow.runtime.cluster.stdout_forwarding import LineForwarder, forward_stdout
+from undertow.runtime.worker.stdout_forwarding import LineForwarder, forward_stdout
 
 
 def test_print_becomes_whole_lines() -> None:

@@ -16,7 +16,8 @@ import pytest
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.cluster.metrics import TaskMetrics, TaskMetricsStore
+from undertow.runtime.control.messages import TaskMetrics
+from undertow.runtime.master.metrics import TaskMetricsStore
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate

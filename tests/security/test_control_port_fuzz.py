@@ -2,7 +2,7 @@
 
 A real :class:`JobMaster` waits for its workers to register (the launcher starts none and
 hands the test the control address and the job secret). Unauthenticated peers: no frame is
-read and nothing unpickled (recording decoder in ``undertow.runtime.cluster.control``), and
+read and nothing unpickled (recording decoder in ``undertow.runtime.control.connection``), and
 the job is unaffected. Authenticated peers sending malformed frames (bodies that are not a
 pickle, bogus length prefixes, truncated frames): the connection is dropped, the job is
 unaffected. After each fuzz test the JobMaster still runs and its real worker still gets in.
@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import build_job_graph
-from undertow.runtime.cluster import control
-from undertow.runtime.cluster.job_master import JobMaster, JobStatus
+from undertow.runtime.control import connection as control
+from undertow.runtime.master.job_master import JobMaster, JobStatus
 from undertow.runtime.network.framing import client_handshake
 
 from .conftest import FUZZ_CASES, FUZZ_SETTINGS, Recorder, frames, fuzz_seed

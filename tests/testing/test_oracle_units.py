@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from undertow.connectors.source import InputStatus, SplitEnumeratorContext
-from undertow.runtime.cluster.job_master import JobExecutionResult
+from undertow.runtime.master.job_master import JobExecutionResult
 from undertow.state.key_groups import assign_to_key_group, key_group_range_for_subtask
 from undertow.testing.harness import RecordingReaderContext
 from undertow.testing.oracle import (

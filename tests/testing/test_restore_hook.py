@@ -1,12 +1,12 @@
-"""The restore console line and the restore hook with the no-restore control (runtime/cluster:
+"""The restore console line and the restore hook with the no-restore control (runtime/master:
 restore_report, restore_hook; undertow.testing.oracle.no_restore)."""
 
 from __future__ import annotations
 
 from undertow.core.units import human_bytes
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata
-from undertow.runtime.cluster.restore_hook import plan_to_apply, set_restore_filter
-from undertow.runtime.cluster.restore_report import restore_line
+from undertow.runtime.master.restore_hook import plan_to_apply, set_restore_filter
+from undertow.runtime.master.restore_report import restore_line
 from undertow.testing.oracle import no_restore
 
 

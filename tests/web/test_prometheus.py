@@ -15,7 +15,7 @@ from tests.web.conftest import Job, start_job, wait_for
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError, JobCancelledError
-from undertow.runtime.cluster.prometheus import configured_ports
+from undertow.runtime.master.prometheus import configured_ports
 
 TASK_LABELS = {"job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num"}
 

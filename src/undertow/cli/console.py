@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from undertow.core.units import human_bytes
-from undertow.runtime.cluster.rest.server import live_urls
+from undertow.runtime.master.rest.server import live_urls
 
 TICK_S = 0.5
 PLAIN_EVERY_S = 5.0

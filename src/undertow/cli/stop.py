@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from undertow.runtime.cluster.rest.access import TOKEN_ENV
+from undertow.runtime.master.rest.access import TOKEN_ENV
 
 DEFAULT_REST_ADDRESS = "http://127.0.0.1:8081"
 POLL_S = 0.1

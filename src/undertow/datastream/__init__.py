@@ -70,7 +70,7 @@ from undertow.datastream.window import (
     WindowAssigner,
 )
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
-from undertow.runtime.cluster.job_master import JobExecutionResult, JobStatus
+from undertow.runtime.master.job_master import JobExecutionResult, JobStatus
 
 __all__ = [
     "AggregateFunction",

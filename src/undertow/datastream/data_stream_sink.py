@@ -67,7 +67,7 @@ class CloseableIterator:
     """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job."""
 
     def __init__(self, client: Any, sink_id: str) -> None:
-        from undertow.runtime.cluster.job_master import _END
+        from undertow.runtime.master.job_master import _END
 
         self._client = client
         self._queue = client._master.collect_queue(sink_id)

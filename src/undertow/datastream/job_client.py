@@ -13,7 +13,7 @@ from typing import Any, overload
 
 from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
-from undertow.runtime.cluster.job_master import JobExecutionResult, JobMaster, JobStatus
+from undertow.runtime.master.job_master import JobExecutionResult, JobMaster, JobStatus
 
 
 class JobClient:

@@ -30,7 +30,7 @@ from undertow.graph.execution_plan import plan_json
 from undertow.graph.job_graph import JobGraph, build_job_graph
 from undertow.graph.stream_graph import StreamGraph, build_stream_graph
 from undertow.graph.transformations import SourceTransformation, Transformation
-from undertow.runtime.cluster.job_master import JobExecutionResult
+from undertow.runtime.master.job_master import JobExecutionResult
 
 _CHANGELOG = "state.changelog.enabled"
 #: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.

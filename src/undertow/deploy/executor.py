@@ -19,7 +19,7 @@ from undertow.core.config import Configuration, Options
 from undertow.deploy.local import ProcessLauncher, ThreadLauncher
 from undertow.deploy.python_environment import check_target, prepare_driver
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.cluster.job_master import JobMaster, WorkerLauncher, default_num_workers
+from undertow.runtime.master.job_master import JobMaster, WorkerLauncher, default_num_workers
 
 if TYPE_CHECKING:
     from undertow.deploy.spark import SparkLauncher

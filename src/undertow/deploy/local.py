@@ -7,7 +7,7 @@
   The child's ``sys.path`` is the driver's, so modules the job imports are importable there.
   It runs ``python.executable`` if the job set one, else the driver's interpreter.
 
-Both run exactly the same worker code (:func:`undertow.runtime.cluster.worker.run_worker`).
+Both run exactly the same worker code (:func:`undertow.runtime.worker.worker.run_worker`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 import time
 
 from undertow.common import python_dependencies
-from undertow.runtime.cluster.worker import run_worker
+from undertow.runtime.worker.worker import run_worker
 
 log = logging.getLogger(__name__)
 

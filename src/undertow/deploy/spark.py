@@ -42,7 +42,7 @@ _SHIP_LOCK = threading.Lock()
 
 
 class SparkLauncher:
-    """A :class:`~undertow.runtime.cluster.job_master.WorkerLauncher` on a SparkContext."""
+    """A :class:`~undertow.runtime.master.job_master.WorkerLauncher` on a SparkContext."""
 
     def __init__(self, context: SparkContext, config: Configuration) -> None:
         self.sc = context

@@ -7,7 +7,7 @@ While the worker runs, the process is named ``undertow-worker`` (``/proc/PID/com
 how the testing kit finds it for ``kill -9``; the old name is restored afterwards.
 
 Log lines go to the task's stderr, which is the executor's log, with job, worker, operator and
-subtask in each (:mod:`undertow.runtime.cluster.log_context`). A worker that fails raises,
+subtask in each (:mod:`undertow.runtime.worker.log_context`). A worker that fails raises,
 which fails the barrier stage; Spark never retries a barrier ResultStage, so recovery is the
 JobMaster's (it submits a new stage for the next attempt).
 
@@ -29,8 +29,8 @@ from typing import Any
 from undertow.common import python_dependencies
 from undertow.core.config import Options
 from undertow.deploy.python_environment import WorkerEnvironment, spark_files
-from undertow.runtime.cluster.log_context import worker_log_handler
-from undertow.runtime.cluster.worker import run_worker
+from undertow.runtime.worker.log_context import worker_log_handler
+from undertow.runtime.worker.worker import run_worker
 
 log = logging.getLogger(__name__)
 

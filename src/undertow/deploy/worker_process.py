@@ -7,8 +7,8 @@ import sys
 
 from undertow.common import python_dependencies
 from undertow.deploy.python_environment import WorkerEnvironment, same_place
-from undertow.runtime.cluster.log_context import worker_log_handler
-from undertow.runtime.cluster.worker import run_worker
+from undertow.runtime.worker.log_context import worker_log_handler
+from undertow.runtime.worker.worker import run_worker
 
 
 def main() -> int:

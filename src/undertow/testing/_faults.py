@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from undertow.api.functions import MapFunction, RuntimeContext
-from undertow.runtime.cluster.restore_hook import set_restore_filter
+from undertow.runtime.master.restore_hook import set_restore_filter
 from undertow.state.descriptors import ValueStateDescriptor
 
 WORKER_MODULE = "undertow.deploy.worker_process"
@@ -272,7 +272,7 @@ def no_restore() -> Iterator[list[int]]:
     test that passes under it cannot tell a restore from a rerun.
 
     Yields the list of checkpoint ids whose snapshots were ignored (filled as it happens).
-    Hooked at :func:`undertow.runtime.cluster.restore_hook.plan_to_apply`, the one place a
+    Hooked at :func:`undertow.runtime.master.restore_hook.plan_to_apply`, the one place a
     restore plan reaches a deployment; the JobMaster runs in the driver process on every
     target, so this works for ``local-threads``, ``local`` and ``spark`` alike."""
     ignored: list[int] = []

@@ -1,7 +1,7 @@
 """The web dashboard's files, shipped inside the package (``undertow/web/static``).
 
 The JobMaster's REST API serves them at ``/`` (see
-:mod:`undertow.runtime.cluster.rest.ui_routes`); the page is plain JavaScript that reads the
+:mod:`undertow.runtime.master.rest.ui_routes`); the page is plain JavaScript that reads the
 REST JSON of the same origin, so nothing is fetched from elsewhere (no CDN). :func:`asset` only
 serves files directly inside ``static`` (no subdirectories, no ``..``). Read-only; any thread.
 """

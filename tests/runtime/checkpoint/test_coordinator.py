@@ -18,7 +18,7 @@ from undertow.runtime.checkpoint.barrier import SnapshotType
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
-from undertow.runtime.cluster.checkpoint_stats import CheckpointStatsTracker, CheckpointStatus
+from undertow.runtime.master.checkpoint_stats import CheckpointStatsTracker, CheckpointStatus
 from undertow.testing.coordinator import CoordinatorUnderTest, in_memory_coordinator
 
 INTERVAL = {"execution.checkpointing.interval": "100 ms",

@@ -1,4 +1,4 @@
-"""The REST API's access rules (:mod:`undertow.runtime.cluster.rest.access`): when a token is
+"""The REST API's access rules (:mod:`undertow.runtime.master.rest.access`): when a token is
 required, how it is checked, and where savepoints may go; and the endpoint applying them."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError
-from undertow.runtime.cluster.rest.access import RestAccess, resolve_access, within
-from undertow.runtime.cluster.rest.server import RestEndpoint
+from undertow.runtime.master.rest.access import RestAccess, resolve_access, within
+from undertow.runtime.master.rest.server import RestEndpoint
 
 JOB = "c" * 32
 VIEW: Any = SimpleNamespace(job_id=JOB)

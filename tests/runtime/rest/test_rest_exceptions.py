@@ -22,12 +22,12 @@ from undertow.common import Configuration, WatermarkStrategy
 from undertow.core.errors import JobCancelledError, JobExecutionError
 from undertow.datastream import JobStatus, StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
-from undertow.runtime.cluster.exception_history import (
+from undertow.runtime.master.exception_history import (
     ExceptionHistory,
     TaskOrigin,
     failure_record,
 )
-from undertow.runtime.cluster.rest import responses
+from undertow.runtime.master.rest import responses
 
 FLINK_TOP_LEVEL = {"root-exception", "timestamp", "all-exceptions", "truncated",
                    "exceptionHistory"}  # fmt: skip
@@ -187,7 +187,7 @@ def _view(history: ExceptionHistory) -> Any:
 
 
 def test_max_exceptions_limits_the_history_as_in_flink() -> None:
-    from undertow.runtime.cluster.rest.server import RestEndpoint
+    from undertow.runtime.master.rest.server import RestEndpoint
 
     history = ExceptionHistory()
     for attempt in range(3):

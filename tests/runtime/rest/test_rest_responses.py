@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
-from undertow.runtime.cluster.metrics import (
+from undertow.runtime.master.metrics import (
     CheckpointStatsTracker,
     ExecutionState,
     JobView,
@@ -19,8 +19,8 @@ from undertow.runtime.cluster.metrics import (
     aggregate_state,
     summarize,
 )
-from undertow.runtime.cluster.rest import responses
-from undertow.runtime.cluster.rest.server import RestEndpoint
+from undertow.runtime.master.rest import responses
+from undertow.runtime.master.rest.server import RestEndpoint
 
 T0 = 1_700_000_000_000
 SOURCE, SINK = "a" * 32, "b" * 32

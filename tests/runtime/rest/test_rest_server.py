@@ -25,7 +25,7 @@ from undertow.core.config import Options
 from undertow.core.errors import ConfigurationError, JobCancelledError
 from undertow.datastream import JobClient, JobStatus, StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
-from undertow.runtime.cluster.rest.server import resolve_port
+from undertow.runtime.master.rest.server import resolve_port
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
 HISTORY_FIELDS = {

@@ -9,7 +9,7 @@ from typing import Any
 
 from undertow.core.errors import ConfigurationError
 from undertow.core.modes import SavepointFormatType
-from undertow.runtime.cluster.rest.server import RestEndpoint
+from undertow.runtime.master.rest.server import RestEndpoint
 
 JOB = "c" * 32
 #: the stop endpoints only read the job id of the view

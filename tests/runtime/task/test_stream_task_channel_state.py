@@ -17,6 +17,7 @@ from undertow.core.errors import StateError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.channel_recovery import ReemittedChannel, SubtaskChannelRecovery
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
@@ -24,7 +25,7 @@ from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.checkpoint_io import CheckpointIO
-from undertow.runtime.task.deployment import ReemittedChannel, TaskDeployment
+from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.testing.channel_state import InMemoryChannelStateWriter
 
@@ -88,7 +89,7 @@ def build(
         vertex=vertex, subtask_index=0, attempt=1, config=config or Configuration(),
         gates=(gate,), writers={vertex.outputs[0].id: writer},
         restored=() if state is None else (SubtaskSnapshot(channel_state=state),),
-        reemit=reemit, recovery_outputs=recovery_outputs, recovering_gates=recovering_gates,
+        channel_recovery=SubtaskChannelRecovery(reemit, recovery_outputs, recovering_gates),
     )  # fmt: skip
     if checkpoint_io is not None and checkpoint_io.channel_state_writer is None:
         channel_state = InMemoryChannelStateWriter.of([gate], [writer])

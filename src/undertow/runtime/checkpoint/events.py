@@ -3,7 +3,7 @@
 The coordinator emits exactly one :class:`Triggered` per checkpoint or savepoint it starts,
 one :class:`Acknowledged` per subtask acknowledgement it accepts for a pending checkpoint,
 and then exactly one of :class:`Completed` or :class:`Aborted`. Observers (the JobMaster's
-:class:`~undertow.runtime.cluster.checkpoint_stats.CheckpointStatsTracker`) need no
+:class:`~undertow.runtime.master.checkpoint_stats.CheckpointStatsTracker`) need no
 idempotence guard and re-derive nothing: the reason of an abort comes with it.
 
 Threading: emitted on the JobMaster's loop, synchronously from the coordinator's own calls;

@@ -1,6 +1,6 @@
 """What a restore control drops, and the workers' half of it: dropping that part from the
 state files they read (docs/testing.md, "Controls"; the JobMaster's half is
-:mod:`undertow.runtime.cluster.restore_hook`).
+:mod:`undertow.runtime.master.restore_hook`).
 
 A :class:`RestoreFault` travels with a deployment's restore assignment. The worker applies it
 to every ``SubtaskSnapshot`` it reads (:func:`apply_to_snapshot`), before native files are

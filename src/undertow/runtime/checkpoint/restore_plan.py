@@ -7,7 +7,7 @@ operator's state; state of an operator the job no longer has fails the restore u
 ``execution.state-recovery.ignore-unclaimed-state``. Fully finished operators (FLIP-147) are
 deployed as finished and get nothing. Channel state restores in place where an edge's
 parallelism is unchanged; on a rescaled edge the new producer subtasks re-emit the old
-channels (:mod:`.channel_state_rescale`); channel state whose chains changed is refused.
+channels; channel state whose chains changed is refused (all of it: :mod:`.channel_recovery`).
 
 Pure planning over the job graph and the checkpoint's metadata; the only I/O is reading the
 source enumerators' state files (blocking: call it on an executor). Used by the checkpoint
@@ -24,16 +24,9 @@ from typing import Any
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobGraph
-from undertow.runtime.checkpoint.channel_state_handles import (
-    ChannelStateHandles,
-    MergedChannelStateHandle,
-)
-from undertow.runtime.checkpoint.channel_state_rescale import (
-    EdgeShape,
-    ReemitChannel,
-    UnrescalableChannelState,
-    plan_rescaled_edge,
-)
+from undertow.runtime.checkpoint.channel_recovery.plan import plan_channel_recovery
+from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, VertexMetadata
 from undertow.runtime.checkpoint.restore_fault import RestoreFault
 from undertow.runtime.checkpoint.trigger_plan import RestoredVertex, finished_on_restore
@@ -55,7 +48,7 @@ class RestorePlan:
     #: parallelism; minus the channels of ``rescaled_gates`` / ``rescaled_outputs``)
     channel_state: dict[tuple[int, int], ChannelStateHandles] = field(default_factory=dict)
     #: (producer vertex id, new subtask) -> old channels it re-emits through its record
-    #: writers before its operators run, in order (:mod:`.channel_state_rescale`)
+    #: writers before its operators run, in order (:mod:`.channel_recovery.rescale`)
     reemit: dict[tuple[int, int], tuple[ReemitChannel, ...]] = field(default_factory=dict)
     #: vertex id -> gate indices of rescaled edges with channel state (not restored in place)
     rescaled_gates: dict[int, frozenset[int]] = field(default_factory=dict)
@@ -99,7 +92,6 @@ def plan_restore(
         finished_uids, meta.checkpoint_id,
     )  # fmt: skip
     files: dict[tuple[int, int], list[FileHandle]] = {}
-    channel_state: dict[tuple[int, int], ChannelStateHandles] = {}
     enumerators: dict[int, Any] = {}
     old_of: dict[int, VertexMetadata] = {}  # new vertex -> old vertex with the same chain
     for vertex in graph.vertices:
@@ -107,7 +99,7 @@ def plan_restore(
         exact = [old for old in meta.vertices if set(old.uids) & set(chain)]
         if len(exact) == 1 and exact[0].uids == chain:
             old_of[vertex.id] = exact[0]
-    reemit, rescaled_gates, rescaled_outputs = _plan_rescaled_channels(graph, meta, old_of)
+    channels = plan_channel_recovery(graph, meta, old_of, finished)
     for vertex in graph.vertices:
         if vertex.id in finished:
             continue  # deployed as finished: no state, no enumerator
@@ -115,13 +107,6 @@ def plan_restore(
         matched = [old for old in meta.vertices if set(old.uids) & uids]
         if not matched:
             continue
-        for old in matched:
-            if old.channel_state:
-                _check_channel_state_shape(graph, meta, vertex.id, old, old_of)
-                if old.parallelism != vertex.parallelism:
-                    continue  # all its edges are rescaled: re-emitted by the producers
-                for s, subtask_channels in old.channel_state.items():
-                    channel_state[(vertex.id, s)] = subtask_channels
         for s in range(vertex.parallelism):
             handles: list[FileHandle] = []
             for old in matched:
@@ -138,120 +123,8 @@ def plan_restore(
                 data = storage.read_file(handle, meta.checkpoint_id)
                 enumerators[vertex.id] = pickle.loads(data)
     return RestorePlan(meta, storage.root_uri, storage.job_id, files, enumerators,
-                       channel_state, reemit, rescaled_gates, rescaled_outputs,
-                       finished)  # fmt: skip
-
-
-def _check_channel_state_shape(
-    graph: JobGraph,
-    meta: CheckpointMetadata,
-    vertex_id: int,
-    old: VertexMetadata,
-    old_of: Mapping[int, VertexMetadata],
-) -> None:
-    """Channel state is restored only where the chains are the ones it was taken with: the
-    vertex's and every vertex it exchanges data with (channel ids name gates and outputs
-    by position). Parallelism may change (:func:`_plan_rescaled_channels`)."""
-    vertex = graph.vertex(vertex_id)
-    changes: list[str] = []
-    if old_of.get(vertex_id) is not old:
-        changes.append(f"the chain changed from {list(old.uids)}")
-    neighbours = [e.source_vertex for e in vertex.inputs]
-    neighbours += [e.target_vertex for e in vertex.outputs]
-    for neighbour_id in neighbours:
-        if neighbour_id not in old_of:
-            neighbour = graph.vertex(neighbour_id)
-            changes.append(f"the chain of its neighbour '{neighbour.name}' changed")
-    if changes:
-        raise RestoreError(
-            f"checkpoint {meta.checkpoint_id} holds in-flight data (unaligned channel "
-            f"state) of operator '{old.name}' that cannot be restored: "
-            f"{'; '.join(changes)} (restore with the old chaining, or take an aligned "
-            f"checkpoint or savepoint first)"
-        )
-
-
-def _plan_rescaled_channels(
-    graph: JobGraph, meta: CheckpointMetadata, old_of: Mapping[int, VertexMetadata]
-) -> tuple[
-    dict[tuple[int, int], tuple[ReemitChannel, ...]],
-    dict[int, frozenset[int]],
-    dict[int, frozenset[int]],
-]:
-    """For every edge whose parallelism changed on either side and that carries channel
-    state: which new producer subtask re-emits which old channel (and from which handles),
-    and the gates and outputs that therefore do not restore in place. Edges between
-    vertices without an exact old chain are left to :func:`_check_channel_state_shape`."""
-    reemit: dict[tuple[int, int], list[ReemitChannel]] = {}
-    gates: dict[int, set[int]] = {}
-    outputs: dict[int, set[int]] = {}
-    for edge in graph.edges:
-        producer = graph.vertex(edge.source_vertex)
-        consumer = graph.vertex(edge.target_vertex)
-        old_producer, old_consumer = old_of.get(producer.id), old_of.get(consumer.id)
-        if old_producer is None or old_consumer is None:
-            continue
-        shape = EdgeShape(
-            edge.id, edge.partitioner_kind, producer.id, consumer.id,
-            [e.id for e in producer.outputs].index(edge.id),
-            [e.id for e in consumer.inputs].index(edge.id),
-            old_producer.parallelism, producer.parallelism,
-            old_consumer.parallelism, consumer.parallelism,
-        )  # fmt: skip
-        if not shape.is_rescaled:
-            continue
-        ins = _handles_with(old_consumer, "input", shape.gate_index)
-        outs = _handles_with(old_producer, "output", shape.output_index)
-        has_state = bool(ins or outs)
-        try:
-            plan = plan_rescaled_edge(shape, has_state)
-        except UnrescalableChannelState as err:
-            raise RestoreError(
-                f"checkpoint {meta.checkpoint_id} holds in-flight data (unaligned channel "
-                f"state) on the edge '{producer.name}' -> '{consumer.name}' of operator "
-                f"'{consumer.name}' that cannot be rescaled: {err}. Restore at the old "
-                f"parallelism, or take an aligned checkpoint or savepoint first"
-            ) from err
-        if not has_state:
-            continue
-        gates.setdefault(consumer.id, set()).add(shape.gate_index)
-        outputs.setdefault(producer.id, set()).add(shape.output_index)
-        for new_subtask, channels in plan.items():
-            for channel in channels:
-                handle_in = ins.get(channel.old_consumer)
-                handle_out = outs.get(channel.old_producer)
-                if handle_in is not None and channel.input_channel not in handle_in[1]:
-                    handle_in = None
-                if handle_out is not None and channel.output_channel not in handle_out[1]:
-                    handle_out = None
-                if handle_in is None and handle_out is None:
-                    continue
-                reemit.setdefault((producer.id, new_subtask), []).append(ReemitChannel(
-                    channel,
-                    None if handle_in is None else handle_in[0],
-                    None if handle_out is None else handle_out[0],
-                ))  # fmt: skip
-    return (
-        {key: tuple(channels) for key, channels in reemit.items()},
-        {v: frozenset(g) for v, g in gates.items()},
-        {v: frozenset(o) for v, o in outputs.items()},
-    )
-
-
-def _handles_with(
-    old: VertexMetadata, side: str, index: int
-) -> dict[int, tuple[MergedChannelStateHandle, frozenset[tuple[int, int]]]]:
-    """Old subtask -> its ``side`` handle and channels, for subtasks with state of gate or
-    output ``index``."""
-    found = {}
-    for s, handles in old.channel_state.items():
-        handle = handles.input if side == "input" else handles.output
-        if handle is None:
-            continue
-        channels = frozenset(c for c in handle.channels() if c[0] == index)
-        if channels:
-            found[s] = (handle, channels)
-    return found
+                       channels.channel_state, channels.reemit, channels.rescaled_gates,
+                       channels.rescaled_outputs, finished)  # fmt: skip
 
 
 def unclaimed_message(checkpoint_id: int, uids: list[str]) -> str:

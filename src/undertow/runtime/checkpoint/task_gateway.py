@@ -2,7 +2,7 @@
 
 The coordinator (``runtime.checkpoint``) never reaches into the cluster layer above it: it
 talks to tasks through :class:`TaskGateway`, which
-:class:`~undertow.runtime.cluster.task_gateway.AttemptGateway` implements (control
+:class:`~undertow.runtime.master.task_gateway.AttemptGateway` implements (control
 messages to the workers) and the testing kit's ``FakeTaskGateway`` records.
 
 Threading: the JobMaster's loop only; every call returns at once (messages are queued).
@@ -18,7 +18,7 @@ from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 
 class TaskGateway(Protocol):
     """What the coordinator asks of the tasks of the running attempt (implemented by
-    :class:`~undertow.runtime.cluster.task_gateway.AttemptGateway`). Loop thread only."""
+    :class:`~undertow.runtime.master.task_gateway.AttemptGateway`). Loop thread only."""
 
     def trigger_source(self, vertex_id: int, subtask: int, barrier: CheckpointBarrier) -> None: ...
 

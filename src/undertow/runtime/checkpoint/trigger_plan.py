@@ -43,7 +43,7 @@ class SubtaskTopology:
     @staticmethod
     def of(graph: JobGraph) -> SubtaskTopology:
         """From a job graph: channels connect subtasks as the workers build them
-        (``runtime.cluster.placement.plan_execution``, the same partitioner rule)."""
+        (``runtime.control.placement.plan_execution``, the same partitioner rule)."""
         preds: dict[SubtaskKey, set[SubtaskKey]] = {}
         for edge in graph.edges:
             up = graph.vertex(edge.source_vertex)

@@ -70,3 +70,35 @@ class InflightOutputView(Protocol):
     def subscribe_events_sent(self, sink: InflightDataSink) -> None:
         """Call ``sink`` with every event this subpartition sends, when it is sent."""
         ...
+
+
+class PriorityInputView(Protocol):
+    """One input channel as the checkpointer steers it: priority events and blocking.
+
+    To the network an event stays opaque: the checkpointer queues a barrier announcement
+    ahead of the data, moves an announced barrier into the priority region when it turns
+    unaligned, and releases a channel an aligned barrier blocked.
+    """
+
+    @property
+    def is_blocked(self) -> bool:
+        """A blocking event (aligned barrier) arrived and consumption was not resumed."""
+        ...
+
+    def add_priority_event(self, event: object) -> None:
+        """Queue a locally created priority event ahead of the channel's normal entries."""
+        ...
+
+    def prioritize(self, payload: object) -> bool:
+        """Move the queued normal entry ``payload`` (by identity) into the priority region;
+        ``False``, changing nothing, if it is not queued as a normal entry."""
+        ...
+
+    def resume_consumption(self) -> None:
+        """Release a channel blocked by a blocking event."""
+        ...
+
+
+class CheckpointedInputView(InflightInputView, PriorityInputView, Protocol):
+    """All the checkpoint side sees of one input channel: its in-flight data and its
+    priority events (implemented by :class:`~undertow.runtime.network.input_gate.InputChannel`)."""

@@ -62,6 +62,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     StartChannelState,
 )
 from undertow.runtime.checkpoint.settings import CheckpointSettings
+from undertow.runtime.network.inflight_view import CheckpointedInputView
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
@@ -81,9 +82,10 @@ class TaskInput(Protocol):
     def post(self, mail: Callable[[], None]) -> None:
         """Run ``mail`` on the task's mailbox."""
 
-    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
-        """Channel-state chunks of the records the task took from ``channel`` but has not
-        processed: the rest of the current batch, then restored batches still pending."""
+    def unprocessed_chunks(self, channel: object) -> list[bytes]:
+        """Channel-state chunks of the records the task took from ``channel`` (one of its input
+        channels, by identity) but has not processed: the rest of the current batch, then
+        restored batches still pending."""
 
 
 def _now_ms() -> int:
@@ -137,7 +139,8 @@ class SubtaskCheckpointer:
         #: Called when the task takes a synchronous savepoint (stop with savepoint), before
         #: its snapshot: the task must not close before that savepoint completed.
         self.synchronous_savepoint_listener = listeners.on_synchronous_savepoint
-        self.channels: list[InputChannel] = [c for g in gates for c in g.channels]
+        #: Each input channel as the checkpointer may see it (in-flight data, priority events).
+        self.channels: list[CheckpointedInputView] = [c for g in gates for c in g.channels]
         self._index = {id(c): i for i, c in enumerate(self.channels)}
         #: channel index -> (gate index, channel index in the gate)
         self._info = [(gi, c.index) for gi, g in enumerate(gates) for c in g.channels]

@@ -17,22 +17,10 @@ from dataclasses import dataclass, field
 
 from undertow.core.config import Configuration
 from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.channel_recovery.feed import SubtaskChannelRecovery
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter
-
-
-@dataclass(frozen=True, slots=True)
-class ReemittedChannel:
-    """An old channel a subtask re-emits through one of its outputs after a rescale."""
-
-    #: Index of the output (in ``vertex.outputs`` order) the records go to.
-    output: int
-    #: The old channel's chunks in stream order: its consumer's input, then its producer's
-    #: output.
-    chunks: tuple[bytes, ...]
-    #: Checkpoint, edge and old channel, for errors.
-    description: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,13 +40,8 @@ class TaskDeployment:
     restored: tuple[SubtaskSnapshot, ...] = ()
     #: The vertex was fully finished in the restored checkpoint: no operator runs.
     finished_on_restore: bool = False
-    #: Rescaled restore: old channels this subtask re-emits, in order, before any operator.
-    reemit: tuple[ReemittedChannel, ...] = ()
-    #: Outputs (indices) that end their re-emitted data with an ``EndOfChannelStateEvent``.
-    recovery_outputs: frozenset[int] = frozenset()
-    #: Gates (indices) that receive re-emitted data: the JobMaster triggers no checkpoint
-    #: before every one of them ended it.
-    recovering_gates: frozenset[int] = frozenset()
+    #: Rescaled restore: what this subtask re-emits and which of its gates recover.
+    channel_recovery: SubtaskChannelRecovery = field(default_factory=SubtaskChannelRecovery)
 
     @property
     def name(self) -> str:

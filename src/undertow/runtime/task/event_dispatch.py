@@ -14,7 +14,7 @@ timer fires after the savepoint's state was taken.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from undertow.core.errors import StateError
@@ -24,6 +24,7 @@ from undertow.runtime.checkpoint.barrier import (
     CancelCheckpointMarker,
     CheckpointBarrier,
 )
+from undertow.runtime.checkpoint.channel_recovery import UpstreamRecoveryTracker
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.events import (
@@ -62,8 +63,7 @@ class EventDispatcher:
         two_input: bool,
         checkpointer: SubtaskCheckpointer | None,
         lifecycle: LifecycleEvents,
-        recovering_gates: frozenset[int] = frozenset(),
-        on_channel_state_recovered: Callable[[], None] | None = None,
+        recovery: UpstreamRecoveryTracker | None = None,
     ) -> None:
         self.name = name
         self.operator_name = operator_name
@@ -90,14 +90,11 @@ class EventDispatcher:
         self.data_ended: set[tuple[int, int]] = set()
         #: Every channel ended its data (never true for a task without inputs).
         self.all_data_ended = False
-        #: id(gate) -> indices of its channels that delivered EndOfChannelStateEvent so far.
-        self._recovered_channels: dict[int, set[int]] = {}
-        #: Rescaled restore: indices of the gates that receive re-emitted data, and what to
-        #: call once every one of them ended it (the JobMaster triggers no checkpoint before:
-        #: one taken meanwhile would persist re-emitted records as ordinary in-flight data
-        #: and lose their place before all live data).
-        self.recovering_gates: set[int] = set(recovering_gates)
-        self._on_channel_state_recovered = on_channel_state_recovered
+        #: Rescaled restore: the gates that receive re-emitted data, and what happens once
+        #: every one of them ended it (the JobMaster triggers no checkpoint before: one taken
+        #: meanwhile would persist re-emitted records as ordinary in-flight data and lose
+        #: their place before all live data).
+        self.recovery = recovery if recovery is not None else UpstreamRecoveryTracker()
 
     def on_event(self, gate: InputGate, channel: InputChannel, event: Any) -> None:
         key = gate.input_index if self.two_input else 1
@@ -136,17 +133,7 @@ class EventDispatcher:
     def on_end_of_channel_state(self, gate: InputGate, channel: InputChannel) -> None:
         """A producer finished re-emitting on ``channel`` (which is now blocked); once every
         channel of the gate did, resume them all: live data may flow."""
-        done = self._recovered_channels.setdefault(id(gate), set())
-        done.add(channel.index)
-        if len(done) == len(gate.channels):
-            del self._recovered_channels[id(gate)]
-            for ch in gate.channels:
-                ch.resume_consumption()
-            self.recovering_gates.discard(self.gates.index(gate))
-            callback = self._on_channel_state_recovered
-            if not self.recovering_gates and callback is not None:
-                self._on_channel_state_recovered = None
-                callback()
+        self.recovery.end_of_channel_state(self.gates.index(gate), gate, channel)
 
     def records_after_end_of_data(self, channel: InputChannel) -> None:
         """Records arrived on a channel that ended its data: a producer's bug."""

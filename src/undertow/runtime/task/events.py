@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from undertow.runtime.checkpoint.channel_recovery.rescale import EndOfChannelStateEvent
+
+__all__ = [  # EndOfChannelStateEvent lives with channel recovery; re-exported here
+    "EndOfChannelStateEvent", "EndOfData", "EndOfPartitionEvent", "WatermarkEvent",
+    "WatermarkStatusEvent",
+]  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class WatermarkEvent:
@@ -33,15 +40,3 @@ class EndOfData:
 @dataclass(frozen=True, slots=True)
 class EndOfPartitionEvent:
     """The producer subtask finished; nothing follows on this channel."""
-
-
-@dataclass(frozen=True, slots=True)
-class EndOfChannelStateEvent:
-    """The producer re-emitted all the in-flight data of a rescaled restore on this channel
-    (:mod:`undertow.runtime.checkpoint.channel_state_rescale`); live data follows.
-
-    Sent as a *blocking* event right after the re-emitted records, on every subpartition of an
-    edge whose parallelism changed; the consumer resumes all channels of the gate once each
-    delivered one, so all restored data precedes all live data (Flink's
-    ``EndOfChannelStateEvent``).
-    """

@@ -133,6 +133,15 @@ class StreamInputProcessor:
         """A batch of restored input channel state: processed before any live input."""
         self._restored_input.append((gate, channel, values, timestamps))
 
+    def take_unprocessed(self) -> tuple[CurrentBatch | None, int]:
+        """Take what the task holds and has not processed, for an unaligned stop's drop
+        (:func:`~undertow.runtime.task.unaligned_stop.drop_input`): the batch in hand (or
+        None) and the number of restored records still pending, which are discarded."""
+        current, self._current = self._current, None
+        restored = sum(len(values) for _, _, values, _ in self._restored_input)
+        self._restored_input.clear()
+        return current, restored
+
     def process_priority_events(self) -> None:
         """Take every queued priority event (unaligned barrier, announcement) ahead of data."""
         for gate in self.gates:
@@ -141,7 +150,7 @@ class StreamInputProcessor:
             while (polled := gate.poll_priority()) is not None:
                 self.events.on_event(gate, polled[0], polled[1])
 
-    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
+    def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """Channel-state chunks of what the task took from ``channel`` and has not processed:
         the rest of the current batch, then restored batches still pending (stream order)."""
         chunks = []

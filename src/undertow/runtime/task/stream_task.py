@@ -17,28 +17,31 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import traceback
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
 from undertow.core.config import Options
 from undertow.core.errors import StateError
+from undertow.runtime.checkpoint import channel_recovery
+from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
-from undertow.runtime.network.input_gate import InputChannel
-from undertow.runtime.task import channel_state_restore
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
-from undertow.runtime.task.context import LoopProcessingTimeService
+from undertow.runtime.task.context import LoopProcessingTimeService, user_metric_values
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.events import EndOfChannelStateEvent, EndOfData, EndOfPartitionEvent
 from undertow.runtime.task.input_processor import StreamInputProcessor
 from undertow.runtime.task.lifecycle import (
+    Finished,
     FinishedOnRestore,
     Finishing,
     Running,
@@ -68,8 +71,10 @@ def _never() -> bool:
 
 class StreamTask:
     """One subtask (see the module docstring). It implements the checkpointer's
-    ``TaskInput`` and the event dispatch's ``LifecycleEvents``; the worker calls ``run``,
-    ``post``, ``cancel``, ``stop_source`` and ``statistics``, all on its loop."""
+    ``TaskInput``, the event dispatch's ``LifecycleEvents`` and the worker's ``TaskControl``
+    (:mod:`undertow.runtime.worker.control_router`: the "control" methods below, each of which
+    posts a mail); the worker calls ``run``, the control methods, ``statistics`` and
+    ``user_metrics``, all on its loop."""
 
     def __init__(
         self,
@@ -84,7 +89,7 @@ class StreamTask:
         """Build the subtask's chain (and, with ``checkpoint_io``, its checkpointer) from
         ``deployment``. ``pace``: the worker's shared slice pace (default: one of its own).
         ``on_channel_state_recovered``: called once every gate of
-        ``deployment.recovering_gates`` ended its re-emitted channel state."""
+        ``deployment.channel_recovery.recovering_gates`` ended its re-emitted channel state."""
         vertex = deployment.vertex
         config = deployment.config
         self.deployment = deployment
@@ -148,8 +153,9 @@ class StreamTask:
         self.events = EventDispatcher(
             name=self.name, operator_name=vertex.name, gates=self.gates, head=self.head,
             two_input=two_input, checkpointer=self.checkpointer, lifecycle=self,
-            recovering_gates=deployment.recovering_gates,
-            on_channel_state_recovered=on_channel_state_recovered,
+            recovery=channel_recovery.UpstreamRecoveryTracker(
+                deployment.channel_recovery.recovering_gates, on_channel_state_recovered
+            ),
         )  # fmt: skip
         #: Unaligned checkpoints: priority events may overtake data.
         self._priority_events = (
@@ -176,11 +182,50 @@ class StreamTask:
     def cancel(self) -> None:
         self.mailbox.cancel()
 
+    # -- control (the worker's TaskControl; loop thread, each posts a mail) ---------------------
+    def trigger_checkpoint(self, barrier: CheckpointBarrier) -> bool:
+        """Post a source trigger; ``False`` (and nothing posted) if this task has no
+        checkpointer or already finished: its ``TaskFinished`` makes the JobMaster count it as
+        acknowledged (FLIP-147), so the trigger is dropped."""
+        checkpointer = self.checkpointer
+        if checkpointer is None or isinstance(self.lifecycle, Finished):
+            return False
+        self.post(functools.partial(checkpointer.trigger_checkpoint, barrier))
+        return True
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Post the completion of ``checkpoint_id`` to the checkpointer (if there is one)."""
+        checkpointer = self.checkpointer
+        if checkpointer is not None:
+            self.post(functools.partial(checkpointer.notify_checkpoint_complete, checkpoint_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Post the abort of ``checkpoint_id`` to the checkpointer (if there is one)."""
+        checkpointer = self.checkpointer
+        if checkpointer is not None:
+            self.post(functools.partial(checkpointer.notify_checkpoint_aborted, checkpoint_id))
+
+    def add_splits(self, splits: list[Any]) -> None:
+        """Post splits the enumerator assigned to this source subtask's reader."""
+        self.post(functools.partial(self.head.add_splits, splits))
+
+    def no_more_splits(self) -> None:
+        """Post that the enumerator has no more splits for this source subtask."""
+        self.post(self.head.no_more_splits)
+
+    def stop_with_savepoint(self, drain: bool) -> None:
+        """Post :meth:`stop_source` (stop with savepoint; its trigger follows)."""
+        self.post(functools.partial(self.stop_source, drain))
+
+    def user_metrics(self) -> dict[str, float]:
+        """The chain's user metrics, ``"<operator>.<identifier>"`` -> value."""
+        return user_metric_values(self.chain.operators)
+
     def source_available(self) -> None:
         """A reader said data is available again (``notify_available``)."""
         self.input.source_available()
 
-    def unprocessed_chunks(self, channel: InputChannel) -> list[bytes]:
+    def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """See :meth:`StreamInputProcessor.unprocessed_chunks` (for the checkpointer)."""
         return self.input.unprocessed_chunks(channel)
 
@@ -236,14 +281,14 @@ class StreamTask:
         self.mailbox.restart_time_accounting()
         if not self._reemitted:  # once, before any operator
             self._reemitted = True
-            channel_state_restore.reemit(self.deployment, self.writers, self.output_operators)
+            channel_recovery.reemit(self.deployment, self.writers, self.output_operators)
         if isinstance(self.lifecycle, FinishedOnRestore):
             await self._run_finished()
             return
         try:
             if self.restored:
                 self.chain.restore(self.restored)
-                channel_state_restore.restore_in_place(
+                channel_recovery.restore_in_place(
                     self.deployment, self.restored, self.partitions, self.input.add_restored_input
                 )
                 self.restored = None

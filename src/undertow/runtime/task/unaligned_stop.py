@@ -17,7 +17,6 @@ its cost is one release per queued buffer.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
 from undertow.runtime.network.input_gate import InputChannel, InputGate
@@ -39,17 +38,19 @@ class HeldBatch(Protocol):
 
 class DroppingInput(Protocol):
     """The parts of :class:`~undertow.runtime.task.input_processor.StreamInputProcessor` the
-    drop uses (its own fields: this module is an extension of that processor's loop)."""
+    drop uses (this module is an extension of that processor's loop)."""
 
     dropping_input: bool
     records_dropped: int
-    #: a :class:`HeldBatch` or None (Any: the processor's own batch class is invariant here)
-    _current: Any
-    _restored_input: deque[tuple[InputGate, InputChannel, list[Any], Any]]
     events: EventDispatcher
 
     @property
     def end_of_input(self) -> bool: ...
+
+    def take_unprocessed(self) -> tuple[Any, int]:
+        """The batch in hand (a :class:`HeldBatch` or None; Any: the processor's own batch
+        class is invariant here), taken, and the restored records pending, discarded."""
+        ...
 
     def poll(self) -> tuple[InputGate, InputChannel, Any] | None: ...
 
@@ -71,13 +72,11 @@ def drop_input(inputs: DroppingInput) -> int:
     dropped."""
     dropped = 0
     current: HeldBatch | None
-    current, inputs._current = inputs._current, None
+    current, dropped = inputs.take_unprocessed()
     if current is not None:
         dropped += len(current.values) - current.position
         if not current.restored:
             current.gate.release(current.channel)
-    while inputs._restored_input:
-        dropped += len(inputs._restored_input.popleft()[2])
     ended = inputs.end_of_input  # after it, end-of-partition events still come this way
     while (polled := inputs.poll()) is not None:
         gate, channel, payload = polled

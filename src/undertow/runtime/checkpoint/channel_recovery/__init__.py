@@ -1,0 +1,36 @@
+"""Recovery of channel state (unaligned checkpoints), from the restore plan to the input.
+
+One home, four steps, each behind this package's interface (the rest of the runtime calls
+only the names below):
+
+1. driver, pure: :func:`plan_channel_recovery` decides what each new subtask restores in place
+   and which old channels a producer re-emits after a rescale (:mod:`.plan`, :mod:`.rescale`);
+2. worker, I/O pool: :meth:`WorkerChannelRecovery.read` reads and checks it (:mod:`.reader`);
+3. task, before ``open``: :func:`restore_in_place` and :func:`reemit` put it back (:mod:`.feed`);
+4. consumer: :class:`UpstreamRecoveryTracker` resumes a gate once its re-emitted data ended.
+
+Where checkpoints during recovery (FLIP-76 / FLIP-547) will go: docs/design.md, "Channel
+recovery in one home".
+"""
+
+from __future__ import annotations
+
+from undertow.runtime.checkpoint.channel_recovery.feed import (
+    ReemittedChannel,
+    SubtaskChannelRecovery,
+    reemit,
+    restore_in_place,
+)
+from undertow.runtime.checkpoint.channel_recovery.plan import (
+    ChannelRecoveryPlan,
+    plan_channel_recovery,
+)
+from undertow.runtime.checkpoint.channel_recovery.reader import WorkerChannelRecovery
+from undertow.runtime.checkpoint.channel_recovery.rescale import EndOfChannelStateEvent
+from undertow.runtime.checkpoint.channel_recovery.upstream import UpstreamRecoveryTracker
+
+__all__ = [
+    "ChannelRecoveryPlan", "EndOfChannelStateEvent", "ReemittedChannel",
+    "SubtaskChannelRecovery", "UpstreamRecoveryTracker", "WorkerChannelRecovery",
+    "plan_channel_recovery", "reemit", "restore_in_place",
+]  # fmt: skip

@@ -1,0 +1,149 @@
+"""The task's half of channel recovery: restored channel state put back before any operator runs.
+
+In place (same parallelism): restored output buffers go back into their subpartitions, and
+restored input becomes pending batches of the input processor, processed before any live
+input (:func:`restore_in_place`). After a rescale: the records of the old channels a producer
+took over are re-emitted through its record writers, each rescaled output ending with a
+blocking ``EndOfChannelStateEvent`` (:func:`reemit`); what a subtask does after a rescale is
+its :class:`SubtaskChannelRecovery`, built by the worker (:mod:`.reader`).
+
+Threading: the task's loop thread, once, from ``StreamTask.run`` before ``open``.
+Invariant: state of another shape is never restored in place (it fails, naming checkpoint
+and operator); re-emitted records are not bounded by the output budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from undertow.core.errors import RestoreError, StateError
+from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.channel_recovery.rescale import (
+    EndOfChannelStateEvent,
+    channel_records,
+)
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk
+from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.network.partition import RecordWriter, ResultPartition
+
+#: Takes one restored input batch: (gate, channel, values, timestamps).
+RestoredInput = Callable[[InputGate, InputChannel, list[Any], Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ReemittedChannel:
+    """An old channel a subtask re-emits through one of its outputs after a rescale."""
+
+    #: Index of the output (in ``vertex.outputs`` order) the records go to.
+    output: int
+    #: The old channel's chunks in stream order: its consumer's input, then its producer's
+    #: output.
+    chunks: tuple[bytes, ...]
+    #: Checkpoint, edge and old channel, for errors.
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskChannelRecovery:
+    """What one subtask does for a rescaled restore (all empty: nothing)."""
+
+    #: Old channels this subtask re-emits, in order, before any operator.
+    reemit: tuple[ReemittedChannel, ...] = ()
+    #: Outputs (indices) that end their re-emitted data with an ``EndOfChannelStateEvent``.
+    recovery_outputs: frozenset[int] = frozenset()
+    #: Gates (indices) that receive re-emitted data: the JobMaster triggers no checkpoint
+    #: before every one of them ended it (:class:`.upstream.UpstreamRecoveryTracker`).
+    recovering_gates: frozenset[int] = frozenset()
+
+
+class RecoveringSubtask(Protocol):
+    """The subtask as its channel recovery sees it (``TaskDeployment`` implements it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def vertex(self) -> JobVertex: ...
+
+    @property
+    def subtask_index(self) -> int: ...
+
+    @property
+    def gates(self) -> tuple[InputGate, ...]: ...
+
+    @property
+    def channel_recovery(self) -> SubtaskChannelRecovery: ...
+
+
+def restore_in_place(
+    subtask: RecoveringSubtask,
+    snapshots: Sequence[SubtaskSnapshot],
+    partitions: Sequence[ResultPartition],
+    add_input: RestoredInput,
+) -> None:
+    """Queue restored output buffers; hand restored input batches to ``add_input``."""
+    states = [s.channel_state for s in snapshots if getattr(s, "channel_state", None)]
+    if not states:
+        return
+    state = states[0]
+    assert state is not None
+    _check_shape(subtask, state, len(snapshots), partitions)
+    for (output, subpartition), chunks in sorted(state.outputs.items()):
+        sp = partitions[output].subpartitions[subpartition]
+        sp.add_buffers([decode_chunk(c) for c in chunks])
+    for (gate_index, channel_index), chunks in sorted(state.inputs.items()):
+        gate = subtask.gates[gate_index]
+        channel = gate.channels[channel_index]
+        for chunk in chunks:
+            batch = channel.deserializer.add(decode_chunk(chunk))
+            if batch is not None:
+                add_input(gate, channel, batch[0], batch[1])
+
+
+def reemit(
+    subtask: RecoveringSubtask, writers: Sequence[RecordWriter], output_operators: Sequence[str]
+) -> None:
+    """Rescaled restore: emit the records of the old channels this subtask took over
+    through their edges' record writers (each old channel deserialized over its chunks in
+    stream order), then end each rescaled output with a blocking ``EndOfChannelStateEvent``."""
+    recovery = subtask.channel_recovery
+    for channel in recovery.reemit:
+        output, where = channel.output, channel.description
+        writer = writers[output]
+        try:
+            for values, stamps in channel_records(channel.chunks, where):
+                writer.emit(values, stamps)
+        except ValueError as err:
+            raise RestoreError(
+                f"{subtask.name}: cannot re-emit the in-flight data of operator "
+                f"'{output_operators[output]}': {err}"
+            ) from err
+    for output in sorted(recovery.recovery_outputs):
+        writers[output].broadcast_event(EndOfChannelStateEvent(), blocks=True)
+
+
+def _check_shape(
+    subtask: RecoveringSubtask,
+    state: ChannelState,
+    num_snapshots: int,
+    partitions: Sequence[ResultPartition],
+) -> None:
+    vertex = subtask.vertex
+    gates = tuple(len(g.channels) for g in subtask.gates)
+    subpartitions = tuple(len(p.subpartitions) for p in partitions)
+    taken = (state.subtask_index, state.parallelism, state.gate_channels, state.subpartitions)
+    now = (subtask.subtask_index, vertex.parallelism, gates, subpartitions)
+    if num_snapshots == 1 and taken == now:
+        return
+    raise StateError(
+        f"{subtask.name}: checkpoint {state.checkpoint_id} holds in-flight data (unaligned "
+        f"channel state) of operator '{vertex.name}' taken at parallelism "
+        f"{state.parallelism} with {state.gate_channels} input channels per gate and "
+        f"{state.subpartitions} subpartitions per output; it cannot be restored in "
+        f"place at parallelism {vertex.parallelism} with {gates} and "
+        f"{subpartitions} (the restore plan should have re-emitted it through the "
+        f"producers)"
+    )

@@ -1,0 +1,266 @@
+"""The worker's half of channel recovery: reads what its subtasks restore, checked before use.
+
+Two kinds, decided by the coordinator's restore plan: channels of edges whose parallelism did
+not change are restored *in place* (the subtask's own input and output state, attached to its
+snapshot as a ``ChannelState`` for the task to put back); channels of rescaled edges are
+*re-emitted* by the new producer subtask that took their old producer over
+(:mod:`.rescale`). Each merged handle is read once per
+worker with one ranged read on the I/O pool, and its region's sha256 is checked before a chunk
+is used (:func:`~undertow.runtime.checkpoint.channel_state_files.read_channel_state`).
+
+Threading: the coroutines run on the worker's loop; only the reads run on the executor. A bad
+shape raises ``RestoreError`` naming the operator, subtask, checkpoint and channel. The longer
+story: docs/design.md, "Rescaling channel state through the producer".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias
+
+from undertow.core.errors import RestoreError
+from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.channel_recovery.feed import (
+    ReemittedChannel,
+    SubtaskChannelRecovery,
+)
+from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel, channel_stream
+from undertow.runtime.checkpoint.channel_state_files import read_channel_state
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelId,
+    ChannelStateHandles,
+    MergedChannelStateHandle,
+)
+from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.network.input_gate import InputGate
+from undertow.runtime.network.partition import RecordWriter
+from undertow.storage.checkpoint_storage import CheckpointStorage
+
+#: (vertex id, subtask index)
+SubtaskKey: TypeAlias = tuple[int, int]
+#: One old channel a producer re-emits: (output index, chunks in stream order, where for errors).
+ReemitStream: TypeAlias = tuple[int, list[bytes], str]
+#: Chunks per channel, in stream order.
+ChannelChunks: TypeAlias = dict[ChannelId, tuple[bytes, ...]]
+
+
+class ChannelStateAssignment(Protocol):
+    """The part of a deployment's restore assignment this reader needs (implemented by
+    ``runtime.control.messages.RestoreAssignment``)."""
+
+    @property
+    def checkpoint_id(self) -> int: ...
+
+    @property
+    def checkpoint_dir(self) -> str: ...
+
+    @property
+    def job_id(self) -> str: ...
+
+    @property
+    def channel_state(self) -> Mapping[SubtaskKey, ChannelStateHandles]: ...
+
+    @property
+    def reemit(self) -> Mapping[SubtaskKey, tuple[ReemitChannel, ...]]: ...
+
+    @property
+    def rescaled_gates(self) -> Mapping[int, frozenset[int]]: ...
+
+    @property
+    def rescaled_outputs(self) -> Mapping[int, frozenset[int]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredChannels:
+    """One subtask's in-place channel state read back from shared files."""
+
+    checkpoint_id: int
+    inputs: ChannelChunks
+    outputs: ChannelChunks
+
+
+class ChannelStateReader:
+    """Reads the channel state of ``subtasks`` (this worker's) that ``assignment`` restores.
+
+    Lifecycle: one per deployment; each read method is awaited once, before the tasks run.
+    A handle shared by several channels or subtasks is read once (cached for this reader).
+    """
+
+    def __init__(
+        self,
+        assignment: ChannelStateAssignment,
+        subtasks: set[SubtaskKey],
+        executor: Executor | None,
+        storage: CheckpointStorage | None = None,
+    ) -> None:
+        self.assignment = assignment
+        self.subtasks = subtasks
+        self.executor = executor
+        self.storage = storage or CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
+        self._cache: dict[int, ChannelChunks] = {}
+        self._handles: dict[int, MergedChannelStateHandle] = {}  # keeps the cached ids valid
+
+    async def read_in_place(self) -> dict[SubtaskKey, RestoredChannels]:
+        """Per subtask: its own channel state, except the channels of rescaled edges (their
+        producers re-emit those)."""
+        assignment = self.assignment
+        result: dict[SubtaskKey, RestoredChannels] = {}
+        for key, handles in assignment.channel_state.items():
+            if key not in self.subtasks:
+                continue
+            if not isinstance(handles, ChannelStateHandles):
+                raise RestoreError(
+                    f"checkpoint {assignment.checkpoint_id}: channel state of vertex {key[0]} "
+                    f"subtask {key[1]} is a {type(handles).__name__}, not ChannelStateHandles"
+                )
+            inputs = await self._chunks(handles.input)
+            outputs = await self._chunks(handles.output)
+            gates = assignment.rescaled_gates.get(key[0], frozenset())
+            rescaled = assignment.rescaled_outputs.get(key[0], frozenset())
+            inputs = {c: chunks for c, chunks in inputs.items() if c[0] not in gates}
+            outputs = {c: chunks for c, chunks in outputs.items() if c[0] not in rescaled}
+            if inputs or outputs:
+                result[key] = RestoredChannels(assignment.checkpoint_id, inputs, outputs)
+        return result
+
+    async def read_reemitted(self) -> dict[SubtaskKey, list[ReemitStream]]:
+        """Per producer subtask: the old channels it re-emits after a rescale, each as its
+        input state followed by its output state (one stream)."""
+        assignment = self.assignment
+        result: dict[SubtaskKey, list[ReemitStream]] = {}
+        for key, channels in assignment.reemit.items():
+            if key not in self.subtasks:
+                continue
+            streams: list[ReemitStream] = []
+            for item in channels:
+                old = item.channel
+                ins = (await self._chunks(item.input)).get(old.input_channel, ())
+                outs = (await self._chunks(item.output)).get(old.output_channel, ())
+                where = (
+                    f"checkpoint {assignment.checkpoint_id}, edge {old.edge_id}, old channel "
+                    f"{old.old_producer} -> {old.old_consumer}"
+                )
+                streams.append((old.output_index, channel_stream(ins, outs), where))
+            result[key] = streams
+        return result
+
+    async def _chunks(self, handle: MergedChannelStateHandle | None) -> ChannelChunks:
+        if handle is None:
+            return {}
+        if id(handle) not in self._cache:
+            self._handles[id(handle)] = handle
+            self._cache[id(handle)] = await asyncio.get_running_loop().run_in_executor(
+                self.executor, read_chunks, handle, self.storage.read_range
+            )
+        return self._cache[id(handle)]
+
+
+def read_chunks(
+    handle: MergedChannelStateHandle, read_range: Callable[[str, int, int], bytes]
+) -> ChannelChunks:
+    """Blocking: ``handle``'s verified region, as chunks per channel in stream order."""
+    chunks: dict[ChannelId, list[bytes]] = {}
+    for channel, chunk in read_channel_state(handle, read_range):
+        chunks.setdefault(channel, []).append(chunk)
+    return {channel: tuple(c) for channel, c in chunks.items()}
+
+
+def with_channel_state(
+    vertex: JobVertex,
+    subtask: int,
+    snapshots: Sequence[SubtaskSnapshot] | None,
+    gates: Sequence[InputGate],
+    writers: Sequence[RecordWriter],
+    restored: RestoredChannels,
+) -> list[SubtaskSnapshot]:
+    """The subtask's snapshots with its in-place channel state attached (the coordinator
+    checked the chains and left out the channels of rescaled edges, so the subtask has its
+    old parallelism and these channels exist; they are checked here)."""
+    gate_channels = tuple(len(g.channels) for g in gates)
+    subpartitions = tuple(len(w.partition.subpartitions) for w in writers)
+    for what, chunks, sizes in (("input", restored.inputs, gate_channels),
+                                ("output", restored.outputs, subpartitions)):  # fmt: skip
+        for first, second in chunks:
+            if first >= len(sizes) or second >= sizes[first]:
+                raise RestoreError(
+                    f"{vertex.name} ({subtask + 1}/{vertex.parallelism}): checkpoint "
+                    f"{restored.checkpoint_id} holds {what} channel state of channel "
+                    f"{(first, second)}, which does not exist ({sizes} channels); the job's "
+                    "shape changed since the checkpoint"
+                )
+    snapshots = list(snapshots) if snapshots else [SubtaskSnapshot(parallelism=vertex.parallelism)]
+    if len(snapshots) != 1 or snapshots[0].channel_state is not None:
+        raise RestoreError(
+            f"{vertex.name} ({subtask + 1}/{vertex.parallelism}): checkpoint "
+            f"{restored.checkpoint_id} holds channel state in shared files, but the subtask "
+            f"restores {len(snapshots)} state files (rescaled or re-chained)"
+        )
+    snapshots[0].channel_state = ChannelState(
+        restored.checkpoint_id, subtask, vertex.parallelism, gate_channels, subpartitions,
+        dict(restored.inputs), dict(restored.outputs),
+    )  # fmt: skip
+    return snapshots
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerChannelRecovery:
+    """The channel state one worker's subtasks restore, read and checked (the worker's side of
+    the package's interface). Built once per deployment by :meth:`read`, before any task."""
+
+    #: Per subtask: its own channel state, restored in place.
+    in_place: Mapping[SubtaskKey, RestoredChannels]
+    #: Per producer subtask: the old channels it re-emits after a rescale.
+    reemitted: Mapping[SubtaskKey, list[ReemitStream]]
+    #: vertex id -> gate indices of rescaled edges with channel state.
+    rescaled_gates: Mapping[int, frozenset[int]]
+    #: vertex id -> output indices of rescaled edges with channel state.
+    rescaled_outputs: Mapping[int, frozenset[int]]
+
+    @classmethod
+    async def read(
+        cls,
+        assignment: ChannelStateAssignment | None,
+        subtasks: set[SubtaskKey],
+        executor: Executor | None,
+    ) -> WorkerChannelRecovery:
+        """Read what ``subtasks`` (this worker's) restore of ``assignment`` (None: a fresh
+        start), on ``executor``; each shared handle once, verified before use."""
+        if assignment is None:
+            return cls({}, {}, {}, {})
+        in_place: dict[SubtaskKey, RestoredChannels] = {}
+        reemitted: dict[SubtaskKey, list[ReemitStream]] = {}
+        if assignment.channel_state or assignment.reemit:
+            reader = ChannelStateReader(assignment, subtasks, executor)
+            in_place = await reader.read_in_place()
+            reemitted = await reader.read_reemitted()
+        return cls(in_place, reemitted, assignment.rescaled_gates, assignment.rescaled_outputs)
+
+    def snapshots_of(
+        self,
+        vertex: JobVertex,
+        subtask: int,
+        snapshots: Sequence[SubtaskSnapshot] | None,
+        gates: Sequence[InputGate],
+        writers: Sequence[RecordWriter],
+    ) -> Sequence[SubtaskSnapshot] | None:
+        """The subtask's snapshots, with its in-place channel state attached if it has any
+        (checked against its gates and writers: :func:`with_channel_state`)."""
+        restored = self.in_place.get((vertex.id, subtask))
+        if restored is None:
+            return snapshots
+        return with_channel_state(vertex, subtask, snapshots, gates, writers, restored)
+
+    def for_subtask(self, vertex_id: int, subtask: int) -> SubtaskChannelRecovery:
+        """What the subtask re-emits, and which of its outputs and gates recover, after a
+        rescale."""
+        return SubtaskChannelRecovery(
+            reemit=tuple(
+                ReemittedChannel(output, tuple(chunks), where)
+                for output, chunks, where in self.reemitted.get((vertex_id, subtask), [])
+            ),
+            recovery_outputs=self.rescaled_outputs.get(vertex_id, frozenset()),
+            recovering_gates=frozenset(self.rescaled_gates.get(vertex_id, frozenset())),
+        )

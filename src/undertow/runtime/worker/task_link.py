@@ -1,0 +1,75 @@
+"""What a subtask sends its worker's JobMaster: printed lines, collected records, split
+requests, and its checkpoints' acknowledgements and declines.
+
+Threading: called on the worker's loop thread (``wake`` from any thread: it hops onto the
+task's loop). Each object belongs to one subtask and lives as long as its task.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Protocol
+
+from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
+from undertow.runtime.checkpoint.failure import CheckpointFailureReason
+from undertow.runtime.control.messages import (
+    AcknowledgeCheckpoint,
+    CollectRecords,
+    DeclineCheckpoint,
+    PrintLines,
+    SplitRequest,
+)
+
+
+class WorkerLink(Protocol):
+    """The worker as a subtask's messages see it."""
+
+    attempt: AttemptNumber
+    tasks: dict[tuple[int, int], Any]
+
+    def send(self, message: Any) -> None: ...
+
+
+class TaskServicesToMaster:
+    """Per-task forwarding to the JobMaster (implements ``TaskServices``)."""
+
+    def __init__(self, worker: WorkerLink, vertex_id: int, subtask: int) -> None:
+        self.worker = worker
+        self.vertex_id = vertex_id
+        self.subtask = subtask
+
+    def print_lines(self, lines: list[str]) -> None:
+        self.worker.send(PrintLines(self.worker.attempt, lines))
+
+    def collect(self, sink_id: str, values: list[Any]) -> None:
+        self.worker.send(CollectRecords(self.worker.attempt, sink_id, values))
+
+    def send_split_request(self) -> None:
+        self.worker.send(
+            SplitRequest(self.worker.attempt, self.vertex_id, self.subtask, socket.gethostname())
+        )
+
+    def wake(self) -> None:
+        task = self.worker.tasks.get((self.vertex_id, self.subtask))
+        if task is not None:
+            task.loop.call_soon_threadsafe(task.source_available)
+
+
+class ResponderToMaster:
+    """Acknowledges and declines one subtask's checkpoints to the JobMaster (implements
+    :class:`~undertow.runtime.task.checkpoint_io.CheckpointResponder`)."""
+
+    def __init__(self, worker: WorkerLink, vertex_id: int, subtask: int) -> None:
+        self.worker = worker
+        self.vertex_id = VertexId(vertex_id)
+        self.subtask = SubtaskIndex(subtask)
+
+    def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+        self.worker.send(AcknowledgeCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                               self.subtask, CheckpointId(checkpoint_id), handle,
+                                               metrics))  # fmt: skip
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None:
+        self.worker.send(DeclineCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                           self.subtask, CheckpointId(checkpoint_id), reason,
+                                           detail))  # fmt: skip
