@@ -10,7 +10,7 @@ from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
 from undertow.graph.partitioners import KeyGroupStreamPartitioner
 
 
-@pytest.mark.parametrize("channels", [1, 2, 3, 7])
+@pytest.mark.parametrize("channels", [1, 2, 3, 7, 12])
 def test_rows_go_where_the_record_path_sends_their_keys(channels: int) -> None:
     keys = [i * 7919 % 1000 for i in range(500)]
     batch = pa.record_batch({"k": keys, "n": list(range(500))})

@@ -3,11 +3,12 @@
 The record path's :class:`~undertow.graph.partitioners.KeyGroupStreamPartitioner` sends each
 record to the subtask owning its key's group. Here every value is a ``pyarrow.RecordBatch``:
 its rows' key groups are computed at once (:mod:`undertow.state.key_groups_arrow`, the same
-groups as the record path's), the rows are ordered by target subtask (a stable sort, so rows
-keep their order per target) and each target gets one zero-copy slice of the reordered batch.
+groups as the record path's), and each target gets its rows in their order: one boolean filter
+per target for a few targets, else a stable sort by target and one zero-copy slice each.
 
 A batch's timestamp goes with each of its slices. Threading: as every partitioner, one copy per
-producing subtask, called on its loop. Cost: one hash pass, one sort and one ``take`` per batch.
+producing subtask, called on its loop. Cost: one hash pass, then a filter per target (or a
+sort and a ``take``) per batch.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ import pyarrow as pa
 from undertow.core.errors import BatchError
 from undertow.graph.partitioners import Routed, StreamPartitioner
 from undertow.state.key_groups_arrow import key_groups, subtasks_of
+
+#: Up to this many channels, a batch is split by one boolean filter per channel (each keeps the
+#: rows' order); beyond, by one stable sort and zero-copy slices.
+_FILTER_CHANNELS = 8
 
 
 class BatchKeyGroupPartitioner(StreamPartitioner):
@@ -54,11 +59,16 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
         if n == 1:
             return [(0, batch)]
         targets = subtasks_of(groups, self.max_parallelism, n)
-        order = np.argsort(targets, kind="stable")
         counts = np.bincount(targets, minlength=n)
         if counts.max() == batch.num_rows:  # all rows go to one channel: no copy
             return [(int(targets[0]), batch)]
-        ordered = batch.take(pa.array(order))
+        if n <= _FILTER_CHANNELS:  # a few vectorised filters beat a sort
+            return [
+                (channel, batch.filter(pa.array(targets == channel)))
+                for channel, count in enumerate(counts.tolist())
+                if count
+            ]
+        ordered = batch.take(pa.array(np.argsort(targets, kind="stable")))
         out: list[tuple[int, pa.RecordBatch]] = []
         offset = 0
         for channel, count in enumerate(counts.tolist()):

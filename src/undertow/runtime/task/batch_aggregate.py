@@ -130,8 +130,11 @@ class BatchAggregateOperator(OneInputStreamOperator):
         return np.dtype(np.float64 if pa.types.is_floating(t) else np.int64)
 
     # processing -----------------------------------------------------------------------------
-    def _slots(self, table: ColumnarKeyedTable, batch: pa.RecordBatch) -> np.ndarray:
-        """The slot of every row's key (new keys get new slots)."""
+    def _codes(
+        self, table: ColumnarKeyedTable, batch: pa.RecordBatch
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, slots)``: every row's batch-local key code (``0..d-1`` over the batch's
+        ``d`` distinct keys) and each code's slot in ``table`` (new keys get new slots)."""
         dictionaries: list[list[Any]] = []
         indices: list[np.ndarray] = []
         for name in self.key_columns:
@@ -146,13 +149,13 @@ class BatchAggregateOperator(OneInputStreamOperator):
             dictionaries.append(encoded.dictionary.to_pylist())
             indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
         if len(indices) == 1:
-            return table.slots_for(dictionaries[0])[indices[0]]
+            return indices[0], table.slots_for(dictionaries[0])
         codes = np.zeros(batch.num_rows, dtype=np.int64)
         for dictionary, index in zip(dictionaries, indices):
             codes = codes * len(dictionary) + index
         _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
         keys = [tuple(d[i[row]] for d, i in zip(dictionaries, indices)) for row in first.tolist()]
-        return table.slots_for(keys)[inverse.reshape(-1)]
+        return inverse.reshape(-1), table.slots_for(keys)
 
     def _values(self, batch: pa.RecordBatch, dtype: np.dtype[Any]) -> np.ndarray:
         assert self.column is not None
@@ -173,16 +176,19 @@ class BatchAggregateOperator(OneInputStreamOperator):
             self._value_type(batch)
         table = self.table
         n = batch.num_rows
-        slots = self._slots(table, batch)
-        order = np.argsort(slots, kind="stable")
-        s = slots[order]
+        codes, code_slots = self._codes(table, batch)
+        # a stable sort groups each key's rows in input order; on 16-bit codes numpy sorts
+        # by radix, about ten times faster than on int64
+        narrow = codes.astype(np.uint16) if len(code_slots) <= 1 << 16 else codes
+        order = np.argsort(narrow, kind="stable")
+        s = codes[order]
         starts_mask = np.empty(n, dtype=bool)
         starts_mask[0] = True
         np.not_equal(s[1:], s[:-1], out=starts_mask[1:])
         starts = np.flatnonzero(starts_mask)
         ends = np.append(starts[1:] - 1, n - 1)
         group = np.cumsum(starts_mask) - 1
-        group_slots = s[starts]
+        group_slots = code_slots[s[starts]]
         cols = table.columns
         running: np.ndarray
         if self.kind in ("count", "mean"):
