@@ -4,18 +4,22 @@ keyed aggregations, on real jobs (local threads), against the record path."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undertow.common import Configuration
 from undertow.common.row import Row
+from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors.file_system import FileSource
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
@@ -144,3 +148,20 @@ def test_nulls_in_the_key_column_fail_naming_the_operator(env: StreamExecutionEn
         summed.execute_and_collect() as out,
     ):
         list(out)
+
+
+def test_parquet_files_are_read_as_record_batches(
+    env: StreamExecutionEnvironment, tmp_path: Path
+) -> None:
+    for part in range(2):
+        values = list(range(part * 100, part * 100 + 100))
+        table = pa.table({"k": [v % 5 for v in values], "v": values})
+        pq.write_table(table, tmp_path / f"part-{part}.parquet", row_group_size=30)
+    source = FileSource.for_bulk_file_format(ParquetBatchInputFormat(batch_size=16), str(tmp_path))
+    batches = env.from_source(source.build(), None, "parquet").as_batches()
+    with batches.key_by("k").count().execute_and_collect() as out:
+        counts: dict[int, int] = {}
+        for batch in out:
+            for row in batch.to_pylist():
+                counts[row["k"]] = max(counts.get(row["k"], 0), row["count"])
+    assert counts == {k: 40 for k in range(5)}
