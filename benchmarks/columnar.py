@@ -6,12 +6,14 @@ checkpoints every second, run to the end of ``--rows`` numbers, five ways in one
 - undertow columnar: ``NumberSequenceBatchSource`` -> ``map_batches`` -> ``key_by("k")`` ->
   ``sum("v")`` -> ``DiscardingSink``, on the ``local`` target (worker processes, TCP), with
   1 MiB network buffers so a record batch takes one buffer; rows/s
-  in steady state (:func:`steady_rate`: the job's start cancels out);
+  in steady state (:func:`steady_rate`: the job's start cancels out); once with buffer
+  debloating (on by default) and once without (it counts a record batch as one record);
 - undertow per record: ``benchmarks/throughput.py``'s job with the same checkpoints;
 - Spark Structured Streaming, native expressions: ``rate-micro-batch`` source
   (``rowsPerBatch``), ``groupBy(k).sum(v)`` in update mode to the ``noop`` sink, with a
   checkpoint location (Spark checkpoints every micro-batch), ``local[2]``; best of a few batch
-  sizes, rows/s over the micro-batches' own durations (Spark's start is not counted);
+  sizes, rows/s over the micro-batches' own durations after the first (Spark's start and
+  first code generation are not counted);
 - Spark, pandas UDF: the same query with ``applyInPandasWithState`` keeping the sums;
 - a bare Python loop doing the same per-record work in one process.
 
@@ -72,13 +74,17 @@ def steady_rate(run: Callable[[int], float], rows: int) -> float:
     return (rows - small) / max(t_large - t_small, 1e-9)
 
 
-def undertow_columnar(rows: int, batch_rows: int, checkpoint_dir: str) -> float:
-    """Seconds to run the columnar job over ``rows`` numbers."""
+def undertow_columnar(
+    rows: int, batch_rows: int, checkpoint_dir: str, debloat: bool = True
+) -> float:
+    """Seconds to run the columnar job over ``rows`` numbers (``debloat``: buffer debloating,
+    on by default, which counts a record batch as one record)."""
     env = StreamExecutionEnvironment.get_execution_environment(Configuration({
         "execution.target": "local", "rest.port": "-1", **CHECKPOINTS,
         "execution.checkpointing.dir": checkpoint_dir,
         # a record batch fits one buffer (docs/columnar.md, "Network")
         "taskmanager.memory.segment-size": "1 mb",
+        "taskmanager.network.memory.buffer-debloat.enabled": str(debloat).lower(),
     }))  # fmt: skip
     env.set_parallelism(2)
     source = NumberSequenceBatchSource(0, rows - 1, batch_rows=batch_rows)
@@ -145,7 +151,8 @@ def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str)
         agg.writeStream.format("noop").outputMode("update")
         .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
     )  # fmt: skip
-    batches = max(2, -(-rows // per_batch))
+    batches = max(3, -(-rows // per_batch))
+    rows = max(rows, batches * per_batch)
     try:
         while True:
             progress = query.recentProgress
@@ -156,7 +163,8 @@ def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str)
             raise RuntimeError(query.exception())
     finally:
         query.stop()
-    progress = [p for p in query.recentProgress if p["numInputRows"]][:batches]
+    # the first micro-batch pays Spark's code generation and state-store start: left out
+    progress = [p for p in query.recentProgress if p["numInputRows"]][1:batches]
     done = sum(p["numInputRows"] for p in progress)
     durations = [p["durationMs"]["triggerExecution"] for p in progress]
     print(f"    micro-batches of {per_batch:,} rows took {durations} ms")
@@ -178,6 +186,9 @@ def main() -> None:
         cols, recs = os.path.join(workdir, "cols"), os.path.join(workdir, "recs")
         results["undertow columnar"] = steady_rate(
             lambda n: undertow_columnar(n, args.batch_rows, cols), args.rows
+        )
+        results["undertow columnar, debloating off"] = steady_rate(
+            lambda n: undertow_columnar(n, args.batch_rows, cols, debloat=False), args.rows
         )
         results["undertow per record"] = steady_rate(
             lambda n: undertow_records(n, recs), args.record_rows
