@@ -192,16 +192,17 @@ class BatchAggregateOperator(OneInputStreamOperator):
         cols = table.columns
         running: np.ndarray
         if self.kind in ("count", "mean"):
-            count = np.arange(n, dtype=np.int64) - starts[group] + 1
-            count += cols["count"][group_slots][group]
+            # one gather per row: each key's offset (its previous count, minus its first row)
+            count = np.arange(1, n + 1, dtype=np.int64)
+            count += (cols["count"][group_slots] - starts)[group]
             cols["count"][group_slots] = count[ends]
             running = count
         if self.kind in ("sum", "mean"):
             acc = cols["sum"]
             v = self._values(batch, acc.dtype)[order]
             cs = np.cumsum(v)
-            before = cs[starts] - v[starts]
-            total = cs - before[group] + acc[group_slots][group]
+            # one gather per row: each key's previous sum minus the prefix before its first row
+            total = cs + (acc[group_slots] - (cs[starts] - v[starts]))[group]
             acc[group_slots] = total[ends]
             running = total if self.kind == "sum" else total / count
         elif self.kind in ("min", "max"):
