@@ -23,6 +23,10 @@ TYPE_ONLY = {
     ("undertow.datastream.data_stream", "undertow.datastream.stream_execution_environment"),
     # Windowed streams take a DataStream/KeyedStream; DataStream.window() builds them.
     ("undertow.datastream.windowed_stream", "undertow.datastream.data_stream"),
+    # A batch stream hands out record streams (to_records) through the DataStream class it is
+    # given; DataStream.to_batches() builds batch streams.
+    ("undertow.datastream.batch_stream", "undertow.datastream.data_stream"),
+    ("undertow.datastream.batch_stream", "undertow.datastream.stream_execution_environment"),
     # RocksDB state objects are bound to their backend, which creates them.
     ("undertow.state.rocksdb_states", "undertow.state.rocksdb"),
 }

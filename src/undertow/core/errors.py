@@ -25,6 +25,12 @@ class SerializationError(GraphBuildError):
     """A user function or record cannot be serialized."""
 
 
+class BatchError(UndertowError, ValueError):
+    """A batch stream met a batch it cannot take: a function returned something other than a
+    ``pyarrow.RecordBatch`` or a batch of the wrong schema, or a key column holds nulls. The
+    message names the operator and subtask."""
+
+
 class StateError(UndertowError, RuntimeError):
     """State was used in a way its contract does not allow."""
 

@@ -40,6 +40,7 @@ from undertow.common.row import Row
 from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.core.errors import GraphBuildError
+from undertow.datastream import batch_stream
 from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
 from undertow.datastream.field_functions import Projection, field_aggregator, pick_by
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
@@ -231,6 +232,38 @@ class DataStream:
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
         function, call = _udf(func, ProcessFunction, "process_element", "process()")
         return self._one_input("Process", ProcessOperator(function, call), output_type)
+
+    # batch streams (docs/columnar.md) --------------------------------------------------------
+    def to_batches(
+        self, schema: Any, max_rows: int = 8192, max_delay: int = 100
+    ) -> batch_stream.BatchStream:
+        """Records (``Row``/tuples by position, or dicts by name) into ``pyarrow.RecordBatch``
+        records of ``schema``: a batch is emitted at ``max_rows`` rows, when its oldest row
+        has waited ``max_delay`` ms, before each checkpoint barrier and at the end."""
+        return batch_stream.to_batches(self, schema, max_rows, max_delay, DataStream)
+
+    def as_batches(self) -> batch_stream.BatchStream:
+        """Declare that this stream's records are ``pyarrow.RecordBatch`` (a batch source)."""
+        return batch_stream.as_batches(self, DataStream)
+
+    def _not_batches(self, method: str) -> Any:
+        raise GraphBuildError(
+            f"{method}() on the record stream of operator '{self._transformation.name}': it "
+            "needs a batch stream; use to_batches(schema) (or as_batches() if its records are "
+            "pyarrow.RecordBatch)"
+        )
+
+    def map_batches(self, fn: Any, schema: Any = None) -> Any:
+        return self._not_batches("map_batches")
+
+    def filter_batches(self, fn: Any) -> Any:
+        return self._not_batches("filter_batches")
+
+    def flat_map_batches(self, fn: Any) -> Any:
+        return self._not_batches("flat_map_batches")
+
+    def to_records(self) -> Any:
+        return self._not_batches("to_records")
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         t = self._transformation

@@ -12,6 +12,7 @@ import pytest
 
 from undertow.common import Row, Types
 from undertow.connectors.file.formats import Chunk, FileFormat, StreamFormat
+from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.split import FileSourceSplit
 from undertow.datastream.formats.csv import CsvReaderFormat, CsvRowEncoder, CsvSchema
 from undertow.datastream.formats.json import JsonLinesEncoder, JsonLinesFormat
@@ -191,3 +192,21 @@ def test_parquet_writer_refuses_a_row_that_does_not_fit(tmp_path: Path) -> None:
 def test_unsupported_parquet_type_is_refused_naming_the_field() -> None:
     with pytest.raises(TypeError, match="'blob'"):
         ParquetBulkWriters.for_row_type(Types.ROW_NAMED(["blob"], [Types.PICKLED_BYTE_ARRAY()]))
+
+
+def test_parquet_batches_are_record_batches_and_resume_after_any_batch(tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    table = pa.table({"k": [f"k{i}" for i in range(25)], "v": list(range(25))})
+    pq.write_table(table, path, row_group_size=7)
+    fmt = ParquetBatchInputFormat(batch_size=4)
+    chunks = read_all(fmt, _split(path))
+    batches = records(chunks)
+    assert all(isinstance(b, pa.RecordBatch) and b.num_rows <= 4 for b in batches)
+    assert pa.Table.from_batches(batches).equals(table)
+    rows = 0
+    for chunk, batch in zip(chunks, batches):  # one record batch per chunk
+        rows += batch.num_rows
+        after = _split(path).with_position(chunk.offset, chunk.records_to_skip, chunk.line)
+        rest = records(read_all(fmt, after))
+        assert sum(b.num_rows for b in rest) == 25 - rows
+        assert not rest or rest[0].column("v")[0].as_py() == rows

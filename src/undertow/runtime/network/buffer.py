@@ -7,6 +7,9 @@ of a batch but the last are *partial*: the receiver's :class:`BatchDeserializer`
 last one arrives, then unpickles the batch. A batch larger than one segment is how a record
 larger than a buffer spans buffers.
 
+A batch whose records are all ``pyarrow.RecordBatch`` (a batch stream) is written in the
+Arrow IPC stream format instead (:mod:`undertow.runtime.network.arrow_payload`).
+
 Records are pickled by :func:`undertow.core.pickling.dumps`: the standard pickler, and
 cloudpickle for a batch it cannot handle or that names the job script's ``__main__`` (classes of
 the script travel by value). The receiver always uses ``pickle.loads``.
@@ -21,6 +24,7 @@ import cloudpickle
 
 from undertow.core import pickling
 from undertow.core.errors import SerializationError
+from undertow.runtime.network import arrow_payload
 
 
 class Buffer:
@@ -42,6 +46,8 @@ class Buffer:
 def serialize_batch(values: list[Any], timestamps: list[Any] | None) -> bytes:
     """Pickle a batch. Cost: one C-level pickle call and one ``bytes`` search (cloudpickle only
     for batches that hold classes or functions of the job script, see ``core.pickling``)."""
+    if arrow_payload.is_arrow_batch(values):
+        return arrow_payload.encode(values, timestamps)
     payload = (values, timestamps)
     try:
         return pickling.dumps(payload)
@@ -91,6 +97,8 @@ class BatchDeserializer:
             self._parts = []
         else:
             data = buffer.data
+        if data[:1] == b"\xff" and arrow_payload.is_payload(data):
+            return arrow_payload.decode(data)
         values, timestamps = pickle.loads(data)
         return values, timestamps
 

@@ -31,6 +31,7 @@ from undertow.runtime.task.context import (
 )
 from undertow.runtime.task.events import WatermarkEvent, WatermarkStatusEvent
 from undertow.runtime.task.operator import (
+    KeyGroupedState,
     OperatorSetup,
     Output,
     ProcessingTimeService,
@@ -289,6 +290,8 @@ class OperatorChain:
                 part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
             elif keyed is not None:
                 part.keyed = keyed.snapshot()
+            elif isinstance(op, KeyGroupedState):
+                part.keyed = op.snapshot_key_groups()
             if timers is not None:
                 part.timers = timers.snapshot(native=part.keyed_native is not None)
             if opstate is not None and opstate.has_state():
@@ -333,6 +336,8 @@ class OperatorChain:
                         )
                     restore_native(natives)
                 keyed.restore({g: b for p in parts for g, b in p.keyed.items()})
+            elif isinstance(op, KeyGroupedState):
+                op.restore_key_groups({g: b for p in parts for g, b in p.keyed.items()})
             if timers is not None:
                 timers.restore({g: b for p in parts for g, b in p.timers.items()})
             operator_blobs = [p.operator for p in parts if p.operator is not None]

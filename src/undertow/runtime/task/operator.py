@@ -20,11 +20,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from undertow.runtime.task.time_service import ProcessingTimeService
 
 __all__ = [
+    "KeyGroupedState",
     "OneInputStreamOperator",
     "OperatorSetup",
     "Output",
@@ -57,6 +58,22 @@ class Output(Protocol):
 
     def emit_watermark_status(self, idle: bool) -> None:
         """The emitting operator became idle (no watermarks for a while) or active again."""
+
+
+@runtime_checkable
+class KeyGroupedState(Protocol):
+    """An operator that keeps keyed state of its own, outside a keyed backend (the columnar
+    aggregations of batch streams), snapshotted the way a backend's is: one blob per non-empty
+    key group, in the operator snapshot's ``keyed`` map. On restore it gets the blobs of every
+    old subtask it takes over and keeps those of its own key groups (so rescaling works).
+
+    Called on the task's loop: ``restore_key_groups`` after ``setup`` and before ``open``;
+    ``snapshot_key_groups`` in a checkpoint's synchronous phase (the bytes must not change
+    afterwards)."""
+
+    def snapshot_key_groups(self) -> dict[int, bytes]: ...
+
+    def restore_key_groups(self, blobs: dict[int, bytes]) -> None: ...
 
 
 class TaskServices(Protocol):

@@ -1,0 +1,230 @@
+"""Keyed running sum on batch streams against Spark, in rows per second (issue 31).
+
+The job: ``i -> (i % 1000, 1) -> key by -> running sum -> no-op sink``, parallelism 2,
+checkpoints every second, run to the end of ``--rows`` numbers, five ways in one run:
+
+- undertow columnar: ``NumberSequenceBatchSource`` -> ``map_batches`` -> ``key_by("k")`` ->
+  ``sum("v")`` -> ``DiscardingSink``, on the ``local`` target (worker processes, TCP), with
+  1 MiB network buffers so a record batch takes one buffer; rows/s
+  in steady state (:func:`steady_rate`: the job's start cancels out); once with buffer
+  debloating (on by default) and once without (it counts a record batch as one record);
+- undertow per record: ``benchmarks/throughput.py``'s job with the same checkpoints;
+- Spark Structured Streaming, native expressions: ``rate-micro-batch`` source
+  (``rowsPerBatch``), ``groupBy(k).sum(v)`` in update mode to the ``noop`` sink, with a
+  checkpoint location (Spark checkpoints every micro-batch), ``local[2]``; best of a few batch
+  sizes, rows/s over the micro-batches' own durations after the first (Spark's start and
+  first code generation are not counted);
+- Spark, pandas UDF: the same query with ``applyInPandasWithState`` keeping the sums;
+- a bare Python loop doing the same per-record work in one process.
+
+Prints the load average at the start and the end (the machine is shared: figures move with
+it), a table with ratios, and LAST one line per target::
+
+    target NAME: FIGURE (goal GOAL): met|missed
+
+Usage::
+
+    python benchmarks/columnar.py [--rows N] [--spark-batches 1000000,4000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from undertow.common import Configuration
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors import DiscardingSink
+from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import throughput
+
+CHECKPOINTS = {"execution.checkpointing.interval": "1 s"}
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def _keyed_ones(batch: pa.RecordBatch) -> pa.RecordBatch:
+    value = batch.column(0).to_numpy()
+    return pa.RecordBatch.from_arrays(
+        [pa.array(value % 1000), pa.array(np.ones(len(value), dtype=np.int64))], names=["k", "v"]
+    )
+
+
+def steady_rate(run: Callable[[int], float], rows: int) -> float:
+    """Rows/s once the job runs: ``(rows - small) / (t(rows) - t(small))`` for a run of
+    ``rows`` and one of an eighth of them, so the start of the job (worker processes, imports:
+    seconds on a loaded machine) cancels out, as Spark's figure leaves out Spark's start."""
+    small = max(1, rows // 8)
+    t_small = run(small)
+    t_large = run(rows)
+    return (rows - small) / max(t_large - t_small, 1e-9)
+
+
+def undertow_columnar(
+    rows: int, batch_rows: int, checkpoint_dir: str, debloat: bool = True
+) -> float:
+    """Seconds to run the columnar job over ``rows`` numbers (``debloat``: buffer debloating,
+    on by default, which counts a record batch as one record)."""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration({
+        "execution.target": "local", "rest.port": "-1", **CHECKPOINTS,
+        "execution.checkpointing.dir": checkpoint_dir,
+        # a record batch fits one buffer (docs/columnar.md, "Network")
+        "taskmanager.memory.segment-size": "1 mb",
+        "taskmanager.network.memory.buffer-debloat.enabled": str(debloat).lower(),
+    }))  # fmt: skip
+    env.set_parallelism(2)
+    source = NumberSequenceBatchSource(0, rows - 1, batch_rows=batch_rows)
+    (
+        env.from_source(source, None, "numbers")
+        .as_batches()  # type: ignore[arg-type]
+        .map_batches(_keyed_ones)
+        .key_by("k")
+        .sum("v")
+        .sink_to(DiscardingSink())
+    )
+    start = time.perf_counter()
+    env.execute("columnar running sum")
+    return time.perf_counter() - start
+
+
+def undertow_records(rows: int, checkpoint_dir: str) -> float:
+    """Seconds to run benchmarks/throughput.py's per-record job over ``rows`` numbers."""
+    settings = {**CHECKPOINTS, "execution.checkpointing.dir": checkpoint_dir}
+    return throughput.run_job(rows, 2, "local", settings)
+
+
+def _spark_session():  # type: ignore[no-untyped-def]
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers with this venv's pandas
+    return (
+        SparkSession.builder.master("local[2]").appName("columnar benchmark")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )  # fmt: skip
+
+
+def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str) -> float:  # type: ignore[no-untyped-def]
+    """Rows/s over the micro-batches that ran (their own durations)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    df = (
+        spark.readStream.format("rate-micro-batch").option("rowsPerBatch", per_batch)
+        .option("numPartitions", 2).load()
+        .select((F.col("value") % 1000).alias("k"), F.lit(1).cast("long").alias("v"))
+    )  # fmt: skip
+    if pandas_udf:
+        import pandas as pd
+
+        def running_sum(key, frames, state):  # type: ignore[no-untyped-def]
+            total = state.get[0] if state.exists else 0
+            for frame in frames:
+                sums = frame["v"].cumsum() + total
+                total = int(sums.iloc[-1])
+                yield pd.DataFrame({"k": frame["k"], "s": sums})
+            state.update((total,))
+
+        agg = df.groupBy("k").applyInPandasWithState(
+            running_sum, "k long, s long", "s long", "Update", GroupStateTimeout.NoTimeout
+        )
+    else:
+        agg = df.groupBy("k").agg(F.sum("v").alias("s"))
+    checkpoint = tempfile.mkdtemp(dir=workdir)
+    query = (
+        agg.writeStream.format("noop").outputMode("update")
+        .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
+    )  # fmt: skip
+    batches = max(3, -(-rows // per_batch))
+    rows = max(rows, batches * per_batch)
+    try:
+        while True:
+            progress = query.recentProgress
+            if sum(p["numInputRows"] for p in progress) >= rows or query.exception():
+                break
+            time.sleep(0.2)
+        if query.exception():
+            raise RuntimeError(query.exception())
+    finally:
+        query.stop()
+    # the first micro-batch pays Spark's code generation and state-store start: left out
+    progress = [p for p in query.recentProgress if p["numInputRows"]][1:batches]
+    done = sum(p["numInputRows"] for p in progress)
+    durations = [p["durationMs"]["triggerExecution"] for p in progress]
+    print(f"    micro-batches of {per_batch:,} rows took {durations} ms")
+    return done / (sum(durations) / 1000.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=8_000_000)
+    parser.add_argument("--record-rows", type=int, default=2_000_000)
+    parser.add_argument("--batch-rows", type=int, default=32768)
+    parser.add_argument("--spark-batches", default="1000000,4000000,8000000")
+    parser.add_argument("--pandas-rows", type=int, default=2_000_000)
+    args = parser.parse_args()
+    print(f"load average at start: {_load()} (shared machine: figures move with the load)")
+    workdir = tempfile.mkdtemp(prefix="columnar-bench-")
+    results: dict[str, float] = {}
+    try:
+        cols, recs = os.path.join(workdir, "cols"), os.path.join(workdir, "recs")
+        results["undertow columnar"] = steady_rate(
+            lambda n: undertow_columnar(n, args.batch_rows, cols), args.rows
+        )
+        results["undertow columnar, debloating off"] = steady_rate(
+            lambda n: undertow_columnar(n, args.batch_rows, cols, debloat=False), args.rows
+        )
+        results["undertow per record"] = steady_rate(
+            lambda n: undertow_records(n, recs), args.record_rows
+        )
+        loop_rows = args.record_rows
+        results["bare Python loop"] = loop_rows / throughput.baseline(loop_rows)
+        spark = _spark_session()
+        native = {}
+        for per_batch in (int(b) for b in args.spark_batches.split(",")):
+            rows = max(args.rows, 2 * per_batch)
+            native[per_batch] = _run_query(spark, rows, per_batch, False, workdir)
+            rate = native[per_batch]
+            print(f"  spark native, {per_batch:,} rows per micro-batch: {rate:,.0f} rows/s")
+        best = max(native, key=native.__getitem__)
+        results[f"Spark native (best: {best:,} rows/batch)"] = native[best]
+        try:
+            results["Spark pandas UDF (applyInPandasWithState)"] = _run_query(
+                spark, args.pandas_rows, 500_000, True, workdir
+            )
+        except Exception as err:
+            print(f"  Spark pandas UDF not measured: {type(err).__name__}: {err}"[:300])
+        spark.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    spark_native = native[best]
+    print(f"\n{'engine':<46}{'rows/s':>14}{'vs Spark native':>17}")
+    for name, rate in results.items():
+        print(f"{name:<46}{rate:>14,.0f}{rate / spark_native:>17.2f}")
+    print(f"load average at end: {_load()} (shared machine)")
+    columnar = results["undertow columnar"] / spark_native
+    record = results["undertow per record"] / results["bare Python loop"]
+    print(f"target columnar-vs-spark-native: {columnar:.2f}x (goal 1.0x): "
+          f"{'met' if columnar >= 1.0 else 'missed'}")  # fmt: skip
+    print(f"target record-path-vs-bare-loop: {record:.2f}x (goal 0.7x): "
+          f"{'met' if record >= 0.7 else 'missed'}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""Batch streams: ``pyarrow.RecordBatch`` records through the DataStream API (issue 31).
+
+A :class:`BatchStream`'s records are record batches: it has ``map_batches``,
+``filter_batches``, ``flat_map_batches``, ``key_by`` by column(s) and ``to_records``, and
+refuses the record methods naming the operator (``DataStream`` refuses the batch methods the
+same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
+``to_records()``, ``execute_and_collect()`` (record batches), ``print()`` (rows). A
+:class:`KeyedBatchStream` has the running ``sum``/``min``/``max``/``count``/``mean``.
+
+``data_stream`` imports this module, so this one holds the ``DataStream`` class it is given
+(``record_stream``) rather than importing it. User guide: docs/columnar.md; design:
+docs/design.md, "Batch streams".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from undertow.core.errors import GraphBuildError
+from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
+from undertow.graph.transformations import PartitionTransformation, Transformation
+from undertow.runtime.task.batch_aggregate import BatchAggregateOperator
+from undertow.runtime.task.batch_operators import (
+    FilterBatches,
+    FlatMapBatches,
+    MapBatches,
+    ToBatches,
+    ToRecords,
+)
+
+if TYPE_CHECKING:
+    from undertow.datastream.data_stream import DataStream
+    from undertow.datastream.data_stream_sink import DataStreamSink
+    from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+
+def _callable(fn: Any, what: str, method: str) -> tuple[Any, Any]:
+    """(function object for open/close, callable): a plain callable or an object with
+    ``method`` (e.g. ``map_batches``) or ``__call__``."""
+    bound = getattr(type(fn), method, None)
+    if bound is not None:
+        return fn, getattr(fn, method)
+    if callable(fn):
+        return None, fn
+    raise GraphBuildError(f"{what}: expected a callable over pyarrow.RecordBatch, got {fn!r}")
+
+
+def _refuse(stream: BatchStream, method: str, instead: str) -> Any:
+    raise GraphBuildError(
+        f"{method}() on the batch stream of operator '{stream._transformation.name}': its "
+        f"records are pyarrow.RecordBatch; use {instead}"
+    )
+
+
+class BatchStream:
+    """A stream of ``pyarrow.RecordBatch`` records (see the module docstring).
+
+    Built by the user's program thread before ``execute``; not thread-safe."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
+                 record_stream: type[DataStream]) -> None:  # fmt: skip
+        self._env = env
+        self._transformation = transformation
+        self._record_stream = record_stream
+
+    def _records(self) -> DataStream:
+        """This stream seen as a record stream (its records are the batches)."""
+        return self._record_stream(self._env, self._transformation)
+
+    def _batches(self, name: str, operator: Any) -> BatchStream:
+        t = self._records()._one_input(name, operator)._transformation
+        return BatchStream(self._env, t, self._record_stream)
+
+    # properties of the last operator, as on DataStream ----------------------------------------
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    def name(self, name: str) -> BatchStream:
+        self._records().name(name)
+        return self
+
+    def uid(self, uid: str) -> BatchStream:
+        self._records().uid(uid)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> BatchStream:
+        self._records().set_parallelism(parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> BatchStream:
+        self._records().set_max_parallelism(max_parallelism)
+        return self
+
+    def disable_chaining(self) -> BatchStream:
+        self._records().disable_chaining()
+        return self
+
+    def start_new_chain(self) -> BatchStream:
+        self._records().start_new_chain()
+        return self
+
+    def rebalance(self) -> BatchStream:
+        """Record batches round robin over the next operator's subtasks (whole batches)."""
+        return BatchStream(self._env, self._records().rebalance()._transformation,
+                           self._record_stream)  # fmt: skip
+
+    # transformations --------------------------------------------------------------------------
+    def map_batches(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        """``fn(batch) -> RecordBatch`` (or ``Table``); with ``schema``, every result is
+        checked against it."""
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise GraphBuildError(
+                f"map_batches() after operator '{self.get_name()}': schema must be a "
+                f"pyarrow.Schema, got {schema!r}"
+            )
+        function, call = _callable(fn, "map_batches()", "map_batches")
+        return self._batches("Map Batches", MapBatches(function, call, schema))
+
+    def filter_batches(self, fn: Any) -> BatchStream:
+        """``fn(batch) -> boolean mask`` with one entry per row; true rows are kept."""
+        function, call = _callable(fn, "filter_batches()", "filter_batches")
+        return self._batches("Filter Batches", FilterBatches(function, call))
+
+    def flat_map_batches(self, fn: Any) -> BatchStream:
+        """``fn(batch) -> iterable of RecordBatch`` (or ``None``)."""
+        function, call = _callable(fn, "flat_map_batches()", "flat_map_batches")
+        return self._batches("FlatMap Batches", FlatMapBatches(function, call))
+
+    def to_records(self) -> DataStream:
+        """Every row as a ``Row`` with the batch's column names."""
+        return self._records()._one_input("To Records", ToRecords())
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedBatchStream:
+        """Partition by the column ``key_selector`` (a name) or columns (a list of names);
+        rows go to the subtask of their key group, as records of the same key would."""
+        columns = [key_selector] if isinstance(key_selector, str) else key_selector
+        if not (
+            isinstance(columns, (list, tuple)) and columns
+            and all(isinstance(c, str) for c in columns)
+        ):  # fmt: skip
+            raise GraphBuildError(
+                f"key_by() on the batch stream of operator '{self.get_name()}': key by a "
+                f"column name or a list of column names, got {key_selector!r}"
+            )
+        t = self._transformation
+        partitioner = BatchKeyGroupPartitioner(
+            list(columns), self._env.get_max_parallelism(), t.name
+        )
+        edge = PartitionTransformation(name="Hash", input=t, partitioner=partitioner)
+        return KeyedBatchStream(self._env, edge, self._record_stream, list(columns))
+
+    # sinks --------------------------------------------------------------------------------------
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        """Run the job and iterate its record batches here (``limit`` counts batches)."""
+        return self._records().execute_and_collect(job_execution_name, limit)
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """One line per row, as ``to_records().print()``."""
+        return self.to_records().print(sink_identifier)
+
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        """A sink function called with each record batch."""
+        return self._records().add_sink(sink_func)
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        """A Sink V2 whose writer gets each record batch as one element."""
+        return self._records().sink_to(sink)
+
+    # record methods are refused: their functions would receive batches
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        return _refuse(self, "map", "map_batches(), or to_records() first")
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        return _refuse(self, "flat_map", "flat_map_batches(), or to_records() first")
+
+    def filter(self, func: Any) -> DataStream:
+        return _refuse(self, "filter", "filter_batches(), or to_records() first")
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        return _refuse(self, "process", "map_batches(), or to_records() first")
+
+    def to_batches(self, schema: Any = None, max_rows: int = 0, max_delay: int = 0) -> Any:
+        return _refuse(self, "to_batches", "it as it is: it is a batch stream already")
+
+
+class KeyedBatchStream(BatchStream):
+    """A batch stream partitioned by key columns: keyed running aggregations."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
+                 record_stream: type[DataStream], columns: list[str]) -> None:  # fmt: skip
+        super().__init__(env, transformation, record_stream)
+        self.key_columns = columns
+
+    def _aggregate(self, kind: str, column: str | None) -> BatchStream:
+        if column is not None and not isinstance(column, str):
+            raise GraphBuildError(f"{kind}(): the column must be a name, got {column!r}")
+        if column is not None and column in self.key_columns:
+            raise GraphBuildError(f"{kind}({column!r}): {column!r} is a key column")
+        name = f"Keyed Batch {kind.capitalize()}"
+        return self._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
+
+    def sum(self, column: str) -> BatchStream:
+        """Running sum of ``column`` per key: a batch of the key columns and ``column``."""
+        return self._aggregate("sum", column)
+
+    def min(self, column: str) -> BatchStream:
+        return self._aggregate("min", column)
+
+    def max(self, column: str) -> BatchStream:
+        return self._aggregate("max", column)
+
+    def mean(self, column: str) -> BatchStream:
+        """Running mean (float64) of ``column`` per key."""
+        return self._aggregate("mean", column)
+
+    def count(self) -> BatchStream:
+        """Running count of rows per key: a batch of the key columns and ``count``."""
+        return self._aggregate("count", None)
+
+    def _keyed_refusal(self, method: str) -> Any:
+        raise GraphBuildError(
+            f"{method}() on a keyed batch stream (key_by({self.key_columns})) is not supported "
+            "yet; aggregate with sum/min/max/count/mean, or call it before key_by()"
+        )
+
+    def map_batches(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        return self._keyed_refusal("map_batches")
+
+    def filter_batches(self, fn: Any) -> BatchStream:
+        return self._keyed_refusal("filter_batches")
+
+    def flat_map_batches(self, fn: Any) -> BatchStream:
+        return self._keyed_refusal("flat_map_batches")
+
+    def set_parallelism(self, parallelism: int) -> BatchStream:
+        raise GraphBuildError("set_parallelism() is not allowed on a keyed batch stream; set it "
+                              "on the aggregation after key_by(...)")  # fmt: skip
+
+
+def to_batches(stream: DataStream, schema: pa.Schema, max_rows: int, max_delay: int,
+               record_stream: type[DataStream]) -> BatchStream:  # fmt: skip
+    """``DataStream.to_batches``: see :class:`~undertow.runtime.task.batch_operators.ToBatches`."""
+    if not isinstance(schema, pa.Schema):
+        raise GraphBuildError(
+            f"to_batches() after operator '{stream.get_name()}': schema must be a "
+            f"pyarrow.Schema, got {schema!r}"
+        )
+    if max_rows < 1 or max_delay < 0:
+        raise GraphBuildError(
+            f"to_batches() after operator '{stream.get_name()}': max_rows must be >= 1 and "
+            f"max_delay >= 0 ms, got {max_rows} and {max_delay}"
+        )
+    op = ToBatches(schema, max_rows, max_delay)
+    t = stream._one_input("To Batches", op)._transformation
+    return BatchStream(stream.get_execution_environment(), t, record_stream)
+
+
+def as_batches(stream: DataStream, record_stream: type[DataStream]) -> BatchStream:
+    """``DataStream.as_batches``: the same stream, declared to carry record batches."""
+    return BatchStream(stream.get_execution_environment(), stream._transformation, record_stream)

@@ -1,0 +1,157 @@
+"""Columnar keyed state: one row per key, accumulators in numpy columns, snapshots per key group.
+
+The keyed aggregations of a batch stream (:mod:`undertow.runtime.task.batch_aggregate`) keep
+their state here instead of one state object per key: a dict maps each key to a *slot*, and
+every accumulator is a numpy array indexed by slot, so a batch updates all its keys with a
+few vectorised operations.
+
+Snapshots: :meth:`ColumnarKeyedTable.snapshot` returns one blob per non-empty key group, an
+Arrow IPC stream with the key columns and the accumulator columns of that group's keys (the
+same ``key group -> bytes`` shape as the keyed backends' snapshots). :meth:`restore` takes the
+blobs of any old subtasks and keeps the key groups in this subtask's range, which is what
+makes a rescale work: each new subtask reads the groups it now owns.
+
+Threading: owned by one operator on its task's loop thread. Invariant: ``len(keys) ==
+num_slots`` and every accumulator has at least ``num_slots`` entries; slot ``i``'s key group is
+``key_groups[i]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from undertow.state.key_groups import assign_to_key_group
+
+FORMAT_VERSION = 1
+_VERSION_KEY = b"undertow.columnar-state.version"
+
+
+@dataclass(frozen=True, slots=True)
+class Accumulator:
+    """One accumulator column: its name, numpy dtype and the value of a fresh slot."""
+
+    name: str
+    dtype: np.dtype[Any]
+    initial: Any
+
+
+class ColumnarKeyedTable:
+    """Keys -> slots, and accumulator columns indexed by slot (see the module docstring)."""
+
+    def __init__(
+        self, key_fields: Sequence[pa.Field], accumulators: Sequence[Accumulator],
+        max_parallelism: int,
+    ) -> None:  # fmt: skip
+        self.key_fields = list(key_fields)
+        self.accumulators = {a.name: a for a in accumulators}
+        self.max_parallelism = max_parallelism
+        self.slots: dict[Any, int] = {}
+        self.keys: list[Any] = []
+        self._capacity = 64
+        self.columns = {
+            a.name: np.full(self._capacity, a.initial, dtype=a.dtype) for a in accumulators
+        }
+        self.key_groups = np.zeros(self._capacity, dtype=np.int64)
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.keys)
+
+    def slots_for(self, keys: Iterable[Any]) -> np.ndarray:
+        """The slot of each key (distinct keys, as Python values), new slots for new keys."""
+        slots = self.slots
+        out = []
+        for key in keys:
+            slot = slots.get(key)
+            if slot is None:
+                slot = self._add(key)
+            out.append(slot)
+        return np.asarray(out, dtype=np.int64)
+
+    def _add(self, key: Any) -> int:
+        slot = len(self.keys)
+        if slot == self._capacity:
+            self._grow()
+        self.slots[key] = slot
+        self.keys.append(key)
+        self.key_groups[slot] = assign_to_key_group(key, self.max_parallelism)
+        return slot
+
+    def _grow(self) -> None:
+        new = self._capacity * 2
+        for name, col in self.columns.items():
+            acc = self.accumulators[name]
+            grown = np.full(new, acc.initial, dtype=acc.dtype)
+            grown[: self._capacity] = col
+            self.columns[name] = grown
+        groups = np.zeros(new, dtype=np.int64)
+        groups[: self._capacity] = self.key_groups
+        self.key_groups = groups
+        self._capacity = new
+
+    # snapshots -----------------------------------------------------------------------------
+    def _schema(self) -> pa.Schema:
+        fields = [*self.key_fields]
+        fields += [
+            pa.field(a.name, pa.from_numpy_dtype(a.dtype)) for a in self.accumulators.values()
+        ]
+        return pa.schema(fields, metadata={_VERSION_KEY: str(FORMAT_VERSION).encode()})
+
+    def snapshot(self) -> dict[int, bytes]:
+        """One Arrow IPC stream per non-empty key group (key group -> bytes)."""
+        n = self.num_slots
+        if n == 0:
+            return {}
+        groups = self.key_groups[:n]
+        order = np.argsort(groups, kind="stable")
+        sorted_groups = groups[order]
+        bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [n]))
+        schema = self._schema()
+        multi = len(self.key_fields) > 1
+        out: dict[int, bytes] = {}
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            idx = order[start:end]
+            keys = [self.keys[i] for i in idx.tolist()]
+            arrays: list[pa.Array] = []
+            for f_index, field in enumerate(self.key_fields):
+                values = [k[f_index] for k in keys] if multi else keys
+                arrays.append(pa.array(values, type=field.type))
+            arrays += [pa.array(self.columns[name][idx]) for name in self.accumulators]
+            batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, schema) as writer:
+                writer.write_batch(batch)
+            out[int(sorted_groups[start])] = sink.getvalue().to_pybytes()
+        return out
+
+    def restore(self, blobs: dict[int, bytes], key_groups: range, where: str) -> None:
+        """Load the blobs of the key groups in ``key_groups``; others belong to other subtasks.
+        ``where`` names the operator and subtask in errors."""
+        for group, blob in sorted(blobs.items()):
+            if group not in key_groups:
+                continue
+            table = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+            version = (table.schema.metadata or {}).get(_VERSION_KEY)
+            if version != str(FORMAT_VERSION).encode():
+                raise ValueError(
+                    f"{where}: columnar state of key group {group} has format version "
+                    f"{version!r}, expected {FORMAT_VERSION}"
+                )
+            names = [f.name for f in self.key_fields]
+            key_columns = [table.column(name).to_pylist() for name in names]
+            keys = list(zip(*key_columns)) if len(names) > 1 else key_columns[0]
+            slots = self.slots_for(keys)
+            for name in self.accumulators:
+                if name not in table.column_names:
+                    raise ValueError(
+                        f"{where}: columnar state of key group {group} has no accumulator "
+                        f"{name!r} (it has {table.column_names}); was the aggregation changed?"
+                    )
+                self.columns[name][slots] = table.column(name).to_numpy()

@@ -1,0 +1,104 @@
+"""Key groups of a whole column (or several), vectorised: the same groups as the record path.
+
+:func:`undertow.state.key_groups.stable_hash` hashes one key; a batch stream keyed by columns
+needs the key group of every row at once. :func:`key_groups` computes them with numpy and gives,
+for every row, exactly ``assign_to_key_group(key, max_parallelism)`` of the key the record path
+sees for that row: the column's Python value for one key column, the tuple of the columns'
+values for several (the property test in ``tests/state/test_key_groups_arrow.py`` checks this).
+
+How each type is hashed, mirroring :func:`~undertow.state.key_groups.stable_hash`:
+
+- integers and booleans: the murmur3 finalizer of ``k ^ (k >> 32)``, in uint64 arithmetic;
+- strings, binaries and floats (whose hash is that of ``float.hex()``): the record path's hash
+  of each *distinct* value (``dictionary_encode``, one Python call per distinct value), then
+  gathered per row;
+- several columns: the tuple hash ``h = h * 31 + hash(field)`` over the field hashes, then the
+  finalizer, as for a tuple key.
+
+Nulls have no key group here: a key column with nulls raises ``ValueError`` naming the column
+and the first null row (the operator adds its name and subtask).
+
+Threading: none (pure functions). Cost: O(rows) numpy work plus one Python hash per distinct
+non-integer key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from undertow.state.key_groups import stable_hash
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    h = h & _MASK32
+    h ^= h >> np.uint64(16)
+    h = (h * np.uint64(0x85EBCA6B)) & _MASK32
+    h ^= h >> np.uint64(13)
+    h = (h * np.uint64(0xC2B2AE35)) & _MASK32
+    h ^= h >> np.uint64(16)
+    return h
+
+
+def _integer_hashes(column: pa.Array) -> np.ndarray:
+    k = column.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    mixed = (k ^ (k >> np.int64(32))).view(np.uint64)
+    return _fmix32(mixed)
+
+
+def _distinct_hashes(column: pa.Array) -> np.ndarray:
+    encoded = pc.dictionary_encode(column)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    dictionary = encoded.dictionary.to_pylist()
+    per_value = np.fromiter(
+        (stable_hash(v) for v in dictionary), dtype=np.uint64, count=len(dictionary)
+    )
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    return per_value[indices]
+
+
+def column_hashes(column: pa.Array, name: str = "") -> np.ndarray:
+    """The 32-bit stable hash (as uint64) of every value of ``column``."""
+    if column.null_count:
+        first = pc.index(pc.is_null(column), True).as_py()
+        raise ValueError(
+            f"key column {name!r} has {column.null_count} null(s), the first at row {first}; "
+            "a key must not be null"
+        )
+    t = column.type
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        if pa.types.is_uint64(t) and len(column) and pc.max(column).as_py() >= 1 << 63:
+            return _distinct_hashes(column)
+        return _integer_hashes(column)
+    if (
+        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t) or pa.types.is_floating(t)
+    ):  # fmt: skip
+        return _distinct_hashes(column)
+    raise ValueError(f"key column {name!r} has type {t}, which cannot be a key column")
+
+
+def key_hashes(batch: pa.RecordBatch, columns: Sequence[str]) -> np.ndarray:
+    """The stable hash of every row's key: one column's value, or the tuple of several."""
+    if len(columns) == 1:
+        return column_hashes(batch.column(columns[0]), columns[0])
+    h = np.full(batch.num_rows, 17, dtype=np.uint64)
+    for name in columns:
+        h = (h * np.uint64(31) + column_hashes(batch.column(name), name)) & _MASK32
+    return _fmix32(h)
+
+
+def key_groups(batch: pa.RecordBatch, columns: Sequence[str], max_parallelism: int) -> np.ndarray:
+    """The key group of every row of ``batch`` keyed by ``columns`` (int64 array)."""
+    return (key_hashes(batch, columns) % np.uint64(max_parallelism)).astype(np.int64)
+
+
+def subtasks_of(groups: np.ndarray, max_parallelism: int, parallelism: int) -> np.ndarray:
+    """The subtask that owns each key group (Flink's formula, as the record path)."""
+    return groups * parallelism // max_parallelism

@@ -1,0 +1,167 @@
+"""Batch streams through the public API: columnar functions, conversions, key_by by column and
+keyed aggregations, on real jobs (local threads), against the record path."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from undertow.common import Configuration
+from undertow.common.row import Row
+from undertow.connectors.file.parquet import ParquetBatchInputFormat
+from undertow.core.errors import GraphBuildError, JobExecutionError
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors.file_system import FileSource
+from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
+
+SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+
+
+def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"execution.target": "local-threads"})
+    )
+    env.set_parallelism(parallelism)
+    return env
+
+
+def _rows(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
+    return [row for b in batches for row in b.to_pylist()]
+
+
+def _key_and_double(batch: pa.RecordBatch) -> pa.RecordBatch:
+    value = batch.column("value")
+    return pa.record_batch({"k": pc.remainder(value, 7), "v": pc.multiply(value, 2)})
+
+
+def test_a_batch_source_maps_filters_and_flat_maps_columns(env: StreamExecutionEnvironment) -> None:
+    source = NumberSequenceBatchSource(0, 999, batch_rows=128)
+    stream = env.from_source(source, None, "batches").as_batches()  # type: ignore[arg-type]
+    out = (
+        stream.map_batches(_key_and_double, schema=SCHEMA)
+        .filter_batches(lambda b: pc.less(b.column("k"), 3))
+        .flat_map_batches(lambda b: [b, b.slice(0, 1)])
+        .execute_and_collect()
+    )
+    with out:
+        batches = list(out)
+    assert all(isinstance(b, pa.RecordBatch) for b in batches)
+    rows = _rows(batches)
+    kept = [i for i in range(1000) if i % 7 < 3]
+    extra = Counter(r["v"] for r in rows) - Counter(2 * i for i in kept)
+    assert {r["v"] // 2 for r in rows} == set(kept)
+    assert len(batches) % 2 == 0 and sum(extra.values()) == len(batches) // 2  # one per slice
+
+
+def test_records_to_batches_and_back(env: StreamExecutionEnvironment) -> None:
+    env.set_parallelism(1)
+    records = [Row(k=i % 3, v=i) for i in range(50)]
+    stream = env.from_collection(records).to_batches(SCHEMA, max_rows=16, max_delay=50)
+    with stream.to_records().execute_and_collect() as out:
+        back = list(out)
+    assert back == records  # one source subtask: order kept, Row names from the schema
+    assert back[0]._fields == ["k", "v"]  # type: ignore[attr-defined]
+
+
+def _record_path(kind: str, rows: list[tuple[int, int]]) -> dict[int, list[Any]]:
+    """The record path's running results per key (KeyedStream.sum/min/max, or a reduce)."""
+    env = _env()
+    stream = env.from_collection([Row(k=k, v=v) for k, v in rows]).key_by(lambda r: r.k)
+    if kind in ("sum", "min", "max"):
+        out = getattr(stream, kind)("v").map(lambda r: (r.k, r.v))
+    else:
+        out = stream.map(lambda r: (r.k, 1)).key_by(lambda p: p[0]).sum(1)
+    per_key: dict[int, list[Any]] = defaultdict(list)
+    with out.execute_and_collect() as results:
+        for k, value in results:
+            per_key[k].append(value)
+    return per_key
+
+
+def _batch_path(kind: str, rows: list[tuple[int, int]], batch_rows: int) -> dict[int, list[Any]]:
+    env = _env()
+    records = env.from_collection([Row(k=k, v=v) for k, v in rows])
+    batches = records.to_batches(SCHEMA, max_rows=batch_rows, max_delay=10).set_parallelism(1)
+    keyed = batches.key_by("k")  # per key in input order: one to_batches subtask
+    out = keyed.count() if kind == "count" else getattr(keyed, kind)("v")
+    name = "count" if kind == "count" else "v"
+    per_key: dict[int, list[Any]] = defaultdict(list)
+    with out.execute_and_collect() as results:
+        for batch in results:
+            for row in batch.to_pylist():
+                per_key[row["k"]].append(row[name])
+    return per_key
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(["sum", "min", "max", "count"]),
+    rows=st.lists(st.tuples(st.integers(0, 9), st.integers(-1000, 1000)), min_size=1, max_size=60),
+    batch_rows=st.integers(1, 25),
+)
+def test_batch_path_equals_record_path(kind: str, rows: list[tuple[int, int]],
+                                       batch_rows: int) -> None:  # fmt: skip
+    assert _batch_path(kind, rows, batch_rows) == _record_path(kind, rows)
+
+
+def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) -> None:
+    records = env.from_collection([Row(k=1, v=2)])
+    refused = r"map_batches\(\) on the record stream of operator 'Source: Collection Source'"
+    with pytest.raises(GraphBuildError, match=refused):
+        records.map_batches(lambda b: b)
+    batches = records.to_batches(SCHEMA)
+    refused = r"map\(\) on the batch stream of operator 'To Batches'.*use map_batches"
+    with pytest.raises(GraphBuildError, match=refused):
+        batches.map(lambda b: b)
+    with pytest.raises(GraphBuildError, match="key by a column name"):
+        batches.key_by(lambda r: r[0])
+
+
+def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(
+    env: StreamExecutionEnvironment,
+) -> None:
+    env.set_parallelism(1)
+    batches = env.from_collection([Row(k=1, v=2)]).to_batches(SCHEMA)
+    wrong = batches.map_batches(lambda b: b.select(["k"]), schema=SCHEMA)
+    message = (
+        r"operator 'Map Batches' \(subtask 1/1\): map_batches\(\) returned a batch of schema "
+        r"\{k: int64\}, declared \{k: int64, v: int64\}"
+    )
+    with pytest.raises(JobExecutionError, match=message), wrong.execute_and_collect() as out:
+        list(out)
+
+
+def test_nulls_in_the_key_column_fail_naming_the_operator(env: StreamExecutionEnvironment) -> None:
+    env.set_parallelism(1)
+    source = env.from_collection([pa.record_batch({"k": [1, None], "v": [1, 2]})]).as_batches()
+    summed = source.key_by("k").sum("v")
+    with (
+        pytest.raises(JobExecutionError, match=r"key column 'k' has 1 null"),
+        summed.execute_and_collect() as out,
+    ):
+        list(out)
+
+
+def test_parquet_files_are_read_as_record_batches(
+    env: StreamExecutionEnvironment, tmp_path: Path
+) -> None:
+    for part in range(2):
+        values = list(range(part * 100, part * 100 + 100))
+        table = pa.table({"k": [v % 5 for v in values], "v": values})
+        pq.write_table(table, tmp_path / f"part-{part}.parquet", row_group_size=30)
+    source = FileSource.for_bulk_file_format(ParquetBatchInputFormat(batch_size=16), str(tmp_path))
+    batches = env.from_source(source.build(), None, "parquet").as_batches()
+    with batches.key_by("k").count().execute_and_collect() as out:
+        counts: dict[int, int] = {}
+        for batch in out:
+            for row in batch.to_pylist():
+                counts[row["k"]] = max(counts.get(row["k"], 0), row["count"])
+    assert counts == {k: 40 for k in range(5)}
