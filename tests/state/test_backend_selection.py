@@ -117,3 +117,19 @@ def test_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:
     assert alive.exists() and other.exists()
     assert Path(backend.directory).name.startswith(f"undertow-rocksdb-{os.getpid()}-op-")
     backend.dispose()
+
+
+def test_a_backend_named_by_its_factory() -> None:
+    """``state.backend.type`` takes a factory's dotted name (Flink: a StateBackendFactory's
+    class name); one that cannot be imported or called is named in the error."""
+    named = Configuration({"state.backend.type": "e2e.dict_backend.dict_backend"})
+    backend = keyed_backend_factory(named)("op", 8, range(8), lambda: 0)
+    assert type(backend).__name__ == "DictBackend" and backend.takes_native_checkpoints
+    assert str(StreamExecutionEnvironment.get_execution_environment(named).get_state_backend()) \
+        == "StateBackend(e2e.dict_backend.dict_backend)"  # fmt: skip
+    missing = Configuration({"state.backend.type": "no_such_module.factory"})
+    with pytest.raises(ConfigurationError, match=r"state\.backend\.type.*'no_such_module'"):
+        keyed_backend_factory(missing)
+    absent = Configuration({"state.backend.type": "undertow.state.heap.no_such_factory"})
+    with pytest.raises(ConfigurationError, match=r"no callable 'no_such_factory'"):
+        keyed_backend_factory(absent)

@@ -6,7 +6,11 @@
 ``execution.checkpointing.incremental`` is true, and its timers in the DB unless
 ``state.backend.rocksdb.timer-service.factory`` is ``HEAP`` (memory: ``rocksdb_options``).
 Both write the same canonical snapshot in savepoints (and RocksDB in full checkpoints), so a
-job may switch backends when it restores.
+job may switch backends when it restores. Any other value is the dotted name
+(``package.module.name``) of a :data:`StateBackendFactory`, imported where the subtask runs
+(Flink's fully qualified ``StateBackendFactory`` class name): a third backend needs no change
+to the runtime, which reaches its native snapshots only through
+:mod:`undertow.state.snapshot_strategy`.
 Reading the options validates them (an unknown backend type raises ``ConfigurationError``
 naming the key). With the option the heap backend takes incremental checkpoints too
 (:mod:`undertow.state.heap_incremental`, compacted per ``state.backend.hashmap.incremental.*``).
@@ -18,19 +22,26 @@ RocksDB backend creating its directory when the factory is called.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 
 from undertow.core.config import Configuration, Options
+from undertow.core.errors import ConfigurationError
 from undertow.state.backend import KeyedStateBackend, KeyedStateBackendFactory
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.heap_incremental import CompactionPolicy
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
 from undertow.state.rocksdb_options import RocksDBMemory
 
+#: A backend named in ``state.backend.type``: the job's configuration -> its backend factory.
+StateBackendFactory = Callable[[Configuration], KeyedStateBackendFactory]
+
 
 def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
     """The factory of the configured keyed state backend (see the module docstring)."""
     kind = config.get(Options.STATE_BACKEND)
+    if kind not in ("hashmap", "rocksdb"):
+        return _named_factory(kind)(config)
     incremental = config.get(Options.INCREMENTAL_CHECKPOINTS)
     if kind == "hashmap":
         if not incremental:
@@ -59,3 +70,22 @@ def keyed_backend_factory(config: Configuration) -> KeyedStateBackendFactory:
         )
 
     return rocksdb
+
+
+def _named_factory(name: str) -> StateBackendFactory:
+    """The :data:`StateBackendFactory` at the dotted ``name``; an error names the option."""
+    module_name, _, attribute = name.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigurationError(
+            f"state.backend.type: cannot import module {module_name!r} of state backend "
+            f"factory {name!r}: {err}"
+        ) from err
+    factory: StateBackendFactory | None = module.__dict__.get(attribute)
+    if not callable(factory):
+        raise ConfigurationError(
+            f"state.backend.type: {name!r} names no state backend factory (module "
+            f"{module_name!r} has no callable {attribute!r})"
+        )
+    return factory

@@ -88,6 +88,7 @@ class Chain:
         self.vertex = SimpleNamespace(outputs=outputs, name="op")
         self.subtask_index, self.parallelism = 0, 1
         self.pre: list[int] = []
+        self.takes_native_snapshots = False
 
     def prepare_snapshot_pre_barrier(self, cid: int) -> None:
         self.pre.append(cid)

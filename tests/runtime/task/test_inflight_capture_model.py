@@ -140,6 +140,7 @@ class Downstream:
 class Chain:
     vertex = None
     subtask_index, parallelism = 0, 1
+    takes_native_snapshots = False
 
     def __init__(self, task: Downstream) -> None:
         self.task = task

@@ -20,7 +20,6 @@ from typing import Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.core.config import Configuration, Options
-from undertow.core.errors import StateError
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
@@ -40,6 +39,7 @@ from undertow.runtime.task.operator import (
 )
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
+from undertow.state.backend import KeyedStateBackend
 from undertow.state.factory import keyed_backend_factory
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.operator_state import OperatorStateBackend
@@ -169,7 +169,11 @@ class OperatorChain:
         self._timers_of: dict[int, TimerServiceManager] = {}  # id(operator) -> its timers
         #: id(operator) -> its processing-time service (quiesced before its ``finish``)
         self._pts_of: dict[int, OperatorProcessingTimeService] = {}
-        self._parts: list[tuple[str, Any, Any, Any, Any]] = []  # uid, op, keyed, timers, opstate
+        #: uid, operator, keyed backend, timers, operator state
+        self._parts: list[
+            tuple[str, Any, KeyedStateBackend | None, TimerServiceManager | None,
+                  OperatorStateBackend]
+        ] = []  # fmt: skip
         self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
         #: Name of the operator that feeds each network output, by edge id.
         self.output_operators: dict[int, str] = {}
@@ -253,24 +257,24 @@ class OperatorChain:
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         """Before the barrier goes downstream: operators emit what must precede it."""
         for op in self.operators:
-            hook = getattr(op, "prepare_snapshot_pre_barrier", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            op.prepare_snapshot_pre_barrier(checkpoint_id)
 
     @property
     def takes_native_snapshots(self) -> bool:
         """Whether a keyed backend of the chain takes native incremental checkpoints."""
-        return any(getattr(keyed, "incremental", False) for _, _, keyed, _, _ in self._parts)
+        keyed = [part[2] for part in self._parts]
+        return any(k is not None and k.takes_native_checkpoints for k in keyed)
 
     def snapshot_state(self, checkpoint_id: int, native: str = "") -> SubtaskSnapshot:
         """The synchronous part of a checkpoint: every operator's state, serialized to bytes.
 
         Serializing is the copy that lets the task go on while the bytes are written
         asynchronously; no state I/O happens here. ``native`` (``"incremental"`` or ``"full"``)
-        asks backends that take native incremental checkpoints (RocksDB) for their local
-        checkpoint instead of canonical blobs (uploaded asynchronously); ``"savepoint"`` (a
-        NATIVE savepoint) asks every backend that has native files for all of them (RocksDB,
-        incremental or not; the heap backend has none and writes its canonical blobs).
+        asks backends that take native incremental checkpoints for their native snapshot
+        instead of canonical blobs (uploaded asynchronously); ``"savepoint"`` (a NATIVE
+        savepoint) asks every backend for its native savepoint (RocksDB's files, incremental
+        or not; a backend without one, the heap's, writes its canonical blobs).
+        Backends are asked through :class:`~undertow.state.snapshot_strategy.SnapshotStrategy`.
         An operator's custom snapshot may do the I/O
         that must be durable before the checkpoint can complete (a file sink fsyncs its open
         part files, as Flink's ``persist`` in the synchronous phase).
@@ -278,24 +282,18 @@ class OperatorChain:
         snapshot = SubtaskSnapshot(parallelism=self.parallelism)
         for uid, op, keyed, timers, opstate in self._parts:
             part = OperatorSnapshot()
-            native_savepoint = getattr(keyed, "native_savepoint", None)
-            if native == "savepoint" and native_savepoint is not None:
-                part.keyed_native = native_savepoint(checkpoint_id)
-            elif (
-                keyed is not None
-                and native in _CHECKPOINT_MODES
-                and getattr(keyed, "incremental", False)
-            ):
-                part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
-            elif keyed is not None:
-                part.keyed = keyed.snapshot()
+            if keyed is not None:
+                if native == "savepoint":
+                    part.keyed_native = keyed.native_savepoint(checkpoint_id)
+                elif native in _CHECKPOINT_MODES and keyed.takes_native_checkpoints:
+                    part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
+                if part.keyed_native is None:
+                    part.keyed = keyed.snapshot()
             if timers is not None:
                 part.timers = timers.snapshot(native=part.keyed_native is not None)
             if opstate is not None and opstate.has_state():
                 part.operator = opstate.snapshot()
-            custom = getattr(op, "snapshot_custom_state", None)
-            if custom is not None:
-                part.custom = custom(checkpoint_id)
+            part.custom = op.snapshot_custom_state(checkpoint_id)
             if not part.is_empty:
                 snapshot.operators[uid] = part
         return snapshot
@@ -323,15 +321,7 @@ class OperatorChain:
             if keyed is not None:
                 natives = [p.keyed_native for p in parts if p.keyed_native is not None]
                 if natives:
-                    restore_native = getattr(keyed, "restore_native", None)
-                    if restore_native is None:
-                        raise StateError(
-                            f"operator {uid!r}: checkpoint holds native RocksDB state of "
-                            f"subtask(s) {[n.handle.key_groups for n in natives]} (key groups); "
-                            f"restore it with the RocksDB backend ({type(keyed).__name__} is "
-                            "configured), or take a savepoint (canonical) to switch backends"
-                        )
-                    restore_native(natives)
+                    keyed.restore_native(natives)
                 keyed.restore({g: b for p in parts for g, b in p.keyed.items()})
             if timers is not None:
                 timers.restore({g: b for p in parts for g, b in p.timers.items()})
@@ -343,25 +333,19 @@ class OperatorChain:
                     shares = OperatorStateBackend.redistribute(operator_blobs, self.parallelism)
                     opstate.restore(shares[self.subtask_index])
             custom = [p.custom for p in parts if p.custom is not None]
-            restore_custom = getattr(op, "restore_custom_state", None)
-            if custom and restore_custom is not None:
-                restore_custom(custom, rescaled)
+            if custom:
+                op.restore_custom_state(custom, rescaled)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for _, _, keyed, _, _ in self._parts:
-            hook = getattr(keyed, "notify_checkpoint_complete", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            if keyed is not None:
+                keyed.notify_checkpoint_complete(checkpoint_id)
         for op in self.operators:
-            hook = getattr(op, "notify_checkpoint_complete", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            op.notify_checkpoint_complete(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
         for op in self.operators:
-            hook = getattr(op, "notify_checkpoint_aborted", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            op.notify_checkpoint_aborted(checkpoint_id)
 
     def finish(self) -> None:
         """End of data with drain, head-first: per operator, (BATCH: fire its processing-time
@@ -394,5 +378,5 @@ class OperatorChain:
                 keyed.dispose()  # a RocksDB backend deletes its local directory
         return errors
 
-    def operator_named(self, name: str) -> StreamOperator | None:
-        return next((op for op in self.operators if getattr(op, "name", None) == name), None)
+    def operator_named(self, name: str) -> StreamOperator | SourceOperator | None:
+        return next((op for op in self.operators if op.name == name), None)

@@ -429,12 +429,8 @@ class SubtaskCheckpointer:
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
         try:
-            native = (
-                _native_mode(barrier)
-                if getattr(self.chain, "takes_native_snapshots", False)
-                else ""
-            )
-            if native:  # incremental RocksDB checkpoint (uploaded asynchronously below)
+            native = _native_mode(barrier) if self.chain.takes_native_snapshots else ""
+            if native:  # native (incremental) keyed state, uploaded asynchronously below
                 snapshot = self.chain.snapshot_state(cid, native)
             else:
                 snapshot = self.chain.snapshot_state(cid)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from undertow.runtime.task.time_service import ProcessingTimeService
 
 __all__ = [
+    "CheckpointHooks",
     "OneInputStreamOperator",
     "OperatorSetup",
     "Output",
@@ -107,7 +108,33 @@ class OperatorSetup:
     services: TaskServices | None = None
 
 
-class StreamOperator(ABC):
+class CheckpointHooks:
+    """What an operator is told about checkpoints, each hook a no-op by default; an operator
+    with checkpoint work overrides the hooks it needs. The operator chain calls them on the
+    task's loop thread: ``prepare_snapshot_pre_barrier`` before the barrier goes downstream,
+    ``snapshot_custom_state`` in the synchronous part (its I/O must be durable before the
+    checkpoint completes), ``restore_custom_state`` before ``open``, the notifications after
+    the JobMaster decided."""
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Emit what must precede the barrier of ``checkpoint_id`` (a sink's committables)."""
+
+    def snapshot_custom_state(self, checkpoint_id: int) -> bytes | None:
+        """State of the operator's own format (a source's splits); None: nothing."""
+        return None
+
+    def restore_custom_state(self, blobs: list[bytes], rescaled: bool) -> None:
+        """The custom state of the old subtasks this one takes over (all of them after a
+        change of parallelism, ``rescaled``; the operator takes its share)."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed (every subtask's state is durable)."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted."""
+
+
+class StreamOperator(CheckpointHooks, ABC):
     """Base of every operator. Subclasses keep per-record code free of attribute chains."""
 
     ctx: OperatorSetup

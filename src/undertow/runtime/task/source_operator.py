@@ -19,7 +19,13 @@ from undertow.connectors.source import InputStatus, SourceReader, SourceReaderCo
 from undertow.core.config import Options
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.network.buffer import serialize_object
-from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Output, Timestamps
+from undertow.runtime.task.operator import (
+    CheckpointHooks,
+    OneInputStreamOperator,
+    OperatorSetup,
+    Output,
+    Timestamps,
+)
 from undertow.runtime.task.split_watermarks import SplitWatermarks
 
 
@@ -158,7 +164,7 @@ class _ReaderContext(SourceReaderContext):
         self._setup.services.wake()
 
 
-class SourceOperator:
+class SourceOperator(CheckpointHooks):
     """Head of a source chain: a reader call fills the *pending* records, and the task moves
     them into the chain in chunks of its own size (:meth:`emit_pending`).
 
