@@ -89,6 +89,21 @@ class KeyedStateBackend(ABC):
     max_parallelism: int
     key_group_range: range
 
+    def _identify(self, operator_name: str, max_parallelism: int, key_group_range: range) -> None:
+        """Set the operator and key groups a backend serves (its constructor calls this
+        first); raises ``StateError`` naming the operator if ``key_group_range`` is not a
+        non-empty contiguous part of ``[0, max_parallelism)``."""
+        if key_group_range.step != 1 or not (
+            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
+        ):
+            raise StateError(
+                f"operator {operator_name!r}: key group range {key_group_range} is not a "
+                f"non-empty contiguous part of [0, {max_parallelism})"
+            )
+        self.operator_name = operator_name
+        self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
+
     # -- snapshot strategy (defaults: canonical snapshots only) -------------------------------
     @property
     def takes_native_checkpoints(self) -> bool:

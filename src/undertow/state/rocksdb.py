@@ -99,16 +99,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         timer_service: str = "ROCKSDB",
         memory: RocksDBMemory | None = None,
     ) -> None:
-        if key_group_range.step != 1 or not (
-            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
-        ):
-            raise StateError(
-                f"operator {operator_name!r}: key group range {key_group_range} is not a "
-                f"non-empty contiguous part of [0, {max_parallelism})"
-            )
-        self.operator_name = operator_name
-        self.max_parallelism = max_parallelism
-        self.key_group_range = key_group_range
+        self._identify(operator_name, max_parallelism, key_group_range)
         self._clock = clock
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
