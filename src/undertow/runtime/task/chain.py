@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.api.output_tag import OutputTag
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
@@ -37,6 +37,7 @@ from undertow.runtime.task.operator import (
     TaskServices,
     Timestamps,
 )
+from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
 from undertow.state.backend import KeyedStateBackend
@@ -159,7 +160,9 @@ class OperatorChain:
         processing_time_service: ProcessingTimeService,
         job_parameters: dict[str, str] | None = None,
         output_availability: OutputAvailability | None = None,
+        settings: TaskSettings | None = None,
     ) -> None:
+        settings = settings if settings is not None else TaskSettings.of(config)
         self.vertex = vertex
         self.subtask_index = subtask_index
         self.parallelism = vertex.parallelism
@@ -174,7 +177,7 @@ class OperatorChain:
             tuple[str, Any, KeyedStateBackend | None, TimerServiceManager | None,
                   OperatorStateBackend]
         ] = []  # fmt: skip
-        self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
+        self._batch = settings.batch
         #: Name of the operator that feeds each network output, by edge id.
         self.output_operators: dict[int, str] = {}
         by_node: dict[int, Any] = {}
@@ -222,6 +225,7 @@ class OperatorChain:
                 task_name_with_subtasks=name_with_subtasks,
                 operator_state_backend=OperatorStateBackend(spec.name),
                 services=services,
+                settings=settings,
             )
             setup.runtime_context = StreamingRuntimeContext(setup)
             op.setup(setup)

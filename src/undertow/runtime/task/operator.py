@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.time_service import ProcessingTimeService
 
 __all__ = [
@@ -106,6 +107,19 @@ class OperatorSetup:
     #: The ``RuntimeContext`` handed to user functions' ``open`` (set by the operator chain).
     runtime_context: Any = None
     services: TaskServices | None = None
+    #: The task's settings (read once from ``config`` by the task; built from ``config`` here
+    #: when a harness does not pass them).
+    settings: TaskSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            self.settings = TaskSettings.of(self.config)
+
+    @property
+    def task_settings(self) -> TaskSettings:
+        """:attr:`settings`, never None after construction."""
+        assert self.settings is not None
+        return self.settings
 
 
 class CheckpointHooks:
