@@ -133,3 +133,18 @@ def test_a_backend_named_by_its_factory() -> None:
     absent = Configuration({"state.backend.type": "undertow.state.heap.no_such_factory"})
     with pytest.raises(ConfigurationError, match=r"no callable 'no_such_factory'"):
         keyed_backend_factory(absent)
+
+
+def test_state_backend_settings_read_the_configured_backends_options_only() -> None:
+    from undertow.state.factory import StateBackendSettings
+
+    bogus = {"state.backend.rocksdb.timer-service.factory": "BOGUS"}
+    assert StateBackendSettings.of(Configuration(bogus)) == StateBackendSettings()
+    with pytest.raises(ConfigurationError, match=r"timer-service\.factory.*BOGUS"):
+        StateBackendSettings.of(Configuration({"state.backend.type": "rocksdb", **bogus}))
+    settings = StateBackendSettings.of(Configuration({
+        "state.backend.type": "rocksdb", "execution.checkpointing.incremental": "true",
+        "state.backend.rocksdb.timer-service.factory": "HEAP",
+    }))  # fmt: skip
+    assert (settings.kind, settings.incremental, settings.timer_service) == (
+        "rocksdb", True, "HEAP")  # fmt: skip

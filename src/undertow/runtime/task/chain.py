@@ -41,7 +41,7 @@ from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
 from undertow.state.backend import KeyedStateBackend
-from undertow.state.factory import keyed_backend_factory
+from undertow.state.factory import backend_factory_of
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.operator_state import OperatorStateBackend
 
@@ -181,7 +181,7 @@ class OperatorChain:
         #: Name of the operator that feeds each network output, by edge id.
         self.output_operators: dict[int, str] = {}
         by_node: dict[int, Any] = {}
-        make_keyed_backend = keyed_backend_factory(config)
+        make_keyed_backend = backend_factory_of(settings.state_backend)
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
         for spec in reversed(vertex.operators):
             op, key_selector, key_selector2 = self._instantiate(spec)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from undertow.core.config import Configuration, Options
+from undertow.state.factory import StateBackendSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class TaskSettings:
     job_parameters: Mapping[str, str] = field(default_factory=dict)
     #: ``taskmanager.network.memory.max-overdraft-buffers-per-gate``.
     max_overdraft_buffers_per_gate: int = 5
+    #: The keyed state backend of the task's keyed operators (``state.backend.*``).
+    state_backend: StateBackendSettings = field(default_factory=StateBackendSettings)
 
     @classmethod
     def of(cls, config: Configuration) -> TaskSettings:
@@ -62,4 +65,5 @@ class TaskSettings:
             ),
             job_parameters=dict(job_parameters),
             max_overdraft_buffers_per_gate=config.get(Options.MAX_OVERDRAFT_BUFFERS_PER_GATE),
+            state_backend=StateBackendSettings.of(config),
         )
