@@ -39,7 +39,7 @@ def test_a_third_backend_checkpoints_and_restores_natively(
         "rest.port": "0",
     })  # fmt: skip
     assert str(env.get_state_backend()) == "StateBackend(e2e.dict_backend.dict_backend)"
-    source = OracleSource(10, 400, records_per_second=4_000.0)
+    source = OracleSource(10, 1000, records_per_second=4_000.0)
     evidence = tmp_path / "evidence"
     build_pipeline(env, source, failing_map=failing, evidence_dir=evidence)
     client = env.execute_async("oracle, a third backend")
@@ -49,11 +49,11 @@ def test_a_third_backend_checkpoints_and_restores_natively(
     finally:
         rest_ids = rest.stop()
         client.cancel()
+    assert dict_backend.UPLOADS, "the task uploaded the backend's native snapshots"
     oracle = OracleResult.from_job_result(result, source.keys, source.records_per_key, evidence)
     assert_restores(capsys.readouterr().err, rest_ids, restores=1)
     oracle.assert_restored()
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, oracle
-    assert dict_backend.UPLOADS, "the task uploaded the backend's native snapshots"
     restored = [r for r in dict_backend.RESTORES if r[2] > 0]
     assert restored, f"the worker downloaded and the backend restored them: {dict_backend.RESTORES}"
