@@ -117,3 +117,34 @@ def test_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:
     assert alive.exists() and other.exists()
     assert Path(backend.directory).name.startswith(f"undertow-rocksdb-{os.getpid()}-op-")
     backend.dispose()
+
+
+def test_a_backend_named_by_its_factory() -> None:
+    """``state.backend.type`` takes a factory's dotted name (Flink: a StateBackendFactory's
+    class name); one that cannot be imported or called is named in the error."""
+    named = Configuration({"state.backend.type": "e2e.dict_backend.dict_backend"})
+    backend = keyed_backend_factory(named)("op", 8, range(8), lambda: 0)
+    assert type(backend).__name__ == "DictBackend" and backend.takes_native_checkpoints
+    assert str(StreamExecutionEnvironment.get_execution_environment(named).get_state_backend()) \
+        == "StateBackend(e2e.dict_backend.dict_backend)"  # fmt: skip
+    missing = Configuration({"state.backend.type": "no_such_module.factory"})
+    with pytest.raises(ConfigurationError, match=r"state\.backend\.type.*'no_such_module'"):
+        keyed_backend_factory(missing)
+    absent = Configuration({"state.backend.type": "undertow.state.heap.no_such_factory"})
+    with pytest.raises(ConfigurationError, match=r"no callable 'no_such_factory'"):
+        keyed_backend_factory(absent)
+
+
+def test_state_backend_settings_read_the_configured_backends_options_only() -> None:
+    from undertow.state.factory import StateBackendSettings
+
+    bogus = {"state.backend.rocksdb.timer-service.factory": "BOGUS"}
+    assert StateBackendSettings.of(Configuration(bogus)) == StateBackendSettings()
+    with pytest.raises(ConfigurationError, match=r"timer-service\.factory.*BOGUS"):
+        StateBackendSettings.of(Configuration({"state.backend.type": "rocksdb", **bogus}))
+    settings = StateBackendSettings.of(Configuration({
+        "state.backend.type": "rocksdb", "execution.checkpointing.incremental": "true",
+        "state.backend.rocksdb.timer-service.factory": "HEAP",
+    }))  # fmt: skip
+    assert (settings.kind, settings.incremental, settings.timer_service) == (
+        "rocksdb", True, "HEAP")  # fmt: skip

@@ -101,7 +101,6 @@ def test_rocksdb_fold_cache_is_invisible(ops: list[tuple[Any, ...]]) -> None:
 
     from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
     from undertow.state.rocksdb_incremental import upload
-    from undertow.state.rocksdb_local import download_native_state
     from undertow.storage import CheckpointStorage
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,7 +141,7 @@ def test_rocksdb_fold_cache_is_invisible(ops: list[tuple[Any, ...]]) -> None:
             expected[key] = states[1][1].value()  # type: ignore[attr-defined]
         if handle is not None:
             snapshot = SubtaskSnapshot({"op": OperatorSnapshot(keyed_native=handle)})
-            download_native_state(snapshot, storage, last, tmp + "/dl")
+            snapshot.download_native(storage.read_file, last, tmp + "/dl")
             restored = RocksDBKeyedStateBackend("op", 128, range(128), lambda: 0,
                                                 local_dir=tmp)  # fmt: skip
             restored.restore_native([snapshot.operators["op"].keyed_native])

@@ -7,6 +7,7 @@ Every test runs against both backends (the autouse ``impl`` fixture picks the cl
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -69,6 +70,15 @@ class AverageAggregate:
 
 def test_is_a_keyed_state_backend() -> None:
     assert isinstance(backend(), KeyedStateBackend)
+
+
+@pytest.mark.parametrize("bad", [range(0), range(4, 2), range(0, 8, 2), range(-1, 4),
+                                 range(0, MAX_P + 1)])  # fmt: skip
+def test_a_bad_key_group_range_is_refused_naming_the_operator(bad: range) -> None:
+    with pytest.raises(
+        StateError, match=re.escape(f"operator 'op': key group range {bad!r} is not")
+    ):
+        backend(bad)
 
 
 def test_value_state_per_key() -> None:

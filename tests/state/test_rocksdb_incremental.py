@@ -15,7 +15,6 @@ from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.key_groups import assign_to_key_group
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
 from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, upload
-from undertow.state.rocksdb_local import download_native_state
 from undertow.storage import CheckpointStorage
 from undertow.storage.errors import CorruptCheckpointError
 
@@ -67,7 +66,7 @@ def _restore(
     for handle in handles:
         snapshot = SubtaskSnapshot({"sum": OperatorSnapshot(keyed_native=handle)})
         snapshot = pickle.loads(pickle.dumps(snapshot))  # as read back from a state file
-        download_native_state(snapshot, storage, cid, str(tmp / "local"))
+        snapshot.download_native(storage.read_file, cid, str(tmp / "local"))
         snapshots.append(snapshot.operators["sum"].keyed_native)
     restored = _backend(tmp, key_groups)
     restored.restore_native(snapshots)

@@ -24,7 +24,6 @@ from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
 from undertow.state.rocksdb_incremental import upload
-from undertow.state.rocksdb_local import download_native_state
 from undertow.state.rocksdb_timers import RocksDBTimerQueue, timer_column
 from undertow.storage import CheckpointStorage
 
@@ -189,7 +188,7 @@ def _native_roundtrip(
     for i, kg in enumerate(key_groups):
         snapshot = SubtaskSnapshot({"win": OperatorSnapshot(keyed_native=handle)})
         snapshot = pickle.loads(pickle.dumps(snapshot))
-        download_native_state(snapshot, storage, 7, str(tmp / f"dl{i}"))
+        snapshot.download_native(storage.read_file, 7, str(tmp / f"dl{i}"))
         target = _rocksdb(tmp / f"r{i}", kg)
         target.restore_native([snapshot.operators["win"].keyed_native])
         restored.append((target, *_manager(target)))
@@ -248,7 +247,7 @@ def test_heap_factory_refuses_a_checkpoint_with_timers_in_rocksdb(tmp_path: Path
     handle = upload(backend.native_checkpoint(3, False), storage.write_shared_file,
                     storage.write_file)  # fmt: skip
     snapshot = SubtaskSnapshot({"win": OperatorSnapshot(keyed_native=handle)})
-    download_native_state(snapshot, storage, 3, str(tmp_path / "dl"))
+    snapshot.download_native(storage.read_file, 3, str(tmp_path / "dl"))
     heap_timers = _rocksdb(tmp_path / "h", factory="HEAP")
     with pytest.raises(StateError, match=r"'win'.*checkpoint 3.*_timer_state/event_timers.*HEAP"):
         heap_timers.restore_native([snapshot.operators["win"].keyed_native])

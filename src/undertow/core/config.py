@@ -244,6 +244,17 @@ def _choice(*allowed: str) -> Callable[[str], str | None]:
     return check
 
 
+def _backend_type(value: str) -> str | None:
+    """``state.backend.type``: a built-in backend, or a factory's dotted name (as Flink takes
+    the fully qualified class name of a ``StateBackendFactory``)."""
+    if value in ("hashmap", "rocksdb"):
+        return None
+    module, _, name = value.rpartition(".")
+    if module and name.isidentifier() and all(p.isidentifier() for p in module.split(".")):
+        return None
+    return "must be one of hashmap, rocksdb, or the dotted name of a state backend factory"
+
+
 class Configuration:
     """A string map of options, API-compatible with PyFlink's ``Configuration``.
 
@@ -626,8 +637,9 @@ class Options:
     STATE_BACKEND = str_option(
         "state.backend.type",
         "hashmap",
-        "keyed state backend: hashmap (Python dicts) or rocksdb (embedded RocksDB, on disk)",
-        check=_choice("hashmap", "rocksdb"),
+        "keyed state backend: hashmap (Python dicts), rocksdb (embedded RocksDB, on disk), or "
+        "the dotted name of a state backend factory (module.name)",
+        check=_backend_type,
     )
     INCREMENTAL_CHECKPOINTS = bool_option(
         "execution.checkpointing.incremental",

@@ -86,10 +86,27 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         return f"EmbeddedRocksDBStateBackend(incremental={self._incremental}, paths={self._paths})"
 
 
+class _NamedStateBackend(StateBackend):
+    """A backend named by its factory's dotted name in ``state.backend.type``
+    (:mod:`undertow.state.factory`)."""
+
+    def __init__(self, factory_name: str) -> None:
+        self.factory_name = factory_name
+
+    def _configure(self, config: Configuration) -> None:
+        config.set(Options.STATE_BACKEND, self.factory_name)
+
+    def __str__(self) -> str:
+        return f"StateBackend({self.factory_name})"
+
+
 def state_backend_of(config: Configuration) -> StateBackend:
     """The state backend object that ``config`` describes (``env.get_state_backend()``)."""
-    if config.get(Options.STATE_BACKEND) == "hashmap":
+    kind = config.get(Options.STATE_BACKEND)
+    if kind == "hashmap":
         return HashMapStateBackend()
+    if kind != "rocksdb":
+        return _NamedStateBackend(kind)
     raw = config.to_dict().get(Options.INCREMENTAL_CHECKPOINTS.key)
     backend = EmbeddedRocksDBStateBackend(None if raw is None else str(raw).lower() == "true")
     local_dir = config.get(Options.ROCKSDB_LOCAL_DIR)

@@ -16,10 +16,12 @@ operator sets one (window operators use the window as namespace). Entries are pe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
+from undertow.core.errors import StateError
 from undertow.state.descriptors import State, StateDescriptor
+from undertow.state.snapshot_strategy import NativeSnapshot
 
 N = TypeVar("N")
 
@@ -58,11 +60,83 @@ class InternalKvState(State, Generic[N]):
         raise NotImplementedError(f"{type(self).__name__} cannot merge namespaces")
 
 
-class KeyedStateBackend(ABC):
-    """Keyed state of one operator in one subtask (see the module docstring)."""
+class TimerQueue(Protocol):
+    """A timer queue with set semantics: the timer service's own on the heap, or a backend's
+    (:class:`~undertow.state.rocksdb_timers.RocksDBTimerQueue` in the RocksDB backend's DB)."""
 
+    def add(self, timestamp: int, key: Any, namespace: Any) -> bool: ...
+
+    def remove(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+
+    def peek_timestamp(self) -> int | None: ...
+
+    def pop_due(self, time: int) -> tuple[int, Any, Any] | None: ...
+
+    def __len__(self) -> int: ...
+
+    def entries(self) -> list[tuple[int, Any, Any]]: ...
+
+
+class KeyedStateBackend(ABC):
+    """Keyed state of one operator in one subtask (see the module docstring).
+
+    Every backend is a :class:`~undertow.state.snapshot_strategy.SnapshotStrategy`: this base
+    class answers "canonical snapshots only" (no native checkpoints or savepoints, no native
+    restore, nothing to do on completion); a backend with a native format overrides those.
+    """
+
+    operator_name: str
     max_parallelism: int
     key_group_range: range
+
+    def _identify(self, operator_name: str, max_parallelism: int, key_group_range: range) -> None:
+        """Set the operator and key groups a backend serves (its constructor calls this
+        first); raises ``StateError`` naming the operator if ``key_group_range`` is not a
+        non-empty contiguous part of ``[0, max_parallelism)``."""
+        if key_group_range.step != 1 or not (
+            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
+        ):
+            raise StateError(
+                f"operator {operator_name!r}: key group range {key_group_range} is not a "
+                f"non-empty contiguous part of [0, {max_parallelism})"
+            )
+        self.operator_name = operator_name
+        self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
+
+    # -- snapshot strategy (defaults: canonical snapshots only) -------------------------------
+    @property
+    def takes_native_checkpoints(self) -> bool:
+        """Whether checkpoints are native (incremental); False: canonical blobs."""
+        return False
+
+    def native_checkpoint(self, checkpoint_id: int, full: bool) -> NativeSnapshot:
+        raise StateError(
+            f"operator {self.operator_name!r}: checkpoint {checkpoint_id}: native checkpoint "
+            f"asked of {type(self).__name__}, which takes canonical checkpoints"
+        )
+
+    def native_savepoint(self, checkpoint_id: int) -> NativeSnapshot | None:
+        """None: a NATIVE savepoint of this backend holds its canonical blobs."""
+        return None
+
+    def restore_native(self, downloads: Sequence[object]) -> None:
+        kinds = sorted({type(d).__name__ for d in downloads})
+        raise StateError(
+            f"operator {self.operator_name!r}: the checkpoint holds native state of another "
+            f"backend ({', '.join(kinds)}); restore it with that backend "
+            f"({type(self).__name__} is configured), or take a savepoint (canonical) to "
+            "switch backends"
+        )
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed (default: nothing to do)."""
+
+    def timer_queue(self, service: str, domain: str) -> TimerQueue | None:
+        """The backend's own queue of ``service``'s ``domain`` (``event``/``processing``)
+        timers, part of its native snapshots; None (the default): the timer service keeps
+        them on the heap and snapshots them with the keyed state's key groups."""
+        return None
 
     @abstractmethod
     def set_current_key(self, key: Any) -> None:

@@ -36,7 +36,7 @@ import functools
 import pickle
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from undertow.core import pickling
@@ -88,16 +88,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         incremental: bool = False,
         compaction: CompactionPolicy | None = None,
     ) -> None:
-        if key_group_range.step != 1 or not (
-            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
-        ):
-            raise StateError(
-                f"operator {operator_name!r}: key group range {key_group_range} is not a "
-                f"non-empty contiguous part of [0, {max_parallelism})"
-            )
-        self.operator_name = operator_name
-        self.max_parallelism = max_parallelism
-        self.key_group_range = key_group_range
+        self._identify(operator_name, max_parallelism, key_group_range)
         self._clock = clock
         self._groups = len(key_group_range)
         self._unkeyed = UnkeyedDict(operator_name)
@@ -326,15 +317,20 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             dirty.uploaded,
         )  # fmt: skip
 
+    @property
+    def takes_native_checkpoints(self) -> bool:
+        """With ``incremental``: checkpoints are :meth:`native_checkpoint` s."""
+        return self.incremental
+
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: later incremental checkpoints diff against
         it (only a completed checkpoint's files are kept by the coordinator)."""
         if self._dirty is not None:
             self._dirty.completed(checkpoint_id)
 
-    def restore_native(self, downloads: list[Any]) -> None:
+    def restore_native(self, downloads: Sequence[object]) -> None:
         """Restore the key groups this subtask owns from heap incremental checkpoints (read and
-        verified by :func:`~undertow.state.heap_incremental.download_heap_state`); the old
+        verified by :meth:`HeapIncrementalHandle.download`); the old
         subtasks' ranges may differ from this one's (rescaling)."""
         blobs: dict[int, bytes] = {}
         for download in downloads:

@@ -17,6 +17,7 @@ Threading: the task thread, except :meth:`HeapNativeSnapshot.upload` and :func:`
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,13 +25,9 @@ from typing import Any
 
 from undertow.core.errors import StateError
 from undertow.state.heap_snapshot import PendingKeyGroups
+from undertow.state.snapshot_strategy import PrivateWriter, Reader, SharedWriter
 from undertow.storage import FileHandle
 from undertow.storage.errors import CorruptCheckpointError
-
-#: Writes a file into ``<job>/shared/<name>``; returns its handle.
-SharedWriter = Callable[[str, bytes], FileHandle]
-#: Reads and verifies the file of a handle, naming the checkpoint id in errors.
-Reader = Callable[[FileHandle, int], bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +87,21 @@ class HeapIncrementalHandle:
         """Bytes this checkpoint wrote (its own segment)."""
         return sum(s.handle.size for s in self.segments if s.created_by == self.checkpoint_id)
 
+    def download(
+        self, read: Reader, restoring_checkpoint: int, local_dir: str
+    ) -> DownloadedHeapState:
+        """Every segment, read and verified (:func:`download`; ``local_dir`` is not used)."""
+        return download(self, read, restoring_checkpoint)
+
+    def without_shared_file(self, path: str) -> HeapIncrementalHandle | None:
+        """This state as if the segment at ``path`` were an empty valid segment: every key
+        group sliced from it restores empty; None if no key group is sliced from it."""
+        hit = {i for i, segment in enumerate(self.segments) if segment.handle.path == path}
+        kept = {g: where for g, where in self.groups.items() if where[0] not in hit}
+        if not path or len(kept) == len(self.groups):
+            return None
+        return dataclasses.replace(self, groups=kept)
+
 
 @dataclass(frozen=True, slots=True)
 class HeapNativeSnapshot:
@@ -115,10 +127,13 @@ class HeapNativeSnapshot:
         """The blobs still to pickle on the task thread (in slices, before the upload)."""
         return self.blobs
 
-    def upload(self, write_shared: SharedWriter) -> HeapIncrementalHandle:
+    def upload(
+        self, write_shared: SharedWriter, write_private: PrivateWriter | None = None
+    ) -> HeapIncrementalHandle:
         """Write the rewritten key groups as one segment into ``shared/`` (blocking I/O) and
-        return the handle. The blobs must be complete (:meth:`PendingKeyGroups.result` on the
-        task thread): a pending one would be pickled here, racing with the task."""
+        return the handle (``write_private`` is not used). The blobs must be complete
+        (:attr:`pending` on the task thread): a pending one would be pickled here, racing with
+        the task."""
         if self.blobs.remaining:
             raise StateError(
                 f"operator {self.operator_name!r}: checkpoint {self.checkpoint_id}: "
@@ -193,15 +208,6 @@ def download(handle: HeapIncrementalHandle, read: Reader,
     blobs = {kg: data[i][offset : offset + length]
              for kg, (i, offset, length) in handle.groups.items()}  # fmt: skip
     return DownloadedHeapState(handle, blobs)
-
-
-def download_heap_state(snapshot: Any, storage: Any, checkpoint_id: int) -> None:
-    """Replace each :class:`HeapIncrementalHandle` of a restored subtask snapshot by its
-    :class:`DownloadedHeapState` (blocking I/O: the worker's I/O pool, before the chain
-    restores)."""
-    for part in snapshot.operators.values():
-        if isinstance(part.keyed_native, HeapIncrementalHandle):
-            part.keyed_native = download(part.keyed_native, storage.read_file, checkpoint_id)
 
 
 @dataclass(frozen=True, slots=True)

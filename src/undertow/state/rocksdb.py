@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
@@ -99,16 +99,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         timer_service: str = "ROCKSDB",
         memory: RocksDBMemory | None = None,
     ) -> None:
-        if key_group_range.step != 1 or not (
-            0 <= key_group_range.start < key_group_range.stop <= max_parallelism
-        ):
-            raise StateError(
-                f"operator {operator_name!r}: key group range {key_group_range} is not a "
-                f"non-empty contiguous part of [0, {max_parallelism})"
-            )
-        self.operator_name = operator_name
-        self.max_parallelism = max_parallelism
-        self.key_group_range = key_group_range
+        self._identify(operator_name, max_parallelism, key_group_range)
         self._clock = clock
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
@@ -485,11 +476,28 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         for cid in [c for c in self._bases if c <= checkpoint_id]:  # subsumed or this one
             del self._bases[cid]
 
-    def restore_native(self, downloads: list[DownloadedNative]) -> None:
+    @property
+    def takes_native_checkpoints(self) -> bool:
+        """With ``incremental``: checkpoints are :meth:`native_checkpoint` s."""
+        return self.incremental
+
+    def restore_native(self, downloads: Sequence[object]) -> None:
         """Restore from downloaded native checkpoints (before any state is used). One DB of
         exactly this key-group range is opened in place of the empty one (its shared files
         are reused by the next checkpoint); otherwise (rescaling) the key groups of this
         range are copied from each DB by iterating their key ranges."""
+        downloaded: list[DownloadedNative] = []
+        for download in downloads:
+            if not isinstance(download, DownloadedNative):
+                raise StateError(
+                    f"operator {self.operator_name!r}: the checkpoint holds native state of "
+                    f"another backend ({type(download).__name__}); restore it with that "
+                    "backend, or take a savepoint (canonical) to switch backends"
+                )
+            downloaded.append(download)
+        self._restore_downloaded(downloaded)
+
+    def _restore_downloaded(self, downloads: list[DownloadedNative]) -> None:
         if not self.timers_in_db:
             for d in downloads:
                 check_no_timers(self.operator_name, d.handle.checkpoint_id, d.handle.states)

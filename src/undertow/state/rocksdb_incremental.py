@@ -27,16 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from undertow.state.heap_snapshot import PendingKeyGroups
+from undertow.state.rocksdb_local import new_restore_directory
+from undertow.state.snapshot_strategy import PrivateWriter, Reader, SharedWriter
 from undertow.storage import FileHandle
 from undertow.storage.checkpoint_storage import SHARED_DIR
 from undertow.storage.errors import CorruptCheckpointError
-
-#: Writes a file into ``<job>/shared/<name>``; returns its handle.
-SharedWriter = Callable[[str, bytes], FileHandle]
-#: Writes a file into ``<job>/chk-<id>/<name>``; returns its handle.
-PrivateWriter = Callable[[int, str, bytes], FileHandle]
-#: Reads and verifies the file of a handle, naming the checkpoint id in errors.
-Reader = Callable[[FileHandle, int], bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +84,14 @@ class IncrementalKeyedHandle:
         new = sum(f.handle.size for f in self.shared if f.created_by == self.checkpoint_id)
         return new + sum(h.size for _, h in self.private)
 
+    def download(self, read: Reader, restoring_checkpoint: int, local_dir: str) -> DownloadedNative:
+        """Every file into a fresh directory under ``local_dir`` (:func:`download`)."""
+        return download(self, read, restoring_checkpoint, new_restore_directory(local_dir))
+
+    def without_shared_file(self, path: str) -> None:
+        """None: an SST file cannot be dropped from a RocksDB checkpoint."""
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class NativeCheckpoint:
@@ -107,6 +111,17 @@ class NativeCheckpoint:
     on_uploaded: Callable[[IncrementalKeyedHandle], None]
     #: A NATIVE savepoint: every file goes into ``chk-<n>/`` (none into ``shared/``).
     exclusive: bool = False
+
+    @property
+    def pending(self) -> PendingKeyGroups | None:
+        """None: the synchronous part made the local checkpoint; nothing is left to pickle."""
+        return None
+
+    def upload(
+        self, write_shared: SharedWriter, write_private: PrivateWriter
+    ) -> IncrementalKeyedHandle:
+        """:func:`upload` (the module's; I/O pool)."""
+        return upload(self, write_shared, write_private)
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         raise TypeError(

@@ -1,5 +1,5 @@
 """The RocksDB backends' local directories: naming, creation, the sweep of dead processes'
-directories, downloads of native state for a restore, and deletion.
+directories, directories for downloads of native state for a restore, and deletion.
 
 A DB directory carries the pid of its process, so a backend can delete the directories of
 workers killed with SIGKILL (which cannot clean up) when it creates its own. Every function
@@ -11,11 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any
 
 from rocksdict import Rdict
-
-from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, download
 
 #: DB directories are named ``undertow-rocksdb-<pid>-<operator>-<random>``.
 _PREFIX = "undertow-rocksdb-"
@@ -46,18 +43,12 @@ def sweep_dead_directories(parent: str) -> list[str]:
     return swept
 
 
-def download_native_state(snapshot: Any, storage: Any, checkpoint_id: int, local_dir: str) -> None:
-    """Download the native RocksDB files an incremental checkpoint's subtask snapshot references
-    (verified, see :func:`~undertow.state.rocksdb_incremental.download`) into fresh local
-    directories, replacing each operator's handle by its :class:`DownloadedNative` (the
-    backend opens or reads it when the chain restores). Blocking I/O: on the I/O pool."""
+def new_restore_directory(local_dir: str) -> str:
+    """A fresh directory for a downloaded native checkpoint of this process, under
+    ``local_dir`` (``""``: the temp directory), created with its parents."""
     parent = local_dir or tempfile.gettempdir()
-    for part in snapshot.operators.values():
-        handle = part.keyed_native
-        if isinstance(handle, IncrementalKeyedHandle):
-            os.makedirs(parent, exist_ok=True)
-            target = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-restore-", dir=parent)
-            part.keyed_native = download(handle, storage.read_file, checkpoint_id, target)
+    os.makedirs(parent, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-restore-", dir=parent)
 
 
 def new_db_directory(parent: str, label: str) -> str:

@@ -46,6 +46,7 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.settings import TaskSettings
 from undertow.storage import FileHandle
 from undertow.testing.channel_state import InMemoryChannelStateWriter
 
@@ -88,6 +89,7 @@ class Chain:
         self.vertex = SimpleNamespace(outputs=outputs, name="op")
         self.subtask_index, self.parallelism = 0, 1
         self.pre: list[int] = []
+        self.takes_native_snapshots = False
 
     def prepare_snapshot_pre_barrier(self, cid: int) -> None:
         self.pre.append(cid)
@@ -181,7 +183,7 @@ class Harness:
         self.cp = SubtaskCheckpointer(
             task_name="op (1/1)", file_name="f", chain=self.chain,  # type: ignore[arg-type]
             gates=[self.gate], writers=self.writers, task=self.task, io=io,
-            exactly_once=exactly_once, config=Configuration(settings),
+            exactly_once=exactly_once, settings=TaskSettings.of(Configuration(settings)),
             listeners=CheckpointListeners(current_watermark=lambda: 0),
         )  # fmt: skip
 
@@ -235,7 +237,7 @@ def test_unaligned_checkpoints_without_a_channel_state_writer_are_refused() -> N
             io=CheckpointIO(responder=h.responder, state_writer=h._write,
                             executor=InlineExecutor()),
             exactly_once=True,
-            config=Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+            settings=TaskSettings(unaligned=True),
         )  # fmt: skip
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undertow.core.config import Configuration
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
@@ -34,6 +33,7 @@ from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition, ResultSubpartition
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
+from undertow.runtime.task.settings import TaskSettings
 from undertow.testing.channel_state import InMemoryChannelStateWriter
 
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
@@ -140,6 +140,7 @@ class Downstream:
 class Chain:
     vertex = None
     subtask_index, parallelism = 0, 1
+    takes_native_snapshots = False
 
     def __init__(self, task: Downstream) -> None:
         self.task = task
@@ -194,7 +195,7 @@ def test_channel_state_is_exactly_the_in_flight_records(seed: int, credit: int) 
         io=CheckpointIO(responder=Responder(), state_writer=write_file, executor=InlineExecutor(),
                         channel_state_writer=InMemoryChannelStateWriter.of([gate], [])),
         exactly_once=True,
-        config=Configuration({"execution.checkpointing.unaligned.enabled": "true"}),
+        settings=TaskSettings(unaligned=True),
         listeners=CheckpointListeners(current_watermark=lambda: 0),
     )  # fmt: skip
 

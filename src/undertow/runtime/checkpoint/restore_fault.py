@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
-from undertow.state.heap_incremental import HeapIncrementalHandle
+from undertow.state.snapshot_strategy import NativeStateHandle
 
 #: A file every restore appends a line to (read by the suite's meta-check).
 LOG_ENV = "UNDERTOW_RESTORE_LOG"
@@ -105,14 +105,14 @@ def apply_to_snapshot(
 
 
 def _empty_segment(part: OperatorSnapshot, path: str) -> bool:
-    """Heap incremental state referencing the segment at ``path`` restores as if that file
-    were an empty valid segment: every key group sliced from it restores empty."""
-    handle = part.keyed_native
-    if not path or not isinstance(handle, HeapIncrementalHandle):
+    """Native keyed state referencing the shared file at ``path`` restores as if that file
+    were empty, where its format can say so (heap incremental state: every key group sliced
+    from it restores empty)."""
+    handle: NativeStateHandle | None = part.keyed_native
+    if not path or handle is None:
         return False
-    hit = {i for i, segment in enumerate(handle.segments) if segment.handle.path == path}
-    kept = {g: where for g, where in handle.groups.items() if where[0] not in hit}
-    if len(kept) == len(handle.groups):
+    without = handle.without_shared_file(path)
+    if without is None:
         return False
-    part.keyed_native = dataclasses.replace(handle, groups=kept)
+    part.keyed_native = without
     return True

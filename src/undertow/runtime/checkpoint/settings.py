@@ -43,6 +43,8 @@ class CheckpointSettings:
     retention: ExternalizedCheckpointRetention
     claim_mode: RecoveryClaimMode
     runtime_mode: RuntimeExecutionMode
+    #: ``state.backend.type``: recorded in a savepoint, checked when a job restores one.
+    state_backend: str = "hashmap"
 
     @classmethod
     def of(cls, config: Configuration) -> CheckpointSettings:
@@ -62,6 +64,7 @@ class CheckpointSettings:
             retention=ExternalizedCheckpointRetention[config.get(Options.CHECKPOINT_RETENTION)],
             claim_mode=RecoveryClaimMode.of(config),
             runtime_mode=RuntimeExecutionMode[config.get(Options.RUNTIME_MODE)],
+            state_backend=config.get(Options.STATE_BACKEND),
         )
 
     @property

@@ -20,14 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+from undertow.state.snapshot_strategy import NativeStateHandle, Reader
 from undertow.storage import FileHandle
 
 
 @dataclass
 class OperatorSnapshot:
-    """``keyed`` holds canonical blobs per key group; ``keyed_native`` instead the RocksDB
-    files of an incremental checkpoint: a local ``NativeCheckpoint`` until uploaded, then its
-    ``IncrementalKeyedHandle`` (snapshots written before the field unpickle with ``None``)."""
+    """``keyed`` holds canonical blobs per key group; ``keyed_native`` instead the backend's
+    native snapshot (:mod:`undertow.state.snapshot_strategy`): a
+    :class:`~undertow.state.snapshot_strategy.NativeSnapshot` until uploaded, then its
+    :class:`~undertow.state.snapshot_strategy.NativeStateHandle` in the state file, and once
+    a restoring worker downloaded it, the download (snapshots written before the field
+    unpickle with ``None``)."""
 
     keyed: dict[int, bytes] = field(default_factory=dict)
     timers: dict[int, bytes] = field(default_factory=dict)
@@ -91,6 +95,16 @@ class SubtaskSnapshot:
     watermark: int | None = None
     parallelism: int | None = None
     channel_state: ChannelState | None = None
+
+    def download_native(self, read: Reader, checkpoint_id: int, local_dir: str) -> None:
+        """Replace each operator's native state handle by its download (fetched and verified
+        by the handle's backend format, :meth:`NativeStateHandle.download
+        <undertow.state.snapshot_strategy.NativeStateHandle.download>`). Blocking I/O: the
+        worker's I/O pool, before the chain restores; ``local_dir`` is the state backend's."""
+        for part in self.operators.values():
+            handle: NativeStateHandle | None = part.keyed_native
+            if handle is not None:
+                part.keyed_native = handle.download(read, checkpoint_id, local_dir)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode, RestoredSnapshot, decide_claim
@@ -99,7 +99,7 @@ class SnapshotRestore:
             raise CorruptCheckpointError(
                 f"{err}; {hint}", checkpoint=err.checkpoint, path=err.path
             ) from err
-        refused = refuse_restore(meta.properties, path, self.config.get(Options.STATE_BACKEND))
+        refused = refuse_restore(meta.properties, path, self.settings.state_backend)
         if refused is not None:
             raise RestoreError(f"job {self.job_id}: {refused}")
         plan = plan_restore(self.graph, meta, storage, self.config)

@@ -29,7 +29,7 @@ from undertow.runtime.checkpoint.restore_fault import (
     record_to,
 )
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
-from undertow.state.heap_incremental import HeapIncrementalHandle
+from undertow.state.snapshot_strategy import NativeStateHandle
 from undertow.storage.checkpoint_storage import CheckpointStorage
 
 _filter: Callable[[object], object | None] | None = None
@@ -97,15 +97,20 @@ def _controlled(plan: RestorePlan, kind: ControlKind, checkpoint_id: int) -> Res
 
 
 def _first_heap_segment(plan: RestorePlan) -> str:
-    """The path of the first segment of the first heap incremental handle in the plan's state
-    files, in reverse (vertex, subtask) order, i.e. of the stateful vertex nearest the sinks;
-    ``""`` if none (blocking reads: test-only)."""
+    """The path of the first shared file that the first native handle able to drop one (heap
+    incremental state, :meth:`~undertow.state.snapshot_strategy.NativeStateHandle.
+    without_shared_file`) references with live state, in the plan's state files in reverse
+    (vertex, subtask) order, i.e. of the stateful vertex nearest the sinks; ``""`` if none
+    (blocking reads: test-only)."""
     storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
     for key in sorted(plan.subtask_files, reverse=True):
         for handle in plan.subtask_files[key]:
             snapshot = pickle.loads(storage.read_file(handle, plan.metadata.checkpoint_id))
             for part in snapshot.operators.values():
-                native = part.keyed_native
-                if isinstance(native, HeapIncrementalHandle) and native.segments:
-                    return native.segments[0].handle.path
+                native: NativeStateHandle | None = part.keyed_native
+                if native is None:
+                    continue
+                for shared in native.shared_handles:
+                    if native.without_shared_file(shared.path) is not None:
+                        return shared.path
     return ""

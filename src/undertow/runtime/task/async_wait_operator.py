@@ -74,12 +74,15 @@ class AsyncWaitOperator(OneInputStreamOperator):
         self.retry_strategy = retry_strategy
         self.ordered = ordered
         self._restored: list[tuple[Any, int | None]] = []
+        #: Requests running, by sequence number (empty until ``open``; ``close`` may come
+        #: without an ``open`` after a failure).
+        self._requests: dict[int, asyncio.Task[Any]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._queue = AsyncWaitQueue(self.capacity, self.ordered)
-        self._requests: dict[int, asyncio.Task[Any]] = {}
+        self._requests = {}
         self._outcomes: list[tuple[int, asyncio.Task[Any]]] = []
         self._mail_pending = False
         self._closed = False
@@ -98,7 +101,7 @@ class AsyncWaitOperator(OneInputStreamOperator):
 
     def close(self) -> None:
         self._closed = True
-        for request in getattr(self, "_requests", {}).values():
+        for request in self._requests.values():
             request.cancel()
         close_udf(self.function)
 

@@ -19,8 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.api.output_tag import OutputTag
-from undertow.core.config import Configuration, Options
-from undertow.core.errors import StateError
+from undertow.core.config import Configuration
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
@@ -39,9 +38,11 @@ from undertow.runtime.task.operator import (
     TaskServices,
     Timestamps,
 )
+from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
-from undertow.state.factory import keyed_backend_factory
+from undertow.state.backend import KeyedStateBackend
+from undertow.state.factory import backend_factory_of
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.operator_state import OperatorStateBackend
 
@@ -160,7 +161,9 @@ class OperatorChain:
         processing_time_service: ProcessingTimeService,
         job_parameters: dict[str, str] | None = None,
         output_availability: OutputAvailability | None = None,
+        settings: TaskSettings | None = None,
     ) -> None:
+        settings = settings if settings is not None else TaskSettings.of(config)
         self.vertex = vertex
         self.subtask_index = subtask_index
         self.parallelism = vertex.parallelism
@@ -170,12 +173,16 @@ class OperatorChain:
         self._timers_of: dict[int, TimerServiceManager] = {}  # id(operator) -> its timers
         #: id(operator) -> its processing-time service (quiesced before its ``finish``)
         self._pts_of: dict[int, OperatorProcessingTimeService] = {}
-        self._parts: list[tuple[str, Any, Any, Any, Any]] = []  # uid, op, keyed, timers, opstate
-        self._batch = config.get(Options.RUNTIME_MODE) == "BATCH"
+        #: uid, operator, keyed backend, timers, operator state
+        self._parts: list[
+            tuple[str, Any, KeyedStateBackend | None, TimerServiceManager | None,
+                  OperatorStateBackend]
+        ] = []  # fmt: skip
+        self._batch = settings.batch
         #: Name of the operator that feeds each network output, by edge id.
         self.output_operators: dict[int, str] = {}
         by_node: dict[int, Any] = {}
-        make_keyed_backend = keyed_backend_factory(config)
+        make_keyed_backend = backend_factory_of(settings.state_backend)
         name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
         for spec in reversed(vertex.operators):
             op, key_selector, key_selector2 = self._instantiate(spec)
@@ -219,6 +226,7 @@ class OperatorChain:
                 task_name_with_subtasks=name_with_subtasks,
                 operator_state_backend=OperatorStateBackend(spec.name),
                 services=services,
+                settings=settings,
             )
             setup.runtime_context = StreamingRuntimeContext(setup)
             op.setup(setup)
@@ -254,24 +262,24 @@ class OperatorChain:
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         """Before the barrier goes downstream: operators emit what must precede it."""
         for op in self.operators:
-            hook = getattr(op, "prepare_snapshot_pre_barrier", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            op.prepare_snapshot_pre_barrier(checkpoint_id)
 
     @property
     def takes_native_snapshots(self) -> bool:
         """Whether a keyed backend of the chain takes native incremental checkpoints."""
-        return any(getattr(keyed, "incremental", False) for _, _, keyed, _, _ in self._parts)
+        keyed = [part[2] for part in self._parts]
+        return any(k is not None and k.takes_native_checkpoints for k in keyed)
 
     def snapshot_state(self, checkpoint_id: int, native: str = "") -> SubtaskSnapshot:
         """The synchronous part of a checkpoint: every operator's state, serialized to bytes.
 
         Serializing is the copy that lets the task go on while the bytes are written
         asynchronously; no state I/O happens here. ``native`` (``"incremental"`` or ``"full"``)
-        asks backends that take native incremental checkpoints (RocksDB) for their local
-        checkpoint instead of canonical blobs (uploaded asynchronously); ``"savepoint"`` (a
-        NATIVE savepoint) asks every backend that has native files for all of them (RocksDB,
-        incremental or not; the heap backend has none and writes its canonical blobs).
+        asks backends that take native incremental checkpoints for their native snapshot
+        instead of canonical blobs (uploaded asynchronously); ``"savepoint"`` (a NATIVE
+        savepoint) asks every backend for its native savepoint (RocksDB's files, incremental
+        or not; a backend without one, the heap's, writes its canonical blobs).
+        Backends are asked through :class:`~undertow.state.snapshot_strategy.SnapshotStrategy`.
         An operator's custom snapshot may do the I/O
         that must be durable before the checkpoint can complete (a file sink fsyncs its open
         part files, as Flink's ``persist`` in the synchronous phase).
@@ -279,26 +287,20 @@ class OperatorChain:
         snapshot = SubtaskSnapshot(parallelism=self.parallelism)
         for uid, op, keyed, timers, opstate in self._parts:
             part = OperatorSnapshot()
-            native_savepoint = getattr(keyed, "native_savepoint", None)
-            if native == "savepoint" and native_savepoint is not None:
-                part.keyed_native = native_savepoint(checkpoint_id)
-            elif (
-                keyed is not None
-                and native in _CHECKPOINT_MODES
-                and getattr(keyed, "incremental", False)
-            ):
-                part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
-            elif keyed is not None:
-                part.keyed = keyed.snapshot()
+            if keyed is not None:
+                if native == "savepoint":
+                    part.keyed_native = keyed.native_savepoint(checkpoint_id)
+                elif native in _CHECKPOINT_MODES and keyed.takes_native_checkpoints:
+                    part.keyed_native = keyed.native_checkpoint(checkpoint_id, native == "full")
+                if part.keyed_native is None:
+                    part.keyed = keyed.snapshot()
             elif isinstance(op, KeyGroupedState):
                 part.keyed = op.snapshot_key_groups()
             if timers is not None:
                 part.timers = timers.snapshot(native=part.keyed_native is not None)
             if opstate is not None and opstate.has_state():
                 part.operator = opstate.snapshot()
-            custom = getattr(op, "snapshot_custom_state", None)
-            if custom is not None:
-                part.custom = custom(checkpoint_id)
+            part.custom = op.snapshot_custom_state(checkpoint_id)
             if not part.is_empty:
                 snapshot.operators[uid] = part
         return snapshot
@@ -326,15 +328,7 @@ class OperatorChain:
             if keyed is not None:
                 natives = [p.keyed_native for p in parts if p.keyed_native is not None]
                 if natives:
-                    restore_native = getattr(keyed, "restore_native", None)
-                    if restore_native is None:
-                        raise StateError(
-                            f"operator {uid!r}: checkpoint holds native RocksDB state of "
-                            f"subtask(s) {[n.handle.key_groups for n in natives]} (key groups); "
-                            f"restore it with the RocksDB backend ({type(keyed).__name__} is "
-                            "configured), or take a savepoint (canonical) to switch backends"
-                        )
-                    restore_native(natives)
+                    keyed.restore_native(natives)
                 keyed.restore({g: b for p in parts for g, b in p.keyed.items()})
             elif isinstance(op, KeyGroupedState):
                 op.restore_key_groups({g: b for p in parts for g, b in p.keyed.items()})
@@ -348,25 +342,19 @@ class OperatorChain:
                     shares = OperatorStateBackend.redistribute(operator_blobs, self.parallelism)
                     opstate.restore(shares[self.subtask_index])
             custom = [p.custom for p in parts if p.custom is not None]
-            restore_custom = getattr(op, "restore_custom_state", None)
-            if custom and restore_custom is not None:
-                restore_custom(custom, rescaled)
+            if custom:
+                op.restore_custom_state(custom, rescaled)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for _, _, keyed, _, _ in self._parts:
-            hook = getattr(keyed, "notify_checkpoint_complete", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            if keyed is not None:
+                keyed.notify_checkpoint_complete(checkpoint_id)
         for op in self.operators:
-            hook = getattr(op, "notify_checkpoint_complete", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            op.notify_checkpoint_complete(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
         for op in self.operators:
-            hook = getattr(op, "notify_checkpoint_aborted", None)
-            if hook is not None:
-                hook(checkpoint_id)
+            op.notify_checkpoint_aborted(checkpoint_id)
 
     def finish(self) -> None:
         """End of data with drain, head-first: per operator, (BATCH: fire its processing-time
@@ -399,5 +387,5 @@ class OperatorChain:
                 keyed.dispose()  # a RocksDB backend deletes its local directory
         return errors
 
-    def operator_named(self, name: str) -> StreamOperator | None:
-        return next((op for op in self.operators if getattr(op, "name", None) == name), None)
+    def operator_named(self, name: str) -> StreamOperator | SourceOperator | None:
+        return next((op for op in self.operators if op.name == name), None)

@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from undertow.core.config import Configuration, Options
 from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.barrier import (
     BarrierAnnouncement,
@@ -69,6 +68,7 @@ from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.snapshot_slices import pending_keyed_state, serialize_in_slices
 from undertow.runtime.task.snapshot_writer import SnapshotWriter
 from undertow.state.heap_snapshot import PendingKeyGroups
@@ -115,7 +115,7 @@ class SubtaskCheckpointer:
         task: TaskInput,
         io: CheckpointIO,
         exactly_once: bool,
-        config: Configuration | None = None,
+        settings: TaskSettings | None = None,
         pace: TaskPace | None = None,
         listeners: CheckpointListeners | None = None,
     ) -> None:
@@ -145,8 +145,8 @@ class SubtaskCheckpointer:
         #: channel index -> (gate index, channel index in the gate)
         self._info = [(gi, c.index) for gi, g in enumerate(gates) for c in g.channels]
         n = len(self.channels)
-        config = config if config is not None else Configuration()
-        self.unaligned_enabled = exactly_once and config.get(Options.UNALIGNED)
+        settings = settings if settings is not None else TaskSettings()
+        self.unaligned_enabled = exactly_once and settings.unaligned
         self.handler: BarrierHandling
         if not exactly_once:
             self.handler = BarrierTracker(n)
@@ -154,7 +154,7 @@ class SubtaskCheckpointer:
             self.handler = BarrierHandler.alternating(n, task_name)
         else:
             self.handler = BarrierHandler(n, task_name)
-        forced = config.get(Options.UNALIGNED_FORCED)
+        forced = settings.unaligned_forced
         edges = getattr(getattr(chain, "vertex", None), "outputs", ())
         #: Per output: may its barrier be unaligned (the edge has key context, or forced)?
         self._unaligned_output = [
@@ -198,6 +198,7 @@ class SubtaskCheckpointer:
         io: CheckpointIO,
         pace: TaskPace | None = None,
         listeners: CheckpointListeners | None = None,
+        settings: TaskSettings | None = None,
     ) -> SubtaskCheckpointer:
         """The checkpointer of the deployed subtask: its name, state file, gates, writers and
         checkpointing mode all come from ``deployment``."""
@@ -205,7 +206,8 @@ class SubtaskCheckpointer:
             task_name=deployment.name, file_name=deployment.state_file_name, chain=chain,
             gates=deployment.gates, writers=deployment.record_writers, task=task, io=io,
             exactly_once=CheckpointSettings.of(deployment.config).exactly_once,
-            config=deployment.config, pace=pace, listeners=listeners,
+            settings=settings if settings is not None else TaskSettings.of(deployment.config),
+            pace=pace, listeners=listeners,
         )  # fmt: skip
 
     # -- events from the inputs --------------------------------------------------------------
@@ -432,12 +434,8 @@ class SubtaskCheckpointer:
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
         try:
-            native = (
-                _native_mode(barrier)
-                if getattr(self.chain, "takes_native_snapshots", False)
-                else ""
-            )
-            if native:  # incremental RocksDB checkpoint (uploaded asynchronously below)
+            native = _native_mode(barrier) if self.chain.takes_native_snapshots else ""
+            if native:  # native (incremental) keyed state, uploaded asynchronously below
                 snapshot = self.chain.snapshot_state(cid, native)
             else:
                 snapshot = self.chain.snapshot_state(cid)

@@ -36,7 +36,6 @@ from undertow.connectors.global_committer import (
 )
 from undertow.core.errors import UndertowError
 from undertow.runtime.network.buffer import serialize_object
-from undertow.runtime.task.lifecycle import final_checkpoint_required
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 
 log = logging.getLogger(__name__)
@@ -186,7 +185,7 @@ class GlobalCommitterOperator(OneInputStreamOperator):
     def finish(self) -> None:
         """End of input: with a final checkpoint, leave everything pending to it (see the
         module docstring); otherwise commit it all, the writers' final committables last."""
-        if final_checkpoint_required(self.ctx.config):
+        if self.ctx.task_settings.final_checkpoint:
             self._finished = True
             return
         for cid in sorted(self.pending):

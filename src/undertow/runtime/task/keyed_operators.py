@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
-from undertow.core.config import Options
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
 from undertow.runtime.task.operators import UdfOperator, run_udf
@@ -144,7 +143,7 @@ class StreamGroupedReduce(UdfOperator):
         assert self.ctx.keyed_backend is not None
         self.backend = self.ctx.keyed_backend
         self.state = self.backend.get_partitioned_state(self._DESCRIPTOR)
-        if self.ctx.config.get(Options.RUNTIME_MODE) == "BATCH":
+        if self.ctx.task_settings.batch:
             self.emit_final_only = True
         super().open()
 

@@ -16,19 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from undertow.core.config import Configuration, Options
-
-
-def final_checkpoint_required(config: Configuration) -> bool:
-    """Whether a finishing task waits for a final checkpoint (and sinks commit through it):
-    periodic checkpoints are on, the job runs in STREAMING mode, and
-    ``execution.checkpointing.checkpoints-after-tasks-finish`` is true."""
-    return (
-        config.get(Options.CHECKPOINT_INTERVAL) > 0
-        and config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH)
-        and config.get(Options.RUNTIME_MODE) != "BATCH"
-    )
-
 
 @dataclass(frozen=True, slots=True)
 class Running:

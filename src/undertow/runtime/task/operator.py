@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.time_service import ProcessingTimeService
 
 __all__ = [
+    "CheckpointHooks",
     "KeyGroupedState",
     "OneInputStreamOperator",
     "OperatorSetup",
@@ -122,9 +124,48 @@ class OperatorSetup:
     #: The ``RuntimeContext`` handed to user functions' ``open`` (set by the operator chain).
     runtime_context: Any = None
     services: TaskServices | None = None
+    #: The task's settings (read once from ``config`` by the task; built from ``config`` here
+    #: when a harness does not pass them).
+    settings: TaskSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            self.settings = TaskSettings.of(self.config)
+
+    @property
+    def task_settings(self) -> TaskSettings:
+        """:attr:`settings`, never None after construction."""
+        assert self.settings is not None
+        return self.settings
 
 
-class StreamOperator(ABC):
+class CheckpointHooks:
+    """What an operator is told about checkpoints, each hook a no-op by default; an operator
+    with checkpoint work overrides the hooks it needs. The operator chain calls them on the
+    task's loop thread: ``prepare_snapshot_pre_barrier`` before the barrier goes downstream,
+    ``snapshot_custom_state`` in the synchronous part (its I/O must be durable before the
+    checkpoint completes), ``restore_custom_state`` before ``open``, the notifications after
+    the JobMaster decided."""
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Emit what must precede the barrier of ``checkpoint_id`` (a sink's committables)."""
+
+    def snapshot_custom_state(self, checkpoint_id: int) -> bytes | None:
+        """State of the operator's own format (a source's splits); None: nothing."""
+        return None
+
+    def restore_custom_state(self, blobs: list[bytes], rescaled: bool) -> None:
+        """The custom state of the old subtasks this one takes over (all of them after a
+        change of parallelism, ``rescaled``; the operator takes its share)."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed (every subtask's state is durable)."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted."""
+
+
+class StreamOperator(CheckpointHooks, ABC):
     """Base of every operator. Subclasses keep per-record code free of attribute chains."""
 
     ctx: OperatorSetup

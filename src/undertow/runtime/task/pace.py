@@ -19,7 +19,8 @@ import select
 import time
 from collections.abc import Callable
 
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration
+from undertow.runtime.task.settings import TaskSettings
 
 #: How long after the latest checkpoint event the short slice applies (seconds).
 HURRY_WINDOW_S = 0.05
@@ -45,7 +46,12 @@ class TaskPace:
 
     @classmethod
     def of(cls, config: Configuration) -> TaskPace:
-        return cls(config.get(Options.MAILBOX_SLICE), config.get(Options.MAILBOX_SLICE_CHECKPOINT))
+        """The pace of ``undertow.task.mailbox-slice`` (and ``...-during-checkpoint``)."""
+        return cls.of_settings(TaskSettings.of(config))
+
+    @classmethod
+    def of_settings(cls, settings: TaskSettings) -> TaskPace:
+        return cls(settings.mailbox_slice_ms, settings.mailbox_slice_checkpoint_ms)
 
     def watch(self, fd: int) -> None:
         """Hurry whenever bytes wait on socket ``fd`` (the control connection)."""

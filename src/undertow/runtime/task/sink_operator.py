@@ -29,7 +29,6 @@ from undertow.connectors.sink import (
 )
 from undertow.core.config import Configuration
 from undertow.runtime.network.buffer import serialize_object
-from undertow.runtime.task.lifecycle import final_checkpoint_required
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 
 #: Version of the pickled operator state; bump when its layout changes. Version 1 had no
@@ -181,7 +180,7 @@ class SinkWriterOperator(OneInputStreamOperator):
             self._emit(END_OF_INPUT, final)
             self._final = []
             return
-        if final_checkpoint_required(self.ctx.config):
+        if self.ctx.task_settings.final_checkpoint:
             self._final = list(final)  # committed through the final checkpoint
             return
         for cid in sorted(self.pending):

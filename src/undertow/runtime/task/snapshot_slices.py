@@ -22,14 +22,19 @@ from collections.abc import Callable
 
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.state.heap_snapshot import PendingKeyGroups
+from undertow.state.snapshot_strategy import NativeSnapshot
 
 
 def pending_keyed_state(snapshot: SubtaskSnapshot) -> list[PendingKeyGroups]:
     """The keyed state and timer parts of ``snapshot`` that still have blobs to pickle (a heap
     incremental checkpoint's rewritten key groups too)."""
-    return [blobs for part in snapshot.operators.values()
-            for blobs in (part.keyed, part.timers, getattr(part.keyed_native, "pending", None))
-            if isinstance(blobs, PendingKeyGroups) and blobs.remaining]  # fmt: skip
+    pending: list[PendingKeyGroups] = []
+    for part in snapshot.operators.values():
+        native: NativeSnapshot | None = part.keyed_native
+        for blobs in (part.keyed, part.timers, None if native is None else native.pending):
+            if isinstance(blobs, PendingKeyGroups) and blobs.remaining:
+                pending.append(blobs)
+    return pending
 
 
 def serialize_in_slices(

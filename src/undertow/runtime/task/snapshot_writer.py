@@ -34,8 +34,7 @@ from undertow.runtime.checkpoint.snapshot import (
     SubtaskStateHandle,
 )
 from undertow.runtime.task.checkpoint_io import CheckpointIO
-from undertow.state.heap_incremental import HeapIncrementalHandle, HeapNativeSnapshot
-from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, upload
+from undertow.state.snapshot_strategy import NativeSnapshot, NativeStateHandle
 from undertow.storage import FileHandle
 
 log = logging.getLogger(__name__)
@@ -152,10 +151,10 @@ class SnapshotWriter:
         handles: ChannelStateHandles | None,
         join: _AckJoin | None,
     ) -> None:
-        """Incremental checkpoint: on the I/O pool, upload the new files of each native
-        RocksDB checkpoint (:func:`~undertow.state.rocksdb_incremental.upload`), then write
-        the state file, which holds their handles; acknowledge the state file and the shared
-        files it references."""
+        """Incremental checkpoint: on the I/O pool, upload each native snapshot
+        (:meth:`~undertow.state.snapshot_strategy.NativeSnapshot.upload`, the backend's
+        format), then write the state file, which holds their handles; acknowledge the state
+        file and the shared files it references."""
         state_writer, shared_writer = self.state_writer, self.shared_writer
         if state_writer is None or shared_writer is None or self.executor is None:
             reason = CheckpointFailureReason.CHECKPOINT_DECLINED
@@ -164,8 +163,9 @@ class SnapshotWriter:
         file_name = self.file_name
         try:  # heap key groups are pickled on this (the task's) thread, never on the pool
             for part in natives:
-                if isinstance(part.keyed_native, HeapNativeSnapshot):
-                    part.keyed_native.blobs.result()
+                pending = part.keyed_native.pending
+                if pending is not None:
+                    pending.result()
         except Exception as err:
             self.snapshot_failed(cid, err)
             return
@@ -174,12 +174,8 @@ class SnapshotWriter:
             shared: list[FileHandle] = []
             full = uploaded = 0
             for part in natives:
-                native = part.keyed_native
-                result: IncrementalKeyedHandle | HeapIncrementalHandle = (
-                    native.upload(shared_writer)
-                    if isinstance(native, HeapNativeSnapshot)
-                    else upload(native, shared_writer, state_writer)
-                )
+                native: NativeSnapshot = part.keyed_native
+                result: NativeStateHandle = native.upload(shared_writer, state_writer)
                 part.keyed_native = result
                 shared.extend(result.shared_handles)  # a NATIVE savepoint's are exclusive
                 full += result.full_size

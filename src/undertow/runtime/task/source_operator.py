@@ -16,10 +16,15 @@ from collections import deque
 from typing import Any
 
 from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext
-from undertow.core.config import Options
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.network.buffer import serialize_object
-from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Output, Timestamps
+from undertow.runtime.task.operator import (
+    CheckpointHooks,
+    OneInputStreamOperator,
+    OperatorSetup,
+    Output,
+    Timestamps,
+)
 from undertow.runtime.task.split_watermarks import SplitWatermarks
 
 
@@ -29,14 +34,14 @@ class WatermarkEmitter:
         self.pts = setup.processing_time_service
         self.assigner = strategy.create_timestamp_assigner() if strategy is not None else None
         self.generator = strategy.create_watermark_generator() if strategy is not None else None
-        if setup.config.get(Options.RUNTIME_MODE) == "BATCH":
+        if setup.task_settings.batch:
             self.generator = None  # BATCH: event time jumps to the end when input ends
         self.idle_timeout = strategy.get_idle_timeout_ms() if strategy is not None else None
         #: per-split generators, once a reader emitted a batch of a split (then the single
         #: generator above is not used: a reader emits per split or not at all)
         self.splits: SplitWatermarks | None = None
         self._strategy = strategy
-        self.interval_ms = setup.config.get(Options.AUTO_WATERMARK_INTERVAL)
+        self.interval_ms = setup.task_settings.auto_watermark_interval_ms
         self.last_watermark = MIN_TIMESTAMP
         self.idle = False
         self._last_activity = self.pts.current_processing_time()
@@ -158,7 +163,7 @@ class _ReaderContext(SourceReaderContext):
         self._setup.services.wake()
 
 
-class SourceOperator:
+class SourceOperator(CheckpointHooks):
     """Head of a source chain: a reader call fills the *pending* records, and the task moves
     them into the chain in chunks of its own size (:meth:`emit_pending`).
 

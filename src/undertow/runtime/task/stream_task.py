@@ -25,7 +25,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from undertow.core.config import Options
 from undertow.core.errors import StateError
 from undertow.runtime.checkpoint import channel_recovery
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
@@ -46,13 +45,13 @@ from undertow.runtime.task.lifecycle import (
     Finishing,
     Running,
     TaskLifecycle,
-    final_checkpoint_required,
     initial_lifecycle,
 )
 from undertow.runtime.task.mailbox_loop import MailboxLoop, TaskCancelled
 from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
 from undertow.runtime.task.unaligned_stop import start_dropping
 
@@ -92,6 +91,8 @@ class StreamTask:
         ``deployment.channel_recovery.recovering_gates`` ended its re-emitted channel state."""
         vertex = deployment.vertex
         config = deployment.config
+        #: The task's options, read once (:mod:`.settings`).
+        self.settings = settings = TaskSettings.of(config)
         self.deployment = deployment
         self.vertex = vertex
         self.subtask_index = deployment.subtask_index
@@ -100,7 +101,7 @@ class StreamTask:
         self.gates = list(deployment.gates)
         self.writers = deployment.record_writers
         self.partitions = [w.partition for w in self.writers]
-        self.pace = pace if pace is not None else TaskPace.of(config)
+        self.pace = pace if pace is not None else TaskPace.of_settings(settings)
         self.buffer_timeout_ms = vertex.buffer_timeout
         #: The mailbox and its loop; also the timers' OutputAvailability.
         self.mailbox = MailboxLoop(name=self.name, loop=loop, partitions=self.partitions,
@@ -108,8 +109,8 @@ class StreamTask:
         self.pts = LoopProcessingTimeService(loop, self.mailbox.post)
         self.chain = OperatorChain(
             vertex, self.subtask_index, deployment.attempt, config, dict(deployment.writers),
-            services, self.pts, config.get(Options.GLOBAL_JOB_PARAMETERS),
-            output_availability=self.mailbox,
+            services, self.pts, dict(settings.job_parameters),
+            output_availability=self.mailbox, settings=settings,
         )  # fmt: skip
         #: Operator feeding each output (for messages), in ``self.writers`` order.
         self.output_operators = [
@@ -125,7 +126,7 @@ class StreamTask:
         if self.writers:
             self.budget = OutputBudget(
                 self.writers,
-                config.get(Options.MAX_OVERDRAFT_BUFFERS_PER_GATE),
+                settings.max_overdraft_buffers_per_gate,
                 self._on_overdraft_exceeded,
             )
         self.head = self.chain.head
@@ -134,7 +135,7 @@ class StreamTask:
         self.restored: list[SubtaskSnapshot] | None = list(deployment.restored) or None
         self.lifecycle: TaskLifecycle = initial_lifecycle(deployment.finished_on_restore)
         #: Wait for a final checkpoint after EndOfData (FLIP-147) before closing.
-        self.final_checkpoint = final_checkpoint_required(config)
+        self.final_checkpoint = settings.final_checkpoint
         #: The old channels of a rescaled restore were re-emitted (``deployment.reemit``).
         self._reemitted = False
         #: The checkpoint side of this subtask; None without ``checkpoint_io``.
@@ -148,6 +149,7 @@ class StreamTask:
                     on_synchronous_savepoint=self._on_synchronous_savepoint,
                     debloat_estimate=self._debloat_estimate_ms,
                 ),
+                settings=settings,
             )  # fmt: skip
         two_input = isinstance(self.head, TwoInputStreamOperator)
         self.events = EventDispatcher(

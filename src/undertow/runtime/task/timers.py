@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from undertow.core import pickling
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.time_service import ProcessingTimeService
-from undertow.state.backend import KeyedStateBackend
+from undertow.state.backend import KeyedStateBackend, TimerQueue
 from undertow.state.heap_snapshot import DeferredBlobs
 from undertow.state.key_groups import assign_to_key_group
 
@@ -113,27 +113,9 @@ class _TimerQueue:
         return list(self._live)
 
 
-class TimerQueue(Protocol):
-    """A timer queue with set semantics: :class:`_TimerQueue` on the heap, or
-    :class:`~undertow.state.rocksdb_timers.RocksDBTimerQueue` in the RocksDB backend's DB."""
-
-    def add(self, timestamp: int, key: Any, namespace: Any) -> bool: ...
-
-    def remove(self, timestamp: int, key: Any, namespace: Any) -> None: ...
-
-    def peek_timestamp(self) -> int | None: ...
-
-    def pop_due(self, time: int) -> tuple[int, Any, Any] | None: ...
-
-    def __len__(self) -> int: ...
-
-    def entries(self) -> list[tuple[int, Any, Any]]: ...
-
-
 def _make_queue(backend: KeyedStateBackend, service: str, domain: str) -> TimerQueue:
     """The backend's own queue (timers in RocksDB), else a heap queue."""
-    make = getattr(backend, "timer_queue", None)
-    queue = None if make is None else make(service, domain)
+    queue = backend.timer_queue(service, domain)
     return _TimerQueue() if queue is None else queue
 
 

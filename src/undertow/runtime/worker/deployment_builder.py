@@ -46,8 +46,6 @@ from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.runtime.worker.io_pool import IOPool
 from undertow.runtime.worker.task_link import ResponderToMaster, TaskServicesToMaster, WorkerLink
-from undertow.state.heap_incremental import download_heap_state
-from undertow.state.rocksdb_local import download_native_state
 from undertow.storage.checkpoint_storage import CheckpointStorage
 
 
@@ -198,12 +196,9 @@ class TaskDeploymentBuilder:
                                       f"{vertex.name} ({key[1] + 1}/{vertex.parallelism})",
                                       sources)  # fmt: skip
                 await loop.run_in_executor(
-                    self.io_pool, download_native_state, snapshot, storage,
+                    self.io_pool, snapshot.download_native, storage.read_file,
                     assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
                 )  # fmt: skip
-                await loop.run_in_executor(
-                    self.io_pool, download_heap_state, snapshot, storage, assignment.checkpoint_id
-                )  # heap incremental state: its shared segments, verified
                 snapshots.append(snapshot)
             restored[key] = snapshots
         if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
