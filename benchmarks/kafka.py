@@ -89,8 +89,8 @@ class Sizes:
 
 QUICK = Sizes(source_records=200_000, burst_records=20_000, seconds=6.0, shopee_seconds=4.0,
               drain_s=30.0)  # fmt: skip
-FULL = Sizes(source_records=2_000_000, burst_records=100_000, seconds=30.0, shopee_seconds=10.0,
-             drain_s=60.0)  # fmt: skip
+FULL = Sizes(source_records=1_000_000, burst_records=50_000, seconds=30.0, shopee_seconds=10.0,
+             drain_s=240.0)  # fmt: skip
 
 
 def loadavg() -> str:
@@ -369,9 +369,10 @@ def _reply(commands: object, timeout: float = 600.0) -> object:
     return commands.recv()  # type: ignore[attr-defined]
 
 
-def print_jobs(rows: list[JobFigures], baseline: JobFigures | None) -> None:
-    print(f"{'job':<28}{'saturation/s':>14}{'producer/s':>12}{'paced/s':>9}{'p50 ms':>9}"
-          f"{'p99 ms':>9}{'vs undertow ALO p50':>21}{'records':>9}")  # fmt: skip
+def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool = True) -> None:
+    if header:
+        print(f"{'job':<28}{'saturation/s':>14}{'producer/s':>12}{'paced/s':>9}{'p50 ms':>9}"
+              f"{'p99 ms':>9}{'vs undertow ALO p50':>21}{'records':>9}")  # fmt: skip
     for row in rows:
         cells = f"{_num(row.saturation, 14)}{_num(row.producer_rate, 12)}{_num(row.rate, 9)}"
         lat = row.latency
@@ -507,6 +508,9 @@ def main() -> None:
     parser.add_argument("--sections", default=None, help="comma list (default: all; with "
                         "--quick: source,latency,shopee)")  # fmt: skip
     parser.add_argument("--interval-ms", type=int, default=1000, help="checkpoint interval")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="paced records/s for every engine (default: half of undertow "
+                        "AT_LEAST_ONCE's saturation)")  # fmt: skip
     parser.add_argument("--spin-us", type=float, default=500.0, help="Shopee shape's slow step")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
@@ -538,20 +542,25 @@ def main() -> None:
                 return kafka_engines.UndertowEngine(guarantee, args.interval_ms)
 
             with section("2. end-to-end latency and saturation: undertow"):
-                alo = harness.run(undertow(DeliveryGuarantee.AT_LEAST_ONCE), None)
+                alo = harness.run(undertow(DeliveryGuarantee.AT_LEAST_ONCE), args.rate)
                 eo = harness.run(undertow(DeliveryGuarantee.EXACTLY_ONCE), alo.rate)
                 rows += [eo, alo]
-                print(f"checkpoints every {args.interval_ms} ms; paced at half of undertow "
-                      f"AT_LEAST_ONCE's saturation, {sizes.seconds:g} s; p50/p99 over the "
-                      f"paced records after its first second")  # fmt: skip
+                pace = (f"{args.rate:g} records/s" if args.rate else
+                        "half of undertow AT_LEAST_ONCE's saturation")  # fmt: skip
+                print(f"checkpoints every {args.interval_ms} ms; paced at {pace} (at most half "
+                      f"of the engine's own), {sizes.seconds:g} s; p50/p99 over the paced "
+                      f"records after its first second")  # fmt: skip
                 print_jobs(rows, alo)
             peers, reasons = peers_engines(args)
             if peers or reasons:
                 with section("3-4. the same job on Spark Structured Streaming and PyFlink 2.3"):
                     for reason in reasons:
                         print(f"not run: {reason}")
-                    peer_rows = [harness.run(engine, alo.rate) for engine in peers]
-                    print_jobs(peer_rows, alo)
+                    print_jobs([], alo)
+                    peer_rows = []
+                    for engine in peers:  # each row as soon as it is measured
+                        peer_rows.append(harness.run(engine, alo.rate))
+                        print_jobs(peer_rows[-1:], alo, header=False)
                 rows += peer_rows
             interval = args.interval_ms
             for row, goal, limit in ((eo, f"<= {interval + 100} ms", interval + 100),
