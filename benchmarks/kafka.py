@@ -32,6 +32,8 @@ Each section prints the load average at its start and end. The last lines are on
 
     python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee]
 
+``-D key=value`` (repeatable) adds undertow rows run with those options, e.g.
+``-D execution.buffer-timeout=5ms``.
 ``--quick`` is a smoke run of small sizes over sections source, latency and shopee (under ~2
 minutes on a quiet machine); add ``--sections ...,spark,pyflink`` for the peers. Set
 ``UNDERTOW_PYFLINK_VENV`` to an existing PyFlink 2.3 venv, or one is made in .bench/.
@@ -511,6 +513,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=None,
                         help="paced records/s for every engine (default: half of undertow "
                         "AT_LEAST_ONCE's saturation)")  # fmt: skip
+    parser.add_argument("-D", dest="option", action="append", default=[], metavar="KEY=VALUE",
+                        help="also run undertow's latency rows with this option")  # fmt: skip
     parser.add_argument("--spin-us", type=float, default=500.0, help="Shopee shape's slow step")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
@@ -545,6 +549,17 @@ def main() -> None:
                 alo = harness.run(undertow(DeliveryGuarantee.AT_LEAST_ONCE), args.rate)
                 eo = harness.run(undertow(DeliveryGuarantee.EXACTLY_ONCE), alo.rate)
                 rows += [eo, alo]
+                if args.option:  # the same job again with the options given, for each guarantee
+                    settings = dict(o.split("=", 1) for o in args.option)
+                    label = f" ({', '.join(args.option)})"
+                    for guarantee in (
+                        DeliveryGuarantee.EXACTLY_ONCE,
+                        DeliveryGuarantee.AT_LEAST_ONCE,
+                    ):
+                        engine = kafka_engines.UndertowEngine(
+                            guarantee, args.interval_ms, settings, label
+                        )
+                        rows.append(harness.run(engine, alo.rate))
                 pace = (f"{args.rate:g} records/s" if args.rate else
                         "half of undertow AT_LEAST_ONCE's saturation")  # fmt: skip
                 print(f"checkpoints every {args.interval_ms} ms; paced at {pace} (at most half "
