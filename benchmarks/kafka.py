@@ -1,0 +1,606 @@
+"""KafkaSource and KafkaSink against their peers, each side in the same run (issue 28).
+
+One broker (tools/kafka_broker.py, on a free loopback port; or ``UNDERTOW_KAFKA_BOOTSTRAP``),
+topics of 2 partitions, p=2 everywhere, on one host. Sections:
+
+1. **Source throughput**: a pre-filled topic read by undertow's KafkaSource (bounded at the
+   latest offsets, into a discarding sink, ``local`` target: two worker processes) and by a bare
+   confluent-kafka consumer loop in two processes, one partition each (``consume`` in batches,
+   values decoded as SimpleStringSchema does). Each side is timed from its first record to its
+   end, in its own processes (undertow: a map chained to the source notes the time and the
+   worker's CPU time at the first record and at the end of input). "Per core" is records per
+   CPU-second: user + system time of the side's reading processes (the broker, and undertow's
+   driver, not counted).
+2. **End-to-end latency and saturation**: Kafka -> parse -> key_by -> running count -> Kafka
+   (benchmarks/kafka_load.py: how records are written, read and matched). Per engine one job
+   run: a trickle until the first output is visible, then a burst of N records as fast as the
+   producer can write them (saturation: N over first send to last visible), then a paced
+   stream for ``--seconds`` at half of undertow AT_LEAST_ONCE's saturation (the same rate for
+   every engine, unless an engine's own saturation is below twice that rate: then half of its
+   own; the ``paced/s`` column shows the rate), whose records' latency (send -> visible to a
+   read_committed consumer for exactly-once sinks, read_uncommitted otherwise) gives p50/p99.
+   undertow EXACTLY_ONCE and AT_LEAST_ONCE, checkpoints every ``--interval-ms``.
+3. **Spark Structured Streaming** (the installed pyspark, its Kafka connector from Maven
+   Central into .cache/kafka-peers): the same job in micro-batch mode and in real-time mode.
+4. **PyFlink 2.3** (``UNDERTOW_PYFLINK_VENV``, Flink's Kafka connector jar): EXACTLY_ONCE and
+   AT_LEAST_ONCE, the same checkpoint interval. A peer that cannot run prints why.
+5. **Shopee's shape**: a Kafka backlog, a slow keyed operator (spins ``--spin-us`` per record),
+   checkpoints every 200 ms, aligned and unaligned: checkpoint p50 and in-flight bytes.
+
+Each section prints the load average at its start and end. The last lines are one per target:
+``target NAME: FIGURE (goal GOAL): met|missed``. Usage::
+
+    python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee]
+
+``-D key=value`` (repeatable) adds undertow rows run with those options, e.g.
+``-D execution.buffer-timeout=5ms``.
+``--quick`` is a smoke run of small sizes over sections source, latency and shopee (under ~2
+minutes on a quiet machine); add ``--sections ...,spark,pyflink`` for the peers. Set
+``UNDERTOW_PYFLINK_VENV`` to an existing PyFlink 2.3 venv, or one is made in .bench/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE / "peers"), str(HERE.parent / "tools")]
+import kafka_engines  # noqa: E402
+import kafka_jars  # noqa: E402
+import kafka_load as load  # noqa: E402
+import pyflink_venv  # noqa: E402
+import unaligned  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from kafka_broker import KafkaBroker  # noqa: E402
+
+from undertow.common import Configuration, Types, WatermarkStrategy  # noqa: E402
+from undertow.common.serialization import SimpleStringSchema  # noqa: E402
+from undertow.datastream import MapFunction, StreamExecutionEnvironment  # noqa: E402
+from undertow.datastream.connectors import DiscardingSink  # noqa: E402
+from undertow.datastream.connectors.kafka import (  # noqa: E402
+    DeliveryGuarantee,
+    KafkaOffsetsInitializer,
+    KafkaSource,
+)
+
+PARTITIONS = 2
+SPAWN = multiprocessing.get_context("spawn")
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    source_records: int
+    burst_records: int
+    seconds: float
+    shopee_seconds: float
+    drain_s: float
+
+
+QUICK = Sizes(source_records=200_000, burst_records=20_000, seconds=6.0, shopee_seconds=4.0,
+              drain_s=30.0)  # fmt: skip
+FULL = Sizes(source_records=1_000_000, burst_records=50_000, seconds=30.0, shopee_seconds=10.0,
+             drain_s=240.0)  # fmt: skip
+
+
+def loadavg() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+@contextlib.contextmanager
+def section(title: str) -> Iterator[None]:
+    print(f"\n== {title} (load average {loadavg()})", flush=True)
+    try:
+        yield
+    finally:
+        print(f"   (load average at the end: {loadavg()})", flush=True)
+
+
+def create_topics(bootstrap: str, *names: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(n, PARTITIONS, 1) for n in names])
+    for future in futures.values():
+        future.result(60)
+
+
+def fill(bootstrap: str, topic: str, records: int) -> None:
+    """``records`` records of the load's format, keys round robin, as fast as possible."""
+    producer = Producer({"bootstrap.servers": bootstrap, **load.PRODUCER, "linger.ms": 20})
+    now = time.time_ns()
+    for i in range(records):
+        key = i % load.KEYS
+        while True:
+            try:
+                producer.produce(topic, f"{key},{now}".encode(), str(key).encode())
+                break
+            except BufferError:
+                producer.poll(0.01)
+    if producer.flush(120):
+        raise RuntimeError(f"could not write {records} records to {topic} at {bootstrap}")
+
+
+# -- 1. source throughput ----------------------------------------------------------------
+
+
+def bare_partition(bootstrap: str, topic: str, partition: int, results: object) -> None:
+    """One bare consumer process: reads ``partition`` to its end; sends (records, seconds,
+    CPU seconds) from its first record to its last."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-bare",
+                         "enable.auto.commit": False})  # fmt: skip
+    end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    records, position = 0, 0
+    started = cpu = 0.0
+    while position < end:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error() is None:
+                if records == 0:
+                    started, cpu = time.time(), time.process_time()
+                (message.value() or b"").decode()
+                records += 1
+                position = message.offset() + 1
+    elapsed, cpu = time.time() - started, time.process_time() - cpu
+    consumer.close()
+    results.put((records, elapsed, cpu))  # type: ignore[attr-defined]
+
+
+def bare_loop(bootstrap: str, topic: str) -> tuple[int, float, float]:
+    results = SPAWN.Queue()
+    processes = [SPAWN.Process(target=bare_partition, args=(bootstrap, topic, p, results))
+                 for p in range(PARTITIONS)]  # fmt: skip
+    for process in processes:
+        process.start()
+    parts = [results.get(timeout=600) for _ in processes]
+    for process in processes:
+        process.join(60)
+    return sum(p[0] for p in parts), max(p[1] for p in parts), sum(p[2] for p in parts)
+
+
+class Stopwatch(MapFunction):
+    """Chained to the source: notes the wall clock and the worker process's CPU time at its
+    subtask's first record and again at ``close`` (end of input), and writes them, with the
+    count, to ``<directory>/<subtask>``. Costs one integer increment per record."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def open(self, runtime_context: Any) -> None:
+        self.index = runtime_context.get_index_of_this_subtask()
+        self.count = 0
+        self.first = (0.0, 0.0)
+
+    def map(self, value: Any) -> Any:
+        if self.count == 0:
+            self.first = (time.time(), time.process_time())
+        self.count += 1
+        return value
+
+    def close(self) -> None:
+        wall, cpu = time.time() - self.first[0], time.process_time() - self.first[1]
+        Path(self.directory, str(self.index)).write_text(
+            f"{self.count} {self.first[0]} {wall} {cpu}"
+        )
+
+
+def undertow_source(bootstrap: str, topic: str) -> tuple[int, float, float, float]:
+    """KafkaSource (bounded at the latest offsets) -> stopwatch -> discard, p=2: records, and
+    wall and CPU seconds from the first record to the end (summed over the two workers), and
+    the whole job's wall seconds."""
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"execution.target": "local", "rest.port": "-1"})
+    )
+    env.set_parallelism(2)
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(topic)
+        .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
+        stream.map(Stopwatch(directory)).sink_to(DiscardingSink())
+        started = time.perf_counter()
+        unaligned.execute(env, f"kafka source throughput {topic}")
+        job = time.perf_counter() - started
+        notes = [Path(directory, n).read_text().split() for n in sorted(os.listdir(directory))]
+    records = sum(int(n[0]) for n in notes)
+    first = min(float(n[1]) for n in notes if int(n[0]))
+    last = max(float(n[1]) + float(n[2]) for n in notes if int(n[0]))
+    return records, last - first, sum(float(n[3]) for n in notes), job
+
+
+def source_throughput(bootstrap: str, records: int) -> float:
+    topic = f"bench-src-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, topic)
+    fill(bootstrap, topic, records)
+    bare_n, bare_wall, bare_cpu = bare_loop(bootstrap, topic)
+    ours_n, wall, cpu, job = undertow_source(bootstrap, topic)
+    for side, n in (("the bare consumers", bare_n), ("undertow", ours_n)):
+        if n != records:
+            raise RuntimeError(f"{side} read {n} records of {records} in {topic}")
+    bare_per_cpu, ours_per_cpu = bare_n / bare_cpu, records / cpu
+    print(f"{records:,} records of ~{len(f'{999},{time.time_ns()}')} B in {PARTITIONS} partitions;"
+          f" each side timed from its first record to its end")  # fmt: skip
+    print(f"{'side':<44}{'wall s':>8}{'CPU s':>8}{'records/s':>12}{'per CPU-s':>12}")
+    print(f"{'bare confluent-kafka loop, 2 processes':<44}{bare_wall:>8.2f}{bare_cpu:>8.2f}"
+          f"{bare_n / bare_wall:>12,.0f}{bare_per_cpu:>12,.0f}")  # fmt: skip
+    print(f"{'undertow KafkaSource p=2, 2 workers':<44}{wall:>8.2f}{cpu:>8.2f}"
+          f"{records / wall:>12,.0f}{ours_per_cpu:>12,.0f}")  # fmt: skip
+    print(f"(undertow's whole job, start-up and end included: {job:.2f} s)")
+    ratio = ours_per_cpu / bare_per_cpu
+    print(
+        f"undertow / bare: {ratio:.2f}x per CPU-second, "
+        f"{records / wall / (bare_n / bare_wall):.2f}x records/s"
+    )
+    return ratio
+
+
+# -- 2-4. latency and saturation through a job -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobFigures:
+    name: str
+    saturation: float | None
+    producer_rate: float | None
+    rate: float | None
+    latency: load.Latency | None
+    overcounts: int
+    note: str
+
+
+class Harness:
+    """The producer and measuring-consumer processes around one engine's job run."""
+
+    def __init__(self, bootstrap: str, sizes: Sizes) -> None:
+        self.bootstrap = bootstrap
+        self.sizes = sizes
+
+    def run(self, engine: kafka_engines.Engine, rate: float | None) -> JobFigures:
+        """One job run: warm-up, burst, then (at ``rate``, or half of this run's saturation
+        when None) the paced phase."""
+        suffix = uuid.uuid4().hex[:8]
+        source_topic, sink_topic = f"bench-in-{suffix}", f"bench-out-{suffix}"
+        create_topics(self.bootstrap, source_topic, sink_topic)
+        sent, covered = SPAWN.Value("q", 0), SPAWN.Value("q", 0)
+        first, stop = SPAWN.Event(), SPAWN.Event()
+        commands, producer_end = SPAWN.Pipe()
+        observed, observer_end = SPAWN.Pipe()
+        producer = SPAWN.Process(
+            target=load.produce, args=(self.bootstrap, source_topic, producer_end, sent)
+        )
+        observer = SPAWN.Process(
+            target=load.observe,
+            args=(self.bootstrap, sink_topic, PARTITIONS, engine.isolation, covered, first,
+                  stop, observer_end),
+        )  # fmt: skip
+        producer.start()
+        observer.start()
+        note = ""
+        saturation_rate = producer_rate = None
+        latency = None
+        overcounts = 0
+        try:
+            engine.start(self.bootstrap, source_topic, sink_topic)
+            commands.send(load.Phase("trickle", rate=20))
+            if not load.wait_until(lambda: first.is_set() or engine.failure() is not None,
+                                   kafka_engines.START_TIMEOUT_S):  # fmt: skip
+                raise RuntimeError(f"no output within {kafka_engines.START_TIMEOUT_S:.0f} s")
+            if engine.failure() is not None:
+                raise RuntimeError(str(engine.failure()))
+            began = time.monotonic()
+            commands.send(load.Phase("burst", count=self.sizes.burst_records))
+            _reply(commands)  # the trickle ended
+            _reply(commands)  # the burst is written
+            if not self._drained(sent, covered, engine):
+                raise RuntimeError(
+                    f"the burst was not all visible within {self.sizes.drain_s:.0f} s"
+                    f" ({engine.failure() or 'still running'})"
+                )
+            # half of this run's saturation, roughly (the exact one comes from the logs),
+            # when no rate is given or the engine cannot take twice the rate given
+            half = 0.5 * self.sizes.burst_records / (time.monotonic() - began)
+            rate = half if rate is None else min(rate, half)
+            time.sleep(1.0)
+            commands.send(load.Phase("paced", rate=rate, seconds=self.sizes.seconds))
+            _reply(commands)
+            if not self._drained(sent, covered, engine):
+                note = (f"paced records not all visible within {self.sizes.drain_s:.0f} s"
+                        f" ({engine.failure() or 'still running'})")  # fmt: skip
+        except RuntimeError as err:
+            note = f"could not run: {err}"
+        finally:
+            engine.stop()
+            commands.send(load.Phase("stop"))
+            log = self._last_log(commands)
+            time.sleep(0.5)
+            stop.set()
+            seen = observed.recv() if observed.poll(60) else []
+            producer.join(30)
+            observer.join(30)
+        if log is not None and seen:
+            latencies, overcounts = load.record_latencies(log.keys, log.sent_ns, seen)
+            burst = [i for i, p in enumerate(log.phases) if p == 1]
+            figures = load.saturation(log.sent_ns, latencies, burst)
+            if figures is not None:
+                saturation_rate, producer_rate = figures
+            paced = [i for i, p in enumerate(log.phases) if p == 2]
+            if paced:
+                warm = log.sent_ns[paced[0]] + 1_000_000_000
+                latency = load.summarize([latencies[i] for i in paced if log.sent_ns[i] >= warm])
+        return JobFigures(engine.name, saturation_rate, producer_rate, rate, latency, overcounts,
+                          note)  # fmt: skip
+
+    def _drained(self, sent: object, covered: object, engine: kafka_engines.Engine) -> bool:
+        return (
+            load.wait_until(
+                lambda: covered.value >= sent.value or engine.failure() is not None,  # type: ignore[attr-defined]
+                self.sizes.drain_s,
+            )
+            and engine.failure() is None
+        )
+
+    def _last_log(self, commands: object) -> load.SendLog | None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and commands.poll(1):  # type: ignore[attr-defined]
+            message = commands.recv()  # type: ignore[attr-defined]
+            if isinstance(message, load.SendLog):
+                return message
+        return None
+
+
+def _reply(commands: object, timeout: float = 600.0) -> object:
+    """The producer's next reply; RuntimeError if it gives none in ``timeout`` seconds."""
+    if not commands.poll(timeout):  # type: ignore[attr-defined]
+        raise RuntimeError(f"the producer did not answer within {timeout:.0f} s")
+    return commands.recv()  # type: ignore[attr-defined]
+
+
+def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool = True) -> None:
+    if header:
+        print(f"{'job':<28}{'saturation/s':>14}{'producer/s':>12}{'paced/s':>9}{'p50 ms':>9}"
+              f"{'p99 ms':>9}{'vs undertow ALO p50':>21}{'records':>9}")  # fmt: skip
+    for row in rows:
+        cells = f"{_num(row.saturation, 14)}{_num(row.producer_rate, 12)}{_num(row.rate, 9)}"
+        lat = row.latency
+        if lat is not None and lat.measured:
+            ratio = (
+                f"{lat.p50_ms / baseline.latency.p50_ms:.2f}x"
+                if baseline is not None and baseline.latency is not None
+                and baseline.latency.measured else "-"
+            )  # fmt: skip
+            cells += f"{lat.p50_ms:>9.1f}{lat.p99_ms:>9.1f}{ratio:>21}{lat.measured:>9}"
+        print(f"{row.name:<28}{cells}", flush=True)
+        problems = [row.note] if row.note else []
+        if lat is not None and lat.missing:
+            problems.append(f"{lat.missing} paced records never became visible")
+        if row.overcounts:
+            problems.append(f"{row.overcounts} outputs counted more records than were sent")
+        for problem in problems:
+            print(f"    {row.name}: {problem}")
+
+
+def _num(value: float | None, width: int) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width},.0f}"
+
+
+# -- 5. Shopee's shape -------------------------------------------------------------------
+
+
+def shopee(bootstrap: str, seconds: float, spin_us: float) -> None:
+    """Backlog -> parse -> key_by -> slow running count -> discard, checkpoints every 200 ms."""
+    records = int(seconds * 2 / (spin_us / 1e6))
+    topic = f"bench-backlog-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, topic)
+    fill(bootstrap, topic, records)
+    spin = spin_us / 1e6
+    print(f"{records:,} records backlog, slow keyed count spins {spin_us:g} us per record, "
+          f"checkpoints every 200 ms, p=2, local target")  # fmt: skip
+    print(f"{'mode':<12}{'checkpoints':>12}{'p50 ms':>9}{'p90 ms':>9}{'in-flight p50':>15}"
+          f"{'in-flight max':>15}{'wall s':>8}")  # fmt: skip
+    for mode in ("aligned", "unaligned"):
+        with tempfile.TemporaryDirectory() as directory:
+            settings = {"execution.target": "local", "rest.port": "-1",
+                        "execution.checkpointing.dir": directory,
+                        **unaligned.MODES[mode]}  # fmt: skip
+            env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
+            env.set_parallelism(2)
+            source = (
+                KafkaSource.builder()
+                .set_bootstrap_servers(bootstrap)
+                .set_topics(topic)
+                .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+                .set_bounded(KafkaOffsetsInitializer.latest())
+                .set_value_only_deserializer(SimpleStringSchema())
+                .build()
+            )
+
+            def slow(a: tuple[str, int], b: tuple[str, int], spin: float = spin) -> tuple[str, int]:
+                until = time.perf_counter() + spin
+                while time.perf_counter() < until:
+                    pass
+                return a[0], a[1] + b[1]
+
+            (
+                env.from_source(source, WatermarkStrategy.no_watermarks(), "backlog")
+                .map(
+                    lambda v: (v.split(",", 1)[0], 1),
+                    output_type=Types.TUPLE([Types.STRING(), Types.INT()]),
+                )
+                .key_by(lambda p: p[0])
+                .reduce(slow)
+                .name("slow count")
+                .sink_to(DiscardingSink())
+            )
+            elapsed, console, _ = unaligned.execute(env, f"kafka shopee shape: {mode}")
+        found = list(unaligned.COMPLETED.finditer(console))
+        durations = [int(m.group("ms")) for m in found]
+        sizes = [float(m.group("size")) * unaligned.UNITS[m.group("unit")]
+                 for m in found if m.group("size")]  # fmt: skip
+        if not durations:
+            print(f"{mode:<12}{0:>12}  (no checkpoint completed in {elapsed:.1f} s)")
+            continue
+        p90 = statistics.quantiles(durations, n=10)[-1] if len(durations) > 1 else durations[0]
+        in_p50 = f"{statistics.median(sizes) / 1024:,.0f} KiB" if sizes else "-"
+        in_max = f"{max(sizes) / 1024:,.0f} KiB" if sizes else "-"
+        print(f"{mode:<12}{len(durations):>12}{statistics.median(durations):>9.0f}{p90:>9.0f}"
+              f"{in_p50:>15}{in_max:>15}{elapsed:>8.1f}", flush=True)  # fmt: skip
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def target(name: str, figure: str, goal: str, met: bool | None) -> str:
+    verdict = "not measured" if met is None else ("met" if met else "missed")
+    return f"target {name}: {figure} (goal {goal}): {verdict}"
+
+
+def peers_engines(args: argparse.Namespace) -> tuple[list[kafka_engines.Engine], list[str]]:
+    """The peers' engines that can start here, and why the others cannot."""
+    engines: list[kafka_engines.Engine] = []
+    reasons: list[str] = []
+    sections = args.sections.split(",")
+    if "spark" in sections:
+        try:
+            jars = kafka_jars.fetch("spark")
+        except RuntimeError as err:
+            reasons.append(f"Spark: {err}")
+        else:
+            import pyspark
+
+            connector = kafka_jars.pom_property("spark.version")
+            print(f"Spark: pyspark {pyspark.__version__}, spark-sql-kafka-0-10 {connector} "
+                  f"({', '.join(j.name for j in jars)})")  # fmt: skip
+            for mode in ("micro-batch", "real-time"):
+                engines.append(kafka_engines.spark_engine(mode, jars))
+    if "pyflink" in sections:
+        try:
+            jar = kafka_jars.fetch("flink")[0]
+            python = pyflink_venv.ensure_pyflink()
+            env = pyflink_venv.pyflink_environment(python)
+        except (RuntimeError, SystemExit, OSError) as err:
+            reasons.append(f"PyFlink: {err}")
+        else:
+            print(f"PyFlink {pyflink_venv.PYFLINK_VERSION} ({python}), {jar.name}")
+            for guarantee in ("EXACTLY_ONCE", "AT_LEAST_ONCE"):
+                engines.append(kafka_engines.pyflink_engine(guarantee, args.interval_ms, jar,
+                                                            python, env))  # fmt: skip
+    return engines, reasons
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run (under ~2 minutes "
+                        "without the peers)")  # fmt: skip
+    parser.add_argument("--sections", default=None, help="comma list (default: all; with "
+                        "--quick: source,latency,shopee)")  # fmt: skip
+    parser.add_argument("--interval-ms", type=int, default=1000, help="checkpoint interval")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="paced records/s for every engine (default: half of undertow "
+                        "AT_LEAST_ONCE's saturation)")  # fmt: skip
+    parser.add_argument("-D", dest="option", action="append", default=[], metavar="KEY=VALUE",
+                        help="also run undertow's latency rows with this option")  # fmt: skip
+    parser.add_argument("--spin-us", type=float, default=500.0, help="Shopee shape's slow step")
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else FULL
+    if args.sections is None:
+        args.sections = (
+            "source,latency,shopee" if args.quick else "source,latency,spark,pyflink,shopee"
+        )
+    sections = args.sections.split(",")
+    print(f"benchmarks/kafka.py {'--quick' if args.quick else '(full)'} on "
+          f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"load average {loadavg()}")  # fmt: skip
+    targets: list[str] = []
+    with contextlib.ExitStack() as stack:
+        bootstrap = os.environ.get("UNDERTOW_KAFKA_BOOTSTRAP")
+        if not bootstrap:
+            broker = stack.enter_context(KafkaBroker())
+            bootstrap = broker.bootstrap_servers
+            print(f"Kafka broker at {bootstrap} (started in {broker.start_seconds:.1f} s)")
+        if "source" in sections:
+            with section("1. source throughput: KafkaSource vs a bare confluent-kafka loop"):
+                ratio = source_throughput(bootstrap, sizes.source_records)
+            targets.append(target("source throughput per core", f"{ratio:.2f}x the bare loop",
+                                  ">= 0.8x", ratio >= 0.8))  # fmt: skip
+        rows: list[JobFigures] = []
+        if {"latency", "spark", "pyflink"} & set(sections):
+            harness = Harness(bootstrap, sizes)
+
+            def undertow(guarantee: DeliveryGuarantee) -> kafka_engines.Engine:
+                return kafka_engines.UndertowEngine(guarantee, args.interval_ms)
+
+            with section("2. end-to-end latency and saturation: undertow"):
+                alo = harness.run(undertow(DeliveryGuarantee.AT_LEAST_ONCE), args.rate)
+                eo = harness.run(undertow(DeliveryGuarantee.EXACTLY_ONCE), alo.rate)
+                rows += [eo, alo]
+                if args.option:  # the same job again with the options given, for each guarantee
+                    settings = dict(o.split("=", 1) for o in args.option)
+                    label = f" ({', '.join(args.option)})"
+                    for guarantee in (
+                        DeliveryGuarantee.EXACTLY_ONCE,
+                        DeliveryGuarantee.AT_LEAST_ONCE,
+                    ):
+                        engine = kafka_engines.UndertowEngine(
+                            guarantee, args.interval_ms, settings, label
+                        )
+                        rows.append(harness.run(engine, alo.rate))
+                pace = (f"{args.rate:g} records/s" if args.rate else
+                        "half of undertow AT_LEAST_ONCE's saturation")  # fmt: skip
+                print(f"checkpoints every {args.interval_ms} ms; paced at {pace} (at most half "
+                      f"of the engine's own), {sizes.seconds:g} s; p50/p99 over the paced "
+                      f"records after its first second")  # fmt: skip
+                print_jobs(rows, alo)
+            peers, reasons = peers_engines(args)
+            if peers or reasons:
+                with section("3-4. the same job on Spark Structured Streaming and PyFlink 2.3"):
+                    for reason in reasons:
+                        print(f"not run: {reason}")
+                    print_jobs([], alo)
+                    peer_rows = []
+                    for engine in peers:  # each row as soon as it is measured
+                        peer_rows.append(harness.run(engine, alo.rate))
+                        print_jobs(peer_rows[-1:], alo, header=False)
+                rows += peer_rows
+            interval = args.interval_ms
+            for row, goal, limit in ((eo, f"<= {interval + 100} ms", interval + 100),
+                                     (alo, "<= 20 ms", 20)):  # fmt: skip
+                lat = row.latency
+                ok = lat is not None and lat.measured > 0 and not row.note
+                targets.append(target(
+                    f"{row.name} end-to-end p50", f"{lat.p50_ms:.1f} ms" if ok else "-",  # type: ignore[union-attr]
+                    goal, (lat.p50_ms <= limit) if ok else None))  # type: ignore[union-attr]  # fmt: skip
+            spark_mb = next((r for r in rows if r.name.startswith("Spark micro-batch")), None)
+            if spark_mb is not None:
+                ours, theirs = alo.latency, spark_mb.latency
+                ok = ours is not None and theirs is not None and ours.measured and theirs.measured
+                targets.append(target(
+                    "ahead of Spark micro-batch on latency",
+                    f"undertow AT_LEAST_ONCE p50 {ours.p50_ms:.1f} ms vs Spark micro-batch "  # type: ignore[union-attr]
+                    f"{theirs.p50_ms:.1f} ms" if ok else "-",  # type: ignore[union-attr]
+                    "undertow's p50 below Spark's", (ours.p50_ms < theirs.p50_ms) if ok else None))  # type: ignore[union-attr]  # fmt: skip
+        if "shopee" in sections:
+            with section("5. Shopee's shape: Kafka backlog, slow keyed operator, checkpoints"):
+                shopee(bootstrap, sizes.shopee_seconds, args.spin_us)
+    print(f"\nload average at the end: {loadavg()}")
+    for line in targets:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

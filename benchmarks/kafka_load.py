@@ -1,0 +1,246 @@
+"""The load and the stopwatch of benchmarks/kafka.py, the same for every engine.
+
+The job under test (undertow, Spark, PyFlink) reads topic ``in`` whose values are
+``"<key>,<producer timestamp ns>"`` (Kafka message key ``<key>``, so one key stays in one
+partition, in order), keeps a running count per key and writes ``"<key>,<count>"`` to topic
+``out``. A count ``c`` for key ``k`` means the first ``c`` records of ``k`` were processed and are
+visible, so one output record covers every record of its key up to ``c``, whatever the engine
+batches: Spark's micro-batch writes one count per key per batch, undertow one per record.
+
+* :func:`produce` (a process of its own) writes ``in``: a trickle while the job warms up, then
+  a burst of N records as fast as it can (saturation) or a paced stream at a fixed rate
+  (latency), as the coordinator commands; it logs ``(key, send ns)`` of every record.
+* :func:`observe` (a process of its own) reads ``out`` with the isolation level given
+  (``read_committed`` for exactly-once sinks) and logs ``(key, count, visible ns)``; it
+  publishes how many input records are covered so far, so the coordinator knows when a
+  phase is fully visible.
+* :func:`record_latencies` joins the two logs afterwards: each input record's latency is the
+  time from its send to the first output that covers it. Pure; tested in
+  tests/benchmarks/test_kafka_load.py.
+
+Both processes use wall-clock ``time.time_ns()`` on one host. Threading: each process is
+single-threaded apart from librdkafka's own threads; they talk to the coordinator through a
+``multiprocessing`` pipe and shared values only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event
+from typing import Any
+
+#: Distinct keys in the input.
+KEYS = 1000
+#: The producer's settings: a 1 ms linger, so the producer adds little to the latency measured.
+PRODUCER = {"linger.ms": 1, "queue.buffering.max.messages": 1_000_000}
+#: The measuring consumer's settings: fetches return within 10 ms when nothing new arrived.
+CONSUMER = {"fetch.wait.max.ms": 10, "enable.auto.commit": False, "enable.partition.eof": False}
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One command to the producer: ``trickle`` (``rate`` records/s until the next command),
+    ``burst`` (``count`` records, as fast as possible), ``paced`` (``rate`` records/s for
+    ``seconds``) or ``stop`` (reply with the send log and end)."""
+
+    kind: str
+    rate: float = 0.0
+    count: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SendLog:
+    """Every record the producer wrote, in send order: key, send time (ns), phase index."""
+
+    keys: list[int]
+    sent_ns: list[int]
+    phases: list[int]
+
+
+def produce(bootstrap: str, topic: str, commands: Connection, sent: Synchronized[int]) -> None:
+    """The producer process: runs the commanded phases until ``stop``, then sends the
+    :class:`SendLog` back over ``commands``. ``sent`` counts records handed to the client."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
+    keys: list[int] = []
+    sent_ns: list[int] = []
+    phases: list[int] = []
+    index = 0
+
+    def one() -> None:
+        key = len(keys) % KEYS
+        now = time.time_ns()
+        while True:
+            try:
+                producer.produce(topic, f"{key},{now}".encode(), str(key).encode())
+                break
+            except BufferError:
+                producer.poll(0.001)
+        keys.append(key)
+        sent_ns.append(now)
+        phases.append(index)
+
+    phase = commands.recv()
+    while phase.kind != "stop":
+        if phase.kind == "trickle":
+            while not commands.poll(1 / phase.rate):
+                one()
+                producer.poll(0)
+        elif phase.kind == "burst":
+            for i in range(phase.count):
+                one()
+                if i % 1000 == 0:
+                    producer.poll(0)
+                    sent.value = len(keys)
+        elif phase.kind == "paced":
+            began = time.perf_counter()
+            total = int(phase.rate * phase.seconds)
+            done = 0
+            while done < total:
+                due = min(total, int((time.perf_counter() - began) * phase.rate) + 1)
+                while done < due:
+                    one()
+                    done += 1
+                producer.poll(0)
+                sent.value = len(keys)
+                wait = began + done / phase.rate - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+        else:
+            raise ValueError(f"the producer got an unknown phase {phase.kind!r}")
+        producer.flush(60)
+        sent.value = len(keys)
+        index += 1
+        commands.send(("done", index - 1))
+        phase = commands.recv()
+    producer.flush(60)
+    commands.send(SendLog(keys, sent_ns, phases))
+
+
+def observe(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    isolation: str,
+    covered: Synchronized[int],
+    first: Event,
+    stop: Event,
+    results: Connection,
+) -> None:
+    """The measuring consumer process: reads ``topic`` from its start until ``stop`` is set,
+    then sends its log ``[(key, count, visible ns)]`` over ``results``. ``covered`` is the sum
+    over keys of the highest count seen (the input records visible so far); ``first`` is set
+    at the first output record."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "undertow-bench-observer",
+                         "isolation.level": isolation, **CONSUMER})  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    highest: dict[int, int] = defaultdict(int)
+    log: list[tuple[int, int, int]] = []
+    total = 0
+    while not stop.is_set():
+        messages = consumer.consume(1000, 0.05)
+        now = time.time_ns()
+        for message in messages:
+            if message.error() is not None:
+                continue
+            key_text, count_text = (message.value() or b"").decode().split(",")
+            key, count = int(key_text), int(count_text)
+            log.append((key, count, now))
+            if count > highest[key]:
+                total += count - highest[key]
+                highest[key] = count
+        if messages:
+            covered.value = total
+            first.set()
+    consumer.close()
+    results.send(log)
+
+
+def record_latencies(
+    keys: Sequence[int], sent_ns: Sequence[int], seen: Sequence[tuple[int, int, int]]
+) -> tuple[list[int | None], int]:
+    """Each sent record's latency in ns (``None`` if no output covered it) and how many
+    output records claimed more records of a key than were sent (a wrong count, or
+    duplicates; 0 in a correct run without failures).
+
+    ``keys``/``sent_ns`` are the send log in send order (a key's records were sent, and so
+    are counted, in that order); ``seen`` is ``(key, count, visible ns)`` per output record."""
+    indices: dict[int, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        indices[key].append(i)
+    latencies: list[int | None] = [None] * len(keys)
+    covered: dict[int, int] = defaultdict(int)
+    overcounts = 0
+    for key, count, visible in sorted(seen, key=lambda s: s[2]):
+        mine = indices.get(key, [])
+        if count > len(mine):
+            overcounts += 1
+            count = len(mine)
+        for i in mine[covered[key] : count]:
+            latencies[i] = visible - sent_ns[i]
+        covered[key] = max(covered[key], count)
+    return latencies, overcounts
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) by the nearest rank; ``values`` must not be empty."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Latency figures of one paced phase, in milliseconds."""
+
+    p50_ms: float
+    p99_ms: float
+    mean_ms: float
+    measured: int
+    missing: int
+
+
+def summarize(latencies: Sequence[int | None]) -> Latency:
+    """p50/p99/mean of the records that became visible; ``missing`` never did."""
+    found = [v / 1e6 for v in latencies if v is not None]
+    missing = len(latencies) - len(found)
+    if not found:
+        return Latency(float("nan"), float("nan"), float("nan"), 0, missing)
+    return Latency(percentile(found, 0.5), percentile(found, 0.99), statistics.fmean(found),
+                   len(found), missing)  # fmt: skip
+
+
+def saturation(
+    sent_ns: Sequence[int], latencies: Sequence[int | None], indices: Sequence[int]
+) -> tuple[float, float] | None:
+    """Records per second through the job over a burst (the records at ``indices``): their
+    count over first send to last visible; and the producer's own rate over the burst, to
+    show whether the producer bounded it. None if a record of the burst never became visible."""
+    if not indices or any(latencies[i] is None for i in indices):
+        return None
+    first = sent_ns[indices[0]]
+    last_visible = max(sent_ns[i] + latencies[i] for i in indices)  # type: ignore[operator]
+    last_sent = sent_ns[indices[-1]]
+    through = len(indices) / max(1e-9, (last_visible - first) / 1e9)
+    producer = len(indices) / max(1e-9, (last_sent - first) / 1e9)
+    return through, producer
+
+
+def wait_until(predicate: Any, timeout: float, poll: float = 0.02) -> bool:
+    """Poll ``predicate()`` until true (True) or ``timeout`` seconds passed (False)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll)
+    return True

@@ -1,0 +1,60 @@
+"""benchmarks/kafka_load.py: how the Kafka benchmark turns its two logs into figures.
+
+The producer logs ``(key, send ns)`` per input record, the measuring consumer logs ``(key,
+running count, visible ns)`` per output record; a record's latency is its send to the first
+output whose count covers it. These tests pin that join, the percentile and the saturation
+arithmetic, without a broker.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import kafka_load as load
+
+
+def test_an_output_covers_every_record_of_its_key_up_to_its_count() -> None:
+    keys, sent = [0, 1, 0, 1], [10, 20, 30, 40]
+    # given out of order: the join goes by visible time, so (0, 1) at 15 covers the first
+    # record of key 0, and (0, 2) at 45 only the second
+    seen = [(1, 2, 50), (0, 2, 45), (0, 1, 15)]
+    latencies, overcounts = load.record_latencies(keys, sent, seen)
+    assert latencies == [5, 30, 15, 10]
+    assert overcounts == 0
+
+
+def test_a_repeated_or_lower_count_covers_nothing_new() -> None:
+    keys, sent = [7, 7, 7], [0, 10, 20]
+    seen = [(7, 2, 25), (7, 1, 30), (7, 2, 40)]  # duplicates after the fact (at-least-once)
+    latencies, _ = load.record_latencies(keys, sent, seen)
+    assert latencies == [25, 15, None]
+    summary = load.summarize(latencies)
+    assert (summary.measured, summary.missing) == (2, 1)
+
+
+def test_a_count_beyond_what_was_sent_is_reported() -> None:
+    latencies, overcounts = load.record_latencies([3], [100], [(3, 2, 150), (4, 1, 160)])
+    assert latencies == [50]
+    assert overcounts == 2
+
+
+def test_percentile_is_the_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert load.percentile(values, 0.5) == 50
+    assert load.percentile(values, 0.99) == 99
+    assert load.percentile([4.0], 0.99) == 4
+    assert load.summarize([1_000_000, 3_000_000, None]).p50_ms == pytest.approx(1.0)
+
+
+def test_saturation_is_the_burst_over_first_send_to_last_visible() -> None:
+    sent = [0, 1_000_000_000, 1_500_000_000, 2_000_000_000]
+    latencies: list[int | None] = [5, 100_000_000, 1_500_000_000, 500_000_000]
+    through, producer = load.saturation(sent, latencies, [1, 2, 3])  # type: ignore[misc]
+    # 3 records from 1.0 s (first send) to 3.0 s (the second of them visible last)
+    assert through == pytest.approx(1.5)
+    assert producer == pytest.approx(3.0)
+    assert load.saturation(sent, [*latencies[:3], None], [1, 2, 3]) is None
