@@ -361,6 +361,10 @@ class SubtaskCheckpointer:
         if finished is not None and self.channel_state is not None:
             self.channel_state.finish_output(finished.checkpoint_id)
 
+    def _queued_bytes(self, channel: tuple[int, int]) -> int:
+        """Bytes of data queued in subpartition ``channel`` (output, index)."""
+        return self.writers[channel[0]].partition.subpartitions[channel[1]].queued_data_bytes
+
     def _on_output_timeout(self, checkpoint_id: int) -> None:
         """The aligned barrier is still queued in some subpartitions after its timeout: turn it
         into a priority barrier there and persist what it overtakes (reference §1.9)."""
@@ -395,7 +399,7 @@ class SubtaskCheckpointer:
             else:
                 record_writer.broadcast_event(b, priority=b.priority, blocks=b.blocks_upstream)
         if plan is not None:
-            self._persist([self._capture.end_output(cid, _now_ms())])
+            self._persist([self._capture.end_output(cid, _now_ms(), self._queued_bytes)])
         return plan is not None
 
     # -- the checkpoint --------------------------------------------------------------------------
