@@ -516,8 +516,8 @@ class SubtaskCheckpointer:
 
 def _native_mode(barrier: CheckpointBarrier) -> str:
     """What native snapshot a barrier asks for: a CANONICAL savepoint none (``""``), a NATIVE
-    one ``"savepoint"`` (every file, into the savepoint); the first checkpoint after a
-    NO_CLAIM restore is FULL (reuses no uploaded file)."""
+    one ``"savepoint"`` (every file, into the savepoint); a FULL checkpoint (the first after
+    a NO_CLAIM restore whose files were not duplicated) reuses no uploaded file."""
     kind = barrier.options.snapshot_type
     if kind.is_savepoint:
         native = barrier.options.savepoint_format is SavepointFormatType.NATIVE
