@@ -92,15 +92,17 @@ def scenario_duplicate(
         client.cancel()
         _wait_for(lambda: client.get_job_status() is JobStatus.CANCELED, "the cancellation")
     finally:
-        rest.stop()
+        rest_ids = rest.stop()
         client.cancel()
+    ids = assert_restores(capsys.readouterr().err, rest_ids, restores=1)
+    evidence(ids == [restored_id], f"restored {ids}, not {snapshot}")
     sizes = rest.completed_sizes
     first = min(cid for cid in sizes if cid > restored_id)
     checkpointed, state = sizes[first]
-    assert checkpointed < state, (
-        f"checkpoint {first}, the first after the NO_CLAIM restore, wrote {checkpointed} of "
-        f"{state} bytes: it must reuse the duplicated SST files, not be full"
-    )
+    # only a backend restored from the snapshot's SST files can reuse them: evidence too
+    evidence(checkpointed < state,
+             f"checkpoint {first}, the first after the NO_CLAIM restore, wrote {checkpointed} "
+             f"of {state} bytes: it must reuse the duplicated SST files, not be full")  # fmt: skip
     assert duplicated, "restored SST files are duplicated into the job's own shared/"
     assert linked, "on a local file system a duplicate is a hard link"
     assert _contents(old_job_dir) == before, "NO_CLAIM: every restored file stays byte-identical"
@@ -108,7 +110,6 @@ def scenario_duplicate(
     time.sleep(0.3)  # the JobMaster keeps the retained checkpoint as it shuts down
     second = Path(storage.checkpoint_pointer(max(storage.completed_checkpoint_ids())))
     shutil.rmtree(old_job_dir)  # the snapshot the second job restored is gone
-    capsys.readouterr()
     client, rest = _start(make_env, tmp_path, second, "resumed again, restored snapshot gone")
     third = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
     try:  # the restore verifies every file it reads (size, sha256) before the job runs
