@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from undertow.core.errors import ConfigurationError, NetworkError
+from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.credit import (
     ProtocolViolation,
     ReceiverChannel,
@@ -479,3 +480,14 @@ CreditProtocol.TestCase.settings = settings(
     max_examples=300, stateful_step_count=60, deadline=None, derandomize=True
 )
 test_credit_protocol = CreditProtocol.TestCase
+
+
+def test_queued_data_bytes_counts_the_data_buffers_only() -> None:
+    sender = SenderChannel(0, name="sp")
+    sender.add_data(Buffer(b"abc"))
+    sender.add_event("an event")
+    sender.add_data(Buffer(b"de"))
+    assert sender.queued_data_bytes() == 5
+    sender.add_credit(1)
+    assert sender.poll() is not None  # the first buffer goes
+    assert sender.queued_data_bytes() == 2

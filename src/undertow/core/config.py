@@ -564,6 +564,13 @@ class Options:
         "trigger; 0 = unaligned from the start",
         deprecated_keys=("execution.checkpointing.alignment-timeout",),
     )
+    UNALIGNED_MAX_INFLIGHT_DATA = memory_option(
+        "execution.checkpointing.unaligned.max-inflight-data",
+        0,
+        "with an aligned-checkpoint timeout: switch to unaligned at once when more than this "
+        "many bytes are queued ahead of the barrier (FLIP-76's UNALIGNED_WITH_MAX_INFLIGHT_DATA, "
+        "never shipped by Flink); 0 = by time only",
+    )
     MAX_SUBTASKS_PER_CHANNEL_STATE_FILE = int_option(
         "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
         5,

@@ -7,8 +7,9 @@ not upload into ``<job>/shared/`` under a unique name, reuses the handles of tho
 writes the private files into ``chk-<n>/``; the result, an :class:`IncrementalKeyedHandle`, goes
 into the subtask's state file and its shared files into the acknowledgement (the coordinator's
 shared-state registry decides when they are deleted). SST files are immutable, so a file
-uploaded once never changes; a FULL checkpoint (the first after a NO_CLAIM restore) reuses
-nothing. A NATIVE savepoint (``exclusive``) writes every file, SSTs too, into ``chk-<n>/``,
+uploaded once never changes; a FULL checkpoint (the first after a NO_CLAIM restore whose
+files the storage could not duplicate into this job's ``shared/``) reuses nothing. A NATIVE
+savepoint (``exclusive``) writes every file, SSTs too, into ``chk-<n>/``,
 which the savepoint's export copies into its own directory: it references nothing in
 ``shared/``, so it is self-contained and no later checkpoint reuses its files. :func:`download`
 brings a handle's files back into a local directory, each verified by size and SHA-256 before

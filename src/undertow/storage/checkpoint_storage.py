@@ -18,7 +18,6 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import posixpath
@@ -31,6 +30,7 @@ from typing import Any
 import fsspec  # type: ignore[import-untyped]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
+from undertow.storage.duplicate import DuplicateMethod, duplicate_method, link_or_copy
 from undertow.storage.durable_write import write_local_file
 from undertow.storage.errors import (
     CheckpointNotFoundError,
@@ -194,40 +194,59 @@ class CheckpointStorage:
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(stripped)
 
-    def adopt_shared_file(self, source_uri: str) -> str:
+    def duplicate_method(self, source_uri: str) -> DuplicateMethod | None:
+        """How the file at ``source_uri`` is duplicated into this job's ``shared/`` by
+        :meth:`duplicate_shared_file` (a hard link, a server-side copy), or ``None`` if it
+        cannot be without reading its bytes here (see :mod:`.duplicate`). No I/O."""
+        fs, _ = self._open_uri(source_uri)
+        return duplicate_method(fs, self._fs)
+
+    def duplicate_shared_file(self, source_uri: str) -> str:
         """Make the file at ``source_uri`` (in another job's ``shared/``: a snapshot this job
-        restored in CLAIM) this job's ``shared/<same name>`` too, and return its location: a
-        hard link on a local file system (a copy across devices), a copy on object stores (a
-        server-side copy where the store has one). The name is unique per upload, so a file of
-        that name already here is the same file and is kept. Raises :class:`ValueError`
-        naming ``source_uri`` unless it is a file directly in a ``<job>/shared/`` directory;
-        I/O errors as :class:`OSError`. Durable when this returns, as :meth:`write_file`."""
+        restored) this job's ``shared/<same name>`` too, without reading its bytes here, and
+        return its location: a hard link on a local file system (a copy across devices), a
+        server-side copy on an object store (:meth:`duplicate_method`). The source is never
+        modified. The name is unique per upload, so a file of that name already here is the
+        same file and is kept. Raises :class:`ValueError` naming ``source_uri`` unless it is a
+        file directly in a ``<job>/shared/`` directory, :class:`CheckpointStorageError` naming
+        it if it cannot be duplicated (:meth:`duplicate_method` is ``None``); I/O errors as
+        :class:`OSError`. Durable when this returns, as :meth:`write_file`."""
+        fs, source, target = self._shared_target(source_uri)
+        method = duplicate_method(fs, self._fs)
+        if method is None:
+            raise CheckpointStorageError(
+                f"job {self.job_id!r}: {source_uri} cannot be duplicated into "
+                f"{self._uri(target)} (another file system, or no server-side copy)"
+            )
+        if source == target:
+            return self._uri(target)
+        if method is DuplicateMethod.HARD_LINK:
+            directory = posixpath.dirname(target)
+            os.makedirs(directory, exist_ok=True)
+            link_or_copy(source, target)
+            _fsync_directory(directory)
+        else:
+            self._fs.copy(source, target)
+        return self._uri(target)
+
+    def adopt_shared_file(self, source_uri: str) -> str:
+        """As :meth:`duplicate_shared_file` (a snapshot this job restored in CLAIM), but a
+        file that cannot be duplicated is read and written here instead."""
+        fs, source, target = self._shared_target(source_uri)
+        if duplicate_method(fs, self._fs) is not None:
+            return self.duplicate_shared_file(source_uri)
+        self._write_durably(target, bytes(fs.cat_file(source)))
+        return self._uri(target)
+
+    def _shared_target(self, source_uri: str) -> tuple[Any, str, str]:
+        """The file system and path of ``source_uri`` (a file directly in a job's
+        ``shared/``) and the path of the same name in this job's ``shared/``."""
         fs, source = self._open_uri(source_uri)
         if posixpath.basename(posixpath.dirname(source)) != SHARED_DIR:
             raise ValueError(f"{source_uri!r} is not a file in a job's {SHARED_DIR}/ directory")
         name = posixpath.basename(source)
         _check_segment("file name", name)
-        directory = posixpath.join(self._job_dir, SHARED_DIR)
-        target = posixpath.join(directory, name)
-        same_fs = type(fs) is type(self._fs)
-        if same_fs and source == target:
-            return self._uri(target)
-        if self._local and isinstance(fs, LocalFileSystem):
-            os.makedirs(directory, exist_ok=True)
-            try:
-                os.link(source, target)
-            except FileExistsError:
-                pass
-            except OSError as err:
-                if err.errno != errno.EXDEV:
-                    raise
-                self._write_durably(target, fs.cat_file(source))
-            _fsync_directory(directory)
-        elif same_fs:
-            self._fs.copy(source, target)
-        else:
-            self._write_durably(target, bytes(fs.cat_file(source)))
-        return self._uri(target)
+        return fs, source, posixpath.join(self._job_dir, SHARED_DIR, name)
 
     def read_file(self, handle: FileHandle, checkpoint_id: int) -> bytes:
         """Read the file of ``handle`` and return its bytes only if they verify.

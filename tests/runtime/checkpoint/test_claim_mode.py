@@ -83,6 +83,11 @@ def test_no_claim_keeps_the_snapshot_out_of_the_store_and_forces_a_full_checkpoi
     assert decision.retain is None and decision.force_full_snapshot
 
 
+def test_no_claim_whose_shared_files_were_duplicated_needs_no_full_checkpoint() -> None:
+    decision = decide_claim(RecoveryClaimMode.NO_CLAIM, snapshot(7), 1, duplicated=True)
+    assert decision.retain is None and not decision.force_full_snapshot  # FLIP-193
+
+
 @pytest.mark.parametrize("savepoint", [False, True], ids=["checkpoint", "savepoint"])
 def test_claim_retains_the_snapshot_as_the_jobs_own_checkpoint(savepoint: bool) -> None:
     decision = decide_claim(RecoveryClaimMode.CLAIM, snapshot(7, savepoint), 1)

@@ -12,10 +12,14 @@ executor drained:
   acknowledgement references (deleted once unreferenced: the job owns them);
 * NO_CLAIM: every file of the restored job is unchanged (listing and bytes); CLAIM: once the
   claimed checkpoint left the store, its shared files are gone;
-* the first checkpoint after a NO_CLAIM restore is FULL (reuses no restored file); after a
-  CLAIM restore it may reuse the claimed files, adopted into this job's ``shared/`` under
-  their names (a backend restored in place reuses them); the adopted files stay while the
-  claimed checkpoint or a newer one references them.
+* after a NO_CLAIM restore the restored shared files are duplicated into this job's
+  ``shared/`` (FLIP-193; the in-memory store copies them) and the first checkpoint may reuse
+  them; the duplicates are held until the first checkpoint completed, then those it does not
+  reference go. Where the storage cannot duplicate (``NO_CLAIM-reupload``: its
+  ``duplicate_method`` says ``None``) the first checkpoint is FULL (reuses no restored file);
+  after a CLAIM restore it may reuse the claimed files, adopted into this job's ``shared/``
+  under their names (a backend restored in place reuses them); the adopted files stay while
+  the claimed checkpoint or a newer one references them.
 """
 
 from __future__ import annotations
@@ -108,11 +112,13 @@ ABORTS = [("trigger",), ("partial", 2, True), ("decline",), ("ack", 1, True)] * 
 @given(
     steps=STEPS,
     retained=st.integers(1, 3),
-    restore=st.sampled_from([None, "CLAIM", "NO_CLAIM"]),
+    restore=st.sampled_from([None, "CLAIM", "NO_CLAIM", "NO_CLAIM-reupload"]),
 )
 @example(steps=REUSE_THEN_FRESH, retained=1, restore=None)
 @example(steps=REUSE_THEN_FRESH, retained=2, restore="CLAIM")
 @example(steps=REUSE_THEN_FRESH, retained=1, restore="NO_CLAIM")
+@example(steps=REUSE_THEN_FRESH, retained=1, restore="NO_CLAIM-reupload")
+@example(steps=ABORTS, retained=1, restore="NO_CLAIM")
 @example(steps=ABORTS, retained=1, restore=None)
 @example(steps=OUT_OF_ORDER, retained=1, restore=None)
 def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
@@ -135,14 +141,19 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
             pointer, old_storage = await _restored_snapshot(old)
             old_before = _contents(old_storage)
             claimed = [p for p in old_before if "/shared/" in p]
-            config["execution.state-recovery.claim-mode"] = restore
+            config["execution.state-recovery.claim-mode"] = restore.split("-")[0]
         kit = in_memory_coordinator(job_graph(), config)
         coordinator = kit.coordinator
         kit.gateway.source_enumerators = {source_id(kit): StubEnumerator()}
+        if restore == "NO_CLAIM-reupload":  # a storage that cannot duplicate
+            kit.storage.duplicate_method = lambda uri: None  # type: ignore[method-assign]
+        restored: list[FileHandle] = []
         if restore is not None:
-            await coordinator.restore(pointer)
+            plan, _ = await coordinator.restore(pointer)
+            if restore == "NO_CLAIM":  # duplicated: the backend reuses them, restored in place
+                restored = list(plan.metadata.shared_files)
         coordinator.start()
-        full_next = restore == "NO_CLAIM"
+        full_next = restore == "NO_CLAIM-reupload"
         # what a backend reuses: the newest completed checkpoint's files when the barrier came
         # (a CLAIM restore's included: restored in place), but only those that every earlier
         # checkpoint still pending then holds too (the RocksDB backend's rule, FLINK-29913: an
@@ -161,8 +172,10 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
                     kind = barrier.options.snapshot_type
                     if full_next:
                         assert kind is SnapshotType.FULL_CHECKPOINT, "first after a restore"
+                    elif restored:
+                        assert kind is SnapshotType.CHECKPOINT, "duplicated: incremental"
             for cid in set(coordinator.pending) - set(bases):  # also triggered by a completion
-                bases[cid] = _newest_completed_files(coordinator, cid)
+                bases[cid] = _newest_completed_files(coordinator, cid) or restored
                 earlier[cid] = {c for c in coordinator.pending if c < cid}
             if step[0] in ("ack", "ack-newest", "partial") and coordinator.pending:
                 cid = (max if step[0] == "ack-newest" else min)(coordinator.pending)
@@ -181,6 +194,7 @@ def test_wired_registry_never_deletes_a_referenced_file_and_leaves_no_orphan(
                 if cid in coordinator.metadata:
                     files_of[cid] = set(coordinator.metadata[cid].shared_files)
                     full_next = False
+                    restored = []
             elif step[0] == "decline" and coordinator.pending:
                 cid = min(coordinator.pending)
                 vertex_id, subtask = sorted(coordinator.pending[cid].not_yet_acknowledged)[0]
@@ -241,6 +255,10 @@ def _check(
     for pending in coordinator.pending.values():
         for state in pending.acknowledged_states.values():
             referenced.update(f"{root}/{h.path}" for h in state.shared)
+    held = coordinator.retention.duplicates_held  # a NO_CLAIM restore's, until a completion
+    if held is not None:
+        referenced.update(u.split("://", 1)[-1] for u in coordinator.shared_files.registry
+                          .files_of(held))  # fmt: skip
     orphans = sorted(p for p in files if "/shared/" in p and p not in referenced)
     assert not orphans, f"owned, unreferenced shared files left: {orphans}"
     if old_storage is None:
@@ -248,7 +266,7 @@ def _check(
     now = _contents(old_storage)
     held = {e.checkpoint_id for e in coordinator.store.all()}
     restored_id = 1  # the other job's first checkpoint
-    if restore == "NO_CLAIM":
+    if restore in ("NO_CLAIM", "NO_CLAIM-reupload"):
         assert now == old_before, "NO_CLAIM: a restored file changed or went"
     elif claimed and restored_id not in held:
         left = [p for p in claimed if p in now]

@@ -53,6 +53,10 @@ class CheckpointOptions:
     aligned_checkpoint_timeout: int = NO_TIMEOUT
     #: A savepoint's format (Flink's barrier carries it with the savepoint type).
     savepoint_format: SavepointFormatType = SavepointFormatType.CANONICAL
+    #: An aligned checkpoint with a timeout also turns unaligned as soon as more than this
+    #: many bytes are queued ahead of its barrier (0: never by size; see
+    #: :mod:`.inflight_switch`, ``execution.checkpointing.unaligned.max-inflight-data``).
+    max_inflight_bytes: int = 0
 
     @staticmethod
     def for_config(
@@ -60,8 +64,10 @@ class CheckpointOptions:
         exactly_once: bool,
         unaligned_enabled: bool,
         aligned_checkpoint_timeout_ms: int,
+        max_inflight_bytes: int = 0,
     ) -> CheckpointOptions:
-        """Flink's ``CheckpointOptions.forConfig`` decision (reference §1.1)."""
+        """Flink's ``CheckpointOptions.forConfig`` decision (reference §1.1); an aligned
+        checkpoint with a timeout also carries ``max_inflight_bytes`` (beyond Flink)."""
         if not exactly_once:
             return CheckpointOptions(snapshot_type, AlignmentType.AT_LEAST_ONCE)
         if snapshot_type.is_savepoint or not unaligned_enabled:
@@ -69,8 +75,9 @@ class CheckpointOptions:
         if aligned_checkpoint_timeout_ms in (0, NO_TIMEOUT):
             return CheckpointOptions(snapshot_type, AlignmentType.UNALIGNED)
         return CheckpointOptions(
-            snapshot_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout_ms
-        )
+            snapshot_type, AlignmentType.ALIGNED, aligned_checkpoint_timeout_ms,
+            max_inflight_bytes=max_inflight_bytes,
+        )  # fmt: skip
 
     @property
     def is_exactly_once(self) -> bool:

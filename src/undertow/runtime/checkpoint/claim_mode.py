@@ -55,18 +55,24 @@ class ClaimDecision:
     next_checkpoint_id: int
     #: Add this to the completed-checkpoint store (CLAIM), or nothing (NO_CLAIM).
     retain: CompletedCheckpoint | None
-    #: The first checkpoint must reference no file of the snapshot (NO_CLAIM).
+    #: The first checkpoint must reference no file of the snapshot (NO_CLAIM whose shared
+    #: files were not duplicated into the job's own ``shared/``).
     force_full_snapshot: bool
 
 
 def decide_claim(
-    mode: RecoveryClaimMode, snapshot: RestoredSnapshot, next_checkpoint_id: int
+    mode: RecoveryClaimMode,
+    snapshot: RestoredSnapshot,
+    next_checkpoint_id: int,
+    duplicated: bool = False,
 ) -> ClaimDecision:
     """The decision for a job started from ``snapshot`` in ``mode`` (see the module doc);
-    ``next_checkpoint_id`` is the coordinator's counter before the restore."""
+    ``next_checkpoint_id`` is the coordinator's counter before the restore; ``duplicated``:
+    the snapshot's shared files were duplicated into the job's own ``shared/`` (FLIP-193),
+    so under NO_CLAIM the first checkpoint may reuse them as its own."""
     following = max(next_checkpoint_id, snapshot.checkpoint_id + 1)
     if mode is RecoveryClaimMode.NO_CLAIM:
-        return ClaimDecision(following, None, force_full_snapshot=True)
+        return ClaimDecision(following, None, force_full_snapshot=not duplicated)
     claimed = CompletedCheckpoint(
         checkpoint_id=snapshot.checkpoint_id,
         trigger_timestamp=snapshot.trigger_timestamp,

@@ -7,7 +7,8 @@ executes the decisions with its ``ChannelStateWriter``. Input side: per channel,
 has not processed, the deserializer's partial record, the queued buffers ahead of the cut, then
 every buffer that arrives until the channel's barrier (the cut is the barrier's position on
 the wire). Output side: the buffers the barrier overtakes when it is inserted as a priority
-event, or when the aligned-checkpoint timeout turns a queued barrier into one.
+event, or when the aligned-checkpoint timeout (or the bytes queued ahead of it,
+:mod:`.inflight_switch`) turns a queued barrier into one.
 
 Invariants: a checkpoint's output side is finished exactly once after it began, when the
 barrier left every timeoutable subpartition, its timeout fired, or a newer one began; nothing
@@ -23,6 +24,11 @@ from typing import Protocol, TypeAlias
 
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.inflight_switch import (
+    StayAligned,
+    SwitchToUnaligned,
+    decide_switch,
+)
 from undertow.runtime.checkpoint.snapshot import InputChannelInfo, SubpartitionInfo
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.inflight_view import InflightInputView
@@ -249,16 +255,25 @@ class InflightCapture:
         """A priority barrier overtook ``buffers`` in subpartition ``channel``."""
         return [PersistOutput(checkpoint_id, channel, encode_chunk(b)) for b in buffers]
 
-    def end_output(self, checkpoint_id: int, now_ms: int) -> CaptureDecision | None:
+    def end_output(
+        self, checkpoint_id: int, now_ms: int,
+        queued_bytes: Callable[[SubpartitionInfo], int] = lambda _: 0,
+    ) -> CaptureDecision | None:  # fmt: skip
         """Every output got its barrier: finish now if none is waiting in a subpartition,
-        else time the aligned barrier out (measured from its trigger timestamp)."""
+        else time the aligned barrier out (measured from its trigger timestamp), at once if
+        the data queued ahead of it (``queued_bytes`` per waiting subpartition) is more than
+        its options allow (:func:`.inflight_switch.decide_switch`)."""
         if not self._out_pending:
             return self.finish_output()
         barrier = self._out_barrier
         if barrier is None or self._out_checkpoint != checkpoint_id:
             return None  # forgotten meanwhile: no timeout to wait for
-        timeout = barrier.options.aligned_checkpoint_timeout
-        return ScheduleOutputTimeout(checkpoint_id, timeout - (now_ms - barrier.timestamp))
+        ahead = sum(queued_bytes(channel) for channel in self._out_pending)
+        match decide_switch(barrier.options, now_ms - barrier.timestamp, ahead):
+            case StayAligned(wait_ms):
+                return ScheduleOutputTimeout(checkpoint_id, wait_ms)
+            case SwitchToUnaligned():
+                return ScheduleOutputTimeout(checkpoint_id, 0)
 
     def on_event_sent(self, channel: SubpartitionInfo, payload: object) -> FinishOutput | None:
         """Subpartition ``channel`` sent the event ``payload``."""

@@ -47,6 +47,9 @@ class CheckpointRetention:
         self.savepoint_ids: set[int] = set()
         #: CLAIM restore: the claimed snapshot's id and plan while it is in the store
         self.claimed: tuple[int, RestorePlan] | None = None
+        #: NO_CLAIM restore whose shared files were duplicated: the restored checkpoint's id,
+        #: which holds the duplicates until the first checkpoint completed (FLIP-193)
+        self.duplicates_held: int | None = None
         #: Files in ``shared/`` of incremental checkpoints, and who may delete them (FLIP-193).
         self.shared_files = SharedFiles(storage)
         #: When the last periodic orphan sweep started (monotonic ms), and whether it runs.
@@ -62,6 +65,9 @@ class CheckpointRetention:
         cid = entry.checkpoint_id
         self.metadata[cid] = meta
         self.shared_files.completed(cid, meta.shared_files)  # before anything is subsumed
+        if self.duplicates_held is not None:  # the duplicates it does not reuse go
+            self.release_shared(self.duplicates_held)
+            self.duplicates_held = None
         for decision in self.store.add(entry):
             self.metadata.pop(decision.checkpoint_id, None)
             if isinstance(decision, DiscardSubsumed):  # savepoints are only forgotten
@@ -85,6 +91,12 @@ class CheckpointRetention:
         self.claimed = (meta.checkpoint_id, plan)
         for subsumed in self.store.add(retain):  # an empty store: nothing
             self.metadata.pop(subsumed.checkpoint_id, None)
+
+    def hold_duplicates(self, restored_id: int, duplicates: Iterable[str]) -> None:
+        """A NO_CLAIM restore duplicated the snapshot's shared files into this job's
+        ``shared/``: they are held until the first checkpoint completed (:meth:`completed`)."""
+        self.shared_files.hold_duplicates(restored_id, duplicates)
+        self.duplicates_held = restored_id
 
     # -- deletes on the executor ----------------------------------------------------------------
     def discard(self, cid: int, level: int = logging.DEBUG) -> None:
@@ -196,6 +208,11 @@ class CheckpointRetention:
         (``keep``) or go, a claimed snapshot with them, and the shared files no retained
         checkpoint holds. Blocking I/O, once per job. Returns the newest checkpoint kept."""
         self.sweep(self.sweep_facts(next_id, in_flight), False)
+        if self.duplicates_held is not None:  # no checkpoint completed: nobody reuses them
+            release = self.shared_files.released(self.duplicates_held)
+            self.duplicates_held = None
+            if release is not None:
+                self.shared_files.delete(release)
         retained = list(self.store.all())
         if keep:
             self._sweep_shared()

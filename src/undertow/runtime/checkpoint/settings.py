@@ -35,6 +35,8 @@ class CheckpointSettings:
     mode: CheckpointingMode
     unaligned: bool
     aligned_timeout_ms: int
+    #: ``execution.checkpointing.unaligned.max-inflight-data`` (0: switch by time only)
+    max_inflight_bytes: int
     num_retained: int
     tolerable_failures: int
     #: FLIP-147 (``checkpoints-after-tasks-finish``).
@@ -57,6 +59,7 @@ class CheckpointSettings:
             mode=CheckpointingMode[config.get(Options.CHECKPOINT_MODE)],
             unaligned=config.get(Options.UNALIGNED),
             aligned_timeout_ms=config.get(Options.ALIGNED_TIMEOUT),
+            max_inflight_bytes=config.get(Options.UNALIGNED_MAX_INFLIGHT_DATA),
             num_retained=config.get(Options.NUM_RETAINED),
             tolerable_failures=config.get(Options.TOLERABLE_FAILURES),
             after_tasks_finish=config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH),
@@ -83,8 +86,9 @@ class CheckpointSettings:
     def options(self, snapshot_type: SnapshotType) -> CheckpointOptions:
         """The barrier options of a snapshot of ``snapshot_type`` under these settings."""
         return CheckpointOptions.for_config(
-            snapshot_type, self.exactly_once, self.unaligned, self.aligned_timeout_ms
-        )
+            snapshot_type, self.exactly_once, self.unaligned, self.aligned_timeout_ms,
+            self.max_inflight_bytes,
+        )  # fmt: skip
 
     def keeps_retained_checkpoints(self, final_status: str) -> bool:
         """Flink's retention rules when the job ends with ``final_status``: finished jobs

@@ -6,7 +6,10 @@ a subsumed checkpoint releases them (a file nobody holds goes if the job owns it
 one registers its uploads and releases at once (the coordinator aborts pending checkpoints a
 completion subsumes before that completion releases anything, so a file they reuse is still
 held); NO_CLAIM restores are never registered; CLAIM restores are adopted (hard links into
-this job's ``shared/``, see :meth:`SharedFiles.adopt`).
+this job's ``shared/``, see :meth:`SharedFiles.adopt`). After a NO_CLAIM restore the
+snapshot's files are *duplicated* into this job's ``shared/`` (:meth:`SharedFiles.duplicate`,
+FLIP-193): the duplicates are this job's own, held by the restored checkpoint's id until the
+job's first checkpoint completed and registered those it reuses, then released.
 
 Files are named by absolute location, so a claimed snapshot's files never collide with this
 job's. Decisions on the coordinator's loop; :meth:`SharedFiles.delete` is I/O (executor).
@@ -24,6 +27,7 @@ from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
 from undertow.runtime.checkpoint.shared_state_registry import Release, SharedStateRegistry
 from undertow.storage import FileHandle
 from undertow.storage.checkpoint_storage import SHARED_DIR, CheckpointStorage
+from undertow.storage.duplicate import SharedFileDuplication
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +69,37 @@ class SharedFiles:
         module docstring); returns their locations here. Blocking I/O (executor); raises
         what the storage raises, naming the file."""
         return [self.storage.adopt_shared_file(uri) for uri in _restored_uris(pointer, shared)]
+
+    def duplicate(self, pointer: str, shared: Iterable[FileHandle]) -> list[str]:
+        """Before the first attempt of a job restored in NO_CLAIM from the checkpoint at
+        ``pointer``: duplicate each distinct ``shared`` file into this job's ``shared/``
+        without uploading it (:meth:`.CheckpointStorage.duplicate_shared_file`); returns their
+        locations here. Ownership: this call, once per job, is the only one that duplicates,
+        so each file is duplicated exactly once whatever the parallelism the job restores at
+        (the tasks never duplicate). Returns ``[]`` -- the first checkpoint then uploads
+        everything again -- when the storage cannot duplicate every file (logged once, naming
+        the first file). Blocking I/O (executor); raises what the storage raises."""
+        uris = sorted(set(_restored_uris(pointer, shared)))
+        storage = self.storage
+        if not isinstance(storage, SharedFileDuplication):
+            log.info("job %s: checkpoint storage %s cannot duplicate files; the first "
+                     "checkpoint uploads the restored state again", storage.job_id,
+                     type(storage).__name__)  # fmt: skip
+            return []
+        methods = {uri: storage.duplicate_method(uri) for uri in uris}
+        missing = [uri for uri, method in methods.items() if method is None]
+        if missing:
+            log.info("job %s: %d restored shared files (first %s) cannot be duplicated into "
+                     "%s; the first checkpoint uploads the restored state again",
+                     storage.job_id, len(missing), missing[0], storage.job_uri)  # fmt: skip
+            return []
+        return [storage.duplicate_shared_file(uri) for uri in uris]
+
+    def hold_duplicates(self, restored_id: int, duplicates: Iterable[str]) -> None:
+        """The ``duplicates`` of a NO_CLAIM restore (:meth:`duplicate`) are this job's own
+        files, held by ``restored_id`` (the restored checkpoint's id, below every id of this
+        job) until :meth:`released` (the first completed checkpoint, or the job's end)."""
+        self.registry.register(restored_id, duplicates)
 
     def aborted(self, checkpoint_id: int, shared: Iterable[FileHandle]) -> Release:
         """An aborted checkpoint's acknowledged uploads: what nobody else holds goes."""

@@ -94,6 +94,10 @@ class SharedStateRegistry:
         """Whether the job may delete ``path`` once nobody holds it (``False`` if unknown)."""
         return self._owned.get(path, False)
 
+    def files_of(self, checkpoint_id: int) -> frozenset[str]:
+        """The files ``checkpoint_id`` holds now (empty if it holds none)."""
+        return self._files.get(checkpoint_id, frozenset())
+
     def held_checkpoints(self) -> list[int]:
         return sorted(self._files)
 

@@ -4,7 +4,8 @@ Out of the coordinator shell: :meth:`SnapshotRestore.read` reads and verifies a 
 checkpoint or savepoint of any job (``execution.state-recovery.path``);
 :meth:`~SnapshotRestore.claim` applies ``execution.state-recovery.claim-mode`` (decided in
 :mod:`.claim_mode`): a claimed snapshot joins :mod:`.retention`'s store; after a NO_CLAIM
-restore (or one whose shared files were not adopted) the first checkpoint must be full
+restore the snapshot's shared files are duplicated into the job's own ``shared/`` (FLIP-193);
+where they could not be (nor adopted, under CLAIM) the first checkpoint must be full
 (:attr:`full_snapshot_due`, reference §7). A failover restores from
 :meth:`~SnapshotRestore.latest_plan`.
 
@@ -71,14 +72,16 @@ class SnapshotRestore:
 
     async def read_and_adopt(self, path: str) -> tuple[RestorePlan, list[str]]:
         """Read and verify ``path`` on the executor; under CLAIM also link its shared files
-        into this job's ``shared/`` (on the executor). The plan and the adopted links."""
+        into this job's ``shared/``, under NO_CLAIM duplicate them there where the storage
+        can (on the executor). The plan and the adopted links or duplicates."""
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(None, self.read, path)
         adopted: list[str] = []
-        if self.settings.claim_mode is RecoveryClaimMode.CLAIM and plan.metadata.shared_files:
-            adopted = await loop.run_in_executor(
-                None, self.retention.shared_files.adopt, plan.pointer, plan.metadata.shared_files
-            )
+        shared_files, shared = self.retention.shared_files, plan.metadata.shared_files
+        if shared:
+            claim = self.settings.claim_mode is RecoveryClaimMode.CLAIM
+            take = shared_files.adopt if claim else shared_files.duplicate
+            adopted = await loop.run_in_executor(None, take, plan.pointer, shared)
         return plan, adopted
 
     def read(self, path: str) -> RestorePlan:
@@ -115,13 +118,15 @@ class SnapshotRestore:
             pointer=plan.pointer, trigger_timestamp=meta.trigger_timestamp,
             completion_timestamp=meta.completion_timestamp, metadata_size=plan.metadata_size,
         )  # fmt: skip
-        decision = decide_claim(self.settings.claim_mode, snapshot, next_id)
+        decision = decide_claim(self.settings.claim_mode, snapshot, next_id, bool(adopted))
         # Handles name shared files relative to the job directory: the first checkpoint may
-        # reuse the snapshot's files only once CLAIM adopted them into this job's shared/
-        # (:meth:`read_and_adopt`); else it is full (the claimed files go once subsumed).
+        # reuse the snapshot's files only once CLAIM adopted them, or NO_CLAIM duplicated
+        # them, into this job's shared/ (:meth:`read_and_adopt`); else it is full.
         self.full_snapshot_due = decision.force_full_snapshot or (
             bool(meta.shared_files) and not adopted
         )
+        if decision.retain is None and adopted:
+            self.retention.hold_duplicates(meta.checkpoint_id, adopted)
         if decision.retain is not None:
             self.retention.claim(meta, plan, decision.retain, self.settings.claim_mode,
                                  adopted or ())  # fmt: skip

@@ -216,6 +216,11 @@ class SenderChannel:
         """Queued data buffers, blocked or not."""
         return self._data_count
 
+    def queued_data_bytes(self) -> int:
+        """Bytes (``len``) of the queued data buffers, blocked or not; O(queued entries)."""
+        data = (e.payload for e in self._queue.normal_elements() if not e.is_event)
+        return sum(len(payload) for payload in data)  # type: ignore[arg-type, misc]
+
     @property
     def is_blocked(self) -> bool:
         """A blocking event was sent and ResumeConsumption has not arrived."""

@@ -100,6 +100,11 @@ class ResultSubpartition:
             self.pump()
         return overtaken  # type: ignore[return-value]
 
+    @property
+    def queued_data_bytes(self) -> int:
+        """Bytes of the data buffers queued here (not yet sent). Cost: O(queued entries)."""
+        return self.sender.queued_data_bytes()
+
     def add_credit(self, credit: int) -> None:
         self.sender.add_credit(credit)
         self.pump()

@@ -366,6 +366,10 @@ class SubtaskCheckpointer:
         if finished is not None and self.channel_state is not None:
             self.channel_state.finish_output(finished.checkpoint_id)
 
+    def _queued_bytes(self, channel: tuple[int, int]) -> int:
+        """Bytes of data queued in subpartition ``channel`` (output, index)."""
+        return self.writers[channel[0]].partition.subpartitions[channel[1]].queued_data_bytes
+
     def _on_output_timeout(self, checkpoint_id: int) -> None:
         """The aligned barrier is still queued in some subpartitions after its timeout: turn it
         into a priority barrier there and persist what it overtakes (reference §1.9)."""
@@ -400,7 +404,7 @@ class SubtaskCheckpointer:
             else:
                 record_writer.broadcast_event(b, priority=b.priority, blocks=b.blocks_upstream)
         if plan is not None:
-            self._persist([self._capture.end_output(cid, _now_ms())])
+            self._persist([self._capture.end_output(cid, _now_ms(), self._queued_bytes)])
         return plan is not None
 
     # -- the checkpoint --------------------------------------------------------------------------
@@ -513,8 +517,8 @@ class SubtaskCheckpointer:
 
 def _native_mode(barrier: CheckpointBarrier) -> str:
     """What native snapshot a barrier asks for: a CANONICAL savepoint none (``""``), a NATIVE
-    one ``"savepoint"`` (every file, into the savepoint); the first checkpoint after a
-    NO_CLAIM restore is FULL (reuses no uploaded file)."""
+    one ``"savepoint"`` (every file, into the savepoint); a FULL checkpoint (the first after
+    a NO_CLAIM restore whose files were not duplicated) reuses no uploaded file."""
     kind = barrier.options.snapshot_type
     if kind.is_savepoint:
         native = barrier.options.savepoint_format is SavepointFormatType.NATIVE
