@@ -36,7 +36,7 @@ from typing import Any
 
 from state_scale import TIMEOUT_S, _env
 
-from undertow.runtime.cluster.checkpoint_stats import CheckpointStatus
+from undertow.runtime.master.checkpoint_stats import CheckpointStatus
 from undertow.storage import CheckpointStorage
 
 BACKEND = "rocksdb-incremental"
