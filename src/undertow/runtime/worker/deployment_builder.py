@@ -22,7 +22,7 @@ import pickle
 from collections import defaultdict
 from collections.abc import Callable
 
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration
 from undertow.core.errors import RestoreError
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph, JobVertex
@@ -45,6 +45,7 @@ from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.runtime.worker.io_pool import IOPool
+from undertow.runtime.worker.settings import WorkerSettings
 from undertow.runtime.worker.task_link import ResponderToMaster, TaskServicesToMaster, WorkerLink
 from undertow.storage.checkpoint_storage import CheckpointStorage
 
@@ -70,8 +71,9 @@ class TaskDeploymentBuilder:
     ) -> None:
         self.worker_index = worker_index
         self.attempt = attempt
-        #: The worker's configuration until ``deploy``, then the job's.
+        #: The worker's configuration until ``deploy``, then the job's; ``settings`` follows.
         self.config = config
+        self.settings = WorkerSettings.of(config)
         self._link = link
         self._env = env
         self._pace = pace
@@ -84,8 +86,9 @@ class TaskDeploymentBuilder:
     async def deploy(self, deploy: Deploy) -> None:
         """Restore, build, connect and wire this worker's subtasks; then ``TasksDeployed``."""
         self.config = Configuration(deploy.config)
+        self.settings = settings = WorkerSettings.of(self.config)
         graph: JobGraph = pickle.loads(deploy.job_graph)
-        checkpoint_dir = self.config.get(Options.CHECKPOINT_DIR)
+        checkpoint_dir = settings.checkpoint_dir
         if checkpoint_dir:
             self.storage = CheckpointStorage(checkpoint_dir, deploy.job_id)
             # Checkpoint writes and restore reads; jobs in flight lower the switch interval
@@ -94,7 +97,7 @@ class TaskDeploymentBuilder:
         if self.storage is not None and checkpointing.writes_channel_state:
             self.channel_state_files = ChannelStateFileWriter(
                 self.storage.write_file,
-                self.config.get(Options.MAX_SUBTASKS_PER_CHANNEL_STATE_FILE),
+                settings.max_subtasks_per_channel_state_file,
                 executor=self.io_pool,
             )
         restored = await self._read_restored_state(graph, deploy)
@@ -197,11 +200,11 @@ class TaskDeploymentBuilder:
                                       sources)  # fmt: skip
                 await loop.run_in_executor(
                     self.io_pool, snapshot.download_native, storage.read_file,
-                    assignment.checkpoint_id, self.config.get(Options.ROCKSDB_LOCAL_DIR),
+                    assignment.checkpoint_id, self.settings.rocksdb_local_dir,
                 )  # fmt: skip
                 snapshots.append(snapshot)
             restored[key] = snapshots
-        if not self.config.get(Options.IGNORE_UNCLAIMED_STATE):
+        if not self.settings.ignore_unclaimed_state:
             uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
             stray = {u for snaps in restored.values() for s in snaps for u in s.operators} - uids
             if stray:
@@ -216,23 +219,21 @@ class TaskDeploymentBuilder:
         plan: ExecutionPlan,
         needed: set[int],
     ) -> dict[int, RecordWriter]:
-        config = self.config
+        network = self.settings.network
         writers: dict[int, RecordWriter] = {}
         for edge in vertex.outputs:
             channels = sorted(by_producer[(edge.id, subtask)], key=lambda c: c.subpartition)
             partition = ResultPartition(
                 f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) edge {edge.id}",
                 [c.channel_id for c in channels],
-                buffers_per_channel=config.get(Options.BUFFERS_PER_CHANNEL),
-                floating_buffers=config.get(Options.FLOATING_BUFFERS_PER_GATE),
-                max_buffers_per_channel=config.get(Options.MAX_BUFFERS_PER_CHANNEL),
+                buffers_per_channel=network.buffers_per_channel,
+                floating_buffers=network.floating_buffers_per_gate,
+                max_buffers_per_channel=network.max_buffers_per_channel,
             )
             for ch, sp in zip(channels, partition.subpartitions):
                 self._env.subpartitions[ch.channel_id] = sp
                 needed.add(plan.worker_of(ch.consumer_subtask))
-            writers[edge.id] = RecordWriter(
-                partition, edge.new_partitioner(), config.get(Options.SEGMENT_SIZE)
-            )
+            writers[edge.id] = RecordWriter(partition, edge.new_partitioner(), network.segment_size)
         return writers
 
     def _build_gates(
@@ -243,15 +244,15 @@ class TaskDeploymentBuilder:
         plan: ExecutionPlan,
         needed: set[int],
     ) -> list[InputGate]:
-        config = self.config
+        network = self.settings.network
         gates = []
         for edge in vertex.inputs:
             name = f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) input {edge.id}"
-            gate = InputGate(name, edge.target_input, config.get(Options.FLOATING_BUFFERS_PER_GATE))
+            gate = InputGate(name, edge.target_input, network.floating_buffers_per_gate)
             for ch in sorted(by_consumer[(edge.id, subtask)], key=lambda c: c.gate_channel):
                 ic = gate.add_channel(
                     ch.channel_id, f"{name} channel {ch.gate_channel}",
-                    config.get(Options.BUFFERS_PER_CHANNEL),
+                    network.buffers_per_channel,
                 )  # fmt: skip
                 self._env.input_channels[ch.channel_id] = ic
                 needed.add(plan.worker_of(ch.producer_subtask))

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Configuration
 from undertow.core.errors import NetworkError, RestoreError
 from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
 from undertow.runtime.control.connection import ControlConnection
@@ -53,6 +53,7 @@ from undertow.runtime.worker.control_router import ControlRouter, Routed
 from undertow.runtime.worker.deployment_builder import TaskDeploymentBuilder
 from undertow.runtime.worker.log_context import add_log_context, set_log_context
 from undertow.runtime.worker.metrics_loop import MetricsLoop
+from undertow.runtime.worker.settings import WorkerSettings
 from undertow.runtime.worker.stdout_forwarding import forward_stdout
 from undertow.storage.errors import CorruptCheckpointError
 
@@ -84,6 +85,7 @@ class Worker:
         self.master = master
         self.secret = secret
         self.config = config
+        self.settings = WorkerSettings.of(config)
         self.tasks: dict[tuple[int, int], StreamTask] = {}
         self.ctrl: ControlConnection | None = None
         self._failed = False
@@ -114,25 +116,23 @@ class Worker:
         return emit
 
     async def run(self) -> None:
-        config = self.config
+        network = self.settings.network
         self.env = NetworkEnvironment(
             self.worker_index,
             self.secret,
-            bind_host=config.get(Options.BIND_HOST),
-            max_frame_size=config.get(Options.MAX_FRAME_SIZE),
+            bind_host=network.bind_host,
+            max_frame_size=network.max_frame_size,
             on_failure=self._on_network_failure,
         )
         port = await self.env.start_server()
         reader, writer = await asyncio.open_connection(*self.master)
         await client_handshake(reader, writer, self.secret, self.worker_index)
-        self.ctrl = ControlConnection(
-            reader, writer, "JobMaster", config.get(Options.MAX_FRAME_SIZE)
-        )
+        self.ctrl = ControlConnection(reader, writer, "JobMaster", network.max_frame_size)
         control_socket = writer.get_extra_info("socket")
         if control_socket is not None and hasattr(select, "poll"):
             self.pace.watch(control_socket.fileno())
         self.send(
-            RegisterWorker(self.attempt, self.worker_index, config.get(Options.BIND_HOST), port,
+            RegisterWorker(self.attempt, self.worker_index, network.bind_host, port,
                            os.getpid())
         )  # fmt: skip
         heartbeat = asyncio.ensure_future(self._heartbeat())
@@ -203,6 +203,7 @@ class Worker:
             await self.builder.deploy(deploy)
         finally:
             self.config = self.builder.config  # the job's, also after a failed deploy
+            self.settings = self.builder.settings
 
     async def _serve(self, early: _EarlyControl) -> None:
         """Run the tasks until ``Shutdown``, first handling what arrived while deploying."""
@@ -211,8 +212,7 @@ class Worker:
             asyncio.ensure_future(self._run_task(key, task)) for key, task in self.tasks.items()
         }
         control = asyncio.ensure_future(self._control_loop(early))
-        interval_s = self.config.get(Options.METRICS_REPORT_INTERVAL) / 1000.0
-        reporter = asyncio.ensure_future(self.metrics.run(interval_s))
+        reporter = asyncio.ensure_future(self.metrics.run(self.settings.metrics_interval_s))
         try:
             await control
         finally:
@@ -223,7 +223,7 @@ class Worker:
 
     async def _heartbeat(self) -> None:
         """Every ``heartbeat.interval``: tell the JobMaster this worker is alive."""
-        interval_s = self.config.get(Options.HEARTBEAT_INTERVAL) / 1000.0
+        interval_s = self.settings.heartbeat_interval_s
         while True:
             await asyncio.sleep(interval_s)
             self.send(Heartbeat(self.attempt, self.worker_index))
@@ -307,7 +307,7 @@ def run_worker(
     the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`). A worker
     process passes ``forward_stdout`` (a thread shares the driver's stdout already)."""
     configuration = Configuration(config)
-    fit_switch_interval(configuration.get(Options.MAILBOX_SLICE) / 1000.0)
+    fit_switch_interval(WorkerSettings.of(configuration).mailbox_slice_s)
     worker = Worker(
         worker_index, AttemptNumber(attempt), master, secret, configuration, forward_stdout
     )
