@@ -105,7 +105,8 @@ def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
 @pytest.mark.xfail(
     strict=False,
     reason="open bug (issue 28): a fresh-clone CI run lost 441 records after the kill "
-    "(seed 1426485635), a run under CPU load lost 774 (seed 4063723496, 1 of ~75 kill runs); the "
+    "(seed 1426485635), runs under CPU load lost 774 (seed 4063723496, 1 of ~75 kill runs) "
+    "and 463 (seed 2515510010, 1 of 40, failed attempts' acknowledgements ignored); the "
     "reader is ruled out (tests/connectors/kafka/test_kafka_reader.py), the cause is not found; "
     "kept running so every result is reported (docs/kafka.md, Known issue)",
 )
