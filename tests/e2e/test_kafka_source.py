@@ -104,9 +104,11 @@ def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
 @pytest.mark.restores(catches=["source-positions", "keyed-state"])
 @pytest.mark.xfail(
     strict=False,
-    reason="open bug (issue 28): one fresh-clone CI run lost 441 records after the kill "
-    "(seed 1426485635; lost=441, replayed 1092, restored keys 6); it passes alone and was not "
-    "reproduced in the session; kept running so every result is reported",
+    reason="open bug (issue 28): a fresh-clone CI run lost 441 records after the kill "
+    "(seed 1426485635), runs under CPU load lost 774 (seed 4063723496, 1 of ~75 kill runs) "
+    "and 463 (seed 2515510010, 1 of 40, failed attempts' acknowledgements ignored); the "
+    "reader is ruled out (tests/connectors/kafka/test_kafka_reader.py), the cause is not found; "
+    "kept running so every result is reported (docs/kafka.md, Known issue)",
 )
 @pytest.mark.parametrize("target", ["local"])
 def test_oracle_through_kafka_survives_a_worker_kill(

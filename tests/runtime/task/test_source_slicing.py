@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import pickle
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from undertow.common import Configuration, WatermarkStrategy
+from undertow.connectors.source import SourceSplit
 from undertow.datastream import MapFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.number_seq import NumberSequenceSource, NumberSequenceSplit
 from undertow.graph.job_graph import JobVertex
@@ -127,7 +129,7 @@ def operator(subtask: int = 0, parallelism: int = 1) -> tuple[SourceOperator, Ou
     op.ctx, op.output = setup, setup.output
 
     class Emitter:
-        def on_batch(self, values: list[Any], timestamps: Any) -> Any:
+        def on_batch(self, values: list[Any], timestamps: Any, split_id: Any = None) -> Any:
             return timestamps
 
     op.emitter = Emitter()  # type: ignore[assignment]
@@ -181,3 +183,32 @@ def test_snapshots_written_before_pending_records_still_restore() -> None:
     op, _ = operator()
     op.restore_custom_state([pickle.dumps(["old-split"])], rescaled=False)
     assert op._restored_splits == ["old-split"] and not op.has_pending()
+
+
+@dataclass(frozen=True)
+class NamedSplit(SourceSplit):
+    name: str
+
+    def split_id(self) -> str:
+        return self.name
+
+
+def test_on_rescale_a_pending_batch_follows_the_split_it_was_read_from() -> None:
+    """An old reader of two partitions had batches of both pending: each batch goes to the
+    new subtask that reads its partition on, so that subtask emits it before reading further
+    (given to the subtask of the first split, the second partition's pending records raced
+    with its later records read by another subtask: out of order per key)."""
+    op, _ = operator()
+    op.reader = Reader([NamedSplit("p0"), NamedSplit("p1")])  # type: ignore[assignment]
+    op.collect_split_batch("p1", [10, 11])
+    op.collect_split_batch("p0", [20])
+    op.collect_batch([30])  # no split id: with the first split
+    blob = op.snapshot_custom_state(1)
+    got = {}
+    for index in range(2):
+        new, out = operator(index, 2)
+        new.restore_custom_state([blob], rescaled=True)
+        while new.has_pending():
+            new.emit_pending(10)
+        got[index] = ([s.name for s in new._restored_splits], out.values)
+    assert got == {0: (["p0"], [20, 30]), 1: (["p1"], [10, 11])}

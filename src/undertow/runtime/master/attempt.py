@@ -155,7 +155,10 @@ def dispatch(
             if enumerator is not None:
                 enumerator.handle_split_request(msg.subtask, msg.hostname)
         case AcknowledgeCheckpoint():
-            if host.coordinator is not None:
+            # An ended attempt acknowledges nothing: after a failure its tasks are cancelled
+            # and their channels broken, so an acknowledgement still on its way cannot vouch
+            # for the in-flight data of a checkpoint (its pending checkpoints were aborted).
+            if host.coordinator is not None and not attempt.done.is_set():
                 host.coordinator.receive_ack(msg.vertex_id, msg.subtask, msg.checkpoint_id,
                                              msg.handle, msg.metrics)  # fmt: skip
         case DeclineCheckpoint():
@@ -211,7 +214,8 @@ def dispatch(
 def _task_finished(host: AttemptHost, attempt: Attempt, msg: TaskFinished) -> None:
     attempt.finished.add((msg.vertex_id, msg.subtask))
     attempt.finished_at[(msg.vertex_id, msg.subtask)] = now_ms()
-    if host.coordinator is not None:  # it decides what a finished task means (FLIP-147)
+    # the coordinator decides what a finished task means (FLIP-147); not an ended attempt's
+    if host.coordinator is not None and not attempt.done.is_set():
         host.coordinator.on_task_finished(msg.vertex_id, msg.subtask)
     for name, value in msg.accumulators.items():
         prev = attempt.accumulators.get(name)

@@ -15,7 +15,7 @@ import pickle
 from collections import deque
 from typing import Any
 
-from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext
+from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext, SourceSplit
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import (
@@ -285,22 +285,35 @@ class SourceOperator(CheckpointHooks):
     def restore_custom_state(self, blobs: list[bytes], rescaled: bool) -> None:
         """Take this subtask's splits and pending records. On a rescale every new subtask sees
         all old subtasks' blobs: split ``k`` (counted over all blobs) goes to subtask ``k mod
-        n``, and an old subtask's pending records go with its first split (the one its reader
-        was reading, which readers list first), so they are emitted before that split goes on.
+        n``, and a pending batch goes with the split it was read from (its split id, so the
+        batch is emitted before that split goes on, by the subtask that reads on), or, read
+        by a reader that does not emit per split or from a split that finished meanwhile, with
+        its old subtask's first split.
         """
         index, n = self.ctx.subtask_index, self.ctx.parallelism
-        splits: list[Any] = []
-        k = 0
-        for j, blob in enumerate(blobs):
+        states = []
+        for blob in blobs:
             state = pickle.loads(blob)
             # snapshots before pending records were kept hold the list of splits alone
-            old_splits, pending = (state, []) if isinstance(state, list) else (
-                state["splits"], state["pending"])  # fmt: skip
-            owner = (k if old_splits else j) % n
-            if not rescaled or owner == index:
+            states.append((state, []) if isinstance(state, list) else (
+                state["splits"], state["pending"]))  # fmt: skip
+        owner_of: dict[str, int] = {}
+        k = 0
+        for old_splits, _ in states:
+            for split in old_splits:
+                if isinstance(split, SourceSplit):
+                    owner_of[split.split_id()] = k % n
+                k += 1
+        splits: list[Any] = []
+        k = 0
+        for j, (old_splits, pending) in enumerate(states):
+            first = (k if old_splits else j) % n
+            for entry in pending:
                 # entries before per-split watermarks were kept have no split id
-                self._pending.extend([*entry[:2], 0, entry[2] if len(entry) > 2 else None]
-                                     for entry in pending)  # fmt: skip
+                split_id = entry[2] if len(entry) > 2 else None
+                owner = owner_of.get(split_id, first) if split_id is not None else first
+                if not rescaled or owner == index:
+                    self._pending.append([entry[0], entry[1], 0, split_id])
             for split in old_splits:
                 if not rescaled or k % n == index:
                     splits.append(split)

@@ -1,0 +1,192 @@
+"""KafkaSourceReader under the task's SourceOperator, with a scripted fetcher (no broker).
+
+A checkpoint may fall anywhere: between a fetch and its emission (records fetched but not
+polled), between the reader's call and the task emitting the records it produced (pending in
+the source operator, partly emitted), and after a partition's end was seen while its last
+records are still pending. At every such point a snapshot is taken, the run goes on to the
+end, and a new operator and reader restored from the snapshot run to the end too: what the
+first emitted before the snapshot plus what the restored one emits must be every offset
+exactly once, in order per partition.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import deque
+from typing import Any
+
+import pytest
+
+from undertow.connectors.kafka.fetcher import FetchedRecords, PartitionEnd
+from undertow.connectors.kafka.offsets import KafkaTopicPartition
+from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
+from undertow.connectors.kafka.split import KafkaPartitionSplit
+from undertow.connectors.source import InputStatus, SourceReaderContext
+from undertow.runtime.task.source_operator import SourceOperator
+
+P0, P1 = KafkaTopicPartition("t", 0), KafkaTopicPartition("t", 1)
+STOP = 23  # offsets 0..22 in each partition
+
+
+class ScriptedFetcher:
+    """Hands out each added split's records from its offset in batches of ``batch``, then its
+    end; :meth:`deliver` moves one fetched item into the queue the reader polls (what the
+    fetcher thread does), so a test decides what is fetched and not yet polled."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+        self.to_fetch: deque[Any] = deque()
+        self.fetched: deque[Any] = deque()
+
+    def add_splits(self, splits: list[KafkaPartitionSplit]) -> None:
+        for split in splits:
+            assert split.stopping_offset is not None
+            offsets = range(split.starting_offset, split.stopping_offset)
+            for start in range(0, len(offsets), self.batch):
+                chunk = list(offsets[start : start + self.batch])
+                values = [f"{split.topic_partition.partition}:{o}".encode() for o in chunk]
+                self.to_fetch.append(
+                    FetchedRecords(split.topic_partition, chunk, values, [None] * len(chunk))
+                )
+            self.to_fetch.append(PartitionEnd(split.topic_partition))
+
+    def deliver(self) -> bool:
+        if not self.to_fetch:
+            return False
+        self.fetched.append(self.to_fetch.popleft())
+        return True
+
+    def poll(self) -> Any:
+        return self.fetched.popleft() if self.fetched else None
+
+    def commit(self, offsets: dict[KafkaTopicPartition, int]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Deserializer:
+    def deserialize(self, raw: bytes) -> str:
+        return raw.decode()
+
+
+class Context(SourceReaderContext):
+    def index_of_subtask(self) -> int:
+        return 0
+
+    def parallelism(self) -> int:
+        return 1
+
+    def send_split_request(self) -> None:
+        pass
+
+    def notify_available(self) -> None:
+        pass
+
+
+class Emitter:
+    def on_batch(self, values: list[Any], timestamps: Any, split_id: Any = None) -> Any:
+        return timestamps
+
+    def register_split(self, split_id: str) -> None:
+        pass
+
+    def release_split(self, split_id: str) -> None:
+        pass
+
+
+class Output:
+    def __init__(self) -> None:
+        self.values: list[str] = []
+
+    def collect_batch(self, values: list[Any], timestamps: Any) -> None:
+        self.values += values
+
+
+def source(batch: int) -> tuple[SourceOperator, KafkaSourceReader, ScriptedFetcher, Output]:
+    """A source operator whose reader fetches through a :class:`ScriptedFetcher`."""
+    op = SourceOperator(None, None)
+
+    class Setup:
+        subtask_index, parallelism, output = 0, 1, Output()
+
+    op.ctx, op.output = Setup(), Setup.output  # type: ignore[assignment]
+    op.emitter = Emitter()  # type: ignore[assignment]
+    settings = ReaderSettings({}, Deserializer(), -1, False, None, "t at test")
+    reader = KafkaSourceReader(Context(), settings)
+    fetcher = ScriptedFetcher(batch)
+    reader._fetcher = fetcher  # type: ignore[assignment]
+    op.reader = reader
+    return op, reader, fetcher, Setup.output
+
+
+def step(op: SourceOperator, fetcher: ScriptedFetcher, kind: str, chunk: int) -> bool:
+    """One action of the task or the fetcher thread; False when there is nothing to do."""
+    if kind == "fetch":
+        return fetcher.deliver()
+    if op.has_pending():
+        op.emit_pending(chunk)
+        return True
+    assert op.reader is not None
+    return op.emit_next() is not InputStatus.NOTHING_AVAILABLE or bool(fetcher.fetched)
+
+
+def run_to_end(op: SourceOperator, fetcher: ScriptedFetcher, chunk: int) -> None:
+    assert op.reader is not None
+    for _ in range(10_000):
+        if op.has_pending():
+            op.emit_pending(chunk)
+        elif not fetcher.deliver() and not fetcher.fetched:
+            if op.emit_next() is InputStatus.END_OF_INPUT:
+                return
+        else:
+            op.emit_next()
+    raise AssertionError("the source did not end")
+
+
+def expected() -> list[str]:
+    return [f"{p}:{o}" for p in (0, 1) for o in range(STOP)]
+
+
+def per_partition(values: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for value in values:
+        partition, offset = value.split(":")
+        out.setdefault(partition, []).append(int(offset))
+    return out
+
+
+@pytest.mark.parametrize(("batch", "chunk"), [(5, 2), (23, 4), (2, 3)])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_snapshot_anywhere_loses_and_repeats_nothing(batch: int, chunk: int, seed: int) -> None:
+    """Interleavings of fetching and emitting (seeded), a snapshot after each action."""
+    schedule = random.Random(seed).choices(["fetch", "task"], k=400)
+    splits = [KafkaPartitionSplit(P0, 0, STOP), KafkaPartitionSplit(P1, 0, STOP)]
+    cut = 0
+    while True:
+        op, reader, fetcher, out = source(batch)
+        reader.add_splits(list(splits))
+        reader.notify_no_more_splits()
+        actions = itertools.islice(schedule, cut)
+        for kind in actions:
+            step(op, fetcher, kind, chunk)
+        before = list(out.values)
+        blob = op.snapshot_custom_state(1)
+        run_to_end(op, fetcher, chunk)
+        assert out.values[: len(before)] == before
+        if len(before) == len(expected()):
+            break
+
+        restored, restored_reader, restored_fetcher, restored_out = source(batch)
+        restored.reader = None
+        restored.restore_custom_state([blob], rescaled=False)
+        restored.reader = restored_reader
+        restored_reader.add_splits(restored._restored_splits)
+        restored_reader.notify_no_more_splits()
+        run_to_end(restored, restored_fetcher, chunk)
+
+        got = per_partition(before + restored_out.values)
+        assert got == per_partition(expected()), (batch, chunk, seed, cut, got)
+        cut += 1
