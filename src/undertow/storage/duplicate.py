@@ -1,19 +1,11 @@
 """Duplicating a shared file instead of uploading it again (FLIP-193's ``duplicate``).
 
-After a NO_CLAIM restore the job must not depend on the restored snapshot's files, yet its
-first checkpoint need not upload them again: a file that can be duplicated inside the store
-becomes this job's own ``shared/<same name>`` at the cost of a metadata operation. How:
-
-* **hard link** when source and target are on the local file system (one ``link`` call; the
-  restored file's bytes are untouched, and deleting either name later leaves the other);
-  across devices (``EXDEV``) a link is impossible and the bytes are **copied** instead;
-* **server-side copy** when both are on the same object store (fsspec's ``copy``: S3's
-  ``CopyObject``; no byte passes through this process);
-* **nothing** otherwise (another file system, or a store without a copy operation): the caller
-  falls back to uploading the bytes again (a full first checkpoint), and says so once.
-
-:func:`duplicate_method` is the pure decision (file system classes in, a
-:class:`DuplicateMethod` or ``None`` out); :func:`link_or_copy` executes the local one.
+After a NO_CLAIM restore a file that can be duplicated inside the store becomes this job's own
+``shared/<same name>`` for a metadata operation: a **hard link** on the local file system (a
+**copy** across devices, ``EXDEV``), a **server-side copy** on one object store (S3's
+``CopyObject``), else **nothing**: the caller uploads again (a full first checkpoint) and says
+so once. :func:`duplicate_method` is the pure decision (file system classes in, a
+:class:`DuplicateMethod` or ``None`` out); :func:`link_or_copy` executes the local one;
 :class:`SharedFileDuplication` is the capability the coordinator asks of a checkpoint storage.
 
 Threading: :func:`link_or_copy` and :meth:`SharedFileDuplication.duplicate_shared_file` are

@@ -1,18 +1,14 @@
 """Which in-flight data one subtask persists for an unaligned checkpoint: typed decisions.
 
-It sits in ``runtime.checkpoint``, beside the barrier handler whose actions drive it: what to
-persist depends on barriers and their options, and the network below only offers views
-(:mod:`undertow.runtime.network.inflight_view`). Pure: no I/O, no writer; the checkpointer
-executes the decisions with its ``ChannelStateWriter``. Input side: per channel, what the task
-has not processed, the deserializer's partial record, the queued buffers ahead of the cut, then
-every buffer that arrives until the channel's barrier (the cut is the barrier's position on
-the wire). Output side: the buffers the barrier overtakes when it is inserted as a priority
-event, or when the aligned-checkpoint timeout (or the bytes queued ahead of it,
-:mod:`.inflight_switch`) turns a queued barrier into one.
+Pure (no I/O, no writer): the checkpointer executes the decisions with its
+``ChannelStateWriter``; the network offers views only (:mod:`..network.inflight_view`).
+Input side: per channel, what the task has not processed, the deserializer's partial record,
+the buffers queued ahead of the cut, then every buffer that arrives until the channel's
+barrier. Output side: the buffers the barrier overtakes as a priority event, or when the
+aligned-checkpoint timeout (or the bytes queued ahead, :mod:`.inflight_switch`) turns it.
 
-Invariants: a checkpoint's output side is finished exactly once after it began, when the
-barrier left every timeoutable subpartition, its timeout fired, or a newer one began; nothing
-is recorded on a channel after its barrier arrived or its checkpoint was forgotten.
+Invariants: a checkpoint's output side is finished exactly once after it began; nothing is
+recorded on a channel after its barrier arrived or its checkpoint was forgotten.
 Threading: the task's loop thread only. The story: docs/design.md, "Unaligned checkpoints".
 """
 

@@ -1,22 +1,15 @@
 """When an aligned checkpoint turns unaligned: by time, or by the bytes queued ahead of it.
 
-An aligned barrier with a timeout (``execution.checkpointing.aligned-checkpoint-timeout``)
-waits behind the data queued ahead of it; Flink switches it to unaligned once the timeout has
-passed since the trigger. FLIP-76 also named a switch by size,
-``UNALIGNED_WITH_MAX_INFLIGHT_DATA``, which Flink never shipped: undertow's
-``execution.checkpointing.unaligned.max-inflight-data`` switches at once when more than that
-many bytes are queued ahead of the barrier, without waiting for the timeout. Waiting for
-that much data to drain under backpressure is exactly what the switch exists to avoid, and
-bytes say so the moment the barrier is queued, where time says so only after the timeout.
-
-Where it applies: the task's output side, when the barrier is queued in its subpartitions
-(:meth:`.InflightCapture.end_output`). Data queued ahead of a barrier never grows (new data
-queues behind it), so the bytes are decided once, at that moment; the time is decided by
-the timer this decision schedules. A downstream task receives the barrier as an unaligned
-(priority) one and takes the checkpoint unaligned too.
+Flink switches an aligned barrier with a timeout (``execution.checkpointing.aligned-checkpoint-
+timeout``) to unaligned once the timeout has passed. FLIP-76's switch by size
+(``UNALIGNED_WITH_MAX_INFLIGHT_DATA``), never shipped by Flink, is undertow's
+``execution.checkpointing.unaligned.max-inflight-data``: more bytes queued ahead of the barrier
+switch it at once. Applies on the task's output side when the barrier is queued
+(:meth:`.InflightCapture.end_output`): data ahead of a barrier never grows, so bytes are
+decided once, then; time by the timer this decision schedules.
 
 Pure: options, elapsed milliseconds and queued bytes in, a :class:`StayAligned` or
-:class:`SwitchToUnaligned` out. Any thread.
+:class:`SwitchToUnaligned` out. Any thread. The story: docs/unaligned-and-debloating.md.
 """
 
 from __future__ import annotations

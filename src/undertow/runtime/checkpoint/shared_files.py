@@ -2,19 +2,14 @@
 
 Wires the pure :class:`~.shared_state_registry.SharedStateRegistry` to the checkpoint lifecycle
 (FLIP-193): a completed checkpoint registers its ``shared/`` files before it subsumes anything;
-a subsumed checkpoint releases them (a file nobody holds goes if the job owns it); an aborted
-one registers its uploads and releases at once (the coordinator aborts pending checkpoints a
-completion subsumes before that completion releases anything, so a file they reuse is still
-held); NO_CLAIM restores are never registered; CLAIM restores are adopted (hard links into
-this job's ``shared/``, see :meth:`SharedFiles.adopt`). After a NO_CLAIM restore the
-snapshot's files are *duplicated* into this job's ``shared/`` (:meth:`SharedFiles.duplicate`,
-FLIP-193): the duplicates are this job's own, held by the restored checkpoint's id until the
-job's first checkpoint completed and registered those it reuses, then released.
+a subsumed one releases them (a file nobody holds goes if the job owns it); an aborted one
+registers its uploads and releases at once. CLAIM restores are adopted (:meth:`SharedFiles.adopt`);
+after a NO_CLAIM restore the files are duplicated into this job's ``shared/``
+(:meth:`SharedFiles.duplicate`), held by the restored checkpoint's id until the first
+checkpoint completed, then released.
 
-Files are named by absolute location, so a claimed snapshot's files never collide with this
-job's. Decisions on the coordinator's loop; :meth:`SharedFiles.delete` is I/O (executor).
-
-The longer story: docs/design.md, "Module notes", under this module's name.
+Files are named by absolute location. Decisions on the coordinator's loop;
+:meth:`SharedFiles.delete` is I/O (executor). The story: docs/design.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -225,7 +225,8 @@ class InternalTimerService:
             nxt = queue.peek_timestamp()
             if nxt is not None and nxt <= watermark:
                 for entry in held:  # pending in the queue (and in a snapshot) meanwhile
-                    queue.add(*entry)
+                    if entry in later:  # not deleted since
+                        queue.add(*entry)
                 if after_slice is not None:
                     after_slice()
                 output.hold_input()
@@ -239,7 +240,8 @@ class InternalTimerService:
                 output.when_output_available(resume)
                 return False
         for entry in held:
-            queue.add(*entry)
+            if entry in later:  # not deleted since
+                queue.add(*entry)
         later.clear()
         self._firing_at = None
         if after_slice is not None:
