@@ -51,6 +51,10 @@ class NumberSequenceSource(Source[NumberSequenceSplit]):
     def create_reader(self, context: SourceReaderContext) -> SourceReader[NumberSequenceSplit]:
         return IteratorSourceReader(context, batch_size=4096)
 
+    def make_split(self, split_id: str, start: int, end: int) -> NumberSequenceSplit:
+        """The split of ``start..end`` (inclusive); a subclass emits its numbers otherwise."""
+        return NumberSequenceSplit(split_id, start, end)
+
     def create_enumerator(
         self, context: SplitEnumeratorContext[NumberSequenceSplit]
     ) -> SplitEnumerator[NumberSequenceSplit]:
@@ -60,7 +64,7 @@ class NumberSequenceSource(Source[NumberSequenceSplit]):
         for i in range(n):
             lo = self.start + count * i // n
             hi = self.start + count * (i + 1) // n - 1
-            splits.append(NumberSequenceSplit(str(i), lo, hi))
+            splits.append(self.make_split(str(i), lo, hi))
         return StaticSplitEnumerator(context, splits)
 
     def restore_enumerator(

@@ -14,29 +14,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from undertow.connectors.source import (
-    Boundedness,
-    IteratorSourceReader,
-    IteratorSplit,
-    Source,
-    SourceReader,
-    SourceReaderContext,
-    SplitEnumerator,
-    SplitEnumeratorContext,
-    StaticSplitEnumerator,
-)
+from undertow.connectors.source import IteratorSourceReader, SourceReader, SourceReaderContext
+from undertow.datastream.connectors.number_seq import NumberSequenceSource, NumberSequenceSplit
 
 
-class NumberSequenceBatchSplit(IteratorSplit):
+class NumberSequenceBatchSplit(NumberSequenceSplit):
     def __init__(self, split_id: str, start: int, end: int, batch_rows: int, column: str) -> None:
-        self._id = split_id
-        self.start = start  # next number to emit
-        self.end = end  # inclusive
+        super().__init__(split_id, start, end)
         self.batch_rows = batch_rows
         self.column = column
-
-    def split_id(self) -> str:
-        return self._id
 
     def next_batch(self, limit: int) -> list[Any]:
         """One record batch of up to ``batch_rows`` numbers (``limit`` counts batches, and a
@@ -52,8 +38,9 @@ class NumberSequenceBatchSplit(IteratorSplit):
         return f"NumberSequenceBatchSplit({self._id}, {self.start}..{self.end})"
 
 
-class NumberSequenceBatchSource(Source[NumberSequenceBatchSplit]):
-    """Bounded, parallel: the numbers ``start..end`` in record batches of ``batch_rows``."""
+class NumberSequenceBatchSource(NumberSequenceSource):
+    """Bounded, parallel: the numbers ``start..end`` in record batches of ``batch_rows``; the
+    record source's splitting, enumerator and checkpoints."""
 
     def __init__(self, start: int, end: int, batch_rows: int = 8192, column: str = "value"):
         if end < start:
@@ -62,30 +49,12 @@ class NumberSequenceBatchSource(Source[NumberSequenceBatchSplit]):
             raise ValueError(
                 f"NumberSequenceBatchSource: batch_rows must be >= 1, got {batch_rows}"
             )
-        self.start = start
-        self.end = end
+        super().__init__(start, end)
         self.batch_rows = batch_rows
         self.column = column
 
-    def get_boundedness(self) -> Boundedness:
-        return Boundedness.BOUNDED
-
-    def create_reader(self, context: SourceReaderContext) -> SourceReader[NumberSequenceBatchSplit]:
+    def create_reader(self, context: SourceReaderContext) -> SourceReader[NumberSequenceSplit]:
         return IteratorSourceReader(context, batch_size=1)
 
-    def create_enumerator(
-        self, context: SplitEnumeratorContext[NumberSequenceBatchSplit]
-    ) -> SplitEnumerator[NumberSequenceBatchSplit]:
-        count = self.end - self.start + 1
-        n = max(1, min(count, context.current_parallelism() * 4))
-        splits = []
-        for i in range(n):
-            lo = self.start + count * i // n
-            hi = self.start + count * (i + 1) // n - 1
-            splits.append(NumberSequenceBatchSplit(str(i), lo, hi, self.batch_rows, self.column))
-        return StaticSplitEnumerator(context, splits)
-
-    def restore_enumerator(
-        self, context: SplitEnumeratorContext[NumberSequenceBatchSplit], checkpoint: Any
-    ) -> SplitEnumerator[NumberSequenceBatchSplit]:
-        return StaticSplitEnumerator(context, list(checkpoint))
+    def make_split(self, split_id: str, start: int, end: int) -> NumberSequenceSplit:
+        return NumberSequenceBatchSplit(split_id, start, end, self.batch_rows, self.column)
