@@ -157,20 +157,26 @@ KILL_RECORDS_PER_KEY = 300
 KILL_SPIN_S = 0.001
 
 
-def scenario_kill_under_backpressure(
+@pytest.mark.restores(catches=["source-positions"])
+@pytest.mark.parametrize(
+    "target",
+    # spark: ~90 s on a loaded 2-core machine, Spark's start aside: off CI's budget
+    ["local", pytest.param("spark", marks=pytest.mark.soak)],
+)
+def test_exactly_once_with_unaligned_checkpoints_under_backpressure_and_a_kill(
     make_env: EnvFactory,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    bootstrap: str,
+    kafka_bootstrap: str,
     new_topic: Any,
 ) -> None:
     """Unaligned checkpoints under backpressure, a worker killed: the read_committed output
     is exact, and the restored checkpoint held in-flight data."""
     seed = oracle_seed()
     source_topic, sink_topic = new_topic(2), new_topic(3)
-    fill(bootstrap, source_topic, 2, KILL_RECORDS_PER_KEY)
+    fill(kafka_bootstrap, source_topic, 2, KILL_RECORDS_PER_KEY)
     env = make_env(parallelism=2, config=config(tmp_path, restarts=2, unaligned=True))
-    kafka_job(env, bootstrap, source_topic, sink_topic, KILL_SPIN_S)
+    kafka_job(env, kafka_bootstrap, source_topic, sink_topic, KILL_SPIN_S)
     client = env.execute_async("kafka -> kafka, unaligned, kill")
     result, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.05, latest_s=0.4, timeout_s=JOB_TIMEOUT_S,
@@ -179,36 +185,11 @@ def scenario_kill_under_backpressure(
     restored = restored_checkpoints(console)
     evidence(bool(restored), f"seed {seed}: no restore line:\n{console}")
     source_resumed(result, KEYS * KILL_RECORDS_PER_KEY)
-    found = verdict(read_committed(bootstrap, sink_topic), KEYS, KILL_RECORDS_PER_KEY)
+    found = verdict(read_committed(kafka_bootstrap, sink_topic), KEYS, KILL_RECORDS_PER_KEY)
     assert not any(found.counts().values()), (seed, found)
     assert found.received == KEYS * KILL_RECORDS_PER_KEY, (seed, found)
     unaligned = [r for r in restored if r[1] == "unaligned" and r[2] > 0]
     assert unaligned, f"seed {seed}: no restore carried in-flight data: {restored}"
-
-
-@pytest.mark.restores(catches=["source-positions"])
-@pytest.mark.parametrize("target", ["local"])
-def test_exactly_once_with_unaligned_checkpoints_under_backpressure_and_a_kill(
-    make_env: EnvFactory,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    kafka_bootstrap: str,
-    new_topic: Any,
-) -> None:
-    scenario_kill_under_backpressure(make_env, tmp_path, capsys, kafka_bootstrap, new_topic)
-
-
-@pytest.mark.soak  # ~90 s on a loaded 2-core machine, Spark's start aside: off CI's budget
-@pytest.mark.restores(catches=["source-positions"])
-@pytest.mark.parametrize("target", ["spark"])
-def test_exactly_once_under_a_kill_on_spark(
-    make_env: EnvFactory,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    kafka_bootstrap: str,
-    new_topic: Any,
-) -> None:
-    scenario_kill_under_backpressure(make_env, tmp_path, capsys, kafka_bootstrap, new_topic)
 
 
 RESCALE_RECORDS_PER_KEY = 400
