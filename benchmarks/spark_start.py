@@ -1,8 +1,9 @@
 """How fast a job runs after ``undertow run``, and after one of its workers is killed.
 
 For each target (``spark`` on local Spark, and ``local`` without Spark as the baseline in the
-same run) the script starts ``undertow run benchmarks/jobs/start_job.py`` and times, from the
-moment the command starts:
+same run; ``local-fresh`` is ``local`` with fresh interpreters as workers instead of the fork
+server's forks, ``execution.local.fork-server: false``) the script starts ``undertow run
+benchmarks/jobs/start_job.py`` and times, from the moment the command starts:
 
 * *first record*: the job's first record reached the map after the keyed sum;
 * *first checkpoint*: ``[undertow] checkpoint 1 completed`` was printed;
@@ -21,7 +22,7 @@ context lacks ``getIndexOfThisSubtask``; undertow's figure is subtask 0's), its 
 NumberSequenceSource, not throttled. Only start-up is compared: PyFlink's
 MiniCluster runs in the one process, so there is no worker to kill.
 
-Usage: ``python benchmarks/spark_start.py [--runs N] [--targets spark,local] [--peers
+Usage: ``python benchmarks/spark_start.py [--runs N] [--targets spark,local,local-fresh] [--peers
 [--pyflink-modes thread,process]]``
 """
 
@@ -116,7 +117,11 @@ def worker_pids(root: int) -> list[int]:
 
 def run_once(target: str) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    command = [sys.executable, "-m", "undertow.cli.main", "run", "--target", target]
+    fresh = target == "local-fresh"  # local, workers as fresh interpreters (no fork server)
+    command = [sys.executable, "-m", "undertow.cli.main", "run", "--target",
+               "local" if fresh else target]  # fmt: skip
+    if fresh:
+        command += ["-D", "execution.local.fork-server=false"]
     if target == "spark":
         command += ["--master", "local[2]", "-D", "undertow.spark.log-level=ERROR"]
     started = time.time()
@@ -222,13 +227,19 @@ def main() -> None:
                   flush=True)  # fmt: skip
     keys = ["first record", "first checkpoint", "recovery", "stop after Ctrl-C"]
     print(f"\nmedian of {args.runs} runs (seconds from `undertow run`; recovery from the kill)")
-    print(f"{'target':<8}" + "".join(f"{k:>20}" for k in keys))
+    print(f"{'target':<12}" + "".join(f"{k:>20}" for k in keys))
     for target, runs in measured.items():
-        print(f"{target:<8}" + "".join(f"{statistics.median(r[k] for r in runs):>20.2f}"
+        print(f"{target:<12}" + "".join(f"{statistics.median(r[k] for r in runs):>20.2f}"
                                        for k in keys))  # fmt: skip
     for engine, runs in peers.items():
         first = statistics.median(r["first record"] for r in runs)
         print(f"{engine:<16}{first:>12.2f}  (first record only; measured in the same run)")
+    if "local-fresh" in measured and "local" in measured:
+        for key in ("first record", "recovery"):
+            fresh = statistics.median(r[key] for r in measured["local-fresh"])
+            forked = statistics.median(r[key] for r in measured["local"])
+            print(f"local, fresh interpreters / forked workers, {key}: {fresh / forked:.1f}x "
+                  f"({fresh:.2f} s / {forked:.2f} s)")  # fmt: skip
     if "spark" in measured and "local" in measured:
         for key in ("first record", "recovery"):
             spark = statistics.median(r[key] for r in measured["spark"])

@@ -357,6 +357,14 @@ class Options:
         "processes, no Spark), local-threads (worker threads)",
         check=_choice("local", "local-threads", "spark"),
     )
+    LOCAL_FORK_SERVER = bool_option(
+        "execution.local.fork-server",
+        True,
+        "target local: fork worker processes from a server process that has undertow's worker "
+        "modules imported (as Spark's Python daemon forks its workers), so a worker skips an "
+        "interpreter's start and imports; false starts every worker as a fresh interpreter (as "
+        "does a job that sets python.executable)",
+    )
     RUNTIME_MODE = str_option(
         "execution.runtime-mode",
         "STREAMING",

@@ -38,13 +38,20 @@ def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
         spark, num_workers, config = _spark_launcher(config, slots)
         launcher = spark
     else:
-        launcher = ThreadLauncher() if target == "local-threads" else ProcessLauncher()
+        launcher = ThreadLauncher() if target == "local-threads" else _process_launcher(config)
         num_workers = default_num_workers(config, slots)
     master = JobMaster(job_graph, config, launcher, num_workers)
     if spark is not None:  # the Spark UI names the undertow job and its attempt
         spark.name_job(master.job_id, job_graph.job_name)
     master.start()
     return master
+
+
+def _process_launcher(config: Configuration) -> ProcessLauncher:
+    forked = config.get(Options.LOCAL_FORK_SERVER)
+    launcher = ProcessLauncher(forked and python_dependencies.read(config).executable is None)
+    launcher.warm()
+    return launcher
 
 
 def _spark_launcher(config: Configuration, slots: int) -> tuple[SparkLauncher, int, Configuration]:

@@ -16,8 +16,6 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -28,16 +26,12 @@ from typing import Any
 
 from undertow.common import python_dependencies
 from undertow.core.config import Options
+from undertow.deploy.process_name import WORKER_PROCESS_NAME, set_process_name
 from undertow.deploy.python_environment import WorkerEnvironment, spark_files
 from undertow.runtime.worker.log_context import worker_log_handler
 from undertow.runtime.worker.worker import run_worker
 
 log = logging.getLogger(__name__)
-
-#: Name of a process while it hosts a worker (at most 15 bytes: the kernel's limit).
-PROCESS_NAME = b"undertow-worker"
-_PR_SET_NAME = 15
-_PR_GET_NAME = 16
 
 
 @dataclass(frozen=True)
@@ -76,7 +70,7 @@ def run_spark_task(args: SparkTaskArgs, _rows: Iterator[Any]) -> Iterator[tuple[
     started = time.monotonic()
     old_path = list(sys.path)
     sys.path.extend(p for p in args.driver_path if p not in old_path and os.path.isdir(p))
-    old_name = _set_process_name(PROCESS_NAME)
+    old_name = set_process_name(WORKER_PROCESS_NAME)
     try:
         dependencies = python_dependencies.read(config)
         with worker_log_handler(), WorkerEnvironment(dependencies, spark_files):
@@ -84,19 +78,5 @@ def run_spark_task(args: SparkTaskArgs, _rows: Iterator[Any]) -> Iterator[tuple[
     finally:
         sys.path[:] = old_path
         if old_name is not None:
-            _set_process_name(old_name)
+            set_process_name(old_name)
     yield index, os.getpid(), time.monotonic() - started
-
-
-def _set_process_name(name: bytes) -> bytes | None:
-    """Set this process's name (Linux ``prctl``); returns the old one, or None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        old = ctypes.create_string_buffer(16)
-        libc.prctl(_PR_GET_NAME, old, 0, 0, 0)
-        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
-        return old.value
-    except OSError:
-        return None

@@ -1,4 +1,5 @@
-"""Entry point of a ``local`` worker process: arguments arrive pickled on stdin."""
+"""Entry point of a ``local`` worker process: arguments arrive pickled, on stdin for a fresh
+interpreter, from the fork server (:mod:`undertow.deploy.worker_fork`) for a forked one."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from undertow.runtime.worker.worker import run_worker
 
 
 def main() -> int:
-    index, attempt, master, secret, config = pickle.loads(sys.stdin.buffer.read())
+    return run(sys.stdin.buffer.read())
+
+
+def run(arguments: bytes) -> int:
+    """Run the worker that ``arguments`` describe; the process's exit code."""
+    index, attempt, master, secret, config = pickle.loads(arguments)
     with worker_log_handler():
         try:
             with WorkerEnvironment(python_dependencies.read(config), same_place):

@@ -31,8 +31,9 @@ WORKER_MODULE = "undertow.deploy.worker_process"
 SEED_ENV = "UNDERTOW_TEST_SEED"
 #: The former name of :data:`SEED_ENV`, still read.
 LEGACY_SEED_ENV = "UNDERTOW_ORACLE_SEED"
-#: The process name of a Spark Python worker while it hosts a worker (deploy.spark_task).
-SPARK_WORKER_NAME = "undertow-worker"
+#: The process name of a process hosting a worker: a Spark Python worker while its task runs,
+#: or a worker forked by the ``local`` target's fork server (deploy.process_name).
+WORKER_PROCESS_NAME = "undertow-worker"
 
 
 class InjectedFailure(Exception):
@@ -173,8 +174,9 @@ def oracle_seed() -> int:
 
 def worker_process_pids() -> list[int]:
     """Pids of live worker processes of this process, found through ``/proc``; sorted: children
-    running ``python -m undertow.deploy.worker_process`` (``local``) and descendants named
-    ``undertow-worker`` (Spark Python workers hosting a worker)."""
+    running ``python -m undertow.deploy.worker_process`` (``local`` without its fork server)
+    and descendants named ``undertow-worker`` (forked ``local`` workers, Spark Python workers
+    hosting a worker)."""
     me = os.getpid()
     table: dict[int, tuple[str, int, str, str]] = {}  # pid -> (state, parent, name, cmdline)
     for entry in os.listdir("/proc"):
@@ -206,8 +208,8 @@ def worker_process_pids() -> list[int]:
         if state in ("Z", "X"):
             continue
         local_worker = WORKER_MODULE in cmdline and parent == me
-        spark_worker = name == SPARK_WORKER_NAME and descends_from_me(pid)
-        if local_worker or spark_worker:
+        named_worker = name == WORKER_PROCESS_NAME and descends_from_me(pid)
+        if local_worker or named_worker:
             found.append(pid)
     return sorted(found)
 
