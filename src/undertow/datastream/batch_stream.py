@@ -5,7 +5,8 @@ A :class:`BatchStream`'s records are record batches: it has ``map_batches``,
 refuses the record methods naming the operator (``DataStream`` refuses the batch methods the
 same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
 ``to_records()``, ``execute_and_collect()`` (record batches), ``print()`` (rows). A
-:class:`KeyedBatchStream` has the running ``sum``/``min``/``max``/``count``/``mean``.
+:class:`KeyedBatchStream` has the running ``sum``/``min``/``max``/``count``/``mean``, and
+``window(...)`` for the same aggregations per event-time window (``with_event_time`` first).
 
 ``data_stream`` imports this module, so this one holds the ``DataStream`` class it is given
 (``record_stream``) rather than importing it. User guide: docs/columnar.md; design:
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from undertow.api.windows.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
 from undertow.graph.transformations import PartitionTransformation, Transformation
@@ -29,6 +32,7 @@ from undertow.runtime.task.batch_operators import (
     ToBatches,
     ToRecords,
 )
+from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
 
 if TYPE_CHECKING:
     from undertow.datastream.data_stream import DataStream
@@ -59,11 +63,15 @@ class BatchStream:
 
     Built by the user's program thread before ``execute``; not thread-safe."""
 
-    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
-                 record_stream: type[DataStream]) -> None:  # fmt: skip
+    def __init__(
+        self, env: StreamExecutionEnvironment, transformation: Transformation,
+        record_stream: type[DataStream], time_column: str | None = None,
+    ) -> None:  # fmt: skip
         self._env = env
         self._transformation = transformation
         self._record_stream = record_stream
+        #: The event-time column (``with_event_time``), kept through batch functions.
+        self.time_column = time_column
 
     def _records(self) -> DataStream:
         """This stream seen as a record stream (its records are the batches)."""
@@ -71,7 +79,7 @@ class BatchStream:
 
     def _batches(self, name: str, operator: Any) -> BatchStream:
         t = self._records()._one_input(name, operator)._transformation
-        return BatchStream(self._env, t, self._record_stream)
+        return BatchStream(self._env, t, self._record_stream, self.time_column)
 
     # properties of the last operator, as on DataStream ----------------------------------------
     def get_name(self) -> str:
@@ -107,7 +115,7 @@ class BatchStream:
     def rebalance(self) -> BatchStream:
         """Record batches round robin over the next operator's subtasks (whole batches)."""
         return BatchStream(self._env, self._records().rebalance()._transformation,
-                           self._record_stream)  # fmt: skip
+                           self._record_stream, self.time_column)  # fmt: skip
 
     # transformations --------------------------------------------------------------------------
     def map_batches(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
@@ -131,6 +139,26 @@ class BatchStream:
         function, call = _callable(fn, "flat_map_batches()", "flat_map_batches")
         return self._batches("FlatMap Batches", FlatMapBatches(function, call))
 
+    def with_event_time(self, column: str, max_out_of_orderness: Any = 0) -> BatchStream:
+        """Event time from ``column`` (integer ms since the epoch, or a timestamp): each batch
+        is stamped with its largest event time, and a watermark follows each batch at the
+        largest event time seen minus ``max_out_of_orderness`` (a ``Duration``, ``Time``,
+        ``timedelta`` or int ms) minus 1 ms, as Flink's bounded out-of-orderness."""
+        if not isinstance(column, str):
+            raise GraphBuildError(f"with_event_time() after operator '{self.get_name()}': "
+                                  f"the column must be a name, got {column!r}")  # fmt: skip
+        try:
+            bound = to_millis(max_out_of_orderness, "max_out_of_orderness")
+        except TypeError as err:
+            raise GraphBuildError(f"with_event_time() after operator '{self.get_name()}': "
+                                  f"{err}") from err  # fmt: skip
+        if bound < 0:
+            raise GraphBuildError(f"with_event_time() after operator '{self.get_name()}': "
+                                  f"max_out_of_orderness must be >= 0 ms, got {bound}")  # fmt: skip
+        stream = self._batches("Event Time", BatchEventTime(column, bound))
+        stream.time_column = column
+        return stream
+
     def to_records(self) -> DataStream:
         """Every row as a ``Row`` with the batch's column names."""
         return self._records()._one_input("To Records", ToRecords())
@@ -152,7 +180,8 @@ class BatchStream:
             list(columns), self._env.get_max_parallelism(), t.name
         )
         edge = PartitionTransformation(name="Hash", input=t, partitioner=partitioner)
-        return KeyedBatchStream(self._env, edge, self._record_stream, list(columns))
+        return KeyedBatchStream(self._env, edge, self._record_stream, list(columns),
+                                self.time_column)  # fmt: skip
 
     # sinks --------------------------------------------------------------------------------------
     def execute_and_collect(
@@ -194,9 +223,27 @@ class KeyedBatchStream(BatchStream):
     """A batch stream partitioned by key columns: keyed running aggregations."""
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
-                 record_stream: type[DataStream], columns: list[str]) -> None:  # fmt: skip
-        super().__init__(env, transformation, record_stream)
+                 record_stream: type[DataStream], columns: list[str],
+                 time_column: str | None = None) -> None:  # fmt: skip
+        super().__init__(env, transformation, record_stream, time_column)
         self.key_columns = columns
+
+    def window(self, assigner: Any) -> WindowedBatchStream:
+        """Event-time windows per key: ``TumblingEventTimeWindows`` or
+        ``SlidingEventTimeWindows``, over the column of ``with_event_time``; aggregate them
+        with ``sum``/``min``/``max``/``count``/``mean``."""
+        if not isinstance(assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)):
+            raise GraphBuildError(
+                f"window({assigner!r}) on a keyed batch stream (key_by({self.key_columns})): "
+                "batch streams have event-time tumbling and sliding windows "
+                "(TumblingEventTimeWindows, SlidingEventTimeWindows)"
+            )
+        if self.time_column is None:
+            raise GraphBuildError(
+                f"window() on a keyed batch stream (key_by({self.key_columns})) needs event "
+                "time: call with_event_time(column) on the batch stream before key_by()"
+            )
+        return WindowedBatchStream(self, assigner)
 
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
         if column is not None and not isinstance(column, str):
@@ -242,6 +289,44 @@ class KeyedBatchStream(BatchStream):
     def set_parallelism(self, parallelism: int) -> BatchStream:
         raise GraphBuildError("set_parallelism() is not allowed on a keyed batch stream; set it "
                               "on the aggregation after key_by(...)")  # fmt: skip
+
+
+class WindowedBatchStream:
+    """A keyed batch stream in event-time windows: one aggregation per window, emitted when
+    the watermark passes the window's end (key columns, ``window_start``, ``window_end`` and
+    the aggregate; see :mod:`undertow.runtime.task.batch_windows`)."""
+
+    def __init__(self, keyed: KeyedBatchStream, assigner: Any) -> None:
+        self._keyed = keyed
+        self._assigner = assigner
+
+    def _aggregate(self, kind: str, column: str | None) -> BatchStream:
+        keyed = self._keyed
+        if column is not None and not isinstance(column, str):
+            raise GraphBuildError(f"window {kind}(): the column must be a name, got {column!r}")
+        if column is not None and column in keyed.key_columns:
+            raise GraphBuildError(f"window {kind}({column!r}): {column!r} is a key column")
+        assert keyed.time_column is not None
+        a = self._assigner
+        operator = BatchWindowAggregate(kind, column, keyed.key_columns, keyed.time_column,
+                                        a.get_size(), a.get_slide(), a.get_offset())  # fmt: skip
+        return keyed._batches(f"Window Batch {kind.capitalize()}", operator)
+
+    def sum(self, column: str) -> BatchStream:
+        return self._aggregate("sum", column)
+
+    def min(self, column: str) -> BatchStream:
+        return self._aggregate("min", column)
+
+    def max(self, column: str) -> BatchStream:
+        return self._aggregate("max", column)
+
+    def mean(self, column: str) -> BatchStream:
+        """Mean (float64) of ``column`` per key and window."""
+        return self._aggregate("mean", column)
+
+    def count(self) -> BatchStream:
+        return self._aggregate("count", None)
 
 
 def to_batches(stream: DataStream, schema: pa.Schema, max_rows: int, max_delay: int,

@@ -11,6 +11,8 @@ same ``key group -> bytes`` shape as the keyed backends' snapshots). :meth:`rest
 blobs of any old subtasks and keeps the key groups in this subtask's range, which is what
 makes a rescale work: each new subtask reads the groups it now owns.
 
+A table key may carry more than the stream's key (the windowed aggregations key slots by key
+and window): ``partition_key`` maps a table key to the stream's key, whose key group it is.
 Threading: owned by one operator on its task's loop thread. Invariant: ``len(keys) ==
 num_slots`` and every accumulator has at least ``num_slots`` entries; slot ``i``'s key group is
 ``key_groups[i]``.
@@ -18,7 +20,7 @@ num_slots`` and every accumulator has at least ``num_slots`` entries; slot ``i``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +47,10 @@ class ColumnarKeyedTable:
 
     def __init__(
         self, key_fields: Sequence[pa.Field], accumulators: Sequence[Accumulator],
-        max_parallelism: int,
+        max_parallelism: int, partition_key: Callable[[Any], Any] | None = None,
     ) -> None:  # fmt: skip
         self.key_fields = list(key_fields)
+        self.partition_key = partition_key
         self.accumulators = {a.name: a for a in accumulators}
         self.max_parallelism = max_parallelism
         self.slots: dict[Any, int] = {}
@@ -79,8 +82,24 @@ class ColumnarKeyedTable:
             self._grow()
         self.slots[key] = slot
         self.keys.append(key)
-        self.key_groups[slot] = assign_to_key_group(key, self.max_parallelism)
+        partition = key if self.partition_key is None else self.partition_key(key)
+        self.key_groups[slot] = assign_to_key_group(partition, self.max_parallelism)
         return slot
+
+    def remove(self, drop: np.ndarray) -> None:
+        """Forget the slots where the boolean mask ``drop`` (one entry per slot) is true; the
+        others keep their order and get new, dense slot numbers."""
+        n = self.num_slots
+        keep = np.flatnonzero(~drop[:n])
+        if len(keep) == n:
+            return
+        self.keys = [self.keys[i] for i in keep.tolist()]
+        self.slots = {key: slot for slot, key in enumerate(self.keys)}
+        m = len(keep)
+        for name, col in self.columns.items():
+            col[:m] = col[keep]
+            col[m:] = self.accumulators[name].initial
+        self.key_groups[:m] = self.key_groups[keep]
 
     def _grow(self) -> None:
         new = self._capacity * 2

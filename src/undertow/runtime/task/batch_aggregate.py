@@ -43,7 +43,36 @@ def segmented_scan(ufunc: np.ufunc, values: np.ndarray, groups: np.ndarray) -> n
     return out
 
 
-def _accumulators(kind: str, dtype: np.dtype[Any]) -> list[Accumulator]:
+def encode_keys(
+    columns: Sequence[tuple[str, pa.Array]], where: str
+) -> tuple[np.ndarray, list[Any]]:
+    """``(codes, keys)`` of rows keyed by ``columns`` (name, array): every row's code
+    ``0..d-1`` over the ``d`` distinct keys, and those keys (a value for one column, a tuple
+    for several) in code order. A null key is an error naming ``where`` and the column."""
+    dictionaries: list[list[Any]] = []
+    indices: list[np.ndarray] = []
+    for name, column in columns:
+        if column.null_count:
+            first = pc.index(pc.is_null(column), True).as_py()
+            raise BatchError(
+                f"{where}: key column {name!r} has {column.null_count} null(s), the first at "
+                f"row {first}; a key must not be null"
+            )
+        encoded = pc.dictionary_encode(column)
+        dictionaries.append(encoded.dictionary.to_pylist())
+        indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+    if len(indices) == 1:
+        return indices[0], dictionaries[0]
+    codes = np.zeros(len(indices[0]), dtype=np.int64)
+    for dictionary, index in zip(dictionaries, indices):
+        codes = codes * len(dictionary) + index
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    keys = [tuple(d[i[row]] for d, i in zip(dictionaries, indices)) for row in first.tolist()]
+    return inverse.reshape(-1), keys
+
+
+def accumulators(kind: str, dtype: np.dtype[Any]) -> list[Accumulator]:
+    """The accumulator columns of aggregation ``kind`` over values of ``dtype``."""
     if kind == "sum":
         return [Accumulator("sum", dtype, 0)]
     if kind == "count":
@@ -101,7 +130,7 @@ class BatchAggregateOperator(OneInputStreamOperator):
         dtype: np.dtype[Any] = np.dtype(np.int64)
         if self.column is not None:
             dtype = self._value_type(batch)
-        table = ColumnarKeyedTable(key_fields, _accumulators(self.kind, dtype),
+        table = ColumnarKeyedTable(key_fields, accumulators(self.kind, dtype),
                                    self.ctx.max_parallelism)  # fmt: skip
         mine = key_group_range_for_subtask(
             self.ctx.max_parallelism, self.ctx.parallelism, self.ctx.subtask_index
@@ -133,29 +162,11 @@ class BatchAggregateOperator(OneInputStreamOperator):
     def _codes(
         self, table: ColumnarKeyedTable, batch: pa.RecordBatch
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(codes, slots)``: every row's batch-local key code (``0..d-1`` over the batch's
-        ``d`` distinct keys) and each code's slot in ``table`` (new keys get new slots)."""
-        dictionaries: list[list[Any]] = []
-        indices: list[np.ndarray] = []
-        for name in self.key_columns:
-            column = batch.column(name)
-            if column.null_count:
-                first = pc.index(pc.is_null(column), True).as_py()
-                raise BatchError(
-                    f"{self.where}: key column {name!r} has {column.null_count} null(s), the "
-                    f"first at row {first}; a key must not be null"
-                )
-            encoded = pc.dictionary_encode(column)
-            dictionaries.append(encoded.dictionary.to_pylist())
-            indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
-        if len(indices) == 1:
-            return indices[0], table.slots_for(dictionaries[0])
-        codes = np.zeros(batch.num_rows, dtype=np.int64)
-        for dictionary, index in zip(dictionaries, indices):
-            codes = codes * len(dictionary) + index
-        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        keys = [tuple(d[i[row]] for d, i in zip(dictionaries, indices)) for row in first.tolist()]
-        return inverse.reshape(-1), table.slots_for(keys)
+        """``(codes, slots)``: every row's batch-local key code and each code's slot in
+        ``table`` (new keys get new slots)."""
+        columns = [(name, batch.column(name)) for name in self.key_columns]
+        codes, keys = encode_keys(columns, self.where)
+        return codes, table.slots_for(keys)
 
     def _values(self, batch: pa.RecordBatch, dtype: np.dtype[Any]) -> np.ndarray:
         assert self.column is not None

@@ -1,0 +1,283 @@
+"""Event time of a batch stream, and its keyed event-time windows aggregated by column.
+
+:class:`BatchEventTime` (``with_event_time(column, max_out_of_orderness)``) stamps each batch
+with its largest event time and, after each batch, emits the watermark ``largest event time
+seen - max_out_of_orderness - 1`` (Flink's bounded out-of-orderness, a watermark per batch).
+:class:`BatchWindowAggregate` (``key_by(...).window(assigner).sum(column)`` and ``min``,
+``max``, ``count``, ``mean``) keeps one slot per (key, window start) in a
+:class:`~undertow.state.columnar_table.ColumnarKeyedTable` whose key groups are the key's (so
+its state rescales like the record path's), adds each batch's rows to their tumbling or
+sliding windows with numpy, and once a watermark reaches a window's last millisecond emits
+one batch per window end (key columns, ``window_start``, ``window_end``, the aggregate),
+stamped ``end - 1``, before it forwards the watermark. Rows of windows already fired are late:
+dropped and counted (``late_rows_dropped``), as with Flink's allowed lateness 0. Nulls in key,
+time or value columns are errors naming operator and subtask.
+Threading: task-loop operators. Design: docs/design.md, "Batch streams".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from undertow.core.errors import BatchError
+from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
+from undertow.runtime.task.batch_aggregate import KINDS, accumulators, encode_keys
+from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
+from undertow.state.key_groups import key_group_range_for_subtask
+
+START = "window_start"
+END = "window_end"
+#: The accumulator column holding each slot's window start (the key's last field, as a column).
+_STARTS = "undertow.window_start"
+_TO_MILLIS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+
+
+def _where(op: OneInputStreamOperator) -> str:
+    ctx = op.ctx
+    return f"operator '{ctx.name}' (subtask {ctx.subtask_index + 1}/{ctx.parallelism})"
+
+
+def _batch(op: OneInputStreamOperator, value: Any) -> pa.RecordBatch:
+    if type(value) is not pa.RecordBatch:
+        raise BatchError(f"{_where(op)}: expected a pyarrow.RecordBatch, got "
+                         f"{type(value).__name__}")  # fmt: skip
+    return value
+
+
+def event_millis(batch: pa.RecordBatch, column: str, where: str) -> np.ndarray:
+    """The event time of every row in ms (int64): an integer column (ms) or a timestamp."""
+    index = batch.schema.get_field_index(column)
+    if index < 0:
+        raise BatchError(f"{where}: no event-time column {column!r} in the batch (columns: "
+                         f"{batch.schema.names})")  # fmt: skip
+    array = batch.column(index)
+    if array.null_count:
+        first = pc.index(pc.is_null(array), True).as_py()
+        raise BatchError(f"{where}: event-time column {column!r} has {array.null_count} "
+                         f"null(s), the first at row {first}")  # fmt: skip
+    kind = array.type
+    if pa.types.is_timestamp(kind):
+        times = array.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        multiply, divide = _TO_MILLIS[kind.unit]
+        return times * multiply // divide if multiply * divide != 1 else times
+    if pa.types.is_integer(kind):
+        return array.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    raise BatchError(f"{where}: event-time column {column!r} has type {kind}; an integer "
+                     "(ms since the epoch) or timestamp column is needed")  # fmt: skip
+
+
+class BatchEventTime(OneInputStreamOperator):
+    """Batches stamped with their largest event time, and a watermark after each batch."""
+
+    def __init__(self, column: str, max_out_of_orderness_ms: int) -> None:
+        self.column = column
+        self.bound = max_out_of_orderness_ms
+        self.largest = MIN_TIMESTAMP
+        self.watermark = MIN_TIMESTAMP
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        out: list[Any] = []
+        stamps: list[Any] = []
+        for value in values:
+            batch = _batch(self, value)
+            if batch.num_rows == 0:
+                continue
+            top = int(event_millis(batch, self.column, _where(self)).max())
+            out.append(batch)
+            stamps.append(top)
+            self.largest = max(self.largest, top)
+        if not out:
+            return
+        self.output.collect_batch(out, stamps)
+        watermark = self.largest - self.bound - 1
+        if watermark > self.watermark:
+            self.watermark = watermark
+            self.output.emit_watermark(watermark)
+
+    def process_watermark(self, watermark: int) -> None:
+        """Upstream watermarks are replaced by this operator's, except the end of input."""
+        if watermark == MAX_WATERMARK and self.watermark < MAX_WATERMARK:
+            self.watermark = MAX_WATERMARK
+            self.output.emit_watermark(MAX_WATERMARK)
+
+
+class BatchWindowAggregate(OneInputStreamOperator):
+    """``kind`` of ``column`` per key and event-time window (see the module docstring)."""
+
+    def __init__(self, kind: str, column: str | None, key_columns: Sequence[str],
+                 time_column: str, size: int, slide: int, offset: int) -> None:  # fmt: skip
+        if kind not in KINDS:
+            raise ValueError(f"unknown batch aggregation {kind!r}; one of {KINDS}")
+        self.kind = kind
+        self.column = column
+        self.key_columns = list(key_columns)
+        self.time_column = time_column
+        self.size, self.slide, self.offset = size, slide, offset
+        self.output_name = "count" if kind == "count" else str(column)
+        self.table: ColumnarKeyedTable | None = None
+        self.watermark = MIN_TIMESTAMP
+        self.late_rows_dropped = 0
+        self._restored: dict[int, bytes] = {}
+
+    # state ----------------------------------------------------------------------------------
+    def snapshot_key_groups(self) -> dict[int, bytes]:
+        return dict(self._restored) if self.table is None else self.table.snapshot()
+
+    def restore_key_groups(self, blobs: dict[int, bytes]) -> None:
+        mine = self._key_groups()
+        self._restored = {g: b for g, b in blobs.items() if g in mine}
+        if self._restored:  # restored windows may fire before any batch comes
+            first = next(iter(self._restored.values()))
+            schema = pa.ipc.open_stream(pa.py_buffer(first)).schema
+            names = set(self.key_columns) | {START}
+            value = schema.field(self._value_accumulator()).type.to_pandas_dtype()
+            self._create([f for f in schema if f.name in names], np.dtype(value))
+
+    def _key_groups(self) -> range:
+        ctx = self.ctx
+        return key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
+                                           ctx.subtask_index)  # fmt: skip
+
+    def _value_accumulator(self) -> str:
+        return {"mean": "sum"}.get(self.kind, self.kind)
+
+    def _create(self, key_fields: list[pa.Field], dtype: np.dtype[Any]) -> ColumnarKeyedTable:
+        columns = [*accumulators(self.kind, dtype), Accumulator(_STARTS, np.dtype(np.int64), 0)]
+        table = ColumnarKeyedTable(key_fields, columns, self.ctx.max_parallelism,
+                                   partition_key=_without_window)  # fmt: skip
+        try:
+            table.restore(self._restored, self._key_groups(), _where(self))
+        except ValueError as err:
+            raise BatchError(str(err)) from err
+        self._restored = {}
+        self.table = table
+        return table
+
+    def _table_for(self, batch: pa.RecordBatch) -> ColumnarKeyedTable:
+        if self.table is not None:
+            return self.table
+        fields = []
+        for name in self.key_columns:
+            index = batch.schema.get_field_index(name)
+            if index < 0:
+                raise BatchError(f"{_where(self)}: key column {name!r} is not in the batch "
+                                 f"(columns: {batch.schema.names})")  # fmt: skip
+            fields.append(batch.schema.field(index))
+        fields.append(pa.field(START, pa.int64()))
+        return self._create(fields, self._value_type(batch))
+
+    def _value_type(self, batch: pa.RecordBatch) -> np.dtype[Any]:
+        if self.column is None:
+            return np.dtype(np.int64)
+        index = batch.schema.get_field_index(self.column)
+        kind = batch.schema.field(index).type if index >= 0 else None
+        if kind is None or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise BatchError(
+                f"{_where(self)}: {self.kind}({self.column!r}): a numeric column "
+                f"{self.column!r} is needed; the batch has {batch.schema.names}"
+                + ("" if kind is None else f" and {self.column!r} is {kind}")
+            )
+        return np.dtype(np.float64 if pa.types.is_floating(kind) else np.int64)
+
+    # processing -----------------------------------------------------------------------------
+    def windows_of(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, rows)``: one entry per (row, window of that row), as Flink assigns
+        ``[start, start + size)`` windows every ``slide`` from ``offset``."""
+        last = times - np.mod(times - self.offset, self.slide)
+        count = -(-self.size // self.slide)
+        if count == 1:
+            return last, np.arange(len(times))
+        starts = last[None, :] - self.slide * np.arange(count, dtype=np.int64)[:, None]
+        valid = starts > times[None, :] - self.size
+        rows = np.broadcast_to(np.arange(len(times)), starts.shape)
+        return starts[valid], rows[valid]
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        for value in values:
+            batch = _batch(self, value)
+            if batch.num_rows:
+                self.add(batch)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Add ``batch``'s rows to their windows' accumulators (late ones are dropped)."""
+        table = self._table_for(batch)
+        where = _where(self)
+        starts, rows = self.windows_of(event_millis(batch, self.time_column, where))
+        live = starts + self.size - 1 > self.watermark
+        self.late_rows_dropped += int(len(live) - np.count_nonzero(live))
+        starts, rows = starts[live], rows[live]
+        if not len(rows):
+            return
+        taken = pa.array(rows)
+        columns = [(name, batch.column(name).take(taken)) for name in self.key_columns]
+        codes, keys = encode_keys([*columns, (START, pa.array(starts))], where)
+        slots = table.slots_for(keys)[codes]
+        cols = table.columns
+        cols[_STARTS][slots] = starts
+        if self.kind in ("count", "mean"):
+            np.add.at(cols["count"], slots, 1)
+        if self.column is not None:
+            accumulator = self._value_accumulator()
+            acc = cols[accumulator]
+            self._value_type(batch)
+            array = batch.column(self.column)
+            if array.null_count:
+                raise BatchError(f"{where}: {self.kind}({self.column!r}): column has "
+                                 f"{array.null_count} null(s)")  # fmt: skip
+            v = array.to_numpy(zero_copy_only=False).astype(acc.dtype, copy=False)[rows]
+            fold = {"sum": np.add, "min": np.minimum, "max": np.maximum}[accumulator]
+            fold.at(acc, slots, v)
+
+    def process_watermark(self, watermark: int) -> None:
+        if watermark > self.watermark:
+            self.watermark = watermark
+            self._fire(watermark)
+        self.output.emit_watermark(watermark)
+
+    def _fire(self, watermark: int) -> None:
+        table = self.table
+        if table is None or table.num_slots == 0:
+            return
+        n = table.num_slots
+        starts = table.columns[_STARTS][:n]
+        ready = starts + (self.size - 1) <= watermark
+        if not ready.any():
+            return
+        out: list[Any] = []
+        stamps: list[Any] = []
+        for start in np.unique(starts[ready]).tolist():
+            slots = np.flatnonzero(ready & (starts == start))
+            out.append(self._result(table, slots, start))
+            stamps.append(start + self.size - 1)
+        table.remove(ready)
+        self.output.collect_batch(out, stamps)
+
+    def _result(self, table: ColumnarKeyedTable, slots: np.ndarray, start: int) -> pa.RecordBatch:
+        keys = [table.keys[i] for i in slots.tolist()]
+        arrays: list[pa.Array] = [
+            pa.array([k[i] for k in keys], type=field.type)
+            for i, field in enumerate(table.key_fields[:-1])
+        ]
+        n = len(keys)
+        arrays += [pa.array(np.full(n, start, np.int64)),
+                   pa.array(np.full(n, start + self.size, np.int64))]  # fmt: skip
+        cols = table.columns
+        if self.kind == "mean":
+            value = cols["sum"][slots] / cols["count"][slots]
+        else:
+            value = cols[self._value_accumulator() if self.column else "count"][slots]
+        arrays.append(pa.array(value))
+        return pa.RecordBatch.from_arrays(
+            arrays, names=[*self.key_columns, START, END, self.output_name]
+        )
+
+
+def _without_window(key: tuple[Any, ...]) -> Any:
+    """The stream's key of a table key ``(*key columns, window start)``."""
+    return key[0] if len(key) == 2 else key[:-1]

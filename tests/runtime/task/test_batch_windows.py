@@ -1,0 +1,162 @@
+"""Event time and event-time windows of batch streams: window results equal a per-record
+model of Flink's windows (tumbling and sliding, late rows dropped), watermarks follow each
+batch, and window state survives snapshot, restore and rescaling through key-group blobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from undertow.core.errors import BatchError
+from undertow.core.types import MAX_WATERMARK
+from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
+from undertow.testing.harness import OneInputOperatorTestHarness
+
+MAX_PARALLELISM = 16
+
+
+@contextmanager
+def _windows(kind: str, column: str | None, size: int, slide: int, *, subtask: int = 0,
+             parallelism: int = 1, blobs: dict[int, bytes] | None = None,
+             ) -> Iterator[tuple[BatchWindowAggregate, OneInputOperatorTestHarness]]:  # fmt: skip
+    op = BatchWindowAggregate(kind, column, ["k"], "t", size, slide, 0)
+    harness = OneInputOperatorTestHarness(op, name="Window Batch", max_parallelism=MAX_PARALLELISM)
+    harness.setup_context.subtask_index = subtask
+    harness.setup_context.parallelism = parallelism
+    harness.setup()
+    if blobs is not None:
+        op.restore_key_groups(blobs)
+    with harness:
+        yield op, harness
+
+
+def _batch(rows: list[tuple[int, int, int]]) -> pa.RecordBatch:
+    k, t, v = zip(*rows) if rows else ((), (), ())
+    return pa.RecordBatch.from_pydict({"k": pa.array(k, pa.int64()), "t": pa.array(t, pa.int64()),
+                                       "v": pa.array(v, pa.int64())})  # fmt: skip
+
+
+def _results(harness: OneInputOperatorTestHarness) -> dict[tuple[int, int], Any]:
+    out: dict[tuple[int, int], Any] = {}
+    for batch, stamp in harness.get_output():
+        for row in batch.to_pylist():
+            assert stamp == row["window_end"] - 1
+            key = (row["k"], row["window_start"])
+            assert key not in out, f"window {key} fired twice"
+            out[key] = row[next(n for n in row if n not in ("k", "window_start", "window_end"))]
+    return out
+
+
+def _model(kind: str, steps: list[Any], size: int, slide: int) -> dict[tuple[int, int], Any]:
+    """Flink's event-time windows record by record: assign, drop late, fire at watermarks."""
+    open_: dict[tuple[int, int], list[int]] = {}
+    fired: dict[tuple[int, int], Any] = {}
+    watermark = -(2**63)
+    for step in steps:
+        if isinstance(step, int):
+            watermark = max(watermark, step)
+            for key in [w for w in open_ if w[1] + size - 1 <= watermark]:
+                vs = open_.pop(key)
+                fired[key] = {"sum": sum(vs), "count": len(vs), "min": min(vs), "max": max(vs),
+                              "mean": sum(vs) / len(vs)}[kind]  # fmt: skip
+            continue
+        for k, t, v in step:
+            last = t - t % slide
+            for start in range(last, t - size, -slide):
+                if start + size - 1 > watermark:
+                    open_.setdefault((k, start), []).append(v)
+    return fired
+
+
+row = st.tuples(st.integers(0, 5), st.integers(0, 200), st.integers(-50, 50))
+steps = st.lists(st.one_of(st.lists(row, min_size=1, max_size=12), st.integers(0, 260)),
+                 max_size=12)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(["sum", "min", "max", "count", "mean"]), plan=steps,
+       shape=st.sampled_from([(10, 10), (30, 10), (25, 10), (7, 3)]))  # fmt: skip
+def test_windows_fire_what_flinks_per_record_windows_fire(
+    kind: str, plan: list[Any], shape: tuple[int, int]
+) -> None:
+    size, slide = shape
+    with _windows(kind, None if kind == "count" else "v", size, slide) as (op, harness):
+        for step in plan:
+            if isinstance(step, int):
+                harness.process_watermark(step)
+            else:
+                harness.process_element(_batch(step))
+        harness.process_watermark(MAX_WATERMARK)
+        got = _results(harness)
+    want = _model(kind, [*plan, MAX_WATERMARK], size, slide)
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value), key
+    assert op.table is None or op.table.num_slots == 0  # fired windows are forgotten
+
+
+def test_late_rows_are_dropped_and_counted() -> None:
+    with _windows("sum", "v", 10, 10) as (op, harness):
+        harness.process_element(_batch([(1, 5, 1)]))
+        harness.process_watermark(9)  # [0, 10) fires
+        harness.process_element(_batch([(1, 3, 100), (1, 12, 2)]))
+        harness.process_watermark(MAX_WATERMARK)
+        assert _results(harness) == {(1, 0): 1, (1, 10): 2}
+        assert op.late_rows_dropped == 1
+
+
+def test_window_state_rescales_through_its_key_group_blobs() -> None:
+    rows = [(k, t, k * 100 + t) for k in range(12) for t in (1, 4, 15)]
+    with _windows("sum", "v", 10, 10) as (op, harness):
+        harness.process_element(_batch(rows))
+        harness.process_watermark(9)  # [0, 10) fires before the snapshot; [10, 20) is state
+        blobs = op.snapshot_key_groups()
+    merged: dict[tuple[int, int], Any] = {}
+    for subtask in range(3):
+        with _windows("sum", "v", 10, 10, subtask=subtask, parallelism=3, blobs=blobs) as (
+            _,
+            again,
+        ):
+            again.process_watermark(MAX_WATERMARK)  # restored windows fire with no new batch
+            merged.update(_results(again))
+    assert merged == {(k, 10): k * 100 + 15 for k in range(12)}
+
+
+def test_event_time_stamps_batches_and_emits_a_watermark_after_each() -> None:
+    op = BatchEventTime("t", 5)
+    harness = OneInputOperatorTestHarness(op, name="Event Time")
+    with harness:
+        harness.process_element(_batch([(0, 20, 0), (0, 30, 0)]))
+        harness.process_element(_batch([(0, 10, 0)]))  # older: no new watermark
+        harness.process_watermark(1000)  # upstream watermarks are replaced ...
+        harness.process_watermark(MAX_WATERMARK)  # ... except the end of input
+        assert [stamp for _, stamp in harness.get_output()] == [30, 10]
+        assert harness.get_watermarks() == [24, MAX_WATERMARK]
+
+
+@pytest.mark.parametrize("unit, factor", [("s", 1000), ("ms", 1), ("us", 0.001), ("ns", 1e-6)])
+def test_event_time_reads_timestamp_columns_in_any_unit(unit: str, factor: float) -> None:
+    op = BatchEventTime("t", 0)
+    harness = OneInputOperatorTestHarness(op, name="Event Time")
+    batch = pa.RecordBatch.from_pydict({"t": pa.array([5_000_000], pa.timestamp(unit))})
+    with harness:
+        harness.process_element(batch)
+        assert harness.get_output()[0][1] == int(5_000_000 * factor)
+
+
+def test_bad_time_columns_are_errors_naming_operator_and_column() -> None:
+    op = BatchEventTime("t", 0)
+    harness = OneInputOperatorTestHarness(op, name="Event Time")
+    with harness, pytest.raises(BatchError, match=r"operator 'Event Time'.*'t' has 1 null"):
+        harness.process_element(pa.RecordBatch.from_pydict({"t": pa.array([1, None])}))
+    with (
+        _windows("sum", "v", 10, 10) as (_, windows),
+        pytest.raises(BatchError, match=r"no event-time column 't'"),
+    ):
+        windows.process_element(pa.RecordBatch.from_pydict({"k": [1], "v": [1]}))
