@@ -76,6 +76,7 @@ def build(
     recovery_outputs: frozenset[int] = frozenset(),
     recovering_gates: frozenset[int] = frozenset(),
     on_channel_state_recovered: Callable[[], None] | None = None,
+    reports_restored_input: bool = False,
 ) -> tuple[StreamTask, ResultPartition]:
     """The ``plus`` subtask restoring ``state`` (None: nothing restored), fed ``live``."""
     vertex = plus_one()
@@ -89,7 +90,9 @@ def build(
         vertex=vertex, subtask_index=0, attempt=1, config=config or Configuration(),
         gates=(gate,), writers={vertex.outputs[0].id: writer},
         restored=() if state is None else (SubtaskSnapshot(channel_state=state),),
-        channel_recovery=SubtaskChannelRecovery(reemit, recovery_outputs, recovering_gates),
+        channel_recovery=SubtaskChannelRecovery(
+            reemit, recovery_outputs, recovering_gates, reports_restored_input
+        ),
     )  # fmt: skip
     if checkpoint_io is not None and checkpoint_io.channel_state_writer is None:
         channel_state = InMemoryChannelStateWriter.of([gate], [writer])
@@ -266,3 +269,37 @@ def test_a_gate_resumes_its_channels_once_every_one_ended_its_channel_state() ->
 
     # the JobMaster hears of it (and may start checkpointing) only once the gate resumed
     assert asyncio.run(scenario()) == [0, 0, 0, 1, 1, 1]
+
+
+def test_with_during_recovery_off_the_subtask_reports_once_its_restored_input_was_consumed() -> (
+    None
+):
+    """``execution.checkpointing.unaligned.during-recovery.enabled`` false: the subtask tells
+    the JobMaster (which triggers no checkpoint before) only after it processed the restored
+    input, and exactly once."""
+    state = ChannelState(
+        3, 0, 1, (1,), (1,),
+        inputs={(0, 0): (encode_chunk(Buffer(serialize_batch([1, 2], None))),
+                         encode_chunk(Buffer(serialize_batch([3], None))))},
+        outputs={},
+    )  # fmt: skip
+
+    async def scenario() -> list[int]:
+        processed_when_reported: list[int] = []
+        tasks: list[StreamTask] = []
+        task, _ = build(
+            state, [Buffer(serialize_batch([20, 21], None))],
+            on_channel_state_recovered=lambda: processed_when_reported.append(
+                tasks[0].input.records_in
+            ),
+            reports_restored_input=True,
+        )  # fmt: skip
+        tasks.append(task)
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return [*processed_when_reported, task.input.records_in]
+
+    # reported once, after the 3 restored records and before the 2 live ones
+    assert asyncio.run(scenario()) == [3, 5]

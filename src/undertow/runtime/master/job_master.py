@@ -382,7 +382,8 @@ class JobMaster:
         finished = asyncio.ensure_future(attempt.done.wait())
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
-            await await_channel_state_recovery(attempt, restore)
+            during_recovery = self.coordinator.settings.during_recovery
+            await await_channel_state_recovery(attempt, restore, during_recovery)
         if claimed is not None and attempt.all_deployed.is_set():
             self._console(restore_line(claimed.metadata, _now_ms() - attempt.deployed_at))
             record_restored(claimed.metadata.checkpoint_id)
