@@ -303,3 +303,38 @@ def test_with_during_recovery_off_the_subtask_reports_once_its_restored_input_wa
 
     # reported once, after the 3 restored records and before the 2 live ones
     assert asyncio.run(scenario()) == [3, 5]
+
+
+def test_an_aligned_barrier_during_recovery_waits_behind_the_restored_input_and_completes() -> None:
+    """FLINK-40518 (a checkpoint triggered mid-recovery on the aligned path hangs until it
+    expires) cannot happen here: an aligned barrier arrives on a live channel, queued behind
+    the live data, and the task takes it once the restored input before it was processed:
+    the checkpoint is acknowledged, after all of it."""
+    restored = [encode_chunk(Buffer(serialize_batch([i, i + 1, i + 2], None)))
+                for i in range(0, 30, 3)]  # fmt: skip
+    state = ChannelState(3, 0, 1, (1,), (1,), inputs={(0, 0): tuple(restored)}, outputs={})
+    aligned = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, False, 0)
+
+    async def scenario() -> dict[int, int]:
+        processed_at_ack: dict[int, int] = {}
+        tasks: list[StreamTask] = []
+
+        class Recording(Responder):
+            def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+                processed_at_ack[checkpoint_id] = tasks[0].input.records_in
+
+        io = CheckpointIO(responder=Recording(), state_writer=lambda c, n, d: n, executor=Inline())
+        task, _ = build(state, [], checkpoint_io=io)
+        tasks.append(task)
+        channel = task.gates[0].channels[0]
+        # queued before the task runs: a live batch, then the barrier (in the initial credit)
+        channel.on_send(Send(Buffer(serialize_batch([5000, 5001], None)), False, 0, 1))
+        channel.on_send(Send(CheckpointBarrier(5, 0, aligned), True, 1, 0))
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return processed_at_ack
+
+    processed_at_ack = asyncio.run(scenario())
+    assert processed_at_ack == {5: 32}, "not acknowledged, or before the restored input"
