@@ -11,9 +11,8 @@ only the names below):
    :class:`RecoveryCountdown` tells the JobMaster once everything the subtask must consume
    before checkpoints may be triggered was consumed.
 
-Checkpoints during recovery (FLIP-76 / FLIP-547,
-``execution.checkpointing.unaligned.during-recovery.enabled``): docs/design.md, "Channel
-recovery in one home".
+Checkpoints during recovery (FLIP-547's ``during-recovery.enabled``): docs/design.md,
+"Channel recovery in one home".
 """
 
 from __future__ import annotations
