@@ -130,8 +130,8 @@ def scenario(
 
 
 @pytest.mark.restores(catches=["channel-state"])
-@pytest.mark.parametrize("target", ["local-threads"])
-def test_a_checkpoint_completes_during_each_recovery_and_kills_in_a_row_lose_nothing(
+@pytest.mark.parametrize("target", ["local-threads", pytest.param("local", marks=pytest.mark.soak)])
+def test_a_checkpoint_completes_during_each_recovery_and_failures_in_a_row_lose_nothing(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     delays = scenario(make_env, tmp_path, capsys)
