@@ -10,7 +10,8 @@ the ``local-threads`` target: a kill of the attempt without a process to kill).
 
 Measured per mode, over ``--duration`` seconds: records committed (lines in the sink's
 committed part files) per minute; per restart, the time from the restart to the first
-completed checkpoint, and that checkpoint's bytes written and bytes referenced (restored
+completed checkpoint (from the restore's console line, printed once the restoring tasks
+were deployed), and that checkpoint's bytes written and bytes referenced (restored
 channel state not yet consumed is written again today: referenced is 0, see
 docs/checkpointing.md). PyFlink 2.3 is not run (see the report printed at the end).
 
@@ -44,6 +45,7 @@ COMPLETED = re.compile(
     r"^\[undertow\] checkpoint (\d+) completed in (\d+) ms, .*in-flight ([\d.]+) (B|KiB|MiB|GiB)"
 )
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting")
+RESTORED = re.compile(r"^\[undertow\] restored from checkpoint \d+ ")
 SCALE = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 GOAL_FIRST_CHECKPOINT_S = 2.0
 
@@ -169,11 +171,13 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
         client.cancel()
     finally:
         sys.stderr = console.inner
-    restarted: float | None = None
+    restarted: float | None = None  # the restore line: printed once its tasks were deployed
     for seen, line in console.lines:
         if RESTARTING.match(line):
             result.restarts += 1
             result.missed += restarted is not None
+            restarted = None
+        elif RESTORED.match(line):
             restarted = seen
         elif (m := COMPLETED.match(line)) and restarted is not None:
             written = int(float(m[3]) * SCALE[m[4]])

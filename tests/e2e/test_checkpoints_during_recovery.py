@@ -4,7 +4,7 @@ PIPELINE under heavy backpressure (a sink that spins on every record), so that t
 data an unaligned checkpoint restores takes seconds to consume, and a failure right after the
 first checkpoint of every attempt: each failure comes before the previous recovery finished.
 
-Proven here: every attempt after a restore completes a checkpoint within 2 s of its restart
+Proven here: every attempt after a restore completes a checkpoint within 2 s of the restore
 (with the option off the first one waits for the restored in-flight data to be consumed: the
 control, docs/testing.md), each restore takes a newer checkpoint than the one before (the job
 makes progress instead of returning to the same checkpoint, FLIP-76's vicious cycle), every
@@ -29,7 +29,13 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
-from .restore_evidence import RestWatcher, assert_restores, evidence, restored_checkpoints
+from .restore_evidence import (
+    RESTORED,
+    RestWatcher,
+    assert_restores,
+    evidence,
+    restored_checkpoints,
+)
 
 KEYS, RECORDS_PER_KEY = 8, 500
 RATE = 1_500.0  # records per second per source reader: three times the sink's pace
@@ -77,20 +83,22 @@ def timed_console(client: Any, capsys: pytest.CaptureFixture[str]) -> list[tuple
     return lines
 
 
-def first_checkpoint_after_each_restart(lines: list[tuple[float, str]]) -> list[float]:
-    """Per restart: seconds from its console line to the next completed checkpoint (inf if
+def first_checkpoint_after_each_restore(lines: list[tuple[float, str]]) -> list[float]:
+    """Per restore: seconds from its console line (printed once the restoring tasks were
+    deployed, before any wait for their recovery) to the next completed checkpoint (inf if
     none completed before the next restart or the end)."""
     delays: list[float] = []
-    restarted: float | None = None
+    restored: float | None = None
     for seen, line in lines:
-        if RESTARTING.match(line):
-            if restarted is not None:
-                delays.append(float("inf"))
-            restarted = seen
-        elif COMPLETED.match(line) and restarted is not None:
-            delays.append(seen - restarted)
-            restarted = None
-    if restarted is not None:
+        if RESTARTING.match(line) and restored is not None:
+            delays.append(float("inf"))
+            restored = None
+        elif RESTORED.match(line):
+            restored = seen
+        elif COMPLETED.match(line) and restored is not None:
+            delays.append(seen - restored)
+            restored = None
+    if restored is not None:
         delays.append(float("inf"))
     return delays
 
@@ -101,7 +109,7 @@ def scenario(
 ) -> list[float]:  # fmt: skip
     """The stateful operator fails its snapshot after checkpoint 2 completed, then in
     attempts 1 and 2 the snapshot after their first completed checkpoint (FailingSnapshot);
-    returns the seconds from each restart to its first completed checkpoint."""
+    returns the seconds from each restore to its first completed checkpoint."""
     failing = FailingSnapshot(fail_after_checkpoints=[2, 3, 4])
     env = make_env(
         parallelism=2, config=config(tmp_path, failing.scheduled_failures, during_recovery)
@@ -126,7 +134,7 @@ def scenario(
     oracle.assert_restored(replayed=True)
     oracle.assert_exactly_once()
     assert oracle.restarts == 3, (oracle, console)
-    return first_checkpoint_after_each_restart(lines)
+    return first_checkpoint_after_each_restore(lines)
 
 
 @pytest.mark.restores(catches=["channel-state"])
@@ -136,6 +144,6 @@ def test_a_checkpoint_completes_during_each_recovery_and_failures_in_a_row_lose_
 ) -> None:
     delays = scenario(make_env, tmp_path, capsys)
     assert len(delays) == 3 and max(delays) <= FIRST_CHECKPOINT_WITHIN_S, (
-        f"first checkpoint after each restart: {[round(d, 2) for d in delays]} s (goal "
+        f"first checkpoint after each restore: {[round(d, 2) for d in delays]} s (goal "
         f"{FIRST_CHECKPOINT_WITHIN_S} s)"
     )
