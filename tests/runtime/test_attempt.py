@@ -3,6 +3,8 @@ in the attempt and what it hands on (failures with their origin, finished tasks,
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import queue
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -12,15 +14,22 @@ from undertow.common import Configuration
 from undertow.core.errors import JobExecutionError, UndertowError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelStateDirection,
+    ChannelStateHandles,
+    build_handle,
+)
+from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.control.messages import (
     AcknowledgeCheckpoint,
+    ChannelStateRecovered,
     CollectRecords,
     RegisterWorker,
     TaskFailed,
     TaskFinished,
     TasksDeployed,
 )
-from undertow.runtime.master.attempt import Attempt, dispatch
+from undertow.runtime.master.attempt import Attempt, await_channel_state_recovery, dispatch
 from undertow.runtime.master.exception_history import TaskOrigin
 from undertow.runtime.master.metrics import TaskMetricsStore
 
@@ -134,3 +143,32 @@ def test_a_failed_attempt_acknowledges_no_checkpoint() -> None:
     host.fail(attempt, JobExecutionError("worker 1 exited unexpectedly"))
     dispatch(host, attempt, 1, object(), AcknowledgeCheckpoint(0, vertex.id, 1, 5, None))  # type: ignore[arg-type]
     assert coordinator.acks == [5]
+
+
+def test_with_during_recovery_off_no_checkpoint_before_restored_input_was_consumed() -> None:
+    """``await_channel_state_recovery``: on (the default) it does not wait for channel state
+    restored in place; off, it waits until each subtask restoring input in place reported
+    ``ChannelStateRecovered`` (output state only: no report needed)."""
+    data = b"abc"
+    handle = build_handle("stringify (1/2)", 4, ChannelStateDirection.INPUT, {(0, 0): [data]},
+                          0, hashlib.sha256(data).hexdigest(), inline_data=data)  # fmt: skip
+    vertex = graph().vertices[-1].id
+    restore = RestorePlan(
+        None, "", "", {}, {},  # type: ignore[arg-type]
+        channel_state={(vertex, 1): ChannelStateHandles(input=handle)},
+    )  # fmt: skip
+
+    async def scenario(during_recovery: bool) -> list[str]:
+        attempt, host = Attempt(3, graph(), 2, 10_000), FakeHost()
+        waiting = asyncio.ensure_future(
+            await_channel_state_recovery(attempt, restore, during_recovery)
+        )
+        await asyncio.sleep(0.05)
+        seen = ["waiting" if not waiting.done() else "triggering"]
+        report = ChannelStateRecovered(3, vertex, 1)  # type: ignore[arg-type]
+        dispatch(host, attempt, 0, object(), report)  # type: ignore[arg-type]
+        await asyncio.wait_for(waiting, 1)
+        return [*seen, "triggering"]
+
+    assert asyncio.run(scenario(True)) == ["triggering", "triggering"]
+    assert asyncio.run(scenario(False)) == ["waiting", "triggering"]

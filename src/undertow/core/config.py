@@ -579,6 +579,27 @@ class Options:
         "many bytes are queued ahead of the barrier (FLIP-76's UNALIGNED_WITH_MAX_INFLIGHT_DATA, "
         "never shipped by Flink); 0 = by time only",
     )
+    UNALIGNED_DURING_RECOVERY = bool_option(
+        "execution.checkpointing.unaligned.during-recovery.enabled",
+        True,
+        "FLIP-76 / FLIP-547: checkpoints are taken while restored in-flight data (channel "
+        "state restored in place) is still being consumed; the data not yet consumed becomes "
+        "the new checkpoint's channel state. false: no checkpoint is triggered before every "
+        "subtask consumed its restored in-flight data (Flink before 2.3)",
+    )
+    UNALIGNED_RECOVER_OUTPUT_ON_DOWNSTREAM = bool_option(
+        "execution.checkpointing.unaligned.recover-output-on-downstream.enabled",
+        False,
+        "FLIP-547: recover a producer's output channel state at the consumer's input. "
+        "undertow restores it into the producer's subpartitions, where a checkpoint during "
+        "recovery captures it as output state, so only false is accepted",
+        check=lambda on: None if not on else (
+            "must be false: undertow restores output channel state into the producer's "
+            "subpartitions (an unaligned barrier overtakes it there, so checkpoints during "
+            "recovery need no downstream recovery); recovering it at the consumer's input is "
+            "not implemented"
+        ),
+    )  # fmt: skip
     MAX_SUBTASKS_PER_CHANNEL_STATE_FILE = int_option(
         "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
         5,

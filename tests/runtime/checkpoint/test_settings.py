@@ -115,3 +115,15 @@ def test_the_coordinator_takes_its_barrier_options_and_retention_from_the_settin
         assert kit.storage.completed_checkpoint_ids() == [1]  # retained on cancellation
 
     asyncio.run(scenario())
+
+
+def test_checkpoints_during_recovery_are_on_by_default_and_flip_547s_companion_is_checked() -> None:
+    """FLIP-547's options under Flink's names: during-recovery on unless switched off;
+    recover-output-on-downstream accepted as false and refused as true, naming the option."""
+    assert settings().during_recovery
+    during = "execution.checkpointing.unaligned.during-recovery.enabled"
+    assert not settings(**{during: "false"}).during_recovery
+    downstream = "execution.checkpointing.unaligned.recover-output-on-downstream.enabled"
+    assert settings(**{downstream: "false"}).during_recovery
+    with pytest.raises(ConfigurationError, match=rf"option '{downstream}' = 'true': must be false"):
+        settings(**{downstream: "true"})

@@ -76,6 +76,7 @@ def build(
     recovery_outputs: frozenset[int] = frozenset(),
     recovering_gates: frozenset[int] = frozenset(),
     on_channel_state_recovered: Callable[[], None] | None = None,
+    reports_restored_input: bool = False,
 ) -> tuple[StreamTask, ResultPartition]:
     """The ``plus`` subtask restoring ``state`` (None: nothing restored), fed ``live``."""
     vertex = plus_one()
@@ -89,7 +90,9 @@ def build(
         vertex=vertex, subtask_index=0, attempt=1, config=config or Configuration(),
         gates=(gate,), writers={vertex.outputs[0].id: writer},
         restored=() if state is None else (SubtaskSnapshot(channel_state=state),),
-        channel_recovery=SubtaskChannelRecovery(reemit, recovery_outputs, recovering_gates),
+        channel_recovery=SubtaskChannelRecovery(
+            reemit, recovery_outputs, recovering_gates, reports_restored_input
+        ),
     )  # fmt: skip
     if checkpoint_io is not None and checkpoint_io.channel_state_writer is None:
         channel_state = InMemoryChannelStateWriter.of([gate], [writer])
@@ -266,3 +269,72 @@ def test_a_gate_resumes_its_channels_once_every_one_ended_its_channel_state() ->
 
     # the JobMaster hears of it (and may start checkpointing) only once the gate resumed
     assert asyncio.run(scenario()) == [0, 0, 0, 1, 1, 1]
+
+
+def test_with_during_recovery_off_the_subtask_reports_once_its_restored_input_was_consumed() -> (
+    None
+):
+    """``execution.checkpointing.unaligned.during-recovery.enabled`` false: the subtask tells
+    the JobMaster (which triggers no checkpoint before) only after it processed the restored
+    input, and exactly once."""
+    state = ChannelState(
+        3, 0, 1, (1,), (1,),
+        inputs={(0, 0): (encode_chunk(Buffer(serialize_batch([1, 2], None))),
+                         encode_chunk(Buffer(serialize_batch([3], None))))},
+        outputs={},
+    )  # fmt: skip
+
+    async def scenario() -> list[int]:
+        processed_when_reported: list[int] = []
+        tasks: list[StreamTask] = []
+        task, _ = build(
+            state, [Buffer(serialize_batch([20, 21], None))],
+            on_channel_state_recovered=lambda: processed_when_reported.append(
+                tasks[0].input.records_in
+            ),
+            reports_restored_input=True,
+        )  # fmt: skip
+        tasks.append(task)
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return [*processed_when_reported, task.input.records_in]
+
+    # reported once, after the 3 restored records and before the 2 live ones
+    assert asyncio.run(scenario()) == [3, 5]
+
+
+def test_an_aligned_barrier_during_recovery_waits_behind_the_restored_input_and_completes() -> None:
+    """FLINK-40518 (a checkpoint triggered mid-recovery on the aligned path hangs until it
+    expires) cannot happen here: an aligned barrier arrives on a live channel, queued behind
+    the live data, and the task takes it once the restored input before it was processed:
+    the checkpoint is acknowledged, after all of it."""
+    restored = [encode_chunk(Buffer(serialize_batch([i, i + 1, i + 2], None)))
+                for i in range(0, 30, 3)]  # fmt: skip
+    state = ChannelState(3, 0, 1, (1,), (1,), inputs={(0, 0): tuple(restored)}, outputs={})
+    aligned = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, False, 0)
+
+    async def scenario() -> dict[int, int]:
+        processed_at_ack: dict[int, int] = {}
+        tasks: list[StreamTask] = []
+
+        class Recording(Responder):
+            def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
+                processed_at_ack[checkpoint_id] = tasks[0].input.records_in
+
+        io = CheckpointIO(responder=Recording(), state_writer=lambda c, n, d: n, executor=Inline())
+        task, _ = build(state, [], checkpoint_io=io)
+        tasks.append(task)
+        channel = task.gates[0].channels[0]
+        # queued before the task runs: a live batch, then the barrier (in the initial credit)
+        channel.on_send(Send(Buffer(serialize_batch([5000, 5001], None)), False, 0, 1))
+        channel.on_send(Send(CheckpointBarrier(5, 0, aligned), True, 1, 0))
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return processed_at_ack
+
+    processed_at_ack = asyncio.run(scenario())
+    assert processed_at_ack == {5: 32}, "not acknowledged, or before the restored input"

@@ -47,6 +47,9 @@ class CheckpointSettings:
     runtime_mode: RuntimeExecutionMode
     #: ``state.backend.type``: recorded in a savepoint, checked when a job restores one.
     state_backend: str = "hashmap"
+    #: ``execution.checkpointing.unaligned.during-recovery.enabled`` (FLIP-547): checkpoints
+    #: are triggered while restored in-flight data is still being consumed.
+    during_recovery: bool = True
 
     @classmethod
     def of(cls, config: Configuration) -> CheckpointSettings:
@@ -68,6 +71,7 @@ class CheckpointSettings:
             claim_mode=RecoveryClaimMode.of(config),
             runtime_mode=RuntimeExecutionMode[config.get(Options.RUNTIME_MODE)],
             state_backend=config.get(Options.STATE_BACKEND),
+            during_recovery=_during_recovery(config),
         )
 
     @property
@@ -99,3 +103,11 @@ class CheckpointSettings:
         if final_status == "FAILED":
             return self.retention is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
         return False
+
+
+def _during_recovery(config: Configuration) -> bool:
+    """``during-recovery.enabled``, after checking its companion option (FLIP-547's
+    ``recover-output-on-downstream.enabled``, which undertow accepts only as false: its
+    check raises a ``ConfigurationError`` naming the option and the value)."""
+    config.get(Options.UNALIGNED_RECOVER_OUTPUT_ON_DOWNSTREAM)
+    return config.get(Options.UNALIGNED_DURING_RECOVERY)

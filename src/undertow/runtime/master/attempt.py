@@ -29,6 +29,7 @@ from undertow.connectors.source import SplitEnumerator
 from undertow.core.errors import JobExecutionError, UndertowError
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
+from undertow.runtime.checkpoint.channel_recovery import in_place_input_subtasks
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.control.connection import ControlConnection
@@ -270,21 +271,34 @@ async def watch_heartbeats(
             return
 
 
-async def await_channel_state_recovery(attempt: Attempt, restore: RestorePlan | None) -> None:
+async def await_channel_state_recovery(
+    attempt: Attempt, restore: RestorePlan | None, during_recovery: bool = True
+) -> None:
     """After a rescaled restore of in-flight data, wait (or until the attempt ends) until
     every consumer of a rescaled edge consumed what the producers re-emitted. A checkpoint
     taken before would persist re-emitted records as ordinary in-flight data, and a restore
     from it would no longer deliver them before the live data of other channels (the
     per-key order the ``EndOfChannelStateEvent`` barrier gives). Flink's tasks likewise
-    stay INITIALIZING, and untriggerable, while they recover channel state."""
-    if restore is None or not restore.rescaled_gates:
+    stay INITIALIZING, and untriggerable, while they recover channel state.
+
+    Channel state restored in place needs no wait: a checkpoint during its recovery takes
+    the restored input not yet consumed as its channel state. With ``during_recovery``
+    false (``execution.checkpointing.unaligned.during-recovery.enabled``) it waits for those
+    subtasks too (:func:`~undertow.runtime.checkpoint.channel_recovery.in_place_input_subtasks`),
+    as Flink before 2.3 does."""
+    if restore is None:
         return
-    attempt.recovering = {
+    waiting = set() if during_recovery else set(
+        in_place_input_subtasks(restore.channel_state, restore.finished_vertices)
+    )  # fmt: skip
+    if not restore.rescaled_gates and not waiting:
+        return
+    attempt.recovering = (waiting | {
         (vid, s)
         for vid in restore.rescaled_gates
         if vid not in restore.finished_vertices
         for s in range(attempt.graph.vertex(vid).parallelism)
-    } - attempt.recovering_done
+    }) - attempt.recovering_done  # fmt: skip
     if attempt.recovering:
         attempt.recovered.clear()  # reports before this point may have set it
         recovered = asyncio.ensure_future(attempt.recovered.wait())

@@ -381,11 +381,14 @@ class JobMaster:
         deployed = asyncio.ensure_future(attempt.all_deployed.wait())
         finished = asyncio.ensure_future(attempt.done.wait())
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
-        if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
-            await await_channel_state_recovery(attempt, restore)
         if claimed is not None and attempt.all_deployed.is_set():
+            # the restore's time is its deployment's: consuming the restored in-flight data
+            # is the job's work (and, with during-recovery off, the wait below)
             self._console(restore_line(claimed.metadata, _now_ms() - attempt.deployed_at))
             record_restored(claimed.metadata.checkpoint_id)
+        if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
+            during_recovery = self.coordinator.settings.during_recovery
+            await await_channel_state_recovery(attempt, restore, during_recovery)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             done = frozenset() if restore is None else frozenset(
                 (vid, s) for vid in restore.finished_vertices

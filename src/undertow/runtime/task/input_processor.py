@@ -72,6 +72,7 @@ class StreamInputProcessor:
         loop_call_later: Callable[[float, Callable[[], None]], object],
         wake: Callable[[], None],
         input_held: Callable[[], bool] = lambda: False,
+        on_restored_input_consumed: Callable[[], None] | None = None,
     ) -> None:
         self.gates = list(gates)
         self.head = head
@@ -101,6 +102,9 @@ class StreamInputProcessor:
         self._current: CurrentBatch | None = None
         #: Restored input batches not yet processed: (gate, channel, values, timestamps).
         self._restored_input: deque[tuple[InputGate, InputChannel, list[Any], Any]] = deque()
+        #: Called once, when the restored input was consumed (the first slice after it; a
+        #: subtask that restored none calls it in its first slice).
+        self._on_restored_consumed = on_restored_input_consumed
         self._gate_rr = 0
         #: A source's input ended (its reader, or a stop).
         self._source_ended = False
@@ -124,6 +128,7 @@ class StreamInputProcessor:
         return (
             self._current is not None
             or bool(self._restored_input)
+            or self._on_restored_consumed is not None  # a slice reports it
             or any(g.has_input() for g in self.gates)
         )
 
@@ -203,6 +208,8 @@ class StreamInputProcessor:
                 break
             current = self._current
             if current is None:
+                if self._on_restored_consumed is not None and not self._restored_input:
+                    self._restored_consumed()
                 if self._restored_input:  # restored input goes before any live input
                     gate, channel, values, stamps = self._restored_input.popleft()
                     self._current = current = CurrentBatch(gate, channel, values, stamps, True)
@@ -268,6 +275,11 @@ class StreamInputProcessor:
             if head_room is not None and head_room() <= 0:
                 break
         self.after_slice()
+
+    def _restored_consumed(self) -> None:
+        callback, self._on_restored_consumed = self._on_restored_consumed, None
+        if callback is not None:
+            callback()
 
     def _adapt_chunk(self, count: int, elapsed: float, slice_s: float) -> None:
         target = slice_s / 4

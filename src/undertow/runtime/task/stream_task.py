@@ -88,7 +88,8 @@ class StreamTask:
         """Build the subtask's chain (and, with ``checkpoint_io``, its checkpointer) from
         ``deployment``. ``pace``: the worker's shared slice pace (default: one of its own).
         ``on_channel_state_recovered``: called once every gate of
-        ``deployment.channel_recovery.recovering_gates`` ended its re-emitted channel state."""
+        ``deployment.channel_recovery.recovering_gates`` ended its re-emitted channel state
+        and, if ``reports_restored_input``, the restored input was consumed."""
         vertex = deployment.vertex
         config = deployment.config
         #: The task's options, read once (:mod:`.settings`).
@@ -152,11 +153,16 @@ class StreamTask:
                 settings=settings,
             )  # fmt: skip
         two_input = isinstance(self.head, TwoInputStreamOperator)
+        recovery = deployment.channel_recovery
+        countdown = channel_recovery.RecoveryCountdown(
+            bool(recovery.recovering_gates) + recovery.reports_restored_input,
+            on_channel_state_recovered,
+        )
         self.events = EventDispatcher(
             name=self.name, operator_name=vertex.name, gates=self.gates, head=self.head,
             two_input=two_input, checkpointer=self.checkpointer, lifecycle=self,
             recovery=channel_recovery.UpstreamRecoveryTracker(
-                deployment.channel_recovery.recovering_gates, on_channel_state_recovered
+                recovery.recovering_gates, countdown.part_done
             ),
         )  # fmt: skip
         #: Unaligned checkpoints: priority events may overtake data.
@@ -170,6 +176,9 @@ class StreamTask:
             buffer_timeout_ms=self.buffer_timeout_ms, debloated=self._debloat is not None,
             loop_call_later=loop.call_later, wake=self.mailbox.wake,
             input_held=self.mailbox.input_held,
+            on_restored_input_consumed=(
+                countdown.part_done if recovery.reports_restored_input else None
+            ),
         )  # fmt: skip
         for gate in self.gates:
             gate.set_listener(self.mailbox.wake)

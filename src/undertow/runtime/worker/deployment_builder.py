@@ -103,8 +103,9 @@ class TaskDeploymentBuilder:
         restored = await self._read_restored_state(graph, deploy)
         plan = plan_execution(graph, deploy.num_workers)
         channels = await WorkerChannelRecovery.read(
-            deploy.restore, set(plan.subtasks_of(graph, self.worker_index)), self.io_pool
-        )
+            deploy.restore, set(plan.subtasks_of(graph, self.worker_index)), self.io_pool,
+            during_recovery=checkpointing.during_recovery,
+        )  # fmt: skip
         by_producer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         by_consumer: dict[tuple[int, int], list[ChannelSpec]] = defaultdict(list)
         for ch in plan.channels:
@@ -139,7 +140,8 @@ class TaskDeploymentBuilder:
                 shared_writer=self.storage.write_shared_file if self.storage is not None else None,
             )  # fmt: skip
             recovered: Callable[[], None] | None = None
-            if deployment.channel_recovery.recovering_gates:
+            recovery = deployment.channel_recovery
+            if recovery.recovering_gates or recovery.reports_restored_input:
                 recovered = functools.partial(
                     self._link.send, ChannelStateRecovered(self.attempt, vertex_id, subtask)
                 )

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from undertow.runtime.checkpoint.channel_recovery import UpstreamRecoveryTracker
+from undertow.runtime.checkpoint.channel_recovery import (
+    RecoveryCountdown,
+    UpstreamRecoveryTracker,
+)
 
 
 @dataclass
@@ -55,3 +58,16 @@ def test_without_recovering_gates_nothing_is_reported() -> None:
     only = gate(1)
     tracker.end_of_channel_state(0, only, only.channels[0])  # resumes, reports nothing
     assert only.channels[0].resumed == 1
+
+
+def test_the_countdown_reports_once_after_its_last_part() -> None:
+    reports: list[str] = []
+    countdown = RecoveryCountdown(2, lambda: reports.append("recovered"))
+    countdown.part_done()
+    assert reports == []
+    countdown.part_done()
+    countdown.part_done()
+    assert reports == ["recovered"]
+    nothing = RecoveryCountdown(0, lambda: reports.append("never"))
+    nothing.part_done()
+    assert reports == ["recovered"]

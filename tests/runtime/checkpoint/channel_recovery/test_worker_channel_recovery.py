@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -15,10 +16,15 @@ from undertow.runtime.checkpoint.channel_recovery import (
     ReemittedChannel,
     SubtaskChannelRecovery,
     WorkerChannelRecovery,
+    in_place_input_subtasks,
 )
 from undertow.runtime.checkpoint.channel_recovery.reader import RestoredChannels
 from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel
-from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelStateDirection,
+    ChannelStateHandles,
+    build_handle,
+)
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputGate
 
@@ -34,6 +40,7 @@ class Assignment:
     reemit: Mapping[tuple[int, int], tuple[ReemitChannel, ...]] = field(default_factory=dict)
     rescaled_gates: Mapping[int, frozenset[int]] = field(default_factory=dict)
     rescaled_outputs: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    finished_vertices: frozenset[int] = frozenset()
 
 
 def plus_one() -> JobVertex:
@@ -80,3 +87,33 @@ def test_in_place_state_is_attached_to_the_snapshot_and_checked_against_the_gate
                                   {}, {}, {})  # fmt: skip
     with pytest.raises(RestoreError, match=r"plus \(2/2\): checkpoint 7 holds input channel"):
         wrong.snapshots_of(vertex, 1, None, [gate], [])
+
+
+def inline(direction: ChannelStateDirection) -> ChannelStateHandles:
+    data = b"abc"
+    handle = build_handle("plus (1/2)", 7, direction, {(0, 0): [data]}, 0,
+                          hashlib.sha256(data).hexdigest(), inline_data=data)  # fmt: skip
+    if direction is ChannelStateDirection.INPUT:
+        return ChannelStateHandles(input=handle)
+    return ChannelStateHandles(output=handle)
+
+
+def test_with_during_recovery_off_subtasks_restoring_input_in_place_report_it() -> None:
+    """One rule for the JobMaster and the workers: a subtask of a running vertex with input
+    channel state restored in place reports; output state only, or finished: no report."""
+    state = {
+        (2, 0): inline(ChannelStateDirection.INPUT),
+        (2, 1): inline(ChannelStateDirection.OUTPUT),
+        (4, 0): inline(ChannelStateDirection.INPUT),
+    }
+    assert in_place_input_subtasks(state, frozenset({4})) == {(2, 0)}
+    off = asyncio.run(WorkerChannelRecovery.read(
+        Assignment(channel_state=state, finished_vertices=frozenset({4})),
+        {(2, 0), (2, 1), (4, 0)}, None, during_recovery=False,
+    ))  # fmt: skip
+    assert off.for_subtask(2, 0) == SubtaskChannelRecovery(reports_restored_input=True)
+    assert off.for_subtask(2, 1) == SubtaskChannelRecovery()
+    on = asyncio.run(WorkerChannelRecovery.read(
+        Assignment(channel_state=state), {(2, 0)}, None, during_recovery=True
+    ))  # fmt: skip
+    assert on.for_subtask(2, 0) == SubtaskChannelRecovery()

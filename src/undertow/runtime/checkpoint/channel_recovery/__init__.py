@@ -7,10 +7,12 @@ only the names below):
    and which old channels a producer re-emits after a rescale (:mod:`.plan`, :mod:`.rescale`);
 2. worker, I/O pool: :meth:`WorkerChannelRecovery.read` reads and checks it (:mod:`.reader`);
 3. task, before ``open``: :func:`restore_in_place` and :func:`reemit` put it back (:mod:`.feed`);
-4. consumer: :class:`UpstreamRecoveryTracker` resumes a gate once its re-emitted data ended.
+4. consumer: :class:`UpstreamRecoveryTracker` resumes a gate once its re-emitted data ended;
+   :class:`RecoveryCountdown` tells the JobMaster once everything the subtask must consume
+   before checkpoints may be triggered was consumed.
 
-Where checkpoints during recovery (FLIP-76 / FLIP-547) will go: docs/design.md, "Channel
-recovery in one home".
+Checkpoints during recovery (FLIP-547's ``during-recovery.enabled``): docs/design.md,
+"Channel recovery in one home".
 """
 
 from __future__ import annotations
@@ -23,14 +25,26 @@ from undertow.runtime.checkpoint.channel_recovery.feed import (
 )
 from undertow.runtime.checkpoint.channel_recovery.plan import (
     ChannelRecoveryPlan,
+    in_place_input_subtasks,
     plan_channel_recovery,
 )
 from undertow.runtime.checkpoint.channel_recovery.reader import WorkerChannelRecovery
 from undertow.runtime.checkpoint.channel_recovery.rescale import EndOfChannelStateEvent
-from undertow.runtime.checkpoint.channel_recovery.upstream import UpstreamRecoveryTracker
+from undertow.runtime.checkpoint.channel_recovery.upstream import (
+    RecoveryCountdown,
+    UpstreamRecoveryTracker,
+)
 
 __all__ = [
-    "ChannelRecoveryPlan", "EndOfChannelStateEvent", "ReemittedChannel",
-    "SubtaskChannelRecovery", "UpstreamRecoveryTracker", "WorkerChannelRecovery",
-    "plan_channel_recovery", "reemit", "restore_in_place",
+    "ChannelRecoveryPlan",
+    "EndOfChannelStateEvent",
+    "RecoveryCountdown",
+    "ReemittedChannel",
+    "SubtaskChannelRecovery",
+    "UpstreamRecoveryTracker",
+    "WorkerChannelRecovery",
+    "in_place_input_subtasks",
+    "plan_channel_recovery",
+    "reemit",
+    "restore_in_place",
 ]  # fmt: skip

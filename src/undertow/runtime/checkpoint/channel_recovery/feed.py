@@ -48,7 +48,8 @@ class ReemittedChannel:
 
 @dataclass(frozen=True, slots=True)
 class SubtaskChannelRecovery:
-    """What one subtask does for a rescaled restore (all empty: nothing)."""
+    """What one subtask does for a restore with channel state beyond putting it back (all
+    empty: nothing)."""
 
     #: Old channels this subtask re-emits, in order, before any operator.
     reemit: tuple[ReemittedChannel, ...] = ()
@@ -57,6 +58,10 @@ class SubtaskChannelRecovery:
     #: Gates (indices) that receive re-emitted data: the JobMaster triggers no checkpoint
     #: before every one of them ended it (:class:`.upstream.UpstreamRecoveryTracker`).
     recovering_gates: frozenset[int] = frozenset()
+    #: ``during-recovery.enabled`` false and the subtask restores input in place: it reports
+    #: once it consumed that input, and the JobMaster triggers no checkpoint before
+    #: (:func:`.plan.in_place_input_subtasks`).
+    reports_restored_input: bool = False
 
 
 class RecoveringSubtask(Protocol):

@@ -75,6 +75,20 @@ def plan_channel_recovery(
     return ChannelRecoveryPlan(channel_state, reemit, rescaled_gates, rescaled_outputs)
 
 
+def in_place_input_subtasks(
+    channel_state: Mapping[SubtaskKey, ChannelStateHandles], finished: frozenset[int]
+) -> frozenset[SubtaskKey]:
+    """The subtasks (of vertices not deployed as finished) that restore input channel state
+    in place. With ``execution.checkpointing.unaligned.during-recovery.enabled`` false, the
+    JobMaster triggers no checkpoint before each of them consumed it, and each reports that
+    it did (``ChannelStateRecovered``): one rule for both sides, so they agree."""
+    return frozenset(
+        key
+        for key, handles in channel_state.items()
+        if key[0] not in finished and handles.input is not None
+    )
+
+
 def check_channel_state_shape(
     graph: JobGraph,
     meta: CheckpointMetadata,

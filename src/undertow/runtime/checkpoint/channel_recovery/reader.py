@@ -27,6 +27,7 @@ from undertow.runtime.checkpoint.channel_recovery.feed import (
     ReemittedChannel,
     SubtaskChannelRecovery,
 )
+from undertow.runtime.checkpoint.channel_recovery.plan import in_place_input_subtasks
 from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel, channel_stream
 from undertow.runtime.checkpoint.channel_state_files import read_channel_state
 from undertow.runtime.checkpoint.channel_state_handles import (
@@ -71,6 +72,9 @@ class ChannelStateAssignment(Protocol):
 
     @property
     def rescaled_outputs(self) -> Mapping[int, frozenset[int]]: ...
+
+    @property
+    def finished_vertices(self) -> frozenset[int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +222,8 @@ class WorkerChannelRecovery:
     rescaled_gates: Mapping[int, frozenset[int]]
     #: vertex id -> output indices of rescaled edges with channel state.
     rescaled_outputs: Mapping[int, frozenset[int]]
+    #: Subtasks that report once they consumed their restored input (during-recovery off).
+    reporting_inputs: frozenset[SubtaskKey] = frozenset()
 
     @classmethod
     async def read(
@@ -225,9 +231,13 @@ class WorkerChannelRecovery:
         assignment: ChannelStateAssignment | None,
         subtasks: set[SubtaskKey],
         executor: Executor | None,
+        *,
+        during_recovery: bool = True,
     ) -> WorkerChannelRecovery:
         """Read what ``subtasks`` (this worker's) restore of ``assignment`` (None: a fresh
-        start), on ``executor``; each shared handle once, verified before use."""
+        start), on ``executor``; each shared handle once, verified before use.
+        ``during_recovery``: ``execution.checkpointing.unaligned.during-recovery.enabled``
+        (false: subtasks restoring input in place report when they consumed it)."""
         if assignment is None:
             return cls({}, {}, {}, {})
         in_place: dict[SubtaskKey, RestoredChannels] = {}
@@ -236,7 +246,15 @@ class WorkerChannelRecovery:
             reader = ChannelStateReader(assignment, subtasks, executor)
             in_place = await reader.read_in_place()
             reemitted = await reader.read_reemitted()
-        return cls(in_place, reemitted, assignment.rescaled_gates, assignment.rescaled_outputs)
+        reporting: frozenset[SubtaskKey] = frozenset()
+        if not during_recovery:
+            reporting = in_place_input_subtasks(
+                assignment.channel_state, assignment.finished_vertices
+            )
+        return cls(
+            in_place, reemitted, assignment.rescaled_gates, assignment.rescaled_outputs,
+            reporting & subtasks,
+        )  # fmt: skip
 
     def snapshots_of(
         self,
@@ -263,4 +281,5 @@ class WorkerChannelRecovery:
             ),
             recovery_outputs=self.rescaled_outputs.get(vertex_id, frozenset()),
             recovering_gates=frozenset(self.rescaled_gates.get(vertex_id, frozenset())),
+            reports_restored_input=(vertex_id, subtask) in self.reporting_inputs,
         )

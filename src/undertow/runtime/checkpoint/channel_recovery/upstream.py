@@ -70,3 +70,25 @@ class UpstreamRecoveryTracker:
         if not self.recovering and callback is not None:
             self._on_recovered = None
             callback()
+
+
+class RecoveryCountdown:
+    """Calls ``on_recovered`` once, when the last of ``parts`` things the subtask recovers
+    before checkpoints may be triggered ended (its rescaled gates' re-emitted data; with
+    during-recovery off, its restored input). ``parts`` 0: never calls (nothing to report).
+
+    Threading: the task's loop thread. Invariant: ``on_recovered`` runs at most once, and
+    only after :meth:`part_done` was called ``parts`` times.
+    """
+
+    def __init__(self, parts: int, on_recovered: Callable[[], None] | None) -> None:
+        self._left = parts
+        self._on_recovered = on_recovered if parts > 0 else None
+
+    def part_done(self) -> None:
+        """One part ended (each part calls this once)."""
+        self._left -= 1
+        callback = self._on_recovered
+        if self._left <= 0 and callback is not None:
+            self._on_recovered = None
+            callback()
