@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from undertow.common import Configuration
+from undertow.common.python_dependencies import PythonDependencies
 from undertow.datastream import StreamExecutionEnvironment
-from undertow.deploy.local import ProcessLauncher
+from undertow.deploy.local import ProcessLauncher, forkable
 
 
 def _seen_by_the_workers(marker: str) -> list[tuple[str, str, bool]]:
@@ -142,3 +143,9 @@ def _cmdline(pid: int) -> bytes:
 def _parent(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_jobs_with_their_own_interpreter_or_requirements_get_fresh_interpreters() -> None:
+    assert forkable(PythonDependencies(files=("/some/module.py",)))
+    assert not forkable(PythonDependencies(executable="/opt/python3.12/bin/python"))
+    assert not forkable(PythonDependencies(requirements="/job/requirements.txt"))

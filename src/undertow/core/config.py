@@ -363,7 +363,7 @@ class Options:
         "target local: fork worker processes from a server process that has undertow's worker "
         "modules imported (as Spark's Python daemon forks its workers), so a worker skips an "
         "interpreter's start and imports; false starts every worker as a fresh interpreter (as "
-        "does a job that sets python.executable)",
+        "does a job that sets python.executable or python.requirements)",
     )
     RUNTIME_MODE = str_option(
         "execution.runtime-mode",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from undertow.common import python_dependencies
 from undertow.core.config import Configuration, Options
-from undertow.deploy.local import ProcessLauncher, ThreadLauncher
+from undertow.deploy.local import ProcessLauncher, ThreadLauncher, forkable
 from undertow.deploy.python_environment import check_target, prepare_driver
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.master.job_master import JobMaster, WorkerLauncher, default_num_workers
@@ -49,7 +49,7 @@ def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
 
 def _process_launcher(config: Configuration) -> ProcessLauncher:
     forked = config.get(Options.LOCAL_FORK_SERVER)
-    launcher = ProcessLauncher(forked and python_dependencies.read(config).executable is None)
+    launcher = ProcessLauncher(forked and forkable(python_dependencies.read(config)))
     launcher.warm()
     return launcher
 

@@ -8,7 +8,8 @@
   job secret included, on stdin (never on the command line). Either way the worker's
   ``sys.path``, environment and working directory are the driver's at launch, so modules the
   job imports are importable there. A job that sets ``python.executable`` gets fresh
-  interpreters of it.
+  interpreters of it, and one with ``python.requirements`` fresh interpreters too (the fork
+  server has imported packages its requirements might pin to other versions).
 
 Both run exactly the same worker code (:func:`undertow.runtime.worker.worker.run_worker`).
 """
@@ -81,8 +82,9 @@ class ThreadLauncher:
 class ProcessLauncher:
     """Worker processes of the ``local`` target: forked from the fork server
     (:mod:`undertow.deploy.fork_server`) unless ``execution.local.fork-server`` is false or the
-    job runs its workers on another interpreter (``python.executable``), then fresh
-    interpreters.
+    job runs its workers on another interpreter (``python.executable``) or installs
+    requirements (``python.requirements``: they might pin other versions of modules the
+    server has imported), then fresh interpreters.
 
     Threading: ``launch``, ``exited`` and ``kill`` are called on the JobMaster's loop (a fork
     takes milliseconds once the server runs: :meth:`warm` starts it before the loop does);
@@ -101,8 +103,9 @@ class ProcessLauncher:
         self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
         config: dict[str, str],
     ) -> None:  # fmt: skip
-        executable = python_dependencies.read(config).executable
-        forked = self.fork_server and executable is None
+        dependencies = python_dependencies.read(config)
+        executable = dependencies.executable
+        forked = self.fork_server and forkable(dependencies)
         self.processes = []
         for index in range(num_workers):
             arguments = pickle.dumps((index, attempt, master, secret, config))
@@ -139,6 +142,12 @@ class ProcessLauncher:
     def exited(self) -> list[int]:
         """Workers whose process has ended."""
         return [i for i, proc in enumerate(self.processes) if proc.poll() is not None]
+
+
+def forkable(dependencies: python_dependencies.PythonDependencies) -> bool:
+    """Whether the fork server's workers fit the job: the driver's interpreter, and no
+    requirements that might pin other versions of modules the server has imported."""
+    return dependencies.executable is None and dependencies.requirements is None
 
 
 class WorkerProcess(Protocol):
