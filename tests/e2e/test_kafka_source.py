@@ -172,17 +172,17 @@ def wait_until_committed(bootstrap: str, topic: str, offset: int, timeout_s: flo
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-group"})
     partitions = [TopicPartition(topic, p) for p in (0, 1)]
     deadline = time.monotonic() + timeout_s
+    last_error = None
     try:
         while True:
             try:
                 if min(tp.offset for tp in consumer.committed(partitions, 10)) >= offset:
                     return
             except KafkaException as err:  # a fresh broker's group coordinator is loading
-                if not err.args[0].retriable():
-                    raise
+                last_error = err  # (or moving: NOT_COORDINATOR, not marked retriable)
             assert time.monotonic() < deadline, (
                 f"no checkpoint committed offset {offset} on both partitions of {topic} "
-                f"within {timeout_s} s"
+                f"within {timeout_s} s (last error: {last_error})"
             )
             time.sleep(0.2)
     finally:
