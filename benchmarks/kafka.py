@@ -26,11 +26,13 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
    AT_LEAST_ONCE, the same checkpoint interval. A peer that cannot run prints why.
 5. **Shopee's shape**: a Kafka backlog, a slow keyed operator (spins ``--spin-us`` per record),
    checkpoints every 200 ms, aligned and unaligned: checkpoint p50 and in-flight bytes.
+6. **Oracle counts after a kill** (benchmarks/kafka_kill.py): section 2's job on undertow counts
+   a filled topic while a worker is killed; lost and duplicated counts per guarantee.
 
 Each section prints the load average at its start and end. The last lines are one per target:
 ``target NAME: FIGURE (goal GOAL): met|missed``. Usage::
 
-    python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee]
+    python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee,kill]
 
 ``-D key=value`` (repeatable) adds undertow rows run with those options, e.g.
 ``-D execution.buffer-timeout=5ms``.
@@ -59,6 +61,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "peers"), str(HERE.parent / "tools")]
 import kafka_engines  # noqa: E402
 import kafka_jars  # noqa: E402
+import kafka_kill  # noqa: E402
 import kafka_load as load  # noqa: E402
 import pyflink_venv  # noqa: E402
 import unaligned  # noqa: E402
@@ -520,8 +523,9 @@ def main() -> None:
     sizes = QUICK if args.quick else FULL
     if args.sections is None:
         args.sections = (
-            "source,latency,shopee" if args.quick else "source,latency,spark,pyflink,shopee"
-        )
+            "source,latency,shopee,kill" if args.quick
+            else "source,latency,spark,pyflink,shopee,kill"
+        )  # fmt: skip
     sections = args.sections.split(",")
     print(f"benchmarks/kafka.py {'--quick' if args.quick else '(full)'} on "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
@@ -597,6 +601,29 @@ def main() -> None:
         if "shopee" in sections:
             with section("5. Shopee's shape: Kafka backlog, slow keyed operator, checkpoints"):
                 shopee(bootstrap, sizes.shopee_seconds, args.spin_us)
+        if "kill" in sections:
+            with section("6. oracle counts after a kill: undertow, one worker killed"):
+                records = 2 * sizes.burst_records  # still flowing when the kill comes
+
+                def filled(source: str, sink: str) -> None:
+                    create_topics(bootstrap, source, sink)
+                    fill(bootstrap, source, records)
+
+                seed = int.from_bytes(os.urandom(4), "big")
+                print(f"{records} records, {load.KEYS} keys, checkpoints every "
+                      f"{args.interval_ms} ms, kill seed {seed}")  # fmt: skip
+                kill_rows = kafka_kill.oracle_after_kill(
+                    bootstrap, records, args.interval_ms, seed, filled
+                )
+                kafka_kill.print_kill(kill_rows)
+            for row in kill_rows:
+                ok = not row.note and row.restarts >= 1
+                exact = row.name.startswith("undertow EXACTLY_ONCE")
+                goal = "lost = duplicated = 0" if exact else "lost = 0"
+                met = row.lost == 0 and (row.duplicated == 0 or not exact)
+                targets.append(target(f"{row.name} after a kill",
+                                      f"lost {row.lost}, duplicated {row.duplicated}", goal,
+                                      met if ok else None))  # fmt: skip
     print(f"\nload average at the end: {loadavg()}")
     for line in targets:
         print(line)

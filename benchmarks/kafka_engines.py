@@ -131,6 +131,10 @@ class UndertowEngine:
         self._saved_stderr, sys.stderr = sys.stderr, self._console
         self._client = env.execute_async(f"kafka benchmark: {self.name}")
 
+    def console(self) -> str:
+        """What the JobMaster wrote to stderr since :meth:`start` (its console lines)."""
+        return self._console.lines.getvalue()
+
     def failure(self) -> str | None:
         if self._client is None:
             return "not started"

@@ -4,7 +4,10 @@ confluent-kafka's ``consume`` blocks, a reader must not: one :class:`SplitFetche
 reader owns an ``assign``-ed ``Consumer`` and hands :class:`FetchedRecords`,
 :class:`PartitionEnd` and :class:`FetchFailed` to the reader through a bounded queue (a full
 queue stops fetching: backpressure). A partition ends when the consumer's *position* reaches
-its stopping offset, never by waiting for a record at ``stopping - 1`` (FLINK-34470).
+its stopping offset, never by waiting for a record at ``stopping - 1`` (FLINK-34470). Each
+fetch takes what the consumer holds (up to ``max_batch``) without waiting for a fuller batch;
+only a consumer holding nothing is waited on, up to ``wait_s``, for its first record (latency:
+``consume(500, timeout=0.1)`` made every record at a low rate wait the 100 ms).
 
 Threading: the reader calls :meth:`SplitFetcher.add_splits`, ``commit``, ``poll`` and
 ``close`` from the task's thread (they only enqueue or dequeue); ``on_available`` is called
@@ -20,7 +23,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -63,6 +66,29 @@ _FATAL_CODES = frozenset(
 )
 
 
+class ConsumerLike(Protocol):
+    """What the fetcher uses of confluent-kafka's ``Consumer`` (tests script one)."""
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]: ...
+
+    def poll(self, timeout: float = -1) -> Any: ...
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None: ...
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None: ...
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]: ...
+
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def new_consumer(config: dict[str, Any]) -> ConsumerLike:
+    """confluent-kafka's consumer (its stubs type it loosely, hence the cast)."""
+    return cast(ConsumerLike, Consumer(config))
+
+
 @dataclass(frozen=True, slots=True)
 class _Add:
     splits: tuple[KafkaPartitionSplit, ...]
@@ -84,8 +110,12 @@ class SplitFetcher:
         name: str,
         max_batch: int = 500,
         queue_batches: int = 16,
+        wait_s: float = 0.1,
+        consumer_factory: Callable[[dict[str, Any]], ConsumerLike] = new_consumer,
     ) -> None:
         self._config = config
+        self._wait_s = wait_s
+        self._consumer_factory = consumer_factory
         self._on_available = on_available
         self._max_batch = max_batch
         self._out: queue.Queue[Fetched] = queue.Queue(queue_batches)
@@ -131,7 +161,7 @@ class SplitFetcher:
         try:
             # librdkafka's own log lines (a broker that went away, ...) go to Python logging,
             # not to the process's stderr
-            consumer = Consumer({**self._config, "logger": _CLIENT_LOG})
+            consumer = self._consumer_factory({**self._config, "logger": _CLIENT_LOG})
         except Exception as err:
             self._put(FetchFailed(f"cannot create the consumer: {err}"))
             return
@@ -178,7 +208,7 @@ class SplitFetcher:
             if self._out.full():
                 self._closed.wait(0.005)
                 continue
-            messages = consumer.consume(self._max_batch, timeout=0.1)
+            messages = self._take(consumer)
             batches: dict[KafkaTopicPartition, FetchedRecords] = {}
             for msg in messages:
                 tp = KafkaTopicPartition(msg.topic(), msg.partition())
@@ -210,6 +240,19 @@ class SplitFetcher:
                 if not self._put(batch):
                     return
             self._check_stops(consumer)
+
+    def _take(self, consumer: ConsumerLike) -> list[Any]:
+        """What the consumer holds now, up to ``max_batch``, without waiting for more; only
+        when it holds nothing, wait up to ``wait_s`` for the first record (then take what
+        came with it). ``consume(n, timeout)`` alone would wait until ``n`` records are there
+        or the timeout passed: at a low rate every record would wait the whole timeout."""
+        messages = consumer.consume(self._max_batch, timeout=0)
+        if messages:
+            return messages
+        first = consumer.poll(self._wait_s)
+        if first is None:
+            return []
+        return [first, *consumer.consume(self._max_batch - 1, timeout=0)]
 
     def _check_stops(self, consumer: Any) -> None:
         bounded = [tp for tp, stop in self._stops.items() if stop is not None]
