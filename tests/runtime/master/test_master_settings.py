@@ -21,6 +21,7 @@ def test_each_option_reaches_its_field() -> None:
     settings = MasterSettings.of(Configuration({
         "execution.checkpointing.dir": "file:///tmp/ck",
         "execution.state-recovery.path": "file:///tmp/ck/old/chk-3",
+        "execution.checkpointing.savepoint-dir": "file:///tmp/sp",
         "undertow.network.bind-host": "10.0.0.7",
         "undertow.network.max-frame-size": "1 mb",
         "heartbeat.interval": "2 s",
@@ -33,6 +34,7 @@ def test_each_option_reaches_its_field() -> None:
     }))  # fmt: skip
     assert settings.checkpoint_dir == "file:///tmp/ck"
     assert settings.recovery_path == "file:///tmp/ck/old/chk-3"
+    assert settings.savepoint_dir == "file:///tmp/sp"
     assert (settings.bind_host, settings.max_frame_size) == ("10.0.0.7", 2**20)
     assert (settings.heartbeat_interval_ms, settings.heartbeat_timeout_ms) == (2000, 9000)
     assert (settings.rest_port, settings.checkpoints_history) == (-1, 3)

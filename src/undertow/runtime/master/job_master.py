@@ -153,7 +153,7 @@ class JobMaster:
         # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
         self._setup_checkpointing()
         self.savepoints = SavepointOperations(
-            self.job_id, self.config, self.coordinator, lambda: self._status
+            self.job_id, self.settings.savepoint_dir, self.coordinator, lambda: self._status
         )
 
     def _setup_checkpointing(self) -> None:

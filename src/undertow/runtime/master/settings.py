@@ -34,6 +34,9 @@ class MasterSettings:
     checkpoint: CheckpointSettings
     #: ``execution.checkpointing.dir``; :data:`DEFAULT_CHECKPOINT_DIR` when empty.
     checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
+    #: ``execution.checkpointing.savepoint-dir``: where savepoints without a directory go
+    #: (empty: such a request is refused, naming the option).
+    savepoint_dir: str = ""
     #: ``execution.state-recovery.path``: empty when the job starts without state.
     recovery_path: str = ""
     #: ``undertow.network.bind-host``: where the control server listens for workers.
@@ -54,6 +57,7 @@ class MasterSettings:
         return cls(
             checkpoint=CheckpointSettings.of(config),
             checkpoint_dir=config.get(Options.CHECKPOINT_DIR) or DEFAULT_CHECKPOINT_DIR,
+            savepoint_dir=config.get(Options.SAVEPOINT_DIR),
             recovery_path=config.get(Options.RECOVERY_PATH),
             bind_host=config.get(Options.BIND_HOST),
             max_frame_size=config.get(Options.MAX_FRAME_SIZE),
