@@ -25,7 +25,9 @@ the control in force (``$UNDERTOW_RESTORE_CONTROL``): such a test passes iff it 
 Deployment targets (docs/testing.md, "What runs where"): an e2e test runs on every target
 of its ``target`` fixture, unless ``--target-sample=N`` keeps N targets of each test (the same
 test with the same other parameters), chosen with a seed printed last (``$UNDERTOW_TARGET_SEED``
-replays it). ``make test`` samples one target per test; ``make soak`` runs them all.
+replays it). ``make test`` samples one target per test; ``make soak`` runs them all. A test
+marked ``@pytest.mark.sampled("backend", ...)`` has those parameters sampled with the target:
+``--target-sample=N`` keeps N of its combinations of target and sampled parameters.
 """
 
 from __future__ import annotations
@@ -148,7 +150,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if config.getoption("--target-sample") > 0:
         seed = config.stash[_TARGET_SEED]
         terminalreporter.write_line(
-            f"deployment targets: {config.getoption('--target-sample')} per test, seed {seed} "
+            f"deployment targets (and sampled parameters): {config.getoption('--target-sample')} "
+            f"per test, seed {seed} "
             f"(replay: {TARGET_SEED_ENV}={seed}; all targets: --target-sample=0)"
         )
     if _control(config) is None or config.getoption("--restore-control-sample") <= 0:
@@ -162,21 +165,37 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def _target_group(item: pytest.Item) -> tuple[str, str, str] | None:
     """(test function, its other parameters, target) of an item parametrized by ``target``."""
+    return _group(item, {"target"})
+
+
+def _sampled_group(item: pytest.Item) -> tuple[str, str, str] | None:
+    """(test function, its other parameters, its sampled parameters' values) of an item
+    parametrized by ``target`` or by a parameter its ``sampled`` markers name."""
+    names = {"target"}
+    for marker in item.iter_markers("sampled"):
+        names.update(str(name) for name in marker.args)
+    return _group(item, names)
+
+
+def _group(item: pytest.Item, names: set[str]) -> tuple[str, str, str] | None:
+    """Split an item's parameters into those in ``names`` (their values, joined with ``/`` in
+    name order) and the others; None if it has none of ``names``."""
     callspec = getattr(item, "callspec", None)  # pytest's own attribute, on parametrized items
-    if callspec is None or "target" not in callspec.params:
+    if callspec is None or not names & set(callspec.params):
         return None
     params = dict(callspec.params)
-    target = str(params.pop("target"))
-    return item.nodeid.split("[", 1)[0], repr(sorted(params.items(), key=str)), target
+    chosen = "/".join(str(params.pop(name)) for name in sorted(names & set(params)))
+    return item.nodeid.split("[", 1)[0], repr(sorted(params.items(), key=str)), chosen
 
 
 def _sample_targets(items: list[pytest.Item], per_test: int, seed: int) -> list[pytest.Item]:
-    """Per test (function and other parameters), ``per_test`` of its targets. The choice for a
-    test depends only on the seed and the test's name and targets, so running a subset of the
-    suite with the same seed picks the same targets; items without a target are all kept."""
+    """Per test (function and other parameters), ``per_test`` of its targets (with its other
+    sampled parameters: combinations of them). The choice for a test depends only on the seed
+    and the test's name and combinations, so running a subset of the suite with the same seed
+    picks the same ones; items without a sampled parameter are all kept."""
     groups: dict[tuple[str, str], list[str]] = {}
     for item in items:
-        group = _target_group(item) if item.nodeid.startswith(SAMPLED_DIRS) else None
+        group = _sampled_group(item) if item.nodeid.startswith(SAMPLED_DIRS) else None
         if group is not None:
             groups.setdefault(group[:2], []).append(group[2])
     chosen = {
@@ -187,7 +206,7 @@ def _sample_targets(items: list[pytest.Item], per_test: int, seed: int) -> list[
     }
     keep: list[pytest.Item] = []
     for item in items:
-        group = _target_group(item) if item.nodeid.startswith(SAMPLED_DIRS) else None
+        group = _sampled_group(item) if item.nodeid.startswith(SAMPLED_DIRS) else None
         if group is None or group[2] in chosen[group[:2]]:
             keep.append(item)
     return keep

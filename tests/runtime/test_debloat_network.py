@@ -123,6 +123,7 @@ def test_gate_debloater_measures_a_slow_consumer_and_shrinks_the_producers_buffe
     # idle time is not measured: a period spent waiting for input changes nothing
     assert debloater.tick(now_ms=400.0, idle_ms=200.0) == [None]
     assert debloater.announcements == 1
+    assert debloater.statistics().announcements == 1  # what the worker reports at the end
 
 
 def test_new_buffer_size_crosses_a_tcp_connection() -> None:

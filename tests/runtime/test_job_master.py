@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from undertow.common import Configuration
-from undertow.core.errors import JobExecutionError
+from undertow.core.errors import ConfigurationError, JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import build_job_graph
+from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.master.job_master import JobMaster, JobStatus
+from undertow.runtime.master.settings import DEFAULT_CHECKPOINT_DIR
 
 
 class DeadOnArrival:
@@ -50,3 +53,17 @@ def test_a_worker_that_dies_before_registering_fails_the_job_at_once() -> None:
     assert time.monotonic() - started < 5, "noticed at once, not at the registration timeout"
     assert master.status is JobStatus.FAILED
     assert launcher.launched == 1  # no restart strategy configured: no second attempt
+
+
+def test_the_job_masters_settings_are_read_once_when_it_is_made(tmp_path: Path) -> None:
+    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
+    env.from_collection([1, 2, 3]).map(str).print()
+    graph = build_job_graph(env.get_stream_graph("settings"))
+    config = {"rest.port": "-1", "execution.checkpointing.savepoint-dir": str(tmp_path / "sp")}
+    master = JobMaster(graph, Configuration(config), DeadOnArrival(), num_workers=1)
+    resolved = master.resolve_savepoint_directory(SavepointRequest(""))
+    assert resolved.target_directory == str(tmp_path / "sp")  # the configured default
+    # the default checkpoint directory reaches the workers with the job's configuration
+    assert master.config.to_dict()["execution.checkpointing.dir"] == DEFAULT_CHECKPOINT_DIR
+    with pytest.raises(ConfigurationError, match=r"heartbeat\.timeout.*'never'"):
+        JobMaster(graph, Configuration({"heartbeat.timeout": "never"}), DeadOnArrival(), 1)

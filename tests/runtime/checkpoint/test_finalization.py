@@ -22,7 +22,7 @@ from undertow.runtime.checkpoint.finalization import (
 )
 from undertow.runtime.checkpoint.metadata import decode_metadata
 from undertow.runtime.checkpoint.pending_checkpoint import PendingCheckpoint
-from undertow.runtime.checkpoint.savepoint import SavepointRequest
+from undertow.runtime.checkpoint.savepoint import BACKEND_PROPERTY, SavepointRequest
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.runtime.checkpoint.trigger_plan import SubtaskTopology
@@ -118,8 +118,11 @@ def test_the_console_line_says_duration_alignment_debloating_and_mode() -> None:
 
 
 def finalizer(graph: JobGraph, storage: CheckpointStorage) -> CheckpointFinalizer:
-    return CheckpointFinalizer("job-1", graph, Configuration({}), storage, CheckpointKey.of(KEY),
-                               1 << 20, ManualClock(start_ms=1800))  # fmt: skip
+    settings = CheckpointSettings.of(Configuration({
+        "undertow.checkpointing.metadata.max-size": "1 mb", "state.backend.type": "rocksdb",
+    }))  # fmt: skip
+    return CheckpointFinalizer("job-1", graph, settings, storage, CheckpointKey.of(KEY),
+                               ManualClock(start_ms=1800))  # fmt: skip
 
 
 def test_a_checkpoint_is_committed_with_its_enumerator_state_and_verifies() -> None:
@@ -150,3 +153,4 @@ def test_a_savepoint_is_exported_to_its_directory_not_committed() -> None:
     assert storage.completed_checkpoint_ids() == []
     assert finalized.pointer == f"{target}/savepoint-job-1-7" and finalized.metadata.is_savepoint
     assert finalized.metadata.properties["savepoint_format"] == "CANONICAL"
+    assert finalized.metadata.properties[BACKEND_PROPERTY] == "rocksdb"  # the job's backend

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from types import MappingProxyType
 
+from undertow.core.config import Configuration
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.master.metrics import (
@@ -21,6 +22,7 @@ from undertow.runtime.master.metrics import (
 )
 from undertow.runtime.master.rest import responses
 from undertow.runtime.master.rest.server import RestEndpoint
+from undertow.runtime.master.settings import MasterSettings
 
 T0 = 1_700_000_000_000
 SOURCE, SINK = "a" * 32, "b" * 32
@@ -62,8 +64,11 @@ def view_of(tracker: CheckpointStatsTracker) -> JobView:
         job_id="c" * 32, name="j", state="RUNNING", job_type="STREAMING", start_time=T0,
         end_time=-1, now=T0 + 20_000, status_timestamps=MappingProxyType({"RUNNING": T0}),
         max_parallelism=128, num_workers=1, vertices=vertices, checkpoints=tracker.snapshot(),
-        config=MappingProxyType({"execution.checkpointing.interval": "1 s",
-                                 "undertow.checkpointing.hmac-key": "secret"}),
+        checkpointing=MasterSettings.of(Configuration({
+            "execution.checkpointing.interval": "1 s",
+            "undertow.checkpointing.hmac-key": "secret",
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+        })).checkpoint,
     )  # fmt: skip
 
 
@@ -129,7 +134,13 @@ def test_configuration_is_never_served_whole() -> None:
         status, body = endpoint.route(path)
         assert status == 200, path
         assert "secret" not in repr(body), path
-    assert endpoint.route(f"/jobs/{view.job_id}/checkpoints/config")[1]["interval"] == 1000
+    config = endpoint.route(f"/jobs/{view.job_id}/checkpoints/config")[1]
+    assert (config["interval"], config["mode"], config["max_concurrent"]) == (
+        1000, "exactly_once", 1,
+    )  # fmt: skip
+    assert config["externalization"] == {"enabled": True, "delete_on_cancellation": False}
+    assert config["state_backend"] == "HashMapStateBackend"
+    assert not config["unaligned_checkpoints"]
 
 
 def test_vertex_state_and_summaries() -> None:

@@ -143,8 +143,7 @@ class CheckpointCoordinator:
         self.periodic_trigger = PeriodicTrigger(self.clock, settings, self)
         #: What is retained and deleted; the finaliser; restores and claims.
         self.retention = CheckpointRetention(job_id, storage, settings.num_retained)
-        self.finalizer = CheckpointFinalizer(job_id, graph, config, storage, key,
-                                             settings.metadata_max_size, self.clock)  # fmt: skip
+        self.finalizer = CheckpointFinalizer(job_id, graph, settings, storage, key, self.clock)
         self.restorer = SnapshotRestore(job_id, graph, config, storage, key, settings,
                                         self.retention)  # fmt: skip
 

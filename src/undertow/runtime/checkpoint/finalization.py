@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from undertow.core.config import Configuration, Options
 from undertow.core.units import human_bytes
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.ack_summary import (
@@ -38,6 +37,7 @@ from undertow.runtime.checkpoint.metadata import (
 from undertow.runtime.checkpoint.pending_checkpoint import CheckpointMetrics, PendingCheckpoint
 from undertow.runtime.checkpoint.restore_plan import present
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_properties
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskStateHandle
 from undertow.runtime.checkpoint.trigger_plan import SubtaskKey, SubtaskTopology, plan_checkpoint
 from undertow.runtime.network.buffer import serialize_object
@@ -138,16 +138,17 @@ class CheckpointFinalizer:
     own beyond the job's constants; the metadata key is loaded at most once."""
 
     def __init__(
-        self, job_id: str, graph: JobGraph, config: Configuration, storage: CheckpointStorage,
-        key: CheckpointKey, metadata_max_size: int, clock: CoordinatorClock,
+        self, job_id: str, graph: JobGraph, settings: CheckpointSettings,
+        storage: CheckpointStorage, key: CheckpointKey, clock: CoordinatorClock,
     ) -> None:  # fmt: skip
         self.job_id = job_id
         self.graph = graph
-        self.config = config
+        #: ``state.backend.type``, recorded in a savepoint's properties.
+        self.state_backend = settings.state_backend
         self.storage = storage
         #: authenticates ``_metadata``; loaded (maybe created) on the executor when first needed
         self.key = key
-        self.metadata_max_size = metadata_max_size
+        self.metadata_max_size = settings.metadata_max_size
         self.clock = clock
         self._topology = SubtaskTopology.of(graph)
 
@@ -171,8 +172,7 @@ class CheckpointFinalizer:
         and the job's state backend (checked when a job restores it)."""
         properties = checkpoint_properties(pending.acknowledged_metrics.values())
         if pending.props.savepoint is not None:
-            backend = self.config.get(Options.STATE_BACKEND)
-            properties.update(savepoint_properties(pending.props.savepoint, backend))
+            properties.update(savepoint_properties(pending.props.savepoint, self.state_backend))
         return properties
 
     async def finalize(self, pending: CoordinatorPending) -> Finalized:

@@ -20,11 +20,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import os
 import queue
 import secrets
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -82,6 +80,7 @@ from undertow.runtime.master.restart import GiveUp, Restart, restart_strategy
 from undertow.runtime.master.restore_hook import plan_to_apply, record_restored
 from undertow.runtime.master.restore_report import restore_line
 from undertow.runtime.master.savepoint_operations import SavepointOperations
+from undertow.runtime.master.settings import MasterSettings
 from undertow.runtime.master.task_gateway import AttemptGateway
 from undertow.runtime.network.framing import attempt_secret, server_handshake
 from undertow.storage.checkpoint_storage import CheckpointStorage
@@ -113,6 +112,10 @@ class JobMaster:
     ) -> None:  # fmt: skip
         self.job_graph = job_graph
         self.config = Configuration(config)
+        #: Read once; a bad option fails the JobMaster's construction.
+        self.settings = MasterSettings.of(self.config)
+        # workers and tasks read the directory from the configuration they are deployed with
+        self.config.set(Options.CHECKPOINT_DIR, self.settings.checkpoint_dir)
         self.launcher = launcher
         self.job_id = uuid.uuid4().hex
         self.secret = secrets.token_bytes(32)
@@ -141,7 +144,7 @@ class JobMaster:
         self.exceptions = ExceptionHistory()
         self.checkpoint_stats = CheckpointStatsTracker(
             {v.id: v.parallelism for v in job_graph.vertices},
-            self.config.get(Options.CHECKPOINTS_HISTORY),
+            self.settings.checkpoints_history,
         )
         self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
@@ -150,7 +153,7 @@ class JobMaster:
         # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
         self._setup_checkpointing()
         self.savepoints = SavepointOperations(
-            self.job_id, self.config, self.coordinator, lambda: self._status
+            self.job_id, self.settings.savepoint_dir, self.coordinator, lambda: self._status
         )
 
     def _setup_checkpointing(self) -> None:
@@ -164,15 +167,10 @@ class JobMaster:
         either set, the key is loaded (or created) now, on the caller's thread, as it always
         was: a bad key file fails the job's construction, before anything is deployed.
         """
-        directory = self.config.get(Options.CHECKPOINT_DIR)
-        if not directory:
-            directory = os.path.join(tempfile.gettempdir(), "undertow-checkpoints")
-            self.config.set(Options.CHECKPOINT_DIR, directory)
         key = CheckpointKey.from_config(self.config)
-        periodic = self.config.get(Options.CHECKPOINT_INTERVAL) > 0
-        if periodic or self.config.get(Options.RECOVERY_PATH):
+        if self.settings.periodic_checkpoints or self.settings.recovery_path:
             key.load()
-        storage = CheckpointStorage(directory, self.job_id)
+        storage = CheckpointStorage(self.settings.checkpoint_dir, self.job_id)
         self.coordinator = CheckpointCoordinator(
             self.job_id,
             self.job_graph,
@@ -269,7 +267,7 @@ class JobMaster:
 
     async def _main(self, started: threading.Event) -> None:
         self._loop = self.savepoints.loop = asyncio.get_running_loop()
-        host = self.config.get(Options.BIND_HOST)
+        host = self.settings.bind_host
         server = await asyncio.start_server(self._on_worker, host, 0)
         self._address = (host, int(server.sockets[0].getsockname()[1]))
         try:
@@ -331,7 +329,7 @@ class JobMaster:
                 self._rest.close()
 
     async def _start_rest(self) -> RestServer | None:
-        if self.config.get(Options.REST_PORT) < 0:
+        if self.settings.rest_port < 0:
             return None
         from undertow.runtime.master.rest.server import start_rest_endpoint
 
@@ -351,7 +349,7 @@ class JobMaster:
                                               meta.is_savepoint)  # fmt: skip
 
     async def _initial_restore(self) -> RestorePlan | None:
-        path = self.config.get(Options.RECOVERY_PATH)
+        path = self.settings.recovery_path
         if not path or self.coordinator is None:
             return None
         plan, mode = await self.coordinator.restore(path)
@@ -365,9 +363,9 @@ class JobMaster:
         claimed, restore = restore, plan_to_apply(restore)
         attempt = self._current = self.gateway.attempt = Attempt(
             self.attempt, self.job_graph, self.plan.num_workers,
-            self.config.get(Options.HEARTBEAT_TIMEOUT),
+            self.settings.heartbeat_timeout_ms,
         )  # fmt: skip
-        interval = self.config.get(Options.HEARTBEAT_INTERVAL)
+        interval = self.settings.heartbeat_interval_ms
         watchdog = asyncio.ensure_future(watch_heartbeats(self, attempt, interval, self.launcher))
         self.task_metrics.clear()
         key = attempt_secret(self.secret, self.attempt)  # fences older attempts' workers
@@ -450,7 +448,7 @@ class JobMaster:
             writer.close()
             return
         conn = ControlConnection(reader, writer, f"worker {index}",
-                                 self.config.get(Options.MAX_FRAME_SIZE))  # fmt: skip
+                                 self.settings.max_frame_size)  # fmt: skip
         attempt: Attempt | None = None
         try:
             while True:
@@ -529,7 +527,7 @@ class JobMaster:
     def job_view(self) -> JobView:
         """The job now, frozen (what the REST API serves). Only on the JobMaster's loop."""
         return build_job_view(
-            JobFacts(self.job_id, self.job_graph, self.plan, self.config, self._start_ms,
+            JobFacts(self.job_id, self.job_graph, self.plan, self.settings, self._start_ms,
                      self._rest_ids),
             self._lifecycle, self._current, self.task_metrics, self.checkpoint_stats.snapshot(),
             self.exceptions,

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from types import MappingProxyType
 
-from undertow.core.config import Configuration, Options
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.control.placement import ExecutionPlan
 from undertow.runtime.master.attempt import Attempt
@@ -29,6 +27,7 @@ from undertow.runtime.master.metrics import (
     VertexInput,
     VertexView,
 )
+from undertow.runtime.master.settings import MasterSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +37,7 @@ class JobFacts:
     job_id: str
     graph: JobGraph
     plan: ExecutionPlan
-    config: Configuration
+    settings: MasterSettings
     #: When the JobMaster was created (epoch ms).
     start_ms: int
     #: job vertex id -> its REST id (``vertex_rest_id``)
@@ -76,11 +75,11 @@ def build_job_view(
         ))  # fmt: skip
     return JobView(
         job_id=facts.job_id, name=graph.job_name, state=status.value,
-        job_type=facts.config.get(Options.RUNTIME_MODE), start_time=facts.start_ms,
+        job_type=facts.settings.checkpoint.runtime_mode.name, start_time=facts.start_ms,
         end_time=lifecycle.end_ms, now=now, status_timestamps=lifecycle.timestamps(),
         max_parallelism=max(v.max_parallelism for v in graph.vertices),
         num_workers=facts.plan.num_workers, vertices=tuple(vertices), checkpoints=checkpoints,
-        config=MappingProxyType(facts.config.to_dict()), exceptions=exceptions.entries(),
+        checkpointing=facts.settings.checkpoint, exceptions=exceptions.entries(),
         exceptions_truncated=exceptions.truncated, num_restarts=num_restarts,
     )  # fmt: skip
 

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from undertow.graph.job_graph import JobVertex
+from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.control.messages import TaskMetrics
 from undertow.runtime.master.checkpoint_stats import (
     SUMMARY_FIELDS,
@@ -266,9 +267,9 @@ class JobView:
     num_workers: int
     vertices: tuple[VertexView, ...]
     checkpoints: CheckpointStatsSnapshot
-    #: The job's configuration (strings), for the checkpoint configuration endpoint. Renderers
-    #: pick options from it; never serve it whole (it may hold the metadata HMAC key).
-    config: Mapping[str, str]
+    #: The job's checkpointing options, for the checkpoint configuration endpoint (typed; the
+    #: configuration itself never reaches the REST API: it may hold the metadata HMAC key).
+    checkpointing: CheckpointSettings
     #: Root causes of the failed attempts, newest first (:mod:`.exception_history`).
     exceptions: tuple[FailureRecord, ...] = ()
     #: Older failures were dropped from ``exceptions``.

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError, JobExecutionError
 from undertow.core.modes import SavepointFormatType
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
@@ -43,11 +42,12 @@ class SavepointOperations:
     """The savepoint requests of one job (see the module docstring)."""
 
     def __init__(
-        self, job_id: str, config: Configuration, coordinator: CheckpointCoordinator | None,
+        self, job_id: str, savepoint_dir: str, coordinator: CheckpointCoordinator | None,
         status: Callable[[], JobStatus],
     ) -> None:  # fmt: skip
         self.job_id = job_id
-        self.config = config
+        #: ``execution.checkpointing.savepoint-dir``: for requests without a directory.
+        self.savepoint_dir = savepoint_dir
         self.coordinator = coordinator
         self._status = status
         #: The JobMaster's loop, once it runs (None before, and after it closed is harmless).
@@ -103,9 +103,9 @@ class SavepointOperations:
     def resolve_directory(self, request: SavepointRequest) -> SavepointRequest:
         """``request`` with its directory, or ``execution.checkpointing.savepoint-dir`` if it
         has none; raises :class:`ConfigurationError` naming the option when neither is set.
-        Reads the configuration only."""
+        Reads the settings only."""
         directory = savepoint_directory(
-            request.target_directory, self.config.get(Options.SAVEPOINT_DIR), self.job_id,
+            request.target_directory, self.savepoint_dir, self.job_id,
             request.kind,
         )  # fmt: skip
         return replace(request, target_directory=directory)

@@ -32,11 +32,13 @@ log = logging.getLogger(__name__)
 class DebloatStatistics:
     """A task's debloating metrics (Flink's names): the smallest buffer size its gates
     announced, the record limit of that gate, and the largest estimated time to consume the
-    in-flight buffers of a gate (-1 before any measurement)."""
+    in-flight buffers of a gate (-1 before any measurement); ``announcements``: the
+    NewBufferSize rounds the task's gates sent so far."""
 
     debloated_buffer_size: int
     debloated_max_records: int
     estimated_time_to_consume_buffers_ms: float
+    announcements: int = 0
 
 
 class TaskDebloater:
@@ -113,5 +115,8 @@ class TaskDebloater:
         smallest = min(self._debloaters, key=lambda d: (d.buffer_size, d.max_records))
         estimates = [d.last.estimated_time_ms for d in self._debloaters if d.last is not None]
         return DebloatStatistics(
-            smallest.buffer_size, smallest.max_records, max(estimates, default=-1.0)
+            smallest.buffer_size,
+            smallest.max_records,
+            max(estimates, default=-1.0),
+            self.announcements,
         )

@@ -15,7 +15,7 @@ the transport took it), so it must not block. Each channel has at most one sink.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from undertow.runtime.network.buffer import Buffer
@@ -102,3 +102,24 @@ class PriorityInputView(Protocol):
 class CheckpointedInputView(InflightInputView, PriorityInputView, Protocol):
     """All the checkpoint side sees of one input channel: its in-flight data and its
     priority events (implemented by :class:`~undertow.runtime.network.input_gate.InputChannel`)."""
+
+
+class CheckpointedGateView(Protocol):
+    """One input gate as the checkpointer sees it: its channels, in channel-index order, and
+    what it has consumed (implemented by
+    :class:`~undertow.runtime.network.input_gate.InputGate`)."""
+
+    @property
+    def channels(self) -> Sequence[CheckpointedInputView]:
+        """The gate's channels; a channel's position is its index in the gate."""
+        ...
+
+    @property
+    def is_finished(self) -> bool:
+        """Every channel of the gate saw its end of partition."""
+        ...
+
+    @property
+    def bytes_consumed(self) -> int:
+        """Bytes of data buffers the task took from the gate so far."""
+        ...

@@ -61,8 +61,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     StartChannelState,
 )
 from undertow.runtime.checkpoint.settings import CheckpointSettings
-from undertow.runtime.network.inflight_view import CheckpointedInputView
-from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.network.inflight_view import CheckpointedGateView, CheckpointedInputView
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
@@ -110,7 +109,7 @@ class SubtaskCheckpointer:
         task_name: str,
         file_name: str,
         chain: OperatorChain,
-        gates: Sequence[InputGate],
+        gates: Sequence[CheckpointedGateView],
         writers: Sequence[RecordWriter],
         task: TaskInput,
         io: CheckpointIO,
@@ -143,7 +142,7 @@ class SubtaskCheckpointer:
         self.channels: list[CheckpointedInputView] = [c for g in gates for c in g.channels]
         self._index = {id(c): i for i, c in enumerate(self.channels)}
         #: channel index -> (gate index, channel index in the gate)
-        self._info = [(gi, c.index) for gi, g in enumerate(gates) for c in g.channels]
+        self._info = [(gi, ci) for gi, g in enumerate(gates) for ci in range(len(g.channels))]
         n = len(self.channels)
         settings = settings if settings is not None else TaskSettings()
         self.unaligned_enabled = exactly_once and settings.unaligned
@@ -211,7 +210,7 @@ class SubtaskCheckpointer:
         )  # fmt: skip
 
     # -- events from the inputs --------------------------------------------------------------
-    def on_barrier(self, channel: InputChannel, barrier: CheckpointBarrier) -> None:
+    def on_barrier(self, channel: CheckpointedInputView, barrier: CheckpointBarrier) -> None:
         self._note_first_barrier(barrier)
         index = self._index[id(channel)]
         if self._announced:  # forget this barrier's announcement, and older ones
@@ -228,7 +227,9 @@ class SubtaskCheckpointer:
         finally:
             self._barrier_in_hand = None
 
-    def on_announcement(self, channel: InputChannel, announcement: BarrierAnnouncement) -> None:
+    def on_announcement(
+        self, channel: CheckpointedInputView, announcement: BarrierAnnouncement
+    ) -> None:
         index = self._index[id(channel)]
         key = (index, announcement.sequence_number)
         if key not in self._announced:
@@ -237,10 +238,12 @@ class SubtaskCheckpointer:
             index, announcement.barrier, announcement.sequence_number, now_ms=_now_ms()
         ))  # fmt: skip
 
-    def on_cancel_marker(self, channel: InputChannel, marker: CancelCheckpointMarker) -> None:
+    def on_cancel_marker(
+        self, channel: CheckpointedInputView, marker: CancelCheckpointMarker
+    ) -> None:
         self._execute(self.handler.on_cancel_marker(self._index[id(channel)], marker))
 
-    def on_end_of_partition(self, channel: InputChannel) -> None:
+    def on_end_of_partition(self, channel: CheckpointedInputView) -> None:
         index = self._index[id(channel)]
         self._execute(self.handler.on_end_of_partition(index, now_ms=_now_ms()))
         if self._deferred.waiting is not None and all(g.is_finished for g in self.gates):

@@ -4,6 +4,11 @@ User-function calls run in the key context of their record (``UdfOperator`` wrap
 ``with_key_context``, from the key selector the chain hands every operator on a keyed input;
 the rolling reduce's backend fold sets the key per record itself), so state and timers of
 user functions always refer to the record's key. Output order per key is input order.
+
+The ``getattr`` on the user's function (``process_element``, ``on_timer``) is deliberate: it
+reads a user object shaped as in PyFlink (a ``KeyedProcessFunction``, or a plain callable;
+``on_timer`` may be absent), not a runtime capability, so it is not the probing across layers
+that the redesign replaced with Protocols (issue 27).
 """
 
 from __future__ import annotations

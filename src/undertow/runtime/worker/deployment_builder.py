@@ -115,7 +115,7 @@ class TaskDeploymentBuilder:
         needed: set[int] = set()
         for vertex_id, subtask in plan.subtasks_of(graph, self.worker_index):
             vertex = graph.vertex(vertex_id)
-            services = TaskServicesToMaster(self._link, vertex_id, subtask)
+            services = TaskServicesToMaster(self._link, vertex_id, subtask, loop)
             writers = self._build_writers(vertex, subtask, by_producer, plan, needed)
             gates = self._build_gates(vertex, subtask, by_consumer, plan, needed)
             snapshots = channels.snapshots_of(

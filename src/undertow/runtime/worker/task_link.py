@@ -7,7 +7,9 @@ task's loop). Each object belongs to one subtask and lives as long as its task.
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from undertow.core.types import AttemptNumber, CheckpointId, SubtaskIndex, VertexId
@@ -21,22 +23,37 @@ from undertow.runtime.control.messages import (
 )
 
 
+class WakeableTask(Protocol):
+    """What a reader's wake-up reaches of a task (the worker's loop thread)."""
+
+    def source_available(self) -> None:
+        """A reader said data is available again."""
+        ...
+
+
 class WorkerLink(Protocol):
     """The worker as a subtask's messages see it."""
 
-    attempt: AttemptNumber
-    tasks: dict[tuple[int, int], Any]
+    @property
+    def attempt(self) -> AttemptNumber: ...
+
+    @property
+    def tasks(self) -> Mapping[tuple[int, int], WakeableTask]: ...
 
     def send(self, message: Any) -> None: ...
 
 
 class TaskServicesToMaster:
-    """Per-task forwarding to the JobMaster (implements ``TaskServices``)."""
+    """Per-task forwarding to the JobMaster (implements ``TaskServices``). ``loop``: the
+    worker's loop, which runs its tasks (``wake`` hops onto it)."""
 
-    def __init__(self, worker: WorkerLink, vertex_id: int, subtask: int) -> None:
+    def __init__(
+        self, worker: WorkerLink, vertex_id: int, subtask: int, loop: asyncio.AbstractEventLoop
+    ) -> None:
         self.worker = worker
         self.vertex_id = vertex_id
         self.subtask = subtask
+        self._loop = loop
 
     def print_lines(self, lines: list[str]) -> None:
         self.worker.send(PrintLines(self.worker.attempt, lines))
@@ -52,7 +69,7 @@ class TaskServicesToMaster:
     def wake(self) -> None:
         task = self.worker.tasks.get((self.vertex_id, self.subtask))
         if task is not None:
-            task.loop.call_soon_threadsafe(task.source_available)
+            self._loop.call_soon_threadsafe(task.source_available)
 
 
 class ResponderToMaster:

@@ -274,10 +274,8 @@ class Worker:
         if stats.max_overdraft_buffers > 0 or stats.overdraft_exceeded > 0:  # per subtask
             accumulators[f"max_overdraft_buffers[{task.name}]"] = stats.max_overdraft_buffers
             accumulators[f"overdraft_exceeded[{task.name}]"] = stats.overdraft_exceeded
-        if task.debloater is not None:  # per subtask: how often its gates announced sizes
-            accumulators[f"buffer_debloat_announcements[{task.name}]"] = (
-                task.debloater.announcements
-            )
+        if stats.debloat is not None:  # per subtask: how often its gates announced sizes
+            accumulators[f"buffer_debloat_announcements[{task.name}]"] = stats.debloat.announcements
         if stats.buffer_sizes_received:  # per subtask: how many of them its writers applied
             accumulators[f"buffer_debloat_sizes_received[{task.name}]"] = (
                 stats.buffer_sizes_received

@@ -23,7 +23,7 @@ import time
 from importlib import metadata
 from typing import Any
 
-from undertow.core.config import Configuration, Options
+from undertow.core.modes import ExternalizedCheckpointRetention
 from undertow.runtime.master.exception_history import FailureRecord
 from undertow.runtime.master.metrics import (
     SUMMARY_FIELDS,
@@ -396,25 +396,26 @@ def _subtask_checkpoint(index: int, ack: SubtaskCheckpointStats | None, trigger:
 def checkpoint_config(view: JobView) -> Json:
     """``/jobs/:jobid/checkpoints/config`` (Flink's ``CheckpointConfigInfo``), from the job's
     checkpointing options only."""
-    config = Configuration(view.config)
-    interval = config.get(Options.CHECKPOINT_INTERVAL)
-    retention = config.get(Options.CHECKPOINT_RETENTION)
-    backend = config.get(Options.STATE_BACKEND)
+    settings = view.checkpointing
+    retention = settings.retention
+    backend = settings.state_backend
     return {
-        "mode": config.get(Options.CHECKPOINT_MODE).lower(),
-        "interval": interval if interval > 0 else LONG_MAX,
-        "timeout": config.get(Options.CHECKPOINT_TIMEOUT),
-        "min_pause": config.get(Options.MIN_PAUSE),
-        "max_concurrent": config.get(Options.MAX_CONCURRENT),
+        "mode": settings.mode.name.lower(),
+        "interval": settings.interval_ms if settings.interval_ms > 0 else LONG_MAX,
+        "timeout": settings.timeout_ms,
+        "min_pause": settings.min_pause_ms,
+        "max_concurrent": settings.max_concurrent,
         "externalization": {
-            "enabled": retention != "NO_EXTERNALIZED_CHECKPOINTS",
-            "delete_on_cancellation": retention == "DELETE_ON_CANCELLATION",
+            "enabled": retention is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS,
+            "delete_on_cancellation": (
+                retention is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION
+            ),
         },
         "state_backend": "HashMapStateBackend" if backend == "hashmap" else backend,
         "checkpoint_storage": "FileSystemCheckpointStorage",
-        "unaligned_checkpoints": config.get(Options.UNALIGNED),
-        "tolerable_failed_checkpoints": config.get(Options.TOLERABLE_FAILURES),
-        "aligned_checkpoint_timeout": config.get(Options.ALIGNED_TIMEOUT),
+        "unaligned_checkpoints": settings.unaligned,
+        "tolerable_failed_checkpoints": settings.tolerable_failures,
+        "aligned_checkpoint_timeout": settings.aligned_timeout_ms,
         "checkpoints_after_tasks_finish": False,
         "state_changelog_enabled": False,
     }
