@@ -244,6 +244,10 @@ class StreamTask:
     def records_in(self) -> int:
         return self.input.records_in
 
+    def accumulators(self) -> dict[str, Any]:
+        """The job accumulators its operators added (a copy; read once the task finished)."""
+        return dict(self.chain.accumulators)
+
     def statistics(self) -> TaskStatistics:
         """Records, bytes and time split since ``run`` started (see :class:`TaskStatistics`)."""
         busy, backpressured, idle = self.mailbox.time_accounting.times_ms()

@@ -268,7 +268,7 @@ class Worker:
             )  # fmt: skip
             return
         self.metrics.final_sample(key)
-        accumulators = dict(task.chain.accumulators)
+        accumulators = task.accumulators()
         accumulators[f"records_in[{task.vertex.name}]"] = task.records_in
         stats = task.statistics()
         if stats.max_overdraft_buffers > 0 or stats.overdraft_exceeded > 0:  # per subtask
