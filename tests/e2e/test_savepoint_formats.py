@@ -169,6 +169,7 @@ def check_format(savepoint: Path, backend: str, format_type: SavepointFormatType
 
 
 @pytest.mark.restores
+@pytest.mark.sampled("format_type", "first")  # make test: one case per run; make soak: all
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("format_type", list(SavepointFormatType)[:2], ids=["canonical", "native"])
 @pytest.mark.parametrize("first", BACKENDS)

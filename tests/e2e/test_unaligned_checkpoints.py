@@ -241,7 +241,8 @@ def scenario_rescale_up(
     retain_and_rescale(make_env, tmp_path, capsys, "unaligned", 2, 3)
 
 
-#: CI's rescale matrix (both modes, up, down and in place); ``make soak`` runs RESCALE_SOAK.
+#: CI's rescale matrix (both modes, up, down and in place; ``make test`` samples one of each
+#: mode); ``make soak`` runs it whole and RESCALE_SOAK.
 RESCALE_CI = [("unaligned", 1, 2), ("unaligned", 3, 2), ("unaligned", 2, 2),
               ("aligned-1ms-timeout", 2, 1), ("aligned-1ms-timeout", 2, 4),
               ("aligned-1ms-timeout", 3, 3)]  # fmt: skip
@@ -250,13 +251,15 @@ RESCALE_SOAK = [(mode, old, new) for mode in MODES
 
 
 @pytest.mark.restores
+@pytest.mark.sampled("old", "new")  # make test: one rescale per mode and run; make soak: all
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize(("mode", "old", "new"), RESCALE_CI)
 def test_rescale_matrix_ci(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str,
     old: int, new: int,
 ) -> None:  # fmt: skip
-    """Six cases of the rescale matrix on every CI run, both modes."""
+    """Six cases of the rescale matrix, both modes: ``make test`` runs one rescale of each
+    mode (drawn from the printed seed), ``make soak`` all six."""
     retain_and_rescale(make_env, tmp_path, capsys, mode, old, new)
 
 
