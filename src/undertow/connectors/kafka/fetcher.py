@@ -6,8 +6,7 @@ reader owns an ``assign``-ed ``Consumer`` and hands :class:`FetchedRecords`,
 queue stops fetching: backpressure). A partition ends when the consumer's *position* reaches
 its stopping offset, never by waiting for a record at ``stopping - 1`` (FLINK-34470). Each
 fetch takes what the consumer holds (up to ``max_batch``) without waiting for a fuller batch;
-only a consumer holding nothing is waited on, up to ``wait_s``, for its first record (latency:
-``consume(500, timeout=0.1)`` made every record at a low rate wait the 100 ms).
+only a consumer holding nothing is waited on, up to ``wait_s``, for its first record.
 
 Threading: the reader calls :meth:`SplitFetcher.add_splits`, ``commit``, ``poll`` and
 ``close`` from the task's thread (they only enqueue or dequeue); ``on_available`` is called
