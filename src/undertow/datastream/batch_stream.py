@@ -219,7 +219,39 @@ class BatchStream:
         return _refuse(self, "to_batches", "it as it is: it is a batch stream already")
 
 
-class KeyedBatchStream(BatchStream):
+def _check_column(what: str, column: str | None, key_columns: list[str]) -> None:
+    if column is not None and not isinstance(column, str):
+        raise GraphBuildError(f"{what}(): the column must be a name, got {column!r}")
+    if column is not None and column in key_columns:
+        raise GraphBuildError(f"{what}({column!r}): {column!r} is a key column")
+
+
+class _Aggregations:
+    """``sum``/``min``/``max``/``mean``/``count`` by column, through ``_aggregate``: running
+    per key on a keyed batch stream, per key and window on a windowed one. Results are
+    batches of the key columns (and the window) and one column: ``column``, or ``count``."""
+
+    def _aggregate(self, kind: str, column: str | None) -> BatchStream:
+        raise NotImplementedError
+
+    def sum(self, column: str) -> BatchStream:
+        return self._aggregate("sum", column)
+
+    def min(self, column: str) -> BatchStream:
+        return self._aggregate("min", column)
+
+    def max(self, column: str) -> BatchStream:
+        return self._aggregate("max", column)
+
+    def mean(self, column: str) -> BatchStream:
+        """Mean (float64) of ``column``."""
+        return self._aggregate("mean", column)
+
+    def count(self) -> BatchStream:
+        return self._aggregate("count", None)
+
+
+class KeyedBatchStream(_Aggregations, BatchStream):
     """A batch stream partitioned by key columns: keyed running aggregations."""
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
@@ -246,30 +278,10 @@ class KeyedBatchStream(BatchStream):
         return WindowedBatchStream(self, assigner)
 
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
-        if column is not None and not isinstance(column, str):
-            raise GraphBuildError(f"{kind}(): the column must be a name, got {column!r}")
-        if column is not None and column in self.key_columns:
-            raise GraphBuildError(f"{kind}({column!r}): {column!r} is a key column")
+        """Running ``kind`` per key: for every row, its key's aggregate after that row."""
+        _check_column(kind, column, self.key_columns)
         name = f"Keyed Batch {kind.capitalize()}"
         return self._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
-
-    def sum(self, column: str) -> BatchStream:
-        """Running sum of ``column`` per key: a batch of the key columns and ``column``."""
-        return self._aggregate("sum", column)
-
-    def min(self, column: str) -> BatchStream:
-        return self._aggregate("min", column)
-
-    def max(self, column: str) -> BatchStream:
-        return self._aggregate("max", column)
-
-    def mean(self, column: str) -> BatchStream:
-        """Running mean (float64) of ``column`` per key."""
-        return self._aggregate("mean", column)
-
-    def count(self) -> BatchStream:
-        """Running count of rows per key: a batch of the key columns and ``count``."""
-        return self._aggregate("count", None)
 
     def _keyed_refusal(self, method: str) -> Any:
         raise GraphBuildError(
@@ -291,7 +303,7 @@ class KeyedBatchStream(BatchStream):
                               "on the aggregation after key_by(...)")  # fmt: skip
 
 
-class WindowedBatchStream:
+class WindowedBatchStream(_Aggregations):
     """A keyed batch stream in event-time windows: one aggregation per window, emitted when
     the watermark passes the window's end (key columns, ``window_start``, ``window_end`` and
     the aggregate; see :mod:`undertow.runtime.task.batch_windows`)."""
@@ -302,31 +314,12 @@ class WindowedBatchStream:
 
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
         keyed = self._keyed
-        if column is not None and not isinstance(column, str):
-            raise GraphBuildError(f"window {kind}(): the column must be a name, got {column!r}")
-        if column is not None and column in keyed.key_columns:
-            raise GraphBuildError(f"window {kind}({column!r}): {column!r} is a key column")
+        _check_column(f"window {kind}", column, keyed.key_columns)
         assert keyed.time_column is not None
         a = self._assigner
         operator = BatchWindowAggregate(kind, column, keyed.key_columns, keyed.time_column,
                                         a.get_size(), a.get_slide(), a.get_offset())  # fmt: skip
         return keyed._batches(f"Window Batch {kind.capitalize()}", operator)
-
-    def sum(self, column: str) -> BatchStream:
-        return self._aggregate("sum", column)
-
-    def min(self, column: str) -> BatchStream:
-        return self._aggregate("min", column)
-
-    def max(self, column: str) -> BatchStream:
-        return self._aggregate("max", column)
-
-    def mean(self, column: str) -> BatchStream:
-        """Mean (float64) of ``column`` per key and window."""
-        return self._aggregate("mean", column)
-
-    def count(self) -> BatchStream:
-        return self._aggregate("count", None)
 
 
 def to_batches(stream: DataStream, schema: pa.Schema, max_rows: int, max_delay: int,

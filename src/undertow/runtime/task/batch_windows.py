@@ -27,6 +27,8 @@ import pyarrow.compute as pc
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.task.batch_aggregate import KINDS, accumulators, encode_keys
+from undertow.runtime.task.batch_operators import _check_input as _batch
+from undertow.runtime.task.batch_operators import _where
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
@@ -36,18 +38,6 @@ END = "window_end"
 #: The accumulator column holding each slot's window start (the key's last field, as a column).
 _STARTS = "undertow.window_start"
 _TO_MILLIS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
-
-
-def _where(op: OneInputStreamOperator) -> str:
-    ctx = op.ctx
-    return f"operator '{ctx.name}' (subtask {ctx.subtask_index + 1}/{ctx.parallelism})"
-
-
-def _batch(op: OneInputStreamOperator, value: Any) -> pa.RecordBatch:
-    if type(value) is not pa.RecordBatch:
-        raise BatchError(f"{_where(op)}: expected a pyarrow.RecordBatch, got "
-                         f"{type(value).__name__}")  # fmt: skip
-    return value
 
 
 def event_millis(batch: pa.RecordBatch, column: str, where: str) -> np.ndarray:
