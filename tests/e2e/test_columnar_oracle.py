@@ -115,6 +115,11 @@ def test_columnar_sum_survives_a_worker_kill(
     out, mapped = tmp_path / "sums.jsonl", tmp_path / "mapped"
     _build(env, out, pace_s=0.015, mapped=mapped)
     client = env.execute_async("columnar kill")
+    # the checkpoints the kill waits for come after rows went through (so the source's
+    # restored position is past 0: the evidence of _resumed)
+    while not mapped.exists() or len(mapped.read_text().splitlines()) < 10:
+        time.sleep(0.01)
+    capsys.readouterr()
     _, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.05, latest_s=0.4, timeout_s=90.0, checkpoints=2
     )
