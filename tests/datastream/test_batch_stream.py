@@ -165,3 +165,53 @@ def test_parquet_files_are_read_as_record_batches(
             for row in batch.to_pylist():
                 counts[row["k"]] = max(counts.get(row["k"], 0), row["count"])
     assert counts == {k: 40 for k in range(5)}
+
+
+def test_csv_and_json_files_are_read_as_batches_and_written_as_parquet(
+    env: StreamExecutionEnvironment, tmp_path: Path
+) -> None:
+    from undertow.datastream.connectors.file_system import FileSink, OutputFileConfig
+    from undertow.datastream.formats.csv import CsvBatchInputFormat
+    from undertow.datastream.formats.json import JsonBatchInputFormat
+    from undertow.datastream.formats.parquet import ParquetBulkWriters
+
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "json").mkdir()
+    for part in range(2):
+        values = range(part * 50, part * 50 + 50)
+        lines = "".join(f"{v % 4},{v}\n" for v in values)
+        (tmp_path / "csv" / f"p{part}.csv").write_text("k,v\n" + lines)
+        rows = "".join(f'{{"k": {v % 4}, "v": {v}}}\n' for v in values)
+        (tmp_path / "json" / f"p{part}.jsonl").write_text(rows)
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    formats = {"csv": CsvBatchInputFormat(schema, batch_size=8),
+               "json": JsonBatchInputFormat(schema, batch_size=8)}  # fmt: skip
+    for name, fmt in formats.items():
+        source = FileSource.for_bulk_file_format(fmt, str(tmp_path / name)).build()
+        out = tmp_path / f"out-{name}"
+        sink = FileSink.for_bulk_format(str(out), ParquetBulkWriters.for_batches(row_group_size=16))
+        sink = sink.with_output_file_config(OutputFileConfig("part", ".parquet")).build()
+        batches = env.from_source(source, None, name).as_batches()
+        batches.key_by("k").sum("v").sink_to(sink)
+        env.execute(f"{name} to parquet")
+        table = pq.read_table(str(out))
+        assert table.schema.names == ["k", "v"]
+        finals: dict[int, int] = defaultdict(int)
+        for row in table.to_pylist():
+            finals[row["k"]] = max(finals[row["k"]], row["v"])
+        assert table.num_rows == 100
+        assert dict(finals) == {k: sum(v for v in range(100) if v % 4 == k) for k in range(4)}
+
+
+def test_the_parquet_batch_writer_refuses_records_and_other_schemas(tmp_path: Path) -> None:
+    from undertow.datastream.formats.parquet import ParquetBulkWriters
+
+    with (tmp_path / "f.parquet").open("wb") as stream:
+        writer = ParquetBulkWriters.for_batches().create(stream)
+        writer.add_element(pa.record_batch({"a": [1]}))
+        with pytest.raises(TypeError, match=r"a batch of schema \{b: int64\} does not match"):
+            writer.add_element(pa.record_batch({"b": [1]}))
+        with pytest.raises(TypeError, match="for_row_type"):
+            writer.add_element(Row(a=1))
+        writer.finish()
+    assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"a": 1}]

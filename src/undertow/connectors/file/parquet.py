@@ -11,7 +11,7 @@ rows and at ``finish``. Reader: a split is a file; it is read in record batches,
 position is the number of rows already emitted (restoring skips whole row groups by their
 row counts in the footer, then the rest of the rows). A file whose columns do not match the
 row type is a bad record (the whole file, offset 0): it fails the job or goes to the side
-output, as configured.
+output, as configured. For batch streams: ParquetBatchInputFormat and ``for_batches``.
 """
 
 from __future__ import annotations
@@ -171,14 +171,113 @@ class ParquetWriterFactory(BulkWriterFactory):
         return f"ParquetWriterFactory({self.row_type!r})"
 
 
+class ParquetBatchWriter(BulkWriter):
+    """Writes the ``pyarrow.RecordBatch`` (or ``Table``) elements of a batch stream; the
+    file's schema is the factory's, or the first batch's. Batches are buffered and written as
+    one row group per ``row_group_size`` rows."""
+
+    def __init__(
+        self, stream: BinaryIO, schema: pa.Schema | None, row_group_size: int, compression: str
+    ) -> None:
+        self.stream = stream
+        self.schema = schema
+        self.row_group_size = row_group_size
+        self.compression = compression
+        self.pending: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.writer: pq.ParquetWriter | None = None
+
+    def add_element(self, element: Any) -> None:
+        if isinstance(element, pa.Table):
+            batches = element.to_batches()
+        elif isinstance(element, pa.RecordBatch):
+            batches = [element]
+        else:
+            raise TypeError(
+                "Parquet batch writer: elements must be pyarrow.RecordBatch or Table (a batch "
+                f"stream), got {type(element).__name__}; for records use "
+                "ParquetBulkWriters.for_row_type"
+            )
+        for batch in batches:
+            if self.schema is None:
+                self.schema = batch.schema
+            elif not batch.schema.equals(self.schema):
+                raise TypeError(
+                    f"Parquet batch writer: a batch of schema {_one_line(batch.schema)} does "
+                    f"not match the file's {_one_line(self.schema)}"
+                )
+            self.pending.append(batch)
+            self.rows += batch.num_rows
+        if self.rows >= self.row_group_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        assert self.schema is not None
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.stream, self.schema, compression=self.compression)
+        self.writer.write_table(pa.Table.from_batches(self.pending, self.schema))
+        self.pending, self.rows = [], 0
+
+    def finish(self) -> None:
+        self.flush()
+        if self.writer is None and self.schema is not None:  # a file with no rows
+            self.writer = pq.ParquetWriter(self.stream, self.schema, compression=self.compression)
+        if self.writer is not None:
+            self.writer.close()
+
+    def abort(self) -> None:
+        self.pending, self.rows = [], 0
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except (OSError, ValueError, pa.ArrowException):
+                pass  # the file is removed anyway
+
+
+def _one_line(schema: pa.Schema) -> str:
+    return "{" + ", ".join(f"{f.name}: {f.type}" for f in schema) + "}"
+
+
+class ParquetBatchWriterFactory(BulkWriterFactory):
+    """Writes the record batches of a batch stream as Parquet (docs/columnar.md)."""
+
+    def __init__(
+        self,
+        schema: pa.Schema | None = None,
+        row_group_size: int = 64 * 1024,
+        compression: str = "snappy",
+    ) -> None:
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise TypeError(f"ParquetBulkWriters.for_batches: schema must be a pyarrow.Schema, "
+                            f"got {schema!r}")  # fmt: skip
+        self.schema = schema
+        self.row_group_size = row_group_size
+        self.compression = compression
+
+    def create(self, stream: BinaryIO) -> BulkWriter:
+        return ParquetBatchWriter(stream, self.schema, self.row_group_size, self.compression)
+
+    def __repr__(self) -> str:
+        return f"ParquetBatchWriterFactory({self.schema!r})"
+
+
 class ParquetBulkWriters:
-    """PyFlink's ``ParquetBulkWriters.for_row_type(row_type)``."""
+    """PyFlink's ``ParquetBulkWriters.for_row_type(row_type)``; ``for_batches(schema)`` (not
+    PyFlink's) writes the record batches of a batch stream."""
 
     @staticmethod
     def for_row_type(
         row_type: RowTypeInfo, hadoop_config: Any = None, utc_timestamp: bool = False
     ) -> ParquetWriterFactory:
         return ParquetWriterFactory(row_type)
+
+    @staticmethod
+    def for_batches(
+        schema: pa.Schema | None = None, row_group_size: int = 64 * 1024
+    ) -> ParquetBatchWriterFactory:
+        return ParquetBatchWriterFactory(schema, row_group_size)
 
 
 class ParquetColumnarRowInputFormat(BulkFormat):

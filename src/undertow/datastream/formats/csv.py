@@ -1,6 +1,8 @@
 """PyFlink's ``pyflink.datastream.formats.csv`` (re-exports of
-:mod:`undertow.connectors.file.csv_format`)."""
+:mod:`undertow.connectors.file.csv_format`), and ``CsvBatchInputFormat`` (not PyFlink's): CSV
+files as record batches for batch streams."""
 
+from undertow.connectors.file.arrow_text import CsvBatchInputFormat
 from undertow.connectors.file.csv_format import (
     CsvReaderFormat,
     CsvRowEncoder,
@@ -13,6 +15,7 @@ from undertow.datastream.formats.csv_row import (
 )
 
 __all__ = [
+    "CsvBatchInputFormat",
     "CsvReaderFormat",
     "CsvRowDeserializationSchema",
     "CsvRowEncoder",
