@@ -221,7 +221,7 @@ def rescaled_scenario(
 
 
 @pytest.mark.restores(catches=["channel-state"])
-@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("target", ["local-threads", pytest.param("local", marks=pytest.mark.soak)])
 @pytest.mark.parametrize(("old", "new"), [(2, 3), pytest.param(3, 2, marks=pytest.mark.soak)])
 def test_a_checkpoint_completes_during_a_rescaled_recovery_and_failures_in_a_row_lose_nothing(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], old: int, new: int
