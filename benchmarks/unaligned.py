@@ -20,8 +20,11 @@ time only, as before the bound existed), against checkpointing off; besides the 
 columns it shows the most buffers beyond its pool a flatMap subtask queued and how many of
 its units of work went past pool + overdraft.
 
+The last three modes compare concurrent unaligned checkpoints
+(``max-concurrent-checkpoints`` 2) with one at a time.
+
 Usage: ``python benchmarks/unaligned.py [--seconds S] [--sleeps-ms 0,0.01,0.1,1] [--cases
-backpressure,fan-out]``
+backpressure,fan-out] [--modes 'off;unaligned;unaligned, 2 conc.']``
 """
 
 from __future__ import annotations
@@ -50,6 +53,22 @@ MODES: dict[str, dict[str, str]] = {
         "execution.checkpointing.interval": "200 ms",
         "execution.checkpointing.unaligned.enabled": "true",
         "execution.checkpointing.aligned-checkpoint-timeout": "1 s",
+    },
+    # Concurrent unaligned checkpoints (issue 29; Flink refuses them): one at a time against
+    # two, at the interval above and at one shorter than an unaligned checkpoint takes here.
+    "unaligned, 2 conc.": {
+        "execution.checkpointing.interval": "200 ms",
+        "execution.checkpointing.unaligned.enabled": "true",
+        "execution.checkpointing.max-concurrent-checkpoints": "2",
+    },
+    "unaligned, 20 ms": {
+        "execution.checkpointing.interval": "20 ms",
+        "execution.checkpointing.unaligned.enabled": "true",
+    },
+    "unaligned, 20 ms, 2 conc.": {
+        "execution.checkpointing.interval": "20 ms",
+        "execution.checkpointing.unaligned.enabled": "true",
+        "execution.checkpointing.max-concurrent-checkpoints": "2",
     },
 }
 COMPLETED = re.compile(
@@ -174,7 +193,7 @@ def checkpoint_cells(console: str, elapsed: float) -> str:
     return f"{p50:>8.0f} {p90:>8.0f} {per_min:>7.0f} {size:>10}"
 
 
-def backpressure_table(seconds: float, sleeps_ms: list[float]) -> None:
+def backpressure_table(seconds: float, sleeps_ms: list[float], modes: list[str]) -> None:
     print(f"{'sleep':>7} {'mode':<22} {'p50 ms':>8} {'p90 ms':>8} {'cp/min':>7} "
           f"{'in-flight':>10} {'throughput':>10}")  # fmt: skip
     for sleep_ms in sleeps_ms:
@@ -184,7 +203,7 @@ def backpressure_table(seconds: float, sleeps_ms: list[float]) -> None:
         rate = 1.2 * 1000 / sleep_ms if sleep_ms > 0 else None
         records = int(seconds * 2 * rate) if rate is not None else 400_000
         baseline = None
-        for mode in MODES:
+        for mode in modes:
             with tempfile.TemporaryDirectory() as directory:
                 elapsed, console = run(mode, sleep_ms, records, rate, directory)
             baseline = baseline or elapsed
@@ -227,12 +246,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=6.0, help="target run time per job")
     parser.add_argument("--sleeps-ms", default="0,0.01,0.1,1", help="sleep per record, comma list")
     parser.add_argument("--cases", default="backpressure,fan-out", help="tables to print")
+    parser.add_argument("--modes", default=";".join(MODES),
+                        help="modes of the backpressure table, ';' list (the first is the "
+                        "throughput baseline)")  # fmt: skip
     parser.add_argument("--fan-out-spin-us", type=float, default=10.0,
                         help="sleepy map's spin per record in the fan-out case")  # fmt: skip
     args = parser.parse_args()
     cases = args.cases.split(",")
     if "backpressure" in cases:
-        backpressure_table(args.seconds, [float(s) for s in args.sleeps_ms.split(",")])
+        modes = args.modes.split(";")
+        unknown = [m for m in modes if m not in MODES]
+        if unknown:
+            parser.error(f"--modes: unknown {unknown}; known: {list(MODES)}")
+        backpressure_table(args.seconds, [float(s) for s in args.sleeps_ms.split(",")], modes)
     if "fan-out" in cases:
         fan_out_table(args.seconds, args.fan_out_spin_us)
 

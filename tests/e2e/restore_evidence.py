@@ -56,12 +56,13 @@ def restored_checkpoints(console: str) -> list[tuple[int, str, float]]:
 class RestWatcher:
     """Polls ``/jobs/:id/checkpoints`` every 20 ms on a daemon thread until :meth:`stop`;
     keeps each distinct ``latest.restored.id`` in the order seen, and each completed
-    checkpoint's (``checkpointed_size``, ``state_size``) of the history by id."""
+    checkpoint's (``checkpointed_size``, ``state_size``) and whole history entry by id."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.restored_ids: list[int] = []
         self.completed_sizes: dict[int, tuple[int, int]] = {}
+        self.completed: dict[int, dict[str, Any]] = {}
         self.errors = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rest-watcher", daemon=True)
@@ -83,6 +84,7 @@ class RestWatcher:
                 if entry["status"] == "COMPLETED" and not entry["is_savepoint"]:
                     sizes = (int(entry["checkpointed_size"]), int(entry["state_size"]))
                     self.completed_sizes[int(entry["id"])] = sizes
+                    self.completed[int(entry["id"])] = entry
             restored = body["latest"]["restored"]
             if restored is not None and (
                 not self.restored_ids or self.restored_ids[-1] != restored["id"]

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import (
     FailingSnapshot,
     OracleResult,
@@ -36,6 +37,7 @@ from .restore_evidence import (
     evidence,
     restored_checkpoints,
 )
+from .test_unaligned_checkpoints import checkpoints_with_channel_state
 
 KEYS, RECORDS_PER_KEY = 8, 500
 RATE = 1_500.0  # records per second per source reader: three times the sink's pace
@@ -44,6 +46,8 @@ SINK_SPIN_S = 0.002  # about 4 s of sink time in all: up to 3 s of it fits in fl
 SIZES = (SizeClass(1.0, 16, 128),)
 FIRST_CHECKPOINT_WITHIN_S = 2.0
 JOB_TIMEOUT_S = 120.0
+#: Seconds the retaining job runs on after its first checkpoint with in-flight data.
+FILL_S = 1.0
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting", re.M)
 
@@ -143,6 +147,89 @@ def test_a_checkpoint_completes_during_each_recovery_and_failures_in_a_row_lose_
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     delays = scenario(make_env, tmp_path, capsys)
+    assert len(delays) == 3 and max(delays) <= FIRST_CHECKPOINT_WITHIN_S, (
+        f"first checkpoint after each restore: {[round(d, 2) for d in delays]} s (goal "
+        f"{FIRST_CHECKPOINT_WITHIN_S} s)"
+    )
+
+
+def retain_under_backpressure(
+    make_env: EnvFactory, tmp_path: Path, parallelism: int, settings: dict[str, Any]
+) -> str:
+    """Run the PIPELINE at ``parallelism`` under backpressure until a checkpoint with
+    in-flight data is retained, cancel it, and return that checkpoint's pointer. The chain
+    (with its failing snapshot, which never fires here) is the one the restored job runs."""
+    env = make_env(parallelism=parallelism, config=settings)
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, SIZES, records_per_second=RATE),
+                   failing_snapshot=FailingSnapshot(fail_after_checkpoints=[]),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("retain in-flight data")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
+        time.sleep(0.05)
+    time.sleep(FILL_S)  # the backpressured network fills up
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    storage = CheckpointStorage(str(tmp_path), job_dir.name)
+    with_state = checkpoints_with_channel_state(tmp_path)
+    assert with_state, f"no retained checkpoint holds channel state: {tmp_path}"
+    return storage.checkpoint_pointer(with_state[-1])
+
+
+def rescaled_scenario(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], old: int,
+    new: int, during_recovery: bool = True,
+) -> list[float]:  # fmt: skip
+    """Retain an unaligned checkpoint with in-flight data at ``old``, restore it at ``new``
+    (every edge rescaled: the producers re-emit the in-flight data), and fail right after the
+    first checkpoint of the restored attempt and of the next one, each before the previous
+    recovery finished (the second restore is in place, from a checkpoint taken during the
+    rescaled recovery). Returns the seconds from each restore to its first checkpoint."""
+    settings = config(tmp_path, 0, during_recovery)
+    settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    settings["execution.checkpointing.num-retained"] = "3"
+    pointer = retain_under_backpressure(make_env, tmp_path, old, settings)
+
+    failing = FailingSnapshot(fail_after_checkpoints=[1, 1])
+    settings["execution.state-recovery.path"] = pointer
+    settings["restart-strategy.fixed-delay.attempts"] = str(failing.scheduled_failures)
+    env = make_env(parallelism=new, config=settings)
+    where = tmp_path / "evidence"
+    # a slower sink than the retaining job's: the restored in-flight data takes seconds
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, SIZES, records_per_second=RATE),
+                   failing_snapshot=failing, sink_spin_s=2 * SINK_SPIN_S,
+                   evidence_dir=where)  # fmt: skip
+    capsys.readouterr()
+    client = env.execute_async("rescaled, checkpoints during recovery")
+    watcher = RestWatcher(client)
+    lines = timed_console(client, capsys)
+    console = "\n".join(line for _, line in lines)
+    result = client.get_job_execution_result(timeout=5)
+    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, where)
+
+    assert_restores(console, watcher.stop(), restores=3)
+    restored = restored_checkpoints(console)
+    evidence(all(size > 0 for _, _, size in restored), f"no in-flight data: {restored}")
+    ids = [cid for cid, _, _ in restored]
+    assert ids == sorted(set(ids)), f"a restore went back to an old checkpoint: {ids}\n{console}"
+    oracle.assert_restored(replayed=True)
+    oracle.assert_exactly_once()
+    assert oracle.restarts == 2, (oracle, console)
+    return first_checkpoint_after_each_restore(lines)
+
+
+@pytest.mark.restores(catches=["channel-state"])
+@pytest.mark.parametrize("target", ["local-threads", pytest.param("local", marks=pytest.mark.soak)])
+@pytest.mark.parametrize(("old", "new"), [(2, 3), pytest.param(3, 2, marks=pytest.mark.soak)])
+def test_a_checkpoint_completes_during_a_rescaled_recovery_and_failures_in_a_row_lose_nothing(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], old: int, new: int
+) -> None:
+    """Rescaled restores: the first checkpoint after the rescaled restore (triggered once the
+    re-emitted data arrived, unprocessed) and after the in-place restore of that checkpoint
+    (whose unprocessed re-emitted records are recovered input) each complete within 2 s."""
+    delays = rescaled_scenario(make_env, tmp_path, capsys, old, new)
     assert len(delays) == 3 and max(delays) <= FIRST_CHECKPOINT_WITHIN_S, (
         f"first checkpoint after each restore: {[round(d, 2) for d in delays]} s (goal "
         f"{FIRST_CHECKPOINT_WITHIN_S} s)"

@@ -17,8 +17,12 @@ from undertow.core.errors import StateError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
-from undertow.runtime.checkpoint.channel_recovery import ReemittedChannel, SubtaskChannelRecovery
-from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.channel_recovery import (
+    EndOfChannelStateEvent,
+    ReemittedChannel,
+    SubtaskChannelRecovery,
+)
+from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, is_recovered_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
@@ -338,3 +342,48 @@ def test_an_aligned_barrier_during_recovery_waits_behind_the_restored_input_and_
 
     processed_at_ack = asyncio.run(scenario())
     assert processed_at_ack == {5: 32}, "not acknowledged, or before the restored input"
+
+
+@pytest.mark.parametrize("during_recovery", [True, False])
+def test_re_emitted_input_is_drained_unprocessed_and_checkpointed_as_recovered_input(
+    during_recovery: bool,
+) -> None:
+    """A gate receiving re-emitted data after a rescale drains it into the restored input up to
+    its EndOfChannelStateEvent, without processing it: the subtask reports the gate recovered
+    (the JobMaster may trigger checkpoints) before one record was processed, and a checkpoint
+    then would persist the drained records as recovered chunks. With
+    ``during-recovery.enabled`` false the report waits until they were processed. Either
+    way they are processed (the live data behind the end event waits for the gate to
+    resume)."""
+    re_emitted = [Buffer(serialize_batch([1, 2], None)), Buffer(serialize_batch([3], None))]
+
+    async def scenario() -> tuple[list[Any], list[Any]]:
+        at_report: list[Any] = []
+        tasks: list[StreamTask] = []
+
+        def recovered() -> None:
+            channel = tasks[0].gates[0].channels[0]
+            chunks = tasks[0].unprocessed_chunks(channel)
+            at_report.extend([tasks[0].input.records_in, len(chunks)])
+            at_report.append(all(is_recovered_chunk(c) for c in chunks))
+
+        task, partition = build(
+            None, [], recovering_gates=frozenset({0}),
+            on_channel_state_recovered=recovered, reports_restored_input=not during_recovery,
+        )  # fmt: skip
+        tasks.append(task)
+        channel = task.gates[0].channels[0]
+        for seq, buffer in enumerate(re_emitted):
+            channel.on_send(Send(buffer, False, seq, 1 - seq))
+        channel.on_send(Send(EndOfChannelStateEvent(), True, 2, 0, blocks_upstream=True))
+        running = asyncio.ensure_future(task.run())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        for writer in task.writers:
+            writer.flush_all()
+        return at_report, queued_values(partition)
+
+    at_report, out = asyncio.run(scenario())
+    assert at_report == ([0, 2, True] if during_recovery else [3, 0, True])
+    assert out == [2, 3, 4]

@@ -26,6 +26,8 @@ ChannelStateResult: TypeAlias = ChannelState | ChannelStateHandles
 
 PARTIAL = 1
 LAST = 0
+#: A whole batch of recovered input (:func:`encode_recovered_chunk`).
+RECOVERED = 2
 
 
 def encode_chunk(buffer: Buffer) -> bytes:
@@ -33,9 +35,24 @@ def encode_chunk(buffer: Buffer) -> bytes:
     return (b"\x01" if buffer.partial else b"\x00") + buffer.data
 
 
+def encode_recovered_chunk(batch: bytes) -> bytes:
+    """One whole serialized batch of *recovered* input: in-flight data a rescaled restore
+    re-emitted that the subtask had not processed when a checkpoint during recovery was
+    taken. A restore in place hands every channel's recovered chunks to the task before any
+    other input chunk (they precede all live data at the consumer, as the
+    ``EndOfChannelStateEvent`` made them do when they were re-emitted)."""
+    return b"\x02" + batch
+
+
+def is_recovered_chunk(chunk: bytes) -> bool:
+    """``chunk`` is one of :func:`encode_recovered_chunk`."""
+    return chunk[:1] == b"\x02"
+
+
 def decode_chunk(chunk: bytes) -> Buffer:
-    """The network buffer a chunk of :func:`encode_chunk` holds."""
-    if not chunk or chunk[0] not in (LAST, PARTIAL):
+    """The network buffer a chunk of :func:`encode_chunk` or :func:`encode_recovered_chunk`
+    holds (a recovered chunk is one whole buffer)."""
+    if not chunk or chunk[0] not in (LAST, PARTIAL, RECOVERED):
         head = chunk[:1].hex() or "empty"
         raise ValueError(f"not a channel-state chunk (flag {head}, {len(chunk)} bytes)")
     return Buffer(chunk[1:], partial=chunk[0] == PARTIAL)

@@ -65,11 +65,11 @@ class TaskFinished:
 
 @dataclass(frozen=True, slots=True)
 class ChannelStateRecovered:
-    """A subtask consumed all in-flight data re-emitted into its rescaled inputs (every
-    channel of each such gate delivered ``EndOfChannelStateEvent``) and, with
-    ``during-recovery.enabled`` false, its input channel state restored in place: the
-    JobMaster triggers no checkpoint before every such subtask said so (Flink's tasks stay
-    INITIALIZING)."""
+    """A subtask received all in-flight data re-emitted into its rescaled inputs (every
+    channel of each such gate delivered ``EndOfChannelStateEvent``; with
+    ``during-recovery.enabled`` false: and processed it) and, with that option false, consumed
+    its input channel state restored in place: the JobMaster triggers no checkpoint before
+    every such subtask said so (Flink's tasks stay INITIALIZING)."""
 
     attempt: AttemptNumber
     vertex_id: int

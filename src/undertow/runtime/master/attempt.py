@@ -275,11 +275,14 @@ async def await_channel_state_recovery(
     attempt: Attempt, restore: RestorePlan | None, during_recovery: bool = True
 ) -> None:
     """After a rescaled restore of in-flight data, wait (or until the attempt ends) until
-    every consumer of a rescaled edge consumed what the producers re-emitted. A checkpoint
-    taken before would persist re-emitted records as ordinary in-flight data, and a restore
-    from it would no longer deliver them before the live data of other channels (the
-    per-key order the ``EndOfChannelStateEvent`` barrier gives). Flink's tasks likewise
-    stay INITIALIZING, and untriggerable, while they recover channel state.
+    every consumer of a rescaled edge received what the producers re-emitted: its input
+    processor drains it into its restored input at network speed, unprocessed, and a
+    checkpoint then persists what is left of it as *recovered* input, which a restore hands
+    to the task before any other input (the per-key order the ``EndOfChannelStateEvent``
+    barrier gives). A checkpoint taken before all of it arrived would find re-emitted
+    records still queued at the producers, behind the subpartitions the end events block;
+    Flink's tasks likewise stay INITIALIZING, and untriggerable, while they recover channel
+    state. With ``during_recovery`` false the consumers report only once they processed it.
 
     Channel state restored in place needs no wait: a checkpoint during its recovery takes
     the restored input not yet consumed as its channel state. With ``during_recovery``

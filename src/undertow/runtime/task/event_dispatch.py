@@ -91,9 +91,9 @@ class EventDispatcher:
         #: Every channel ended its data (never true for a task without inputs).
         self.all_data_ended = False
         #: Rescaled restore: the gates that receive re-emitted data, and what happens once
-        #: every one of them ended it (the JobMaster triggers no checkpoint before: one taken
-        #: meanwhile would persist re-emitted records as ordinary in-flight data and lose
-        #: their place before all live data).
+        #: every one of them ended it (the JobMaster triggers no checkpoint before: the input
+        #: processor drains it into its restored input meanwhile, and a checkpoint then
+        #: persists what is unprocessed as recovered input, ahead of all live data).
         self.recovery = recovery if recovery is not None else UpstreamRecoveryTracker()
 
     def on_event(self, gate: InputGate, channel: InputChannel, event: Any) -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from undertow.connectors.source import InputStatus
-from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, encode_recovered_chunk
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
@@ -32,15 +32,22 @@ from undertow.runtime.task.unaligned_stop import drop_input
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 _SOURCE_BACKOFF_S = 0.005
 
+#: One restored input batch not yet processed: (gate, channel, values, timestamps, recovered).
+RestoredBatch: TypeAlias = tuple[InputGate, InputChannel, list[Any], Any, bool]
+
+
+def _chunk(batch: bytes, recovered: bool) -> bytes:
+    return encode_recovered_chunk(batch) if recovered else encode_chunk(Buffer(batch))
+
 
 class CurrentBatch:
     """The batch being processed: where it came from and how far the head got."""
 
-    __slots__ = ("channel", "gate", "position", "restored", "timestamps", "values")
+    __slots__ = ("channel", "gate", "position", "recovered", "restored", "timestamps", "values")
 
     def __init__(
         self, gate: InputGate, channel: InputChannel, values: list[Any],
-        timestamps: list[Any] | None, restored: bool,
+        timestamps: list[Any] | None, restored: bool, recovered: bool = False,
     ) -> None:  # fmt: skip
         self.gate = gate
         self.channel = channel
@@ -50,6 +57,9 @@ class CurrentBatch:
         self.position = 0
         #: Restored channel state: not counted by the gate, not released to it.
         self.restored = restored
+        #: Recovered input (re-emitted by a rescaled restore, or restored as such): its rest
+        #: is persisted as recovered chunks.
+        self.recovered = recovered
 
 
 class StreamInputProcessor:
@@ -100,8 +110,10 @@ class StreamInputProcessor:
         self.records_dropped = 0
         self._chunk = 64
         self._current: CurrentBatch | None = None
-        #: Restored input batches not yet processed: (gate, channel, values, timestamps).
-        self._restored_input: deque[tuple[InputGate, InputChannel, list[Any], Any]] = deque()
+        #: Restored input batches not yet processed: (gate, channel, values, timestamps,
+        #: recovered); recovered ones also come from gates that drain re-emitted data
+        #: (:meth:`drain_recovered`).
+        self._restored_input: deque[RestoredBatch] = deque()
         #: Called once, when the restored input was consumed (the first slice after it; a
         #: subtask that restored none calls it in its first slice).
         self._on_restored_consumed = on_restored_input_consumed
@@ -128,27 +140,55 @@ class StreamInputProcessor:
         return (
             self._current is not None
             or bool(self._restored_input)
-            or self._on_restored_consumed is not None  # a slice reports it
+            or self._may_report_restored_consumed()  # a slice reports it
             or any(g.has_input() for g in self.gates)
         )
 
     def add_restored_input(
-        self, gate: InputGate, channel: InputChannel, values: list[Any], timestamps: Any
-    ) -> None:
-        """A batch of restored input channel state: processed before any live input."""
-        self._restored_input.append((gate, channel, values, timestamps))
+        self, gate: InputGate, channel: InputChannel, values: list[Any], timestamps: Any,
+        recovered: bool = False,
+    ) -> None:  # fmt: skip
+        """A batch of restored input channel state: processed before any live input.
+        ``recovered``: a batch of recovered input (see :class:`CurrentBatch`)."""
+        self._restored_input.append((gate, channel, values, timestamps, recovered))
+
+    def drain_recovered(self) -> None:
+        """Move what the gates still recovering from a rescaled restore delivered (records
+        the producers re-emitted, up to each channel's ``EndOfChannelStateEvent``) into the
+        restored input, unprocessed, returning each buffer at once: the re-emitted data
+        crosses the network at its pace, not at the task's, so the gates end their recovery,
+        and checkpoints may be triggered, long before the records are processed
+        (``during-recovery.enabled``). They stay ahead of every live record of the gate
+        (which follows the end events); a checkpoint meanwhile persists the ones not yet
+        processed as recovered input. Cost: nothing once no gate recovers."""
+        recovery = self.events.recovery
+        if not recovery.is_recovering:
+            return
+        restored, on_event = self._restored_input, self.events.on_event
+        for index in sorted(recovery.recovering):
+            gate = self.gates[index]
+            while index in recovery.recovering and (polled := gate.poll()) is not None:
+                channel, payload = polled
+                if type(payload) is tuple:
+                    restored.append((gate, channel, payload[0], payload[1], True))
+                    gate.release(channel)
+                else:  # its end of channel state (gates resume once every channel's came)
+                    on_event(gate, channel, payload)
 
     def take_unprocessed(self) -> tuple[CurrentBatch | None, int]:
         """Take what the task holds and has not processed, for an unaligned stop's drop
         (:func:`~undertow.runtime.task.unaligned_stop.drop_input`): the batch in hand (or
         None) and the number of restored records still pending, which are discarded."""
         current, self._current = self._current, None
-        restored = sum(len(values) for _, _, values, _ in self._restored_input)
+        restored = sum(len(batch[2]) for batch in self._restored_input)
         self._restored_input.clear()
         return current, restored
 
     def process_priority_events(self) -> None:
-        """Take every queued priority event (unaligned barrier, announcement) ahead of data."""
+        """Take every queued priority event (unaligned barrier, announcement) ahead of data;
+        drain the gates still recovering (:meth:`drain_recovered`: also under backpressure,
+        when no slice runs)."""
+        self.drain_recovered()
         for gate in self.gates:
             if not gate.has_priority_event():
                 continue
@@ -165,10 +205,10 @@ class StreamInputProcessor:
             if pos < len(current.values):
                 stamps = None if current.timestamps is None else current.timestamps[pos:]
                 batch = serialize_batch(current.values[pos:], stamps)
-                chunks.append(encode_chunk(Buffer(batch)))
-        for _, ch, values, stamps in self._restored_input:
+                chunks.append(_chunk(batch, current.recovered))
+        for _, ch, values, stamps, recovered in self._restored_input:
             if ch is channel:
-                chunks.append(encode_chunk(Buffer(serialize_batch(values, stamps))))
+                chunks.append(_chunk(serialize_batch(values, stamps), recovered))
         return chunks
 
     def poll(self) -> tuple[InputGate, InputChannel, Any] | None:
@@ -208,11 +248,13 @@ class StreamInputProcessor:
                 break
             current = self._current
             if current is None:
-                if self._on_restored_consumed is not None and not self._restored_input:
+                self.drain_recovered()
+                if self._may_report_restored_consumed() and not self._restored_input:
                     self._restored_consumed()
                 if self._restored_input:  # restored input goes before any live input
-                    gate, channel, values, stamps = self._restored_input.popleft()
-                    self._current = current = CurrentBatch(gate, channel, values, stamps, True)
+                    gate, channel, values, stamps, recovered = self._restored_input.popleft()
+                    current = CurrentBatch(gate, channel, values, stamps, True, recovered)
+                    self._current = current
                 else:
                     polled = self.poll()
                     if polled is None:
@@ -275,6 +317,11 @@ class StreamInputProcessor:
             if head_room is not None and head_room() <= 0:
                 break
         self.after_slice()
+
+    def _may_report_restored_consumed(self) -> bool:
+        """A report that the restored input was consumed is due once none is pending and no
+        gate drains re-emitted data any more."""
+        return self._on_restored_consumed is not None and not self.events.recovery.is_recovering
 
     def _restored_consumed(self) -> None:
         callback, self._on_restored_consumed = self._on_restored_consumed, None

@@ -18,7 +18,7 @@ from undertow.runtime.checkpoint.channel_recovery.rescale import (
     new_producer_of,
     plan_rescaled_edge,
 )
-from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, encode_recovered_chunk
 from undertow.runtime.network.buffer import serialize_batch, split_into_buffers
 
 
@@ -99,3 +99,14 @@ def test_a_stream_that_ends_inside_a_batch_is_refused() -> None:
     chunks = chunks_of([[b"x" * 500]], 64)
     with pytest.raises(ValueError, match=r"old channel 0 -> 1: channel state ends inside"):
         list(channel_records(chunks[:-1], "old channel 0 -> 1"))
+
+
+def test_recovered_input_is_not_re_emitted_at_another_parallelism() -> None:
+    """A checkpoint taken during a rescaled recovery holds re-emitted records not yet processed
+    as recovered chunks; re-emitting them with the rest would let newer records of another old
+    channel overtake them, so it fails, naming where."""
+    chunks = [encode_recovered_chunk(serialize_batch([1], None)),
+              encode_chunk(split_into_buffers(serialize_batch([2], None), 1 << 16)[0])]  # fmt: skip
+    with pytest.raises(ValueError, match=r"old channel 0 -> 1: the checkpoint was taken while "
+                       r"the in-flight data of an earlier rescaled restore"):  # fmt: skip
+        list(channel_records(chunks, "old channel 0 -> 1"))

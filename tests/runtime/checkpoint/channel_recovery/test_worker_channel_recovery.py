@@ -117,3 +117,19 @@ def test_with_during_recovery_off_subtasks_restoring_input_in_place_report_it() 
         Assignment(channel_state=state), {(2, 0)}, None, during_recovery=True
     ))  # fmt: skip
     assert on.for_subtask(2, 0) == SubtaskChannelRecovery()
+
+
+def test_with_during_recovery_off_consumers_of_re_emitted_data_report_once_they_processed_it() -> (
+    None
+):
+    """On, a consumer of a rescaled edge reports once its gates received the re-emitted data
+    (drained, unprocessed); off, also only once it processed it."""
+    assignment = Assignment(rescaled_gates={3: frozenset({0})})
+    off = asyncio.run(WorkerChannelRecovery.read(assignment, {(3, 0), (2, 0)}, None,
+                                                 during_recovery=False))  # fmt: skip
+    assert off.for_subtask(3, 0) == SubtaskChannelRecovery(
+        recovering_gates=frozenset({0}), reports_restored_input=True
+    )
+    assert off.for_subtask(2, 0) == SubtaskChannelRecovery()
+    on = asyncio.run(WorkerChannelRecovery.read(assignment, {(3, 0)}, None))
+    assert on.for_subtask(3, 0) == SubtaskChannelRecovery(recovering_gates=frozenset({0}))

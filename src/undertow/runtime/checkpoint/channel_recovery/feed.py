@@ -24,13 +24,13 @@ from undertow.runtime.checkpoint.channel_recovery.rescale import (
     EndOfChannelStateEvent,
     channel_records,
 )
-from undertow.runtime.checkpoint.channel_state_writer import decode_chunk
-from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
+from undertow.runtime.checkpoint.snapshot import ChannelState
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 
-#: Takes one restored input batch: (gate, channel, values, timestamps).
-RestoredInput = Callable[[InputGate, InputChannel, list[Any], Any], None]
+#: Takes one restored input batch: (gate, channel, values, timestamps, recovered).
+RestoredInput = Callable[[InputGate, InputChannel, list[Any], Any, bool], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,29 +83,47 @@ class RecoveringSubtask(Protocol):
     def channel_recovery(self) -> SubtaskChannelRecovery: ...
 
 
+class CarriesChannelState(Protocol):
+    """A restored snapshot as channel recovery sees it: the in-flight data it carries, or
+    ``None`` (``SubtaskSnapshot`` implements it; snapshots pickled before the field existed
+    read the class default, ``None``)."""
+
+    @property
+    def channel_state(self) -> ChannelState | None: ...
+
+
 def restore_in_place(
     subtask: RecoveringSubtask,
-    snapshots: Sequence[SubtaskSnapshot],
+    snapshots: Sequence[CarriesChannelState],
     partitions: Sequence[ResultPartition],
     add_input: RestoredInput,
 ) -> None:
-    """Queue restored output buffers; hand restored input batches to ``add_input``."""
-    states = [s.channel_state for s in snapshots if getattr(s, "channel_state", None)]
+    """Queue restored output buffers; hand restored input batches to ``add_input``: first
+    the recovered chunks of every channel (re-emitted data of a rescaled restore that a
+    checkpoint during recovery found unprocessed: it precedes all live data of the gate),
+    then each channel's other chunks, in channel order.
+
+    At most one of ``snapshots`` carries channel state (more fail the shape check: state
+    restored in place is never redistributed)."""
+    states = [s.channel_state for s in snapshots if s.channel_state is not None]
     if not states:
         return
     state = states[0]
-    assert state is not None
     _check_shape(subtask, state, len(snapshots), partitions)
     for (output, subpartition), chunks in sorted(state.outputs.items()):
         sp = partitions[output].subpartitions[subpartition]
         sp.add_buffers([decode_chunk(c) for c in chunks])
-    for (gate_index, channel_index), chunks in sorted(state.inputs.items()):
-        gate = subtask.gates[gate_index]
-        channel = gate.channels[channel_index]
-        for chunk in chunks:
-            batch = channel.deserializer.add(decode_chunk(chunk))
-            if batch is not None:
-                add_input(gate, channel, batch[0], batch[1])
+    inputs = sorted(state.inputs.items())
+    recovered = {c: _recovered_prefix(subtask, state, c, chunks) for c, chunks in inputs}
+    for first_pass in (True, False):
+        for (gate_index, channel_index), chunks in inputs:
+            gate = subtask.gates[gate_index]
+            channel = gate.channels[channel_index]
+            n = recovered[(gate_index, channel_index)]
+            for chunk in chunks[:n] if first_pass else chunks[n:]:
+                batch = channel.deserializer.add(decode_chunk(chunk))
+                if batch is not None:
+                    add_input(gate, channel, batch[0], batch[1], first_pass)
 
 
 def reemit(
@@ -128,6 +146,24 @@ def reemit(
             ) from err
     for output in sorted(recovery.recovery_outputs):
         writers[output].broadcast_event(EndOfChannelStateEvent(), blocks=True)
+
+
+def _recovered_prefix(
+    subtask: RecoveringSubtask, state: ChannelState, channel: tuple[int, int],
+    chunks: Sequence[bytes],
+) -> int:  # fmt: skip
+    """How many chunks at the head of ``chunks`` are recovered ones; a recovered chunk after
+    another one is state no checkpoint writes (it fails, naming checkpoint and channel)."""
+    n = 0
+    while n < len(chunks) and is_recovered_chunk(chunks[n]):
+        n += 1
+    if any(is_recovered_chunk(c) for c in chunks[n:]):
+        raise StateError(
+            f"{subtask.name}: checkpoint {state.checkpoint_id} holds recovered input of input "
+            f"channel {channel} after other input of that channel; recovered input always "
+            "comes first (the checkpoint is damaged)"
+        )
+    return n
 
 
 def _check_shape(

@@ -222,7 +222,8 @@ class WorkerChannelRecovery:
     rescaled_gates: Mapping[int, frozenset[int]]
     #: vertex id -> output indices of rescaled edges with channel state.
     rescaled_outputs: Mapping[int, frozenset[int]]
-    #: Subtasks that report once they consumed their restored input (during-recovery off).
+    #: Subtasks that report once they consumed their restored input (during-recovery off):
+    #: in place, or re-emitted to them after a rescale.
     reporting_inputs: frozenset[SubtaskKey] = frozenset()
 
     @classmethod
@@ -237,7 +238,8 @@ class WorkerChannelRecovery:
         """Read what ``subtasks`` (this worker's) restore of ``assignment`` (None: a fresh
         start), on ``executor``; each shared handle once, verified before use.
         ``during_recovery``: ``execution.checkpointing.unaligned.during-recovery.enabled``
-        (false: subtasks restoring input in place report when they consumed it)."""
+        (false: subtasks restoring input in place, or receiving re-emitted input, report when
+        they consumed it; true: the latter report once it was delivered)."""
         if assignment is None:
             return cls({}, {}, {}, {})
         in_place: dict[SubtaskKey, RestoredChannels] = {}
@@ -250,7 +252,7 @@ class WorkerChannelRecovery:
         if not during_recovery:
             reporting = in_place_input_subtasks(
                 assignment.channel_state, assignment.finished_vertices
-            )
+            ) | {key for key in subtasks if key[0] in assignment.rescaled_gates}
         return cls(
             in_place, reemitted, assignment.rescaled_gates, assignment.rescaled_outputs,
             reporting & subtasks,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.runtime.checkpoint.channel_state_handles import MergedChannelStateHandle
-from undertow.runtime.checkpoint.channel_state_writer import decode_chunk
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
 from undertow.runtime.network.buffer import BatchDeserializer
 
 #: Partitioner kinds whose records carry no key context: their channel state cannot be
@@ -127,9 +127,18 @@ def channel_records(
 ) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """The whole batches of one old channel's chunk stream (see :func:`channel_stream`), in
     order; a batch spanning chunks is reassembled. Raises :class:`ValueError` naming ``where``
-    when the stream ends inside a batch (state that lost its tail)."""
+    when the stream ends inside a batch (state that lost its tail), or holds recovered input
+    (a checkpoint taken during the recovery of an earlier rescale: re-emitted here, those
+    records would lose their place ahead of the live records of other old channels)."""
     deserializer = BatchDeserializer()
     for chunk in chunks:
+        if is_recovered_chunk(chunk):
+            raise ValueError(
+                f"{where}: the checkpoint was taken while the in-flight data of an earlier "
+                "rescaled restore was still being processed, and holds some of it; it can be "
+                "restored only at the parallelism it was taken at (restore it there and "
+                "rescale from a later checkpoint, or from a savepoint)"
+            )
         batch = deserializer.add(decode_chunk(chunk))
         if batch is not None:
             yield batch
