@@ -15,7 +15,7 @@ from tests.web.conftest import Job, start_job, wait_for
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError, JobCancelledError
-from undertow.runtime.master.prometheus import configured_ports
+from undertow.runtime.master.settings import prometheus_ports
 
 TASK_LABELS = {"job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num"}
 
@@ -88,18 +88,18 @@ def test_scrape_agrees_with_rest(prom_job: tuple[Job, str]) -> None:
 
 
 def test_off_by_default_and_flinks_keys() -> None:
-    assert configured_ports(Configuration()) is None
-    assert configured_ports(Configuration({"metrics.reporter.prom.port": "9250-9252"})) == [
+    assert prometheus_ports(Configuration()) is None
+    assert prometheus_ports(Configuration({"metrics.reporter.prom.port": "9250-9252"})) == (
         9250, 9251, 9252
-    ]  # fmt: skip
+    )  # fmt: skip
     factory = "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
-    assert configured_ports(Configuration({"metrics.reporter.prom.factory.class": factory})) == [
-        9249
-    ]
+    assert prometheus_ports(Configuration({"metrics.reporter.prom.factory.class": factory})) == (
+        9249,
+    )
     with pytest.raises(ConfigurationError, match=r"metrics\.reporter\.prom\.port.*'nine'"):
-        configured_ports(Configuration({"metrics.reporter.prom.port": "nine"}))
+        prometheus_ports(Configuration({"metrics.reporter.prom.port": "nine"}))
     with pytest.raises(ConfigurationError, match=r"factory\.class"):
-        configured_ports(Configuration({"metrics.reporter.prom.factory.class": "x.Other"}))
+        prometheus_ports(Configuration({"metrics.reporter.prom.factory.class": "x.Other"}))
 
 
 def test_a_taken_port_fails_the_job_naming_the_key(tmp_path: Any) -> None:
