@@ -144,8 +144,7 @@ class CheckpointCoordinator:
         #: What is retained and deleted; the finaliser; restores and claims.
         self.retention = CheckpointRetention(job_id, storage, settings.num_retained)
         self.finalizer = CheckpointFinalizer(job_id, graph, settings, storage, key, self.clock)
-        self.restorer = SnapshotRestore(job_id, graph, config, storage, key, settings,
-                                        self.retention)  # fmt: skip
+        self.restorer = SnapshotRestore(job_id, graph, storage, key, settings, self.retention)
 
     @property
     def enabled(self) -> bool:
