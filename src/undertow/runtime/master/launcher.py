@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
+from undertow.core.types import AttemptNumber
+
 
 class WorkerLauncher(Protocol):
     """Starts the workers of one attempt (implemented in :mod:`undertow.deploy`)."""
 
     def launch(
-        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
+        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: AttemptNumber,
         config: dict[str, str],
     ) -> None: ...  # fmt: skip
 
