@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from undertow.common import Row, Types
+from undertow.connectors.file.csv_format import CsvReaderFormat, CsvRowEncoder, CsvSchema
 from undertow.connectors.file.formats import Chunk, FileFormat, StreamFormat
+from undertow.connectors.file.json_format import JsonLinesEncoder, JsonLinesFormat
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.split import FileSourceSplit
-from undertow.datastream.formats.csv import CsvReaderFormat, CsvRowEncoder, CsvSchema
-from undertow.datastream.formats.json import JsonLinesEncoder, JsonLinesFormat
 from undertow.datastream.formats.parquet import (
     ParquetBulkWriters,
     ParquetColumnarRowInputFormat,
