@@ -44,10 +44,6 @@ NOT_YET: frozenset[str] = frozenset(
         "undertow.runtime.master.rest.ui_routes",
         "undertow.runtime.master.savepoint_operations",
         "undertow.runtime.task.input_processor",
-        "undertow.state.heap_states",
-        "undertow.state.rocksdb_fold",
-        "undertow.state.rocksdb_local",
-        "undertow.state.rocksdb_states",
         "undertow.testing._oracle_evidence",
     }
 )
