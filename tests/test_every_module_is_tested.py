@@ -39,10 +39,6 @@ NOT_YET: frozenset[str] = frozenset(
         "undertow.runtime.checkpoint.channel_recovery.feed",
         "undertow.runtime.checkpoint.channel_recovery.upstream",
         "undertow.runtime.checkpoint.channel_state_format",
-        "undertow.runtime.master.rest.job_actions",
-        "undertow.runtime.master.rest.metrics_responses",
-        "undertow.runtime.master.rest.ui_routes",
-        "undertow.runtime.master.savepoint_operations",
         "undertow.runtime.task.input_processor",
         "undertow.testing._oracle_evidence",
     }
