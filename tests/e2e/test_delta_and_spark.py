@@ -22,10 +22,10 @@ import pytest
 from deltalake import DeltaTable
 
 from undertow.common import Configuration, WatermarkStrategy
-from undertow.connectors.spark_table import SparkSourcePlanningError, SparkTableSource
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.delta import DeltaSink
 from undertow.datastream.connectors.file_system import FileSink, FileSource, OutputFileConfig
+from undertow.datastream.connectors.spark import SparkSourcePlanningError, SparkTableSource
 from undertow.datastream.formats.parquet import (
     ParquetBulkWriters,
     ParquetColumnarRowInputFormat,
