@@ -21,11 +21,7 @@ TESTS = ROOT / "tests"
 #: Modules no test imports yet (issue 27, step 1): remove a name once a test imports it.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "undertow.cli.jobs",
-        "undertow.cli.stop",
         "undertow.connectors.delta.writer",
-        "undertow.connectors.file.bulk_writer",
-        "undertow.connectors.file.providers",
         "undertow.connectors.kafka.record_serializer",
         "undertow.connectors.kafka.sink",
         "undertow.connectors.kafka.source",
