@@ -27,12 +27,10 @@ NOT_YET: frozenset[str] = frozenset(
         "undertow.connectors.kafka.source",
         "undertow.connectors.kafka.writer",
         "undertow.deploy.executor",
-        "undertow.deploy.worker_process",
         "undertow.runtime.checkpoint.channel_recovery.feed",
         "undertow.runtime.checkpoint.channel_recovery.upstream",
         "undertow.runtime.checkpoint.channel_state_format",
         "undertow.runtime.task.input_processor",
-        "undertow.testing._oracle_evidence",
     }
 )
 
