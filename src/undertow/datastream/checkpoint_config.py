@@ -5,7 +5,7 @@ configuration surface is here so that jobs written for PyFlink configure them th
 Getters answer what PyFlink 2.3 answers: the interval is -1 and the mode ``AT_LEAST_ONCE``
 while checkpointing is off (Flink 2.x reports no exactly-once guarantee without checkpoints),
 alignment timeouts are :class:`~undertow.common.time.Duration` values. The getters read
-the configuration (``.get(Options...)``) each call, on purpose: they answer what is configured
+the configuration at each call, on purpose: they answer what is configured
 now; the runtime reads these options once, into its settings objects.
 """
 
