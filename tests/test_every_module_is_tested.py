@@ -21,12 +21,10 @@ TESTS = ROOT / "tests"
 #: Modules no test imports yet (issue 27, step 1): remove a name once a test imports it.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "undertow.connectors.delta.writer",
         "undertow.connectors.kafka.record_serializer",
         "undertow.connectors.kafka.sink",
         "undertow.connectors.kafka.source",
         "undertow.connectors.kafka.writer",
-        "undertow.deploy.executor",
         "undertow.runtime.checkpoint.channel_recovery.feed",
         "undertow.runtime.checkpoint.channel_recovery.upstream",
         "undertow.runtime.checkpoint.channel_state_format",
