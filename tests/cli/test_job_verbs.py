@@ -3,6 +3,7 @@ REST actions behind them (Flink's ``POST /jobs/:jobid/savepoints``, ``PATCH /job
 
 from __future__ import annotations
 
+import io
 import json
 import urllib.error
 import urllib.request
@@ -12,7 +13,9 @@ from typing import Any
 import pytest
 from tests.web.conftest import start_job, wait_for
 
+from undertow.cli.jobs import list_jobs
 from undertow.cli.main import main
+from undertow.cli.stop import StopError, locate
 from undertow.core.errors import JobCancelledError
 
 
@@ -38,6 +41,12 @@ def test_list_savepoint_and_cancel(tmp_path: Path, capsys: pytest.CaptureFixture
         assert main(["list", url]) == 0
         listed = capsys.readouterr().out
         assert "Running/Restarting Jobs" in listed and f" : {jid} : verbs job (RUNNING)" in listed
+        out_buffer = io.StringIO()  # the verb's function, to any stream
+        assert list_jobs(url, out_buffer) == 0 and f" : {jid} : " in out_buffer.getvalue()
+        assert locate(url, "ignored") == (url.rstrip("/"), jid)  # a URL names its one job
+        assert locate(jid, url + "/") == (url.rstrip("/"), jid)
+        with pytest.raises(StopError, match="cannot reach"):
+            locate("http://127.0.0.1:1", url)
 
         target = tmp_path / "sp"
         assert main(["savepoint", url, str(target)]) == 0

@@ -8,7 +8,8 @@ import pickle
 
 import pytest
 
-from undertow.common import Instant, Row, RowKind, TypeInformation, Types
+from undertow.common import Instant, Row, RowKind
+from undertow.common.typeinfo import TypeInformation, Types
 
 ROW = Types.ROW_NAMED(["name", "x"], [Types.STRING(), Types.INT()])
 

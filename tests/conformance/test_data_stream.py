@@ -31,6 +31,8 @@ from undertow.datastream import (
     SlotSharingGroup,
     StreamExecutionEnvironment,
 )
+from undertow.datastream.data_stream import DataStream, KeyedStream
+from undertow.datastream.data_stream_sink import DataStreamSink
 from undertow.datastream.functions import (
     AggregateFunction,
     CoFlatMapFunction,
@@ -45,6 +47,7 @@ from undertow.datastream.functions import (
     ProcessFunction,
     ReduceFunction,
 )
+from undertow.datastream.output_tag import OutputTag as OutputTagOfItsModule
 from undertow.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -53,6 +56,7 @@ from undertow.datastream.state import (
     StateTtlConfig,
     ValueStateDescriptor,
 )
+from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 from ._datastream_support import TestSink, batch_env, env
 
@@ -1321,3 +1325,13 @@ def test_data_with_custom_class(env: StreamExecutionEnvironment) -> None:
     sink = _sink(ds.map(lambda a: Data(a[0], a[1])).flat_map(lambda data: [data.name] * data.num))
     env.execute("test_data_with_custom_class")
     assert sorted(sink.results(python_objects=True)) == ["b", "c", "c"]
+
+
+def test_each_step_returns_pyflinks_class_for_it(env: StreamExecutionEnvironment) -> None:
+    source = env.from_collection([1, 2, 3])
+    keyed = source.key_by(lambda x: x % 2)
+    assert type(source) is DataStream and type(keyed) is KeyedStream
+    assert type(keyed.count_window(2)) is WindowedStream
+    assert type(source.count_window_all(2)) is AllWindowedStream
+    assert type(source.print()) is DataStreamSink
+    assert OutputTagOfItsModule is OutputTag  # one class, re-exported by the package

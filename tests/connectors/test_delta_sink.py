@@ -18,9 +18,10 @@ from committer_harness import Attempt
 from deltalake import DeltaTable
 
 from undertow.common import Row, Types
+from undertow.connectors.delta.committable import DeltaSinkError
 from undertow.connectors.delta.committer import CHECKPOINT_KEY
+from undertow.connectors.delta.sink import DeltaSink
 from undertow.connectors.global_committer import END_OF_INPUT
-from undertow.datastream.connectors.delta import DeltaSink, DeltaSinkError
 
 ROW = Types.ROW_NAMED(["id", "day", "v"], [Types.LONG(), Types.STRING(), Types.DOUBLE()])
 

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from undertow.common import Configuration
 from undertow.common.row import Row
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
+from undertow.connectors.file.source import FileSource
 from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
-from undertow.datastream.connectors.file_system import FileSource
+from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
@@ -118,6 +119,7 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
     with pytest.raises(GraphBuildError, match=refused):
         records.map_batches(lambda b: b)
     batches = records.to_batches(SCHEMA)
+    assert isinstance(batches, BatchStream) and isinstance(batches.key_by("k"), KeyedBatchStream)
     refused = r"map\(\) on the batch stream of operator 'To Batches'.*use map_batches"
     with pytest.raises(GraphBuildError, match=refused):
         batches.map(lambda b: b)

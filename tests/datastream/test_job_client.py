@@ -9,6 +9,7 @@ import pytest
 from undertow.common import Configuration
 from undertow.core.errors import UndertowError
 from undertow.datastream import JobExecutionResult, StreamExecutionEnvironment
+from undertow.datastream.job_client import JobClient
 
 
 def _env() -> StreamExecutionEnvironment:
@@ -19,6 +20,7 @@ def test_get_job_execution_result_is_a_future_of_the_result() -> None:
     env = _env()
     env.from_collection([1, 2]).map(lambda x: x).print()
     client = env.execute_async("future")
+    assert isinstance(client, JobClient)
     future = client.get_job_execution_result()
     assert isinstance(future, Future)
     assert client.get_job_execution_result() is future

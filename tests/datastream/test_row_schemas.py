@@ -8,8 +8,11 @@ import decimal
 import pytest
 
 from undertow.common import Row, Types
-from undertow.datastream.formats.csv import CsvRowDeserializationSchema, CsvRowSerializationSchema
-from undertow.datastream.formats.json import (
+from undertow.datastream.formats.csv_row import (
+    CsvRowDeserializationSchema,
+    CsvRowSerializationSchema,
+)
+from undertow.datastream.formats.json_row import (
     JsonRowDeserializationSchema,
     JsonRowSerializationSchema,
 )

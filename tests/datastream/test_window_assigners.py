@@ -1,4 +1,5 @@
-"""Windows, assigners, triggers and evictors of ``undertow.datastream.window``, without an operator.
+"""Windows, assigners, triggers and evictors of ``undertow.datastream.window``, without an operator
+(imported from their modules, :mod:`undertow.api.windows.assigners` and its siblings).
 
 Expected windows are computed by brute force (scan every candidate start) rather than with the
 closed-form start formula the assigners use.
@@ -14,37 +15,34 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undertow.common.time import Duration, Time
-from undertow.core.types import MIN_TIMESTAMP
-from undertow.datastream.window import (
-    ContinuousEventTimeTrigger,
-    CountEvictor,
+from undertow.api.windows.assigners import (
     CountSlidingWindowAssigner,
-    CountTrigger,
     CountTumblingWindowAssigner,
-    CountWindow,
-    DeltaEvictor,
     DynamicEventTimeSessionWindows,
     EventTimeSessionWindows,
-    EventTimeTrigger,
-    GlobalWindow,
     GlobalWindows,
     MergingWindowAssigner,
-    NeverTrigger,
     ProcessingTimeSessionWindows,
-    ProcessingTimeTrigger,
-    PurgingTrigger,
     SessionWindowTimeGapExtractor,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
-    TimeEvictor,
-    TimestampedValue,
-    TimeWindow,
-    TriggerResult,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
+from undertow.api.windows.evictors import CountEvictor, DeltaEvictor, TimeEvictor, TimestampedValue
+from undertow.api.windows.triggers import (
+    ContinuousEventTimeTrigger,
+    CountTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    ProcessingTimeTrigger,
+    PurgingTrigger,
+    TriggerResult,
+)
+from undertow.api.windows.windows import CountWindow, GlobalWindow, TimeWindow
+from undertow.common.time import Duration, Time
+from undertow.core.types import MIN_TIMESTAMP
 from undertow.state.descriptors import ValueStateDescriptor
 
 # --- fakes -----------------------------------------------------------------------------------

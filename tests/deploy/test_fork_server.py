@@ -19,6 +19,7 @@ import pytest
 from undertow.common import Configuration
 from undertow.common.python_dependencies import PythonDependencies
 from undertow.datastream import StreamExecutionEnvironment
+from undertow.deploy.fork_server import fork_server
 from undertow.deploy.local import ProcessLauncher, forkable
 
 
@@ -64,6 +65,8 @@ def test_exits_are_reported_as_a_childs_would_be(silent_master: tuple[str, int])
     refused = closed.getsockname()
     closed.close()
     launcher.launch(1, refused, b"s" * 32, 0, {})
+    server = fork_server()  # the driver's one fork server forked it, and stays up
+    assert server.alive and fork_server() is server
     assert launcher.wait(30)
     assert launcher.exited() == [0]
     assert launcher.describe_exit(0).endswith("exit code 1")

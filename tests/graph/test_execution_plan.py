@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from undertow.datastream import StreamExecutionEnvironment
+from undertow.graph.execution_plan import execution_plan, plan_json
 
 #: PyFlink 2.3 prints this for the same job, except that its node 2 is "Map, Map" with id 5
 #: (PyFlink's print() adds a map of its own and fuses the two), so the sink points at 5.
@@ -95,3 +96,12 @@ def test_set_description_is_the_plans_contents() -> None:
     nodes = {n["type"]: n for n in json.loads(env.get_execution_plan())["nodes"]}
     assert nodes["described"]["contents"] == "my description"
     assert nodes["Source: Collection Source"]["contents"] == "Source: Collection Source"
+
+
+def test_the_text_is_the_dict_laid_out_as_jackson_does() -> None:
+    env = StreamExecutionEnvironment()
+    env.from_collection([1, 2]).map(lambda x: x).print()
+    graph = env.get_stream_graph()
+    text = plan_json(graph)
+    assert json.loads(text) == execution_plan(graph) and text == env.get_execution_plan()
+    assert '"nodes" : [ {' in text  # Jackson's spacing, not json.dumps'

@@ -44,15 +44,14 @@ from undertow.api.window import (
 )
 from undertow.core.errors import GraphBuildError, StateError
 from undertow.core.types import MIN_TIMESTAMP
-from undertow.runtime.task.window_operator import (
-    NUM_LATE_RECORDS_DROPPED,
+from undertow.runtime.task.window_functions import (
     WindowContents,
-    WindowOperator,
     aggregate_window_contents,
     apply_window_contents,
     process_window_contents,
     reduce_window_contents,
 )
+from undertow.runtime.task.window_operator import NUM_LATE_RECORDS_DROPPED, WindowOperator
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.testing.harness import (
     KeyedOneInputOperatorTestHarness,

@@ -15,6 +15,20 @@ import pytest
 from undertow.connectors.source import InputStatus, SplitEnumeratorContext
 from undertow.runtime.master.job_master import JobExecutionResult
 from undertow.state.key_groups import assign_to_key_group, key_group_range_for_subtask
+from undertow.testing._oracle_records import (
+    OracleOutput,
+    OracleRecord,
+    SizeClass,
+    TracedRecord,
+    expected_fold,
+    fold_step,
+    make_payload,
+    make_record,
+    oracle_key,
+    payload_size,
+    verify_record,
+)
+from undertow.testing._oracle_source import OracleSource, OracleSplit
 from undertow.testing.harness import RecordingReaderContext
 from undertow.testing.oracle import (
     DEFAULT_SIZES,
@@ -24,25 +38,12 @@ from undertow.testing.oracle import (
     FailingSnapshot,
     InjectedFailure,
     KeyTally,
-    OracleOutput,
-    OracleRecord,
     OracleResult,
-    OracleSource,
-    OracleSplit,
     RestoreEvidenceMissing,
-    SizeClass,
-    TracedRecord,
     WorkerKiller,
-    expected_fold,
-    fold_step,
     kill_worker_process,
-    make_payload,
-    make_record,
-    oracle_key,
     oracle_seed,
-    payload_size,
     tally_record,
-    verify_record,
     worker_process_pids,
 )
 

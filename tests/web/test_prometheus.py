@@ -3,6 +3,7 @@ the REST API; it is off by default and a bad port names its key."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import urllib.request
 from collections.abc import Iterator
@@ -15,7 +16,8 @@ from tests.web.conftest import Job, start_job, wait_for
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError, JobCancelledError
-from undertow.runtime.master.prometheus import configured_ports
+from undertow.runtime.master.prometheus import start_exporter
+from undertow.runtime.master.settings import RestSettings, prometheus_ports
 
 TASK_LABELS = {"job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num"}
 
@@ -88,18 +90,18 @@ def test_scrape_agrees_with_rest(prom_job: tuple[Job, str]) -> None:
 
 
 def test_off_by_default_and_flinks_keys() -> None:
-    assert configured_ports(Configuration()) is None
-    assert configured_ports(Configuration({"metrics.reporter.prom.port": "9250-9252"})) == [
+    assert prometheus_ports(Configuration()) is None
+    assert prometheus_ports(Configuration({"metrics.reporter.prom.port": "9250-9252"})) == (
         9250, 9251, 9252
-    ]  # fmt: skip
+    )  # fmt: skip
     factory = "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
-    assert configured_ports(Configuration({"metrics.reporter.prom.factory.class": factory})) == [
-        9249
-    ]
+    assert prometheus_ports(Configuration({"metrics.reporter.prom.factory.class": factory})) == (
+        9249,
+    )
     with pytest.raises(ConfigurationError, match=r"metrics\.reporter\.prom\.port.*'nine'"):
-        configured_ports(Configuration({"metrics.reporter.prom.port": "nine"}))
+        prometheus_ports(Configuration({"metrics.reporter.prom.port": "nine"}))
     with pytest.raises(ConfigurationError, match=r"factory\.class"):
-        configured_ports(Configuration({"metrics.reporter.prom.factory.class": "x.Other"}))
+        prometheus_ports(Configuration({"metrics.reporter.prom.factory.class": "x.Other"}))
 
 
 def test_a_taken_port_fails_the_job_naming_the_key(tmp_path: Any) -> None:
@@ -109,6 +111,28 @@ def test_a_taken_port_fails_the_job_naming_the_key(tmp_path: Any) -> None:
         port = taken.getsockname()[1]
         with pytest.raises(ConfigurationError, match=r"metrics\.reporter\.prom\.port"):
             start_job(str(tmp_path), "taken", **{"metrics.reporter.prom.port": str(port)})
+
+
+def test_the_exporter_starts_only_when_configured_and_names_the_key_when_no_port_is_free() -> None:
+    assert start_exporter(RestSettings(), _no_view) is None  # the reporter is off
+
+    async def scenario() -> None:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            port = taken.getsockname()[1]
+            with pytest.raises(
+                ConfigurationError, match=rf"\({port}: .*'metrics\.reporter\.prom\.port'"
+            ):
+                start_exporter(RestSettings(prometheus_ports=(port,)), _no_view)
+        exporter = start_exporter(RestSettings(prometheus_ports=(0,)), _no_view)
+        assert exporter is not None and exporter.port > 0
+        exporter.close()
+
+    asyncio.run(scenario())
+
+
+def _no_view() -> Any:
+    raise AssertionError("nothing scrapes in this test")
 
 
 def _fail_once(marker: str) -> Any:

@@ -3,7 +3,9 @@
 A view on the environment's :class:`~undertow.core.config.Configuration`: every setter writes
 Flink's option key, so the values ship to the workers with the job's configuration. Only the
 knobs that mean something in undertow are here; the Java-only ones (Kryo, Avro, closure cleaner,
-object reuse) are listed as not applicable in docs/pyflink-compatibility.md.
+object reuse) are listed as not applicable in docs/pyflink-compatibility.md. Its getters read
+the configuration each call, on purpose (what is configured now); the runtime reads options
+once, into its settings objects.
 
 Not thread-safe, like the environment it belongs to.
 """

@@ -4,7 +4,9 @@ Checkpoints themselves (coordinator, barriers, storage) come with the checkpoint
 configuration surface is here so that jobs written for PyFlink configure them the same way.
 Getters answer what PyFlink 2.3 answers: the interval is -1 and the mode ``AT_LEAST_ONCE``
 while checkpointing is off (Flink 2.x reports no exactly-once guarantee without checkpoints),
-alignment timeouts are :class:`~undertow.common.time.Duration` values.
+alignment timeouts are :class:`~undertow.common.time.Duration` values. The getters read
+the configuration at each call, on purpose: they answer what is configured
+now; the runtime reads these options once, into its settings objects.
 """
 
 from __future__ import annotations

@@ -10,9 +10,8 @@ A state backend object only records a choice in the job's configuration under Fl
 
 With incremental checkpoints a RocksDB checkpoint uploads only the SST files that the last
 completed checkpoint did not (into ``<dir>/<job>/shared/``); savepoints are canonical, which
-either backend can restore.
-
-Plain value objects; not thread-safe (build them while declaring the job).
+either backend can restore. Plain value objects; not thread-safe (build them while declaring
+the job). Reading one back reads the configuration, on purpose; the runtime reads it once.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ PyFlink's class and method names. Declaring a stream records transformations; ``
 builds the stream graph and the job graph (finding misuse with operator names), deploys the job
 on ``execution.target`` and waits for it.
 
-Not thread-safe: declare the job from one thread. ``execute_async`` returns a thread-safe
-:class:`~undertow.datastream.job_client.JobClient`.
+Its getters read the configuration each call (what is configured now); the runtime reads
+options once, into its settings objects. Not thread-safe: declare the job from one thread.
+``execute_async`` returns a thread-safe :class:`~undertow.datastream.job_client.JobClient`.
 """
 
 from __future__ import annotations

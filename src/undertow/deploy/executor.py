@@ -39,7 +39,7 @@ def start_job(job_graph: JobGraph, config: Configuration) -> JobMaster:
         launcher = spark
     else:
         launcher = ThreadLauncher() if target == "local-threads" else _process_launcher(config)
-        num_workers = default_num_workers(config, slots)
+        num_workers = default_num_workers(config.get(Options.WORKERS), slots)
     master = JobMaster(job_graph, config, launcher, num_workers)
     if spark is not None:  # the Spark UI names the undertow job and its attempt
         spark.name_job(master.job_id, job_graph.job_name)

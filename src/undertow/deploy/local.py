@@ -26,6 +26,7 @@ import time
 from typing import Protocol
 
 from undertow.common import python_dependencies
+from undertow.core.types import AttemptNumber
 from undertow.deploy.fork_server import ForkServer, fork_server
 from undertow.runtime.worker.worker import run_worker
 
@@ -38,7 +39,7 @@ class ThreadLauncher:
         self.errors: dict[int, BaseException] = {}
 
     def launch(
-        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
+        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: AttemptNumber,
         config: dict[str, str],
     ) -> None:  # fmt: skip
         self.threads = []
@@ -50,7 +51,7 @@ class ThreadLauncher:
             thread.start()
             self.threads.append(thread)
 
-    def _run(self, index: int, attempt: int, master: tuple[str, int], secret: bytes,
+    def _run(self, index: int, attempt: AttemptNumber, master: tuple[str, int], secret: bytes,
              config: dict[str, str]) -> None:  # fmt: skip
         try:
             run_worker(index, attempt, master, secret, config)
@@ -100,7 +101,7 @@ class ProcessLauncher:
             fork_server()
 
     def launch(
-        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
+        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: AttemptNumber,
         config: dict[str, str],
     ) -> None:  # fmt: skip
         dependencies = python_dependencies.read(config)

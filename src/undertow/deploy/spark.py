@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from undertow.common import python_dependencies
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import DeploymentError
+from undertow.core.types import AttemptNumber
 from undertow.deploy.python_environment import ship_to_spark
 from undertow.deploy.spark_task import SparkTaskArgs, run_spark_task
 
@@ -89,7 +90,7 @@ class SparkLauncher:
 
     # -- WorkerLauncher ----------------------------------------------------------------------
     def launch(
-        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
+        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: AttemptNumber,
         config: dict[str, str],
     ) -> None:  # fmt: skip
         self._ship_package()
@@ -120,7 +121,7 @@ class SparkLauncher:
         """Name the job groups and descriptions after the undertow job (before ``launch``)."""
         self._job = (job_id, job_name)
 
-    def job_description(self, attempt: int) -> str:
+    def job_description(self, attempt: AttemptNumber) -> str:
         """The Spark job description of ``attempt`` (what the Spark UI's job list shows)."""
         if self._job is None:
             return f"undertow attempt {attempt}"

@@ -26,6 +26,7 @@ from typing import Any
 
 from undertow.common import python_dependencies
 from undertow.core.config import Options
+from undertow.core.types import AttemptNumber
 from undertow.deploy.process_name import WORKER_PROCESS_NAME, set_process_name
 from undertow.deploy.python_environment import WorkerEnvironment, spark_files
 from undertow.runtime.worker.log_context import worker_log_handler
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 class SparkTaskArgs:
     """The closure of every task of one attempt's barrier stage."""
 
-    attempt: int
+    attempt: AttemptNumber
     master: tuple[str, int]
     secret: bytes
     config: dict[str, str]

@@ -104,6 +104,17 @@ class KeyedStateBackend(ABC):
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
 
+    def _key_outside_range(self, key: Any, key_group: int) -> StateError:
+        """The error for ``key``, whose ``key_group`` is not this subtask's (the stream was
+        partitioned by another key or max parallelism): the backends raise it."""
+        r = self.key_group_range
+        return StateError(
+            f"operator {self.operator_name!r}: key {key!r} is in key group {key_group}, "
+            f"outside this subtask's key group range [{r.start}, {r.stop}) "
+            f"(max parallelism {self.max_parallelism}); was the stream partitioned by "
+            "a different key or max parallelism?"
+        )
+
     # -- snapshot strategy (defaults: canonical snapshots only) -------------------------------
     @property
     def takes_native_checkpoints(self) -> bool:

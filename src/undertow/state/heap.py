@@ -184,13 +184,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         offset = key_group - self.key_group_range.start
         if not 0 <= offset < self._groups:
             self._ctx.offset = self._groups
-            r = self.key_group_range
-            raise StateError(
-                f"operator {self.operator_name!r}: key {key!r} is in key group {key_group}, "
-                f"outside this subtask's key group range [{r.start}, {r.stop}) "
-                f"(max parallelism {self.max_parallelism}); was the stream partitioned by "
-                "a different key or max parallelism?"
-            )
+            raise self._key_outside_range(key, key_group)
         return offset
 
     def get_current_key(self) -> Any:

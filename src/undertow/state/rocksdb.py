@@ -168,12 +168,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         key_group = assign_to_key_group(key, self.max_parallelism)
         r = self.key_group_range
         if not r.start <= key_group < r.stop:
-            raise StateError(
-                f"operator {self.operator_name!r}: key {key!r} is in key group {key_group}, "
-                f"outside this subtask's key group range [{r.start}, {r.stop}) "
-                f"(max parallelism {self.max_parallelism}); was the stream partitioned by "
-                "a different key or max parallelism?"
-            )
+            raise self._key_outside_range(key, key_group)
         self._key_group = key_group
 
     def get_current_key(self) -> Any:

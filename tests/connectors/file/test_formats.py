@@ -11,11 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from undertow.common import Row, Types
+from undertow.connectors.file.bulk_writer import BulkWriter, BulkWriterFactory
+from undertow.connectors.file.csv_format import CsvReaderFormat, CsvRowEncoder, CsvSchema
 from undertow.connectors.file.formats import Chunk, FileFormat, StreamFormat
+from undertow.connectors.file.json_format import JsonLinesEncoder, JsonLinesFormat
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.split import FileSourceSplit
-from undertow.datastream.formats.csv import CsvReaderFormat, CsvRowEncoder, CsvSchema
-from undertow.datastream.formats.json import JsonLinesEncoder, JsonLinesFormat
 from undertow.datastream.formats.parquet import (
     ParquetBulkWriters,
     ParquetColumnarRowInputFormat,
@@ -183,7 +184,9 @@ def test_parquet_schema_mismatch_is_a_bad_record(tmp_path: Path) -> None:
 
 def test_parquet_writer_refuses_a_row_that_does_not_fit(tmp_path: Path) -> None:
     with open(tmp_path / "p.parquet", "wb") as f:
-        writer = ParquetBulkWriters.for_row_type(ROW).create(f)
+        factory = ParquetBulkWriters.for_row_type(ROW)
+        writer = factory.create(f)
+        assert isinstance(factory, BulkWriterFactory) and isinstance(writer, BulkWriter)
         with pytest.raises(TypeError, match="does not fit"):
             writer.add_element(("only", 2))
         writer.abort()

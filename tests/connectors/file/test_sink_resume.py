@@ -22,13 +22,13 @@ from undertow.connectors.file.recoverable import (
     NonResumableWriter,
     recoverable_writer_for,
 )
+from undertow.connectors.file.sink import FileSink
 from undertow.connectors.file.writer import FileWriter
 from undertow.connectors.file.writer_state import FileWriterBucketState, plan_restore
 from undertow.connectors.sink import SinkWriterContext
 from undertow.core.config import Configuration
 from undertow.datastream.connectors.file_system import (
     BucketAssigner,
-    FileSink,
     OutputFileConfig,
     RollingPolicy,
 )

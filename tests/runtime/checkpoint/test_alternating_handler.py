@@ -22,6 +22,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from undertow.runtime.checkpoint.alternating_states import (
+    AlternatingCollectingBarriers,
+    AlternatingCollectingBarriersUnaligned,
+    AlternatingWaitingForFirstBarrier,
+    AlternatingWaitingForFirstBarrierUnaligned,
+)
 from undertow.runtime.checkpoint.barrier import (
     AlignmentType,
     CancelCheckpointMarker,
@@ -32,10 +38,6 @@ from undertow.runtime.checkpoint.barrier import (
 from undertow.runtime.checkpoint.barrier_handler import (
     AbortCheckpoint,
     Action,
-    AlternatingCollectingBarriers,
-    AlternatingCollectingBarriersUnaligned,
-    AlternatingWaitingForFirstBarrier,
-    AlternatingWaitingForFirstBarrierUnaligned,
     BarrierHandler,
     BarrierProtocolViolation,
     ChannelBarrierReceived,

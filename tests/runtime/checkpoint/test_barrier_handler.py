@@ -34,12 +34,12 @@ from undertow.runtime.checkpoint.barrier_handler import (
     Action,
     BarrierHandler,
     BarrierProtocolViolation,
-    BarrierTracker,
     CollectingBarriers,
     ResumeChannels,
     TriggerCheckpoint,
     WaitingForFirstBarrier,
 )
+from undertow.runtime.checkpoint.barrier_tracker import BarrierTracker
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 
 SUBSUMED = CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED

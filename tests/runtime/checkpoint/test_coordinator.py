@@ -15,6 +15,7 @@ from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.graph.job_graph import JobGraph, build_job_graph
 from undertow.runtime.checkpoint.barrier import SnapshotType
+from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
@@ -41,6 +42,19 @@ def run(test: Callable[[CoordinatorUnderTest], Awaitable[None]], **options: str)
         await test(kit)
 
     asyncio.run(main())
+
+
+def test_without_an_interval_nothing_is_triggered_but_savepoints_may_start() -> None:
+    async def scenario() -> None:
+        kit = in_memory_coordinator(job_graph(), {})
+        coordinator: CheckpointCoordinator = kit.coordinator
+        assert not coordinator.enabled
+        coordinator.start()
+        kit.clock.advance(60_000)
+        assert kit.gateway.triggered == [] and coordinator.is_active
+        assert not coordinator.periodic
+
+    asyncio.run(scenario())
 
 
 def test_a_periodic_checkpoint_is_triggered_acknowledged_and_completed() -> None:

@@ -17,6 +17,7 @@ from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.graph.job_graph import JobGraph, build_job_graph
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, encode_metadata
+from undertow.runtime.checkpoint.metadata_model import VertexMetadata
 from undertow.runtime.checkpoint.retention import CheckpointRetention
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot_restore import SnapshotRestore
@@ -54,7 +55,7 @@ def restorer(options: dict[str, str]) -> SnapshotRestore:
     config = Configuration({**INTERVAL, **options})
     storage = CheckpointStorage.in_memory("job-new")
     settings = CheckpointSettings.of(config)
-    return SnapshotRestore("job-new", job_graph(), config, storage, CheckpointKey.of(b"k" * 32),
+    return SnapshotRestore("job-new", job_graph(), storage, CheckpointKey.of(b"k" * 32),
                            settings, CheckpointRetention("job-new", storage, 1))  # fmt: skip
 
 
@@ -110,3 +111,23 @@ def test_a_native_savepoint_of_another_state_backend_is_refused_naming_the_job()
     restore = restorer({"state.backend.type": "rocksdb"})
     with pytest.raises(RestoreError, match=r"job job-new: savepoint .* NATIVE .*'hashmap'"):
         restore.read(pointer)
+
+
+@pytest.mark.parametrize("ignore", [False, True])
+def test_state_of_an_operator_the_job_lost_fails_unless_ignored(ignore: bool) -> None:
+    old = CheckpointStorage.in_memory("jobold")
+    handle = old.write_file(1, "v9-0.state", b"state")
+    gone = VertexMetadata(vertex_id=9, name="gone", uids=("gone-uid",), parallelism=1,
+                          max_parallelism=128, finished=False, subtasks={0: handle})  # fmt: skip
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(gone,), properties={"savepoint_format": "CANONICAL"},
+    )  # fmt: skip
+    target = f"memory:///savepoints-{uuid.uuid4().hex}"
+    pointer = old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+    restore = restorer({"execution.state-recovery.ignore-unclaimed-state": str(ignore)})
+    if ignore:
+        assert restore.read(pointer).subtask_files == {}  # the old state is dropped
+    else:
+        with pytest.raises(RestoreError, match="gone-uid"):
+            restore.read(pointer)

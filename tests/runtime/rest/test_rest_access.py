@@ -18,24 +18,30 @@ from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.master.rest.access import RestAccess, resolve_access, within
 from undertow.runtime.master.rest.server import RestEndpoint
+from undertow.runtime.master.settings import RestSettings
 
 JOB = "c" * 32
 VIEW: Any = SimpleNamespace(job_id=JOB)
 TOKEN = "s3cret-token"
 
 
+def access_of(config: Configuration, host: str) -> RestAccess:
+    """The access rules of an endpoint bound to ``host`` under ``config``."""
+    return resolve_access(RestSettings.of(config.set_string("rest.bind-address", host)))
+
+
 def test_loopback_needs_no_token_and_anywhere_else_gets_one_made_per_job() -> None:
-    assert resolve_access(Configuration(), "127.0.0.1") == RestAccess(None)
-    assert resolve_access(Configuration(), "::1").token is None
-    assert resolve_access(Configuration(), "localhost").token is None
-    first, second = (resolve_access(Configuration(), "0.0.0.0") for _ in range(2))
+    assert access_of(Configuration(), "127.0.0.1") == RestAccess(None)
+    assert access_of(Configuration(), "::1").token is None
+    assert access_of(Configuration(), "localhost").token is None
+    first, second = (access_of(Configuration(), "0.0.0.0") for _ in range(2))
     assert first.generated and first.token and len(first.token) >= 40
     assert first.token != second.token  # per job
     assert "Bearer " + first.token in first.console_note()
 
 
 def test_a_configured_token_is_required_on_loopback_too_and_never_printed() -> None:
-    access = resolve_access(Configuration({"rest.token": TOKEN}), "127.0.0.1")
+    access = access_of(Configuration({"rest.token": TOKEN}), "127.0.0.1")
     assert access == RestAccess(TOKEN, False, "")
     assert TOKEN not in access.console_note() and "rest.token" in access.console_note()
 
@@ -43,12 +49,12 @@ def test_a_configured_token_is_required_on_loopback_too_and_never_printed() -> N
 def test_the_token_file_is_made_0600_once_and_read_again(tmp_path: Path) -> None:
     path = tmp_path / "conf" / "rest.token"
     config = Configuration({"rest.token-file": str(path)})
-    made = resolve_access(config, "0.0.0.0")
+    made = access_of(config, "0.0.0.0")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and not made.generated
-    assert resolve_access(config, "0.0.0.0").token == made.token == path.read_text().strip()
+    assert access_of(config, "0.0.0.0").token == made.token == path.read_text().strip()
     path.write_text("two words\n")
     with pytest.raises(ConfigurationError, match=r"rest\.token-file"):
-        resolve_access(config, "0.0.0.0")
+        access_of(config, "0.0.0.0")
 
 
 def test_the_token_is_checked_before_anything_else() -> None:

@@ -25,7 +25,7 @@ from undertow.core.config import Options
 from undertow.core.errors import ConfigurationError, JobCancelledError
 from undertow.datastream import JobClient, JobStatus, StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
-from undertow.runtime.master.rest.server import resolve_port
+from undertow.runtime.master.settings import RestSettings
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
 HISTORY_FIELDS = {
@@ -257,16 +257,21 @@ def test_read_only_and_only_for_loopback_names(job: Job) -> None:
 
 
 # -- port configuration ----------------------------------------------------------------------
+def port_of(options: dict[str, Any] | None = None) -> int:
+    """The REST port as the JobMaster's settings resolve it from ``options``."""
+    return RestSettings.of(Configuration(options or {})).port
+
+
 def test_default_port_is_flinks_and_local_targets_pick_a_free_one() -> None:
     assert Options.REST_PORT.default == 8081
     assert Options.REST_BIND_ADDRESS.default == "127.0.0.1"
-    assert resolve_port(Configuration({"execution.target": "spark"})) == 8081
-    assert resolve_port(Configuration({"execution.target": "local"})) == 0
-    assert resolve_port(Configuration({"execution.target": "local-threads"})) == 0
+    assert port_of({"execution.target": "spark"}) == 8081
+    assert port_of({"execution.target": "local"}) == 0
+    assert port_of({"execution.target": "local-threads"}) == 0
     # The default target is spark; deploy.executor sets rest.port 0 for a local Spark master.
-    assert resolve_port(Configuration()) == 8081
-    assert resolve_port(Configuration({"execution.target": "local", "rest.port": 8081})) == 8081
-    assert resolve_port(Configuration({"rest.port": "-1"})) == -1
+    assert port_of() == 8081
+    assert port_of({"execution.target": "local", "rest.port": 8081}) == 8081
+    assert port_of({"rest.port": "-1"}) == -1
     with pytest.raises(ConfigurationError, match=r"rest\.port"):
         Configuration({"rest.port": "-2"}).get(Options.REST_PORT)
 

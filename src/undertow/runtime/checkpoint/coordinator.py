@@ -1,12 +1,13 @@
 """The checkpoint coordinator: a shell of timers, messages and storage I/O around pure decisions.
 
 It triggers checkpoints and savepoints, collects acknowledgements and declines, and aborts.
-Its mode is the explicit lifecycle of :mod:`.coordinator_states` (Idle, AttemptRunning,
-SavepointPending, Stopping, Shut); every decision is in a pure module (:mod:`.trigger_decider`,
-:mod:`.pending_checkpoint`, :mod:`.failure_manager`, :mod:`.trigger_plan`, :mod:`.savepoint`),
-its options in :mod:`.settings`. A fully acknowledged checkpoint is written by
-:mod:`.finalization`; what is retained and deleted is :mod:`.retention`'s; restores and
-claims are :mod:`.snapshot_restore`'s.
+Its mode is the lifecycle of :mod:`.coordinator_states`; decisions are in pure modules
+(:mod:`.trigger_decider`, :mod:`.pending_checkpoint`, :mod:`.failure_manager`,
+:mod:`.trigger_plan`, :mod:`.savepoint`), options in :mod:`.settings`; :mod:`.finalization`
+writes a completed checkpoint, :mod:`.retention` keeps and deletes, :mod:`.snapshot_restore`
+restores and claims. Why ~500 lines in one piece: what is left is the pending map, the
+lifecycle and the timeouts that trigger, acknowledge, abort and savepoint start all change
+together in one loop step; split, each part would reach back into the others' fields.
 
 Threading: the JobMaster's loop thread; storage calls run on its executor; :meth:`shutdown`
 runs on the executor once the attempt stopped.
@@ -144,8 +145,7 @@ class CheckpointCoordinator:
         #: What is retained and deleted; the finaliser; restores and claims.
         self.retention = CheckpointRetention(job_id, storage, settings.num_retained)
         self.finalizer = CheckpointFinalizer(job_id, graph, settings, storage, key, self.clock)
-        self.restorer = SnapshotRestore(job_id, graph, config, storage, key, settings,
-                                        self.retention)  # fmt: skip
+        self.restorer = SnapshotRestore(job_id, graph, storage, key, settings, self.retention)
 
     @property
     def enabled(self) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from undertow.runtime.checkpoint.channel_state_handles import handles_from_json, handles_to_json
+from undertow.runtime.checkpoint.metadata_fields import bool_field, int_field, string_field
 from undertow.runtime.checkpoint.metadata_model import CheckpointMetadata, VertexMetadata
 from undertow.storage import FileHandle
 
@@ -53,13 +54,13 @@ def _vertex_to_json(vertex: VertexMetadata) -> dict[str, Any]:
         "max_parallelism": vertex.max_parallelism,
         "finished": vertex.finished,
         "subtasks": {
-            str(_int(index, "subtask index")): _handle_to_json(handle)
+            str(int_field(index, "subtask index")): _handle_to_json(handle)
             for index, handle in vertex.subtasks.items()
         },
     }
     if vertex.channel_state:  # absent when empty: such metadata encodes as before
         document["channel_state"] = {
-            str(_int(index, "channel-state subtask index")): handles_to_json(handles)
+            str(int_field(index, "channel-state subtask index")): handles_to_json(handles)
             for index, handles in vertex.channel_state.items()
         }
     return document
@@ -74,7 +75,7 @@ def _metadata_to_json(meta: CheckpointMetadata) -> dict[str, Any]:
         "is_savepoint": meta.is_savepoint,
         "vertices": [_vertex_to_json(vertex) for vertex in meta.vertices],
         "coordinators": {
-            str(_int(vertex_id, "coordinator vertex id")): (
+            str(int_field(vertex_id, "coordinator vertex id")): (
                 None if handle is None else _handle_to_json(handle)
             )
             for vertex_id, handle in meta.coordinators.items()
@@ -91,15 +92,15 @@ def _metadata_from_json(document: object) -> CheckpointMetadata:
             None if value is None else _handle_from_json(value)
         )
     properties = {
-        key: _str(value, f"property {key!r}")
+        key: string_field(value, f"property {key!r}")
         for key, value in _object(top["properties"], "properties").items()
     }
     return CheckpointMetadata(
-        job_id=_str(top["job_id"], "job_id"),
-        checkpoint_id=_int(top["checkpoint_id"], "checkpoint_id"),
-        trigger_timestamp=_int(top["trigger_timestamp"], "trigger_timestamp"),
-        completion_timestamp=_int(top["completion_timestamp"], "completion_timestamp"),
-        is_savepoint=_bool(top["is_savepoint"], "is_savepoint"),
+        job_id=string_field(top["job_id"], "job_id"),
+        checkpoint_id=int_field(top["checkpoint_id"], "checkpoint_id"),
+        trigger_timestamp=int_field(top["trigger_timestamp"], "trigger_timestamp"),
+        completion_timestamp=int_field(top["completion_timestamp"], "completion_timestamp"),
+        is_savepoint=bool_field(top["is_savepoint"], "is_savepoint"),
         vertices=tuple(_vertex_from_json(v) for v in _list(top["vertices"], "vertices")),
         coordinators=coordinators,
         properties=properties,
@@ -109,12 +110,12 @@ def _metadata_from_json(document: object) -> CheckpointMetadata:
 def _vertex_from_json(document: object) -> VertexMetadata:
     vertex = _object(document, "vertex")
     return VertexMetadata(
-        vertex_id=_int(vertex["vertex_id"], "vertex_id"),
-        name=_str(vertex["name"], "vertex name"),
-        uids=tuple(_str(uid, "uid") for uid in _list(vertex["uids"], "uids")),
-        parallelism=_int(vertex["parallelism"], "parallelism"),
-        max_parallelism=_int(vertex["max_parallelism"], "max_parallelism"),
-        finished=_bool(vertex["finished"], "finished"),
+        vertex_id=int_field(vertex["vertex_id"], "vertex_id"),
+        name=string_field(vertex["name"], "vertex name"),
+        uids=tuple(string_field(uid, "uid") for uid in _list(vertex["uids"], "uids")),
+        parallelism=int_field(vertex["parallelism"], "parallelism"),
+        max_parallelism=int_field(vertex["max_parallelism"], "max_parallelism"),
+        finished=bool_field(vertex["finished"], "finished"),
         subtasks={
             _int_key(key, "subtask index"): _handle_from_json(value)
             for key, value in _object(vertex["subtasks"], "subtasks").items()
@@ -129,9 +130,9 @@ def _vertex_from_json(document: object) -> VertexMetadata:
 def _handle_from_json(document: object) -> FileHandle:
     handle = _object(document, "file handle")
     return FileHandle(
-        path=_str(handle["path"], "file path"),
-        size=_int(handle["size"], "file size"),
-        sha256=_str(handle["sha256"], "sha256"),
+        path=string_field(handle["path"], "file path"),
+        size=int_field(handle["size"], "file size"),
+        sha256=string_field(handle["sha256"], "sha256"),
     )
 
 
@@ -144,24 +145,6 @@ def _object(value: object, what: str) -> Mapping[str, Any]:
 def _list(value: object, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise TypeError(f"{what} must be a JSON array, got {type(value).__name__}")
-    return value
-
-
-def _str(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {value!r}")
-    return value
-
-
-def _int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an integer, got {value!r}")
-    return value
-
-
-def _bool(value: object, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{what} must be a boolean, got {value!r}")
     return value
 
 

@@ -27,6 +27,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateHandles,
     MergedChannelStateHandle,
 )
+from undertow.runtime.checkpoint.metadata_fields import bool_field, int_field, string_field
 from undertow.runtime.checkpoint.metadata_model import CheckpointMetadata, VertexMetadata
 from undertow.storage import FileHandle
 
@@ -58,9 +59,9 @@ def metadata_to_bytes(meta: CheckpointMetadata) -> bytes:
     vertices = [
         [
             v.vertex_id, v.name, list(v.uids), v.parallelism, v.max_parallelism, v.finished,
-            {_int(s, "subtask index"): files.of(h) for s, h in v.subtasks.items()},
+            {int_field(s, "subtask index"): files.of(h) for s, h in v.subtasks.items()},
             {
-                _int(s, "channel-state subtask index"): [
+                int_field(s, "channel-state subtask index"): [
                     None if hs.input is None else _handle_out(hs.input, files),
                     None if hs.output is None else _handle_out(hs.output, files),
                 ]
@@ -70,7 +71,7 @@ def metadata_to_bytes(meta: CheckpointMetadata) -> bytes:
         for v in meta.vertices
     ]  # fmt: skip
     coordinators = {
-        _int(vid, "coordinator vertex id"): None if h is None else files.of(h)
+        int_field(vid, "coordinator vertex id"): None if h is None else files.of(h)
         for vid, h in meta.coordinators.items()
     }
     document = {
@@ -98,26 +99,26 @@ def metadata_from_bytes(body: bytes) -> CheckpointMetadata:
     files = [_file(entry, i) for i, entry in enumerate(_list(top["files"], "files"))]
 
     def file(index: object, what: str) -> FileHandle:
-        i = _int(index, what)
+        i = int_field(index, what)
         if not 0 <= i < len(files):
             raise ValueError(f"{what}: file #{i} is not in the file table of {len(files)}")
         return files[i]
 
     vertices = tuple(_vertex(v, file) for v in _list(top["vertices"], "vertices"))
     coordinators = {
-        _int(vid, "coordinator vertex id"): None if h is None else file(h, "coordinator state")
+        int_field(vid, "coordinator vertex id"): None if h is None else file(h, "coordinator state")
         for vid, h in _map(top["coordinators"], "coordinators").items()
     }
     return CheckpointMetadata(
-        job_id=_str(top["job"], "job"),
-        checkpoint_id=_int(top["id"], "id"),
-        trigger_timestamp=_int(top["trigger"], "trigger"),
-        completion_timestamp=_int(top["completion"], "completion"),
-        is_savepoint=_bool(top["savepoint"], "savepoint"),
+        job_id=string_field(top["job"], "job"),
+        checkpoint_id=int_field(top["id"], "id"),
+        trigger_timestamp=int_field(top["trigger"], "trigger"),
+        completion_timestamp=int_field(top["completion"], "completion"),
+        is_savepoint=bool_field(top["savepoint"], "savepoint"),
         vertices=vertices,
         coordinators=coordinators,
         properties={
-            _str(k, "property name"): _str(v, f"property {k!r}")
+            string_field(k, "property name"): string_field(v, f"property {k!r}")
             for k, v in _map(top["properties"], "properties").items()
         },
         shared_files=tuple(file(h, "shared file") for h in _list(top.get("shared", []), "shared")),
@@ -138,14 +139,14 @@ def _vertex(document: object, file: Any) -> VertexMetadata:
     if len(fields) != 8:
         raise ValueError(f"vertex must have 8 fields, got {len(fields)}")
     vid, name, uids, parallelism, max_parallelism, finished, subtasks, channels = fields
-    vertex_id = _int(vid, "vertex_id")
+    vertex_id = int_field(vid, "vertex_id")
     where = f"vertex {vertex_id}"
     channel_state = {}
     for s, sides in _map(channels, f"{where} channel_state").items():
         pair = _list(sides, f"{where} subtask {s!r} channel state")
         if len(pair) != 2:
             raise ValueError(f"{where} subtask {s!r} channel state must be [input, output]")
-        channel_state[_int(s, f"{where} channel-state subtask index")] = ChannelStateHandles(
+        channel_state[int_field(s, f"{where} channel-state subtask index")] = ChannelStateHandles(
             *(
                 None if raw is None else _handle_in(raw, direction, file)
                 for raw, direction in zip(pair, ChannelStateDirection, strict=True)
@@ -153,13 +154,13 @@ def _vertex(document: object, file: Any) -> VertexMetadata:
         )
     return VertexMetadata(
         vertex_id=vertex_id,
-        name=_str(name, f"{where} name"),
-        uids=tuple(_str(uid, f"{where} uid") for uid in _list(uids, f"{where} uids")),
-        parallelism=_int(parallelism, f"{where} parallelism"),
-        max_parallelism=_int(max_parallelism, f"{where} max_parallelism"),
-        finished=_bool(finished, f"{where} finished"),
+        name=string_field(name, f"{where} name"),
+        uids=tuple(string_field(uid, f"{where} uid") for uid in _list(uids, f"{where} uids")),
+        parallelism=int_field(parallelism, f"{where} parallelism"),
+        max_parallelism=int_field(max_parallelism, f"{where} max_parallelism"),
+        finished=bool_field(finished, f"{where} finished"),
         subtasks={
-            _int(s, f"{where} subtask index"): file(h, f"{where} subtask {s!r}")
+            int_field(s, f"{where} subtask index"): file(h, f"{where} subtask {s!r}")
             for s, h in _map(subtasks, f"{where} subtasks").items()
         },
         channel_state=channel_state,
@@ -181,13 +182,13 @@ def _handle_in(
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from err
     return MergedChannelStateHandle(
-        subtask=_str(subtask, "channel-state subtask"),
-        checkpoint_id=_int(checkpoint_id, f"{where}: checkpoint"),
+        subtask=string_field(subtask, "channel-state subtask"),
+        checkpoint_id=int_field(checkpoint_id, f"{where}: checkpoint"),
         direction=direction,
         file=None if file_index is None else file(file_index, where),
         inline_data=inline,
-        range_start=_int(start, f"{where}: range_start"),
-        range_length=_int(length, f"{where}: range_length"),
+        range_start=int_field(start, f"{where}: range_start"),
+        range_length=int_field(length, f"{where}: range_length"),
         range_sha256=_sha(sha, where),
         packed_channels=packed_channels,
     )
@@ -198,8 +199,10 @@ def _file(entry: object, index: int) -> FileHandle:
     if len(fields) != 3:
         raise ValueError(f"file #{index} must be [path, size, sha256], got {len(fields)} fields")
     path, size, sha = fields
-    return FileHandle(_str(path, f"file #{index} path"), _int(size, f"file #{index} size"),
-                      _sha(sha, f"file #{index}"))  # fmt: skip
+    where = f"file #{index}"
+    return FileHandle(
+        string_field(path, f"{where} path"), int_field(size, f"{where} size"), _sha(sha, where)
+    )
 
 
 def _sha(value: object, what: str) -> str:
@@ -217,22 +220,4 @@ def _map(value: object, what: str) -> dict[Any, Any]:
 def _list(value: object, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise TypeError(f"{what} must be an array, got {type(value).__name__}")
-    return value
-
-
-def _str(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {value!r:.80}")
-    return value
-
-
-def _int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an integer, got {value!r:.80}")
-    return value
-
-
-def _bool(value: object, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{what} must be a boolean, got {value!r:.80}")
     return value

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from undertow.core.config import Configuration, Options
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.channel_recovery.plan import plan_channel_recovery
@@ -69,16 +68,17 @@ def plan_restore(
     graph: JobGraph,
     meta: CheckpointMetadata,
     storage: CheckpointStorage,
-    config: Configuration,
+    ignore_unclaimed_state: bool = False,
 ) -> RestorePlan:
     """Which old state files each new subtask reads, matched per operator uid (Flink's
     OperatorID mapping), so a changed chaining or parallelism still finds every operator's
     state. An old operator with state that the job no longer has fails the restore unless
     ``execution.state-recovery.ignore-unclaimed-state`` (this can only see operators whose
-    whole old vertex is gone; the workers check the rest when they read the files)."""
+    whole old vertex is gone; the workers check the rest when they read the files);
+    ``ignore_unclaimed_state`` is that option's value."""
     new_uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
     unclaimed = [v for v in meta.vertices if present(v.subtasks) and not (set(v.uids) & new_uids)]
-    if unclaimed and not config.get(Options.IGNORE_UNCLAIMED_STATE):
+    if unclaimed and not ignore_unclaimed_state:
         raise RestoreError(unclaimed_message(
             meta.checkpoint_id, [u for v in unclaimed for u in v.uids]
         ))  # fmt: skip

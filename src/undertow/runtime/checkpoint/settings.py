@@ -50,6 +50,9 @@ class CheckpointSettings:
     #: ``execution.checkpointing.unaligned.during-recovery.enabled`` (FLIP-547): checkpoints
     #: are triggered while restored in-flight data is still being consumed.
     during_recovery: bool = True
+    #: ``execution.state-recovery.ignore-unclaimed-state``: a restore drops the state of
+    #: operators the job no longer has instead of failing.
+    ignore_unclaimed_state: bool = False
 
     @classmethod
     def of(cls, config: Configuration) -> CheckpointSettings:
@@ -72,6 +75,7 @@ class CheckpointSettings:
             runtime_mode=RuntimeExecutionMode[config.get(Options.RUNTIME_MODE)],
             state_backend=config.get(Options.STATE_BACKEND),
             during_recovery=_during_recovery(config),
+            ignore_unclaimed_state=config.get(Options.IGNORE_UNCLAIMED_STATE),
         )
 
     @property

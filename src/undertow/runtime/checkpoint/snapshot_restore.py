@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from undertow.core.config import Configuration
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode, RestoredSnapshot, decide_claim
@@ -36,12 +35,11 @@ class SnapshotRestore:
     """Reads, verifies and claims what a job restores (see the module docstring)."""
 
     def __init__(
-        self, job_id: str, graph: JobGraph, config: Configuration, storage: CheckpointStorage,
-        key: CheckpointKey, settings: CheckpointSettings, retention: CheckpointRetention,
+        self, job_id: str, graph: JobGraph, storage: CheckpointStorage, key: CheckpointKey,
+        settings: CheckpointSettings, retention: CheckpointRetention,
     ) -> None:  # fmt: skip
         self.job_id = job_id
         self.graph = graph
-        self.config = config
         self.storage = storage
         self.key = key
         self.settings = settings
@@ -67,7 +65,12 @@ class SnapshotRestore:
             return claimed[1]
         meta = self.retention.metadata[latest.checkpoint_id]
         return await asyncio.get_running_loop().run_in_executor(
-            None, plan_restore, self.graph, meta, self.storage, self.config
+            None,
+            plan_restore,
+            self.graph,
+            meta,
+            self.storage,
+            self.settings.ignore_unclaimed_state,
         )
 
     async def read_and_adopt(self, path: str) -> tuple[RestorePlan, list[str]]:
@@ -105,7 +108,7 @@ class SnapshotRestore:
         refused = refuse_restore(meta.properties, path, self.settings.state_backend)
         if refused is not None:
             raise RestoreError(f"job {self.job_id}: {refused}")
-        plan = plan_restore(self.graph, meta, storage, self.config)
+        plan = plan_restore(self.graph, meta, storage, self.settings.ignore_unclaimed_state)
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 
     def claim(self, plan: RestorePlan, adopted: list[str] | None, next_id: int) -> int:

@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from undertow.core.errors import JobExecutionError
+from undertow.core.types import AttemptNumber
 
 #: Flink's default ``web.exception-history-size``.
 DEFAULT_HISTORY_SIZE = 16
@@ -43,7 +44,7 @@ class FailureRecord:
     """One failed attempt's root cause (Flink's ``RootExceptionHistoryEntry``)."""
 
     #: The deployment attempt that failed (0 = the first).
-    attempt: int
+    attempt: AttemptNumber
     #: The exception's class name as raised where it happened (``ValueError``); for a
     #: failure outside any task the class of the error the JobMaster raised.
     exception_name: str
@@ -57,7 +58,7 @@ class FailureRecord:
 
 
 def failure_record(
-    error: BaseException, attempt: int, timestamp: int, origin: TaskOrigin | None = None
+    error: BaseException, attempt: AttemptNumber, timestamp: int, origin: TaskOrigin | None = None
 ) -> FailureRecord:
     """The record of ``error``, which ended ``attempt`` at ``timestamp``."""
     message = str(error.args[0]) if error.args else type(error).__name__

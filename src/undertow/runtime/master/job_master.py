@@ -329,11 +329,11 @@ class JobMaster:
                 self._rest.close()
 
     async def _start_rest(self) -> RestServer | None:
-        if self.settings.rest_port < 0:
+        if not self.settings.rest.enabled:
             return None
         from undertow.runtime.master.rest.server import start_rest_endpoint
 
-        endpoint = await start_rest_endpoint(self.config, self.job_view, self)
+        endpoint = await start_rest_endpoint(self.settings.rest, self.job_view, self)
         if endpoint is not None:
             self.rest_url = endpoint.url
             self._console(f"REST API at {endpoint.url}{endpoint.access.console_note()}")

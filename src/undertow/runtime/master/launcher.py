@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
-from undertow.core.config import Configuration, Options
+from undertow.core.types import AttemptNumber
 
 
 class WorkerLauncher(Protocol):
     """Starts the workers of one attempt (implemented in :mod:`undertow.deploy`)."""
 
     def launch(
-        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: int,
+        self, num_workers: int, master: tuple[str, int], secret: bytes, attempt: AttemptNumber,
         config: dict[str, str],
     ) -> None: ...  # fmt: skip
 
@@ -38,7 +38,7 @@ class WorkerLauncher(Protocol):
         """Workers of the current attempt that have already ended (does not wait)."""
 
 
-def default_num_workers(config: Configuration, slots: int) -> int:
-    """``undertow.workers`` if set, else one worker per slot up to the number of CPUs."""
-    configured = config.get(Options.WORKERS)
+def default_num_workers(configured: int, slots: int) -> int:
+    """``configured`` (``undertow.workers``) if set (> 0), else one worker per slot up to the
+    number of CPUs."""
     return configured if configured > 0 else max(1, min(slots, os.cpu_count() or 1))

@@ -26,17 +26,13 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.master.metrics import JobView
 from undertow.runtime.master.rest import metrics_responses as mr
+from undertow.runtime.master.settings import PROMETHEUS_PORT_KEY, RestSettings
 
 log = logging.getLogger(__name__)
 
-PORT_KEY = "metrics.reporter.prom.port"
-FACTORY_KEY = "metrics.reporter.prom.factory.class"
-FLINK_FACTORY = "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
-DEFAULT_PORT = 9249
 SCRAPE_TIMEOUT_S = 5.0
 JOB_PREFIX = "flink_jobmanager_job_"
 TASK_PREFIX = "flink_taskmanager_job_task_"
@@ -45,31 +41,6 @@ TASK_LABELS = ("job_id", "job_name", "task_id", "task_name", "subtask_index", "t
 OPERATOR_PREFIX = "flink_taskmanager_job_task_operator_"
 OPERATOR_LABELS = (*TASK_LABELS, "operator_name")
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
-
-
-def configured_ports(config: Configuration) -> list[int] | None:
-    """The ports to try, in order; None when the reporter is off. Raises
-    :class:`ConfigurationError` naming the key for a value that is not a port or range."""
-    factory = config.get_string(FACTORY_KEY, "")
-    if not config.contains_key(PORT_KEY):
-        if not factory:
-            return None
-        if factory != FLINK_FACTORY:
-            raise ConfigurationError(
-                f"'{FACTORY_KEY}' is {factory!r}; undertow serves only {FLINK_FACTORY}"
-            )
-        return [DEFAULT_PORT]
-    text = config.get_string(PORT_KEY, "").strip()
-    low, sep, high = text.partition("-")
-    try:
-        first, last = int(low), int(high) if sep else int(low)
-    except ValueError:
-        first, last = -1, -2
-    if not 0 <= first <= last <= 65535:
-        raise ConfigurationError(
-            f"'{PORT_KEY}' must be a port or a range like 9250-9260; got {text!r}"
-        )
-    return list(range(first, last + 1))
 
 
 def families(view: JobView) -> list[Metric]:
@@ -131,12 +102,12 @@ class PrometheusExporter:
 
 
 def start_exporter(
-    config: Configuration, source: Callable[[], JobView]
+    settings: RestSettings, source: Callable[[], JobView]
 ) -> PrometheusExporter | None:
     """Start serving as configured (None when off). Call on the JobMaster's loop: scrapes ask
     that loop for views. Raises :class:`ConfigurationError` naming the key when no configured
     port is free."""
-    ports = configured_ports(config)
+    ports = settings.prometheus_ports
     if ports is None:
         return None
     loop = asyncio.get_running_loop()
@@ -149,7 +120,7 @@ def start_exporter(
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_JobCollector(fetch))
-    host = config.get(Options.REST_BIND_ADDRESS)
+    host = settings.bind_address
     errors = []
     for port in ports:
         try:
@@ -162,5 +133,5 @@ def start_exporter(
         return PrometheusExporter(server, bound)
     raise ConfigurationError(
         f"the Prometheus reporter cannot listen on {host} ({'; '.join(errors)}). Set "
-        f"'{PORT_KEY}' to a free port or range"
+        f"'{PROMETHEUS_PORT_KEY}' to a free port or range"
     )

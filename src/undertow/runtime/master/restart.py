@@ -120,6 +120,10 @@ class ExponentialDelayRestart(RestartStrategy):
 
 
 def restart_strategy(config: Configuration) -> RestartStrategy:
+    """The configured strategy (``restart-strategy.*``; unset: exponential delay with
+    checkpointing, else none). The JobMaster calls it once, when it is made: this is where the
+    restart options are read and a bad value fails, naming the option (the strategy keeps
+    state across restarts, so it is not a settings value)."""
     kind = config.get_string(Options.RESTART_STRATEGY.key, "")
     if not kind:
         kind = "exponential-delay" if config.get(Options.CHECKPOINT_INTERVAL) > 0 else "none"

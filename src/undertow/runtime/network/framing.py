@@ -27,6 +27,7 @@ import os
 import struct
 
 from undertow.core.errors import AuthenticationError, NetworkError
+from undertow.core.types import AttemptNumber
 
 _U32 = struct.Struct(">I")
 _NONCE = 16
@@ -38,7 +39,7 @@ def _mac(secret: bytes, *parts: bytes) -> bytes:
     return hmac.new(secret, b"".join(parts), hashlib.sha256).digest()
 
 
-def attempt_secret(job_secret: bytes, attempt: int) -> bytes:
+def attempt_secret(job_secret: bytes, attempt: AttemptNumber) -> bytes:
     """The key the workers of ``attempt`` authenticate with (module docstring): keys of two
     attempts differ, and neither reveals the job's secret."""
     return _mac(job_secret, b"attempt", _U32.pack(attempt))

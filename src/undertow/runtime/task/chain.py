@@ -20,6 +20,7 @@ from typing import Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.core.config import Configuration
+from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.network.partition import RecordWriter
@@ -154,7 +155,7 @@ class OperatorChain:
         self,
         vertex: JobVertex,
         subtask_index: int,
-        attempt: int,
+        attempt: AttemptNumber,
         config: Configuration,
         writers: dict[int, RecordWriter],
         services: TaskServices,

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from undertow.core.config import Configuration
+from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.channel_recovery.feed import SubtaskChannelRecovery
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
@@ -29,7 +30,7 @@ class TaskDeployment:
 
     vertex: JobVertex
     subtask_index: int
-    attempt: int
+    attempt: AttemptNumber
     #: The job's configuration (as deployed, with the job's settings on top).
     config: Configuration
     #: Input gates, in ``vertex.inputs`` order.

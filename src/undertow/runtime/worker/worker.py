@@ -295,7 +295,7 @@ class Worker:
 
 def run_worker(
     worker_index: int,
-    attempt: int,
+    attempt: AttemptNumber,
     master: tuple[str, int],
     secret: bytes,
     config: dict[str, str],

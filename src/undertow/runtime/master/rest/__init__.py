@@ -5,6 +5,6 @@ Top of the layering (next to :mod:`undertow.cli`): it reads the JobMaster's
 server and its routes, :mod:`.responses` the response bodies.
 """
 
-from undertow.runtime.master.rest.server import RestEndpoint, resolve_port, start_rest_endpoint
+from undertow.runtime.master.rest.server import RestEndpoint, start_rest_endpoint
 
-__all__ = ["RestEndpoint", "resolve_port", "start_rest_endpoint"]
+__all__ = ["RestEndpoint", "start_rest_endpoint"]

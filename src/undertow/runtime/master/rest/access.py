@@ -18,7 +18,7 @@ While a token is required, a savepoint's target directory must lie inside the jo
 ``execution.checkpointing.savepoint-dir`` unless ``rest.savepoint.allow-any-directory`` is
 true: a token holder may take savepoints, not write files anywhere the job's user can.
 
-Pure code: :func:`resolve_access` reads the configuration (and the token file) once when the
+Pure code: :func:`resolve_access` reads the REST settings (and the token file) once when the
 endpoint starts; :meth:`RestAccess.token_problem` and :meth:`RestAccess.directory_problem`
 decide per request on the JobMaster's loop and never raise.
 """
@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from undertow.core.config import Configuration, Options
+from undertow.core.config import Options
 from undertow.core.errors import ConfigurationError
+from undertow.runtime.master.settings import RestSettings
 
 #: The HTTP header and scheme the token travels in.
 AUTHORIZATION = "authorization"
@@ -146,21 +147,23 @@ def _split(location: str) -> tuple[str, str, str]:
     return parts.scheme, parts.netloc, posixpath.normpath("/" + parts.path.lstrip("/"))
 
 
-def resolve_access(config: Configuration, host: str) -> RestAccess:
-    """The access rules for an endpoint bound to ``host``. Raises :class:`ConfigurationError`
-    naming the option when the token file cannot be read or made, or holds no token."""
-    token = config.get(Options.REST_TOKEN).strip()
+def resolve_access(settings: RestSettings) -> RestAccess:
+    """The access rules for an endpoint bound to ``settings.bind_address``. Raises
+    :class:`ConfigurationError` naming the option when the token file cannot be read or made,
+    or holds no token."""
+    token = settings.token
     generated = False
-    token_file = config.get(Options.REST_TOKEN_FILE)
+    token_file = settings.token_file
+    host = settings.bind_address
     if not token and token_file:
         token = _read_or_create(Path(token_file).expanduser())
     if not token:
         if is_loopback(host):
             return RestAccess(None)
         token, generated = secrets.token_urlsafe(32), True
-    if config.get(Options.REST_SAVEPOINT_ANY_DIRECTORY):
+    if settings.savepoint_any_directory:
         return RestAccess(token, generated, None)
-    return RestAccess(token, generated, config.get(Options.SAVEPOINT_DIR))
+    return RestAccess(token, generated, settings.savepoint_dir)
 
 
 def _read_or_create(path: Path) -> str:

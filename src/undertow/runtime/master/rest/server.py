@@ -73,13 +73,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
 from undertow.core.modes import SavepointFormatType
 from undertow.runtime.master import prometheus
 from undertow.runtime.master.metrics import JobView, VertexView
 from undertow.runtime.master.rest import job_actions, responses, ui_routes
 from undertow.runtime.master.rest.access import Refusal, RestAccess, is_loopback, resolve_access
+from undertow.runtime.master.settings import RestSettings
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,6 @@ MAX_HEAD_BYTES = 16 * 1024
 HEAD_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 32
 #: The targets that run the whole job on this machine (Flink's MiniCluster).
-LOCAL_TARGETS = ("local", "local-threads")
 
 #: Builds the view a request is answered from; called on the JobMaster's loop.
 ViewSource = Callable[[], JobView]
@@ -115,27 +114,16 @@ _REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
             500: "Internal Server Error"}  # fmt: skip
 
 
-def resolve_port(config: Configuration) -> int:
-    """The port to listen on: ``rest.port`` if set; otherwise 0 (any free port) on the local
-    targets and Flink's 8081 elsewhere. -1 means no REST API."""
-    if config.contains_key(Options.REST_PORT.key):
-        return config.get(Options.REST_PORT)
-    if config.get(Options.TARGET) in LOCAL_TARGETS:
-        return 0
-    return Options.REST_PORT.default
-
-
 async def start_rest_endpoint(
-    config: Configuration, source: ViewSource, control: JobControl | None = None
+    settings: RestSettings, source: ViewSource, control: JobControl | None = None
 ) -> RestEndpoint | None:
     """Start the job's REST API as configured (None when ``rest.port`` is -1). Must be awaited
     on the JobMaster's loop; raises :class:`ConfigurationError` when it cannot listen."""
-    port = resolve_port(config)
-    if port < 0:
+    if not settings.enabled:
         return None
-    host = config.get(Options.REST_BIND_ADDRESS)
-    endpoint = RestEndpoint(source, host, port, control, resolve_access(config, host))
-    endpoint.exporter = prometheus.start_exporter(config, source)  # metrics.reporter.prom.*
+    host = settings.bind_address
+    endpoint = RestEndpoint(source, host, settings.port, control, resolve_access(settings))
+    endpoint.exporter = prometheus.start_exporter(settings, source)  # metrics.reporter.prom.*
     try:
         await endpoint.start()
     except ConfigurationError:

@@ -1,0 +1,62 @@
+"""The record-at-a-time operators (:mod:`undertow.runtime.task.operators`) on the testing kit's
+harness: each keeps its records' timestamps, opens and closes the user's function with the
+operator, and passes watermarks and checkpoint notifications on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from undertow.api.functions import MapFunction
+from undertow.runtime.task.operators import StreamFilter, StreamFlatMap, StreamMap, run_udf
+from undertow.testing.harness import OneInputOperatorTestHarness, Watermark
+
+
+class Doubling(MapFunction):
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def open(self, runtime_context: Any) -> None:
+        self.calls.append(f"open {runtime_context.get_task_name_with_subtasks()}")
+
+    def map(self, value: int) -> int:
+        return value * 2
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.calls.append(f"complete {checkpoint_id}")
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+def test_map_keeps_timestamps_and_runs_the_functions_lifecycle() -> None:
+    function = Doubling()
+    with OneInputOperatorTestHarness(StreamMap(function, function.map), name="double") as h:
+        h.process_elements([1, 2], [10, 20])
+        h.process_watermark(20)
+        h.operator.notify_checkpoint_complete(3)
+        assert h.get_output_with_watermarks() == [(2, 10), (4, 20), Watermark(20)]
+    assert function.calls == ["open double (1/1)", "complete 3", "close"]
+
+
+def test_flat_map_stamps_every_emitted_record_and_skips_none() -> None:
+    operator = StreamFlatMap(None, lambda v: None if v == 0 else [v] * v)
+    with OneInputOperatorTestHarness(operator) as h:
+        h.process_elements([2, 0, 1], [5, 6, 7])
+        assert h.get_output() == [(2, 5), (2, 5), (1, 7)]
+        h.clear_output()
+        h.process_elements([1])  # no timestamps: none on the output
+        assert h.get_output() == [(1, None)]
+
+
+def test_filter_keeps_the_timestamps_of_what_passes() -> None:
+    with OneInputOperatorTestHarness(StreamFilter(None, lambda v: v % 2)) as h:
+        h.process_elements([1, 2, 3], [1, 2, 3])
+        assert h.get_output() == [(1, 1), (3, 3)]
+
+
+def test_run_udf_appends_a_timestamp_per_returned_record() -> None:
+    out: list[Any] = []
+    stamps: list[Any] = []
+    run_udf(iter(["a", "b"]), out, stamps, 9)
+    run_udf(None, out, stamps, 10)
+    assert (out, stamps) == (["a", "b"], [9, 9])
