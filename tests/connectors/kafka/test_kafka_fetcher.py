@@ -48,9 +48,9 @@ class Message:
         return (1, 1000 + self._offset) if self._stamped else (0, -1)
 
 
-class PartitionEof:
-    def code(self) -> int:
-        return KafkaError._PARTITION_EOF
+#: what the consumer hands over at a partition's end (enable.partition.eof); a real
+#: KafkaError: its == raises when compared with None
+PARTITION_EOF = KafkaError(KafkaError._PARTITION_EOF)
 
 
 class ScriptedConsumer:
@@ -140,7 +140,8 @@ def test_a_fetch_becomes_one_batch_per_partition_cut_at_its_stop() -> None:
     one = [Message(o, stamped=o != 2) for o in range(6)]
     expected = [(0, [0, 1, 2, 3], [b"0:0", b"0:1", b"0:2", b"0:3"], [1000, 1001, None, 1003])]
     assert batches_of(one, {0: 4}) == expected
-    mixed = [*one[:3], Message(0, partition=1), Message(9, error=PartitionEof()), *one[3:],
+    assert batches_of([*one, Message(6, error=PARTITION_EOF)], {0: 4}) == expected
+    mixed = [*one[:3], Message(0, partition=1), Message(9, error=PARTITION_EOF), *one[3:],
              Message(1, partition=1), Message(0, partition=7)]  # fmt: skip
     assert batches_of(mixed, {0: 4, 1: None}) == [
         *expected,

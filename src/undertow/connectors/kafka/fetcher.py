@@ -301,7 +301,8 @@ class SplitFetcher:
         if len(self._stops) > 1 and [m.topic() for m in messages].count(topic) != n:
             return None
         tp = self._partitions.get((topic, partition))
-        if tp is None or tp not in self._stops or [m.error() for m in messages].count(None) != n:
+        # ``is None``: a KafkaError's == raises when compared with None
+        if tp is None or tp not in self._stops or False in [m.error() is None for m in messages]:
             return None
         stamps: list[int | None] = [m.timestamp()[1] for m in messages]
         if _NO_TIMESTAMP in stamps:  # the client's value when the type is "not available"
