@@ -296,9 +296,11 @@ class SplitFetcher:
         first = messages[0]
         partition, topic = first.partition(), first.topic()
         n = len(messages)
-        if [m.partition() for m in messages].count(partition) != n:
+        # a consumer that was only ever given one partition hands over no other's records
+        several = len(self._partitions) > 1
+        if several and [m.partition() for m in messages].count(partition) != n:
             return None
-        if len(self._stops) > 1 and [m.topic() for m in messages].count(topic) != n:
+        if several and [m.topic() for m in messages].count(topic) != n:
             return None
         tp = self._partitions.get((topic, partition))
         # ``is None``: a KafkaError's == raises when compared with None
