@@ -112,7 +112,7 @@ def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
 @pytest.mark.xfail(
     strict=False,
     reason="open bug (issue 28): records lost after the kill, nothing duplicated (441, 774, "
-    "463 records in earlier sessions, ~1 in 50 runs; 0 in 18 runs this session), and 5 in 27 "
+    "463 records in earlier sessions, ~1 in 50 runs; 0 in 26 runs this session), and 5 in 27 "
     "runs with a faster KafkaSource read path (commits 4c96e13, 7d8e0f3, 1cd3385, reverted in "
     "ffa370b): a key's records lost before the stateful operator although the restored source "
     "position was past them; the out-of-order failures were the test's input, fixed "
