@@ -37,8 +37,13 @@ def produce(
     config: dict[str, Any] | None = None,
     timeout_s: float = 60.0,
 ) -> None:
-    """Write ``records`` to ``topic`` and wait until the broker acknowledged every one."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **(config or {})})
+    """Write ``records`` to ``topic`` and wait until the broker acknowledged every one. Each
+    partition gets its records once and in the order given: the producer is idempotent, so a
+    request the broker failed (``NOT_LEADER_OR_FOLLOWER`` from a broker that has just
+    created the topic) is retried before any later one lands, where librdkafka's default
+    would let a later request already in flight land first (issue 28)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                         "enable.idempotence": True, **(config or {})})  # fmt: skip
     errors: list[str] = []
 
     def delivered(err: Any, msg: Any) -> None:

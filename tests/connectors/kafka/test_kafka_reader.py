@@ -38,6 +38,7 @@ class ScriptedFetcher:
         self.batch = batch
         self.to_fetch: deque[Any] = deque()
         self.fetched: deque[Any] = deque()
+        self.commits: list[dict[KafkaTopicPartition, int]] = []
 
     def add_splits(self, splits: list[KafkaPartitionSplit]) -> None:
         for split in splits:
@@ -61,7 +62,7 @@ class ScriptedFetcher:
         return self.fetched.popleft() if self.fetched else None
 
     def commit(self, offsets: dict[KafkaTopicPartition, int]) -> None:
-        pass
+        self.commits.append(dict(offsets))
 
     def close(self) -> None:
         pass
@@ -105,7 +106,9 @@ class Output:
         self.values += values
 
 
-def source(batch: int) -> tuple[SourceOperator, KafkaSourceReader, ScriptedFetcher, Output]:
+def source(
+    batch: int, commit_offsets: bool = False
+) -> tuple[SourceOperator, KafkaSourceReader, ScriptedFetcher, Output]:
     """A source operator whose reader fetches through a :class:`ScriptedFetcher`."""
     op = SourceOperator(None, None)
 
@@ -114,7 +117,7 @@ def source(batch: int) -> tuple[SourceOperator, KafkaSourceReader, ScriptedFetch
 
     op.ctx, op.output = Setup(), Setup.output  # type: ignore[assignment]
     op.emitter = Emitter()  # type: ignore[assignment]
-    settings = ReaderSettings({}, Deserializer(), -1, False, None, "t at test")
+    settings = ReaderSettings({}, Deserializer(), -1, commit_offsets, None, "t at test")
     reader = KafkaSourceReader(Context(), settings)
     fetcher = ScriptedFetcher(batch)
     reader._fetcher = fetcher  # type: ignore[assignment]
@@ -190,3 +193,25 @@ def test_a_snapshot_anywhere_loses_and_repeats_nothing(batch: int, chunk: int, s
         got = per_partition(before + restored_out.values)
         assert got == per_partition(expected()), (batch, chunk, seed, cut, got)
         cut += 1
+
+
+def test_a_finished_partition_is_committed_at_its_end_once() -> None:
+    """A partition read to its end leaves the reader's splits, but the next completed
+    checkpoint still commits its final offset (as Flink's reader does), and only until one
+    did: the consumer group shows it read through (a partition finished after a snapshot
+    is committed by the next one)."""
+    op, reader, fetcher, _ = source(batch=10, commit_offsets=True)
+    reader.add_splits([KafkaPartitionSplit(P0, 0, STOP), KafkaPartitionSplit(P1, 0, STOP)])
+    fetcher.deliver()  # P0's offsets 0..9
+    op.emit_next()
+    op.snapshot_custom_state(1)  # P0 at 10
+    while fetcher.deliver():  # P0's offsets 10..22 and its end; P1 is fetched next
+        if isinstance(fetcher.fetched[-1], PartitionEnd):
+            break
+    while fetcher.fetched:
+        op.emit_next()  # P0 leaves the reader's splits
+    reader.notify_checkpoint_complete(1)
+    for checkpoint in (2, 3):
+        op.snapshot_custom_state(checkpoint)
+        reader.notify_checkpoint_complete(checkpoint)
+    assert fetcher.commits == [{P0: 10, P1: 0}, {P0: STOP, P1: 0}, {P1: 0}]

@@ -23,7 +23,9 @@ from undertow.connectors.kafka.sink_protocol import KafkaSinkError, KafkaWriterS
 from undertow.connectors.sink import DeliveryGuarantee, SinkWriterContext
 from undertow.core.config import Configuration
 from undertow.datastream.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+from undertow.testing.kafka_mock import NOT_LEADER_OR_FOLLOWER, PRODUCE_API, MockKafkaCluster
 from undertow.testing.kafka_oracle import read_committed
+from undertow.testing.kafka_topics import read_partition
 
 
 class Context(SinkWriterContext):
@@ -242,6 +244,25 @@ def test_at_least_once_flushes_before_the_snapshot(kafka_bootstrap: str) -> None
         writer.write(r, None)
     writer.flush(False)  # the barrier's flush: acknowledged once it returns
     assert values(kafka_bootstrap, topic) == ["x", "y"]
+
+
+@pytest.mark.parametrize("guarantee", [DeliveryGuarantee.AT_LEAST_ONCE, DeliveryGuarantee.NONE])
+def test_a_retried_produce_request_keeps_the_order(guarantee: DeliveryGuarantee) -> None:
+    """The broker fails the first produce request while later ones are in flight (the
+    mock cluster answers 30 ms late): the writer's records still land in order."""
+    with MockKafkaCluster() as cluster:
+        cluster.create_topic("out", 1)
+        cluster.set_round_trip(1, 30)
+        cluster.fail_next_requests(PRODUCE_API, NOT_LEADER_OR_FOLLOWER)
+        servers = cluster.bootstrap_servers
+        the_sink = sink(servers, "out", guarantee, properties={"batch.num.messages": "50"})
+        writer = the_sink.create_writer(Context())
+        for i in range(300):
+            writer.write(str(i), None)
+        writer.flush(True)
+        del writer  # its producer goes before the cluster
+        got = [int(m.value()) for m in read_partition(servers, "out", 0, 300)]
+    assert got == list(range(300))
 
 
 def test_no_broker_names_the_servers_and_the_timeout() -> None:

@@ -81,11 +81,16 @@ class ChannelStateWriter:
         default_factory=dict
     )
 
+    aborted: set[int] = field(default_factory=set)
+
     def when_finished(
         self, checkpoint_id: int, callback: Callable[[Any], None],
         on_failure: Callable[[BaseException], None],
     ) -> None:  # fmt: skip
         self.waiting[checkpoint_id] = (callback, on_failure)
+
+    def is_started(self, checkpoint_id: int) -> bool:
+        return checkpoint_id not in self.aborted
 
 
 @dataclass(frozen=True)
@@ -252,10 +257,14 @@ def test_shared_channel_state_is_written_in_parallel_and_joined_in_one_acknowled
     async def run() -> Harness:
         h = Harness(channel_state=channel_writer)
         h.start(8, with_state(), channel_state=True)
-        await h.writer.wait_for_pending()
+        closing = asyncio.ensure_future(h.writer.wait_for_pending())
+        await asyncio.sleep(0.05)
         assert "chk-8/map-0.state" in h.storage.files  # written without waiting
         assert h.responder.acks == []  # ... but acknowledged only with the channel state
+        assert not closing.done()  # and the task does not finish before (issue 28)
         channel_writer.waiting[8][0](handles)
+        await asyncio.wait_for(closing, 5)
+        assert h.responder.acks  # acknowledged before a TaskFinished could be sent
         await h.settle()
         return h
 
@@ -266,6 +275,29 @@ def test_shared_channel_state_is_written_in_parallel_and_joined_in_one_acknowled
     assert handle == SubtaskStateHandle(file_handle("chk-8/map-0.state", data), handles)
     assert metrics["persisted_data"] == len(b"in-flight") and metrics["unaligned"] is True
     assert pickle.loads(data).channel_state is None  # not in the state file
+
+
+def test_a_closing_task_waits_for_channel_state_unless_its_checkpoint_was_aborted() -> None:
+    """In the state file too: the task's wait ends once the channel state came and the
+    state file was written and acknowledged, or once the writer no longer collects the
+    checkpoint (aborted: its callbacks never run)."""
+    channel_writer = ChannelStateWriter(in_state_file=True)
+
+    async def run() -> Harness:
+        h = Harness(channel_state=channel_writer)
+        h.start(3, with_state(), channel_state=True)
+        h.start(4, with_state(), channel_state=True)
+        closing = asyncio.ensure_future(h.writer.wait_for_pending())
+        await asyncio.sleep(0.05)
+        assert not closing.done()
+        channel_writer.waiting[4][0](ChannelState(4, 0, 1, (1,), (), inputs={(0, 0): (b"\x00a",)}))
+        channel_writer.aborted.add(3)
+        await asyncio.wait_for(closing, 5)
+        await h.settle()
+        return h
+
+    h = asyncio.run(run())
+    assert [cid for cid, _, _ in h.responder.acks] == [4]
 
 
 def test_a_failed_channel_state_write_declines_and_nothing_is_acknowledged() -> None:

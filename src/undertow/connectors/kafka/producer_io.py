@@ -38,6 +38,24 @@ def client_config(bootstrap_servers: str, properties: dict[str, str]) -> dict[st
     return config
 
 
+def keep_partition_order(config: dict[str, Any]) -> None:
+    """Make a non-transactional producer idempotent unless the user chose otherwise.
+
+    librdkafka's producer is not idempotent by default: a request the broker failed (say
+    ``NOT_LEADER_OR_FOLLOWER`` while a partition moves) is retried after later requests
+    already in flight landed, so a partition gets its records out of order, and each key's
+    order with it. Kafka's Java producer (under Flink's KafkaSink) has been idempotent by
+    default since Kafka 3.0. Left alone when the user set ``enable.idempotence``, ``acks``
+    other than all, or more than 5 requests in flight (both conflict with idempotence)."""
+    if "enable.idempotence" in config:
+        return
+    acks = str(config.get("acks", config.get("request.required.acks", "all"))).lower()
+    in_flight = config.get("max.in.flight.requests.per.connection", config.get("max.in.flight"))
+    if acks not in ("all", "-1") or (in_flight is not None and int(in_flight) > 5):
+        return
+    config["enable.idempotence"] = True
+
+
 def check_topics(
     producer: Producer, topics: Iterable[str], where: str, bootstrap: str, timeout_s: float
 ) -> None:

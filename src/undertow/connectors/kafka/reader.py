@@ -68,6 +68,9 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         self.finished: set[KafkaTopicPartition] = set()
         self.no_more_splits = False
         self._to_commit: dict[int, dict[KafkaTopicPartition, int]] = {}
+        #: partitions read to their end, at their final position, until a checkpoint committed
+        #: them (Flink's ``offsetsOfFinishedSplits``): the group sees them read through
+        self._finished_offsets: dict[KafkaTopicPartition, int] = {}
         self._last_request = 0.0
         self._fetcher: SplitFetcher | None = None
         #: partitions taken since the last poll, to register for per-partition watermarks
@@ -133,7 +136,9 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
                 emitted = True
                 break  # one batch per call: the task serves its mailbox in between
             if isinstance(item, PartitionEnd):
-                self.positions.pop(item.topic_partition, None)
+                ended = self.positions.pop(item.topic_partition, None)
+                if ended is not None:
+                    self._finished_offsets[item.topic_partition] = ended.starting_offset
                 self.finished.add(item.topic_partition)
                 if isinstance(output, SplitReaderOutput):
                     output.release_split(str(item.topic_partition))
@@ -181,10 +186,14 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             output.collect_batch(values, stamps)
 
     def snapshot_state(self, checkpoint_id: int) -> list[KafkaPartitionSplit]:
-        """One split per unfinished partition, at the next offset to emit."""
+        """One split per unfinished partition, at the next offset to emit. Its offsets, and
+        those of partitions finished since the last commit, are committed when the
+        checkpoint completes."""
         splits = sorted(self.positions.values(), key=lambda s: s.topic_partition)
         if self.settings.commit_offsets:
-            self._to_commit[checkpoint_id] = {s.topic_partition: s.starting_offset for s in splits}
+            offsets = dict(self._finished_offsets)
+            offsets.update((s.topic_partition, s.starting_offset) for s in splits)
+            self._to_commit[checkpoint_id] = offsets
             while len(self._to_commit) > _MAX_PENDING_COMMITS:
                 del self._to_commit[min(self._to_commit)]
         return splits
@@ -195,6 +204,9 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             del self._to_commit[older]
         if offsets and self._fetcher is not None:
             self._fetcher.commit(offsets)
+            for tp, offset in offsets.items():
+                if self._finished_offsets.get(tp) == offset:  # not if it finished since
+                    del self._finished_offsets[tp]
 
     def close(self) -> None:
         if self._fetcher is not None:

@@ -94,6 +94,8 @@ class _Base(SinkWriter):
             self.config["transactional.id"] = transactional_id(
                 sink.transactional_id_prefix, self.subtask
             )
+        else:
+            io.keep_partition_order(self.config)
         self.producer = Producer(self.config)
         fixed = [self.serializer.topic] if self.serializer.topic is not None else []
         io.check_topics(self.producer, fixed, self.where, sink.bootstrap_servers, self.timeout_s)

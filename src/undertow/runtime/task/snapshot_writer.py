@@ -39,6 +39,9 @@ from undertow.storage import FileHandle
 
 log = logging.getLogger(__name__)
 
+#: How often a closing task looks whether its last checkpoints' channel state settled.
+_CHANNEL_STATE_POLL_S = 0.005
+
 
 class SnapshotWriter:
     """Writes and acknowledges the snapshots of one subtask (see the module docstring)."""
@@ -52,6 +55,10 @@ class SnapshotWriter:
         #: Writes ``<job>/shared/<name>`` (incremental checkpoints).
         self.shared_writer = io.shared_writer
         self.channel_state = io.channel_state_writer
+        #: Checkpoints whose acknowledgement still waits for their channel state (written
+        #: per worker group, so it may settle long after the state file): the task does not
+        #: report ``TaskFinished`` before they settle or are aborted.
+        self._channel_state_pending: set[int] = set()
         self._pending_writes: set[concurrent.futures.Future[Any]] = set()
 
     def track(self, future: concurrent.futures.Future[Any]) -> None:
@@ -68,18 +75,32 @@ class SnapshotWriter:
             self._write(cid, snapshot, metrics, async_started, None)
         elif writer.in_state_file:
             # The channel state goes into the state file: written once it is complete.
+            write = functools.partial(self._write, cid, snapshot, metrics, async_started)
             writer.when_finished(
                 cid,
-                functools.partial(self._write, cid, snapshot, metrics, async_started),
-                functools.partial(self._channel_state_failed, cid),
+                self._settling(cid, write),
+                self._settling(cid, functools.partial(self._channel_state_failed, cid)),
             )
         else:
             # Shared channel-state files: the state file is written at once, in parallel,
             # and the acknowledgement waits for both.
             join = _AckJoin(functools.partial(self._acknowledge, cid, metrics, async_started))
             self._write(cid, snapshot, metrics, async_started, None, join)
-            writer.when_finished(cid, join.channel_state_written,
-                                 functools.partial(self._channel_state_failed, cid))  # fmt: skip
+            writer.when_finished(
+                cid,
+                self._settling(cid, join.channel_state_written),
+                self._settling(cid, functools.partial(self._channel_state_failed, cid)),
+            )
+
+    def _settling(self, cid: int, then: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``then``, counting checkpoint ``cid``'s channel state as pending until it runs."""
+        self._channel_state_pending.add(cid)
+
+        def settled(result: Any) -> None:
+            self._channel_state_pending.discard(cid)
+            then(result)
+
+        return settled
 
     def snapshot_failed(self, cid: int, err: BaseException) -> None:
         detail = "".join(traceback.format_exception_only(type(err), err)).strip()
@@ -247,15 +268,27 @@ class SnapshotWriter:
         self.responder.acknowledge(cid, _ack_handle(state, handles), metrics)
 
     async def wait_for_pending(self) -> None:
-        """Wait until every state write in flight was acknowledged or declined (Flink's
-        ``waitForPendingCheckpoints``). The task calls it before it closes, so its
-        ``TaskFinished`` follows the acknowledgements of the checkpoints it took: without
-        periodic checkpoints nothing else orders them, and a finish reported first would make
-        a pending savepoint count the subtask as finished without state."""
-        while self._pending_writes:
-            waiting = [asyncio.wrap_future(f) for f in self._pending_writes]
-            await asyncio.gather(*waiting, return_exceptions=True)
-            await asyncio.sleep(0)  # the write's own callback (ack, discard) runs first
+        """Wait until every checkpoint this subtask took was acknowledged or declined, its
+        channel state included, or aborted (Flink's ``waitForPendingCheckpoints``). The task
+        calls it before it closes, so its ``TaskFinished`` follows the acknowledgements of
+        the checkpoints it took: a finish reported first makes the JobMaster count the
+        subtask as acknowledged *without state* for every checkpoint still waiting for it,
+        and such a checkpoint completes without its operator state and in-flight data (a
+        restore from it loses that data; issue 28)."""
+        while True:
+            if self._pending_writes:
+                waiting = [asyncio.wrap_future(f) for f in self._pending_writes]
+                await asyncio.gather(*waiting, return_exceptions=True)
+                await asyncio.sleep(0)  # the write's own callback (ack, discard) runs first
+                continue
+            writer = self.channel_state
+            if writer is not None:  # an aborted checkpoint's callbacks never run
+                self._channel_state_pending = {
+                    cid for cid in self._channel_state_pending if writer.is_started(cid)
+                }
+            if not self._channel_state_pending:
+                return
+            await asyncio.sleep(_CHANNEL_STATE_POLL_S)
 
     def cancel_pending(self) -> None:
         for future in self._pending_writes:
