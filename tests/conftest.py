@@ -56,6 +56,9 @@ SPARK_MASTER = "local[2]"
 #: Where a restore must be declared (``@pytest.mark.restores``).
 MARKED_DIRS = ("tests/e2e/", "tests/cli/")
 _RESTORE_LOG = pytest.StashKey[Path]()
+_ITEM_CONTROL = pytest.StashKey[ControlKind]()
+#: ``--restore-control=each-partial``: every partial control in one run.
+EACH_PARTIAL = "each-partial"
 _SAMPLE_SEED = pytest.StashKey[int]()
 #: Replays a sampled restore-control run (``--restore-control-sample``).
 SAMPLE_SEED_ENV = "UNDERTOW_CONTROL_SEED"
@@ -72,10 +75,13 @@ CONTROL_TARGETS = ("local", "local-threads", "spark")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--restore-control", choices=[k.value for k in ControlKind], default=None,
+        "--restore-control", choices=[k.value for k in ControlKind] + [EACH_PARTIAL],
+        default=None,
         help="run only tests marked 'restores' (for a partial kind, those declaring "
         "catches=[KIND]) with this restore control in force; each passes iff it raised "
-        "RestoreEvidenceMissing and the control fired (docs/testing.md, Controls)",
+        "RestoreEvidenceMissing and the control fired (docs/testing.md, Controls). "
+        f"{EACH_PARTIAL!r}: every partial kind in one run, each over tests that declare it "
+        "(with --restore-control-sample=N, N different tests per kind)",
     )  # fmt: skip
     parser.addoption(
         "--restore-control-sample", type=int, default=0, metavar="N",
@@ -94,9 +100,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
 
 
-def _control(config: pytest.Config) -> ControlKind | None:
-    name = config.getoption("--restore-control")
-    return None if name is None else ControlKind(name)
+def _control(item: pytest.Item) -> ControlKind | None:
+    """The control this test runs under (chosen at collection), None if none."""
+    return item.stash.get(_ITEM_CONTROL, None)
 
 
 def catches(item: pytest.Item) -> set[str]:
@@ -109,12 +115,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     per_test = config.getoption("--target-sample")
     if per_test > 0:
         _deselect(config, items, _sample_targets(items, per_test, config.stash[_TARGET_SEED]))
-    kind = _control(config)
-    if kind is None:
+    name = config.getoption("--restore-control")
+    if name is None:
         return
     for item in items:
-        for name in catches(item):
-            ControlKind.parse(name)  # a typo in catches=[...] fails the run
+        for declared in catches(item):
+            ControlKind.parse(declared)  # a typo in catches=[...] fails the run
+    if name == EACH_PARTIAL:
+        _deselect(config, items, _each_partial(config, items))
+        return
+    kind = ControlKind(name)
     keep = [
         item for item in items
         if item.get_closest_marker("restores") is not None
@@ -127,7 +137,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "not soak" in (config.option.markexpr or ""):  # deselected after this hook anyway
             keep = [item for item in keep if item.get_closest_marker("soak") is None]
         keep = _sample(keep, sample, config.stash[_SAMPLE_SEED])
+    for item in keep:
+        item.stash[_ITEM_CONTROL] = kind
     _deselect(config, items, keep)
+
+
+def _each_partial(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """Per partial kind, the marked tests that declare it (one target each, soak tests left
+    out under ``-m "not soak"``), N of them under ``--restore-control-sample=N`` (drawn with
+    the control seed), all otherwise; a test serves one kind only, and each is assigned its
+    kind. A kind that
+    no test declares fails the run: each partial control must be caught in every run."""
+    marked = [item for item in items if item.get_closest_marker("restores") is not None]
+    marked = _one_target_each(marked)
+    if "not soak" in (config.option.markexpr or ""):
+        marked = [item for item in marked if item.get_closest_marker("soak") is None]
+    sample = config.getoption("--restore-control-sample")
+    taken: set[int] = set()
+    partial = [kind for kind in ControlKind if kind is not ControlKind.ALL]
+    # the kinds fewest tests declare choose first, so that each gets a test of its own
+    for kind in sorted(partial, key=lambda k: sum(k.value in catches(i) for i in marked)):
+        declaring = [i for i in marked if kind.value in catches(i) and id(i) not in taken]
+        if not declaring:
+            raise pytest.UsageError(f"--restore-control={EACH_PARTIAL}: no selected test "
+                                    f"declares catches=[{kind.value!r}]")  # fmt: skip
+        seed = f"{config.stash[_SAMPLE_SEED]}:{kind.value}"
+        chosen = _sample(declaring, sample, seed) if sample > 0 else declaring
+        for item in chosen:
+            item.stash[_ITEM_CONTROL] = kind
+            taken.add(id(item))
+    return [item for item in items if id(item) in taken]
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], keep: list[pytest.Item]) -> None:
@@ -143,6 +182,31 @@ def pytest_configure(config: pytest.Config) -> None:
     for key, env in ((_SAMPLE_SEED, SAMPLE_SEED_ENV), (_TARGET_SEED, TARGET_SEED_ENV)):
         given = os.environ.get(env)
         config.stash[key] = int(given) if given else random.randrange(1 << 31)
+        # pytest-xdist's workers start after this and inherit the environment: each of them
+        # then samples the same tests as the controller, which prints the seed
+        os.environ[env] = str(config.stash[key])
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Under pytest-xdist (``make test``'s ``-n``), the tests that share a resource of one
+    process run on one worker: everything on the suite's Spark context (``spark``), the Kafka
+    broker's tests (``kafka``: one of them restarts it), the network namespaces of
+    tests/cluster (``netns``); any other test runs with its module (module fixtures such as
+    the PyFlink corpus's one run per target are then paid once)."""
+    item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
+
+
+def _xdist_group(item: pytest.Item) -> str:
+    names = set(getattr(item, "fixturenames", ()))  # pytest's attribute, on test functions
+    callspec = getattr(item, "callspec", None)
+    params = {} if callspec is None else callspec.params
+    if names & {"spark_context", "spark_session"} or params.get("target") == "spark":
+        return "spark"  # tests with a target fixture ask for the context when they run
+    if names & {"kafka_broker", "kafka_bootstrap", "new_topic"}:
+        return "kafka"
+    if item.nodeid.startswith("tests/cluster/"):
+        return "netns"
+    return item.nodeid.split("::", 1)[0]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -154,7 +218,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"per test, seed {seed} "
             f"(replay: {TARGET_SEED_ENV}={seed}; all targets: --target-sample=0)"
         )
-    if _control(config) is None or config.getoption("--restore-control-sample") <= 0:
+    if config.getoption("--restore-control") is None or (
+        config.getoption("--restore-control-sample") <= 0
+    ):
         return
     seed = config.stash[_SAMPLE_SEED]
     terminalreporter.write_line(
@@ -212,7 +278,7 @@ def _sample_targets(items: list[pytest.Item], per_test: int, seed: int) -> list[
     return keep
 
 
-def _sample(items: list[pytest.Item], count: int, seed: int) -> list[pytest.Item]:
+def _sample(items: list[pytest.Item], count: int, seed: int | str) -> list[pytest.Item]:
     """``count`` of ``items``: one of each test module first (in a seeded random order), then
     the rest at random; the run order is kept."""
     rng = random.Random(seed)
@@ -255,7 +321,7 @@ def _restore_record(
     """The restore log of this test, the control in force (if any), and the meta-check."""
     log = tmp_path_factory.mktemp("restores", numbered=True) / "restores.log"
     request.node.stash[_RESTORE_LOG] = log
-    kind = _control(request.config)
+    kind = _control(request.node)
     previous = {name: os.environ.get(name) for name in (LOG_ENV, CONTROL_ENV)}
     os.environ[LOG_ENV] = str(log)
     if kind is not None:
@@ -285,7 +351,7 @@ def _restore_record(
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Iterator[None]:
     """Under a restore control, a marked test passes iff it raised RestoreEvidenceMissing and
     the control fired; anything else is a failure of the control, saying what happened."""
-    kind = _control(pyfuncitem.config)
+    kind = _control(pyfuncitem)
     if kind is None or pyfuncitem.get_closest_marker("restores") is None:
         return (yield)
     what = f"restore control {kind.value}: {pyfuncitem.nodeid}"
