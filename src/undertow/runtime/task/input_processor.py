@@ -25,6 +25,7 @@ from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.event_dispatch import EventDispatcher
+from undertow.runtime.task.operator import BoundedInput
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.unaligned_stop import drop_input
@@ -103,7 +104,9 @@ class StreamInputProcessor:
         self.input_held = input_held
         #: A head with bounded room for input (async I/O: capacity): chunks are cut to its
         #: room, and no input is taken while it has none.
-        self.head_room: Callable[[], int] | None = getattr(head, "input_room", None)
+        self.head_room: Callable[[], int] | None = (
+            head.input_room if isinstance(head, BoundedInput) else None
+        )
         self.records_in = 0
         #: After an unaligned stop's savepoint: input is dropped (:mod:`.unaligned_stop`).
         self.dropping_input = False

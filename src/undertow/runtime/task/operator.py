@@ -78,6 +78,18 @@ class KeyGroupedState(Protocol):
     def restore_key_groups(self, blobs: dict[int, bytes]) -> None: ...
 
 
+@runtime_checkable
+class BoundedInput(Protocol):
+    """A head operator that takes only so many records at a time and holds work the task
+    must let drain before it finishes (async I/O: its queue of requests). The input
+    processor cuts its slices to :meth:`input_room`; the task does not end its data while
+    :meth:`has_pending_work` (with drain). Called on the task's loop."""
+
+    def input_room(self) -> int: ...
+
+    def has_pending_work(self) -> bool: ...
+
+
 class TaskServices(Protocol):
     """What a task offers operators beyond their output: forwarding to the job's client."""
 

@@ -194,6 +194,10 @@ class SourceOperator(CheckpointHooks):
         self.ctx = ctx
         self.output = ctx.output
 
+    def last_watermark(self) -> int | None:
+        """The last watermark this source emitted; None before it opened."""
+        return self.emitter.last_watermark if self.reader is not None else None
+
     def open(self) -> None:
         self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
         self.reader = self.source.create_reader(_ReaderContext(self.ctx))

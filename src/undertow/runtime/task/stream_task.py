@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 import traceback
 from collections.abc import Callable
 from types import TracebackType
@@ -31,6 +30,7 @@ from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
+from undertow.runtime.task import periodic_work
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
@@ -48,10 +48,11 @@ from undertow.runtime.task.lifecycle import (
     initial_lifecycle,
 )
 from undertow.runtime.task.mailbox_loop import MailboxLoop, TaskCancelled
-from undertow.runtime.task.operator import TaskServices, TwoInputStreamOperator
+from undertow.runtime.task.operator import BoundedInput, TaskServices, TwoInputStreamOperator
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.settings import TaskSettings
+from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.task_statistics import TaskStatistics, TaskTimeAccounting
 from undertow.runtime.task.unaligned_stop import start_dropping
 
@@ -132,7 +133,9 @@ class StreamTask:
             )
         self.head = self.chain.head
         #: A head that must drain before ``finish()`` (async I/O: its in-flight requests).
-        self._head_pending: Callable[[], bool] | None = getattr(self.head, "has_pending_work", None)
+        self._head_pending: Callable[[], bool] | None = (
+            self.head.has_pending_work if isinstance(self.head, BoundedInput) else None
+        )
         self.restored: list[SubtaskSnapshot] | None = list(deployment.restored) or None
         self.lifecycle: TaskLifecycle = initial_lifecycle(deployment.finished_on_restore)
         #: Wait for a final checkpoint after EndOfData (FLIP-147) before closing.
@@ -308,8 +311,12 @@ class StreamTask:
                 )
                 self.restored = None
             self.chain.open()
-            self._schedule_flush()
-            self._start_debloating()
+            periodic_work.schedule_flush(self.loop, self.post, self.writers,
+                                         self.buffer_timeout_ms)  # fmt: skip
+            if self._debloat is not None and self.gates:
+                self.debloater = periodic_work.start_debloating(
+                    self.loop, self.post, self.mailbox, self.gates, self._debloat
+                )
             source = self.chain.is_source
             priority = self.input.process_priority_events if self._priority_events else None
             if source:
@@ -461,19 +468,6 @@ class StreamTask:
             writer.broadcast_event(EndOfPartitionEvent())
 
     # -- periodic work -------------------------------------------------------------------------
-    def _schedule_flush(self) -> None:
-        timeout = self.buffer_timeout_ms
-        if timeout <= 0 or not self.writers:
-            return
-
-        def flush() -> None:
-            for writer in self.writers:
-                if writer.has_pending:
-                    writer.flush_all()
-            self._schedule_flush()
-
-        self.loop.call_later(timeout / 1000.0, self.post, flush)
-
     def _debloat_estimate_ms(self) -> float | None:
         """Buffer debloating's estimated time to consume the inputs' in-flight buffers."""
         if self.debloater is None:
@@ -481,36 +475,13 @@ class StreamTask:
         estimate = self.debloater.statistics().estimated_time_to_consume_buffers_ms
         return estimate if estimate >= 0 else None
 
-    def _start_debloating(self) -> None:
-        """Measure and announce buffer sizes once per period, as a mail (see
-        :mod:`undertow.runtime.network.gate_debloater`), until the inputs end."""
-        settings = self._debloat
-        if settings is None or not self.gates:
-            return
-        gates = self.gates
-        self.mailbox.input_blocked = lambda: any(g.has_blocked_channel() for g in gates)
-        accounting = self.mailbox.time_accounting
-        debloater = self.debloater = TaskDebloater(
-            gates, settings, time.perf_counter() * 1000.0, accounting.times_ms()[2],
-            accounting.starved_ms(),
-        )  # fmt: skip
-
-        def tick() -> None:
-            if self.mailbox.cancelled or all(g.is_finished for g in gates):
-                return
-            debloater.tick(
-                time.perf_counter() * 1000.0, accounting.times_ms()[2], accounting.starved_ms()
-            )
-            self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
-
-        self.loop.call_later(debloater.next_tick_ms() / 1000.0, self.post, tick)
-
     def current_watermark(self) -> int:
         """The last watermark this task passed on (a source: the last one it emitted)."""
-        emitter = getattr(self.head, "emitter", None)
-        if self.chain.is_source and emitter is not None:
-            watermark: int = emitter.last_watermark
-            return watermark
+        head = self.head
+        if isinstance(head, SourceOperator):
+            emitted = head.last_watermark()
+            if emitted is not None:
+                return emitted
         return self.events.last_watermark
 
     # -- diagnostics -----------------------------------------------------------------------------
