@@ -21,13 +21,6 @@ TESTS = ROOT / "tests"
 #: Modules no test imports yet (issue 27, step 1): remove a name once a test imports it.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "undertow.connectors.kafka.record_serializer",
-        "undertow.connectors.kafka.sink",
-        "undertow.connectors.kafka.source",
-        "undertow.connectors.kafka.writer",
-        "undertow.runtime.checkpoint.channel_recovery.feed",
-        "undertow.runtime.checkpoint.channel_recovery.upstream",
-        "undertow.runtime.checkpoint.channel_state_format",
         "undertow.runtime.task.input_processor",
     }
 )

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from undertow.common.serialization import SimpleStringSchema
-from undertow.datastream.connectors.kafka import (
-    DeliveryGuarantee,
+from undertow.connectors.kafka.record_serializer import (
     KafkaRecordSerializationSchema,
-    KafkaSink,
     KafkaTopicSelector,
 )
+from undertow.connectors.kafka.sink import KafkaSink
+from undertow.datastream.connectors.kafka import DeliveryGuarantee
 
 
 def serializer() -> KafkaRecordSerializationSchema:

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from undertow.common.serialization import SimpleStringSchema
 from undertow.connectors.kafka.producer_io import DEFAULT_PROGRESS_TOPIC
 from undertow.connectors.kafka.sink_protocol import KafkaSinkError, KafkaWriterState, MarkerKey
+from undertow.connectors.kafka.writer import ExactlyOnceKafkaWriter, KafkaWriter
 from undertow.connectors.sink import DeliveryGuarantee, SinkWriterContext
 from undertow.core.config import Configuration
 from undertow.datastream.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
@@ -131,6 +132,7 @@ def test_exactly_once_commits_only_completed_checkpoints(kafka_bootstrap: str) -
     topic = make_topic(kafka_bootstrap)
     the_sink = sink(kafka_bootstrap, topic)
     writer = the_sink.create_writer(Context())
+    assert isinstance(writer, ExactlyOnceKafkaWriter)
     checkpoint(writer, 1, ["a", "b"])
     checkpoint(writer, 2, ["c"])
     assert values(kafka_bootstrap, topic) == []  # nothing before a checkpoint completed
@@ -240,6 +242,7 @@ def test_at_least_once_flushes_before_the_snapshot(kafka_bootstrap: str) -> None
     lingering = {"linger.ms": "20000"}  # unflushed records would wait 20 s in the producer
     writer = sink(kafka_bootstrap, topic, DeliveryGuarantee.AT_LEAST_ONCE, properties=lingering)
     writer = writer.create_writer(Context())
+    assert type(writer) is KafkaWriter  # no transactions below EXACTLY_ONCE
     for r in ["x", "y"]:
         writer.write(r, None)
     writer.flush(False)  # the barrier's flush: acknowledged once it returns

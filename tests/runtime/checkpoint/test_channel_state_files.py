@@ -11,11 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undertow.runtime.checkpoint.channel_state_files import (
+    ChannelStateFileWriter,
+    SubtaskChannelStateWriter,
+)
+from undertow.runtime.checkpoint.channel_state_format import (
     FILE_HEADER,
     FILE_MAGIC,
     FILE_VERSION,
-    ChannelStateFileWriter,
-    SubtaskChannelStateWriter,
     read_channel_state,
 )
 from undertow.runtime.checkpoint.channel_state_handles import (

@@ -10,7 +10,10 @@ import pytest
 from undertow.core.errors import StateError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.checkpoint.channel_recovery import SubtaskChannelRecovery, restore_in_place
+from undertow.runtime.checkpoint.channel_recovery.feed import (
+    SubtaskChannelRecovery,
+    restore_in_place,
+)
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, encode_recovered_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch

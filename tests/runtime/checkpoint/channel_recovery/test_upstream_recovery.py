@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from undertow.runtime.checkpoint.channel_recovery import (
+from undertow.runtime.checkpoint.channel_recovery.upstream import (
     RecoveryCountdown,
     UpstreamRecoveryTracker,
 )
