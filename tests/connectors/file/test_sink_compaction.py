@@ -11,7 +11,7 @@ import pytest
 from undertow.common import Configuration, Encoder, Types, WatermarkStrategy
 from undertow.connectors.file.committable import FileSinkCommittable
 from undertow.connectors.file.compaction import groups
-from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
 from undertow.datastream.connectors import NumberSequenceSource
 from undertow.datastream.connectors.file_system import (
     FileCompactor,
@@ -51,9 +51,23 @@ def test_strategy_and_compactor_builders_check_their_values() -> None:
         bulk.enable_compact(strategy, FileCompactor.concat_file_compactor()).build()
 
 
-def _slowly(value: int) -> int:
-    time.sleep(0.0003)
-    return value
+class _Slowly(MapFunction):
+    """0.3 ms a record; in the first attempt, past an eighth of the input and until checkpoint 2
+    completed, 5 ms a record: the job cannot end before the failure injected after checkpoint
+    2 however slow its checkpoints are (they were, once, under a loaded run)."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.hold = runtime_context.get_attempt_number() == 0
+        self.seen = 0
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if checkpoint_id >= 2:
+            self.hold = False
+
+    def map(self, value: int) -> int:
+        self.seen += 1
+        time.sleep(0.005 if self.hold and self.seen > N // 8 else 0.0003)
+        return value
 
 
 def _run(tmp_path: Path, out: Path, compact: bool, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,7 +90,7 @@ def _run(tmp_path: Path, out: Path, compact: bool, capsys: pytest.CaptureFixture
         sink = sink.enable_compact(strategy, FileCompactor.concat_file_compactor())
     stream = env.from_source(NumberSequenceSource(0, N - 1), WatermarkStrategy.no_watermarks(),
                              "numbers").uid("numbers")  # fmt: skip
-    stream = stream.map(_slowly).uid("slowly").map(FailingMap([2], subtask=1)).uid("failing")
+    stream = stream.map(_Slowly()).uid("slowly").map(FailingMap([2], subtask=1)).uid("failing")
     stream.map(str).sink_to(sink.build())
     env.execute("compaction")
     reasons = RESTARTING.findall(capsys.readouterr().err)
