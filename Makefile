@@ -35,24 +35,26 @@ kafka: kafka-jars
 
 # The restore controls (docs/testing.md, "Controls"): a test marked `restores` runs again with
 # its restores losing their snapshot and must fail with RestoreEvidenceMissing; each partial
-# control runs marked tests that declare they catch it. `make test` runs every marked test
-# under the full control and PARTIAL_SAMPLE tests per partial control (drawn with a seed it
-# prints; UNDERTOW_CONTROL_SEED replays it), one deployment target each. `make soak` runs
-# every marked test on every target under every control.
+# control runs marked tests that declare they catch it. `make test` runs CONTROL_SAMPLE marked
+# tests under the full control (0: every one) and PARTIAL_SAMPLE per partial control, one
+# deployment target each, drawn with a seed it prints (UNDERTOW_CONTROL_SEED replays it).
+# `make soak` runs every marked test on every target under every control.
 CONTROL := $(BIN)/python -m pytest -q tests/e2e tests/cli --durations=5 --restore-control
 PARTIAL_CONTROLS := channel-state source-positions keyed-state operator-state shared-file
+CONTROL_SAMPLE ?= 8
 PARTIAL_SAMPLE ?= 1
-# pytest-xdist: TEST_WORKERS processes share the tests (tests/conftest.py keeps the ones that
-# share the Spark context, the Kafka broker or tests/cluster's namespaces on one of them, and
-# each other module on one); TEST_WORKERS=0 runs everything in the pytest process
-TEST_WORKERS ?= 3
-PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+# TEST_WORKERS > 0: that many pytest-xdist processes share the tests (tests/conftest.py keeps
+# those sharing the Spark context, the Kafka broker or tests/cluster's namespaces on one, and
+# each other module on one). 0 (the default): one process. docs/testing.md, "In parallel".
+TEST_WORKERS ?= 0
+PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 # `make test` runs each e2e test on one of its deployment targets, drawn per test from a seed
 # printed last (UNDERTOW_TARGET_SEED replays it); `make soak` runs every test on every target
 test: lint browser kafka-jars
 	$(BIN)/python -m pytest -q --durations=25 --target-sample=1 $(PARALLEL)
-	$(CONTROL)=all --restore-control-one-target $(PARALLEL)
+	$(CONTROL)=all --restore-control-one-target --restore-control-sample=$(CONTROL_SAMPLE) \
+		$(PARALLEL)
 	$(CONTROL)=each-partial --restore-control-one-target \
 		--restore-control-sample=$(PARTIAL_SAMPLE) $(PARALLEL)
 

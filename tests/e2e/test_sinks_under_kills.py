@@ -174,13 +174,16 @@ def _wait_for(condition: Any, what: str) -> None:
 
 
 ORACLE_KEYS, ORACLE_PER_KEY = 10, 400
-#: per reader; 2 readers: about 3 s of source time, so the first job is cancelled mid-run
-ORACLE_RATE = 700.0
+#: per reader; 2 readers: the first job's oracle branch would take 8 s, so it is still running
+#: when the file branch has finished and the test cancels it (at 700 a second, 3 s, a loaded
+#: run once finished the job first, and a finished job's checkpoints are deleted); the resumed
+#: job reads the rest faster
+ORACLE_RATE, RESUMED_RATE = 250.0, 2000.0
 
 
-def _mixed(env: Any, tmp_path: Path) -> tuple[Path, Path]:
+def _mixed(env: Any, tmp_path: Path, rate: float = ORACLE_RATE) -> tuple[Path, Path]:
     outputs = _file_branch(env, tmp_path, paced=False)
-    source = OracleSource(ORACLE_KEYS, ORACLE_PER_KEY, records_per_second=ORACLE_RATE)
+    source = OracleSource(ORACLE_KEYS, ORACLE_PER_KEY, records_per_second=rate)
     build_pipeline(env, source)
     return outputs
 
@@ -216,7 +219,7 @@ def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
     resumed = make_env(parallelism=2, config={**config, "execution.state-recovery.path": pointer})
     # same topology and output paths: the file branch is restored as finished
     (tmp_path / "in").rename(tmp_path / "in-first")  # _parquet_input recreates it
-    _mixed(resumed, tmp_path)
+    _mixed(resumed, tmp_path, RESUMED_RATE)
     result = resumed.execute_async("files and oracle, resumed").get_job_execution_result(
         timeout=JOB_TIMEOUT_S
     )
