@@ -526,30 +526,55 @@ def _failing_map_in(attempt: int, index: int = 0) -> FailingMap:
     return failing
 
 
+def _checkpoint(failing: FailingMap, checkpoint_id: int) -> None:
+    """Checkpoint ``checkpoint_id`` passes the map (its barrier) and completes."""
+    failing.prepare_snapshot_pre_barrier(checkpoint_id)
+    failing.notify_checkpoint_complete(checkpoint_id)
+
+
 def test_failing_map_fails_once_per_scheduled_attempt() -> None:
     first = _failing_map_in(attempt=0)
     assert first.map("x") == "x"
-    first.notify_checkpoint_complete(1)
+    _checkpoint(first, 1)
     assert first.map("x") == "x"
-    first.notify_checkpoint_complete(2)
+    _checkpoint(first, 2)
     with pytest.raises(InjectedFailure, match="scheduled failure 1 of 2"):
         first.map("x")
     assert first.map("x") == "x"  # once
 
     second = _failing_map_in(attempt=1)
-    second.notify_checkpoint_complete(4)
     assert second.map("x") == "x"
-    second.notify_checkpoint_complete(6)
+    _checkpoint(second, 4)
+    assert second.map("x") == "x"
+    _checkpoint(second, 6)
     with pytest.raises(InjectedFailure, match="scheduled failure 2 of 2"):
         second.map("x")
 
     third = _failing_map_in(attempt=2)
-    third.notify_checkpoint_complete(100)
+    assert third.map("x") == "x"
+    _checkpoint(third, 100)
     assert third.map("x") == "x"
     other_subtask = _failing_map_in(attempt=0, index=1)
-    other_subtask.notify_checkpoint_complete(100)
+    assert other_subtask.map("x") == "x"
+    _checkpoint(other_subtask, 100)
     assert other_subtask.map("x") == "x"
     assert FailingMap([2, 5]).scheduled_failures == 2
+
+
+def test_failing_map_waits_for_a_checkpoint_taken_after_a_record() -> None:
+    """A checkpoint whose barrier passed before any record restores no progress: the failure
+    waits for one taken after a record (the docs' oracle once restored such a checkpoint)."""
+    failing = _failing_map_in(attempt=0)
+    _checkpoint(failing, 1)
+    _checkpoint(failing, 2)  # due after 2, but no record went through before these barriers
+    assert failing.map("x") == "x"
+    failing.notify_checkpoint_complete(3)  # completed, but its barrier came before the record
+    assert failing.map("x") == "x"
+    failing.prepare_snapshot_pre_barrier(4)
+    assert failing.map("x") == "x"  # checkpoint 4 carries the record, not completed yet
+    failing.notify_checkpoint_complete(4)
+    with pytest.raises(InjectedFailure, match="checkpoint 4 completed, due after 2"):
+        failing.map("x")
 
 
 def test_failure_schedules_are_checked() -> None:

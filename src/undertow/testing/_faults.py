@@ -5,7 +5,9 @@ an attempt and a completed-checkpoint count, so it lands at a protocol-relevant 
 happens exactly once. Entry ``i`` of ``fail_after_checkpoints`` fires in attempt
 ``first_attempt + i`` (the runtime context's attempt number: 0 at the first deployment, +1 per
 restart), on subtask ``subtask`` only, as soon as a checkpoint with id ``>= k`` completed in that
-attempt (checkpoint ids count the job's checkpoints over all attempts). So a run with the
+attempt (checkpoint ids count the job's checkpoints over all attempts). :class:`FailingMap` also
+waits for a completed checkpoint whose barrier reached it after a record: a checkpoint taken
+before any record flowed restores nothing, and could not prove a restore. So a run with the
 schedule ``[2, 5]`` fails twice and finishes in attempt 2; a missing failure shows as fewer
 restarts, an unexpected one as more (or as a job failure, with exactly as many restarts
 allowed as failures scheduled).
@@ -59,6 +61,10 @@ class _ScheduledFailures:
         self.latest_completed = 0
         self.attempt = 0
         self.index = 0
+        #: With ``after_records``: whether a record went through, and the first checkpoint whose
+        #: barrier came after one (None: none yet); without it the gate is open from the start.
+        self.saw_record = False
+        self.first_after_records: int | None = None
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self.attempt = runtime_context.get_attempt_number()
@@ -68,13 +74,23 @@ class _ScheduledFailures:
         mine = self.index == self.subtask % parallelism
         self.due_after = self.schedule[entry] if mine and 0 <= entry < len(self.schedule) else None
         self.latest_completed = 0
+        self.saw_record = False
+        self.first_after_records = None
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self.latest_completed = max(self.latest_completed, checkpoint_id)
 
-    def fire_if_due(self) -> None:
+    def barrier(self, checkpoint_id: int) -> None:
+        """The barrier of ``checkpoint_id`` reached the operator."""
+        if self.saw_record and self.first_after_records is None:
+            self.first_after_records = checkpoint_id
+
+    def fire_if_due(self, after_records: bool = False) -> None:
         due = self.due_after
         if due is None or self.latest_completed < due:
+            return
+        if after_records and (self.first_after_records is None
+                              or self.latest_completed < self.first_after_records):  # fmt: skip
             return
         self.due_after = None
         entry = self.attempt - self.first_attempt
@@ -103,8 +119,12 @@ class FailingMap(MapFunction):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self._failures.notify_checkpoint_complete(checkpoint_id)
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self._failures.barrier(checkpoint_id)
+
     def map(self, value: Any) -> Any:
-        self._failures.fire_if_due()
+        self._failures.fire_if_due(after_records=True)
+        self._failures.saw_record = True
         return value
 
 

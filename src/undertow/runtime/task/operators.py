@@ -8,7 +8,7 @@ or comprehension over the batch; contexts handed to process functions are reused
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from undertow.api.functions import ProcessFunction, TimerService
 from undertow.core.types import MIN_TIMESTAMP
@@ -38,6 +38,15 @@ def notify_udf(function: Any, hook_name: str, checkpoint_id: int) -> None:
         hook(checkpoint_id)
 
 
+@runtime_checkable
+class PreBarrierHook(Protocol):
+    """A user function told when a barrier reaches its operator, before the operator forwards
+    it (the operator hook of the same name, on the task's loop thread). Not public API: the
+    testing kit's scheduled failures use it to know which checkpoints follow a record."""
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None: ...
+
+
 class UdfOperator(OneInputStreamOperator):
     """An operator around one user function: opens and closes it with the operator.
 
@@ -63,6 +72,10 @@ class UdfOperator(OneInputStreamOperator):
 
     def close(self) -> None:
         close_udf(self.function)
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        if isinstance(self.function, PreBarrierHook):
+            self.function.prepare_snapshot_pre_barrier(checkpoint_id)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         notify_udf(self.function, "notify_checkpoint_complete", checkpoint_id)
