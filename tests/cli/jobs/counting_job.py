@@ -2,7 +2,9 @@
 
 ``counting_job.py leave [--extra]``: run with the checkpointing that ``undertow run -D`` set
 (interval, directory, RETAIN_ON_CANCELLATION), wait for a completed checkpoint, cancel, and
-print ``RETAINED <checkpoint directory>``. ``--extra`` adds a second, independent pipeline
+print ``RETAINED <checkpoint directory>``; past half of its records the source slows to a
+crawl, so a loaded machine cannot finish the job (and delete its checkpoints) before that.
+``--extra`` adds a second, independent pipeline
 (uids ``extra-gen``, ``extra-sum``) whose state a job without it does not claim.
 
 ``counting_job.py resume [CLAIMED_DIR]``: run to the end (the restore flags come from
@@ -30,8 +32,19 @@ KEYS = 6
 TIMEOUT_S = 60.0
 
 
-def _counts(env: Any, prefix: str) -> Any:
-    source = DataGeneratorSource(lambda i: (i % KEYS, 1), count=RECORDS, records_per_second=2000)
+def _record(i: int) -> tuple[int, int]:
+    return (i % KEYS, 1)
+
+
+def _record_slow_past_half(i: int) -> tuple[int, int]:
+    if i >= RECORDS // 2:
+        time.sleep(0.05)
+    return (i % KEYS, 1)
+
+
+def _counts(env: Any, prefix: str, leave: bool) -> Any:
+    generate = _record_slow_past_half if leave else _record
+    source = DataGeneratorSource(generate, count=RECORDS, records_per_second=2000)
     return (
         env.from_source(source, WatermarkStrategy.no_watermarks(), f"{prefix}gen")
         .uid(f"{prefix}gen")
@@ -57,11 +70,12 @@ def main() -> None:
     mode, rest = sys.argv[1], sys.argv[2:]
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    _counts(env, "").filter(lambda t: t[1] % 100 == 0).print()
+    leave = mode == "leave"
+    _counts(env, "", leave).filter(lambda t: t[1] % 100 == 0).print()
     if "--extra" in rest:
-        _counts(env, "extra-").sink_to(DiscardingSink())
+        _counts(env, "extra-", leave).sink_to(DiscardingSink())
     client = env.execute_async(f"counting, {mode}")
-    if mode == "leave":
+    if leave:
         root = env.get_configuration().get_string("execution.checkpointing.dir", "")
         job = client.get_job_id()
         # a few checkpoints in: the counts went well past the first hundred of every key
