@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,20 +27,22 @@ def run_killing_a_worker_after_a_checkpoint(
     timeout_s: float,
     checkpoint_within_s: float = 30.0,
     checkpoints: int = 1,
+    flowed: Callable[[], bool] | None = None,
 ) -> tuple[Any, str]:
     """Wait until a checkpoint completed (so there is one to restore), start a seeded
     :class:`WorkerKiller`, wait for the job's result; return it and the console. Fails naming
     the seed if ``checkpoints`` checkpoints did not complete within ``checkpoint_within_s``
     (or the job ended before), the job failed, or no worker was killed. (Wait for several
     when the restore must carry state: a first checkpoint may come before any record got
-    through a slow-starting pipeline.)"""
+    through a slow-starting pipeline, or pass ``flowed``: true once a checkpoint holds records,
+    such as a sink's first committed output.)"""
     console = ""
     deadline = time.monotonic() + checkpoint_within_s
-    while len(COMPLETED.findall(console)) < checkpoints:
+    while len(COMPLETED.findall(console)) < checkpoints or (flowed is not None and not flowed()):
         if time.monotonic() > deadline or client.get_job_status() is JobStatus.FINISHED:
             client.cancel()
             raise AssertionError(
-                f"seed {seed}: {checkpoints} checkpoints did not complete within "
+                f"seed {seed}: {checkpoints} checkpoints (with records) did not complete within "
                 f"{checkpoint_within_s} s (job "
                 f"{client.get_job_status().value}); nothing to restore, no kill:\n{console}"
             )

@@ -81,8 +81,12 @@ def _file_branch(env: Any, tmp_path: Path, paced: bool) -> tuple[Path, Path]:
     return parquet_out, delta_out
 
 
+def _committed_part_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*.parquet") if not p.name.startswith((".", "_"))]
+
+
 def _parquet_rows(root: Path) -> list[tuple[int, int, int]]:
-    files = [p for p in root.rglob("*.parquet") if not p.name.startswith((".", "_"))]
+    files = _committed_part_files(root)
     rows = [r for p in files for r in pq.read_table(p).to_pylist()]
     return sorted((r["key"], r["seq"], r["count"]) for r in rows)
 
@@ -121,7 +125,13 @@ def test_parquet_and_delta_exactly_once_under_a_random_worker_kill(
 
     client = env.execute_async("files to parquet and delta, kill -9")
     result, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.0, latest_s=0.5, timeout_s=JOB_TIMEOUT_S
+        client,
+        capsys,
+        seed,
+        earliest_s=0.0,
+        latest_s=0.5,
+        timeout_s=JOB_TIMEOUT_S,
+        flowed=lambda: any(_committed_part_files(parquet_out)),
     )
 
     assert len(RESTARTING.findall(console)) == 1, (seed, console)
