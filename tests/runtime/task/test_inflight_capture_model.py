@@ -14,6 +14,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given, settings
@@ -138,7 +139,7 @@ class Downstream:
 
 
 class Chain:
-    vertex = None
+    vertex = SimpleNamespace(outputs=())  # no output edges: unaligned barriers everywhere
     subtask_index, parallelism = 0, 1
     takes_native_snapshots = False
 

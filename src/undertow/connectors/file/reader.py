@@ -16,7 +16,7 @@ interval (the enumerator answers only when it has a split).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import fsspec  # type: ignore[import-untyped]
@@ -112,10 +112,8 @@ class FileSourceReader(SourceReader[FileSourceSplit]):
             output.collect_batch(chunk.records, None)
 
     def _finish_split(self) -> None:
-        if self._chunks is not None:
-            close = getattr(self._chunks, "close", None)
-            if close is not None:
-                close()
+        if isinstance(self._chunks, Generator):  # a format's generator: release its file
+            self._chunks.close()
         self._chunks = None
         self.current = None
 

@@ -154,7 +154,7 @@ class SubtaskCheckpointer:
         else:
             self.handler = BarrierHandler(n, task_name)
         forced = settings.unaligned_forced
-        edges = getattr(getattr(chain, "vertex", None), "outputs", ())
+        edges = chain.vertex.outputs
         #: Per output: may its barrier be unaligned (the edge has key context, or forced)?
         self._unaligned_output = [
             forced or i >= len(edges) or edges[i].supports_unaligned for i in range(len(writers))

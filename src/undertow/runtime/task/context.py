@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 from undertow.api.functions import RuntimeContext, TimerService
 from undertow.common.metrics import MetricGroup
 from undertow.core.errors import StateError
-from undertow.runtime.task.operator import OperatorSetup
+from undertow.runtime.task.operator import OperatorSetup, StreamOperator
 from undertow.runtime.task.timers import InternalTimerService
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import (
@@ -230,15 +230,14 @@ class StreamingRuntimeContext(RuntimeContext):
         return self._state(state_descriptor)
 
 
-def user_metric_values(operators: list[Any]) -> dict[str, float]:
-    """The user metrics of a chain's operators as ``{"<operator>.<identifier>": value}``."""
+def user_metric_values(operators: Sequence[StreamOperator]) -> dict[str, float]:
+    """The user metrics of a chain's set-up operators: ``{"<operator>.<identifier>": value}``."""
     values: dict[str, float] = {}
     for op in operators:
-        context = getattr(getattr(op, "ctx", None), "runtime_context", None)
-        group = getattr(context, "metric_group", None)
-        if group is not None:
-            name = op.ctx.name
-            values.update((f"{name}.{k}", v) for k, v in group.metric_values().items())
+        context = op.ctx.runtime_context
+        if isinstance(context, StreamingRuntimeContext) and context.metric_group is not None:
+            group = context.metric_group.metric_values()
+            values.update((f"{op.ctx.name}.{k}", v) for k, v in group.items())
     return values
 
 
