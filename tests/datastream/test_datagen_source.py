@@ -1,4 +1,5 @@
-"""DataGeneratorSource: a split's state is its position; the function comes from the job."""
+"""DataGeneratorSource and from_collection's source: a split's state is its position; the
+function or the collection comes from the job (JobBoundSplit)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import cloudpickle
 import pytest
 
 from undertow.connectors.source import InputStatus, SourceReaderContext
+from undertow.datastream.connectors.collection import CollectionSource
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 
 
@@ -40,7 +42,9 @@ class _Output:
         raise AssertionError("no side output")
 
 
-def _read(source: DataGeneratorSource, splits: list[Any], polls: int) -> list[Any]:
+def _read(
+    source: DataGeneratorSource | CollectionSource, splits: list[Any], polls: int
+) -> list[Any]:
     reader = source.create_reader(_Context())
     reader.add_splits(splits)
     reader.notify_no_more_splits()
@@ -78,8 +82,23 @@ def test_a_restored_split_resumes_at_its_position() -> None:
 
 def test_a_split_without_a_bound_function_is_refused() -> None:
     split = DataGeneratorSource(str, count=3).create_enumerator(_EnumContext()).remaining[0]
-    with pytest.raises(RuntimeError, match="split 0 has no generator bound"):
+    with pytest.raises(RuntimeError, match="GeneratorSplit 0: no reader bound it"):
         split.next_batch(3)
+
+
+def test_a_collection_checkpoint_holds_a_position_not_the_collection() -> None:
+    """A checkpoint of ``from_collection``'s reader is a few bytes whatever the collection's
+    size (it held a copy of the whole list, at every checkpoint)."""
+    elements = [f"element {i:06d}" for i in range(100_000)]
+    source = CollectionSource(elements)
+    reader = source.create_reader(_Context())
+    reader.add_splits(source.create_enumerator(_EnumContext()).remaining)
+    out = _Output()
+    reader.poll_next(out)
+    assert out.values == elements[:1024]
+    state = cloudpickle.dumps(reader.snapshot_state(1))
+    assert len(state) < 200, len(state)
+    assert _read(source, pickle.loads(state), polls=200) == elements[1024:]
 
 
 class _EnumContext:

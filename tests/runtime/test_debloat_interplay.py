@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from undertow.connectors.source import InputStatus, IteratorSourceReader
+from undertow.connectors.source import InputStatus, JobBoundReader
 from undertow.datastream.connectors.collection import CollectionSplit
 from undertow.graph.partitioners import ForwardPartitioner, RebalancePartitioner
 from undertow.runtime.network.buffer import BatchDeserializer, Buffer
@@ -218,8 +218,8 @@ class Context:
 
 @pytest.mark.parametrize(("wanted", "expected"), [(None, 4096), (37, 37), (0, 1)])
 def test_iterator_reader_honours_records_wanted(wanted: int | None, expected: int) -> None:
-    reader = IteratorSourceReader(Context(), batch_size=4096)  # type: ignore[arg-type]
-    reader.add_splits([CollectionSplit(list(range(10_000)))])
+    reader = JobBoundReader(Context(), list(range(10_000)), batch_size=4096)  # type: ignore[arg-type]
+    reader.add_splits([CollectionSplit()])
     output = Collect(wanted)
     assert reader.poll_next(output) is InputStatus.MORE_AVAILABLE
     assert len(output.batches[0]) == expected

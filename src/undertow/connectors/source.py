@@ -185,6 +185,24 @@ class IteratorSplit(SourceSplit):
         return copy.copy(self)
 
 
+class JobBoundSplit(IteratorSplit):
+    """An iterator split whose records come from something of the job (a generator function,
+    a collection): ``payload``, bound by :class:`JobBoundReader` whenever a reader takes the
+    split, never part of the split's state. So a checkpoint holds positions only (no user code,
+    no copy of the data per checkpoint, as Flink's splits hold numbers only), and a restored
+    job reads with its own code and data."""
+
+    payload: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "payload": None}
+
+    def bound_payload(self) -> Any:
+        if self.payload is None:
+            raise RuntimeError(f"{type(self).__name__} {self.split_id()}: no reader bound it")
+        return self.payload
+
+
 class StaticSplitEnumerator(SplitEnumerator[SplitT]):
     """Hands out a fixed list of splits, one per request, then signals no more splits.
 
@@ -283,3 +301,18 @@ class IteratorSourceReader(SourceReader[Any]):
         """Copies of the splits this reader owns, at the positions reached so far."""
         owned = ([self.current] if self.current is not None else []) + self.splits
         return [split.copy() for split in owned]
+
+
+class JobBoundReader(IteratorSourceReader):
+    """Reads :class:`JobBoundSplit` s, binding the job's ``payload`` to each split it takes
+    (new or restored)."""
+
+    def __init__(self, context: SourceReaderContext, payload: Any, batch_size: int = 1024,
+                 records_per_second: float | None = None) -> None:  # fmt: skip
+        super().__init__(context, batch_size, records_per_second)
+        self.payload = payload
+
+    def add_splits(self, splits: list[Any]) -> None:
+        for split in splits:
+            split.payload = self.payload
+        super().add_splits(splits)

@@ -1,4 +1,9 @@
-"""The source behind ``from_collection``: a bounded list, read by one subtask."""
+"""The source behind ``from_collection``: a bounded list, read by one subtask.
+
+The split's state is its position only; the list is the job's, bound by the reader
+(:class:`~undertow.connectors.source.JobBoundSplit`), so a checkpoint does not hold a copy of
+the collection.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,8 @@ from typing import Any
 
 from undertow.connectors.source import (
     Boundedness,
-    IteratorSourceReader,
-    IteratorSplit,
+    JobBoundReader,
+    JobBoundSplit,
     Source,
     SourceReader,
     SourceReaderContext,
@@ -17,16 +22,18 @@ from undertow.connectors.source import (
 )
 
 
-class CollectionSplit(IteratorSplit):
-    def __init__(self, elements: list[Any], position: int = 0) -> None:
-        self.elements = elements
+class CollectionSplit(JobBoundSplit):
+    """Elements from ``position`` on of the job's collection (the payload)."""
+
+    def __init__(self, position: int = 0) -> None:
         self.position = position
 
     def split_id(self) -> str:
         return "0"
 
     def next_batch(self, limit: int) -> list[Any]:
-        batch = self.elements[self.position : self.position + limit]
+        elements: list[Any] = self.bound_payload()
+        batch = elements[self.position : self.position + limit]
         self.position += len(batch)
         return batch
 
@@ -39,12 +46,12 @@ class CollectionSource(Source[CollectionSplit]):
         return Boundedness.BOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader[CollectionSplit]:
-        return IteratorSourceReader(context, batch_size=1024)
+        return JobBoundReader(context, self.elements, batch_size=1024)
 
     def create_enumerator(
         self, context: SplitEnumeratorContext[CollectionSplit]
     ) -> SplitEnumerator[CollectionSplit]:
-        return StaticSplitEnumerator(context, [CollectionSplit(self.elements)])
+        return StaticSplitEnumerator(context, [CollectionSplit()])
 
     def restore_enumerator(
         self, context: SplitEnumeratorContext[CollectionSplit], checkpoint: Any
