@@ -168,7 +168,12 @@ def test_in_flight_data_the_consumer_never_runs_out_of_shrinks_to_min_target(
         jid = client.get_job_id()
         time.sleep(5.0)  # the aim settles (shrinks) within ~2 s of the first measurement
         started_ms = time.time() * 1000
+        [sleepy] = [v for v in rest(address, f"/jobs/{jid}")["vertices"]
+                    if "sleepy map" in v["name"]]  # fmt: skip
+        metric = (f"/jobs/{jid}/vertices/{sleepy['id']}/subtasks/metrics"
+                  "?get=estimatedTimeToConsumeBuffersMs&agg=max")  # fmt: skip
         durations: list[int] = []
+        estimates: list[float] = []  # sampled while the checkpoints run: one may dip under load
         deadline = time.monotonic() + 20.0
         while time.monotonic() < deadline and len(durations) < 3:
             time.sleep(0.25)
@@ -178,17 +183,15 @@ def test_in_flight_data_the_consumer_never_runs_out_of_shrinks_to_min_target(
                 for c in history
                 if c["status"] == "COMPLETED" and c["trigger_timestamp"] >= started_ms
             ]
+            estimates.extend(float(e["max"]) for e in rest(address, metric))
         assert len(durations) >= 3, f"fewer than 3 checkpoints completed in 20 s: {durations}"
-        [sleepy] = [v for v in rest(address, f"/jobs/{jid}")["vertices"]
-                    if "sleepy map" in v["name"]]  # fmt: skip
-        [estimate] = rest(address, f"/jobs/{jid}/vertices/{sleepy['id']}/subtasks/metrics"
-                                   "?get=estimatedTimeToConsumeBuffersMs&agg=max")  # fmt: skip
+        estimate = statistics.median(estimates)
         if min_target is None:
             assert statistics.median(durations) < 750, durations
-            assert float(estimate["max"]) < 700, estimate
+            assert estimate < 700, estimates
         else:
             assert min(durations) > 600, durations
-            assert float(estimate["max"]) > 600, estimate
+            assert estimate > 600, estimates
     finally:
         client.cancel()
         with pytest.raises(Exception):  # noqa: B017 - cancelled
