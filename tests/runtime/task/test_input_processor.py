@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.runtime.task.test_event_dispatch import Checkpointer, Head, barrier, dispatcher, gate
 from tests.runtime.test_input_gate import Feeder, RecordingLink
 
+from undertow.core.errors import StateError
 from undertow.runtime.checkpoint.channel_recovery import (
     EndOfChannelStateEvent,
     UpstreamRecoveryTracker,
@@ -28,6 +29,7 @@ from undertow.runtime.checkpoint.channel_recovery import (
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
 from undertow.runtime.network.buffer import BatchDeserializer, Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputGate
+from undertow.runtime.task.events import EndOfData
 from undertow.runtime.task.input_processor import CurrentBatch, StreamInputProcessor
 from undertow.runtime.task.pace import TaskPace
 
@@ -73,20 +75,34 @@ class BoundedHead(RecordingHead):
         super().process_batch(values, timestamps)
 
 
+@dataclass
+class TwoInputHead(Head):
+    """A two-input head: records which input each chunk went to."""
+
+    chunks: list[tuple[int, list[Any]]] = field(default_factory=list)
+
+    def process_batch1(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        self.chunks.append((1, list(values)))
+
+    def process_batch2(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        self.chunks.append((2, list(values)))
+
+
 def processor(
     gates: list[InputGate],
-    head: RecordingHead,
+    head: Head,
     *,
     slice_ms: float = 1000.0,
     output_available: Callable[[], bool] = lambda: True,
     priority_events: bool = False,
     checkpointer: Checkpointer | None = None,
     on_restored_input_consumed: Callable[[], None] | None = None,
+    two_input: bool = False,
 ) -> StreamInputProcessor:
-    """A one-input processor over ``gates`` feeding ``head``, without outputs."""
-    events, _, _ = dispatcher(gates, checkpointer=checkpointer, head=head)
+    """A processor over ``gates`` feeding ``head``, without outputs."""
+    events, _, _ = dispatcher(gates, two_input=two_input, checkpointer=checkpointer, head=head)
     return StreamInputProcessor(
-        gates=gates, head=head, two_input=False, priority_events=priority_events,
+        gates=gates, head=head, two_input=two_input, priority_events=priority_events,
         events=events, writers=(), budget=None, pace=TaskPace(slice_ms, slice_ms),
         output_available=output_available, buffer_timeout_ms=100, debloated=False,
         loop_call_later=lambda delay, callback: None, wake=lambda: None,
@@ -283,6 +299,39 @@ def test_a_head_with_bounded_room_gets_chunks_within_its_room_and_no_input_witho
     head.room = 10
     inputs.input_slice()
     assert head.chunks == [[0, 1, 2], [3, 4], [5, 6, 7]]
+
+
+def test_a_two_input_head_gets_each_gates_chunks_on_the_gates_input() -> None:
+    first, second = gate("A", 1, input_index=1), gate("B", 1, input_index=2)
+    Feeder(first.channels[0]).data(["a"])
+    Feeder(second.channels[0]).data(["b"])
+    head = TwoInputHead()
+    processor([second, first], head, two_input=True).input_slice()
+    assert head.chunks == [(2, ["b"]), (1, ["a"])]
+
+
+def test_live_batches_are_counted_and_released_to_their_gate_restored_ones_are_not() -> None:
+    """Restored channel state holds no buffer of the gate: only a live batch returns credit
+    and counts as processed (buffer debloating's throughput)."""
+    g = gate("G", 1)
+    link = RecordingLink()
+    g.channels[0].connect(link)
+    Feeder(g.channels[0]).data([10, 11, 12])
+    inputs = processor([g], RecordingHead())
+    inputs.add_restored_input(g, g.channels[0], [1, 2], None)
+    inputs.input_slice()
+    assert link.credits == [2, 1], "the live buffer's credit, once"
+    assert g.records_processed == 3
+
+
+def test_records_after_a_channels_end_of_data_fail_naming_operator_and_channel() -> None:
+    g = gate("G", 2)
+    feeder = Feeder(g.channels[1])
+    feeder.event(EndOfData(drain=True))
+    feeder.data([1])
+    inputs = processor([g], RecordingHead())
+    with pytest.raises(StateError, match=r"operator 'Map' received records on G/1 after EndOfData"):
+        inputs.input_slice()
 
 
 # -- the whole promise -----------------------------------------------------------------------------
