@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from undertow.common import Row, Types
+from undertow.common import Row, RowKind, Types
 from undertow.datastream import StreamExecutionEnvironment
-from undertow.runtime.task.print_format import java_double
+from undertow.runtime.task.print_format import formatter, java_double
 
 
 class Shown:
@@ -117,3 +117,23 @@ def test_parallel_print_prefixes_subtask_and_identifier(
 )  # fmt: skip
 def test_java_double_to_string(value: float, single: bool, text: str) -> None:
     assert java_double(value, single) == text
+
+
+@pytest.mark.parametrize(
+    ("kind", "short"),
+    [(RowKind.INSERT, "+I"), (RowKind.UPDATE_BEFORE, "-U"), (RowKind.UPDATE_AFTER, "+U"),
+     (RowKind.DELETE, "-D")],
+)  # fmt: skip
+def test_a_row_prints_its_kind_and_a_row_typed_tuple_prints_as_an_insert(
+    kind: RowKind, short: str
+) -> None:
+    """A Row's kind leads it (a row-typed stream's record, or a row inside a value Java
+    prints); a tuple or list declared as a row has none: ``+I``."""
+    row = Row(1, "a")
+    row.set_row_kind(kind)
+    row_type = Types.ROW([Types.INT(), Types.STRING()])
+    assert formatter(row_type)(row) == f"{short}[1,a]"
+    assert formatter(row_type)((1, "a")) == formatter(row_type)([1, "a"]) == "+I[1,a]"
+    in_tuple = Types.TUPLE([Types.INT(), row_type])
+    assert formatter(in_tuple)((2, row)) == f"(2,{short}[1, a])"
+    assert formatter(in_tuple)((2, (1, "a"))) == "(2,+I[1, a])"

@@ -19,10 +19,21 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from undertow.core.config import Configuration
+
+
+@runtime_checkable
+class OwnedBySubtask(Protocol):
+    """A committable or writer state of one subtask's share of the output (a part file named
+    after it, a transaction of its id): after a rescale it goes to new subtask ``subtask %
+    parallelism``. A capability: an entry that lacks it (or whose ``subtask`` is not an int)
+    goes with the subtask that snapshotted it."""
+
+    @property
+    def subtask(self) -> int: ...
 
 
 class DeliveryGuarantee(enum.Enum):

@@ -82,17 +82,20 @@ class Lifecycle:
         self.finished += 1
 
 
-def gate(name: str, channels: int, input_index: int = 1) -> InputGate:
+def gate(name: str, channels: int, input_index: int = 1, credit: int = 2) -> InputGate:
     g = InputGate(name, input_index, 4)
     for i in range(channels):
-        g.add_channel(i, f"{name}/{i}", 2)
+        g.add_channel(i, f"{name}/{i}", credit)
     return g
 
 
 def dispatcher(
-    gates: list[InputGate], two_input: bool = False, checkpointer: Checkpointer | None = None
+    gates: list[InputGate],
+    two_input: bool = False,
+    checkpointer: Checkpointer | None = None,
+    head: Head | None = None,
 ) -> tuple[EventDispatcher, Head, Lifecycle]:
-    head, lifecycle = Head(), Lifecycle()
+    head, lifecycle = head if head is not None else Head(), Lifecycle()
     events = EventDispatcher(
         name="Map (1/2)", operator_name="Map", gates=gates, head=head, two_input=two_input,
         checkpointer=checkpointer,  # type: ignore[arg-type]

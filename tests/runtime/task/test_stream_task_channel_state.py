@@ -107,6 +107,17 @@ def build(
     return task, partition
 
 
+async def run_briefly(task: StreamTask) -> None:
+    """Run ``task`` for 0.3 s (the loop's other callbacks, its producer's sends, run too),
+    cancel it, and flush its writers: what it emitted is then queued at its partition."""
+    running = asyncio.ensure_future(task.run())
+    await asyncio.sleep(0.3)
+    task.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    for writer in task.writers:
+        writer.flush_all()
+
+
 def queued_values(partition: ResultPartition) -> list[Any]:
     values: list[Any] = []
     for entry in partition.subpartitions[0].sender._queue:
@@ -127,12 +138,7 @@ def test_restored_output_then_restored_input_then_live_input() -> None:
 
     async def scenario() -> list[Any]:
         task, partition = build(state, [Buffer(tail), Buffer(serialize_batch([20], None))])
-        running = asyncio.ensure_future(task.run())
-        await asyncio.sleep(0.3)
-        task.cancel()
-        await asyncio.gather(running, return_exceptions=True)
-        for writer in task.writers:
-            writer.flush_all()
+        await run_briefly(task)
         return queued_values(partition)
 
     assert asyncio.run(scenario()) == [100, 2, 3, 4, 11, 12, 21]
@@ -224,12 +230,7 @@ def test_rescaled_restore_re_emits_old_channels_before_anything_else_then_blocks
                   ReemittedChannel(0, other, "old 1"))  # fmt: skip
         task, partition = build(None, [Buffer(serialize_batch([20], None))], reemit=reemit,
                                 recovery_outputs=frozenset({0}))  # fmt: skip
-        running = asyncio.ensure_future(task.run())
-        await asyncio.sleep(0.3)
-        task.cancel()
-        await asyncio.gather(running, return_exceptions=True)
-        for writer in task.writers:
-            writer.flush_all()
+        await run_briefly(task)
         entries: list[Any] = []
         for entry in partition.subpartitions[0].sender._queue:
             if entry.is_event:
@@ -299,10 +300,7 @@ def test_with_during_recovery_off_the_subtask_reports_once_its_restored_input_wa
             reports_restored_input=True,
         )  # fmt: skip
         tasks.append(task)
-        running = asyncio.ensure_future(task.run())
-        await asyncio.sleep(0.3)
-        task.cancel()
-        await asyncio.gather(running, return_exceptions=True)
+        await run_briefly(task)
         return [*processed_when_reported, task.input.records_in]
 
     # reported once, after the 3 restored records and before the 2 live ones
@@ -334,10 +332,7 @@ def test_an_aligned_barrier_during_recovery_waits_behind_the_restored_input_and_
         # queued before the task runs: a live batch, then the barrier (in the initial credit)
         channel.on_send(Send(Buffer(serialize_batch([5000, 5001], None)), False, 0, 1))
         channel.on_send(Send(CheckpointBarrier(5, 0, aligned), True, 1, 0))
-        running = asyncio.ensure_future(task.run())
-        await asyncio.sleep(0.3)
-        task.cancel()
-        await asyncio.gather(running, return_exceptions=True)
+        await run_briefly(task)
         return processed_at_ack
 
     processed_at_ack = asyncio.run(scenario())
@@ -376,12 +371,7 @@ def test_re_emitted_input_is_drained_unprocessed_and_checkpointed_as_recovered_i
         for seq, buffer in enumerate(re_emitted):
             channel.on_send(Send(buffer, False, seq, 1 - seq))
         channel.on_send(Send(EndOfChannelStateEvent(), True, 2, 0, blocks_upstream=True))
-        running = asyncio.ensure_future(task.run())
-        await asyncio.sleep(0.3)
-        task.cancel()
-        await asyncio.gather(running, return_exceptions=True)
-        for writer in task.writers:
-            writer.flush_all()
+        await run_briefly(task)
         return at_report, queued_values(partition)
 
     at_report, out = asyncio.run(scenario())

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from undertow.common.row import Row
 from undertow.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,
@@ -54,15 +55,10 @@ def _python_str(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-_ROW_KIND_SHORT = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
-
-
 def _row_kind(value: Any) -> str:
-    """``+I``, ``-U``, ``+U`` or ``-D`` (PyFlink's ``str(RowKind)``); ``+I`` for a non-Row."""
-    kind = getattr(value, "get_row_kind", None)
-    if not callable(kind):
-        return "+I"
-    return _ROW_KIND_SHORT[kind().name]
+    """``+I``, ``-U``, ``+U`` or ``-D`` (PyFlink's ``str(RowKind)``); ``+I`` for a value of a
+    row-typed stream that is not a :class:`Row` (a tuple or list has no kind: an insert)."""
+    return value.get_row_kind().short_string() if isinstance(value, Row) else "+I"
 
 
 def _python_row(value: Any) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 from undertow.connectors.global_committer import END_OF_INPUT, CommittableMessage
 from undertow.connectors.sink import (
     Committer,
+    OwnedBySubtask,
     Sink,
     SinkWriter,
     SinkWriterContext,
@@ -38,9 +39,11 @@ READABLE_STATE_VERSIONS = (1, 2)
 
 
 def route_subtask(entry: Any, snapshotted_by: int) -> int:
-    """The old subtask index an entry of the sink's state is routed by after a rescale."""
-    subtask = getattr(entry, "subtask", None)
-    return subtask if isinstance(subtask, int) else snapshotted_by
+    """The old subtask index an entry of the sink's state is routed by after a rescale: its
+    own (:class:`~undertow.connectors.sink.OwnedBySubtask`), else its snapshotting subtask's."""
+    if isinstance(entry, OwnedBySubtask) and isinstance(entry.subtask, int):
+        return entry.subtask
+    return snapshotted_by
 
 
 def _share(

@@ -16,6 +16,7 @@ from collections import deque
 from typing import Any
 
 from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext, SourceSplit
+from undertow.core.errors import StateError
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import (
@@ -189,6 +190,15 @@ class SourceOperator(CheckpointHooks):
         self._release_after: set[str] = set()
         #: ReaderOutput's soft limit per reader call, set by the task (buffer debloating).
         self.records_wanted: int | None = None
+        #: Timestamps and watermarks of what is emitted: built by :meth:`open` (so
+        #: :meth:`close` closes it only if the operator opened).
+        self.emitter: WatermarkEmitter | None = None
+
+    def _emitter(self) -> WatermarkEmitter:
+        emitter = self.emitter
+        if emitter is None:
+            raise StateError(f"source '{self.name}' emits records before open()")
+        return emitter
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx
@@ -196,16 +206,17 @@ class SourceOperator(CheckpointHooks):
 
     def last_watermark(self) -> int | None:
         """The last watermark this source emitted; None before it opened."""
-        return self.emitter.last_watermark if self.reader is not None else None
+        emitter = self.emitter
+        return emitter.last_watermark if emitter is not None and self.reader is not None else None
 
     def open(self) -> None:
-        self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
+        emitter = self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
         self.reader = self.source.create_reader(_ReaderContext(self.ctx))
         if self._restored_splits:
             self.reader.add_splits(self._restored_splits)
             self._restored_splits = []
         self.reader.start()
-        self.emitter.start()
+        emitter.start()
 
     # ReaderOutput ---------------------------------------------------------------------------
     def collect(self, value: Any, timestamp: int | None = None) -> None:
@@ -222,13 +233,13 @@ class SourceOperator(CheckpointHooks):
             self._pending.append([values, timestamps, 0, split_id])
 
     def register_split(self, split_id: str) -> None:
-        self.emitter.register_split(split_id)
+        self._emitter().register_split(split_id)
 
     def release_split(self, split_id: str) -> None:
         if any(entry[3] == split_id for entry in self._pending):
             self._release_after.add(split_id)
         else:
-            self.emitter.release_split(split_id)
+            self._emitter().release_split(split_id)
 
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
         self.output.collect_side(tag_id, value, timestamp)
@@ -257,13 +268,14 @@ class SourceOperator(CheckpointHooks):
             self._pending.popleft()
         else:
             entry[2] = end
-        stamps_out = (self.emitter.on_batch(chunk, cstamps) if split_id is None
-                      else self.emitter.on_batch(chunk, cstamps, split_id))  # fmt: skip
+        emitter = self._emitter()
+        stamps_out = (emitter.on_batch(chunk, cstamps) if split_id is None
+                      else emitter.on_batch(chunk, cstamps, split_id))  # fmt: skip
         self.output.collect_batch(chunk, stamps_out)
         if (end == n and split_id in self._release_after
                 and not any(e[3] == split_id for e in self._pending)):  # fmt: skip
             self._release_after.discard(split_id)
-            self.emitter.release_split(split_id)
+            emitter.release_split(split_id)
         return len(chunk)
 
     def add_splits(self, splits: list[Any]) -> None:
@@ -275,7 +287,7 @@ class SourceOperator(CheckpointHooks):
         self.reader.notify_no_more_splits()
 
     def end_of_input(self) -> None:
-        self.emitter.end_of_input()
+        self._emitter().end_of_input()
 
     # checkpoints --------------------------------------------------------------------------
     def snapshot_custom_state(self, checkpoint_id: int) -> bytes:
@@ -332,7 +344,7 @@ class SourceOperator(CheckpointHooks):
         pass
 
     def close(self) -> None:
-        if hasattr(self, "emitter"):
+        if self.emitter is not None:
             self.emitter.close()
         if self.reader is not None:
             self.reader.close()
@@ -347,18 +359,26 @@ class TimestampsAndWatermarksOperator(OneInputStreamOperator):
 
     def __init__(self, watermark_strategy: Any) -> None:
         self.watermark_strategy = watermark_strategy
+        #: Built by :meth:`open` (so :meth:`close` closes it only if the operator opened).
+        self.emitter: WatermarkEmitter | None = None
+
+    def _emitter(self) -> WatermarkEmitter:
+        emitter = self.emitter
+        if emitter is None:
+            raise StateError(f"operator '{self.name}' processes records before open()")
+        return emitter
 
     def open(self) -> None:
         self.emitter = WatermarkEmitter(self.watermark_strategy, self.ctx, self.output)
         self.emitter.start()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        self.output.collect_batch(values, self.emitter.on_batch(values, timestamps))
+        self.output.collect_batch(values, self._emitter().on_batch(values, timestamps))
 
     def process_watermark(self, watermark: int) -> None:
         if watermark == MAX_WATERMARK:  # end of input upstream: flush event time
-            self.emitter.end_of_input()
+            self._emitter().end_of_input()
 
     def close(self) -> None:
-        if hasattr(self, "emitter"):
+        if self.emitter is not None:
             self.emitter.close()

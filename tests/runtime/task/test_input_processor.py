@@ -1,0 +1,400 @@
+"""A subtask's input processor on its own: real input gates and channels fed by hand (the
+network test's :class:`Feeder`), the real event dispatcher (built as its own test builds it),
+and a recording head.
+
+A slice is cut by the output's availability (the mailbox checks it before a slice, the
+processor after each chunk), by a slice shorter than one chunk, or by a head's bounded input
+room, which also sizes the chunks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.runtime.task.test_event_dispatch import Checkpointer, Head, barrier, dispatcher, gate
+from tests.runtime.test_input_gate import Feeder, RecordingLink
+
+from undertow.core.errors import StateError
+from undertow.runtime.checkpoint.channel_recovery import (
+    EndOfChannelStateEvent,
+    UpstreamRecoveryTracker,
+)
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
+from undertow.runtime.network.buffer import BatchDeserializer, Buffer, serialize_batch
+from undertow.runtime.network.input_gate import InputGate
+from undertow.runtime.task.events import EndOfData
+from undertow.runtime.task.input_processor import CurrentBatch, StreamInputProcessor
+from undertow.runtime.task.pace import TaskPace
+
+
+@dataclass
+class RecordingHead(Head):
+    """Records every chunk it is handed (with its timestamps); ``during`` runs after each
+    chunk, to act in the middle of a slice."""
+
+    chunks: list[list[Any]] = field(default_factory=list)
+    stamps: list[list[Any] | None] = field(default_factory=list)
+    during: Callable[[list[Any]], None] | None = None
+
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        self.chunks.append(list(values))
+        self.stamps.append(None if timestamps is None else list(timestamps))
+        if self.during is not None:
+            self.during(values)
+
+    @property
+    def records(self) -> list[Any]:
+        return [value for chunk in self.chunks for value in chunk]
+
+
+@dataclass
+class BoundedHead(RecordingHead):
+    """A head with room for ``room`` more records (a :class:`BoundedInput`, as async I/O with
+    its capacity): each record it takes uses one; ``rooms`` records the room each chunk
+    found."""
+
+    room: int = 0
+    rooms: list[int] = field(default_factory=list)
+
+    def input_room(self) -> int:
+        return self.room
+
+    def has_pending_work(self) -> bool:
+        return False
+
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        self.rooms.append(self.room)
+        self.room -= len(values)
+        super().process_batch(values, timestamps)
+
+
+@dataclass
+class TwoInputHead(Head):
+    """A two-input head: records which input each chunk went to."""
+
+    chunks: list[tuple[int, list[Any]]] = field(default_factory=list)
+
+    def process_batch1(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        self.chunks.append((1, list(values)))
+
+    def process_batch2(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        self.chunks.append((2, list(values)))
+
+
+def processor(
+    gates: list[InputGate],
+    head: Head,
+    *,
+    slice_ms: float = 1000.0,
+    output_available: Callable[[], bool] = lambda: True,
+    priority_events: bool = False,
+    checkpointer: Checkpointer | None = None,
+    on_restored_input_consumed: Callable[[], None] | None = None,
+    two_input: bool = False,
+) -> StreamInputProcessor:
+    """A processor over ``gates`` feeding ``head``, without outputs."""
+    events, _, _ = dispatcher(gates, two_input=two_input, checkpointer=checkpointer, head=head)
+    return StreamInputProcessor(
+        gates=gates, head=head, two_input=two_input, priority_events=priority_events,
+        events=events, writers=(), budget=None, pace=TaskPace(slice_ms, slice_ms),
+        output_available=output_available, buffer_timeout_ms=100, debloated=False,
+        loop_call_later=lambda delay, callback: None, wake=lambda: None,
+        on_restored_input_consumed=on_restored_input_consumed,
+    )  # fmt: skip
+
+
+def contents(chunk: bytes) -> tuple[bool, list[Any], list[Any] | None]:
+    """(recovered?, values, timestamps) of one channel-state chunk of a whole batch."""
+    batch = BatchDeserializer().add(decode_chunk(chunk))
+    assert batch is not None, "a chunk of the processor holds a whole batch"
+    return is_recovered_chunk(chunk), batch[0], batch[1]
+
+
+# -- restored input --------------------------------------------------------------------------------
+def test_restored_input_goes_before_live_input_and_is_reported_consumed_once_after_it() -> None:
+    g = gate("G", 1, credit=4)
+    feeder = Feeder(g.channels[0])
+    feeder.data([10, 11])  # live, queued before the task starts
+    head = RecordingHead()
+    reports: list[list[Any]] = []
+    inputs = processor(
+        [g], head, on_restored_input_consumed=lambda: reports.append(list(head.records))
+    )
+    inputs.add_restored_input(g, g.channels[0], [1, 2], None)
+    inputs.add_restored_input(g, g.channels[0], [3], None)
+    inputs.input_slice()
+    assert head.records == [1, 2, 3, 10, 11]
+    assert reports == [[1, 2, 3]], "reported before, or not right after, the restored input"
+    feeder.data([12])
+    inputs.input_slice()
+    assert head.records[-1] == 12
+    assert reports == [[1, 2, 3]], "reported more than once"
+
+
+def test_with_nothing_restored_the_first_slice_reports_it_before_any_input() -> None:
+    g = gate("G", 1)
+    head = RecordingHead()
+    reports: list[int] = []
+    inputs = processor(
+        [g], head, on_restored_input_consumed=lambda: reports.append(len(head.records))
+    )
+    assert inputs.ready(), "no input, but a slice is due to report"
+    inputs.input_slice()
+    assert reports == [0]
+    assert not inputs.ready()
+    Feeder(g.channels[0]).data([1])
+    inputs.input_slice()
+    assert (head.records, reports) == ([1], [0])
+
+
+def test_re_emitted_batches_are_drained_unprocessed_as_recovered_input_ahead_of_live_data() -> None:
+    """A gate still recovering after a rescale: what the producer re-emitted up to its
+    ``EndOfChannelStateEvent`` moves into the restored input unprocessed (even while no slice
+    runs); it is channel state as recovered chunks, and processed before the live data."""
+    g = gate("G", 1, credit=4)
+    channel = g.channels[0]
+    link = RecordingLink()
+    channel.connect(link)
+    head = RecordingHead()
+    reports: list[list[Any]] = []
+    inputs = processor(
+        [g], head, on_restored_input_consumed=lambda: reports.append(list(head.records))
+    )
+    recovered: list[str] = []
+    inputs.events.recovery = UpstreamRecoveryTracker(frozenset({0}), lambda: recovered.append("G"))
+    assert not inputs.ready()
+    feeder = Feeder(channel)
+    feeder.data([1, 2])
+    feeder.data([3])
+    feeder.event(EndOfChannelStateEvent(), blocks=True)
+    inputs.process_priority_events()  # under backpressure: no slice, but the drain
+    assert (head.records, recovered, link.resumes) == ([], ["G"], 1)
+    assert [contents(c) for c in inputs.unprocessed_chunks(channel)] == [
+        (True, [1, 2], None),
+        (True, [3], None),
+    ]
+    feeder.data([40])
+    inputs.input_slice()
+    assert head.records == [1, 2, 3, 40]
+    assert reports == [[1, 2, 3]]
+
+
+# -- channel state of what the task holds ----------------------------------------------------------
+def _sleep_past_the_slice(values: list[Any]) -> None:
+    time.sleep(0.002)
+
+
+@pytest.mark.parametrize("cut", ["time", "output"])
+def test_the_rest_of_a_cut_batch_is_its_channel_state(cut: str) -> None:
+    g = gate("G", 2)
+    values, stamps = list(range(200)), [1000 + i for i in range(200)]
+    Feeder(g.channels[0]).buffer(Buffer(serialize_batch(values, stamps)))
+    head = RecordingHead()
+    if cut == "time":  # every chunk takes longer than the 10 µs slice
+        head.during = _sleep_past_the_slice
+        inputs = processor([g], head, slice_ms=0.01)
+    else:
+        inputs = processor([g], head, output_available=lambda: False)
+    inputs.input_slice()
+    done = len(head.records)
+    assert head.chunks == [values[:done]] and 0 < done < 200
+    assert [contents(c) for c in inputs.unprocessed_chunks(g.channels[0])] == [
+        (False, values[done:], stamps[done:])
+    ]
+    assert inputs.unprocessed_chunks(g.channels[1]) == []
+
+
+def test_pending_restored_batches_follow_the_rest_of_the_batch_in_stream_order() -> None:
+    g = gate("G", 2)
+    a, b = g.channels
+    head = BoundedHead(room=2)  # takes two records, then the slice ends
+    inputs = processor([g], head)
+    inputs.add_restored_input(g, a, [1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
+    inputs.add_restored_input(g, b, [20], None)
+    inputs.add_restored_input(g, a, [6, 7], None, recovered=True)
+    inputs.add_restored_input(g, a, [8], [18])
+    inputs.input_slice()
+    assert head.records == [1, 2]
+    assert [contents(c) for c in inputs.unprocessed_chunks(a)] == [
+        (False, [3, 4, 5], [13, 14, 15]),
+        (True, [6, 7], None),
+        (False, [8], [18]),
+    ]
+    assert [contents(c) for c in inputs.unprocessed_chunks(b)] == [(False, [20], None)]
+
+
+def test_take_unprocessed_hands_back_the_batch_in_hand_and_counts_pending_restored_records() -> (
+    None
+):
+    g = gate("G", 1)
+    a = g.channels[0]
+    head = BoundedHead(room=2)
+    inputs = processor([g], head)
+    inputs.add_restored_input(g, a, [1, 2, 3, 4, 5], None)
+    inputs.add_restored_input(g, a, [6, 7], None)
+    inputs.add_restored_input(g, a, [8], None, recovered=True)
+    inputs.input_slice()
+    current, pending = inputs.take_unprocessed()
+    assert isinstance(current, CurrentBatch)
+    assert (current.values, current.position, current.restored) == ([1, 2, 3, 4, 5], 2, True)
+    assert pending == 3
+    head.room = 10
+    assert inputs.unprocessed_chunks(a) == [] and not inputs.ready()
+    assert inputs.take_unprocessed() == (None, 0)
+
+
+# -- what a slice takes and in which order ---------------------------------------------------------
+def test_a_priority_event_is_taken_between_two_chunks_ahead_of_queued_data() -> None:
+    g = gate("G", 1, credit=4)
+    feeder = Feeder(g.channels[0])
+    feeder.data([0, 1, 2, 3, 4, 5])
+    feeder.data([6, 7])
+    checkpointer = Checkpointer()
+    barriers_seen: list[int] = []
+    head = BoundedHead(room=2)
+
+    def during(values: list[Any]) -> None:
+        barriers_seen.append(len(checkpointer.calls))
+        head.room = 2  # chunks of two, one slice for everything
+        if values == [0, 1]:  # an unaligned barrier overtakes the rest
+            feeder.event(barrier(7), priority=True)
+
+    head.during = during
+    inputs = processor([g], head, priority_events=True, checkpointer=checkpointer)
+    inputs.input_slice()
+    assert head.chunks == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert checkpointer.calls == [("barrier", "G/0", 7)]
+    assert barriers_seen == [0, 1, 1, 1], "the barrier waited behind data"
+
+
+def test_gates_are_polled_round_robin() -> None:
+    left, right = gate("L", 1, credit=4), gate("R", 1, credit=4)
+    for g in (left, right):
+        feeder = Feeder(g.channels[0])
+        feeder.data([f"{g.name}1"])
+        feeder.data([f"{g.name}2"])
+    head = RecordingHead()
+    processor([left, right], head).input_slice()
+    assert head.chunks == [["L1"], ["R1"], ["L2"], ["R2"]]
+
+
+def test_a_head_with_bounded_room_gets_chunks_within_its_room_and_no_input_without_room() -> None:
+    g = gate("G", 1)
+    Feeder(g.channels[0]).data(list(range(8)))
+    head = BoundedHead(room=3)
+    inputs = processor([g], head)
+    inputs.input_slice()
+    assert head.chunks == [[0, 1, 2]]
+    assert not inputs.ready(), "a head without room was offered input"
+    head.room = 2
+    assert inputs.ready()
+    inputs.input_slice()
+    head.room = 10
+    inputs.input_slice()
+    assert head.chunks == [[0, 1, 2], [3, 4], [5, 6, 7]]
+
+
+def test_a_two_input_head_gets_each_gates_chunks_on_the_gates_input() -> None:
+    first, second = gate("A", 1, input_index=1), gate("B", 1, input_index=2)
+    Feeder(first.channels[0]).data(["a"])
+    Feeder(second.channels[0]).data(["b"])
+    head = TwoInputHead()
+    processor([second, first], head, two_input=True).input_slice()
+    assert head.chunks == [(2, ["b"]), (1, ["a"])]
+
+
+def test_live_batches_are_counted_and_released_to_their_gate_restored_ones_are_not() -> None:
+    """Restored channel state holds no buffer of the gate: only a live batch returns credit
+    and counts as processed (buffer debloating's throughput)."""
+    g = gate("G", 1)
+    link = RecordingLink()
+    g.channels[0].connect(link)
+    Feeder(g.channels[0]).data([10, 11, 12])
+    inputs = processor([g], RecordingHead())
+    inputs.add_restored_input(g, g.channels[0], [1, 2], None)
+    inputs.input_slice()
+    assert link.credits == [2, 1], "the live buffer's credit, once"
+    assert g.records_processed == 3
+
+
+def test_records_after_a_channels_end_of_data_fail_naming_operator_and_channel() -> None:
+    g = gate("G", 2)
+    feeder = Feeder(g.channels[1])
+    feeder.event(EndOfData(drain=True))
+    feeder.data([1])
+    inputs = processor([g], RecordingHead())
+    with pytest.raises(StateError, match=r"operator 'Map' received records on G/1 after EndOfData"):
+        inputs.input_slice()
+
+
+# -- the whole promise -----------------------------------------------------------------------------
+#: Per gate, per channel: the sizes of its restored batches and of its live batches.
+_LAYOUTS = st.lists(
+    st.lists(
+        st.tuples(st.lists(st.integers(1, 5), max_size=3), st.lists(st.integers(1, 5), max_size=3)),
+        min_size=1,
+        max_size=2,
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    layout=_LAYOUTS,
+    rooms=st.lists(st.integers(1, 6), min_size=1, max_size=6),
+    unavailable=st.lists(st.booleans(), max_size=30),
+)
+def test_the_head_gets_exactly_the_gates_records_each_channel_in_order_restored_first(
+    layout: list[list[tuple[list[int], list[int]]]], rooms: list[int], unavailable: list[bool]
+) -> None:
+    """Any split of batches into chunks (the head's room) and slices (the output unavailable
+    after a chunk or an event): every record once, each channel's in order, every restored
+    record before every live one, and the report of the restored input right after it."""
+    gates = [gate(f"G{i}", len(channels), credit=8) for i, channels in enumerate(layout)]
+    next_room = itertools.cycle(rooms)
+    head = BoundedHead(room=next(next_room))
+    head.during = lambda values: setattr(head, "room", next(next_room))
+    cuts = iter(unavailable)
+    reports: list[int] = []
+    inputs = processor(
+        gates, head, output_available=lambda: not next(cuts, False),
+        on_restored_input_consumed=lambda: reports.append(len(head.records)),
+    )  # fmt: skip
+    expected: dict[tuple[int, int], list[Any]] = {}
+    restored_count = 0
+    for gi, (g, channels) in enumerate(zip(gates, layout)):
+        for ci, (restored, live) in enumerate(channels):
+            seq = itertools.count()
+            records = expected.setdefault((gi, ci), [])
+            for size in restored:
+                batch = [(gi, ci, next(seq), "restored") for _ in range(size)]
+                inputs.add_restored_input(g, g.channels[ci], batch, [r[2] for r in batch])
+                records += batch
+                restored_count += size
+            feeder = Feeder(g.channels[ci])
+            for size in live:
+                batch = [(gi, ci, next(seq), "live") for _ in range(size)]
+                feeder.buffer(Buffer(serialize_batch(batch, [r[2] for r in batch])))
+                records += batch
+    for _ in range(1000):
+        if not inputs.ready():
+            break
+        inputs.input_slice()
+    got = head.records
+    assert sorted(got) == sorted(r for records in expected.values() for r in records)
+    for (gi, ci), records in expected.items():
+        assert [r for r in got if r[:2] == (gi, ci)] == records
+    kinds = [r[3] for r in got]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "restored")
+    assert reports == [restored_count]
+    assert all(len(chunk) <= room for chunk, room in zip(head.chunks, head.rooms, strict=True))
+    assert all(s == [r[2] for r in c] for c, s in zip(head.chunks, head.stamps, strict=True))

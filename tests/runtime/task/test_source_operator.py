@@ -1,0 +1,60 @@
+"""The watermark emitter's lifecycle in the operators that own one (a source's head and
+``assign_timestamps_and_watermarks``): built by ``open``, closed by ``close`` only if built,
+and no record before it. (Slicing of a source's output: ``test_source_slicing.py``.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from undertow.common import WatermarkStrategy
+from undertow.core.errors import StateError
+from undertow.runtime.task.source_operator import SourceOperator, TimestampsAndWatermarksOperator
+from undertow.testing.harness import OneInputOperatorTestHarness
+
+
+def test_periodic_watermarks_stop_once_the_operator_closed() -> None:
+    harness = OneInputOperatorTestHarness(
+        TimestampsAndWatermarksOperator(WatermarkStrategy.for_monotonous_timestamps())
+    )
+    harness.open()
+    harness.process_elements(["a", "b"], [100, 300])
+    harness.set_processing_time(200)  # pipeline.auto-watermark-interval
+    assert harness.get_watermarks() == [299]
+    assert harness.processing_time_service.num_pending() == 1
+    harness.close()
+    assert harness.processing_time_service.num_pending() == 0, "the emitter's timer runs on"
+
+
+def test_an_operator_that_never_opened_closes_without_error() -> None:
+    harness = OneInputOperatorTestHarness(
+        TimestampsAndWatermarksOperator(WatermarkStrategy.no_watermarks()), name="stamps"
+    )
+    harness.setup()
+    harness.close()
+
+    class Failing:
+        def create_reader(self, context: Any) -> Any:
+            raise OSError("no such topic")
+
+    source = SourceOperator(Failing(), WatermarkStrategy.no_watermarks())
+    source.setup(harness.setup_context)
+    source.close()  # the task closes what it set up, also after a failed open
+    with pytest.raises(OSError, match="no such topic"):
+        source.open()
+    source.close()
+
+
+def test_records_before_open_fail_naming_the_operator() -> None:
+    harness = OneInputOperatorTestHarness(
+        TimestampsAndWatermarksOperator(WatermarkStrategy.no_watermarks()), name="stamps"
+    )
+    harness.setup()
+    with pytest.raises(StateError, match="operator 'stamps' processes records before open"):
+        harness.operator.process_batch([1], None)
+    source = SourceOperator(None, None)
+    source.setup(harness.setup_context)
+    source.collect_batch([1, 2])
+    with pytest.raises(StateError, match="source 'stamps' emits records before open"):
+        source.emit_pending(2)
