@@ -49,6 +49,7 @@ JOB_TIMEOUT_S = 120.0
 #: Seconds the retaining job runs on after its first checkpoint with in-flight data.
 FILL_S = 1.0
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
+REFERENCED = re.compile(r"^\[undertow\] checkpoint \d+ completed .*, referenced [\d.]+ \w+\)", re.M)
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting", re.M)
 
 
@@ -131,16 +132,20 @@ def scenario(
     build_pipeline(
         env, source, failing_snapshot=failing, sink_spin_s=SINK_SPIN_S, evidence_dir=where
     )
-    return run_with_failures(env, "checkpoints during recovery", capsys, where, restarts=3)
+    delays, console = run_with_failures(env, "checkpoints during recovery", capsys, where, 3)
+    # the restored in-flight data not yet consumed is referred to, not written again
+    evidence(REFERENCED.search(console) is not None, f"no checkpoint referenced:\n{console}")
+    return delays
 
 
 def run_with_failures(
     env: Any, name: str, capsys: pytest.CaptureFixture[str], where: Path, restarts: int
-) -> list[float]:
+) -> tuple[list[float], str]:
     """Run the built job ``env`` to its end and check it: three restores (the console and the
     REST API agree), each carrying in-flight data and each from a newer checkpoint than the
     one before (progress, not FLIP-76's vicious cycle), ``restarts`` restarts and the oracle
-    clean. Returns the seconds from each restore to its first completed checkpoint."""
+    clean. Returns the seconds from each restore to its first completed checkpoint, and the
+    console."""
     client = env.execute_async(name)
     watcher = RestWatcher(client)
     lines = timed_console(client, capsys)
@@ -156,7 +161,7 @@ def run_with_failures(
     oracle.assert_restored(replayed=True)
     oracle.assert_exactly_once()
     assert oracle.restarts == restarts, (oracle, console)
-    return first_checkpoint_after_each_restore(lines)
+    return first_checkpoint_after_each_restore(lines), console
 
 
 @pytest.mark.restores(catches=["channel-state"])
@@ -217,9 +222,7 @@ def rescaled_scenario(
                    failing_snapshot=failing, sink_spin_s=2 * SINK_SPIN_S,
                    evidence_dir=where)  # fmt: skip
     capsys.readouterr()
-    return run_with_failures(
-        env, "rescaled, checkpoints during recovery", capsys, where, restarts=2
-    )
+    return run_with_failures(env, "rescaled, checkpoints during recovery", capsys, where, 2)[0]
 
 
 @pytest.mark.restores(catches=["channel-state"])

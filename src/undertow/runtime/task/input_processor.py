@@ -20,7 +20,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 from undertow.connectors.source import InputStatus
-from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, encode_recovered_chunk
+from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
+from undertow.runtime.checkpoint.channel_state_writer import (
+    decode_chunk,
+    encode_chunk,
+    encode_recovered_chunk,
+)
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
@@ -35,6 +40,22 @@ _SOURCE_BACKOFF_S = 0.005
 
 #: One restored input batch not yet processed: (gate, channel, values, timestamps, recovered).
 RestoredBatch: TypeAlias = tuple[InputGate, InputChannel, list[Any], Any, bool]
+
+
+class RestoredStream:
+    """One channel's restored input still to decode (:mod:`~undertow.runtime.checkpoint.
+    channel_recovery.stream`): its chunks go through the channel's deserializer, one at a
+    time, as the task gets to them."""
+
+    __slots__ = ("channel", "gate", "recovered", "stream")
+
+    def __init__(
+        self, gate: InputGate, channel: InputChannel, stream: RestoredInputStream, recovered: bool
+    ) -> None:
+        self.gate = gate
+        self.channel = channel
+        self.stream = stream
+        self.recovered = recovered
 
 
 def _chunk(batch: bytes, recovered: bool) -> bytes:
@@ -113,10 +134,10 @@ class StreamInputProcessor:
         self.records_dropped = 0
         self._chunk = 64
         self._current: CurrentBatch | None = None
-        #: Restored input batches not yet processed: (gate, channel, values, timestamps,
-        #: recovered); recovered ones also come from gates that drain re-emitted data
+        #: Restored input not yet processed, in order: channels' restored streams, and batches
+        #: (gate, channel, values, timestamps, recovered) of gates that drain re-emitted data
         #: (:meth:`drain_recovered`).
-        self._restored_input: deque[RestoredBatch] = deque()
+        self._restored_input: deque[RestoredBatch | RestoredStream] = deque()
         #: Called once, when the restored input was consumed (the first slice after it; a
         #: subtask that restored none calls it in its first slice).
         self._on_restored_consumed = on_restored_input_consumed
@@ -148,12 +169,12 @@ class StreamInputProcessor:
         )
 
     def add_restored_input(
-        self, gate: InputGate, channel: InputChannel, values: list[Any], timestamps: Any,
+        self, gate: InputGate, channel: InputChannel, stream: RestoredInputStream,
         recovered: bool = False,
     ) -> None:  # fmt: skip
-        """A batch of restored input channel state: processed before any live input.
-        ``recovered``: a batch of recovered input (see :class:`CurrentBatch`)."""
-        self._restored_input.append((gate, channel, values, timestamps, recovered))
+        """A channel's restored input channel state: decoded lazily and processed before any
+        live input. ``recovered``: recovered input (see :class:`CurrentBatch`)."""
+        self._restored_input.append(RestoredStream(gate, channel, stream, recovered))
 
     def drain_recovered(self) -> None:
         """Move what the gates still recovering from a rescaled restore delivered (records
@@ -183,8 +204,9 @@ class StreamInputProcessor:
         (:func:`~undertow.runtime.task.unaligned_stop.drop_input`): the batch in hand (or
         None) and the number of restored records still pending, which are discarded."""
         current, self._current = self._current, None
-        restored = sum(len(batch[2]) for batch in self._restored_input)
-        self._restored_input.clear()
+        restored = 0
+        while (batch := self._next_restored()) is not None:
+            restored += len(batch[2])
         return current, restored
 
     def process_priority_events(self) -> None:
@@ -198,9 +220,20 @@ class StreamInputProcessor:
             while (polled := gate.poll_priority()) is not None:
                 self.events.on_event(gate, polled[0], polled[1])
 
+    def restored_rest(self, channel: object) -> list[RestItem]:
+        """What is left of ``channel``'s restored streams, in stream order (it follows the
+        channel's partial record): runs of files for a checkpoint to refer to, chunks in
+        memory to write."""
+        rest: list[RestItem] = []
+        for item in self._restored_input:
+            if type(item) is RestoredStream and item.channel is channel:
+                rest += item.stream.rest()
+        return rest
+
     def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """Channel-state chunks of what the task took from ``channel`` and has not processed:
-        the rest of the current batch, then restored batches still pending (stream order)."""
+        the rest of the current batch, then restored batches still pending (stream order;
+        the undecoded rest of its restored streams is :meth:`restored_rest`)."""
         chunks = []
         current = self._current
         if current is not None and current.channel is channel:
@@ -209,10 +242,28 @@ class StreamInputProcessor:
                 stamps = None if current.timestamps is None else current.timestamps[pos:]
                 batch = serialize_batch(current.values[pos:], stamps)
                 chunks.append(_chunk(batch, current.recovered))
-        for _, ch, values, stamps, recovered in self._restored_input:
-            if ch is channel:
+        for item in self._restored_input:
+            if type(item) is tuple and item[1] is channel:
+                _, _, values, stamps, recovered = item
                 chunks.append(_chunk(serialize_batch(values, stamps), recovered))
         return chunks
+
+    def _next_restored(self) -> RestoredBatch | None:
+        """The next restored batch: decoded from the head stream (dropping exhausted ones),
+        or the head drained batch; ``None`` when no restored input is left."""
+        queue = self._restored_input
+        while queue:
+            head = queue[0]
+            if not isinstance(head, RestoredStream):
+                return queue.popleft()  # type: ignore[return-value]
+            chunk = head.stream.next_chunk()
+            if chunk is None:
+                queue.popleft()
+                continue
+            batch = head.channel.deserializer.add(decode_chunk(chunk))
+            if batch is not None:
+                return (head.gate, head.channel, batch[0], batch[1], head.recovered)
+        return None
 
     def poll(self) -> tuple[InputGate, InputChannel, Any] | None:
         """The next batch or event of the gates, round-robin."""
@@ -252,10 +303,11 @@ class StreamInputProcessor:
             current = self._current
             if current is None:
                 self.drain_recovered()
-                if self._may_report_restored_consumed() and not self._restored_input:
-                    self._restored_consumed()
-                if self._restored_input:  # restored input goes before any live input
-                    gate, channel, values, stamps, recovered = self._restored_input.popleft()
+                restored = self._next_restored() if self._restored_input else None
+                if restored is None and self._may_report_restored_consumed():
+                    self._restored_consumed()  # none left (before any live input)
+                if restored is not None:  # restored input goes before any live input
+                    gate, channel, values, stamps, recovered = restored
                     current = CurrentBatch(gate, channel, values, stamps, True, recovered)
                     self._current = current
                 else:
