@@ -195,3 +195,17 @@ def test_inline_state_is_chunks_in_memory_and_never_a_reference() -> None:
     _, stream = restored_input(handle, storage().read_range, referencable=True)[(0, 0)]
     assert stream.rest() == [data]
     assert drain(stream) == [data]
+
+
+def test_a_snapshot_not_the_jobs_own_is_read_whole_at_restore() -> None:
+    """Restored from a path (CLAIM, NO_CLAIM), the files may go while the task still reads:
+    the chunks are read before the task runs, and nothing of them is a run to refer to."""
+    store = storage()
+    chunks = [chunk(i, 100) for i in range(5)]
+    handle = write_input(store, 1, {(0, 0): chunks})
+    _, stream = restored_input(handle, store.read_range, referencable=False)[(0, 0)]
+    assert handle.file is not None
+    fs, path = store._open_uri(store.job_file_uri(handle.file.path))
+    fs.rm_file(path)  # a NO_CLAIM snapshot's owner deleted it
+    assert stream.rest() == chunks
+    assert drain(stream) == chunks

@@ -332,9 +332,9 @@ def _log_rewrites(
     a path, CLAIM or NO_CLAIM), and re-emitted records of a rescaled restore."""
     cid = assignment.checkpoint_id
     if any(r.inputs for r in in_place.values()) and not assignment.refers_to_channel_state:
-        log.info("checkpoint %d is not this job's own checkpoint: checkpoints during its "
-                 "recovery write its in-flight data not yet consumed again instead of referring "
-                 "to its files", cid)  # fmt: skip
+        log.info("checkpoint %d is not this job's own checkpoint: its restored input is read "
+                 "whole, and checkpoints during its recovery write what is not yet consumed "
+                 "again instead of referring to its files", cid)  # fmt: skip
     if reemitted:
         log.info("checkpoint %d is restored at another parallelism: checkpoints during its "
                  "recovery write the re-emitted records not yet processed again (recovered "

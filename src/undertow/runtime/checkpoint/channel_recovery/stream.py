@@ -260,6 +260,13 @@ def restored_input(
     """Blocking (on the I/O pool): verify the regions ``handle`` (an input handle) lies in and
     refers to, each once by a streamed pass, and return per channel its lazy streams.
 
+    Lazy only when ``referencable`` (a checkpoint of the job's own, whose files the coordinator
+    keeps while a retained checkpoint refers to them, and every checkpoint completed during
+    the recovery refers to what its task had not read yet). Otherwise the files may go while
+    the task still reads (a claimed snapshot is deleted once subsumed; a NO_CLAIM snapshot's
+    owner may delete it once the first checkpoint completed), so the chunks are read whole
+    here, as before lazy reading.
+
     A channel's items are its written chunks up to each reference's position, the referenced
     run, then the rest. Raises :class:`CorruptCheckpointError` (a region) or
     :class:`~undertow.core.errors.RestoreError` (recovered input after other input: a
@@ -295,8 +302,15 @@ def restored_input(
                 "of that channel; recovered input always comes first (the checkpoint is damaged)"
             )
         stream = RestoredInputStream(channel_items, read_range, **kw)  # type: ignore[arg-type]
-        result[channel] = stream.split(n)
+        head, tail = stream.split(n)
+        if not referencable:  # read whole now: the files may go before the task is done
+            head, tail = RestoredInputStream(_drain(head)), RestoredInputStream(_drain(tail))
+        result[channel] = (head, tail)
     return result
+
+
+def _drain(stream: RestoredInputStream) -> list[bytes]:
+    return list(iter(stream.next_chunk, None))
 
 
 def _written_runs(handle: MergedChannelStateHandle) -> dict[ChannelId, ChannelStateReference]:
