@@ -255,7 +255,8 @@ class StreamInputProcessor:
         while queue:
             head = queue[0]
             if not isinstance(head, RestoredStream):
-                return queue.popleft()  # type: ignore[return-value]
+                queue.popleft()
+                return head
             chunk = head.stream.next_chunk()
             if chunk is None:
                 queue.popleft()

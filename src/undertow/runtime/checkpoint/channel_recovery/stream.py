@@ -177,10 +177,11 @@ class RestoredInputStream:
             if rest is not None:
                 tail.append(rest)
             left -= take
-        kw = {"referencable": self.referencable, "block_bytes": self.block_bytes,
-              "held": self._held}  # fmt: skip
-        return (RestoredInputStream(head, self.read_range, **kw),  # type: ignore[arg-type]
-                RestoredInputStream(tail, self.read_range, **kw))  # type: ignore[arg-type]  # fmt: skip
+        return self._like(head), self._like(tail)
+
+    def _like(self, items: list[RestoredItem]) -> RestoredInputStream:
+        return RestoredInputStream(items, self.read_range, referencable=self.referencable,
+                                   block_bytes=self.block_bytes, held=self._held)  # fmt: skip
 
     def _load(self, run: ChannelStateReference) -> None:
         self._drop_block()
@@ -288,7 +289,6 @@ def restored_input(
     for channel, channel_refs in refs.items():
         items[channel] = _channel_items(items.get(channel, []), channel_refs, where)
     flags = _scan(items.values(), read_range, where, block_bytes)
-    kw = {"referencable": referencable, "held": held, "block_bytes": block_bytes}
     result: ChannelStreams = {}
     for channel, channel_items in sorted(items.items()):
         marks = [flags[(i.file.path, o)] if isinstance(i, ChannelStateReference) else i[0]
@@ -301,7 +301,8 @@ def restored_input(
                 f"{where} holds recovered input of input channel {channel} after other input "
                 "of that channel; recovered input always comes first (the checkpoint is damaged)"
             )
-        stream = RestoredInputStream(channel_items, read_range, **kw)  # type: ignore[arg-type]
+        stream = RestoredInputStream(channel_items, read_range, referencable=referencable,
+                                     held=held, block_bytes=block_bytes)  # fmt: skip
         head, tail = stream.split(n)
         if not referencable:  # read whole now: the files may go before the task is done
             head, tail = RestoredInputStream(_drain(head)), RestoredInputStream(_drain(tail))
