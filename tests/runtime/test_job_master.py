@@ -72,7 +72,7 @@ def test_the_job_masters_settings_are_read_once_when_it_is_made(tmp_path: Path) 
         JobMaster(graph, Configuration({"heartbeat.timeout": "never"}), DeadOnArrival(), 1)
 
 
-def test_only_the_jobsis_own_checkpoints_have_channel_state_files_to_refer_to() -> None:
+def test_only_the_jobs_own_checkpoints_have_channel_state_files_to_refer_to() -> None:
     """A failover restore of one of the job's checkpoints may be referred to by checkpoints
     during recovery; a snapshot restored from a path (CLAIM or NO_CLAIM: its files are the
     user's, or another job's) never, nor another job's checkpoint."""
