@@ -15,51 +15,23 @@ Cost: one clock read per chunk; a chunk aims at a quarter of a slice.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 from undertow.connectors.source import InputStatus
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
-from undertow.runtime.checkpoint.channel_state_writer import (
-    decode_chunk,
-    encode_chunk,
-    encode_recovered_chunk,
-)
-from undertow.runtime.network.buffer import Buffer, serialize_batch
+from undertow.runtime.network.buffer import serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.operator import BoundedInput
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.restored_input import RestoredInput, batch_chunk
 from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 _SOURCE_BACKOFF_S = 0.005
-
-#: One restored input batch not yet processed: (gate, channel, values, timestamps, recovered).
-RestoredBatch: TypeAlias = tuple[InputGate, InputChannel, list[Any], Any, bool]
-
-
-class RestoredStream:
-    """One channel's restored input still to decode (:mod:`~undertow.runtime.checkpoint.
-    channel_recovery.stream`): its chunks go through the channel's deserializer, one at a
-    time, as the task gets to them."""
-
-    __slots__ = ("channel", "gate", "recovered", "stream")
-
-    def __init__(
-        self, gate: InputGate, channel: InputChannel, stream: RestoredInputStream, recovered: bool
-    ) -> None:
-        self.gate = gate
-        self.channel = channel
-        self.stream = stream
-        self.recovered = recovered
-
-
-def _chunk(batch: bytes, recovered: bool) -> bytes:
-    return encode_recovered_chunk(batch) if recovered else encode_chunk(Buffer(batch))
 
 
 class CurrentBatch:
@@ -137,7 +109,7 @@ class StreamInputProcessor:
         #: Restored input not yet processed, in order: channels' restored streams, and batches
         #: (gate, channel, values, timestamps, recovered) of gates that drain re-emitted data
         #: (:meth:`drain_recovered`).
-        self._restored_input: deque[RestoredBatch | RestoredStream] = deque()
+        self._restored_input = RestoredInput()
         #: Called once, when the restored input was consumed (the first slice after it; a
         #: subtask that restored none calls it in its first slice).
         self._on_restored_consumed = on_restored_input_consumed
@@ -174,7 +146,7 @@ class StreamInputProcessor:
     ) -> None:  # fmt: skip
         """A channel's restored input channel state: decoded lazily and processed before any
         live input. ``recovered``: recovered input (see :class:`CurrentBatch`)."""
-        self._restored_input.append(RestoredStream(gate, channel, stream, recovered))
+        self._restored_input.add_stream(gate, channel, stream, recovered)
 
     def drain_recovered(self) -> None:
         """Move what the gates still recovering from a rescaled restore delivered (records
@@ -194,7 +166,7 @@ class StreamInputProcessor:
             while index in recovery.recovering and (polled := gate.poll()) is not None:
                 channel, payload = polled
                 if type(payload) is tuple:
-                    restored.append((gate, channel, payload[0], payload[1], True))
+                    restored.add_batch((gate, channel, payload[0], payload[1], True))
                     gate.release(channel)
                 else:  # its end of channel state (gates resume once every channel's came)
                     on_event(gate, channel, payload)
@@ -204,10 +176,7 @@ class StreamInputProcessor:
         (:func:`~undertow.runtime.task.unaligned_stop.drop_input`): the batch in hand (or
         None) and the number of restored records still pending, which are discarded."""
         current, self._current = self._current, None
-        restored = 0
-        while (batch := self._next_restored()) is not None:
-            restored += len(batch[2])
-        return current, restored
+        return current, self._restored_input.drop()
 
     def process_priority_events(self) -> None:
         """Take every queued priority event (unaligned barrier, announcement) ahead of data;
@@ -224,11 +193,7 @@ class StreamInputProcessor:
         """What is left of ``channel``'s restored streams, in stream order (it follows the
         channel's partial record): runs of files for a checkpoint to refer to, chunks in
         memory to write."""
-        rest: list[RestItem] = []
-        for item in self._restored_input:
-            if type(item) is RestoredStream and item.channel is channel:
-                rest += item.stream.rest()
-        return rest
+        return self._restored_input.rest(channel)
 
     def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """Channel-state chunks of what the task took from ``channel`` and has not processed:
@@ -241,30 +206,8 @@ class StreamInputProcessor:
             if pos < len(current.values):
                 stamps = None if current.timestamps is None else current.timestamps[pos:]
                 batch = serialize_batch(current.values[pos:], stamps)
-                chunks.append(_chunk(batch, current.recovered))
-        for item in self._restored_input:
-            if type(item) is tuple and item[1] is channel:
-                _, _, values, stamps, recovered = item
-                chunks.append(_chunk(serialize_batch(values, stamps), recovered))
-        return chunks
-
-    def _next_restored(self) -> RestoredBatch | None:
-        """The next restored batch: decoded from the head stream (dropping exhausted ones),
-        or the head drained batch; ``None`` when no restored input is left."""
-        queue = self._restored_input
-        while queue:
-            head = queue[0]
-            if not isinstance(head, RestoredStream):
-                queue.popleft()
-                return head
-            chunk = head.stream.next_chunk()
-            if chunk is None:
-                queue.popleft()
-                continue
-            batch = head.channel.deserializer.add(decode_chunk(chunk))
-            if batch is not None:
-                return (head.gate, head.channel, batch[0], batch[1], head.recovered)
-        return None
+                chunks.append(batch_chunk(batch, current.recovered))
+        return chunks + self._restored_input.pending_chunks(channel)
 
     def poll(self) -> tuple[InputGate, InputChannel, Any] | None:
         """The next batch or event of the gates, round-robin."""
@@ -304,7 +247,7 @@ class StreamInputProcessor:
             current = self._current
             if current is None:
                 self.drain_recovered()
-                restored = self._next_restored() if self._restored_input else None
+                restored = self._restored_input.next_batch()
                 if restored is None and self._may_report_restored_consumed():
                     self._restored_consumed()  # none left (before any live input)
                 if restored is not None:  # restored input goes before any live input
