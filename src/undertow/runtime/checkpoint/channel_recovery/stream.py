@@ -13,10 +13,11 @@ they are in a file, so that the new checkpoint refers to them (:class:`RestoredR
 Regions are verified before any task runs, by one streamed pass (:func:`scan_region`, on the
 I/O pool), which also reads each chunk's flag byte (recovered input goes first on restore).
 
-Threading: a stream belongs to one task's loop thread (its reads are blocking, one block at a
-time: about a millisecond per 256 KiB on a local disk); :func:`scan_region` runs anywhere.
-Invariant: a stream holds at most one block (or one chunk larger than a block) in memory;
-:class:`HeldBytes` counts it.
+Threading: a stream belongs to one task's loop thread (its reads are blocking, one ranged read
+per block); :func:`scan_region` runs anywhere. Invariants: a stream holds at most one block (or
+one chunk larger than a block) in memory, :class:`HeldBytes` counts it; a stream reads its
+files lazily only if its runs are referencable (:func:`restored_input`), because only then does
+every checkpoint completed meanwhile keep the files it has yet to read.
 """
 
 from __future__ import annotations
