@@ -12,8 +12,9 @@ Measured per mode, over ``--duration`` seconds: records committed (lines in the 
 committed part files) per minute; per restart, the time from the restart to the first
 completed checkpoint (from the restore's console line, printed once the restoring tasks
 were deployed), and that checkpoint's bytes written and bytes referenced (restored
-channel state not yet consumed is written again today: referenced is 0, see
-docs/checkpointing.md). PyFlink 2.3 is not run (see the report printed at the end).
+channel state not yet consumed is referred to in the old checkpoint's files, not written
+again, see docs/unaligned-and-debloating.md). PyFlink 2.3 is not run (see the report
+printed at the end).
 
 Prints last::
 
@@ -43,6 +44,7 @@ from undertow.datastream.connectors.file_system import FileSink, RollingPolicy
 
 COMPLETED = re.compile(
     r"^\[undertow\] checkpoint (\d+) completed in (\d+) ms, .*in-flight ([\d.]+) (B|KiB|MiB|GiB)"
+    r"(?:, referenced ([\d.]+) (B|KiB|MiB|GiB))?"
 )
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting")
 RESTORED = re.compile(r"^\[undertow\] restored from checkpoint \d+ ")
@@ -96,8 +98,9 @@ class TimedConsole(io.TextIOBase):
 class Run:
     during_recovery: bool
     committed: list[tuple[float, int]] = field(default_factory=list)
-    #: per restart: (seconds to the first completed checkpoint, its in-flight bytes written)
-    first_checkpoints: list[tuple[float, int]] = field(default_factory=list)
+    #: per restart: (seconds to the first completed checkpoint, its in-flight bytes written,
+    #: and referenced)
+    first_checkpoints: list[tuple[float, int, int]] = field(default_factory=list)
     restarts: int = 0
     #: restarts with no completed checkpoint before the next one (or for 2 s before the end)
     missed: int = 0
@@ -181,7 +184,8 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
             restarted = seen
         elif (m := COMPLETED.match(line)) and restarted is not None:
             written = int(float(m[3]) * SCALE[m[4]])
-            result.first_checkpoints.append((seen - restarted, written))
+            referenced = int(float(m[5]) * SCALE[m[6]]) if m[5] else 0
+            result.first_checkpoints.append((seen - restarted, written, referenced))
             restarted = None
     # a restart too close to the end to have had its first checkpoint is not counted
     result.missed += restarted is not None and ended - restarted > GOAL_FIRST_CHECKPOINT_S
@@ -201,19 +205,20 @@ def main() -> None:
         args.duration = 30.0 if args.quick else 90.0
     runs = [run(True, args), run(False, args)]
     print(f"{'during-recovery':<17}{'restarts':>9}{'committed':>11}{'rec/min':>10}"
-          f"{'1st ckpt s (max)':>18}{'written (max)':>15}{'referenced':>12}")  # fmt: skip
+          f"{'1st ckpt s (max)':>18}{'written (max)':>15}{'referenced (max)':>18}")  # fmt: skip
     for r in runs:
-        firsts = [s for s, _ in r.first_checkpoints]
-        written = max((w for _, w in r.first_checkpoints), default=0)
+        firsts = [s for s, _, _ in r.first_checkpoints]
+        written = max((w for _, w, _ in r.first_checkpoints), default=0)
+        referenced = max((ref for _, _, ref in r.first_checkpoints), default=0)
         worst = f"{max(firsts):.2f}" if firsts else "none"
         worst = f"{r.missed} never" if r.missed else worst
         last = r.committed[-1][1] if r.committed else 0
         mode = "on" if r.during_recovery else "off"
         print(f"{mode:<17}{r.restarts:>9}{last:>11}{r.per_minute:>10.0f}{worst:>18}"
-              f"{written / 1024:>11.0f} KiB{'0 B':>12}")  # fmt: skip
+              f"{written / 1024:>11.0f} KiB{referenced / 1024:>14.0f} KiB")  # fmt: skip
     on, off = runs
     # a restart with no checkpoint before the next one counts as never (the goal is missed)
-    on_firsts = [s for s, _ in on.first_checkpoints]
+    on_firsts = [s for s, _, _ in on.first_checkpoints]
     worst_on = max(on_firsts) if on_firsts and not on.missed else float("inf")
     progress_met = on.per_minute > 0 and on.per_minute > 2 * off.per_minute
     print("PyFlink 2.3 with both FLIP-547 options: not run (not in this benchmark yet)")

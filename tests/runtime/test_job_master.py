@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,10 @@ from undertow.common import Configuration
 from undertow.core.errors import ConfigurationError, JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import build_job_graph
+from undertow.runtime.checkpoint.metadata import CheckpointMetadata
+from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
-from undertow.runtime.master.job_master import JobMaster, JobStatus
+from undertow.runtime.master.job_master import JobMaster, JobStatus, is_own_checkpoint
 from undertow.runtime.master.settings import DEFAULT_CHECKPOINT_DIR
 
 
@@ -67,3 +70,14 @@ def test_the_job_masters_settings_are_read_once_when_it_is_made(tmp_path: Path) 
     assert master.config.to_dict()["execution.checkpointing.dir"] == DEFAULT_CHECKPOINT_DIR
     with pytest.raises(ConfigurationError, match=r"heartbeat\.timeout.*'never'"):
         JobMaster(graph, Configuration({"heartbeat.timeout": "never"}), DeadOnArrival(), 1)
+
+
+def test_only_the_jobs_own_checkpoints_have_channel_state_files_to_refer_to() -> None:
+    """A failover restore of one of the job's checkpoints may be referred to by checkpoints
+    during recovery; a snapshot restored from a path (CLAIM or NO_CLAIM: its files are the
+    user's, or another job's) never, nor another job's checkpoint."""
+    meta = CheckpointMetadata("job-a", 3, 1, 2, False, ())
+    own = RestorePlan(meta, "file:///ckpts", "job-a", {}, {})
+    assert is_own_checkpoint(own, "job-a")
+    assert not is_own_checkpoint(replace(own, pointer="file:///ckpts/job-a/chk-3"), "job-a")
+    assert not is_own_checkpoint(own, "job-b")

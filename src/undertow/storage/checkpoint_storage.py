@@ -496,8 +496,11 @@ class CheckpointStorage:
         self._fs.invalidate_cache(self._job_dir)
         return True
 
-    def discard(self, checkpoint_id: int) -> None:
-        """Delete ``chk-<checkpoint_id>/`` with everything in it; a missing directory is fine.
+    def discard(self, checkpoint_id: int, keep: frozenset[str] = frozenset()) -> None:
+        """Delete ``chk-<checkpoint_id>/`` with everything in it but the files named in
+        ``keep`` (channel-state files newer checkpoints still refer to: the directory then
+        stays, without ``_metadata``, until :meth:`discard_checkpoint_file` removed the last
+        of them); a missing directory is fine.
 
         Consistency: ``_metadata`` is deleted first, so a crash mid-way leaves an uncommitted
         directory (not listed by :meth:`completed_checkpoint_ids`; a later discard removes
@@ -510,8 +513,40 @@ class CheckpointStorage:
             if self._local:
                 _fsync_directory(directory)
         with contextlib.suppress(FileNotFoundError):
-            self._fs.rm(directory, recursive=True)
+            if not keep:
+                self._fs.rm(directory, recursive=True)
+            else:
+                self._fs.invalidate_cache(directory)
+                for entry in self._fs.ls(directory, detail=False):
+                    if posixpath.basename(str(entry).rstrip("/")) not in keep:
+                        self._fs.rm(str(entry), recursive=True)
         self._fs.invalidate_cache(self._job_dir)
+
+    def job_file_uri(self, path: str) -> str:
+        """The absolute location of a file ``path`` relative to this job directory (a
+        ``chk-<n>/<name>`` channel-state file that newer checkpoints refer to)."""
+        check_relative_path(path)
+        return self._uri(posixpath.join(self._job_dir, path))
+
+    def discard_checkpoint_file(self, uri: str) -> None:
+        """Delete the file at ``uri`` (from :meth:`job_file_uri`: directly in one of this job's
+        ``chk-<n>/`` directories), then the directory if that left it empty (its checkpoint
+        was discarded before, keeping the file); a missing file is fine. Raises
+        :class:`ValueError` naming ``uri`` for any other location."""
+        fs, stripped = self._open_uri(uri)
+        directory = posixpath.dirname(stripped)
+        job_dir = self._job_dir.rstrip("/")
+        if posixpath.dirname(directory) != job_dir or not _CHECKPOINT_DIR.fullmatch(
+            posixpath.basename(directory)
+        ):
+            raise ValueError(f"{uri!r} is not a file in a chk-<n>/ directory of job {self.job_id}")
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm_file(stripped)
+        fs.invalidate_cache(directory)
+        with contextlib.suppress(FileNotFoundError, OSError):
+            if not fs.ls(directory, detail=False):
+                fs.rm(directory, recursive=True)
+        fs.invalidate_cache(job_dir)
 
     def discard_location(self, pointer: str) -> None:
         """Delete the completed checkpoint or savepoint *directory* at ``pointer`` (a

@@ -14,6 +14,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateDirection,
     ChannelStateEntry,
     ChannelStateHandles,
+    ChannelStateReference,
     MergedChannelStateHandle,
     build_handle,
     handle_from_json,
@@ -165,3 +166,19 @@ def test_construction_rejects_empty_region_and_inline_mismatch() -> None:
 
 def test_entry_is_a_value() -> None:
     assert ChannelStateEntry((0, 1), 6, 4) == ChannelStateEntry((0, 1), 6, 4)
+
+
+def test_references_round_trip_through_json_and_are_checked() -> None:
+    old = FileHandle("chk-1/channel-state-a", 100, "ab" * 32)
+    ref = ChannelStateReference((0, 1), 0, old, 2, 90, "cd" * 32, 40, (25, 25))
+    handle = build_handle("map (1/1)", 2, ChannelStateDirection.INPUT, {}, 0, "",
+                          references=[ref])  # fmt: skip
+    assert handle.range_length == 0 and handle.referenced_bytes == 50
+    assert handle.channels() == [(0, 1)]
+    assert handle_from_json(json.loads(json.dumps(handle_to_json(handle)))) == handle
+    assert ref.tail(1) == ChannelStateReference((0, 1), 0, old, 2, 90, "cd" * 32, 65, (25,))
+    assert ref.tail(2) is None
+    with pytest.raises(ValueError, match=r"run \[80, 100\) is not inside region \[2, 92\)"):
+        ChannelStateReference((0, 1), 0, old, 2, 90, "cd" * 32, 80, (20,))
+    with pytest.raises(ValueError, match="empty state has no handle"):
+        build_handle("map (1/1)", 2, ChannelStateDirection.INPUT, {}, 0, "")

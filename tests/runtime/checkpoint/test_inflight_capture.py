@@ -16,24 +16,35 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
+from undertow.runtime.checkpoint.barrier import (
+    AlignmentType,
+    CheckpointBarrier,
+    CheckpointOptions,
+    SnapshotType,
+)
+from undertow.runtime.checkpoint.channel_recovery.stream import RestoredRun
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateReference
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
 from undertow.runtime.checkpoint.inflight_capture import (
     FinishInput,
     FinishOutput,
     InflightCapture,
     PersistInput,
+    PersistInputRun,
     PersistOutput,
     ScheduleOutputTimeout,
     StartChannelState,
 )
 from undertow.runtime.network.buffer import Buffer
 from undertow.runtime.network.inflight_view import InflightDataSink, InflightInputView
+from undertow.storage import FileHandle
 
 CID = 5
 UNALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 0)
 TIMEOUTABLE = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, True, 50)
 ALIGNED = CheckpointOptions.for_config(SnapshotType.CHECKPOINT, True, False, 0)
+#: An unaligned stop's savepoint (docs/savepoints.md): its channel state must stand alone.
+SAVEPOINT_UNALIGNED = CheckpointOptions(SnapshotType.SYNC_SAVEPOINT, AlignmentType.UNALIGNED)
 
 
 def barrier(cid: int, options: CheckpointOptions = UNALIGNED, timestamp: int = 1000) -> Any:
@@ -282,3 +293,29 @@ def test_output_side_finishes_exactly_once(
     assert len(finishes) <= 1
     if not forgotten:
         assert len(finishes) == 1 or (waiting and not newer)
+
+
+def test_restored_input_not_yet_decoded_goes_after_the_partial_record_and_before_queued_data() -> (
+    None
+):
+    """A checkpoint during recovery: the rest of the batch in hand and the partial record are
+    written, the undecoded runs of the restored files referred to (not for a savepoint,
+    which is self-contained), then the live buffers queued ahead of the cut."""
+    old = FileHandle("chk-3/channel-state-a", 100, "ab" * 32)
+    run = RestoredRun(ChannelStateReference((0, 0), 0, old, 0, 100, "cd" * 32, 10, (30, 60)),
+                      True, lambda path, start, length: b"")  # fmt: skip
+    queued = Buffer(b"live")
+    fake = FakeInput([queued], [], b"part")
+    for options, refer in ((UNALIGNED, True), (SAVEPOINT_UNALIGNED, False)):
+        capture = InflightCapture([(0, 0)], [])
+        decisions = capture.start_inputs(
+            barrier(CID, options), [0], [_view(fake)], lambda i: [b"\x00rest"], None,
+            lambda i: [b"\x00inline", run],
+        )  # fmt: skip
+        assert decisions[1:] == [
+            PersistInput(CID, (0, 0), b"\x00rest"),
+            PersistInput(CID, (0, 0), encode_chunk(Buffer(b"part", partial=True))),
+            PersistInput(CID, (0, 0), b"\x00inline"),
+            PersistInputRun(CID, (0, 0), run, refer),
+            PersistInput(CID, (0, 0), encode_chunk(queued)),
+        ]

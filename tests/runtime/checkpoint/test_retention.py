@@ -6,18 +6,28 @@ directory going once subsumed. Deletes run on the loop's executor: each scenario
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import cast
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelStateDirection,
+    ChannelStateHandles,
+    ChannelStateReference,
+    build_handle,
+)
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
 from undertow.runtime.checkpoint.completed_store import CompletedCheckpoint
-from undertow.runtime.checkpoint.metadata import CheckpointMetadata
+from undertow.runtime.checkpoint.metadata import CheckpointMetadata, VertexMetadata
 from undertow.runtime.checkpoint.orphan_sweep import SweepFacts
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.retention import CheckpointRetention
-from undertow.storage.checkpoint_storage import CheckpointStorage
+from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
 
 
 def meta(cid: int) -> CheckpointMetadata:
@@ -114,3 +124,87 @@ def test_a_claimed_snapshot_goes_from_its_own_directory_once_subsumed() -> None:
     asyncio.run(main())
     assert retention.claimed is None and other.completed_checkpoint_ids() == []
     assert storage.completed_checkpoint_ids() == [8]
+
+
+# -- channel-state files that checkpoints during recovery refer to (FLIP-76) --------------------
+
+USER_SNAPSHOT = "user-snapshot/chk-9/channel-state-user"
+
+
+def channel_state_meta(cid: int, own: FileHandle, refs: list[FileHandle]) -> CheckpointMetadata:
+    """Checkpoint ``cid``: one subtask's input state written to ``own`` and referring to a
+    run of each of ``refs`` (older checkpoints' channel-state files)."""
+    data = b"\x00" + bytes(own.size - 1)
+    references = [
+        ChannelStateReference(
+            (0, 0), 1, f, 0, f.size, hashlib.sha256(data).hexdigest(), 0, (f.size,)
+        )
+        for f in refs
+    ]
+    handle = build_handle("map (1/1)", cid, ChannelStateDirection.INPUT, {(0, 0): [data]}, 0,
+                          hashlib.sha256(data).hexdigest(), file=own,
+                          references=references)  # fmt: skip
+    vertex = VertexMetadata(1, "map", ("map",), 1, 128, False, {},
+                            {0: ChannelStateHandles(input=handle)})  # fmt: skip
+    return replace(meta(cid), vertices=(vertex,))
+
+
+def exists(storage: CheckpointStorage, uri: str) -> bool:
+    fs, path = storage._open_uri(uri)
+    return bool(fs.exists(path))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    retained=st.integers(1, 3),
+    steps=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7)), min_size=1, max_size=7),
+    keep_at_end=st.booleans(),
+)
+def test_referenced_channel_state_survives_subsumption_and_goes_once_unreferenced(
+    retained: int, steps: list[tuple[int, int]], keep_at_end: bool
+) -> None:
+    """Each checkpoint writes its channel-state file and refers to some of the files the
+    checkpoint it restored from (a retained one) holds: its own file and those it refers to
+    itself, as a checkpoint during recovery does. After every completion a file that a
+    retained checkpoint holds exists, a file of this job nobody holds is gone, and the files of
+    a NO_CLAIM snapshot (another job's directory) are never deleted, whatever happens."""
+    storage = CheckpointStorage.in_memory("job-r")
+    retention = CheckpointRetention("job-r", storage, num_retained=retained)
+    user = storage._uri(f"{storage.root_uri.split('://', 1)[-1].rstrip('/')}/{USER_SNAPSHOT}")
+    fs, user_path = storage._open_uri(user)
+    fs.pipe_file(user_path, b"\x00user")
+    holds: dict[int, set[str]] = {}  # checkpoint id -> paths it holds (own and referenced)
+    files: dict[str, FileHandle] = {}
+    for index, (source, mask) in enumerate(steps):
+        cid = index + 1
+        own = storage.write_file(cid, "channel-state-own", b"\x00" + bytes(cid))
+        files[own.path] = own
+        kept = [e.checkpoint_id for e in retention.store.all()]
+        candidates = sorted(holds[kept[source % len(kept)]]) if kept else []
+        refs = [files[p] for bit, p in enumerate(candidates) if mask >> bit & 1]
+        holds[cid] = {own.path, *(f.path for f in refs)}
+        storage.commit_metadata(cid, b"metadata")
+        entry = CompletedCheckpoint(cid, cid, cid + 1, False, storage.checkpoint_pointer(cid), 8)
+
+        async def complete(
+            entry: CompletedCheckpoint = entry,
+            cid: int = cid,
+            refs: list[FileHandle] = refs,
+            own: FileHandle = own,
+        ) -> None:
+            retention.completed(entry, channel_state_meta(cid, own, refs), ())  # fmt: skip
+
+        asyncio.run(complete())  # waits for the deletes on the executor
+        alive = [e.checkpoint_id for e in retention.store.all()]
+        held = set().union(*(holds[c] for c in alive))
+        for path in files:
+            assert exists(storage, storage.job_file_uri(path)) == (path in held), (
+                path, alive, holds,
+            )  # fmt: skip
+        assert exists(storage, user), "a NO_CLAIM snapshot's file was deleted"
+    kept_ids = [e.checkpoint_id for e in retention.store.all()]
+    retention.shutdown(keep_at_end, len(steps) + 1)
+    held = set().union(*(holds[c] for c in kept_ids)) if keep_at_end else set()
+    for path in files:
+        assert exists(storage, storage.job_file_uri(path)) == (path in held), (path, held)
+    assert exists(storage, user)

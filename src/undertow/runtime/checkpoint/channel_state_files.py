@@ -23,7 +23,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from undertow.runtime.checkpoint.channel_state_format import (
     FILE_HEADER,
@@ -38,7 +38,11 @@ from undertow.runtime.checkpoint.channel_state_format import (
     read_channel_state,
     write_layout,
 )
-from undertow.runtime.checkpoint.channel_state_handles import ChannelId, ChannelStateHandles
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelId,
+    ChannelStateHandles,
+    ChannelStateReference,
+)
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
 
 __all__ = [
@@ -78,6 +82,8 @@ class _Checkpoint:
         default_factory=list
     )
     input: Chunks = field(default_factory=dict)
+    #: Runs of older files the input refers to, each at its channel's position.
+    input_refs: list[ChannelStateReference] = field(default_factory=list)
     output: Chunks = field(default_factory=dict)
     input_done: bool = False
     output_done: bool = False
@@ -134,6 +140,17 @@ class SubtaskChannelStateWriter:
         entry = self._live(checkpoint_id, "input")
         if entry is not None and data:
             entry.input.setdefault(_check_channel(channel), []).append(_check_chunk(data))
+
+    def add_input_reference(
+        self, checkpoint_id: int, channel: ChannelId, reference: ChannelStateReference
+    ) -> None:
+        """Splice ``reference`` (a run of an older checkpoint's file) into input channel
+        ``channel``'s state after the chunks added so far: the new checkpoint refers to it
+        instead of writing it again (``ReferencesChannelState``)."""
+        entry = self._live(checkpoint_id, "input")
+        if entry is not None:
+            position = len(entry.input.get(_check_channel(channel), ()))
+            entry.input_refs.append(replace(reference, channel=channel).at(position))
 
     def add_output(self, checkpoint_id: int, channel: ChannelId, data: bytes) -> None:
         """Append ``data`` to output ``(partition_index, subpartition_index)``'s state."""
@@ -234,7 +251,7 @@ class SubtaskChannelStateWriter:
         self, checkpoint_id: int, entry: _Checkpoint, why: str, cause: BaseException | None = None
     ) -> None:
         entry.aborted = True
-        entry.input, entry.output = {}, {}
+        entry.input, entry.output, entry.input_refs = {}, {}, []
         reason = CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED
         error = CheckpointException(
             reason, f"channel state of subtask {self.name!r}, checkpoint {checkpoint_id}: {why}"
@@ -348,9 +365,11 @@ class ChannelStateFileWriter:
     def _persist(
         self, checkpoint_id: int, taking: list[tuple[SubtaskChannelStateWriter, _Checkpoint]]
     ) -> None:
-        contributions = [SubtaskContribution(m.name, e.input, e.output) for m, e in taking]
+        contributions = [
+            SubtaskContribution(m.name, e.input, e.output, tuple(e.input_refs)) for m, e in taking
+        ]
         for _, entry in taking:
-            entry.input, entry.output = {}, {}
+            entry.input, entry.output, entry.input_refs = {}, {}, []
         total = sum(c.size for c in contributions)
         if total < self.inline_threshold or total == 0:
             handles = lay_out_group(checkpoint_id, contributions, None, "")

@@ -25,6 +25,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelId,
     ChannelStateDirection,
     ChannelStateHandles,
+    ChannelStateReference,
     MergedChannelStateHandle,
     build_handle,
 )
@@ -48,6 +49,8 @@ class SubtaskContribution:
     subtask: str
     input: Chunks
     output: Chunks
+    #: Runs of older files its input refers to (not written: FLIP-76).
+    input_refs: tuple[ChannelStateReference, ...] = ()
 
     @property
     def size(self) -> int:
@@ -115,11 +118,18 @@ def write_layout(layout: GroupLayout, write: WriteFile | None,
     result = []
     for contribution, placed in zip(layout.contributions, layout.regions):
         sides: dict[ChannelStateDirection, MergedChannelStateHandle] = {}
+        refs = contribution.input_refs
         for direction, chunks, start, length, sha in placed:
             inline = None if file is not None else data[start : start + length]
             sides[direction] = build_handle(
                 contribution.subtask, checkpoint_id, direction, chunks,
                 0 if inline is not None else start, sha, file=file, inline_data=inline,
+                references=refs if direction is ChannelStateDirection.INPUT else (),
+            )  # fmt: skip
+        if refs and ChannelStateDirection.INPUT not in sides:  # nothing written: refs only
+            sides[ChannelStateDirection.INPUT] = build_handle(
+                contribution.subtask, checkpoint_id, ChannelStateDirection.INPUT, {}, 0, "",
+                references=refs,
             )  # fmt: skip
         result.append(
             ChannelStateHandles(

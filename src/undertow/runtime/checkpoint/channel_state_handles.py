@@ -11,6 +11,12 @@ order::
 
     a, b, n, len_1, ..., len_n     channel (a, b); n >= 1 chunks of len_i >= 1 bytes
 
+A handle may also *refer* to chunks another checkpoint's file holds (a checkpoint taken during
+recovery refers to the restored in-flight data not yet consumed instead of writing it again,
+FLIP-76): each :class:`ChannelStateReference` is a run of one channel's chunks in an older
+region, spliced into the channel's stream after ``position`` of its written chunks. A handle
+with references may write nothing (``range_length`` 0, inline ``b""``).
+
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
@@ -23,7 +29,7 @@ import re
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from undertow.storage import FileHandle
@@ -40,8 +46,9 @@ _U32_MAX = 0xFFFFFFFF
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 _JSON_KEYS = frozenset(
     {"v", "subtask", "checkpoint", "direction", "file", "inline", "start", "length", "sha256",
-     "channels"}
+     "channels", "refs"}
 )  # fmt: skip
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
 class ChannelStateDirection(enum.Enum):
@@ -79,6 +86,66 @@ def _words(packed: bytes) -> array[int]:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelStateReference:
+    """A run of consecutive chunks of ``channel`` in an older checkpoint's channel-state file:
+    ``lengths`` chunks starting at byte ``start`` of ``file``, inside the region
+    ``[region_start, +region_length)`` whose sha256 is ``region_sha256`` (the reader verifies
+    that region before it uses the run). ``position``: how many of the channel's written
+    chunks come before the run in stream order (0 when it stands for itself, as a restored
+    stream's run does). Paths are relative to the job directory, like every ``FileHandle``.
+
+    Invariants, checked on construction (:class:`ValueError` naming file and channel): at
+    least one chunk, every length >= 1, the run inside the region, the region inside the file.
+    """
+
+    channel: ChannelId
+    position: int
+    file: FileHandle
+    region_start: int
+    region_length: int
+    region_sha256: str
+    start: int
+    lengths: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        where = f"channel-state reference of channel {self.channel!r} to {self.file.path}"
+        ints = (self.position, self.region_start, self.region_length, self.start, *self.lengths)
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in ints):
+            raise ValueError(f"{where}: offsets and lengths must be non-negative ints")
+        if not self.lengths or min(self.lengths) < 1:
+            raise ValueError(f"{where}: a run holds chunks of >= 1 byte, got {self.lengths!r}")
+        end, region_end = self.start + self.length, self.region_start + self.region_length
+        if self.start < self.region_start or end > region_end or region_end > self.file.size:
+            raise ValueError(
+                f"{where}: run [{self.start}, {end}) is not inside region "
+                f"[{self.region_start}, {region_end}) of a {self.file.size}-byte file"
+            )
+        if not isinstance(self.region_sha256, str) or not _SHA256_HEX.match(self.region_sha256):
+            raise ValueError(f"{where}: region_sha256 must be 64 lowercase hex digits")
+
+    @property
+    def length(self) -> int:
+        """Bytes of the run."""
+        return sum(self.lengths)
+
+    def tail(self, skip: int) -> ChannelStateReference | None:
+        """The run without its first ``skip`` chunks (``None`` if nothing is left)."""
+        if skip >= len(self.lengths):
+            return None
+        return replace(
+            self, start=self.start + sum(self.lengths[:skip]), lengths=self.lengths[skip:]
+        )
+
+    def head(self, chunks: int) -> ChannelStateReference:
+        """The run's first ``chunks`` chunks (at least one)."""
+        return replace(self, lengths=self.lengths[:chunks])
+
+    def at(self, position: int) -> ChannelStateReference:
+        """The run spliced after ``position`` written chunks of its channel."""
+        return replace(self, position=position)
+
+
+@dataclass(frozen=True, slots=True)
 class MergedChannelStateHandle:
     """One subtask's channel state of one direction in one file (or inline).
 
@@ -100,6 +167,8 @@ class MergedChannelStateHandle:
     range_length: int
     range_sha256: str
     packed_channels: bytes
+    #: Runs of older files this handle refers to (ascending channel, then position).
+    references: tuple[ChannelStateReference, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.direction, ChannelStateDirection):
@@ -108,7 +177,7 @@ class MergedChannelStateHandle:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 self._invalid(f"{name} must be a non-negative int, got {value!r}")
-        if self.range_length == 0:
+        if self.range_length == 0 and not self.references:
             self._invalid("range_length must be >= 1 (empty state has no handle)")
         if (self.file is None) == (self.inline_data is None):
             self._invalid("exactly one of file and inline_data must be set")
@@ -129,6 +198,14 @@ class MergedChannelStateHandle:
                 f"range_sha256 must be 64 lowercase hex digits, got {self.range_sha256!r}"
             )
         self._check_packed()
+        order = [(r.channel, r.position) for r in self.references]
+        if order != sorted(order):
+            self._invalid("references must be in ascending channel and position order")
+
+    @property
+    def referenced_bytes(self) -> int:
+        """Bytes of older files this handle refers to (not written by its checkpoint)."""
+        return sum(r.length for r in self.references)
 
     @property
     def location(self) -> str:
@@ -186,8 +263,9 @@ class MergedChannelStateHandle:
             i += 3 + count
 
     def channels(self) -> list[ChannelId]:
-        """The channels with state, ascending."""
-        return list(dict.fromkeys(entry.channel for entry in self.entries()))
+        """The channels with state (written or referenced), ascending."""
+        found = {entry.channel for entry in self.entries()}
+        return sorted(found | {r.channel for r in self.references})
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,9 +282,20 @@ class ChannelStateHandles:
         return sum(h.range_length for h in (self.input, self.output) if h is not None)
 
     def files(self) -> list[FileHandle]:
-        """The distinct files the handles reference (inline handles reference none)."""
+        """The distinct files the handles' regions are in (inline handles have none)."""
         found = {h.file.path: h.file for h in (self.input, self.output) if h and h.file}
         return list(found.values())
+
+    def referenced_files(self) -> list[FileHandle]:
+        """The distinct older files the handles refer to (:class:`ChannelStateReference`)."""
+        handles = [h for h in (self.input, self.output) if h is not None]
+        found = {r.file.path: r.file for h in handles for r in h.references}
+        return list(found.values())
+
+    @property
+    def referenced_bytes(self) -> int:
+        """Bytes of older files the handles refer to."""
+        return sum(h.referenced_bytes for h in (self.input, self.output) if h is not None)
 
     @property
     def inline_bytes(self) -> int:
@@ -225,13 +314,20 @@ def build_handle(
     *,
     file: FileHandle | None = None,
     inline_data: bytes | None = None,
+    references: Sequence[ChannelStateReference] = (),
 ) -> MergedChannelStateHandle:
-    """The handle of a region laid out from ``chunks`` in ascending channel order."""
-    packed = pack_channels([(ch, [len(c) for c in chunks[ch]]) for ch in sorted(chunks)])
+    """The handle of a region laid out from ``chunks`` in ascending channel order, referring
+    to ``references`` (any order; sorted here)."""
+    packed = pack_channels(
+        [(ch, [len(c) for c in chunks[ch]]) for ch in sorted(chunks) if chunks[ch]]
+    )
     length = sum(len(c) for per_channel in chunks.values() for c in per_channel)
+    if length == 0:  # everything is referenced: nothing of the region is written
+        file, inline_data, range_start, range_sha256 = None, b"", 0, _EMPTY_SHA256
+    refs = tuple(sorted(references, key=lambda r: (r.channel, r.position)))
     return MergedChannelStateHandle(
         subtask, checkpoint_id, direction, file, inline_data, range_start, length,
-        range_sha256, packed,
+        range_sha256, packed, refs,
     )  # fmt: skip
 
 
@@ -258,7 +354,36 @@ def handle_to_json(handle: MergedChannelStateHandle) -> dict[str, Any]:
         }
     else:
         document["inline"] = base64.b64encode(handle.inline_data or b"").decode("ascii")
+    if handle.references:  # absent otherwise: such handles encode as before
+        document["refs"] = [reference_to_json(r) for r in handle.references]
     return document
+
+
+def reference_to_json(ref: ChannelStateReference) -> dict[str, Any]:
+    """The JSON object of one reference."""
+    return {
+        "channel": list(ref.channel), "position": ref.position,
+        "file": {"path": ref.file.path, "size": ref.file.size, "sha256": ref.file.sha256},
+        "region": [ref.region_start, ref.region_length, ref.region_sha256],
+        "start": ref.start, "lengths": list(ref.lengths),
+    }  # fmt: skip
+
+
+def reference_from_json(document: object, where: str) -> ChannelStateReference:
+    """Parse one reference; :class:`ValueError` naming ``where`` and the field."""
+    keys = {"channel", "position", "file", "region", "start", "lengths"}
+    if not isinstance(document, dict) or set(document) != keys:
+        raise ValueError(f"{where}: a reference must be an object with {sorted(keys)}")
+    try:
+        raw, region = document["file"], document["region"]
+        file = FileHandle(raw["path"], raw["size"], raw["sha256"])
+        a, b = document["channel"]
+        return ChannelStateReference(
+            (a, b), document["position"], file, region[0], region[1], region[2],
+            document["start"], tuple(document["lengths"]),
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{where}: bad reference: {err}") from err
 
 
 def handle_from_json(document: object) -> MergedChannelStateHandle:
@@ -313,7 +438,15 @@ def handle_from_json(document: object) -> MergedChannelStateHandle:
         range_length=document["length"],
         range_sha256=document["sha256"],
         packed_channels=_b64(document["channels"], "channels", bad),
+        references=tuple(reference_from_json(r, where) for r in _refs(document, bad)),
     )
+
+
+def _refs(document: dict[str, Any], bad: Callable[[str], ValueError]) -> list[Any]:
+    refs = document.get("refs", [])
+    if not isinstance(refs, list):
+        raise bad(f"field 'refs' must be a list, got {refs!r:.80}")
+    return refs
 
 
 def handles_to_json(handles: ChannelStateHandles) -> dict[str, Any]:

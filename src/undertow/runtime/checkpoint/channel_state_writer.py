@@ -15,9 +15,12 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
-from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
+from undertow.runtime.checkpoint.channel_state_handles import (
+    ChannelStateHandles,
+    ChannelStateReference,
+)
 from undertow.runtime.checkpoint.snapshot import ChannelState, InputChannelInfo, SubpartitionInfo
 from undertow.runtime.network.buffer import Buffer
 
@@ -56,6 +59,20 @@ def decode_chunk(chunk: bytes) -> Buffer:
         head = chunk[:1].hex() or "empty"
         raise ValueError(f"not a channel-state chunk (flag {head}, {len(chunk)} bytes)")
     return Buffer(chunk[1:], partial=chunk[0] == PARTIAL)
+
+
+@runtime_checkable
+class ReferencesChannelState(Protocol):
+    """A writer that can make a checkpoint refer to a run of an older checkpoint's file
+    instead of writing its chunks again (the workers' shared-file writer; the in-memory one
+    cannot: the task then reads the run and writes its chunks)."""
+
+    def add_input_reference(
+        self, checkpoint_id: int, channel: InputChannelInfo, reference: ChannelStateReference
+    ) -> None:
+        """Splice ``reference`` into ``channel``'s input state after the chunks added so
+        far."""
+        ...
 
 
 class ChannelStateWriter(Protocol):

@@ -126,8 +126,11 @@ def completion_line(
         line += f", buffers ~{max(debloated):.0f} ms to consume"
     if options.needs_channel_state:  # unaligned, or aligned with a timeout
         persisted = sum(int(m.get("persisted_data", 0)) for m in metrics.values())
+        referenced = sum(int(m.get("referenced_data", 0)) for m in metrics.values())
         unaligned = any(m.get("unaligned") for m in metrics.values())
-        line += f" ({'unaligned' if unaligned else 'aligned'}, in-flight {human_bytes(persisted)})"
+        line += f" ({'unaligned' if unaligned else 'aligned'}, in-flight {human_bytes(persisted)}"
+        # restored in-flight data not yet consumed, referred to in older files (FLIP-76)
+        line += f", referenced {human_bytes(referenced)})" if referenced else ")"
     else:
         line += f" ({options.alignment.name.lower()})"
     return line

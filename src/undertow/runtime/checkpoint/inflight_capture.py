@@ -3,9 +3,11 @@
 Pure (no I/O, no writer): the checkpointer executes the decisions with its
 ``ChannelStateWriter``; the network offers views only (:mod:`..network.inflight_view`).
 Input side: per channel, what the task has not processed, the deserializer's partial record,
-the buffers queued ahead of the cut, then every buffer that arrives until the channel's
-barrier. Output side: the buffers the barrier overtakes as a priority event, or when the
-aligned-checkpoint timeout (or the bytes queued ahead, :mod:`.inflight_switch`) turns it.
+what is left of its restored input (runs of older files, referred to by a checkpoint rather than
+written again: FLIP-76), the buffers queued ahead of the cut, then every buffer that arrives
+until the channel's barrier. Output side: the buffers the barrier overtakes as a priority event,
+or when the aligned-checkpoint timeout (or the bytes queued ahead, :mod:`.inflight_switch`)
+turns it.
 
 Invariants: a checkpoint's output side is finished exactly once after it began; nothing is
 recorded on a channel after its barrier arrived or its checkpoint was forgotten.
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredRun
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
 from undertow.runtime.checkpoint.inflight_switch import (
     StayAligned,
@@ -44,6 +47,18 @@ class PersistInput:
     checkpoint_id: int
     channel: InputChannelInfo
     chunk: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PersistInputRun:
+    """Add what is left of a restored run to the input state of ``channel``: as a reference
+    to the older file when ``refer`` (and the writer can), else its chunks read and written
+    again (a savepoint is self-contained: ``refer`` is false)."""
+
+    checkpoint_id: int
+    channel: InputChannelInfo
+    run: RestoredRun
+    refer: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +94,8 @@ class ScheduleOutputTimeout:
 
 #: Every decision the capture returns.
 CaptureDecision: TypeAlias = (
-    StartChannelState | PersistInput | PersistOutput | FinishInput | FinishOutput
-    | ScheduleOutputTimeout
+    StartChannelState | PersistInput | PersistInputRun | PersistOutput | FinishInput
+    | FinishOutput | ScheduleOutputTimeout
 )  # fmt: skip
 
 
@@ -132,12 +147,14 @@ class InflightCapture:
         views: Sequence[InflightInputView],
         unprocessed: Callable[[int], list[bytes]],
         in_hand: tuple[int, int] | None = None,
+        restored: Callable[[int], list[RestItem]] = lambda _: [],
     ) -> list[CaptureDecision]:
         """The barrier handler started ``barrier``'s checkpoint on ``channels`` (indices into
         ``views``): their input state up to now; the rest is recorded as it arrives.
         ``unprocessed(index)`` gives the chunks the task took from a channel and has not
-        processed; ``in_hand`` is (channel, mark) of a priority barrier the task is
-        processing. Aligned checkpoints that cannot time out capture nothing."""
+        processed, ``restored(index)`` what is left of its restored input; ``in_hand`` is
+        (channel, mark) of a priority barrier the task is processing. Aligned checkpoints
+        that cannot time out capture nothing."""
         options = barrier.options
         if not (options.is_unaligned or options.is_timeoutable):
             return []
@@ -145,8 +162,17 @@ class InflightCapture:
         self._inputs_started.add(cid)
         self._recording = {c: k for c, k in self._recording.items() if k > cid}
         decisions: list[CaptureDecision] = [StartChannelState(cid)]
+        refer = not options.snapshot_type.is_savepoint
         for index in channels:
-            self._capture_channel(index, cid, views[index], unprocessed(index), in_hand, decisions)
+            info = self._info[index]
+            rest = [
+                PersistInput(cid, info, item) if isinstance(item, bytes)
+                else PersistInputRun(cid, info, item, refer)
+                for item in restored(index)
+            ]  # fmt: skip
+            self._capture_channel(
+                index, cid, views[index], unprocessed(index), rest, in_hand, decisions
+            )
         return decisions
 
     def _capture_channel(
@@ -155,6 +181,7 @@ class InflightCapture:
         cid: int,
         view: InflightInputView,
         unprocessed: list[bytes],
+        restored_rest: list[PersistInput | PersistInputRun],
         in_hand: tuple[int, int] | None,
         decisions: list[CaptureDecision],
     ) -> None:
@@ -163,6 +190,7 @@ class InflightCapture:
         partial = view.partial_record()
         if partial:
             decisions.append(PersistInput(cid, info, encode_chunk(Buffer(partial, partial=True))))
+        decisions.extend(restored_rest)
         # A barrier of this checkpoint already queued (or in hand) as a priority event: only
         # the entries that arrived before it belong to the checkpoint.
         limit: int | None = in_hand[1] if in_hand is not None and in_hand[0] == index else None

@@ -24,6 +24,7 @@ from undertow.runtime.checkpoint import metadata_json, metadata_msgpack
 from undertow.runtime.checkpoint.metadata_model import (
     CheckpointMetadata,
     VertexMetadata,
+    referenced_channel_state_files,
     referenced_files,
     total_state_size,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "VertexMetadata",
     "decode_metadata",
     "encode_metadata",
+    "referenced_channel_state_files",
     "referenced_files",
     "total_state_size",
 ]

@@ -70,11 +70,23 @@ def referenced_files(meta: CheckpointMetadata) -> list[FileHandle]:
         for handle in vertex.subtasks.values():
             seen.setdefault(handle.path, handle)
         for channel_state in vertex.channel_state.values():
-            for handle in channel_state.files():
+            for handle in (*channel_state.files(), *channel_state.referenced_files()):
                 seen.setdefault(handle.path, handle)
     for maybe in meta.coordinators.values():
         if maybe is not None:
             seen.setdefault(maybe.path, maybe)
+    return list(seen.values())
+
+
+def referenced_channel_state_files(meta: CheckpointMetadata) -> list[FileHandle]:
+    """The older checkpoints' channel-state files this one refers to (restored in-flight data
+    a checkpoint during recovery did not write again), each once: the coordinator holds them
+    for as long as the checkpoint is retained (:mod:`.shared_files`)."""
+    seen: dict[str, FileHandle] = {}
+    for vertex in meta.vertices:
+        for channel_state in vertex.channel_state.values():
+            for handle in channel_state.referenced_files():
+                seen.setdefault(handle.path, handle)
     return list(seen.values())
 
 

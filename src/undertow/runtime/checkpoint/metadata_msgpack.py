@@ -10,7 +10,10 @@ Layout (msgpack; ``sha`` = 32 raw bytes of a sha256)::
      "shared": [file#, ...]}                     # only when non-empty (incremental)
 
     channel-state handle: [subtask, checkpoint_id, file# | nil, inline bytes | nil,
-                           range_start, range_length, range sha, packed channels]
+                           range_start, range_length, range sha, packed channels | nil,
+                           references]           # the 9th only when it refers to any
+    reference: [a, b, position, file#, region_start, region_length, region sha, start,
+                [length, ...]]                   # a run of an older file (FLIP-76)
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -25,6 +28,7 @@ from undertow.runtime.checkpoint import channel_columns
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateDirection,
     ChannelStateHandles,
+    ChannelStateReference,
     MergedChannelStateHandle,
 )
 from undertow.runtime.checkpoint.metadata_fields import bool_field, int_field, string_field
@@ -130,8 +134,13 @@ def _handle_out(handle: MergedChannelStateHandle, files: _Files) -> list[Any]:
         handle.subtask, handle.checkpoint_id,
         None if handle.file is None else files.of(handle.file), handle.inline_data,
         handle.range_start, handle.range_length, bytes.fromhex(handle.range_sha256),
-        channel_columns.pack(handle.packed_channels),
-    ]  # fmt: skip
+        # nil: nothing written (a handle of references only)
+        channel_columns.pack(handle.packed_channels) if handle.packed_channels else None,
+    ] + ([[
+        [*r.channel, r.position, files.of(r.file), r.region_start, r.region_length,
+         bytes.fromhex(r.region_sha256), r.start, list(r.lengths)]
+        for r in handle.references
+    ]] if handle.references else [])  # fmt: skip
 
 
 def _vertex(document: object, file: Any) -> VertexMetadata:
@@ -171,14 +180,31 @@ def _handle_in(
     document: object, direction: ChannelStateDirection, file: Any
 ) -> MergedChannelStateHandle:
     fields = _list(document, "channel-state handle")
-    if len(fields) != 8:
-        raise ValueError(f"channel-state handle must have 8 fields, got {len(fields)}")
-    subtask, checkpoint_id, file_index, inline, start, length, sha, packed = fields
+    if len(fields) not in (8, 9):
+        raise ValueError(f"channel-state handle must have 8 or 9 fields, got {len(fields)}")
+    subtask, checkpoint_id, file_index, inline, start, length, sha, packed = fields[:8]
     where = f"channel-state handle of subtask {subtask!r}, checkpoint {checkpoint_id!r}"
+    references = []
+    for raw in _list(fields[8], f"{where} references") if len(fields) == 9 else []:
+        ref = _list(raw, f"{where} reference")
+        if len(ref) != 9 or not isinstance(ref[8], list):
+            raise ValueError(f"{where}: a reference must have 9 fields, got {ref!r:.120}")
+        a, b, position, ref_file, region_start, region_length, region_sha, run_start = ref[:8]
+        try:
+            references.append(ChannelStateReference(
+                (int_field(a, f"{where} reference channel"), int_field(b, f"{where} channel")),
+                int_field(position, f"{where} position"), file(ref_file, where),
+                int_field(region_start, f"{where} region start"),
+                int_field(region_length, f"{where} region length"),
+                _sha(region_sha, where), int_field(run_start, f"{where} run start"),
+                tuple(int_field(n, f"{where} chunk length") for n in ref[8]),
+            ))  # fmt: skip
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: bad reference: {err}") from err
     if inline is not None and not isinstance(inline, bytes):
         raise TypeError(f"{where}: inline data must be bytes, got {type(inline).__name__}")
     try:
-        packed_channels = channel_columns.unpack(packed)
+        packed_channels = b"" if packed is None else channel_columns.unpack(packed)
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from err
     return MergedChannelStateHandle(
@@ -191,6 +217,7 @@ def _handle_in(
         range_length=int_field(length, f"{where}: range_length"),
         range_sha256=_sha(sha, where),
         packed_channels=packed_channels,
+        references=tuple(references),
     )
 
 

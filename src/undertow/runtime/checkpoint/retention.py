@@ -25,7 +25,10 @@ from undertow.runtime.checkpoint.completed_store import (
     CompletedCheckpointStore,
     DiscardSubsumed,
 )
-from undertow.runtime.checkpoint.metadata import CheckpointMetadata
+from undertow.runtime.checkpoint.metadata import (
+    CheckpointMetadata,
+    referenced_channel_state_files,
+)
 from undertow.runtime.checkpoint.orphan_sweep import SweepFacts, select_orphans, sweep_due
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.shared_files import SharedFiles
@@ -64,7 +67,8 @@ class CheckpointRetention:
         pending or being finalised). Returns the retained ids."""
         cid = entry.checkpoint_id
         self.metadata[cid] = meta
-        self.shared_files.completed(cid, meta.shared_files)  # before anything is subsumed
+        # before anything is subsumed
+        self.shared_files.completed(cid, meta.shared_files, referenced_channel_state_files(meta))
         if self.duplicates_held is not None:  # the duplicates it does not reuse go
             self.release_shared(self.duplicates_held)
             self.duplicates_held = None
@@ -100,13 +104,16 @@ class CheckpointRetention:
 
     # -- deletes on the executor ----------------------------------------------------------------
     def discard(self, cid: int, level: int = logging.DEBUG) -> None:
-        """Delete a checkpoint's directory on the executor; failures are logged at ``level``,
-        not raised. DEBUG for a checkpoint that never completed (a task may still be writing
-        a late file into it; the orphan sweep deletes what is left)."""
+        """Delete a checkpoint's directory on the executor, but the channel-state files a
+        retained checkpoint refers to (:meth:`.SharedFiles.kept_in`, decided here on the
+        loop); failures are logged at ``level``, not raised. DEBUG for a checkpoint that never
+        completed (a task may still be writing a late file into it; the orphan sweep deletes
+        what is left)."""
+        keep = self.shared_files.kept_in(cid)
 
         def discard() -> None:
             try:
-                self.storage.discard(cid)
+                self.storage.discard(cid, keep)
             except OSError as err:
                 log.log(level, "job %s: could not delete checkpoint %d: %s", self.job_id, cid,
                         err)  # fmt: skip
@@ -171,6 +178,7 @@ class CheckpointRetention:
     def sweep_facts(self, below: int | None, in_flight: Iterable[int]) -> SweepFacts:
         """The ids a sweep must not touch, taken on the loop (or when nothing else runs)."""
         protected = {entry.checkpoint_id for entry in self.store.all()} | set(in_flight)
+        protected |= self.shared_files.holding_directories()
         return SweepFacts(below=below, protected=frozenset(protected))
 
     def sweep(self, facts: SweepFacts, bounded: bool) -> int:

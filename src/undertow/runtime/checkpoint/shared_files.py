@@ -3,10 +3,12 @@
 Wires the pure :class:`~.shared_state_registry.SharedStateRegistry` to the checkpoint lifecycle
 (FLIP-193): a completed checkpoint registers its ``shared/`` files before it subsumes anything;
 a subsumed one releases them (a file nobody holds goes if the job owns it); an aborted one
-registers its uploads and releases at once. CLAIM restores are adopted (:meth:`SharedFiles.adopt`);
-after a NO_CLAIM restore the files are duplicated into this job's ``shared/``
-(:meth:`SharedFiles.duplicate`), held by the restored checkpoint's id until the first
-checkpoint completed, then released.
+registers its uploads and releases at once. Channel-state files of this job's checkpoints that a
+checkpoint taken during recovery refers to (FLIP-76) are held the same way, named by location in
+their ``chk-<n>/``, whose discard keeps them while held (:meth:`SharedFiles.kept_in`). CLAIM
+restores are adopted (:meth:`SharedFiles.adopt`); after a NO_CLAIM restore the files are
+duplicated into this job's ``shared/`` (:meth:`SharedFiles.duplicate`), held by the restored
+checkpoint's id until the first checkpoint completed, then released.
 
 Files are named by absolute location. Decisions on the coordinator's loop;
 :meth:`SharedFiles.delete` is I/O (executor). The story: docs/design.md, "Module notes".
@@ -36,10 +38,37 @@ class SharedFiles:
         self.storage = storage
         self.registry = SharedStateRegistry()
 
-    def completed(self, checkpoint_id: int, shared: Iterable[FileHandle]) -> None:
-        """Checkpoint ``checkpoint_id`` of this job completed referencing ``shared``."""
+    def completed(
+        self, checkpoint_id: int, shared: Iterable[FileHandle],
+        channel_state: Iterable[FileHandle] = (),
+    ) -> None:  # fmt: skip
+        """Checkpoint ``checkpoint_id`` of this job completed referencing ``shared`` and
+        ``channel_state``: channel-state files of this job's older checkpoints (``chk-<n>/``)
+        it refers to instead of writing their data again (FLIP-76). They are held like shared
+        files, so they outlive their own checkpoint's subsumption (:meth:`kept_in`)."""
         uris = [self.storage.shared_file_uri(h.path) for h in shared]
+        uris += [self.storage.job_file_uri(h.path) for h in channel_state]
         self.registry.register(checkpoint_id, uris)
+
+    def kept_in(self, checkpoint_id: int) -> frozenset[str]:
+        """Names of the files in this job's ``chk-<checkpoint_id>/`` that a retained
+        checkpoint holds: its directory's discard keeps them."""
+        prefix = self.storage.checkpoint_pointer(checkpoint_id).rstrip("/") + "/"
+        return frozenset(
+            uri[len(prefix):] for uri in self.registry.held_paths() if uri.startswith(prefix)
+        )  # fmt: skip
+
+    def holding_directories(self) -> frozenset[int]:
+        """Ids of this job's ``chk-<n>/`` directories that hold a file a retained checkpoint
+        refers to (an orphan sweep must leave them)."""
+        prefix = self.storage.job_uri.rstrip("/") + "/chk-"
+        ids = set()
+        for uri in self.registry.held_paths():
+            if uri.startswith(prefix):
+                number = uri[len(prefix) :].split("/", 1)[0]
+                if number.isdigit():
+                    ids.add(int(number))
+        return frozenset(ids)
 
     def restored(
         self,
@@ -122,7 +151,10 @@ class SharedFiles:
         with the file and the checkpoint, not raised."""
         for uri in release.delete:
             try:
-                self.storage.discard_shared_file(uri)
+                if posixpath.basename(posixpath.dirname(uri)) == SHARED_DIR:
+                    self.storage.discard_shared_file(uri)
+                else:  # a channel-state file a newer checkpoint referred to
+                    self.storage.discard_checkpoint_file(uri)
             except (OSError, ValueError) as err:
                 job, cid = self.storage.job_id, release.checkpoint_id
                 log.warning("job %s: could not delete shared file %s (released by checkpoint "

@@ -98,6 +98,10 @@ class SharedStateRegistry:
         """The files ``checkpoint_id`` holds now (empty if it holds none)."""
         return self._files.get(checkpoint_id, frozenset())
 
+    def held_paths(self) -> list[str]:
+        """Every file some checkpoint holds now."""
+        return list(self._holders)
+
     def held_checkpoints(self) -> list[int]:
         return sorted(self._files)
 

@@ -272,6 +272,10 @@ class RestoreAssignment:
     rescaled_outputs: dict[int, frozenset[int]] = field(default_factory=dict)
     #: test-only: the part a restore control drops from the state files (restore_fault)
     fault: RestoreFault | None = None
+    #: The checkpoint is one of the running job's own (a failover restore, not a snapshot
+    #: restored from a path): checkpoints during recovery may refer to its channel-state
+    #: files instead of writing the restored data again (the coordinator keeps them).
+    refers_to_channel_state: bool = False
 
 
 #: Every message a worker sends; each carries its attempt number (the JobMaster fences on it).

@@ -431,7 +431,8 @@ class JobMaster:
                                            restore.channel_state,
                                            restore.finished_vertices, restore.reemit,
                                            restore.rescaled_gates,
-                                           restore.rescaled_outputs, restore.fault)  # fmt: skip
+                                           restore.rescaled_outputs, restore.fault,
+                                           is_own_checkpoint(restore, self.job_id))  # fmt: skip
         self._fire(JobEvent.DEPLOYED)
         attempt.deployed_at = _now_ms()
         for conn in attempt.workers.values():
@@ -541,3 +542,11 @@ def _now_ms() -> int:
 
 def _first_line(error: BaseException) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def is_own_checkpoint(restore: RestorePlan, job_id: str) -> bool:
+    """``restore`` is one of this job's own retained checkpoints (a failover restore): not a
+    snapshot restored from a path (``pointer`` set, CLAIM or NO_CLAIM, whose files are the
+    user's or of another job's directory). Only then may checkpoints during recovery refer to
+    its channel-state files (the coordinator keeps what they refer to)."""
+    return not restore.pointer and restore.job_id == job_id

@@ -15,8 +15,13 @@ from undertow.runtime.checkpoint.metadata import CheckpointMetadata
 
 
 def in_flight_bytes(meta: CheckpointMetadata) -> int:
-    """Bytes of channel state (both sides, every subtask) the checkpoint holds."""
-    return sum(h.persisted_bytes for v in meta.vertices for h in v.channel_state.values())
+    """Bytes of channel state (both sides, every subtask) the checkpoint holds: written by it,
+    or referred to in older checkpoints' files."""
+    return sum(
+        h.persisted_bytes + h.referenced_bytes
+        for v in meta.vertices
+        for h in v.channel_state.values()
+    )
 
 
 def restore_line(meta: CheckpointMetadata, duration_ms: int) -> str:

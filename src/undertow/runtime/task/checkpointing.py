@@ -40,8 +40,10 @@ from undertow.runtime.checkpoint.barrier_handler import (
     ScheduleAlignmentTimer,
     TriggerCheckpoint,
 )
+from undertow.runtime.checkpoint.channel_recovery.stream import RestItem
 from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateWriter,
+    ReferencesChannelState,
 )
 from undertow.runtime.checkpoint.deferred_trigger import (
     DeclineSubsumedTrigger,
@@ -56,6 +58,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     FinishOutput,
     InflightCapture,
     PersistInput,
+    PersistInputRun,
     PersistOutput,
     ScheduleOutputTimeout,
     StartChannelState,
@@ -85,6 +88,9 @@ class TaskInput(Protocol):
         """Channel-state chunks of the records the task took from ``channel`` (one of its input
         channels, by identity) but has not processed: the rest of the current batch, then
         restored batches still pending."""
+
+    def restored_rest(self, channel: object) -> list[RestItem]:
+        """What is left of ``channel``'s restored input streams (runs and chunks)."""
 
 
 def _now_ms() -> int:
@@ -325,6 +331,12 @@ class SubtaskCheckpointer:
             match decision:
                 case PersistInput(cid, channel, chunk):
                     writer.add_input(cid, channel, chunk)
+                case PersistInputRun(cid, channel, run, refer):
+                    if refer and run.referencable and isinstance(writer, ReferencesChannelState):
+                        writer.add_input_reference(cid, channel, run.reference)
+                    else:  # written again (docs/unaligned-and-debloating.md says when)
+                        for chunk in run.chunks():
+                            writer.add_input(cid, channel, chunk)
                 case PersistOutput(cid, channel, chunk):
                     writer.add_output(cid, channel, chunk)
                 case StartChannelState(cid):
@@ -346,6 +358,7 @@ class SubtaskCheckpointer:
             action.barrier, action.channels, self.channels,
             lambda i: task.unprocessed_chunks(self.channels[i]),
             self._barrier_in_hand,
+            lambda i: task.restored_rest(self.channels[i]),
         ))  # fmt: skip
 
     def _on_arrival(self, index: int, payload: object) -> None:

@@ -15,30 +15,23 @@ Cost: one clock read per chunk; a chunk aims at a quarter of a slice.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 from undertow.connectors.source import InputStatus
-from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, encode_recovered_chunk
-from undertow.runtime.network.buffer import Buffer, serialize_batch
+from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
+from undertow.runtime.network.buffer import serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.operator import BoundedInput
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.restored_input import RestoredInput, batch_chunk
 from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 _SOURCE_BACKOFF_S = 0.005
-
-#: One restored input batch not yet processed: (gate, channel, values, timestamps, recovered).
-RestoredBatch: TypeAlias = tuple[InputGate, InputChannel, list[Any], Any, bool]
-
-
-def _chunk(batch: bytes, recovered: bool) -> bytes:
-    return encode_recovered_chunk(batch) if recovered else encode_chunk(Buffer(batch))
 
 
 class CurrentBatch:
@@ -113,10 +106,10 @@ class StreamInputProcessor:
         self.records_dropped = 0
         self._chunk = 64
         self._current: CurrentBatch | None = None
-        #: Restored input batches not yet processed: (gate, channel, values, timestamps,
-        #: recovered); recovered ones also come from gates that drain re-emitted data
+        #: Restored input not yet processed, in order: channels' restored streams, and batches
+        #: (gate, channel, values, timestamps, recovered) of gates that drain re-emitted data
         #: (:meth:`drain_recovered`).
-        self._restored_input: deque[RestoredBatch] = deque()
+        self._restored_input = RestoredInput()
         #: Called once, when the restored input was consumed (the first slice after it; a
         #: subtask that restored none calls it in its first slice).
         self._on_restored_consumed = on_restored_input_consumed
@@ -148,12 +141,12 @@ class StreamInputProcessor:
         )
 
     def add_restored_input(
-        self, gate: InputGate, channel: InputChannel, values: list[Any], timestamps: Any,
+        self, gate: InputGate, channel: InputChannel, stream: RestoredInputStream,
         recovered: bool = False,
     ) -> None:  # fmt: skip
-        """A batch of restored input channel state: processed before any live input.
-        ``recovered``: a batch of recovered input (see :class:`CurrentBatch`)."""
-        self._restored_input.append((gate, channel, values, timestamps, recovered))
+        """A channel's restored input channel state: decoded lazily and processed before any
+        live input. ``recovered``: recovered input (see :class:`CurrentBatch`)."""
+        self._restored_input.add_stream(gate, channel, stream, recovered)
 
     def drain_recovered(self) -> None:
         """Move what the gates still recovering from a rescaled restore delivered (records
@@ -173,7 +166,7 @@ class StreamInputProcessor:
             while index in recovery.recovering and (polled := gate.poll()) is not None:
                 channel, payload = polled
                 if type(payload) is tuple:
-                    restored.append((gate, channel, payload[0], payload[1], True))
+                    restored.add_batch((gate, channel, payload[0], payload[1], True))
                     gate.release(channel)
                 else:  # its end of channel state (gates resume once every channel's came)
                     on_event(gate, channel, payload)
@@ -183,9 +176,7 @@ class StreamInputProcessor:
         (:func:`~undertow.runtime.task.unaligned_stop.drop_input`): the batch in hand (or
         None) and the number of restored records still pending, which are discarded."""
         current, self._current = self._current, None
-        restored = sum(len(batch[2]) for batch in self._restored_input)
-        self._restored_input.clear()
-        return current, restored
+        return current, self._restored_input.drop()
 
     def process_priority_events(self) -> None:
         """Take every queued priority event (unaligned barrier, announcement) ahead of data;
@@ -198,9 +189,16 @@ class StreamInputProcessor:
             while (polled := gate.poll_priority()) is not None:
                 self.events.on_event(gate, polled[0], polled[1])
 
+    def restored_rest(self, channel: object) -> list[RestItem]:
+        """What is left of ``channel``'s restored streams, in stream order (it follows the
+        channel's partial record): runs of files for a checkpoint to refer to, chunks in
+        memory to write."""
+        return self._restored_input.rest(channel)
+
     def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """Channel-state chunks of what the task took from ``channel`` and has not processed:
-        the rest of the current batch, then restored batches still pending (stream order)."""
+        the rest of the current batch, then restored batches still pending (stream order;
+        the undecoded rest of its restored streams is :meth:`restored_rest`)."""
         chunks = []
         current = self._current
         if current is not None and current.channel is channel:
@@ -208,11 +206,8 @@ class StreamInputProcessor:
             if pos < len(current.values):
                 stamps = None if current.timestamps is None else current.timestamps[pos:]
                 batch = serialize_batch(current.values[pos:], stamps)
-                chunks.append(_chunk(batch, current.recovered))
-        for _, ch, values, stamps, recovered in self._restored_input:
-            if ch is channel:
-                chunks.append(_chunk(serialize_batch(values, stamps), recovered))
-        return chunks
+                chunks.append(batch_chunk(batch, current.recovered))
+        return chunks + self._restored_input.pending_chunks(channel)
 
     def poll(self) -> tuple[InputGate, InputChannel, Any] | None:
         """The next batch or event of the gates, round-robin."""
@@ -252,10 +247,11 @@ class StreamInputProcessor:
             current = self._current
             if current is None:
                 self.drain_recovered()
-                if self._may_report_restored_consumed() and not self._restored_input:
-                    self._restored_consumed()
-                if self._restored_input:  # restored input goes before any live input
-                    gate, channel, values, stamps, recovered = self._restored_input.popleft()
+                restored = self._restored_input.next_batch()
+                if restored is None and self._may_report_restored_consumed():
+                    self._restored_consumed()  # none left (before any live input)
+                if restored is not None:  # restored input goes before any live input
+                    gate, channel, values, stamps, recovered = restored
                     current = CurrentBatch(gate, channel, values, stamps, True, recovered)
                     self._current = current
                 else:

@@ -130,9 +130,10 @@ class SnapshotWriter:
         callback only between task slices, so each hop costs a round of them."""
         handles: ChannelStateHandles | None = None
         if isinstance(channel_state, ChannelStateHandles):
-            if channel_state.persisted_bytes:
-                handles = channel_state
+            if channel_state.persisted_bytes or channel_state.referenced_bytes:
+                handles = channel_state  # referenced only: refers to restored data (FLIP-76)
                 metrics["persisted_data"] = channel_state.persisted_bytes
+                metrics["referenced_data"] = channel_state.referenced_bytes
                 metrics["unaligned"] = True
         elif channel_state is not None and not channel_state.is_empty:
             snapshot.channel_state = channel_state
@@ -260,9 +261,11 @@ class SnapshotWriter:
         state: Any,
         channel_state: ChannelStateHandles | None,
     ) -> None:
-        handles = channel_state if channel_state and channel_state.persisted_bytes else None
-        if handles is not None:
+        handles = None
+        if channel_state and (channel_state.persisted_bytes or channel_state.referenced_bytes):
+            handles = channel_state
             metrics["persisted_data"] = handles.persisted_bytes
+            metrics["referenced_data"] = handles.referenced_bytes
             metrics["unaligned"] = True
         metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
         self.responder.acknowledge(cid, _ack_handle(state, handles), metrics)

@@ -27,6 +27,7 @@ from typing import Any
 from undertow.core.errors import StateError
 from undertow.runtime.checkpoint import channel_recovery
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+from undertow.runtime.checkpoint.channel_recovery.stream import RestItem
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
@@ -242,6 +243,10 @@ class StreamTask:
     def unprocessed_chunks(self, channel: object) -> list[bytes]:
         """See :meth:`StreamInputProcessor.unprocessed_chunks` (for the checkpointer)."""
         return self.input.unprocessed_chunks(channel)
+
+    def restored_rest(self, channel: object) -> list[RestItem]:
+        """See :meth:`StreamInputProcessor.restored_rest` (for the checkpointer)."""
+        return self.input.restored_rest(channel)
 
     @property
     def records_in(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,13 +12,19 @@ from undertow.core.errors import StateError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.channel_recovery.feed import (
+    RestoredInput,
     SubtaskChannelRecovery,
     restore_in_place,
 )
-from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, encode_recovered_chunk
+from undertow.runtime.checkpoint.channel_recovery.stream import RestoredInputStream
+from undertow.runtime.checkpoint.channel_state_writer import (
+    decode_chunk,
+    encode_chunk,
+    encode_recovered_chunk,
+)
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
-from undertow.runtime.network.input_gate import InputGate
+from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition
 
 
@@ -57,6 +64,18 @@ class Legacy:
     channel_state: ChannelState | None
 
 
+def decoded(take: Callable[[InputChannel, list[Any], bool], None]) -> RestoredInput:
+    """An ``add_input`` that decodes each handed-over stream at once, in hand-over order."""
+
+    def add(gate: Any, channel: InputChannel, stream: RestoredInputStream, rec: bool) -> None:
+        for chunk in iter(stream.next_chunk, None):
+            batch = channel.deserializer.add(decode_chunk(chunk))
+            if batch is not None:
+                take(channel, batch[0], rec)
+
+    return add
+
+
 def chunks(*batches: list[int]) -> tuple[bytes, ...]:
     return tuple(encode_chunk(Buffer(serialize_batch(b, None))) for b in batches)
 
@@ -80,7 +99,7 @@ def test_restored_output_is_queued_and_restored_input_handed_over_in_channel_ord
     )
     restore_in_place(
         subtask, [SubtaskSnapshot(channel_state=restored)], [partition],
-        lambda gate, channel, values, stamps, recovered: taken.append((channel.index, values)),
+        decoded(lambda channel, values, rec: taken.append((channel.index, values))),
     )  # fmt: skip
     assert taken == [(0, [1, 2]), (1, [3]), (1, [4])]
     assert partition.subpartitions[1].sender.queued_data_buffers == 1
@@ -90,7 +109,7 @@ def test_restored_output_is_queued_and_restored_input_handed_over_in_channel_ord
 def test_any_snapshot_with_the_capability_restores_and_none_restores_nothing() -> None:
     subtask = Subtask()
     taken: list[list[Any]] = []
-    add = lambda gate, channel, values, stamps, recovered: taken.append(values)  # noqa: E731
+    add = decoded(lambda channel, values, rec: taken.append(values))
     restore_in_place(subtask, [Legacy(None), SubtaskSnapshot()], [output()], add)
     assert taken == []
     restore_in_place(subtask, [Legacy(state(inputs={(0, 0): chunks([5])}))], [output()], add)
@@ -111,7 +130,7 @@ def test_recovered_input_of_every_channel_goes_before_any_other_input() -> None:
     })  # fmt: skip
     restore_in_place(
         Subtask(), [SubtaskSnapshot(channel_state=restored)], [output()],
-        lambda gate, channel, values, stamps, rec: taken.append((channel.index, values, rec)),
+        decoded(lambda channel, values, rec: taken.append((channel.index, values, rec))),
     )  # fmt: skip
     assert taken == [(1, [1], True), (1, [2], True), (0, [10], False), (0, [11], False),
                      (1, [12], False)]  # fmt: skip

@@ -20,6 +20,7 @@ from undertow.runtime.checkpoint.channel_recovery import (
 )
 from undertow.runtime.checkpoint.channel_recovery.reader import RestoredChannels
 from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel
+from undertow.runtime.checkpoint.channel_recovery.stream import RestoredInputStream
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateDirection,
     ChannelStateHandles,
@@ -41,6 +42,7 @@ class Assignment:
     rescaled_gates: Mapping[int, frozenset[int]] = field(default_factory=dict)
     rescaled_outputs: Mapping[int, frozenset[int]] = field(default_factory=dict)
     finished_vertices: frozenset[int] = frozenset()
+    refers_to_channel_state: bool = False
 
 
 def plus_one() -> JobVertex:
@@ -78,12 +80,14 @@ def test_in_place_state_is_attached_to_the_snapshot_and_checked_against_the_gate
     vertex = plus_one()
     gate = InputGate("plus input", vertex.inputs[0].target_input, floating_buffers=8)
     gate.add_channel(0, "plus input 0", initial_credit=2)
-    restored = RestoredChannels(7, {(0, 0): (b"x",)}, {})
+    streams = (RestoredInputStream([]), RestoredInputStream([b"x"]))
+    restored = RestoredChannels(7, {(0, 0): streams}, {})
     recovery = WorkerChannelRecovery({(vertex.id, 1): restored}, {}, {}, {})
     [snapshot] = recovery.snapshots_of(vertex, 1, None, [gate], []) or []
     assert isinstance(snapshot, SubtaskSnapshot) and snapshot.channel_state is not None
-    assert snapshot.channel_state.inputs == {(0, 0): (b"x",)}
-    wrong = WorkerChannelRecovery({(vertex.id, 1): RestoredChannels(7, {(0, 5): (b"x",)}, {})},
+    assert snapshot.channel_state.inputs == {}  # the input comes as lazy streams:
+    assert recovery.for_subtask(vertex.id, 1).restored_input == {(0, 0): streams}
+    wrong = WorkerChannelRecovery({(vertex.id, 1): RestoredChannels(7, {(0, 5): streams}, {})},
                                   {}, {}, {})  # fmt: skip
     with pytest.raises(RestoreError, match=r"plus \(2/2\): checkpoint 7 holds input channel"):
         wrong.snapshots_of(vertex, 1, None, [gate], [])
@@ -111,12 +115,13 @@ def test_with_during_recovery_off_subtasks_restoring_input_in_place_report_it() 
         Assignment(channel_state=state, finished_vertices=frozenset({4})),
         {(2, 0), (2, 1), (4, 0)}, None, during_recovery=False,
     ))  # fmt: skip
-    assert off.for_subtask(2, 0) == SubtaskChannelRecovery(reports_restored_input=True)
+    assert off.for_subtask(2, 0).reports_restored_input
+    assert set(off.for_subtask(2, 0).restored_input) == {(0, 0)}
     assert off.for_subtask(2, 1) == SubtaskChannelRecovery()
     on = asyncio.run(WorkerChannelRecovery.read(
         Assignment(channel_state=state), {(2, 0)}, None, during_recovery=True
     ))  # fmt: skip
-    assert on.for_subtask(2, 0) == SubtaskChannelRecovery()
+    assert not on.for_subtask(2, 0).reports_restored_input
 
 
 def test_with_during_recovery_off_consumers_of_re_emitted_data_report_once_they_processed_it() -> (

@@ -1,11 +1,11 @@
 """The task's half of channel recovery: restored channel state put back before any operator runs.
 
 In place (same parallelism): restored output buffers go back into their subpartitions, and
-restored input becomes pending batches of the input processor, processed before any live
-input (:func:`restore_in_place`). After a rescale: the records of the old channels a producer
-took over are re-emitted through its record writers, each rescaled output ending with a
-blocking ``EndOfChannelStateEvent`` (:func:`reemit`); what a subtask does after a rescale is
-its :class:`SubtaskChannelRecovery`, built by the worker (:mod:`.reader`).
+restored input becomes lazy per-channel streams of the input processor (:mod:`.stream`), decoded
+and processed before any live input (:func:`restore_in_place`). After a rescale: the records of
+the old channels a producer took over are re-emitted through its record writers, each rescaled
+output ending with a blocking ``EndOfChannelStateEvent`` (:func:`reemit`); what a subtask does
+after a rescale is its :class:`SubtaskChannelRecovery`, built by the worker (:mod:`.reader`).
 
 Threading: the task's loop thread, once, from ``StreamTask.run`` before ``open``.
 Invariant: state of another shape is never restored in place (it fails, naming checkpoint
@@ -14,9 +14,9 @@ and operator); re-emitted records are not bounded by the output budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from undertow.core.errors import RestoreError, StateError
 from undertow.graph.job_graph import JobVertex
@@ -24,13 +24,15 @@ from undertow.runtime.checkpoint.channel_recovery.rescale import (
     EndOfChannelStateEvent,
     channel_records,
 )
+from undertow.runtime.checkpoint.channel_recovery.stream import RestoredInputStream
+from undertow.runtime.checkpoint.channel_state_handles import ChannelId
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 
-#: Takes one restored input batch: (gate, channel, values, timestamps, recovered).
-RestoredInput = Callable[[InputGate, InputChannel, list[Any], Any, bool], None]
+#: Takes one channel's restored input stream: (gate, channel, stream, recovered).
+RestoredInput = Callable[[InputGate, InputChannel, RestoredInputStream, bool], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,11 @@ class SubtaskChannelRecovery:
     #: once it consumed that input, and the JobMaster triggers no checkpoint before
     #: (:func:`.plan.in_place_input_subtasks`).
     reports_restored_input: bool = False
+    #: Input channel -> its restored input read from files, lazily: (recovered input, the
+    #: rest) (:func:`.stream.restored_input`).
+    restored_input: Mapping[ChannelId, tuple[RestoredInputStream, RestoredInputStream]] = field(
+        default_factory=dict
+    )
 
 
 class RecoveringSubtask(Protocol):
@@ -98,32 +105,36 @@ def restore_in_place(
     partitions: Sequence[ResultPartition],
     add_input: RestoredInput,
 ) -> None:
-    """Queue restored output buffers; hand restored input batches to ``add_input``: first
-    the recovered chunks of every channel (re-emitted data of a rescaled restore that a
-    checkpoint during recovery found unprocessed: it precedes all live data of the gate),
-    then each channel's other chunks, in channel order.
+    """Queue restored output buffers; hand each input channel's restored streams to
+    ``add_input``: first the recovered input of every channel (re-emitted data of a rescaled
+    restore that a checkpoint during recovery found unprocessed: it precedes all live data of
+    the gate), then each channel's other input, in channel order.
 
-    At most one of ``snapshots`` carries channel state (more fail the shape check: state
-    restored in place is never redistributed)."""
+    Input restored from files comes lazily (``subtask.channel_recovery.restored_input``);
+    input of an in-memory snapshot is made a stream of its chunks. At most one of
+    ``snapshots`` carries channel state (more fail the shape check: state restored in place
+    is never redistributed)."""
+    streams = dict(subtask.channel_recovery.restored_input)
     states = [s.channel_state for s in snapshots if s.channel_state is not None]
-    if not states:
+    if not states and not streams:
         return
-    state = states[0]
-    _check_shape(subtask, state, len(snapshots), partitions)
-    for (output, subpartition), chunks in sorted(state.outputs.items()):
-        sp = partitions[output].subpartitions[subpartition]
-        sp.add_buffers([decode_chunk(c) for c in chunks])
-    inputs = sorted(state.inputs.items())
-    recovered = {c: _recovered_prefix(subtask, state, c, chunks) for c, chunks in inputs}
+    if states:
+        state = states[0]
+        _check_shape(subtask, state, len(snapshots), partitions)
+        for (output, subpartition), chunks in sorted(state.outputs.items()):
+            sp = partitions[output].subpartitions[subpartition]
+            sp.add_buffers([decode_chunk(c) for c in chunks])
+        for c, chunks in state.inputs.items():
+            n = _recovered_prefix(subtask, state, c, chunks)
+            streams[c] = RestoredInputStream(chunks).split(n)
+    inputs = sorted(streams.items())
     for first_pass in (True, False):
-        for (gate_index, channel_index), chunks in inputs:
+        for (gate_index, channel_index), (recovered, rest) in inputs:
             gate = subtask.gates[gate_index]
             channel = gate.channels[channel_index]
-            n = recovered[(gate_index, channel_index)]
-            for chunk in chunks[:n] if first_pass else chunks[n:]:
-                batch = channel.deserializer.add(decode_chunk(chunk))
-                if batch is not None:
-                    add_input(gate, channel, batch[0], batch[1], first_pass)
+            stream = recovered if first_pass else rest
+            if not stream.exhausted:
+                add_input(gate, channel, stream, first_pass)
 
 
 def reemit(

@@ -1,12 +1,13 @@
 """The worker's half of channel recovery: reads what its subtasks restore, checked before use.
 
 Two kinds, decided by the coordinator's restore plan: channels of edges whose parallelism did
-not change are restored *in place* (the subtask's own input and output state, attached to its
-snapshot as a ``ChannelState`` for the task to put back); channels of rescaled edges are
-*re-emitted* by the new producer subtask that took their old producer over
-(:mod:`.rescale`). Each merged handle is read once per
-worker with one ranged read on the I/O pool, and its region's sha256 is checked before a chunk
-is used (:func:`~undertow.runtime.checkpoint.channel_state_files.read_channel_state`).
+not change are restored *in place* (the subtask's own output state, attached to its snapshot as
+a ``ChannelState`` for the task to put back, and its input state as lazy per-channel streams,
+:mod:`.stream`); channels of rescaled edges are *re-emitted* by the new producer subtask that
+took their old producer over (:mod:`.rescale`). Input regions are verified by one streamed pass
+on the I/O pool and then read a block at a time as the task consumes them; output and re-emitted
+handles are read once per worker with one ranged read, checked before a chunk is used
+(:func:`~undertow.runtime.checkpoint.channel_state_files.read_channel_state`).
 
 Threading: the coroutines run on the worker's loop; only the reads run on the executor. A bad
 shape raises ``RestoreError`` naming the operator, subtask, checkpoint and channel. The longer
@@ -16,9 +17,11 @@ story: docs/design.md, "Rescaling channel state through the producer".
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
 from undertow.core.errors import RestoreError
@@ -29,6 +32,11 @@ from undertow.runtime.checkpoint.channel_recovery.feed import (
 )
 from undertow.runtime.checkpoint.channel_recovery.plan import in_place_input_subtasks
 from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel, channel_stream
+from undertow.runtime.checkpoint.channel_recovery.stream import (
+    ChannelStreams,
+    HeldBytes,
+    restored_input,
+)
 from undertow.runtime.checkpoint.channel_state_files import read_channel_state
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelId,
@@ -39,6 +47,8 @@ from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import RecordWriter
 from undertow.storage.checkpoint_storage import CheckpointStorage
+
+log = logging.getLogger(__name__)
 
 #: (vertex id, subtask index)
 SubtaskKey: TypeAlias = tuple[int, int]
@@ -76,13 +86,20 @@ class ChannelStateAssignment(Protocol):
     @property
     def finished_vertices(self) -> frozenset[int]: ...
 
+    @property
+    def refers_to_channel_state(self) -> bool:
+        """The restored checkpoint is one of the running job's own: checkpoints taken during
+        recovery may refer to its channel-state files instead of writing them again."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RestoredChannels:
-    """One subtask's in-place channel state read back from shared files."""
+    """One subtask's in-place channel state: its input as lazy streams (verified), its output
+    read back whole."""
 
     checkpoint_id: int
-    inputs: ChannelChunks
+    inputs: ChannelStreams
     outputs: ChannelChunks
 
 
@@ -104,6 +121,8 @@ class ChannelStateReader:
         self.subtasks = subtasks
         self.executor = executor
         self.storage = storage or CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
+        #: Bytes the restored input streams hold in memory (all of this worker's).
+        self.held = HeldBytes()
         self._cache: dict[int, ChannelChunks] = {}
         self._handles: dict[int, MergedChannelStateHandle] = {}  # keeps the cached ids valid
 
@@ -120,7 +139,7 @@ class ChannelStateReader:
                     f"checkpoint {assignment.checkpoint_id}: channel state of vertex {key[0]} "
                     f"subtask {key[1]} is a {type(handles).__name__}, not ChannelStateHandles"
                 )
-            inputs = await self._chunks(handles.input)
+            inputs = await self._streams(handles.input)
             outputs = await self._chunks(handles.output)
             gates = assignment.rescaled_gates.get(key[0], frozenset())
             rescaled = assignment.rescaled_outputs.get(key[0], frozenset())
@@ -150,6 +169,15 @@ class ChannelStateReader:
                 streams.append((old.output_index, channel_stream(ins, outs), where))
             result[key] = streams
         return result
+
+    async def _streams(self, handle: MergedChannelStateHandle | None) -> ChannelStreams:
+        if handle is None:
+            return {}
+        read = functools.partial(
+            restored_input, handle, self.storage.read_range,
+            referencable=self.assignment.refers_to_channel_state, held=self.held,
+        )  # fmt: skip
+        return await asyncio.get_running_loop().run_in_executor(self.executor, read)
 
     async def _chunks(self, handle: MergedChannelStateHandle | None) -> ChannelChunks:
         if handle is None:
@@ -202,9 +230,9 @@ def with_channel_state(
             f"{restored.checkpoint_id} holds channel state in shared files, but the subtask "
             f"restores {len(snapshots)} state files (rescaled or re-chained)"
         )
-    snapshots[0].channel_state = ChannelState(
+    snapshots[0].channel_state = ChannelState(  # its input: streams (``for_subtask``)
         restored.checkpoint_id, subtask, vertex.parallelism, gate_channels, subpartitions,
-        dict(restored.inputs), dict(restored.outputs),
+        {}, dict(restored.outputs),
     )  # fmt: skip
     return snapshots
 
@@ -225,6 +253,8 @@ class WorkerChannelRecovery:
     #: Subtasks that report once they consumed their restored input (during-recovery off):
     #: in place, or re-emitted to them after a rescale.
     reporting_inputs: frozenset[SubtaskKey] = frozenset()
+    #: Bytes the restored input streams of this worker hold in memory (a gauge).
+    held: HeldBytes = field(default_factory=HeldBytes)
 
     @classmethod
     async def read(
@@ -244,10 +274,13 @@ class WorkerChannelRecovery:
             return cls({}, {}, {}, {})
         in_place: dict[SubtaskKey, RestoredChannels] = {}
         reemitted: dict[SubtaskKey, list[ReemitStream]] = {}
+        held = HeldBytes()
         if assignment.channel_state or assignment.reemit:
             reader = ChannelStateReader(assignment, subtasks, executor)
+            held = reader.held
             in_place = await reader.read_in_place()
             reemitted = await reader.read_reemitted()
+        _log_rewrites(assignment, in_place, reemitted)
         reporting: frozenset[SubtaskKey] = frozenset()
         if not during_recovery:
             reporting = in_place_input_subtasks(
@@ -255,7 +288,7 @@ class WorkerChannelRecovery:
             ) | {key for key in subtasks if key[0] in assignment.rescaled_gates}
         return cls(
             in_place, reemitted, assignment.rescaled_gates, assignment.rescaled_outputs,
-            reporting & subtasks,
+            reporting & subtasks, held,
         )  # fmt: skip
 
     def snapshots_of(
@@ -275,7 +308,8 @@ class WorkerChannelRecovery:
 
     def for_subtask(self, vertex_id: int, subtask: int) -> SubtaskChannelRecovery:
         """What the subtask re-emits, and which of its outputs and gates recover, after a
-        rescale."""
+        rescale, and its restored input streams."""
+        restored = self.in_place.get((vertex_id, subtask))
         return SubtaskChannelRecovery(
             reemit=tuple(
                 ReemittedChannel(output, tuple(chunks), where)
@@ -284,4 +318,24 @@ class WorkerChannelRecovery:
             recovery_outputs=self.rescaled_outputs.get(vertex_id, frozenset()),
             recovering_gates=frozenset(self.rescaled_gates.get(vertex_id, frozenset())),
             reports_restored_input=(vertex_id, subtask) in self.reporting_inputs,
+            restored_input=restored.inputs if restored is not None else {},
         )
+
+
+def _log_rewrites(
+    assignment: ChannelStateAssignment,
+    in_place: Mapping[SubtaskKey, RestoredChannels],
+    reemitted: Mapping[SubtaskKey, list[ReemitStream]],
+) -> None:
+    """Say where checkpoints during this recovery write restored data again instead of
+    referring to it (no silent fallback): a snapshot that is not the job's own (restored from
+    a path, CLAIM or NO_CLAIM), and re-emitted records of a rescaled restore."""
+    cid = assignment.checkpoint_id
+    if any(r.inputs for r in in_place.values()) and not assignment.refers_to_channel_state:
+        log.info("checkpoint %d is not this job's own checkpoint: its restored input is read "
+                 "whole, and checkpoints during its recovery write what is not yet consumed "
+                 "again instead of referring to its files", cid)  # fmt: skip
+    if reemitted:
+        log.info("checkpoint %d is restored at another parallelism: checkpoints during its "
+                 "recovery write the re-emitted records not yet processed again (recovered "
+                 "input), as they are no longer whole chunks of its files", cid)  # fmt: skip
