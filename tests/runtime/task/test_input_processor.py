@@ -26,9 +26,15 @@ from undertow.runtime.checkpoint.channel_recovery import (
     EndOfChannelStateEvent,
     UpstreamRecoveryTracker,
 )
-from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
+from undertow.runtime.checkpoint.channel_recovery.stream import RestoredInputStream
+from undertow.runtime.checkpoint.channel_state_writer import (
+    decode_chunk,
+    encode_chunk,
+    encode_recovered_chunk,
+    is_recovered_chunk,
+)
 from undertow.runtime.network.buffer import BatchDeserializer, Buffer, serialize_batch
-from undertow.runtime.network.input_gate import InputGate
+from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.task.events import EndOfData
 from undertow.runtime.task.input_processor import CurrentBatch, StreamInputProcessor
 from undertow.runtime.task.pace import TaskPace
@@ -110,6 +116,17 @@ def processor(
     )  # fmt: skip
 
 
+def restore(
+    inputs: StreamInputProcessor, g: InputGate, channel: InputChannel, values: list[Any],
+    stamps: list[Any] | None = None, recovered: bool = False,
+) -> None:  # fmt: skip
+    """Hand ``inputs`` one batch of restored channel state for ``channel``, as a stream of one
+    chunk (a recovered chunk for recovered input)."""
+    batch = serialize_batch(values, stamps)
+    chunk = encode_recovered_chunk(batch) if recovered else encode_chunk(Buffer(batch))
+    inputs.add_restored_input(g, channel, RestoredInputStream([chunk]), recovered)
+
+
 def contents(chunk: bytes) -> tuple[bool, list[Any], list[Any] | None]:
     """(recovered?, values, timestamps) of one channel-state chunk of a whole batch."""
     batch = BatchDeserializer().add(decode_chunk(chunk))
@@ -127,8 +144,8 @@ def test_restored_input_goes_before_live_input_and_is_reported_consumed_once_aft
     inputs = processor(
         [g], head, on_restored_input_consumed=lambda: reports.append(list(head.records))
     )
-    inputs.add_restored_input(g, g.channels[0], [1, 2], None)
-    inputs.add_restored_input(g, g.channels[0], [3], None)
+    restore(inputs, g, g.channels[0], [1, 2])
+    restore(inputs, g, g.channels[0], [3])
     inputs.input_slice()
     assert head.records == [1, 2, 3, 10, 11]
     assert reports == [[1, 2, 3]], "reported before, or not right after, the restored input"
@@ -211,23 +228,26 @@ def test_the_rest_of_a_cut_batch_is_its_channel_state(cut: str) -> None:
     assert inputs.unprocessed_chunks(g.channels[1]) == []
 
 
-def test_pending_restored_batches_follow_the_rest_of_the_batch_in_stream_order() -> None:
+def test_the_restored_rest_follows_the_rest_of_the_batch_in_stream_order() -> None:
+    """At a barrier a channel's state is the rest of the batch in hand (written), then what
+    its restored streams hold undecoded, in stream order (referred to, or written again)."""
     g = gate("G", 2)
     a, b = g.channels
     head = BoundedHead(room=2)  # takes two records, then the slice ends
     inputs = processor([g], head)
-    inputs.add_restored_input(g, a, [1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
-    inputs.add_restored_input(g, b, [20], None)
-    inputs.add_restored_input(g, a, [6, 7], None, recovered=True)
-    inputs.add_restored_input(g, a, [8], [18])
+    restore(inputs, g, a, [1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
+    restore(inputs, g, b, [20])
+    restore(inputs, g, a, [6, 7], recovered=True)
+    restore(inputs, g, a, [8], [18])
     inputs.input_slice()
     assert head.records == [1, 2]
-    assert [contents(c) for c in inputs.unprocessed_chunks(a)] == [
-        (False, [3, 4, 5], [13, 14, 15]),
+    assert [contents(c) for c in inputs.unprocessed_chunks(a)] == [(False, [3, 4, 5], [13, 14, 15])]
+    assert [contents(c) for c in inputs.restored_rest(a)] == [  # type: ignore[arg-type]
         (True, [6, 7], None),
         (False, [8], [18]),
     ]
-    assert [contents(c) for c in inputs.unprocessed_chunks(b)] == [(False, [20], None)]
+    assert inputs.unprocessed_chunks(b) == []
+    assert [contents(c) for c in inputs.restored_rest(b)] == [(False, [20], None)]  # type: ignore[arg-type]
 
 
 def test_take_unprocessed_hands_back_the_batch_in_hand_and_counts_pending_restored_records() -> (
@@ -237,9 +257,9 @@ def test_take_unprocessed_hands_back_the_batch_in_hand_and_counts_pending_restor
     a = g.channels[0]
     head = BoundedHead(room=2)
     inputs = processor([g], head)
-    inputs.add_restored_input(g, a, [1, 2, 3, 4, 5], None)
-    inputs.add_restored_input(g, a, [6, 7], None)
-    inputs.add_restored_input(g, a, [8], None, recovered=True)
+    restore(inputs, g, a, [1, 2, 3, 4, 5])
+    restore(inputs, g, a, [6, 7])
+    restore(inputs, g, a, [8], recovered=True)
     inputs.input_slice()
     current, pending = inputs.take_unprocessed()
     assert isinstance(current, CurrentBatch)
@@ -318,7 +338,7 @@ def test_live_batches_are_counted_and_released_to_their_gate_restored_ones_are_n
     g.channels[0].connect(link)
     Feeder(g.channels[0]).data([10, 11, 12])
     inputs = processor([g], RecordingHead())
-    inputs.add_restored_input(g, g.channels[0], [1, 2], None)
+    restore(inputs, g, g.channels[0], [1, 2])
     inputs.input_slice()
     assert link.credits == [2, 1], "the live buffer's credit, once"
     assert g.records_processed == 3
@@ -377,7 +397,7 @@ def test_the_head_gets_exactly_the_gates_records_each_channel_in_order_restored_
             records = expected.setdefault((gi, ci), [])
             for size in restored:
                 batch = [(gi, ci, next(seq), "restored") for _ in range(size)]
-                inputs.add_restored_input(g, g.channels[ci], batch, [r[2] for r in batch])
+                restore(inputs, g, g.channels[ci], batch, [r[2] for r in batch])
                 records += batch
                 restored_count += size
             feeder = Feeder(g.channels[ci])

@@ -1,21 +1,12 @@
 """Merged channel-state handles: one per (subtask, file, direction), offsets packed.
 
-Rationale (reference §3.5, FLINK-33734): with one handle per channel, every handle repeats the
-shared file's path, so an all-to-all job at parallelism P writes P² paths into ``_metadata``
-(68 % of a 950 MB metadata file in Flink's production case). A
-:class:`MergedChannelStateHandle` names the file once and packs the subtask's channels and
-chunk lengths into one little-endian ``uint32`` array.
-
-Packed channel array, ``uint32`` little-endian, per channel in strictly ascending channel
-order::
+A :class:`MergedChannelStateHandle` names the file once (FLINK-33734: one handle per channel
+puts P² paths in ``_metadata``). Packed channels, ``uint32`` little-endian, ascending::
 
     a, b, n, len_1, ..., len_n     channel (a, b); n >= 1 chunks of len_i >= 1 bytes
 
-A handle may also *refer* to chunks another checkpoint's file holds (a checkpoint taken during
-recovery refers to the restored in-flight data not yet consumed instead of writing it again,
-FLIP-76): each :class:`ChannelStateReference` is a run of one channel's chunks in an older
-region, spliced into the channel's stream after ``position`` of its written chunks. A handle
-with references may write nothing (``range_length`` 0, inline ``b""``).
+A handle may *refer* to runs of an older checkpoint's file (:class:`ChannelStateReference`,
+spliced after ``position`` written chunks; FLIP-76); then it may write nothing.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """

@@ -1,6 +1,5 @@
-"""The msgpack body of ``_metadata`` format version 2: compact, every file path stored once.
-
-Layout (msgpack; ``sha`` = 32 raw bytes of a sha256)::
+"""The msgpack body of ``_metadata`` format version 2: every file path stored once. Layout
+(msgpack; ``sha`` = 32 raw bytes of a sha256)::
 
     {"job": str, "id": int, "trigger": int, "completion": int, "savepoint": bool,
      "files": [[path, size, sha], ...],          # the path dictionary: each file once
@@ -9,12 +8,9 @@ Layout (msgpack; ``sha`` = 32 raw bytes of a sha256)::
      "coordinators": {vertex_id: file# | nil}, "properties": {str: str},
      "shared": [file#, ...]}                     # only when non-empty (incremental)
 
-    channel-state handle: [subtask, checkpoint_id, file# | nil, inline bytes | nil,
-                           range_start, range_length, range sha, packed channels | nil,
-                           references]           # the 9th only when it refers to any
-    reference: [a, b, position, file#, region_start, region_length, region sha, start,
-                [length, ...]]                   # a run of an older file (FLIP-76)
-
+    channel-state handle: [subtask, checkpoint_id, file# | nil, inline bytes | nil, range_start,
+                           range_length, range sha, packed channels | nil, references?]
+    reference: [a, b, position, file#, region_start, region_length, region sha, start, [len...]]
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 

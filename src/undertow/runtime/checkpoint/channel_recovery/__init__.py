@@ -1,8 +1,6 @@
 """Recovery of channel state (unaligned checkpoints), from the restore plan to the input.
 
-One home, four steps, each behind this package's interface (the rest of the runtime calls
-only the names below):
-
+One home, four steps behind this package's interface (the runtime calls only these names):
 1. driver, pure: :func:`plan_channel_recovery` decides what each new subtask restores in place
    and which old channels a producer re-emits after a rescale (:mod:`.plan`, :mod:`.rescale`);
 2. worker, I/O pool: :meth:`WorkerChannelRecovery.read` reads and checks it (:mod:`.reader`);
@@ -12,9 +10,7 @@ only the names below):
 4. consumer: :class:`UpstreamRecoveryTracker` resumes a gate once its re-emitted data ended;
    :class:`RecoveryCountdown` tells the JobMaster once everything the subtask must consume
    before checkpoints may be triggered was consumed.
-
-Checkpoints during recovery (FLIP-547's ``during-recovery.enabled``): docs/design.md,
-"Channel recovery in one home".
+During recovery (FLIP-547): docs/design.md, "Channel recovery in one home".
 """
 
 from __future__ import annotations

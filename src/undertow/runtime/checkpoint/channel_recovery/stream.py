@@ -1,17 +1,11 @@
 """Restored input channel state as a stream: one channel's chunks, read a bounded block at a time.
 
-FLIP-76 asks that restored channel state be read lazily, not loaded whole, and that a checkpoint
-taken while it is still being consumed *refer* to what is left instead of writing it again.
-Both rest on one picture of a channel's restored input: a sequence of items in stream order,
-each either a chunk already in memory (inline state, or an in-memory snapshot) or a *run*
-(:class:`~..channel_state_handles.ChannelStateReference`: consecutive chunks in a verified
-region of a channel-state file). :class:`RestoredInputStream` hands the chunks out one at a time,
-reading a run's chunks in blocks of at most ``block_bytes`` (one ranged read per block), and
-:meth:`RestoredInputStream.rest` says what is left: the chunks not handed out, as runs where
-they are in a file, so that the new checkpoint refers to them (:class:`RestoredRun`).
-
-Regions are verified before any task runs, by one streamed pass (:func:`scan_region`, on the
-I/O pool), which also reads each chunk's flag byte (recovered input goes first on restore).
+A channel's restored input is a sequence of items in stream order: chunks in memory, or *runs*
+(:class:`~..channel_state_handles.ChannelStateReference`, chunks in a verified file region).
+:class:`RestoredInputStream` hands chunks out one at a time, reading runs a block of at most
+``block_bytes`` at a time; :meth:`RestoredInputStream.rest` says what is left, as runs a new
+checkpoint refers to (:class:`RestoredRun`, FLIP-76). :func:`scan_region` verifies regions
+before any task runs. The longer story: docs/design.md, "Module notes", under this name.
 
 Threading: a stream belongs to one task's loop thread (its reads are blocking, one ranged read
 per block); :func:`scan_region` runs anywhere. Invariants: a stream holds at most one block (or
