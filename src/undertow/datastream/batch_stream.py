@@ -6,7 +6,8 @@ refuses the record methods naming the operator (``DataStream`` refuses the batch
 same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
 ``to_records()``, ``execute_and_collect()`` (record batches), ``print()`` (rows). A
 :class:`KeyedBatchStream` has the running ``sum``/``min``/``max``/``count``/``mean``, and
-``window(...)`` for the same aggregations per event-time window (``with_event_time`` first).
+``reduce_batches(fn)``, and ``window(...)`` for the aggregations per event-time window
+(``with_event_time`` first).
 
 ``data_stream`` imports this module, so this one holds the ``DataStream`` class it is given
 (``record_stream``) rather than importing it. User guide: docs/columnar.md; design:
@@ -32,6 +33,7 @@ from undertow.runtime.task.batch_operators import (
     ToBatches,
     ToRecords,
 )
+from undertow.runtime.task.batch_reduce import BatchReduceOperator
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
 
 if TYPE_CHECKING:
@@ -282,6 +284,15 @@ class KeyedBatchStream(_Aggregations, BatchStream):
         _check_column(kind, column, self.key_columns)
         name = f"Keyed Batch {kind.capitalize()}"
         return self._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
+
+    def reduce_batches(self, fn: Any) -> BatchStream:
+        """Running reduction per key (Flink's ``reduce``, a batch at a time): ``fn(earlier,
+        later)`` combines two batches of the non-key columns row by row and must be
+        associative; for every row, the row's key and its key's reduction so far, in the
+        input's schema (see :mod:`undertow.runtime.task.batch_reduce`)."""
+        function, call = _callable(fn, "reduce_batches()", "reduce_batches")
+        return self._batches("Keyed Batch Reduce",
+                             BatchReduceOperator(function, call, self.key_columns))  # fmt: skip
 
     def _keyed_refusal(self, method: str) -> Any:
         raise GraphBuildError(
