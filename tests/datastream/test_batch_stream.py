@@ -125,6 +125,9 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
         batches.map(lambda b: b)
     with pytest.raises(GraphBuildError, match="key by a column name"):
         batches.key_by(lambda r: r[0])
+    refused = r"process_batches\(\) on a keyed batch stream \(key_by\(\['k'\]\)\): expected a Keyed"
+    with pytest.raises(GraphBuildError, match=refused):
+        batches.key_by("k").process_batches(lambda b, ctx: b)  # type: ignore[arg-type]
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(

@@ -6,8 +6,8 @@ refuses the record methods naming the operator (``DataStream`` refuses the batch
 same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
 ``to_records()``, ``execute_and_collect()`` (record batches), ``print()`` (rows). A
 :class:`KeyedBatchStream` has the running ``sum``/``min``/``max``/``count``/``mean``, and
-``reduce_batches(fn)``, and ``window(...)`` for the aggregations per event-time window
-(``with_event_time`` first).
+``reduce_batches(fn)``, ``process_batches(fn)`` (state and timers), and ``window(...)`` for
+the aggregations per event-time window (``with_event_time`` first).
 
 ``data_stream`` imports this module, so this one holds the ``DataStream`` class it is given
 (``record_stream``) rather than importing it. User guide: docs/columnar.md; design:
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from undertow.api.batch_functions import KeyedBatchProcessFunction
 from undertow.api.windows.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
@@ -33,6 +34,7 @@ from undertow.runtime.task.batch_operators import (
     ToBatches,
     ToRecords,
 )
+from undertow.runtime.task.batch_process import BatchProcessOperator
 from undertow.runtime.task.batch_reduce import BatchReduceOperator
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
 
@@ -293,6 +295,18 @@ class KeyedBatchStream(_Aggregations, BatchStream):
         function, call = _callable(fn, "reduce_batches()", "reduce_batches")
         return self._batches("Keyed Batch Reduce",
                              BatchReduceOperator(function, call, self.key_columns))  # fmt: skip
+
+    def process_batches(self, fn: KeyedBatchProcessFunction) -> BatchStream:
+        """A keyed batch process function: ``fn.process_batch(batch, ctx)`` per record batch
+        and ``fn.on_timer(timestamp, ctx)`` per timer timestamp, with value states and timers
+        vectorised over the batch's distinct keys (see
+        :mod:`undertow.api.batch_functions`)."""
+        if not isinstance(fn, KeyedBatchProcessFunction):
+            raise GraphBuildError(
+                f"process_batches() on a keyed batch stream (key_by({self.key_columns})): "
+                f"expected a KeyedBatchProcessFunction, got {fn!r:.80}"
+            )
+        return self._batches("Keyed Batch Process", BatchProcessOperator(fn, self.key_columns))
 
     def _keyed_refusal(self, method: str) -> Any:
         raise GraphBuildError(
