@@ -128,6 +128,8 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
     refused = r"process_batches\(\) on a keyed batch stream \(key_by\(\['k'\]\)\): expected a Keyed"
     with pytest.raises(GraphBuildError, match=refused):
         batches.key_by("k").process_batches(lambda b, ctx: b)  # type: ignore[arg-type]
+    with pytest.raises(GraphBuildError, match=r"map_pandas\(\) on a keyed batch stream"):
+        batches.key_by("k").map_pandas(lambda df: df)
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(

@@ -1,6 +1,6 @@
 """Batch streams: ``pyarrow.RecordBatch`` records through the DataStream API (issue 31).
 
-A :class:`BatchStream`'s records are record batches: it has ``map_batches``,
+A :class:`BatchStream`'s records are record batches: it has ``map_batches``, ``map_pandas``,
 ``filter_batches``, ``flat_map_batches``, ``key_by`` by column(s) and ``to_records``, and
 refuses the record methods naming the operator (``DataStream`` refuses the batch methods the
 same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
@@ -16,6 +16,7 @@ docs/design.md, "Batch streams".
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -31,6 +32,7 @@ from undertow.runtime.task.batch_operators import (
     FilterBatches,
     FlatMapBatches,
     MapBatches,
+    MapPandas,
     ToBatches,
     ToRecords,
 )
@@ -132,6 +134,22 @@ class BatchStream:
             )
         function, call = _callable(fn, "map_batches()", "map_batches")
         return self._batches("Map Batches", MapBatches(function, call, schema))
+
+    def map_pandas(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        """``fn(pandas.DataFrame) -> pandas.DataFrame`` per record batch (Spark's
+        ``mapInPandas``, a batch at a time); with ``schema`` the result's columns are taken by
+        name and converted to it, otherwise their types are inferred. Needs pandas
+        (``pip install 'undertow[pandas]'``)."""
+        if importlib.util.find_spec("pandas") is None:
+            raise GraphBuildError(f"map_pandas() after operator '{self.get_name()}' needs "
+                                  "pandas: pip install 'undertow[pandas]'")  # fmt: skip
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise GraphBuildError(
+                f"map_pandas() after operator '{self.get_name()}': schema must be a "
+                f"pyarrow.Schema, got {schema!r}"
+            )
+        function, call = _callable(fn, "map_pandas()", "map_pandas")
+        return self._batches("Map Pandas", MapPandas(function, call, schema))
 
     def filter_batches(self, fn: Any) -> BatchStream:
         """``fn(batch) -> boolean mask`` with one entry per row; true rows are kept."""
@@ -319,6 +337,9 @@ class KeyedBatchStream(_Aggregations, BatchStream):
 
     def filter_batches(self, fn: Any) -> BatchStream:
         return self._keyed_refusal("filter_batches")
+
+    def map_pandas(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        return self._keyed_refusal("map_pandas")
 
     def flat_map_batches(self, fn: Any) -> BatchStream:
         return self._keyed_refusal("flat_map_batches")
