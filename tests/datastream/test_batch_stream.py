@@ -22,6 +22,7 @@ from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
+from undertow.datastream.window import TumblingEventTimeWindows
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -130,6 +131,9 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
         batches.key_by("k").process_batches(lambda b, ctx: b)  # type: ignore[arg-type]
     with pytest.raises(GraphBuildError, match=r"map_pandas\(\) on a keyed batch stream"):
         batches.key_by("k").map_pandas(lambda df: df)
+    windows = batches.with_event_time("v").key_by("k").window(TumblingEventTimeWindows.of(10))
+    with pytest.raises(GraphBuildError, match=r"allowed_lateness\(\).*must be >= 0 ms, got -1"):
+        windows.allowed_lateness(-1)
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(
@@ -222,3 +226,17 @@ def test_the_parquet_batch_writer_refuses_records_and_other_schemas(tmp_path: Pa
             writer.add_element(Row(a=1))
         writer.finish()
     assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"a": 1}]
+
+
+def test_allowed_lateness_fires_a_window_again_with_its_late_rows(
+    env: StreamExecutionEnvironment,
+) -> None:
+    env.set_parallelism(1)
+    schema = pa.schema([("k", pa.int64()), ("t", pa.int64())])
+    rows = [[(1, 5)], [(1, 15)], [(1, 3)], [(1, 30)], [(1, 4)]]  # 3: late, kept; 4: too late
+    batches = [pa.record_batch(list(zip(*r)), schema=schema) for r in rows]
+    windows = env.from_collection(batches).as_batches().with_event_time("t").key_by("k")
+    counts = windows.window(TumblingEventTimeWindows.of(10)).allowed_lateness(10).count()
+    fired = [(r["window_start"], r["count"]) for b in counts.execute_and_collect()
+             for r in b.to_pylist()]  # fmt: skip
+    assert fired == [(0, 1), (0, 2), (10, 1), (30, 1)]

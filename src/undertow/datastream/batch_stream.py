@@ -357,6 +357,23 @@ class WindowedBatchStream(_Aggregations):
     def __init__(self, keyed: KeyedBatchStream, assigner: Any) -> None:
         self._keyed = keyed
         self._assigner = assigner
+        self._lateness = 0
+
+    def allowed_lateness(self, time_ms: Any) -> WindowedBatchStream:
+        """Keep each window ``time_ms`` (int ms, or a ``Duration``/``Time``/``timedelta``)
+        after the watermark passed its end; rows arriving for it meanwhile update it and fire
+        it again (once per batch). Flink's ``WindowedStream.allowed_lateness``."""
+        try:
+            lateness = to_millis(time_ms, "allowed_lateness")
+        except TypeError as err:
+            raise GraphBuildError(f"allowed_lateness() on the windows of key_by("
+                                  f"{self._keyed.key_columns}): {err}") from err  # fmt: skip
+        if lateness < 0:
+            raise GraphBuildError(f"allowed_lateness() on the windows of key_by("
+                                  f"{self._keyed.key_columns}): must be >= 0 ms, got "
+                                  f"{lateness}")  # fmt: skip
+        self._lateness = lateness
+        return self
 
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
         keyed = self._keyed
@@ -364,7 +381,8 @@ class WindowedBatchStream(_Aggregations):
         assert keyed.time_column is not None
         a = self._assigner
         operator = BatchWindowAggregate(kind, column, keyed.key_columns, keyed.time_column,
-                                        a.get_size(), a.get_slide(), a.get_offset())  # fmt: skip
+                                        a.get_size(), a.get_slide(), a.get_offset(),
+                                        self._lateness)  # fmt: skip
         return keyed._batches(f"Window Batch {kind.capitalize()}", operator)
 
 

@@ -160,3 +160,55 @@ def test_bad_time_columns_are_errors_naming_operator_and_column() -> None:
         pytest.raises(BatchError, match=r"no event-time column 't'"),
     ):
         windows.process_element(pa.RecordBatch.from_pydict({"k": [1], "v": [1]}))
+
+
+def _model_with_lateness(steps: list[Any], size: int, lateness: int) -> list[tuple[Any, ...]]:
+    """Every firing ``(k, start, sum)`` of Flink's tumbling windows with allowed lateness,
+    where the late rows of one batch fire a window once (after the batch)."""
+    open_: dict[tuple[int, int], int] = {}
+    fired: set[tuple[int, int]] = set()
+    out = []
+    watermark = -(2**63)
+    for step in steps:
+        if isinstance(step, int):
+            if step <= watermark:
+                continue
+            watermark = step
+            for key in sorted(open_):
+                if key[1] + size - 1 <= watermark and key not in fired:
+                    out.append((*key, open_[key]))
+                    fired.add(key)
+            for key in [w for w in open_ if w[1] + size - 1 + lateness <= watermark]:
+                del open_[key]
+                fired.discard(key)
+            continue
+        touched = set()
+        for k, t, v in step:
+            key = (k, t - t % size)
+            if key[1] + size - 1 + lateness > watermark:
+                open_[key] = open_.get(key, 0) + v
+                touched.add(key)
+        for key in sorted(touched):
+            if key[1] + size - 1 <= watermark:
+                out.append((*key, open_[key]))
+                fired.add(key)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(plan=steps, lateness=st.sampled_from([0, 5, 30]))
+def test_allowed_lateness_fires_again_for_late_rows_then_forgets(
+    plan: list[Any], lateness: int
+) -> None:
+    op = BatchWindowAggregate("sum", "v", ["k"], "t", 10, 10, 0, allowed_lateness=lateness)
+    with OneInputOperatorTestHarness(op, name="Window Batch", max_parallelism=16) as harness:
+        for step in plan:
+            if isinstance(step, int):
+                harness.process_watermark(step)
+            else:
+                harness.process_element(_batch(step))
+        harness.process_watermark(MAX_WATERMARK)
+        got = [(r["k"], r["window_start"], r["v"])
+               for batch, _ in harness.get_output() for r in batch.to_pylist()]  # fmt: skip
+    assert sorted(got) == sorted(_model_with_lateness([*plan, MAX_WATERMARK], 10, lateness))
+    assert op.table is None or op.table.num_slots == 0  # every window forgotten at the end
