@@ -236,3 +236,14 @@ def test_bad_updates_and_types_name_operator_state_and_subtask() -> None:
         pytest.raises(BatchError, match="'total' is declared string but holds int64"),
     ):
         h.process_element(batch)
+
+
+def test_keys_whose_state_was_cleared_do_not_pile_up() -> None:
+    with _op(FlushAfter()) as (op, harness):
+        for start in range(0, 5000, 500):  # 5000 keys, each flushed (cleared) by its timer
+            harness.process_element(_batch([(k, start, 1) for k in range(start, start + 500)]))
+            harness.process_watermark(start + DELAY)
+        assert len(_fired([harness])) == 5000
+        assert op.states_table().num_slots <= 2048  # without the drop: 5000
+        with pytest.raises(BatchError, match=r"key column\(s\) \['k'\] not in the batch"):
+            harness.process_element(pa.record_batch({"t": [1], "v": [1]}))

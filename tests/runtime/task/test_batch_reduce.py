@@ -131,3 +131,10 @@ def test_a_null_reduced_number_and_a_null_key_are_refused() -> None:
         harness.process_element(_batch([(1, 1, "a"), (1, 2, "b")]))
     with _op() as (_, harness), pytest.raises(BatchError, match="key column 'k' has 1 null"):
         harness.process_element(pa.record_batch({"k": [1, None], "v": [1, 2], "s": ["a", "b"]}))
+
+
+def test_a_batch_without_the_first_batchs_columns_is_refused() -> None:
+    with _op() as (_, harness):
+        harness.process_element(_batch([(1, 1, "a")]))
+        with pytest.raises(BatchError, match=r"a batch has the columns \['k', 'v'\], the first"):
+            harness.process_element(pa.record_batch({"k": [1], "v": [2]}))

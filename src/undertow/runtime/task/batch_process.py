@@ -177,6 +177,8 @@ class BatchProcessOperator(OneInputStreamOperator):
         self._tables: dict[str, Any] = {}
         self._restored: dict[str, dict[int, bytes]] = {}
         self._scheduled: tuple[int, Any] | None = None
+        #: State-table slots after the last drop of empty keys (see ``_bound_keys``).
+        self._kept = 0
 
     def open(self) -> None:
         open_udf(self.function, self.ctx.runtime_context)
@@ -197,18 +199,30 @@ class BatchProcessOperator(OneInputStreamOperator):
     def snapshot_key_groups(self) -> dict[int, bytes]:
         if self.key_fields is None:
             return {}
-        table = self.states_table()
-        n = table.num_slots
-        flags = [c for name, c in table.columns.items() if name.startswith(_SET)]
-        held = np.zeros(n, dtype=bool)
-        for flag in flags:
-            held |= flag[:n]
-        table.remove(~held)  # keys without a value: nothing to keep
+        self._drop_empty_keys()
         blobs = {part: self._tables[part].snapshot() if part == "state"
                  else self._tables[part].table.snapshot() for part in _PARTS}  # fmt: skip
         groups = set().union(*blobs.values())
         return {g: pack_parts({p: blobs[p][g] for p in _PARTS if g in blobs[p]})
                 for g in sorted(groups)}  # fmt: skip
+
+    def _drop_empty_keys(self) -> None:
+        """Forget the keys without any state value (their slots were made for a call)."""
+        table = self.states_table()
+        n = table.num_slots
+        held = np.zeros(n, dtype=bool)
+        for name, column in table.columns.items():
+            if name.startswith(_SET):
+                held |= column[:n]
+        table.remove(~held)
+        self._kept = table.num_slots
+
+    def _bound_keys(self) -> None:
+        """Between calls: drop the empty keys once the table doubled since the last time, so
+        that keys whose state was cleared do not pile up without checkpoints (amortised
+        O(1) per key)."""
+        if self.states_table().num_slots > max(1024, 2 * self._kept):
+            self._drop_empty_keys()
 
     def restore_key_groups(self, blobs: dict[int, bytes]) -> None:
         mine = self._key_groups()
@@ -294,11 +308,11 @@ class BatchProcessOperator(OneInputStreamOperator):
             batch = _check_input(self, value)
             if not batch.num_rows:
                 continue
+            missing = [c for c in self.key_columns if batch.schema.get_field_index(c) < 0]
+            if missing:
+                raise BatchError(f"{_where(self)}: key column(s) {missing} not in the batch "
+                                 f"(columns: {batch.schema.names})")  # fmt: skip
             if self.key_fields is None:
-                missing = [c for c in self.key_columns if batch.schema.get_field_index(c) < 0]
-                if missing:
-                    raise BatchError(f"{_where(self)}: key column(s) {missing} not in the batch "
-                                     f"(columns: {batch.schema.names})")  # fmt: skip
                 self._create([batch.schema.field(c) for c in self.key_columns])
             codes, keys = encode_keys([(c, batch.column(c)) for c in self.key_columns],
                                       _where(self))  # fmt: skip
@@ -307,6 +321,7 @@ class BatchProcessOperator(OneInputStreamOperator):
             stamp = None if timestamps is None else timestamps[i]
             ctx = _Context(self, key_batch, keys, codes, stamp, None)
             self._emit(self.function.process_batch(batch, ctx), stamp, out, stamps)
+            self._bound_keys()
         if out:
             self.output.collect_batch(out, stamps)
 
@@ -321,6 +336,7 @@ class BatchProcessOperator(OneInputStreamOperator):
             ctx = _Context(self, self._key_batch(keys), keys, None, timestamp, kind)
             stamp = timestamp if domain == "event" else None
             self._emit(self.function.on_timer(timestamp, ctx), stamp, out, stamps)
+            self._bound_keys()
         if out:
             self.output.collect_batch(out, stamps)
 

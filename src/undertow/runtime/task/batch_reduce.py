@@ -144,6 +144,11 @@ class BatchReduceOperator(OneInputStreamOperator):
         table = self.table if self.table is not None else self._table_for(batch)
         schema = self.value_schema
         assert schema is not None
+        if any(batch.schema.get_field_index(n) < 0 for n in [*self.key_columns, *schema.names]):
+            raise BatchError(
+                f"{_where(self)}: reduce_batches(): a batch has the columns "
+                f"{batch.schema.names}, the first had {[*self.key_columns, *schema.names]}"
+            )
         values = batch.select(schema.names)
         if not values.schema.equals(schema):
             raise BatchError(f"{_where(self)}: reduce_batches(): a batch has the value columns "
