@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from undertow.api.batch_functions import KeyedBatchProcessFunction
-from undertow.api.windows.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from undertow.api.windows.assigners import (
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
 from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
@@ -283,14 +288,18 @@ class KeyedBatchStream(_Aggregations, BatchStream):
         self.key_columns = columns
 
     def window(self, assigner: Any) -> WindowedBatchStream:
-        """Event-time windows per key: ``TumblingEventTimeWindows`` or
-        ``SlidingEventTimeWindows``, over the column of ``with_event_time``; aggregate them
+        """Windows per key: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` over
+        the column of ``with_event_time``, or ``TumblingProcessingTimeWindows`` /
+        ``SlidingProcessingTimeWindows`` over the clock when a batch arrives; aggregate them
         with ``sum``/``min``/``max``/``count``/``mean``."""
+        if isinstance(assigner, (TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)):
+            return WindowedBatchStream(self, assigner, processing_time=True)
         if not isinstance(assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)):
             raise GraphBuildError(
                 f"window({assigner!r}) on a keyed batch stream (key_by({self.key_columns})): "
-                "batch streams have event-time tumbling and sliding windows "
-                "(TumblingEventTimeWindows, SlidingEventTimeWindows)"
+                "batch streams have tumbling and sliding windows in event or processing time "
+                "(TumblingEventTimeWindows, SlidingEventTimeWindows, "
+                "TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)"
             )
         if self.time_column is None:
             raise GraphBuildError(
@@ -350,13 +359,17 @@ class KeyedBatchStream(_Aggregations, BatchStream):
 
 
 class WindowedBatchStream(_Aggregations):
-    """A keyed batch stream in event-time windows: one aggregation per window, emitted when
-    the watermark passes the window's end (key columns, ``window_start``, ``window_end`` and
-    the aggregate; see :mod:`undertow.runtime.task.batch_windows`)."""
+    """A keyed batch stream in windows: one aggregation per window, emitted when the watermark
+    (event time) or the clock (processing time) passes the window's end (key columns,
+    ``window_start``, ``window_end`` and the aggregate; see
+    :mod:`undertow.runtime.task.batch_windows`)."""
 
-    def __init__(self, keyed: KeyedBatchStream, assigner: Any) -> None:
+    def __init__(
+        self, keyed: KeyedBatchStream, assigner: Any, processing_time: bool = False
+    ) -> None:
         self._keyed = keyed
         self._assigner = assigner
+        self._processing_time = processing_time
         self._lateness = 0
 
     def allowed_lateness(self, time_ms: Any) -> WindowedBatchStream:
@@ -368,6 +381,11 @@ class WindowedBatchStream(_Aggregations):
         except TypeError as err:
             raise GraphBuildError(f"allowed_lateness() on the windows of key_by("
                                   f"{self._keyed.key_columns}): {err}") from err  # fmt: skip
+        if self._processing_time:
+            raise GraphBuildError(
+                f"allowed_lateness() on the windows of key_by({self._keyed.key_columns}): "
+                "processing-time windows have no late rows; it is for event-time windows"
+            )
         if lateness < 0:
             raise GraphBuildError(f"allowed_lateness() on the windows of key_by("
                                   f"{self._keyed.key_columns}): must be >= 0 ms, got "
@@ -378,9 +396,9 @@ class WindowedBatchStream(_Aggregations):
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
         keyed = self._keyed
         _check_column(f"window {kind}", column, keyed.key_columns)
-        assert keyed.time_column is not None
         a = self._assigner
-        operator = BatchWindowAggregate(kind, column, keyed.key_columns, keyed.time_column,
+        time_column = None if self._processing_time else keyed.time_column
+        operator = BatchWindowAggregate(kind, column, keyed.key_columns, time_column,
                                         a.get_size(), a.get_slide(), a.get_offset(),
                                         self._lateness)  # fmt: skip
         return keyed._batches(f"Window Batch {kind.capitalize()}", operator)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
-from undertow.testing.harness import OneInputOperatorTestHarness
+from undertow.testing.harness import OneInputOperatorTestHarness, Watermark
 
 MAX_PARALLELISM = 16
 
@@ -140,6 +140,14 @@ def test_event_time_stamps_batches_and_emits_a_watermark_after_each() -> None:
         assert harness.get_watermarks() == [24, MAX_WATERMARK]
 
 
+def test_batches_that_arrive_together_get_a_watermark_each() -> None:
+    with OneInputOperatorTestHarness(BatchEventTime("t", 0), name="Event Time") as harness:
+        harness.process_elements([_batch([(0, 5, 0)]), _batch([(0, 3, 0)]), _batch([(0, 15, 0)])])
+        events = harness.get_output_with_watermarks()
+    shown = [e.timestamp if isinstance(e, Watermark) else e[1] for e in events]
+    assert shown == [5, 4, 3, 15, 14]  # batch (its stamp), then its watermark if it rose
+
+
 @pytest.mark.parametrize("unit, factor", [("s", 1000), ("ms", 1), ("us", 0.001), ("ns", 1e-6)])
 def test_event_time_reads_timestamp_columns_in_any_unit(unit: str, factor: float) -> None:
     op = BatchEventTime("t", 0)
@@ -212,3 +220,43 @@ def test_allowed_lateness_fires_again_for_late_rows_then_forgets(
                for batch, _ in harness.get_output() for r in batch.to_pylist()]  # fmt: skip
     assert sorted(got) == sorted(_model_with_lateness([*plan, MAX_WATERMARK], 10, lateness))
     assert op.table is None or op.table.num_slots == 0  # every window forgotten at the end
+
+
+def test_processing_time_windows_fire_by_the_clock_and_after_a_restore() -> None:
+    def op() -> BatchWindowAggregate:
+        return BatchWindowAggregate("sum", "v", ["k"], None, 100, 100, 0)
+
+    with OneInputOperatorTestHarness(op(), max_parallelism=16) as harness:
+        harness.set_processing_time(1_010)
+        harness.process_element(_batch([(1, 0, 1), (2, 0, 2), (1, 0, 3)]))  # t is not used
+        harness.process_watermark(MAX_WATERMARK - 1)  # watermarks fire nothing here
+        harness.set_processing_time(1_050)
+        harness.process_element(_batch([(1, 0, 10)]))
+        assert harness.get_output() == []
+        harness.set_processing_time(1_120)
+        harness.process_element(_batch([(2, 0, 5)]))  # in the next window
+        harness.set_processing_time(1_099 + 100 - 1)
+        got = {(r["k"], r["window_start"]): r["v"]
+               for b in harness.extract_output_values() for r in b.to_pylist()}  # fmt: skip
+        assert got == {(1, 1_000): 14, (2, 1_000): 2}
+        assert [stamp for _, stamp in harness.get_output()] == [1_099]
+        blobs = harness.operator.snapshot_key_groups()  # type: ignore[attr-defined]
+    restored = op()
+    harness = OneInputOperatorTestHarness(restored, max_parallelism=16)
+    harness.setup()
+    restored.restore_key_groups(blobs)
+    with harness:  # open() schedules the restored window
+        harness.set_processing_time(1_199)
+        [batch] = harness.extract_output_values()
+        assert batch.to_pylist() == [{"k": 2, "window_start": 1_100, "window_end": 1_200, "v": 5}]
+
+
+def test_sliding_processing_time_windows_count_each_row_in_every_window() -> None:
+    op = BatchWindowAggregate("count", None, ["k"], None, 30, 10, 0)
+    with OneInputOperatorTestHarness(op, max_parallelism=16) as harness:
+        harness.set_processing_time(25)
+        harness.process_element(_batch([(1, 0, 0), (1, 0, 0)]))
+        harness.set_processing_time(60)
+        got = {r["window_start"]: r["count"]
+               for b in harness.extract_output_values() for r in b.to_pylist()}  # fmt: skip
+    assert got == {0: 2, 10: 2, 20: 2}

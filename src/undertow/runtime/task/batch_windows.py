@@ -74,6 +74,8 @@ class BatchEventTime(OneInputStreamOperator):
         self.watermark = MIN_TIMESTAMP
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        """Each batch, then its watermark if it rose: batches that arrive together still get
+        a watermark each (downstream lateness depends on it)."""
         out: list[Any] = []
         stamps: list[Any] = []
         for value in values:
@@ -84,13 +86,14 @@ class BatchEventTime(OneInputStreamOperator):
             out.append(batch)
             stamps.append(top)
             self.largest = max(self.largest, top)
-        if not out:
-            return
-        self.output.collect_batch(out, stamps)
-        watermark = self.largest - self.bound - 1
-        if watermark > self.watermark:
-            self.watermark = watermark
-            self.output.emit_watermark(watermark)
+            watermark = self.largest - self.bound - 1
+            if watermark > self.watermark:
+                self.output.collect_batch(out, stamps)
+                out, stamps = [], []
+                self.watermark = watermark
+                self.output.emit_watermark(watermark)
+        if out:
+            self.output.collect_batch(out, stamps)
 
     def process_watermark(self, watermark: int) -> None:
         """Upstream watermarks are replaced by this operator's, except the end of input."""
@@ -103,7 +106,7 @@ class BatchWindowAggregate(OneInputStreamOperator):
     """``kind`` of ``column`` per key and event-time window (see the module docstring)."""
 
     def __init__(self, kind: str, column: str | None, key_columns: Sequence[str],
-                 time_column: str, size: int, slide: int, offset: int,
+                 time_column: str | None, size: int, slide: int, offset: int,
                  allowed_lateness: int = 0) -> None:  # fmt: skip
         if kind not in KINDS:
             raise ValueError(f"unknown batch aggregation {kind!r}; one of {KINDS}")
@@ -113,6 +116,10 @@ class BatchWindowAggregate(OneInputStreamOperator):
         self.time_column = time_column
         self.size, self.slide, self.offset = size, slide, offset
         self.lateness = allowed_lateness
+        #: Processing-time windows (``time_column`` None): rows fall in the windows of the
+        #: clock when their batch arrives; windows fire from a processing-time callback.
+        self.processing_time = time_column is None
+        self._scheduled: tuple[int, Any] | None = None
         self.output_name = "count" if kind == "count" else str(column)
         self.table: ColumnarKeyedTable | None = None
         self.watermark = MIN_TIMESTAMP
@@ -193,17 +200,49 @@ class BatchWindowAggregate(OneInputStreamOperator):
         rows = np.broadcast_to(np.arange(len(times)), starts.shape)
         return starts[valid], rows[valid]
 
+    def open(self) -> None:
+        self._schedule()  # restored processing-time windows fire when their time comes
+
+    def close(self) -> None:
+        if self._scheduled is not None:
+            self._scheduled[1].cancel()
+            self._scheduled = None
+
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         for value in values:
             batch = _batch(self, value)
             if batch.num_rows:
                 self.add(batch)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """Processing time: a callback at the last millisecond of the earliest open window."""
+        table = self.table
+        if not self.processing_time or table is None or table.num_slots == 0:
+            return
+        due = int(table.columns[_STARTS][: table.num_slots].min()) + self.size - 1
+        if self._scheduled is not None:
+            if self._scheduled[0] <= due:
+                return
+            self._scheduled[1].cancel()
+        service = self.ctx.processing_time_service
+        self._scheduled = (due, service.register_timer(due, self._on_processing_time))
+
+    def _on_processing_time(self, time: int) -> None:
+        self._scheduled = None
+        self._fire(max(time, self.ctx.processing_time_service.current_processing_time()))
+        self._schedule()
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Add ``batch``'s rows to their windows' accumulators (late ones are dropped)."""
         table = self._table_for(batch)
         where = _where(self)
-        starts, rows = self.windows_of(event_millis(batch, self.time_column, where))
+        if self.time_column is None:
+            now = self.ctx.processing_time_service.current_processing_time()
+            times = np.full(batch.num_rows, now, dtype=np.int64)
+        else:
+            times = event_millis(batch, self.time_column, where)
+        starts, rows = self.windows_of(times)
         live = starts + self.size - 1 + self.lateness > self.watermark
         self.late_rows_dropped += int(len(live) - np.count_nonzero(live))
         starts, rows = starts[live], rows[live]
@@ -236,7 +275,7 @@ class BatchWindowAggregate(OneInputStreamOperator):
                 self._emit(table, late)
 
     def process_watermark(self, watermark: int) -> None:
-        if watermark > self.watermark:
+        if watermark > self.watermark and not self.processing_time:
             self.watermark = watermark
             self._fire(watermark)
         self.output.emit_watermark(watermark)
