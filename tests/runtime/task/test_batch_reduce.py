@@ -138,3 +138,33 @@ def test_a_batch_without_the_first_batchs_columns_is_refused() -> None:
         harness.process_element(_batch([(1, 1, "a")]))
         with pytest.raises(BatchError, match=r"a batch has the columns \['k', 'v'\], the first"):
             harness.process_element(pa.record_batch({"k": [1], "v": [2]}))
+
+
+def _sum_and_last(a: pa.RecordBatch, b: pa.RecordBatch) -> pa.RecordBatch:
+    """Numeric columns only (the numpy path of the scan): a sum, and the later value."""
+    return pa.record_batch({"v": pc.add(a.column("v"), b.column("v")), "w": b.column("w")})
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(0, 3), st.integers(-9, 9), st.floats(-1, 1)), max_size=40),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_numeric_running_reductions_equal_a_sequential_reduce(batches: list[list[Any]]) -> None:
+    with _op(_sum_and_last) as (_, harness):
+        for rows in batches:
+            harness.process_element(pa.record_batch({
+                "k": pa.array([r[0] for r in rows], pa.int64()),
+                "v": pa.array([r[1] for r in rows], pa.int64()),
+                "w": pa.array([r[2] for r in rows], pa.float64()),
+            }))  # fmt: skip
+        got = _rows(harness)
+    state: dict[int, int] = {}
+    want = []
+    for k, v, w in (r for rows in batches for r in rows):
+        state[k] = state.get(k, 0) + v
+        want.append({"k": k, "v": state[k], "w": w})
+    assert got == want

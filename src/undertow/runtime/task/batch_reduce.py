@@ -40,6 +40,29 @@ def state_column(field: pa.Field) -> Accumulator:
     return Accumulator(field.name, np.dtype(object), None, t)
 
 
+def _numeric(column: pa.Array) -> bool:
+    t = column.type
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
+    return numeric and not column.null_count
+
+
+def _put(out: pa.RecordBatch, rows: np.ndarray, new: pa.RecordBatch) -> pa.RecordBatch:
+    """``out`` with its rows ``rows`` replaced by the rows of ``new``: numeric columns without
+    nulls by a numpy assignment, the others by a ``take`` over both batches."""
+    if all(_numeric(c) for c in out.columns) and all(_numeric(c) for c in new.columns):
+        arrays = []
+        for old, fresh in zip(out.columns, new.columns):
+            values = old.to_numpy().copy()
+            values[rows] = fresh.to_numpy()
+            arrays.append(pa.array(values, type=old.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=out.schema)
+    n = out.num_rows
+    picks = np.arange(n)
+    picks[rows] = n + np.arange(len(rows))
+    both = pa.Table.from_batches([out, new])
+    return _one_batch(both.take(pa.array(picks)), out.schema)
+
+
 def _one_batch(data: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     if isinstance(data, pa.RecordBatch):
         return data
@@ -127,10 +150,7 @@ class BatchReduceOperator(OneInputStreamOperator):
             if not len(rows):
                 break  # every run is shorter than step: no longer distance pairs either
             combined = self._combine(out.take(pa.array(rows - step)), out.take(pa.array(rows)))
-            picks = np.arange(n)
-            picks[rows] = n + np.arange(len(rows))
-            both = pa.Table.from_batches([out, combined])
-            out = _one_batch(both.take(pa.array(picks)), values.schema)
+            out = _put(out, rows, combined)
             step *= 2
         return out
 
@@ -157,7 +177,9 @@ class BatchReduceOperator(OneInputStreamOperator):
         columns = [(name, batch.column(name)) for name in self.key_columns]
         codes, keys = encode_keys(columns, _where(self))
         code_slots = table.slots_for(keys)
-        order = np.argsort(codes, kind="stable")
+        # a stable sort groups each key's rows in input order (radix sort on 16-bit codes)
+        narrow = codes.astype(np.uint16) if len(code_slots) <= 1 << 16 else codes
+        order = np.argsort(narrow, kind="stable")
         sorted_codes = codes[order]
         running = self.scan(values.take(pa.array(order)), sorted_codes)
         slots = code_slots[sorted_codes]
@@ -165,10 +187,7 @@ class BatchReduceOperator(OneInputStreamOperator):
         if len(known):
             rows = pa.array(known)
             prior = self._combine(self._state_rows(table, slots[known]), running.take(rows))
-            picks = np.arange(n)
-            picks[known] = n + np.arange(len(known))
-            both = pa.Table.from_batches([running, prior])
-            running = _one_batch(both.take(pa.array(picks)), schema)
+            running = _put(running, known, prior)
         last = np.append(np.flatnonzero(np.diff(sorted_codes)), n - 1)
         self._store(table, slots[last], running.take(pa.array(last)))
         unsorted = np.empty(n, dtype=np.int64)
