@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from undertow.api.batch_functions import BatchValueStateDescriptor, KeyedBatchProcessFunction
 from undertow.api.functions import TimeDomain
+from undertow.common import Configuration
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_process import BatchProcessOperator
@@ -247,3 +248,13 @@ def test_keys_whose_state_was_cleared_do_not_pile_up() -> None:
         assert op.states_table().num_slots <= 2048  # without the drop: 5000
         with pytest.raises(BatchError, match=r"key column\(s\) \['k'\] not in the batch"):
             harness.process_element(pa.record_batch({"t": [1], "v": [1]}))
+
+
+def test_batch_mode_fires_the_processing_time_timers_at_the_end_of_input() -> None:
+    for mode, fired in (("STREAMING", 0), ("BATCH", 2)):
+        config = Configuration({"execution.runtime-mode": mode})
+        op = BatchProcessOperator(ProcessingTimers(), ["k"])
+        with OneInputOperatorTestHarness(op, name="P", config=config) as harness:
+            harness.process_element(_batch([(1, 0, 1)]))
+            harness.finish()
+            assert len(harness.get_output()) == fired, mode  # a call per timer timestamp

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.common import Configuration
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
@@ -260,3 +261,14 @@ def test_sliding_processing_time_windows_count_each_row_in_every_window() -> Non
         got = {r["window_start"]: r["count"]
                for b in harness.extract_output_values() for r in b.to_pylist()}  # fmt: skip
     assert got == {0: 2, 10: 2, 20: 2}
+
+
+def test_batch_mode_fires_open_processing_time_windows_at_the_end_of_input() -> None:
+    for mode, fired in (("STREAMING", []), ("BATCH", [{"k": 1, "window_start": 0,
+                                                       "window_end": 100, "v": 3}])):  # fmt: skip
+        op = BatchWindowAggregate("sum", "v", ["k"], None, 100, 100, 0)
+        config = Configuration({"execution.runtime-mode": mode})
+        with OneInputOperatorTestHarness(op, max_parallelism=16, config=config) as harness:
+            harness.process_element(_batch([(1, 0, 3)]))
+            harness.finish()
+            assert [r for b in harness.extract_output_values() for r in b.to_pylist()] == fired

@@ -6,7 +6,7 @@ timestamp. A rising watermark fires the event-time timers at or below it, one ``
 call per timestamp (earliest first, the output stamped with it) before the watermark goes on;
 processing-time timers fire the same way from a processing-time callback. Timers set during a
 firing at or below the time fired wait for the next advance (PyFlink's rule); at the end of
-input the MAX watermark fires every event-time timer, processing-time timers do not fire.
+input the MAX watermark fires every event-time timer; processing-time timers only in BATCH mode.
 State: value states in a :class:`~undertow.state.columnar_table.ColumnarKeyedTable` (a value
 and an ``undertow.set.<name>`` flag column each), timers in two
 :class:`~undertow.state.columnar_timers.ColumnarTimers`; a snapshot packs the three tables'
@@ -37,6 +37,7 @@ from undertow.state.columnar_timers import ColumnarTimers, pack_parts, unpack_pa
 from undertow.state.key_groups import key_group_range_for_subtask
 
 _SET = "undertow.set."
+_END_OF_TIME = 2**63 - 1
 _PARTS = ("state", "event", "processing")
 
 
@@ -183,6 +184,11 @@ class BatchProcessOperator(OneInputStreamOperator):
     def open(self) -> None:
         open_udf(self.function, self.ctx.runtime_context)
         self.schedule()
+
+    def finish(self) -> None:
+        """BATCH mode fires the processing-time timers at the end of input (as Flink's)."""
+        if self.ctx.task_settings.batch:
+            self._fire("processing", _END_OF_TIME)
 
     def close(self) -> None:
         if self._scheduled is not None:

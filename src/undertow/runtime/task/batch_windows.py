@@ -203,6 +203,11 @@ class BatchWindowAggregate(OneInputStreamOperator):
     def open(self) -> None:
         self._schedule()  # restored processing-time windows fire when their time comes
 
+    def finish(self) -> None:
+        """BATCH mode fires the open processing-time windows at the end of input."""
+        if self.processing_time and self.ctx.task_settings.batch:
+            self._fire(2**63 - 1)
+
     def close(self) -> None:
         if self._scheduled is not None:
             self._scheduled[1].cancel()
