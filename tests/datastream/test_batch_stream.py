@@ -3,6 +3,7 @@ keyed aggregations, on real jobs (local threads), against the record path."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -20,7 +21,7 @@ from undertow.common.row import Row
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.source import FileSource
 from undertow.core.errors import GraphBuildError, JobExecutionError
-from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream import OutputTag, StreamExecutionEnvironment
 from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 from undertow.datastream.window import TumblingEventTimeWindows, TumblingProcessingTimeWindows
@@ -229,18 +230,23 @@ def test_the_parquet_batch_writer_refuses_records_and_other_schemas(tmp_path: Pa
     assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"a": 1}]
 
 
-def test_allowed_lateness_fires_a_window_again_with_its_late_rows(
-    env: StreamExecutionEnvironment,
+def test_allowed_lateness_fires_a_window_again_and_later_rows_go_to_a_side_output(
+    env: StreamExecutionEnvironment, tmp_path: Path
 ) -> None:
     env.set_parallelism(1)
     schema = pa.schema([("k", pa.int64()), ("t", pa.int64())])
     rows = [[(1, 5)], [(1, 15)], [(1, 3)], [(1, 30)], [(1, 4)]]  # 3: late, kept; 4: too late
     batches = [pa.record_batch(list(zip(*r)), schema=schema) for r in rows]
     windows = env.from_collection(batches).as_batches().with_event_time("t").key_by("k")
-    counts = windows.window(TumblingEventTimeWindows.of(10)).allowed_lateness(10).count()
+    late = OutputTag("late")
+    windowed = windows.window(TumblingEventTimeWindows.of(10)).allowed_lateness(10)
+    counts = windowed.side_output_late_data(late).count()
+    side = tmp_path / "late.json"
+    counts.get_side_output(late).add_sink(lambda b: side.write_text(json.dumps(b.to_pylist())))
     fired = [(r["window_start"], r["count"]) for b in counts.execute_and_collect()
              for r in b.to_pylist()]  # fmt: skip
     assert fired == [(0, 1), (0, 2), (10, 1), (30, 1)]
+    assert json.loads(side.read_text()) == [{"k": 1, "t": 4}]  # the row no window took
 
 
 def test_processing_time_windows_through_the_api(env: StreamExecutionEnvironment) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from undertow.api.batch_functions import KeyedBatchProcessFunction
+from undertow.api.output_tag import OutputTag
 from undertow.api.windows.assigners import (
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
@@ -31,7 +32,11 @@ from undertow.api.windows.assigners import (
 from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
-from undertow.graph.transformations import PartitionTransformation, Transformation
+from undertow.graph.transformations import (
+    PartitionTransformation,
+    SideOutputTransformation,
+    Transformation,
+)
 from undertow.runtime.task.batch_aggregate import BatchAggregateOperator
 from undertow.runtime.task.batch_operators import (
     FilterBatches,
@@ -185,6 +190,16 @@ class BatchStream:
         stream = self._batches("Event Time", BatchEventTime(column, bound))
         stream.time_column = column
         return stream
+
+    def get_side_output(self, output_tag: OutputTag) -> BatchStream:
+        """The record batches this operator emitted to ``output_tag`` (the late rows of
+        ``side_output_late_data``)."""
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"get_side_output(): expected an OutputTag, got {output_tag!r}")
+        t = SideOutputTransformation(name=f"SideOutput({output_tag.tag_id})",
+                                     input=self._transformation, tag_id=output_tag.tag_id,
+                                     output_type=output_tag.type_info)  # fmt: skip
+        return BatchStream(self._env, t, self._record_stream, self.time_column)
 
     def to_records(self) -> DataStream:
         """Every row as a ``Row`` with the batch's column names."""
@@ -371,6 +386,17 @@ class WindowedBatchStream(_Aggregations):
         self._assigner = assigner
         self._processing_time = processing_time
         self._lateness = 0
+        self._late_tag: str | None = None
+
+    def side_output_late_data(self, output_tag: OutputTag) -> WindowedBatchStream:
+        """Rows too late for any window go to ``output_tag`` (record batches of the input's
+        schema; read them with ``get_side_output(output_tag)`` on the aggregation) instead
+        of being only counted. Flink's ``WindowedStream.side_output_late_data``."""
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"side_output_late_data(): expected an OutputTag, got "
+                                  f"{output_tag!r}")  # fmt: skip
+        self._late_tag = output_tag.tag_id
+        return self
 
     def allowed_lateness(self, time_ms: Any) -> WindowedBatchStream:
         """Keep each window ``time_ms`` (int ms, or a ``Duration``/``Time``/``timedelta``)
@@ -400,7 +426,7 @@ class WindowedBatchStream(_Aggregations):
         time_column = None if self._processing_time else keyed.time_column
         operator = BatchWindowAggregate(kind, column, keyed.key_columns, time_column,
                                         a.get_size(), a.get_slide(), a.get_offset(),
-                                        self._lateness)  # fmt: skip
+                                        self._lateness, self._late_tag)  # fmt: skip
         return keyed._batches(f"Window Batch {kind.capitalize()}", operator)
 
 

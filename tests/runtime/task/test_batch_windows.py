@@ -171,12 +171,16 @@ def test_bad_time_columns_are_errors_naming_operator_and_column() -> None:
         windows.process_element(pa.RecordBatch.from_pydict({"k": [1], "v": [1]}))
 
 
-def _model_with_lateness(steps: list[Any], size: int, lateness: int) -> list[tuple[Any, ...]]:
+def _model_with_lateness(
+    steps: list[Any], size: int, lateness: int
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, int]]]:
     """Every firing ``(k, start, sum)`` of Flink's tumbling windows with allowed lateness,
-    where the late rows of one batch fire a window once (after the batch)."""
+    where the late rows of one batch fire a window once (after the batch); and the rows too
+    late for their window (the side output of late data)."""
     open_: dict[tuple[int, int], int] = {}
     fired: set[tuple[int, int]] = set()
     out = []
+    too_late = []
     watermark = -(2**63)
     for step in steps:
         if isinstance(step, int):
@@ -197,19 +201,21 @@ def _model_with_lateness(steps: list[Any], size: int, lateness: int) -> list[tup
             if key[1] + size - 1 + lateness > watermark:
                 open_[key] = open_.get(key, 0) + v
                 touched.add(key)
+            else:
+                too_late.append((k, t, v))
         for key in sorted(touched):
             if key[1] + size - 1 <= watermark:
                 out.append((*key, open_[key]))
                 fired.add(key)
-    return out
+    return out, too_late
 
 
 @settings(max_examples=40, deadline=None)
 @given(plan=steps, lateness=st.sampled_from([0, 5, 30]))
-def test_allowed_lateness_fires_again_for_late_rows_then_forgets(
+def test_allowed_lateness_fires_again_for_late_rows_then_forgets_and_sides_out_later_rows(
     plan: list[Any], lateness: int
 ) -> None:
-    op = BatchWindowAggregate("sum", "v", ["k"], "t", 10, 10, 0, allowed_lateness=lateness)
+    op = BatchWindowAggregate("sum", "v", ["k"], "t", 10, 10, 0, lateness, late_tag="late")
     with OneInputOperatorTestHarness(op, name="Window Batch", max_parallelism=16) as harness:
         for step in plan:
             if isinstance(step, int):
@@ -219,7 +225,11 @@ def test_allowed_lateness_fires_again_for_late_rows_then_forgets(
         harness.process_watermark(MAX_WATERMARK)
         got = [(r["k"], r["window_start"], r["v"])
                for batch, _ in harness.get_output() for r in batch.to_pylist()]  # fmt: skip
-    assert sorted(got) == sorted(_model_with_lateness([*plan, MAX_WATERMARK], 10, lateness))
+        late = harness.output.side_outputs.get("late", [])
+        side = [(r["k"], r["t"], r["v"]) for batch, _ in late for r in batch.to_pylist()]
+    want, too_late = _model_with_lateness([*plan, MAX_WATERMARK], 10, lateness)
+    assert sorted(got) == sorted(want)
+    assert side == too_late  # in input order
     assert op.table is None or op.table.num_slots == 0  # every window forgotten at the end
 
 

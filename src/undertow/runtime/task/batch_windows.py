@@ -107,7 +107,7 @@ class BatchWindowAggregate(OneInputStreamOperator):
 
     def __init__(self, kind: str, column: str | None, key_columns: Sequence[str],
                  time_column: str | None, size: int, slide: int, offset: int,
-                 allowed_lateness: int = 0) -> None:  # fmt: skip
+                 allowed_lateness: int = 0, late_tag: str | None = None) -> None:  # fmt: skip
         if kind not in KINDS:
             raise ValueError(f"unknown batch aggregation {kind!r}; one of {KINDS}")
         self.kind = kind
@@ -116,6 +116,8 @@ class BatchWindowAggregate(OneInputStreamOperator):
         self.time_column = time_column
         self.size, self.slide, self.offset = size, slide, offset
         self.lateness = allowed_lateness
+        #: The side output (tag id) of late rows (``side_output_late_data``), or None.
+        self.late_tag = late_tag
         #: Processing-time windows (``time_column`` None): rows fall in the windows of the
         #: clock when their batch arrives; windows fire from a processing-time callback.
         self.processing_time = time_column is None
@@ -250,6 +252,8 @@ class BatchWindowAggregate(OneInputStreamOperator):
         starts, rows = self.windows_of(times)
         live = starts + self.size - 1 + self.lateness > self.watermark
         self.late_rows_dropped += int(len(live) - np.count_nonzero(live))
+        if self.late_tag is not None and not live.all():
+            self._side_output_late(batch, times, rows[live])
         starts, rows = starts[live], rows[live]
         if not len(rows):
             return
@@ -278,6 +282,17 @@ class BatchWindowAggregate(OneInputStreamOperator):
             late = touched & (cols[_STARTS][: table.num_slots] + self.size - 1 <= self.watermark)
             if late.any():
                 self._emit(table, late)
+
+    def _side_output_late(self, batch: pa.RecordBatch, times: np.ndarray, kept: np.ndarray) -> None:
+        """As Flink's ``sideOutputLateData``: the rows of no live window that are late
+        themselves (``t + allowed lateness <= watermark``), as one batch of the input's schema
+        stamped with their largest event time."""
+        late = times + self.lateness <= self.watermark
+        late[kept] = False
+        if late.any():
+            assert self.late_tag is not None
+            rows = batch.filter(pa.array(late))
+            self.output.collect_side(self.late_tag, rows, int(times[late].max()))
 
     def process_watermark(self, watermark: int) -> None:
         if watermark > self.watermark and not self.processing_time:
