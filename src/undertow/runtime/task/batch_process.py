@@ -121,33 +121,44 @@ class _Context(KeyedBatchProcessFunction.OnTimerContext):
         return _ValueState(self._op, descriptor, self._slots)
 
     def _timers(self, times: Any, key_index: Any, what: str) -> tuple[list[Any], Any, Any]:
-        """``(keys, times, valid)`` of a timer call: one entry per key of :meth:`keys`, or
-        per entry of ``key_index`` (each entry's key as a row of :meth:`keys`)."""
+        """``(keys, times, valid)`` of a timer call, one entry per distinct (key, time): the
+        arguments give one time per key of :meth:`keys`, or per entry of ``key_index`` (each
+        entry's key as a row of :meth:`keys`); duplicates are dropped here, in numpy, so the
+        timer table sees each (key, time) once."""
         keys = self._values
-        if key_index is not None:
+        if key_index is None:
+            index = np.arange(len(keys), dtype=np.int64)
+        else:
             index = np.asarray(key_index, dtype=np.int64)
             if index.ndim != 1 or (len(index) and (index.min() < 0 or index.max() >= len(keys))):
                 raise BatchError(
                     f"{_where(self._op)}: {what}(): key_index must be rows of ctx.keys() "
                     f"(0..{len(keys) - 1}), got {key_index!r:.80}"
                 )
-            keys = [keys[i] for i in index.tolist()]
-        n = len(keys)
+        n = len(index)
         if isinstance(times, (int, np.integer)):
-            return keys, np.full(n, int(times), dtype=np.int64), np.ones(n, dtype=bool)
-        try:
-            array = times if isinstance(times, pa.Array) else pa.array(times, type=pa.int64())
-            array = array.cast(pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
-            raise BatchError(f"{_where(self._op)}: {what}() takes an int or one int per key, "
-                             f"got {times!r:.80}") from err  # fmt: skip
-        if len(array) != n:
-            raise BatchError(
-                f"{_where(self._op)}: {what}() got {len(array)} times for {n} keys; one per "
-                "key of ctx.keys() or of key_index (or one int) is needed"
-            )
-        valid = array.is_valid().to_numpy(zero_copy_only=False)
-        return keys, pc.fill_null(array, 0).to_numpy(zero_copy_only=False), valid
+            stamps, valid = np.full(n, int(times), dtype=np.int64), np.ones(n, dtype=bool)
+        else:
+            try:
+                array = times if isinstance(times, pa.Array) else pa.array(times, type=pa.int64())
+                array = array.cast(pa.int64())
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
+                raise BatchError(f"{_where(self._op)}: {what}() takes an int or one int per "
+                                 f"key, got {times!r:.80}") from err  # fmt: skip
+            if len(array) != n:
+                raise BatchError(
+                    f"{_where(self._op)}: {what}() got {len(array)} times for {n} keys; one per "
+                    "key of ctx.keys() or of key_index (or one int) is needed"
+                )
+            valid = array.is_valid().to_numpy(zero_copy_only=False)
+            stamps = pc.fill_null(array, 0).to_numpy(zero_copy_only=False)
+        index, stamps = index[valid], stamps[valid]
+        order = np.lexsort((stamps, index))
+        index, stamps = index[order], stamps[order]
+        first = np.ones(len(index), dtype=bool)
+        first[1:] = (index[1:] != index[:-1]) | (stamps[1:] != stamps[:-1])
+        distinct = [keys[i] for i in index[first].tolist()]
+        return distinct, stamps[first], np.ones(len(distinct), dtype=bool)
 
     def register_event_time_timers(self, times: Any, key_index: Any = None) -> None:
         what = "register_event_time_timers"
