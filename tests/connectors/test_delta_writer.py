@@ -1,6 +1,6 @@
-"""The Delta sink's writer alone (:mod:`undertow.connectors.delta.writer`): one Parquet file per
+"""The Delta sink's writers alone (:mod:`undertow.connectors.delta.writer`): one Parquet file per
 partition, all finished into committables before a checkpoint, unfinished ones deleted on
-close."""
+close; the batch writer splits record batches by partition."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from undertow.common import Row, Types
-from undertow.connectors.delta.writer import DeltaWriter
+from undertow.connectors.delta.committable import DeltaSinkError
+from undertow.connectors.delta.writer import DeltaBatchWriter, DeltaWriter
 
 ROW = Types.ROW_NAMED(["day", "v"], [Types.STRING(), Types.LONG()])
 CONTEXT: Any = SimpleNamespace(subtask_index=lambda: 2)
@@ -43,3 +46,34 @@ def test_close_deletes_what_no_checkpoint_finished(tmp_path: Path) -> None:
     [open_file] = w.open_files.values()
     w.close()
     assert not (tmp_path / open_file.path).exists() and w.open_files == {}
+
+
+SCHEMA = pa.schema([("day", pa.string()), ("v", pa.int64())])
+
+
+def batch_writer(table: Path, *partitions: str) -> DeltaBatchWriter:
+    return DeltaBatchWriter(CONTEXT, str(table), SCHEMA, partitions, {}, row_group_size=1024)
+
+
+def test_batches_are_split_by_partition_without_the_partition_columns(tmp_path: Path) -> None:
+    w = batch_writer(tmp_path, "day")
+    w.write(pa.record_batch({"day": ["mon", "tue", None, "mon"], "v": [1, 2, 3, 4]}, SCHEMA), None)
+    w.write(pa.record_batch({"day": ["tue"], "v": [5]}, SCHEMA), None)
+    committables = sorted(w.prepare_commit(), key=lambda c: c.path)
+    assert [(c.partition_values, c.num_records) for c in committables] == [
+        ((("day", None),), 1), ((("day", "mon"),), 2), ((("day", "tue"),), 2),
+    ]  # fmt: skip
+    tuesday = pq.read_table(tmp_path / committables[2].path)
+    assert tuesday.column_names == ["v"] and tuesday.column("v").to_pylist() == [2, 5]
+    assert committables[0].path.startswith("day=__HIVE_DEFAULT_PARTITION__/")
+
+
+def test_an_unpartitioned_batch_file_and_the_refusals(tmp_path: Path) -> None:
+    w = batch_writer(tmp_path)
+    w.write(pa.record_batch({"day": ["a", "b"], "v": [1, 2]}, SCHEMA), None)
+    [c] = w.prepare_commit()
+    assert pq.read_table(tmp_path / c.path).num_rows == 2 and c.partition_values == ()
+    with pytest.raises(DeltaSinkError, match=r"subtask 2\): a batch of schema \{day: string\}"):
+        w.write(pa.record_batch({"day": ["a"]}), None)
+    with pytest.raises(DeltaSinkError, match=r"takes pyarrow\.RecordBatch records, got Row"):
+        w.write(Row(day="a", v=1), None)

@@ -3,6 +3,8 @@ keyed aggregations, on real jobs (local threads), against the record path."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,10 @@ from undertow.common.row import Row
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.source import FileSource
 from undertow.core.errors import GraphBuildError, JobExecutionError
-from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream import OutputTag, StreamExecutionEnvironment
 from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
+from undertow.datastream.window import TumblingEventTimeWindows, TumblingProcessingTimeWindows
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -125,6 +128,14 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
         batches.map(lambda b: b)
     with pytest.raises(GraphBuildError, match="key by a column name"):
         batches.key_by(lambda r: r[0])
+    refused = r"process_batches\(\) on a keyed batch stream \(key_by\(\['k'\]\)\): expected a Keyed"
+    with pytest.raises(GraphBuildError, match=refused):
+        batches.key_by("k").process_batches(lambda b, ctx: b)  # type: ignore[arg-type]
+    with pytest.raises(GraphBuildError, match=r"map_pandas\(\) on a keyed batch stream"):
+        batches.key_by("k").map_pandas(lambda df: df)
+    windows = batches.with_event_time("v").key_by("k").window(TumblingEventTimeWindows.of(10))
+    with pytest.raises(GraphBuildError, match=r"allowed_lateness\(\).*must be >= 0 ms, got -1"):
+        windows.allowed_lateness(-1)
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(
@@ -217,3 +228,42 @@ def test_the_parquet_batch_writer_refuses_records_and_other_schemas(tmp_path: Pa
             writer.add_element(Row(a=1))
         writer.finish()
     assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"a": 1}]
+
+
+def test_allowed_lateness_fires_a_window_again_and_later_rows_go_to_a_side_output(
+    env: StreamExecutionEnvironment, tmp_path: Path
+) -> None:
+    env.set_parallelism(1)
+    schema = pa.schema([("k", pa.int64()), ("t", pa.int64())])
+    rows = [[(1, 5)], [(1, 15)], [(1, 3)], [(1, 30)], [(1, 4)]]  # 3: late, kept; 4: too late
+    batches = [pa.record_batch(list(zip(*r)), schema=schema) for r in rows]
+    windows = env.from_collection(batches).as_batches().with_event_time("t").key_by("k")
+    late = OutputTag("late")
+    windowed = windows.window(TumblingEventTimeWindows.of(10)).allowed_lateness(10)
+    counts = windowed.side_output_late_data(late).count()
+    side = tmp_path / "late.json"
+    counts.get_side_output(late).add_sink(lambda b: side.write_text(json.dumps(b.to_pylist())))
+    fired = [(r["window_start"], r["count"]) for b in counts.execute_and_collect()
+             for r in b.to_pylist()]  # fmt: skip
+    assert fired == [(0, 1), (0, 2), (10, 1), (30, 1)]
+    assert json.loads(side.read_text()) == [{"k": 1, "t": 4}]  # the row no window took
+
+
+def test_processing_time_windows_through_the_api(env: StreamExecutionEnvironment) -> None:
+    """Rows fall in the windows of the clock; windows still open at the end do not fire (as
+    Flink's streaming mode), so only what fired before the end is checked."""
+    env.set_parallelism(1)
+
+    def slow(batch: pa.RecordBatch) -> pa.RecordBatch:
+        time.sleep(0.02)
+        return pa.record_batch({"k": pc.remainder(batch.column("value"), 2)})
+
+    source = NumberSequenceBatchSource(0, 199, batch_rows=10)
+    keyed = env.from_source(source, None, "n").as_batches().map_batches(slow).key_by("k")
+    counts = keyed.window(TumblingProcessingTimeWindows.of(50)).count()
+    fired = [r for b in counts.execute_and_collect() for r in b.to_pylist()]
+    assert fired and all(r["window_end"] - r["window_start"] == 50 for r in fired)
+    assert sum(r["count"] for r in fired) <= 200 and {r["k"] for r in fired} == {0, 1}
+    windows = keyed.window(TumblingProcessingTimeWindows.of(50))
+    with pytest.raises(GraphBuildError, match="processing-time windows have no late rows"):
+        windows.allowed_lateness(10)

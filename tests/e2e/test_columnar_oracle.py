@@ -1,5 +1,6 @@
 """Batch streams under failures: a keyed columnar running sum survives a worker kill (restored
-from a checkpoint) and a rescale 2 -> 3 (from a savepoint), with every key's sum carried on.
+from a checkpoint) and a rescale 2 -> 3 (from a savepoint), with every key's sum carried on;
+the rescale also with the sum as a ``reduce_batches`` of an addition.
 
 The job: record batches of the numbers ``0..N-1`` (paced) -> ``(k = i % KEYS, v = 1)`` ->
 ``key_by("k")`` -> ``sum("v")`` -> a sink that appends every output row to a file. The sink is
@@ -43,8 +44,13 @@ def _append(path: Path, line: str) -> None:
         os.close(fd)
 
 
-def _build(env: Any, out: Path, pace_s: float, mapped: Path) -> None:
-    """The job; ``mapped`` gets a line ``attempt rows`` per batch the map saw."""
+def _add(earlier: pa.RecordBatch, later: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.record_batch({"v": pc.add(earlier.column("v"), later.column("v"))})
+
+
+def _build(env: Any, out: Path, pace_s: float, mapped: Path, how: str = "sum") -> None:
+    """The job (the running sum by ``sum`` or by ``reduce_batches``); ``mapped`` gets a line
+    ``attempt rows`` per batch the map saw."""
 
     class Keyed:
         def open(self, runtime_context: Any) -> None:
@@ -64,7 +70,9 @@ def _build(env: Any, out: Path, pace_s: float, mapped: Path) -> None:
     source = NumberSequenceBatchSource(0, N - 1, batch_rows=ROWS)
     stream = env.from_source(source, None, "numbers").as_batches().uid("numbers")
     ones = stream.map_batches(Keyed()).uid("keyed")
-    ones.key_by("k").sum("v").uid("sum").add_sink(write)
+    keyed = ones.key_by("k")
+    sums = keyed.sum("v") if how == "sum" else keyed.reduce_batches(_add)
+    sums.uid("sum").add_sink(write)
 
 
 def _sums(out: Path) -> dict[int, set[int]]:
@@ -130,14 +138,15 @@ def test_columnar_sum_survives_a_worker_kill(
 
 @pytest.mark.restores(catches=["keyed-state", "source-positions"])
 @pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("how", ["sum", "reduce_batches"])
 def test_columnar_sum_rescales_from_two_to_three_subtasks(
-    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
     config = {"execution.checkpointing.interval": "100 ms",
               "execution.checkpointing.dir": str(tmp_path / "checkpoints")}  # fmt: skip
     out = tmp_path / "sums.jsonl"
     env = make_env(parallelism=2, config=config)
-    _build(env, out, pace_s=0.01, mapped=tmp_path / "mapped-p2")
+    _build(env, out, pace_s=0.01, mapped=tmp_path / "mapped-p2", how=how)
     client = env.execute_async("columnar p=2")
     while not out.exists() or len(out.read_text().splitlines()) < 20:
         time.sleep(0.02)
@@ -146,7 +155,7 @@ def test_columnar_sum_rescales_from_two_to_three_subtasks(
     assert first and max(max(s) for s in first.values()) < N // KEYS  # stopped midway
 
     env = make_env(parallelism=3, config={**config, "execution.state-recovery.path": savepoint})
-    _build(env, out, pace_s=0.0, mapped=tmp_path / "mapped-p3")
+    _build(env, out, pace_s=0.0, mapped=tmp_path / "mapped-p3", how=how)
     env.execute("columnar p=3")
     assert restored_checkpoints(capsys.readouterr().err), "the p=3 job did not restore"
     _resumed(tmp_path / "mapped-p3", 0)

@@ -40,3 +40,28 @@ def test_restore_keeps_only_the_given_key_groups_and_checks_the_format() -> None
                                [Accumulator("max", np.dtype(np.int64), 0)], 8)  # fmt: skip
     with pytest.raises(ValueError, match=r"has no accumulator 'max'.*aggregation changed"):
         other.restore(blobs, range(0, 8), "operator 'X' (subtask 1/1)")
+
+
+def test_added_object_columns_snapshot_with_their_arrow_type_and_restore_partially() -> None:
+    table = _table()
+    slots = table.slots_for([("x", 1), ("y", 2)])
+    table.add_accumulator(Accumulator("name", np.dtype(object), None, pa.string()))
+    table.columns["name"][slots] = ["p", None]
+    blobs = table.snapshot()
+    schemas = {
+        pa.ipc.open_stream(pa.py_buffer(b)).schema.field("name").type for b in blobs.values()
+    }
+    assert schemas == {pa.string()}
+    wider = _table()
+    wider.add_accumulator(Accumulator("name", np.dtype(object), None, pa.string()))
+    wider.add_accumulator(Accumulator("late", np.dtype(np.int64), 7))
+    with pytest.raises(ValueError, match="no accumulator 'late'"):
+        wider.restore(blobs, range(8), "op")
+    wider = _table()
+    wider.add_accumulator(Accumulator("name", np.dtype(object), None, pa.string()))
+    wider.add_accumulator(Accumulator("late", np.dtype(np.int64), 7))
+    wider.restore(blobs, range(8), "op", partial=True)
+    got = {
+        k: (wider.columns["name"][s], int(wider.columns["late"][s])) for k, s in wider.slots.items()
+    }
+    assert got == {("x", 1): ("p", 7), ("y", 2): (None, 7)}

@@ -1,12 +1,13 @@
 """Batch streams: ``pyarrow.RecordBatch`` records through the DataStream API (issue 31).
 
-A :class:`BatchStream`'s records are record batches: it has ``map_batches``,
+A :class:`BatchStream`'s records are record batches: it has ``map_batches``, ``map_pandas``,
 ``filter_batches``, ``flat_map_batches``, ``key_by`` by column(s) and ``to_records``, and
 refuses the record methods naming the operator (``DataStream`` refuses the batch methods the
 same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
 ``to_records()``, ``execute_and_collect()`` (record batches), ``print()`` (rows). A
 :class:`KeyedBatchStream` has the running ``sum``/``min``/``max``/``count``/``mean``, and
-``window(...)`` for the same aggregations per event-time window (``with_event_time`` first).
+``reduce_batches(fn)``, ``process_batches(fn)`` (state and timers), and ``window(...)`` for
+the aggregations per event-time window (``with_event_time`` first).
 
 ``data_stream`` imports this module, so this one holds the ``DataStream`` class it is given
 (``record_stream``) rather than importing it. User guide: docs/columnar.md; design:
@@ -15,23 +16,38 @@ docs/design.md, "Batch streams".
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from undertow.api.windows.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from undertow.api.batch_functions import KeyedBatchProcessFunction
+from undertow.api.output_tag import OutputTag
+from undertow.api.windows.assigners import (
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
 from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
-from undertow.graph.transformations import PartitionTransformation, Transformation
+from undertow.graph.transformations import (
+    PartitionTransformation,
+    SideOutputTransformation,
+    Transformation,
+)
 from undertow.runtime.task.batch_aggregate import BatchAggregateOperator
 from undertow.runtime.task.batch_operators import (
     FilterBatches,
     FlatMapBatches,
     MapBatches,
+    MapPandas,
     ToBatches,
     ToRecords,
 )
+from undertow.runtime.task.batch_process import BatchProcessOperator
+from undertow.runtime.task.batch_reduce import BatchReduceOperator
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
 
 if TYPE_CHECKING:
@@ -129,6 +145,22 @@ class BatchStream:
         function, call = _callable(fn, "map_batches()", "map_batches")
         return self._batches("Map Batches", MapBatches(function, call, schema))
 
+    def map_pandas(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        """``fn(pandas.DataFrame) -> pandas.DataFrame`` per record batch (Spark's
+        ``mapInPandas``, a batch at a time); with ``schema`` the result's columns are taken by
+        name and converted to it, otherwise their types are inferred. Needs pandas
+        (``pip install 'undertow[pandas]'``)."""
+        if importlib.util.find_spec("pandas") is None:
+            raise GraphBuildError(f"map_pandas() after operator '{self.get_name()}' needs "
+                                  "pandas: pip install 'undertow[pandas]'")  # fmt: skip
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise GraphBuildError(
+                f"map_pandas() after operator '{self.get_name()}': schema must be a "
+                f"pyarrow.Schema, got {schema!r}"
+            )
+        function, call = _callable(fn, "map_pandas()", "map_pandas")
+        return self._batches("Map Pandas", MapPandas(function, call, schema))
+
     def filter_batches(self, fn: Any) -> BatchStream:
         """``fn(batch) -> boolean mask`` with one entry per row; true rows are kept."""
         function, call = _callable(fn, "filter_batches()", "filter_batches")
@@ -158,6 +190,16 @@ class BatchStream:
         stream = self._batches("Event Time", BatchEventTime(column, bound))
         stream.time_column = column
         return stream
+
+    def get_side_output(self, output_tag: OutputTag) -> BatchStream:
+        """The record batches this operator emitted to ``output_tag`` (the late rows of
+        ``side_output_late_data``)."""
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"get_side_output(): expected an OutputTag, got {output_tag!r}")
+        t = SideOutputTransformation(name=f"SideOutput({output_tag.tag_id})",
+                                     input=self._transformation, tag_id=output_tag.tag_id,
+                                     output_type=output_tag.type_info)  # fmt: skip
+        return BatchStream(self._env, t, self._record_stream, self.time_column)
 
     def to_records(self) -> DataStream:
         """Every row as a ``Row`` with the batch's column names."""
@@ -261,14 +303,18 @@ class KeyedBatchStream(_Aggregations, BatchStream):
         self.key_columns = columns
 
     def window(self, assigner: Any) -> WindowedBatchStream:
-        """Event-time windows per key: ``TumblingEventTimeWindows`` or
-        ``SlidingEventTimeWindows``, over the column of ``with_event_time``; aggregate them
+        """Windows per key: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` over
+        the column of ``with_event_time``, or ``TumblingProcessingTimeWindows`` /
+        ``SlidingProcessingTimeWindows`` over the clock when a batch arrives; aggregate them
         with ``sum``/``min``/``max``/``count``/``mean``."""
+        if isinstance(assigner, (TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)):
+            return WindowedBatchStream(self, assigner, processing_time=True)
         if not isinstance(assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)):
             raise GraphBuildError(
                 f"window({assigner!r}) on a keyed batch stream (key_by({self.key_columns})): "
-                "batch streams have event-time tumbling and sliding windows "
-                "(TumblingEventTimeWindows, SlidingEventTimeWindows)"
+                "batch streams have tumbling and sliding windows in event or processing time "
+                "(TumblingEventTimeWindows, SlidingEventTimeWindows, "
+                "TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)"
             )
         if self.time_column is None:
             raise GraphBuildError(
@@ -283,6 +329,27 @@ class KeyedBatchStream(_Aggregations, BatchStream):
         name = f"Keyed Batch {kind.capitalize()}"
         return self._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
 
+    def reduce_batches(self, fn: Any) -> BatchStream:
+        """Running reduction per key (Flink's ``reduce``, a batch at a time): ``fn(earlier,
+        later)`` combines two batches of the non-key columns row by row and must be
+        associative; for every row, the row's key and its key's reduction so far, in the
+        input's schema (see :mod:`undertow.runtime.task.batch_reduce`)."""
+        function, call = _callable(fn, "reduce_batches()", "reduce_batches")
+        return self._batches("Keyed Batch Reduce",
+                             BatchReduceOperator(function, call, self.key_columns))  # fmt: skip
+
+    def process_batches(self, fn: KeyedBatchProcessFunction) -> BatchStream:
+        """A keyed batch process function: ``fn.process_batch(batch, ctx)`` per record batch
+        and ``fn.on_timer(timestamp, ctx)`` per timer timestamp, with value states and timers
+        vectorised over the batch's distinct keys (see
+        :mod:`undertow.api.batch_functions`)."""
+        if not isinstance(fn, KeyedBatchProcessFunction):
+            raise GraphBuildError(
+                f"process_batches() on a keyed batch stream (key_by({self.key_columns})): "
+                f"expected a KeyedBatchProcessFunction, got {fn!r:.80}"
+            )
+        return self._batches("Keyed Batch Process", BatchProcessOperator(fn, self.key_columns))
+
     def _keyed_refusal(self, method: str) -> Any:
         raise GraphBuildError(
             f"{method}() on a keyed batch stream (key_by({self.key_columns})) is not supported "
@@ -295,6 +362,9 @@ class KeyedBatchStream(_Aggregations, BatchStream):
     def filter_batches(self, fn: Any) -> BatchStream:
         return self._keyed_refusal("filter_batches")
 
+    def map_pandas(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        return self._keyed_refusal("map_pandas")
+
     def flat_map_batches(self, fn: Any) -> BatchStream:
         return self._keyed_refusal("flat_map_batches")
 
@@ -304,21 +374,59 @@ class KeyedBatchStream(_Aggregations, BatchStream):
 
 
 class WindowedBatchStream(_Aggregations):
-    """A keyed batch stream in event-time windows: one aggregation per window, emitted when
-    the watermark passes the window's end (key columns, ``window_start``, ``window_end`` and
-    the aggregate; see :mod:`undertow.runtime.task.batch_windows`)."""
+    """A keyed batch stream in windows: one aggregation per window, emitted when the watermark
+    (event time) or the clock (processing time) passes the window's end (key columns,
+    ``window_start``, ``window_end`` and the aggregate; see
+    :mod:`undertow.runtime.task.batch_windows`)."""
 
-    def __init__(self, keyed: KeyedBatchStream, assigner: Any) -> None:
+    def __init__(
+        self, keyed: KeyedBatchStream, assigner: Any, processing_time: bool = False
+    ) -> None:
         self._keyed = keyed
         self._assigner = assigner
+        self._processing_time = processing_time
+        self._lateness = 0
+        self._late_tag: str | None = None
+
+    def side_output_late_data(self, output_tag: OutputTag) -> WindowedBatchStream:
+        """Rows too late for any window go to ``output_tag`` (record batches of the input's
+        schema; read them with ``get_side_output(output_tag)`` on the aggregation) instead
+        of being only counted. Flink's ``WindowedStream.side_output_late_data``."""
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"side_output_late_data(): expected an OutputTag, got "
+                                  f"{output_tag!r}")  # fmt: skip
+        self._late_tag = output_tag.tag_id
+        return self
+
+    def allowed_lateness(self, time_ms: Any) -> WindowedBatchStream:
+        """Keep each window ``time_ms`` (int ms, or a ``Duration``/``Time``/``timedelta``)
+        after the watermark passed its end; rows arriving for it meanwhile update it and fire
+        it again (once per batch). Flink's ``WindowedStream.allowed_lateness``."""
+        try:
+            lateness = to_millis(time_ms, "allowed_lateness")
+        except TypeError as err:
+            raise GraphBuildError(f"allowed_lateness() on the windows of key_by("
+                                  f"{self._keyed.key_columns}): {err}") from err  # fmt: skip
+        if self._processing_time:
+            raise GraphBuildError(
+                f"allowed_lateness() on the windows of key_by({self._keyed.key_columns}): "
+                "processing-time windows have no late rows; it is for event-time windows"
+            )
+        if lateness < 0:
+            raise GraphBuildError(f"allowed_lateness() on the windows of key_by("
+                                  f"{self._keyed.key_columns}): must be >= 0 ms, got "
+                                  f"{lateness}")  # fmt: skip
+        self._lateness = lateness
+        return self
 
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
         keyed = self._keyed
         _check_column(f"window {kind}", column, keyed.key_columns)
-        assert keyed.time_column is not None
         a = self._assigner
-        operator = BatchWindowAggregate(kind, column, keyed.key_columns, keyed.time_column,
-                                        a.get_size(), a.get_slide(), a.get_offset())  # fmt: skip
+        time_column = None if self._processing_time else keyed.time_column
+        operator = BatchWindowAggregate(kind, column, keyed.key_columns, time_column,
+                                        a.get_size(), a.get_slide(), a.get_offset(),
+                                        self._lateness, self._late_tag)  # fmt: skip
         return keyed._batches(f"Window Batch {kind.capitalize()}", operator)
 
 

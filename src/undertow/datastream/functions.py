@@ -1,6 +1,11 @@
 """User function classes (PyFlink's ``pyflink.datastream.functions``)."""
 
 from undertow.api.async_function import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
+from undertow.api.batch_functions import (
+    BatchValueState,
+    BatchValueStateDescriptor,
+    KeyedBatchProcessFunction,
+)
 from undertow.api.functions import (
     AggregateFunction,
     AllWindowFunction,
@@ -40,6 +45,8 @@ __all__ = [
     "AsyncRetryStrategy",
     "BaseBroadcastProcessFunction",
     "BaseContext",
+    "BatchValueState",
+    "BatchValueStateDescriptor",
     "BroadcastProcessFunction",
     "CoFlatMapFunction",
     "CoMapFunction",
@@ -48,6 +55,7 @@ __all__ = [
     "FlatMapFunction",
     "Function",
     "KeySelector",
+    "KeyedBatchProcessFunction",
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",

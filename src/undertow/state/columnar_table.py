@@ -35,11 +35,19 @@ _VERSION_KEY = b"undertow.columnar-state.version"
 
 @dataclass(frozen=True, slots=True)
 class Accumulator:
-    """One accumulator column: its name, numpy dtype and the value of a fresh slot."""
+    """One accumulator column: its name, numpy dtype and the value of a fresh slot, and the
+    Arrow type it has in snapshots (by default the dtype's; needed for an ``object`` column,
+    which holds Python values such as strings)."""
 
     name: str
     dtype: np.dtype[Any]
     initial: Any
+    arrow_type: pa.DataType | None = None
+
+    @property
+    def snapshot_type(self) -> pa.DataType:
+        """The Arrow type of this column in a snapshot."""
+        return self.arrow_type if self.arrow_type is not None else pa.from_numpy_dtype(self.dtype)
 
 
 class ColumnarKeyedTable:
@@ -75,6 +83,16 @@ class ColumnarKeyedTable:
                 slot = self._add(key)
             out.append(slot)
         return np.asarray(out, dtype=np.int64)
+
+    def add_accumulator(self, accumulator: Accumulator) -> None:
+        """A new accumulator column, every slot at its initial value (a keyed batch process
+        function's states are declared while it runs)."""
+        if accumulator.name in self.accumulators:
+            raise ValueError(f"accumulator {accumulator.name!r} exists already")
+        self.accumulators[accumulator.name] = accumulator
+        self.columns[accumulator.name] = np.full(
+            self._capacity, accumulator.initial, dtype=accumulator.dtype
+        )
 
     def _add(self, key: Any) -> int:
         slot = len(self.keys)
@@ -116,9 +134,7 @@ class ColumnarKeyedTable:
     # snapshots -----------------------------------------------------------------------------
     def _schema(self) -> pa.Schema:
         fields = [*self.key_fields]
-        fields += [
-            pa.field(a.name, pa.from_numpy_dtype(a.dtype)) for a in self.accumulators.values()
-        ]
+        fields += [pa.field(a.name, a.snapshot_type) for a in self.accumulators.values()]
         return pa.schema(fields, metadata={_VERSION_KEY: str(FORMAT_VERSION).encode()})
 
     def snapshot(self) -> dict[int, bytes]:
@@ -142,7 +158,10 @@ class ColumnarKeyedTable:
             for f_index, field in enumerate(self.key_fields):
                 values = [k[f_index] for k in keys] if multi else keys
                 arrays.append(pa.array(values, type=field.type))
-            arrays += [pa.array(self.columns[name][idx]) for name in self.accumulators]
+            arrays += [
+                pa.array(self.columns[name][idx], type=a.snapshot_type)
+                for name, a in self.accumulators.items()
+            ]
             batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, schema) as writer:
@@ -150,9 +169,12 @@ class ColumnarKeyedTable:
             out[int(sorted_groups[start])] = sink.getvalue().to_pybytes()
         return out
 
-    def restore(self, blobs: dict[int, bytes], key_groups: range, where: str) -> None:
+    def restore(
+        self, blobs: dict[int, bytes], key_groups: range, where: str, partial: bool = False
+    ) -> None:
         """Load the blobs of the key groups in ``key_groups``; others belong to other subtasks.
-        ``where`` names the operator and subtask in errors."""
+        ``where`` names the operator and subtask in errors. With ``partial``, an accumulator a
+        blob lacks keeps its initial value for that blob's keys (otherwise it is an error)."""
         for group, blob in sorted(blobs.items()):
             if group not in key_groups:
                 continue
@@ -169,6 +191,8 @@ class ColumnarKeyedTable:
             slots = self.slots_for(keys)
             for name in self.accumulators:
                 if name not in table.column_names:
+                    if partial:
+                        continue
                     raise ValueError(
                         f"{where}: columnar state of key group {group} has no accumulator "
                         f"{name!r} (it has {table.column_names}); was the aggregation changed?"

@@ -1,13 +1,22 @@
-"""Batch-stream operators: to_batches' size, delay and barrier flushes; function checks."""
+"""Batch-stream operators: to_batches' size, delay and barrier flushes; function checks;
+map_pandas."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from undertow.common.row import Row
 from undertow.core.errors import BatchError
-from undertow.runtime.task.batch_operators import FilterBatches, MapBatches, ToBatches, ToRecords
+from undertow.runtime.task.batch_operators import (
+    FilterBatches,
+    MapBatches,
+    MapPandas,
+    ToBatches,
+    ToRecords,
+)
 from undertow.testing.harness import OneInputOperatorTestHarness
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string())])
@@ -71,3 +80,29 @@ def test_to_records_gives_rows_with_names_and_the_batch_timestamp() -> None:
     with OneInputOperatorTestHarness(ToRecords()) as harness:
         harness.process_element(pa.record_batch({"k": [1, 2], "s": ["a", "b"]}), 5)
         assert harness.get_output() == [(Row(k=1, s="a"), 5), (Row(k=2, s="b"), 5)]
+
+
+def test_map_pandas_converts_to_the_declared_schema_and_names_bad_results() -> None:
+    declared = pa.schema([("k", pa.int64()), ("n", pa.int32())])
+
+    def doubled(df: Any) -> Any:
+        df = df[df.k > 1]  # a filtered frame: its index no longer starts at 0
+        return df.assign(n=df.s.str.len() * 2)[["n", "k"]]  # columns out of order
+
+    with OneInputOperatorTestHarness(MapPandas(None, doubled, declared)) as harness:
+        harness.process_element(pa.record_batch({"k": [1, 2, 3], "s": ["a", "bb", "ccc"]}), 7)
+        [(batch, stamp)] = harness.get_output()
+    assert batch.schema == declared and stamp == 7
+    assert batch.to_pylist() == [{"k": 2, "n": 4}, {"k": 3, "n": 6}]
+    where = r"operator 'Map Pandas' \(subtask 1/1\): map_pandas\(\)"
+    with (
+        OneInputOperatorTestHarness(MapPandas(None, lambda df: df, declared), name="Map Pandas")
+        as harness,
+        pytest.raises(BatchError, match=where + r" returned a DataFrame with columns \['k', 's'\]"),
+    ):  # fmt: skip
+        harness.process_element(pa.record_batch({"k": [1], "s": ["a"]}))
+    with (
+        OneInputOperatorTestHarness(MapPandas(None, lambda df: 1), name="Map Pandas") as harness,
+        pytest.raises(BatchError, match=where + " must return a pandas.DataFrame, got int"),
+    ):
+        harness.process_element(pa.record_batch({"k": [1]}))

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.common import Configuration
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
-from undertow.testing.harness import OneInputOperatorTestHarness
+from undertow.testing.harness import OneInputOperatorTestHarness, Watermark
 
 MAX_PARALLELISM = 16
 
@@ -140,6 +141,14 @@ def test_event_time_stamps_batches_and_emits_a_watermark_after_each() -> None:
         assert harness.get_watermarks() == [24, MAX_WATERMARK]
 
 
+def test_batches_that_arrive_together_get_a_watermark_each() -> None:
+    with OneInputOperatorTestHarness(BatchEventTime("t", 0), name="Event Time") as harness:
+        harness.process_elements([_batch([(0, 5, 0)]), _batch([(0, 3, 0)]), _batch([(0, 15, 0)])])
+        events = harness.get_output_with_watermarks()
+    shown = [e.timestamp if isinstance(e, Watermark) else e[1] for e in events]
+    assert shown == [5, 4, 3, 15, 14]  # batch (its stamp), then its watermark if it rose
+
+
 @pytest.mark.parametrize("unit, factor", [("s", 1000), ("ms", 1), ("us", 0.001), ("ns", 1e-6)])
 def test_event_time_reads_timestamp_columns_in_any_unit(unit: str, factor: float) -> None:
     op = BatchEventTime("t", 0)
@@ -160,3 +169,116 @@ def test_bad_time_columns_are_errors_naming_operator_and_column() -> None:
         pytest.raises(BatchError, match=r"no event-time column 't'"),
     ):
         windows.process_element(pa.RecordBatch.from_pydict({"k": [1], "v": [1]}))
+
+
+def _model_with_lateness(
+    steps: list[Any], size: int, lateness: int
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, int]]]:
+    """Every firing ``(k, start, sum)`` of Flink's tumbling windows with allowed lateness,
+    where the late rows of one batch fire a window once (after the batch); and the rows too
+    late for their window (the side output of late data)."""
+    open_: dict[tuple[int, int], int] = {}
+    fired: set[tuple[int, int]] = set()
+    out = []
+    too_late = []
+    watermark = -(2**63)
+    for step in steps:
+        if isinstance(step, int):
+            if step <= watermark:
+                continue
+            watermark = step
+            for key in sorted(open_):
+                if key[1] + size - 1 <= watermark and key not in fired:
+                    out.append((*key, open_[key]))
+                    fired.add(key)
+            for key in [w for w in open_ if w[1] + size - 1 + lateness <= watermark]:
+                del open_[key]
+                fired.discard(key)
+            continue
+        touched = set()
+        for k, t, v in step:
+            key = (k, t - t % size)
+            if key[1] + size - 1 + lateness > watermark:
+                open_[key] = open_.get(key, 0) + v
+                touched.add(key)
+            else:
+                too_late.append((k, t, v))
+        for key in sorted(touched):
+            if key[1] + size - 1 <= watermark:
+                out.append((*key, open_[key]))
+                fired.add(key)
+    return out, too_late
+
+
+@settings(max_examples=40, deadline=None)
+@given(plan=steps, lateness=st.sampled_from([0, 5, 30]))
+def test_allowed_lateness_fires_again_for_late_rows_then_forgets_and_sides_out_later_rows(
+    plan: list[Any], lateness: int
+) -> None:
+    op = BatchWindowAggregate("sum", "v", ["k"], "t", 10, 10, 0, lateness, late_tag="late")
+    with OneInputOperatorTestHarness(op, name="Window Batch", max_parallelism=16) as harness:
+        for step in plan:
+            if isinstance(step, int):
+                harness.process_watermark(step)
+            else:
+                harness.process_element(_batch(step))
+        harness.process_watermark(MAX_WATERMARK)
+        got = [(r["k"], r["window_start"], r["v"])
+               for batch, _ in harness.get_output() for r in batch.to_pylist()]  # fmt: skip
+        late = harness.output.side_outputs.get("late", [])
+        side = [(r["k"], r["t"], r["v"]) for batch, _ in late for r in batch.to_pylist()]
+    want, too_late = _model_with_lateness([*plan, MAX_WATERMARK], 10, lateness)
+    assert sorted(got) == sorted(want)
+    assert side == too_late  # in input order
+    assert op.table is None or op.table.num_slots == 0  # every window forgotten at the end
+
+
+def test_processing_time_windows_fire_by_the_clock_and_after_a_restore() -> None:
+    def op() -> BatchWindowAggregate:
+        return BatchWindowAggregate("sum", "v", ["k"], None, 100, 100, 0)
+
+    with OneInputOperatorTestHarness(op(), max_parallelism=16) as harness:
+        harness.set_processing_time(1_010)
+        harness.process_element(_batch([(1, 0, 1), (2, 0, 2), (1, 0, 3)]))  # t is not used
+        harness.process_watermark(MAX_WATERMARK - 1)  # watermarks fire nothing here
+        harness.set_processing_time(1_050)
+        harness.process_element(_batch([(1, 0, 10)]))
+        assert harness.get_output() == []
+        harness.set_processing_time(1_120)
+        harness.process_element(_batch([(2, 0, 5)]))  # in the next window
+        harness.set_processing_time(1_099 + 100 - 1)
+        got = {(r["k"], r["window_start"]): r["v"]
+               for b in harness.extract_output_values() for r in b.to_pylist()}  # fmt: skip
+        assert got == {(1, 1_000): 14, (2, 1_000): 2}
+        assert [stamp for _, stamp in harness.get_output()] == [1_099]
+        blobs = harness.operator.snapshot_key_groups()  # type: ignore[attr-defined]
+    restored = op()
+    harness = OneInputOperatorTestHarness(restored, max_parallelism=16)
+    harness.setup()
+    restored.restore_key_groups(blobs)
+    with harness:  # open() schedules the restored window
+        harness.set_processing_time(1_199)
+        [batch] = harness.extract_output_values()
+        assert batch.to_pylist() == [{"k": 2, "window_start": 1_100, "window_end": 1_200, "v": 5}]
+
+
+def test_sliding_processing_time_windows_count_each_row_in_every_window() -> None:
+    op = BatchWindowAggregate("count", None, ["k"], None, 30, 10, 0)
+    with OneInputOperatorTestHarness(op, max_parallelism=16) as harness:
+        harness.set_processing_time(25)
+        harness.process_element(_batch([(1, 0, 0), (1, 0, 0)]))
+        harness.set_processing_time(60)
+        got = {r["window_start"]: r["count"]
+               for b in harness.extract_output_values() for r in b.to_pylist()}  # fmt: skip
+    assert got == {0: 2, 10: 2, 20: 2}
+
+
+def test_batch_mode_fires_open_processing_time_windows_at_the_end_of_input() -> None:
+    for mode, fired in (("STREAMING", []), ("BATCH", [{"k": 1, "window_start": 0,
+                                                       "window_end": 100, "v": 3}])):  # fmt: skip
+        op = BatchWindowAggregate("sum", "v", ["k"], None, 100, 100, 0)
+        config = Configuration({"execution.runtime-mode": mode})
+        with OneInputOperatorTestHarness(op, max_parallelism=16, config=config) as harness:
+            harness.process_element(_batch([(1, 0, 3)]))
+            harness.finish()
+            assert [r for b in harness.extract_output_values() for r in b.to_pylist()] == fired

@@ -3,16 +3,16 @@
 A batch stream is a stream whose records are ``pyarrow.RecordBatch`` objects: they go through
 chains, buffers (as Arrow IPC, :mod:`undertow.runtime.network.arrow_payload`), barriers and
 credits as records do, one record batch being one record. The operators here apply a user
-function to each record batch (``map_batches``, ``filter_batches``, ``flat_map_batches``),
-or convert between records and record batches (``to_batches``, ``to_records``).
+function to each record batch (``map_batches``, ``map_pandas``, ``filter_batches``,
+``flat_map_batches``), or convert between records and record batches (``to_batches``,
+``to_records``).
 
-A record batch's timestamp (if any) goes with what is made from it; ``to_records`` gives each
-row its batch's timestamp; ``to_batches`` emits batches without one.
-
+A record batch's timestamp (if any) goes with what is made from it (``to_records``: to each
+row); ``to_batches`` emits batches without one.
 Errors name the operator and subtask: a function that returns something other than a record
 batch (or a table), a batch whose schema differs from the declared one, a mask of the wrong
-length. Threading and lifecycle: task-loop operators, ``setup -> open -> process_batch* ->
-finish -> close``.
+length, a ``map_pandas`` result that is not a DataFrame of the declared columns. Threading
+and lifecycle: task-loop operators, ``setup -> open -> process_batch* -> finish -> close``.
 """
 
 from __future__ import annotations
@@ -98,6 +98,36 @@ class MapBatches(_BatchFunctionOperator):
                 out.append(batch)
                 if stamps is not None and timestamps is not None:
                     stamps.append(timestamps[i])
+        _emit(self, out, stamps)
+
+
+class MapPandas(_BatchFunctionOperator):
+    """``map_pandas(fn, schema)``: ``fn(DataFrame) -> DataFrame`` per record batch; the
+    result becomes a record batch of ``schema`` (columns taken by name, converted to its
+    types), or of the types pandas infers; the DataFrame's index is dropped."""
+
+    def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        import pandas as pd  # type: ignore[import-untyped]  # optional: undertow[pandas]
+
+        call, schema = self.call, self.schema
+        out: list[Any] = []
+        stamps: list[Any] | None = None if timestamps is None else []
+        for i, value in enumerate(values):
+            result = call(_check_input(self, value).to_pandas())
+            if not isinstance(result, pd.DataFrame):
+                raise BatchError(f"{_where(self)}: map_pandas() must return a pandas.DataFrame, "
+                                 f"got {type(result).__name__} {result!r:.80}")  # fmt: skip
+            try:
+                batch = pa.RecordBatch.from_pandas(result, schema=schema, preserve_index=False)
+            except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
+                wanted = "" if schema is None else f" to the declared {_show(schema)}"
+                raise BatchError(f"{_where(self)}: map_pandas() returned a DataFrame with "
+                                 f"columns {list(result.columns)} (dtypes "
+                                 f"{[str(t) for t in result.dtypes]}) that does not convert"
+                                 f"{wanted}: {err}") from err  # fmt: skip
+            out.append(batch.replace_schema_metadata(None))
+            if stamps is not None and timestamps is not None:
+                stamps.append(timestamps[i])
         _emit(self, out, stamps)
 
 

@@ -3,16 +3,16 @@
 :class:`BatchEventTime` (``with_event_time(column, max_out_of_orderness)``) stamps each batch
 with its largest event time and, after each batch, emits the watermark ``largest event time
 seen - max_out_of_orderness - 1`` (Flink's bounded out-of-orderness, a watermark per batch).
-:class:`BatchWindowAggregate` (``key_by(...).window(assigner).sum(column)`` and ``min``,
-``max``, ``count``, ``mean``) keeps one slot per (key, window start) in a
-:class:`~undertow.state.columnar_table.ColumnarKeyedTable` whose key groups are the key's (so
-its state rescales like the record path's), adds each batch's rows to their tumbling or
-sliding windows with numpy, and once a watermark reaches a window's last millisecond emits
-one batch per window end (key columns, ``window_start``, ``window_end``, the aggregate),
-stamped ``end - 1``, before it forwards the watermark. Rows of windows already fired are late:
-dropped and counted (``late_rows_dropped``), as with Flink's allowed lateness 0. Nulls in key,
-time or value columns are errors naming operator and subtask.
-Threading: task-loop operators. Design: docs/design.md, "Batch streams".
+:class:`BatchWindowAggregate` (``key_by(...).window(assigner).sum(column)``, ``min``, ...)
+keeps a slot per (key, window start) in a columnar keyed table whose key groups are the
+key's (so its state rescales like the record path's), adds each batch's rows to their tumbling or
+sliding windows with numpy, and once a watermark reaches a window's last millisecond emits a
+batch per window end (key columns, ``window_start``, ``window_end``, the aggregate) stamped
+``end - 1``, before it forwards the watermark. With ``allowed_lateness`` L a fired
+window is kept until the watermark reaches ``end - 1 + L``; rows arriving for it meanwhile
+update it and fire it again at once (once per batch); later rows are dropped and counted
+(``late_rows_dropped``). Nulls are errors naming the operator. Threading: task-loop
+operators. Design: docs/design.md, "Batch streams".
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ START = "window_start"
 END = "window_end"
 #: The accumulator column holding each slot's window start (the key's last field, as a column).
 _STARTS = "undertow.window_start"
+#: Whether a slot's window fired (kept for allowed lateness); absent in older snapshots.
+_FIRED = "undertow.fired"
 _TO_MILLIS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
 
 
@@ -72,6 +74,8 @@ class BatchEventTime(OneInputStreamOperator):
         self.watermark = MIN_TIMESTAMP
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        """Each batch, then its watermark if it rose: batches that arrive together still get
+        a watermark each (downstream lateness depends on it)."""
         out: list[Any] = []
         stamps: list[Any] = []
         for value in values:
@@ -82,13 +86,14 @@ class BatchEventTime(OneInputStreamOperator):
             out.append(batch)
             stamps.append(top)
             self.largest = max(self.largest, top)
-        if not out:
-            return
-        self.output.collect_batch(out, stamps)
-        watermark = self.largest - self.bound - 1
-        if watermark > self.watermark:
-            self.watermark = watermark
-            self.output.emit_watermark(watermark)
+            watermark = self.largest - self.bound - 1
+            if watermark > self.watermark:
+                self.output.collect_batch(out, stamps)
+                out, stamps = [], []
+                self.watermark = watermark
+                self.output.emit_watermark(watermark)
+        if out:
+            self.output.collect_batch(out, stamps)
 
     def process_watermark(self, watermark: int) -> None:
         """Upstream watermarks are replaced by this operator's, except the end of input."""
@@ -101,7 +106,8 @@ class BatchWindowAggregate(OneInputStreamOperator):
     """``kind`` of ``column`` per key and event-time window (see the module docstring)."""
 
     def __init__(self, kind: str, column: str | None, key_columns: Sequence[str],
-                 time_column: str, size: int, slide: int, offset: int) -> None:  # fmt: skip
+                 time_column: str | None, size: int, slide: int, offset: int,
+                 allowed_lateness: int = 0, late_tag: str | None = None) -> None:  # fmt: skip
         if kind not in KINDS:
             raise ValueError(f"unknown batch aggregation {kind!r}; one of {KINDS}")
         self.kind = kind
@@ -109,6 +115,13 @@ class BatchWindowAggregate(OneInputStreamOperator):
         self.key_columns = list(key_columns)
         self.time_column = time_column
         self.size, self.slide, self.offset = size, slide, offset
+        self.lateness = allowed_lateness
+        #: The side output (tag id) of late rows (``side_output_late_data``), or None.
+        self.late_tag = late_tag
+        #: Processing-time windows (``time_column`` None): rows fall in the windows of the
+        #: clock when their batch arrives; windows fire from a processing-time callback.
+        self.processing_time = time_column is None
+        self._scheduled: tuple[int, Any] | None = None
         self.output_name = "count" if kind == "count" else str(column)
         self.table: ColumnarKeyedTable | None = None
         self.watermark = MIN_TIMESTAMP
@@ -138,11 +151,12 @@ class BatchWindowAggregate(OneInputStreamOperator):
         return {"mean": "sum"}.get(self.kind, self.kind)
 
     def _create(self, key_fields: list[pa.Field], dtype: np.dtype[Any]) -> ColumnarKeyedTable:
-        columns = [*accumulators(self.kind, dtype), Accumulator(_STARTS, np.dtype(np.int64), 0)]
+        columns = [*accumulators(self.kind, dtype), Accumulator(_STARTS, np.dtype(np.int64), 0),
+                   Accumulator(_FIRED, np.dtype(bool), False)]  # fmt: skip
         table = ColumnarKeyedTable(key_fields, columns, self.ctx.max_parallelism,
                                    partition_key=_without_window)  # fmt: skip
         try:
-            table.restore(self._restored, self._key_groups(), _where(self))
+            table.restore(self._restored, self._key_groups(), _where(self), partial=True)
         except ValueError as err:
             raise BatchError(str(err)) from err
         self._restored = {}
@@ -188,19 +202,58 @@ class BatchWindowAggregate(OneInputStreamOperator):
         rows = np.broadcast_to(np.arange(len(times)), starts.shape)
         return starts[valid], rows[valid]
 
+    def open(self) -> None:
+        self._schedule()  # restored processing-time windows fire when their time comes
+
+    def finish(self) -> None:
+        """BATCH mode fires the open processing-time windows at the end of input."""
+        if self.processing_time and self.ctx.task_settings.batch:
+            self._fire(2**63 - 1)
+
+    def close(self) -> None:
+        if self._scheduled is not None:
+            self._scheduled[1].cancel()
+            self._scheduled = None
+
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         for value in values:
             batch = _batch(self, value)
             if batch.num_rows:
                 self.add(batch)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """Processing time: a callback at the last millisecond of the earliest open window."""
+        table = self.table
+        if not self.processing_time or table is None or table.num_slots == 0:
+            return
+        due = int(table.columns[_STARTS][: table.num_slots].min()) + self.size - 1
+        if self._scheduled is not None:
+            if self._scheduled[0] <= due:
+                return
+            self._scheduled[1].cancel()
+        service = self.ctx.processing_time_service
+        self._scheduled = (due, service.register_timer(due, self._on_processing_time))
+
+    def _on_processing_time(self, time: int) -> None:
+        self._scheduled = None
+        self._fire(max(time, self.ctx.processing_time_service.current_processing_time()))
+        self._schedule()
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Add ``batch``'s rows to their windows' accumulators (late ones are dropped)."""
         table = self._table_for(batch)
         where = _where(self)
-        starts, rows = self.windows_of(event_millis(batch, self.time_column, where))
-        live = starts + self.size - 1 > self.watermark
+        if self.time_column is None:
+            now = self.ctx.processing_time_service.current_processing_time()
+            times = np.full(batch.num_rows, now, dtype=np.int64)
+        else:
+            times = event_millis(batch, self.time_column, where)
+        starts, rows = self.windows_of(times)
+        live = starts + self.size - 1 + self.lateness > self.watermark
         self.late_rows_dropped += int(len(live) - np.count_nonzero(live))
+        if self.late_tag is not None and not live.all():
+            self._side_output_late(batch, times, rows[live])
         starts, rows = starts[live], rows[live]
         if not len(rows):
             return
@@ -223,9 +276,26 @@ class BatchWindowAggregate(OneInputStreamOperator):
             v = array.to_numpy(zero_copy_only=False).astype(acc.dtype, copy=False)[rows]
             fold = {"sum": np.add, "min": np.minimum, "max": np.maximum}[accumulator]
             fold.at(acc, slots, v)
+        if self.lateness:  # windows the watermark passed: fire again with the late rows
+            touched = np.zeros(table.num_slots, dtype=bool)
+            touched[slots] = True
+            late = touched & (cols[_STARTS][: table.num_slots] + self.size - 1 <= self.watermark)
+            if late.any():
+                self._emit(table, late)
+
+    def _side_output_late(self, batch: pa.RecordBatch, times: np.ndarray, kept: np.ndarray) -> None:
+        """As Flink's ``sideOutputLateData``: the rows of no live window that are late
+        themselves (``t + allowed lateness <= watermark``), as one batch of the input's schema
+        stamped with their largest event time."""
+        late = times + self.lateness <= self.watermark
+        late[kept] = False
+        if late.any():
+            assert self.late_tag is not None
+            rows = batch.filter(pa.array(late))
+            self.output.collect_side(self.late_tag, rows, int(times[late].max()))
 
     def process_watermark(self, watermark: int) -> None:
-        if watermark > self.watermark:
+        if watermark > self.watermark and not self.processing_time:
             self.watermark = watermark
             self._fire(watermark)
         self.output.emit_watermark(watermark)
@@ -236,16 +306,24 @@ class BatchWindowAggregate(OneInputStreamOperator):
             return
         n = table.num_slots
         starts = table.columns[_STARTS][:n]
-        ready = starts + (self.size - 1) <= watermark
-        if not ready.any():
-            return
+        ready = (starts + (self.size - 1) <= watermark) & ~table.columns[_FIRED][:n]
+        if ready.any():
+            self._emit(table, ready)
+        expired = starts + (self.size - 1 + self.lateness) <= watermark
+        if expired.any():
+            table.remove(expired)
+
+    def _emit(self, table: ColumnarKeyedTable, ready: np.ndarray) -> None:
+        """Emit the results of the windows of the ``ready`` slots (a batch per window start)
+        and mark them fired."""
+        starts = table.columns[_STARTS][: table.num_slots]
         out: list[Any] = []
         stamps: list[Any] = []
         for start in np.unique(starts[ready]).tolist():
             slots = np.flatnonzero(ready & (starts == start))
             out.append(self._result(table, slots, start))
             stamps.append(start + self.size - 1)
-        table.remove(ready)
+        table.columns[_FIRED][: table.num_slots][ready] = True
         self.output.collect_batch(out, stamps)
 
     def _result(self, table: ColumnarKeyedTable, slots: np.ndarray, start: int) -> pa.RecordBatch:
