@@ -5,12 +5,14 @@ the first host and a Spark worker on each other one (``spark-class`` from the in
 pyspark, each process bound to and advertising its own host's address), and waits until every
 worker registered. The driver (the job's process, with the JobMaster and REST) runs in this
 namespace at the network's driver address, so control, data and Spark's own RPC all cross the
-bridge. Checkpoint storage is a directory of this machine, which every host sees (the shared
-directory case).
+bridge. Checkpoint storage: with ``storage=True`` an S3 store (moto's server) on a host of its
+own, which the driver and every Spark process reach through the ``AWS_*`` environment
+(:attr:`SparkCluster.checkpoint_dir` is ``s3://...``); otherwise a directory of this machine,
+which every host sees (the shared directory case).
 
 Faults: :meth:`SparkCluster.kill_host` sends SIGKILL to every process of a host (its Spark
 worker daemon, executor JVM, Python daemon and undertow worker); :meth:`Host.cut` /
-:meth:`Host.heal` take its link down and up.
+:meth:`Host.heal` take its link down and up (the storage host's too).
 
 Lifecycle: everything is stopped and removed when the context exits, also after a failure;
 logs of the Spark processes are kept in ``log_dir`` for the failure message.
@@ -39,6 +41,8 @@ MASTER_PORT = 7077
 MASTER_UI_PORT = 8080
 #: The process name of an undertow worker inside a Spark Python worker (deploy.spark_task).
 UNDERTOW_WORKER = "undertow-worker"
+S3_PORT = 5000
+S3_BUCKET = "undertow-cluster"
 
 
 @dataclass
@@ -49,6 +53,8 @@ class SparkCluster:
     log_dir: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     starts: int = 0
+    #: The host of the S3 store, or None: checkpoints go to a shared directory.
+    storage: netns.Host | None = None
 
     @property
     def master_url(self) -> str:
@@ -60,7 +66,20 @@ class SparkCluster:
         env.update(SPARK_HOME=SPARK_HOME, SPARK_LOCAL_IP=address, PYSPARK_PYTHON=sys.executable,
                    PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOG_DIR=str(self.log_dir),
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # fmt: skip
+        if self.storage is not None:
+            env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                       AWS_DEFAULT_REGION="us-east-1",
+                       AWS_ENDPOINT_URL=self.s3_endpoint)  # fmt: skip
         return env
+
+    @property
+    def s3_endpoint(self) -> str:
+        assert self.storage is not None
+        return f"http://{self.storage.address}:{S3_PORT}"
+
+    def checkpoint_dir(self, local: Path) -> str:
+        """Where the job checkpoints: the S3 store's bucket, or ``local`` (shared)."""
+        return f"s3://{S3_BUCKET}/checkpoints" if self.storage is not None else str(local)
 
     def alive_workers(self) -> int:
         """Workers the master counts as ALIVE (its UI's JSON), or -1 if it does not answer."""
@@ -136,15 +155,18 @@ def _named(pid: int, name: str) -> bool:
 
 
 @contextmanager
-def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2,
-                  timeout_s: float = 120) -> Iterator[SparkCluster]:  # fmt: skip
-    """A master and ``workers`` workers of ``cores`` cores each, all registered; stopped and
-    removed on exit."""
+def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2, timeout_s: float = 120,
+                  storage: bool = False) -> Iterator[SparkCluster]:  # fmt: skip
+    """A master and ``workers`` workers of ``cores`` cores each, all registered, and with
+    ``storage`` an S3 store on a host of its own; stopped and removed on exit."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    with netns.test_network(hosts=1 + workers) as network:
+    with netns.test_network(hosts=1 + workers + int(storage)) as network:
         master, *others = network.hosts
-        cluster = SparkCluster(network, master, tuple(others), log_dir)
+        store = others.pop() if storage else None
+        cluster = SparkCluster(network, master, tuple(others), log_dir, storage=store)
         try:
+            if store is not None:
+                _start_s3(cluster, store)
             _start(cluster, master, "master", ["org.apache.spark.deploy.master.Master",
                    "--host", master.address, "--port", str(MASTER_PORT),
                    "--webui-port", str(MASTER_UI_PORT)])  # fmt: skip
@@ -162,9 +184,31 @@ def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2,
                     pass
 
 
+def _start_s3(cluster: SparkCluster, host: netns.Host, timeout_s: float = 60) -> None:
+    """moto's S3 server on ``host``, answering, with the bucket made."""
+    _launch(cluster, host, "s3", [sys.executable, "-m", "moto.server", "-H", host.address,
+                                  "-p", str(S3_PORT)])  # fmt: skip
+    deadline = time.monotonic() + timeout_s
+    while True:
+        made = subprocess.run(
+            [sys.executable, "-c", "import fsspec; fsspec.filesystem('s3').mkdir("
+             f"{S3_BUCKET!r})"],
+            env=cluster.env(cluster.network.driver_address), capture_output=True, text=True,
+        )  # fmt: skip
+        if made.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the S3 store on {host.address} did not answer: {made.stderr}")
+        time.sleep(0.5)
+
+
 def _start(cluster: SparkCluster, host: netns.Host, name: str, args: list[str]) -> None:
+    _launch(cluster, host, name, [os.path.join(SPARK_HOME, "bin", "spark-class"), *args])
+
+
+def _launch(cluster: SparkCluster, host: netns.Host, name: str, argv: list[str]) -> None:
     log = open(cluster.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
-    command = host.command([os.path.join(SPARK_HOME, "bin", "spark-class"), *args])
+    command = host.command(argv)
     cluster.processes.append(subprocess.Popen(command, env=cluster.env(host.address),
                                               stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
     log.close()

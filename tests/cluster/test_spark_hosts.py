@@ -2,8 +2,9 @@
 
 One job, the oracle pipeline at parallelism 2, runs on a master and two worker hosts (network
 namespaces on a bridge, :mod:`tests.cluster.spark_cluster`), with the driver on a third
-address, so the JobMaster's control connections, the data plane and Spark's own RPC cross
-hosts. Two faults in the one run (the short scenario CI affords):
+address and checkpoints in an S3 store on a fourth, so the JobMaster's control connections,
+the data plane, checkpoint I/O and Spark's own RPC cross hosts. Two faults in the one run
+(the short scenario CI affords):
 
 1. every process of a worker host hosting an undertow worker is killed (``kill -9``); the
    job recovers on the other host (Spark reschedules the barrier stage) and the host comes
@@ -14,8 +15,9 @@ hosts. Two faults in the one run (the short scenario CI affords):
 
 The oracle (lost = duplicated = out-of-order = corrupt = 0) and the restarts are checked.
 ``make cluster-test`` also runs the scenarios too long for every CI run: a cut shorter than
-the heartbeat timeout (no restart), and a host whose processes are stopped (SIGSTOP) for a
-while under unaligned checkpoints (no restart; checkpoints complete again once it resumes).
+the heartbeat timeout (no restart), a host whose processes are stopped (SIGSTOP) for a while
+under unaligned checkpoints (no restart; checkpoints complete again once it resumes), and the
+storage host cut off for several checkpoint timeouts (tolerated: no restart).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ pytestmark = [
 
 JOB = Path(__file__).with_name("oracle_job.py")
 HEARTBEAT_TIMEOUT_S = 4
+STORAGE_OUTAGE_S = 6
+
+
+class JobEnded(AssertionError):
+    """The job's process ended while the test waited for something of it."""
 
 
 @dataclass
@@ -67,6 +74,9 @@ class RunningJob:
     def completed(self) -> int:
         return int(self._checkpoints()["counts"]["completed"])
 
+    def failed(self) -> int:
+        return int(self._checkpoints()["counts"]["failed"])
+
     def restored(self) -> int | None:
         restored = self._checkpoints()["latest"]["restored"]
         return None if restored is None else int(restored["id"])
@@ -75,7 +85,7 @@ class RunningJob:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"the job ended while waiting for {what}")
+                raise JobEnded(f"the job ended while waiting for {what}")
             try:
                 value = predicate()
             except (OSError, ValueError, KeyError):
@@ -85,6 +95,15 @@ class RunningJob:
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}")
 
+    def assert_not_restarted(self, why: str) -> None:
+        """No restore so far: asked of REST while the job runs, read from its output after."""
+        if self.process.poll() is None:
+            assert self.restored() is None, why
+            return
+        assert self.process.stdout is not None
+        self.output.extend(self.process.stdout)
+        assert not any("; restarting" in line for line in self.output), why
+
     def undertow_host(self) -> netns.Host:
         """A worker host where an undertow worker runs now."""
         hosts = self.wait("a host running an undertow worker",
@@ -92,8 +111,16 @@ class RunningJob:
         return hosts[0]  # type: ignore[no-any-return]
 
     def checkpoints_go_on(self, count: int = 2) -> None:
+        """``count`` more checkpoints complete, or the job ends (it cannot end without its final
+        checkpoint; its oracle is checked then): a loaded machine may end the bounded input
+        before the last fault's checkpoints."""
         before = self.completed()
-        self.wait(f"{count} more completed checkpoints", lambda: self.completed() >= before + count)
+        try:
+            self.wait(f"{count} more completed checkpoints",
+                      lambda: self.completed() >= before + count)  # fmt: skip
+        except JobEnded:
+            if self.process.wait() != 0:
+                raise
 
 
 def kill_a_host_then_bring_it_back(job: RunningJob) -> None:
@@ -132,7 +159,7 @@ def cut_a_host_within_the_heartbeat_timeout(job: RunningJob) -> None:
     finally:
         cut.heal()
     job.checkpoints_go_on(3)
-    assert job.restored() is None, "a cut shorter than the heartbeat timeout restarted the job"
+    job.assert_not_restarted("a cut shorter than the heartbeat timeout restarted the job")
 
 
 def stop_a_host_for_a_while(job: RunningJob) -> None:
@@ -148,7 +175,27 @@ def stop_a_host_for_a_while(job: RunningJob) -> None:
         for pid in pids:
             os.kill(pid, signal.SIGCONT)
     job.checkpoints_go_on(3)
-    assert job.restored() is None, "a host stopped within the heartbeat timeout restarted the job"
+    job.assert_not_restarted("a host stopped within the heartbeat timeout restarted the job")
+
+
+def cut_the_storage_host_for_a_while(job: RunningJob) -> None:
+    """The S3 store's host is cut off for several checkpoint timeouts: the checkpoints of that
+    time fail (tolerated), the job does not restart, and checkpoints complete again once the
+    store is back."""
+    storage = job.cluster.storage
+    assert storage is not None
+    failed = job.failed()
+    storage.cut()
+    try:
+        time.sleep(STORAGE_OUTAGE_S)
+        # the job cannot end while the store is away (its final checkpoint cannot complete)
+        assert job.failed() > failed, "no checkpoint failed while the store was cut off"
+        assert job.restored() is None, "a tolerated storage outage restarted the job"
+    finally:
+        storage.heal()
+    print(f"cut the storage host {storage.name} ({storage.address}) off for {STORAGE_OUTAGE_S} s")
+    job.checkpoints_go_on(3)
+    job.assert_not_restarted("a tolerated storage outage restarted the job")
 
 
 Fault = Callable[[RunningJob], None]
@@ -160,7 +207,7 @@ def _run(cluster: SparkCluster, tmp_path: Path, faults: list[Fault],
         "spark.master": cluster.master_url,
         "spark.driver.host": cluster.network.driver_address,
         "spark.driver.bindAddress": cluster.network.driver_address,
-        "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+        "execution.checkpointing.dir": cluster.checkpoint_dir(tmp_path / "checkpoints"),
         "heartbeat.interval": "500 ms",
         "heartbeat.timeout": f"{HEARTBEAT_TIMEOUT_S} s",
         "keys": 20,
@@ -200,11 +247,15 @@ SCENARIOS = [
                  marks=pytest.mark.soak),
     pytest.param([stop_a_host_for_a_while], {"execution.checkpointing.unaligned.enabled": True},
                  id="stopped-host-unaligned", marks=pytest.mark.soak),
+    pytest.param([cut_the_storage_host_for_a_while], {
+        "execution.checkpointing.timeout": "2 s",
+        "execution.checkpointing.tolerable-failed-checkpoints": "1000",
+    }, id="storage-outage", marks=pytest.mark.soak),
 ]  # fmt: skip
 
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("faults", "extra"), SCENARIOS)
 def test_oracle_across_hosts(tmp_path: Path, faults: list[Fault], extra: dict[str, Any]) -> None:
-    with spark_cluster(tmp_path / "spark-logs") as cluster:
+    with spark_cluster(tmp_path / "spark-logs", storage=True) as cluster:
         _run(cluster, tmp_path, faults, extra)
