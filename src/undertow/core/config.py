@@ -377,6 +377,13 @@ class Options:
         "flush partially filled output buffers after this time",
         deprecated_keys=("execution.buffer-timeout.interval",),
     )
+    FLUSH_WHEN_IDLE = bool_option(
+        "undertow.network.flush-when-idle",
+        True,
+        "a task about to wait for input sends its partly filled output buffers at once, "
+        "instead of after execution.buffer-timeout (only when that timeout is above 0: -1 "
+        "keeps flushing full buffers only)",
+    )
     PARALLELISM = int_option(
         "parallelism.default",
         1,

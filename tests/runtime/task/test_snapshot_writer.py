@@ -35,6 +35,7 @@ from undertow.storage import FileHandle
 
 DECLINED = CheckpointFailureReason.CHECKPOINT_DECLINED
 ASYNC = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+CLOSING = CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING
 
 
 @dataclass
@@ -298,6 +299,10 @@ def test_a_closing_task_waits_for_channel_state_unless_its_checkpoint_was_aborte
 
     h = asyncio.run(run())
     assert [cid for cid, _, _ in h.responder.acks] == [4]
+    # ... and 3, whose channel state was dropped, is declined before the task finishes: a
+    # TaskFinished would otherwise count it as acknowledged without state (issue 28)
+    assert h.responder.declines == [(3, CLOSING, "Map (1/1): its channel state was dropped "
+                                     "before it was written, and the task is closing")]  # fmt: skip
 
 
 def test_a_failed_channel_state_write_declines_and_nothing_is_acknowledged() -> None:

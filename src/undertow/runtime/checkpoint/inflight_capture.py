@@ -161,7 +161,10 @@ class InflightCapture:
         cid = barrier.checkpoint_id
         self._inputs_started.add(cid)
         self._recording = {c: k for c, k in self._recording.items() if k > cid}
-        decisions: list[CaptureDecision] = [StartChannelState(cid)]
+        # An older checkpoint's output side still open (its aligned barrier queued) is decided
+        # now, before this one starts in the writer: starting it would drop the older one there.
+        decisions: list[CaptureDecision] = self._finish_older_output(cid)
+        decisions.append(StartChannelState(cid))
         refer = not options.snapshot_type.is_savepoint
         for index in channels:
             info = self._info[index]
@@ -257,13 +260,13 @@ class InflightCapture:
         )
         if not needs:
             return None
-        decisions: list[CaptureDecision] = []
+        # A previous checkpoint's output is decided by now, and is finished before this one
+        # starts in the writer (which drops an older unfinished checkpoint when a newer one
+        # starts: the subtask would then neither acknowledge nor decline it).
+        decisions = self._finish_older_output(cid)
         if not writer_open:
             # No input of this checkpoint is captured.
             decisions += [StartChannelState(cid), FinishInput(cid)]
-        previous = self.finish_output()  # a previous checkpoint's output is decided by now
-        if previous is not None:
-            decisions.append(previous)
         self._out_checkpoint, self._out_barrier = cid, own
         self._out_pending = {
             (i, j)
@@ -316,6 +319,14 @@ class InflightCapture:
         return OutputTimeout(
             checkpoint_id, barrier, barrier.as_unaligned(), tuple(sorted(self._out_pending))
         )
+
+    def _finish_older_output(self, checkpoint_id: int) -> list[CaptureDecision]:
+        """Finish the open output side of a checkpoint older than ``checkpoint_id``, if any."""
+        open_checkpoint = self._out_checkpoint
+        if open_checkpoint is None or open_checkpoint >= checkpoint_id:
+            return []
+        finished = self.finish_output()
+        return [] if finished is None else [finished]
 
     def finish_output(self) -> FinishOutput | None:
         """End the open output side, if any."""

@@ -45,6 +45,10 @@ def _false() -> bool:
     return False
 
 
+def _nothing() -> None:
+    pass
+
+
 class TaskCancelled(JobCancelledError):
     """The task was cancelled (its loop raises this at the next turn)."""
 
@@ -74,6 +78,9 @@ class MailboxLoop:
         #: Work that waits for the output to become available (deferred timer bursts).
         self._when_available: deque[Callable[[], None]] = deque()
         self._ignore_availability = False
+        #: Called when the loop is about to wait for input with its output available (the
+        #: task flushes partly filled buffers there: ``undertow.network.flush-when-idle``).
+        self.before_starving: Callable[[], None] = _nothing
         #: Holds on the input (a watermark's event-time timers go on in later mails).
         self._input_holds = 0
         #: Whether a barrier blocks an input channel now (set by the task): a wait for input
@@ -159,6 +166,8 @@ class MailboxLoop:
             output = output_available()
             if output and not held and ready():
                 continue
+            if output and not held:
+                self.before_starving()  # e.g. flush partly filled buffers (flush-when-idle)
             accounting.start_wait(
                 backpressured=not output, starved=not held and not self.input_blocked()
             )

@@ -1,5 +1,6 @@
-"""A task's periodic mails: the output flush of ``execution.buffer-timeout`` and buffer
-debloating's measuring tick (:mod:`undertow.runtime.network.gate_debloater`).
+"""A task's periodic mails: the output flush of ``execution.buffer-timeout`` (and the flush
+before the task waits for input, ``undertow.network.flush-when-idle``) and buffer debloating's
+measuring tick (:mod:`undertow.runtime.network.gate_debloater`).
 
 Threading: each is scheduled with the task loop's ``call_later`` and runs as a mail of the
 task's mailbox, on the loop thread. Lifecycle: started once, when the task starts running;
@@ -37,6 +38,25 @@ def schedule_flush(
         schedule_flush(loop, post, writers, timeout_ms)
 
     loop.call_later(timeout_ms / 1000.0, post, flush)
+
+
+def flush_when_idle(
+    mailbox: MailboxLoop, writers: Sequence[RecordWriter], timeout_ms: int, enabled: bool
+) -> None:
+    """``undertow.network.flush-when-idle``: before the task waits for input with its output
+    available, it sends every writer's partly filled buffers, so a record does not wait for
+    the buffer timeout while the task has nothing else to do. A busy task never waits, so it
+    still fills whole buffers. Only with a positive ``execution.buffer-timeout`` (0 flushes
+    every record already; -1 asks for full buffers only)."""
+    if not enabled or timeout_ms <= 0 or not writers:
+        return
+
+    def flush() -> None:
+        for writer in writers:
+            if writer.has_pending:
+                writer.flush_all()
+
+    mailbox.before_starving = flush
 
 
 def start_debloating(

@@ -43,6 +43,9 @@ class TaskSettings:
     job_parameters: Mapping[str, str] = field(default_factory=dict)
     #: ``taskmanager.network.memory.max-overdraft-buffers-per-gate``.
     max_overdraft_buffers_per_gate: int = 5
+    #: ``undertow.network.flush-when-idle``: a starved task flushes its partly filled output
+    #: buffers before it waits (only with a positive ``execution.buffer-timeout``).
+    flush_when_idle: bool = True
     #: The keyed state backend of the task's keyed operators (``state.backend.*``).
     state_backend: StateBackendSettings = field(default_factory=StateBackendSettings)
 
@@ -65,5 +68,6 @@ class TaskSettings:
             ),
             job_parameters=dict(job_parameters),
             max_overdraft_buffers_per_gate=config.get(Options.MAX_OVERDRAFT_BUFFERS_PER_GATE),
+            flush_when_idle=config.get(Options.FLUSH_WHEN_IDLE),
             state_backend=StateBackendSettings.of(config),
         )

@@ -272,7 +272,8 @@ class SnapshotWriter:
 
     async def wait_for_pending(self) -> None:
         """Wait until every checkpoint this subtask took was acknowledged or declined, its
-        channel state included, or aborted (Flink's ``waitForPendingCheckpoints``). The task
+        channel state included, or aborted, and then declined (Flink's
+        ``waitForPendingCheckpoints``). The task
         calls it before it closes, so its ``TaskFinished`` follows the acknowledgements of
         the checkpoints it took: a finish reported first makes the JobMaster count the
         subtask as acknowledged *without state* for every checkpoint still waiting for it,
@@ -286,9 +287,17 @@ class SnapshotWriter:
                 continue
             writer = self.channel_state
             if writer is not None:  # an aborted checkpoint's callbacks never run
-                self._channel_state_pending = {
-                    cid for cid in self._channel_state_pending if writer.is_started(cid)
-                }
+                dropped = {c for c in self._channel_state_pending if not writer.is_started(c)}
+                self._channel_state_pending -= dropped
+                for cid in sorted(dropped):
+                    # Declined, never left to TaskFinished: a dropped checkpoint that is still
+                    # pending must not count this subtask as acknowledged without state. A
+                    # checkpoint the coordinator aborted (or this task declined) ignores it.
+                    self.responder.decline(
+                        cid, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING,
+                        f"{self.task_name}: its channel state was dropped before it was "
+                        "written, and the task is closing",
+                    )  # fmt: skip
             if not self._channel_state_pending:
                 return
             await asyncio.sleep(_CHANNEL_STATE_POLL_S)

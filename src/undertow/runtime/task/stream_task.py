@@ -318,6 +318,8 @@ class StreamTask:
             self.chain.open()
             periodic_work.schedule_flush(self.loop, self.post, self.writers,
                                          self.buffer_timeout_ms)  # fmt: skip
+            periodic_work.flush_when_idle(self.mailbox, self.writers, self.buffer_timeout_ms,
+                                          self.settings.flush_when_idle)  # fmt: skip
             if self._debloat is not None and self.gates:
                 self.debloater = periodic_work.start_debloating(
                     self.loop, self.post, self.mailbox, self.gates, self._debloat
