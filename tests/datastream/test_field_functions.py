@@ -6,6 +6,9 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from undertow.common import Row, RowKind, Types
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.field_functions import field_aggregator, pick_by
@@ -58,3 +61,24 @@ def test_rolling_aggregates_on_a_named_row_type_print_pyflinks_rows(
 ) -> None:
     # PyFlink 2.3 prints +I[s1,12,100] for sum (recorded with /work/pyflink-venv, issue 26).
     assert _rolling(env, "sum") == ["Row(id='s1', vc=1, ts=100)", "Row(id='s1', vc=12, ts=100)"]
+
+
+_FIELD = st.integers(-50, 50) | st.floats(allow_nan=False, width=32) | st.text(max_size=3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=st.lists(st.tuples(st.text(max_size=2), st.integers(-50, 50)), min_size=1, max_size=6)
+    | st.lists(st.tuples(st.text(max_size=2), st.integers(-50, 50), _FIELD), min_size=1, max_size=6)
+    | st.lists(st.lists(st.integers(-50, 50), min_size=2, max_size=2), min_size=1, max_size=6)
+)
+def test_sum_of_the_second_field_equals_the_generic_combine(records: list[Any]) -> None:
+    """``sum(1)`` adds inline (no call per record); the result equals a combine that calls
+    ``operator.add``, for pairs and for the records that take the generic path."""
+    fast = field_aggregator(1, operator.add)
+    called = field_aggregator(1, lambda x, y: operator.add(x, y))
+    acc_fast = acc_called = records[0]
+    for record in records[1:]:
+        acc_fast, acc_called = fast(acc_fast, record), called(acc_called, record)
+        assert acc_fast == acc_called
+        assert type(acc_fast) is type(acc_called)

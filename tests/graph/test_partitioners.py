@@ -265,3 +265,35 @@ def test_forward_connects_i_to_i(parallelism: int) -> None:
 def test_all_to_all_partitioners_connect_every_consumer(partitioner: StreamPartitioner) -> None:
     for producer in range(3):
         assert connected_consumers(partitioner, producer, 3, 5) == [0, 1, 2, 3, 4]
+
+
+_KEYS = (
+    st.integers(-(2**40), 2**40)
+    | st.text(max_size=4)
+    | st.tuples(st.integers(0, 9), st.text(max_size=2))
+    | st.lists(st.integers(0, 9), max_size=2)  # unhashable: routed by value, never cached
+    | st.none()
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(_KEYS, max_size=40), channels=st.integers(2, 5))
+def test_key_group_routing_without_timestamps_equals_the_owner_of_each_key(
+    keys: list[Any], channels: int
+) -> None:
+    """The one-pass route (no timestamps) sends each record to its key group's owner in batch
+    order, exactly where the route with timestamps sends it; a second batch (cache warm) too."""
+    records = [(k, i) for i, k in enumerate(keys)]
+    p = _ready(KeyGroupStreamPartitioner(lambda r: r[0], 128), channels)
+    for _ in range(2):
+        plain = p.route(list(records), None)
+        stamped = p.route(list(records), list(range(len(records))))
+        assert {ch: vs for ch, (vs, _) in plain.items()} == {
+            ch: vs for ch, (vs, _) in stamped.items()
+        }
+        assert all(stamps is None for _, stamps in plain.values())
+        for ch, (values, _) in plain.items():
+            assert values == sorted(values, key=lambda r: r[1])
+            for key, _ in values:
+                group = assign_to_key_group(key, 128)
+                assert ch == subtask_for_key_group(128, channels, group)

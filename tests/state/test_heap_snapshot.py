@@ -48,12 +48,16 @@ def contents(b: HeapKeyedStateBackend, keys: range) -> dict[Any, Any]:
 KEYS = range(40)
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["set", "mutate", "add", "put", "clear", "step", "read"]),
+        st.sampled_from(["set", "mutate", "add", "put", "clear", "step", "read", "fold"]),
         st.sampled_from(list(KEYS)),
         st.integers(0, 9),
     ),
     max_size=60,
 )
+
+
+def _concat(old: list[int], new: list[int]) -> list[int]:
+    return old + new
 
 
 def apply(b: HeapKeyedStateBackend, snapshot: Any, ops: list[tuple[str, int, int]]) -> None:
@@ -62,6 +66,9 @@ def apply(b: HeapKeyedStateBackend, snapshot: Any, ops: list[tuple[str, int, int
         if op == "step":
             if snapshot is not None:
                 snapshot.step(0.0)  # one key group
+            continue
+        if op == "fold":  # the batch fold of keyed reduce/sum: two keys, new list objects
+            b.fold_values(s["v"], [key, (key + 1) % len(KEYS)], [[value], [value]], _concat)
             continue
         b.set_current_key(key)
         if op == "set":

@@ -7,6 +7,7 @@ the record. The functions here are pickled with the job graph and run on the tas
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,14 @@ def field_aggregator(
             return combine(a, b)
         return replace_field(a, position, combine(read_field(a, position), read_field(b, position)))
 
+    if position == 1 and combine is operator.add:  # ``sum``: the addition inline, no call
+
+        def sum_second_of_pair(a: Any, b: Any) -> Any:
+            if type(a) is tuple and len(a) == 2:
+                return (a[0], a[1] + b[1])
+            return generic(a, b)
+
+        return sum_second_of_pair
     if position == 1:
 
         def second_of_pair(a: Any, b: Any) -> Any:

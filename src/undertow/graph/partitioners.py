@@ -186,6 +186,17 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         if n == 1:
             return {0: (values, timestamps)}
         ks, cache, slow = self.key_selector, self._targets, self._target
+        if timestamps is None:  # one pass: key, channel, append (no list of targets)
+            out_v: list[list[Any]] = [[] for _ in range(n)]
+            appends = [lst.append for lst in out_v]
+            for v in values:
+                key = ks(v)
+                try:
+                    ch = cache[key]
+                except (KeyError, TypeError):
+                    ch = slow(key)
+                appends[ch](v)
+            return {ch: (vs, None) for ch, vs in enumerate(out_v) if vs}
         targets: list[int] = []
         append = targets.append
         for v in values:

@@ -1,0 +1,90 @@
+"""Nanoseconds per record of each piece of the record path of ``benchmarks/throughput.py``.
+
+The pieces run in this process on one batch of 4,096 records (``(x % 1000, 1)`` pairs, keyed
+by the first field), each timed as the best of many interleaved repetitions, so a loaded machine
+moves the figures less than it moves ``throughput.py``'s end-to-end rates. Usage::
+
+    python benchmarks/record_path.py [--repeat N]
+
+Pieces: the map (the job's lambda over a batch), the keyed sum's key selection and fold into
+heap keyed state, key-group routing to 2 channels, pickling the batch and unpickling it, and the
+plain Python loop ``throughput.py`` uses as its baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import operator
+import pickle
+import time
+from collections.abc import Callable
+from typing import Any
+
+from undertow.datastream.field_functions import field_aggregator
+from undertow.graph.partitioners import KeyGroupStreamPartitioner
+from undertow.runtime.network.buffer import serialize_batch
+from undertow.state.descriptors import ValueStateDescriptor
+from undertow.state.heap import HeapKeyedStateBackend
+
+BATCH = 4096
+
+
+def pieces() -> dict[str, Callable[[], Any]]:
+    """Each piece as a call on one batch."""
+    numbers = list(range(1, BATCH + 1))
+    pairs = [(x % 1000, 1) for x in numbers]
+
+    def mapper(x: int) -> tuple[int, int]:
+        return (x % 1000, 1)
+
+    def key(t: tuple[int, int]) -> int:
+        return t[0]
+
+    backend = HeapKeyedStateBackend("sum", 128, range(128), lambda: 0)
+    state = backend.get_partitioned_state(ValueStateDescriptor("_reduce_value"))
+    fold = field_aggregator(1, operator.add)
+    router = KeyGroupStreamPartitioner(key, 128)
+    router.setup(2)
+    data = serialize_batch(pairs, None)
+
+    def plain_loop() -> None:
+        sums: dict[int, tuple[int, int]] = {}
+        out = []
+        for x in numbers:
+            t = (x % 1000, 1)
+            old = sums.get(t[0])
+            new = t if old is None else (old[0], old[1] + t[1])
+            sums[t[0]] = new
+            out.append(new)
+
+    return {
+        "map (job's lambda)": lambda: [mapper(x) for x in numbers],
+        "sum: key selection": lambda: [key(v) for v in pairs],
+        "sum: keys + fold into heap state": lambda: backend.fold_values(
+            state, [key(v) for v in pairs], pairs, fold
+        ),
+        "key_by routing, 2 channels": lambda: router.route(pairs, None),
+        "pickle the batch": lambda: serialize_batch(pairs, None),
+        "unpickle the batch": lambda: pickle.loads(data),
+        "plain Python loop (baseline)": plain_loop,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=300)
+    args = parser.parse_args()
+    calls = pieces()
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(args.repeat):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            best[name] = min(best[name], time.perf_counter() - start)
+    print(f"{'piece':<32}{'ns/record':>10}")
+    for name, seconds in best.items():
+        print(f"{name:<32}{seconds / BATCH * 1e9:>10.1f}")
+
+
+if __name__ == "__main__":
+    main()
