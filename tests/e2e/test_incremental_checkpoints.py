@@ -339,7 +339,10 @@ def _retained_incremental_checkpoint(
               "execution.checkpointing.unaligned.enabled": str(unaligned).lower()}  # fmt: skip
     env = make_env(parallelism=2, config=_config(tmp_path, 0, backend, **retain))
     backend.install(env, tmp_path)
-    build_pipeline(env, backend.source(), sink_spin_s=SPIN_S if unaligned else 0.0)
+    # a quarter of the resumed job's rate: the first job cannot finish its input (and leave a
+    # checkpoint of finished tasks, which restores nothing) before its checkpoints (CI saw it)
+    slow = OracleSource(backend.keys, backend.records_per_key, records_per_second=THROTTLED / 4)
+    build_pipeline(env, slow, sink_spin_s=SPIN_S if unaligned else 0.0)
     client = env.execute_async(f"leaves an incremental {backend} checkpoint")
     root, job = tmp_path / "checkpoints", client.get_job_id()
     storage = CheckpointStorage(str(root), job)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
 from undertow.runtime.checkpoint.completed_store import (
@@ -58,6 +60,9 @@ class CheckpointRetention:
         #: When the last periodic orphan sweep started (monotonic ms), and whether it runs.
         self._last_sweep_ms: int | None = None
         self._sweeping = False
+        #: Deletes run one at a time on the executor (a filesystem such as fsspec's memory one
+        #: is not safe for concurrent changes; their decisions are already made on the loop).
+        self._deleting = threading.Lock()
 
     # -- completion and subsumption -------------------------------------------------------------
     def completed(self, entry: CompletedCheckpoint, meta: CheckpointMetadata,
@@ -113,7 +118,8 @@ class CheckpointRetention:
 
         def discard() -> None:
             try:
-                self.storage.discard(cid, keep)
+                with self._deleting:
+                    self.storage.discard(cid, keep)
             except OSError as err:
                 log.log(level, "job %s: could not delete checkpoint %d: %s", self.job_id, cid,
                         err)  # fmt: skip
@@ -131,7 +137,11 @@ class CheckpointRetention:
         if release is not None and release.delete:
             log.debug("job %s: checkpoint %d released; deleting shared files %s", self.job_id,
                       cid, list(release.delete))  # fmt: skip
-            asyncio.get_running_loop().run_in_executor(None, self.shared_files.delete, release)
+            asyncio.get_running_loop().run_in_executor(None, self._delete_shared, release)
+
+    def _delete_shared(self, release: Any) -> None:
+        with self._deleting:
+            self.shared_files.delete(release)
 
     def _discard_subsumed(self, entry: CompletedCheckpoint) -> None:
         """Delete a checkpoint that left the store: one of this job's (its ``chk-<n>``), or a
@@ -145,7 +155,8 @@ class CheckpointRetention:
 
         def discard() -> None:
             try:
-                self.storage.discard_location(entry.external_path)
+                with self._deleting:
+                    self.storage.discard_location(entry.external_path)
             except (OSError, ValueError) as err:
                 log.warning("job %s: could not delete claimed checkpoint %d at %s: %s",
                             self.job_id, entry.checkpoint_id, entry.external_path, err)  # fmt: skip
@@ -184,6 +195,10 @@ class CheckpointRetention:
     def sweep(self, facts: SweepFacts, bounded: bool) -> int:
         """Delete the orphaned ``chk-<n>`` directories of this job (blocking I/O: on the
         executor); return how many went. Failures are logged as warnings, never raised."""
+        with self._deleting:
+            return self._sweep(facts, bounded)
+
+    def _sweep(self, facts: SweepFacts, bounded: bool) -> int:
         try:
             listed = self.storage.checkpoint_directories()
         except OSError as err:
