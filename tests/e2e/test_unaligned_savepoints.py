@@ -110,9 +110,11 @@ def stop_unaligned_then_resume(
     assert persisted > 0, "the unaligned savepoint holds no in-flight data"
     # Self-contained and user-owned: every channel-state file the savepoint names is inside
     # its directory, and the job's own chk-<n> of it is gone.
-    paths = {f.path for v in meta.vertices for handles in v.channel_state.values()
-             for f in handles.files()}  # fmt: skip
-    assert paths, meta
+    # (a subtask's share under the inline threshold lives in _metadata itself: self-contained too)
+    sides = [h for v in meta.vertices for handles in v.channel_state.values()
+             for h in (handles.input, handles.output) if h is not None]  # fmt: skip
+    assert sides and all(h.file is not None or h.inline_data for h in sides), meta
+    paths = {h.file.path for h in sides if h.file is not None}
     for relative in paths:
         assert (Path(savepoint) / relative).is_file(), (savepoint, relative)
     [job_dir] = [d for d in checkpoints.iterdir() if d.is_dir() and not d.name.startswith("_")]
