@@ -82,6 +82,40 @@ def test_exits_are_reported_as_a_childs_would_be(silent_master: tuple[str, int])
     assert launcher.describe_exit(0).endswith("killed by signal 9")
 
 
+NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
+
+
+def test_a_recycled_pid_does_not_pass_for_an_exited_worker(silent_master: tuple[str, int]) -> None:
+    """A worker of the same pid as one that exited before is running, not exited: the server
+    knows its workers by request, not pid (a new worker once looked "exited with code 0 before
+    registering" after the machine's pids wrapped). The kernel is asked for the old pid again
+    (``ns_last_pid``, root only); another process may take it first, hence the tries."""
+    if not os.access(NS_LAST_PID, os.W_OK):
+        pytest.skip("needs root: the test hands a worker's pid to the next one")
+    closed = socket.create_server(("127.0.0.1", 0))
+    refused = closed.getsockname()
+    closed.close()
+    first = ProcessLauncher(fork_server=True)
+    first.launch(1, refused, b"s" * 32, 0, {})
+    assert first.wait(30) and first.describe_exit(0).endswith("exit code 1")
+    old_pid = first.processes[0].pid
+    for _ in range(20):
+        second = ProcessLauncher(fork_server=True)
+        NS_LAST_PID.write_text(str(old_pid - 1))
+        second.launch(1, silent_master, b"s" * 32, 0, {})
+        if second.processes[0].pid == old_pid:
+            break
+        second.kill()
+    else:
+        pytest.skip(f"other processes took pid {old_pid} twenty times")
+    try:
+        assert second.exited() == [] and second.processes[0].poll() is None
+        assert second.describe_exit(0).endswith("still running")
+    finally:
+        second.kill()
+    assert second.exited() == [0]
+
+
 def test_no_forked_worker_outlives_its_driver(
     silent_master: tuple[str, int], tmp_path: Path
 ) -> None:

@@ -6,7 +6,9 @@ never runs a job, and nothing of the user's script is imported there. A forked w
 driver's environment, working directory, ``sys.path`` and fds 1 and 2 at launch.
 Protocol: pickled frozen dataclasses over a ``SOCK_SEQPACKET`` socketpair only the driver and
 its server hold (fds with ``SCM_RIGHTS``): :class:`Fork` → :class:`Started`; each reaped child
-→ :class:`Exited`; :class:`Kill` hits a child only until it is reaped (never a recycled pid).
+→ :class:`Exited`; :class:`Kill` hits a child only until it is reaped. A worker is known by its
+fork's request number, never by its pid: pids are recycled, and a stale exit must not pass for a
+new worker's (a new worker once looked "exited with code 0 before registering").
 Lifecycle: started on first use (:func:`fork_server`); on end of file (the driver ended, even by
 ``kill -9``) the server kills its workers and exits. Threading: the client may be used from any
 thread; a reader thread delivers the server's answers. Why: docs/design.md, "Worker processes".
@@ -52,7 +54,7 @@ class Fork:
 
 @dataclasses.dataclass(frozen=True)
 class Kill:
-    pid: int
+    request: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +70,7 @@ class Started:
 
 @dataclasses.dataclass(frozen=True)
 class Exited:
-    pid: int
+    request: int
     code: int  # negative: the signal that ended it
 
 
@@ -108,8 +110,9 @@ class ForkServer:
     def alive(self) -> bool:
         return self._lost is None
 
-    def fork(self, arguments: bytes) -> int:
-        """A new worker running ``worker_process.run(arguments)``; its pid."""
+    def fork(self, arguments: bytes) -> tuple[int, int]:
+        """A new worker running ``worker_process.run(arguments)``: its request number (what
+        :meth:`exit_code` and :meth:`kill` take) and its pid (for people)."""
         with self._changed:
             request = self._next_request
             self._next_request += 1
@@ -120,17 +123,18 @@ class ForkServer:
                                    START_TIMEOUT_S)  # fmt: skip
             if request not in self._started:
                 raise ForkServerError(f"the fork server started no worker: {self._lost}")
-            return self._started.pop(request)
+            return request, self._started.pop(request)
 
-    def exit_code(self, pid: int, timeout: float | None = 0.0) -> int | None:
-        """The worker's exit code once the server reaped it (waits up to ``timeout``)."""
+    def exit_code(self, request: int, timeout: float | None = 0.0) -> int | None:
+        """The exit code of the worker of fork ``request`` once the server reaped it (waits up
+        to ``timeout``)."""
         with self._changed:
-            self._changed.wait_for(lambda: pid in self._exits or self._lost, timeout)
-            return self._exits.get(pid, -signal.SIGKILL if self._lost else None)
+            self._changed.wait_for(lambda: request in self._exits or self._lost, timeout)
+            return self._exits.get(request, -signal.SIGKILL if self._lost else None)
 
-    def kill(self, pid: int) -> None:
+    def kill(self, request: int) -> None:
         if self._lost is None:
-            self._send(Kill(pid))
+            self._send(Kill(request))
 
     def _send(self, message: Fork | Kill, fds: list[int] | None = None) -> None:
         data = pickle.dumps(message)
@@ -165,7 +169,7 @@ class ForkServer:
                 elif isinstance(message, Started):
                     self._started[message.request] = message.pid
                 elif isinstance(message, Exited):
-                    self._exits[message.pid] = message.code
+                    self._exits[message.request] = message.code
                 self._changed.notify_all()
 
     def _lose(self, why: str) -> None:
@@ -199,7 +203,7 @@ def serve(channel: socket.socket) -> None:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    children: set[int] = set()
+    children: dict[int, int] = {}  # pid -> request, until reaped
     selector = selectors.DefaultSelector()
     selector.register(channel, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
@@ -215,10 +219,12 @@ def serve(channel: socket.socket) -> None:
                     pid = os.fork()
                     if pid == 0:
                         _become_worker(message, fds, channel, wake_read, wake_write)
-                    children.add(pid)
+                    children[pid] = message.request
                     _answer(channel, Started(message.request, pid))
-                elif isinstance(message, Kill) and message.pid in children:
-                    os.kill(message.pid, signal.SIGKILL)
+                elif isinstance(message, Kill):
+                    for pid, request in children.items():
+                        if request == message.request:
+                            os.kill(pid, signal.SIGKILL)
                 for fd in fds:
                     os.close(fd)
             else:
@@ -230,16 +236,16 @@ def _answer(channel: socket.socket, message: Ready | Started | Exited) -> None:
     channel.send(pickle.dumps(message))
 
 
-def _reap(channel: socket.socket, children: set[int]) -> None:
+def _reap(channel: socket.socket, children: dict[int, int]) -> None:
     while children:
         pid, status = os.waitpid(-1, os.WNOHANG)
         if pid == 0:
             return
-        children.discard(pid)
-        _answer(channel, Exited(pid, os.waitstatus_to_exitcode(status)))
+        request = children.pop(pid)
+        _answer(channel, Exited(request, os.waitstatus_to_exitcode(status)))
 
 
-def _end(children: set[int]) -> None:
+def _end(children: dict[int, int]) -> None:
     for pid in children:
         try:
             os.kill(pid, signal.SIGKILL)

@@ -112,7 +112,7 @@ class ProcessLauncher:
             arguments = pickle.dumps((index, attempt, master, secret, config))
             if forked:
                 server = fork_server()
-                self.processes.append(_ForkedProcess(server, server.fork(arguments)))
+                self.processes.append(_ForkedProcess(server, *server.fork(arguments)))
             else:
                 self.processes.append(_fresh(executable or sys.executable, arguments))
 
@@ -169,18 +169,19 @@ class WorkerProcess(Protocol):
 class _ForkedProcess:
     """A worker forked by the fork server (not our child: the server reaps it)."""
 
-    def __init__(self, server: ForkServer, pid: int) -> None:
+    def __init__(self, server: ForkServer, request: int, pid: int) -> None:
         self.server = server
+        self.request = request  # what the server knows it by: a pid may come back
         self.pid = pid
 
     def poll(self) -> int | None:
-        return self.server.exit_code(self.pid)
+        return self.server.exit_code(self.request)
 
     def wait(self, timeout: float | None) -> int | None:
-        return self.server.exit_code(self.pid, timeout)
+        return self.server.exit_code(self.request, timeout)
 
     def kill(self) -> None:
-        self.server.kill(self.pid)
+        self.server.kill(self.request)
 
 
 class _FreshProcess:
