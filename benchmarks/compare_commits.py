@@ -1,0 +1,141 @@
+"""Throughput of two commits in the same run: is a change (a redesign) no slower?
+
+Checks out ``--before`` (and ``--after``, else this checkout) as detached git worktrees under
+``.bench/commits/``, each with its own venv, and runs ``benchmarks/throughput.py``'s job in
+each, alternating round by round so that both sides see the same machine. Each round is one
+driver process per side: a small first job (the driver's one-time start: imports, the
+``local`` target's fork server where the commit has one), then one timed job per parallelism.
+Prints every round, the medians, the after/before ratios, and one ``target`` line per
+parallelism (no worse: ratio >= ``--goal``). Usage::
+
+    python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
+        [--rounds 5] [--weighted]
+
+``--weighted`` (Linux, root, cgroup v1 ``cpu`` controller) runs each side in a cgroup with the
+highest CPU weight, so that other work on a shared machine takes little from either side; the
+header says whether it was used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+#: Runs in a side's venv and tree; prints one JSON line: the first job and records/s per p.
+CHILD = """
+import json, sys
+sys.path.insert(0, "benchmarks")
+from throughput import run_job
+records, parallelisms = int(sys.argv[1]), [int(p) for p in sys.argv[2].split(",")]
+first = run_job(100_000, 1, "local")
+rates = {p: records / run_job(records, p, "local") for p in parallelisms}
+print(json.dumps({"first_s": first, "rates": rates}))
+"""
+
+
+def checkout(rev: str) -> Path:
+    """A worktree of ``rev`` with its own venv (made once, reused by later runs)."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], check=True,
+                         capture_output=True, text=True).stdout.strip()  # fmt: skip
+    tree = ROOT / ".bench" / "commits" / sha[:12]
+    if not (tree / ".git").exists():
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha],
+                       check=True, capture_output=True)  # fmt: skip
+    python = tree / ".venv" / "bin" / "python"
+    if not (tree / ".venv" / ".bench-installed").exists():
+        print(f"installing {rev} ({sha[:12]}) into {tree}/.venv ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(tree / ".venv")], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", str(tree)], check=True)
+        (tree / ".venv" / ".bench-installed").touch()
+    return tree
+
+
+def weighted_prefix() -> list[str] | None:
+    """A command prefix that runs its command in a new cgroup of the highest CPU weight."""
+    if os.geteuid() != 0 or not (CPU_CGROUP / "cpu.shares").exists():
+        return None
+    group = CPU_CGROUP / f"undertow-bench-{os.getpid()}"
+    group.mkdir(exist_ok=True)
+    (group / "cpu.shares").write_text("262144")
+    return ["sh", "-c", f'echo $$ > {group}/tasks && exec "$@"', "sh"]
+
+
+def release_weight() -> None:
+    group = CPU_CGROUP / f"undertow-bench-{os.getpid()}"
+    if group.exists():
+        for pid in (group / "tasks").read_text().split():
+            try:
+                (CPU_CGROUP / "tasks").write_text(pid)
+            except OSError:
+                pass  # ended meanwhile
+        group.rmdir()
+
+
+def run_side(tree: Path, records: int, parallelisms: list[int], prefix: list[str]) -> dict:
+    python = str(tree / ".venv" / "bin" / "python")
+    cmd = [*prefix, python, "-c", CHILD, str(records), ",".join(map(str, parallelisms))]
+    done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the job in {tree} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True)
+    parser.add_argument("--after", help="a commit; default: this checkout as it is")
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--parallelism", default="1,2")
+    parser.add_argument("--goal", type=float, default=0.95)
+    parser.add_argument("--weighted", action="store_true")
+    args = parser.parse_args()
+    parallelisms = [int(p) for p in args.parallelism.split(",")]
+    sides = {"before": checkout(args.before), "after": checkout(args.after) if args.after else ROOT}
+    prefix = weighted_prefix() if args.weighted else None
+    if args.weighted and prefix is None:
+        raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
+    weighted = "yes" if prefix else "no"
+    print(f"before {args.before}, after {args.after or 'this checkout'}; {args.records:,} "
+          f"records; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    try:
+        for round_ in range(args.rounds):
+            for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+                result = run_side(sides[name], args.records, parallelisms, prefix or [])
+                results[name].append(result)
+                rates = "  ".join(
+                    f"p={p} {result['rates'][str(p)]:>11,.0f}/s" for p in parallelisms
+                )
+                print(f"round {round_} {name:<6} first job {result['first_s']:.2f} s  {rates}",
+                      flush=True)  # fmt: skip
+    finally:
+        if prefix:
+            release_weight()
+    print(f"{'median':<14}{'before':>14}{'after':>14}{'after/before':>14}")
+    first = {n: statistics.median(r["first_s"] for r in results[n]) for n in results}
+    print(f"{'first job, s':<14}{first['before']:>14.2f}{first['after']:>14.2f}"
+          f"{first['after'] / first['before']:>14.2f}")  # fmt: skip
+    ratios = {}
+    for p in parallelisms:
+        med = {n: statistics.median(r["rates"][str(p)] for r in results[n]) for n in results}
+        ratios[p] = med["after"] / med["before"]
+        print(f"{f'p={p}, rec/s':<14}{med['before']:>14,.0f}{med['after']:>14,.0f}"
+              f"{ratios[p]:>14.2f}")  # fmt: skip
+    for p in parallelisms:
+        verdict = "met" if ratios[p] >= args.goal else "missed"
+        print(
+            f"target throughput p={p} no worse: {ratios[p]:.2f}x (goal >= {args.goal}x): {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()
