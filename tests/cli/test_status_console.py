@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.web.conftest import start_job, wait_for
+from tests.rest_client import wait_for
+from tests.web.conftest import start_job
 
 from undertow.cli import console
 from undertow.cli.console import JobStatusSample, StatusConsole, sample, status_line

@@ -6,56 +6,18 @@ The browser tests skip only when Chromium is absent *and* ``CI`` is unset: in CI
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.rest_client import Job
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.core.errors import JobCancelledError
 from undertow.datastream import JobClient, StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
-
-
-@dataclass
-class Job:
-    client: JobClient
-    url: str
-
-    @property
-    def jid(self) -> str:
-        return self.client.get_job_id()
-
-    def get(self, path: str) -> Any:
-        status, body = fetch(self.url + path)
-        assert status == 200, (path, status, body)
-        return body
-
-
-def fetch(url: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
-def wait_for(probe: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def start_job(tmp: str, name: str, **settings: Any) -> JobClient:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.web.conftest import Job, wait_for
+from tests.rest_client import Job, wait_for
 
 
 def _ids(browser: Any) -> list[int]:

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from tests.web.conftest import wait_for
+from tests.rest_client import wait_for
 
 from undertow import web
 

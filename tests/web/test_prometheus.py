@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.web.conftest import Job, start_job, wait_for
+from tests.rest_client import Job, wait_for
+from tests.web.conftest import start_job
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError, JobCancelledError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.web.conftest import Job, fetch, wait_for
+from tests.rest_client import Job, fetch, wait_for
 
 JOB_METRICS = {
     "numRestarts", "lastCheckpointDuration", "lastCheckpointSize",

@@ -11,14 +11,13 @@ import http.client
 import json
 import re
 import socket
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.rest_client import Job, fetch, wait_for
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.core.config import Options
@@ -33,40 +32,6 @@ HISTORY_FIELDS = {
     "end_to_end_duration", "state_size", "checkpointed_size", "processed_data", "persisted_data",
     "num_subtasks", "num_acknowledged_subtasks",
 }  # fmt: skip
-
-
-@dataclass
-class Job:
-    client: JobClient
-    url: str
-
-    @property
-    def jid(self) -> str:
-        return self.client.get_job_id()
-
-    def get(self, path: str) -> Any:
-        status, body = fetch(self.url + path)
-        assert status == 200, (path, status, body)
-        return body
-
-
-def fetch(url: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
-def wait_for(probe: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def environment(**settings: Any) -> StreamExecutionEnvironment:
