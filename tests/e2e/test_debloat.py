@@ -35,12 +35,11 @@ from undertow.common import WatermarkStrategy
 from undertow.datastream import MapFunction
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.runtime.network.input_gate import InputGate
-from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import FailingMap, OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
 from .restore_evidence import evidence, restored_checkpoints
-from .test_unaligned_checkpoints import channel_state_bytes, checkpoints_with_channel_state
+from .test_unaligned_checkpoints import cancel_once_channel_state_retained
 
 DEBLOAT = "taskmanager.network.memory.buffer-debloat."
 WINDOW_S = 12.0  # the first aligned checkpoint needs ~1 s with debloating, ~80 s without
@@ -365,18 +364,7 @@ def test_channel_state_restores_under_another_buffer_size(
                    failing_map=FailingMap(fail_after_checkpoints=[]),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("retain channel state")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
-        time.sleep(0.1)
-    time.sleep(0.3)
-    client.cancel()
-    with pytest.raises(Exception):  # noqa: B017 - cancelled
-        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
-    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
-    storage = CheckpointStorage(str(tmp_path), job_dir.name)
-    with_state = [c for c in storage.completed_checkpoint_ids()
-                  if channel_state_bytes(tmp_path, storage, c) > 0]  # fmt: skip
-    assert with_state, "no retained checkpoint holds channel state"
+    storage, with_state = cancel_once_channel_state_retained(client, tmp_path)
 
     settings[DEBLOAT + "enabled"] = str(restored).lower()
     settings["taskmanager.memory.segment-size"] = "32 kb" if not restored else "4 kb"

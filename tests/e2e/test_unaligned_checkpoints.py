@@ -20,7 +20,7 @@ import pytest
 
 from undertow.common import WatermarkStrategy
 from undertow.core.errors import RestoreError
-from undertow.datastream import MapFunction
+from undertow.datastream import JobClient, MapFunction
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.runtime.checkpoint.channel_state_files import DEFAULT_MAX_SUBTASKS_PER_FILE
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
@@ -220,6 +220,27 @@ def checkpoints_with_channel_state(root: Path) -> list[int]:
         return []
 
 
+def cancel_once_channel_state_retained(
+    client: JobClient, root: Path, what: str = ""
+) -> tuple[CheckpointStorage, list[int]]:
+    """Let the job (retaining on cancellation, under ``root``) run until a checkpoint holds
+    channel state, cancel it, and return its storage and the retained checkpoints that hold
+    channel state, oldest first (asserting there is one)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not checkpoints_with_channel_state(root):
+        time.sleep(0.1)
+    time.sleep(0.3)
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    [job_dir] = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith("_")]
+    storage = CheckpointStorage(str(root), job_dir.name)
+    with_state = [c for c in storage.completed_checkpoint_ids()
+                  if channel_state_bytes(root, storage, c) > 0]  # fmt: skip
+    assert with_state, f"no retained checkpoint holds channel state{what}"
+    return storage, with_state
+
+
 @pytest.mark.restores(catches=["channel-state"])
 @pytest.mark.parametrize("target", ["local-threads", "local", "spark"])
 @pytest.mark.parametrize("new_parallelism", [3, 1])
@@ -365,18 +386,9 @@ def test_forward_edge_with_channel_state_cannot_be_rescaled(
     env = make_env(parallelism=2, config=settings)
     forward_job(env)
     client = env.execute_async("forced unaligned forward edge")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
-        time.sleep(0.1)
-    time.sleep(0.3)
-    client.cancel()
-    with pytest.raises(Exception):  # noqa: B017 - cancelled
-        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
-    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith("_")]
-    storage = CheckpointStorage(str(tmp_path), job_dir.name)
-    with_state = [c for c in storage.completed_checkpoint_ids()
-                  if channel_state_bytes(tmp_path, storage, c) > 0]  # fmt: skip
-    assert with_state, "no retained checkpoint holds channel state on the forward edge"
+    storage, with_state = cancel_once_channel_state_retained(
+        client, tmp_path, " on the forward edge"
+    )
 
     settings["execution.state-recovery.path"] = storage.checkpoint_pointer(with_state[-1])
     rescaled = make_env(parallelism=3, config=settings)
