@@ -66,12 +66,15 @@ def test_a_stopped_worker_fails_the_attempt_by_heartbeat_timeout(
     env.from_source(source, WatermarkStrategy.no_watermarks(), "gen").rebalance().sink_to(
         DiscardingSink()
     )
+    earlier = set(worker_process_pids())  # an earlier test's worker may still be exiting
     client = env.execute_async("hung worker")
     deadline = time.monotonic() + 30
-    while client.get_job_status() is not JobStatus.RUNNING or not worker_process_pids():
+    while client.get_job_status() is not JobStatus.RUNNING or not (
+        ours := [pid for pid in worker_process_pids() if pid not in earlier]
+    ):
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    stopped = worker_process_pids()[0]
+    stopped = ours[0]
     os.kill(stopped, signal.SIGSTOP)
     started = time.monotonic()
     try:
