@@ -9,46 +9,19 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from undertow.connectors.source import InputStatus, SourceReaderContext
+from undertow.connectors.source import InputStatus
 from undertow.datastream.connectors.collection import CollectionSource
 from undertow.datastream.connectors.datagen import DataGeneratorSource
-
-
-class _Context(SourceReaderContext):
-    def index_of_subtask(self) -> int:
-        return 0
-
-    def parallelism(self) -> int:
-        return 1
-
-    def send_split_request(self) -> None:
-        pass
-
-    def notify_available(self) -> None:
-        pass
-
-
-class _Output:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.values.append(value)
-
-    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
-        self.values.extend(values)
-
-    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
-        raise AssertionError("no side output")
+from undertow.testing.source_reader import CollectingOutput, StandaloneReaderContext
 
 
 def _read(
     source: DataGeneratorSource | CollectionSource, splits: list[Any], polls: int
 ) -> list[Any]:
-    reader = source.create_reader(_Context())
+    reader = source.create_reader(StandaloneReaderContext())
     reader.add_splits(splits)
     reader.notify_no_more_splits()
-    out = _Output()
+    out = CollectingOutput()
     for _ in range(polls):
         if reader.poll_next(out) is InputStatus.END_OF_INPUT:
             break
@@ -59,9 +32,9 @@ def test_a_restored_split_generates_with_the_function_of_the_new_job() -> None:
     """A checkpointed split holds no function: the job that restores it (here with a fixed
     generator) generates with its own, as a user who fixed a bug expects."""
     old = DataGeneratorSource(lambda i: ("old", i), count=5000)
-    reader = old.create_reader(_Context())
+    reader = old.create_reader(StandaloneReaderContext())
     reader.add_splits(old.create_enumerator(_EnumContext()).remaining)
-    out = _Output()
+    out = CollectingOutput()
     reader.poll_next(out)  # one batch of 4096
     assert out.values[-1] == ("old", 4095)
     state = cloudpickle.dumps(reader.snapshot_state(1))
@@ -91,9 +64,9 @@ def test_a_collection_checkpoint_holds_a_position_not_the_collection() -> None:
     size (it held a copy of the whole list, at every checkpoint)."""
     elements = [f"element {i:06d}" for i in range(100_000)]
     source = CollectionSource(elements)
-    reader = source.create_reader(_Context())
+    reader = source.create_reader(StandaloneReaderContext())
     reader.add_splits(source.create_enumerator(_EnumContext()).remaining)
-    out = _Output()
+    out = CollectingOutput()
     reader.poll_next(out)
     assert out.values == elements[:1024]
     state = cloudpickle.dumps(reader.snapshot_state(1))

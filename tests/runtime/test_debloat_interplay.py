@@ -17,6 +17,7 @@ from undertow.runtime.network.buffer_debloater import INITIAL_MAX_RECORDS
 from undertow.runtime.network.credit import SenderChannel
 from undertow.runtime.network.partition import RecordWriter, ResultPartition
 from undertow.runtime.task.output_budget import OutputBudget
+from undertow.testing.source_reader import CollectingOutput, StandaloneReaderContext
 
 
 def partition(channels: int = 1, per_channel_cap: int = 1000) -> ResultPartition:
@@ -187,39 +188,10 @@ def test_a_shrink_sends_the_buffer_in_progress_whole() -> None:
     assert queued.records_per_batch() == [900, 10, 10]
 
 
-class Collect:
-    def __init__(self, wanted: int | None) -> None:
-        self.records_wanted = wanted
-        self.batches: list[list[Any]] = []
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.batches.append([value])
-
-    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
-        self.batches.append(values)
-
-    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
-        raise AssertionError("no side output")
-
-
-class Context:
-    def index_of_subtask(self) -> int:
-        return 0
-
-    def parallelism(self) -> int:
-        return 1
-
-    def send_split_request(self) -> None:
-        pass
-
-    def notify_available(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize(("wanted", "expected"), [(None, 4096), (37, 37), (0, 1)])
 def test_iterator_reader_honours_records_wanted(wanted: int | None, expected: int) -> None:
-    reader = JobBoundReader(Context(), list(range(10_000)), batch_size=4096)  # type: ignore[arg-type]
+    reader = JobBoundReader(StandaloneReaderContext(), list(range(10_000)), batch_size=4096)
     reader.add_splits([CollectionSplit()])
-    output = Collect(wanted)
+    output = CollectingOutput(wanted)
     assert reader.poll_next(output) is InputStatus.MORE_AVAILABLE
-    assert len(output.batches[0]) == expected
+    assert output.batches[0] == expected
