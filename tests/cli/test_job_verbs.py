@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.web.conftest import start_job, wait_for
+from tests.rest_client import wait_for
+from tests.web.conftest import start_job
 
 from undertow.cli.jobs import list_jobs
 from undertow.cli.main import main

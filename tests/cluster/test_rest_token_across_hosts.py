@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.web.conftest import start_job, wait_for
+from tests.rest_client import wait_for
+from tests.web.conftest import start_job
 
 from undertow.core.errors import JobCancelledError
 
