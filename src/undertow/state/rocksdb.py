@@ -1,25 +1,16 @@
 """The RocksDB keyed state backend: keyed state of one operator subtask in an embedded RocksDB.
 
-Layout: one DB per backend (an operator in a subtask) in a fresh directory under the local
-working directory (``state.backend.rocksdb.localdir``, else the system temp directory), one
-column family per state name, DB keys prefixed by key group
-(:func:`~undertow.state.rocksdb_states.db_key`), values pickled. State objects are in
-:mod:`undertow.state.rocksdb_states`; they share the heap backend's state and TTL logic.
-
-Durability comes from checkpoints, not from the DB: the write-ahead log is off (as in Flink),
-and the directory (``undertow-rocksdb-<pid>-<operator>-<random>``) is deleted on
-:meth:`dispose` or when the process exits; directories of dead processes (a worker killed with
-SIGKILL) are swept when a backend is created.
-
-Savepoints and full checkpoints are canonical: :meth:`snapshot` writes the blob format of
-:class:`~undertow.state.heap.HeapKeyedStateBackend` (one blob per key group, expired TTL entries
-left out), so a job can switch backends at restore. With ``incremental`` a checkpoint is a
-native one instead (:meth:`native_checkpoint`, see :mod:`undertow.state.rocksdb_incremental`).
+One DB per backend in a fresh local directory, one column family per state name, DB keys
+prefixed by key group. Durability comes from checkpoints, not from the DB (the write-ahead log
+is off); savepoints and full checkpoints are canonical (the heap backend's blob format), so a
+job can switch backends at restore; with ``incremental`` a checkpoint is a native one.
 
 Threading: one backend belongs to one subtask and is used only from that subtask's loop
 thread. Cost: ``set_current_key`` computes the key group; a state operation is one DB read and
 at most one write; ``snapshot``/``restore`` are O(state size); ``keys`` scans the state's
 column family.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
