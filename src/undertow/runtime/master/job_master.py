@@ -7,8 +7,8 @@ which reaches the tasks through an :class:`.AttemptGateway` and reports to the
 :class:`.CheckpointStatsTracker` through its events; savepoints: :mod:`.savepoint_operations`;
 source enumerators: :mod:`.enumerators`; workers are started by a :class:`.WorkerLauncher`, their
 control connections served by :mod:`.worker_control`. Each failed attempt's root cause is printed
-at once and kept (:mod:`.exception_history`). The REST API (imported unless ``rest.port`` is
-off) serves :meth:`job_view` from before the first attempt to the job's end.
+at once and kept (:mod:`.exception_history`). The REST API (imported unless ``rest.port``
+is -1) serves :meth:`job_view` from before the first attempt to the job's end.
 
 Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public methods
 (``start``, ``cancel``, ``wait``, ``status``, ``rest_url``, savepoints) may be called from any
