@@ -12,17 +12,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "undertow"
 MAX_DOCSTRING_LINES = 15
-MAX_MODULE_LINES = 600
-#: Packages and modules whose docstrings were being rewritten in parallel when this test came
-#: (issue 13: debloat, state and web work); remove an entry once its docstrings are short.
-NOT_YET = (
-    "runtime/network/",
-    "state/",
-    "runtime/checkpoint/snapshot.py",
-    "runtime/master/rest/",
-    "cli/",
-    "web/",
-)
+#: Issue 27 asks for ~500. Two modules are over it without a reason, and were being edited by
+#: others when the rest were split: runtime/task/checkpointing.py (542 lines) and
+#: runtime/task/stream_task.py (503). Lower this to 500 once they are split.
+MAX_MODULE_LINES = 550
 
 
 def _modules() -> list[tuple[str, str, str]]:
@@ -39,7 +32,7 @@ def test_module_docstrings_are_short() -> None:
     long = [
         f"{name}: {len(doc.splitlines())} lines"
         for name, _, doc in _modules()
-        if len(doc.splitlines()) > MAX_DOCSTRING_LINES and not name.startswith(NOT_YET)
+        if len(doc.splitlines()) > MAX_DOCSTRING_LINES
     ]
     assert not long, "module docstrings over 15 lines (move the story to docs/design.md):\n" + (
         "\n".join(long)

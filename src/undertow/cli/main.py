@@ -1,26 +1,12 @@
-"""The ``undertow`` command line.
+"""The ``undertow`` command line: one subcommand per module.
 
-``undertow run [-p N] [-t spark|local|local-threads] [--master URL] [--workers W]
-[-D key=value ...] [-s PATH [--claimMode CLAIM|NO_CLAIM] [-n]] JOB.py [ARGS...]`` runs a job
-script as ``__main__`` with those options as defaults of every ``StreamExecutionEnvironment``
-it creates (the script's own settings win, as in Flink); ``-s`` / ``--claimMode`` / ``-n`` are
-Flink's restore flags. The default target is ``spark`` on master ``local[*]``; Ctrl-C cancels
-the job (a graceful stop of the workers first, then Spark's job-group cancel) and exits with
-130 (see :mod:`undertow.cli.run`).
+``undertow run`` runs a job script with command-line defaults (:mod:`undertow.cli.run`);
+``undertow checkpoints`` lists and verifies the completed checkpoints under a directory
+(:mod:`undertow.cli.checkpoints`); ``undertow stop`` stops a running job with a savepoint
+(:mod:`undertow.cli.stop`); ``undertow list``, ``cancel`` and ``savepoint`` are Flink's
+commands against a REST address (:mod:`undertow.cli.jobs`).
 
-``undertow checkpoints DIR [--job JOB_ID] [--key KEY]`` lists the completed checkpoints under a
-checkpoint directory (job id, checkpoint id, completion time, size, whether it verifies and
-why not) and exits with 1 if any does not verify (see :mod:`undertow.cli.checkpoints`).
-
-``undertow stop JOB_ID_OR_REST_URL [--savepoint-path DIR] [--drain | --unaligned]
-[--rest-address URL]``
-stops a running job with a savepoint through its REST API and prints the savepoint's path;
-without ``--savepoint-path`` the job's ``execution.checkpointing.savepoint-dir`` is used (see
-:mod:`undertow.cli.stop`).
-
-``undertow list [REST_URL]``, ``undertow cancel JOB_ID_OR_REST_URL`` and ``undertow savepoint
-JOB_ID_OR_REST_URL [DIR]`` are Flink's ``list``, ``cancel`` and ``savepoint`` against a REST
-address (see :mod:`undertow.cli.jobs`).
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

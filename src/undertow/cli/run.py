@@ -1,36 +1,17 @@
 """``undertow run [OPTIONS] JOB.py [ARGS...]``: run a job script with command-line defaults.
 
-The script runs as ``__main__`` (``sys.argv`` is ``[JOB.py, *ARGS]``); every
-``StreamExecutionEnvironment`` it creates starts from the options given here, and the script's
-own settings win, as in Flink. Options (all before ``JOB.py``):
-
-* ``-p N``, ``-t spark|local|local-threads``, ``--master URL``, ``--workers W``: parallelism,
-  target, Spark master, number of workers; each overrides a ``-D`` of the same key;
-* ``-D KEY=VALUE``: any configuration option (repeatable; the last of one key wins);
-* restore flags, Flink's ``flink run`` names, each the same as the ``-D`` setting it stands for:
-
-  - ``-s``, ``--fromSavepoint``, ``--from-savepoint PATH``: ``execution.state-recovery.path``;
-  - ``--claimMode``, ``--claim-mode CLAIM|NO_CLAIM`` (``--restoreMode``, Flink's deprecated
-    alias): ``execution.state-recovery.claim-mode``;
-  - ``-n``, ``--allowNonRestoredState``, ``--allow-non-restored-state``:
-    ``execution.state-recovery.ignore-unclaimed-state`` = ``true``.
-
-  A restore flag and a ``-D`` of the same option (its key or a deprecated key) with a different
-  value is an error that names both; the same value is fine. The claim mode is checked while
-  the arguments are parsed (case-insensitive, ``no-claim`` too), so a bad one fails before the
-  script runs, naming the value and the accepted ones.
-
-While the script runs, the status of its jobs is shown on stderr (see :mod:`undertow.cli.console`:
-a live line on a terminal, plain lines elsewhere); ``--no-status`` turns it off.
-
-Every option is checked before the script runs (exit 2 naming the key and the value); a job that
-fails exits 1; Ctrl-C cancels the job (a graceful stop of the workers first, then Spark's
-job-group cancel) and exits 130.
+The script runs as ``__main__``; every ``StreamExecutionEnvironment`` it creates starts from
+the options given here (``-p``, ``-t``, ``--master``, ``--workers``, ``-D KEY=VALUE`` and
+Flink's restore flags ``-s``, ``--claimMode``, ``-n``), and the script's own settings win, as
+in Flink. Every option is checked before the script runs (exit 2 naming the key and the
+value); a job that fails exits 1; Ctrl-C cancels the job and exits 130.
 
 Lifecycle: :func:`run` writes the options into the process-wide
 :data:`~undertow.datastream.stream_execution_environment.CLI_DEFAULTS` once, then runs the
 script; it is meant to be called once per process (the command line), from the main thread.
 :func:`cli_configuration` is pure (no global state), for tests and other front ends.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -2,21 +2,13 @@
 [--type canonical|native]``: stop a running job with a savepoint through its REST API (Flink's
 ``flink stop``; ``--unaligned`` is undertow's unaligned savepoint).
 
-A REST URL (``http://127.0.0.1:PORT``, printed when the job starts) names the job's endpoint;
-its one job is stopped. A job id uses ``--rest-address`` (default ``http://127.0.0.1:8081``,
-Flink's port). The command posts ``{"targetDirectory": DIR, "drain": BOOL, "formatType":
-"CANONICAL"|"NATIVE"}`` to
-``/jobs/:jobid/stop`` (without ``--savepoint-path`` no directory: the job's
-``execution.checkpointing.savepoint-dir`` is used, and the job refuses if it has none; the job
-need not have periodic checkpoints), then polls ``/jobs/:jobid/savepoints/:triggerid`` until
-the savepoint completed, and prints ``Savepoint completed. Path: <dir>`` (exit 0) or the
-failure (exit 1); it cannot reach or understand the endpoint: exit 2.
-
-A job whose REST API needs a token (bound off loopback, or ``rest.token`` set) gets it from
-the environment variable ``UNDERTOW_REST_TOKEN``, sent with every request that changes the
-job (also by ``undertow cancel`` and ``undertow savepoint``).
+It posts to ``/jobs/:jobid/stop``, polls the savepoint's status and prints
+``Savepoint completed. Path: <dir>`` (exit 0) or the failure (exit 1); an endpoint it cannot
+reach or understand exits 2. A token for the job's REST API comes from ``UNDERTOW_REST_TOKEN``.
 
 Blocking I/O (urllib); a command-line tool.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """Columnar keyed state: one row per key, accumulators in numpy columns, snapshots per key group.
 
-The keyed aggregations of a batch stream (:mod:`undertow.runtime.task.batch_aggregate`) keep
-their state here instead of one state object per key: a dict maps each key to a *slot*, and
-every accumulator is a numpy array indexed by slot, so a batch updates all its keys with a
-few vectorised operations.
-
-Snapshots: :meth:`ColumnarKeyedTable.snapshot` returns one blob per non-empty key group, an
-Arrow IPC stream with the key columns and the accumulator columns of that group's keys (the
-same ``key group -> bytes`` shape as the keyed backends' snapshots). :meth:`restore` takes the
-blobs of any old subtasks and keeps the key groups in this subtask's range, which is what
-makes a rescale work: each new subtask reads the groups it now owns.
+The keyed aggregations of a batch stream keep their state here: a dict maps each key to a
+*slot*, and every accumulator is a numpy array indexed by slot.
+:meth:`ColumnarKeyedTable.snapshot` returns one Arrow IPC blob per non-empty key group;
+:meth:`restore` keeps the key groups in this subtask's range, which makes a rescale work.
 
 A table key may carry more than the stream's key (the windowed aggregations key slots by key
 and window): ``partition_key`` maps a table key to the stream's key, whose key group it is.
 Threading: owned by one operator on its task's loop thread. Invariant: ``len(keys) ==
 num_slots`` and every accumulator has at least ``num_slots`` entries; slot ``i``'s key group is
 ``key_groups[i]``.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

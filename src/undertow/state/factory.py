@@ -1,22 +1,14 @@
 """Which keyed state backend a job uses: ``state.backend.type`` (Flink's key) -> a factory.
 
-``hashmap`` (the default) builds :class:`~undertow.state.heap.HeapKeyedStateBackend`,
-``rocksdb`` builds :class:`~undertow.state.rocksdb.RocksDBKeyedStateBackend` in
-``state.backend.rocksdb.localdir``, with native incremental checkpoints when
-``execution.checkpointing.incremental`` is true, and its timers in the DB unless
-``state.backend.rocksdb.timer-service.factory`` is ``HEAP`` (memory: ``rocksdb_options``).
-Both write the same canonical snapshot in savepoints (and RocksDB in full checkpoints), so a
-job may switch backends when it restores. Any other value is the dotted name
-(``package.module.name``) of a :data:`StateBackendFactory`, imported where the subtask runs
-(Flink's fully qualified ``StateBackendFactory`` class name): a third backend needs no change
-to the runtime, which reaches its native snapshots only through
-:mod:`undertow.state.snapshot_strategy`.
-Reading the options validates them (an unknown backend type raises ``ConfigurationError``
-naming the key). With the option the heap backend takes incremental checkpoints too
-(:mod:`undertow.state.heap_incremental`, compacted per ``state.backend.hashmap.incremental.*``).
+``hashmap`` (the default) builds the heap backend, ``rocksdb`` the RocksDB backend; any other
+value is the dotted name (``package.module.name``) of a :data:`StateBackendFactory`, so a third
+backend needs no change to the runtime. Reading the options validates them (an unknown backend
+type raises ``ConfigurationError`` naming the key).
 
 Called once per keyed operator when a subtask builds its operator chain; pure apart from the
 RocksDB backend creating its directory when the factory is called.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,33 +1,16 @@
 """The heap keyed state backend: all keyed state of one operator subtask in Python dicts.
 
-Layout and invariants (details in :mod:`undertow.state.heap_states`):
-
-* one :class:`~undertow.state.heap_states.StateTable` per state name, created on registration
-  or on restore (restore usually runs before the operator registers its states); a table's
-  kind never changes, so a name registered with another kind raises ``StateError``;
-* inside a table, one dict per owned key group (index ``key group - key_group_range.start``);
-  every key stored there belongs to that key group, so a snapshot is one blob per key group and
-  rescaling is "restore the blobs of the key groups you now own";
-* entries are never empty: clearing a value, the last list element or the last map entry
-  removes the entry.
-
-With ``incremental`` a checkpoint is :meth:`native_checkpoint`: only the key groups accessed
-since the last completed checkpoint are written (:mod:`.heap_incremental`).
+Invariants: one :class:`~undertow.state.heap_states.StateTable` per state name, whose kind
+never changes; inside it one dict per owned key group, holding only keys of that key group (a
+snapshot is one blob per key group); entries are never empty. With ``incremental`` a
+checkpoint writes only the key groups accessed since the last completed one
+(:mod:`.heap_incremental`).
 
 Threading: one backend belongs to one subtask and is used only from that subtask's loop thread;
 it takes no locks. ``snapshot()`` only notes the key groups holding state; each is pickled
 before anything can touch it again, or when the snapshot is read (:mod:`.heap_snapshot`).
 
-Cost: ``set_current_key`` is one dict lookup for a key seen recently (a bounded key -> key
-group offset cache; a miss costs :func:`~undertow.state.key_groups.assign_to_key_group`);
-``ValueState.value()/update()`` and ``ReducingState.add()`` are a list index and one or two
-dict operations. ``snapshot()`` and ``restore()`` are O(state size); ``keys()`` is O(entries of
-the state).
-
-Blob format (one per non-empty key group): ``b"UHKG"``, a format version byte, the CRC-32 of
-the payload (big endian, 4 bytes), then the payload: a pickle (protocol 5) of
-``{"key_group": kg, "states": {name: (kind, ttl, void_entries, windowed_entries)}}``. Expired
-TTL entries are left out.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 """Storage tables and the state objects of the heap keyed state backend (without TTL).
 
-Layout: one :class:`StateTable` per state name. It holds two lists of dicts, indexed by
-``key group - key_group_range.start``: ``void`` maps a key to its entry in ``VOID_NAMESPACE``,
-``windowed`` maps ``(key, namespace)`` to its entry in any other namespace. Keeping the two apart
-makes the hot path (no namespace) one dict operation on the bare key, and lets a tuple key never
-collide with a ``(key, namespace)`` pair.
-
-Each list has one extra dict at index ``len(key_group_range)``: an :class:`UnkeyedDict` that
-raises :class:`~undertow.core.errors.StateError` on any access. The :class:`KeyContext` points
-there until a key is set (and after dispose), so "no current key" is caught without a check on
-the hot path.
-
-Entries: value/reducing/aggregating store the value itself; list stores a non-empty ``list``;
-map stores a non-empty ``dict``. An entry never holds ``None`` or an empty container: clearing
-removes it. TTL-enabled states (:mod:`undertow.state.heap_ttl`) wrap values as
-``(value, last_access_ms)`` instead.
+One :class:`StateTable` per state name: per owned key group a ``void`` dict (key -> entry in
+``VOID_NAMESPACE``) and a ``windowed`` dict (``(key, namespace)`` -> entry). Invariants: an
+entry never holds ``None`` or an empty container (clearing removes it); without a current key
+the :class:`KeyContext` points at an :class:`UnkeyedDict` that raises ``StateError``.
 
 Threading: used only from the owning subtask's loop thread; no locks. Cost: ``value()``,
 ``update()`` and ``add()`` are a list index plus one or two dict operations; ``ListState.get()``
 and the ``MapState`` views copy (snapshot-safe, O(entry size)).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

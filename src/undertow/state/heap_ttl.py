@@ -1,21 +1,14 @@
 """Heap state objects with processing-time TTL (Flink's ``TtlValueState`` and friends).
 
-A TTL-enabled state stores ``(value, last_access_ms)`` where the plain state stores ``value``:
-per entry for value/reducing/aggregating, per element for list, per map entry for map. Only
-these classes pay for the wrapping; states without TTL use :mod:`undertow.state.heap_states`.
-
-Semantics (as Flink's ``AbstractTtlDecorator``):
-
-* an entry is expired when ``last_access_ms + ttl_ms <= clock()``;
-* a read of an expired entry removes it and returns it only with
-  ``ReturnExpiredIfNotCleanedUp`` (so it is returned at most once);
-* every write sets the timestamp to ``clock()``; with ``OnReadAndWrite`` a read of a live entry
-  does too;
-* reducing/aggregating ``add`` and namespace merges ignore expired input regardless of
-  visibility.
+A TTL-enabled state stores ``(value, last_access_ms)`` where the plain state stores ``value``
+(per entry, list element or map entry). An entry is expired when ``last_access_ms + ttl_ms <=
+clock()``; every write sets the timestamp to ``clock()``. States without TTL use
+:mod:`undertow.state.heap_states` and pay nothing for it.
 
 Threading: the owning subtask's loop thread only. Cost: one ``clock()`` call per operation on
 top of the plain state; list/map reads are O(entry size).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

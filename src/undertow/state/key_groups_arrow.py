@@ -1,25 +1,14 @@
 """Key groups of a whole column (or several), vectorised: the same groups as the record path.
 
-:func:`undertow.state.key_groups.stable_hash` hashes one key; a batch stream keyed by columns
-needs the key group of every row at once. :func:`key_groups` computes them with numpy and gives,
-for every row, exactly ``assign_to_key_group(key, max_parallelism)`` of the key the record path
-sees for that row: the column's Python value for one key column, the tuple of the columns'
-values for several (the property test in ``tests/state/test_key_groups_arrow.py`` checks this).
-
-How each type is hashed, mirroring :func:`~undertow.state.key_groups.stable_hash`:
-
-- integers and booleans: the murmur3 finalizer of ``k ^ (k >> 32)``, in uint64 arithmetic;
-- strings, binaries and floats (whose hash is that of ``float.hex()``): the record path's hash
-  of each *distinct* value (``dictionary_encode``, one Python call per distinct value), then
-  gathered per row;
-- several columns: the tuple hash ``h = h * 31 + hash(field)`` over the field hashes, then the
-  finalizer, as for a tuple key.
-
-Nulls have no key group here: a key column with nulls raises ``ValueError`` naming the column
-and the first null row (the operator adds its name and subtask).
+:func:`key_groups` gives, for every row, exactly ``assign_to_key_group(key, max_parallelism)``
+of the key the record path sees for that row (the column's value for one key column, the tuple
+of the columns' values for several), computed with numpy. A key column with nulls raises
+``ValueError`` naming the column and the first null row.
 
 Threading: none (pure functions). Cost: O(rows) numpy work plus one Python hash per distinct
 non-integer key.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

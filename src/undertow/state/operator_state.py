@@ -1,24 +1,14 @@
 """Operator (non-keyed) state: list, union list and broadcast state of one operator subtask.
 
-Each state has a redistribution mode that says what a subtask gets back after a restore with a
-different parallelism (Flink's ``OperatorStateHandle.Mode``):
-
-* ``list`` (SPLIT_DISTRIBUTE): the elements of all old subtasks, concatenated in subtask order,
-  are cut into ``new_parallelism`` contiguous slices whose sizes differ by at most one (the first
-  ``total % n`` slices get one more). With unchanged parallelism every subtask keeps its own;
-* ``union`` (UNION): every new subtask gets the concatenation of all old subtasks' elements;
-* ``broadcast`` (BROADCAST): every new subtask gets old subtask 0's map (all copies are equal,
-  broadcast state is only changed by the same broadcast elements on every subtask).
-
-State names are one namespace across the three modes: registering a name with another mode
-raises ``StateError``. Restore usually runs before the operator registers its states; restored
-entries wait in the backend (and are part of the next snapshot) until the name is registered.
+Each state has a redistribution mode (Flink's ``OperatorStateHandle.Mode``: ``list``,
+``union``, ``broadcast``) that says what a subtask gets back after a restore with a different
+parallelism. State names are one namespace across the three modes: registering a name with
+another mode raises ``StateError``.
 
 Threading: one backend per subtask, used only from its loop thread; no locks. Cost: state
 operations are list/dict operations; ``snapshot()``/``redistribute()`` are O(state size).
 
-Blob format: ``b"UOPS"``, a version byte, the CRC-32 of the payload (4 bytes, big endian), then
-a pickle (protocol 5) of ``{name: (mode, list | dict)}``.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

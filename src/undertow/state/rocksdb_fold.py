@@ -1,20 +1,12 @@
 """The RocksDB backend's batch fold (keyed ``sum``/``reduce``) over a bounded write-back cache.
 
-A keyed ``sum`` or ``reduce`` folds each record into a value state in ``VOID_NAMESPACE``
-without TTL (:meth:`~undertow.state.backend.KeyedStateBackend.fold_values`). Here the entries
-a fold touches stay decoded in a :class:`WriteBackCache` after the fold: the keys of a batch
-that are not cached are read with one multi-get, hot keys are folded in memory (no get, no
-pickle, no put), and the cache is written to the DB in one write batch per state when it
-holds more than ``limit`` entries, and before anything else reads or writes that state.
-
 Invariant: for every state, the DB plus that state's cached entries (``None``: deleted) is the
-state. So every other reader flushes first: a state object's operation flushes its own state
-(``RocksDBState``), a snapshot, a native checkpoint, ``keys`` and a TTL conversion flush what
-they read. A fold's ``fold`` function may read and write *other* states. Records folded before
-an exception in ``fold`` stay applied, as in the record-at-a-time loop.
+state; so every other reader of a state flushes that state's cached entries first.
 
 Threading: the owning subtask's loop thread only (as the backend). Memory: at most ``limit``
 entries per state plus one batch.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Incremental RocksDB checkpoints: a native DB checkpoint, of which only new SST files upload.
 
-At a checkpoint the backend takes a RocksDB checkpoint (hard links of the live SST files plus
-copies of MANIFEST, OPTIONS, CURRENT) into a local directory: a :class:`NativeCheckpoint`.
-:func:`upload` (on the worker's I/O pool) writes each SST file the last confirmed checkpoint did
-not upload into ``<job>/shared/`` under a unique name, reuses the handles of those it did, and
-writes the private files into ``chk-<n>/``; the result, an :class:`IncrementalKeyedHandle`, goes
-into the subtask's state file and its shared files into the acknowledgement (the coordinator's
-shared-state registry decides when they are deleted). SST files are immutable, so a file
-uploaded once never changes; a FULL checkpoint (the first after a NO_CLAIM restore whose
-files the storage could not duplicate into this job's ``shared/``) reuses nothing. A NATIVE
-savepoint (``exclusive``) writes every file, SSTs too, into ``chk-<n>/``,
-which the savepoint's export copies into its own directory: it references nothing in
-``shared/``, so it is self-contained and no later checkpoint reuses its files. :func:`download`
-brings a handle's files back into a local directory, each verified by size and SHA-256 before
-use; a corrupt shared file is named with the checkpoint that uploaded it and the one being
-restored.
+:func:`upload` writes each SST file the last confirmed checkpoint did not upload into
+``<job>/shared/`` and reuses the handles of those it did (SST files are immutable);
+:func:`download` brings a handle's files back, each verified by size and SHA-256 before use.
+A NATIVE savepoint writes every file into its own directory, so it is self-contained.
 
 Threading: :func:`upload` and :func:`download` do blocking I/O (the I/O pool); the dataclasses
 are immutable values.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Memory of the RocksDB backend: block cache and write buffers, from Flink's option keys.
 
-Each keyed backend (one operator in one subtask) opens one DB; its column families share one
-LRU block cache. Two modes, as Flink's:
+Each keyed backend's DB has one LRU block cache shared by its column families. Bounded
+(``state.backend.rocksdb.memory.fixed-per-slot`` set): block cache plus memtables stay near
+the fixed size; unbounded (the default): Flink's per-DB and per-column-family defaults.
+``memory.managed`` set to true is refused (undertow has no managed memory pool).
 
-* bounded (``state.backend.rocksdb.memory.fixed-per-slot`` set): one cache of that size holds
-  data, index and filter blocks *and* is charged for the memtables through a write buffer
-  manager of ``memory.write-buffer-ratio`` of it (Flink's default 0.5), so block cache plus
-  memtables stay near the fixed size however many states (column families) there are.
-  Undertow applies the size per keyed operator instance (Flink: per slot; a subtask chain with
-  one keyed operator, the common case, is the same).
-* unbounded (default): ``block.cache-size`` (8 MiB) of cache per DB and, per column family,
-  ``writebuffer.count`` (2) memtables of ``writebuffer.size`` (64 MiB), Flink's defaults.
+Pure apart from building rocksdict objects.
 
-Not applicable: ``memory.managed`` (undertow has no managed memory pool; the option is
-refused rather than ignored when set to true). Pure apart from building rocksdict objects.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """State objects of the RocksDB keyed state backend: the heap state logic over one DB entry.
 
-Each operation of a RocksDB state object loads the entry (or entries, for a namespace merge) of
-the current key from the state's column family into a one-key-group
-:class:`~undertow.state.heap_states.StateTable` (the *scratch table*), runs the heap state
-class's method on it (with or without TTL), then writes the entry back: deleted if the method
-removed it, written if its serialized bytes changed, untouched otherwise. So every state kind
-and the TTL semantics of :mod:`undertow.state.heap_ttl` are shared with the heap backend, and an
-entry is never held in memory between operations.
-
-DB keys (see :func:`db_key`): the key group as 2 bytes big endian (a key group range is one
-contiguous key range), a tag byte (``0``: ``VOID_NAMESPACE``, ``1``: another namespace), then
-the pickle, without memo, of the key or ``(key, namespace)``. Keys are compared by these bytes,
-as Flink compares serialized keys: ``1`` and ``1.0`` are different keys here.
+Each operation loads the current key's entry into a one-key-group scratch
+:class:`~undertow.state.heap_states.StateTable`, runs the heap state class's method on it, then
+writes the entry back (deleted, written if its bytes changed, or untouched): state kinds and
+TTL semantics are the heap backend's, and no entry is held in memory between operations.
 
 Threading: the owning subtask's loop thread only. Cost per operation: one ``get``, one pickle
 load and dump, and at most one ``put`` or ``delete``.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

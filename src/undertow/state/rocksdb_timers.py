@@ -1,22 +1,13 @@
 """Timers in RocksDB: a timer queue of one timer service and domain in a column family.
 
-Flink's ``state.backend.rocksdb.timer-service.factory: ROCKSDB`` (the default with the RocksDB
-backend): the timers of one service and domain (event or processing time) live in the column
-family ``_timer_state/<domain>_<service>`` of the keyed backend's DB, so millions of timers
-cost disk, not Python objects. A DB key is the timestamp (8 bytes big endian, offset by 2**63
-so that negative times sort first), the key group (2 bytes) and the pickle without memo of
-``(key, namespace)``; the value is empty. Keys sort by (timestamp, key group, key), so the
-earliest timer is the first key, and a timer is one entry (set semantics by construction).
-
-A small sorted *head cache* holds the smallest DB keys (at most :data:`HEAD_CACHE_SIZE`):
-invariant: the cache is exactly the first ``len(cache)`` keys of the column family, and if
-``complete`` the column family holds nothing more. Firing and peeking read the cache; a cache
-that runs empty is refilled by one iterator scan. The column family is part of the DB, so it is
-in native (incremental) checkpoints as is; canonical snapshots read it through
-:meth:`RocksDBTimerQueue.entries`.
+DB keys sort by (timestamp, key group, key), so the earliest timer is the first key. Invariant:
+the sorted head cache is exactly the first ``len(cache)`` keys of the column family, and if
+``complete`` the column family holds nothing more.
 
 Threading: the owning subtask's loop thread only (as the backend). Cost: add and remove are one
 ``get`` plus one ``put``/``delete`` and O(cache) in memory; pop is one ``delete``.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """How keyed state leaves a backend at a checkpoint and comes back at a restore.
 
-Every keyed backend writes *canonical* snapshots (one blob per key group, any backend reads
-them: :meth:`KeyedStateBackend.snapshot`). A backend may in addition take *native* snapshots,
-its own format, for incremental checkpoints or NATIVE savepoints. The task layer and the
-worker handle native state only through the three protocols below, so a new backend brings
-its own native format without a change to ``runtime/``:
+Every keyed backend writes canonical snapshots (one blob per key group); it may also take
+native ones. The task layer and the worker handle native state only through three protocols:
+:class:`SnapshotStrategy` (what a backend offers), :class:`NativeSnapshot` (taken on the task
+thread, uploaded on the I/O pool into a :class:`NativeStateHandle`) and
+:class:`NativeStateHandle` (downloaded and verified on the I/O pool, restored on the task
+thread before ``open``). Who may call: the operator chain (task thread), the snapshot writer
+(upload) and the worker's restore reader (download); nothing else.
 
-* :class:`SnapshotStrategy`, what a backend offers (every :class:`KeyedStateBackend` is
-  one; the base class answers "canonical only");
-* :class:`NativeSnapshot`, a native snapshot as taken on the task thread, which
-  :meth:`NativeSnapshot.upload` writes (I/O pool) into a :class:`NativeStateHandle`;
-* :class:`NativeStateHandle`, what a state file holds, which
-  :meth:`NativeStateHandle.download` fetches and verifies (I/O pool) into the value the
-  restoring backend's :meth:`SnapshotStrategy.restore_native` takes.
-
-Lifecycle of one native snapshot: ``native_checkpoint`` (task thread) -> ``pending`` pickled
-on the task thread, in slices -> ``upload`` (I/O pool, once) -> handle pickled into the state
-file -> after a failure: ``download`` (I/O pool) -> ``restore_native`` (task thread, before
-``open``). Who may call: the operator chain (task thread), the snapshot writer (upload) and
-the worker's restore reader (download); nothing else.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The JobMaster: runs in the driver, deploys the job on workers, supervises it to its end.
 
 It runs the job's attempts one after the other (:mod:`.attempt`: registration, heartbeats,
-message dispatch), restarting as the restart strategy says from the latest completed
-checkpoint, and moves the job through its lifecycle (:mod:`.job_status`). It owns the
-checkpoint coordinator, which reaches the tasks through an :class:`.AttemptGateway` and
-reports to the :class:`.CheckpointStatsTracker` through its events; savepoint requests are
-:mod:`.savepoint_operations`; source enumerators :mod:`.enumerators`; workers are started by a
-:class:`.WorkerLauncher`. Each failed attempt's root cause is printed at once and kept
-(:mod:`.exception_history`). The REST API (imported only when ``rest.port`` is not -1) is
-started before the first attempt and closed when the job ended; it gets :meth:`job_view`.
+message dispatch), restarting as the restart strategy says from the latest completed checkpoint,
+and moves the job through its lifecycle (:mod:`.job_status`). It owns the checkpoint coordinator,
+which reaches the tasks through an :class:`.AttemptGateway` and reports to the
+:class:`.CheckpointStatsTracker` through its events; savepoints: :mod:`.savepoint_operations`;
+source enumerators: :mod:`.enumerators`; workers are started by a :class:`.WorkerLauncher`, their
+control connections served by :mod:`.worker_control`. Each failed attempt's root cause is printed
+at once and kept (:mod:`.exception_history`). The REST API (imported unless ``rest.port``
+is -1) serves :meth:`job_view` from before the first attempt to the job's end.
 
 Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public methods
 (``start``, ``cancel``, ``wait``, ``status``, ``rest_url``, savepoints) may be called from any
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
+import functools
 import queue
 import secrets
 import sys
@@ -44,14 +44,13 @@ from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
-from undertow.runtime.control.connection import ControlConnection
-from undertow.runtime.control.messages import Deploy, RestoreAssignment, WorkerMessage
+from undertow.runtime.control.messages import Deploy
 from undertow.runtime.control.placement import ExecutionPlan, plan_execution
 from undertow.runtime.master.attempt import (
     Attempt,
     await_channel_state_recovery,
     await_registration,
-    dispatch,
+    now_ms,
     shutdown_workers,
     watch_heartbeats,
 )
@@ -82,15 +81,19 @@ from undertow.runtime.master.restore_report import restore_line
 from undertow.runtime.master.savepoint_operations import SavepointOperations
 from undertow.runtime.master.settings import MasterSettings
 from undertow.runtime.master.task_gateway import AttemptGateway
-from undertow.runtime.network.framing import attempt_secret, server_handshake
+from undertow.runtime.master.worker_control import (
+    is_own_checkpoint,
+    restore_assignment,
+    serve_worker,
+)
+from undertow.runtime.network.framing import attempt_secret
 from undertow.storage.checkpoint_storage import CheckpointStorage
 from undertow.storage.keys import CheckpointKey
 
 __all__ = [  # moved to their own modules; these import paths stay
     "JobExecutionResult", "JobMaster", "JobStatus", "WorkerLauncher", "default_num_workers",
+    "is_own_checkpoint",
 ]  # fmt: skip
-
-log = logging.getLogger(__name__)
 
 
 class RestServer(Protocol):
@@ -122,7 +125,7 @@ class JobMaster:
         self.plan: ExecutionPlan = plan_execution(job_graph, num_workers)
         self.attempt = AttemptNumber(0)
         self.num_restarts = 0
-        self._start_ms = _now_ms()
+        self._start_ms = now_ms()
         self._lifecycle = JobLifecycle(self._start_ms)
         self._failure: UndertowError | None = None
         self._cancel_requested = False
@@ -190,6 +193,11 @@ class JobMaster:
     @property
     def _status(self) -> JobStatus:
         return self._lifecycle.status
+
+    @property
+    def current_attempt(self) -> Attempt | None:
+        """The attempt running now (a worker's control connection fences by it); on the loop."""
+        return self._current
 
     def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
         return self.collected.setdefault(sink_id, queue.Queue())
@@ -268,7 +276,7 @@ class JobMaster:
     async def _main(self, started: threading.Event) -> None:
         self._loop = self.savepoints.loop = asyncio.get_running_loop()
         host = self.settings.bind_host
-        server = await asyncio.start_server(self._on_worker, host, 0)
+        server = await asyncio.start_server(functools.partial(serve_worker, self), host, 0)
         self._address = (host, int(server.sockets[0].getsockname()[1]))
         try:
             self._rest = await self._start_rest()
@@ -345,7 +353,7 @@ class JobMaster:
         if not path:
             storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
             path = storage.checkpoint_pointer(meta.checkpoint_id)
-        self.checkpoint_stats.report_restored(meta.checkpoint_id, _now_ms(), path,
+        self.checkpoint_stats.report_restored(meta.checkpoint_id, now_ms(), path,
                                               meta.is_savepoint)  # fmt: skip
 
     async def _initial_restore(self) -> RestorePlan | None:
@@ -355,7 +363,7 @@ class JobMaster:
         plan, mode = await self.coordinator.restore(path)
         self._console(f"restoring job {self.job_id[:8]} from checkpoint "
                       f"{plan.metadata.checkpoint_id} at {path} ({mode.value})")  # fmt: skip
-        self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, _now_ms(), path,
+        self.checkpoint_stats.report_restored(plan.metadata.checkpoint_id, now_ms(), path,
                                               plan.metadata.is_savepoint)  # fmt: skip
         return plan
 
@@ -382,7 +390,7 @@ class JobMaster:
         if claimed is not None and attempt.all_deployed.is_set():
             # the restore's time is its deployment's: consuming the restored in-flight data
             # is the job's work (and, with during-recovery off, the wait below)
-            self._console(restore_line(claimed.metadata, _now_ms() - attempt.deployed_at))
+            self._console(restore_line(claimed.metadata, now_ms() - attempt.deployed_at))
             record_restored(claimed.metadata.checkpoint_id)
         if attempt.all_deployed.is_set() and not attempt.done.is_set() and self.coordinator:
             during_recovery = self.coordinator.settings.during_recovery
@@ -424,62 +432,12 @@ class JobMaster:
             self.job_graph, restore.enumerator_states if restore is not None else {},
             self.gateway.send_to_subtask, attempt.number,
         )  # fmt: skip
-        assignment = None
-        if restore is not None:
-            assignment = RestoreAssignment(restore.metadata.checkpoint_id, restore.checkpoint_dir,
-                                           restore.job_id, restore.subtask_files,
-                                           restore.channel_state,
-                                           restore.finished_vertices, restore.reemit,
-                                           restore.rescaled_gates,
-                                           restore.rescaled_outputs, restore.fault,
-                                           is_own_checkpoint(restore, self.job_id))  # fmt: skip
+        assignment = restore_assignment(restore, self.job_id)
         self._fire(JobEvent.DEPLOYED)
-        attempt.deployed_at = _now_ms()
+        attempt.deployed_at = now_ms()
         for conn in attempt.workers.values():
             conn.send(Deploy(attempt.number, graph_bytes, peers, self.plan.num_workers,
                              self.config.to_dict(), self.job_id, assignment))  # fmt: skip
-
-    async def _on_worker(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            index = await server_handshake(
-                reader, writer, attempt_secret(self.secret, self.attempt)
-            )
-        except Exception as err:
-            log.warning("job %s: dropped a control connection: %s", self.job_id, err)
-            writer.close()
-            return
-        conn = ControlConnection(reader, writer, f"worker {index}",
-                                 self.settings.max_frame_size)  # fmt: skip
-        attempt: Attempt | None = None
-        try:
-            while True:
-                msg = await conn.recv()
-                if msg is None:
-                    break
-                if not isinstance(msg, WorkerMessage):
-                    log.warning("job %s: unexpected control message %r from worker %d",
-                                self.job_id, msg, index)  # fmt: skip
-                    continue
-                current = self._current
-                if current is None or msg.attempt != current.number:
-                    continue  # fencing: a message from an older attempt
-                attempt = current
-                attempt.heartbeats.seen(index, _now_ms())
-                dispatch(self, attempt, index, conn, msg)
-        except asyncio.CancelledError:
-            return
-        except Exception as err:
-            if attempt is not None:
-                attempt.end(
-                    JobExecutionError(f"control connection to worker {index} failed: {err}")
-                )
-            return
-        finally:
-            conn.close()
-        if attempt is not None and not attempt.done.is_set():
-            loop = asyncio.get_running_loop()
-            how = await loop.run_in_executor(None, self.launcher.describe_exit, index)
-            self.fail(attempt, JobExecutionError(f"worker {index} exited unexpectedly ({how})"))
 
     # -- AttemptHost (what an attempt's messages ask of the JobMaster), on the loop ------------
     def fail(
@@ -502,7 +460,7 @@ class JobMaster:
             attempt.end(JobCancelledError(f"job {self.job_id} was cancelled"))
 
     def _fire(self, event: JobEvent) -> None:
-        self._lifecycle.fire(event, _now_ms())
+        self._lifecycle.fire(event, now_ms())
 
     def stop_checkpoints(self, reason: CheckpointFailureReason) -> None:
         """Stop triggering and abort pending checkpoints; they fail with ``reason``."""
@@ -514,7 +472,7 @@ class JobMaster:
         traceback): a job started with ``execute_async`` has nobody waiting to raise it."""
         if isinstance(error, JobCancelledError):
             return
-        when = attempt.failed_at if attempt is not None and attempt.failed_at >= 0 else _now_ms()
+        when = attempt.failed_at if attempt is not None and attempt.failed_at >= 0 else now_ms()
         record = failure_record(error, self.attempt, when,
                                 attempt.origin if attempt is not None else None)  # fmt: skip
         self.exceptions.record(record)
@@ -536,17 +494,5 @@ class JobMaster:
         )  # fmt: skip
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _first_line(error: BaseException) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
-
-
-def is_own_checkpoint(restore: RestorePlan, job_id: str) -> bool:
-    """``restore`` is one of this job's own retained checkpoints (a failover restore): not a
-    snapshot restored from a path (``pointer`` set, CLAIM or NO_CLAIM, whose files are the
-    user's or of another job's directory). Only then may checkpoints during recovery refer to
-    its channel-state files (the coordinator keeps what they refer to)."""
-    return not restore.pointer and restore.job_id == job_id

@@ -1,24 +1,15 @@
 """Arrow IPC payloads: a network batch whose records are all ``pyarrow.RecordBatch``.
 
-A batch stream (:mod:`undertow.datastream.batch_stream`) moves ``RecordBatch`` objects through
-the same buffers, credits and barriers as records. Pickling a ``RecordBatch`` would copy it
-through pickle's framing; instead a network batch of record batches is written in the Arrow
-IPC *stream* format, one stream per run of consecutive batches that share a schema::
-
-    MAGIC (4 bytes) | u32 stamps length | pickled timestamps (or nothing) | u32 runs
-    | per run: u32 length | Arrow IPC stream bytes
-
-``MAGIC`` starts with ``0xff``, which no pickle starts with, so the receiver tells the two
-encodings apart by the first byte. No row is pickled; only the (short) list of per-batch
-timestamps is, when there is one.
-
-Buffers: the payload is cut into segments like any serialized batch
-(:func:`~undertow.runtime.network.buffer.split_into_buffers`), so a record batch larger than
-the buffer size spans several buffers, each sent on its own credit; barriers stay between
+A network batch of record batches is written in the Arrow IPC stream format (one stream per
+run of batches that share a schema) behind a ``MAGIC`` that starts with ``0xff``, which no
+pickle starts with, so the receiver tells the two encodings apart by the first byte. No row is
+pickled. The payload is cut into buffers like any serialized batch; barriers stay between
 record batches (never inside one).
 
 Threading: none (pure functions). Cost: one IPC write (a copy of the column buffers) per run
 and one zero-copy read on the receiver.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

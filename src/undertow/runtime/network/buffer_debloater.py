@@ -1,32 +1,15 @@
 """Buffer debloating (FLIP-183), sans I/O: from a gate's measured throughput to buffer limits.
 
-An aligned barrier waits behind a gate's in-flight data (queued at its channels and at their
-senders). Per period, :class:`BufferDebloater` turns a :class:`ThroughputSample` into a
-:class:`DebloatDecision` so that consuming that data takes about the *aim*. *Time, not
-bytes*: a 256-byte buffer still holds ~100 pickled ints (100 ms at 1 ms per record), so a
-decision carries a byte size (clamped to ``[min-segment-size, segment-size]``) and a record
-count, each ``rate * aim / buffers in use``; writers cut at whichever comes first.
-
-The aim (beyond Flink, which always aims at ``target``): in-flight data that the consumer
-never runs out of is a standing queue; it adds to every barrier's wait and to every record's
-latency. So the aim starts at ``target``, shrinks by the EMA's alpha each period in which the
-task did not starve (wait for input with no channel blocked by a barrier) down to the floor,
-and doubles (up to ``target``) after a period in which it starved for at least 1 % of the
-period, the limits following that rise at once. A consumer that keeps up with its producers
-starves every period, so its aim stays at ``target``, where Flink's is. The floor is
-``min-target``; unset, half the target (:data:`DEFAULT_FLOOR_SHARE`): the buffers a bottleneck
-receives are then at most twice as many per second as at the target (a buffer costs its
-producer and consumer work of their own, which matters where tasks share the CPU), while its
-aligned barriers wait half as long. ``min-target`` at or above the target is Flink's aim.
-
-Buffers in use: the peak of the last ``samples`` periods (Flink takes the current count, but
-queues drain while a checkpoint aligns). Each limit is an EMA like Flink's ``BufferSizeEMA``
-(alpha = 2 / (samples + 1), at most doubling per step), seeded with the first measurement.
-The aim is a bound, not a centre (Flink smooths and skips falls too, so it overshoots):
-a lower throughput lowers the limits at once, only rises are smoothed, and a rise below
-``threshold-percentages`` is not announced unless it reaches a bound.
+Per period, :class:`BufferDebloater` turns a :class:`ThroughputSample` into a
+:class:`DebloatDecision` so that consuming a gate's in-flight data takes about the *aim*: a
+byte size (clamped to ``[min-segment-size, segment-size]``) and a record count, each
+``rate * aim / buffers in use``; writers cut at whichever comes first. The aim starts at
+``target`` and falls towards its floor (``min-target``) while the task does not starve.
+Settings: :class:`DebloatSettings`.
 
 Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,21 +1,5 @@
-"""Credit-based flow control, sans I/O: the sender and receiver state machines of a channel.
-
-Flink's netty credit protocol (``CreditBasedSequenceNumberingViewReader``, the flags of
-``PipelinedSubpartition``, ``RemoteInputChannel``, ``BufferManager``) without bytes, sockets or
-asyncio: subpartitions, input channels and transports feed facts in and execute the typed
-decisions that come out (a :class:`Send`, an ``AddCredit`` amount).
-
-  * :class:`SenderChannel` (one per subpartition): data only against credit, events always,
-    nothing after a blocking event (aligned barrier) until ``resume()``; numbers every buffer
-    and reports its backlog.
-  * :class:`ReceiverChannel` (one per input channel): ``initial_credit`` exclusive buffers;
-    checks sequence numbers and credit; asks the gate for floating buffers until its free
-    buffers reach ``backlog + initial_credit``.
-  * :class:`ReceiverGate`: the floating pool of a gate; a returned buffer goes to the channels
-    waiting for one, in request order.
-
-Credit counts buffers. A receiver buffer is free or holds one queued data buffer; events are
-held in unpooled memory and occupy none.
+"""Credit-based flow control, sans I/O: the sender and receiver state machines of a channel
+(:class:`SenderChannel`, :class:`ReceiverChannel`, :class:`ReceiverGate`); credit counts buffers.
 
 Invariants (exact; ``tests/runtime/test_credit.py`` checks them after every step):
   1. sender.credit + AddCredit in flight + receiver.unannounced_credit + data in flight
@@ -28,12 +12,7 @@ Threading: one worker's event-loop thread calls everything here; nothing locks. 
 call, except ``overtake_with_priority_event`` and ``prioritize_event`` (O(queued entries), once
 per checkpoint); handing a returned floating buffer to a waiter is amortized O(1).
 
-Buffer debloating (FLIP-183): the receiver's gate announces a buffer size and a per-buffer
-record limit (NewBufferSize, :meth:`SenderChannel.new_buffer_size`); the sender only keeps them
-for its record writer. Credit still counts buffers, whatever their size.
-
-Unlike Flink there is no BacklogAnnouncement, so a channel needs >= 1 exclusive buffer (a sender
-without credit could not report its backlog), and no empty-buffer messages.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The data plane's frame bodies, encoded and decoded (pure: bytes in, a typed frame out).
 
-A TCP data connection (:mod:`undertow.runtime.network.transport`) carries length-prefixed
-frames (:mod:`undertow.runtime.network.framing`) whose bodies are::
-
-    BUFFER  b"B" | channel u32 | seq u32 | backlog u32 | flags u8 | payload
-    CREDIT  b"C" | channel u32 | credit u32
-    RESUME  b"R" | channel u32
-    SIZE    b"S" | channel u32 | buffer size u32 | max records u32   (NewBufferSize)
-
-``flags``: 1 event (the payload is a pickled event, unpickled by the transport), 2 partial
-buffer, 4 priority, 8 blocks upstream; no other bit is defined.
-
+Four frame types (BUFFER, CREDIT, RESUME, SIZE): a type byte, then fixed big-endian fields.
 :func:`decode_frame` turns a body from an authenticated peer into one of the frozen frames
 below, or raises :class:`~undertow.core.errors.NetworkError` naming the peer, the frame type
-and what is wrong with it (an empty body, an unknown type byte, a length that does not fit the
-type, undefined flag bits). Whether the channel exists and the values obey the credit protocol
+and what is wrong with it. Whether the channel exists and the values obey the credit protocol
 is for the transport and the channels to check.
 
 Threading: none (pure functions). Cost: one ``struct`` unpack per frame.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

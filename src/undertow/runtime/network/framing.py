@@ -1,21 +1,14 @@
 """Length-prefixed frames and the HMAC handshake that every connection starts with.
 
-Handshake (mutual, before any frame is parsed)::
-
-    server -> client   nonce_s (16 bytes)
-    client -> server   nonce_c (16) | hello (4-byte int, e.g. the worker index)
-                       | HMAC-SHA256(secret, "client" | nonce_s | nonce_c | hello)
-    server -> client   HMAC-SHA256(secret, "server" | nonce_c | nonce_s)
-
-The secret is the attempt's (:func:`attempt_secret`): the job's secret never leaves the driver,
-and each attempt's workers get a key derived from it and their attempt number, so a worker of
-an older attempt that lives on (behind a partition, on a host thought dead) fails the handshake
-with the JobMaster and with every worker of a newer attempt: it is fenced off both planes before
-it can send a frame.
+The handshake is mutual and comes before any frame is parsed: each side proves it holds the
+attempt's secret (:func:`attempt_secret`, derived from the job's secret and the attempt
+number), so a worker of an older attempt is fenced off both planes before it can send a frame.
 
 A peer that fails it is disconnected; nothing it sent is decoded. Frames are
 ``[u32 length][body]``; a length above the configured maximum closes the connection with a
 :class:`~undertow.core.errors.NetworkError` instead of allocating it.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """Consumer side: input channels and the input gate the task reads from.
 
-An :class:`InputChannel` receives buffers and events from its transport, checks them against
-the credit protocol (:class:`~undertow.runtime.network.credit.ReceiverChannel`), queues them in
-a prioritized deque (priority events at the head) and reassembles batches. An
-:class:`InputGate` groups the channels of one job edge (or a union of edges) of one consuming
-subtask and hands the task the next batch or event, round robin over channels with data.
-
-Priority events (unaligned barriers, converted barriers, announcements) sit at the head of
-their channel's queue; :meth:`InputGate.poll_priority` hands them out ahead of any data, so the
-task can take them between two chunks of a batch. For each queued priority event the channel
-remembers how many normal entries were queued before it arrived (``priority_marks``): those
-are the entries that came before it on the wire. A channel is an
-:class:`~undertow.runtime.network.inflight_view.InflightInputView`: a subscribed sink sees every
-payload as it arrives, before it is queued (the checkpoint layer records in-flight data and
-announces barriers with it; the network does not know what either is).
-
-Buffer ownership: the buffers of a batch stay owned by the channel (no credit returned) until
-the task calls :meth:`InputGate.release` after it processed the whole batch; only then does the
-credit flow back upstream. So backpressure reaches the producer exactly when the task falls
-behind.
-
-Buffer debloating: the gate counts the records (and bytes) the task processed and the buffers in
-use (queued at its channels, their senders' backlog and buffers in progress);
-:meth:`InputGate.announce_buffer_size` sends a new size to every producer
-(:mod:`undertow.runtime.network.gate_debloater` decides).
+An :class:`InputChannel` checks what arrives against the credit protocol, queues it in a
+prioritized deque and reassembles batches; an :class:`InputGate` hands the task the next batch
+or event of its channels, round robin, and priority events ahead of any data
+(:meth:`InputGate.poll_priority`). Invariant: a batch's buffers stay owned by the channel (no
+credit returned) until the task calls :meth:`InputGate.release` after processing all of it, so
+backpressure reaches the producer exactly when the task falls behind.
 
 Threading: one worker loop thread.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

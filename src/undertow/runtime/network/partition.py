@@ -1,37 +1,16 @@
 """Producer side: result partition, subpartitions and the record writer.
 
-A :class:`ResultPartition` belongs to one producing subtask and one job edge; it has one
-:class:`ResultSubpartition` per connected consumer channel. A subpartition queues buffers and
-events in a credit-based :class:`~undertow.runtime.network.credit.SenderChannel` and pushes
-whatever the credit protocol allows to its :class:`ProducerLink` (the transport) at once.
-
-Buffers in use (reference §2.4): a partition's pool is ``pool_size`` buffers (``n`` channels
-times ``buffers-per-channel`` + ``floating-buffers-per-gate``, at least ``n + 1``). A buffer is in
-use from the moment its record writer starts filling it (``in_progress``: one per channel with
-pending records, like Flink's ``BufferBuilder``) until the transport sends it (``queued`` data
-buffers wait in their subpartitions). ``in_use = queued + in_progress`` never drops below zero
-and only ever rises in :class:`RecordWriter` (and when restored output buffers are queued).
-
-Availability (ARCHITECTURE §2): the partition is *available* when it can take at least one more
-buffer for every target: ``in_use < pool_size`` and fewer than ``max_buffers_per_channel`` data
-buffers in each subpartition. The ``n + 1`` floor keeps a partition whose every channel has a
-buffer in progress available, so the writer can always go on filling them. The task checks
-availability before taking input; once inside one unit of work, emitting never blocks: buffers
-beyond the pool are *overdraft* buffers. The task sizes its units so that what they draw fits
-into the free buffers plus ``max-overdraft-buffers-per-gate``
-(:mod:`undertow.runtime.task.output_budget`); the partition only counts: the largest overdraft
-in :attr:`ResultPartition.max_overdraft_seen`, the buffers every writer took in
-:attr:`RecordWriter.buffers_requested`.
-
-Priority events (unaligned barriers) overtake queued buffers:
-:meth:`ResultSubpartition.overtake_with_priority_event` inserts one and returns, in the same
-step, the buffers it overtook; :meth:`ResultSubpartition.prioritize_event` turns a queued event
-into a priority one the same way. A subscribed sink
-(:class:`~undertow.runtime.network.inflight_view.InflightOutputView`) sees every event when it
-is sent, so the owner can tell whether an event already left. Events never use pool buffers.
+A :class:`ResultPartition` (one producing subtask, one job edge) has one
+:class:`ResultSubpartition` per consumer channel, each pushing what the credit protocol allows
+to its transport at once. Invariants: ``in_use = queued + in_progress`` never drops below zero
+and only rises in :class:`RecordWriter` (and for restored output); the partition is available
+while ``in_use < pool_size`` and every subpartition holds fewer than
+``max_buffers_per_channel`` data buffers; emitting never blocks (beyond the pool: overdraft).
 
 Threading: one worker loop thread; the task and the transport call in from it. Cost: O(1) per
 buffer; ``is_available`` is O(subpartitions).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

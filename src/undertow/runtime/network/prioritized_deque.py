@@ -1,12 +1,7 @@
 """A deque with a priority region at its head (Flink's ``PrioritizedDeque``).
 
-Subpartitions (producer side) and input channels (consumer side) queue their buffers and events
-in one of these. Normal elements are appended at the tail; a *priority* element (an unaligned
-checkpoint barrier, or a queued aligned barrier converted into one) goes after the priority
-elements already queued but before every normal element, so it overtakes in-flight data while
-priority elements keep their own FIFO order::
-
-    head [p1, p2, | n1, n2, n3] tail        add(p3, priority=True) -> [p1, p2, p3, | n1, n2, n3]
+A *priority* element goes after the priority elements already queued but before every normal
+element, so it overtakes in-flight data while priority elements keep their own FIFO order.
 
 Invariants:
   * iteration order is head to tail: every priority element, in insertion order, then every
@@ -17,9 +12,7 @@ Invariants:
 Threading: not thread-safe. The owner (a subpartition or an input channel) calls it from the
 single event-loop thread of its worker; nothing here locks.
 
-Cost: ``add``, ``poll``, ``peek``, ``len`` and ``num_priority_elements`` are O(1) (two
-``collections.deque`` underneath, one per region). ``prioritize`` and ``remove_if`` scan, O(n);
-they run once per checkpoint, not once per buffer.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

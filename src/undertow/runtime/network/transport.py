@@ -1,21 +1,14 @@
 """Transports: how a subpartition and an input channel talk, in-process or over TCP.
 
-Both speak the same credit protocol (BufferResponse one way, AddCredit / ResumeConsumption /
-NewBufferSize the other), so nothing above this module knows where its peer is:
-
-* :class:`LocalLink`: producer and consumer in the same worker; messages are method calls on the
-  same loop thread.
-* :class:`TcpConnection`: one authenticated connection per pair of workers, multiplexing all
-  channels between them by channel id; frame bodies in
-  :mod:`undertow.runtime.network.data_frames`. A malformed frame, an event payload that does
-  not unpickle or a channel the worker does not have ends the connection with a
-  :class:`NetworkError` naming the peer and the problem. Credit bounds what is in flight, so
-  writes never need ``drain()`` to bound memory.
-
+Both speak the same credit protocol, so nothing above this module knows where its peer is:
+:class:`LocalLink` (same worker: method calls on the loop thread) and :class:`TcpConnection`
+(one authenticated connection per pair of workers, all their channels multiplexed).
 :class:`NetworkEnvironment` is the per-worker registry that creates the connections and wires
 every channel once all endpoints of the worker exist.
 
 Threading: one worker loop thread.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

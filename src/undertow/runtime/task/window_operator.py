@@ -34,10 +34,15 @@ from undertow.core.errors import GraphBuildError, StateError
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.task.merging_window_set import MergingWindowSet
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.timers import InternalTimer, InternalTimerService
+from undertow.runtime.task.timers import InternalTimer
+from undertow.runtime.task.window_contexts import (
+    AssignerContext,
+    EvictorContext,
+    TriggerContext,
+    WindowContext,
+)
 from undertow.runtime.task.window_functions import (
     AggregateApplyWindowFunction,
-    InternalWindowContext,
     InternalWindowFunction,
     IterableWindowFunction,
     ReduceApplyWindowFunction,
@@ -48,7 +53,7 @@ from undertow.runtime.task.window_functions import (
     process_window_contents,
     reduce_window_contents,
 )
-from undertow.state.backend import VOID_NAMESPACE, KeyedStateBackend
+from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import ListStateDescriptor, StateDescriptor, ValueStateDescriptor
 
 __all__ = [
@@ -75,136 +80,6 @@ _TIMER_SERVICE_NAME = "window-timers"
 _CANONICAL_WINDOWS = 1024
 _CONTINUE, _FIRE = TriggerResult.CONTINUE, TriggerResult.FIRE
 _PURGE, _FIRE_AND_PURGE = TriggerResult.PURGE, TriggerResult.FIRE_AND_PURGE
-
-
-class _KeyedStateStore:
-    """Keyed state of the current key in one namespace (PyFlink's ``KeyedStateStore``)."""
-
-    __slots__ = ("_backend", "_namespace")
-
-    def __init__(self, backend: KeyedStateBackend, namespace: Any) -> None:
-        self._backend = backend
-        self._namespace = namespace
-
-    def _state(self, descriptor: StateDescriptor) -> Any:
-        if self._namespace is None:
-            raise StateError(
-                f"per-window state ({descriptor.name!r}) is not allowed with merging windows"
-            )
-        state = self._backend.get_partitioned_state(descriptor)
-        state.set_current_namespace(self._namespace)
-        return state
-
-    get_state = get_list_state = get_map_state = _state
-    get_reducing_state = get_aggregating_state = _state
-
-
-class _TriggerContext(Trigger.OnMergeContext):
-    """Timers and state of (current key, ``window``) for trigger calls. Reused."""
-
-    def __init__(self, op: WindowOperator) -> None:
-        self._op = op
-        self._timers: InternalTimerService = op._timers
-        self._backend: KeyedStateBackend = op._backend
-        self.window: Any = None
-        self.merged_windows: list[Any] = []
-
-    def get_current_processing_time(self) -> int:
-        return self._timers.current_processing_time()
-
-    def get_metric_group(self) -> Any:
-        return self._op._metric_group()
-
-    def get_current_watermark(self) -> int:
-        return self._timers.current_watermark
-
-    def register_processing_time_timer(self, time: int) -> None:
-        self._timers.register_processing_time_timer(self.window, time)
-
-    def register_event_time_timer(self, time: int) -> None:
-        self._timers.register_event_time_timer(self.window, time)
-
-    def delete_processing_time_timer(self, time: int) -> None:
-        self._timers.delete_processing_time_timer(self.window, time)
-
-    def delete_event_time_timer(self, time: int) -> None:
-        self._timers.delete_event_time_timer(self.window, time)
-
-    def get_partitioned_state(self, state_descriptor: StateDescriptor) -> Any:
-        state = self._backend.get_partitioned_state(state_descriptor)
-        state.set_current_namespace(self.window)
-        return state
-
-    def merge_partitioned_state(self, state_descriptor: StateDescriptor) -> None:
-        if not self.merged_windows:
-            return
-        state = self._backend.get_partitioned_state(state_descriptor)
-        try:
-            state.merge_namespaces(self.window, list(self.merged_windows))
-        except NotImplementedError as err:
-            raise StateError(
-                f"window operator {self._op.name!r}: trigger state {state_descriptor.name!r} "
-                "is not mergeable (use list, reducing or aggregating state)"
-            ) from err
-
-
-class _WindowContext(InternalWindowContext):
-    """The ``Context`` of process window functions, for the window being evaluated."""
-
-    def __init__(self, op: WindowOperator) -> None:
-        self._op = op
-        self._timers: InternalTimerService = op._timers
-        self._backend: KeyedStateBackend = op._backend
-        self._merging = op._merging
-        self.current_window: Any = None
-
-    def window(self) -> Any:
-        return self.current_window
-
-    def current_processing_time(self) -> int:
-        return self._timers.current_processing_time()
-
-    def current_watermark(self) -> int:
-        return self._timers.current_watermark
-
-    def window_state(self) -> Any:
-        return _KeyedStateStore(self._backend, None if self._merging else self.current_window)
-
-    def global_state(self) -> Any:
-        return _KeyedStateStore(self._backend, VOID_NAMESPACE)
-
-    def output(self, output_tag: Any, value: Any) -> None:
-        self._op.output.collect_side(output_tag.tag_id, value, self.current_window.max_timestamp())
-
-
-class _AssignerContext(WindowAssigner.WindowAssignerContext):
-    def __init__(self, op: WindowOperator) -> None:
-        self._timers: InternalTimerService = op._timers
-        # Keyed state of the current key: the attached RuntimeContext, else a state-only store.
-        self._runtime_context: Any = op._runtime_context or _KeyedStateStore(
-            op._backend, VOID_NAMESPACE
-        )
-
-    def get_current_processing_time(self) -> int:
-        return self._timers.current_processing_time()
-
-    def get_runtime_context(self) -> Any:
-        return self._runtime_context
-
-
-class _EvictorContext(Evictor.EvictorContext):
-    def __init__(self, op: WindowOperator) -> None:
-        self._op = op
-        self._timers: InternalTimerService = op._timers
-
-    def get_current_processing_time(self) -> int:
-        return self._timers.current_processing_time()
-
-    def get_metric_group(self) -> Any:
-        return self._op._metric_group()
-
-    def get_current_watermark(self) -> int:
-        return self._timers.current_watermark
 
 
 class WindowOperator(OneInputStreamOperator):
@@ -286,10 +161,11 @@ class WindowOperator(OneInputStreamOperator):
             self._merging_sets: Any = sets
         # The RuntimeContext user functions see (set by the operator chain; None in bare setups).
         self._runtime_context: Any = ctx.runtime_context
-        self._trigger_ctx = _TriggerContext(self)
-        self._window_ctx = _WindowContext(self)
-        self._assigner_ctx = _AssignerContext(self)
-        self._evictor_ctx = _EvictorContext(self)
+        timers, backend = self._timers, self._backend
+        self._trigger_ctx = TriggerContext(self.name, timers, backend, self._metric_group)
+        self._window_ctx = WindowContext(timers, backend, self._merging, self.output.collect_side)
+        self._assigner_ctx = AssignerContext(timers, backend, self._runtime_context)
+        self._evictor_ctx = EvictorContext(timers, self._metric_group)
         ctx.accumulators.setdefault(NUM_LATE_RECORDS_DROPPED, 0)
         self._window_function.open(self._runtime_context)
         self._opened = True

@@ -1,26 +1,16 @@
 """Who may change a job over REST, and where its savepoints may go (ARCHITECTURE §7).
 
-Bound to loopback, the REST API trusts the machine: anything that reaches it runs as a local
-user, and a web page of another origin cannot send a POST with a JSON body or a PATCH without
-a preflight, which the endpoint refuses. Bound anywhere else (``rest.bind-address: 0.0.0.0``,
-what a user sets to see the dashboard from another host of the cluster), every request that
-changes the job (stop, savepoint, cancel, rescale) must carry a token:
-
-* ``rest.token``, or the token in the file ``rest.token-file`` (created 0600 with a fresh
-  token when missing, so a job restarted from the same configuration keeps its token), or, if
-  neither is set, a token made for this job and printed once to the console where it starts;
-* setting either option requires the token on loopback too;
-* sent as ``Authorization: Bearer <token>`` and compared in constant time
-  (:func:`hmac.compare_digest`); a request without it answers 401, a wrong one 403, and neither
-  touches the job.
-
-While a token is required, a savepoint's target directory must lie inside the job's
-``execution.checkpointing.savepoint-dir`` unless ``rest.savepoint.allow-any-directory`` is
-true: a token holder may take savepoints, not write files anywhere the job's user can.
+Bound to loopback, the REST API trusts the machine; bound anywhere else (or with
+``rest.token`` / ``rest.token-file`` set), every request that changes the job must carry the
+job's token (``Authorization: Bearer``, compared in constant time; 401 without, 403 wrong),
+and a savepoint's target directory must lie inside ``execution.checkpointing.savepoint-dir``
+unless ``rest.savepoint.allow-any-directory`` is true.
 
 Pure code: :func:`resolve_access` reads the REST settings (and the token file) once when the
 endpoint starts; :meth:`RestAccess.token_problem` and :meth:`RestAccess.directory_problem`
 decide per request on the JobMaster's loop and never raise.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

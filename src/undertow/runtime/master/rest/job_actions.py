@@ -1,22 +1,12 @@
 """Two more of Flink's job actions over REST: trigger a savepoint, and cancel.
 
-* ``POST /jobs/:jobid/savepoints`` with ``{"target-directory": DIR, "cancel-job": false}``
-  (Flink's ``SavepointTriggerRequestBody``; both optional: without a directory the job's
-  ``execution.checkpointing.savepoint-dir``, refused with 400 naming the option when unset)
-  answers ``{"request-id": TRIGGER_ID}`` (202); its status is
-  ``GET /jobs/:jobid/savepoints/:triggerid``, as for a stop. ``cancel-job: true`` is refused
-  (400): stop with a savepoint is ``POST /jobs/:jobid/stop``. ``"formatType": "NATIVE"``
-  (Flink's field; default ``"CANONICAL"``) chooses the savepoint format
-  (:func:`rest_format_type`). ``"unaligned": true`` (an
-  undertow extension) takes it with unaligned barriers (see
-  :mod:`undertow.runtime.checkpoint.savepoint`).
-* ``PATCH /jobs/:jobid?mode=cancel`` (Flink's job cancellation; ``mode`` may be left out)
-  answers 202 with ``{}`` and cancels the job.
+``POST /jobs/:jobid/savepoints`` triggers a savepoint (its status is
+``GET /jobs/:jobid/savepoints/:triggerid``, as for a stop); ``PATCH /jobs/:jobid?mode=cancel``
+cancels the job. A POST needs ``Content-Type: application/json`` and a PATCH is no CORS-simple
+method, so a web page of another origin cannot send either without a preflight.
+:func:`answer` runs on the JobMaster's loop and returns None for any other request.
 
-Like the stop, a POST needs ``Content-Type: application/json``; a PATCH is no CORS-simple
-method. So a web page of another origin cannot send either without a preflight, which the
-endpoint refuses (405). :func:`answer` runs on the JobMaster's loop and returns None for any
-other request.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Flink's REST response bodies, built from a :class:`~undertow.runtime.master.metrics.JobView`.
 
-Field names, nesting and units are Flink's (``JobsOverview``/``JobDetails``, ``JobDetailsInfo``,
-``CheckpointingStatistics``, ``CheckpointStatistics``, ``TaskCheckpointStatistics(WithSubtask
-Details)``, ``CheckpointConfigInfo``, ``JobVertexBackPressureInfo``, ``ClusterOverview``,
-``DashboardConfiguration``), so scripts and dashboards written for Flink read them unchanged:
-timestamps are epoch milliseconds, durations milliseconds, sizes bytes; a timestamp that does
-not exist yet is -1.
-
-What differs, because undertow does not measure it: ``read-bytes`` is 0 (inputs count records,
-not bytes); ``alignment_buffered`` is 0 (as in Flink since 1.11); ``processed_data`` and
-``persisted_data`` are what subtasks report with their acknowledgements (0 when they do not).
-Two additions that Flink clients ignore: the task entries of a checkpoint's details carry their
-``summary`` and ``subtasks`` (Flink serves those at ``.../subtasks/:vertexid``, which is served
-too), and every checkpoint says ``is_unaligned``.
+Field names, nesting and units are Flink's, so scripts and dashboards written for Flink read
+them unchanged: timestamps are epoch milliseconds, durations milliseconds, sizes bytes; a
+timestamp that does not exist yet is -1; what undertow does not measure is 0.
 
 Pure functions of the view: no I/O, no clock (``now`` comes with the view).
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -1,64 +1,17 @@
 """The REST API of a running job, served by its JobMaster (Flink's REST endpoint).
 
-Endpoints (GET or HEAD; a ``/v1`` prefix is accepted, as in Flink); bodies come from
-:mod:`undertow.runtime.master.rest.responses` and use Flink's field names and units::
-
-  /config                                         dashboard configuration
-  /overview                                       workers, slots, jobs per state
-  /jobs                                           job id and state
-  /jobs/overview                                  the job with its subtask counts per state
-  /jobs/:jobid                                    state, timestamps, vertices (id, name,
-                                                  parallelism, status, record/byte metrics), plan
-  /jobs/:jobid/exceptions[?maxExceptions=N]       root cause of every failed attempt
-  /jobs/:jobid/checkpoints                        counts, summary, latest, history
-  /jobs/:jobid/checkpoints/config                 checkpointing options
-  /jobs/:jobid/checkpoints/details/:checkpointid  one checkpoint, its vertices and subtasks
-  /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid
-  /jobs/:jobid/vertices/:vertexid/backpressure    level and backpressured / idle / busy ratios
-  /jobs/:jobid/savepoints/:triggerid              a stop-with-savepoint's status and location
-  / (the dashboard), /jobs/:jobid/plan, .../metrics, .../watermarks: see :mod:`.ui_routes`;
-  POST /jobs/:jobid/savepoints and PATCH /jobs/:jobid?mode=cancel: see :mod:`.job_actions`
-
-and one POST, Flink's stop with savepoint: ``/jobs/:jobid/stop`` with the JSON body
-``{"targetDirectory": DIR, "drain": BOOL, "formatType": "CANONICAL"|"NATIVE", "unaligned":
-BOOL}`` answers ``{"request-id": TRIGGER_ID}`` (202); all fields are optional
-(``formatType`` as Flink's, default CANONICAL; ``unaligned``, an undertow extension, takes the
-savepoint with unaligned barriers; it excludes ``drain``): without
-``targetDirectory`` the job's ``execution.checkpointing.savepoint-dir`` is used, and if that
-is unset too the request is refused (400, naming the option). Its
-status answers ``{"status": {"id": "IN_PROGRESS"}}``, then ``{"status": {"id": "COMPLETED"},
-"operation": {"location": DIR}}`` once the savepoint completed (the job then finishes and the
-endpoint closes), or ``"operation": {"failure-cause": {...}}``.
-
-Anything else answers 404 with Flink's error body ``{"errors": [...]}``; other methods 405.
-Vertex ids are the 32-hex-digit ids ``/jobs/:jobid`` lists (the plain vertex number works too).
-
-Where (``rest.bind-address``, default 127.0.0.1, and ``rest.port``): Flink's default port is
-8081, and it is ours whenever ``rest.port`` is set or the target is a cluster. On the local
-targets (``local``, ``local-threads``: our MiniCluster) an unset ``rest.port`` means 0, any
-free port, as in Flink's MiniCluster: local jobs and test suites then run side by side without
-fighting over 8081. The address is printed to stderr (``REST API at http://127.0.0.1:PORT``)
-and returned by ``JobClient.get_rest_address()``. A port that is taken fails the job at its
-start with an error naming ``rest.port``; there is no silent fallback. ``rest.port`` = -1 runs
-the job without a REST API.
-
-Security (ARCHITECTURE §7): loopback unless told otherwise; off loopback (or with
-``rest.token`` / ``rest.token-file`` set) every request but GET and HEAD needs the job's token
-and savepoints go only below the job's savepoint directory (:mod:`.access`); read-only but for
-the stop, the savepoint trigger and the cancel: POSTs need ``Content-Type: application/json``
-and the cancel is a PATCH (a browser cannot send either cross-origin without a CORS
-preflight, which answers 405: a web page of another origin cannot stop or cancel the job; the
-dashboard, same-origin, can); no CORS headers, and
-while bound to loopback only requests addressed to a loopback name are answered, so a web page
-cannot read the API through DNS rebinding; the job configuration is never served whole (it may
-hold the checkpoint metadata key); a request head is capped at 16 KiB and 10 s, connections at
-32 at a time.
+Flink's GET endpoints (bodies from :mod:`undertow.runtime.master.rest.responses`) and its stop
+with savepoint, ``POST /jobs/:jobid/stop``; the dashboard and further routes are in
+:mod:`.ui_routes`, the savepoint trigger and the cancel in :mod:`.job_actions`, who may change
+the job in :mod:`.access`. Bound to ``rest.bind-address`` (127.0.0.1) and ``rest.port`` (8081;
+unset on the local targets: any free port; -1: no REST API).
 
 Lifecycle and threading: the JobMaster starts the endpoint on its own asyncio loop before it
 launches workers and closes it when the job has ended. Requests run on that loop and ask
-``source`` for a fresh :class:`~undertow.runtime.master.metrics.JobView`, which the JobMaster
-builds from its state on its own thread: nothing is shared across threads, nothing locks, and
-rendering is a pure function of the view. One response per connection (``Connection: close``).
+``source`` for a fresh JobView, built on the JobMaster's own thread: nothing is shared across
+threads, nothing locks, and rendering is a pure function of the view.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -3,17 +3,11 @@ watermarks), with their query strings.
 
 :func:`answer` is asked first by :class:`~.server.RestEndpoint` for every GET or HEAD (after its
 Host check); it returns None for any path it does not serve, which the core routes then
-answer. Served here::
-
-  /  /index.html  /static/<file>                      the dashboard (files of undertow.web)
-  /jobs/:jobid/plan                                   Flink's JobPlanInfo
-  /jobs/:jobid/metrics?get=                           job scope (numRestarts, checkpoints)
-  /jobs/:jobid/vertices/:vertexid/metrics?get=        <subtask>.<metric>
-  /jobs/:jobid/vertices/:vertexid/subtasks/metrics?get=&agg=&subtasks=
-  /jobs/:jobid/vertices/:vertexid/subtasks/:index/metrics?get=
-  /jobs/:jobid/vertices/:vertexid/watermarks
+answer.
 
 Pure but for reading packaged files; runs on the JobMaster's loop like the rest of the API.
+
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
