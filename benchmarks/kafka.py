@@ -35,7 +35,8 @@ Each section prints the load average at its start and end. The last lines are on
     python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee,kill]
 
 ``-D key=value`` (repeatable) adds undertow rows run with those options, e.g.
-``-D execution.buffer-timeout=5ms``.
+``-D execution.buffer-timeout=5ms``; ``-D sink:KEY=VALUE`` / ``-D source:KEY=VALUE`` go to the
+sink's / source's ``set_property`` instead (``-D sink:linger.ms=5``).
 ``--quick`` is a smoke run of small sizes over sections source, latency and shopee (under ~2
 minutes on a quiet machine); add ``--sections ...,spark,pyflink`` for the peers. Set
 ``UNDERTOW_PYFLINK_VENV`` to an existing PyFlink 2.3 venv, or one is made in .bench/.
