@@ -92,8 +92,11 @@ class UndertowEngine:
             "rest.port": "-1",
             "execution.checkpointing.interval": f"{self.interval_ms} ms",
             "execution.checkpointing.dir": self._directory.name,
-            **self.settings,
+            **{k: v for k, v in self.settings.items() if ":" not in k},
         }
+        #: ``source:KEY`` / ``sink:KEY`` settings go to the source's / sink's set_property
+        props = {side: {k.split(":", 1)[1]: v for k, v in self.settings.items()
+                        if k.startswith(f"{side}:")} for side in ("source", "sink")}  # fmt: skip
         env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
         env.set_parallelism(2)
         source = (
@@ -103,9 +106,10 @@ class UndertowEngine:
             .set_group_id(f"bench-{sink_topic}")
             .set_starting_offsets(KafkaOffsetsInitializer.earliest())
             .set_value_only_deserializer(SimpleStringSchema())
+            .set_properties(props["source"])
             .build()
         )
-        sink = (
+        sink_builder = (
             KafkaSink.builder()
             .set_bootstrap_servers(bootstrap)
             .set_record_serializer(
@@ -116,8 +120,10 @@ class UndertowEngine:
             )
             .set_delivery_guarantee(self.guarantee)
             .set_transactional_id_prefix(f"bench-{sink_topic}")
-            .build()
         )
+        for key, value in props["sink"].items():
+            sink_builder.set_property(key, value)
+        sink = sink_builder.build()
         pair = Types.TUPLE([Types.STRING(), Types.INT()])
         (
             env.from_source(source, WatermarkStrategy.no_watermarks(), "in")

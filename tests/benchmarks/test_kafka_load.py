@@ -58,3 +58,36 @@ def test_saturation_is_the_burst_over_first_send_to_last_visible() -> None:
     assert through == pytest.approx(1.5)
     assert producer == pytest.approx(3.0)
     assert load.saturation(sent, [*latencies[:3], None], [1, 2, 3]) is None
+
+
+class LateConsumer:
+    """librdkafka's rule: ``consume(n, timeout)`` with fewer than ``n`` records queued waits the
+    whole timeout before it returns them; ``poll(timeout)`` waits only while nothing is
+    queued. ``waited`` sums the time a real consumer would have waited."""
+
+    def __init__(self, queued: list[int]) -> None:
+        self.queued = list(queued)
+        self.waited = 0.0
+
+    def consume(self, num_messages: int, timeout: float) -> list[int]:
+        if len(self.queued) < num_messages:
+            self.waited += timeout
+        taken, self.queued = self.queued[:num_messages], self.queued[num_messages:]
+        return taken
+
+    def poll(self, timeout: float) -> int | None:
+        if not self.queued:
+            self.waited += timeout
+            return None
+        return self.queued.pop(0)
+
+
+def test_the_measuring_consumer_sees_records_without_waiting_for_a_fuller_batch() -> None:
+    """Three records queued are taken at once: waiting for 1,000 (or 50 ms) would add up to
+    50 ms to every latency measured below 20,000 records/s. Only an empty consumer is waited
+    on, and then up to the timeout."""
+    consumer = LateConsumer([1, 2, 3])
+    assert load.take(consumer) == [1, 2, 3]
+    assert consumer.waited == 0
+    assert load.take(consumer) == []
+    assert consumer.waited == pytest.approx(0.05)

@@ -51,3 +51,16 @@ def test_simple_string_schema_charset_and_errors() -> None:
         schema.serialize(5)
     with pytest.raises(ValueError, match="unknown charset"):
         SimpleStringSchema("nope")
+
+
+def test_deserialize_batch_is_deserialize_per_message() -> None:
+    class Upper(DeserializationSchema):
+        def deserialize(self, message: bytes) -> str:
+            return message.decode().upper()
+
+    assert Upper().deserialize_batch([b"a", b"b"]) == ["A", "B"]
+    latin = SimpleStringSchema("ISO-8859-1")
+    messages = [b"caf\xe9", bytearray(b"x"), memoryview(b"y")]
+    assert latin.deserialize_batch(messages) == [latin.deserialize(m) for m in messages]
+    with pytest.raises(TypeError):  # a tombstone (None): the caller finds which record
+        SimpleStringSchema().deserialize_batch([b"a", None])  # type: ignore[list-item]

@@ -109,17 +109,6 @@ def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
 
 
 @pytest.mark.restores(catches=["source-positions", "keyed-state"])
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug (issue 28): records lost after the kill, nothing duplicated (441, 774, "
-    "463 records in earlier sessions, ~1 in 50 runs; 0 in 26 runs this session), and 5 in 27 "
-    "runs with a faster KafkaSource read path (commits 4c96e13, 7d8e0f3, 1cd3385, reverted in "
-    "ffa370b): a key's records lost before the stateful operator although the restored source "
-    "position was past them; one cause fixed (TaskFinished before the last acknowledgement), "
-    "the last loss not explained and not reproduced since (0 in 97 runs with the faster path); "
-    "the out-of-order failures were the test's input, fixed (docs/kafka.md, 'The kill test's "
-    "failures')",
-)
 @pytest.mark.parametrize("target", ["local"])
 def test_oracle_through_kafka_survives_a_worker_kill(
     make_env: EnvFactory,

@@ -1,4 +1,5 @@
-"""SplitFetcher's fetch loop with a scripted consumer (no broker): how long a record waits.
+"""SplitFetcher's fetch loop with a scripted consumer (no broker): how long a record waits,
+how fetched messages become batches, and when the reader's task is woken.
 
 The scripted consumer keeps librdkafka's ``consume(n, timeout)`` rule: with fewer than ``n``
 messages queued it waits the whole timeout before it returns them. It counts that wait on
@@ -12,9 +13,9 @@ import time
 from collections import deque
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
-from undertow.connectors.kafka.fetcher import FetchedRecords, SplitFetcher
+from undertow.connectors.kafka.fetcher import FetchedRecords, SplitFetcher, _Add
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
 
@@ -22,26 +23,34 @@ TP = KafkaTopicPartition("t", 0)
 
 
 class Message:
-    def __init__(self, offset: int) -> None:
-        self._offset = offset
+    def __init__(self, offset: int, partition: int = 0, stamped: bool = True,
+                 error: Any = None) -> None:  # fmt: skip
+        self._offset, self._partition, self._stamped = offset, partition, stamped
+        self._error = error
 
     def topic(self) -> str:
         return TP.topic
 
     def partition(self) -> int:
-        return TP.partition
+        return self._partition
 
     def offset(self) -> int:
         return self._offset
 
-    def error(self) -> None:
-        return None
+    def error(self) -> Any:
+        return self._error
 
     def value(self) -> bytes:
-        return str(self._offset).encode()
+        return f"{self._partition}:{self._offset}".encode()
 
     def timestamp(self) -> tuple[int, int]:
-        return (1, 1000 + self._offset)
+        # confluent-kafka: (TIMESTAMP_NOT_AVAILABLE, -1) when the type is not available
+        return (1, 1000 + self._offset) if self._stamped else (0, -1)
+
+
+#: what the consumer hands over at a partition's end (enable.partition.eof); a real
+#: KafkaError: its == raises when compared with None
+PARTITION_EOF = KafkaError(KafkaError._PARTITION_EOF)
 
 
 class ScriptedConsumer:
@@ -110,3 +119,50 @@ def test_a_backlog_is_taken_in_batches_of_max_batch() -> None:
     batch = fetch_first_batch(consumer)
     assert batch.offsets == list(range(500))
     assert batch.timestamps[:2] == [1000, 1001]
+
+
+def batches_of(messages: list[Message], stops: dict[int, int | None]) -> list[tuple[Any, ...]]:
+    """What an unstarted fetcher assigned ``stops`` (partition -> stopping offset) makes of
+    one fetch: (partition, offsets, values, timestamps) per batch."""
+    fetcher = SplitFetcher({}, lambda: None, "fetcher-test")
+    splits = tuple(KafkaPartitionSplit(KafkaTopicPartition("t", p), 0, stop)
+                   for p, stop in stops.items())  # fmt: skip
+    fetcher._apply(ScriptedConsumer(0), _Add(splits))
+    found = fetcher._batches(list(messages))
+    assert found is not None
+    return [(b.topic_partition.partition, b.offsets, b.values, b.timestamps) for b in found]
+
+
+def test_a_fetch_becomes_one_batch_per_partition_cut_at_its_stop() -> None:
+    """One partition's fetch (read a field at a time) and a mixed one (read message by
+    message) give the same batches: records past a stopping offset left out, timestamps the
+    client does not have as None, partitions not assigned skipped."""
+    one = [Message(o, stamped=o != 2) for o in range(6)]
+    expected = [(0, [0, 1, 2, 3], [b"0:0", b"0:1", b"0:2", b"0:3"], [1000, 1001, None, 1003])]
+    assert batches_of(one, {0: 4}) == expected
+    assert batches_of([*one, Message(6, error=PARTITION_EOF)], {0: 4}) == expected
+    mixed = [*one[:3], Message(0, partition=1), Message(9, error=PARTITION_EOF), *one[3:],
+             Message(1, partition=1), Message(0, partition=7)]  # fmt: skip
+    assert batches_of(mixed, {0: 4, 1: None}) == [
+        *expected,
+        (1, [0, 1], [b"1:0", b"1:1"], [1000, 1001]),
+    ]
+    assert batches_of(one, {0: 0}) == []
+
+
+def test_the_task_is_woken_only_when_its_reader_waits() -> None:
+    """A put wakes the task if the reader found the queue empty since the last wake (the
+    flag is set before the reader's last look, so a put in between is not missed)."""
+    wakes: list[int] = []
+    fetcher = SplitFetcher({}, lambda: wakes.append(1), "fetcher-test")
+    batch = FetchedRecords(TP, [0], [b"x"], [None])
+    fetcher._put(batch)  # the reader has not looked yet: it waits
+    fetcher._put(batch)  # it has not taken the first: no second wake
+    assert len(wakes) == 1
+    assert fetcher.poll() is batch and fetcher.poll() is batch
+    fetcher._put(batch)  # the reader took everything but has not found the queue empty
+    assert len(wakes) == 1
+    assert fetcher.poll() is batch
+    assert fetcher.poll() is None  # found empty: the next put wakes
+    fetcher._put(batch)
+    assert len(wakes) == 2

@@ -215,3 +215,28 @@ def test_a_finished_partition_is_committed_at_its_end_once() -> None:
         op.snapshot_custom_state(checkpoint)
         reader.notify_checkpoint_complete(checkpoint)
     assert fetcher.commits == [{P0: 10, P1: 0}, {P0: STOP, P1: 0}, {P1: 0}]
+
+
+def test_a_snapshot_inside_a_fetched_batch_resumes_at_the_next_record_not_emitted() -> None:
+    """The reader hands a whole fetched batch over at once and moves its position past it;
+    the records the task has not emitted yet stay pending in the source operator, so a
+    snapshot taken between two records of that batch resumes exactly at the first record
+    not emitted: no gap (a position per batch without its pending records would skip
+    offsets 4..9) and no repeat (nothing before offset 4 comes again)."""
+    op, reader, fetcher, out = source(batch=10)
+    reader.add_splits([KafkaPartitionSplit(P0, 0, STOP)])
+    reader.notify_no_more_splits()
+    fetcher.deliver()  # offsets 0..9, one consumer fetch
+    op.emit_next()
+    op.emit_pending(4)
+    assert out.values == ["0:0", "0:1", "0:2", "0:3"]
+    blob = op.snapshot_custom_state(1)
+
+    restored, restored_reader, restored_fetcher, restored_out = source(batch=10)
+    restored.reader = None
+    restored.restore_custom_state([blob], rescaled=False)
+    restored.reader = restored_reader
+    restored_reader.add_splits(restored._restored_splits)
+    restored_reader.notify_no_more_splits()
+    run_to_end(restored, restored_fetcher, chunk=3)
+    assert restored_out.values == [f"0:{o}" for o in range(4, STOP)]

@@ -14,10 +14,13 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from undertow.common.serialization import DeserializationSchema
 from undertow.connectors.kafka.admin import KafkaSourceError
 from undertow.connectors.kafka.fetcher import (
     FetchedRecords,
@@ -75,6 +78,16 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         self._fetcher: SplitFetcher | None = None
         #: partitions taken since the last poll, to register for per-partition watermarks
         self._unregistered: list[KafkaTopicPartition] = []
+        #: whether the output the task gives :meth:`poll_next` (always the same one) emits per
+        #: split: a runtime Protocol check costs microseconds, so it is made once
+        self._per_split: tuple[ReaderOutput, SplitReaderOutput | None] | None = None
+        deserializer = settings.deserializer
+        #: one call per fetched batch: the schema's own batch method when it has one
+        self._deserialize_batch: Callable[[list[Any]], list[Any]] = (
+            deserializer.deserialize_batch
+            if isinstance(deserializer, DeserializationSchema)
+            else functools.partial(_each, deserializer.deserialize)
+        )
 
     def _fetch(self) -> SplitFetcher:
         if self._fetcher is None:
@@ -121,9 +134,13 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         if (interval > 0 and not self.no_more_splits
                 and (time.monotonic() - self._last_request) * 1000 >= interval):  # fmt: skip
             self._request()
-        if self._unregistered and isinstance(output, SplitReaderOutput):
+        if self._per_split is None or self._per_split[0] is not output:
+            split_output = output if isinstance(output, SplitReaderOutput) else None
+            self._per_split = (output, split_output)
+        per_split = self._per_split[1]
+        if self._unregistered and per_split is not None:
             for tp in self._unregistered:
-                output.register_split(str(tp))
+                per_split.register_split(str(tp))
         self._unregistered = []
         emitted = False
         fetcher = self._fetcher
@@ -132,7 +149,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             if item is None:
                 break
             if isinstance(item, FetchedRecords):
-                self._emit(item, output)
+                self._emit(item, output, per_split)
                 emitted = True
                 break  # one batch per call: the task serves its mailbox in between
             if isinstance(item, PartitionEnd):
@@ -140,8 +157,8 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
                 if ended is not None:
                     self._finished_offsets[item.topic_partition] = ended.starting_offset
                 self.finished.add(item.topic_partition)
-                if isinstance(output, SplitReaderOutput):
-                    output.release_split(str(item.topic_partition))
+                if per_split is not None:
+                    per_split.release_split(str(item.topic_partition))
             elif isinstance(item, FetchFailed):
                 raise KafkaSourceError(
                     f"KafkaSource ({self.settings.description}), reader "
@@ -153,17 +170,41 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             return InputStatus.END_OF_INPUT
         return InputStatus.NOTHING_AVAILABLE
 
-    def _emit(self, batch: FetchedRecords, output: ReaderOutput) -> None:
+    def _emit(
+        self, batch: FetchedRecords, output: ReaderOutput, per_split: SplitReaderOutput | None
+    ) -> None:
         tp = batch.topic_partition
         split = self.positions.get(tp)
         if split is None:  # finished meanwhile
             return
+        values: list[Any] | None = None
+        stamps: list[Any] = batch.timestamps
+        if batch.offsets[0] >= split.starting_offset:  # the common case: one call per batch
+            try:
+                values = self._deserialize_batch(batch.values)
+            except Exception:
+                values = None  # which record failed, and what to do with it: below
+        if values is None:
+            values, stamps = self._emit_one_by_one(batch, split.starting_offset, output)
+        self.positions[tp] = split.at(max(split.starting_offset, batch.offsets[-1] + 1))
+        if values and per_split is not None:
+            per_split.collect_split_batch(str(tp), values, stamps)  # per-partition watermarks
+        elif values:
+            output.collect_batch(values, stamps)
+
+    def _emit_one_by_one(
+        self, batch: FetchedRecords, start: int, output: ReaderOutput
+    ) -> tuple[list[Any], list[Any]]:
+        """The batch's records from offset ``start`` on (before it: emitted already, a split
+        re-added after a restore), deserialized one at a time: a value the deserializer
+        rejects fails the reader naming its offset, or goes to the bad-record side output."""
+        tp = batch.topic_partition
         deserialize = self.settings.deserializer.deserialize
         values: list[Any] = []
         stamps: list[Any] = []
         for offset, raw, stamp in zip(batch.offsets, batch.values, batch.timestamps):
-            if offset < split.starting_offset:
-                continue  # already emitted (a split re-added after a restore)
+            if offset < start:
+                continue
             try:
                 value = deserialize(raw)
             except Exception as err:
@@ -179,11 +220,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
                 continue
             values.append(value)
             stamps.append(stamp)
-        self.positions[tp] = split.at(max(split.starting_offset, batch.offsets[-1] + 1))
-        if values and isinstance(output, SplitReaderOutput):
-            output.collect_split_batch(str(tp), values, stamps)  # per-partition watermarks
-        elif values:
-            output.collect_batch(values, stamps)
+        return values, stamps
 
     def snapshot_state(self, checkpoint_id: int) -> list[KafkaPartitionSplit]:
         """One split per unfinished partition, at the next offset to emit. Its offsets, and
@@ -212,6 +249,10 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         if self._fetcher is not None:
             self._fetcher.close()
             self._fetcher = None
+
+
+def _each(deserialize: Callable[[Any], Any], raws: list[Any]) -> list[Any]:
+    return [deserialize(raw) for raw in raws]
 
 
 def _quote(raw: bytes | None, limit: int = 120) -> str:
