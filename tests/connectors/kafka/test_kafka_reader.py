@@ -22,8 +22,9 @@ from undertow.connectors.kafka.fetcher import FetchedRecords, PartitionEnd
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
 from undertow.connectors.kafka.split import KafkaPartitionSplit
-from undertow.connectors.source import InputStatus, SourceReaderContext
+from undertow.connectors.source import InputStatus
 from undertow.runtime.task.source_operator import SourceOperator
+from undertow.testing.source_reader import StandaloneReaderContext
 
 P0, P1 = KafkaTopicPartition("t", 0), KafkaTopicPartition("t", 1)
 STOP = 23  # offsets 0..22 in each partition
@@ -73,20 +74,6 @@ class Deserializer:
         return raw.decode()
 
 
-class Context(SourceReaderContext):
-    def index_of_subtask(self) -> int:
-        return 0
-
-    def parallelism(self) -> int:
-        return 1
-
-    def send_split_request(self) -> None:
-        pass
-
-    def notify_available(self) -> None:
-        pass
-
-
 class Emitter:
     def on_batch(self, values: list[Any], timestamps: Any, split_id: Any = None) -> Any:
         return timestamps
@@ -118,7 +105,7 @@ def source(
     op.ctx, op.output = Setup(), Setup.output  # type: ignore[assignment]
     op.emitter = Emitter()  # type: ignore[assignment]
     settings = ReaderSettings({}, Deserializer(), -1, commit_offsets, None, "t at test")
-    reader = KafkaSourceReader(Context(), settings)
+    reader = KafkaSourceReader(StandaloneReaderContext(), settings)
     fetcher = ScriptedFetcher(batch)
     reader._fetcher = fetcher  # type: ignore[assignment]
     op.reader = reader
