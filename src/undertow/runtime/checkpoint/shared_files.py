@@ -6,11 +6,9 @@ a subsumed one releases them (a file nobody holds goes if the job owns it); an a
 registers its uploads and releases at once. Channel-state files of this job's checkpoints that a
 checkpoint taken during recovery refers to (FLIP-76) are held the same way, named by location in
 their ``chk-<n>/``, whose discard keeps them while held (:meth:`SharedFiles.kept_in`). CLAIM
-restores are adopted (:meth:`SharedFiles.adopt`), with the channel-state files of older
-checkpoints the claimed one refers to (the claiming job deletes them once it lets go); after a
-NO_CLAIM restore the files are duplicated into this job's ``shared/``
-(:meth:`SharedFiles.duplicate`), held by the restored checkpoint's id until the first
-checkpoint completed, then released.
+restores are adopted (:meth:`SharedFiles.adopt`) with the older channel-state files the claimed
+checkpoint refers to; after a NO_CLAIM restore the files are duplicated into this job's
+``shared/`` (:meth:`SharedFiles.duplicate`), held until the first checkpoint completed.
 
 Files are named by absolute location. Decisions on the coordinator's loop;
 :meth:`SharedFiles.delete` is I/O (executor). The story: docs/design.md, "Module notes".

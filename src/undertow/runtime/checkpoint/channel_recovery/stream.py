@@ -1,4 +1,5 @@
-"""Restored input channel state as a stream: one channel's chunks, read a bounded block at a time.
+"""Restored channel state as a stream: one channel's chunks, read a bounded block at a time
+(input channels, subpartitions' output, old channels re-emitted after a rescale).
 
 A channel's restored input is a sequence of items in stream order: chunks in memory, or *runs*
 (:class:`~..channel_state_handles.ChannelStateReference`, chunks in a verified file region).
