@@ -1,5 +1,5 @@
 """Progress under backpressure with frequently induced failures (FLIP-76's test plan), with
-``execution.checkpointing.unaligned.during-recovery.enabled`` on and off.
+``execution.checkpointing.during-recovery.enabled`` on and off.
 
 The job: an unbounded generator (faster than the rest) -> rebalance -> a slow map (spins per
 record) -> a file sink that commits a part file per checkpoint (two-phase commit). Deep
@@ -13,8 +13,15 @@ committed part files) per minute; per restart, the time from the restart to the 
 completed checkpoint (from the restore's console line, printed once the restoring tasks
 were deployed), and that checkpoint's bytes written and bytes referenced (restored
 channel state not yet consumed is referred to in the old checkpoint's files, not written
-again, see docs/unaligned-and-debloating.md). PyFlink 2.3 is not run (see the report
-printed at the end).
+again, see docs/unaligned-and-debloating.md).
+
+PyFlink 2.3 runs the same job shape in the same run (benchmarks/peers/recovery_pyflink_job.py,
+in the venv of benchmarks/peers/pyflink_venv.py, ``UNDERTOW_PYFLINK_VENV``) with both FLIP-547
+options on (``execution.checkpointing.unaligned.recover-output-on-downstream.enabled`` and
+``execution.checkpointing.during-recovery.enabled``, the key Flink 2.3.0 reads; FLIP-547's
+``unaligned.``-prefixed one is set too): its records committed per minute and the time from
+each restore to its first completed checkpoint (from its REST API), printed beside ours; if it
+fails or hangs (FLINK-40518), the error is printed instead. ``--no-pyflink`` skips it.
 
 Prints last::
 
@@ -28,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -50,6 +59,7 @@ RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting")
 RESTORED = re.compile(r"^\[undertow\] restored from checkpoint \d+ ")
 SCALE = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 GOAL_FIRST_CHECKPOINT_S = 2.0
+PEERS = Path(__file__).resolve().parent / "peers"
 
 
 class SlowFailingMap(MapFunction):
@@ -97,6 +107,7 @@ class TimedConsole(io.TextIOBase):
 @dataclass
 class Run:
     during_recovery: bool
+    engine: str = "undertow"
     committed: list[tuple[float, int]] = field(default_factory=list)
     #: per restart: (seconds to the first completed checkpoint, its in-flight bytes written,
     #: and referenced)
@@ -132,7 +143,7 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
             "execution.checkpointing.interval": "500 ms",
             "execution.checkpointing.dir": str(work / "checkpoints"),
             "execution.checkpointing.unaligned.enabled": "true",
-            "execution.checkpointing.unaligned.during-recovery.enabled":
+            "execution.checkpointing.during-recovery.enabled":
                 str(during_recovery).lower(),
             "restart-strategy.type": "fixed-delay",
             "restart-strategy.fixed-delay.attempts": "1000",
@@ -192,6 +203,43 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
     return result
 
 
+def run_pyflink(args: argparse.Namespace) -> Run | str:
+    """The same job on PyFlink 2.3 with both FLIP-547 options on, or why it gave no result."""
+    sys.path.insert(0, str(PEERS))
+    import pyflink_venv
+
+    python = pyflink_venv.ensure_pyflink()
+    work = Path(tempfile.mkdtemp(prefix="undertow-recovery-progress-pyflink-"))
+    command = [
+        str(python), str(PEERS / "recovery_pyflink_job.py"), "--out", str(work / "out"),
+        "--checkpoints", str(work / "checkpoints"), "--duration", str(args.duration),
+        "--kill-every", str(args.kill_every), "--spin-ms", str(args.spin_ms),
+        "--buffers", str(args.buffers), "--flip547", "on",
+    ]  # fmt: skip
+    limit = args.duration + 180
+    try:
+        done = subprocess.run(command, env=pyflink_venv.pyflink_environment(python),
+                              capture_output=True, text=True, timeout=limit)  # fmt: skip
+    except subprocess.TimeoutExpired as err:
+        tail = (err.stderr or b"")[-400:]
+        return f"hung: no result within {limit:.0f} s (FLINK-40518?); stderr tail: {tail!r}"
+    lines = done.stdout.splitlines()
+    results = [line for line in lines if line.startswith("RESULT ")]
+    if not results:
+        failed = [line for line in lines if line.startswith("FAILED ")]
+        why = failed[0] if failed else " ".join(done.stderr.split()[-60:])
+        return f"failed (exit {done.returncode}): {why[:800]}"
+    doc = json.loads(results[-1][len("RESULT ") :])
+    run = Run(True, "pyflink", [(t, n) for t, n in doc["committed"]])
+    run.restarts = int(doc["restores"])
+    for first in doc["firsts"]:
+        if first is None:
+            run.missed += 1
+        else:  # Flink persists the in-flight data again: nothing is referenced
+            run.first_checkpoints.append((float(first["seconds"]), int(first["persisted"]), 0))
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="30 s per mode (default 90 s)")
@@ -200,11 +248,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20_000.0, help="generator records/s")
     parser.add_argument("--spin-ms", type=float, default=1.0, help="slow map per record")
     parser.add_argument("--buffers", type=int, default=64, help="buffers per channel")
+    parser.add_argument("--no-pyflink", action="store_true", help="skip PyFlink 2.3")
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 30.0 if args.quick else 90.0
     runs = [run(True, args), run(False, args)]
-    print(f"{'during-recovery':<17}{'restarts':>9}{'committed':>11}{'rec/min':>10}"
+    peer = "skipped (--no-pyflink)" if args.no_pyflink else run_pyflink(args)
+    if isinstance(peer, Run):
+        runs.append(peer)
+    print(f"{'during-recovery':<22}{'restarts':>9}{'committed':>11}{'rec/min':>10}"
           f"{'1st ckpt s (max)':>18}{'written (max)':>15}{'referenced (max)':>18}")  # fmt: skip
     for r in runs:
         firsts = [s for s, _, _ in r.first_checkpoints]
@@ -213,15 +265,23 @@ def main() -> None:
         worst = f"{max(firsts):.2f}" if firsts else "none"
         worst = f"{r.missed} never" if r.missed else worst
         last = r.committed[-1][1] if r.committed else 0
-        mode = "on" if r.during_recovery else "off"
-        print(f"{mode:<17}{r.restarts:>9}{last:>11}{r.per_minute:>10.0f}{worst:>18}"
+        mode = ("on" if r.during_recovery else "off") + (" (PyFlink)" if r.engine != "undertow"
+                                                         else "")  # fmt: skip
+        print(f"{mode:<22}{r.restarts:>9}{last:>11}{r.per_minute:>10.0f}{worst:>18}"
               f"{written / 1024:>11.0f} KiB{referenced / 1024:>14.0f} KiB")  # fmt: skip
-    on, off = runs
+    on, off = runs[:2]
     # a restart with no checkpoint before the next one counts as never (the goal is missed)
     on_firsts = [s for s, _, _ in on.first_checkpoints]
     worst_on = max(on_firsts) if on_firsts and not on.missed else float("inf")
     progress_met = on.per_minute > 0 and on.per_minute > 2 * off.per_minute
-    print("PyFlink 2.3 with both FLIP-547 options: not run (not in this benchmark yet)")
+    if isinstance(peer, Run):
+        firsts = [s for s, _, _ in peer.first_checkpoints]
+        worst = "never" if peer.missed or not firsts else f"{max(firsts):.2f} s"
+        print(f"PyFlink 2.3 with both FLIP-547 options: {peer.per_minute:.0f} rec/min, first "
+              f"checkpoint after restore at most {worst} over {peer.restarts} restores "
+              f"(in-flight bytes written again, none referenced)")  # fmt: skip
+    else:
+        print(f"PyFlink 2.3 with both FLIP-547 options: {peer}")
     print(f"target progress-under-kills: on {on.per_minute:.0f} rec/min, off "
           f"{off.per_minute:.0f} rec/min (goal: on keeps committing, off commits little or "
           f"nothing) : {'met' if progress_met else 'missed'}")  # fmt: skip

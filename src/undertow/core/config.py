@@ -587,12 +587,15 @@ class Options:
         "never shipped by Flink); 0 = by time only",
     )
     UNALIGNED_DURING_RECOVERY = bool_option(
-        "execution.checkpointing.unaligned.during-recovery.enabled",
+        # the key Flink 2.3.0 reads (CheckpointingOptions.CHECKPOINTING_DURING_RECOVERY_ENABLED);
+        # FLIP-547 and undertow before it named it with the unaligned. prefix
+        "execution.checkpointing.during-recovery.enabled",
         True,
         "FLIP-76 / FLIP-547: checkpoints are taken while restored in-flight data (channel "
         "state restored in place) is still being consumed; the data not yet consumed becomes "
         "the new checkpoint's channel state. false: no checkpoint is triggered before every "
         "subtask consumed its restored in-flight data (Flink before 2.3)",
+        deprecated_keys=("execution.checkpointing.unaligned.during-recovery.enabled",),
     )
     UNALIGNED_RECOVER_OUTPUT_ON_DOWNSTREAM = bool_option(
         "execution.checkpointing.unaligned.recover-output-on-downstream.enabled",

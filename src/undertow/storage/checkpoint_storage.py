@@ -529,17 +529,16 @@ class CheckpointStorage:
         return self._uri(posixpath.join(self._job_dir, path))
 
     def discard_checkpoint_file(self, uri: str) -> None:
-        """Delete the file at ``uri`` (from :meth:`job_file_uri`: directly in one of this job's
-        ``chk-<n>/`` directories), then the directory if that left it empty (its checkpoint
-        was discarded before, keeping the file); a missing file is fine. Raises
-        :class:`ValueError` naming ``uri`` for any other location."""
+        """Delete the file at ``uri`` (from :meth:`job_file_uri`: directly in a ``chk-<n>/``
+        directory of this job, or of the job whose checkpoint this one claimed), then the
+        directory if that left it empty (its checkpoint was discarded before, keeping the
+        file); a missing file is fine. Raises :class:`ValueError` naming ``uri`` for any
+        other location."""
         fs, stripped = self._open_uri(uri)
         directory = posixpath.dirname(stripped)
-        job_dir = self._job_dir.rstrip("/")
-        if posixpath.dirname(directory) != job_dir or not _CHECKPOINT_DIR.fullmatch(
-            posixpath.basename(directory)
-        ):
-            raise ValueError(f"{uri!r} is not a file in a chk-<n>/ directory of job {self.job_id}")
+        job_dir = posixpath.dirname(directory)
+        if not _CHECKPOINT_DIR.fullmatch(posixpath.basename(directory)) or not job_dir:
+            raise ValueError(f"{uri!r} is not a file in a job's chk-<n>/ directory")
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(stripped)
         fs.invalidate_cache(directory)

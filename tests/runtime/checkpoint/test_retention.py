@@ -27,6 +27,7 @@ from undertow.runtime.checkpoint.metadata import CheckpointMetadata, VertexMetad
 from undertow.runtime.checkpoint.orphan_sweep import SweepFacts
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.retention import CheckpointRetention
+from undertow.runtime.checkpoint.shared_files import SharedFiles
 from undertow.storage.checkpoint_storage import CheckpointStorage, FileHandle
 
 
@@ -208,3 +209,65 @@ def test_referenced_channel_state_survives_subsumption_and_goes_once_unreference
     for path in files:
         assert exists(storage, storage.job_file_uri(path)) == (path in held), (path, held)
     assert exists(storage, user)
+
+
+def claimed_with_referred_file(
+    mode: RecoveryClaimMode,
+) -> tuple[CheckpointStorage, CheckpointStorage, CheckpointRetention, str]:
+    """Job ``old-job``'s chk-7 refers to a channel-state file of its chk-5 (a checkpoint during
+    recovery wrote it); job-r restores chk-7 in ``mode``. Returns both storages, job-r's
+    retention and the referred file's location."""
+    other = CheckpointStorage(f"memory:///claimed-{uuid.uuid4().hex}", "old-job")
+    older = other.write_file(5, "channel-state-a", b"\x00older")
+    other.commit_metadata(5, b"metadata")
+    own = other.write_file(7, "channel-state-b", b"\x00own")
+    snapshot = write(other, 7, commit=True)
+    other.discard(5, keep=frozenset({"channel-state-a"}))  # old-job subsumed chk-5, kept it
+    referred = other.job_file_uri(older.path)
+    assert exists(other, referred)
+    storage = CheckpointStorage.in_memory("job-r")
+    retention = CheckpointRetention("job-r", storage, num_retained=1)
+    plan = cast(RestorePlan, SimpleNamespace(pointer=snapshot.external_path))
+    claimed = replace(channel_state_meta(7, own, [older]), job_id="old-job")
+    retention.claim(claimed, plan, snapshot, mode, ())
+    return other, storage, retention, referred
+
+
+def test_claim_takes_the_files_the_claimed_checkpoint_refers_to_and_deletes_them_with_it() -> None:
+    """The leak of issue 29: a claimed checkpoint's referred files (of its job's older
+    checkpoints) went with nothing. Under CLAIM they are the job's, held by the claimed
+    checkpoint: they stay while it is retained and go once it is subsumed."""
+    other, storage, retention, referred = claimed_with_referred_file(RecoveryClaimMode.CLAIM)
+    assert retention.shared_files.registry.holders(referred) == {7}
+
+    async def main() -> None:
+        retention.completed(write(storage, 8, True), meta(8), ())
+
+    asyncio.run(main())
+    assert other.completed_checkpoint_ids() == []
+    assert not exists(other, referred), "a claimed checkpoint's referred file leaked"
+    assert [d.checkpoint_id for d in other.checkpoint_directories()] == []
+
+
+def test_claimed_referred_files_stay_or_go_with_the_job_and_never_under_no_claim() -> None:
+    for keep in (True, False):
+        other, _, retention, referred = claimed_with_referred_file(RecoveryClaimMode.CLAIM)
+        retention.shutdown(keep, next_id=8)
+        assert exists(other, referred) == keep
+    # NO_CLAIM: the snapshot is never the job's (no claim, nothing registered)
+    storage = CheckpointStorage.in_memory("job-r")
+    files = SharedFiles(storage)
+    referred_file = FileHandle("chk-5/channel-state-a", 6, "0" * 64)
+    files.restored(7, "memory:///u/old-job/chk-7", (), RecoveryClaimMode.NO_CLAIM, (),
+                   [referred_file])  # fmt: skip
+    assert len(files.registry) == 0
+    files.restored(7, "memory:///u/old-job/chk-7", (), RecoveryClaimMode.CLAIM, (),
+                   [referred_file])  # fmt: skip
+    assert files.registry.files_of(7) == {"memory:///u/old-job/chk-5/channel-state-a"}
+    try:
+        files.restored(8, "memory:///u/old-job/chk-8", (), RecoveryClaimMode.CLAIM, (),
+                       [FileHandle("shared/x", 1, "0" * 64)])  # fmt: skip
+    except ValueError as err:
+        assert "chk-8" in str(err) and "shared/x" in str(err)
+    else:
+        raise AssertionError("a referred file outside chk-<n>/ was accepted")

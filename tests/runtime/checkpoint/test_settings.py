@@ -121,8 +121,10 @@ def test_checkpoints_during_recovery_are_on_by_default_and_flip_547s_companion_i
     """FLIP-547's options under Flink's names: during-recovery on unless switched off;
     recover-output-on-downstream accepted as false and refused as true, naming the option."""
     assert settings().during_recovery
-    during = "execution.checkpointing.unaligned.during-recovery.enabled"
+    during = "execution.checkpointing.during-recovery.enabled"  # Flink 2.3.0's key
     assert not settings(**{during: "false"}).during_recovery
+    flip = "execution.checkpointing.unaligned.during-recovery.enabled"  # FLIP-547's, still read
+    assert not settings(**{flip: "false"}).during_recovery
     downstream = "execution.checkpointing.unaligned.recover-output-on-downstream.enabled"
     assert settings(**{downstream: "false"}).during_recovery
     with pytest.raises(ConfigurationError, match=rf"option '{downstream}' = 'true': must be false"):

@@ -22,6 +22,7 @@ from undertow.runtime.checkpoint.channel_recovery import (
     ReemittedChannel,
     SubtaskChannelRecovery,
 )
+from undertow.runtime.checkpoint.channel_recovery.stream import RestoredInputStream
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk, is_recovered_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.buffer import Buffer, serialize_batch
@@ -226,8 +227,9 @@ def test_rescaled_restore_re_emits_old_channels_before_anything_else_then_blocks
     other = (encode_chunk(Buffer(serialize_batch([9], None))),)
 
     async def scenario() -> list[Any]:
-        reemit = (ReemittedChannel(0, (*old_input, *old_output), "old 0 -> 0"),
-                  ReemittedChannel(0, other, "old 1"))  # fmt: skip
+        reemit = (ReemittedChannel(0, (RestoredInputStream(old_input),
+                                       RestoredInputStream(old_output)), "old 0 -> 0"),
+                  ReemittedChannel(0, (RestoredInputStream(other),), "old 1"))  # fmt: skip
         task, partition = build(None, [Buffer(serialize_batch([20], None))], reemit=reemit,
                                 recovery_outputs=frozenset({0}))  # fmt: skip
         await run_briefly(task)

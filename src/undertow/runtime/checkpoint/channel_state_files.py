@@ -85,6 +85,8 @@ class _Checkpoint:
     #: Runs of older files the input refers to, each at its channel's position.
     input_refs: list[ChannelStateReference] = field(default_factory=list)
     output: Chunks = field(default_factory=dict)
+    #: Runs of older files the output refers to, each at its subpartition's position.
+    output_refs: list[ChannelStateReference] = field(default_factory=list)
     input_done: bool = False
     output_done: bool = False
     aborted: bool = False
@@ -151,6 +153,17 @@ class SubtaskChannelStateWriter:
         if entry is not None:
             position = len(entry.input.get(_check_channel(channel), ()))
             entry.input_refs.append(replace(reference, channel=channel).at(position))
+
+    def add_output_reference(
+        self, checkpoint_id: int, channel: ChannelId, reference: ChannelStateReference
+    ) -> None:
+        """As :meth:`add_input_reference`, for subpartition ``channel``'s output state
+        (restored output buffers not yet sent when a checkpoint during recovery overtook
+        them)."""
+        entry = self._live(checkpoint_id, "output")
+        if entry is not None:
+            position = len(entry.output.get(_check_channel(channel), ()))
+            entry.output_refs.append(replace(reference, channel=channel).at(position))
 
     def add_output(self, checkpoint_id: int, channel: ChannelId, data: bytes) -> None:
         """Append ``data`` to output ``(partition_index, subpartition_index)``'s state."""
@@ -251,7 +264,7 @@ class SubtaskChannelStateWriter:
         self, checkpoint_id: int, entry: _Checkpoint, why: str, cause: BaseException | None = None
     ) -> None:
         entry.aborted = True
-        entry.input, entry.output, entry.input_refs = {}, {}, []
+        entry.input, entry.output, entry.input_refs, entry.output_refs = {}, {}, [], []
         reason = CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED
         error = CheckpointException(
             reason, f"channel state of subtask {self.name!r}, checkpoint {checkpoint_id}: {why}"
@@ -366,10 +379,12 @@ class ChannelStateFileWriter:
         self, checkpoint_id: int, taking: list[tuple[SubtaskChannelStateWriter, _Checkpoint]]
     ) -> None:
         contributions = [
-            SubtaskContribution(m.name, e.input, e.output, tuple(e.input_refs)) for m, e in taking
-        ]
+            SubtaskContribution(m.name, e.input, e.output, tuple(e.input_refs),
+                                tuple(e.output_refs))
+            for m, e in taking
+        ]  # fmt: skip
         for _, entry in taking:
-            entry.input, entry.output, entry.input_refs = {}, {}, []
+            entry.input, entry.output, entry.input_refs, entry.output_refs = {}, {}, [], []
         total = sum(c.size for c in contributions)
         if total < self.inline_threshold or total == 0:
             handles = lay_out_group(checkpoint_id, contributions, None, "")

@@ -51,6 +51,8 @@ class SubtaskContribution:
     output: Chunks
     #: Runs of older files its input refers to (not written: FLIP-76).
     input_refs: tuple[ChannelStateReference, ...] = ()
+    #: Runs of older files its output refers to (restored output not yet sent).
+    output_refs: tuple[ChannelStateReference, ...] = ()
 
     @property
     def size(self) -> int:
@@ -118,19 +120,21 @@ def write_layout(layout: GroupLayout, write: WriteFile | None,
     result = []
     for contribution, placed in zip(layout.contributions, layout.regions):
         sides: dict[ChannelStateDirection, MergedChannelStateHandle] = {}
-        refs = contribution.input_refs
+        refs = {ChannelStateDirection.INPUT: contribution.input_refs,
+                ChannelStateDirection.OUTPUT: contribution.output_refs}  # fmt: skip
         for direction, chunks, start, length, sha in placed:
             inline = None if file is not None else data[start : start + length]
             sides[direction] = build_handle(
                 contribution.subtask, checkpoint_id, direction, chunks,
                 0 if inline is not None else start, sha, file=file, inline_data=inline,
-                references=refs if direction is ChannelStateDirection.INPUT else (),
+                references=refs[direction],
             )  # fmt: skip
-        if refs and ChannelStateDirection.INPUT not in sides:  # nothing written: refs only
-            sides[ChannelStateDirection.INPUT] = build_handle(
-                contribution.subtask, checkpoint_id, ChannelStateDirection.INPUT, {}, 0, "",
-                references=refs,
-            )  # fmt: skip
+        for direction, side_refs in refs.items():
+            if side_refs and direction not in sides:  # nothing written: refs only
+                sides[direction] = build_handle(
+                    contribution.subtask, checkpoint_id, direction, {}, 0, "",
+                    references=side_refs,
+                )  # fmt: skip
         result.append(
             ChannelStateHandles(
                 sides.get(ChannelStateDirection.INPUT), sides.get(ChannelStateDirection.OUTPUT)

@@ -74,6 +74,13 @@ class ReferencesChannelState(Protocol):
         far."""
         ...
 
+    def add_output_reference(
+        self, checkpoint_id: int, channel: SubpartitionInfo, reference: ChannelStateReference
+    ) -> None:
+        """Splice ``reference`` into subpartition ``channel``'s output state after the chunks
+        added so far."""
+        ...
+
 
 class ChannelStateWriter(Protocol):
     """What a subtask needs to persist its in-flight data (see the module docstring).

@@ -71,6 +71,17 @@ class PersistOutput:
 
 
 @dataclass(frozen=True, slots=True)
+class PersistOutputRun:
+    """Add what is left of a restored output run to the output state of subpartition
+    ``channel``: referred to when ``refer`` (and the writer can), else written again."""
+
+    checkpoint_id: int
+    channel: SubpartitionInfo
+    run: RestoredRun
+    refer: bool
+
+
+@dataclass(frozen=True, slots=True)
 class FinishInput:
     """The input side of ``checkpoint_id`` is complete."""
 
@@ -94,8 +105,8 @@ class ScheduleOutputTimeout:
 
 #: Every decision the capture returns.
 CaptureDecision: TypeAlias = (
-    StartChannelState | PersistInput | PersistInputRun | PersistOutput | FinishInput
-    | FinishOutput | ScheduleOutputTimeout
+    StartChannelState | PersistInput | PersistInputRun | PersistOutput | PersistOutputRun
+    | FinishInput | FinishOutput | ScheduleOutputTimeout
 )  # fmt: skip
 
 
@@ -125,7 +136,7 @@ class InflightCapture:
     """
 
     __slots__ = ("_info", "_inputs_started", "_out_barrier", "_out_checkpoint", "_out_pending",
-                 "_recording", "_subpartitions")  # fmt: skip
+                 "_out_refer", "_recording", "_subpartitions")  # fmt: skip
 
     def __init__(self, inputs: Sequence[InputChannelInfo], subpartitions: Sequence[int]) -> None:
         self._info = tuple(inputs)
@@ -138,6 +149,8 @@ class InflightCapture:
         self._out_checkpoint: int | None = None
         self._out_barrier: CheckpointBarrier | None = None
         self._out_pending: set[SubpartitionInfo] = set()
+        #: Its restored output runs may be referred to (not a savepoint).
+        self._out_refer = True
 
     # -- input side ------------------------------------------------------------------------
     def start_inputs(
@@ -268,6 +281,7 @@ class InflightCapture:
             # No input of this checkpoint is captured.
             decisions += [StartChannelState(cid), FinishInput(cid)]
         self._out_checkpoint, self._out_barrier = cid, own
+        self._out_refer = not own.options.snapshot_type.is_savepoint
         self._out_pending = {
             (i, j)
             for i, b in enumerate(per_output)
@@ -277,10 +291,22 @@ class InflightCapture:
         return decisions
 
     def overtaken(
-        self, checkpoint_id: int, channel: SubpartitionInfo, buffers: Iterable[Buffer]
-    ) -> list[PersistOutput]:
-        """A priority barrier overtook ``buffers`` in subpartition ``channel``."""
-        return [PersistOutput(checkpoint_id, channel, encode_chunk(b)) for b in buffers]
+        self, checkpoint_id: int, channel: SubpartitionInfo,
+        buffers: Iterable[Buffer | RestItem],
+    ) -> list[PersistOutput | PersistOutputRun]:  # fmt: skip
+        """A priority barrier overtook ``buffers`` in subpartition ``channel``: queued buffers,
+        and while the subpartition restores output lazily, the rest of its restored output
+        (encoded chunks, and runs of older files referred to unless a savepoint is taken)."""
+        decisions: list[PersistOutput | PersistOutputRun] = []
+        for item in buffers:
+            if type(item) is Buffer:
+                decisions.append(PersistOutput(checkpoint_id, channel, encode_chunk(item)))
+            elif isinstance(item, bytes):
+                decisions.append(PersistOutput(checkpoint_id, channel, item))
+            else:
+                assert isinstance(item, RestoredRun)
+                decisions.append(PersistOutputRun(checkpoint_id, channel, item, self._out_refer))
+        return decisions
 
     def end_output(
         self, checkpoint_id: int, now_ms: int,

@@ -93,10 +93,13 @@ class CheckpointRetention:
     def claim(self, meta: CheckpointMetadata, plan: RestorePlan, retain: CompletedCheckpoint,
               mode: RecoveryClaimMode, adopted: Iterable[str]) -> None:  # fmt: skip
         """A restored snapshot joins the (empty) store as the job's own (CLAIM, or LEGACY):
-        it goes once subsumed. ``adopted``: its shared files linked into this job's."""
+        it goes once subsumed. ``adopted``: its shared files linked into this job's. Under
+        CLAIM the channel-state files of its job's older checkpoints it refers to are the
+        job's too: they go with it (:meth:`.SharedFiles.restored`)."""
         self.metadata[meta.checkpoint_id] = meta
+        referred = referenced_channel_state_files(meta)
         self.shared_files.restored(meta.checkpoint_id, plan.pointer, meta.shared_files, mode,
-                                   tuple(adopted))  # fmt: skip
+                                   tuple(adopted), referred)  # fmt: skip
         self.claimed = (meta.checkpoint_id, plan)
         for subsumed in self.store.add(retain):  # an empty store: nothing
             self.metadata.pop(subsumed.checkpoint_id, None)

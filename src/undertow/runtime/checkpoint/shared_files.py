@@ -6,9 +6,9 @@ a subsumed one releases them (a file nobody holds goes if the job owns it); an a
 registers its uploads and releases at once. Channel-state files of this job's checkpoints that a
 checkpoint taken during recovery refers to (FLIP-76) are held the same way, named by location in
 their ``chk-<n>/``, whose discard keeps them while held (:meth:`SharedFiles.kept_in`). CLAIM
-restores are adopted (:meth:`SharedFiles.adopt`); after a NO_CLAIM restore the files are
-duplicated into this job's ``shared/`` (:meth:`SharedFiles.duplicate`), held by the restored
-checkpoint's id until the first checkpoint completed, then released.
+restores are adopted (:meth:`SharedFiles.adopt`) with the older channel-state files the claimed
+checkpoint refers to; after a NO_CLAIM restore the files are duplicated into this job's
+``shared/`` (:meth:`SharedFiles.duplicate`), held until the first checkpoint completed.
 
 Files are named by absolute location. Decisions on the coordinator's loop;
 :meth:`SharedFiles.delete` is I/O (executor). The story: docs/design.md, "Module notes".
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import re
 from collections.abc import Iterable
 
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
@@ -27,6 +28,8 @@ from undertow.storage.checkpoint_storage import SHARED_DIR, CheckpointStorage
 from undertow.storage.duplicate import SharedFileDuplication
 
 log = logging.getLogger(__name__)
+
+_CHECKPOINT_DIR = re.compile(r"chk-(0|[1-9][0-9]*)")
 
 
 class SharedFiles:
@@ -77,14 +80,18 @@ class SharedFiles:
         shared: Iterable[FileHandle],
         mode: RecoveryClaimMode,
         adopted: Iterable[str] = (),
+        channel_state: Iterable[FileHandle] = (),
     ) -> None:
         """The job started from the checkpoint at ``pointer`` (``.../<job>/chk-<n>``) in
-        ``mode``: under CLAIM its shared files, and their ``adopted`` links in this job's
-        ``shared/``, are registered as owned and held by it; under NO_CLAIM nothing is (the
-        files are the user's: never deleted, never rewritten)."""
+        ``mode``: under CLAIM its shared files, their ``adopted`` links in this job's
+        ``shared/``, and the ``channel_state`` files of its job's older checkpoints it refers
+        to (``chk-<m>/<name>``, FLIP-76) are registered as owned and held by it, so they go
+        when it is subsumed (or discarded at the end) and nothing holds them; under NO_CLAIM
+        nothing is (the files are the user's: never deleted, never rewritten)."""
         if mode is not RecoveryClaimMode.CLAIM:
             return
         uris = [*_restored_uris(pointer, shared), *adopted]
+        uris += _referred_uris(pointer, channel_state)
         self.registry.register_restored(checkpoint_id, uris, mode)
 
     def adopt(self, pointer: str, shared: Iterable[FileHandle]) -> list[str]:
@@ -153,7 +160,7 @@ class SharedFiles:
             try:
                 if posixpath.basename(posixpath.dirname(uri)) == SHARED_DIR:
                     self.storage.discard_shared_file(uri)
-                else:  # a channel-state file a newer checkpoint referred to
+                else:  # a channel-state file a newer (or a claimed) checkpoint referred to
                     self.storage.discard_checkpoint_file(uri)
             except (OSError, ValueError) as err:
                 job, cid = self.storage.job_id, release.checkpoint_id
@@ -170,3 +177,19 @@ def _shared_path(path: str) -> str:
     if not path.startswith(SHARED_DIR + "/") or path.count("/") != 1:
         raise ValueError(f"restored checkpoint references {path!r}, not a file in {SHARED_DIR}/")
     return path
+
+
+def _referred_uris(pointer: str, channel_state: Iterable[FileHandle]) -> list[str]:
+    """The locations of the channel-state files (``chk-<m>/<name>``, relative to the job
+    directory of the snapshot at ``pointer``) that the snapshot refers to."""
+    job_dir = posixpath.dirname(pointer.rstrip("/"))
+    uris = []
+    for handle in channel_state:
+        parts = handle.path.split("/")
+        if len(parts) != 2 or not _CHECKPOINT_DIR.fullmatch(parts[0]) or not parts[1]:
+            raise ValueError(
+                f"restored checkpoint at {pointer} refers to channel state {handle.path!r}, "
+                "not a file in a chk-<n>/ directory of its job"
+            )
+        uris.append(posixpath.join(job_dir, handle.path))
+    return uris

@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from undertow.runtime.network.buffer import Buffer
-
 
 class InflightDataSink(Protocol):
     """Receives every payload a channel observed (implemented by the checkpoint layer)."""
@@ -58,13 +56,14 @@ class InflightInputView(Protocol):
 class InflightOutputView(Protocol):
     """One result subpartition as the capture of its in-flight data sees it."""
 
-    def overtake_with_priority_event(self, event: Any) -> list[Buffer]:
-        """Queue ``event`` ahead of all data; return the data buffers it overtook."""
+    def overtake_with_priority_event(self, event: Any) -> list[Any]:
+        """Queue ``event`` ahead of all data; return the data it overtook: buffers, and while
+        restored output is queued lazily, what is left of it (chunks and runs)."""
         ...
 
-    def prioritize_event(self, event: Any, replacement: Any) -> list[Buffer] | None:
+    def prioritize_event(self, event: Any, replacement: Any) -> list[Any] | None:
         """Replace the queued ``event`` by the priority event ``replacement``; return the data
-        buffers that were ahead of it, or ``None`` if ``event`` already left."""
+        that was ahead of it (as above), or ``None`` if ``event`` already left."""
         ...
 
     def subscribe_events_sent(self, sink: InflightDataSink) -> None:

@@ -31,9 +31,22 @@ class ProducerLink(Protocol):
     def deliver(self, send: Send) -> None: ...
 
 
+class RestoredOutput(Protocol):
+    """A subpartition's restored output buffers (unaligned channel state), read lazily: channel
+    recovery's stream (``channel_recovery.stream.RestoredInputStream``)."""
+
+    def next_chunk(self) -> bytes | None:
+        """The next encoded buffer (``None`` once exhausted); may block on a ranged read."""
+        ...
+
+    def rest(self) -> list[Any]:
+        """What is left, in order (chunks, and runs of files a checkpoint may refer to)."""
+        ...
+
+
 class ResultSubpartition:
-    __slots__ = ("_event_sink", "_pumping", "_repump", "channel_id", "link", "name",
-                 "partition", "sender")  # fmt: skip
+    __slots__ = ("_decode", "_event_sink", "_held_back", "_pumping", "_repump", "_restored",
+                 "_window", "channel_id", "link", "name", "partition", "sender")  # fmt: skip
 
     def __init__(self, partition: ResultPartition, channel_id: int, name: str) -> None:
         self.partition = partition
@@ -45,6 +58,13 @@ class ResultSubpartition:
         self._repump = False
         #: Called with the payload of every event this subpartition sends, when it is sent.
         self._event_sink: InflightDataSink | None = None
+        #: Restored output not yet queued (:meth:`restore_output`), how to decode its chunks,
+        #: how many of its buffers wait in the sender at most, and what the task added
+        #: meanwhile: (payload, is data, priority, blocks upstream), in order.
+        self._restored: RestoredOutput | None = None
+        self._decode: Callable[[bytes], Buffer] = Buffer
+        self._window = 1
+        self._held_back: list[tuple[Any, bool, bool, bool]] = []
 
     def subscribe_events_sent(self, sink: InflightDataSink) -> None:
         """Call ``sink`` with every event this subpartition sends, right after the transport
@@ -53,7 +73,54 @@ class ResultSubpartition:
             raise RuntimeError(f"{self.name}: sent events already have a subscriber")
         self._event_sink = sink
 
+    def restore_output(
+        self, restored: RestoredOutput, decode: Callable[[bytes], Buffer], window: int
+    ) -> None:
+        """Queue the restored output buffers of this subpartition lazily, before anything else:
+        at most ``window`` of them wait in the sender at a time, refilled as they are sent
+        (each refill may block on a ranged read, on this loop thread). Until the last was
+        queued, what the task adds (data, and events but priority ones) is held back behind
+        them, counted as queued: all restored output precedes all new output. Once only."""
+        if self._restored is not None:
+            raise RuntimeError(f"{self.name}: restored output was already given")
+        self._restored, self._decode, self._window = restored, decode, max(1, window)
+        self._refill()
+        self.pump()
+
+    @property
+    def is_restoring(self) -> bool:
+        """Restored output is still to be queued (:meth:`restore_output`)."""
+        return self._restored is not None
+
+    def _refill(self) -> bool:
+        """Queue restored buffers up to the window; once the restored output ended, what was
+        held back. Whether anything was queued."""
+        restored = self._restored
+        if restored is None:
+            return False
+        sender, added = self.sender, 0
+        while sender.queued_data_buffers < self._window:
+            chunk = restored.next_chunk()
+            if chunk is None:
+                self._restored = None
+                for payload, is_data, priority, blocks in self._held_back:
+                    if is_data:
+                        sender.add_data(payload)
+                    else:
+                        sender.add_event(payload, priority, blocks)
+                added += len(self._held_back)
+                self._held_back = []
+                break
+            sender.add_data(self._decode(chunk))
+            self.partition.queued += 1
+            added += 1
+        return added > 0
+
     def add_buffers(self, buffers: list[Buffer]) -> None:
+        if self._restored is not None:
+            self._held_back.extend((b, True, False, False) for b in buffers)
+            self.partition.queued += len(buffers)
+            return
         sender = self.sender
         for b in buffers:
             sender.add_data(b)
@@ -61,28 +128,52 @@ class ResultSubpartition:
         self.pump()
 
     def add_event(self, event: Any, priority: bool = False, blocks_upstream: bool = False) -> None:
+        if self._restored is not None and not priority:
+            self._held_back.append((event, False, priority, blocks_upstream))
+            return
         self.sender.add_event(event, priority, blocks_upstream)
         self.pump()
 
-    def overtake_with_priority_event(self, event: Any) -> list[Buffer]:
-        """Queue ``event`` ahead of all data; return the data buffers it overtook (they stay
-        queued, behind it), head to tail."""
-        overtaken = self.sender.overtake_with_priority_event(event)
+    def overtake_with_priority_event(self, event: Any) -> list[Any]:
+        """Queue ``event`` ahead of all data; return, head to tail, the data buffers it
+        overtook (they stay queued, behind it): while restoring, the restored ones queued, the
+        rest of the restored output (:meth:`RestoredOutput.rest`) and the held-back buffers."""
+        overtaken = self.sender.overtake_with_priority_event(event) + self._restored_rest()
         self.pump()
-        return overtaken  # type: ignore[return-value]
+        return overtaken
 
-    def prioritize_event(self, event: Any, replacement: Any) -> list[Buffer] | None:
+    def prioritize_event(self, event: Any, replacement: Any) -> list[Any] | None:
         """If ``event`` (by identity) is still queued, replace it by ``replacement`` as a
-        priority event and return the data buffers that were ahead of it; else ``None``."""
-        overtaken = self.sender.prioritize_event(lambda p: p is event, replacement)
-        if overtaken is not None:
+        priority event and return the data that was ahead of it (as in
+        :meth:`overtake_with_priority_event`); else ``None``."""
+        held = self._held_back
+        at = next((i for i, h in enumerate(held) if h[0] is event), None)
+        if self._restored is not None and at is not None:
+            ahead = [payload for payload, is_data, _, _ in held[:at] if is_data]
+            del held[at]
+            overtaken = self.sender.overtake_with_priority_event(replacement)
+            overtaken += self._restored_rest(ahead)
             self.pump()
-        return overtaken  # type: ignore[return-value]
+            return overtaken
+        found = self.sender.prioritize_event(lambda p: p is event, replacement)
+        if found is not None:
+            self.pump()
+        return found
+
+    def _restored_rest(self, held: list[Any] | None = None) -> list[Any]:
+        restored = self._restored
+        if restored is None:
+            return []
+        if held is None:
+            held = [payload for payload, is_data, _, _ in self._held_back if is_data]
+        return restored.rest() + held
 
     @property
     def queued_data_bytes(self) -> int:
-        """Bytes of the data buffers queued here (not yet sent). Cost: O(queued entries)."""
-        return self.sender.queued_data_bytes()
+        """Bytes of the data buffers queued here (not yet sent), the held-back ones included
+        (not the restored output not yet read). Cost: O(queued entries)."""
+        held = sum(len(p) for p, is_data, _, _ in self._held_back if is_data)
+        return self.sender.queued_data_bytes() + held
 
     def add_credit(self, credit: int) -> None:
         self.sender.add_credit(credit)
@@ -113,6 +204,8 @@ class ResultSubpartition:
             while True:
                 send = sender.poll()
                 if send is None:
+                    if self._restored is not None and self._refill():
+                        continue
                     if not self._repump:
                         break
                     self._repump = False

@@ -60,6 +60,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     PersistInput,
     PersistInputRun,
     PersistOutput,
+    PersistOutputRun,
     ScheduleOutputTimeout,
     StartChannelState,
 )
@@ -339,6 +340,12 @@ class SubtaskCheckpointer:
                             writer.add_input(cid, channel, chunk)
                 case PersistOutput(cid, channel, chunk):
                     writer.add_output(cid, channel, chunk)
+                case PersistOutputRun(cid, channel, run, refer):
+                    if refer and run.referencable and isinstance(writer, ReferencesChannelState):
+                        writer.add_output_reference(cid, channel, run.reference)
+                    else:  # written again (docs/unaligned-and-debloating.md says when)
+                        for chunk in run.chunks():
+                            writer.add_output(cid, channel, chunk)
                 case StartChannelState(cid):
                     writer.start(cid)
                 case FinishInput(cid):

@@ -18,7 +18,12 @@ from undertow.runtime.checkpoint.channel_recovery.reader import (
     with_channel_state,
 )
 from undertow.runtime.checkpoint.channel_recovery.rescale import OldChannel, ReemitChannel
-from undertow.runtime.checkpoint.channel_recovery.stream import RestoredInputStream
+from undertow.runtime.checkpoint.channel_recovery.stream import (
+    RestoredInputStream,
+    RestoredRun,
+    restored_channels,
+    restored_input,
+)
 from undertow.runtime.checkpoint.channel_state_files import ChannelStateFileWriter
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.network.input_gate import InputGate
@@ -95,7 +100,8 @@ def test_in_place_state_leaves_out_rescaled_channels_and_other_workers() -> None
     got = asyncio.run(reader.read_in_place())
     assert set(got) == {(7, 0)}
     assert {c: drain(s) for c, s in got[(7, 0)].inputs.items()} == {(0, 0): [b"\x00in-a"]}
-    assert got[(7, 0)].outputs == {(0, 1): (b"\x01out-", b"\x00b")}
+    outputs = {c: list(iter(s.next_chunk, None)) for c, s in got[(7, 0)].outputs.items()}
+    assert outputs == {(0, 1): [b"\x01out-", b"\x00b"]}
 
 
 def drain(streams: tuple[RestoredInputStream, RestoredInputStream]) -> list[bytes]:
@@ -113,12 +119,11 @@ def test_reemitted_stream_is_input_then_output_and_each_handle_is_read_once() ->
     assignment.reemit = {(4, 0): channels, (4, 1): channels}
     reader = ChannelStateReader(assignment, {(4, 0)}, EXECUTOR, storage)
     got = asyncio.run(reader.read_reemitted())
-    assert [(output, chunks) for output, chunks, _ in got[(4, 0)]] == [
-        (0, [b"\x00i0", b"\x00o0"]),
-        (0, [b"\x00i1", b"\x00o0"]),
-    ]
+    assert set(got) == {(4, 0)} and CountingStorage.reads == 2  # each region verified once
+    chunks = [(output, [c for s in streams for c in iter(s.next_chunk, None)])
+              for output, streams, _ in got[(4, 0)]]  # fmt: skip
+    assert chunks == [(0, [b"\x00i0", b"\x00o0"]), (0, [b"\x00i1", b"\x00o0"])]
     assert "checkpoint 3, edge 9, old channel 1 -> 0" in got[(4, 0)][1][2]
-    assert set(got) == {(4, 0)} and CountingStorage.reads == 2
 
 
 def test_corrupt_region_fails_before_any_chunk_is_used() -> None:
@@ -146,13 +151,50 @@ def test_attach_checks_that_every_channel_exists() -> None:
     partition = ResultPartition("p", [0, 1], buffers_per_channel=2, floating_buffers=0,
                                 max_buffers_per_channel=10)  # fmt: skip
     writer = RecordWriter(partition, RebalancePartitioner(), 1024)
-    fits = RestoredChannels(CID, {(0, 0): streams(b"\x00a")}, {(0, 1): (b"\x00b",)})
+    fits = RestoredChannels(CID, {(0, 0): streams(b"\x00a")},
+                            {(0, 1): RestoredInputStream([b"\x00b"])})  # fmt: skip
     [snapshot] = with_channel_state(vertex, 1, None, [gate], [writer], fits)
     assert snapshot.channel_state is not None
     assert snapshot.channel_state.gate_channels == (1,)
     assert snapshot.channel_state.subpartitions == (2,)
-    assert snapshot.channel_state.outputs == {(0, 1): (b"\x00b",)}
+    assert snapshot.channel_state.outputs == {}  # a stream: ``for_subtask``
     stray = RestoredChannels(CID, {(0, 1): streams(b"\x00a")}, {})
     message = r"map \(2/2\): checkpoint 3 holds input channel state of channel \(0, 1\), which"
     with pytest.raises(RestoreError, match=message):
         with_channel_state(vertex, 1, None, [gate], [writer], stray)
+
+
+def test_reemitted_channels_include_what_a_checkpoint_during_recovery_referred_to() -> None:
+    """An old channel whose state a checkpoint during recovery partly referred to (input and
+    output runs of an older file), re-emitted after a rescale: its stream is the written
+    chunks with the referred runs in place (before, the references were left out)."""
+    storage, assignment = storage_pair()
+    older = write_state(storage, {(0, 0): [b"\x00r1", b"\x00r2"]}, {(0, 0): [b"\x00s1"]})
+    assert older.input is not None and older.output is not None
+    _, rest = restored_input(older.input, storage.read_range, referencable=True)[(0, 0)]
+    [in_run] = rest.rest()
+    [out_run] = restored_channels(older.output, storage.read_range, referencable=True)[
+        (0, 0)
+    ].rest()
+    assert isinstance(in_run, RestoredRun) and isinstance(out_run, RestoredRun)
+
+    async def body() -> ChannelStateHandles:
+        writer = ChannelStateFileWriter(storage.write_file, 5, 0, executor=EXECUTOR)
+        sub = writer.register("writer (1/1)")
+        sub.start(CID + 1)
+        sub.add_input(CID + 1, (0, 0), b"\x00in-hand")
+        sub.add_input_reference(CID + 1, (0, 0), in_run.reference)
+        sub.finish_input(CID + 1)
+        sub.add_output_reference(CID + 1, (0, 0), out_run.reference)
+        sub.add_output(CID + 1, (0, 0), b"\x00new")
+        sub.finish_output(CID + 1)
+        return await asyncio.wait_for(sub.result(CID + 1), 5)
+
+    taken = asyncio.run(body())
+    assert taken.output is not None and taken.output.references
+    channel = ReemitChannel(OldChannel(9, 0, 0, 0, 0), taken.input, taken.output)
+    assignment.reemit = {(4, 0): (channel,)}
+    got = asyncio.run(ChannelStateReader(assignment, {(4, 0)}, EXECUTOR, storage).read_reemitted())
+    [(_, streams, _)] = got[(4, 0)]
+    chunks = [c for s in streams for c in iter(s.next_chunk, None)]
+    assert chunks == [b"\x00in-hand", b"\x00r1", b"\x00r2", b"\x00s1", b"\x00new"]

@@ -65,12 +65,13 @@ def test_a_subtask_learns_what_it_reemits_and_which_gates_and_outputs_recover() 
         rescaled_gates={3: frozenset({0})}, rescaled_outputs={2: frozenset({1})}
     )
     recovery = asyncio.run(WorkerChannelRecovery.read(assignment, {(2, 0), (3, 0)}, None))
+    old = RestoredInputStream([b"a", b"b"])
     recovery = WorkerChannelRecovery(
-        recovery.in_place, {(2, 0): [(1, [b"a", b"b"], "old 0 -> 1")]},
+        recovery.in_place, {(2, 0): [(1, [old], "old 0 -> 1")]},
         recovery.rescaled_gates, recovery.rescaled_outputs,
     )  # fmt: skip
     assert recovery.for_subtask(2, 0) == SubtaskChannelRecovery(
-        reemit=(ReemittedChannel(1, (b"a", b"b"), "old 0 -> 1"),), recovery_outputs=frozenset({1})
+        reemit=(ReemittedChannel(1, (old,), "old 0 -> 1"),), recovery_outputs=frozenset({1})
     )
     assert recovery.for_subtask(3, 0) == SubtaskChannelRecovery(recovering_gates=frozenset({0}))
     assert recovery.for_subtask(2, 1) == SubtaskChannelRecovery(recovery_outputs=frozenset({1}))
@@ -117,7 +118,8 @@ def test_with_during_recovery_off_subtasks_restoring_input_in_place_report_it() 
     ))  # fmt: skip
     assert off.for_subtask(2, 0).reports_restored_input
     assert set(off.for_subtask(2, 0).restored_input) == {(0, 0)}
-    assert off.for_subtask(2, 1) == SubtaskChannelRecovery()
+    output_only = off.for_subtask(2, 1)
+    assert not output_only.reports_restored_input and set(output_only.restored_output) == {(0, 0)}
     on = asyncio.run(WorkerChannelRecovery.read(
         Assignment(channel_state=state), {(2, 0)}, None, during_recovery=True
     ))  # fmt: skip

@@ -4,8 +4,8 @@ One home, four steps behind this package's interface (the runtime calls only the
 1. driver, pure: :func:`plan_channel_recovery` decides what each new subtask restores in place
    and which old channels a producer re-emits after a rescale (:mod:`.plan`, :mod:`.rescale`);
 2. worker, I/O pool: :meth:`WorkerChannelRecovery.read` reads and checks it (:mod:`.reader`);
-   restored input becomes lazy per-channel streams whose undecoded rest a checkpoint during
-   recovery refers to instead of writing it again (:mod:`.stream`);
+   restored input and output become lazy per-channel streams whose unconsumed rest a
+   checkpoint during recovery refers to instead of writing it again (:mod:`.stream`);
 3. task, before ``open``: :func:`restore_in_place` and :func:`reemit` put it back (:mod:`.feed`);
 4. consumer: :class:`UpstreamRecoveryTracker` resumes a gate once its re-emitted data ended;
    :class:`RecoveryCountdown` tells the JobMaster once everything the subtask must consume

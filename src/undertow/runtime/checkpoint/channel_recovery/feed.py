@@ -1,6 +1,7 @@
 """The task's half of channel recovery: restored channel state put back before any operator runs.
 
-In place (same parallelism): restored output buffers go back into their subpartitions, and
+In place (same parallelism): restored output buffers go back into their subpartitions (a
+window at a time, read as they are sent), and
 restored input becomes lazy per-channel streams of the input processor (:mod:`.stream`), decoded
 and processed before any live input (:func:`restore_in_place`). After a rescale: the records of
 the old channels a producer took over are re-emitted through its record writers, each rescaled
@@ -42,8 +43,8 @@ class ReemittedChannel:
     #: Index of the output (in ``vertex.outputs`` order) the records go to.
     output: int
     #: The old channel's chunks in stream order: its consumer's input, then its producer's
-    #: output.
-    chunks: tuple[bytes, ...]
+    #: output (read a block at a time as they are re-emitted).
+    streams: tuple[RestoredInputStream, ...]
     #: Checkpoint, edge and old channel, for errors.
     description: str
 
@@ -69,6 +70,9 @@ class SubtaskChannelRecovery:
     restored_input: Mapping[ChannelId, tuple[RestoredInputStream, RestoredInputStream]] = field(
         default_factory=dict
     )
+    #: Subpartition -> its restored output buffers read from files, lazily
+    #: (:func:`.stream.restored_channels`).
+    restored_output: Mapping[ChannelId, RestoredInputStream] = field(default_factory=dict)
 
 
 class RecoveringSubtask(Protocol):
@@ -105,7 +109,8 @@ def restore_in_place(
     partitions: Sequence[ResultPartition],
     add_input: RestoredInput,
 ) -> None:
-    """Queue restored output buffers; hand each input channel's restored streams to
+    """Queue restored output buffers (lazily: :meth:`.ResultSubpartition.restore_output`);
+    hand each input channel's restored streams to
     ``add_input``: first the recovered input of every channel (re-emitted data of a rescaled
     restore that a checkpoint during recovery found unprocessed: it precedes all live data of
     the gate), then each channel's other input, in channel order.
@@ -115,18 +120,23 @@ def restore_in_place(
     ``snapshots`` carries channel state (more fail the shape check: state restored in place
     is never redistributed)."""
     streams = dict(subtask.channel_recovery.restored_input)
+    outputs = dict(subtask.channel_recovery.restored_output)
     states = [s.channel_state for s in snapshots if s.channel_state is not None]
-    if not states and not streams:
+    if not states and not streams and not outputs:
         return
     if states:
         state = states[0]
         _check_shape(subtask, state, len(snapshots), partitions)
-        for (output, subpartition), chunks in sorted(state.outputs.items()):
-            sp = partitions[output].subpartitions[subpartition]
-            sp.add_buffers([decode_chunk(c) for c in chunks])
+        for c, chunks in state.outputs.items():
+            outputs[c] = RestoredInputStream(chunks)
         for c, chunks in state.inputs.items():
             n = _recovered_prefix(subtask, state, c, chunks)
             streams[c] = RestoredInputStream(chunks).split(n)
+    for (output, subpartition), out in sorted(outputs.items()):
+        partition = partitions[output]
+        partition.subpartitions[subpartition].restore_output(
+            out, decode_chunk, partition.max_buffers_per_channel
+        )
     inputs = sorted(streams.items())
     for first_pass in (True, False):
         for (gate_index, channel_index), (recovered, rest) in inputs:
@@ -148,7 +158,8 @@ def reemit(
         output, where = channel.output, channel.description
         writer = writers[output]
         try:
-            for values, stamps in channel_records(channel.chunks, where):
+            chunks = (c for s in channel.streams for c in iter(s.next_chunk, None))
+            for values, stamps in channel_records(chunks, where):
                 writer.emit(values, stamps)
         except ValueError as err:
             raise RestoreError(

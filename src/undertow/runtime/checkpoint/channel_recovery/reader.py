@@ -4,10 +4,9 @@ Two kinds, decided by the coordinator's restore plan: channels of edges whose pa
 not change are restored *in place* (the subtask's own output state, attached to its snapshot as
 a ``ChannelState`` for the task to put back, and its input state as lazy per-channel streams,
 :mod:`.stream`); channels of rescaled edges are *re-emitted* by the new producer subtask that
-took their old producer over (:mod:`.rescale`). Input regions are verified by one streamed pass
-on the I/O pool and then read a block at a time as the task consumes them; output and re-emitted
-handles are read once per worker with one ranged read, checked before a chunk is used
-(:func:`~undertow.runtime.checkpoint.channel_state_files.read_channel_state`).
+took their old producer over (:mod:`.rescale`). Every region is verified by one streamed pass on
+the I/O pool; then input, output and re-emitted channels are read a block at a time as the task
+consumes them (:mod:`.stream`; whole at once when the restored snapshot is not the job's own).
 
 Threading: the coroutines run on the worker's loop; only the reads run on the executor. A bad
 shape raises ``RestoreError`` naming the operator, subtask, checkpoint and channel. The longer
@@ -19,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
@@ -31,13 +30,14 @@ from undertow.runtime.checkpoint.channel_recovery.feed import (
     SubtaskChannelRecovery,
 )
 from undertow.runtime.checkpoint.channel_recovery.plan import in_place_input_subtasks
-from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel, channel_stream
+from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel
 from undertow.runtime.checkpoint.channel_recovery.stream import (
     ChannelStreams,
     HeldBytes,
+    RestoredInputStream,
+    restored_channels,
     restored_input,
 )
-from undertow.runtime.checkpoint.channel_state_files import read_channel_state
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelId,
     ChannelStateHandles,
@@ -52,10 +52,10 @@ log = logging.getLogger(__name__)
 
 #: (vertex id, subtask index)
 SubtaskKey: TypeAlias = tuple[int, int]
-#: One old channel a producer re-emits: (output index, chunks in stream order, where for errors).
-ReemitStream: TypeAlias = tuple[int, list[bytes], str]
-#: Chunks per channel, in stream order.
-ChannelChunks: TypeAlias = dict[ChannelId, tuple[bytes, ...]]
+#: One old channel a producer re-emits: (output index, its streams in order, where for errors).
+ReemitStream: TypeAlias = tuple[int, list[RestoredInputStream], str]
+#: Stream per channel of one handle.
+OutputStreams: TypeAlias = dict[ChannelId, RestoredInputStream]
 
 
 class ChannelStateAssignment(Protocol):
@@ -95,12 +95,12 @@ class ChannelStateAssignment(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RestoredChannels:
-    """One subtask's in-place channel state: its input as lazy streams (verified), its output
-    read back whole."""
+    """One subtask's in-place channel state: its input and its output as lazy streams
+    (verified)."""
 
     checkpoint_id: int
     inputs: ChannelStreams
-    outputs: ChannelChunks
+    outputs: OutputStreams
 
 
 class ChannelStateReader:
@@ -123,7 +123,7 @@ class ChannelStateReader:
         self.storage = storage or CheckpointStorage(assignment.checkpoint_dir, assignment.job_id)
         #: Bytes the restored input streams hold in memory (all of this worker's).
         self.held = HeldBytes()
-        self._cache: dict[int, ChannelChunks] = {}
+        self._cache: dict[int, OutputStreams] = {}
         self._handles: dict[int, MergedChannelStateHandle] = {}  # keeps the cached ids valid
 
     async def read_in_place(self) -> dict[SubtaskKey, RestoredChannels]:
@@ -140,7 +140,7 @@ class ChannelStateReader:
                     f"subtask {key[1]} is a {type(handles).__name__}, not ChannelStateHandles"
                 )
             inputs = await self._streams(handles.input)
-            outputs = await self._chunks(handles.output)
+            outputs = await self._channel_streams(handles.output)
             gates = assignment.rescaled_gates.get(key[0], frozenset())
             rescaled = assignment.rescaled_outputs.get(key[0], frozenset())
             inputs = {c: chunks for c, chunks in inputs.items() if c[0] not in gates}
@@ -160,13 +160,15 @@ class ChannelStateReader:
             streams: list[ReemitStream] = []
             for item in channels:
                 old = item.channel
-                ins = (await self._chunks(item.input)).get(old.input_channel, ())
-                outs = (await self._chunks(item.output)).get(old.output_channel, ())
+                ins = (await self._channel_streams(item.input)).get(old.input_channel)
+                outs = (await self._channel_streams(item.output)).get(old.output_channel)
                 where = (
                     f"checkpoint {assignment.checkpoint_id}, edge {old.edge_id}, old channel "
                     f"{old.old_producer} -> {old.old_consumer}"
                 )
-                streams.append((old.output_index, channel_stream(ins, outs), where))
+                # the consumer's input state, then the producer's output state
+                ordered = [st for st in (ins, outs) if st is not None]
+                streams.append((old.output_index, ordered, where))
             result[key] = streams
         return result
 
@@ -179,25 +181,22 @@ class ChannelStateReader:
         )  # fmt: skip
         return await asyncio.get_running_loop().run_in_executor(self.executor, read)
 
-    async def _chunks(self, handle: MergedChannelStateHandle | None) -> ChannelChunks:
+    async def _channel_streams(self, handle: MergedChannelStateHandle | None) -> OutputStreams:
+        """Per channel of ``handle``, its stream (referred runs included), verified once per
+        handle: each channel's stream is consumed by one subtask (its own output, or the old
+        channel one new producer re-emits)."""
         if handle is None:
             return {}
         if id(handle) not in self._cache:
             self._handles[id(handle)] = handle
+            read = functools.partial(
+                restored_channels, handle, self.storage.read_range,
+                referencable=self.assignment.refers_to_channel_state, held=self.held,
+            )  # fmt: skip
             self._cache[id(handle)] = await asyncio.get_running_loop().run_in_executor(
-                self.executor, read_chunks, handle, self.storage.read_range
+                self.executor, read
             )
-        return self._cache[id(handle)]
-
-
-def read_chunks(
-    handle: MergedChannelStateHandle, read_range: Callable[[str, int, int], bytes]
-) -> ChannelChunks:
-    """Blocking: ``handle``'s verified region, as chunks per channel in stream order."""
-    chunks: dict[ChannelId, list[bytes]] = {}
-    for channel, chunk in read_channel_state(handle, read_range):
-        chunks.setdefault(channel, []).append(chunk)
-    return {channel: tuple(c) for channel, c in chunks.items()}
+        return {channel: stream.fresh() for channel, stream in self._cache[id(handle)].items()}
 
 
 def with_channel_state(
@@ -230,9 +229,9 @@ def with_channel_state(
             f"{restored.checkpoint_id} holds channel state in shared files, but the subtask "
             f"restores {len(snapshots)} state files (rescaled or re-chained)"
         )
-    snapshots[0].channel_state = ChannelState(  # its input: streams (``for_subtask``)
+    snapshots[0].channel_state = ChannelState(  # its channels: streams (``for_subtask``)
         restored.checkpoint_id, subtask, vertex.parallelism, gate_channels, subpartitions,
-        {}, dict(restored.outputs),
+        {}, {},
     )  # fmt: skip
     return snapshots
 
@@ -308,17 +307,18 @@ class WorkerChannelRecovery:
 
     def for_subtask(self, vertex_id: int, subtask: int) -> SubtaskChannelRecovery:
         """What the subtask re-emits, and which of its outputs and gates recover, after a
-        rescale, and its restored input streams."""
+        rescale, and its restored input and output streams."""
         restored = self.in_place.get((vertex_id, subtask))
         return SubtaskChannelRecovery(
             reemit=tuple(
-                ReemittedChannel(output, tuple(chunks), where)
-                for output, chunks, where in self.reemitted.get((vertex_id, subtask), [])
+                ReemittedChannel(output, tuple(streams), where)
+                for output, streams, where in self.reemitted.get((vertex_id, subtask), [])
             ),
             recovery_outputs=self.rescaled_outputs.get(vertex_id, frozenset()),
             recovering_gates=frozenset(self.rescaled_gates.get(vertex_id, frozenset())),
             reports_restored_input=(vertex_id, subtask) in self.reporting_inputs,
             restored_input=restored.inputs if restored is not None else {},
+            restored_output=restored.outputs if restored is not None else {},
         )
 
 
@@ -331,10 +331,11 @@ def _log_rewrites(
     referring to it (no silent fallback): a snapshot that is not the job's own (restored from
     a path, CLAIM or NO_CLAIM), and re-emitted records of a rescaled restore."""
     cid = assignment.checkpoint_id
-    if any(r.inputs for r in in_place.values()) and not assignment.refers_to_channel_state:
-        log.info("checkpoint %d is not this job's own checkpoint: its restored input is read "
-                 "whole, and checkpoints during its recovery write what is not yet consumed "
-                 "again instead of referring to its files", cid)  # fmt: skip
+    restores = any(r.inputs or r.outputs for r in in_place.values())
+    if restores and not assignment.refers_to_channel_state:
+        log.info("checkpoint %d is not this job's own checkpoint: its restored input and "
+                 "output are read whole, and checkpoints during its recovery write what is not "
+                 "yet consumed or sent again instead of referring to its files", cid)  # fmt: skip
     if reemitted:
         log.info("checkpoint %d is restored at another parallelism: checkpoints during its "
                  "recovery write the re-emitted records not yet processed again (recovered "

@@ -1,4 +1,5 @@
-"""Restored input channel state as a stream: one channel's chunks, read a bounded block at a time.
+"""Restored channel state as a stream: one channel's chunks, read a bounded block at a time
+(input channels, subpartitions' output, old channels re-emitted after a rescale).
 
 A channel's restored input is a sequence of items in stream order: chunks in memory, or *runs*
 (:class:`~..channel_state_handles.ChannelStateReference`, chunks in a verified file region).
@@ -174,6 +175,11 @@ class RestoredInputStream:
             left -= take
         return self._like(head), self._like(tail)
 
+    def fresh(self) -> RestoredInputStream:
+        """Another stream of the same chunks, from the start (before any was handed out: a
+        handle verified once serves every subtask that restores one of its channels)."""
+        return self._like(list(self._items))
+
     def _like(self, items: list[RestoredItem]) -> RestoredInputStream:
         return RestoredInputStream(items, self.read_range, referencable=self.referencable,
                                    block_bytes=self.block_bytes, held=self._held)  # fmt: skip
@@ -270,20 +276,7 @@ def restored_input(
     where = (
         f"input channel state of subtask {handle.subtask!r} in checkpoint {handle.checkpoint_id}"
     )
-    items: dict[ChannelId, list[RestoredItem]] = {}
-    if handle.inline_data is not None:
-        for channel, chunk in read_channel_state(handle, read_range):
-            items.setdefault(channel, []).append(chunk)
-    else:
-        assert handle.file is not None
-        for channel, run in _written_runs(handle).items():
-            items[channel] = [run]
-    refs: dict[ChannelId, list[ChannelStateReference]] = {}
-    for ref in handle.references:  # ascending channel, then position
-        refs.setdefault(ref.channel, []).append(ref)
-    for channel, channel_refs in refs.items():
-        items[channel] = _channel_items(items.get(channel, []), channel_refs, where)
-    flags = _scan(items.values(), read_range, where, block_bytes)
+    items, flags = _verified_items(handle, read_range, where, block_bytes)
     result: ChannelStreams = {}
     for channel, channel_items in sorted(items.items()):
         marks = [flags[(i.file.path, o)] if isinstance(i, ChannelStateReference) else i[0]
@@ -303,6 +296,52 @@ def restored_input(
             head, tail = RestoredInputStream(_drain(head)), RestoredInputStream(_drain(tail))
         result[channel] = (head, tail)
     return result
+
+
+def restored_channels(
+    handle: MergedChannelStateHandle,
+    read_range: ReadRange,
+    *,
+    referencable: bool,
+    held: HeldBytes | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> dict[ChannelId, RestoredInputStream]:
+    """As :func:`restored_input` for any handle (restored output buffers of a subpartition,
+    or an old channel a producer re-emits after a rescale): per channel one stream of its
+    written chunks and the runs it refers to, in order, verified here (blocking), read lazily
+    only when ``referencable`` (else whole now, for the reason given there)."""
+    where = (
+        f"{handle.direction.value} channel state of subtask {handle.subtask!r} in checkpoint "
+        f"{handle.checkpoint_id}"
+    )
+    items, _ = _verified_items(handle, read_range, where, block_bytes)
+    result: dict[ChannelId, RestoredInputStream] = {}
+    for channel, channel_items in sorted(items.items()):
+        stream = RestoredInputStream(channel_items, read_range, referencable=referencable,
+                                     held=held, block_bytes=block_bytes)  # fmt: skip
+        result[channel] = stream if referencable else RestoredInputStream(_drain(stream))
+    return result
+
+
+def _verified_items(
+    handle: MergedChannelStateHandle, read_range: ReadRange, where: str, block_bytes: int
+) -> tuple[dict[ChannelId, list[RestoredItem]], dict[tuple[str, int], int]]:
+    """Per channel of ``handle``, its items (written chunks, referenced runs) in stream order,
+    every region verified; and the flag byte at each run chunk's (file, offset)."""
+    items: dict[ChannelId, list[RestoredItem]] = {}
+    if handle.inline_data is not None:
+        for channel, chunk in read_channel_state(handle, read_range):
+            items.setdefault(channel, []).append(chunk)
+    else:
+        assert handle.file is not None
+        for channel, run in _written_runs(handle).items():
+            items[channel] = [run]
+    refs: dict[ChannelId, list[ChannelStateReference]] = {}
+    for ref in handle.references:  # ascending channel, then position
+        refs.setdefault(ref.channel, []).append(ref)
+    for channel, channel_refs in refs.items():
+        items[channel] = _channel_items(items.get(channel, []), channel_refs, where)
+    return items, _scan(items.values(), read_range, where, block_bytes)
 
 
 def _drain(stream: RestoredInputStream) -> list[bytes]:
