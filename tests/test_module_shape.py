@@ -12,10 +12,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "undertow"
 MAX_DOCSTRING_LINES = 15
-#: Issue 27 asks for ~500. Two modules are over it without a reason, and were being edited by
-#: others when the rest were split: runtime/task/checkpointing.py (542 lines) and
-#: runtime/task/stream_task.py (503). Lower this to 500 once they are split.
-MAX_MODULE_LINES = 550
+#: Issue 27 asks for about 500; runtime/task/checkpointing.py (513) and stream_task.py (503)
+#: are the two over it.
+MAX_MODULE_LINES = 520
 
 
 def _modules() -> list[tuple[str, str, str]]:

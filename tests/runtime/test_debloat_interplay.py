@@ -15,7 +15,8 @@ from undertow.graph.partitioners import ForwardPartitioner, RebalancePartitioner
 from undertow.runtime.network.buffer import BatchDeserializer, Buffer
 from undertow.runtime.network.buffer_debloater import INITIAL_MAX_RECORDS
 from undertow.runtime.network.credit import SenderChannel
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.testing.source_reader import CollectingOutput, StandaloneReaderContext
 

@@ -14,7 +14,8 @@ from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.credit import ProtocolViolation, SenderChannel
 from undertow.runtime.network.gate_debloater import TaskDebloater
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.network.transport import LocalLink, NetworkEnvironment
 
 SEGMENT = 32 * 1024

@@ -11,7 +11,8 @@ from undertow.graph.partitioners import ForwardPartitioner
 from undertow.runtime.network.buffer import Buffer, serialize_batch, split_into_buffers
 from undertow.runtime.network.credit import ProtocolViolation, Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.network.transport import LocalLink
 
 

@@ -16,7 +16,8 @@ from undertow.graph.partitioners import (
 )
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.network.transport import LocalLink
 from undertow.state.key_groups import assign_to_key_group, subtask_for_key_group
 

@@ -21,7 +21,8 @@ from undertow.runtime.master.metrics import TaskMetricsStore
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask, TaskStatistics, TaskTimeAccounting
 

@@ -13,7 +13,8 @@ import pytest
 from undertow.core.errors import AuthenticationError, NetworkError
 from undertow.graph.partitioners import ForwardPartitioner, RebalancePartitioner
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.network.transport import LocalLink, NetworkEnvironment
 
 T = TypeVar("T")

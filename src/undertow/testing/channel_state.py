@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from undertow.runtime.checkpoint.channel_state_writer import ChannelStateResult
 from undertow.runtime.checkpoint.snapshot import ChannelState, InputChannelInfo, SubpartitionInfo
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 
 
 class _Open:

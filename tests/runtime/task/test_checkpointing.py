@@ -43,7 +43,8 @@ from undertow.runtime.checkpoint.snapshot import (
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
 from undertow.runtime.task.settings import TaskSettings

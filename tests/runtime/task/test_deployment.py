@@ -13,7 +13,8 @@ from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.barrier_handler import BarrierHandler, BarrierTracker
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask

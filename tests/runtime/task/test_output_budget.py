@@ -22,7 +22,8 @@ from undertow.graph.partitioners import ForwardPartitioner
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.stream_task import StreamTask

@@ -10,7 +10,8 @@ from typing import Any
 from undertow.common import Configuration
 from undertow.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.context import OperatorProcessingTimeService
 from undertow.runtime.task.keyed_operators import KeyedProcessOperator

@@ -35,7 +35,8 @@ from undertow.graph.job_graph import JobVertex
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.events import WatermarkEvent
 from undertow.runtime.task.mailbox_loop import fit_switch_interval

@@ -19,7 +19,8 @@ from undertow.connectors.source import SourceSplit
 from undertow.datastream import MapFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.number_seq import NumberSequenceSource, NumberSequenceSplit
 from undertow.graph.job_graph import JobVertex
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.stream_task import StreamTask

@@ -23,7 +23,7 @@ from undertow.core.config import Configuration
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobVertex, OperatorSpec
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.context import (
     OperatorProcessingTimeService,
     StreamingRuntimeContext,

@@ -40,10 +40,10 @@ from undertow.runtime.checkpoint.barrier_handler import (
     ScheduleAlignmentTimer,
     TriggerCheckpoint,
 )
+from undertow.runtime.checkpoint.capture_persist import persist
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem
 from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateWriter,
-    ReferencesChannelState,
 )
 from undertow.runtime.checkpoint.deferred_trigger import (
     DeclineSubsumedTrigger,
@@ -54,19 +54,11 @@ from undertow.runtime.checkpoint.deferred_trigger import (
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.inflight_capture import (
     CaptureDecision,
-    FinishInput,
-    FinishOutput,
     InflightCapture,
-    PersistInput,
-    PersistInputRun,
-    PersistOutput,
-    PersistOutputRun,
-    ScheduleOutputTimeout,
-    StartChannelState,
 )
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.network.inflight_view import CheckpointedGateView, CheckpointedInputView
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.chain import OperatorChain
 from undertow.runtime.task.checkpoint_io import CheckpointIO, CheckpointListeners
 from undertow.runtime.task.deployment import TaskDeployment
@@ -325,37 +317,9 @@ class SubtaskCheckpointer:
 
     # -- channel state: the capture decides, the writer persists ------------------------------
     def _persist(self, decisions: Iterable[CaptureDecision | None]) -> None:
-        """Execute the capture's decisions with the channel-state writer, in order."""
-        writer = self.channel_state
-        assert writer is not None
-        for decision in decisions:
-            match decision:
-                case PersistInput(cid, channel, chunk):
-                    writer.add_input(cid, channel, chunk)
-                case PersistInputRun(cid, channel, run, refer):
-                    if refer and run.referencable and isinstance(writer, ReferencesChannelState):
-                        writer.add_input_reference(cid, channel, run.reference)
-                    else:  # written again (docs/unaligned-and-debloating.md says when)
-                        for chunk in run.chunks():
-                            writer.add_input(cid, channel, chunk)
-                case PersistOutput(cid, channel, chunk):
-                    writer.add_output(cid, channel, chunk)
-                case PersistOutputRun(cid, channel, run, refer):
-                    if refer and run.referencable and isinstance(writer, ReferencesChannelState):
-                        writer.add_output_reference(cid, channel, run.reference)
-                    else:  # written again (docs/unaligned-and-debloating.md says when)
-                        for chunk in run.chunks():
-                            writer.add_output(cid, channel, chunk)
-                case StartChannelState(cid):
-                    writer.start(cid)
-                case FinishInput(cid):
-                    writer.finish_input(cid)
-                case FinishOutput(cid):
-                    writer.finish_output(cid)
-                case ScheduleOutputTimeout(cid, delay_ms):
-                    self._schedule(delay_ms, functools.partial(self._on_output_timeout, cid))
-                case None:
-                    pass
+        assert self.channel_state is not None
+        persist(self.channel_state, decisions, lambda cid, delay_ms: self._schedule(
+            delay_ms, functools.partial(self._on_output_timeout, cid)))  # fmt: skip
 
     def _init_inputs(self, action: InitInputsCheckpoint) -> None:
         if self.channel_state is None:

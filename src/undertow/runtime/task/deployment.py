@@ -21,7 +21,7 @@ from undertow.graph.job_graph import JobVertex
 from undertow.runtime.checkpoint.channel_recovery.feed import SubtaskChannelRecovery
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

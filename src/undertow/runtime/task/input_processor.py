@@ -22,7 +22,7 @@ from undertow.connectors.source import InputStatus
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
 from undertow.runtime.network.buffer import serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.operator import BoundedInput
 from undertow.runtime.task.output_budget import OutputBudget

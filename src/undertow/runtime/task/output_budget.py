@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 
 #: The cost estimate falls at most this much per unit of work (peak-following).
 DECAY = 0.75

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from undertow.runtime.network.buffer_debloater import DebloatSettings
 from undertow.runtime.network.gate_debloater import TaskDebloater
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.mailbox_loop import MailboxLoop
 
 Post = Callable[[Callable[[], None]], None]

@@ -38,7 +38,8 @@ from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
 from undertow.runtime.control.messages import ChannelStateRecovered, Deploy, TasksDeployed
 from undertow.runtime.control.placement import ChannelSpec, ExecutionPlan, plan_execution
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.deployment import TaskDeployment

@@ -27,7 +27,8 @@ from undertow.runtime.checkpoint.channel_recovery.stream import (
 from undertow.runtime.checkpoint.channel_state_files import ChannelStateFileWriter
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.storage import CheckpointStorage, CorruptCheckpointError
 
 EXECUTOR = ThreadPoolExecutor(2, thread_name_prefix="test-channel-state-reader")

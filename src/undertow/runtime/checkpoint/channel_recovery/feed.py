@@ -30,7 +30,8 @@ from undertow.runtime.checkpoint.channel_state_handles import ChannelId
 from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, is_recovered_chunk
 from undertow.runtime.checkpoint.snapshot import ChannelState
 from undertow.runtime.network.input_gate import InputChannel, InputGate
-from undertow.runtime.network.partition import RecordWriter, ResultPartition
+from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.network.record_writer import RecordWriter
 
 #: Takes one channel's restored input stream: (gate, channel, stream, recovered).
 RestoredInput = Callable[[InputGate, InputChannel, RestoredInputStream, bool], None]

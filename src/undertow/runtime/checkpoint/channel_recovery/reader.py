@@ -45,7 +45,7 @@ from undertow.runtime.checkpoint.channel_state_handles import (
 )
 from undertow.runtime.checkpoint.snapshot import ChannelState, SubtaskSnapshot
 from undertow.runtime.network.input_gate import InputGate
-from undertow.runtime.network.partition import RecordWriter
+from undertow.runtime.network.record_writer import RecordWriter
 from undertow.storage.checkpoint_storage import CheckpointStorage
 
 log = logging.getLogger(__name__)

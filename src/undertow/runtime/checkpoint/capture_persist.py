@@ -1,0 +1,65 @@
+"""Executes the in-flight capture's decisions (:mod:`.inflight_capture`) with a subtask's
+channel-state writer: chunks are written; a run of an older checkpoint's file is referred to
+where the decision allows it, the run can be referred to, and the writer can refer
+(:class:`.ReferencesChannelState`), else its chunks are written again
+(docs/unaligned-and-debloating.md says when).
+
+Threading: the subtask's loop thread, decisions in the order the capture made them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateWriter,
+    ReferencesChannelState,
+)
+from undertow.runtime.checkpoint.inflight_capture import (
+    CaptureDecision,
+    FinishInput,
+    FinishOutput,
+    PersistInput,
+    PersistInputRun,
+    PersistOutput,
+    PersistOutputRun,
+    ScheduleOutputTimeout,
+    StartChannelState,
+)
+
+
+def persist(
+    writer: ChannelStateWriter,
+    decisions: Iterable[CaptureDecision | None],
+    schedule_output_timeout: Callable[[int, int], None],
+) -> None:
+    """Execute ``decisions`` with ``writer``; a :class:`ScheduleOutputTimeout` goes to
+    ``schedule_output_timeout(checkpoint_id, delay_ms)``."""
+    for decision in decisions:
+        match decision:
+            case PersistInput(cid, channel, chunk):
+                writer.add_input(cid, channel, chunk)
+            case PersistInputRun(cid, channel, run, refer):
+                if refer and run.referencable and isinstance(writer, ReferencesChannelState):
+                    writer.add_input_reference(cid, channel, run.reference)
+                else:
+                    for chunk in run.chunks():
+                        writer.add_input(cid, channel, chunk)
+            case PersistOutput(cid, channel, chunk):
+                writer.add_output(cid, channel, chunk)
+            case PersistOutputRun(cid, channel, run, refer):
+                if refer and run.referencable and isinstance(writer, ReferencesChannelState):
+                    writer.add_output_reference(cid, channel, run.reference)
+                else:
+                    for chunk in run.chunks():
+                        writer.add_output(cid, channel, chunk)
+            case StartChannelState(cid):
+                writer.start(cid)
+            case FinishInput(cid):
+                writer.finish_input(cid)
+            case FinishOutput(cid):
+                writer.finish_output(cid)
+            case ScheduleOutputTimeout(cid, delay_ms):
+                schedule_output_timeout(cid, delay_ms)
+            case None:
+                pass
