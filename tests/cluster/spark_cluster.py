@@ -102,6 +102,20 @@ class SparkCluster:
             h for h in self.workers if any(_named(pid, UNDERTOW_WORKER) for pid in self.pids(h))
         ]
 
+    def undertow_worker_pids(self, host: netns.Host) -> list[int]:
+        """The processes of ``host`` that host an undertow worker now: named so themselves
+        (``/proc/PID/comm``, the main thread's name; a thread started while a worker ran keeps
+        the name after it ended, so :meth:`hosts_running_undertow` may still count them)."""
+        found = []
+        for pid in self.pids(host):
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == UNDERTOW_WORKER:
+                        found.append(pid)
+            except OSError:
+                continue
+        return found
+
     def kill_host(self, host: netns.Host) -> int:
         """SIGKILL every process of ``host``; how many there were."""
         pids = self.pids(host)
