@@ -59,7 +59,7 @@ test: lint browser kafka-jars
 		--restore-control-sample=$(PARTIAL_SAMPLE) $(PARALLEL)
 
 # the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)
-cluster-test: $(STAMP)
+cluster-test: $(STAMP) kafka-jars
 	$(BIN)/python -m pytest -q -m "" tests/cluster
 
 soak: $(STAMP) kafka-jars

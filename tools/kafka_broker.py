@@ -148,13 +148,15 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+def server_properties(
+    port: int, controller_port: int, data_dir: Path, host: str = "127.0.0.1"
+) -> str:
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.quorum.bootstrap.servers": f"{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -183,11 +185,25 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
 
 class KafkaBroker:
     """One broker process. ``start()`` returns when a client can talk to it; ``stop()`` is
-    idempotent and always removes the temporary folder. Not thread-safe: one owner."""
+    idempotent and always removes the temporary folder. Not thread-safe: one owner.
 
-    def __init__(self, port: int | None = None, libs: Path | None = None) -> None:
+    ``host``: the address it listens on and advertises (loopback by default); ``wrap``: a
+    command prefix its JVMs run under, e.g. ``ip netns exec NAME`` to run it on a test host of
+    tests/cluster (which then passes that host's address and fixed ports)."""
+
+    def __init__(
+        self,
+        port: int | None = None,
+        libs: Path | None = None,
+        host: str = "127.0.0.1",
+        wrap: tuple[str, ...] = (),
+        controller_port: int | None = None,
+    ) -> None:
         self._wanted_port = port
+        self._wanted_controller_port = controller_port
         self._libs = libs
+        self.host = host
+        self.wrap = wrap
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.workdir: Path | None = None
@@ -196,7 +212,7 @@ class KafkaBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_file(self) -> Path:
@@ -205,6 +221,7 @@ class KafkaBroker:
 
     def _java(self, libs: Path, *args: str) -> list[str]:
         return [
+            *self.wrap,
             "java",
             *JVM_OPTIONS,
             f"-Dlog4j2.configurationFile={self.workdir}/log4j2.properties",
@@ -219,9 +236,11 @@ class KafkaBroker:
         self.workdir = Path(tempfile.mkdtemp(prefix="undertow-kafka-"))
         try:
             self.port = self._wanted_port or free_port()
-            controller_port = free_port()
+            controller_port = self._wanted_controller_port or free_port()
             config = self.workdir / "server.properties"
-            config.write_text(server_properties(self.port, controller_port, self.workdir / "data"))
+            config.write_text(
+                server_properties(self.port, controller_port, self.workdir / "data", self.host)
+            )
             (self.workdir / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_file))
             formatted = subprocess.run(
                 self._java(

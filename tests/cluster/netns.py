@@ -4,7 +4,9 @@
 host, and one namespace per other host, each joined to the bridge by a veth pair, on a private
 test subnet that exists only inside this machine (nothing outside it is ever addressed). A
 host runs commands through :meth:`Host.run` (``ip netns exec``). Links
-can be cut and healed (:meth:`Host.cut`, :meth:`Host.heal`) for partition tests.
+can be cut and healed (:meth:`Host.cut`, :meth:`Host.heal`) for partition tests, and a host can
+be cut off the driver alone (:meth:`Host.cut_from_driver`: blackhole routes on both sides) while
+it still reaches every other host.
 
 Lifecycle: everything is named with a per-run prefix and torn down when the context exits,
 also after a failure; :func:`sweep` removes what a killed run left behind (names with the
@@ -72,6 +74,16 @@ class Host:
     def heal(self) -> None:
         _ip("link", "set", self.veth, "up")
 
+    def cut_from_driver(self, driver_address: str) -> None:
+        """Drop every packet between this host and the driver (this namespace), both ways;
+        the other hosts of the bridge still reach it, and it them."""
+        _ip("-n", self.name, "route", "add", "blackhole", f"{driver_address}/32")
+        _ip("route", "add", "blackhole", f"{self.address}/32")
+
+    def heal_from_driver(self, driver_address: str) -> None:
+        _ip("route", "del", "blackhole", f"{self.address}/32", check=False)
+        _ip("-n", self.name, "route", "del", "blackhole", f"{driver_address}/32", check=False)
+
 
 @dataclass(frozen=True)
 class Network:
@@ -85,6 +97,9 @@ def test_network(hosts: int = 1) -> Iterator[Network]:
     """A bridge with the driver (this namespace) at SUBNET.1 and ``hosts`` namespaces at
     SUBNET.2, SUBNET.3, ...; torn down on exit."""
     sweep()
+    for route in _ip("route", "show", "type", "blackhole", check=False).stdout.splitlines():
+        if route.split()[1].startswith(f"{SUBNET}."):  # a killed run's cut (cut_from_driver)
+            _ip("route", "del", *route.split(), check=False)
     tag = f"{PREFIX}{os.getpid()}-"
     bridge = f"{tag}br"
     made: list[Host] = []
@@ -107,6 +122,7 @@ def test_network(hosts: int = 1) -> Iterator[Network]:
         yield Network(f"{SUBNET}.1", tuple(made), bridge)
     finally:
         for host in made:
+            _ip("route", "del", "blackhole", f"{host.address}/32", check=False)
             _ip("link", "del", host.veth, check=False)
             _ip("netns", "del", host.name, check=False)
         _ip("link", "del", bridge, check=False)

@@ -10,6 +10,9 @@ own, which the driver and every Spark process reach through the ``AWS_*`` enviro
 (:attr:`SparkCluster.checkpoint_dir` is ``s3://...``); otherwise a directory of this machine,
 which every host sees (the shared directory case).
 
+With ``kafka=True`` a Kafka broker (tools/kafka_broker.py) runs on a host of its own too, at
+:attr:`SparkCluster.kafka_bootstrap`, which every host reaches across the bridge.
+
 Faults: :meth:`SparkCluster.kill_host` sends SIGKILL to every process of a host (its Spark
 worker daemon, executor JVM, Python daemon and undertow worker); :meth:`Host.cut` /
 :meth:`Host.heal` take its link down and up (the storage host's too).
@@ -20,6 +23,7 @@ logs of the Spark processes are kept in ``log_dir`` for the failure message.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -31,6 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
@@ -43,6 +48,8 @@ MASTER_UI_PORT = 8080
 UNDERTOW_WORKER = "undertow-worker"
 S3_PORT = 5000
 S3_BUCKET = "undertow-cluster"
+KAFKA_PORT = 9092
+KAFKA_CONTROLLER_PORT = 9093
 
 
 @dataclass
@@ -55,6 +62,13 @@ class SparkCluster:
     starts: int = 0
     #: The host of the S3 store, or None: checkpoints go to a shared directory.
     storage: netns.Host | None = None
+    #: The Kafka broker's host, or None.
+    kafka: netns.Host | None = None
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        assert self.kafka is not None
+        return f"{self.kafka.address}:{KAFKA_PORT}"
 
     @property
     def master_url(self) -> str:
@@ -101,6 +115,20 @@ class SparkCluster:
         return [
             h for h in self.workers if any(_named(pid, UNDERTOW_WORKER) for pid in self.pids(h))
         ]
+
+    def undertow_worker_pids(self, host: netns.Host) -> list[int]:
+        """The processes of ``host`` that host an undertow worker now: named so themselves
+        (``/proc/PID/comm``, the main thread's name; a thread started while a worker ran keeps
+        the name after it ended, so :meth:`hosts_running_undertow` may still count them)."""
+        found = []
+        for pid in self.pids(host):
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == UNDERTOW_WORKER:
+                        found.append(pid)
+            except OSError:
+                continue
+        return found
 
     def kill_host(self, host: netns.Host) -> int:
         """SIGKILL every process of ``host``; how many there were."""
@@ -156,17 +184,24 @@ def _named(pid: int, name: str) -> bool:
 
 @contextmanager
 def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2, timeout_s: float = 120,
-                  storage: bool = False) -> Iterator[SparkCluster]:  # fmt: skip
-    """A master and ``workers`` workers of ``cores`` cores each, all registered, and with
-    ``storage`` an S3 store on a host of its own; stopped and removed on exit."""
+                  storage: bool = False,
+                  kafka: bool = False) -> Iterator[SparkCluster]:  # fmt: skip
+    """A master and ``workers`` workers of ``cores`` cores each, all registered, with
+    ``storage`` an S3 store and with ``kafka`` a Kafka broker, each on a host of its own;
+    stopped and removed on exit."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    with netns.test_network(hosts=1 + workers + int(storage)) as network:
+    with netns.test_network(hosts=1 + workers + int(storage) + int(kafka)) as network:
         master, *others = network.hosts
+        broker_host = others.pop() if kafka else None
         store = others.pop() if storage else None
-        cluster = SparkCluster(network, master, tuple(others), log_dir, storage=store)
+        cluster = SparkCluster(network, master, tuple(others), log_dir, storage=store,
+                               kafka=broker_host)  # fmt: skip
+        broker = None
         try:
             if store is not None:
                 _start_s3(cluster, store)
+            if broker_host is not None:
+                broker = _start_kafka(broker_host)
             _start(cluster, master, "master", ["org.apache.spark.deploy.master.Master",
                    "--host", master.address, "--port", str(MASTER_PORT),
                    "--webui-port", str(MASTER_UI_PORT)])  # fmt: skip
@@ -175,6 +210,8 @@ def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2, timeout_s: fl
             cluster.wait_for_workers(workers, timeout_s)
             yield cluster
         finally:
+            if broker is not None:
+                broker.stop()
             for host in network.hosts:
                 cluster.kill_host(host)
             for process in cluster.processes:
@@ -200,6 +237,20 @@ def _start_s3(cluster: SparkCluster, host: netns.Host, timeout_s: float = 60) ->
         if time.monotonic() > deadline:
             raise TimeoutError(f"the S3 store on {host.address} did not answer: {made.stderr}")
         time.sleep(0.5)
+
+
+def _start_kafka(host: netns.Host) -> Any:
+    """tools/kafka_broker.py's broker on ``host``, answering (it removes its folder on stop)."""
+    path = Path(__file__).resolve().parents[2] / "tools" / "kafka_broker.py"
+    spec = importlib.util.spec_from_file_location("undertow_tools_kafka_broker", path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    broker = module.KafkaBroker(port=KAFKA_PORT, controller_port=KAFKA_CONTROLLER_PORT,
+                                host=host.address, wrap=tuple(host.command([])))  # fmt: skip
+    return broker.start()
 
 
 def _start(cluster: SparkCluster, host: netns.Host, name: str, args: list[str]) -> None:

@@ -6,19 +6,25 @@ JobMaster ignores older ones), and every connection starts with an HMAC handshak
 attempt's own key (:func:`~undertow.runtime.network.framing.attempt_secret`): an older
 attempt's worker cannot open a control connection to the JobMaster of a newer attempt nor a
 data connection to any worker of it, so it can deliver no data and send no acknowledgement.
+The worker's half: its control connection ends when its messages go unacknowledged for
+``heartbeat.timeout`` (a partition from the JobMaster), and with it the worker and its tasks
+(tests/cluster/test_spark_hosts.py cuts a host off the driver to show it across hosts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from undertow.common import Configuration
-from undertow.core.errors import AuthenticationError
+from undertow.core.errors import AuthenticationError, NetworkError
 from undertow.datastream import StreamExecutionEnvironment
+from undertow.runtime.control.connection import ControlConnection, limit_unacknowledged_time
 from undertow.runtime.network.framing import attempt_secret, client_handshake
 from undertow.runtime.network.transport import NetworkEnvironment
 from undertow.testing.oracle import FailingMap, OracleSource, build_pipeline
@@ -52,6 +58,36 @@ def test_a_worker_of_an_older_attempt_cannot_reach_a_newer_attempts_data_port() 
             await asyncio.wait_for(_dial(port, attempt_secret(JOB_SECRET, 2)), 10)
         finally:
             newer.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="TCP_USER_TIMEOUT is Linux's")
+def test_a_workers_control_connection_times_out_after_the_heartbeat_timeout() -> None:
+    """The worker's fence is set on its socket: unacknowledged data ends it after the timeout."""
+
+    async def scenario() -> int:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            assert limit_unacknowledged_time(writer, 4.25)
+            sock = writer.get_extra_info("socket")
+            return int(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT))
+        finally:
+            writer.close()
+            server.close()
+
+    assert asyncio.run(scenario()) == 4250
+
+
+def test_a_failed_control_connection_raises_a_network_error_naming_its_peer() -> None:
+    async def scenario() -> None:
+        reader = asyncio.StreamReader()
+        reader.set_exception(TimeoutError(110, "Connection timed out"))
+        conn = ControlConnection(reader, None, "JobMaster", 1 << 20)  # type: ignore[arg-type]
+        with pytest.raises(NetworkError, match="control connection to JobMaster failed"):
+            await conn.recv()
 
     asyncio.run(scenario())
 

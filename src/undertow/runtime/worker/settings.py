@@ -35,6 +35,9 @@ class WorkerSettings:
     metrics_interval_s: float = 1.0
     #: ``heartbeat.interval`` (s).
     heartbeat_interval_s: float = 10.0
+    #: ``heartbeat.timeout`` (s): how long the worker's messages may go unacknowledged by the
+    #: JobMaster's host before the worker counts it lost and stops (fencing).
+    heartbeat_timeout_s: float = 50.0
     #: ``undertow.task.mailbox-slice`` (s): the interpreter's switch interval is fitted to it.
     mailbox_slice_s: float = 0.002
 
@@ -51,5 +54,6 @@ class WorkerSettings:
             ignore_unclaimed_state=config.get(Options.IGNORE_UNCLAIMED_STATE),
             metrics_interval_s=config.get(Options.METRICS_REPORT_INTERVAL) / 1000.0,
             heartbeat_interval_s=config.get(Options.HEARTBEAT_INTERVAL) / 1000.0,
+            heartbeat_timeout_s=config.get(Options.HEARTBEAT_TIMEOUT) / 1000.0,
             mailbox_slice_s=config.get(Options.MAILBOX_SLICE) / 1000.0,
         )

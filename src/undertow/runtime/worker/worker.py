@@ -32,7 +32,7 @@ from typing import Any
 from undertow.core.config import Configuration
 from undertow.core.errors import NetworkError, RestoreError
 from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
-from undertow.runtime.control.connection import ControlConnection
+from undertow.runtime.control.connection import ControlConnection, limit_unacknowledged_time
 from undertow.runtime.control.messages import (
     CancelTasks,
     Deploy,
@@ -126,6 +126,9 @@ class Worker:
         )
         port = await self.env.start_server()
         reader, writer = await asyncio.open_connection(*self.master)
+        # fencing: behind a partition from the JobMaster, the connection ends (and so does this
+        # worker, with its tasks) within heartbeat.timeout, as the JobMaster fails the attempt
+        limit_unacknowledged_time(writer, self.settings.heartbeat_timeout_s)
         await client_handshake(reader, writer, self.secret, self.worker_index)
         self.ctrl = ControlConnection(reader, writer, "JobMaster", network.max_frame_size)
         control_socket = writer.get_extra_info("socket")
