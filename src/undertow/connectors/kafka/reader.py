@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.connectors.kafka.admin import KafkaSourceError
+from undertow.connectors.kafka.batch_deserializer import KafkaBatchDeserializationSchema, split_bad
 from undertow.connectors.kafka.fetcher import (
     FetchedRecords,
     FetchFailed,
@@ -158,6 +159,50 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         split = self.positions.get(tp)
         if split is None:  # finished meanwhile
             return
+        if isinstance(self.settings.deserializer, KafkaBatchDeserializationSchema):
+            values, stamps = self._record_batch(batch, split, output)
+        else:
+            values, stamps = self._records(batch, split, output)
+        self.positions[tp] = split.at(max(split.starting_offset, batch.offsets[-1] + 1))
+        if values and isinstance(output, SplitReaderOutput):
+            output.collect_split_batch(str(tp), values, stamps)  # per-partition watermarks
+        elif values:
+            output.collect_batch(values, stamps)
+
+    def _bad(self, tp: KafkaTopicPartition, offset: int, raw: bytes | None, err: Exception,
+             stamp: Any, output: ReaderOutput) -> None:  # fmt: skip
+        """A value the deserializer rejected: to the side output, or fail naming it."""
+        reason = f"{type(err).__name__}: {err}"
+        if self.settings.bad_record_tag is None:
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.description}): cannot deserialize the "
+                f"record at topic {tp.topic!r}, partition {tp.partition}, offset "
+                f"{offset}: {reason}; value: {_quote(raw)}"
+            ) from err
+        bad = KafkaBadRecord(tp.topic, tp.partition, offset, reason, raw)
+        output.collect_side(self.settings.bad_record_tag, bad, stamp)
+
+    def _record_batch(self, batch: FetchedRecords, split: KafkaPartitionSplit,
+                      output: ReaderOutput) -> tuple[list[Any], list[Any]]:  # fmt: skip
+        """The fetch's new values as one record batch, stamped with their largest timestamp."""
+        rows = [i for i, offset in enumerate(batch.offsets) if offset >= split.starting_offset]
+        raw = [batch.values[i] for i in rows]
+
+        def bad(j: int, err: Exception) -> None:
+            i = rows[j]
+            self._bad(batch.topic_partition, batch.offsets[i], batch.values[i], err,
+                      batch.timestamps[i], output)  # fmt: skip
+
+        records, kept = split_bad(self.settings.deserializer, raw, bad)
+        if not kept:
+            return [], []
+        stamps = [batch.timestamps[rows[j]] for j in kept]
+        known = [s for s in stamps if s is not None]
+        return [records], [max(known) if known else None]
+
+    def _records(self, batch: FetchedRecords, split: KafkaPartitionSplit,
+                 output: ReaderOutput) -> tuple[list[Any], list[Any]]:  # fmt: skip
+        """The fetch's new values, deserialized one by one."""
         deserialize = self.settings.deserializer.deserialize
         values: list[Any] = []
         stamps: list[Any] = []
@@ -167,23 +212,11 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             try:
                 value = deserialize(raw)
             except Exception as err:
-                reason = f"{type(err).__name__}: {err}"
-                if self.settings.bad_record_tag is None:
-                    raise KafkaSourceError(
-                        f"KafkaSource ({self.settings.description}): cannot deserialize the "
-                        f"record at topic {tp.topic!r}, partition {tp.partition}, offset "
-                        f"{offset}: {reason}; value: {_quote(raw)}"
-                    ) from err
-                bad = KafkaBadRecord(tp.topic, tp.partition, offset, reason, raw)
-                output.collect_side(self.settings.bad_record_tag, bad, stamp)
+                self._bad(batch.topic_partition, offset, raw, err, stamp, output)
                 continue
             values.append(value)
             stamps.append(stamp)
-        self.positions[tp] = split.at(max(split.starting_offset, batch.offsets[-1] + 1))
-        if values and isinstance(output, SplitReaderOutput):
-            output.collect_split_batch(str(tp), values, stamps)  # per-partition watermarks
-        elif values:
-            output.collect_batch(values, stamps)
+        return values, stamps
 
     def snapshot_state(self, checkpoint_id: int) -> list[KafkaPartitionSplit]:
         """One split per unfinished partition, at the next offset to emit. Its offsets, and
