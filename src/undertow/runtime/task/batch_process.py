@@ -181,6 +181,8 @@ class _Context(KeyedBatchProcessFunction.OnTimerContext):
 class BatchProcessOperator(OneInputStreamOperator):
     """Runs a :class:`KeyedBatchProcessFunction` keyed by ``key_columns`` (module docstring)."""
 
+    takes_row_ranges = True
+
     def __init__(self, function: Any, key_columns: Sequence[str]) -> None:
         self.function = function
         self.key_columns = list(key_columns)
