@@ -103,7 +103,7 @@ _ROWS = st.lists(st.tuples(st.integers(0, 6), st.sampled_from("abc"), st.integer
                  min_size=1, max_size=10)  # fmt: skip
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(batches=st.lists(_ROWS, min_size=1, max_size=5), split=st.integers(0, 5))
 def test_list_and_map_state_equal_a_per_key_model_across_a_rescaling_restore(
     batches: list[list[tuple[int, str, int]]], split: int
