@@ -35,8 +35,8 @@ def test_cuts_settle_where_a_call_takes_the_target() -> None:
     cutter = RowCutter()
     for _ in range(100):
         cutter.observe(2000, 2000 * 1e-7)  # 0.1 µs a row
-    assert abs(cutter.rows_for(0.002, 32_000) - 20_000) <= 1
-    assert abs(cutter.rows_for(0.0001, 32_000) - MIN_TARGET_S / 1e-7) <= 1
+    assert abs(cutter.rows_for(0.01, 320_000) - 100_000) <= 1
+    assert abs(cutter.rows_for(0.0001, 320_000) - MIN_TARGET_S / 1e-7) <= 1
 
 
 def test_a_batch_is_cut_into_at_most_max_pieces_whatever_the_fixed_cost() -> None:
