@@ -102,7 +102,7 @@ def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: P
         .build()
     )
     batches = env.from_source(source, None, "kafka").as_batches().uid("kafka")
-    paced = batches.map_batches(Paced(mapped, pace_s=0.001), schema=SCHEMA).uid("paced")
+    paced = batches.map_batches(Paced(mapped, pace_s=0.002), schema=SCHEMA).uid("paced")
     sums = paced.key_by("k").sum("v").uid("sum")
     serializer = (
         KafkaRecordSerializationSchema.builder()
@@ -152,7 +152,7 @@ def test_kafka_batch_sum_to_kafka_exactly_once_through_a_kill(
         time.sleep(0.01)
     capsys.readouterr()
     _, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.05, latest_s=0.3, timeout_s=90.0, checkpoints=2
+        client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=90.0, checkpoints=2
     )
     evidence(bool(restored_checkpoints(console)), f"seed {seed}: no restore line:\n{console}")
     taken = _taken(mapped)
