@@ -41,7 +41,9 @@ from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import restored_checkpoints
 
-KEYS, PER_KEY = 8, 250
+#: a fetch is up to 500 rows: 0.25 s of the paced map, so checkpoints (aligned behind it)
+#: come every quarter second or so and the seeded kill falls mid-stream (8,000 rows, ~2 s)
+KEYS, PER_KEY = 8, 1000
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
 
@@ -102,7 +104,7 @@ def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: P
         .build()
     )
     batches = env.from_source(source, None, "kafka").as_batches().uid("kafka")
-    paced = batches.map_batches(Paced(mapped, pace_s=0.002), schema=SCHEMA).uid("paced")
+    paced = batches.map_batches(Paced(mapped, pace_s=0.0005), schema=SCHEMA).uid("paced")
     sums = paced.key_by("k").sum("v").uid("sum")
     serializer = (
         KafkaRecordSerializationSchema.builder()
