@@ -23,7 +23,25 @@ import pyarrow as pa
 
 from undertow.api.functions import Function, TimeDomain
 
-__all__ = ["BatchValueState", "BatchValueStateDescriptor", "KeyedBatchProcessFunction"]
+__all__ = [
+    "BatchListState",
+    "BatchListStateDescriptor",
+    "BatchMapState",
+    "BatchMapStateDescriptor",
+    "BatchValueState",
+    "BatchValueStateDescriptor",
+    "KeyedBatchProcessFunction",
+]
+
+
+def _check(kind: str, name: Any, types: dict[str, Any]) -> None:
+    if not isinstance(name, str) or not name or name.startswith("undertow."):
+        raise ValueError(f"{kind}: the name must be a non-empty string not starting with "
+                         f"'undertow.', got {name!r}")  # fmt: skip
+    for what, t in types.items():
+        if not isinstance(t, pa.DataType):
+            raise ValueError(f"{kind} {name!r}: the {what} must be a pyarrow.DataType, got "
+                             f"{t!r}")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +53,33 @@ class BatchValueStateDescriptor:
     type: pa.DataType
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or self.name.startswith("undertow."):
-            raise ValueError(f"BatchValueStateDescriptor: the name must be a non-empty string "
-                             f"not starting with 'undertow.', got {self.name!r}")  # fmt: skip
-        if not isinstance(self.type, pa.DataType):
-            raise ValueError(f"BatchValueStateDescriptor {self.name!r}: the type must be a "
-                             f"pyarrow.DataType, got {self.type!r}")  # fmt: skip
+        _check("BatchValueStateDescriptor", self.name, {"type": self.type})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchListStateDescriptor:
+    """A list state per key: its name (unique in the function among all its states) and the
+    Arrow type of its elements. Each key's list is held as a Python list."""
+
+    name: str
+    element_type: pa.DataType
+
+    def __post_init__(self) -> None:
+        _check("BatchListStateDescriptor", self.name, {"element type": self.element_type})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMapStateDescriptor:
+    """A map state per key: its name (unique in the function among all its states) and the
+    Arrow types of its keys and values. Each key's map is held as a Python dict."""
+
+    name: str
+    key_type: pa.DataType
+    value_type: pa.DataType
+
+    def __post_init__(self) -> None:
+        _check("BatchMapStateDescriptor", self.name,
+               {"key type": self.key_type, "value type": self.value_type})  # fmt: skip
 
 
 class BatchValueState(Protocol):
@@ -55,6 +94,52 @@ class BatchValueState(Protocol):
 
     def clear(self) -> None:
         """Clear the value of every key of the context."""
+
+
+class BatchListState(Protocol):
+    """A list state seen for the context's keys (``ctx.keys()``), in their order. Where an
+    argument is "per key" it has one entry per key of the context, or, with ``key_index``
+    (rows of ``ctx.keys()``, e.g. ``ctx.key_index()``), one entry per entry of ``key_index``
+    for that entry's key."""
+
+    def get(self) -> pa.ListArray:
+        """Each key's list (empty where the key has none)."""
+
+    def add(self, values: Any, key_index: Any = None) -> None:
+        """Append ``values`` (per key) to their keys' lists, in order."""
+
+    def add_all(self, lists: Any) -> None:
+        """Append each key's list of ``lists`` (a list array or a list of lists, one per
+        key; null adds nothing)."""
+
+    def update(self, lists: Any) -> None:
+        """Replace each key's list (one per key; null or empty clears it)."""
+
+    def clear(self) -> None:
+        """Clear the list of every key of the context."""
+
+
+class BatchMapState(Protocol):
+    """A map state seen for the context's keys; "per key" as for :class:`BatchListState`."""
+
+    def get(self, map_keys: Any, key_index: Any = None) -> pa.Array:
+        """The value of each of ``map_keys`` (per key) in its key's map, null where absent."""
+
+    def put(self, map_keys: Any, values: Any, key_index: Any = None) -> None:
+        """Set each of ``map_keys`` (per key) to its value in ``values`` (aligned with
+        ``map_keys``); a later entry for the same key and map key wins."""
+
+    def contains(self, map_keys: Any, key_index: Any = None) -> np.ndarray:
+        """Whether each of ``map_keys`` (per key) is in its key's map (booleans)."""
+
+    def remove(self, map_keys: Any, key_index: Any = None) -> None:
+        """Remove each of ``map_keys`` (per key) from its key's map (absent ones are ignored)."""
+
+    def items(self) -> pa.MapArray:
+        """Each key's whole map (empty where the key has none)."""
+
+    def clear(self) -> None:
+        """Clear the map of every key of the context."""
 
 
 Output: TypeAlias = Iterable[pa.RecordBatch | pa.Table] | pa.RecordBatch | pa.Table | None
@@ -84,6 +169,12 @@ class KeyedBatchProcessFunction(Function):
 
         @abstractmethod
         def get_state(self, descriptor: BatchValueStateDescriptor) -> BatchValueState: ...
+
+        @abstractmethod
+        def get_list_state(self, descriptor: BatchListStateDescriptor) -> BatchListState: ...
+
+        @abstractmethod
+        def get_map_state(self, descriptor: BatchMapStateDescriptor) -> BatchMapState: ...
 
         @abstractmethod
         def register_event_time_timers(self, times: Any, key_index: Any = None) -> None:

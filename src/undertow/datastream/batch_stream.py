@@ -340,8 +340,8 @@ class KeyedBatchStream(_Aggregations, BatchStream):
 
     def process_batches(self, fn: KeyedBatchProcessFunction) -> BatchStream:
         """A keyed batch process function: ``fn.process_batch(batch, ctx)`` per record batch
-        and ``fn.on_timer(timestamp, ctx)`` per timer timestamp, with value states and timers
-        vectorised over the batch's distinct keys (see
+        and ``fn.on_timer(timestamp, ctx)`` per timer timestamp, with value, list and map
+        states and timers vectorised over the batch's distinct keys (see
         :mod:`undertow.api.batch_functions`)."""
         if not isinstance(fn, KeyedBatchProcessFunction):
             raise GraphBuildError(

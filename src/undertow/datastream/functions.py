@@ -2,6 +2,10 @@
 
 from undertow.api.async_function import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
 from undertow.api.batch_functions import (
+    BatchListState,
+    BatchListStateDescriptor,
+    BatchMapState,
+    BatchMapStateDescriptor,
     BatchValueState,
     BatchValueStateDescriptor,
     KeyedBatchProcessFunction,
@@ -45,6 +49,10 @@ __all__ = [
     "AsyncRetryStrategy",
     "BaseBroadcastProcessFunction",
     "BaseContext",
+    "BatchListState",
+    "BatchListStateDescriptor",
+    "BatchMapState",
+    "BatchMapStateDescriptor",
     "BatchValueState",
     "BatchValueStateDescriptor",
     "BroadcastProcessFunction",

@@ -31,14 +31,16 @@ _VERSION_KEY = b"undertow.columnar-state.version"
 
 @dataclass(frozen=True, slots=True)
 class Accumulator:
-    """One accumulator column: its name, numpy dtype and the value of a fresh slot, and the
+    """One accumulator column: its name, numpy dtype and the value of a fresh slot, the
     Arrow type it has in snapshots (by default the dtype's; needed for an ``object`` column,
-    which holds Python values such as strings)."""
+    which holds Python values such as strings), and how a snapshot's column becomes the
+    column's values (by default ``to_numpy``; lists and dicts need their own)."""
 
     name: str
     dtype: np.dtype[Any]
     initial: Any
     arrow_type: pa.DataType | None = None
+    decode: Callable[[pa.ChunkedArray], np.ndarray] | None = None
 
     @property
     def snapshot_type(self) -> pa.DataType:
@@ -193,4 +195,6 @@ class ColumnarKeyedTable:
                         f"{where}: columnar state of key group {group} has no accumulator "
                         f"{name!r} (it has {table.column_names}); was the aggregation changed?"
                     )
-                self.columns[name][slots] = table.column(name).to_numpy()
+                decode = self.accumulators[name].decode
+                column = table.column(name)
+                self.columns[name][slots] = column.to_numpy() if decode is None else decode(column)

@@ -16,8 +16,11 @@ import random
 from collections import deque
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from undertow.common.serialization import DeserializationSchema
+from undertow.connectors.kafka.batch_deserializer import RowBatchDeserializationSchema
 from undertow.connectors.kafka.fetcher import FetchedRecords, PartitionEnd
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
@@ -74,6 +77,15 @@ class Deserializer:
         return raw.decode()
 
 
+class Decoded(DeserializationSchema):
+    def deserialize(self, message: bytes) -> tuple[str]:
+        return (message.decode(),)
+
+
+#: A fetch at a time, as one record batch of a column ``v``.
+BATCHES = RowBatchDeserializationSchema(Decoded(), pa.schema([("v", pa.string())]))
+
+
 class Emitter:
     def on_batch(self, values: list[Any], timestamps: Any, split_id: Any = None) -> Any:
         return timestamps
@@ -90,11 +102,13 @@ class Output:
         self.values: list[str] = []
 
     def collect_batch(self, values: list[Any], timestamps: Any) -> None:
-        self.values += values
+        for value in values:  # a record batch's rows are its values, in order
+            rows = value.column("v").to_pylist() if isinstance(value, pa.RecordBatch) else [value]
+            self.values += rows
 
 
 def source(
-    batch: int, commit_offsets: bool = False
+    batch: int, commit_offsets: bool = False, deserializer: Any = None
 ) -> tuple[SourceOperator, KafkaSourceReader, ScriptedFetcher, Output]:
     """A source operator whose reader fetches through a :class:`ScriptedFetcher`."""
     op = SourceOperator(None, None)
@@ -104,7 +118,8 @@ def source(
 
     op.ctx, op.output = Setup(), Setup.output  # type: ignore[assignment]
     op.emitter = Emitter()  # type: ignore[assignment]
-    settings = ReaderSettings({}, Deserializer(), -1, commit_offsets, None, "t at test")
+    settings = ReaderSettings({}, deserializer or Deserializer(), -1, commit_offsets, None,
+                              "t at test")  # fmt: skip
     reader = KafkaSourceReader(StandaloneReaderContext(), settings)
     fetcher = ScriptedFetcher(batch)
     reader._fetcher = fetcher  # type: ignore[assignment]
@@ -149,14 +164,22 @@ def per_partition(values: list[str]) -> dict[str, list[int]]:
 
 
 @pytest.mark.parametrize(("batch", "chunk"), [(5, 2), (23, 4), (2, 3)])
-@pytest.mark.parametrize("seed", range(3))
-def test_a_snapshot_anywhere_loses_and_repeats_nothing(batch: int, chunk: int, seed: int) -> None:
-    """Interleavings of fetching and emitting (seeded), a snapshot after each action."""
+@pytest.mark.parametrize(
+    ("seed", "batches"), [(0, False), (1, False), (2, False), (0, True)],
+    ids=["records-0", "records-1", "records-2", "record-batches-0"],
+)  # fmt: skip
+def test_a_snapshot_anywhere_loses_and_repeats_nothing(
+    batch: int, chunk: int, seed: int, batches: bool
+) -> None:
+    """Interleavings of fetching and emitting (seeded), a snapshot after each action; with a
+    batch deserializer each fetch is one record batch, and its rows count as emitted
+    records."""
+    deserializer = BATCHES if batches else None
     schedule = random.Random(seed).choices(["fetch", "task"], k=400)
     splits = [KafkaPartitionSplit(P0, 0, STOP), KafkaPartitionSplit(P1, 0, STOP)]
     cut = 0
     while True:
-        op, reader, fetcher, out = source(batch)
+        op, reader, fetcher, out = source(batch, deserializer=deserializer)
         reader.add_splits(list(splits))
         reader.notify_no_more_splits()
         actions = itertools.islice(schedule, cut)
@@ -169,7 +192,9 @@ def test_a_snapshot_anywhere_loses_and_repeats_nothing(batch: int, chunk: int, s
         if len(before) == len(expected()):
             break
 
-        restored, restored_reader, restored_fetcher, restored_out = source(batch)
+        restored, restored_reader, restored_fetcher, restored_out = source(
+            batch, deserializer=deserializer
+        )
         restored.reader = None
         restored.restore_custom_state([blob], rescaled=False)
         restored.reader = restored_reader

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,6 +105,7 @@ def processor(
     checkpointer: Checkpointer | None = None,
     on_restored_input_consumed: Callable[[], None] | None = None,
     two_input: bool = False,
+    cut_batches: bool = False,
 ) -> StreamInputProcessor:
     """A processor over ``gates`` feeding ``head``, without outputs."""
     events, _, _ = dispatcher(gates, two_input=two_input, checkpointer=checkpointer, head=head)
@@ -112,7 +114,7 @@ def processor(
         events=events, writers=(), budget=None, pace=TaskPace(slice_ms, slice_ms),
         output_available=output_available, buffer_timeout_ms=100, debloated=False,
         loop_call_later=lambda delay, callback: None, wake=lambda: None,
-        on_restored_input_consumed=on_restored_input_consumed,
+        on_restored_input_consumed=on_restored_input_consumed, cut_batches=cut_batches,
     )  # fmt: skip
 
 
@@ -226,6 +228,53 @@ def test_the_rest_of_a_cut_batch_is_its_channel_state(cut: str) -> None:
         (False, values[done:], stamps[done:])
     ]
     assert inputs.unprocessed_chunks(g.channels[1]) == []
+
+
+ROW_S = 2e-6  # a batch function's time per row
+
+
+def _slow_rows(values: list[Any]) -> None:
+    time.sleep(sum(v.num_rows for v in values) * ROW_S)
+
+
+def test_a_large_record_batch_is_cut_by_rows_and_its_rest_is_its_channel_state() -> None:
+    """One record batch of 100,000 rows behind a function that takes 0.2 s for it, 1 ms
+    slices: a slice hands the head row ranges of it, never the whole batch, so a priority
+    event waits a few ms, not 0.2 s; the rest of the batch (a row range, then the records
+    after it) is the channel's state, and the slices that follow hand the head every row once
+    and in order."""
+    g = gate("G", 1)
+    batch = pa.record_batch({"v": list(range(100_000))})
+    after = pa.record_batch({"v": [-1, -2]})
+    Feeder(g.channels[0]).buffer(Buffer(serialize_batch([batch, after], [7, 8])))
+    head = RecordingHead(during=_slow_rows)
+    inputs = processor([g], head, slice_ms=1.0, cut_batches=True)
+    inputs.input_slice()
+    done = sum(v.num_rows for v in head.records)
+    assert 0 < done < 100_000, "the batch was not cut"
+    assert head.stamps == [[7]] * len(head.chunks)
+    [(recovered, rest, stamps)] = [contents(c) for c in inputs.unprocessed_chunks(g.channels[0])]
+    assert (recovered, stamps) == (False, [7, 8])
+    assert rest[0].equals(batch.slice(done)) and rest[1].equals(after)
+    while inputs.ready():
+        inputs.input_slice()
+    pieces = head.records
+    whole = pa.Table.from_batches(pieces[:-1]).combine_chunks()
+    assert whole.equals(pa.Table.from_batches([batch]))
+    assert pieces[-1].equals(after), "a small batch goes whole"
+    assert max(p.num_rows for p in pieces) * ROW_S <= 0.02, "a piece overran 20 ms"
+    assert len(pieces) > 5
+
+
+def test_without_row_cuts_a_record_batch_goes_whole() -> None:
+    """A chain that does not take row ranges (``takes_row_ranges``) gets whole batches."""
+    g = gate("G", 1)
+    batch = pa.record_batch({"v": list(range(10_000))})
+    Feeder(g.channels[0]).buffer(Buffer(serialize_batch([batch], None)))
+    head = RecordingHead(during=_slow_rows)
+    inputs = processor([g], head, slice_ms=1.0, cut_batches=False)
+    inputs.input_slice()
+    assert head.records == [batch] and inputs.unprocessed_chunks(g.channels[0]) == []
 
 
 def test_the_restored_rest_follows_the_rest_of_the_batch_in_stream_order() -> None:

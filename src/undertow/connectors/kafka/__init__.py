@@ -8,6 +8,7 @@ path). Modules, one concept each:
 * :mod:`.assignment`: which reader subtask owns a partition (pure, deterministic);
 * :mod:`.admin`: the broker lookups the enumerator needs (partitions, offsets);
 * :mod:`.enumerator`, :mod:`.fetcher`, :mod:`.reader`, :mod:`.source`: the source;
+* :mod:`.batch_deserializer`: values into record batches, for a batch-emitting source;
 * :mod:`.record_serializer`: how a record becomes a Kafka record (topic, key, value);
 * :mod:`.sink_protocol`: the exactly-once sink's pure decisions;
 * :mod:`.producer_io`: the sink's client I/O; :mod:`.writer`: its writers;

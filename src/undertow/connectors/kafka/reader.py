@@ -22,6 +22,7 @@ from typing import Any
 
 from undertow.common.serialization import DeserializationSchema
 from undertow.connectors.kafka.admin import KafkaSourceError
+from undertow.connectors.kafka.batch_deserializer import KafkaBatchDeserializationSchema, split_bad
 from undertow.connectors.kafka.fetcher import (
     FetchedRecords,
     FetchFailed,
@@ -82,12 +83,13 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         #: split: a runtime Protocol check costs microseconds, so it is made once
         self._per_split: tuple[ReaderOutput, SplitReaderOutput | None] | None = None
         deserializer = settings.deserializer
-        #: one call per fetched batch: the schema's own batch method when it has one
-        self._deserialize_batch: Callable[[list[Any]], list[Any]] = (
-            deserializer.deserialize_batch
-            if isinstance(deserializer, DeserializationSchema)
+        #: one call per fetched batch: the schema's own batch method when it has one (a
+        #: record-batch schema makes one Arrow batch of a fetch instead: :meth:`_record_batch`)
+        self._deserialize_batch: Callable[[list[Any]], list[Any]] | None = (
+            None if isinstance(deserializer, KafkaBatchDeserializationSchema)
+            else deserializer.deserialize_batch if isinstance(deserializer, DeserializationSchema)
             else functools.partial(_each, deserializer.deserialize)
-        )
+        )  # fmt: skip
 
     def _fetch(self) -> SplitFetcher:
         if self._fetcher is None:
@@ -177,20 +179,58 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         split = self.positions.get(tp)
         if split is None:  # finished meanwhile
             return
-        values: list[Any] | None = None
-        stamps: list[Any] = batch.timestamps
-        if batch.offsets[0] >= split.starting_offset:  # the common case: one call per batch
-            try:
-                values = self._deserialize_batch(batch.values)
-            except Exception:
-                values = None  # which record failed, and what to do with it: below
-        if values is None:
-            values, stamps = self._emit_one_by_one(batch, split.starting_offset, output)
+        if isinstance(self.settings.deserializer, KafkaBatchDeserializationSchema):
+            values, stamps = self._record_batch(batch, split, output)
+        else:
+            values, stamps = self._records(batch, split.starting_offset, output)
         self.positions[tp] = split.at(max(split.starting_offset, batch.offsets[-1] + 1))
         if values and per_split is not None:
             per_split.collect_split_batch(str(tp), values, stamps)  # per-partition watermarks
         elif values:
             output.collect_batch(values, stamps)
+
+    def _bad(self, tp: KafkaTopicPartition, offset: int, raw: bytes | None, err: Exception,
+             stamp: Any, output: ReaderOutput) -> None:  # fmt: skip
+        """A value the deserializer rejected: to the side output, or fail naming it."""
+        reason = f"{type(err).__name__}: {err}"
+        if self.settings.bad_record_tag is None:
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.description}): cannot deserialize the "
+                f"record at topic {tp.topic!r}, partition {tp.partition}, offset "
+                f"{offset}: {reason}; value: {_quote(raw)}"
+            ) from err
+        bad = KafkaBadRecord(tp.topic, tp.partition, offset, reason, raw)
+        output.collect_side(self.settings.bad_record_tag, bad, stamp)
+
+    def _record_batch(self, batch: FetchedRecords, split: KafkaPartitionSplit,
+                      output: ReaderOutput) -> tuple[list[Any], list[Any]]:  # fmt: skip
+        """The fetch's new values as one record batch, stamped with their largest timestamp."""
+        rows = [i for i, offset in enumerate(batch.offsets) if offset >= split.starting_offset]
+        raw = [batch.values[i] for i in rows]
+
+        def bad(j: int, err: Exception) -> None:
+            i = rows[j]
+            self._bad(batch.topic_partition, batch.offsets[i], batch.values[i], err,
+                      batch.timestamps[i], output)  # fmt: skip
+
+        records, kept = split_bad(self.settings.deserializer, raw, bad)
+        if not kept:
+            return [], []
+        stamps = [batch.timestamps[rows[j]] for j in kept]
+        known = [s for s in stamps if s is not None]
+        return [records], [max(known) if known else None]
+
+    def _records(
+        self, batch: FetchedRecords, start: int, output: ReaderOutput
+    ) -> tuple[list[Any], list[Any]]:
+        """The batch's values from offset ``start`` on: in one call of the deserializer's batch
+        form in the common case, else one by one (below)."""
+        if batch.offsets[0] >= start and self._deserialize_batch is not None:
+            try:
+                return self._deserialize_batch(batch.values), batch.timestamps
+            except Exception:
+                pass  # which record failed, and what to do with it: one by one
+        return self._emit_one_by_one(batch, start, output)
 
     def _emit_one_by_one(
         self, batch: FetchedRecords, start: int, output: ReaderOutput
@@ -198,7 +238,6 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         """The batch's records from offset ``start`` on (before it: emitted already, a split
         re-added after a restore), deserialized one at a time: a value the deserializer
         rejects fails the reader naming its offset, or goes to the bad-record side output."""
-        tp = batch.topic_partition
         deserialize = self.settings.deserializer.deserialize
         values: list[Any] = []
         stamps: list[Any] = []
@@ -208,15 +247,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             try:
                 value = deserialize(raw)
             except Exception as err:
-                reason = f"{type(err).__name__}: {err}"
-                if self.settings.bad_record_tag is None:
-                    raise KafkaSourceError(
-                        f"KafkaSource ({self.settings.description}): cannot deserialize the "
-                        f"record at topic {tp.topic!r}, partition {tp.partition}, offset "
-                        f"{offset}: {reason}; value: {_quote(raw)}"
-                    ) from err
-                bad = KafkaBadRecord(tp.topic, tp.partition, offset, reason, raw)
-                output.collect_side(self.settings.bad_record_tag, bad, stamp)
+                self._bad(batch.topic_partition, offset, raw, err, stamp, output)
                 continue
             values.append(value)
             stamps.append(stamp)

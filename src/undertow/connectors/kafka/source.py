@@ -22,6 +22,7 @@ from typing import Any
 from undertow.api.output_tag import OutputTag
 from undertow.common.serialization import DeserializationSchema
 from undertow.connectors.kafka.admin import GroupOffsetLookup, KafkaAdmin, Subscription
+from undertow.connectors.kafka.batch_deserializer import KafkaBatchDeserializationSchema
 from undertow.connectors.kafka.enumerator import (
     EnumeratorSettings,
     KafkaSourceEnumerator,
@@ -62,7 +63,7 @@ class KafkaSource(Source[KafkaPartitionSplit]):
         starting: KafkaOffsetsInitializer,
         stopping: KafkaOffsetsInitializer | None,
         boundedness: Boundedness,
-        deserializer: DeserializationSchema,
+        deserializer: DeserializationSchema | KafkaBatchDeserializationSchema,
         bad_record_tag: OutputTag | None = None,
     ) -> None:
         self.properties = dict(properties)
@@ -175,7 +176,7 @@ class KafkaSourceBuilder:
         self._starting = KafkaOffsetsInitializer.earliest()
         self._stopping: KafkaOffsetsInitializer | None = None
         self._boundedness = Boundedness.CONTINUOUS_UNBOUNDED
-        self._deserializer: DeserializationSchema | None = None
+        self._deserializer: DeserializationSchema | KafkaBatchDeserializationSchema | None = None
         self._bad_record_tag: OutputTag | None = None
 
     def build(self) -> KafkaSource:
@@ -253,12 +254,15 @@ class KafkaSourceBuilder:
         return self
 
     def set_value_only_deserializer(
-        self, deserialization_schema: DeserializationSchema
+        self, deserialization_schema: DeserializationSchema | KafkaBatchDeserializationSchema
     ) -> KafkaSourceBuilder:
-        if not isinstance(deserialization_schema, DeserializationSchema):
+        """A record per value, or with a :class:`KafkaBatchDeserializationSchema` one
+        ``pyarrow.RecordBatch`` per fetch (read the stream with ``.as_batches()``)."""
+        schemas = (DeserializationSchema, KafkaBatchDeserializationSchema)
+        if not isinstance(deserialization_schema, schemas):
             raise TypeError(
-                f"set_value_only_deserializer(): expected a DeserializationSchema, got "
-                f"{deserialization_schema!r}"
+                f"set_value_only_deserializer(): expected a DeserializationSchema or a "
+                f"KafkaBatchDeserializationSchema, got {deserialization_schema!r}"
             )
         self._deserializer = deserialization_schema
         return self

@@ -1,6 +1,7 @@
 """The Kafka sink's writers: :class:`KafkaWriter` (``NONE``, ``AT_LEAST_ONCE``) and
 :class:`ExactlyOnceKafkaWriter` (the write-ahead protocol of :mod:`.sink_protocol`).
 
+A ``pyarrow.RecordBatch`` record (a batch stream's) is written as one Kafka record per row.
 ``NONE`` never waits; ``AT_LEAST_ONCE`` flushes before each barrier and fails on any delivery
 error; ``EXACTLY_ONCE`` buffers, files a batch per checkpoint in its state and commits due
 batches with their marker when a checkpoint completed, after restoring what a restore brought.
@@ -17,8 +18,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
+from undertow.common.row import Row
 from undertow.connectors.kafka import producer_io as io
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import (
@@ -101,6 +104,16 @@ class _Base(SinkWriter):
         io.check_topics(self.producer, fixed, self.where, sink.bootstrap_servers, self.timeout_s)
         self.known_topics.update(fixed)
 
+    def _records(self, element: Any, timestamp: int | None) -> list[ProducedRecord]:
+        """The Kafka records of one stream record: a ``pyarrow.RecordBatch`` (a batch
+        stream's record) gives one per row, each row a ``Row`` of the batch's column names
+        (as ``to_records()`` makes them) with the batch's timestamp."""
+        if not isinstance(element, pa.RecordBatch):
+            return [self._record(element, timestamp)]
+        names = element.schema.names
+        columns = [c.to_pylist() for c in element.columns]
+        return [self._record(Row(**dict(zip(names, r))), timestamp) for r in zip(*columns)]
+
     def _record(self, element: Any, timestamp: int | None) -> ProducedRecord:
         try:
             record = self.serializer.to_record(element, timestamp)
@@ -132,7 +145,8 @@ class KafkaWriter(_Base):
         self.wait_for_acks = wait_for_acks
 
     def write(self, element: Any, timestamp: int | None) -> None:
-        io.produce(self.producer, self._record(element, timestamp), self.errors)
+        for record in self._records(element, timestamp):
+            io.produce(self.producer, record, self.errors)
         self.producer.poll(0)
         self.errors.raise_if_any()
 
@@ -230,7 +244,7 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
 
     # -- records and checkpoints -----------------------------------------------------------------
     def write(self, element: Any, timestamp: int | None) -> None:
-        self.buffer.append(self._record(element, timestamp))
+        self.buffer.extend(self._records(element, timestamp))
 
     def prepare_commit(self) -> list[Any]:
         self._crash(BEFORE_PRE_COMMIT, -1)

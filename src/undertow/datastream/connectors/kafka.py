@@ -5,6 +5,11 @@ Re-exports only; the implementation is :mod:`undertow.connectors.kafka`.
 """
 
 from undertow.connectors.kafka.admin import KafkaSourceError
+from undertow.connectors.kafka.batch_deserializer import (
+    JsonBatchDeserializationSchema,
+    KafkaBatchDeserializationSchema,
+    RowBatchDeserializationSchema,
+)
 from undertow.connectors.kafka.offsets import (
     KafkaOffsetResetStrategy,
     KafkaOffsetsInitializer,
@@ -24,7 +29,9 @@ from undertow.connectors.sink import DeliveryGuarantee
 
 __all__ = [
     "DeliveryGuarantee",
+    "JsonBatchDeserializationSchema",
     "KafkaBadRecord",
+    "KafkaBatchDeserializationSchema",
     "KafkaOffsetResetStrategy",
     "KafkaOffsetsInitializer",
     "KafkaPartitionSplit",
@@ -38,4 +45,5 @@ __all__ = [
     "KafkaSourceError",
     "KafkaTopicPartition",
     "KafkaTopicSelector",
+    "RowBatchDeserializationSchema",
 ]

@@ -91,6 +91,8 @@ def accumulators(kind: str, dtype: np.dtype[Any]) -> list[Accumulator]:
 class BatchAggregateOperator(OneInputStreamOperator):
     """Running ``kind`` of ``column`` per key of ``key_columns`` (see the module docstring)."""
 
+    takes_row_ranges = True
+
     def __init__(self, kind: str, column: str | None, key_columns: Sequence[str]) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown batch aggregation {kind!r}; one of {KINDS}")

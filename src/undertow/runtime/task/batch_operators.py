@@ -45,6 +45,8 @@ def _check_input(op: OneInputStreamOperator, value: Any) -> pa.RecordBatch:
 class _BatchFunctionOperator(OneInputStreamOperator):
     """Opens and closes the user's function object (if it has ``open``/``close``)."""
 
+    takes_row_ranges = True
+
     def __init__(self, function: Any, call: Callable[..., Any], schema: pa.Schema | None = None):
         self.function = function
         self.call = call
@@ -187,6 +189,8 @@ class FilterBatches(_BatchFunctionOperator):
 class ToRecords(OneInputStreamOperator):
     """``to_records()``: every row of every record batch becomes a :class:`Row` with the
     batch's column names, carrying its batch's timestamp."""
+
+    takes_row_ranges = True
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         out: list[Any] = []

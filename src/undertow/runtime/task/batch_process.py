@@ -1,14 +1,14 @@
 """The operator of ``key_by(columns).process_batches(fn)``: a keyed batch process function.
 
 Per record batch it finds the distinct keys (dictionary encoding) and calls the function with
-a context whose value states and timers are vectorised over them; output carries the batch's
+a context whose states and timers are vectorised over them; output carries the batch's
 timestamp. A rising watermark fires the event-time timers at or below it, one ``on_timer``
 call per timestamp (earliest first, the output stamped with it) before the watermark goes on;
 processing-time timers fire the same way from a processing-time callback. Timers set during a
 firing at or below the time fired wait for the next advance (PyFlink's rule); at the end of
 input the MAX watermark fires every event-time timer; processing-time timers only in BATCH mode.
-State: value states in a :class:`~undertow.state.columnar_table.ColumnarKeyedTable` (a value
-and an ``undertow.set.<name>`` flag column each), timers in two
+State: value, list and map states in a :class:`~undertow.state.columnar_table.ColumnarKeyedTable`
+(columns and flags of :mod:`.batch_process_state`), timers in two
 :class:`~undertow.state.columnar_timers.ColumnarTimers`; a snapshot packs the three tables'
 blobs per key group, so it rescales. Threading: a task-loop operator (``setup ->
 restore_key_groups? -> open -> process_batch* / process_watermark* / timers -> close``).
@@ -23,12 +23,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from undertow.api.batch_functions import BatchValueStateDescriptor, KeyedBatchProcessFunction
+from undertow.api.batch_functions import (
+    BatchListStateDescriptor,
+    BatchMapStateDescriptor,
+    BatchValueStateDescriptor,
+    KeyedBatchProcessFunction,
+)
 from undertow.api.functions import TimeDomain
 from undertow.core.errors import BatchError
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.batch_aggregate import encode_keys
 from undertow.runtime.task.batch_operators import _check_input, _where
+from undertow.runtime.task.batch_process_state import (
+    LIST,
+    MAP,
+    BatchListStateView,
+    BatchMapStateView,
+    BatchValueStateView,
+    column_for,
+    declare,
+)
 from undertow.runtime.task.batch_reduce import state_column
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 from undertow.runtime.task.operators import close_udf, open_udf
@@ -39,48 +53,6 @@ from undertow.state.key_groups import key_group_range_for_subtask
 _SET = "undertow.set."
 _END_OF_TIME = 2**63 - 1
 _PARTS = ("state", "event", "processing")
-
-
-class _ValueState:
-    """A value state seen for the slots of a context's keys (``BatchValueState``)."""
-
-    def __init__(self, op: BatchProcessOperator, descriptor: BatchValueStateDescriptor,
-                 slots: np.ndarray) -> None:  # fmt: skip
-        self._op, self._descriptor, self._slots = op, descriptor, slots
-
-    def value(self) -> pa.Array:
-        columns = self._op.states_table().columns
-        name = self._descriptor.name
-        present = columns[_SET + name][self._slots]
-        return pa.array(columns[name][self._slots], mask=~present, type=self._descriptor.type)
-
-    def update(self, values: Any) -> None:
-        d, slots = self._descriptor, self._slots
-        where = f"{_where(self._op)}: state {d.name!r} ({d.type})"
-        try:
-            array = values if isinstance(values, pa.Array) else pa.array(values, type=d.type)
-            if isinstance(array, pa.ChunkedArray):
-                array = array.combine_chunks()
-            if array.type != d.type:
-                array = array.cast(d.type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as err:
-            raise BatchError(f"{where}: update() got values that are not {d.type}: "
-                             f"{values!r:.80} ({err})") from err  # fmt: skip
-        if len(array) != len(slots):
-            raise BatchError(f"{where}: update() got {len(array)} values for {len(slots)} keys; "
-                             "one per key of ctx.keys() is needed")  # fmt: skip
-        columns = self._op.states_table().columns
-        target = columns[d.name]
-        present = array.is_valid().to_numpy(zero_copy_only=False)
-        if target.dtype != object and array.null_count:
-            array = pc.fill_null(
-                array, pa.scalar(0, type=d.type) if d.type != pa.bool_() else False
-            )
-        target[slots] = array.to_numpy(zero_copy_only=False)
-        columns[_SET + d.name][slots] = present
-
-    def clear(self) -> None:
-        self._op.states_table().columns[_SET + self._descriptor.name][self._slots] = False
 
 
 class _Context(KeyedBatchProcessFunction.OnTimerContext):
@@ -116,9 +88,19 @@ class _Context(KeyedBatchProcessFunction.OnTimerContext):
     def current_processing_time(self) -> int:
         return self._op.ctx.processing_time_service.current_processing_time()
 
-    def get_state(self, descriptor: BatchValueStateDescriptor) -> _ValueState:
+    def get_state(self, descriptor: BatchValueStateDescriptor) -> BatchValueStateView:
         self._op.declare(descriptor)
-        return _ValueState(self._op, descriptor, self._slots)
+        return BatchValueStateView(self._op.states_table, descriptor, self._slots, _where(self._op))
+
+    def get_list_state(self, descriptor: BatchListStateDescriptor) -> BatchListStateView:
+        op = self._op
+        op.declare_column(descriptor.name, LIST, pa.list_(descriptor.element_type))
+        return BatchListStateView(op.states_table, descriptor, self._slots, _where(op))
+
+    def get_map_state(self, descriptor: BatchMapStateDescriptor) -> BatchMapStateView:
+        op, d = self._op, descriptor
+        op.declare_column(d.name, MAP, pa.map_(d.key_type, d.value_type))
+        return BatchMapStateView(op.states_table, descriptor, self._slots, _where(op))
 
     def _timers(self, times: Any, key_index: Any, what: str) -> tuple[list[Any], Any, Any]:
         """``(keys, times, valid)`` of a timer call, one entry per distinct (key, time): the
@@ -180,6 +162,8 @@ class _Context(KeyedBatchProcessFunction.OnTimerContext):
 
 class BatchProcessOperator(OneInputStreamOperator):
     """Runs a :class:`KeyedBatchProcessFunction` keyed by ``key_columns`` (module docstring)."""
+
+    takes_row_ranges = True
 
     def __init__(self, function: Any, key_columns: Sequence[str]) -> None:
         self.function = function
@@ -263,7 +247,7 @@ class BatchProcessOperator(OneInputStreamOperator):
             for f in schema:
                 if f.name not in self.key_columns and f.name not in states.accumulators:
                     states.add_accumulator(_flag(f.name[len(_SET):]) if f.name.startswith(_SET)
-                                           else state_column(f))  # fmt: skip
+                                           else column_for(f) or state_column(f))  # fmt: skip
         try:
             states.restore(parts["state"], mine, where, partial=True)
             for domain in ("event", "processing"):
@@ -286,8 +270,22 @@ class BatchProcessOperator(OneInputStreamOperator):
         timers: ColumnarTimers = self._tables[domain]
         return timers
 
+    def _name_taken(self, name: str, column: str) -> None:
+        """A state name belongs to one kind of state (value, list, map)."""
+        taken = {name, LIST + name, MAP + name} - {column}
+        clash = taken & self.states_table().accumulators.keys()
+        if clash:
+            raise BatchError(f"{_where(self)}: state name {name!r} is used by another kind of "
+                             "state (value, list and map states need distinct names)")  # fmt: skip
+
+    def declare_column(self, name: str, prefix: str, arrow_type: pa.DataType) -> None:
+        """A list (``prefix`` LIST) or map (MAP) state's columns at its first use."""
+        self._name_taken(name, prefix + name)
+        declare(self.states_table(), prefix + name, arrow_type, _where(self))
+
     def declare(self, descriptor: BatchValueStateDescriptor) -> None:
         """Add ``descriptor``'s columns at its first use; a restored state must keep its type."""
+        self._name_taken(descriptor.name, descriptor.name)
         table = self.states_table()
         existing = table.accumulators.get(descriptor.name)
         if existing is None:

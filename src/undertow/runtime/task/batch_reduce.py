@@ -73,6 +73,8 @@ def _one_batch(data: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.RecordB
 class BatchReduceOperator(OneInputStreamOperator):
     """Running ``fn``-reduction per key of ``key_columns`` (see the module docstring)."""
 
+    takes_row_ranges = True
+
     def __init__(self, function: Any, call: Callable[..., Any], key_columns: Sequence[str]):
         self.function = function
         self.call = call

@@ -105,6 +105,8 @@ class BatchEventTime(OneInputStreamOperator):
 class BatchWindowAggregate(OneInputStreamOperator):
     """``kind`` of ``column`` per key and event-time window (see the module docstring)."""
 
+    takes_row_ranges = True
+
     def __init__(self, kind: str, column: str | None, key_columns: Sequence[str],
                  time_column: str | None, size: int, slide: int, offset: int,
                  allowed_lateness: int = 0, late_tag: str | None = None) -> None:  # fmt: skip

@@ -3,9 +3,10 @@
 A slice takes priority events first (unaligned barriers overtake data), then batches from
 the gates round-robin (restored input before any live input) and hands them to the head in
 adaptive chunks, until the slice's time is up, the output is unavailable, or an event ends
-the input. The unprocessed rest of a batch stays in :class:`CurrentBatch`; it is part of its
-channel's state if an unaligned checkpoint starts (ARCHITECTURE.md §3). A source subtask's
-slice moves its reader's pending records instead.
+the input; a chain of batch operators gets record batches one at a time, large ones cut by
+rows (:mod:`.row_cuts`). The unprocessed rest of a batch (and of a record batch) stays in
+:class:`CurrentBatch`; it is part of its channel's state if an unaligned checkpoint starts
+(ARCHITECTURE.md §3). A source subtask's slice moves its reader's pending records instead.
 
 Threading: the task's loop thread only. Lifecycle: built with its task; a slice runs from the
 mailbox loop, which calls it only when :meth:`ready` and the output is available.
@@ -18,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from undertow.connectors.source import InputStatus
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
 from undertow.runtime.network.buffer import serialize_batch
@@ -28,6 +31,7 @@ from undertow.runtime.task.operator import BoundedInput
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.restored_input import RestoredInput, batch_chunk
+from undertow.runtime.task.row_cuts import RowCutter
 from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
@@ -37,7 +41,9 @@ _SOURCE_BACKOFF_S = 0.005
 class CurrentBatch:
     """The batch being processed: where it came from and how far the head got."""
 
-    __slots__ = ("channel", "gate", "position", "recovered", "restored", "timestamps", "values")
+    __slots__ = (
+        "channel", "gate", "position", "recovered", "restored", "row", "timestamps", "values",
+    )  # fmt: skip
 
     def __init__(
         self, gate: InputGate, channel: InputChannel, values: list[Any],
@@ -49,6 +55,8 @@ class CurrentBatch:
         self.timestamps = timestamps
         #: Records before this index were processed.
         self.position = 0
+        #: Rows of the record batch at ``position`` processed already (cut by rows).
+        self.row = 0
         #: Restored channel state: not counted by the gate, not released to it.
         self.restored = restored
         #: Recovered input (re-emitted by a rescaled restore, or restored as such): its rest
@@ -77,6 +85,7 @@ class StreamInputProcessor:
         wake: Callable[[], None],
         input_held: Callable[[], bool] = lambda: False,
         on_restored_input_consumed: Callable[[], None] | None = None,
+        cut_batches: bool = False,
     ) -> None:
         self.gates = list(gates)
         self.head = head
@@ -101,6 +110,10 @@ class StreamInputProcessor:
             head.input_room if isinstance(head, BoundedInput) else None
         )
         self.records_in = 0
+        #: The head's chain takes row ranges of record batches (:mod:`.row_cuts`): a record
+        #: batch is handed over alone, cut by rows when it would overrun the slice.
+        self.cut_batches = cut_batches
+        self._rows = RowCutter()
         #: After an unaligned stop's savepoint: input is dropped (:mod:`.unaligned_stop`).
         self.dropping_input = False
         self.records_dropped = 0
@@ -205,7 +218,10 @@ class StreamInputProcessor:
             pos = current.position
             if pos < len(current.values):
                 stamps = None if current.timestamps is None else current.timestamps[pos:]
-                batch = serialize_batch(current.values[pos:], stamps)
+                values = current.values[pos:]
+                if current.row:  # the rest of a record batch cut by rows
+                    values[0] = values[0].slice(current.row)
+                batch = serialize_batch(values, stamps)
                 chunks.append(batch_chunk(batch, current.recovered))
         return chunks + self._restored_input.pending_chunks(channel)
 
@@ -283,10 +299,18 @@ class StreamInputProcessor:
                     k = int(fit) if fit >= 1.0 else 1
             if head_room is not None:
                 k = max(1, min(k, head_room()))
-            t0 = perf()
-            if pos == 0 and k >= n:
+            rows = 0
+            if self.cut_batches and type(values[pos]) is pa.RecordBatch:
+                chunk, rows = self._cut(current, slice_s)
+                cstamps = None if stamps is None else [stamps[pos]]
+                if current.row == 0:
+                    pos += 1
+                t0 = perf()
+            elif pos == 0 and k >= n:
+                t0 = perf()
                 chunk, cstamps, pos = values, stamps, n
             else:
+                t0 = perf()
                 end = min(n, pos + k)
                 chunk = values[pos:end]
                 cstamps = None if stamps is None else stamps[pos:end]
@@ -299,12 +323,16 @@ class StreamInputProcessor:
             else:
                 head.process_batch(chunk, cstamps)
             t1 = perf()
-            self.records_in += len(chunk)
+            taken = len(chunk) if not rows else int(current.row == 0)  # a cut: at its last piece
+            self.records_in += taken
             if not current.restored:
-                gate.note_processed(len(chunk))
+                gate.note_processed(taken)
             if budget is not None:
                 budget.end(len(chunk))
-            self._adapt_chunk(len(chunk), t1 - t0, slice_s)
+            if rows:
+                self._rows.observe(rows, t1 - t0)
+            else:
+                self._adapt_chunk(len(chunk), t1 - t0, slice_s)
             if pos >= n:
                 self._current = None
                 if not current.restored:
@@ -316,6 +344,18 @@ class StreamInputProcessor:
             if head_room is not None and head_room() <= 0:
                 break
         self.after_slice()
+
+    def _cut(self, current: CurrentBatch, slice_s: float) -> tuple[list[Any], int]:
+        """The next chunk of the record batch at ``current.position``: the whole batch, or its
+        next row range when the rest would overrun the slice (``current.row`` moves past it,
+        back to 0 at the batch's end). Returns the chunk and its rows."""
+        batch = current.values[current.position]
+        start, total = current.row, batch.num_rows
+        rows = min(total - start, self._rows.rows_for(slice_s, total))
+        if start == 0 and rows == total:
+            return [batch], total
+        current.row = 0 if start + rows >= total else start + rows
+        return [batch.slice(start, rows)], rows
 
     def _may_report_restored_consumed(self) -> bool:
         """A report that the restored input was consumed is due once none is pending and no

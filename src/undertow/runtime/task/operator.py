@@ -20,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.time_service import ProcessingTimeService
@@ -182,6 +182,11 @@ class StreamOperator(CheckpointHooks, ABC):
 
     ctx: OperatorSetup
     output: Output
+    #: The operator's results do not change when a record batch reaches it as consecutive
+    #: row ranges (``batch.slice``) instead of whole, with the batch's timestamp and nothing
+    #: in between: the input processor cuts large batches by rows only for a chain whose
+    #: operators all say so (:mod:`undertow.runtime.task.row_cuts`).
+    takes_row_ranges: ClassVar[bool] = False
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx

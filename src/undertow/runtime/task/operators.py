@@ -189,6 +189,8 @@ class ProcessOperator(UdfOperator):
 class SinkFunctionOperator(UdfOperator):
     """``add_sink(SinkFunction)``: ``invoke(value, context)`` per record."""
 
+    takes_row_ranges = True
+
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
         for v in values:
@@ -199,6 +201,8 @@ class PrintSinkOperator(OneInputStreamOperator):
     """``print()``: one line per record, ``N> `` prefixed when the sink runs in parallel;
     records are rendered as PyFlink renders values of the stream's type ``type_info``
     (see :mod:`undertow.runtime.task.print_format`)."""
+
+    takes_row_ranges = True
 
     def __init__(self, sink_identifier: str | None = None, type_info: Any = None) -> None:
         self.sink_identifier = sink_identifier
@@ -226,6 +230,8 @@ class PrintSinkOperator(OneInputStreamOperator):
 class CollectSinkOperator(OneInputStreamOperator):
     """``execute_and_collect``: ships records to the client."""
 
+    takes_row_ranges = True
+
     def __init__(self, sink_id: str) -> None:
         self.sink_id = sink_id
 
@@ -238,6 +244,8 @@ class CollectSinkOperator(OneInputStreamOperator):
 
 class DiscardingSinkOperator(OneInputStreamOperator):
     """Counts and drops records (benchmarks)."""
+
+    takes_row_ranges = True
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         acc = self.ctx.accumulators

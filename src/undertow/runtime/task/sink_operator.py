@@ -78,6 +78,8 @@ class _WriterContext(SinkWriterContext):
 
 
 class SinkWriterOperator(OneInputStreamOperator):
+    takes_row_ranges = True
+
     def __init__(self, sink: Sink, emit_committables: bool = False) -> None:
         self.sink = sink
         #: Emit committables downstream to a global committer instead of committing them.

@@ -49,7 +49,12 @@ from undertow.runtime.task.lifecycle import (
     initial_lifecycle,
 )
 from undertow.runtime.task.mailbox_loop import MailboxLoop, TaskCancelled
-from undertow.runtime.task.operator import BoundedInput, TaskServices, TwoInputStreamOperator
+from undertow.runtime.task.operator import (
+    BoundedInput,
+    StreamOperator,
+    TaskServices,
+    TwoInputStreamOperator,
+)
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.settings import TaskSettings
@@ -182,6 +187,10 @@ class StreamTask:
             input_held=self.mailbox.input_held,
             on_restored_input_consumed=(
                 countdown.part_done if recovery.reports_restored_input else None
+            ),
+            cut_batches=all(
+                isinstance(op, StreamOperator) and op.takes_row_ranges
+                for op in self.chain.operators
             ),
         )  # fmt: skip
         for gate in self.gates:
