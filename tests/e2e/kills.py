@@ -58,5 +58,5 @@ def run_killing_a_worker_after_a_checkpoint(
         killer.cancel()
         client.cancel()
     console += capsys.readouterr().err
-    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed"
+    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed\n{console}"
     return result, console
