@@ -3,7 +3,8 @@
 A reader call of ``NumberSequenceSource`` yields 4,096 records; chained to a map that spins
 0.2 ms per record, emitting a call at once would keep the task from its mailbox for 0.8 s.
 Bounds are counted in records: a mail posted while the task runs waits for at most a few
-records of the chained map, never for the rest of a reader call.
+records of the chained map, never for the rest of a reader call. A record batch (one record,
+as a Kafka fetch of a batch deserializer) is handed over in row ranges the same way.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import pickle
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import pyarrow as pa
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.connectors.source import SourceSplit
 from undertow.datastream import MapFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.number_seq import NumberSequenceSource, NumberSequenceSplit
+from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.network.partition import ResultPartition
 from undertow.runtime.network.record_writer import RecordWriter
@@ -42,6 +47,24 @@ class Spin(MapFunction):
         return value
 
 
+class SpinRows:
+    """``map_batches``: spins ``SPIN_ROW_S`` per row and counts the rows it processed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def map_batches(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        self.count += batch.num_rows
+        until = time.perf_counter() + SPIN_ROW_S * batch.num_rows
+        while time.perf_counter() < until:
+            pass
+        return batch
+
+
+SPIN_ROW_S = 0.000002
+BATCH_ROWS = 200_000
+
+
 class Services:
     def print_lines(self, lines: list[str]) -> None: ...
 
@@ -62,15 +85,29 @@ def source_vertex() -> JobVertex:
     return vertex
 
 
-def records_between_post_and_run(mails: int) -> list[int]:
-    """Post ``mails`` mails from another thread, one every 5 ms, to a running source task; for
-    each, how many records the chained map processed between posting it and its running."""
-    vertex = source_vertex()
+def batch_source_vertex() -> JobVertex:
+    """Record batches of 200,000 rows (0.4 s of the chained map's spinning each)."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    source = NumberSequenceBatchSource(0, 10**9, batch_rows=BATCH_ROWS)
+    batches = env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers").as_batches()
+    batches.map_batches(SpinRows()).name("spin").rebalance().print()
+    [vertex] = [v for v in env._job_graph("slicing").vertices if not v.inputs]
+    return vertex
+
+
+def units_between_post_and_run(
+    vertex: JobVertex, split: Any, mails: int, counter: Callable[[Any], int]
+) -> tuple[list[int], int]:
+    """Post ``mails`` mails from another thread, one every 5 ms, to a running source task
+    reading ``split``; for each, how many records (or rows: ``counter`` of the chained
+    function) the chain processed between posting it and its running; and how many it
+    processed while the mails were posted (a mail may run before the next record)."""
     partition = ResultPartition("out", [1], buffers_per_channel=1000, floating_buffers=0,
                                 max_buffers_per_channel=1000)  # fmt: skip
     writer = RecordWriter(partition, vertex.outputs[0].new_partitioner(), 1 << 16)
 
-    async def scenario() -> list[int]:
+    async def scenario() -> tuple[list[int], int]:
         deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=1,
                                     config=Configuration(),
                                     writers={vertex.outputs[0].id: writer})  # fmt: skip
@@ -79,35 +116,77 @@ def records_between_post_and_run(mails: int) -> list[int]:
         [spin] = [op.function for op in task.chain.operators if hasattr(op, "function")]
         running = asyncio.ensure_future(task.run())
         await asyncio.sleep(0.05)
-        task.head.add_splits([NumberSequenceSplit("0", 0, 10**9)])
+        task.head.add_splits([split])
         task.source_available()
         waits: list[int] = []
 
         def post_from_another_thread() -> None:  # as a trigger arriving on a socket
             for _ in range(mails):
                 time.sleep(0.005)
-                posted = spin.count
+                posted = counter(spin)
 
                 def mail(posted: int = posted) -> None:
-                    waits.append(spin.count - posted)
+                    waits.append(counter(spin) - posted)
 
                 task.post_threadsafe(mail)
 
+        before = counter(spin)
         await asyncio.to_thread(post_from_another_thread)
+        processed = counter(spin) - before
         await asyncio.sleep(0.05)
         task.cancel()
         await asyncio.gather(running, return_exceptions=True)
-        return waits
+        return waits, processed
 
     return asyncio.run(scenario())
 
 
+def records_between_post_and_run(mails: int) -> tuple[list[int], int]:
+    split = NumberSequenceSplit("0", 0, 10**9)
+    return units_between_post_and_run(source_vertex(), split, mails, lambda spin: spin.count)
+
+
 def test_a_mail_waits_for_a_few_records_not_for_a_whole_reader_call() -> None:
-    waits = records_between_post_and_run(40)
-    assert len(waits) == 40 and sum(waits) > 0, waits  # the map did run meanwhile
+    waits, processed = records_between_post_and_run(40)
+    assert len(waits) == 40 and processed > 0, (waits, processed)  # the map ran meanwhile
     # a 2 ms slice holds ~10 records of 0.2 ms; the first chunk (64) before adapting
     assert max(waits[5:]) <= 64, waits
     assert max(waits[5:]) < 4096 // 10
+
+
+def test_a_mail_waits_for_a_row_range_not_for_a_whole_record_batch() -> None:
+    """One reader call hands out a record batch of 200,000 rows (0.4 s of the chained map): a
+    mail waits for a row range of it (at least 64 rows and a 32nd of the batch, 6,250), not
+    for the rest of the batch."""
+    vertex = batch_source_vertex()
+    split = NumberSequenceBatchSource(0, 10**9, batch_rows=BATCH_ROWS).make_split("0", 0, 10**9)
+    waits, processed = units_between_post_and_run(vertex, split, 40, lambda spin: spin.count)
+    assert len(waits) == 40 and processed > 0, (waits, processed)  # the map ran meanwhile
+    # the first cut is 6,250 rows (a 32nd of the batch); then about a slice's worth
+    assert max(waits[5:]) <= 2 * (BATCH_ROWS // 32), waits
+
+
+def test_a_pending_record_batch_cut_by_rows_is_snapshotted_as_its_rest() -> None:
+    op, out = operator()
+    op.reader = Reader(["split-a"])  # type: ignore[assignment]
+    batch = pa.RecordBatch.from_pydict({"v": list(range(10))})
+    op.collect_batch([batch, "after"])
+    assert op.pending_batch() == (0, 10)
+    op.emit_pending_rows(3)
+    op.emit_pending_rows(4)
+    assert op.pending_batch() == (7, 10)
+    blob = op.snapshot_custom_state(1)
+    op.emit_pending_rows(5)  # at most the batch's rest
+    assert op.pending_batch() is None and op.emit_pending(10) == 1
+    assert [v if isinstance(v, str) else v.column(0).to_pylist() for v in out.values] == [
+        [0, 1, 2], [3, 4, 5, 6], [7, 8, 9], "after"]  # fmt: skip
+
+    restored, restored_out = operator()
+    restored.restore_custom_state([blob], rescaled=False)
+    while restored.has_pending():
+        restored.emit_pending(10)
+    first, after = restored_out.values
+    assert first.column(0).to_pylist() == [7, 8, 9] and after == "after"
 
 
 class Output:

@@ -6,7 +6,8 @@ adaptive chunks, until the slice's time is up, the output is unavailable, or an 
 the input; a chain of batch operators gets record batches one at a time, large ones cut by
 rows (:mod:`.row_cuts`). The unprocessed rest of a batch (and of a record batch) stays in
 :class:`CurrentBatch`; it is part of its channel's state if an unaligned checkpoint starts
-(ARCHITECTURE.md §3). A source subtask's slice moves its reader's pending records instead.
+(ARCHITECTURE.md §3). A source subtask's slice moves its reader's pending records instead,
+record batches among them cut by rows the same way.
 
 Threading: the task's loop thread only. Lifecycle: built with its task; a slice runs from the
 mailbox loop, which calls it only when :meth:`ready` and the output is available.
@@ -421,12 +422,21 @@ class StreamInputProcessor:
                 fit = budget.begin()
                 if fit < k:
                     k = int(fit) if fit >= 1.0 else 1
+            cut = head.pending_batch() if self.cut_batches else None
             t0 = perf()
-            emitted = head.emit_pending(k)
-            t1 = perf()
+            if cut is not None:  # a record batch: a row range of it (module docstring)
+                row, total = cut
+                rows = min(total - row, self._rows.rows_for(slice_s, total))
+                head.emit_pending_rows(rows)
+                t1 = perf()
+                self._rows.observe(rows, t1 - t0)
+                emitted = 1
+            else:
+                emitted = head.emit_pending(k)
+                t1 = perf()
+                self._adapt_chunk(emitted, t1 - t0, slice_s)
             if budget is not None:
                 budget.end(emitted)
-            self._adapt_chunk(emitted, t1 - t0, slice_s)
             if t1 >= deadline or not self.output_available() or self.input_held():
                 break
         self.after_slice()

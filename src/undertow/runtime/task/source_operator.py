@@ -15,6 +15,8 @@ import pickle
 from collections import deque
 from typing import Any
 
+import pyarrow as pa
+
 from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext, SourceSplit
 from undertow.core.errors import StateError
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
@@ -164,6 +166,26 @@ class _ReaderContext(SourceReaderContext):
         self._setup.services.wake()
 
 
+class _Pending:
+    """What one reader call produced and the task has not emitted yet: ``values[pos:]``, and
+    of ``values[pos]``, when it is a record batch handed over in row ranges, its rows from
+    ``row``. Mutable, owned by the source operator on the task's loop thread."""
+
+    __slots__ = ("pos", "row", "split_id", "stamps", "values")
+
+    def __init__(self, values: list[Any], stamps: list[Any] | None, split_id: str | None) -> None:
+        self.values, self.stamps, self.split_id = values, stamps, split_id
+        self.pos = self.row = 0
+
+    def rest(self) -> tuple[list[Any], list[Any] | None, str | None]:
+        """The records not emitted (a record batch cut by rows: its rows not emitted)."""
+        values = self.values[self.pos :]
+        if self.row:
+            values[0] = values[0].slice(self.row)
+        stamps = None if self.stamps is None else self.stamps[self.pos :]
+        return values, stamps, self.split_id
+
+
 class SourceOperator(CheckpointHooks):
     """Head of a source chain: a reader call fills the *pending* records, and the task moves
     them into the chain in chunks of its own size (:meth:`emit_pending`).
@@ -184,8 +206,8 @@ class SourceOperator(CheckpointHooks):
         self.watermark_strategy = watermark_strategy
         self.reader: SourceReader[Any] | None = None
         self._restored_splits: list[Any] = []
-        #: Reader output not emitted yet, oldest first: [values, timestamps, position, split id].
-        self._pending: deque[list[Any]] = deque()
+        #: Reader output not emitted yet, oldest first.
+        self._pending: deque[_Pending] = deque()
         #: splits released by the reader while records of theirs are still pending
         self._release_after: set[str] = set()
         #: ReaderOutput's soft limit per reader call, set by the task (buffer debloating).
@@ -224,19 +246,19 @@ class SourceOperator(CheckpointHooks):
 
     def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
         if values:
-            self._pending.append([values, timestamps, 0, None])
+            self._pending.append(_Pending(values, timestamps, None))
 
     def collect_split_batch(
         self, split_id: str, values: list[Any], timestamps: list[Any] | None = None
     ) -> None:
         if values:
-            self._pending.append([values, timestamps, 0, split_id])
+            self._pending.append(_Pending(values, timestamps, split_id))
 
     def register_split(self, split_id: str) -> None:
         self._emitter().register_split(split_id)
 
     def release_split(self, split_id: str) -> None:
-        if any(entry[3] == split_id for entry in self._pending):
+        if any(entry.split_id == split_id for entry in self._pending):
             self._release_after.add(split_id)
         else:
             self._emitter().release_split(split_id)
@@ -256,27 +278,59 @@ class SourceOperator(CheckpointHooks):
     def emit_pending(self, limit: int) -> int:
         """Emit up to ``limit`` (>= 1) of the oldest pending records; returns how many."""
         entry = self._pending[0]
-        values, stamps, pos, split_id = entry
+        values, stamps, pos = entry.values, entry.stamps, entry.pos
         n = len(values)
         end = min(n, pos + limit)
-        if pos == 0 and end == n:
+        if entry.row:  # the rest of a batch cut by rows goes alone
+            chunk = [values[pos].slice(entry.row)]
+            cstamps = None if stamps is None else [stamps[pos]]
+            entry.row, end = 0, pos + 1
+        elif pos == 0 and end == n:
             chunk, cstamps = values, stamps
         else:
             chunk = values[pos:end]
             cstamps = None if stamps is None else stamps[pos:end]
-        if end == n:
-            self._pending.popleft()
+        entry.pos = end
+        self._emit(entry, chunk, cstamps)
+        return len(chunk)
+
+    def pending_batch(self) -> tuple[int, int] | None:
+        """When the oldest pending record is a record batch: its next row and its rows (for
+        :meth:`emit_pending_rows`); otherwise None."""
+        entry = self._pending[0]
+        value = entry.values[entry.pos]
+        return (entry.row, value.num_rows) if type(value) is pa.RecordBatch else None
+
+    def emit_pending_rows(self, rows: int) -> None:
+        """Emit the next ``rows`` (>= 1) rows of the oldest pending record, a record batch
+        (:meth:`pending_batch`), with the batch's timestamp; the rest stays pending, and in
+        the source's snapshot, until emitted. So a chained batch function's call is as long
+        as the task's row cuts (:mod:`.row_cuts`) make it, not as long as a reader's fetch."""
+        entry = self._pending[0]
+        batch = entry.values[entry.pos]
+        start = entry.row
+        end = min(batch.num_rows, start + rows)
+        chunk = [batch if start == 0 and end == batch.num_rows else batch.slice(start, end - start)]
+        cstamps = None if entry.stamps is None else [entry.stamps[entry.pos]]
+        if end >= batch.num_rows:
+            entry.pos, entry.row = entry.pos + 1, 0
         else:
-            entry[2] = end
+            entry.row = end
+        self._emit(entry, chunk, cstamps)
+
+    def _emit(self, entry: _Pending, chunk: list[Any], stamps: list[Any] | None) -> None:
+        done = entry.pos >= len(entry.values)
+        if done:
+            self._pending.popleft()
+        split_id = entry.split_id
         emitter = self._emitter()
-        stamps_out = (emitter.on_batch(chunk, cstamps) if split_id is None
-                      else emitter.on_batch(chunk, cstamps, split_id))  # fmt: skip
+        stamps_out = (emitter.on_batch(chunk, stamps) if split_id is None
+                      else emitter.on_batch(chunk, stamps, split_id))  # fmt: skip
         self.output.collect_batch(chunk, stamps_out)
-        if (end == n and split_id in self._release_after
-                and not any(e[3] == split_id for e in self._pending)):  # fmt: skip
+        if (done and split_id in self._release_after
+                and not any(e.split_id == split_id for e in self._pending)):  # fmt: skip
             self._release_after.discard(split_id)
             emitter.release_split(split_id)
-        return len(chunk)
 
     def add_splits(self, splits: list[Any]) -> None:
         assert self.reader is not None
@@ -294,7 +348,7 @@ class SourceOperator(CheckpointHooks):
         """The reader's splits with their positions (restoring resumes right after them) and
         the pending records, which the reader already read past."""
         assert self.reader is not None
-        pending = [(v[p:], None if s is None else s[p:], split) for v, s, p, split in self._pending]
+        pending = [entry.rest() for entry in self._pending]
         splits = list(self.reader.snapshot_state(checkpoint_id))
         return serialize_object({"splits": splits, "pending": pending})
 
@@ -329,7 +383,7 @@ class SourceOperator(CheckpointHooks):
                 split_id = entry[2] if len(entry) > 2 else None
                 owner = owner_of.get(split_id, first) if split_id is not None else first
                 if not rescaled or owner == index:
-                    self._pending.append([entry[0], entry[1], 0, split_id])
+                    self._pending.append(_Pending(entry[0], entry[1], split_id))
             for split in old_splits:
                 if not rescaled or k % n == index:
                     splits.append(split)

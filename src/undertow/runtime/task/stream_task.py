@@ -188,9 +188,9 @@ class StreamTask:
             on_restored_input_consumed=(
                 countdown.part_done if recovery.reports_restored_input else None
             ),
-            cut_batches=all(
+            cut_batches=all(  # a source cuts its own pending batches
                 isinstance(op, StreamOperator) and op.takes_row_ranges
-                for op in self.chain.operators
+                for op in self.chain.operators[1 if self.chain.is_source else 0 :]
             ),
         )  # fmt: skip
         for gate in self.gates:
