@@ -198,15 +198,21 @@ def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2, timeout_s: fl
                                kafka=broker_host)  # fmt: skip
         broker = None
         try:
+            # every process is launched before any is waited for: the S3 store's Python, the
+            # broker's and Spark's JVMs start side by side (one after the other, the S3 store
+            # alone took 20 s of a loaded machine before the master was launched)
             if store is not None:
-                _start_s3(cluster, store)
-            if broker_host is not None:
-                broker = _start_kafka(broker_host)
+                moto = [sys.executable, "-m", "moto.server", "-H", store.address]
+                _launch(cluster, store, "s3", [*moto, "-p", str(S3_PORT)])
             _start(cluster, master, "master", ["org.apache.spark.deploy.master.Master",
                    "--host", master.address, "--port", str(MASTER_PORT),
                    "--webui-port", str(MASTER_UI_PORT)])  # fmt: skip
             for host in cluster.workers:
                 cluster.start_worker(host, cores)
+            if broker_host is not None:
+                broker = _start_kafka(broker_host)
+            if store is not None:
+                _wait_for_s3(cluster, store)
             cluster.wait_for_workers(workers, timeout_s)
             yield cluster
         finally:
@@ -221,10 +227,8 @@ def spark_cluster(log_dir: Path, workers: int = 2, cores: int = 2, timeout_s: fl
                     pass
 
 
-def _start_s3(cluster: SparkCluster, host: netns.Host, timeout_s: float = 60) -> None:
-    """moto's S3 server on ``host``, answering, with the bucket made."""
-    _launch(cluster, host, "s3", [sys.executable, "-m", "moto.server", "-H", host.address,
-                                  "-p", str(S3_PORT)])  # fmt: skip
+def _wait_for_s3(cluster: SparkCluster, host: netns.Host, timeout_s: float = 60) -> None:
+    """Until moto's S3 server (launched on ``host``) answers; then the bucket is made."""
     deadline = time.monotonic() + timeout_s
     while True:
         made = subprocess.run(

@@ -292,6 +292,7 @@ def run(env: Any, name: str) -> Any:
 
 
 @pytest.mark.restores
+@pytest.mark.sampled("unaligned")  # make test: one barrier mode per run; make soak: both
 @pytest.mark.parametrize("target", ["local-threads", "local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_oracle_with_scheduled_failures_and_debloating(

@@ -4,7 +4,8 @@ Every test runs on ``EmbeddedRocksDBStateBackend(enable_incremental_checkpointin
 (SST files in ``<job>/shared/``) and on ``HashMapStateBackend`` with
 ``execution.checkpointing.incremental`` (key-group segments, :mod:`undertow.state.
 heap_incremental`): the ``backend`` parameter, sampled like the deployment target
-(``@pytest.mark.sampled``: ``make test`` runs one backend of each test, ``make soak`` both).
+(``@pytest.mark.sampled``: ``make test`` runs one backend of each test, and one barrier mode
+of the scheduled failures, ``make soak`` all).
 Only the heap's shared files can be dropped by the ``shared-file`` restore control (an SST
 file cannot be left out of a RocksDB checkpoint), so only its parameters declare that catch.
 
@@ -253,7 +254,7 @@ def scenario_scheduled_failures(
     _assert_local_dbs_deleted(backend, tmp_path)
 
 
-@pytest.mark.sampled("backend")
+@pytest.mark.sampled("backend", "unaligned")
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 @pytest.mark.parametrize("backend", backends(heap_catches=("shared-file", "keyed-state")))

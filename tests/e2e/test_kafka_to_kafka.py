@@ -22,34 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import pytest
 
 from undertow.common import WatermarkStrategy
-from undertow.common.serialization import DeserializationSchema
 from undertow.datastream import StreamExecutionEnvironment
-from undertow.datastream.connectors.kafka import (
-    DeliveryGuarantee,
-    KafkaOffsetsInitializer,
-    KafkaRecordSerializationSchema,
-    KafkaSink,
-    KafkaSource,
-)
-from undertow.testing.kafka_oracle import (
-    OracleKeySchema,
-    OracleOutputSchema,
-    read_committed,
-    verdict,
-)
-from undertow.testing.kafka_topics import produce
-from undertow.testing.oracle import (
-    OracleRecord,
-    OracleStatefulFunction,
-    SizeClass,
-    make_record,
-    oracle_key,
-    oracle_seed,
-)
+from undertow.testing import kafka_oracle_job as oracle_job
+from undertow.testing.kafka_oracle import read_committed, verdict
+from undertow.testing.oracle import oracle_key, oracle_seed
 from undertow.testing.restore_control import evidence
 
 from .conftest import EnvFactory
@@ -57,44 +36,12 @@ from .kills import COMPLETED, run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import CountingMap, handled_in_finishing_attempt, restored_checkpoints
 
 KEYS = 8
-SMALL = (SizeClass(1.0, 16, 200),)
 SOURCE_COUNT = "kafka-to-kafka-source"
 JOB_TIMEOUT_S = 120.0
 
 
-class OracleRecordSchema(DeserializationSchema):
-    """An oracle record from msgpack ``[magic, key, seq, payload]``."""
-
-    def deserialize(self, message: bytes) -> OracleRecord:
-        return OracleRecord(*msgpack.unpackb(message))
-
-
-class SlowStatefulFunction(OracleStatefulFunction):
-    """The oracle's stateful operator, spinning ``spin_s`` per record: the job's bottleneck,
-    so the source and the network buffers before it stay full (backpressure)."""
-
-    def __init__(self, spin_s: float) -> None:
-        super().__init__()
-        self.spin_s = spin_s
-
-    def process_element(self, value: Any, ctx: Any) -> Any:
-        until = time.perf_counter() + self.spin_s
-        while time.perf_counter() < until:
-            pass
-        return super().process_element(value, ctx)
-
-
 def fill(bootstrap: str, topic: str, partitions: int, records_per_key: int) -> None:
-    """Each key's records, seq 1..N in order, into partition ``key % partitions``."""
-    produce(
-        bootstrap,
-        topic,
-        [
-            (key % partitions, None, msgpack.packb(list(make_record(key, seq, SMALL))))
-            for seq in range(1, records_per_key + 1)
-            for key in range(KEYS)
-        ],
-    )
+    oracle_job.fill(bootstrap, topic, KEYS, records_per_key, partitions)
 
 
 def kafka_job(
@@ -104,35 +51,14 @@ def kafka_job(
     sink_topic: str,
     spin_s: float,
 ) -> None:
-    source = (
-        KafkaSource.builder()
-        .set_bootstrap_servers(bootstrap)
-        .set_topics(source_topic)
-        .set_group_id(f"{source_topic}-group")
-        .set_starting_offsets(KafkaOffsetsInitializer.earliest())
-        .set_bounded(KafkaOffsetsInitializer.latest())
-        .set_value_only_deserializer(OracleRecordSchema())
-        .build()
-    )
+    source = oracle_job.oracle_source(bootstrap, source_topic)
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").uid("kafka")
     stream = stream.map(CountingMap(SOURCE_COUNT)).uid("count")  # the source resumed, or not
-    stateful = stream.key_by(oracle_key).process(SlowStatefulFunction(spin_s)).uid("stateful")
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(sink_topic)
-        .set_key_serialization_schema(OracleKeySchema())
-        .set_value_serialization_schema(OracleOutputSchema())
-        .build()
+    spinning = oracle_job.SpinningOracleFunction(spin_s)
+    stateful = stream.key_by(oracle_key).process(spinning).uid("stateful")
+    stateful.sink_to(oracle_job.oracle_sink(bootstrap, sink_topic, f"k2k-{sink_topic}")).uid(
+        "kafka-sink"
     )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(bootstrap)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(f"k2k-{sink_topic}")
-        .build()
-    )
-    stateful.sink_to(sink).uid("kafka-sink")
 
 
 def config(tmp_path: Path, restarts: int, unaligned: bool) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class DirectoryWatcher:
 
 
 @pytest.mark.restores
+@pytest.mark.sampled("unaligned")  # make test: one barrier mode per run; make soak: both
 @pytest.mark.parametrize("target", ["local", "spark"])
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
 def test_rocksdb_oracle_with_scheduled_failures(
