@@ -42,9 +42,7 @@ class SourceSplit(ABC):
 
 
 class ReaderOutput(Protocol):
-    """Where a reader emits. The task's output may also carry ``records_wanted`` (an int or
-    ``None``): a soft limit on the records one ``poll_next`` call should emit, set while buffer
-    debloating keeps the output buffers small; batching readers honour it."""
+    """Where a reader emits. The task's output is also a :class:`DemandingReaderOutput`."""
 
     def collect(self, value: Any, timestamp: int | None = None) -> None: ...
 
@@ -53,6 +51,16 @@ class ReaderOutput(Protocol):
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
         """Emit one record to the side output ``OutputTag(tag_id)`` of the source's stream
         (``stream.get_side_output(tag)``); dropped if nobody reads that side output."""
+
+
+@runtime_checkable
+class DemandingReaderOutput(ReaderOutput, Protocol):
+    """A reader output that says how much it wants: ``records_wanted`` (an int or ``None``
+    for no limit) is a soft limit on the records one ``poll_next`` call should emit, set by
+    the task while buffer debloating keeps the output buffers small; batching readers honour
+    it. The task's source output implements it."""
+
+    records_wanted: int | None
 
 
 @runtime_checkable
@@ -288,7 +296,7 @@ class IteratorSourceReader(SourceReader[Any]):
                     self._request()
                     return InputStatus.NOTHING_AVAILABLE
                 self.current = self.splits.pop(0)
-            wanted: int | None = getattr(output, "records_wanted", None)
+            wanted = output.records_wanted if isinstance(output, DemandingReaderOutput) else None
             limit = self.batch_size if wanted is None else max(1, min(self.batch_size, wanted))
             batch = self.current.next_batch(limit)
             if batch:

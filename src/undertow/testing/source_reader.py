@@ -38,7 +38,7 @@ class StandaloneReaderContext(SourceReaderContext):
 
 
 class CollectingOutput:
-    """A :class:`~undertow.connectors.source.ReaderOutput` that keeps every record in
+    """A :class:`~undertow.connectors.source.DemandingReaderOutput` that keeps every record in
     ``values`` (and its timestamp in ``timestamps``), every batch call's size in ``batches``,
     and side output records per tag in ``side``. ``records_wanted`` (None: no limit) is the
     soft limit per ``poll_next`` that buffer debloating would set."""
