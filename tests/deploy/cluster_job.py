@@ -10,11 +10,13 @@ Prints ``ORACLE`` with the counts and exits 0 only if the oracle is all 0 after 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
 import time
+import urllib.request
 
 from pyspark.sql import SparkSession
 
@@ -97,7 +99,13 @@ def main() -> int:
     killed: list[int] = []
 
     def kill_one_executor() -> None:
-        time.sleep(2.0)
+        # once a checkpoint completed, so the restore has one (REST, as a user would see it)
+        url = f"{client.get_rest_address()}/jobs/{client.get_job_id()}/checkpoints"
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if json.load(response)["counts"]["completed"] >= 1:
+                    break
+            time.sleep(0.05)
         pids = executors_busiest_first(app_id)
         if pids:
             os.kill(pids[0], signal.SIGKILL)
