@@ -42,8 +42,11 @@ from undertow.runtime.checkpoint.barrier_handler import (
 )
 from undertow.runtime.checkpoint.capture_persist import persist
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateResult,
     ChannelStateWriter,
+    ReferencesChannelState,
 )
 from undertow.runtime.checkpoint.deferred_trigger import (
     DeclineSubsumedTrigger,
@@ -56,6 +59,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     CaptureDecision,
     InflightCapture,
 )
+from undertow.runtime.checkpoint.inflight_ledger import InflightLedger, Side
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.network.inflight_view import CheckpointedGateView, CheckpointedInputView
 from undertow.runtime.network.record_writer import RecordWriter
@@ -170,9 +174,16 @@ class SubtaskCheckpointer:
         self.alignment_started: float | None = None
         self._start_delay_ms: float | None = None
         self._bytes_at_alignment = 0
+        #: Where queued buffers were persisted (incremental channel state, pure); only with a
+        #: writer that can refer to older files (the workers' shared-file writer).
+        self.ledger = InflightLedger(
+            enabled=self.unaligned_enabled
+            and settings.incremental_channel_state
+            and isinstance(io.channel_state_writer, ReferencesChannelState)
+        )
         #: What to persist of the in-flight data, decided per checkpoint (pure).
         self._capture = InflightCapture(
-            self._info, [len(w.partition.subpartitions) for w in writers]
+            self._info, [len(w.partition.subpartitions) for w in writers], self.ledger.locate
         )
         #: (channel index, sequence number) -> the announced barrier queued there.
         self._announced: dict[tuple[int, int], CheckpointBarrier] = {}
@@ -319,7 +330,7 @@ class SubtaskCheckpointer:
     def _persist(self, decisions: Iterable[CaptureDecision | None]) -> None:
         assert self.channel_state is not None
         persist(self.channel_state, decisions, lambda cid, delay_ms: self._schedule(
-            delay_ms, functools.partial(self._on_output_timeout, cid)))  # fmt: skip
+            delay_ms, functools.partial(self._on_output_timeout, cid)), self.ledger)  # fmt: skip
 
     def _init_inputs(self, action: InitInputsCheckpoint) -> None:
         if self.channel_state is None:
@@ -342,6 +353,8 @@ class SubtaskCheckpointer:
             persist = self._capture.on_arrival(index, payload, writer)
             if persist is not None:
                 writer.add_input(persist.checkpoint_id, persist.channel, persist.chunk)
+                self.ledger.written(persist.checkpoint_id, Side.INPUT, persist.channel,
+                                    persist.source)  # fmt: skip
         if type(payload) is CheckpointBarrier and payload.options.is_timeoutable:
             sequence_number = self._next_announcement
             self._next_announcement += 1
@@ -406,6 +419,7 @@ class SubtaskCheckpointer:
                 self.channel_state.abort(cid)
             return  # out of order (reference §5.8)
         self.last_checkpoint_id = cid
+        self.ledger.taken(cid, referencable=not barrier.options.snapshot_type.is_savepoint)
         if self.pace is not None:
             self.pace.hurry()  # the async part needs loop turns too
         listener = self.synchronous_savepoint_listener
@@ -424,6 +438,8 @@ class SubtaskCheckpointer:
         writer = self.channel_state
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
+        elif writer is not None and self.ledger.enabled and writer.is_started(cid):
+            writer.when_finished(cid, functools.partial(self._channel_state_written, cid))
         try:
             native = _native_mode(barrier) if self.chain.takes_native_snapshots else ""
             if native:  # native (incremental) keyed state, uploaded asynchronously below
@@ -482,8 +498,14 @@ class SubtaskCheckpointer:
         if self.channel_state is not None:
             self.channel_state.abort(checkpoint_id)
         self._capture.forget(checkpoint_id)
+        self.ledger.aborted(checkpoint_id)
+
+    def _channel_state_written(self, checkpoint_id: int, result: ChannelStateResult) -> None:
+        if isinstance(result, ChannelStateHandles):
+            self.ledger.handles(checkpoint_id, result)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.ledger.completed(checkpoint_id)
         self.chain.notify_checkpoint_complete(checkpoint_id)
         if self.completion_listener is not None:
             self.completion_listener(checkpoint_id)
