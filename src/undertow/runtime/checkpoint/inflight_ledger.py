@@ -2,30 +2,15 @@
 whether its next unaligned checkpoint may refer to them there instead of writing them again
 (``execution.checkpointing.unaligned.incremental-channel-state.enabled``; FLIP-76's roadmap).
 
-A buffer that checkpoint P wrote (output side: overtaken in a subpartition; input side:
-queued, or arrived before its channel's barrier) and that is still queued, in the same
-subpartition or input channel, when the subtask's next checkpoint K captures it, is the same
-object with the same bytes: K refers to its chunk in P's file (a
-:class:`~.channel_state_handles.ChannelStateReference`, spliced in stream order as the
-restored runs of FLIP-76 are). A buffer K refers to keeps that location for the checkpoint
-after K.
+Invariant (safety): checkpoint K refers to checkpoint P's file only if this subtask was told P
+completed and took no checkpoint between P and K (a savepoint counts; a savepoint neither
+refers nor is referred to), so nothing subsumes P before K registers P's file in the
+shared-state registry. Otherwise the chunk is written again. The story and the argument:
+docs/design.md, "Incremental channel state".
 
-Why it is safe: K refers to P's file only if P *completed* (this subtask was notified) and
-this subtask took part in no checkpoint between P and K. A checkpoint that completes is
-acknowledged by every running subtask, so no checkpoint between P and K can complete and
-subsume P; K, when it completes, registers P's file with the coordinator's shared-state
-registry before it subsumes anything (``CheckpointRetention.completed``), so the file outlives
-P's subsumption for as long as a retained checkpoint refers to it, and goes with the last one.
-A checkpoint newer than K that completes first subsumes K too (K then never completes). A
-savepoint's files are never referred to, and a savepoint never refers. Anything else (no
-notification yet, a checkpoint in between, state kept inline in the metadata) writes the
-chunk again: the fallback is always the full write.
-
-Pure bookkeeping, no I/O: the checkpointer feeds it the chunks it persists (in the writer's
-order), the handles the writer returns and the completions, and asks :meth:`locate` while a
-capture runs. Threading: the task's loop thread only. Memory: it holds the buffers of the
-latest completed checkpoint's channel state (and of the checkpoints still being written) until
-the next completion, at most the in-flight data of a few checkpoints.
+Pure bookkeeping, no I/O. Threading: the task's loop thread only. Memory: the buffers of the
+latest completed checkpoint's channel state (and of those still being written) until the next
+completion.
 """
 
 from __future__ import annotations
@@ -38,6 +23,11 @@ from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelStateHandles,
     ChannelStateReference,
     MergedChannelStateHandle,
+)
+from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateResult,
+    ChannelStateWriter,
+    ReferencesChannelState,
 )
 from undertow.runtime.network.buffer import Buffer
 from undertow.storage import FileHandle
@@ -114,6 +104,12 @@ class InflightLedger:
         #: Checkpoints the subtask took after ``_known_id``.
         self._taken_since: set[int] = set()
 
+    @classmethod
+    def of(cls, enabled: bool, writer: ChannelStateWriter | None) -> InflightLedger:
+        """A ledger that works only if ``enabled`` and ``writer`` can refer to older files
+        (:class:`ReferencesChannelState`: the workers' shared-file writer)."""
+        return cls(enabled and isinstance(writer, ReferencesChannelState))
+
     @property
     def enabled(self) -> bool:
         return self._enabled
@@ -169,6 +165,12 @@ class InflightLedger:
         for side, buffer, loc in record.referred:
             located[(side, id(buffer))] = (buffer, loc)
         record.located = located
+
+    def written_state(self, checkpoint_id: int, result: ChannelStateResult) -> None:
+        """The writer's result for ``checkpoint_id`` (``when_finished``): handles are located
+        (:meth:`handles`); in-memory state has no file to refer to."""
+        if isinstance(result, ChannelStateHandles):
+            self.handles(checkpoint_id, result)
 
     def completed(self, checkpoint_id: int) -> None:
         """``checkpoint_id`` completed: its locations are what the next checkpoint may refer

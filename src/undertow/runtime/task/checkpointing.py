@@ -42,11 +42,8 @@ from undertow.runtime.checkpoint.barrier_handler import (
 )
 from undertow.runtime.checkpoint.capture_persist import persist
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem
-from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
 from undertow.runtime.checkpoint.channel_state_writer import (
-    ChannelStateResult,
     ChannelStateWriter,
-    ReferencesChannelState,
 )
 from undertow.runtime.checkpoint.deferred_trigger import (
     DeclineSubsumedTrigger,
@@ -59,7 +56,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     CaptureDecision,
     InflightCapture,
 )
-from undertow.runtime.checkpoint.inflight_ledger import InflightLedger, Side
+from undertow.runtime.checkpoint.inflight_ledger import InflightLedger
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.network.inflight_view import CheckpointedGateView, CheckpointedInputView
 from undertow.runtime.network.record_writer import RecordWriter
@@ -174,13 +171,9 @@ class SubtaskCheckpointer:
         self.alignment_started: float | None = None
         self._start_delay_ms: float | None = None
         self._bytes_at_alignment = 0
-        #: Where queued buffers were persisted (incremental channel state, pure); only with a
-        #: writer that can refer to older files (the workers' shared-file writer).
-        self.ledger = InflightLedger(
-            enabled=self.unaligned_enabled
-            and settings.incremental_channel_state
-            and isinstance(io.channel_state_writer, ReferencesChannelState)
-        )
+        #: Where queued buffers were persisted (incremental channel state, pure).
+        incremental = self.unaligned_enabled and settings.incremental_channel_state
+        self.ledger = InflightLedger.of(incremental, self.channel_state)
         #: What to persist of the in-flight data, decided per checkpoint (pure).
         self._capture = InflightCapture(
             self._info, [len(w.partition.subpartitions) for w in writers], self.ledger.locate
@@ -348,13 +341,8 @@ class SubtaskCheckpointer:
         callback, through the channel's arrival subscription)."""
         if self.pace is not None and type(payload) is CheckpointBarrier:
             self.pace.hurry()  # the earliest a worker learns of a checkpoint
-        writer = self.channel_state
-        if writer is not None:
-            persist = self._capture.on_arrival(index, payload, writer)
-            if persist is not None:
-                writer.add_input(persist.checkpoint_id, persist.channel, persist.chunk)
-                self.ledger.written(persist.checkpoint_id, Side.INPUT, persist.channel,
-                                    persist.source)  # fmt: skip
+        if self.channel_state is not None:
+            self._persist((self._capture.on_arrival(index, payload, self.channel_state),))
         if type(payload) is CheckpointBarrier and payload.options.is_timeoutable:
             sequence_number = self._next_announcement
             self._next_announcement += 1
@@ -439,7 +427,7 @@ class SubtaskCheckpointer:
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
         elif writer is not None and self.ledger.enabled and writer.is_started(cid):
-            writer.when_finished(cid, functools.partial(self._channel_state_written, cid))
+            writer.when_finished(cid, functools.partial(self.ledger.written_state, cid))
         try:
             native = _native_mode(barrier) if self.chain.takes_native_snapshots else ""
             if native:  # native (incremental) keyed state, uploaded asynchronously below
@@ -499,10 +487,6 @@ class SubtaskCheckpointer:
             self.channel_state.abort(checkpoint_id)
         self._capture.forget(checkpoint_id)
         self.ledger.aborted(checkpoint_id)
-
-    def _channel_state_written(self, checkpoint_id: int, result: ChannelStateResult) -> None:
-        if isinstance(result, ChannelStateHandles):
-            self.ledger.handles(checkpoint_id, result)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self.ledger.completed(checkpoint_id)
