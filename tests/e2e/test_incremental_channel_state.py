@@ -9,16 +9,21 @@ bytes beside the bytes it wrote, in the REST checkpoint statistics (``referenced
 ``persisted_data``); a restore reads a checkpoint that refers to an older, subsumed
 checkpoint's file (only one is retained), so the reference count kept that file; all six
 oracle counts are 0. With the option off no checkpoint of the first attempt refers to
-anything (the control: ``test_switched_off_nothing_is_referred_to``).
+anything (the mutation control named in the issue note). A retained checkpoint that refers to
+older checkpoints' files restores at another parallelism under NO_CLAIM.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from undertow.runtime.checkpoint.metadata import decode_metadata
+from undertow.storage import CheckpointStorage
+from undertow.storage.keys import read_key
 from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
@@ -129,3 +134,69 @@ def test_consecutive_checkpoints_refer_to_the_same_bytes_with_a_worker_killed(
 ) -> None:
     completed, ids = scenario(make_env, tmp_path, capsys, kill=True)
     assert_refers_across_checkpoints(completed, ids)
+
+
+def referring_checkpoints(root: Path) -> tuple[CheckpointStorage | None, list[int]]:
+    """The job's retained checkpoints whose channel state refers to an older checkpoint's
+    file (``chk-<m>/``, m < n), oldest first."""
+    jobs = [d for d in root.iterdir() if d.is_dir() and any(d.glob("chk-*"))]
+    key = read_key()
+    if len(jobs) != 1 or key is None:
+        return None, []
+    storage = CheckpointStorage(str(root), jobs[0].name)
+    found = []
+    try:
+        for cid in storage.completed_checkpoint_ids():
+            meta = decode_metadata(storage.read_metadata(cid), key, where=str(root))
+            files = {f.path for v in meta.vertices for h in v.channel_state.values()
+                     for f in h.referenced_files()}  # fmt: skip
+            if any(f.startswith("chk-") and int(f[4 : f.index("/")]) < cid for f in files):
+                found.append(cid)
+    except Exception:  # a checkpoint being subsumed while we look
+        return storage, []
+    return storage, found
+
+
+@pytest.mark.restores(catches=["channel-state"])
+@pytest.mark.parametrize("target", ["local-threads"])
+def test_a_checkpoint_referring_to_older_files_restores_rescaled_under_no_claim(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Retain (on cancellation, three retained) a checkpoint taken at p=2 that refers to an
+    older checkpoint's file, and start a new job from it at p=3 in NO_CLAIM: every edge's
+    in-flight data, referenced runs included, is re-emitted; all six oracle counts are 0."""
+    settings = config(tmp_path, 0)
+    settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
+    settings["execution.checkpointing.num-retained"] = "3"
+    records_per_key = 2 * RECORDS_PER_KEY
+    env = make_env(parallelism=2, config=settings)
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=RATE),
+                   failing_map=FailingMap(fail_after_checkpoints=[]),
+                   sink_spin_s=SINK_SPIN_S)  # fmt: skip
+    client = env.execute_async("retain a referring checkpoint")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not referring_checkpoints(tmp_path)[1]:
+        time.sleep(0.05)
+    client.cancel()
+    with pytest.raises(Exception):  # noqa: B017 - cancelled
+        client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    storage, found = referring_checkpoints(tmp_path)
+    assert storage is not None and found, "no retained checkpoint refers to an older file"
+
+    settings["execution.state-recovery.path"] = storage.checkpoint_pointer(found[-1])
+    settings["execution.state-recovery.claim-mode"] = "NO_CLAIM"
+    rescaled = make_env(parallelism=3, config=settings)
+    where = tmp_path / "evidence"
+    build_pipeline(rescaled, OracleSource(KEYS, records_per_key, records_per_second=RATE),
+                   failing_map=FailingMap(fail_after_checkpoints=[]),
+                   sink_spin_s=SINK_SPIN_S / 4, evidence_dir=where)  # fmt: skip
+    capsys.readouterr()
+    client = rescaled.execute_async("rescaled from a referring checkpoint")
+    watcher = RestWatcher(client)
+    result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
+    ids = assert_restores(capsys.readouterr().err, watcher.stop(), restores=1)
+    evidence(ids == [found[-1]], f"restored {ids}, retained referring {found}")
+    oracle = OracleResult.from_job_result(result, KEYS, records_per_key, where)
+    oracle.assert_restored()
+    evidence(oracle.replayed_in_any_attempt > 0, f"no replayed record observed: {oracle}")
+    oracle.assert_exactly_once()
