@@ -35,7 +35,9 @@ from undertow.runtime.checkpoint.channel_state_handles import (
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
 from undertow.runtime.checkpoint.inflight_capture import (
     InflightCapture,
+    PersistInput,
     PersistOutput,
+    ReferInput,
     ReferOutput,
 )
 from undertow.runtime.checkpoint.inflight_ledger import InflightLedger
@@ -218,6 +220,78 @@ def test_switched_off_every_checkpoint_writes_everything() -> None:
     task.checkpoint(1)
     task.ledger.completed(1)
     assert [type(d) for d in task.checkpoint(2)] == [PersistOutput] * 2
+
+
+class QueuedInput:
+    """An input channel's queue as the capture sees it (``InflightInputView``)."""
+
+    def __init__(self, queued: list[Buffer]) -> None:
+        self.queued = queued
+
+    def queued_normal(self) -> Any:
+        return iter(self.queued)
+
+    def queued_priority(self) -> list[tuple[object, int]]:
+        return []
+
+    def partial_record(self) -> bytes:
+        return b""
+
+    def subscribe_arrivals(self, sink: Any) -> None:
+        raise AssertionError("not used")
+
+
+class InputWriter(OneSubtaskWriter):
+    """As :class:`OneSubtaskWriter`, for the input side."""
+
+    def add_input(self, checkpoint_id: int, channel: ChannelId, data: bytes) -> None:
+        self.output.setdefault(channel, []).append(data)
+
+    def add_input_reference(
+        self, checkpoint_id: int, channel: ChannelId, reference: ChannelStateReference
+    ) -> None:
+        self.add_output_reference(checkpoint_id, channel, reference)
+
+    def finish_input(self, checkpoint_id: int) -> None:
+        contribution = SubtaskContribution("map (1/1)", self.output, {}, tuple(self.refs), ())
+        [handles] = lay_out_group(checkpoint_id, [contribution], self.files.write, "in")
+        self.on_written(checkpoint_id, handles)
+
+
+def test_input_buffers_the_task_has_not_taken_are_referred_to_and_restore_in_order() -> None:
+    files = Files()
+    ledger = InflightLedger()
+    done: dict[int, ChannelStateHandles] = {}
+
+    def written(cid: int, handles: ChannelStateHandles) -> None:
+        done[cid] = handles
+        ledger.handles(cid, handles)
+
+    writer = InputWriter(files, written)
+    capture = InflightCapture([CHANNEL], [], ledger.locate)
+    queue = QueuedInput([Buffer(bytes([i]) * 40) for i in range(3)])
+
+    def take(cid: int, unprocessed: list[bytes]) -> list[Any]:
+        ledger.taken(cid, referencable=True)
+        decisions = capture.start_inputs(
+            CheckpointBarrier(cid, 0, CHECKPOINT), [0], [queue], lambda _: unprocessed
+        )
+        persist(writer, [*decisions, capture.finish_inputs(cid)], lambda *_: None, ledger)
+        return decisions[1:]
+
+    assert [type(d) for d in take(1, [])] == [PersistInput] * 3
+    ledger.completed(1)
+    queue.queued = queue.queued[1:] + [Buffer(b"new" * 10)]
+    # the rest of the batch in hand is written, the two queued old buffers referred to
+    second = take(2, [b"\x00rest"])
+    assert [type(d) for d in second] == [PersistInput, ReferInput, PersistInput]
+    assert done[2].referenced_bytes == 2 * 41
+    restored_chunks = []
+    handle = done[2].input
+    assert handle is not None
+    for stream in restored_channels(handle, files.read_range, referencable=False).values():
+        restored_chunks += list(iter(stream.next_chunk, None))
+    assert restored_chunks == [b"\x00rest", *(encode_chunk(b) for b in queue.queued)]
 
 
 # -- property: reference counting under subsumption ------------------------------------------
