@@ -281,7 +281,7 @@ def test_input_buffers_the_task_has_not_taken_are_referred_to_and_restore_in_ord
 
     assert [type(d) for d in take(1, [])] == [PersistInput] * 3
     ledger.completed(1)
-    queue.queued = queue.queued[1:] + [Buffer(b"new" * 10)]
+    queue.queued = [*queue.queued[1:], Buffer(b"new" * 10)]
     # the rest of the batch in hand is written, the two queued old buffers referred to
     second = take(2, [b"\x00rest"])
     assert [type(d) for d in second] == [PersistInput, ReferInput, PersistInput]
