@@ -40,7 +40,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     ReferInput,
     ReferOutput,
 )
-from undertow.runtime.checkpoint.inflight_ledger import InflightLedger
+from undertow.runtime.checkpoint.inflight_ledger import MAX_OPEN_RECORDS, InflightLedger
 from undertow.runtime.checkpoint.shared_state_registry import SharedStateRegistry
 from undertow.runtime.network.buffer import Buffer
 from undertow.storage import FileHandle
@@ -212,6 +212,16 @@ def test_a_savepoint_neither_refers_nor_is_referred_to() -> None:
     assert [type(d) for d in task.checkpoint(2, SAVEPOINT)] == [PersistOutput] * 2
     task.ledger.completed(2)
     assert [type(d) for d in task.checkpoint(3)] == [PersistOutput] * 2
+
+
+def test_checkpoints_that_never_complete_here_are_not_kept_for_long() -> None:
+    task = Subtask(Files())
+    task.produce(2)
+    for cid in range(1, 21):
+        task.checkpoint(cid)
+    assert task.ledger.open_checkpoints == tuple(range(21 - MAX_OPEN_RECORDS, 21))
+    task.ledger.completed(20)
+    assert task.ledger.open_checkpoints == ()
 
 
 def test_switched_off_every_checkpoint_writes_everything() -> None:

@@ -32,6 +32,10 @@ from undertow.runtime.checkpoint.channel_state_writer import (
 from undertow.runtime.network.buffer import Buffer
 from undertow.storage import FileHandle
 
+#: Records of checkpoints not completed yet kept at most (oldest dropped: their buffers are
+#: then written again), so checkpoints that never complete here hold no memory for long.
+MAX_OPEN_RECORDS = 8
+
 
 class Side(Enum):
     """Which side of the subtask a chunk belongs to."""
@@ -114,6 +118,11 @@ class InflightLedger:
     def enabled(self) -> bool:
         return self._enabled
 
+    @property
+    def open_checkpoints(self) -> tuple[int, ...]:
+        """Checkpoints whose chunks it still keeps (not completed or dropped yet)."""
+        return tuple(sorted(self._records))
+
     # -- the capture ---------------------------------------------------------------------------
     def locate(self, checkpoint_id: int, side: Side, buffer: Buffer) -> ChunkLocation | None:
         """Where ``buffer`` (still queued on ``side``) was persisted, if checkpoint
@@ -193,6 +202,8 @@ class InflightLedger:
         record = self._records.get(checkpoint_id)
         if record is None:
             record = self._records[checkpoint_id] = _Record(referencable=True)
+            for old in sorted(self._records)[: max(0, len(self._records) - MAX_OPEN_RECORDS)]:
+                del self._records[old]
         return record
 
 
