@@ -159,12 +159,16 @@ def referring_checkpoints(root: Path) -> tuple[CheckpointStorage | None, list[in
 
 @pytest.mark.restores(catches=["channel-state"])
 @pytest.mark.parametrize("target", ["local-threads"])
-def test_a_checkpoint_referring_to_older_files_restores_rescaled_under_no_claim(
-    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("claim_mode", ["NO_CLAIM", pytest.param("CLAIM", marks=pytest.mark.soak)])
+def test_a_checkpoint_referring_to_older_files_restores_rescaled(
+    make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], claim_mode: str
 ) -> None:
     """Retain (on cancellation, three retained) a checkpoint taken at p=2 that refers to an
-    older checkpoint's file, and start a new job from it at p=3 in NO_CLAIM: every edge's
-    in-flight data, referenced runs included, is re-emitted; all six oracle counts are 0."""
+    older checkpoint's file, and start a new job from it at p=3 in ``claim_mode``: every
+    edge's in-flight data, referenced runs included, is re-emitted; all six oracle counts are
+    0. Under CLAIM the new job owns the claimed checkpoint and the older files it refers to:
+    when it ends they are gone (subsumed, or discarded with the finished job's checkpoints);
+    under NO_CLAIM they stay (the user's)."""
     settings = config(tmp_path, 0)
     settings["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
     settings["execution.checkpointing.num-retained"] = "3"
@@ -184,7 +188,13 @@ def test_a_checkpoint_referring_to_older_files_restores_rescaled_under_no_claim(
     assert storage is not None and found, "no retained checkpoint refers to an older file"
 
     settings["execution.state-recovery.path"] = storage.checkpoint_pointer(found[-1])
-    settings["execution.state-recovery.claim-mode"] = "NO_CLAIM"
+    settings["execution.state-recovery.claim-mode"] = claim_mode
+    key = read_key()
+    assert key is not None
+    meta = decode_metadata(storage.read_metadata(found[-1]), key, where=str(tmp_path))
+    referred = {f.path for v in meta.vertices for h in v.channel_state.values()
+                for f in h.referenced_files()}  # fmt: skip
+    [job_dir] = [d for d in tmp_path.iterdir() if d.is_dir() and any(d.glob("chk-*"))]
     rescaled = make_env(parallelism=3, config=settings)
     where = tmp_path / "evidence"
     build_pipeline(rescaled, OracleSource(KEYS, records_per_key, records_per_second=RATE),
@@ -200,3 +210,8 @@ def test_a_checkpoint_referring_to_older_files_restores_rescaled_under_no_claim(
     oracle.assert_restored()
     evidence(oracle.replayed_in_any_attempt > 0, f"no replayed record observed: {oracle}")
     oracle.assert_exactly_once()
+    left = {path for path in referred if (job_dir / path).exists()}
+    if claim_mode == "CLAIM":
+        assert not left, f"claimed, subsumed, and still there: {left}"
+    else:
+        assert left == referred, f"NO_CLAIM deleted {referred - left}"
