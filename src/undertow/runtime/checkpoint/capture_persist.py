@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateDirection
 from undertow.runtime.checkpoint.channel_state_writer import (
     ChannelStateWriter,
     ReferencesChannelState,
@@ -31,7 +32,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     ScheduleOutputTimeout,
     StartChannelState,
 )
-from undertow.runtime.checkpoint.inflight_ledger import InflightLedger, Side, reference
+from undertow.runtime.checkpoint.inflight_ledger import InflightLedger, reference
 
 
 def persist(
@@ -47,40 +48,44 @@ def persist(
         match decision:
             case PersistInput(cid, channel, chunk, source):
                 writer.add_input(cid, channel, chunk)
-                ledger.written(cid, Side.INPUT, channel, source)
+                ledger.written(cid, ChannelStateDirection.INPUT, channel, source)
             case PersistInputRun(cid, channel, run, refer):
                 if refer and run.referencable and isinstance(writer, ReferencesChannelState):
                     writer.add_input_reference(cid, channel, run.reference)
                 else:
                     for chunk in run.chunks():
                         writer.add_input(cid, channel, chunk)
-                        ledger.written(cid, Side.INPUT, channel, None)
+                        ledger.written(cid, ChannelStateDirection.INPUT, channel, None)
             case ReferInput(cid, channel, buffers, locations):
                 if isinstance(writer, ReferencesChannelState):
                     writer.add_input_reference(cid, channel, reference(channel, list(locations)))
-                    ledger.referred(cid, Side.INPUT, list(buffers), list(locations))
+                    ledger.referred(
+                        cid, ChannelStateDirection.INPUT, list(buffers), list(locations)
+                    )
                 else:
                     for buffer in buffers:
                         writer.add_input(cid, channel, encode_chunk(buffer))
-                        ledger.written(cid, Side.INPUT, channel, buffer)
+                        ledger.written(cid, ChannelStateDirection.INPUT, channel, buffer)
             case PersistOutput(cid, channel, chunk, source):
                 writer.add_output(cid, channel, chunk)
-                ledger.written(cid, Side.OUTPUT, channel, source)
+                ledger.written(cid, ChannelStateDirection.OUTPUT, channel, source)
             case PersistOutputRun(cid, channel, run, refer):
                 if refer and run.referencable and isinstance(writer, ReferencesChannelState):
                     writer.add_output_reference(cid, channel, run.reference)
                 else:
                     for chunk in run.chunks():
                         writer.add_output(cid, channel, chunk)
-                        ledger.written(cid, Side.OUTPUT, channel, None)
+                        ledger.written(cid, ChannelStateDirection.OUTPUT, channel, None)
             case ReferOutput(cid, channel, buffers, locations):
                 if isinstance(writer, ReferencesChannelState):
                     writer.add_output_reference(cid, channel, reference(channel, list(locations)))
-                    ledger.referred(cid, Side.OUTPUT, list(buffers), list(locations))
+                    ledger.referred(
+                        cid, ChannelStateDirection.OUTPUT, list(buffers), list(locations)
+                    )
                 else:
                     for buffer in buffers:
                         writer.add_output(cid, channel, encode_chunk(buffer))
-                        ledger.written(cid, Side.OUTPUT, channel, buffer)
+                        ledger.written(cid, ChannelStateDirection.OUTPUT, channel, buffer)
             case StartChannelState(cid):
                 writer.start(cid)
             case FinishInput(cid):

@@ -22,8 +22,9 @@ from typing import Protocol, TypeAlias
 
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredRun
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateDirection
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
-from undertow.runtime.checkpoint.inflight_ledger import ChunkLocation, Side
+from undertow.runtime.checkpoint.inflight_ledger import ChunkLocation
 from undertow.runtime.checkpoint.inflight_switch import (
     StayAligned,
     SwitchToUnaligned,
@@ -139,10 +140,12 @@ CaptureDecision: TypeAlias = (
 
 #: Where a queued buffer was persisted, if checkpoint ``checkpoint_id`` may refer to it
 #: (``InflightLedger.locate``); ``None``: write it.
-Locate: TypeAlias = Callable[[int, Side, Buffer], ChunkLocation | None]
+Locate: TypeAlias = Callable[[int, ChannelStateDirection, Buffer], ChunkLocation | None]
 
 
-def _no_location(checkpoint_id: int, side: Side, buffer: Buffer) -> ChunkLocation | None:
+def _no_location(
+    checkpoint_id: int, side: ChannelStateDirection, buffer: Buffer
+) -> ChunkLocation | None:
     return None
 
 
@@ -267,7 +270,7 @@ class InflightCapture:
                 record = False  # its barrier is queued in order: nothing after it counts
                 break
         locate = self._locate if refer else _no_location
-        for buffers, run in _runs(cid, Side.INPUT, queued, locate):
+        for buffers, run in _runs(cid, ChannelStateDirection.INPUT, queued, locate):
             if run:
                 decisions.append(ReferInput(cid, info, buffers, run))
             else:
@@ -369,7 +372,7 @@ class InflightCapture:
         cid: int, channel: SubpartitionInfo, queued: list[Buffer], locate: Locate,
         decisions: list[PersistOutput | PersistOutputRun | ReferOutput],
     ) -> None:  # fmt: skip
-        for group, run in _runs(cid, Side.OUTPUT, queued, locate):
+        for group, run in _runs(cid, ChannelStateDirection.OUTPUT, queued, locate):
             if run:
                 decisions.append(ReferOutput(cid, channel, group, run))
             else:
@@ -439,7 +442,7 @@ class InflightCapture:
 
 
 def _runs(
-    cid: int, side: Side, buffers: list[Buffer], locate: Locate
+    cid: int, side: ChannelStateDirection, buffers: list[Buffer], locate: Locate
 ) -> list[tuple[tuple[Buffer, ...], tuple[ChunkLocation, ...]]]:
     """``buffers`` in order, grouped: runs of buffers persisted at consecutive locations of
     one region (with their locations), and the buffers between them (with ``()``)."""

@@ -16,10 +16,10 @@ completion.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 
 from undertow.runtime.checkpoint.channel_state_handles import (
     ChannelId,
+    ChannelStateDirection,
     ChannelStateHandles,
     ChannelStateReference,
     MergedChannelStateHandle,
@@ -35,13 +35,6 @@ from undertow.storage import FileHandle
 #: Records of checkpoints not completed yet kept at most (oldest dropped: their buffers are
 #: then written again), so checkpoints that never complete here hold no memory for long.
 MAX_OPEN_RECORDS = 8
-
-
-class Side(Enum):
-    """Which side of the subtask a chunk belongs to."""
-
-    INPUT = "input"
-    OUTPUT = "output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +75,14 @@ class _Record:
     buffer each one was, or ``None``), and the buffers it referred to with their location."""
 
     referencable: bool
-    written: dict[tuple[Side, ChannelId], list[Buffer | None]] = field(default_factory=dict)
-    referred: list[tuple[Side, Buffer, ChunkLocation]] = field(default_factory=list)
+    written: dict[tuple[ChannelStateDirection, ChannelId], list[Buffer | None]] = field(
+        default_factory=dict
+    )
+    referred: list[tuple[ChannelStateDirection, Buffer, ChunkLocation]] = field(
+        default_factory=list
+    )
     #: (side, id(buffer)) -> (buffer, location), once the writer returned the handles.
-    located: dict[tuple[Side, int], tuple[Buffer, ChunkLocation]] | None = None
+    located: dict[tuple[ChannelStateDirection, int], tuple[Buffer, ChunkLocation]] | None = None
 
 
 class InflightLedger:
@@ -103,7 +100,7 @@ class InflightLedger:
         self._enabled = enabled
         self._records: dict[int, _Record] = {}
         #: The locations K may refer to: those of the latest completed checkpoint.
-        self._known: dict[tuple[Side, int], tuple[Buffer, ChunkLocation]] = {}
+        self._known: dict[tuple[ChannelStateDirection, int], tuple[Buffer, ChunkLocation]] = {}
         self._known_id = -1
         #: Checkpoints the subtask took after ``_known_id``.
         self._taken_since: set[int] = set()
@@ -124,7 +121,9 @@ class InflightLedger:
         return tuple(sorted(self._records))
 
     # -- the capture ---------------------------------------------------------------------------
-    def locate(self, checkpoint_id: int, side: Side, buffer: Buffer) -> ChunkLocation | None:
+    def locate(
+        self, checkpoint_id: int, side: ChannelStateDirection, buffer: Buffer
+    ) -> ChunkLocation | None:
         """Where ``buffer`` (still queued on ``side``) was persisted, if checkpoint
         ``checkpoint_id`` may refer to it there; ``None``: write it again."""
         if not self._known or any(t < checkpoint_id for t in self._taken_since):
@@ -135,7 +134,11 @@ class InflightLedger:
         return found[1]
 
     def written(
-        self, checkpoint_id: int, side: Side, channel: ChannelId, buffer: Buffer | None
+        self,
+        checkpoint_id: int,
+        side: ChannelStateDirection,
+        channel: ChannelId,
+        buffer: Buffer | None,
     ) -> None:
         """A chunk was appended to ``channel``'s state: ``buffer`` encoded, or (``None``)
         bytes that are no queued buffer (a partial record, a batch re-serialized)."""
@@ -144,7 +147,11 @@ class InflightLedger:
             record.written.setdefault((side, channel), []).append(buffer)
 
     def referred(
-        self, checkpoint_id: int, side: Side, buffers: list[Buffer], run: list[ChunkLocation]
+        self,
+        checkpoint_id: int,
+        side: ChannelStateDirection,
+        buffers: list[Buffer],
+        run: list[ChunkLocation],
     ) -> None:
         """``buffers`` were referred to at ``run`` (their locations, in order)."""
         if self._enabled:
@@ -167,8 +174,11 @@ class InflightLedger:
         record = self._records.get(checkpoint_id)
         if record is None:
             return
-        located: dict[tuple[Side, int], tuple[Buffer, ChunkLocation]] = {}
-        for side, handle in ((Side.INPUT, handles.input), (Side.OUTPUT, handles.output)):
+        located: dict[tuple[ChannelStateDirection, int], tuple[Buffer, ChunkLocation]] = {}
+        for side, handle in (
+            (ChannelStateDirection.INPUT, handles.input),
+            (ChannelStateDirection.OUTPUT, handles.output),
+        ):
             if handle is not None and handle.file is not None:
                 _locate_written(side, handle, record, located)
         for side, buffer, loc in record.referred:
@@ -208,10 +218,10 @@ class InflightLedger:
 
 
 def _locate_written(
-    side: Side,
+    side: ChannelStateDirection,
     handle: MergedChannelStateHandle,
     record: _Record,
-    out: dict[tuple[Side, int], tuple[Buffer, ChunkLocation]],
+    out: dict[tuple[ChannelStateDirection, int], tuple[Buffer, ChunkLocation]],
 ) -> None:
     """Pair the handle's chunks, channel by channel, with the buffers recorded as written
     (a channel whose counts differ is skipped: its chunks are written again next time)."""
