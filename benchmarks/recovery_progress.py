@@ -60,6 +60,8 @@ RESTORED = re.compile(r"^\[undertow\] restored from checkpoint \d+ ")
 SCALE = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 GOAL_FIRST_CHECKPOINT_S = 2.0
 PEERS = Path(__file__).resolve().parent / "peers"
+sys.path.insert(0, str(PEERS))
+import recovery_shape as shape  # noqa: E402  (the job shape, shared with the PyFlink peer)
 
 
 class SlowFailingMap(MapFunction):
@@ -139,28 +141,17 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
     out = work / "out"
     env = StreamExecutionEnvironment.get_execution_environment(
         Configuration({
+            **shape.OPTIONS,
+            shape.BUFFERS_PER_CHANNEL: str(args.buffers),
             "execution.target": "local-threads",
-            "execution.checkpointing.interval": "500 ms",
             "execution.checkpointing.dir": str(work / "checkpoints"),
-            "execution.checkpointing.unaligned.enabled": "true",
             "execution.checkpointing.during-recovery.enabled":
                 str(during_recovery).lower(),
-            "restart-strategy.type": "fixed-delay",
-            "restart-strategy.fixed-delay.attempts": "1000",
-            "restart-strategy.fixed-delay.delay": "0 ms",
             "execution.buffer-timeout": "1 s",
-            # debloating would shrink the in-flight data to a second of throughput
-            "taskmanager.network.memory.buffer-debloat.enabled": "false",
-            "taskmanager.memory.segment-size": "32 kb",
-            "taskmanager.network.memory.buffers-per-channel": str(args.buffers),
-            "taskmanager.network.memory.floating-buffers-per-gate": "0",
-            "taskmanager.network.memory.max-buffers-per-channel": "2",
         })
     )  # fmt: skip
-    env.set_parallelism(1)
-    source = DataGeneratorSource(
-        lambda i: f"{i:012d} " + "x" * 40, count=None, records_per_second=args.rate
-    )
+    env.set_parallelism(shape.PARALLELISM)
+    source = DataGeneratorSource(shape.line, count=None, records_per_second=args.rate)
     sink = (
         FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
         .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
@@ -169,7 +160,8 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
     (
         env.from_source(source, WatermarkStrategy.no_watermarks(), "generator").uid("gen")
         .rebalance()
-        .map(SlowFailingMap(args.spin_ms / 1000, args.kill_every)).uid("slow").name("slow")
+        .map(SlowFailingMap(args.spin_ms / 1000, args.kill_every)).uid("slow")
+        .name(shape.SLOW_MAP)
         .sink_to(sink).uid("sink")
     )  # fmt: skip
     console = TimedConsole(sys.stderr)
@@ -205,8 +197,7 @@ def run(during_recovery: bool, args: argparse.Namespace) -> Run:
 
 def run_pyflink(args: argparse.Namespace) -> Run | str:
     """The same job on PyFlink 2.3 with both FLIP-547 options on, or why it gave no result."""
-    sys.path.insert(0, str(PEERS))
-    import pyflink_venv
+    import pyflink_venv  # beside recovery_shape (PEERS is on the path)
 
     python = pyflink_venv.ensure_pyflink()
     work = Path(tempfile.mkdtemp(prefix="undertow-recovery-progress-pyflink-"))

@@ -1,10 +1,11 @@
 """benchmarks/recovery_progress.py's job on PyFlink 2.3, run by the PyFlink venv's Python.
 
-The same shape as undertow's side: a sequence (faster than the rest) -> map to the same
-52-byte line -> rebalance -> a slow map (spins per record, fails ``--kill-every`` seconds after
-each attempt opened) -> a file sink committing a part file per checkpoint; unaligned
-checkpoints every 500 ms, no buffer debloating, 32 KiB segments and the same buffers per
-channel, both FLIP-547 options as given (``--flip547 on|off``).
+The shape undertow's side runs, read from ``recovery_shape.py`` beside this script (data
+only: this script never imports undertow): a sequence (faster than the rest) -> map to the
+same 52-byte line -> rebalance -> the slow map (spins per record, fails ``--kill-every``
+seconds after each attempt opened) -> a file sink committing a part file per checkpoint, with
+the shape's options and buffers per channel, both FLIP-547 options as given
+(``--flip547 on|off``).
 
 Measured for ``--duration`` seconds through Flink's REST API (polled every 200 ms): each
 restore's timestamp (``/jobs/:id/checkpoints``, ``latest.restored``) and the first checkpoint
@@ -24,6 +25,8 @@ import time
 import traceback
 import urllib.request
 from typing import Any
+
+import recovery_shape as shape  # beside this script (sys.path[0])
 
 
 def free_port() -> int:
@@ -56,23 +59,15 @@ def build(args: argparse.Namespace, port: int) -> Any:
 
     flip547 = "true" if args.flip547 == "on" else "false"
     values = {
+        **shape.OPTIONS,
+        shape.BUFFERS_PER_CHANNEL: str(args.buffers),
         "rest.port": str(port),
         "web.checkpoints.history": "1000",
-        "execution.checkpointing.interval": "500 ms",
         "execution.checkpointing.dir": "file://" + args.checkpoints,
-        "execution.checkpointing.unaligned.enabled": "true",
         # FLIP-547 (Flink 2.3): the key Flink 2.3.0 reads, and the one issue 29 names
         "execution.checkpointing.during-recovery.enabled": flip547,
         "execution.checkpointing.unaligned.during-recovery.enabled": flip547,
         "execution.checkpointing.unaligned.recover-output-on-downstream.enabled": flip547,
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": "1000",
-        "restart-strategy.fixed-delay.delay": "0 ms",
-        "taskmanager.network.memory.buffer-debloat.enabled": "false",
-        "taskmanager.memory.segment-size": "32 kb",
-        "taskmanager.network.memory.buffers-per-channel": str(args.buffers),
-        "taskmanager.network.memory.floating-buffers-per-gate": "0",
-        "taskmanager.network.memory.max-buffers-per-channel": "2",
         "python.execution-mode": args.python_mode,
         "python.executable": sys.executable,
         "python.client.executable": sys.executable,
@@ -81,7 +76,7 @@ def build(args: argparse.Namespace, port: int) -> Any:
     for key, value in values.items():
         config.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(config)
-    env.set_parallelism(1)
+    env.set_parallelism(shape.PARALLELISM)
 
     class SlowFailingMap(MapFunction):  # type: ignore[misc]
         def __init__(self, spin_s: float, fail_after_s: float) -> None:
@@ -105,12 +100,13 @@ def build(args: argparse.Namespace, port: int) -> Any:
         .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
         .build()
     )
+    digits, filler = shape.LINE_DIGITS, shape.LINE_FILLER  # values: pickled with the lambda
     (
         env.from_source(NumberSequenceSource(0, 10**15), WatermarkStrategy.no_watermarks(), "gen")
-        .map(lambda i: f"{i:012d} " + "x" * 40, output_type=Types.STRING())
+        .map(lambda i: f"{i:0{digits}d} {filler}", output_type=Types.STRING())
         .rebalance()
         .map(SlowFailingMap(args.spin_ms / 1000, args.kill_every), output_type=Types.STRING())
-        .name("slow")
+        .name(shape.SLOW_MAP)
         .sink_to(sink)
     )
     return env.execute_async(f"recovery progress (PyFlink, FLIP-547 {args.flip547})")

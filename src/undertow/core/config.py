@@ -586,6 +586,14 @@ class Options:
         "many bytes are queued ahead of the barrier (FLIP-76's UNALIGNED_WITH_MAX_INFLIGHT_DATA, "
         "never shipped by Flink); 0 = by time only",
     )
+    UNALIGNED_INCREMENTAL_CHANNEL_STATE = bool_option(
+        # no Flink key (FLIP-76 lists incremental channel state as future work)
+        "execution.checkpointing.unaligned.incremental-channel-state.enabled",
+        True,
+        "an unaligned checkpoint refers to the in-flight buffers the subtask's previous "
+        "(completed) checkpoint persisted and that are still queued, instead of writing them "
+        "again; false: every checkpoint writes all of its in-flight data",
+    )
     UNALIGNED_DURING_RECOVERY = bool_option(
         # the key Flink 2.3.0 reads (CheckpointingOptions.CHECKPOINTING_DURING_RECOVERY_ENABLED);
         # FLIP-547 and undertow before it named it with the unaligned. prefix

@@ -17,12 +17,14 @@ Threading: the task's loop thread only. The story: docs/design.md, "Unaligned ch
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredRun
+from undertow.runtime.checkpoint.channel_state_handles import ChannelStateDirection
 from undertow.runtime.checkpoint.channel_state_writer import encode_chunk
+from undertow.runtime.checkpoint.inflight_ledger import ChunkLocation
 from undertow.runtime.checkpoint.inflight_switch import (
     StayAligned,
     SwitchToUnaligned,
@@ -42,11 +44,14 @@ class StartChannelState:
 
 @dataclass(frozen=True, slots=True)
 class PersistInput:
-    """Add ``chunk`` (an encoded network buffer) to the input state of ``channel``."""
+    """Add ``chunk`` (an encoded network buffer) to the input state of ``channel``;
+    ``source``: the queued buffer it encodes, if it is one (incremental channel state
+    remembers where it was written)."""
 
     checkpoint_id: int
     channel: InputChannelInfo
     chunk: bytes
+    source: Buffer | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +68,35 @@ class PersistInputRun:
 
 @dataclass(frozen=True, slots=True)
 class PersistOutput:
-    """Add ``chunk`` to the output state of subpartition ``channel``."""
+    """Add ``chunk`` to the output state of subpartition ``channel`` (``source`` as for
+    :class:`PersistInput`)."""
 
     checkpoint_id: int
     channel: SubpartitionInfo
     chunk: bytes
+    source: Buffer | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReferInput:
+    """Queued ``buffers`` of input ``channel`` that the previous completed checkpoint
+    persisted at ``run`` (consecutive chunks of one region): referred to there when the
+    writer can, else written again (incremental channel state, :mod:`.inflight_ledger`)."""
+
+    checkpoint_id: int
+    channel: InputChannelInfo
+    buffers: tuple[Buffer, ...]
+    run: tuple[ChunkLocation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReferOutput:
+    """As :class:`ReferInput`, for buffers still queued in subpartition ``channel``."""
+
+    checkpoint_id: int
+    channel: SubpartitionInfo
+    buffers: tuple[Buffer, ...]
+    run: tuple[ChunkLocation, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +135,18 @@ class ScheduleOutputTimeout:
 #: Every decision the capture returns.
 CaptureDecision: TypeAlias = (
     StartChannelState | PersistInput | PersistInputRun | PersistOutput | PersistOutputRun
-    | FinishInput | FinishOutput | ScheduleOutputTimeout
+    | ReferInput | ReferOutput | FinishInput | FinishOutput | ScheduleOutputTimeout
 )  # fmt: skip
+
+#: Where a queued buffer was persisted, if checkpoint ``checkpoint_id`` may refer to it
+#: (``InflightLedger.locate``); ``None``: write it.
+Locate: TypeAlias = Callable[[int, ChannelStateDirection, Buffer], ChunkLocation | None]
+
+
+def _no_location(
+    checkpoint_id: int, side: ChannelStateDirection, buffer: Buffer
+) -> ChunkLocation | None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +171,18 @@ class InflightCapture:
     """The capture state of one subtask (see the module docstring).
 
     ``inputs`` names the subtask's input channels in the checkpointer's order (index ->
-    (gate, channel in gate)); ``subpartitions`` the number of subpartitions per output.
+    (gate, channel in gate)); ``subpartitions`` the number of subpartitions per output;
+    ``locate`` where a queued buffer was persisted already (incremental channel state).
     """
 
-    __slots__ = ("_info", "_inputs_started", "_out_barrier", "_out_checkpoint", "_out_pending",
-                 "_out_refer", "_recording", "_subpartitions")  # fmt: skip
+    __slots__ = ("_info", "_inputs_started", "_locate", "_out_barrier", "_out_checkpoint",
+                 "_out_pending", "_out_refer", "_recording", "_subpartitions")  # fmt: skip
 
-    def __init__(self, inputs: Sequence[InputChannelInfo], subpartitions: Sequence[int]) -> None:
+    def __init__(
+        self, inputs: Sequence[InputChannelInfo], subpartitions: Sequence[int],
+        locate: Locate = _no_location,
+    ) -> None:  # fmt: skip
+        self._locate = locate
         self._info = tuple(inputs)
         self._subpartitions = tuple(subpartitions)
         #: Checkpoints whose input side was started (and not yet finished or forgotten).
@@ -187,7 +231,7 @@ class InflightCapture:
                 for item in restored(index)
             ]  # fmt: skip
             self._capture_channel(
-                index, cid, views[index], unprocessed(index), rest, in_hand, decisions
+                index, cid, views[index], unprocessed(index), rest, in_hand, decisions, refer
             )
         return decisions
 
@@ -200,6 +244,7 @@ class InflightCapture:
         restored_rest: list[PersistInput | PersistInputRun],
         in_hand: tuple[int, int] | None,
         decisions: list[CaptureDecision],
+        refer: bool,
     ) -> None:
         info = self._info[index]
         decisions.extend(PersistInput(cid, info, chunk) for chunk in unprocessed)
@@ -215,14 +260,21 @@ class InflightCapture:
                 limit = mark
                 break
         record = limit is None
+        queued: list[Buffer] = []
         for position, entry in enumerate(view.queued_normal()):
             if limit is not None and position >= limit:
                 break
             if type(entry) is Buffer:
-                decisions.append(PersistInput(cid, info, encode_chunk(entry)))
+                queued.append(entry)
             elif isinstance(entry, CheckpointBarrier) and entry.checkpoint_id >= cid:
                 record = False  # its barrier is queued in order: nothing after it counts
                 break
+        locate = self._locate if refer else _no_location
+        for buffers, run in _runs(cid, ChannelStateDirection.INPUT, queued, locate):
+            if run:
+                decisions.append(ReferInput(cid, info, buffers, run))
+            else:
+                decisions.extend(PersistInput(cid, info, encode_chunk(b), b) for b in buffers)
         if record:
             self._recording[index] = cid
 
@@ -238,7 +290,7 @@ class InflightCapture:
             return None
         if type(payload) is Buffer:
             if writer.is_started(cid):
-                return PersistInput(cid, self._info[index], encode_chunk(payload))
+                return PersistInput(cid, self._info[index], encode_chunk(payload), payload)
             del self._recording[index]
         elif isinstance(payload, CheckpointBarrier) and payload.checkpoint_id >= cid:
             del self._recording[index]
@@ -293,20 +345,38 @@ class InflightCapture:
     def overtaken(
         self, checkpoint_id: int, channel: SubpartitionInfo,
         buffers: Iterable[Buffer | RestItem],
-    ) -> list[PersistOutput | PersistOutputRun]:  # fmt: skip
-        """A priority barrier overtook ``buffers`` in subpartition ``channel``: queued buffers,
-        and while the subpartition restores output lazily, the rest of its restored output
-        (encoded chunks, and runs of older files referred to unless a savepoint is taken)."""
-        decisions: list[PersistOutput | PersistOutputRun] = []
+    ) -> list[PersistOutput | PersistOutputRun | ReferOutput]:  # fmt: skip
+        """A priority barrier overtook ``buffers`` in subpartition ``channel``: queued buffers
+        (referred to where the previous completed checkpoint persisted them), and while the
+        subpartition restores output lazily, the rest of its restored output (encoded chunks,
+        and runs of older files referred to unless a savepoint is taken)."""
+        decisions: list[PersistOutput | PersistOutputRun | ReferOutput] = []
+        locate = self._locate if self._out_refer else _no_location
+        queued: list[Buffer] = []
         for item in buffers:
             if type(item) is Buffer:
-                decisions.append(PersistOutput(checkpoint_id, channel, encode_chunk(item)))
-            elif isinstance(item, bytes):
+                queued.append(item)
+                continue
+            self._output_runs(checkpoint_id, channel, queued, locate, decisions)
+            queued = []
+            if isinstance(item, bytes):
                 decisions.append(PersistOutput(checkpoint_id, channel, item))
             else:
                 assert isinstance(item, RestoredRun)
                 decisions.append(PersistOutputRun(checkpoint_id, channel, item, self._out_refer))
+        self._output_runs(checkpoint_id, channel, queued, locate, decisions)
         return decisions
+
+    @staticmethod
+    def _output_runs(
+        cid: int, channel: SubpartitionInfo, queued: list[Buffer], locate: Locate,
+        decisions: list[PersistOutput | PersistOutputRun | ReferOutput],
+    ) -> None:  # fmt: skip
+        for group, run in _runs(cid, ChannelStateDirection.OUTPUT, queued, locate):
+            if run:
+                decisions.append(ReferOutput(cid, channel, group, run))
+            else:
+                decisions.extend(PersistOutput(cid, channel, encode_chunk(b), b) for b in group)
 
     def end_output(
         self, checkpoint_id: int, now_ms: int,
@@ -369,3 +439,35 @@ class InflightCapture:
         if self._out_checkpoint == checkpoint_id:
             self._out_checkpoint, self._out_barrier = None, None
             self._out_pending = set()
+
+
+def _runs(
+    cid: int, side: ChannelStateDirection, buffers: list[Buffer], locate: Locate
+) -> list[tuple[tuple[Buffer, ...], tuple[ChunkLocation, ...]]]:
+    """``buffers`` in order, grouped: runs of buffers persisted at consecutive locations of
+    one region (with their locations), and the buffers between them (with ``()``)."""
+    groups: list[tuple[tuple[Buffer, ...], tuple[ChunkLocation, ...]]] = []
+    fresh: list[Buffer] = []
+    run: list[tuple[Buffer, ChunkLocation]] = []
+
+    def close_run() -> None:
+        if run:
+            groups.append((tuple(b for b, _ in run), tuple(loc for _, loc in run)))
+            run.clear()
+
+    for buffer in buffers:
+        loc = locate(cid, side, buffer)
+        if loc is None:
+            close_run()
+            fresh.append(buffer)
+            continue
+        if fresh:
+            groups.append((tuple(fresh), ()))
+            fresh = []
+        if run and not loc.follows(run[-1][1]):
+            close_run()
+        run.append((buffer, loc))
+    close_run()
+    if fresh:
+        groups.append((tuple(fresh), ()))
+    return groups

@@ -59,6 +59,10 @@ class SubtaskCheckpointStats:
     processed_data: int
     persisted_data: int
     unaligned: bool
+    #: In-flight bytes referred to in older checkpoints' channel-state files instead of
+    #: written (restored data not yet consumed, FLIP-76; buffers still queued since the
+    #: previous checkpoint, incremental channel state). No Flink counterpart.
+    referenced_data: int = 0
 
     @classmethod
     def from_metrics(
@@ -83,6 +87,7 @@ class SubtaskCheckpointStats:
             processed_data=number("processed_data"),
             persisted_data=number("persisted_data"),
             unaligned=bool(metrics.get("unaligned", False)),
+            referenced_data=number("referenced_data"),
         )
 
 

@@ -56,6 +56,7 @@ from undertow.runtime.checkpoint.inflight_capture import (
     CaptureDecision,
     InflightCapture,
 )
+from undertow.runtime.checkpoint.inflight_ledger import InflightLedger
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.network.inflight_view import CheckpointedGateView, CheckpointedInputView
 from undertow.runtime.network.record_writer import RecordWriter
@@ -170,9 +171,12 @@ class SubtaskCheckpointer:
         self.alignment_started: float | None = None
         self._start_delay_ms: float | None = None
         self._bytes_at_alignment = 0
+        #: Where queued buffers were persisted (incremental channel state, pure).
+        incremental = self.unaligned_enabled and settings.incremental_channel_state
+        self.ledger = InflightLedger.of(incremental, self.channel_state)
         #: What to persist of the in-flight data, decided per checkpoint (pure).
         self._capture = InflightCapture(
-            self._info, [len(w.partition.subpartitions) for w in writers]
+            self._info, [len(w.partition.subpartitions) for w in writers], self.ledger.locate
         )
         #: (channel index, sequence number) -> the announced barrier queued there.
         self._announced: dict[tuple[int, int], CheckpointBarrier] = {}
@@ -319,7 +323,7 @@ class SubtaskCheckpointer:
     def _persist(self, decisions: Iterable[CaptureDecision | None]) -> None:
         assert self.channel_state is not None
         persist(self.channel_state, decisions, lambda cid, delay_ms: self._schedule(
-            delay_ms, functools.partial(self._on_output_timeout, cid)))  # fmt: skip
+            delay_ms, functools.partial(self._on_output_timeout, cid)), self.ledger)  # fmt: skip
 
     def _init_inputs(self, action: InitInputsCheckpoint) -> None:
         if self.channel_state is None:
@@ -337,11 +341,8 @@ class SubtaskCheckpointer:
         callback, through the channel's arrival subscription)."""
         if self.pace is not None and type(payload) is CheckpointBarrier:
             self.pace.hurry()  # the earliest a worker learns of a checkpoint
-        writer = self.channel_state
-        if writer is not None:
-            persist = self._capture.on_arrival(index, payload, writer)
-            if persist is not None:
-                writer.add_input(persist.checkpoint_id, persist.channel, persist.chunk)
+        if self.channel_state is not None:
+            self._persist((self._capture.on_arrival(index, payload, self.channel_state),))
         if type(payload) is CheckpointBarrier and payload.options.is_timeoutable:
             sequence_number = self._next_announcement
             self._next_announcement += 1
@@ -406,6 +407,7 @@ class SubtaskCheckpointer:
                 self.channel_state.abort(cid)
             return  # out of order (reference §5.8)
         self.last_checkpoint_id = cid
+        self.ledger.taken(cid, referencable=not barrier.options.snapshot_type.is_savepoint)
         if self.pace is not None:
             self.pace.hurry()  # the async part needs loop turns too
         listener = self.synchronous_savepoint_listener
@@ -424,6 +426,8 @@ class SubtaskCheckpointer:
         writer = self.channel_state
         if writer is not None and not needs_channel_state and not writer.is_started(cid):
             writer.abort(cid)  # takes no part: a shared writer's group must not wait for it
+        elif writer is not None and self.ledger.enabled and writer.is_started(cid):
+            writer.when_finished(cid, functools.partial(self.ledger.written_state, cid))
         try:
             native = _native_mode(barrier) if self.chain.takes_native_snapshots else ""
             if native:  # native (incremental) keyed state, uploaded asynchronously below
@@ -482,8 +486,10 @@ class SubtaskCheckpointer:
         if self.channel_state is not None:
             self.channel_state.abort(checkpoint_id)
         self._capture.forget(checkpoint_id)
+        self.ledger.aborted(checkpoint_id)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.ledger.completed(checkpoint_id)
         self.chain.notify_checkpoint_complete(checkpoint_id)
         if self.completion_listener is not None:
             self.completion_listener(checkpoint_id)

@@ -35,6 +35,9 @@ class TaskSettings:
     #: ``execution.checkpointing.unaligned.enabled`` and ``...unaligned.forced``.
     unaligned: bool = False
     unaligned_forced: bool = False
+    #: ``execution.checkpointing.unaligned.incremental-channel-state.enabled``: queued
+    #: buffers the previous completed checkpoint persisted are referred to, not written again.
+    incremental_channel_state: bool = True
     #: A finishing task waits for a final checkpoint (FLIP-147): periodic checkpoints are on
     #: (``execution.checkpointing.interval`` > 0), the job is not BATCH and
     #: ``execution.checkpointing.checkpoints-after-tasks-finish`` is true.
@@ -61,6 +64,7 @@ class TaskSettings:
             auto_watermark_interval_ms=config.get(Options.AUTO_WATERMARK_INTERVAL),
             unaligned=config.get(Options.UNALIGNED),
             unaligned_forced=config.get(Options.UNALIGNED_FORCED),
+            incremental_channel_state=config.get(Options.UNALIGNED_INCREMENTAL_CHANNEL_STATE),
             final_checkpoint=(
                 config.get(Options.CHECKPOINT_INTERVAL) > 0
                 and config.get(Options.CHECKPOINTS_AFTER_TASKS_FINISH)

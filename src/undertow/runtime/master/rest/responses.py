@@ -297,6 +297,8 @@ def checkpoint_entry(view: JobView, entry: CheckpointStatsEntry, details: bool =
         "alignment_buffered": 0,
         "processed_data": entry.total("processed_data"),
         "persisted_data": entry.total("persisted_data"),
+        # undertow's: in-flight bytes referred to in older files, not written again
+        "referenced_data": entry.total("referenced_data"),
         "num_subtasks": entry.num_subtasks,
         "num_acknowledged_subtasks": entry.num_acknowledged,
         "checkpoint_type": "SAVEPOINT" if entry.is_savepoint
@@ -329,6 +331,7 @@ def task_checkpoint(entry: CheckpointStatsEntry, vertex: VertexView, details: bo
         "alignment_buffered": 0,
         "processed_data": sum(a.processed_data for a in acks.values()),
         "persisted_data": sum(a.persisted_data for a in acks.values()),
+        "referenced_data": sum(a.referenced_data for a in acks.values()),
         "num_subtasks": vertex.parallelism,
         "num_acknowledged_subtasks": len(acks),
     }
@@ -377,6 +380,7 @@ def _subtask_checkpoint(index: int, ack: SubtaskCheckpointStats | None, trigger:
             "buffered": 0,
             "processed": ack.processed_data,
             "persisted": ack.persisted_data,
+            "referenced": ack.referenced_data,
             "duration": ack.alignment_duration_ms,
         },
         "start_delay": ack.start_delay_ms,
