@@ -162,15 +162,9 @@ def test_kafka_batch_sum_to_kafka_exactly_once_through_a_kill(
         time.sleep(0.01)
     capsys.readouterr()
     _, console = run_killing_a_worker_after_a_checkpoint(
-        client,
-        capsys,
-        seed,
-        earliest_s=0.02,
-        latest_s=0.2,
-        timeout_s=90.0,
-        checkpoints=2,
+        client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=90.0, checkpoints=2,
         hold=hold,
-    )
+    )  # fmt: skip
     evidence(bool(restored_checkpoints(console)), f"seed {seed}: no restore line:\n{console}")
     taken = _taken(mapped)
     last = max(taken)
