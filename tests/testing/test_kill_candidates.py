@@ -17,6 +17,7 @@ from undertow.core.errors import JobCancelledError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.discard import DiscardingSink
+from undertow.testing._faults import busy_worker_pids
 from undertow.testing.oracle import (
     WorkerKiller,
     kill_candidates,
@@ -83,3 +84,13 @@ def test_a_kill_chooses_only_among_the_jobs_live_workers(
     with pytest.raises(JobCancelledError):
         client.get_job_execution_result(30)
     assert "[oracle] kill_worker_process(seed=7): kill -9 worker pid" in capsys.readouterr().out
+
+
+def test_a_worker_whose_subtasks_all_finished_is_no_candidate() -> None:
+    body = {"taskmanagers": [
+        {"id": "worker 0 (h:1)", "pid": 30, "slotsNumber": 2, "freeSlots": 1},
+        {"id": "worker 1 (h:2)", "pid": 20, "slotsNumber": 2, "freeSlots": 2},  # all finished
+        {"id": "worker 2 (h:3)", "pid": 10, "slotsNumber": 1, "freeSlots": 0},
+    ]}  # fmt: skip
+    assert busy_worker_pids(body) == [10, 30]
+    assert busy_worker_pids({"taskmanagers": []}) == []

@@ -261,10 +261,16 @@ def live_workers_of(job: RestAddressed) -> Candidates:
                 body = json.loads(response.read())
         except (OSError, ValueError):
             return []
-        workers = body.get("taskmanagers", [])
-        return sorted(int(w["pid"]) for w in workers if w["freeSlots"] < w["slotsNumber"])
+        return busy_worker_pids(body)
 
     return pids
+
+
+def busy_worker_pids(taskmanagers: dict[str, Any]) -> list[int]:
+    """The pids in a ``GET /taskmanagers`` body of the workers with a busy slot (fewer
+    ``freeSlots`` than ``slotsNumber``): a worker whose subtasks all finished is left out."""
+    workers = taskmanagers.get("taskmanagers", [])
+    return sorted(int(w["pid"]) for w in workers if w["freeSlots"] < w["slotsNumber"])
 
 
 def kill_candidates(candidates: Candidates | None = None) -> tuple[list[int], str]:
