@@ -1,20 +1,81 @@
 """Kill -9 a worker once a checkpoint completed, then wait for the job: shared by the e2e kill
-tests. Reads the JobMaster's console lines from pytest's ``capsys``."""
+tests. Reads the JobMaster's console lines from pytest's ``capsys``.
+
+The kill chooses among the job's own live workers (``GET /taskmanagers``, through
+:func:`~undertow.testing.oracle.live_workers_of`), never another process named as a worker.
+A job whose first attempt could end before the kill holds it with :class:`FirstAttemptHold`."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from undertow.datastream import JobStatus
-from undertow.testing.oracle import WorkerKiller
+from undertow.testing.oracle import WorkerKiller, live_workers_of
 
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
+#: How long past its latest moment the kill may take (asking the REST API for the candidates).
+KILL_SLACK_S = 15.0
+#: The longest a held first attempt waits for its release (then it goes on, unheld).
+HOLD_MAX_S = 60.0
+
+
+class FirstAttemptHold:
+    """An identity function (``map`` for records, ``map_batches`` for record batches) that
+    keeps a job's first attempt (attempt 0) from ending before the kill: there it waits
+    ``pace_s`` a row until :meth:`arm`, then each call blocks until :meth:`release` (at most
+    :data:`HOLD_MAX_S`). Later attempts pass at full speed.
+
+    :func:`run_killing_a_worker_after_a_checkpoint` arms it once the checkpoints it waits for
+    completed, right before the kill, and releases it once the kill landed; a held subtask
+    blocks its mailbox, so no checkpoint completes while armed, and the attempt can neither
+    finish nor take further checkpoints before the kill. Until armed the pace only keeps rows
+    flowing while checkpoints complete; it costs the test nothing after the kill.
+
+    Threading and lifecycle: pickled to the workers (``local`` and ``spark`` run them on this
+    machine); the test and the workers share its state as two marker files in ``directory``
+    (created by :meth:`arm` and :meth:`release`)."""
+
+    def __init__(self, directory: Path, pace_s: float = 0.0) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.armed_marker = str(directory / "armed")
+        self.released_marker = str(directory / "released")
+        self.pace_s = pace_s
+        self.attempt = 0
+
+    def arm(self) -> None:
+        Path(self.armed_marker).touch()
+
+    def release(self) -> None:
+        Path(self.released_marker).touch()
+
+    def open(self, runtime_context: Any) -> None:
+        self.attempt = runtime_context.get_attempt_number()
+
+    def _pass(self, rows: int) -> None:
+        if self.attempt != 0 or os.path.exists(self.released_marker):
+            return
+        if not os.path.exists(self.armed_marker):
+            time.sleep(self.pace_s * rows)
+            return
+        deadline = time.monotonic() + HOLD_MAX_S
+        while not os.path.exists(self.released_marker) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def map(self, value: Any) -> Any:
+        self._pass(1)
+        return value
+
+    def map_batches(self, batch: Any) -> Any:
+        self._pass(batch.num_rows)
+        return batch
 
 
 def run_killing_a_worker_after_a_checkpoint(
@@ -28,35 +89,60 @@ def run_killing_a_worker_after_a_checkpoint(
     checkpoint_within_s: float = 30.0,
     checkpoints: int = 1,
     flowed: Callable[[], bool] | None = None,
+    hold: FirstAttemptHold | None = None,
 ) -> tuple[Any, str]:
     """Wait until a checkpoint completed (so there is one to restore), start a seeded
-    :class:`WorkerKiller`, wait for the job's result; return it and the console. Fails naming
-    the seed if ``checkpoints`` checkpoints did not complete within ``checkpoint_within_s``
-    (or the job ended before), the job failed, or no worker was killed. (Wait for several
-    when the restore must carry state: a first checkpoint may come before any record got
-    through a slow-starting pipeline, or pass ``flowed``: true once a checkpoint holds records,
-    such as a sink's first committed output.)"""
-    console = ""
+    :class:`WorkerKiller` among the job's live workers, wait for the kill, then for the job's
+    result; return it and the console. Fails naming the seed if ``checkpoints`` checkpoints
+    did not complete within ``checkpoint_within_s`` (or the job ended before), the job failed,
+    or no worker was killed; each failure shows the console and what the killer printed
+    (the candidates it chose from). (Wait for several when the restore must carry state: a
+    first checkpoint may come before any record got through a slow-starting pipeline, or pass
+    ``flowed``: true once a checkpoint holds records, such as a sink's first committed
+    output.) With ``hold``, the job's first attempt is held from the kill's start to its end
+    (:class:`FirstAttemptHold`)."""
+    console, oracle = "", ""
+
+    def read() -> None:
+        nonlocal console, oracle
+        captured = capsys.readouterr()
+        console += captured.err
+        oracle += "".join(f"{line}\n" for line in captured.out.splitlines()
+                          if line.startswith("[oracle]"))  # fmt: skip
+
     deadline = time.monotonic() + checkpoint_within_s
     while len(COMPLETED.findall(console)) < checkpoints or (flowed is not None and not flowed()):
         if time.monotonic() > deadline or client.get_job_status() is JobStatus.FINISHED:
             client.cancel()
+            read()
             raise AssertionError(
                 f"seed {seed}: {checkpoints} checkpoints (with records) did not complete within "
                 f"{checkpoint_within_s} s (job "
                 f"{client.get_job_status().value}); nothing to restore, no kill:\n{console}"
+                f"{oracle}"
             )
         time.sleep(0.01)
-        console += capsys.readouterr().err
-    killer = WorkerKiller(seed, earliest_s=earliest_s, latest_s=latest_s).start()
+        read()
+    killer = WorkerKiller(seed, earliest_s=earliest_s, latest_s=latest_s,
+                          candidates=live_workers_of(client))  # fmt: skip
+    if hold is not None:
+        hold.arm()
+    killer.start()
     try:
+        killed = killer.join(latest_s + KILL_SLACK_S)
+        if hold is not None:
+            hold.release()
         result = client.get_job_execution_result(timeout=timeout_s)
     except Exception as err:
-        console += capsys.readouterr().err
-        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}") from err
+        read()
+        report = "\n".join(killer.report)
+        raise AssertionError(f"seed {seed}: the job failed: {err}\n{console}{report}") from err
     finally:
         killer.cancel()
+        if hold is not None:
+            hold.release()
         client.cancel()
-    console += capsys.readouterr().err
-    assert killer.join(5) is not None, f"seed {seed}: no worker process was killed\n{console}"
+    read()
+    report = "\n".join(killer.report)
+    assert killed is not None, f"seed {seed}: no worker process was killed\n{console}{report}"
     return result, console

@@ -2,13 +2,14 @@
 
 The job: a bounded ``KafkaSource`` with a :class:`JsonBatchDeserializationSchema` (one record
 batch per fetch) over a topic of ``{"k": key, "v": 1}`` values (each key in one partition) ->
-a paced ``map_batches`` -> ``key_by("k").sum("v")`` -> ``KafkaSink`` ``EXACTLY_ONCE`` taking
-the batches (a Kafka record per row, keyed by ``k``). A worker is killed after checkpoints
-completed. What a read_committed consumer sees must be, per key, the running sums ``1..N``
-each exactly once and in order: a row lost or written twice (a source offset out of step with
-the emitted rows, a sink transaction replayed) or a sum restarted (columnar state not
-restored) shows. Restore evidence: the console's restore line and the finishing attempt's map
-seeing fewer rows than the topic holds (the source resumed at its checkpointed offsets).
+``map_batches`` (the first attempt paced, then held until the kill) -> ``key_by("k").sum("v")``
+-> ``KafkaSink`` ``EXACTLY_ONCE`` taking the batches (a Kafka record per row, keyed by ``k``).
+A worker is killed after checkpoints completed. What a read_committed consumer sees must be,
+per key, the running sums ``1..N`` each exactly once and in order: a row lost or written twice
+(a source offset out of step with the emitted rows, a sink transaction replayed) or a sum
+restarted (columnar state not restored) shows. Restore evidence: the console's restore line
+and the finishing attempt's map seeing fewer rows than the topic holds (the source resumed at
+its checkpointed offsets).
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ from undertow.testing.oracle import oracle_seed
 from undertow.testing.restore_control import evidence
 
 from .conftest import EnvFactory
-from .kills import run_killing_a_worker_after_a_checkpoint
+from .kills import FirstAttemptHold, run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import restored_checkpoints
 
-#: the first attempt's map takes 5 ms a row, 20 s for a subtask's 4,000; its checkpoints are
-#: unaligned, so the seeded kill after two of them falls mid-stream however the load stretches
-#: them (a first attempt that finished before the kill restored nothing, and once passed
-#: without proving a restore)
+#: the first attempt takes 5 ms a row (20 s for a subtask's 4,000) until the kill is armed,
+#: then waits for it (FirstAttemptHold): its checkpoints are unaligned, so the seeded kill
+#: after two of them falls mid-stream however the load stretches them, and the attempt cannot
+#: finish first (one that did restored nothing, and once passed without proving a restore)
 KEYS, PER_KEY = 8, 1000
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -61,13 +62,12 @@ class SumSchema(SerializationSchema):
         return json.dumps([element.k, element.v]).encode()
 
 
-class Paced:
-    """Sleeps ``pace_s`` per row in the first attempt (so it cannot end before the kill, which
-    comes after its checkpoints; later attempts run at full speed) and appends ``attempt
-    rows`` per batch to ``mapped``: what each attempt took from the source."""
+class Taken:
+    """Appends ``attempt rows`` per batch to ``mapped``: what each attempt took from the
+    source."""
 
-    def __init__(self, mapped: Path, pace_s: float) -> None:
-        self.mapped, self.pace_s = mapped, pace_s
+    def __init__(self, mapped: Path) -> None:
+        self.mapped = mapped
 
     def open(self, runtime_context: Any) -> None:
         self.attempt = runtime_context.get_attempt_number()
@@ -81,8 +81,6 @@ class Paced:
             os.close(fd)
 
     def map_batches(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        if self.attempt == 0:
-            time.sleep(self.pace_s * batch.num_rows)
         self._note(batch.num_rows)
         return batch
 
@@ -97,7 +95,8 @@ def _taken(mapped: Path) -> dict[int, int]:
     return {a: n for a, n in taken.items() if n or a}
 
 
-def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: Path) -> None:
+def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: Path,
+         hold: FirstAttemptHold) -> None:  # fmt: skip
     source = (
         KafkaSource.builder()
         .set_bootstrap_servers(bootstrap)
@@ -108,8 +107,9 @@ def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: P
         .build()
     )
     batches = env.from_source(source, None, "kafka").as_batches().uid("kafka")
-    paced = batches.map_batches(Paced(mapped, pace_s=0.005), schema=SCHEMA).uid("paced")
-    sums = paced.key_by("k").sum("v").uid("sum")
+    held = batches.map_batches(hold, schema=SCHEMA).uid("held")
+    taken = held.map_batches(Taken(mapped), schema=SCHEMA).uid("taken")
+    sums = taken.key_by("k").sum("v").uid("sum")
     serializer = (
         KafkaRecordSerializationSchema.builder()
         .set_topic(sink_topic)
@@ -153,7 +153,8 @@ def test_kafka_batch_sum_to_kafka_exactly_once_through_a_kill(
         "restart-strategy.fixed-delay.delay": "0 ms",
     })  # fmt: skip
     mapped = tmp_path / "mapped"
-    _job(env, kafka_bootstrap, source_topic, sink_topic, mapped)
+    hold = FirstAttemptHold(tmp_path / "hold", pace_s=0.005)
+    _job(env, kafka_bootstrap, source_topic, sink_topic, mapped, hold)
     client = env.execute_async("kafka batches -> sum -> kafka")
     deadline = time.monotonic() + 60
     while not _taken(mapped):  # the checkpoints the kill waits for come after rows flowed
@@ -161,8 +162,9 @@ def test_kafka_batch_sum_to_kafka_exactly_once_through_a_kill(
         time.sleep(0.01)
     capsys.readouterr()
     _, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=90.0, checkpoints=2
-    )
+        client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=90.0, checkpoints=2,
+        hold=hold,
+    )  # fmt: skip
     evidence(bool(restored_checkpoints(console)), f"seed {seed}: no restore line:\n{console}")
     taken = _taken(mapped)
     last = max(taken)

@@ -55,7 +55,7 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
-from .kills import run_killing_a_worker_after_a_checkpoint
+from .kills import FirstAttemptHold, run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
 
 KEYS, RECORDS_PER_KEY = 8, 800
@@ -103,20 +103,9 @@ def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
         "rest.port": "0",
-        # the spinning sink backpressures the job: unaligned checkpoints stay quick under it
+        # the paced first attempt backpressures the job: unaligned checkpoints stay quick
         "execution.checkpointing.unaligned.enabled": "true",
     }
-
-
-class FirstAttemptSlowSink(VerifyingSink):
-    """The oracle's sink, spinning only in the first attempt (about 6 s of it for the topic):
-    that attempt cannot end before the kill, which comes after its checkpoints (with the fast
-    read path it once did, and no worker was killed); the restored attempt runs at full speed."""
-
-    def open(self, runtime_context: Any) -> None:
-        super().open(runtime_context)
-        if runtime_context.get_attempt_number() > 0:
-            self.spin_s = 0.0
 
 
 @pytest.mark.restores(catches=["source-positions", "keyed-state"])
@@ -137,15 +126,15 @@ def test_oracle_through_kafka_survives_a_worker_kill(
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").uid("kafka")
     stateful = stream.key_by(oracle_key).process(OracleStatefulFunction(None, 1, str(evidence)))
     stateful = stateful.uid("oracle-stateful").set_parallelism(3)
-    verified = stateful.key_by(oracle_key).process(
-        FirstAttemptSlowSink(
-            RECORDS_PER_KEY,
-            seq_order_kept=True,
-            spin_s=0.002,
-            job_tag=1,
-            evidence_dir=str(evidence),
-        )
-    )
+    # the first attempt takes 2 ms a record (about 4 s for the topic) until the kill is
+    # armed, then waits for it: it cannot end first (with the fast read path it once did, and
+    # no worker was killed); the restored attempt runs at full speed
+    hold = FirstAttemptHold(tmp_path / "hold", pace_s=0.002)
+    held = stateful.map(hold).uid("first-attempt-hold").set_parallelism(3)
+    verified = held.key_by(oracle_key).process(
+        VerifyingSink(RECORDS_PER_KEY, seq_order_kept=True, job_tag=1,
+                      evidence_dir=str(evidence))
+    )  # fmt: skip
     verified.uid("oracle-verifying-sink").sink_to(DiscardingSink()).uid("discard")
 
     client = env.execute_async("kafka oracle")
@@ -153,7 +142,7 @@ def test_oracle_through_kafka_survives_a_worker_kill(
     wait_until_committed(kafka_bootstrap, topic, READ_BEFORE_KILL)
     result, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.1, latest_s=0.8, timeout_s=JOB_TIMEOUT_S,
-        checkpoints=3,
+        checkpoints=3, hold=hold,
     )  # fmt: skip
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
 

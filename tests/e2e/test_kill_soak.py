@@ -26,6 +26,7 @@ from undertow.testing.oracle import (
     OracleSource,
     build_pipeline,
     kill_worker_process,
+    live_workers_of,
     oracle_seed,
 )
 
@@ -107,7 +108,8 @@ def test_random_kills_under_backpressure_unaligned(
             if kill:
                 healthy_after.append(waited)
             time.sleep(rng.uniform(0.1, 1.0))
-            assert kill_worker_process(rng.randrange(2**32)) is not None, f"{what}: no worker"
+            killed = kill_worker_process(rng.randrange(2**32), live_workers_of(client))
+            assert killed is not None, f"{what}: no worker"
         last = _wait_healthy(client, capsys, console, KILLS, f"seed {seed}, after the last kill")
         healthy_after.append(last)
         result = client.get_job_execution_result(timeout=RESULT_TIMEOUT_S)

@@ -18,7 +18,7 @@ from undertow.common import Configuration, WatermarkStrategy
 from undertow.datastream import JobStatus, StreamExecutionEnvironment
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.runtime.master.heartbeat import HeartbeatMonitor, Overdue
-from undertow.testing._faults import worker_process_pids
+from undertow.testing._faults import kill_candidates, live_workers_of
 
 events = st.lists(
     st.tuples(st.sampled_from(["seen", "forget"]), st.integers(0, 3), st.integers(0, 50)),
@@ -66,11 +66,11 @@ def test_a_stopped_worker_fails_the_attempt_by_heartbeat_timeout(
     env.from_source(source, WatermarkStrategy.no_watermarks(), "gen").rebalance().sink_to(
         DiscardingSink()
     )
-    earlier = set(worker_process_pids())  # an earlier test's worker may still be exiting
     client = env.execute_async("hung worker")
+    live = live_workers_of(client)  # not an earlier test's worker, still exiting
     deadline = time.monotonic() + 30
     while client.get_job_status() is not JobStatus.RUNNING or not (
-        ours := [pid for pid in worker_process_pids() if pid not in earlier]
+        ours := kill_candidates(live)[0]
     ):
         assert time.monotonic() < deadline
         time.sleep(0.02)

@@ -29,6 +29,7 @@ from undertow.testing.oracle import (
     WorkerKiller,
     build_pipeline,
     kill_worker_process,
+    live_workers_of,
     verify_record,
 )
 from undertow.testing.restore_control import RestoreEvidenceMissing, restore_control
@@ -49,6 +50,7 @@ __all__ = [
     "WorkerKiller",
     "build_pipeline",
     "kill_worker_process",
+    "live_workers_of",
     "restore_control",
     "verify_record",
 ]

@@ -17,13 +17,15 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from undertow.api.functions import MapFunction, RuntimeContext
 from undertow.runtime.master.restore_hook import set_restore_filter
@@ -234,40 +236,104 @@ def worker_process_pids() -> list[int]:
     return sorted(found)
 
 
-def kill_worker_process(seed: int) -> int | None:
-    """``kill -9`` one worker process of this process, chosen by ``seed``; returns its pid, or
-    ``None`` if there is none. Prints the seed and the pid (replay with the same seed)."""
-    pids = worker_process_pids()
-    if not pids:
-        print(f"[oracle] kill_worker_process(seed={seed}): no worker process to kill")
-        return None
-    pid = random.Random(seed).choice(pids)
-    print(f"[oracle] kill_worker_process(seed={seed}): kill -9 worker pid {pid} of {pids}")
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return None
+#: The pids a kill may choose from, asked at the moment of the kill.
+Candidates = Callable[[], Sequence[int]]
+
+
+class RestAddressed(Protocol):
+    """A running job's handle that knows its REST API (``JobClient``)."""
+
+    def get_rest_address(self) -> str | None: ...
+
+
+def live_workers_of(job: RestAddressed) -> Candidates:
+    """The pids of ``job``'s workers worth killing, read from its REST API (``GET
+    /taskmanagers``) at each call: registered in the current attempt, control connection
+    open, and at least one slot busy (a subtask in it has not finished). Empty when the API
+    does not answer (no REST API, ``rest.port`` -1, or the job ended)."""
+
+    def pids() -> list[int]:
+        address = job.get_rest_address()
+        if address is None:
+            return []
+        try:
+            with urllib.request.urlopen(f"{address}/taskmanagers", timeout=5) as response:
+                body = json.loads(response.read())
+        except (OSError, ValueError):
+            return []
+        return busy_worker_pids(body)
+
+    return pids
+
+
+def busy_worker_pids(taskmanagers: dict[str, Any]) -> list[int]:
+    """The pids in a ``GET /taskmanagers`` body of the workers with a busy slot (fewer
+    ``freeSlots`` than ``slotsNumber``): a worker whose subtasks all finished is left out."""
+    workers = taskmanagers.get("taskmanagers", [])
+    return sorted(int(w["pid"]) for w in workers if w["freeSlots"] < w["slotsNumber"])
+
+
+def kill_candidates(candidates: Candidates | None = None) -> tuple[list[int], str]:
+    """The pids a kill chooses from, and where they came from (for the kill's report):
+    without ``candidates``, every worker process of this process
+    (:func:`worker_process_pids`); with it, those of its pids that are also one of them (a
+    job on ``local-threads`` registers this very process's pid: never a candidate)."""
+    ours = worker_process_pids()
+    if candidates is None:
+        return ours, f"worker processes of this process {ours}"
+    listed = sorted(candidates())
+    return [pid for pid in listed if pid in ours], (
+        f"the job's live workers {listed}, worker processes of this process {ours}"
+    )
+
+
+def kill_worker_process(seed: int, candidates: Candidates | None = None) -> int | None:
+    """``kill -9`` one worker process, chosen by ``seed`` among :func:`kill_candidates`;
+    returns its pid, or ``None`` if there is none. Prints the seed, the pid and the candidates
+    (replay with the same seed)."""
+    pid, line = _kill(seed, candidates)
+    print(line)
     return pid
 
 
-class WorkerKiller:
-    """Kills one worker process (:func:`kill_worker_process`) after a delay drawn from
-    ``[earliest_s, latest_s]`` by ``seed``, on a daemon thread; ``start`` then ``join``."""
+def _kill(seed: int, candidates: Candidates | None) -> tuple[int | None, str]:
+    pids, where = kill_candidates(candidates)
+    what = f"[oracle] kill_worker_process(seed={seed})"
+    if not pids:
+        return None, f"{what}: no worker process to kill ({where})"
+    pid = random.Random(seed).choice(pids)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return None, f"{what}: worker pid {pid} of {pids} had exited ({where})"
+    return pid, f"{what}: kill -9 worker pid {pid} of {pids} ({where})"
 
-    def __init__(self, seed: int, earliest_s: float, latest_s: float) -> None:
+
+class WorkerKiller:
+    """Kills one worker process (:func:`kill_worker_process`, among ``candidates``) after a
+    delay drawn from ``[earliest_s, latest_s]`` by ``seed``, on a daemon thread; ``start``
+    then ``join``. :attr:`report` keeps the lines it printed, for a failure message."""
+
+    def __init__(self, seed: int, earliest_s: float, latest_s: float,
+                 candidates: Candidates | None = None) -> None:  # fmt: skip
         if not 0 <= earliest_s <= latest_s:
             raise ValueError(f"need 0 <= earliest_s <= latest_s, got {earliest_s}, {latest_s}")
         self.seed = seed
         self.delay_s = random.Random(seed).uniform(earliest_s, latest_s)
+        self.candidates = candidates
         self.killed_pid: int | None = None
+        self.report = [f"[oracle] WorkerKiller(seed={seed}): kill -9 a worker after "
+                       f"{self.delay_s:.3f} s"]  # fmt: skip
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name="oracle-worker-killer",
                                         daemon=True)  # fmt: skip
-        print(f"[oracle] WorkerKiller(seed={seed}): kill -9 a worker after {self.delay_s:.3f} s")
+        print(self.report[0])
 
     def _run(self) -> None:
         if not self._cancel.wait(self.delay_s):
-            self.killed_pid = kill_worker_process(self.seed)
+            self.killed_pid, line = _kill(self.seed, self.candidates)
+            self.report.append(line)
+            print(line)
 
     def start(self) -> WorkerKiller:
         self._thread.start()

@@ -13,13 +13,19 @@ from undertow.core.types import AttemptNumber
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
 from undertow.graph.job_graph import JobGraph
+from undertow.runtime.control.messages import RegisterWorker
 from undertow.runtime.control.placement import plan_execution
 from undertow.runtime.master.attempt import Attempt
 from undertow.runtime.master.checkpoint_stats import CheckpointStatsSnapshot
 from undertow.runtime.master.exception_history import ExceptionHistory
 from undertow.runtime.master.job_status import JobEvent, JobLifecycle, JobStatus
-from undertow.runtime.master.job_view import JobFacts, build_job_view, subtask_state
-from undertow.runtime.master.metrics import ExecutionState, TaskMetricsStore
+from undertow.runtime.master.job_view import (
+    JobFacts,
+    build_job_view,
+    subtask_state,
+    worker_views,
+)
+from undertow.runtime.master.metrics import ExecutionState, TaskMetricsStore, WorkerView
 from undertow.runtime.master.settings import MasterSettings
 
 S = JobStatus
@@ -96,3 +102,23 @@ def test_the_view_takes_the_runtime_mode_and_checkpointing_from_the_settings() -
     assert (source.start_time, source.end_time) == (150, 400)  # when its last subtask finished
     assert sink.end_time == -1  # still running
     assert [i.source_id for i in sink.inputs] == [f"rest-{g.vertices[0].id}"]
+
+
+def test_the_live_workers_are_the_registered_ones_still_connected_while_the_attempt_runs() -> None:
+    g = graph()  # parallelism 2 on 2 workers: one slot each
+    plan = plan_execution(g, 2)
+    a = attempt(g)
+    assert worker_views(a, plan, g) == ()  # none registered yet
+    for index in (0, 1):
+        a.registered[index] = RegisterWorker(AttemptNumber(1), index, "127.0.0.1", 7000 + index,
+                                             4000 + index)  # fmt: skip
+        a.heartbeats.seen(index, 10_000 + index)
+    a.finished.update({(v.id, 1) for v in g.vertices})  # worker 1's slot is done
+    assert worker_views(a, plan, g) == (
+        WorkerView(0, "worker 0 (127.0.0.1:7000)", "127.0.0.1", 7000, 4000, 10_000, 1, 0),
+        WorkerView(1, "worker 1 (127.0.0.1:7001)", "127.0.0.1", 7001, 4001, 10_001, 1, 1),
+    )
+    a.disconnected.add(0)  # killed, or exited
+    assert [w.pid for w in worker_views(a, plan, g)] == [4001]
+    a.end()  # an ended attempt's workers are shutting down
+    assert worker_views(a, plan, g) == () and worker_views(None, plan, g) == ()

@@ -102,6 +102,8 @@ def test_current_attempts_messages_are_dispatched_and_older_ones_dropped() -> No
     assert host.collected["sink"].empty()
     # the worker went away while its attempt ran: the attempt fails, naming how it exited
     assert host.failures == ["worker 0 exited unexpectedly (exit code 3)"]
+    # and is no longer live (GET /taskmanagers leaves it out)
+    assert host.current_attempt is not None and host.current_attempt.disconnected == {0}
 
 
 def test_a_worker_with_an_older_attempts_key_is_dropped_before_any_message() -> None:

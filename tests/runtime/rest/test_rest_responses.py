@@ -1,6 +1,7 @@
 """Checkpoint statistics and their Flink JSON without a running job: the tracker is fed the
 coordinator's events by hand, the view is built by hand, and the responses are checked for
-failed, in-progress and restored checkpoints, which a healthy running job rarely shows."""
+failed, in-progress and restored checkpoints, which a healthy running job rarely shows; and the
+live workers of ``GET /taskmanagers`` (a running job's: tests/testing/test_kill_candidates.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from undertow.runtime.master.metrics import (
     SubtaskMetricsView,
     VertexInput,
     VertexView,
+    WorkerView,
     aggregate_state,
     summarize,
 )
@@ -193,3 +195,32 @@ def test_the_plan_shows_each_vertexs_description() -> None:
     view = dataclasses.replace(view, vertices=(view.vertices[0], described))
     plan = {n["id"]: n["description"] for n in responses.job_details(view)["plan"]["nodes"]}
     assert plan == {SOURCE: "Source: s", SINK: "writes the results"}
+
+
+#: Flink's ``TaskManagerInfo`` (REST API reference), the ``GET /taskmanagers`` items
+FLINK_TASKMANAGER = {"id", "path", "dataPort", "jmxPort", "timeSinceLastHeartbeat", "slotsNumber",
+                     "freeSlots", "blocked"}  # fmt: skip
+
+
+def test_each_live_worker_is_served_in_flinks_shape_with_its_pid() -> None:
+    workers = (
+        WorkerView(0, "worker 0 (10.0.0.5:7000)", "10.0.0.5", 7000, 4321, 1_700_000_000_123, 2, 0),
+        WorkerView(2, "worker 2 (10.0.0.6:7002)", "10.0.0.6", 7002, 99, 1_700_000_000_456, 2, 2),
+    )
+    view = dataclasses.replace(view_of(tracker_with_history()), workers=workers)
+    endpoint = RestEndpoint(lambda: view, "127.0.0.1", 0)
+    for path in ("/taskmanagers", "/v1/taskmanagers/"):
+        status, body = endpoint.route(path)
+        assert status == 200 and set(body) == {"taskmanagers"}, path
+    first, second = body["taskmanagers"]
+    assert set(first) == FLINK_TASKMANAGER | {"pid", "host"}
+    assert first == {
+        "id": "worker 0 (10.0.0.5:7000)", "path": "undertow://10.0.0.5:7000/worker_0",
+        "dataPort": 7000, "jmxPort": -1, "timeSinceLastHeartbeat": 1_700_000_000_123,
+        "slotsNumber": 2, "freeSlots": 0, "blocked": False, "host": "10.0.0.5", "pid": 4321,
+    }  # fmt: skip
+    assert (second["pid"], second["freeSlots"], second["host"]) == (99, 2, "10.0.0.6")
+    no_workers = view_of(tracker_with_history())
+    assert RestEndpoint(lambda: no_workers, "127.0.0.1", 0).route("/taskmanagers") == (
+        200, {"taskmanagers": []},
+    )  # fmt: skip

@@ -18,10 +18,11 @@ reader's output has its own test (test_source_slicing.py).
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from tests.runtime.task.mail_probe import post_mails_from_another_thread
 
 from undertow.common import Configuration, Time
 from undertow.core.config import Options
@@ -43,6 +44,8 @@ from undertow.runtime.task.mailbox_loop import fit_switch_interval
 from undertow.runtime.task.stream_task import StreamTask
 
 SPIN_S = 0.0002
+#: How long a scenario waits, after its mails ran, for what its test checks next.
+UNTIL_WITHIN_S = 60.0
 #: Records (fired windows, timers) processed per user-function call, per test module run.
 COUNTS: dict[str, int] = {}
 
@@ -206,42 +209,29 @@ def start_task(
 def records_between_post_and_run(
     vertex: JobVertex, batches: list[Any], counter: str, *, endless: bool,
     mails: int = 30, start_after: Callable[[], bool] = lambda: True, then: tuple[Any, ...] = (),
+    until: Callable[[], bool] = lambda: True,
 ) -> tuple[list[int], int]:  # fmt: skip
     """Run ``vertex`` fed with ``batches``; once ``start_after()``, post ``mails`` mails from
-    another thread, one every 5 ms. Returns for each mail how many ``counter`` records ran
-    between its posting and its running, and how many ran from the first posting to the
-    last mail's running (the work went on while the mails came)."""
+    another thread, one every 5 ms (:func:`post_mails_from_another_thread`: for each mail how
+    many ``counter`` records ran between its posting and its running, and how many ran from
+    the first posting to the last mail's running). The task is cancelled once the mails ran
+    and ``until()`` holds (at most :data:`UNTIL_WITHIN_S`): a test of what the task does after
+    the mails waits for it, however slowly a loaded machine runs it."""
     COUNTS.clear()
     fit_switch_interval(Configuration().get(Options.MAILBOX_SLICE) / 1000.0)  # as a worker does
 
     async def scenario() -> tuple[list[int], int]:
         task, running = start_task(vertex, batches, endless, then)
-        waits: list[int] = []
-        first: list[int] = []
-        all_ran = threading.Event()
-
-        def post_from_another_thread() -> None:
-            deadline = time.monotonic() + 10
-            while not start_after() and time.monotonic() < deadline:
-                time.sleep(0.001)
-            for i in range(mails):
-                time.sleep(0.005)
-                posted = COUNTS.get(counter, 0)
-                first.append(posted)
-
-                def mail(posted: int = posted, last: bool = i == mails - 1) -> None:
-                    waits.append(COUNTS.get(counter, 0) - posted)
-                    if last:
-                        first.append(COUNTS.get(counter, 0))
-                        all_ran.set()
-
-                task.post_threadsafe(mail)
-            all_ran.wait(30)
-
-        await asyncio.to_thread(post_from_another_thread)
+        probe = await asyncio.to_thread(
+            post_mails_from_another_thread, task, mails, lambda: COUNTS.get(counter, 0),
+            start_after,
+        )  # fmt: skip
+        deadline = time.monotonic() + UNTIL_WITHIN_S
+        while not until() and time.monotonic() < deadline and not running.done():
+            await asyncio.sleep(0.01)
         task.cancel()
         await asyncio.gather(running, return_exceptions=True)
-        return waits, first[-1] - first[0]
+        return probe
 
     return asyncio.run(scenario())
 
@@ -351,5 +341,6 @@ def test_records_after_a_watermark_wait_for_all_of_its_timers() -> None:
         vertex, [(keys, [500] * len(keys))], "event-timer", endless=False, mails=200,
         then=(WatermarkEvent(2000), Buffer(serialize_batch([-1], [2500])), WatermarkEvent(3000)),
         start_after=lambda: COUNTS.get("event-timer", 0) > 0,
+        until=lambda: bool(SEEN_AT_LATER_RECORD),  # the mails may all run before the record
     )  # fmt: skip
     assert SEEN_AT_LATER_RECORD == [3000]

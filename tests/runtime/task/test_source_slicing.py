@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from tests.runtime.task.mail_probe import post_mails_from_another_thread
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.connectors.source import SourceSplit
@@ -100,9 +101,9 @@ def units_between_post_and_run(
     vertex: JobVertex, split: Any, mails: int, counter: Callable[[Any], int]
 ) -> tuple[list[int], int]:
     """Post ``mails`` mails from another thread, one every 5 ms, to a running source task
-    reading ``split``; for each, how many records (or rows: ``counter`` of the chained
-    function) the chain processed between posting it and its running; and how many it
-    processed while the mails were posted (a mail may run before the next record)."""
+    reading ``split`` (:func:`post_mails_from_another_thread`); for each, how many records (or
+    rows: ``counter`` of the chained function) the chain processed between posting it and its
+    running; and how many it processed from the first posting to the last mail's running."""
     partition = ResultPartition("out", [1], buffers_per_channel=1000, floating_buffers=0,
                                 max_buffers_per_channel=1000)  # fmt: skip
     writer = RecordWriter(partition, vertex.outputs[0].new_partitioner(), 1 << 16)
@@ -118,25 +119,12 @@ def units_between_post_and_run(
         await asyncio.sleep(0.05)
         task.head.add_splits([split])
         task.source_available()
-        waits: list[int] = []
-
-        def post_from_another_thread() -> None:  # as a trigger arriving on a socket
-            for _ in range(mails):
-                time.sleep(0.005)
-                posted = counter(spin)
-
-                def mail(posted: int = posted) -> None:
-                    waits.append(counter(spin) - posted)
-
-                task.post_threadsafe(mail)
-
-        before = counter(spin)
-        await asyncio.to_thread(post_from_another_thread)
-        processed = counter(spin) - before
-        await asyncio.sleep(0.05)
+        probe = await asyncio.to_thread(
+            post_mails_from_another_thread, task, mails, lambda: counter(spin)
+        )
         task.cancel()
         await asyncio.gather(running, return_exceptions=True)
-        return waits, processed
+        return probe
 
     return asyncio.run(scenario())
 

@@ -78,6 +78,8 @@ class Attempt:
         self.heartbeats = HeartbeatMonitor(heartbeat_timeout_ms)
         self.workers: dict[int, ControlConnection] = {}
         self.registered: dict[int, RegisterWorker] = {}
+        #: Workers whose control connection closed (a registered worker not in it is live).
+        self.disconnected: set[int] = set()
         self.deployed: set[int] = set()
         self.finished: set[SubtaskKey] = set()
         self.failed: set[SubtaskKey] = set()
@@ -115,6 +117,13 @@ class Attempt:
     def cancel_tasks(self) -> None:
         for conn in self.workers.values():
             conn.send(CancelTasks(self.number))
+
+    def live_workers(self) -> list[int]:
+        """Registered workers whose control connection is open, while the attempt runs (an
+        ended attempt's workers are shutting down: none)."""
+        if self.done.is_set():
+            return []
+        return sorted(w for w in self.registered if w not in self.disconnected)
 
     def location(self, worker: int) -> str:
         """Where a worker runs, for failure reports: ``worker 1 (host:port)``."""

@@ -41,6 +41,10 @@ class HeartbeatMonitor:
         """``worker`` sent something at ``now_ms`` (clock values never go back per worker)."""
         self._last_seen[worker] = max(now_ms, self._last_seen.get(worker, now_ms))
 
+    def last_seen(self, worker: int) -> int | None:
+        """When ``worker`` last sent something (epoch ms); None if never."""
+        return self._last_seen.get(worker)
+
     def forget(self, worker: int) -> None:
         """``worker`` left on purpose (it finished); stop watching it."""
         self._last_seen.pop(worker, None)

@@ -3,7 +3,8 @@
 Pure: the job's fixed facts (:class:`JobFacts`), its lifecycle, the current attempt's subtask
 facts, the task metrics, the checkpoint statistics and the failures go in; a view comes out.
 A subtask's Flink ``ExecutionState`` is derived from the job's status and the attempt's facts
-(:func:`subtask_state`), as Flink's web UI shows it.
+(:func:`subtask_state`), as Flink's web UI shows it; the live workers (Flink's task managers)
+from the attempt's registrations and connections (:func:`worker_views`).
 
 Threading: the JobMaster's loop (the attempt and stores are the loop's); the view it returns
 may go to any thread.
@@ -26,6 +27,7 @@ from undertow.runtime.master.metrics import (
     TaskMetricsStore,
     VertexInput,
     VertexView,
+    WorkerView,
 )
 from undertow.runtime.master.settings import MasterSettings
 
@@ -81,7 +83,33 @@ def build_job_view(
         num_workers=facts.plan.num_workers, vertices=tuple(vertices), checkpoints=checkpoints,
         checkpointing=facts.settings.checkpoint, exceptions=exceptions.entries(),
         exceptions_truncated=exceptions.truncated, num_restarts=num_restarts,
+        workers=worker_views(attempt, facts.plan, graph),
     )  # fmt: skip
+
+
+def worker_views(
+    attempt: Attempt | None, plan: ExecutionPlan, graph: JobGraph
+) -> tuple[WorkerView, ...]:
+    """The attempt's live workers (:meth:`Attempt.live_workers`), by index. A worker's slots
+    are the subtask indices placed on it; a slot is free once every subtask in it finished."""
+    if attempt is None:
+        return ()
+    views = []
+    for index in attempt.live_workers():
+        registered = attempt.registered[index]
+        slots = [s for s in range(plan.num_slots) if plan.worker_of(s) == index]
+        free = [
+            s for s in slots
+            if all((v.id, s) in attempt.finished for v in graph.vertices if s < v.parallelism)
+        ]  # fmt: skip
+        last = attempt.heartbeats.last_seen(index)
+        views.append(WorkerView(
+            index=index, id=attempt.location(index), host=registered.data_host,
+            data_port=registered.data_port, pid=registered.pid,
+            last_heartbeat=last if last is not None else -1, slots=len(slots),
+            free_slots=len(free),
+        ))  # fmt: skip
+    return tuple(views)
 
 
 def subtask_state(

@@ -218,6 +218,26 @@ def vertex_rest_id(vertex: JobVertex) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerView:
+    """A registered worker of the current attempt whose control connection is open: what
+    ``GET /taskmanagers`` serves (Flink's ``TaskManagerInfo``, with the worker's pid)."""
+
+    index: int
+    #: ``worker 1 (host:port)``: the ``taskManagerId`` of the exceptions of its tasks
+    id: str
+    host: str
+    data_port: int
+    #: The process hosting the worker (on ``host``).
+    pid: int
+    #: When it last sent anything (epoch ms).
+    last_heartbeat: int
+    #: Subtask indices placed on it (a slot holds subtask ``s`` of every vertex) and how many
+    #: of them have every subtask finished.
+    slots: int
+    free_slots: int
+
+
+@dataclass(frozen=True, slots=True)
 class VertexInput:
     source_id: str
     #: The partitioner, in Flink's words (FORWARD, HASH, REBALANCE, ...).
@@ -276,6 +296,8 @@ class JobView:
     exceptions_truncated: bool = False
     #: Restarts of the job so far (Flink's ``numRestarts``).
     num_restarts: int = 0
+    #: The current attempt's live workers, by index (none between attempts).
+    workers: tuple[WorkerView, ...] = ()
 
     def vertex(self, rest_id: str) -> VertexView | None:
         """By REST id, or by the plain job-vertex number."""

@@ -82,6 +82,8 @@ async def serve_worker(
         return
     finally:
         conn.close()
+        if attempt is not None:
+            attempt.disconnected.add(index)
     if attempt is not None and not attempt.done.is_set():
         loop = asyncio.get_running_loop()
         how = await loop.run_in_executor(None, host.launcher.describe_exit, index)

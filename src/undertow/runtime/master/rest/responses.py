@@ -26,6 +26,7 @@ from undertow.runtime.master.metrics import (
     SubtaskCheckpointStats,
     SummaryStats,
     VertexView,
+    WorkerView,
     summarize,
 )
 from undertow.runtime.master.rest.metrics_responses import debloat_metrics
@@ -82,6 +83,29 @@ def cluster_overview(view: JobView) -> Json:
         "jobs-failed": int(view.state == "FAILED"),
         "flink-version": version(),
         "flink-commit": "undertow",
+    }
+
+
+def taskmanagers(view: JobView) -> Json:
+    """``/taskmanagers``: the current attempt's live workers (Flink's ``TaskManagersInfo``), with
+    undertow's ``pid`` and ``host`` of the process hosting each. ``timeSinceLastHeartbeat`` is,
+    as in Flink despite its name, the epoch ms of the last heartbeat; ``jmxPort`` is -1 (no
+    JMX); a worker's slots are the subtask indices placed on it."""
+    return {"taskmanagers": [taskmanager(w) for w in view.workers]}
+
+
+def taskmanager(worker: WorkerView) -> Json:
+    return {
+        "id": worker.id,
+        "path": f"undertow://{worker.host}:{worker.data_port}/worker_{worker.index}",
+        "dataPort": worker.data_port,
+        "jmxPort": -1,
+        "timeSinceLastHeartbeat": worker.last_heartbeat,
+        "slotsNumber": worker.slots,
+        "freeSlots": worker.free_slots,
+        "blocked": False,
+        "host": worker.host,
+        "pid": worker.pid,
     }
 
 

@@ -401,6 +401,7 @@ _EXCEPTIONS = re.compile(rf"/jobs/{_ID}/exceptions")
 _ROUTES: list[tuple[re.Pattern[str], Callable[..., dict[str, Any] | list[Any]]]] = [
     (re.compile(r"/config"), responses.dashboard_config),
     (re.compile(r"/overview"), responses.cluster_overview),
+    (re.compile(r"/taskmanagers"), responses.taskmanagers),
     (re.compile(r"/jobs"), responses.job_ids),
     (re.compile(r"/jobs/overview"), responses.jobs_overview),
     (re.compile(rf"/jobs/{_ID}"), lambda v, j: responses.job_details(_job(v, j))),
