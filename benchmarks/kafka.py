@@ -70,6 +70,7 @@ import kafka_engines  # noqa: E402
 import kafka_jars  # noqa: E402
 import kafka_kill  # noqa: E402
 import kafka_load as load  # noqa: E402
+import process_cpu  # noqa: E402
 import pyflink_venv  # noqa: E402
 import unaligned  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -288,6 +289,10 @@ class Round:
     consumer_ms: float | None
     #: the machine's load average when the paced phase began
     load: str
+    #: CPU microseconds per record over the burst and over the paced phase, per process
+    #: group (job, broker, harness: the benchmark's producer and measuring consumer)
+    cpu_burst: dict[str, float] | None = None
+    cpu_paced: dict[str, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,9 +337,11 @@ def job_figures(name: str, rounds: list[Round], overcounts: int, note: str) -> J
 class Harness:
     """The producer and measuring-consumer processes around one engine's job run."""
 
-    def __init__(self, bootstrap: str, sizes: Sizes) -> None:
+    def __init__(self, bootstrap: str, sizes: Sizes, broker_pid: int | None = None) -> None:
         self.bootstrap = bootstrap
         self.sizes = sizes
+        #: the broker's process when this run started it (its CPU is then shown apart)
+        self.broker_pid = broker_pid
 
     def run(self, engine: kafka_engines.Engine, rate: float | None) -> JobFigures:
         """One job run: warm-up, then ``sizes.rounds`` times a burst (saturation) followed by
@@ -360,6 +367,12 @@ class Harness:
         )  # fmt: skip
         producer.start()
         observer.start()
+        # the job: this process's tree (undertow's driver and workers, a peer's subprocess)
+        # without the broker and the harness's own processes
+        groups = {"job": [os.getpid()], "broker": [self.broker_pid] if self.broker_pid else [],
+                  "harness": [producer.pid or 0, observer.pid or 0]}  # fmt: skip
+        cpu = process_cpu.CpuGroups({k: groups[k] for k in ("broker", "harness", "job")})
+        readings: list[dict[str, float]] = []  # burst start, end, paced start, end per round
         note = ""
         paced: list[tuple[float, str]] = []  # (rate, load average) per round
         try:
@@ -371,6 +384,7 @@ class Harness:
             if engine.failure() is not None:
                 raise RuntimeError(str(engine.failure()))
             for index in range(self.sizes.rounds):
+                readings.append(cpu.read())
                 began = time.monotonic()
                 commands.send(load.Phase("burst", count=self.sizes.burst_records))
                 if index == 0:
@@ -383,11 +397,15 @@ class Harness:
                     )
                 # half of this burst's saturation, roughly (the exact one comes from the logs)
                 half = 0.5 * self.sizes.burst_records / (time.monotonic() - began)
+                readings.append(cpu.read())
                 time.sleep(1.0)
                 paced.append((half if rate is None else min(rate, half), loadavg()))
+                readings.append(cpu.read())
                 commands.send(load.Phase("paced", rate=paced[-1][0], seconds=self.sizes.seconds))
                 _reply(commands)
-                if not self._drained(sent, covered, engine):
+                drained = self._drained(sent, covered, engine)
+                readings.append(cpu.read())
+                if not drained:
                     why = engine.failure() or "still running"
                     note = (f"round {index + 1}: paced records not all visible within "
                             f"{self.sizes.drain_s:.0f} s ({why})")  # fmt: skip
@@ -423,10 +441,15 @@ class Harness:
                     until = log.sent_ns[after] if after is not None else 2**63
                     shares = load.append_to_visible(seen, warm, until)
                     consumer = load.percentile(shares, 0.5) if shares else None
+                marks = readings[4 * index : 4 * index + 4]
+                cpu_burst = cpu_paced = None
+                if len(marks) == 4:
+                    cpu_burst = process_cpu.per_record_us(marks[0], marks[1], len(burst))
+                    cpu_paced = process_cpu.per_record_us(marks[2], marks[3], len(records))
                 rounds.append(Round(
                     None if figures is None else figures[0],
                     None if figures is None else figures[1],
-                    paced_rate, latency, consumer, load_text))  # fmt: skip
+                    paced_rate, latency, consumer, load_text, cpu_burst, cpu_paced))  # fmt: skip
         return job_figures(engine.name, rounds, overcounts, note)
 
     def _drained(self, sent: object, covered: object, engine: kafka_engines.Engine) -> bool:
@@ -466,7 +489,7 @@ def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool
         for index, one in enumerate(row.rounds, 1):
             cells = _cells(one.saturation, one.producer_rate, one.rate, one.latency,
                            one.consumer_ms)  # fmt: skip
-            print(f"{f'  round {index}':<28}{cells}{'':>21}  load {one.load}")
+            print(f"{f'  round {index}':<28}{cells}{'':>21}  load {one.load}{_cpu(one)}")
         problems = [row.note] if row.note else []
         missing = sum(r.latency.missing for r in row.rounds if r.latency is not None)
         if missing:
@@ -484,6 +507,16 @@ def _cells(saturation: float | None, producer: float | None, rate: float | None,
         return cells + f"{'-':>9}{'-':>9}{'-':>13}"
     return cells + f"{lat.p50_ms:>9.1f}{lat.p99_ms:>9.1f}" + (
         f"{'-':>13}" if consumer is None else f"{consumer:>13.1f}")  # fmt: skip
+
+
+def _cpu(one: Round) -> str:
+    """CPU us per record, burst -> paced, of the job, the broker (when this run started it)
+    and the harness."""
+    if one.cpu_burst is None or one.cpu_paced is None:
+        return ""
+    parts = [f"{name} {one.cpu_burst[name]:.0f}->{one.cpu_paced[name]:.0f}"
+             for name in ("job", "broker", "harness") if one.cpu_burst[name] > 0]  # fmt: skip
+    return f"; CPU us/record burst->paced: {', '.join(parts)}"
 
 
 def _ratio(row: JobFigures, baseline: JobFigures | None) -> str:
@@ -629,6 +662,7 @@ def main() -> None:
     targets: list[str] = []
     with contextlib.ExitStack() as stack:
         bootstrap = os.environ.get("UNDERTOW_KAFKA_BOOTSTRAP")
+        broker = None
         if not bootstrap:
             broker = stack.enter_context(KafkaBroker())
             bootstrap = broker.bootstrap_servers
@@ -641,7 +675,8 @@ def main() -> None:
                                   ratio >= 0.8))  # fmt: skip
         rows: list[JobFigures] = []
         if {"latency", "spark", "pyflink"} & set(sections):
-            harness = Harness(bootstrap, sizes)
+            started = broker.process.pid if broker is not None and broker.process else None
+            harness = Harness(bootstrap, sizes, started)
 
             def undertow(guarantee: DeliveryGuarantee) -> kafka_engines.Engine:
                 return kafka_engines.UndertowEngine(guarantee, args.interval_ms)
