@@ -697,10 +697,12 @@ def main() -> None:
                         )
                         rows.append(harness.run(engine, alo.rate))
                 pace = (f"{args.rate:g} records/s" if args.rate else
-                        "half of undertow AT_LEAST_ONCE's saturation")  # fmt: skip
-                print(f"checkpoints every {args.interval_ms} ms; paced at {pace} (at most half "
-                      f"of the engine's own), {sizes.seconds:g} s; p50/p99 over the paced "
-                      f"records after its first second")  # fmt: skip
+                        "half of the burst before it")  # fmt: skip
+                print(f"checkpoints every {args.interval_ms} ms; {sizes.rounds} rounds per job "
+                      f"of a burst of {sizes.burst_records:,} records and a paced phase of "
+                      f"{sizes.seconds:g} s at {pace} (after undertow AT_LEAST_ONCE, at most "
+                      f"its median rate); p50/p99 over each paced phase after its first second; "
+                      f"a job's row: the medians over its rounds")  # fmt: skip
                 print_jobs(rows, alo)
             peers, reasons = peers_engines(args)
             if peers or reasons:
@@ -715,12 +717,15 @@ def main() -> None:
                 rows += peer_rows
             interval = args.interval_ms
             for row, goal, limit in ((eo, f"<= {interval + 100} ms", interval + 100),
-                                     (alo, "<= 20 ms", 20)):  # fmt: skip
+                                     (alo, "<= 20 ms at half of saturation", 20)):  # fmt: skip
                 lat = row.latency
                 ok = lat is not None and lat.measured > 0 and not row.note
-                targets.append(target(
-                    f"{row.name} end-to-end p50", f"{lat.p50_ms:.1f} ms" if ok else "-",  # type: ignore[union-attr]
-                    goal, (lat.p50_ms <= limit) if ok else None))  # type: ignore[union-attr]  # fmt: skip
+                figure = f"{lat.p50_ms:.1f} ms" if ok else "-"  # type: ignore[union-attr]
+                met = (lat.p50_ms <= limit) if ok else None  # type: ignore[union-attr]
+                if row is alo and args.rate is not None and ok:  # paced at --rate: not judged
+                    figure += f" at --rate {args.rate:g} records/s, not at half of saturation"
+                    met = None
+                targets.append(target(f"{row.name} end-to-end p50", figure, goal, met))
             spark_mb = next((r for r in rows if r.name.startswith("Spark micro-batch")), None)
             if spark_mb is not None:
                 ours, theirs = alo.latency, spark_mb.latency
