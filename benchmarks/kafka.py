@@ -14,12 +14,17 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
    median ratio (one run moves by about 0.1x on a shared machine).
 2. **End-to-end latency and saturation**: Kafka -> parse -> key_by -> running count -> Kafka
    (benchmarks/kafka_load.py: how records are written, read and matched). Per engine one job
-   run: a trickle until the first output is visible, then a burst of N records as fast as the
-   producer can write them (saturation: N over first send to last visible), then a paced
-   stream for ``--seconds`` at half of undertow AT_LEAST_ONCE's saturation (the same rate for
-   every engine, unless an engine's own saturation is below twice that rate: then half of its
-   own; the ``paced/s`` column shows the rate), whose records' latency (send -> visible to a
-   read_committed consumer for exactly-once sinks, read_uncommitted otherwise) gives p50/p99.
+   run: a trickle until the first output is visible, then ``rounds`` (3) alternations of a
+   burst of N records as fast as the producer can write them (saturation: N over first send to
+   last visible) and a paced stream for ``--seconds`` at half of the saturation just measured
+   (or at ``--rate``, or, for the engines after undertow AT_LEAST_ONCE, at the median rate of
+   its rounds, whichever is lowest; the ``paced/s`` column shows the rate), whose records'
+   latency (send -> visible to a read_committed consumer for exactly-once sinks,
+   read_uncommitted otherwise) gives p50/p99. A job's row shows the medians over its rounds
+   (its latency is the round with the median p50), with one line per round under it and the
+   load average at that round's paced phase. ``consumer ms`` is the p50 of broker append ->
+   seen by the measuring consumer (the output topic uses ``LogAppendTime``): the consumer's
+   own share, small unless it falls behind (for read_committed, with the commit wait).
    undertow EXACTLY_ONCE and AT_LEAST_ONCE, checkpoints every ``--interval-ms``.
 3. **Spark Structured Streaming** (the installed pyspark, its Kafka connector from Maven
    Central into .cache/kafka-peers): the same job in micro-batch mode and in real-time mode.
@@ -65,6 +70,7 @@ import kafka_engines  # noqa: E402
 import kafka_jars  # noqa: E402
 import kafka_kill  # noqa: E402
 import kafka_load as load  # noqa: E402
+import process_cpu  # noqa: E402
 import pyflink_venv  # noqa: E402
 import unaligned  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -90,15 +96,18 @@ class Sizes:
     source_records: int
     source_runs: int
     burst_records: int
+    #: bursts and paced phases per job run, alternating (section 2's figures are medians)
+    rounds: int
+    #: each paced phase
     seconds: float
     shopee_seconds: float
     drain_s: float
 
 
-QUICK = Sizes(source_records=200_000, source_runs=3, burst_records=20_000, seconds=6.0,
-              shopee_seconds=4.0, drain_s=30.0)  # fmt: skip
-FULL = Sizes(source_records=1_000_000, source_runs=3, burst_records=50_000, seconds=30.0,
-             shopee_seconds=10.0, drain_s=240.0)  # fmt: skip
+QUICK = Sizes(source_records=200_000, source_runs=3, burst_records=20_000, rounds=3,
+              seconds=4.0, shopee_seconds=4.0, drain_s=30.0)  # fmt: skip
+FULL = Sizes(source_records=1_000_000, source_runs=3, burst_records=50_000, rounds=3,
+             seconds=10.0, shopee_seconds=10.0, drain_s=240.0)  # fmt: skip
 
 
 def loadavg() -> str:
@@ -114,9 +123,10 @@ def section(title: str) -> Iterator[None]:
         print(f"   (load average at the end: {loadavg()})", flush=True)
 
 
-def create_topics(bootstrap: str, *names: str) -> None:
+def create_topics(bootstrap: str, *names: str, config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(n, PARTITIONS, 1) for n in names])
+    futures = admin.create_topics([NewTopic(n, PARTITIONS, 1, config=config or {})
+                                   for n in names])  # fmt: skip
     for future in futures.values():
         future.result(60)
 
@@ -265,29 +275,84 @@ def source_throughput(bootstrap: str, records: int, runs: int) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class Round:
+    """One burst and the paced phase after it, within one job run."""
+
+    #: records/s through the job over the burst (None if part of it never became visible)
+    saturation: float | None
+    #: the producer's own rate over the burst
+    producer_rate: float | None
+    #: the paced phase's rate: half of this round's burst (or the rate given, if lower)
+    rate: float
+    latency: load.Latency | None
+    #: p50 of broker append -> seen by the measuring consumer over the paced phase (ms)
+    consumer_ms: float | None
+    #: the machine's load average when the paced phase began
+    load: str
+    #: CPU microseconds per record over the burst and over the paced phase, per process
+    #: group (job, broker, harness: the benchmark's producer and measuring consumer)
+    cpu_burst: dict[str, float] | None = None
+    cpu_paced: dict[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobFigures:
+    """One engine's job run: its rounds, and the medians the tables and targets use (the
+    latency is that of the round with the median p50)."""
+
     name: str
     saturation: float | None
     producer_rate: float | None
     rate: float | None
     latency: load.Latency | None
+    consumer_ms: float | None
     overcounts: int
     note: str
+    rounds: tuple[Round, ...] = ()
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def job_figures(name: str, rounds: list[Round], overcounts: int, note: str) -> JobFigures:
+    """The medians over ``rounds`` (module doc); the latency row is the median round's."""
+    measured = sorted((r for r in rounds if r.latency is not None and r.latency.measured),
+                      key=lambda r: r.latency.p50_ms)  # type: ignore[union-attr]  # fmt: skip
+    middle = measured[(len(measured) - 1) // 2] if measured else None
+    return JobFigures(
+        name,
+        _median([r.saturation for r in rounds]),
+        _median([r.producer_rate for r in rounds]),
+        _median([r.rate for r in rounds]),
+        None if middle is None else middle.latency,
+        None if middle is None else middle.consumer_ms,
+        overcounts,
+        note,
+        tuple(rounds),
+    )
 
 
 class Harness:
     """The producer and measuring-consumer processes around one engine's job run."""
 
-    def __init__(self, bootstrap: str, sizes: Sizes) -> None:
+    def __init__(self, bootstrap: str, sizes: Sizes, broker_pid: int | None = None) -> None:
         self.bootstrap = bootstrap
         self.sizes = sizes
+        #: the broker's process when this run started it (its CPU is then shown apart)
+        self.broker_pid = broker_pid
 
     def run(self, engine: kafka_engines.Engine, rate: float | None) -> JobFigures:
-        """One job run: warm-up, burst, then (at ``rate``, or half of this run's saturation
-        when None) the paced phase."""
+        """One job run: warm-up, then ``sizes.rounds`` times a burst (saturation) followed by
+        a paced phase at ``rate``, or at half of that burst's saturation when None or lower
+        (each paced phase is judged against the saturation measured just before it, in the
+        same run, so a machine whose load moves cannot overload one run with another's
+        rate)."""
         suffix = uuid.uuid4().hex[:8]
         source_topic, sink_topic = f"bench-in-{suffix}", f"bench-out-{suffix}"
-        create_topics(self.bootstrap, source_topic, sink_topic)
+        create_topics(self.bootstrap, source_topic)
+        create_topics(self.bootstrap, sink_topic, config=load.OUTPUT_TOPIC_CONFIG)
         sent, covered = SPAWN.Value("q", 0), SPAWN.Value("q", 0)
         first, stop = SPAWN.Event(), SPAWN.Event()
         commands, producer_end = SPAWN.Pipe()
@@ -302,10 +367,14 @@ class Harness:
         )  # fmt: skip
         producer.start()
         observer.start()
+        # the job: this process's tree (undertow's driver and workers, a peer's subprocess)
+        # without the broker and the harness's own processes
+        groups = {"job": [os.getpid()], "broker": [self.broker_pid] if self.broker_pid else [],
+                  "harness": [producer.pid or 0, observer.pid or 0]}  # fmt: skip
+        cpu = process_cpu.CpuGroups({k: groups[k] for k in ("broker", "harness", "job")})
+        readings: list[dict[str, float]] = []  # burst start, end, paced start, end per round
         note = ""
-        saturation_rate = producer_rate = None
-        latency = None
-        overcounts = 0
+        paced: list[tuple[float, str]] = []  # (rate, load average) per round
         try:
             engine.start(self.bootstrap, source_topic, sink_topic)
             commands.send(load.Phase("trickle", rate=20))
@@ -314,25 +383,33 @@ class Harness:
                 raise RuntimeError(f"no output within {kafka_engines.START_TIMEOUT_S:.0f} s")
             if engine.failure() is not None:
                 raise RuntimeError(str(engine.failure()))
-            began = time.monotonic()
-            commands.send(load.Phase("burst", count=self.sizes.burst_records))
-            _reply(commands)  # the trickle ended
-            _reply(commands)  # the burst is written
-            if not self._drained(sent, covered, engine):
-                raise RuntimeError(
-                    f"the burst was not all visible within {self.sizes.drain_s:.0f} s"
-                    f" ({engine.failure() or 'still running'})"
-                )
-            # half of this run's saturation, roughly (the exact one comes from the logs),
-            # when no rate is given or the engine cannot take twice the rate given
-            half = 0.5 * self.sizes.burst_records / (time.monotonic() - began)
-            rate = half if rate is None else min(rate, half)
-            time.sleep(1.0)
-            commands.send(load.Phase("paced", rate=rate, seconds=self.sizes.seconds))
-            _reply(commands)
-            if not self._drained(sent, covered, engine):
-                note = (f"paced records not all visible within {self.sizes.drain_s:.0f} s"
-                        f" ({engine.failure() or 'still running'})")  # fmt: skip
+            for index in range(self.sizes.rounds):
+                readings.append(cpu.read())
+                began = time.monotonic()
+                commands.send(load.Phase("burst", count=self.sizes.burst_records))
+                if index == 0:
+                    _reply(commands)  # the trickle ended
+                _reply(commands)  # the burst is written
+                if not self._drained(sent, covered, engine):
+                    raise RuntimeError(
+                        f"round {index + 1}: the burst was not all visible within "
+                        f"{self.sizes.drain_s:.0f} s ({engine.failure() or 'still running'})"
+                    )
+                # half of this burst's saturation, roughly (the exact one comes from the logs)
+                half = 0.5 * self.sizes.burst_records / (time.monotonic() - began)
+                readings.append(cpu.read())
+                time.sleep(1.0)
+                paced.append((half if rate is None else min(rate, half), loadavg()))
+                readings.append(cpu.read())
+                commands.send(load.Phase("paced", rate=paced[-1][0], seconds=self.sizes.seconds))
+                _reply(commands)
+                drained = self._drained(sent, covered, engine)
+                readings.append(cpu.read())
+                if not drained:
+                    why = engine.failure() or "still running"
+                    note = (f"round {index + 1}: paced records not all visible within "
+                            f"{self.sizes.drain_s:.0f} s ({why})")  # fmt: skip
+                    break
         except RuntimeError as err:
             note = f"could not run: {err}"
         finally:
@@ -344,18 +421,36 @@ class Harness:
             seen = observed.recv() if observed.poll(60) else []
             producer.join(30)
             observer.join(30)
+        rounds: list[Round] = []
+        overcounts = 0
         if log is not None and seen:
             latencies, overcounts = load.record_latencies(log.keys, log.sent_ns, seen)
-            burst = [i for i, p in enumerate(log.phases) if p == 1]
-            figures = load.saturation(log.sent_ns, latencies, burst)
-            if figures is not None:
-                saturation_rate, producer_rate = figures
-            paced = [i for i, p in enumerate(log.phases) if p == 2]
-            if paced:
-                warm = log.sent_ns[paced[0]] + 1_000_000_000
-                latency = load.summarize([latencies[i] for i in paced if log.sent_ns[i] >= warm])
-        return JobFigures(engine.name, saturation_rate, producer_rate, rate, latency, overcounts,
-                          note)  # fmt: skip
+            starts = {p: i for i, p in reversed(list(enumerate(log.phases)))}
+            for index, (paced_rate, load_text) in enumerate(paced):
+                burst_phase, paced_phase = 2 * index + 1, 2 * index + 2
+                burst = [i for i, p in enumerate(log.phases) if p == burst_phase]
+                figures = load.saturation(log.sent_ns, latencies, burst)
+                records = [i for i, p in enumerate(log.phases) if p == paced_phase]
+                latency = consumer = None
+                if records:
+                    warm = log.sent_ns[records[0]] + 1_000_000_000
+                    latency = load.summarize(
+                        [latencies[i] for i in records if log.sent_ns[i] >= warm]
+                    )
+                    after = starts.get(paced_phase + 1)
+                    until = log.sent_ns[after] if after is not None else 2**63
+                    shares = load.append_to_visible(seen, warm, until)
+                    consumer = load.percentile(shares, 0.5) if shares else None
+                marks = readings[4 * index : 4 * index + 4]
+                cpu_burst = cpu_paced = None
+                if len(marks) == 4:
+                    cpu_burst = process_cpu.per_record_us(marks[0], marks[1], len(burst))
+                    cpu_paced = process_cpu.per_record_us(marks[2], marks[3], len(records))
+                rounds.append(Round(
+                    None if figures is None else figures[0],
+                    None if figures is None else figures[1],
+                    paced_rate, latency, consumer, load_text, cpu_burst, cpu_paced))  # fmt: skip
+        return job_figures(engine.name, rounds, overcounts, note)
 
     def _drained(self, sent: object, covered: object, engine: kafka_engines.Engine) -> bool:
         return (
@@ -383,27 +478,53 @@ def _reply(commands: object, timeout: float = 600.0) -> object:
 
 
 def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool = True) -> None:
+    """One line per job (the medians over its rounds), then one per round."""
     if header:
         print(f"{'job':<28}{'saturation/s':>14}{'producer/s':>12}{'paced/s':>9}{'p50 ms':>9}"
-              f"{'p99 ms':>9}{'vs undertow ALO p50':>21}{'records':>9}")  # fmt: skip
+              f"{'p99 ms':>9}{'consumer ms':>13}{'vs undertow ALO p50':>21}"
+              f"{'records':>9}")  # fmt: skip
     for row in rows:
-        cells = f"{_num(row.saturation, 14)}{_num(row.producer_rate, 12)}{_num(row.rate, 9)}"
-        lat = row.latency
-        if lat is not None and lat.measured:
-            ratio = (
-                f"{lat.p50_ms / baseline.latency.p50_ms:.2f}x"
-                if baseline is not None and baseline.latency is not None
-                and baseline.latency.measured else "-"
-            )  # fmt: skip
-            cells += f"{lat.p50_ms:>9.1f}{lat.p99_ms:>9.1f}{ratio:>21}{lat.measured:>9}"
-        print(f"{row.name:<28}{cells}", flush=True)
+        cells = _cells(row.saturation, row.producer_rate, row.rate, row.latency, row.consumer_ms)
+        print(f"{row.name:<28}{cells}{_ratio(row, baseline)}", flush=True)
+        for index, one in enumerate(row.rounds, 1):
+            cells = _cells(one.saturation, one.producer_rate, one.rate, one.latency,
+                           one.consumer_ms)  # fmt: skip
+            print(f"{f'  round {index}':<28}{cells}{'':>21}  load {one.load}{_cpu(one)}")
         problems = [row.note] if row.note else []
-        if lat is not None and lat.missing:
-            problems.append(f"{lat.missing} paced records never became visible")
+        missing = sum(r.latency.missing for r in row.rounds if r.latency is not None)
+        if missing:
+            problems.append(f"{missing} paced records never became visible")
         if row.overcounts:
             problems.append(f"{row.overcounts} outputs counted more records than were sent")
         for problem in problems:
             print(f"    {row.name}: {problem}")
+
+
+def _cells(saturation: float | None, producer: float | None, rate: float | None,
+           lat: load.Latency | None, consumer: float | None) -> str:  # fmt: skip
+    cells = f"{_num(saturation, 14)}{_num(producer, 12)}{_num(rate, 9)}"
+    if lat is None or not lat.measured:
+        return cells + f"{'-':>9}{'-':>9}{'-':>13}"
+    return cells + f"{lat.p50_ms:>9.1f}{lat.p99_ms:>9.1f}" + (
+        f"{'-':>13}" if consumer is None else f"{consumer:>13.1f}")  # fmt: skip
+
+
+def _cpu(one: Round) -> str:
+    """CPU us per record, burst -> paced, of the job, the broker (when this run started it)
+    and the harness."""
+    if one.cpu_burst is None or one.cpu_paced is None:
+        return ""
+    parts = [f"{name} {one.cpu_burst[name]:.0f}->{one.cpu_paced[name]:.0f}"
+             for name in ("job", "broker", "harness") if one.cpu_burst[name] > 0]  # fmt: skip
+    return f"; CPU us/record burst->paced: {', '.join(parts)}"
+
+
+def _ratio(row: JobFigures, baseline: JobFigures | None) -> str:
+    lat = row.latency
+    if lat is None or not lat.measured or baseline is None or baseline.latency is None \
+            or not baseline.latency.measured:  # fmt: skip
+        return f"{'-':>21}"
+    return f"{lat.p50_ms / baseline.latency.p50_ms:>20.2f}x{lat.measured:>9}"
 
 
 def _num(value: float | None, width: int) -> str:
@@ -541,6 +662,7 @@ def main() -> None:
     targets: list[str] = []
     with contextlib.ExitStack() as stack:
         bootstrap = os.environ.get("UNDERTOW_KAFKA_BOOTSTRAP")
+        broker = None
         if not bootstrap:
             broker = stack.enter_context(KafkaBroker())
             bootstrap = broker.bootstrap_servers
@@ -553,7 +675,8 @@ def main() -> None:
                                   ratio >= 0.8))  # fmt: skip
         rows: list[JobFigures] = []
         if {"latency", "spark", "pyflink"} & set(sections):
-            harness = Harness(bootstrap, sizes)
+            started = broker.process.pid if broker is not None and broker.process else None
+            harness = Harness(bootstrap, sizes, started)
 
             def undertow(guarantee: DeliveryGuarantee) -> kafka_engines.Engine:
                 return kafka_engines.UndertowEngine(guarantee, args.interval_ms)
@@ -574,10 +697,12 @@ def main() -> None:
                         )
                         rows.append(harness.run(engine, alo.rate))
                 pace = (f"{args.rate:g} records/s" if args.rate else
-                        "half of undertow AT_LEAST_ONCE's saturation")  # fmt: skip
-                print(f"checkpoints every {args.interval_ms} ms; paced at {pace} (at most half "
-                      f"of the engine's own), {sizes.seconds:g} s; p50/p99 over the paced "
-                      f"records after its first second")  # fmt: skip
+                        "half of the burst before it")  # fmt: skip
+                print(f"checkpoints every {args.interval_ms} ms; {sizes.rounds} rounds per job "
+                      f"of a burst of {sizes.burst_records:,} records and a paced phase of "
+                      f"{sizes.seconds:g} s at {pace} (after undertow AT_LEAST_ONCE, at most "
+                      f"its median rate); p50/p99 over each paced phase after its first second; "
+                      f"a job's row: the medians over its rounds")  # fmt: skip
                 print_jobs(rows, alo)
             peers, reasons = peers_engines(args)
             if peers or reasons:
@@ -592,12 +717,15 @@ def main() -> None:
                 rows += peer_rows
             interval = args.interval_ms
             for row, goal, limit in ((eo, f"<= {interval + 100} ms", interval + 100),
-                                     (alo, "<= 20 ms", 20)):  # fmt: skip
+                                     (alo, "<= 20 ms at half of saturation", 20)):  # fmt: skip
                 lat = row.latency
                 ok = lat is not None and lat.measured > 0 and not row.note
-                targets.append(target(
-                    f"{row.name} end-to-end p50", f"{lat.p50_ms:.1f} ms" if ok else "-",  # type: ignore[union-attr]
-                    goal, (lat.p50_ms <= limit) if ok else None))  # type: ignore[union-attr]  # fmt: skip
+                figure = f"{lat.p50_ms:.1f} ms" if ok else "-"  # type: ignore[union-attr]
+                met = (lat.p50_ms <= limit) if ok else None  # type: ignore[union-attr]
+                if row is alo and args.rate is not None and ok:  # paced at --rate: not judged
+                    figure += f" at --rate {args.rate:g} records/s, not at half of saturation"
+                    met = None
+                targets.append(target(f"{row.name} end-to-end p50", figure, goal, met))
             spark_mb = next((r for r in rows if r.name.startswith("Spark micro-batch")), None)
             if spark_mb is not None:
                 ours, theirs = alo.latency, spark_mb.latency

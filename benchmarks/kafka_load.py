@@ -11,9 +11,12 @@ batches: Spark's micro-batch writes one count per key per batch, undertow one pe
   a burst of N records as fast as it can (saturation) or a paced stream at a fixed rate
   (latency), as the coordinator commands; it logs ``(key, send ns)`` of every record.
 * :func:`observe` (a process of its own) reads ``out`` with the isolation level given
-  (``read_committed`` for exactly-once sinks) and logs ``(key, count, visible ns)``; it
+  (``read_committed`` for exactly-once sinks) and logs ``(key, count, visible ns, append
+  ms)``, the last the broker's append time (``out`` is made with ``LogAppendTime``); it
   publishes how many input records are covered so far, so the coordinator knows when a
-  phase is fully visible.
+  phase is fully visible. Visible minus append is the measuring consumer's own share of a
+  latency (plus, for a read_committed consumer, the wait for the commit): a consumer that
+  cannot keep up shows there (:func:`append_to_visible`).
 * :func:`record_latencies` joins the two logs afterwards: each input record's latency is the
   time from its send to the first output that covers it. Pure; tested in
   tests/benchmarks/test_kafka_load.py.
@@ -42,6 +45,9 @@ KEYS = 1000
 PRODUCER = {"linger.ms": 1, "queue.buffering.max.messages": 1_000_000}
 #: The measuring consumer's settings: fetches return within 10 ms when nothing new arrived.
 CONSUMER = {"fetch.wait.max.ms": 10, "enable.auto.commit": False, "enable.partition.eof": False}
+#: The output topic's settings: the broker stamps each record with its append time, so the
+#: measuring consumer's share of a latency can be told from the job's (:func:`observe`).
+OUTPUT_TOPIC_CONFIG = {"message.timestamp.type": "LogAppendTime"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +143,17 @@ def observe(
     results: Connection,
 ) -> None:
     """The measuring consumer process: reads ``topic`` from its start until ``stop`` is set,
-    then sends its log ``[(key, count, visible ns)]`` over ``results``. ``covered`` is the sum
-    over keys of the highest count seen (the input records visible so far); ``first`` is set
-    at the first output record."""
+    then sends its log ``[(key, count, visible ns, append ms)]`` over ``results`` (append ms
+    is the record's Kafka timestamp: the broker's append time on a ``LogAppendTime`` topic).
+    ``covered`` is the sum over keys of the highest count seen (the input records visible so
+    far); ``first`` is set at the first output record."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "undertow-bench-observer",
                          "isolation.level": isolation, **CONSUMER})  # fmt: skip
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     highest: dict[int, int] = defaultdict(int)
-    log: list[tuple[int, int, int]] = []
+    log: list[tuple[int, int, int, int]] = []
     total = 0
     while not stop.is_set():
         messages = take(consumer)
@@ -156,7 +163,7 @@ def observe(
                 continue
             key_text, count_text = (message.value() or b"").decode().split(",")
             key, count = int(key_text), int(count_text)
-            log.append((key, count, now))
+            log.append((key, count, now, message.timestamp()[1]))
             if count > highest[key]:
                 total += count - highest[key]
                 highest[key] = count
@@ -183,21 +190,22 @@ def take(consumer: Any, most: int = 1000, wait_s: float = 0.05) -> list[Any]:
 
 
 def record_latencies(
-    keys: Sequence[int], sent_ns: Sequence[int], seen: Sequence[tuple[int, int, int]]
+    keys: Sequence[int], sent_ns: Sequence[int], seen: Sequence[tuple[int, ...]]
 ) -> tuple[list[int | None], int]:
     """Each sent record's latency in ns (``None`` if no output covered it) and how many
     output records claimed more records of a key than were sent (a wrong count, or
     duplicates; 0 in a correct run without failures).
 
     ``keys``/``sent_ns`` are the send log in send order (a key's records were sent, and so
-    are counted, in that order); ``seen`` is ``(key, count, visible ns)`` per output record."""
+    are counted, in that order); ``seen`` is ``(key, count, visible ns, ...)`` per output
+    record."""
     indices: dict[int, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         indices[key].append(i)
     latencies: list[int | None] = [None] * len(keys)
     covered: dict[int, int] = defaultdict(int)
     overcounts = 0
-    for key, count, visible in sorted(seen, key=lambda s: s[2]):
+    for key, count, visible, *_ in sorted(seen, key=lambda s: s[2]):
         mine = indices.get(key, [])
         if count > len(mine):
             overcounts += 1
@@ -206,6 +214,16 @@ def record_latencies(
             latencies[i] = visible - sent_ns[i]
         covered[key] = max(covered[key], count)
     return latencies, overcounts
+
+
+def append_to_visible(
+    seen: Sequence[tuple[int, int, int, int]], since_ns: int, until_ns: int
+) -> list[float]:
+    """Milliseconds from the broker's append to the measuring consumer's sight, per output
+    record seen in ``[since_ns, until_ns)``: the consumer's own share of the latencies (for a
+    read_committed consumer, with the wait for the transaction's commit)."""
+    return [visible / 1e6 - append for _, _, visible, append in seen
+            if since_ns <= visible < until_ns]  # fmt: skip
 
 
 def percentile(values: Sequence[float], q: float) -> float:

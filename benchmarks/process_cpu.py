@@ -1,0 +1,77 @@
+"""CPU time of groups of processes, from ``/proc`` (Linux), for benchmarks/kafka.py.
+
+A benchmark on a shared machine cannot trust wall-clock figures alone: the latency of a paced
+run depends on how much CPU each record costs, and that cost is what moves between a burst and
+a paced phase. :class:`CpuGroups` names groups of processes (the job, the broker, the
+benchmark's own producer and consumer) and reads their user + system seconds, each group with
+every descendant of its roots (worker processes forked by undertow's fork server, Spark's JVM
+under its Python driver), so a phase's CPU per record is the difference of two readings over
+the records of the phase.
+
+Threading: plain reads of ``/proc``; call from one thread. A process that ended between two
+readings drops out of the later one (its time is lost, so keep readings inside a job run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, user + system seconds) of ``pid``, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()  # the name may hold spaces and parentheses
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _table() -> dict[int, tuple[int, float]]:
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (stat := _stat(int(name))) is not None:
+            table[int(name)] = stat
+    return table
+
+
+class CpuGroups:
+    """Named groups of process trees; :meth:`read` gives each group's CPU seconds so far.
+
+    A pid in ``exclude`` (and its tree) counts in no group, e.g. the benchmark's own helper
+    processes when the job's group is rooted at the benchmark's process."""
+
+    def __init__(self, groups: Mapping[str, Iterable[int]], exclude: Iterable[int] = ()) -> None:
+        self.groups = {name: tuple(pids) for name, pids in groups.items()}
+        self.exclude = set(exclude)
+
+    def read(self) -> dict[str, float]:
+        table = _table()
+        children: dict[int, list[int]] = defaultdict(list)
+        for pid, (parent, _) in table.items():
+            children[parent].append(pid)
+        owner: dict[int, str] = {}
+        for name, roots in self.groups.items():  # a tree claimed by an earlier group stays there
+            stack = [r for r in roots if r not in self.exclude]
+            while stack:
+                pid = stack.pop()
+                if pid in owner or pid in self.exclude:
+                    continue
+                owner[pid] = name
+                stack.extend(children.get(pid, ()))
+        seconds = dict.fromkeys(self.groups, 0.0)
+        for pid, name in owner.items():
+            if pid in table:
+                seconds[name] += table[pid][1]
+        return seconds
+
+
+def per_record_us(before: Mapping[str, float], after: Mapping[str, float],
+                  records: int) -> dict[str, float]:  # fmt: skip
+    """Microseconds of CPU per record of each group between two readings."""
+    return {name: (after[name] - before[name]) / max(1, records) * 1e6 for name in before}

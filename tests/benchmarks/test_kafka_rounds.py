@@ -1,0 +1,42 @@
+"""benchmarks/kafka.py: a job's row is the medians over its burst/paced rounds, and its latency
+is the whole latency record of the round with the median p50 (not a mix of rounds)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+_spec = importlib.util.spec_from_file_location("kafka_benchmark", BENCHMARKS / "kafka.py")
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["kafka_benchmark"] = bench  # dataclasses look their module up
+_spec.loader.exec_module(bench)
+load = bench.load
+
+
+def _round(saturation: float | None, rate: float, p50: float | None) -> object:
+    latency = None if p50 is None else load.Latency(p50, p50 * 2, p50, 100, 0)
+    return bench.Round(saturation, None, rate, latency, p50 and p50 / 10, "1 1 1")
+
+
+def test_the_row_takes_medians_and_the_median_rounds_latency() -> None:
+    rounds = [
+        _round(10_000, 5_000, 900.0),
+        _round(40_000, 20_000, 12.0),
+        _round(30_000, 15_000, 30.0),
+    ]
+    row = bench.job_figures("undertow AT_LEAST_ONCE", rounds, 0, "")
+    assert (row.saturation, row.rate) == (30_000, 15_000)
+    assert row.latency.p50_ms == 30.0 and row.latency.p99_ms == 60.0
+    assert row.consumer_ms == 3.0
+    assert row.rounds == tuple(rounds)
+
+
+def test_rounds_without_figures_are_left_out_of_the_medians() -> None:
+    rounds = [_round(None, 5_000, None), _round(20_000, 10_000, 8.0)]
+    row = bench.job_figures("x", rounds, 0, "round 2: ...")
+    assert row.saturation == 20_000 and row.latency.p50_ms == 8.0
+    assert bench.job_figures("x", [], 0, "could not run").latency is None

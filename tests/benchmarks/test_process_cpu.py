@@ -1,0 +1,47 @@
+"""benchmarks/process_cpu.py: a group's CPU time takes in its roots' descendants, and an
+excluded tree counts nowhere (the Kafka benchmark's CPU per record rests on both)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import process_cpu
+
+#: the grandchild: burns 0.3 s of CPU, says so, and stays alive (an ended process's time
+#: leaves /proc with it)
+BURN = (
+    "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    "print('burnt', flush=True)\ntime.sleep(30)\n"
+)
+
+
+def test_a_group_counts_its_descendants_and_not_an_excluded_tree() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, "
+         f"'-c', {BURN!r}])"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,  # the test ends the child and the grandchild together
+    )  # fmt: skip
+    try:
+        mine = process_cpu.CpuGroups({"tree": [child.pid]})
+        before = mine.read()["tree"]
+        assert child.stdout is not None and child.stdout.readline() == b"burnt\n"
+        assert mine.read()["tree"] - before >= 0.25
+        excluded = process_cpu.CpuGroups({"tree": [child.pid]}, exclude=[child.pid])
+        assert excluded.read()["tree"] == 0.0
+        # an earlier group keeps a tree a later group's root also reaches
+        nested = process_cpu.CpuGroups({"inner": [child.pid], "outer": [child.pid]})
+        assert nested.read()["outer"] == 0.0
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def test_per_record_is_the_difference_over_the_records() -> None:
+    got = process_cpu.per_record_us({"job": 1.0, "broker": 0.5}, {"job": 1.5, "broker": 0.5}, 1000)
+    assert got == {"job": 500.0, "broker": 0.0}
