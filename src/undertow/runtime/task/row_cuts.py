@@ -4,11 +4,17 @@ One record batch is one record, so a batch function taking a second over a large
 hold an unaligned barrier for that second. The input processor hands a batch stream's head
 row ranges of a large batch (``batch.slice``) and keeps the rest: for the next chunk, as its
 channel's state if an unaligned checkpoint starts, or after an aligned barrier (which comes
-after the batch). :class:`RowCutter` sizes the ranges from a moving average of the calls' time
-per row (a preempted call clipped at :data:`OUTLIER` times the estimate): a cut aims at the
-slice, at least :data:`MIN_TARGET_S`, and has at least :data:`MIN_ROWS` rows and a
-:data:`MAX_PIECES`-th of the batch, which bounds what a function with a large cost per call
-(pandas, a remote call) pays for the cutting. Pure: ``observe`` facts, ask ``rows_for``.
+after the batch).
+
+:class:`RowCutter` models a call as ``fixed + rows * per_row`` seconds and estimates both
+online, by a least-squares line through the recent calls (exponentially weighted; a call
+preempted by another process is clipped at :data:`OUTLIER` times the prediction). A cut aims
+at the slice (at least :data:`MIN_TARGET_S`) when the fixed cost allows it, and otherwise
+amortises: it takes enough rows that the fixed cost is at most :data:`MAX_FIXED_SHARE` of the
+call, so a function with a large cost per call (pandas, a remote call) is cut into few pieces
+and one with a small one into pieces of the slice. A line needs calls of different sizes:
+every other cut takes :data:`DITHER` of the rows (a shorter call, never a longer one).
+Pure: ``observe`` facts, ask ``rows_for``.
 
 Threading: owned by one input processor on its task's loop thread. Design notes:
 docs/design.md, "Batch streams".
@@ -18,30 +24,44 @@ from __future__ import annotations
 
 #: Fewest rows a cut hands the head (a batch of at most this many rows is never cut).
 MIN_ROWS = 64
-#: Most pieces a batch is cut into.
-MAX_PIECES = 32
-#: Shortest call a cut aims at (seconds), whatever the slice: a call has a cost of its own
-#: (benchmarks/columnar_cuts.py lost 2.6x of its rate with cuts aimed at 1 ms, 1.9x at 5 ms,
-#: under a load of 25 on 2 cores), and a quarter of the 20 ms an unaligned checkpoint may wait
-#: for a subtask is short enough.
-MIN_TARGET_S = 0.005
+#: Shortest call a cut aims at (seconds), whatever the slice (a checkpoint's hurried slice is
+#: 0.25 ms): the subtasks of a worker share its loop, so every hop of a checkpoint (trigger,
+#: barrier, the write's return) waits for a round of their calls, and calls of 5 ms made
+#: benchmarks/columnar_cuts.py's checkpoints take 45 ms.
+MIN_TARGET_S = 0.0005
+#: Largest share of a call the fixed cost may take: a cut has at least the rows that make it so.
+MAX_FIXED_SHARE = 0.1
 #: Rows of the first cut, before anything was measured.
 FIRST_ROWS = 256
-#: Weight of the older calls in the time per row, at each new one.
-DECAY = 0.8
-#: A call slower than this many times the estimate counts as this many (a call preempted by
+#: Weight of the older calls in the fit, at each new one (about 20 calls count).
+DECAY = 0.95
+#: A call slower than this many times the prediction counts as this many (a call preempted by
 #: another process would otherwise move the estimate far off).
 OUTLIER = 4.0
+#: Every other cut takes this share of the rows, so that the calls' sizes differ (the fit of a
+#: line through calls of one size cannot tell the fixed cost from the cost per row).
+DITHER = 0.5
+#: The calls' sizes must spread by this share of their mean before the fit trusts its slope.
+MIN_SPREAD = 0.05
 
 
 class RowCutter:
-    """Rows per cut from the observed cost of the head's calls (module docstring)."""
+    """Rows per cut from the observed cost of the head's calls (module docstring).
 
-    __slots__ = ("per_row_s",)
+    Invariant: ``fixed_s >= 0`` and ``per_row_s >= 0`` once anything was observed; the
+    prediction of a call of ``n`` rows is ``fixed_s + n * per_row_s``.
+    """
+
+    __slots__ = ("_calls", "_n", "_nn", "_nt", "_t", "_w", "fixed_s", "per_row_s")
 
     def __init__(self) -> None:
-        #: The moving time per row (seconds), None before the first call.
+        #: The estimated cost of a call of no rows (seconds).
+        self.fixed_s = 0.0
+        #: The estimated cost per row (seconds), None before the first call.
         self.per_row_s: float | None = None
+        self._calls = 0
+        # Exponentially weighted sums: weight, rows, time, rows², rows * time.
+        self._w = self._n = self._t = self._nn = self._nt = 0.0
 
     def observe(self, rows: int, elapsed_s: float) -> None:
         """The head took ``elapsed_s`` for a call with ``rows`` rows."""
@@ -49,17 +69,43 @@ class RowCutter:
             return
         per_row = self.per_row_s
         if per_row is not None:
-            elapsed_s = min(elapsed_s, OUTLIER * rows * per_row + 1e-4)
-        now = elapsed_s / rows
-        self.per_row_s = now if per_row is None else DECAY * per_row + (1 - DECAY) * now
+            elapsed_s = min(elapsed_s, OUTLIER * (self.fixed_s + rows * per_row) + 1e-4)
+        d = DECAY
+        self._w = d * self._w + 1.0
+        self._n = d * self._n + rows
+        self._t = d * self._t + elapsed_s
+        self._nn = d * self._nn + rows * rows
+        self._nt = d * self._nt + rows * elapsed_s
+        self._fit()
+
+    def _fit(self) -> None:
+        w = self._w
+        mean_n, mean_t = self._n / w, self._t / w
+        var_n = self._nn / w - mean_n * mean_n
+        fixed = self.fixed_s
+        if var_n > (MIN_SPREAD * mean_n) ** 2:
+            slope = max(0.0, (self._nt / w - mean_n * mean_t) / var_n)
+            fixed = mean_t - slope * mean_n
+        fixed = min(max(fixed, 0.0), mean_t)
+        self.fixed_s = fixed
+        self.per_row_s = (mean_t - fixed) / mean_n
 
     def rows_for(self, target_s: float, total: int) -> int:
-        """Rows of a batch of ``total`` rows whose call should take about ``target_s`` (or
-        :data:`MIN_TARGET_S`), at least :data:`MIN_ROWS` and ``total / MAX_PIECES``."""
-        least = max(MIN_ROWS, -(-total // MAX_PIECES))
+        """Rows of the next cut of a batch of ``total`` rows: about ``target_s`` (or
+        :data:`MIN_TARGET_S`) of calling time, or more to amortise the fixed cost, at least
+        :data:`MIN_ROWS`; every other cut of a batch that is cut takes :data:`DITHER` of that."""
         per_row = self.per_row_s
         if per_row is None:
-            return max(least, FIRST_ROWS)
+            return max(MIN_ROWS, FIRST_ROWS)
         if per_row <= 0:
-            return max(least, total)
-        return max(least, int(max(target_s, MIN_TARGET_S) / per_row))
+            return max(MIN_ROWS, total)
+        fixed = self.fixed_s
+        aim = (max(target_s, MIN_TARGET_S) - fixed) / per_row
+        amortise = fixed * (1 - MAX_FIXED_SHARE) / (MAX_FIXED_SHARE * per_row)
+        rows = max(aim, amortise)
+        if rows >= total:
+            return max(MIN_ROWS, total)
+        self._calls += 1
+        if self._calls & 1:
+            rows *= DITHER
+        return max(MIN_ROWS, min(total, int(rows)))
