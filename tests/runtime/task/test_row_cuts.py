@@ -92,3 +92,13 @@ def test_settled_cuts_of_a_steady_cost_take_about_the_target(
     assert sum(cuts) == 2 * total
     longest = max(target, fixed / MAX_FIXED_SHARE) * 1.01 + per_row  # amortised: fixed ≤ share
     assert all(rows <= MIN_ROWS or fixed + rows * per_row <= longest for rows in cuts[1:])
+
+
+def test_a_preempted_small_call_does_not_make_rows_look_free() -> None:
+    """A small call slowed by preemption after a larger one: a line through them slopes
+    down, and taken at face value it would say rows cost nothing and hand the head whole
+    batches; the fit keeps its fixed cost instead."""
+    cutter = RowCutter()
+    cutter.observe(256, 256 * 2e-6)
+    cutter.observe(64, 0.005)  # clipped to 4x its prediction
+    assert max(cutter.rows_for(0.002, 100_000) for _ in range(2)) * 2e-6 <= 0.01

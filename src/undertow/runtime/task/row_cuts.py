@@ -8,7 +8,8 @@ after the batch).
 
 :class:`RowCutter` models a call as ``fixed + rows * per_row`` seconds and estimates both
 online, by a least-squares line through the recent calls (exponentially weighted; a call
-preempted by another process is clipped at :data:`OUTLIER` times the prediction). A cut aims
+preempted by another process is clipped at :data:`OUTLIER` times the prediction, and a line
+sloping down, which only noise draws, keeps the fixed cost it had). A cut aims
 at the slice (at least :data:`MIN_TARGET_S`) when the fixed cost allows it, and otherwise
 amortises: it takes enough rows that the fixed cost is at most :data:`MAX_FIXED_SHARE` of the
 call, so a function with a large cost per call (pandas, a remote call) is cut into few pieces
@@ -82,10 +83,11 @@ class RowCutter:
         w = self._w
         mean_n, mean_t = self._n / w, self._t / w
         var_n = self._nn / w - mean_n * mean_n
-        fixed = self.fixed_s
+        fixed = self.fixed_s  # kept when the calls' sizes are too alike to fit a line
         if var_n > (MIN_SPREAD * mean_n) ** 2:
-            slope = max(0.0, (self._nt / w - mean_n * mean_t) / var_n)
-            fixed = mean_t - slope * mean_n
+            slope = (self._nt / w - mean_n * mean_t) / var_n
+            if slope > 0:  # a line sloping down is noise (a preempted smaller call)
+                fixed = mean_t - slope * mean_n
         fixed = min(max(fixed, 0.0), mean_t)
         self.fixed_s = fixed
         self.per_row_s = (mean_t - fixed) / mean_n
