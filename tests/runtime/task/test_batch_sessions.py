@@ -5,14 +5,14 @@ rescaling through key-group blobs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
 
 from undertow.api.functions import AggregateFunction, ProcessWindowFunction
 from undertow.api.window import EventTimeSessionWindows, TimeWindow
@@ -22,22 +22,12 @@ from undertow.runtime.task.window_functions import aggregate_window_contents
 from undertow.runtime.task.window_operator import WindowOperator
 from undertow.testing.harness import KeyedOneInputOperatorTestHarness, OneInputOperatorTestHarness
 
-MAX_PARALLELISM = 16
 
-
-@contextmanager
 def _sessions(kind: str, gap: int, *, subtask: int = 0, parallelism: int = 1,
-              blobs: dict[int, bytes] | None = None,
-              ) -> Iterator[tuple[BatchSessionAggregate, OneInputOperatorTestHarness]]:  # fmt: skip
+              blobs: dict[int, bytes] | None = None) -> Batched[BatchSessionAggregate]:  # fmt: skip
     op = BatchSessionAggregate(kind, None if kind == "count" else "v", ["k"], "t", gap)
-    harness = OneInputOperatorTestHarness(op, name="Session Batch", max_parallelism=MAX_PARALLELISM)
-    harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = parallelism
-    harness.setup()
-    if blobs is not None:
-        op.restore_key_groups(blobs)
-    with harness:
-        yield op, harness
+    return keyed_batch_harness(op, "Session Batch", subtask=subtask, parallelism=parallelism,
+                               blobs=blobs)  # fmt: skip
 
 
 def _batch(rows: list[tuple[int, int, int]]) -> pa.RecordBatch:
