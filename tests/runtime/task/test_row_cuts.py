@@ -9,6 +9,7 @@ from undertow.runtime.task.row_cuts import (
     DITHER,
     FIRST_ROWS,
     MAX_FIXED_SHARE,
+    MAX_STRETCH,
     MIN_ROWS,
     MIN_TARGET_S,
     RowCutter,
@@ -49,17 +50,21 @@ def test_the_fit_tells_the_fixed_cost_from_the_cost_per_row() -> None:
 
 
 def test_a_large_fixed_cost_is_amortised_not_cut_ever_finer() -> None:
-    """A call costing 5 ms whatever its rows (pandas, a remote call): cutting to the slice
+    """A call costing 5 ms whatever its rows (pandas, a remote call): cutting to the target
     would pay 5 ms per piece; cuts grow until the fixed cost is at most MAX_FIXED_SHARE of a
-    call, and a batch smaller than that is not cut at all."""
+    call, or the call MAX_STRETCH targets, and a batch smaller than that is not cut at all; a
+    fixed cost above MAX_STRETCH targets gets only the rows that amortise it."""
     cutter = RowCutter()
     for _ in range(5):
-        cuts = _run(cutter, 5e-3, 1e-7, 0.002, 100_000)
-    assert cuts == [100_000]
+        cuts = _run(cutter, 5e-3, 1e-7, 0.002, 40_000)
+    assert cuts == [40_000]  # 9 ms: within MAX_STRETCH targets
     cuts = _run(cutter, 5e-3, 1e-7, 0.002, 10_000_000)
     calls = [5e-3 + rows * 1e-7 for rows in cuts[:-1]]  # the last piece is the rest
-    assert all(5e-3 / call <= MAX_FIXED_SHARE / DITHER * 1.05 for call in calls)
-    assert sum(5e-3 / c for c in calls) / len(calls) <= MAX_FIXED_SHARE * 1.6
+    assert all(call <= MAX_STRETCH * MIN_TARGET_S * 1.01 for call in calls)
+    assert sum(calls) / len(calls) >= 0.7 * MAX_STRETCH * MIN_TARGET_S  # dithered: 3/4 of it
+    huge = RowCutter()
+    cuts = _run(huge, 0.05, 1e-7, 0.002, 10_000_000)
+    assert all(0.05 / (0.05 + rows * 1e-7) <= MAX_FIXED_SHARE / DITHER for rows in cuts[2:-1])
 
 
 def test_a_cut_never_goes_below_the_minimum() -> None:
@@ -90,7 +95,9 @@ def test_settled_cuts_of_a_steady_cost_take_about_the_target(
     cutter = RowCutter()
     cuts = _run(cutter, fixed, per_row, target, total) + _run(cutter, fixed, per_row, target, total)
     assert sum(cuts) == 2 * total
-    longest = max(target, fixed / MAX_FIXED_SHARE) * 1.01 + per_row  # amortised: fixed ≤ share
+    stretch = MAX_STRETCH * target
+    longest = (max(target, min(fixed / MAX_FIXED_SHARE, stretch)) if fixed < stretch
+               else fixed / MAX_FIXED_SHARE) * 1.01 + per_row  # fmt: skip
     assert all(rows <= MIN_ROWS or fixed + rows * per_row <= longest for rows in cuts[1:])
 
 

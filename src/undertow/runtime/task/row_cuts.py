@@ -9,12 +9,13 @@ after the batch).
 :class:`RowCutter` models a call as ``fixed + rows * per_row`` seconds and estimates both
 online, by a least-squares line through the recent calls (exponentially weighted; a call
 preempted by another process is clipped at :data:`OUTLIER` times the prediction, and a line
-sloping down, which only noise draws, keeps the fixed cost it had). A cut aims
-at the slice (at least :data:`MIN_TARGET_S`) when the fixed cost allows it, and otherwise
-amortises: it takes enough rows that the fixed cost is at most :data:`MAX_FIXED_SHARE` of the
-call, so a function with a large cost per call (pandas, a remote call) is cut into few pieces
-and one with a small one into pieces of the slice. A line needs calls of different sizes:
-every other cut takes :data:`DITHER` of the rows (a shorter call, never a longer one).
+sloping down, which only noise draws, keeps the fixed cost it had). A cut aims at the slice
+(at least :data:`MIN_TARGET_S`) when the fixed cost allows it, and otherwise amortises: it
+takes enough rows that the fixed cost is at most :data:`MAX_FIXED_SHARE` of the call, up to
+:data:`MAX_STRETCH` times the target, so a function with a large cost per call (pandas, a
+remote call) is cut into few pieces and one with a small one into pieces of the slice. A
+line needs calls of different sizes: every other cut takes :data:`DITHER` of the rows (a
+shorter call, never a longer one).
 Pure: ``observe`` facts, ask ``rows_for``.
 
 Threading: owned by one input processor on its task's loop thread. Design notes:
@@ -26,12 +27,17 @@ from __future__ import annotations
 #: Fewest rows a cut hands the head (a batch of at most this many rows is never cut).
 MIN_ROWS = 64
 #: Shortest call a cut aims at (seconds), whatever the slice (a checkpoint's hurried slice is
-#: 0.25 ms): the subtasks of a worker share its loop, so every hop of a checkpoint (trigger,
-#: barrier, the write's return) waits for a round of their calls, and calls of 5 ms made
-#: benchmarks/columnar_cuts.py's checkpoints take 45 ms.
-MIN_TARGET_S = 0.0005
+#: 0.25 ms). Shorter calls did not make checkpoints shorter: on benchmarks/columnar_cuts.py a
+#: 0.5 ms floor gave p50 59 ms against 50 ms (compare_commits.py --job cuts, weighted); the
+#: checkpoint waits for the trigger to reach the source and for the channel state of the
+#: worker's subtasks, not for the call in progress (docs/columnar.md, "Row-range cuts").
+MIN_TARGET_S = 0.005
 #: Largest share of a call the fixed cost may take: a cut has at least the rows that make it so.
 MAX_FIXED_SHARE = 0.1
+#: Longest call amortising may make, in targets: a noisy fit can take a fixed cost for
+#: more than it is, and a cut must still serve the mailbox (a function whose fixed cost alone
+#: is longer gains nothing from cuts and gets the rows that amortise it).
+MAX_STRETCH = 2.0
 #: Rows of the first cut, before anything was measured.
 FIRST_ROWS = 256
 #: Weight of the older calls in the fit, at each new one (about 20 calls count).
@@ -102,9 +108,13 @@ class RowCutter:
         if per_row <= 0:
             return max(MIN_ROWS, total)
         fixed = self.fixed_s
-        aim = (max(target_s, MIN_TARGET_S) - fixed) / per_row
+        target = max(target_s, MIN_TARGET_S)
         amortise = fixed * (1 - MAX_FIXED_SHARE) / (MAX_FIXED_SHARE * per_row)
-        rows = max(aim, amortise)
+        longest = MAX_STRETCH * target - fixed
+        if longest > 0:
+            rows = min(max((target - fixed) / per_row, amortise), longest / per_row)
+        else:
+            rows = amortise
         if rows >= total:
             return max(MIN_ROWS, total)
         self._calls += 1
