@@ -7,8 +7,8 @@ driver process per side: a small first job (the driver's one-time start: imports
 ``local`` target's fork server where the commit has one), then one timed job per parallelism.
 Prints every round, the medians, the after/before ratios, and one ``target`` line per
 parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
-``benchmarks/columnar_cuts.py``'s job (row cuts on) instead and compares its unaligned
-checkpoint p50 and rows/s. Usage::
+``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
+unless given) instead and compares its unaligned checkpoint p50 and rows/s. Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
         [--rounds 5] [--weighted] [--job throughput|cuts]
