@@ -1,22 +1,15 @@
 """Event-time session windows of a keyed batch stream, aggregated by column.
 
 ``key_by(...).window(EventTimeSessionWindows.with_gap(gap)).sum(column)`` (``min``, ``max``,
-``count``, ``mean``): each row opens the window ``[t, t + gap)`` of its key, and windows of
-a key that intersect (touching counts, as Flink's ``TimeWindow.intersects``) merge into one
-session. :class:`BatchSessionAggregate` keeps a slot per (key, session start) in a columnar
-keyed table whose key groups are the key's, like the tumbling and sliding windows of
-:mod:`.batch_windows` (so its state is snapshotted and rescaled the same way), with the
-session's end beside its accumulators.
-
-A batch is merged with numpy: the key's open sessions and the batch's row windows are sorted
-by (key, start), a running maximum of the ends per key finds where a new session begins, and
-only the sessions a row touched are rewritten. Merging is order-free, except for late rows
-(whose own window ended at the watermark): as Flink, which checks lateness on the merged
-window record by record, a late row is kept only if it joins a session open at that point of
-the batch, so a batch is merged in runs cut at its late rows, each late row on its own.
-Once the watermark reaches a session's last millisecond its aggregate is emitted, in one batch
-per watermark of the key columns, ``window_start``, ``window_end`` and the aggregate, stamped
-with the largest ``window_end - 1`` in it. No allowed lateness or late-data side output.
+``count``, ``mean``): each row opens ``[t, t + gap)`` for its key, and a key's windows that
+intersect (touching counts, as Flink's ``TimeWindow.intersects``) merge into a session.
+:class:`BatchSessionAggregate` keeps a slot per (key, session start) in the columnar table of
+:mod:`.batch_windows` (the key's key groups: snapshots and rescaling as theirs), with the
+session's end as a column. A batch merges with numpy; a late row (its own window ended at the
+watermark) is kept only if it joins a session open at its point of the batch, as Flink checks
+record by record. Once the watermark reaches a session's last millisecond it is emitted, in
+one batch per watermark (key columns, ``window_start``, ``window_end``, the aggregate) stamped
+with its largest ``window_end - 1``. No allowed lateness or late-data side output.
 
 Threading: a task-loop operator. Design: docs/design.md, "Batch streams".
 """

@@ -1,25 +1,16 @@
 """How many rows of a record batch a subtask hands its head at once: cutting batches by rows.
 
 One record batch is one record, so a batch function taking a second over a large batch would
-hold an unaligned barrier for that second. The input processor hands a batch stream's head
-row ranges of a large batch (``batch.slice``) and keeps the rest: for the next chunk, as its
-channel's state if an unaligned checkpoint starts, or after an aligned barrier (which comes
-after the batch).
+hold an unaligned barrier for that second; the input processor hands the head row ranges of it
+(:mod:`.current_batch`). :class:`RowCutter` models a call as ``fixed + rows * per_row``
+seconds, fitted online by weighted least squares (clipped outliers; a line sloping down keeps
+the previous fixed cost; every other cut takes :data:`DITHER` of the rows so that the sizes
+differ). A cut aims at the slice (at least :data:`MIN_TARGET_S`), or amortises a fixed cost to
+at most :data:`MAX_FIXED_SHARE` of a call, up to :data:`MAX_STRETCH` targets. Pure: ``observe``
+facts, ask ``rows_for``.
 
-:class:`RowCutter` models a call as ``fixed + rows * per_row`` seconds and estimates both
-online, by a least-squares line through the recent calls (exponentially weighted; a call
-preempted by another process is clipped at :data:`OUTLIER` times the prediction, and a line
-sloping down, which only noise draws, keeps the fixed cost it had). A cut aims at the slice
-(at least :data:`MIN_TARGET_S`) when the fixed cost allows it, and otherwise amortises: it
-takes enough rows that the fixed cost is at most :data:`MAX_FIXED_SHARE` of the call, up to
-:data:`MAX_STRETCH` times the target, so a function with a large cost per call (pandas, a
-remote call) is cut into few pieces and one with a small one into pieces of the slice. A
-line needs calls of different sizes: every other cut takes :data:`DITHER` of the rows (a
-shorter call, never a longer one).
-Pure: ``observe`` facts, ask ``rows_for``.
-
-Threading: owned by one input processor on its task's loop thread. Design notes:
-docs/design.md, "Batch streams".
+Threading: owned by one input processor on its task's loop thread. The longer story, and
+where a checkpoint's time goes: docs/design.md, "Batch streams".
 """
 
 from __future__ import annotations
