@@ -6,10 +6,12 @@ each, alternating round by round so that both sides see the same machine. Each r
 driver process per side: a small first job (the driver's one-time start: imports, the
 ``local`` target's fork server where the commit has one), then one timed job per parallelism.
 Prints every round, the medians, the after/before ratios, and one ``target`` line per
-parallelism (no worse: ratio >= ``--goal``). Usage::
+parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
+``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
+unless given) instead and compares its unaligned checkpoint p50 and rows/s. Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
-        [--rounds 5] [--weighted]
+        [--rounds 5] [--weighted] [--job throughput|cuts]
 
 ``--weighted`` (Linux, root, cgroup v1 ``cpu`` controller) runs each side in a cgroup with the
 highest CPU weight, so that other work on a shared machine takes little from either side; the
@@ -37,6 +39,14 @@ records, parallelisms = int(sys.argv[1]), [int(p) for p in sys.argv[2].split(","
 first = run_job(100_000, 1, "local")
 rates = {p: records / run_job(records, p, "local") for p in parallelisms}
 print(json.dumps({"first_s": first, "rates": rates}))
+"""
+#: The same for ``--job cuts``: one run of columnar_cuts.py's job with row cuts on.
+CUTS_CHILD = """
+import json, statistics, sys
+sys.path.insert(0, "benchmarks")
+from columnar_cuts import run
+durations, rate = run(int(sys.argv[1]), 20_000, 25e-6, True)
+print(json.dumps({"p50_ms": statistics.median(durations) if durations else None, "rate": rate}))
 """
 
 
@@ -79,9 +89,10 @@ def release_weight() -> None:
         group.rmdir()
 
 
-def run_side(tree: Path, records: int, parallelisms: list[int], prefix: list[str]) -> dict:
+def run_side(tree: Path, records: int, parallelisms: list[int], prefix: list[str],
+             child: str = CHILD) -> dict:  # fmt: skip
     python = str(tree / ".venv" / "bin" / "python")
-    cmd = [*prefix, python, "-c", CHILD, str(records), ",".join(map(str, parallelisms))]
+    cmd = [*prefix, python, "-c", child, str(records), ",".join(map(str, parallelisms))]
     done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the job in {tree} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -97,6 +108,7 @@ def main() -> None:
     parser.add_argument("--parallelism", default="1,2")
     parser.add_argument("--goal", type=float, default=0.95)
     parser.add_argument("--weighted", action="store_true")
+    parser.add_argument("--job", choices=("throughput", "cuts"), default="throughput")
     args = parser.parse_args()
     parallelisms = [int(p) for p in args.parallelism.split(",")]
     sides = {"before": checkout(args.before), "after": checkout(args.after) if args.after else ROOT}
@@ -104,6 +116,13 @@ def main() -> None:
     if args.weighted and prefix is None:
         raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
     weighted = "yes" if prefix else "no"
+    if args.job == "cuts":
+        try:
+            compare_cuts(args, sides, prefix or [], weighted)
+        finally:
+            if prefix:
+                release_weight()
+        return
     print(f"before {args.before}, after {args.after or 'this checkout'}; {args.records:,} "
           f"records; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
     results: dict[str, list[dict]] = {"before": [], "after": []}
@@ -135,6 +154,27 @@ def main() -> None:
         print(
             f"target throughput p={p} no worse: {ratios[p]:.2f}x (goal >= {args.goal}x): {verdict}"
         )
+
+
+def compare_cuts(args: argparse.Namespace, sides: dict[str, Path], prefix: list[str],
+                 weighted: str) -> None:  # fmt: skip
+    """``--job cuts``: columnar_cuts.py's job on both sides, alternating; p50 and rows/s."""
+    rows = args.records if args.records != 2_000_000 else 400_000
+    print(f"columnar_cuts job, before {args.before}, after {args.after or 'this checkout'}; "
+          f"{rows:,} rows; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    for round_ in range(args.rounds):
+        for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+            result = run_side(sides[name], rows, [], prefix, CUTS_CHILD)
+            results[name].append(result)
+            print(f"round {round_} {name:<6} checkpoint p50 {result['p50_ms']} ms  "
+                  f"{result['rate']:>9,.0f} rows/s", flush=True)  # fmt: skip
+    print(f"{'median':<20}{'before':>10}{'after':>10}{'after/before':>14}")
+    for label, field in (("checkpoint p50, ms", "p50_ms"), ("rows/s", "rate")):
+        med = {n: statistics.median(r[field] for r in results[n] if r[field] is not None)
+               for n in results}  # fmt: skip
+        print(f"{label:<20}{med['before']:>10,.0f}{med['after']:>10,.0f}"
+              f"{med['after'] / med['before']:>14.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,7 +24,11 @@ from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import OutputTag, StreamExecutionEnvironment
 from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
-from undertow.datastream.window import TumblingEventTimeWindows, TumblingProcessingTimeWindows
+from undertow.datastream.window import (
+    EventTimeSessionWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -136,6 +140,12 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
     windows = batches.with_event_time("v").key_by("k").window(TumblingEventTimeWindows.of(10))
     with pytest.raises(GraphBuildError, match=r"allowed_lateness\(\).*must be >= 0 ms, got -1"):
         windows.allowed_lateness(-1)
+    keyed = batches.with_event_time("v").key_by("k")
+    with pytest.raises(GraphBuildError, match=r"sessions with a fixed gap"):
+        keyed.window(EventTimeSessionWindows.with_dynamic_gap(lambda r: 5))
+    sessions = keyed.window(EventTimeSessionWindows.with_gap(5)).allowed_lateness(5)
+    with pytest.raises(GraphBuildError, match=r"not supported on batch sessions"):
+        sessions.sum("v")
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(

@@ -24,6 +24,8 @@ import pyarrow as pa
 from undertow.api.batch_functions import KeyedBatchProcessFunction
 from undertow.api.output_tag import OutputTag
 from undertow.api.windows.assigners import (
+    DynamicEventTimeSessionWindows,
+    EventTimeSessionWindows,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
     TumblingEventTimeWindows,
@@ -48,6 +50,7 @@ from undertow.runtime.task.batch_operators import (
 )
 from undertow.runtime.task.batch_process import BatchProcessOperator
 from undertow.runtime.task.batch_reduce import BatchReduceOperator
+from undertow.runtime.task.batch_sessions import BatchSessionAggregate
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
 
 if TYPE_CHECKING:
@@ -303,18 +306,24 @@ class KeyedBatchStream(_Aggregations, BatchStream):
         self.key_columns = columns
 
     def window(self, assigner: Any) -> WindowedBatchStream:
-        """Windows per key: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` over
-        the column of ``with_event_time``, or ``TumblingProcessingTimeWindows`` /
-        ``SlidingProcessingTimeWindows`` over the clock when a batch arrives; aggregate them
-        with ``sum``/``min``/``max``/``count``/``mean``."""
+        """Windows per key: ``TumblingEventTimeWindows``, ``SlidingEventTimeWindows`` or
+        ``EventTimeSessionWindows.with_gap`` over the column of ``with_event_time``, or
+        ``TumblingProcessingTimeWindows`` / ``SlidingProcessingTimeWindows`` over the clock
+        when a batch arrives; aggregate them with ``sum``/``min``/``max``/``count``/``mean``."""
         if isinstance(assigner, (TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)):
             return WindowedBatchStream(self, assigner, processing_time=True)
-        if not isinstance(assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)):
+        sessions = isinstance(assigner, EventTimeSessionWindows) and not isinstance(
+            assigner, DynamicEventTimeSessionWindows
+        )
+        if not sessions and not isinstance(
+            assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)
+        ):
             raise GraphBuildError(
                 f"window({assigner!r}) on a keyed batch stream (key_by({self.key_columns})): "
                 "batch streams have tumbling and sliding windows in event or processing time "
                 "(TumblingEventTimeWindows, SlidingEventTimeWindows, "
-                "TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)"
+                "TumblingProcessingTimeWindows, SlidingProcessingTimeWindows) and event-time "
+                "sessions with a fixed gap (EventTimeSessionWindows.with_gap)"
             )
         if self.time_column is None:
             raise GraphBuildError(
@@ -424,6 +433,16 @@ class WindowedBatchStream(_Aggregations):
         _check_column(f"window {kind}", column, keyed.key_columns)
         a = self._assigner
         time_column = None if self._processing_time else keyed.time_column
+        if isinstance(a, EventTimeSessionWindows):
+            if self._lateness or self._late_tag is not None:
+                raise GraphBuildError(
+                    f"session windows of key_by({keyed.key_columns}): allowed_lateness() and "
+                    "side_output_late_data() are not supported on batch sessions; late rows "
+                    "are dropped and counted"
+                )
+            sessions = BatchSessionAggregate(kind, column, keyed.key_columns,
+                                             str(time_column), a._session_gap)  # fmt: skip
+            return keyed._batches(f"Session Batch {kind.capitalize()}", sessions)
         operator = BatchWindowAggregate(kind, column, keyed.key_columns, time_column,
                                         a.get_size(), a.get_slide(), a.get_offset(),
                                         self._lateness, self._late_tag)  # fmt: skip

@@ -3,8 +3,6 @@ state survives snapshot, restore and rescaling through its per-key-group blobs."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -12,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
 
 from undertow.core.errors import BatchError
 from undertow.runtime.task.batch_aggregate import BatchAggregateOperator, segmented_scan
@@ -19,19 +18,11 @@ from undertow.state.key_groups import assign_to_key_group, key_group_range_for_s
 from undertow.testing.harness import OneInputOperatorTestHarness
 
 
-@contextmanager
 def _op(kind: str, column: str | None, keys: list[str], *, subtask: int = 0,
         parallelism: int = 1, blobs: dict[int, bytes] | None = None,
-        ) -> Iterator[tuple[BatchAggregateOperator, OneInputOperatorTestHarness]]:  # fmt: skip
-    op = BatchAggregateOperator(kind, column, keys)
-    harness = OneInputOperatorTestHarness(op, name="Keyed Batch Agg", max_parallelism=16)
-    harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = parallelism
-    harness.setup()
-    if blobs is not None:
-        op.restore_key_groups(blobs)
-    with harness:
-        yield op, harness
+        ) -> Batched[BatchAggregateOperator]:  # fmt: skip
+    return keyed_batch_harness(BatchAggregateOperator(kind, column, keys), "Keyed Batch Agg",
+                               subtask=subtask, parallelism=parallelism, blobs=blobs)  # fmt: skip
 
 
 def _rows(harness: OneInputOperatorTestHarness) -> list[dict[str, Any]]:

@@ -5,8 +5,6 @@ restored rescaled 1 -> 2; processing-time timers fire, restore and can be delete
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -15,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
 
 from undertow.api.batch_functions import BatchValueStateDescriptor, KeyedBatchProcessFunction
 from undertow.api.functions import TimeDomain
@@ -51,19 +50,11 @@ class FlushAfter(KeyedBatchProcessFunction):
         return out
 
 
-@contextmanager
 def _op(fn: KeyedBatchProcessFunction, *, subtask: int = 0, parallelism: int = 1,
         blobs: dict[int, bytes] | None = None,
-        ) -> Iterator[tuple[BatchProcessOperator, OneInputOperatorTestHarness]]:  # fmt: skip
-    op = BatchProcessOperator(fn, ["k"])
-    harness = OneInputOperatorTestHarness(op, name="Keyed Batch Process", max_parallelism=16)
-    harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = parallelism
-    harness.setup()
-    if blobs is not None:
-        op.restore_key_groups(blobs)
-    with harness:
-        yield op, harness
+        ) -> Batched[BatchProcessOperator]:  # fmt: skip
+    return keyed_batch_harness(BatchProcessOperator(fn, ["k"]), "Keyed Batch Process",
+                               subtask=subtask, parallelism=parallelism, blobs=blobs)  # fmt: skip
 
 
 def _batch(rows: list[tuple[int, int, int]]) -> pa.RecordBatch:

@@ -5,8 +5,6 @@ misuse names the operator, subtask and state."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -14,6 +12,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
 
 from undertow.api.batch_functions import (
     BatchListStateDescriptor,
@@ -79,18 +78,10 @@ def _got(harness: OneInputOperatorTestHarness) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["k"])
 
 
-@contextmanager
 def _op(subtask: int = 0, parallelism: int = 1, blobs: dict[int, bytes] | None = None,
-        ) -> Iterator[tuple[BatchProcessOperator, OneInputOperatorTestHarness]]:  # fmt: skip
-    op = BatchProcessOperator(Remember(), ["k"])
-    harness = OneInputOperatorTestHarness(op, name="Remember", max_parallelism=16)
-    harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = parallelism
-    harness.setup()
-    if blobs is not None:
-        op.restore_key_groups(blobs)
-    with harness:
-        yield op, harness
+        ) -> Batched[BatchProcessOperator]:  # fmt: skip
+    return keyed_batch_harness(BatchProcessOperator(Remember(), ["k"]), "Remember",
+                               subtask=subtask, parallelism=parallelism, blobs=blobs)  # fmt: skip
 
 
 def _batch(rows: list[tuple[int, str, int]]) -> pa.RecordBatch:

@@ -4,8 +4,6 @@ rescaling through its per-key-group blobs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -14,6 +12,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
 
 from undertow.core.errors import BatchError
 from undertow.runtime.task.batch_reduce import BatchReduceOperator
@@ -27,19 +26,11 @@ def _sum_and_concat(a: pa.RecordBatch, b: pa.RecordBatch) -> pa.RecordBatch:
     return pa.record_batch({"v": pc.add(a.column("v"), b.column("v")), "s": s})
 
 
-@contextmanager
 def _op(fn: Any = _sum_and_concat, *, subtask: int = 0, parallelism: int = 1,
         blobs: dict[int, bytes] | None = None,
-        ) -> Iterator[tuple[BatchReduceOperator, OneInputOperatorTestHarness]]:  # fmt: skip
-    op = BatchReduceOperator(None, fn, ["k"])
-    harness = OneInputOperatorTestHarness(op, name="Keyed Batch Reduce", max_parallelism=16)
-    harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = parallelism
-    harness.setup()
-    if blobs is not None:
-        op.restore_key_groups(blobs)
-    with harness:
-        yield op, harness
+        ) -> Batched[BatchReduceOperator]:  # fmt: skip
+    return keyed_batch_harness(BatchReduceOperator(None, fn, ["k"]), "Keyed Batch Reduce",
+                               subtask=subtask, parallelism=parallelism, blobs=blobs)  # fmt: skip
 
 
 def _batch(rows: list[tuple[int, int, str]]) -> pa.RecordBatch:

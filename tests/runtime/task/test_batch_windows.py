@@ -4,14 +4,13 @@ batch, and window state survives snapshot, restore and rescaling through key-gro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
 
 from undertow.common import Configuration
 from undertow.core.errors import BatchError
@@ -19,22 +18,13 @@ from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
 from undertow.testing.harness import OneInputOperatorTestHarness, Watermark
 
-MAX_PARALLELISM = 16
 
-
-@contextmanager
 def _windows(kind: str, column: str | None, size: int, slide: int, *, subtask: int = 0,
              parallelism: int = 1, blobs: dict[int, bytes] | None = None,
-             ) -> Iterator[tuple[BatchWindowAggregate, OneInputOperatorTestHarness]]:  # fmt: skip
+             ) -> Batched[BatchWindowAggregate]:  # fmt: skip
     op = BatchWindowAggregate(kind, column, ["k"], "t", size, slide, 0)
-    harness = OneInputOperatorTestHarness(op, name="Window Batch", max_parallelism=MAX_PARALLELISM)
-    harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = parallelism
-    harness.setup()
-    if blobs is not None:
-        op.restore_key_groups(blobs)
-    with harness:
-        yield op, harness
+    return keyed_batch_harness(op, "Window Batch", subtask=subtask, parallelism=parallelism,
+                               blobs=blobs)  # fmt: skip
 
 
 def _batch(rows: list[tuple[int, int, int]]) -> pa.RecordBatch:

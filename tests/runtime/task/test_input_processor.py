@@ -36,8 +36,9 @@ from undertow.runtime.checkpoint.channel_state_writer import (
 )
 from undertow.runtime.network.buffer import BatchDeserializer, Buffer, serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
+from undertow.runtime.task.current_batch import CurrentBatch
 from undertow.runtime.task.events import EndOfData
-from undertow.runtime.task.input_processor import CurrentBatch, StreamInputProcessor
+from undertow.runtime.task.input_processor import StreamInputProcessor
 from undertow.runtime.task.pace import TaskPace
 
 

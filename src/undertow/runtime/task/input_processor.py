@@ -4,10 +4,11 @@ A slice takes priority events first (unaligned barriers overtake data), then bat
 the gates round-robin (restored input before any live input) and hands them to the head in
 adaptive chunks, until the slice's time is up, the output is unavailable, or an event ends
 the input; a chain of batch operators gets record batches one at a time, large ones cut by
-rows (:mod:`.row_cuts`). The unprocessed rest of a batch (and of a record batch) stays in
-:class:`CurrentBatch`; it is part of its channel's state if an unaligned checkpoint starts
-(ARCHITECTURE.md §3). A source subtask's slice moves its reader's pending records instead,
-record batches among them cut by rows the same way.
+rows (:mod:`.current_batch`, sized by :mod:`.row_cuts`). The unprocessed rest of a batch (and
+of a record batch) stays in the :class:`~.current_batch.CurrentBatch`; it is part of its
+channel's state if an unaligned checkpoint starts (ARCHITECTURE.md §3). A source subtask's
+slice moves its reader's pending records instead, record batches among them cut by rows the
+same way.
 
 Threading: the task's loop thread only. Lifecycle: built with its task; a slice runs from the
 mailbox loop, which calls it only when :meth:`ready` and the output is available.
@@ -24,45 +25,19 @@ import pyarrow as pa
 
 from undertow.connectors.source import InputStatus
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
-from undertow.runtime.network.buffer import serialize_batch
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.record_writer import RecordWriter
+from undertow.runtime.task.current_batch import CurrentBatch, emit_source_rows
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.operator import BoundedInput
 from undertow.runtime.task.output_budget import OutputBudget
 from undertow.runtime.task.pace import TaskPace
-from undertow.runtime.task.restored_input import RestoredInput, batch_chunk
+from undertow.runtime.task.restored_input import RestoredInput
 from undertow.runtime.task.row_cuts import RowCutter
 from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 _SOURCE_BACKOFF_S = 0.005
-
-
-class CurrentBatch:
-    """The batch being processed: where it came from and how far the head got."""
-
-    __slots__ = (
-        "channel", "gate", "position", "recovered", "restored", "row", "timestamps", "values",
-    )  # fmt: skip
-
-    def __init__(
-        self, gate: InputGate, channel: InputChannel, values: list[Any],
-        timestamps: list[Any] | None, restored: bool, recovered: bool = False,
-    ) -> None:  # fmt: skip
-        self.gate = gate
-        self.channel = channel
-        self.values = values
-        self.timestamps = timestamps
-        #: Records before this index were processed.
-        self.position = 0
-        #: Rows of the record batch at ``position`` processed already (cut by rows).
-        self.row = 0
-        #: Restored channel state: not counted by the gate, not released to it.
-        self.restored = restored
-        #: Recovered input (re-emitted by a rescaled restore, or restored as such): its rest
-        #: is persisted as recovered chunks.
-        self.recovered = recovered
 
 
 class StreamInputProcessor:
@@ -216,14 +191,9 @@ class StreamInputProcessor:
         chunks = []
         current = self._current
         if current is not None and current.channel is channel:
-            pos = current.position
-            if pos < len(current.values):
-                stamps = None if current.timestamps is None else current.timestamps[pos:]
-                values = current.values[pos:]
-                if current.row:  # the rest of a record batch cut by rows
-                    values[0] = values[0].slice(current.row)
-                batch = serialize_batch(values, stamps)
-                chunks.append(batch_chunk(batch, current.recovered))
+            rest = current.rest_chunk()
+            if rest is not None:
+                chunks.append(rest)
         return chunks + self._restored_input.pending_chunks(channel)
 
     def poll(self) -> tuple[InputGate, InputChannel, Any] | None:
@@ -302,7 +272,7 @@ class StreamInputProcessor:
                 k = max(1, min(k, head_room()))
             rows = 0
             if self.cut_batches and type(values[pos]) is pa.RecordBatch:
-                chunk, rows = self._cut(current, slice_s)
+                chunk, rows = current.next_rows(self._rows, slice_s)
                 cstamps = None if stamps is None else [stamps[pos]]
                 if current.row == 0:
                     pos += 1
@@ -345,18 +315,6 @@ class StreamInputProcessor:
             if head_room is not None and head_room() <= 0:
                 break
         self.after_slice()
-
-    def _cut(self, current: CurrentBatch, slice_s: float) -> tuple[list[Any], int]:
-        """The next chunk of the record batch at ``current.position``: the whole batch, or its
-        next row range when the rest would overrun the slice (``current.row`` moves past it,
-        back to 0 at the batch's end). Returns the chunk and its rows."""
-        batch = current.values[current.position]
-        start, total = current.row, batch.num_rows
-        rows = min(total - start, self._rows.rows_for(slice_s, total))
-        if start == 0 and rows == total:
-            return [batch], total
-        current.row = 0 if start + rows >= total else start + rows
-        return [batch.slice(start, rows)], rows
 
     def _may_report_restored_consumed(self) -> bool:
         """A report that the restored input was consumed is due once none is pending and no
@@ -425,9 +383,7 @@ class StreamInputProcessor:
             cut = head.pending_batch() if self.cut_batches else None
             t0 = perf()
             if cut is not None:  # a record batch: a row range of it (module docstring)
-                row, total = cut
-                rows = min(total - row, self._rows.rows_for(slice_s, total))
-                head.emit_pending_rows(rows)
+                rows = emit_source_rows(head, self._rows, slice_s, cut)
                 t1 = perf()
                 self._rows.observe(rows, t1 - t0)
                 emitted = 1
