@@ -115,7 +115,10 @@ def _env(job: str, root: Path, **extra: str) -> StreamExecutionEnvironment:
         "execution.checkpointing.interval": "100 ms",
         "execution.checkpointing.dir": str(root),
         "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-        "execution.checkpointing.num-retained": "3",
+        # every checkpoint stays: the one found to hold channel state in its own file must
+        # survive until the jobs are cancelled (with incremental channel state, a starved
+        # job's later checkpoints may only refer to it, and three of them subsumed it once)
+        "execution.checkpointing.num-retained": "1000",
         "execution.checkpointing.unaligned.enabled": str(job == "heap").lower(),
         "execution.checkpointing.incremental": str(job == "heap-incremental").lower(),
         **extra,
