@@ -42,9 +42,9 @@ from undertow.datastream.connectors.kafka import (
     KafkaOffsetsInitializer,
     KafkaSource,
 )
+from undertow.testing.kafka_oracle_job import OracleRecordSchema
 from undertow.testing.kafka_topics import add_partitions, produce
 from undertow.testing.oracle import (
-    OracleRecord,
     OracleResult,
     OracleStatefulFunction,
     SizeClass,
@@ -61,13 +61,6 @@ from .restore_evidence import RestWatcher, assert_restores
 KEYS, RECORDS_PER_KEY = 8, 800
 SMALL = (SizeClass(1.0, 16, 200),)
 JOB_TIMEOUT_S = 120.0
-
-
-class OracleRecordSchema(DeserializationSchema):
-    """An oracle record from msgpack ``[magic, key, seq, payload]``."""
-
-    def deserialize(self, message: bytes) -> OracleRecord:
-        return OracleRecord(*msgpack.unpackb(message))
 
 
 def fill_with_oracle_records(bootstrap: str, topic: str, partitions: int) -> None:

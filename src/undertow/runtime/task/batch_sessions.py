@@ -22,9 +22,15 @@ import numpy as np
 import pyarrow as pa
 
 from undertow.core.errors import BatchError
-from undertow.runtime.task.batch_aggregate import accumulators, encode_keys, segmented_scan
+from undertow.runtime.task.batch_aggregate import encode_keys, segmented_scan
 from undertow.runtime.task.batch_operators import _where
-from undertow.runtime.task.batch_windows import _STARTS, START, BatchWindowAggregate, event_millis
+from undertow.runtime.task.batch_windows import (
+    _STARTS,
+    START,
+    BatchWindowAggregate,
+    event_millis,
+    without_window,
+)
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 
 #: The accumulator column holding each session's end (exclusive).
@@ -42,18 +48,9 @@ class BatchSessionAggregate(BatchWindowAggregate):
         super().__init__(kind, column, key_columns, time_column, gap, gap, 0)
         self.gap = gap
 
-    def _create(self, key_fields: list[pa.Field], dtype: np.dtype[Any]) -> ColumnarKeyedTable:
-        columns = [*accumulators(self.kind, dtype), Accumulator(_STARTS, np.dtype(np.int64), 0),
-                   Accumulator(_ENDS, np.dtype(np.int64), 0)]  # fmt: skip
-        table = ColumnarKeyedTable(key_fields, columns, self.ctx.max_parallelism,
-                                   partition_key=_without_start)  # fmt: skip
-        try:
-            table.restore(self._restored, self._key_groups(), _where(self), partial=True)
-        except ValueError as err:
-            raise BatchError(str(err)) from err
-        self._restored = {}
-        self.table = table
-        return table
+    def _slot_columns(self) -> list[Accumulator]:
+        return [Accumulator(_STARTS, np.dtype(np.int64), 0),
+                Accumulator(_ENDS, np.dtype(np.int64), 0)]  # fmt: skip
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Merge ``batch``'s rows into their keys' sessions (late rows: module docstring)."""
@@ -92,7 +89,7 @@ class BatchSessionAggregate(BatchWindowAggregate):
         Returns whether the rows were taken."""
         n = table.num_slots
         code_of = {key: code for code, key in enumerate(keys)}
-        slot_codes = np.fromiter((code_of.get(_without_start(k), -1) for k in table.keys),
+        slot_codes = np.fromiter((code_of.get(without_window(k), -1) for k in table.keys),
                                  dtype=np.int64, count=n)  # fmt: skip
         old = np.flatnonzero(slot_codes >= 0)
         cols = table.columns
@@ -183,11 +180,6 @@ class BatchSessionAggregate(BatchWindowAggregate):
         return pa.RecordBatch.from_arrays(
             arrays, names=[*self.key_columns, START, "window_end", self.output_name]
         )
-
-
-def _without_start(key: tuple[Any, ...]) -> Any:
-    """The stream's key of a table key ``(*key columns, session start)``."""
-    return key[0] if len(key) == 2 else key[:-1]
 
 
 def _with_start(key: Any, start: int) -> tuple[Any, ...]:

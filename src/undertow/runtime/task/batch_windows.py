@@ -152,11 +152,15 @@ class BatchWindowAggregate(OneInputStreamOperator):
     def _value_accumulator(self) -> str:
         return {"mean": "sum"}.get(self.kind, self.kind)
 
+    def _slot_columns(self) -> list[Accumulator]:
+        """The table's columns besides the aggregate's: what a slot knows of its window."""
+        return [Accumulator(_STARTS, np.dtype(np.int64), 0),
+                Accumulator(_FIRED, np.dtype(bool), False)]  # fmt: skip
+
     def _create(self, key_fields: list[pa.Field], dtype: np.dtype[Any]) -> ColumnarKeyedTable:
-        columns = [*accumulators(self.kind, dtype), Accumulator(_STARTS, np.dtype(np.int64), 0),
-                   Accumulator(_FIRED, np.dtype(bool), False)]  # fmt: skip
+        columns = [*accumulators(self.kind, dtype), *self._slot_columns()]
         table = ColumnarKeyedTable(key_fields, columns, self.ctx.max_parallelism,
-                                   partition_key=_without_window)  # fmt: skip
+                                   partition_key=without_window)  # fmt: skip
         try:
             table.restore(self._restored, self._key_groups(), _where(self), partial=True)
         except ValueError as err:
@@ -348,6 +352,6 @@ class BatchWindowAggregate(OneInputStreamOperator):
         )
 
 
-def _without_window(key: tuple[Any, ...]) -> Any:
-    """The stream's key of a table key ``(*key columns, window start)``."""
+def without_window(key: tuple[Any, ...]) -> Any:
+    """The stream's key of a table key ``(*key columns, window or session start)``."""
     return key[0] if len(key) == 2 else key[:-1]
