@@ -46,46 +46,33 @@ def persist(
     ledger = ledger if ledger is not None else InflightLedger(enabled=False)
     for decision in decisions:
         match decision:
-            case PersistInput(cid, channel, chunk, source):
-                writer.add_input(cid, channel, chunk)
-                ledger.written(cid, ChannelStateDirection.INPUT, channel, source)
-            case PersistInputRun(cid, channel, run, refer):
+            case PersistInput(cid, channel, chunk, source) | PersistOutput(
+                cid, channel, chunk, source
+            ):
+                side = _side(decision)
+                _add(writer, side)(cid, channel, chunk)
+                ledger.written(cid, side, channel, source)
+            case PersistInputRun(cid, channel, run, refer) | PersistOutputRun(
+                cid, channel, run, refer
+            ):
+                side = _side(decision)
                 if refer and run.referencable and isinstance(writer, ReferencesChannelState):
-                    writer.add_input_reference(cid, channel, run.reference)
+                    _add_reference(writer, side)(cid, channel, run.reference)
                 else:
                     for chunk in run.chunks():
-                        writer.add_input(cid, channel, chunk)
-                        ledger.written(cid, ChannelStateDirection.INPUT, channel, None)
-            case ReferInput(cid, channel, buffers, locations):
+                        _add(writer, side)(cid, channel, chunk)
+                        ledger.written(cid, side, channel, None)
+            case ReferInput(cid, channel, buffers, locations) | ReferOutput(
+                cid, channel, buffers, locations
+            ):
+                side = _side(decision)
                 if isinstance(writer, ReferencesChannelState):
-                    writer.add_input_reference(cid, channel, reference(channel, list(locations)))
-                    ledger.referred(
-                        cid, ChannelStateDirection.INPUT, list(buffers), list(locations)
-                    )
+                    _add_reference(writer, side)(cid, channel, reference(channel, list(locations)))
+                    ledger.referred(cid, side, list(buffers), list(locations))
                 else:
                     for buffer in buffers:
-                        writer.add_input(cid, channel, encode_chunk(buffer))
-                        ledger.written(cid, ChannelStateDirection.INPUT, channel, buffer)
-            case PersistOutput(cid, channel, chunk, source):
-                writer.add_output(cid, channel, chunk)
-                ledger.written(cid, ChannelStateDirection.OUTPUT, channel, source)
-            case PersistOutputRun(cid, channel, run, refer):
-                if refer and run.referencable and isinstance(writer, ReferencesChannelState):
-                    writer.add_output_reference(cid, channel, run.reference)
-                else:
-                    for chunk in run.chunks():
-                        writer.add_output(cid, channel, chunk)
-                        ledger.written(cid, ChannelStateDirection.OUTPUT, channel, None)
-            case ReferOutput(cid, channel, buffers, locations):
-                if isinstance(writer, ReferencesChannelState):
-                    writer.add_output_reference(cid, channel, reference(channel, list(locations)))
-                    ledger.referred(
-                        cid, ChannelStateDirection.OUTPUT, list(buffers), list(locations)
-                    )
-                else:
-                    for buffer in buffers:
-                        writer.add_output(cid, channel, encode_chunk(buffer))
-                        ledger.written(cid, ChannelStateDirection.OUTPUT, channel, buffer)
+                        _add(writer, side)(cid, channel, encode_chunk(buffer))
+                        ledger.written(cid, side, channel, buffer)
             case StartChannelState(cid):
                 writer.start(cid)
             case FinishInput(cid):
@@ -96,3 +83,25 @@ def persist(
                 schedule_output_timeout(cid, delay_ms)
             case None:
                 pass
+
+
+_INPUT_DECISIONS = (PersistInput, PersistInputRun, ReferInput)
+
+
+def _side(decision: CaptureDecision) -> ChannelStateDirection:
+    """Which side of the subtask's channel state a persist or refer decision is for."""
+    if isinstance(decision, _INPUT_DECISIONS):
+        return ChannelStateDirection.INPUT
+    return ChannelStateDirection.OUTPUT
+
+
+def _add(writer: ChannelStateWriter, side: ChannelStateDirection) -> Callable[..., None]:
+    return writer.add_input if side is ChannelStateDirection.INPUT else writer.add_output
+
+
+def _add_reference(
+    writer: ReferencesChannelState, side: ChannelStateDirection
+) -> Callable[..., None]:
+    if side is ChannelStateDirection.INPUT:
+        return writer.add_input_reference
+    return writer.add_output_reference
