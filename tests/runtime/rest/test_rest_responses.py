@@ -65,7 +65,7 @@ def view_of(tracker: CheckpointStatsTracker) -> JobView:
     return JobView(
         job_id="c" * 32, name="j", state="RUNNING", job_type="STREAMING", start_time=T0,
         end_time=-1, now=T0 + 20_000, status_timestamps=MappingProxyType({"RUNNING": T0}),
-        max_parallelism=128, num_workers=1, vertices=vertices, checkpoints=tracker.snapshot(),
+        max_parallelism=128, vertices=vertices, checkpoints=tracker.snapshot(),
         checkpointing=MasterSettings.of(Configuration({
             "execution.checkpointing.interval": "1 s",
             "undertow.checkpointing.hmac-key": "secret",
@@ -202,7 +202,7 @@ FLINK_TASKMANAGER = {"id", "path", "dataPort", "jmxPort", "timeSinceLastHeartbea
                      "freeSlots", "blocked"}  # fmt: skip
 
 
-def test_each_live_worker_is_served_in_flinks_shape_with_its_pid() -> None:
+def test_live_workers_are_served_in_flinks_shape_with_pids_and_counted_in_the_overview() -> None:
     workers = (
         WorkerView(0, "worker 0 (10.0.0.5:7000)", "10.0.0.5", 7000, 4321, 1_700_000_000_123, 2, 0),
         WorkerView(2, "worker 2 (10.0.0.6:7002)", "10.0.0.6", 7002, 99, 1_700_000_000_456, 2, 2),
@@ -220,7 +220,9 @@ def test_each_live_worker_is_served_in_flinks_shape_with_its_pid() -> None:
         "slotsNumber": 2, "freeSlots": 0, "blocked": False, "host": "10.0.0.5", "pid": 4321,
     }  # fmt: skip
     assert (second["pid"], second["freeSlots"], second["host"]) == (99, 2, "10.0.0.6")
+    assert endpoint.route("/overview")[1]["taskmanagers"] == 2
     no_workers = view_of(tracker_with_history())
-    assert RestEndpoint(lambda: no_workers, "127.0.0.1", 0).route("/taskmanagers") == (
-        200, {"taskmanagers": []},
-    )  # fmt: skip
+    empty = RestEndpoint(lambda: no_workers, "127.0.0.1", 0)
+    assert empty.route("/taskmanagers") == (200, {"taskmanagers": []})
+    # between attempts no worker is registered: /overview counts the live ones, as Flink does
+    assert empty.route("/overview")[1]["taskmanagers"] == 0

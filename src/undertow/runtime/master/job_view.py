@@ -80,7 +80,7 @@ def build_job_view(
         job_type=facts.settings.checkpoint.runtime_mode.name, start_time=facts.start_ms,
         end_time=lifecycle.end_ms, now=now, status_timestamps=lifecycle.timestamps(),
         max_parallelism=max(v.max_parallelism for v in graph.vertices),
-        num_workers=facts.plan.num_workers, vertices=tuple(vertices), checkpoints=checkpoints,
+        vertices=tuple(vertices), checkpoints=checkpoints,
         checkpointing=facts.settings.checkpoint, exceptions=exceptions.entries(),
         exceptions_truncated=exceptions.truncated, num_restarts=num_restarts,
         workers=worker_views(attempt, facts.plan, graph),

@@ -284,7 +284,6 @@ class JobView:
     #: JobStatus value -> when the job last entered it (epoch ms)
     status_timestamps: Mapping[str, int]
     max_parallelism: int
-    num_workers: int
     vertices: tuple[VertexView, ...]
     checkpoints: CheckpointStatsSnapshot
     #: The job's checkpointing options, for the checkpoint configuration endpoint (typed; the

@@ -70,11 +70,13 @@ def dashboard_config(view: JobView) -> Json:
 
 
 def cluster_overview(view: JobView) -> Json:
-    """``/overview``: one JobMaster runs one job; its slots are the job's widest vertex."""
+    """``/overview``: one JobMaster runs one job; its slots are the job's widest vertex, and its
+    task managers are the current attempt's live workers (none between attempts), as Flink counts
+    the registered ones."""
     slots = max((v.parallelism for v in view.vertices), default=0)
     running = view.state not in _TERMINAL
     return {
-        "taskmanagers": view.num_workers,
+        "taskmanagers": len(view.workers),
         "slots-total": slots,
         "slots-available": 0 if running else slots,
         "jobs-running": int(running),
