@@ -26,14 +26,12 @@ import pytest
 
 from undertow.common.serialization import SerializationSchema
 from undertow.datastream.connectors.kafka import (
-    DeliveryGuarantee,
     JsonBatchDeserializationSchema,
     KafkaOffsetsInitializer,
-    KafkaRecordSerializationSchema,
-    KafkaSink,
     KafkaSource,
 )
 from undertow.testing.kafka_oracle import read_committed
+from undertow.testing.kafka_oracle_job import oracle_sink
 from undertow.testing.kafka_topics import produce
 from undertow.testing.oracle import oracle_seed
 from undertow.testing.restore_control import evidence
@@ -110,21 +108,7 @@ def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: P
     held = batches.map_batches(hold, schema=SCHEMA).uid("held")
     taken = held.map_batches(Taken(mapped), schema=SCHEMA).uid("taken")
     sums = taken.key_by("k").sum("v").uid("sum")
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(sink_topic)
-        .set_key_serialization_schema(KeySchema())
-        .set_value_serialization_schema(SumSchema())
-        .build()
-    )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(bootstrap)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(f"columnar-{sink_topic}")
-        .build()
-    )
+    sink = oracle_sink(bootstrap, sink_topic, f"columnar-{sink_topic}", KeySchema(), SumSchema())
     sums.sink_to(sink).uid("kafka-sink")
 
 

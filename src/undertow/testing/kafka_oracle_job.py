@@ -19,7 +19,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from undertow.common.serialization import DeserializationSchema
+from undertow.common.serialization import DeserializationSchema, SerializationSchema
 from undertow.datastream.connectors.kafka import (
     DeliveryGuarantee,
     KafkaOffsetsInitializer,
@@ -84,13 +84,21 @@ def oracle_source(bootstrap: str, topic: str) -> KafkaSource:
     )
 
 
-def oracle_sink(bootstrap: str, topic: str, transactional_id_prefix: str) -> KafkaSink:
-    """The stateful operator's outputs into ``topic``, EXACTLY_ONCE, keyed by oracle key."""
+def oracle_sink(
+    bootstrap: str,
+    topic: str,
+    transactional_id_prefix: str,
+    key_schema: SerializationSchema | None = None,
+    value_schema: SerializationSchema | None = None,
+) -> KafkaSink:
+    """The stateful operator's outputs into ``topic``, EXACTLY_ONCE, keyed by oracle key (or
+    written with the ``key_schema`` and ``value_schema`` given, for jobs whose outputs are not
+    the oracle operator's)."""
     serializer = (
         KafkaRecordSerializationSchema.builder()
         .set_topic(topic)
-        .set_key_serialization_schema(OracleKeySchema())
-        .set_value_serialization_schema(OracleOutputSchema())
+        .set_key_serialization_schema(key_schema or OracleKeySchema())
+        .set_value_serialization_schema(value_schema or OracleOutputSchema())
         .build()
     )
     return (
