@@ -3,8 +3,6 @@ keyed aggregations, on real jobs (local threads), against the record path."""
 
 from __future__ import annotations
 
-import json
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -13,22 +11,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from undertow.common import Configuration
 from undertow.common.row import Row
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.source import FileSource
 from undertow.core.errors import GraphBuildError, JobExecutionError
-from undertow.datastream import OutputTag, StreamExecutionEnvironment
-from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.batch_stream import BatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
-from undertow.datastream.window import (
-    EventTimeSessionWindows,
-    TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows,
-)
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -79,73 +70,18 @@ def test_records_to_batches_and_back(env: StreamExecutionEnvironment) -> None:
     assert back[0]._fields == ["k", "v"]  # type: ignore[attr-defined]
 
 
-def _record_path(kind: str, rows: list[tuple[int, int]]) -> dict[int, list[Any]]:
-    """The record path's running results per key (KeyedStream.sum/min/max, or a reduce)."""
-    env = _env()
-    stream = env.from_collection([Row(k=k, v=v) for k, v in rows]).key_by(lambda r: r.k)
-    if kind in ("sum", "min", "max"):
-        out = getattr(stream, kind)("v").map(lambda r: (r.k, r.v))
-    else:
-        out = stream.map(lambda r: (r.k, 1)).key_by(lambda p: p[0]).sum(1)
-    per_key: dict[int, list[Any]] = defaultdict(list)
-    with out.execute_and_collect() as results:
-        for k, value in results:
-            per_key[k].append(value)
-    return per_key
-
-
-def _batch_path(kind: str, rows: list[tuple[int, int]], batch_rows: int) -> dict[int, list[Any]]:
-    env = _env()
-    records = env.from_collection([Row(k=k, v=v) for k, v in rows])
-    batches = records.to_batches(SCHEMA, max_rows=batch_rows, max_delay=10).set_parallelism(1)
-    keyed = batches.key_by("k")  # per key in input order: one to_batches subtask
-    out = keyed.count() if kind == "count" else getattr(keyed, kind)("v")
-    name = "count" if kind == "count" else "v"
-    per_key: dict[int, list[Any]] = defaultdict(list)
-    with out.execute_and_collect() as results:
-        for batch in results:
-            for row in batch.to_pylist():
-                per_key[row["k"]].append(row[name])
-    return per_key
-
-
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    kind=st.sampled_from(["sum", "min", "max", "count"]),
-    rows=st.lists(st.tuples(st.integers(0, 9), st.integers(-1000, 1000)), min_size=1, max_size=60),
-    batch_rows=st.integers(1, 25),
-)
-def test_batch_path_equals_record_path(kind: str, rows: list[tuple[int, int]],
-                                       batch_rows: int) -> None:  # fmt: skip
-    assert _batch_path(kind, rows, batch_rows) == _record_path(kind, rows)
-
-
 def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) -> None:
     records = env.from_collection([Row(k=1, v=2)])
     refused = r"map_batches\(\) on the record stream of operator 'Source: Collection Source'"
     with pytest.raises(GraphBuildError, match=refused):
         records.map_batches(lambda b: b)
     batches = records.to_batches(SCHEMA)
-    assert isinstance(batches, BatchStream) and isinstance(batches.key_by("k"), KeyedBatchStream)
+    assert isinstance(batches, BatchStream)
     refused = r"map\(\) on the batch stream of operator 'To Batches'.*use map_batches"
     with pytest.raises(GraphBuildError, match=refused):
         batches.map(lambda b: b)
     with pytest.raises(GraphBuildError, match="key by a column name"):
         batches.key_by(lambda r: r[0])
-    refused = r"process_batches\(\) on a keyed batch stream \(key_by\(\['k'\]\)\): expected a Keyed"
-    with pytest.raises(GraphBuildError, match=refused):
-        batches.key_by("k").process_batches(lambda b, ctx: b)  # type: ignore[arg-type]
-    with pytest.raises(GraphBuildError, match=r"map_pandas\(\) on a keyed batch stream"):
-        batches.key_by("k").map_pandas(lambda df: df)
-    windows = batches.with_event_time("v").key_by("k").window(TumblingEventTimeWindows.of(10))
-    with pytest.raises(GraphBuildError, match=r"allowed_lateness\(\).*must be >= 0 ms, got -1"):
-        windows.allowed_lateness(-1)
-    keyed = batches.with_event_time("v").key_by("k")
-    with pytest.raises(GraphBuildError, match=r"sessions with a fixed gap"):
-        keyed.window(EventTimeSessionWindows.with_dynamic_gap(lambda r: 5))
-    sessions = keyed.window(EventTimeSessionWindows.with_gap(5)).allowed_lateness(5)
-    with pytest.raises(GraphBuildError, match=r"not supported on batch sessions"):
-        sessions.sum("v")
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(
@@ -238,42 +174,3 @@ def test_the_parquet_batch_writer_refuses_records_and_other_schemas(tmp_path: Pa
             writer.add_element(Row(a=1))
         writer.finish()
     assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"a": 1}]
-
-
-def test_allowed_lateness_fires_a_window_again_and_later_rows_go_to_a_side_output(
-    env: StreamExecutionEnvironment, tmp_path: Path
-) -> None:
-    env.set_parallelism(1)
-    schema = pa.schema([("k", pa.int64()), ("t", pa.int64())])
-    rows = [[(1, 5)], [(1, 15)], [(1, 3)], [(1, 30)], [(1, 4)]]  # 3: late, kept; 4: too late
-    batches = [pa.record_batch(list(zip(*r)), schema=schema) for r in rows]
-    windows = env.from_collection(batches).as_batches().with_event_time("t").key_by("k")
-    late = OutputTag("late")
-    windowed = windows.window(TumblingEventTimeWindows.of(10)).allowed_lateness(10)
-    counts = windowed.side_output_late_data(late).count()
-    side = tmp_path / "late.json"
-    counts.get_side_output(late).add_sink(lambda b: side.write_text(json.dumps(b.to_pylist())))
-    fired = [(r["window_start"], r["count"]) for b in counts.execute_and_collect()
-             for r in b.to_pylist()]  # fmt: skip
-    assert fired == [(0, 1), (0, 2), (10, 1), (30, 1)]
-    assert json.loads(side.read_text()) == [{"k": 1, "t": 4}]  # the row no window took
-
-
-def test_processing_time_windows_through_the_api(env: StreamExecutionEnvironment) -> None:
-    """Rows fall in the windows of the clock; windows still open at the end do not fire (as
-    Flink's streaming mode), so only what fired before the end is checked."""
-    env.set_parallelism(1)
-
-    def slow(batch: pa.RecordBatch) -> pa.RecordBatch:
-        time.sleep(0.02)
-        return pa.record_batch({"k": pc.remainder(batch.column("value"), 2)})
-
-    source = NumberSequenceBatchSource(0, 199, batch_rows=10)
-    keyed = env.from_source(source, None, "n").as_batches().map_batches(slow).key_by("k")
-    counts = keyed.window(TumblingProcessingTimeWindows.of(50)).count()
-    fired = [r for b in counts.execute_and_collect() for r in b.to_pylist()]
-    assert fired and all(r["window_end"] - r["window_start"] == 50 for r in fired)
-    assert sum(r["count"] for r in fired) <= 200 and {r["k"] for r in fired} == {0, 1}
-    windows = keyed.window(TumblingProcessingTimeWindows.of(50))
-    with pytest.raises(GraphBuildError, match="processing-time windows have no late rows"):
-        windows.allowed_lateness(10)
