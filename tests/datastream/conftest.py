@@ -4,15 +4,11 @@ target (workers are threads of the test process), the cheapest way to run a real
 from __future__ import annotations
 
 import pytest
+from tests.datastream.environments import threads_env
 
-from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
 
 
 @pytest.fixture
 def env() -> StreamExecutionEnvironment:
-    environment = StreamExecutionEnvironment.get_execution_environment(
-        Configuration({"execution.target": "local-threads"})
-    )
-    environment.set_parallelism(2)
-    return environment
+    return threads_env()

@@ -12,7 +12,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from undertow.common import Configuration
 from undertow.common.row import Row
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.source import FileSource
@@ -22,14 +21,6 @@ from undertow.datastream.batch_stream import BatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
-
-
-def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration({"execution.target": "local-threads"})
-    )
-    env.set_parallelism(parallelism)
-    return env
 
 
 def _rows(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:

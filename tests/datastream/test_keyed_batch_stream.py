@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.datastream.environments import threads_env
 
-from undertow.common import Configuration
 from undertow.common.row import Row
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import OutputTag, StreamExecutionEnvironment
@@ -31,17 +31,9 @@ from undertow.datastream.window import (
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
 
-def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration({"execution.target": "local-threads"})
-    )
-    env.set_parallelism(parallelism)
-    return env
-
-
 def _record_path(kind: str, rows: list[tuple[int, int]]) -> dict[int, list[Any]]:
     """The record path's running results per key (KeyedStream.sum/min/max, or a reduce)."""
-    env = _env()
+    env = threads_env()
     stream = env.from_collection([Row(k=k, v=v) for k, v in rows]).key_by(lambda r: r.k)
     if kind in ("sum", "min", "max"):
         out = getattr(stream, kind)("v").map(lambda r: (r.k, r.v))
@@ -55,7 +47,7 @@ def _record_path(kind: str, rows: list[tuple[int, int]]) -> dict[int, list[Any]]
 
 
 def _batch_path(kind: str, rows: list[tuple[int, int]], batch_rows: int) -> dict[int, list[Any]]:
-    env = _env()
+    env = threads_env()
     records = env.from_collection([Row(k=k, v=v) for k, v in rows])
     batches = records.to_batches(SCHEMA, max_rows=batch_rows, max_delay=10).set_parallelism(1)
     keyed = batches.key_by("k")  # per key in input order: one to_batches subtask
