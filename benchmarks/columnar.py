@@ -172,7 +172,7 @@ def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8_000_000)
-    parser.add_argument("--record-rows", type=int, default=2_000_000)
+    parser.add_argument("--record-rows", type=int, default=4_000_000)
     parser.add_argument("--batch-rows", type=int, default=32768)
     parser.add_argument("--spark-batches", default="1000000,4000000,8000000")
     parser.add_argument("--pandas-rows", type=int, default=2_000_000)
@@ -220,7 +220,10 @@ def main() -> None:
         print(f"{name:<46}{rate:>14,.0f}{rate / spark_native:>17.2f}")
     print(f"CPU per row: undertow per record {record.job_cpu_us:.2f} us (every process of "
           f"the job), bare loop {record.loop_cpu_us:.2f} us")  # fmt: skip
-    print(f"record path on 2 cores against two loops (wall clock): {record.wall_ratio:.2f}x")
+    print(
+        f"record path on 2 cores against two loops (wall clock): {record.wall_ratio:.2f}x; "
+        f"CPU per record, loop / job, by round: {record_vs_loop.spread(record.cpu_ratios)}"
+    )
     print(f"load average at end: {_load()} (shared machine)")
     columnar = results["undertow columnar"] / spark_native
     print(f"target columnar-vs-spark-native: {columnar:.2f}x (goal 1.0x): "

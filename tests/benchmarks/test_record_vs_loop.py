@@ -23,3 +23,8 @@ def test_steady_subtracts_the_small_run() -> None:
     runs = {100: Sample(100, 2.0, 1.5), 800: Sample(800, 5.5, 4.0)}
     got = record_vs_loop.steady(runs.__getitem__, 800)
     assert got == Sample(700, 3.5, 2.5)
+
+
+def test_ratios_are_the_median_of_each_rounds() -> None:
+    figures = record_vs_loop.Figures(1.0, 1.0, 1.0, 1.0, 1.0, (0.2, 0.9, 0.3), (0.5, 0.1, 0.4))
+    assert figures.cpu_ratio == 0.3 and figures.wall_ratio == 0.4
