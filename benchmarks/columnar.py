@@ -75,7 +75,11 @@ def steady_rate(run: Callable[[int], float], rows: int) -> float:
     run(small)
     t_small = run(small)
     t_large = run(rows)
-    return (rows - small) / max(t_large - t_small, 1e-9)
+    if t_large <= t_small:  # the small run's start took longer than the extra rows: no rate
+        print(f"    steady rate not measured: {rows:,} rows took {t_large:.2f} s, "
+              f"{small:,} took {t_small:.2f} s (load {_load()})")  # fmt: skip
+        return float("nan")
+    return (rows - small) / (t_large - t_small)
 
 
 def undertow_columnar(
