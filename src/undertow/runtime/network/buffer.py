@@ -10,10 +10,8 @@ larger than a buffer spans buffers.
 A batch whose records are all ``pyarrow.RecordBatch`` (a batch stream) is written in the
 Arrow IPC stream format instead (:mod:`undertow.runtime.network.arrow_payload`).
 
-Records are pickled by :func:`undertow.core.pickling.dumps_records`: the standard pickler without
-its memo (each record written in full), and cloudpickle for a batch it cannot handle or that
-names the job script's ``__main__`` (classes of the script travel by value). The receiver
-always uses ``pickle.loads``.
+Records are pickled by :func:`undertow.core.pickling.dumps_records` (no memo: each record in
+full; cloudpickle for the job script's classes); the receiver always uses ``pickle.loads``.
 """
 
 from __future__ import annotations
