@@ -9,7 +9,8 @@ under its Python driver), so a phase's CPU per record is the difference of two r
 the records of the phase.
 
 Threading: plain reads of ``/proc``; call from one thread. A process that ended between two
-readings drops out of the later one (its time is lost, so keep readings inside a job run).
+readings drops out of the later one (its time is lost, so keep readings inside a job run),
+unless the groups count reaped children (``reaped=True``) and a process of the tree reaped it.
 """
 
 from __future__ import annotations
@@ -21,21 +22,25 @@ from collections.abc import Iterable, Mapping
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, user + system seconds) of ``pid``, None if it is gone."""
+def _stat(pid: int, reaped: bool = False) -> tuple[int, float] | None:
+    """(parent pid, user + system seconds) of ``pid``, None if it is gone; ``reaped`` adds the
+    seconds of the children it has waited for (and theirs, recursively)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             text = f.read()
     except OSError:
         return None
     fields = text.rsplit(")", 1)[1].split()  # the name may hold spaces and parentheses
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return int(fields[1]), ticks / _TICK
 
 
-def _table() -> dict[int, tuple[int, float]]:
+def _table(reaped: bool = False) -> dict[int, tuple[int, float]]:
     table = {}
     for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _stat(int(name))) is not None:
+        if name.isdigit() and (stat := _stat(int(name), reaped)) is not None:
             table[int(name)] = stat
     return table
 
@@ -44,14 +49,19 @@ class CpuGroups:
     """Named groups of process trees; :meth:`read` gives each group's CPU seconds so far.
 
     A pid in ``exclude`` (and its tree) counts in no group, e.g. the benchmark's own helper
-    processes when the job's group is rooted at the benchmark's process."""
+    processes when the job's group is rooted at the benchmark's process. ``reaped``: a process
+    also counts the children it has waited for, so a tree keeps the time of workers that ended
+    and were reaped inside it (the ``local`` target's fork server reaps its workers): readings
+    may then span whole job runs."""
 
-    def __init__(self, groups: Mapping[str, Iterable[int]], exclude: Iterable[int] = ()) -> None:
+    def __init__(self, groups: Mapping[str, Iterable[int]], exclude: Iterable[int] = (),
+                 reaped: bool = False) -> None:  # fmt: skip
         self.groups = {name: tuple(pids) for name, pids in groups.items()}
         self.exclude = set(exclude)
+        self.reaped = reaped
 
     def read(self) -> dict[str, float]:
-        table = _table()
+        table = _table(self.reaped)
         children: dict[int, list[int]] = defaultdict(list)
         for pid, (parent, _) in table.items():
             children[parent].append(pid)

@@ -24,6 +24,16 @@ from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
 FIRST_JOB_RECORDS = 100_000
 
 
+def to_pair(x: int) -> tuple[int, int]:
+    """The job's map function (benchmarks/record_vs_loop.py's loop calls it too)."""
+    return (x % 1000, 1)
+
+
+def key_of(t: tuple[int, int]) -> int:
+    """The job's key selector."""
+    return t[0]
+
+
 def run_job(
     records: int, parallelism: int, target: str, settings: dict[str, str] | None = None
 ) -> float:
@@ -34,8 +44,8 @@ def run_job(
     env.set_parallelism(parallelism)
     (
         env.from_source(NumberSequenceSource(1, records), WatermarkStrategy.no_watermarks(), "seq")
-        .map(lambda x: (x % 1000, 1))
-        .key_by(lambda t: t[0])
+        .map(to_pair)
+        .key_by(key_of)
         .sum(1)
         .sink_to(DiscardingSink())
     )

@@ -45,3 +45,21 @@ def test_a_group_counts_its_descendants_and_not_an_excluded_tree() -> None:
 def test_per_record_is_the_difference_over_the_records() -> None:
     got = process_cpu.per_record_us({"job": 1.0, "broker": 0.5}, {"job": 1.5, "broker": 0.5}, 1000)
     assert got == {"job": 500.0, "broker": 0.0}
+
+
+def test_reaped_children_stay_in_their_parents_tree() -> None:
+    """A grandchild that burnt 0.3 s and was reaped by the child still counts with
+    ``reaped=True`` (the fork server reaps the job's workers); without it, its time is gone."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; subprocess.run([sys.executable, "
+         "'-c', 'import time\\nend = time.process_time() + 0.3\\nwhile time.process_time() < "
+         "end: pass']); print('reaped', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"reaped\n"
+        assert process_cpu.CpuGroups({"tree": [child.pid]}, reaped=True).read()["tree"] >= 0.25
+        assert process_cpu.CpuGroups({"tree": [child.pid]}).read()["tree"] < 0.25
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()

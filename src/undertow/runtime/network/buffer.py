@@ -10,9 +10,8 @@ larger than a buffer spans buffers.
 A batch whose records are all ``pyarrow.RecordBatch`` (a batch stream) is written in the
 Arrow IPC stream format instead (:mod:`undertow.runtime.network.arrow_payload`).
 
-Records are pickled by :func:`undertow.core.pickling.dumps`: the standard pickler, and
-cloudpickle for a batch it cannot handle or that names the job script's ``__main__`` (classes of
-the script travel by value). The receiver always uses ``pickle.loads``.
+Records are pickled by :func:`undertow.core.pickling.dumps_records` (no memo: each record in
+full; cloudpickle for the job script's classes); the receiver always uses ``pickle.loads``.
 """
 
 from __future__ import annotations
@@ -44,13 +43,14 @@ class Buffer:
 
 
 def serialize_batch(values: list[Any], timestamps: list[Any] | None) -> bytes:
-    """Pickle a batch. Cost: one C-level pickle call and one ``bytes`` search (cloudpickle only
-    for batches that hold classes or functions of the job script, see ``core.pickling``)."""
+    """Pickle a batch. Cost: one C-level pickle call without memo and one ``bytes`` search
+    (cloudpickle only for batches that hold classes or functions of the job script, see
+    ``core.pickling``)."""
     if arrow_payload.is_arrow_batch(values):
         return arrow_payload.encode(values, timestamps)
     payload = (values, timestamps)
     try:
-        return pickling.dumps(payload)
+        return pickling.dumps_records(payload, len(values))
     except Exception as err:
         sample = next((v for v in values if not _picklable(v)), values[0] if values else None)
         raise SerializationError(

@@ -1,0 +1,221 @@
+"""The record path against a bare Python loop doing the same per-record work (issue 31).
+
+The job is ``benchmarks/throughput.py``'s: ``NumberSequenceSource(1, n) -> map(to_pair) ->
+key_by(key_of) -> sum(1) -> DiscardingSink``, parallelism 2 on the ``local`` target (two
+worker processes, TCP between them), checkpoints as the caller sets. The loop does what the job
+asks of Python per record and nothing of the engine's: it calls the same ``to_pair`` and
+``key_of`` (the user's functions, which the job must call too), folds the running sum into a
+dict as ``sum(1)`` does (a new ``(key, total)`` tuple per record, the record the job emits) and
+hands each result to a sink that keeps the last 4,096 (the discarding sink does less).
+
+Two ratios, each over the same rows:
+
+- **CPU per record** (the target): the loop's CPU seconds per record over the job's, where the
+  job's are those of every process of the driver's tree (the driver with its coordinator, the
+  fork server, the workers it forked and reaped: :class:`process_cpu.CpuGroups` with
+  ``reaped=True``). It compares the work each side does for a record, whatever the number of
+  cores, and moves little with the load of a shared machine;
+- **wall clock on 2 cores**: the job's rows/s against the loop's in two processes at once, each
+  over half of the rows (the job has two cores' worth of workers). It moves with the load.
+
+The job's figures are steady-state (:func:`steady`): the difference of a run of all rows and one
+of an eighth cancels the job's start (4 M rows by default: the start varies by a second on a
+loaded machine, which a shorter run cannot absorb). Sides alternate round by round; a ratio is
+the median of the rounds' ratios (a round's job against the loops run next to it), each
+round's printed too.
+Usage::
+
+    python benchmarks/record_vs_loop.py [--rows N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import process_cpu
+import throughput
+from throughput import key_of, to_pair
+
+#: The loop's sink keeps this many results (the job's buffers hold about as many records).
+SINK_ROWS = 4096
+
+
+def loop(first: int, last: int) -> dict[int, tuple[int, int]]:
+    """The job's per-record work on numbers ``first..last``, in this process; the sums."""
+    sums: dict[int, tuple[int, int]] = {}
+    out: list[tuple[int, int]] = []
+    for x in range(first, last + 1):
+        t = to_pair(x)
+        key = key_of(t)
+        old = sums.get(key)
+        new = t if old is None else (old[0], old[1] + t[1])
+        sums[key] = new
+        out.append(new)
+        if len(out) >= SINK_ROWS:
+            out = []
+    return sums
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measurement: wall seconds and CPU seconds for ``rows`` rows."""
+
+    rows: int
+    wall_s: float
+    cpu_s: float
+
+
+def _tree_cpu() -> float:
+    return process_cpu.CpuGroups({"tree": [os.getpid()]}, reaped=True).read()["tree"]
+
+
+def _settle(timeout: float = 10.0) -> None:
+    """Wait until no grandchild of this process is left (the job's workers, reaped by the fork
+    server: only then is their CPU time in the tree's reading)."""
+    deadline = time.monotonic() + timeout
+    me = os.getpid()
+    while time.monotonic() < deadline:
+        table = process_cpu._table()
+        children = {pid for pid, (parent, _) in table.items() if parent == me}
+        if not any(parent in children for parent, _ in table.values()):
+            return
+        time.sleep(0.02)
+
+
+def job_sample(rows: int, settings: dict[str, str]) -> Sample:
+    """One run of the job over ``rows`` numbers, p=2, ``local`` target."""
+    _settle()
+    cpu = _tree_cpu()
+    wall = throughput.run_job(rows, 2, "local", settings)
+    _settle()
+    return Sample(rows, wall, _tree_cpu() - cpu)
+
+
+def steady(run: Callable[[int], Sample], rows: int) -> Sample:
+    """The job's steady state: a run of ``rows`` minus one of ``rows // 8``, so what a run pays
+    once (deploying tasks, starting workers, the last checkpoint) cancels out."""
+    small = max(1, rows // 8)
+    a, b = run(small), run(rows)
+    return Sample(rows - small, b.wall_s - a.wall_s, b.cpu_s - a.cpu_s)
+
+
+def loop_sample(rows: int) -> Sample:
+    """The loop over ``rows`` numbers in this process (one thread: process CPU is its CPU)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    loop(1, rows)
+    return Sample(rows, time.perf_counter() - wall, time.process_time() - cpu)
+
+
+def two_loops_wall(rows: int) -> float:
+    """Seconds for two processes (forked, started together) to each loop over half the rows."""
+    half = rows // 2
+    context = multiprocessing.get_context("fork")
+    procs = [context.Process(target=loop, args=(1 + i * half, (i + 1) * half)) for i in (0, 1)]
+    start = time.perf_counter()
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Medians over the rounds; the ratios are each round's (its job against its loops, which
+    ran next to each other: a slower phase of a shared machine moves both), then the median."""
+
+    job_rate: float  # rows/s, steady state, p=2
+    job_cpu_us: float  # CPU microseconds per record, all of the job's processes
+    loop_rate: float  # rows/s, one process
+    loop_cpu_us: float
+    two_loops_rate: float  # rows/s, two processes at once
+    cpu_ratios: tuple[float, ...]  # per round: loop's CPU per record / the job's
+    wall_ratios: tuple[float, ...]  # per round: job's rows/s / two loops' rows/s
+
+    @property
+    def cpu_ratio(self) -> float:
+        return statistics.median(self.cpu_ratios)
+
+    @property
+    def wall_ratio(self) -> float:
+        return statistics.median(self.wall_ratios)
+
+
+def measure(rows: int, rounds: int, settings: dict[str, str], verbose: bool = True) -> Figures:
+    """Alternate the job and the loops for ``rounds`` rounds (the job first in even rounds)."""
+    throughput.run_job(throughput.FIRST_JOB_RECORDS, 2, "local", settings)  # the fork server
+    jobs: list[Sample] = []
+    loops: list[Sample] = []
+    pairs: list[float] = []
+    for round_ in range(rounds):
+        order = ("job", "loops") if round_ % 2 == 0 else ("loops", "job")
+        for side in order:
+            if side == "job":
+                jobs.append(steady(lambda n: job_sample(n, settings), rows))
+            else:
+                loops.append(loop_sample(rows))
+                pairs.append(rows / two_loops_wall(rows))
+        if verbose:
+            job, one = jobs[-1], loops[-1]
+            print(
+                f"  round {round_}: job {job.rows / job.wall_s:>10,.0f} rows/s "
+                f"{job.cpu_s / job.rows * 1e6:5.2f} us CPU/row; loop "
+                f"{one.rows / one.wall_s:>10,.0f} rows/s {one.cpu_s / one.rows * 1e6:5.2f} us "
+                f"CPU/row; two loops {pairs[-1]:>10,.0f} rows/s; load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    med = statistics.median
+    return Figures(
+        job_rate=med(s.rows / s.wall_s for s in jobs),
+        job_cpu_us=med(s.cpu_s / s.rows * 1e6 for s in jobs),
+        loop_rate=med(s.rows / s.wall_s for s in loops),
+        loop_cpu_us=med(s.cpu_s / s.rows * 1e6 for s in loops),
+        two_loops_rate=med(pairs),
+        cpu_ratios=tuple(
+            (one.cpu_s / one.rows) / (job.cpu_s / job.rows) for job, one in zip(jobs, loops)
+        ),
+        wall_ratios=tuple(job.rows / job.wall_s / pair for job, pair in zip(jobs, pairs)),
+    )
+
+
+def spread(ratios: tuple[float, ...]) -> str:
+    return ", ".join(f"{r:.2f}" for r in ratios)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--checkpoint-interval", default="1 s")
+    args = parser.parse_args()
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory(prefix="record-vs-loop-") as workdir:
+        settings = {"execution.checkpointing.interval": args.checkpoint_interval,
+                    "execution.checkpointing.dir": workdir}  # fmt: skip
+        figures = measure(args.rows, args.rounds, settings)
+    print(f"{'side':<40}{'rows/s':>12}{'us CPU/row':>12}")
+    print(f"{'undertow per record, p=2 (steady)':<40}{figures.job_rate:>12,.0f}"
+          f"{figures.job_cpu_us:>12.2f}")  # fmt: skip
+    print(f"{'bare loop, 1 process':<40}{figures.loop_rate:>12,.0f}{figures.loop_cpu_us:>12.2f}")
+    print(f"{'bare loop, 2 processes':<40}{figures.two_loops_rate:>12,.0f}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"wall clock on 2 cores (job / two loops): {figures.wall_ratio:.2f}x, rounds "
+          f"{spread(figures.wall_ratios)}")  # fmt: skip
+    print(f"CPU per record (loop / job): rounds {spread(figures.cpu_ratios)}")
+    verdict = "met" if figures.cpu_ratio >= 0.7 else "missed"
+    print(f"target record-path-vs-bare-loop: {figures.cpu_ratio:.2f}x CPU per record "
+          f"(goal 0.7x): {verdict}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
