@@ -44,10 +44,14 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
 6. **Oracle counts after a kill** (benchmarks/kafka_kill.py): section 2's job on undertow counts
    a filled topic while a worker is killed; lost and duplicated counts per guarantee.
 
-Each section prints the load average at its start and end. The last lines are one per target:
+Each section prints the load average at its start and end. ``--weighted`` runs the whole
+benchmark (the broker, the jobs, the harness) in a cgroup of the highest CPU weight, as
+compare_commits.py does, so that the other work on a shared machine takes little from it; the
+first line says whether it was used. The last lines are one per target:
 ``target NAME: FIGURE (goal GOAL): met|missed``. Usage::
 
     python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee,kill]
+        [--weighted]
 
 ``-D key=value`` (repeatable) adds undertow rows run with those options, e.g.
 ``-D execution.buffer-timeout=5ms``; ``-D sink:KEY=VALUE`` / ``-D source:KEY=VALUE`` go to the
@@ -75,6 +79,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "peers"), str(HERE.parent / "tools")]
+import compare_commits  # noqa: E402
 import kafka_engines  # noqa: E402
 import kafka_jars  # noqa: E402
 import kafka_kill  # noqa: E402
@@ -788,7 +793,25 @@ def main() -> None:
     parser.add_argument("-D", dest="option", action="append", default=[], metavar="KEY=VALUE",
                         help="also run undertow's latency rows with this option")  # fmt: skip
     parser.add_argument("--spin-us", type=float, default=500.0, help="Shopee shape's slow step")
+    parser.add_argument("--weighted", action="store_true", help="run this process and all it "
+                        "starts (broker, workers, peers) in a cgroup of the highest CPU weight "
+                        "(as compare_commits.py --weighted: root, cgroup v1)")  # fmt: skip
     args = parser.parse_args()
+    if args.weighted:
+        if compare_commits.weighted_prefix() is None:
+            raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
+        group = compare_commits.CPU_CGROUP / f"undertow-bench-{os.getpid()}"
+        # all this process's threads; the processes it starts later inherit the group
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        run(args)
+    finally:
+        if args.weighted:
+            compare_commits.release_weight()
+
+
+def run(args: argparse.Namespace) -> None:
+    weighted = "no" if not args.weighted else "yes (cpu.shares 262144)"
     sizes = QUICK if args.quick else FULL
     if args.sections is None:
         args.sections = (
@@ -798,7 +821,7 @@ def main() -> None:
     sections = args.sections.split(",")
     print(f"benchmarks/kafka.py {'--quick' if args.quick else '(full)'} on "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {loadavg()}")  # fmt: skip
+          f"load average {loadavg()}, weighted: {weighted}")  # fmt: skip
     targets: list[str] = []
     with contextlib.ExitStack() as stack:
         bootstrap = os.environ.get("UNDERTOW_KAFKA_BOOTSTRAP")
