@@ -12,20 +12,29 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
    CPU-second: user + system time of the side's reading processes (the broker, and undertow's
    driver, not counted). Three runs of both sides over one topic; the target line takes the
    median ratio (one run moves by about 0.1x on a shared machine).
-2. **End-to-end latency and saturation**: Kafka -> parse -> key_by -> running count -> Kafka
-   (benchmarks/kafka_load.py: how records are written, read and matched). Per engine one job
-   run: a trickle until the first output is visible, then ``rounds`` (3) alternations of a
-   burst of N records as fast as the producer can write them (saturation: N over first send to
-   last visible) and a paced stream for ``--seconds`` at half of the saturation just measured
-   (or at ``--rate``, or, for the engines after undertow AT_LEAST_ONCE, at the median rate of
-   its rounds, whichever is lowest; the ``paced/s`` column shows the rate), whose records'
-   latency (send -> visible to a read_committed consumer for exactly-once sinks,
-   read_uncommitted otherwise) gives p50/p99. A job's row shows the medians over its rounds
-   (its latency is the round with the median p50), with one line per round under it and the
-   load average at that round's paced phase. ``consumer ms`` is the p50 of broker append ->
-   seen by the measuring consumer (the output topic uses ``LogAppendTime``): the consumer's
-   own share, small unless it falls behind (for read_committed, with the commit wait).
-   undertow EXACTLY_ONCE and AT_LEAST_ONCE, checkpoints every ``--interval-ms``.
+2. **End-to-end latency at half of saturation**: Kafka -> parse -> key_by -> running count ->
+   Kafka (benchmarks/kafka_load.py: how records are written, read and matched). A record's
+   latency is its send -> visible to a read_committed consumer for exactly-once sinks,
+   read_uncommitted otherwise. **Saturation is the maximum sustainable throughput**
+   (benchmarks/kafka_sustainable.py; Karimov et al., ICDE 2018): the highest rate, produced
+   live on the same machine, at which the job keeps up over a phase (its lag does not grow).
+   Per engine one job run: a trickle until the first output is visible, then ``rounds`` (3)
+   times: a burst of N records as fast as the producer can write them (the burst's draining
+   rate: N over first send to last visible, the ``burst/s`` column: the saturation this
+   benchmark used until 2026-11-30, which overstates what the job sustains live); a search of
+   the sustainable rate (``search_steps`` paced phases of ``probe_seconds``, bisecting between
+   0 and the burst's rate, each judged kept up or fallen behind from its lag sampled every
+   20 ms; the first is at half of the burst's rate, so its p50 is the old figure, printed
+   beside the new one); then a paced phase of ``--seconds`` at half of the sustainable rate
+   found, whose records after its first second give p50/p99. With ``--rate`` there is no
+   search and every paced phase runs at that rate. The rows after undertow AT_LEAST_ONCE
+   (EXACTLY_ONCE, the peers) run without a search, paced at the median rate of its rounds:
+   every engine at the same rate. A row shows the medians over its rounds (its latency is the
+   round with the median p50), with one line per round under it (the load average at its
+   paced phase, the search's verdicts). ``consumer ms`` is the p50 of broker append -> seen by
+   the measuring consumer (the output topic uses ``LogAppendTime``): the consumer's own share,
+   small unless it falls behind (for read_committed, with the commit wait). undertow
+   EXACTLY_ONCE and AT_LEAST_ONCE, checkpoints every ``--interval-ms``.
 3. **Spark Structured Streaming** (the installed pyspark, its Kafka connector from Maven
    Central into .cache/kafka-peers): the same job in micro-batch mode and in real-time mode.
 4. **PyFlink 2.3** (``UNDERTOW_PYFLINK_VENV``, Flink's Kafka connector jar): EXACTLY_ONCE and
@@ -35,10 +44,14 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
 6. **Oracle counts after a kill** (benchmarks/kafka_kill.py): section 2's job on undertow counts
    a filled topic while a worker is killed; lost and duplicated counts per guarantee.
 
-Each section prints the load average at its start and end. The last lines are one per target:
+Each section prints the load average at its start and end. ``--weighted`` runs the whole
+benchmark (the broker, the jobs, the harness) in a cgroup of the highest CPU weight, as
+compare_commits.py does, so that the other work on a shared machine takes little from it; the
+first line says whether it was used. The last lines are one per target:
 ``target NAME: FIGURE (goal GOAL): met|missed``. Usage::
 
     python benchmarks/kafka.py [--quick] [--sections source,latency,spark,pyflink,shopee,kill]
+        [--weighted]
 
 ``-D key=value`` (repeatable) adds undertow rows run with those options, e.g.
 ``-D execution.buffer-timeout=5ms``; ``-D sink:KEY=VALUE`` / ``-D source:KEY=VALUE`` go to the
@@ -66,10 +79,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "peers"), str(HERE.parent / "tools")]
+import compare_commits  # noqa: E402
 import kafka_engines  # noqa: E402
 import kafka_jars  # noqa: E402
 import kafka_kill  # noqa: E402
 import kafka_load as load  # noqa: E402
+import kafka_sustainable as sustain  # noqa: E402
 import process_cpu  # noqa: E402
 import pyflink_venv  # noqa: E402
 import unaligned  # noqa: E402
@@ -98,16 +113,21 @@ class Sizes:
     burst_records: int
     #: bursts and paced phases per job run, alternating (section 2's figures are medians)
     rounds: int
-    #: each paced phase
+    #: each paced phase whose latency a row reports
     seconds: float
+    #: each round's search of the sustainable rate: its phases, and each one's length
+    search_steps: int
+    probe_seconds: float
     shopee_seconds: float
     drain_s: float
 
 
 QUICK = Sizes(source_records=200_000, source_runs=3, burst_records=20_000, rounds=3,
-              seconds=4.0, shopee_seconds=4.0, drain_s=30.0)  # fmt: skip
+              seconds=4.0, search_steps=4, probe_seconds=4.0, shopee_seconds=4.0,
+              drain_s=30.0)  # fmt: skip
 FULL = Sizes(source_records=1_000_000, source_runs=3, burst_records=50_000, rounds=3,
-             seconds=10.0, shopee_seconds=10.0, drain_s=240.0)  # fmt: skip
+             seconds=10.0, search_steps=4, probe_seconds=6.0, shopee_seconds=10.0,
+             drain_s=240.0)  # fmt: skip
 
 
 def loadavg() -> str:
@@ -275,14 +295,23 @@ def source_throughput(bootstrap: str, records: int, runs: int) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class Probe:
+    """One paced phase of a sustainable-rate search: its verdict and its records' latency."""
+
+    verdict: sustain.Verdict
+    latency: load.Latency | None
+
+
+@dataclass(frozen=True, slots=True)
 class Round:
-    """One burst and the paced phase after it, within one job run."""
+    """One burst, the search of the sustainable rate after it (when the run searches), and the
+    paced phase whose latency the row reports, within one job run."""
 
     #: records/s through the job over the burst (None if part of it never became visible)
     saturation: float | None
     #: the producer's own rate over the burst
     producer_rate: float | None
-    #: the paced phase's rate: half of this round's burst (or the rate given, if lower)
+    #: the paced phase's rate: half of this round's sustainable rate (or the rate given)
     rate: float
     latency: load.Latency | None
     #: p50 of broker append -> seen by the measuring consumer over the paced phase (ms)
@@ -293,6 +322,16 @@ class Round:
     #: group (job, broker, harness: the benchmark's producer and measuring consumer)
     cpu_burst: dict[str, float] | None = None
     cpu_paced: dict[str, float] | None = None
+    #: the highest rate a search phase kept up with (None: none did, or no search)
+    sustainable: float | None = None
+    #: the search's phases in order; the first is at half of the burst's rate
+    probes: tuple[Probe, ...] = ()
+
+    @property
+    def half_burst(self) -> load.Latency | None:
+        """The latency at half of the burst's draining rate (the search's first phase): the
+        figure the target was judged by before 2026-11-30's second session."""
+        return self.probes[0].latency if self.probes else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +348,10 @@ class JobFigures:
     overcounts: int
     note: str
     rounds: tuple[Round, ...] = ()
+    #: the median of the rounds' sustainable rates (None without a search)
+    sustainable: float | None = None
+    #: the median of the rounds' p50 at half of the burst's draining rate
+    half_burst_p50: float | None = None
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -321,6 +364,8 @@ def job_figures(name: str, rounds: list[Round], overcounts: int, note: str) -> J
     measured = sorted((r for r in rounds if r.latency is not None and r.latency.measured),
                       key=lambda r: r.latency.p50_ms)  # type: ignore[union-attr]  # fmt: skip
     middle = measured[(len(measured) - 1) // 2] if measured else None
+    half_burst = [r.half_burst.p50_ms for r in rounds
+                  if r.half_burst is not None and r.half_burst.measured]  # fmt: skip
     return JobFigures(
         name,
         _median([r.saturation for r in rounds]),
@@ -331,7 +376,22 @@ def job_figures(name: str, rounds: list[Round], overcounts: int, note: str) -> J
         overcounts,
         note,
         tuple(rounds),
+        _median([r.sustainable for r in rounds]),
+        _median(list(half_burst)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """What the coordinator did in one round: the producer's phase index of the burst, of
+    each search phase (with its verdict) and of the measured paced phase."""
+
+    burst: int
+    probes: tuple[tuple[int, sustain.Verdict], ...]
+    sustainable: float | None
+    paced: int
+    rate: float
+    load: str
 
 
 class Harness:
@@ -344,11 +404,13 @@ class Harness:
         self.broker_pid = broker_pid
 
     def run(self, engine: kafka_engines.Engine, rate: float | None) -> JobFigures:
-        """One job run: warm-up, then ``sizes.rounds`` times a burst (saturation) followed by
-        a paced phase at ``rate``, or at half of that burst's saturation when None or lower
-        (each paced phase is judged against the saturation measured just before it, in the
-        same run, so a machine whose load moves cannot overload one run with another's
-        rate)."""
+        """One job run: warm-up, then ``sizes.rounds`` times a burst (its draining rate), and
+        then, when ``rate`` is None, a search of the sustainable rate (``sizes.search_steps``
+        paced phases of ``sizes.probe_seconds``, bisecting between 0 and the burst's rate,
+        the first at half of it) and a paced phase at half of the sustainable rate found;
+        else a paced phase at ``rate``. Each round's paced phase follows the search of the
+        same round, so a machine whose load moves cannot overload one round with another's
+        rate."""
         suffix = uuid.uuid4().hex[:8]
         source_topic, sink_topic = f"bench-in-{suffix}", f"bench-out-{suffix}"
         create_topics(self.bootstrap, source_topic)
@@ -374,7 +436,38 @@ class Harness:
         cpu = process_cpu.CpuGroups({k: groups[k] for k in ("broker", "harness", "job")})
         readings: list[dict[str, float]] = []  # burst start, end, paced start, end per round
         note = ""
-        paced: list[tuple[float, str]] = []  # (rate, load average) per round
+        planned: list[_Planned] = []
+        phase = 0  # the producer's index of the phase last commanded (0: the trickle)
+
+        def command(kind: str, **fields: float) -> int:
+            """Run one producer phase to its end; its index in the send log."""
+            nonlocal phase
+            commands.send(load.Phase(kind, **fields))  # type: ignore[arg-type]
+            phase += 1
+            if phase == 1:
+                _reply(commands)  # the trickle ended
+            return phase
+
+        def paced(at: float, seconds: float) -> tuple[int, list[sustain.LagSample]]:
+            """A paced phase at ``at`` records/s, its lag sampled every 20 ms."""
+            index = command("paced", rate=at, seconds=seconds)
+            began = time.monotonic()
+            samples: list[sustain.LagSample] = []
+            while not commands.poll(0.02):
+                samples.append(sustain.LagSample(time.monotonic() - began,
+                                                 sent.value - covered.value))  # fmt: skip
+                if time.monotonic() - began > seconds + 600:
+                    raise RuntimeError(f"the producer did not end a {seconds:g} s phase")
+            commands.recv()
+            return index, samples
+
+        def drained(what: str) -> None:
+            if not self._drained(sent, covered, engine):
+                raise RuntimeError(
+                    f"round {len(planned) + 1}: {what} not all visible within "
+                    f"{self.sizes.drain_s:.0f} s ({engine.failure() or 'still running'})"
+                )
+
         try:
             engine.start(self.bootstrap, source_topic, sink_topic)
             commands.send(load.Phase("trickle", rate=20))
@@ -383,35 +476,40 @@ class Harness:
                 raise RuntimeError(f"no output within {kafka_engines.START_TIMEOUT_S:.0f} s")
             if engine.failure() is not None:
                 raise RuntimeError(str(engine.failure()))
-            for index in range(self.sizes.rounds):
+            for _ in range(self.sizes.rounds):
                 readings.append(cpu.read())
                 began = time.monotonic()
-                commands.send(load.Phase("burst", count=self.sizes.burst_records))
-                if index == 0:
-                    _reply(commands)  # the trickle ended
+                burst = command("burst", count=self.sizes.burst_records)
                 _reply(commands)  # the burst is written
-                if not self._drained(sent, covered, engine):
-                    raise RuntimeError(
-                        f"round {index + 1}: the burst was not all visible within "
-                        f"{self.sizes.drain_s:.0f} s ({engine.failure() or 'still running'})"
-                    )
-                # half of this burst's saturation, roughly (the exact one comes from the logs)
-                half = 0.5 * self.sizes.burst_records / (time.monotonic() - began)
+                drained("the burst was")
+                # this burst's draining rate, roughly (the exact one comes from the logs)
+                drain_rate = self.sizes.burst_records / (time.monotonic() - began)
                 readings.append(cpu.read())
+                probes: list[tuple[int, sustain.Verdict]] = []
+                sustainable = None
+                at = rate
+                if rate is None:
+                    search = sustain.Search.start(drain_rate, self.sizes.search_steps)
+                    while (probe := search.next_rate()) is not None:
+                        time.sleep(1.0)
+                        index, samples = paced(probe, self.sizes.probe_seconds)
+                        drained("a search phase's records were")
+                        verdict = sustain.judge(samples, probe)
+                        probes.append((index, verdict))
+                        search = search.after(verdict)
+                    sustainable = search.sustainable
+                    # none kept up: half of the lowest rate tried (the row's note says so)
+                    at = 0.5 * (search.high if sustainable is None else sustainable)
+                assert at is not None
                 time.sleep(1.0)
-                paced.append((half if rate is None else min(rate, half), loadavg()))
+                load_text = loadavg()
                 readings.append(cpu.read())
-                commands.send(load.Phase("paced", rate=paced[-1][0], seconds=self.sizes.seconds))
-                _reply(commands)
-                drained = self._drained(sent, covered, engine)
+                index, _ = paced(at, self.sizes.seconds)
+                planned.append(_Planned(burst, tuple(probes), sustainable, index, at, load_text))
+                drained("the paced records were")
                 readings.append(cpu.read())
-                if not drained:
-                    why = engine.failure() or "still running"
-                    note = (f"round {index + 1}: paced records not all visible within "
-                            f"{self.sizes.drain_s:.0f} s ({why})")  # fmt: skip
-                    break
-        except RuntimeError as err:
-            note = f"could not run: {err}"
+        except (RuntimeError, ValueError) as err:
+            note = f"could not run: {err}" if not planned else str(err)
         finally:
             engine.stop()
             commands.send(load.Phase("stop"))
@@ -425,22 +523,13 @@ class Harness:
         overcounts = 0
         if log is not None and seen:
             latencies, overcounts = load.record_latencies(log.keys, log.sent_ns, seen)
-            starts = {p: i for i, p in reversed(list(enumerate(log.phases)))}
-            for index, (paced_rate, load_text) in enumerate(paced):
-                burst_phase, paced_phase = 2 * index + 1, 2 * index + 2
-                burst = [i for i, p in enumerate(log.phases) if p == burst_phase]
+            for index, plan in enumerate(planned):
+                burst = [i for i, p in enumerate(log.phases) if p == plan.burst]
                 figures = load.saturation(log.sent_ns, latencies, burst)
-                records = [i for i, p in enumerate(log.phases) if p == paced_phase]
-                latency = consumer = None
-                if records:
-                    warm = log.sent_ns[records[0]] + 1_000_000_000
-                    latency = load.summarize(
-                        [latencies[i] for i in records if log.sent_ns[i] >= warm]
-                    )
-                    after = starts.get(paced_phase + 1)
-                    until = log.sent_ns[after] if after is not None else 2**63
-                    shares = load.append_to_visible(seen, warm, until)
-                    consumer = load.percentile(shares, 0.5) if shares else None
+                records = [i for i, p in enumerate(log.phases) if p == plan.paced]
+                latency, consumer = self._phase_latency(log, latencies, seen, plan.paced)
+                probes = tuple(Probe(v, self._phase_latency(log, latencies, seen, i)[0])
+                               for i, v in plan.probes)  # fmt: skip
                 marks = readings[4 * index : 4 * index + 4]
                 cpu_burst = cpu_paced = None
                 if len(marks) == 4:
@@ -449,8 +538,29 @@ class Harness:
                 rounds.append(Round(
                     None if figures is None else figures[0],
                     None if figures is None else figures[1],
-                    paced_rate, latency, consumer, load_text, cpu_burst, cpu_paced))  # fmt: skip
+                    plan.rate, latency, consumer, plan.load, cpu_burst, cpu_paced,
+                    plan.sustainable, probes))  # fmt: skip
+                if plan.probes and plan.sustainable is None:
+                    note = note or (f"round {index + 1}: no search phase kept up; paced at half "
+                                    f"of the lowest rate tried")  # fmt: skip
         return job_figures(engine.name, rounds, overcounts, note)
+
+    @staticmethod
+    def _phase_latency(log: load.SendLog, latencies: list[int | None],
+                       seen: list[tuple[int, int, int, int]],
+                       phase: int) -> tuple[load.Latency | None, float | None]:  # fmt: skip
+        """p50/p99 of phase ``phase``'s records after its first second, and the measuring
+        consumer's share over it (None if the phase sent nothing)."""
+        records = [i for i, p in enumerate(log.phases) if p == phase]
+        if not records:
+            return None, None
+        warm = log.sent_ns[records[0]] + 1_000_000_000
+        latency = load.summarize([latencies[i] for i in records if log.sent_ns[i] >= warm])
+        after = next((i for i in range(records[-1] + 1, len(log.phases))
+                      if log.phases[i] != phase), None)  # fmt: skip
+        until = log.sent_ns[after] if after is not None else 2**63
+        shares = load.append_to_visible(seen, warm, until)
+        return latency, load.percentile(shares, 0.5) if shares else None
 
     def _drained(self, sent: object, covered: object, engine: kafka_engines.Engine) -> bool:
         return (
@@ -478,18 +588,27 @@ def _reply(commands: object, timeout: float = 600.0) -> object:
 
 
 def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool = True) -> None:
-    """One line per job (the medians over its rounds), then one per round."""
+    """One line per job (the medians over its rounds), then one per round, with its search
+    phases under it when it searched."""
     if header:
-        print(f"{'job':<28}{'saturation/s':>14}{'producer/s':>12}{'paced/s':>9}{'p50 ms':>9}"
-              f"{'p99 ms':>9}{'consumer ms':>13}{'vs undertow ALO p50':>21}"
+        print(f"{'job':<28}{'burst/s':>10}{'sustained/s':>12}{'producer/s':>11}{'paced/s':>9}"
+              f"{'p50 ms':>9}{'p99 ms':>9}{'consumer ms':>13}{'vs undertow ALO p50':>21}"
               f"{'records':>9}")  # fmt: skip
     for row in rows:
-        cells = _cells(row.saturation, row.producer_rate, row.rate, row.latency, row.consumer_ms)
+        cells = _cells(row.saturation, row.sustainable, row.producer_rate, row.rate,
+                       row.latency, row.consumer_ms)  # fmt: skip
         print(f"{row.name:<28}{cells}{_ratio(row, baseline)}", flush=True)
+        if row.half_burst_p50 is not None:
+            print(f"{'':<28}(p50 at half of the burst's rate, median of the rounds: "
+                  f"{row.half_burst_p50:,.1f} ms)")  # fmt: skip
         for index, one in enumerate(row.rounds, 1):
-            cells = _cells(one.saturation, one.producer_rate, one.rate, one.latency,
-                           one.consumer_ms)  # fmt: skip
+            cells = _cells(one.saturation, one.sustainable, one.producer_rate, one.rate,
+                           one.latency, one.consumer_ms)  # fmt: skip
             print(f"{f'  round {index}':<28}{cells}{'':>21}  load {one.load}{_cpu(one)}")
+            for probe in one.probes:
+                lat = probe.latency
+                p50 = f", p50 {lat.p50_ms:,.1f} ms" if lat is not None and lat.measured else ""
+                print(f"{'':<32}search: {probe.verdict.describe()}{p50}")
         problems = [row.note] if row.note else []
         missing = sum(r.latency.missing for r in row.rounds if r.latency is not None)
         if missing:
@@ -500,9 +619,10 @@ def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool
             print(f"    {row.name}: {problem}")
 
 
-def _cells(saturation: float | None, producer: float | None, rate: float | None,
-           lat: load.Latency | None, consumer: float | None) -> str:  # fmt: skip
-    cells = f"{_num(saturation, 14)}{_num(producer, 12)}{_num(rate, 9)}"
+def _cells(saturation: float | None, sustained: float | None, producer: float | None,
+           rate: float | None, lat: load.Latency | None,
+           consumer: float | None) -> str:  # fmt: skip
+    cells = f"{_num(saturation, 10)}{_num(sustained, 12)}{_num(producer, 11)}{_num(rate, 9)}"
     if lat is None or not lat.measured:
         return cells + f"{'-':>9}{'-':>9}{'-':>13}"
     return cells + f"{lat.p50_ms:>9.1f}{lat.p99_ms:>9.1f}" + (
@@ -602,6 +722,30 @@ def target(name: str, figure: str, goal: str, met: bool | None) -> str:
     return f"target {name}: {figure} (goal {goal}): {verdict}"
 
 
+def latency_target(row: JobFigures, goal: str, limit: float, rate: float | None = None) -> str:
+    """The target line of ``row``'s p50. A row that searched says at which rate, which
+    saturation that rate is half of, and beside it the burst's draining rate and the p50 at
+    half of it (the figure judged before the sustainable rate was measured); a row paced at
+    ``--rate`` is not judged against a goal at half of saturation."""
+    lat = row.latency
+    ok = lat is not None and lat.measured > 0 and not row.note
+    if not ok:
+        return target(f"{row.name} end-to-end p50", "-", goal, None)
+    assert lat is not None
+    figure = f"{lat.p50_ms:.1f} ms"
+    met: bool | None = lat.p50_ms <= limit
+    if rate is not None:
+        figure += f" at --rate {rate:g} records/s, not at half of saturation"
+        met = None
+    elif row.sustainable is not None and row.rate is not None:
+        burst = "-" if row.saturation is None else f"{row.saturation:,.0f}"
+        half = "-" if row.half_burst_p50 is None else f"{row.half_burst_p50:,.1f} ms"
+        figure += (f" at {row.rate:,.0f} records/s, half of the maximum sustainable throughput "
+                   f"{row.sustainable:,.0f} records/s (the burst's draining rate: {burst} "
+                   f"records/s; p50 at half of it: {half})")  # fmt: skip
+    return target(f"{row.name} end-to-end p50", figure, goal, met)
+
+
 def peers_engines(args: argparse.Namespace) -> tuple[list[kafka_engines.Engine], list[str]]:
     """The peers' engines that can start here, and why the others cannot."""
     engines: list[kafka_engines.Engine] = []
@@ -644,11 +788,30 @@ def main() -> None:
     parser.add_argument("--interval-ms", type=int, default=1000, help="checkpoint interval")
     parser.add_argument("--rate", type=float, default=None,
                         help="paced records/s for every engine (default: half of undertow "
-                        "AT_LEAST_ONCE's saturation)")  # fmt: skip
+                        "AT_LEAST_ONCE's maximum sustainable throughput, searched per "
+                        "round)")  # fmt: skip
     parser.add_argument("-D", dest="option", action="append", default=[], metavar="KEY=VALUE",
                         help="also run undertow's latency rows with this option")  # fmt: skip
     parser.add_argument("--spin-us", type=float, default=500.0, help="Shopee shape's slow step")
+    parser.add_argument("--weighted", action="store_true", help="run this process and all it "
+                        "starts (broker, workers, peers) in a cgroup of the highest CPU weight "
+                        "(as compare_commits.py --weighted: root, cgroup v1)")  # fmt: skip
     args = parser.parse_args()
+    if args.weighted:
+        if compare_commits.weighted_prefix() is None:
+            raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
+        group = compare_commits.CPU_CGROUP / f"undertow-bench-{os.getpid()}"
+        # all this process's threads; the processes it starts later inherit the group
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        run(args)
+    finally:
+        if args.weighted:
+            compare_commits.release_weight()
+
+
+def run(args: argparse.Namespace) -> None:
+    weighted = "no" if not args.weighted else "yes (cpu.shares 262144)"
     sizes = QUICK if args.quick else FULL
     if args.sections is None:
         args.sections = (
@@ -658,7 +821,7 @@ def main() -> None:
     sections = args.sections.split(",")
     print(f"benchmarks/kafka.py {'--quick' if args.quick else '(full)'} on "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {loadavg()}")  # fmt: skip
+          f"load average {loadavg()}, weighted: {weighted}")  # fmt: skip
     targets: list[str] = []
     with contextlib.ExitStack() as stack:
         bootstrap = os.environ.get("UNDERTOW_KAFKA_BOOTSTRAP")
@@ -697,12 +860,13 @@ def main() -> None:
                         )
                         rows.append(harness.run(engine, alo.rate))
                 pace = (f"{args.rate:g} records/s" if args.rate else
-                        "half of the burst before it")  # fmt: skip
+                        f"half of the sustainable rate found by {sizes.search_steps} search "
+                        f"phases of {sizes.probe_seconds:g} s after the burst")  # fmt: skip
                 print(f"checkpoints every {args.interval_ms} ms; {sizes.rounds} rounds per job "
                       f"of a burst of {sizes.burst_records:,} records and a paced phase of "
-                      f"{sizes.seconds:g} s at {pace} (after undertow AT_LEAST_ONCE, at most "
-                      f"its median rate); p50/p99 over each paced phase after its first second; "
-                      f"a job's row: the medians over its rounds")  # fmt: skip
+                      f"{sizes.seconds:g} s at {pace} (the other rows: at undertow "
+                      f"AT_LEAST_ONCE's median rate); p50/p99 over each paced phase after its "
+                      f"first second; a job's row: the medians over its rounds")  # fmt: skip
                 print_jobs(rows, alo)
             peers, reasons = peers_engines(args)
             if peers or reasons:
@@ -716,16 +880,10 @@ def main() -> None:
                         print_jobs(peer_rows[-1:], alo, header=False)
                 rows += peer_rows
             interval = args.interval_ms
-            for row, goal, limit in ((eo, f"<= {interval + 100} ms", interval + 100),
-                                     (alo, "<= 20 ms at half of saturation", 20)):  # fmt: skip
-                lat = row.latency
-                ok = lat is not None and lat.measured > 0 and not row.note
-                figure = f"{lat.p50_ms:.1f} ms" if ok else "-"  # type: ignore[union-attr]
-                met = (lat.p50_ms <= limit) if ok else None  # type: ignore[union-attr]
-                if row is alo and args.rate is not None and ok:  # paced at --rate: not judged
-                    figure += f" at --rate {args.rate:g} records/s, not at half of saturation"
-                    met = None
-                targets.append(target(f"{row.name} end-to-end p50", figure, goal, met))
+            targets.append(latency_target(eo, f"<= {interval + 100} ms", interval + 100))
+            targets.append(latency_target(alo, "<= 20 ms at half of saturation, saturation = "
+                                          "the maximum sustainable throughput", 20,
+                                          args.rate))  # fmt: skip
             spark_mb = next((r for r in rows if r.name.startswith("Spark micro-batch")), None)
             if spark_mb is not None:
                 ours, theirs = alo.latency, spark_mb.latency

@@ -40,3 +40,36 @@ def test_rounds_without_figures_are_left_out_of_the_medians() -> None:
     row = bench.job_figures("x", rounds, 0, "round 2: ...")
     assert row.saturation == 20_000 and row.latency.p50_ms == 8.0
     assert bench.job_figures("x", [], 0, "could not run").latency is None
+
+
+def _searched(saturation: float, sustainable: float, p50: float, half_burst_p50: float) -> object:
+    verdict = bench.sustain.Verdict(saturation / 2, False, 20.0, 900.0)
+    probe = bench.Probe(verdict, load.Latency(half_burst_p50, half_burst_p50, 1, 100, 0))
+    # the search's later phases: only the first is at half of the burst's rate
+    later = bench.Probe(bench.sustain.Verdict(sustainable, True, 20.0, 20.0),
+                        load.Latency(5.0, 5.0, 5.0, 100, 0))  # fmt: skip
+    latency = load.Latency(p50, p50 * 2, p50, 100, 0)
+    return bench.Round(saturation, None, sustainable / 2, latency, 1.0, "1 1 1", None, None,
+                       sustainable, (probe, later))  # fmt: skip
+
+
+def test_the_row_takes_the_median_sustainable_rate_and_half_burst_p50() -> None:
+    rounds = [_searched(30_000, 6_000, 9.0, 900.0), _searched(34_000, 8_000, 12.0, 1_700.0),
+              _searched(20_000, 4_000, 30.0, 400.0)]  # fmt: skip
+    row = bench.job_figures("undertow AT_LEAST_ONCE", rounds, 0, "")
+    assert (row.sustainable, row.half_burst_p50, row.rate) == (6_000, 900.0, 3_000)
+    assert row.latency.p50_ms == 12.0
+
+
+def test_the_target_line_says_which_saturation_it_is_judged_at() -> None:
+    row = bench.job_figures("undertow AT_LEAST_ONCE", [_searched(30_000, 6_000, 9.0, 900.0)],
+                            0, "")  # fmt: skip
+    line = bench.latency_target(row, "<= 20 ms at half of saturation", 20)
+    assert line.startswith("target undertow AT_LEAST_ONCE end-to-end p50: 9.0 ms at 3,000 ")
+    assert "half of the maximum sustainable throughput 6,000 records/s" in line
+    assert "the burst's draining rate: 30,000 records/s; p50 at half of it: 900.0 ms" in line
+    assert line.endswith(": met")
+    # paced at --rate: not judged
+    assert bench.latency_target(row, "<= 20 ms", 20, rate=500).endswith(": not measured")
+    failed = bench.job_figures("x", [_searched(30_000, 6_000, 25.0, 900.0)], 0, "")
+    assert bench.latency_target(failed, "<= 20 ms", 20).endswith(": missed")

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from undertow.common.serialization import SimpleStringSchema
-from undertow.connectors.kafka.producer_io import DEFAULT_PROGRESS_TOPIC
+from undertow.connectors.kafka.producer_io import DEFAULT_PROGRESS_TOPIC, DeliveryErrors
 from undertow.connectors.kafka.sink_protocol import KafkaSinkError, KafkaWriterState, MarkerKey
 from undertow.connectors.kafka.writer import ExactlyOnceKafkaWriter, KafkaWriter
 from undertow.connectors.sink import DeliveryGuarantee, SinkWriterContext
@@ -266,6 +266,56 @@ def test_a_retried_produce_request_keeps_the_order(guarantee: DeliveryGuarantee)
         del writer  # its producer goes before the cluster
         got = [int(m.value()) for m in read_partition(servers, "out", 0, 300)]
     assert got == list(range(300))
+
+
+class _CountingProducer:
+    """The writer's producer, counting ``poll`` calls (everything else passes through)."""
+
+    def __init__(self, producer: Any) -> None:
+        self.producer, self.polls = producer, 0
+
+    def poll(self, timeout: float = -1) -> int:
+        self.polls += 1
+        return int(self.producer.poll(timeout))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.producer, name)
+
+
+class _CountingErrors(DeliveryErrors):
+    """Delivery reports, counted."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.reports = 0
+
+    def callback(self, err: Any, message: Any) -> None:
+        self.reports += 1
+        super().callback(err, message)
+
+
+def test_at_least_once_serves_the_producer_once_per_batch_and_only_failures() -> None:
+    """A paced record costs each hop its per-call price: the writer polls the producer once
+    per batch the sink operator hands it (not per record), and librdkafka reports only
+    failed deliveries (a report per acknowledged record was a Python callback each); a
+    rejected record still fails the flush (the test above)."""
+    with MockKafkaCluster() as cluster:
+        cluster.create_topic("out", 1)
+        servers = cluster.bootstrap_servers
+        writer = sink(servers, "out", DeliveryGuarantee.AT_LEAST_ONCE).create_writer(Context())
+        assert isinstance(writer, KafkaWriter)
+        counting = _CountingProducer(writer.producer)
+        writer.producer = counting  # type: ignore[assignment]
+        writer.errors = errors = _CountingErrors(writer.where)
+        writer.write_batch([str(i) for i in range(50)], None)
+        assert counting.polls == 1
+        writer.write_batch(["50", "51"], [1_000, 2_000])
+        assert counting.polls == 2
+        writer.flush(False)
+        assert errors.reports == 0
+        del writer, counting  # its producer goes before the cluster
+        got = [int(m.value()) for m in read_partition(servers, "out", 0, 52)]
+    assert got == list(range(52))
 
 
 def test_no_broker_names_the_servers_and_the_timeout() -> None:

@@ -56,6 +56,17 @@ def keep_partition_order(config: dict[str, Any]) -> None:
     config["enable.idempotence"] = True
 
 
+def report_failures_only(config: dict[str, Any]) -> None:
+    """Ask librdkafka for delivery reports of failed records only, unless the user chose.
+
+    The non-transactional writers read a report only to fail on a rejected record
+    (:class:`DeliveryErrors`); a successful one cost a report event and a Python callback per
+    record, served by ``poll``. ``flush`` waits for the acknowledgements either way (it
+    waits for the producer's queue to empty, not for reports). Not for a transactional
+    producer: its commit reports a failed record itself."""
+    config.setdefault("delivery.report.only.error", True)
+
+
 def check_topics(
     producer: Producer, topics: Iterable[str], where: str, bootstrap: str, timeout_s: float
 ) -> None:

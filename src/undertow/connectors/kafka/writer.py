@@ -99,6 +99,7 @@ class _Base(SinkWriter):
             )
         else:
             io.keep_partition_order(self.config)
+            io.report_failures_only(self.config)
         self.producer = Producer(self.config)
         fixed = [self.serializer.topic] if self.serializer.topic is not None else []
         io.check_topics(self.producer, fixed, self.where, sink.bootstrap_servers, self.timeout_s)
@@ -145,8 +146,16 @@ class KafkaWriter(_Base):
         self.wait_for_acks = wait_for_acks
 
     def write(self, element: Any, timestamp: int | None) -> None:
-        for record in self._records(element, timestamp):
-            io.produce(self.producer, record, self.errors)
+        self.write_batch([element], None if timestamp is None else [timestamp])
+
+    def write_batch(self, elements: list[Any], timestamps: list[Any] | None) -> None:
+        """Hand the batch's records to the producer, then serve its callbacks once: a
+        ``poll`` per record cost a call into librdkafka each, and the delivery reports it
+        serves are only failures (:func:`.producer_io.report_failures_only`)."""
+        stamps = timestamps if timestamps is not None else [None] * len(elements)
+        for element, timestamp in zip(elements, stamps):
+            for record in self._records(element, timestamp):
+                io.produce(self.producer, record, self.errors)
         self.producer.poll(0)
         self.errors.raise_if_any()
 

@@ -1,0 +1,114 @@
+"""The maximum sustainable throughput of a job, for benchmarks/kafka.py (issue 28).
+
+**Definition.** Following Karimov et al. ("Benchmarking Distributed Stream Data Processing
+Systems", ICDE 2018), a job sustains an offered rate when it keeps up with it over a phase:
+its lag (records the load generator has sent that are not yet visible at the output) stays
+bounded instead of growing for as long as the rate lasts. The *maximum sustainable
+throughput* is the highest rate it sustains, measured with the load generator producing live
+on the same machine. The Yahoo streaming benchmark and its successors report latency at
+fractions of it. It is lower than the rate at which a job drains a backlog written before (a
+"burst"): a live producer, and records that travel in small batches, cost CPU that a drained
+backlog does not.
+
+**Measurement.** The coordinator samples the lag every few milliseconds during a paced phase
+at rate ``r`` (:class:`LagSample`). :func:`judge` converts it to time (``lag / r``: how far
+behind the output is) and compares the median of the phase's last third with that of its
+first third, after a warm-up second: a job that keeps up shows the same lag in both (its
+latency, give or take the noise of a shared machine); one that does not falls further behind
+at ``1 - capacity / r`` seconds per second, so its last third lies above its first by that
+times the time between them (:data:`SLACK_MS` is the bound).
+:class:`Search` bisects the rate between 0 and the burst's draining rate over a few such
+phases; the sustainable rate is the highest rate judged kept up.
+
+Pure: no I/O, no clock; the coordinator feeds samples and verdicts. Tested in
+tests/benchmarks/test_kafka_sustainable.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: A phase's first second is its warm-up: not judged (the job wakes from the drain before).
+WARM_S = 1.0
+#: Kept up: the last third's median lag is at most SLACK_MS above the first third's. Over the
+#: ~2 s between the thirds of a 4 s phase that catches a rate 5% above what the job sustains
+#: (3% in a 6 s phase); the medians leave out the short stalls of a shared machine.
+SLACK_MS = 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class LagSample:
+    """Seconds since the paced phase began, and records sent but not yet visible then."""
+
+    at_s: float
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a paced phase at ``rate`` kept up, with the lag (as ms behind) of its first and
+    last thirds after the warm-up, which the decision compared."""
+
+    rate: float
+    kept_up: bool
+    early_ms: float
+    late_ms: float
+
+    def describe(self) -> str:
+        word = "kept up" if self.kept_up else "fell behind"
+        return f"{self.rate:,.0f}/s {word} (lag {self.early_ms:,.0f} -> {self.late_ms:,.0f} ms)"
+
+
+def judge(samples: Sequence[LagSample], rate: float) -> Verdict:
+    """Did the job keep up with ``rate`` over the phase ``samples`` were taken in? (module
+    doc). Fewer than 3 samples after the warm-up cannot show a trend: ValueError."""
+    if rate <= 0:
+        raise ValueError(f"a paced phase needs a positive rate, not {rate!r}")
+    judged = sorted((s for s in samples if s.at_s >= WARM_S), key=lambda s: s.at_s)
+    if len(judged) < 3:
+        raise ValueError(
+            f"{len(judged)} lag samples after the {WARM_S:g} s warm-up of a phase at "
+            f"{rate:,.0f} records/s: too few to judge whether the job kept up"
+        )
+    start, end = judged[0].at_s, judged[-1].at_s
+    third = (end - start) / 3
+    first = [s.lag for s in judged if s.at_s <= start + third] or [judged[0].lag]
+    last = [s.lag for s in judged if s.at_s >= end - third] or [judged[-1].lag]
+    early = 1000.0 * statistics.median(first) / rate
+    late = 1000.0 * statistics.median(last) / rate
+    return Verdict(rate, late - early <= SLACK_MS, early, late)
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A bisection of the sustainable rate: ``low`` is the highest rate kept up so far (0:
+    none yet), ``high`` the lowest that fell behind (at the start, the burst's draining
+    rate), ``steps`` the phases still to run. Immutable: :meth:`after` gives the next."""
+
+    low: float
+    high: float
+    steps: int
+
+    @classmethod
+    def start(cls, burst_rate: float, steps: int) -> Search:
+        if burst_rate <= 0 or steps < 1:
+            raise ValueError(
+                f"a search needs a positive burst rate and steps, not {burst_rate!r}, {steps!r}"
+            )
+        return cls(0.0, burst_rate, steps)
+
+    def next_rate(self) -> float | None:
+        """The rate of the next phase (the middle of the bracket), None when done."""
+        return None if self.steps <= 0 else (self.low + self.high) / 2
+
+    def after(self, verdict: Verdict) -> Search:
+        if verdict.kept_up:
+            return Search(max(self.low, verdict.rate), self.high, self.steps - 1)
+        return Search(self.low, min(self.high, verdict.rate), self.steps - 1)
+
+    @property
+    def sustainable(self) -> float | None:
+        """The highest rate kept up (None if none was: below ``high`` / 2**steps)."""
+        return self.low if self.low > 0 else None

@@ -1,0 +1,80 @@
+"""benchmarks/kafka_sustainable.py: how the Kafka benchmark decides that a job kept up with a
+rate, and how it bisects the maximum sustainable throughput, without a broker."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import kafka_sustainable as sustain
+
+
+def _phase(rate: float, capacity: float, seconds: float = 4.0, base_ms: float = 10.0) -> list:
+    """Lag samples every 20 ms of a job with ``capacity`` records/s offered ``rate``: the
+    latency ``base_ms`` in records, plus the backlog that grows while the rate exceeds it."""
+    samples = []
+    for step in range(int(seconds / 0.02)):
+        at = step * 0.02
+        backlog = max(0.0, rate - capacity) * at
+        samples.append(sustain.LagSample(at, int(rate * base_ms / 1000 + backlog)))
+    return samples
+
+
+def test_a_job_whose_lag_stays_level_kept_up() -> None:
+    verdict = sustain.judge(_phase(5_000, 8_000), 5_000)
+    assert verdict.kept_up
+    assert verdict.early_ms == pytest.approx(10, abs=1)
+    assert verdict.late_ms == pytest.approx(10, abs=1)
+
+
+def test_a_job_whose_lag_grows_fell_behind() -> None:
+    # 10% over capacity: 0.1 s further behind per second, about 0.2 s between the thirds
+    verdict = sustain.judge(_phase(8_800, 8_000), 8_800)
+    assert not verdict.kept_up
+    assert verdict.late_ms - verdict.early_ms > 150
+
+
+def test_a_noisy_but_bounded_lag_kept_up() -> None:
+    # a shared machine: every fifth sample 80 ms behind, in both thirds alike
+    samples = [sustain.LagSample(s.at_s, s.lag * (8 if i % 5 == 0 else 1))
+               for i, s in enumerate(_phase(2_000, 8_000))]  # fmt: skip
+    assert sustain.judge(samples, 2_000).kept_up
+
+
+def test_the_warm_up_second_is_not_judged() -> None:
+    # a backlog from the phase before, drained in the first second
+    samples = [sustain.LagSample(s.at_s, s.lag + (5_000 if s.at_s < 1.0 else 0))
+               for s in _phase(2_000, 8_000)]  # fmt: skip
+    assert sustain.judge(samples, 2_000).kept_up
+
+
+def test_too_few_samples_or_no_rate_are_refused() -> None:
+    with pytest.raises(ValueError, match="too few to judge"):
+        sustain.judge([sustain.LagSample(1.5, 3)], 1_000)
+    with pytest.raises(ValueError, match="positive rate"):
+        sustain.judge(_phase(1_000, 2_000), 0)
+
+
+def test_the_search_bisects_to_the_capacity() -> None:
+    search = sustain.Search.start(16_000, steps=4)
+    rates = []
+    while (rate := search.next_rate()) is not None:
+        rates.append(rate)
+        search = search.after(sustain.judge(_phase(rate, 6_100), rate))
+    assert rates == [8_000, 4_000, 6_000, 7_000]
+    assert search.sustainable == 6_000
+
+
+def test_a_search_where_nothing_kept_up_has_no_sustainable_rate() -> None:
+    search = sustain.Search.start(1_000, steps=2)
+    for _ in range(2):
+        rate = search.next_rate()
+        assert rate is not None
+        search = search.after(sustain.Verdict(rate, False, 10, 900))
+    assert search.next_rate() is None
+    assert search.sustainable is None and search.high == 250
+    with pytest.raises(ValueError, match="positive burst rate"):
+        sustain.Search.start(0, 3)
