@@ -35,7 +35,7 @@ from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.control.messages import TriggerSourceCheckpoint
 from undertow.runtime.master.task_gateway import AttemptGateway
 from undertow.runtime.task.checkpointing import SubtaskCheckpointer
-from undertow.runtime.task.snapshot_writer import SnapshotWriter
+from undertow.runtime.task.snapshot_writer import SnapshotWriter, _AckJoin
 from undertow.runtime.worker.control_router import ControlRouter
 from undertow.runtime.worker.task_link import ResponderToMaster
 
@@ -43,7 +43,8 @@ HOPS = (
     "trigger decided", "trigger RPC sent", "worker received trigger", "source mail taken",
     "snapshot taken", "barrier arrived (network)", "barrier taken by task",
     "input side complete", "channel-state file submitted", "channel-state write began",
-    "channel-state file written", "ack sent", "ack received", "completion time taken",
+    "channel-state file written", "state file back on loop", "channel state back on loop",
+    "ack sent", "ack received", "completion time taken",
     "checkpoint completed",
 )  # fmt: skip
 
@@ -134,6 +135,12 @@ def install() -> None:
         record(pending.checkpoint_id, "completion time taken")
 
     _wrap(finalization, "assemble_metadata", before=completion_time)
+
+    def latest(hop: str) -> Callable[..., None]:  # a join knows no checkpoint id: the newest
+        return lambda *a: record(max(events), hop)
+
+    _wrap(_AckJoin, "state_written", before=latest("state file back on loop"))
+    _wrap(_AckJoin, "channel_state_written", before=latest("channel state back on loop"))
     _wrap(ResponderToMaster, "acknowledge", before=lambda self, cid, *a: record(cid, "ack sent"))
     _wrap(
         CheckpointCoordinator,
