@@ -267,25 +267,6 @@ def test_a_large_record_batch_is_cut_by_rows_and_its_rest_is_its_channel_state()
     assert len(pieces) > 5
 
 
-def test_while_a_checkpoint_passes_the_pieces_are_short() -> None:
-    """Hurried by a checkpoint event, a slice hands the head shorter row ranges (the
-    checkpoint's next hop waits for the call in progress); the same cutter, unhurried, longer
-    ones."""
-    g = gate("G", 1)
-    batch = pa.record_batch({"v": list(range(200_000))})
-    Feeder(g.channels[0]).buffer(Buffer(serialize_batch([batch], None)))
-    head = RecordingHead(during=_slow_rows)
-    inputs = processor([g], head, slice_ms=0.25, cut_batches=True)
-    for _ in range(12):  # the cutter learns the cost per row
-        inputs.input_slice()
-    unhurried = [p.num_rows for p in head.records[-4:]]
-    for _ in range(4):
-        inputs.pace.hurry()
-        inputs.input_slice()
-    hurried = [p.num_rows for p in head.records[-4:]]
-    assert max(hurried) * 2 <= max(unhurried), (hurried, unhurried)  # 1 ms against 5 ms
-
-
 def test_without_row_cuts_a_record_batch_goes_whole() -> None:
     """A chain that does not take row ranges (``takes_row_ranges``) gets whole batches."""
     g = gate("G", 1)

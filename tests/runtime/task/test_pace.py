@@ -8,13 +8,7 @@ import socket
 import pytest
 
 from undertow.core.config import Configuration
-from undertow.runtime.task.pace import (
-    HURRY_WINDOW_S,
-    MAX_TURNS_GIVEN,
-    PIECE_WINDOW_S,
-    GiveWay,
-    TaskPace,
-)
+from undertow.runtime.task.pace import HURRY_WINDOW_S, MAX_TURNS_GIVEN, GiveWay, TaskPace
 
 
 class Clock:
@@ -127,12 +121,3 @@ def test_a_socket_that_stays_readable_cannot_starve_a_task() -> None:
         jobmaster.close()  # readable for ever (end of file)
         turns = [give_way.now() for _ in range(2 * (MAX_TURNS_GIVEN + 1))]
         assert turns == ([True] * MAX_TURNS_GIVEN + [False]) * 2
-
-
-def test_calls_over_row_ranges_are_short_within_their_window_after_an_event() -> None:
-    clock = Clock()
-    pace = TaskPace(2, 0.25, clock)
-    assert not pace.short_pieces(clock.now)
-    pace.hurry()
-    assert pace.short_pieces(clock.now + PIECE_WINDOW_S * 0.9)
-    assert not pace.short_pieces(clock.now + PIECE_WINDOW_S * 1.1)

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from undertow.runtime.task.row_cuts import (
     DITHER,
     FIRST_ROWS,
-    HURRIED_MIN_TARGET_S,
     MAX_FIXED_SHARE,
     MAX_STRETCH,
     MIN_ROWS,
@@ -41,17 +40,6 @@ def test_cuts_settle_where_a_call_takes_the_target() -> None:
     cuts = {cutter.rows_for(0.01, 320_000) for _ in range(2)}
     assert cuts == {100_000, int(100_000 * DITHER)}  # every other cut is the shorter one
     assert max(cutter.rows_for(0.00001, 320_000) for _ in range(2)) == int(MIN_TARGET_S / 1e-7)
-
-
-def test_while_a_checkpoint_passes_calls_are_shorter() -> None:
-    """Hurried (within a window after a checkpoint event), a cut aims at the shorter floor:
-    the checkpoint's next hop waits for the call in progress."""
-    cutter = RowCutter()
-    for _ in range(100):
-        cutter.observe(2000, 2000 * 1e-7)
-    normal = max(cutter.rows_for(0.00025, 320_000) for _ in range(2))
-    hurried = max(cutter.rows_for(0.00025, 320_000, hurried=True) for _ in range(2))
-    assert (normal, hurried) == (int(MIN_TARGET_S / 1e-7), int(HURRIED_MIN_TARGET_S / 1e-7))
 
 
 def test_the_fit_tells_the_fixed_cost_from_the_cost_per_row() -> None:

@@ -49,16 +49,13 @@ class CurrentBatch:
         #: is persisted as recovered chunks.
         self.recovered = recovered
 
-    def next_rows(
-        self, cutter: RowCutter, slice_s: float, hurried: bool = False
-    ) -> tuple[list[Any], int]:
+    def next_rows(self, cutter: RowCutter, slice_s: float) -> tuple[list[Any], int]:
         """The next chunk of the record batch at ``position``: the whole batch, or its next
         row range when the rest would overrun ``slice_s`` (``row`` moves past it, back to 0 at
-        the batch's end; the caller moves ``position`` then; ``hurried``: a checkpoint passes,
-        :meth:`RowCutter.rows_for`). Returns the chunk and its rows."""
+        the batch's end; the caller moves ``position`` then). Returns the chunk and its rows."""
         batch = self.values[self.position]
         start, total = self.row, batch.num_rows
-        rows = min(total - start, cutter.rows_for(slice_s, total, hurried))
+        rows = min(total - start, cutter.rows_for(slice_s, total))
         if start == 0 and rows == total:
             return [batch], total
         self.row = 0 if start + rows >= total else start + rows
@@ -77,13 +74,11 @@ class CurrentBatch:
         return batch_chunk(serialize_batch(values, stamps), self.recovered)
 
 
-def emit_source_rows(
-    head: Any, cutter: RowCutter, slice_s: float, cut: tuple[int, int], hurried: bool = False
-) -> int:
+def emit_source_rows(head: Any, cutter: RowCutter, slice_s: float, cut: tuple[int, int]) -> int:
     """Emit the next row range of a source's pending record batch (``cut``: the row it
     reached, its rows) through ``head`` (a ``SourceOperator``), sized by ``cutter`` for
-    ``slice_s`` (``hurried``: a checkpoint passes); returns the rows emitted."""
+    ``slice_s``; returns the rows emitted."""
     row, total = cut
-    rows = min(total - row, cutter.rows_for(slice_s, total, hurried))
+    rows = min(total - row, cutter.rows_for(slice_s, total))
     head.emit_pending_rows(rows)
     return rows

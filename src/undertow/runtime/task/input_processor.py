@@ -212,8 +212,7 @@ class StreamInputProcessor:
         """One slice of network input (see the module docstring)."""
         perf = time.perf_counter
         now = perf()
-        pace = self.pace
-        slice_s = pace.slice_s(now)
+        slice_s = self.pace.slice_s(now)
         deadline = now + slice_s
         head = self.head
         two = self.two_input
@@ -273,7 +272,7 @@ class StreamInputProcessor:
                 k = max(1, min(k, head_room()))
             rows = 0
             if self.cut_batches and type(values[pos]) is pa.RecordBatch:
-                chunk, rows = current.next_rows(self._rows, slice_s, pace.short_pieces(perf()))
+                chunk, rows = current.next_rows(self._rows, slice_s)
                 cstamps = None if stamps is None else [stamps[pos]]
                 if current.row == 0:
                     pos += 1
@@ -351,8 +350,7 @@ class StreamInputProcessor:
         becomes pending), so one call never holds the task longer than the reader takes."""
         perf = time.perf_counter
         now = perf()
-        pace = self.pace
-        slice_s = pace.slice_s(now)
+        slice_s = self.pace.slice_s(now)
         deadline = now + slice_s
         head = self.head
         budget = self.budget
@@ -385,7 +383,7 @@ class StreamInputProcessor:
             cut = head.pending_batch() if self.cut_batches else None
             t0 = perf()
             if cut is not None:  # a record batch: a row range of it (module docstring)
-                rows = emit_source_rows(head, self._rows, slice_s, cut, pace.short_pieces(t0))
+                rows = emit_source_rows(head, self._rows, slice_s, cut)
                 t1 = perf()
                 self._rows.observe(rows, t1 - t0)
                 emitted = 1

@@ -32,16 +32,13 @@ HURRY_WINDOW_S = 0.05
 LONG_SLICE_S = 0.001
 #: Most loop turns a task gives way in a row before it runs a slice anyway.
 MAX_TURNS_GIVEN = 3
-#: How long after the latest checkpoint event calls over row ranges are short (seconds,
-#: ``row_cuts.HURRIED_MIN_TARGET_S``): the checkpoint's next hops wait for the call in progress.
-PIECE_WINDOW_S = 0.02
 
 
 class TaskPace:
     """The slice length for the subtasks of one worker (see the module docstring)."""
 
-    __slots__ = ("_clock", "_data_poller", "_hurried_until", "_pieces_until", "_poller", "events",
-                 "hurried_s", "normal_s")  # fmt: skip
+    __slots__ = ("_clock", "_data_poller", "_hurried_until", "_poller", "events", "hurried_s",
+                 "normal_s")  # fmt: skip
 
     def __init__(
         self, normal_ms: float, hurried_ms: float, clock: Callable[[], float] = time.perf_counter
@@ -54,7 +51,6 @@ class TaskPace:
         self.hurried_s = min(hurried_ms, normal_ms) / 1000.0
         self._clock = clock
         self._hurried_until = 0.0
-        self._pieces_until = 0.0
         self._poller: select.poll | None = None
         self._data_poller: select.poll | None = None
         #: Checkpoint events so far (:meth:`hurry` calls): a busy task gives way once per event.
@@ -82,18 +78,10 @@ class TaskPace:
         self._data_poller.register(fd, select.POLLIN)
 
     def hurry(self) -> None:
-        """A checkpoint event: short slices for the next :data:`HURRY_WINDOW_S` (short calls
-        over row ranges for :data:`PIECE_WINDOW_S`), and the worker's busy tasks give way for
-        a turn (:class:`GiveWay`)."""
-        now = self._clock()
-        self._hurried_until = now + HURRY_WINDOW_S
-        self._pieces_until = now + PIECE_WINDOW_S
+        """A checkpoint event: short slices for the next :data:`HURRY_WINDOW_S`, and the
+        worker's busy tasks give way for a turn (:class:`GiveWay`)."""
+        self._hurried_until = self._clock() + HURRY_WINDOW_S
         self.events += 1
-
-    def short_pieces(self, now: float) -> bool:
-        """Whether a call over a row range started at ``now`` should be short: within
-        :data:`PIECE_WINDOW_S` of the latest checkpoint event."""
-        return now < self._pieces_until
 
     def bytes_waiting(self) -> bool:
         """Bytes wait on the control socket, or, while hurried, on a data socket."""

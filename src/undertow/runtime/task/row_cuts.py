@@ -23,11 +23,6 @@ MIN_ROWS = 64
 #: checkpoint waits for the trigger to reach the source and for the channel state of the
 #: worker's subtasks, not for the call in progress (docs/columnar.md, "Row-range cuts").
 MIN_TARGET_S = 0.005
-#: The same floor while a checkpoint passes on the worker (``rows_for(..., hurried=True)``):
-#: every hop of a checkpoint there (a barrier taken, a channel-state file's write coming back
-#: to send the acknowledgement) waits for the call in progress, so calls are short for
-#: :data:`~.pace.PIECE_WINDOW_S` after each checkpoint event (docs/columnar.md).
-HURRIED_MIN_TARGET_S = 0.001
 #: Largest share of a call the fixed cost may take: a cut has at least the rows that make it so.
 MAX_FIXED_SHARE = 0.1
 #: Longest call amortising may make, in targets: a noisy fit can take a fixed cost for
@@ -94,18 +89,17 @@ class RowCutter:
         self.fixed_s = fixed
         self.per_row_s = (mean_t - fixed) / mean_n
 
-    def rows_for(self, target_s: float, total: int, hurried: bool = False) -> int:
+    def rows_for(self, target_s: float, total: int) -> int:
         """Rows of the next cut of a batch of ``total`` rows: about ``target_s`` (or
-        :data:`MIN_TARGET_S`, :data:`HURRIED_MIN_TARGET_S` while ``hurried``) of calling time,
-        or more to amortise the fixed cost, at least :data:`MIN_ROWS`; every other cut of a
-        batch that is cut takes :data:`DITHER` of that."""
+        :data:`MIN_TARGET_S`) of calling time, or more to amortise the fixed cost, at least
+        :data:`MIN_ROWS`; every other cut of a batch that is cut takes :data:`DITHER` of that."""
         per_row = self.per_row_s
         if per_row is None:
             return max(MIN_ROWS, FIRST_ROWS)
         if per_row <= 0:
             return max(MIN_ROWS, total)
         fixed = self.fixed_s
-        target = max(target_s, HURRIED_MIN_TARGET_S if hurried else MIN_TARGET_S)
+        target = max(target_s, MIN_TARGET_S)
         amortise = fixed * (1 - MAX_FIXED_SHARE) / (MAX_FIXED_SHARE * per_row)
         longest = MAX_STRETCH * target - fixed
         if longest > 0:
