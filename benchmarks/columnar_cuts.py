@@ -10,7 +10,11 @@ completed checkpoints' duration p50/p90/max (trigger to last acknowledgement, fr
 JobMaster's console line) and the rows/s, with cuts and without; the last line is the issue's
 target (unaligned checkpoint p50 <= 20 ms on the batch job under backpressure).
 
-Usage: ``python benchmarks/columnar_cuts.py [--rows 400000] [--batch-rows 20000] [--row-us 25]``
+``--probe`` also prints where the checkpoints with cuts spent their time, hop by hop
+(:mod:`checkpoint_hops`).
+
+Usage: ``python benchmarks/columnar_cuts.py [--rows 400000] [--batch-rows 20000] [--row-us 25]
+[--probe]``
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import tempfile
 import time
 from typing import Any
 
+import checkpoint_hops
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,6 +80,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=400_000)
     parser.add_argument("--batch-rows", type=int, default=20_000)
     parser.add_argument("--row-us", type=float, default=25.0)
+    parser.add_argument("--probe", action="store_true", help="print the hops of a checkpoint")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     print(
@@ -82,7 +88,12 @@ def main() -> None:
     )
     p50 = {}
     for cuts in (True, False):
-        durations, rate = run(args.rows, args.batch_rows, args.row_us / 1e6, cuts)
+        if args.probe and cuts:
+            checkpoint_hops.install()
+        try:
+            durations, rate = run(args.rows, args.batch_rows, args.row_us / 1e6, cuts)
+        finally:
+            checkpoint_hops.uninstall()
         if not durations:
             print(f"{'on' if cuts else 'off':<10}{0:>12}")
             continue
@@ -95,6 +106,8 @@ def main() -> None:
         print(f"{'on' if cuts else 'off':<10}{len(durations):>12}{p50[cuts]:>9.0f}{p90:>9.0f}"
               f"{max(durations):>9}{rate:>10.0f}")  # fmt: skip
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if args.probe:
+        print(checkpoint_hops.table())
     if True in p50:
         met = "met" if p50[True] <= 20 else "missed"
         print(f"target unaligned-p50-with-row-cuts: {p50[True]:.0f} ms (goal 20 ms): {met}")

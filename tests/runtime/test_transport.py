@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -381,5 +382,30 @@ def test_local_and_remote_channels_in_one_environment() -> None:
         assert local[-1] == remote[-1] == Marker("eos")
         assert sorted(local[:-1] + remote[:-1]) == list(range(10))
         await _close(a, b)
+
+    _run(main)
+
+
+def test_data_sockets_are_the_connections_to_peer_workers() -> None:
+    """What the task pace watches while a checkpoint passes: a socket per peer, which the
+    peer's bytes make readable."""
+
+    async def main() -> None:
+        a, b = _worker(0), _worker(1)
+        assert a.env.data_sockets() == []
+        await _connect(a, b)
+        try:
+            (fd,) = a.env.data_sockets()
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            b.env.connections[0].send_credit(7, 1)
+            for _ in range(100):
+                if poller.poll(10):
+                    break
+            else:
+                raise AssertionError("the peer's bytes never made the data socket readable")
+        finally:
+            a.env.close()
+            b.env.close()
 
     _run(main)

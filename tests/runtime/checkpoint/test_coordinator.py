@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from undertow.runtime.checkpoint.barrier import SnapshotType
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
 from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointFailureReason
+from undertow.runtime.checkpoint.metadata import decode_metadata
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.master.checkpoint_stats import CheckpointStatsTracker, CheckpointStatus
 from undertow.testing.coordinator import CoordinatorUnderTest, in_memory_coordinator
@@ -346,3 +348,43 @@ def test_without_checkpoints_after_tasks_finish_a_finished_task_ends_checkpointi
         coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
 
     run(with_final_checkpoints)
+
+
+class _Enumerator:
+    def snapshot_state(self, checkpoint_id: int) -> list[str]:
+        return [f"split-{checkpoint_id}"]
+
+
+def test_the_enumerators_state_is_written_while_the_tasks_take_their_part() -> None:
+    """Started at the trigger, not after the last acknowledgement: the completion then waits
+    for no write of its own but ``_metadata``'s (written once, read back by the restore)."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, storage = kit.coordinator, kit.storage
+        [source] = [v.id for v in coordinator.graph.vertices if v.is_source]
+        kit.gateway.source_enumerators = {source: _Enumerator()}
+        steps: list[str] = []
+        write_file = storage.write_file
+
+        def recording_write(checkpoint_id: int, name: str, data: bytes) -> Any:
+            steps.append(f"write {name}")
+            return write_file(checkpoint_id, name, data)
+
+        storage.write_file = recording_write  # type: ignore[method-assign]
+        coordinator.start()
+        kit.clock.advance(100)
+        for _ in range(200):  # the executor's thread writes it
+            if steps:
+                break
+            await asyncio.sleep(0.005)
+        steps.append("acknowledged")
+        kit.acknowledge_all(1)
+        await coordinator.finish_completing()
+        assert steps == [f"write enumerator-v{source}.state", "acknowledged"]
+        meta = decode_metadata(
+            storage.read_metadata(1), b"k" * 32, "chk-1", expected_checkpoint_id=1
+        )
+        assert set(meta.coordinators) == {source}
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario)

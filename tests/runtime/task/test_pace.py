@@ -1,4 +1,5 @@
-"""TaskPace: short slices for a while after each checkpoint event, normal ones otherwise."""
+"""TaskPace: short slices for a while after each checkpoint event, normal ones otherwise; a
+busy task gives way to checkpoint work (GiveWay)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import socket
 import pytest
 
 from undertow.core.config import Configuration
-from undertow.runtime.task.pace import HURRY_WINDOW_S, TaskPace
+from undertow.runtime.task.pace import HURRY_WINDOW_S, MAX_TURNS_GIVEN, GiveWay, TaskPace
 
 
 class Clock:
@@ -66,3 +67,57 @@ def test_bytes_waiting_on_the_watched_socket_hurry_the_pace() -> None:
         assert pace.slice_s(clock.now) == pytest.approx(0.00025)
         clock.now += HURRY_WINDOW_S
         assert pace.slice_s(clock.now) == pytest.approx(0.002)
+
+
+def test_a_busy_task_gives_way_once_per_checkpoint_event() -> None:
+    pace = TaskPace(2, 0.25, Clock())
+    give_way = GiveWay(pace)
+    assert not give_way.now()
+    pace.hurry()
+    assert give_way.now() and not give_way.now()
+    pace.hurry()
+    pace.hurry()  # two events before the task's turn: one turn covers both
+    assert give_way.now() and not give_way.now()
+
+
+def test_bytes_waiting_take_two_turns_after_a_long_slice_only() -> None:
+    ours, jobmaster = socket.socketpair()
+    with ours, jobmaster:
+        pace = TaskPace(2, 0.25, Clock())
+        pace.watch(ours.fileno())
+        give_way = GiveWay(pace)
+        jobmaster.send(b"trigger checkpoint 7")
+        assert not give_way.now()  # after a short slice the bytes wait for the next one
+        give_way.long_slice = True
+        assert give_way.now()  # the transport reads them
+        ours.recv(100)
+        assert give_way.now()  # the stream's reader hands them on
+        assert not give_way.now()
+
+
+def test_data_sockets_are_watched_while_hurried_only() -> None:
+    ours, peer = socket.socketpair()
+    with ours, peer:
+        clock = Clock()
+        pace = TaskPace(2, 0.25, clock)
+        pace.watch_data(ours.fileno())
+        give_way = GiveWay(pace)
+        give_way.long_slice = True
+        peer.send(b"a buffer")
+        assert not pace.bytes_waiting() and not give_way.now()
+        pace.hurry()
+        assert pace.bytes_waiting()
+        clock.now += HURRY_WINDOW_S * 2
+        assert not pace.bytes_waiting()
+
+
+def test_a_socket_that_stays_readable_cannot_starve_a_task() -> None:
+    ours, jobmaster = socket.socketpair()
+    with ours, jobmaster:
+        pace = TaskPace(2, 0.25, Clock())
+        pace.watch(ours.fileno())
+        give_way = GiveWay(pace)
+        give_way.long_slice = True
+        jobmaster.close()  # readable for ever (end of file)
+        turns = [give_way.now() for _ in range(2 * (MAX_TURNS_GIVEN + 1))]
+        assert turns == ([True] * MAX_TURNS_GIVEN + [False]) * 2

@@ -335,6 +335,7 @@ class CheckpointCoordinator:
         self.finalizer.prefetch_key()
         enumerators = self.gateway.enumerators()
         enumerator_states = {vid: e.snapshot_state(cid) for vid, e in enumerators.items()}
+        self.finalizer.start_enumerator_writes(cid, enumerator_states)
         props = PendingProps(barrier, enumerator_states, savepoint, plan.finished, plan.trigger)
         if future is not None:
             self.savepoints.triggered(cid, future)
@@ -408,6 +409,7 @@ class CheckpointCoordinator:
         if pending is None:
             return
         acknowledged = pending.abort(reason)
+        self.finalizer.forget(cid)
         self.listener(Aborted(cid, self.clock.now_ms(), reason, message or reason.message))
         log.info("checkpoint %d of job %s aborted: %s %s", cid, self.job_id, reason.name, detail)
         if notify:

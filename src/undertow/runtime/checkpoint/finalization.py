@@ -3,9 +3,9 @@
 Flink's ``Checkpoints`` (metadata I/O) and ``PendingCheckpoint.finalizeCheckpoint``, out of the
 coordinator shell: :func:`assemble_metadata` and :func:`completion_line` are pure;
 :class:`CheckpointFinalizer` does the I/O, each blocking write on the running loop's executor
-(the enumerators' states, then ``_metadata`` committed into ``chk-<n>`` or exported to a
-savepoint's directory). What the store then retains is :mod:`.retention`'s, and telling the
-tasks and listeners stays in the shell.
+(the enumerators' states, started at the trigger, then ``_metadata`` committed into
+``chk-<n>`` or exported to a savepoint's directory). What the store then retains is
+:mod:`.retention`'s, and telling the tasks and listeners stays in the shell.
 
 Threading: :meth:`CheckpointFinalizer.finalize` and :meth:`~CheckpointFinalizer.prefetch_key`
 run on the JobMaster's loop; several finalisations may overlap (one per checkpoint id).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from undertow.core.units import human_bytes
 from undertow.graph.job_graph import JobGraph
@@ -154,6 +154,31 @@ class CheckpointFinalizer:
         self.metadata_max_size = settings.metadata_max_size
         self.clock = clock
         self._topology = SubtaskTopology.of(graph)
+        #: The enumerators' state writes of pending checkpoints, started at their trigger.
+        self._enumerator_writes: dict[int, dict[int, asyncio.Future[FileHandle]]] = {}
+
+    def start_enumerator_writes(self, cid: int, states: Mapping[int, Any]) -> None:
+        """Start writing checkpoint ``cid``'s enumerator ``states`` (taken at its trigger) on
+        the executor now, while its tasks take their part: :meth:`finalize` then only awaits
+        them, and the completion does not wait for a write after the last acknowledgement
+        (Flink keeps coordinator state inline in ``_metadata`` for the same reason). A
+        failure is met by :meth:`finalize`; a checkpoint aborted meanwhile is
+        :meth:`forget` -ed (a write landing in its discarded directory is swept as an orphan,
+        as a task's late file is)."""
+        loop = asyncio.get_running_loop()
+        writes = {}
+        for vid, state in states.items():
+            data = serialize_object(state)
+            write = loop.run_in_executor(
+                None, self.storage.write_file, cid, f"enumerator-v{vid}.state", data
+            )
+            write.add_done_callback(_retrieve)  # an aborted checkpoint's failure is no news
+            writes[vid] = write
+        self._enumerator_writes[cid] = writes
+
+    def forget(self, cid: int) -> None:
+        """Checkpoint ``cid`` was aborted: its enumerator writes are not awaited."""
+        self._enumerator_writes.pop(cid, None)
 
     def prefetch_key(self) -> None:
         """Start loading (or creating) the metadata key on the executor if it is not loaded:
@@ -184,12 +209,12 @@ class CheckpointFinalizer:
         directory. Raises what the storage or the encoding raised (the shell aborts it)."""
         cid = pending.checkpoint_id
         loop = asyncio.get_running_loop()
+        if cid not in self._enumerator_writes:
+            self.start_enumerator_writes(cid, pending.props.enumerators)
+        writes = self._enumerator_writes.pop(cid)
         coordinators: dict[int, FileHandle | None] = {}
-        for vid, state in pending.props.enumerators.items():
-            data = serialize_object(state)
-            coordinators[vid] = await loop.run_in_executor(
-                None, self.storage.write_file, cid, f"enumerator-v{vid}.state", data
-            )
+        for vid, write in writes.items():
+            coordinators[vid] = await write
         meta = assemble_metadata(self.job_id, self.graph, self._topology, pending, coordinators,
                                  self.properties(pending), self.clock.now_ms())  # fmt: skip
         payload = encode_metadata(meta, await self._metadata_key(), self.metadata_max_size)
@@ -201,3 +226,8 @@ class CheckpointFinalizer:
         else:
             pointer = await loop.run_in_executor(None, self.storage.commit_metadata, cid, payload)
         return Finalized(meta, pointer, len(payload))
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -293,6 +293,12 @@ class NetworkEnvironment:
                 _RemoteConsumerLink(self.connections[producer_worker], channel_id)
             )
 
+    def data_sockets(self) -> list[int]:
+        """The file descriptors of the connections to peer workers (after ``connect_peers``):
+        the task pace watches them for bytes waiting while a checkpoint passes."""
+        sockets = (conn.writer.get_extra_info("socket") for conn in self.connections.values())
+        return [sock.fileno() for sock in sockets if sock is not None]
+
     def subpartition(self, channel_id: int, peer: str) -> ResultSubpartition:
         try:
             return self.subpartitions[channel_id]

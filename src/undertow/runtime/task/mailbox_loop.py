@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from undertow.core.errors import JobCancelledError
 from undertow.runtime.network.partition import ResultPartition
-from undertow.runtime.task.pace import TaskPace
+from undertow.runtime.task.pace import LONG_SLICE_S, GiveWay, TaskPace
 from undertow.runtime.task.task_statistics import TaskTimeAccounting
 
 
@@ -86,6 +86,8 @@ class MailboxLoop:
         #: Whether a barrier blocks an input channel now (set by the task): a wait for input
         #: then is alignment, not starvation (see :class:`TaskTimeAccounting`).
         self.input_blocked: Callable[[], bool] = _false
+        #: Whether the next slice waits a loop turn for checkpoint work (:class:`GiveWay`).
+        self.give_way = GiveWay(pace)
 
     # -- mails -----------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -135,7 +137,8 @@ class MailboxLoop:
         priority: Callable[[], None] | None = None,
     ) -> None:
         """Run mails, deferred work and ``priority`` (priority events, ahead of data), then
-        one slice of ``action`` when it is ``ready`` and the output is available; yield to the
+        one slice of ``action`` when it is ``ready`` and the output is available (a turn
+        later when it gives way to checkpoint work, :class:`~.pace.GiveWay`); yield to the
         event loop after every slice; return once ``done`` and no mail is queued: work a mail
         continues in later mails (a snapshot's pickling, whose ``then`` acknowledges the
         checkpoint) ends before the phase does, since nothing runs mails after the last phase
@@ -143,6 +146,8 @@ class MailboxLoop:
         wake = self._wake
         accounting = self.time_accounting
         output_available = self.output_available
+        give_way = self.give_way
+        perf = time.perf_counter
         while True:
             self.run_mails()
             if self._when_available and output_available():
@@ -155,7 +160,12 @@ class MailboxLoop:
                 return
             held = self._input_holds > 0
             if not held and ready() and output_available():
+                if give_way.now():  # checkpoint work queued on the loop goes first
+                    await asyncio.sleep(0)
+                    continue
+                started = perf()
                 action()
+                give_way.long_slice = perf() - started >= LONG_SLICE_S
                 await asyncio.sleep(0)
                 continue
             wake.clear()

@@ -204,6 +204,9 @@ class Worker:
         )  # fmt: skip
         try:
             await self.builder.deploy(deploy)
+            if hasattr(select, "poll"):
+                for fd in self.env.data_sockets():  # a barrier read from them goes first
+                    self.pace.watch_data(fd)
         finally:
             self.config = self.builder.config  # the job's, also after a failed deploy
             self.settings = self.builder.settings
