@@ -37,7 +37,7 @@ batches = st.lists(st.tuples(st.integers(0, 30), st.sampled_from([0, 10, 20, 30]
 steps = st.lists(st.one_of(batches, st.sampled_from([0, 10, 20, 30])), max_size=25)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(plan=steps, forget=st.sampled_from([0, 4096]))
 def test_every_slot_is_the_tables_slot_of_its_key_and_window(plan: list[Any], forget: int) -> None:
     # an int step removes that window's slots (as a window that fired and expired)
@@ -109,3 +109,36 @@ def test_keys_that_stopped_coming_are_forgotten() -> None:
         index.removed(drop, n)
         # forgotten: the window's last key is new again (id 0), not the 5,000th known
         assert index.key_ids(pa.array([(window + 1) * 5000 - 1])).tolist() == [0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=st.lists(st.lists(st.one_of(st.integers(-40, 40), st.integers(-(2**62), 2**62)),
+                                 min_size=1, max_size=15), min_size=1, max_size=8))  # fmt: skip
+def test_a_key_keeps_its_id_whether_ids_come_from_the_lookup_table_or_index_in(
+    batches: list[list[int]],
+) -> None:
+    index, ids_of = WindowSlotIndex(MAX_PARALLELISM), {}
+    for batch in batches:
+        ids = index.key_ids(pa.array(batch, pa.int64())).tolist()
+        for key, key_id in zip(batch, ids):
+            assert ids_of.setdefault(key, key_id) == key_id
+        assert sorted(set(ids_of.values())) == list(range(len(ids_of)))
+
+
+def test_dense_integer_keys_take_their_ids_from_a_lookup_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = WindowSlotIndex(MAX_PARALLELISM)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("index_in hashed dense integer keys")
+
+    monkeypatch.setattr(window_slots.pc, "index_in", refuse)
+    first = index.key_ids(pa.array(np.arange(10_000) % 7_000 + 500))
+    again = index.key_ids(pa.array(np.arange(-20, 10_000, 3)))  # below the table: it grows
+    monkeypatch.undo()
+    assert first[:3].tolist() == [0, 1, 2] and again[2_340] == first[6_500]  # key 7,000
+    # keys spread far wider than their number: index_in from then on, the same ids
+    wide = index.key_ids(pa.array([2**40, 501, 2**40]))
+    assert wide[1] == first[1] and wide[0] == wide[2] == len(set(range(500, 7_500)) | set(
+        range(-20, 10_000, 3)))  # fmt: skip

@@ -1,7 +1,8 @@
 """Vectorised slots of (key, window start) pairs for the batch windows of one key column.
 
 :class:`WindowSlotIndex` is a cache in front of a ``ColumnarKeyedTable``'s dict: each key value
-gets a key id (``pyarrow.compute.index_in`` against the known keys), each open window start a
+gets a key id (a lookup table for dense integer keys, else ``pyarrow.compute.index_in``
+against the known keys), each open window start a
 numpy array ``key id -> slot``; only pairs it does not know go to ``table.slots_for``, with
 their key groups computed for the column at once.
 
@@ -24,6 +25,9 @@ from undertow.state.key_groups_arrow import key_groups
 #: Known keys beyond twice the table's slots (plus this) are forgotten at the next removal:
 #: keys that stopped coming (one per session, say) must not grow the cache forever.
 FORGET_ABOVE = 4096
+#: Integer keys use a lookup table while their values span at most this many more than four
+#: times their number (a table of 8 bytes a value); wider, ``pyarrow.compute.index_in``.
+DIRECT_SPAN = 1 << 16
 
 
 class WindowSlotIndex:
@@ -37,21 +41,64 @@ class WindowSlotIndex:
         self._groups = np.zeros(0, dtype=np.int64)
         #: Window start -> slot per key id (-1: none yet); at least ``len(_known)`` long.
         self._windows: dict[int, np.ndarray] = {}
+        #: Signed integer keys: key id by ``value - _base`` (-1: none), while they are dense.
+        self._direct = False
+        self._lookup: np.ndarray | None = None
+        self._base = 0
 
     def key_ids(self, keys: pa.Array) -> np.ndarray:
         """The key id of every row of ``keys`` (new values get new ids). ``keys`` has no
         nulls (the caller checked)."""
         if self._known is None:
             self._known = pa.array([], type=keys.type)
+            self._direct = pa.types.is_signed_integer(keys.type)
+        if self._direct:
+            ids = self._direct_ids(keys)
+            if ids is not None:
+                return ids
         ids = pc.index_in(keys, value_set=self._known)
         if ids.null_count:
-            fresh = pc.unique(keys.filter(pc.is_null(ids)))
-            self._known = pa.concat_arrays([self._known, fresh])
-            groups = key_groups(pa.record_batch([fresh], names=["k"]), ["k"],
-                                self.max_parallelism)  # fmt: skip
-            self._groups = np.concatenate([self._groups, groups])
+            self._learn(pc.unique(keys.filter(pc.is_null(ids))))
             ids = pc.index_in(keys, value_set=self._known)
         return ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+    def _learn(self, fresh: pa.Array) -> None:
+        """New key values get the next ids, and their key groups."""
+        assert self._known is not None
+        self._known = pa.concat_arrays([self._known, fresh.cast(self._known.type)])
+        groups = key_groups(pa.record_batch([fresh], names=["k"]), ["k"], self.max_parallelism)
+        self._groups = np.concatenate([self._groups, groups])
+
+    def _direct_ids(self, keys: pa.Array) -> np.ndarray | None:
+        """Signed integer keys whose values span a range not much wider than their number:
+        ids from a lookup table indexed by ``value - base``, no hashing. None (and index_in
+        from then on) once the keys spread wider than that."""
+        values = keys.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        low, high = int(values.min()), int(values.max())
+        table, base = self._lookup, self._base
+        if table is None or low < base or high >= base + len(table):
+            low, high = (
+                (low, high) if table is None else (min(low, base), max(high, base + len(table) - 1))
+            )
+            span = high - low + 1
+            assert self._known is not None
+            if span > DIRECT_SPAN + 4 * (len(self._known) + len(values)):
+                self._direct, self._lookup = False, None
+                return None
+            grown = np.full(span, -1, dtype=np.int64)
+            if table is not None:
+                grown[base - low : base - low + len(table)] = table
+            table, base = self._lookup, self._base = grown, low
+        ids = table[values - base]
+        missing = ids < 0
+        if missing.any():
+            fresh = np.unique(values[missing])
+            assert self._known is not None
+            first = len(self._known)
+            self._learn(pa.array(fresh))
+            table[fresh - base] = np.arange(first, first + len(fresh))
+            ids = table[values - base]
+        return ids
 
     def slots(self, table: ColumnarKeyedTable, keys: pa.Array, starts: np.ndarray) -> np.ndarray:
         """The table slot of every row's ``(keys[i], starts[i])``, new slots for new pairs."""
@@ -100,3 +147,4 @@ class WindowSlotIndex:
         self._windows = windows
         if self._known is not None and len(self._known) > FORGET_ABOVE + 2 * int(keep.sum()):
             self._known, self._groups, self._windows = None, np.zeros(0, np.int64), {}
+            self._lookup = None
