@@ -47,3 +47,10 @@ def test_stamps_are_milliseconds_of_the_creation_time() -> None:
     created = out.column("created").to_pylist()
     assert len(set(created)) == 1 and created[0] > 1_700_000_000_000
     assert out.column("k").to_pylist() == [0, 1, 2] and paced.seen == 3
+
+
+def test_the_sink_rate_runs_from_the_first_creation_to_the_last_arrival() -> None:
+    # 3,000 rows created from t = 1,000 ms; the last arrives at 2,500 + 500 = 3,000 ms
+    stamps, latencies = np.array([1000.0, 2500.0, 2000.0]), np.array([100.0, 500.0, 50.0])
+    rate = columnar_latency.sink_rate(stamps, latencies, np.array([1000.0, 1000.0, 1000.0]))
+    assert rate == 1500.0
