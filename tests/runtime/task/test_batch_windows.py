@@ -289,3 +289,12 @@ def test_a_batch_of_known_keys_and_windows_takes_its_slots_from_the_cache(
         monkeypatch.undo()
         harness.process_watermark(MAX_WATERMARK)
         assert _results(harness) == {(1, 0): 11, (2, 0): 11, (1, 10): 11}
+
+
+def test_a_null_key_is_an_error_naming_the_operator_and_the_column() -> None:
+    batch = pa.RecordBatch.from_pydict({"k": pa.array([1, None], pa.int64()),
+                                        "t": pa.array([1, 2], pa.int64()),
+                                        "v": pa.array([1, 1], pa.int64())})  # fmt: skip
+    error = r"Window Batch.*key column 'k' has 1 null"
+    with _windows("sum", "v", 10, 10) as (_, harness), pytest.raises(BatchError, match=error):
+        harness.process_element(batch)
