@@ -4,6 +4,7 @@ the warm-up, and paced stamps that keep the schedule when the source falls behin
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +55,11 @@ def test_the_sink_rate_runs_from_the_first_creation_to_the_last_arrival() -> Non
     stamps, latencies = np.array([1000.0, 2500.0, 2000.0]), np.array([100.0, 500.0, 50.0])
     rate = columnar_latency.sink_rate(stamps, latencies, np.array([1000.0, 1000.0, 1000.0]))
     assert rate == 1500.0
+
+
+def test_a_batch_that_comes_before_it_is_due_is_stamped_now_not_in_the_future() -> None:
+    paced = columnar_latency.PacedStamps(rate=1.0)
+    before = time.time() * 1000
+    paced.map_batches(pa.record_batch({"value": np.arange(5)}))  # due at once
+    out = paced.map_batches(pa.record_batch({"value": np.arange(5)}))  # due in 5 s
+    assert before - 1 <= out.column("created")[0].as_py() <= time.time() * 1000
