@@ -16,7 +16,10 @@ checkpoints every second, run to the end of ``--rows`` numbers, five ways in one
   checkpoint location (Spark checkpoints every micro-batch), ``local[2]``; best of a few batch
   sizes, rows/s over the micro-batches' own durations after the first (Spark's start and
   first code generation are not counted);
-- Spark, pandas UDF: the same query with ``applyInPandasWithState`` keeping the sums.
+- Spark, pandas UDF: the same query with ``applyInPandasWithState`` keeping the sums;
+- per-row latency of the columnar job (benchmarks/columnar_latency.py: rows stamped at the
+  source, measured at the sink), p50/p99 paced at the Spark native rate of this run and at
+  saturation, beside Spark's micro-batch durations (a row waits at least its micro-batch).
 
 Prints the load average at the start and the end (the machine is shared: figures move with
 it), a table with ratios, and LAST one line per target::
@@ -48,9 +51,12 @@ from undertow.datastream.connectors import DiscardingSink
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import columnar_latency
 import record_vs_loop
 
 CHECKPOINTS = {"execution.checkpointing.interval": "1 s"}
+#: Spark native's micro-batch durations (ms) by rows per micro-batch, of the last query run.
+SPARK_BATCH_MS: dict[int, list[int]] = {}
 
 
 def _load() -> str:
@@ -170,6 +176,8 @@ def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str)
     done = sum(p["numInputRows"] for p in progress)
     durations = [p["durationMs"]["triggerExecution"] for p in progress]
     print(f"    micro-batches of {per_batch:,} rows took {durations} ms")
+    if not pandas_udf:
+        SPARK_BATCH_MS[per_batch] = durations
     return done / (sum(durations) / 1000.0)
 
 
@@ -181,6 +189,8 @@ def main() -> None:
     parser.add_argument("--spark-batches", default="1000000,4000000,8000000")
     parser.add_argument("--pandas-rows", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3, help="record path against the loop")
+    parser.add_argument("--latency-seconds", type=float, default=10.0)
+    parser.add_argument("--latency-warmup-ms", type=float, default=2000.0)
     args = parser.parse_args()
     print(f"load average at start: {_load()} (shared machine: figures move with the load)")
     workdir = tempfile.mkdtemp(prefix="columnar-bench-")
@@ -216,6 +226,10 @@ def main() -> None:
         except Exception as err:
             print(f"  Spark pandas UDF not measured: {type(err).__name__}: {err}"[:300])
         spark.stop()
+        latency_target = columnar_latency.report(
+            native[best], results["undertow columnar"], args.latency_seconds,
+            args.latency_warmup_ms, args.batch_rows, workdir, CHECKPOINTS, SPARK_BATCH_MS[best],
+        )  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     spark_native = native[best]
@@ -234,6 +248,7 @@ def main() -> None:
           f"{'met' if columnar >= 1.0 else 'missed'}")  # fmt: skip
     print(f"target record-path-vs-bare-loop: {record.cpu_ratio:.2f}x CPU per record (goal 0.7x): "
           f"{'met' if record.cpu_ratio >= 0.7 else 'missed'}")  # fmt: skip
+    print(latency_target)
 
 
 if __name__ == "__main__":

@@ -71,16 +71,35 @@ class ColumnarKeyedTable:
     def num_slots(self) -> int:
         return len(self.keys)
 
-    def slots_for(self, keys: Iterable[Any]) -> np.ndarray:
-        """The slot of each key (distinct keys, as Python values), new slots for new keys."""
-        slots = self.slots
-        out = []
-        for key in keys:
-            slot = slots.get(key)
-            if slot is None:
-                slot = self._add(key)
-            out.append(slot)
-        return np.asarray(out, dtype=np.int64)
+    def slots_for(self, keys: Iterable[Any], key_groups: np.ndarray | None = None) -> np.ndarray:
+        """The slot of each key (distinct keys, as Python values), new slots for new keys.
+
+        ``key_groups``, if given, holds each key's key group (one entry per key, as
+        :func:`~undertow.state.key_groups_arrow.key_groups` computes them for a column):
+        new keys then take theirs from it instead of hashing each key in Python."""
+        if key_groups is None:
+            slots = self.slots
+            out = []
+            for key in keys:
+                slot = slots.get(key)
+                if slot is None:
+                    slot = self._add(key)
+                out.append(slot)
+            return np.asarray(out, dtype=np.int64)
+        listed = list(keys)
+        get = self.slots.get
+        found = np.fromiter((get(key, -1) for key in listed), np.int64, len(listed))
+        new = np.flatnonzero(found < 0)
+        if len(new):
+            first = len(self.keys)
+            while first + len(new) > self._capacity:
+                self._grow()
+            fresh = [listed[i] for i in new.tolist()]
+            self.slots.update(zip(fresh, range(first, first + len(fresh))))
+            self.keys.extend(fresh)
+            self.key_groups[first : first + len(fresh)] = key_groups[new]
+            found[new] = np.arange(first, first + len(fresh))
+        return found
 
     def add_accumulator(self, accumulator: Accumulator) -> None:
         """A new accumulator column, every slot at its initial value (a keyed batch process

@@ -272,3 +272,29 @@ def test_batch_mode_fires_open_processing_time_windows_at_the_end_of_input() -> 
             harness.process_element(_batch([(1, 0, 3)]))
             harness.finish()
             assert [r for b in harness.extract_output_values() for r in b.to_pylist()] == fired
+
+
+def test_a_batch_of_known_keys_and_windows_takes_its_slots_from_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with _windows("sum", "v", 10, 10) as (op, harness):
+        harness.process_element(_batch([(1, 3, 1), (2, 4, 1), (1, 15, 1)]))
+        assert op.table is not None
+
+        def refuse(*args: Any) -> Any:
+            raise AssertionError("the table's dict was asked for a known (key, window)")
+
+        monkeypatch.setattr(op.table, "slots_for", refuse)
+        harness.process_element(_batch([(2, 5, 10), (1, 16, 10), (1, 6, 10)]))
+        monkeypatch.undo()
+        harness.process_watermark(MAX_WATERMARK)
+        assert _results(harness) == {(1, 0): 11, (2, 0): 11, (1, 10): 11}
+
+
+def test_a_null_key_is_an_error_naming_the_operator_and_the_column() -> None:
+    batch = pa.RecordBatch.from_pydict({"k": pa.array([1, None], pa.int64()),
+                                        "t": pa.array([1, 2], pa.int64()),
+                                        "v": pa.array([1, 1], pa.int64())})  # fmt: skip
+    error = r"Window Batch.*key column 'k' has 1 null"
+    with _windows("sum", "v", 10, 10) as (_, harness), pytest.raises(BatchError, match=error):
+        harness.process_element(batch)

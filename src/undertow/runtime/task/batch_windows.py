@@ -30,6 +30,7 @@ from undertow.runtime.task.batch_aggregate import KINDS, accumulators, encode_ke
 from undertow.runtime.task.batch_operators import _check_input as _batch
 from undertow.runtime.task.batch_operators import _where
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+from undertow.runtime.task.window_slots import WindowSlotIndex
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
 
@@ -129,6 +130,8 @@ class BatchWindowAggregate(OneInputStreamOperator):
         self.watermark = MIN_TIMESTAMP
         self.late_rows_dropped = 0
         self._restored: dict[int, bytes] = {}
+        #: Vectorised (key, window start) -> slot lookups, for one key column.
+        self._index: WindowSlotIndex | None = None
 
     # state ----------------------------------------------------------------------------------
     def snapshot_key_groups(self) -> dict[int, bytes]:
@@ -167,6 +170,8 @@ class BatchWindowAggregate(OneInputStreamOperator):
             raise BatchError(str(err)) from err
         self._restored = {}
         self.table = table
+        if len(self.key_columns) == 1:
+            self._index = WindowSlotIndex(self.ctx.max_parallelism)
         return table
 
     def _table_for(self, batch: pa.RecordBatch) -> ColumnarKeyedTable:
@@ -260,13 +265,11 @@ class BatchWindowAggregate(OneInputStreamOperator):
         self.late_rows_dropped += int(len(live) - np.count_nonzero(live))
         if self.late_tag is not None and not live.all():
             self._side_output_late(batch, times, rows[live])
-        starts, rows = starts[live], rows[live]
+        if not live.all():
+            starts, rows = starts[live], rows[live]
         if not len(rows):
             return
-        taken = pa.array(rows)
-        columns = [(name, batch.column(name).take(taken)) for name in self.key_columns]
-        codes, keys = encode_keys([*columns, (START, pa.array(starts))], where)
-        slots = table.slots_for(keys)[codes]
+        slots = self._slots(table, batch, starts, rows, where)
         cols = table.columns
         cols[_STARTS][slots] = starts
         if self.kind in ("count", "mean"):
@@ -288,6 +291,21 @@ class BatchWindowAggregate(OneInputStreamOperator):
             late = touched & (cols[_STARTS][: table.num_slots] + self.size - 1 <= self.watermark)
             if late.any():
                 self._emit(table, late)
+
+    def _slots(self, table: ColumnarKeyedTable, batch: pa.RecordBatch, starts: np.ndarray,
+               rows: np.ndarray, where: str) -> np.ndarray:  # fmt: skip
+        """The slot of each (row ``rows[i]``'s key, ``starts[i]``), new slots for new pairs."""
+        same = len(rows) == batch.num_rows and bool((rows == np.arange(len(rows))).all())
+        taken = None if same else pa.array(rows)
+        columns = [(name, batch.column(name) if taken is None else batch.column(name).take(taken))
+                   for name in self.key_columns]  # fmt: skip
+        if self._index is not None:
+            keys = columns[0][1]
+            if keys.null_count:
+                encode_keys(columns, where)  # the error naming the column
+            return self._index.slots(table, keys, starts)
+        codes, keys = encode_keys([*columns, (START, pa.array(starts))], where)
+        return table.slots_for(keys)[codes]
 
     def _side_output_late(self, batch: pa.RecordBatch, times: np.ndarray, kept: np.ndarray) -> None:
         """As Flink's ``sideOutputLateData``: the rows of no live window that are late
@@ -318,6 +336,8 @@ class BatchWindowAggregate(OneInputStreamOperator):
         expired = starts + (self.size - 1 + self.lateness) <= watermark
         if expired.any():
             table.remove(expired)
+            if self._index is not None:
+                self._index.removed(expired, n)
 
     def _emit(self, table: ColumnarKeyedTable, ready: np.ndarray) -> None:
         """Emit the results of the windows of the ``ready`` slots (a batch per window start)

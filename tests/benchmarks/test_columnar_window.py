@@ -1,0 +1,33 @@
+"""benchmarks/columnar_window.py: undertow's event time makes the same windows as Spark's
+(``event_rate`` rows per second of event time over the job), whatever the parallelism and
+however a subtask's rows are cut into batches."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import columnar_window
+
+
+def test_the_subtasks_together_make_the_event_rate_per_second_of_event_time() -> None:
+    # two subtasks of 1,500 rows each at 1,000 rows per event second: 3 windows of 1,000 rows
+    times = np.concatenate([columnar_window.event_times(0, 1500, 1000, 2) for _ in range(2)])
+    windows, counts = np.unique(times // 1000, return_counts=True)
+    assert windows.tolist() == [0, 1, 2]
+    assert counts.tolist() == [1000, 1000, 1000]
+
+
+def test_a_subtask_numbers_its_rows_across_batches() -> None:
+    columns = columnar_window.EventTimeColumns(event_rate=4, parallelism=2)
+    first = columns.map_batches(pa.record_batch({"value": np.arange(10, 13)}))
+    second = columns.map_batches(pa.record_batch({"value": np.arange(13, 15)}))
+    # 2 rows per second per subtask: row i at i * 500 ms, continued in the second batch
+    assert first.column("ts").to_pylist() == [0, 500, 1000]
+    assert second.column("ts").to_pylist() == [1500, 2000]
+    assert first.column("k").to_pylist() == [10, 11, 12]
+    assert second.column("v").to_pylist() == [13, 14]
