@@ -27,6 +27,8 @@ TYPE_ONLY = {
     # given; DataStream.to_batches() builds batch streams.
     ("undertow.datastream.batch_stream", "undertow.datastream.data_stream"),
     ("undertow.datastream.batch_stream", "undertow.datastream.stream_execution_environment"),
+    # Windowed batch streams take a KeyedBatchStream; KeyedBatchStream.window() builds them.
+    ("undertow.datastream.windowed_batch_stream", "undertow.datastream.batch_stream"),
     # RocksDB state objects are bound to their backend, which creates them.
     ("undertow.state.rocksdb_states", "undertow.state.rocksdb"),
 }

@@ -5,8 +5,8 @@ A :class:`BatchStream`'s records are record batches: it has ``map_batches``, ``m
 refuses the record methods naming the operator (``DataStream`` refuses the batch methods the
 same way). In: ``DataStream.to_batches(schema, max_rows, max_delay)`` or ``as_batches()``; out:
 ``to_records()``, ``execute_and_collect()`` (record batches), ``print()`` (rows). ``key_by``
-gives a :class:`~undertow.datastream.keyed_batch_stream.KeyedBatchStream` (aggregations,
-reductions, process functions and windows per key).
+gives a :class:`KeyedBatchStream` (running aggregations, reductions and process functions per
+key, and ``window(...)``: :mod:`undertow.datastream.windowed_batch_stream`).
 
 ``data_stream`` imports this module, so this one holds the ``DataStream`` class it is given
 (``record_stream``) rather than importing it. User guide: docs/columnar.md; design:
@@ -20,15 +20,30 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from undertow.api.batch_functions import KeyedBatchProcessFunction
 from undertow.api.output_tag import OutputTag
+from undertow.api.windows.assigners import (
+    DynamicEventTimeSessionWindows,
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
 from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
+from undertow.datastream.windowed_batch_stream import (
+    Aggregations,
+    WindowedBatchStream,
+    check_column,
+)
 from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
 from undertow.graph.transformations import (
     PartitionTransformation,
     SideOutputTransformation,
     Transformation,
 )
+from undertow.runtime.task.batch_aggregate import BatchAggregateOperator
 from undertow.runtime.task.batch_operators import (
     FilterBatches,
     FlatMapBatches,
@@ -37,12 +52,13 @@ from undertow.runtime.task.batch_operators import (
     ToBatches,
     ToRecords,
 )
+from undertow.runtime.task.batch_process import BatchProcessOperator
+from undertow.runtime.task.batch_reduce import BatchReduceOperator
 from undertow.runtime.task.batch_windows import BatchEventTime
 
 if TYPE_CHECKING:
     from undertow.datastream.data_stream import DataStream
     from undertow.datastream.data_stream_sink import DataStreamSink
-    from undertow.datastream.keyed_batch_stream import KeyedBatchStream
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 
@@ -212,9 +228,6 @@ class BatchStream:
             list(columns), self._env.get_max_parallelism(), t.name
         )
         edge = PartitionTransformation(name="Hash", input=t, partitioner=partitioner)
-        # imported here: keyed_batch_stream subclasses BatchStream, so it imports this module
-        from undertow.datastream.keyed_batch_stream import KeyedBatchStream
-
         return KeyedBatchStream(self._env, edge, self._record_stream, list(columns),
                                 self.time_column)  # fmt: skip
 
@@ -252,6 +265,92 @@ class BatchStream:
 
     def to_batches(self, schema: Any = None, max_rows: int = 0, max_delay: int = 0) -> Any:
         return _refuse(self, "to_batches", "it as it is: it is a batch stream already")
+
+
+class KeyedBatchStream(Aggregations, BatchStream):
+    """A batch stream partitioned by key columns: keyed running aggregations."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
+                 record_stream: type[DataStream], columns: list[str],
+                 time_column: str | None = None) -> None:  # fmt: skip
+        super().__init__(env, transformation, record_stream, time_column)
+        self.key_columns = columns
+
+    def window(self, assigner: Any) -> WindowedBatchStream:
+        """Windows per key: ``TumblingEventTimeWindows``, ``SlidingEventTimeWindows`` or
+        ``EventTimeSessionWindows.with_gap`` over the column of ``with_event_time``, or
+        ``TumblingProcessingTimeWindows`` / ``SlidingProcessingTimeWindows`` over the clock
+        when a batch arrives; aggregate them with ``sum``/``min``/``max``/``count``/``mean``."""
+        if isinstance(assigner, (TumblingProcessingTimeWindows, SlidingProcessingTimeWindows)):
+            return WindowedBatchStream(self, assigner, processing_time=True)
+        sessions = isinstance(assigner, EventTimeSessionWindows) and not isinstance(
+            assigner, DynamicEventTimeSessionWindows
+        )
+        if not sessions and not isinstance(
+            assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)
+        ):
+            raise GraphBuildError(
+                f"window({assigner!r}) on a keyed batch stream (key_by({self.key_columns})): "
+                "batch streams have tumbling and sliding windows in event or processing time "
+                "(TumblingEventTimeWindows, SlidingEventTimeWindows, "
+                "TumblingProcessingTimeWindows, SlidingProcessingTimeWindows) and event-time "
+                "sessions with a fixed gap (EventTimeSessionWindows.with_gap)"
+            )
+        if self.time_column is None:
+            raise GraphBuildError(
+                f"window() on a keyed batch stream (key_by({self.key_columns})) needs event "
+                "time: call with_event_time(column) on the batch stream before key_by()"
+            )
+        return WindowedBatchStream(self, assigner)
+
+    def _aggregate(self, kind: str, column: str | None) -> BatchStream:
+        """Running ``kind`` per key: for every row, its key's aggregate after that row."""
+        check_column(kind, column, self.key_columns)
+        name = f"Keyed Batch {kind.capitalize()}"
+        return self._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
+
+    def reduce_batches(self, fn: Any) -> BatchStream:
+        """Running reduction per key (Flink's ``reduce``, a batch at a time): ``fn(earlier,
+        later)`` combines two batches of the non-key columns row by row and must be
+        associative; for every row, the row's key and its key's reduction so far, in the
+        input's schema (see :mod:`undertow.runtime.task.batch_reduce`)."""
+        function, call = batch_function(fn, "reduce_batches()", "reduce_batches")
+        return self._batches("Keyed Batch Reduce",
+                             BatchReduceOperator(function, call, self.key_columns))  # fmt: skip
+
+    def process_batches(self, fn: KeyedBatchProcessFunction) -> BatchStream:
+        """A keyed batch process function: ``fn.process_batch(batch, ctx)`` per record batch
+        and ``fn.on_timer(timestamp, ctx)`` per timer timestamp, with value, list and map
+        states and timers vectorised over the batch's distinct keys (see
+        :mod:`undertow.api.batch_functions`)."""
+        if not isinstance(fn, KeyedBatchProcessFunction):
+            raise GraphBuildError(
+                f"process_batches() on a keyed batch stream (key_by({self.key_columns})): "
+                f"expected a KeyedBatchProcessFunction, got {fn!r:.80}"
+            )
+        return self._batches("Keyed Batch Process", BatchProcessOperator(fn, self.key_columns))
+
+    def _keyed_refusal(self, method: str) -> Any:
+        raise GraphBuildError(
+            f"{method}() on a keyed batch stream (key_by({self.key_columns})) is not supported "
+            "yet; aggregate with sum/min/max/count/mean, or call it before key_by()"
+        )
+
+    def map_batches(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        return self._keyed_refusal("map_batches")
+
+    def filter_batches(self, fn: Any) -> BatchStream:
+        return self._keyed_refusal("filter_batches")
+
+    def map_pandas(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
+        return self._keyed_refusal("map_pandas")
+
+    def flat_map_batches(self, fn: Any) -> BatchStream:
+        return self._keyed_refusal("flat_map_batches")
+
+    def set_parallelism(self, parallelism: int) -> BatchStream:
+        raise GraphBuildError("set_parallelism() is not allowed on a keyed batch stream; set it "
+                              "on the aggregation after key_by(...)")  # fmt: skip
 
 
 def to_batches(stream: DataStream, schema: pa.Schema, max_rows: int, max_delay: int,

@@ -20,13 +20,14 @@ from tests.datastream.environments import threads_env
 from undertow.common.row import Row
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import OutputTag, StreamExecutionEnvironment
+from undertow.datastream.batch_stream import KeyedBatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
-from undertow.datastream.keyed_batch_stream import KeyedBatchStream, WindowedBatchStream
 from undertow.datastream.window import (
     EventTimeSessionWindows,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
+from undertow.datastream.windowed_batch_stream import WindowedBatchStream
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
