@@ -49,21 +49,13 @@ PARTIAL_SAMPLE ?= 1
 TEST_WORKERS ?= 0
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-# The tests' temporary files (tmp_path, checkpoints, the broker's logs) on a RAM file system
-# when there is one with room (1 GiB free): every checkpoint file is written with O_DSYNC and
-# every commit fsyncs, and on this disk each costs ms while other I/O goes on; a crash of a
-# process, what the tests inject, leaves the page cache to the next one either way.
-# TEST_TMPDIR= (empty) keeps $TMPDIR. docs/testing.md, "Where the tests write".
-TEST_TMPDIR ?= $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 >= 1048576 {print "/dev/shm"}')
-TMP_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR),)
-
 # `make test` runs each e2e test on one of its deployment targets, drawn per test from a seed
 # printed last (UNDERTOW_TARGET_SEED replays it); `make soak` runs every test on every target
 test: lint browser kafka-jars
-	$(TMP_ENV) $(BIN)/python -m pytest -q --durations=25 --target-sample=1 $(PARALLEL)
-	$(TMP_ENV) $(CONTROL)=all --restore-control-one-target --restore-control-sample=$(CONTROL_SAMPLE) \
+	$(BIN)/python -m pytest -q --durations=25 --target-sample=1 $(PARALLEL)
+	$(CONTROL)=all --restore-control-one-target --restore-control-sample=$(CONTROL_SAMPLE) \
 		$(PARALLEL)
-	$(TMP_ENV) $(CONTROL)=each-partial --restore-control-one-target \
+	$(CONTROL)=each-partial --restore-control-one-target \
 		--restore-control-sample=$(PARTIAL_SAMPLE) $(PARALLEL)
 
 # the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)
@@ -71,9 +63,9 @@ cluster-test: $(STAMP) kafka-jars
 	$(BIN)/python -m pytest -q -m "" tests/cluster
 
 soak: $(STAMP) kafka-jars
-	$(TMP_ENV) $(BIN)/python -m pytest -q -m "" --durations=25
-	$(TMP_ENV) $(CONTROL)=all -m restores
-	for kind in $(PARTIAL_CONTROLS); do $(TMP_ENV) $(CONTROL)=$$kind -m restores || exit 1; done
+	$(BIN)/python -m pytest -q -m "" --durations=25
+	$(CONTROL)=all -m restores
+	for kind in $(PARTIAL_CONTROLS); do $(CONTROL)=$$kind -m restores || exit 1; done
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
