@@ -35,9 +35,8 @@ kafka: kafka-jars
 
 # The test runs write Python's bytecode cache (__pycache__, ignored by git) even where
 # PYTHONDONTWRITEBYTECODE is set: they start hundreds of interpreters (CLI runs, docs blocks,
-# jobs on other masters, fork servers, Spark's Python workers), each of which would compile
-# undertow from source again (0.5 s each here), and pytest would rewrite every test module
-# again in each of its three runs. docs/testing.md, "Bytecode cache".
+# jobs on other masters, fork servers), each of which would compile undertow from source
+# again (0.5 s each here). docs/testing.md, "Bytecode cache".
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 # The restore controls (docs/testing.md, "Controls"): a test marked `restores` runs again with
