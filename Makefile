@@ -33,13 +33,19 @@ kafka-jars: $(STAMP)
 kafka: kafka-jars
 	$(BIN)/python tools/kafka_broker.py
 
+# The test runs write Python's bytecode cache (__pycache__, ignored by git) even where
+# PYTHONDONTWRITEBYTECODE is set: they start hundreds of interpreters (CLI runs, docs blocks,
+# jobs on other masters, fork servers), each of which would compile undertow from source
+# again (0.5 s each here). docs/testing.md, "Bytecode cache".
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+
 # The restore controls (docs/testing.md, "Controls"): a test marked `restores` runs again with
 # its restores losing their snapshot and must fail with RestoreEvidenceMissing; each partial
 # control runs marked tests that declare they catch it. `make test` runs CONTROL_SAMPLE marked
 # tests under the full control (0: every one) and PARTIAL_SAMPLE per partial control, one
 # deployment target each, drawn with a seed it prints (UNDERTOW_CONTROL_SEED replays it).
 # `make soak` runs every marked test on every target under every control.
-CONTROL := $(BIN)/python -m pytest -q tests/e2e tests/cli --durations=5 --restore-control
+CONTROL := $(PYTEST) -q tests/e2e tests/cli --durations=5 --restore-control
 PARTIAL_CONTROLS := channel-state source-positions keyed-state operator-state shared-file
 CONTROL_SAMPLE ?= 8
 PARTIAL_SAMPLE ?= 1
@@ -52,7 +58,7 @@ PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgrou
 # `make test` runs each e2e test on one of its deployment targets, drawn per test from a seed
 # printed last (UNDERTOW_TARGET_SEED replays it); `make soak` runs every test on every target
 test: lint browser kafka-jars
-	$(BIN)/python -m pytest -q --durations=25 --target-sample=1 $(PARALLEL)
+	$(PYTEST) -q --durations=25 --target-sample=1 $(PARALLEL)
 	$(CONTROL)=all --restore-control-one-target --restore-control-sample=$(CONTROL_SAMPLE) \
 		$(PARALLEL)
 	$(CONTROL)=each-partial --restore-control-one-target \
@@ -60,10 +66,10 @@ test: lint browser kafka-jars
 
 # the multi-host scenarios: Spark standalone hosts in network namespaces (root and iproute2)
 cluster-test: $(STAMP) kafka-jars
-	$(BIN)/python -m pytest -q -m "" tests/cluster
+	$(PYTEST) -q -m "" tests/cluster
 
 soak: $(STAMP) kafka-jars
-	$(BIN)/python -m pytest -q -m "" --durations=25
+	$(PYTEST) -q -m "" --durations=25
 	$(CONTROL)=all -m restores
 	for kind in $(PARTIAL_CONTROLS); do $(CONTROL)=$$kind -m restores || exit 1; done
 
