@@ -140,7 +140,12 @@ def test_stop_with_drain_fires_every_window_and_commits_the_sink(
         .sink_to(FileSink.for_row_format(str(out), Encoder.simple_string_encoder()).build())
     )  # fmt: skip
     client = env.execute_async("drained")
-    _wait_running(client, after_s=0.5)
+    _wait_running(client, after_s=0)
+    # a window fired: its count is in the sink's in-progress file (a fixed wait after RUNNING
+    # could end before a loaded machine's source read its first window)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not any(p.is_file() for p in out.rglob("*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
     savepoint = client.stop_with_savepoint(str(tmp_path / "sp"), drain=True).result(TIMEOUT_S)
 
