@@ -128,6 +128,37 @@ def _spark_session():  # type: ignore[no-untyped-def]
     )  # fmt: skip
 
 
+def timed_micro_batches(  # type: ignore[no-untyped-def]
+    frame, mode: str, rows: int, per_batch: int, workdir: str
+) -> tuple[float, list[int]]:
+    """Run the streaming ``frame`` to the ``noop`` sink (``mode``: its output mode, a checkpoint
+    location in ``workdir``) for at least 3 micro-batches with input and enough of
+    ``per_batch`` rows to cover ``rows``; rows/s over the micro-batches' own durations and
+    those durations, the first micro-batch left out (it pays Spark's code generation and
+    state-store start)."""
+    checkpoint = tempfile.mkdtemp(dir=workdir)
+    query = (
+        frame.writeStream.format("noop").outputMode(mode)
+        .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
+    )  # fmt: skip
+    batches = max(3, -(-rows // per_batch))
+    try:
+        while True:
+            progress = [p for p in query.recentProgress if p["numInputRows"]]
+            if len(progress) >= batches or query.exception():
+                break
+            time.sleep(0.2)
+        if query.exception():
+            raise RuntimeError(query.exception())
+    finally:
+        query.stop()
+    progress = [p for p in query.recentProgress if p["numInputRows"]][1:batches]
+    done = sum(p["numInputRows"] for p in progress)
+    durations = [p["durationMs"]["triggerExecution"] for p in progress]
+    print(f"    micro-batches of {per_batch:,} rows took {durations} ms")
+    return done / (sum(durations) / 1000.0), durations
+
+
 def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str) -> float:  # type: ignore[no-untyped-def]
     """Rows/s over the micro-batches that ran (their own durations)."""
     from pyspark.sql import functions as F
@@ -154,31 +185,10 @@ def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str)
         )
     else:
         agg = df.groupBy("k").agg(F.sum("v").alias("s"))
-    checkpoint = tempfile.mkdtemp(dir=workdir)
-    query = (
-        agg.writeStream.format("noop").outputMode("update")
-        .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
-    )  # fmt: skip
-    batches = max(3, -(-rows // per_batch))
-    rows = max(rows, batches * per_batch)
-    try:
-        while True:
-            progress = query.recentProgress
-            if sum(p["numInputRows"] for p in progress) >= rows or query.exception():
-                break
-            time.sleep(0.2)
-        if query.exception():
-            raise RuntimeError(query.exception())
-    finally:
-        query.stop()
-    # the first micro-batch pays Spark's code generation and state-store start: left out
-    progress = [p for p in query.recentProgress if p["numInputRows"]][1:batches]
-    done = sum(p["numInputRows"] for p in progress)
-    durations = [p["durationMs"]["triggerExecution"] for p in progress]
-    print(f"    micro-batches of {per_batch:,} rows took {durations} ms")
+    rate, durations = timed_micro_batches(agg, "update", rows, per_batch, workdir)
     if not pandas_udf:
         SPARK_BATCH_MS[per_batch] = durations
-    return done / (sum(durations) / 1000.0)
+    return rate
 
 
 def main() -> None:

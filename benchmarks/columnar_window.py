@@ -124,27 +124,7 @@ def spark_window(spark: Any, rows: int, per_batch: int, event_rate: int, workdir
         .groupBy(F.window("ts", f"{WINDOW_MS // 1000} second"), "k")
         .agg(F.sum("v").alias("sum"), F.count("*").alias("count"))
     )  # fmt: skip
-    checkpoint = tempfile.mkdtemp(dir=workdir)
-    query = (
-        df.writeStream.format("noop").outputMode("append")
-        .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
-    )  # fmt: skip
-    batches = max(3, -(-rows // per_batch))
-    try:
-        while True:
-            progress = [p for p in query.recentProgress if p["numInputRows"]]
-            if len(progress) >= batches or query.exception():
-                break
-            time.sleep(0.2)
-        if query.exception():
-            raise RuntimeError(query.exception())
-    finally:
-        query.stop()
-    progress = [p for p in query.recentProgress if p["numInputRows"]][1:batches]
-    done = sum(p["numInputRows"] for p in progress)
-    durations = [p["durationMs"]["triggerExecution"] for p in progress]
-    print(f"    micro-batches of {per_batch:,} rows took {durations} ms")
-    return done / (sum(durations) / 1000.0)
+    return columnar.timed_micro_batches(df, "append", rows, per_batch, workdir)[0]
 
 
 def main() -> None:
