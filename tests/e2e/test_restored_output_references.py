@@ -105,6 +105,10 @@ def config(directory: Path, restarts: int) -> dict[str, Any]:
     }
 
 
+# In soak only until its premise holds: on a quiet machine the restored output often drains
+# before the first checkpoint after the restore (about half the runs on 2026-11-30, at
+# several commits, with other settings tried), so no checkpoint has anything to refer to.
+@pytest.mark.soak
 @pytest.mark.restores(catches=["channel-state"])
 @pytest.mark.parametrize("target", ["local-threads"])
 def test_a_checkpoint_during_recovery_refers_to_restored_output_still_queued(
