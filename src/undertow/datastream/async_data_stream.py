@@ -13,7 +13,7 @@ from typing import Any
 
 from undertow.api.async_function import NO_RETRY_STRATEGY, AsyncFunction, AsyncRetryStrategy
 from undertow.core.errors import GraphBuildError
-from undertow.datastream.data_stream import DataStream, KeyedStream
+from undertow.datastream.data_stream import DataStream, key_selector_of
 from undertow.runtime.task.async_wait_operator import AsyncWaitOperator
 
 _NAME = "async wait operator"
@@ -120,6 +120,6 @@ def _async_wait(
     if not isinstance(capacity, int) or capacity < 1:
         raise GraphBuildError(f"{what}: capacity must be a positive int, got {capacity!r}")
     operator = AsyncWaitOperator(async_function, timeout_ms, capacity, retry_strategy, ordered)
-    key_selector = data_stream._key_selector if isinstance(data_stream, KeyedStream) else None
+    key_selector = key_selector_of(data_stream)
     stream = data_stream._one_input(_NAME, operator, output_type, key_selector=key_selector)
     return stream.start_new_chain()

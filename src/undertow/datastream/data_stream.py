@@ -588,6 +588,11 @@ class KeyedStream(DataStream):
         return self._unsupported("Setting slot sharing group")
 
 
+def key_selector_of(stream: DataStream) -> Callable[[Any], Any] | None:
+    """The stream's key selector if it is a :class:`KeyedStream`, else None."""
+    return stream._key_selector if isinstance(stream, KeyedStream) else None
+
+
 class ConnectedStreams:
     """Two streams connected for a two-input operator (``connect``)."""
 
@@ -603,8 +608,7 @@ class ConnectedStreams:
         )
 
     def _keys(self) -> tuple[Any, Any]:
-        k1 = getattr(self.stream1, "_key_selector", None)
-        k2 = getattr(self.stream2, "_key_selector", None)
+        k1, k2 = key_selector_of(self.stream1), key_selector_of(self.stream2)
         if (k1 is None) != (k2 is None):
             raise GraphBuildError(
                 "connect(): either both streams or neither must be keyed "
@@ -655,7 +659,7 @@ class BroadcastConnectedStream:
         self.broadcast_stream = broadcast
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        ks = getattr(self.non_broadcast_stream, "_key_selector", None)
+        ks = key_selector_of(self.non_broadcast_stream)
         if ks is None and isinstance(func, KeyedBroadcastProcessFunction):
             raise GraphBuildError("a KeyedBroadcastProcessFunction needs a keyed stream")
         if ks is not None and isinstance(func, BroadcastProcessFunction):
