@@ -388,3 +388,34 @@ def test_the_enumerators_state_is_written_while_the_tasks_take_their_part() -> N
         coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
 
     run(scenario)
+
+
+def test_an_aborted_checkpoints_enumerator_writes_are_not_held() -> None:
+    """A decline aborts checkpoint 1 after its enumerator's write started: the write is no
+    longer held for a completion (a job declining checkpoints for days must not pile them
+    up), and checkpoint 2 starts and completes with writes of its own."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, clock = kit.coordinator, kit.clock
+        [source] = [v.id for v in coordinator.graph.vertices if v.is_source]
+        kit.gateway.source_enumerators = {source: _Enumerator()}
+        coordinator.start()
+        clock.advance(100)
+        assert coordinator.finalizer.writing_enumerators_of == {1}
+        double = next(v for v in coordinator.graph.vertices if not v.is_source)
+        coordinator.receive_decline(
+            double.id, 0, 1, CheckpointFailureReason.CHECKPOINT_DECLINED, "disk full"
+        )
+        assert coordinator.finalizer.writing_enumerators_of == frozenset()
+        clock.advance(100)
+        assert coordinator.finalizer.writing_enumerators_of == {2}
+        kit.acknowledge_all(2)
+        await coordinator.finish_completing()
+        assert coordinator.finalizer.writing_enumerators_of == frozenset()
+        meta = decode_metadata(
+            kit.storage.read_metadata(2), b"k" * 32, "chk-2", expected_checkpoint_id=2
+        )
+        assert set(meta.coordinators) == {source}
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario, **{"execution.checkpointing.tolerable-failed-checkpoints": "1"})

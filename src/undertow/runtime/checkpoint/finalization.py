@@ -180,6 +180,12 @@ class CheckpointFinalizer:
         """Checkpoint ``cid`` was aborted: its enumerator writes are not awaited."""
         self._enumerator_writes.pop(cid, None)
 
+    @property
+    def writing_enumerators_of(self) -> frozenset[int]:
+        """The checkpoints whose enumerator writes are held for :meth:`finalize`: pending ones
+        only (an aborted checkpoint's are forgotten, so none is held for the job's life)."""
+        return frozenset(self._enumerator_writes)
+
     def prefetch_key(self) -> None:
         """Start loading (or creating) the metadata key on the executor if it is not loaded:
         the first trigger is when the job first needs it. A failure is not reported here;
