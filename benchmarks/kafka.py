@@ -86,7 +86,7 @@ import kafka_jars  # noqa: E402
 import kafka_kill  # noqa: E402
 import kafka_load as load  # noqa: E402
 import pyflink_venv  # noqa: E402
-from kafka_broker import KafkaBroker  # noqa: E402
+from kafka_broker import JVM_OPTIONS, SERVER_JVM_OPTIONS, KafkaBroker  # noqa: E402
 from kafka_harness import FULL, QUICK, Harness  # noqa: E402
 from kafka_rounds import (  # noqa: E402
     JobFigures,
@@ -151,6 +151,9 @@ def main() -> None:
     parser.add_argument("--hops", action="store_true", help="undertow's rows carry per-hop "
                         "stamps; each round prints where its latency went "
                         "(benchmarks/kafka_hops.py)")  # fmt: skip
+    parser.add_argument("--broker-jvm", choices=("test", "server"), default="test",
+                        help="the started broker's JVM: the tests' quick-start one (C1 only, "
+                        "small heap) or Kafka's start scripts' (kafka_broker.py)")  # fmt: skip
     parser.add_argument("--spin-us", type=float, default=500.0, help="Shopee shape's slow step")
     parser.add_argument("--weighted", action="store_true", help="run this process and all it "
                         "starts (broker, workers, peers) in a cgroup of the highest CPU weight "
@@ -186,9 +189,11 @@ def run(args: argparse.Namespace) -> None:
         bootstrap = os.environ.get("UNDERTOW_KAFKA_BOOTSTRAP")
         broker = None
         if not bootstrap:
-            broker = stack.enter_context(KafkaBroker())
+            jvm = SERVER_JVM_OPTIONS if args.broker_jvm == "server" else JVM_OPTIONS
+            broker = stack.enter_context(KafkaBroker(jvm_options=jvm))
             bootstrap = broker.bootstrap_servers
-            print(f"Kafka broker at {bootstrap} (started in {broker.start_seconds:.1f} s)")
+            print(f"Kafka broker at {bootstrap} (started in {broker.start_seconds:.1f} s; "
+                  f"JVM: {args.broker_jvm}, {' '.join(jvm)})")  # fmt: skip
         if "source" in sections:
             with section("1. source throughput: KafkaSource vs a bare confluent-kafka loop"):
                 ratio = source_throughput(bootstrap, sizes.source_records, sizes.source_runs)
