@@ -206,11 +206,12 @@ def search_problems(row: JobFigures) -> list[str]:
     of the rate the search found was more than the job sustained then) and sustainable rates
     that spread by more than :data:`NOISY_SPREAD` between rounds (the machine's load moved)."""
     problems = [
-        f"round {i}: the paced phase fell behind ({r.paced_verdict.describe()}): the search "
-        f"overestimated the sustainable rate, or the machine's load rose"
+        f"round {i}: the paced phase fell behind ({r.paced_verdict.describe()}): "
+        + ("the search overestimated the sustainable rate, or the machine's load rose"
+           if r.probes else "the job did not sustain the rate given then")
         for i, r in enumerate(row.rounds, 1)
         if r.paced_verdict is not None and not r.paced_verdict.kept_up
-    ]
+    ]  # fmt: skip
     found = [r.sustainable for r in row.rounds if r.sustainable is not None]
     if len(found) > 1 and max(found) > NOISY_SPREAD * min(found):
         problems.append(f"the rounds' sustainable rates spread from {min(found):,.0f} to "
