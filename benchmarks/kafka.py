@@ -16,26 +16,29 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
    Kafka (benchmarks/kafka_load.py: how records are written, read and matched). A record's
    latency is its send -> visible to a read_committed consumer for exactly-once sinks,
    read_uncommitted otherwise. **Saturation is the maximum sustainable throughput**
-   (benchmarks/kafka_sustainable.py; Karimov et al., ICDE 2018): the highest rate, produced
-   live on the same machine, at which the job keeps up over a phase (its lag does not grow).
-   Per engine one job run: a trickle until the first output is visible, then ``rounds`` (3)
-   times: a burst of N records as fast as the producer can write them (the burst's draining
-   rate: N over first send to last visible, the ``burst/s`` column: the saturation this
-   benchmark used until 2026-11-30, which overstates what the job sustains live); a search of
-   the sustainable rate (``search_steps`` paced phases of ``probe_seconds``, bisecting between
-   0 and the burst's rate, each judged kept up or fallen behind from its lag sampled every
-   20 ms; the first is at half of the burst's rate, so its p50 is the old figure, printed
-   beside the new one); then a paced phase of ``--seconds`` at half of the sustainable rate
-   found, whose records after its first second give p50/p99. With ``--rate`` there is no
-   search and every paced phase runs at that rate. undertow EXACTLY_ONCE searches its own
-   sustainable rate the same way (its transactions make it lower) and is paced at half of it;
-   the peers run without a search, paced at undertow AT_LEAST_ONCE's median rate: the engines
-   compare at one rate. A row shows the medians over its rounds (its latency is the
-   round with the median p50), with one line per round under it (the load average at its
-   paced phase, the search's verdicts). ``consumer ms`` is the p50 of broker append -> seen by
-   the measuring consumer (the output topic uses ``LogAppendTime``): the consumer's own share,
-   small unless it falls behind (for read_committed, with the commit wait). undertow
-   EXACTLY_ONCE and AT_LEAST_ONCE, checkpoints every ``--interval-ms``.
+   (benchmarks/kafka_sustainable.py; Karimov et al., ICDE 2018): the highest rate, produced live
+   on the same machine, at which the job keeps up over a phase (its lag does not grow). Per
+   engine one job run: a trickle until the first output is visible, then ``rounds`` (3) times: a
+   burst of N records as fast as the producer can write them (the burst's draining rate: N over
+   first send to last visible, the ``burst/s`` column: the saturation this benchmark used until
+   2026-11-30, which overstates what the job sustains live); a search of the sustainable rate
+   (``search_steps`` paced phases of ``probe_seconds``, bisecting between 0 and the burst's
+   rate, each judged kept up or fallen behind from its lag sampled every 20 ms, and kept up only
+   if the producer sent at least 95% of the rate, since on shared cores it falls short; the
+   first is at half of the burst's rate, so its p50 is the old figure, printed beside the new
+   one); then a paced phase of ``--seconds`` at half of the sustainable rate found, whose
+   records after its first second give p50/p99, itself judged (a round whose paced phase fell
+   behind, or rounds whose sustainable rates spread by more than 1.5x, make the row and its
+   target line say the search was noisy). With ``--rate`` there is no search and every paced
+   phase runs at that rate. undertow EXACTLY_ONCE searches its own sustainable rate the same way
+   (its transactions make it lower) and is paced at half of it; the peers run without a search,
+   paced at undertow AT_LEAST_ONCE's median rate: the engines compare at one rate. A row shows
+   the medians over its rounds (its latency is the round with the median p50; the target line
+   names that round's rate), with one line per round under it (the load average at its paced
+   phase, the search's verdicts). ``consumer ms`` is the p50 of broker append -> seen by the
+   measuring consumer (the output topic uses ``LogAppendTime``): the consumer's own share, small
+   unless it falls behind (for read_committed, with the commit wait). undertow EXACTLY_ONCE and
+   AT_LEAST_ONCE, checkpoints every ``--interval-ms``.
 3. **Spark Structured Streaming** (the installed pyspark, its Kafka connector from Maven
    Central into .cache/kafka-peers): the same job in micro-batch mode and in real-time mode.
 4. **PyFlink 2.3** (``UNDERTOW_PYFLINK_VENV``, Flink's Kafka connector jar): EXACTLY_ONCE and

@@ -150,10 +150,15 @@ def latency_target(row: JobFigures, goal: str, limit: float, rate: float | None 
         figure += f" at --rate {rate:g} records/s, not at half of saturation"
         met = None
     elif row.sustainable is not None and row.rate is not None:
+        # the rate and sustainable rate of the round whose p50 this is, not the rounds' medians
+        # (2026-11-30: "91.2 ms at 884 records/s" was measured at 7,725 records/s)
+        index, judged = next((i, r) for i, r in enumerate(row.rounds, 1) if r.latency is lat)
+        found = "-" if judged.sustainable is None else f"{judged.sustainable:,.0f}"
         burst = "-" if row.saturation is None else f"{row.saturation:,.0f}"
         half = "-" if row.half_burst_p50 is None else f"{row.half_burst_p50:,.1f} ms"
-        figure += (f" at {row.rate:,.0f} records/s, half of the maximum sustainable throughput "
-                   f"{row.sustainable:,.0f} records/s (the burst's draining rate: {burst} "
+        figure += (f" at {judged.rate:,.0f} records/s (round {index}), half of the maximum "
+                   f"sustainable throughput {found} records/s found in that round (median of "
+                   f"the rounds: {row.sustainable:,.0f}; the burst's draining rate: {burst} "
                    f"records/s; p50 at half of it: {half})")  # fmt: skip
     if search_problems(row):
         figure += "; the rate search was noisy (see the rounds)"

@@ -89,3 +89,16 @@ def test_a_noisy_search_is_said_in_the_rows_problems_and_target_line() -> None:
     spread = bench.job_figures("x", [_judged(10_000, True), _judged(16_000, True)], 0, "")
     (problem,) = bench.search_problems(spread)
     assert "spread from 10,000 to 16,000 records/s" in problem
+
+
+def test_the_target_line_names_the_rate_of_the_round_whose_p50_it_is() -> None:
+    # the median p50 (30 ms) is round 3's, paced at 7,000 of 14,000; the median rate is 1,500
+    rounds = [_searched(30_000, 2_000, 9.0, 900.0), _searched(30_000, 3_000, 200.0, 900.0),
+              _searched(30_000, 14_000, 30.0, 900.0)]  # fmt: skip
+    row = bench.job_figures("undertow AT_LEAST_ONCE", rounds, 0, "")
+    assert row.rate == 1_500
+    line = bench.latency_target(row, "<= 20 ms", 20)
+    assert (
+        ": 30.0 ms at 7,000 records/s (round 3), half of the maximum sustainable throughput "
+        "14,000 records/s found in that round (median of the rounds: 3,000;" in line
+    )
