@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from undertow.common import Configuration, Types, WatermarkStrategy
 from undertow.common.serialization import SimpleStringSchema
-from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream import ProcessFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.kafka import (
     DeliveryGuarantee,
     KafkaOffsetsInitializer,
@@ -73,8 +73,11 @@ class UndertowEngine:
     """The job on undertow's ``local`` target, p=2, checkpoints every ``interval_ms``."""
 
     def __init__(self, guarantee: DeliveryGuarantee, interval_ms: int,
-                 settings: dict[str, str] | None = None, label: str = "") -> None:  # fmt: skip
+                 settings: dict[str, str] | None = None, label: str = "",
+                 hops: bool = False) -> None:  # fmt: skip
         self.guarantee = guarantee
+        #: carry per-hop stamps to the output (benchmarks/kafka_hops.py)
+        self.hops = hops
         self.interval_ms = interval_ms
         self.settings = settings or {}
         self.name = f"undertow {guarantee.name}{label}"
@@ -124,16 +127,19 @@ class UndertowEngine:
         for key, value in props["sink"].items():
             sink_builder.set_property(key, value)
         sink = sink_builder.build()
-        pair = Types.TUPLE([Types.STRING(), Types.INT()])
-        (
-            env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
-            # lambdas travel by value to the workers (this module is not on their path)
-            .map(lambda v: (v.split(",", 1)[0], 1), output_type=pair)
-            .key_by(lambda p: p[0])
-            .sum(1)
-            .map(lambda p: f"{p[0]},{p[1]}", output_type=Types.STRING())
-            .sink_to(sink)
-        )
+        stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
+        if self.hops:
+            _stamped_count(stream).sink_to(sink)
+        else:
+            pair = Types.TUPLE([Types.STRING(), Types.INT()])
+            (
+                # lambdas travel by value to the workers (this module is not on their path)
+                stream.map(lambda v: (v.split(",", 1)[0], 1), output_type=pair)
+                .key_by(lambda p: p[0])
+                .sum(1)
+                .map(lambda p: f"{p[0]},{p[1]}", output_type=Types.STRING())
+                .sink_to(sink)
+            )
         self._saved_stderr, sys.stderr = sys.stderr, self._console
         self._client = env.execute_async(f"kafka benchmark: {self.name}")
 
@@ -145,7 +151,11 @@ class UndertowEngine:
         if self._client is None:
             return "not started"
         status = self._client.get_job_status()
-        return None if status.name in ("CREATED", "RUNNING", "INITIALIZING") else status.name
+        if status.name in ("CREATED", "RUNNING", "INITIALIZING"):
+            return None
+        # the JobMaster's last console line names the cause (a bare FAILED says nothing)
+        lines = [line for line in self.console().splitlines() if line.strip()]
+        return f"{status.name}: {lines[-1][:400]}" if lines else status.name
 
     def stop(self) -> None:
         client, self._client = self._client, None
@@ -156,6 +166,26 @@ class UndertowEngine:
         if self._saved_stderr is not None:
             sys.stderr, self._saved_stderr = self._saved_stderr, None
         self._directory.cleanup()
+
+
+def _stamped_count(stream: Any) -> Any:
+    """The job's count with the stamps of benchmarks/kafka_hops.py: ``"<key>,<count>,<input
+    append ms>,<source task ns>,<keyed task ns>"`` (the newest record's stamps). The same
+    operators as the plain job (a map at the source, the keyed count, a map before the sink),
+    with a process function at the source for the record's Kafka timestamp."""
+    import time
+
+    class Stamp(ProcessFunction):
+        def process_element(self, value: str, ctx: Any) -> Any:
+            yield value.split(",", 1)[0], 1, ctx.timestamp() or 0, time.time_ns()
+
+    stamped = Types.TUPLE([Types.STRING(), Types.INT(), Types.LONG(), Types.LONG()])
+    return (
+        stream.process(Stamp(), output_type=stamped)
+        .key_by(lambda p: p[0])
+        .reduce(lambda a, b: (b[0], a[1] + b[1], b[2], b[3]))
+        .map(lambda p: f"{p[0]},{p[1]},{p[2]},{p[3]},{time.time_ns()}", output_type=Types.STRING())
+    )
 
 
 class SubprocessEngine:

@@ -41,6 +41,8 @@ from typing import Any
 
 #: Distinct keys in the input.
 KEYS = 1000
+#: Partitions of every topic the benchmark makes.
+PARTITIONS = 2
 #: The producer's settings: a 1 ms linger, so the producer adds little to the latency measured.
 PRODUCER = {"linger.ms": 1, "queue.buffering.max.messages": 1_000_000}
 #: The measuring consumer's settings: fetches return within 10 ms when nothing new arrived.
@@ -85,12 +87,7 @@ def produce(bootstrap: str, topic: str, commands: Connection, sent: Synchronized
     def one() -> None:
         key = len(keys) % KEYS
         now = time.time_ns()
-        while True:
-            try:
-                producer.produce(topic, f"{key},{now}".encode(), str(key).encode())
-                break
-            except BufferError:
-                producer.poll(0.001)
+        send(producer, topic, key, now, 0.001)
         keys.append(key)
         sent_ns.append(now)
         phases.append(index)
@@ -132,6 +129,41 @@ def produce(bootstrap: str, topic: str, commands: Connection, sent: Synchronized
     commands.send(SendLog(keys, sent_ns, phases))
 
 
+def send(producer: Any, topic: str, key: int, now_ns: int, wait_s: float) -> None:
+    """One record of the load's format, ``"<key>,<now_ns>"`` keyed by ``key``; a full client
+    queue is served (``poll(wait_s)``) until the record fits."""
+    while True:
+        try:
+            producer.produce(topic, f"{key},{now_ns}".encode(), str(key).encode())
+            return
+        except BufferError:
+            producer.poll(wait_s)
+
+
+def create_topics(bootstrap: str, *names: str, config: dict[str, str] | None = None) -> None:
+    """Topics of :data:`PARTITIONS` partitions, replication 1, with ``config``."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(n, PARTITIONS, 1, config=config or {})
+                                   for n in names])  # fmt: skip
+    for future in futures.values():
+        future.result(60)
+
+
+def fill(bootstrap: str, topic: str, records: int) -> None:
+    """``records`` records of the load's format, keys round robin, as fast as possible (a
+    backlog for a job to read; every record has the same send time)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "linger.ms": 20})
+    now = time.time_ns()
+    for i in range(records):
+        send(producer, topic, i % KEYS, now, 0.01)
+    if producer.flush(120):
+        raise RuntimeError(f"could not write {records} records to {topic} at {bootstrap}")
+
+
 def observe(
     bootstrap: str,
     topic: str,
@@ -143,8 +175,10 @@ def observe(
     results: Connection,
 ) -> None:
     """The measuring consumer process: reads ``topic`` from its start until ``stop`` is set,
-    then sends its log ``[(key, count, visible ns, append ms)]`` over ``results`` (append ms
-    is the record's Kafka timestamp: the broker's append time on a ``LogAppendTime`` topic).
+    then sends its log ``[(key, count, visible ns, append ms, stamps)]`` over ``results``
+    (append ms is the record's Kafka timestamp: the broker's append time on a
+    ``LogAppendTime`` topic; stamps are the per-hop times an instrumented job adds after the
+    count, benchmarks/kafka_hops.py, else empty).
     ``covered`` is the sum over keys of the highest count seen (the input records visible so
     far); ``first`` is set at the first output record."""
     from confluent_kafka import Consumer, TopicPartition
@@ -153,7 +187,7 @@ def observe(
                          "isolation.level": isolation, **CONSUMER})  # fmt: skip
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     highest: dict[int, int] = defaultdict(int)
-    log: list[tuple[int, int, int, int]] = []
+    log: list[tuple[int, int, int, int, tuple[int, ...]]] = []
     total = 0
     while not stop.is_set():
         messages = take(consumer)
@@ -161,9 +195,9 @@ def observe(
         for message in messages:
             if message.error() is not None:
                 continue
-            key_text, count_text = (message.value() or b"").decode().split(",")
-            key, count = int(key_text), int(count_text)
-            log.append((key, count, now, message.timestamp()[1]))
+            fields = (message.value() or b"").decode().split(",")
+            key, count = int(fields[0]), int(fields[1])
+            log.append((key, count, now, message.timestamp()[1], tuple(map(int, fields[2:]))))
             if count > highest[key]:
                 total += count - highest[key]
                 highest[key] = count
@@ -217,12 +251,12 @@ def record_latencies(
 
 
 def append_to_visible(
-    seen: Sequence[tuple[int, int, int, int]], since_ns: int, until_ns: int
+    seen: Sequence[tuple[int, int, int, int, tuple[int, ...]]], since_ns: int, until_ns: int
 ) -> list[float]:
     """Milliseconds from the broker's append to the measuring consumer's sight, per output
     record seen in ``[since_ns, until_ns)``: the consumer's own share of the latencies (for a
     read_committed consumer, with the wait for the transaction's commit)."""
-    return [visible / 1e6 - append for _, _, visible, append in seen
+    return [visible / 1e6 - append for _, _, visible, append, _ in seen
             if since_ns <= visible < until_ns]  # fmt: skip
 
 

@@ -58,6 +58,20 @@ JVM_OPTIONS = (
     "-XX:TieredStopAtLevel=1",
     "-Djava.awt.headless=true",
 )
+#: The JVM of Kafka's own start scripts (kafka-server-start.sh's heap, kafka-run-class.sh's
+#: ``KAFKA_JVM_PERFORMANCE_OPTS``): the full JIT and G1, as brokers run in production. For
+#: benchmarks (``benchmarks/kafka.py --broker-jvm server``), where the broker's CPU per
+#: request competes with the job's on the same cores.
+SERVER_JVM_OPTIONS = (
+    "-Xms1g",
+    "-Xmx1g",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 
@@ -189,7 +203,8 @@ class KafkaBroker:
 
     ``host``: the address it listens on and advertises (loopback by default); ``wrap``: a
     command prefix its JVMs run under, e.g. ``ip netns exec NAME`` to run it on a test host of
-    tests/cluster (which then passes that host's address and fixed ports)."""
+    tests/cluster (which then passes that host's address and fixed ports); ``jvm_options``:
+    the broker's JVM settings (:data:`JVM_OPTIONS`, or :data:`SERVER_JVM_OPTIONS`)."""
 
     def __init__(
         self,
@@ -198,7 +213,9 @@ class KafkaBroker:
         host: str = "127.0.0.1",
         wrap: tuple[str, ...] = (),
         controller_port: int | None = None,
+        jvm_options: tuple[str, ...] = JVM_OPTIONS,
     ) -> None:
+        self.jvm_options = jvm_options
         self._wanted_port = port
         self._wanted_controller_port = controller_port
         self._libs = libs
@@ -223,7 +240,7 @@ class KafkaBroker:
         return [
             *self.wrap,
             "java",
-            *JVM_OPTIONS,
+            *self.jvm_options,
             f"-Dlog4j2.configurationFile={self.workdir}/log4j2.properties",
             "-cp",
             f"{libs}/*",

@@ -94,8 +94,8 @@ def test_the_measuring_consumer_sees_records_without_waiting_for_a_fuller_batch(
 
 
 def test_the_consumers_share_is_append_to_visible_within_the_window() -> None:
-    # (key, count, visible ns, broker append ms): 2 ms and 5 ms after the append, one outside
-    seen = [(1, 1, 12_000_000, 10), (2, 1, 25_000_000, 20), (3, 1, 99_000_000, 1)]
+    # (key, count, visible ns, broker append ms, stamps): 2 and 5 ms after the append, one outside
+    seen = [(1, 1, 12_000_000, 10, ()), (2, 1, 25_000_000, 20, ()), (3, 1, 99_000_000, 1, ())]
     assert load.append_to_visible(seen, 0, 50_000_000) == [2.0, 5.0]
     assert load.append_to_visible(seen, 20_000_000, 2**63) == [5.0, 98.0]
     # the join ignores what follows the visible time

@@ -1,20 +1,14 @@
-"""benchmarks/kafka.py: a job's row is the medians over its burst/paced rounds, and its latency
-is the whole latency record of the round with the median p50 (not a mix of rounds)."""
+"""benchmarks/kafka_rounds.py: a job's row is the medians over its burst/paced rounds, and its
+latency is the whole latency record of the round with the median p50 (not a mix of rounds)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-_spec = importlib.util.spec_from_file_location("kafka_benchmark", BENCHMARKS / "kafka.py")
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["kafka_benchmark"] = bench  # dataclasses look their module up
-_spec.loader.exec_module(bench)
-load = bench.load
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import kafka_load as load
+import kafka_rounds as bench
 
 
 def _round(saturation: float | None, rate: float, p50: float | None) -> object:
@@ -73,3 +67,38 @@ def test_the_target_line_says_which_saturation_it_is_judged_at() -> None:
     assert bench.latency_target(row, "<= 20 ms", 20, rate=500).endswith(": not measured")
     failed = bench.job_figures("x", [_searched(30_000, 6_000, 25.0, 900.0)], 0, "")
     assert bench.latency_target(failed, "<= 20 ms", 20).endswith(": missed")
+
+
+def _judged(sustainable: float, paced_kept_up: bool) -> object:
+    """A round that found ``sustainable`` and whose paced phase at half of it kept up or not."""
+    paced = bench.sustain.Verdict(sustainable / 2, paced_kept_up, 30.0,
+                                  30.0 if paced_kept_up else 400.0)  # fmt: skip
+    latency = load.Latency(10.0, 20.0, 10.0, 100, 0)
+    return bench.Round(30_000, None, sustainable / 2, latency, 1.0, "1 1 1", None, None,
+                       sustainable, (), None, paced)  # fmt: skip
+
+
+def test_a_noisy_search_is_said_in_the_rows_problems_and_target_line() -> None:
+    steady = bench.job_figures("x", [_judged(10_000, True), _judged(12_000, True)], 0, "")
+    assert bench.search_problems(steady) == []
+    assert "noisy" not in bench.latency_target(steady, "<= 20 ms", 20)
+    behind = bench.job_figures("x", [_judged(10_000, True), _judged(12_000, False)], 0, "")
+    (problem,) = bench.search_problems(behind)
+    assert problem.startswith("round 2: the paced phase fell behind (6,000/s fell behind")
+    assert "the rate search was noisy" in bench.latency_target(behind, "<= 20 ms", 20)
+    spread = bench.job_figures("x", [_judged(10_000, True), _judged(16_000, True)], 0, "")
+    (problem,) = bench.search_problems(spread)
+    assert "spread from 10,000 to 16,000 records/s" in problem
+
+
+def test_the_target_line_names_the_rate_of_the_round_whose_p50_it_is() -> None:
+    # the median p50 (30 ms) is round 3's, paced at 7,000 of 14,000; the median rate is 1,500
+    rounds = [_searched(30_000, 2_000, 9.0, 900.0), _searched(30_000, 3_000, 200.0, 900.0),
+              _searched(30_000, 14_000, 30.0, 900.0)]  # fmt: skip
+    row = bench.job_figures("undertow AT_LEAST_ONCE", rounds, 0, "")
+    assert row.rate == 1_500
+    line = bench.latency_target(row, "<= 20 ms", 20)
+    assert (
+        ": 30.0 ms at 7,000 records/s (round 3), half of the maximum sustainable throughput "
+        "14,000 records/s found in that round (median of the rounds: 3,000;" in line
+    )

@@ -78,3 +78,19 @@ def test_a_search_where_nothing_kept_up_has_no_sustainable_rate() -> None:
     assert search.sustainable is None and search.high == 250
     with pytest.raises(ValueError, match="positive burst rate"):
         sustain.Search.start(0, 3)
+
+
+def _offered(samples: list, share: float) -> list:
+    """``samples`` with the producer's count of a producer that sent ``share`` of the rate."""
+    return [sustain.LagSample(s.at_s, s.lag, int(share * 10_000 * s.at_s)) for s in samples]
+
+
+def test_a_phase_whose_producer_fell_short_of_the_rate_did_not_keep_up() -> None:
+    # the lag stays level, but the producer sent 8,000 records/s of the 10,000 asked: the
+    # phase shows nothing about 10,000 records/s
+    short = sustain.judge(_offered(_phase(10_000, 20_000), 0.8), 10_000)
+    assert not short.kept_up
+    assert short.offered == pytest.approx(8_000, rel=0.01)
+    assert "the producer sent only 8,000/s" in short.describe()
+    full = sustain.judge(_offered(_phase(10_000, 20_000), 0.99), 10_000)
+    assert full.kept_up and not full.under_offered

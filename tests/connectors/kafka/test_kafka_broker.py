@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from undertow.testing.kafka_topics import produce, read_partition
 
@@ -14,3 +16,15 @@ def test_a_record_round_trips_through_the_broker(
     produce(kafka_bootstrap, topic, [(0, b"k", b"hello")])
     [msg] = read_partition(kafka_bootstrap, topic, 0, end_offset=1)
     assert (msg.key(), msg.value(), msg.offset()) == (b"k", b"hello", 0)
+
+
+def test_the_broker_runs_the_jvm_options_it_was_given() -> None:
+    # the benchmark's production-like broker (--broker-jvm server) must really get them
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+    from kafka_broker import JVM_OPTIONS, SERVER_JVM_OPTIONS, KafkaBroker
+
+    default = KafkaBroker()._java(Path("/libs"), "kafka.Kafka")
+    server = KafkaBroker(jvm_options=SERVER_JVM_OPTIONS)._java(Path("/libs"), "kafka.Kafka")
+    assert default[1 : 1 + len(JVM_OPTIONS)] == list(JVM_OPTIONS)
+    assert server[1 : 1 + len(SERVER_JVM_OPTIONS)] == list(SERVER_JVM_OPTIONS)
+    assert "-XX:TieredStopAtLevel=1" in default and "-XX:TieredStopAtLevel=1" not in server

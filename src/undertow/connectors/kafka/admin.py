@@ -3,13 +3,16 @@
 :class:`KafkaAdmin` wraps one confluent-kafka ``AdminClient``. Every call blocks for at most
 ``timeout_s`` and raises :class:`KafkaSourceError` naming the bootstrap servers, the time-out
 and what was asked (a broker that is down, a topic that does not exist), never a bare client
-exception. Threading: one caller at a time (the JobMaster's loop thread).
+exception. An offset lookup that fails for a partition whose leader is not known yet (a
+topic created a moment ago) is asked again until the time-out. Threading: one caller at a
+time (the JobMaster's loop thread).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     IsolationLevel,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
@@ -24,6 +28,29 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.core.errors import UndertowError
+
+#: A partition's leader that is not known yet (a topic created a moment ago, a broker
+#: restarting): the lookup is asked again, after this pause, until the time-out.
+RETRY_BACKOFF_S = 0.1
+_TRANSIENT_CODES = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+    }
+)
+
+
+def _transient(err: KafkaException) -> bool:
+    """Whether a failed lookup may succeed if asked again: the client says so, or it is a
+    leadership error of a partition whose leader is being elected (librdkafka returns
+    ``NOT_LEADER_FOR_PARTITION`` of a just-created topic's ``ListOffsets`` as is, not
+    retriable: 2026-11-30, the first job on a fresh benchmark broker failed on it)."""
+    error = err.args[0] if err.args else None
+    if not isinstance(error, KafkaError):
+        return False
+    return bool(error.retriable()) or error.code() in _TRANSIENT_CODES
 
 
 class KafkaSourceError(UndertowError, RuntimeError):
@@ -107,20 +134,24 @@ class KafkaAdmin:
         if not partitions:
             return {}
         request = {TopicPartition(tp.topic, tp.partition): spec for tp in partitions}
-        try:
-            futures = self._client.list_offsets(
-                request,
-                isolation_level=IsolationLevel.READ_COMMITTED,
-                request_timeout=self.timeout_s,
-            )
-            return {
-                KafkaTopicPartition(tp.topic, tp.partition): int(f.result().offset)
-                for tp, f in futures.items()
-            }
-        except KafkaException as err:
-            raise self._fail(
-                f"looking up the {what} offsets of {len(partitions)} partitions", err
-            ) from err
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                futures = self._client.list_offsets(
+                    request,
+                    isolation_level=IsolationLevel.READ_COMMITTED,
+                    request_timeout=max(0.1, deadline - time.monotonic()),
+                )
+                return {
+                    KafkaTopicPartition(tp.topic, tp.partition): int(f.result().offset)
+                    for tp, f in futures.items()
+                }
+            except KafkaException as err:
+                if not _transient(err) or time.monotonic() + RETRY_BACKOFF_S >= deadline:
+                    raise self._fail(
+                        f"looking up the {what} offsets of {len(partitions)} partitions", err
+                    ) from err
+                time.sleep(RETRY_BACKOFF_S)
 
     def earliest(self, partitions: Sequence[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int]:
         return self._list_offsets(partitions, OffsetSpec.earliest(), "earliest")
