@@ -8,7 +8,8 @@ driver process per side: a small first job (the driver's one-time start: imports
 Prints every round, the medians, the after/before ratios, and one ``target`` line per
 parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
-unless given) instead and compares its unaligned checkpoint p50 and rows/s. Usage::
+unless given) instead and compares its unaligned checkpoint p50 and rows/s, ending with the
+issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s. Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
         [--rounds 5] [--weighted] [--job throughput|cuts]
@@ -170,11 +171,20 @@ def compare_cuts(args: argparse.Namespace, sides: dict[str, Path], prefix: list[
             print(f"round {round_} {name:<6} checkpoint p50 {result['p50_ms']} ms  "
                   f"{result['rate']:>9,.0f} rows/s", flush=True)  # fmt: skip
     print(f"{'median':<20}{'before':>10}{'after':>10}{'after/before':>14}")
+    medians = {}
     for label, field in (("checkpoint p50, ms", "p50_ms"), ("rows/s", "rate")):
         med = {n: statistics.median(r[field] for r in results[n] if r[field] is not None)
                for n in results}  # fmt: skip
+        medians[field] = med
         print(f"{label:<20}{med['before']:>10,.0f}{med['after']:>10,.0f}"
               f"{med['after'] / med['before']:>14.2f}")  # fmt: skip
+    print(f"load at end {os.getloadavg()[0]:.1f}")
+    p50 = medians["p50_ms"]["after"]
+    print(f"target unaligned-p50-with-row-cuts (after): {p50:.0f} ms (goal 20 ms): "
+          f"{'met' if p50 <= 20 else 'missed'}")  # fmt: skip
+    ratio = medians["rate"]["after"] / medians["rate"]["before"]
+    print(f"target rows/s no worse: {ratio:.2f}x (goal >= {args.goal}x): "
+          f"{'met' if ratio >= args.goal else 'missed'}")  # fmt: skip
 
 
 if __name__ == "__main__":
