@@ -52,9 +52,14 @@ from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores, evidence, restored_checkpoints
 
-#: The RocksDB runs' keys and records (test_claim_reuse and test_duplicate_no_claim use them).
-KEYS, RECORDS_PER_KEY = 20, 2000
-THROTTLED = 5_000.0
+#: The RocksDB runs' keys and records (test_claim_reuse and test_duplicate_no_claim use them),
+#: and the rate of each source reader. The jobs are CPU-bound (verifying every record at several
+#: stages, a few of them up to 64 KiB): the scheduled failures with three concurrent checkpoints
+#: took 28-47 CPU-seconds at 2,000 records a key, more than 240 s of wall time under a load of
+#: 35-45 on two cores. Half the records at half the rate keep the wall-clock schedule of the
+#: checkpoints and failures (at least 4 s of input) with half the records' work.
+KEYS, RECORDS_PER_KEY = 20, 1000
+THROTTLED = 2_500.0
 SPIN_S = 0.0005  # the verifying sink's busy-wait per record: backpressure for in-flight data
 TIMEOUT_S = 240.0  # a bound on a hang, not a speed target
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
@@ -106,7 +111,7 @@ class Backend:
 
 ROCKSDB = Backend("rocksdb", KEYS, RECORDS_PER_KEY, ".sst", local_dbs=True)
 HEAP = Backend(
-    "heap", 4000, 15, ".kgs",
+    "heap", 4000, 8, ".kgs",
     config={
         "execution.checkpointing.incremental": "true",
         "pipeline.max-parallelism": "4096",
@@ -340,9 +345,9 @@ def _retained_incremental_checkpoint(
               "execution.checkpointing.unaligned.enabled": str(unaligned).lower()}  # fmt: skip
     env = make_env(parallelism=2, config=_config(tmp_path, 0, backend, **retain))
     backend.install(env, tmp_path)
-    # a quarter of the resumed job's rate: the first job cannot finish its input (and leave a
+    # half the resumed job's rate: the first job cannot finish its input (and leave a
     # checkpoint of finished tasks, which restores nothing) before its checkpoints (CI saw it)
-    slow = OracleSource(backend.keys, backend.records_per_key, records_per_second=THROTTLED / 4)
+    slow = OracleSource(backend.keys, backend.records_per_key, records_per_second=THROTTLED / 2)
     build_pipeline(env, slow, sink_spin_s=SPIN_S if unaligned else 0.0)
     client = env.execute_async(f"leaves an incremental {backend} checkpoint")
     root, job = tmp_path / "checkpoints", client.get_job_id()
