@@ -10,8 +10,9 @@ parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
 unless given) instead and compares its unaligned checkpoint p50 and rows/s. ``--job columnar``
 runs ``benchmarks/columnar.py``'s keyed running sum (steady-state rows/s, ``--records`` its
-rows, 8,000,000 unless given) and the latency job of ``benchmarks/columnar_latency.py``
-unpaced (rows/s at its sink, p99 ms). Usage::
+rows, 8,000,000 unless given; a round whose rate was not measured is left out of the median)
+and the latency job of ``benchmarks/columnar_latency.py`` unpaced over twice the rows (rows/s
+at its sink, p99 ms after a 1 s warm-up). Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
         [--rounds 5] [--weighted] [--job throughput|cuts|columnar]
@@ -60,7 +61,7 @@ import columnar, columnar_latency
 rows, work = int(sys.argv[1]), tempfile.mkdtemp()
 rate = columnar.steady_rate(lambda n: columnar.undertow_columnar(n, 32768, work), rows)
 checkpoints = columnar.CHECKPOINTS
-(p50, p99), _, sink = columnar_latency.measure(rows, 32768, None, work, checkpoints, 2000.0)
+(p50, p99), _, sink = columnar_latency.measure(2 * rows, 32768, None, work, checkpoints, 1000.0)
 print(json.dumps({"rate": rate, "latency_rate": sink, "p99_ms": p99}))
 """
 
@@ -213,7 +214,9 @@ def compare_columnar(args: argparse.Namespace, sides: dict[str, Path], prefix: l
     med: dict[str, dict[str, float]] = {}
     for label, field in (("running sum, rows/s", "rate"), ("latency job, rows/s", "latency_rate"),
                          ("latency job p99, ms", "p99_ms")):  # fmt: skip
-        med[field] = {n: statistics.median(r[field] for r in results[n]) for n in results}
+        # NaN != NaN: a steady rate that was not measured
+        kept = {n: [r[field] for r in results[n] if r[field] == r[field]] for n in results}
+        med[field] = {n: statistics.median(v) if v else float("nan") for n, v in kept.items()}
         print(f"{label:<22}{med[field]['before']:>14,.0f}{med[field]['after']:>14,.0f}"
               f"{med[field]['after'] / med[field]['before']:>14.2f}")  # fmt: skip
     ratio = med["rate"]["after"] / med["rate"]["before"]
