@@ -5,15 +5,11 @@ of the key the record path sees for that row (the column's value for one key col
 of the columns' values for several), computed with numpy. A key column with nulls raises
 ``ValueError`` naming the column and the first null row.
 
-:class:`KeyGroupLookup` gives the same groups for one signed-integer key column from a table
-of ``value - base -> key group`` over the span of the values seen, while that span stays dense
-(a gather instead of a dozen hashing passes over the rows).
+:class:`KeyGroupLookup`: the same groups for a signed-integer column from a table over the
+span of its values while it stays dense (a gather instead of a dozen hashing passes).
 
-Threading: the functions are pure; a lookup is owned by one caller (a partitioner, on its
-task's loop thread). Cost: O(rows) numpy work plus one Python hash per distinct non-integer
-key; a lookup, two passes (min and max) and a gather per column, and a hash pass over the span
-when it grows.
-
+Threading: functions pure; a lookup owned by one caller. Cost: O(rows) numpy work plus one
+Python hash per distinct non-integer key; a lookup, min, max and a gather per column.
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 

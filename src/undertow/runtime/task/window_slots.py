@@ -5,9 +5,8 @@ plain keys for the running aggregations.
 gets a key id (a lookup table for dense integer keys, else ``pyarrow.compute.index_in``
 against the known keys), each open window start a
 numpy array ``key id -> slot``; only pairs it does not know go to ``table.slots_for``, with
-their key groups computed for the column at once. :meth:`WindowSlotIndex.key_slots` does
-the same for a table keyed by the key alone (the running aggregations), cached under the
-window start ``None``.
+their key groups computed for the column at once. :meth:`~WindowSlotIndex.key_slots`: the
+same for a table keyed by the key alone (the running aggregations), under the start ``None``.
 
 Invariant: every slot the cache holds is the table's slot of that (key, start); the owner
 calls :meth:`removed` with each mask it passes to ``table.remove``, and a new table gets a new
