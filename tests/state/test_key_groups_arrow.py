@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undertow.state.key_groups import assign_to_key_group
@@ -53,7 +53,9 @@ def test_a_null_key_is_refused_naming_column_and_row() -> None:
         key_groups(batch, ["k"], 128)
 
 
-@settings(max_examples=60, deadline=None)
+# one run at load ~60 failed unrecorded and 7 reruns (3 beside 4 busy loops) passed; too_slow
+# data generation under load is the suspect, not confirmed
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     batches=st.lists(
         st.tuples(
@@ -94,3 +96,13 @@ def test_the_lookup_steps_aside_for_wide_keys_nulls_and_other_types() -> None:
     assert lookup.groups(pa.array([0, 10], type=pa.int64())) is not None
     assert lookup.groups(pa.array([0, DENSE_SPAN + 100])) is None  # wider than dense
     assert lookup.groups(pa.array([0, 10])) is None  # and for good
+
+
+def test_the_lookup_serves_the_ends_of_int64() -> None:
+    lookup = KeyGroupLookup(128)
+    for keys in ([2**63 - 2, 2**63 - 1], [-(2**63), -(2**63) + 1]):
+        column = pa.array(keys, type=pa.int64())
+        got = lookup.groups(column)
+        assert got is not None
+        assert got.tolist() == key_groups(pa.record_batch({"k": column}), ["k"], 128).tolist()
+        lookup = KeyGroupLookup(128)

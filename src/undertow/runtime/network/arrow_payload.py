@@ -23,6 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from undertow.core.errors import SerializationError
+
 MAGIC = b"\xffUA1"
 _U32 = struct.Struct(">I")
 
@@ -63,7 +65,10 @@ def encode(values: list[pa.RecordBatch], timestamps: list[Any] | None) -> bytes:
         sink.write(_U32.pack(size))
         _write_run(sink, run)
     if sink.tell() != payload.size:  # the sizing and the writing must agree
-        raise AssertionError(f"Arrow IPC payload: wrote {sink.tell()} of {payload.size} bytes")
+        raise SerializationError(
+            f"Arrow IPC payload of {len(values)} record batch(es): wrote {sink.tell()} bytes "
+            f"into a payload sized {payload.size}"
+        )
     return payload.to_pybytes()
 
 
