@@ -9,10 +9,15 @@ Prints every round, the medians, the after/before ratios, and one ``target`` lin
 parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
 unless given) instead and compares its unaligned checkpoint p50 and rows/s, ending with the
-issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s. Usage::
+issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s.
+``--job columnar`` runs ``benchmarks/columnar.py``'s keyed running sum (CPU per row of every
+process of the job in steady state, ``--records`` its rows, 8,000,000 unless given: on a
+loaded machine the difference of two timed runs moved by 10x, CPU much less) and the latency
+job of ``benchmarks/columnar_latency.py`` unpaced over twice the rows (rows/s at its sink,
+which leaves the job's start out, and p99 ms after a 1 s warm-up). Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
-        [--rounds 5] [--weighted] [--job throughput|cuts]
+        [--rounds 5] [--weighted] [--job throughput|cuts|columnar]
 
 ``--weighted`` (Linux, root, cgroup v1 ``cpu`` controller) runs each side in a cgroup with the
 highest CPU weight, so that other work on a shared machine takes little from either side; the
@@ -48,6 +53,24 @@ sys.path.insert(0, "benchmarks")
 from columnar_cuts import run
 durations, rate = run(int(sys.argv[1]), 20_000, 25e-6, True)
 print(json.dumps({"p50_ms": statistics.median(durations) if durations else None, "rate": rate}))
+"""
+
+#: The same for ``--job columnar``: the running sum's CPU per row in steady state (every
+#: process of the job; a run of an eighth of the rows subtracted), the latency job unpaced.
+COLUMNAR_CHILD = """
+import json, os, sys, tempfile
+sys.path.insert(0, "benchmarks")
+import columnar, columnar_latency, process_cpu
+rows, work = int(sys.argv[1]), tempfile.mkdtemp()
+def cpu_s():
+    return process_cpu.CpuGroups({"tree": [os.getpid()]}, reaped=True).read()["tree"]
+columnar.undertow_columnar(rows // 8, 32768, work)  # the driver's one-time start
+c0 = cpu_s(); columnar.undertow_columnar(rows // 8, 32768, work)
+c1 = cpu_s(); columnar.undertow_columnar(rows, 32768, work)
+ns = (cpu_s() - c1 - (c1 - c0)) / (rows - rows // 8) * 1e9
+checkpoints = columnar.CHECKPOINTS
+(p50, p99), _, sink = columnar_latency.measure(2 * rows, 32768, None, work, checkpoints, 1000.0)
+print(json.dumps({"cpu_ns": ns, "latency_rate": sink, "p99_ms": p99}))
 """
 
 
@@ -109,7 +132,7 @@ def main() -> None:
     parser.add_argument("--parallelism", default="1,2")
     parser.add_argument("--goal", type=float, default=0.95)
     parser.add_argument("--weighted", action="store_true")
-    parser.add_argument("--job", choices=("throughput", "cuts"), default="throughput")
+    parser.add_argument("--job", choices=("throughput", "cuts", "columnar"), default="throughput")
     args = parser.parse_args()
     parallelisms = [int(p) for p in args.parallelism.split(",")]
     sides = {"before": checkout(args.before), "after": checkout(args.after) if args.after else ROOT}
@@ -117,9 +140,10 @@ def main() -> None:
     if args.weighted and prefix is None:
         raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
     weighted = "yes" if prefix else "no"
-    if args.job == "cuts":
+    if args.job in ("cuts", "columnar"):
         try:
-            compare_cuts(args, sides, prefix or [], weighted)
+            compare = compare_cuts if args.job == "cuts" else compare_columnar
+            compare(args, sides, prefix or [], weighted)
         finally:
             if prefix:
                 release_weight()
@@ -185,6 +209,35 @@ def compare_cuts(args: argparse.Namespace, sides: dict[str, Path], prefix: list[
     ratio = medians["rate"]["after"] / medians["rate"]["before"]
     print(f"target rows/s no worse: {ratio:.2f}x (goal >= {args.goal}x): "
           f"{'met' if ratio >= args.goal else 'missed'}")  # fmt: skip
+
+
+def compare_columnar(args: argparse.Namespace, sides: dict[str, Path], prefix: list[str],
+                     weighted: str) -> None:  # fmt: skip
+    """``--job columnar``: the running sum and the unpaced latency job on both sides,
+    alternating; medians and after/before ratios, a ``target`` line for the running sum."""
+    rows = args.records if args.records != 2_000_000 else 8_000_000
+    print(f"columnar running sum, before {args.before}, after {args.after or 'this checkout'}; "
+          f"{rows:,} rows; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    for round_ in range(args.rounds):
+        for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+            result = run_side(sides[name], rows, [], prefix, COLUMNAR_CHILD)
+            results[name].append(result)
+            print(f"round {round_} {name:<6} running sum {result['cpu_ns']:>6,.0f} ns CPU/row  "
+                  f"latency job {result['latency_rate']:>12,.0f} rows/s, p99 "
+                  f"{result['p99_ms']:.0f} ms  (load {os.getloadavg()[0]:.1f})",
+                  flush=True)  # fmt: skip
+    print(f"{'median':<22}{'before':>14}{'after':>14}{'after/before':>14}")
+    med: dict[str, dict[str, float]] = {}
+    for label, field in (("running sum, ns/row", "cpu_ns"), ("latency job, rows/s", "latency_rate"),
+                         ("latency job p99, ms", "p99_ms")):  # fmt: skip
+        med[field] = {n: statistics.median(r[field] for r in results[n]) for n in results}
+        print(f"{label:<22}{med[field]['before']:>14,.0f}{med[field]['after']:>14,.0f}"
+              f"{med[field]['after'] / med[field]['before']:>14.2f}")  # fmt: skip
+    ratio = med["cpu_ns"]["before"] / med["cpu_ns"]["after"]  # > 1: less CPU per row after
+    verdict = "met" if ratio >= args.goal else "missed"
+    print(f"target columnar running sum CPU no worse: {ratio:.2f}x rows per CPU second "
+          f"(goal >= {args.goal}x): {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":

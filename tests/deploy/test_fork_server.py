@@ -49,6 +49,20 @@ def test_a_forked_worker_takes_the_drivers_environment_directory_path_and_fds_at
     assert "marker-7c1 from a worker's fd 2" in capfd.readouterr().err
 
 
+def test_workers_start_with_pandas_imported_where_it_is_installed() -> None:
+    """pyarrow imports pandas at its first array conversion: the server did it already, so a
+    worker's first record batch does not pay for it."""
+    pytest.importorskip("pandas")
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"execution.target": "local"})
+    )
+
+    def look(i: int) -> bool:
+        return "pandas" in sys.modules and "pyarrow.pandas_compat" in sys.modules
+
+    assert set(env.from_collection([0, 1]).map(look).execute_and_collect()) == {True}
+
+
 @pytest.fixture
 def silent_master() -> Iterator[tuple[str, int]]:
     """A control address that accepts connections and never answers: a worker waits there."""

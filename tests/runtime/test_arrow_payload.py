@@ -51,3 +51,14 @@ def test_mixed_records_and_batches_are_pickled() -> None:
     data = serialize_batch([_batch(1), 3], None)
     assert not data.startswith(arrow_payload.MAGIC)
     assert pickle.loads(data)[0][1] == 3
+
+
+def test_slices_and_dictionary_columns_round_trip_in_one_sized_payload() -> None:
+    """The payload is sized before it is written: slices (row cuts, key_by's takes) and
+    dictionary columns (whose dictionaries precede the batches) come back equal."""
+    words = pa.array(["a", "b", "a", "c"] * 50).dictionary_encode()
+    sliced = pa.record_batch({"k": list(range(200)), "w": words}).slice(37, 101)
+    batches = [sliced, _batch(7).slice(2, 3), sliced.slice(5, 0)]
+    values, stamps = arrow_payload.decode(arrow_payload.encode(batches, [1, 2, 3]))
+    assert [v.to_pylist() for v in values] == [b.to_pylist() for b in batches]
+    assert stamps == [1, 2, 3]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undertow.state.key_groups import assign_to_key_group
-from undertow.state.key_groups_arrow import key_groups
+from undertow.state.key_groups_arrow import DENSE_SPAN, KeyGroupLookup, key_groups
 
 _INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 _TEXT = st.text(max_size=8)
@@ -51,3 +51,58 @@ def test_a_null_key_is_refused_naming_column_and_row() -> None:
     batch = pa.record_batch({"k": [1, None, 3]})
     with pytest.raises(ValueError, match=r"key column 'k' has 1 null\(s\), the first at row 1"):
         key_groups(batch, ["k"], 128)
+
+
+# one run at load ~60 failed unrecorded and 7 reruns (3 beside 4 busy loops) passed; too_slow
+# data generation under load is the suspect, not confirmed
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.one_of(st.integers(-2000, 2000), st.integers(-(2**40), 2**40)),
+            st.lists(st.integers(-300, 300), max_size=40),
+        ),
+        min_size=1, max_size=6,
+    ),
+    kind=st.sampled_from([pa.int8(), pa.int32(), pa.int64()]),
+    max_parallelism=st.sampled_from([1, 7, 128, 32768]),
+)  # fmt: skip
+def test_the_lookup_gives_the_hashed_groups_batch_after_batch(
+    batches: list[tuple[int, list[int]]], kind: pa.DataType, max_parallelism: int
+) -> None:
+    """Batches whose values move around (a shift per batch: the table grows down and up, or
+    the span gets too wide and the lookup steps aside for good) get the hashed groups."""
+    lookup = KeyGroupLookup(max_parallelism)
+    stepped_aside = False
+    for shift, values in batches:
+        if kind == pa.int8():
+            keys = [max(-128, min(127, v)) for v in values]
+        else:
+            keys = [v + (shift if kind == pa.int64() else shift % 2**20) for v in values]
+        column = pa.array(keys, type=kind)
+        got = lookup.groups(column)
+        if got is None:
+            stepped_aside = True
+            continue
+        assert not stepped_aside, "a lookup that stepped aside came back"
+        expected = key_groups(pa.record_batch({"k": column}), ["k"], max_parallelism)
+        assert got.tolist() == expected.tolist()
+
+
+def test_the_lookup_steps_aside_for_wide_keys_nulls_and_other_types() -> None:
+    lookup = KeyGroupLookup(128)
+    assert lookup.groups(pa.array(["a"])) is None
+    assert lookup.groups(pa.array([1, None])) is None
+    assert lookup.groups(pa.array([0, 10], type=pa.int64())) is not None
+    assert lookup.groups(pa.array([0, DENSE_SPAN + 100])) is None  # wider than dense
+    assert lookup.groups(pa.array([0, 10])) is None  # and for good
+
+
+def test_the_lookup_serves_the_ends_of_int64() -> None:
+    lookup = KeyGroupLookup(128)
+    for keys in ([2**63 - 2, 2**63 - 1], [-(2**63), -(2**63) + 1]):
+        column = pa.array(keys, type=pa.int64())
+        got = lookup.groups(column)
+        assert got is not None
+        assert got.tolist() == key_groups(pa.record_batch({"k": column}), ["k"], 128).tolist()
+        lookup = KeyGroupLookup(128)

@@ -3,12 +3,14 @@
 The record path's :class:`~undertow.graph.partitioners.KeyGroupStreamPartitioner` sends each
 record to the subtask owning its key's group. Here every value is a ``pyarrow.RecordBatch``:
 its rows' key groups are computed at once (:mod:`undertow.state.key_groups_arrow`, the same
-groups as the record path's), and each target gets its rows in their order: one boolean filter
-per target for a few targets, else a stable sort by target and one zero-copy slice each.
+groups as the record path's), and each target gets its rows in their order: one ``take`` per
+target for a few targets, else a stable sort by target and one zero-copy slice each.
+A single signed-integer key column takes its groups from a
+:class:`~undertow.state.key_groups_arrow.KeyGroupLookup` while its values stay dense.
 
 A batch's timestamp goes with each of its slices. Threading: as every partitioner, one copy per
-producing subtask, called on its loop. Cost: one hash pass, then a filter per target (or a
-sort and a ``take``) per batch.
+producing subtask, called on its loop. Cost: one hash pass (a gather for dense integer
+keys), then a ``take`` of each target's rows (or a sort and zero-copy slices) per batch.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import pyarrow as pa
 
 from undertow.core.errors import BatchError
 from undertow.graph.partitioners import Routed, StreamPartitioner
-from undertow.state.key_groups_arrow import key_groups, subtasks_of
+from undertow.state.key_groups_arrow import KeyGroupLookup, key_groups, subtasks_of
 
-#: Up to this many channels, a batch is split by one boolean filter per channel (each keeps the
-#: rows' order); beyond, by one stable sort and zero-copy slices.
+#: Up to this many channels, a batch is split by one ``take`` of each channel's row indices
+#: (each keeps the rows' order); beyond, by one stable sort and zero-copy slices.
 _FILTER_CHANNELS = 8
 
 
@@ -38,6 +40,12 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
         self.columns = list(columns)
         self.max_parallelism = max_parallelism
         self.operator_name = operator_name
+        self._lookup: KeyGroupLookup | None = None
+
+    def setup(self, num_channels: int) -> None:
+        super().setup(num_channels)
+        # each copy (a producing subtask) its own: the lookup's table grows as keys come
+        self._lookup = KeyGroupLookup(self.max_parallelism) if len(self.columns) == 1 else None
 
     def split(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
         """``(channel, rows of batch for it)`` for each channel that gets rows."""
@@ -51,7 +59,9 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
                 f"{missing[0]!r} in the batch (columns: {batch.schema.names})"
             )
         try:
-            groups = key_groups(batch, self.columns, self.max_parallelism)
+            groups = self._lookup.groups(batch.column(self.columns[0])) if self._lookup else None
+            if groups is None:
+                groups = key_groups(batch, self.columns, self.max_parallelism)
         except ValueError as err:
             raise BatchError(
                 f"key_by({self.columns}) after operator '{self.operator_name}': {err}"
@@ -62,9 +72,9 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
         counts = np.bincount(targets, minlength=n)
         if counts.max() == batch.num_rows:  # all rows go to one channel: no copy
             return [(int(targets[0]), batch)]
-        if n <= _FILTER_CHANNELS:  # a few vectorised filters beat a sort
+        if n <= _FILTER_CHANNELS:  # a take per channel beats a sort (and a filter: 0.7x)
             return [
-                (channel, batch.filter(pa.array(targets == channel)))
+                (channel, batch.take(pa.array(np.flatnonzero(targets == channel).astype(np.int32))))
                 for channel, count in enumerate(counts.tolist())
                 if count
             ]

@@ -5,9 +5,11 @@ of the key the record path sees for that row (the column's value for one key col
 of the columns' values for several), computed with numpy. A key column with nulls raises
 ``ValueError`` naming the column and the first null row.
 
-Threading: none (pure functions). Cost: O(rows) numpy work plus one Python hash per distinct
-non-integer key.
+:class:`KeyGroupLookup`: the same groups for a signed-integer column from a table over the
+span of its values while it stays dense (a gather instead of a dozen hashing passes).
 
+Threading: functions pure; a lookup owned by one caller. Cost: O(rows) numpy work plus one
+Python hash per distinct non-integer key; a lookup, min, max and a gather per column.
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
@@ -81,6 +83,51 @@ def key_hashes(batch: pa.RecordBatch, columns: Sequence[str]) -> np.ndarray:
     for name in columns:
         h = (h * np.uint64(31) + column_hashes(batch.column(name), name)) & _MASK32
     return _fmix32(h)
+
+
+#: A lookup table covers a span of at most this many values more than four times a column's
+#: rows (4 bytes a value); keys spread wider are hashed.
+DENSE_SPAN = 1 << 16
+
+
+class KeyGroupLookup:
+    """Key groups of a signed-integer key column from a lookup table over its values' span.
+
+    :meth:`groups` returns exactly :func:`key_groups` of the column, or None when the column is
+    not one this lookup serves (another type, nulls, or values spread wider than
+    :data:`DENSE_SPAN` beyond four times the rows): the caller then hashes, and so does every
+    later call (a key space that spread once is not dense). Invariant: ``_table[i]`` is the
+    key group of ``_base + i``. Owned by one caller.
+    """
+
+    __slots__ = ("_base", "_dense", "_table", "max_parallelism")
+
+    def __init__(self, max_parallelism: int) -> None:
+        self.max_parallelism = max_parallelism
+        self._table: np.ndarray | None = None
+        self._base = 0
+        self._dense = True
+
+    def groups(self, column: pa.Array) -> np.ndarray | None:
+        """Every row's key group (an int32 array), or None (see the class docstring)."""
+        if not self._dense or column.null_count or not pa.types.is_signed_integer(column.type):
+            return None
+        if not len(column):
+            return np.zeros(0, dtype=np.int32)
+        values = column.to_numpy().astype(np.int64, copy=False)
+        low, high = int(values.min()), int(values.max())
+        table, base = self._table, self._base
+        if table is None or low < base or high >= base + len(table):
+            if table is not None:
+                low, high = min(low, base), max(high, base + len(table) - 1)
+            if high - low + 1 > DENSE_SPAN + 4 * len(values):
+                self._dense, self._table = False, None
+                return None
+            span = pa.array(np.arange(low, high + 1, dtype=np.int64))
+            groups = _integer_hashes(span) % np.uint64(self.max_parallelism)
+            table, self._base = groups.astype(np.int32), low
+            self._table = table
+        return table[values - self._base]
 
 
 def key_groups(batch: pa.RecordBatch, columns: Sequence[str], max_parallelism: int) -> np.ndarray:

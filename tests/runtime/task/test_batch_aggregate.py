@@ -54,19 +54,26 @@ def _oracle(kind: str, rows: list[tuple[int, int]]) -> list[Any]:
         min_size=1,
         max_size=5,
     ),
+    key_kind=st.sampled_from(["dense int", "wide int", "string"]),
 )
-def test_running_aggregates_equal_a_per_record_fold(kind: str, batches: list[list[Any]]) -> None:
+def test_running_aggregates_equal_a_per_record_fold(
+    kind: str, batches: list[list[Any]], key_kind: str
+) -> None:
+    """Keys of every kind the slot index serves: dense integers (its lookup table), integers
+    spread too wide for one (``index_in``) and strings."""
     column = None if kind == "count" else "v"
+    key = {"dense int": lambda k: k, "wide int": lambda k: k * 10**15 - 3 * 10**15,
+           "string": str}[key_kind]  # fmt: skip
     with _op(kind, column, ["k"]) as (_, harness):
         for rows in batches:
             harness.process_element(
-                pa.record_batch({"k": [r[0] for r in rows], "v": pa.array([r[1] for r in rows],
-                                                                       type=pa.int64())})
+                pa.record_batch({"k": [key(r[0]) for r in rows],
+                                 "v": pa.array([r[1] for r in rows], type=pa.int64())})
             )  # fmt: skip
         got = _rows(harness)
     flat = [r for rows in batches for r in rows]
     name = "count" if kind == "count" else "v"
-    assert [g["k"] for g in got] == [k for k, _ in flat]
+    assert [g["k"] for g in got] == [key(k) for k, _ in flat]
     expected = _oracle(kind, flat)
     if kind == "mean":
         assert [g[name] for g in got] == pytest.approx(expected)

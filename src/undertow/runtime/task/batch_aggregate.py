@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from undertow.core.errors import BatchError
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+from undertow.runtime.task.window_slots import WindowSlotIndex
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
 
@@ -43,6 +44,16 @@ def segmented_scan(ufunc: np.ufunc, values: np.ndarray, groups: np.ndarray) -> n
     return out
 
 
+def refuse_null_keys(name: str, column: pa.Array, where: str) -> None:
+    """A ``BatchError`` naming ``where``, the key column and its first null, if it has one."""
+    if column.null_count:
+        first = pc.index(pc.is_null(column), True).as_py()
+        raise BatchError(
+            f"{where}: key column {name!r} has {column.null_count} null(s), the first at "
+            f"row {first}; a key must not be null"
+        )
+
+
 def encode_keys(
     columns: Sequence[tuple[str, pa.Array]], where: str
 ) -> tuple[np.ndarray, list[Any]]:
@@ -52,12 +63,7 @@ def encode_keys(
     dictionaries: list[list[Any]] = []
     indices: list[np.ndarray] = []
     for name, column in columns:
-        if column.null_count:
-            first = pc.index(pc.is_null(column), True).as_py()
-            raise BatchError(
-                f"{where}: key column {name!r} has {column.null_count} null(s), the first at "
-                f"row {first}; a key must not be null"
-            )
+        refuse_null_keys(name, column, where)
         encoded = pc.dictionary_encode(column)
         dictionaries.append(encoded.dictionary.to_pylist())
         indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
@@ -102,6 +108,8 @@ class BatchAggregateOperator(OneInputStreamOperator):
         self.output_name = "count" if kind == "count" else str(column)
         self.table: ColumnarKeyedTable | None = None
         self._restored: dict[int, bytes] = {}
+        #: The slots of a single key column's values (with the table, at the first batch).
+        self._index: WindowSlotIndex | None = None
 
     @property
     def where(self) -> str:
@@ -142,6 +150,8 @@ class BatchAggregateOperator(OneInputStreamOperator):
         except ValueError as err:
             raise BatchError(str(err)) from err
         self._restored = {}
+        if len(self.key_columns) == 1:
+            self._index = WindowSlotIndex(self.ctx.max_parallelism)
         return table
 
     def _value_type(self, batch: pa.RecordBatch) -> np.dtype[Any]:
@@ -161,14 +171,15 @@ class BatchAggregateOperator(OneInputStreamOperator):
         return np.dtype(np.float64 if pa.types.is_floating(t) else np.int64)
 
     # processing -----------------------------------------------------------------------------
-    def _codes(
-        self, table: ColumnarKeyedTable, batch: pa.RecordBatch
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(codes, slots)``: every row's batch-local key code and each code's slot in
-        ``table`` (new keys get new slots)."""
+    def _slots(self, table: ColumnarKeyedTable, batch: pa.RecordBatch) -> np.ndarray:
+        """Every row's slot in ``table`` (new keys get new slots)."""
         columns = [(name, batch.column(name)) for name in self.key_columns]
+        if self._index is not None:
+            name, column = columns[0]
+            refuse_null_keys(name, column, self.where)
+            return self._index.key_slots(table, column)
         codes, keys = encode_keys(columns, self.where)
-        return codes, table.slots_for(keys)
+        return table.slots_for(keys)[codes]
 
     def _values(self, batch: pa.RecordBatch, dtype: np.dtype[Any]) -> np.ndarray:
         assert self.column is not None
@@ -189,40 +200,41 @@ class BatchAggregateOperator(OneInputStreamOperator):
             self._value_type(batch)
         table = self.table
         n = batch.num_rows
-        codes, code_slots = self._codes(table, batch)
-        # a stable sort groups each key's rows in input order; on 16-bit codes numpy sorts
+        slots = self._slots(table, batch)
+        # a stable sort groups each key's rows in input order; on 16-bit slots numpy sorts
         # by radix, about ten times faster than on int64
-        narrow = codes.astype(np.uint16) if len(code_slots) <= 1 << 16 else codes
+        narrow = slots.astype(np.uint16) if table.num_slots <= 1 << 16 else slots
         order = np.argsort(narrow, kind="stable")
-        s = codes[order]
+        s = slots[order]
         starts_mask = np.empty(n, dtype=bool)
         starts_mask[0] = True
         np.not_equal(s[1:], s[:-1], out=starts_mask[1:])
         starts = np.flatnonzero(starts_mask)
         ends = np.append(starts[1:] - 1, n - 1)
-        group = np.cumsum(starts_mask) - 1
-        group_slots = code_slots[s[starts]]
+        lengths = ends - starts + 1  # each key's run: a per-key value reaches its rows by repeat
+        group_slots = s[starts]
         cols = table.columns
         running: np.ndarray
         if self.kind in ("count", "mean"):
-            # one gather per row: each key's offset (its previous count, minus its first row)
+            # each key's offset (its previous count, minus its first row), repeated over its run
             count = np.arange(1, n + 1, dtype=np.int64)
-            count += (cols["count"][group_slots] - starts)[group]
+            count += np.repeat(cols["count"][group_slots] - starts, lengths)
             cols["count"][group_slots] = count[ends]
             running = count
         if self.kind in ("sum", "mean"):
             acc = cols["sum"]
             v = self._values(batch, acc.dtype)[order]
             cs = np.cumsum(v)
-            # one gather per row: each key's previous sum minus the prefix before its first row
-            total = cs + (acc[group_slots] - (cs[starts] - v[starts]))[group]
+            # each key's previous sum minus the prefix before its first row, over its run
+            total = cs + np.repeat(acc[group_slots] - (cs[starts] - v[starts]), lengths)
             acc[group_slots] = total[ends]
             running = total if self.kind == "sum" else total / count
         elif self.kind in ("min", "max"):
             acc = cols[self.kind]
             ufunc: Callable[..., Any] = np.minimum if self.kind == "min" else np.maximum
             v = self._values(batch, acc.dtype)[order]
-            scanned = ufunc(segmented_scan(ufunc, v, group), acc[group_slots][group])  # type: ignore[arg-type]
+            # the sorted slots tell the runs apart; acc[s]: each row's key's state
+            scanned = ufunc(segmented_scan(ufunc, v, s), acc[s])  # type: ignore[arg-type]
             acc[group_slots] = scanned[ends]
             running = scanned
         out = np.empty_like(running)

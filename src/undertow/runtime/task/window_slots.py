@@ -1,10 +1,12 @@
-"""Vectorised slots of (key, window start) pairs for the batch windows of one key column.
+"""Vectorised slots of (key, window start) pairs for the batch windows of one key column, and of
+plain keys for the running aggregations.
 
 :class:`WindowSlotIndex` is a cache in front of a ``ColumnarKeyedTable``'s dict: each key value
 gets a key id (a lookup table for dense integer keys, else ``pyarrow.compute.index_in``
 against the known keys), each open window start a
 numpy array ``key id -> slot``; only pairs it does not know go to ``table.slots_for``, with
-their key groups computed for the column at once.
+their key groups computed for the column at once. :meth:`~WindowSlotIndex.key_slots`: the
+same for a table keyed by the key alone (the running aggregations), under the start ``None``.
 
 Invariant: every slot the cache holds is the table's slot of that (key, start); the owner
 calls :meth:`removed` with each mask it passes to ``table.remove``, and a new table gets a new
@@ -40,7 +42,8 @@ class WindowSlotIndex:
         #: The key group of each key id (the record path's, computed for a column at once).
         self._groups = np.zeros(0, dtype=np.int64)
         #: Window start -> slot per key id (-1: none yet); at least ``len(_known)`` long.
-        self._windows: dict[int, np.ndarray] = {}
+        #: ``None``: the slots of a table keyed by the key alone (:meth:`key_slots`).
+        self._windows: dict[int | None, np.ndarray] = {}
         #: Signed integer keys: key id by ``value - _base`` (-1: none), while they are dense.
         self._direct = False
         self._lookup: np.ndarray | None = None
@@ -112,8 +115,13 @@ class WindowSlotIndex:
             out[rows] = self._slots_of_window(table, start, ids[rows])
         return out
 
+    def key_slots(self, table: ColumnarKeyedTable, keys: pa.Array) -> np.ndarray:
+        """The slot of every row's key in ``table``, a table keyed by the key alone (not by
+        window): new slots for new keys. A table is served by one index, keyed one way."""
+        return self._slots_of_window(table, None, self.key_ids(keys))
+
     def _slots_of_window(
-        self, table: ColumnarKeyedTable, start: int, ids: np.ndarray
+        self, table: ColumnarKeyedTable, start: int | None, ids: np.ndarray
     ) -> np.ndarray:
         assert self._known is not None
         size = len(self._known)
@@ -128,8 +136,8 @@ class WindowSlotIndex:
         if missing.any():
             new_ids = np.unique(ids[missing])
             values = self._known.take(pa.array(new_ids)).to_pylist()
-            pairs = [(value, start) for value in values]
-            cached[new_ids] = table.slots_for(pairs, self._groups[new_ids])
+            table_keys = values if start is None else [(value, start) for value in values]
+            cached[new_ids] = table.slots_for(table_keys, self._groups[new_ids])
             slots = cached[ids]
         return slots
 
@@ -139,7 +147,7 @@ class WindowSlotIndex:
         keep = ~drop[:num_slots]
         renumber = np.full(num_slots + 1, -1, dtype=np.int64)  # [-1] stays -1
         renumber[:num_slots][keep] = np.arange(int(np.count_nonzero(keep)))
-        windows: dict[int, np.ndarray] = {}
+        windows: dict[int | None, np.ndarray] = {}
         for start, cached in self._windows.items():
             moved = renumber[cached]
             if (moved >= 0).any():
