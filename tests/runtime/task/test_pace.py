@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from undertow.core.config import Configuration
+from undertow.runtime.task import pace as pace_module
 from undertow.runtime.task.pace import HURRY_WINDOW_S, MAX_TURNS_GIVEN, GiveWay, TaskPace
 
 
@@ -67,6 +68,24 @@ def test_bytes_waiting_on_the_watched_socket_hurry_the_pace() -> None:
         assert pace.slice_s(clock.now) == pytest.approx(0.00025)
         clock.now += HURRY_WINDOW_S
         assert pace.slice_s(clock.now) == pytest.approx(0.002)
+
+
+def test_where_sockets_cannot_be_watched_watching_is_a_no_op(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without ``select.poll`` (Windows) a worker still deploys and watches nothing: bytes
+    waiting do not hurry, checkpoint events still do."""
+    monkeypatch.setattr(pace_module, "CAN_WATCH_SOCKETS", False)
+    ours, jobmaster = socket.socketpair()
+    with ours, jobmaster:
+        clock = Clock()
+        pace = TaskPace(2, 0.25, clock)
+        pace.watch(ours.fileno())
+        pace.watch_data(ours.fileno())
+        jobmaster.send(b"trigger checkpoint 7")
+        assert pace.slice_s(clock.now) == pytest.approx(0.002)
+        pace.hurry()
+        assert pace.slice_s(clock.now) == pytest.approx(0.00025)
 
 
 def test_a_busy_task_gives_way_once_per_checkpoint_event() -> None:

@@ -32,6 +32,10 @@ HURRY_WINDOW_S = 0.05
 LONG_SLICE_S = 0.001
 #: Most loop turns a task gives way in a row before it runs a slice anyway.
 MAX_TURNS_GIVEN = 3
+#: Whether sockets can be watched: ``select.poll`` is missing on some platforms (Windows);
+#: there :meth:`TaskPace.watch` and :meth:`TaskPace.watch_data` watch nothing and tasks give
+#: way after checkpoint events only.
+CAN_WATCH_SOCKETS = hasattr(select, "poll")
 
 
 class TaskPace:
@@ -67,12 +71,16 @@ class TaskPace:
 
     def watch(self, fd: int) -> None:
         """Hurry whenever bytes wait on socket ``fd`` (the control connection)."""
+        if not CAN_WATCH_SOCKETS:
+            return
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         self._poller = poller
 
     def watch_data(self, fd: int) -> None:
         """Give way to bytes waiting on socket ``fd`` (a data connection) while hurried."""
+        if not CAN_WATCH_SOCKETS:
+            return
         if self._data_poller is None:
             self._data_poller = select.poll()
         self._data_poller.register(fd, select.POLLIN)

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import select
 import threading
 import traceback
 from collections import deque
@@ -132,7 +131,7 @@ class Worker:
         await client_handshake(reader, writer, self.secret, self.worker_index)
         self.ctrl = ControlConnection(reader, writer, "JobMaster", network.max_frame_size)
         control_socket = writer.get_extra_info("socket")
-        if control_socket is not None and hasattr(select, "poll"):
+        if control_socket is not None:
             self.pace.watch(control_socket.fileno())
         self.send(
             RegisterWorker(self.attempt, self.worker_index, network.bind_host, port,
@@ -204,9 +203,8 @@ class Worker:
         )  # fmt: skip
         try:
             await self.builder.deploy(deploy)
-            if hasattr(select, "poll"):
-                for fd in self.env.data_sockets():  # a barrier read from them goes first
-                    self.pace.watch_data(fd)
+            for fd in self.env.data_sockets():  # a barrier read from them goes first
+                self.pace.watch_data(fd)
         finally:
             self.config = self.builder.config  # the job's, also after a failed deploy
             self.settings = self.builder.settings
