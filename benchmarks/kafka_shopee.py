@@ -12,12 +12,11 @@ import uuid
 
 import kafka_load as load
 import unaligned
+from kafka_source import backlog_source
 
 from undertow.common import Configuration, Types, WatermarkStrategy
-from undertow.common.serialization import SimpleStringSchema
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors import DiscardingSink
-from undertow.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
 
 
 def shopee(bootstrap: str, seconds: float, spin_us: float) -> None:
@@ -38,15 +37,7 @@ def shopee(bootstrap: str, seconds: float, spin_us: float) -> None:
                         **unaligned.MODES[mode]}  # fmt: skip
             env = StreamExecutionEnvironment.get_execution_environment(Configuration(settings))
             env.set_parallelism(2)
-            source = (
-                KafkaSource.builder()
-                .set_bootstrap_servers(bootstrap)
-                .set_topics(topic)
-                .set_starting_offsets(KafkaOffsetsInitializer.earliest())
-                .set_bounded(KafkaOffsetsInitializer.latest())
-                .set_value_only_deserializer(SimpleStringSchema())
-                .build()
-            )
+            source = backlog_source(bootstrap, topic)
 
             def slow(a: tuple[str, int], b: tuple[str, int], spin: float = spin) -> tuple[str, int]:
                 until = time.perf_counter() + spin

@@ -95,15 +95,10 @@ class Stopwatch(MapFunction):
         )
 
 
-def undertow_source(bootstrap: str, topic: str) -> tuple[int, float, float, float]:
-    """KafkaSource (bounded at the latest offsets) -> stopwatch -> discard, p=2: records, and
-    wall and CPU seconds from the first record to the end (summed over the two workers), and
-    the whole job's wall seconds."""
-    env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration({"execution.target": "local", "rest.port": "-1"})
-    )
-    env.set_parallelism(2)
-    source = (
+def backlog_source(bootstrap: str, topic: str) -> KafkaSource:
+    """A KafkaSource reading ``topic``'s backlog: from the earliest offsets to the latest at
+    the job's start (bounded), values as strings."""
+    return (
         KafkaSource.builder()
         .set_bootstrap_servers(bootstrap)
         .set_topics(topic)
@@ -112,6 +107,17 @@ def undertow_source(bootstrap: str, topic: str) -> tuple[int, float, float, floa
         .set_value_only_deserializer(SimpleStringSchema())
         .build()
     )
+
+
+def undertow_source(bootstrap: str, topic: str) -> tuple[int, float, float, float]:
+    """KafkaSource (bounded at the latest offsets) -> stopwatch -> discard, p=2: records, and
+    wall and CPU seconds from the first record to the end (summed over the two workers), and
+    the whole job's wall seconds."""
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"execution.target": "local", "rest.port": "-1"})
+    )
+    env.set_parallelism(2)
+    source = backlog_source(bootstrap, topic)
     with tempfile.TemporaryDirectory() as directory:
         stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
         stream.map(Stopwatch(directory)).sink_to(DiscardingSink())
