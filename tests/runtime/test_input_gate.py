@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from undertow.graph.partitioners import ForwardPartitioner
-from undertow.runtime.network.buffer import Buffer, serialize_batch, split_into_buffers
+from undertow.graph.partitioners import BroadcastPartitioner, ForwardPartitioner
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
+from undertow.runtime.network.buffer import (
+    BatchDeserializer,
+    Buffer,
+    serialize_batch,
+    split_into_buffers,
+)
 from undertow.runtime.network.credit import ProtocolViolation, Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition
@@ -243,3 +249,62 @@ def test_finished_channels() -> None:
     assert gate.num_finished == 1 and not gate.is_finished
     gate.mark_finished(gate.channels[1])
     assert gate.is_finished
+
+
+def _local_pair(
+    partitioner: Any, channels: int = 1, in_process: bool = True
+) -> tuple[RecordWriter, InputGate]:
+    """A writer whose channels are wired to one gate's channels over LocalLink, as the
+    worker's network environment wires two subtasks of one worker (``in_process``)."""
+    partition = ResultPartition(
+        "P", list(range(channels)), buffers_per_channel=2, floating_buffers=4,
+        max_buffers_per_channel=10,
+    )  # fmt: skip
+    gate = InputGate("G", 1, 4)
+    for i, sp in enumerate(partition.subpartitions):
+        channel = gate.add_channel(i, f"G/{i}", 2)
+        link = LocalLink(sp, channel)
+        sp.link = link
+        sp.in_process = in_process
+        channel.connect(link)
+    return RecordWriter(partition, partitioner, 1 << 15), gate
+
+
+def test_records_cross_a_local_channel_without_pickling() -> None:
+    writer, gate = _local_pair(ForwardPartitioner())
+    records = [[i] for i in range(100)]  # mutable records: identity shows no copy was made
+    writer.emit(records, None)
+    writer.flush_all()
+    item = gate.poll()
+    assert item is not None
+    values, stamps = item[1]
+    assert values == records and stamps is None
+    assert all(a is b for a, b in zip(values, records, strict=True))
+    assert values is not records, "the writer's own list went over, not the caller's"
+    assert gate.bytes_consumed > 0, "the estimate is counted as the buffer's bytes"
+
+
+def test_records_to_another_process_and_broadcast_ones_are_copies() -> None:
+    for writer, gate in (
+        _local_pair(ForwardPartitioner(), in_process=False),
+        _local_pair(BroadcastPartitioner(), channels=2),
+    ):
+        records = [[i] for i in range(10)]
+        writer.emit(records, None)
+        writer.flush_all()
+        item = gate.poll()
+        assert item is not None
+        assert item[1][0] == records and item[1][0][0] is not records[0]
+
+
+def test_a_captured_local_buffer_holds_the_records_it_carries() -> None:
+    writer, gate = _local_pair(ForwardPartitioner())
+    records = [(i, "x" * i) for i in range(50)]
+    writer.emit(records, list(range(50)))
+    writer.flush_all()
+    (queued,) = gate.channels[0].queued_normal()
+    chunk = encode_chunk(queued)  # an unaligned checkpoint captures the queued buffer
+    restored = BatchDeserializer().add(decode_chunk(chunk))
+    assert restored == ([(i, "x" * i) for i in range(50)], list(range(50)))
+    item = gate.poll()
+    assert item is not None and item[1] == restored

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.graph.partitioners import StreamPartitioner
+from undertow.runtime.network import arrow_payload
 from undertow.runtime.network.buffer import Buffer, serialize_batch, split_into_buffers
 from undertow.runtime.network.partition import ResultPartition
 
@@ -52,6 +53,9 @@ class RecordWriter:
     ) -> None:
         self.partition = partition
         self.partitioner = partitioner
+        #: Batches for consumers in this process go over unserialized (``Buffer.handed_over``)
+        #: unless one batch goes to every channel (broadcast: consumers must not share it).
+        self._hands_over = not partitioner.is_broadcast
         partitioner.setup(len(partition.subpartitions))
         self.segment_size = segment_size
         n = len(partition.subpartitions)
@@ -200,12 +204,21 @@ class RecordWriter:
             self._values[ch] = []
             self._stamps[ch] = None
         buffers: list[Buffer] = []
+        per_record, segment = self._bytes_per_record, self.segment_size
+        local = self._hands_over and self.partition.subpartitions[ch].in_process
         for start in range(0, end, step):
             if step >= n:  # the whole pending list, no copy
                 part, part_stamps = values, stamps
             else:
                 part = values[start : min(start + step, end)]
                 part_stamps = None if stamps is None else stamps[start : start + len(part)]
+            estimate = int(per_record * len(part))
+            if local and estimate <= segment and not arrow_payload.is_arrow_batch(part):
+                # the consumer is in this process: the lists go over as they are (this
+                # writer holds no reference to them any more), serialized only if captured
+                buffers.append(Buffer.handed_over(part, part_stamps, max(1, estimate)))
+                self.bytes_out += estimate
+                continue
             data = serialize_batch(part, part_stamps)
             # a small batch (a forced flush) says little about the records' size
             weight = 0.5 * min(1.0, len(part) / step)
