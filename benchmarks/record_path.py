@@ -65,7 +65,7 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "sum: keys + fold into heap state": lambda: backend.fold_keyed(
             state, pairs, key, fold, key_context=False
         ),
-        "reduce: keys + fold in key context": lambda: backend.fold_keyed(state, pairs, key, fold),
+        "reduce: fold in key context": lambda: backend.fold_keyed(state, pairs, key, fold),
         "key_by routing, 2 channels": lambda: router.route(pairs, None),
         "pickle the batch": lambda: serialize_batch(pairs, None),
         "unpickle the batch": lambda: pickle.loads(data),
