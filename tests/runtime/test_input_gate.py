@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from undertow.graph.partitioners import BroadcastPartitioner, ForwardPartitioner
@@ -308,3 +309,20 @@ def test_a_captured_local_buffer_holds_the_records_it_carries() -> None:
     assert restored == ([(i, "x" * i) for i in range(50)], list(range(50)))
     item = gate.poll()
     assert item is not None and item[1] == restored
+
+
+def test_record_batches_and_batches_above_a_segment_are_serialized_on_a_local_channel() -> None:
+    writer, gate = _local_pair(ForwardPartitioner())
+    table = pa.RecordBatch.from_pydict({"x": [1, 2, 3]})
+    writer.emit([table], None)
+    writer.flush_all()
+    item = gate.poll()
+    assert item is not None and item[1][0][0].equals(table)
+    assert item[1][0][0] is not table, "Arrow batches keep their IPC path"
+    writer, gate = _local_pair(ForwardPartitioner())
+    big = ["y" * 1000 for _ in range(100)]  # one emit, estimated at ~100 KB: above a segment
+    writer.emit(big, None)
+    writer.flush_all()
+    assert writer.buffers_out > 3, "cut into segments, as before"
+    item = gate.poll()
+    assert item is not None and item[1][0] == big and item[1][0][0] is not big[0]
