@@ -253,7 +253,7 @@ def test_finished_channels() -> None:
 
 
 def _local_pair(
-    partitioner: Any, channels: int = 1, in_process: bool = True
+    partitioner: Any, channels: int = 1, in_process: bool = True, segment_size: int = 1 << 15
 ) -> tuple[RecordWriter, InputGate]:
     """A writer whose channels are wired to one gate's channels over LocalLink, as the
     worker's network environment wires two subtasks of one worker (``in_process``)."""
@@ -268,7 +268,7 @@ def _local_pair(
         sp.link = link
         sp.in_process = in_process
         channel.connect(link)
-    return RecordWriter(partition, partitioner, 1 << 15), gate
+    return RecordWriter(partition, partitioner, segment_size), gate
 
 
 def test_records_cross_a_local_channel_without_pickling() -> None:
@@ -326,3 +326,24 @@ def test_record_batches_and_batches_above_a_segment_are_serialized_on_a_local_ch
     assert writer.buffers_out > 3, "cut into segments, as before"
     item = gate.poll()
     assert item is not None and item[1][0] == big and item[1][0][0] is not big[0]
+
+
+def test_a_writer_handing_over_learns_that_its_records_grew() -> None:
+    """Every channel stays in this process, so no batch is serialized: the writer still learns
+    from samples that its records grew 30-fold, and its buffers come back to about a
+    segment (else each would hold the first estimate's count of records, ~27 segments)."""
+    segment = 4096
+    writer, gate = _local_pair(ForwardPartitioner(), segment_size=segment)
+    writer.emit([(i, "s") for i in range(16)], None)  # small records: the first estimate
+    for i in range(8000):  # the gate takes none: the buffers stay queued, in order
+        writer.emit([(i, "x" * 200)], None)
+    sender = writer.partition.subpartitions[0].sender
+    queued = [
+        *gate.channels[0].queued_normal(),
+        *(e.payload for e in sender._queue.normal_elements() if not e.is_event),
+    ]
+    assert len(queued) > 20 and all(isinstance(b, Buffer) for b in queued)
+    assert all(b.batch is not None for b in queued[-5:]), "still handed over"
+    late = [(len(buffer), len(buffer.data)) for buffer in queued[-5:]]  # (counted, actual)
+    assert all(actual <= 2 * segment for _, actual in late), late
+    assert all(actual <= 2 * counted for counted, actual in late), late
