@@ -7,8 +7,10 @@ moves the figures less than it moves ``throughput.py``'s end-to-end rates. Usage
     python benchmarks/record_path.py [--repeat N]
 
 Pieces: the map (the job's lambda over a batch), the keyed sum's key selection and fold into
-heap keyed state, key-group routing to 2 channels, pickling the batch and unpickling it, and the
-plain Python loop ``throughput.py`` uses as its baseline.
+heap keyed state (as ``sum`` runs it, and as a user's ``reduce`` runs it: in each record's key),
+key-group routing to 2 channels, pickling the batch and unpickling it (channels between
+workers; a channel within one worker hands the batch over unserialized), and the plain Python
+loop ``throughput.py`` uses as its baseline.
 """
 
 from __future__ import annotations
@@ -60,9 +62,10 @@ def pieces() -> dict[str, Callable[[], Any]]:
     return {
         "map (job's lambda)": lambda: [mapper(x) for x in numbers],
         "sum: key selection": lambda: [key(v) for v in pairs],
-        "sum: keys + fold into heap state": lambda: backend.fold_values(
-            state, [key(v) for v in pairs], pairs, fold
+        "sum: keys + fold into heap state": lambda: backend.fold_keyed(
+            state, pairs, key, fold, key_context=False
         ),
+        "reduce: fold in key context": lambda: backend.fold_keyed(state, pairs, key, fold),
         "key_by routing, 2 channels": lambda: router.route(pairs, None),
         "pickle the batch": lambda: serialize_batch(pairs, None),
         "unpickle the batch": lambda: pickle.loads(data),

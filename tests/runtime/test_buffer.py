@@ -161,3 +161,23 @@ def test_serialize_object_round_trips_plain_and_local_objects() -> None:
 
     assert pickle.loads(serialize_object({"a": 1})) == {"a": 1}
     assert pickle.loads(serialize_object(Marker())).value == 42
+
+
+def test_a_handed_over_batch_reaches_the_consumer_as_the_same_lists() -> None:
+    values, stamps = [(1, 2), (3, 4)], [10, 20]
+    buffer = Buffer.handed_over(values, stamps, 40)
+    assert len(buffer) == 40 and not buffer.partial
+    batch = BatchDeserializer().add(buffer)
+    assert batch is not None
+    assert batch[0] is values and batch[1] is stamps, "no pickling between the two ends"
+
+
+def test_a_handed_over_batch_is_serialized_once_when_read_as_bytes() -> None:
+    values = [{"k": i} for i in range(20)]
+    buffer = Buffer.handed_over(values, None, 123)
+    data = buffer.data  # a checkpoint captures it
+    assert pickle.loads(data) == (values, None)
+    assert buffer.data is data, "serialized once"
+    assert len(buffer) == 123, "what the accounting counted does not change"
+    batch = BatchDeserializer().add(buffer)
+    assert batch is not None and batch[0] is values

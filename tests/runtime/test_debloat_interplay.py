@@ -127,6 +127,7 @@ class Queued:
     def __init__(self) -> None:
         self.buffers: list[Buffer] = []
         self.sender = SenderChannel(name="out#0")
+        self.in_process = False  # its consumer is elsewhere: batches are serialized
 
     def add_buffers(self, buffers: list[Buffer]) -> None:
         self.buffers.extend(buffers)

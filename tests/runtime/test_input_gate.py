@@ -5,10 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from undertow.graph.partitioners import ForwardPartitioner
-from undertow.runtime.network.buffer import Buffer, serialize_batch, split_into_buffers
+from undertow.graph.partitioners import BroadcastPartitioner, ForwardPartitioner
+from undertow.runtime.checkpoint.channel_state_writer import decode_chunk, encode_chunk
+from undertow.runtime.network.buffer import (
+    BatchDeserializer,
+    Buffer,
+    serialize_batch,
+    split_into_buffers,
+)
 from undertow.runtime.network.credit import ProtocolViolation, Send
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.partition import ResultPartition
@@ -243,3 +250,100 @@ def test_finished_channels() -> None:
     assert gate.num_finished == 1 and not gate.is_finished
     gate.mark_finished(gate.channels[1])
     assert gate.is_finished
+
+
+def _local_pair(
+    partitioner: Any, channels: int = 1, in_process: bool = True, segment_size: int = 1 << 15
+) -> tuple[RecordWriter, InputGate]:
+    """A writer whose channels are wired to one gate's channels over LocalLink, as the
+    worker's network environment wires two subtasks of one worker (``in_process``)."""
+    partition = ResultPartition(
+        "P", list(range(channels)), buffers_per_channel=2, floating_buffers=4,
+        max_buffers_per_channel=10,
+    )  # fmt: skip
+    gate = InputGate("G", 1, 4)
+    for i, sp in enumerate(partition.subpartitions):
+        channel = gate.add_channel(i, f"G/{i}", 2)
+        link = LocalLink(sp, channel)
+        sp.link = link
+        sp.in_process = in_process
+        channel.connect(link)
+    return RecordWriter(partition, partitioner, segment_size), gate
+
+
+def test_records_cross_a_local_channel_without_pickling() -> None:
+    writer, gate = _local_pair(ForwardPartitioner())
+    records = [[i] for i in range(100)]  # mutable records: identity shows no copy was made
+    writer.emit(records, None)
+    writer.flush_all()
+    item = gate.poll()
+    assert item is not None
+    values, stamps = item[1]
+    assert values == records and stamps is None
+    assert all(a is b for a, b in zip(values, records, strict=True))
+    assert values is not records, "the writer's own list went over, not the caller's"
+    assert gate.bytes_consumed > 0, "the estimate is counted as the buffer's bytes"
+
+
+def test_records_to_another_process_and_broadcast_ones_are_copies() -> None:
+    for writer, gate in (
+        _local_pair(ForwardPartitioner(), in_process=False),
+        _local_pair(BroadcastPartitioner(), channels=2),
+    ):
+        records = [[i] for i in range(10)]
+        writer.emit(records, None)
+        writer.flush_all()
+        item = gate.poll()
+        assert item is not None
+        assert item[1][0] == records and item[1][0][0] is not records[0]
+
+
+def test_a_captured_local_buffer_holds_the_records_it_carries() -> None:
+    writer, gate = _local_pair(ForwardPartitioner())
+    records = [(i, "x" * i) for i in range(50)]
+    writer.emit(records, list(range(50)))
+    writer.flush_all()
+    (queued,) = gate.channels[0].queued_normal()
+    chunk = encode_chunk(queued)  # an unaligned checkpoint captures the queued buffer
+    restored = BatchDeserializer().add(decode_chunk(chunk))
+    assert restored == ([(i, "x" * i) for i in range(50)], list(range(50)))
+    item = gate.poll()
+    assert item is not None and item[1] == restored
+
+
+def test_record_batches_and_batches_above_a_segment_are_serialized_on_a_local_channel() -> None:
+    writer, gate = _local_pair(ForwardPartitioner())
+    table = pa.RecordBatch.from_pydict({"x": [1, 2, 3]})
+    writer.emit([table], None)
+    writer.flush_all()
+    item = gate.poll()
+    assert item is not None and item[1][0][0].equals(table)
+    assert item[1][0][0] is not table, "Arrow batches keep their IPC path"
+    writer, gate = _local_pair(ForwardPartitioner())
+    big = ["y" * 1000 for _ in range(100)]  # one emit, estimated at ~100 KB: above a segment
+    writer.emit(big, None)
+    writer.flush_all()
+    assert writer.buffers_out > 3, "cut into segments, as before"
+    item = gate.poll()
+    assert item is not None and item[1][0] == big and item[1][0][0] is not big[0]
+
+
+def test_a_writer_handing_over_learns_that_its_records_grew() -> None:
+    """Every channel stays in this process, so no batch is serialized: the writer still learns
+    from samples that its records grew 30-fold, and its buffers come back to about a
+    segment (else each would hold the first estimate's count of records, ~27 segments)."""
+    segment = 4096
+    writer, gate = _local_pair(ForwardPartitioner(), segment_size=segment)
+    writer.emit([(i, "s") for i in range(16)], None)  # small records: the first estimate
+    for i in range(8000):  # the gate takes none: the buffers stay queued, in order
+        writer.emit([(i, "x" * 200)], None)
+    sender = writer.partition.subpartitions[0].sender
+    queued = [
+        *gate.channels[0].queued_normal(),
+        *(e.payload for e in sender._queue.normal_elements() if not e.is_event),
+    ]
+    assert len(queued) > 20 and all(isinstance(b, Buffer) for b in queued)
+    assert all(b.batch is not None for b in queued[-5:]), "still handed over"
+    late = [(len(buffer), len(buffer.data)) for buffer in queued[-5:]]  # (counted, actual)
+    assert all(actual <= 2 * segment for _, actual in late), late
+    assert all(actual <= 2 * counted for counted, actual in late), late

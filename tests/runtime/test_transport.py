@@ -375,6 +375,8 @@ def test_local_and_remote_channels_in_one_environment() -> None:
         _wire([a, b], 1, 0, 1)
         assert isinstance(out.subpartitions[0].link, LocalLink)
         assert not isinstance(out.subpartitions[1].link, LocalLink)
+        # only the channel within the worker takes batches unserialized
+        assert [sp.in_process for sp in out.subpartitions] == [True, False]
         writer = RecordWriter(out, RebalancePartitioner(), 256)
         writer.emit(list(range(10)), None)
         writer.broadcast_event(Marker("eos"))

@@ -154,6 +154,12 @@ def _fold(b: HeapKeyedStateBackend, s: dict[str, Any]) -> None:
     b.fold_values(s["v"], [A, D], [5, 6], lambda old, new: old + new)
 
 
+def _fold_keyed(b: HeapKeyedStateBackend, s: dict[str, Any]) -> None:
+    # a built-in aggregation's fold (no key context): A's group must be marked all the same
+    b.fold_keyed(s["v"], [(A, 5), (D, 6)], lambda r: r[0], lambda old, new: new[1],
+                 key_context=False)  # fmt: skip
+
+
 def _window(b: HeapKeyedStateBackend, s: dict[str, Any]) -> None:
     b.set_current_key(A)
     s["l"].set_current_namespace("w1")
@@ -181,6 +187,7 @@ WRITES: dict[str, Callable[[HeapKeyedStateBackend, dict[str, Any]], None]] = {
         [state.clear() for state in s.values()],
     ),
     "fold-values": _fold,
+    "fold-keyed": _fold_keyed,
     "window-merge": _window,
 }
 

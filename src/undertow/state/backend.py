@@ -189,6 +189,21 @@ class KeyedStateBackend(ABC):
             out.append(new)
         return out
 
+    def fold_keyed(
+        self,
+        state: InternalKvState[Any],
+        values: list[Any],
+        key_of: Callable[[Any], Any],
+        fold: Callable[[Any, Any], Any],
+        *,
+        key_context: bool = True,
+    ) -> list[Any]:
+        """:meth:`fold_values` with each record's key ``key_of(value)``. ``key_context=False``
+        promises that ``fold`` reads no keyed state (a built-in aggregation), so a backend may
+        skip making each record's key current while it runs; the last key is current after
+        the call either way. Backends override this with a faster loop (same result)."""
+        return self.fold_values(state, [key_of(v) for v in values], values, fold)
+
     @abstractmethod
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         """Keys that have an entry in ``state_name`` under ``namespace``."""

@@ -26,6 +26,7 @@ from undertow.core import pickling
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
 from undertow.state.descriptors import StateDescriptor
+from undertow.state.heap_fold import fold_untracked, fold_untracked_by
 from undertow.state.heap_incremental import (
     CompactionPolicy,
     DirtyKeyGroups,
@@ -133,7 +134,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         if self._snapshot is None and self._dirty is None:
             # nothing to copy on touch nor to mark dirty, and neither can start mid-batch (a
             # snapshot starts on the task thread, between batches): the loop without them
-            out = self._fold_untracked(tables, keys, values, fold)
+            out = fold_untracked(offsets, tables, set_key, ctx, keys, values, fold)
             if keys:
                 set_key(keys[-1])
             return out
@@ -169,39 +170,29 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             set_key(keys[-1])
         return out
 
-    def _fold_untracked(
+    def fold_keyed(
         self,
-        tables: list[dict[Any, Any]],
-        keys: list[Any],
+        state: InternalKvState[Any],
         values: list[Any],
+        key_of: Callable[[Any], Any],
         fold: Callable[[Any, Any], Any],
+        *,
+        key_context: bool = True,
     ) -> list[Any]:
-        """:meth:`fold_values`' loop with no pending snapshot and no dirty tracking: per record
-        one offset lookup, one table lookup, ``fold`` and one store (the hot loop of keyed
-        ``reduce``/``sum``)."""
-        offsets, set_key, ctx = self._offsets, self.set_current_key, self._ctx
-        out: list[Any] = []
-        append = out.append
-        for key, value in zip(keys, values):
-            try:
-                offset = offsets.get(key)
-            except TypeError:
-                offset = None
-            if offset is None:
-                set_key(key)  # computes and caches the offset, or raises StateError
-                offset, key = ctx.offset, ctx.key  # key: its hashable form
-            table = tables[offset]
-            old = table.get(key)
-            if old is None:
-                new = value
-            else:  # ``fold`` may read other keyed state: it runs in this record's key
-                ctx.key, ctx.offset = key, offset
-                new = fold(old, value)
-            if new is None:
-                table.pop(key, None)
-            else:
-                table[key] = new
-            append(new)
+        if (
+            key_context
+            or type(state) is not HeapValueState
+            or state.namespace is not VOID_NAMESPACE
+            or self._snapshot is not None
+            or self._dirty is not None
+        ):
+            return super().fold_keyed(state, values, key_of, fold, key_context=key_context)
+        set_key = self.set_current_key
+        out, last = fold_untracked_by(
+            self._offsets, state.tables, set_key, self._ctx, values, key_of, fold
+        )
+        if values:
+            set_key(last)
         return out
 
     def _offset_of(self, key: Any) -> int:

@@ -10,8 +10,9 @@ larger than a buffer spans buffers.
 A batch whose records are all ``pyarrow.RecordBatch`` (a batch stream) is written in the
 Arrow IPC stream format instead (:mod:`undertow.runtime.network.arrow_payload`).
 
-Records are pickled by :func:`undertow.core.pickling.dumps_records` (no memo: each record in
-full; cloudpickle for the job script's classes); the receiver always uses ``pickle.loads``.
+Records are pickled by :func:`undertow.core.pickling.dumps_records` (no memo; cloudpickle for
+the job script's classes), read by ``pickle.loads``; within one worker a batch is handed over
+unserialized (:meth:`Buffer.handed_over`), serialized only if a checkpoint captures it.
 """
 
 from __future__ import annotations
@@ -27,19 +28,54 @@ from undertow.runtime.network import arrow_payload
 
 
 class Buffer:
-    """One network buffer: bytes, and whether more buffers of the same batch follow."""
+    """One network buffer: bytes, and whether more buffers of the same batch follow.
 
-    __slots__ = ("data", "partial")
+    A buffer between two subtasks of one worker may instead hold its batch unserialized
+    (:meth:`handed_over`): the record writer hands its list over (it never touches the list
+    again) and the consumer takes it as it is, with no pickling either way. Its bytes exist only
+    if something reads :attr:`data` (an unaligned checkpoint capturing it as channel state, on
+    the loop thread): the batch is serialized then, once, and the consumer still takes the
+    list. ``len()`` is the size the accounting uses (credits count buffers; debloating and the
+    switch to unaligned count bytes): the bytes' length, or the writer's estimate for a batch
+    handed over, fixed at creation so that a capture does not change what was counted.
+    """
+
+    __slots__ = ("_data", "batch", "partial", "size")
 
     def __init__(self, data: bytes, partial: bool = False) -> None:
-        self.data = data
+        self._data: bytes | None = data
         self.partial = partial
+        self.size = len(data)
+        #: The batch handed over unserialized (values, timestamps), else ``None``.
+        self.batch: tuple[list[Any], list[Any] | None] | None = None
+
+    @classmethod
+    def handed_over(cls, values: list[Any], timestamps: list[Any] | None, size: int) -> Buffer:
+        """A whole batch for a consumer in this process; ``size``: its estimated bytes. The
+        caller gives up the lists (and, as along a chain, shares the records)."""
+        buffer = cls.__new__(cls)
+        buffer._data = None
+        buffer.partial = False
+        buffer.size = size
+        buffer.batch = (values, timestamps)
+        return buffer
+
+    @property
+    def data(self) -> bytes:
+        """The serialized batch (or this part of it); a handed-over batch is serialized on
+        the first read. Cost: that serialization once, then an attribute read."""
+        data = self._data
+        if data is None:
+            assert self.batch is not None
+            data = self._data = serialize_batch(*self.batch)
+        return data
 
     def __len__(self) -> int:
-        return len(self.data)
+        return self.size
 
     def __repr__(self) -> str:
-        return f"Buffer({len(self.data)} bytes{', partial' if self.partial else ''})"
+        kind = "handed over, " if self.batch is not None else ""
+        return f"Buffer({kind}{self.size} bytes{', partial' if self.partial else ''})"
 
 
 def serialize_batch(values: list[Any], timestamps: list[Any] | None) -> bytes:
@@ -91,6 +127,9 @@ class BatchDeserializer:
         if buffer.partial:
             self._parts.append(buffer.data)
             return None
+        batch = buffer.batch
+        if batch is not None and not self._parts:
+            return batch
         if self._parts:
             self._parts.append(buffer.data)
             data = b"".join(self._parts)

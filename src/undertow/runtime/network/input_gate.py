@@ -233,7 +233,7 @@ class InputGate:
             if item is None:
                 continue
             if isinstance(item, Buffer):
-                self.bytes_consumed += len(item.data)
+                self.bytes_consumed += len(item)  # estimated if handed over
                 self.buffers_consumed += 1
                 batch = channel.deserializer.add(item)
                 if batch is None:

@@ -44,7 +44,8 @@ class RestoredOutput(Protocol):
 
 class ResultSubpartition:
     __slots__ = ("_decode", "_event_sink", "_held_back", "_pumping", "_repump", "_restored",
-                 "_window", "channel_id", "link", "name", "partition", "sender")  # fmt: skip
+                 "_window", "channel_id", "in_process", "link", "name", "partition",
+                 "sender")  # fmt: skip
 
     def __init__(self, partition: ResultPartition, channel_id: int, name: str) -> None:
         self.partition = partition
@@ -52,6 +53,9 @@ class ResultSubpartition:
         self.name = name
         self.sender = SenderChannel(0, name=name)
         self.link: ProducerLink | None = None
+        #: The consumer lives in this process (a local link): the record writer may hand
+        #: batches over unserialized (``Buffer.handed_over``). Set when the channel is wired.
+        self.in_process = False
         self._pumping = False
         self._repump = False
         #: Called with the payload of every event this subpartition sends, when it is sent.

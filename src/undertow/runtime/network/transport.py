@@ -283,6 +283,7 @@ class NetworkEnvironment:
             sp, ic = self.subpartitions[channel_id], self.input_channels[channel_id]
             link = LocalLink(sp, ic)
             sp.link = link
+            sp.in_process = True
             ic.connect(link)
         elif producer_worker == me:
             self.subpartitions[channel_id].link = _RemoteProducerLink(

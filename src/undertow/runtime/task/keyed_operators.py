@@ -133,7 +133,7 @@ class StreamGroupedReduce(UdfOperator):
     """
 
     _DESCRIPTOR = ValueStateDescriptor("_reduce_value")
-    #: ``fold_values`` runs every reduce call with its record's key current
+    #: ``fold_keyed`` runs every reduce call with its record's key current (if it reads state)
     KEY_CONTEXT_PER_CALL = False
 
     def __init__(
@@ -143,6 +143,9 @@ class StreamGroupedReduce(UdfOperator):
         super().__init__(function, call)
         self.key_selector = key_selector
         self.emit_final_only = emit_final_only
+        #: A user's ReduceFunction may read keyed state, so it runs in its record's key; the
+        #: built-in aggregations (``function`` None: sum, min, max, min_by, max_by) read none.
+        self._reads_state = function is not None
 
     def open(self) -> None:
         assert self.ctx.keyed_backend is not None
@@ -153,8 +156,8 @@ class StreamGroupedReduce(UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        ks = self.key_selector
-        out = self.backend.fold_values(self.state, [ks(v) for v in values], values, self.call)
+        out = self.backend.fold_keyed(self.state, values, self.key_selector, self.call,
+                                      key_context=self._reads_state)  # fmt: skip
         if not self.emit_final_only:
             self.output.collect_batch(out, timestamps)
 
