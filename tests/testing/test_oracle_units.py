@@ -813,6 +813,27 @@ def test_replayed_records_after_live_data_are_out_of_order() -> None:
     assert (counted.replayed, counted.replayed_after_live) == (1, 0)
 
 
+def test_a_traced_record_of_an_earlier_epoch_at_the_sink_counts_as_replayed() -> None:
+    """A verifying map's record fed to the sink directly (no stateful operator between) and
+    restored from channel state carries the epoch of the attempt that sent it: replayed. Its
+    order after live data is checked only where the topology keeps each key's order."""
+    from undertow.testing._oracle_functions import VerifyingSink
+
+    key = 0
+    old = _FakeRuntime(_owner(key, 2), 2, attempt=0)
+    for order_kept, after_live in ((True, 1), (False, 0)):
+        sink = VerifyingSink(5, seq_order_kept=order_kept, job_tag=5)
+        sink.open(old)  # type: ignore[arg-type]
+        old_epoch = sink._checker.epoch
+        runtime = _FakeRuntime(_owner(key, 2), 2, 1)
+        sink.open(runtime)  # type: ignore[arg-type]
+        runtime.current[0] = key
+        for seq, epoch in ((1, old_epoch), (2, sink._checker.epoch), (3, old_epoch)):
+            sink.process_element(TracedRecord(make_record(key, seq), (), epoch), runtime)  # type: ignore[arg-type]
+        result = OracleResult.from_accumulators(runtime.accumulators, 1, 5)
+        assert (result.replayed, result.replayed_after_live) == (2, after_live), order_kept
+
+
 def test_restore_evidence() -> None:
     """``assert_restored`` needs a resumed source, restored tallies and, if asked, replay."""
     restored = OracleResult.from_accumulators(

@@ -32,6 +32,7 @@ from undertow.testing.oracle import (
     live_workers_of,
     verify_record,
 )
+from undertow.testing.recovery_hold import RecoveryHold
 from undertow.testing.restore_control import RestoreEvidenceMissing, restore_control
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "OracleResult",
     "OracleSource",
     "OracleStatefulFunction",
+    "RecoveryHold",
     "RestoreEvidenceMissing",
     "VerifyingMap",
     "VerifyingSink",

@@ -311,7 +311,12 @@ class VerifyingSink(KeyedProcessFunction):
         checker = self._checker
         checker.processed()
         key = ctx.get_current_key()
-        checker.arrived(value.epoch if type(value) is OracleOutput else 0, key, True)
+        # an epoch other than this stage's: replayed from channel state (a stateful output,
+        # or a verifying map's record fed to the sink directly; its key's order is known to
+        # hold across the exchange only for outputs, or where the topology says so)
+        traced = type(value) is OracleOutput or type(value) is TracedRecord
+        order_kept = type(value) is OracleOutput or self.seq_order_kept
+        checker.arrived(value.epoch if traced else 0, key, order_kept)
         tally = self._state.value()
         if key not in self._touched:
             self._touched.add(key)

@@ -238,17 +238,39 @@ def _slow_rows(values: list[Any]) -> None:
     time.sleep(sum(v.num_rows for v in values) * ROW_S)
 
 
-def test_a_large_record_batch_is_cut_by_rows_and_its_rest_is_its_channel_state() -> None:
+class RowClock:
+    """The input processor's clock (``time.perf_counter``), advanced by the head only: a
+    function that takes exactly :data:`ROW_S` per row and nothing else. A real sleep under
+    load also takes the time the scheduler gives others, which the row cutter (rightly) reads
+    as the function's fixed cost, and then amortises with larger cuts."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def rows(self, values: list[Any]) -> None:
+        self.now += sum(v.num_rows for v in values) * ROW_S
+
+
+def test_a_large_record_batch_is_cut_by_rows_and_its_rest_is_its_channel_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """One record batch of 100,000 rows behind a function that takes 0.2 s for it, 1 ms
     slices: a slice hands the head row ranges of it, never the whole batch, so a priority
     event waits a few ms, not 0.2 s; the rest of the batch (a row range, then the records
     after it) is the channel's state, and the slices that follow hand the head every row once
-    and in order."""
+    and in order. The function's time is the processor's clock (:class:`RowClock`)."""
+    from undertow.runtime.task import input_processor
+
+    clock = RowClock()
+    monkeypatch.setattr(input_processor, "time", clock)
     g = gate("G", 1)
     batch = pa.record_batch({"v": list(range(100_000))})
     after = pa.record_batch({"v": [-1, -2]})
     Feeder(g.channels[0]).buffer(Buffer(serialize_batch([batch, after], [7, 8])))
-    head = RecordingHead(during=_slow_rows)
+    head = RecordingHead(during=clock.rows)
     inputs = processor([g], head, slice_ms=1.0, cut_batches=True)
     inputs.input_slice()
     done = sum(v.num_rows for v in head.records)
