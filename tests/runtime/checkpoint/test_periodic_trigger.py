@@ -39,12 +39,18 @@ def trigger(options: dict[str, str]) -> tuple[PeriodicTrigger, Shell, ManualCloc
 
 
 def test_one_checkpoint_per_interval_after_a_random_first_delay() -> None:
+    """The first trigger comes a random delay in [0, interval] after the start, as Flink's;
+    the manual clock counts whole milliseconds, so a draw under 0.5 ms fires at 0 and the
+    second trigger at 100 is within the first interval too (1 run in 200 drew one)."""
     periodic, shell, clock = trigger({"execution.checkpointing.interval": "100 ms"})
     periodic.start()
-    clock.advance(100)
-    assert len(shell.triggered) == 1 and 0 <= shell.triggered[0] <= 100
-    clock.advance(300)
-    assert [b - a for a, b in zip(shell.triggered, shell.triggered[1:])] == [100, 100, 100]
+    clock.advance(99)
+    assert len(shell.triggered) <= 1 and all(0 <= t <= 99 for t in shell.triggered)
+    clock.advance(301)
+    first = shell.triggered[0]
+    assert 0 <= first <= 100
+    assert shell.triggered == [first + 100 * i for i in range(len(shell.triggered))]
+    assert len(shell.triggered) == 4 + (first == 0)
 
 
 def test_the_min_pause_delays_a_request_until_the_wake_up() -> None:
