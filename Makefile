@@ -51,8 +51,9 @@ CONTROL_SAMPLE ?= 8
 PARTIAL_SAMPLE ?= 1
 # TEST_WORKERS > 0: that many pytest-xdist processes share the tests (tests/conftest.py keeps
 # those sharing the Spark context, the Kafka broker or tests/cluster's namespaces on one, and
-# each other module on one). 0 (the default): one process. docs/testing.md, "In parallel".
-TEST_WORKERS ?= 0
+# each other module on one); 2 by default (the suite's budget: 20 minutes on 2 cores); 0: one
+# process. docs/testing.md, "In parallel".
+TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 # `make test` runs each e2e test on one of its deployment targets, drawn per test from a seed
