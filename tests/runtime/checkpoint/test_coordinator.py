@@ -110,6 +110,10 @@ def test_an_expired_checkpoint_is_aborted_with_its_reason_at_the_timeout() -> No
         assert entry.failure_message == CheckpointFailureReason.CHECKPOINT_EXPIRED.message
         assert entry.failure_timestamp == clock.now_ms()
         assert gateway.failures == [], "one expiry is within the configured tolerance"
+        assert kit.console[-1] == (
+            f"checkpoint 1 of job {coordinator.job_id[:8]} failed: checkpoint expired before "
+            "completing; tolerated (1 of 1 in a row)"
+        ), "a tolerated failure is shown, not only logged"
         coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
 
     run(scenario, **{"execution.checkpointing.tolerable-failed-checkpoints": "1"})

@@ -424,7 +424,13 @@ class CheckpointCoordinator:
         decision = self.failures.on_failure(cid, reason)
         if isinstance(decision, FailJob):
             self.gateway.fail_job(CheckpointException(reason, f"{decision.message} {detail}"))
-        elif decide:
+            return
+        if decision.counted:  # a failure the user must see, though the job carries on
+            why = message or (f"{reason.message} ({detail})" if detail else reason.message)
+            self.console(f"checkpoint {cid} of job {self.job_id[:8]} failed: {why}; tolerated "
+                         f"({decision.continuous_failures} of {self.failures.tolerable_failures}"
+                         " in a row)")  # fmt: skip
+        if decide:
             self.periodic_trigger.decide()
 
     def _abort_subsumed_pending(self, cid: int) -> None:
