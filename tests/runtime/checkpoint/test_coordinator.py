@@ -5,6 +5,7 @@ step that the statistics tracker consumes."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -320,6 +321,42 @@ def test_a_checkpoint_whose_attempt_ended_while_finalizing_is_aborted_without_an
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert not errors, [r.getMessage() for r in errors]
     assert any("not finalized: the attempt ended" in r.getMessage() for r in caplog.records)
+
+
+def test_a_checkpoint_finalized_after_a_later_one_completed_is_subsumed_not_notified() -> None:
+    """Two checkpoints finalise at once and the later one's ``_metadata`` is written first:
+    the earlier one is subsumed as if still pending. Notified late, it would reach sinks and
+    incremental backends after the later one; its directory goes."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, storage = kit.coordinator, kit.storage
+        commit, first_may_commit = storage.commit_metadata, threading.Event()
+
+        def commit_in_reverse(cid: int, payload: bytes) -> str:
+            if cid == 1:
+                assert first_may_commit.wait(10), "checkpoint 2 never completed"
+            return commit(cid, payload)
+
+        storage.commit_metadata = commit_in_reverse  # type: ignore[method-assign]
+        coordinator.start()
+        kit.clock.advance(100)
+        kit.clock.advance(100)
+        assert sorted(coordinator.pending) == [1, 2]
+        kit.acknowledge_all(1)
+        kit.acknowledge_all(2)
+        while kit.gateway.completed != [2]:
+            await asyncio.sleep(0.005)
+        first_may_commit.set()
+        await coordinator.finish_completing()
+        assert kit.gateway.completed == [2] and kit.gateway.aborted == []
+        last = kit.events[-1]
+        assert isinstance(last, Aborted) and last.checkpoint_id == 1
+        assert last.reason is CheckpointFailureReason.CHECKPOINT_SUBSUMED
+        assert [e.checkpoint_id for e in coordinator.retention.store.all()] == [2]
+        assert not any(line.startswith("checkpoint 1 ") for line in kit.console)
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario, **{"execution.checkpointing.max-concurrent-checkpoints": "2"})
 
 
 def test_without_checkpoints_after_tasks_finish_a_finished_task_ends_checkpointing() -> None:

@@ -130,6 +130,8 @@ class CheckpointCoordinator:
         self.pending: dict[int, CoordinatorPending] = {}
         self.next_id = 1
         self.last_completion_ms = 0
+        #: The highest checkpoint (not savepoint) id completed by this coordinator, 0 before.
+        self.latest_completed_id = 0
         self._timeouts: dict[int, Timer] = {}
         #: The lifecycle (:mod:`.coordinator_states`): replaced, never changed, by events.
         self._state: CoordinatorState[asyncio.Future[str]] = Idle()
@@ -468,6 +470,16 @@ class CheckpointCoordinator:
             duration = now - pending.trigger_timestamp
             self._savepoint_complete(cid, savepoint, finalized.pointer, duration)
             return
+        if cid < self.latest_completed_id:
+            # Finalised after a later checkpoint completed (overlapping finalisations): it is
+            # subsumed as if still pending. The tasks were told of the later one, and a late
+            # notification would reach sinks and incremental backends after it.
+            self.pending[cid] = pending
+            later = f"by checkpoint {self.latest_completed_id}"
+            self._abort(cid, CheckpointFailureReason.CHECKPOINT_SUBSUMED, later, notify=False,
+                        decide=False)  # fmt: skip
+            return
+        self.latest_completed_id = cid
         self.restorer.checkpoint_completed()
         entry = CompletedCheckpoint(cid, pending.trigger_timestamp, now, False, finalized.pointer,
                                     finalized.metadata_size)  # fmt: skip
