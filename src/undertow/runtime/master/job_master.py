@@ -46,6 +46,7 @@ from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
 from undertow.runtime.control.messages import Deploy
 from undertow.runtime.control.placement import ExecutionPlan, plan_execution
+from undertow.runtime.master import exit_hook
 from undertow.runtime.master.attempt import (
     Attempt,
     await_channel_state_recovery,
@@ -206,6 +207,7 @@ class JobMaster:
         """Start the JobMaster's loop, its REST API and the first attempt; returns once the
         REST API listens. Raises what kept the job from starting (a taken ``rest.port``)."""
         started = threading.Event()
+        exit_hook.track(self)  # cancelled if the interpreter exits while it runs
         self._thread = threading.Thread(
             target=self._thread_main, args=(started,), name=f"undertow-jobmaster-{self.job_id[:8]}",
             daemon=True,
@@ -249,6 +251,10 @@ class JobMaster:
     def savepoint_operation(self, trigger_id: str) -> dict[str, Any] | None:
         return self.savepoints.savepoint_operation(trigger_id)
 
+    def wait_ended(self, timeout: float) -> bool:
+        """Whether the job ended within ``timeout`` seconds (any thread; raises nothing)."""
+        return self._done.wait(timeout)
+
     def wait(self, timeout: float | None = None) -> JobExecutionResult:
         """Block until the job ends; raise its failure (or cancellation)."""
         if not self._done.wait(timeout):
@@ -271,6 +277,7 @@ class JobMaster:
                 q.put(_END)
             started.set()
             self._done.set()
+            exit_hook.untrack(self)
             self.savepoints.job_ended(self._status, self._failure)
 
     async def _main(self, started: threading.Event) -> None:
