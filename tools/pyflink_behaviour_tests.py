@@ -266,6 +266,7 @@ BEHAVIOUR_TESTS: dict[str, str] = {
         "tests/connectors/file/test_sink_parts.py::"
         "test_on_checkpoint_rolling_policy_rolls_only_on_checkpoints"
     ),
+    "Row": "tests/common/test_row.py::test_named_row_keeps_names_in_the_order_given_like_pyflink_2",
     "RowKind": "tests/common/test_row.py::test_set_field_names_and_row_kind",
     "RuntimeContext": (
         "tests/e2e/test_keyed_state.py::"

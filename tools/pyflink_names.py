@@ -78,11 +78,7 @@ ANNOTATIONS: dict[str, str] = {
         "different: checkpoint storage is chosen with execution.checkpointing.dir "
         "(local paths or fsspec URLs), not with storage classes"
     ),
-    "Row": (
-        "different: Row(**kwargs) sorts its field names, where PyFlink 2.x keeps the order "
-        "given, so rows built by name (and rolling sum/min/max by field name, which rebuild "
-        "them) can differ in field order (issue 26); positional rows are as in PyFlink"
-    ),
+    "Row": "supported: Row(**kwargs) keeps the names in the order given, as PyFlink 2.x",
     "DataStream": (
         "different: set_description() is accepted and ignored, where PyFlink shows the "
         "description in the execution plan and the web UI (issue 26)"
@@ -149,8 +145,6 @@ ANNOTATIONS: dict[str, str] = {
     "AssignerWithPeriodicWatermarksWrapper": _JAVA,
     "InputFormat": "not applicable: Java InputFormats (create_input); use from_source",
     "CompletableFuture": "different: JobClient's futures are concurrent.futures.Future",
-    "JobExecutionResult": "different: at undertow.datastream (not undertow.common)",
-    "JobStatus": "different: at undertow.datastream (not undertow.common)",
     "StreamingFileSink": "not applicable: Flink's legacy SinkFunction file sink; use FileSink",
     "AvroParquetReaders": "not applicable: Avro records are Java classes",
     "AvroParquetWriters": "not applicable: Avro records are Java classes",

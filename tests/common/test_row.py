@@ -1,4 +1,4 @@
-"""Row and RowKind."""
+"""Row and RowKind (``undertow.common.row``, also at PyFlink's ``undertow.common.types``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import pickle
 import cloudpickle
 import pytest
 
-from undertow.common import Row, RowKind
+from undertow.common import Row, RowKind, types
+
+
+def test_pyflinks_types_module_holds_the_same_classes() -> None:
+    assert types.Row is Row and types.RowKind is RowKind
 
 
 def test_positional_row() -> None:

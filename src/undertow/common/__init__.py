@@ -4,11 +4,13 @@ Mirrors ``pyflink.common``: time and durations, type information, ``Row``, water
 encoders and serialization schemas, ``Configuration``, and ``SavepointFormatType`` (Flink's
 ``org.apache.flink.core.execution.SavepointFormatType``; PyFlink 2.3's Python has none). This
 module only re-exports; the definitions live in the submodules (``undertow.common.time``,
-``.typeinfo``, ``.row``, ``.watermark_strategy``, ``.serialization``), whose paths are
-PyFlink's too.
+``.typeinfo``, ``.row``, ``.watermark_strategy``, ``.serialization``, ``.job_status``,
+``.job_execution_result``), whose paths are PyFlink's too.
 """
 
 from undertow.common.execution_config import ExecutionConfig
+from undertow.common.job_execution_result import JobExecutionResult
+from undertow.common.job_status import JobStatus
 from undertow.common.row import Row, RowKind
 from undertow.common.serialization import (
     ByteArraySchema,
@@ -31,6 +33,8 @@ __all__ = [
     "Encoder",
     "ExecutionConfig",
     "Instant",
+    "JobExecutionResult",
+    "JobStatus",
     "Row",
     "RowKind",
     "SavepointFormatType",

@@ -30,6 +30,8 @@ from typing import Any, Protocol
 
 import cloudpickle
 
+from undertow.common.job_execution_result import JobExecutionResult
+from undertow.common.job_status import JobStatus
 from undertow.core.config import Configuration, Options
 from undertow.core.errors import (
     ConfigurationError,
@@ -62,12 +64,7 @@ from undertow.runtime.master.exception_history import (
     console_report,
     failure_record,
 )
-from undertow.runtime.master.job_status import (
-    JobEvent,
-    JobExecutionResult,
-    JobLifecycle,
-    JobStatus,
-)
+from undertow.runtime.master.job_status import JobEvent, JobLifecycle
 from undertow.runtime.master.job_view import JobFacts, build_job_view
 from undertow.runtime.master.launcher import WorkerLauncher, default_num_workers
 from undertow.runtime.master.metrics import (

@@ -1,5 +1,5 @@
-"""The job's lifecycle: PyFlink's :class:`JobStatus` values and their transitions, as pure data,
-and the job's result (:class:`JobExecutionResult`).
+"""The job's lifecycle: the transitions between PyFlink's :class:`JobStatus` values
+(``undertow.common.job_status``), as pure data.
 
 ::
 
@@ -18,29 +18,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
+from undertow.common.job_status import JobStatus
 
-class JobStatus(enum.Enum):
-    INITIALIZING = "INITIALIZING"
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FAILING = "FAILING"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-    RESTARTING = "RESTARTING"
-    SUSPENDED = "SUSPENDED"
-    RECONCILING = "RECONCILING"
-
-    def is_globally_terminal_state(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
-
-    def is_terminal_state(self) -> bool:
-        return self.is_globally_terminal_state() or self is JobStatus.SUSPENDED
+__all__ = ["IllegalJobTransition", "JobEvent", "JobLifecycle", "JobStatus", "next_status"]
 
 
 class JobEvent(enum.Enum):
@@ -128,30 +110,3 @@ class JobLifecycle:
     def timestamps(self) -> Mapping[str, int]:
         """Status value -> when the job last entered it (0: never), Flink's ``timestamps``."""
         return MappingProxyType({s.value: self._times.get(s, 0) for s in JobStatus})
-
-
-@dataclass
-class JobExecutionResult:
-    """What ``execute`` returns (PyFlink's ``JobExecutionResult``)."""
-
-    job_id: str
-    net_runtime_ms: int
-    accumulators: dict[str, Any] = field(default_factory=dict)
-
-    def get_job_id(self) -> str:
-        return self.job_id
-
-    def get_net_runtime(self) -> int:
-        return self.net_runtime_ms
-
-    def get_accumulator_result(self, name: str) -> Any:
-        return self.accumulators.get(name)
-
-    def get_all_accumulator_results(self) -> dict[str, Any]:
-        return dict(self.accumulators)
-
-    def is_job_execution_result(self) -> bool:
-        return True
-
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return self
