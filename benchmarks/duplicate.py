@@ -73,7 +73,7 @@ def baseline(keys: int, samples: int, workdir: str) -> tuple[list[dict[str, floa
             time.sleep(0.25)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{keys:,} keys: not measured within {TIMEOUT_S} s")
-            if client.get_job_status().is_globally_terminal_state():
+            if client.get_job_status().result().is_globally_terminal_state():
                 raise RuntimeError(f"{keys:,} keys: the first job ended early")
             views = [master.task_metrics.view(keyed.id, s) for s in range(2)]
             if filled_ms is None:
@@ -87,7 +87,7 @@ def baseline(keys: int, samples: int, workdir: str) -> tuple[list[dict[str, floa
                 break
     finally:
         client.cancel()
-    while not client.get_job_status().is_globally_terminal_state():
+    while not client.get_job_status().result().is_globally_terminal_state():
         time.sleep(0.1)
     time.sleep(0.5)  # the JobMaster keeps the retained checkpoint as it shuts down
     storage = CheckpointStorage(os.path.join(workdir, "checkpoints"), client.get_job_id())
@@ -112,7 +112,7 @@ def restored_first(keys: int, workdir: str, pointer: str, duplicate: bool) -> di
         deadline = time.monotonic() + TIMEOUT_S
         try:
             while not (found := _completed(master, above_id=restored_id)):
-                if client.get_job_status().is_globally_terminal_state():
+                if client.get_job_status().result().is_globally_terminal_state():
                     raise RuntimeError(f"{keys:,} keys: the restored job ended")
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{keys:,} keys: no checkpoint within {TIMEOUT_S} s")
@@ -120,7 +120,7 @@ def restored_first(keys: int, workdir: str, pointer: str, duplicate: bool) -> di
             to_first = time.perf_counter() - submitted
         finally:
             client.cancel()
-        while not client.get_job_status().is_globally_terminal_state():
+        while not client.get_job_status().result().is_globally_terminal_state():
             time.sleep(0.1)
     finally:
         CheckpointStorage.duplicate_method = original  # type: ignore[method-assign]

@@ -150,7 +150,7 @@ class UndertowEngine:
     def failure(self) -> str | None:
         if self._client is None:
             return "not started"
-        status = self._client.get_job_status()
+        status = self._client.get_job_status().result()
         if status.name in ("CREATED", "RUNNING", "INITIALIZING"):
             return None
         # the JobMaster's last console line names the cause (a bare FAILED says nothing)

@@ -80,7 +80,7 @@ def _records_in(handle: Any) -> int:
 def _wait(condition: Any, client: Any, what: str) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while not condition():
-        if client.get_job_status().is_globally_terminal_state():
+        if client.get_job_status().result().is_globally_terminal_state():
             raise RuntimeError(f"the job ended before {what}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"no {what} within {TIMEOUT_S} s")

@@ -142,7 +142,7 @@ def restore_seconds(backend: str, keys: int, workdir: str, job_id: str) -> tuple
             while (found := RESTORED.search(tee.text.getvalue())) is None or (
                 COMPLETED.search(tee.text.getvalue(), found.end()) is None
             ):
-                if client.get_job_status().is_globally_terminal_state():
+                if client.get_job_status().result().is_globally_terminal_state():
                     raise RuntimeError(f"{backend}, {keys:,} keys: the restored job ended")
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{backend}, {keys:,} keys: no restore in {TIMEOUT_S} s")
@@ -175,7 +175,7 @@ def run(
         try:
             while time.monotonic() < deadline:
                 time.sleep(0.25)
-                if client.get_job_status().is_globally_terminal_state():
+                if client.get_job_status().result().is_globally_terminal_state():
                     raise RuntimeError(f"{backend}, {keys:,} keys: the job ended early")
                 views = [master.task_metrics.view(keyed.id, s) for s in range(2)]
                 records_in = sum(v.records_in for v in views if v is not None)
@@ -202,7 +202,7 @@ def run(
             client.cancel()
         restore_s = None
         if restore:
-            while not client.get_job_status().is_globally_terminal_state():
+            while not client.get_job_status().result().is_globally_terminal_state():
                 time.sleep(0.1)
             time.sleep(0.5)  # the JobMaster keeps the retained checkpoint as it shuts down
             restore_s = restore_seconds(backend, keys, workdir, client.get_job_id())

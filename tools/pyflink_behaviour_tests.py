@@ -63,6 +63,9 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     "CoMapFunction": (
         "tests/datastream/test_key_context.py::test_keyed_map_function_sees_each_records_key"
     ),
+    "CompletableFuture": (
+        "tests/datastream/test_job_client.py::test_get_job_status_is_a_done_future_of_the_status_now"
+    ),
     "CoProcessFunction": (
         "tests/datastream/test_side_outputs_yield.py::"
         "test_co_process_function_yields_to_a_side_output"

@@ -94,8 +94,9 @@ ANNOTATIONS: dict[str, str] = {
         "recorded but undertow has no changelog backend"
     ),
     "JobClient": (
-        "different: get_job_execution_result(), cancel() and get_accumulators() return "
-        "futures as in PyFlink; get_job_status() answers the status directly"
+        "different: at undertow.datastream (not undertow.common); get_job_status(), "
+        "get_job_execution_result(), cancel() and get_accumulators() return futures as in "
+        "PyFlink; savepoint methods take Flink's format type and an unaligned flag"
     ),
     "ExecutionConfig": (
         "different: parallelism, max parallelism, auto-watermark interval and global job "
@@ -144,7 +145,9 @@ ANNOTATIONS: dict[str, str] = {
     "CsvBulkWriters": "not applicable: a Java bulk writer; use CsvRowEncoder with the file sink",
     "AssignerWithPeriodicWatermarksWrapper": _JAVA,
     "InputFormat": "not applicable: Java InputFormats (create_input); use from_source",
-    "CompletableFuture": "different: JobClient's futures are concurrent.futures.Future",
+    "CompletableFuture": (
+        "supported: Python's concurrent.futures.Future under PyFlink's name (JobClient's futures)"
+    ),
     "StreamingFileSink": "not applicable: Flink's legacy SinkFunction file sink; use FileSink",
     "AvroParquetReaders": "not applicable: Avro records are Java classes",
     "AvroParquetWriters": "not applicable: Avro records are Java classes",

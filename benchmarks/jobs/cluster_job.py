@@ -45,7 +45,7 @@ def main() -> int:
     )
     client = env.execute_async("cluster benchmark")
     deadline = time.monotonic() + 180
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.01)
     started = time.monotonic()
     print(f"REST {client.get_rest_address()} {client.get_job_id()}", flush=True)

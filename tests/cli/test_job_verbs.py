@@ -84,7 +84,9 @@ def test_rest_actions_refuse_what_flink_refuses(tmp_path: Path) -> None:
         assert status == 404
         status, answer = request(f"{url}/jobs/{jid}?mode=stop", "PATCH", None, None)
         assert status == 400 and "mode" in answer["errors"][0]
-        assert not client.get_job_status().is_globally_terminal_state()  # refused: still on
+        assert (
+            not client.get_job_status().result().is_globally_terminal_state()
+        )  # refused: still on
         status, answer = request(f"{url}/jobs/{jid}?mode=cancel", "PATCH", None, None)
         assert status == 202 and answer == {}
         with pytest.raises(JobCancelledError):

@@ -43,7 +43,7 @@ def start_on_the_cluster(
     build(env)
     client = env.execute_async(name)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.05)
     print(f"REST {client.get_rest_address()} {client.get_job_id()}", flush=True)
     return client

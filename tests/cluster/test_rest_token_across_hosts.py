@@ -85,7 +85,7 @@ def test_changing_a_job_from_another_host_needs_its_token(
             assert remote(other, "PATCH", f"{url}/jobs/{jid}?mode=cancel")[0] == 401
             assert remote(other, "POST", f"{url}/jobs/{jid}/stop", {"drain": False})[0] == 401
             assert not savepoints.exists()
-            assert not client.get_job_status().is_globally_terminal_state()
+            assert not client.get_job_status().result().is_globally_terminal_state()
 
             # with the token: not outside the savepoint directory, but into it
             outside = {"target-directory": str(tmp_path / "elsewhere")}

@@ -1,4 +1,5 @@
-"""JobClient's PyFlink-shaped futures (get_job_execution_result, cancel, get_accumulators)."""
+"""JobClient's PyFlink-shaped futures (get_job_status, get_job_execution_result, cancel,
+get_accumulators), of PyFlink's ``CompletableFuture`` type."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from undertow.common import Configuration
+from undertow.common import CompletableFuture, Configuration, JobStatus, completable_future
 from undertow.core.errors import UndertowError
 from undertow.datastream import JobExecutionResult, StreamExecutionEnvironment
 from undertow.datastream.job_client import JobClient
@@ -25,6 +26,7 @@ def test_get_job_execution_result_is_a_future_of_the_result() -> None:
     assert isinstance(future, Future)
     assert client.get_job_execution_result() is future
     result = future.result(timeout=60)
+    assert isinstance(future, CompletableFuture)
     assert isinstance(result, JobExecutionResult)
     assert result.get_job_id() == client.get_job_id()
     assert client.get_accumulators().result(timeout=5) == result.get_all_accumulator_results()
@@ -40,3 +42,14 @@ def test_the_future_carries_the_jobs_failure() -> None:
     with pytest.raises(UndertowError, match="bad value 1"):
         future.result(timeout=60)
     assert isinstance(future.exception(), UndertowError)
+
+
+def test_get_job_status_is_a_done_future_of_the_status_now() -> None:
+    env = _env()
+    env.from_collection([1, 2]).map(lambda x: x).print()
+    client = env.execute_async("status")
+    client.get_job_execution_result().result(timeout=60)
+    status = client.get_job_status()
+    assert isinstance(status, CompletableFuture) and status.done()
+    assert completable_future.CompletableFuture is CompletableFuture is Future
+    assert status.result() is JobStatus.FINISHED

@@ -94,7 +94,7 @@ def main() -> int:
     build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=3_000.0))
     client = env.execute_async("oracle on local-cluster")
     deadline = time.monotonic() + 120
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.05)
     killed: list[int] = []
 

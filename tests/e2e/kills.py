@@ -112,13 +112,13 @@ def run_killing_a_worker_after_a_checkpoint(
 
     deadline = time.monotonic() + checkpoint_within_s
     while len(COMPLETED.findall(console)) < checkpoints or (flowed is not None and not flowed()):
-        if time.monotonic() > deadline or client.get_job_status() is JobStatus.FINISHED:
+        if time.monotonic() > deadline or client.get_job_status().result() is JobStatus.FINISHED:
             client.cancel()
             read()
             raise AssertionError(
                 f"seed {seed}: {checkpoints} checkpoints (with records) did not complete within "
-                f"{checkpoint_within_s} s (job "
-                f"{client.get_job_status().value}); nothing to restore, no kill:\n{console}"
+                f"{checkpoint_within_s} s (job {client.get_job_status().result().value}); "
+                f"nothing to restore, no kill:\n{console}"
                 f"{oracle}"
             )
         time.sleep(0.01)

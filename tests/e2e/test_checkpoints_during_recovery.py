@@ -84,7 +84,7 @@ def timed_console(client: Any, capsys: pytest.CaptureFixture[str]) -> list[tuple
     while time.monotonic() < deadline:
         now = time.monotonic()
         lines += [(now, line) for line in capsys.readouterr().err.splitlines()]
-        if client.get_job_status().is_globally_terminal_state():
+        if client.get_job_status().result().is_globally_terminal_state():
             break
         time.sleep(0.005)
     lines += [(time.monotonic(), line) for line in capsys.readouterr().err.splitlines()]

@@ -77,7 +77,7 @@ def _snapshot(make_env: EnvFactory, tmp_path: Path, kind: str) -> Path:
         client.get_job_execution_result(timeout=TIMEOUT_S)
         return Path(pointer)
     client.cancel()
-    _wait_for(lambda: client.get_job_status() is JobStatus.CANCELED, "the cancellation")
+    _wait_for(lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation")
     time.sleep(0.2)  # the JobMaster keeps the retained checkpoint as it shuts down
     latest = max(_job_checkpoints(root, job))
     return Path(CheckpointStorage(str(root), job).checkpoint_pointer(latest))
@@ -124,7 +124,7 @@ def scenario_no_claim(
     client = env.execute_async("resumed, NO_CLAIM")
     watcher = RestWatcher(client)
     root, job = tmp_path / "checkpoints", client.get_job_id()
-    _wait_for(lambda: len(_job_checkpoints(root, job)) >= 1 or client.get_job_status()
+    _wait_for(lambda: len(_job_checkpoints(root, job)) >= 1 or client.get_job_status().result()
               is JobStatus.FINISHED, "a newer checkpoint")  # fmt: skip
     assert _contents(snapshot) == before, "NO_CLAIM: the snapshot changed while the job ran"
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
@@ -163,10 +163,13 @@ def scenario_claim(
     watcher = RestWatcher(client)
     root, job = tmp_path / "checkpoints", client.get_job_id()
     # subsumed by the job's first checkpoint (one retained), deleted while the job runs on
-    _wait_for(lambda: not snapshot.exists() or client.get_job_status() is JobStatus.FINISHED,
+    _wait_for(lambda: not snapshot.exists()
+              or client.get_job_status().result() is JobStatus.FINISHED,
               "the claimed snapshot's deletion")  # fmt: skip
     assert not snapshot.exists()
-    assert client.get_job_status() is JobStatus.RUNNING, "deleted by subsumption, not at the end"
+    assert client.get_job_status().result() is JobStatus.RUNNING, (
+        "deleted by subsumption, not at the end"
+    )
     assert _job_checkpoints(root, job), "the job's own checkpoint replaced it"
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
 

@@ -66,14 +66,16 @@ def scenario_claim_reuses(
         def all_adopted() -> bool:  # links are made before the first attempt starts
             if new_shared.is_dir():
                 adopted.update(p.name for p in new_shared.iterdir())
-            return claimed <= adopted or client.get_job_status().is_globally_terminal_state()
+            return (
+                claimed <= adopted or client.get_job_status().result().is_globally_terminal_state()
+            )
 
         _wait_for(all_adopted, "the adopted files")
         assert claimed <= adopted, "every claimed file is adopted under its name"
         _wait_for(lambda: (not snapshot.exists() and not any(old_shared.iterdir()))
-                  or client.get_job_status() is JobStatus.FINISHED,
+                  or client.get_job_status().result() is JobStatus.FINISHED,
                   "the claimed snapshot's deletion")  # fmt: skip
-        assert client.get_job_status() is not JobStatus.FINISHED, "deleted by subsumption"
+        assert client.get_job_status().result() is not JobStatus.FINISHED, "deleted by subsumption"
         assert not snapshot.exists() and list(old_shared.iterdir()) == []
         result = client.get_job_execution_result(timeout=TIMEOUT_S)
     finally:

@@ -133,4 +133,4 @@ def test_execute_returns_a_job_execution_result(make_env: EnvFactory, printed: P
     client = env.execute_async("again")
     assert client.get_job_execution_result(timeout=30).get_job_id() == client.get_job_id()
     assert client.get_job_id() != job_id
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED

@@ -83,14 +83,16 @@ def scenario_duplicate(
     try:
         _wait_for(lambda: (len(storage.completed_checkpoint_ids()) >= 1
                   and len(rest.completed_sizes) >= 2)
-                  or client.get_job_status().is_globally_terminal_state(),
+                  or client.get_job_status().result().is_globally_terminal_state(),
                   "two checkpoints of the resumed job")  # fmt: skip
-        assert client.get_job_status() is JobStatus.RUNNING, "cancelled before the end"
+        assert client.get_job_status().result() is JobStatus.RUNNING, "cancelled before the end"
         duplicated = {p.name for p in new_shared.iterdir()} & restored_ssts
         linked = all(os.path.samefile(new_shared / n, old_job_dir / "shared" / n)
                      for n in duplicated)  # fmt: skip
         client.cancel()
-        _wait_for(lambda: client.get_job_status() is JobStatus.CANCELED, "the cancellation")
+        _wait_for(
+            lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation"
+        )
     finally:
         rest_ids = rest.stop()
         client.cancel()
@@ -114,9 +116,11 @@ def scenario_duplicate(
     third = CheckpointStorage(str(tmp_path / "checkpoints"), client.get_job_id())
     try:  # the restore verifies every file it reads (size, sha256) before the job runs
         _wait_for(lambda: bool(third.completed_checkpoint_ids())
-                  or client.get_job_status().is_globally_terminal_state(),
+                  or client.get_job_status().result().is_globally_terminal_state(),
                   "a checkpoint of the third job")  # fmt: skip
-        assert client.get_job_status() is JobStatus.RUNNING, client.get_job_status()
+        assert client.get_job_status().result() is JobStatus.RUNNING, (
+            client.get_job_status().result()
+        )
     finally:
         rest_ids = rest.stop()
         client.cancel()

@@ -93,12 +93,12 @@ def test_no_processing_time_timer_fires_after_a_stop_with_savepoint(
     )  # fmt: skip
     client = env.execute_async("ticks until stopped")
     deadline = time.monotonic() + TIMEOUT_S
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.5)
 
     savepoint = client.stop_with_savepoint(str(tmp_path / "sp"), drain=drain).result(TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     assert (Path(savepoint) / "_metadata").is_file()

@@ -117,15 +117,15 @@ def test_cancelling_a_running_job(make_env: EnvFactory) -> None:
     )
     endless.map(lambda n: n * 2).filter(lambda n: n < 0).print()
     client = env.execute_async("endless job")
-    assert eventually(lambda: client.get_job_status() is JobStatus.RUNNING)
+    assert eventually(lambda: client.get_job_status().result() is JobStatus.RUNNING)
     time.sleep(0.2)
-    assert client.get_job_status() is JobStatus.RUNNING
+    assert client.get_job_status().result() is JobStatus.RUNNING
     assert client.get_job_id()
 
     client.cancel()
     with pytest.raises(JobCancelledError):
         client.get_job_execution_result(timeout=30)
-    assert client.get_job_status() is JobStatus.CANCELED
+    assert client.get_job_status().result() is JobStatus.CANCELED
     assert_nothing_left_running()
 
 

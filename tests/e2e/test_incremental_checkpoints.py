@@ -355,13 +355,13 @@ def _retained_incremental_checkpoint(
 
     def ready() -> bool:
         ids = storage.completed_checkpoint_ids()
-        if client.get_job_status().is_globally_terminal_state():
+        if client.get_job_status().result().is_globally_terminal_state():
             raise AssertionError("the first job ended before its incremental checkpoints")
         return bool(ids) and max(ids) >= 4 and (not backend.checks_reuse or _reused_some(client))
 
     _wait_for(ready, "four incremental checkpoints")
     client.cancel()
-    _wait_for(lambda: client.get_job_status() is JobStatus.CANCELED, "the cancellation")
+    _wait_for(lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation")
     time.sleep(0.3)  # the JobMaster keeps the retained checkpoint as it shuts down
     return Path(storage.checkpoint_pointer(max(storage.completed_checkpoint_ids())))
 
@@ -423,7 +423,7 @@ def scenario_no_claim(
     def newer_checkpoints() -> bool:
         if new_shared.is_dir():
             own.update(p.name for p in new_shared.iterdir())
-        return bool(own - restored) or client.get_job_status() is JobStatus.FINISHED
+        return bool(own - restored) or client.get_job_status().result() is JobStatus.FINISHED
 
     _wait_for(newer_checkpoints, "a newer checkpoint")
     assert _contents(old_job_dir) == before, "NO_CLAIM: the snapshot changed while the job ran"
@@ -467,11 +467,13 @@ def scenario_claim(
 
     _, client, watcher = _resume(make_env, tmp_path, snapshot, "CLAIM", backend=backend)
     _wait_for(lambda: (not snapshot.exists() and not any(old_shared.iterdir()))
-              or client.get_job_status() is JobStatus.FINISHED,
+              or client.get_job_status().result() is JobStatus.FINISHED,
               "the claimed snapshot's deletion")  # fmt: skip
     assert not snapshot.exists()
     assert list(old_shared.iterdir()) == [], "CLAIM: the claimed shared files are deleted"
-    assert client.get_job_status() is JobStatus.RUNNING, "deleted by subsumption, not at the end"
+    assert client.get_job_status().result() is JobStatus.RUNNING, (
+        "deleted by subsumption, not at the end"
+    )
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
     _assert_restored(result, capsys.readouterr().err, watcher.stop(), snapshot, backend)
 

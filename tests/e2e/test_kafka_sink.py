@@ -245,7 +245,7 @@ def test_exactly_once_through_a_broker_restart(
     client = env.execute_async("broker restart")
     console = ""
     while len(COMPLETED.findall(console)) < 2:
-        assert client.get_job_status() is not JobStatus.FINISHED, console
+        assert client.get_job_status().result() is not JobStatus.FINISHED, console
         time.sleep(0.01)
         console += capsys.readouterr().err
     kafka_broker.kill()

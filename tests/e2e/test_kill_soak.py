@@ -71,7 +71,7 @@ def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: l
             after = lines[restores - 1].end() if restores else 0
             if COMPLETED.search(text, after):
                 return time.monotonic() - began
-        status = client.get_job_status()  # type: ignore[attr-defined]
+        status = client.get_job_status().result()  # type: ignore[attr-defined]
         if time.monotonic() > deadline or status in (JobStatus.FAILED, JobStatus.FINISHED):
             raise AssertionError(
                 f"{what}: not healthy within {HEALTHY_WITHIN_S} s (job {status.value}, "

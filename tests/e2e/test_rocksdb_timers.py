@@ -173,7 +173,7 @@ def scenario_window_timers_scheduled_failures(
     in_db = False
     try:
         deadline = time.monotonic() + TIMEOUT_S
-        while not client.get_job_status().is_globally_terminal_state():
+        while not client.get_job_status().result().is_globally_terminal_state():
             in_db = in_db or watcher.seen()
             assert time.monotonic() < deadline, "the job did not finish in time"
             time.sleep(0.05)
@@ -205,7 +205,7 @@ def scenario_window_timers_rescale(
         assert time.monotonic() < deadline, "no sixth checkpoint"
         time.sleep(0.02)
     client.cancel()
-    while client.get_job_status() is not JobStatus.CANCELED:
+    while client.get_job_status().result() is not JobStatus.CANCELED:
         assert time.monotonic() < deadline, "not cancelled"
         time.sleep(0.02)
     time.sleep(0.3)  # the JobMaster keeps the retained checkpoint as it shuts down

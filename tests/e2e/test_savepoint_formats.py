@@ -101,7 +101,7 @@ def take_savepoint(
     pointer = client.stop_with_savepoint(str(tmp_path / "sp"), None, format_type)
     savepoint = Path(pointer.result(timeout=TIMEOUT_S))
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     shutil.rmtree(tmp_path / "checkpoints")
     return savepoint
 
@@ -286,7 +286,7 @@ def test_an_intermediate_savepoint_commits_no_side_effects(
     stream.key_by(lambda i: i % 4).map(lambda i: i).sink_to(TwoPhaseSink(out))
     client = env.execute_async("two-phase commit sink")
     deadline = time.monotonic() + TIMEOUT_S
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.3)
     for format_type in ("CANONICAL", "NATIVE"):

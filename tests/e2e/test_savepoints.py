@@ -49,7 +49,7 @@ def _config(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def _wait_running(client: Any, after_s: float) -> None:
     deadline = time.monotonic() + TIMEOUT_S
-    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(after_s)
 
@@ -85,7 +85,7 @@ def scenario_stop_without_drain_then_resume(
     savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     _check_savepoint(savepoint, tmp_path / "sp")
     capsys.readouterr()
     resumed = make_env(parallelism=2, config=_config(
@@ -150,7 +150,7 @@ def test_stop_with_drain_fires_every_window_and_commits_the_sink(
     savepoint = client.stop_with_savepoint(str(tmp_path / "sp"), drain=True).result(TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     _check_savepoint(savepoint, tmp_path / "sp")
     hidden = [p for p in out.rglob("*") if p.is_file() and p.name.startswith(".")]
     assert hidden == [], "every part file must be committed"
@@ -208,7 +208,7 @@ def test_undertow_stop_through_the_rest_api(
     assert match is not None, printed
     _check_savepoint(match.group(1), tmp_path / "sp")
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     assert main(["stop", url, "--savepoint-path", str(tmp_path / "sp")]) == 2  # job gone
 
 
@@ -281,7 +281,7 @@ def test_stop_with_savepoint_without_periodic_checkpoints_then_resume(
     savepoint = stopped.result(timeout=TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     _check_savepoint(savepoint, target)
     oracle = _resume_without_checkpoints(make_env, tmp_path, savepoint)
     oracle.assert_exactly_once()
@@ -325,7 +325,9 @@ def test_a_savepoint_without_any_directory_fails_naming_the_option(
     with pytest.raises(ConfigurationError, match=r"stop-with-savepoint of job .*savepoint-dir"):
         client.stop_with_savepoint().result(timeout=TIMEOUT_S)
 
-    assert client.get_job_status() is JobStatus.RUNNING, "a refused request leaves the job be"
+    assert client.get_job_status().result() is JobStatus.RUNNING, (
+        "a refused request leaves the job be"
+    )
     client.cancel()
 
 
@@ -353,7 +355,7 @@ def test_undertow_stop_without_periodic_checkpoints_or_a_path(
     assert match is not None, captured.out
     _check_savepoint(match.group(1), tmp_path / "sp")
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     oracle = _resume_without_checkpoints(make_env, tmp_path, match.group(1))
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected

@@ -33,7 +33,7 @@ KEYS, RECORDS_PER_KEY = 20, 2000
 
 def wait_running(client: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while client.get_job_status() is not JobStatus.RUNNING:
+    while client.get_job_status().result() is not JobStatus.RUNNING:
         assert time.monotonic() < deadline, f"job not running after {timeout} s"
         time.sleep(0.02)
 
@@ -86,7 +86,7 @@ def test_cancel_stops_every_worker_within_seconds(make_env: EnvFactory, tmp_path
     while worker_process_pids():
         assert time.monotonic() - started < 10, f"workers left: {worker_process_pids()}"
         time.sleep(0.05)
-    assert client.get_job_status() is JobStatus.CANCELED
+    assert client.get_job_status().result() is JobStatus.CANCELED
 
 
 @pytest.mark.parametrize("target", ["spark"])

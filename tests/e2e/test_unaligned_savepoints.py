@@ -102,7 +102,7 @@ def stop_unaligned_then_resume(
     savepoint = client.stop_with_savepoint(str(target), unaligned=True).result(TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     assert Path(savepoint).parent == target, savepoint
     meta = savepoint_metadata(savepoint)
     assert meta.is_savepoint and meta.properties["unaligned"] == "true", meta.properties
@@ -178,11 +178,13 @@ def test_undertow_savepoint_and_stop_with_unaligned(
     assert main(["stop", url, "-p", target, "--drain", "--unaligned"]) == 2
 
     assert main(["savepoint", url, target, "--unaligned"]) == 0, capsys.readouterr().err[-2000:]
-    assert client.get_job_status() is JobStatus.RUNNING, "a savepoint does not stop the job"
+    assert client.get_job_status().result() is JobStatus.RUNNING, (
+        "a savepoint does not stop the job"
+    )
     assert main(["stop", url, "-p", target, "--unaligned"]) == 0, capsys.readouterr().err[-2000:]
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     printed = capsys.readouterr().out
     paths = re.findall(r"^Savepoint completed\. Path: (\S+)$", printed, re.M)
     assert len(paths) == 2, printed

@@ -69,7 +69,7 @@ def test_a_stopped_worker_fails_the_attempt_by_heartbeat_timeout(
     client = env.execute_async("hung worker")
     live = live_workers_of(client)  # not an earlier test's worker, still exiting
     deadline = time.monotonic() + 30
-    while client.get_job_status() is not JobStatus.RUNNING or not (
+    while client.get_job_status().result() is not JobStatus.RUNNING or not (
         ours := kill_candidates(live)[0]
     ):
         assert time.monotonic() < deadline

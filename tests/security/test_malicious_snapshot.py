@@ -267,7 +267,7 @@ def restore_fails(copy: Copy, job: str, pointer: Path) -> str:
         with pytest.raises(Exception) as info:
             client.get_job_execution_result(timeout=TIMEOUT_S)
     finally:
-        if not client.get_job_status().is_globally_terminal_state():
+        if not client.get_job_status().result().is_globally_terminal_state():
             client.cancel()
     assert not copy.marker.exists(), "the malicious pickle ran"
     return str(info.value)

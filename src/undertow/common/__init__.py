@@ -8,6 +8,7 @@ module only re-exports; the definitions live in the submodules (``undertow.commo
 ``.job_execution_result``), whose paths are PyFlink's too.
 """
 
+from undertow.common.completable_future import CompletableFuture
 from undertow.common.execution_config import ExecutionConfig
 from undertow.common.job_execution_result import JobExecutionResult
 from undertow.common.job_status import JobStatus
@@ -27,6 +28,7 @@ from undertow.core.modes import SavepointFormatType
 
 __all__ = [
     "ByteArraySchema",
+    "CompletableFuture",
     "Configuration",
     "DeserializationSchema",
     "Duration",

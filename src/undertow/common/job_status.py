@@ -1,6 +1,6 @@
 """PyFlink's ``JobStatus`` (``pyflink.common.job_status``): where a job is in its lifecycle.
 
-``JobClient.get_job_status()`` and the REST API answer with it. The transitions between the
+``JobClient.get_job_status().result()`` and the REST API answer with it. The transitions between the
 values are the JobMaster's (``undertow.runtime.master.job_status``); this module holds only the
 values and PyFlink's two predicates, so ``from undertow.common import JobStatus`` ports.
 """

@@ -1,8 +1,8 @@
 """``JobClient``: a handle on a job started with ``execute_async`` (PyFlink's names).
 
-As in PyFlink, ``get_job_execution_result()``, ``cancel()`` and ``get_accumulators()`` return
-futures (``concurrent.futures.Future``: ``result(timeout)``, ``done()``, ``exception()``).
-``get_job_status()`` answers the status at once (PyFlink wraps it in a future).
+As in PyFlink, ``get_job_status()``, ``get_job_execution_result()``, ``cancel()`` and
+``get_accumulators()`` return futures (``concurrent.futures.Future``, PyFlink's
+``CompletableFuture`` in ``undertow.common``: ``result(timeout)``, ``done()``, ``exception()``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ class JobClient:
     def get_job_id(self) -> str:
         return self._master.job_id
 
-    def get_job_status(self) -> JobStatus:
-        return self._master.status
+    def get_job_status(self) -> Future[JobStatus]:
+        """The job's status now, as a done future (PyFlink's form: ``get_job_status().result()``;
+        the JobMaster answers at once)."""
+        status: Future[JobStatus] = Future()
+        status.set_result(self._master.status)
+        return status
 
     def get_rest_address(self) -> str | None:
         """The job's REST API (``http://127.0.0.1:PORT``, Flink's endpoints and JSON), or None

@@ -83,17 +83,22 @@ def main() -> None:
         # a few checkpoints in: the counts went well past the first hundred of every key
         _wait_for(lambda: max(_completed(root, job), default=0) >= 8, "a checkpoint")
         client.cancel()
-        _wait_for(lambda: client.get_job_status() is JobStatus.CANCELED, "the cancellation")
+        _wait_for(
+            lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation"
+        )
         time.sleep(0.2)  # the JobMaster keeps the retained checkpoint as it shuts down
         latest = max(_completed(root, job))
         print(f"RETAINED {CheckpointStorage(root, job).checkpoint_pointer(latest)}", flush=True)
         return
     claimed = Path(rest[0]) if rest else None
     if claimed is not None:
-        _wait_for(lambda: client.get_job_status() is not JobStatus.INITIALIZING, "the start")
-        _wait_for(lambda: not claimed.exists() or client.get_job_status() is not JobStatus.RUNNING,
+        _wait_for(
+            lambda: client.get_job_status().result() is not JobStatus.INITIALIZING, "the start"
+        )
+        _wait_for(lambda: not claimed.exists()
+                  or client.get_job_status().result() is not JobStatus.RUNNING,
                   "the claimed checkpoint's deletion")  # fmt: skip
-        if client.get_job_status() is JobStatus.RUNNING:
+        if client.get_job_status().result() is JobStatus.RUNNING:
             print("CLAIMED GONE WHILE RUNNING", flush=True)
     client.get_job_execution_result(timeout=TIMEOUT_S)
 

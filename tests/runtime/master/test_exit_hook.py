@@ -67,7 +67,7 @@ SCRIPT = textwrap.dedent(
     ).key_by(lambda n: n % 4).map(lambda n: n).sink_to(DiscardingSink())
     client = env.execute_async("ends with the script")
     deadline = time.monotonic() + 60
-    while client.get_job_status().name != "RUNNING" and time.monotonic() < deadline:
+    while client.get_job_status().result().name != "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # a few checkpoints in flight when the script ends
     """

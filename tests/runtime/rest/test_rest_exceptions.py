@@ -98,7 +98,7 @@ def test_every_failed_attempt_is_served_in_flinks_shape(tmp_path: Path) -> None:
         assert set(legacy) == FLINK_LEGACY_ITEM and legacy["task"] == newest["taskName"]
         # the failed attempt's workers shut down (the job is FAILING meanwhile, as Flink's is
         # while it cancels the tasks; under load long enough to be seen), then it restarts
-        wait_for(lambda: client.get_job_status() is JobStatus.RUNNING, "the third attempt",
+        wait_for(lambda: client.get_job_status().result() is JobStatus.RUNNING, "the third attempt",
                  timeout=30)  # fmt: skip
     finally:
         client.cancel()
@@ -122,7 +122,7 @@ def test_a_failing_execute_async_job_prints_its_root_cause_at_once(
     env.from_collection(list(range(10))).map(explode).name("pricing").print()
     client = env.execute_async("pricing job")
     # nobody waits on the result: the report must come without it
-    wait_for(lambda: client.get_job_status() is JobStatus.FAILED, "FAILED", timeout=30)
+    wait_for(lambda: client.get_job_status().result() is JobStatus.FAILED, "FAILED", timeout=30)
     err = capsys.readouterr().err
     header = next(line for line in err.splitlines() if "attempt 0 failed" in line)
     assert header.startswith(f"[undertow] job {client.get_job_id()[:8]} attempt 0 failed on ")

@@ -66,7 +66,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
 
 
 def test_job_overview_and_details(job: Job) -> None:
-    wait_for(lambda: job.client.get_job_status() is JobStatus.RUNNING, "RUNNING")
+    wait_for(lambda: job.client.get_job_status().result() is JobStatus.RUNNING, "RUNNING")
     [summary] = job.get("/jobs/overview")["jobs"]
     assert summary["jid"] == job.jid and summary["name"] == "rest test job"
     assert summary["state"] == "RUNNING" and summary["end-time"] == -1
