@@ -49,6 +49,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     ),
     "BroadcastStream": "tests/conformance/test_data_stream.py::test_broadcast",
     "BucketAssigner": "tests/connectors/file/test_sink_parts.py::test_bucket_assigners",
+    "BulkFormat": (
+        "tests/e2e/test_file_connectors.py::"
+        "test_parquet_files_to_parquet_sink_exactly_once_with_a_failure"
+    ),
     "ByteArraySchema": (
         "tests/datastream/test_row_schemas.py::test_byte_array_schema_passes_bytes_through"
     ),
@@ -65,6 +69,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     ),
     "CompletableFuture": (
         "tests/datastream/test_job_client.py::test_get_job_status_is_a_done_future_of_the_status_now"
+    ),
+    "ContinuousProcessingTimeTrigger": (
+        "tests/runtime/test_window_operator.py::"
+        "test_continuous_processing_time_trigger_fires_every_interval_until_the_window_ends"
     ),
     "CoProcessFunction": (
         "tests/datastream/test_side_outputs_yield.py::"
@@ -115,6 +123,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     "DynamicEventTimeSessionWindows": (
         "tests/datastream/test_window_assigners.py::"
         "test_dynamic_session_gap_from_extractor_or_callable"
+    ),
+    "DynamicProcessingTimeSessionWindows": (
+        "tests/runtime/test_window_operator.py::"
+        "test_dynamic_processing_time_sessions_take_each_records_gap"
     ),
     "EmbeddedRocksDBStateBackend": (
         "tests/state/test_backend_selection.py::test_configuration_selects_rocksdb"
@@ -219,8 +231,15 @@ BEHAVIOUR_TESTS: dict[str, str] = {
         "tests/e2e/test_keyed_state.py::"
         "test_map_function_on_a_keyed_stream_uses_state_of_the_record_key"
     ),
+    "MemorySize": (
+        "tests/conformance/test_stream_execution_environment.py::test_register_slot_sharing_group"
+    ),
     "MergingWindowAssigner": (
         "tests/datastream/test_window_assigners.py::test_session_windows_assign_and_merge"
+    ),
+    "NeverTrigger": (
+        "tests/runtime/test_window_operator.py::"
+        "test_global_windows_fire_only_as_a_users_trigger_says"
     ),
     "NoRetryStrategy": (
         "tests/datastream/test_async_io.py::"
@@ -232,6 +251,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     "OperatorStateStore": (
         "tests/connectors/test_pyflink_connector_names.py::"
         "test_operator_state_backend_is_an_operator_state_store"
+    ),
+    "OutputFileConfig": (
+        "tests/e2e/test_file_connectors.py::"
+        "test_parquet_files_to_parquet_sink_exactly_once_with_a_failure"
     ),
     "OutputTag": "tests/conformance/test_data_stream.py::test_process_multiple_side_output",
     "ParquetBulkWriters": (
@@ -265,6 +288,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     ),
     "ReducingState": "tests/conformance/test_data_stream.py::test_reducing_state",
     "ReducingStateDescriptor": "tests/conformance/test_data_stream.py::test_reducing_state",
+    "RetryPredicate": (
+        "tests/datastream/test_async_io.py::"
+        "test_a_users_strategy_retries_as_its_retry_predicate_says"
+    ),
     "RollingPolicy": (
         "tests/connectors/file/test_sink_parts.py::"
         "test_on_checkpoint_rolling_policy_rolls_only_on_checkpoints"
@@ -311,6 +338,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     "TimeDomain": "tests/e2e/test_event_time.py::test_event_time_timers_fire_at_end_of_input",
     "TimeWindow": "tests/conformance/test_window.py::test_event_time_sliding_window",
     "TimerService": "tests/e2e/test_event_time.py::test_event_time_timers_fire_at_end_of_input",
+    "Trigger": (
+        "tests/runtime/test_window_operator.py::"
+        "test_global_windows_fire_only_as_a_users_trigger_says"
+    ),
     "TriggerResult": "tests/datastream/test_window_assigners.py::test_trigger_result_flags",
     "TumblingEventTimeWindows": (
         "tests/e2e/test_event_time.py::test_tumbling_event_time_windows_with_reduce"

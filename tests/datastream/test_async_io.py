@@ -103,6 +103,29 @@ def test_retry_decision_follows_predicates_and_attempt_limit() -> None:
         AsyncRetryStrategy.fixed_delay(0, 10, None, None)
 
 
+def test_a_users_strategy_retries_as_its_retry_predicate_says() -> None:
+    """PyFlink's ``RetryPredicate`` in a strategy of the user's own: its result predicate sees
+    each attempt's results, it has no exception predicate (an error stands), and the
+    strategy's own limit and back-off apply."""
+
+    class RetryOnZero(AsyncRetryStrategy[int]):
+        def can_retry(self, current_attempts: int) -> bool:
+            return current_attempts <= 3
+
+        def get_backoff_time_millis(self, current_attempts: int) -> int:
+            return 5 * current_attempts
+
+        def get_retry_predicate(self) -> async_retry_strategies.RetryPredicate[int]:
+            return async_retry_strategies.RetryPredicate(lambda results: results == [0], None)
+
+    strategy = RetryOnZero()
+    assert retry_delay_ms(strategy, 1, [0], None) == 5
+    assert retry_delay_ms(strategy, 3, [0], None) == 15
+    assert retry_delay_ms(strategy, 4, [0], None) is None, "past the strategy's limit"
+    assert retry_delay_ms(strategy, 1, [1], None) is None, "a result the predicate accepts"
+    assert retry_delay_ms(strategy, 1, None, TimeoutError()) is None, "no exception predicate"
+
+
 def test_declaration_checks_name_the_operator_and_the_problem() -> None:
     class NotAsync(AsyncFunction[int, int]):
         def async_invoke(self, value: int) -> list[int]:  # type: ignore[override]

@@ -177,7 +177,7 @@ def test_parquet_files_to_parquet_sink_exactly_once_with_a_failure(
     env = make_env(parallelism=2, config=_config(tmp_path))
     out = tmp_path / "out"
     sink = FileSink.for_bulk_format(str(out), ParquetBulkWriters.for_row_type(OUT_ROW))
-    sink = sink.with_output_file_config(OutputFileConfig("part", ".parquet")).build()
+    sink = sink.with_output_file_config(OutputFileConfig("scores", ".parquet")).build()
     _pipeline(env, source, failing).sink_to(sink)
     result = env.execute("parquet to parquet")
 
@@ -189,6 +189,8 @@ def test_parquet_files_to_parquet_sink_exactly_once_with_a_failure(
     got = sorted((r["key"], r["seq"], r["count"]) for r in table.to_pylist())
     assert got == EXPECTED
     assert _hidden_files(out) == []
+    names = [p.name for p in out.rglob("*") if p.is_file()]
+    assert names and all(re.fullmatch(r"scores-.+\.parquet", n) for n in names), names
 
 
 def _completed_checkpoints(root: Path) -> list[tuple[int, str]]:

@@ -26,11 +26,13 @@ from undertow.api.functions import (
 from undertow.api.output_tag import OutputTag
 from undertow.api.window import (
     ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountEvictor,
     CountSlidingWindowAssigner,
     CountTrigger,
     CountTumblingWindowAssigner,
     CountWindow,
+    DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
     EventTimeTrigger,
     GlobalWindows,
@@ -39,9 +41,12 @@ from undertow.api.window import (
     SlidingEventTimeWindows,
     TimeEvictor,
     TimeWindow,
+    Trigger,
+    TriggerResult,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
+from undertow.common import Types
 from undertow.core.errors import GraphBuildError, StateError
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.window_functions import (
@@ -345,6 +350,70 @@ def test_processing_time_sessions() -> None:
     assert h.num_processing_time_timers() == 0
 
 
+def test_dynamic_processing_time_sessions_take_each_records_gap() -> None:
+    """The gap comes from the record: a session ends ``gap`` after its last record, and a
+    record with a longer gap keeps it open longer."""
+    h = _harness(
+        DynamicProcessingTimeSessionWindows(lambda record: record[1] * 10),
+        process_window_contents(_ListValues()),
+    )
+    h.set_processing_time(0)
+    h.process_element(("a", 1))  # [0, 10)
+    h.set_processing_time(5)
+    h.process_element(("a", 3))  # [5, 35): merged into [0, 35)
+    h.process_element(("b", 1))  # [5, 15)
+    h.set_processing_time(14)
+    assert h.get_output() == [([1], 14)]
+    h.set_processing_time(33)
+    assert len(h.get_output()) == 1
+    h.set_processing_time(34)
+    assert h.get_output()[1:] == [([1, 3], 34)]
+    assert h.num_processing_time_timers() == 0
+
+
+class _AmountReached(Trigger[Any, Any]):
+    """A user's trigger: fire and purge once a key's amounts reach ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = ValueStateDescriptor("total", Types.INT())
+
+    def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
+        total = ctx.get_partitioned_state(self.total)
+        reached = (total.value() or 0) + element[1]
+        if reached >= self.limit:
+            total.clear()
+            return TriggerResult.FIRE_AND_PURGE
+        total.update(reached)
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_merge(self, window: Any, ctx: Any) -> None:
+        pass
+
+    def clear(self, window: Any, ctx: Any) -> None:
+        ctx.get_partitioned_state(self.total).clear()
+
+
+def test_global_windows_fire_only_as_a_users_trigger_says() -> None:
+    never = _harness(GlobalWindows.create(), process_window_contents(_ListValues()))
+    never.process_elements([("a", 50), ("a", 60)], [1, 2])
+    never.process_watermark(10**6)
+    never.set_processing_time(10**6)
+    assert never.get_output() == [], "the default NeverTrigger never fires"
+    h = _harness(GlobalWindows.create(), process_window_contents(_ListValues()),
+                 trigger=_AmountReached(100))  # fmt: skip
+    h.process_elements([("a", 50), ("b", 70), ("a", 60), ("a", 1)], [1, 2, 3, 4])
+    assert h.extract_output_values() == [[50, 60]], "fired and purged: 1 starts anew"
+    h.process_elements([("b", 30), ("a", 99)], [5, 6])
+    assert h.extract_output_values()[1:] == [[70, 30], [1, 99]]
+
+
 def test_session_merge_moves_trigger_state() -> None:
     # CountTrigger keeps a count per window; merging sessions must add their counts up.
     h = _harness(
@@ -451,6 +520,31 @@ def test_continuous_event_time_trigger_fires_early() -> None:
     h.process_watermark(100)
     assert h.get_output()[1:] == [(("a", 3), 99)] * 2
     assert h.num_event_time_timers() == 0
+
+
+def test_continuous_processing_time_trigger_fires_every_interval_until_the_window_ends() -> None:
+    """Flink's rule: the first record registers the next multiple of the interval after the
+    aligned clock, each firing the next one, capped at the window's max timestamp."""
+    h = _harness(
+        TumblingProcessingTimeWindows.of(100),
+        reduce_window_contents(_sum),
+        trigger=ContinuousProcessingTimeTrigger.of(30),
+    )
+    h.set_processing_time(5)
+    h.process_element(("a", 1))
+    h.set_processing_time(29)
+    assert h.get_output() == []
+    h.set_processing_time(30)
+    assert h.get_output() == [(("a", 1), 99)]
+    h.set_processing_time(40)
+    h.process_element(("a", 2))
+    h.set_processing_time(60)
+    assert h.get_output()[1:] == [(("a", 3), 99)]
+    h.set_processing_time(99)  # 90, then the window's end (the cap) fire
+    assert h.get_output()[2:] == [(("a", 3), 99)] * 2
+    assert h.num_processing_time_timers() == 0
+    h.process_watermark(10**6)  # watermarks fire nothing
+    assert len(h.get_output()) == 4
 
 
 # --- evictors --------------------------------------------------------------------------------
