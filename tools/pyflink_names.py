@@ -79,10 +79,6 @@ ANNOTATIONS: dict[str, str] = {
         "(local paths or fsspec URLs), not with storage classes"
     ),
     "Row": "supported: Row(**kwargs) keeps the names in the order given, as PyFlink 2.x",
-    "DataStream": (
-        "different: set_description() is accepted and ignored, where PyFlink shows the "
-        "description in the execution plan and the web UI (issue 26)"
-    ),
     "CheckpointingMode": "supported",
     "CheckpointConfig": (
         "supported: every PyFlink 2.3 method; the interval reads -1 and the mode AT_LEAST_ONCE "
