@@ -113,8 +113,7 @@ BEHAVIOUR_TESTS: dict[str, str] = {
         "tests/e2e/test_file_connectors.py::test_csv_files_to_text_sink_exactly_once_with_a_failure"
     ),
     "DeliveryGuarantee": (
-        "tests/connectors/test_pyflink_connector_names.py::"
-        "test_delivery_guarantee_has_pyflinks_members"
+        "tests/e2e/test_kafka_sink.py::test_at_least_once_loses_nothing_under_a_random_worker_kill"
     ),
     "DeserializationSchema": (
         "tests/common/test_serialization.py::test_simple_string_schema_round_trip"

@@ -152,9 +152,8 @@ ANNOTATIONS: dict[str, str] = {
     "TimeWindowSerializer": "not applicable: undertow pickles windows (no serializers)",
     "AsyncFunctionDescriptor": _ASYNC,
     "DeliveryGuarantee": (
-        "different: the enum is here, but no undertow sink takes one: FileSink and DeltaSink "
-        "are always EXACTLY_ONCE with checkpointing on (output visible at the checkpoint's "
-        "commit); AT_LEAST_ONCE and NONE have no sink to choose them"
+        "supported: KafkaSink takes all three; FileSink and DeltaSink take none (as in "
+        "PyFlink) and are EXACTLY_ONCE with checkpointing on"
     ),
     "FileEnumeratorProvider": (
         "different: both factories give undertow's enumerator (recursive, hidden files "
