@@ -380,12 +380,11 @@ class _AmountReached(Trigger[Any, Any]):
 
     def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
         total = ctx.get_partitioned_state(self.total)
-        reached = (total.value() or 0) + element[1]
-        if reached >= self.limit:
-            total.clear()
-            return TriggerResult.FIRE_AND_PURGE
-        total.update(reached)
-        return TriggerResult.CONTINUE
+        total.update((total.value() or 0) + element[1])
+        if total.value() < self.limit:
+            return TriggerResult.CONTINUE
+        self.clear(window, ctx)
+        return TriggerResult.FIRE_AND_PURGE
 
     def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
         return TriggerResult.CONTINUE
