@@ -10,14 +10,20 @@ parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
 unless given) instead and compares its unaligned checkpoint p50 and rows/s, ending with the
 issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s.
-``--job columnar`` runs ``benchmarks/columnar.py``'s keyed running sum (CPU per row of every
-process of the job in steady state, ``--records`` its rows, 8,000,000 unless given: on a
-loaded machine the difference of two timed runs moved by 10x, CPU much less) and the latency
-job of ``benchmarks/columnar_latency.py`` unpaced over twice the rows (rows/s at its sink,
-which leaves the job's start out, and p99 ms after a 1 s warm-up). Usage::
+``--job record`` runs ``benchmarks/throughput.py``'s job at p=2 without checkpoints in
+steady state (``record_vs_loop.steady``: a run of ``--records``, 4,000,000 unless given, minus
+one of an eighth) and compares CPU per record of every process of the job, rows/s, and the
+seconds its processes ran and waited on a run queue (``process_cpu.RunQueueWait``): a job
+short of CPU waits, an idle one does neither; this checkout's scripts run the job on both
+sides, each side's engine. ``--job columnar`` runs ``benchmarks/columnar.py``'s keyed
+running sum (CPU per row of every process of the job in steady state, ``--records`` its rows,
+8,000,000 unless given: on a loaded machine the difference of two timed runs moved by 10x,
+CPU much less) and the latency job of ``benchmarks/columnar_latency.py`` unpaced over twice
+the rows (rows/s at its sink, which leaves the job's start out, and p99 ms after a 1 s
+warm-up). Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
-        [--rounds 5] [--weighted] [--job throughput|cuts|columnar]
+        [--rounds 5] [--weighted] [--job throughput|cuts|columnar|record]
 
 ``--weighted`` (Linux, root, cgroup v1 ``cpu`` controller) runs each side in a cgroup with the
 highest CPU weight, so that other work on a shared machine takes little from either side; the
@@ -53,6 +59,26 @@ sys.path.insert(0, "benchmarks")
 from columnar_cuts import run
 durations, rate = run(int(sys.argv[1]), 20_000, 25e-6, True)
 print(json.dumps({"p50_ms": statistics.median(durations) if durations else None, "rate": rate}))
+"""
+
+#: The same for ``--job record``: the record path's steady state at p=2 (BENCHMARKS: this
+#: checkout's scripts, so both sides run the same job and readers on their own engine).
+RECORD_CHILD = """
+import json, os, sys
+sys.path.insert(0, BENCHMARKS)
+import process_cpu, record_vs_loop, throughput
+rows, queues = int(sys.argv[1]), []
+def run(n):
+    with process_cpu.RunQueueWait(os.getpid()) as queue:
+        sample = record_vs_loop.job_sample(n, {})
+    queues.append((queue.ran_s, queue.waited_s))
+    return sample
+throughput.run_job(throughput.FIRST_JOB_RECORDS, 2, "local")  # the driver's one-time start
+job = record_vs_loop.steady(run, rows)
+(ran_a, waited_a), (ran_b, waited_b) = queues
+print(json.dumps({"cpu_us": job.cpu_s / job.rows * 1e6, "rate": job.rows / job.wall_s,
+                  "ran_us": (ran_b - ran_a) / job.rows * 1e6,
+                  "waited_us": (waited_b - waited_a) / job.rows * 1e6}))
 """
 
 #: The same for ``--job columnar``: the running sum's CPU per row in steady state (every
@@ -132,7 +158,8 @@ def main() -> None:
     parser.add_argument("--parallelism", default="1,2")
     parser.add_argument("--goal", type=float, default=0.95)
     parser.add_argument("--weighted", action="store_true")
-    parser.add_argument("--job", choices=("throughput", "cuts", "columnar"), default="throughput")
+    parser.add_argument("--job", choices=("throughput", "cuts", "columnar", "record"),
+                        default="throughput")  # fmt: skip
     args = parser.parse_args()
     parallelisms = [int(p) for p in args.parallelism.split(",")]
     sides = {"before": checkout(args.before), "after": checkout(args.after) if args.after else ROOT}
@@ -140,9 +167,10 @@ def main() -> None:
     if args.weighted and prefix is None:
         raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
     weighted = "yes" if prefix else "no"
-    if args.job in ("cuts", "columnar"):
+    if args.job != "throughput":
         try:
-            compare = compare_cuts if args.job == "cuts" else compare_columnar
+            compare = {"cuts": compare_cuts, "columnar": compare_columnar,
+                       "record": compare_record}[args.job]  # fmt: skip
             compare(args, sides, prefix or [], weighted)
         finally:
             if prefix:
@@ -237,6 +265,43 @@ def compare_columnar(args: argparse.Namespace, sides: dict[str, Path], prefix: l
     ratio = med["cpu_ns"]["before"] / med["cpu_ns"]["after"]  # > 1: less CPU per row after
     verdict = "met" if ratio >= args.goal else "missed"
     print(f"target columnar running sum CPU no worse: {ratio:.2f}x rows per CPU second "
+          f"(goal >= {args.goal}x): {verdict}")  # fmt: skip
+
+
+def compare_record(args: argparse.Namespace, sides: dict[str, Path], prefix: list[str],
+                   weighted: str) -> None:  # fmt: skip
+    """``--job record``: the record path's steady state on both sides, alternating; CPU per
+    record, rows/s and run-queue figures, medians and after/before ratios, a ``target`` line."""
+    rows = args.records if args.records != 2_000_000 else 4_000_000
+    child = RECORD_CHILD.replace("BENCHMARKS", repr(str(ROOT / "benchmarks")))
+    print(f"record path p=2 steady, before {args.before}, after {args.after or 'this checkout'}; "
+          f"{rows:,} rows; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    for round_ in range(args.rounds):
+        for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+            result = run_side(sides[name], rows, [], prefix, child)
+            results[name].append(result)
+            print(f"round {round_} {name:<6} {result['cpu_us']:5.2f} us CPU/record "
+                  f"{result['rate']:>11,.0f} rows/s; per record ran {result['ran_us']:5.2f} us, "
+                  f"waited {result['waited_us']:5.2f} us on a run queue "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
+    print(f"{'median':<30}{'before':>12}{'after':>12}{'after/before':>14}")
+    med: dict[str, dict[str, float]] = {}
+    for label, field in (("CPU per record, us", "cpu_us"), ("rows/s", "rate"),
+                         ("ran per record, us", "ran_us"),
+                         ("run-queue wait per record, us", "waited_us")):  # fmt: skip
+        med[field] = {n: statistics.median(r[field] for r in results[n]) for n in results}
+        digits = 0 if field == "rate" else 2
+        print(f"{label:<30}{med[field]['before']:>12,.{digits}f}"
+              f"{med[field]['after']:>12,.{digits}f}"
+              f"{med[field]['after'] / med[field]['before']:>14.2f}")  # fmt: skip
+    low = {n: min(r["cpu_us"] for r in results[n]) for n in results}
+    print(f"{'CPU per record, lowest, us':<30}{low['before']:>12,.2f}{low['after']:>12,.2f}"
+          f"{low['after'] / low['before']:>14.2f}")  # fmt: skip
+    print(f"load at end {os.getloadavg()[0]:.1f}")
+    ratio = med["cpu_us"]["before"] / med["cpu_us"]["after"]  # > 1: less CPU per record after
+    verdict = "met" if ratio >= args.goal else "missed"
+    print(f"target record path CPU no worse: {ratio:.2f}x records per CPU second "
           f"(goal >= {args.goal}x): {verdict}")  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""CPU time of groups of processes, from ``/proc`` (Linux), for benchmarks/kafka.py.
+"""CPU time of groups of processes, from ``/proc`` (Linux), for benchmarks/kafka.py and others.
 
 A benchmark on a shared machine cannot trust wall-clock figures alone: the latency of a paced
 run depends on how much CPU each record costs, and that cost is what moves between a burst and
@@ -16,8 +16,11 @@ unless the groups count reaped children (``reaped=True``) and a process of the t
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from types import TracebackType
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -85,3 +88,69 @@ def per_record_us(before: Mapping[str, float], after: Mapping[str, float],
                   records: int) -> dict[str, float]:  # fmt: skip
     """Microseconds of CPU per record of each group between two readings."""
     return {name: (after[name] - before[name]) / max(1, records) * 1e6 for name in before}
+
+
+def _schedstat(pid: int) -> tuple[float, float] | None:
+    """(seconds run, seconds waited on a run queue) of all threads of ``pid``; None if gone."""
+    ran = waited = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                fields = f.read().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+    except OSError:
+        return None
+    return ran / 1e9, waited / 1e9
+
+
+class RunQueueWait:
+    """Seconds the descendants of ``root`` ran and waited to run (runnable, on a run queue)
+    while the ``with`` block ran: whether a job was short of CPU (the machine's other work
+    held its cores) or idle (waiting for input or output).
+
+    A thread reads ``/proc/<pid>/task/*/schedstat`` of every descendant every ``period``
+    seconds and keeps each process's first and last reading; a process loses its time before
+    its first reading and after its last (at most ``period`` each). Threads the scheduler accounts
+    separately (the kernel's, the hypervisor's steal) are not seen. Enter and leave on one
+    thread; the figures are valid after the block.
+    """
+
+    def __init__(self, root: int, period: float = 0.05) -> None:
+        self.root, self.period = root, period
+        self.ran_s = self.waited_s = 0.0
+        self._stop = threading.Event()
+        self._first: dict[int, tuple[float, float]] = {}
+        self._last: dict[int, tuple[float, float]] = {}
+        self._thread = threading.Thread(target=self._sample, name="run-queue-wait", daemon=True)
+
+    def _descendants(self) -> list[int]:
+        children: dict[int, list[int]] = defaultdict(list)
+        for pid, (parent, _) in _table().items():
+            children[parent].append(pid)
+        found, stack = [], list(children.get(self.root, ()))
+        while stack:
+            pid = stack.pop()
+            found.append(pid)
+            stack.extend(children.get(pid, ()))
+        return found
+
+    def _sample(self) -> None:
+        while True:
+            for pid in self._descendants():
+                if (reading := _schedstat(pid)) is not None:
+                    self._first.setdefault(pid, reading)
+                    self._last[pid] = reading
+            if self._stop.is_set():
+                return
+            time.sleep(self.period)
+
+    def __enter__(self) -> RunQueueWait:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self._stop.set()
+        self._thread.join()
+        self.ran_s = sum(self._last[p][0] - self._first[p][0] for p in self._last)
+        self.waited_s = sum(self._last[p][1] - self._first[p][1] for p in self._last)

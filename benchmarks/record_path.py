@@ -9,13 +9,15 @@ moves the figures less than it moves ``throughput.py``'s end-to-end rates. Usage
 Pieces: the map (the job's lambda over a batch), the keyed sum's key selection and fold into
 heap keyed state (as ``sum`` runs it, and as a user's ``reduce`` runs it: in each record's key),
 key-group routing to 2 channels, pickling the batch and unpickling it (channels between
-workers; a channel within one worker hands the batch over unserialized), and the plain Python
-loop ``throughput.py`` uses as its baseline.
+workers; a channel within one worker hands the batch over unserialized), the pairs rebuilt from
+two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), and the
+plain Python loop ``throughput.py`` uses as its baseline.
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import operator
 import pickle
 import time
@@ -48,6 +50,10 @@ def pieces() -> dict[str, Callable[[], Any]]:
     router = KeyGroupStreamPartitioner(key, 128)
     router.setup(2)
     data = serialize_batch(pairs, None)
+    firsts, seconds = (
+        array.array("q", [p[0] for p in pairs]),
+        array.array("q", [p[1] for p in pairs]),
+    )
 
     def plain_loop() -> None:
         sums: dict[int, tuple[int, int]] = {}
@@ -69,6 +75,7 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "key_by routing, 2 channels": lambda: router.route(pairs, None),
         "pickle the batch": lambda: serialize_batch(pairs, None),
         "unpickle the batch": lambda: pickle.loads(data),
+        "pairs from two int64 arrays": lambda: list(zip(firsts, seconds)),
         "plain Python loop (baseline)": plain_loop,
     }
 

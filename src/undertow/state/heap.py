@@ -180,8 +180,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         key_context: bool = True,
     ) -> list[Any]:
         if (
-            key_context
-            or type(state) is not HeapValueState
+            type(state) is not HeapValueState
             or state.namespace is not VOID_NAMESPACE
             or self._snapshot is not None
             or self._dirty is not None
@@ -189,8 +188,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             return super().fold_keyed(state, values, key_of, fold, key_context=key_context)
         set_key = self.set_current_key
         out, last = fold_untracked_by(
-            self._offsets, state.tables, set_key, self._ctx, values, key_of, fold
-        )
+            self._offsets, state.tables, set_key, self._ctx, values, key_of, fold,
+            key_context=key_context,
+        )  # fmt: skip
         if values:
             set_key(last)
         return out

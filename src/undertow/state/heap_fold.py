@@ -31,29 +31,12 @@ def fold_untracked(
     fold: Callable[[Any, Any], Any],
 ) -> list[Any]:
     """Fold ``values`` (with their ``keys``) into ``tables``; ``fold`` runs in its record's
-    key (it may read other keyed state). Returns the new values, in order."""
-    out: list[Any] = []
-    append = out.append
-    for key, value in zip(keys, values):
-        try:
-            offset = offsets.get(key)
-        except TypeError:
-            offset = None
-        if offset is None:
-            set_key(key)  # computes and caches the offset, or raises StateError
-            offset, key = ctx.offset, ctx.key  # key: its hashable form
-        table = tables[offset]
-        old = table.get(key)
-        if old is None:
-            new = value
-        else:
-            ctx.key, ctx.offset = key, offset
-            new = fold(old, value)
-        if new is None:
-            table.pop(key, None)
-        else:
-            table[key] = new
-        append(new)
+    key (it may read other keyed state). Returns the new values, in order: the loop of
+    :func:`fold_untracked_by`, its keys taken from ``keys`` in step with ``values``."""
+    next_key = iter(keys).__next__
+    out, _ = fold_untracked_by(
+        offsets, tables, set_key, ctx, values, lambda _value: next_key(), fold, key_context=True
+    )
     return out
 
 
@@ -65,11 +48,14 @@ def fold_untracked_by(
     values: list[Any],
     key_of: Callable[[Any], Any],
     fold: Callable[[Any, Any], Any],
+    *,
+    key_context: bool = False,
 ) -> tuple[list[Any], Any]:
-    """:func:`fold_untracked` with each key taken by ``key_of`` inside the loop (no list of
-    keys, no second pass) and ``fold`` run outside any key context: for folds that read no
-    keyed state (the built-in aggregations). Returns the new values and the last key (in its
-    hashable form; ``None`` for no values)."""
+    """Fold ``values`` into ``tables``, each under its key ``key_of(value)`` taken inside the
+    loop (no list of keys, no second pass). With ``key_context`` ``fold`` runs in its record's
+    key (it may read other keyed state, as a user's ``reduce`` may); without, outside any key
+    context: for folds that read no keyed state (the built-in aggregations). Returns the new
+    values and the last key (in its hashable form; ``None`` for no values)."""
     out: list[Any] = []
     append = out.append
     key: Any = None
@@ -84,7 +70,12 @@ def fold_untracked_by(
             offset, key = ctx.offset, ctx.key  # key: its hashable form
         table = tables[offset]
         old = table.get(key)
-        new = value if old is None else fold(old, value)
+        if old is None:
+            new = value
+        else:
+            if key_context:
+                ctx.key, ctx.offset = key, offset
+            new = fold(old, value)
         if new is None:
             table.pop(key, None)
         else:
