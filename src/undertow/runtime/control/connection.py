@@ -9,11 +9,9 @@ lost its JobMaster does not run on, reading sources and writing to checkpoint st
 next to the newer attempt the JobMaster starts meanwhile.
 
 Threading: one event loop; ``send`` buffers without waiting (control traffic is small, except
-``print`` and ``execute_and_collect`` records, which the JobMaster consumes as they arrive).
-``send_from_any_thread`` may also be called from other threads (a worker's I/O threads send
-checkpoint acknowledgements with it): it writes the frame straight onto the socket when nothing
-is queued, so the message does not wait for a loop turn behind a busy task's call. Frames of
-both stay whole and in the order the calls took the connection's lock.
+``print`` and ``execute_and_collect`` records). ``send_from_any_thread`` also from other
+threads (a worker's I/O threads' acknowledgements): frames stay whole and in lock order. The
+longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations

@@ -8,13 +8,10 @@ gets one acknowledgement, or a decline naming the task and the cause. Flink's
 ``AsyncCheckpointRunnable``.
 
 Threading: built and called on the task's loop thread; writes run on the I/O pool and come
-back to the loop with one ``call_soon_threadsafe`` hop. With an ``io_acknowledger`` the I/O
-thread that finishes a checkpoint's last write (state file, or the shared channel-state file
-through ``ReportsDurableFromIOThread``) acknowledges it itself, before its hop: on a busy
-worker the hop waits for the task's call in progress. The loop still gets every result (the
-join takes the first report of each half), and declines stay on the loop. Lifecycle: one per
-checkpointer; the task waits for :meth:`SnapshotWriter.wait_for_pending` before it closes
-(an acknowledgement from an I/O thread goes out before that write's hop, so before it).
+back to the loop with one ``call_soon_threadsafe`` hop; with an ``io_acknowledger`` the I/O
+thread that finishes the last write acknowledges before that hop (docs/design.md, "Module
+notes"). Lifecycle: one per checkpointer; the task waits for
+:meth:`SnapshotWriter.wait_for_pending` before it closes.
 """
 
 from __future__ import annotations
