@@ -43,8 +43,9 @@ HOPS = (
     "trigger decided", "trigger RPC sent", "worker received trigger", "source mail taken",
     "snapshot taken", "barrier arrived (network)", "barrier taken by task",
     "input side complete", "channel-state file submitted", "channel-state write began",
-    "channel-state file written", "state file back on loop", "channel state back on loop",
-    "ack sent", "ack received", "completion time taken",
+    "channel-state file written", "state file on I/O thread", "channel state on I/O thread",
+    "state file back on loop", "channel state back on loop", "ack sent", "ack received",
+    "completion time taken",
     "checkpoint completed",
 )  # fmt: skip
 
@@ -136,12 +137,20 @@ def install() -> None:
 
     _wrap(finalization, "assemble_metadata", before=completion_time)
 
-    def latest(hop: str) -> Callable[..., None]:  # a join knows no checkpoint id: the newest
-        return lambda *a: record(max(events), hop)
+    def latest(what: str) -> Callable[..., None]:  # a join knows no checkpoint id: the newest
+        def report(self: Any, result: Any, io: bool = False) -> None:
+            record(max(events), f"{what} {'on I/O thread' if io else 'back on loop'}")
 
-    _wrap(_AckJoin, "state_written", before=latest("state file back on loop"))
-    _wrap(_AckJoin, "channel_state_written", before=latest("channel state back on loop"))
+        return report
+
+    _wrap(_AckJoin, "state_written", before=latest("state file"))
+    _wrap(_AckJoin, "channel_state_written", before=latest("channel state"))
     _wrap(ResponderToMaster, "acknowledge", before=lambda self, cid, *a: record(cid, "ack sent"))
+    _wrap(
+        ResponderToMaster,
+        "acknowledge_from_any_thread",
+        before=lambda self, cid, *a: record(cid, "ack sent"),
+    )
     _wrap(
         CheckpointCoordinator,
         "receive_ack",

@@ -77,3 +77,6 @@ class RecordingLink:
 
     def send(self, message: Any) -> None:
         self.sent.append(message)
+
+    def send_from_any_thread(self, message: Any) -> None:
+        self.sent.append(message)  # one append: atomic under the GIL

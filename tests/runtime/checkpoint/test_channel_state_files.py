@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -288,6 +289,63 @@ def test_when_finished_runs_in_the_step_that_settles_the_result() -> None:
         assert late == seen
 
     run(body)
+
+
+class GatedFiles(MemoryFiles):
+    """Writes once ``gate`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def write(self, checkpoint_id: int, name: str, data: bytes) -> FileHandle:
+        assert self.gate.wait(5)
+        return super().write(checkpoint_id, name, data)
+
+
+def test_when_durable_runs_on_the_writing_thread_before_the_loop_turns() -> None:
+    """The subtask's acknowledgement need not wait for the loop: ``when_durable`` hands the
+    handles over on the I/O thread, right after the file is written, while the loop thread is
+    still busy (here: blocked in a wait); ``when_finished`` brings the same handles later."""
+    files = GatedFiles()
+
+    async def body() -> None:
+        _, a, b = group_of_two(files)
+        durable = threading.Event()
+        seen: list[tuple[ChannelStateHandles, int]] = []
+
+        def on_durable(handles: ChannelStateHandles) -> None:
+            seen.append((handles, threading.get_ident()))
+            durable.set()
+
+        take(a, 1, b"x" * 10)
+        a.when_durable(1, on_durable)
+        take(b, 1, b"y" * 10)  # completes the group: the file goes to the pool
+        files.gate.set()  # (the write waits for it: a done write would report on this thread)
+        assert durable.wait(5), "the I/O thread did not report the durable file"
+        [(handles, thread)] = seen
+        assert thread != threading.get_ident() and handles.persisted_bytes == 10
+        assert files.count(1) == 1 and not a.result(1).done()  # the loop has not turned
+        assert await settle(a.result(1)) == handles
+        late: list[ChannelStateHandles] = []
+        a.when_durable(1, late.append)  # already durable: at once, on this thread
+        assert late == [handles]
+
+    run(body)
+
+
+def test_when_durable_reports_no_inline_state_and_no_failed_write() -> None:
+    async def body(files: MemoryFiles, threshold: int) -> None:
+        _, a, b = group_of_two(files, threshold)
+        seen: list[ChannelStateHandles] = []
+        take(a, 1, b"x")
+        a.when_durable(1, seen.append)
+        take(b, 1, b"y")
+        await asyncio.wait({a.result(1)}, timeout=5)
+        assert a.result(1).done() and seen == []  # when_finished reports these
+
+    run(lambda: body(MemoryFiles(), threshold=1024))
+    run(lambda: body(MemoryFiles(fail=True), threshold=0))
 
 
 def test_abort_after_collection_changes_nothing() -> None:

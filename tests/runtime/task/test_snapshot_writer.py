@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import hashlib
 import pickle
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,20 @@ class Responder:
         self.declines.append((checkpoint_id, reason, detail))
 
 
+@dataclass
+class AnyThreadResponder:
+    """Records acknowledgements sent from any thread, with the sending thread's id."""
+
+    acks: list[tuple[int, Any, int]] = field(default_factory=list)
+    sent: threading.Event = field(default_factory=threading.Event)
+
+    def acknowledge_from_any_thread(
+        self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]
+    ) -> None:
+        self.acks.append((checkpoint_id, handle, threading.get_ident()))
+        self.sent.set()
+
+
 def file_handle(path: str, data: bytes) -> FileHandle:
     return FileHandle(path, len(data), hashlib.sha256(data).hexdigest())
 
@@ -60,8 +75,14 @@ class Storage:
 
     files: dict[str, bytes] = field(default_factory=dict)
     fail: bool = False
+    #: Set: writes go ahead (a test clears it to hold them).
+    gate: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.gate.set()
 
     def write_state(self, checkpoint_id: int, name: str, data: bytes) -> FileHandle:
+        assert self.gate.wait(5)
         if self.fail:
             raise OSError("disk full")
         path = f"chk-{checkpoint_id}/{name}"
@@ -94,6 +115,18 @@ class ChannelStateWriter:
         return checkpoint_id not in self.aborted
 
 
+@dataclass
+class DurableChannelStateWriter(ChannelStateWriter):
+    """Also keeps each checkpoint's ``when_durable`` callback (``ReportsDurableFromIOThread``)."""
+
+    durable: dict[int, Callable[[ChannelStateHandles], None]] = field(default_factory=dict)
+
+    def when_durable(
+        self, checkpoint_id: int, callback: Callable[[ChannelStateHandles], None]
+    ) -> None:
+        self.durable[checkpoint_id] = callback
+
+
 @dataclass(frozen=True)
 class UploadedState:
     """A native state handle (pickled into the state file)."""
@@ -119,6 +152,7 @@ class Harness:
     def __init__(
         self, storage: Storage | None = None, channel_state: ChannelStateWriter | None = None,
         executor: concurrent.futures.Executor | None = None,
+        io_acknowledger: AnyThreadResponder | None = None,
     ) -> None:  # fmt: skip
         self.responder = Responder()
         self.storage = storage if storage is not None else Storage()
@@ -128,7 +162,7 @@ class Harness:
             io=CheckpointIO(
                 responder=self.responder, state_writer=self.storage.write_state,
                 executor=self.executor, channel_state_writer=channel_state,  # type: ignore[arg-type]
-                shared_writer=self.storage.write_shared,
+                shared_writer=self.storage.write_shared, io_acknowledger=io_acknowledger,
             ),
         )  # fmt: skip
 
@@ -276,6 +310,57 @@ def test_shared_channel_state_is_written_in_parallel_and_joined_in_one_acknowled
     assert handle == SubtaskStateHandle(file_handle("chk-8/map-0.state", data), handles)
     assert metrics["persisted_data"] == len(b"in-flight") and metrics["unaligned"] is True
     assert pickle.loads(data).channel_state is None  # not in the state file
+
+
+def test_the_io_thread_acknowledges_a_state_file_while_the_loop_is_busy() -> None:
+    """With an ``io_acknowledger`` the I/O thread that wrote the state file acknowledges it
+    at once: the loop thread here is blocked (as in a task's call) and never turns."""
+    io_acks = AnyThreadResponder()
+
+    async def run() -> Harness:
+        h = Harness(io_acknowledger=io_acks)
+        h.storage.gate.clear()
+        h.start(2, with_state())
+        h.storage.gate.set()  # (held: a write done before its callback was added reports here)
+        assert io_acks.sent.wait(5), "not acknowledged while the loop was blocked"
+        await h.settle()
+        return h
+
+    h = asyncio.run(run())
+    [(cid, handle, thread)] = io_acks.acks
+    assert cid == 2 and handle == file_handle(
+        "chk-2/map-0.state", h.storage.files["chk-2/map-0.state"]
+    )
+    assert thread != threading.get_ident()
+    assert h.responder.acks == [] and h.responder.declines == []  # once, not again on the loop
+
+
+def test_the_io_thread_that_made_the_channel_state_durable_acknowledges_once() -> None:
+    """Shared channel state: the state file is in, and the channel-state file's writer
+    reports it durable on its I/O thread: that thread acknowledges. The loop's later report of
+    the same result adds nothing."""
+    channel_writer = DurableChannelStateWriter(in_state_file=False)
+    io_acks = AnyThreadResponder()
+    handles = channel_handles(b"in-flight")
+
+    async def run() -> Harness:
+        h = Harness(channel_state=channel_writer, io_acknowledger=io_acks)
+        h.start(8, with_state(), channel_state=True)
+        await asyncio.sleep(0.05)  # the state file is written
+        assert io_acks.acks == [] and h.responder.acks == []
+        io_thread = threading.Thread(target=channel_writer.durable[8], args=(handles,))
+        io_thread.start()
+        io_thread.join()
+        assert [(cid, thread) for cid, _, thread in io_acks.acks] == [(8, io_thread.ident)]
+        channel_writer.waiting[8][0](handles)  # the loop's report of the same file
+        await h.settle()
+        return h
+
+    h = asyncio.run(run())
+    data = h.storage.files["chk-8/map-0.state"]
+    [(_, handle, _)] = io_acks.acks
+    assert handle == SubtaskStateHandle(file_handle("chk-8/map-0.state", data), handles)
+    assert h.responder.acks == [] and h.responder.declines == []
 
 
 def test_a_closing_task_waits_for_channel_state_unless_its_checkpoint_was_aborted() -> None:

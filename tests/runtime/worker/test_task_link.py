@@ -74,3 +74,35 @@ def test_the_responder_acknowledges_and_declines_for_its_subtask() -> None:
         AcknowledgeCheckpoint(AttemptNumber(2), 4, 0, 9, "handle", {"state_size": 10}),
         DeclineCheckpoint(AttemptNumber(2), 4, 0, 10, declined, "Map (1/1): snapshot failed"),
     ]
+
+
+class ThreadAwareLink(RecordingLink):
+    """Also records which of the worker's sends each message took."""
+
+    def __init__(self) -> None:
+        super().__init__(attempt=AttemptNumber(2))
+        self.routes: list[str] = []
+
+    def send(self, message: object) -> None:
+        self.routes.append("loop")
+        super().send(message)
+
+    def send_from_any_thread(self, message: object) -> None:
+        self.routes.append("any thread")
+        super().send_from_any_thread(message)
+
+
+def test_an_acknowledgement_from_an_io_thread_takes_the_any_thread_send() -> None:
+    link = ThreadAwareLink()
+    responder = ResponderToMaster(link, 4, 0)
+    io_thread = threading.Thread(
+        target=responder.acknowledge_from_any_thread, args=(9, "handle", {"state_size": 10})
+    )
+    io_thread.start()
+    io_thread.join()
+    responder.acknowledge(10, "other", {})
+    assert link.sent == [
+        AcknowledgeCheckpoint(AttemptNumber(2), 4, 0, 9, "handle", {"state_size": 10}),
+        AcknowledgeCheckpoint(AttemptNumber(2), 4, 0, 10, "other", {}),
+    ]
+    assert link.routes == ["any thread", "loop"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -91,6 +92,11 @@ class _Checkpoint:
     output_done: bool = False
     aborted: bool = False
     collected: bool = False
+    #: ``when_durable`` callbacks and the handles the I/O thread delivered to them: the only
+    #: fields another thread touches, under ``lock``.
+    durable_listeners: list[Callable[[ChannelStateHandles], None]] = field(default_factory=list)
+    durable: ChannelStateHandles | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def done(self) -> bool:
@@ -241,6 +247,21 @@ class SubtaskChannelStateWriter:
             done(entry.future)
         else:
             entry.listeners.append(done)
+
+    def when_durable(
+        self, checkpoint_id: int, callback: Callable[[ChannelStateHandles], None]
+    ) -> None:
+        """``ReportsDurableFromIOThread``: ``callback(handles)`` on the I/O thread once the
+        group's file holding this member's state is written (at once if it was)."""
+        entry = self.checkpoints.get(checkpoint_id)
+        if entry is None:
+            raise LookupError(f"subtask {self.name!r} has no checkpoint {checkpoint_id}")
+        with entry.lock:
+            handles = entry.durable
+            if handles is None:
+                entry.durable_listeners.append(callback)
+                return
+        callback(handles)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -430,6 +451,9 @@ class ChannelStateFileWriter:
                 _settle(entry, exception=error)
 
         def back_on_loop(f: concurrent.futures.Future[list[ChannelStateHandles]]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                for (_, entry), mine in zip(taking, f.result()):
+                    _report_durable(entry, mine)  # on this (the I/O) thread
             try:  # one hop back to the loop (not two, as with ``run_in_executor``)
                 loop.call_soon_threadsafe(done, f)
             except RuntimeError:  # the loop closed: the worker is gone
@@ -459,6 +483,18 @@ def _check_chunk(data: bytes) -> bytes:
     if len(data) > _U32_MAX:
         raise ValueError(f"a channel-state chunk must be < 4 GiB, got {len(data)} bytes")
     return bytes(data) if not isinstance(data, bytes) else data
+
+
+def _report_durable(entry: _Checkpoint, handles: ChannelStateHandles) -> None:
+    """Hand ``handles`` to the entry's ``when_durable`` callbacks (the writing I/O thread)."""
+    with entry.lock:
+        entry.durable = handles
+        listeners, entry.durable_listeners = entry.durable_listeners, []
+    for listener in listeners:
+        try:
+            listener(handles)
+        except Exception:  # the loop's hop must still come: it settles the result
+            log.exception("a when_durable callback failed")
 
 
 def _settle(

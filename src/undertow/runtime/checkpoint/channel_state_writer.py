@@ -82,6 +82,23 @@ class ReferencesChannelState(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsDurableFromIOThread(Protocol):
+    """A writer that can tell the I/O thread's own callback when a checkpoint's channel
+    state is durable, before the result reaches the loop (the workers' shared-file writer):
+    the subtask's acknowledgement then need not wait for a loop turn."""
+
+    def when_durable(
+        self, checkpoint_id: int, callback: Callable[[ChannelStateHandles], None]
+    ) -> None:
+        """``callback(handles)`` on the I/O thread that wrote the file holding this subtask's
+        state of ``checkpoint_id``, right after the write; at once, on the calling thread, if
+        that already happened. Never for state that needed no file (inline), a failed write
+        or an aborted checkpoint: ``when_finished`` reports every outcome, later, on the
+        loop, so a caller takes whichever comes first."""
+        ...
+
+
 class ChannelStateWriter(Protocol):
     """What a subtask needs to persist its in-flight data (see the module docstring).
 

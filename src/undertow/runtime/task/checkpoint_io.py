@@ -4,7 +4,8 @@
 The worker supplies where checkpoints go (the JobMaster responder, the state-file writer and
 its I/O pool, the shared channel-state writer); the task supplies what the checkpointer reads
 from and tells its lifecycle. Threading: every callable here is called on the task's loop
-thread, except a ``StateWriter``, which runs on the executor.
+thread, except a ``StateWriter``, which runs on the executor, and an
+``AnyThreadAcknowledger``, called by the executor's threads.
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ class CheckpointResponder(Protocol):
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None: ...
 
 
+class AnyThreadAcknowledger(Protocol):
+    """Acknowledges from any thread: the I/O thread that finished a checkpoint's last write
+    sends its acknowledgement itself, rather than handing it to the loop, where it would wait
+    behind the busy task's call (implemented by the worker's responder). An acknowledgement
+    sent this way precedes every message the loop sends after it (``TaskFinished``)."""
+
+    def acknowledge_from_any_thread(
+        self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]
+    ) -> None: ...
+
+
 #: Writes one state file: (checkpoint id, file name, bytes) -> handle. Blocking; runs on a pool.
 StateWriter = Callable[[int, str, bytes], Any]
 
@@ -46,6 +58,9 @@ class CheckpointIO:
     channel_state_writer: ChannelStateWriter | None = None
     #: Writes ``<job>/shared/<name>`` (incremental checkpoints' shared files); None: none.
     shared_writer: Callable[[str, bytes], FileHandle] | None = None
+    #: Acknowledges from the I/O thread that finished the last write; None: every
+    #: acknowledgement goes through the task's loop (``responder``).
+    io_acknowledger: AnyThreadAcknowledger | None = None
 
 
 def _min_watermark() -> int:

@@ -8,8 +8,10 @@ gets one acknowledgement, or a decline naming the task and the cause. Flink's
 ``AsyncCheckpointRunnable``.
 
 Threading: built and called on the task's loop thread; writes run on the I/O pool and come
-back to the loop with one ``call_soon_threadsafe`` hop. Lifecycle: one per checkpointer; the
-task waits for :meth:`SnapshotWriter.wait_for_pending` before it closes.
+back to the loop with one ``call_soon_threadsafe`` hop; with an ``io_acknowledger`` the I/O
+thread that finishes the last write acknowledges before that hop (docs/design.md, "Module
+notes"). Lifecycle: one per checkpointer; the task waits for
+:meth:`SnapshotWriter.wait_for_pending` before it closes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -26,7 +29,10 @@ from typing import Any
 
 from undertow.core import pickling
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
-from undertow.runtime.checkpoint.channel_state_writer import ChannelStateResult
+from undertow.runtime.checkpoint.channel_state_writer import (
+    ChannelStateResult,
+    ReportsDurableFromIOThread,
+)
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.snapshot import (
     OperatorSnapshot,
@@ -50,6 +56,8 @@ class SnapshotWriter:
         self.task_name = task_name
         self.file_name = file_name
         self.responder = io.responder
+        #: Acknowledges from the I/O thread that finished the last write (None: the loop).
+        self.io_acknowledger = io.io_acknowledger
         self.state_writer = io.state_writer
         self.executor = io.executor
         #: Writes ``<job>/shared/<name>`` (incremental checkpoints).
@@ -91,6 +99,8 @@ class SnapshotWriter:
                 self._settling(cid, join.channel_state_written),
                 self._settling(cid, functools.partial(self._channel_state_failed, cid)),
             )
+            if self.io_acknowledger is not None and isinstance(writer, ReportsDurableFromIOThread):
+                writer.when_durable(cid, functools.partial(join.channel_state_written, io=True))
 
     def _settling(self, cid: int, then: Callable[[Any], None]) -> Callable[[Any], None]:
         """``then``, counting checkpoint ``cid``'s channel state as pending until it runs."""
@@ -154,7 +164,7 @@ class SnapshotWriter:
             if join is not None:
                 join.state_written(None)
             else:
-                self._acknowledge(cid, metrics, async_started, None, handles)
+                self._acknowledge(cid, metrics, async_started, None, handles, False)
             return
         if self.state_writer is None or self.executor is None:
             self.responder.decline(cid, CheckpointFailureReason.CHECKPOINT_DECLINED,
@@ -220,9 +230,14 @@ class SnapshotWriter:
         join: _AckJoin | None,
     ) -> None:
         """Run ``job`` (it returns the state's handle) on the I/O pool, then acknowledge (or
-        hand the handle to ``join``) on the loop; a failure declines the checkpoint."""
+        hand the handle to ``join``): from the I/O thread with an ``io_acknowledger``, else on
+        the loop; a failure declines the checkpoint (on the loop)."""
         assert self.executor is not None
         loop = asyncio.get_running_loop()
+        if join is None:  # the state file is the only half: the channel state is known
+            ack = functools.partial(self._acknowledge, cid, metrics, async_started)
+            join = _AckJoin(ack, state_only=True, channel_state=handles)
+        io_acknowledger = self.io_acknowledger
         try:
             future = self.executor.submit(job)
         except RuntimeError:  # the worker shut its I/O pool down: the attempt is over
@@ -240,12 +255,14 @@ class SnapshotWriter:
                 reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
                 self.responder.decline(cid, reason, f"{self.task_name}: writing state: {detail}")
                 return
-            if join is not None:
-                join.state_written(f.result())
-            else:
-                self._acknowledge(cid, metrics, async_started, f.result(), handles)
+            join.state_written(f.result())  # ignored if the I/O thread reported it
 
         def back_on_loop(f: concurrent.futures.Future[Any]) -> None:
+            if io_acknowledger is not None and not f.cancelled() and f.exception() is None:
+                try:
+                    join.state_written(f.result(), io=True)
+                except Exception:  # the hop below must still come: it settles the write
+                    log.exception("%s: acknowledging checkpoint %d failed", self.task_name, cid)
             try:
                 loop.call_soon_threadsafe(done, f)
             except RuntimeError:  # the loop closed: the attempt is over
@@ -260,7 +277,9 @@ class SnapshotWriter:
         async_started: float,
         state: Any,
         channel_state: ChannelStateHandles | None,
+        io: bool,
     ) -> None:
+        """Send the acknowledgement: from this (an I/O) thread if ``io``, else on the loop."""
         handles = None
         if channel_state and (channel_state.persisted_bytes or channel_state.referenced_bytes):
             handles = channel_state
@@ -268,7 +287,12 @@ class SnapshotWriter:
             metrics["referenced_data"] = handles.referenced_bytes
             metrics["unaligned"] = True
         metrics["async_duration_ms"] = (time.perf_counter() - async_started) * 1000
-        self.responder.acknowledge(cid, _ack_handle(state, handles), metrics)
+        if io and self.io_acknowledger is not None:
+            self.io_acknowledger.acknowledge_from_any_thread(
+                cid, _ack_handle(state, handles), metrics
+            )
+        else:
+            self.responder.acknowledge(cid, _ack_handle(state, handles), metrics)
 
     async def wait_for_pending(self) -> None:
         """Wait until every checkpoint this subtask took was acknowledged or declined, its
@@ -308,32 +332,51 @@ class SnapshotWriter:
 
 
 class _AckJoin:
-    """Waits for both halves of one subtask's checkpoint, written in parallel: the state
-    file's handle (``None`` without operator state) and the channel-state handles; then calls
-    ``acknowledge(state, channel_state)`` once. If either half fails, its failure path
-    declines and the join never acknowledges. Loop thread only."""
+    """Waits for the halves of one subtask's checkpoint, written in parallel: the state
+    file's handle (``None`` without operator state) and the channel-state handles (or only
+    the first, ``state_only``); then calls
+    ``acknowledge(state, channel_state, io)`` once, on the thread of the report that completed
+    it (``io``: an I/O thread's). Each half may be reported twice, by the I/O thread that
+    wrote it and then on the loop: the first report counts. If either half fails, its failure
+    path declines and the join never acknowledges. Any thread; a lock orders the reports."""
 
-    __slots__ = ("_acknowledge", "_channel", "_state", "_waiting")
+    __slots__ = ("_acknowledge", "_channel", "_has_channel", "_has_state", "_lock", "_state")
 
-    def __init__(self, acknowledge: Callable[[Any, ChannelStateHandles | None], None]) -> None:
+    def __init__(
+        self,
+        acknowledge: Callable[[Any, ChannelStateHandles | None, bool], None],
+        *,
+        state_only: bool = False,
+        channel_state: ChannelStateHandles | None = None,
+    ) -> None:
+        """``state_only``: the channel state is known (``channel_state``), so the state
+        file's report completes the join."""
         self._acknowledge = acknowledge
+        self._lock = threading.Lock()
         self._state: Any = None
-        self._channel: ChannelStateHandles | None = None
-        self._waiting = 2
+        self._has_state = False
+        self._has_channel = state_only
+        self._channel = channel_state
 
-    def state_written(self, state: Any) -> None:
-        self._state = state
-        self._arrived()
+    def state_written(self, state: Any, io: bool = False) -> None:
+        with self._lock:
+            if self._has_state:
+                return
+            self._has_state, self._state = True, state
+            complete = self._has_channel
+        if complete:
+            self._acknowledge(self._state, self._channel, io)
 
-    def channel_state_written(self, channel_state: ChannelStateResult) -> None:
-        if isinstance(channel_state, ChannelStateHandles):
-            self._channel = channel_state
-        self._arrived()
-
-    def _arrived(self) -> None:
-        self._waiting -= 1
-        if self._waiting == 0:
-            self._acknowledge(self._state, self._channel)
+    def channel_state_written(self, channel_state: ChannelStateResult, io: bool = False) -> None:
+        with self._lock:
+            if self._has_channel:
+                return
+            self._has_channel = True
+            if isinstance(channel_state, ChannelStateHandles):
+                self._channel = channel_state
+            complete = self._has_state
+        if complete:
+            self._acknowledge(self._state, self._channel, io)
 
 
 def _ack_handle(state: Any, channel_state: ChannelStateHandles | None) -> Any:

@@ -134,8 +134,9 @@ class TaskDeploymentBuilder:
             if self.channel_state_files is not None:
                 channel_state_writer = self.channel_state_files.register(deployment.name)
                 self._channel_state_writers[(vertex_id, subtask)] = channel_state_writer
+            responder = ResponderToMaster(self._link, vertex_id, subtask)
             io = CheckpointIO(
-                responder=ResponderToMaster(self._link, vertex_id, subtask),
+                responder=responder, io_acknowledger=responder,
                 state_writer=self.storage.write_file if self.storage is not None else None,
                 executor=self.io_pool, channel_state_writer=channel_state_writer,
                 shared_writer=self.storage.write_shared_file if self.storage is not None else None,

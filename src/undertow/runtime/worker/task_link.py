@@ -2,7 +2,9 @@
 requests, and its checkpoints' acknowledgements and declines.
 
 Threading: called on the worker's loop thread (``wake`` from any thread: it hops onto the
-task's loop). Each object belongs to one subtask and lives as long as its task.
+task's loop; ``acknowledge_from_any_thread`` from the worker's I/O threads: it writes onto the
+control connection from there). Each object belongs to one subtask and lives as long as its
+task.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ class WorkerLink(Protocol):
     def tasks(self) -> Mapping[tuple[int, int], WakeableTask]: ...
 
     def send(self, message: Any) -> None: ...
+
+    def send_from_any_thread(self, message: Any) -> None:
+        """``send`` from any thread, in order with the loop thread's messages."""
+        ...
 
 
 class TaskServicesToMaster:
@@ -82,9 +88,19 @@ class ResponderToMaster:
         self.subtask = SubtaskIndex(subtask)
 
     def acknowledge(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> None:
-        self.worker.send(AcknowledgeCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
-                                               self.subtask, CheckpointId(checkpoint_id), handle,
-                                               metrics))  # fmt: skip
+        self.worker.send(self._ack(checkpoint_id, handle, metrics))
+
+    def acknowledge_from_any_thread(
+        self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]
+    ) -> None:
+        """:meth:`acknowledge` from an I/O thread (implements
+        :class:`~undertow.runtime.task.checkpoint_io.AnyThreadAcknowledger`)."""
+        self.worker.send_from_any_thread(self._ack(checkpoint_id, handle, metrics))
+
+    def _ack(self, checkpoint_id: int, handle: Any, metrics: dict[str, Any]) -> Any:
+        return AcknowledgeCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,
+                                     self.subtask, CheckpointId(checkpoint_id), handle,
+                                     metrics)  # fmt: skip
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str) -> None:
         self.worker.send(DeclineCheckpoint(AttemptNumber(self.worker.attempt), self.vertex_id,

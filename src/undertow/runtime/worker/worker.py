@@ -99,6 +99,13 @@ class Worker:
         if self.ctrl is not None:
             self.ctrl.send(message)
 
+    def send_from_any_thread(self, message: Any) -> None:
+        """``send`` from any thread (the I/O pool's acknowledgements): straight onto the
+        control connection, in order with the loop's messages."""
+        ctrl = self.ctrl
+        if ctrl is not None:
+            ctrl.send_from_any_thread(message)
+
     def _print_lines_from_any_thread(self) -> Callable[[list[str]], None]:
         """Send printed lines to the JobMaster: directly on the loop thread (in order with the
         print sink's lines), through the loop from any other thread."""
@@ -129,7 +136,9 @@ class Worker:
         # worker, with its tasks) within heartbeat.timeout, as the JobMaster fails the attempt
         limit_unacknowledged_time(writer, self.settings.heartbeat_timeout_s)
         await client_handshake(reader, writer, self.secret, self.worker_index)
-        self.ctrl = ControlConnection(reader, writer, "JobMaster", network.max_frame_size)
+        self.ctrl = ControlConnection(
+            reader, writer, "JobMaster", network.max_frame_size, any_thread=True
+        )
         control_socket = writer.get_extra_info("socket")
         if control_socket is not None:
             self.pace.watch(control_socket.fileno())
