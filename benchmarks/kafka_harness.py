@@ -174,7 +174,7 @@ class Harness:
                         time.sleep(1.0)
                         index, samples = paced(probe, self.sizes.probe_seconds)
                         drained("a search phase's records were")
-                        verdict = sustain.judge(samples, probe)
+                        verdict = sustain.judge(samples, probe, engine.wait_ms)
                         probes.append((index, verdict))
                         search = search.after(verdict)
                     sustainable = search.sustainable
@@ -188,7 +188,7 @@ class Harness:
                 # the measured phase judged like a search phase: did the job keep up with
                 # half of what the search found? (no: the search overestimated it)
                 planned.append(_Planned(burst, tuple(probes), sustainable, index, at, load_text,
-                                        sustain.judge(samples, at)))  # fmt: skip
+                                        sustain.judge(samples, at, engine.wait_ms)))  # fmt: skip
                 drained("the paced records were")
                 readings.append(cpu.read())
         except (RuntimeError, ValueError) as err:

@@ -110,3 +110,13 @@ def test_a_level_lag_far_behind_is_a_standing_queue_not_keeping_up() -> None:
     assert sustain.judge(draining, 5_000).kept_up
     # and just under the bound still kept up
     assert sustain.judge(_phase(5_000, 8_000, base_ms=90.0), 5_000).kept_up
+
+
+def test_an_output_that_waits_by_design_is_allowed_its_wait() -> None:
+    # an exactly-once sink's records wait for the commit after the checkpoint (1 s here): a
+    # level lag of 600 ms is its latency, not a standing queue; 1,300 ms is one
+    level = _phase(5_000, 8_000, base_ms=600.0)
+    assert sustain.judge(level, 5_000, wait_ms=1_000).kept_up
+    verdict = sustain.judge(_phase(5_000, 8_000, base_ms=1_300.0), 5_000, wait_ms=1_000)
+    assert not verdict.kept_up
+    assert "more than 1,100 ms behind" in verdict.describe()
