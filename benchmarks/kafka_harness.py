@@ -30,6 +30,8 @@ import process_cpu
 from kafka_rounds import JobFigures, Probe, Round, job_figures, loadavg
 
 SPAWN = multiprocessing.get_context("spawn")
+#: The width of a paced phase's timeline bins (``--hops``, kafka_hops.hop_timeline).
+TIMELINE_BIN_MS = 250.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +174,7 @@ class Harness:
                         time.sleep(1.0)
                         index, samples = paced(probe, self.sizes.probe_seconds)
                         drained("a search phase's records were")
-                        verdict = sustain.judge(samples, probe)
+                        verdict = sustain.judge(samples, probe, engine.wait_ms)
                         probes.append((index, verdict))
                         search = search.after(verdict)
                     sustainable = search.sustainable
@@ -186,7 +188,7 @@ class Harness:
                 # the measured phase judged like a search phase: did the job keep up with
                 # half of what the search found? (no: the search overestimated it)
                 planned.append(_Planned(burst, tuple(probes), sustainable, index, at, load_text,
-                                        sustain.judge(samples, at)))  # fmt: skip
+                                        sustain.judge(samples, at, engine.wait_ms)))  # fmt: skip
                 drained("the paced records were")
                 readings.append(cpu.read())
         except (RuntimeError, ValueError) as err:
@@ -213,6 +215,8 @@ class Harness:
                 hops = kafka_hops.summarize_hops(kafka_hops.hop_times(
                     log.keys, log.sent_ns, seen,
                     {i for i in records if log.sent_ns[i] >= warm}))  # fmt: skip
+                timeline = kafka_hops.hop_timeline(log.keys, log.sent_ns, seen, records,
+                                                   TIMELINE_BIN_MS)  # fmt: skip
                 probes = tuple(Probe(v, self._phase_latency(log, latencies, seen, i)[0])
                                for i, v in plan.probes)  # fmt: skip
                 marks = readings[4 * index : 4 * index + 4]
@@ -224,7 +228,8 @@ class Harness:
                     None if figures is None else figures[0],
                     None if figures is None else figures[1],
                     plan.rate, latency, consumer, plan.load, cpu_burst, cpu_paced,
-                    plan.sustainable, probes, hops, plan.paced_verdict))  # fmt: skip
+                    plan.sustainable, probes, hops, plan.paced_verdict,
+                    tuple(timeline)))  # fmt: skip
                 if plan.probes and plan.sustainable is None:
                     note = note or (f"round {index + 1}: no search phase kept up; paced at half "
                                     f"of the lowest rate tried")  # fmt: skip

@@ -81,6 +81,16 @@ def hop_times(
     count, visible ns, output append ms, stamps)`` per output record; an output without stamps,
     whose count was not sent (a wrong count) or that repeats one already seen (a duplicate)
     gives nothing."""
+    return [times for _, times in _indexed_hop_times(keys, sent_ns, seen, chosen)]
+
+
+def _indexed_hop_times(
+    keys: Sequence[int],
+    sent_ns: Sequence[int],
+    seen: Sequence[tuple[int, int, int, int, tuple[int, ...]]],
+    chosen: set[int],
+) -> list[tuple[int, tuple[float, ...]]]:
+    """:func:`hop_times` with each record's send-log index."""
     indices: dict[int, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         indices[key].append(i)
@@ -99,7 +109,7 @@ def hop_times(
         out_append_ns = out_append_ms * 1_000_000
         marks = (sent_ns[index], in_append_ns, stamps.source_ns, stamps.keyed_ns,
                  out_append_ns, visible_ns)  # fmt: skip
-        times.append(tuple((b - a) / 1e6 for a, b in itertools.pairwise(marks)))
+        times.append((index, tuple((b - a) / 1e6 for a, b in itertools.pairwise(marks))))
     return times
 
 
@@ -110,3 +120,52 @@ def summarize_hops(times: Sequence[tuple[float, ...]]) -> HopFigures | None:
     columns = list(zip(*times))
     return HopFigures(tuple(percentile(c, 0.5) for c in columns),
                       tuple(percentile(c, 0.99) for c in columns), len(times))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineBin:
+    """The records sent in ``[start_ms, start_ms + width)`` after a phase began: how many, and
+    the p50 of each hop (:data:`HOPS` order) and of their sum, in ms."""
+
+    start_ms: float
+    records: int
+    p50_ms: tuple[float, ...]
+    total_ms: float
+
+
+def hop_timeline(
+    keys: Sequence[int],
+    sent_ns: Sequence[int],
+    seen: Sequence[tuple[int, int, int, int, tuple[int, ...]]],
+    phase: Sequence[int],
+    bin_ms: float,
+) -> list[TimelineBin]:
+    """Where the latency of a phase's records went over the phase's course: the phase's
+    records (send-log indices ``phase``, in send order) in bins of ``bin_ms`` by send time
+    from the phase's first send, each bin's per-hop p50 (bins without an instrumented
+    record are left out). A transient at the phase's start shows in its first bins, and in
+    the hop that carries it."""
+    if not phase:
+        return []
+    began = sent_ns[phase[0]]
+    bins: dict[int, list[tuple[float, ...]]] = defaultdict(list)
+    for index, times in _indexed_hop_times(keys, sent_ns, seen, set(phase)):
+        bins[int((sent_ns[index] - began) / 1e6 // bin_ms)].append(times)
+    timeline = []
+    for number in sorted(bins):
+        times = bins[number]
+        columns = list(zip(*times))
+        timeline.append(TimelineBin(number * bin_ms, len(times),
+                                    tuple(percentile(c, 0.5) for c in columns),
+                                    percentile([sum(t) for t in times], 0.5)))  # fmt: skip
+    return timeline
+
+
+def describe_timeline(timeline: Sequence[TimelineBin]) -> str:
+    """One cell per bin: ``start ms: total p50 (the largest hop and its p50)``."""
+    cells = []
+    for one in timeline:
+        worst = max(range(len(HOPS)), key=lambda h: one.p50_ms[h])
+        cells.append(f"{one.start_ms:,.0f}: {one.total_ms:,.1f} "
+                     f"({HOPS[worst]} {one.p50_ms[worst]:,.1f})")  # fmt: skip
+    return "timeline p50 ms by send time (largest hop): " + ", ".join(cells)

@@ -74,6 +74,8 @@ class Round:
     hops: kafka_hops.HopFigures | None = None
     #: the paced phase judged as a search phase is: whether the job kept up with it
     paced_verdict: sustain.Verdict | None = None
+    #: the paced phase's hops over its course, by send time (an instrumented job only)
+    timeline: tuple[kafka_hops.TimelineBin, ...] = ()
 
     @property
     def half_burst(self) -> load.Latency | None:
@@ -187,6 +189,8 @@ def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool
                 print(f"{'':<32}paced: {one.paced_verdict.describe()}")
             if one.hops is not None:
                 print(f"{'':<32}{one.hops.describe()}")
+            if one.timeline:
+                print(f"{'':<32}{kafka_hops.describe_timeline(one.timeline)}")
             for probe in one.probes:
                 lat = probe.latency
                 p50 = f", p50 {lat.p50_ms:,.1f} ms" if lat is not None and lat.measured else ""

@@ -18,7 +18,10 @@ latency, give or take the noise of a shared machine); one that does not falls fu
 at ``1 - capacity / r`` seconds per second, so its last third lies above its first by that
 times the time between them (:data:`SLACK_MS` is the bound). A phase whose producer did not
 send ``r`` records per second (it shares the machine) did not offer ``r``, so it did not
-show that ``r`` is sustained (:data:`OFFERED_SHARE`).
+show that ``r`` is sustained (:data:`OFFERED_SHARE`). Nor does a phase whose lag stays level
+but large (:data:`STANDING_MS`): a queue that does not drain shows a job with no capacity to
+spare, running at the rate it can just take, not one that keeps up with a latency of a few
+milliseconds.
 :class:`Search` bisects the rate between 0 and the burst's draining rate over a few such
 phases; the sustainable rate is the highest rate judged kept up.
 
@@ -38,6 +41,16 @@ WARM_S = 1.0
 #: ~2 s between the thirds of a 4 s phase that catches a rate 5% above what the job sustains
 #: (3% in a 6 s phase); the medians leave out the short stalls of a shared machine.
 SLACK_MS = 100.0
+
+
+#: Kept up also needs the last third's lag to be at most this far behind (ms). A job with
+#: capacity to spare drains a queue that a stall left (the paced phases of 2026-11-30 that
+#: began hundreds of ms behind caught up within 2 s); one whose lag stays level hundreds of
+#: ms behind is running at its capacity, and was judged kept up until 2026-11-30 (a flat
+#: lag of 555 -> 583 ms at 18,823 records/s made that the round's sustainable rate). A
+#: healthy round's lag is 10 to 15 ms. A job whose output waits by design (an exactly-once
+#: sink's commit after the checkpoint) is allowed that wait on top (``judge``'s ``wait_ms``).
+STANDING_MS = 100.0
 
 
 #: Kept up also needs the load generator to have offered the rate: over the judged part of a
@@ -70,6 +83,13 @@ class Verdict:
     late_ms: float
     #: records/s the load generator sent over the judged part (None: not known)
     offered: float | None = None
+    #: the most the last third may be behind (ms) before its lag is a standing queue
+    standing_ms: float = STANDING_MS
+
+    @property
+    def standing(self) -> bool:
+        """The last third's lag was more than ``standing_ms`` behind: a standing queue."""
+        return self.late_ms > self.standing_ms
 
     @property
     def under_offered(self) -> bool:
@@ -81,12 +101,17 @@ class Verdict:
         text = f"{self.rate:,.0f}/s {word} (lag {self.early_ms:,.0f} -> {self.late_ms:,.0f} ms"
         if self.under_offered:
             text += f"; the producer sent only {self.offered:,.0f}/s"
+        if self.standing:
+            text += f"; a standing queue, more than {self.standing_ms:,.0f} ms behind"
         return text + ")"
 
 
-def judge(samples: Sequence[LagSample], rate: float) -> Verdict:
+def judge(samples: Sequence[LagSample], rate: float, wait_ms: float = 0.0) -> Verdict:
     """Did the job keep up with ``rate`` over the phase ``samples`` were taken in? (module
-    doc). Fewer than 3 samples after the warm-up cannot show a trend: ValueError."""
+    doc). ``wait_ms``: how long the job's output waits by design before the measuring
+    consumer may see it (an exactly-once sink: up to a checkpoint interval), allowed on top of
+    :data:`STANDING_MS`. Fewer than 3 samples after the warm-up cannot show a trend:
+    ValueError."""
     if rate <= 0:
         raise ValueError(f"a paced phase needs a positive rate, not {rate!r}")
     judged = sorted((s for s in samples if s.at_s >= WARM_S), key=lambda s: s.at_s)
@@ -105,8 +130,11 @@ def judge(samples: Sequence[LagSample], rate: float) -> Verdict:
     head, tail = judged[0].sent, judged[-1].sent
     if head is not None and tail is not None and end > start:
         offered = (tail - head) / (end - start)
-    verdict = Verdict(rate, late - early <= SLACK_MS, early, late, offered)
-    return Verdict(rate, False, early, late, offered) if verdict.under_offered else verdict
+    bound = STANDING_MS + wait_ms
+    verdict = Verdict(rate, late - early <= SLACK_MS, early, late, offered, bound)
+    if verdict.under_offered or verdict.standing:
+        return Verdict(rate, False, early, late, offered, bound)
+    return verdict
 
 
 @dataclass(frozen=True, slots=True)

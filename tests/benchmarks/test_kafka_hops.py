@@ -44,3 +44,28 @@ def test_the_figures_are_per_hop_percentiles() -> None:
     assert figures.records == 100
     assert "exchange 0.0/0.0" in figures.describe()
     assert hops.summarize_hops([]) is None
+
+
+def test_the_timeline_bins_a_phase_by_send_time_from_its_first_send() -> None:
+    # a phase of four records of key 7 sent at 100, 150, 400 and 420 ms (index 0 is the
+    # phase before it); the first two waited 200 ms at the fetch, the last two 2 ms
+    keys, sent = [7, 7, 7, 7, 7], [0, 100 * MS, 150 * MS, 400 * MS, 420 * MS]
+
+    def out(count: int, fetch_ms: int) -> tuple[int, int, int, int, tuple[int, ...]]:
+        at = sent[count - 1] // MS
+        return (
+            7,
+            count,
+            (at + fetch_ms + 4) * MS,
+            at + fetch_ms + 3,
+            (at + 1, (at + 1 + fetch_ms) * MS, (at + 2 + fetch_ms) * MS),
+        )
+
+    seen = [out(1, 0), out(2, 200), out(3, 200), out(4, 2), out(5, 2)]
+    timeline = hops.hop_timeline(keys, sent, seen, [1, 2, 3, 4], 250.0)
+    assert [(b.start_ms, b.records) for b in timeline] == [(0.0, 2), (250.0, 2)]
+    assert timeline[0].p50_ms == (1.0, 200.0, 1.0, 1.0, 1.0)
+    assert timeline[0].total_ms == 204.0
+    assert timeline[1].total_ms == 6.0
+    assert "0: 204.0 (fetch 200.0)" in hops.describe_timeline(timeline)
+    assert hops.hop_timeline(keys, sent, seen, [], 250.0) == []

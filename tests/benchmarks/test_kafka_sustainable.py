@@ -94,3 +94,29 @@ def test_a_phase_whose_producer_fell_short_of_the_rate_did_not_keep_up() -> None
     assert "the producer sent only 8,000/s" in short.describe()
     full = sustain.judge(_offered(_phase(10_000, 20_000), 0.99), 10_000)
     assert full.kept_up and not full.under_offered
+
+
+def test_a_level_lag_far_behind_is_a_standing_queue_not_keeping_up() -> None:
+    # 2026-11-30: a phase 555 -> 583 ms behind was judged kept up; a job that keeps up with
+    # capacity to spare drains such a queue, one at its capacity keeps it
+    level = _phase(5_000, 8_000, base_ms=600.0)
+    verdict = sustain.judge(level, 5_000)
+    assert not verdict.kept_up
+    assert verdict.late_ms - verdict.early_ms < sustain.SLACK_MS
+    assert "a standing queue" in verdict.describe()
+    # the same lag draining to a few ms by the last third kept up
+    draining = [sustain.LagSample(s.at_s, s.lag if s.at_s < 2.0 else s.lag // 60)
+                for s in level]  # fmt: skip
+    assert sustain.judge(draining, 5_000).kept_up
+    # and just under the bound still kept up
+    assert sustain.judge(_phase(5_000, 8_000, base_ms=90.0), 5_000).kept_up
+
+
+def test_an_output_that_waits_by_design_is_allowed_its_wait() -> None:
+    # an exactly-once sink's records wait for the commit after the checkpoint (1 s here): a
+    # level lag of 600 ms is its latency, not a standing queue; 1,300 ms is one
+    level = _phase(5_000, 8_000, base_ms=600.0)
+    assert sustain.judge(level, 5_000, wait_ms=1_000).kept_up
+    verdict = sustain.judge(_phase(5_000, 8_000, base_ms=1_300.0), 5_000, wait_ms=1_000)
+    assert not verdict.kept_up
+    assert "more than 1,100 ms behind" in verdict.describe()
