@@ -132,3 +132,42 @@ def test_processing_time_windows_through_the_api(env: StreamExecutionEnvironment
     windows = keyed.window(TumblingProcessingTimeWindows.of(50))
     with pytest.raises(GraphBuildError, match="processing-time windows have no late rows"):
         windows.allowed_lateness(10)
+
+
+def test_aggregate_computes_several_named_aggregates_per_window_in_one_operator(
+    env: StreamExecutionEnvironment,
+) -> None:
+    rows = [(k, t, t * 10 + k) for t in range(0, 40, 3) for k in (1, 2)]
+    batch = pa.record_batch({"k": [r[0] for r in rows], "t": [r[1] for r in rows],
+                             "v": [r[2] for r in rows]})  # fmt: skip
+    windows = env.from_collection([batch]).as_batches().with_event_time("t").key_by("k")
+    stats = windows.window(TumblingEventTimeWindows.of(10)).aggregate(
+        total=("v", "sum"), n=(None, "count"), low=("v", "min"), high=("v", "max"),
+        avg=("v", "mean"), rows=("v", "count"),
+    )  # fmt: skip
+    assert stats.get_name() == "Window Batch Aggregate"  # one operator computes them all
+    got = [r for b in stats.execute_and_collect() for r in b.to_pylist()]
+    want = []
+    for k in (1, 2):
+        for start in range(0, 40, 10):
+            vs = [v for key, t, v in rows if key == k and start <= t < start + 10]
+            want.append({"k": k, "window_start": start, "window_end": start + 10,
+                         "total": sum(vs), "n": len(vs), "low": min(vs), "high": max(vs),
+                         "avg": sum(vs) / len(vs), "rows": len(vs)})  # fmt: skip
+    assert sorted(got, key=lambda r: (r["k"], r["window_start"])) == want
+
+
+def test_aggregate_misuse_is_refused_naming_the_aggregate(env: StreamExecutionEnvironment) -> None:
+    batches = env.from_collection([Row(k=1, v=2)]).to_batches(SCHEMA).with_event_time("v")
+    windows = batches.key_by("k").window(TumblingEventTimeWindows.of(10))
+    for named, error in (
+        ({}, r"aggregate\(\) on the windows of key_by\(\['k'\]\): name at least one"),
+        ({"s": ("v", "median")}, r"aggregate\(s=\('v', 'median'\)\).*expected \(column, kind\)"),
+        ({"s": "v"}, r"aggregate\(s='v'\).*expected \(column, kind\)"),
+        ({"window_end": ("v", "sum")}, r"'window_end' is a key or window column"),
+        ({"k": ("v", "sum")}, r"'k' is a key or window column"),
+        ({"s": (None, "sum")}, r"aggregate\(s=\(None, 'sum'\)\): sum needs a column"),
+        ({"s": ("k", "max")}, r"'k' is a key column"),
+    ):
+        with pytest.raises(GraphBuildError, match=error):
+            windows.aggregate(**named)

@@ -2,8 +2,9 @@
 
 :meth:`KeyedBatchStream.window <undertow.datastream.batch_stream.KeyedBatchStream.window>`
 gives a :class:`WindowedBatchStream`: ``sum``/``min``/``max``/``count``/``mean`` per key and
-window (tumbling, sliding, sessions; event time needs ``with_event_time`` first), with
-``allowed_lateness`` and ``side_output_late_data``. :class:`Aggregations` is the five
+window (tumbling, sliding, sessions; event time needs ``with_event_time`` first), several of
+them in one operator with ``aggregate(name=(column, kind), ...)``, with ``allowed_lateness``
+and ``side_output_late_data``. :class:`Aggregations` is the five
 aggregations' shared face, also of the keyed stream's running aggregations. Building only: each
 method checks its arguments, raising ``GraphBuildError`` naming the key columns, and adds an
 operator of ``undertow.runtime.task.batch_windows`` / ``batch_sessions``. User guide:
@@ -18,8 +19,10 @@ from undertow.api.output_tag import OutputTag
 from undertow.api.windows.assigners import EventTimeSessionWindows
 from undertow.api.windows.windows import to_millis
 from undertow.core.errors import GraphBuildError
+from undertow.runtime.task.batch_aggregate import KINDS
 from undertow.runtime.task.batch_sessions import BatchSessionAggregate
-from undertow.runtime.task.batch_windows import BatchWindowAggregate
+from undertow.runtime.task.batch_windows import END, START, BatchWindowAggregate
+from undertow.runtime.task.window_aggregates import ColumnAggregate
 
 if TYPE_CHECKING:
     from undertow.datastream.batch_stream import BatchStream, KeyedBatchStream
@@ -103,9 +106,39 @@ class WindowedBatchStream(Aggregations):
         self._lateness = lateness
         return self
 
+    def aggregate(self, **named: tuple[str | None, str]) -> BatchStream:
+        """Several aggregates per key and window in one operator (Flink's
+        ``WindowedStream.aggregate``, by column): each keyword is an output column and its
+        value ``(column, kind)``, as pandas' named aggregation, ``kind`` one of ``sum``,
+        ``min``, ``max``, ``mean``, ``count`` (which counts rows; its column may be None).
+        Results: key columns, ``window_start``, ``window_end``, then the named columns in
+        the order given, e.g. ``aggregate(total=("v", "sum"), n=(None, "count"))``."""
+        keys = self._keyed.key_columns
+        if not named:
+            raise GraphBuildError(f"aggregate() on the windows of key_by({keys}): name at "
+                                  "least one aggregate, e.g. total=('v', 'sum')")  # fmt: skip
+        aggregates = []
+        for name, spec in named.items():
+            if not (isinstance(spec, tuple) and len(spec) == 2 and spec[1] in KINDS):
+                raise GraphBuildError(f"aggregate({name}={spec!r}) on the windows of key_by("
+                                      f"{keys}): expected (column, kind), kind one of "
+                                      f"{KINDS}")  # fmt: skip
+            column, kind = spec
+            if name in (*keys, START, END):
+                raise GraphBuildError(f"aggregate({name}=...): {name!r} is a key or window "
+                                      f"column of the result")  # fmt: skip
+            if kind != "count" and column is None:
+                raise GraphBuildError(f"aggregate({name}={spec!r}): {kind} needs a column")
+            check_column(f"window aggregate {name}={kind}", column, keys)
+            aggregates.append(ColumnAggregate(kind, None if kind == "count" else column, name))
+        return self._windows("Aggregate", aggregates)
+
     def _aggregate(self, kind: str, column: str | None) -> BatchStream:
+        check_column(f"window {kind}", column, self._keyed.key_columns)
+        return self._windows(kind.capitalize(), [ColumnAggregate.of(kind, column)])
+
+    def _windows(self, what: str, aggregates: list[ColumnAggregate]) -> BatchStream:
         keyed = self._keyed
-        check_column(f"window {kind}", column, keyed.key_columns)
         a = self._assigner
         time_column = None if self._processing_time else keyed.time_column
         if isinstance(a, EventTimeSessionWindows):
@@ -115,10 +148,10 @@ class WindowedBatchStream(Aggregations):
                     "side_output_late_data() are not supported on batch sessions; late rows "
                     "are dropped and counted"
                 )
-            sessions = BatchSessionAggregate(kind, column, keyed.key_columns,
-                                             str(time_column), a._session_gap)  # fmt: skip
-            return keyed._batches(f"Session Batch {kind.capitalize()}", sessions)
-        operator = BatchWindowAggregate(kind, column, keyed.key_columns, time_column,
+            sessions = BatchSessionAggregate(aggregates, keyed.key_columns, str(time_column),
+                                             a._session_gap)  # fmt: skip
+            return keyed._batches(f"Session Batch {what}", sessions)
+        operator = BatchWindowAggregate(aggregates, keyed.key_columns, time_column,
                                         a.get_size(), a.get_slide(), a.get_offset(),
                                         self._lateness, self._late_tag)  # fmt: skip
-        return keyed._batches(f"Window Batch {kind.capitalize()}", operator)
+        return keyed._batches(f"Window Batch {what}", operator)

@@ -18,6 +18,7 @@ from undertow.api.functions import AggregateFunction, ProcessWindowFunction
 from undertow.api.window import EventTimeSessionWindows, TimeWindow
 from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_sessions import BatchSessionAggregate
+from undertow.runtime.task.window_aggregates import ColumnAggregate
 from undertow.runtime.task.window_functions import aggregate_window_contents
 from undertow.runtime.task.window_operator import WindowOperator
 from undertow.testing.harness import KeyedOneInputOperatorTestHarness, OneInputOperatorTestHarness
@@ -25,7 +26,7 @@ from undertow.testing.harness import KeyedOneInputOperatorTestHarness, OneInputO
 
 def _sessions(kind: str, gap: int, *, subtask: int = 0, parallelism: int = 1,
               blobs: dict[int, bytes] | None = None) -> Batched[BatchSessionAggregate]:  # fmt: skip
-    op = BatchSessionAggregate(kind, None if kind == "count" else "v", ["k"], "t", gap)
+    op = BatchSessionAggregate([ColumnAggregate.of(kind, "v")], ["k"], "t", gap)
     return keyed_batch_harness(op, "Session Batch", subtask=subtask, parallelism=parallelism,
                                blobs=blobs)  # fmt: skip
 

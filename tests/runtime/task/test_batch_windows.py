@@ -10,19 +10,25 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.runtime.task.batch_harness import Batched, keyed_batch_harness
+from tests.runtime.task.batch_harness import (
+    AGGREGATE,
+    Batched,
+    flink_window_rows,
+    keyed_batch_harness,
+)
 
 from undertow.common import Configuration
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.batch_windows import BatchEventTime, BatchWindowAggregate
+from undertow.runtime.task.window_aggregates import ColumnAggregate
 from undertow.testing.harness import OneInputOperatorTestHarness, Watermark
 
 
 def _windows(kind: str, column: str | None, size: int, slide: int, *, subtask: int = 0,
              parallelism: int = 1, blobs: dict[int, bytes] | None = None,
              ) -> Batched[BatchWindowAggregate]:  # fmt: skip
-    op = BatchWindowAggregate(kind, column, ["k"], "t", size, slide, 0)
+    op = BatchWindowAggregate([ColumnAggregate.of(kind, column)], ["k"], "t", size, slide, 0)
     return keyed_batch_harness(op, "Window Batch", subtask=subtask, parallelism=parallelism,
                                blobs=blobs)  # fmt: skip
 
@@ -45,24 +51,9 @@ def _results(harness: OneInputOperatorTestHarness) -> dict[tuple[int, int], Any]
 
 
 def _model(kind: str, steps: list[Any], size: int, slide: int) -> dict[tuple[int, int], Any]:
-    """Flink's event-time windows record by record: assign, drop late, fire at watermarks."""
-    open_: dict[tuple[int, int], list[int]] = {}
-    fired: dict[tuple[int, int], Any] = {}
-    watermark = -(2**63)
-    for step in steps:
-        if isinstance(step, int):
-            watermark = max(watermark, step)
-            for key in [w for w in open_ if w[1] + size - 1 <= watermark]:
-                vs = open_.pop(key)
-                fired[key] = {"sum": sum(vs), "count": len(vs), "min": min(vs), "max": max(vs),
-                              "mean": sum(vs) / len(vs)}[kind]  # fmt: skip
-            continue
-        for k, t, v in step:
-            last = t - t % slide
-            for start in range(last, t - size, -slide):
-                if start + size - 1 > watermark:
-                    open_.setdefault((k, start), []).append(v)
-    return fired
+    """Flink's event-time windows record by record (:func:`flink_window_rows`), aggregated."""
+    return {key: AGGREGATE[kind]([v for v, in rows])
+            for key, rows in flink_window_rows(steps, size, slide).items()}  # fmt: skip
 
 
 row = st.tuples(st.integers(0, 5), st.integers(0, 200), st.integers(-50, 50))
@@ -205,7 +196,9 @@ def _model_with_lateness(
 def test_allowed_lateness_fires_again_for_late_rows_then_forgets_and_sides_out_later_rows(
     plan: list[Any], lateness: int
 ) -> None:
-    op = BatchWindowAggregate("sum", "v", ["k"], "t", 10, 10, 0, lateness, late_tag="late")
+    op = BatchWindowAggregate(
+        [ColumnAggregate.of("sum", "v")], ["k"], "t", 10, 10, 0, lateness, late_tag="late"
+    )
     with OneInputOperatorTestHarness(op, name="Window Batch", max_parallelism=16) as harness:
         for step in plan:
             if isinstance(step, int):
@@ -225,7 +218,7 @@ def test_allowed_lateness_fires_again_for_late_rows_then_forgets_and_sides_out_l
 
 def test_processing_time_windows_fire_by_the_clock_and_after_a_restore() -> None:
     def op() -> BatchWindowAggregate:
-        return BatchWindowAggregate("sum", "v", ["k"], None, 100, 100, 0)
+        return BatchWindowAggregate([ColumnAggregate.of("sum", "v")], ["k"], None, 100, 100, 0)
 
     with OneInputOperatorTestHarness(op(), max_parallelism=16) as harness:
         harness.set_processing_time(1_010)
@@ -253,7 +246,7 @@ def test_processing_time_windows_fire_by_the_clock_and_after_a_restore() -> None
 
 
 def test_sliding_processing_time_windows_count_each_row_in_every_window() -> None:
-    op = BatchWindowAggregate("count", None, ["k"], None, 30, 10, 0)
+    op = BatchWindowAggregate([ColumnAggregate.of("count", None)], ["k"], None, 30, 10, 0)
     with OneInputOperatorTestHarness(op, max_parallelism=16) as harness:
         harness.set_processing_time(25)
         harness.process_element(_batch([(1, 0, 0), (1, 0, 0)]))
@@ -266,7 +259,7 @@ def test_sliding_processing_time_windows_count_each_row_in_every_window() -> Non
 def test_batch_mode_fires_open_processing_time_windows_at_the_end_of_input() -> None:
     for mode, fired in (("STREAMING", []), ("BATCH", [{"k": 1, "window_start": 0,
                                                        "window_end": 100, "v": 3}])):  # fmt: skip
-        op = BatchWindowAggregate("sum", "v", ["k"], None, 100, 100, 0)
+        op = BatchWindowAggregate([ColumnAggregate.of("sum", "v")], ["k"], None, 100, 100, 0)
         config = Configuration({"execution.runtime-mode": mode})
         with OneInputOperatorTestHarness(op, max_parallelism=16, config=config) as harness:
             harness.process_element(_batch([(1, 0, 3)]))

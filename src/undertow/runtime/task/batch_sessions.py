@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from undertow.core.errors import BatchError
 from undertow.runtime.task.batch_aggregate import encode_keys, segmented_scan
 from undertow.runtime.task.batch_operators import _where
 from undertow.runtime.task.batch_windows import (
@@ -31,21 +30,21 @@ from undertow.runtime.task.batch_windows import (
     event_millis,
     without_window,
 )
+from undertow.runtime.task.window_aggregates import ColumnAggregate
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 
 #: The accumulator column holding each session's end (exclusive).
 _ENDS = "undertow.window_end"
-_FOLDS = {"sum": np.add, "count": np.add, "min": np.minimum, "max": np.maximum}
 
 
 class BatchSessionAggregate(BatchWindowAggregate):
-    """``kind`` of ``column`` per key and event-time session (see the module docstring)."""
+    """``aggregates`` per key and event-time session (see the module docstring)."""
 
-    def __init__(self, kind: str, column: str | None, key_columns: list[str],
+    def __init__(self, aggregates: list[ColumnAggregate], key_columns: list[str],
                  time_column: str, gap: int) -> None:  # fmt: skip
         if gap <= 0:
             raise ValueError(f"a session gap must be > 0 ms, got {gap}")
-        super().__init__(kind, column, key_columns, time_column, gap, gap, 0)
+        super().__init__(aggregates, key_columns, time_column, gap, gap, 0)
         self.gap = gap
 
     def _slot_columns(self) -> list[Accumulator]:
@@ -59,30 +58,23 @@ class BatchSessionAggregate(BatchWindowAggregate):
         times = event_millis(batch, self.time_column or "", where)
         columns = [(name, batch.column(name)) for name in self.key_columns]
         codes, keys = encode_keys(columns, where)
-        values = None
-        if self.column is not None:
-            self._value_type(batch)
-            array = batch.column(self.column)
-            if array.null_count:
-                raise BatchError(f"{where}: {self.kind}({self.column!r}): column has "
-                                 f"{array.null_count} null(s)")  # fmt: skip
-            values = array.to_numpy(zero_copy_only=False)
+        values = self.aggregates.values(batch, where)
         late = np.flatnonzero(times + (self.gap - 1) <= self.watermark).tolist()
         begin = 0
         for row in [*late, len(times)]:
             if begin < row:
                 self._merge(table, keys, codes[begin:row], times[begin:row],
-                            None if values is None else values[begin:row], False)  # fmt: skip
+                            {c: v[begin:row] for c, v in values.items()}, False)  # fmt: skip
             if row < len(times):
                 one = slice(row, row + 1)
                 kept = self._merge(table, keys, codes[one], times[one],
-                                   None if values is None else values[one], True)  # fmt: skip
+                                   {c: v[one] for c, v in values.items()}, True)  # fmt: skip
                 self.late_rows_dropped += 0 if kept else 1
             begin = row + 1
 
     def _merge(
         self, table: ColumnarKeyedTable, keys: list[Any], codes: np.ndarray, times: np.ndarray,
-        values: np.ndarray | None, only_joining: bool,
+        values: dict[str, np.ndarray], only_joining: bool,
     ) -> bool:  # fmt: skip
         """Merge rows (their key codes into ``keys``, times, values) with their keys' open
         sessions; with ``only_joining`` (a late row) only if they join an open session.
@@ -124,18 +116,9 @@ class BatchSessionAggregate(BatchWindowAggregate):
         old_at = index[group[live & ~is_new]]
         rows_at = index[group[live & is_new]]
         rows = order[live & is_new] - len(old)
-        folded = {}
-        for name, acc in table.accumulators.items():
-            if name in (_STARTS, _ENDS):
-                continue
-            out = np.full(len(firsts), acc.initial, dtype=acc.dtype)
-            fold = _FOLDS[name]
-            fold.at(out, old_at, cols[name][merged_old])
-            if name == "count":
-                np.add.at(out, rows_at, 1)
-            elif values is not None:
-                fold.at(out, rows_at, values[rows].astype(acc.dtype, copy=False))
-            folded[name] = out
+        folded = self.aggregates.fresh(table.accumulators, len(firsts))
+        self.aggregates.merge(folded, old_at, cols, merged_old)
+        self.aggregates.fold(folded, rows_at, values, rows)
         drop = np.zeros(n, dtype=bool)
         drop[merged_old] = True
         table.remove(drop)
@@ -172,13 +155,9 @@ class BatchSessionAggregate(BatchWindowAggregate):
         ]
         cols = table.columns
         arrays += [pa.array(cols[_STARTS][slots]), pa.array(cols[_ENDS][slots])]
-        if self.kind == "mean":
-            value = cols["sum"][slots] / cols["count"][slots]
-        else:
-            value = cols[self._value_accumulator() if self.column else "count"][slots]
-        arrays.append(pa.array(value))
+        arrays += self.aggregates.results(cols, slots)
         return pa.RecordBatch.from_arrays(
-            arrays, names=[*self.key_columns, START, "window_end", self.output_name]
+            arrays, names=[*self.key_columns, START, "window_end", *self.aggregates.names]
         )
 
 

@@ -3,16 +3,16 @@
 :class:`BatchEventTime` (``with_event_time(column, max_out_of_orderness)``) stamps each batch
 with its largest event time and, after each batch, emits the watermark ``largest event time
 seen - max_out_of_orderness - 1`` (Flink's bounded out-of-orderness, a watermark per batch).
-:class:`BatchWindowAggregate` (``key_by(...).window(assigner).sum(column)``, ``min``, ...)
-keeps a slot per (key, window start) in a columnar keyed table whose key groups are the
-key's (so its state rescales like the record path's), adds each batch's rows to their tumbling or
-sliding windows with numpy, and once a watermark reaches a window's last millisecond emits a
-batch per window end (key columns, ``window_start``, ``window_end``, the aggregate) stamped
-``end - 1``, before it forwards the watermark. With ``allowed_lateness`` L a fired
-window is kept until the watermark reaches ``end - 1 + L``; rows arriving for it meanwhile
-update it and fire it again at once (once per batch); later rows are dropped and counted
-(``late_rows_dropped``). Nulls are errors naming the operator. Threading: task-loop
-operators. Design: docs/design.md, "Batch streams".
+:class:`BatchWindowAggregate` (``key_by(...).window(assigner).sum(column)``, ``min``, ...,
+or several at once with ``aggregate``: :mod:`.window_aggregates`) keeps a slot per (key, window
+start) in a columnar keyed table whose key groups are the key's (so its state rescales like the
+record path's), adds each batch's rows to their tumbling or sliding windows with numpy, and once
+a watermark reaches a window's last millisecond emits a batch per window end (key columns,
+``window_start``, ``window_end``, the aggregates) stamped ``end - 1``, before it forwards the
+watermark. With ``allowed_lateness`` L a fired window is kept until the watermark reaches
+``end - 1 + L``; rows arriving for it meanwhile update it and fire it again at once (once per
+batch); later rows are dropped and counted (``late_rows_dropped``). Nulls are errors naming the
+operator. Threading: task-loop operators. Design: docs/design.md, "Batch streams".
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import pyarrow.compute as pc
 
 from undertow.core.errors import BatchError
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
-from undertow.runtime.task.batch_aggregate import KINDS, accumulators, encode_keys
+from undertow.runtime.task.batch_aggregate import encode_keys
 from undertow.runtime.task.batch_operators import _check_input as _batch
 from undertow.runtime.task.batch_operators import _where
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
+from undertow.runtime.task.window_aggregates import ColumnAggregate, WindowAggregates
 from undertow.runtime.task.window_slots import WindowSlotIndex
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
@@ -104,17 +105,15 @@ class BatchEventTime(OneInputStreamOperator):
 
 
 class BatchWindowAggregate(OneInputStreamOperator):
-    """``kind`` of ``column`` per key and event-time window (see the module docstring)."""
+    """``aggregates`` per key and event-time window (see the module docstring): one output
+    column each, computed from one table of accumulators."""
 
     takes_row_ranges = True
 
-    def __init__(self, kind: str, column: str | None, key_columns: Sequence[str],
+    def __init__(self, aggregates: Sequence[ColumnAggregate], key_columns: Sequence[str],
                  time_column: str | None, size: int, slide: int, offset: int,
                  allowed_lateness: int = 0, late_tag: str | None = None) -> None:  # fmt: skip
-        if kind not in KINDS:
-            raise ValueError(f"unknown batch aggregation {kind!r}; one of {KINDS}")
-        self.kind = kind
-        self.column = column
+        self.aggregates = WindowAggregates(aggregates)
         self.key_columns = list(key_columns)
         self.time_column = time_column
         self.size, self.slide, self.offset = size, slide, offset
@@ -125,7 +124,6 @@ class BatchWindowAggregate(OneInputStreamOperator):
         #: clock when their batch arrives; windows fire from a processing-time callback.
         self.processing_time = time_column is None
         self._scheduled: tuple[int, Any] | None = None
-        self.output_name = "count" if kind == "count" else str(column)
         self.table: ColumnarKeyedTable | None = None
         self.watermark = MIN_TIMESTAMP
         self.late_rows_dropped = 0
@@ -144,24 +142,23 @@ class BatchWindowAggregate(OneInputStreamOperator):
             first = next(iter(self._restored.values()))
             schema = pa.ipc.open_stream(pa.py_buffer(first)).schema
             names = set(self.key_columns) | {START}
-            value = schema.field(self._value_accumulator()).type.to_pandas_dtype()
-            self._create([f for f in schema if f.name in names], np.dtype(value))
+            dtypes = self.aggregates.dtypes_of_snapshot(schema)
+            self._create([f for f in schema if f.name in names], dtypes)
 
     def _key_groups(self) -> range:
         ctx = self.ctx
         return key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
                                            ctx.subtask_index)  # fmt: skip
 
-    def _value_accumulator(self) -> str:
-        return {"mean": "sum"}.get(self.kind, self.kind)
-
     def _slot_columns(self) -> list[Accumulator]:
         """The table's columns besides the aggregate's: what a slot knows of its window."""
         return [Accumulator(_STARTS, np.dtype(np.int64), 0),
                 Accumulator(_FIRED, np.dtype(bool), False)]  # fmt: skip
 
-    def _create(self, key_fields: list[pa.Field], dtype: np.dtype[Any]) -> ColumnarKeyedTable:
-        columns = [*accumulators(self.kind, dtype), *self._slot_columns()]
+    def _create(
+        self, key_fields: list[pa.Field], dtypes: dict[str, np.dtype[Any]]
+    ) -> ColumnarKeyedTable:
+        columns = [*self.aggregates.accumulators(dtypes), *self._slot_columns()]
         table = ColumnarKeyedTable(key_fields, columns, self.ctx.max_parallelism,
                                    partition_key=without_window)  # fmt: skip
         try:
@@ -185,20 +182,7 @@ class BatchWindowAggregate(OneInputStreamOperator):
                                  f"(columns: {batch.schema.names})")  # fmt: skip
             fields.append(batch.schema.field(index))
         fields.append(pa.field(START, pa.int64()))
-        return self._create(fields, self._value_type(batch))
-
-    def _value_type(self, batch: pa.RecordBatch) -> np.dtype[Any]:
-        if self.column is None:
-            return np.dtype(np.int64)
-        index = batch.schema.get_field_index(self.column)
-        kind = batch.schema.field(index).type if index >= 0 else None
-        if kind is None or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-            raise BatchError(
-                f"{_where(self)}: {self.kind}({self.column!r}): a numeric column "
-                f"{self.column!r} is needed; the batch has {batch.schema.names}"
-                + ("" if kind is None else f" and {self.column!r} is {kind}")
-            )
-        return np.dtype(np.float64 if pa.types.is_floating(kind) else np.int64)
+        return self._create(fields, self.aggregates.value_types(batch, _where(self)))
 
     # processing -----------------------------------------------------------------------------
     def windows_of(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -269,22 +253,12 @@ class BatchWindowAggregate(OneInputStreamOperator):
             starts, rows = starts[live], rows[live]
         if not len(rows):
             return
-        slots = self._slots(table, batch, starts, rows, where)
+        values = self.aggregates.values(batch, where)
+        same = len(rows) == batch.num_rows and bool((rows == np.arange(len(rows))).all())
+        slots = self._slots(table, batch, starts, None if same else rows, where)
         cols = table.columns
         cols[_STARTS][slots] = starts
-        if self.kind in ("count", "mean"):
-            np.add.at(cols["count"], slots, 1)
-        if self.column is not None:
-            accumulator = self._value_accumulator()
-            acc = cols[accumulator]
-            self._value_type(batch)
-            array = batch.column(self.column)
-            if array.null_count:
-                raise BatchError(f"{where}: {self.kind}({self.column!r}): column has "
-                                 f"{array.null_count} null(s)")  # fmt: skip
-            v = array.to_numpy(zero_copy_only=False).astype(acc.dtype, copy=False)[rows]
-            fold = {"sum": np.add, "min": np.minimum, "max": np.maximum}[accumulator]
-            fold.at(acc, slots, v)
+        self.aggregates.fold(cols, slots, values, None if same else rows)
         if self.lateness:  # windows the watermark passed: fire again with the late rows
             touched = np.zeros(table.num_slots, dtype=bool)
             touched[slots] = True
@@ -293,10 +267,10 @@ class BatchWindowAggregate(OneInputStreamOperator):
                 self._emit(table, late)
 
     def _slots(self, table: ColumnarKeyedTable, batch: pa.RecordBatch, starts: np.ndarray,
-               rows: np.ndarray, where: str) -> np.ndarray:  # fmt: skip
-        """The slot of each (row ``rows[i]``'s key, ``starts[i]``), new slots for new pairs."""
-        same = len(rows) == batch.num_rows and bool((rows == np.arange(len(rows))).all())
-        taken = None if same else pa.array(rows)
+               rows: np.ndarray | None, where: str) -> np.ndarray:  # fmt: skip
+        """The slot of each (row ``rows[i]``'s key, ``starts[i]``), new slots for new pairs;
+        ``rows`` None: row ``i``'s."""
+        taken = None if rows is None else pa.array(rows)
         columns = [(name, batch.column(name) if taken is None else batch.column(name).take(taken))
                    for name in self.key_columns]  # fmt: skip
         if self._index is not None:
@@ -361,14 +335,9 @@ class BatchWindowAggregate(OneInputStreamOperator):
         n = len(keys)
         arrays += [pa.array(np.full(n, start, np.int64)),
                    pa.array(np.full(n, start + self.size, np.int64))]  # fmt: skip
-        cols = table.columns
-        if self.kind == "mean":
-            value = cols["sum"][slots] / cols["count"][slots]
-        else:
-            value = cols[self._value_accumulator() if self.column else "count"][slots]
-        arrays.append(pa.array(value))
+        arrays += self.aggregates.results(table.columns, slots)
         return pa.RecordBatch.from_arrays(
-            arrays, names=[*self.key_columns, START, END, self.output_name]
+            arrays, names=[*self.key_columns, START, END, *self.aggregates.names]
         )
 
 
