@@ -169,8 +169,10 @@ def test_stop_with_drain_fires_every_window_and_commits_the_sink(
 def test_a_savepoint_survives_retention_and_the_job_and_restores(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
-    """The sources are held a third of the way until the savepoint completed, so it is taken
-    before they run out (a savepoint of finished sources would resume nothing). A third of
+    """The sources are held a third of the way until the savepoint completed, and it is
+    taken once both readers reached the hold: after records flowed (at load 46 on ``local``
+    a savepoint 0.3 s after RUNNING came before any, and restored nothing) and before they
+    run out (a savepoint of finished sources would resume nothing either). A third of
     the records: with the hold, the job need not last for the savepoint, and at load ~17
     the full volume kept the first job running past its 60 s."""
     records_per_key = RECORDS_PER_KEY // 3
@@ -180,9 +182,11 @@ def test_a_savepoint_survives_retention_and_the_job_and_restores(
     build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=THROTTLED,
                                      hold=hold))  # fmt: skip
     client = env.execute_async("savepointed")
-    _wait_running(client, after_s=0.3)
+    _wait_running(client, after_s=0.0)
 
     try:
+        # records flowed before the savepoint: one taken first would restore nothing
+        assert hold.wait_held(2, TIMEOUT_S), "the sources did not reach their hold"
         savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
     finally:
         hold.release()

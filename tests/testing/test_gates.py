@@ -81,8 +81,11 @@ def test_a_held_source_stops_at_its_limit_until_released(
     reader = source.create_reader(StandaloneReaderContext())
     reader.add_splits(source.splits(1))
     reader.notify_no_more_splits()
+    assert hold.held_readers() == 0
     batches, statuses = _drain(reader, 10)
     assert sum(batches) == 300  # exactly the limit: no batch crosses it
+    assert hold.held_readers() == 1 and hold.wait_held(1, timeout_s=0.0)
+    assert not hold.wait_held(2, timeout_s=0.0)
     assert statuses[-1] is InputStatus.NOTHING_AVAILABLE
     assert reader.snapshot_state(1)[0].position == 300
     hold.release()

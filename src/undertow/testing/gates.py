@@ -1,15 +1,14 @@
-"""Gates a test opens for a running job: facts a test needs before a fault, built in rather than
-hoped for from timing.
+"""Gates a test opens for a running job: premises built in rather than hoped for from timing.
 
-* :class:`CheckpointGate`: a scheduled failure (:class:`~undertow.testing.oracle.FailingMap`
-  with ``gate=``) fires only once a checkpoint the test named has completed. A test that needs
-  the restored checkpoint to have some property it can only observe from outside (REST: say,
-  "it refers to an older checkpoint's channel state") opens the gate at the first checkpoint
-  seen with it; the failure then restores that checkpoint or a newer one.
+* :class:`CheckpointGate`: a scheduled failure (``FailingMap(gate=...)``) fires only once a
+  checkpoint the test named has completed: a test that needs the restored checkpoint to have
+  a property seen only from outside (REST) opens the gate at the first checkpoint with it;
+  the failure then restores that checkpoint or a newer one.
 * :class:`SourceHold`: each reader of an :class:`~undertow.testing.oracle.OracleSource` with
   ``hold=`` stops after ``after_records`` records of its attempt until the test releases it,
   answering ``NOTHING_AVAILABLE`` meanwhile (its mailbox runs: barriers, savepoints, RPC), so
-  a savepoint taken before the release finds every source unfinished.
+  a savepoint taken before the release finds every source unfinished, and one taken after
+  :meth:`SourceHold.wait_held` finds every reader's records emitted.
 
 Threading and placement: pickled to the workers with the job (threads, worker processes, Spark
 on this machine); the test and the workers share state through files in ``directory`` written
@@ -102,6 +101,23 @@ class SourceHold:
     def released(self) -> bool:
         return os.path.exists(self.released_marker)
 
+    def held_readers(self) -> int:
+        """How many readers reached the hold so far (test side)."""
+        return len(list(Path(self.released_marker).parent.glob("source-held-*")))
+
+    def wait_held(self, readers: int, timeout_s: float) -> bool:
+        """Wait until ``readers`` readers reached the hold (their records went out before
+        anything the test does next); False if they did not within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.held_readers() < readers:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def _mark_held(self, index: int) -> None:
+        Path(self.released_marker).with_name(f"source-held-{index}").touch()
+
     def reader(self, context: SourceReaderContext, batch_size: int,
                records_per_second: float | None) -> IteratorSourceReader:  # fmt: skip
         return HeldReader(context, self, batch_size, records_per_second)
@@ -117,6 +133,7 @@ class HeldReader(IteratorSourceReader):
         super().__init__(context, batch_size, records_per_second)
         self.hold = hold
         self._free = False
+        self._marked = False
         self._looked_at = 0.0
         self._full_batch = self.batch_size
 
@@ -124,6 +141,9 @@ class HeldReader(IteratorSourceReader):
         if not self._free:
             left = self.hold.after_records - self._emitted
             if left <= 0:
+                if not self._marked:
+                    self._marked = True
+                    self.hold._mark_held(self.context.index_of_subtask())
                 now = time.monotonic()
                 if now - self._looked_at < POLL_S:
                     return InputStatus.NOTHING_AVAILABLE
