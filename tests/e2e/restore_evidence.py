@@ -22,6 +22,7 @@ import json
 import re
 import threading
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from undertow.datastream import MapFunction, RuntimeContext
@@ -56,10 +57,14 @@ def restored_checkpoints(console: str) -> list[tuple[int, str, float]]:
 class RestWatcher:
     """Polls ``/jobs/:id/checkpoints`` every 20 ms on a daemon thread until :meth:`stop`;
     keeps each distinct ``latest.restored.id`` in the order seen, and each completed
-    checkpoint's (``checkpointed_size``, ``state_size``) and whole history entry by id."""
+    checkpoint's (``checkpointed_size``, ``state_size``) and whole history entry by id;
+    ``on_completed(id, entry)`` is called on its thread once per completed checkpoint seen."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(
+        self, client: Any, on_completed: Callable[[int, dict[str, Any]], None] | None = None
+    ) -> None:
         self.client = client
+        self.on_completed = on_completed
         self.restored_ids: list[int] = []
         self.completed_sizes: dict[int, tuple[int, int]] = {}
         self.completed: dict[int, dict[str, Any]] = {}
@@ -82,9 +87,12 @@ class RestWatcher:
                 continue
             for entry in body.get("history", []):
                 if entry["status"] == "COMPLETED" and not entry["is_savepoint"]:
+                    cid = int(entry["id"])
                     sizes = (int(entry["checkpointed_size"]), int(entry["state_size"]))
-                    self.completed_sizes[int(entry["id"])] = sizes
-                    self.completed[int(entry["id"])] = entry
+                    self.completed_sizes[cid] = sizes
+                    if cid not in self.completed and self.on_completed is not None:
+                        self.on_completed(cid, entry)
+                    self.completed[cid] = entry
             restored = body["latest"]["restored"]
             if restored is not None and (
                 not self.restored_ids or self.restored_ids[-1] != restored["id"]

@@ -25,6 +25,7 @@ import pytest
 from undertow.runtime.checkpoint.metadata import decode_metadata
 from undertow.storage import CheckpointStorage
 from undertow.storage.keys import read_key
+from undertow.testing.gates import CheckpointGate
 from undertow.testing.oracle import (
     FailingMap,
     OracleResult,
@@ -79,17 +80,23 @@ def scenario(
     make_env: EnvFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     kill: bool = False, incremental: bool = True,
 ) -> tuple[dict[int, dict[str, Any]], list[int]]:  # fmt: skip
-    """``map`` fails after checkpoints 4 and 8 completed, or (``kill``) a seeded random
-    worker is killed once 5 checkpoints completed; returns the completed checkpoints' REST
-    entries and the restored ids."""
-    failing = FailingMap(fail_after_checkpoints=[] if kill else [4, 8])
+    """``map`` fails after checkpoints 4 and 8 completed, the first time only once a
+    checkpoint that refers to older bytes completed (REST shows it; the gate makes the
+    premise of :func:`assert_refers_across_checkpoints`: a completion notice may reach a
+    subtask after the next barrier, and then that checkpoint writes all), or (``kill``) a
+    seeded random worker is killed once 5 checkpoints completed; returns the completed
+    checkpoints' REST entries and the restored ids."""
+    gate = CheckpointGate(tmp_path / "gate")
+    failing = FailingMap(fail_after_checkpoints=[] if kill else [4, 8], gate=gate)
     restarts = 1 if kill else failing.scheduled_failures
     env = make_env(parallelism=2, config=config(tmp_path, restarts, incremental))
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
     where = tmp_path / "evidence"
     build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S, evidence_dir=where)
     client = env.execute_async("incremental channel state")
-    watcher = RestWatcher(client)
+    watcher = RestWatcher(
+        client, lambda cid, entry: gate.open(cid) if referring({cid: entry}, None) else None
+    )
     if kill:
         result, console = run_killing_a_worker_after_a_checkpoint(
             client, capsys, oracle_seed(), earliest_s=0.1, latest_s=0.5,

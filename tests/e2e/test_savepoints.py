@@ -27,6 +27,7 @@ from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.file_system import FileSink
 from undertow.datastream.window import TumblingEventTimeWindows
 from undertow.storage.keys import default_key_file
+from undertow.testing.gates import SourceHold
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
@@ -60,14 +61,15 @@ def _check_savepoint(pointer: str, target: Path) -> None:
     assert (path / "_metadata").is_file()
 
 
-def _resume(make_env: EnvFactory, tmp_path: Path, savepoint: str) -> OracleResult:
+def _resume(make_env: EnvFactory, tmp_path: Path, savepoint: str,
+            records_per_key: int = RECORDS_PER_KEY) -> OracleResult:  # fmt: skip
     env = make_env(parallelism=2, config=_config(
         tmp_path, **{"execution.state-recovery.path": savepoint}
     ))  # fmt: skip
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=THROTTLED))
     client = env.execute_async("resumed")
     result = client.get_job_execution_result(timeout=TIMEOUT_S)
-    oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
+    oracle = OracleResult.from_job_result(result, KEYS, records_per_key)
     oracle.assert_restored()  # a resumed source and restored state, not a rerun
     return oracle
 
@@ -167,23 +169,37 @@ def test_stop_with_drain_fires_every_window_and_commits_the_sink(
 def test_a_savepoint_survives_retention_and_the_job_and_restores(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
+    """The sources are held a third of the way until the savepoint completed, and it is
+    taken once both readers reached the hold: after records flowed (at load 46 on ``local``
+    a savepoint 0.3 s after RUNNING came before any, and restored nothing) and before they
+    run out (a savepoint of finished sources would resume nothing either). A third of
+    the records: with the hold, the job need not last for the savepoint, and at load ~17
+    the full volume kept the first job running past its 60 s."""
+    records_per_key = RECORDS_PER_KEY // 3
     config = _config(tmp_path, **{"execution.checkpointing.num-retained": "1"})
     env = make_env(parallelism=2, config=config)
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    hold = SourceHold(tmp_path / "hold", after_records=KEYS * records_per_key // 6)
+    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=THROTTLED,
+                                     hold=hold))  # fmt: skip
     client = env.execute_async("savepointed")
-    _wait_running(client, after_s=0.3)
+    _wait_running(client, after_s=0.0)
 
-    savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+    try:
+        # records flowed before the savepoint: one taken first would restore nothing
+        assert hold.wait_held(2, TIMEOUT_S), "the sources did not reach their hold"
+        savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+    finally:
+        hold.release()
 
     first = OracleResult.from_job_result(
-        client.get_job_execution_result(timeout=TIMEOUT_S), KEYS, RECORDS_PER_KEY
+        client.get_job_execution_result(timeout=TIMEOUT_S), KEYS, records_per_key
     )
     first.assert_exactly_once()  # the savepoint did not disturb the job
     assert first.received == first.expected
     _check_savepoint(savepoint, tmp_path / "sp")
     job_dirs = [p for p in (tmp_path / "checkpoints").iterdir() if p.is_dir()]
     assert all(not list(d.glob("chk-*/_metadata")) for d in job_dirs), "retained checkpoints"
-    oracle = _resume(make_env, tmp_path, savepoint)
+    oracle = _resume(make_env, tmp_path, savepoint, records_per_key)
     oracle.assert_exactly_once()
     assert oracle.received == oracle.expected
 

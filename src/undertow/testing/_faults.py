@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from undertow.api.functions import MapFunction, RuntimeContext
 from undertow.runtime.master.restore_hook import set_restore_filter
 from undertow.state.descriptors import ValueStateDescriptor
+from undertow.testing.gates import CheckpointGate
 
 WORKER_MODULE = "undertow.deploy.worker_process"
 SEED_ENV = "UNDERTOW_TEST_SEED"
@@ -48,7 +49,7 @@ class _ScheduledFailures:
     """Which failure (if any) this subtask owes in this attempt, and when it is due."""
 
     def __init__(self, what: str, fail_after_checkpoints: Sequence[int], first_attempt: int,
-                 subtask: int) -> None:  # fmt: skip
+                 subtask: int, gate: CheckpointGate | None = None) -> None:  # fmt: skip
         schedule = [int(k) for k in fail_after_checkpoints]
         if any(k < 1 for k in schedule) or first_attempt < 0 or subtask < 0:
             raise ValueError(
@@ -59,6 +60,8 @@ class _ScheduledFailures:
         self.schedule = tuple(schedule)
         self.first_attempt = first_attempt
         self.subtask = subtask
+        #: With a gate, a failure also waits until the checkpoint told complete is admitted.
+        self.gate = gate
         self.due_after: int | None = None
         self.latest_completed = 0
         self.attempt = 0
@@ -94,6 +97,8 @@ class _ScheduledFailures:
         if after_records and (self.first_after_records is None
                               or self.latest_completed < self.first_after_records):  # fmt: skip
             return
+        if self.gate is not None and not self.gate.admits(self.latest_completed):
+            return
         self.due_after = None
         entry = self.attempt - self.first_attempt
         raise InjectedFailure(
@@ -104,12 +109,14 @@ class _ScheduledFailures:
 
 
 class FailingMap(MapFunction):
-    """Identity map that raises :class:`InjectedFailure` per the schedule (module doc)."""
+    """Identity map that raises :class:`InjectedFailure` per the schedule (module doc); with
+    ``gate``, each failure also waits until the gate admits the latest checkpoint the map was
+    told completed (:class:`~undertow.testing.gates.CheckpointGate`)."""
 
     def __init__(self, fail_after_checkpoints: Sequence[int], first_attempt: int = 0,
-                 subtask: int = 0) -> None:  # fmt: skip
+                 subtask: int = 0, gate: CheckpointGate | None = None) -> None:  # fmt: skip
         self._failures = _ScheduledFailures("FailingMap.map", fail_after_checkpoints,
-                                            first_attempt, subtask)  # fmt: skip
+                                            first_attempt, subtask, gate)  # fmt: skip
 
     @property
     def scheduled_failures(self) -> int:

@@ -39,6 +39,7 @@ from undertow.testing._oracle_records import (
     _check_sizes,
     make_record,
 )
+from undertow.testing.gates import SourceHold
 
 _MAX_BATCH = 256
 
@@ -92,7 +93,9 @@ class OracleSource(Source[OracleSplit]):
     """Bounded source of ``keys * records_per_key`` :class:`OracleRecord` s (see the module doc).
 
     ``sizes`` is the payload size mix, ``seed`` varies which record gets which size, and
-    ``records_per_second`` (per reader; ``None``: unthrottled) slows the source down.
+    ``records_per_second`` (per reader; ``None``: unthrottled) slows the source down;
+    ``hold`` stops each reader after some records until the test releases it
+    (:class:`~undertow.testing.gates.SourceHold`).
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class OracleSource(Source[OracleSplit]):
         sizes: Sequence[SizeClass] = DEFAULT_SIZES,
         seed: int = 0,
         records_per_second: float | None = None,
+        hold: SourceHold | None = None,
     ) -> None:
         if keys < 1 or records_per_key < 1:
             raise ValueError(
@@ -115,6 +119,7 @@ class OracleSource(Source[OracleSplit]):
         self.sizes = _check_sizes(sizes)
         self.seed = seed
         self.records_per_second = records_per_second
+        self.hold = hold
 
     @property
     def total_records(self) -> int:
@@ -141,6 +146,8 @@ class OracleSource(Source[OracleSplit]):
         return Boundedness.BOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader[OracleSplit]:
+        if self.hold is not None:
+            return self.hold.reader(context, _MAX_BATCH, self.records_per_second)
         return IteratorSourceReader(context, _MAX_BATCH, self.records_per_second)
 
     def create_enumerator(
