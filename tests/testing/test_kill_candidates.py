@@ -6,8 +6,17 @@ selection by name (:func:`worker_process_pids`) takes it. The candidates come fr
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
+import os
+import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from tests.rest_client import fetch, wait_for
@@ -17,7 +26,7 @@ from undertow.core.errors import JobCancelledError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.discard import DiscardingSink
-from undertow.testing._faults import busy_worker_pids
+from undertow.testing._faults import CandidatesUnknown, busy_worker_pids
 from undertow.testing.oracle import (
     WorkerKiller,
     kill_candidates,
@@ -94,3 +103,77 @@ def test_a_worker_whose_subtasks_all_finished_is_no_candidate() -> None:
     ]}  # fmt: skip
     assert busy_worker_pids(body) == [10, 30]
     assert busy_worker_pids({"taskmanagers": []}) == []
+
+
+class _Job:
+    """A job handle (``RestAddressed``) whose REST API is a server of the test."""
+
+    def __init__(self, address: str | None) -> None:
+        self.address = address
+
+    def get_rest_address(self) -> str | None:
+        return self.address
+
+
+@contextlib.contextmanager
+def _rest_api(answers: list[bytes | None]) -> Iterator[str]:
+    """A server answering ``GET /taskmanagers`` with ``answers`` in turn (the last one from
+    then on): a body, or ``None``: the connection is closed without an answer."""
+    served = iter(answers)
+    last: list[bytes | None] = [None]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            last[0] = next(served, last[0])
+            if last[0] is None:
+                self.close_connection = True
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(last[0])))
+            self.end_headers()
+            self.wfile.write(last[0])
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _taskmanagers(*pids: int) -> bytes:
+    workers = [{"id": f"worker {i}", "pid": p, "slotsNumber": 1, "freeSlots": 0}
+               for i, p in enumerate(pids)]  # fmt: skip
+    return json.dumps({"taskmanagers": workers}).encode()
+
+
+def test_a_rest_api_that_does_not_answer_is_named_and_not_taken_for_a_job_without_workers() -> None:
+    """A loaded machine's REST API may answer late or not at all: the kill then says so,
+    instead of reporting an empty list of live workers as if the job had ended."""
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        live = live_workers_of(_Job(address), answer_within_s=0.5)
+        started = time.monotonic()
+        with pytest.raises(CandidatesUnknown, match=r"did not answer within 0\.5 s .*timed out"):
+            live()
+        assert time.monotonic() - started < 3.0
+        chosen_from, where = kill_candidates(live)
+    assert chosen_from == [] and where.startswith("the job's live workers are unknown: GET "), where
+    assert f"{address}/taskmanagers did not answer" in where, where
+    with pytest.raises(CandidatesUnknown, match="no REST API"):
+        live_workers_of(_Job(None))()
+    with _rest_api([_taskmanagers()]) as answering:  # it answers: no busy worker
+        chosen_from, where = kill_candidates(live_workers_of(_Job(answering)))
+    assert chosen_from == [] and where.startswith("the job lists no busy worker"), where
+
+
+def test_a_rest_api_that_fails_to_answer_once_is_asked_again() -> None:
+    with _rest_api([None, None, _taskmanagers(os.getpid())]) as address:
+        assert live_workers_of(_Job(address), answer_within_s=10.0)() == [os.getpid()]

@@ -22,6 +22,7 @@ import os
 import random
 import signal
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -253,22 +254,53 @@ class RestAddressed(Protocol):
     def get_rest_address(self) -> str | None: ...
 
 
-def live_workers_of(job: RestAddressed) -> Candidates:
+#: How long :func:`live_workers_of` keeps asking the REST API (each call, retries included):
+#: a loaded machine answers late (5 s was too short at load 70), and the e2e kills allow 15 s
+#: past the kill's moment.
+REST_ANSWER_WITHIN_S = 12.0
+#: The pause between two of its attempts.
+REST_RETRY_PAUSE_S = 0.2
+
+
+class CandidatesUnknown(Exception):
+    """The job's live workers could not be read (its REST API did not answer in time, or it
+    has none): unlike an answer that lists no busy worker, this says nothing of the job."""
+
+
+def live_workers_of(
+    job: RestAddressed, answer_within_s: float = REST_ANSWER_WITHIN_S
+) -> Candidates:
     """The pids of ``job``'s workers worth killing, read from its REST API (``GET
     /taskmanagers``) at each call: registered in the current attempt, control connection
-    open, and at least one slot busy (a subtask in it has not finished). Empty when the API
-    does not answer (no REST API, ``rest.port`` -1, or the job ended)."""
+    open, and at least one slot busy (a subtask in it has not finished); empty when the API
+    answered with none (the job's subtasks all finished). A call that gets no answer (time-out,
+    refused connection, a broken body) asks again until ``answer_within_s`` passed, then raises
+    :class:`CandidatesUnknown` naming the address, the tries and the last error; so does a
+    job without a REST API (``rest.port`` -1). Blocking; call it from the test's threads."""
 
     def pids() -> list[int]:
         address = job.get_rest_address()
         if address is None:
-            return []
-        try:
-            with urllib.request.urlopen(f"{address}/taskmanagers", timeout=5) as response:
-                body = json.loads(response.read())
-        except (OSError, ValueError):
-            return []
-        return busy_worker_pids(body)
+            raise CandidatesUnknown("the job has no REST API (rest.port -1) to list its workers")
+        url = f"{address}/taskmanagers"
+        started = time.monotonic()
+        deadline = started + answer_within_s
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                wait_s = max(deadline - time.monotonic(), REST_RETRY_PAUSE_S)
+                with urllib.request.urlopen(url, timeout=wait_s) as response:
+                    body = json.loads(response.read())
+                return busy_worker_pids(body)
+            except (OSError, ValueError) as err:
+                last = err
+            if time.monotonic() + REST_RETRY_PAUSE_S >= deadline:
+                raise CandidatesUnknown(
+                    f"GET {url} did not answer within {answer_within_s:g} s ({tries} "
+                    f"tries in {time.monotonic() - started:.1f} s; last: {last!r})"
+                )
+            time.sleep(REST_RETRY_PAUSE_S)
 
     return pids
 
@@ -284,14 +316,19 @@ def kill_candidates(candidates: Candidates | None = None) -> tuple[list[int], st
     """The pids a kill chooses from, and where they came from (for the kill's report):
     without ``candidates``, every worker process of this process
     (:func:`worker_process_pids`); with it, those of its pids that are also one of them (a
-    job on ``local-threads`` registers this very process's pid: never a candidate)."""
-    ours = worker_process_pids()
+    job on ``local-threads`` registers this very process's pid: never a candidate). The
+    report tells a job whose REST API listed no busy worker from one whose list could not be
+    read (:class:`CandidatesUnknown`: none then, and its cause)."""
     if candidates is None:
+        ours = worker_process_pids()
         return ours, f"worker processes of this process {ours}"
-    listed = sorted(candidates())
-    return [pid for pid in listed if pid in ours], (
-        f"the job's live workers {listed}, worker processes of this process {ours}"
-    )
+    try:
+        listed = sorted(candidates())
+        job = f"the job's live workers {listed}" if listed else "the job lists no busy worker"
+    except CandidatesUnknown as err:
+        listed, job = [], f"the job's live workers are unknown: {err}"
+    ours = worker_process_pids()
+    return [pid for pid in listed if pid in ours], f"{job}, worker processes of this process {ours}"
 
 
 def kill_worker_process(seed: int, candidates: Candidates | None = None) -> int | None:
