@@ -3,7 +3,9 @@ tests. Reads the JobMaster's console lines from pytest's ``capsys``.
 
 The kill chooses among the job's own live workers (``GET /taskmanagers``, through
 :func:`~undertow.testing.oracle.live_workers_of`), never another process named as a worker.
-A job whose first attempt could end before the kill holds it with :class:`FirstAttemptHold`."""
+A job whose first attempt could end before the kill holds it: its sources with a
+:class:`~undertow.testing.gates.SourceHold` (``source_hold=``, released once the kill landed),
+or a stage after them with :class:`FirstAttemptHold` (``hold=``)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from undertow.datastream import JobStatus
+from undertow.testing.gates import SourceHold
 from undertow.testing.oracle import WorkerKiller, live_workers_of
 
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
@@ -90,6 +93,7 @@ def run_killing_a_worker_after_a_checkpoint(
     checkpoints: int = 1,
     flowed: Callable[[], bool] | None = None,
     hold: FirstAttemptHold | None = None,
+    source_hold: SourceHold | None = None,
 ) -> tuple[Any, str]:
     """Wait until a checkpoint completed (so there is one to restore), start a seeded
     :class:`WorkerKiller` among the job's live workers, wait for the kill, then for the job's
@@ -100,7 +104,8 @@ def run_killing_a_worker_after_a_checkpoint(
     first checkpoint may come before any record got through a slow-starting pipeline, or pass
     ``flowed``: true once a checkpoint holds records, such as a sink's first committed
     output.) With ``hold``, the job's first attempt is held from the kill's start to its end
-    (:class:`FirstAttemptHold`)."""
+    (:class:`FirstAttemptHold`); ``source_hold`` (holding the sources since before the call)
+    is released once the kill landed."""
     console, oracle = "", ""
 
     def read() -> None:
@@ -132,6 +137,8 @@ def run_killing_a_worker_after_a_checkpoint(
         killed = killer.join(latest_s + KILL_SLACK_S)
         if hold is not None:
             hold.release()
+        if source_hold is not None:
+            source_hold.release()
         result = client.get_job_execution_result(timeout=timeout_s)
     except Exception as err:
         read()
@@ -141,6 +148,8 @@ def run_killing_a_worker_after_a_checkpoint(
         killer.cancel()
         if hold is not None:
             hold.release()
+        if source_hold is not None:
+            source_hold.release()
         client.cancel()
     read()
     report = "\n".join(killer.report)

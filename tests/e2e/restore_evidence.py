@@ -124,10 +124,11 @@ COUNTED = "restore-evidence.handled."
 
 
 class CountingMap(MapFunction):
-    """Identity that counts the records it maps, per subtask, into the accumulator
-    ``restore-evidence.handled.<name>``; accumulators reach the driver from the attempt that
-    finishes, so :func:`handled_in_finishing_attempt` tells a resumed source (fewer than all)
-    from one that started over."""
+    """Identity that counts the records it maps (``map``), or the rows of the record batches
+    (``map_batches``), per subtask, into the accumulator ``restore-evidence.handled.<name>``;
+    accumulators reach the driver from the attempt that finishes, so
+    :func:`handled_in_finishing_attempt` tells a resumed source (fewer than all) from one that
+    started over."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -139,6 +140,10 @@ class CountingMap(MapFunction):
     def map(self, value: Any) -> Any:
         self._accumulators[COUNTED + self.name] += 1
         return value
+
+    def map_batches(self, batch: Any) -> Any:
+        self._accumulators[COUNTED + self.name] += batch.num_rows
+        return batch
 
 
 def handled_in_finishing_attempt(result: Any, name: str) -> int:

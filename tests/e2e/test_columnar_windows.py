@@ -21,18 +21,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from undertow.connectors.source import SourceReaderContext
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 from undertow.datastream.window import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
+from undertow.testing.gates import SourceHold
 from undertow.testing.oracle import oracle_seed
 from undertow.testing.restore_control import evidence
 
 from .conftest import EnvFactory
-from .kills import RESTARTING, FirstAttemptHold, run_killing_a_worker_after_a_checkpoint
-from .restore_evidence import restored_checkpoints
+from .kills import RESTARTING, run_killing_a_worker_after_a_checkpoint
+from .restore_evidence import CountingMap, handled_in_finishing_attempt, restored_checkpoints
 
 N, KEYS, ROWS, SIZE = 6_000, 10, 200, 50
 #: A session gap longer than a key's spacing (KEYS ms) and shorter than the leap of event time
@@ -40,7 +42,20 @@ N, KEYS, ROWS, SIZE = 6_000, 10, 200, 50
 GAP, BLOCK, JUMP = 15, 1000, 100
 
 
-def _events(env: Any, pace_s: float = 0.0, jumps: bool = False) -> Any:
+class _HeldNumbers(NumberSequenceBatchSource):
+    """The source of :func:`_events` whose readers each stop after ``hold.after_records``
+    batches of their attempt until the test releases them (:class:`SourceHold`)."""
+
+    def __init__(self, hold: SourceHold) -> None:
+        super().__init__(0, N - 1, batch_rows=ROWS)
+        self.hold = hold
+
+    def create_reader(self, context: SourceReaderContext) -> Any:
+        return self.hold.reader(context, batch_size=1, records_per_second=None)
+
+
+def _events(env: Any, pace_s: float = 0.0, jumps: bool = False,
+            source: NumberSequenceBatchSource | None = None) -> Any:  # fmt: skip
     """With ``jumps``, event time leaps ``JUMP`` ms every ``BLOCK`` rows (sessions end)."""
 
     def columns(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -50,7 +65,8 @@ def _events(env: Any, pace_s: float = 0.0, jumps: bool = False) -> Any:
         t = pc.add(i, pc.multiply(pc.divide(i, BLOCK), JUMP)) if jumps else i
         return pa.record_batch({"k": pc.remainder(i, KEYS), "t": t, "v": i})
 
-    source = NumberSequenceBatchSource(0, N - 1, batch_rows=ROWS)
+    if source is None:
+        source = NumberSequenceBatchSource(0, N - 1, batch_rows=ROWS)
     stream = env.from_source(source, None, "numbers").as_batches().uid("numbers")
     return stream.map_batches(columns).uid("columns").with_event_time("t").uid("event time")
 
@@ -148,6 +164,12 @@ def test_open_windows_survive_a_stop_with_savepoint_and_a_rescale(
 #: both sides of it. (With ``SIZE``, a divisor of ``ROWS``, every window open at a barrier is
 #: whole: without its state it only went missing if it had not fired before the kill.)
 AGG_SIZE = 300
+#: Where each reader of the kill test holds, in batches of ``ROWS``: the source has 8 splits
+#: of 750 numbers (4 batches each), so each reader holds in the middle of its second split,
+#: with windows of ``AGG_SIZE`` open at the hold that straddle it.
+HELD_AT = 6
+#: The rows both readers emitted at the hold: each its first split's 750 and 2 batches more.
+HELD_ROWS = 2 * (750 + 2 * ROWS)
 
 #: ``aggregate``'s outputs, and each one's plain-Python value over a window's ``v`` values.
 STATS: dict[str, tuple[tuple[str | None, str], Any]] = {
@@ -174,24 +196,30 @@ def test_several_aggregates_of_one_window_operator_survive_a_worker_kill(
         "restart-strategy.fixed-delay.attempts": "2",
         "restart-strategy.fixed-delay.delay": "0 ms",
     })  # fmt: skip
-    # the first attempt takes 2 s a batch (30 s in all) until the kill: it must not reach the
-    # end of its input (firing every window, leaving no state to restore) while the kill waits
-    # for its checkpoints on a loaded machine (at 0.1 s a batch it did, 1 run in 5 under load
-    # 30; at 1 s a batch it did once in CI, whose checkpoints took 3.8 s each)
-    hold = FirstAttemptHold(tmp_path / "hold", pace_s=0.01)
-    events = _events(env).map_batches(hold).uid("hold")
-    windows = events.key_by("k").window(TumblingEventTimeWindows.of(AGG_SIZE))
+    # each reader holds after HELD_AT batches until the kill landed: the first attempt cannot
+    # run out of input (firing every window, leaving no state to restore) before the kill,
+    # however slow its checkpoints (pacing it at 1 s a batch did, in CI at 3.8 s a checkpoint)
+    hold = SourceHold(tmp_path / "hold", after_records=HELD_AT)
+    events = _events(env, source=_HeldNumbers(hold)).map_batches(CountingMap("rows"))
+    windows = events.uid("counted").key_by("k").window(TumblingEventTimeWindows.of(AGG_SIZE))
     stats = windows.aggregate(**{name: spec for name, (spec, _) in STATS.items()})
     stats.uid("windows").add_sink(_append(out))
     client = env.execute_async("window aggregates kill")
-    while not out.exists() or len(out.read_text().splitlines()) < 2:
-        time.sleep(0.01)
+    if not hold.wait_held(readers=2, timeout_s=120):
+        client.cancel()
+        raise AssertionError(f"seed {seed}: {hold.held_readers()} of 2 readers reached the hold")
     capsys.readouterr()
-    _, console = run_killing_a_worker_after_a_checkpoint(
+    # two checkpoints after the hold: the second was triggered once the first completed, after
+    # every reader held, so the restored checkpoint has the readers at the hold
+    result, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=90.0, checkpoints=2,
-        hold=hold,
+        source_hold=hold,
     )  # fmt: skip
     assert RESTARTING.findall(console), (seed, console)
+    handled = handled_in_finishing_attempt(result, "rows")
+    evidence(handled < N, f"seed {seed}: the finishing attempt handled all {N} rows (the "
+             "sources started over)")  # fmt: skip
+    assert handled == N - HELD_ROWS, (seed, handled, "the restored checkpoint was not at the hold")
 
     rows: dict[tuple[int, int], list[int]] = {}
     for i in range(N):
