@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import pkgutil
 import re
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,20 +66,41 @@ RUN = [b for b in blocks() if b.not_run is None]
 NOT_RUN = [b for b in blocks() if b.not_run is not None]
 
 
-def _run(block: Block, directory: Path) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class Ran:
+    """How one block's process ended: its exit code (``None``: killed at
+    :data:`BLOCK_TIMEOUT_S`), its output so far, and its wall time."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
+def _run(block: Block, directory: Path) -> Ran:
     directory.mkdir()
     script = directory / "block.py"
     script.write_text(block.code)
     command = [sys.executable, "-m", "undertow.cli.main", "run", "--target", "local-threads",
                "--no-status", str(script)]  # fmt: skip
-    return subprocess.run(command, cwd=directory, capture_output=True, text=True,
-                          timeout=BLOCK_TIMEOUT_S)  # fmt: skip
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=directory, capture_output=True, text=True,
+                              timeout=BLOCK_TIMEOUT_S)  # fmt: skip
+    except subprocess.TimeoutExpired as err:  # this block's test fails, not all of them
+        return Ran(None, _text(err.stdout), _text(err.stderr), time.monotonic() - started)
+    return Ran(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
     """Every runnable block, two at a time (a block mostly imports and starts a job, one
-    process per core); block name -> its finished process."""
+    process per core); block name -> how its process ended. A block that times out is one
+    outcome among the others: the fixture itself fails only on a broken test set-up."""
     root = tmp_path_factory.mktemp("blocks")
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {b.name: pool.submit(_run, b, root / str(i)) for i, b in enumerate(RUN)}
@@ -85,10 +108,14 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Comple
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.name for b in RUN])
-def test_block_runs(block: Block, ran: dict[str, subprocess.CompletedProcess[str]]) -> None:
+def test_block_runs(block: Block, ran: dict[str, Ran]) -> None:
     done = ran[block.name]
+    load = os.getloadavg()[0]
+    ended = (f"exit {done.returncode}" if done.returncode is not None
+             else f"killed: no exit within {BLOCK_TIMEOUT_S} s, load now {load:.0f}")  # fmt: skip
     assert done.returncode == 0, (
-        f"{block.name} failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr[-4000:]}"
+        f"{block.name} failed ({ended}, {done.seconds:.1f} s):\n{done.stdout}\n"
+        f"{done.stderr[-4000:]}"
     )
 
 
