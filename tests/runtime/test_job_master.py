@@ -1,4 +1,5 @@
-"""JobMaster supervision that needs no real workers: a launcher whose workers die at once."""
+"""JobMaster supervision that needs no real workers: a launcher whose workers die at once, or
+never start."""
 
 from __future__ import annotations
 
@@ -56,6 +57,26 @@ def test_a_worker_that_dies_before_registering_fails_the_job_at_once() -> None:
     assert time.monotonic() - started < 5, "noticed at once, not at the registration timeout"
     assert master.status is JobStatus.FAILED
     assert launcher.launched == 1  # no restart strategy configured: no second attempt
+
+
+class NeverStarts(DeadOnArrival):
+    """Starts nothing, and no worker ever ends: a cluster with no free slot."""
+
+    def exited(self) -> list[int]:
+        return []
+
+
+def test_workers_that_never_register_fail_the_attempt_at_the_slot_request_timeout() -> None:
+    config = {"rest.port": "-1", "slot.request.timeout": "300 ms"}
+    env = StreamExecutionEnvironment(Configuration(config))
+    env.from_collection([1, 2, 3]).map(str).print()
+    graph = build_job_graph(env.get_stream_graph("no slots"))
+    master = JobMaster(graph, Configuration(config), NeverStarts(), num_workers=2)
+    master.start()
+    with pytest.raises(JobExecutionError, match=r"workers \[0, 1\] did not register within "
+                       r"0.3 s \(slot.request.timeout\)"):  # fmt: skip
+        master.wait(timeout=10)
+    assert master.status is JobStatus.FAILED
 
 
 def test_the_job_masters_settings_are_read_once_when_it_is_made(tmp_path: Path) -> None:

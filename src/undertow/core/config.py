@@ -482,6 +482,12 @@ class Options:
         "a worker silent for longer fails the attempt (hung process, unreachable host)",
         check=_positive,
     )  # fmt: skip
+    SLOT_REQUEST_TIMEOUT = duration_option(
+        "slot.request.timeout", 300_000,
+        "how long an attempt waits for its workers to start and register (Spark scheduling "
+        "the barrier stage, its Python workers starting); past it the attempt fails",
+        check=_positive,
+    )  # fmt: skip
     # checkpointing (read by later layers; declared here so keys are known) ----------------
     CHECKPOINT_INTERVAL = duration_option(
         "execution.checkpointing.interval", 0, "0 disables periodic checkpoints"

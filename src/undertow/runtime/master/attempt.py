@@ -58,7 +58,6 @@ from undertow.runtime.master.metrics import TaskMetricsStore
 
 log = logging.getLogger(__name__)
 
-REGISTRATION_TIMEOUT_S = 120.0
 #: How long a worker's network failure waits for a dead peer to be reported as the cause.
 PEER_FAILURE_GRACE_S = 0.3
 WORKER_EXIT_TIMEOUT_S = 30.0
@@ -235,11 +234,14 @@ def _task_finished(host: AttemptHost, attempt: Attempt, msg: TaskFinished) -> No
 
 
 # -- supervision ---------------------------------------------------------------------------------
-async def await_registration(attempt: Attempt, launcher: WorkerLauncher) -> str | None:
-    """Wait until every worker registered; a worker that dies first is noticed at once,
-    not at the registration timeout. Returns what went wrong, or None."""
+async def await_registration(
+    attempt: Attempt, launcher: WorkerLauncher, timeout_s: float
+) -> str | None:
+    """Wait until every worker registered, at most ``timeout_s`` (``slot.request.timeout``);
+    a worker that dies first is noticed at once, not at the timeout. Returns what went wrong,
+    or None."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + REGISTRATION_TIMEOUT_S
+    deadline = loop.time() + timeout_s
     while not attempt.all_registered.is_set() and not attempt.done.is_set():
         dead = [w for w in launcher.exited() if w not in attempt.registered]
         if dead or loop.time() > deadline:
@@ -248,7 +250,7 @@ async def await_registration(attempt: Attempt, launcher: WorkerLauncher) -> str 
             what = (
                 "ended before registering"
                 if dead
-                else (f"did not register within {REGISTRATION_TIMEOUT_S:.0f} s")
+                else f"did not register within {timeout_s:g} s (slot.request.timeout)"
             )
             return f"workers {missing} {what}: " + "; ".join(reasons)
         with contextlib.suppress(asyncio.TimeoutError):

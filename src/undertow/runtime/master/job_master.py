@@ -383,7 +383,9 @@ class JobMaster:
         key = attempt_secret(self.secret, self.attempt)  # fences older attempts' workers
         self.launcher.launch(self.plan.num_workers, self._address, key, self.attempt,
                              self.config.to_dict())  # fmt: skip
-        problem = await await_registration(attempt, self.launcher)
+        problem = await await_registration(
+            attempt, self.launcher, self.settings.registration_timeout_ms / 1000.0
+        )
         if problem is not None:
             attempt.end(JobExecutionError(problem))
         if not attempt.done.is_set():

@@ -127,6 +127,9 @@ class MasterSettings:
     #: ``heartbeat.interval`` and ``heartbeat.timeout`` (ms, > 0).
     heartbeat_interval_ms: int = 10_000
     heartbeat_timeout_ms: int = 50_000
+    #: ``slot.request.timeout`` (ms, > 0): how long an attempt waits for its workers to
+    #: register (Flink's default, 5 min: a busy cluster starts Python workers slowly).
+    registration_timeout_ms: int = 300_000
     #: ``rest.*``, ``metrics.reporter.prom.*``: the REST API and the Prometheus endpoint.
     rest: RestSettings = RestSettings()
     #: ``web.checkpoints.history``: checkpoints the REST API remembers (> 0).
@@ -144,6 +147,7 @@ class MasterSettings:
             max_frame_size=config.get(Options.MAX_FRAME_SIZE),
             heartbeat_interval_ms=config.get(Options.HEARTBEAT_INTERVAL),
             heartbeat_timeout_ms=config.get(Options.HEARTBEAT_TIMEOUT),
+            registration_timeout_ms=config.get(Options.SLOT_REQUEST_TIMEOUT),
             rest=RestSettings.of(config),
             checkpoints_history=config.get(Options.CHECKPOINTS_HISTORY),
         )
