@@ -47,7 +47,7 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 # `make soak` runs every marked test on every target under every control.
 CONTROL := $(PYTEST) -q tests/e2e tests/cli --durations=5 --restore-control
 PARTIAL_CONTROLS := channel-state source-positions keyed-state operator-state shared-file
-CONTROL_SAMPLE ?= 8
+CONTROL_SAMPLE ?= 6
 PARTIAL_SAMPLE ?= 1
 # TEST_WORKERS > 0: that many pytest-xdist processes share the tests (tests/conftest.py keeps
 # those sharing the Spark context, the Kafka broker or tests/cluster's namespaces on one, and

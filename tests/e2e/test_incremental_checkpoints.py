@@ -522,7 +522,7 @@ def scenario_rescale(
     assert _contents(snapshot.parent) == before, "NO_CLAIM: every restored file stays the same"
 
 
-@pytest.mark.sampled("backend")
+@pytest.mark.sampled("backend", "unaligned", "parallelism")  # make test: 1 of 4; soak: all
 @pytest.mark.parametrize("target", ["local"])
 @pytest.mark.parametrize(
     ("unaligned", "parallelism"), [(False, 3), (True, 1)], ids=["aligned-up", "unaligned-down"]

@@ -221,6 +221,7 @@ def scenario_native_rescale(
 
 
 @pytest.mark.restores
+@pytest.mark.sampled("parallelism")  # make test: one of the three per run; make soak: all
 @pytest.mark.parametrize(
     ("target", "parallelism"),
     [("local", 2), ("local", 3), ("spark", 3)],

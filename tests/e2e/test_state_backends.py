@@ -142,6 +142,7 @@ def test_rocksdb_oracle_with_worker_kill(
 
 
 @pytest.mark.restores(catches=["keyed-state", "source-positions"])
+@pytest.mark.sampled("first", "second")  # make test: one direction per run; make soak: both
 @pytest.mark.parametrize("first, second", [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
 def test_switch_backend_at_restore(
     make_env: EnvFactory, tmp_path: Path, first: str, second: str

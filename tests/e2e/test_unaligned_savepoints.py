@@ -150,6 +150,7 @@ def scenario_stop_unaligned_then_rescale(
 
 
 @pytest.mark.restores
+@pytest.mark.sampled("new")  # make test: one parallelism per run; make soak: both
 @pytest.mark.parametrize("target", ["local-threads", "local"])
 @pytest.mark.parametrize("new", [2, 3])
 def test_unaligned_stop_with_savepoint_then_resume(
