@@ -113,6 +113,10 @@ class RunQueueWait:
     its first reading and after its last (at most ``period`` each). Threads the scheduler accounts
     separately (the kernel's, the hypervisor's steal) are not seen. Enter and leave on one
     thread; the figures are valid after the block.
+
+    :attr:`samples` keeps, per reading, ``(time.time(), seconds run, seconds waited)`` summed
+    over the processes seen so far (each from its first reading): the difference of two samples
+    is the tree's run and wait over that stretch, for a timeline of where a slow run's time went.
     """
 
     def __init__(self, root: int, period: float = 0.05) -> None:
@@ -121,6 +125,7 @@ class RunQueueWait:
         self._stop = threading.Event()
         self._first: dict[int, tuple[float, float]] = {}
         self._last: dict[int, tuple[float, float]] = {}
+        self.samples: list[tuple[float, float, float]] = []
         self._thread = threading.Thread(target=self._sample, name="run-queue-wait", daemon=True)
 
     def _descendants(self) -> list[int]:
@@ -140,6 +145,7 @@ class RunQueueWait:
                 if (reading := _schedstat(pid)) is not None:
                     self._first.setdefault(pid, reading)
                     self._last[pid] = reading
+            self.samples.append((time.time(), *self._totals()))
             if self._stop.is_set():
                 return
             time.sleep(self.period)
@@ -152,5 +158,8 @@ class RunQueueWait:
                  tb: TracebackType | None) -> None:  # fmt: skip
         self._stop.set()
         self._thread.join()
-        self.ran_s = sum(self._last[p][0] - self._first[p][0] for p in self._last)
-        self.waited_s = sum(self._last[p][1] - self._first[p][1] for p in self._last)
+        self.ran_s, self.waited_s = self._totals()
+
+    def _totals(self) -> tuple[float, float]:
+        ran = sum(self._last[p][0] - self._first[p][0] for p in self._last)
+        return ran, sum(self._last[p][1] - self._first[p][1] for p in self._last)

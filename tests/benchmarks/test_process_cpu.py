@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -63,3 +64,22 @@ def test_reaped_children_stay_in_their_parents_tree() -> None:
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
+
+
+def test_run_queue_samples_grow_with_a_busy_childs_run_time() -> None:
+    """Each sample sums run and wait over the tree so far: a child burning 0.3 s of CPU
+    between two samples shows up as their difference (the latency timeline's CPU rests on it)."""
+    with process_cpu.RunQueueWait(os.getpid(), period=0.02) as queue:
+        child = subprocess.Popen([sys.executable, "-c", BURN], stdout=subprocess.PIPE)
+        try:
+            assert child.stdout is not None and child.stdout.readline() == b"burnt\n"
+            time.sleep(0.1)  # a sample after the burn
+        finally:
+            child.kill()
+            child.wait()
+    times = [at for at, _, _ in queue.samples]
+    assert times == sorted(times) and len(times) >= 3
+    ran = [r for _, r, _ in queue.samples]
+    assert ran == sorted(ran)
+    assert ran[-1] - ran[0] >= 0.25
+    assert (queue.ran_s, queue.waited_s) == queue.samples[-1][1:]
