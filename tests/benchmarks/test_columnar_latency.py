@@ -98,3 +98,12 @@ def test_the_console_keeps_each_line_with_the_time_its_end_came() -> None:
     console.write("eted\nnext\n")
     assert [line for _, line in console.lines] == ["checkpoint 1 completed", "next"]
     assert all(before <= at <= time.time() * 1000 for at, _ in console.lines)
+
+
+def test_the_target_judges_the_median_of_the_paced_rounds() -> None:
+    # one round short of CPU (seconds) does not decide, nor does one lucky round
+    assert columnar_latency.judge([40.8, 5205.0, 52.8]) == (52.8, True)
+    assert columnar_latency.judge([40.8, 5205.0, 130.0]) == (130.0, False)
+    assert columnar_latency.judge([100.0]) == (100.0, True)
+    with pytest.raises(ValueError, match="no paced round"):
+        columnar_latency.judge([])
