@@ -372,17 +372,22 @@ def report(
 
 def main() -> None:
     """One paced run alone, with its timeline: ``python benchmarks/columnar_latency.py --rate
-    6000000 [--seconds 10] [--warmup-ms 2000] [--batch-rows 32768]``."""
+    6000000 [--seconds 10] [--warmup-ms 2000] [--batch-rows 32768] [--checkpoint-interval
+    '1 s'|off]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, required=True, help="rows/s over the job")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup-ms", type=float, default=2000.0)
     parser.add_argument("--batch-rows", type=int, default=32768)
+    parser.add_argument("--checkpoint-interval", default="1 s",
+                        help="execution.checkpointing.interval, or 'off' for none")  # fmt: skip
     args = parser.parse_args()
+    off = args.checkpoint_interval == "off"
+    checkpoints = {} if off else {"execution.checkpointing.interval": args.checkpoint_interval}
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as workdir:
         seen = observe(int(args.rate * args.seconds), args.batch_rows, args.rate, workdir,
-                       {"execution.checkpointing.interval": "1 s"})  # fmt: skip
+                       checkpoints)  # fmt: skip
     print("\n".join(timeline(seen)))
     p50, p99, counted, rate, cores = summary(seen, args.warmup_ms)
     print(f"sink {rate:,.0f} rows/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms over {counted:,} rows; "
