@@ -373,7 +373,7 @@ def report(
 def main() -> None:
     """One paced run alone, with its timeline: ``python benchmarks/columnar_latency.py --rate
     6000000 [--seconds 10] [--warmup-ms 2000] [--batch-rows 32768] [--checkpoint-interval
-    '1 s'|off]``."""
+    '1 s'|off] [--conf KEY=VALUE ...]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, required=True, help="rows/s over the job")
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -381,9 +381,12 @@ def main() -> None:
     parser.add_argument("--batch-rows", type=int, default=32768)
     parser.add_argument("--checkpoint-interval", default="1 s",
                         help="execution.checkpointing.interval, or 'off' for none")  # fmt: skip
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="one more configuration option of the job (repeatable)")  # fmt: skip
     args = parser.parse_args()
     off = args.checkpoint_interval == "off"
     checkpoints = {} if off else {"execution.checkpointing.interval": args.checkpoint_interval}
+    checkpoints.update(dict(option.split("=", 1) for option in args.conf))
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as workdir:
         seen = observe(int(args.rate * args.seconds), args.batch_rows, args.rate, workdir,
