@@ -373,7 +373,7 @@ def report(
 def main() -> None:
     """One paced run alone, with its timeline: ``python benchmarks/columnar_latency.py --rate
     6000000 [--seconds 10] [--warmup-ms 2000] [--batch-rows 32768] [--checkpoint-interval
-    '1 s'|off] [--conf KEY=VALUE ...]``."""
+    '1 s'|off] [--step-ms 1000] [--conf KEY=VALUE ...]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, required=True, help="rows/s over the job")
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -381,6 +381,7 @@ def main() -> None:
     parser.add_argument("--batch-rows", type=int, default=32768)
     parser.add_argument("--checkpoint-interval", default="1 s",
                         help="execution.checkpointing.interval, or 'off' for none")  # fmt: skip
+    parser.add_argument("--step-ms", type=float, default=1000.0, help="the timeline's step")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="one more configuration option of the job (repeatable)")  # fmt: skip
     args = parser.parse_args()
@@ -391,7 +392,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         seen = observe(int(args.rate * args.seconds), args.batch_rows, args.rate, workdir,
                        checkpoints)  # fmt: skip
-    print("\n".join(timeline(seen)))
+    print("\n".join(timeline(seen, args.step_ms)))
     p50, p99, counted, rate, cores = summary(seen, args.warmup_ms)
     print(f"sink {rate:,.0f} rows/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms over {counted:,} rows; "
           f"job's CPU {cores}; load average at end: "
