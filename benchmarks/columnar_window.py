@@ -44,6 +44,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from undertow.datastream.window import TumblingEventTimeWindows
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import columnar
+import process_cpu
 
 KEYS = 10_000
 WINDOW_MS = 1000
@@ -137,6 +139,17 @@ def spark_window(spark: Any, rows: int, per_batch: int, event_rate: int, workdir
     return columnar.timed_micro_batches(df, "append", rows, per_batch, workdir)[0]
 
 
+def watched(measure: Callable[[], float]) -> tuple[float, str]:
+    """``measure()`` and the cores this process's descendants (the job's workers; Spark's JVM)
+    ran and waited on a run queue meanwhile (:func:`process_cpu.cores`): a round short of CPU
+    shows as a wait as long as its run or longer, on either side."""
+    started = time.perf_counter()
+    with process_cpu.RunQueueWait(os.getpid(), period=0.1) as queue:
+        rate = measure()
+    seconds = time.perf_counter() - started
+    return rate, process_cpu.cores(queue.ran_s, queue.waited_s, seconds, queue.neighbours)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8_000_000)
@@ -154,23 +167,23 @@ def main() -> None:
         rates: dict[bool, list[float]] = {True: [], False: []}
         for round_ in range(args.rounds):
             for one in (True, False) if round_ % 2 == 0 else (False, True):
-                rate = columnar.steady_rate(
-                    partial(undertow_window, batch_rows=args.batch_rows,
-                            event_rate=args.event_rate, checkpoint_dir=checkpoints,
-                            one_operator=one),
-                    args.rows,
-                )  # fmt: skip
+                job = partial(undertow_window, batch_rows=args.batch_rows,
+                              event_rate=args.event_rate, checkpoint_dir=checkpoints,
+                              one_operator=one)  # fmt: skip
+                rate, cores = watched(partial(columnar.steady_rate, job, args.rows))
                 rates[one].append(rate)
                 print(f"  round {round_}: {'one operator' if one else 'two operators'}: "
-                      f"{rate:,.0f} rows/s (load {columnar._load()})")  # fmt: skip
+                      f"{rate:,.0f} rows/s, job's {cores} (load {columnar._load()})")  # fmt: skip
         ours, two = (sorted(rates[one])[len(rates[one]) // 2] for one in (True, False))
         spark = columnar._spark_session()
         native = {}
         for per_batch in (int(b) for b in args.spark_batches.split(",")):
             rows = max(args.rows, 3 * per_batch)
-            native[per_batch] = spark_window(spark, rows, per_batch, args.event_rate, workdir)
-            print(f"  spark native, {per_batch:,} rows per micro-batch: "
-                  f"{native[per_batch]:,.0f} rows/s")  # fmt: skip
+            native[per_batch], cores = watched(
+                partial(spark_window, spark, rows, per_batch, args.event_rate, workdir)
+            )
+            print(f"  spark native, {per_batch:,} rows per micro-batch: {native[per_batch]:,.0f} "
+                  f"rows/s, Spark's {cores} (load {columnar._load()})")  # fmt: skip
         spark.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

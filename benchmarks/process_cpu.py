@@ -103,6 +103,53 @@ def _schedstat(pid: int) -> tuple[float, float] | None:
     return ran / 1e9, waited / 1e9
 
 
+CPU_CGROUPS = "/sys/fs/cgroup/cpu"
+
+
+def weighted_neighbours(root: str = CPU_CGROUPS) -> set[str]:
+    """Names of the ``cpu`` cgroups (cgroup v1, one level under ``root``) above the default
+    weight (1024 shares) that hold a task, other than this process's own: other benchmarks run
+    ``--weighted``, which take an equal share from a weighted job and nearly all of the CPU from
+    an unweighted one. Empty where there are no such cgroups."""
+    own = ""
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if "cpu" in controllers.split(","):
+                    own = path.strip("/")
+    except OSError:
+        pass
+    found = set()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return found
+    for name in names:
+        group = os.path.join(root, name)
+        if name == own or not os.path.isdir(group):
+            continue
+        try:
+            with open(os.path.join(group, "cpu.shares")) as f:
+                shares = int(f.read())
+            with open(os.path.join(group, "tasks")) as f:
+                busy = bool(f.read().split())
+        except (OSError, ValueError):
+            continue
+        if shares > 1024 and busy:
+            found.add(name)
+    return found
+
+
+def cores(ran_s: float, waited_s: float, seconds: float, neighbours: Iterable[str] = ()) -> str:
+    """``ran X waited Y cores``: seconds run and waited on a run queue over ``seconds`` of
+    wall-clock time (a job short of CPU waits about as long as it runs, or longer), then
+    ``, beside weighted cgroup(s) A, B`` when :func:`weighted_neighbours` found any."""
+    text = f"ran {ran_s / seconds:.2f} waited {waited_s / seconds:.2f} cores"
+    names = sorted(neighbours)
+    return text + (f", beside weighted cgroup(s) {', '.join(names)}" if names else "")
+
+
 class RunQueueWait:
     """Seconds the descendants of ``root`` ran and waited to run (runnable, on a run queue)
     while the ``with`` block ran: whether a job was short of CPU (the machine's other work
@@ -113,6 +160,11 @@ class RunQueueWait:
     its first reading and after its last (at most ``period`` each). Threads the scheduler accounts
     separately (the kernel's, the hypervisor's steal) are not seen. Enter and leave on one
     thread; the figures are valid after the block.
+
+    :attr:`samples` keeps, per reading, ``(time.time(), seconds run, seconds waited)`` summed
+    over the processes seen so far (each from its first reading): the difference of two samples
+    is the tree's run and wait over that stretch, for a timeline of where a slow run's time went.
+    :attr:`neighbours` gathers the :func:`weighted_neighbours` seen at any reading.
     """
 
     def __init__(self, root: int, period: float = 0.05) -> None:
@@ -121,6 +173,8 @@ class RunQueueWait:
         self._stop = threading.Event()
         self._first: dict[int, tuple[float, float]] = {}
         self._last: dict[int, tuple[float, float]] = {}
+        self.samples: list[tuple[float, float, float]] = []
+        self.neighbours: set[str] = set()
         self._thread = threading.Thread(target=self._sample, name="run-queue-wait", daemon=True)
 
     def _descendants(self) -> list[int]:
@@ -140,6 +194,8 @@ class RunQueueWait:
                 if (reading := _schedstat(pid)) is not None:
                     self._first.setdefault(pid, reading)
                     self._last[pid] = reading
+            self.samples.append((time.time(), *self._totals()))
+            self.neighbours |= weighted_neighbours()
             if self._stop.is_set():
                 return
             time.sleep(self.period)
@@ -152,5 +208,8 @@ class RunQueueWait:
                  tb: TracebackType | None) -> None:  # fmt: skip
         self._stop.set()
         self._thread.join()
-        self.ran_s = sum(self._last[p][0] - self._first[p][0] for p in self._last)
-        self.waited_s = sum(self._last[p][1] - self._first[p][1] for p in self._last)
+        self.ran_s, self.waited_s = self._totals()
+
+    def _totals(self) -> tuple[float, float]:
+        ran = sum(self._last[p][0] - self._first[p][0] for p in self._last)
+        return ran, sum(self._last[p][1] - self._first[p][1] for p in self._last)

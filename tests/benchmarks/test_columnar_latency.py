@@ -63,3 +63,47 @@ def test_a_batch_that_comes_before_it_is_due_is_stamped_now_not_in_the_future() 
     paced.map_batches(pa.record_batch({"value": np.arange(5)}))  # due at once
     out = paced.map_batches(pa.record_batch({"value": np.arange(5)}))  # due in 5 s
     assert before - 1 <= out.column("created")[0].as_py() <= time.time() * 1000
+
+
+def test_the_timeline_puts_rows_cpu_and_checkpoints_in_the_step_they_came() -> None:
+    """Rows by arrival (stamp + latency), the job's cores from the CPU samples' differences
+    over a step, and each completed checkpoint in the step its console line came."""
+    seen = columnar_latency.Observed(
+        stamps=np.array([10_000.0, 10_500.0, 11_200.0]),
+        latencies=np.array([100.0, 900.0, 50.0]),  # arrivals 10,100; 11,400; 11,250
+        rows=np.array([100_000.0, 3_000_000.0, 2_000_000.0]),
+        cpu=[(9.5, 0.0, 0.0), (10.0, 0.5, 0.1), (11.0, 1.5, 3.1), (12.0, 1.6, 3.2)],
+        console=[(11_300.0, "[undertow] checkpoint 7 completed in 420 ms, 1 KiB (aligned)"),
+                 (10_200.0, "[undertow] job started")],
+        seconds=2.0,
+    )  # fmt: skip
+    lines = columnar_latency.timeline(seen, step_ms=1000.0)
+    assert len(lines) == 3  # from a step before the first creation to the last arrival
+    first, second, third = lines
+    # 9.0-10.0 s: one sample, no span to measure over
+    assert "0.00 M rows/s" in first and "cores ran 0.00 waited  0.00" in first
+    # 10.0-11.0 s: from the 9.5 s sample to the 10.0 s one
+    assert "0.10 M rows/s" in second and "latency     100-    100 ms" in second
+    assert "cores ran 1.00 waited  0.20" in second and "completed" not in second
+    assert "5.00 M rows/s" in third and "latency      50-    900 ms" in third
+    assert "cores ran 1.00 waited  3.00" in third
+    assert third.endswith("7 completed in 420 ms, 1 KiB")
+
+
+def test_the_console_keeps_each_line_with_the_time_its_end_came() -> None:
+    console = columnar_latency.TimedConsole()
+    before = time.time() * 1000
+    console.write("checkpoint 1 compl")
+    assert console.lines == []
+    console.write("eted\nnext\n")
+    assert [line for _, line in console.lines] == ["checkpoint 1 completed", "next"]
+    assert all(before <= at <= time.time() * 1000 for at, _ in console.lines)
+
+
+def test_the_target_judges_the_median_of_the_paced_rounds() -> None:
+    # one round short of CPU (seconds) does not decide, nor does one lucky round
+    assert columnar_latency.judge([40.8, 5205.0, 52.8]) == (52.8, True)
+    assert columnar_latency.judge([40.8, 5205.0, 130.0]) == (130.0, False)
+    assert columnar_latency.judge([100.0]) == (100.0, True)
+    with pytest.raises(ValueError, match="no paced round"):
+        columnar_latency.judge([])

@@ -31,3 +31,13 @@ def test_a_subtask_numbers_its_rows_across_batches() -> None:
     assert second.column("ts").to_pylist() == [1500, 2000]
     assert first.column("k").to_pylist() == [10, 11, 12]
     assert second.column("v").to_pylist() == [13, 14]
+
+
+def test_a_watched_round_passes_its_rate_through_and_reads_cores() -> None:
+    """The rate is the measurement's; the CPU is ``process_cpu.cores`` of the round (its
+    sampling is tested in tests/benchmarks/test_process_cpu.py)."""
+    rate, cores = columnar_window.watched(lambda: 42.0)
+    assert rate == 42.0
+    words = cores.split()
+    assert (words[0], words[2], words[4]) == ("ran", "waited", "cores")
+    assert float(words[1]) >= 0.0 and float(words[3]) >= 0.0

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -63,3 +64,56 @@ def test_reaped_children_stay_in_their_parents_tree() -> None:
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
+
+
+def test_run_queue_samples_grow_with_a_busy_childs_run_time() -> None:
+    """Each sample sums run and wait over the tree so far: a child burning 0.3 s of CPU after
+    its first reading shows up as the samples' difference (the latency timeline rests on it).
+    The child burns only once a sample has seen it (it waits for a line on stdin)."""
+    go = "import sys\nsys.stdin.readline()\n" + BURN
+    child = None
+    try:
+        with process_cpu.RunQueueWait(os.getpid(), period=0.02) as queue:
+            child = subprocess.Popen([sys.executable, "-c", go], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE)  # fmt: skip
+            while child.pid not in queue._last:  # the sampler's first reading of the child
+                time.sleep(0.01)
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(b"go\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == b"burnt\n"
+        # the sampler's last pass, at the block's end, read the child alive (it sleeps 30 s)
+    finally:
+        if child is not None:
+            child.kill()
+            child.wait()
+    times = [at for at, _, _ in queue.samples]
+    assert times == sorted(times) and len(times) >= 2
+    ran = [r for _, r, _ in queue.samples]
+    assert ran == sorted(ran)
+    assert ran[-1] - ran[0] >= 0.25
+    assert (queue.ran_s, queue.waited_s) == queue.samples[-1][1:]
+
+
+def test_cores_are_seconds_over_the_wall_clock() -> None:
+    assert process_cpu.cores(1.5, 3.0, 2.0) == "ran 0.75 waited 1.50 cores"
+
+
+def test_cores_name_the_weighted_cgroups_beside_the_run() -> None:
+    assert process_cpu.cores(1.0, 1.0, 1.0, {"b", "a"}) == (
+        "ran 1.00 waited 1.00 cores, beside weighted cgroup(s) a, b"
+    )
+
+
+def test_weighted_neighbours_are_busy_groups_above_the_default_weight(tmp_path: Path) -> None:
+    """A group counts with more than 1024 shares and a task; an idle or default-weight group,
+    a plain file and a group without ``cpu.shares`` do not."""
+    for name, shares, tasks in (("busy", "262144", "4353\n4354\n"), ("idle", "262144", ""),
+                                ("plain", "1024", "17\n"), ("other", "2048", "18\n")):  # fmt: skip
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cpu.shares").write_text(shares + "\n")
+        (tmp_path / name / "tasks").write_text(tasks)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "tasks").write_text("1\n")
+    assert process_cpu.weighted_neighbours(str(tmp_path)) == {"busy", "other"}
+    assert process_cpu.weighted_neighbours(str(tmp_path / "missing")) == set()
