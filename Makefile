@@ -5,10 +5,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo lint soak bench bench-latency bench-peers clean browser cluster-test kafka kafka-jars
 
+# uv installs the dependencies (pip only installs uv): on 2026-11-30 a fresh clone's install
+# took 105 s with uv's cache warm (load 12-14) against 663 s with pip's (load 16-25) on this
+# 2-core machine; the suite's budget (20 minutes) includes it
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q 'uv>=0.5'
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'
 	touch $(STAMP)
 
 # the dashboard's tests drive Debian's headless Chromium (they must run in CI): `make test`
