@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import record_vs_loop
 from record_vs_loop import Sample
@@ -28,3 +30,25 @@ def test_steady_subtracts_the_small_run() -> None:
 def test_ratios_are_the_median_of_each_rounds() -> None:
     figures = record_vs_loop.Figures(1.0, 1.0, 1.0, 1.0, 1.0, (0.2, 0.9, 0.3), (0.5, 0.1, 0.4))
     assert figures.cpu_ratio == 0.3 and figures.wall_ratio == 0.4
+
+
+def test_a_round_divides_by_the_loops_just_before_and_after_its_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop's CPU per record in a round is the mean of its runs around the job: the
+    machine's phase moves both sides (docs/performance.md), a loop before the job alone does
+    not see the phase the job ran in."""
+    loops = iter([Sample(800, 1.0, 0.8), Sample(800, 1.0, 1.6)])  # 1 then 2 ms per record
+    monkeypatch.setattr(record_vs_loop, "loop_sample", lambda rows: next(loops))
+    monkeypatch.setattr(record_vs_loop, "two_loops_wall", lambda rows: 1.0)
+    monkeypatch.setattr(record_vs_loop.throughput, "run_job", lambda *args: 0.0)
+    jobs = {100: Sample(100, 1.0, 1.0), 800: Sample(800, 2.0, 3.1)}  # steady: 3 ms per record
+    monkeypatch.setattr(record_vs_loop, "job_sample", lambda rows, settings: jobs[rows])
+    figures = record_vs_loop.measure(800, 1, {}, verbose=False)
+    assert figures.cpu_ratios == pytest.approx((1.5 / 3.0,))
+    assert figures.loop_cpu_us == pytest.approx(1500.0)  # 2.4 s over 1,600 rows
+
+
+def test_a_bracket_sums_the_two_loops() -> None:
+    got = record_vs_loop.bracket(Sample(100, 1.0, 0.3), Sample(300, 2.0, 0.5))
+    assert got == Sample(400, 3.0, 0.8)
