@@ -487,8 +487,9 @@ class KeyedStream(DataStream):
         self, name: str, position: int | str, combine: Callable[[Any, Any], Any]
     ) -> DataStream:
         """sum/min/max of a field; of field 0 or 1 the keyed fold combines pairs inline."""
-        inline = type(position) is int and position in (0, 1)
-        pair_field = PairField(position, combine) if inline else None  # type: ignore[arg-type]
+        pair_field = None
+        if isinstance(position, int) and not isinstance(position, bool) and position in (0, 1):
+            pair_field = PairField(position, combine)
         return self._aggregate(name, field_aggregator(position, combine), pair_field)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
