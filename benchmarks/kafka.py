@@ -26,7 +26,9 @@ topics of 2 partitions, p=2 everywhere, on one host. Sections:
    rate, each judged kept up or fallen behind from its lag sampled every 20 ms, and kept up only
    if the producer sent at least 95% of the rate, since on shared cores it falls short; the
    first is at half of the burst's rate, so its p50 is the old figure, printed beside the new
-   one); then a paced phase of ``--seconds`` at half of the sustainable rate found, whose
+   one; then the highest rate kept up runs again, and only a rate kept up twice counts, a
+   confirmation that falls behind stepping down by a ratio, 0.75, up to twice); then a paced
+   phase of ``--seconds`` at half of the sustainable rate found, whose
    records after its first second give p50/p99, itself judged (a round whose paced phase fell
    behind, or rounds whose sustainable rates spread by more than 1.5x, make the row and its
    target line say the search was noisy). With ``--rate`` there is no search and every paced

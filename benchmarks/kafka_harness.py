@@ -3,12 +3,13 @@ processes around one engine's job run, and the coordinator that commands its pha
 
 Per engine one job run: a trickle until the first output is visible, then ``rounds`` times a
 burst (its draining rate), a search of the maximum sustainable throughput (paced phases
-bisecting between 0 and the burst's rate, judged from the lag sampled every 20 ms,
-benchmarks/kafka_sustainable.py) and a paced phase at half of the rate found (or at a rate
-given). Afterwards the producer's send log and the consumer's output log are joined
-(benchmarks/kafka_load.py) into each round's figures (benchmarks/kafka_rounds.py), with the
-CPU per record of the job, the broker and the harness (benchmarks/process_cpu.py) and, for an
-instrumented job, where the latency went hop by hop (benchmarks/kafka_hops.py).
+bisecting between 0 and the burst's rate, judged from the lag sampled every 20 ms, and the
+rate found run again to confirm it, benchmarks/kafka_sustainable.py) and a paced phase at
+half of the rate found (or at a rate given). Afterwards the producer's send log and the
+consumer's output log are joined (benchmarks/kafka_load.py) into each round's figures
+(benchmarks/kafka_rounds.py), with the CPU per record of the job, the broker and the harness
+(benchmarks/process_cpu.py) and, for an instrumented job, where the latency went hop by hop
+(benchmarks/kafka_hops.py).
 
 Threading: the benchmark's main thread owns a :class:`Harness`; the producer and the consumer
 are processes of their own that talk to it through a pipe and shared values.
@@ -231,8 +232,9 @@ class Harness:
                     plan.sustainable, probes, hops, plan.paced_verdict,
                     tuple(timeline)))  # fmt: skip
                 if plan.probes and plan.sustainable is None:
-                    note = note or (f"round {index + 1}: no search phase kept up; paced at half "
-                                    f"of the lowest rate tried")  # fmt: skip
+                    note = note or (f"round {index + 1}: no rate kept up twice (a search "
+                                    f"phase and its confirmation); paced at half of the lowest "
+                                    f"rate that fell behind")  # fmt: skip
         return job_figures(engine.name, rounds, overcounts, note)
 
     @staticmethod
