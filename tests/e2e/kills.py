@@ -23,6 +23,10 @@ from undertow.testing.gates import SourceHold
 from undertow.testing.oracle import WorkerKiller, live_workers_of
 
 COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
+#: A completed unaligned checkpoint's in-flight data (``(unaligned, in-flight 50.9 KiB, ...)``).
+IN_FLIGHT = re.compile(
+    r"^\[undertow\] checkpoint \d+ completed .*\(unaligned, in-flight (?P<size>[\d.]+) ", re.M
+)
 RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 #: How long past its latest moment the kill may take (asking the REST API for the candidates).
 KILL_SLACK_S = 15.0
@@ -92,6 +96,7 @@ def run_killing_a_worker_after_a_checkpoint(
     checkpoint_within_s: float = 30.0,
     checkpoints: int = 1,
     flowed: Callable[[], bool] | None = None,
+    in_flight: bool = False,
     hold: FirstAttemptHold | None = None,
     source_hold: SourceHold | None = None,
 ) -> tuple[Any, str]:
@@ -103,7 +108,10 @@ def run_killing_a_worker_after_a_checkpoint(
     (the candidates it chose from). (Wait for several when the restore must carry state: a
     first checkpoint may come before any record got through a slow-starting pipeline, or pass
     ``flowed``: true once a checkpoint holds records, such as a sink's first committed
-    output.) With ``hold``, the job's first attempt is held from the kill's start to its end
+    output, or ``in_flight``: true once a completed unaligned checkpoint carried in-flight
+    data, records a source emitted before it, so that one and every later checkpoint hold
+    the sources' progress; two checkpoints alone may complete before a consumer's first
+    fetch.) With ``hold``, the job's first attempt is held from the kill's start to its end
     (:class:`FirstAttemptHold`); ``source_hold`` (holding the sources since before the call)
     is released once the kill landed."""
     console, oracle = "", ""
@@ -115,8 +123,15 @@ def run_killing_a_worker_after_a_checkpoint(
         oracle += "".join(f"{line}\n" for line in captured.out.splitlines()
                           if line.startswith("[oracle]"))  # fmt: skip
 
+    def waiting() -> bool:
+        if len(COMPLETED.findall(console)) < checkpoints:
+            return True
+        if in_flight and not any(float(m["size"]) > 0 for m in IN_FLIGHT.finditer(console)):
+            return True
+        return flowed is not None and not flowed()
+
     deadline = time.monotonic() + checkpoint_within_s
-    while len(COMPLETED.findall(console)) < checkpoints or (flowed is not None and not flowed()):
+    while waiting():
         if time.monotonic() > deadline or client.get_job_status().result() is JobStatus.FINISHED:
             client.cancel()
             read()

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from tests.runtime.task.test_event_dispatch import Checkpointer, Head, barrier, dispatcher, gate
 from tests.runtime.test_input_gate import Feeder, RecordingLink
 
+from undertow.connectors.source import InputStatus
 from undertow.core.errors import StateError
 from undertow.runtime.checkpoint.channel_recovery import (
     EndOfChannelStateEvent,
@@ -107,14 +108,16 @@ def processor(
     on_restored_input_consumed: Callable[[], None] | None = None,
     two_input: bool = False,
     cut_batches: bool = False,
+    call_later: Callable[[float, Callable[[], None]], object] = lambda delay, callback: None,
 ) -> StreamInputProcessor:
-    """A processor over ``gates`` feeding ``head``, without outputs."""
+    """A processor over ``gates`` feeding ``head``, without outputs (``call_later``: the
+    loop's, for a source's back-off timer)."""
     events, _, _ = dispatcher(gates, two_input=two_input, checkpointer=checkpointer, head=head)
     return StreamInputProcessor(
         gates=gates, head=head, two_input=two_input, priority_events=priority_events,
         events=events, writers=(), budget=None, pace=TaskPace(slice_ms, slice_ms),
         output_available=output_available, buffer_timeout_ms=100, debloated=False,
-        loop_call_later=lambda delay, callback: None, wake=lambda: None,
+        loop_call_later=call_later, wake=lambda: None,
         on_restored_input_consumed=on_restored_input_consumed, cut_batches=cut_batches,
     )  # fmt: skip
 
@@ -490,3 +493,37 @@ def test_the_head_gets_exactly_the_gates_records_each_channel_in_order_restored_
     assert reports == [restored_count]
     assert all(len(chunk) <= room for chunk, room in zip(head.chunks, head.rooms, strict=True))
     assert all(s == [r[2] for r in c] for c, s in zip(head.chunks, head.stamps, strict=True))
+
+
+# -- a source's back-off ---------------------------------------------------------------------------
+@dataclass
+class IdleSource(Head):
+    """A source head whose reader has nothing (``NOTHING_AVAILABLE``) on every call."""
+
+    calls: int = 0
+
+    def has_pending(self) -> bool:
+        return False
+
+    def emit_next(self) -> InputStatus:
+        self.calls += 1
+        return InputStatus.NOTHING_AVAILABLE
+
+
+def test_a_source_with_nothing_has_one_back_off_timer_at_a_time() -> None:
+    # the reader's wake-ups (one per fetch) find nothing more each time: one timer, not a
+    # chain of 5 ms polls per wake-up
+    timers: list[Callable[[], None]] = []
+    source = IdleSource()
+    inputs = processor([], source, call_later=lambda delay, callback: timers.append(callback))
+    inputs.source_slice()
+    assert len(timers) == 1 and not inputs.source_ready()
+    for _ in range(3):
+        inputs.source_available()  # the reader notified
+        assert inputs.source_ready()
+        inputs.source_slice()
+    assert source.calls == 4 and len(timers) == 1
+    timers.pop()()  # the back-off passed: the reader is asked again, and backs off again
+    assert inputs.source_ready()
+    inputs.source_slice()
+    assert source.calls == 5 and len(timers) == 1

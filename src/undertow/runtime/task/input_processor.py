@@ -37,6 +37,11 @@ from undertow.runtime.task.row_cuts import RowCutter
 from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
+#: A reader that said ``NOTHING_AVAILABLE`` is asked again after this long even if it did not
+#: notify (a fallback: readers that fetch on a thread of their own, Kafka's, notify). At most
+#: one back-off timer is pending per source. Until 2026-11-30 every empty poll started one,
+#: and a timer that found nothing started the next, so each fetch a reader notified began
+#: another chain of polls every 5 ms (docs/kafka.md, "Fifth session").
 _SOURCE_BACKOFF_S = 0.005
 
 
@@ -106,6 +111,8 @@ class StreamInputProcessor:
         #: A source's input ended (its reader, or a stop).
         self._source_ended = False
         self._source_waiting = False
+        #: The back-off timer after ``NOTHING_AVAILABLE`` is pending (at most one at a time).
+        self._backing_off = False
         self._reader_ended = False
 
     @property
@@ -369,7 +376,9 @@ class StreamInputProcessor:
                         break
                 if status is InputStatus.NOTHING_AVAILABLE and not head.has_pending():
                     self._source_waiting = True
-                    self._call_later(_SOURCE_BACKOFF_S, self.source_available)
+                    if not self._backing_off:
+                        self._backing_off = True
+                        self._call_later(_SOURCE_BACKOFF_S, self._back_off_passed)
                     break
                 if not head.has_pending():
                     if perf() >= deadline:
@@ -402,3 +411,7 @@ class StreamInputProcessor:
         after ``NOTHING_AVAILABLE`` passed."""
         self._source_waiting = False
         self._wake()
+
+    def _back_off_passed(self) -> None:
+        self._backing_off = False
+        self.source_available()
