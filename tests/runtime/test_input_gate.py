@@ -311,14 +311,29 @@ def test_a_captured_local_buffer_holds_the_records_it_carries() -> None:
     assert item is not None and item[1] == restored
 
 
-def test_record_batches_and_batches_above_a_segment_are_serialized_on_a_local_channel() -> None:
-    writer, gate = _local_pair(ForwardPartitioner())
-    table = pa.RecordBatch.from_pydict({"x": [1, 2, 3]})
-    writer.emit([table], None)
+def test_record_batches_within_a_segment_cross_a_local_channel_as_they_are() -> None:
+    """Record batches are immutable: the consumer takes the very batches (no IPC encoding
+    and decoding), counted at their IPC message's size; one above a segment is serialized
+    and cut, as a large record is; a captured one restores equal."""
+    writer, gate = _local_pair(ForwardPartitioner(), segment_size=4096)
+    small = pa.RecordBatch.from_pydict({"x": list(range(100))})
+    writer.emit([small], [7])
     writer.flush_all()
+    (queued,) = gate.channels[0].queued_normal()
+    assert len(queued) == pa.ipc.get_record_batch_size(small)
+    restored = BatchDeserializer().add(decode_chunk(encode_chunk(queued)))
+    assert restored is not None and restored[0][0].equals(small) and restored[1] == [7]
     item = gate.poll()
-    assert item is not None and item[1][0][0].equals(table)
-    assert item[1][0][0] is not table, "Arrow batches keep their IPC path"
+    assert item is not None and item[1][0][0] is small and item[1][1] == [7]
+    large = pa.RecordBatch.from_pydict({"x": list(range(1000))})  # 8 KB: above a segment
+    writer.emit([large], None)
+    writer.flush_all()
+    assert writer.buffers_out - 1 > 1, "the large batch was cut into buffers of a segment"
+    item = gate.poll()
+    assert item is not None and item[1][0][0].equals(large) and item[1][0][0] is not large
+
+
+def test_batches_above_a_segment_are_serialized_on_a_local_channel() -> None:
     writer, gate = _local_pair(ForwardPartitioner())
     big = ["y" * 1000 for _ in range(100)]  # one emit, estimated at ~100 KB: above a segment
     writer.emit(big, None)

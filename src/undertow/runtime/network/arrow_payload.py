@@ -37,6 +37,14 @@ def is_arrow_batch(values: list[Any]) -> bool:
     return all(type(v) is rb for v in values)
 
 
+def handed_over_size(values: list[pa.RecordBatch]) -> int:
+    """The bytes a network batch of record batches handed over within a worker counts for
+    (credits count buffers; debloating and the switch to unaligned count bytes): the size of
+    each batch's IPC message (a slice counts its rows only), without the stream's schema.
+    Cost: about 2 us a batch, nothing written (``RecordBatch.nbytes`` took 57 us)."""
+    return sum(pa.ipc.get_record_batch_size(batch) for batch in values)
+
+
 def _write_run(sink: Any, run: list[pa.RecordBatch]) -> None:
     with pa.ipc.new_stream(sink, run[0].schema) as writer:
         for batch in run:

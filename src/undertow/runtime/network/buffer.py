@@ -11,8 +11,8 @@ A batch whose records are all ``pyarrow.RecordBatch`` (a batch stream) is writte
 Arrow IPC stream format instead (:mod:`undertow.runtime.network.arrow_payload`).
 
 Records are pickled by :func:`undertow.core.pickling.dumps_records` (no memo; cloudpickle for
-the job script's classes), read by ``pickle.loads``; within one worker a batch is handed over
-unserialized (:meth:`Buffer.handed_over`), serialized only if a checkpoint captures it.
+the job script's classes), read by ``pickle.loads``; within one worker a batch (of record
+batches too) is handed over unserialized, serialized only if a checkpoint captures it.
 """
 
 from __future__ import annotations

@@ -220,8 +220,18 @@ class RecordWriter:
             else:
                 part = values[start : min(start + step, end)]
                 part_stamps = None if stamps is None else stamps[start : start + len(part)]
+            arrow = local and arrow_payload.is_arrow_batch(part)
+            if arrow:
+                size = arrow_payload.handed_over_size(part)
+                if size <= segment:
+                    # record batches are immutable: the consumer takes these very batches,
+                    # and their size is known exactly (no estimate, no sample)
+                    buffers.append(Buffer.handed_over(part, part_stamps, size))
+                    self.bytes_out += size
+                    self._learn_size(size, len(part), step)
+                    continue
             estimate = int(per_record * len(part))
-            if local and estimate <= segment and not arrow_payload.is_arrow_batch(part):
+            if local and not arrow and estimate <= segment:
                 # the consumer is in this process: the lists go over as they are (this
                 # writer holds no reference to them any more), serialized only if captured
                 buffers.append(Buffer.handed_over(part, part_stamps, max(1, estimate)))
@@ -232,9 +242,7 @@ class RecordWriter:
                 continue
             self._unsampled = 0
             data = serialize_batch(part, part_stamps)
-            # a small batch (a forced flush) says little about the records' size
-            weight = 0.5 * min(1.0, len(part) / step)
-            self._bytes_per_record += weight * (len(data) / len(part) - self._bytes_per_record)
+            self._learn_size(len(data), len(part), step)
             buffers.extend(split_into_buffers(data, self.segment_size))
             self.bytes_out += len(data)
         if self._per_unit:
@@ -250,6 +258,13 @@ class RecordWriter:
             partition.in_progress -= 1
         partition.subpartitions[ch].add_buffers(buffers)
         partition.note_emitted()
+
+    def _learn_size(self, size: int, records: int, step: int) -> None:
+        """Move the bytes-per-record estimate towards ``size`` bytes for ``records`` records;
+        a small batch (a forced flush, below the ``step`` records of a full one) says little
+        about the records' size and moves it less."""
+        weight = 0.5 * min(1.0, records / step)
+        self._bytes_per_record += weight * (size / records - self._bytes_per_record)
 
     def _learn_from_sample(self, part: list[Any]) -> None:
         """Move the size estimate towards a sample of a handed-over batch: records that grow
