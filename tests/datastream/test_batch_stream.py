@@ -19,6 +19,7 @@ from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.batch_stream import BatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
+from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -98,6 +99,34 @@ def test_nulls_in_the_key_column_fail_naming_the_operator(env: StreamExecutionEn
         summed.execute_and_collect() as out,
     ):
         list(out)
+
+
+def test_a_keyed_sum_receives_only_the_key_and_summed_columns(
+    env: StreamExecutionEnvironment, tmp_path: Path
+) -> None:
+    """The exchange in front of a running aggregation carries only the columns it reads; a
+    sibling consumer of the same keyed stream still receives every column."""
+    env.set_parallelism(2)
+    batch = pa.record_batch({"k": [i % 3 for i in range(30)], "v": list(range(30)),
+                             "pad": [f"row {i}" for i in range(30)]})  # fmt: skip
+    keyed = env.from_collection([batch]).as_batches().key_by("k")
+    summed = keyed.sum("v")
+    seen = tmp_path / "columns"
+
+    def note(b: pa.RecordBatch) -> None:
+        with seen.open("a") as out:
+            out.write(",".join(b.schema.names) + "\n")
+
+    keyed.add_sink(note)
+    with summed.execute_and_collect() as out:
+        finals: dict[int, int] = {}
+        for row in _rows(list(out)):
+            finals[row["k"]] = max(finals.get(row["k"], 0), row["v"])
+    assert finals == {k: sum(v for v in range(30) if v % 3 == k) for k in range(3)}
+    assert set(seen.read_text().split()) == {"k,v,pad"}
+    (edge,) = summed._transformation.inputs  # the sum's exchange
+    assert isinstance(edge.partitioner, BatchKeyGroupPartitioner)
+    assert edge.partitioner.columns_read == ["k", "v"]
 
 
 def test_parquet_files_are_read_as_record_batches(

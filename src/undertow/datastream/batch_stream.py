@@ -307,7 +307,18 @@ class KeyedBatchStream(Aggregations, BatchStream):
         """Running ``kind`` per key: for every row, its key's aggregate after that row."""
         check_column(kind, column, self.key_columns)
         name = f"Keyed Batch {kind.capitalize()}"
-        return self._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
+        # the exchange carries only the columns the aggregation reads: the key columns and
+        # ``column`` (a uid hashes operators and their inputs' uids, not this virtual edge)
+        edge = self._transformation
+        assert isinstance(edge, PartitionTransformation)
+        assert isinstance(edge.partitioner, BatchKeyGroupPartitioner)
+        pruned = PartitionTransformation(
+            name=edge.name, input=edge.input,
+            partitioner=edge.partitioner.pruned_to([] if column is None else [column]),
+        )  # fmt: skip
+        keyed = KeyedBatchStream(self._env, pruned, self._record_stream, self.key_columns,
+                                 self.time_column)  # fmt: skip
+        return keyed._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
 
     def reduce_batches(self, fn: Any) -> BatchStream:
         """Running reduction per key (Flink's ``reduce``, a batch at a time): ``fn(earlier,

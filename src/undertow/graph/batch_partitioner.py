@@ -8,7 +8,8 @@ target for a few targets, else a stable sort by target and one zero-copy slice e
 A single signed-integer key column takes its groups from a
 :class:`~undertow.state.key_groups_arrow.KeyGroupLookup` while its values stay dense.
 
-A batch's timestamp goes with each of its slices. Threading: as every partitioner, one copy per
+A consumer reading only some columns gets a copy pruned to them (``pruned_to``). A batch's
+timestamp goes with each of its slices. Threading: as every partitioner, one copy per
 producing subtask, called on its loop. Cost: one hash pass (a gather for dense integer
 keys), then a ``take`` of each target's rows (or a sort and zero-copy slices) per batch.
 """
@@ -41,6 +42,17 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
         self.max_parallelism = max_parallelism
         self.operator_name = operator_name
         self._lookup: KeyGroupLookup | None = None
+        #: The columns the consumer reads (:meth:`pruned_to`), or None: every column goes.
+        self.columns_read: list[str] | None = None
+
+    def pruned_to(self, columns: Sequence[str]) -> BatchKeyGroupPartitioner:
+        """A copy that sends each target only ``columns`` of each batch (in the batch's own
+        order; a column the batch lacks is left for the consumer to report), for a consumer
+        that reads no other: the rows' other columns are neither copied by the ``take`` nor
+        encoded nor sent. Spark prunes the columns of a shuffle the same way."""
+        pruned = BatchKeyGroupPartitioner(self.columns, self.max_parallelism, self.operator_name)
+        pruned.columns_read = list(dict.fromkeys([*self.columns, *columns]))
+        return pruned
 
     def setup(self, num_channels: int) -> None:
         super().setup(num_channels)
@@ -66,6 +78,8 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
             raise BatchError(
                 f"key_by({self.columns}) after operator '{self.operator_name}': {err}"
             ) from err
+        if self.columns_read is not None:
+            batch = self._pruned(batch)
         if n == 1:
             return [(0, batch)]
         targets = subtasks_of(groups, self.max_parallelism, n)
@@ -86,6 +100,16 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
                 out.append((channel, ordered.slice(offset, count)))
                 offset += count
         return out
+
+    def _pruned(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with only the columns read (zero-copy), or ``batch`` itself when it has
+        no other."""
+        assert self.columns_read is not None
+        names = batch.schema.names
+        if len(names) <= len(self.columns_read) and all(c in self.columns_read for c in names):
+            return batch
+        wanted = set(self.columns_read)
+        return batch.select([i for i, name in enumerate(names) if name in wanted])
 
     def route(self, values: list[Any], timestamps: list[Any] | None) -> Routed:
         routed: Routed = {}
