@@ -7,8 +7,7 @@ moves the figures less than it moves ``throughput.py``'s end-to-end rates. Usage
     python benchmarks/record_path.py [--repeat N]
 
 Pieces: the map (the job's lambda over a batch), the keyed sum's key selection and fold into
-heap keyed state (as ``sum`` runs it: the pair combined inline; the same calling the sum's fold
-function, as before; and as a user's ``reduce`` runs it: in each record's key),
+heap keyed state (as ``sum`` runs it, and as a user's ``reduce`` runs it: in each record's key),
 key-group routing to 2 channels, pickling the batch and unpickling it (channels between
 workers; a channel within one worker hands the batch over unserialized), the pairs rebuilt from
 two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), and the
@@ -28,7 +27,6 @@ from typing import Any
 from undertow.datastream.field_functions import field_aggregator
 from undertow.graph.partitioners import KeyGroupStreamPartitioner
 from undertow.runtime.network.buffer import serialize_batch
-from undertow.state.backend import PairField
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 
@@ -49,7 +47,6 @@ def pieces() -> dict[str, Callable[[], Any]]:
     backend = HeapKeyedStateBackend("sum", 128, range(128), lambda: 0)
     state = backend.get_partitioned_state(ValueStateDescriptor("_reduce_value"))
     fold = field_aggregator(1, operator.add)
-    pair_sum = PairField(1, operator.add)
     router = KeyGroupStreamPartitioner(key, 128)
     router.setup(2)
     data = serialize_batch(pairs, None)
@@ -72,9 +69,6 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "map (job's lambda)": lambda: [mapper(x) for x in numbers],
         "sum: key selection": lambda: [key(v) for v in pairs],
         "sum: keys + fold into heap state": lambda: backend.fold_keyed(
-            state, pairs, key, fold, key_context=False, pair_field=pair_sum
-        ),
-        "sum: the same, fold called": lambda: backend.fold_keyed(
             state, pairs, key, fold, key_context=False
         ),
         "reduce: fold in key context": lambda: backend.fold_keyed(state, pairs, key, fold),
