@@ -33,8 +33,8 @@ from undertow.core.config import Options
 from undertow.datastream.field_functions import field_aggregator
 from undertow.graph.partitioners import KeyGroupStreamPartitioner
 from undertow.runtime.network.buffer import serialize_batch
-from undertow.state.descriptors import ValueStateDescriptor
 from undertow.runtime.worker.worker import fit_gc_threshold
+from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 
 BATCH = 4096
