@@ -15,15 +15,18 @@ steady state (``record_vs_loop.steady``: a run of ``--records``, 4,000,000 unles
 one of an eighth) and compares CPU per record of every process of the job, rows/s, and the
 seconds its processes ran and waited on a run queue (``process_cpu.RunQueueWait``): a job
 short of CPU waits, an idle one does neither; this checkout's scripts run the job on both
-sides, each side's engine. ``--job columnar`` runs ``benchmarks/columnar.py``'s keyed
-running sum (CPU per row of every process of the job in steady state, ``--records`` its rows,
-8,000,000 unless given: on a loaded machine the difference of two timed runs moved by 10x,
-CPU much less) and the latency job of ``benchmarks/columnar_latency.py`` unpaced over twice
-the rows (rows/s at its sink, which leaves the job's start out, and p99 ms after a 1 s
-warm-up). Usage::
+sides, each side's engine. ``--job pieces`` runs each side's own ``benchmarks/record_path.py``
+(``--records`` its ``--repeat``, 100 unless given) and compares the nanoseconds per record of
+every piece both sides time, also in units of the plain loop timed in the same run (the
+machine's phase moves a whole run), with a ``target`` line for ``--piece``. ``--job columnar``
+runs ``benchmarks/columnar.py``'s keyed running sum (CPU per row of every process of the job
+in steady state, ``--records`` its rows, 8,000,000 unless given: on a loaded machine the
+difference of two timed runs moved by 10x, CPU much less) and the latency job of
+``benchmarks/columnar_latency.py`` unpaced over twice the rows (rows/s at its sink, which
+leaves the job's start out, and p99 ms after a 1 s warm-up). Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
-        [--rounds 5] [--weighted] [--job throughput|cuts|columnar|record]
+        [--rounds 5] [--weighted] [--job throughput|cuts|columnar|record|pieces] [--piece NAME]
 
 ``--weighted`` (Linux, root, cgroup v1 ``cpu`` controller) runs each side in a cgroup with the
 highest CPU weight, so that other work on a shared machine takes little from either side; the
@@ -42,6 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+#: record_path.py's baseline piece: ``--job pieces`` also divides each piece by it.
+LOOP_PIECE = "plain Python loop (baseline)"
 #: Runs in a side's venv and tree; prints one JSON line: the first job and records/s per p.
 CHILD = """
 import json, sys
@@ -158,8 +163,10 @@ def main() -> None:
     parser.add_argument("--parallelism", default="1,2")
     parser.add_argument("--goal", type=float, default=0.95)
     parser.add_argument("--weighted", action="store_true")
-    parser.add_argument("--job", choices=("throughput", "cuts", "columnar", "record"),
+    parser.add_argument("--job", choices=("throughput", "cuts", "columnar", "record", "pieces"),
                         default="throughput")  # fmt: skip
+    parser.add_argument("--piece", default="sum: keys + fold into heap state",
+                        help="--job pieces: the piece of the target line")  # fmt: skip
     args = parser.parse_args()
     parallelisms = [int(p) for p in args.parallelism.split(",")]
     sides = {"before": checkout(args.before), "after": checkout(args.after) if args.after else ROOT}
@@ -170,7 +177,7 @@ def main() -> None:
     if args.job != "throughput":
         try:
             compare = {"cuts": compare_cuts, "columnar": compare_columnar,
-                       "record": compare_record}[args.job]  # fmt: skip
+                       "record": compare_record, "pieces": compare_pieces}[args.job]  # fmt: skip
             compare(args, sides, prefix or [], weighted)
         finally:
             if prefix:
@@ -303,6 +310,50 @@ def compare_record(args: argparse.Namespace, sides: dict[str, Path], prefix: lis
     verdict = "met" if ratio >= args.goal else "missed"
     print(f"target record path CPU no worse: {ratio:.2f}x records per CPU second "
           f"(goal >= {args.goal}x): {verdict}")  # fmt: skip
+
+
+def compare_pieces(args: argparse.Namespace, sides: dict[str, Path], prefix: list[str],
+                   weighted: str) -> None:  # fmt: skip
+    """``--job pieces``: each side's record_path.py, alternating; per piece both sides time,
+    the median ns per record and after/before, a ``target`` line for ``--piece``."""
+    repeat = args.records if args.records != 2_000_000 else 100
+    print(f"record_path.py pieces, before {args.before}, after {args.after or 'this checkout'}; "
+          f"--repeat {repeat}; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    results: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for round_ in range(args.rounds):
+        for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+            python = str(sides[name] / ".venv" / "bin" / "python")
+            cmd = [*prefix, python, "benchmarks/record_path.py", "--repeat", str(repeat)]
+            done = subprocess.run(cmd, cwd=sides[name], capture_output=True, text=True,
+                                  check=True)  # fmt: skip
+            pieces = {}
+            for line in done.stdout.splitlines()[1:]:
+                piece, ns = line.rsplit(maxsplit=1)
+                pieces[piece.strip()] = float(ns)
+            results[name].append(pieces)
+            print(f"round {round_} {name:<6} " + "; ".join(f"{k} {v:.0f}" for k, v in
+                  pieces.items()) + f" (load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
+    # A run's pieces move together with the machine's phase (other work on the two cores), so
+    # each piece is also taken relative to the plain loop timed in the same run.
+    common = [p for p in results["before"][0] if p in results["after"][0]]
+    print(f"{'median ns/record':<34}{'before':>8}{'after':>8}{'ratio':>7}"
+          f"{'/loop before':>14}{'/loop after':>13}{'ratio':>7}")  # fmt: skip
+    rel = {}
+    for piece in common:
+        ns = {n: statistics.median(r[piece] for r in results[n]) for n in results}
+        rel[piece] = {n: statistics.median(r[piece] / r[LOOP_PIECE] for r in results[n])
+                      for n in results}  # fmt: skip
+        print(
+            f"{piece:<34}{ns['before']:>8.1f}{ns['after']:>8.1f}"
+            f"{ns['after'] / ns['before']:>7.2f}{rel[piece]['before']:>14.3f}"
+            f"{rel[piece]['after']:>13.3f}{rel[piece]['after'] / rel[piece]['before']:>7.2f}"
+        )
+    print(f"load at end {os.getloadavg()[0]:.1f}")
+    if args.piece in rel:
+        ratio = rel[args.piece]["before"] / rel[args.piece]["after"]  # > 1: after is faster
+        verdict = "met" if ratio >= args.goal else "missed"
+        print(f"target {args.piece} no worse (each run's loop as the unit): {ratio:.2f}x "
+              f"(goal >= {args.goal}x): {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":

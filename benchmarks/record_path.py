@@ -4,11 +4,14 @@ The pieces run in this process on one batch of 4,096 records (``(x % 1000, 1)`` 
 by the first field), each timed as the best of many interleaved repetitions, so a loaded machine
 moves the figures less than it moves ``throughput.py``'s end-to-end rates. Usage::
 
-    python benchmarks/record_path.py [--repeat N]
+    python benchmarks/record_path.py [--repeat N] [--gc-threshold N]
+
+The pieces run with the collector's young threshold a worker sets
+(``undertow.worker.gc-threshold``, :func:`~undertow.runtime.worker.worker.fit_gc_threshold`),
+so they allocate as in a worker; ``--gc-threshold 0`` keeps Python's (700), as before.
 
 Pieces: the map (the job's lambda over a batch), the keyed sum's key selection and fold into
-heap keyed state (as ``sum`` runs it: the pair combined inline; the same calling the sum's fold
-function, as before; and as a user's ``reduce`` runs it: in each record's key),
+heap keyed state (as ``sum`` runs it, and as a user's ``reduce`` runs it: in each record's key),
 key-group routing to 2 channels, pickling the batch and unpickling it (channels between
 workers; a channel within one worker hands the batch over unserialized), the pairs rebuilt from
 two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), and the
@@ -19,16 +22,18 @@ from __future__ import annotations
 
 import argparse
 import array
+import gc
 import operator
 import pickle
 import time
 from collections.abc import Callable
 from typing import Any
 
+from undertow.core.config import Options
 from undertow.datastream.field_functions import field_aggregator
 from undertow.graph.partitioners import KeyGroupStreamPartitioner
 from undertow.runtime.network.buffer import serialize_batch
-from undertow.state.backend import PairField
+from undertow.runtime.worker.worker import fit_gc_threshold
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 
@@ -49,7 +54,6 @@ def pieces() -> dict[str, Callable[[], Any]]:
     backend = HeapKeyedStateBackend("sum", 128, range(128), lambda: 0)
     state = backend.get_partitioned_state(ValueStateDescriptor("_reduce_value"))
     fold = field_aggregator(1, operator.add)
-    pair_sum = PairField(1, operator.add)
     router = KeyGroupStreamPartitioner(key, 128)
     router.setup(2)
     data = serialize_batch(pairs, None)
@@ -72,9 +76,6 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "map (job's lambda)": lambda: [mapper(x) for x in numbers],
         "sum: key selection": lambda: [key(v) for v in pairs],
         "sum: keys + fold into heap state": lambda: backend.fold_keyed(
-            state, pairs, key, fold, key_context=False, pair_field=pair_sum
-        ),
-        "sum: the same, fold called": lambda: backend.fold_keyed(
             state, pairs, key, fold, key_context=False
         ),
         "reduce: fold in key context": lambda: backend.fold_keyed(state, pairs, key, fold),
@@ -89,7 +90,9 @@ def pieces() -> dict[str, Callable[[], Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=300)
+    parser.add_argument("--gc-threshold", type=int, default=Options.WORKER_GC_THRESHOLD.default)
     args = parser.parse_args()
+    fit_gc_threshold(args.gc_threshold)
     calls = pieces()
     best = dict.fromkeys(calls, float("inf"))
     for _ in range(args.repeat):
@@ -97,7 +100,7 @@ def main() -> None:
             start = time.perf_counter()
             call()
             best[name] = min(best[name], time.perf_counter() - start)
-    print(f"{'piece':<32}{'ns/record':>10}")
+    print(f"{'piece':<32}{'ns/record':>10}  (gc threshold {gc.get_threshold()[0]})")
     for name, seconds in best.items():
         print(f"{name:<32}{seconds / BATCH * 1e9:>10.1f}")
 

@@ -401,6 +401,7 @@ def test_data_sockets_are_the_connections_to_peer_workers() -> None:
             poller = select.poll()
             poller.register(fd, select.POLLIN)
             b.env.connections[0].send_credit(7, 1)
+            await asyncio.sleep(0)  # a control frame leaves when the loop step ends
             for _ in range(100):
                 if poller.poll(10):
                     break
@@ -409,5 +410,56 @@ def test_data_sockets_are_the_connections_to_peer_workers() -> None:
         finally:
             a.env.close()
             b.env.close()
+
+    _run(main)
+
+
+def test_the_control_frames_of_one_loop_step_leave_in_one_write_in_order() -> None:
+    """Credits, a resume and a buffer size queued in one step: one write when the step
+    ends, and the producer sees each, in order."""
+
+    async def main() -> None:
+        a, b = _worker(0), _worker(1)
+        out = _partition(b.env, [0])
+        _gate(a.env, [0])
+        await _connect(a, b)
+        _wire([a, b], 0, 1, 0)
+        await _settle()  # the channel's initial credit arrives
+        conn = a.env.connections[1]
+        writes: list[list[bytes]] = []
+        write = conn.writer.writelines
+
+        def counted(frames: Any) -> None:
+            writes.append(list(frames))
+            write(frames)
+
+        conn.writer.writelines = counted  # type: ignore[method-assign]
+        seen: list[str] = []
+        sub = out.subpartitions[0]
+        initial = sub.sender.credit
+
+        class Recording:  # the producer's subpartition as the connection's reader finds it
+            def add_credit(self, credit: int) -> None:
+                seen.append("add_credit")
+                sub.add_credit(credit)
+
+            def resume(self) -> None:
+                seen.append("resume")
+
+            def new_buffer_size(self, size: int, max_records: int) -> None:
+                seen.append("new_buffer_size")
+
+        b.env.subpartitions[0] = Recording()  # type: ignore[assignment]
+        for _ in range(3):
+            conn.send_credit(0, 2)
+        conn.send_resume(0)
+        conn.send_buffer_size(0, 4096, 100)
+        assert writes == []  # nothing left during the step
+        await asyncio.sleep(0)
+        assert len(writes) == 1 and len(writes[0]) == 10  # five frames, header and body each
+        await _until(lambda: len(seen) == 5)
+        assert seen == ["add_credit"] * 3 + ["resume", "new_buffer_size"]
+        assert sub.sender.credit == initial + 3 * 2
+        await _close(a, b)
 
     _run(main)

@@ -4,16 +4,12 @@ the tracked loop whenever a snapshot is pending or incremental tracking is on.""
 
 from __future__ import annotations
 
-import collections
-import operator
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undertow.datastream.field_functions import field_aggregator
-from undertow.state.backend import KeyedStateBackend, PairField
+from undertow.state.backend import KeyedStateBackend
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.heap_fold import fold_untracked, fold_untracked_by
@@ -97,66 +93,3 @@ def test_the_loops_on_their_own() -> None:
     out, last = fold_untracked_by(offsets, tables, set_key, ctx, records, _key, _add_pairs)
     assert out == [([1], 5), ([1], 7)] and last == (1,)
     assert sum(len(t) for t in tables) == 1
-
-
-#: A named pair: not exactly a ``tuple``, so it goes through the fold function.
-NamedPair = collections.namedtuple("NamedPair", "key value")
-
-MIXED = st.lists(
-    st.tuples(st.integers(0, 6), st.integers(-5, 5))
-    | st.tuples(st.integers(0, 6), st.integers(-5, 5), st.integers(-5, 5))
-    | st.builds(NamedPair, st.integers(0, 6), st.integers(-5, 5)),
-    max_size=12,
-)
-COMBINES = [operator.add, min, max]
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    batches=st.lists(MIXED, max_size=4),
-    position=st.sampled_from([0, 1]),
-    combine=st.sampled_from(COMBINES),
-)
-def test_a_pair_field_folds_as_its_aggregation_does(
-    batches: list[list[tuple[Any, ...]]], position: int, combine: Any
-) -> None:
-    """Pairs combined inline, anything else through the fold: the aggregation's result and
-    the same state as the record-at-a-time loop with the fold function."""
-    fold = field_aggregator(position, combine)
-    fast, slow = _backend(), _backend()
-    d = ValueStateDescriptor("agg")
-    fast_state, slow_state = fast.get_partitioned_state(d), slow.get_partitioned_state(d)
-    for batch in batches:
-        got = fast.fold_keyed(fast_state, batch, _key, fold, key_context=False,
-                              pair_field=PairField(position, combine))  # fmt: skip
-        keys = [_key(r) for r in batch]
-        expected = KeyedStateBackend.fold_values(slow, slow_state, keys, batch, fold)
-        assert got == expected
-        assert [type(v) for v in got] == [type(v) for v in expected]
-    assert fast.snapshot() == slow.snapshot()
-
-
-def test_a_pair_field_combines_pairs_without_calling_the_fold() -> None:
-    calls: list[Any] = []
-
-    def fold(a: Any, b: Any) -> Any:
-        calls.append(a)
-        return field_aggregator(1, operator.add)(a, b)
-
-    backend = _backend()
-    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
-    pairs = [("a", 1), ("a", 2), ("b", 5), ("a", 3)]
-    out = backend.fold_keyed(state, pairs, _key, fold, key_context=False,
-                             pair_field=PairField(1, operator.add))  # fmt: skip
-    assert out == [("a", 1), ("a", 3), ("b", 5), ("a", 6)] and calls == []
-    triples = [("a", 1, 0), ("a", 2, 0)]  # not pairs: the fold function runs
-    state3 = backend.get_partitioned_state(ValueStateDescriptor("sum3"))
-    backend.fold_keyed(state3, triples, _key, fold, key_context=False,
-                       pair_field=PairField(1, operator.add))  # fmt: skip
-    assert calls == [("a", 1, 0)]  # the fold ran once, for the second triple
-
-
-def test_a_pair_field_is_of_field_0_or_1() -> None:
-    PairField(0, min)
-    with pytest.raises(ValueError, match="position 2"):
-        PairField(2, min)

@@ -407,6 +407,12 @@ class Options:
     GLOBAL_JOB_PARAMETERS = map_option(
         "pipeline.global-job-parameters", "read by functions with get_job_parameter"
     )
+    WORKER_GC_THRESHOLD = int_option(
+        "undertow.worker.gc-threshold", 20_000,
+        "a worker raises its interpreter's young-generation collection threshold to this "
+        "many net container allocations (Python's default: 700; never lowered; 0 leaves it)",
+        check=_non_negative,
+    )  # fmt: skip
     MAILBOX_SLICE = precise_duration_option(
         "undertow.task.mailbox-slice",
         2,

@@ -2,9 +2,8 @@
 
 Keyed ``reduce``/``sum`` spend most of a record's time here, so each loop does per record only
 what the fold needs: one key -> key-group offset lookup (cached), one table lookup, the fold
-and one store; a built-in field aggregation of pairs (``PairField``) is applied inline, with
-no call of its fold function. The backend calls them only when no snapshot is pending and no
-incremental tracking is on (neither can start inside a batch: a snapshot starts on the task thread,
+and one store. The backend calls them only when no snapshot is pending and no incremental
+tracking is on (neither can start inside a batch: a snapshot starts on the task thread,
 between batches), so there is nothing to copy on touch nor to mark dirty.
 
 Threading: the owning subtask's loop thread, as the backend. Invariant (as the backend's): a
@@ -16,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from undertow.state.backend import PairField
 from undertow.state.heap_states import KeyContext
 
 #: Sets the backend's current key (computing and caching its offset, or raising StateError).
@@ -52,19 +50,15 @@ def fold_untracked_by(
     fold: Callable[[Any, Any], Any],
     *,
     key_context: bool = False,
-    pair_field: PairField | None = None,
 ) -> tuple[list[Any], Any]:
     """Fold ``values`` into ``tables``, each under its key ``key_of(value)`` taken inside the
     loop (no list of keys, no second pass). With ``key_context`` ``fold`` runs in its record's
     key (it may read other keyed state, as a user's ``reduce`` may); without, outside any key
-    context: for folds that read no keyed state (the built-in aggregations). With
-    ``pair_field`` (``fold`` is that aggregation) an old pair is combined inline. Returns the
-    new values and the last key (in its hashable form; ``None`` for no values)."""
+    context: for folds that read no keyed state (the built-in aggregations). Returns the new
+    values and the last key (in its hashable form; ``None`` for no values)."""
     out: list[Any] = []
     append = out.append
     key: Any = None
-    # -1: no inline combine; 0 or 1: the pair's field that ``combine`` folds
-    at, combine = (-1, fold) if pair_field is None else (pair_field.position, pair_field.combine)
     for value in values:
         key = key_of(value)
         try:
@@ -78,8 +72,6 @@ def fold_untracked_by(
         old = table.get(key)
         if old is None:
             new = value
-        elif at >= 0 and type(old) is tuple and len(old) == 2:
-            new = (old[0], combine(old[1], value[1])) if at else (combine(old[0], value[0]), old[1])
         else:
             if key_context:
                 ctx.key, ctx.offset = key, offset

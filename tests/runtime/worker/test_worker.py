@@ -9,6 +9,7 @@ loop with no Spark and no other worker; each test takes well under a second.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pickle
 from typing import Any
@@ -32,7 +33,7 @@ from undertow.runtime.control.messages import (
 )
 from undertow.runtime.master.enumerators import start_enumerators
 from undertow.runtime.network.framing import server_handshake
-from undertow.runtime.worker.worker import Worker
+from undertow.runtime.worker.worker import Worker, fit_gc_threshold
 
 SECRET = b"k" * 32
 ATTEMPT = AttemptNumber(4)
@@ -147,3 +148,30 @@ def test_a_deploy_that_fails_is_reported_as_the_workers_failure() -> None:
 def test_a_bad_worker_option_fails_when_the_worker_is_made(value: str) -> None:
     with pytest.raises(Exception, match=r"heartbeat\.interval"):
         Worker(0, ATTEMPT, ("127.0.0.1", 1), SECRET, Configuration({"heartbeat.interval": value}))
+
+
+@pytest.fixture
+def gc_thresholds() -> Any:
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*saved)
+
+
+def test_the_young_gc_threshold_is_raised_never_lowered(gc_thresholds: None) -> None:
+    fit_gc_threshold(20_000)
+    assert gc.get_threshold() == (20_000, 10, 10)
+    fit_gc_threshold(5_000)
+    fit_gc_threshold(0)
+    assert gc.get_threshold() == (20_000, 10, 10)
+
+
+def test_a_worker_process_runs_with_the_configured_gc_threshold() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"execution.target": "local", "undertow.worker.gc-threshold": "12345"})
+    )
+
+    def threshold(_: int) -> int:
+        return gc.get_threshold()[0]
+
+    assert set(env.from_collection([0, 1]).map(threshold).execute_and_collect()) == {12_345}

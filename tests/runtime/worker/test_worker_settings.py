@@ -29,6 +29,7 @@ def test_each_option_reaches_its_field() -> None:
         "undertow.metrics.report-interval": "250 ms",
         "heartbeat.interval": "2 s",
         "undertow.task.mailbox-slice": "5 ms",
+        "undertow.worker.gc-threshold": "5000",
     }))  # fmt: skip
     assert settings.network == NetworkSettings(
         segment_size=64 * 1024, buffers_per_channel=3, floating_buffers_per_gate=0,
@@ -41,6 +42,7 @@ def test_each_option_reaches_its_field() -> None:
     assert settings.metrics_interval_s == 0.25
     assert settings.heartbeat_interval_s == 2.0
     assert settings.mailbox_slice_s == 0.005
+    assert settings.gc_threshold == 5000
 
 
 def test_a_bad_value_fails_naming_the_option_and_the_value() -> None:
@@ -48,3 +50,5 @@ def test_a_bad_value_fails_naming_the_option_and_the_value() -> None:
         WorkerSettings.of(Configuration({"taskmanager.network.memory.buffers-per-channel": "0"}))
     with pytest.raises(ConfigurationError, match=r"heartbeat\.interval.*soon"):
         WorkerSettings.of(Configuration({"heartbeat.interval": "soon"}))
+    with pytest.raises(ConfigurationError, match=r"gc-threshold.*-1"):
+        WorkerSettings.of(Configuration({"undertow.worker.gc-threshold": "-1"}))

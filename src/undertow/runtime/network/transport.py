@@ -88,6 +88,8 @@ class TcpConnection:
         self.writer = writer
         self.bytes_sent = 0
         self._task: asyncio.Task[None] | None = None
+        #: Control frames (credit, resume, buffer size) of this loop step, not written yet.
+        self._control: list[bytes] = []
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
@@ -113,19 +115,31 @@ class TcpConnection:
         self.bytes_sent += len(data)
 
     def send_credit(self, channel_id: int, credit: int) -> None:
-        body = encode_credit(channel_id, credit)
-        if not self.writer.is_closing():
-            self.writer.writelines([frame_header(len(body)), body])
+        self._send_control(encode_credit(channel_id, credit))
 
     def send_resume(self, channel_id: int) -> None:
-        body = encode_resume(channel_id)
-        if not self.writer.is_closing():
-            self.writer.writelines([frame_header(len(body)), body])
+        self._send_control(encode_resume(channel_id))
 
     def send_buffer_size(self, channel_id: int, size: int, max_records: int) -> None:
-        body = encode_size(channel_id, size, max_records)
-        if not self.writer.is_closing():
-            self.writer.writelines([frame_header(len(body)), body])
+        self._send_control(encode_size(channel_id, size, max_records))
+
+    def _send_control(self, body: bytes) -> None:
+        """Queue a control frame; the control frames of one loop step leave in one write, in
+        the order they were queued, when the step ends (:meth:`_flush_control`). A task
+        releases several buffers in one slice, and a write per credit was a ``send`` system
+        call each (docs/design.md, "What a record costs"). Data frames are written at once:
+        they belong to the channels this worker produces, control frames to those it
+        consumes, so no order between the two matters."""
+        if self.writer.is_closing():
+            return
+        if not self._control:
+            asyncio.get_running_loop().call_soon(self._flush_control)
+        self._control += (frame_header(len(body)), body)
+
+    def _flush_control(self) -> None:
+        frames, self._control = self._control, []
+        if frames and not self.writer.is_closing():
+            self.writer.writelines(frames)
 
     # -- receiving -------------------------------------------------------------------------------
     async def _read_loop(self) -> None:

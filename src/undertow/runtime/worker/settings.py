@@ -40,6 +40,8 @@ class WorkerSettings:
     heartbeat_timeout_s: float = 50.0
     #: ``undertow.task.mailbox-slice`` (s): the interpreter's switch interval is fitted to it.
     mailbox_slice_s: float = 0.002
+    #: ``undertow.worker.gc-threshold``: the young generation's collection threshold.
+    gc_threshold: int = 20_000
 
     @classmethod
     def of(cls, config: Configuration) -> WorkerSettings:
@@ -56,4 +58,5 @@ class WorkerSettings:
             heartbeat_interval_s=config.get(Options.HEARTBEAT_INTERVAL) / 1000.0,
             heartbeat_timeout_s=config.get(Options.HEARTBEAT_TIMEOUT) / 1000.0,
             mailbox_slice_s=config.get(Options.MAILBOX_SLICE) / 1000.0,
+            gc_threshold=config.get(Options.WORKER_GC_THRESHOLD),
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -306,6 +307,22 @@ class Worker:
             task.cancel()
 
 
+def fit_gc_threshold(threshold: int) -> None:
+    """Raise the young generation's collection threshold to ``threshold`` (never lower it; 0
+    leaves it), keeping the older generations' thresholds.
+
+    The record path allocates a container per record (a tuple, a state value) in batches of
+    thousands that live for one slice: at Python's 700 a collection ran every ~1,000 records
+    and visited mostly records of batches still in flight, ~10% of a worker's CPU on
+    ``benchmarks/throughput.py``'s job (docs/design.md, "What a record costs"); at 20,000
+    most batches are gone before one runs. A collection then visits at most that many young
+    objects (well under a slice). Process-wide; called by every worker.
+    """
+    young, *older = gc.get_threshold()
+    if threshold > young:
+        gc.set_threshold(threshold, *older)
+
+
 def run_worker(
     worker_index: int,
     attempt: AttemptNumber,
@@ -315,10 +332,13 @@ def run_worker(
     forward_stdout: bool = False,
 ) -> None:
     """Entry point of a worker thread or process: runs the worker's loop to completion, with
-    the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`). A worker
-    process passes ``forward_stdout`` (a thread shares the driver's stdout already)."""
+    the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`) and the
+    collector's young threshold raised (:func:`fit_gc_threshold`). A worker process passes
+    ``forward_stdout`` (a thread shares the driver's stdout already)."""
     configuration = Configuration(config)
-    fit_switch_interval(WorkerSettings.of(configuration).mailbox_slice_s)
+    settings = WorkerSettings.of(configuration)
+    fit_switch_interval(settings.mailbox_slice_s)
+    fit_gc_threshold(settings.gc_threshold)
     worker = Worker(
         worker_index, AttemptNumber(attempt), master, secret, configuration, forward_stdout
     )
