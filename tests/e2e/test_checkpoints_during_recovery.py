@@ -30,6 +30,7 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
+from .kills import COMPLETED, RESTARTING
 from .restore_evidence import (
     RESTORED,
     RestWatcher,
@@ -48,9 +49,7 @@ FIRST_CHECKPOINT_WITHIN_S = 2.0
 JOB_TIMEOUT_S = 120.0
 #: Seconds the retaining job runs on after its first checkpoint with in-flight data.
 FILL_S = 1.0
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 REFERENCED = re.compile(r"^\[undertow\] checkpoint \d+ completed .*, referenced [\d.]+ \w+\)", re.M)
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting", re.M)
 
 
 def config(directory: Path, restarts: int, during_recovery: bool) -> dict[str, Any]:

@@ -16,7 +16,6 @@ no loss and no duplicate over both jobs.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -28,13 +27,13 @@ from undertow.storage import CheckpointStorage
 from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 
 from .conftest import EnvFactory
+from .kills import COMPLETED
 from .restore_evidence import RestWatcher, assert_restores, evidence
 
 KEYS, RECORDS_PER_KEY = 10, 1500
 #: per source reader (2 readers): a job reads for about 1.5 s
 THROTTLED = 5_000.0
 TIMEOUT_S = 90.0
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 
 
 def _config(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -12,7 +12,6 @@ from undertow.runtime.network.buffer_debloater import (
     INITIAL_MAX_RECORDS,
     BufferDebloater,
     DebloatSettings,
-    SizeEMA,
     ThroughputSample,
 )
 
@@ -22,6 +21,8 @@ DEFAULTS = DebloatSettings()  # Flink's defaults: 1 s, 200 ms, 20 samples, 25 %,
 SETTINGS = DebloatSettings(min_target_ms=DEFAULTS.target_ms)
 #: The aim switched on at 100 ms (undertow.network.buffer-debloat.min-target).
 AIMING = DebloatSettings(min_target_ms=100.0)
+ANCHOR = ThroughputSample(600, 200, 200.0, 20)  # 1000 records/s, 20 buffers in flight
+STARVED = ThroughputSample(600, 200, 190.0, 20, starved_ms=10.0)
 
 
 def run(debloater: BufferDebloater, sample: ThroughputSample, periods: int) -> list[bool]:
@@ -109,19 +110,39 @@ def test_nothing_consumed_while_active_goes_to_the_minimum() -> None:
     assert decision.estimated_time_ms == -1.0  # unknown: no throughput
 
 
-def test_ema_grows_at_most_as_fast_as_it_shrinks() -> None:
-    ema = SizeEMA(256, 32768, 20)
-    assert ema.update(1000 * 20, 20) == 1000  # seeded
-    grown = ema.update(10**9, 1)  # desired capped at twice the current value
-    assert grown == round(1000 + (2 / 21) * (2000 - 1000))
+def test_rates_span_the_aim_so_a_one_period_stall_lowers_the_limits_by_its_share() -> None:
+    # the anchor job's consumer at 1000 records/s, 20 buffers, aiming at 1 s: 50 records per
+    # buffer. A 200 ms period in which it processed nothing (a stall: the task did not get
+    # the CPU) is a fifth of the 1 s the in-flight data takes to consume: the limit falls to
+    # 40. (That period's rate alone took it to 1 record per buffer, and an EMA rising at most
+    # 2/21 a period takes 45 periods, 9 s, back to 40 and 75 to 50: computed, not measured.)
+    debloater = BufferDebloater(SETTINGS)
+    run(debloater, ANCHOR, 10)
+    assert debloater.max_records == 50
+    stalled = debloater.recalculate(ThroughputSample(0, 0, 200.0, 20))
+    assert stalled is not None and stalled.announce
+    assert stalled.records_per_second == pytest.approx(800.0)
+    assert stalled.max_records == 40
+    # once the stall left the span, the limit is back at once: the span is the smoothing
+    announced = run(debloater, ANCHOR, 5)
+    assert announced == [False] * 4 + [True]
+    assert debloater.max_records == 50
 
 
-def test_ema_follows_a_fall_at_once_when_asked() -> None:
-    smooth, falls = SizeEMA(256, 32768, 20), SizeEMA(256, 32768, 20, falls=True)
-    assert smooth.update(20_000, 10) == falls.update(20_000, 10) == 2000
-    assert smooth.update(10_000, 10) == round(2000 - (2 / 21) * 1000)
-    assert falls.update(10_000, 10) == 1000
-    assert falls.update(20_000, 10) == round(1000 + (2 / 21) * 1000)  # rises are smoothed
+def test_the_span_is_as_long_as_the_aim_and_at_least_the_newest_period() -> None:
+    # aiming at 100 ms, a 200 ms period spans the aim alone: its rate is the rate
+    debloater = BufferDebloater(AIMING)
+    run(debloater, ANCHOR, 60)
+    assert debloater.aim_ms == 100.0
+    decision = debloater.recalculate(ThroughputSample(300, 100, 200.0, 20))
+    assert decision is not None and decision.records_per_second == pytest.approx(500.0)
+    # periods of 100 ms, aiming at 1 s: the span holds at most target / period of them
+    s = DebloatSettings(period_ms=100.0, min_target_ms=1000.0)
+    assert s.rate_periods == 10
+    debloater = BufferDebloater(s)
+    run(debloater, ThroughputSample(300, 100, 100.0, 20), 10)
+    decision = debloater.recalculate(ThroughputSample(0, 0, 100.0, 20))
+    assert decision is not None and decision.records_per_second == pytest.approx(900.0)
 
 
 def test_small_rises_are_not_announced() -> None:
@@ -135,14 +156,15 @@ def test_small_rises_are_not_announced() -> None:
     assert debloater.buffer_size == size
 
 
-def test_a_drop_in_throughput_is_announced_at_once_so_the_target_is_a_bound() -> None:
+def test_a_drop_in_throughput_is_followed_within_the_aim_so_the_target_is_a_bound() -> None:
     # Flink's EMA takes seconds to follow a 10 % drop and then skips it (below the 25 %
-    # threshold), leaving more in flight than the target: here the limits drop at once
+    # threshold), leaving more in flight than the target: here the limits fall with the rate
+    # over the aim's span, every period until the span holds only the new rate
     debloater = BufferDebloater(SETTINGS)
     run(debloater, ThroughputSample(20_000, 2000, 200.0, 10), 1)
     assert (debloater.buffer_size, debloater.max_records) == (10_000, 1000)
     announced = run(debloater, ThroughputSample(18_000, 1800, 200.0, 10), 50)
-    assert announced == [True] + [False] * 49
+    assert announced == [True] * 5 + [False] * 45  # 950, 933, 925, 920, then 900
     assert (debloater.buffer_size, debloater.max_records) == (9_000, 900)
     decision = debloater.last
     assert decision is not None and decision.estimated_time_ms == pytest.approx(1000.0)
@@ -284,9 +306,6 @@ def test_buffers_in_use_is_the_peak_of_the_last_samples() -> None:
 
 # -- the aim (beyond Flink): a standing queue shrinks, a starved consumer gets it back ---------
 
-ANCHOR = ThroughputSample(600, 200, 200.0, 20)  # 1000 records/s, 20 buffers in flight
-STARVED = ThroughputSample(600, 200, 190.0, 20, starved_ms=10.0)
-
 
 def test_a_consumer_that_never_waits_for_input_shrinks_its_in_flight_data_to_min_target() -> None:
     debloater = BufferDebloater(AIMING)
@@ -307,8 +326,8 @@ def test_a_starved_period_doubles_the_aim_and_the_limits_follow_at_once() -> Non
     decision = debloater.recalculate(STARVED)
     assert decision is not None and decision.announce
     assert decision.aim_ms == 200.0
-    # not smoothed: the consumer lost throughput in this period (rate 1053/s over 190 ms)
-    assert decision.max_records == round(200 / 190 * 1000 * 0.2 / 20)
+    # at once: the rate over the 200 ms aim (this period's 190 ms and the one before)
+    assert decision.max_records == round(400 / 0.39 * 0.2 / 20)
     debloater.recalculate(STARVED)
     assert debloater.aim_ms == 400.0
     run(debloater, STARVED, 5)

@@ -13,13 +13,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.rest_client import fetch, wait_for
+from tests.rest_client import fetch, serving, wait_for
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.core.errors import JobCancelledError
@@ -136,14 +135,8 @@ def _rest_api(answers: list[bytes | None]) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 def _taskmanagers(*pids: int) -> bytes:

@@ -6,13 +6,12 @@ that documented shape; a job whose API has no exceptions endpoint shows "No exce
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from tests.rest_client import wait_for
+from tests.rest_client import serving, wait_for
 
 from undertow import web
 
@@ -73,14 +72,8 @@ class _Stub(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stub() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Stub) as url:
+        yield url
 
 
 def test_root_cause_and_history_per_attempt(stub: str, browser: Any) -> None:

@@ -3,17 +3,21 @@
 Per period, :class:`BufferDebloater` turns a :class:`ThroughputSample` into a
 :class:`DebloatDecision` so that consuming a gate's in-flight data takes about the *aim*: a
 byte size (clamped to ``[min-segment-size, segment-size]``) and a record count, each
-``rate * aim / buffers in use``; writers cut at whichever comes first. The aim starts at
-``target`` and falls towards its floor (``min-target``) while the task does not starve.
+``rate * aim / buffers in use``; writers cut at whichever comes first. The rate is measured
+over the latest periods whose active time spans the aim (the in-flight data is consumed over
+that span, so one period's stall must not size it). The aim starts at ``target`` and falls
+towards its floor (``min-target``) while the task does not starve.
 Settings: :class:`DebloatSettings`.
 
-Threading: none (pure); the owner calls it from one thread. Cost: O(samples) per sample.
+Threading: none (pure); the owner calls it from one thread. Cost: O(samples + target /
+period) per sample.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -73,6 +77,12 @@ class DebloatSettings:
         return self.max_buffer_size
 
     @property
+    def rate_periods(self) -> int:
+        """The most periods the rate is measured over: enough for their active time to span
+        ``target`` (the longest aim) when the task never waits."""
+        return max(1, math.ceil(self.target_ms / self.period_ms))
+
+    @property
     def initial_max_records(self) -> int:
         """The record limit producers start with, before the first announcement (one period),
         so a job does not start with seconds of backlog; the first measurement replaces it."""
@@ -117,7 +127,8 @@ class DebloatDecision:
 
     ``estimated_time_ms``: time to consume ``buffers_in_use`` buffers cut at these limits at
     the measured rates (Flink's ``estimatedTimeToConsumeBuffersMs``); -1 if nothing was
-    consumed (unknown). ``aim_ms``: the in-flight time the limits were computed for.
+    consumed (unknown). The rates are those over the latest periods spanning the aim
+    (:class:`BufferDebloater`). ``aim_ms``: the in-flight time the limits were computed for.
     """
 
     buffer_size: int
@@ -130,61 +141,37 @@ class DebloatDecision:
     aim_ms: float
 
 
-class SizeEMA:
-    """Flink's ``BufferSizeEMA``: an exponential moving average of a desired size, clamped.
-
-    ``update(total, buffers)`` moves the average towards ``total / buffers`` (but towards at
-    most twice the current value, so it grows as fast as it shrinks) and returns it rounded.
-    The first update seeds the average with its desired value. ``falls``: a desired value
-    below the average replaces it at once (only rises are smoothed); ``jump``: so does any
-    desired value, for this update.
-    """
-
-    __slots__ = ("_alpha", "_falls", "_max", "_min", "_value")
-
-    def __init__(self, minimum: int, maximum: int, samples: int, falls: bool = False) -> None:
-        self._min = minimum
-        self._max = maximum
-        self._alpha = 2.0 / (samples + 1)
-        self._falls = falls
-        self._value: float | None = None
-
-    def update(self, total: float, buffers: int, jump: bool = False) -> int:
-        desired = total / max(1, buffers)
-        value = self._value
-        if value is None or jump or (self._falls and desired < value):
-            value = desired
-        else:
-            value += self._alpha * (min(desired, 2.0 * value) - value)
-        value = max(float(self._min), min(value, float(self._max)))
-        self._value = value
-        return round(value)
-
-
 class BufferDebloater:
     """The size controller of one input gate (see the module docstring).
 
     Starts where producers start (the maximum buffer size, ``initial_max_records``), so the
     first measurement is always announced, and aims at ``target``; :meth:`recalculate` once
-    per period. Invariants: ``floor_ms <= aim_ms <= target_ms``; ``min_buffer_size <=
-    buffer_size <= max_buffer_size`` and ``1 <= max_records <= settings.max_records``; a limit
-    never stays above its EMA after a period (so the estimated time stays within the aim); an
-    announced rise is at least the threshold, or reaches a bound.
+    per period. Each limit is ``rate * aim / buffers in use``, clamped and rounded, with the
+    rates measured over the latest periods (at most ``settings.rate_periods``) whose active
+    time adds up to the aim, the newest always included: in-flight data sized for the aim is
+    consumed over about that span, so a one-period stall lowers the limits by its share of the
+    span, not to its own rate. That span is the smoothing: the limits follow it both ways,
+    falls at once (the aim is a bound), rises when they reach the threshold or a bound (see
+    docs/design.md for why not Flink's EMA over per-period rates).
+
+    Invariants: ``floor_ms <= aim_ms <= target_ms``; ``min_buffer_size <= buffer_size <=
+    max_buffer_size`` and ``1 <= max_records <= settings.max_records``; a limit never stays
+    above its value at the measured rates after a period (so the estimated time stays within
+    the aim); an announced rise is at least the threshold, or reaches a bound.
     """
 
-    __slots__ = ("_bytes", "_in_use", "_records", "_shrink", "_threshold", "aim_ms",
-                 "buffer_size", "last", "max_records", "settings")  # fmt: skip
+    __slots__ = ("_in_use", "_periods", "_shrink", "_threshold", "aim_ms", "buffer_size",
+                 "last", "max_records", "settings")  # fmt: skip
 
     def __init__(self, settings: DebloatSettings) -> None:
         self.settings = settings
-        lo, hi, n = settings.min_buffer_size, settings.max_buffer_size, settings.samples
-        self._bytes = SizeEMA(lo, hi, n, falls=True)
-        self._records = SizeEMA(1, settings.max_records, n, falls=True)
         self._threshold = settings.threshold_percentages / 100.0
         self.buffer_size = settings.max_buffer_size
         self.max_records = settings.initial_max_records  # what producers start with
         self._in_use: deque[int] = deque(maxlen=settings.samples)
-        self._shrink = 1.0 - 2.0 / (settings.samples + 1)  # the EMA's alpha, per period
+        #: (bytes, records, active ms) of the latest periods, newest last.
+        self._periods: deque[tuple[int, int, float]] = deque(maxlen=settings.rate_periods)
+        self._shrink = 1.0 - 2.0 / (settings.samples + 1)  # Flink's EMA alpha, per period
         #: The in-flight time the limits are computed for (see the module docstring).
         self.aim_ms = settings.target_ms
         #: The latest decision (``None`` before the first measured period).
@@ -196,15 +183,14 @@ class BufferDebloater:
         if sample.active_ms < 1.0:
             return None
         s = self.settings
-        seconds = sample.active_ms / 1000.0
-        bytes_rate = sample.bytes / seconds
-        records_rate = sample.records / seconds
+        self._periods.append((sample.bytes, sample.records, sample.active_ms))
         self._in_use.append(sample.buffers_in_use)
         in_use = max(1, max(self._in_use))
-        rising = self._move_aim(sample.starved_ms)
+        self._move_aim(sample.starved_ms)
+        bytes_rate, records_rate = self._rates()
         aim_s = self.aim_ms / 1000.0
-        new_size = self._bytes.update(bytes_rate * aim_s, in_use, jump=rising)
-        new_records = self._records.update(records_rate * aim_s, in_use, jump=rising)
+        new_size = _limit(bytes_rate * aim_s / in_use, s.min_buffer_size, s.max_buffer_size)
+        new_records = _limit(records_rate * aim_s / in_use, 1, s.max_records)
         changed = False
         if self._moves(new_size, self.buffer_size, s.max_buffer_size):
             self.buffer_size = new_size
@@ -223,25 +209,42 @@ class BufferDebloater:
         )  # fmt: skip
         return self.last
 
-    def _move_aim(self, starved_ms: float) -> bool:
+    def _rates(self) -> tuple[float, float]:
+        """Bytes and records per second over the latest periods whose active time spans the
+        aim (the newest always counts)."""
+        total_bytes, total_records, active_ms = 0, 0, 0.0
+        for period_bytes, period_records, period_active_ms in reversed(self._periods):
+            total_bytes += period_bytes
+            total_records += period_records
+            active_ms += period_active_ms
+            if active_ms >= self.aim_ms:
+                break
+        seconds = active_ms / 1000.0
+        return total_bytes / seconds, total_records / seconds
+
+    def _move_aim(self, starved_ms: float) -> None:
         """Double the aim after a starved period (up to the target), else shrink it towards
-        the floor; whether it rose (the limits then follow at once: the consumer is losing
-        throughput now)."""
+        the floor."""
         s = self.settings
-        before = self.aim_ms
         if starved_ms >= max(1.0, STARVED_SHARE * s.period_ms):
-            self.aim_ms = min(s.target_ms, 2.0 * before)
+            self.aim_ms = min(s.target_ms, 2.0 * self.aim_ms)
         else:
-            self.aim_ms = max(s.floor_ms, self._shrink * before)
-        return self.aim_ms > before
+            self.aim_ms = max(s.floor_ms, self._shrink * self.aim_ms)
 
     def _moves(self, new: int, current: int, high: int) -> bool:
-        """Whether a limit goes from ``current`` to the EMA's ``new``: always down (a limit
-        above the EMA's lets the in-flight data take longer than the target), up only by at
-        least the threshold or to the upper bound (Flink's ``skipUpdate`` skips small changes
-        both ways; the lower bound needs no case, it is only reached downwards)."""
+        """Whether a limit goes from ``current`` to ``new`` (its value at the measured rates):
+        always down (a limit above it lets the in-flight data take longer than the aim), up
+        only by at least the threshold or to the upper bound (Flink's ``skipUpdate`` skips
+        small changes both ways; the lower bound needs no case, it is only reached
+        downwards)."""
         if new < current:
             return True
         if new == current:
             return False
         return new >= high or new - current >= current * self._threshold
+
+
+def _limit(desired: float, low: int, high: int) -> int:
+    """``desired`` clamped to ``[low, high]`` and rounded (Flink's ``BufferSizeEMA`` clamps
+    its average the same way)."""
+    return round(max(float(low), min(desired, float(high))))
