@@ -267,8 +267,8 @@ class Harness:
                 if plan.last and plan.problem is not None:
                     lowest = ("; paced at half of the lowest rate that fell behind"
                               if plan.sustainable is None else "")  # fmt: skip
-                    note = note or (f"round {plan.number}: {plan.problem}, in each of "
-                                    f"{plan.attempt} attempts{lowest}")  # fmt: skip
+                    note = note or (f"round {plan.number}: none of {plan.attempt} attempts "
+                                    f"counted; the last: {plan.problem}{lowest}")  # fmt: skip
         return job_figures(engine.name, rounds, overcounts, note)
 
     @staticmethod
