@@ -5,11 +5,13 @@ Per engine one job run: a trickle until the first output is visible, then ``roun
 burst (its draining rate), a search of the maximum sustainable throughput (paced phases
 bisecting between 0 and the burst's rate, judged from the lag sampled every 20 ms, and the
 rate found run again to confirm it, benchmarks/kafka_sustainable.py) and a paced phase at
-half of the rate found (or at a rate given). Afterwards the producer's send log and the
-consumer's output log are joined (benchmarks/kafka_load.py) into each round's figures
-(benchmarks/kafka_rounds.py), with the CPU per record of the job, the broker and the harness
-(benchmarks/process_cpu.py) and, for an instrumented job, where the latency went hop by hop
-(benchmarks/kafka_hops.py).
+half of the rate found (or at a rate given), then the rate found once more, so that a round
+counts only if its paced phase lay between two phases that sustained it (else the round is
+measured again from a lower start, kafka_sustainable.Attempt). Afterwards the producer's
+send log and the consumer's output log are joined (benchmarks/kafka_load.py) into each
+round's figures (benchmarks/kafka_rounds.py), with the CPU per record of the job, the broker
+and the harness (benchmarks/process_cpu.py) and, for an instrumented job, where the latency
+went hop by hop (benchmarks/kafka_hops.py).
 
 Threading: the benchmark's main thread owns a :class:`Harness`; the producer and the consumer
 are processes of their own that talk to it through a pipe and shared values.
@@ -61,8 +63,9 @@ FULL = Sizes(source_records=1_000_000, source_runs=3, burst_records=50_000, roun
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    """What the coordinator did in one round: the producer's phase index of the burst, of
-    each search phase (with its verdict) and of the measured paced phase."""
+    """What the coordinator did in one attempt at a round: the producer's phase index of the
+    burst, of each search phase (with its verdict) and of the measured paced phase, the
+    closing phase's verdict, and the CPU readings around the burst and the paced phase."""
 
     burst: int
     probes: tuple[tuple[int, sustain.Verdict], ...]
@@ -71,6 +74,15 @@ class _Planned:
     rate: float
     load: str
     paced_verdict: sustain.Verdict
+    #: the round (1-based) and this attempt at it (1-based)
+    number: int
+    attempt: int
+    #: None when it counts; else why another attempt replaced it, or why none counted
+    problem: str | None
+    #: whether this is the last attempt at its round (the one the row's medians take)
+    last: bool
+    closing: sustain.Verdict | None
+    cpu_marks: tuple[dict[str, float], ...]
 
 
 class Harness:
@@ -86,10 +98,12 @@ class Harness:
         """One job run: warm-up, then ``sizes.rounds`` times a burst (its draining rate), and
         then, when ``rate`` is None, a search of the sustainable rate (``sizes.search_steps``
         paced phases of ``sizes.probe_seconds``, bisecting between 0 and the burst's rate,
-        the first at half of it) and a paced phase at half of the sustainable rate found;
-        else a paced phase at ``rate``. Each round's paced phase follows the search of the
-        same round, so a machine whose load moves cannot overload one round with another's
-        rate."""
+        the first at half of it) and a paced phase at half of the sustainable rate found,
+        then that rate once more (the closing phase); else a paced phase at ``rate``. Each
+        round's paced phase follows the search of the same round, so a machine whose load
+        moves cannot overload one round with another's rate; an attempt whose rate was not
+        sustained on both sides of its paced phase is followed by another, whose search
+        starts lower, up to ``kafka_sustainable.ATTEMPTS`` (kafka_sustainable.Attempt)."""
         suffix = uuid.uuid4().hex[:8]
         source_topic, sink_topic = f"bench-in-{suffix}", f"bench-out-{suffix}"
         # both topics stamp records with the broker's append time (kafka_hops: the input's)
@@ -114,7 +128,6 @@ class Harness:
         groups = {"job": [os.getpid()], "broker": [self.broker_pid] if self.broker_pid else [],
                   "harness": [producer.pid or 0, observer.pid or 0]}  # fmt: skip
         cpu = process_cpu.CpuGroups({k: groups[k] for k in ("broker", "harness", "job")})
-        readings: list[dict[str, float]] = []  # burst start, end, paced start, end per round
         note = ""
         planned: list[_Planned] = []
         phase = 0  # the producer's index of the phase last commanded (0: the trickle)
@@ -142,10 +155,18 @@ class Harness:
             commands.recv()
             return index, samples
 
+        def judged(at: float, seconds: float) -> tuple[int, sustain.Verdict]:
+            """A search (or closing) phase at ``at`` records/s after a second's pause, drained,
+            and its verdict."""
+            time.sleep(1.0)
+            index, samples = paced(at, seconds)
+            drained("a search phase's records were")
+            return index, sustain.judge(samples, at, engine.wait_ms)
+
         def drained(what: str) -> None:
             if not self._drained(sent, covered, engine):
                 raise RuntimeError(
-                    f"round {len(planned) + 1}: {what} not all visible within "
+                    f"round {number}: {what} not all visible within "
                     f"{self.sizes.drain_s:.0f} s ({engine.failure() or 'still running'})"
                 )
 
@@ -157,41 +178,54 @@ class Harness:
                 raise RuntimeError(f"no output within {kafka_engines.START_TIMEOUT_S:.0f} s")
             if engine.failure() is not None:
                 raise RuntimeError(str(engine.failure()))
-            for _ in range(self.sizes.rounds):
-                readings.append(cpu.read())
+            number = 0
+            for number in range(1, self.sizes.rounds + 1):
+                burst_marks = [cpu.read()]
                 began = time.monotonic()
                 burst = command("burst", count=self.sizes.burst_records)
                 _reply(commands)  # the burst is written
                 drained("the burst was")
                 # this burst's draining rate, roughly (the exact one comes from the logs)
-                drain_rate = self.sizes.burst_records / (time.monotonic() - began)
-                readings.append(cpu.read())
-                probes: list[tuple[int, sustain.Verdict]] = []
-                sustainable = None
-                at = rate
-                if rate is None:
-                    search = sustain.Search.start(drain_rate, self.sizes.search_steps)
-                    while (probe := search.next_rate()) is not None:
-                        time.sleep(1.0)
-                        index, samples = paced(probe, self.sizes.probe_seconds)
-                        drained("a search phase's records were")
-                        verdict = sustain.judge(samples, probe, engine.wait_ms)
-                        probes.append((index, verdict))
-                        search = search.after(verdict)
-                    sustainable = search.sustainable
-                    # none kept up: half of the lowest rate tried (the row's note says so)
-                    at = 0.5 * (search.high if sustainable is None else sustainable)
-                assert at is not None
-                time.sleep(1.0)
-                load_text = loadavg()
-                readings.append(cpu.read())
-                index, samples = paced(at, self.sizes.seconds)
-                # the measured phase judged like a search phase: did the job keep up with
-                # half of what the search found? (no: the search overestimated it)
-                planned.append(_Planned(burst, tuple(probes), sustainable, index, at, load_text,
-                                        sustain.judge(samples, at, engine.wait_ms)))  # fmt: skip
-                drained("the paced records were")
-                readings.append(cpu.read())
+                bound = self.sizes.burst_records / (time.monotonic() - began)
+                burst_marks.append(cpu.read())
+                for attempt in range(1, sustain.ATTEMPTS + 1):
+                    probes: list[tuple[int, sustain.Verdict]] = []
+                    search = None
+                    at = rate
+                    if rate is None:
+                        search = sustain.Search.start(bound, self.sizes.search_steps)
+                        while (probe := search.next_rate()) is not None:
+                            index, verdict = judged(probe, self.sizes.probe_seconds)
+                            probes.append((index, verdict))
+                            search = search.after(verdict)
+                        # none kept up: half of the lowest rate tried (the row's note says so)
+                        at = 0.5 * (search.high if search.sustainable is None
+                                    else search.sustainable)  # fmt: skip
+                    assert at is not None
+                    time.sleep(1.0)
+                    load_text = loadavg()
+                    marks = [*burst_marks, cpu.read()]
+                    index, samples = paced(at, self.sizes.seconds)
+                    # the measured phase judged like a search phase: did the job keep up with
+                    # half of what the search found? (no: the search overestimated it)
+                    paced_verdict = sustain.judge(samples, at, engine.wait_ms)
+                    drained("the paced records were")
+                    marks.append(cpu.read())
+                    closing = None
+                    if search is not None and search.sustainable is not None:
+                        # the bracket's second side: still sustained after the paced phase?
+                        closing = judged(search.sustainable, self.sizes.probe_seconds)[1]
+                    outcome = None if search is None else sustain.Attempt(search, closing)
+                    problem = None if outcome is None else outcome.problem()
+                    last = problem is None or attempt == sustain.ATTEMPTS
+                    planned.append(_Planned(
+                        burst, tuple(probes), None if search is None else search.sustainable,
+                        index, at, load_text, paced_verdict, number, attempt, problem, last,
+                        closing, tuple(marks)))  # fmt: skip
+                    if last:
+                        break
+                    assert outcome is not None
+                    bound = outcome.retry_bound()
         except (RuntimeError, ValueError) as err:
             note = f"could not run: {err}" if not planned else str(err)
         finally:
@@ -207,7 +241,7 @@ class Harness:
         overcounts = 0
         if log is not None and seen:
             latencies, overcounts = load.record_latencies(log.keys, log.sent_ns, seen)
-            for index, plan in enumerate(planned):
+            for plan in planned:
                 burst = [i for i, p in enumerate(log.phases) if p == plan.burst]
                 figures = load.saturation(log.sent_ns, latencies, burst)
                 records = [i for i, p in enumerate(log.phases) if p == plan.paced]
@@ -220,21 +254,21 @@ class Harness:
                                                    TIMELINE_BIN_MS)  # fmt: skip
                 probes = tuple(Probe(v, self._phase_latency(log, latencies, seen, i)[0])
                                for i, v in plan.probes)  # fmt: skip
-                marks = readings[4 * index : 4 * index + 4]
-                cpu_burst = cpu_paced = None
-                if len(marks) == 4:
-                    cpu_burst = process_cpu.per_record_us(marks[0], marks[1], len(burst))
-                    cpu_paced = process_cpu.per_record_us(marks[2], marks[3], len(records))
+                marks = plan.cpu_marks
+                cpu_burst = process_cpu.per_record_us(marks[0], marks[1], len(burst))
+                cpu_paced = process_cpu.per_record_us(marks[2], marks[3], len(records))
                 rounds.append(Round(
                     None if figures is None else figures[0],
                     None if figures is None else figures[1],
                     plan.rate, latency, consumer, plan.load, cpu_burst, cpu_paced,
                     plan.sustainable, probes, hops, plan.paced_verdict,
-                    tuple(timeline)))  # fmt: skip
-                if plan.probes and plan.sustainable is None:
-                    note = note or (f"round {index + 1}: no rate kept up twice (a search "
-                                    f"phase and its confirmation); paced at half of the lowest "
-                                    f"rate that fell behind")  # fmt: skip
+                    tuple(timeline), plan.number, plan.attempt, plan.last, plan.closing,
+                    plan.problem))  # fmt: skip
+                if plan.last and plan.problem is not None:
+                    lowest = ("; paced at half of the lowest rate that fell behind"
+                              if plan.sustainable is None else "")  # fmt: skip
+                    note = note or (f"round {plan.number}: none of {plan.attempt} attempts "
+                                    f"counted; the last: {plan.problem}{lowest}")  # fmt: skip
         return job_figures(engine.name, rounds, overcounts, note)
 
     @staticmethod

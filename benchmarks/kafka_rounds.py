@@ -76,6 +76,16 @@ class Round:
     paced_verdict: sustain.Verdict | None = None
     #: the paced phase's hops over its course, by send time (an instrumented job only)
     timeline: tuple[kafka_hops.TimelineBin, ...] = ()
+    #: the round (1-based) and the attempt at it (kafka_sustainable.Attempt)
+    number: int = 1
+    attempt: int = 1
+    #: the last attempt at its round: the one the row's medians take (an earlier attempt was
+    #: replaced by a later one and is only printed)
+    last: bool = True
+    #: the sustainable rate run once more after the paced phase (None: not run)
+    closing: sustain.Verdict | None = None
+    #: why this attempt does not count (None: it does)
+    problem: str | None = None
 
     @property
     def half_burst(self) -> load.Latency | None:
@@ -109,8 +119,11 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def job_figures(name: str, rounds: list[Round], overcounts: int, note: str) -> JobFigures:
-    """The medians over ``rounds`` (module doc); the latency row is the median round's."""
+def job_figures(name: str, attempts: list[Round], overcounts: int, note: str) -> JobFigures:
+    """The medians over the rounds (module doc): of each round its last attempt only (an
+    earlier one was replaced, kafka_sustainable.Attempt); the latency row is the median
+    round's. ``rounds`` keeps every attempt, for printing."""
+    rounds = [r for r in attempts if r.last]
     measured = sorted((r for r in rounds if r.latency is not None and r.latency.measured),
                       key=lambda r: r.latency.p50_ms)  # type: ignore[union-attr]  # fmt: skip
     middle = measured[(len(measured) - 1) // 2] if measured else None
@@ -125,7 +138,7 @@ def job_figures(name: str, rounds: list[Round], overcounts: int, note: str) -> J
         None if middle is None else middle.consumer_ms,
         overcounts,
         note,
-        tuple(rounds),
+        tuple(attempts),
         _median([r.sustainable for r in rounds]),
         _median(list(half_burst)),
     )
@@ -154,7 +167,8 @@ def latency_target(row: JobFigures, goal: str, limit: float, rate: float | None 
     elif row.sustainable is not None and row.rate is not None:
         # the rate and sustainable rate of the round whose p50 this is, not the rounds' medians
         # (2026-11-30: "91.2 ms at 884 records/s" was measured at 7,725 records/s)
-        index, judged = next((i, r) for i, r in enumerate(row.rounds, 1) if r.latency is lat)
+        judged = next(r for r in row.rounds if r.latency is lat)
+        index = judged.number
         found = "-" if judged.sustainable is None else f"{judged.sustainable:,.0f}"
         burst = "-" if row.saturation is None else f"{row.saturation:,.0f}"
         half = "-" if row.half_burst_p50 is None else f"{row.half_burst_p50:,.1f} ms"
@@ -181,12 +195,18 @@ def print_jobs(rows: list[JobFigures], baseline: JobFigures | None, header: bool
         if row.half_burst_p50 is not None:
             print(f"{'':<28}(p50 at half of the burst's rate, median of the rounds: "
                   f"{row.half_burst_p50:,.1f} ms)")  # fmt: skip
-        for index, one in enumerate(row.rounds, 1):
+        for one in row.rounds:
             cells = _cells(one.saturation, one.sustainable, one.producer_rate, one.rate,
                            one.latency, one.consumer_ms)  # fmt: skip
-            print(f"{f'  round {index}':<28}{cells}{'':>21}  load {one.load}{_cpu(one)}")
+            label = f"  round {one.number}" + ("" if one.attempt == 1 and one.last
+                                              else f", attempt {one.attempt}")  # fmt: skip
+            print(f"{label:<28}{cells}{'':>21}  load {one.load}{_cpu(one)}")
+            if not one.last:
+                print(f"{'':<32}not counted, measured again: {one.problem}")
             if one.paced_verdict is not None:
                 print(f"{'':<32}paced: {one.paced_verdict.describe()}")
+            if one.closing is not None:
+                print(f"{'':<32}closing: {one.closing.describe()}")
             if one.hops is not None:
                 print(f"{'':<32}{one.hops.describe()}")
             if one.timeline:
@@ -214,14 +234,18 @@ def search_problems(row: JobFigures) -> list[str]:
     """What makes the row's rate search untrustworthy: a paced phase that fell behind (half
     of the rate the search found was more than the job sustained then) and sustainable rates
     that spread by more than :data:`NOISY_SPREAD` between rounds (the machine's load moved)."""
+    counted = [r for r in row.rounds if r.last]
     problems = [
-        f"round {i}: the paced phase fell behind ({r.paced_verdict.describe()}): "
+        f"round {r.number}: the paced phase fell behind ({r.paced_verdict.describe()}): "
         + ("the search overestimated the sustainable rate, or the machine's load rose"
            if r.probes else "the job did not sustain the rate given then")
-        for i, r in enumerate(row.rounds, 1)
+        for r in counted
         if r.paced_verdict is not None and not r.paced_verdict.kept_up
     ]  # fmt: skip
-    found = [r.sustainable for r in row.rounds if r.sustainable is not None]
+    retried = sum(1 for r in row.rounds if not r.last)
+    if retried:
+        problems.append(f"{retried} attempt(s) at a round measured again (not counted)")
+    found = [r.sustainable for r in counted if r.sustainable is not None]
     if len(found) > 1 and max(found) > NOISY_SPREAD * min(found):
         problems.append(f"the rounds' sustainable rates spread from {min(found):,.0f} to "
                         f"{max(found):,.0f} records/s: the rate search is noisy on this machine "

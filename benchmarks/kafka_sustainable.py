@@ -28,6 +28,10 @@ machine one phase may keep up by luck (2026-11-30, a quiet machine: one run's ro
 5,311, 12,035 and 9,152 records/s, and the paced phase at half of the last fell behind). A
 rate that falls behind at its confirmation is lowered by :data:`CONFIRM_RATIO` and confirmed
 again, up to :data:`CONFIRM_STEPS` times; the sustainable rate is a rate kept up twice.
+After the paced phase at half of it the rate runs once more (:class:`Attempt`): a round counts
+only if the job still sustained it then, so its paced phase was at half of a rate sustained
+on both sides of it; otherwise the round is measured again from a lower start, at most
+:data:`ATTEMPTS` times.
 
 Pure: no I/O, no clock; the coordinator feeds samples and verdicts. Tested in
 tests/benchmarks/test_kafka_sustainable.py.
@@ -200,3 +204,63 @@ class Search:
         """The highest rate kept up twice (None if none was: the bisection found none below
         ``high`` / 2**steps, or no candidate held at its confirmation)."""
         return self.low if self.low > 0 and self.confirmed else None
+
+
+#: Attempts at one round at most (kafka_harness): an attempt whose search found no rate kept
+#: up twice, or whose rate fell behind when run again after the paced phase, is followed by
+#: another whose search starts from a lower bound (:meth:`Attempt.retry_bound`).
+ATTEMPTS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt at a round: the search that ran (done: ``next_rate()`` is None) and the
+    **closing** phase, the sustainable rate run once more after the paced phase at half of it
+    (None: not run, the search found no rate).
+
+    The paced phase is at half of saturation only if the job sustained that saturation while
+    it ran. The search's confirmation shows it just before; the closing phase shows it just
+    after. An attempt is **bracketed** when the rate was kept up in both: three phases in all,
+    two before the paced one and one after. On a shared machine whose capacity falls within a
+    round (2026-11-30: one rate kept up, then every lower rate tried fell behind by seconds,
+    at load 100 falling to 9), an unbracketed attempt measured its paced phase at more than
+    half of what the job sustained then; its figures are printed but another attempt replaces
+    it. Immutable."""
+
+    search: Search
+    closing: Verdict | None
+
+    def __post_init__(self) -> None:
+        if self.search.next_rate() is not None:
+            raise ValueError("an attempt is judged after its search is done")
+        found = self.search.sustainable
+        if self.closing is not None and self.closing.rate != found:
+            raise ValueError(
+                f"the closing phase runs the sustainable rate {found!r} again, "
+                f"not {self.closing.rate!r}"
+            )
+
+    @property
+    def bracketed(self) -> bool:
+        """The sustainable rate was kept up before the paced phase (twice) and after it."""
+        return self.closing is not None and self.closing.kept_up
+
+    def retry_bound(self) -> float:
+        """The upper bound of the next attempt's search: the rate the closing phase found the
+        job no longer sustained, else the lowest rate the search saw fall behind."""
+        if self.closing is not None and not self.closing.kept_up:
+            return self.closing.rate
+        return self.search.high
+
+    def problem(self) -> str | None:
+        """Why this attempt does not count (None: it does)."""
+        if self.search.sustainable is None:
+            return "no rate kept up twice (a search phase and its confirmation)"
+        if self.closing is None:
+            return "its sustainable rate was not run again after the paced phase"
+        if not self.closing.kept_up:
+            return (
+                f"its sustainable rate fell behind after the paced phase "
+                f"({self.closing.describe()}): the job's capacity fell during the round"
+            )
+        return None

@@ -4,6 +4,7 @@ latency is the whole latency record of the round with the median p50 (not a mix 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -82,7 +83,8 @@ def test_a_noisy_search_is_said_in_the_rows_problems_and_target_line() -> None:
     steady = bench.job_figures("x", [_judged(10_000, True), _judged(12_000, True)], 0, "")
     assert bench.search_problems(steady) == []
     assert "noisy" not in bench.latency_target(steady, "<= 20 ms", 20)
-    behind = bench.job_figures("x", [_judged(10_000, True), _judged(12_000, False)], 0, "")
+    behind = bench.job_figures("x", [_judged(10_000, True),
+                                     replace(_judged(12_000, False), number=2)], 0, "")  # fmt: skip
     (problem,) = bench.search_problems(behind)
     assert problem.startswith("round 2: the paced phase fell behind (6,000/s fell behind")
     assert "the rate search was noisy" in bench.latency_target(behind, "<= 20 ms", 20)
@@ -95,6 +97,7 @@ def test_the_target_line_names_the_rate_of_the_round_whose_p50_it_is() -> None:
     # the median p50 (30 ms) is round 3's, paced at 7,000 of 14,000; the median rate is 1,500
     rounds = [_searched(30_000, 2_000, 9.0, 900.0), _searched(30_000, 3_000, 200.0, 900.0),
               _searched(30_000, 14_000, 30.0, 900.0)]  # fmt: skip
+    rounds = [replace(r, number=i) for i, r in enumerate(rounds, 1)]
     row = bench.job_figures("undertow AT_LEAST_ONCE", rounds, 0, "")
     assert row.rate == 1_500
     line = bench.latency_target(row, "<= 20 ms", 20)
@@ -102,3 +105,28 @@ def test_the_target_line_names_the_rate_of_the_round_whose_p50_it_is() -> None:
         ": 30.0 ms at 7,000 records/s (round 3), half of the maximum sustainable throughput "
         "14,000 records/s found in that round (median of the rounds: 3,000;" in line
     )
+
+
+def test_an_attempt_measured_again_is_printed_but_left_out_of_the_row(capsys) -> None:
+    # round 2's first attempt: its rate (20,000) fell behind after the paced phase, whose p50
+    # (900 ms) was at more than half of what the job sustained then; its second attempt counts
+    closing = bench.sustain.Verdict(20_000, False, 30.0, 700.0)
+    replaced = replace(_searched(40_000, 20_000, 900.0, 900.0), number=2, last=False,
+                       closing=closing, problem="its sustainable rate fell behind")  # fmt: skip
+    again = replace(_searched(40_000, 8_000, 12.0, 900.0), number=2, attempt=2,
+                    closing=bench.sustain.Verdict(8_000, True, 12.0, 12.0))  # fmt: skip
+    first = replace(_searched(30_000, 6_000, 9.0, 900.0), number=1)
+    third = replace(_searched(30_000, 7_000, 500.0, 900.0), number=3)
+    row = bench.job_figures("undertow AT_LEAST_ONCE", [first, replaced, again, third], 0, "")
+    assert row.rounds == (first, replaced, again, third)
+    # medians over rounds 1, 2 (its second attempt) and 3: not over the replaced attempt
+    assert row.latency.p50_ms == 12.0 and row.sustainable == 7_000 and row.rate == 3_500
+    line = bench.latency_target(row, "<= 20 ms", 20)
+    assert ": 12.0 ms at 4,000 records/s (round 2), half of the maximum sustainable " in line
+    assert line.endswith(": met") and "noisy" in line
+    assert "1 attempt(s) at a round measured again (not counted)" in bench.search_problems(row)
+    bench.print_jobs([row], row)
+    out = capsys.readouterr().out
+    assert "round 2, attempt 1" in out and "round 2, attempt 2" in out
+    assert "not counted, measured again: its sustainable rate fell behind" in out
+    assert "closing: 20,000/s fell behind (lag 30 -> 700 ms" in out

@@ -151,3 +151,72 @@ def test_an_output_that_waits_by_design_is_allowed_its_wait() -> None:
     verdict = sustain.judge(_phase(5_000, 8_000, base_ms=1_300.0), 5_000, wait_ms=1_000)
     assert not verdict.kept_up
     assert "more than 1,100 ms behind" in verdict.describe()
+
+
+def _searched_at(capacity: float, burst_rate: float = 16_000) -> sustain.Search:
+    """A search done against a job of steady ``capacity`` records/s."""
+    search = sustain.Search.start(burst_rate, steps=4)
+    while (rate := search.next_rate()) is not None:
+        search = search.after(sustain.judge(_phase(rate, capacity), rate))
+    return search
+
+
+def test_an_attempt_counts_only_if_its_rate_held_after_the_paced_phase() -> None:
+    search = _searched_at(6_100)
+    assert search.sustainable == 6_000
+    held = sustain.Attempt(search, sustain.judge(_phase(6_000, 6_100), 6_000))
+    assert held.bracketed and held.problem() is None
+    # the job's capacity fell to 4,000 during the paced phase: the closing phase at 6,000
+    # falls behind, so the paced phase (3,000) was not at half of what the job sustained then
+    fell = sustain.Attempt(search, sustain.judge(_phase(6_000, 4_000), 6_000))
+    assert not fell.bracketed
+    assert "fell behind after the paced phase" in (fell.problem() or "")
+    # the next attempt searches below the rate that no longer held
+    assert fell.retry_bound() == 6_000
+
+
+def test_an_attempt_whose_search_found_no_rate_is_measured_again_from_lower() -> None:
+    search = sustain.Search.start(16_000, steps=2)
+    for _ in range(2):
+        rate = search.next_rate()
+        assert rate is not None
+        search = search.after(sustain.Verdict(rate, False, 10, 900))
+    nothing = sustain.Attempt(search, None)
+    assert not nothing.bracketed
+    assert "no rate kept up twice" in (nothing.problem() or "")
+    assert nothing.retry_bound() == 4_000 == search.high
+    # a rate found but never run again after the paced phase does not count either
+    unclosed = sustain.Attempt(_searched_at(6_100), None)
+    assert not unclosed.bracketed and "not run again" in (unclosed.problem() or "")
+
+
+def test_an_attempt_is_judged_on_a_finished_search_and_its_own_rate() -> None:
+    with pytest.raises(ValueError, match="after its search is done"):
+        sustain.Attempt(sustain.Search.start(16_000, steps=4), None)
+    with pytest.raises(ValueError, match=r"runs the sustainable rate 6000\.0 again, not 5000"):
+        sustain.Attempt(_searched_at(6_100), sustain.Verdict(5_000, True, 10, 10))
+
+
+def test_rounds_on_a_falling_machine_pace_at_half_of_a_rate_held_on_both_sides() -> None:
+    # the harness's loop over attempts (kafka_harness) against a job whose capacity is 8,000
+    # records/s until the first attempt's closing phase and 5,000 from then on
+    capacity = 8_100.0
+    bound, paced = 16_000.0, []
+    for _ in range(sustain.ATTEMPTS):
+        search = sustain.Search.start(bound, steps=4)
+        while (rate := search.next_rate()) is not None:
+            search = search.after(sustain.judge(_phase(rate, capacity), rate))
+        assert search.sustainable is not None
+        paced.append(search.sustainable / 2)
+        capacity = 5_000.0  # the machine got busier during the paced phase
+        closing = sustain.judge(_phase(search.sustainable, capacity), search.sustainable)
+        attempt = sustain.Attempt(search, closing)
+        if attempt.bracketed:
+            break
+        bound = attempt.retry_bound()
+    assert attempt.bracketed
+    # the first attempt paced at 4,000 (half of 8,000), then 8,000 fell behind; the second
+    # searched below 8,000 and paced at half of a rate the job held at 5,000 of capacity
+    assert paced[0] == 4_000
+    assert paced[1] * 2 <= 5_000 and attempt.closing is not None
+    assert attempt.closing.rate == paced[1] * 2

@@ -126,6 +126,20 @@ class SourceReader(ABC, Generic[SplitT]):
     def close(self) -> None:
         pass
 
+    def poll_again_after_s(self) -> float:
+        """How long after :meth:`poll_next` said ``NOTHING_AVAILABLE`` the task calls it again
+        although ``context.notify_available()`` was not called (at most one such call is
+        pending per task). The default, :data:`POLL_AGAIN_AFTER_S`, suits a reader that may
+        not notify. A reader that notifies whenever records (or its end) arrive, one fed by a
+        thread of its own, returns the longest it may go without a call: a task polled every
+        5 ms for nothing wakes 200 times a second (Kafka's reader: docs/kafka.md)."""
+        return POLL_AGAIN_AFTER_S
+
+
+#: A reader that said ``NOTHING_AVAILABLE`` is asked again after this long by default (its
+#: :meth:`SourceReader.poll_again_after_s`), even if it did not notify.
+POLL_AGAIN_AFTER_S = 0.005
+
 
 class SplitEnumeratorContext(ABC, Generic[SplitT]):
     @abstractmethod

@@ -20,12 +20,13 @@ import pyarrow as pa
 import pytest
 
 from undertow.common.serialization import DeserializationSchema
+from undertow.connectors.kafka import reader as reader_module
 from undertow.connectors.kafka.batch_deserializer import RowBatchDeserializationSchema
 from undertow.connectors.kafka.fetcher import FetchedRecords, PartitionEnd
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
 from undertow.connectors.kafka.split import KafkaPartitionSplit
-from undertow.connectors.source import InputStatus
+from undertow.connectors.source import POLL_AGAIN_AFTER_S, InputStatus
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.testing.source_reader import StandaloneReaderContext
 
@@ -252,3 +253,13 @@ def test_a_snapshot_inside_a_fetched_batch_resumes_at_the_next_record_not_emitte
     restored_reader.notify_no_more_splits()
     run_to_end(restored, restored_fetcher, chunk=3)
     assert restored_out.values == [f"0:{o}" for o in range(4, STOP)]
+
+
+def test_the_reader_is_not_polled_for_nothing_but_discovery_is_not_delayed() -> None:
+    # the fetcher wakes the task on every fetch: the task's fallback poll can be rare, but no
+    # rarer than the partition discovery that poll_next runs on a clock
+    op, _, _, _ = source(10)
+    assert op.poll_again_after_s() == reader_module.POLL_AGAIN_AFTER_S
+    assert reader_module.POLL_AGAIN_AFTER_S > POLL_AGAIN_AFTER_S  # the default for any reader
+    settings = ReaderSettings({}, Deserializer(), 30, False, None, "t at test")
+    assert KafkaSourceReader(StandaloneReaderContext(), settings).poll_again_after_s() == 0.03

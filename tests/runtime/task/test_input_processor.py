@@ -501,6 +501,8 @@ class IdleSource(Head):
     """A source head whose reader has nothing (``NOTHING_AVAILABLE``) on every call."""
 
     calls: int = 0
+    #: the reader's wait before it is asked again without a notice
+    wait_s: float = 0.005
 
     def has_pending(self) -> bool:
         return False
@@ -508,6 +510,9 @@ class IdleSource(Head):
     def emit_next(self) -> InputStatus:
         self.calls += 1
         return InputStatus.NOTHING_AVAILABLE
+
+    def poll_again_after_s(self) -> float:
+        return self.wait_s
 
 
 def test_a_source_with_nothing_has_one_back_off_timer_at_a_time() -> None:
@@ -527,3 +532,12 @@ def test_a_source_with_nothing_has_one_back_off_timer_at_a_time() -> None:
     assert inputs.source_ready()
     inputs.source_slice()
     assert source.calls == 5 and len(timers) == 1
+
+
+def test_a_source_backs_off_for_as_long_as_its_reader_asks() -> None:
+    # a reader that notifies whenever records arrive (Kafka's) is not polled every 5 ms
+    delays: list[float] = []
+    source = IdleSource(wait_s=0.25)
+    inputs = processor([], source, call_later=lambda delay, callback: delays.append(delay))
+    inputs.source_slice()
+    assert delays == [0.25]

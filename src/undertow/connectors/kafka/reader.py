@@ -41,6 +41,12 @@ from undertow.connectors.source import (
 
 #: Checkpoints whose offsets wait for their completion notice; older ones are dropped.
 _MAX_PENDING_COMMITS = 16
+#: The longest the task leaves the reader uncalled after ``NOTHING_AVAILABLE``: its fetcher
+#: wakes the task on every fetch, its end and its failure, and ``add_splits`` and
+#: ``notify_no_more_splits`` notify too, so a shorter wait only polls for nothing (the default
+#: 5 ms woke each source task 200 times a second; docs/kafka.md, "Sixth session"). Partition
+#: discovery, which ``poll_next`` runs on a clock, is asked at most this much late.
+POLL_AGAIN_AFTER_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +136,13 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
     def notify_no_more_splits(self) -> None:
         self.no_more_splits = True
         self.context.notify_available()
+
+    def poll_again_after_s(self) -> float:
+        """:data:`POLL_AGAIN_AFTER_S`, or the discovery interval when that is shorter."""
+        interval = self.settings.discovery_interval_ms
+        if interval > 0 and not self.no_more_splits:
+            return min(POLL_AGAIN_AFTER_S, interval / 1000.0)
+        return POLL_AGAIN_AFTER_S
 
     def poll_next(self, output: ReaderOutput) -> InputStatus:
         interval = self.settings.discovery_interval_ms

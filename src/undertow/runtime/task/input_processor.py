@@ -37,12 +37,11 @@ from undertow.runtime.task.row_cuts import RowCutter
 from undertow.runtime.task.unaligned_stop import drop_input
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
-#: A reader that said ``NOTHING_AVAILABLE`` is asked again after this long even if it did not
-#: notify (a fallback: readers that fetch on a thread of their own, Kafka's, notify). At most
-#: one back-off timer is pending per source. Until 2026-11-30 every empty poll started one,
-#: and a timer that found nothing started the next, so each fetch a reader notified began
+#: A reader that said ``NOTHING_AVAILABLE`` is asked again after its ``poll_again_after_s()``
+#: even if it did not notify (5 ms by default; a fallback for readers that may not notify). At
+#: most one back-off timer is pending per source. Until 2026-11-30 every empty poll started
+#: one, and a timer that found nothing started the next, so each fetch a reader notified began
 #: another chain of polls every 5 ms (docs/kafka.md, "Fifth session").
-_SOURCE_BACKOFF_S = 0.005
 
 
 class StreamInputProcessor:
@@ -378,7 +377,7 @@ class StreamInputProcessor:
                     self._source_waiting = True
                     if not self._backing_off:
                         self._backing_off = True
-                        self._call_later(_SOURCE_BACKOFF_S, self._back_off_passed)
+                        self._call_later(head.poll_again_after_s(), self._back_off_passed)
                     break
                 if not head.has_pending():
                     if perf() >= deadline:

@@ -272,6 +272,12 @@ class SourceOperator(CheckpointHooks):
         assert self.reader is not None
         return self.reader.poll_next(self)
 
+    def poll_again_after_s(self) -> float:
+        """The reader's wait before it is called again after ``NOTHING_AVAILABLE`` without a
+        notice (:meth:`SourceReader.poll_again_after_s`)."""
+        assert self.reader is not None
+        return self.reader.poll_again_after_s()
+
     def has_pending(self) -> bool:
         return bool(self._pending)
 
