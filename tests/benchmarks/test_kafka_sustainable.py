@@ -100,11 +100,7 @@ def test_a_search_whose_candidates_never_hold_has_no_sustainable_rate() -> None:
 
 
 def test_a_search_where_nothing_kept_up_has_no_sustainable_rate() -> None:
-    search = sustain.Search.start(1_000, steps=2)
-    for _ in range(2):
-        rate = search.next_rate()
-        assert rate is not None
-        search = search.after(sustain.Verdict(rate, False, 10, 900))
+    search = _nothing_kept_up(1_000)
     assert search.next_rate() is None
     assert search.sustainable is None and search.high == 250
     with pytest.raises(ValueError, match="positive burst rate"):
@@ -176,11 +172,7 @@ def test_an_attempt_counts_only_if_its_rate_held_after_the_paced_phase() -> None
 
 
 def test_an_attempt_whose_search_found_no_rate_is_measured_again_from_lower() -> None:
-    search = sustain.Search.start(16_000, steps=2)
-    for _ in range(2):
-        rate = search.next_rate()
-        assert rate is not None
-        search = search.after(sustain.Verdict(rate, False, 10, 900))
+    search = _nothing_kept_up(16_000)
     nothing = sustain.Attempt(search, None)
     assert not nothing.bracketed
     assert "no rate kept up twice" in (nothing.problem() or "")
@@ -220,3 +212,13 @@ def test_rounds_on_a_falling_machine_pace_at_half_of_a_rate_held_on_both_sides()
     assert paced[0] == 4_000
     assert paced[1] * 2 <= 5_000 and attempt.closing is not None
     assert attempt.closing.rate == paced[1] * 2
+
+
+def _nothing_kept_up(burst_rate: float) -> sustain.Search:
+    """A two-step search whose every phase fell behind."""
+    search = sustain.Search.start(burst_rate, steps=2)
+    for _ in range(2):
+        rate = search.next_rate()
+        assert rate is not None
+        search = search.after(sustain.Verdict(rate, False, 10, 900))
+    return search
