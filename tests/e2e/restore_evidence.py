@@ -29,6 +29,7 @@ from undertow.datastream import MapFunction, RuntimeContext
 from undertow.testing.restore_control import RestoreEvidenceMissing, evidence
 
 __all__ = [
+    "RESTORED",
     "CountingMap",
     "RestWatcher",
     "assert_restores",

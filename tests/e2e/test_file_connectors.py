@@ -39,6 +39,7 @@ from undertow.storage import CheckpointStorage
 from undertow.testing import FailingMap
 
 from .conftest import EnvFactory
+from .kills import RESTARTING
 from .restore_evidence import (
     CountingMap,
     evidence,
@@ -47,7 +48,6 @@ from .restore_evidence import (
 )
 
 KEYS, PER_KEY = 8, 500
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 OUT_ROW = Types.ROW_NAMED(["key", "seq", "count"], [Types.INT(), Types.LONG(), Types.LONG()])
 IN_ROW = Types.ROW_NAMED(["key", "seq"], [Types.INT(), Types.LONG()])
 CSV = CsvSchema.builder().add_number_column("key", Types.INT())

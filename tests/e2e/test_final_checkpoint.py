@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -33,9 +32,9 @@ from undertow.datastream.connectors import (
 from undertow.storage import CheckpointStorage
 
 from .conftest import EnvFactory
+from .kills import COMPLETED
 from .restore_evidence import evidence
 
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 TIMEOUT_S = 120.0
 BOUNDED = 400
 

@@ -5,7 +5,6 @@ Expected results are plain ranges over the inputs the tests write.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from undertow.datastream.connectors.hybrid_source import HybridSource
 from undertow.testing import FailingMap, InjectedFailure
 
 from .conftest import EnvFactory
+from .kills import RESTARTING
 from .restore_evidence import (
     CountingMap,
     evidence,
@@ -29,7 +29,6 @@ from .restore_evidence import (
 
 FILES, PER_FILE = 4, 250
 FIRST = FILES * PER_FILE  # the file source holds 0 .. FIRST-1, the sequence FIRST .. 2*FIRST-1
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 
 
 def _numbers_in_files(root: Path) -> str:

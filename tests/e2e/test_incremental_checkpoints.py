@@ -28,7 +28,6 @@ file cannot be left out of a RocksDB checkpoint), so only its parameters declare
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -50,7 +49,7 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
-from .kills import run_killing_a_worker_after_a_checkpoint
+from .kills import COMPLETED, RESTARTING, run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores, evidence, restored_checkpoints
 
 #: The RocksDB runs' keys and records (test_claim_reuse and test_duplicate_no_claim use them),
@@ -63,8 +62,6 @@ KEYS, RECORDS_PER_KEY = 20, 1000
 THROTTLED = 2_500.0
 SPIN_S = 0.0005  # the verifying sink's busy-wait per record: backpressure for in-flight data
 TIMEOUT_S = 240.0  # a bound on a hang, not a speed target
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 
 
 def _reused_some(client: Any) -> bool:

@@ -12,9 +12,9 @@ from ``UNDERTOW_TEST_SEED`` on if set (else a random base, printed).
 
 from __future__ import annotations
 
+import functools
 import os
 import random
-import re
 import time
 from pathlib import Path
 
@@ -31,7 +31,8 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
-from .restore_evidence import RestWatcher, assert_restores
+from .kills import COMPLETED
+from .restore_evidence import RESTORED, RestWatcher, assert_restores
 from .test_unaligned_checkpoints import KEYS, RATE, SINK_SPIN_S, config
 
 KILLS = int(os.environ.get("UNDERTOW_SOAK_KILLS", "50"))
@@ -46,14 +47,12 @@ RESULT_TIMEOUT_S = KEYS * RECORDS_PER_KEY * SINK_SPIN_S / 2 * 10 + 120
 #: a seed's own bound, from the bounds above (the suite's 300 s per test is for ordinary tests:
 #: 50 kills need longer on a loaded machine)
 SEED_TIMEOUT_S = int(KILLS * (HEALTHY_WITHIN_S + 1.0) + HEALTHY_WITHIN_S + RESULT_TIMEOUT_S + 60)
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
-RESTORED = re.compile(r"^\[undertow\] restored from checkpoint (\d+)", re.M)
 
 
+@functools.cache
 def _base_seed() -> int:
-    if not hasattr(_base_seed, "seed"):
-        _base_seed.seed = oracle_seed()  # type: ignore[attr-defined]
-    return int(_base_seed.seed)  # type: ignore[attr-defined]
+    """The run's base seed, drawn (and printed) once."""
+    return oracle_seed()
 
 
 def _wait_healthy(client: object, capsys: pytest.CaptureFixture[str], console: list[str],

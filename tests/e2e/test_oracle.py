@@ -14,7 +14,6 @@ restore lines, REST ``latest.restored``, a resumed source and restored state, ra
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,13 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
-from .kills import run_killing_a_worker_after_a_checkpoint
+from .kills import COMPLETED, RESTARTING, run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
 
 KEYS, RECORDS_PER_KEY = 20, 2000
 #: per source reader; 2 readers, so a run lasts about 4 s of source time
 THROTTLED = 5_000.0
 JOB_TIMEOUT_S = 120.0
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 
 
 def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
@@ -82,9 +80,6 @@ def test_no_failures_no_checkpoints(make_env: EnvFactory) -> None:
     assert oracle.received == oracle.expected == KEYS * RECORDS_PER_KEY
     assert oracle.keys_seen == KEYS
     assert oracle.restarts == 0
-
-
-COMPLETED = re.compile(r"^\[undertow\] checkpoint \d+ completed", re.M)
 
 
 def restart_reasons(console: str) -> list[str]:

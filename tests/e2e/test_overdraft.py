@@ -22,7 +22,6 @@ inside it). The six oracle counts are 0 and checkpoints completed.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
+from .kills import COMPLETED
 from .restore_evidence import evidence, restored_checkpoints
 
 KEYS, RECORDS_PER_KEY = 10, 150
@@ -55,7 +55,6 @@ OVERSIZED_EVERY, OVERSIZED_BYTES = 97, 48 * 1024
 SPIN_S = 0.00002  # per record in the slow map: ~1 ms per oracle record with its padding
 #: Oracle records stay small, so only the padding makes a record's output big.
 SIZES = (SizeClass(1.0, 16, 256),)
-COMPLETED = re.compile(r"^\[undertow\] checkpoint \d+ completed", re.M)
 
 
 class FanOut(FlatMapFunction):

@@ -18,7 +18,6 @@ the timer column family while the job runs. Both scenarios are in the no-restore
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections import Counter
@@ -42,7 +41,6 @@ from .restore_evidence import RestWatcher, assert_restores, evidence
 KEYS, RECORDS, RATE = 1_000, 40_000, 8_000.0
 WINDOW_MS, BOUND_MS = 250, 2_000
 TIMEOUT_S = 180.0
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
 
 
 def _expected() -> Counter[tuple[int, int]]:

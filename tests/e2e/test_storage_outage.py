@@ -16,7 +16,6 @@ the workers through this process's environment.
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,13 +27,12 @@ from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 from undertow.testing.s3 import MotoS3
 
 from .conftest import EnvFactory
+from .kills import COMPLETED, RESTARTING
 from .restore_evidence import evidence
 
 KEYS, PER_KEY = 8, 1000
 RATE = 600.0  # records per second per reader: the job runs for about 7 s
 OUTAGE_S = 3.0  # three checkpoint timeouts
-COMPLETED = re.compile(r"^\[undertow\] checkpoint (\d+) completed", re.M)
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \(.*\); restarting", re.M)
 
 
 @pytest.fixture(scope="module")

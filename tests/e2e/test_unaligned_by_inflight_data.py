@@ -20,7 +20,9 @@ from undertow.testing.oracle import OracleResult, OracleSource, build_pipeline
 from .conftest import EnvFactory
 
 KEYS, RECORDS_PER_KEY = 10, 150
-COMPLETED = re.compile(
+#: Not kills.COMPLETED on purpose: this one also reads each completed checkpoint's duration and
+#: whether it ended aligned or unaligned.
+COMPLETED_HOW = re.compile(
     r"^\[undertow\] checkpoint (\d+) completed in (\d+) ms, .*\((unaligned|aligned), in-flight",
     re.M,
 )
@@ -47,7 +49,7 @@ def scenario_switch_by_bytes(
     console = capsys.readouterr().err
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY)
     oracle.assert_exactly_once()
-    completed = [(int(cid), int(ms), how) for cid, ms, how in COMPLETED.findall(console)]
+    completed = [(int(cid), int(ms), how) for cid, ms, how in COMPLETED_HOW.findall(console)]
     unaligned = [(cid, ms) for cid, ms, how in completed if how == "unaligned"]
     assert unaligned, (
         f"no checkpoint switched to unaligned by in-flight bytes (timeout 1 h): {completed}"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 import pytest
+from tests.e2e.kills import RESTARTING
 
 from undertow.common import Configuration, Encoder, Types, WatermarkStrategy
 from undertow.connectors.file.committable import FileSinkCommittable
@@ -23,7 +23,6 @@ from undertow.datastream.formats.parquet import ParquetBulkWriters
 from undertow.testing import FailingMap
 
 N = 3000
-RESTARTING = re.compile(r"^\[undertow\] job \w+ failed \((?P<reason>.*)\); restarting", re.M)
 
 
 def _c(bucket: str, n: int, size: int) -> FileSinkCommittable:
