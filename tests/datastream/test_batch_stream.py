@@ -20,6 +20,7 @@ from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.batch_stream import BatchStream
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
 from undertow.graph.batch_partitioner import BatchKeyGroupPartitioner
+from undertow.graph.transformations import PartitionTransformation
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -127,6 +128,29 @@ def test_a_keyed_sum_receives_only_the_key_and_summed_columns(
     (edge,) = summed._transformation.inputs  # the sum's exchange
     assert isinstance(edge.partitioner, BatchKeyGroupPartitioner)
     assert edge.partitioner.columns_read == ["k", "v"]
+
+
+def test_a_keyed_aggregation_reads_through_a_pruned_copy_of_the_key_by_exchange(
+    env: StreamExecutionEnvironment,
+) -> None:
+    """The stream a running aggregation is built on is rebuilt on a copy of the ``key_by``
+    exchange: the copy keeps the exchange's name, input and key columns, reads only the key
+    columns and the aggregated one, and the rebuilt stream keeps the event-time column (a
+    window after it needs it). The keyed stream's own exchange is left whole."""
+    batch = pa.record_batch({"k": [1, 2], "ts": [10, 20], "v": [3, 4], "pad": ["a", "b"]})
+    keyed = env.from_collection([batch]).as_batches().with_event_time("ts").key_by(["k"])
+    keyed.name("by k")
+    whole = keyed._transformation
+    for aggregated, read in ((keyed.sum("v"), ["k", "v"]), (keyed.count(), ["k"])):
+        (edge,) = aggregated._transformation.inputs
+        assert isinstance(edge, PartitionTransformation) and edge is not whole
+        assert (edge.name, edge.input) == ("by k", whole.input)
+        assert isinstance(edge.partitioner, BatchKeyGroupPartitioner)
+        assert edge.partitioner.columns == ["k"] and edge.partitioner.columns_read == read
+        assert aggregated.time_column == "ts"
+    assert isinstance(whole, PartitionTransformation)
+    assert isinstance(whole.partitioner, BatchKeyGroupPartitioner)
+    assert whole.partitioner.columns_read is None
 
 
 def test_parquet_files_are_read_as_record_batches(

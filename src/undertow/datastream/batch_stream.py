@@ -16,6 +16,8 @@ docs/design.md, "Batch streams".
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -223,13 +225,8 @@ class BatchStream:
                 f"key_by() on the batch stream of operator '{self.get_name()}': key by a "
                 f"column name or a list of column names, got {key_selector!r}"
             )
-        t = self._transformation
-        partitioner = BatchKeyGroupPartitioner(
-            list(columns), self._env.get_max_parallelism(), t.name
-        )
-        edge = PartitionTransformation(name="Hash", input=t, partitioner=partitioner)
-        return KeyedBatchStream(self._env, edge, self._record_stream, list(columns),
-                                self.time_column)  # fmt: skip
+        keying = BatchKeying.of(self._transformation, columns, self._env.get_max_parallelism())
+        return KeyedBatchStream(self._env, keying, self._record_stream, self.time_column)
 
     # sinks --------------------------------------------------------------------------------------
     def execute_and_collect(
@@ -267,14 +264,52 @@ class BatchStream:
         return _refuse(self, "to_batches", "it as it is: it is a batch stream already")
 
 
-class KeyedBatchStream(Aggregations, BatchStream):
-    """A batch stream partitioned by key columns: keyed running aggregations."""
+@dataclass(frozen=True, slots=True)
+class BatchKeying:
+    """The exchange of a keyed batch stream: the virtual ``edge`` every operator on the stream
+    reads through, and its ``partitioner``, typed as the batch key-group partitioner it is.
 
-    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
-                 record_stream: type[DataStream], columns: list[str],
-                 time_column: str | None = None) -> None:  # fmt: skip
-        super().__init__(env, transformation, record_stream, time_column)
-        self.key_columns = columns
+    Invariant: ``edge.partitioner is partitioner``; both constructors keep it. Built by the
+    user's program thread; the edge's name and uid may be set on it later (``name()``)."""
+
+    edge: PartitionTransformation
+    partitioner: BatchKeyGroupPartitioner
+
+    @staticmethod
+    def of(upstream: Transformation, columns: Sequence[str], max_parallelism: int) -> BatchKeying:
+        """``upstream``'s record batches split by the key group of ``columns``."""
+        partitioner = BatchKeyGroupPartitioner(columns, max_parallelism, upstream.name)
+        edge = PartitionTransformation(name="Hash", input=upstream, partitioner=partitioner)
+        return BatchKeying(edge, partitioner)
+
+    @property
+    def key_columns(self) -> list[str]:
+        return self.partitioner.columns
+
+    def reading(self, columns: Sequence[str]) -> BatchKeying:
+        """A copy of the exchange (its name and input) that sends only the key columns and
+        ``columns``, for a consumer that reads no other (``pruned_to``). A uid hashes operators
+        and their inputs' uids, not this virtual edge, so the copy changes no uid."""
+        pruned = self.partitioner.pruned_to(columns)
+        edge = PartitionTransformation(name=self.edge.name, input=self.edge.input,
+                                       partitioner=pruned)  # fmt: skip
+        return BatchKeying(edge, pruned)
+
+
+class KeyedBatchStream(Aggregations, BatchStream):
+    """A batch stream partitioned by key columns (its :class:`BatchKeying`): keyed running
+    aggregations, reductions, process functions and windows."""
+
+    def __init__(
+        self, env: StreamExecutionEnvironment, keying: BatchKeying,
+        record_stream: type[DataStream], time_column: str | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(env, keying.edge, record_stream, time_column)
+        self._keying = keying
+
+    @property
+    def key_columns(self) -> list[str]:
+        return self._keying.key_columns
 
     def window(self, assigner: Any) -> WindowedBatchStream:
         """Windows per key: ``TumblingEventTimeWindows``, ``SlidingEventTimeWindows`` or
@@ -308,16 +343,9 @@ class KeyedBatchStream(Aggregations, BatchStream):
         check_column(kind, column, self.key_columns)
         name = f"Keyed Batch {kind.capitalize()}"
         # the exchange carries only the columns the aggregation reads: the key columns and
-        # ``column`` (a uid hashes operators and their inputs' uids, not this virtual edge)
-        edge = self._transformation
-        assert isinstance(edge, PartitionTransformation)
-        assert isinstance(edge.partitioner, BatchKeyGroupPartitioner)
-        pruned = PartitionTransformation(
-            name=edge.name, input=edge.input,
-            partitioner=edge.partitioner.pruned_to([] if column is None else [column]),
-        )  # fmt: skip
-        keyed = KeyedBatchStream(self._env, pruned, self._record_stream, self.key_columns,
-                                 self.time_column)  # fmt: skip
+        # ``column``
+        reading = self._keying.reading([] if column is None else [column])
+        keyed = KeyedBatchStream(self._env, reading, self._record_stream, self.time_column)
         return keyed._batches(name, BatchAggregateOperator(kind, column, self.key_columns))
 
     def reduce_batches(self, fn: Any) -> BatchStream:
