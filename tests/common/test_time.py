@@ -5,11 +5,20 @@ from __future__ import annotations
 import copy
 import datetime
 import pickle
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from tests.datastream.environments import threads_env
 
-from undertow.common import Duration, Instant, Time
+from undertow.api.async_function import AsyncFunction
+from undertow.api.windows.assigners import TumblingEventTimeWindows
+from undertow.common import Configuration, Duration, Instant, Time
 from undertow.common.time import to_millis
+from undertow.core.errors import GraphBuildError
+from undertow.datastream import AsyncDataStream
+from undertow.datastream.checkpoint_config import CheckpointConfig
+from undertow.state.descriptors import StateTtlConfig
 
 
 def test_time_constructors_and_equality() -> None:
@@ -54,12 +63,12 @@ def test_immutable_hashable_picklable(value: object) -> None:
 
 def test_rejects_non_integers() -> None:
     with pytest.raises(TypeError, match="str"):
-        Duration.of_seconds("5")  # type: ignore[arg-type]
+        Duration.of_seconds("5")
     with pytest.raises(TypeError):
         Time.seconds(True)
     with pytest.raises(ValueError, match="whole"):
-        Time.seconds(1.5)  # type: ignore[arg-type]
-    assert Time.seconds(2.0) == Time.seconds(2)  # type: ignore[arg-type]
+        Time.seconds(1.5)
+    assert Time.seconds(2.0) == Time.seconds(2)
 
 
 def test_instant_epoch_millis_round_trip() -> None:
@@ -82,4 +91,50 @@ def test_to_millis_accepts_every_duration_form() -> None:
 @pytest.mark.parametrize("bad", [1.5, "100 ms", True, None])
 def test_to_millis_rejects_other_values(bad: object) -> None:
     with pytest.raises(TypeError, match=r"Duration, Time, datetime\.timedelta or int"):
-        to_millis(bad)  # type: ignore[arg-type]
+        to_millis(bad)
+
+
+def _checkpoint_pause(value: Any) -> int:
+    config = CheckpointConfig(Configuration())
+    return config.set_min_pause_between_checkpoints(value).get_min_pause_between_checkpoints()
+
+
+def _ttl(value: Any) -> int:
+    return StateTtlConfig.new_builder(value).build().get_ttl().to_milliseconds()
+
+
+def _window_size(value: Any) -> int:
+    return TumblingEventTimeWindows.of(value).get_size()
+
+
+def _lateness(value: Any) -> None:
+    env = threads_env()
+    keyed = env.from_collection([1]).key_by(lambda v: v)
+    keyed.window(TumblingEventTimeWindows.of(Time.seconds(1))).allowed_lateness(value)
+
+
+def _async_timeout(value: Any) -> None:
+    class Echo(AsyncFunction[int, int]):
+        async def async_invoke(self, value: int) -> list[int]:
+            return [value]
+
+    AsyncDataStream.unordered_wait(threads_env().from_collection([1]), Echo(), value)
+
+
+@pytest.mark.parametrize("api", [_checkpoint_pause, _ttl, _window_size])
+def test_apis_taking_a_duration_take_every_form_of_one(api: Callable[[object], int]) -> None:
+    """They all read a duration through ``to_millis``: one set of accepted forms."""
+    forms = [Time.seconds(2), Duration.of_seconds(2), datetime.timedelta(seconds=2), 2000]
+    assert [api(form) for form in forms] == [2000] * 4
+
+
+@pytest.mark.parametrize(
+    ("api", "argument"),
+    [(_checkpoint_pause, "min_pause"), (_ttl, "ttl"), (_window_size, "size"),
+     (_lateness, "allowed_lateness"), (_async_timeout, "timeout")],
+)  # fmt: skip
+def test_apis_taking_a_duration_refuse_others_naming_the_argument(
+    api: Callable[[object], object], argument: str
+) -> None:
+    with pytest.raises((TypeError, GraphBuildError), match=rf"{argument}: expected a Duration"):
+        api(True)

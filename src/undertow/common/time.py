@@ -213,11 +213,12 @@ class Instant:
 _ONE_MILLI = datetime.timedelta(milliseconds=1)
 
 
-def to_millis(value: Duration | Time | datetime.timedelta | int) -> int:
+def to_millis(value: Duration | Time | datetime.timedelta | int, what: str = "") -> int:
     """Milliseconds in ``value``: a :class:`Duration`, :class:`Time`, ``timedelta`` or int ms.
 
     ``Duration`` and ``timedelta`` are rounded towards negative infinity to whole milliseconds.
-    Raises ``TypeError`` naming the value for anything else (including ``bool`` and ``float``).
+    Raises ``TypeError`` naming the value, and ``what`` it is (an argument's name) if given,
+    for anything else (including ``bool`` and ``float``).
     """
     if isinstance(value, (Duration, Time)):
         return value.to_milliseconds()
@@ -226,6 +227,6 @@ def to_millis(value: Duration | Time | datetime.timedelta | int) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise TypeError(
-        "expected a Duration, Time, datetime.timedelta or int milliseconds, "
-        f"got {type(value).__name__} {value!r}"
+        f"{what + ': ' if what else ''}expected a Duration, Time, datetime.timedelta or int "
+        f"milliseconds, got {type(value).__name__} {value!r}"
     )

@@ -12,6 +12,7 @@ import inspect
 from typing import Any
 
 from undertow.api.async_function import NO_RETRY_STRATEGY, AsyncFunction, AsyncRetryStrategy
+from undertow.common.time import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.data_stream import DataStream, key_selector_of
 from undertow.runtime.task.async_wait_operator import AsyncWaitOperator
@@ -80,14 +81,13 @@ class AsyncDataStream:
 
 
 def _timeout_ms(timeout: Any) -> int:
-    to_ms = getattr(timeout, "to_milliseconds", None)
-    if callable(to_ms):
-        return int(to_ms())
-    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+    """:func:`to_millis`, and a float of milliseconds too (cut to whole ones)."""
+    if isinstance(timeout, float):
         return int(timeout)
-    raise GraphBuildError(
-        f"{_NAME}: timeout must be a Time or Duration (or milliseconds), got {timeout!r}"
-    )
+    try:
+        return to_millis(timeout, "timeout")
+    except TypeError as err:
+        raise GraphBuildError(f"{_NAME}: {err}") from err
 
 
 def _async_wait(

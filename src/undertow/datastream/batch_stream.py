@@ -32,7 +32,7 @@ from undertow.api.windows.assigners import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from undertow.api.windows.windows import to_millis
+from undertow.common.time import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.windowed_batch_stream import (
     Aggregations,

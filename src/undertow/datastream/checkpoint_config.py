@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from undertow.common.time import Duration
+from undertow.common.time import Duration, to_millis
 from undertow.core.config import Configuration, Options, parse_duration_ms
 from undertow.core.modes import CheckpointingMode, ExternalizedCheckpointRetention
 
@@ -23,10 +23,12 @@ __all__ = ["CheckpointConfig", "CheckpointingMode", "ExternalizedCheckpointReten
 _TOLERATE_ALL = 2147483647
 
 
-def _ms(value: Any) -> int:
-    if hasattr(value, "to_milliseconds"):
-        return int(value.to_milliseconds())
-    return parse_duration_ms(value)
+def _ms(value: Any, what: str) -> int:
+    """A ``Duration``/``Time``/``timedelta``/int ms (:func:`to_millis`), or a configuration
+    value such as ``"10 s"``."""
+    if isinstance(value, (str, float)):
+        return parse_duration_ms(value)
+    return to_millis(value, what)
 
 
 class CheckpointConfig:
@@ -44,7 +46,8 @@ class CheckpointConfig:
         return interval if interval > 0 else -1
 
     def set_checkpoint_interval(self, checkpoint_interval: int) -> CheckpointConfig:
-        self._config.set(Options.CHECKPOINT_INTERVAL, _ms(checkpoint_interval))
+        interval = _ms(checkpoint_interval, "checkpoint_interval")
+        self._config.set(Options.CHECKPOINT_INTERVAL, interval)
         return self
 
     def get_checkpointing_mode(self) -> CheckpointingMode:
@@ -62,14 +65,14 @@ class CheckpointConfig:
         return self._config.get(Options.CHECKPOINT_TIMEOUT)
 
     def set_checkpoint_timeout(self, checkpoint_timeout: int) -> CheckpointConfig:
-        self._config.set(Options.CHECKPOINT_TIMEOUT, _ms(checkpoint_timeout))
+        self._config.set(Options.CHECKPOINT_TIMEOUT, _ms(checkpoint_timeout, "checkpoint_timeout"))
         return self
 
     def get_min_pause_between_checkpoints(self) -> int:
         return self._config.get(Options.MIN_PAUSE)
 
     def set_min_pause_between_checkpoints(self, min_pause: int) -> CheckpointConfig:
-        self._config.set(Options.MIN_PAUSE, _ms(min_pause))
+        self._config.set(Options.MIN_PAUSE, _ms(min_pause, "min_pause"))
         return self
 
     def get_max_concurrent_checkpoints(self) -> int:
@@ -118,7 +121,7 @@ class CheckpointConfig:
 
     def set_aligned_checkpoint_timeout(self, alignment_timeout: Any) -> CheckpointConfig:
         """A :class:`Duration` (PyFlink), or milliseconds / a duration text."""
-        self._config.set(Options.ALIGNED_TIMEOUT, _ms(alignment_timeout))
+        self._config.set(Options.ALIGNED_TIMEOUT, _ms(alignment_timeout, "alignment_timeout"))
         return self
 
     def get_aligned_checkpoint_timeout(self) -> Duration:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.api.windows.assigners import EventTimeSessionWindows
-from undertow.api.windows.windows import to_millis
+from undertow.common.time import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.runtime.task.batch_aggregate import KINDS
 from undertow.runtime.task.batch_sessions import BatchSessionAggregate

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.api.window import Evictor, Trigger, WindowAssigner
+from undertow.common.time import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.graph.transformations import OneInputTransformation
 from undertow.runtime.task.window_functions import (
@@ -27,12 +28,6 @@ from undertow.runtime.task.window_operator import WindowOperator
 
 if TYPE_CHECKING:  # data_stream imports this module to build windowed streams
     from undertow.datastream.data_stream import DataStream, KeyedStream
-
-
-def _lateness_ms(value: Any) -> int:
-    if hasattr(value, "to_milliseconds"):
-        return int(value.to_milliseconds())
-    return int(value)
 
 
 def _constant_key(_: Any) -> int:
@@ -62,7 +57,7 @@ class _Windowed:
         return self
 
     def allowed_lateness(self, time_ms: Any) -> Any:
-        self._lateness = _lateness_ms(time_ms)
+        self._lateness = to_millis(time_ms, "allowed_lateness")
         return self
 
     def side_output_late_data(self, output_tag: OutputTag) -> Any:

@@ -12,20 +12,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar
 
-from undertow.common.time import Duration, Time
+from undertow.common.time import Duration, Time, to_millis
 
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 IN = TypeVar("IN")
 OUT = TypeVar("OUT")
-
-
-def _to_millis(value: Any) -> int:
-    """Accept a ``Time``/``Duration`` (anything with ``to_milliseconds``) or plain milliseconds."""
-    if hasattr(value, "to_milliseconds"):
-        return int(value.to_milliseconds())
-    return int(value)
 
 
 class StateTtlConfig:
@@ -178,7 +171,7 @@ class StateTtlConfig:
 
     class Builder:
         def __init__(self, ttl: Any) -> None:
-            self._ttl_ms = _to_millis(ttl)
+            self._ttl_ms = to_millis(ttl, "ttl")
             self._update = StateTtlConfig.UpdateType.OnCreateAndWrite
             self._visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
             self._background = True
@@ -211,7 +204,7 @@ class StateTtlConfig:
             return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
 
         def set_ttl(self, ttl: Any) -> StateTtlConfig.Builder:
-            self._ttl_ms = _to_millis(ttl)
+            self._ttl_ms = to_millis(ttl, "ttl")
             return self
 
         def set_ttl_time_characteristic(

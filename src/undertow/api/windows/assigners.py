@@ -29,9 +29,9 @@ from undertow.api.windows.windows import (
     T,
     TimeWindow,
     W,
-    to_millis,
 )
 from undertow.api.windows.windows import MergeCallback as _MergeCallback
+from undertow.common.time import to_millis
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.state.descriptors import ValueStateDescriptor
 

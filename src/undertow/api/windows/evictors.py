@@ -13,8 +13,8 @@ from typing import Any, Generic
 from undertow.api.windows.windows import (
     T,
     W,
-    to_millis,
 )
+from undertow.common.time import to_millis
 from undertow.core.types import MIN_TIMESTAMP
 
 

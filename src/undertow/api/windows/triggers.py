@@ -18,8 +18,8 @@ from undertow.api.windows.windows import (
     TimeWindow,
     W,
     Window,
-    to_millis,
 )
+from undertow.common.time import to_millis
 from undertow.state.descriptors import (
     ReducingState,
     ReducingStateDescriptor,

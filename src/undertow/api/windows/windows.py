@@ -2,13 +2,12 @@
 
 A :class:`TimeWindow` is the half-open interval ``[start, end)``; ``max_timestamp()`` is
 ``end - 1``, the timestamp of the output of a fired window. Windows are immutable values,
-hashed and pickled as state namespaces. Also here: the type variables and the duration
-conversion (``Time``/``Duration``/``timedelta``/int ms) shared by the other window modules.
+hashed and pickled as state namespaces. Also here: the type variables shared by the other
+window modules.
 """
 
 from __future__ import annotations
 
-import datetime
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, TypeVar
@@ -21,19 +20,6 @@ W2 = TypeVar("W2")
 
 #: Largest timestamp; the ``max_timestamp`` of windows that never end (Java's Long.MAX_VALUE).
 MAX_LONG_VALUE = MAX_WATERMARK
-
-
-def to_millis(value: Any, what: str) -> int:
-    """Milliseconds of a ``Time``/``Duration`` (``to_milliseconds()``), ``timedelta`` or int."""
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be a Time, Duration, timedelta or int ms, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if hasattr(value, "to_milliseconds"):
-        return int(value.to_milliseconds())
-    if isinstance(value, datetime.timedelta):
-        return value // datetime.timedelta(milliseconds=1)
-    raise TypeError(f"{what} must be a Time, Duration, timedelta or int ms, got {value!r}")
 
 
 class MergeCallback(ABC, Generic[W2]):
