@@ -106,13 +106,19 @@ def live_merge_input(entry: Any, ttl: TtlPolicy) -> Any:
     return entry
 
 
-class TtlValueState(HeapValueState):
+class _TtlState(HeapState):
+    """First base of each TTL state, before its plain heap state: entries are ``(value, ts)``
+    read and written against ``ttl``'s clock. Its ``__init__`` takes the policy and hands the
+    rest on along the MRO (to the plain state's own ``__init__``, if it has one)."""
+
     def __init__(
         self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
     ) -> None:
         super().__init__(table, ctx, descriptor)
         self._ttl = ttl
 
+
+class TtlValueState(_TtlState, HeapValueState):
     def value(self) -> Any:
         v = read_scalar(*self._slot(), self._ttl)
         return None if v is ABSENT else v
@@ -125,13 +131,7 @@ class TtlValueState(HeapValueState):
             table[skey] = (value, self._ttl.clock())
 
 
-class TtlReducingState(HeapReducingState):
-    def __init__(
-        self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
-    ) -> None:
-        super().__init__(table, ctx, descriptor)
-        self._ttl = ttl
-
+class TtlReducingState(_TtlState, HeapReducingState):
     def get(self) -> Any:
         v = read_scalar(*self._slot(), self._ttl)
         return None if v is ABSENT else v
@@ -152,13 +152,7 @@ class TtlReducingState(HeapReducingState):
         return (self._reduce(a[0], b[0]), self._ttl.clock())
 
 
-class TtlAggregatingState(HeapAggregatingState):
-    def __init__(
-        self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
-    ) -> None:
-        super().__init__(table, ctx, descriptor)
-        self._ttl = ttl
-
+class TtlAggregatingState(_TtlState, HeapAggregatingState):
     def get(self) -> Any:
         acc = read_scalar(*self._slot(), self._ttl)
         return None if acc is ABSENT else self._fn.get_result(acc)
@@ -181,14 +175,8 @@ class TtlAggregatingState(HeapAggregatingState):
         return (self._fn.merge(a[0], b[0]), self._ttl.clock())
 
 
-class TtlListState(HeapListState):
+class TtlListState(_TtlState, HeapListState):
     """Each element carries its own timestamp (Flink's ``TtlListState``)."""
-
-    def __init__(
-        self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
-    ) -> None:
-        super().__init__(table, ctx, descriptor)
-        self._ttl = ttl
 
     def get(self) -> Iterable[Any]:
         table, skey = self._slot()
@@ -244,14 +232,8 @@ class TtlListState(HeapListState):
         return live if live else ABSENT
 
 
-class TtlMapState(HeapMapState):
+class TtlMapState(_TtlState, HeapMapState):
     """Each map entry carries its own timestamp (Flink's ``TtlMapState``)."""
-
-    def __init__(
-        self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
-    ) -> None:
-        super().__init__(table, ctx, descriptor)
-        self._ttl = ttl
 
     def _lookup(self, key: Any) -> Any:
         """The value of map key ``key`` after the TTL check (a read), or ``ABSENT``."""
