@@ -11,11 +11,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from tests.runtime.checkpoint.job_graphs import two_sources_keyed_map
 
-from undertow.common import Configuration, WatermarkStrategy
-from undertow.datastream import StreamExecutionEnvironment
-from undertow.datastream.connectors.datagen import DataGeneratorSource
-from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import SnapshotType
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
 from undertow.runtime.checkpoint.events import Aborted, Acknowledged, Completed, Triggered
@@ -30,13 +28,7 @@ INTERVAL = {"execution.checkpointing.interval": "100 ms",
 
 
 def job_graph() -> JobGraph:
-    """Two source subtasks -> keyed map (2) -> print: 4 subtasks, 2 vertices (chained sink)."""
-    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
-    env.set_parallelism(2)
-    env.from_source(
-        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
-    ).key_by(lambda n: n % 4).map(lambda n: n).name("double").print()
-    return build_job_graph(env.get_stream_graph("coordinator test"))
+    return two_sources_keyed_map("coordinator test")
 
 
 def run(test: Callable[[CoordinatorUnderTest], Awaitable[None]], **options: str) -> None:

@@ -9,12 +9,11 @@ import dataclasses
 import uuid
 
 import pytest
+from tests.runtime.checkpoint.job_graphs import two_sources_keyed_map
 
-from undertow.common import Configuration, WatermarkStrategy
+from undertow.common import Configuration
 from undertow.core.errors import RestoreError
-from undertow.datastream import StreamExecutionEnvironment
-from undertow.datastream.connectors.datagen import DataGeneratorSource
-from undertow.graph.job_graph import JobGraph, build_job_graph
+from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.metadata import CheckpointMetadata, encode_metadata
 from undertow.runtime.checkpoint.metadata_model import VertexMetadata
@@ -30,12 +29,7 @@ INTERVAL = {"execution.checkpointing.interval": "100 ms"}
 
 
 def job_graph() -> JobGraph:
-    env = StreamExecutionEnvironment(Configuration({"rest.port": "-1"}))
-    env.set_parallelism(2)
-    env.from_source(
-        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
-    ).key_by(lambda n: n % 4).map(lambda n: n).name("double").print()
-    return build_job_graph(env.get_stream_graph("snapshot restore test"))
+    return two_sources_keyed_map("snapshot restore test")
 
 
 async def checkpoint_path(count: int) -> str:
