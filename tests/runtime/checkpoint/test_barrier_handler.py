@@ -19,6 +19,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from tests.runtime.checkpoint.barrier_ids import next_checkpoint_id
 
 from undertow.runtime.checkpoint.barrier import (
     AlignmentType,
@@ -368,15 +369,7 @@ class AlignedBarrierHandling(RuleBasedStateMachine):
         return [c for c in range(self.n) if c not in self.finished and c not in self.net_blocked]
 
     def next_id(self, channel: int, how: str) -> int:
-        last = self.last_id[channel]
-        if how == "current":
-            checkpoint_id = self.max_id if self.max_id > last else last + 1
-        elif how == "next":
-            checkpoint_id = max(self.max_id, last) + 1
-        elif how == "skip":
-            checkpoint_id = max(self.max_id, last) + 2
-        else:
-            checkpoint_id = last + 1
+        checkpoint_id = next_checkpoint_id(self.last_id[channel], self.max_id, how)
         self.last_id[channel] = checkpoint_id
         self.max_id = max(self.max_id, checkpoint_id)
         return checkpoint_id
