@@ -9,17 +9,15 @@ backpressured) or whose input stays empty (it must be idle).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
+from tests.runtime.task.endless_input import EndlessProducer, NullServices
 
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
 from undertow.runtime.control.messages import TaskMetrics
 from undertow.runtime.master.metrics import TaskMetricsStore
-from undertow.runtime.network.buffer import Buffer, serialize_batch
-from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
 from undertow.runtime.network.record_writer import RecordWriter
@@ -109,45 +107,6 @@ def test_frequent_samples_still_give_a_window() -> None:
 
 
 # -- a real task -----------------------------------------------------------------------------
-class Services:
-    def print_lines(self, lines: list[str]) -> None:
-        pass
-
-    def collect(self, sink_id: str, values: list[Any]) -> None:
-        pass
-
-    def send_split_request(self) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-
-class Producer:
-    """Feeds one input channel: a buffer of ``batch`` records per credit, like an upstream
-    subpartition with unlimited data."""
-
-    def __init__(self, channel: Any, batch: int) -> None:
-        self.channel = channel
-        self.data = serialize_batch(list(range(batch)), None)
-        self.sequence = 0
-        self.sent = 0
-
-    def add_credit(self, credit: int) -> None:
-        for _ in range(credit):
-            send = Send(Buffer(self.data), False, self.sequence, backlog=1)
-            self.sequence += 1
-            self.sent += 1
-            asyncio.get_running_loop().call_soon(self.channel.on_send, send)
-
-    def resume(self) -> None:
-        pass
-
-    def new_buffer_size(self, size: int, max_records: int) -> None:
-        """Buffer debloating's announcement (on by default): this producer's buffers are
-        fixed."""
-
-
 def map_vertex() -> JobVertex:
     """The middle vertex of source -> map -> sink, with network edges on both sides."""
     env = StreamExecutionEnvironment.get_execution_environment()
@@ -167,12 +126,12 @@ async def run_for(task: StreamTask, seconds: float) -> TaskStatistics:
     return stats
 
 
-def build_task(vertex: JobVertex, feed: bool) -> tuple[StreamTask, Producer | None]:
+def build_task(vertex: JobVertex, feed: bool) -> tuple[StreamTask, EndlessProducer | None]:
     config = Configuration()
     loop = asyncio.get_running_loop()
     gate = InputGate("plus input", vertex.inputs[0].target_input, floating_buffers=8)
     channel = gate.add_channel(0, "plus input channel 0", initial_credit=2)
-    producer = Producer(channel, batch=512) if feed else None
+    producer = EndlessProducer(channel, batch=512) if feed else None
     if producer is not None:
         channel.connect(producer)
     edge = vertex.outputs[0]
@@ -182,7 +141,7 @@ def build_task(vertex: JobVertex, feed: bool) -> tuple[StreamTask, Producer | No
     writer = RecordWriter(partition, edge.new_partitioner(), 4096)
     deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0, config=config,
                                 gates=(gate,), writers={edge.id: writer})  # fmt: skip
-    task = StreamTask(deployment=deployment, services=Services(), loop=loop)
+    task = StreamTask(deployment=deployment, services=NullServices(), loop=loop)
     return task, producer
 
 

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 import pytest
+from tests.runtime.task.endless_input import EndlessProducer, NullServices
 
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobVertex
 from undertow.graph.partitioners import ForwardPartitioner
-from undertow.runtime.network.buffer import Buffer, serialize_batch
-from undertow.runtime.network.credit import Send
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
 from undertow.runtime.network.record_writer import RecordWriter
@@ -160,42 +158,6 @@ def test_the_tightest_output_limits_the_chunk() -> None:
 
 
 # -- a real task --------------------------------------------------------------------------------
-class Services:
-    def print_lines(self, lines: list[str]) -> None:
-        pass
-
-    def collect(self, sink_id: str, values: list[Any]) -> None:
-        pass
-
-    def send_split_request(self) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-
-class Producer:
-    """Feeds one input channel: a buffer of ``batch`` ints per credit, without end."""
-
-    def __init__(self, channel: Any, batch: int) -> None:
-        self.channel = channel
-        self.data = serialize_batch(list(range(batch)), None)
-        self.sequence = 0
-
-    def add_credit(self, credit: int) -> None:
-        for _ in range(credit):
-            send = Send(Buffer(self.data), False, self.sequence, backlog=1)
-            self.sequence += 1
-            asyncio.get_running_loop().call_soon(self.channel.on_send, send)
-
-    def resume(self) -> None:
-        pass
-
-    def new_buffer_size(self, size: int, max_records: int) -> None:
-        """Buffer debloating's announcement (on by default): this producer's buffers are
-        fixed."""
-
-
 def fan_out_vertex(records_per_input: int) -> JobVertex:
     """The middle vertex of source -> flatMap -> sink: every input record becomes
     ``records_per_input`` records of about 100 bytes."""
@@ -217,14 +179,14 @@ def fan_out_task(records_per_input: int, overdraft: int) -> tuple[StreamTask, Re
                             str(overdraft)})  # fmt: skip
     gate = InputGate("fan-out input", vertex.inputs[0].target_input, floating_buffers=8)
     channel = gate.add_channel(0, "fan-out input channel 0", initial_credit=2)
-    channel.connect(Producer(channel, batch=256))
+    channel.connect(EndlessProducer(channel, batch=256))
     edge = vertex.outputs[0]
     out = ResultPartition("fan-out out", [1], buffers_per_channel=2, floating_buffers=14,
                           max_buffers_per_channel=100)  # fmt: skip
     writer = RecordWriter(out, edge.new_partitioner(), 1024)
     deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0, config=config,
                                 gates=(gate,), writers={edge.id: writer})  # fmt: skip
-    task = StreamTask(deployment=deployment, services=Services(),
+    task = StreamTask(deployment=deployment, services=NullServices(),
                       loop=asyncio.get_running_loop())  # fmt: skip
     return task, out
 
