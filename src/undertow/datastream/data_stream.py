@@ -43,6 +43,7 @@ from undertow.core.errors import GraphBuildError
 from undertow.datastream import batch_stream
 from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
 from undertow.datastream.field_functions import Projection, field_aggregator, pick_by
+from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
@@ -194,9 +195,8 @@ class DataStream:
         self._transformation.chaining = ChainingStrategy.NEVER
         return self
 
-    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
-        name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
-        self._transformation.slot_sharing_group = str(name)
+    def slot_sharing_group(self, slot_sharing_group: SlotSharingGroup | str) -> DataStream:
+        self._transformation.slot_sharing_group = group_name(slot_sharing_group)
         return self
 
     # helpers ------------------------------------------------------------------------------

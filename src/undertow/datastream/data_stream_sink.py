@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
 from undertow.graph.transformations import ChainingStrategy, Transformation
 
 
@@ -55,11 +56,11 @@ class DataStreamSink:
         self._transformation.chaining = ChainingStrategy.NEVER
         return self
 
-    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
-        name = getattr(slot_sharing_group, "get_name", lambda: slot_sharing_group)()
-        self._transformation.slot_sharing_group = str(name)
+    def slot_sharing_group(self, slot_sharing_group: SlotSharingGroup | str) -> DataStreamSink:
+        name = group_name(slot_sharing_group)
+        self._transformation.slot_sharing_group = name
         if self._committer is not None:
-            self._committer.slot_sharing_group = str(name)
+            self._committer.slot_sharing_group = name
         return self
 
 

@@ -143,3 +143,9 @@ class SlotSharingGroup:
                 values.setdefault("task_off_heap_memory", MemorySize(0))
                 values.setdefault("managed_memory", MemorySize(0))
             return SlotSharingGroup(self._name, external_resources=dict(self._external), **values)
+
+
+def group_name(group: SlotSharingGroup | str) -> str:
+    """The name a stream's ``slot_sharing_group(group)`` records: a :class:`SlotSharingGroup`'s
+    name, or the name given as it is (PyFlink takes either)."""
+    return group.get_name() if isinstance(group, SlotSharingGroup) else str(group)
