@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.runtime.task.endless_input import EndlessProducer, NullServices
+from tests.runtime.task.task_fakes import EndlessProducer, NullServices
 
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment

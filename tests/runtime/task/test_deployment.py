@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from tests.runtime.task.task_fakes import NullServices
 
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
@@ -18,16 +19,6 @@ from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask
-
-
-class Services:
-    def print_lines(self, lines: list[str]) -> None: ...
-
-    def collect(self, sink_id: str, values: list[Any]) -> None: ...
-
-    def send_split_request(self) -> None: ...
-
-    def wake(self) -> None: ...
 
 
 class Responder:
@@ -58,7 +49,7 @@ def deployment(settings: dict[str, str]) -> TaskDeployment:
 
 def build(record: TaskDeployment, io: CheckpointIO | None) -> StreamTask:
     async def make() -> StreamTask:
-        return StreamTask(deployment=record, services=Services(),
+        return StreamTask(deployment=record, services=NullServices(),
                           loop=asyncio.get_running_loop(), checkpoint_io=io)  # fmt: skip
 
     return asyncio.run(make())
@@ -92,4 +83,4 @@ def test_a_deployment_is_frozen_and_keyword_only() -> None:
     with pytest.raises(TypeError):
         TaskDeployment(record.vertex, 0, 1, Configuration())  # type: ignore[misc]
     with pytest.raises(TypeError):
-        StreamTask(record, Services(), None)  # type: ignore[misc]
+        StreamTask(record, NullServices(), None)  # type: ignore[misc]

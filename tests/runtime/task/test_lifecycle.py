@@ -8,6 +8,7 @@ import pickle
 from typing import Any
 
 import pytest
+from tests.runtime.task.task_fakes import NullServices
 
 from undertow.common import Configuration
 from undertow.core.errors import StateError
@@ -97,16 +98,6 @@ def test_a_subtask_deployed_finished_starts_finished_on_restore() -> None:
 # -- a StreamTask executing it -------------------------------------------------------------------
 
 
-class Services:
-    def print_lines(self, lines: list[str]) -> None: ...
-
-    def collect(self, sink_id: str, values: list[Any]) -> None: ...
-
-    def send_split_request(self) -> None: ...
-
-    def wake(self) -> None: ...
-
-
 class Upstream:
     """The producer side of the task's one input channel: sends what it is given."""
 
@@ -145,7 +136,9 @@ async def run_plus(inputs: list[object], finished_on_restore: bool = False) -> l
         vertex=vertex, subtask_index=0, attempt=1, config=Configuration(), gates=(gate,),
         writers={vertex.outputs[0].id: writer}, finished_on_restore=finished_on_restore,
     )  # fmt: skip
-    task = StreamTask(deployment=deployment, services=Services(), loop=asyncio.get_running_loop())
+    task = StreamTask(
+        deployment=deployment, services=NullServices(), loop=asyncio.get_running_loop()
+    )
     for payload in inputs:
         upstream.send(payload)
     await asyncio.wait_for(task.run(), 10)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 
 import pytest
-from tests.runtime.task.endless_input import EndlessProducer, NullServices
+from tests.runtime.task.task_fakes import EndlessProducer, NullServices
 
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tests.runtime.task.mail_probe import post_mails_from_another_thread
+from tests.runtime.task.task_fakes import NullServices
 
 from undertow.common import Configuration, Time
 from undertow.core.config import Options
@@ -127,16 +128,6 @@ class TimersBeforeLaterRecords(KeyedProcessFunction):
 SEEN_AT_LATER_RECORD: list[int] = []
 
 
-class Services:
-    def print_lines(self, lines: list[str]) -> None: ...
-
-    def collect(self, sink_id: str, values: list[Any]) -> None: ...
-
-    def send_split_request(self) -> None: ...
-
-    def wake(self) -> None: ...
-
-
 class Producer:
     """Feeds one input channel one buffer per credit: ``batches`` of records (a list of values,
     or a (values, timestamps) pair), then (if ``endless``) the last batch again and again;
@@ -201,7 +192,7 @@ def start_task(
     deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=0,
                                 config=Configuration(), gates=(gate,),
                                 writers={edge.id: writer})  # fmt: skip
-    task = StreamTask(deployment=deployment, services=Services(),
+    task = StreamTask(deployment=deployment, services=NullServices(),
                       loop=asyncio.get_running_loop())  # fmt: skip
     return task, asyncio.ensure_future(task.run())
 

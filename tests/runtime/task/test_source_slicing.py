@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 from tests.runtime.task.mail_probe import post_mails_from_another_thread
+from tests.runtime.task.task_fakes import NullServices
 
 from undertow.common import Configuration, WatermarkStrategy
 from undertow.connectors.source import SourceSplit
@@ -66,16 +67,6 @@ SPIN_ROW_S = 0.000002
 BATCH_ROWS = 200_000
 
 
-class Services:
-    def print_lines(self, lines: list[str]) -> None: ...
-
-    def collect(self, sink_id: str, values: list[Any]) -> None: ...
-
-    def send_split_request(self) -> None: ...
-
-    def wake(self) -> None: ...
-
-
 def source_vertex() -> JobVertex:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
@@ -112,7 +103,7 @@ def units_between_post_and_run(
         deployment = TaskDeployment(vertex=vertex, subtask_index=0, attempt=1,
                                     config=Configuration(),
                                     writers={vertex.outputs[0].id: writer})  # fmt: skip
-        task = StreamTask(deployment=deployment, services=Services(),
+        task = StreamTask(deployment=deployment, services=NullServices(),
                           loop=asyncio.get_running_loop())  # fmt: skip
         [spin] = [op.function for op in task.chain.operators if hasattr(op, "function")]
         running = asyncio.ensure_future(task.run())

@@ -11,6 +11,7 @@ from concurrent.futures import Executor, Future
 from typing import Any
 
 import pytest
+from tests.runtime.task.task_fakes import NullServices
 
 from undertow.common import Configuration
 from undertow.core.errors import StateError
@@ -34,16 +35,6 @@ from undertow.runtime.task.checkpoint_io import CheckpointIO
 from undertow.runtime.task.deployment import TaskDeployment
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.testing.channel_state import InMemoryChannelStateWriter
-
-
-class Services:
-    def print_lines(self, lines: list[str]) -> None: ...
-
-    def collect(self, sink_id: str, values: list[Any]) -> None: ...
-
-    def send_split_request(self) -> None: ...
-
-    def wake(self) -> None: ...
 
 
 class LiveProducer:
@@ -103,7 +94,7 @@ def build(
     if checkpoint_io is not None and checkpoint_io.channel_state_writer is None:
         channel_state = InMemoryChannelStateWriter.of([gate], [writer])
         checkpoint_io = dataclasses.replace(checkpoint_io, channel_state_writer=channel_state)
-    task = StreamTask(deployment=deployment, services=Services(),
+    task = StreamTask(deployment=deployment, services=NullServices(),
                       loop=asyncio.get_running_loop(), checkpoint_io=checkpoint_io,
                       on_channel_state_recovered=on_channel_state_recovered)  # fmt: skip
     return task, partition

@@ -1,4 +1,4 @@
-"""A real task's surroundings for tests that run one (tests/runtime/task/test_output_budget.py,
+"""A real task's surroundings for the tests that run one (tests/runtime/task/, and
 tests/runtime/test_task_metrics.py): services that do nothing, and an upstream that never
 ends. Both run on the test's event loop."""
 
