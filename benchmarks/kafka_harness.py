@@ -222,7 +222,7 @@ class Harness:
         finally:
             engine.stop()
             commands.send(load.Phase("stop"))
-            log = self._last_log(commands)
+            log = last_send_log(commands)
             time.sleep(0.5)
             stop.set()
             seen = observed.recv() if observed.poll(60) else []
@@ -230,6 +230,9 @@ class Harness:
             observer.join(30)
         rounds: list[Round] = []
         overcounts = 0
+        if planned and log is None:
+            note = note or (f"the producer's send log did not come within "
+                            f"{SEND_LOG_TIMEOUT_S:.0f} s: no figures")  # fmt: skip
         if log is not None and seen:
             latencies, overcounts = load.record_latencies(log.keys, log.sent_ns, seen)
             for plan in planned:
@@ -288,13 +291,24 @@ class Harness:
             and engine.failure() is None
         )
 
-    def _last_log(self, commands: object) -> load.SendLog | None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and commands.poll(1):  # type: ignore[attr-defined]
+
+#: How long the harness waits for the producer's send log after ``stop``.
+SEND_LOG_TIMEOUT_S = 60.0
+
+
+def last_send_log(commands: object, timeout_s: float = SEND_LOG_TIMEOUT_S) -> load.SendLog | None:
+    """The producer's send log, which it sends after ``stop`` once its client flushed
+    (replies before it are skipped); None if it did not come within ``timeout_s``. A flush on
+    a loaded machine takes seconds: waiting only while a message came within the last second
+    lost the log of a whole run (2026-11-30 21:35 UTC, load 48: no rounds, no reason, and the
+    producer's late send met a closed pipe)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        if commands.poll(min(1.0, left)):  # type: ignore[attr-defined]
             message = commands.recv()  # type: ignore[attr-defined]
             if isinstance(message, load.SendLog):
                 return message
-        return None
+    return None
 
 
 def _reply(commands: object, timeout: float = 600.0) -> object:
