@@ -7,7 +7,8 @@ bisecting between 0 and the burst's rate, judged from the lag sampled every 20 m
 rate found run again to confirm it, benchmarks/kafka_sustainable.py) and a paced phase at
 half of the rate found (or at a rate given), then the rate found once more, so that a round
 counts only if its paced phase lay between two phases that sustained it (else the round is
-measured again from a lower start, kafka_sustainable.Attempt). Afterwards the producer's
+measured again from a lower start, kafka_sustainable.Attempt): which phase comes next is
+kafka_sustainable.RoundPlan's decision, the harness only runs it. Afterwards the producer's
 send log and the consumer's output log are joined (benchmarks/kafka_load.py) into each
 round's figures (benchmarks/kafka_rounds.py), with the CPU per record of the job, the broker
 and the harness (benchmarks/process_cpu.py) and, for an instrumented job, where the latency
@@ -188,50 +189,40 @@ class Harness:
                 # this burst's draining rate, roughly (the exact one comes from the logs)
                 bound = self.sizes.burst_records / (time.monotonic() - began)
                 burst_marks.append(cpu.read())
-                for attempt in range(1, sustain.ATTEMPTS + 1):
+                plan = sustain.RoundPlan.start(bound, self.sizes.search_steps, rate)
+                while True:  # the round's attempts (kafka_sustainable.RoundPlan)
                     probes: list[tuple[int, sustain.Verdict]] = []
-                    search = None
-                    at = rate
-                    if rate is None:
-                        search = sustain.Search.start(bound, self.sizes.search_steps)
-                        while (probe := search.next_rate()) is not None:
-                            index, verdict = judged(probe, self.sizes.probe_seconds)
-                            probes.append((index, verdict))
-                            search = search.after(verdict)
-                        # none kept up: half of the lowest rate tried (the row's note says so)
-                        at = 0.5 * (search.high if search.sustainable is None
-                                    else search.sustainable)  # fmt: skip
-                    assert at is not None
-                    time.sleep(1.0)
-                    load_text = loadavg()
-                    marks = [*burst_marks, cpu.read()]
-                    index, samples = paced(at, self.sizes.seconds)
-                    # the measured phase judged like a search phase: did the job keep up with
-                    # half of what the search found? (no: the search overestimated it)
-                    paced_verdict = sustain.judge(samples, at, engine.wait_ms)
-                    drained("the paced records were")
-                    marks.append(cpu.read())
-                    closing = None
-                    if search is not None and search.sustainable is not None:
-                        # the bracket's second side: still sustained after the paced phase?
-                        closing = judged(search.sustainable, self.sizes.probe_seconds)[1]
-                    outcome = None if search is None else sustain.Attempt(search, closing)
-                    problem = None if outcome is None else outcome.problem()
-                    last = problem is None or attempt == sustain.ATTEMPTS
+                    index, load_text, marks = 0, "", [*burst_marks]
+                    while (step := plan.next_phase()) is not None:
+                        if step.kind is sustain.PhaseKind.PACED:
+                            time.sleep(1.0)
+                            load_text = loadavg()
+                            marks = [*burst_marks, cpu.read()]
+                            index, samples = paced(step.rate, self.sizes.seconds)
+                            # the measured phase judged like a search phase: did the job keep
+                            # up with half of what the search found? (no: it overestimated)
+                            verdict = sustain.judge(samples, step.rate, engine.wait_ms)
+                            drained("the paced records were")
+                            marks.append(cpu.read())
+                        else:  # a search phase, or the closing one: the bracket's second side
+                            probe, verdict = judged(step.rate, self.sizes.probe_seconds)
+                            if step.kind is sustain.PhaseKind.SEARCH:
+                                probes.append((probe, verdict))
+                        plan = plan.after(verdict)
+                    assert plan.paced is not None
                     planned.append(_Planned(
-                        burst, tuple(probes), None if search is None else search.sustainable,
-                        index, at, load_text, paced_verdict, number, attempt, problem, last,
-                        closing, tuple(marks)))  # fmt: skip
-                    if last:
+                        burst, tuple(probes), plan.sustainable, index, plan.paced_rate,
+                        load_text, plan.paced, number, plan.number, plan.problem(), plan.last,
+                        plan.closing, tuple(marks)))  # fmt: skip
+                    if plan.last:
                         break
-                    assert outcome is not None
-                    bound = outcome.retry_bound()
+                    plan = plan.retry()
         except (RuntimeError, ValueError) as err:
             note = f"could not run: {err}" if not planned else str(err)
         finally:
             engine.stop()
             commands.send(load.Phase("stop"))
-            log = self._last_log(commands)
+            log = last_send_log(commands)
             time.sleep(0.5)
             stop.set()
             seen = observed.recv() if observed.poll(60) else []
@@ -239,6 +230,9 @@ class Harness:
             observer.join(30)
         rounds: list[Round] = []
         overcounts = 0
+        if planned and log is None:
+            note = note or (f"the producer's send log did not come within "
+                            f"{SEND_LOG_TIMEOUT_S:.0f} s: no figures")  # fmt: skip
         if log is not None and seen:
             latencies, overcounts = load.record_latencies(log.keys, log.sent_ns, seen)
             for plan in planned:
@@ -297,13 +291,24 @@ class Harness:
             and engine.failure() is None
         )
 
-    def _last_log(self, commands: object) -> load.SendLog | None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and commands.poll(1):  # type: ignore[attr-defined]
+
+#: How long the harness waits for the producer's send log after ``stop``.
+SEND_LOG_TIMEOUT_S = 60.0
+
+
+def last_send_log(commands: object, timeout_s: float = SEND_LOG_TIMEOUT_S) -> load.SendLog | None:
+    """The producer's send log, which it sends after ``stop`` once its client flushed
+    (replies before it are skipped); None if it did not come within ``timeout_s``. A flush on
+    a loaded machine takes seconds: waiting only while a message came within the last second
+    lost the log of a whole run (2026-11-30 21:35 UTC, load 48: no rounds, no reason, and the
+    producer's late send met a closed pipe)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        if commands.poll(min(1.0, left)):  # type: ignore[attr-defined]
             message = commands.recv()  # type: ignore[attr-defined]
             if isinstance(message, load.SendLog):
                 return message
-        return None
+    return None
 
 
 def _reply(commands: object, timeout: float = 600.0) -> object:

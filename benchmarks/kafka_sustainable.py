@@ -31,7 +31,7 @@ again, up to :data:`CONFIRM_STEPS` times; the sustainable rate is a rate kept up
 After the paced phase at half of it the rate runs once more (:class:`Attempt`): a round counts
 only if the job still sustained it then, so its paced phase was at half of a rate sustained
 on both sides of it; otherwise the round is measured again from a lower start, at most
-:data:`ATTEMPTS` times.
+:data:`ATTEMPTS` times. :class:`RoundPlan` says which phase a round runs next.
 
 Pure: no I/O, no clock; the coordinator feeds samples and verdicts. Tested in
 tests/benchmarks/test_kafka_sustainable.py.
@@ -39,9 +39,10 @@ tests/benchmarks/test_kafka_sustainable.py.
 
 from __future__ import annotations
 
+import enum
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: A phase's first second is its warm-up: not judged (the job wakes from the drain before).
 WARM_S = 1.0
@@ -264,3 +265,101 @@ class Attempt:
                 f"({self.closing.describe()}): the job's capacity fell during the round"
             )
         return None
+
+
+class PhaseKind(enum.Enum):
+    """A phase of a round's attempt (:class:`RoundPlan`)."""
+
+    SEARCH = "search"
+    PACED = "paced"
+    CLOSING = "closing"
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """What the harness runs next: a phase of ``kind`` at ``rate`` records/s."""
+
+    kind: PhaseKind
+    rate: float
+
+
+@dataclass(frozen=True, slots=True)
+class RoundPlan:
+    """One attempt at a round, as the harness runs it: the search from ``bound`` (none with a
+    ``fixed`` rate), a paced phase at half of the rate found (at half of the lowest rate that
+    fell behind if none was found; at ``fixed`` if given), then the rate found once more (the
+    closing phase). The harness asks :meth:`next_phase`, runs it, and feeds its verdict to
+    :meth:`after` until there is none; then the attempt counts or :meth:`retry` gives the
+    next one, from a lower bound (:meth:`Attempt.retry_bound`), up to :data:`ATTEMPTS`.
+    Pure and immutable: no clock, no I/O."""
+
+    steps: int
+    fixed: float | None
+    #: this attempt at its round (1-based)
+    number: int
+    search: Search | None
+    #: the paced phase's verdict once it ran
+    paced: Verdict | None = None
+    #: the closing phase's verdict once it ran
+    closing: Verdict | None = None
+
+    @classmethod
+    def start(cls, bound: float, steps: int, fixed: float | None = None,
+              number: int = 1) -> RoundPlan:  # fmt: skip
+        """The attempt ``number`` searching below ``bound`` (or paced at ``fixed``)."""
+        search = None if fixed is not None else Search.start(bound, steps)
+        return cls(steps, fixed, number, search)
+
+    @property
+    def paced_rate(self) -> float:
+        """The paced phase's rate (the search must be done)."""
+        if self.fixed is not None:
+            return self.fixed
+        assert self.search is not None
+        found = self.search.sustainable
+        return 0.5 * (self.search.high if found is None else found)
+
+    @property
+    def sustainable(self) -> float | None:
+        return None if self.search is None else self.search.sustainable
+
+    def next_phase(self) -> Phase | None:
+        """The next phase to run; None when this attempt is over."""
+        if self.search is not None and (rate := self.search.next_rate()) is not None:
+            return Phase(PhaseKind.SEARCH, rate)
+        if self.paced is None:
+            return Phase(PhaseKind.PACED, self.paced_rate)
+        found = self.sustainable
+        if found is not None and self.closing is None:
+            return Phase(PhaseKind.CLOSING, found)
+        return None
+
+    def after(self, verdict: Verdict) -> RoundPlan:
+        """This attempt once the phase :meth:`next_phase` named gave ``verdict``."""
+        phase = self.next_phase()
+        if phase is None:
+            raise ValueError(f"attempt {self.number} is over: no phase to judge")
+        if phase.kind is PhaseKind.SEARCH:
+            assert self.search is not None
+            return replace(self, search=self.search.after(verdict))
+        if phase.kind is PhaseKind.PACED:
+            return replace(self, paced=verdict)
+        return replace(self, closing=verdict)
+
+    def problem(self) -> str | None:
+        """Why this (finished) attempt does not count; None: it does (a fixed rate always)."""
+        if self.search is None:
+            return None
+        return Attempt(self.search, self.closing).problem()
+
+    @property
+    def last(self) -> bool:
+        """Whether the round ends with this attempt: it counts, or it was the last allowed."""
+        return self.problem() is None or self.number >= ATTEMPTS
+
+    def retry(self) -> RoundPlan:
+        """The next attempt at the round, searching below what this one saw fall behind."""
+        if self.last or self.search is None:
+            raise ValueError(f"attempt {self.number} ends its round: no retry")
+        bound = Attempt(self.search, self.closing).retry_bound()
+        return RoundPlan.start(bound, self.steps, None, self.number + 1)

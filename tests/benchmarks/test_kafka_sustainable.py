@@ -4,7 +4,9 @@ rate, and how it bisects the maximum sustainable throughput, without a broker.""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,29 +191,62 @@ def test_an_attempt_is_judged_on_a_finished_search_and_its_own_rate() -> None:
         sustain.Attempt(_searched_at(6_100), sustain.Verdict(5_000, True, 10, 10))
 
 
+def _run(plan: sustain.RoundPlan, capacity: Callable[[sustain.Phase], float]
+         ) -> tuple[Any, list[sustain.Phase]]:  # fmt: skip
+    """Each phase the plan names, run against a job of ``capacity(phase)`` records/s until
+    the attempt is over; returns the plan and the phases run."""
+    phases = []
+    while (phase := plan.next_phase()) is not None:
+        phases.append(phase)
+        plan = plan.after(sustain.judge(_phase(phase.rate, capacity(phase)), phase.rate))
+    return plan, phases
+
+
 def test_rounds_on_a_falling_machine_pace_at_half_of_a_rate_held_on_both_sides() -> None:
-    # the harness's loop over attempts (kafka_harness) against a job whose capacity is 8,000
-    # records/s until the first attempt's closing phase and 5,000 from then on
-    capacity = 8_100.0
-    bound, paced = 16_000.0, []
-    for _ in range(sustain.ATTEMPTS):
-        search = sustain.Search.start(bound, steps=4)
-        while (rate := search.next_rate()) is not None:
-            search = search.after(sustain.judge(_phase(rate, capacity), rate))
-        assert search.sustainable is not None
-        paced.append(search.sustainable / 2)
-        capacity = 5_000.0  # the machine got busier during the paced phase
-        closing = sustain.judge(_phase(search.sustainable, capacity), search.sustainable)
-        attempt = sustain.Attempt(search, closing)
-        if attempt.bracketed:
-            break
-        bound = attempt.retry_bound()
-    assert attempt.bracketed
-    # the first attempt paced at 4,000 (half of 8,000), then 8,000 fell behind; the second
+    # a job whose capacity is 8,100 records/s until the first attempt's paced phase ends and
+    # 5,000 from then on: the harness's plan of a round (kafka_harness runs RoundPlan)
+    fell = False
+
+    def capacity(phase: sustain.Phase) -> float:
+        nonlocal fell
+        fell = fell or phase.kind is sustain.PhaseKind.CLOSING
+        return 5_000.0 if fell else 8_100.0
+
+    first, phases = _run(sustain.RoundPlan.start(16_000, steps=4), capacity)
+    kinds = [p.kind for p in phases]
+    assert kinds == [sustain.PhaseKind.SEARCH] * 5 + [sustain.PhaseKind.PACED,
+                                                       sustain.PhaseKind.CLOSING]  # fmt: skip
+    assert first.sustainable == 8_000 and first.paced_rate == 4_000
+    assert first.paced.kept_up and not first.closing.kept_up
+    assert "fell behind after the paced phase" in first.problem() and not first.last
+    second, phases = _run(first.retry(), capacity)
     # searched below 8,000 and paced at half of a rate the job held at 5,000 of capacity
-    assert paced[0] == 4_000
-    assert paced[1] * 2 <= 5_000 and attempt.closing is not None
-    assert attempt.closing.rate == paced[1] * 2
+    assert second.number == 2 and phases[0].rate == 4_000
+    assert second.problem() is None and second.last
+    assert second.paced_rate * 2 == second.sustainable <= 5_000
+    assert second.closing.rate == second.sustainable
+    with pytest.raises(ValueError, match="ends its round"):
+        second.retry()
+    with pytest.raises(ValueError, match="is over"):
+        second.after(second.closing)
+
+
+def test_a_round_at_a_fixed_rate_is_one_paced_phase_that_counts() -> None:
+    plan, phases = _run(sustain.RoundPlan.start(16_000, steps=4, fixed=3_000), lambda p: 8_000)
+    assert phases == [sustain.Phase(sustain.PhaseKind.PACED, 3_000)]
+    assert plan.problem() is None and plan.last and plan.sustainable is None
+
+
+def test_a_round_whose_search_found_nothing_paces_at_half_of_the_lowest_failure() -> None:
+    plan, phases = _run(sustain.RoundPlan.start(16_000, steps=2), lambda p: 1_000)
+    assert [p.kind for p in phases] == [sustain.PhaseKind.SEARCH] * 2 + [sustain.PhaseKind.PACED]
+    assert plan.paced_rate == 2_000 == plan.search.high / 2  # no closing: nothing to rerun
+    assert "no rate kept up twice" in plan.problem() and not plan.last
+    retry = plan.retry()
+    assert retry.number == 2 and retry.next_phase() == sustain.Phase(
+        sustain.PhaseKind.SEARCH, 2_000)  # fmt: skip
+    final, _ = _run(retry, lambda p: 500)
+    assert final.last and final.problem() is not None  # the second attempt is the last
 
 
 def _nothing_kept_up(burst_rate: float) -> sustain.Search:

@@ -2,9 +2,10 @@
 
 The job: a bounded ``KafkaSource`` with a :class:`JsonBatchDeserializationSchema` (one record
 batch per fetch) over a topic of ``{"k": key, "v": 1}`` values (each key in one partition) ->
-``map_batches`` (the first attempt paced, then held until the kill) -> ``key_by("k").sum("v")``
+``map_batches`` -> ``key_by("k").sum("v")``
 -> ``KafkaSink`` ``EXACTLY_ONCE`` taking the batches (a Kafka record per row, keyed by ``k``).
-A worker is killed after checkpoints completed. What a read_committed consumer sees must be,
+The source's readers hold (SourceHold) after their first batches until a worker is
+killed after checkpoints completed. What a read_committed consumer sees must be,
 per key, the running sums ``1..N`` each exactly once and in order: a row lost or written twice
 (a source offset out of step with the emitted rows, a sink transaction replayed) or a sum
 restarted (columnar state not restored) shows. Restore evidence: the console's restore line
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from undertow.datastream.connectors.kafka import (
     KafkaOffsetsInitializer,
     KafkaSource,
 )
+from undertow.testing.gates import SourceHold
 from undertow.testing.kafka_oracle import read_committed
 from undertow.testing.kafka_oracle_job import oracle_sink
 from undertow.testing.kafka_topics import produce
@@ -37,14 +38,15 @@ from undertow.testing.oracle import oracle_seed
 from undertow.testing.restore_control import evidence
 
 from .conftest import EnvFactory
-from .kills import FirstAttemptHold, run_killing_a_worker_after_a_checkpoint
+from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import restored_checkpoints
 
-#: the first attempt takes 5 ms a row (20 s for a subtask's 4,000) until the kill is armed,
-#: then waits for it (FirstAttemptHold): its checkpoints are unaligned, so the seeded kill
-#: after two of them falls mid-stream however the load stretches them, and the attempt cannot
-#: finish first (one that did restored nothing, and once passed without proving a restore)
 KEYS, PER_KEY = 8, 1000
+#: record batches each reader emits before it holds until the kill landed (one per fetch, at
+#: most 500 rows each, of a partition's 4,000): the first attempt cannot finish first (one that
+#: did restored nothing, and once passed without proving a restore), however the load
+#: stretches its checkpoints
+HELD_BATCHES = 2
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
 
@@ -94,8 +96,8 @@ def _taken(mapped: Path) -> dict[int, int]:
 
 
 def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: Path,
-         hold: FirstAttemptHold) -> None:  # fmt: skip
-    source = (
+         hold: SourceHold) -> None:  # fmt: skip
+    kafka = (
         KafkaSource.builder()
         .set_bootstrap_servers(bootstrap)
         .set_topics(source_topic)
@@ -104,9 +106,8 @@ def _job(env: Any, bootstrap: str, source_topic: str, sink_topic: str, mapped: P
         .set_value_only_deserializer(JsonBatchDeserializationSchema(SCHEMA))
         .build()
     )
-    batches = env.from_source(source, None, "kafka").as_batches().uid("kafka")
-    held = batches.map_batches(hold, schema=SCHEMA).uid("held")
-    taken = held.map_batches(Taken(mapped), schema=SCHEMA).uid("taken")
+    batches = env.from_source(hold.source(kafka), None, "kafka").as_batches().uid("kafka")
+    taken = batches.map_batches(Taken(mapped), schema=SCHEMA).uid("taken")
     sums = taken.key_by("k").sum("v").uid("sum")
     sink = oracle_sink(bootstrap, sink_topic, f"columnar-{sink_topic}", KeySchema(), SumSchema())
     sums.sink_to(sink).uid("kafka-sink")
@@ -128,8 +129,6 @@ def test_kafka_batch_sum_to_kafka_exactly_once_through_a_kill(
     produce(kafka_bootstrap, source_topic, rows)
     env = make_env(parallelism=2, config={
         "execution.checkpointing.interval": "100 ms",
-        # the source reads the topic far ahead of the first attempt's slow map: an aligned
-        # barrier would wait behind all of it, and the checkpoints come only at the end
         "execution.checkpointing.unaligned.enabled": "true",
         "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
         "restart-strategy.type": "fixed-delay",
@@ -137,17 +136,18 @@ def test_kafka_batch_sum_to_kafka_exactly_once_through_a_kill(
         "restart-strategy.fixed-delay.delay": "0 ms",
     })  # fmt: skip
     mapped = tmp_path / "mapped"
-    hold = FirstAttemptHold(tmp_path / "hold", pace_s=0.005)
+    hold = SourceHold(tmp_path / "hold", after_records=HELD_BATCHES)
     _job(env, kafka_bootstrap, source_topic, sink_topic, mapped, hold)
     client = env.execute_async("kafka batches -> sum -> kafka")
-    deadline = time.monotonic() + 60
-    while not _taken(mapped):  # the checkpoints the kill waits for come after rows flowed
-        assert time.monotonic() < deadline, capsys.readouterr().err
-        time.sleep(0.01)
+    if not hold.wait_held(readers=2, timeout_s=60):
+        client.cancel()
+        raise AssertionError(f"seed {seed}: {hold.held_readers()} of 2 readers reached the hold")
     capsys.readouterr()
+    # two checkpoints after the hold: the second was triggered once the first completed, after
+    # both readers held, so the restored checkpoint has them at the hold
     _, console = run_killing_a_worker_after_a_checkpoint(
         client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=90.0, checkpoints=2,
-        hold=hold,
+        source_hold=hold,
     )  # fmt: skip
     evidence(bool(restored_checkpoints(console)), f"seed {seed}: no restore line:\n{console}")
     taken = _taken(mapped)

@@ -24,9 +24,7 @@ from typing import Any
 import msgpack
 import pytest
 from confluent_kafka import (
-    Consumer,
     ConsumerGroupTopicPartitions,
-    KafkaException,
     Producer,
     TopicPartition,
 )
@@ -42,6 +40,7 @@ from undertow.datastream.connectors.kafka import (
     KafkaOffsetsInitializer,
     KafkaSource,
 )
+from undertow.testing.gates import SourceHold
 from undertow.testing.kafka_oracle_job import OracleRecordSchema
 from undertow.testing.kafka_topics import add_partitions, produce
 from undertow.testing.oracle import (
@@ -55,10 +54,13 @@ from undertow.testing.oracle import (
 )
 
 from .conftest import EnvFactory
-from .kills import FirstAttemptHold, run_killing_a_worker_after_a_checkpoint
+from .kills import run_killing_a_worker_after_a_checkpoint
 from .restore_evidence import RestWatcher, assert_restores
 
 KEYS, RECORDS_PER_KEY = 8, 800
+#: records each reader of the kill test emits before it holds (Kafka's reader stops after the
+#: fetch that reached it: at most 500 more) of its partition's 3,200
+HELD_AT = 1000
 SMALL = (SizeClass(1.0, 16, 200),)
 JOB_TIMEOUT_S = 120.0
 
@@ -96,7 +98,6 @@ def checkpointing(directory: Path, restarts: int) -> dict[str, Any]:
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
         "rest.port": "0",
-        # the paced first attempt backpressures the job: unaligned checkpoints stay quick
         "execution.checkpointing.unaligned.enabled": "true",
     }
 
@@ -115,16 +116,15 @@ def test_oracle_through_kafka_survives_a_worker_kill(
     fill_with_oracle_records(kafka_bootstrap, topic, 2)
     env = make_env(parallelism=2, config=checkpointing(tmp_path, restarts=3))
     evidence = tmp_path / "evidence"
-    source = bounded_source(kafka_bootstrap, topic, OracleRecordSchema())
+    # each reader (one partition each) holds after HELD_AT records of the first attempt until
+    # the kill landed: the attempt cannot end first, and every checkpoint after the hold has
+    # records behind it, however the load stretches the job
+    hold = SourceHold(tmp_path / "hold", after_records=HELD_AT)
+    source = hold.source(bounded_source(kafka_bootstrap, topic, OracleRecordSchema()))
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").uid("kafka")
     stateful = stream.key_by(oracle_key).process(OracleStatefulFunction(None, 1, str(evidence)))
     stateful = stateful.uid("oracle-stateful").set_parallelism(3)
-    # the first attempt takes 2 ms a record (about 4 s for the topic) until the kill is
-    # armed, then waits for it: it cannot end first (with the fast read path it once did, and
-    # no worker was killed); the restored attempt runs at full speed
-    hold = FirstAttemptHold(tmp_path / "hold", pace_s=0.002)
-    held = stateful.map(hold).uid("first-attempt-hold").set_parallelism(3)
-    verified = held.key_by(oracle_key).process(
+    verified = stateful.key_by(oracle_key).process(
         VerifyingSink(RECORDS_PER_KEY, seq_order_kept=True, job_tag=1,
                       evidence_dir=str(evidence))
     )  # fmt: skip
@@ -132,10 +132,16 @@ def test_oracle_through_kafka_survives_a_worker_kill(
 
     client = env.execute_async("kafka oracle")
     watcher = RestWatcher(client)
-    wait_until_committed(kafka_bootstrap, topic, READ_BEFORE_KILL)
+    if not hold.wait_held(readers=2, timeout_s=JOB_TIMEOUT_S):
+        client.cancel()
+        raise AssertionError(f"seed {seed}: {hold.held_readers()} of 2 readers reached the hold")
+    capsys.readouterr()
+    # two checkpoints after the hold: the second was triggered once the first completed, after
+    # both readers held, so the restored checkpoint has them at the hold (HELD_AT or more of
+    # their 3,200 records): the source resumes there and sends fewer than the topic holds
     result, console = run_killing_a_worker_after_a_checkpoint(
-        client, capsys, seed, earliest_s=0.1, latest_s=0.8, timeout_s=JOB_TIMEOUT_S,
-        checkpoints=3, hold=hold,
+        client, capsys, seed, earliest_s=0.02, latest_s=0.2, timeout_s=JOB_TIMEOUT_S,
+        checkpoints=2, source_hold=hold,
     )  # fmt: skip
     oracle = OracleResult.from_job_result(result, KEYS, RECORDS_PER_KEY, evidence)
 
@@ -143,37 +149,6 @@ def test_oracle_through_kafka_survives_a_worker_kill(
     oracle.assert_restored()  # the source resumed: fewer records than the topic holds
     assert oracle.is_exactly_once, (seed, str(oracle))
     assert oracle.restarts == 1, (seed, oracle)
-
-
-#: offsets a completed checkpoint must have committed on both partitions before the kill
-READ_BEFORE_KILL = 1000
-
-
-def wait_until_committed(bootstrap: str, topic: str, offset: int, timeout_s: float = 60) -> None:
-    """Until a completed checkpoint committed ``offset`` or more on both partitions of
-    ``topic`` (the source commits its checkpointed offsets to ``<topic>-group``, and a
-    partition read to its end at its end): the first batch of each reader went through, so a
-    kill restores records that were processed. Three completed checkpoints are not enough
-    under load: they came before the first record left the source, and the restore had
-    nothing to show."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-group"})
-    partitions = [TopicPartition(topic, p) for p in (0, 1)]
-    deadline = time.monotonic() + timeout_s
-    last_error = None
-    try:
-        while True:
-            try:
-                if min(tp.offset for tp in consumer.committed(partitions, 10)) >= offset:
-                    return
-            except KafkaException as err:  # a fresh broker's group coordinator is loading
-                last_error = err  # (or moving: NOT_COORDINATOR, not marked retriable)
-            assert time.monotonic() < deadline, (
-                f"no checkpoint committed offset {offset} on both partitions of {topic} "
-                f"within {timeout_s} s (last error: {last_error})"
-            )
-            time.sleep(0.2)
-    finally:
-        consumer.close()
 
 
 def local_env(parallelism: int = 2, **config: str) -> StreamExecutionEnvironment:

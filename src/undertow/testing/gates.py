@@ -4,11 +4,10 @@
   checkpoint the test named has completed: a test that needs the restored checkpoint to have
   a property seen only from outside (REST) opens the gate at the first checkpoint with it;
   the failure then restores that checkpoint or a newer one.
-* :class:`SourceHold`: each reader of an :class:`~undertow.testing.oracle.OracleSource` with
-  ``hold=`` stops after ``after_records`` records of its attempt until the test releases it,
-  answering ``NOTHING_AVAILABLE`` meanwhile (its mailbox runs: barriers, savepoints, RPC), so
-  a savepoint taken before the release finds every source unfinished, and one taken after
-  :meth:`SourceHold.wait_held` finds every reader's records emitted.
+* :class:`SourceHold`: each reader of a held source (any source via :meth:`SourceHold.source`;
+  ``OracleSource(hold=...)``) stops after ``after_records`` records of its attempt until the
+  test releases it (its mailbox runs: barriers, savepoints, RPC), so a savepoint taken after
+  :meth:`SourceHold.wait_held` finds every reader's records emitted and none finished.
 
 Threading and placement: pickled to the workers with the job (threads, worker processes, Spark
 on this machine); the test and the workers share state through files in ``directory`` written
@@ -20,12 +19,22 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from undertow.connectors.source import (
+    Boundedness,
+    DemandingReaderOutput,
     InputStatus,
     IteratorSourceReader,
     ReaderOutput,
+    Source,
+    SourceReader,
     SourceReaderContext,
+    SplitEnumerator,
+    SplitEnumeratorContext,
+    SplitReaderOutput,
+    SplitT,
+    is_demanding,
 )
 
 #: How often a worker looks at a gate's file while it is closed.
@@ -85,7 +94,10 @@ class CheckpointGate:
 
 class SourceHold:
     """Holds every reader after ``after_records`` records of its attempt until
-    :meth:`release`; :meth:`reader` builds the held reader (``OracleSource(hold=...)``)."""
+    :meth:`release`. Any source can be held: :meth:`source` wraps a
+    :class:`~undertow.connectors.source.Source` (a Kafka source, a file source) so that its
+    readers are :class:`HeldReader` s; :meth:`reader` builds a held
+    :class:`~undertow.connectors.source.IteratorSourceReader` (``OracleSource(hold=...)``)."""
 
     def __init__(self, directory: Path, after_records: int) -> None:
         if after_records < 1:
@@ -118,40 +130,173 @@ class SourceHold:
     def _mark_held(self, index: int) -> None:
         Path(self.released_marker).with_name(f"source-held-{index}").touch()
 
+    def source(self, source: Source[SplitT]) -> HeldSource[SplitT]:
+        """``source`` with every reader it creates held (:class:`HeldSource`)."""
+        return HeldSource(source, self)
+
     def reader(self, context: SourceReaderContext, batch_size: int,
-               records_per_second: float | None) -> IteratorSourceReader:  # fmt: skip
-        return HeldReader(context, self, batch_size, records_per_second)
+               records_per_second: float | None) -> HeldReader[Any]:  # fmt: skip
+        """A held :class:`IteratorSourceReader`: it honours the output's ``records_wanted``,
+        so its position at the hold is exactly ``after_records``."""
+        inner = IteratorSourceReader(context, batch_size, records_per_second)
+        return HeldReader(inner, self, context)
 
 
-class HeldReader(IteratorSourceReader):
-    """An :class:`IteratorSourceReader` that answers ``NOTHING_AVAILABLE`` once it emitted
-    its hold's ``after_records`` in this attempt, until the hold is released. Its batches
-    never cross the limit, so the position at the hold is exactly ``after_records``."""
+class HeldSource(Source[SplitT]):
+    """A :class:`~undertow.connectors.source.Source` whose readers are ``source`` 's readers
+    held by ``hold`` (:class:`HeldReader`); its boundedness and enumerator are ``source`` 's.
+    Pickled with the job like the source it wraps."""
 
-    def __init__(self, context: SourceReaderContext, hold: SourceHold, batch_size: int,
-                 records_per_second: float | None) -> None:  # fmt: skip
-        super().__init__(context, batch_size, records_per_second)
+    def __init__(self, source: Source[SplitT], hold: SourceHold) -> None:
+        self.source = source
         self.hold = hold
+
+    def get_boundedness(self) -> Boundedness:
+        return self.source.get_boundedness()
+
+    def create_reader(self, context: SourceReaderContext) -> HeldReader[SplitT]:
+        return HeldReader(self.source.create_reader(context), self.hold, context)
+
+    def create_enumerator(self, context: SplitEnumeratorContext[SplitT]) -> SplitEnumerator[SplitT]:
+        return self.source.create_enumerator(context)
+
+    def restore_enumerator(
+        self, context: SplitEnumeratorContext[SplitT], checkpoint: Any
+    ) -> SplitEnumerator[SplitT]:
+        return self.source.restore_enumerator(context, checkpoint)
+
+
+class _CountingOutput:
+    """The output a :class:`HeldReader` hands its reader while holding is ahead: it counts
+    the records emitted and passes them on to ``output``. It is a
+    :class:`~undertow.connectors.source.DemandingReaderOutput` whose ``records_wanted`` is
+    at most what is left before the hold (and ``output`` 's own limit, if it has one), and a
+    :class:`~undertow.connectors.source.SplitReaderOutput` that passes the per-split calls on
+    if ``output`` is one (else a split's batch goes to ``collect_batch``, as a reader does
+    with an output that has no splits). Threading: the task's loop thread, like the reader."""
+
+    def __init__(self, output: ReaderOutput) -> None:
+        self.output = output
+        self.demanding: DemandingReaderOutput | None = (
+            output if is_demanding(output) else None  # type: ignore[assignment]
+        )
+        self.per_split: SplitReaderOutput | None = (
+            output if isinstance(output, SplitReaderOutput) else None
+        )
+        self.records_wanted: int | None = None
+        self.emitted = 0
+
+    def limit(self, left: int) -> None:
+        """Before a reader call: ``left`` records may go out before the hold."""
+        wanted = None if self.demanding is None else self.demanding.records_wanted
+        self.records_wanted = left if wanted is None else min(wanted, left)
+
+    def collect(self, value: Any, timestamp: int | None = None) -> None:
+        self.emitted += 1
+        self.output.collect(value, timestamp)
+
+    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
+        self.emitted += len(values)
+        self.output.collect_batch(values, timestamps)
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
+        self.output.collect_side(tag_id, value, timestamp)
+
+    def register_split(self, split_id: str) -> None:
+        if self.per_split is not None:
+            self.per_split.register_split(split_id)
+
+    def collect_split_batch(
+        self, split_id: str, values: list[Any], timestamps: list[Any] | None = None
+    ) -> None:
+        if self.per_split is None:
+            self.collect_batch(values, timestamps)
+            return
+        self.emitted += len(values)
+        self.per_split.collect_split_batch(split_id, values, timestamps)
+
+    def release_split(self, split_id: str) -> None:
+        if self.per_split is not None:
+            self.per_split.release_split(split_id)
+
+
+class HeldReader(SourceReader[SplitT]):
+    """Any :class:`~undertow.connectors.source.SourceReader` held by a :class:`SourceHold`:
+    once ``reader`` emitted the hold's ``after_records`` in this attempt (records collected,
+    side outputs not counted), it answers ``NOTHING_AVAILABLE`` without calling ``reader``
+    until the hold is released, and is asked again every :data:`POLL_S` meanwhile (nobody
+    notifies it of a release). The task's mailbox runs throughout: barriers, savepoints, RPC.
+
+    Where it stops: ``reader`` sees an output whose ``records_wanted`` is what is left before
+    the hold; a reader that honours it (an :class:`IteratorSourceReader`) stops exactly at
+    ``after_records``, one that emits what it fetched (Kafka's: up to its fetch size) stops
+    after the call that reached the limit. Every other call (splits, snapshots, checkpoint
+    notices, close) goes to ``reader`` unchanged, held or not.
+
+    Threading and lifecycle: the task's loop thread, as ``reader``; created per attempt, so
+    each attempt counts from 0, and an attempt that starts after the release is not held."""
+
+    def __init__(
+        self, reader: SourceReader[SplitT], hold: SourceHold, context: SourceReaderContext
+    ) -> None:
+        self.reader = reader
+        self.hold = hold
+        self.context = context
         self._free = False
         self._marked = False
         self._looked_at = 0.0
-        self._full_batch = self.batch_size
+        self._counting: _CountingOutput | None = None
+
+    def _counted(self) -> int:
+        return 0 if self._counting is None else self._counting.emitted
+
+    def holding(self) -> bool:
+        """Whether this reader stopped at the hold and was not released yet."""
+        if self._free or self._counted() < self.hold.after_records:
+            return False
+        if not self._marked:
+            self._marked = True
+            self.hold._mark_held(self.context.index_of_subtask())
+        now = time.monotonic()
+        if now - self._looked_at < POLL_S:
+            return True
+        self._looked_at = now
+        self._free = self.hold.released()
+        return not self._free
 
     def poll_next(self, output: ReaderOutput) -> InputStatus:
-        if not self._free:
-            left = self.hold.after_records - self._emitted
-            if left <= 0:
-                if not self._marked:
-                    self._marked = True
-                    self.hold._mark_held(self.context.index_of_subtask())
-                now = time.monotonic()
-                if now - self._looked_at < POLL_S:
-                    return InputStatus.NOTHING_AVAILABLE
-                self._looked_at = now
-                if not self.hold.released():
-                    return InputStatus.NOTHING_AVAILABLE
-                self._free = True
-                self.batch_size = self._full_batch
-            else:
-                self.batch_size = min(self._full_batch, left)
-        return super().poll_next(output)
+        if self.holding():
+            return InputStatus.NOTHING_AVAILABLE
+        if self._free:
+            return self.reader.poll_next(output)
+        counting = self._counting
+        if counting is None or counting.output is not output:  # one per output: readers
+            counting = _CountingOutput(output)  # look at an output's capabilities once
+            counting.emitted = self._counted()
+            self._counting = counting
+        counting.limit(self.hold.after_records - counting.emitted)
+        return self.reader.poll_next(counting)
+
+    def poll_again_after_s(self) -> float:
+        wait = self.reader.poll_again_after_s()
+        if self._free or self._counted() < self.hold.after_records:
+            return wait
+        return min(wait, POLL_S)  # held: look at the release again soon
+
+    def start(self) -> None:
+        self.reader.start()
+
+    def add_splits(self, splits: list[SplitT]) -> None:
+        self.reader.add_splits(splits)
+
+    def notify_no_more_splits(self) -> None:
+        self.reader.notify_no_more_splits()
+
+    def snapshot_state(self, checkpoint_id: int) -> list[SplitT]:
+        return self.reader.snapshot_state(checkpoint_id)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.reader.notify_checkpoint_complete(checkpoint_id)
+
+    def close(self) -> None:
+        self.reader.close()
