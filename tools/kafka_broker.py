@@ -139,6 +139,17 @@ def fetch_jars(quiet: bool = False) -> Path:
     return target
 
 
+#: How many times :meth:`KafkaBroker.start` tries ports it chose itself.
+PORT_ATTEMPTS = 3
+
+#: What the JVM's BindException says when a port was taken.
+ADDRESS_IN_USE = "Address already in use"
+
+
+class _PortTaken(RuntimeError):
+    """The broker exited while starting because a port it was to listen on was taken."""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -248,8 +259,26 @@ class KafkaBroker:
         ]
 
     def start(self) -> KafkaBroker:
+        """Start the broker and wait until it answers. Ports it chose itself (none given) are
+        free when chosen but bound only when the JVM is up, seconds later; if another process
+        took one meanwhile (the broker exits with ``Address already in use``), it starts again
+        on new ports, at most :data:`PORT_ATTEMPTS` times. A port that was given is not
+        replaced."""
         began = time.monotonic()
         libs = self._libs or fetch_jars()
+        chose_ports = self._wanted_port is None or self._wanted_controller_port is None
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._start_once(libs, began)
+            except _PortTaken:
+                if not chose_ports or attempt == PORT_ATTEMPTS:
+                    raise
+                continue
+            break
+        self.start_seconds = time.monotonic() - began
+        return self
+
+    def _start_once(self, libs: Path, began: float) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="undertow-kafka-"))
         try:
             self.port = self._wanted_port or free_port()
@@ -291,8 +320,6 @@ class KafkaBroker:
         except BaseException:
             self.stop()
             raise
-        self.start_seconds = time.monotonic() - began
-        return self
 
     def _wait_ready(self, deadline: float) -> None:
         from confluent_kafka.admin import AdminClient
@@ -302,9 +329,15 @@ class KafkaBroker:
         while True:
             assert self.process is not None
             if self.process.poll() is not None:
+                log = self._log_tail()
+                if ADDRESS_IN_USE in log:
+                    raise _PortTaken(
+                        f"the Kafka broker could not bind {self.bootstrap_servers} or its "
+                        f"controller port; its log:\n{log}"
+                    )
                 raise RuntimeError(
                     f"the Kafka broker exited with {self.process.returncode} while starting; "
-                    f"its log:\n{self._log_tail()}"
+                    f"its log:\n{log}"
                 )
             try:
                 admin.list_topics(timeout=1.0)
