@@ -72,6 +72,21 @@ def test_a_fold_that_reads_state_runs_in_its_records_key() -> None:
     assert seen == ["a", "b", "a"]
 
 
+@pytest.mark.parametrize("pair", [None, PairAggregation(1, operator.add)])
+def test_a_key_error_the_fold_raises_is_the_folds(pair: PairAggregation | None) -> None:
+    """The loops look keys up by subscript; a fold's own ``KeyError`` must not read as a key
+    without a value (which would store the record as the key's first)."""
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+
+    def fold(a: Any, b: Any) -> Any:
+        raise KeyError("the fold's own")
+
+    backend.fold_keyed(state, [("a", 1, 0)], _key, fold, key_context=False, pair=pair)
+    with pytest.raises(KeyError, match="the fold's own"):
+        backend.fold_keyed(state, [("a", 2, 0)], _key, fold, key_context=False, pair=pair)
+
+
 def test_a_pending_snapshot_keeps_what_it_noted() -> None:
     backend = _backend()
     state = backend.get_partitioned_state(ValueStateDescriptor("sum"))

@@ -30,6 +30,9 @@ SetKey = Callable[[Any], None]
 #: values, last key).
 FoldLoop = Callable[..., tuple[list[Any], Any]]
 
+#: Subscripts, not ``dict.get``: a hit (every record but a key's first) costs less than a
+#: method call; the fold runs in the ``else`` of the table's ``try``, so a ``KeyError`` the
+#: fold raises is the fold's, never taken for a key without a value.
 _TEMPLATE = """
 def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine):
     out = []
@@ -38,18 +41,17 @@ def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine):
     for value in values:
         key = key_of(value)
         try:
-            offset = offsets.get(key)
-        except TypeError:
-            offset = None
-        if offset is None:
+            offset = offsets[key]
+        except (KeyError, TypeError):
             set_key(key)  # computes and caches the offset, or raises StateError
             offset, key = ctx.offset, ctx.key  # key: its hashable form
         table = tables[offset]
-        old = table.get(key)
-        if old is None:
+        try:
+            old = table[key]
+        except KeyError:
             new = value
-{combine_pair}        else:
-{enter_key}            new = fold(old, value)
+        else:
+{fold}
         if new is None:
             table.pop(key, None)
         else:
@@ -69,14 +71,16 @@ _PAIR_ADD = {0: "(old[0] + value[0], old[1])", 1: "(old[0], old[1] + value[1])"}
 def _compiled(key_context: bool, position: int | None, inline_add: bool) -> FoldLoop:
     """The loop of one variant. ``position``: the pair field combined inline (``None``: every
     fold is a call); ``inline_add``: the combine is ``+`` (``operator.add``), written as such."""
-    combine_pair = ""
-    if position is not None:
+    call = "new = fold(old, value)"
+    if key_context:
+        call = f"ctx.key, ctx.offset = key, offset\n{call}"
+    if position is None:
+        body = call
+    else:
         new = (_PAIR_ADD if inline_add else _PAIR)[position]
-        combine_pair = (
-            f"        elif type(old) is tuple and len(old) == 2:\n            new = {new}\n"
-        )
-    enter_key = "            ctx.key, ctx.offset = key, offset\n" if key_context else ""
-    source = _TEMPLATE.format(combine_pair=combine_pair, enter_key=enter_key)
+        body = f"if type(old) is tuple and len(old) == 2:\n    new = {new}\nelse:\n"
+        body += "\n".join("    " + line for line in call.splitlines())
+    source = _TEMPLATE.format(fold="\n".join(" " * 12 + line for line in body.splitlines()))
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<heap fold loop {key_context} {position} {inline_add}>", "exec"),
          namespace)  # fmt: skip
