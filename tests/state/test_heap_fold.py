@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import operator
+import traceback
 from typing import Any
 
 import pytest
@@ -85,6 +86,21 @@ def test_a_key_error_the_fold_raises_is_the_folds(pair: PairAggregation | None) 
     backend.fold_keyed(state, [("a", 1, 0)], _key, fold, key_context=False, pair=pair)
     with pytest.raises(KeyError, match="the fold's own"):
         backend.fold_keyed(state, [("a", 2, 0)], _key, fold, key_context=False, pair=pair)
+
+
+def test_a_traceback_through_a_loop_shows_its_lines() -> None:
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+
+    def fold(a: Any, b: Any) -> Any:
+        raise ValueError("in the fold")
+
+    backend.fold_keyed(state, [("a", 1)], _key, fold, key_context=False)
+    with pytest.raises(ValueError) as caught:
+        backend.fold_keyed(state, [("a", 2)], _key, fold, key_context=False)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "<heap fold loop False None False>" in shown
+    assert "new = fold(old, value)" in shown
 
 
 def test_a_pending_snapshot_keeps_what_it_noted() -> None:

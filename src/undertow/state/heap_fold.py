@@ -17,6 +17,7 @@ key is stored in the table of its key group, in its hashable form.
 from __future__ import annotations
 
 import functools
+import linecache
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -81,9 +82,11 @@ def _compiled(key_context: bool, position: int | None, inline_add: bool) -> Fold
         body = f"if type(old) is tuple and len(old) == 2:\n    new = {new}\nelse:\n"
         body += "\n".join("    " + line for line in call.splitlines())
     source = _TEMPLATE.format(fold="\n".join(" " * 12 + line for line in body.splitlines()))
+    filename = f"<heap fold loop {key_context} {position} {inline_add}>"
+    # tracebacks through the loop show its lines, as for a loop written in a file
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {}
-    exec(compile(source, f"<heap fold loop {key_context} {position} {inline_add}>", "exec"),
-         namespace)  # fmt: skip
+    exec(compile(source, filename, "exec"), namespace)
     loop: FoldLoop = namespace["fold_loop"]
     return loop
 
