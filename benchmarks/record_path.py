@@ -11,7 +11,8 @@ The pieces run with the collector's young threshold a worker sets
 so they allocate as in a worker; ``--gc-threshold 0`` keeps Python's (700), as before.
 
 Pieces: the map (the job's lambda over a batch), the keyed sum's key selection and fold into
-heap keyed state (as ``sum`` runs it, and as a user's ``reduce`` runs it: in each record's key),
+heap keyed state (as ``sum`` runs it, pairs combined inline, and as a user's ``reduce`` runs
+it: in each record's key, through the fold function),
 key-group routing to 2 channels, pickling the batch and unpickling it (channels between
 workers; a channel within one worker hands the batch over unserialized), the pairs rebuilt from
 two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), and the
@@ -34,6 +35,7 @@ from undertow.datastream.field_functions import field_aggregator
 from undertow.graph.partitioners import KeyGroupStreamPartitioner
 from undertow.runtime.network.buffer import serialize_batch
 from undertow.runtime.worker.worker import fit_gc_threshold
+from undertow.state.backend import PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 
@@ -76,7 +78,7 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "map (job's lambda)": lambda: [mapper(x) for x in numbers],
         "sum: key selection": lambda: [key(v) for v in pairs],
         "sum: keys + fold into heap state": lambda: backend.fold_keyed(
-            state, pairs, key, fold, key_context=False
+            state, pairs, key, fold, key_context=False, pair=PairAggregation(1, operator.add)
         ),
         "reduce: fold in key context": lambda: backend.fold_keyed(state, pairs, key, fold),
         "key_by routing, 2 channels": lambda: router.route(pairs, None),

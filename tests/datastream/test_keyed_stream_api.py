@@ -3,6 +3,7 @@ be overridden, and ``project`` on tuple streams."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from undertow.common import Row, Types
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import KeyedStream, StreamExecutionEnvironment
+from undertow.state.backend import PairAggregation
 
 
 def test_collecting_a_keyed_stream_yields_key_and_record_rows(
@@ -75,3 +77,19 @@ def test_project_refuses_streams_that_are_not_tuples(env: StreamExecutionEnviron
     typed = env.from_collection([(1, 2)], type_info=Types.TUPLE([Types.INT(), Types.INT()]))
     with pytest.raises(GraphBuildError, match=r"among 0\.\.1"):
         typed.project(2)
+
+
+def test_sum_min_max_of_field_0_or_1_hand_the_fold_a_pair_aggregation(
+    env: StreamExecutionEnvironment,
+) -> None:
+    keyed = env.from_collection([(1, 2)]).key_by(lambda r: r[0])
+
+    def pair(stream: Any) -> PairAggregation | None:
+        return stream._transformation.operator.pair  # type: ignore[no-any-return]
+
+    assert pair(keyed.sum(1)) == PairAggregation(1, operator.add)
+    assert pair(keyed.min(0)) == PairAggregation(0, min)
+    assert pair(keyed.max(1)) == PairAggregation(1, max)
+    for other in (keyed.sum(2), keyed.sum("f0"), keyed.sum(True), keyed.min_by(1),
+                  keyed.reduce(lambda a, b: a)):  # fmt: skip
+        assert pair(other) is None

@@ -4,12 +4,17 @@ the tracked loop whenever a snapshot is pending or incremental tracking is on.""
 
 from __future__ import annotations
 
+import collections
+import operator
+import traceback
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undertow.state.backend import KeyedStateBackend
+from undertow.datastream.field_functions import field_aggregator
+from undertow.state.backend import KeyedStateBackend, PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.heap_fold import fold_untracked, fold_untracked_by
@@ -68,6 +73,36 @@ def test_a_fold_that_reads_state_runs_in_its_records_key() -> None:
     assert seen == ["a", "b", "a"]
 
 
+@pytest.mark.parametrize("pair", [None, PairAggregation(1, operator.add)])
+def test_a_key_error_the_fold_raises_is_the_folds(pair: PairAggregation | None) -> None:
+    """The loops look keys up by subscript; a fold's own ``KeyError`` must not read as a key
+    without a value (which would store the record as the key's first)."""
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+
+    def fold(a: Any, b: Any) -> Any:
+        raise KeyError("the fold's own")
+
+    backend.fold_keyed(state, [("a", 1, 0)], _key, fold, key_context=False, pair=pair)
+    with pytest.raises(KeyError, match="the fold's own"):
+        backend.fold_keyed(state, [("a", 2, 0)], _key, fold, key_context=False, pair=pair)
+
+
+def test_a_traceback_through_a_loop_shows_its_lines() -> None:
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+
+    def fold(a: Any, b: Any) -> Any:
+        raise ValueError("in the fold")
+
+    backend.fold_keyed(state, [("a", 1)], _key, fold, key_context=False)
+    with pytest.raises(ValueError) as caught:
+        backend.fold_keyed(state, [("a", 2)], _key, fold, key_context=False)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "<heap fold loop False None False>" in shown
+    assert "new = fold(old, value)" in shown
+
+
 def test_a_pending_snapshot_keeps_what_it_noted() -> None:
     backend = _backend()
     state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
@@ -93,3 +128,84 @@ def test_the_loops_on_their_own() -> None:
     out, last = fold_untracked_by(offsets, tables, set_key, ctx, records, _key, _add_pairs)
     assert out == [([1], 5), ([1], 7)] and last == (1,)
     assert sum(len(t) for t in tables) == 1
+
+
+#: A named pair: not exactly a ``tuple``, so it goes through the fold function.
+NamedPair = collections.namedtuple("NamedPair", "key value")
+
+NUMBER = st.integers(-5, 5) | st.floats(-2, 2)
+MIXED = st.lists(
+    st.tuples(st.integers(0, 6), NUMBER)
+    | st.tuples(st.integers(0, 6), NUMBER, NUMBER)
+    | st.builds(NamedPair, st.integers(0, 6), NUMBER),
+    max_size=12,
+)
+COMBINES = [operator.add, min, max]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    batches=st.lists(MIXED, max_size=4),
+    position=st.sampled_from([0, 1]),
+    combine=st.sampled_from(COMBINES),
+    key_context=st.booleans(),
+)
+def test_a_pair_aggregation_folds_as_its_fold_function_does(
+    batches: list[list[tuple[Any, ...]]], position: int, combine: Any, key_context: bool
+) -> None:
+    """Pairs combined in the loop, anything else through the fold: the aggregation's results
+    (values and their types: ``min(1, 1.0)`` keeps the first) and the same state as the
+    record-at-a-time loop with the fold function."""
+    fold = field_aggregator(position, combine)
+    fast, slow = _backend(), _backend()
+    d = ValueStateDescriptor("agg")
+    fast_state, slow_state = fast.get_partitioned_state(d), slow.get_partitioned_state(d)
+    for batch in batches:
+        got = fast.fold_keyed(fast_state, batch, _key, fold, key_context=key_context,
+                              pair=PairAggregation(position, combine))  # fmt: skip
+        keys = [_key(r) for r in batch]
+        expected = KeyedStateBackend.fold_values(slow, slow_state, keys, batch, fold)
+        assert got == expected
+        assert [type(v) for v in got] == [type(v) for v in expected]
+        assert [[type(f) for f in v] for v in got] == [[type(f) for f in v] for v in expected]
+    assert fast.snapshot() == slow.snapshot()
+
+
+@pytest.mark.parametrize(("position", "combine", "records", "expected"), [
+    (1, operator.add, [("a", 1), ("a", 2), ("b", 5), ("a", 3)],
+     [("a", 1), ("a", 3), ("b", 5), ("a", 6)]),
+    (1, max, [("a", 1), ("a", 2), ("b", 5), ("a", 0)], [("a", 1), ("a", 2), ("b", 5), ("a", 2)]),
+    # min(1, 1.0) is the first: the old value's field stays (and its type)
+    (1, min, [("a", 1), ("a", 1.0), ("a", 0.5)], [("a", 1), ("a", 1), ("a", 0.5)]),
+    (0, operator.add, [(1, "a"), (2, "a"), (5, "b"), (3, "a")],
+     [(1, "a"), (3, "a"), (5, "b"), (6, "a")]),
+])  # fmt: skip
+def test_a_pair_aggregation_combines_pairs_without_calling_the_fold(
+    position: int, combine: Any, records: list[tuple[Any, Any]], expected: list[Any]
+) -> None:
+    calls: list[Any] = []
+    aggregate = field_aggregator(position, combine)
+
+    def fold(a: Any, b: Any) -> Any:
+        calls.append(a)
+        return aggregate(a, b)
+
+    def key(record: tuple[Any, ...]) -> Any:
+        return record[1 - position]
+
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("agg"))
+    pair = PairAggregation(position, combine)
+    out = backend.fold_keyed(state, records, key, fold, key_context=False, pair=pair)
+    assert out == expected and calls == []
+    assert [[type(f) for f in v] for v in out] == [[type(f) for f in v] for v in expected]
+    triples = [(*records[0], 0), (*records[1], 0)]  # not pairs: the fold function runs
+    state3 = backend.get_partitioned_state(ValueStateDescriptor("agg3"))
+    backend.fold_keyed(state3, triples, key, fold, key_context=False, pair=pair)
+    assert calls == [triples[0]]  # the fold ran once, for the second triple
+
+
+def test_a_pair_aggregation_is_of_field_0_or_1() -> None:
+    PairAggregation(0, min)
+    with pytest.raises(ValueError, match="position 2"):
+        PairAggregation(2, min)

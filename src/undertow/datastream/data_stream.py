@@ -83,6 +83,7 @@ from undertow.runtime.task.two_input_operators import (
     CoMapOperator,
     CoProcessOperator,
 )
+from undertow.state.backend import PairAggregation
 
 if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -476,18 +477,29 @@ class KeyedStream(DataStream):
         op = StreamGroupedReduce(function, call, self._key_selector)
         return self._keyed("Keyed Reduce", op, self.get_type())
 
-    def _aggregate(self, name: str, call: Callable[[Any, Any], Any]) -> DataStream:
-        op = StreamGroupedReduce(None, call, self._key_selector)
+    def _aggregate(
+        self, name: str, call: Callable[[Any, Any], Any], pair: PairAggregation | None = None
+    ) -> DataStream:
+        op = StreamGroupedReduce(None, call, self._key_selector, pair=pair)
         return self._keyed(name, op, self.get_type())
 
+    def _field_aggregate(
+        self, name: str, position: int | str, combine: Callable[[Any, Any], Any]
+    ) -> DataStream:
+        """sum/min/max of a field; of field 0 or 1 the keyed fold may combine pairs inline."""
+        pair = None
+        if type(position) is int and position in (0, 1):
+            pair = PairAggregation(position, combine)
+        return self._aggregate(name, field_aggregator(position, combine), pair)
+
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed Sum", field_aggregator(position_to_sum, _add))
+        return self._field_aggregate("Keyed Sum", position_to_sum, _add)
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed Min", field_aggregator(position_to_min, min))
+        return self._field_aggregate("Keyed Min", position_to_min, min)
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed Max", field_aggregator(position_to_max, max))
+        return self._field_aggregate("Keyed Max", position_to_max, max)
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
         return self._aggregate("Keyed MinBy", pick_by(position_to_min_by, lambda x, y: x < y))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from undertow.core.errors import StateError
@@ -44,6 +45,23 @@ class _VoidNamespace:
 
 
 VOID_NAMESPACE = _VoidNamespace()
+
+
+@dataclass(frozen=True, slots=True)
+class PairAggregation:
+    """A built-in field aggregation (``sum``/``min``/``max`` of field ``position``, 0 or 1)
+    in the form a backend's fold loop may apply inline: for an old value that is exactly a
+    ``tuple`` of two, the new value is the old pair with field ``position`` replaced by
+    ``combine(old[position], value[position])``, which is what the aggregation's fold function
+    returns for it (the other field comes from the key's first record, as in Flink). Any
+    other old value goes through the fold function. ``combine`` reads no keyed state."""
+
+    position: int
+    combine: Callable[[Any, Any], Any]
+
+    def __post_init__(self) -> None:
+        if self.position not in (0, 1):
+            raise ValueError(f"PairAggregation: position {self.position!r} is not 0 or 1")
 
 
 class InternalKvState(State, Generic[N]):
@@ -197,11 +215,13 @@ class KeyedStateBackend(ABC):
         fold: Callable[[Any, Any], Any],
         *,
         key_context: bool = True,
+        pair: PairAggregation | None = None,
     ) -> list[Any]:
         """:meth:`fold_values` with each record's key ``key_of(value)``. ``key_context=False``
         promises that ``fold`` reads no keyed state (a built-in aggregation), so a backend may
         skip making each record's key current while it runs; the last key is current after
-        the call either way. Backends override this with a faster loop (same result)."""
+        the call either way. ``pair`` says that ``fold`` is that aggregation, so a backend may
+        apply it inline to pairs. Backends override this with a faster loop (same result)."""
         return self.fold_values(state, [key_of(v) for v in values], values, fold)
 
     @abstractmethod

@@ -24,7 +24,12 @@ from typing import Any
 
 from undertow.core import pickling
 from undertow.core.errors import StateError
-from undertow.state.backend import VOID_NAMESPACE, InternalKvState, KeyedStateBackend
+from undertow.state.backend import (
+    VOID_NAMESPACE,
+    InternalKvState,
+    KeyedStateBackend,
+    PairAggregation,
+)
 from undertow.state.descriptors import StateDescriptor
 from undertow.state.heap_fold import fold_untracked, fold_untracked_by
 from undertow.state.heap_incremental import (
@@ -178,6 +183,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         fold: Callable[[Any, Any], Any],
         *,
         key_context: bool = True,
+        pair: PairAggregation | None = None,
     ) -> list[Any]:
         if (
             type(state) is not HeapValueState
@@ -189,7 +195,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         set_key = self.set_current_key
         out, last = fold_untracked_by(
             self._offsets, state.tables, set_key, self._ctx, values, key_of, fold,
-            key_context=key_context,
+            key_context=key_context, pair=pair,
         )  # fmt: skip
         if values:
             set_key(last)

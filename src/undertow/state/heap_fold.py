@@ -1,10 +1,14 @@
 """The heap backend's hot loops: a batch folded into value state with nothing to track.
 
-Keyed ``reduce``/``sum`` spend most of a record's time here, so each loop does per record only
-what the fold needs: one key -> key-group offset lookup (cached), one table lookup, the fold
-and one store. The backend calls them only when no snapshot is pending and no incremental
-tracking is on (neither can start inside a batch: a snapshot starts on the task thread,
-between batches), so there is nothing to copy on touch nor to mark dirty.
+Per record only what the fold needs: one key -> key-group offset lookup (cached), one table
+lookup, the fold and one store. The backend calls them only when no snapshot is pending and no
+incremental tracking is on (neither can start inside a batch: a snapshot starts on the task
+thread, between batches), so there is nothing to copy on touch nor to mark dirty.
+
+Each variant (the fold in its record's key or not; a built-in aggregation of pairs applied
+inline, :class:`~undertow.state.backend.PairAggregation`) is one loop compiled from the one
+template below on first use, with no per-record branch or call it does not need (why:
+docs/design.md, "What a record costs"). Only this module's constants reach the source.
 
 Threading: the owning subtask's loop thread, as the backend. Invariant (as the backend's): a
 key is stored in the table of its key group, in its hashable form.
@@ -12,13 +16,79 @@ key is stored in the table of its key group, in its hashable form.
 
 from __future__ import annotations
 
+import functools
+import linecache
+import operator
 from collections.abc import Callable
 from typing import Any
 
+from undertow.state.backend import PairAggregation
 from undertow.state.heap_states import KeyContext
 
 #: Sets the backend's current key (computing and caching its offset, or raising StateError).
 SetKey = Callable[[Any], None]
+#: A generated loop: (offsets, tables, set_key, ctx, values, key_of, fold, combine) -> (new
+#: values, last key).
+FoldLoop = Callable[..., tuple[list[Any], Any]]
+
+#: Subscripts, not ``dict.get``: a hit (every record but a key's first) costs less than a
+#: method call; the fold runs in the ``else`` of the table's ``try``, so a ``KeyError`` the
+#: fold raises is the fold's, never taken for a key without a value.
+_TEMPLATE = """
+def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine):
+    out = []
+    append = out.append
+    key = None
+    for value in values:
+        key = key_of(value)
+        try:
+            offset = offsets[key]
+        except (KeyError, TypeError):
+            set_key(key)  # computes and caches the offset, or raises StateError
+            offset, key = ctx.offset, ctx.key  # key: its hashable form
+        table = tables[offset]
+        try:
+            old = table[key]
+        except KeyError:
+            new = value
+        else:
+{fold}
+        if new is None:
+            table.pop(key, None)
+        else:
+            table[key] = new
+        append(new)
+    return out, key
+"""
+#: The new value of an old pair: field ``position`` combined, the other field the old one's.
+_PAIR = {
+    0: "(combine(old[0], value[0]), old[1])",
+    1: "(old[0], combine(old[1], value[1]))",
+}
+_PAIR_ADD = {0: "(old[0] + value[0], old[1])", 1: "(old[0], old[1] + value[1])"}
+
+
+@functools.cache
+def _compiled(key_context: bool, position: int | None, inline_add: bool) -> FoldLoop:
+    """The loop of one variant. ``position``: the pair field combined inline (``None``: every
+    fold is a call); ``inline_add``: the combine is ``+`` (``operator.add``), written as such."""
+    call = "new = fold(old, value)"
+    if key_context:
+        call = f"ctx.key, ctx.offset = key, offset\n{call}"
+    if position is None:
+        body = call
+    else:
+        new = (_PAIR_ADD if inline_add else _PAIR)[position]
+        body = f"if type(old) is tuple and len(old) == 2:\n    new = {new}\nelse:\n"
+        body += "\n".join("    " + line for line in call.splitlines())
+    source = _TEMPLATE.format(fold="\n".join(" " * 12 + line for line in body.splitlines()))
+    filename = f"<heap fold loop {key_context} {position} {inline_add}>"
+    # tracebacks through the loop show its lines, as for a loop written in a file
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, filename, "exec"), namespace)
+    loop: FoldLoop = namespace["fold_loop"]
+    return loop
 
 
 def fold_untracked(
@@ -50,35 +120,18 @@ def fold_untracked_by(
     fold: Callable[[Any, Any], Any],
     *,
     key_context: bool = False,
+    pair: PairAggregation | None = None,
 ) -> tuple[list[Any], Any]:
     """Fold ``values`` into ``tables``, each under its key ``key_of(value)`` taken inside the
     loop (no list of keys, no second pass). With ``key_context`` ``fold`` runs in its record's
     key (it may read other keyed state, as a user's ``reduce`` may); without, outside any key
-    context: for folds that read no keyed state (the built-in aggregations). Returns the new
-    values and the last key (in its hashable form; ``None`` for no values)."""
-    out: list[Any] = []
-    append = out.append
-    key: Any = None
-    for value in values:
-        key = key_of(value)
-        try:
-            offset = offsets.get(key)
-        except TypeError:
-            offset = None
-        if offset is None:
-            set_key(key)  # computes and caches the offset, or raises StateError
-            offset, key = ctx.offset, ctx.key  # key: its hashable form
-        table = tables[offset]
-        old = table.get(key)
-        if old is None:
-            new = value
-        else:
-            if key_context:
-                ctx.key, ctx.offset = key, offset
-            new = fold(old, value)
-        if new is None:
-            table.pop(key, None)
-        else:
-            table[key] = new
-        append(new)
-    return out, key
+    context: for folds that read no keyed state (the built-in aggregations). With ``pair``
+    (``fold`` is that aggregation) an old value that is exactly a 2-tuple is combined in the
+    loop, without a call of ``fold``. Returns the new values and the last key (in its hashable
+    form; ``None`` for no values). Cost per batch: one cache lookup for the loop."""
+    if pair is None:
+        loop = _compiled(key_context, None, False)
+        return loop(offsets, tables, set_key, ctx, values, key_of, fold, None)
+    combine = pair.combine
+    loop = _compiled(key_context, pair.position, combine is operator.add)
+    return loop(offsets, tables, set_key, ctx, values, key_of, fold, combine)

@@ -22,7 +22,7 @@ from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
 from undertow.runtime.task.operators import UdfOperator, run_udf
 from undertow.runtime.task.timers import InternalTimer
-from undertow.state.backend import KeyedStateBackend
+from undertow.state.backend import KeyedStateBackend, PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
 
 
@@ -138,7 +138,7 @@ class StreamGroupedReduce(UdfOperator):
 
     def __init__(
         self, function: Any, call: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],
-        emit_final_only: bool = False,
+        emit_final_only: bool = False, pair: PairAggregation | None = None,
     ) -> None:  # fmt: skip
         super().__init__(function, call)
         self.key_selector = key_selector
@@ -146,6 +146,9 @@ class StreamGroupedReduce(UdfOperator):
         #: A user's ReduceFunction may read keyed state, so it runs in its record's key; the
         #: built-in aggregations (``function`` None: sum, min, max, min_by, max_by) read none.
         self._reads_state = function is not None
+        #: ``call`` is this field aggregation (sum/min/max of field 0 or 1): the backend's
+        #: fold may apply it inline to pairs
+        self.pair = pair
 
     def open(self) -> None:
         assert self.ctx.keyed_backend is not None
@@ -157,7 +160,7 @@ class StreamGroupedReduce(UdfOperator):
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         out = self.backend.fold_keyed(self.state, values, self.key_selector, self.call,
-                                      key_context=self._reads_state)  # fmt: skip
+                                      key_context=self._reads_state, pair=self.pair)  # fmt: skip
         if not self.emit_final_only:
             self.output.collect_batch(out, timestamps)
 

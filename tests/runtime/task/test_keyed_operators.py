@@ -1,0 +1,53 @@
+"""The rolling reduce (``StreamGroupedReduce``) hands its field aggregation to the backend's
+fold, which combines pairs inline (no call of the fold function), with the same output and
+state as the fold function; a user's reduce keeps its calls, each in its record's key."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from undertow.datastream.field_functions import field_aggregator
+from undertow.runtime.task.keyed_operators import StreamGroupedReduce
+from undertow.state.backend import PairAggregation
+from undertow.testing.harness import KeyedOneInputOperatorTestHarness
+
+RECORDS = [("a", 1), ("b", 2), ("a", 3), ("b", 4), ("a", 5)]
+
+
+def _run(pair: PairAggregation | None) -> tuple[list[Any], int, dict[int, bytes]]:
+    calls = 0
+    aggregate = field_aggregator(1, operator.add)
+
+    def fold(a: Any, b: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return aggregate(a, b)
+
+    op = StreamGroupedReduce(None, fold, lambda r: r[0], pair=pair)
+    with KeyedOneInputOperatorTestHarness(op) as harness:
+        harness.process_elements(RECORDS)
+        return harness.extract_output_values(), calls, harness.keyed_backend.snapshot()
+
+
+def test_a_field_aggregation_of_pairs_runs_without_its_fold_function() -> None:
+    inline, inline_calls, inline_state = _run(PairAggregation(1, operator.add))
+    called, fold_calls, fold_state = _run(None)
+    assert inline == called == [("a", 1), ("b", 2), ("a", 4), ("b", 6), ("a", 9)]
+    assert inline_state == fold_state
+    assert (inline_calls, fold_calls) == (0, 3)
+
+
+def test_a_users_reduce_runs_in_each_records_key() -> None:
+    seen: list[Any] = []
+    op: StreamGroupedReduce
+
+    def reduce(a: Any, b: Any) -> Any:
+        seen.append(op.backend.get_current_key())
+        return (a[0], a[1] + b[1])
+
+    op = StreamGroupedReduce(reduce, reduce, lambda r: r[0])
+    with KeyedOneInputOperatorTestHarness(op) as harness:
+        harness.process_elements(RECORDS)
+        assert harness.extract_output_values()[-1] == ("a", 9)
+    assert seen == ["a", "b", "a"]
