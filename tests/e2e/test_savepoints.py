@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,28 @@ def _wait_running(client: Any, after_s: float) -> None:
     time.sleep(after_s)
 
 
+def _held_source(
+    tmp_path: Path, records_per_key: int = RECORDS_PER_KEY
+) -> tuple[OracleSource, SourceHold]:
+    """A throttled oracle source whose 2 readers hold after a sixth of their records, so a
+    savepoint taken inside :func:`_held` has records behind it by construction (a fixed wait
+    after RUNNING could end before a loaded machine's sources emitted any: the resumed job
+    then read everything, and its restore evidence was missing)."""
+    hold = SourceHold(tmp_path / "hold", after_records=KEYS * records_per_key // 6)
+    source = OracleSource(KEYS, records_per_key, records_per_second=THROTTLED, hold=hold)
+    return source, hold
+
+
+@contextmanager
+def _held(hold: SourceHold) -> Iterator[None]:
+    """Inside: both readers emitted their records up to the hold; released on the way out."""
+    try:
+        assert hold.wait_held(2, TIMEOUT_S), "the sources did not reach their hold"
+        yield
+    finally:
+        hold.release()
+
+
 def _check_savepoint(pointer: str, target: Path) -> None:
     path = Path(pointer)
     assert path.parent == target and SAVEPOINT_DIR.fullmatch(path.name), pointer
@@ -80,11 +104,11 @@ def scenario_stop_without_drain_then_resume(
     """Stop without drain, resume a new job from the savepoint: exactly-once over both jobs,
     and the second job restored the savepoint (console line, REST, resumed source, state)."""
     env = make_env(parallelism=2, config=_config(tmp_path))
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    source, hold = _held_source(tmp_path)
+    build_pipeline(env, source)
     client = env.execute_async("stopped")
-    _wait_running(client, after_s=0.4)
-
-    savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+    with _held(hold):
+        savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
     assert client.get_job_status().result() is JobStatus.FINISHED
@@ -178,18 +202,11 @@ def test_a_savepoint_survives_retention_and_the_job_and_restores(
     records_per_key = RECORDS_PER_KEY // 3
     config = _config(tmp_path, **{"execution.checkpointing.num-retained": "1"})
     env = make_env(parallelism=2, config=config)
-    hold = SourceHold(tmp_path / "hold", after_records=KEYS * records_per_key // 6)
-    build_pipeline(env, OracleSource(KEYS, records_per_key, records_per_second=THROTTLED,
-                                     hold=hold))  # fmt: skip
+    source, hold = _held_source(tmp_path, records_per_key)
+    build_pipeline(env, source)
     client = env.execute_async("savepointed")
-    _wait_running(client, after_s=0.0)
-
-    try:
-        # records flowed before the savepoint: one taken first would restore nothing
-        assert hold.wait_held(2, TIMEOUT_S), "the sources did not reach their hold"
+    with _held(hold):  # records flowed before the savepoint: one taken first restores nothing
         savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
-    finally:
-        hold.release()
 
     first = OracleResult.from_job_result(
         client.get_job_execution_result(timeout=TIMEOUT_S), KEYS, records_per_key
@@ -237,12 +254,11 @@ def test_savepoints_stay_aligned_when_checkpoints_are_unaligned(
     slow sink (in-flight data), the savepoint holds no channel state yet resumes exactly."""
     config = _config(tmp_path, **{"execution.checkpointing.unaligned.enabled": "true"})
     env = make_env(parallelism=2, config=config)
-    source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED)
+    source, hold = _held_source(tmp_path)
     build_pipeline(env, source, sink_spin_s=0.0002)
     client = env.execute_async("unaligned")
-    _wait_running(client, after_s=0.4)
-
-    savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+    with _held(hold):
+        savepoint = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
     files = sorted(
@@ -286,15 +302,15 @@ def test_stop_with_savepoint_without_periodic_checkpoints_then_resume(
     target = tmp_path / "sp"
     config = _no_checkpoints(tmp_path, **{"execution.checkpointing.savepoint-dir": str(target)})
     env = make_env(parallelism=2, config=config)
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    source, hold = _held_source(tmp_path)
+    build_pipeline(env, source)
     client = env.execute_async("stopped, no checkpoints")
-    _wait_running(client, after_s=0.4)
-
-    if drain:
-        stopped = client.stop_with_savepoint(True)
-    else:
-        stopped = client.stop_with_savepoint(str(target), drain=False)
-    savepoint = stopped.result(timeout=TIMEOUT_S)
+    with _held(hold):
+        if drain:
+            stopped = client.stop_with_savepoint(True)
+        else:
+            stopped = client.stop_with_savepoint(str(target), drain=False)
+        savepoint = stopped.result(timeout=TIMEOUT_S)
 
     client.get_job_execution_result(timeout=TIMEOUT_S)
     assert client.get_job_status().result() is JobStatus.FINISHED
@@ -310,11 +326,11 @@ def test_trigger_savepoint_without_periodic_checkpoints_then_resume(
     make_env: EnvFactory, tmp_path: Path
 ) -> None:
     env = make_env(parallelism=2, config=_no_checkpoints(tmp_path))
-    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=THROTTLED))
+    source, hold = _held_source(tmp_path)
+    build_pipeline(env, source)
     client = env.execute_async("savepointed, no checkpoints")
-    _wait_running(client, after_s=0.3)
-
-    savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
+    with _held(hold):
+        savepoint = client.trigger_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
 
     first = OracleResult.from_job_result(
         client.get_job_execution_result(timeout=TIMEOUT_S), KEYS, RECORDS_PER_KEY
