@@ -19,7 +19,7 @@ from undertow.runtime.network.framing import frame_header
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
 from undertow.runtime.network.record_writer import RecordWriter
-from undertow.runtime.network.transport import WRITE_APART, LocalLink, NetworkEnvironment
+from undertow.runtime.network.transport import LocalLink, NetworkEnvironment
 
 T = TypeVar("T")
 SECRET = b"s3cret"
@@ -535,36 +535,5 @@ def test_a_peer_gone_before_the_reader_starts_is_reported() -> None:
         failure = await _first_failure(b)
         assert "worker 0 closed its data connection unexpectedly" in str(failure)
         await _close(b)
-
-    _run(main)
-
-
-def test_a_large_payload_goes_to_the_socket_without_a_copy() -> None:
-    """A payload of WRITE_APART bytes or more is handed to the transport as a view of the
-    buffer's own bytes, after its header; a small frame is one write. Both arrive whole."""
-
-    async def main() -> None:
-        a, b = _worker(0), _worker(1)
-        recording = _Recording()
-        b.env.input_channels[0] = recording  # type: ignore[assignment]
-        await _connect(a, b)
-        conn = a.env.connections[1]
-        writes: list[Any] = []
-        write = conn.writer.write
-
-        def recorded(data: Any) -> None:
-            writes.append(data)
-            write(data)
-
-        conn.writer.write = recorded  # type: ignore[method-assign]
-        large, small = bytes(range(256)) * (WRITE_APART // 256), b"s" * 100
-        conn.send_buffer(0, Send(Buffer(large), False, 0, 0))
-        conn.send_buffer(0, Send(Buffer(small), False, 1, 0))
-        assert len(writes) == 3
-        assert isinstance(writes[1], memoryview) and writes[1].obj is large
-        assert bytes(writes[2]).endswith(small)
-        await _until(lambda: len(recording.seen) == 2)
-        assert recording.seen == [("buffer", WRITE_APART), ("buffer", 100)]
-        await _close(a, b)
 
     _run(main)

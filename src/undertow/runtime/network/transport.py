@@ -47,12 +47,6 @@ from undertow.runtime.network.partition import ResultSubpartition
 
 log = logging.getLogger(__name__)
 
-#: A BUFFER payload of at least this many bytes is written apart from its header: asyncio's
-#: ``writelines`` joins its parts into one ``bytes`` (a copy of the payload; Python 3.11), and
-#: a ``bytes`` the socket took only in part is sliced (another copy) before it is queued, where
-#: a ``memoryview`` is not. Below it, a join is cheaper than a second ``send``.
-WRITE_APART = 64 * 1024
-
 
 class LocalLink:
     """Both ends in this worker: deliveries and credits are direct calls."""
@@ -137,12 +131,7 @@ class TcpConnection:
         head = buffer_head(channel_id, send.sequence_number, send.backlog, flags)
         if self.writer.is_closing():
             return  # the peer is gone; the worker is failing its tasks already
-        header = frame_header(len(head) + len(data)) + head
-        if len(data) < WRITE_APART:
-            self.writer.write(header + data)  # one send for a small frame
-        else:  # no join: the socket takes the payload's own bytes, the transport keeps a view
-            self.writer.write(header)
-            self.writer.write(memoryview(data))
+        self.writer.writelines([frame_header(len(head) + len(data)), head, data])
         self.bytes_sent += len(data)
 
     def send_credit(self, channel_id: int, credit: int) -> None:
