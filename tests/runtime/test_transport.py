@@ -13,6 +13,9 @@ import pytest
 
 from undertow.core.errors import AuthenticationError, NetworkError
 from undertow.graph.partitioners import ForwardPartitioner, RebalancePartitioner
+from undertow.runtime.network.buffer import Buffer
+from undertow.runtime.network.credit import Send
+from undertow.runtime.network.framing import frame_header
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
 from undertow.runtime.network.record_writer import RecordWriter
@@ -461,5 +464,76 @@ def test_the_control_frames_of_one_loop_step_leave_in_one_write_in_order() -> No
         assert seen == ["add_credit"] * 3 + ["resume", "new_buffer_size"]
         assert sub.sender.credit == initial + 3 * 2
         await _close(a, b)
+
+    _run(main)
+
+
+class _Recording:
+    """An input channel and a subpartition of worker b, as the connection's reader finds
+    them: what it delivers, in order."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def on_send(self, send: Send) -> None:
+        assert isinstance(send.payload, Buffer)
+        self.seen.append(("buffer", len(send.payload.data)))
+
+    def add_credit(self, credit: int) -> None:
+        self.seen.append(("credit", credit))
+
+
+def test_frames_sent_before_the_reader_starts_come_first_and_whole() -> None:
+    """Worker a sends a credit, a 1 MiB buffer and a credit before b starts reading: b's stream
+    reader holds the first bytes from its handshake on; they go before the socket's rest."""
+
+    async def main() -> None:
+        a, b = _worker(0, max_frame_size=2 << 20), _worker(1, max_frame_size=2 << 20)
+        recording = _Recording()
+        b.env.input_channels[0] = recording  # type: ignore[assignment]
+        b.env.subpartitions[1] = recording  # type: ignore[assignment]
+        peers = {0: (HOST, await a.env.start_server()), 1: (HOST, await b.env.start_server())}
+        await a.env.connect_peers(peers, {1})  # a dials b: b accepted, not reading yet
+        conn = a.env.connections[1]
+        conn.send_credit(1, 3)
+        await asyncio.sleep(0)  # the credit leaves at the end of the step
+        conn.send_buffer(0, Send(Buffer(bytes(range(256)) * 4096), False, 0, 0))
+        conn.send_credit(1, 4)
+        await _settle()
+        await b.env.connect_peers(peers, {0})
+        await _until(lambda: len(recording.seen) == 3)
+        assert recording.seen == [("credit", 3), ("buffer", 1 << 20), ("credit", 4)]
+        assert b.failures == []
+        await _close(a, b)
+
+    _run(main)
+
+
+def test_a_peer_closing_inside_a_frame_is_reported_with_how_much_came() -> None:
+    async def main() -> None:
+        a, b = _worker(0), _worker(1)
+        await _connect(a, b)
+        a.env.connections[1].writer.write(frame_header(100_000) + b"B" + b"\x00" * 13 + b"x" * 99)
+        await _close(a)
+        failure = await _first_failure(b)
+        assert isinstance(failure, NetworkError)
+        assert "worker 0 closed inside a frame (113 of 100000 bytes)" in str(failure)
+        assert b.failures == [failure]
+        await _close(b)
+
+    _run(main)
+
+
+def test_a_peer_gone_before_the_reader_starts_is_reported() -> None:
+    async def main() -> None:
+        a, b = _worker(0), _worker(1)
+        peers = {0: (HOST, await a.env.start_server()), 1: (HOST, await b.env.start_server())}
+        await a.env.connect_peers(peers, {1})
+        await _close(a)  # its end reaches b's stream reader, before b reads frames
+        await _settle()
+        await b.env.connect_peers(peers, {0})
+        failure = await _first_failure(b)
+        assert "worker 0 closed its data connection unexpectedly" in str(failure)
+        await _close(b)
 
     _run(main)

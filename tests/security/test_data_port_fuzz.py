@@ -2,14 +2,14 @@
 HMAC handshake.
 
 Unauthenticated: whatever a peer sends instead of a valid handshake, no frame is read and
-nothing is unpickled (a recording decoder replaces ``pickle.loads`` and ``read_frame`` in the
-transport), the worker reports no failure (a stranger cannot fail the job) and still accepts
-its real peer afterwards. Authenticated but malformed: every problem ends in the worker's
-``on_failure`` callback as an :class:`Exception` (the worker then fails its tasks), the read
-loop ends cleanly and nothing escapes to the event loop; each kind of malformed frame (bad type,
-bad length, undefined flags, truncated, oversized, an event payload that does not unpickle, an
-unknown channel) fails the connection with an error naming the peer and what was wrong.
-"""
+nothing is unpickled (a recording decoder replaces ``pickle.loads`` and the ``FrameReader``
+in the transport), the worker reports no failure (a stranger cannot fail the job) and still
+accepts its real peer afterwards. Authenticated but malformed: every problem ends in the
+worker's ``on_failure`` callback as an :class:`Exception` (the worker then fails its tasks),
+the connection stops reading and nothing escapes to the event loop; each kind of malformed
+frame (bad type, bad length, undefined flags, truncated, oversized, an event payload that does
+not unpickle, an unknown channel) fails the connection with an error naming the peer and what
+was wrong."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from undertow.core.errors import NetworkError
 from undertow.runtime.network import transport
+from undertow.runtime.network.frame_reader import FrameReader
 from undertow.runtime.network.framing import client_handshake, frame
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
@@ -70,18 +71,20 @@ def server(failures: list[BaseException]) -> NetworkEnvironment:
 def decoder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """Records every frame read and every unpickling in the transport."""
     recorder = Recorder()
-    real_read_frame = transport.read_frame
 
-    async def read_frame(*args: Any, **kwargs: Any) -> bytes | None:
-        body = await real_read_frame(*args, **kwargs)
-        recorder.calls.append(("read_frame", body))
-        return body
+    class RecordingReader(FrameReader):
+        __slots__ = ()
+
+        def buffer_updated(self, nbytes: int) -> list[tuple[bytes, bytes | bytearray]]:
+            frames = super().buffer_updated(nbytes)
+            recorder.calls += [("read_frame", head + payload) for head, payload in frames]
+            return frames
 
     def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
         recorder.calls.append(("pickle.loads", data))
         return pickle.loads(data, *args, **kwargs)
 
-    monkeypatch.setattr(transport, "read_frame", read_frame)
+    monkeypatch.setattr(transport, "FrameReader", RecordingReader)
     monkeypatch.setattr(transport, "pickle", SimpleNamespace(loads=loads, dumps=pickle.dumps))
     return recorder
 
@@ -282,9 +285,7 @@ def test_authenticated_malformed_frames_fail_with_a_clear_error(
         while not failures:
             assert asyncio.get_running_loop().time() < deadline, f"no failure for {bad}"
             await asyncio.sleep(0.002)
-        task = env.connections[0]._task
-        assert task is not None
-        await asyncio.wait_for(asyncio.shield(task), 5)  # the read loop ended, and cleanly
+        assert not env.connections[0].reading  # the connection stopped reading, cleanly
         writer.close()
         env.close()
         await asyncio.sleep(0.005)

@@ -6,7 +6,7 @@ below, or raises :class:`~undertow.core.errors.NetworkError` naming the peer, th
 and what is wrong with it. Whether the channel exists and the values obey the credit protocol
 is for the transport and the channels to check.
 
-Threading: none (pure functions). Cost: one ``struct`` unpack per frame.
+Threading: none (pure functions). Cost: one ``struct`` unpack per frame; no payload copied.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -22,6 +22,8 @@ BUFFER_HEAD = struct.Struct(">cIIIB")
 CREDIT = struct.Struct(">cII")
 RESUME = struct.Struct(">cI")
 SIZE = struct.Struct(">cIII")
+#: The longest fixed part of a body (a BUFFER's head): what :func:`decode_frame` takes apart.
+HEAD_SIZE = BUFFER_HEAD.size
 EVENT, PARTIAL, PRIORITY, BLOCKS = 1, 2, 4, 8
 _KNOWN_FLAGS = EVENT | PARTIAL | PRIORITY | BLOCKS
 
@@ -34,7 +36,8 @@ class BufferFrame:
     sequence_number: int
     backlog: int
     flags: int
-    payload: bytes
+    #: The bytes after the head: ``bytes``, or the ``bytearray`` a large frame was read into.
+    payload: bytes | bytearray
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,41 +86,47 @@ def encode_size(channel: int, buffer_size: int, max_records: int) -> bytes:
     return SIZE.pack(b"S", channel, buffer_size, max_records)
 
 
-def decode_frame(body: bytes, peer: str) -> DataFrame:
-    """The frame ``body`` (one frame's bytes, without its length prefix) from ``peer``.
+def decode_frame(head: bytes, payload: bytes | bytearray, peer: str) -> DataFrame:
+    """The frame whose body is ``head + payload`` (without its length prefix) from ``peer``:
+    ``head`` its first :data:`HEAD_SIZE` bytes (all of a shorter body), ``payload`` the rest,
+    which becomes a BUFFER frame's payload as it is (no copy; the reader's ``bytearray`` for a
+    large frame, see :mod:`undertow.runtime.network.frame_reader`).
 
     Raises :class:`NetworkError` naming ``peer``, the frame type and the problem if the body
     is not one of the four frames (see the module docstring).
     """
-    if not body:
+    if not head:
         raise NetworkError(f"empty frame from {peer} (no frame type)")
-    kind = body[:1]
+    kind = head[:1]
     if kind == b"B":
-        if len(body) < BUFFER_HEAD.size:
+        if len(head) < BUFFER_HEAD.size:
             raise NetworkError(
-                f"malformed BUFFER frame from {peer}: {len(body)} bytes, shorter than its "
+                f"malformed BUFFER frame from {peer}: {len(head)} bytes, shorter than its "
                 f"{BUFFER_HEAD.size}-byte header"
             )
-        _, channel, seq, backlog, flags = BUFFER_HEAD.unpack_from(body)
+        _, channel, seq, backlog, flags = BUFFER_HEAD.unpack(head)
         if flags & ~_KNOWN_FLAGS:
             raise NetworkError(
                 f"malformed BUFFER frame from {peer} for channel {channel}: flags "
                 f"{flags:#04x} set undefined bits {flags & ~_KNOWN_FLAGS:#04x}"
             )
-        return BufferFrame(channel, seq, backlog, flags, body[BUFFER_HEAD.size :])
+        return BufferFrame(channel, seq, backlog, flags, payload)
     fixed = _FIXED.get(kind)
     if fixed is None:
-        raise NetworkError(f"unknown frame type {kind!r} from {peer} ({len(body)} bytes)")
-    name, layout = fixed
-    if len(body) != layout.size:
         raise NetworkError(
-            f"malformed {name} frame from {peer}: {len(body)} bytes, expected {layout.size}"
+            f"unknown frame type {kind!r} from {peer} ({len(head) + len(payload)} bytes)"
+        )
+    name, layout = fixed
+    if len(head) != layout.size:  # a longer body has a 14-byte head
+        raise NetworkError(
+            f"malformed {name} frame from {peer}: {len(head) + len(payload)} bytes, expected "
+            f"{layout.size}"
         )
     if kind == b"C":
-        _, channel, credit = CREDIT.unpack(body)
+        _, channel, credit = CREDIT.unpack(head)
         return CreditFrame(channel, credit)
     if kind == b"R":
-        _, channel = RESUME.unpack(body)
+        _, channel = RESUME.unpack(head)
         return ResumeFrame(channel)
-    _, channel, size, max_records = SIZE.unpack(body)
+    _, channel, size, max_records = SIZE.unpack(head)
     return SizeFrame(channel, size, max_records)

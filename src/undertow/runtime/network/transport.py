@@ -18,6 +18,7 @@ import contextlib
 import logging
 import pickle
 from collections.abc import Callable
+from typing import cast
 
 from undertow.core import pickling
 from undertow.core.errors import NetworkError
@@ -26,6 +27,7 @@ from undertow.runtime.network.credit import Send
 from undertow.runtime.network.data_frames import (
     BLOCKS,
     EVENT,
+    HEAD_SIZE,
     PARTIAL,
     PRIORITY,
     BufferFrame,
@@ -38,12 +40,8 @@ from undertow.runtime.network.data_frames import (
     encode_resume,
     encode_size,
 )
-from undertow.runtime.network.framing import (
-    client_handshake,
-    frame_header,
-    read_frame,
-    server_handshake,
-)
+from undertow.runtime.network.frame_reader import FrameReader
+from undertow.runtime.network.framing import client_handshake, frame_header, server_handshake
 from undertow.runtime.network.input_gate import InputChannel
 from undertow.runtime.network.partition import ResultSubpartition
 
@@ -87,12 +85,34 @@ class TcpConnection:
         self.reader = reader
         self.writer = writer
         self.bytes_sent = 0
-        self._task: asyncio.Task[None] | None = None
+        self._frames = FrameReader(env.max_frame_size, f"worker {peer}", HEAD_SIZE)
+        #: Whether reading ended (a failure reported, the end of the stream, or ``close``).
+        self._stopped = False
         #: Control frames (credit, resume, buffer size) of this loop step, not written yet.
         self._control: list[bytes] = []
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+    async def start(self) -> None:
+        """Read frames from now on with :class:`_FrameProtocol` in place of the stream reader
+        that ran the handshake: the bytes that reader holds already (frames the peer sent right
+        after its handshake) go first, then the socket's. Nothing awaits in between, so no
+        socket read can come before them."""
+        transport = self._transport()
+        transport.pause_reading()
+        transport.set_protocol(_FrameProtocol(self))
+        failed = self.reader.exception()  # the connection broke before this start
+        if failed is None:
+            self.reader.feed_eof()
+            self._feed(await self.reader.read())  # at once: the reader is at its end
+        if failed is not None or transport.is_closing():
+            self._ended(failed)  # the end came to the stream reader: nothing will come here
+        elif not self._stopped:
+            transport.resume_reading()  # a socket at its end reports it here again
+
+    @property
+    def reading(self) -> bool:
+        """Whether frames are still read: false after a failure, the end of the stream or
+        :meth:`close`."""
+        return not self._stopped
 
     # -- sending ---------------------------------------------------------------------------------
     def send_buffer(self, channel_id: int, send: Send) -> None:
@@ -141,17 +161,25 @@ class TcpConnection:
         if frames and not self.writer.is_closing():
             self.writer.writelines(frames)
 
-    # -- receiving -------------------------------------------------------------------------------
-    async def _read_loop(self) -> None:
+    # -- receiving (the protocol's callbacks, on the loop thread) ------------------------------
+    def _feed(self, data: bytes) -> None:
+        """Bytes that did not come through :meth:`_FrameProtocol.get_buffer`, in stream order."""
+        view = memoryview(data)
+        while view and not self._stopped:
+            into = self._frames.get_buffer()
+            n = min(len(into), len(view))
+            into[:n] = view[:n]
+            view = view[n:]
+            self._received(n)
+
+    def _received(self, nbytes: int) -> None:
+        """Dispatch the frames that ``nbytes`` more bytes completed, in order."""
+        if self._stopped:
+            return
         env, peer = self.env, f"worker {self.peer}"
         try:
-            while True:
-                body = await read_frame(self.reader, env.max_frame_size, peer)
-                if body is None:
-                    if not env.closing:
-                        raise NetworkError(f"{peer} closed its data connection unexpectedly")
-                    return
-                message = decode_frame(body, peer)
+            for head, payload in self._frames.buffer_updated(nbytes):
+                message = decode_frame(head, payload, peer)
                 if isinstance(message, BufferFrame):
                     env.input_channel(message.channel, peer).on_send(_send_of(message, peer))
                 elif isinstance(message, CreditFrame):
@@ -163,17 +191,65 @@ class TcpConnection:
                     env.subpartition(message.channel, peer).new_buffer_size(
                         message.buffer_size, message.max_records
                     )
-        except asyncio.CancelledError:
-            raise
         except Exception as err:  # report, then stop reading: the worker fails its tasks
-            if not env.closing:
-                env.on_failure(err)
+            self._stop(err)
+
+    def _ended(self, exc: BaseException | None) -> None:
+        """The stream ended: cleanly (``exc`` None) or with an error of the socket."""
+        if self._stopped:
+            return
+        if exc is None:
+            try:
+                self._frames.check_end()
+            except NetworkError as err:
+                exc = err
+            else:
+                exc = NetworkError(f"worker {self.peer} closed its data connection unexpectedly")
+        self._stop(exc)
+
+    def _stop(self, err: BaseException) -> None:
+        """Stop reading for good and report ``err`` unless the worker is closing anyway."""
+        self._stopped = True
+        with contextlib.suppress(Exception):
+            self._transport().pause_reading()
+        if not self.env.closing:
+            self.env.on_failure(err)
+
+    def _transport(self) -> asyncio.Transport:
+        """The socket's transport, which reads as well as writes (a stream writer types it as
+        a write transport only)."""
+        transport = self.writer.transport
+        assert isinstance(transport, asyncio.Transport)
+        return transport
 
     def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        self._stopped = True
         with contextlib.suppress(Exception):
             self.writer.close()
+
+
+class _FrameProtocol(asyncio.BufferedProtocol):
+    """The socket's reads go straight into the connection's :class:`FrameReader` (one copy,
+    the kernel's) and its frames are dispatched in the same loop turn, with no coroutine to
+    wake. Threading: the loop thread (asyncio's callbacks)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: TcpConnection) -> None:
+        self.conn = conn
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.conn._frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.conn._received(nbytes)
+
+    def eof_received(self) -> bool:
+        self.conn._ended(None)
+        return False  # asyncio closes the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn._ended(exc)
 
 
 def _send_of(message: BufferFrame, peer: str) -> Send:
@@ -189,7 +265,10 @@ def _send_of(message: BufferFrame, peer: str) -> Send:
                 f"({len(payload)} bytes) does not unpickle: {type(err).__name__}: {err}"
             ) from err
     else:
-        data = Buffer(payload, bool(flags & PARTIAL))
+        # A large payload is the bytearray the socket was read into (frame_reader): it reads as
+        # bytes everywhere a buffer's data goes (a join, pickle.loads, pyarrow.py_buffer, a
+        # bytes prefix), and nothing holds it but this buffer, so nothing changes it.
+        data = Buffer(cast(bytes, payload), bool(flags & PARTIAL))
     return Send(data, bool(flags & EVENT), message.sequence_number, message.backlog,
                 bool(flags & PRIORITY), bool(flags & BLOCKS))  # fmt: skip
 
@@ -289,7 +368,7 @@ class NetworkEnvironment:
             else:
                 self.connections[peer] = await self._accept_future(peer)
         for conn in self.connections.values():
-            conn.start()
+            await conn.start()
 
     def wire(self, channel_id: int, producer_worker: int, consumer_worker: int) -> None:
         me = self.worker_index
