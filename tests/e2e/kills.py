@@ -85,6 +85,44 @@ class FirstAttemptHold:
         return batch
 
 
+class CheckpointWait:
+    """When :func:`run_killing_a_worker_after_a_checkpoint` stops waiting for its checkpoints:
+    once the job ended, once ``within_s`` passed without progress (the job starting to run,
+    then each newly completed checkpoint), or ``timeout_s`` after the wait began.
+
+    The time the target takes to launch the workers (INITIALIZING, until every worker
+    registered and got its tasks) does not count against ``within_s``: on a loaded machine
+    (load 10-13 on 2 cores) Spark took 10.7 s to start a barrier stage's two Python workers,
+    the first checkpoint came 2.6 s after RUNNING and the next ones every 0.7-1.5 s; a fixed
+    30 s from the submission failed 2 of 5 such runs with only checkpoint 1 completed, the
+    launch having taken most of it. Checkpoints that stop completing while the job runs
+    still fail within ``within_s``.
+
+    Pure: the caller passes the clock and what it saw; one caller thread."""
+
+    def __init__(self, within_s: float, timeout_s: float, now: float) -> None:
+        self.within_s = within_s
+        self.timeout_s = timeout_s
+        self.began = now
+        #: when the job was last seen progressing (None until it runs)
+        self.progress_at: float | None = None
+        self.completed = 0
+
+    def gave_up(self, now: float, status: JobStatus, completed: int) -> str | None:
+        """Why the wait ends without its checkpoints, or None while it goes on."""
+        if status.is_globally_terminal_state():
+            return "the job ended"
+        started = self.progress_at is None and status is JobStatus.RUNNING
+        if started or completed > self.completed:
+            self.progress_at, self.completed = now, completed
+        if self.progress_at is not None and now - self.progress_at > self.within_s:
+            since = f"checkpoint {self.completed}" if self.completed else "the job ran"
+            return f"none completed within {self.within_s:g} s after {since}"
+        if now - self.began > self.timeout_s:
+            return f"still waiting after {self.timeout_s:g} s"
+        return None
+
+
 def run_killing_a_worker_after_a_checkpoint(
     client: Any,
     capsys: pytest.CaptureFixture[str],
@@ -103,7 +141,8 @@ def run_killing_a_worker_after_a_checkpoint(
     """Wait until a checkpoint completed (so there is one to restore), start a seeded
     :class:`WorkerKiller` among the job's live workers, wait for the kill, then for the job's
     result; return it and the console. Fails naming the seed if ``checkpoints`` checkpoints
-    did not complete within ``checkpoint_within_s`` (or the job ended before), the job failed,
+    did not complete (:class:`CheckpointWait`: one every ``checkpoint_within_s`` once the job
+    runs, all within ``timeout_s``; or the job ended before), the job failed,
     or no worker was killed; each failure shows the console and what the killer printed
     (the candidates it chose from). (Wait for several when the restore must carry state: a
     first checkpoint may come before any record got through a slow-starting pipeline, or pass
@@ -130,15 +169,16 @@ def run_killing_a_worker_after_a_checkpoint(
             return True
         return flowed is not None and not flowed()
 
-    deadline = time.monotonic() + checkpoint_within_s
+    wait = CheckpointWait(checkpoint_within_s, timeout_s, time.monotonic())
     while waiting():
-        if time.monotonic() > deadline or client.get_job_status().result() is JobStatus.FINISHED:
+        status = client.get_job_status().result()
+        gave_up = wait.gave_up(time.monotonic(), status, len(COMPLETED.findall(console)))
+        if gave_up is not None:
             client.cancel()
             read()
             raise AssertionError(
-                f"seed {seed}: {checkpoints} checkpoints (with records) did not complete within "
-                f"{checkpoint_within_s} s (job {client.get_job_status().result().value}); "
-                f"nothing to restore, no kill:\n{console}"
+                f"seed {seed}: {checkpoints} checkpoints (with records) did not complete: "
+                f"{gave_up} (job {status.value}); nothing to restore, no kill:\n{console}"
                 f"{oracle}"
             )
         time.sleep(0.01)
