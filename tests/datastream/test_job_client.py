@@ -53,3 +53,29 @@ def test_get_job_status_is_a_done_future_of_the_status_now() -> None:
     assert isinstance(status, CompletableFuture) and status.done()
     assert completable_future.CompletableFuture is CompletableFuture is Future
     assert status.result() is JobStatus.FINISHED
+
+
+@pytest.mark.timeout(60)
+def test_collecting_a_job_that_failed_before_its_first_record_raises_its_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """execute_and_collect asks for its sink's records after the job started: a job that
+    failed before any record reached the sink (a refused restore) may have ended by then.
+    The iterator must still end with the failure; a queue made after the end used to wait
+    forever (tests/storage/test_legacy_layout.py hung so in CI, 2026-11-30)."""
+
+    def boom(value: int) -> int:
+        raise ValueError(f"bad value {value}")
+
+    execute_async = StreamExecutionEnvironment.execute_async
+
+    def ended_first(self: StreamExecutionEnvironment, name: str | None = None) -> JobClient:
+        client = execute_async(self, name)
+        with pytest.raises(UndertowError):
+            client.get_job_execution_result().result(timeout=30)
+        return client
+
+    monkeypatch.setattr(StreamExecutionEnvironment, "execute_async", ended_first)
+    env = _env()
+    with pytest.raises(UndertowError, match="bad value 1"):
+        list(env.from_collection([1]).map(boom).execute_and_collect())

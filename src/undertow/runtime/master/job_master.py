@@ -129,6 +129,11 @@ class JobMaster:
         self._cancel_requested = False
         self._current: Attempt | None = None
         self.collected: dict[str, queue.Queue[Any]] = {}
+        #: Guards ``collected`` and ``_collect_ended``: a caller may ask for a sink's queue
+        #: (``execute_and_collect``) after the job ended, a job that failed before any record
+        #: reached the sink; that queue must hold the end as well.
+        self._collect_lock = threading.Lock()
+        self._collect_ended = False
         self._done = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started_at = 0.0
@@ -198,7 +203,15 @@ class JobMaster:
         return self._current
 
     def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
-        return self.collected.setdefault(sink_id, queue.Queue())
+        """The records of collect sink ``sink_id``, then ``_END`` once the job ended (any
+        thread; a queue made after the end holds the end at once)."""
+        with self._collect_lock:
+            q = self.collected.get(sink_id)
+            if q is None:
+                q = self.collected[sink_id] = queue.Queue()
+                if self._collect_ended:
+                    q.put(_END)
+            return q
 
     def start(self) -> None:
         """Start the JobMaster's loop, its REST API and the first attempt; returns once the
@@ -270,7 +283,10 @@ class JobMaster:
                 self._failure = JobExecutionError(f"JobMaster crashed: {err!r}")
             self._fire(JobEvent.CRASHED)
         finally:
-            for q in self.collected.values():
+            with self._collect_lock:
+                self._collect_ended = True
+                ended = list(self.collected.values())
+            for q in ended:
                 q.put(_END)
             started.set()
             self._done.set()
