@@ -146,6 +146,32 @@ def test_a_spark_dataframe_is_read_by_the_subtasks(spark_session: Any, tmp_path:
 
 
 @pytest.mark.spark
+def test_a_spark_table_is_read_as_record_batches_by_a_batch_stream(
+    spark_session: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "spark-batches")
+    df = spark_session.range(2000).selectExpr("cast(id % 5 as int) as key", "id as seq")
+    df.repartition(3).write.parquet(path)
+    spark_session.read.parquet(path).createOrReplaceTempView("undertow_batches")
+    source = SparkTableSource.for_table_batches("undertow_batches", spark_session, batch_rows=128)
+    assert len(source.paths) == 3
+    env = _local_env()
+    batches = env.from_source(source, WatermarkStrategy.no_watermarks(), "spark").as_batches()
+    with batches.execute_and_collect() as out:
+        got = list(out)
+    assert all(isinstance(b, pa.RecordBatch) and b.num_rows <= 128 for b in got)
+    assert sorted((r["key"], r["seq"]) for b in got for r in b.to_pylist()) == sorted(
+        (i % 5, i) for i in range(2000)
+    )
+    sums = batches.key_by("key").sum("seq").to_records()
+    with sums.execute_and_collect() as out:
+        last = {row[0]: row[1] for row in out}
+    assert last == {k: sum(range(k, 2000, 5)) for k in range(5)}
+    with pytest.raises(SparkSourcePlanningError, match=r"for_dataframe_batches\(\): .*Filter"):
+        SparkTableSource.for_dataframe_batches(spark_session.read.parquet(path).filter("seq > 3"))
+
+
+@pytest.mark.spark
 def test_dataframes_that_are_not_plain_parquet_scans_are_refused(
     spark_session: Any, tmp_path: Path
 ) -> None:

@@ -9,7 +9,8 @@ Planning asks Spark only for metadata: the DataFrame's optimized logical plan an
 files (``df.inputFiles()``). No row goes through the driver: the result is a bounded
 :class:`~undertow.connectors.file.source.FileSource` over those Parquet files, whose splits
 (one per file) the enumerator hands to the subtasks, which read them with pyarrow, with
-positions in the checkpoints like any file source.
+positions in the checkpoints like any file source. ``for_dataframe_batches`` and
+``for_table_batches`` give a batch stream's source (``.as_batches()``).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from undertow.common.typeinfo import RowTypeInfo, TypeInformation, Types
 from undertow.connectors.file.formats import DEFAULT_BATCH_SIZE
-from undertow.connectors.file.parquet import ParquetColumnarRowInputFormat
+from undertow.connectors.file.parquet import ParquetBatchInputFormat, ParquetColumnarRowInputFormat
 from undertow.connectors.file.source import FileSource
 from undertow.core.errors import UndertowError
 
@@ -98,8 +99,28 @@ def _file_source(df: Any, what: str, batch_size: int) -> FileSource:
     return FileSource(fmt, tuple(files), None, batch_size)
 
 
+def _batch_source(df: Any, what: str, batch_rows: int) -> FileSource:
+    # every column as Parquet gives it: a plain scan's columns are the files' columns
+    files = plan_files(df, what)
+    return FileSource(
+        ParquetBatchInputFormat(None, batch_rows), tuple(files), None, DEFAULT_BATCH_SIZE
+    )
+
+
+def _table(name: str, spark: Any, what: str) -> Any:
+    """``spark.table(name)``, ``spark`` defaulting to the active session."""
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise SparkSourcePlanningError(f"{what}: no active Spark session; pass spark=")
+    return spark.table(name)
+
+
 class SparkTableSource:
-    """Factories of bounded file sources over Spark data (see the module docstring)."""
+    """Factories of bounded file sources over Spark data (see the module docstring): records
+    (rows) or, for a batch stream, ``pyarrow.RecordBatch`` es (``..._batches``)."""
 
     @staticmethod
     def for_dataframe(df: Any, batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
@@ -108,12 +129,18 @@ class SparkTableSource:
     @staticmethod
     def for_table(name: str, spark: Any = None, batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
         """The table (or view) ``name`` of ``spark``'s catalog (default: the active session)."""
-        if spark is None:
-            from pyspark.sql import SparkSession
+        what = f"SparkTableSource.for_table({name!r})"
+        return _file_source(_table(name, spark, what), what, batch_size)
 
-            spark = SparkSession.getActiveSession()
-            if spark is None:
-                raise SparkSourcePlanningError(
-                    f"SparkTableSource.for_table({name!r}): no active Spark session; pass spark="
-                )
-        return _file_source(spark.table(name), f"SparkTableSource.for_table({name!r})", batch_size)
+    @staticmethod
+    def for_dataframe_batches(df: Any, batch_rows: int = 65536) -> FileSource:
+        """Each record a ``pyarrow.RecordBatch`` of up to ``batch_rows`` rows with every column
+        of the files: use ``env.from_source(...).as_batches()`` (docs/columnar.md)."""
+        return _batch_source(df, "SparkTableSource.for_dataframe_batches()", batch_rows)
+
+    @staticmethod
+    def for_table_batches(name: str, spark: Any = None, batch_rows: int = 65536) -> FileSource:
+        """:meth:`for_dataframe_batches` of the table (or view) ``name`` of ``spark``'s
+        catalog (default: the active session)."""
+        what = f"SparkTableSource.for_table_batches({name!r})"
+        return _batch_source(_table(name, spark, what), what, batch_rows)

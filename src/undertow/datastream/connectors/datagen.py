@@ -73,8 +73,12 @@ class DataGeneratorSource(Source[GeneratorSplit]):
     ) -> SplitEnumerator[GeneratorSplit]:
         n = context.current_parallelism()
         end = _UNBOUNDED if self.count is None else self.count
-        splits = [GeneratorSplit(i, i, n, end) for i in range(n)]
-        return StaticSplitEnumerator(context, splits)
+        return StaticSplitEnumerator(context, [self.make_split(i, n, end) for i in range(n)])
+
+    def make_split(self, index: int, stride: int, end: int) -> GeneratorSplit:
+        """Split ``index`` of ``stride``: the indices ``index, index + stride, ...`` below
+        ``end``."""
+        return GeneratorSplit(index, index, stride, end)
 
     def restore_enumerator(
         self, context: SplitEnumeratorContext[GeneratorSplit], checkpoint: Any
