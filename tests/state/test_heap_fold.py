@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.core.errors import StateError
 from undertow.datastream.field_functions import field_aggregator
 from undertow.state.backend import KeyedStateBackend, PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
@@ -162,6 +163,20 @@ def test_none_is_never_stored(key_context: bool) -> None:
     assert out == [None, 1, 3, None, 5]
     backend.set_current_key("k")
     assert state.value() == 5  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("key_context", [False, True])
+def test_a_key_of_another_subtask_is_refused_and_not_cached(key_context: bool) -> None:
+    backend = HeapKeyedStateBackend("op", 128, range(64), lambda: 0)
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+    ours = next(k for k in range(100) if assign_to_key_group(k, 128) < 64)
+    theirs = next(k for k in range(100) if assign_to_key_group(k, 128) >= 64)
+    with pytest.raises(StateError, match="outside this subtask's key group range"):
+        backend.fold_keyed(state, [(ours, 1), (theirs, 1)], _key, _add_pairs,
+                           key_context=key_context)  # fmt: skip
+    assert theirs not in state.void_by_key  # type: ignore[attr-defined]
+    with pytest.raises(StateError, match="outside this subtask's key group range"):
+        backend.fold_keyed(state, [(theirs, 1)], _key, _add_pairs, key_context=key_context)
 
 
 def test_the_key_table_cache_is_bounded() -> None:
