@@ -1,12 +1,10 @@
 """The heap backend's hot loops: a batch folded into value state with nothing to track.
 
-Per record only what the fold needs: the key's table (outside key context one lookup of the
-key in :attr:`~undertow.state.heap_states.StateTable.void_by_key`, its key group's dict; in
-key context, which must set the key group, the backend's key -> offset cache and then the
-table list), one table lookup, the fold and one store. The backend calls them only when no
-snapshot is pending and no incremental tracking is on (neither can start inside a batch: a
-snapshot starts on the task thread, between batches), so there is nothing to copy on touch
-nor to mark dirty.
+Per record: the key's table (outside key context one lookup in
+:attr:`~undertow.state.heap_states.StateTable.void_by_key`; in key context, which sets the key
+group, the key -> offset cache and the table list), one table lookup, the fold, one store.
+Called only with no snapshot pending and no incremental tracking (neither starts inside a
+batch), so there is nothing to copy on touch nor to mark dirty.
 
 Each variant (the fold in its record's key or not; a built-in aggregation of pairs applied
 inline, :class:`~undertow.state.backend.PairAggregation`) is one loop compiled from the one
