@@ -1,12 +1,13 @@
 """The record path against a bare Python loop doing the same per-record work (issue 31).
 
 The job is ``benchmarks/throughput.py``'s: ``NumberSequenceSource(1, n) -> map(to_pair) ->
-key_by(key_of) -> sum(1) -> DiscardingSink``, parallelism 2 on the ``local`` target (two
-worker processes, TCP between them), checkpoints as the caller sets. The loop does what the job
-asks of Python per record and nothing of the engine's: it calls the same ``to_pair`` and
-``key_of`` (the user's functions, which the job must call too), folds the running sum into a
-dict as ``sum(1)`` does (a new ``(key, total)`` tuple per record, the record the job emits) and
-hands each result to a sink that keeps the last 4,096 (the discarding sink does less).
+key_by(key_of) -> sum(1) -> DiscardingSink``, parallelism 2 on the ``local`` target (two worker
+processes, TCP between them), checkpoints as the caller sets (but no final one:
+:data:`NO_FINAL_CHECKPOINT`). The loop does what the job asks of Python per record and nothing
+of the engine's: it calls the same ``to_pair`` and ``key_of`` (the user's functions, which the
+job must call too), folds the running sum into a dict as ``sum(1)`` does (a new ``(key, total)``
+tuple per record, the record the job emits) and hands each result to a sink that keeps the last
+4,096 (the discarding sink does less).
 
 Two ratios, each over the same rows:
 
@@ -50,6 +51,12 @@ from throughput import key_of, to_pair
 
 #: The loop's sink keeps this many results (the job's buffers hold about as many records).
 SINK_ROWS = 4096
+#: Set on every job run: with checkpoints on, a bounded job's tasks would wait for a final
+#: checkpoint (FLIP-147) at the next periodic trigger, idle for up to an interval (500 k rows,
+#: 5 s interval: 1.2-5.6 s of wall clock for the same 0.5 s of CPU, docs/performance.md);
+#: the difference of two runs does not cancel that wait, which made steady rows/s times CPU
+#: per record come to more than the machine's 2 cores. The checkpoints while the job runs stay.
+NO_FINAL_CHECKPOINT = {"execution.checkpointing.checkpoints-after-tasks-finish": "false"}
 
 
 def loop(first: int, last: int) -> dict[int, tuple[int, int]]:
@@ -95,10 +102,11 @@ def _settle(timeout: float = 10.0) -> None:
 
 
 def job_sample(rows: int, settings: dict[str, str]) -> Sample:
-    """One run of the job over ``rows`` numbers, p=2, ``local`` target."""
+    """One run of the job over ``rows`` numbers, p=2, ``local`` target, ending without a
+    final checkpoint (:data:`NO_FINAL_CHECKPOINT`)."""
     _settle()
     cpu = _tree_cpu()
-    wall = throughput.run_job(rows, 2, "local", settings)
+    wall = throughput.run_job(rows, 2, "local", {**settings, **NO_FINAL_CHECKPOINT})
     _settle()
     return Sample(rows, wall, _tree_cpu() - cpu)
 

@@ -52,3 +52,16 @@ def test_a_round_divides_by_the_loops_just_before_and_after_its_job(
 def test_a_bracket_sums_the_two_loops() -> None:
     got = record_vs_loop.bracket(Sample(100, 1.0, 0.3), Sample(300, 2.0, 0.5))
     assert got == Sample(400, 3.0, 0.8)
+
+
+def test_a_job_run_ends_without_waiting_for_a_final_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bounded run would wait for a final checkpoint at the next periodic trigger: idle
+    wall clock, up to an interval, that the steady state's difference does not cancel."""
+    seen: list[dict[str, str]] = []
+    monkeypatch.setattr(record_vs_loop.throughput, "run_job",
+                        lambda rows, p, target, settings: seen.append(settings) or 1.0)  # fmt: skip
+    settings = {"execution.checkpointing.interval": "1 s"}
+    assert record_vs_loop.job_sample(1000, settings).wall_s == 1.0
+    assert seen == [{**settings, "execution.checkpointing.checkpoints-after-tasks-finish": "false"}]

@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.core.errors import StateError
 from undertow.datastream.field_functions import field_aggregator
 from undertow.state.backend import KeyedStateBackend, PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
-from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.heap import _KEY_CACHE_LIMIT, HeapKeyedStateBackend
 from undertow.state.heap_fold import fold_untracked, fold_untracked_by
+from undertow.state.key_groups import assign_to_key_group
 
 
 def _backend(incremental: bool = False) -> HeapKeyedStateBackend:
@@ -128,6 +130,67 @@ def test_the_loops_on_their_own() -> None:
     out, last = fold_untracked_by(offsets, tables, set_key, ctx, records, _key, _add_pairs)
     assert out == [([1], 5), ([1], 7)] and last == (1,)
     assert sum(len(t) for t in tables) == 1
+
+
+def test_a_fold_outside_key_context_caches_each_keys_table() -> None:
+    """The loop without key context finds a key's table by the key (one lookup): the cache
+    holds each key in its hashable form, mapped to the dict of its own key group."""
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+    records = [("a", 1), ("b", 2), ([1], 3), ("a", 4), ([1], 5)]
+    backend.fold_keyed(state, records, _key, _add_pairs, key_context=False)
+    slots = state.void_by_key  # type: ignore[attr-defined]
+    assert set(slots) == {"a", "b", (1,)}
+    for key, table in slots.items():
+        assert table is state.tables[assign_to_key_group(key, 128)]  # type: ignore[attr-defined]
+    assert {key: table[key] for key, table in slots.items()} == {
+        "a": ("a", 5), "b": ("b", 2), (1,): ([1], 8)
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("key_context", [False, True])
+def test_none_is_never_stored(key_context: bool) -> None:
+    """A ``None`` record stores nothing for a key without a value, and a fold's ``None``
+    clears the key's value: the next record is the key's first again."""
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+
+    def fold(a: int, b: int | None) -> int | None:
+        return None if b is None else a + b
+
+    out = backend.fold_keyed(state, [None, 1, 2, None, 5], lambda _v: "k", fold,
+                             key_context=key_context)  # fmt: skip
+    assert out == [None, 1, 3, None, 5]
+    backend.set_current_key("k")
+    assert state.value() == 5  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("key_context", [False, True])
+def test_a_key_of_another_subtask_is_refused_and_not_cached(key_context: bool) -> None:
+    backend = HeapKeyedStateBackend("op", 128, range(64), lambda: 0)
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+    ours = next(k for k in range(100) if assign_to_key_group(k, 128) < 64)
+    theirs = next(k for k in range(100) if assign_to_key_group(k, 128) >= 64)
+    with pytest.raises(StateError, match="outside this subtask's key group range"):
+        backend.fold_keyed(state, [(ours, 1), (theirs, 1)], _key, _add_pairs,
+                           key_context=key_context)  # fmt: skip
+    assert theirs not in state.void_by_key  # type: ignore[attr-defined]
+    with pytest.raises(StateError, match="outside this subtask's key group range"):
+        backend.fold_keyed(state, [(theirs, 1)], _key, _add_pairs, key_context=key_context)
+
+
+def test_the_key_table_cache_is_bounded() -> None:
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+    slots = state.void_by_key  # type: ignore[attr-defined]
+    batch = 500
+    for start in range(0, 3 * _KEY_CACHE_LIMIT, batch):
+        records = [(k, 1) for k in range(start, start + batch)]
+        assert backend.fold_keyed(state, records, _key, _add_pairs, key_context=False) == records
+        assert len(slots) <= _KEY_CACHE_LIMIT + batch
+    again = [(k, 1) for k in range(0, 3 * _KEY_CACHE_LIMIT, 997)]  # keys cached long ago
+    out = backend.fold_keyed(state, again, _key, _add_pairs, key_context=False)
+    assert out == [(k, 2) for k, _ in again]
 
 
 #: A named pair: not exactly a ``tuple``, so it goes through the fold function.

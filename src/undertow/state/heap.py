@@ -193,9 +193,12 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         ):
             return super().fold_keyed(state, values, key_of, fold, key_context=key_context)
         set_key = self.set_current_key
+        slots = state.void_by_key
+        if len(slots) > _KEY_CACHE_LIMIT:  # a batch adds at most one entry per record
+            slots.clear()
         out, last = fold_untracked_by(
             self._offsets, state.tables, set_key, self._ctx, values, key_of, fold,
-            key_context=key_context, pair=pair,
+            key_context=key_context, pair=pair, slots=slots,
         )  # fmt: skip
         if values:
             set_key(last)

@@ -1,9 +1,10 @@
 """The heap backend's hot loops: a batch folded into value state with nothing to track.
 
-Per record only what the fold needs: one key -> key-group offset lookup (cached), one table
-lookup, the fold and one store. The backend calls them only when no snapshot is pending and no
-incremental tracking is on (neither can start inside a batch: a snapshot starts on the task
-thread, between batches), so there is nothing to copy on touch nor to mark dirty.
+Per record: the key's table (outside key context one lookup in
+:attr:`~undertow.state.heap_states.StateTable.void_by_key`; in key context, which sets the key
+group, the key -> offset cache and the table list), one table lookup, the fold, one store.
+Called only with no snapshot pending and no incremental tracking (neither starts inside a
+batch), so there is nothing to copy on touch nor to mark dirty.
 
 Each variant (the fold in its record's key or not; a built-in aggregation of pairs applied
 inline, :class:`~undertow.state.backend.PairAggregation`) is one loop compiled from the one
@@ -27,38 +28,61 @@ from undertow.state.heap_states import KeyContext
 
 #: Sets the backend's current key (computing and caching its offset, or raising StateError).
 SetKey = Callable[[Any], None]
-#: A generated loop: (offsets, tables, set_key, ctx, values, key_of, fold, combine) -> (new
-#: values, last key).
+#: A generated loop: (offsets, tables, set_key, ctx, values, key_of, fold, combine, slots) ->
+#: (new values, last key).
 FoldLoop = Callable[..., tuple[list[Any], Any]]
 
 #: Subscripts, not ``dict.get``: a hit (every record but a key's first) costs less than a
 #: method call; the fold runs in the ``else`` of the table's ``try``, so a ``KeyError`` the
-#: fold raises is the fold's, never taken for a key without a value.
+#: fold raises is the fold's, never taken for a key without a value. Only a fold called as a
+#: function may return ``None`` (which clears the key's value); a pair combined inline never
+#: does, so its store needs no check.
 _TEMPLATE = """
-def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine):
+def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slots):
     out = []
     append = out.append
     key = None
     for value in values:
         key = key_of(value)
-        try:
-            offset = offsets[key]
-        except (KeyError, TypeError):
-            set_key(key)  # computes and caches the offset, or raises StateError
-            offset, key = ctx.offset, ctx.key  # key: its hashable form
-        table = tables[offset]
+{lookup}
         try:
             old = table[key]
         except KeyError:
+            if value is None:  # no entry holds None
+                append(None)
+                continue
             new = value
         else:
 {fold}
-        if new is None:
-            table.pop(key, None)
-        else:
-            table[key] = new
+        table[key] = new
         append(new)
     return out, key
+"""
+#: The key's table in key context: its key group's offset is set as the current one.
+_LOOKUP_OFFSET = """
+try:
+    offset = offsets[key]
+except (KeyError, TypeError):
+    set_key(key)  # computes and caches the offset, or raises StateError
+    offset, key = ctx.offset, ctx.key  # key: its hashable form
+table = tables[offset]
+"""
+#: The key's table without key context: one lookup of the key group's dict by key.
+_LOOKUP_SLOT = """
+try:
+    table = slots[key]
+except (KeyError, TypeError):
+    set_key(key)  # computes the key group's offset, or raises StateError
+    key = ctx.key  # its hashable form
+    table = slots[key] = tables[ctx.offset]
+"""
+#: A fold called as a function; its ``None`` clears the key's value.
+_CALL = """
+new = fold(old, value)
+if new is None:
+    table.pop(key, None)
+    append(None)
+    continue
 """
 #: The new value of an old pair: field ``position`` combined, the other field the old one's.
 _PAIR = {
@@ -72,7 +96,7 @@ _PAIR_ADD = {0: "(old[0] + value[0], old[1])", 1: "(old[0], old[1] + value[1])"}
 def _compiled(key_context: bool, position: int | None, inline_add: bool) -> FoldLoop:
     """The loop of one variant. ``position``: the pair field combined inline (``None``: every
     fold is a call); ``inline_add``: the combine is ``+`` (``operator.add``), written as such."""
-    call = "new = fold(old, value)"
+    call = _CALL.strip("\n")
     if key_context:
         call = f"ctx.key, ctx.offset = key, offset\n{call}"
     if position is None:
@@ -81,7 +105,11 @@ def _compiled(key_context: bool, position: int | None, inline_add: bool) -> Fold
         new = (_PAIR_ADD if inline_add else _PAIR)[position]
         body = f"if type(old) is tuple and len(old) == 2:\n    new = {new}\nelse:\n"
         body += "\n".join("    " + line for line in call.splitlines())
-    source = _TEMPLATE.format(fold="\n".join(" " * 12 + line for line in body.splitlines()))
+    lookup = (_LOOKUP_OFFSET if key_context else _LOOKUP_SLOT).strip("\n")
+    source = _TEMPLATE.format(
+        lookup="\n".join(" " * 8 + line for line in lookup.splitlines()),
+        fold="\n".join(" " * 12 + line for line in body.splitlines()),
+    )
     filename = f"<heap fold loop {key_context} {position} {inline_add}>"
     # tracebacks through the loop show its lines, as for a loop written in a file
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -121,17 +149,22 @@ def fold_untracked_by(
     *,
     key_context: bool = False,
     pair: PairAggregation | None = None,
+    slots: dict[Any, dict[Any, Any]] | None = None,
 ) -> tuple[list[Any], Any]:
     """Fold ``values`` into ``tables``, each under its key ``key_of(value)`` taken inside the
     loop (no list of keys, no second pass). With ``key_context`` ``fold`` runs in its record's
     key (it may read other keyed state, as a user's ``reduce`` may); without, outside any key
-    context: for folds that read no keyed state (the built-in aggregations). With ``pair``
+    context: for folds that read no keyed state (the built-in aggregations), and the key's
+    table is looked up in ``slots`` (key -> its key group's dict of ``tables``, filled here;
+    the caller bounds it, and a fresh dict if ``None``). With ``pair``
     (``fold`` is that aggregation) an old value that is exactly a 2-tuple is combined in the
     loop, without a call of ``fold``. Returns the new values and the last key (in its hashable
     form; ``None`` for no values). Cost per batch: one cache lookup for the loop."""
+    if slots is None:
+        slots = {}
     if pair is None:
         loop = _compiled(key_context, None, False)
-        return loop(offsets, tables, set_key, ctx, values, key_of, fold, None)
+        return loop(offsets, tables, set_key, ctx, values, key_of, fold, None, slots)
     combine = pair.combine
     loop = _compiled(key_context, pair.position, combine is operator.add)
-    return loop(offsets, tables, set_key, ctx, values, key_of, fold, combine)
+    return loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slots)

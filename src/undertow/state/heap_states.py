@@ -61,7 +61,7 @@ class KeyContext:
 class StateTable:
     """All entries of one state name in this backend (see the module docstring)."""
 
-    __slots__ = ("kind", "name", "ttl", "void", "windowed")
+    __slots__ = ("kind", "name", "ttl", "void", "void_by_key", "windowed")
 
     def __init__(self, name: str, kind: str, ttl: bool, groups: int, unkeyed: UnkeyedDict) -> None:
         self.name = name
@@ -71,6 +71,11 @@ class StateTable:
         self.void.append(unkeyed)
         self.windowed: list[dict[Any, Any]] = [{} for _ in range(groups)]
         self.windowed.append(unkeyed)
+        #: For batch folds outside key context (:mod:`.heap_fold`): a key (hashable form) ->
+        #: the ``void`` dict of its key group, one lookup instead of the key's offset and then
+        #: the list. Never stale: a table's dicts are made here and never replaced, and a key's
+        #: group never changes; the backend bounds it.
+        self.void_by_key: dict[Any, dict[Any, Any]] = {}
 
     @property
     def groups(self) -> int:
@@ -83,6 +88,7 @@ class StateTable:
         for i in range(self.groups):
             self.void[i].clear()
             self.windowed[i].clear()
+        self.void_by_key.clear()
 
 
 class HeapState(InternalKvState[Any]):
@@ -112,6 +118,11 @@ class HeapState(InternalKvState[Any]):
         """Per key-group offset, the dict of entries in the current namespace (backend use)."""
         tables: list[dict[Any, Any]] = self._tables
         return tables
+
+    @property
+    def void_by_key(self) -> dict[Any, dict[Any, Any]]:
+        """The table's key -> ``void`` dict of its key group cache (backend use)."""
+        return self._table.void_by_key
 
     def _slot(self) -> tuple[dict[Any, Any], Any]:
         """The dict and storage key of the current key in the current namespace."""
