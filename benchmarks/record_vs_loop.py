@@ -27,10 +27,10 @@ loaded machine, which a shorter run cannot absorb). A ratio is the median of the
 ratios, printed with each round's and their range: on a loaded machine one round is no result.
 
 The two differences are not equally sound. CPU seconds of the job's start vary little, so the
-steady CPU per record holds to a few percent; wall seconds of a short run vary by half a second
-(0.62-1.18 s for 500 k rows in one series, docs/performance.md), which is a quarter of the
-steady wall time, so the steady rows/s can be far off. Each round prints the cores the two
-differences imply (CPU over wall): a round above the machine's cores is impossible, its
+steady CPU per record holds to a few percent; wall seconds of a short run vary by a large
+share of the steady wall time, so the steady rows/s can be far off (in one run of five rounds
+the implied cores below ranged 0.67-2.33, docs/performance.md). Each round prints the cores
+the two differences imply (CPU over wall): a round above the machine's cores is impossible, its
 rows/s (and the wall-clock ratio) is noise, and only the CPU figures stand. The rows/s of the
 long run itself (start included, a lower bound) is printed beside it. The driver's own CPU
 (the job master and checkpoint coordinator are threads of this process) is split out per
