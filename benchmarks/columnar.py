@@ -281,6 +281,7 @@ def main() -> None:
             args.record_rows, args.rounds, {**CHECKPOINTS, "execution.checkpointing.dir": recs}
         )
         results["undertow per record, p=2"] = record.job_rate
+        results["undertow per record, p=2, start included"] = record.run_rate
         results["bare Python loop, 1 process"] = record.loop_rate
         results["bare Python loop, 2 processes"] = record.two_loops_rate
         spark = _spark_session()
@@ -321,6 +322,7 @@ def main() -> None:
         print(f"{name:<46}{rate:>14,.0f}{rate / spark_native:>17.2f}")
     print(f"CPU per row: undertow per record {record.job_cpu_us:.2f} us (every process of "
           f"the job), bare loop {record.loop_cpu_us:.2f} us")  # fmt: skip
+    print(record_vs_loop.arithmetic(record, os.cpu_count() or 1))
     print(
         f"record path on 2 cores against two loops (wall clock): {record.wall_ratio:.2f}x; "
         f"CPU per record, loop / job, by round: {record_vs_loop.spread(record.cpu_ratios)}"

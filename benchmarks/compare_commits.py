@@ -10,7 +10,8 @@ parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
 unless given) instead and compares its unaligned checkpoint p50 and rows/s, ending with the
 issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s.
-``--job record`` runs ``benchmarks/throughput.py``'s job at p=2 without checkpoints in
+``--job record`` runs ``benchmarks/throughput.py``'s job at p=2 without checkpoints (with
+them every ``--checkpoint-interval``, as the target's job, when given) in
 steady state (``record_vs_loop.steady``: a run of ``--records``, 4,000,000 unless given, minus
 one of an eighth) and compares CPU per record of every process of the job, rows/s, and the
 seconds its processes ran and waited on a run queue (``process_cpu.RunQueueWait``): a job
@@ -27,6 +28,7 @@ leaves the job's start out, and p99 ms after a 1 s warm-up). Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
         [--rounds 5] [--weighted] [--job throughput|cuts|columnar|record|pieces] [--piece NAME]
+        [--checkpoint-interval '1 s']
 
 ``--weighted`` (Linux, root, cgroup v1 ``cpu`` controller) runs each side in a cgroup with the
 highest CPU weight, so that other work on a shared machine takes little from either side; the
@@ -69,13 +71,16 @@ print(json.dumps({"p50_ms": statistics.median(durations) if durations else None,
 #: The same for ``--job record``: the record path's steady state at p=2 (BENCHMARKS: this
 #: checkout's scripts, so both sides run the same job and readers on their own engine).
 RECORD_CHILD = """
-import json, os, sys
+import json, os, sys, tempfile
 sys.path.insert(0, BENCHMARKS)
 import process_cpu, record_vs_loop, throughput
-rows, queues = int(sys.argv[1]), []
+rows, queues, settings = int(sys.argv[1]), [], {}
+if INTERVAL:
+    settings = {"execution.checkpointing.interval": INTERVAL,
+                "execution.checkpointing.dir": tempfile.mkdtemp(prefix="compare-record-")}
 def run(n):
     with process_cpu.RunQueueWait(os.getpid()) as queue:
-        sample = record_vs_loop.job_sample(n, {})
+        sample = record_vs_loop.job_sample(n, settings)
     queues.append((queue.ran_s, queue.waited_s))
     return sample
 throughput.run_job(throughput.FIRST_JOB_RECORDS, 2, "local")  # the driver's one-time start
@@ -167,6 +172,9 @@ def main() -> None:
                         default="throughput")  # fmt: skip
     parser.add_argument("--piece", default="sum: keys + fold into heap state",
                         help="--job pieces: the piece of the target line")  # fmt: skip
+    parser.add_argument("--checkpoint-interval",
+                        help="--job record: checkpoints at this interval (the target's job "
+                             "takes them every second; default: none)")  # fmt: skip
     args = parser.parse_args()
     parallelisms = [int(p) for p in args.parallelism.split(",")]
     sides = {"before": checkout(args.before), "after": checkout(args.after) if args.after else ROOT}
@@ -281,8 +289,12 @@ def compare_record(args: argparse.Namespace, sides: dict[str, Path], prefix: lis
     record, rows/s and run-queue figures, medians and after/before ratios, a ``target`` line."""
     rows = args.records if args.records != 2_000_000 else 4_000_000
     child = RECORD_CHILD.replace("BENCHMARKS", repr(str(ROOT / "benchmarks")))
+    child = child.replace("INTERVAL", repr(args.checkpoint_interval or ""))
+    checkpoints = f"checkpoints every {args.checkpoint_interval}" if args.checkpoint_interval \
+        else "no checkpoints"  # fmt: skip
     print(f"record path p=2 steady, before {args.before}, after {args.after or 'this checkout'}; "
-          f"{rows:,} rows; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+          f"{rows:,} rows; {checkpoints}; weighted: {weighted}; "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     results: dict[str, list[dict]] = {"before": [], "after": []}
     for round_ in range(args.rounds):
         for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):

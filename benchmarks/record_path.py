@@ -14,7 +14,9 @@ Pieces: the map (the job's lambda over a batch), the keyed sum's key selection a
 heap keyed state (as ``sum`` runs it, pairs combined inline, and as a user's ``reduce`` runs
 it: in each record's key, through the fold function),
 key-group routing to 2 channels, pickling the batch and unpickling it (channels between
-workers; a channel within one worker hands the batch over unserialized), the pairs rebuilt from
+workers; a channel within one worker hands the batch over unserialized; unpickling makes every
+record's tuple and its key's int object: the same batch with keys below 257, whose ints Python
+keeps cached, and the keys alone show the parts of that), the pairs rebuilt from
 two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), and the
 plain Python loop ``throughput.py`` uses as its baseline.
 """
@@ -59,6 +61,8 @@ def pieces() -> dict[str, Callable[[], Any]]:
     router = KeyGroupStreamPartitioner(key, 128)
     router.setup(2)
     data = serialize_batch(pairs, None)
+    cached_keys = serialize_batch([(x % 200, 1) for x in numbers], None)
+    keys_alone = serialize_batch([p[0] for p in pairs], None)
     firsts, seconds = (
         array.array("q", [p[0] for p in pairs]),
         array.array("q", [p[1] for p in pairs]),
@@ -84,6 +88,8 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "key_by routing, 2 channels": lambda: router.route(pairs, None),
         "pickle the batch": lambda: serialize_batch(pairs, None),
         "unpickle the batch": lambda: pickle.loads(data),
+        "unpickle, keys below 257": lambda: pickle.loads(cached_keys),
+        "unpickle the keys alone": lambda: pickle.loads(keys_alone),
         "pairs from two int64 arrays": lambda: list(zip(firsts, seconds)),
         "plain Python loop (baseline)": plain_loop,
     }

@@ -26,6 +26,16 @@ The job's figures are steady-state (:func:`steady`): the difference of a run of 
 of an eighth cancels the job's start (4 M rows by default: the start varies by a second on a
 loaded machine, which a shorter run cannot absorb). A ratio is the median of the rounds'
 ratios, printed with each round's and their range: on a loaded machine one round is no result.
+
+The two differences are not equally sound. CPU seconds of the job's start vary little, so the
+steady CPU per record holds to a few percent; wall seconds of a short run vary by a large
+share of the steady wall time, so the steady rows/s can be far off (in one run of five rounds
+the implied cores below ranged 0.67-2.33, docs/performance.md). Each round prints the cores
+the two differences imply (CPU over wall): a round above the machine's cores is impossible, its
+rows/s (and the wall-clock ratio) is noise, and only the CPU figures stand. The rows/s of the
+long run itself (start included, a lower bound) is printed beside it. The driver's own CPU
+(the job master and checkpoint coordinator are threads of this process) is split out per
+record: what the non-worker processes cost.
 Usage::
 
     python benchmarks/record_vs_loop.py [--rows N] [--rounds R]
@@ -77,11 +87,19 @@ def loop(first: int, last: int) -> dict[int, tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Sample:
-    """One measurement: wall seconds and CPU seconds for ``rows`` rows."""
+    """One measurement: wall seconds and CPU seconds for ``rows`` rows; ``driver_cpu_s``: the
+    part of ``cpu_s`` this process's own threads ran (the driver with the job master and the
+    checkpoint coordinator, none of the workers)."""
 
     rows: int
     wall_s: float
     cpu_s: float
+    driver_cpu_s: float = 0.0
+
+    @property
+    def cores(self) -> float:
+        """CPU seconds per wall second: above the machine's cores, the wall figure is wrong."""
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else float("inf")
 
 
 def _tree_cpu() -> float:
@@ -101,22 +119,36 @@ def _settle(timeout: float = 10.0) -> None:
         time.sleep(0.02)
 
 
+def _own_cpu() -> float:
+    """CPU seconds of this process's threads (not of its children)."""
+    times = os.times()
+    return times.user + times.system
+
+
 def job_sample(rows: int, settings: dict[str, str]) -> Sample:
     """One run of the job over ``rows`` numbers, p=2, ``local`` target, ending without a
     final checkpoint (:data:`NO_FINAL_CHECKPOINT`)."""
     _settle()
-    cpu = _tree_cpu()
+    cpu, own = _tree_cpu(), _own_cpu()
     wall = throughput.run_job(rows, 2, "local", {**settings, **NO_FINAL_CHECKPOINT})
+    own = _own_cpu() - own
     _settle()
-    return Sample(rows, wall, _tree_cpu() - cpu)
+    return Sample(rows, wall, _tree_cpu() - cpu, own)
 
 
 def steady(run: Callable[[int], Sample], rows: int) -> Sample:
     """The job's steady state: a run of ``rows`` minus one of ``rows // 8``, so what a run pays
     once (deploying tasks, starting workers, the last checkpoint) cancels out."""
+    return steady_runs(run, rows)[0]
+
+
+def steady_runs(run: Callable[[int], Sample], rows: int) -> tuple[Sample, Sample]:
+    """:func:`steady`, and the run of all ``rows`` itself (its start included)."""
     small = max(1, rows // 8)
     a, b = run(small), run(rows)
-    return Sample(rows - small, b.wall_s - a.wall_s, b.cpu_s - a.cpu_s)
+    difference = Sample(rows - small, b.wall_s - a.wall_s, b.cpu_s - a.cpu_s,
+                        b.driver_cpu_s - a.driver_cpu_s)  # fmt: skip
+    return difference, b
 
 
 def loop_sample(rows: int) -> Sample:
@@ -151,6 +183,14 @@ class Figures:
     two_loops_rate: float  # rows/s, two processes at once
     cpu_ratios: tuple[float, ...]  # per round: loop's CPU per record / the job's
     wall_ratios: tuple[float, ...]  # per round: job's rows/s / two loops' rows/s
+    job_cores: tuple[float, ...] = ()  # per round: steady CPU seconds / steady wall seconds
+    run_rate: float = 0.0  # rows/s of the long run, its start included (a lower bound)
+    driver_cpu_us: float = 0.0  # the driver's own CPU per record, steady (in job_cpu_us)
+
+    def impossible_rounds(self, cores: int) -> list[int]:
+        """The rounds whose steady figures imply more than ``cores`` busy cores: their wall
+        difference (rows/s, wall ratio) is noise; their CPU per record stands."""
+        return [i for i, used in enumerate(self.job_cores) if used > cores]
 
     @property
     def cpu_ratio(self) -> float:
@@ -173,11 +213,14 @@ def measure(rows: int, rounds: int, settings: dict[str, str], verbose: bool = Tr
     """``rounds`` rounds, each: the loop, the job (steady), the loop again, two loops at once."""
     throughput.run_job(throughput.FIRST_JOB_RECORDS, 2, "local", settings)  # the fork server
     jobs: list[Sample] = []
+    longs: list[Sample] = []
     loops: list[Sample] = []
     pairs: list[float] = []
     for round_ in range(rounds):
         first = loop_sample(rows)
-        jobs.append(steady(lambda n: job_sample(n, settings), rows))
+        job, long_run = steady_runs(lambda n: job_sample(n, settings), rows)
+        jobs.append(job)
+        longs.append(long_run)
         loops.append(bracket(first, loop_sample(rows)))
         pairs.append(rows / two_loops_wall(rows))
         if verbose:
@@ -186,7 +229,8 @@ def measure(rows: int, rounds: int, settings: dict[str, str], verbose: bool = Tr
                 f"  round {round_}: job {job.rows / job.wall_s:>10,.0f} rows/s "
                 f"{job.cpu_s / job.rows * 1e6:5.2f} us CPU/row; loop "
                 f"{one.rows / one.wall_s:>10,.0f} rows/s {one.cpu_s / one.rows * 1e6:5.2f} us "
-                f"CPU/row; two loops {pairs[-1]:>10,.0f} rows/s; load {os.getloadavg()[0]:.1f}",
+                f"CPU/row; two loops {pairs[-1]:>10,.0f} rows/s; job's steady figures imply "
+                f"{job.cores:.2f} cores; load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     med = statistics.median
@@ -200,11 +244,25 @@ def measure(rows: int, rounds: int, settings: dict[str, str], verbose: bool = Tr
             (one.cpu_s / one.rows) / (job.cpu_s / job.rows) for job, one in zip(jobs, loops)
         ),
         wall_ratios=tuple(job.rows / job.wall_s / pair for job, pair in zip(jobs, pairs)),
+        job_cores=tuple(job.cores for job in jobs),
+        run_rate=med(s.rows / s.wall_s for s in longs),
+        driver_cpu_us=med(s.driver_cpu_s / s.rows * 1e6 for s in jobs),
     )
 
 
 def spread(ratios: tuple[float, ...]) -> str:
     return ", ".join(f"{r:.2f}" for r in ratios)
+
+
+def arithmetic(figures: Figures, cores: int) -> str:
+    """The cores each round's steady figures imply, and which rounds' rows/s cannot be."""
+    text = f"steady CPU / steady wall by round: {spread(figures.job_cores)} cores"
+    bad = figures.impossible_rounds(cores)
+    if bad:
+        rounds = ", ".join(map(str, bad))
+        text += (f"; round(s) {rounds} above this machine's {cores} cores: their rows/s and "
+                 f"wall-clock ratio are noise, their CPU per record stands")  # fmt: skip
+    return text
 
 
 def main() -> None:
@@ -222,7 +280,11 @@ def main() -> None:
     print(f"{'undertow per record, p=2 (steady)':<40}{figures.job_rate:>12,.0f}"
           f"{figures.job_cpu_us:>12.2f}")  # fmt: skip
     print(f"{'bare loop, 1 process':<40}{figures.loop_rate:>12,.0f}{figures.loop_cpu_us:>12.2f}")
+    print(f"{'undertow per record, p=2 (start included)':<40}{figures.run_rate:>12,.0f}")
     print(f"{'bare loop, 2 processes':<40}{figures.two_loops_rate:>12,.0f}")
+    print(f"the driver's own threads (job master, coordinator): {figures.driver_cpu_us:.3f} us "
+          f"CPU/row of the job's {figures.job_cpu_us:.2f}")  # fmt: skip
+    print(arithmetic(figures, os.cpu_count() or 1))
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"wall clock on 2 cores (job / two loops): {figures.wall_ratio:.2f}x, rounds "
           f"{spread(figures.wall_ratios)}")  # fmt: skip
