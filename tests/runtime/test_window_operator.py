@@ -864,3 +864,21 @@ def test_harness_key_selector_sets_the_current_key_per_run() -> None:
         h.process_elements([("a", 1), ("a", 2), ("b", 3), ("a", 4)], [1, 2, 3, 4])
         assert h.get_output() == [(("a", 1), 1), (("a", 2), 2), (("b", 1), 3), (("a", 3), 4)]
         assert h.num_keyed_state_entries("count") == 2
+
+
+def test_a_window_reduce_takes_what_is_shaped_like_a_reduce_function_and_refuses_the_rest() -> None:
+    class Multiply:  # not a ReduceFunction: its reduce() is what counts
+        def reduce(self, value1: Any, value2: Any) -> Any:
+            return (value1[0], value1[1] * value2[1])
+
+    for evicting in (False, True):
+        reduce_window_contents(Multiply(), evicting=evicting)
+        with pytest.raises(TypeError, match=r"reduce needs a ReduceFunction .* got 5"):
+            reduce_window_contents(5, evicting=evicting)
+    for evicting in (False, True):
+        h = _harness(
+            TumblingEventTimeWindows.of(10), reduce_window_contents(Multiply(), evicting=evicting)
+        )
+        h.process_elements([("a", 2), ("a", 3), ("a", 4)], [1, 2, 3])
+        h.process_watermark(20)
+        assert [value for value, _ in _timed_output(h)] == [("a", 24)]

@@ -28,7 +28,6 @@ from undertow.api.functions import (
     Function,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
-    ReduceFunction,
     WindowFunction,
 )
 from undertow.state.descriptors import (
@@ -36,6 +35,7 @@ from undertow.state.descriptors import (
     ListStateDescriptor,
     ReducingStateDescriptor,
     StateDescriptor,
+    as_reducer,
 )
 
 #: Name of the state that holds the panes (Flink's name).
@@ -134,13 +134,12 @@ class SingleValueWindowFunction(InternalWindowFunction):
 
 
 def _reduce_callable(reduce_function: Any) -> Callable[[Any, Any], Any]:
-    if isinstance(reduce_function, ReduceFunction):
-        return reduce_function.reduce
-    if callable(reduce_function):
-        return reduce_function
-    raise TypeError(
-        f"reduce needs a ReduceFunction or a callable (a, b) -> c, got {reduce_function!r}"
-    )
+    reduce = as_reducer(reduce_function)
+    if reduce is None:
+        raise TypeError(
+            f"reduce needs a ReduceFunction or a callable (a, b) -> c, got {reduce_function!r}"
+        )
+    return reduce
 
 
 class ReduceApplyWindowFunction(InternalWindowFunction):
