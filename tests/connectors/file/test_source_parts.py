@@ -14,7 +14,7 @@ from undertow.connectors.source import InputStatus, SplitEnumeratorContext
 from undertow.datastream import OutputTag
 from undertow.datastream.connectors.file_system import StreamFormat
 from undertow.datastream.formats.json import JsonLinesFormat
-from undertow.testing.harness import RecordingReaderContext
+from undertow.testing.source_reader import CollectingOutput, StandaloneReaderContext
 
 
 class EnumCtx(SplitEnumeratorContext[Any]):
@@ -91,22 +91,9 @@ def test_continuous_enumerator_discovers_new_files_once_per_interval(tmp_path: P
     assert ctx2.assigned == [("3", 0)] and ctx2.no_more == []
 
 
-class Out:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self.side: list[tuple[str, Any]] = []
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.values.append(value)
-
-    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
-        self.values.extend(values)
-
-    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
-        self.side.append((tag_id, value))
-
-
-def _drain(reader: FileSourceReader, out: Out, polls: int | None = None) -> InputStatus:
+def _drain(
+    reader: FileSourceReader, out: CollectingOutput, polls: int | None = None
+) -> InputStatus:
     status = InputStatus.MORE_AVAILABLE
     while status is InputStatus.MORE_AVAILABLE and polls != 0:
         status = reader.poll_next(out)
@@ -121,15 +108,15 @@ def test_reader_restores_from_any_snapshot_without_duplicates_or_loss(tmp_path: 
     expected = [f"{i}-{j}" for i in range(3) for j in range(10)]
     for stop_after in range(0, 12):
         reader = FileSourceReader(
-            RecordingReaderContext(), StreamFormat.text_line_format(), 3, None
+            StandaloneReaderContext(), StreamFormat.text_line_format(), 3, None
         )
         reader.add_splits(list(splits))
-        out = Out()
+        out = CollectingOutput()
         _drain(reader, out, polls=stop_after)
         state = reader.snapshot_state(1)
         reader.close()
         resumed = FileSourceReader(
-            RecordingReaderContext(), StreamFormat.text_line_format(), 3, None
+            StandaloneReaderContext(), StreamFormat.text_line_format(), 3, None
         )
         resumed.add_splits(state)
         resumed.notify_no_more_splits()
@@ -139,16 +126,19 @@ def test_reader_restores_from_any_snapshot_without_duplicates_or_loss(tmp_path: 
 
 def test_reader_asks_again_only_after_the_discovery_interval() -> None:
     now = [0.0]
-    ctx = RecordingReaderContext()
+    ctx = StandaloneReaderContext()
     reader = FileSourceReader(ctx, StreamFormat.text_line_format(), 3, 500, clock=lambda: now[0])
     reader.start()
-    assert reader.poll_next(Out()) is InputStatus.NOTHING_AVAILABLE and ctx.requests == 1
+    assert (
+        reader.poll_next(CollectingOutput()) is InputStatus.NOTHING_AVAILABLE
+        and ctx.split_requests == 1
+    )
     now[0] = 0.4
-    reader.poll_next(Out())
-    assert ctx.requests == 1
+    reader.poll_next(CollectingOutput())
+    assert ctx.split_requests == 1
     now[0] = 0.5
-    reader.poll_next(Out())
-    assert ctx.requests == 2
+    reader.poll_next(CollectingOutput())
+    assert ctx.split_requests == 2
 
 
 BAD_JSON = '{"a": 1}\n{"a": \n{"a": 3}\n'
@@ -156,10 +146,10 @@ BAD_JSON = '{"a": 1}\n{"a": \n{"a": 3}\n'
 
 def test_bad_records_fail_naming_file_offset_and_line(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text(BAD_JSON)
-    reader = FileSourceReader(RecordingReaderContext(), JsonLinesFormat(), 10, None)
+    reader = FileSourceReader(StandaloneReaderContext(), JsonLinesFormat(), 10, None)
     reader.add_splits(discover_files([str(tmp_path)]))
     with pytest.raises(BadRecordError) as info:
-        _drain(reader, Out())
+        _drain(reader, CollectingOutput())
     message = str(info.value)
     assert "in.jsonl" in message and "byte offset 9" in message and "line 2" in message
     assert "malformed JSON" in message and "subtask 1/1" in message and '{"a": ' in message
@@ -169,13 +159,14 @@ def test_bad_records_go_to_the_side_output(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text(BAD_JSON)
     tag = OutputTag("bad")
     reader = FileSourceReader(
-        RecordingReaderContext(), JsonLinesFormat().with_bad_records(tag), 10, None
+        StandaloneReaderContext(), JsonLinesFormat().with_bad_records(tag), 10, None
     )
     reader.add_splits(discover_files([str(tmp_path)]))
     reader.notify_no_more_splits()
-    out = Out()
+    out = CollectingOutput()
     assert _drain(reader, out) is InputStatus.END_OF_INPUT
     assert out.values == [{"a": 1}, {"a": 3}]
-    [(tag_id, bad)] = out.side
-    assert tag_id == "bad" and isinstance(bad, BadRecord)
+    assert list(out.side) == ["bad"]
+    [bad] = out.side["bad"]
+    assert isinstance(bad, BadRecord)
     assert (Path(bad.path).name, bad.offset, bad.line, bad.raw) == ("in.jsonl", 9, 2, '{"a": ')
