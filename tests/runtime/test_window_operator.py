@@ -606,6 +606,35 @@ def test_evicting_reduce_and_aggregate(kind: str) -> None:
     assert out == ([("k", 3), ("k", 7)] if kind == "reduce" else [1.5, 3.5])
 
 
+@pytest.mark.parametrize("kind", ["reduce", "aggregate"])
+def test_an_evicting_fold_opens_clears_and_closes_its_window_function(kind: str) -> None:
+    calls: list[Any] = []
+
+    class Recording(ProcessWindowFunction[Any, Any, Any, TimeWindow]):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            calls.append("open")
+
+        def process(self, key: Any, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+            yield (key, *elements)
+
+        def clear(self, context: Any) -> None:
+            calls.append(("clear", context.window()))
+
+        def close(self) -> None:
+            calls.append("close")
+
+    if kind == "reduce":
+        contents = reduce_window_contents(_sum, Recording(), evicting=True)
+    else:
+        contents = aggregate_window_contents(_AvgAgg(), Recording(), evicting=True)
+    h = _harness(TumblingEventTimeWindows.of(10), contents, evictor=CountEvictor.of(5))
+    h.process_elements([("a", 1), ("a", 2)], [1, 2])
+    h.process_watermark(20)
+    assert h.extract_output_values() == [("a", ("a", 3) if kind == "reduce" else 1.5)]
+    h.close()
+    assert calls == ["open", ("clear", TimeWindow(0, 10)), "close"]
+
+
 # --- window function flavours ----------------------------------------------------------------
 
 
