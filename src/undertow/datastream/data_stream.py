@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 from undertow.api.functions import (
     BroadcastProcessFunction,
     CoFlatMapFunction,
+    CoFlatMapLike,
     CoMapFunction,
+    CoMapLike,
     CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
@@ -31,6 +33,7 @@ from undertow.api.functions import (
     KeySelector,
     MapFunction,
     Partitioner,
+    ProcessElementLike,
     ProcessFunction,
     ReduceFunction,
     SinkFunction,
@@ -39,6 +42,7 @@ from undertow.api.output_tag import OutputTag
 from undertow.common.row import Row
 from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
+from undertow.connectors.sink import SinkLike
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import batch_stream
 from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
@@ -381,8 +385,11 @@ class DataStream:
         the writers (parallel, configured through the returned ``DataStreamSink``) and a
         committer of parallelism 1 behind a GLOBAL edge that never carries unaligned
         checkpoints (see :mod:`undertow.connectors.global_committer`)."""
-        if not callable(getattr(sink, "create_writer", None)):
-            raise GraphBuildError(f"sink_to(): {sink!r} is not a Sink (no create_writer())")
+        if not isinstance(sink, SinkLike):
+            raise GraphBuildError(
+                f"sink_to(): {sink!r} is not a Sink (it needs create_writer(), restore_writer() "
+                "and create_committer())"
+            )
         name = f"Sink: {type(sink).__name__}"
         if not isinstance(sink, GlobalCommittingSink):
             return self._sink(name, SinkWriterOperator(sink))
@@ -466,9 +473,7 @@ class KeyedStream(DataStream):
         return self._keyed("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        if not isinstance(func, KeyedProcessFunction) and not callable(
-            getattr(func, "process_element", None)
-        ):
+        if not isinstance(func, (KeyedProcessFunction, ProcessElementLike)):
             raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
         return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
@@ -637,12 +642,12 @@ class ConnectedStreams:
         return DataStream(self.stream1._env, t)
 
     def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
-        if not (callable(getattr(func, "map1", None)) and callable(getattr(func, "map2", None))):
+        if not isinstance(func, CoMapLike):
             raise GraphBuildError("ConnectedStreams.map() needs a CoMapFunction (map1, map2)")
         return self._two_input("Co-Map", CoMapOperator(func), output_type)
 
     def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
-        if not callable(getattr(func, "flat_map1", None)):
+        if not isinstance(func, CoFlatMapLike):
             raise GraphBuildError("ConnectedStreams.flat_map() needs a CoFlatMapFunction")
         return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
 
