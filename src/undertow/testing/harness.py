@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from undertow.api.output_tag import OutputTag
 from undertow.core.config import Configuration
 from undertow.runtime.task.context import OperatorProcessingTimeService, StreamingRuntimeContext
 from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Timestamps
@@ -248,9 +249,9 @@ class OneInputOperatorTestHarness:
         """Records and :class:`Watermark` s interleaved as they were emitted."""
         return list(self.output.events)
 
-    def get_side_output(self, tag: Any) -> list[tuple[Any, int | None]]:
+    def get_side_output(self, tag: OutputTag | str) -> list[tuple[Any, int | None]]:
         """Side-output records (``(value, timestamp)``) of an ``OutputTag`` or a tag id."""
-        tag_id = getattr(tag, "tag_id", tag)
+        tag_id = tag.tag_id if isinstance(tag, OutputTag) else tag
         return list(self.output.side_outputs.get(tag_id, []))
 
     def clear_output(self) -> None:

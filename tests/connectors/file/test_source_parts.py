@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from undertow.connectors.file.bad_records import BadRecord, BadRecordError
-from undertow.connectors.file.enumerator import FileEnumerator, discover_files
+from undertow.connectors.file.enumerator import FileEnumerator, _mtime, discover_files
 from undertow.connectors.file.reader import FileSourceReader
 from undertow.connectors.source import InputStatus, SplitEnumeratorContext
 from undertow.datastream import OutputTag
@@ -170,3 +171,10 @@ def test_bad_records_go_to_the_side_output(tmp_path: Path) -> None:
     [bad] = out.side["bad"]
     assert isinstance(bad, BadRecord)
     assert (Path(bad.path).name, bad.offset, bad.line, bad.raw) == ("in.jsonl", 9, 2, '{"a": ')
+
+
+def test_a_files_time_is_read_from_a_datetime_or_a_number() -> None:
+    moment = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.timezone.utc)
+    assert _mtime({"mtime": moment}) == moment.timestamp()
+    assert _mtime({"created": 17.5}) == 17.5
+    assert _mtime({"mtime": "not a time"}) == 0.0
