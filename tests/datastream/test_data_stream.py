@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from undertow.api.function_shapes import FilterLike, FlatMapLike, InvokeLike, MapLike, ReduceLike
 from undertow.connectors.sink import Sink
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import StreamExecutionEnvironment
@@ -92,3 +93,53 @@ def test_connected_streams_take_co_functions_by_their_two_methods() -> None:
         connected.map(LeftOnly())  # type: ignore[arg-type]
     with pytest.raises(GraphBuildError, match=r"flat_map\(\) needs a CoFlatMapFunction"):
         connected.flat_map(LeftOnly())  # type: ignore[arg-type]
+
+
+class Shaped:
+    """A map, flat-map, filter, reduce and sink function by shape alone."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def map(self, value: Any) -> Any:
+        return value * 10
+
+    def flat_map(self, value: Any) -> Any:
+        return [value, -value]
+
+    def filter(self, value: Any) -> bool:
+        return value > 1
+
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        return value1 + value2
+
+    def invoke(self, value: Any, context: Any) -> None:
+        self.seen.append(value)
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda s: s.map(Shaped()), [10, 20, 30]),
+        (lambda s: s.flat_map(Shaped()), [-3, -2, -1, 1, 2, 3]),
+        (lambda s: s.filter(Shaped()), [2, 3]),
+        (lambda s: s.key_by(lambda v: 0).reduce(Shaped()), [1, 3, 6]),
+        (lambda s: s.key_by(lambda v: v).map(Shaped()), [10, 20, 30]),
+    ],
+)
+def test_a_function_is_what_has_its_method(build: Any, expected: list[Any]) -> None:
+    assert isinstance(Shaped(), (MapLike, FlatMapLike, FilterLike, ReduceLike, InvokeLike))
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    assert sorted(build(env.from_collection([1, 2, 3])).execute_and_collect()) == expected
+
+
+def test_what_has_neither_the_method_nor_a_call_is_refused_naming_the_value() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = env.from_collection([1])
+    with pytest.raises(GraphBuildError, match=r"map\(\): expected a MapFunction .*got int 5"):
+        stream.map(5)
+    with pytest.raises(GraphBuildError, match=r"add_sink\(\): expected a SinkFunction .*Doubling"):
+        stream.add_sink(Doubling())
+    with pytest.raises(GraphBuildError, match=r"reduce\(\): expected a ReduceFunction .*LeftOnly"):
+        stream.key_by(lambda v: v).reduce(LeftOnly())

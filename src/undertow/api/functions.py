@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from undertow.api.output_tag import OutputTag
@@ -162,33 +162,6 @@ class CoFlatMapFunction(Function):
 
     @abstractmethod
     def flat_map2(self, value: Any) -> Iterable[Any] | None: ...
-
-
-@runtime_checkable
-class CoMapLike(Protocol):
-    """What ``ConnectedStreams.map`` calls: a :class:`CoMapFunction` or anything with its two
-    methods (checked once, when the job is built)."""
-
-    def map1(self, value: Any) -> Any: ...
-
-    def map2(self, value: Any) -> Any: ...
-
-
-@runtime_checkable
-class CoFlatMapLike(Protocol):
-    """What ``ConnectedStreams.flat_map`` calls: a :class:`CoFlatMapFunction` or its shape."""
-
-    def flat_map1(self, value: Any) -> Iterable[Any] | None: ...
-
-    def flat_map2(self, value: Any) -> Iterable[Any] | None: ...
-
-
-@runtime_checkable
-class ProcessElementLike(Protocol):
-    """What ``KeyedStream.process`` calls per record: a :class:`KeyedProcessFunction`'s
-    ``process_element`` (``on_timer`` is optional, as in the base class)."""
-
-    def process_element(self, value: Any, ctx: Any) -> Iterable[Any] | None: ...
 
 
 class TimerService(ABC):

@@ -16,24 +16,31 @@ from __future__ import annotations
 import operator
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from undertow.api.function_shapes import (
+    CoFlatMapLike,
+    CoMapLike,
+    FilterLike,
+    FlatMapLike,
+    InvokeLike,
+    MapLike,
+    ProcessElementLike,
+    ReduceLike,
+)
 from undertow.api.functions import (
     BroadcastProcessFunction,
     CoFlatMapFunction,
-    CoFlatMapLike,
     CoMapFunction,
-    CoMapLike,
     CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
     KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
-    KeyedProcessFunction,
     KeySelector,
     MapFunction,
     Partitioner,
-    ProcessElementLike,
     ProcessFunction,
     ReduceFunction,
     SinkFunction,
@@ -93,17 +100,35 @@ if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 
-def _udf(func: Any, cls: type, method: str, what: str) -> tuple[Any, Callable[..., Any]]:
-    """(function object for open/close, callable to apply) for a function class or callable."""
-    if isinstance(func, cls):
-        return func, getattr(func, method)
-    bound = getattr(func, method, None)
-    if callable(bound):
-        return func, bound
+@dataclass(frozen=True)
+class _FunctionKind:
+    """One kind of user function: PyFlink's class (named in errors), the Protocol of its
+    shape and how to take its method from an object of that shape."""
+
+    base: type
+    shape: type
+    method: Callable[[Any], Any]
+
+
+_MAP = _FunctionKind(MapFunction, MapLike, lambda f: f.map)
+_FLAT_MAP = _FunctionKind(FlatMapFunction, FlatMapLike, lambda f: f.flat_map)
+_FILTER = _FunctionKind(FilterFunction, FilterLike, lambda f: f.filter)
+_PROCESS = _FunctionKind(ProcessFunction, ProcessElementLike, lambda f: f.process_element)
+_INVOKE = _FunctionKind(SinkFunction, InvokeLike, lambda f: f.invoke)
+_REDUCE = _FunctionKind(ReduceFunction, ReduceLike, lambda f: f.reduce)
+
+
+def _udf(func: Any, kind: _FunctionKind, what: str) -> tuple[Any, Callable[..., Any]]:
+    """(function object for open/close, callable to apply) for a function of ``kind``'s shape
+    or a plain callable."""
+    if isinstance(func, kind.shape):
+        bound = kind.method(func)
+        if callable(bound):
+            return func, bound
     if callable(func):
         return None, func
     raise GraphBuildError(
-        f"{what}: expected a {cls.__name__} or a callable, got {type(func).__name__} {func!r}"
+        f"{what}: expected a {kind.base.__name__} or a callable, got {type(func).__name__} {func!r}"
     )
 
 
@@ -223,19 +248,19 @@ class DataStream:
 
     # transformations ----------------------------------------------------------------------
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, MapFunction, "map", "map()")
+        function, call = _udf(func, _MAP, "map()")
         return self._one_input("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
+        function, call = _udf(func, _FLAT_MAP, "flat_map()")
         return self._one_input("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        function, call = _udf(func, FilterFunction, "filter", "filter()")
+        function, call = _udf(func, _FILTER, "filter()")
         return self._one_input("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, ProcessFunction, "process_element", "process()")
+        function, call = _udf(func, _PROCESS, "process()")
         return self._one_input("Process", ProcessOperator(function, call), output_type)
 
     # batch streams (docs/columnar.md) --------------------------------------------------------
@@ -407,7 +432,7 @@ class DataStream:
         return DataStreamSink(writer, committer)
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:
-        function, call = _udf(sink_func, SinkFunction, "invoke", "add_sink()")
+        function, call = _udf(sink_func, _INVOKE, "add_sink()")
         if function is None:
             return self._sink("Sink: Unnamed", SinkFunctionOperator(None, lambda v, _c: call(v)))
         return self._sink("Sink: Unnamed", SinkFunctionOperator(function, call))
@@ -461,24 +486,24 @@ class KeyedStream(DataStream):
         return self._one_input(name, operator, output_type, key_selector=self._key_selector)
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, MapFunction, "map", "map()")
+        function, call = _udf(func, _MAP, "map()")
         return self._keyed("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
+        function, call = _udf(func, _FLAT_MAP, "flat_map()")
         return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        function, call = _udf(func, FilterFunction, "filter", "filter()")
+        function, call = _udf(func, _FILTER, "filter()")
         return self._keyed("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        if not isinstance(func, (KeyedProcessFunction, ProcessElementLike)):
+        if not isinstance(func, ProcessElementLike):
             raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
         return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:
-        function, call = _udf(func, ReduceFunction, "reduce", "reduce()")
+        function, call = _udf(func, _REDUCE, "reduce()")
         op = StreamGroupedReduce(function, call, self._key_selector)
         return self._keyed("Keyed Reduce", op, self.get_type())
 
