@@ -17,6 +17,7 @@ from undertow.state.descriptors import (
     ReducingStateDescriptor,
     SupportsAggregate,
     SupportsReduce,
+    ValueStateDescriptor,
     aggregate_function_of,
     as_reducer,
     reducer_of,
@@ -92,3 +93,10 @@ def test_an_aggregate_function_needs_all_four_methods_not_the_base_class() -> No
         named = "aggregating state 'avg': agg_function " + re.escape(repr(bad))
         with pytest.raises(StateError, match=named):
             aggregate_function_of(AggregatingStateDescriptor("avg", bad))
+
+
+def test_a_descriptor_of_another_kind_has_neither_function() -> None:
+    with pytest.raises(StateError, match=r"reducing state 'v': .*got None"):
+        reducer_of(ValueStateDescriptor("v"))
+    with pytest.raises(StateError, match="aggregating state 'v': agg_function None"):
+        aggregate_function_of(ValueStateDescriptor("v"))

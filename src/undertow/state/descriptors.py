@@ -326,10 +326,10 @@ def as_reducer(function: object) -> Callable[[Any, Any], Any] | None:
     return reduce if callable(reduce) else None
 
 
-def reducer_of(descriptor: ReducingStateDescriptor) -> Callable[[Any, Any], Any]:
+def reducer_of(descriptor: StateDescriptor) -> Callable[[Any, Any], Any]:
     """The reduce of ``descriptor``'s function; :class:`StateError` naming the state if it
-    has none."""
-    fn = descriptor.reduce_function
+    has none (or is no reducing state)."""
+    fn = descriptor.reduce_function if isinstance(descriptor, ReducingStateDescriptor) else None
     reduce = as_reducer(fn)
     if reduce is None:
         raise StateError(
@@ -339,10 +339,11 @@ def reducer_of(descriptor: ReducingStateDescriptor) -> Callable[[Any, Any], Any]
     return reduce
 
 
-def aggregate_function_of(descriptor: AggregatingStateDescriptor) -> SupportsAggregate:
+def aggregate_function_of(descriptor: StateDescriptor) -> SupportsAggregate:
     """``descriptor``'s function, checked to be a :class:`SupportsAggregate`;
-    :class:`StateError` naming the state and the missing methods otherwise."""
-    fn = descriptor.agg_function
+    :class:`StateError` naming the state and the missing methods otherwise (or if it is no
+    aggregating state)."""
+    fn = descriptor.agg_function if isinstance(descriptor, AggregatingStateDescriptor) else None
     if not isinstance(fn, SupportsAggregate):
         raise StateError(
             f"aggregating state {descriptor.name!r}: agg_function {fn!r} has no "
