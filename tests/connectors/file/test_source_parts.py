@@ -11,29 +11,20 @@ import pytest
 from undertow.connectors.file.bad_records import BadRecord, BadRecordError
 from undertow.connectors.file.enumerator import FileEnumerator, _mtime, discover_files
 from undertow.connectors.file.reader import FileSourceReader
-from undertow.connectors.source import InputStatus, SplitEnumeratorContext
+from undertow.connectors.source import InputStatus
 from undertow.datastream import OutputTag
 from undertow.datastream.connectors.file_system import StreamFormat
 from undertow.datastream.formats.json import JsonLinesFormat
-from undertow.testing.source_reader import CollectingOutput, StandaloneReaderContext
+from undertow.testing.source_reader import (
+    CollectingOutput,
+    StandaloneEnumeratorContext,
+    StandaloneReaderContext,
+)
 
 
-class EnumCtx(SplitEnumeratorContext[Any]):
-    def __init__(self) -> None:
-        self.assigned: list[tuple[str, int]] = []
-        self.no_more: list[int] = []
-
-    def current_parallelism(self) -> int:
-        return 2
-
-    def registered_readers(self) -> list[int]:
-        return [0, 1]
-
-    def assign_split(self, split: Any, subtask: int) -> None:
-        self.assigned.append((Path(split.path).name, subtask))
-
-    def signal_no_more_splits(self, subtask: int) -> None:
-        self.no_more.append(subtask)
+def _names(ctx: StandaloneEnumeratorContext[Any]) -> list[tuple[str, int]]:
+    """The assignments so far as (file name, subtask)."""
+    return [(Path(split.path).name, subtask) for subtask, split in ctx.assigned]
 
 
 def _files(root: Path, *names: str) -> None:
@@ -53,43 +44,43 @@ def test_discovery_is_recursive_sorted_and_skips_hidden(tmp_path: Path) -> None:
 
 def test_static_enumerator_and_restore(tmp_path: Path) -> None:
     _files(tmp_path, "1", "2", "3")
-    ctx = EnumCtx()
+    ctx = StandaloneEnumeratorContext(parallelism=2)
     enum = FileEnumerator(ctx, (str(tmp_path),), None)
     enum.start()
     enum.handle_split_request(0, None)
     state = enum.snapshot_state(1)
     enum.handle_split_request(1, None)
-    restored_ctx = EnumCtx()
+    restored_ctx = StandaloneEnumeratorContext(parallelism=2)
     restored = FileEnumerator(restored_ctx, (str(tmp_path),), None, state)
     restored.start()  # must not rediscover "1", which reader 0 has in its state
     for subtask in (1, 0, 1):
         restored.handle_split_request(subtask, None)
-    assert ctx.assigned == [("1", 0), ("2", 1)]
-    assert restored_ctx.assigned == [("2", 1), ("3", 0)] and restored_ctx.no_more == [1]
+    assert _names(ctx) == [("1", 0), ("2", 1)]
+    assert _names(restored_ctx) == [("2", 1), ("3", 0)] and restored_ctx.no_more == [1]
 
 
 def test_continuous_enumerator_discovers_new_files_once_per_interval(tmp_path: Path) -> None:
     now = [0.0]
     _files(tmp_path, "1")
-    ctx = EnumCtx()
+    ctx = StandaloneEnumeratorContext(parallelism=2)
     enum = FileEnumerator(ctx, (str(tmp_path),), 1000, clock=lambda: now[0])
     enum.start()
     enum.handle_split_request(0, None)
     _files(tmp_path, "2")
     enum.handle_split_request(0, None)  # too early to look again
-    assert ctx.assigned == [("1", 0)] and ctx.no_more == []
+    assert _names(ctx) == [("1", 0)] and ctx.no_more == []
     now[0] = 1.0
     enum.handle_split_request(1, None)
-    assert ctx.assigned[-1] == ("2", 1)
+    assert _names(ctx)[-1] == ("2", 1)
     state = enum.snapshot_state(7)
     assert {Path(p).name for p in state.seen_paths} == {"1", "2"}
     _files(tmp_path, "3")
-    ctx2 = EnumCtx()
+    ctx2 = StandaloneEnumeratorContext(parallelism=2)
     restored = FileEnumerator(ctx2, (str(tmp_path),), 1000, state, clock=lambda: now[0])
     restored.start()
     restored.handle_split_request(0, None)
     restored.handle_split_request(0, None)
-    assert ctx2.assigned == [("3", 0)] and ctx2.no_more == []
+    assert _names(ctx2) == [("3", 0)] and ctx2.no_more == []
 
 
 def _drain(
