@@ -75,3 +75,31 @@ class CoFlatMapLike(Protocol):
     def flat_map1(self, value: Any) -> Iterable[Any] | None: ...
 
     def flat_map2(self, value: Any) -> Iterable[Any] | None: ...
+
+
+# --- batch streams' functions (an object with the method, or a plain callable) --------------
+
+
+@runtime_checkable
+class MapBatchesLike(Protocol):
+    def map_batches(self, batch: Any) -> Any: ...
+
+
+@runtime_checkable
+class MapPandasLike(Protocol):
+    def map_pandas(self, frame: Any) -> Any: ...
+
+
+@runtime_checkable
+class FilterBatchesLike(Protocol):
+    def filter_batches(self, batch: Any) -> Any: ...
+
+
+@runtime_checkable
+class FlatMapBatchesLike(Protocol):
+    def flat_map_batches(self, batch: Any) -> Any: ...
+
+
+@runtime_checkable
+class ReduceBatchesLike(Protocol):
+    def reduce_batches(self, earlier: Any, later: Any) -> Any: ...
