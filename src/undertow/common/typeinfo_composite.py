@@ -269,13 +269,14 @@ class RowTypeInfo(TypeInformation):
             values = value
         elif isinstance(value, dict):
             values = [value.get(name) for name in names]
-        elif hasattr(value, "__dict__"):
-            # A plain object (a class of the user's): its attributes by field name, a missing
-            # one as null, as PyFlink reads ``obj.__dict__``.
-            attributes = vars(value)
-            values = [attributes.get(name) for name in names]
         else:
-            raise TypeError(f"cannot make a row of {self!r} from {_describe(value)}")
+            # A plain object (a class of the user's): its attributes by field name, a missing
+            # one as null, as PyFlink reads ``obj.__dict__``; vars() refuses what has none.
+            try:
+                attributes = vars(value)
+            except TypeError:
+                raise TypeError(f"cannot make a row of {self!r} from {_describe(value)}") from None
+            values = [attributes.get(name) for name in names]
         if len(values) != len(names):
             raise ValueError(
                 f"{self!r} has {len(names)} fields, got {len(values)} values: {_describe(value)}"
