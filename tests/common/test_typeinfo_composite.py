@@ -39,6 +39,13 @@ def test_a_list_names_a_value_that_is_no_list() -> None:
     assert ListTypeInfo(INT).check({1}) == "expected ListTypeInfo<Integer> (a list), got set {1}"
 
 
+def test_a_lists_elements_may_be_none_only_if_their_type_is_nullable() -> None:
+    assert ListTypeInfo(INT).check([1, None]) == "element 1: expected Integer, got None"
+    assert ListTypeInfo(STRING).check(["a", None]) is None
+    assert repr(ListTypeInfo(INT)) == "ListTypeInfo<Integer>"
+    assert repr(ObjectArrayTypeInfo(INT)) == "ObjectArrayTypeInfo<Integer>"
+
+
 def test_a_map_checks_keys_and_values() -> None:
     info = MapTypeInfo(STRING, INT)
     assert info.check({"a": 1, "b": None}) is None  # map values may be None

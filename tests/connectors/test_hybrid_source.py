@@ -3,33 +3,17 @@ hold. Driven by hand through fake contexts (no job)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from undertow.connectors.hybrid import HybridEnumeratorState, HybridSplit
-from undertow.connectors.source import InputStatus, SplitEnumeratorContext
+from undertow.connectors.source import InputStatus
 from undertow.datastream.connectors import NumberSequenceSource
 from undertow.datastream.connectors.hybrid_source import HybridSource
-
-
-class _Ctx(SplitEnumeratorContext[Any]):
-    def __init__(self, parallelism: int) -> None:
-        self.parallelism = parallelism
-        self.assigned: list[tuple[int, HybridSplit]] = []
-        self.no_more: list[int] = []
-
-    def current_parallelism(self) -> int:
-        return self.parallelism
-
-    def registered_readers(self) -> list[int]:
-        return list(range(self.parallelism))
-
-    def assign_split(self, split: Any, subtask: int) -> None:
-        self.assigned.append((subtask, split))
-
-    def signal_no_more_splits(self, subtask: int) -> None:
-        self.no_more.append(subtask)
+from undertow.testing.source_reader import (
+    CollectingOutput,
+    StandaloneEnumeratorContext,
+    StandaloneReaderContext,
+)
 
 
 def _hybrid() -> HybridSource:
@@ -41,7 +25,7 @@ def _hybrid() -> HybridSource:
 
 
 def test_switches_only_when_every_reader_asked_in_vain() -> None:
-    ctx = _Ctx(parallelism=2)
+    ctx = StandaloneEnumeratorContext(parallelism=2)
     enumerator = _hybrid().create_enumerator(ctx)
     enumerator.start()
     for subtask in (0, 1):
@@ -65,8 +49,12 @@ def test_switches_only_when_every_reader_asked_in_vain() -> None:
 
 def test_restored_enumerator_resumes_at_the_checkpointed_source() -> None:
     source = _hybrid()
-    ctx = _Ctx(parallelism=1)
-    inner = NumberSequenceSource(10, 19).create_enumerator(_Ctx(1)).snapshot_state(1)
+    ctx = StandaloneEnumeratorContext(parallelism=1)
+    inner = (
+        NumberSequenceSource(10, 19)
+        .create_enumerator(StandaloneEnumeratorContext(1))
+        .snapshot_state(1)
+    )
     enumerator = source.restore_enumerator(ctx, HybridEnumeratorState(1, inner))
     enumerator.start()
     enumerator.add_reader(0)
@@ -87,53 +75,25 @@ def test_only_the_last_source_may_be_unbounded() -> None:
         HybridSource.builder(unbounded).add_source(NumberSequenceSource(0, 1)).build()
 
 
-class _Output:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.values.append(value)
-
-    def collect_batch(self, values: list[Any], timestamps: Any = None) -> None:
-        self.values.extend(values)
-
-    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
-        raise AssertionError("no side outputs here")
-
-
-class _ReaderCtx:
-    def __init__(self) -> None:
-        self.requests = 0
-
-    def index_of_subtask(self) -> int:
-        return 0
-
-    def parallelism(self) -> int:
-        return 1
-
-    def send_split_request(self) -> None:
-        self.requests += 1
-
-    def notify_available(self) -> None:
-        pass
-
-
 def test_reader_ends_a_source_before_reading_the_next_and_checkpoints_both() -> None:
     source = _hybrid()
-    ctx = _Ctx(parallelism=1)
+    ctx = StandaloneEnumeratorContext(parallelism=1)
     enumerator = source.create_enumerator(ctx)
     enumerator.start()
     enumerator.add_reader(0)
     enumerator.handle_split_request(0, None)
     first = [v for _, s in ctx.assigned for v in range(s.split.start, s.split.end + 1)]
-    reader = source.create_reader(_ReaderCtx())  # type: ignore[arg-type]
+    reader = source.create_reader(StandaloneReaderContext())
     reader.add_splits([s for _, s in ctx.assigned])
     reader.start()
-    later = HybridSplit(1, NumberSequenceSource(10, 19).create_enumerator(_Ctx(1)).remaining[0])
+    later = HybridSplit(
+        1,
+        NumberSequenceSource(10, 19).create_enumerator(StandaloneEnumeratorContext(1)).remaining[0],
+    )
     second = list(range(later.split.start, later.split.end + 1))
     reader.add_splits([later])  # held until source 0 ends
     assert [s.source_index for s in reader.snapshot_state(1)] == [0, 1]
-    out = _Output()
+    out = CollectingOutput()
     for _ in range(10):
         if reader.poll_next(out) is InputStatus.END_OF_INPUT:
             break

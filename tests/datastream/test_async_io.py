@@ -131,9 +131,16 @@ def test_declaration_checks_name_the_operator_and_the_problem() -> None:
         def async_invoke(self, value: int) -> list[int]:  # type: ignore[override]
             return [value]
 
+    class ShapedLikeOne:  # not an AsyncFunction: an async_invoke coroutine is what counts
+        async def async_invoke(self, value: int) -> list[int]:
+            return [value]
+
     ds = env().from_collection([1])
     with pytest.raises(GraphBuildError, match=r"'async_invoke' of class 'NotAsync'.*async def"):
         AsyncDataStream.ordered_wait(ds, NotAsync(), Time.seconds(1))
+    with pytest.raises(GraphBuildError, match=r"'async_invoke' of class 'object'.*async def"):
+        AsyncDataStream.ordered_wait(ds, object(), Time.seconds(1))  # type: ignore[arg-type]
+    AsyncDataStream.ordered_wait(ds, ShapedLikeOne(), Time.seconds(1))  # type: ignore[arg-type]
     on_error = async_retry_predicates.has_exception_predicate
     retry = AsyncRetryStrategy.fixed_delay(3, 10, None, on_error)
     with pytest.raises(GraphBuildError, match=f"{_NAME} with Jittery: a timeout"):

@@ -53,6 +53,41 @@ def test_a_batch_source_maps_filters_and_flat_maps_columns(env: StreamExecutionE
     assert len(batches) % 2 == 0 and sum(extra.values()) == len(batches) // 2  # one per slice
 
 
+class _BatchShapes:
+    """A batch map, filter and flat-map by their methods (no base class exists)."""
+
+    def map_batches(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return _key_and_double(batch)
+
+    def filter_batches(self, batch: pa.RecordBatch) -> Any:
+        return pc.less(batch.column("k"), 3)
+
+    def flat_map_batches(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        return [batch]
+
+
+def test_a_batch_function_is_a_callable_or_an_object_whose_class_has_the_method(
+    env: StreamExecutionEnvironment,
+) -> None:
+    env.set_parallelism(1)
+    source = NumberSequenceBatchSource(0, 99, batch_rows=32)
+    stream = env.from_source(source, None, "batches").as_batches()  # type: ignore[arg-type]
+    shapes = _BatchShapes()
+    out = (
+        stream.map_batches(shapes, schema=SCHEMA)
+        .filter_batches(shapes)
+        .flat_map_batches(shapes)
+        .execute_and_collect()
+    )
+    with out:
+        rows = _rows(list(out))
+    assert sorted(r["v"] for r in rows) == [2 * i for i in range(100) if i % 7 < 3]
+    on_the_instance = type("Plain", (), {})()
+    on_the_instance.map_batches = 5  # an attribute, not a method of its class: no shape
+    with pytest.raises(GraphBuildError, match="map_batches\\(\\): expected a callable over"):
+        stream.map_batches(on_the_instance)
+
+
 def test_records_to_batches_and_back(env: StreamExecutionEnvironment) -> None:
     env.set_parallelism(1)
     records = [Row(k=i % 3, v=i) for i in range(50)]

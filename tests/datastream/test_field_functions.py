@@ -4,6 +4,7 @@ named ``Row`` with its fields in the declared order, its names and its kind (iss
 from __future__ import annotations
 
 import operator
+from collections import namedtuple
 from typing import Any
 
 from hypothesis import given, settings
@@ -82,3 +83,28 @@ def test_sum_of_the_second_field_equals_the_generic_combine(records: list[Any]) 
         acc_fast, acc_called = fast(acc_fast, record), called(acc_called, record)
         assert acc_fast == acc_called
         assert type(acc_fast) is type(acc_called)
+
+
+class Reading(namedtuple("Reading", "id vc")):
+    """A named tuple whose constructor parses text: only ``_make`` can rebuild it from items."""
+
+    def __new__(cls, text: str) -> Reading:
+        sensor, vc = text.split(":")
+        return super().__new__(cls, sensor, int(vc))
+
+
+class Listed:
+    """A record that lists its fields with ``as_dict()`` and takes them as keywords."""
+
+    def __init__(self, id: str, vc: int) -> None:
+        self.id, self.vc = id, vc
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "vc": self.vc}
+
+
+def test_a_named_tuple_is_rebuilt_by_make_and_an_object_from_its_as_dict() -> None:
+    summed = field_aggregator(1, operator.add)(Reading("s1:1"), Reading("s1:11"))
+    assert type(summed) is Reading and summed == ("s1", 12)
+    larger = field_aggregator("vc", max)(Listed("s1", 1), Listed("s1", 11))
+    assert type(larger) is Listed and larger.as_dict() == {"id": "s1", "vc": 11}

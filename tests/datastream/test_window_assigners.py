@@ -381,6 +381,8 @@ def test_delta_evictor() -> None:
         elements = _tv([1, 8, 10, 12])
         DeltaEvictor.of(3, fn).evict_before(elements, 4, GlobalWindow.get(), None)  # type: ignore[arg-type]
         assert [e.value for e in elements] == [10, 12]
+    with pytest.raises(TypeError, match=r"DeltaEvictor needs a DeltaFunction .*, got 3\.5"):
+        DeltaEvictor.of(3, 3.5)
 
 
 def test_timestamped_value() -> None:

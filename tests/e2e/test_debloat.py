@@ -26,6 +26,7 @@ import re
 import statistics
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,24 @@ class Sleep5(MapFunction):
         return value
 
 
+#: Records the producer sends while the per-buffer counts are measured.
+WINDOW_RECORDS = 100
+ESTIMATE = "estimatedTimeToConsumeBuffersMs"
+
+
+def _until(client: Any, reached: Callable[[], bool]) -> None:
+    """Poll ``reached`` every report interval until it holds; fail if the job ends first (or
+    after ``JOB_TIMEOUT_S``, the liveness bound): what it waits for is a count, not a time."""
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while True:
+        status = client.get_job_status().result()  # first: an ended job's REST API is gone
+        assert not status.is_globally_terminal_state(), f"the job ended first ({status})"
+        if reached():
+            return
+        assert time.monotonic() < deadline, "the job made no progress in JOB_TIMEOUT_S"
+        time.sleep(0.2)
+
+
 def _counters(address: str, jid: str, vertex: str, names: str) -> dict[str, float]:
     """``names`` (comma-separated metrics) of ``vertex`` (a name fragment), summed over its
     subtasks."""
@@ -221,8 +240,9 @@ def test_producers_cut_buffers_at_the_size_the_consumer_announced(
     (~200 records/s) aims at 50 ms of in-flight data, about 10 records over its ~11 buffers,
     so it announces one record per buffer. The producer (the source's chain) then sends about
     one record per buffer and the consumer receives them so (``numRecordsOut / numBuffersOut``
-    and ``numRecordsIn / numBuffersIn`` over a second); at the end, the producer's record
-    writer reports the NewBufferSize announcements it applied.
+    and ``numRecordsIn / numBuffersIn`` while the producer sends ``WINDOW_RECORDS`` records
+    after the consumer's first measurement); at the end, the producer's record writer
+    reports the NewBufferSize announcements it applied.
 
     ``cut`` is the control, kept in CI: ``InputGate.announce_buffer_size`` returns at once
     (the consumer still decides, no producer hears of it; ``local-threads``, so the patch
@@ -243,15 +263,20 @@ def test_producers_cut_buffers_at_the_size_the_consumer_announced(
     address = client.get_rest_address()
     assert address is not None
     jid = client.get_job_id()
-    time.sleep(1.5)  # the first announcements come within a period (200 ms); then it settles
+    # The window opens once the consumer measured (its first measurement is always
+    # announced: estimatedTimeToConsumeBuffersMs leaves -1) and closes once the producer sent
+    # WINDOW_RECORDS more: counts, not a rate within a fixed time, which a loaded machine
+    # breaks (9 records in 1 s once).
+    _until(client, lambda: _counters(address, jid, "sleepy map", ESTIMATE).get(ESTIMATE, -1) >= 0)
     before = (_counters(address, jid, "numbers", "numRecordsOut,numBuffersOut"),
               _counters(address, jid, "sleepy map", "numRecordsIn,numBuffersIn"))  # fmt: skip
-    time.sleep(1.0)
+    _until(client, lambda: _counters(address, jid, "numbers", "numRecordsOut")["numRecordsOut"]
+           >= before[0]["numRecordsOut"] + WINDOW_RECORDS)  # fmt: skip
     after = (_counters(address, jid, "numbers", "numRecordsOut,numBuffersOut"),
              _counters(address, jid, "sleepy map", "numRecordsIn,numBuffersIn"))  # fmt: skip
     sent = {k: after[0][k] - before[0][k] for k in after[0]}
     received = {k: after[1][k] - before[1][k] for k in after[1]}
-    assert sent["numRecordsOut"] >= 20, sent  # the consumer ran (~200 records/s, less if busy)
+    assert sent["numRecordsOut"] >= WINDOW_RECORDS, sent
     per_buffer = (sent["numRecordsOut"] / max(1.0, sent["numBuffersOut"]),
                   received["numRecordsIn"] / max(1.0, received["numBuffersIn"]))  # fmt: skip
     result = client.get_job_execution_result(timeout=JOB_TIMEOUT_S)

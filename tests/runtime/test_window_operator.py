@@ -606,6 +606,35 @@ def test_evicting_reduce_and_aggregate(kind: str) -> None:
     assert out == ([("k", 3), ("k", 7)] if kind == "reduce" else [1.5, 3.5])
 
 
+@pytest.mark.parametrize("kind", ["reduce", "aggregate"])
+def test_an_evicting_fold_opens_clears_and_closes_its_window_function(kind: str) -> None:
+    calls: list[Any] = []
+
+    class Recording(ProcessWindowFunction[Any, Any, Any, TimeWindow]):
+        def open(self, runtime_context: RuntimeContext) -> None:
+            calls.append("open")
+
+        def process(self, key: Any, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+            yield (key, *elements)
+
+        def clear(self, context: Any) -> None:
+            calls.append(("clear", context.window()))
+
+        def close(self) -> None:
+            calls.append("close")
+
+    if kind == "reduce":
+        contents = reduce_window_contents(_sum, Recording(), evicting=True)
+    else:
+        contents = aggregate_window_contents(_AvgAgg(), Recording(), evicting=True)
+    h = _harness(TumblingEventTimeWindows.of(10), contents, evictor=CountEvictor.of(5))
+    h.process_elements([("a", 1), ("a", 2)], [1, 2])
+    h.process_watermark(20)
+    assert h.extract_output_values() == [("a", ("a", 3) if kind == "reduce" else 1.5)]
+    h.close()
+    assert calls == ["open", ("clear", TimeWindow(0, 10)), "close"]
+
+
 # --- window function flavours ----------------------------------------------------------------
 
 
@@ -864,3 +893,21 @@ def test_harness_key_selector_sets_the_current_key_per_run() -> None:
         h.process_elements([("a", 1), ("a", 2), ("b", 3), ("a", 4)], [1, 2, 3, 4])
         assert h.get_output() == [(("a", 1), 1), (("a", 2), 2), (("b", 1), 3), (("a", 3), 4)]
         assert h.num_keyed_state_entries("count") == 2
+
+
+def test_a_window_reduce_takes_what_is_shaped_like_a_reduce_function_and_refuses_the_rest() -> None:
+    class Multiply:  # not a ReduceFunction: its reduce() is what counts
+        def reduce(self, value1: Any, value2: Any) -> Any:
+            return (value1[0], value1[1] * value2[1])
+
+    for evicting in (False, True):
+        reduce_window_contents(Multiply(), evicting=evicting)
+        with pytest.raises(TypeError, match=r"reduce needs a ReduceFunction .* got 5"):
+            reduce_window_contents(5, evicting=evicting)
+    for evicting in (False, True):
+        h = _harness(
+            TumblingEventTimeWindows.of(10), reduce_window_contents(Multiply(), evicting=evicting)
+        )
+        h.process_elements([("a", 2), ("a", 3), ("a", 4)], [1, 2, 3])
+        h.process_watermark(20)
+        assert [value for value, _ in _timed_output(h)] == [("a", 24)]

@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 
 from undertow.core.errors import StateError
 from undertow.state.backend import KeyedStateBackend
-from undertow.state.descriptors import StateTtlConfig, ValueStateDescriptor
+from undertow.state.descriptors import (
+    ListStateDescriptor,
+    StateTtlConfig,
+    ValueStateDescriptor,
+)
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import key_group_range_for_subtask
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
@@ -74,6 +78,14 @@ def test_fold_on_ttl_state_uses_the_generic_path(kind: str) -> None:
     d.enable_time_to_live(StateTtlConfig.new_builder(1000).build())
     state = backend.get_partitioned_state(d)
     assert backend.fold_values(state, ["a", "a", "b"], [1, 2, 3], _add) == [1, 3, 3]
+
+
+@each_backend
+def test_a_fold_on_other_than_value_state_is_refused_naming_the_operator(kind: str) -> None:
+    backend = _backend(kind)
+    state = backend.get_partitioned_state(ListStateDescriptor("seen"))
+    with pytest.raises(StateError, match="operator 'op': a batch fold needs value state, got"):
+        KeyedStateBackend.fold_values(backend, state, ["a"], [1], _add)
 
 
 # --- RocksDB: the write-back cache of batch folds (undertow.state.rocksdb_fold) -------------

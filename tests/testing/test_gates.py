@@ -84,6 +84,15 @@ def _drain(reader: Any, polls: int) -> tuple[list[int], list[InputStatus]]:
     return output.batches, statuses
 
 
+def test_a_hold_counts_the_subtasks_that_reached_it_not_the_calls(tmp_path: Path) -> None:
+    hold = SourceHold(tmp_path / "hold", after_records=1)
+    hold.mark_held(0)
+    hold.mark_held(0)  # a reader marks once per attempt; a new attempt may mark again
+    assert hold.held_readers() == 1 and not hold.wait_held(2, timeout_s=0.0)
+    hold.mark_held(1)
+    assert hold.held_readers() == 2 and hold.wait_held(2, timeout_s=0.0)
+
+
 def test_a_held_source_stops_at_its_limit_until_released(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from undertow.connectors.source import InputStatus, SplitEnumeratorContext
+from undertow.connectors.source import InputStatus
 from undertow.runtime.master.job_master import JobExecutionResult
 from undertow.state.key_groups import assign_to_key_group, key_group_range_for_subtask
 from undertow.testing._oracle_records import (
@@ -29,7 +29,6 @@ from undertow.testing._oracle_records import (
     verify_record,
 )
 from undertow.testing._oracle_source import OracleSource, OracleSplit
-from undertow.testing.harness import RecordingReaderContext
 from undertow.testing.oracle import (
     DEFAULT_SIZES,
     FOLD_SEED,
@@ -45,6 +44,11 @@ from undertow.testing.oracle import (
     oracle_seed,
     tally_record,
     worker_process_pids,
+)
+from undertow.testing.source_reader import (
+    CollectingOutput,
+    StandaloneEnumeratorContext,
+    StandaloneReaderContext,
 )
 
 BUFFER = 32 * 1024
@@ -158,36 +162,6 @@ def test_oracle_key_of_records_and_envelopes() -> None:
 # --- the source: splits, positions, enumerator --------------------------------------------------
 
 
-class _Output:
-    def __init__(self) -> None:
-        self.records: list[OracleRecord] = []
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.records.append(value)
-
-    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
-        self.records.extend(values)
-
-
-class _EnumeratorContext(SplitEnumeratorContext[OracleSplit]):
-    def __init__(self, parallelism: int) -> None:
-        self.parallelism = parallelism
-        self.assigned: list[tuple[int, OracleSplit]] = []
-        self.no_more: list[int] = []
-
-    def current_parallelism(self) -> int:
-        return self.parallelism
-
-    def registered_readers(self) -> list[int]:
-        return list(range(self.parallelism))
-
-    def assign_split(self, split: OracleSplit, subtask: int) -> None:
-        self.assigned.append((subtask, split))
-
-    def signal_no_more_splits(self, subtask: int) -> None:
-        self.no_more.append(subtask)
-
-
 def test_splits_own_disjoint_keys_and_emit_every_seq_once_in_order() -> None:
     source = OracleSource(keys=7, records_per_key=5)
     splits = source.splits(3)
@@ -217,10 +191,10 @@ def test_split_batches_advance_the_position() -> None:
     assert all(verify_record(r) for r in first + rest)
 
 
-def _read_all(reader: Any, output: _Output, limit: int | None = None) -> InputStatus:
+def _read_all(reader: Any, output: CollectingOutput, limit: int | None = None) -> InputStatus:
     status = InputStatus.MORE_AVAILABLE
     while status is InputStatus.MORE_AVAILABLE:
-        if limit is not None and len(output.records) >= limit:
+        if limit is not None and len(output.values) >= limit:
             break
         status = reader.poll_next(output)
     return status
@@ -229,23 +203,25 @@ def _read_all(reader: Any, output: _Output, limit: int | None = None) -> InputSt
 def test_restoring_a_reader_snapshot_resumes_after_the_last_emitted_record() -> None:
     source = OracleSource(keys=4, records_per_key=300)
     (split,) = source.splits(1)
-    reader = source.create_reader(RecordingReaderContext())
+    reader = source.create_reader(StandaloneReaderContext())
     reader.add_splits([split])
     reader.notify_no_more_splits()
-    before = _Output()
+    before = CollectingOutput()
     _read_all(reader, before, limit=500)
     snapshot = reader.snapshot_state(1)
-    assert [s.position for s in snapshot] == [len(before.records)]
-    _read_all(reader, _Output(), limit=700)  # the old reader moves on; the snapshot must not
-    assert [s.position for s in snapshot] == [len(before.records)]
+    assert [s.position for s in snapshot] == [len(before.values)]
+    _read_all(
+        reader, CollectingOutput(), limit=700
+    )  # the old reader moves on; the snapshot must not
+    assert [s.position for s in snapshot] == [len(before.values)]
 
-    restored = source.create_reader(RecordingReaderContext())
+    restored = source.create_reader(StandaloneReaderContext())
     restored.add_splits(pickle.loads(pickle.dumps(snapshot)))
     restored.notify_no_more_splits()
-    after = _Output()
+    after = CollectingOutput()
     assert _read_all(restored, after) is InputStatus.END_OF_INPUT
     seqs: dict[int, list[int]] = defaultdict(list)
-    for record in before.records + after.records:
+    for record in before.values + after.values:
         seqs[record.key].append(record.seq)
     assert seqs == {k: list(range(1, 301)) for k in range(4)}
     assert restored.snapshot_state(2) == []  # finished splits are not snapshotted
@@ -253,28 +229,28 @@ def test_restoring_a_reader_snapshot_resumes_after_the_last_emitted_record() -> 
 
 def test_reader_requests_splits_and_ends_after_no_more_splits() -> None:
     source = OracleSource(keys=2, records_per_key=2)
-    context = RecordingReaderContext()
+    context = StandaloneReaderContext()
     reader = source.create_reader(context)
     reader.start()
-    assert context.requests == 1
-    assert reader.poll_next(_Output()) is InputStatus.NOTHING_AVAILABLE
+    assert context.split_requests == 1
+    assert reader.poll_next(CollectingOutput()) is InputStatus.NOTHING_AVAILABLE
     reader.notify_no_more_splits()
-    assert reader.poll_next(_Output()) is InputStatus.END_OF_INPUT
+    assert reader.poll_next(CollectingOutput()) is InputStatus.END_OF_INPUT
 
 
 def test_throttled_reader_stops_when_over_its_rate() -> None:
     source = OracleSource(keys=2, records_per_key=1000, records_per_second=100)
-    reader = source.create_reader(RecordingReaderContext())
+    reader = source.create_reader(StandaloneReaderContext())
     reader.add_splits(source.splits(1))
-    output = _Output()
+    output = CollectingOutput()
     assert reader.poll_next(output) is InputStatus.MORE_AVAILABLE
-    assert 1 <= len(output.records) <= 2  # batches of rate / 50
+    assert 1 <= len(output.values) <= 2  # batches of rate / 50
     assert reader.poll_next(output) is InputStatus.NOTHING_AVAILABLE
 
 
 def test_enumerator_hands_out_each_split_once_and_restores_the_rest() -> None:
     source = OracleSource(keys=5, records_per_key=10)
-    context = _EnumeratorContext(parallelism=2)
+    context = StandaloneEnumeratorContext[OracleSplit](parallelism=2)
     enumerator = source.create_enumerator(context)
     enumerator.handle_split_request(1, None)
     state = pickle.loads(pickle.dumps(enumerator.snapshot_state(1)))
@@ -283,7 +259,7 @@ def test_enumerator_hands_out_each_split_once_and_restores_the_rest() -> None:
     assert [(subtask, s.keys) for subtask, s in context.assigned] == [(1, (0, 2, 4)), (0, (1, 3))]
     assert context.no_more == [0]
 
-    restored_context = _EnumeratorContext(parallelism=2)
+    restored_context = StandaloneEnumeratorContext[OracleSplit](parallelism=2)
     restored = source.restore_enumerator(restored_context, state)
     restored.handle_split_request(0, None)
     restored.handle_split_request(1, None)

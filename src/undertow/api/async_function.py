@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from undertow.api.functions import Function
 
@@ -25,6 +25,15 @@ OUT = TypeVar("OUT")
 
 ResultPredicate = Callable[[list[Any]], bool]
 ExceptionPredicate = Callable[[Exception], bool]
+
+
+@runtime_checkable
+class AsyncInvokeLike(Protocol):
+    """What the async wait operator calls per record: ``async_invoke`` (an
+    :class:`AsyncFunction`, or an object shaped like one); that it is a coroutine function is
+    checked apart, since a Protocol cannot say so."""
+
+    async def async_invoke(self, value: Any) -> list[Any]: ...
 
 
 class AsyncFunction(Function, Generic[IN, OUT]):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import codecs
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from undertow.common.typeinfo import TypeInformation, Types
 
@@ -36,6 +36,14 @@ def _codec_name(charset: str) -> str:
         return codecs.lookup(charset).name
     except (LookupError, TypeError) as err:
         raise ValueError(f"unknown charset {charset!r}") from err
+
+
+@runtime_checkable
+class SupportsEncode(Protocol):
+    """What a row-format file sink calls per record: an :class:`Encoder`, or an object shaped
+    like one (checked once, when the sink is built)."""
+
+    def encode(self, value: Any) -> bytes: ...
 
 
 class Encoder(ABC):

@@ -20,7 +20,7 @@ import reprlib
 import struct
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from undertow.common.time import Instant
 
@@ -31,6 +31,16 @@ _short_repr.maxother = 60
 
 def _describe(value: Any) -> str:
     return f"{type(value).__name__} {_short_repr.repr(value)}"
+
+
+@runtime_checkable
+class ConformingType(Protocol):
+    """A type that converts a value to its own form and says why a value does not fit (every
+    :class:`TypeInformation` is one): what ``from_collection`` needs of its ``type_info``."""
+
+    def conform(self, value: Any) -> Any: ...
+
+    def check(self, value: Any) -> str | None: ...
 
 
 class TypeInformation:

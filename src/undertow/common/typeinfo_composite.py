@@ -106,13 +106,17 @@ def _require_type(what: str, value: Any) -> None:
 
 
 @dataclass(frozen=True, repr=False)
-class ObjectArrayTypeInfo(TypeInformation):
-    """An array of any type whose elements may be ``None``."""
+class _ElementsTypeInfo(TypeInformation):
+    """A sequence whose elements follow ``element_type``; a subclass says whether an element
+    may be ``None`` (:meth:`_none_allowed`)."""
 
     element_type: TypeInformation
 
     def __post_init__(self) -> None:
         _require_type("element_type", self.element_type)
+
+    def _none_allowed(self) -> bool:
+        raise NotImplementedError
 
     def needs_conform(self) -> bool:
         return self.element_type.needs_conform()
@@ -121,32 +125,26 @@ class ObjectArrayTypeInfo(TypeInformation):
         return _conform_sequence(value, self.element_type)
 
     def _check_value(self, value: Any) -> str | None:
-        return _check_sequence(self, value, self.element_type, allow_none=True)
+        return _check_sequence(self, value, self.element_type, self._none_allowed())
 
     def __repr__(self) -> str:
-        return f"ObjectArrayTypeInfo<{self.element_type!r}>"
+        return f"{type(self).__name__}<{self.element_type!r}>"
 
 
 @dataclass(frozen=True, repr=False)
-class ListTypeInfo(TypeInformation):
+class ObjectArrayTypeInfo(_ElementsTypeInfo):
+    """An array of any type whose elements may be ``None``."""
+
+    def _none_allowed(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, repr=False)
+class ListTypeInfo(_ElementsTypeInfo):
     """A list; elements follow ``element_type`` (including its nullability)."""
 
-    element_type: TypeInformation
-
-    def __post_init__(self) -> None:
-        _require_type("element_type", self.element_type)
-
-    def needs_conform(self) -> bool:
-        return self.element_type.needs_conform()
-
-    def conform(self, value: Any) -> Any:
-        return _conform_sequence(value, self.element_type)
-
-    def _check_value(self, value: Any) -> str | None:
-        return _check_sequence(self, value, self.element_type, self.element_type.nullable)
-
-    def __repr__(self) -> str:
-        return f"ListTypeInfo<{self.element_type!r}>"
+    def _none_allowed(self) -> bool:
+        return self.element_type.nullable
 
 
 @dataclass(frozen=True, repr=False)
@@ -271,13 +269,14 @@ class RowTypeInfo(TypeInformation):
             values = value
         elif isinstance(value, dict):
             values = [value.get(name) for name in names]
-        elif hasattr(value, "__dict__"):
-            # A plain object (a class of the user's): its attributes by field name, a missing
-            # one as null, as PyFlink reads ``obj.__dict__``.
-            attributes = vars(value)
-            values = [attributes.get(name) for name in names]
         else:
-            raise TypeError(f"cannot make a row of {self!r} from {_describe(value)}")
+            # A plain object (a class of the user's): its attributes by field name, a missing
+            # one as null, as PyFlink reads ``obj.__dict__``; vars() refuses what has none.
+            try:
+                attributes = vars(value)
+            except TypeError:
+                raise TypeError(f"cannot make a row of {self!r} from {_describe(value)}") from None
+            values = [attributes.get(name) for name in names]
         if len(values) != len(names):
             raise ValueError(
                 f"{self!r} has {len(names)} fields, got {len(values)} values: {_describe(value)}"

@@ -131,6 +131,20 @@ class Committer(ABC):
         pass
 
 
+@runtime_checkable
+class SinkLike(Protocol):
+    """What the sink operator calls on a sink: a :class:`Sink`, or an object shaped like one.
+    A runtime Protocol check, made once when the sink is added (``sink_to``)."""
+
+    def create_writer(self, context: SinkWriterContext) -> SinkWriter: ...
+
+    def restore_writer(
+        self, context: SinkWriterContext, recovered_state: list[Any]
+    ) -> SinkWriter: ...
+
+    def create_committer(self) -> Committer | None: ...
+
+
 class Sink(ABC):
     @abstractmethod
     def create_writer(self, context: SinkWriterContext) -> SinkWriter: ...

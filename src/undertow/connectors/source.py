@@ -175,6 +175,26 @@ class SplitEnumerator(ABC, Generic[SplitT]):
         pass
 
 
+@runtime_checkable
+class SourceLike(Protocol):
+    """What ``from_source`` needs of a source: the part of :class:`Source` a job graph and the
+    runtime mode read, so that an object shaped like a FLIP-27 source is accepted without
+    subclassing. A runtime Protocol check: made once, when the source is added."""
+
+    def get_boundedness(self) -> Boundedness: ...
+
+    def create_reader(self, context: SourceReaderContext) -> Any: ...
+
+    def create_enumerator(self, context: SplitEnumeratorContext[Any]) -> Any: ...
+
+
+def is_bounded(source: SourceLike) -> bool:
+    """Whether ``source`` says it is bounded (by name, so that a ``Boundedness`` of another
+    enum with the same members counts too; None counts as unbounded)."""
+    boundedness = source.get_boundedness()
+    return boundedness is not None and boundedness.name == "BOUNDED"
+
+
 class Source(ABC, Generic[SplitT]):
     @abstractmethod
     def get_boundedness(self) -> Boundedness: ...

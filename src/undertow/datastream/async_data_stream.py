@@ -11,7 +11,12 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from undertow.api.async_function import NO_RETRY_STRATEGY, AsyncFunction, AsyncRetryStrategy
+from undertow.api.async_function import (
+    NO_RETRY_STRATEGY,
+    AsyncFunction,
+    AsyncInvokeLike,
+    AsyncRetryStrategy,
+)
 from undertow.common.time import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.data_stream import DataStream, key_selector_of
@@ -100,8 +105,10 @@ def _async_wait(
     ordered: bool,
 ) -> DataStream:
     what = f"{_NAME} with {type(async_function).__name__}"
-    invoke = getattr(async_function, "async_invoke", None)
-    if not inspect.iscoroutinefunction(invoke):
+    if not (
+        isinstance(async_function, AsyncInvokeLike)
+        and inspect.iscoroutinefunction(async_function.async_invoke)
+    ):
         raise GraphBuildError(
             f"{what}: method 'async_invoke' of class '{type(async_function).__name__}' "
             "should be declared as 'async def'"

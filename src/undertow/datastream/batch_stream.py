@@ -16,13 +16,20 @@ docs/design.md, "Batch streams".
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from undertow.api.batch_functions import KeyedBatchProcessFunction
+from undertow.api.function_shapes import (
+    FilterBatchesLike,
+    FlatMapBatchesLike,
+    MapBatchesLike,
+    MapPandasLike,
+    ReduceBatchesLike,
+)
 from undertow.api.output_tag import OutputTag
 from undertow.api.windows.assigners import (
     DynamicEventTimeSessionWindows,
@@ -64,12 +71,27 @@ if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 
-def batch_function(fn: Any, what: str, method: str) -> tuple[Any, Any]:
-    """(function object for open/close, callable): a plain callable or an object with
-    ``method`` (e.g. ``map_batches``) or ``__call__``."""
-    bound = getattr(type(fn), method, None)
-    if bound is not None:
-        return fn, getattr(fn, method)
+@dataclass(frozen=True)
+class BatchFunctionKind:
+    """One kind of batch function: the Protocol its class has (looked up on the class, not
+    the instance, as before) and how to take its method."""
+
+    shape: type
+    method: Callable[[Any], Any]
+
+
+MAP_BATCHES = BatchFunctionKind(MapBatchesLike, lambda f: f.map_batches)
+MAP_PANDAS = BatchFunctionKind(MapPandasLike, lambda f: f.map_pandas)
+FILTER_BATCHES = BatchFunctionKind(FilterBatchesLike, lambda f: f.filter_batches)
+FLAT_MAP_BATCHES = BatchFunctionKind(FlatMapBatchesLike, lambda f: f.flat_map_batches)
+REDUCE_BATCHES = BatchFunctionKind(ReduceBatchesLike, lambda f: f.reduce_batches)
+
+
+def batch_function(fn: Any, what: str, kind: BatchFunctionKind) -> tuple[Any, Any]:
+    """(function object for open/close, callable): a plain callable or an object whose class
+    has ``kind``'s method (e.g. ``map_batches``) or ``__call__``."""
+    if issubclass(type(fn), kind.shape):
+        return fn, kind.method(fn)
     if callable(fn):
         return None, fn
     raise GraphBuildError(f"{what}: expected a callable over pyarrow.RecordBatch, got {fn!r}")
@@ -150,7 +172,7 @@ class BatchStream:
                 f"map_batches() after operator '{self.get_name()}': schema must be a "
                 f"pyarrow.Schema, got {schema!r}"
             )
-        function, call = batch_function(fn, "map_batches()", "map_batches")
+        function, call = batch_function(fn, "map_batches()", MAP_BATCHES)
         return self._batches("Map Batches", MapBatches(function, call, schema))
 
     def map_pandas(self, fn: Any, schema: pa.Schema | None = None) -> BatchStream:
@@ -166,17 +188,17 @@ class BatchStream:
                 f"map_pandas() after operator '{self.get_name()}': schema must be a "
                 f"pyarrow.Schema, got {schema!r}"
             )
-        function, call = batch_function(fn, "map_pandas()", "map_pandas")
+        function, call = batch_function(fn, "map_pandas()", MAP_PANDAS)
         return self._batches("Map Pandas", MapPandas(function, call, schema))
 
     def filter_batches(self, fn: Any) -> BatchStream:
         """``fn(batch) -> boolean mask`` with one entry per row; true rows are kept."""
-        function, call = batch_function(fn, "filter_batches()", "filter_batches")
+        function, call = batch_function(fn, "filter_batches()", FILTER_BATCHES)
         return self._batches("Filter Batches", FilterBatches(function, call))
 
     def flat_map_batches(self, fn: Any) -> BatchStream:
         """``fn(batch) -> iterable of RecordBatch`` (or ``None``)."""
-        function, call = batch_function(fn, "flat_map_batches()", "flat_map_batches")
+        function, call = batch_function(fn, "flat_map_batches()", FLAT_MAP_BATCHES)
         return self._batches("FlatMap Batches", FlatMapBatches(function, call))
 
     def with_event_time(self, column: str, max_out_of_orderness: Any = 0) -> BatchStream:
@@ -353,7 +375,7 @@ class KeyedBatchStream(Aggregations, BatchStream):
         later)`` combines two batches of the non-key columns row by row and must be
         associative; for every row, the row's key and its key's reduction so far, in the
         input's schema (see :mod:`undertow.runtime.task.batch_reduce`)."""
-        function, call = batch_function(fn, "reduce_batches()", "reduce_batches")
+        function, call = batch_function(fn, "reduce_batches()", REDUCE_BATCHES)
         return self._batches("Keyed Batch Reduce",
                              BatchReduceOperator(function, call, self.key_columns))  # fmt: skip
 

@@ -16,8 +16,19 @@ from __future__ import annotations
 import operator
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from undertow.api.function_shapes import (
+    CoFlatMapLike,
+    CoMapLike,
+    FilterLike,
+    FlatMapLike,
+    InvokeLike,
+    MapLike,
+    ProcessElementLike,
+    ReduceLike,
+)
 from undertow.api.functions import (
     BroadcastProcessFunction,
     CoFlatMapFunction,
@@ -27,7 +38,6 @@ from undertow.api.functions import (
     FlatMapFunction,
     KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
-    KeyedProcessFunction,
     KeySelector,
     MapFunction,
     Partitioner,
@@ -39,6 +49,7 @@ from undertow.api.output_tag import OutputTag
 from undertow.common.row import Row
 from undertow.common.typeinfo import TupleTypeInfo
 from undertow.connectors.global_committer import GlobalCommittingSink
+from undertow.connectors.sink import SinkLike
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import batch_stream
 from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
@@ -89,17 +100,35 @@ if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 
-def _udf(func: Any, cls: type, method: str, what: str) -> tuple[Any, Callable[..., Any]]:
-    """(function object for open/close, callable to apply) for a function class or callable."""
-    if isinstance(func, cls):
-        return func, getattr(func, method)
-    bound = getattr(func, method, None)
-    if callable(bound):
-        return func, bound
+@dataclass(frozen=True)
+class _FunctionKind:
+    """One kind of user function: PyFlink's class (named in errors), the Protocol of its
+    shape and how to take its method from an object of that shape."""
+
+    base: type
+    shape: type
+    method: Callable[[Any], Any]
+
+
+_MAP = _FunctionKind(MapFunction, MapLike, lambda f: f.map)
+_FLAT_MAP = _FunctionKind(FlatMapFunction, FlatMapLike, lambda f: f.flat_map)
+_FILTER = _FunctionKind(FilterFunction, FilterLike, lambda f: f.filter)
+_PROCESS = _FunctionKind(ProcessFunction, ProcessElementLike, lambda f: f.process_element)
+_INVOKE = _FunctionKind(SinkFunction, InvokeLike, lambda f: f.invoke)
+_REDUCE = _FunctionKind(ReduceFunction, ReduceLike, lambda f: f.reduce)
+
+
+def _udf(func: Any, kind: _FunctionKind, what: str) -> tuple[Any, Callable[..., Any]]:
+    """(function object for open/close, callable to apply) for a function of ``kind``'s shape
+    or a plain callable."""
+    if isinstance(func, kind.shape):
+        bound = kind.method(func)
+        if callable(bound):
+            return func, bound
     if callable(func):
         return None, func
     raise GraphBuildError(
-        f"{what}: expected a {cls.__name__} or a callable, got {type(func).__name__} {func!r}"
+        f"{what}: expected a {kind.base.__name__} or a callable, got {type(func).__name__} {func!r}"
     )
 
 
@@ -219,19 +248,19 @@ class DataStream:
 
     # transformations ----------------------------------------------------------------------
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, MapFunction, "map", "map()")
+        function, call = _udf(func, _MAP, "map()")
         return self._one_input("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
+        function, call = _udf(func, _FLAT_MAP, "flat_map()")
         return self._one_input("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        function, call = _udf(func, FilterFunction, "filter", "filter()")
+        function, call = _udf(func, _FILTER, "filter()")
         return self._one_input("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, ProcessFunction, "process_element", "process()")
+        function, call = _udf(func, _PROCESS, "process()")
         return self._one_input("Process", ProcessOperator(function, call), output_type)
 
     # batch streams (docs/columnar.md) --------------------------------------------------------
@@ -381,8 +410,11 @@ class DataStream:
         the writers (parallel, configured through the returned ``DataStreamSink``) and a
         committer of parallelism 1 behind a GLOBAL edge that never carries unaligned
         checkpoints (see :mod:`undertow.connectors.global_committer`)."""
-        if not callable(getattr(sink, "create_writer", None)):
-            raise GraphBuildError(f"sink_to(): {sink!r} is not a Sink (no create_writer())")
+        if not isinstance(sink, SinkLike):
+            raise GraphBuildError(
+                f"sink_to(): {sink!r} is not a Sink (it needs create_writer(), restore_writer() "
+                "and create_committer())"
+            )
         name = f"Sink: {type(sink).__name__}"
         if not isinstance(sink, GlobalCommittingSink):
             return self._sink(name, SinkWriterOperator(sink))
@@ -400,7 +432,7 @@ class DataStream:
         return DataStreamSink(writer, committer)
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:
-        function, call = _udf(sink_func, SinkFunction, "invoke", "add_sink()")
+        function, call = _udf(sink_func, _INVOKE, "add_sink()")
         if function is None:
             return self._sink("Sink: Unnamed", SinkFunctionOperator(None, lambda v, _c: call(v)))
         return self._sink("Sink: Unnamed", SinkFunctionOperator(function, call))
@@ -454,26 +486,24 @@ class KeyedStream(DataStream):
         return self._one_input(name, operator, output_type, key_selector=self._key_selector)
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, MapFunction, "map", "map()")
+        function, call = _udf(func, _MAP, "map()")
         return self._keyed("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, FlatMapFunction, "flat_map", "flat_map()")
+        function, call = _udf(func, _FLAT_MAP, "flat_map()")
         return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        function, call = _udf(func, FilterFunction, "filter", "filter()")
+        function, call = _udf(func, _FILTER, "filter()")
         return self._keyed("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        if not isinstance(func, KeyedProcessFunction) and not callable(
-            getattr(func, "process_element", None)
-        ):
+        if not isinstance(func, ProcessElementLike):
             raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
         return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:
-        function, call = _udf(func, ReduceFunction, "reduce", "reduce()")
+        function, call = _udf(func, _REDUCE, "reduce()")
         op = StreamGroupedReduce(function, call, self._key_selector)
         return self._keyed("Keyed Reduce", op, self.get_type())
 
@@ -637,12 +667,12 @@ class ConnectedStreams:
         return DataStream(self.stream1._env, t)
 
     def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
-        if not (callable(getattr(func, "map1", None)) and callable(getattr(func, "map2", None))):
+        if not isinstance(func, CoMapLike):
             raise GraphBuildError("ConnectedStreams.map() needs a CoMapFunction (map1, map2)")
         return self._two_input("Co-Map", CoMapOperator(func), output_type)
 
     def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
-        if not callable(getattr(func, "flat_map1", None)):
+        if not isinstance(func, CoFlatMapLike):
             raise GraphBuildError("ConnectedStreams.flat_map() needs a CoFlatMapFunction")
         return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
 

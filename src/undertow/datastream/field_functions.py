@@ -7,9 +7,10 @@ the record. The functions here are pickled with the job graph and run on the tas
 
 from __future__ import annotations
 
+import functools
 import operator
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
 
 from undertow.common.row import Row, _create_row
 from undertow.core.errors import GraphBuildError
@@ -23,6 +24,44 @@ class Projection:
 
     def __call__(self, value: Any) -> tuple[Any, ...]:
         return tuple(value[i] for i in self.indexes)
+
+
+@runtime_checkable
+class NamedTupleLike(Protocol):
+    """A ``collections.namedtuple`` or ``typing.NamedTuple`` class: ``_make`` rebuilds one from
+    its items without calling its constructor (which a subclass may have redefined)."""
+
+    @classmethod
+    def _make(cls, iterable: Iterable[Any]) -> Any: ...
+
+    def _asdict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class HasAsDict(Protocol):
+    """An object that lists its fields by name (``as_dict()``) and is built from them as
+    keyword arguments."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+@functools.cache
+def _maker(cls: type[object]) -> Callable[[Iterable[Any]], Any] | None:
+    """How to rebuild a record of ``cls`` from its items: a named tuple's ``_make``, else None.
+    Decided once per class: a runtime Protocol check costs microseconds, this runs per record."""
+    return cls._make if issubclass(cls, tuple) and issubclass(cls, NamedTupleLike) else None
+
+
+_LISTS_ITS_FIELDS: dict[type, bool] = {}
+
+
+def _lists_its_fields(cls: type) -> bool:
+    """Whether records of ``cls`` have ``as_dict()`` (a :class:`HasAsDict`); decided once per
+    class (a dict, not ``functools.cache``: mypy takes a class for unhashable)."""
+    known = _LISTS_ITS_FIELDS.get(cls)
+    if known is None:
+        known = _LISTS_ITS_FIELDS[cls] = issubclass(cls, HasAsDict)
+    return known
 
 
 def read_field(value: Any, position: int | str) -> Any:
@@ -45,8 +84,8 @@ def replace_field(value: Any, position: int | str, new: Any) -> Any:
     if isinstance(value, (tuple, list)) and not isinstance(position, str):
         items = list(value)
         items[position] = new
-        make = getattr(type(value), "_make", None)
-        if hasattr(value, "_fields") and make is not None:
+        make = _maker(type(value))
+        if make is not None:
             return make(items)
         if type(value) is tuple or type(value) is list:
             return type(value)(items)
@@ -54,7 +93,7 @@ def replace_field(value: Any, position: int | str, new: Any) -> Any:
     if isinstance(value, dict):
         return {**value, position: new}
     if isinstance(position, str):
-        values = dict(value.as_dict()) if hasattr(value, "as_dict") else {}
+        values = dict(value.as_dict()) if _lists_its_fields(type(value)) else {}
         values[position] = new
         return type(value)(**values)
     return new

@@ -18,6 +18,8 @@ from typing import Any
 
 from undertow.common import python_dependencies as dependencies
 from undertow.common.execution_config import ExecutionConfig
+from undertow.common.typeinfo_basic import ConformingType
+from undertow.connectors.source import SourceLike, is_bounded
 from undertow.core.config import Configuration, Options, default_parallelism
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
@@ -227,7 +229,7 @@ class StreamExecutionEnvironment:
     # sources --------------------------------------------------------------------------------
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
         elements = list(collection)
-        if type_info is not None and hasattr(type_info, "conform"):
+        if isinstance(type_info, ConformingType):
             elements = [type_info.conform(e) for e in elements]
             for index, element in enumerate(elements):
                 problem = type_info.check(element)
@@ -245,11 +247,11 @@ class StreamExecutionEnvironment:
     def from_source(
         self, source: Any, watermark_strategy: Any, source_name: str, type_info: Any = None
     ) -> DataStream:
-        for method in ("create_reader", "create_enumerator", "get_boundedness"):
-            if not callable(getattr(source, method, None)):
-                raise GraphBuildError(
-                    f"from_source('{source_name}'): {source!r} is not a Source (no {method}())"
-                )
+        if not isinstance(source, SourceLike):
+            raise GraphBuildError(
+                f"from_source('{source_name}'): {source!r} is not a Source (it needs "
+                "create_reader(), create_enumerator() and get_boundedness())"
+            )
         t = SourceTransformation(
             name=f"Source: {source_name}", source=source, watermark_strategy=watermark_strategy,
             output_type=type_info,
@@ -284,8 +286,7 @@ class StreamExecutionEnvironment:
         mode = config.get(Options.RUNTIME_MODE)
         if mode == "AUTOMATIC":
             bounded = all(
-                getattr(t.source, "get_boundedness", lambda: None)() is not None
-                and t.source.get_boundedness().name == "BOUNDED"
+                isinstance(t.source, SourceLike) and is_bounded(t.source)
                 for t in _sources(self._sinks)
             )
             config.set(Options.RUNTIME_MODE, "BATCH" if bounded else "STREAMING")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from undertow.core.errors import StateError
-from undertow.state.descriptors import State, StateDescriptor
+from undertow.state.descriptors import State, StateDescriptor, ValueState
 from undertow.state.snapshot_strategy import NativeSnapshot
 
 N = TypeVar("N")
@@ -197,8 +197,12 @@ class KeyedStateBackend(ABC):
         collected values and leaves the last key current. Backends override this with a faster
         loop; the result must equal the record-at-a-time loop below.
         """
+        if not isinstance(state, ValueState):
+            raise StateError(
+                f"operator {self.operator_name!r}: a batch fold needs value state, got {state!r}"
+            )
         out: list[Any] = []
-        get, put = getattr(state, "value"), getattr(state, "update")  # noqa: B009
+        get, put = state.value, state.update
         for key, value in zip(keys, values):
             self.set_current_key(key)
             old = get()

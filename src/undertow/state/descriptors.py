@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from undertow.common.time import Duration, Time, to_millis
+from undertow.core.errors import StateError
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -294,6 +295,61 @@ class MapStateDescriptor(StateDescriptor):
     def __init__(self, name: str, key_type_info: Any = None, value_type_info: Any = None) -> None:
         super().__init__(name, value_type_info)
         self.key_type_info = key_type_info
+
+
+@runtime_checkable
+class SupportsReduce(Protocol):
+    """A function with ``reduce(a, b) -> c`` (PyFlink's ``ReduceFunction``, or any object
+    shaped like one): the capability a reducing state and a reducing window look for."""
+
+    def reduce(self, value1: Any, value2: Any) -> Any: ...
+
+
+@runtime_checkable
+class SupportsAggregate(Protocol):
+    """What an aggregating state calls on its function (PyFlink's ``AggregateFunction``)."""
+
+    def create_accumulator(self) -> Any: ...
+
+    def add(self, value: Any, accumulator: Any) -> Any: ...
+
+    def get_result(self, accumulator: Any) -> Any: ...
+
+    def merge(self, acc_a: Any, acc_b: Any) -> Any: ...
+
+
+def as_reducer(function: object) -> Callable[[Any, Any], Any] | None:
+    """The two-argument callable a reduce runs: ``function.reduce`` of a :class:`SupportsReduce`,
+    else ``function`` itself if callable; None when it is neither (the caller raises, naming
+    its operator or state). Costs a runtime Protocol check: call it once, at construction."""
+    reduce = function.reduce if isinstance(function, SupportsReduce) else function
+    return reduce if callable(reduce) else None
+
+
+def reducer_of(descriptor: StateDescriptor) -> Callable[[Any, Any], Any]:
+    """The reduce of ``descriptor``'s function; :class:`StateError` naming the state if it
+    has none (or is no reducing state)."""
+    fn = descriptor.reduce_function if isinstance(descriptor, ReducingStateDescriptor) else None
+    reduce = as_reducer(fn)
+    if reduce is None:
+        raise StateError(
+            f"reducing state {descriptor.name!r}: reduce_function must be a ReduceFunction "
+            f"or a callable, got {fn!r}"
+        )
+    return reduce
+
+
+def aggregate_function_of(descriptor: StateDescriptor) -> SupportsAggregate:
+    """``descriptor``'s function, checked to be a :class:`SupportsAggregate`;
+    :class:`StateError` naming the state and the missing methods otherwise (or if it is no
+    aggregating state)."""
+    fn = descriptor.agg_function if isinstance(descriptor, AggregatingStateDescriptor) else None
+    if not isinstance(fn, SupportsAggregate):
+        raise StateError(
+            f"aggregating state {descriptor.name!r}: agg_function {fn!r} has no "
+            "create_accumulator(), add(), get_result() or merge() (an AggregateFunction has all)"
+        )
+    return fn
 
 
 class ReducingStateDescriptor(StateDescriptor):

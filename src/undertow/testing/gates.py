@@ -127,8 +127,10 @@ class SourceHold:
             time.sleep(POLL_S)
         return True
 
-    def _mark_held(self, index: int) -> None:
-        Path(self.released_marker).with_name(f"source-held-{index}").touch()
+    def mark_held(self, subtask: int) -> None:
+        """The reader of ``subtask`` reached the hold (reader side: :class:`HeldReader`, once
+        per attempt). Idempotent: :meth:`held_readers` counts subtasks, not calls."""
+        Path(self.released_marker).with_name(f"source-held-{subtask}").touch()
 
     def source(self, source: Source[SplitT]) -> HeldSource[SplitT]:
         """``source`` with every reader it creates held (:class:`HeldSource`)."""
@@ -256,7 +258,7 @@ class HeldReader(SourceReader[SplitT]):
             return False
         if not self._marked:
             self._marked = True
-            self.hold._mark_held(self.context.index_of_subtask())
+            self.hold.mark_held(self.context.index_of_subtask())
         now = time.monotonic()
         if now - self._looked_at < POLL_S:
             return True

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from undertow.connectors.source import SourceReaderContext
+from undertow.api.output_tag import OutputTag
 from undertow.core.config import Configuration
 from undertow.runtime.task.context import OperatorProcessingTimeService, StreamingRuntimeContext
 from undertow.runtime.task.operator import OneInputStreamOperator, OperatorSetup, Timestamps
@@ -33,7 +33,6 @@ __all__ = [
     "KeyedOneInputOperatorTestHarness",
     "ManualProcessingTimeService",
     "OneInputOperatorTestHarness",
-    "RecordingReaderContext",
     "Watermark",
 ]
 
@@ -92,29 +91,6 @@ class Watermark:
     """A watermark in :meth:`CollectingOutput.events`."""
 
     timestamp: int
-
-
-class RecordingReaderContext(SourceReaderContext):
-    """A source reader's context for testing a reader alone: subtask ``index`` of
-    ``parallelism``; counts split requests and availability notifications."""
-
-    def __init__(self, index: int = 0, parallelism: int = 1) -> None:
-        self.index = index
-        self.num_subtasks = parallelism
-        self.requests = 0
-        self.notifications = 0
-
-    def index_of_subtask(self) -> int:
-        return self.index
-
-    def parallelism(self) -> int:
-        return self.num_subtasks
-
-    def send_split_request(self) -> None:
-        self.requests += 1
-
-    def notify_available(self) -> None:
-        self.notifications += 1
 
 
 class CollectingOutput:
@@ -273,9 +249,9 @@ class OneInputOperatorTestHarness:
         """Records and :class:`Watermark` s interleaved as they were emitted."""
         return list(self.output.events)
 
-    def get_side_output(self, tag: Any) -> list[tuple[Any, int | None]]:
+    def get_side_output(self, tag: OutputTag | str) -> list[tuple[Any, int | None]]:
         """Side-output records (``(value, timestamp)``) of an ``OutputTag`` or a tag id."""
-        tag_id = getattr(tag, "tag_id", tag)
+        tag_id = tag.tag_id if isinstance(tag, OutputTag) else tag
         return list(self.output.side_outputs.get(tag_id, []))
 
     def clear_output(self) -> None:

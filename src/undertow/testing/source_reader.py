@@ -1,18 +1,20 @@
-"""Run a :class:`~undertow.connectors.source.SourceReader` without a job: a reader context of
-one subtask that records what the reader asked of it, and an output that collects what it
-emits. For tests of a user's or a connector's reader: create the reader with
-:class:`StandaloneReaderContext`, add splits, call ``poll_next(output)`` with a
-:class:`CollectingOutput`, and snapshot where you like.
+"""Run a source's :class:`~undertow.connectors.source.SourceReader` or
+:class:`~undertow.connectors.source.SplitEnumerator` without a job: a reader context of one
+subtask that records what the reader asked of it, an output that collects what it emits, and
+an enumerator context that records the splits handed out. For tests of a user's or a
+connector's source: create the reader with :class:`StandaloneReaderContext`, add splits, call
+``poll_next(output)`` with a :class:`CollectingOutput`, and snapshot where you like; create
+the enumerator with :class:`StandaloneEnumeratorContext` and read its ``assigned``.
 
-Threading: both are plain objects for the test's thread; ``notify_available`` only counts, as
-the task's mailbox would be woken.
+Threading: plain objects for the test's thread; ``notify_available`` only counts, as the
+task's mailbox would be woken.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic
 
-from undertow.connectors.source import SourceReaderContext
+from undertow.connectors.source import SourceReaderContext, SplitEnumeratorContext, SplitT
 
 
 class StandaloneReaderContext(SourceReaderContext):
@@ -61,3 +63,26 @@ class CollectingOutput:
 
     def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
         self.side.setdefault(tag_id, []).append(value)
+
+
+class StandaloneEnumeratorContext(SplitEnumeratorContext[SplitT], Generic[SplitT]):
+    """A split enumerator's context for testing an enumerator alone: readers ``0 ..
+    parallelism - 1`` are registered; ``assigned`` holds ``(subtask, split)`` per assignment
+    and ``no_more`` the subtasks told that no more splits come, both in call order."""
+
+    def __init__(self, parallelism: int = 1) -> None:
+        self.parallelism = parallelism
+        self.assigned: list[tuple[int, SplitT]] = []
+        self.no_more: list[int] = []
+
+    def current_parallelism(self) -> int:
+        return self.parallelism
+
+    def registered_readers(self) -> list[int]:
+        return list(range(self.parallelism))
+
+    def assign_split(self, split: SplitT, subtask: int) -> None:
+        self.assigned.append((subtask, split))
+
+    def signal_no_more_splits(self, subtask: int) -> None:
+        self.no_more.append(subtask)

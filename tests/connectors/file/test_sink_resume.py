@@ -395,3 +395,13 @@ def test_rescaling_twice_keeps_every_checkpointed_line_exactly_once(tmp_path: Pa
         op.close()
     assert _lines(tmp_path) == sorted(expected)
     assert _hidden(tmp_path) == []
+
+
+def test_a_row_format_takes_anything_that_encodes_and_refuses_the_rest(tmp_path: Path) -> None:
+    class Shouting:  # not an Encoder: its encode() is what counts
+        def encode(self, value: Any) -> bytes:
+            return f"{value}!\n".encode()
+
+    assert FileSink.for_row_format(str(tmp_path), Shouting()).build() is not None
+    with pytest.raises(TypeError, match=r"for_row_format\(\): expected an Encoder, got 5"):
+        FileSink.for_row_format(str(tmp_path), 5)  # type: ignore[arg-type]

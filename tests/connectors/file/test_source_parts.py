@@ -2,37 +2,29 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from undertow.connectors.file.bad_records import BadRecord, BadRecordError
-from undertow.connectors.file.enumerator import FileEnumerator, discover_files
+from undertow.connectors.file.enumerator import FileEnumerator, _mtime, discover_files
 from undertow.connectors.file.reader import FileSourceReader
-from undertow.connectors.source import InputStatus, SplitEnumeratorContext
+from undertow.connectors.source import InputStatus
 from undertow.datastream import OutputTag
 from undertow.datastream.connectors.file_system import StreamFormat
 from undertow.datastream.formats.json import JsonLinesFormat
-from undertow.testing.harness import RecordingReaderContext
+from undertow.testing.source_reader import (
+    CollectingOutput,
+    StandaloneEnumeratorContext,
+    StandaloneReaderContext,
+)
 
 
-class EnumCtx(SplitEnumeratorContext[Any]):
-    def __init__(self) -> None:
-        self.assigned: list[tuple[str, int]] = []
-        self.no_more: list[int] = []
-
-    def current_parallelism(self) -> int:
-        return 2
-
-    def registered_readers(self) -> list[int]:
-        return [0, 1]
-
-    def assign_split(self, split: Any, subtask: int) -> None:
-        self.assigned.append((Path(split.path).name, subtask))
-
-    def signal_no_more_splits(self, subtask: int) -> None:
-        self.no_more.append(subtask)
+def _names(ctx: StandaloneEnumeratorContext[Any]) -> list[tuple[str, int]]:
+    """The assignments so far as (file name, subtask)."""
+    return [(Path(split.path).name, subtask) for subtask, split in ctx.assigned]
 
 
 def _files(root: Path, *names: str) -> None:
@@ -52,61 +44,48 @@ def test_discovery_is_recursive_sorted_and_skips_hidden(tmp_path: Path) -> None:
 
 def test_static_enumerator_and_restore(tmp_path: Path) -> None:
     _files(tmp_path, "1", "2", "3")
-    ctx = EnumCtx()
+    ctx = StandaloneEnumeratorContext(parallelism=2)
     enum = FileEnumerator(ctx, (str(tmp_path),), None)
     enum.start()
     enum.handle_split_request(0, None)
     state = enum.snapshot_state(1)
     enum.handle_split_request(1, None)
-    restored_ctx = EnumCtx()
+    restored_ctx = StandaloneEnumeratorContext(parallelism=2)
     restored = FileEnumerator(restored_ctx, (str(tmp_path),), None, state)
     restored.start()  # must not rediscover "1", which reader 0 has in its state
     for subtask in (1, 0, 1):
         restored.handle_split_request(subtask, None)
-    assert ctx.assigned == [("1", 0), ("2", 1)]
-    assert restored_ctx.assigned == [("2", 1), ("3", 0)] and restored_ctx.no_more == [1]
+    assert _names(ctx) == [("1", 0), ("2", 1)]
+    assert _names(restored_ctx) == [("2", 1), ("3", 0)] and restored_ctx.no_more == [1]
 
 
 def test_continuous_enumerator_discovers_new_files_once_per_interval(tmp_path: Path) -> None:
     now = [0.0]
     _files(tmp_path, "1")
-    ctx = EnumCtx()
+    ctx = StandaloneEnumeratorContext(parallelism=2)
     enum = FileEnumerator(ctx, (str(tmp_path),), 1000, clock=lambda: now[0])
     enum.start()
     enum.handle_split_request(0, None)
     _files(tmp_path, "2")
     enum.handle_split_request(0, None)  # too early to look again
-    assert ctx.assigned == [("1", 0)] and ctx.no_more == []
+    assert _names(ctx) == [("1", 0)] and ctx.no_more == []
     now[0] = 1.0
     enum.handle_split_request(1, None)
-    assert ctx.assigned[-1] == ("2", 1)
+    assert _names(ctx)[-1] == ("2", 1)
     state = enum.snapshot_state(7)
     assert {Path(p).name for p in state.seen_paths} == {"1", "2"}
     _files(tmp_path, "3")
-    ctx2 = EnumCtx()
+    ctx2 = StandaloneEnumeratorContext(parallelism=2)
     restored = FileEnumerator(ctx2, (str(tmp_path),), 1000, state, clock=lambda: now[0])
     restored.start()
     restored.handle_split_request(0, None)
     restored.handle_split_request(0, None)
-    assert ctx2.assigned == [("3", 0)] and ctx2.no_more == []
+    assert _names(ctx2) == [("3", 0)] and ctx2.no_more == []
 
 
-class Out:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self.side: list[tuple[str, Any]] = []
-
-    def collect(self, value: Any, timestamp: int | None = None) -> None:
-        self.values.append(value)
-
-    def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
-        self.values.extend(values)
-
-    def collect_side(self, tag_id: str, value: Any, timestamp: int | None = None) -> None:
-        self.side.append((tag_id, value))
-
-
-def _drain(reader: FileSourceReader, out: Out, polls: int | None = None) -> InputStatus:
+def _drain(
+    reader: FileSourceReader, out: CollectingOutput, polls: int | None = None
+) -> InputStatus:
     status = InputStatus.MORE_AVAILABLE
     while status is InputStatus.MORE_AVAILABLE and polls != 0:
         status = reader.poll_next(out)
@@ -121,15 +100,15 @@ def test_reader_restores_from_any_snapshot_without_duplicates_or_loss(tmp_path: 
     expected = [f"{i}-{j}" for i in range(3) for j in range(10)]
     for stop_after in range(0, 12):
         reader = FileSourceReader(
-            RecordingReaderContext(), StreamFormat.text_line_format(), 3, None
+            StandaloneReaderContext(), StreamFormat.text_line_format(), 3, None
         )
         reader.add_splits(list(splits))
-        out = Out()
+        out = CollectingOutput()
         _drain(reader, out, polls=stop_after)
         state = reader.snapshot_state(1)
         reader.close()
         resumed = FileSourceReader(
-            RecordingReaderContext(), StreamFormat.text_line_format(), 3, None
+            StandaloneReaderContext(), StreamFormat.text_line_format(), 3, None
         )
         resumed.add_splits(state)
         resumed.notify_no_more_splits()
@@ -139,16 +118,19 @@ def test_reader_restores_from_any_snapshot_without_duplicates_or_loss(tmp_path: 
 
 def test_reader_asks_again_only_after_the_discovery_interval() -> None:
     now = [0.0]
-    ctx = RecordingReaderContext()
+    ctx = StandaloneReaderContext()
     reader = FileSourceReader(ctx, StreamFormat.text_line_format(), 3, 500, clock=lambda: now[0])
     reader.start()
-    assert reader.poll_next(Out()) is InputStatus.NOTHING_AVAILABLE and ctx.requests == 1
+    assert (
+        reader.poll_next(CollectingOutput()) is InputStatus.NOTHING_AVAILABLE
+        and ctx.split_requests == 1
+    )
     now[0] = 0.4
-    reader.poll_next(Out())
-    assert ctx.requests == 1
+    reader.poll_next(CollectingOutput())
+    assert ctx.split_requests == 1
     now[0] = 0.5
-    reader.poll_next(Out())
-    assert ctx.requests == 2
+    reader.poll_next(CollectingOutput())
+    assert ctx.split_requests == 2
 
 
 BAD_JSON = '{"a": 1}\n{"a": \n{"a": 3}\n'
@@ -156,10 +138,10 @@ BAD_JSON = '{"a": 1}\n{"a": \n{"a": 3}\n'
 
 def test_bad_records_fail_naming_file_offset_and_line(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text(BAD_JSON)
-    reader = FileSourceReader(RecordingReaderContext(), JsonLinesFormat(), 10, None)
+    reader = FileSourceReader(StandaloneReaderContext(), JsonLinesFormat(), 10, None)
     reader.add_splits(discover_files([str(tmp_path)]))
     with pytest.raises(BadRecordError) as info:
-        _drain(reader, Out())
+        _drain(reader, CollectingOutput())
     message = str(info.value)
     assert "in.jsonl" in message and "byte offset 9" in message and "line 2" in message
     assert "malformed JSON" in message and "subtask 1/1" in message and '{"a": ' in message
@@ -169,13 +151,21 @@ def test_bad_records_go_to_the_side_output(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text(BAD_JSON)
     tag = OutputTag("bad")
     reader = FileSourceReader(
-        RecordingReaderContext(), JsonLinesFormat().with_bad_records(tag), 10, None
+        StandaloneReaderContext(), JsonLinesFormat().with_bad_records(tag), 10, None
     )
     reader.add_splits(discover_files([str(tmp_path)]))
     reader.notify_no_more_splits()
-    out = Out()
+    out = CollectingOutput()
     assert _drain(reader, out) is InputStatus.END_OF_INPUT
     assert out.values == [{"a": 1}, {"a": 3}]
-    [(tag_id, bad)] = out.side
-    assert tag_id == "bad" and isinstance(bad, BadRecord)
+    assert list(out.side) == ["bad"]
+    [bad] = out.side["bad"]
+    assert isinstance(bad, BadRecord)
     assert (Path(bad.path).name, bad.offset, bad.line, bad.raw) == ("in.jsonl", 9, 2, '{"a": ')
+
+
+def test_a_files_time_is_read_from_a_datetime_or_a_number() -> None:
+    moment = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.timezone.utc)
+    assert _mtime({"mtime": moment}) == moment.timestamp()
+    assert _mtime({"created": 17.5}) == 17.5
+    assert _mtime({"mtime": "not a time"}) == 0.0

@@ -18,8 +18,8 @@ from undertow.connectors.kafka.enumerator import (
 )
 from undertow.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
-from undertow.connectors.source import SplitEnumeratorContext
 from undertow.testing.kafka_topics import add_partitions, produce
+from undertow.testing.source_reader import StandaloneEnumeratorContext
 
 partitions = st.lists(
     st.builds(KafkaTopicPartition, st.sampled_from(["a", "b", "orders"]), st.integers(0, 20)),
@@ -62,27 +62,12 @@ def test_every_split_reaches_its_owner_exactly_once_across_restores_and_rescales
     assert restored.unknown(everything) == []
 
 
-class RecordingContext(SplitEnumeratorContext[KafkaPartitionSplit]):
-    def __init__(self, parallelism: int) -> None:
-        self.parallelism = parallelism
-        self.assigned: list[tuple[int, KafkaPartitionSplit]] = []
-        self.no_more: list[int] = []
-
-    def current_parallelism(self) -> int:
-        return self.parallelism
-
-    def registered_readers(self) -> list[int]:
-        return list(range(self.parallelism))
-
-    def assign_split(self, split: KafkaPartitionSplit, subtask: int) -> None:
-        self.assigned.append((subtask, split))
-
-    def signal_no_more_splits(self, subtask: int) -> None:
-        self.no_more.append(subtask)
-
-
 def enumerator(
-    bootstrap: str, topic: str, context: RecordingContext, bounded: bool, clock: Any
+    bootstrap: str,
+    topic: str,
+    context: StandaloneEnumeratorContext[KafkaPartitionSplit],
+    bounded: bool,
+    clock: Any,
 ) -> KafkaSourceEnumerator:
     settings_ = EnumeratorSettings(
         Subscription(topics=(topic,)),
@@ -106,7 +91,7 @@ def test_discovery_hands_a_new_partition_to_its_owner_from_its_earliest_offset(
     topic = new_topic(2)
     produce(kafka_bootstrap, topic, [(0, None, b"x")] * 3 + [(1, None, b"y")] * 2)
     now = [0.0]
-    context = RecordingContext(parallelism=2)
+    context = StandaloneEnumeratorContext[KafkaPartitionSplit](parallelism=2)
     enum = enumerator(kafka_bootstrap, topic, context, bounded=False, clock=lambda: now[0])
     enum.start()
     for subtask in (0, 1):
@@ -133,7 +118,7 @@ def test_a_bounded_enumerator_stops_at_the_latest_offsets_and_says_no_more(
 ) -> None:
     topic = new_topic(2)
     produce(kafka_bootstrap, topic, [(0, None, b"x")] * 3)
-    context = RecordingContext(parallelism=3)
+    context = StandaloneEnumeratorContext[KafkaPartitionSplit](parallelism=3)
     enum = enumerator(kafka_bootstrap, topic, context, bounded=True, clock=lambda: 0.0)
     enum.start()
     for subtask in range(3):

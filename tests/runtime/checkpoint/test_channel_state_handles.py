@@ -4,6 +4,7 @@ import base64
 import hashlib
 import json
 import struct
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -162,6 +163,18 @@ def test_construction_rejects_empty_region_and_inline_mismatch() -> None:
         MergedChannelStateHandle(
             "s", 1, INPUT, None, b"abc", 0, 2, sha(b"ab"), pack_channels([((0, 0), [2])])
         )
+
+
+def test_construction_rejects_a_bad_direction_and_negative_counts_naming_the_value() -> None:
+    data = pack_channels([((0, 0), [2])])
+    named = r"checkpoint 1, in: direction must be a ChannelStateDirection, got 'in'"
+    with pytest.raises(ValueError, match=named):
+        MergedChannelStateHandle("s", 1, "in", None, b"ab", 0, 2, sha(b"ab"), data)  # type: ignore[arg-type]
+    for index, name in ((1, "checkpoint_id"), (5, "range_start"), (6, "range_length")):
+        fields: list[Any] = ["s", 1, INPUT, None, b"ab", 0, 2, sha(b"ab"), data]
+        fields[index] = -1
+        with pytest.raises(ValueError, match=rf"{INPUT.value}: {name} must be a non-neg.*got -1"):
+            MergedChannelStateHandle(*fields)
 
 
 def test_entry_is_a_value() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Generic
+from typing import Any, Generic, Protocol, runtime_checkable
 
 from undertow.api.windows.windows import (
     T,
@@ -157,6 +157,13 @@ class TimeEvictor(_BeforeOrAfterEvictor):
         return f"TimeEvictor({self._window_size}, {self._do_evict_after})"
 
 
+@runtime_checkable
+class DeltaFunction(Protocol):
+    """Flink's ``DeltaFunction``: the distance between two data points, as a float."""
+
+    def get_delta(self, old_data_point: Any, new_data_point: Any) -> float: ...
+
+
 class DeltaEvictor(_BeforeOrAfterEvictor):
     """Evicts records whose delta to the last record of the pane is >= ``threshold``.
 
@@ -167,10 +174,17 @@ class DeltaEvictor(_BeforeOrAfterEvictor):
     def __init__(self, threshold: float, delta_function: Any, do_evict_after: bool = False) -> None:
         super().__init__(do_evict_after)
         self._threshold = threshold
-        get_delta = getattr(delta_function, "get_delta", None)
-        self._delta: Callable[[Any, Any], float] = (
-            get_delta if callable(get_delta) else delta_function
+        delta = (
+            delta_function.get_delta
+            if isinstance(delta_function, DeltaFunction)
+            else delta_function
         )
+        if not callable(delta):
+            raise TypeError(
+                f"DeltaEvictor needs a DeltaFunction or a callable (old, new) -> float, "
+                f"got {delta_function!r}"
+            )
+        self._delta: Callable[[Any, Any], float] = delta
 
     @staticmethod
     def of(threshold: float, delta_function: Any, do_evict_after: bool = False) -> DeltaEvictor:

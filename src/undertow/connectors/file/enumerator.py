@@ -16,6 +16,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ def _hidden(relative: str) -> bool:
 def _mtime(info: dict[str, Any]) -> float:
     value = info.get("mtime", info.get("created", 0.0))
     try:
-        return float(value.timestamp() if hasattr(value, "timestamp") else value)
+        return float(value.timestamp() if isinstance(value, datetime.datetime) else value)
     except (TypeError, ValueError):
         return 0.0
 

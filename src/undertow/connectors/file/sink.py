@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from undertow.common.serialization import Encoder
+from undertow.common.serialization import Encoder, SupportsEncode
 from undertow.connectors.file.bulk_writer import BulkWriterFactory
 from undertow.connectors.file.committer import FileCommitter
 from undertow.connectors.file.compaction import FileCompactor, FileCompactStrategy
@@ -66,7 +66,7 @@ class FileSink(Sink):
 
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:
-        if not callable(getattr(encoder, "encode", None)):
+        if not isinstance(encoder, SupportsEncode):
             raise TypeError(f"FileSink.for_row_format(): expected an Encoder, got {encoder!r}")
         return RowFormatBuilder(base_path, encoder)
 

@@ -136,6 +136,11 @@ class ChannelStateReference:
         return replace(self, position=position)
 
 
+def _direction_name(direction: object) -> object:
+    """What an error calls a handle's direction: its value, or what was given instead."""
+    return direction.value if isinstance(direction, ChannelStateDirection) else direction
+
+
 @dataclass(frozen=True, slots=True)
 class MergedChannelStateHandle:
     """One subtask's channel state of one direction in one file (or inline).
@@ -164,8 +169,12 @@ class MergedChannelStateHandle:
     def __post_init__(self) -> None:
         if not isinstance(self.direction, ChannelStateDirection):
             self._invalid(f"direction must be a ChannelStateDirection, got {self.direction!r}")
-        for name in ("checkpoint_id", "range_start", "range_length"):
-            value = getattr(self, name)
+        counts = (
+            ("checkpoint_id", self.checkpoint_id),
+            ("range_start", self.range_start),
+            ("range_length", self.range_length),
+        )
+        for name, value in counts:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 self._invalid(f"{name} must be a non-negative int, got {value!r}")
         if self.range_length == 0 and not self.references:
@@ -206,7 +215,7 @@ class MergedChannelStateHandle:
     def _invalid(self, problem: str) -> None:
         raise ValueError(
             f"channel-state handle of subtask {self.subtask!r}, checkpoint "
-            f"{self.checkpoint_id!r}, {getattr(self.direction, 'value', self.direction)}: "
+            f"{self.checkpoint_id!r}, {_direction_name(self.direction)}: "
             f"{problem}"
         )
 

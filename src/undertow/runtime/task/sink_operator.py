@@ -23,7 +23,7 @@ from undertow.connectors.global_committer import END_OF_INPUT, CommittableMessag
 from undertow.connectors.sink import (
     Committer,
     OwnedBySubtask,
-    Sink,
+    SinkLike,
     SinkWriter,
     SinkWriterContext,
     WriteAheadSinkWriter,
@@ -80,7 +80,7 @@ class _WriterContext(SinkWriterContext):
 class SinkWriterOperator(OneInputStreamOperator):
     takes_row_ranges = True
 
-    def __init__(self, sink: Sink, emit_committables: bool = False) -> None:
+    def __init__(self, sink: SinkLike, emit_committables: bool = False) -> None:
         self.sink = sink
         #: Emit committables downstream to a global committer instead of committing them.
         self.emit_committables = emit_committables

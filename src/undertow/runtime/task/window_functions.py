@@ -28,7 +28,6 @@ from undertow.api.functions import (
     Function,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
-    ReduceFunction,
     WindowFunction,
 )
 from undertow.state.descriptors import (
@@ -36,6 +35,7 @@ from undertow.state.descriptors import (
     ListStateDescriptor,
     ReducingStateDescriptor,
     StateDescriptor,
+    as_reducer,
 )
 
 #: Name of the state that holds the panes (Flink's name).
@@ -134,22 +134,20 @@ class SingleValueWindowFunction(InternalWindowFunction):
 
 
 def _reduce_callable(reduce_function: Any) -> Callable[[Any, Any], Any]:
-    if isinstance(reduce_function, ReduceFunction):
-        return reduce_function.reduce
-    if callable(reduce_function):
-        return reduce_function
-    raise TypeError(
-        f"reduce needs a ReduceFunction or a callable (a, b) -> c, got {reduce_function!r}"
-    )
+    reduce = as_reducer(reduce_function)
+    if reduce is None:
+        raise TypeError(
+            f"reduce needs a ReduceFunction or a callable (a, b) -> c, got {reduce_function!r}"
+        )
+    return reduce
 
 
-class ReduceApplyWindowFunction(InternalWindowFunction):
-    """Reduces list contents when the window fires, then applies ``inner`` (evicting windows).
-    An empty pane (everything evicted) produces nothing."""
+class _FoldThenApply(InternalWindowFunction):
+    """List contents folded to one value when the window fires, then handed to ``inner``
+    (evicting windows): opens, closes and clears ``inner`` with the folding function."""
 
-    def __init__(self, reduce_function: Any, inner: SingleValueWindowFunction) -> None:
-        super().__init__(reduce_function)
-        self._reduce = _reduce_callable(reduce_function)
+    def __init__(self, folding_function: Any, inner: SingleValueWindowFunction) -> None:
+        super().__init__(folding_function)
         self._inner = inner
 
     def open(self, runtime_context: Any) -> None:
@@ -161,6 +159,18 @@ class ReduceApplyWindowFunction(InternalWindowFunction):
             self._inner.close()
         finally:
             super().close()
+
+    def clear(self, window: Any, context: InternalWindowContext) -> None:
+        self._inner.clear(window, context)
+
+
+class ReduceApplyWindowFunction(_FoldThenApply):
+    """Reduces list contents when the window fires, then applies ``inner`` (evicting windows).
+    An empty pane (everything evicted) produces nothing."""
+
+    def __init__(self, reduce_function: Any, inner: SingleValueWindowFunction) -> None:
+        super().__init__(reduce_function, inner)
+        self._reduce = _reduce_callable(reduce_function)
 
     def process(
         self, key: Any, window: Any, context: InternalWindowContext, contents: Any
@@ -173,30 +183,16 @@ class ReduceApplyWindowFunction(InternalWindowFunction):
             return self._inner.process(key, window, context, acc)
         return None
 
-    def clear(self, window: Any, context: InternalWindowContext) -> None:
-        self._inner.clear(window, context)
 
-
-class AggregateApplyWindowFunction(InternalWindowFunction):
+class AggregateApplyWindowFunction(_FoldThenApply):
     """Aggregates list contents when the window fires, then applies ``inner`` (evicting
     windows). An empty pane aggregates to the result of a fresh accumulator."""
 
     def __init__(
         self, aggregate_function: AggregateFunction[Any, Any, Any], inner: SingleValueWindowFunction
     ) -> None:
-        super().__init__(aggregate_function)
+        super().__init__(aggregate_function, inner)
         self._aggregate = aggregate_function
-        self._inner = inner
-
-    def open(self, runtime_context: Any) -> None:
-        super().open(runtime_context)
-        self._inner.open(runtime_context)
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            super().close()
 
     def process(
         self, key: Any, window: Any, context: InternalWindowContext, contents: Any
@@ -206,9 +202,6 @@ class AggregateApplyWindowFunction(InternalWindowFunction):
         for value in contents:
             acc = aggregate.add(value, acc)
         return self._inner.process(key, window, context, aggregate.get_result(acc))
-
-    def clear(self, window: Any, context: InternalWindowContext) -> None:
-        self._inner.clear(window, context)
 
 
 # --- what the DataStream API calls -----------------------------------------------------------

@@ -1,0 +1,145 @@
+"""What ``DataStream``'s builders ask of the functions and sinks they are given
+(:mod:`undertow.datastream.data_stream`): capabilities (``SinkLike``, ``ProcessElementLike``,
+``CoMapLike``, ``CoFlatMapLike``), not base classes; what lacks one is refused when the job is
+built, naming the value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from undertow.api.function_shapes import FilterLike, FlatMapLike, InvokeLike, MapLike, ReduceLike
+from undertow.connectors.sink import Sink
+from undertow.core.errors import GraphBuildError
+from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream.connectors import DiscardingSink
+
+
+class ShapedLikeASink:
+    """Not a ``Sink``: it hands its work to a discarding sink."""
+
+    def __init__(self) -> None:
+        self._inner: Sink = DiscardingSink()
+
+    def create_writer(self, context: Any) -> Any:
+        return self._inner.create_writer(context)
+
+    def restore_writer(self, context: Any, recovered_state: list[Any]) -> Any:
+        return self._inner.restore_writer(context, recovered_state)
+
+    def create_committer(self) -> Any:
+        return None
+
+
+class WriterOnly:
+    def create_writer(self, context: Any) -> Any:
+        raise AssertionError("never asked")
+
+
+class Pairwise:
+    """A co-map and co-flat-map by shape alone."""
+
+    def map1(self, value: Any) -> Any:
+        return ("left", value)
+
+    def map2(self, value: Any) -> Any:
+        return ("right", value)
+
+    def flat_map1(self, value: Any) -> Any:
+        return [value]
+
+    def flat_map2(self, value: Any) -> Any:
+        return [value, value]
+
+
+class LeftOnly:
+    def map1(self, value: Any) -> Any:
+        return value
+
+    def flat_map1(self, value: Any) -> Any:
+        return [value]
+
+
+class Doubling:
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield value * 2
+
+
+def test_a_sink_is_what_has_a_sinks_methods() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).sink_to(ShapedLikeASink())
+    with pytest.raises(GraphBuildError, match=r"sink_to\(\): <.*WriterOnly.*restore_writer\(\)"):
+        env.from_collection([1, 2]).sink_to(WriterOnly())
+
+
+def test_keyed_process_takes_anything_with_process_element() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    keyed = env.from_collection([1, 2, 3]).key_by(lambda v: v % 2)
+    assert sorted(keyed.process(Doubling()).execute_and_collect()) == [2, 4, 6]
+    with pytest.raises(GraphBuildError, match=r"process\(\) needs a KeyedProcessFunction"):
+        keyed.process(LeftOnly())
+
+
+def test_connected_streams_take_co_functions_by_their_two_methods() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    connected = env.from_collection([1]).connect(env.from_collection([2]))
+    assert sorted(connected.map(Pairwise()).execute_and_collect()) == [("left", 1), ("right", 2)]
+    connected = env.from_collection([1]).connect(env.from_collection([2]))
+    assert sorted(connected.flat_map(Pairwise()).execute_and_collect()) == [1, 2, 2]
+    with pytest.raises(GraphBuildError, match=r"map\(\) needs a CoMapFunction"):
+        connected.map(LeftOnly())  # type: ignore[arg-type]
+    with pytest.raises(GraphBuildError, match=r"flat_map\(\) needs a CoFlatMapFunction"):
+        connected.flat_map(LeftOnly())  # type: ignore[arg-type]
+
+
+class Shaped:
+    """A map, flat-map, filter, reduce and sink function by shape alone."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def map(self, value: Any) -> Any:
+        return value * 10
+
+    def flat_map(self, value: Any) -> Any:
+        return [value, -value]
+
+    def filter(self, value: Any) -> bool:
+        return value > 1
+
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        return value1 + value2
+
+    def invoke(self, value: Any, context: Any) -> None:
+        self.seen.append(value)
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda s: s.map(Shaped()), [10, 20, 30]),
+        (lambda s: s.flat_map(Shaped()), [-3, -2, -1, 1, 2, 3]),
+        (lambda s: s.filter(Shaped()), [2, 3]),
+        (lambda s: s.key_by(lambda v: 0).reduce(Shaped()), [1, 3, 6]),
+        (lambda s: s.key_by(lambda v: v).map(Shaped()), [10, 20, 30]),
+    ],
+)
+def test_a_function_is_what_has_its_method(build: Any, expected: list[Any]) -> None:
+    assert isinstance(Shaped(), (MapLike, FlatMapLike, FilterLike, ReduceLike, InvokeLike))
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    assert sorted(build(env.from_collection([1, 2, 3])).execute_and_collect()) == expected
+
+
+def test_what_has_neither_the_method_nor_a_call_is_refused_naming_the_value() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = env.from_collection([1])
+    with pytest.raises(GraphBuildError, match=r"map\(\): expected a MapFunction .*got int 5"):
+        stream.map(5)
+    with pytest.raises(GraphBuildError, match=r"add_sink\(\): expected a SinkFunction .*Doubling"):
+        stream.add_sink(Doubling())
+    with pytest.raises(GraphBuildError, match=r"reduce\(\): expected a ReduceFunction .*LeftOnly"):
+        stream.key_by(lambda v: v).reduce(LeftOnly())
