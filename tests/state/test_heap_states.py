@@ -9,13 +9,10 @@ from undertow.core.errors import StateError
 from undertow.state.descriptors import (
     AggregatingStateDescriptor,
     ReducingStateDescriptor,
+    aggregate_function_of,
+    reducer_of,
 )
-from undertow.state.heap_states import (
-    StateTable,
-    UnkeyedDict,
-    check_aggregate_function,
-    reduce_callable,
-)
+from undertow.state.heap_states import StateTable, UnkeyedDict
 
 
 def test_without_a_key_every_access_names_the_operator() -> None:
@@ -38,8 +35,8 @@ def test_a_table_has_a_dict_per_key_group_and_the_unkeyed_one_last() -> None:
 
 
 def test_reduce_and_aggregate_functions_are_checked_naming_the_state() -> None:
-    assert reduce_callable(ReducingStateDescriptor("sum", lambda a, b: a + b, None))(1, 2) == 3
+    assert reducer_of(ReducingStateDescriptor("sum", lambda a, b: a + b, None))(1, 2) == 3
     with pytest.raises(StateError, match="reducing state 'sum': reduce_function must be"):
-        reduce_callable(ReducingStateDescriptor("sum", 5, None))  # type: ignore[arg-type]
+        reducer_of(ReducingStateDescriptor("sum", 5, None))  # type: ignore[arg-type]
     with pytest.raises(StateError, match=r"aggregating state 'avg': .* has no create_accumulator"):
-        check_aggregate_function(AggregatingStateDescriptor("avg", object(), None))  # type: ignore[arg-type]
+        aggregate_function_of(AggregatingStateDescriptor("avg", object(), None))  # type: ignore[arg-type]

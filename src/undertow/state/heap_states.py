@@ -14,7 +14,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from undertow.core.errors import StateError
@@ -26,6 +26,8 @@ from undertow.state.descriptors import (
     ReducingState,
     StateDescriptor,
     ValueState,
+    aggregate_function_of,
+    reducer_of,
 )
 
 #: Marks "no entry" where ``None`` could be a legitimate reduce/aggregate result.
@@ -235,23 +237,12 @@ class HeapListState(MergingHeapState, ListState[Any]):
         return a
 
 
-def reduce_callable(descriptor: StateDescriptor) -> Callable[[Any, Any], Any]:
-    fn = getattr(descriptor, "reduce_function", None)
-    reduce = getattr(fn, "reduce", fn)
-    if not callable(reduce):
-        raise StateError(
-            f"reducing state {descriptor.name!r}: reduce_function must be a ReduceFunction "
-            f"or a callable, got {fn!r}"
-        )
-    return reduce
-
-
 class HeapReducingState(MergingHeapState, ReducingState[Any]):
     kind = "reducing"
 
     def __init__(self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor) -> None:
         super().__init__(table, ctx, descriptor)
-        self._reduce = reduce_callable(descriptor)
+        self._reduce = reducer_of(descriptor)
 
     def get(self) -> Any:
         ctx = self._ctx
@@ -273,22 +264,12 @@ class HeapReducingState(MergingHeapState, ReducingState[Any]):
         return self._reduce(a, b)
 
 
-def check_aggregate_function(descriptor: StateDescriptor) -> Any:
-    fn = getattr(descriptor, "agg_function", None)
-    for method in ("create_accumulator", "add", "get_result", "merge"):
-        if not callable(getattr(fn, method, None)):
-            raise StateError(
-                f"aggregating state {descriptor.name!r}: agg_function {fn!r} has no {method}()"
-            )
-    return fn
-
-
 class HeapAggregatingState(MergingHeapState, AggregatingState[Any, Any]):
     kind = "aggregating"
 
     def __init__(self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor) -> None:
         super().__init__(table, ctx, descriptor)
-        self._fn = check_aggregate_function(descriptor)
+        self._fn = aggregate_function_of(descriptor)
 
     def get(self) -> Any:
         table, skey = self._slot()
