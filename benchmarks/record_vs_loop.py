@@ -57,16 +57,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import process_cpu
 import throughput
-from throughput import key_of, to_pair
+from throughput import NO_FINAL_CHECKPOINT, key_of, to_pair
 
 #: The loop's sink keeps this many results (the job's buffers hold about as many records).
 SINK_ROWS = 4096
-#: Set on every job run: with checkpoints on, a bounded job's tasks would wait for a final
-#: checkpoint (FLIP-147) at the next periodic trigger, idle for up to an interval (500 k rows,
-#: 5 s interval: 1.2-5.6 s of wall clock for the same 0.5 s of CPU, docs/performance.md);
-#: the difference of two runs does not cancel that wait, which made steady rows/s times CPU
-#: per record come to more than the machine's 2 cores. The checkpoints while the job runs stay.
-NO_FINAL_CHECKPOINT = {"execution.checkpointing.checkpoints-after-tasks-finish": "false"}
 
 
 def loop(first: int, last: int) -> dict[int, tuple[int, int]]:

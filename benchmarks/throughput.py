@@ -29,6 +29,15 @@ def to_pair(x: int) -> tuple[int, int]:
     return (x % 1000, 1)
 
 
+#: Set on the benchmarks' timed bounded runs: with checkpoints on, a bounded job's tasks would
+#: wait for a final checkpoint (FLIP-147) at the next periodic trigger, idle for up to an
+#: interval (500 k rows, 5 s interval: 1.2-5.6 s of wall clock for the same 0.5 s of CPU,
+#: docs/performance.md); the difference of two runs does not cancel that wait, which made
+#: steady rows/s times CPU per record come to more than the machine's 2 cores. The checkpoints
+#: while the job runs stay.
+NO_FINAL_CHECKPOINT = {"execution.checkpointing.checkpoints-after-tasks-finish": "false"}
+
+
 def key_of(t: tuple[int, int]) -> int:
     """The job's key selector."""
     return t[0]
