@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from process_cpu import ThreadLife
-from record_waits import Run, TaskWait, added_slept, describe, workers_of
+from record_waits import Run, TaskWait, added_slept, checkpoint_pair, describe, workers_of
 
 DRIVER = 100
 FORK_SERVER = ThreadLife(DRIVER, 4.0, 0.1, 0.0)
@@ -54,3 +54,11 @@ def test_a_run_is_described_by_worker_and_task() -> None:
     assert "worker 0: ran 75% queued 25% slept 0.0% of 2.00 s" in line
     assert "worker 1: ran 50% queued 25% slept 25.0% of 2.00 s" in line
     assert line.endswith("v1/0 bp 0% idle 75% in 1,032,000")
+
+
+def test_the_checkpoint_target_compares_only_a_second_variant_that_adds_checkpoints() -> None:
+    every = {"execution.checkpointing.interval": "1 s"}
+    assert checkpoint_pair({"plain": {}, "every 1 s": every}) == ("plain", "every 1 s")
+    assert checkpoint_pair({"plain": {}, "p=1": {"parallelism.default": "1"}}) is None
+    assert checkpoint_pair({"every 1 s": every, "every 1 s, final": every}) is None
+    assert checkpoint_pair({"plain": {}}) is None
