@@ -20,6 +20,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -103,6 +104,44 @@ def _schedstat(pid: int) -> tuple[float, float] | None:
     return ran / 1e9, waited / 1e9
 
 
+def _main_thread_schedstat(pid: int) -> tuple[float, float] | None:
+    """(seconds run, seconds waited on a run queue) of the main thread of ``pid`` only."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            fields = f.read().split()
+    except OSError:
+        return None
+    return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+
+
+@dataclass(frozen=True)
+class ThreadLife:
+    """What one thread did between two readings ``seconds`` apart: it ran ``ran_s``, waited
+    ``waited_s`` on a run queue (runnable, another process held the core), and slept the rest
+    (:attr:`slept_s`: blocked in a system call, e.g. an event loop waiting for input, credit or
+    a timer). ``parent``: the process's parent pid."""
+
+    parent: int
+    seconds: float
+    ran_s: float
+    waited_s: float
+
+    @property
+    def slept_s(self) -> float:
+        return max(0.0, self.seconds - self.ran_s - self.waited_s)
+
+    def share(self, part: float) -> float:
+        """``part`` seconds as a share of the thread's time between the readings."""
+        return part / self.seconds if self.seconds > 0 else 0.0
+
+
+def thread_life(
+    parent: int, first: tuple[float, float, float], last: tuple[float, float, float]
+) -> ThreadLife:
+    """The :class:`ThreadLife` between two ``(monotonic time, ran, waited)`` readings."""
+    return ThreadLife(parent, last[0] - first[0], last[1] - first[1], last[2] - first[2])
+
+
 CPU_CGROUPS = "/sys/fs/cgroup/cpu"
 
 
@@ -165,6 +204,9 @@ class RunQueueWait:
     over the processes seen so far (each from its first reading): the difference of two samples
     is the tree's run and wait over that stretch, for a timeline of where a slow run's time went.
     :attr:`neighbours` gathers the :func:`weighted_neighbours` seen at any reading.
+    :meth:`main_threads` splits each process's main thread's time between its first and last
+    reading into run, queued and slept (:class:`ThreadLife`): where a worker's event loop
+    sleeps, not only how long it queued.
     """
 
     def __init__(self, root: int, period: float = 0.05) -> None:
@@ -173,6 +215,9 @@ class RunQueueWait:
         self._stop = threading.Event()
         self._first: dict[int, tuple[float, float]] = {}
         self._last: dict[int, tuple[float, float]] = {}
+        self._parents: dict[int, int] = {}
+        self._main_first: dict[int, tuple[float, float, float]] = {}
+        self._main_last: dict[int, tuple[float, float, float]] = {}
         self.samples: list[tuple[float, float, float]] = []
         self.neighbours: set[str] = set()
         self._thread = threading.Thread(target=self._sample, name="run-queue-wait", daemon=True)
@@ -185,7 +230,9 @@ class RunQueueWait:
         while stack:
             pid = stack.pop()
             found.append(pid)
-            stack.extend(children.get(pid, ()))
+            for child in children.get(pid, ()):
+                self._parents[child] = pid
+                stack.append(child)
         return found
 
     def _sample(self) -> None:
@@ -194,6 +241,9 @@ class RunQueueWait:
                 if (reading := _schedstat(pid)) is not None:
                     self._first.setdefault(pid, reading)
                     self._last[pid] = reading
+                if (main := _main_thread_schedstat(pid)) is not None:
+                    self._main_first.setdefault(pid, (time.monotonic(), *main))
+                    self._main_last[pid] = (time.monotonic(), *main)
             self.samples.append((time.time(), *self._totals()))
             self.neighbours |= weighted_neighbours()
             if self._stop.is_set():
@@ -213,3 +263,12 @@ class RunQueueWait:
     def _totals(self) -> tuple[float, float]:
         ran = sum(self._last[p][0] - self._first[p][0] for p in self._last)
         return ran, sum(self._last[p][1] - self._first[p][1] for p in self._last)
+
+    def main_threads(self) -> dict[int, ThreadLife]:
+        """Per process seen at two readings or more: its main thread's :class:`ThreadLife`
+        between its first and last reading (valid after the block)."""
+        return {
+            pid: thread_life(self._parents.get(pid, self.root), first, self._main_last[pid])
+            for pid, first in self._main_first.items()
+            if self._main_last[pid][0] > first[0]
+        }

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import process_cpu
 
@@ -117,3 +119,49 @@ def test_weighted_neighbours_are_busy_groups_above_the_default_weight(tmp_path: 
     (tmp_path / "tasks").write_text("1\n")
     assert process_cpu.weighted_neighbours(str(tmp_path)) == {"busy", "other"}
     assert process_cpu.weighted_neighbours(str(tmp_path / "missing")) == set()
+
+
+def test_a_threads_life_is_run_queued_and_the_rest_slept() -> None:
+    life = process_cpu.thread_life(7, (10.0, 1.0, 0.5), (12.0, 2.2, 0.8))
+    assert life.parent == 7
+    assert (life.seconds, life.ran_s, life.waited_s) == pytest.approx((2.0, 1.2, 0.3))
+    assert life.slept_s == pytest.approx(0.5)
+    assert life.share(life.slept_s) == pytest.approx(0.25)
+    # readings a few microseconds apart may put run + queued above the seconds: never negative
+    assert process_cpu.thread_life(7, (0.0, 0.0, 0.0), (1.0, 0.9, 0.2)).slept_s == 0.0
+    assert process_cpu.thread_life(7, (1.0, 0.0, 0.0), (1.0, 0.0, 0.0)).share(0.0) == 0.0
+
+
+def test_main_threads_tell_a_sleeping_grandchild_from_a_burning_one() -> None:
+    """A grandchild that sleeps between the sampler's readings shows as slept, one that burns
+    as run; each names the child that forked it as its parent (the record job's workers are
+    told from the fork server that way)."""
+    script = (
+        "import subprocess, sys\n"
+        "burn = 'import time\\nprint(flush=True)\\nend = time.process_time() + 3\\n"
+        "while time.process_time() < end: pass\\ntime.sleep(30)'\n"
+        "nap = 'import time\\nprint(flush=True)\\ntime.sleep(30)'\n"
+        "procs = [subprocess.Popen([sys.executable, '-c', c], stdout=subprocess.PIPE)\n"
+        "         for c in (burn, nap)]\n"
+        "for p in procs: p.stdout.readline()\n"  # both past their start: burning, asleep
+        "print(procs[0].pid, procs[1].pid, flush=True)\n"
+        "procs[0].wait()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             start_new_session=True)  # fmt: skip
+    try:
+        assert child.stdout is not None
+        burner, napper = map(int, child.stdout.readline().split())
+        with process_cpu.RunQueueWait(os.getpid(), period=0.02) as queue:
+            deadline = time.monotonic() + 0.6
+            while time.monotonic() < deadline or burner not in queue._main_first:
+                time.sleep(0.02)
+        lives = queue.main_threads()
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    assert lives[burner].parent == child.pid and lives[napper].parent == child.pid
+    assert lives[child.pid].parent == os.getpid()
+    assert lives[napper].seconds >= 0.5
+    assert lives[napper].share(lives[napper].slept_s) >= 0.9
+    assert lives[burner].share(lives[burner].slept_s) <= 0.1
