@@ -172,17 +172,20 @@ def uninstall() -> None:
         setattr(owner, name, original)
 
 
-def table() -> str:
-    """Per hop: p50 over completed checkpoints of its first and last time, ms after the
-    trigger decision, and how many times it happened per checkpoint."""
-    done = [
+def completed() -> list[int]:
+    """The checkpoints recorded from their trigger decision to their completion."""
+    return [
         c for c, e in events.items() if e.get("checkpoint completed") and e.get("trigger decided")
     ]
-    lines = [f"hops of {len(done)} completed checkpoints (ms after the trigger decision, p50)",
-             f"{'hop':<30}{'first':>8}{'last':>8}{'count':>7}"]  # fmt: skip
+
+
+def medians() -> dict[str, tuple[float, float, float]]:
+    """Per hop that happened: p50 over completed checkpoints of its first and last time (ms
+    after the trigger decision) and of how many times it happened per checkpoint."""
+    found = {}
     for hop in HOPS:
         firsts, lasts, counts = [], [], []
-        for cid in done:
+        for cid in completed():
             times = events[cid].get(hop)
             if not times:
                 continue
@@ -191,8 +194,15 @@ def table() -> str:
             lasts.append((max(times) - t0) * 1000)
             counts.append(len(times))
         if firsts:
-            lines.append(
-                f"{hop:<30}{statistics.median(firsts):>8.1f}"
-                f"{statistics.median(lasts):>8.1f}{statistics.median(counts):>7.0f}"
-            )
+            found[hop] = (statistics.median(firsts), statistics.median(lasts),
+                          statistics.median(counts))  # fmt: skip
+    return found
+
+
+def table() -> str:
+    """:func:`medians` as a table, one line per hop."""
+    lines = [f"hops of {len(completed())} completed checkpoints (ms after the trigger decision, "
+             f"p50)", f"{'hop':<30}{'first':>8}{'last':>8}{'count':>7}"]  # fmt: skip
+    for hop, (first, last, count) in medians().items():
+        lines.append(f"{hop:<30}{first:>8.1f}{last:>8.1f}{count:>7.0f}")
     return "\n".join(lines)

@@ -146,6 +146,21 @@ class LatencySink(Sink):
         return _LatencyWriter(self.directory, context.subtask_index())
 
 
+class WithinWarmup(ValueError):
+    """A run ended within its warm-up: no batch left to measure (:func:`past_warmup`)."""
+
+
+def past_warmup(run: Callable[[int], Any], rows: int, tries: int = 5) -> tuple[Any, int]:
+    """``(run(n), n)`` for the first ``n`` of ``rows``, ``2 * rows``, ... (``tries`` of them)
+    whose run outlasts its warm-up: an unpaced job on a quiet machine can end within it."""
+    for _ in range(tries - 1):
+        try:
+            return run(rows), rows
+        except WithinWarmup:
+            rows *= 2
+    return run(rows), rows
+
+
 def row_percentiles(
     stamps: np.ndarray, latencies: np.ndarray, rows: np.ndarray, warmup_ms: float,
     quantiles: tuple[float, ...] = (0.5, 0.99),
@@ -157,7 +172,7 @@ def row_percentiles(
         raise ValueError("no batch reached the latency sink")
     kept = stamps >= stamps.min() + warmup_ms
     if not kept.any():
-        raise ValueError(f"every batch came within the {warmup_ms} ms warm-up")
+        raise WithinWarmup(f"every batch came within the {warmup_ms} ms warm-up")
     order = np.argsort(latencies[kept], kind="stable")
     lat, weight = latencies[kept][order], rows[kept][order]
     cumulative = np.cumsum(weight)

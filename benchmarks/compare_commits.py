@@ -8,7 +8,9 @@ driver process per side: a small first job (the driver's one-time start: imports
 Prints every round, the medians, the after/before ratios, and one ``target`` line per
 parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
-unless given) instead and compares its unaligned checkpoint p50 and rows/s, ending with the
+unless given) instead and compares its unaligned checkpoint p50, rows/s and the first times of
+three of its hops (``checkpoint_hops``: the trigger at the worker, the source's mail, a barrier
+at a channel), ending with the
 issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s.
 ``--job record`` runs ``benchmarks/throughput.py``'s job at p=2 without checkpoints (with
 them every ``--checkpoint-interval``, as the target's job, when given) in
@@ -23,8 +25,9 @@ machine's phase moves a whole run), with a ``target`` line for ``--piece``. ``--
 runs ``benchmarks/columnar.py``'s keyed running sum (CPU per row of every process of the job
 in steady state, ``--records`` its rows, 8,000,000 unless given: on a loaded machine the
 difference of two timed runs moved by 10x, CPU much less) and the latency job of
-``benchmarks/columnar_latency.py`` unpaced over twice the rows (rows/s at its sink, which
-leaves the job's start out, and p99 ms after a 1 s warm-up). Usage::
+``benchmarks/columnar_latency.py`` unpaced over twice the rows, doubled again while a run
+ends within its 1 s warm-up (rows/s at its sink, which leaves the job's start out, and p99 ms
+after the warm-up). Usage::
 
     python benchmarks/compare_commits.py --before f56c37c [--after HEAD] [--records 2000000]
         [--rounds 5] [--weighted] [--job throughput|cuts|columnar|record|pieces] [--piece NAME]
@@ -59,14 +62,22 @@ first = run_job(100_000, 1, "local")
 rates = {p: records / run_job(records, p, "local") for p in parallelisms}
 print(json.dumps({"first_s": first, "rates": rates}))
 """
-#: The same for ``--job cuts``: one run of columnar_cuts.py's job with row cuts on.
+#: The same for ``--job cuts``: one run of columnar_cuts.py's job with row cuts on, its hops
+#: probed (``checkpoint_hops``; this checkout's scripts on both sides, each side's engine).
 CUTS_CHILD = """
 import json, statistics, sys
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+import checkpoint_hops
 from columnar_cuts import run
+checkpoint_hops.install()
 durations, rate = run(int(sys.argv[1]), 20_000, 25e-6, True)
-print(json.dumps({"p50_ms": statistics.median(durations) if durations else None, "rate": rate}))
+print(json.dumps({"p50_ms": statistics.median(durations) if durations else None, "rate": rate,
+                  "hops": checkpoint_hops.medians()}))
 """
+#: ``--job cuts``: the hops whose first time (ms after the trigger decision) each round prints.
+CUT_HOPS = {"trigger at worker": "worker received trigger",
+            "source mail": "source mail taken",
+            "barrier at channel": "barrier arrived (network)"}  # fmt: skip
 
 #: The same for ``--job record``: the record path's steady state at p=2 (BENCHMARKS: this
 #: checkout's scripts, so both sides run the same job and readers on their own engine).
@@ -105,8 +116,11 @@ c0 = cpu_s(); columnar.undertow_columnar(rows // 8, 32768, work)
 c1 = cpu_s(); columnar.undertow_columnar(rows, 32768, work)
 ns = (cpu_s() - c1 - (c1 - c0)) / (rows - rows // 8) * 1e9
 checkpoints = columnar.CHECKPOINTS
-(p50, p99), _, sink = columnar_latency.measure(2 * rows, 32768, None, work, checkpoints, 1000.0)
-print(json.dumps({"cpu_ns": ns, "latency_rate": sink, "p99_ms": p99}))
+def latency(n):
+    return columnar_latency.measure(n, 32768, None, work, checkpoints, 1000.0)
+((p50, p99), _, sink), latency_rows = columnar_latency.past_warmup(latency, 2 * rows)
+print(json.dumps({"cpu_ns": ns, "latency_rate": sink, "p99_ms": p99,
+                  "latency_rows": latency_rows}))
 """
 
 
@@ -230,20 +244,27 @@ def compare_cuts(args: argparse.Namespace, sides: dict[str, Path], prefix: list[
     rows = args.records if args.records != 2_000_000 else 400_000
     print(f"columnar_cuts job, before {args.before}, after {args.after or 'this checkout'}; "
           f"{rows:,} rows; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    child = CUTS_CHILD.replace("BENCHMARKS", repr(str(ROOT / "benchmarks")))
     results: dict[str, list[dict]] = {"before": [], "after": []}
     for round_ in range(args.rounds):
         for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
-            result = run_side(sides[name], rows, [], prefix, CUTS_CHILD)
+            result = run_side(sides[name], rows, [], prefix, child)
+            for label, hop in CUT_HOPS.items():
+                result[label] = result["hops"].get(hop, [None])[0]
             results[name].append(result)
+            hops = "  ".join(f"{label} {result[label]:.1f}" for label in CUT_HOPS
+                             if result[label] is not None)  # fmt: skip
             print(f"round {round_} {name:<6} checkpoint p50 {result['p50_ms']} ms  "
-                  f"{result['rate']:>9,.0f} rows/s", flush=True)  # fmt: skip
+                  f"{result['rate']:>9,.0f} rows/s  hops (ms, p50 first): {hops}  "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
     print(f"{'median':<20}{'before':>10}{'after':>10}{'after/before':>14}")
     medians = {}
-    for label, field in (("checkpoint p50, ms", "p50_ms"), ("rows/s", "rate")):
+    for label, field in (("checkpoint p50, ms", "p50_ms"), ("rows/s", "rate"),
+                         *((f"{hop}, ms", hop) for hop in CUT_HOPS)):  # fmt: skip
         med = {n: statistics.median(r[field] for r in results[n] if r[field] is not None)
                for n in results}  # fmt: skip
         medians[field] = med
-        print(f"{label:<20}{med['before']:>10,.0f}{med['after']:>10,.0f}"
+        print(f"{label:<20}{med['before']:>10,.1f}{med['after']:>10,.1f}"
               f"{med['after'] / med['before']:>14.2f}")  # fmt: skip
     print(f"load at end {os.getloadavg()[0]:.1f}")
     p50 = medians["p50_ms"]["after"]
@@ -268,7 +289,8 @@ def compare_columnar(args: argparse.Namespace, sides: dict[str, Path], prefix: l
             results[name].append(result)
             print(f"round {round_} {name:<6} running sum {result['cpu_ns']:>6,.0f} ns CPU/row  "
                   f"latency job {result['latency_rate']:>12,.0f} rows/s, p99 "
-                  f"{result['p99_ms']:.0f} ms  (load {os.getloadavg()[0]:.1f})",
+                  f"{result['p99_ms']:.0f} ms over {result['latency_rows']:,} rows  "
+                  f"(load {os.getloadavg()[0]:.1f})",
                   flush=True)  # fmt: skip
     print(f"{'median':<22}{'before':>14}{'after':>14}{'after/before':>14}")
     med: dict[str, dict[str, float]] = {}

@@ -33,6 +33,22 @@ def test_percentiles_refuse_a_run_with_nothing_after_the_warm_up() -> None:
         columnar_latency.row_percentiles(np.array([0.0]), np.array([1.0]), np.array([1.0]), 5.0)
 
 
+def test_a_run_within_its_warm_up_is_repeated_over_twice_the_rows() -> None:
+    asked: list[int] = []
+
+    def run(rows: int) -> str:
+        asked.append(rows)
+        stamps = np.arange(0.0, rows * 10.0, 10.0)  # a batch every 10 ms
+        ones = np.ones(rows)
+        columnar_latency.row_percentiles(stamps, ones, ones, 1000.0)
+        return f"measured over {rows}"
+
+    assert columnar_latency.past_warmup(run, 30) == ("measured over 120", 120)
+    assert asked == [30, 60, 120]
+    with pytest.raises(columnar_latency.WithinWarmup):  # tries run out
+        columnar_latency.past_warmup(run, 2, tries=3)
+
+
 def test_paced_stamps_are_due_times_even_when_late() -> None:
     paced = columnar_latency.PacedStamps(rate=1000.0)
     assert paced.due(100.0) == 100.0
