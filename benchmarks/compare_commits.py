@@ -104,10 +104,11 @@ print(json.dumps({"cpu_us": job.cpu_s / job.rows * 1e6, "rate": job.rows / job.w
 """
 
 #: The same for ``--job columnar``: the running sum's CPU per row in steady state (every
-#: process of the job; a run of an eighth of the rows subtracted), the latency job unpaced.
+#: process of the job; a run of an eighth of the rows subtracted), the latency job unpaced
+#: (this checkout's scripts on both sides, each side's engine).
 COLUMNAR_CHILD = """
 import json, os, sys, tempfile
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, BENCHMARKS)
 import columnar, columnar_latency, process_cpu
 rows, work = int(sys.argv[1]), tempfile.mkdtemp()
 def cpu_s():
@@ -281,12 +282,13 @@ def compare_columnar(args: argparse.Namespace, sides: dict[str, Path], prefix: l
     """``--job columnar``: the running sum and the unpaced latency job on both sides,
     alternating; medians and after/before ratios, a ``target`` line for the running sum."""
     rows = args.records if args.records != 2_000_000 else 8_000_000
+    child = COLUMNAR_CHILD.replace("BENCHMARKS", repr(str(ROOT / "benchmarks")))
     print(f"columnar running sum, before {args.before}, after {args.after or 'this checkout'}; "
           f"{rows:,} rows; weighted: {weighted}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
     results: dict[str, list[dict]] = {"before": [], "after": []}
     for round_ in range(args.rounds):
         for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
-            result = run_side(sides[name], rows, [], prefix, COLUMNAR_CHILD)
+            result = run_side(sides[name], rows, [], prefix, child)
             results[name].append(result)
             print(f"round {round_} {name:<6} running sum {result['cpu_ns']:>6,.0f} ns CPU/row  "
                   f"latency job {result['latency_rate']:>12,.0f} rows/s, p99 "
