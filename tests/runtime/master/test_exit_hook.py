@@ -28,8 +28,10 @@ class FakeJob:
 
 
 def test_the_hook_cancels_the_jobs_still_tracked_and_says_which(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # only this test's jobs: another test's job still ending in this process is not its premise
+    monkeypatch.setattr(exit_hook, "_running", {})
     running, ended, stuck = (
         FakeJob("a" * 32, True),
         FakeJob("b" * 32, True),
