@@ -163,6 +163,24 @@ def test_the_job_ends_only_after_its_final_checkpoint(
     assert committed_values(out) == list(range(BOUNDED))
 
 
+def test_a_long_interval_does_not_hold_a_bounded_job_at_its_end(
+    make_env: EnvFactory, tmp_path: Path
+) -> None:
+    """Once every task reached the end of its data, the final checkpoint is requested at once
+    (FLINK-28386), not at the next period: here none would come for ten minutes (the minimum
+    pause makes the first period exactly the interval)."""
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    config = {**_config(tmp_path, "10 min"), "execution.checkpointing.min-pause": "10 min"}
+    env = make_env(parallelism=2, config=config)
+    _bounded(env).map(lambda v: v * 10).uid("times10").sink_to(RecordingSink(out, checkpoints))
+    client = env.execute_async("final at once")
+    client.get_job_execution_result(timeout=TIMEOUT_S)  # not 10 minutes
+
+    assert committed_values(out) == [i * 10 for i in range(BOUNDED)]
+    finals = [c for c in commits(out) if c["final"]]
+    assert len(finals) == 2 and all(c["committed_after"] > c["ended_after"] for c in finals)
+
+
 def _mixed(env: Any, out: Path, checkpoints: Path) -> None:
     _bounded(env).map(lambda v: ("b", v)).uid("tag").sink_to(RecordingSink(out, checkpoints))
     endless = DataGeneratorSource(lambda i: i, count=None, records_per_second=200)

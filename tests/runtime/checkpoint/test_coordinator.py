@@ -452,3 +452,50 @@ def test_an_aborted_checkpoints_enumerator_writes_are_not_held() -> None:
         coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
 
     run(scenario, **{"execution.checkpointing.tolerable-failed-checkpoints": "1"})
+
+
+def test_the_final_checkpoint_starts_once_every_subtask_reached_the_end_of_its_data() -> None:
+    """FLINK-28386: not at the next period (ten minutes away here), and a subtask that finished
+    counts as one that reached its end."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, gateway = kit.coordinator, kit.gateway
+        coordinator.start()
+        subtasks = [(v.id, s) for v in coordinator.graph.vertices for s in range(v.parallelism)]
+        *waiting, last = subtasks
+        for vertex_id, subtask in waiting:
+            coordinator.on_task_end_of_data(vertex_id, subtask)  # type: ignore[arg-type]
+        assert gateway.triggered == [], "not before every subtask reached its end"
+        coordinator.on_task_finished(*last)  # type: ignore[arg-type]
+        assert gateway.barriers_of(1), "at once"
+        coordinator.on_task_end_of_data(*waiting[0])  # type: ignore[arg-type]
+        assert not gateway.barriers_of(2), "requested once"
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario, **{"execution.checkpointing.interval": "10 min",
+                     "execution.checkpointing.min-pause": "10 min"})  # fmt: skip
+
+
+def test_ends_of_data_reported_before_the_attempt_started_request_it_at_the_start() -> None:
+    """A bounded source can end while other subtasks still deploy (the coordinator starts once
+    all are running); its report counts then, and an ended attempt's reports do not carry over."""
+
+    async def scenario(kit: CoordinatorUnderTest) -> None:
+        coordinator, gateway = kit.coordinator, kit.gateway
+        subtasks = [(v.id, s) for v in coordinator.graph.vertices for s in range(v.parallelism)]
+        for vertex_id, subtask in subtasks:
+            coordinator.on_task_end_of_data(vertex_id, subtask)  # type: ignore[arg-type]
+        assert gateway.triggered == []
+        coordinator.start()
+        assert gateway.barriers_of(1), "at the start"
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+        coordinator.on_task_end_of_data(*subtasks[0])  # type: ignore[arg-type]
+        coordinator.start()
+        assert not gateway.barriers_of(2), "one subtask of the new attempt reached its end"
+        for vertex_id, subtask in subtasks[1:]:
+            coordinator.on_task_end_of_data(vertex_id, subtask)  # type: ignore[arg-type]
+        assert gateway.barriers_of(2), "the new attempt's final checkpoint"
+        coordinator.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+
+    run(scenario, **{"execution.checkpointing.interval": "10 min",
+                     "execution.checkpointing.min-pause": "10 min"})  # fmt: skip

@@ -45,6 +45,7 @@ from undertow.runtime.checkpoint.coordinator_states import (
     StopSavepointFailed,
     WaitingSavepoint,
 )
+from undertow.runtime.checkpoint.end_of_data import EndOfDataWatch
 from undertow.runtime.checkpoint.events import (
     Aborted,
     Acknowledged,
@@ -142,6 +143,8 @@ class CheckpointCoordinator:
         self._topology = SubtaskTopology.of(graph)
         #: Subtasks of the current attempt that finished (FLIP-147).
         self._finished: set[SubtaskKey] = set()
+        #: Subtasks of the current attempt waiting for their final checkpoint (FLINK-28386).
+        self._end_of_data = EndOfDataWatch(self._topology.subtasks)
         self.savepoints = SavepointFutures(job_id, settings)
         self.periodic_trigger = PeriodicTrigger(self.clock, settings, self)
         #: What is retained and deleted; the finaliser; restores and claims.
@@ -193,12 +196,15 @@ class CheckpointCoordinator:
         self._fire(AttemptStarted(self.enabled))
         if self.enabled:
             self.periodic_trigger.start()
+            # a fast subtask's data may have ended before the attempt counted as started
+            self._request_final_checkpoint_if_due()
 
     def stop(self, reason: CheckpointFailureReason) -> None:
         """The attempt ends (failure, cancel, finish): abort what is pending, stop the timer;
         a savepoint that waited to start fails."""
         waiting = self._state.waiting
         self._fire(AttemptEnded())
+        self._end_of_data.reset()  # the next attempt's reports may come before its start
         self.periodic_trigger.stop()
         for cid in list(self.pending):
             self._abort(cid, reason, notify=False)
@@ -222,6 +228,7 @@ class CheckpointCoordinator:
             return
         key = (vertex_id, subtask)
         self._finished.add(key)
+        self._request_final_checkpoint_if_due()
         for cid, pending in list(self.pending.items()):
             if key in pending.not_yet_acknowledged:
                 pending.props = replace(pending.props, finished=pending.props.finished | {key})
@@ -235,6 +242,16 @@ class CheckpointCoordinator:
             pending.props = replace(props, triggered=props.triggered | late)
             for late_vertex, late_subtask in sorted(late):
                 self.gateway.trigger_source(late_vertex, late_subtask, props.barrier)
+
+    def on_task_end_of_data(self, vertex_id: VertexId, subtask: SubtaskIndex) -> None:
+        """A subtask sent ``EndOfData`` and waits for its final checkpoint: once every one did
+        (or finished), that checkpoint is requested now (:mod:`.end_of_data`)."""
+        self._end_of_data.reached((vertex_id, subtask))
+        self._request_final_checkpoint_if_due()
+
+    def _request_final_checkpoint_if_due(self) -> None:
+        if self._state.periodic and self._end_of_data.due(self._finished):
+            self.periodic_trigger.request_now()
 
     # -- the periodic trigger's view (:class:`~.periodic_trigger.TriggerShell`) ---------------
     @property

@@ -86,6 +86,15 @@ class PeriodicTrigger:
         self.decide()
         self._schedule(self.interval_ms / 1000.0)
 
+    def request_now(self) -> None:
+        """Queue a checkpoint that is not periodic (no minimum pause; the concurrency limit
+        holds), e.g. the final one once every task reached the end of its data, and decide."""
+        if not self.shell.periodic:
+            return
+        request = CheckpointTriggerRequest.manual(next(self._request_ids), self.clock.now_ms())
+        self.queue = enqueue(self.queue, request).queue
+        self.decide()
+
     def decide(self) -> None:
         """Ask the trigger decider what to do now, and do it (after every period, completion
         and abort)."""

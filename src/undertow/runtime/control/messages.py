@@ -64,6 +64,17 @@ class TaskFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskEndOfData:
+    """A subtask reached the end of its data (``EndOfData`` sent) and waits for its final
+    checkpoint (FLIP-147): once every subtask did (or finished), the JobMaster requests that
+    checkpoint at once (FLINK-28386), not at the next period."""
+
+    attempt: AttemptNumber
+    vertex_id: VertexId
+    subtask: SubtaskIndex
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelStateRecovered:
     """A subtask received all in-flight data re-emitted into its rescaled inputs (every
     channel of each such gate delivered ``EndOfChannelStateEvent``; with
@@ -280,7 +291,8 @@ class RestoreAssignment:
 
 #: Every message a worker sends; each carries its attempt number (the JobMaster fences on it).
 WorkerMessage: TypeAlias = (
-    RegisterWorker | TaskFinished | ChannelStateRecovered | TaskFailed | WorkerFailed
+    RegisterWorker | TaskFinished | TaskEndOfData | ChannelStateRecovered | TaskFailed
+    | WorkerFailed
     | TasksDeployed | SplitRequest | PrintLines | CollectRecords | Heartbeat | TaskMetricsReport
     | AcknowledgeCheckpoint | DeclineCheckpoint
 )  # fmt: skip

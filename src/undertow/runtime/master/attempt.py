@@ -44,6 +44,7 @@ from undertow.runtime.control.messages import (
     RegisterWorker,
     Shutdown,
     SplitRequest,
+    TaskEndOfData,
     TaskFailed,
     TaskFinished,
     TaskMetricsReport,
@@ -182,6 +183,9 @@ def dispatch(
                 attempt.recovered.set()
         case TaskFinished():
             _task_finished(host, attempt, msg)
+        case TaskEndOfData():
+            if host.coordinator is not None and not attempt.done.is_set():
+                host.coordinator.on_task_end_of_data(msg.vertex_id, msg.subtask)
         case TaskFailed():
             attempt.failed.add((msg.vertex_id, msg.subtask))
             vertex = attempt.graph.vertex(msg.vertex_id)

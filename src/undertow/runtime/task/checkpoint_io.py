@@ -61,6 +61,9 @@ class CheckpointIO:
     #: Acknowledges from the I/O thread that finished the last write; None: every
     #: acknowledgement goes through the task's loop (``responder``).
     io_acknowledger: AnyThreadAcknowledger | None = None
+    #: Tells the JobMaster that the subtask reached the end of its data and waits for its
+    #: final checkpoint (``TaskEndOfData``); None: nobody to tell.
+    end_of_data: Callable[[], None] | None = None
 
 
 def _min_watermark() -> int:

@@ -148,6 +148,8 @@ class StreamTask:
         self.final_checkpoint = settings.final_checkpoint
         #: The old channels of a rescaled restore were re-emitted (``deployment.reemit``).
         self._reemitted = False
+        #: Tells the JobMaster the data ended and the final checkpoint is awaited (FLINK-28386).
+        self._report_end_of_data = checkpoint_io.end_of_data if checkpoint_io else None
         #: The checkpoint side of this subtask; None without ``checkpoint_io``.
         self.checkpointer: SubtaskCheckpointer | None = None
         if checkpoint_io is not None:
@@ -405,6 +407,8 @@ class StreamTask:
         lifecycle = self.lifecycle
         assert isinstance(lifecycle, Running), lifecycle
         finishing = lifecycle.end_of_data(last, wait, drain)
+        if wait and not savepoint_follows and self._report_end_of_data is not None:
+            self._report_end_of_data()  # a stop's savepoint is triggered already
         if all(g.is_finished for g in self.gates):
             finishing = finishing.all_inputs_ended()
         self.lifecycle = finishing

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from undertow.core.config import Configuration
 from undertow.core.errors import RestoreError
-from undertow.core.types import AttemptNumber
+from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
 from undertow.graph.job_graph import JobGraph, JobVertex
 from undertow.runtime.checkpoint.channel_recovery import WorkerChannelRecovery
 from undertow.runtime.checkpoint.channel_state_files import (
@@ -35,7 +35,12 @@ from undertow.runtime.checkpoint.restore_fault import apply_to_snapshot
 from undertow.runtime.checkpoint.restore_plan import unclaimed_message
 from undertow.runtime.checkpoint.settings import CheckpointSettings
 from undertow.runtime.checkpoint.snapshot import SubtaskSnapshot
-from undertow.runtime.control.messages import ChannelStateRecovered, Deploy, TasksDeployed
+from undertow.runtime.control.messages import (
+    ChannelStateRecovered,
+    Deploy,
+    TaskEndOfData,
+    TasksDeployed,
+)
 from undertow.runtime.control.placement import ChannelSpec, ExecutionPlan, plan_execution
 from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
@@ -140,6 +145,10 @@ class TaskDeploymentBuilder:
                 state_writer=self.storage.write_file if self.storage is not None else None,
                 executor=self.io_pool, channel_state_writer=channel_state_writer,
                 shared_writer=self.storage.write_shared_file if self.storage is not None else None,
+                end_of_data=functools.partial(
+                    self._link.send,
+                    TaskEndOfData(self.attempt, VertexId(vertex_id), SubtaskIndex(subtask)),
+                ),
             )  # fmt: skip
             recovered: Callable[[], None] | None = None
             recovery = deployment.channel_recovery
