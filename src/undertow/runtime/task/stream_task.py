@@ -149,7 +149,7 @@ class StreamTask:
         #: The old channels of a rescaled restore were re-emitted (``deployment.reemit``).
         self._reemitted = False
         #: Tells the JobMaster the data ended and the final checkpoint is awaited (FLINK-28386).
-        self._report_end_of_data = checkpoint_io.end_of_data if checkpoint_io else None
+        self._report_end_of_data = None if checkpoint_io is None else checkpoint_io.end_of_data
         #: The checkpoint side of this subtask; None without ``checkpoint_io``.
         self.checkpointer: SubtaskCheckpointer | None = None
         if checkpoint_io is not None:
