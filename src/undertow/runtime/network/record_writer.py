@@ -75,6 +75,9 @@ class RecordWriter:
         self._sizes = [segment_size] * n
         self._limits: list[int | None] = [None] * n
         self._thresholds = [1] * n
+        #: Records a segment takes at the current estimate (90% of it): the most one buffer
+        #: handed over within this process holds.
+        self._natural = segment_size
         self._cuts = [False] * n
         self._cutting = False
         partition.buffer_size_listener = self._on_new_buffer_size
@@ -134,6 +137,7 @@ class RecordWriter:
         per_record = self._bytes_per_record
         segment = self.segment_size
         sizes, limits, thresholds, cuts = self._sizes, self._limits, self._thresholds, self._cuts
+        self._natural = max(1, int(segment * 0.9 / per_record)) if per_record > 0.0 else segment
         for ch, size in enumerate(sizes):
             if per_record <= 0.0:
                 natural = threshold = size
@@ -204,6 +208,11 @@ class RecordWriter:
             return
         n = len(values)
         step = self._thresholds[ch] if self._cuts[ch] and how is not _Flush.WHOLE else n
+        local = self._hands_over and self.partition.subpartitions[ch].in_process
+        if local and step > self._natural and not arrow_payload.is_arrow_batch(values):
+            # handed over in buffers of at most a segment's worth (what a buffer stands for
+            # in credits and debloating), not serialized for being longer than one
+            step = self._natural
         end = n - n % step if how is _Flush.FULL_BATCHES and step < n else n
         if end < n:
             self._values[ch] = values[end:]
@@ -213,7 +222,6 @@ class RecordWriter:
             self._stamps[ch] = None
         buffers: list[Buffer] = []
         per_record, segment = self._bytes_per_record, self.segment_size
-        local = self._hands_over and self.partition.subpartitions[ch].in_process
         for start in range(0, end, step):
             if step >= n:  # the whole pending list, no copy
                 part, part_stamps = values, stamps
