@@ -208,12 +208,13 @@ class RecordWriter:
             return
         n = len(values)
         step = self._thresholds[ch] if self._cuts[ch] and how is not _Flush.WHOLE else n
+        end = n - n % step if how is _Flush.FULL_BATCHES and step < n else n
         local = self._hands_over and self.partition.subpartitions[ch].in_process
         if local and step > self._natural and not arrow_payload.is_arrow_batch(values):
             # handed over in buffers of at most a segment's worth (what a buffer stands for
-            # in credits and debloating), not serialized for being longer than one
+            # in credits and debloating), not serialized for being longer than one; all of
+            # ``end`` goes, as a serialized batch's last, partial buffer would
             step = self._natural
-        end = n - n % step if how is _Flush.FULL_BATCHES and step < n else n
         if end < n:
             self._values[ch] = values[end:]
             self._stamps[ch] = None if stamps is None else stamps[end:]
