@@ -364,7 +364,8 @@ def compare_pieces(args: argparse.Namespace, sides: dict[str, Path], prefix: lis
             done = subprocess.run(cmd, cwd=sides[name], capture_output=True, text=True,
                                   check=True)  # fmt: skip
             pieces = {}
-            for line in done.stdout.splitlines()[1:]:
+            table = done.stdout.split("\n\n", 1)[0]  # the budget follows a blank line
+            for line in table.splitlines()[1:]:
                 piece, ns = line.rsplit(maxsplit=1)
                 pieces[piece.strip()] = float(ns)
             results[name].append(pieces)

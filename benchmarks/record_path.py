@@ -17,8 +17,13 @@ key-group routing to 2 channels, pickling the batch and unpickling it (channels 
 workers; a channel within one worker hands the batch over unserialized; unpickling makes every
 record's tuple and its key's int object: the same batch with keys below 257, whose ints Python
 keeps cached, and the keys alone show the parts of that), the pairs rebuilt from
-two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), and the
-plain Python loop ``throughput.py`` uses as its baseline.
+two int64 arrays (the floor of any columnar encoding of the batch: making the tuples), the
+plain Python loop ``throughput.py`` uses as its baseline, and the loop of ``record_vs_loop.py``
+(the record path's target), which calls the job's map and key functions.
+
+Last, the budget: what a job at that target's ratio (0.7x) may spend per record, against what
+its map and keyed fold alone take (the work the loop does too, in the engine's form), and what
+is left for routing, the exchange between workers and scheduling.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 
 BATCH = 4096
+#: The loop that calls the job's functions, as ``record_vs_loop.py``'s (its target's) does.
+LOOP_CALLING = "loop calling map, key (target's)"
+#: ``record_vs_loop.py``'s goal: the job's records per CPU second over that loop's.
+TARGET_RATIO = 0.7
 
 
 def pieces() -> dict[str, Callable[[], Any]]:
@@ -78,6 +87,17 @@ def pieces() -> dict[str, Callable[[], Any]]:
             sums[t[0]] = new
             out.append(new)
 
+    def calling_loop() -> None:  # record_vs_loop.py's loop: the user's functions called
+        sums: dict[int, tuple[int, int]] = {}
+        out = []
+        for x in numbers:
+            t = mapper(x)
+            k = key(t)
+            old = sums.get(k)
+            new = t if old is None else (old[0], old[1] + t[1])
+            sums[k] = new
+            out.append(new)
+
     return {
         "map (job's lambda)": lambda: [mapper(x) for x in numbers],
         "sum: key selection": lambda: [key(v) for v in pairs],
@@ -92,6 +112,7 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "unpickle the keys alone": lambda: pickle.loads(keys_alone),
         "pairs from two int64 arrays": lambda: list(zip(firsts, seconds)),
         "plain Python loop (baseline)": plain_loop,
+        LOOP_CALLING: calling_loop,
     }
 
 
@@ -109,8 +130,27 @@ def main() -> None:
             call()
             best[name] = min(best[name], time.perf_counter() - start)
     print(f"{'piece':<32}{'ns/record':>10}  (gc threshold {gc.get_threshold()[0]})")
-    for name, seconds in best.items():
-        print(f"{name:<32}{seconds / BATCH * 1e9:>10.1f}")
+    ns = {name: seconds / BATCH * 1e9 for name, seconds in best.items()}
+    for name, value in ns.items():
+        print(f"{name:<32}{value:>10.1f}")
+    print_budget(ns)
+
+
+def print_budget(ns: dict[str, float]) -> None:
+    """What a job at the target's ratio may spend per record, against what its map and keyed
+    fold alone take: the work a bare loop does too, in the engine's form (the key selector
+    called in the fold, the state's table per key group). Whatever is left is all the engine
+    may spend on routing, the exchange and scheduling at p=2."""
+    budget = ns[LOOP_CALLING] / TARGET_RATIO
+    user = ns["map (job's lambda)"] + ns["sum: keys + fold into heap state"]
+    routing = ns["key_by routing, 2 channels"]
+    exchange = (ns["pickle the batch"] + ns["unpickle the batch"]) / 2  # half the records
+    print(
+        f"\na job at {TARGET_RATIO}x that loop: {budget:.1f} ns a record; its map and keyed fold "
+        f"take {user:.1f}, which leaves {budget - user:.1f} for the engine; key_by routing "
+        f"takes {routing:.1f} and the exchange of half the records between workers "
+        f"{exchange:.1f}"
+    )
 
 
 if __name__ == "__main__":
