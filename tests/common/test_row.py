@@ -9,6 +9,7 @@ import cloudpickle
 import pytest
 
 from undertow.common import Row, RowKind, types
+from undertow.common import row as row_module
 
 
 def test_pyflinks_types_module_holds_the_same_classes() -> None:
@@ -150,3 +151,62 @@ def test_pickle_keeps_names_and_kind(dumps: object) -> None:
 
 def test_unnamed_insert_row_carries_no_instance_state() -> None:
     assert Row(1, 2).__dict__ == {}
+
+
+def test_a_named_rows_fields_are_read_without_getattr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``row.user`` is a descriptor of the names' class, read in C like a namedtuple's field:
+    the failed lookup and ``__getattr__`` it took cost ~1.9 us (benchmarks/row_access.py)."""
+    rows = [Row(user="u", amount=3), Row("user", "amount")("u", 3), row_module._create_row(
+        ["user", "amount"], ("u", 3))]  # fmt: skip
+    renamed = Row("u", 3)
+    renamed.set_field_names(["user", "amount"])
+
+    def refuse(self: Row, name: str) -> object:
+        raise AssertionError(f"__getattr__ called for {name!r}")
+
+    monkeypatch.setattr(Row, "__getattr__", refuse)
+    for row in [*rows, renamed]:
+        assert row.user == "u" and row.amount == 3
+        assert type(row) is type(rows[0]) and isinstance(row, Row)
+        assert row.__dict__ == {}, "the names are the class's, not each row's"
+
+
+def test_names_that_are_not_plain_attributes_stay_readable() -> None:
+    row = Row("a", "a", "count", "_x", "not an identifier")(1, 2, 3, 4, 5)
+    assert row.a == 1 and row["a"] == 1  # a repeated name reads its first field (list.index)
+    assert callable(row.count) and row["count"] == 3  # Row's method, as before
+    assert row["_x"] == 4 and row["not an identifier"] == 5
+    with pytest.raises(AttributeError):
+        _ = row._x
+    assert getattr(row, "not an identifier") == 5
+
+
+def test_a_named_rows_class_refuses_a_wrong_number_of_values() -> None:
+    cls = type(Row(a=1, b=2))
+    assert cls(3, 4) == Row(a=3, b=4) and cls(3, 4)._fields == ["a", "b"]
+    with pytest.raises(ValueError, match="2 fields"):
+        cls(3)
+
+
+def test_past_the_class_limit_rows_keep_their_names_themselves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(row_module, "NAMED_CLASS_LIMIT", len(row_module._named_classes))
+    row = Row(never_seen_before=1, other=2)
+    assert type(row) is Row and row.__dict__ == {"_fields": ["never_seen_before", "other"]}
+    assert row.never_seen_before == 1 and row["other"] == 2
+    assert row == Row(never_seen_before=1, other=2)
+    assert pickle.loads(pickle.dumps(row))._fields == ["never_seen_before", "other"]
+    renamed = Row(1, 2)
+    renamed.set_field_names(["p", "q_never_seen"])
+    assert type(renamed) is Row and renamed.q_never_seen == 2
+
+
+def test_a_row_class_keeps_its_kind_and_one_class_serves_each_names() -> None:
+    person = Row("name", "age")
+    person.set_row_kind(RowKind.DELETE)
+    assert person("a", 1).get_row_kind() is RowKind.DELETE
+    # two threads may both miss the cache and make a class: the first one stored wins
+    names = ("t1", "t2", "t3")
+    assert row_module._named_class(names) is row_module._named_class(names)
+    assert type(row_module._named((1, 2, 3), names)) is row_module._named_class(names)

@@ -90,7 +90,7 @@ def test_construction_errors() -> None:
 def test_row_conform_from_tuple_list_dict_and_row() -> None:
     for value in [("a", 1), ["a", 1], {"x": 1, "name": "a"}, Row("a", 1)]:
         row = ROW.conform(value)
-        assert type(row) is Row
+        assert isinstance(row, Row) and type(row).__name__ == "Row"
         assert row == Row(name="a", x=1) and row._fields == ["name", "x"]
     assert ROW.conform({"name": "a"}) == ("a", None)  # missing keys are None, as in PyFlink
 
@@ -114,7 +114,7 @@ class _Sensor:
 def test_row_conform_reads_a_plain_objects_attributes_by_field_name() -> None:
     # PyFlink's from_collection reads obj.__dict__ by the row type's names (issue 26, item 3).
     row = ROW.conform(_Sensor("s1", 7))
-    assert type(row) is Row and tuple(row) == ("s1", 7) and row._fields == ["name", "x"]
+    assert isinstance(row, Row) and tuple(row) == ("s1", 7) and row._fields == ["name", "x"]
     sparse = _Sensor("s1", 7)
     del sparse.x
     assert ROW.conform(sparse) == ("s1", None)  # a missing attribute is null, as in PyFlink

@@ -1,18 +1,17 @@
 """``Row`` and ``RowKind``, shaped like PyFlink's ``pyflink.common.Row``.
 
 A :class:`Row` is a tuple of field values with optional field names and a :class:`RowKind`
-(the change-log flag of Flink's table runtime; ``INSERT`` unless set)::
+(``INSERT`` unless set): ``Row(1, "a")``, ``Row(x=1, name="a")`` (names in the order given, as
+PyFlink 2.x), ``Person = Row("name", "age"); Person("Alice", 11)`` (a row "class").
 
-    Row(1, "a")                 # <Row(1, 'a')>         positional, unnamed
-    Row(x=1, name="a")          # Row(x=1, name='a')    named, in the order given (PyFlink 2.x)
-    Person = Row("name", "age") # a row "class": calling it makes named rows
-    Person("Alice", 11)         # Row(name='Alice', age=11)
+Named rows are instances of one subclass of ``Row`` per tuple of names, made on first use and
+shared (at most :data:`NAMED_CLASS_LIMIT`; past it a row keeps its names itself), whose names
+are properties reading the field in C, as a namedtuple's (``row.user`` took a failed lookup and
+``__getattr__``, 25-40x slower). Equality is positional: ``Row(a=1, b=2) != Row(b=2, a=1)``.
 
-Threading: a row is a plain value object. Its values are immutable; ``set_row_kind`` and
-``set_field_names`` mutate it and are meant for the thread that built it, before it is emitted.
-
-Equality is positional: ``Row(a=1, b=2) != Row(b=2, a=1)``. The longer story: docs/design.md,
-"Module notes", under this module's name.
+Threading: a row is a plain value object; ``set_row_kind`` and ``set_field_names`` mutate it
+and are meant for the thread that built it, before it is emitted. The classes' cache is shared
+by all threads (one class per names wins). More: docs/design.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -20,6 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
+
+try:  # CPython: namedtuple's field descriptor, reading the item in C (not through __getitem__)
+    from _collections import _tuplegetter
+except ImportError:  # another Python: the same read, through a function  # pragma: no cover
+
+    def _tuplegetter(index: int, doc: str | None) -> Any:
+        return property(lambda row: tuple.__getitem__(row, index), doc=doc)
+
 
 __all__ = ["Row", "RowKind"]
 
@@ -45,23 +52,59 @@ _SHORT_STRINGS = {
 }
 
 
+#: Most classes of named rows made (one per distinct tuple of names): a stream whose rows name
+#: their fields from data (JSON keys) must not grow them without end.
+NAMED_CLASS_LIMIT = 4096
+_named_classes: dict[tuple[str, ...], type[Row]] = {}
+
+
+def _named(values: Any, names: Sequence[Any]) -> Row:
+    """A row of ``values`` named ``names``: an instance of the names' class, or (names not all
+    strings, or the classes at their limit) a plain ``Row`` holding a copy of the names."""
+    key = tuple(names)
+    cls = _named_classes.get(key) or _named_class(key)
+    if cls is not None:
+        return tuple.__new__(cls, values)
+    row = tuple.__new__(Row, values)
+    row.__dict__["_fields"] = list(key)
+    return row
+
+
+def _named_class(names: tuple[Any, ...]) -> type[Row] | None:
+    """The class of rows named ``names``, made now; ``None`` if it cannot or may not be."""
+    if len(_named_classes) >= NAMED_CLASS_LIMIT or not all(type(n) is str for n in names):
+        return None
+    namespace: dict[str, Any] = {
+        "__slots__": (),
+        "__module__": __name__,
+        "__qualname__": "Row",
+        "__doc__": Row.__doc__,
+        "_fields": list(names),
+    }
+    for i, name in enumerate(names):
+        # A name also a method or attribute of Row stays that (``row["count"]`` reads the
+        # field), as do private names and a repeated name's later fields (``list.index``).
+        plain = name.isidentifier() and not name.startswith("_")
+        if plain and name not in namespace and name not in _ROW_ATTRIBUTES:
+            namespace[name] = _tuplegetter(i, f"field {i} of the row, {name!r}")
+    cls = type("Row", (Row,), namespace)
+    return _named_classes.setdefault(names, cls)  # one class per names across threads
+
+
 def _create_row(
     fields: Sequence[str] | None, values: Sequence[Any], row_kind: RowKind | None = None
 ) -> Row:
     """Build a row from its parts (also the unpickling entry point)."""
-    row = Row(*values)
-    if fields is not None:
-        row.__dict__["_fields"] = list(fields)
+    row = tuple.__new__(Row, values) if fields is None else _named(values, fields)
     if row_kind is not None and row_kind is not RowKind.INSERT:
         row.__dict__["_row_kind"] = row_kind
     return row
 
 
 def _row_with_fields(values: Sequence[Any], fields: list[str], row_kind: RowKind) -> Row:
-    """Build a named row that shares ``fields`` (no copy): for type-driven conversion, where
-    every row of a stream has the same names. ``set_field_names`` replaces, never mutates, it."""
-    row = tuple.__new__(Row, values)
-    row.__dict__["_fields"] = fields
+    """Build a named row: for type-driven conversion, where every row of a stream has the
+    same names (they are its class's)."""
+    row = _named(values, fields)
     if row_kind is not RowKind.INSERT:
         row.__dict__["_row_kind"] = row_kind
     return row
@@ -82,9 +125,12 @@ class Row(tuple[Any, ...]):
         if kwargs:
             if args:
                 raise ValueError("cannot use both positional and named values to create a Row")
-            row = tuple.__new__(cls, kwargs.values())
-            row.__dict__["_fields"] = list(kwargs)
-            return row
+            named = _named_classes.get(tuple(kwargs))
+            if named is not None:
+                return tuple.__new__(named, kwargs.values())
+            return _named(kwargs.values(), tuple(kwargs))
+        if cls is not Row and len(args) != len(cls._fields or args):  # a named row's class
+            raise ValueError(f"{cls._fields} are {len(cls._fields or ())} fields: got {args!r}")
         return tuple.__new__(cls, args)
 
     # PyFlink API ---------------------------------------------------------------------------
@@ -111,19 +157,28 @@ class Row(tuple[Any, ...]):
             raise ValueError(
                 f"{len(names)} field names {names!r} for a row of {len(self)} values {self!r}"
             )
-        self.__dict__["_fields"] = names
+        cls = _named_classes.get(tuple(names)) or _named_class(tuple(names))
+        if cls is None:
+            self.__dict__["_fields"] = names
+        else:
+            self.__dict__.pop("_fields", None)
+            object.__setattr__(self, "__class__", cls)  # Row's own __setattr__ refuses
 
     def __call__(self, *args: Any) -> Row:
         """Use a row of names as a row class: ``Row("name", "age")("Alice", 11)``."""
         names = tuple(self)
-        if not all(isinstance(name, str) for name in names):
+        cls = _named_classes.get(names)  # only names that are all strings have a class
+        if cls is None and not all(isinstance(name, str) for name in names):
             raise TypeError(f"{self!r} is not a row class: its values are not all field names")
         if len(args) != len(names):
             raise ValueError(
                 f"row class with fields {list(names)} expects {len(names)} values, "
                 f"got {len(args)}: {args!r}"
             )
-        return _create_row(names, args, self._row_kind)
+        row = tuple.__new__(cls, args) if cls is not None else _named(args, names)
+        if self._row_kind is not RowKind.INSERT:
+            row.__dict__["_row_kind"] = self._row_kind
+        return row
 
     # field access --------------------------------------------------------------------------
     def _index_of(self, name: str) -> int:
@@ -136,6 +191,7 @@ class Row(tuple[Any, ...]):
         raise KeyError(f"{name!r} is not a field of {self!r}")
 
     def __getitem__(self, item: Any) -> Any:
+        # two parameters exactly: CPython then inlines the call of a row[...] (no C frame)
         if isinstance(item, str):
             return tuple.__getitem__(self, self._index_of(item))
         return tuple.__getitem__(self, item)
@@ -182,6 +238,10 @@ class Row(tuple[Any, ...]):
             values = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
             return f"Row({values})"
         return "<Row({})>".format(", ".join(repr(value) for value in self))
+
+
+#: Names a named row's class does not make properties of: what ``Row`` already has.
+_ROW_ATTRIBUTES = frozenset(dir(Row))
 
 
 def _as_plain(value: Any) -> Any:
