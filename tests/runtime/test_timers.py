@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from undertow.runtime.task.timers import InternalTimer, InternalTimerService
 from undertow.state.heap import HeapKeyedStateBackend
+from undertow.state.key_groups import assign_to_key_group
 
 
 class ManualClock:
@@ -383,10 +385,50 @@ def test_a_timer_snapshot_is_the_timers_at_the_snapshot_and_pickles_only_when_re
     restored = TimerServiceManager(restored_backend, ManualClock())
     restored.restore(dict(blobs.items()))
     again = restored.get("window", Recorder(restored_backend))
-    assert len(hashed) == 600
+    assert sorted(hashed) == list(range(300)), "each key hashed once, for its two timers"
     assert sorted((t.timestamp, t.key) for t in again.processing_time_timers()) == [
         (1000 + k, k) for k in range(300)
     ]
     assert sorted((t.timestamp, t.key) for t in again.event_time_timers()) == [
         (5000 + k, k) for k in range(300)
+    ]
+
+
+def test_timers_of_a_snapshot_written_as_a_list_restore() -> None:
+    """Blobs written before 2026-12-01 hold a list of (service, domain, ts, key, ns)."""
+    from undertow.runtime.task.timers import TimerServiceManager
+
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    old = [("window", "event", 5000, 7, "w"), ("window", "processing", 1000, 7, "w")]
+    manager = TimerServiceManager(backend, ManualClock())
+    manager.restore({assign_to_key_group(7, 128): pickle.dumps(old)})
+    service = manager.get("window", Recorder(backend))
+    assert [(t.timestamp, t.key) for t in service.event_time_timers()] == [(5000, 7)]
+    assert [(t.timestamp, t.key) for t in service.processing_time_timers()] == [(1000, 7)]
+
+
+def test_timers_restored_for_a_service_not_made_yet_go_into_the_next_snapshot() -> None:
+    """A restored operator that has not created a timer service yet still snapshots its
+    timers, in the current format."""
+    from undertow.runtime.task.timers import TimerServiceManager
+
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    source = TimerServiceManager(backend, ManualClock())
+    service = source.get("window", Recorder(backend))
+    for key in range(20):
+        backend.set_current_key(key)
+        service.register_event_time_timer("w", 100 + key)
+        service.register_processing_time_timer("w", 200 + key)
+    waiting = TimerServiceManager(HeapKeyedStateBackend("op", 128, range(128), lambda: 0),
+                                  ManualClock())  # fmt: skip
+    waiting.restore(dict(source.snapshot().items()))
+    again_backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    again = TimerServiceManager(again_backend, ManualClock())
+    again.restore(dict(waiting.snapshot().items()))
+    restored = again.get("window", Recorder(again_backend))
+    assert sorted((t.timestamp, t.key) for t in restored.event_time_timers()) == [
+        (100 + k, k) for k in range(20)
+    ]
+    assert sorted((t.timestamp, t.key) for t in restored.processing_time_timers()) == [
+        (200 + k, k) for k in range(20)
     ]

@@ -348,42 +348,67 @@ class TimerServiceManager:
         self._restored: dict[str, list[tuple[str, int, Any, Any]]] = {}
 
     def snapshot(self, native: bool = False) -> dict[int, bytes]:
-        """Timers of all services, one blob per key group: (service, domain, ts, key, ns).
-        The synchronous part copies each queue's set of (immutable) timer tuples (a queue in
-        RocksDB is read); grouping by key group and pickling run when the result is read or
-        stepped (a :class:`~undertow.state.heap_snapshot.DeferredBlobs`). ``native``: the
-        keyed backend takes a native checkpoint, which holds the queues in RocksDB already."""
+        """Timers of all services, one blob per key group: ``{(service, domain): [(ts, key,
+        ns), ...]}``, in no order (a restore pushes them on a heap). The synchronous part
+        copies each queue's set of (immutable) timer tuples (a queue in RocksDB is read), and
+        the timers restored for a service not made yet; grouping by key group and pickling
+        run when the result is read or stepped (a
+        :class:`~undertow.state.heap_snapshot.DeferredBlobs`), each distinct key hashed once
+        and each timer tuple stored as it is. ``native``: the keyed backend takes a native
+        checkpoint, which holds the queues in RocksDB already."""
         taken = [(name, domain, queue.entries()) for name, service in self.services.items()
                  for domain, queue in (("event", service._event),
                                        ("processing", service._processing))
                  if not (native and _in_db(queue))]  # fmt: skip
-        restored = [(name, list(pending)) for name, pending in self._restored.items()]
+        for name, pending in self._restored.items():
+            for domain in ("event", "processing"):
+                waiting = [(ts, key, ns) for d, ts, key, ns in pending if d == domain]
+                taken.append((name, domain, waiting))
+        if not any(entries for _, _, entries in taken):
+            return {}
         maxp = self._backend.max_parallelism
 
         def compute() -> dict[int, bytes]:
-            by_group: dict[int, list[tuple[str, str, int, Any, Any]]] = {}
+            by_group: dict[int, dict[tuple[str, str], list[tuple[int, Any, Any]]]] = {}
+            group_of: dict[Any, int] = {}  # keys repeat across timers: hash each once
             for name, domain, entries in taken:
-                for ts, key, ns in sorted(entries, key=_timestamp):
-                    group = assign_to_key_group(key, maxp)
-                    by_group.setdefault(group, []).append((name, domain, ts, key, ns))
-            for name, pending in restored:
-                for domain, ts, key, ns in pending:
-                    group = assign_to_key_group(key, maxp)
-                    by_group.setdefault(group, []).append((name, domain, ts, key, ns))
-            return {g: pickling.dumps(entries) for g, entries in by_group.items()}
+                queue = (name, domain)
+                for timer in entries:
+                    key = timer[1]
+                    try:
+                        group = group_of[key]
+                    except KeyError:
+                        group = group_of[key] = assign_to_key_group(key, maxp)
+                    except TypeError:  # unhashable: a queue in RocksDB may hold such a key
+                        group = assign_to_key_group(key, maxp)
+                    lists = by_group.get(group)
+                    if lists is None:
+                        lists = by_group[group] = {}
+                    timers = lists.get(queue)
+                    if timers is None:
+                        timers = lists[queue] = []
+                    timers.append(timer)
+            return {g: pickling.dumps(lists) for g, lists in by_group.items()}
 
-        if not any(entries for _, _, entries in taken) and not any(p for _, p in restored):
-            return {}
         return DeferredBlobs(compute)
 
     def restore(self, blobs: dict[int, bytes]) -> None:
-        """Load timers of the key groups this subtask owns (others are ignored)."""
+        """Load timers of the key groups this subtask owns (others are ignored). A blob is a
+        dict of the queues' timers (see :meth:`snapshot`) or, written before 2026-12-01, a list
+        of ``(service, domain, ts, key, ns)``."""
         owned = self._backend.key_group_range
+        restored = self._restored
         for group, blob in blobs.items():
             if group not in owned:
                 continue
-            for name, domain, ts, key, ns in pickle.loads(blob):
-                self._restored.setdefault(name, []).append((domain, ts, key, ns))
+            timers = pickle.loads(blob)
+            if isinstance(timers, dict):
+                for (name, domain), entries in timers.items():
+                    pending = restored.setdefault(name, [])
+                    pending.extend((domain, ts, key, ns) for ts, key, ns in entries)
+            else:
+                for name, domain, ts, key, ns in timers:
+                    restored.setdefault(name, []).append((domain, ts, key, ns))
 
     def _register_restored(self, service: InternalTimerService) -> None:
         current = self._backend.get_current_key()
