@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.common import Row
 from undertow.core.errors import GraphBuildError, SerializationError
 from undertow.runtime.network.buffer import (
     BatchDeserializer,
@@ -181,3 +182,13 @@ def test_a_handed_over_batch_is_serialized_once_when_read_as_bytes() -> None:
     assert len(buffer) == 123, "what the accounting counted does not change"
     batch = BatchDeserializer().add(buffer)
     assert batch is not None and batch[0] is values
+
+
+def test_named_rows_of_one_class_cross_with_their_names_once() -> None:
+    """A batch of named rows (a PyFlink job's usual records) is written as the names and plain
+    tuples (``common.row_batches``): 67 bytes a row before, when each row pickled itself."""
+    rows = [Row(user=i % 1000, amount=i % 7, ts=i // 10) for i in range(4096)]
+    data = serialize_batch(rows, None)
+    assert len(data) < 12 * len(rows)
+    values, stamps = BatchDeserializer().add(Buffer(data)) or ([], None)
+    assert values == rows and stamps is None and values[9].amount == 2

@@ -70,6 +70,15 @@ def _named(values: Any, names: Sequence[Any]) -> Row:
     return row
 
 
+def row_class(names: tuple[str, ...] | None) -> type[Row] | None:
+    """The class of rows named ``names`` (``Row`` itself for ``None``: unnamed rows), made on
+    first use; ``None`` for names not all strings, or past :data:`NAMED_CLASS_LIMIT` (a row
+    named so keeps its names itself, see :func:`_named`)."""
+    if names is None:
+        return Row
+    return _named_classes.get(names) or _named_class(names)
+
+
 def _named_class(names: tuple[Any, ...]) -> type[Row] | None:
     """The class of rows named ``names``, made now; ``None`` if it cannot or may not be."""
     if len(_named_classes) >= NAMED_CLASS_LIMIT or not all(type(n) is str for n in names):

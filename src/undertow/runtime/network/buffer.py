@@ -22,6 +22,7 @@ from typing import Any
 
 import cloudpickle
 
+from undertow.common.row_batches import pack_rows
 from undertow.core import pickling
 from undertow.core.errors import SerializationError
 from undertow.runtime.network import arrow_payload
@@ -84,7 +85,7 @@ def serialize_batch(values: list[Any], timestamps: list[Any] | None) -> bytes:
     ``core.pickling``)."""
     if arrow_payload.is_arrow_batch(values):
         return arrow_payload.encode(values, timestamps)
-    payload = (values, timestamps)
+    payload = (pack_rows(values), timestamps)  # rows of one class: their names once
     try:
         return pickling.dumps_records(payload, len(values))
     except Exception as err:
