@@ -1,0 +1,178 @@
+"""Jobs written as PyFlink users write them, on two builds of undertow in the same run.
+
+The record path's other benchmarks keep records as int pairs. Ported PyFlink jobs carry named
+``Row`` records, read fields by attribute in every function and key by a lambda over a field;
+three such jobs, p=2 on the ``local`` target, checkpoints every second:
+
+- ``reduce``: ``map -> Row(user, amount, ts) -> key_by(r.user) -> reduce`` (a new row per
+  record);
+- ``window``: the same rows with event time from ``ts`` -> a 10 s tumbling event-time window
+  with an ``AggregateFunction`` (a mean of ``amount``);
+- ``timers``: a ``KeyedProcessFunction`` that counts per key in ``ValueState`` (a row) and
+  registers an event-time timer per record, as Flink's ``CountWithTimeoutFunction``.
+
+Each job's rows/s is steady-state (the difference of a run of all rows and one of an eighth).
+``--before PYTHON`` names the interpreter of another build (for instance a commit's venv under
+``.bench/commits/`` made by ``compare_commits.py``); the two sides alternate per round and the
+medians and after/before ratios are printed. Usage::
+
+    python benchmarks/pyflink_style.py [--rows N] [--rounds R] [--before PYTHON]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+JOBS = ("reduce", "window", "timers")
+
+
+def build(job: str, env: Any) -> None:
+    """Add ``job``'s operators to ``env`` (imports undertow here: the child's build)."""
+    from undertow.common import Duration, Row, Time, Types, WatermarkStrategy
+    from undertow.common.watermark_strategy import TimestampAssigner
+    from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
+    from undertow.datastream.functions import AggregateFunction, KeyedProcessFunction
+    from undertow.datastream.state import ValueStateDescriptor
+    from undertow.datastream.window import TumblingEventTimeWindows
+
+    class Stamp(TimestampAssigner):
+        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+            return int(value.ts)
+
+    class Mean(AggregateFunction):
+        def create_accumulator(self) -> tuple[int, int]:
+            return (0, 0)
+
+        def add(self, value: Any, accumulator: tuple[int, int]) -> tuple[int, int]:
+            return (accumulator[0] + value.amount, accumulator[1] + 1)
+
+        def get_result(self, accumulator: tuple[int, int]) -> float:
+            return accumulator[0] / accumulator[1]
+
+        def merge(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+            return (a[0] + b[0], a[1] + b[1])
+
+    class CountWithTimeout(KeyedProcessFunction):
+        def open(self, runtime_context: Any) -> None:
+            descriptor = ValueStateDescriptor("count", Types.PICKLED_BYTE_ARRAY())
+            self.state = runtime_context.get_state(descriptor)
+
+        def process_element(self, value: Any, ctx: Any) -> None:
+            current = self.state.value()
+            seen = 0 if current is None else current.seen
+            current = Row(key=value.user, seen=seen + 1, last=ctx.timestamp())
+            self.state.update(current)
+            ctx.timer_service().register_event_time_timer(current.last + 60_000)
+
+        def on_timer(self, timestamp: int, ctx: Any) -> Any:
+            result = self.state.value()
+            if result is not None and timestamp == result.last + 60_000:
+                yield result.key, result.seen
+
+    rows = env.from_source(
+        NumberSequenceSource(1, env.rows), WatermarkStrategy.no_watermarks(), "numbers"
+    ).map(lambda x: Row(user=x % 1000, amount=x % 7, ts=x // 10))
+    if job == "reduce":
+        out = rows.key_by(lambda r: r.user).reduce(
+            lambda a, b: Row(user=a.user, amount=a.amount + b.amount, ts=b.ts)
+        )
+    else:
+        timed = rows.assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(
+                Duration.of_seconds(1)
+            ).with_timestamp_assigner(Stamp())
+        ).key_by(lambda r: r.user)
+        if job == "window":
+            out = timed.window(TumblingEventTimeWindows.of(Time.seconds(10))).aggregate(Mean())
+        else:
+            out = timed.process(CountWithTimeout())
+    out.sink_to(DiscardingSink())
+
+
+def run(job: str, rows: int) -> float:
+    """Seconds to run ``job`` over ``rows`` numbers (in this process's undertow)."""
+    from undertow.common import Configuration
+    from undertow.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration(
+            {
+                "execution.target": "local",
+                "rest.port": "-1",
+                "execution.checkpointing.interval": "1 s",
+                # as throughput.NO_FINAL_CHECKPOINT: no idle wait for a final checkpoint
+                "execution.checkpointing.checkpoints-after-tasks-finish": "false",
+            }
+        )
+    )
+    env.set_parallelism(2)
+    env.rows = rows  # type: ignore[attr-defined]
+    build(job, env)
+    start = time.perf_counter()
+    env.execute(f"pyflink-style {job}")
+    return time.perf_counter() - start
+
+
+def child(rows: int) -> None:
+    """One round of every job in this interpreter: prints ``job rows/s`` lines."""
+    run("reduce", 20_000)  # the fork server's start, outside the timed runs
+    for job in JOBS:
+        small, full = run(job, rows // 8), run(job, rows)
+        print(f"{job} {(rows - rows // 8) / (full - small):.1f}", flush=True)
+
+
+def side(python: str, rows: int) -> dict[str, float]:
+    done = subprocess.run(
+        [python, __file__, "--child", "--rows", str(rows)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rates = {}
+    for line in done.stdout.splitlines():
+        job, _, rate = line.partition(" ")
+        if job in JOBS:
+            rates[job] = float(rate)
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=400_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", help="the Python of another build of undertow")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.rows)
+        return
+    import os
+
+    sides = {"after": sys.executable} if args.before is None else {
+        "before": args.before, "after": sys.executable}  # fmt: skip
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    for round_ in range(args.rounds):
+        order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
+        for name in order:
+            rates = side(sides[name], args.rows)
+            results[name].append(rates)
+            shown = ", ".join(f"{job} {rates[job]:,.0f}" for job in JOBS)
+            print(f"round {round_} {name:<6} rows/s: {shown} (load {os.getloadavg()[0]:.1f})",
+                  flush=True)  # fmt: skip
+    print(f"{'median rows/s':<14}" + "".join(f"{name:>12}" for name in sides) + (
+        f"{'after/before':>14}" if "before" in sides else ""))  # fmt: skip
+    for job in JOBS:
+        med = {name: statistics.median(r[job] for r in results[name]) for name in sides}
+        line = f"{job:<14}" + "".join(f"{med[name]:>12,.0f}" for name in sides)
+        if "before" in sides:
+            line += f"{med['after'] / med['before']:>14.2f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
