@@ -52,6 +52,9 @@ _SHORT_STRINGS = {
 }
 
 
+#: The tuple's own item read (a global: no attribute lookup per ``row[i]``).
+_tuple_item = tuple.__getitem__
+
 #: Most classes of named rows made (one per distinct tuple of names): a stream whose rows name
 #: their fields from data (JSON keys) must not grow them without end.
 NAMED_CLASS_LIMIT = 4096
@@ -202,8 +205,8 @@ class Row(tuple[Any, ...]):
     def __getitem__(self, item: Any) -> Any:
         # two parameters exactly: CPython then inlines the call of a row[...] (no C frame)
         if isinstance(item, str):
-            return tuple.__getitem__(self, self._index_of(item))
-        return tuple.__getitem__(self, item)
+            return _tuple_item(self, self._index_of(item))
+        return _tuple_item(self, item)
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails, i.e. for field names.
