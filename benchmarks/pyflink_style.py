@@ -8,6 +8,8 @@ three such jobs, p=2 on the ``local`` target, checkpoints every second:
   record);
 - ``window``: the same rows with event time from ``ts`` -> a 10 s tumbling event-time window
   with an ``AggregateFunction`` (a mean of ``amount``);
+- ``window-process``: the same window with a ``ProcessWindowFunction`` that counts the
+  window's elements (the window buffers every row in list state until it fires);
 - ``timers``: a ``KeyedProcessFunction`` that counts per key in ``ValueState`` (a row) and
   registers an event-time timer per record, as Flink's ``CountWithTimeoutFunction``.
 
@@ -28,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-JOBS = ("reduce", "window", "timers")
+JOBS = ("reduce", "window", "window-process", "timers")
 
 
 def build(job: str, env: Any) -> None:
@@ -36,7 +38,11 @@ def build(job: str, env: Any) -> None:
     from undertow.common import Duration, Row, Time, Types, WatermarkStrategy
     from undertow.common.watermark_strategy import TimestampAssigner
     from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
-    from undertow.datastream.functions import AggregateFunction, KeyedProcessFunction
+    from undertow.datastream.functions import (
+        AggregateFunction,
+        KeyedProcessFunction,
+        ProcessWindowFunction,
+    )
     from undertow.datastream.state import ValueStateDescriptor
     from undertow.datastream.window import TumblingEventTimeWindows
 
@@ -56,6 +62,10 @@ def build(job: str, env: Any) -> None:
 
         def merge(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
             return (a[0] + b[0], a[1] + b[1])
+
+    class Count(ProcessWindowFunction):
+        def process(self, key: Any, context: Any, elements: Any) -> Any:
+            yield key, sum(1 for _ in elements)
 
     class CountWithTimeout(KeyedProcessFunction):
         def open(self, runtime_context: Any) -> None:
@@ -87,8 +97,11 @@ def build(job: str, env: Any) -> None:
                 Duration.of_seconds(1)
             ).with_timestamp_assigner(Stamp())
         ).key_by(lambda r: r.user)
+        windowed = timed.window(TumblingEventTimeWindows.of(Time.seconds(10)))
         if job == "window":
-            out = timed.window(TumblingEventTimeWindows.of(Time.seconds(10))).aggregate(Mean())
+            out = windowed.aggregate(Mean())
+        elif job == "window-process":
+            out = windowed.process(Count())
         else:
             out = timed.process(CountWithTimeout())
     out.sink_to(DiscardingSink())

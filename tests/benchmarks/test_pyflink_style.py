@@ -16,7 +16,12 @@ from undertow.datastream import StreamExecutionEnvironment
 
 @pytest.mark.parametrize(
     ("job", "operator"),
-    [("reduce", "Keyed Reduce"), ("window", "Window"), ("timers", "KeyedProcess")],
+    [
+        ("reduce", "Keyed Reduce"),
+        ("window", "Window"),
+        ("window-process", "Window"),
+        ("timers", "KeyedProcess"),
+    ],
 )
 def test_each_job_builds_its_keyed_operator(job: str, operator: str) -> None:
     env = StreamExecutionEnvironment.get_execution_environment()

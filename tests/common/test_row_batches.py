@@ -9,7 +9,7 @@ import pytest
 
 from undertow.common import Row, RowKind
 from undertow.common import row as row_module
-from undertow.common.row_batches import RowsOfOneClass, pack_rows
+from undertow.common.row_batches import RowMapping, RowsOfOneClass, pack_rows, pack_values
 from undertow.core.pickling import dumps_records
 
 
@@ -84,3 +84,25 @@ def test_rows_unpacked_past_the_class_limit_keep_their_names(
     monkeypatch.setattr(row_module, "NAMED_CLASS_LIMIT", 0)
     back = pickle.loads(data)
     assert back == rows and back[4].limit_b == 4 and back[4]._fields == ["limit_a", "limit_b"]
+
+
+def test_a_states_rows_and_lists_of_rows_pickle_with_their_names_once() -> None:
+    values = {i: Row(user=i, amount=2 * i) for i in range(200)}
+    packed = pack_values(values)
+    assert isinstance(packed, RowMapping)
+    assert pickle.loads(pickle.dumps(packed)) == values
+    assert len(pickle.dumps(packed)) < len(pickle.dumps(values)) * 0.6
+    lists = {("w", i): [Row(user=i, amount=j) for j in range(20)] for i in range(10)}
+    lists[("w", 99)] = []
+    back = pickle.loads(pickle.dumps(pack_values(lists)))
+    assert back == lists and type(back[("w", 3)][0]) is type(lists[("w", 3)][0])
+    assert back[("w", 3)][5].amount == 5
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [{}, {1: (1, 2)}, {1: [1, 2]}, {1: Row(a=1), 2: Row(b=2)}, {1: Row(a=1), 2: 3}],
+    ids=["empty", "tuples", "lists-of-ints", "two-classes", "row-and-int"],
+)
+def test_other_entries_are_left_as_they_are(entries: dict[Any, Any]) -> None:
+    assert pack_values(entries) is entries

@@ -184,3 +184,31 @@ def test_a_key_group_that_cannot_be_serialized_fails_the_snapshot_not_the_record
     b.set_current_key(7)
     value.update(7)  # the bad value is gone
     assert pickle.loads(pickle.dumps(b.snapshot()))  # the next snapshot is fine
+
+
+def test_rows_in_state_are_snapshotted_with_their_names_once() -> None:
+    """Named rows in value state and window-like list state (a namespace per window) restore
+    equal, of their class, and the names are written once per key group, not once per row
+    (a ProcessWindowFunction's buffered rows were 61% of its job's CPU at each checkpoint)."""
+    from undertow.common import Row
+
+    b = backend()
+    s = states(b)
+    for key in range(64):
+        b.set_current_key(key)
+        s["v"].update(Row(user=key, amount=key * 2, ts=key))
+        s["l"].set_current_namespace(("window", key % 3))
+        for i in range(30):
+            s["l"].add(Row(user=key, amount=i, ts=i))
+    blobs = dict(b.snapshot().items())
+    assert sum(map(len, blobs.values())) < 64 * 31 * 15, "about 12 bytes a row, not 20"
+    restored = backend()
+    restored.restore(blobs)
+    r = states(restored)
+    for key in (0, 17, 63):
+        restored.set_current_key(key)
+        assert r["v"].value() == Row(user=key, amount=key * 2, ts=key)
+        assert r["v"].value().amount == key * 2
+        r["l"].set_current_namespace(("window", key % 3))
+        got = list(r["l"].get())
+        assert got == [Row(user=key, amount=i, ts=i) for i in range(30)] and got[4].amount == 4

@@ -8,6 +8,10 @@ class, are all ``INSERT`` and (unnamed ones) carry no names of their own into a
 :class:`RowsOfOneClass`, which pickles as the names and a list of plain tuples and unpickles as
 an equal list of rows (:func:`rows_from_tuples`); any other list is returned as it is.
 
+Keyed state holds rows too (a window's buffered elements, a process function's value):
+:func:`pack_values` does the same for one key group's entries of a state, whose values are rows
+of one class (a :class:`RowMapping`) or lists of rows (each list packed).
+
 Threading: pure functions of their arguments (the classes' cache is :mod:`.row`'s).
 """
 
@@ -63,3 +67,39 @@ def pack_rows(values: list[Any]) -> Any:
     if names is None and list(map(_fields_of, values)).count(None) != n:
         return values
     return RowsOfOneClass(names, list(map(tuple, values)))
+
+
+class RowMapping:
+    """A dict whose values are rows of one class, in the form pickle writes it: its keys and
+    a :class:`RowsOfOneClass`; unpickles as an equal dict."""
+
+    __slots__ = ("keys", "rows")
+
+    def __init__(self, keys: list[Any], rows: RowsOfOneClass) -> None:
+        self.keys = keys
+        self.rows = rows
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict_from_rows, (self.keys, self.rows)
+
+
+def dict_from_rows(keys: list[Any], rows: list[Row]) -> dict[Any, Row]:
+    """The dict of :class:`RowMapping` (``rows`` unpickled from its packed form)."""
+    return dict(zip(keys, rows, strict=True))
+
+
+def pack_values(entries: dict[Any, Any]) -> Any:
+    """``entries`` (a state's entries in one key group) in the form that pickles rows as
+    :func:`pack_rows` does: a :class:`RowMapping` if every value is a row of one class, a new
+    dict of the lists packed if the values are lists of rows, else ``entries`` itself (never
+    changed). Cost: a look at the first value; then a pass over the values if it is a row or
+    a list of rows."""
+    if not entries:
+        return entries
+    first = next(iter(entries.values()))
+    if isinstance(first, Row):
+        rows = pack_rows(list(entries.values()))
+        return RowMapping(list(entries), rows) if isinstance(rows, RowsOfOneClass) else entries
+    if type(first) is list and first and isinstance(first[0], Row):
+        return {k: pack_rows(v) if type(v) is list else v for k, v in entries.items()}
+    return entries

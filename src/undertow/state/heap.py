@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from undertow.common.row_batches import pack_values
 from undertow.core import pickling
 from undertow.core.errors import StateError
 from undertow.state.backend import (
@@ -385,6 +386,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 windowed = self._live_entries(table, windowed, now)
                 if not void and not windowed:
                     continue
+            else:  # rows (values, or a window's lists of them) pickled as names and tuples
+                void, windowed = pack_values(void), pack_values(windowed)
             states[name] = (table.kind, table.ttl, void, windowed)
         if not states:
             return None
