@@ -37,6 +37,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import record_vs_loop
+
 from undertow.core.config import Options
 from undertow.datastream.field_functions import field_aggregator
 from undertow.graph.partitioners import KeyGroupStreamPartitioner
@@ -87,17 +89,6 @@ def pieces() -> dict[str, Callable[[], Any]]:
             sums[t[0]] = new
             out.append(new)
 
-    def calling_loop() -> None:  # record_vs_loop.py's loop: the user's functions called
-        sums: dict[int, tuple[int, int]] = {}
-        out = []
-        for x in numbers:
-            t = mapper(x)
-            k = key(t)
-            old = sums.get(k)
-            new = t if old is None else (old[0], old[1] + t[1])
-            sums[k] = new
-            out.append(new)
-
     return {
         "map (job's lambda)": lambda: [mapper(x) for x in numbers],
         "sum: key selection": lambda: [key(v) for v in pairs],
@@ -112,7 +103,7 @@ def pieces() -> dict[str, Callable[[], Any]]:
         "unpickle the keys alone": lambda: pickle.loads(keys_alone),
         "pairs from two int64 arrays": lambda: list(zip(firsts, seconds)),
         "plain Python loop (baseline)": plain_loop,
-        LOOP_CALLING: calling_loop,
+        LOOP_CALLING: lambda: record_vs_loop.loop(1, BATCH),  # the target's own loop
     }
 
 
