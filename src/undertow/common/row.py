@@ -52,8 +52,9 @@ _SHORT_STRINGS = {
 }
 
 
-#: The tuple's own item read (a global: no attribute lookup per ``row[i]``).
+#: The tuple's own item read and constructor (globals: no attribute lookup per row).
 _tuple_item = tuple.__getitem__
+_tuple_new = tuple.__new__
 
 #: Most classes of named rows made (one per distinct tuple of names): a stream whose rows name
 #: their fields from data (JSON keys) must not grow them without end.
@@ -139,11 +140,11 @@ class Row(tuple[Any, ...]):
                 raise ValueError("cannot use both positional and named values to create a Row")
             named = _named_classes.get(tuple(kwargs))
             if named is not None:
-                return tuple.__new__(named, kwargs.values())
+                return _tuple_new(named, kwargs.values())
             return _named(kwargs.values(), tuple(kwargs))
         if cls is not Row and len(args) != len(cls._fields or args):  # a named row's class
             raise ValueError(f"{cls._fields} are {len(cls._fields or ())} fields: got {args!r}")
-        return tuple.__new__(cls, args)
+        return _tuple_new(cls, args)
 
     # PyFlink API ---------------------------------------------------------------------------
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:
@@ -187,7 +188,7 @@ class Row(tuple[Any, ...]):
                 f"row class with fields {list(names)} expects {len(names)} values, "
                 f"got {len(args)}: {args!r}"
             )
-        row = tuple.__new__(cls, args) if cls is not None else _named(args, names)
+        row = _tuple_new(cls, args) if cls is not None else _named(args, names)
         if self._row_kind is not RowKind.INSERT:
             row.__dict__["_row_kind"] = self._row_kind
         return row
