@@ -3,7 +3,10 @@
 The hash must be the same in every process (Python's ``hash()`` of ``str`` is salted per
 process), so keys are hashed by value: ints by a murmur3 finalizer, ``str``/``bytes`` by CRC-32,
 tuples and ``Row`` by combining their fields (lists and dicts like their :func:`hashable_key`
-tuple), other objects by CRC-32 of their pickle.
+tuple), other objects by CRC-32 of their pickle. An object of a class defined in the job script
+(``__main__``) is refused with :class:`~undertow.core.errors.KeyTypeError` on every target: its
+class travels to workers by value, where pickle cannot name it (on ``local-threads`` it could,
+so a job would pass there and fail on ``local`` and Spark).
 
 Cost: a call on an int key is a few arithmetic operations; other keys are cached in a bounded
 per-process dict, so a repeated key costs one dict lookup.
@@ -14,6 +17,8 @@ from __future__ import annotations
 import pickle
 import zlib
 from typing import Any
+
+from undertow.core.errors import KeyTypeError
 
 _MASK32 = 0xFFFFFFFF
 _CACHE_LIMIT = 1 << 16
@@ -64,7 +69,27 @@ def _hash_uncached(key: Any) -> int:
         return _fmix32(h)
     if key is None:
         return 0
-    return _fmix32(zlib.crc32(pickle.dumps(key, protocol=4)))
+    return _fmix32(zlib.crc32(_pickled_key(key)))
+
+
+def _pickled_key(key: Any) -> bytes:
+    """``key``'s pickle, or :class:`KeyTypeError` naming the key when it has none that every
+    process shares (see the module docstring)."""
+    cls = type(key)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if cls.__module__ == "__main__":
+        raise KeyTypeError(
+            f"key {key!r:.200} is a {name}, a class defined in the job script: workers cannot "
+            "hash it the same way in every process. Key by a str, an int or a tuple of them "
+            "(for example the object's fields), or move the class to a module workers import"
+        ) from None
+    try:
+        return pickle.dumps(key, protocol=4)
+    except Exception as err:
+        raise KeyTypeError(
+            f"key {key!r:.200} of type {name} cannot be hashed to a key group: it does not "
+            f"pickle ({type(err).__name__}: {err}). Key by a str, an int or a tuple of them"
+        ) from err
 
 
 def stable_hash(key: Any) -> int:
