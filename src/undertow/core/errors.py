@@ -38,6 +38,11 @@ class KeyTypeError(UndertowError, TypeError):
     type."""
 
 
+class KeySelectorError(UndertowError, RuntimeError):
+    """A ``key_by`` key selector raised on a record (Flink's "Could not extract key"). The
+    message names the record and the selector's own error, which is the cause."""
+
+
 class StateError(UndertowError, RuntimeError):
     """State was used in a way its contract does not allow."""
 

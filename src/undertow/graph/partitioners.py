@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from undertow.core.errors import KeySelectorError, KeyTypeError
 from undertow.state.key_groups import assign_to_key_group
 
 Routed = dict[int, tuple[list[Any], list[Any] | None]]
@@ -189,23 +190,42 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         if timestamps is None:  # one pass: key, channel, append (no list of targets)
             out_v: list[list[Any]] = [[] for _ in range(n)]
             appends = [lst.append for lst in out_v]
-            for v in values:
-                key = ks(v)
-                try:
-                    ch = cache[key]
-                except (KeyError, TypeError):
-                    ch = slow(key)
-                appends[ch](v)
+            try:
+                for v in values:
+                    key = ks(v)
+                    try:
+                        ch = cache[key]
+                    except (KeyError, TypeError):
+                        ch = slow(key)
+                    appends[ch](v)
+            except KeyTypeError:
+                raise
+            except Exception as err:
+                raise _selector_failed(v, err) from err
             return {ch: (vs, None) for ch, vs in enumerate(out_v) if vs}
         targets: list[int] = []
         append = targets.append
-        for v in values:
-            key = ks(v)
-            try:
-                append(cache[key])
-            except (KeyError, TypeError):
-                append(slow(key))
+        try:
+            for v in values:
+                key = ks(v)
+                try:
+                    append(cache[key])
+                except (KeyError, TypeError):
+                    append(slow(key))
+        except KeyTypeError:
+            raise
+        except Exception as err:
+            raise _selector_failed(v, err) from err
         return _split(values, timestamps, targets, n)
+
+
+def _selector_failed(value: Any, err: Exception) -> KeySelectorError:
+    """The error for a key selector that raised on ``value``: the producing operator is the
+    one the failure report names, so the message says it was its key_by()'s selector."""
+    return KeySelectorError(
+        f"the key selector of key_by() raised {type(err).__name__}: {err} on the record "
+        f"{value!r:.200}"
+    )
 
 
 class CustomPartitionerWrapper(StreamPartitioner):
