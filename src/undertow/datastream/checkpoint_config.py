@@ -20,7 +20,7 @@ from undertow.core.modes import CheckpointingMode, ExternalizedCheckpointRetenti
 
 __all__ = ["CheckpointConfig", "CheckpointingMode", "ExternalizedCheckpointRetention"]
 
-#: Flink's ``MINIMAL_CHECKPOINT_TIME``: the least checkpoint timeout a job may set.
+#: Flink's ``MINIMAL_CHECKPOINT_TIME``: the least checkpoint interval and timeout a job may set.
 _MINIMAL_CHECKPOINT_TIME_MS = 10
 
 #: ``execution.checkpointing.tolerable-failed-checkpoints`` meaning "never fail the job".
@@ -50,7 +50,15 @@ class CheckpointConfig:
         return interval if interval > 0 else -1
 
     def set_checkpoint_interval(self, checkpoint_interval: int) -> CheckpointConfig:
+        """Refuses less than 10 ms, as Flink's ``setCheckpointInterval`` (and so PyFlink's
+        ``enable_checkpointing``) does: ``enable_checkpointing(0)`` used to leave checkpoints
+        off without a word."""
         interval = _ms(checkpoint_interval, "checkpoint_interval")
+        if interval < _MINIMAL_CHECKPOINT_TIME_MS:
+            raise ConfigurationError(
+                f"the checkpoint interval must be at least {_MINIMAL_CHECKPOINT_TIME_MS} ms, "
+                f"got {checkpoint_interval!r} (to run without checkpoints, do not enable them)"
+            )
         self._config.set(Options.CHECKPOINT_INTERVAL, interval)
         return self
 
