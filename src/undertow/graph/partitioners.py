@@ -20,8 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from undertow.core.errors import KeySelectorError, KeyTypeError
-from undertow.state.key_groups import assign_to_key_group
+from undertow.core.errors import KeyTypeError
+from undertow.state.key_groups import assign_to_key_group, selector_failed
 
 Routed = dict[int, tuple[list[Any], list[Any] | None]]
 _TARGET_CACHE_LIMIT = 1 << 16
@@ -201,7 +201,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
             except KeyTypeError:
                 raise
             except Exception as err:
-                raise _selector_failed(v, err) from err
+                raise selector_failed(v, err) from err
             return {ch: (vs, None) for ch, vs in enumerate(out_v) if vs}
         targets: list[int] = []
         append = targets.append
@@ -215,17 +215,8 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         except KeyTypeError:
             raise
         except Exception as err:
-            raise _selector_failed(v, err) from err
+            raise selector_failed(v, err) from err
         return _split(values, timestamps, targets, n)
-
-
-def _selector_failed(value: Any, err: Exception) -> KeySelectorError:
-    """The error for a key selector that raised on ``value``: the producing operator is the
-    one the failure report names, so the message says it was its key_by()'s selector."""
-    return KeySelectorError(
-        f"the key selector of key_by() raised {type(err).__name__}: {err} on the record "
-        f"{value!r:.200}"
-    )
 
 
 class CustomPartitionerWrapper(StreamPartitioner):

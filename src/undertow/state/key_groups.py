@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import pickle
 import zlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from undertow.core.errors import KeyTypeError
+from undertow.core.errors import KeySelectorError, KeyTypeError
 
 _MASK32 = 0xFFFFFFFF
 _CACHE_LIMIT = 1 << 16
@@ -132,3 +133,32 @@ def check_parallelism(max_parallelism: int, parallelism: int) -> None:
         raise ValueError(
             f"parallelism {parallelism} must be between 1 and max parallelism {max_parallelism}"
         )
+
+
+def selector_failed(value: Any, err: Exception) -> KeySelectorError:
+    """The error for a ``key_by`` key selector that raised ``err`` on ``value``: a failure
+    report names the operator that ran the selector (the producer's partitioner, or the keyed
+    operator), so the message says it was the selector, and on which record."""
+    return KeySelectorError(
+        f"the key selector of key_by() raised {type(err).__name__}: {err} on the record "
+        f"{value!r:.200}"
+    )
+
+
+def selector_failure(
+    values: Sequence[Any], selector: Callable[[Any], Any] | None, err: Exception
+) -> KeySelectorError | None:
+    """:func:`selector_failed` for the first of ``values`` on which ``selector`` raises an
+    error like ``err`` (same type and message), or None: ``err`` came from elsewhere. Called
+    only after a batch failed, to tell a keyed operator's selector from its function; it runs
+    the selector again on the batch's records up to the failing one."""
+    if selector is None:
+        return None
+    for value in values:
+        try:
+            selector(value)
+        except Exception as again:
+            if type(again) is type(err) and str(again) == str(err):
+                return selector_failed(value, again)
+            return None
+    return None
