@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from undertow.common import Duration
+from undertow.core.errors import ConfigurationError
 from undertow.datastream import (
     CheckpointConfig,
     CheckpointingMode,
@@ -66,6 +67,11 @@ def test_get_set_checkpoint_timeout(checkpoints: CheckpointConfig) -> None:
     assert checkpoints.get_checkpoint_timeout() == 600000
     checkpoints.set_checkpoint_timeout(300000)
     assert checkpoints.get_checkpoint_timeout() == 300000
+    for too_short in (0, 9, Duration.of_millis(-1)):  # Flink: at least 10 ms
+        with pytest.raises(ConfigurationError, match="must be at least 10 ms"):
+            checkpoints.set_checkpoint_timeout(too_short)
+    assert checkpoints.get_checkpoint_timeout() == 300000
+    checkpoints.set_checkpoint_timeout(10)
 
 
 def test_get_set_min_pause_between_checkpoints(checkpoints: CheckpointConfig) -> None:

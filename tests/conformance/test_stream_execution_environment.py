@@ -25,7 +25,7 @@ import pytest
 
 from undertow.common import Configuration, Types
 from undertow.common.execution_config import ExecutionConfig
-from undertow.core.errors import DeploymentError, GraphBuildError
+from undertow.core.errors import ConfigurationError, DeploymentError, GraphBuildError
 from undertow.datastream import (
     CheckpointConfig,
     CheckpointingMode,
@@ -126,6 +126,10 @@ def test_get_checkpoint_config(env: StreamExecutionEnvironment) -> None:
 def test_get_set_checkpoint_interval(env: StreamExecutionEnvironment) -> None:
     assert env.get_checkpoint_interval() == -1
     env.enable_checkpointing(30000)
+    assert env.get_checkpoint_interval() == 30000
+    for too_short in (0, -1, 9):  # Flink (so PyFlink): at least 10 ms, not "off"
+        with pytest.raises(ConfigurationError, match="interval must be at least 10 ms"):
+            env.enable_checkpointing(too_short)
     assert env.get_checkpoint_interval() == 30000
 
 

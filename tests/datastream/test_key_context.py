@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+from tests.datastream.environments import threads_env
+
+from undertow.core.errors import JobExecutionError
 from undertow.datastream import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -177,3 +181,16 @@ def test_unhashable_keys_are_keyed_by_their_content(env: StreamExecutionEnvironm
     )
     result = list(stream.execute_and_collect())
     assert result[-3:] == [("b", 30), ("a", 6), ("c", 300)]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_a_key_selector_that_raises_names_itself_and_the_record(parallelism: int) -> None:
+    """At parallelism 1 the keyed operator runs the selector (the one-channel partitioner does
+    not), at 2 the producer's partitioner does: either way the failure says it was key_by()'s
+    selector and on which record (at 2, whichever map subtask meets a 'b' first), not only
+    ``KeyError: 'b'``."""
+    env = threads_env(parallelism)
+    stream = env.from_collection(RECORDS).map(lambda r: r).key_by(lambda r: {"a": 1, "c": 3}[r[0]])
+    with pytest.raises(JobExecutionError, match=r"KeySelectorError: the key selector of key_by\(\) "
+                       r"raised KeyError: 'b' on the record \('b', (10|20)\)"):  # fmt: skip
+        list(stream.reduce(lambda x, y: x).execute_and_collect())

@@ -74,6 +74,13 @@ def test_summary_keeps_the_python_error_of_a_failed_stage() -> None:
     assert _summary(RuntimeError(text)) == "ModuleNotFoundError: No module named 'jobs'"
     mismatch = RuntimeError("[PYTHON_VERSION_MISMATCH] Python in worker has different version")
     assert "same version" in _summary(mismatch)
+    # a user's own SparkSession, started without spark.pyspark.python: python3 from PATH
+    missing = RuntimeError(text.replace("'jobs'", "'undertow'"))
+    assert _summary(missing).startswith(
+        "ModuleNotFoundError: No module named 'undertow': the executors' Python workers cannot "
+        "import undertow. They run the PYSPARK_PYTHON of the moment the SparkContext started"
+    )
+    assert sys.executable in _summary(missing)
 
 
 def test_the_shipped_zip_imports_undertow_in_a_clean_interpreter() -> None:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.core.errors import KeySelectorError, KeyTypeError
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
     CustomPartitionerWrapper,
@@ -167,6 +168,21 @@ def test_key_group_partitioner_sends_each_key_to_its_owner(
             assert ch == subtask_for_key_group(max_parallelism, channels, group)
         seen += len(values)
     assert seen == len(records)
+
+
+@pytest.mark.parametrize("timestamps", [None, [1, 2, 3]])
+def test_a_key_selector_that_raises_names_key_by_and_the_record(timestamps: Any) -> None:
+    """The failure is reported as the producing operator's; the message must say it was the
+    key selector, on which record, with the selector's own error as the cause."""
+    p = _ready(KeyGroupStreamPartitioner(lambda r: {"a": 1}[r[0]], 128), 2)
+    with pytest.raises(
+        KeySelectorError, match=r"key_by\(\) raised KeyError: 'b' on the record \('b', 2\)"
+    ) as err:
+        p.route([("a", 1), ("b", 2), ("a", 3)], timestamps)
+    assert isinstance(err.value.__cause__, KeyError)
+    unhashable = _ready(KeyGroupStreamPartitioner(lambda r: lambda: r, 128), 2)
+    with pytest.raises(KeyTypeError, match="cannot be hashed to a key group"):
+        unhashable.route([1], timestamps)  # the key's own error, not the selector's
 
 
 def test_key_group_partitioner_is_stable_across_batches() -> None:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from undertow.core.errors import KeyTypeError
 from undertow.state.key_groups import (
     assign_to_key_group,
     check_parallelism,
@@ -71,6 +72,16 @@ def test_hash_spreads_keys() -> None:
 
 def test_unhashable_keys_hash_by_value() -> None:
     assert stable_hash([1, "a"]) == stable_hash([1, "a"])
+
+
+def test_a_key_of_the_scripts_class_or_that_does_not_pickle_is_refused_by_name() -> None:
+    """A class of the job script hashes on local-threads but not on workers (its class comes
+    by value, pickle cannot name it), so it is refused everywhere; both messages name the key."""
+    script_class = type("User", (), {"__module__": "__main__", "__repr__": lambda s: "User(a)"})
+    with pytest.raises(KeyTypeError, match=r"key User\(a\) is a __main__\.User, a class defined"):
+        stable_hash(script_class())
+    with pytest.raises(KeyTypeError, match=r"of type builtins\.function cannot be hashed"):
+        assign_to_key_group(lambda: 0, 128)
 
 
 SAMPLE_KEYS: list[Any] = [

@@ -31,6 +31,18 @@ class BatchError(UndertowError, ValueError):
     message names the operator and subtask."""
 
 
+class KeyTypeError(UndertowError, TypeError):
+    """A key (what a ``key_by`` selector returned) has no bytes that are the same in every
+    process: an object of a class defined in the job script, or one that does not pickle. Key
+    groups could not be assigned to it, so the job fails; the message names the key and its
+    type."""
+
+
+class KeySelectorError(UndertowError, RuntimeError):
+    """A ``key_by`` key selector raised on a record (Flink's "Could not extract key"). The
+    message names the record and the selector's own error, which is the cause."""
+
+
 class StateError(UndertowError, RuntimeError):
     """State was used in a way its contract does not allow."""
 

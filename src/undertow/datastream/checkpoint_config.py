@@ -15,9 +15,13 @@ from typing import Any
 
 from undertow.common.time import Duration, to_millis
 from undertow.core.config import Configuration, Options, parse_duration_ms
+from undertow.core.errors import ConfigurationError
 from undertow.core.modes import CheckpointingMode, ExternalizedCheckpointRetention
 
 __all__ = ["CheckpointConfig", "CheckpointingMode", "ExternalizedCheckpointRetention"]
+
+#: Flink's ``MINIMAL_CHECKPOINT_TIME``: the least checkpoint interval and timeout a job may set.
+_MINIMAL_CHECKPOINT_TIME_MS = 10
 
 #: ``execution.checkpointing.tolerable-failed-checkpoints`` meaning "never fail the job".
 _TOLERATE_ALL = 2147483647
@@ -46,7 +50,15 @@ class CheckpointConfig:
         return interval if interval > 0 else -1
 
     def set_checkpoint_interval(self, checkpoint_interval: int) -> CheckpointConfig:
+        """Refuses less than 10 ms, as Flink's ``setCheckpointInterval`` (and so PyFlink's
+        ``enable_checkpointing``) does: ``enable_checkpointing(0)`` used to leave checkpoints
+        off without a word."""
         interval = _ms(checkpoint_interval, "checkpoint_interval")
+        if interval < _MINIMAL_CHECKPOINT_TIME_MS:
+            raise ConfigurationError(
+                f"the checkpoint interval must be at least {_MINIMAL_CHECKPOINT_TIME_MS} ms, "
+                f"got {checkpoint_interval!r} (to run without checkpoints, do not enable them)"
+            )
         self._config.set(Options.CHECKPOINT_INTERVAL, interval)
         return self
 
@@ -65,7 +77,15 @@ class CheckpointConfig:
         return self._config.get(Options.CHECKPOINT_TIMEOUT)
 
     def set_checkpoint_timeout(self, checkpoint_timeout: int) -> CheckpointConfig:
-        self._config.set(Options.CHECKPOINT_TIMEOUT, _ms(checkpoint_timeout, "checkpoint_timeout"))
+        """Refuses less than 10 ms, as Flink's ``setCheckpointTimeout`` does: a timeout of 0
+        expires every checkpoint, so the job would fail and restart without end."""
+        timeout = _ms(checkpoint_timeout, "checkpoint_timeout")
+        if timeout < _MINIMAL_CHECKPOINT_TIME_MS:
+            raise ConfigurationError(
+                f"set_checkpoint_timeout: the checkpoint timeout must be at least "
+                f"{_MINIMAL_CHECKPOINT_TIME_MS} ms, got {checkpoint_timeout!r}"
+            )
+        self._config.set(Options.CHECKPOINT_TIMEOUT, timeout)
         return self
 
     def get_min_pause_between_checkpoints(self) -> int:

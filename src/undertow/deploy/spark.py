@@ -213,6 +213,17 @@ def _summary(err: BaseException) -> str:
         line for line in lines if line.split(":", 1)[0].endswith(("Error", "Exception"))
     ]
     picked = python_errors[-1] if python_errors else (lines[0] if lines else type(err).__name__)
+    if picked.startswith("ModuleNotFoundError: No module named 'undertow"):
+        # a SparkContext started before undertow's (the user's own SparkSession) keeps the
+        # worker Python it was given (PySpark reads PYSPARK_PYTHON once, at start; a
+        # builder's spark.pyspark.python does not reach it), by default the python3 on PATH
+        return (
+            f"{picked[:200]}: the executors' Python workers cannot import undertow. They run "
+            "the PYSPARK_PYTHON of the moment the SparkContext started (default python3 on "
+            "PATH): set os.environ['PYSPARK_PYTHON'] to an interpreter with undertow "
+            f"({sys.executable} here) before creating your SparkSession, or let undertow "
+            "start Spark"
+        )
     return picked[:500]
 
 

@@ -47,8 +47,9 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
 
     def pruned_to(self, columns: Sequence[str]) -> BatchKeyGroupPartitioner:
         """A copy that sends each target only ``columns`` of each batch (in the batch's own
-        order; a column the batch lacks is left for the consumer to report), for a consumer
-        that reads no other: the rows' other columns are neither copied by the ``take`` nor
+        order; a batch lacking one of them goes whole, so that the consumer reports the
+        missing column next to the columns the batch does have), for a consumer that reads
+        no other: the rows' other columns are neither copied by the ``take`` nor
         encoded nor sent. Spark prunes the columns of a shuffle the same way."""
         pruned = BatchKeyGroupPartitioner(self.columns, self.max_parallelism, self.operator_name)
         pruned.columns_read = list(dict.fromkeys([*self.columns, *columns]))
@@ -103,12 +104,14 @@ class BatchKeyGroupPartitioner(StreamPartitioner):
 
     def _pruned(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` with only the columns read (zero-copy), or ``batch`` itself when it has
-        no other."""
+        no other or lacks one of them (the consumer's error then lists its real columns)."""
         assert self.columns_read is not None
         names = batch.schema.names
         if len(names) <= len(self.columns_read) and all(c in self.columns_read for c in names):
             return batch
         wanted = set(self.columns_read)
+        if not wanted.issubset(names):
+            return batch
         return batch.select([i for i, name in enumerate(names) if name in wanted])
 
     def route(self, values: list[Any], timestamps: list[Any] | None) -> Routed:

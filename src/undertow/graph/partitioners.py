@@ -20,7 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from undertow.state.key_groups import assign_to_key_group
+from undertow.core.errors import KeyTypeError
+from undertow.state.key_groups import assign_to_key_group, selector_failed
 
 Routed = dict[int, tuple[list[Any], list[Any] | None]]
 _TARGET_CACHE_LIMIT = 1 << 16
@@ -189,22 +190,32 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         if timestamps is None:  # one pass: key, channel, append (no list of targets)
             out_v: list[list[Any]] = [[] for _ in range(n)]
             appends = [lst.append for lst in out_v]
-            for v in values:
-                key = ks(v)
-                try:
-                    ch = cache[key]
-                except (KeyError, TypeError):
-                    ch = slow(key)
-                appends[ch](v)
+            try:
+                for v in values:
+                    key = ks(v)
+                    try:
+                        ch = cache[key]
+                    except (KeyError, TypeError):
+                        ch = slow(key)
+                    appends[ch](v)
+            except KeyTypeError:
+                raise
+            except Exception as err:
+                raise selector_failed(v, err) from err
             return {ch: (vs, None) for ch, vs in enumerate(out_v) if vs}
         targets: list[int] = []
         append = targets.append
-        for v in values:
-            key = ks(v)
-            try:
-                append(cache[key])
-            except (KeyError, TypeError):
-                append(slow(key))
+        try:
+            for v in values:
+                key = ks(v)
+                try:
+                    append(cache[key])
+                except (KeyError, TypeError):
+                    append(slow(key))
+        except KeyTypeError:
+            raise
+        except Exception as err:
+            raise selector_failed(v, err) from err
         return _split(values, timestamps, targets, n)
 
 

@@ -3,7 +3,10 @@
 The hash must be the same in every process (Python's ``hash()`` of ``str`` is salted per
 process), so keys are hashed by value: ints by a murmur3 finalizer, ``str``/``bytes`` by CRC-32,
 tuples and ``Row`` by combining their fields (lists and dicts like their :func:`hashable_key`
-tuple), other objects by CRC-32 of their pickle.
+tuple), other objects by CRC-32 of their pickle. An object of a class defined in the job script
+(``__main__``) is refused with :class:`~undertow.core.errors.KeyTypeError` on every target: its
+class travels to workers by value, where pickle cannot name it (on ``local-threads`` it could,
+so a job would pass there and fail on ``local`` and Spark).
 
 Cost: a call on an int key is a few arithmetic operations; other keys are cached in a bounded
 per-process dict, so a repeated key costs one dict lookup.
@@ -13,7 +16,10 @@ from __future__ import annotations
 
 import pickle
 import zlib
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from undertow.core.errors import KeySelectorError, KeyTypeError
 
 _MASK32 = 0xFFFFFFFF
 _CACHE_LIMIT = 1 << 16
@@ -64,7 +70,27 @@ def _hash_uncached(key: Any) -> int:
         return _fmix32(h)
     if key is None:
         return 0
-    return _fmix32(zlib.crc32(pickle.dumps(key, protocol=4)))
+    return _fmix32(zlib.crc32(_pickled_key(key)))
+
+
+def _pickled_key(key: Any) -> bytes:
+    """``key``'s pickle, or :class:`KeyTypeError` naming the key when it has none that every
+    process shares (see the module docstring)."""
+    cls = type(key)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if cls.__module__ == "__main__":
+        raise KeyTypeError(
+            f"key {key!r:.200} is a {name}, a class defined in the job script: workers cannot "
+            "hash it the same way in every process. Key by a str, an int or a tuple of them "
+            "(for example the object's fields), or move the class to a module workers import"
+        ) from None
+    try:
+        return pickle.dumps(key, protocol=4)
+    except Exception as err:
+        raise KeyTypeError(
+            f"key {key!r:.200} of type {name} cannot be hashed to a key group: it does not "
+            f"pickle ({type(err).__name__}: {err}). Key by a str, an int or a tuple of them"
+        ) from err
 
 
 def stable_hash(key: Any) -> int:
@@ -107,3 +133,32 @@ def check_parallelism(max_parallelism: int, parallelism: int) -> None:
         raise ValueError(
             f"parallelism {parallelism} must be between 1 and max parallelism {max_parallelism}"
         )
+
+
+def selector_failed(value: Any, err: Exception) -> KeySelectorError:
+    """The error for a ``key_by`` key selector that raised ``err`` on ``value``: a failure
+    report names the operator that ran the selector (the producer's partitioner, or the keyed
+    operator), so the message says it was the selector, and on which record."""
+    return KeySelectorError(
+        f"the key selector of key_by() raised {type(err).__name__}: {err} on the record "
+        f"{value!r:.200}"
+    )
+
+
+def selector_failure(
+    values: Sequence[Any], selector: Callable[[Any], Any] | None, err: Exception
+) -> KeySelectorError | None:
+    """:func:`selector_failed` for the first of ``values`` on which ``selector`` raises an
+    error like ``err`` (same type and message), or None: ``err`` came from elsewhere. Called
+    only after a batch failed, to tell a keyed operator's selector from its function; it runs
+    the selector again on the batch's records up to the failing one."""
+    if selector is None:
+        return None
+    for value in values:
+        try:
+            selector(value)
+        except Exception as again:
+            if type(again) is type(err) and str(again) == str(err):
+                return selector_failed(value, again)
+            return None
+    return None

@@ -23,7 +23,7 @@ from tests.runtime.task.test_event_dispatch import Checkpointer, Head, barrier, 
 from tests.runtime.test_input_gate import Feeder, RecordingLink
 
 from undertow.connectors.source import InputStatus
-from undertow.core.errors import StateError
+from undertow.core.errors import KeySelectorError, StateError
 from undertow.runtime.checkpoint.channel_recovery import (
     EndOfChannelStateEvent,
     UpstreamRecoveryTracker,
@@ -109,6 +109,7 @@ def processor(
     two_input: bool = False,
     cut_batches: bool = False,
     call_later: Callable[[float, Callable[[], None]], object] = lambda delay, callback: None,
+    key_selector: Callable[[Any], Any] | None = None,
 ) -> StreamInputProcessor:
     """A processor over ``gates`` feeding ``head``, without outputs (``call_later``: the
     loop's, for a source's back-off timer)."""
@@ -119,6 +120,7 @@ def processor(
         output_available=output_available, buffer_timeout_ms=100, debloated=False,
         loop_call_later=call_later, wake=lambda: None,
         on_restored_input_consumed=on_restored_input_consumed, cut_batches=cut_batches,
+        key_selectors=(key_selector, None),
     )  # fmt: skip
 
 
@@ -301,6 +303,32 @@ def test_without_row_cuts_a_record_batch_goes_whole() -> None:
     inputs = processor([g], head, slice_ms=1.0, cut_batches=False)
     inputs.input_slice()
     assert head.records == [batch] and inputs.unprocessed_chunks(g.channels[0]) == []
+
+
+def test_a_keyed_heads_failing_key_selector_is_named_with_its_record() -> None:
+    """A keyed operator runs its key selector itself (after a one-channel key_by, the
+    partitioner does not): its failure names the selector and the record; another error of
+    the chunk (here a ValueError of the function) goes out as it is."""
+    g = gate("G", 1)
+
+    def selector(value: Any) -> Any:
+        return {"a": 1, "c": 3}[value]
+
+    def keyed_head(values: list[Any]) -> None:
+        for value in values:
+            selector(value)
+            if value == "c":
+                raise ValueError("the function's own error")
+
+    Feeder(g.channels[0]).data(["a", "b", "c"])
+    inputs = processor([g], RecordingHead(during=keyed_head), key_selector=selector)
+    with pytest.raises(KeySelectorError, match=r"raised KeyError: 'b' on the record 'b'") as err:
+        inputs.input_slice()
+    assert isinstance(err.value.__cause__, KeyError)
+    other = gate("H", 1)
+    Feeder(other.channels[0]).data(["c", "b"])  # the selector would fail too, on "b": later
+    with pytest.raises(ValueError, match="the function's own error"):
+        processor([other], RecordingHead(during=keyed_head), key_selector=selector).input_slice()
 
 
 def test_the_restored_rest_follows_the_rest_of_the_batch_in_stream_order() -> None:

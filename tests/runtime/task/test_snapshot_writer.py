@@ -240,7 +240,9 @@ def test_a_failed_write_declines_naming_the_task_and_the_cause() -> None:
     h = asyncio.run(run())
     [(cid, reason, detail)] = h.responder.declines
     assert (cid, reason) == (4, ASYNC)
-    assert detail.startswith("Map (1/1): writing state:") and "OSError: disk full" in detail
+    # the first line names the error (a summary shows only it), the traceback follows
+    assert detail.splitlines()[0] == "Map (1/1): writing state: OSError: disk full"
+    assert "Traceback (most recent call last)" in detail
     assert h.responder.acks == []
 
 

@@ -4,6 +4,7 @@ and no record before it. (Slicing of a source's output: ``test_source_slicing.py
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -58,3 +59,21 @@ def test_records_before_open_fail_naming_the_operator() -> None:
     source.collect_batch([1, 2])
     with pytest.raises(StateError, match="source 'stamps' emits records before open"):
         source.emit_pending(2)
+
+
+@pytest.mark.parametrize("bad", ["2000", 2.5, None])
+def test_an_assigner_returning_no_int_fails_naming_the_value_and_record(bad: Any) -> None:
+    """A str (or float) timestamp used to reach a window as a bare TypeError; None is a
+    record without a timestamp, allowed here (a window names it)."""
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda v, _: bad if v == "b" else 100
+    )
+    harness = OneInputOperatorTestHarness(TimestampsAndWatermarksOperator(strategy))
+    harness.open()
+    harness.process_elements(["a"], None)
+    if bad is None:
+        harness.process_elements(["a", "b"], None)
+        return
+    message = re.escape(f"returned {bad!r} ({type(bad).__name__}) for the record 'b'")
+    with pytest.raises(TypeError, match=message):
+        harness.process_elements(["a", "b"], None)

@@ -35,6 +35,7 @@ from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.restored_input import RestoredInput
 from undertow.runtime.task.row_cuts import RowCutter
 from undertow.runtime.task.unaligned_stop import drop_input
+from undertow.state.key_groups import selector_failure
 
 _MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 #: A reader that said ``NOTHING_AVAILABLE`` is asked again after its ``poll_again_after_s()``
@@ -66,9 +67,16 @@ class StreamInputProcessor:
         input_held: Callable[[], bool] = lambda: False,
         on_restored_input_consumed: Callable[[], None] | None = None,
         cut_batches: bool = False,
+        key_selectors: tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None] = (
+            None,
+            None,
+        ),
     ) -> None:
         self.gates = list(gates)
         self.head = head
+        #: The head's key selectors of inputs 1 and 2 (keyed inputs), to tell a selector's
+        #: failure from the operator's when a chunk fails (:func:`selector_failure`).
+        self.key_selectors = key_selectors
         self.two_input = two_input
         #: Priority events (unaligned barriers) may arrive: look for them between chunks.
         self.priority_events = priority_events
@@ -292,13 +300,20 @@ class StreamInputProcessor:
                 chunk = values[pos:end]
                 cstamps = None if stamps is None else stamps[pos:end]
                 pos = end
-            if two:
-                if gate.input_index == 1:
-                    head.process_batch1(chunk, cstamps)
+            try:
+                if two:
+                    if gate.input_index == 1:
+                        head.process_batch1(chunk, cstamps)
+                    else:
+                        head.process_batch2(chunk, cstamps)
                 else:
-                    head.process_batch2(chunk, cstamps)
-            else:
-                head.process_batch(chunk, cstamps)
+                    head.process_batch(chunk, cstamps)
+            except Exception as err:
+                index = gate.input_index if two else 1
+                failed = selector_failure(chunk, self.key_selectors[index - 1], err)
+                if failed is None:
+                    raise
+                raise failed from err
             t1 = perf()
             taken = len(chunk) if not rows else int(current.row == 0)  # a cut: at its last piece
             self.records_in += taken

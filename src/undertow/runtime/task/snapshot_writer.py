@@ -251,8 +251,10 @@ class SnapshotWriter:
                 return
             err = f.exception()
             if err is not None:
-                detail = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+                trace = "".join(traceback.format_exception(type(err), err, err.__traceback__))
                 reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+                # the error first: a failure summary shows the detail's first line only
+                detail = f"{type(err).__name__}: {err}\n{trace}"
                 self.responder.decline(cid, reason, f"{self.task_name}: writing state: {detail}")
                 return
             join.state_written(f.result())  # ignored if the I/O thread reported it

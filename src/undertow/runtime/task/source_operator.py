@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
+from numbers import Integral
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +30,19 @@ from undertow.runtime.task.operator import (
     Timestamps,
 )
 from undertow.runtime.task.split_watermarks import SplitWatermarks
+
+
+def _check_assigned(values: list[Any], timestamps: list[Any]) -> None:
+    """Refuses a batch whose first or last assigned timestamp is not an int (or None): an
+    assigner returning a ``str`` or a ``datetime`` would otherwise fail later, in a window or
+    a timer, with a bare ``TypeError``. Cost: two type checks per batch, not per record."""
+    for i in (0, -1):
+        stamp = timestamps[i]
+        if type(stamp) is not int and stamp is not None and not isinstance(stamp, Integral):
+            raise TypeError(
+                f"the timestamp assigner returned {stamp!r} ({type(stamp).__name__}) for the "
+                f"record {values[i]!r:.200}: timestamps are int milliseconds since the epoch"
+            )
 
 
 class WatermarkEmitter:
@@ -108,6 +122,8 @@ class WatermarkEmitter:
                     assigner(v, MIN_TIMESTAMP if t is None else t)
                     for v, t in zip(values, timestamps)
                 ]  # fmt: skip
+            if timestamps:
+                _check_assigned(values, timestamps)
         if self.generator is not None and timestamps is not None:
             if split_id is None:
                 self.generator.on_events(timestamps)

@@ -190,6 +190,7 @@ class StreamTask:
             on_restored_input_consumed=(
                 countdown.part_done if recovery.reports_restored_input else None
             ),
+            key_selectors=(self.head.ctx.state_key_selector1, self.head.ctx.state_key_selector2),
             cut_batches=all(  # a source cuts its own pending batches
                 isinstance(op, StreamOperator) and op.takes_row_ranges
                 for op in self.chain.operators[1 if self.chain.is_source else 0 :]
