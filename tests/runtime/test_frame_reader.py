@@ -116,6 +116,17 @@ def test_oversized_frame_raises_naming_the_limit() -> None:
     assert "undertow.network.max-frame-size (4096 bytes)" in message
 
 
+def test_an_oversized_frame_fails_the_read_that_holds_it_even_after_whole_frames() -> None:
+    """Whole frames ahead of the oversized one in the same read are not handed out: the
+    error fails the worker, whose tasks would only get them while being cancelled."""
+    reader = FrameReader(4096, "worker 3", HEAD)
+    data = frame(b"C" * 20) + frame(b"R" * 5) + frame_header(5000) + b"x" * 10
+    into = reader.get_buffer()
+    into[: len(data)] = data
+    with pytest.raises(NetworkError, match="5000 bytes from worker 3"):
+        reader.buffer_updated(len(data))
+
+
 def test_frame_of_exactly_the_limit_is_accepted() -> None:
     reader = FrameReader(64, "peer", HEAD)
     assert _feed(reader, frame(b"z" * 64), [7]) == [_split(b"z" * 64)]

@@ -71,7 +71,11 @@ class FrameReader:
         """The frames completed by the ``nbytes`` just written into :meth:`get_buffer`'s view.
 
         Raises :class:`NetworkError` naming the peer for a frame longer than the maximum; the
-        reader is unusable afterwards (the connection is closed).
+        reader is unusable afterwards (the connection is closed). Whole frames ahead of it in
+        the same read are not returned, on purpose: the error fails the worker (its tasks are
+        cancelled and the JobMaster fails the attempt, ``WorkerFailed``), so whatever they
+        carry (records, events, credits) would reach tasks being cancelled, and what those
+        tasks did since the last checkpoint is undone by the restore anyway.
         """
         large = self._large
         if large is not None:
