@@ -110,10 +110,10 @@ def test_a_restored_split_resumes_after_its_last_batch_with_the_new_jobs_functio
 def test_a_throttled_source_emits_small_batches_at_the_rate_in_rows() -> None:
     source = DataGeneratorBatchSource(_pairs, count=None, batch_rows=8192, rows_per_second=1000)
     assert source.batch_rows == 20  # about 20 ms of rows
-    assert source.records_per_second == 50  # the reader's rate counts batches
+    assert source.per_second == 50  # the reader's rate counts batches
     assert _poll(source, _splits(source), polls=1)[0].num_rows == 20
     fast = DataGeneratorBatchSource(_pairs, batch_rows=100, rows_per_second=1_000_000)
-    assert (fast.batch_rows, fast.records_per_second) == (100, 10_000)
+    assert (fast.batch_rows, fast.per_second) == (100, 10_000)
 
 
 def test_bad_arguments_are_refused_naming_the_value() -> None:
@@ -121,7 +121,7 @@ def test_bad_arguments_are_refused_naming_the_value() -> None:
         DataGeneratorBatchSource(_pairs, batch_rows=0)
     with pytest.raises(ValueError, match="rows_per_second must be > 0, got -5"):
         DataGeneratorBatchSource(_pairs, rows_per_second=-5)
-    with pytest.raises(ValueError, match="count must be >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"^DataGeneratorBatchSource: count must be >= 0, got -1"):
         DataGeneratorBatchSource(_pairs, count=-1)
 
 

@@ -77,3 +77,8 @@ def test_a_collection_checkpoint_holds_a_position_not_the_collection() -> None:
 class _EnumContext:
     def current_parallelism(self) -> int:
         return 1
+
+
+def test_a_negative_count_is_refused_naming_the_source() -> None:
+    with pytest.raises(ValueError, match=r"^DataGeneratorSource: count must be >= 0, got -3"):
+        DataGeneratorSource(lambda i: i, count=-3)

@@ -5,13 +5,15 @@ split among the parallel readers; ``count=None`` runs until the job is cancelled
 ``records_per_second`` throttles each reader.
 
 A split's state is its position only: the function is the job's, bound by the reader when it
-takes a split (:class:`~undertow.connectors.source.JobBoundSplit`).
+takes a split (:class:`~undertow.connectors.source.JobBoundSplit`). What it shares with the
+batch source (:mod:`.datagen_batches`), whose function takes an array of indices, is
+:class:`IndexGeneratorSource`, generic in the function's type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from undertow.connectors.source import (
     Boundedness,
@@ -26,6 +28,7 @@ from undertow.connectors.source import (
 )
 
 _UNBOUNDED = 2**62
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class GeneratorSplit(JobBoundSplit):
@@ -49,24 +52,31 @@ class GeneratorSplit(JobBoundSplit):
         return batch
 
 
-class DataGeneratorSource(Source[GeneratorSplit]):
+class IndexGeneratorSource(Source[GeneratorSplit], Generic[F]):
+    """What the generator sources share: the indices ``0 .. count - 1`` (``count=None``: no
+    end) split among the readers by stride, each reader binding the job's function ``F`` of
+    them to its splits; ``per_poll`` items (what ``F`` makes) a poll, at most
+    ``per_second`` of them a second. The subclass fixes ``F`` and the split."""
+
     def __init__(
         self,
-        generator_function: Callable[[int], Any],
-        count: int | None = None,
-        records_per_second: float | None = None,
+        generator_function: F,
+        count: int | None,
+        per_poll: int,
+        per_second: float | None,
     ) -> None:
         if count is not None and count < 0:
-            raise ValueError(f"DataGeneratorSource: count must be >= 0, got {count}")
+            raise ValueError(f"{type(self).__name__}: count must be >= 0, got {count}")
         self.generator_function = generator_function
         self.count = count
-        self.records_per_second = records_per_second
+        self.per_poll = per_poll
+        self.per_second = per_second
 
     def get_boundedness(self) -> Boundedness:
         return Boundedness.BOUNDED if self.count is not None else Boundedness.CONTINUOUS_UNBOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader[GeneratorSplit]:
-        return JobBoundReader(context, self.generator_function, 4096, self.records_per_second)
+        return JobBoundReader(context, self.generator_function, self.per_poll, self.per_second)
 
     def create_enumerator(
         self, context: SplitEnumeratorContext[GeneratorSplit]
@@ -84,3 +94,16 @@ class DataGeneratorSource(Source[GeneratorSplit]):
         self, context: SplitEnumeratorContext[GeneratorSplit], checkpoint: Any
     ) -> SplitEnumerator[GeneratorSplit]:
         return StaticSplitEnumerator(context, list(checkpoint))
+
+
+class DataGeneratorSource(IndexGeneratorSource[Callable[[int], Any]]):
+    """Bounded (``count``) or not (``None``), parallel: ``generator_function(i)`` for each
+    index, 4,096 records a poll, ``records_per_second`` per reader."""
+
+    def __init__(
+        self,
+        generator_function: Callable[[int], Any],
+        count: int | None = None,
+        records_per_second: float | None = None,
+    ) -> None:
+        super().__init__(generator_function, count, 4096, records_per_second)

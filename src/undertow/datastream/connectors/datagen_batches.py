@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from undertow.connectors.source import JobBoundReader, SourceReader, SourceReaderContext
-from undertow.datastream.connectors.datagen import DataGeneratorSource, GeneratorSplit
+from undertow.datastream.connectors.datagen import GeneratorSplit, IndexGeneratorSource
 
 #: a batch carries about this share of a second of a throttled reader's rows
 _THROTTLED_BATCH_SECONDS = 1 / 50
@@ -58,7 +57,7 @@ class GeneratorBatchSplit(GeneratorSplit):
         return f"GeneratorBatchSplit({self.index}, next {self.position}, end {self.end})"
 
 
-class DataGeneratorBatchSource(DataGeneratorSource):
+class DataGeneratorBatchSource(IndexGeneratorSource[Callable[[np.ndarray], pa.RecordBatch]]):
     """Bounded (``count``) or not (``None``), parallel: batches of ``generator_function`` over
     the row indices.
 
@@ -87,16 +86,10 @@ class DataGeneratorBatchSource(DataGeneratorSource):
             )
         if rows_per_second is not None:
             batch_rows = min(batch_rows, max(1, int(rows_per_second * _THROTTLED_BATCH_SECONDS)))
-        super().__init__(
-            generator_function,  # type: ignore[arg-type]  # the record source's takes an int
-            count,
-            None if rows_per_second is None else rows_per_second / batch_rows,
-        )
-        self.batch_rows = batch_rows
-
-    def create_reader(self, context: SourceReaderContext) -> SourceReader[GeneratorSplit]:
         # one batch per poll; the rate the reader enforces counts batches
-        return JobBoundReader(context, self.generator_function, 1, self.records_per_second)
+        per_second = None if rows_per_second is None else rows_per_second / batch_rows
+        super().__init__(generator_function, count, 1, per_second)
+        self.batch_rows = batch_rows
 
     def make_split(self, index: int, stride: int, end: int) -> GeneratorSplit:
         return GeneratorBatchSplit(index, index, stride, end, self.batch_rows)
