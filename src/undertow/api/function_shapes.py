@@ -77,6 +77,34 @@ class CoFlatMapLike(Protocol):
     def flat_map2(self, value: Any) -> Iterable[Any] | None: ...
 
 
+@runtime_checkable
+class CoProcessLike(Protocol):
+    """What ``ConnectedStreams.process`` calls: a ``CoProcessFunction``, a
+    ``KeyedCoProcessFunction`` or their shape (``on_timer`` optional: :class:`OnTimerLike`)."""
+
+    def process_element1(self, value: Any, ctx: Any) -> Iterable[Any] | None: ...
+
+    def process_element2(self, value: Any, ctx: Any) -> Iterable[Any] | None: ...
+
+
+@runtime_checkable
+class BroadcastProcessLike(Protocol):
+    """What ``BroadcastConnectedStream.process`` calls: a ``BroadcastProcessFunction``, a
+    ``KeyedBroadcastProcessFunction`` or their shape (``on_timer`` optional)."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any] | None: ...
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any] | None: ...
+
+
+@runtime_checkable
+class OnTimerLike(Protocol):
+    """``on_timer(timestamp, ctx)``: a keyed process function's timer callback (the keyed
+    variants define it; a function without it has its timers fire to no effect)."""
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any] | None: ...
+
+
 # --- batch streams' functions (an object with the method, or a plain callable) --------------
 
 

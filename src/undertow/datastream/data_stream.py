@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from undertow.api.function_shapes import (
+    BroadcastProcessLike,
     CoFlatMapLike,
     CoMapLike,
+    CoProcessLike,
     FilterLike,
     FlatMapLike,
     InvokeLike,
@@ -33,7 +35,6 @@ from undertow.api.functions import (
     BroadcastProcessFunction,
     CoFlatMapFunction,
     CoMapFunction,
-    CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
     KeyedBroadcastProcessFunction,
@@ -128,8 +129,13 @@ def _udf(func: Any, kind: _FunctionKind, what: str) -> tuple[Any, Callable[..., 
     if callable(func):
         return None, func
     raise GraphBuildError(
-        f"{what}: expected a {kind.base.__name__} or a callable, got {type(func).__name__} {func!r}"
+        f"{what}: expected a {kind.base.__name__} or a callable, got {_named(func)}"
     )
+
+
+def _named(value: Any) -> str:
+    """A value as errors name it: its type and its repr."""
+    return f"{type(value).__name__} {value!r}"
 
 
 def _key_selector(key_selector: Any, what: str) -> Callable[[Any], Any]:
@@ -668,23 +674,32 @@ class ConnectedStreams:
 
     def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
         if not isinstance(func, CoMapLike):
-            raise GraphBuildError("ConnectedStreams.map() needs a CoMapFunction (map1, map2)")
+            raise GraphBuildError(
+                f"ConnectedStreams.map() needs a CoMapFunction (map1, map2), got {_named(func)}"
+            )
         return self._two_input("Co-Map", CoMapOperator(func), output_type)
 
     def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
         if not isinstance(func, CoFlatMapLike):
-            raise GraphBuildError("ConnectedStreams.flat_map() needs a CoFlatMapFunction")
+            raise GraphBuildError(
+                "ConnectedStreams.flat_map() needs a CoFlatMapFunction (flat_map1, flat_map2), "
+                f"got {_named(func)}"
+            )
         return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """A ``CoProcessFunction`` on either, a ``KeyedCoProcessFunction`` on keyed streams
+        only (as in Flink, a ``CoProcessFunction`` on keyed streams uses no key state)."""
         k1, _ = self._keys()
+        if not isinstance(func, CoProcessLike):
+            raise GraphBuildError(
+                "ConnectedStreams.process() needs a CoProcessFunction or KeyedCoProcessFunction "
+                f"(process_element1, process_element2), got {_named(func)}"
+            )
         if k1 is None and isinstance(func, KeyedCoProcessFunction):
             raise GraphBuildError("a KeyedCoProcessFunction needs keyed streams: use key_by first")
-        if k1 is not None and isinstance(func, CoProcessFunction):
-            pass  # allowed, as in Flink: no timers/state of the key are used
-        op = CoProcessOperator(func, "process_element1", "process_element2")
         name = "Keyed Co-Process" if k1 is not None else "Co-Process"
-        return self._two_input(name, op, output_type)
+        return self._two_input(name, CoProcessOperator.co_process(func), output_type)
 
 
 class BroadcastStream:
@@ -702,6 +717,12 @@ class BroadcastConnectedStream:
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         ks = key_selector_of(self.non_broadcast_stream)
+        if not isinstance(func, BroadcastProcessLike):
+            raise GraphBuildError(
+                "BroadcastConnectedStream.process() needs a BroadcastProcessFunction or "
+                "KeyedBroadcastProcessFunction (process_element, process_broadcast_element), "
+                f"got {_named(func)}"
+            )
         if ks is None and isinstance(func, KeyedBroadcastProcessFunction):
             raise GraphBuildError("a KeyedBroadcastProcessFunction needs a keyed stream")
         if ks is not None and isinstance(func, BroadcastProcessFunction):
@@ -709,11 +730,10 @@ class BroadcastConnectedStream:
                 "a keyed stream connected to a broadcast stream needs a "
                 "KeyedBroadcastProcessFunction"
             )
-        op = CoProcessOperator(func, "process_element", "process_broadcast_element",
-                               broadcast=True)  # fmt: skip
         t = TwoInputTransformation(
             name="Broadcast-Process", input1=self.non_broadcast_stream._transformation,
-            input2=self.broadcast_stream.stream._transformation, operator=op,
+            input2=self.broadcast_stream.stream._transformation,
+            operator=CoProcessOperator.broadcast_process(func),
             key_selector1=ks, key_selector2=None, output_type=output_type,
         )  # fmt: skip
         return DataStream(self.non_broadcast_stream._env, t)

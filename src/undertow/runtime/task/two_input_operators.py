@@ -12,6 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from undertow.api.function_shapes import (
+    BroadcastProcessLike,
+    CoFlatMapLike,
+    CoMapLike,
+    CoProcessLike,
+    OnTimerLike,
+)
 from undertow.api.functions import (
     KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
@@ -29,19 +36,22 @@ from undertow.state.descriptors import MapStateDescriptor
 
 
 class _TwoInputUdf(TwoInputStreamOperator):
-    """A two-input operator around one user function whose methods ``method1`` / ``method2``
-    take the records of input 1 / 2; ``call1`` / ``call2`` are those methods in the key
-    context of their record (set in ``open``)."""
+    """A two-input operator around one user function: ``method1`` / ``method2`` take the
+    records of input 1 / 2, bound when the operator is built (from the function's shape, a
+    Protocol of :mod:`undertow.api.function_shapes`); ``call1`` / ``call2`` are them in the
+    key context of their record (set in ``open``)."""
 
-    def __init__(self, function: Any, method1: str, method2: str) -> None:
+    def __init__(
+        self, function: Any, method1: Callable[..., Any], method2: Callable[..., Any]
+    ) -> None:
         self.function = function
         self.method1 = method1
         self.method2 = method2
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
-        self.call1 = self.with_key_context(getattr(self.function, self.method1), 1)
-        self.call2 = self.with_key_context(getattr(self.function, self.method2), 2)
+        self.call1 = self.with_key_context(self.method1, 1)
+        self.call2 = self.with_key_context(self.method2, 2)
         open_udf(self.function, self.ctx.runtime_context)
 
     def close(self) -> None:
@@ -59,8 +69,8 @@ class _TwoInputUdf(TwoInputStreamOperator):
 
 
 class CoMapOperator(_TwoInputUdf):
-    def __init__(self, function: Any) -> None:
-        super().__init__(function, "map1", "map2")
+    def __init__(self, function: CoMapLike) -> None:
+        super().__init__(function, function.map1, function.map2)
 
     def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
         f = self.call1
@@ -72,8 +82,8 @@ class CoMapOperator(_TwoInputUdf):
 
 
 class CoFlatMapOperator(_TwoInputUdf):
-    def __init__(self, function: Any) -> None:
-        super().__init__(function, "flat_map1", "flat_map2")
+    def __init__(self, function: CoFlatMapLike) -> None:
+        super().__init__(function, function.flat_map1, function.flat_map2)
 
     def _run(self, f: Callable[[Any], Any], values: list[Any], timestamps: Timestamps) -> None:
         out: list[Any] = []
@@ -134,13 +144,37 @@ class _Ctx(KeyedCoProcessFunction.OnTimerContext, KeyedBroadcastProcessFunction.
 class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
     """Co-process and broadcast-process functions, keyed (with timers) or not.
 
-    ``method1`` / ``method2`` name the function's methods for the two inputs. For broadcast
-    variants input 2 is the broadcast side: its context may write broadcast state.
+    Built by :meth:`co_process` or :meth:`broadcast_process`, which bind the function's
+    methods for the two inputs and its ``on_timer`` (``None`` when it has none) once. For
+    broadcast variants input 2 is the broadcast side: its context may write broadcast state.
     """
 
-    def __init__(self, function: Any, method1: str, method2: str, broadcast: bool = False) -> None:
+    def __init__(
+        self,
+        function: Any,
+        method1: Callable[..., Any],
+        method2: Callable[..., Any],
+        on_timer: Callable[[int, Any], Any] | None,
+        broadcast: bool,
+    ) -> None:
         super().__init__(function, method1, method2)
+        self._on_timer = on_timer
         self.broadcast = broadcast
+
+    @classmethod
+    def co_process(cls, function: CoProcessLike) -> CoProcessOperator:
+        """``connect(...).process``: ``process_element1`` / ``process_element2``."""
+        on_timer = function.on_timer if isinstance(function, OnTimerLike) else None
+        return cls(function, function.process_element1, function.process_element2, on_timer,
+                   broadcast=False)  # fmt: skip
+
+    @classmethod
+    def broadcast_process(cls, function: BroadcastProcessLike) -> CoProcessOperator:
+        """``connect(broadcast_stream).process``: ``process_element`` for the other input,
+        ``process_broadcast_element`` for the broadcast one (input 2)."""
+        on_timer = function.on_timer if isinstance(function, OnTimerLike) else None
+        return cls(function, function.process_element, function.process_broadcast_element,
+                   on_timer, broadcast=True)  # fmt: skip
 
     def open(self) -> None:
         backend = self.ctx.keyed_backend
@@ -153,7 +187,6 @@ class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
                 self.ctx.name, self.ctx.processing_time_service, lambda: self.current_watermark
             )
         self._ctx = _Ctx(self)
-        self._on_timer = getattr(self.function, "on_timer", None)
         super().open()
 
     def _run(
