@@ -1,4 +1,6 @@
-"""Configuration: value parsing, typed options under Flink's keys, and PyFlink's accessors."""
+"""Configuration (:mod:`undertow.core.config`): options under Flink's keys read through it,
+PyFlink's accessors and the default parallelism. Parsing text: ``test_option_text``; one
+option: ``test_config_option``; the areas that make up ``Options``: ``test_options``."""
 
 from __future__ import annotations
 
@@ -11,54 +13,17 @@ from undertow.core.config import (
     ConfigOption,
     Configuration,
     Options,
-    bool_option,
     default_parallelism,
-    duration_option,
-    int_option,
-    memory_option,
-    parse_duration_ms,
-    parse_memory_size,
-    parse_precise_duration_ms,
-    str_option,
 )
 from undertow.core.errors import ConfigurationError, UndertowError
 
-# -- parsing --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "ms"),
-    [
-        ("100 ms", 100), ("100ms", 100), (" 7 MS ", 7), ("250", 250), (250, 250), (2.0, 2),
-        ("5s", 5_000), ("5 sec", 5_000), ("2 seconds", 2_000), ("1.5 s", 1_500),
-        ("10 min", 600_000), ("3m", 180_000), ("1 minute", 60_000),
-        ("2h", 7_200_000), ("1 hour", 3_600_000), ("1 d", 86_400_000), ("2 days", 172_800_000),
-        ("2000 us", 2), ("2000000 ns", 2), ("3000 microseconds", 3), ("1.1 s", 1_100),
-        ("4000000 nanoseconds", 4), ("0", 0),
-    ],
-)  # fmt: skip
-def test_parse_duration(text: str | int | float, ms: int) -> None:
-    assert parse_duration_ms(text) == ms
-
-
-@pytest.mark.parametrize("text", ["", "ms", "-5 ms", "5 parsecs", "1 2 s", "fast", "5s later"])
-def test_bad_durations_raise_naming_the_value(text: str) -> None:
-    with pytest.raises(ConfigurationError, match="cannot parse duration") as info:
-        parse_duration_ms(text)
-    assert repr(text) in str(info.value)
-
-
-@pytest.mark.parametrize("text", ["0.5 ms", "1500 us", 1.9, "1 ns"])
-def test_a_fraction_of_a_millisecond_is_refused_not_cut(text: str | float) -> None:
-    with pytest.raises(ConfigurationError, match="not a whole number of milliseconds"):
-        parse_duration_ms(text)
+# -- options read through a Configuration -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("text", "ms"), [("0.25 ms", 0.25), ("500 us", 0.5), ("2", 2.0), (0.1, 0.1), ("1 s", 1000.0)]
 )
 def test_precise_durations_keep_fractions(text: str | float, ms: float) -> None:
-    assert parse_precise_duration_ms(text) == pytest.approx(ms)
     key = "undertow.task.mailbox-slice-during-checkpoint"
     assert Configuration({key: text}).get(Options.MAILBOX_SLICE_CHECKPOINT) == pytest.approx(ms)
 
@@ -66,41 +31,6 @@ def test_precise_durations_keep_fractions(text: str | float, ms: float) -> None:
 def test_mailbox_slices_must_be_positive() -> None:
     with pytest.raises(ConfigurationError, match=r"undertow\.task\.mailbox-slice"):
         Configuration({"undertow.task.mailbox-slice": "0 ms"}).get(Options.MAILBOX_SLICE)
-
-
-def test_bool_is_not_a_duration() -> None:
-    with pytest.raises(ConfigurationError, match="True"):
-        parse_duration_ms(True)
-
-
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [
-        ("32kb", 32 * 1024), ("32 KB", 32 * 1024), ("32k", 32 * 1024), ("1 mb", 1 << 20),
-        ("2m", 2 << 20), ("1g", 1 << 30), ("3 gibibytes", 3 << 30), ("100", 100), ("7 b", 7),
-        ("10 bytes", 10), (4096, 4096), ("0.5 kb", 512), ("1 kibibytes", 1024),
-        ("1 mebibytes", 1 << 20), ("2 tb", 2 << 40), ("1t", 1 << 40),
-    ],
-)  # fmt: skip
-def test_parse_memory_size(text: str | int, size: int) -> None:
-    assert parse_memory_size(text) == size
-
-
-@pytest.mark.parametrize("text", ["", "kb", "-1 kb", "12 parsecs", "lots", "1 pb"])
-def test_bad_memory_sizes_raise_naming_the_value(text: str) -> None:
-    with pytest.raises(ConfigurationError, match="cannot parse memory size") as info:
-        parse_memory_size(text)
-    assert repr(text) in str(info.value)
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [("true", True), ("TRUE", True), (" yes ", True), ("1", True), ("on", True),
-     ("false", False), ("False", False), ("no", False), ("0", False), ("off", False)],
-)  # fmt: skip
-def test_bool_option_parsing(text: str, value: bool) -> None:
-    option = bool_option("some.flag", not value)
-    assert Configuration({"some.flag": text}).get(option) is value
 
 
 # -- typed options --------------------------------------------------------------------------------
@@ -199,14 +129,6 @@ def test_bad_values_name_the_key_and_the_value(
     assert repr(raw) in message
     assert problem in message
     assert isinstance(info.value, UndertowError) and isinstance(info.value, ValueError)
-
-
-def test_option_builders() -> None:
-    assert duration_option("a.b", 5).read({"a.b": "2 s"}) == 2000
-    assert int_option("a.b", 5).read({}) == 5
-    assert memory_option("a.b", 1).read({"a.b": "1kb"}) == 1024
-    assert str_option("a.b", "x").read({"a.b": "y"}) == "y"
-    assert bool_option("a.b", False, deprecated_keys=("old.b",)).read({"old.b": "on"}) is True
 
 
 def test_every_option_has_a_unique_key_and_a_valid_default() -> None:
@@ -312,3 +234,14 @@ def test_under_spark_submit_without_a_master_the_default_parallelism_is_flinks(
 ) -> None:
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
     assert default_parallelism(Configuration({"execution.target": "spark"})) == 1
+
+
+def test_the_module_still_names_what_it_held_before_the_split() -> None:
+    """``undertow.core.config`` was the one module of options; its names still import."""
+    from undertow.core import config, config_option, option_text
+
+    assert config.parse_duration_ms is option_text.parse_duration_ms
+    assert config.format_map is option_text.format_map
+    assert config.duration_option is config_option.duration_option
+    assert config.ConfigOption is config_option.ConfigOption
+    assert all(hasattr(config, name) for name in config.__all__)
