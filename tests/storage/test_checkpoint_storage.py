@@ -16,8 +16,8 @@ from undertow.storage import (
     CheckpointStorage,
     CorruptCheckpointError,
     FileHandle,
+    durable_write,
 )
-from undertow.storage import checkpoint_storage as module
 
 from .conftest import Backend
 
@@ -179,7 +179,7 @@ def test_crash_during_commit_leaves_no_metadata(
         def crash(src: str, dst: str) -> None:
             raise Crash
 
-        monkeypatch.setattr(module.os, "replace", crash)
+        monkeypatch.setattr(durable_write.os, "replace", crash)
     else:
         real_pipe = storage._fs.pipe_file
 
@@ -230,8 +230,8 @@ def test_local_commit_order_is_fsync_rename_fsync_dir(
 
     if not os.path.isdir("/proc/self/fd"):
         pytest.skip("needs /proc to name file descriptors")
-    monkeypatch.setattr(module.os, "fsync", fsync)
-    monkeypatch.setattr(module.os, "replace", replace)
+    monkeypatch.setattr(durable_write.os, "fsync", fsync)
+    monkeypatch.setattr(durable_write.os, "replace", replace)
     storage.commit_metadata(2, b"meta")
     chk = str(tmp_path / "job" / "chk-2")
     assert [kind for kind, _ in events] == ["fsync", "replace", "fsync", "fsync", "fsync"]

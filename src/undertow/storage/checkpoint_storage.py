@@ -1,16 +1,15 @@
-"""Checkpoint storage: where checkpoint files and ``_metadata`` live, and how they are committed.
+"""Checkpoint storage: the files of a job's checkpoints on a file system, and their commit.
 
-Layout under the configured root (``execution.checkpointing.dir``), as in Flink::
-
-    <root>/<job-id>/chk-<n>/        exclusive files of checkpoint n, and its _metadata
-    <root>/<job-id>/shared/         files referenced by several checkpoints (incremental state)
-    <root>/<job-id>/taskowned/      files owned by the tasks, never deleted by the coordinator
+One class, :class:`CheckpointStorage`, over fsspec (local paths, ``file://``, ``memory://``,
+``s3://``...). Where each file goes is :mod:`.layout`'s, the job directory's file system
+:mod:`.job_directory`'s, the ``shared/`` files :mod:`.shared_files`', durable local writes and
+the atomic replace of ``_metadata`` :mod:`.durable_write`'s, checking bytes read back against
+their handle :mod:`.handle`'s.
 
 Threading and cost: blocking I/O in every method (a few file-system calls; an object store
 round trip each), called from a worker thread pool, never from a loop or task thread. No
 mutable state: several threads may use an instance; the coordinator serializes the commit and
-the discard of any one checkpoint. It is one piece: every method resolves its paths through
-the same layout and checks (``_uri``, ``_check_segment``).
+the discard of any one checkpoint.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -18,90 +17,63 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import posixpath
-import re
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
-import fsspec  # type: ignore[import-untyped]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
-from undertow.storage.duplicate import DuplicateMethod, duplicate_method, link_or_copy
-from undertow.storage.durable_write import write_local_file
+from undertow.storage.durable_write import fsync_directory, replace_local_file
 from undertow.storage.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
     CorruptCheckpointError,
 )
-from undertow.storage.handle import FileHandle, check_relative_path
+from undertow.storage.handle import FileHandle, check_relative_path, verify_content
+from undertow.storage.layout import (
+    CHECKPOINT_DIR_PREFIX,
+    METADATA_FILE,
+    SHARED_DIR,
+    TASKOWNED_DIR,
+    TEMP_METADATA_PREFIX,
+    CheckpointDirectory,
+    CheckpointLocation,
+    check_segment,
+    checkpoint_dir_name,
+    checkpoint_id_of,
+    is_checkpoint_file,
+    is_snapshot_dir_name,
+    savepoint_name,
+    snapshot_directory,
+)
+from undertow.storage.shared_files import SharedFiles
 
-METADATA_FILE = "_metadata"
-CHECKPOINT_DIR_PREFIX = "chk-"
-SHARED_DIR = "shared"
-TASKOWNED_DIR = "taskowned"
+__all__ = [
+    "CHECKPOINT_DIR_PREFIX",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_OPTION",
+    "METADATA_FILE",
+    "SHARED_DIR",
+    "TASKOWNED_DIR",
+    "CheckpointDirectory",
+    "CheckpointLocation",
+    "CheckpointStorage",
+    "FileHandle",
+    "savepoint_name",
+]
+
 #: Default upper bound on the size of a ``_metadata`` file read back (the option
 #: ``undertow.checkpointing.metadata.max-size``); a larger one is rejected instead of being
 #: read into memory. The metadata codec checks the same limit when it writes.
 MAX_METADATA_BYTES = 256 * 1024 * 1024
 MAX_METADATA_OPTION = "undertow.checkpointing.metadata.max-size"
 
-SAVEPOINT_DIR_PREFIX = "savepoint-"
 
-_CHECKPOINT_DIR = re.compile(r"chk-(0|[1-9][0-9]*)")
-_SAVEPOINT_DIR = re.compile(r"savepoint-[0-9A-Za-z]{1,6}-(0|[1-9][0-9]*)")
-_TEMP_METADATA_PREFIX = METADATA_FILE + ".inprogress."
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointDirectory:
-    """A ``chk-<n>`` directory of a job, as :meth:`CheckpointStorage.checkpoint_directories`
-    found it: its id and whether it held a ``_metadata`` (a completed checkpoint) then."""
-
-    checkpoint_id: int
-    has_metadata: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointLocation:
-    """A completed checkpoint found by :meth:`CheckpointStorage.resolve`.
-
-    ``pointer`` is the checkpoint directory (the external pointer Flink prints); ``root_uri``
-    and ``job_id`` let a caller open a :class:`CheckpointStorage` on the job that wrote it, to
-    read its files (a restore may come from another job's checkpoint).
+class CheckpointStorage(SharedFiles):
+    """The checkpoints of one job under ``<root_uri>/<job_id>/``: its ``chk-<n>/`` files, their
+    ``_metadata`` commit, listing and discarding them, savepoints, and finding a snapshot by
+    its pointer; the ``shared/`` files are :class:`SharedFiles`', the file system
+    :class:`JobDirectory`'s. Directories are created when the first file is written.
     """
-
-    root_uri: str
-    job_id: str
-    checkpoint_id: int
-    pointer: str
-
-    @property
-    def metadata_uri(self) -> str:
-        return self.pointer.rstrip("/") + "/" + METADATA_FILE
-
-
-class CheckpointStorage:
-    """The checkpoints of one job under ``<root_uri>/<job_id>/``.
-
-    ``storage_options`` go to fsspec (for example an ``s3://`` endpoint and credentials).
-    Construction does no I/O; directories are created when the first file is written.
-    """
-
-    def __init__(
-        self, root_uri: str, job_id: str, *, storage_options: Mapping[str, Any] | None = None
-    ) -> None:
-        _check_segment("job id", job_id)
-        self._options = dict(storage_options or {})
-        fs, root = fsspec.core.url_to_fs(root_uri, **self._options)
-        self._fs: Any = fs
-        self._local = isinstance(fs, LocalFileSystem)
-        self._root: str = root.rstrip("/") or "/"
-        self._job_dir = posixpath.join(self._root, job_id)
-        self.job_id = job_id
 
     @classmethod
     def in_memory(cls, job_id: str = "job") -> CheckpointStorage:
@@ -111,17 +83,6 @@ class CheckpointStorage:
         or the process ends; it is not shared with other processes.
         """
         return cls(f"memory://undertow-{uuid.uuid4().hex}", job_id)
-
-    # -- locations -------------------------------------------------------------------------
-
-    @property
-    def root_uri(self) -> str:
-        """The normalized root (a plain path on the local file system, else a URL)."""
-        return self._uri(self._root)
-
-    @property
-    def job_uri(self) -> str:
-        return self._uri(self._job_dir)
 
     def checkpoint_pointer(self, checkpoint_id: int) -> str:
         """The directory of checkpoint ``checkpoint_id`` (whether or not it exists)."""
@@ -139,114 +100,11 @@ class CheckpointStorage:
         checkpoint does not count as completed until :meth:`commit_metadata`. ``name`` is one
         path segment and must not start with ``_`` or ``.`` (reserved for the storage).
         """
-        _check_segment("file name", name)
+        check_segment("file name", name)
         directory = self._checkpoint_dir(checkpoint_id)
         path = posixpath.join(directory, name)
         self._write_durably(path, data)
         return FileHandle.of(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}/{name}", data)
-
-    def _write_durably(self, path: str, data: bytes) -> None:
-        """``data`` at ``path``, on stable storage when this returns (local disks: through
-        an ``O_DSYNC`` descriptor, :func:`.durable_write.write_local_file`; an object store's
-        put is durable once it returns). Parent directories are created."""
-        if self._local:
-            write_local_file(path, data)
-        else:
-            self._fs.pipe_file(path, data)
-
-    def write_shared_file(self, name: str, data: bytes) -> FileHandle:
-        """Write ``data`` as ``shared/<name>`` (a file incremental checkpoints share) and return
-        its handle; durable when this returns, as :meth:`write_file` (``shared/`` is created
-        on the first write: a job without incremental state has none). ``name`` must be unique
-        to this upload (the caller names it after its backend, checkpoint and SST file):
-        shared files are immutable once referenced."""
-        _check_segment("file name", name)
-        path = posixpath.join(self._job_dir, SHARED_DIR, name)
-        self._write_durably(path, data)
-        return FileHandle.of(f"{SHARED_DIR}/{name}", data)
-
-    def shared_file_uri(self, path: str) -> str:
-        """The absolute location of a ``shared/<name>`` path relative to this job directory
-        (how the coordinator's shared-state registry names files of several jobs apart)."""
-        check_relative_path(path)
-        if not path.startswith(SHARED_DIR + "/") or path.count("/") != 1:
-            raise ValueError(f"{path!r} is not a file in {SHARED_DIR}/")
-        return self._uri(posixpath.join(self._job_dir, path))
-
-    def shared_file_uris(self) -> list[str]:
-        """The files in this job's ``shared/`` now, as :meth:`shared_file_uri` names them."""
-        directory = posixpath.join(self._job_dir, SHARED_DIR)
-        self._fs.invalidate_cache(directory)
-        try:
-            entries = self._fs.ls(directory, detail=False)
-        except FileNotFoundError:
-            return []
-        names = sorted(posixpath.basename(str(e).rstrip("/")) for e in entries)
-        return [self.shared_file_uri(f"{SHARED_DIR}/{name}") for name in names]
-
-    def discard_shared_file(self, uri: str) -> None:
-        """Delete the shared file at ``uri`` (from :meth:`shared_file_uri`, possibly of another
-        job: a claimed snapshot's); a missing file is fine. Raises :class:`ValueError` naming
-        ``uri`` unless it is a file directly in a ``<job>/shared/`` directory."""
-        fs, stripped = self._open_uri(uri)
-        if posixpath.basename(posixpath.dirname(stripped)) != SHARED_DIR:
-            raise ValueError(f"{uri!r} is not a file in a job's {SHARED_DIR}/ directory")
-        with contextlib.suppress(FileNotFoundError):
-            fs.rm_file(stripped)
-
-    def duplicate_method(self, source_uri: str) -> DuplicateMethod | None:
-        """How the file at ``source_uri`` is duplicated into this job's ``shared/`` by
-        :meth:`duplicate_shared_file` (a hard link, a server-side copy), or ``None`` if it
-        cannot be without reading its bytes here (see :mod:`.duplicate`). No I/O."""
-        fs, _ = self._open_uri(source_uri)
-        return duplicate_method(fs, self._fs)
-
-    def duplicate_shared_file(self, source_uri: str) -> str:
-        """Make the file at ``source_uri`` (in another job's ``shared/``: a snapshot this job
-        restored) this job's ``shared/<same name>`` too, without reading its bytes here, and
-        return its location: a hard link on a local file system (a copy across devices), a
-        server-side copy on an object store (:meth:`duplicate_method`). The source is never
-        modified. The name is unique per upload, so a file of that name already here is the
-        same file and is kept. Raises :class:`ValueError` naming ``source_uri`` unless it is a
-        file directly in a ``<job>/shared/`` directory, :class:`CheckpointStorageError` naming
-        it if it cannot be duplicated (:meth:`duplicate_method` is ``None``); I/O errors as
-        :class:`OSError`. Durable when this returns, as :meth:`write_file`."""
-        fs, source, target = self._shared_target(source_uri)
-        method = duplicate_method(fs, self._fs)
-        if method is None:
-            raise CheckpointStorageError(
-                f"job {self.job_id!r}: {source_uri} cannot be duplicated into "
-                f"{self._uri(target)} (another file system, or no server-side copy)"
-            )
-        if source == target:
-            return self._uri(target)
-        if method is DuplicateMethod.HARD_LINK:
-            directory = posixpath.dirname(target)
-            os.makedirs(directory, exist_ok=True)
-            link_or_copy(source, target)
-            _fsync_directory(directory)
-        else:
-            self._fs.copy(source, target)
-        return self._uri(target)
-
-    def adopt_shared_file(self, source_uri: str) -> str:
-        """As :meth:`duplicate_shared_file` (a snapshot this job restored in CLAIM), but a
-        file that cannot be duplicated is read and written here instead."""
-        fs, source, target = self._shared_target(source_uri)
-        if duplicate_method(fs, self._fs) is not None:
-            return self.duplicate_shared_file(source_uri)
-        self._write_durably(target, bytes(fs.cat_file(source)))
-        return self._uri(target)
-
-    def _shared_target(self, source_uri: str) -> tuple[Any, str, str]:
-        """The file system and path of ``source_uri`` (a file directly in a job's
-        ``shared/``) and the path of the same name in this job's ``shared/``."""
-        fs, source = self._open_uri(source_uri)
-        if posixpath.basename(posixpath.dirname(source)) != SHARED_DIR:
-            raise ValueError(f"{source_uri!r} is not a file in a job's {SHARED_DIR}/ directory")
-        name = posixpath.basename(source)
-        _check_segment("file name", name)
-        return fs, source, posixpath.join(self._job_dir, SHARED_DIR, name)
 
     def read_file(self, handle: FileHandle, checkpoint_id: int) -> bytes:
         """Read the file of ``handle`` and return its bytes only if they verify.
@@ -271,31 +129,9 @@ class CheckpointStorage:
                 expected=handle.sha256,
                 actual="missing",
             ) from err
-        if len(data) != handle.size:
-            if len(data) > handle.size:
-                actual_size = self._fs.size(path)
-                actual_hash = "not computed"
-            else:
-                actual_size, actual_hash = len(data), hashlib.sha256(data).hexdigest()
-            raise CorruptCheckpointError(
-                f"checkpoint {checkpoint_id} of job {self.job_id!r} is corrupt: file {uri} has "
-                f"size {actual_size} bytes, expected {handle.size} bytes "
-                f"(sha256 actual {actual_hash}, expected {handle.sha256})",
-                checkpoint=checkpoint_id,
-                path=uri,
-                expected=f"{handle.size} bytes",
-                actual=f"{actual_size} bytes",
-            )
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != handle.sha256:
-            raise CorruptCheckpointError(
-                f"checkpoint {checkpoint_id} of job {self.job_id!r} is corrupt: file {uri} has "
-                f"sha256 {digest}, expected {handle.sha256}",
-                checkpoint=checkpoint_id,
-                path=uri,
-                expected=handle.sha256,
-                actual=digest,
-            )
+        # a file longer than its handle: its size is named, its hash is not computed
+        size = self._fs.size(path) if len(data) > handle.size else len(data)
+        verify_content(handle, data, checkpoint_id, self.job_id, uri, size)
         return data
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
@@ -388,23 +224,12 @@ class CheckpointStorage:
         if not self._local:
             self._fs.pipe_file(final, payload)
             return self._uri(directory)
-        os.makedirs(directory, exist_ok=True)
-        temp = posixpath.join(directory, _TEMP_METADATA_PREFIX + uuid.uuid4().hex)
-        try:
-            with open(temp, "xb") as out:
-                out.write(payload)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        # The rename, then the chk-<n> and job directory entries (new on the first commit).
-        _fsync_directory(directory)
+        temp = posixpath.join(directory, TEMP_METADATA_PREFIX + uuid.uuid4().hex)
+        replace_local_file(final, payload, temp)
+        # chk-<n> in the job directory, the job directory in the root (new on a first commit)
         if directory != self._job_dir:
-            _fsync_directory(self._job_dir)
-        _fsync_directory(self._root)
+            fsync_directory(self._job_dir)
+        fsync_directory(self._root)
         return self._uri(directory)
 
     def read_metadata(self, pointer_or_id: int | str, max_bytes: int = MAX_METADATA_BYTES) -> bytes:
@@ -467,11 +292,11 @@ class CheckpointStorage:
         found = []
         for entry in entries:
             name = posixpath.basename(str(entry).rstrip("/"))
-            match = _CHECKPOINT_DIR.fullmatch(name)
-            if match:
+            checkpoint_id = checkpoint_id_of(name)
+            if checkpoint_id is not None:
                 metadata = posixpath.join(self._job_dir, name, METADATA_FILE)
                 has_metadata = bool(self._fs.exists(metadata))
-                found.append(CheckpointDirectory(int(match.group(1)), has_metadata))
+                found.append(CheckpointDirectory(checkpoint_id, has_metadata))
         return sorted(found, key=lambda d: d.checkpoint_id)
 
     def discard_uncommitted(self, checkpoint_id: int) -> bool:
@@ -511,7 +336,7 @@ class CheckpointStorage:
         with contextlib.suppress(FileNotFoundError):
             self._fs.rm_file(posixpath.join(directory, METADATA_FILE))
             if self._local:
-                _fsync_directory(directory)
+                fsync_directory(directory)
         with contextlib.suppress(FileNotFoundError):
             if not keep:
                 self._fs.rm(directory, recursive=True)
@@ -537,7 +362,7 @@ class CheckpointStorage:
         fs, stripped = self._open_uri(uri)
         directory = posixpath.dirname(stripped)
         job_dir = posixpath.dirname(directory)
-        if not _CHECKPOINT_DIR.fullmatch(posixpath.basename(directory)) or not job_dir:
+        if not is_checkpoint_file(stripped):
             raise ValueError(f"{uri!r} is not a file in a job's chk-<n>/ directory")
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(stripped)
@@ -562,8 +387,7 @@ class CheckpointStorage:
         """
         fs, stripped = self._open_uri(pointer)
         directory = stripped.rstrip("/")
-        name = posixpath.basename(directory)
-        if not (_CHECKPOINT_DIR.fullmatch(name) or _SAVEPOINT_DIR.fullmatch(name)):
+        if not is_snapshot_dir_name(posixpath.basename(directory)):
             raise ValueError(
                 f"{pointer!r} is not a checkpoint or savepoint directory "
                 f"('.../<job-id>/chk-<n>' or '.../savepoint-<jobid6>-<n>'); not deleting it"
@@ -572,7 +396,7 @@ class CheckpointStorage:
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(posixpath.join(directory, METADATA_FILE))
             if local:
-                _fsync_directory(directory)
+                fsync_directory(directory)
         with contextlib.suppress(FileNotFoundError):
             fs.rm(directory, recursive=True)
         fs.invalidate_cache(posixpath.dirname(directory))
@@ -587,91 +411,26 @@ class CheckpointStorage:
         existence check.
         """
         fs, stripped = self._open_uri(path)
-        directory = stripped.rstrip("/")
-        if posixpath.basename(directory) == METADATA_FILE:
-            directory = posixpath.dirname(directory)
-        savepoint = _SAVEPOINT_DIR.fullmatch(posixpath.basename(directory))
-        if savepoint is not None:
-            if not fs.exists(posixpath.join(directory, METADATA_FILE)):
-                raise CheckpointNotFoundError(
-                    f"{path!r} is not a completed savepoint: {METADATA_FILE} does not exist in "
-                    f"{self._uri(directory, fs)}"
-                )
-            return CheckpointLocation(
-                root_uri=self._uri(posixpath.dirname(directory) or "/", fs),
-                job_id=posixpath.basename(directory),
-                checkpoint_id=int(savepoint.group(1)),
-                pointer=self._uri(directory, fs),
-            )
-        match = _CHECKPOINT_DIR.fullmatch(posixpath.basename(directory))
-        job_dir = posixpath.dirname(directory)
-        if match is None or not posixpath.basename(job_dir):
+        found = snapshot_directory(stripped)
+        if found is None:
             raise CheckpointNotFoundError(
                 f"{path!r} is not a checkpoint: expected a '.../<job-id>/chk-<n>' or "
                 f"'.../savepoint-<jobid6>-<n>' directory or its {METADATA_FILE} file"
             )
-        if not fs.exists(posixpath.join(directory, METADATA_FILE)):
+        if not fs.exists(posixpath.join(found.directory, METADATA_FILE)):
+            kind = "savepoint" if found.savepoint else "checkpoint"
             raise CheckpointNotFoundError(
-                f"{path!r} is not a completed checkpoint: {METADATA_FILE} does not exist in "
-                f"{self._uri(directory, fs)}"
+                f"{path!r} is not a completed {kind}: {METADATA_FILE} does not exist in "
+                f"{self._uri(found.directory, fs)}"
             )
         return CheckpointLocation(
-            root_uri=self._uri(posixpath.dirname(job_dir) or "/", fs),
-            job_id=posixpath.basename(job_dir),
-            checkpoint_id=int(match.group(1)),
-            pointer=self._uri(directory, fs),
+            root_uri=self._uri(found.root, fs),
+            job_id=found.job_id,
+            checkpoint_id=found.checkpoint_id,
+            pointer=self._uri(found.directory, fs),
         )
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _checkpoint_dir(self, checkpoint_id: int) -> str:
-        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
-            raise TypeError(f"checkpoint id must be an int, got {checkpoint_id!r}")
-        if checkpoint_id < 0:
-            raise ValueError(f"checkpoint id must be >= 0, got {checkpoint_id}")
-        return posixpath.join(self._job_dir, f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}")
-
-    def _open_uri(self, uri: str) -> tuple[Any, str]:
-        """The file system and stripped path of ``uri``, with our options if it is ours."""
-        protocol = fsspec.core.split_protocol(uri)[0] or "file"
-        ours = self._fs.protocol
-        ours = (ours,) if isinstance(ours, str) else tuple(ours)
-        options = self._options if protocol in ours else {}
-        fs, stripped = fsspec.core.url_to_fs(uri, **options)
-        return fs, str(stripped)
-
-    def _uri(self, path: str, fs: Any = None) -> str:
-        fs = self._fs if fs is None else fs
-        if isinstance(fs, LocalFileSystem):
-            return path
-        return str(fs.unstrip_protocol(path))
-
-
-def savepoint_name(job_id: str, checkpoint_id: int) -> str:
-    """The directory name of savepoint ``checkpoint_id`` of ``job_id``."""
-    return f"{SAVEPOINT_DIR_PREFIX}{job_id[:6]}-{checkpoint_id}"
-
-
-def _check_segment(what: str, value: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
-    if "/" in value or "\\" in value or "\x00" in value or value[0] in "_.":
-        raise ValueError(
-            f"{what} must be a single path segment not starting with '_' or '.', got {value!r}"
-        )
-
-
-def _fsync_directory(path: str) -> None:
-    """Make the directory entries of ``path`` durable (POSIX; a no-op elsewhere)."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError as err:
-        raise CheckpointStorageError(f"cannot fsync directory {path}: {err}") from err
-    finally:
-        os.close(fd)
+        return posixpath.join(self._job_dir, checkpoint_dir_name(checkpoint_id))

@@ -4,7 +4,7 @@ A :class:`FileHandle` is what a subtask reports when its state file is written a
 ``_metadata`` file stores: the path relative to the job directory (so a job directory can be
 moved or copied as a whole), the size and the sha256 of the content. Handles are immutable
 values; constructing one validates it, so a handle can never name a file outside the job
-directory.
+directory. :func:`verify_content` checks bytes read back against their handle.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+
+from undertow.storage.errors import CorruptCheckpointError
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -50,3 +52,36 @@ def check_relative_path(path: str) -> None:
         raise ValueError(f"file path must be relative to the job directory, got {path!r}")
     if any(part in ("", ".", "..") for part in path.split("/")):
         raise ValueError(f"file path has an empty, '.' or '..' segment: {path!r}")
+
+
+def verify_content(
+    handle: FileHandle, data: bytes, checkpoint_id: int, job_id: str, uri: str, size: int
+) -> None:
+    """Raise :class:`CorruptCheckpointError` naming the checkpoint, the job, the file at
+    ``uri`` and expected vs actual size or sha256 unless ``data`` (at most ``handle.size + 1``
+    bytes read from a file of ``size`` bytes) is the content ``handle`` names."""
+    if len(data) != handle.size:
+        actual_hash = "not computed" if len(data) > handle.size else _sha256(data)
+        raise CorruptCheckpointError(
+            f"checkpoint {checkpoint_id} of job {job_id!r} is corrupt: file {uri} has "
+            f"size {size} bytes, expected {handle.size} bytes "
+            f"(sha256 actual {actual_hash}, expected {handle.sha256})",
+            checkpoint=checkpoint_id,
+            path=uri,
+            expected=f"{handle.size} bytes",
+            actual=f"{size} bytes",
+        )
+    digest = _sha256(data)
+    if digest != handle.sha256:
+        raise CorruptCheckpointError(
+            f"checkpoint {checkpoint_id} of job {job_id!r} is corrupt: file {uri} has "
+            f"sha256 {digest}, expected {handle.sha256}",
+            checkpoint=checkpoint_id,
+            path=uri,
+            expected=handle.sha256,
+            actual=digest,
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

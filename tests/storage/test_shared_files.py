@@ -1,4 +1,6 @@
-"""``CheckpointStorage.adopt_shared_file``: a claimed job's shared file becomes this job's too."""
+"""The ``shared/`` files (:mod:`undertow.storage.shared_files`): written, named, listed and
+deleted by ``SharedFiles`` (the part of ``CheckpointStorage`` they are); a claimed job's shared
+file becomes this job's too (``adopt_shared_file``)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,34 @@ from pathlib import Path
 import pytest
 
 from undertow.storage import CheckpointStorage
+from undertow.storage.shared_files import SharedFiles
+
+
+def test_shared_files_are_written_listed_and_deleted_by_name_alone(tmp_path: Path) -> None:
+    shared = SharedFiles(str(tmp_path), "job")
+    assert shared.shared_file_uris() == []
+    handle = shared.write_shared_file("op-1-000001.sst", b"sst")
+    assert handle.path == "shared/op-1-000001.sst"
+    uri = shared.shared_file_uri(handle.path)
+    assert uri == str(tmp_path / "job" / "shared" / "op-1-000001.sst")
+    assert shared.shared_file_uris() == [uri]
+    shared.discard_shared_file(uri)
+    shared.discard_shared_file(uri)  # a missing file is fine
+    assert shared.shared_file_uris() == []
+
+
+@pytest.mark.parametrize("path", ["chk-1/a", "shared/x/y", "shared", "../shared/a"])
+def test_only_a_file_directly_in_shared_has_a_shared_uri(tmp_path: Path, path: str) -> None:
+    with pytest.raises(ValueError):
+        SharedFiles(str(tmp_path), "job").shared_file_uri(path)
+
+
+def test_a_file_outside_a_shared_directory_is_never_deleted(tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path), "job")
+    storage.write_file(1, "state", b"x")
+    with pytest.raises(ValueError, match="not a file in a job's shared/ directory"):
+        storage.discard_shared_file(str(tmp_path / "job" / "chk-1" / "state"))
+    assert (tmp_path / "job" / "chk-1" / "state").exists()
 
 
 def test_a_local_file_is_hard_linked_under_its_name(tmp_path: Path) -> None:

@@ -1,0 +1,24 @@
+"""A job's directory on a file system (:mod:`undertow.storage.job_directory`): its root and
+job URIs, normalized per file system; a job id is one path segment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from undertow.storage.job_directory import JobDirectory
+
+
+def test_a_local_root_is_a_plain_path_and_others_are_urls(tmp_path: Path) -> None:
+    local = JobDirectory(f"file://{tmp_path}/", "job-1")
+    assert (local.root_uri, local.job_uri) == (str(tmp_path), str(tmp_path / "job-1"))
+    memory = JobDirectory("memory://undertow-test-root", "job-1")
+    assert memory.root_uri == "memory:///undertow-test-root"
+    assert memory.job_uri == "memory:///undertow-test-root/job-1"
+
+
+@pytest.mark.parametrize("job_id", ["", "a/b", "_job", ".job"])
+def test_a_job_id_is_one_path_segment(tmp_path: Path, job_id: str) -> None:
+    with pytest.raises(ValueError, match="job id"):
+        JobDirectory(str(tmp_path), job_id)
