@@ -21,6 +21,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "undertow"
 TYPE_ONLY = {
     # A stream knows its environment (get_execution_environment); the environment builds streams.
     ("undertow.datastream.data_stream", "undertow.datastream.stream_execution_environment"),
+    # Connected streams take DataStreams and hand out DataStreams through the stream's own
+    # _derive; DataStream.connect() builds them.
+    ("undertow.datastream.connected_streams", "undertow.datastream.data_stream"),
+    # A stream's last operator settings keep its environment (get_execution_environment).
+    ("undertow.datastream.operator_settings", "undertow.datastream.stream_execution_environment"),
     # Windowed streams take a DataStream/KeyedStream; DataStream.window() builds them.
     ("undertow.datastream.windowed_stream", "undertow.datastream.data_stream"),
     # A batch stream hands out record streams (to_records) through the DataStream class it is

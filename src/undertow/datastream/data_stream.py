@@ -1,13 +1,14 @@
-"""``DataStream`` and its relatives: PyFlink's stream classes with PyFlink's method names.
+"""``DataStream`` and ``KeyedStream``: PyFlink's stream classes with PyFlink's method names.
 
 Each method only records a transformation with the right operator; the operators live in
 :mod:`undertow.runtime.task`. Functions may be PyFlink function objects (``MapFunction`` ...)
-or plain callables; misuse is reported when the stream is declared, naming the operator.
+or plain callables (bound by :mod:`.function_binding`); misuse is reported when the stream is
+declared, naming the operator.
 
-Why this module is one piece of about 600 lines: ``DataStream``, ``KeyedStream`` (its
-subclass), ``ConnectedStreams`` and the broadcast streams construct each other at run time
-(``key_by``, ``connect``, ``broadcast`` and back), so split apart they would import each other.
-What needs no stream class is elsewhere: windowed streams (:mod:`.windowed_stream`), sinks
+``KeyedStream`` is a ``DataStream`` (PyFlink's ``isinstance`` holds) and ``DataStream.key_by``
+makes one, so the two share this module (apart, they would import each other). The rest is
+elsewhere: the last operator's settings (:mod:`.operator_settings`), two-input streams
+(:mod:`.connected_streams`), windowed streams (:mod:`.windowed_stream`), sinks
 (:mod:`.data_stream_sink`) and field access (:mod:`.field_functions`).
 """
 
@@ -16,36 +17,10 @@ from __future__ import annotations
 import operator
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from undertow.api.function_shapes import (
-    BroadcastProcessLike,
-    CoFlatMapLike,
-    CoMapLike,
-    CoProcessLike,
-    FilterLike,
-    FlatMapLike,
-    InvokeLike,
-    MapLike,
-    ProcessElementLike,
-    ReduceLike,
-)
-from undertow.api.functions import (
-    BroadcastProcessFunction,
-    CoFlatMapFunction,
-    CoMapFunction,
-    FilterFunction,
-    FlatMapFunction,
-    KeyedBroadcastProcessFunction,
-    KeyedCoProcessFunction,
-    KeySelector,
-    MapFunction,
-    Partitioner,
-    ProcessFunction,
-    ReduceFunction,
-    SinkFunction,
-)
+from undertow.api.function_shapes import ProcessElementLike
+from undertow.api.functions import Partitioner, ProcessFunction
 from undertow.api.output_tag import OutputTag
 from undertow.common.row import Row
 from undertow.common.typeinfo import TupleTypeInfo
@@ -53,9 +28,24 @@ from undertow.connectors.global_committer import GlobalCommittingSink
 from undertow.connectors.sink import SinkLike
 from undertow.core.errors import GraphBuildError
 from undertow.datastream import batch_stream
+from undertow.datastream.connected_streams import (
+    BroadcastConnectedStream,
+    BroadcastStream,
+    ConnectedStreams,
+)
 from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
 from undertow.datastream.field_functions import Projection, field_aggregator, pick_by
-from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
+from undertow.datastream.function_binding import (
+    FILTER,
+    FLAT_MAP,
+    INVOKE,
+    MAP,
+    PROCESS,
+    REDUCE,
+    bind,
+    bind_key_selector,
+)
+from undertow.datastream.operator_settings import OperatorSettings
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
@@ -69,12 +59,10 @@ from undertow.graph.partitioners import (
     StreamPartitioner,
 )
 from undertow.graph.transformations import (
-    ChainingStrategy,
     OneInputTransformation,
     PartitionTransformation,
     SideOutputTransformation,
     Transformation,
-    TwoInputTransformation,
     UnionTransformation,
 )
 from undertow.runtime.task.global_committer_operator import GlobalCommitterOperator
@@ -90,150 +78,26 @@ from undertow.runtime.task.operators import (
 )
 from undertow.runtime.task.sink_operator import SinkWriterOperator
 from undertow.runtime.task.source_operator import TimestampsAndWatermarksOperator
-from undertow.runtime.task.two_input_operators import (
-    CoFlatMapOperator,
-    CoMapOperator,
-    CoProcessOperator,
-)
 from undertow.state.backend import PairAggregation
 
 if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
-
-@dataclass(frozen=True)
-class _FunctionKind:
-    """One kind of user function: PyFlink's class (named in errors), the Protocol of its
-    shape and how to take its method from an object of that shape."""
-
-    base: type
-    shape: type
-    method: Callable[[Any], Any]
-
-
-_MAP = _FunctionKind(MapFunction, MapLike, lambda f: f.map)
-_FLAT_MAP = _FunctionKind(FlatMapFunction, FlatMapLike, lambda f: f.flat_map)
-_FILTER = _FunctionKind(FilterFunction, FilterLike, lambda f: f.filter)
-_PROCESS = _FunctionKind(ProcessFunction, ProcessElementLike, lambda f: f.process_element)
-_INVOKE = _FunctionKind(SinkFunction, InvokeLike, lambda f: f.invoke)
-_REDUCE = _FunctionKind(ReduceFunction, ReduceLike, lambda f: f.reduce)
+#: PyFlink's ``pyflink.datastream.data_stream`` holds all of these; so does this module.
+__all__ = [
+    "BroadcastConnectedStream",
+    "BroadcastStream",
+    "CloseableIterator",
+    "ConnectedStreams",
+    "DataStream",
+    "DataStreamSink",
+    "KeyedStream",
+]
 
 
-def _udf(func: Any, kind: _FunctionKind, what: str) -> tuple[Any, Callable[..., Any]]:
-    """(function object for open/close, callable to apply) for a function of ``kind``'s shape
-    or a plain callable."""
-    if isinstance(func, kind.shape):
-        bound = kind.method(func)
-        if callable(bound):
-            return func, bound
-    if callable(func):
-        return None, func
-    raise GraphBuildError(
-        f"{what}: expected a {kind.base.__name__} or a callable, got {_named(func)}"
-    )
-
-
-def _named(value: Any) -> str:
-    """A value as errors name it: its type and its repr."""
-    return f"{type(value).__name__} {value!r}"
-
-
-def _key_selector(key_selector: Any, what: str) -> Callable[[Any], Any]:
-    if isinstance(key_selector, KeySelector):
-        return key_selector.get_key
-    if callable(key_selector):
-        return key_selector
-    raise GraphBuildError(f"{what}: key selector must be a KeySelector or a callable")
-
-
-class DataStream:
-    """A stream of records (PyFlink's ``DataStream``)."""
-
-    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
-        self._env = env
-        self._transformation = transformation
-
-    # properties of the last operator ----------------------------------------------------
-    def get_name(self) -> str:
-        return self._transformation.name
-
-    def name(self, name: str) -> DataStream:
-        self._transformation.name = name
-        return self
-
-    def uid(self, uid: str) -> DataStream:
-        self._transformation.uid = uid
-        return self
-
-    def set_description(self, description: str) -> DataStream:
-        """A description of the operator, shown where Flink shows it: the execution plan's
-        ``contents`` and the REST API's (and dashboard's) vertex ``description``."""
-        self._transformation.description = description
-        return self
-
-    def get_type(self) -> Any:
-        """The declared type of the records (``None``: Python objects). Partitioning keeps the
-        type of its input, a union that of its first input, as in PyFlink."""
-        t = self._transformation
-        while t.output_type is None:
-            if isinstance(t, PartitionTransformation) and t.input is not None:
-                t = t.input
-            elif isinstance(t, UnionTransformation) and t.union_inputs:
-                t = t.union_inputs[0]
-            else:
-                break
-        return t.output_type
-
-    def get_execution_environment(self) -> StreamExecutionEnvironment:
-        return self._env
-
-    def set_parallelism(self, parallelism: int) -> DataStream:
-        t = self._transformation
-        if parallelism < 1:
-            raise GraphBuildError(
-                f"operator '{t.name}': parallelism must be >= 1, got {parallelism}"
-            )
-        if t.max_parallelism is not None and parallelism > t.max_parallelism:
-            raise GraphBuildError(
-                f"operator '{t.name}': parallelism {parallelism} is larger than its max "
-                f"parallelism {t.max_parallelism}"
-            )
-        t.parallelism = parallelism
-        t.parallelism_set = True
-        return self
-
-    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
-        t = self._transformation
-        if max_parallelism < 1:
-            raise GraphBuildError(f"operator '{t.name}': max parallelism must be >= 1")
-        if t.parallelism is not None and t.parallelism > max_parallelism:
-            raise GraphBuildError(
-                f"operator '{t.name}': max parallelism {max_parallelism} is below its "
-                f"parallelism {t.parallelism}"
-            )
-        t.max_parallelism = max_parallelism
-        return self
-
-    def force_non_parallel(self) -> DataStream:
-        self._transformation.parallelism = 1
-        self._transformation.max_parallelism = 1
-        return self
-
-    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
-        self._transformation.buffer_timeout = int(timeout_millis)
-        return self
-
-    def start_new_chain(self) -> DataStream:
-        self._transformation.chaining = ChainingStrategy.HEAD
-        return self
-
-    def disable_chaining(self) -> DataStream:
-        self._transformation.chaining = ChainingStrategy.NEVER
-        return self
-
-    def slot_sharing_group(self, slot_sharing_group: SlotSharingGroup | str) -> DataStream:
-        self._transformation.slot_sharing_group = group_name(slot_sharing_group)
-        return self
+class DataStream(OperatorSettings):
+    """A stream of records (PyFlink's ``DataStream``); its last operator's settings are
+    :class:`OperatorSettings`'."""
 
     # helpers ------------------------------------------------------------------------------
     def _one_input(self, name: str, operator: Any, output_type: Any = None,
@@ -254,19 +118,19 @@ class DataStream:
 
     # transformations ----------------------------------------------------------------------
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, _MAP, "map()")
+        function, call = bind(func, MAP, "map()")
         return self._one_input("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, _FLAT_MAP, "flat_map()")
+        function, call = bind(func, FLAT_MAP, "flat_map()")
         return self._one_input("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        function, call = _udf(func, _FILTER, "filter()")
+        function, call = bind(func, FILTER, "filter()")
         return self._one_input("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, _PROCESS, "process()")
+        function, call = bind(func, PROCESS, "process()")
         return self._one_input("Process", ProcessOperator(function, call), output_type)
 
     # batch streams (docs/columnar.md) --------------------------------------------------------
@@ -310,7 +174,7 @@ class DataStream:
                 f"key_by() cannot follow partition_custom() (operator '{t.name}'): a keyed "
                 "stream must be partitioned by its key"
             )
-        ks = _key_selector(key_selector, "key_by()")
+        ks = bind_key_selector(key_selector, "key_by()")
         partitioner = KeyGroupStreamPartitioner(ks, self._env.get_max_parallelism())
         return KeyedStream(self._env, PartitionTransformation(
             name="Hash", input=t, partitioner=partitioner
@@ -322,6 +186,10 @@ class DataStream:
         the key partitioning but not the keyed context."""
         inputs = [_union_input(s)._transformation for s in (self, *streams)]
         return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
+
+    def _key_selector_or_none(self) -> Callable[[Any], Any] | None:
+        """The key selector of a keyed stream; ``None`` here."""
+        return None
 
     def connect(self, ds: DataStream | BroadcastStream) -> Any:
         if isinstance(ds, BroadcastStream):
@@ -355,7 +223,7 @@ class DataStream:
             raise GraphBuildError(
                 "partition_custom(): partitioner must be a Partitioner or callable"
             )
-        ks = _key_selector(key_selector, "partition_custom()")
+        ks = bind_key_selector(key_selector, "partition_custom()")
         return self._partition(CustomPartitionerWrapper(part, ks, self.get_name()))
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
@@ -438,7 +306,7 @@ class DataStream:
         return DataStreamSink(writer, committer)
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:
-        function, call = _udf(sink_func, _INVOKE, "add_sink()")
+        function, call = bind(sink_func, INVOKE, "add_sink()")
         if function is None:
             return self._sink("Sink: Unnamed", SinkFunctionOperator(None, lambda v, _c: call(v)))
         return self._sink("Sink: Unnamed", SinkFunctionOperator(function, call))
@@ -488,19 +356,22 @@ class KeyedStream(DataStream):
         self._key_selector = key_selector
         self._original = original
 
+    def _key_selector_or_none(self) -> Callable[[Any], Any] | None:
+        return self._key_selector
+
     def _keyed(self, name: str, operator: Any, output_type: Any = None) -> DataStream:
         return self._one_input(name, operator, output_type, key_selector=self._key_selector)
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, _MAP, "map()")
+        function, call = bind(func, MAP, "map()")
         return self._keyed("Map", StreamMap(function, call), output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        function, call = _udf(func, _FLAT_MAP, "flat_map()")
+        function, call = bind(func, FLAT_MAP, "flat_map()")
         return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
 
     def filter(self, func: Any) -> DataStream:
-        function, call = _udf(func, _FILTER, "filter()")
+        function, call = bind(func, FILTER, "filter()")
         return self._keyed("Filter", StreamFilter(function, call), self.get_type())
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
@@ -509,7 +380,7 @@ class KeyedStream(DataStream):
         return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:
-        function, call = _udf(func, _REDUCE, "reduce()")
+        function, call = bind(func, REDUCE, "reduce()")
         op = StreamGroupedReduce(function, call, self._key_selector)
         return self._keyed("Keyed Reduce", op, self.get_type())
 
@@ -599,141 +470,43 @@ class KeyedStream(DataStream):
         return self._refuse_partitioning()
 
     # configuring a KeyedStream configures the partitioning, which has none of these knobs
-    def set_parallelism(self, parallelism: int) -> DataStream:
+    def set_parallelism(self, parallelism: int) -> NoReturn:
         raise GraphBuildError("set_parallelism() is not allowed on a KeyedStream; set it on the "
                               "operator after key_by(...)")  # fmt: skip
 
-    def name(self, name: str) -> DataStream:
+    def name(self, name: str) -> NoReturn:
         raise GraphBuildError("name() is not allowed on a KeyedStream; name the operator after it")
 
     def get_name(self) -> str:
         raise GraphBuildError("Get name of KeyedStream is not supported.")
 
-    def uid(self, uid: str) -> DataStream:
+    def uid(self, uid: str) -> NoReturn:
         raise GraphBuildError("uid() is not allowed on a KeyedStream; set it on the next operator")
 
-    def _unsupported(self, what: str) -> DataStream:
+    def _unsupported(self, what: str) -> NoReturn:
         raise GraphBuildError(
             f"{what} for KeyedStream is not supported; apply it to the operator after key_by(...)"
         )
 
-    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
-        return self._unsupported("Set max parallelism")
+    def set_max_parallelism(self, max_parallelism: int) -> NoReturn:
+        self._unsupported("Set max parallelism")
 
-    def force_non_parallel(self) -> DataStream:
-        return self._unsupported("Set force non-parallel")
+    def force_non_parallel(self) -> NoReturn:
+        self._unsupported("Set force non-parallel")
 
-    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
-        return self._unsupported("Set buffer timeout")
+    def set_buffer_timeout(self, timeout_millis: int) -> NoReturn:
+        self._unsupported("Set buffer timeout")
 
-    def start_new_chain(self) -> DataStream:
-        return self._unsupported("Start new chain")
+    def start_new_chain(self) -> NoReturn:
+        self._unsupported("Start new chain")
 
-    def disable_chaining(self) -> DataStream:
-        return self._unsupported("Disable chaining")
+    def disable_chaining(self) -> NoReturn:
+        self._unsupported("Disable chaining")
 
-    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
-        return self._unsupported("Setting slot sharing group")
+    def slot_sharing_group(self, slot_sharing_group: Any) -> NoReturn:
+        self._unsupported("Setting slot sharing group")
 
 
 def key_selector_of(stream: DataStream) -> Callable[[Any], Any] | None:
     """The stream's key selector if it is a :class:`KeyedStream`, else None."""
-    return stream._key_selector if isinstance(stream, KeyedStream) else None
-
-
-class ConnectedStreams:
-    """Two streams connected for a two-input operator (``connect``)."""
-
-    def __init__(self, stream1: DataStream, stream2: DataStream) -> None:
-        self.stream1 = stream1
-        self.stream2 = stream2
-
-    def key_by(
-        self, key_selector1: Any, key_selector2: Any, key_type: Any = None
-    ) -> ConnectedStreams:
-        return ConnectedStreams(
-            self.stream1.key_by(key_selector1), self.stream2.key_by(key_selector2)
-        )
-
-    def _keys(self) -> tuple[Any, Any]:
-        k1, k2 = key_selector_of(self.stream1), key_selector_of(self.stream2)
-        if (k1 is None) != (k2 is None):
-            raise GraphBuildError(
-                "connect(): either both streams or neither must be keyed "
-                "(use ConnectedStreams.key_by(key1, key2))"
-            )
-        return k1, k2
-
-    def _two_input(self, name: str, operator: Any, output_type: Any) -> DataStream:
-        k1, k2 = self._keys()
-        t = TwoInputTransformation(
-            name=name, input1=self.stream1._transformation, input2=self.stream2._transformation,
-            operator=operator, key_selector1=k1, key_selector2=k2, output_type=output_type,
-        )  # fmt: skip
-        return DataStream(self.stream1._env, t)
-
-    def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
-        if not isinstance(func, CoMapLike):
-            raise GraphBuildError(
-                f"ConnectedStreams.map() needs a CoMapFunction (map1, map2), got {_named(func)}"
-            )
-        return self._two_input("Co-Map", CoMapOperator(func), output_type)
-
-    def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
-        if not isinstance(func, CoFlatMapLike):
-            raise GraphBuildError(
-                "ConnectedStreams.flat_map() needs a CoFlatMapFunction (flat_map1, flat_map2), "
-                f"got {_named(func)}"
-            )
-        return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
-
-    def process(self, func: Any, output_type: Any = None) -> DataStream:
-        """A ``CoProcessFunction`` on either, a ``KeyedCoProcessFunction`` on keyed streams
-        only (as in Flink, a ``CoProcessFunction`` on keyed streams uses no key state)."""
-        k1, _ = self._keys()
-        if not isinstance(func, CoProcessLike):
-            raise GraphBuildError(
-                "ConnectedStreams.process() needs a CoProcessFunction or KeyedCoProcessFunction "
-                f"(process_element1, process_element2), got {_named(func)}"
-            )
-        if k1 is None and isinstance(func, KeyedCoProcessFunction):
-            raise GraphBuildError("a KeyedCoProcessFunction needs keyed streams: use key_by first")
-        name = "Keyed Co-Process" if k1 is not None else "Co-Process"
-        return self._two_input(name, CoProcessOperator.co_process(func), output_type)
-
-
-class BroadcastStream:
-    """A broadcast stream with broadcast state descriptors (``broadcast(descriptor)``)."""
-
-    def __init__(self, stream: DataStream, descriptors: list[Any]) -> None:
-        self.stream = stream
-        self.broadcast_state_descriptors = descriptors
-
-
-class BroadcastConnectedStream:
-    def __init__(self, non_broadcast: DataStream, broadcast: BroadcastStream) -> None:
-        self.non_broadcast_stream = non_broadcast
-        self.broadcast_stream = broadcast
-
-    def process(self, func: Any, output_type: Any = None) -> DataStream:
-        ks = key_selector_of(self.non_broadcast_stream)
-        if not isinstance(func, BroadcastProcessLike):
-            raise GraphBuildError(
-                "BroadcastConnectedStream.process() needs a BroadcastProcessFunction or "
-                "KeyedBroadcastProcessFunction (process_element, process_broadcast_element), "
-                f"got {_named(func)}"
-            )
-        if ks is None and isinstance(func, KeyedBroadcastProcessFunction):
-            raise GraphBuildError("a KeyedBroadcastProcessFunction needs a keyed stream")
-        if ks is not None and isinstance(func, BroadcastProcessFunction):
-            raise GraphBuildError(
-                "a keyed stream connected to a broadcast stream needs a "
-                "KeyedBroadcastProcessFunction"
-            )
-        t = TwoInputTransformation(
-            name="Broadcast-Process", input1=self.non_broadcast_stream._transformation,
-            input2=self.broadcast_stream.stream._transformation,
-            operator=CoProcessOperator.broadcast_process(func),
-            key_selector1=ks, key_selector2=None, output_type=output_type,
-        )  # fmt: skip
-        return DataStream(self.non_broadcast_stream._env, t)
+    return stream._key_selector_or_none()
