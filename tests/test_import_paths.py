@@ -2,7 +2,9 @@
 
 ``undertow.api.window`` and PyFlink's ``undertow.datastream.window`` re-export the package
 ``undertow.api.windows``; ``undertow.common.typeinfo`` re-exports its basic and composite
-modules; ``undertow.datastream.data_stream`` re-exports the sink classes. Pickles name classes
+modules; ``undertow.datastream.data_stream`` re-exports the sink and two-input stream classes,
+``undertow.core.config`` the option machinery, ``undertow.storage.checkpoint_storage`` the
+layout's records (quality16's splits). Pickles name classes
 by module, so objects pickled before a split must still load: the old names must resolve.
 """
 
@@ -39,6 +41,12 @@ def test_window_paths_export_the_same_objects() -> None:
         ("undertow.common.typeinfo", "TupleTypeInfo"),
         ("undertow.datastream.data_stream", "DataStreamSink"),
         ("undertow.datastream.data_stream", "CloseableIterator"),
+        ("undertow.datastream.data_stream", "ConnectedStreams"),
+        ("undertow.datastream.data_stream", "BroadcastStream"),
+        ("undertow.datastream.data_stream", "BroadcastConnectedStream"),
+        ("undertow.core.config", "ConfigOption"),
+        ("undertow.storage.checkpoint_storage", "CheckpointDirectory"),
+        ("undertow.storage.checkpoint_storage", "CheckpointLocation"),
         ("undertow.runtime.task.operator", "ProcessingTimeService"),
     ],
 )
