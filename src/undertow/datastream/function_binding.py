@@ -71,6 +71,7 @@ def described(value: Any) -> str:
 
 
 def bind_key_selector(key_selector: Any, what: str) -> Callable[[Any], Any]:
+    """A ``KeySelector``'s ``get_key`` or a plain callable; raises naming ``what`` otherwise."""
     if isinstance(key_selector, KeySelector):
         return key_selector.get_key
     if callable(key_selector):
