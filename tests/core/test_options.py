@@ -60,3 +60,27 @@ def test_a_state_backend_is_built_in_or_a_dotted_factory_name(value: str, ok: bo
     else:
         with pytest.raises(ConfigurationError, match="dotted name of a state backend factory"):
             config.get(Options.STATE_BACKEND)
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "ok"),
+    [
+        ("execution.checkpointing.timeout", "0", False),
+        ("execution.checkpointing.timeout", "9 ms", False),
+        ("execution.checkpointing.timeout", "10 ms", True),
+        ("execution.checkpointing.interval", "0", True),
+        ("execution.checkpointing.interval", "5 ms", False),
+        ("execution.checkpointing.interval", "10 ms", True),
+    ],
+)
+def test_checkpoint_timeout_and_interval_keep_flinks_minimum(key: str, raw: str, ok: bool) -> None:
+    """Flink refuses less than 10 ms for both (an interval of 0 is off): a timeout of 0 expired
+    every checkpoint and restarted the job without end (what ``set_checkpoint_timeout``
+    already refused, through a configuration key)."""
+    option = Options.CHECKPOINT_TIMEOUT if key.endswith("timeout") else Options.CHECKPOINT_INTERVAL
+    config = Configuration({key: raw})
+    if ok:
+        config.get(option)
+    else:
+        with pytest.raises(ConfigurationError, match=rf"option '{key}' = '{raw}': must be"):
+            config.get(option)

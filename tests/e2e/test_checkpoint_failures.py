@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from undertow.common import WatermarkStrategy
+from undertow.core.errors import ConfigurationError
 from undertow.datastream import KeyedProcessFunction, RuntimeContext
 from undertow.datastream.connectors import DataGeneratorSource
 from undertow.datastream.state import ValueStateDescriptor
@@ -82,3 +83,20 @@ def test_failing_snapshots_are_tolerated_up_to_the_limit(
     first = next(i for i, line in enumerate(lines) if re.search(r"checkpoint \d+ of job", line))
     assert not any(re.search(r"checkpoint \d+ completed", line) for line in lines[first:]), console
     assert "restarting" not in console, console
+
+
+def test_a_checkpoint_directory_that_cannot_be_made_fails_the_job_at_its_start(
+    make_env: Any, tmp_path: Any
+) -> None:
+    """As Flink makes its checkpoint locations when the job starts: every checkpoint into
+    such a directory failed, and each failure restarted the job, without end."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    env = make_env(parallelism=1, config={
+        "execution.checkpointing.interval": "100 ms",
+        "execution.checkpointing.dir": str(blocked / "checkpoints"),
+        "restart-strategy.type": "none",  # without the check: the first failure ends it
+    })  # fmt: skip
+    env.from_collection([1, 2, 3]).map(lambda x: x).print()
+    with pytest.raises(ConfigurationError, match=r"execution\.checkpointing\.dir: cannot create"):
+        env.execute("blocked checkpoints")

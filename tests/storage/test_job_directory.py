@@ -22,3 +22,13 @@ def test_a_local_root_is_a_plain_path_and_others_are_urls(tmp_path: Path) -> Non
 def test_a_job_id_is_one_path_segment(tmp_path: Path, job_id: str) -> None:
     with pytest.raises(ValueError, match="job id"):
         JobDirectory(str(tmp_path), job_id)
+
+
+def test_create_makes_the_jobs_directory_or_names_it(tmp_path: Path) -> None:
+    directory = JobDirectory(str(tmp_path / "root"), "job-1")
+    directory.create()
+    directory.create()  # already there: nothing to do
+    assert (tmp_path / "root" / "job-1").is_dir()
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(OSError, match=r"cannot create the job's directory .*file/job-2"):
+        JobDirectory(str(tmp_path / "file"), "job-2").create()

@@ -18,18 +18,31 @@ from undertow.core.config_option import (
 )
 
 
+def _minimal_checkpoint_time(value: int) -> str | None:
+    """Flink's ``MINIMAL_CHECKPOINT_TIME``: a timeout below it expires every checkpoint."""
+    return None if value >= 10 else "must be at least 10 ms"
+
+
+def _off_or_minimal_checkpoint_time(value: int) -> str | None:
+    """An interval: 0 (or less) turns periodic checkpoints off, else at least 10 ms."""
+    return None if value <= 0 or value >= 10 else "must be 0 (off) or at least 10 ms"
+
+
 class CheckpointingOptions:
     """Checkpointing, savepoint and state-recovery options."""
 
     CHECKPOINT_INTERVAL = duration_option(
-        "execution.checkpointing.interval", 0, "0 disables periodic checkpoints"
-    )
+        "execution.checkpointing.interval", 0, "0 disables periodic checkpoints",
+        check=_off_or_minimal_checkpoint_time,
+    )  # fmt: skip
     CHECKPOINT_MODE = str_option(
         "execution.checkpointing.mode",
         "EXACTLY_ONCE",
         check=choice("EXACTLY_ONCE", "AT_LEAST_ONCE"),
     )
-    CHECKPOINT_TIMEOUT = duration_option("execution.checkpointing.timeout", 600_000)
+    CHECKPOINT_TIMEOUT = duration_option(
+        "execution.checkpointing.timeout", 600_000, check=_minimal_checkpoint_time
+    )
     MIN_PAUSE = duration_option("execution.checkpointing.min-pause", 0)
     MAX_CONCURRENT = int_option("execution.checkpointing.max-concurrent-checkpoints", 1)
     TOLERABLE_FAILURES = int_option("execution.checkpointing.tolerable-failed-checkpoints", 0)

@@ -50,6 +50,16 @@ class JobDirectory:
     def job_uri(self) -> str:
         return self._uri(self._job_dir)
 
+    def create(self) -> None:
+        """Make the job's directory now, as Flink makes its checkpoint locations when the job
+        starts: a directory that cannot be made (a read-only or missing mount, a typo) fails
+        the job before anything runs, not every checkpoint after it (each failed checkpoint
+        restarted the job, without end). Raises ``OSError`` naming the directory."""
+        try:
+            self._fs.makedirs(self._job_dir, exist_ok=True)
+        except OSError as err:
+            raise OSError(f"cannot create the job's directory {self.job_uri}: {err}") from err
+
     def _write_durably(self, path: str, data: bytes) -> None:
         """``data`` at ``path``, on stable storage when this returns (local disks: through
         an ``O_DSYNC`` descriptor, :func:`.durable_write.write_local_file`; an object store's

@@ -177,6 +177,11 @@ class JobMaster:
         if self.settings.periodic_checkpoints or self.settings.recovery_path:
             key.load()
         storage = CheckpointStorage(self.settings.checkpoint_dir, self.job_id)
+        if self.settings.periodic_checkpoints:
+            try:
+                storage.create()
+            except OSError as err:
+                raise ConfigurationError(f"{Options.CHECKPOINT_DIR.key}: {err}") from err
         self.coordinator = CheckpointCoordinator(
             self.job_id,
             self.job_graph,
