@@ -71,3 +71,8 @@ def test_a_key_selector_is_a_key_selector_or_a_callable() -> None:
     assert bind_key_selector(len, "key_by()") is len
     with pytest.raises(GraphBuildError, match=r"key_by\(\): key selector must be"):
         bind_key_selector(7, "key_by()")
+    with pytest.raises(GraphBuildError) as info:
+        bind_key_selector("user", "key_by()")  # Java's keyBy("field"), not PyFlink's
+    assert "got str 'user'; to key by a field, pass a function, e.g. lambda r: r['user']" in str(
+        info.value
+    )

@@ -32,7 +32,10 @@ def test_settings_are_recorded_on_the_last_operator() -> None:
 @pytest.mark.parametrize(
     ("configure", "problem"),
     [
-        (lambda s: s.set_parallelism(0), "operator 'Map': parallelism must be >= 1, got 0"),
+        (lambda s: s.set_parallelism(0),
+         "operator 'Map': parallelism must be an int >= 1, got 0"),
+        (lambda s: s.set_parallelism("2"),
+         "operator 'Map': parallelism must be an int >= 1, got '2'"),
         (lambda s: s.set_max_parallelism(2).set_parallelism(3),
          "operator 'Map': parallelism 3 is larger than its max parallelism 2"),
         (lambda s: s.set_parallelism(4).set_max_parallelism(2),

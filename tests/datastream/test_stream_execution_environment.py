@@ -82,3 +82,10 @@ def test_a_collections_type_conforms_its_elements_when_it_can() -> None:
         env.from_collection([1, 5], Doubling())
     with pytest.raises(GraphBuildError, match=r"element 0 \('x'\) does not fit"):
         env.from_collection(["x"], Types.INT())
+
+
+@pytest.mark.parametrize("bad", [0, -1, "2", 2.0, True])
+def test_a_parallelism_that_is_not_an_int_of_at_least_one_is_refused(bad: object) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    with pytest.raises(GraphBuildError, match=rf"parallelism must be an int >= 1, got {bad!r}"):
+        env.set_parallelism(bad)  # type: ignore[arg-type]

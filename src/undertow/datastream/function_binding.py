@@ -76,4 +76,10 @@ def bind_key_selector(key_selector: Any, what: str) -> Callable[[Any], Any]:
         return key_selector.get_key
     if callable(key_selector):
         return key_selector
-    raise GraphBuildError(f"{what}: key selector must be a KeySelector or a callable")
+    hint = ""
+    if isinstance(key_selector, (str, int)):  # a field name or position, as Java's keyBy took
+        hint = f"; to key by a field, pass a function, e.g. lambda r: r[{key_selector!r}]"
+    raise GraphBuildError(
+        f"{what}: key selector must be a KeySelector or a callable, got "
+        f"{type(key_selector).__name__} {key_selector!r:.100}{hint}"
+    )

@@ -11,6 +11,7 @@ built by the program's thread before ``execute``.
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from undertow.core.errors import GraphBuildError
@@ -70,10 +71,15 @@ class OperatorSettings:
 
     def set_parallelism(self: _S, parallelism: int) -> _S:
         t = self._transformation
-        if parallelism < 1:
+        if (
+            isinstance(parallelism, bool)
+            or not isinstance(parallelism, Integral)
+            or (parallelism < 1)
+        ):
             raise GraphBuildError(
-                f"operator '{t.name}': parallelism must be >= 1, got {parallelism}"
+                f"operator '{t.name}': parallelism must be an int >= 1, got {parallelism!r}"
             )
+        parallelism = int(parallelism)
         if t.max_parallelism is not None and parallelism > t.max_parallelism:
             raise GraphBuildError(
                 f"operator '{t.name}': parallelism {parallelism} is larger than its max "

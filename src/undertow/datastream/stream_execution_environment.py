@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterable
+from numbers import Integral
 from typing import Any
 
 from undertow.common import python_dependencies as dependencies
@@ -76,9 +77,13 @@ class StreamExecutionEnvironment:
         return self
 
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
-        if parallelism < 1:
-            raise GraphBuildError(f"parallelism must be >= 1, got {parallelism}")
-        self._config.set(Options.PARALLELISM, parallelism)
+        if (
+            isinstance(parallelism, bool)
+            or not isinstance(parallelism, Integral)
+            or (parallelism < 1)
+        ):
+            raise GraphBuildError(f"parallelism must be an int >= 1, got {parallelism!r}")
+        self._config.set(Options.PARALLELISM, int(parallelism))
         return self
 
     def get_parallelism(self) -> int:
