@@ -53,12 +53,10 @@ class CheckpointConfig:
         """Refuses less than 10 ms, as Flink's ``setCheckpointInterval`` (and so PyFlink's
         ``enable_checkpointing``) does: ``enable_checkpointing(0)`` used to leave checkpoints
         off without a word."""
-        interval = _ms(checkpoint_interval, "checkpoint_interval")
-        if interval < _MINIMAL_CHECKPOINT_TIME_MS:
-            raise ConfigurationError(
-                f"the checkpoint interval must be at least {_MINIMAL_CHECKPOINT_TIME_MS} ms, "
-                f"got {checkpoint_interval!r} (to run without checkpoints, do not enable them)"
-            )
+        interval = _at_least_minimal(
+            checkpoint_interval, "the checkpoint interval",
+            " (to run without checkpoints, do not enable them)",
+        )  # fmt: skip
         self._config.set(Options.CHECKPOINT_INTERVAL, interval)
         return self
 
@@ -79,12 +77,7 @@ class CheckpointConfig:
     def set_checkpoint_timeout(self, checkpoint_timeout: int) -> CheckpointConfig:
         """Refuses less than 10 ms, as Flink's ``setCheckpointTimeout`` does: a timeout of 0
         expires every checkpoint, so the job would fail and restart without end."""
-        timeout = _ms(checkpoint_timeout, "checkpoint_timeout")
-        if timeout < _MINIMAL_CHECKPOINT_TIME_MS:
-            raise ConfigurationError(
-                f"set_checkpoint_timeout: the checkpoint timeout must be at least "
-                f"{_MINIMAL_CHECKPOINT_TIME_MS} ms, got {checkpoint_timeout!r}"
-            )
+        timeout = _at_least_minimal(checkpoint_timeout, "set_checkpoint_timeout: the timeout")
         self._config.set(Options.CHECKPOINT_TIMEOUT, timeout)
         return self
 
@@ -176,3 +169,14 @@ class CheckpointConfig:
         ``NO_EXTERNALIZED_CHECKPOINTS``)."""
         retention = self.get_externalized_checkpoint_retention()
         return retention is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
+
+
+def _at_least_minimal(value: Any, what: str, hint: str = "") -> int:
+    """``value`` in milliseconds, refused (naming ``what``) below Flink's minimal checkpoint
+    time, 10 ms, as its ``setCheckpointInterval`` and ``setCheckpointTimeout`` refuse it."""
+    ms = _ms(value, what)
+    if ms < _MINIMAL_CHECKPOINT_TIME_MS:
+        raise ConfigurationError(
+            f"{what} must be at least {_MINIMAL_CHECKPOINT_TIME_MS} ms, got {value!r}{hint}"
+        )
+    return ms
