@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from undertow.core.errors import ConfigurationError
 from undertow.storage.job_directory import JobDirectory
 
 
@@ -26,9 +27,9 @@ def test_a_job_id_is_one_path_segment(tmp_path: Path, job_id: str) -> None:
 
 def test_create_makes_the_jobs_directory_or_names_it(tmp_path: Path) -> None:
     directory = JobDirectory(str(tmp_path / "root"), "job-1")
-    directory.create()
-    directory.create()  # already there: nothing to do
+    directory.create("a.key")
+    directory.create("a.key")  # already there: nothing to do
     assert (tmp_path / "root" / "job-1").is_dir()
     (tmp_path / "file").write_text("not a directory")
-    with pytest.raises(OSError, match=r"cannot create the job's directory .*file/job-2"):
-        JobDirectory(str(tmp_path / "file"), "job-2").create()
+    with pytest.raises(ConfigurationError, match=r"a\.key: cannot create the job's directory .*"):
+        JobDirectory(str(tmp_path / "file"), "job-2").create("a.key")

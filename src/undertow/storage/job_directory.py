@@ -18,6 +18,7 @@ from typing import Any
 import fsspec  # type: ignore[import-untyped]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
+from undertow.core.errors import ConfigurationError
 from undertow.storage.durable_write import write_local_file
 from undertow.storage.layout import check_segment
 
@@ -50,15 +51,18 @@ class JobDirectory:
     def job_uri(self) -> str:
         return self._uri(self._job_dir)
 
-    def create(self) -> None:
+    def create(self, option: str) -> None:
         """Make the job's directory now, as Flink makes its checkpoint locations when the job
         starts: a directory that cannot be made (a read-only or missing mount, a typo) fails
         the job before anything runs, not every checkpoint after it (each failed checkpoint
-        restarted the job, without end). Raises ``OSError`` naming the directory."""
+        restarted the job, without end). Raises ``ConfigurationError`` naming ``option`` (the
+        key that set the root) and the directory."""
         try:
             self._fs.makedirs(self._job_dir, exist_ok=True)
         except OSError as err:
-            raise OSError(f"cannot create the job's directory {self.job_uri}: {err}") from err
+            raise ConfigurationError(
+                f"{option}: cannot create the job's directory {self.job_uri}: {err}"
+            ) from err
 
     def _write_durably(self, path: str, data: bytes) -> None:
         """``data`` at ``path``, on stable storage when this returns (local disks: through

@@ -166,22 +166,17 @@ class JobMaster:
         """The checkpoint coordinator and storage, also with periodic checkpoints off (then
         nothing triggers periodically; savepoints and restores still go through them).
 
-        Nothing is created on disk here for a job that may never need it: with periodic
-        checkpoints off and no ``execution.state-recovery.path`` the checkpoint directory and
-        the key file are created only when the first savepoint is triggered (tasks write
-        their state under the directory; the coordinator loads or creates the key then). With
-        either set, the key is loaded (or created) now, on the caller's thread, as it always
-        was: a bad key file fails the job's construction, before anything is deployed.
-        """
+        With periodic checkpoints off and no ``execution.state-recovery.path``, nothing is
+        created on disk here: the directory and the key file wait for the first savepoint.
+        With either set, the key is loaded (or created) now; with periodic checkpoints on,
+        the job's checkpoint directory is made now. Either failing fails the job's
+        construction, before anything is deployed (not every checkpoint after it)."""
         key = CheckpointKey.from_config(self.config)
         if self.settings.periodic_checkpoints or self.settings.recovery_path:
             key.load()
         storage = CheckpointStorage(self.settings.checkpoint_dir, self.job_id)
         if self.settings.periodic_checkpoints:
-            try:
-                storage.create()
-            except OSError as err:
-                raise ConfigurationError(f"{Options.CHECKPOINT_DIR.key}: {err}") from err
+            storage.create(Options.CHECKPOINT_DIR.key)
         self.coordinator = CheckpointCoordinator(
             self.job_id,
             self.job_graph,
