@@ -66,7 +66,7 @@ def _named(values: Any, names: Sequence[Any]) -> Row:
     """A row of ``values`` named ``names``: an instance of the names' class, or (names not all
     strings, or the classes at their limit) a plain ``Row`` holding a copy of the names."""
     key = tuple(names)
-    cls = _named_classes.get(key) or _named_class(key)
+    cls = row_class(key)
     if cls is not None:
         return tuple.__new__(cls, values)
     row = tuple.__new__(Row, values)
@@ -170,7 +170,7 @@ class Row(tuple[Any, ...]):
             raise ValueError(
                 f"{len(names)} field names {names!r} for a row of {len(self)} values {self!r}"
             )
-        cls = _named_classes.get(tuple(names)) or _named_class(tuple(names))
+        cls = row_class(tuple(names))
         if cls is None:
             self.__dict__["_fields"] = names
         else:
