@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import queue
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -30,6 +29,7 @@ from undertow.runtime.control.messages import (
     TasksDeployed,
 )
 from undertow.runtime.master.attempt import Attempt, await_channel_state_recovery, dispatch
+from undertow.runtime.master.collect_results import CollectResults
 from undertow.runtime.master.exception_history import TaskOrigin
 from undertow.runtime.master.metrics import TaskMetricsStore
 
@@ -38,11 +38,8 @@ from undertow.runtime.master.metrics import TaskMetricsStore
 class FakeHost:
     coordinator: Any = None
     task_metrics: TaskMetricsStore = field(default_factory=TaskMetricsStore)
-    queues: dict[str, queue.Queue[Any]] = field(default_factory=dict)
+    results: CollectResults = field(default_factory=lambda: CollectResults(exactly_once=False))
     failures: list[tuple[UndertowError, TaskOrigin | None]] = field(default_factory=list)
-
-    def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
-        return self.queues.setdefault(sink_id, queue.Queue())
 
     def fail(
         self, attempt: Attempt, error: UndertowError, origin: TaskOrigin | None = None
@@ -116,8 +113,8 @@ def test_every_finished_task_is_reported_to_the_coordinator() -> None:
 
 def test_collected_records_go_to_their_sinks_queue() -> None:
     attempt, host = Attempt(0, graph(), 1, 10_000), FakeHost()
-    dispatch(host, attempt, 0, object(), CollectRecords(0, "sink-a", [1, 2]))  # type: ignore[arg-type]
-    assert host.queues["sink-a"].get_nowait() == [1, 2]
+    dispatch(host, attempt, 0, object(), CollectRecords(0, "sink-a", [1, 2], 0))  # type: ignore[arg-type]
+    assert host.results.queue("sink-a").get_nowait() == [1, 2]
 
 
 class RecordingCoordinator:

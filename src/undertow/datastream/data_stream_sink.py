@@ -65,14 +65,17 @@ class DataStreamSink:
 
 
 class CloseableIterator:
-    """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job."""
+    """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job. With
+    checkpoints on, records arrive once the checkpoint after them completes (exactly once
+    across restarts); with them off, at once, and a restart after some arrived raises."""
 
     def __init__(self, client: Any, sink_id: str) -> None:
-        from undertow.runtime.master.job_master import _END
+        from undertow.runtime.master.collect_results import END, CollectFailed
 
         self._client = client
-        self._queue = client._master.collect_queue(sink_id)
-        self._end = _END
+        self._queue = client._master.results.queue(sink_id)
+        self._end = END
+        self._failed = CollectFailed
         self._buffer: list[Any] = []
         self._pos = 0
         self._done = False
@@ -89,6 +92,9 @@ class CloseableIterator:
                 self._done = True
                 self._client.wait()  # raises the job's failure, if any
                 raise StopIteration
+            if isinstance(item, self._failed):
+                self.close()  # the job goes on restarting: nobody reads its results
+                raise item.error
             self._buffer, self._pos = item, 0
         value = self._buffer[self._pos]
         self._pos += 1

@@ -4,7 +4,6 @@ real loopback socket, against a JobMaster stand-in; and what a deployment restor
 from __future__ import annotations
 
 import asyncio
-import queue
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,6 +17,7 @@ from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.control.connection import ControlConnection
 from undertow.runtime.control.messages import CollectRecords
 from undertow.runtime.master.attempt import Attempt
+from undertow.runtime.master.collect_results import CollectResults
 from undertow.runtime.master.metrics import TaskMetricsStore
 from undertow.runtime.master.settings import MasterSettings
 from undertow.runtime.master.worker_control import restore_assignment, serve_worker
@@ -44,11 +44,8 @@ class _Host:
     launcher: Any = field(default_factory=_Launcher)
     coordinator: Any = None
     task_metrics: TaskMetricsStore = field(default_factory=TaskMetricsStore)
-    collected: dict[str, queue.Queue[Any]] = field(default_factory=dict)
+    results: CollectResults = field(default_factory=lambda: CollectResults(exactly_once=False))
     failures: list[str] = field(default_factory=list)
-
-    def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
-        return self.collected.setdefault(sink_id, queue.Queue())
 
     def fail(self, attempt: Attempt, error: UndertowError, origin: Any = None) -> None:
         self.failures.append(str(error))
@@ -92,14 +89,14 @@ def test_current_attempts_messages_are_dispatched_and_older_ones_dropped() -> No
     async def run() -> _Host:
         host = _Host(_attempt(1))
         await _session(host, attempt_secret(SECRET, AttemptNumber(1)), [
-            CollectRecords(AttemptNumber(0), "sink", ["old"]),  # an older attempt's: fenced
-            CollectRecords(AttemptNumber(1), "sink", ["new"]),
+            CollectRecords(AttemptNumber(0), "sink", ["old"], 0),  # an older attempt's: fenced
+            CollectRecords(AttemptNumber(1), "sink", ["new"], 0),
         ])  # fmt: skip
         return host
 
     host = asyncio.run(run())
-    assert host.collected["sink"].get_nowait() == ["new"]
-    assert host.collected["sink"].empty()
+    assert host.results.queue("sink").get_nowait() == ["new"]
+    assert host.results.queue("sink").empty()
     # the worker went away while its attempt ran: the attempt fails, naming how it exited
     assert host.failures == ["worker 0 exited unexpectedly (exit code 3)"]
     # and is no longer live (GET /taskmanagers leaves it out)
@@ -110,11 +107,11 @@ def test_a_worker_with_an_older_attempts_key_is_dropped_before_any_message() -> 
     async def run() -> _Host:
         host = _Host(_attempt(1))
         old_key = attempt_secret(SECRET, AttemptNumber(0))
-        await _session(host, old_key, [CollectRecords(AttemptNumber(1), "sink", ["x"])])
+        await _session(host, old_key, [CollectRecords(AttemptNumber(1), "sink", ["x"], 0)])
         return host
 
     host = asyncio.run(run())
-    assert host.collected == {} and host.failures == []
+    assert host.results.queue("sink").empty() and host.failures == []
 
 
 def test_a_deployment_restores_the_plan_and_knows_whether_it_is_the_jobs_own() -> None:

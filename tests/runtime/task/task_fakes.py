@@ -18,7 +18,7 @@ class NullServices:
     def print_lines(self, lines: list[str]) -> None:
         pass
 
-    def collect(self, sink_id: str, values: list[Any]) -> None:
+    def collect(self, sink_id: str, values: list[Any], after_checkpoint: int) -> None:
         pass
 
     def send_split_request(self) -> None:

@@ -34,13 +34,13 @@ def test_services_send_their_subtasks_messages_under_the_workers_attempt() -> No
     try:
         services = TaskServicesToMaster(link, 5, 1, loop)
         services.print_lines(["a", "b"])
-        services.collect("sink-7", [1, 2])
+        services.collect("sink-7", [1, 2], 4)
         services.send_split_request()
     finally:
         loop.close()
     assert link.sent == [
         PrintLines(AttemptNumber(3), ["a", "b"]),
-        CollectRecords(AttemptNumber(3), "sink-7", [1, 2]),
+        CollectRecords(AttemptNumber(3), "sink-7", [1, 2], 4),
         SplitRequest(AttemptNumber(3), 5, 1, socket.gethostname()),
     ]
 

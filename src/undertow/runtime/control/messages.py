@@ -133,9 +133,13 @@ class PrintLines:
 
 @dataclass(frozen=True, slots=True)
 class CollectRecords:
+    """Records of an ``execute_and_collect`` sink, processed after its snapshot of checkpoint
+    ``after_checkpoint`` (0: before any): the JobMaster holds them until they are final."""
+
     attempt: AttemptNumber
     sink_id: str
     values: list[UserValue]
+    after_checkpoint: int
 
 
 @dataclass(frozen=True, slots=True)

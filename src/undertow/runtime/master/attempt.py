@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import queue
 import sys
 import time
 from typing import Any, Protocol
@@ -52,6 +51,7 @@ from undertow.runtime.control.messages import (
     WorkerFailed,
     WorkerMessage,
 )
+from undertow.runtime.master.collect_results import CollectResults
 from undertow.runtime.master.exception_history import TaskOrigin
 from undertow.runtime.master.heartbeat import HeartbeatMonitor
 from undertow.runtime.master.launcher import WorkerLauncher
@@ -139,7 +139,7 @@ class AttemptHost(Protocol):
     coordinator: CheckpointCoordinator | None
     task_metrics: TaskMetricsStore
 
-    def collect_queue(self, sink_id: str) -> queue.Queue[Any]: ...
+    results: CollectResults
 
     def fail(
         self, attempt: Attempt, error: UndertowError, origin: TaskOrigin | None = None
@@ -159,7 +159,7 @@ def dispatch(
             sys.stdout.write("\n".join(msg.lines) + "\n")
             sys.stdout.flush()
         case CollectRecords():
-            host.collect_queue(msg.sink_id).put(msg.values)
+            host.results.add(attempt.number, msg.sink_id, msg.after_checkpoint, msg.values)
         case SplitRequest():
             enumerator = attempt.enumerators.get(msg.vertex_id)
             if enumerator is not None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-import queue
 import secrets
 import sys
 import threading
@@ -43,6 +42,7 @@ from undertow.core.modes import SavepointFormatType
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.coordinator import CheckpointCoordinator
+from undertow.runtime.checkpoint.events import CheckpointEvent, CheckpointListener
 from undertow.runtime.checkpoint.failure import CheckpointFailureReason
 from undertow.runtime.checkpoint.restore_plan import RestorePlan
 from undertow.runtime.checkpoint.savepoint import SavepointRequest
@@ -57,6 +57,7 @@ from undertow.runtime.master.attempt import (
     shutdown_workers,
     watch_heartbeats,
 )
+from undertow.runtime.master.collect_results import CollectResults
 from undertow.runtime.master.enumerators import start_enumerators
 from undertow.runtime.master.exception_history import (
     ExceptionHistory,
@@ -103,9 +104,6 @@ class RestServer(Protocol):
     def close(self) -> None: ...
 
 
-_END = object()
-
-
 class JobMaster:
     def __init__(
         self, job_graph: JobGraph, config: Configuration, launcher: WorkerLauncher,
@@ -128,12 +126,6 @@ class JobMaster:
         self._failure: UndertowError | None = None
         self._cancel_requested = False
         self._current: Attempt | None = None
-        self.collected: dict[str, queue.Queue[Any]] = {}
-        #: Guards ``collected`` and ``_collect_ended``: a caller may ask for a sink's queue
-        #: (``execute_and_collect``) after the job ended, a job that failed before any record
-        #: reached the sink; that queue must hold the end as well.
-        self._collect_lock = threading.Lock()
-        self._collect_ended = False
         self._done = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started_at = 0.0
@@ -154,6 +146,8 @@ class JobMaster:
         )
         self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
+        #: ``execute_and_collect``'s records, exactly once when periodic checkpoints are on.
+        self.results = CollectResults(self.settings.periodic_checkpoints)
         #: The coordinator's way to the current attempt's tasks.
         self.gateway = AttemptGateway(self.plan, self.fail)
         # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
@@ -185,8 +179,9 @@ class JobMaster:
             key,
             self.gateway,
             self._console,
-            self.checkpoint_stats.on_event,
-        )
+            functools.partial(_tell_both, self.checkpoint_stats.on_event,
+                              self.results.on_checkpoint_event),
+        )  # fmt: skip
 
     # -- public, any thread ------------------------------------------------------------------
     @property
@@ -201,17 +196,6 @@ class JobMaster:
     def current_attempt(self) -> Attempt | None:
         """The attempt running now (a worker's control connection fences by it); on the loop."""
         return self._current
-
-    def collect_queue(self, sink_id: str) -> queue.Queue[Any]:
-        """The records of collect sink ``sink_id``, then ``_END`` once the job ended (any
-        thread; a queue made after the end holds the end at once)."""
-        with self._collect_lock:
-            q = self.collected.get(sink_id)
-            if q is None:
-                q = self.collected[sink_id] = queue.Queue()
-                if self._collect_ended:
-                    q.put(_END)
-            return q
 
     def start(self) -> None:
         """Start the JobMaster's loop, its REST API and the first attempt; returns once the
@@ -283,11 +267,7 @@ class JobMaster:
                 self._failure = JobExecutionError(f"JobMaster crashed: {err!r}")
             self._fire(JobEvent.CRASHED)
         finally:
-            with self._collect_lock:
-                self._collect_ended = True
-                ended = list(self.collected.values())
-            for q in ended:
-                q.put(_END)
+            self.results.end()
             started.set()
             self._done.set()
             exit_hook.untrack(self)
@@ -327,6 +307,7 @@ class JobMaster:
                     self._failure = error  # FAILED when it ended (_finish_status)
                     break
                 self._fire(JobEvent.RESTART)
+                self.results.restarting(self.attempt, _first_line(error))
                 self._console(f"job {self.job_id[:8]} failed ({_first_line(error)}); restarting "
                               f"in {decision.delay_ms} ms")  # fmt: skip
                 await asyncio.sleep(decision.delay_ms / 1000.0)
@@ -424,6 +405,7 @@ class JobMaster:
             )  # fmt: skip
             self.coordinator.start(done)
         await finished
+        self.results.attempt_ended(attempt.number, attempt.error is None)
         if attempt.error is not None and not self._cancel_requested:
             self._report_failure(attempt.error, attempt)
         deployed.cancel()
@@ -514,6 +496,13 @@ class JobMaster:
             self.exceptions,
             self.num_restarts,
         )  # fmt: skip
+
+
+def _tell_both(
+    first: CheckpointListener, second: CheckpointListener, event: CheckpointEvent
+) -> None:
+    first(event)
+    second(event)
 
 
 def _first_line(error: BaseException) -> str:

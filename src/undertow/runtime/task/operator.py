@@ -96,8 +96,9 @@ class TaskServices(Protocol):
     def print_lines(self, lines: list[str]) -> None:
         """Write lines to the standard output of the process that runs the job."""
 
-    def collect(self, sink_id: str, values: list[Any]) -> None:
-        """Hand records to ``execute_and_collect`` in the client."""
+    def collect(self, sink_id: str, values: list[Any], after_checkpoint: int) -> None:
+        """Hand records to ``execute_and_collect`` in the client; the sink processed them
+        after its snapshot of checkpoint ``after_checkpoint`` (0: before any)."""
 
     def send_split_request(self) -> None:
         """A source reader of this task asks its enumerator for a split."""

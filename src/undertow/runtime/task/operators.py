@@ -228,18 +228,24 @@ class PrintSinkOperator(OneInputStreamOperator):
 
 
 class CollectSinkOperator(OneInputStreamOperator):
-    """``execute_and_collect``: ships records to the client."""
+    """``execute_and_collect``: ships records to the client, each batch tagged with the last
+    checkpoint whose barrier passed before it (the JobMaster releases the batch once a later
+    checkpoint completes: :mod:`undertow.runtime.master.collect_results`)."""
 
     takes_row_ranges = True
 
     def __init__(self, sink_id: str) -> None:
         self.sink_id = sink_id
+        self._after_checkpoint = 0
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self._after_checkpoint = checkpoint_id
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         if not values:
             return
         assert self.ctx.services is not None
-        self.ctx.services.collect(self.sink_id, list(values))
+        self.ctx.services.collect(self.sink_id, list(values), self._after_checkpoint)
 
 
 class DiscardingSinkOperator(OneInputStreamOperator):

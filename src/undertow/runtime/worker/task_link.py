@@ -64,8 +64,8 @@ class TaskServicesToMaster:
     def print_lines(self, lines: list[str]) -> None:
         self.worker.send(PrintLines(self.worker.attempt, lines))
 
-    def collect(self, sink_id: str, values: list[Any]) -> None:
-        self.worker.send(CollectRecords(self.worker.attempt, sink_id, values))
+    def collect(self, sink_id: str, values: list[Any], after_checkpoint: int) -> None:
+        self.worker.send(CollectRecords(self.worker.attempt, sink_id, values, after_checkpoint))
 
     def send_split_request(self) -> None:
         self.worker.send(
