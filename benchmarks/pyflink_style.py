@@ -33,22 +33,10 @@ from typing import Any
 JOBS = ("reduce", "window", "window-process", "timers")
 
 
-def build(job: str, env: Any) -> None:
-    """Add ``job``'s operators to ``env`` (imports undertow here: the child's build)."""
-    from undertow.common import Duration, Row, Time, Types, WatermarkStrategy
-    from undertow.common.watermark_strategy import TimestampAssigner
-    from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
-    from undertow.datastream.functions import (
-        AggregateFunction,
-        KeyedProcessFunction,
-        ProcessWindowFunction,
-    )
-    from undertow.datastream.state import ValueStateDescriptor
-    from undertow.datastream.window import TumblingEventTimeWindows
-
-    class Stamp(TimestampAssigner):
-        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-            return int(value.ts)
+def window_functions() -> tuple[Any, Any]:
+    """The window jobs' functions: an ``AggregateFunction`` (a mean of ``amount``) and a
+    ``ProcessWindowFunction`` counting the pane (imports undertow here: the child's build)."""
+    from undertow.datastream.functions import AggregateFunction, ProcessWindowFunction
 
     class Mean(AggregateFunction):
         def create_accumulator(self) -> tuple[int, int]:
@@ -66,6 +54,22 @@ def build(job: str, env: Any) -> None:
     class Count(ProcessWindowFunction):
         def process(self, key: Any, context: Any, elements: Any) -> Any:
             yield key, sum(1 for _ in elements)
+
+    return Mean(), Count()
+
+
+def build(job: str, env: Any) -> None:
+    """Add ``job``'s operators to ``env`` (imports undertow here: the child's build)."""
+    from undertow.common import Duration, Row, Time, Types, WatermarkStrategy
+    from undertow.common.watermark_strategy import TimestampAssigner
+    from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
+    from undertow.datastream.functions import KeyedProcessFunction
+    from undertow.datastream.state import ValueStateDescriptor
+    from undertow.datastream.window import TumblingEventTimeWindows
+
+    class Stamp(TimestampAssigner):
+        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+            return int(value.ts)
 
     class CountWithTimeout(KeyedProcessFunction):
         def open(self, runtime_context: Any) -> None:
@@ -98,10 +102,11 @@ def build(job: str, env: Any) -> None:
             ).with_timestamp_assigner(Stamp())
         ).key_by(lambda r: r.user)
         windowed = timed.window(TumblingEventTimeWindows.of(Time.seconds(10)))
+        mean, count = window_functions()
         if job == "window":
-            out = windowed.aggregate(Mean())
+            out = windowed.aggregate(mean)
         elif job == "window-process":
-            out = windowed.process(Count())
+            out = windowed.process(count)
         else:
             out = timed.process(CountWithTimeout())
     out.sink_to(DiscardingSink())
