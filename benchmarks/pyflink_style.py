@@ -16,9 +16,10 @@ three such jobs, p=2 on the ``local`` target, checkpoints every second:
 Each job's rows/s is steady-state (the difference of a run of all rows and one of an eighth).
 ``--before PYTHON`` names the interpreter of another build (for instance a commit's venv under
 ``.bench/commits/`` made by ``compare_commits.py``); the two sides alternate per round and the
-medians and after/before ratios are printed. Usage::
+medians and after/before ratios are printed. ``--weighted`` runs each side in a cgroup of the
+highest CPU weight, as ``compare_commits.py --weighted``. Usage::
 
-    python benchmarks/pyflink_style.py [--rows N] [--rounds R] [--before PYTHON]
+    python benchmarks/pyflink_style.py [--rows N] [--rounds R] [--before PYTHON] [--weighted]
 """
 
 from __future__ import annotations
@@ -144,9 +145,9 @@ def child(rows: int) -> None:
         print(f"{job} {(rows - rows // 8) / (full - small):.1f}", flush=True)
 
 
-def side(python: str, rows: int) -> dict[str, float]:
+def side(python: str, rows: int, prefix: list[str] | None = None) -> dict[str, float]:
     done = subprocess.run(
-        [python, __file__, "--child", "--rows", str(rows)],
+        [*(prefix or []), python, __file__, "--child", "--rows", str(rows)],
         capture_output=True,
         text=True,
         check=True,
@@ -164,20 +165,38 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=400_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", help="the Python of another build of undertow")
+    parser.add_argument("--weighted", action="store_true", help="each side in a cgroup of the "
+                        "highest CPU weight (compare_commits.py's)")  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.rows)
         return
+    from compare_commits import release_weight, weighted_prefix
+
+    prefix = weighted_prefix() if args.weighted else []
+    if prefix is None:
+        raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
+    try:
+        compare(args, prefix)
+    finally:
+        if args.weighted:
+            release_weight()
+
+
+def compare(args: argparse.Namespace, prefix: list[str]) -> None:
+    """The rounds, alternating the sides, then the medians and ratios."""
     import os
 
+    print(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {args.rows:,} rows, "
+          f"weighted: {'yes' if prefix else 'no'}, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     sides = {"after": sys.executable} if args.before is None else {
         "before": args.before, "after": sys.executable}  # fmt: skip
     results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     for round_ in range(args.rounds):
         order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
         for name in order:
-            rates = side(sides[name], args.rows)
+            rates = side(sides[name], args.rows, prefix)
             results[name].append(rates)
             shown = ", ".join(f"{job} {rates[job]:,.0f}" for job in JOBS)
             print(f"round {round_} {name:<6} rows/s: {shown} (load {os.getloadavg()[0]:.1f})",
