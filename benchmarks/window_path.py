@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ab_sides
 import pyflink_style
-from compare_commits import release_weight, weighted_prefix
 
 JOBS = ("window", "window-process")
 FLOOR = "plain loop"
@@ -118,17 +116,6 @@ def child(rows: int, repeat: int) -> None:
     print(json.dumps(figures), flush=True)
 
 
-def side(python: str, rows: int, repeat: int, prefix: list[str]) -> dict[str, float]:
-    done = subprocess.run(
-        [*prefix, python, __file__, "--child", "--rows", str(rows), "--repeat", str(repeat)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
-
-
 def targets(medians: dict[str, dict[str, float]]) -> list[str]:
     """The ``target`` lines: each job against the plain loop (the last side), and against
     the other build when there is one."""
@@ -160,40 +147,10 @@ def main() -> None:
     if args.child:
         child(args.rows, args.repeat)
         return
-    prefix = weighted_prefix() if args.weighted else []
-    if prefix is None:
-        raise SystemExit("--weighted needs root and the cgroup v1 cpu controller")
-    try:
-        run(args, prefix)
-    finally:
-        if args.weighted:
-            release_weight()
-
-
-def run(args: argparse.Namespace, prefix: list[str]) -> None:
-    print(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {args.rows:,} rows, "
-          f"weighted: {'yes' if prefix else 'no'}, load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    sides = {"after": sys.executable} if args.before is None else {
-        "before": args.before, "after": sys.executable}  # fmt: skip
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-    names = (*JOBS, FLOOR)
-    for round_ in range(args.rounds):
-        order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
-        for name in order:
-            figures = side(sides[name], args.rows, args.repeat, prefix)
-            results[name].append(figures)
-            shown = ", ".join(f"{job} {figures[job]:,.0f}" for job in names)
-            print(f"round {round_} {name:<6} ns/record: {shown} "
-                  f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
-    medians = {name: {job: statistics.median(r[job] for r in results[name]) for job in names}
-               for name in sides}  # fmt: skip
-    print(f"{'median ns/record':<17}" + "".join(f"{name:>10}" for name in sides)
-          + (f"{'after/before':>14}" if "before" in sides else ""))  # fmt: skip
-    for job in names:
-        line = f"{job:<17}" + "".join(f"{medians[name][job]:>10,.0f}" for name in sides)
-        if "before" in sides:
-            line += f"{medians['after'][job] / medians['before'][job]:>14.2f}"
-        print(line)
+    medians = ab_sides.compare(
+        __file__, ["--rows", str(args.rows), "--repeat", str(args.repeat)], (*JOBS, FLOOR),
+        "ns/record", before=args.before, rounds=args.rounds, weighted=args.weighted,
+    )  # fmt: skip
     for line in targets(medians):
         print(line)
 
