@@ -16,39 +16,34 @@ three such jobs, p=2 on the ``local`` target, checkpoints every second:
 Each job's rows/s is steady-state (the difference of a run of all rows and one of an eighth).
 ``--before PYTHON`` names the interpreter of another build (for instance a commit's venv under
 ``.bench/commits/`` made by ``compare_commits.py``); the two sides alternate per round and the
-medians and after/before ratios are printed. Usage::
+medians, after/before ratios and ``no worse`` targets are printed (``ab_sides.py``).
+``--weighted`` runs each side in a cgroup of the highest CPU weight, as ``compare_commits.py
+--weighted``. Usage::
 
-    python benchmarks/pyflink_style.py [--rows N] [--rounds R] [--before PYTHON]
+    python benchmarks/pyflink_style.py [--rows N] [--rounds R] [--before PYTHON] [--weighted]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
+import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ab_sides
+
 JOBS = ("reduce", "window", "window-process", "timers")
+#: With --before: each job's rows/s at least this fraction of the other build's.
+GOAL_NO_WORSE = 0.95
 
 
-def build(job: str, env: Any) -> None:
-    """Add ``job``'s operators to ``env`` (imports undertow here: the child's build)."""
-    from undertow.common import Duration, Row, Time, Types, WatermarkStrategy
-    from undertow.common.watermark_strategy import TimestampAssigner
-    from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
-    from undertow.datastream.functions import (
-        AggregateFunction,
-        KeyedProcessFunction,
-        ProcessWindowFunction,
-    )
-    from undertow.datastream.state import ValueStateDescriptor
-    from undertow.datastream.window import TumblingEventTimeWindows
-
-    class Stamp(TimestampAssigner):
-        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-            return int(value.ts)
+def window_functions() -> tuple[Any, Any]:
+    """The window jobs' functions: an ``AggregateFunction`` (a mean of ``amount``) and a
+    ``ProcessWindowFunction`` counting the pane (imports undertow here: the child's build)."""
+    from undertow.datastream.functions import AggregateFunction, ProcessWindowFunction
 
     class Mean(AggregateFunction):
         def create_accumulator(self) -> tuple[int, int]:
@@ -66,6 +61,22 @@ def build(job: str, env: Any) -> None:
     class Count(ProcessWindowFunction):
         def process(self, key: Any, context: Any, elements: Any) -> Any:
             yield key, sum(1 for _ in elements)
+
+    return Mean(), Count()
+
+
+def build(job: str, env: Any) -> None:
+    """Add ``job``'s operators to ``env`` (imports undertow here: the child's build)."""
+    from undertow.common import Duration, Row, Time, Types, WatermarkStrategy
+    from undertow.common.watermark_strategy import TimestampAssigner
+    from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
+    from undertow.datastream.functions import KeyedProcessFunction
+    from undertow.datastream.state import ValueStateDescriptor
+    from undertow.datastream.window import TumblingEventTimeWindows
+
+    class Stamp(TimestampAssigner):
+        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+            return int(value.ts)
 
     class CountWithTimeout(KeyedProcessFunction):
         def open(self, runtime_context: Any) -> None:
@@ -98,10 +109,11 @@ def build(job: str, env: Any) -> None:
             ).with_timestamp_assigner(Stamp())
         ).key_by(lambda r: r.user)
         windowed = timed.window(TumblingEventTimeWindows.of(Time.seconds(10)))
+        mean, count = window_functions()
         if job == "window":
-            out = windowed.aggregate(Mean())
+            out = windowed.aggregate(mean)
         elif job == "window-process":
-            out = windowed.process(Count())
+            out = windowed.process(count)
         else:
             out = timed.process(CountWithTimeout())
     out.sink_to(DiscardingSink())
@@ -132,26 +144,25 @@ def run(job: str, rows: int) -> float:
 
 
 def child(rows: int) -> None:
-    """One round of every job in this interpreter: prints ``job rows/s`` lines."""
+    """One round of every job in this interpreter: prints ``{job: rows/s}`` as JSON."""
     run("reduce", 20_000)  # the fork server's start, outside the timed runs
+    rates = {}
     for job in JOBS:
         small, full = run(job, rows // 8), run(job, rows)
-        print(f"{job} {(rows - rows // 8) / (full - small):.1f}", flush=True)
+        rates[job] = (rows - rows // 8) / (full - small)
+    print(json.dumps(rates), flush=True)
 
 
-def side(python: str, rows: int) -> dict[str, float]:
-    done = subprocess.run(
-        [python, __file__, "--child", "--rows", str(rows)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    rates = {}
-    for line in done.stdout.splitlines():
-        job, _, rate = line.partition(" ")
-        if job in JOBS:
-            rates[job] = float(rate)
-    return rates
+def targets(medians: ab_sides.Medians) -> list[str]:
+    """With a build before: each job no slower than it (within the rounds' noise)."""
+    if "before" not in medians:
+        return []
+    lines = []
+    for job in JOBS:
+        ratio = medians["after"][job] / medians["before"][job]
+        met = "met" if ratio >= GOAL_NO_WORSE else "missed"
+        lines.append(f"target {job} no worse: {ratio:.2f}x (goal >= {GOAL_NO_WORSE}x): {met}")
+    return lines
 
 
 def main() -> None:
@@ -159,31 +170,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=400_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", help="the Python of another build of undertow")
+    parser.add_argument("--weighted", action="store_true", help="each side in a cgroup of the "
+                        "highest CPU weight (compare_commits.py's)")  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.rows)
         return
-    import os
-
-    sides = {"after": sys.executable} if args.before is None else {
-        "before": args.before, "after": sys.executable}  # fmt: skip
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-    for round_ in range(args.rounds):
-        order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
-        for name in order:
-            rates = side(sides[name], args.rows)
-            results[name].append(rates)
-            shown = ", ".join(f"{job} {rates[job]:,.0f}" for job in JOBS)
-            print(f"round {round_} {name:<6} rows/s: {shown} (load {os.getloadavg()[0]:.1f})",
-                  flush=True)  # fmt: skip
-    print(f"{'median rows/s':<14}" + "".join(f"{name:>12}" for name in sides) + (
-        f"{'after/before':>14}" if "before" in sides else ""))  # fmt: skip
-    for job in JOBS:
-        med = {name: statistics.median(r[job] for r in results[name]) for name in sides}
-        line = f"{job:<14}" + "".join(f"{med[name]:>12,.0f}" for name in sides)
-        if "before" in sides:
-            line += f"{med['after'] / med['before']:>14.2f}"
+    medians = ab_sides.compare(__file__, ["--rows", str(args.rows)], JOBS, "rows/s",
+                               before=args.before, rounds=args.rounds,
+                               weighted=args.weighted)  # fmt: skip
+    for line in targets(medians):
         print(line)
 
 

@@ -31,9 +31,11 @@ def test_each_job_builds_its_keyed_operator(job: str, operator: str) -> None:
     assert operator in plan and "DiscardingSink" in plan
 
 
-def test_a_sides_rates_are_read_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Done:
-        stdout = "[undertow] checkpoint 1 completed\nreduce 10.5\nwindow 2.0\ntimers 3.25\n"
-
-    monkeypatch.setattr(pyflink_style.subprocess, "run", lambda *a, **k: Done())
-    assert pyflink_style.side("python", 80) == {"reduce": 10.5, "window": 2.0, "timers": 3.25}
+def test_each_job_is_no_worse_than_before_within_the_goal() -> None:
+    before = dict.fromkeys(pyflink_style.JOBS, 100.0)
+    after = {**before, "reduce": 97.0, "window": 150.0, "timers": 90.0}
+    lines = pyflink_style.targets({"before": before, "after": after})
+    assert lines[0] == "target reduce no worse: 0.97x (goal >= 0.95x): met"
+    assert lines[1] == "target window no worse: 1.50x (goal >= 0.95x): met"
+    assert lines[3] == "target timers no worse: 0.90x (goal >= 0.95x): missed"
+    assert pyflink_style.targets({"after": after}) == []

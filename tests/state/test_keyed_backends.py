@@ -98,6 +98,26 @@ def test_value_state_per_key() -> None:
     assert list(b.keys("v")) == ["b"]
 
 
+def test_a_stream_of_ten_thousand_keys_computes_each_key_group_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import undertow.state.heap as heap
+
+    computed: list[Any] = []
+    real = heap.assign_to_key_group
+    monkeypatch.setattr(heap, "assign_to_key_group",
+                        lambda key, maxp: computed.append(key) or real(key, maxp))  # fmt: skip
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    state = backend.get_partitioned_state(ValueStateDescriptor("count"))
+    for _ in range(3):
+        for key in range(10_000):
+            backend.set_current_key(key)
+            state.update((state.value() or 0) + 1)
+    assert len(computed) == 10_000, "the key -> key group cache keeps 10,000 keys"
+    backend.set_current_key(9_999)
+    assert state.value() == 3
+
+
 def test_value_update_none_clears() -> None:
     b = backend()
     s: Any = b.get_partitioned_state(ValueStateDescriptor("v"))

@@ -61,8 +61,10 @@ from undertow.state.key_groups import assign_to_key_group, hashable_key
 _MAGIC = b"UHKG"
 _VERSION = 1
 _HEADER = struct.Struct(">4sBI")
-#: Bound of the key -> key group offset cache (cleared when full).
-_KEY_CACHE_LIMIT = 4096
+#: Bound of the key -> key group offset cache (cleared when full): the partitioner's and the
+#: key hash cache's. At 4,096 a stream of 10,000 keys missed on every record, paying the key
+#: group's hash (~0.45 us for an int) and a clear per 4,096 records; 65,536 offsets cost ~2.6 MB.
+_KEY_CACHE_LIMIT = 1 << 16
 
 
 class HeapKeyedStateBackend(KeyedStateBackend):

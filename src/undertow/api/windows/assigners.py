@@ -170,6 +170,17 @@ class TumblingProcessingTimeWindows(_TumblingTimeWindows[T]):
     _event_time = False
 
 
+def tumbling_layout(assigner: WindowAssigner[Any, Any]) -> tuple[int, int] | None:
+    """``(size, offset)`` of the built-in tumbling assigners, else None: their window of a
+    timestamp is the one starting at ``t - (t - offset) mod size``, so the window operator finds
+    it by that start without asking the assigner. Exact classes only: a subclass may override
+    ``assign_windows``."""
+    exact = type(assigner) in (TumblingEventTimeWindows, TumblingProcessingTimeWindows)
+    if exact and isinstance(assigner, _TumblingTimeWindows):
+        return assigner.get_size(), assigner.get_offset()
+    return None
+
+
 class _SlidingTimeWindows(_AlignedTimeWindows[T]):
     def __init__(self, size: int, slide: int, offset: int = 0) -> None:
         super().__init__(size, slide, offset)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from undertow.api.window import (
+    EventTimeTrigger,
     Evictor,
     MergingWindowAssigner,
     TimestampedValue,
@@ -53,6 +54,7 @@ from undertow.runtime.task.window_functions import (
     process_window_contents,
     reduce_window_contents,
 )
+from undertow.runtime.task.window_panes import WindowPanes
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import ListStateDescriptor, StateDescriptor, ValueStateDescriptor
 
@@ -75,9 +77,6 @@ __all__ = [
 NUM_LATE_RECORDS_DROPPED = "num_late_records_dropped"
 _MERGING_SETS_STATE_NAME = "merging-window-set"
 _TIMER_SERVICE_NAME = "window-timers"
-#: Distinct windows remembered for sharing before the memo starts again (sliding windows
-#: with many panes, or windows that end far apart, only share less).
-_CANONICAL_WINDOWS = 1024
 _CONTINUE, _FIRE = TriggerResult.CONTINUE, TriggerResult.FIRE
 _PURGE, _FIRE_AND_PURGE = TriggerResult.PURGE, TriggerResult.FIRE_AND_PURGE
 
@@ -138,8 +137,12 @@ class WindowOperator(OneInputStreamOperator):
         self._out_timestamps: list[Any] = []
         self._buffering = False
         self._opened = False
-        #: The instance in use for each live window (non-merging assigners; bounded).
-        self._canonical: dict[Any, Any] = {}
+        #: An EventTimeTrigger's timer of a window is its cleanup time (event time, no allowed
+        #: lateness): the trigger registered it for every record added, so the cleanup timer
+        #: would register it again, for nothing (timers are a set).
+        self._trigger_cleans_up = (
+            type(trigger) is EventTimeTrigger and self._is_event_time and allowed_lateness_ms == 0
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -166,6 +169,7 @@ class WindowOperator(OneInputStreamOperator):
         self._window_ctx = WindowContext(timers, backend, self._merging, self.output.collect_side)
         self._assigner_ctx = AssignerContext(timers, backend, self._runtime_context)
         self._evictor_ctx = EvictorContext(timers, self._metric_group)
+        self._panes = WindowPanes(self._assigner, self._assigner_ctx, self._cleanup_time)
         ctx.accumulators.setdefault(NUM_LATE_RECORDS_DROPPED, 0)
         self._window_function.open(self._runtime_context)
         self._opened = True
@@ -193,7 +197,7 @@ class WindowOperator(OneInputStreamOperator):
         set_key, key_selector, process = (
             self._backend.set_current_key,
             self._key_selector,
-            self._process_element,
+            self._process_merging if self._merging else self._process_element,
         )
         self._buffering = True
         try:
@@ -222,6 +226,25 @@ class WindowOperator(OneInputStreamOperator):
             self._buffering = False
 
     def _process_element(self, key: Any, value: Any, timestamp: int) -> None:
+        """One record of a non-merging assigner (its key current): into each window's pane."""
+        if self._evictor is not None:
+            record: Any = (value, None if timestamp == MIN_TIMESTAMP else timestamp)
+        else:
+            record = value
+        event_time, watermark = self._is_event_time, self._timers.current_watermark
+        skipped = True
+        # one instance per distinct window: state and timers of all keys then share it, and a
+        # snapshot pickles it once per key group, not once per key
+        for window, cleanup in self._panes.of(value, timestamp):
+            if event_time and cleanup <= watermark:
+                continue
+            skipped = False
+            self._add(key, value, record, timestamp, window, window, cleanup)
+        if skipped:
+            self._late(value, timestamp, watermark)
+
+    def _process_merging(self, key: Any, value: Any, timestamp: int) -> None:
+        """One record of a merging assigner: its windows merge into the key's sessions."""
         windows: Collection[Any] = self._assigner.assign_windows(
             value, timestamp, self._assigner_ctx
         )
@@ -229,68 +252,66 @@ class WindowOperator(OneInputStreamOperator):
             record: Any = (value, None if timestamp == MIN_TIMESTAMP else timestamp)
         else:
             record = value
-        window_state, trigger, tc = self._window_state, self._trigger, self._trigger_ctx
-        cleanup_time, watermark = self._cleanup_time, self._timers.current_watermark
-        event_time = self._is_event_time
+        event_time, watermark = self._is_event_time, self._timers.current_watermark
         skipped = True
-        merging_set = self._merging_window_set() if self._merging else None
-        canonical = self._canonical
+        merging_set = self._merging_window_set()
         for window in windows:
-            if merging_set is not None:
-                actual = merging_set.add_window(window, self._merge)
-                cleanup = cleanup_time(actual)
-                if event_time and cleanup <= watermark:
-                    merging_set.retire_window(actual)
-                    continue
-                state_window = merging_set.get_state_window(actual)
-                if state_window is None:
-                    raise StateError(
-                        f"window operator {self.name!r}: window {actual!r} is not in flight"
-                    )
-            else:
-                # one instance per distinct window: state and timers of all keys then share
-                # it, and a snapshot pickles it once per key group, not once per key
-                actual = canonical.get(window)
-                if actual is None:
-                    actual = self._share(window)
-                state_window = actual
-                cleanup = cleanup_time(actual)
-                if event_time and cleanup <= watermark:
-                    continue
+            actual = merging_set.add_window(window, self._merge)
+            cleanup = self._cleanup_time(actual)
+            if event_time and cleanup <= watermark:
+                merging_set.retire_window(actual)
+                continue
+            state_window = merging_set.get_state_window(actual)
+            if state_window is None:
+                raise StateError(
+                    f"window operator {self.name!r}: window {actual!r} is not in flight"
+                )
             skipped = False
-            window_state.set_current_namespace(state_window)
-            window_state.add(record)
-            tc.window = actual
-            result = trigger.on_element(value, timestamp, actual, tc)
-            if result is not _CONTINUE:
-                if result is _FIRE or result is _FIRE_AND_PURGE:
-                    contents = self._contents()
-                    if contents is None:
-                        continue  # as Flink: nothing to evaluate, no purge, no cleanup timer
-                    self._emit(key, actual, contents)
-                if result is _PURGE or result is _FIRE_AND_PURGE:
-                    window_state.clear()
-            if cleanup < MAX_WATERMARK:  # windows that never end get no cleanup timer
-                tc.window = actual
-                if event_time:
-                    tc.register_event_time_timer(cleanup)
-                else:
-                    tc.register_processing_time_timer(cleanup)
-        if merging_set is not None:
-            merging_set.persist()
-        if skipped and event_time and timestamp + self._allowed_lateness <= watermark:
+            self._add(key, value, record, timestamp, actual, state_window, cleanup)
+        merging_set.persist()
+        if skipped:
+            self._late(value, timestamp, watermark)
+
+    def _add(
+        self,
+        key: Any,
+        value: Any,
+        record: Any,
+        timestamp: int,
+        window: Any,
+        state_window: Any,
+        cleanup: int,
+    ) -> None:
+        """Add ``record`` to the pane of ``window`` (its state kept under ``state_window``),
+        ask the trigger, and make sure the window has its cleanup timer."""
+        window_state, tc = self._window_state, self._trigger_ctx
+        window_state.set_current_namespace(state_window)
+        window_state.add(record)
+        tc.window = window
+        result = self._trigger.on_element(value, timestamp, window, tc)
+        if result is not _CONTINUE:
+            if result is _FIRE or result is _FIRE_AND_PURGE:
+                contents = self._contents()
+                if contents is None:
+                    return  # as Flink: nothing to evaluate, no purge, no cleanup timer
+                self._emit(key, window, contents)
+            if result is _PURGE or result is _FIRE_AND_PURGE:
+                window_state.clear()
+        # windows that never end get no cleanup timer
+        if cleanup < MAX_WATERMARK and not self._trigger_cleans_up:
+            tc.window = window
+            if self._is_event_time:
+                tc.register_event_time_timer(cleanup)
+            else:
+                tc.register_processing_time_timer(cleanup)
+
+    def _late(self, value: Any, timestamp: int, watermark: int) -> None:
+        """A record that went into no window: late data if its own timestamp is late too."""
+        if self._is_event_time and timestamp + self._allowed_lateness <= watermark:
             if self._late_tag_id is not None:
                 self.output.collect_side(self._late_tag_id, value, timestamp)
             else:
                 self.ctx.accumulators[NUM_LATE_RECORDS_DROPPED] += 1
-
-    def _share(self, window: Any) -> Any:
-        """Remember ``window`` as the instance to use for windows equal to it."""
-        canonical = self._canonical
-        if len(canonical) >= _CANONICAL_WINDOWS:
-            canonical.clear()
-        canonical[window] = window
-        return window
 
     # --- merging -----------------------------------------------------------------------------
 
