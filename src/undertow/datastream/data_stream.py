@@ -44,6 +44,7 @@ from undertow.datastream.function_binding import (
     REDUCE,
     bind,
     bind_key_selector,
+    described,
 )
 from undertow.datastream.operator_settings import OperatorSettings
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
@@ -376,7 +377,9 @@ class KeyedStream(DataStream):
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         if not isinstance(func, ProcessElementLike):
-            raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
+            raise GraphBuildError(
+                f"KeyedStream.process() needs a KeyedProcessFunction, got {described(func)}"
+            )
         return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:

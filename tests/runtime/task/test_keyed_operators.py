@@ -8,7 +8,7 @@ import operator
 from typing import Any
 
 from undertow.datastream.field_functions import field_aggregator
-from undertow.runtime.task.keyed_operators import StreamGroupedReduce
+from undertow.runtime.task.keyed_operators import KeyedProcessOperator, StreamGroupedReduce
 from undertow.state.backend import PairAggregation
 from undertow.testing.harness import KeyedOneInputOperatorTestHarness
 
@@ -51,3 +51,29 @@ def test_a_users_reduce_runs_in_each_records_key() -> None:
         harness.process_elements(RECORDS)
         assert harness.extract_output_values()[-1] == ("a", 9)
     assert seen == ["a", "b", "a"]
+
+
+class Reminding:
+    """A keyed process function by shape, without ``on_timer``: its timers fire to no effect."""
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        ctx.timer_service().register_event_time_timer(value[1])
+        yield value
+
+
+class Alarm(Reminding):
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield ("timer", ctx.get_current_key(), timestamp)
+
+
+def _timer_output(function: Any) -> list[Any]:
+    op = KeyedProcessOperator(function)
+    with KeyedOneInputOperatorTestHarness(op, key_selector=lambda r: r[0]) as harness:
+        harness.process_elements([("a", 1), ("b", 2)])
+        harness.process_watermark(5)
+        return harness.extract_output_values()
+
+
+def test_a_keyed_process_functions_on_timer_is_bound_when_it_has_one() -> None:
+    assert _timer_output(Alarm()) == [("a", 1), ("b", 2), ("timer", "a", 1), ("timer", "b", 2)]
+    assert _timer_output(Reminding()) == [("a", 1), ("b", 2)]

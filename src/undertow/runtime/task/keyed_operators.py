@@ -5,10 +5,9 @@ User-function calls run in the key context of their record (``UdfOperator`` wrap
 the rolling reduce's backend fold sets the key per record itself), so state and timers of
 user functions always refer to the record's key. Output order per key is input order.
 
-The ``getattr`` on the user's function (``process_element``, ``on_timer``) is deliberate: it
-reads a user object shaped as in PyFlink (a ``KeyedProcessFunction``, or a plain callable;
-``on_timer`` may be absent), not a runtime capability, so it is not the probing across layers
-that the redesign replaced with Protocols (issue 27).
+A keyed process function's methods are bound once, when the operator is built: its
+``process_element`` (the API checked the shape, ``ProcessElementLike``) and its ``on_timer``
+(None when it has none, ``OnTimerLike``), as for the two-input operators.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+from undertow.api.function_shapes import OnTimerLike, ProcessElementLike
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
@@ -84,8 +84,9 @@ class UserTimerFiring:
 class KeyedProcessOperator(UserTimerFiring, UdfOperator):
     """``KeyedStream.process(KeyedProcessFunction)``; also the engine of ``on_timer``."""
 
-    def __init__(self, function: Any) -> None:
-        super().__init__(function, getattr(function, "process_element", function))
+    def __init__(self, function: ProcessElementLike) -> None:
+        super().__init__(function, function.process_element)
+        self._on_timer = function.on_timer if isinstance(function, OnTimerLike) else None
 
     def open(self) -> None:
         assert self.ctx.keyed_backend is not None and self.ctx.timer_service_factory is not None
@@ -93,7 +94,6 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
         self.internal_timers = self.ctx.timer_service_factory("user-timers", self)
         self.timer_service = KeyedTimerService(self.internal_timers)
         self._kctx = _KeyedContext(self)
-        self._on_timer = getattr(self.function, "on_timer", None)
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
