@@ -130,6 +130,10 @@ class StreamGroupedReduce(UdfOperator):
     """``KeyedStream.reduce`` (and sum/min/max/min_by/max_by): emits the rolling result.
 
     In BATCH execution (``emit_final_only``) it emits one final result per key at the end.
+    ``check_record`` (the built-in aggregations': raises for a record without their field)
+    runs on the operator's first record, which a reduction never sees with another one when
+    its key comes once; an error from a later fold names the first record of the batch it
+    finds without the field.
     """
 
     _DESCRIPTOR = ValueStateDescriptor("_reduce_value")
@@ -139,8 +143,12 @@ class StreamGroupedReduce(UdfOperator):
     def __init__(
         self, function: Any, call: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],
         emit_final_only: bool = False, pair: PairAggregation | None = None,
+        check_record: Callable[[Any], None] | None = None,
     ) -> None:  # fmt: skip
         super().__init__(function, call)
+        self.check_record = check_record
+        #: ``check_record`` until the first record has passed it
+        self._check_first = check_record
         self.key_selector = key_selector
         self.emit_final_only = emit_final_only
         #: A user's ReduceFunction may read keyed state, so it runs in its record's key; the
@@ -159,8 +167,19 @@ class StreamGroupedReduce(UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        out = self.backend.fold_keyed(self.state, values, self.key_selector, self.call,
-                                      key_context=self._reads_state, pair=self.pair)  # fmt: skip
+        if self._check_first is not None and values:
+            self._check_first(values[0])
+            self._check_first = None
+        try:
+            out = self.backend.fold_keyed(self.state, values, self.key_selector, self.call,
+                                          key_context=self._reads_state,
+                                          pair=self.pair)  # fmt: skip
+        except LookupError as err:  # the pair fold reads the field inline, unchecked
+            if self.check_record is None:
+                raise
+            for value in values:
+                self.check_record(value)
+            raise err
         if not self.emit_final_only:
             self.output.collect_batch(out, timestamps)
 
