@@ -71,6 +71,7 @@ from undertow.testing._oracle_records import (
     verify_record,
 )
 from undertow.testing._oracle_source import OracleSource, OracleSplit
+from undertow.testing.overlap_hold import OverlapHold
 from undertow.testing.restore_control import RestoreEvidenceMissing
 
 __all__ = [
@@ -307,6 +308,7 @@ def build_pipeline(
     failing_snapshot: FailingSnapshot | None = None,
     sink_spin_s: float = 0.0,
     evidence_dir: str | os.PathLike[str] | None = None,
+    overlap_hold: OverlapHold | None = None,
 ) -> Any:
     """Declare the PIPELINE topology (docs/testing.md) on ``env``; returns the final
     ``DataStreamSink``.
@@ -323,6 +325,7 @@ def build_pipeline(
     order: the sink checks order only between the stateful operator and itself.
     ``evidence_dir``: where the checking stages log anomalies as they happen (pass it to
     :meth:`OracleResult.from_job_result` too, so failed attempts' evidence counts).
+    ``overlap_hold``: its sink verifies (:class:`~undertow.testing.overlap_hold.OverlapHold`).
     """
     p = parallelism or env.get_parallelism()
     tag = _job_tag()
@@ -342,9 +345,12 @@ def build_pipeline(
         OracleStatefulFunction(failing_snapshot, tag, where)
     )
     stateful = stateful.name("oracle stateful").uid("oracle-stateful").set_parallelism(p + 1)
-    verified = stateful.key_by(oracle_key).process(
-        VerifyingSink(source.records_per_key, spin_s=sink_spin_s, job_tag=tag, evidence_dir=where)
-    )
+    if overlap_hold is None:
+        sink = VerifyingSink(source.records_per_key, spin_s=sink_spin_s, job_tag=tag,
+                             evidence_dir=where)  # fmt: skip
+    else:
+        sink = overlap_hold.sink(source.records_per_key, sink_spin_s, tag, where)
+    verified = stateful.key_by(oracle_key).process(sink)
     verified = verified.name("verifying sink").uid("oracle-verifying-sink").set_parallelism(p)
     return (
         verified.sink_to(DiscardingSink()).name("discard").uid("oracle-discard").set_parallelism(p)
