@@ -3,8 +3,9 @@ with ``unaligned.enabled``; Flink refuses the combination, FLIP-76 lists it as f
 the oracle PIPELINE under backpressure with failures (``make soak``: a worker killed with
 SIGKILL instead), checkpoints every 100 ms. Two checkpoints overlap only when one takes longer
 than the interval, which a quiet machine may never do (at 50 ms none overlapped once in CI,
-2026-12-01), so a sink subtask holds one checkpoint's acknowledgement until the next one was
-triggered (:class:`~undertow.testing.overlap_hold.OverlapHold`, told of triggers from REST).
+2026-12-01), so a subtask alone on its worker, in a branch after the sink, holds one
+checkpoint's acknowledgement until the next one was triggered
+(:class:`~undertow.testing.overlap_hold.OverlapHold`, told of triggers from REST).
 
 Proven here: the held checkpoint and the next both completed, with in-flight data of their own,
 and the second was triggered before the first's last acknowledgement; the restores take
@@ -55,6 +56,7 @@ def config(directory: Path, restarts: int, max_concurrent: int) -> dict[str, Any
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
         "rest.port": "0",
+        "undertow.workers": "5",  # a worker per slot: the overlap hold's subtask alone on one
         "taskmanager.memory.segment-size": "4 kb",
         "taskmanager.network.memory.buffers-per-channel": "2",
         "taskmanager.network.memory.floating-buffers-per-gate": "4",
@@ -83,7 +85,7 @@ def scenario(
 ) -> None:  # fmt: skip
     """Under backpressure, two checkpoints at a time: ``map`` fails after checkpoints 4 and 9,
     or (``kill``) a seeded random worker is killed with SIGKILL once 3 checkpoints completed;
-    a sink subtask holds a checkpoint until the next one is triggered (:class:`OverlapHold`)."""
+    a subtask holds a checkpoint until the next one is triggered (:class:`OverlapHold`)."""
     failing = FailingMap(fail_after_checkpoints=[] if kill else [4, 9])
     restarts = 1 if kill else failing.scheduled_failures
     env = make_env(parallelism=2, config=config(tmp_path, restarts, max_concurrent))
@@ -93,7 +95,11 @@ def scenario(
     build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S, evidence_dir=where,
                    overlap_hold=hold)  # fmt: skip
     client = env.execute_async("concurrent unaligned checkpoints")
-    watcher = RestWatcher(client, on_triggered=hold.triggered)
+    watcher = RestWatcher(
+        client,
+        on_triggered=hold.triggered,
+        on_completed=lambda cid, e: hold.completed(cid, e["persisted_data"]),
+    )
     if kill:
         seed = oracle_seed()
         result, console = run_killing_a_worker_after_a_checkpoint(
@@ -113,9 +119,11 @@ def scenario(
     held = hold.overlapped()
     assert held is not None, f"no hold kept a checkpoint until the next completed: {hold.holds()}"
     pairs = overlapping(watcher.completed)
+    fields = ("trigger_timestamp", "latest_ack_timestamp", "persisted_data")
+    shown = {c: {f: watcher.completed.get(c, {}).get(f) for f in fields} for c in held}
     assert held in pairs, (
-        f"held {held} ({hold.holds()}), but these checkpoints with in-flight data overlapped: "
-        f"{pairs}; completed: {watcher.completed}"
+        f"held {held} ({hold.holds()}: {shown}), but these checkpoints with in-flight data "
+        f"overlapped: {pairs}"
     )
 
 

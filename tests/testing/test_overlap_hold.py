@@ -1,7 +1,7 @@
-"""OverlapHold's sink without a job: when it holds a checkpoint, until what, and when the hold
+"""OverlapHold's map without a job: when it holds a checkpoint, until what, and when the hold
 counts as two checkpoints in flight at once (the job:
-tests/e2e/test_concurrent_unaligned_checkpoints.py). The sink runs in the keyed harness, as
-its operator (a keyed process operator) runs it in a task."""
+tests/e2e/test_concurrent_unaligned_checkpoints.py). The map runs in the harness as its
+operator runs it in a task."""
 
 from __future__ import annotations
 
@@ -12,92 +12,89 @@ from pathlib import Path
 
 import pytest
 
-from undertow.runtime.task.keyed_operators import KeyedProcessOperator
-from undertow.testing._oracle_records import make_record, oracle_key
-from undertow.testing.harness import KeyedOneInputOperatorTestHarness
+from undertow.runtime.task.operators import StreamMap
+from undertow.testing.harness import OneInputOperatorTestHarness
 from undertow.testing.overlap_hold import OverlapHold
 
 
 @contextmanager
-def held_sink(
-    hold: OverlapHold, subtask: int = 0, record: bool = True
-) -> Iterator[KeyedProcessOperator]:
-    """The hold's sink as subtask ``subtask`` of 2, opened, with a record processed."""
-    op = KeyedProcessOperator(hold.sink(records_per_key=10))
-    harness = KeyedOneInputOperatorTestHarness(op, key_selector=oracle_key)
+def held_map(hold: OverlapHold, subtask: int = 2) -> Iterator[StreamMap]:
+    """The hold's map as subtask ``subtask`` of 3 (the last holds), opened."""
+    function = hold.function()
+    harness = OneInputOperatorTestHarness(StreamMap(function, function.map))
     harness.setup_context.subtask_index = subtask
-    harness.setup_context.parallelism = 2
+    harness.setup_context.parallelism = 3
     with harness:
-        if record:
-            harness.process_element(make_record(0, 1))
-        yield op
+        yield harness.operator  # type: ignore[misc]
 
 
 def test_a_hold_lasts_until_the_next_checkpoint_was_triggered(tmp_path: Path) -> None:
     hold = OverlapHold(tmp_path)
-    with held_sink(hold) as sink:
-        sink.notify_checkpoint_complete(2)
+    with held_map(hold) as op:
+        hold.completed(2, in_flight_bytes=100)
+        op.notify_checkpoint_complete(2)
         released = threading.Timer(0.05, hold.triggered, (4,))
         released.start()
-        sink.prepare_snapshot_pre_barrier(3)  # blocks until checkpoint 4 was triggered
+        op.prepare_snapshot_pre_barrier(3)  # blocks until checkpoint 4 was triggered
         assert hold.is_triggered(4)
         assert hold.holds() == ["3 until 4 triggered"]
-        sink.prepare_snapshot_pre_barrier(4)  # one hold at a time
+        op.prepare_snapshot_pre_barrier(4)  # one hold at a time
         assert len(hold.holds()) == 1
         assert hold.overlapped() is None
-        sink.notify_checkpoint_complete(3)
-        sink.notify_checkpoint_complete(4)
+        op.notify_checkpoint_complete(3)
+        op.notify_checkpoint_complete(4)
     assert hold.overlapped() == (3, 4)
     assert hold.holds() == ["3 until 4 triggered: overlapped"]
 
 
-def test_no_hold_before_the_previous_checkpoint_completed_or_a_record(tmp_path: Path) -> None:
+def test_no_hold_before_in_flight_data_or_while_the_previous_checkpoint_is_open(
+    tmp_path: Path,
+) -> None:
     hold = OverlapHold(tmp_path, hold_max_s=0.01)
-    with held_sink(hold) as sink:
-        sink.prepare_snapshot_pre_barrier(2)  # checkpoint 1 is not told completed
-        sink.notify_checkpoint_complete(1)
-        sink.prepare_snapshot_pre_barrier(3)  # 2 is not told completed either
+    with held_map(hold) as op:
+        hold.completed(1, in_flight_bytes=0)  # before records flowed
+        op.notify_checkpoint_complete(1)
+        op.prepare_snapshot_pre_barrier(2)
+        hold.completed(2, in_flight_bytes=100)
+        op.prepare_snapshot_pre_barrier(4)  # 3 is not told completed
         assert hold.holds() == []
-    with held_sink(hold, subtask=1) as other:  # not the hold's subtask
-        other.notify_checkpoint_complete(1)
-        other.prepare_snapshot_pre_barrier(2)
-    with held_sink(hold, record=False) as idle:  # a checkpoint with no record before it
-        idle.notify_checkpoint_complete(1)
-        idle.prepare_snapshot_pre_barrier(2)
+    with held_map(hold, subtask=1) as other:  # not the last subtask
+        other.notify_checkpoint_complete(4)
+        other.prepare_snapshot_pre_barrier(5)
     assert hold.holds() == []
 
 
 def test_a_hold_that_came_to_nothing_is_tried_again(tmp_path: Path) -> None:
     hold = OverlapHold(tmp_path, hold_max_s=0.01, max_holds=4)
-    for checkpoint_id in (3, 4, 6):
+    for checkpoint_id in (3, 7, 10):
         hold.triggered(checkpoint_id)
-    with held_sink(hold) as sink:
-        sink.prepare_snapshot_pre_barrier(1)  # timed out: 2 is never triggered
-        sink.notify_checkpoint_complete(1)
-        sink.prepare_snapshot_pre_barrier(2)
-        sink.notify_checkpoint_aborted(2)  # subsumed somewhere
-        sink.prepare_snapshot_pre_barrier(3)  # 2 is resolved: aborted
-        sink.notify_checkpoint_complete(4)  # 3 did not complete (or was not told)
-        sink.prepare_snapshot_pre_barrier(5)
-        sink.notify_checkpoint_complete(5)
-        sink.notify_checkpoint_complete(6)
-        assert hold.overlapped() == (5, 6)
-        sink.notify_checkpoint_complete(6)
-        sink.prepare_snapshot_pre_barrier(7)  # done: no more holds
+    with held_map(hold) as op:
+        for held, then in ((2, lambda: op.notify_checkpoint_aborted(2)),  # subsumed somewhere
+                           (4, lambda: None),  # timed out: 5 is never triggered
+                           (6, lambda: op.notify_checkpoint_complete(7)),  # 6 not told done
+                           (9, lambda: (op.notify_checkpoint_complete(9),
+                                        op.notify_checkpoint_complete(10)))):  # fmt: skip
+            hold.completed(held - 1, in_flight_bytes=100)
+            op.notify_checkpoint_complete(held - 1)
+            op.prepare_snapshot_pre_barrier(held)
+            then()
+        assert hold.overlapped() == (9, 10)
+        op.prepare_snapshot_pre_barrier(11)  # done: no more holds
     assert hold.holds() == [
-        "1 timed out",
         "2 until 3 triggered: 2 aborted",
-        "3 until 4 triggered: told 4 completed first",
-        "5 until 6 triggered: overlapped",
+        "4 timed out",
+        "6 until 7 triggered: told 7 completed first",
+        "9 until 10 triggered: overlapped",
     ]
 
 
 def test_holds_stop_at_max_holds(tmp_path: Path) -> None:
     hold = OverlapHold(tmp_path, hold_max_s=0.01, max_holds=2)
-    with held_sink(hold) as sink:
-        for checkpoint_id in range(1, 5):
-            sink.prepare_snapshot_pre_barrier(checkpoint_id)
-            sink.notify_checkpoint_complete(checkpoint_id)
-    assert hold.holds() == ["1 timed out", "2 timed out"]
+    with held_map(hold) as op:
+        for checkpoint_id in range(2, 6):
+            hold.completed(checkpoint_id - 1, in_flight_bytes=100)
+            op.notify_checkpoint_complete(checkpoint_id - 1)
+            op.prepare_snapshot_pre_barrier(checkpoint_id)
+    assert hold.holds() == ["2 timed out", "3 timed out"]
     with pytest.raises(ValueError):
         OverlapHold(tmp_path, max_holds=0)

@@ -325,7 +325,9 @@ def build_pipeline(
     order: the sink checks order only between the stateful operator and itself.
     ``evidence_dir``: where the checking stages log anomalies as they happen (pass it to
     :meth:`OracleResult.from_job_result` too, so failed attempts' evidence counts).
-    ``overlap_hold``: its sink verifies (:class:`~undertow.testing.overlap_hold.OverlapHold`).
+    ``overlap_hold``: a branch after the sink (rescale, ``2p + 1`` subtasks, one input channel
+    each) whose last subtask holds checkpoints (:mod:`undertow.testing.overlap_hold`; run the
+    job with ``undertow.workers`` ``2p + 1``, so that this subtask has a worker of its own).
     """
     p = parallelism or env.get_parallelism()
     tag = _job_tag()
@@ -345,13 +347,15 @@ def build_pipeline(
         OracleStatefulFunction(failing_snapshot, tag, where)
     )
     stateful = stateful.name("oracle stateful").uid("oracle-stateful").set_parallelism(p + 1)
-    if overlap_hold is None:
-        sink = VerifyingSink(source.records_per_key, spin_s=sink_spin_s, job_tag=tag,
-                             evidence_dir=where)  # fmt: skip
-    else:
-        sink = overlap_hold.sink(source.records_per_key, sink_spin_s, tag, where)
-    verified = stateful.key_by(oracle_key).process(sink)
+    verified = stateful.key_by(oracle_key).process(
+        VerifyingSink(source.records_per_key, spin_s=sink_spin_s, job_tag=tag, evidence_dir=where)
+    )
     verified = verified.name("verifying sink").uid("oracle-verifying-sink").set_parallelism(p)
+    if overlap_hold is not None:  # its last subtask alone in slot 2p (see its module)
+        held = verified.rescale().map(overlap_hold.function()).name("overlap hold")
+        held = held.uid("oracle-overlap-hold").set_parallelism(2 * p + 1)
+        held = held.sink_to(DiscardingSink()).name("discard held").uid("oracle-discard-held")
+        held.set_parallelism(2 * p + 1)
     return (
         verified.sink_to(DiscardingSink()).name("discard").uid("oracle-discard").set_parallelism(p)
     )

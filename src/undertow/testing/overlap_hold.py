@@ -2,16 +2,16 @@
 until the next checkpoint has been triggered.
 
 Concurrent checkpoints overlap only when one takes longer than the interval, which a quiet
-machine may never do. :class:`OverlapHold`'s sink (the oracle's, last in its task) blocks its
-task in the pre-barrier hook of checkpoint ``m`` until the test reports ``m + 1`` triggered
-(:meth:`OverlapHold.triggered`, from the REST API): ``m``'s last acknowledgement then comes
-after ``m + 1``'s trigger. ``m`` may still be subsumed by ``m + 1`` at a task that was
-waiting for the held worker's barriers; then the sink holds again at a later checkpoint, at
-most ``max_holds`` times, until ``m`` and ``m + 1`` both completed (:meth:`OverlapHold.overlapped`).
+machine may never do. :class:`OverlapHold`'s map blocks its last subtask in the pre-barrier
+hook of checkpoint ``m`` until the test reports ``m + 1`` triggered (``triggered``, from the
+REST API): ``m``'s last acknowledgement then comes after ``m + 1``'s trigger.
+A hold blocks the subtask's whole worker, so that subtask must be alone on its worker and
+nothing may wait for its output, or ``m`` is subsumed where barriers wait (docs/design.md,
+"Module notes"): ``build_pipeline(overlap_hold=...)`` gives it one input channel, a slot of
+its own (parallelism ``2p + 1``) and nothing downstream; give the job a worker per slot.
 
-Threading: the sink runs on its task's thread and blocks the task's whole worker while it
-holds; what the test and the subtasks share is in files, so it works across processes. The
-longer story: docs/design.md, "Module notes", under this module's name.
+Threading: the map runs on its task's thread; what the test and the subtasks share is in
+files, so it works across processes.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from undertow.api.functions import KeyedProcessFunction, RuntimeContext
-from undertow.testing._oracle_functions import VerifyingSink
+from undertow.api.functions import MapFunction, RuntimeContext
 
 #: Seconds a hold waits at most for the next checkpoint's trigger (then it counts as failed).
 HOLD_MAX_S = 5.0
@@ -30,30 +29,32 @@ POLL_S = 0.002
 
 
 class OverlapHold:
-    """The files shared by the test and the held subtask ``subtask`` of :meth:`sink`'s
-    operator. Pickled with the job."""
+    """The files shared by the test and the last subtask of :meth:`function`'s operator.
+    Pickled with the job."""
 
-    def __init__(self, directory: Path | str, subtask: int = 0, max_holds: int = 5,
+    def __init__(self, directory: Path | str, max_holds: int = 20,
                  hold_max_s: float = HOLD_MAX_S) -> None:  # fmt: skip
-        if subtask < 0 or max_holds < 1 or hold_max_s <= 0:
-            raise ValueError(f"OverlapHold: subtask >= 0, max_holds >= 1 and hold_max_s > 0, "
-                             f"got {subtask}, {max_holds}, {hold_max_s}")  # fmt: skip
+        if max_holds < 1 or hold_max_s <= 0:
+            raise ValueError(f"OverlapHold: max_holds >= 1 and hold_max_s > 0, got {max_holds},"
+                             f" {hold_max_s}")  # fmt: skip
         self.directory = str(directory)
         Path(self.directory).mkdir(parents=True, exist_ok=True)
-        self.subtask = subtask
         self.max_holds = max_holds
         self.hold_max_s = hold_max_s
 
-    def sink(self, records_per_key: int, spin_s: float = 0.0, job_tag: int = 0,
-             evidence_dir: str | None = None) -> HoldingVerifyingSink:  # fmt: skip
-        """The oracle's :class:`VerifyingSink`, holding as this hold says."""
-        return HoldingVerifyingSink(self, records_per_key, spin_s=spin_s, job_tag=job_tag,
-                                    evidence_dir=evidence_dir)  # fmt: skip
+    def function(self) -> OverlapHoldMap:
+        return OverlapHoldMap(self)
 
     # -- the test's side ---------------------------------------------------------------------
     def triggered(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` was triggered (the test saw it in the REST API)."""
         self._file(f"triggered-{checkpoint_id}").touch()
+
+    def completed(self, checkpoint_id: int, in_flight_bytes: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed with ``in_flight_bytes`` of channel state
+        (the REST API's ``persisted_data``): holds start after one that had some."""
+        if in_flight_bytes > 0:
+            self._file(f"data-{checkpoint_id}").touch()
 
     def overlapped(self) -> tuple[int, int] | None:
         """``(m, m + 1)``: both completed and ``m`` was held until ``m + 1`` was triggered
@@ -85,6 +86,10 @@ class OverlapHold:
     def is_triggered(self, checkpoint_id: int) -> bool:
         return self._file(f"triggered-{checkpoint_id}").exists()
 
+    def data_flowed(self) -> bool:
+        """Whether a checkpoint completed with in-flight data (so records flow)."""
+        return any(True for _ in Path(self.directory).glob("data-*"))
+
     def hold(self, checkpoint_id: int) -> bool:
         """Block until ``checkpoint_id + 1`` was triggered, at most ``hold_max_s``; record how
         the hold ended and return whether the trigger came."""
@@ -110,42 +115,41 @@ class OverlapHold:
         return Path(self.directory) / name
 
 
-class HoldingVerifyingSink(VerifyingSink):
-    """The oracle's sink; on the hold's subtask it holds a checkpoint as :class:`OverlapHold`
+class OverlapHoldMap(MapFunction):
+    """Identity; on its operator's last subtask, holds a checkpoint as :class:`OverlapHold`
     says.
 
-    A hold starts at the barrier of ``m`` once records went through and ``m - 1`` was told
-    completed or aborted (an older checkpoint still pending could need the held worker to
-    finish, and keep ``m + 1`` from being triggered). It succeeds when ``m`` and then ``m + 1``
-    are told completed; an abort of either, or a later completion first, lets it hold again."""
+    A hold starts at the barrier of ``m`` once ``m - 1`` was told completed or aborted (with two
+    in flight ``m + 1`` would not be triggered) and the test reported an earlier checkpoint
+    with in-flight data (records flow, under backpressure). It succeeds when ``m`` and then
+    ``m + 1`` are told completed; an abort of either, or a later completion first, lets it hold
+    again."""
 
-    def __init__(self, hold: OverlapHold, records_per_key: int, spin_s: float = 0.0,
-                 job_tag: int = 0, evidence_dir: str | None = None) -> None:  # fmt: skip
-        super().__init__(records_per_key, spin_s=spin_s, job_tag=job_tag,
-                         evidence_dir=evidence_dir)  # fmt: skip
+    def __init__(self, hold: OverlapHold) -> None:
         self.hold = hold
         self._holds = False
-        self._saw_record = False
         self._latest_resolved = 0
+        self._data_flows = False
         #: The checkpoint held last, while its outcome and its successor's are open.
         self._watching: int | None = None
         self._held_completed = False
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        super().open(runtime_context)
-        self._holds = runtime_context.get_index_of_this_subtask() == self.hold.subtask
-        self._saw_record = False
+        last = runtime_context.get_number_of_parallel_subtasks() - 1
+        self._holds = runtime_context.get_index_of_this_subtask() == last
         self._latest_resolved = 0
         self._watching = None
 
-    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> None:
-        super().process_element(value, ctx)
-        self._saw_record = True
+    def map(self, value: Any) -> Any:
+        return value
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
-        if not self._holds or self._watching is not None or not self._saw_record:
+        if not self._holds or self._watching is not None:
             return
         if self._latest_resolved != checkpoint_id - 1 or not self.hold.may_hold():
+            return
+        self._data_flows = self._data_flows or self.hold.data_flowed()
+        if not self._data_flows:
             return
         if self.hold.hold(checkpoint_id):
             self._watching, self._held_completed = checkpoint_id, False
