@@ -62,7 +62,9 @@ def test_keyed_process_takes_anything_with_process_element() -> None:
     env.set_parallelism(1)
     keyed = env.from_collection([1, 2, 3]).key_by(lambda v: v % 2)
     assert sorted(keyed.process(Doubling()).execute_and_collect()) == [2, 4, 6]
-    with pytest.raises(GraphBuildError, match=r"process\(\) needs a KeyedProcessFunction"):
+    with pytest.raises(
+        GraphBuildError, match=r"process\(\) needs a KeyedProcessFunction, got LeftOnly <"
+    ):
         keyed.process(LeftOnly())
 
 

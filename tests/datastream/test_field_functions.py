@@ -7,12 +7,14 @@ import operator
 from collections import namedtuple
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undertow.common import Row, RowKind, Types
+from undertow.core.errors import GraphBuildError, RecordFieldError
 from undertow.datastream import StreamExecutionEnvironment
-from undertow.datastream.field_functions import field_aggregator, pick_by
+from undertow.datastream.field_functions import check_declared_field, field_aggregator, pick_by
 
 
 def _sensor(sensor: str, vc: int, ts: int) -> Row:
@@ -108,3 +110,57 @@ def test_a_named_tuple_is_rebuilt_by_make_and_an_object_from_its_as_dict() -> No
     assert type(summed) is Reading and summed == ("s1", 12)
     larger = field_aggregator("vc", max)(Listed("s1", 1), Listed("s1", 11))
     assert type(larger) is Listed and larger.as_dict() == {"id": "s1", "vc": 11}
+
+
+def test_a_missing_field_names_the_aggregation_the_field_and_the_record() -> None:
+    summed = field_aggregator(5, operator.add, "KeyedStream.sum(5)")
+    with pytest.raises(RecordFieldError, match=r"^KeyedStream.sum\(5\): no field 5 in a record "
+                       r"of tuple of 2 fields: \('a', 1\)$"):  # fmt: skip
+        summed(("a", 1), ("a", 2))
+    by_name = pick_by("nosuch", operator.lt, "KeyedStream.min_by('nosuch')")
+    with pytest.raises(RecordFieldError, match=r"'nosuch' in a record of Row of 2 fields \['k', "):
+        by_name(Row(k="a", n=1), Row(k="a", n=2))
+    with pytest.raises(RecordFieldError, match=r"field 1 in a record of int \(no fields"):
+        field_aggregator(1, max)(3, 4)
+
+
+def test_the_record_named_is_the_one_without_the_field() -> None:
+    """The key's first record (the running aggregate) may be the short one."""
+    for position, combine in ((1, operator.add), (1, max), (2, operator.add), ("n", max)):
+        aggregate = field_aggregator(position, combine, "agg")
+        with pytest.raises(RecordFieldError, match=r"of tuple of 1 field: \('a',\)$"):
+            aggregate(("a",), ("a", 2, 3))
+        with pytest.raises(RecordFieldError, match=r"of tuple of 1 field: \('a',\)$"):
+            aggregate(("a", 2, 3) if position != "n" else Row(k="a", n=2), ("a",))
+
+
+def test_an_error_of_the_aggregation_itself_is_left_as_it_is() -> None:
+    with pytest.raises(TypeError, match="concatenate"):
+        field_aggregator(1, operator.add)(("a", "x"), ("a", 1))
+
+
+@pytest.mark.parametrize(
+    ("type_info", "position", "expected"),
+    [
+        (Types.TUPLE([Types.STRING(), Types.INT()]), 5, "tuples of 2 fields"),
+        (Types.TUPLE([Types.STRING(), Types.INT()]), "f1", "tuples of 2 fields"),
+        (Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.INT()]), "nosuch", r"\['k', 'n'\]"),
+        (Types.ROW([Types.STRING(), Types.INT()]), 2, r"rows of 2 fields \['f0', 'f1'\]"),
+        (Types.INT(), 1, "only field 0"),
+    ],
+)
+def test_a_field_the_declared_type_lacks_is_refused_when_the_job_is_built(
+    type_info: Any, position: int | str, expected: str
+) -> None:
+    with pytest.raises(GraphBuildError, match=rf"^KeyedStream.max\({position!r}\): .*{expected}"):
+        check_declared_field(type_info, position, f"KeyedStream.max({position!r})")
+
+
+def test_fields_the_declared_type_has_or_undeclared_types_pass_when_the_job_is_built() -> None:
+    check_declared_field(Types.TUPLE([Types.STRING(), Types.INT()]), 1, "max(1)")
+    check_declared_field(Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.INT()]), "n", "m")
+    check_declared_field(Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.INT()]), 0, "m")
+    check_declared_field(Types.INT(), 0, "sum(0)")
+    check_declared_field(None, "anything", "sum")  # Python objects: checked on records
+    check_declared_field(Types.PICKLED_BYTE_ARRAY(), 7, "sum")
+    check_declared_field(Types.MAP(Types.STRING(), Types.INT()), "count", "sum")  # dicts

@@ -59,13 +59,17 @@ class RestWatcher:
     """Polls ``/jobs/:id/checkpoints`` every 20 ms on a daemon thread until :meth:`stop`;
     keeps each distinct ``latest.restored.id`` in the order seen, and each completed
     checkpoint's (``checkpointed_size``, ``state_size``) and whole history entry by id;
-    ``on_completed(id, entry)`` is called on its thread once per completed checkpoint seen."""
+    ``on_completed(id, entry)`` is called on its thread once per completed checkpoint seen,
+    ``on_triggered(id)`` once per checkpoint seen in any state."""
 
     def __init__(
-        self, client: Any, on_completed: Callable[[int, dict[str, Any]], None] | None = None
-    ) -> None:
+        self, client: Any, on_completed: Callable[[int, dict[str, Any]], None] | None = None,
+        on_triggered: Callable[[int], None] | None = None,
+    ) -> None:  # fmt: skip
         self.client = client
         self.on_completed = on_completed
+        self.on_triggered = on_triggered
+        self.triggered: set[int] = set()
         self.restored_ids: list[int] = []
         self.completed_sizes: dict[int, tuple[int, int]] = {}
         self.completed: dict[int, dict[str, Any]] = {}
@@ -87,6 +91,9 @@ class RestWatcher:
                 self.errors += 1  # not up yet, or closed with the job
                 continue
             for entry in body.get("history", []):
+                if self.on_triggered is not None and int(entry["id"]) not in self.triggered:
+                    self.triggered.add(int(entry["id"]))
+                    self.on_triggered(int(entry["id"]))
                 if entry["status"] == "COMPLETED" and not entry["is_savepoint"]:
                     cid = int(entry["id"])
                     sizes = (int(entry["checkpointed_size"]), int(entry["state_size"]))

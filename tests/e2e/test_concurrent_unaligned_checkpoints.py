@@ -1,14 +1,17 @@
 """Concurrent unaligned checkpoints (``execution.checkpointing.max-concurrent-checkpoints`` 2
 with ``unaligned.enabled``; Flink refuses the combination, FLIP-76 lists it as future work):
 the oracle PIPELINE under backpressure with failures (``make soak``: a worker killed with
-SIGKILL instead), checkpoints triggered every 35 ms: shorter than most checkpoints take here
-(20-45 ms), so many overlap (53-75 pairs in three runs); at 50 ms a quiet machine finished every
-checkpoint within the interval once (CI, 2026-12-01) and none overlapped.
+SIGKILL instead), checkpoints every 100 ms. Two checkpoints overlap only when one takes longer
+than the interval, which a quiet machine may never do (at 50 ms none overlapped once in CI,
+2026-12-01), so a subtask alone on its worker, in a branch after the sink, holds one
+checkpoint's acknowledgement until the next one was triggered
+(:class:`~undertow.testing.overlap_hold.OverlapHold`, told of triggers from REST).
 
-Proven here: two completed checkpoints were in flight at once (the second triggered before
-the first's last acknowledgement), each persisting in-flight data of its own; the restores
-take checkpoints with in-flight data; all six oracle counts are 0. With one checkpoint at a
-time no two overlap (the control, run by hand: docs/unaligned-and-debloating.md).
+Proven here: the held checkpoint and the next both completed, with in-flight data of their own,
+and the second was triggered before the first's last acknowledgement; the restores take
+checkpoints with in-flight data; all six oracle counts are 0. With one checkpoint at a time the
+next is never triggered while one is held, so no hold succeeds (the control, run by hand: each
+hold then waits ``hold_max_s``; docs/unaligned-and-debloating.md).
 
 How it stays correct: a subtask takes at most one checkpoint's barriers at a time (a newer
 barrier subsumes an unfinished older one there, as in Flink), so the checkpoints overlap in
@@ -31,6 +34,7 @@ from undertow.testing.oracle import (
     build_pipeline,
     oracle_seed,
 )
+from undertow.testing.overlap_hold import OverlapHold
 
 from .conftest import EnvFactory
 from .kills import run_killing_a_worker_after_a_checkpoint
@@ -44,7 +48,7 @@ JOB_TIMEOUT_S = 120.0
 
 def config(directory: Path, restarts: int, max_concurrent: int) -> dict[str, Any]:
     return {
-        "execution.checkpointing.interval": "35 ms",
+        "execution.checkpointing.interval": "100 ms",
         "execution.checkpointing.max-concurrent-checkpoints": str(max_concurrent),
         "execution.checkpointing.dir": str(directory),
         "execution.checkpointing.unaligned.enabled": "true",
@@ -52,6 +56,7 @@ def config(directory: Path, restarts: int, max_concurrent: int) -> dict[str, Any
         "restart-strategy.fixed-delay.attempts": str(restarts),
         "restart-strategy.fixed-delay.delay": "0 ms",
         "rest.port": "0",
+        "undertow.workers": "5",  # a worker per slot: the overlap hold's subtask alone on one
         "taskmanager.memory.segment-size": "4 kb",
         "taskmanager.network.memory.buffers-per-channel": "2",
         "taskmanager.network.memory.floating-buffers-per-gate": "4",
@@ -79,15 +84,22 @@ def scenario(
     max_concurrent: int = 2, kill: bool = False,
 ) -> None:  # fmt: skip
     """Under backpressure, two checkpoints at a time: ``map`` fails after checkpoints 4 and 9,
-    or (``kill``) a seeded random worker is killed with SIGKILL once 3 checkpoints completed."""
+    or (``kill``) a seeded random worker is killed with SIGKILL once 3 checkpoints completed;
+    a subtask holds a checkpoint until the next one is triggered (:class:`OverlapHold`)."""
     failing = FailingMap(fail_after_checkpoints=[] if kill else [4, 9])
     restarts = 1 if kill else failing.scheduled_failures
     env = make_env(parallelism=2, config=config(tmp_path, restarts, max_concurrent))
     source = OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=RATE)
     where = tmp_path / "evidence"
-    build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S, evidence_dir=where)
+    hold = OverlapHold(tmp_path / "hold")
+    build_pipeline(env, source, failing_map=failing, sink_spin_s=SINK_SPIN_S, evidence_dir=where,
+                   overlap_hold=hold)  # fmt: skip
     client = env.execute_async("concurrent unaligned checkpoints")
-    watcher = RestWatcher(client)
+    watcher = RestWatcher(
+        client,
+        on_triggered=hold.triggered,
+        on_completed=lambda cid, e: hold.completed(cid, e["persisted_data"]),
+    )
     if kill:
         seed = oracle_seed()
         result, console = run_killing_a_worker_after_a_checkpoint(
@@ -104,8 +116,15 @@ def scenario(
     oracle.assert_restored(replayed=not kill)
     oracle.assert_exactly_once()
     assert oracle.restarts == restarts, (oracle, console)
+    held = hold.overlapped()
+    assert held is not None, f"no hold kept a checkpoint until the next completed: {hold.holds()}"
     pairs = overlapping(watcher.completed)
-    assert pairs, f"no two checkpoints with in-flight data overlapped: {watcher.completed}"
+    fields = ("trigger_timestamp", "latest_ack_timestamp", "persisted_data")
+    shown = {c: {f: watcher.completed.get(c, {}).get(f) for f in fields} for c in held}
+    assert held in pairs, (
+        f"held {held} ({hold.holds()}: {shown}), but these checkpoints with in-flight data "
+        f"overlapped: {pairs}"
+    )
 
 
 @pytest.mark.restores(catches=["channel-state"])

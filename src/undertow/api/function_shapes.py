@@ -105,6 +105,46 @@ class OnTimerLike(Protocol):
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any] | None: ...
 
 
+# --- what the runtime tells a function beside its records (each optional) ----------------
+
+
+@runtime_checkable
+class OpenLike(Protocol):
+    """``open(runtime_context)``: called once before the first record (``Function.open``)."""
+
+    def open(self, runtime_context: Any) -> None: ...
+
+
+@runtime_checkable
+class CloseLike(Protocol):
+    """``close()``: called once at the end, also after a failure (``Function.close``)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class CheckpointCompleteLike(Protocol):
+    """``notify_checkpoint_complete(checkpoint_id)``: half of Flink's ``CheckpointListener``."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+
+@runtime_checkable
+class CheckpointAbortedLike(Protocol):
+    """``notify_checkpoint_aborted(checkpoint_id)``: the other half."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None: ...
+
+
+@runtime_checkable
+class PreBarrierLike(Protocol):
+    """``prepare_snapshot_pre_barrier(checkpoint_id)``: told when a barrier reaches the
+    function's operator, before the operator forwards it. Not public API: the testing kit's
+    scheduled failures and holds use it to know which checkpoints follow a record."""
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None: ...
+
+
 # --- batch streams' functions (an object with the method, or a plain callable) --------------
 
 

@@ -43,6 +43,12 @@ class KeySelectorError(UndertowError, RuntimeError):
     message names the record and the selector's own error, which is the cause."""
 
 
+class RecordFieldError(UndertowError, LookupError):
+    """A built-in aggregation (``sum``, ``min``, ``max``, ``min_by``, ``max_by``) met a record
+    without the field it names. The message names the aggregation, the field and the record's
+    shape; the task's failure names the operator."""
+
+
 class StateError(UndertowError, RuntimeError):
     """State was used in a way its contract does not allow."""
 

@@ -34,7 +34,7 @@ from undertow.datastream.connected_streams import (
     ConnectedStreams,
 )
 from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
-from undertow.datastream.field_functions import Projection, field_aggregator, pick_by
+from undertow.datastream.field_functions import Projection, built_in_aggregation
 from undertow.datastream.function_binding import (
     FILTER,
     FLAT_MAP,
@@ -44,6 +44,7 @@ from undertow.datastream.function_binding import (
     REDUCE,
     bind,
     bind_key_selector,
+    described,
 )
 from undertow.datastream.operator_settings import OperatorSettings
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
@@ -78,7 +79,6 @@ from undertow.runtime.task.operators import (
 )
 from undertow.runtime.task.sink_operator import SinkWriterOperator
 from undertow.runtime.task.source_operator import TimestampsAndWatermarksOperator
-from undertow.state.backend import PairAggregation
 
 if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -376,7 +376,9 @@ class KeyedStream(DataStream):
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         if not isinstance(func, ProcessElementLike):
-            raise GraphBuildError("KeyedStream.process() needs a KeyedProcessFunction")
+            raise GraphBuildError(
+                f"KeyedStream.process() needs a KeyedProcessFunction, got {described(func)}"
+            )
         return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
 
     def reduce(self, func: Any) -> DataStream:
@@ -385,34 +387,31 @@ class KeyedStream(DataStream):
         return self._keyed("Keyed Reduce", op, self.get_type())
 
     def _aggregate(
-        self, name: str, call: Callable[[Any, Any], Any], pair: PairAggregation | None = None
-    ) -> DataStream:
-        op = StreamGroupedReduce(None, call, self._key_selector, pair=pair)
+        self, name: str, method: str, position: int | str,
+        combine: Callable[[Any, Any], Any] | None = None,
+        better: Callable[[Any, Any], bool] | None = None,
+    ) -> DataStream:  # fmt: skip
+        call, check, pair = built_in_aggregation(f"KeyedStream.{method}", position,
+                                                 self.get_type(), combine, better)  # fmt: skip
+        op = StreamGroupedReduce(None, call, self._key_selector, pair=pair, check_record=check)
         return self._keyed(name, op, self.get_type())
 
-    def _field_aggregate(
-        self, name: str, position: int | str, combine: Callable[[Any, Any], Any]
-    ) -> DataStream:
-        """sum/min/max of a field; of field 0 or 1 the keyed fold may combine pairs inline."""
-        pair = None
-        if type(position) is int and position in (0, 1):
-            pair = PairAggregation(position, combine)
-        return self._aggregate(name, field_aggregator(position, combine), pair)
-
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        return self._field_aggregate("Keyed Sum", position_to_sum, _add)
+        return self._aggregate("Keyed Sum", "sum", position_to_sum, _add)
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        return self._field_aggregate("Keyed Min", position_to_min, min)
+        return self._aggregate("Keyed Min", "min", position_to_min, min)
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        return self._field_aggregate("Keyed Max", position_to_max, max)
+        return self._aggregate("Keyed Max", "max", position_to_max, max)
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed MinBy", pick_by(position_to_min_by, lambda x, y: x < y))
+        return self._aggregate("Keyed MinBy", "min_by", position_to_min_by,
+                               better=lambda x, y: x < y)  # fmt: skip
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
-        return self._aggregate("Keyed MaxBy", pick_by(position_to_max_by, lambda x, y: x > y))
+        return self._aggregate("Keyed MaxBy", "max_by", position_to_max_by,
+                               better=lambda x, y: x > y)  # fmt: skip
 
     def window(self, window_assigner: Any) -> Any:
         return WindowedStream(self, window_assigner)

@@ -71,6 +71,7 @@ from undertow.testing._oracle_records import (
     verify_record,
 )
 from undertow.testing._oracle_source import OracleSource, OracleSplit
+from undertow.testing.overlap_hold import OverlapHold
 from undertow.testing.restore_control import RestoreEvidenceMissing
 
 __all__ = [
@@ -307,6 +308,7 @@ def build_pipeline(
     failing_snapshot: FailingSnapshot | None = None,
     sink_spin_s: float = 0.0,
     evidence_dir: str | os.PathLike[str] | None = None,
+    overlap_hold: OverlapHold | None = None,
 ) -> Any:
     """Declare the PIPELINE topology (docs/testing.md) on ``env``; returns the final
     ``DataStreamSink``.
@@ -323,6 +325,9 @@ def build_pipeline(
     order: the sink checks order only between the stateful operator and itself.
     ``evidence_dir``: where the checking stages log anomalies as they happen (pass it to
     :meth:`OracleResult.from_job_result` too, so failed attempts' evidence counts).
+    ``overlap_hold``: a branch after the sink (rescale, ``2p + 1`` subtasks, one input channel
+    each) whose last subtask holds checkpoints (:mod:`undertow.testing.overlap_hold`; run the
+    job with ``undertow.workers`` ``2p + 1``, so that this subtask has a worker of its own).
     """
     p = parallelism or env.get_parallelism()
     tag = _job_tag()
@@ -346,6 +351,11 @@ def build_pipeline(
         VerifyingSink(source.records_per_key, spin_s=sink_spin_s, job_tag=tag, evidence_dir=where)
     )
     verified = verified.name("verifying sink").uid("oracle-verifying-sink").set_parallelism(p)
+    if overlap_hold is not None:  # its last subtask alone in slot 2p (see its module)
+        held = verified.rescale().map(overlap_hold.function()).name("overlap hold")
+        held = held.uid("oracle-overlap-hold").set_parallelism(2 * p + 1)
+        held = held.sink_to(DiscardingSink()).name("discard held").uid("oracle-discard-held")
+        held.set_parallelism(2 * p + 1)
     return (
         verified.sink_to(DiscardingSink()).name("discard").uid("oracle-discard").set_parallelism(p)
     )

@@ -7,8 +7,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from undertow.datastream.field_functions import field_aggregator
-from undertow.runtime.task.keyed_operators import StreamGroupedReduce
+import pytest
+
+from undertow.core.errors import RecordFieldError
+from undertow.datastream.field_functions import FieldCheck, field_aggregator
+from undertow.runtime.task.keyed_operators import KeyedProcessOperator, StreamGroupedReduce
 from undertow.state.backend import PairAggregation
 from undertow.testing.harness import KeyedOneInputOperatorTestHarness
 
@@ -51,3 +54,48 @@ def test_a_users_reduce_runs_in_each_records_key() -> None:
         harness.process_elements(RECORDS)
         assert harness.extract_output_values()[-1] == ("a", 9)
     assert seen == ["a", "b", "a"]
+
+
+class Reminding:
+    """A keyed process function by shape, without ``on_timer``: its timers fire to no effect."""
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        ctx.timer_service().register_event_time_timer(value[1])
+        yield value
+
+
+class Alarm(Reminding):
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield ("timer", ctx.get_current_key(), timestamp)
+
+
+def _timer_output(function: Any) -> list[Any]:
+    op = KeyedProcessOperator(function)
+    with KeyedOneInputOperatorTestHarness(op, key_selector=lambda r: r[0]) as harness:
+        harness.process_elements([("a", 1), ("b", 2)])
+        harness.process_watermark(5)
+        return harness.extract_output_values()
+
+
+def test_a_keyed_process_functions_on_timer_is_bound_when_it_has_one() -> None:
+    assert _timer_output(Alarm()) == [("a", 1), ("b", 2), ("timer", "a", 1), ("timer", "b", 2)]
+    assert _timer_output(Reminding()) == [("a", 1), ("b", 2)]
+
+
+def _summing(records: list[Any]) -> None:
+    check = FieldCheck(1, "KeyedStream.sum(1)")
+    op = StreamGroupedReduce(None, field_aggregator(1, operator.add, check.what), lambda r: r[0],
+                             pair=PairAggregation(1, operator.add), check_record=check)  # fmt: skip
+    with KeyedOneInputOperatorTestHarness(op) as harness:
+        harness.process_elements(records)
+
+
+def test_a_built_in_aggregation_checks_the_first_record_it_sees() -> None:
+    """A key that comes once is never folded: only the check finds its missing field."""
+    with pytest.raises(RecordFieldError, match=r"sum\(1\): no field 1 in a record of tuple of 1"):
+        _summing([("a",), ("b", 2)])
+
+
+def test_a_record_without_the_field_in_the_inline_pair_fold_is_named() -> None:
+    with pytest.raises(RecordFieldError, match=r"sum\(1\): no field 1 .* tuple of 1 field: \('a',"):
+        _summing([("a", 1), ("b", 2), ("a",)])

@@ -53,3 +53,28 @@ def test_co_flat_map_stamps_each_record_and_emits_nothing_for_none() -> None:
         operator.process_batch2([3], [7])
         operator.process_batch1([1], None)
         assert h.get_output() == [(2, 5), (2, 5), (1, 6), (1, None)]
+
+
+class Listening(Tagging):
+    """A co-map function told of checkpoints: the barrier before it passes, and the outcome."""
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.calls.append(f"barrier {checkpoint_id}")
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.calls.append(f"complete {checkpoint_id}")
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.calls.append(f"aborted {checkpoint_id}")
+
+
+def test_the_function_is_told_of_barriers_and_checkpoints_as_one_input_functions_are() -> None:
+    function = Listening()
+    with OneInputOperatorTestHarness(CoMapOperator(function)) as h:  # type: ignore[arg-type]
+        h.operator.prepare_snapshot_pre_barrier(3)
+        h.operator.notify_checkpoint_complete(3)
+        h.operator.prepare_snapshot_pre_barrier(4)
+        h.operator.notify_checkpoint_aborted(4)
+    assert function.calls == [
+        "open", "barrier 3", "complete 3", "barrier 4", "aborted 4", "close",
+    ]  # fmt: skip

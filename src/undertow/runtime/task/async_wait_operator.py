@@ -27,7 +27,7 @@ from undertow.core.errors import StateError
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.async_queue import AsyncWaitQueue, EmitRecords
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.operators import close_udf, notify_udf, open_udf
+from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 
 RESTORED_ACCUMULATOR = "async_requests_restored"
 
@@ -52,7 +52,7 @@ class _Failed:
         self.error = error
 
 
-class AsyncWaitOperator(OneInputStreamOperator):
+class AsyncWaitOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
     """``AsyncDataStream.ordered_wait``/``unordered_wait``: see the module docstring.
 
     Lifecycle: ``restore_custom_state`` (optional) -> ``open`` (re-issues restored records)
@@ -69,6 +69,7 @@ class AsyncWaitOperator(OneInputStreamOperator):
         ordered: bool,
     ) -> None:
         self.function = function
+        self.hooks = UdfHooks.of(function)
         self.timeout_ms = timeout_ms
         self.capacity = capacity
         self.retry_strategy = retry_strategy
@@ -86,7 +87,7 @@ class AsyncWaitOperator(OneInputStreamOperator):
         self._outcomes: list[tuple[int, asyncio.Task[Any]]] = []
         self._mail_pending = False
         self._closed = False
-        open_udf(self.function, self.ctx.runtime_context)
+        self.hooks.open(self.ctx.runtime_context)
         restored, self._restored = self._restored, []
         self.ctx.accumulators[RESTORED_ACCUMULATOR] = len(restored)
         for value, timestamp in restored:
@@ -103,10 +104,7 @@ class AsyncWaitOperator(OneInputStreamOperator):
         self._closed = True
         for request in self._requests.values():
             request.cancel()
-        close_udf(self.function)
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        notify_udf(self.function, "notify_checkpoint_complete", checkpoint_id)
+        self.hooks.close()
 
     # -- task hooks ------------------------------------------------------------------------
     def input_room(self) -> int:

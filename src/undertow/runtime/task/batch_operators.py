@@ -25,7 +25,7 @@ import pyarrow as pa
 from undertow.common.row import Row
 from undertow.core.errors import BatchError
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.operators import close_udf, open_udf
+from undertow.runtime.task.udf_hooks import UdfHooks
 
 
 def _where(op: OneInputStreamOperator) -> str:
@@ -49,14 +49,15 @@ class _BatchFunctionOperator(OneInputStreamOperator):
 
     def __init__(self, function: Any, call: Callable[..., Any], schema: pa.Schema | None = None):
         self.function = function
+        self.hooks = UdfHooks.of(function)
         self.call = call
         self.schema = schema
 
     def open(self) -> None:
-        open_udf(self.function, self.ctx.runtime_context)
+        self.hooks.open(self.ctx.runtime_context)
 
     def close(self) -> None:
-        close_udf(self.function)
+        self.hooks.close()
 
     def _checked(self, result: Any, what: str) -> list[pa.RecordBatch]:
         if isinstance(result, pa.Table):

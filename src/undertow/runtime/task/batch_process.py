@@ -45,7 +45,7 @@ from undertow.runtime.task.batch_process_state import (
 )
 from undertow.runtime.task.batch_reduce import state_column
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.operators import close_udf, open_udf
+from undertow.runtime.task.udf_hooks import UdfHooks
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.columnar_timers import ColumnarTimers, pack_parts, unpack_parts
 from undertow.state.key_groups import key_group_range_for_subtask
@@ -167,6 +167,7 @@ class BatchProcessOperator(OneInputStreamOperator):
 
     def __init__(self, function: Any, key_columns: Sequence[str]) -> None:
         self.function = function
+        self.hooks = UdfHooks.of(function)
         self.key_columns = list(key_columns)
         self.watermark = MIN_TIMESTAMP
         self.key_fields: list[pa.Field] | None = None
@@ -177,7 +178,7 @@ class BatchProcessOperator(OneInputStreamOperator):
         self._kept = 0
 
     def open(self) -> None:
-        open_udf(self.function, self.ctx.runtime_context)
+        self.hooks.open(self.ctx.runtime_context)
         self.schedule()
 
     def finish(self) -> None:
@@ -189,7 +190,7 @@ class BatchProcessOperator(OneInputStreamOperator):
         if self._scheduled is not None:
             self._scheduled[1].cancel()
             self._scheduled = None
-        close_udf(self.function)
+        self.hooks.close()
 
     # state ----------------------------------------------------------------------------------
     def _key_groups(self) -> range:

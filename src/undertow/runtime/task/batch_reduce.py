@@ -25,7 +25,7 @@ from undertow.core.errors import BatchError
 from undertow.runtime.task.batch_aggregate import encode_keys
 from undertow.runtime.task.batch_operators import _check_input, _show, _where
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.operators import close_udf, open_udf
+from undertow.runtime.task.udf_hooks import UdfHooks
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
 
@@ -77,6 +77,7 @@ class BatchReduceOperator(OneInputStreamOperator):
 
     def __init__(self, function: Any, call: Callable[..., Any], key_columns: Sequence[str]):
         self.function = function
+        self.hooks = UdfHooks.of(function)
         self.call = call
         self.key_columns = list(key_columns)
         self.value_schema: pa.Schema | None = None
@@ -84,10 +85,10 @@ class BatchReduceOperator(OneInputStreamOperator):
         self._restored: dict[int, bytes] = {}
 
     def open(self) -> None:
-        open_udf(self.function, self.ctx.runtime_context)
+        self.hooks.open(self.ctx.runtime_context)
 
     def close(self) -> None:
-        close_udf(self.function)
+        self.hooks.close()
 
     # state ----------------------------------------------------------------------------------
     def snapshot_key_groups(self) -> dict[int, bytes]:

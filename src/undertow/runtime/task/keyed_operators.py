@@ -5,10 +5,9 @@ User-function calls run in the key context of their record (``UdfOperator`` wrap
 the rolling reduce's backend fold sets the key per record itself), so state and timers of
 user functions always refer to the record's key. Output order per key is input order.
 
-The ``getattr`` on the user's function (``process_element``, ``on_timer``) is deliberate: it
-reads a user object shaped as in PyFlink (a ``KeyedProcessFunction``, or a plain callable;
-``on_timer`` may be absent), not a runtime capability, so it is not the probing across layers
-that the redesign replaced with Protocols (issue 27).
+A keyed process function's methods are bound once, when the operator is built: its
+``process_element`` (the API checked the shape, ``ProcessElementLike``) and its ``on_timer``
+(None when it has none, ``OnTimerLike``), as for the two-input operators.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+from undertow.api.function_shapes import OnTimerLike, ProcessElementLike
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
@@ -84,8 +84,9 @@ class UserTimerFiring:
 class KeyedProcessOperator(UserTimerFiring, UdfOperator):
     """``KeyedStream.process(KeyedProcessFunction)``; also the engine of ``on_timer``."""
 
-    def __init__(self, function: Any) -> None:
-        super().__init__(function, getattr(function, "process_element", function))
+    def __init__(self, function: ProcessElementLike) -> None:
+        super().__init__(function, function.process_element)
+        self._on_timer = function.on_timer if isinstance(function, OnTimerLike) else None
 
     def open(self) -> None:
         assert self.ctx.keyed_backend is not None and self.ctx.timer_service_factory is not None
@@ -93,7 +94,6 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
         self.internal_timers = self.ctx.timer_service_factory("user-timers", self)
         self.timer_service = KeyedTimerService(self.internal_timers)
         self._kctx = _KeyedContext(self)
-        self._on_timer = getattr(self.function, "on_timer", None)
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
@@ -130,6 +130,10 @@ class StreamGroupedReduce(UdfOperator):
     """``KeyedStream.reduce`` (and sum/min/max/min_by/max_by): emits the rolling result.
 
     In BATCH execution (``emit_final_only``) it emits one final result per key at the end.
+    ``check_record`` (the built-in aggregations': raises for a record without their field)
+    runs on the operator's first record, which a reduction never sees with another one when
+    its key comes once; an error from a later fold names the first record of the batch it
+    finds without the field.
     """
 
     _DESCRIPTOR = ValueStateDescriptor("_reduce_value")
@@ -139,8 +143,12 @@ class StreamGroupedReduce(UdfOperator):
     def __init__(
         self, function: Any, call: Callable[[Any, Any], Any], key_selector: Callable[[Any], Any],
         emit_final_only: bool = False, pair: PairAggregation | None = None,
+        check_record: Callable[[Any], None] | None = None,
     ) -> None:  # fmt: skip
         super().__init__(function, call)
+        self.check_record = check_record
+        #: ``check_record`` until the first record has passed it
+        self._check_first = check_record
         self.key_selector = key_selector
         self.emit_final_only = emit_final_only
         #: A user's ReduceFunction may read keyed state, so it runs in its record's key; the
@@ -159,8 +167,19 @@ class StreamGroupedReduce(UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        out = self.backend.fold_keyed(self.state, values, self.key_selector, self.call,
-                                      key_context=self._reads_state, pair=self.pair)  # fmt: skip
+        if self._check_first is not None and values:
+            self._check_first(values[0])
+            self._check_first = None
+        try:
+            out = self.backend.fold_keyed(self.state, values, self.key_selector, self.call,
+                                          key_context=self._reads_state,
+                                          pair=self.pair)  # fmt: skip
+        except LookupError as err:  # the pair fold reads the field inline, unchecked
+            if self.check_record is None:
+                raise
+            for value in values:
+                self.check_record(value)
+            raise err
         if not self.emit_final_only:
             self.output.collect_batch(out, timestamps)
 

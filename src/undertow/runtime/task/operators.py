@@ -1,54 +1,27 @@
 """Built-in one-input operators for the DataStream API's record-at-a-time functions.
 
-Each operator takes the user's function object (for ``open``/``close``) and the callable to
-apply (``fn.map``, a lambda, ...), resolved by the API layer. Per-record work is a tight loop
+Each operator takes the user's function object (its lifecycle and checkpoint hooks, bound once
+by :mod:`~undertow.runtime.task.udf_hooks`) and the callable to apply (``fn.map``, a lambda,
+...), resolved by the API layer. Per-record work is a tight loop
 or comprehension over the batch; contexts handed to process functions are reused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from undertow.api.functions import ProcessFunction, TimerService
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 from undertow.runtime.task.print_format import formatter
+from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 
 
-def open_udf(function: Any, runtime_context: Any) -> None:
-    """Call ``function.open(runtime_context)`` if the function has one (plain callables don't)."""
-    open_fn = getattr(function, "open", None)
-    if callable(open_fn):
-        open_fn(runtime_context)
-
-
-def close_udf(function: Any) -> None:
-    close_fn = getattr(function, "close", None)
-    if callable(close_fn):
-        close_fn()
-
-
-def notify_udf(function: Any, hook_name: str, checkpoint_id: int) -> None:
-    """Forward a checkpoint notification to a user function that has the hook (PyFlink's
-    ``CheckpointListener``: ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted``)."""
-    hook = getattr(function, hook_name, None)
-    if callable(hook):
-        hook(checkpoint_id)
-
-
-@runtime_checkable
-class PreBarrierHook(Protocol):
-    """A user function told when a barrier reaches its operator, before the operator forwards
-    it (the operator hook of the same name, on the task's loop thread). Not public API: the
-    testing kit's scheduled failures use it to know which checkpoints follow a record."""
-
-    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None: ...
-
-
-class UdfOperator(OneInputStreamOperator):
-    """An operator around one user function: opens and closes it with the operator.
+class UdfOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
+    """An operator around one user function: opens and closes it with the operator and tells
+    it about checkpoints (its hooks, resolved once here: :class:`UdfHooks`).
 
     On a keyed stream ``call`` runs in the key context of its record (see
     :meth:`~undertow.runtime.task.operator.StreamOperator.with_key_context`) whenever there is
@@ -63,25 +36,16 @@ class UdfOperator(OneInputStreamOperator):
     def __init__(self, function: Any, call: Callable[..., Any] | None = None) -> None:
         self.function = function
         self.call = call if call is not None else function
+        self.hooks = UdfHooks.of(function)
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
         if self.function is not None and self.KEY_CONTEXT_PER_CALL:
             self.call = self.with_key_context(self.call)
-        open_udf(self.function, self.ctx.runtime_context)
+        self.hooks.open(self.ctx.runtime_context)
 
     def close(self) -> None:
-        close_udf(self.function)
-
-    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
-        if isinstance(self.function, PreBarrierHook):
-            self.function.prepare_snapshot_pre_barrier(checkpoint_id)
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        notify_udf(self.function, "notify_checkpoint_complete", checkpoint_id)
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        notify_udf(self.function, "notify_checkpoint_aborted", checkpoint_id)
+        self.hooks.close()
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark

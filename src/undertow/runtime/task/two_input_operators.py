@@ -30,16 +30,18 @@ from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import KeyedTimerService, NonKeyedTimerService
 from undertow.runtime.task.keyed_operators import UserTimerFiring
 from undertow.runtime.task.operator import Timestamps, TwoInputStreamOperator
-from undertow.runtime.task.operators import close_udf, notify_udf, open_udf, run_udf
+from undertow.runtime.task.operators import run_udf
 from undertow.runtime.task.timers import InternalTimer
+from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 from undertow.state.descriptors import MapStateDescriptor
 
 
-class _TwoInputUdf(TwoInputStreamOperator):
+class _TwoInputUdf(ForwardsCheckpointHooks, TwoInputStreamOperator):
     """A two-input operator around one user function: ``method1`` / ``method2`` take the
     records of input 1 / 2, bound when the operator is built (from the function's shape, a
-    Protocol of :mod:`undertow.api.function_shapes`); ``call1`` / ``call2`` are them in the
-    key context of their record (set in ``open``)."""
+    Protocol of :mod:`undertow.api.function_shapes`), as are its lifecycle and checkpoint
+    hooks (:class:`UdfHooks`); ``call1`` / ``call2`` are the methods in the key context of
+    their record (set in ``open``)."""
 
     def __init__(
         self, function: Any, method1: Callable[..., Any], method2: Callable[..., Any]
@@ -47,21 +49,16 @@ class _TwoInputUdf(TwoInputStreamOperator):
         self.function = function
         self.method1 = method1
         self.method2 = method2
+        self.hooks = UdfHooks.of(function)
         self.current_watermark = MIN_TIMESTAMP
 
     def open(self) -> None:
         self.call1 = self.with_key_context(self.method1, 1)
         self.call2 = self.with_key_context(self.method2, 2)
-        open_udf(self.function, self.ctx.runtime_context)
+        self.hooks.open(self.ctx.runtime_context)
 
     def close(self) -> None:
-        close_udf(self.function)
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        notify_udf(self.function, "notify_checkpoint_complete", checkpoint_id)
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        notify_udf(self.function, "notify_checkpoint_aborted", checkpoint_id)
+        self.hooks.close()
 
     def process_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark
