@@ -343,6 +343,15 @@ def test_the_backend_encoder_gives_a_fresh_picklers_bytes_call_after_call(
         pickler.fast = True
         pickler.dump(value)
         assert ENCODER(value) == buffer.getvalue() == encode_key(value)
+        assert ENCODER(value) == buffer.getvalue()  # remembered (int, short str) or not
+
+
+def test_equal_keys_of_other_types_keep_their_own_bytes_once_one_is_remembered() -> None:
+    encoder = KeyEncoder()
+    assert encoder(1) == encoder(1) == pickle.dumps(1, protocol=5)
+    assert encoder(True) != encoder(1) != encoder(1.0)
+    assert encoder((True,)) != encoder((1,))
+    assert encoder("1") != encoder(1) and encoder("1") == encode_key("1")
 
 
 def test_the_encoder_recovers_from_a_value_it_cannot_pickle() -> None:

@@ -192,8 +192,13 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         dkey = self._current_dkey
         if dkey is None:
             key, key_group = self.current_key_and_group()
-            dkey = self._current_dkey = db_key(key_group, key, VOID_NAMESPACE, self.encode_key)
-        return dkey
+            if type(key) is int:  # its key group is in range: set_current_key checked it
+                dkey = int_void_db_key(key, self.max_parallelism, self.key_group_range,
+                                       self._int_db_keys)  # fmt: skip
+            else:
+                dkey = db_key(key_group, key, VOID_NAMESPACE, self.encode_key)
+            self._current_dkey = dkey
+        return dkey  # type: ignore[return-value]
 
     def current_key_and_group(self) -> tuple[Any, int]:
         """The current key and its key group; ``StateError`` if there is none (state use)."""

@@ -37,29 +37,50 @@ VOID_TAG = b"\x00"
 WINDOWED_TAG = b"\x01"
 
 
+#: Encoded ``int`` and short ``str`` keys a :class:`KeyEncoder` remembers before it starts over.
+ENCODED_CACHE = 65_536
+_CACHED_STR_LENGTH = 64
+
+
 class KeyEncoder:
     """Deterministic bytes of a key: a pickle without memo (equal values, equal bytes, in
     every process: a key group's DB keys are read by another worker after a rescale).
 
     One pickler and buffer, reset per call: a new ``Pickler`` per key cost about 1.5 us more
-    (the buffer and the pickler's set-up). Not thread-safe: one per backend, used from the
-    owning subtask's loop thread. A pickle is self-delimiting, so no encoding is a prefix of
-    another: a DB key can be a key's encoding followed by another one (map entries).
+    (the buffer and the pickler's set-up). Keys of exactly ``int`` or short ``str`` are
+    remembered (bounded, :data:`ENCODED_CACHE`): hot map keys and keys cost a dict lookup.
+    Only those two types: equal values of other types may encode differently (``1``,
+    ``True``, ``1.0``; ``(1,)`` and ``(True,)``), and a cache keyed by value would mix them.
+    Not thread-safe: one per backend, used from the owning subtask's loop thread. A pickle is
+    self-delimiting, so no encoding is a prefix of another: a DB key can be a key's encoding
+    followed by another one (map entries).
     """
 
-    __slots__ = ("_buffer", "_pickler")
+    __slots__ = ("_buffer", "_cache", "_pickler")
 
     def __init__(self) -> None:
         self._buffer = io.BytesIO()
         self._pickler = pickle.Pickler(self._buffer, protocol=5)
         self._pickler.fast = True  # no memo: a repeated object is written again, not referenced
+        self._cache: dict[int | str, bytes] = {}
 
     def __call__(self, value: Any) -> bytes:
+        kind = type(value)
+        cacheable = kind is int or (kind is str and len(value) <= _CACHED_STR_LENGTH)
+        if cacheable:
+            encoded = self._cache.get(value)
+            if encoded is not None:
+                return encoded
         buffer = self._buffer
         buffer.seek(0)
         buffer.truncate()
         self._pickler.dump(value)
-        return buffer.getvalue()
+        encoded = buffer.getvalue()
+        if cacheable:
+            if len(self._cache) >= ENCODED_CACHE:
+                self._cache.clear()
+            self._cache[value] = encoded
+        return encoded
 
 
 def encode_key(value: Any) -> bytes:
