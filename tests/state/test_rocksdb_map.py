@@ -485,3 +485,29 @@ def test_a_fold_that_reads_a_map_reads_the_folded_records_key() -> None:
     out = backend.fold_values(total, keys, [1] * len(keys), fold)
     assert out[6:] == [1 + key * 10 for key in range(6)]
     backend.dispose()
+
+
+def test_an_expired_entry_read_once_is_gone_from_the_db() -> None:
+    """With ``ReturnExpiredIfNotCleanedUp`` the read that finds an entry expired returns it
+    and cleans it up (Flink's cleanup on read): the next read finds nothing, on RocksDB as on
+    the heap, and the DB holds only the live entry."""
+    clock = Clock()
+    descriptor = MapStateDescriptor("m", None, None)
+    descriptor.enable_time_to_live(
+        StateTtlConfig.new_builder(100).return_expired_if_not_cleaned_up().build()
+    )
+    rocks = _rocks(clock=clock)
+    heap = HeapKeyedStateBackend("op", MAX_P, range(MAX_P), clock)
+    states = []
+    for backend in (rocks, heap):
+        backend.set_current_key("k")
+        states.append(_map(backend, descriptor))
+        states[-1].put("old", 1)
+    clock.now += 50
+    for state in states:
+        state.put("new", 2)
+    clock.now += 60  # "old" expired, "new" not
+    assert [s.get("old") for s in states] == [1, 1]
+    assert [s.get("old") for s in states] == [None, None]
+    assert len(list(scan_prefix(rocks.column("m"), rocks.current_void_db_key()))) == 1
+    rocks.dispose()
