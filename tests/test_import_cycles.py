@@ -36,6 +36,7 @@ TYPE_ONLY = {
     ("undertow.datastream.windowed_batch_stream", "undertow.datastream.batch_stream"),
     # RocksDB state objects are bound to their backend, which creates them.
     ("undertow.state.rocksdb_states", "undertow.state.rocksdb"),
+    ("undertow.state.rocksdb_map", "undertow.state.rocksdb"),
 }
 
 

@@ -10,10 +10,10 @@ import pytest
 from undertow.core.errors import StateError
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.key_groups import assign_to_key_group
+from undertow.state.rocksdb import check_kind
 from undertow.state.rocksdb_states import (
     VOID_TAG,
     WINDOWED_TAG,
-    check_kind,
     db_key,
     decode_value,
     encode_key,

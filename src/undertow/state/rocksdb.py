@@ -44,14 +44,24 @@ from undertow.state.rocksdb_incremental import (
     SharedFile,
 )
 from undertow.state.rocksdb_local import close_and_delete, new_db_directory, sweep_dead_directories
+from undertow.state.rocksdb_map import (
+    LAYOUT_KEY,
+    MAP_PER_KEY,
+    RocksDBMapState,
+    group_map_entries,
+    map_entries,
+    split_entry_key,
+)
 from undertow.state.rocksdb_native import RocksDBNativeSnapshots
 from undertow.state.rocksdb_options import RocksDBMemory
 from undertow.state.rocksdb_states import (
-    ROCKSDB_STATE_CLASSES,
     VOID_TAG,
+    KeyEncoder,
+    RocksDBAggregatingState,
+    RocksDBListState,
+    RocksDBReducingState,
     RocksDBState,
     RocksDBValueState,
-    check_kind,
     db_key,
     decode_value,
     encode_value,
@@ -65,6 +75,20 @@ from undertow.state.rocksdb_timers import (
 
 #: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
 _KEEP_ALL_MS = 2**62
+
+#: The RocksDB state class for each descriptor kind.
+ROCKSDB_STATE_CLASSES: dict[str, type[RocksDBState]] = {
+    "value": RocksDBValueState,
+    "list": RocksDBListState,
+    "map": RocksDBMapState,
+    "reducing": RocksDBReducingState,
+    "aggregating": RocksDBAggregatingState,
+}
+
+
+def check_kind(operator_name: str, name: str, kind: str) -> None:
+    if kind not in ROCKSDB_STATE_CLASSES:
+        raise StateError(f"operator {operator_name!r}: state {name!r} has unknown kind {kind!r}")
 
 
 class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
@@ -93,6 +117,11 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         #: Block cache (and write buffer manager) of the DB, see ``rocksdb_options``.
         self._resources = (memory or RocksDBMemory()).build()
         self._open_db()
+        self._db.put(LAYOUT_KEY, MAP_PER_KEY)  # a native restore may adopt an older DB
+        #: Encodes keys into DB keys (one pickler for the backend, see ``KeyEncoder``).
+        self.encode_key = KeyEncoder()
+        #: The current key's DB key in ``VOID_NAMESPACE``, made on first use per key.
+        self._current_dkey: bytes | None = None
         self._meta: dict[str, tuple[str, bool]] = {}  # state name -> (kind, ttl)
         self._states: dict[str, RocksDBState] = {}
         self._scratch: dict[str, StateTable] = {}
@@ -118,7 +147,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         self._timer_columns: set[str] = set()
         #: ``int`` key -> its DB key in ``VOID_NAMESPACE`` (see :meth:`_void_db_key`).
         self._int_db_keys: dict[int, bytes] = {}
-        self._write_back = WriteBackCache(self._batch, self._db_write)
+        self._write_back = WriteBackCache(self.batch, self.write)
 
     def _open_db(self) -> None:
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
@@ -134,6 +163,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
 
     def set_current_key(self, key: Any) -> None:
         self._key_group = None
+        self._current_dkey = None
         try:
             hash(key)
         except TypeError as err:
@@ -155,6 +185,20 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
 
     def get_current_key(self) -> Any:
         return self._key
+
+    def current_void_db_key(self) -> bytes:
+        """The current key's DB key in ``VOID_NAMESPACE`` (encoded once per current key);
+        ``StateError`` if there is no current key."""
+        dkey = self._current_dkey
+        if dkey is None:
+            key, key_group = self.current_key_and_group()
+            if type(key) is int:  # its key group is in range: set_current_key checked it
+                dkey = int_void_db_key(key, self.max_parallelism, self.key_group_range,
+                                       self._int_db_keys)  # fmt: skip
+            else:
+                dkey = db_key(key_group, key, VOID_NAMESPACE, self.encode_key)
+            self._current_dkey = dkey
+        return dkey  # type: ignore[return-value]
 
     def current_key_and_group(self) -> tuple[Any, int]:
         """The current key and its key group; ``StateError`` if there is none (state use)."""
@@ -187,7 +231,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
             return None
         name = timer_column(service, domain)
         self._timer_columns.add(name)
-        return RocksDBTimerQueue(self.column(name), self.max_parallelism)
+        return RocksDBTimerQueue(self.column(name), self.max_parallelism, encode=self.encode_key)
 
     def scratch(self, name: str) -> StateTable:
         return self._scratch[name]
@@ -231,10 +275,11 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
     def _convert_ttl(self, name: str, kind: str, ttl: bool) -> None:
         """Restored entries written with(out) TTL, read by a state without (with) TTL."""
         now = self._clock()
-        batch = self._batch(name)
+        batch = self.batch(name)
+        entry_kind = "value" if kind == "map" else kind  # a map's DB entry holds one map value
         for dkey, raw in self._items(name):
             entry = decode_value(raw)
-            entry = wrap_entry(kind, entry, now) if ttl else unwrap_entry(kind, entry)
+            entry = wrap_entry(entry_kind, entry, now) if ttl else unwrap_entry(entry_kind, entry)
             batch.put(dkey, encode_value(entry))
         self._db.write(batch)
 
@@ -251,10 +296,10 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                 break
             yield dkey, raw
 
-    def _db_write(self, batch: WriteBatch) -> None:
+    def write(self, batch: WriteBatch) -> None:
         self._db.write(batch)
 
-    def _batch(self, name: str) -> WriteBatch:
+    def batch(self, name: str) -> WriteBatch:
         batch = WriteBatch(raw_mode=True)
         self.column(name)
         batch.set_default_column_family(self._db.get_column_family_handle(name))
@@ -284,6 +329,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
     def _enter_key(self, key: Any, dkey: bytes) -> None:
         if type(key) is int:
             self._key, self._key_group = key, int.from_bytes(dkey[:2], "big")
+            self._current_dkey = dkey
         else:
             self.set_current_key(key)
 
@@ -301,7 +347,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
             if dkey is not None:
                 return dkey
         self.set_current_key(key)  # computes the key group, or raises StateError
-        return db_key(self._key_group, self._key, VOID_NAMESPACE)  # type: ignore[arg-type]
+        return self.current_void_db_key()
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         """Keys with an entry (expired TTL entries not yet cleaned up included, as in Flink).
@@ -312,7 +358,13 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
             return iter(())
         found: list[Any] = []
         void = namespace is VOID_NAMESPACE
+        is_map = self._meta[state_name][0] == "map"
+        prefix = b"\xff"  # a map's entries share their prefix: its key is listed once
         for dkey, _ in self._items(state_name):
+            if is_map:
+                if dkey.startswith(prefix):
+                    continue
+                prefix = dkey[: 3 + split_entry_key(dkey[3:])]
             is_void = dkey[2:3] == VOID_TAG
             if void and is_void:
                 found.append(decode_value(dkey[3:]))
@@ -337,18 +389,25 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                 ttl_ms = self._ttl_ms(name) if ttl else 0
                 void: dict[Any, Any] = {}
                 windowed: dict[Any, Any] = {}
-                for dkey, raw in self._items(name, key_group):
-                    entry = decode_value(raw)
+                for head, skey, entry in self._entries(name, kind, key_group):
                     if ttl:
                         entry = live_entry(kind, entry, ttl_ms, now)
                         if entry is ABSENT:
                             continue
-                    (void if dkey[2:3] == VOID_TAG else windowed)[decode_value(dkey[3:])] = entry
+                    (void if head[2:3] == VOID_TAG else windowed)[skey] = entry
                 if void or windowed:
                     states[name] = (kind, ttl, void, windowed)
             if states:
                 blobs[key_group] = encode_key_group_blob({"key_group": key_group, "states": states})
         return blobs
+
+    def _entries(self, name: str, kind: str, key_group: int) -> Iterator[tuple[bytes, Any, Any]]:
+        """``(head, key or (key, namespace), entry)`` of state ``name`` in ``key_group``, the
+        entry as the heap backend holds it (a map's entries gathered into one dict)."""
+        items = self._items(name, key_group)
+        if kind == "map":
+            return group_map_entries(items)
+        return ((dkey[:3], decode_value(dkey[3:]), decode_value(raw)) for dkey, raw in items)
 
     def _ttl_ms(self, name: str) -> int:
         state = self._states.get(name)
@@ -369,7 +428,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                     meta = self._meta[name] = (kind, ttl)
                 elif meta[0] != kind:
                     raise self._kind_error(name, meta[0], kind)
-                batch = self._batch(name)
+                batch = self.batch(name)
                 for namespaced, entries in ((False, void), (True, windowed)):
                     for skey, entry in entries.items():
                         if meta[1] != ttl:
@@ -379,10 +438,14 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                                 else unwrap_entry(kind, entry)
                             )
                         if namespaced:
-                            dkey = db_key(key_group, skey[0], skey[1])
+                            dkey = db_key(key_group, skey[0], skey[1], self.encode_key)
                         else:
-                            dkey = db_key(key_group, skey, VOID_NAMESPACE)
-                        batch.put(dkey, encode_value(entry))
+                            dkey = db_key(key_group, skey, VOID_NAMESPACE, self.encode_key)
+                        if kind == "map":
+                            for entry_key, raw in map_entries(dkey, entry, self.encode_key):
+                                batch.put(entry_key, raw)
+                        else:
+                            batch.put(dkey, encode_value(entry))
                 self._db.write(batch)
 
     def dispose(self) -> None:
@@ -393,6 +456,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         self._write_back.drop()
         self._key = None
         self._key_group = None
+        self._current_dkey = None
         self._states.clear()
         self._meta.clear()
         self._finalizer()

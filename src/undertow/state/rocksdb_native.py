@@ -33,7 +33,12 @@ from undertow.state.rocksdb_incremental import (
     NativeCheckpoint,
     SharedFile,
 )
+from undertow.state.rocksdb_map import LAYOUT_KEY, MAP_PER_KEY, map_entries
+from undertow.state.rocksdb_states import KeyEncoder, decode_value
 from undertow.state.rocksdb_timers import TIMER_KIND, check_no_timers, timers_in_key_groups
+
+#: Map entries rewritten per write batch when an older DB's maps are converted.
+_CONVERT_BATCH = 10_000
 
 
 def _ignore_upload(handle: IncrementalKeyedHandle) -> None:
@@ -59,6 +64,7 @@ class RocksDBNativeSnapshots(KeyedStateBackend):
     _confirmed: dict[str, SharedFile]
     _uploaded: dict[int, IncrementalKeyedHandle]
     _bases: dict[int, dict[str, SharedFile]]
+    encode_key: KeyEncoder
 
     @abstractmethod
     def column(self, name: str) -> Rdict:
@@ -69,8 +75,12 @@ class RocksDBNativeSnapshots(KeyedStateBackend):
         """Open (or reopen, after a native restore moved files in) ``<directory>/db``."""
 
     @abstractmethod
-    def _batch(self, name: str) -> WriteBatch:
+    def batch(self, name: str) -> WriteBatch:
         """A write batch into the column family of state ``name``."""
+
+    @abstractmethod
+    def write(self, batch: WriteBatch) -> None:
+        """Apply ``batch`` to the DB."""
 
     def _kind_error(self, name: str, registered: str, requested: str) -> StateError:
         return StateError(
@@ -190,6 +200,12 @@ class RocksDBNativeSnapshots(KeyedStateBackend):
                 self._timer_columns.add(name)
             else:
                 self._meta[name] = (kind, ttl)
+        if self._db.get(LAYOUT_KEY) is None:  # written before maps were stored per map key
+            r = self.key_group_range
+            for name, (kind, _) in download.handle.states.items():
+                if kind == "map":
+                    self._convert_maps(name, self.column(name), r.start, r.stop, in_place=True)
+            self._db.put(LAYOUT_KEY, MAP_PER_KEY)
         # a NATIVE savepoint's files are exclusive to it: the next checkpoint uploads its own
         shared = download.handle.shared
         self._confirmed = {f.local_name: f for f in shared if f.in_shared_dir}
@@ -201,10 +217,11 @@ class RocksDBNativeSnapshots(KeyedStateBackend):
         if start >= stop:
             return
         source = Rdict(download.directory, Options(raw_mode=True))
+        maps_as_entries = source.get(LAYOUT_KEY) is None  # an older DB: one entry per map
         try:
             for name, (kind, ttl) in handle.states.items():
                 column: Any = source.get_column_family(name)
-                batch = self._batch(name)
+                batch = self.batch(name)
                 if kind == TIMER_KIND:
                     self._timer_columns.add(name)
                     for dkey, raw in timers_in_key_groups(column, start, stop):
@@ -215,6 +232,10 @@ class RocksDBNativeSnapshots(KeyedStateBackend):
                 meta = self._meta.setdefault(name, (kind, ttl))
                 if meta[0] != kind:
                     raise self._kind_error(name, meta[0], kind)
+                if kind == "map" and maps_as_entries:
+                    self._convert_maps(name, column, start, stop, in_place=False)
+                    column.close()
+                    continue
                 for dkey, raw in column.items(from_key=start.to_bytes(2, "big")):
                     if int.from_bytes(dkey[:2], "big") >= stop:
                         break
@@ -223,3 +244,23 @@ class RocksDBNativeSnapshots(KeyedStateBackend):
                 column.close()
         finally:
             source.close()
+
+    def _convert_maps(
+        self, name: str, column: Any, start: int, stop: int, *, in_place: bool
+    ) -> None:
+        """Write the maps of key groups ``[start, stop)`` of ``column`` (map state ``name`` of
+        a DB written before maps were stored per map key: one entry per key and namespace, the
+        whole dict its value) into this DB one entry per map key; ``in_place``: ``column`` is
+        this DB's, and the old entries are deleted."""
+        batch = self.batch(name)
+        for dkey, raw in column.items(from_key=start.to_bytes(2, "big")):
+            if int.from_bytes(dkey[:2], "big") >= stop:
+                break
+            if in_place:
+                batch.delete(dkey)
+            for entry_key, value in map_entries(dkey, decode_value(raw), self.encode_key):
+                batch.put(entry_key, value)
+            if batch.len() >= _CONVERT_BATCH:
+                self.write(batch)
+                batch = self.batch(name)
+        self.write(batch)

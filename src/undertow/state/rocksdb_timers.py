@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from undertow.core.errors import StateError
@@ -35,12 +35,16 @@ def timer_column(service: str, domain: str) -> str:
     return f"{TIMER_COLUMN_PREFIX}{domain}_{service}"
 
 
-def timer_db_key(timestamp: int, key_group: int, key: Any, namespace: Any) -> bytes:
-    """The DB key of a timer (see the module docstring)."""
+def timer_db_key(
+    timestamp: int, key_group: int, key: Any, namespace: Any,
+    encode: Callable[[Any], bytes] = encode_key,
+) -> bytes:  # fmt: skip
+    """The DB key of a timer (see the module docstring); ``encode`` is the backend's
+    :class:`~undertow.state.rocksdb_states.KeyEncoder`."""
     return (
         (timestamp + _OFFSET).to_bytes(8, "big")
         + key_group.to_bytes(2, "big")
-        + encode_key((key, namespace))
+        + encode((key, namespace))
     )
 
 
@@ -79,13 +83,15 @@ class RocksDBTimerQueue:
     """A timer queue with set semantics in one column family (see the module docstring).
 
     ``column`` is the raw-mode column family; ``max_parallelism`` gives each timer's key group;
-    ``cache_size`` bounds the head cache.
+    ``cache_size`` bounds the head cache; ``encode`` is the backend's key encoder.
     """
 
     def __init__(
-        self, column: Any, max_parallelism: int, cache_size: int = HEAD_CACHE_SIZE
-    ) -> None:
+        self, column: Any, max_parallelism: int, cache_size: int = HEAD_CACHE_SIZE,
+        encode: Callable[[Any], bytes] = encode_key,
+    ) -> None:  # fmt: skip
         self._column = column
+        self._encode = encode
         self._cache_size = cache_size
         self._max_parallelism = max_parallelism
         self._head: list[bytes] = []
@@ -94,7 +100,7 @@ class RocksDBTimerQueue:
 
     def _dkey(self, timestamp: int, key: Any, namespace: Any) -> bytes:
         group = assign_to_key_group(key, self._max_parallelism)
-        return timer_db_key(timestamp, group, key, namespace)
+        return timer_db_key(timestamp, group, key, namespace, self._encode)
 
     def add(self, timestamp: int, key: Any, namespace: Any) -> bool:
         """Add a timer; True if it is now the earliest one."""
