@@ -94,6 +94,17 @@ def test_a_failing_map_fails_the_job_naming_operator_and_subtask(make_env: EnvFa
     assert_nothing_left_running()
 
 
+def test_a_set_key_fails_the_job_naming_the_key(make_env: EnvFactory) -> None:
+    """A key whose key group would differ between workers fails the job on every target (on
+    local-threads, where the processes are one, it would have passed)."""
+    env = make_env(parallelism=2)
+    words = env.from_collection([("a", "b"), ("b", "a"), ("c", "d")])
+    words.key_by(lambda pair: frozenset(pair)).reduce(lambda x, y: x).print()
+    with pytest.raises(JobExecutionError, match=r"KeyTypeError: key frozenset\(\{"):
+        env.execute("set keys")
+    assert_nothing_left_running()
+
+
 def test_a_failing_source_fails_collecting_its_records(make_env: EnvFactory) -> None:
     env = make_env(parallelism=2)
     broken = env.from_source(

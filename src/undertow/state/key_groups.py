@@ -3,7 +3,8 @@
 The hash must be the same in every process (Python's ``hash()`` of ``str`` is salted per
 process), so keys are hashed by value: ints by a murmur3 finalizer, ``str``/``bytes`` by CRC-32,
 tuples and ``Row`` by combining their fields (lists and dicts like their :func:`hashable_key`
-tuple), other objects by CRC-32 of their pickle. An object of a class defined in the job script
+tuple), other objects by CRC-32 of their pickle. Sets are refused (their order is per process).
+An object of a class defined in the job script
 (``__main__``) is refused with :class:`~undertow.core.errors.KeyTypeError` on every target: its
 class travels to workers by value, where pickle cannot name it (on ``local-threads`` it could,
 so a job would pass there and fail on ``local`` and Spark).
@@ -70,6 +71,14 @@ def _hash_uncached(key: Any) -> int:
         return _fmix32(h)
     if key is None:
         return 0
+    if isinstance(key, (set, frozenset)):
+        # a set's order (and so its pickle) follows the per-process str hash: workers would
+        # disagree on its key group, and RocksDB on its bytes after a restart
+        raise KeyTypeError(
+            f"key {key!r:.200} is a {type(key).__name__}, whose order differs between "
+            "processes, so workers cannot agree on its key group. Key by a tuple instead "
+            "(for example tuple(sorted(the_set)))"
+        )
     return _fmix32(zlib.crc32(_pickled_key(key)))
 
 
