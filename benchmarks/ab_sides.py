@@ -11,6 +11,7 @@ the medians and the after/before ratios; the medians are returned for the target
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -22,6 +23,16 @@ from collections.abc import Sequence
 from compare_commits import release_weight, weighted_prefix
 
 Medians = dict[str, dict[str, float]]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every script that measures through :func:`compare` takes: ``--rounds``,
+    ``--before``, ``--weighted`` and the hidden ``--child`` (the measuring side)."""
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", help="the Python of another build of undertow")
+    parser.add_argument("--weighted", action="store_true", help="each side in a cgroup of the "
+                        "highest CPU weight (compare_commits.py's)")  # fmt: skip
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
 
 
 def compare(script: str, child_args: Sequence[str], names: Sequence[str], unit: str, *,

@@ -168,11 +168,7 @@ def targets(medians: ab_sides.Medians) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--before", help="the Python of another build of undertow")
-    parser.add_argument("--weighted", action="store_true", help="each side in a cgroup of the "
-                        "highest CPU weight (compare_commits.py's)")  # fmt: skip
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ab_sides.add_arguments(parser)
     args = parser.parse_args()
     if args.child:
         child(args.rows)

@@ -137,12 +137,8 @@ def targets(medians: dict[str, dict[str, float]]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--before", help="the Python of another build of undertow")
-    parser.add_argument("--weighted", action="store_true", help="each side in a cgroup of the "
-                        "highest CPU weight (compare_commits.py's)")  # fmt: skip
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ab_sides.add_arguments(parser)
     args = parser.parse_args()
     if args.child:
         child(args.rows, args.repeat)
