@@ -17,6 +17,8 @@ from undertow.runtime.task.batch_operators import (
     ToBatches,
     ToRecords,
 )
+from undertow.runtime.task.batch_process import BatchProcessOperator
+from undertow.runtime.task.batch_reduce import BatchReduceOperator
 from undertow.testing.harness import OneInputOperatorTestHarness
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string())])
@@ -106,3 +108,42 @@ def test_map_pandas_converts_to_the_declared_schema_and_names_bad_results() -> N
         pytest.raises(BatchError, match=where + " must return a pandas.DataFrame, got int"),
     ):
         harness.process_element(pa.record_batch({"k": [1]}))
+
+
+class Listening:
+    """A batch function that is also a ``CheckpointListener`` and wants each barrier."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, int]] = []
+
+    def map_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.heard.append(("barrier", checkpoint_id))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.heard.append(("complete", checkpoint_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.heard.append(("aborted", checkpoint_id))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda f: MapBatches(f, f.map_batch),
+        lambda f: BatchProcessOperator(f, ["k"]),
+        lambda f: BatchReduceOperator(f, f.map_batch, ["k"]),
+    ],
+    ids=["map_batches", "process_batches", "reduce_batches"],
+)
+def test_batch_operators_tell_their_function_of_checkpoints(build: Any) -> None:
+    """As the record operators (and Flink's AbstractUdfStreamOperator): a function with the
+    hooks hears of each barrier, completion and abort."""
+    function = Listening()
+    operator = build(function)
+    operator.prepare_snapshot_pre_barrier(4)
+    operator.notify_checkpoint_complete(4)
+    operator.notify_checkpoint_aborted(5)
+    assert function.heard == [("barrier", 4), ("complete", 4), ("aborted", 5)]

@@ -25,7 +25,7 @@ import pyarrow as pa
 from undertow.common.row import Row
 from undertow.core.errors import BatchError
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.udf_hooks import UdfHooks
+from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 
 
 def _where(op: OneInputStreamOperator) -> str:
@@ -42,8 +42,9 @@ def _check_input(op: OneInputStreamOperator, value: Any) -> pa.RecordBatch:
     return value
 
 
-class _BatchFunctionOperator(OneInputStreamOperator):
-    """Opens and closes the user's function object (if it has ``open``/``close``)."""
+class _BatchFunctionOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
+    """Opens and closes the user's function object (if it has ``open``/``close``) and passes
+    the checkpoint hooks on to it."""
 
     takes_row_ranges = True
 

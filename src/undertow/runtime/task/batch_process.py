@@ -45,7 +45,7 @@ from undertow.runtime.task.batch_process_state import (
 )
 from undertow.runtime.task.batch_reduce import state_column
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.udf_hooks import UdfHooks
+from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.columnar_timers import ColumnarTimers, pack_parts, unpack_parts
 from undertow.state.key_groups import key_group_range_for_subtask
@@ -160,7 +160,7 @@ class _Context(KeyedBatchProcessFunction.OnTimerContext):
         self._op.timers("processing").delete(*self._timers(times, key_index, what))
 
 
-class BatchProcessOperator(OneInputStreamOperator):
+class BatchProcessOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
     """Runs a :class:`KeyedBatchProcessFunction` keyed by ``key_columns`` (module docstring)."""
 
     takes_row_ranges = True

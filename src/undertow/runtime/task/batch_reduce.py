@@ -25,7 +25,7 @@ from undertow.core.errors import BatchError
 from undertow.runtime.task.batch_aggregate import encode_keys
 from undertow.runtime.task.batch_operators import _check_input, _show, _where
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
-from undertow.runtime.task.udf_hooks import UdfHooks
+from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
 
@@ -70,7 +70,7 @@ def _one_batch(data: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.RecordB
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=schema)
 
 
-class BatchReduceOperator(OneInputStreamOperator):
+class BatchReduceOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
     """Running ``fn``-reduction per key of ``key_columns`` (see the module docstring)."""
 
     takes_row_ranges = True
