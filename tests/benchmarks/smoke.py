@@ -25,10 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 
 #: The house format of a benchmark's last lines: ``target NAME: FIGURE (goal GOAL): met`` or
-#: ``...: missed``, one per target. FIGURE and GOAL may hold parentheses of their own (the
-#: duplicate benchmark's ``(goal <= 2(times))``); NAME holds no colon.
+#: ``...: missed``, one per target, or ``...: not measured`` where a run could not judge it
+#: (benchmarks/kafka_rounds.py's ``target``). FIGURE and GOAL may hold parentheses of their
+#: own (the duplicate benchmark's ``(goal <= 2(times))``); NAME holds no colon.
 TARGET_LINE = re.compile(
-    r"target (?P<name>[^:]+): (?P<figure>.+) \(goal (?P<goal>.+)\): (?P<verdict>met|missed)"
+    r"target (?P<name>[^:]+): (?P<figure>.+) \(goal (?P<goal>.+)\): "
+    r"(?P<verdict>met|missed|not measured)"
 )
 
 
@@ -71,11 +73,13 @@ def _text(data: str | bytes | None) -> str:
 
 
 def target_lines(output: str) -> dict[str, str]:
-    """NAME -> ``met`` or ``missed`` of every ``target`` line the output holds; a line that
-    starts with ``target `` but is not in the house format fails the calling test."""
+    """NAME -> the verdict (``met``, ``missed``, ``not measured``) of every ``target`` line
+    of the output; a line that starts with ``target`` and holds a colon but is not in the
+    house format fails the calling test (a table's header whose first column is a deployment
+    target is no target line)."""
     found: dict[str, str] = {}
     for line in output.splitlines():
-        if not line.startswith("target "):
+        if not line.startswith("target") or ":" not in line:
             continue
         match = TARGET_LINE.fullmatch(line.rstrip())
         assert match is not None, f"a target line not in the house format: {line!r}"
@@ -83,10 +87,19 @@ def target_lines(output: str) -> dict[str, str]:
     return found
 
 
+def lines_after(output: str, start: str) -> list[str]:
+    """The lines that follow the first line starting with ``start`` (a table under its
+    header); fails the calling test if no line starts so."""
+    lines = output.splitlines()
+    found = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
+    assert found is not None, f"no line starts with {start!r}:\n{output}"
+    return lines[found + 1 :]
+
+
 def assert_targets(output: str, *names: str) -> None:
     """The output's target lines are exactly ``names`` (each met or missed), and they come
     last: nothing but blank lines and target lines after the first of them."""
     assert sorted(target_lines(output)) == sorted(names), output
     lines = [line for line in output.splitlines() if line.strip()]
-    first = next(i for i, line in enumerate(lines) if line.startswith("target "))
-    assert all(line.startswith("target ") for line in lines[first:]), output
+    first = next(i for i, line in enumerate(lines) if TARGET_LINE.fullmatch(line.rstrip()))
+    assert all(TARGET_LINE.fullmatch(line.rstrip()) for line in lines[first:]), output

@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import checkpoint_io_gil
 
-from .smoke import run_script
+from .smoke import lines_after, run_script
 
 
 def test_one_round_of_every_strategy_makes_the_summary() -> None:
@@ -19,6 +19,6 @@ def test_one_round_of_every_strategy_makes_the_summary() -> None:
     names = list(checkpoint_io_gil.STRATEGIES)
     for name in names:
         assert f"round 1 {name} " in out, out
-    table = out.split("\nstrategy ", 1)[1].splitlines()[1:]
+    table = lines_after(out, "strategy ")
     assert [line.split()[0] for line in table] == names, out
     assert table[names.index("off")].split()[-1] == "1.000x"
