@@ -1,0 +1,31 @@
+"""benchmarks/debloat.py still runs (tests/benchmarks/smoke.py): its default cases at a tiny
+size make every mode's row of the anchor job's table (a stop that takes past 30 s shows as
+``>30``: aligned and unaligned with debloating off under backpressure) and the throughput
+ratio. The script sets no target line; its throughput line names its bar."""
+
+from __future__ import annotations
+
+import pytest
+
+from .smoke import lines_after, run_script
+
+MODES = [
+    "aligned, off",
+    "aligned, on (1 s)",
+    "aligned, on (300 ms)",
+    "aligned, on, Flink's aim",
+    "aligned, on, aim 100 ms",
+    "unaligned, off",
+    "unaligned, on (1 s)",
+    "unaligned, on, aim 100 ms",
+]
+
+
+@pytest.mark.bench_smoke
+def test_the_default_cases_make_every_row_and_the_ratio() -> None:
+    out = run_script("debloat.py", "--seconds", "1", "--records", "5000", "--repeats", "1",
+                     timeout=400)  # fmt: skip
+    table = lines_after(out, "mode ")[: len(MODES)]
+    assert [row[:28].strip() for row in table] == MODES, out
+    assert "\ndebloating off  best " in out and "\ndebloating on   best " in out, out
+    assert "\nratio on/off: best " in out, out
