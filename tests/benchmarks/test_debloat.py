@@ -29,3 +29,16 @@ def test_the_default_cases_make_every_row_and_the_ratio() -> None:
     assert [row[:28].strip() for row in table] == MODES, out
     assert "\ndebloating off  best " in out and "\ndebloating on   best " in out, out
     assert "\nratio on/off: best " in out, out
+
+
+@pytest.mark.bench_smoke
+def test_the_pyflink_case_runs_the_anchor_job_on_the_peer_venv() -> None:
+    """The ``pyflink`` case's three modes each report a p50 (``failed: ...`` else): its
+    interpreter is benchmarks/peers/pyflink_venv.py's, as the other peer tables' (it named a
+    venv path that no longer exists, and the script died of FileNotFoundError)."""
+    out = run_script("debloat.py", "--cases", "pyflink", "--seconds", "2", timeout=600)
+    rows = lines_after(out, "PyFlink (process mode), anchor job")
+    assert [row[:22].strip() for row in rows] == [
+        "aligned, off", "aligned, on (1 s)", "aligned, on (300 ms)"
+    ], out  # fmt: skip
+    assert all(" p50 " in row for row in rows), out
