@@ -22,6 +22,7 @@ MODES = [
 
 
 @pytest.mark.bench_smoke
+@pytest.mark.timeout(600)
 def test_the_default_cases_make_every_row_and_the_ratio() -> None:
     out = run_script("debloat.py", "--seconds", "1", "--records", "5000", "--repeats", "1",
                      timeout=400)  # fmt: skip
@@ -32,6 +33,7 @@ def test_the_default_cases_make_every_row_and_the_ratio() -> None:
 
 
 @pytest.mark.bench_smoke
+@pytest.mark.timeout(900)
 def test_the_pyflink_case_runs_the_anchor_job_on_the_peer_venv() -> None:
     """The ``pyflink`` case's three modes each report a p50 (``failed: ...`` else): its
     interpreter is benchmarks/peers/pyflink_venv.py's, as the other peer tables' (it named a

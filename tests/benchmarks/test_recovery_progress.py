@@ -39,6 +39,7 @@ def test_a_run_without_a_restore_has_no_figure() -> None:
 
 
 @pytest.mark.bench_smoke
+@pytest.mark.timeout(900)
 def test_the_script_still_runs_both_modes_and_pyflink_briefly() -> None:
     """tests/benchmarks/smoke.py: 8 s per mode with a failure every 3 s, and PyFlink's peer
     run (the venv of benchmarks/peers/pyflink_venv.py), make the three rows and both

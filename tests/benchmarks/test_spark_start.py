@@ -12,6 +12,7 @@ from .smoke import assert_targets, lines_after, run_script
 
 
 @pytest.mark.bench_smoke
+@pytest.mark.timeout(900)
 def test_one_run_per_target_and_pyflink_make_the_table_and_the_targets() -> None:
     out = run_script("spark_start.py", "--runs", "1", "--targets", "spark,local,local-fresh",
                      "--peers", timeout=600)  # fmt: skip
