@@ -323,10 +323,22 @@ client.cancel().result()
 """
 
 
-def pyflink_table(seconds: float, python: str) -> None:
-    """The anchor job on PyFlink (process mode; thread mode needs ``pemja``, which the
-    reference install lacks), debloating off / on, in the same run as undertow's table.
-    PyFlink is only run as an external interpreter; undertow does not depend on it."""
+def pyflink_peer(python: str | None = None) -> tuple[Path, dict[str, str]]:
+    """The interpreter of a PyFlink 2.3 venv and the environment to run it in: ``python``, or
+    benchmarks/peers/pyflink_venv.py's venv (``UNDERTOW_PYFLINK_VENV``; made on first use)."""
+    sys.path.insert(0, str(HERE / "peers"))
+    import pyflink_venv  # type: ignore[import-not-found]
+
+    found = Path(python) if python else pyflink_venv.ensure_pyflink()
+    return found, pyflink_venv.pyflink_environment(found)
+
+
+def pyflink_table(seconds: float, python: str | None) -> None:
+    """The anchor job on PyFlink (process mode, its Python workers the venv's: the
+    environment puts the venv first on ``PATH``), debloating off / on, in the same run as
+    undertow's table. PyFlink is only run as an external interpreter; undertow does not depend
+    on it."""
+    interpreter, peer_env = pyflink_peer(python)
     print(f"\nPyFlink (process mode), anchor job for {seconds:g} s (start-up included), "
           "checkpoint every 1 s; p50 over the last 10 completed (its REST history)")  # fmt: skip
     modes = {
@@ -338,8 +350,8 @@ def pyflink_table(seconds: float, python: str) -> None:
         script.write(PYFLINK_JOB)
     for port, (mode, settings) in enumerate(modes.items(), start=18951):
         run = subprocess.run(
-            [python, script.name, str(seconds), str(port), json.dumps(settings)],
-            capture_output=True, text=True, timeout=seconds + 180, check=False,
+            [str(interpreter), script.name, str(seconds), str(port), json.dumps(settings)],
+            capture_output=True, text=True, timeout=seconds + 180, check=False, env=peer_env,
         )  # fmt: skip
         lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
         if run.returncode != 0 or not lines:
@@ -354,11 +366,7 @@ def pyflink_table(seconds: float, python: str) -> None:
 def peers_table(seconds: float, repeats: int, modes: list[str], warmup: float) -> None:
     """undertow (local) beside PyFlink thread mode on the anchor job, debloating on,
     interleaved (who goes first alternates), each run measured by the same REST runner."""
-    sys.path.insert(0, str(HERE / "peers"))
-    import pyflink_venv  # type: ignore[import-not-found]
-
-    python = pyflink_venv.ensure_pyflink()
-    peers_env = pyflink_venv.pyflink_environment(python)
+    python, peers_env = pyflink_peer()
     engines: list[tuple[str, str, Path, dict[str, str] | None]] = [
         ("undertow", "local", Path(sys.executable), None),
         ("pyflink", "thread", python, peers_env),
@@ -472,8 +480,9 @@ def main() -> None:
     parser.add_argument("--min-target", default="default",
                         help="aim-cost case: the aim's min-target (default: unset, half the "
                              "target)")  # fmt: skip
-    parser.add_argument("--pyflink-python", default="/work/pyflink-venv/bin/python",
-                        help="interpreter with PyFlink installed (the pyflink case)")  # fmt: skip
+    parser.add_argument("--pyflink-python", default=None,
+                        help="interpreter with PyFlink installed (the pyflink case; default: "
+                             "benchmarks/peers/pyflink_venv.py's venv)")  # fmt: skip
     parser.add_argument("--cost-checkpointing", default="none,unaligned",
                         help="shapes case: checkpointing of the on/off pairs: "
                              + ", ".join(COST_PAIRS))  # fmt: skip

@@ -26,7 +26,7 @@ fails or hangs (FLINK-40518), the error is printed instead. ``--no-pyflink`` ski
 Prints last::
 
     target progress-under-kills: on X rec/min and N committed after its first restore, off
-        Y rec/min and M (goal: ... off commits nothing once restoring) : met|missed
+        Y rec/min and M (goal on keeps committing, off commits nothing once restoring): met|missed
     target first-checkpoint-after-restore: X s (goal 2 s): met|missed
 
 Usage: ``python benchmarks/recovery_progress.py [--quick] [--duration S] [--kill-every S]``
@@ -291,7 +291,7 @@ def main() -> None:
         print(f"PyFlink 2.3 with both FLIP-547 options: {peer}")
     print(f"target progress-under-kills: on {on.per_minute:.0f} rec/min and {on_after} "
           f"committed after its first restore, off {off.per_minute:.0f} rec/min and "
-          f"{off_after} (goal: on keeps committing, off commits nothing once restoring) : "
+          f"{off_after} (goal on keeps committing, off commits nothing once restoring): "
           f"{'met' if progress_met else 'missed'}")  # fmt: skip
     shown = "never" if worst_on == float("inf") else f"{worst_on:.2f}"
     print(f"target first-checkpoint-after-restore: {shown} s (goal "

@@ -14,6 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import columnar_latency
 
+from .smoke import assert_targets, run_script
+
 
 def test_percentiles_weigh_each_batch_by_its_rows_and_skip_the_warm_up() -> None:
     stamps = np.array([0.0, 10.0, 2000.0, 2001.0, 2002.0])
@@ -123,3 +125,13 @@ def test_the_target_judges_the_median_of_the_paced_rounds() -> None:
     assert columnar_latency.judge([100.0]) == (100.0, True)
     with pytest.raises(ValueError, match="no paced round"):
         columnar_latency.judge([])
+
+
+@pytest.mark.bench_smoke
+def test_the_script_still_runs_a_short_paced_run() -> None:
+    """tests/benchmarks/smoke.py: a 2 s run paced at 100,000 rows/s prints its timeline, the
+    sink's line and the target."""
+    out = run_script("columnar_latency.py", "--rate", "100000", "--seconds", "2",
+                     "--warmup-ms", "200")  # fmt: skip
+    assert "\nsink " in out and " rows/s, p50 " in out, out
+    assert_targets(out, "columnar-latency-p99")

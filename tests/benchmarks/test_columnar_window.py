@@ -9,9 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import columnar_window
+
+from .smoke import assert_targets, lines_after, run_script
 
 
 def test_the_subtasks_together_make_the_event_rate_per_second_of_event_time() -> None:
@@ -42,3 +45,19 @@ def test_a_watched_round_passes_its_rate_through_and_reads_cores() -> None:
     words = cores.split(",", 1)[0].split()
     assert (words[0], words[2], words[4]) == ("ran", "waited", "cores")
     assert float(words[1]) >= 0.0 and float(words[3]) >= 0.0
+
+
+@pytest.mark.bench_smoke
+@pytest.mark.timeout(900)
+def test_the_script_still_runs_a_round_at_a_tiny_size() -> None:
+    """tests/benchmarks/smoke.py: one round over 100,000 rows, and Spark at one batch size,
+    make the three rows and the target."""
+    out = run_script("columnar_window.py", "--rows", "100000", "--spark-batches", "50000",
+                     "--rounds", "1", timeout=600)  # fmt: skip
+    table = lines_after(out, "engine ")[:3]
+    assert [row[:20] for row in table] == [
+        "undertow columnar, a",
+        "undertow columnar, s",
+        "Spark native (best: ",
+    ], out
+    assert_targets(out, "windowed-vs-spark-native")

@@ -12,6 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import record_path
 
+from .smoke import run_script
+
 
 def test_the_budget_is_the_loop_over_the_ratio_less_the_map_and_fold(
     capsys: pytest.CaptureFixture[str],
@@ -31,3 +33,14 @@ def test_the_budget_is_the_loop_over_the_ratio_less_the_map_and_fold(
     assert "0.7x that loop: 300.0 ns" in out
     assert "take 270.0, which leaves 30.0 for the engine" in out
     assert "routing takes 70.0" in out and "between workers 50.0" in out
+
+
+def test_the_script_still_runs_each_piece_once() -> None:
+    """tests/benchmarks/smoke.py: one repetition times every piece and prints the budget
+    (the script sets no target; the budget line is what compare_commits --job pieces reads
+    beside the table)."""
+    out = run_script("record_path.py", "--repeat", "1")
+    table = out.split("\n\n", 1)[0].splitlines()
+    assert table[0].startswith("piece ") and "ns/record" in table[0], out
+    assert [row[:32].strip() for row in table[1:]] == list(record_path.pieces()), out
+    assert "\na job at 0.7x that loop: " in out, out

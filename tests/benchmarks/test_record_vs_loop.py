@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import record_vs_loop
 from record_vs_loop import Sample
 
+from .smoke import assert_targets, run_script
+
 
 def test_the_loop_keeps_the_running_sum_per_key() -> None:
     sums = record_vs_loop.loop(1, 2500)
@@ -81,3 +83,15 @@ def test_a_job_run_ends_without_waiting_for_a_final_checkpoint(
     settings = {"execution.checkpointing.interval": "1 s"}
     assert record_vs_loop.job_sample(1000, settings).wall_s == 1.0
     assert seen == [{**settings, "execution.checkpointing.checkpoints-after-tasks-finish": "false"}]
+
+
+@pytest.mark.bench_smoke
+def test_the_script_still_runs_a_round_at_a_tiny_size() -> None:
+    """tests/benchmarks/smoke.py: one round over 40,000 rows prints both sides and the
+    target line."""
+    out = run_script("record_vs_loop.py", "--rows", "40000", "--rounds", "1")
+    assert "  round 0: job " in out, out
+    for side in ("undertow per record, p=2 (steady)", "bare loop, 1 process",
+                 "bare loop, 2 processes"):  # fmt: skip
+        assert f"\n{side} " in out, out
+    assert_targets(out, "record-path-vs-bare-loop")

@@ -13,6 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from process_cpu import ThreadLife
 from record_waits import Run, TaskWait, added_slept, checkpoint_pair, describe, workers_of
 
+from .smoke import assert_targets, lines_after, run_script
+
 DRIVER = 100
 FORK_SERVER = ThreadLife(DRIVER, 4.0, 0.1, 0.0)
 
@@ -62,3 +64,13 @@ def test_the_checkpoint_target_compares_only_a_second_variant_that_adds_checkpoi
     assert checkpoint_pair({"plain": {}, "p=1": {"parallelism.default": "1"}}) is None
     assert checkpoint_pair({"every 1 s": every, "every 1 s, final": every}) is None
     assert checkpoint_pair({"plain": {}}) is None
+
+
+@pytest.mark.bench_smoke
+def test_the_script_still_runs_a_round_at_a_tiny_size() -> None:
+    """tests/benchmarks/smoke.py: one round of its default variants over 40,000 rows prints
+    each variant's row and both targets."""
+    out = run_script("record_waits.py", "--rows", "40000", "--rounds", "1")
+    table = lines_after(out, "variant (medians)")
+    assert [row[:12] for row in table[:2]] == ["p=2, no chec", "p=2, checkpo"], out
+    assert_targets(out, "record-job-busiest-worker-slept", "record-job-checkpoints-added-sleep")
