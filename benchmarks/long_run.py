@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from undertow.common import Configuration, Duration, Time, WatermarkStrategy
@@ -36,7 +38,10 @@ from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.datastream.state import ValueStateDescriptor
 from undertow.datastream.window import TumblingEventTimeWindows
 from undertow.runtime.checkpoint.events import CheckpointEvent, Completed
-from undertow.testing._faults import worker_process_pids
+from undertow.testing.oracle import worker_process_pids
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from process_cpu import rss_bytes
 
 USERS = 1_000
 #: Growth allowed over the second half of the run, per 1,000 completed checkpoints (linear,
@@ -72,17 +77,6 @@ class Stamp(TimestampAssigner):
 
 def generate(i: int) -> tuple[int, int, int]:
     return (i % USERS, 1, int(time.time() * 1000))
-
-
-def rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,18 @@ from types import TracebackType
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def rss_bytes(pid: int) -> int:
+    """Resident set size of process ``pid`` (``VmRSS``); 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _stat(pid: int, reaped: bool = False) -> tuple[int, float] | None:
     """(parent pid, user + system seconds) of ``pid``, None if it is gone; ``reaped`` adds the
     seconds of the children it has waited for (and theirs, recursively)."""

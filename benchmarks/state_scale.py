@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from undertow.common import Configuration, WatermarkStrategy
@@ -48,28 +49,19 @@ from undertow.datastream import StreamExecutionEnvironment
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 from undertow.runtime.master.checkpoint_stats import CheckpointStatus
 from undertow.storage import CheckpointStorage
+from undertow.testing.oracle import worker_process_pids
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from process_cpu import rss_bytes
 
 HOT_KEYS = 1_000
 TIMEOUT_S = 900.0
 
 
 def worker_rss_bytes() -> int:
-    """VmRSS summed over this machine's undertow worker processes."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if b"undertow.deploy.worker_process" not in f.read():
-                    continue
-            with open(f"/proc/{entry}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total
+    """VmRSS summed over this process's worker processes (forked ones included: the testing
+    kit finds them by name; a scan for the worker module's command line found none)."""
+    return sum(rss_bytes(pid) for pid in worker_process_pids())
 
 
 def heap_incremental_options(backend: str) -> dict[str, str]:

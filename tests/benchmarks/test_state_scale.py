@@ -19,3 +19,6 @@ def test_every_backend_makes_its_row_with_a_restore() -> None:
         for backend in ("hashmap", "hashmap-incremental", "rocksdb", "rocksdb-incremental")
     ], out
     assert all(len(row) == len(rows[0]) for row in rows), out  # no figure missing
+    # the workers' resident memory (the ninth figure): it read 0 while the script looked for
+    # workers by a command line that forked workers do not have
+    assert all(int(row[8].replace(",", "")) > 0 for row in rows), out
