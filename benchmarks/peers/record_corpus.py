@@ -7,7 +7,7 @@ and the date. Lines PyFlink's Python worker prints about itself (Beam and Cython
 not output of the program and are left out. undertow never depends on PyFlink: run this by hand
 when a program changes::
 
-    UNDERTOW_PYFLINK_VENV=/work/pyflink-venv python benchmarks/peers/record_corpus.py [name ...]
+    python benchmarks/peers/record_corpus.py [name ...]
 
 A program that fails on PyFlink is an error here: the corpus holds only programs PyFlink runs.
 """
