@@ -13,6 +13,7 @@ from typing import Any
 
 from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
 from undertow.graph.transformations import ChainingStrategy, Transformation
+from undertow.runtime.master.collect_results import END, CollectFailed
 
 
 class DataStreamSink:
@@ -70,12 +71,8 @@ class CloseableIterator:
     across restarts); with them off, at once, and a restart after some arrived raises."""
 
     def __init__(self, client: Any, sink_id: str) -> None:
-        from undertow.runtime.master.collect_results import END, CollectFailed
-
         self._client = client
         self._queue = client._master.results.queue(sink_id)
-        self._end = END
-        self._failed = CollectFailed
         self._buffer: list[Any] = []
         self._pos = 0
         self._done = False
@@ -88,11 +85,11 @@ class CloseableIterator:
             if self._done:
                 raise StopIteration
             item = self._queue.get()
-            if item is self._end:
+            if item is END:
                 self._done = True
                 self._client.wait()  # raises the job's failure, if any
                 raise StopIteration
-            if isinstance(item, self._failed):
+            if isinstance(item, CollectFailed):
                 self.close()  # the job goes on restarting: nobody reads its results
                 raise item.error
             self._buffer, self._pos = item, 0
