@@ -10,11 +10,13 @@ Every ``--sample-s`` the script reads the resident set size (``VmRSS``) of this 
 driver: JobMaster, checkpoint coordinator, REST API) and of the workers, and the number of
 completed checkpoints (coordinator events).
 
-The peer in the same run is the job's own first half: what the driver and the workers hold
-half-way (state of every key built, buffers full, Python's allocator warm; in a 600 s run the
-workers still grew by 9 MiB between 60 s and 300 s, under a changing load). The figure is the
-growth over the second half, per 1,000 completed checkpoints: a leak per checkpoint or per
-record shows as a steady climb; a plateau as about 0.
+The figure is the growth over the second half (state of every key built, buffers full,
+Python's allocator warm by then), per 1,000 completed checkpoints: a leak per checkpoint or per
+record shows as a steady climb; a plateau as about 0. The peer in the same run is a bare
+Python loop in a process of its own (``--loop``): the same records at the same rate into the
+same state (a running sum and a timer flag per user, counts per 1 s window of ``user % 10``,
+windows dropped once 200 ms past), sampled at the same moments. Its growth over the second
+half is what the interpreter and allocator drift by without the engine.
 
 Usage: ``python benchmarks/long_run.py [--seconds S] [--interval-ms MS] [--sample-s S]``
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -85,6 +88,30 @@ class Sample:
     checkpoints: int
     driver: int
     workers: int
+    loop: int
+
+
+def bare_loop() -> None:
+    """The peer (``--loop``): the job's per-record work and state at its rate, until killed."""
+    totals: dict[int, int] = {}
+    armed: dict[int, int] = {}
+    windows: dict[tuple[int, int], int] = {}
+    i, rate, started = 0, 8_000, time.monotonic()
+    while True:
+        due = int((time.monotonic() - started) * rate)
+        for _ in range(due - i):
+            user, amount, ts = generate(i)
+            i += 1
+            totals[user] = totals.get(user, 0) + amount
+            armed.setdefault(user, ts + 50)
+            start = ts - ts % 1000
+            windows[(user % 10, start)] = windows.get((user % 10, start), 0) + 1
+        now = int(time.time() * 1000)
+        for user in [u for u, at in armed.items() if at <= now]:  # the timers fire
+            del armed[user]
+        for window in [w for w in windows if w[1] + 1000 + 200 <= now]:  # the window fires
+            del windows[window]
+        time.sleep(0.01)
 
 
 def run(seconds: float, interval_ms: int, sample_s: float) -> list[Sample]:
@@ -121,31 +148,37 @@ def run(seconds: float, interval_ms: int, sample_s: float) -> list[Sample]:
             completed[0] += 1
 
     coordinator.listener = listen
+    peer = subprocess.Popen([sys.executable, __file__, "--loop"])
     samples: list[Sample] = []
     started = time.monotonic()
     try:
         while (now := time.monotonic() - started) < seconds:
             workers = sum(rss_bytes(pid) for pid in worker_process_pids())
-            sample = Sample(now, completed[0], rss_bytes(os.getpid()), workers)
+            sample = Sample(now, completed[0], rss_bytes(os.getpid()), workers,
+                            rss_bytes(peer.pid))  # fmt: skip
             samples.append(sample)
             print(f"{now:6.0f} s  {sample.checkpoints:6d} checkpoints  driver "
-                  f"{sample.driver / 2**20:7.1f} MiB  workers {workers / 2**20:7.1f} MiB",
-                  flush=True)  # fmt: skip
+                  f"{sample.driver / 2**20:7.1f} MiB  workers {workers / 2**20:7.1f} MiB  "
+                  f"bare loop {sample.loop / 2**20:6.1f} MiB", flush=True)  # fmt: skip
             time.sleep(sample_s)
     finally:
+        peer.kill()
+        peer.wait()
         client.cancel()
         client._master.wait_ended(60)
     return samples
 
 
+def second_half_mib(samples: list[Sample], part: str) -> float:
+    """MiB gained by ``part`` from the middle sample to the last."""
+    return (getattr(samples[-1], part) - getattr(samples[len(samples) // 2], part)) / 2**20
+
+
 def growth_per_1000(samples: list[Sample], part: str) -> tuple[float, int]:
     """MiB gained by ``part`` from the middle sample to the last, per 1,000 completed
     checkpoints in between; and those checkpoints."""
-    middle = samples[len(samples) // 2]
-    last = samples[-1]
-    checkpoints = last.checkpoints - middle.checkpoints
-    gained = (getattr(last, part) - getattr(middle, part)) / 2**20
-    return gained * 1000 / max(checkpoints, 1), checkpoints
+    checkpoints = samples[-1].checkpoints - samples[len(samples) // 2].checkpoints
+    return second_half_mib(samples, part) * 1000 / max(checkpoints, 1), checkpoints
 
 
 def main() -> None:
@@ -153,10 +186,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--interval-ms", type=int, default=50)
     parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.loop:
+        bare_loop()
+        return
     samples = run(args.seconds, args.interval_ms, args.sample_s)
     if len(samples) < 4:
         raise SystemExit("too short a run: take at least four samples")
+    print(f"over the second half: driver {second_half_mib(samples, 'driver'):+.2f} MiB, "
+          f"workers {second_half_mib(samples, 'workers'):+.2f} MiB, bare loop (peer) "
+          f"{second_half_mib(samples, 'loop'):+.2f} MiB")  # fmt: skip
     lines = []
     for part in ("driver", "workers"):
         figure, checkpoints = growth_per_1000(samples, part)

@@ -15,7 +15,7 @@ MIB = 2**20
 
 
 def test_growth_is_taken_over_the_second_half_per_1000_checkpoints() -> None:
-    samples = [Sample(t, 100 * t, (90 + t) * MIB, 200 * MIB) for t in range(8)]
+    samples = [Sample(t, 100 * t, (90 + t) * MIB, 200 * MIB, 50 * MIB) for t in range(8)]
     # from sample 4 (400 checkpoints, 94 MiB) to sample 7 (700, 97 MiB): 3 MiB per 300
     assert long_run.growth_per_1000(samples, "driver") == (10.0, 300)
     assert long_run.growth_per_1000(samples, "workers") == (0.0, 300)
@@ -24,11 +24,15 @@ def test_growth_is_taken_over_the_second_half_per_1000_checkpoints() -> None:
 def test_the_run_ends_with_a_target_line_per_part(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    samples = [Sample(t, 1000 * t, 90 * MIB, (200 + t) * MIB) for t in range(4)]  # half: t=2
+    samples = [
+        Sample(t, 1000 * t, 90 * MIB, (200 + t) * MIB, (50 + 2 * t) * MIB) for t in range(4)
+    ]  # half: t=2
     monkeypatch.setattr(long_run, "run", lambda *args: samples)
     monkeypatch.setattr(sys, "argv", ["long_run.py"])
     long_run.main()
     lines = capsys.readouterr().out.splitlines()
+    assert lines[-3] == ("over the second half: driver +0.00 MiB, workers +1.00 MiB, bare loop "
+                         "(peer) +2.00 MiB")  # fmt: skip
     assert lines[-2] == ("target memory-driver: +0.00 MiB per 1,000 checkpoints over 1000 "
                          "(goal <= 1.0 MiB): met")  # fmt: skip
     assert lines[-1] == ("target memory-workers: +1.00 MiB per 1,000 checkpoints over 1000 "
@@ -38,4 +42,4 @@ def test_the_run_ends_with_a_target_line_per_part(
 def test_a_job_runs_and_is_sampled() -> None:
     samples = long_run.run(seconds=3.0, interval_ms=50, sample_s=1.0)
     assert len(samples) >= 3
-    assert samples[-1].checkpoints > 0 and samples[-1].workers > 0
+    assert samples[-1].checkpoints > 0 and samples[-1].workers > 0 and samples[-1].loop > 0
