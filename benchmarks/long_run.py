@@ -18,12 +18,20 @@ same state (a running sum and a timer flag per user, counts per 1 s window of ``
 windows dropped once 200 ms past), sampled at the same moments. Its growth over the second
 half is what the interpreter and allocator drift by without the engine.
 
-Usage: ``python benchmarks/long_run.py [--seconds S] [--interval-ms MS] [--sample-s S]``
+Where the workers' growth comes from: ``--malloc-stats`` has each worker sample glibc's heap
+(``benchmarks/malloc_probe``) and prints, over the same half, the heap's size, what is in use
+in it and what is free in it; ``--allocator jemalloc`` runs everything (the job, its workers and
+the loop) on jemalloc with Python's small-object allocator off (``PYTHONMALLOC=malloc``), as
+docs/deployment.md suggests for long-running jobs. Run the two side by side to compare.
+
+Usage: ``python benchmarks/long_run.py [--seconds S] [--interval-ms MS] [--sample-s S]
+[--allocator system|jemalloc] [--malloc-stats]``
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -47,6 +55,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from process_cpu import rss_bytes
 
 USERS = 1_000
+#: Set in the environment this script re-runs itself in (``--allocator``, ``--malloc-stats``).
+RELAUNCHED = "UNDERTOW_LONG_RUN_RELAUNCHED"
+PROBE_DIR = Path(__file__).resolve().parent / "malloc_probe"
 #: Growth allowed over the second half of the run, per 1,000 completed checkpoints (linear,
 #: it would be 86 MiB a day at a checkpoint a second).
 GOAL_MIB_PER_1000 = 1.0
@@ -89,6 +100,7 @@ class Sample:
     driver: int
     workers: int
     loop: int
+    wall: float = 0.0  # time.time() of the sample
 
 
 def bare_loop() -> None:
@@ -155,7 +167,7 @@ def run(seconds: float, interval_ms: int, sample_s: float) -> list[Sample]:
         while (now := time.monotonic() - started) < seconds:
             workers = sum(rss_bytes(pid) for pid in worker_process_pids())
             sample = Sample(now, completed[0], rss_bytes(os.getpid()), workers,
-                            rss_bytes(peer.pid))  # fmt: skip
+                            rss_bytes(peer.pid), time.time())  # fmt: skip
             samples.append(sample)
             print(f"{now:6.0f} s  {sample.checkpoints:6d} checkpoints  driver "
                   f"{sample.driver / 2**20:7.1f} MiB  workers {workers / 2**20:7.1f} MiB  "
@@ -181,22 +193,82 @@ def growth_per_1000(samples: list[Sample], part: str) -> tuple[float, int]:
     return second_half_mib(samples, part) * 1000 / max(checkpoints, 1), checkpoints
 
 
+def relaunch_env(allocator: str, probe_dir: str | None, probe_s: float = 5.0) -> dict[str, str]:
+    """The environment to run this script again in for ``allocator`` and the malloc probe
+    (writing to ``probe_dir`` every ``probe_s``); the fork server, so the workers, and the loop
+    inherit it."""
+    env = dict(os.environ, **{RELAUNCHED: "1"})
+    if allocator == "jemalloc":
+        library = ctypes.util.find_library("jemalloc")
+        if library is None:
+            raise SystemExit("--allocator jemalloc: no libjemalloc on this machine "
+                             "(Debian/Ubuntu: apt-get install libjemalloc2)")  # fmt: skip
+        env["LD_PRELOAD"] = library
+        env["PYTHONMALLOC"] = "malloc"  # every object from jemalloc, none from pymalloc
+    if probe_dir is not None:
+        env["UNDERTOW_MALLOC_PROBE"] = probe_dir
+        env["UNDERTOW_MALLOC_PROBE_S"] = str(probe_s)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PROBE_DIR), env.get("PYTHONPATH", "")) if p
+        )
+    return env
+
+
+@dataclass(frozen=True)
+class HeapGrowth:
+    """The workers' glibc heaps over the second half, summed, in bytes."""
+
+    size: int
+    in_use: int
+    free: int
+
+
+def heap_growth(probe_dir: Path, since: float) -> HeapGrowth:
+    """From each worker's probe file: its last line minus its first at or after ``since``."""
+    size = in_use = free = 0
+    for path in probe_dir.glob("*.txt"):
+        rows = [[float(x) for x in line.split()] for line in path.read_text().splitlines()]
+        later = [row for row in rows if row[0] >= since]
+        if len(later) >= 2:
+            first, last = later[0], later[-1]
+            size += int(last[1] - first[1])
+            in_use += int(last[2] - first[2])
+            free += int(last[3] - first[3])
+    return HeapGrowth(size, in_use, free)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--interval-ms", type=int, default=50)
     parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--allocator", choices=("system", "jemalloc"), default="system")
+    parser.add_argument("--malloc-stats", action="store_true")
     parser.add_argument("--loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop:
         bare_loop()
         return
+    if args.malloc_stats and args.allocator != "system":
+        raise SystemExit("--malloc-stats reads glibc's heap: use it with --allocator system")
+    if (args.allocator != "system" or args.malloc_stats) and not os.environ.get(RELAUNCHED):
+        probe_dir = tempfile.mkdtemp(prefix="undertow-malloc-") if args.malloc_stats else None
+        env = relaunch_env(args.allocator, probe_dir, args.sample_s)
+        os.execve(sys.executable, [sys.executable, __file__, *sys.argv[1:]], env)
+    print(f"allocator: {args.allocator}", flush=True)
     samples = run(args.seconds, args.interval_ms, args.sample_s)
     if len(samples) < 4:
         raise SystemExit("too short a run: take at least four samples")
     print(f"over the second half: driver {second_half_mib(samples, 'driver'):+.2f} MiB, "
           f"workers {second_half_mib(samples, 'workers'):+.2f} MiB, bare loop (peer) "
           f"{second_half_mib(samples, 'loop'):+.2f} MiB")  # fmt: skip
+    if os.environ.get("UNDERTOW_MALLOC_PROBE"):
+        heap = heap_growth(Path(os.environ["UNDERTOW_MALLOC_PROBE"]),
+                           samples[len(samples) // 2].wall)  # fmt: skip
+        print(
+            f"workers' glibc heaps over the second half: size {heap.size / 2**20:+.2f} MiB, "
+            f"in use {heap.in_use / 2**20:+.2f} MiB, free {heap.free / 2**20:+.2f} MiB"
+        )
     lines = []
     for part in ("driver", "workers"):
         figure, checkpoints = growth_per_1000(samples, part)

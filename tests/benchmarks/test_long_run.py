@@ -43,3 +43,28 @@ def test_a_job_runs_and_is_sampled() -> None:
     samples = long_run.run(seconds=3.0, interval_ms=50, sample_s=1.0)
     assert len(samples) >= 3
     assert samples[-1].checkpoints > 0 and samples[-1].workers > 0 and samples[-1].loop > 0
+
+
+def test_heap_growth_sums_each_workers_change_since_the_middle(tmp_path: Path) -> None:
+    # time, heap size, in use, free (bytes); the first line is before the middle (t=10)
+    (tmp_path / "1.txt").write_text("5 100 60 40\n10 200 80 120\n20 260 80 180\n")
+    (tmp_path / "2.txt").write_text("11 100 50 50\n21 100 40 60\n")
+    (tmp_path / "3.txt").write_text("12 999 999 0\n")  # one sample since: no change known
+    assert long_run.heap_growth(tmp_path, since=10) == long_run.HeapGrowth(60, -10, 70)
+
+
+def test_the_relaunch_environment_preloads_jemalloc_and_the_probe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(long_run.ctypes.util, "find_library", lambda name: f"lib{name}.so.2")
+    env = long_run.relaunch_env("jemalloc", None)
+    assert env["LD_PRELOAD"] == "libjemalloc.so.2" and env["PYTHONMALLOC"] == "malloc"
+    assert env[long_run.RELAUNCHED] == "1" and "UNDERTOW_MALLOC_PROBE" not in env
+    env = long_run.relaunch_env("system", "/tmp/probe", 2.0)
+    assert "LD_PRELOAD" not in env or env["LD_PRELOAD"] == long_run.os.environ["LD_PRELOAD"]
+    assert env["UNDERTOW_MALLOC_PROBE"] == "/tmp/probe"
+    assert env["UNDERTOW_MALLOC_PROBE_S"] == "2.0"
+    assert env["PYTHONPATH"].split(long_run.os.pathsep)[0] == str(long_run.PROBE_DIR)
+    monkeypatch.setattr(long_run.ctypes.util, "find_library", lambda name: None)
+    with pytest.raises(SystemExit, match="apt-get install libjemalloc2"):
+        long_run.relaunch_env("jemalloc", None)
