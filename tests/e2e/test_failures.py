@@ -140,6 +140,38 @@ def test_cancelling_a_running_job(make_env: EnvFactory) -> None:
     assert_nothing_left_running()
 
 
+#: the restart delay of the job cancelled while it waits: far longer than any bound below
+LONG_DELAY_S = 120
+
+
+def test_cancelling_a_job_waiting_in_its_restart_delay_takes_effect_at_once(
+    make_env: EnvFactory,
+) -> None:
+    """A cancel during a fixed-delay restart's wait ends the job CANCELED at once, not once
+    the delay has passed (the JobMaster used to sleep the whole delay, then notice it)."""
+    env = make_env(parallelism=2, config={
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "3",
+        "restart-strategy.fixed-delay.delay": f"{LONG_DELAY_S} s",
+    })  # fmt: skip
+    numbers = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    numbers.map(explode_on_500).name("boom").filter(lambda n: n < 0).print()
+    client = env.execute_async("restarting job")
+    assert eventually(lambda: client.get_job_status().result() is JobStatus.RESTARTING, 60)
+
+    started = time.monotonic()
+    client.cancel()
+    with pytest.raises(JobCancelledError):
+        client.get_job_execution_result(timeout=LONG_DELAY_S / 2)
+    took = time.monotonic() - started
+
+    assert took < 10, f"cancel took {took:.1f} s in a {LONG_DELAY_S} s restart delay"
+    assert client.get_job_status().result() is JobStatus.CANCELED
+    assert_nothing_left_running()
+
+
 def test_an_unpicklable_function_is_refused_at_execute(make_env: EnvFactory) -> None:
     env = make_env(parallelism=1)
     lock = threading.Lock()
