@@ -15,6 +15,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from undertow.connectors.kafka.commit_errors import is_follow_on
 from undertow.connectors.kafka.sink_protocol import KafkaSinkError, MarkerKey, ProducedRecord
 
 #: Sink options that are undertow's, not librdkafka's (removed from the client configuration).
@@ -186,23 +187,58 @@ def end_offsets(
 
 
 class DeliveryErrors:
-    """Collects the first delivery failure of produced records (librdkafka's callback)."""
+    """Collects the delivery failures of produced records (librdkafka's callback, served by
+    ``poll``, ``flush`` and a commit on the task thread) until they are taken.
+
+    It keeps the first rejection of a record by the broker (too large, not authorized, an
+    unknown topic), and apart from it the first follow-on failure (``Purged in queue`` after
+    an abort: :data:`.commit_errors.FOLLOW_ON`); the rejection is the one reported, whichever
+    came first, as it says what went wrong."""
 
     def __init__(self, where: str) -> None:
         self.where = where
-        self.first: str | None = None
+        self.rejection: str | None = None
+        self.follow_on: str | None = None
 
     def callback(self, err: KafkaError | None, message: Any) -> None:
-        if err is not None and self.first is None:
-            size = len(message.key() or b"") + len(message.value() or b"")
-            self.first = (
-                f"record of {size} bytes to topic {message.topic()!r} was rejected: {err.str()}"
-            )
+        if err is None:
+            return
+        follow_on = is_follow_on(err)
+        if (self.follow_on if follow_on else self.rejection) is not None:
+            return
+        size = len(message.key() or b"") + len(message.value() or b"")
+        text = f"record of {size} bytes to topic {message.topic()!r} was rejected: {err.str()}"
+        if follow_on:
+            self.follow_on = text
+        else:
+            self.rejection = text
+
+    def take(self) -> str | None:
+        """The failure to report (the rejection, else the follow-on one), forgetting both."""
+        found = self.rejection or self.follow_on
+        self.rejection = self.follow_on = None
+        return found
+
+    def take_rejection(self) -> str | None:
+        """The rejection only, forgetting both (a commit's own error outranks a follow-on)."""
+        found = self.rejection
+        self.rejection = self.follow_on = None
+        return found
 
     def raise_if_any(self) -> None:
-        if self.first is not None:
-            first, self.first = self.first, None
-            raise KafkaSinkError(f"{self.where}: {first}")
+        found = self.take()
+        if found is not None:
+            raise KafkaSinkError(f"{self.where}: {found}")
+
+
+def serve_reports(producer: Producer) -> None:
+    """Serve the producer's pending delivery reports (``poll(0)``). A producer that hit a fatal
+    error (it was fenced) raises that error from every ``poll``: ignored here, as the caller
+    reports the error itself or is closing."""
+    try:
+        producer.poll(0)
+    except KafkaException:
+        pass
 
 
 def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) -> None:

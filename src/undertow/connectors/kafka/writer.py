@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from undertow.common.row import Row
 from undertow.connectors.kafka import producer_io as io
+from undertow.connectors.kafka.commit_errors import commit_failure
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import (
     END_OF_INPUT,
@@ -83,7 +84,9 @@ class _Base(SinkWriter):
         self.subtask = context.subtask_index()
         self.parallelism = context.parallelism()
         self.attempt = context.attempt_number()
-        self.where = f"{sink!r} subtask {self.subtask}"
+        operator = context.operator_name()
+        named = f"{sink!r}" if operator is None else f"operator {operator!r} ({sink!r})"
+        self.where = f"{named} subtask {self.subtask}"
         self.config = io.client_config(sink.bootstrap_servers, sink.properties)
         self.timeout_s = (
             int(sink.properties.get(io.STARTUP_TIMEOUT, io.DEFAULT_STARTUP_TIMEOUT_MS)) / 1000
@@ -135,7 +138,7 @@ class _Base(SinkWriter):
         return record
 
     def close(self) -> None:
-        self.producer.poll(0)
+        io.serve_reports(self.producer)
 
 
 class KafkaWriter(_Base):
@@ -315,11 +318,31 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             self._crash(DURING_COMMIT, checkpoint_id)
             self.producer.commit_transaction(self.timeout_s)
         except KafkaException as err:
-            self.producer.poll(0)
-            self.errors.raise_if_any()
-            raise KafkaSinkError(f"{what} failed: {err.args[0]}") from err
+            raise self._commit_failed(checkpoint_id, err) from err
         self.errors.raise_if_any()
         self._crash(AFTER_COMMIT, checkpoint_id)
+
+    def _commit_failed(self, checkpoint_id: int, err: KafkaException) -> KafkaSinkError:
+        """The error of a failed transaction (:mod:`.commit_errors`): the delivery reports are
+        served first, so that a record the broker rejected is named rather than the purges
+        that follow; an abortable transaction is aborted before the error is raised."""
+        error = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+        if error is None:
+            error = KafkaError(KafkaError._FAIL, str(err))
+        io.serve_reports(self.producer)
+        tid = str(self.config["transactional.id"])
+        failure = commit_failure(
+            self.where, checkpoint_id, tid, self.prefix, error, self.errors.take_rejection()
+        )
+        message = failure.message
+        if failure.abort:
+            try:
+                self.producer.abort_transaction(self.timeout_s)
+            except KafkaException as abort_err:
+                message += f"; aborting the transaction failed too: {abort_err.args[0]}"
+            io.serve_reports(self.producer)
+            self.errors.take()  # the records the abort purged: follow-on failures
+        return KafkaSinkError(message)
 
     def _crash(self, point: str, checkpoint_id: int) -> None:
         if self.crash is not None:

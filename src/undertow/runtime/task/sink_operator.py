@@ -70,6 +70,9 @@ class _WriterContext(SinkWriterContext):
     def attempt_number(self) -> int:
         return self._op.ctx.attempt_number
 
+    def operator_name(self) -> str:
+        return self._op.ctx.name
+
     def restored_checkpoint_id(self) -> int | None:
         return self._op.restored_checkpoint_id
 
