@@ -3,7 +3,8 @@
 
 A commit fails in one of three ways (librdkafka's transactional API): *fenced*, another
 producer initialized the same ``transactional.id`` (a fatal error: another job with the same
-prefix, or a zombie of an earlier attempt); *abortable*
+prefix, or a zombie of an earlier attempt; one job cannot have two sinks on one prefix and
+cluster, :mod:`undertow.connectors.transactional_ids`); *abortable*
 (``txn_requires_abort()``), the broker rejected a record (too large, not authorized, an
 unknown topic) and the transaction must be aborted; or anything else (a time-out).
 
