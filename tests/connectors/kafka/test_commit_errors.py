@@ -73,6 +73,8 @@ class ScriptedProducer:
         self.calls.append("begin_transaction")
 
     def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> None:
+        if self.fatal is not None:  # as librdkafka: a producer with a fatal error takes nothing
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
         message = Message(topic, key, value)
         self.queued.append((message, kwargs.get("on_delivery")))
 
@@ -274,6 +276,42 @@ def test_a_commit_at_the_end_of_input_says_so(producer: ScriptedProducer) -> Non
     )
     with pytest.raises(KafkaSinkError, match=expected):
         writer.commit_at_end_of_input()
+
+
+def test_a_producer_fenced_while_producing_says_it_was_fenced(producer: ScriptedProducer) -> None:
+    """The fencing is learnt while the records go out (the broker refuses to add a partition
+    to the transaction): ``produce`` then only says ``_FATAL``; the error names the fencing."""
+    writer = _committing_writer(producer, 2)
+    producer.fatal = KafkaError(KafkaError._FENCED, FENCED_MESSAGE, fatal=True)
+    with pytest.raises(KafkaSinkError) as raised:
+        writer.notify_checkpoint_complete(3)
+    assert "checkpoint 3 (transactional id 'orders-tx-1') failed: this producer was fenced" in str(
+        raised.value
+    ), str(raised.value)
+
+
+@pytest.mark.parametrize("guarantee", [DeliveryGuarantee.AT_LEAST_ONCE, DeliveryGuarantee.NONE])
+def test_a_broken_idempotent_producer_is_named_not_raised_raw(
+    producer: ScriptedProducer, guarantee: DeliveryGuarantee
+) -> None:
+    writer = _sink(guarantee).create_writer(Context())
+    assert isinstance(writer, KafkaWriter)
+    writer.write("a", None)
+    producer.fatal = KafkaError(
+        KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, "skipped sequence numbers", fatal=True
+    )
+    with pytest.raises(KafkaSinkError) as raised:
+        writer.write_batch(["b"], None)
+    assert str(raised.value) == (
+        f"operator 'orders to kafka' (KafkaSink('orders', {guarantee.name})) subtask 1: the "
+        "producer failed for good (a restart starts a new one): skipped sequence numbers"
+    )
+    producer.fatal = KafkaError(KafkaError._FATAL, "gone", fatal=True)
+    producer.produce, producer.queued = (lambda *a, **k: None), []  # type: ignore[method-assign]
+    with pytest.raises(KafkaSinkError, match=r"subtask 1: the producer failed for good .*: gone"):
+        writer.write_batch(["c"], None)
+    with pytest.raises(KafkaSinkError, match=r"subtask 1: the producer failed for good .*: gone"):
+        writer.flush(True)
 
 
 def test_a_flush_names_the_rejected_record_not_the_purged_ones(

@@ -235,30 +235,55 @@ def serve_reports(producer: Producer) -> None:
     """Serve the producer's pending delivery reports (``poll(0)``). A producer that hit a fatal
     error (it was fenced) raises that error from every ``poll``: ignored here, as the caller
     reports the error itself or is closing."""
+    fatal_error(producer)
+
+
+def fatal_error(producer: Producer) -> KafkaError | None:
+    """Serve the pending delivery reports and return the producer's fatal error, if it hit one
+    (confluent-kafka raises it from every ``poll``; ``produce`` then only says ``_FATAL``)."""
     try:
         producer.poll(0)
-    except KafkaException:
-        pass
+    except KafkaException as err:
+        return reason(err)
+    return None
+
+
+def reason(err: KafkaException) -> KafkaError:
+    """The ``KafkaError`` confluent-kafka raised ``err`` with."""
+    if err.args and isinstance(err.args[0], KafkaError):
+        return err.args[0]
+    return KafkaError(KafkaError._FAIL, str(err))
+
+
+class ProduceError(KafkaSinkError):
+    """``produce`` refused a record; ``error`` is the client's reason (``_FATAL`` once the
+    producer hit a fatal error: :func:`fatal_error` tells which)."""
+
+    def __init__(self, message: str, error: KafkaError) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) -> None:
     """Hand one record to the producer, waiting for queue space when it is full."""
     while True:
         try:
-            producer.produce(
-                record.topic,
-                value=record.value,
-                key=record.key,
-                timestamp=record.timestamp or 0,
-                on_delivery=errors.callback,
-            )
-            return
-        except BufferError:
-            producer.poll(0.05)  # the local queue is full: serve deliveries, then retry
+            try:
+                producer.produce(
+                    record.topic,
+                    value=record.value,
+                    key=record.key,
+                    timestamp=record.timestamp or 0,
+                    on_delivery=errors.callback,
+                )
+                return
+            except BufferError:
+                producer.poll(0.05)  # the local queue is full: serve deliveries, then retry
         except KafkaException as err:
-            raise KafkaSinkError(
+            raise ProduceError(
                 f"{errors.where}: cannot produce a record of {record.size} "
-                f"bytes to topic {record.topic!r}: {err.args[0]}"
+                f"bytes to topic {record.topic!r}: {err.args[0]}",
+                reason(err),
             ) from err
 
 
