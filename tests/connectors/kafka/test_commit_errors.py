@@ -11,10 +11,12 @@ reports the records still queued as ``_PURGE_QUEUE``). No broker is needed.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from undertow.common.serialization import SimpleStringSchema
 from undertow.connectors.kafka import producer_io
@@ -30,6 +32,7 @@ from undertow.connectors.kafka.sink_protocol import END_OF_INPUT, KafkaSinkError
 from undertow.connectors.kafka.writer import ExactlyOnceKafkaWriter, KafkaWriter
 from undertow.connectors.sink import DeliveryGuarantee, SinkWriterContext
 from undertow.datastream.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+from undertow.testing.kafka_oracle import read_committed
 
 
 class Message:
@@ -342,6 +345,25 @@ def test_delivery_errors_report_a_follow_on_failure_only_when_nothing_else_is_kn
     assert errors.take() is None  # and taking forgets it
 
 
+def test_of_records_too_large_the_largest_is_named() -> None:
+    """The broker fails a whole produce request with ``MSG_SIZE_TOO_LARGE``; other codes keep
+    their first record."""
+    errors = DeliveryErrors("w")
+    too_large = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "too large")
+    for value in [b"a", b"b" * 50, b"c" * 5]:
+        errors.callback(too_large, Message("t", None, value))
+    assert errors.take() == (
+        "record of 50 bytes to topic 't' was rejected: too large (the largest of 3 records "
+        "rejected)"
+    )
+    denied = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied")
+    for value in [b"a", b"b" * 50]:
+        errors.callback(denied, Message("t", None, value))
+    assert (
+        errors.take() == "record of 1 bytes to topic 't' was rejected: denied (and 1 more records)"
+    )
+
+
 def test_the_kinds_of_failure() -> None:
     assert is_fenced(KafkaError(KafkaError.PRODUCER_FENCED))
     assert not is_fenced(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
@@ -399,3 +421,49 @@ def test_a_writer_fenced_by_another_job_with_its_prefix_says_so(
     ) in message, message
     first.close()
     second.close()
+
+
+def test_a_record_the_broker_rejects_aborts_the_commit_and_is_named(
+    kafka_bootstrap: str,
+) -> None:
+    """Against the test broker: a topic that takes at most 1000 bytes per record; the
+    checkpoint's second record is larger. The commit fails naming that record, the
+    transaction is aborted (read_committed consumers see none of it), and the batch stays."""
+    topic = f"small-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    new = NewTopic(topic, num_partitions=1, replication_factor=1,
+                   config={"max.message.bytes": "1000"})  # fmt: skip
+    admin.create_topics([new])[topic].result(timeout=30)
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic(topic)
+        .set_value_serialization_schema(SimpleStringSchema())
+        .build()
+    )
+    sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_bootstrap)
+        .set_record_serializer(serializer)
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(f"rejected-{topic}")
+        .set_property("undertow.sink.startup-timeout.ms", "20000")
+        .build()
+    )
+    writer = sink.create_writer(Context(subtask=0))
+    assert isinstance(writer, ExactlyOnceKafkaWriter)
+    for record in ["small", "x" * 5000, "after"]:
+        writer.write(record, None)
+    writer.prepare_commit()
+    writer.snapshot_state(1)
+    with pytest.raises(KafkaSinkError) as raised:
+        writer.notify_checkpoint_complete(1)
+    message = str(raised.value)
+    assert (
+        f"subtask 0: the commit of checkpoint 1 (transactional id 'rejected-{topic}-0') failed "
+        f"and was aborted: record of 5000 bytes to topic '{topic}' was rejected: Broker: "
+        "Message size too large (the largest of 3 records rejected)"
+    ) in message, message
+    assert "Purged" not in message
+    assert read_committed(kafka_bootstrap, topic) == []
+    assert 1 in writer.pending
+    writer.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -186,6 +187,19 @@ def end_offsets(
         consumer.close()
 
 
+@dataclass(frozen=True, slots=True)
+class FailedDelivery:
+    """One record's failed delivery report: its size (key and value), topic and error."""
+
+    size: int
+    topic: str
+    code: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"record of {self.size} bytes to topic {self.topic!r} was rejected: {self.reason}"
+
+
 class DeliveryErrors:
     """Collects the delivery failures of produced records (librdkafka's callback, served by
     ``poll``, ``flush`` and a commit on the task thread) until they are taken.
@@ -193,37 +207,48 @@ class DeliveryErrors:
     It keeps the first rejection of a record by the broker (too large, not authorized, an
     unknown topic), and apart from it the first follow-on failure (``Purged in queue`` after
     an abort: :data:`.commit_errors.FOLLOW_ON`); the rejection is the one reported, whichever
-    came first, as it says what went wrong."""
+    came first, as it says what went wrong. The broker rejects a whole produce request for
+    one record too large, so of ``MSG_SIZE_TOO_LARGE`` rejections the largest record is kept."""
 
     def __init__(self, where: str) -> None:
         self.where = where
-        self.rejection: str | None = None
-        self.follow_on: str | None = None
+        self.rejection: FailedDelivery | None = None
+        self.rejected = 0
+        self.follow_on: FailedDelivery | None = None
 
     def callback(self, err: KafkaError | None, message: Any) -> None:
         if err is None:
             return
-        follow_on = is_follow_on(err)
-        if (self.follow_on if follow_on else self.rejection) is not None:
-            return
         size = len(message.key() or b"") + len(message.value() or b"")
-        text = f"record of {size} bytes to topic {message.topic()!r} was rejected: {err.str()}"
-        if follow_on:
-            self.follow_on = text
-        else:
-            self.rejection = text
+        failed = FailedDelivery(size, message.topic(), err.code(), err.str())
+        if is_follow_on(err):
+            self.follow_on = self.follow_on or failed
+            return
+        self.rejected += 1
+        first = self.rejection
+        too_large = KafkaError.MSG_SIZE_TOO_LARGE
+        if first is None or (first.code == failed.code == too_large and failed.size > first.size):
+            self.rejection = failed
 
     def take(self) -> str | None:
         """The failure to report (the rejection, else the follow-on one), forgetting both."""
-        found = self.rejection or self.follow_on
-        self.rejection = self.follow_on = None
-        return found
+        follow_on = self.follow_on
+        rejection = self.take_rejection()
+        if rejection is not None or follow_on is None:
+            return rejection
+        return follow_on.describe()
 
     def take_rejection(self) -> str | None:
         """The rejection only, forgetting both (a commit's own error outranks a follow-on)."""
-        found = self.rejection
-        self.rejection = self.follow_on = None
-        return found
+        found, count = self.rejection, self.rejected
+        self.rejection, self.rejected, self.follow_on = None, 0, None
+        if found is None:
+            return None
+        if count == 1:
+            return found.describe()
+        if found.code == KafkaError.MSG_SIZE_TOO_LARGE:
+            return f"{found.describe()} (the largest of {count} records rejected)"
+        return f"{found.describe()} (and {count - 1} more records)"
 
     def raise_if_any(self) -> None:
         found = self.take()
