@@ -203,6 +203,7 @@ def test_a_fenced_commit_names_the_id_and_the_other_writer(
         "fenced: another writer with the transactional id 'orders-tx-1' initialized it"
     ), message
     assert "same transactional-id prefix 'orders-tx'" in message
+    assert "open longer than transaction.timeout.ms = 900000 and the broker aborted it" in message
     assert "abort_transaction" not in producer.calls  # a fenced producer cannot abort
     assert isinstance(raised.value.__cause__, KafkaException)
     writer.close()  # the fatal error that every poll raises again does not escape close
@@ -370,13 +371,13 @@ def test_the_kinds_of_failure() -> None:
     assert is_follow_on(KafkaError(KafkaError._PURGE_QUEUE))
     assert not is_follow_on(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
     fenced = KafkaError(KafkaError._FENCED, "fenced", fatal=True, txn_requires_abort=True)
-    decision = commit_failure("w", 7, "p-0", "p", fenced, None)
+    decision = commit_failure("w", 7, "p-0", "p", fenced, None, 60_000)
     assert not decision.abort, "a fenced producer's transaction cannot be aborted"
     timed_out = KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True)
-    assert commit_failure("w", 7, "p-0", "p", timed_out, None) == CommitFailure(
+    assert commit_failure("w", 7, "p-0", "p", timed_out, None, 60_000) == CommitFailure(
         False, "w: the commit of checkpoint 7 (transactional id 'p-0') failed: timed out"
     )
-    assert commit_failure("w", END_OF_INPUT, "p-0", "p", timed_out, "record x").message == (
+    assert commit_failure("w", END_OF_INPUT, "p-0", "p", timed_out, "record x", 1).message == (
         "w: the commit at the end of input (transactional id 'p-0') failed: record x (timed out)"
     )
 

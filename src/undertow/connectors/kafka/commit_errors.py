@@ -62,13 +62,16 @@ def commit_failure(
     prefix: str,
     error: KafkaError,
     rejected: str | None,
+    transaction_timeout_ms: int,
 ) -> CommitFailure:
     """The decision and the message for a transaction of ``checkpoint_id`` that failed with
     ``error`` (raised by ``begin_transaction``, ``produce`` or ``commit_transaction``).
 
     ``where`` names the operator, sink and subtask; ``rejected`` is the first record the
     broker rejected (a delivery report that is not a follow-on failure), if any. A fenced
-    producer cannot abort (its error is fatal); an abortable error is aborted."""
+    producer cannot abort (its error is fatal); an abortable error is aborted. The broker
+    also fences a producer whose transaction outlived ``transaction_timeout_ms`` (its abort
+    bumps the producer's epoch, KAFKA-6119), which the message names as the other cause."""
     what = f"{where}: {_checkpoint(checkpoint_id)} (transactional id {transactional_id!r})"
     if is_fenced(error):
         return CommitFailure(
@@ -79,7 +82,9 @@ def commit_failure(
                 "such as another job (or a sink of another job) with the same "
                 f"transactional-id prefix {prefix!r} on the same Kafka cluster, or an "
                 "attempt of this job that outlived its restart; give every EXACTLY_ONCE "
-                f"KafkaSink writing to a cluster its own prefix ({error.str()})"
+                "KafkaSink writing to a cluster its own prefix. Or the transaction stayed "
+                f"open longer than transaction.timeout.ms = {transaction_timeout_ms} and the "
+                f"broker aborted it ({error.str()})"
             ),
         )
     cause = error.str() if rejected is None else f"{rejected} ({error.str()})"

@@ -356,7 +356,13 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             error = fatal
         tid = str(self.config["transactional.id"])
         failure = commit_failure(
-            self.where, checkpoint_id, tid, self.prefix, error, self.errors.take_rejection()
+            self.where,
+            checkpoint_id,
+            tid,
+            self.prefix,
+            error,
+            self.errors.take_rejection(),
+            int(self.config["transaction.timeout.ms"]),
         )
         message = failure.message
         if failure.abort:
