@@ -55,8 +55,9 @@ class StateError(UndertowError, RuntimeError):
 
 class RestoreError(StateError):
     """A checkpoint cannot be restored into this job: it holds state of operators the job does
-    not have (see ``execution.state-recovery.ignore-unclaimed-state``). Restarting cannot fix
-    it, so the job fails."""
+    not have (see ``execution.state-recovery.ignore-unclaimed-state``), or an operator with
+    state has another max parallelism than when it was taken. Restarting cannot fix it, so the
+    job fails."""
 
 
 class NetworkError(UndertowError, ConnectionError):

@@ -125,3 +125,40 @@ def test_state_of_an_operator_the_job_lost_fails_unless_ignored(ignore: bool) ->
     else:
         with pytest.raises(RestoreError, match="gone-uid"):
             restore.read(pointer)
+
+
+def _savepoint_of_the_map(max_parallelism: int, with_state: bool = True) -> str:
+    """A savepoint of the test job whose keyed map vertex was taken with ``max_parallelism``
+    (``with_state``: one subtask wrote a state file); its path."""
+    old = CheckpointStorage.in_memory("jobold")
+    vertex = next(v for v in job_graph().vertices if "double" in v.name)
+    handle = old.write_file(1, "v2-0.state", b"state")
+    mapped = VertexMetadata(
+        vertex_id=vertex.id, name=vertex.name, uids=tuple(op.uid for op in vertex.operators),
+        parallelism=2, max_parallelism=max_parallelism,
+        subtasks={0: handle} if with_state else {},
+    )  # fmt: skip
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(mapped,), properties={"savepoint_format": "CANONICAL"},
+    )  # fmt: skip
+    target = f"memory:///savepoints-{uuid.uuid4().hex}"
+    return old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+
+
+def test_a_changed_max_parallelism_is_refused_naming_path_operator_and_both_values() -> None:
+    """Key groups place each key's state: the number of them cannot change across a restore
+    (Flink refuses it too). The job's max parallelism is 128; the savepoint's map had 256."""
+    pointer = _savepoint_of_the_map(256)
+    with pytest.raises(RestoreError) as caught:
+        restorer({}).read(pointer)
+    message = str(caught.value)
+    assert f"cannot restore {pointer}: operator 'double' (uid " in message
+    assert "checkpointed with max parallelism 256" in message
+    assert "this job gives it max parallelism 128" in message
+    assert "set it back to 256" in message
+
+
+def test_the_same_max_parallelism_or_an_operator_without_state_restores() -> None:
+    assert restorer({}).read(_savepoint_of_the_map(128)).subtask_files
+    restorer({}).read(_savepoint_of_the_map(256, with_state=False))  # nothing to misplace

@@ -127,6 +127,31 @@ def plan_restore(
                        channels.rescaled_outputs, finished)  # fmt: skip
 
 
+def check_max_parallelism(graph: JobGraph, meta: CheckpointMetadata, path: str) -> None:
+    """Refuse (:class:`RestoreError`) to restore ``meta``, read from ``path``, into ``graph``
+    if an operator with state in it has another max parallelism in ``graph`` than in the job
+    that took it, naming the path, the operator and both values. The max parallelism is the
+    number of key groups: a key's group, and so the blob holding its state, follows from it,
+    so it cannot change across a restore (as in Flink). Pure; checked before anything runs.
+    Operators whose old vertex has no state file are not checked (nothing to misplace)."""
+    for vertex in graph.vertices:
+        for op in vertex.operators:
+            for old in meta.vertices:
+                if op.uid not in old.uids or not present(old.subtasks):
+                    continue
+                if old.max_parallelism != vertex.max_parallelism:
+                    raise RestoreError(
+                        f"cannot restore {path}: operator {op.name!r} (uid {op.uid!r}) was "
+                        f"checkpointed with max parallelism {old.max_parallelism}, and this job "
+                        f"gives it max parallelism {vertex.max_parallelism}. The max "
+                        "parallelism is the number of key groups, which place each key's "
+                        "state, so it cannot change across a restore: set it back to "
+                        f"{old.max_parallelism} (pipeline.max-parallelism, or "
+                        f"set_max_parallelism({old.max_parallelism}) on the environment or "
+                        "the operator)"
+                    )
+
+
 def unclaimed_message(checkpoint_id: int, uids: list[str]) -> str:
     return (
         f"checkpoint {checkpoint_id} has state of operators this job does not have: "
