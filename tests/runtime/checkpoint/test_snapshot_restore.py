@@ -162,3 +162,30 @@ def test_a_changed_max_parallelism_is_refused_naming_path_operator_and_both_valu
 def test_the_same_max_parallelism_or_an_operator_without_state_restores() -> None:
     assert restorer({}).read(_savepoint_of_the_map(128)).subtask_files
     restorer({}).read(_savepoint_of_the_map(256, with_state=False))  # nothing to misplace
+
+
+def test_state_of_an_operator_whose_generated_uid_changed_says_what_to_do() -> None:
+    """The map has no uid(): its id is generated from the topology, and the savepoint's (an
+    operator added upstream, say) differs from this job's. The refusal names the operator,
+    says why its id changed and what to do: uid() on stateful operators, or start without
+    the state (the option and the CLI flag)."""
+    old = CheckpointStorage.in_memory("jobold")
+    handle = old.write_file(1, "v9-0.state", b"state")
+    gone = VertexMetadata(vertex_id=9, name="double", uids=("double-0123456789abcdef",),
+                          parallelism=2, max_parallelism=128, subtasks={0: handle})  # fmt: skip
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=4, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(gone,), properties={"savepoint_format": "CANONICAL"},
+    )  # fmt: skip
+    pointer = old.export_savepoint(4, f"memory:///savepoints-{uuid.uuid4().hex}",
+                                   encode_metadata(meta, b"k" * 32, 1 << 20))  # fmt: skip
+    now = next(op.uid for v in job_graph().vertices for op in v.operators if op.name == "double")
+    with pytest.raises(RestoreError) as caught:
+        restorer({}).read(pointer)
+    message = str(caught.value)
+    assert "checkpoint 4 has state of operators this job does not have: " in message
+    assert "'double-0123456789abcdef' (operator 'double', which had no uid())" in message
+    assert "gets an id generated from the topology" in message
+    assert f"(this job generated {now!r})" in message
+    assert "Set .uid(...) on stateful operators" in message
+    assert "execution.state-recovery.ignore-unclaimed-state: true (undertow run -n" in message
