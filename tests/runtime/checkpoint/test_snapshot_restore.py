@@ -153,7 +153,7 @@ def test_a_changed_max_parallelism_is_refused_naming_path_operator_and_both_valu
     with pytest.raises(RestoreError) as caught:
         restorer({}).read(pointer)
     message = str(caught.value)
-    assert f"cannot restore {pointer}: operator 'double' (uid " in message
+    assert f"cannot restore from {pointer}: operator 'double' (uid " in message
     assert "checkpointed with max parallelism 256" in message
     assert "this job gives it max parallelism 128" in message
     assert "set it back to 256" in message

@@ -128,12 +128,13 @@ def plan_restore(
                        channels.rescaled_outputs, finished)  # fmt: skip
 
 
-def check_max_parallelism(graph: JobGraph, meta: CheckpointMetadata, path: str) -> None:
-    """Refuse (:class:`RestoreError`) to restore ``meta``, read from ``path``, into ``graph``
-    if an operator with state in it has another max parallelism in ``graph`` than in the job
-    that took it, naming the path, the operator and both values. The max parallelism is the
-    number of key groups: a key's group, and so the blob holding its state, follows from it,
-    so it cannot change across a restore (as in Flink). Pure; checked before anything runs.
+def check_max_parallelism(graph: JobGraph, meta: CheckpointMetadata) -> None:
+    """Refuse (:class:`RestoreError`) to restore ``meta`` into ``graph`` if an operator with
+    state in it has another max parallelism in ``graph`` than in the job that took it, naming
+    the operator and both values (the caller adds the path: :meth:`RestoreError.at`). The
+    max parallelism is the number of key groups: a key's group, and so the blob holding its
+    state, follows from it, so it cannot change across a restore (as in Flink). Pure;
+    checked before anything runs.
     Operators whose old vertex has no state file are not checked (nothing to misplace)."""
     for vertex in graph.vertices:
         for op in vertex.operators:
@@ -142,7 +143,7 @@ def check_max_parallelism(graph: JobGraph, meta: CheckpointMetadata, path: str) 
                     continue
                 if old.max_parallelism != vertex.max_parallelism:
                     raise RestoreError(
-                        f"cannot restore {path}: operator {op.name!r} (uid {op.uid!r}) was "
+                        f"operator {op.name!r} (uid {op.uid!r}) was "
                         f"checkpointed with max parallelism {old.max_parallelism}, and this job "
                         f"gives it max parallelism {vertex.max_parallelism}. The max "
                         "parallelism is the number of key groups, which place each key's "
@@ -173,20 +174,25 @@ def unclaimed_message(checkpoint_id: int, uids: list[str], job_uids: Iterable[st
     )
     if generated:
         now = sorted(u for u in job_uids if generated_uid_name(u) in generated)
-        message += (
+        return message + (
             "An operator without .uid(...) gets an id generated from the topology (its name "
             "and its inputs' ids), so changing the job before it (an operator added, removed "
             "or renamed upstream) gives it another id, and its state is not found"
             + (f" (this job generated {', '.join(map(repr, now))})" if now else "")
             + ". Set .uid(...) on stateful operators, the same in the job that takes a "
-            "snapshot and in the one that restores it; for this snapshot, "
+            "snapshot and in the one that restores it; to start from this snapshot without "
+            f"that state, set {_IGNORE}"
         )
-    else:
-        message += "Give operators the same .uid(...) as in the job that took the checkpoint, "
     return message + (
-        "or set execution.state-recovery.ignore-unclaimed-state: true (undertow run -n, "
-        "--allowNonRestoredState) to start without that state"
+        "Give operators the same .uid(...) as in the job that took the checkpoint, or set "
+        f"{_IGNORE} to start without that state"
     )
+
+
+_IGNORE = (
+    "execution.state-recovery.ignore-unclaimed-state: true (undertow run -n, "
+    "--allowNonRestoredState)"
+)
 
 
 def present(handles: Mapping[int, FileHandle | None]) -> dict[int, FileHandle]:

@@ -111,9 +111,12 @@ class SnapshotRestore:
             ) from err
         refused = refuse_restore(meta.properties, path, self.settings.state_backend)
         if refused is not None:
-            raise RestoreError(f"job {self.job_id}: {refused}")
-        check_max_parallelism(self.graph, meta, path)
-        plan = plan_restore(self.graph, meta, storage, self.settings.ignore_unclaimed_state)
+            raise RestoreError(f"job {self.job_id}: {refused}", path=path)
+        try:
+            check_max_parallelism(self.graph, meta)
+            plan = plan_restore(self.graph, meta, storage, self.settings.ignore_unclaimed_state)
+        except RestoreError as err:
+            raise err.at(path) from None  # the same refusal, naming the snapshot
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 
     def claim(self, plan: RestorePlan, adopted: list[str] | None, next_id: int) -> int:
