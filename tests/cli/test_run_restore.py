@@ -124,10 +124,11 @@ def test_allow_non_restored_state_starts_a_job_without_an_old_operator(tmp_path:
     assert (checkpoint / "_metadata").is_file(), "NO_CLAIM: the snapshot stays the user's"
 
 
-@pytest.mark.restores
 def test_a_changed_max_parallelism_is_refused_in_one_line_before_the_job_runs(
     tmp_path: Path,
 ) -> None:
+    """Not marked ``restores``: the refusal comes before anything is restored (the conftest
+    fails an unmarked test that restored)."""
     checkpoint = leave_a_checkpoint(tmp_path)  # max parallelism 128, the default
 
     root = checkpointing(tmp_path, interval=False)
