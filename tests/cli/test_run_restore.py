@@ -110,6 +110,10 @@ def test_allow_non_restored_state_starts_a_job_without_an_old_operator(tmp_path:
     refused = undertow_run(tmp_path, *root, "--from-savepoint", str(checkpoint), str(JOB), "resume")
     assert refused.returncode == 1, refused.stderr[-3000:]
     assert "extra-gen" in refused.stderr and "extra-sum" in refused.stderr, refused.stderr[-3000:]
+    line = refused.stderr.strip().splitlines()[-1]  # the refusal, as one line
+    assert line.startswith(f"undertow: cannot restore from {checkpoint}: checkpoint "), line
+    assert "state of operators this job does not have: " in line
+    assert "'extra-gen', 'extra-sum'" in line and "ignore-unclaimed-state: true" in line
     assert not counts(refused.stdout)
 
     started = undertow_run(tmp_path, *root, "-s", str(checkpoint), "-n", str(JOB), "resume")
@@ -118,3 +122,24 @@ def test_allow_non_restored_state_starts_a_job_without_an_old_operator(tmp_path:
     evidence(restored is not None and restored.group(3) == "NO_CLAIM", started.stderr[-3000:])
     assert_went_on_from_the_checkpoint(started.stdout)
     assert (checkpoint / "_metadata").is_file(), "NO_CLAIM: the snapshot stays the user's"
+
+
+def test_a_changed_max_parallelism_is_refused_in_one_line_before_the_job_runs(
+    tmp_path: Path,
+) -> None:
+    """Not marked ``restores``: the refusal comes before anything is restored (the conftest
+    fails an unmarked test that restored)."""
+    checkpoint = leave_a_checkpoint(tmp_path)  # max parallelism 128, the default
+
+    root = checkpointing(tmp_path, interval=False)
+    refused = undertow_run(tmp_path, *root, "-D", "pipeline.max-parallelism=256", "-s",
+                           str(checkpoint), str(JOB), "resume")  # fmt: skip
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert not counts(refused.stdout), "the job must not run"
+    line = refused.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"undertow: cannot restore from {re.escape(str(checkpoint))}: operator '[^']+' "
+        r"\(uid '(gen|sum)'\) was checkpointed with max parallelism 128, and this job gives it "
+        r"max parallelism 256\. .*set it back to 128 .*",
+        line,
+    ), line

@@ -44,14 +44,16 @@ def _retained(root: Path) -> list[str]:
     return pointers
 
 
-def _retain_a_checkpoint(make_env: Any, config: dict[str, str]) -> dict[int, int]:
-    """Run the job until a checkpoint completed and some more time passed, then cancel it;
-    what it emitted. (Waits for the checkpoint itself, not a fixed time: a loaded machine may
-    take seconds to start the workers.)"""
+def _retain_a_checkpoint(
+    make_env: Any, config: dict[str, str], pipeline: Any = _pipeline
+) -> dict[int, int]:
+    """Run the job (``pipeline`` of an environment) until a checkpoint completed and some more
+    time passed, then cancel it; what it emitted. (Waits for the checkpoint itself, not a fixed
+    time: a loaded machine may take seconds to start the workers.)"""
     first = make_env(parallelism=2, config=config)
     root = Path(config["execution.checkpointing.dir"])
     seen_first: dict[int, int] = {}
-    with _pipeline(first).execute_and_collect() as records:
+    with pipeline(first).execute_and_collect() as records:
         checkpointed_at: float | None = None
         for key, count in records:
             seen_first[key] = max(seen_first.get(key, 0), count)
@@ -195,3 +197,38 @@ def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(
     result = renamed({"execution.state-recovery.ignore-unclaimed-state": "true"}).execute("ign")
     read = handled_in_finishing_attempt(result, "read")
     evidence(read < RECORDS, f"the source did not resume: {read} of {RECORDS} records")
+
+
+def _counted_pipeline(env: Any, source_uid: str = "gen") -> Any:
+    """The keyed sum with a map chained to the source: one vertex, ``(source_uid, counted)``."""
+    source = DataGeneratorSource(lambda i: (i % KEYS, 1), count=RECORDS, records_per_second=3000)
+    return (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "gen").uid(source_uid)
+        .map(CountingMap("read")).uid("counted")
+        .key_by(lambda t: t[0]).sum(1).uid("sum")
+    )  # fmt: skip
+
+
+@pytest.mark.restores
+def test_state_a_worker_cannot_place_fails_the_job_with_a_restore_error_naming_the_path(
+    make_env: Any, tmp_path: Path
+) -> None:
+    """The source's uid changed but the map chained to it kept its own: the driver matches the
+    old vertex by the map and plans the restore; the worker finds the source's state, which no
+    operator of the job claims, and refuses. That refusal is a RestoreError naming the
+    snapshot (until 2026-12-02 a JobExecutionError "worker N failed: ...")."""
+    config = _config(tmp_path)
+    _retain_a_checkpoint(make_env, config, _counted_pipeline)
+    pointer = _retained(tmp_path)[-1]
+    env = make_env(parallelism=2, config={**config, "execution.state-recovery.path": pointer})
+    _counted_pipeline(env, source_uid="gen-renamed").sink_to(DiscardingSink())
+    refused: RestoreError | None = None
+    try:
+        env.execute("source uid renamed")
+    except RestoreError as err:
+        refused = err
+    evidence(refused is not None, "the job ran: the source's old state did not reach a worker")
+    assert refused is not None
+    assert str(refused).startswith(f"cannot restore from {pointer}: checkpoint "), str(refused)
+    assert "state of operators this job does not have: 'gen'" in str(refused)
+    assert refused.remote_traceback and "RestoreError" in refused.remote_traceback

@@ -20,7 +20,13 @@ from undertow.graph.partitioners import (
     KeyGroupStreamPartitioner,
     RebalancePartitioner,
 )
-from undertow.graph.stream_graph import StreamGraph, StreamNode, build_stream_graph, describe
+from undertow.graph.stream_graph import (
+    StreamGraph,
+    StreamNode,
+    build_stream_graph,
+    describe,
+    generated_uid_name,
+)
 from undertow.graph.transformations import (
     OneInputTransformation,
     PartitionTransformation,
@@ -192,6 +198,16 @@ def test_explicit_uids_are_kept_and_generated_ones_depend_only_on_the_topology()
     # A new branch does not change the uids of the operators that were there before.
     assert {n.uid for n in first.nodes.values()} <= {n.uid for n in extended.nodes.values()}
     assert _node(first, "Map").uid.startswith("Map-")
+
+
+def test_a_generated_uid_gives_its_operators_name_and_a_users_uid_none() -> None:
+    env = _env()
+    env.from_collection([1]).uid("src").map(str).name("to-text").print()
+    graph = env.get_stream_graph()
+    assert generated_uid_name(_node(graph, "to-text").uid) == "to-text"
+    assert generated_uid_name(_node(graph, "Source: Collection Source").uid) is None
+    for users in ("totals", "totals-v2", "a-0123456789abcdeg", "-0123456789abcdef"):
+        assert generated_uid_name(users) is None
 
 
 def test_no_sink_raises() -> None:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from undertow.common import Configuration
-from undertow.core.errors import JobExecutionError, UndertowError
+from undertow.core.errors import JobExecutionError, RestoreError, UndertowError
 from undertow.datastream import StreamExecutionEnvironment
 from undertow.graph.job_graph import JobGraph, build_job_graph
 from undertow.runtime.checkpoint.channel_state_handles import (
@@ -27,6 +27,7 @@ from undertow.runtime.control.messages import (
     TaskFailed,
     TaskFinished,
     TasksDeployed,
+    WorkerFailed,
 )
 from undertow.runtime.master.attempt import Attempt, await_channel_state_recovery, dispatch
 from undertow.runtime.master.collect_results import CollectResults
@@ -84,6 +85,22 @@ def test_a_task_failure_fails_the_attempt_naming_task_worker_and_traceback() -> 
     assert f"(subtask 2/2 of '{vertex.name}') raised ValueError: bad" in str(error)
     assert origin == TaskOrigin(f"{vertex.name} (2/2)", "worker 1 (10.0.0.9:7001)")
     assert (vertex.id, 1) in attempt.failed and attempt.error is error
+
+
+def test_a_worker_that_refuses_the_checkpoint_fails_the_job_with_a_restore_error() -> None:
+    """A refusal on a worker (state of an operator the job lost from a chain) is the same
+    kind of failure as one on the driver: a RestoreError naming the snapshot, fatal (no
+    restart can fix it), not a generic JobExecutionError."""
+    attempt, host = Attempt(0, graph(), 2, 10_000), FakeHost()
+    registered(attempt, host)
+    attempt.restore_path = "/snapshots/savepoint-abc123-4"
+    why = "checkpoint 4 has state of operators this job does not have: 'gone'"
+    refused = WorkerFailed(0, 1, why, "Traceback ...", fatal=True, restore_refused=True)
+    dispatch(host, attempt, 1, object(), refused)  # type: ignore[arg-type]
+    [(error, _)] = host.failures
+    assert isinstance(error, RestoreError) and attempt.fatal
+    assert str(error) == f"cannot restore from /snapshots/savepoint-abc123-4: {why}"
+    assert error.remote_traceback == "Traceback ..."
 
 
 def test_the_attempt_ends_when_every_subtask_finished_summing_accumulators() -> None:

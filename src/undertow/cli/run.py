@@ -4,7 +4,8 @@ The script runs as ``__main__``; every ``StreamExecutionEnvironment`` it creates
 the options given here (``-p``, ``-t``, ``--master``, ``--workers``, ``-D KEY=VALUE`` and
 Flink's restore flags ``-s``, ``--claimMode``, ``-n``), and the script's own settings win, as
 in Flink. Every option, and that the script can be opened, is checked before it runs (exit
-2, one line); a job that fails exits 1; Ctrl-C cancels the job and exits 130.
+2, one line); a job that fails exits 1, and one whose snapshot is refused prints one line,
+``undertow: cannot restore from PATH: WHY``, and exits 1; Ctrl-C cancels the job and exits 130.
 
 Lifecycle: :func:`run` writes the options into the process-wide
 :data:`~undertow.datastream.stream_execution_environment.CLI_DEFAULTS` once, then runs the
@@ -25,7 +26,7 @@ from typing import Any
 
 from undertow.cli.console import StatusConsole
 from undertow.core.config import ConfigOption, Configuration, Options
-from undertow.core.errors import ConfigurationError, UndertowError
+from undertow.core.errors import ConfigurationError, RestoreError, UndertowError
 from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
 
 CLAIM_MODES = ("CLAIM", "NO_CLAIM")
@@ -202,6 +203,15 @@ def _unreadable(script: str) -> str | None:
         return f"can't open file {os.path.abspath(script)!r}: [Errno {err.errno}] {err.strerror}"
 
 
+def restore_refusal(err: RestoreError, config: Configuration) -> str:
+    """``err`` as one line: ``cannot restore from PATH: WHY``; the path is the error's, else
+    the ``-s`` / ``execution.state-recovery.path`` of the command line (a job script may set
+    another: the error's wins)."""
+    path = err.path or config.get(Options.RECOVERY_PATH)
+    why = " ".join(err.reason.split())
+    return f"cannot restore from {path}: {why}" if path else f"cannot restore: {why}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the job script of a parsed ``run`` command line; the process's exit code."""
     try:
@@ -222,6 +232,9 @@ def run(args: argparse.Namespace) -> int:
         status.start()
     try:
         runpy.run_path(args.script, run_name="__main__")
+    except RestoreError as err:  # before the job ran, or as its workers deployed
+        print(f"undertow: {restore_refusal(err, config)}", file=sys.stderr)
+        return 1
     except UndertowError as err:
         # a task's failure already says "job failed: operator ..."; say it once
         print(f"undertow: job failed: {str(err).removeprefix(JOB_FAILED)}", file=sys.stderr)

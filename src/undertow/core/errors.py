@@ -8,6 +8,8 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class UndertowError(Exception):
     """Base class of every error raised by undertow."""
@@ -55,8 +57,35 @@ class StateError(UndertowError, RuntimeError):
 
 class RestoreError(StateError):
     """A checkpoint cannot be restored into this job: it holds state of operators the job does
-    not have (see ``execution.state-recovery.ignore-unclaimed-state``). Restarting cannot fix
-    it, so the job fails."""
+    not have (see ``execution.state-recovery.ignore-unclaimed-state``), or an operator with
+    state has another max parallelism than when it was taken. Restarting cannot fix it, so the
+    job fails. ``reason`` says why; ``path``, when known, is the snapshot's (``str()`` is then
+    ``cannot restore from PATH: REASON``); a refusal on a worker carries its
+    ``remote_traceback`` (not in ``str()``: the reason is one line)."""
+
+    def __init__(
+        self, reason: str, *, path: str | None = None, remote_traceback: str | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+        self.remote_traceback = remote_traceback
+
+    def __str__(self) -> str:
+        return f"cannot restore from {self.path}: {self.reason}" if self.path else self.reason
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep path and traceback across pickling
+        return (_restore_error, (self.reason, self.path, self.remote_traceback))
+
+    def at(self, path: str) -> RestoreError:
+        """This refusal, of the snapshot at ``path`` (its own path, if it has one, is kept)."""
+        if self.path is not None:
+            return self
+        return RestoreError(self.reason, path=path, remote_traceback=self.remote_traceback)
+
+
+def _restore_error(reason: str, path: str | None, remote_traceback: str | None) -> RestoreError:
+    return RestoreError(reason, path=path, remote_traceback=remote_traceback)
 
 
 class NetworkError(UndertowError, ConnectionError):

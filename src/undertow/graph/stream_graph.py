@@ -202,6 +202,16 @@ def _generate_uids(nodes: dict[int, StreamNode]) -> None:
     assert all(n.uid for n in nodes.values()), "the stream graph has a cycle"
 
 
+def generated_uid_name(uid: str) -> str | None:
+    """The operator name in a uid that :func:`_generate_uids` made (``NAME-<16 hex digits>``),
+    or None for a uid of another shape (one given with ``uid()``). A user's uid of exactly that
+    shape is taken for a generated one: only messages use this."""
+    name, dash, digest = uid.rpartition("-")
+    if name and dash and len(digest) == 16 and set(digest) <= set("0123456789abcdef"):
+        return name
+    return None
+
+
 def _check_uids(nodes: dict[int, StreamNode]) -> None:
     seen: dict[str, str] = {}
     for node in nodes.values():

@@ -57,7 +57,6 @@ from undertow.state.heap_ttl import (
     wrap_entry,
 )
 from undertow.state.key_groups import (
-    PLAIN_KEY_TYPES,
     assign_to_key_group,
     groups_by_equality,
     hashable_key,
@@ -109,7 +108,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     def set_current_key(self, key: Any) -> None:
         ctx = self._ctx
         ctx.key = key
-        if type(key) in PLAIN_KEY_TYPES or groups_by_equality(key):
+        key_type = type(key)  # int, str first: `is` tests cost less than the set's lookup
+        if key_type is int or key_type is str or groups_by_equality(key):
             offset = self._offsets.get(key)
             if offset is None:
                 offset = self._offset_of(key)
@@ -158,7 +158,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         out = []
         append = out.append
         for key, value in zip(keys, values):
-            plain = type(key) in PLAIN_KEY_TYPES or groups_by_equality(key)
+            key_type = type(key)
+            plain = key_type is int or key_type is str or groups_by_equality(key)
             offset = offsets.get(key) if plain else None
             if offset is None:
                 set_key(key)  # computes and caches the offset, or raises StateError

@@ -125,3 +125,67 @@ def test_state_of_an_operator_the_job_lost_fails_unless_ignored(ignore: bool) ->
     else:
         with pytest.raises(RestoreError, match="gone-uid"):
             restore.read(pointer)
+
+
+def _savepoint_of_the_map(max_parallelism: int, with_state: bool = True) -> str:
+    """A savepoint of the test job whose keyed map vertex was taken with ``max_parallelism``
+    (``with_state``: one subtask wrote a state file); its path."""
+    old = CheckpointStorage.in_memory("jobold")
+    vertex = next(v for v in job_graph().vertices if "double" in v.name)
+    handle = old.write_file(1, "v2-0.state", b"state")
+    mapped = VertexMetadata(
+        vertex_id=vertex.id, name=vertex.name, uids=tuple(op.uid for op in vertex.operators),
+        parallelism=2, max_parallelism=max_parallelism,
+        subtasks={0: handle} if with_state else {},
+    )  # fmt: skip
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(mapped,), properties={"savepoint_format": "CANONICAL"},
+    )  # fmt: skip
+    target = f"memory:///savepoints-{uuid.uuid4().hex}"
+    return old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+
+
+def test_a_changed_max_parallelism_is_refused_naming_path_operator_and_both_values() -> None:
+    """Key groups place each key's state: the number of them cannot change across a restore
+    (Flink refuses it too). The job's max parallelism is 128; the savepoint's map had 256."""
+    pointer = _savepoint_of_the_map(256)
+    with pytest.raises(RestoreError) as caught:
+        restorer({}).read(pointer)
+    message = str(caught.value)
+    assert f"cannot restore from {pointer}: operator 'double' (uid " in message
+    assert "checkpointed with max parallelism 256" in message
+    assert "this job gives it max parallelism 128" in message
+    assert "set it back to 256" in message
+
+
+def test_the_same_max_parallelism_or_an_operator_without_state_restores() -> None:
+    assert restorer({}).read(_savepoint_of_the_map(128)).subtask_files
+    restorer({}).read(_savepoint_of_the_map(256, with_state=False))  # nothing to misplace
+
+
+def test_state_of_an_operator_whose_generated_uid_changed_says_what_to_do() -> None:
+    """The map has no uid(): its id is generated from the topology, and the savepoint's (an
+    operator added upstream, say) differs from this job's. The refusal names the operator,
+    says why its id changed and what to do: uid() on stateful operators, or start without
+    the state (the option and the CLI flag)."""
+    old = CheckpointStorage.in_memory("jobold")
+    handle = old.write_file(1, "v9-0.state", b"state")
+    gone = VertexMetadata(vertex_id=9, name="double", uids=("double-0123456789abcdef",),
+                          parallelism=2, max_parallelism=128, subtasks={0: handle})  # fmt: skip
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=4, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(gone,), properties={"savepoint_format": "CANONICAL"},
+    )  # fmt: skip
+    pointer = old.export_savepoint(4, f"memory:///savepoints-{uuid.uuid4().hex}",
+                                   encode_metadata(meta, b"k" * 32, 1 << 20))  # fmt: skip
+    now = next(op.uid for v in job_graph().vertices for op in v.operators if op.name == "double")
+    with pytest.raises(RestoreError) as caught:
+        restorer({}).read(pointer)
+    message = str(caught.value)
+    assert "checkpoint 4 has state of operators this job does not have: " in message
+    assert "'double-0123456789abcdef' (operator 'double', which had no uid())" in message
+    assert "gets an id generated from the topology" in message
+    assert f"(this job generated {now!r})" in message
+    assert "Set .uid(...) on stateful operators" in message
+    assert "execution.state-recovery.ignore-unclaimed-state: true (undertow run -n" in message

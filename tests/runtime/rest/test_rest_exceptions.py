@@ -17,7 +17,7 @@ import pytest
 from tests.rest_client import fetch, wait_for
 
 from undertow.common import Configuration, WatermarkStrategy
-from undertow.core.errors import JobCancelledError, JobExecutionError
+from undertow.core.errors import JobCancelledError, JobExecutionError, RestoreError
 from undertow.datastream import JobStatus, StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.runtime.master.exception_history import (
@@ -168,6 +168,19 @@ def test_a_remote_traceback_names_the_exception_raised_in_the_task() -> None:
     assert record.origin is not None and record.origin.task_name == "parse (3/4)"
     assert record.stacktrace.startswith("job failed: operator 'parse'")
     assert record.stacktrace.endswith("mod.sub.ParseError: x: y")
+
+
+def test_a_workers_restore_refusal_is_recorded_with_its_path_and_the_workers_traceback() -> None:
+    remote = ('Traceback (most recent call last):\n  File "builder.py", line 9, in restore\n'
+              "undertow.core.errors.RestoreError: checkpoint 4 has state of 'gen'\n")  # fmt: skip
+    refused = RestoreError(
+        "checkpoint 4 has state of 'gen'", path="/chk-4", remote_traceback=remote
+    )
+    record = failure_record(refused, 0, 5)
+    assert record.exception_name == "RestoreError"
+    assert record.message == "cannot restore from /chk-4: checkpoint 4 has state of 'gen'"
+    assert record.stacktrace.endswith("RestoreError: checkpoint 4 has state of 'gen'")
+    assert 'File "builder.py"' in record.stacktrace
 
 
 def _view(history: ExceptionHistory) -> Any:

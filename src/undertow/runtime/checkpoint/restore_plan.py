@@ -17,12 +17,13 @@ coordinator for failover and for ``execution.state-recovery.path``.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobGraph
+from undertow.graph.stream_graph import generated_uid_name
 from undertow.runtime.checkpoint.channel_recovery.plan import plan_channel_recovery
 from undertow.runtime.checkpoint.channel_recovery.rescale import ReemitChannel
 from undertow.runtime.checkpoint.channel_state_handles import ChannelStateHandles
@@ -80,7 +81,7 @@ def plan_restore(
     unclaimed = [v for v in meta.vertices if present(v.subtasks) and not (set(v.uids) & new_uids)]
     if unclaimed and not ignore_unclaimed_state:
         raise RestoreError(unclaimed_message(
-            meta.checkpoint_id, [u for v in unclaimed for u in v.uids]
+            meta.checkpoint_id, [u for v in unclaimed for u in v.uids], new_uids
         ))  # fmt: skip
     finished_uids = frozenset(u for v in meta.vertices if v.finished for u in v.uids)
     finished = finished_on_restore(
@@ -127,13 +128,71 @@ def plan_restore(
                        channels.rescaled_outputs, finished)  # fmt: skip
 
 
-def unclaimed_message(checkpoint_id: int, uids: list[str]) -> str:
-    return (
+def check_max_parallelism(graph: JobGraph, meta: CheckpointMetadata) -> None:
+    """Refuse (:class:`RestoreError`) to restore ``meta`` into ``graph`` if an operator with
+    state in it has another max parallelism in ``graph`` than in the job that took it, naming
+    the operator and both values (the caller adds the path: :meth:`RestoreError.at`). The
+    max parallelism is the number of key groups: a key's group, and so the blob holding its
+    state, follows from it, so it cannot change across a restore (as in Flink). Pure;
+    checked before anything runs.
+    Operators whose old vertex has no state file are not checked (nothing to misplace)."""
+    for vertex in graph.vertices:
+        for op in vertex.operators:
+            for old in meta.vertices:
+                if op.uid not in old.uids or not present(old.subtasks):
+                    continue
+                if old.max_parallelism != vertex.max_parallelism:
+                    raise RestoreError(
+                        f"operator {op.name!r} (uid {op.uid!r}) was "
+                        f"checkpointed with max parallelism {old.max_parallelism}, and this job "
+                        f"gives it max parallelism {vertex.max_parallelism}. The max "
+                        "parallelism is the number of key groups, which place each key's "
+                        "state, so it cannot change across a restore: set it back to "
+                        f"{old.max_parallelism} (pipeline.max-parallelism, or "
+                        f"set_max_parallelism({old.max_parallelism}) on the environment or "
+                        "the operator)"
+                    )
+
+
+def unclaimed_message(checkpoint_id: int, uids: list[str], job_uids: Iterable[str] = ()) -> str:
+    """Why a restore of ``checkpoint_id`` is refused: it has state of operators ``uids`` that
+    the job (whose operators have ``job_uids``) does not have, and what to do. An operator that
+    had no ``uid()`` (its uid generated from the topology) is named, with why its id changed;
+    if the job has an operator of that name whose uid is generated too, that one is named."""
+    listed = []
+    generated: list[str] = []
+    for uid in sorted(uids):
+        name = generated_uid_name(uid)
+        if name is None:
+            listed.append(repr(uid))
+        else:
+            generated.append(name)
+            listed.append(f"{uid!r} (operator {name!r}, which had no uid())")
+    message = (
         f"checkpoint {checkpoint_id} has state of operators this job does not have: "
-        f"{', '.join(repr(u) for u in sorted(uids))}. Give operators the same .uid(...) as in "
-        "the job that took the checkpoint, or set "
-        "execution.state-recovery.ignore-unclaimed-state: true to drop that state"
+        f"{', '.join(listed)}. "
     )
+    if generated:
+        now = sorted(u for u in job_uids if generated_uid_name(u) in generated)
+        return message + (
+            "An operator without .uid(...) gets an id generated from the topology (its name "
+            "and its inputs' ids), so changing the job before it (an operator added, removed "
+            "or renamed upstream) gives it another id, and its state is not found"
+            + (f" (this job generated {', '.join(map(repr, now))})" if now else "")
+            + ". Set .uid(...) on stateful operators, the same in the job that takes a "
+            "snapshot and in the one that restores it; to start from this snapshot without "
+            f"that state, set {_IGNORE}"
+        )
+    return message + (
+        "Give operators the same .uid(...) as in the job that took the checkpoint, or set "
+        f"{_IGNORE} to start without that state"
+    )
+
+
+_IGNORE = (
+    "execution.state-recovery.ignore-unclaimed-state: true (undertow run -n, "
+    "--allowNonRestoredState)"
+)
 
 
 def present(handles: Mapping[int, FileHandle | None]) -> dict[int, FileHandle]:

@@ -22,7 +22,11 @@ from undertow.core.errors import RestoreError
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode, RestoredSnapshot, decide_claim
 from undertow.runtime.checkpoint.metadata import decode_metadata
-from undertow.runtime.checkpoint.restore_plan import RestorePlan, plan_restore
+from undertow.runtime.checkpoint.restore_plan import (
+    RestorePlan,
+    check_max_parallelism,
+    plan_restore,
+)
 from undertow.runtime.checkpoint.retention import CheckpointRetention
 from undertow.runtime.checkpoint.savepoint import refuse_restore
 from undertow.runtime.checkpoint.settings import CheckpointSettings
@@ -107,8 +111,12 @@ class SnapshotRestore:
             ) from err
         refused = refuse_restore(meta.properties, path, self.settings.state_backend)
         if refused is not None:
-            raise RestoreError(f"job {self.job_id}: {refused}")
-        plan = plan_restore(self.graph, meta, storage, self.settings.ignore_unclaimed_state)
+            raise RestoreError(f"job {self.job_id}: {refused}", path=path)
+        try:
+            check_max_parallelism(self.graph, meta)
+            plan = plan_restore(self.graph, meta, storage, self.settings.ignore_unclaimed_state)
+        except RestoreError as err:
+            raise err.at(path) from None  # the same refusal, naming the snapshot
         return replace(plan, pointer=location.pointer, metadata_size=len(payload))
 
     def claim(self, plan: RestorePlan, adopted: list[str] | None, next_id: int) -> int:

@@ -100,13 +100,16 @@ class TaskFailed:
 @dataclass(frozen=True, slots=True)
 class WorkerFailed:
     """A failure outside any task (network, deployment). ``fatal``: restarting cannot help
-    (the checkpoint to restore is corrupt), so the job fails without a restart."""
+    (the checkpoint to restore is corrupt, or refused), so the job fails without a restart.
+    ``restore_refused``: the worker refused the checkpoint (a ``RestoreError``), and the job
+    fails with one."""
 
     attempt: AttemptNumber
     worker_index: int
     error: str
     traceback: str
     fatal: bool = False
+    restore_refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)

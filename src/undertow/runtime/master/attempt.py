@@ -25,7 +25,7 @@ import time
 from typing import Any, Protocol
 
 from undertow.connectors.source import SplitEnumerator
-from undertow.core.errors import JobExecutionError, UndertowError
+from undertow.core.errors import JobExecutionError, RestoreError, UndertowError
 from undertow.core.types import AttemptNumber
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.channel_recovery import in_place_input_subtasks
@@ -103,8 +103,10 @@ class Attempt:
         self.origin: TaskOrigin | None = None
         #: When it failed (epoch ms); -1 while it has not.
         self.failed_at = -1
-        #: A failure that restarting cannot fix (a corrupt checkpoint to restore).
+        #: A failure that restarting cannot fix (a corrupt checkpoint to restore, or refused).
         self.fatal = False
+        #: The snapshot this attempt restores (its directory), to name in a refusal; or None.
+        self.restore_path: str | None = None
 
     def end(self, error: UndertowError | None = None) -> None:
         if self.done.is_set():
@@ -197,9 +199,12 @@ def dispatch(
                 operator=msg.operator, subtask=msg.subtask, remote_traceback=msg.traceback,
             ), origin)  # fmt: skip
         case WorkerFailed():
-            error = JobExecutionError(
+            error: UndertowError = JobExecutionError(
                 f"worker {msg.worker_index} failed: {msg.error}", remote_traceback=msg.traceback
             )
+            if msg.restore_refused:  # the job fails with the refusal itself, as on the driver
+                error = RestoreError(msg.error, path=attempt.restore_path,
+                                     remote_traceback=msg.traceback)  # fmt: skip
             if msg.fatal:
                 attempt.fatal = True
                 host.fail(attempt, error)

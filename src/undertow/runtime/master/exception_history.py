@@ -18,7 +18,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass
 
-from undertow.core.errors import JobExecutionError
+from undertow.core.errors import JobExecutionError, RestoreError
 from undertow.core.types import AttemptNumber
 
 #: Flink's default ``web.exception-history-size``.
@@ -63,7 +63,11 @@ def failure_record(
     """The record of ``error``, which ended ``attempt`` at ``timestamp``."""
     message = str(error.args[0]) if error.args else type(error).__name__
     name = type(error).__name__
-    remote = error.remote_traceback if isinstance(error, JobExecutionError) else None
+    remote = None
+    if isinstance(error, JobExecutionError):
+        remote = error.remote_traceback
+    elif isinstance(error, RestoreError):  # its str() names the snapshot; a worker's: traceback
+        message, remote = str(error), error.remote_traceback
     if remote:
         name = _raised_name(remote) or name
         stacktrace = f"{message}\n\n{remote.rstrip()}"

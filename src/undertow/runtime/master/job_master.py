@@ -297,7 +297,7 @@ class JobMaster:
                     break
                 decision: Restart | GiveUp
                 if self._current is not None and self._current.fatal:
-                    decision = GiveUp("the checkpoint to restore from is corrupt (no fallback)")
+                    decision = GiveUp("the checkpoint to restore is corrupt or refused")
                 else:
                     decision = self._restart.decide(time.time_ns() // 1_000_000)
                 if isinstance(decision, GiveUp):
@@ -354,11 +354,7 @@ class JobMaster:
 
     def _report_restored(self, plan: RestorePlan) -> None:
         meta = plan.metadata
-        path = plan.pointer  # a restored (claimed) snapshot; the job's own: its chk-<n>
-        if not path:
-            storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
-            path = storage.checkpoint_pointer(meta.checkpoint_id)
-        self.checkpoint_stats.report_restored(meta.checkpoint_id, now_ms(), path,
+        self.checkpoint_stats.report_restored(meta.checkpoint_id, now_ms(), _pointer(plan),
                                               meta.is_savepoint)  # fmt: skip
 
     async def _initial_restore(self) -> RestorePlan | None:
@@ -441,6 +437,7 @@ class JobMaster:
             self.gateway.send_to_subtask, attempt.number,
         )  # fmt: skip
         assignment = restore_assignment(restore, self.job_id)
+        attempt.restore_path = _pointer(restore) if restore is not None else None
         self._fire(JobEvent.DEPLOYED)
         attempt.deployed_at = now_ms()
         for conn in attempt.workers.values():
@@ -512,3 +509,10 @@ def _tell_both(
 
 def _first_line(error: BaseException) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _pointer(plan: RestorePlan) -> str:
+    """The directory of the snapshot ``plan`` restores: a restored (claimed) snapshot's, or
+    the job's own ``chk-<n>``."""
+    storage = CheckpointStorage(plan.checkpoint_dir, plan.job_id)
+    return plan.pointer or storage.checkpoint_pointer(plan.metadata.checkpoint_id)

@@ -221,7 +221,7 @@ class TaskDeploymentBuilder:
             uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
             stray = {u for snaps in restored.values() for s in snaps for u in s.operators} - uids
             if stray:
-                raise RestoreError(unclaimed_message(assignment.checkpoint_id, list(stray)))
+                raise RestoreError(unclaimed_message(assignment.checkpoint_id, list(stray), uids))
         return restored
 
     def _build_writers(

@@ -160,9 +160,10 @@ class Worker:
             if early is not None:
                 await self._serve(early)
         except Exception as err:
-            fatal = isinstance(err, (CorruptCheckpointError, RestoreError))
+            refused = isinstance(err, RestoreError)
+            fatal = refused or isinstance(err, CorruptCheckpointError)
             self.send(WorkerFailed(self.attempt, self.worker_index, str(err),
-                                   traceback.format_exc(), fatal))  # fmt: skip
+                                   traceback.format_exc(), fatal, refused))  # fmt: skip
             await self.ctrl.drain()
             raise
         finally:
