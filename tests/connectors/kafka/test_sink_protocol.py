@@ -11,6 +11,7 @@ key's records in order.
 from __future__ import annotations
 
 import itertools
+import pickle
 from dataclasses import dataclass, field
 
 from hypothesis import example, given, settings
@@ -21,7 +22,9 @@ from undertow.connectors.kafka.sink_protocol import (
     MarkerKey,
     PendingBatch,
     ProducedRecord,
+    changed_progress_topic,
     commit_decision,
+    ids_of_other_prefixes,
     ids_to_fence,
     restore_decision,
     transaction_timeout_problem,
@@ -89,6 +92,39 @@ def test_transaction_timeout_is_checked_against_the_broker_and_the_checkpoint_ti
     assert too_long is not None and "transaction.max.timeout.ms = 900000" in too_long
     too_short = transaction_timeout_problem(60_000, None, 600_000)
     assert too_short is not None and "execution.checkpointing.timeout = 600000" in too_short
+
+
+#: A writer state as checkpoints before 2026-12-02 hold it (pickled by that code, without the
+#: prefix and the progress topic): KafkaWriterState(2, 3, "tok", (PendingBatch(7,
+#: (ProducedRecord("out", b"k", b"v", None),)),)).
+OLD_FORMAT_STATE = (
+    b"\x80\x05\x95\x9f\x00\x00\x00\x00\x00\x00\x00\x8c'undertow.connectors.kafka.sink_protocol"
+    b"\x94\x8c\x10KafkaWriterState\x94\x93\x94)\x81\x94]\x94(K\x02K\x03\x8c\x03tok\x94h\x00\x8c"
+    b"\x0cPendingBatch\x94\x93\x94)\x81\x94]\x94(K\x07h\x00\x8c\x0eProducedRecord\x94\x93\x94)"
+    b"\x81\x94]\x94(\x8c\x03out\x94C\x01k\x94C\x01v\x94Neb\x85\x94eb\x85\x94eb."
+)
+
+
+def test_a_state_of_an_older_checkpoint_loads_with_the_defaults() -> None:
+    old = pickle.loads(OLD_FORMAT_STATE)
+    records = (ProducedRecord("out", b"k", b"v", None),)
+    assert old == KafkaWriterState(2, 3, "tok", (PendingBatch(7, records),), "", "")
+    assert old.key(PREFIX) == MarkerKey(PREFIX, "tok", 2)  # the sink's current prefix
+    assert changed_progress_topic([old], "any-topic") is None  # not recorded: not checked
+    assert ids_of_other_prefixes([old], PREFIX) == []
+    again = pickle.loads(pickle.dumps(old))
+    assert again == old
+
+
+def test_a_state_records_its_prefix_and_progress_topic_and_round_trips() -> None:
+    state = KafkaWriterState(1, 2, "tok", (_batch(3, 1),), "old-prefix", "progress-a")
+    again = pickle.loads(pickle.dumps(state))
+    assert again == state
+    assert again.key("new-prefix") == MarkerKey("old-prefix", "tok", 1)  # where it was written
+    assert changed_progress_topic([again], "progress-a") is None
+    assert changed_progress_topic([again], "progress-b") == "progress-a"
+    assert ids_of_other_prefixes([again], "new-prefix") == ["old-prefix-1"]
+    assert ids_of_other_prefixes([again], "old-prefix") == []
 
 
 # -- a model of the whole protocol ---------------------------------------------------------------

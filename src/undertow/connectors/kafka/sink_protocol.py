@@ -16,7 +16,7 @@ The longer story: docs/design.md, "Kafka sink: exactly-once without resumable tr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from undertow.core.errors import UndertowError
 
@@ -75,15 +75,37 @@ class MarkerKey:
 @dataclass(frozen=True, slots=True)
 class KafkaWriterState:
     """What one writer snapshots per owner it holds. Routed by ``subtask`` after a rescale;
-    ``parallelism`` is that of the run that took the snapshot (for fencing)."""
+    ``parallelism`` is that of the run that took the snapshot (for fencing).
+
+    ``prefix`` and ``progress_topic`` are the transactional id prefix and the progress topic
+    the writer used: its markers are keyed by that prefix, on that topic. States of
+    checkpoints taken before they were recorded unpickle with ``""`` for both (the sink's
+    current prefix is then assumed, and the topic not checked): the pickled form is the list
+    of the fields in order, and :meth:`__setstate__` fills the fields an older list lacks."""
 
     subtask: int
     parallelism: int
     token: str
     batches: tuple[PendingBatch, ...]
+    prefix: str = ""
+    progress_topic: str = ""
 
     def key(self, prefix: str) -> MarkerKey:
-        return MarkerKey(prefix, self.token, self.subtask)
+        """The key of this state's marker: under the recorded prefix, else ``prefix``."""
+        return MarkerKey(self.prefix or prefix, self.token, self.subtask)
+
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        known = fields(self)
+        if not 4 <= len(state) <= len(known):
+            raise ValueError(f"KafkaWriterState: a pickled state of {len(state)} fields, "
+                             f"expected 4 to {len(known)}")  # fmt: skip
+        for field, value in zip(known, state):
+            object.__setattr__(self, field.name, value)
+        for field in known[len(state) :]:
+            object.__setattr__(self, field.name, field.default)
 
 
 # -- transactional ids ---------------------------------------------------------------------------
@@ -105,7 +127,26 @@ def ids_to_fence(states: Iterable[KafkaWriterState], index: int, parallelism: in
     return sorted(fenced)
 
 
+def ids_of_other_prefixes(states: Iterable[KafkaWriterState], prefix: str) -> list[str]:
+    """The transactional ids of restored states written under a prefix other than ``prefix``
+    (the sink's prefix was changed): the new owner fences them as it fences its own, since a
+    crashed commit of the old run may have left them open."""
+    return sorted({transactional_id(s.prefix, s.subtask) for s in states
+                   if s.prefix and s.prefix != prefix})  # fmt: skip
+
+
 # -- restore -------------------------------------------------------------------------------------
+def changed_progress_topic(states: Iterable[KafkaWriterState], progress_topic: str) -> str | None:
+    """The progress topic the restored states' markers are on if it is not ``progress_topic``
+    (the one the sink is configured with now), else ``None``. A restore must read the markers
+    where they were written: on another topic none would be found, and every restored batch
+    would be written again (duplicates). States that did not record it are not checked."""
+    for state in states:
+        if state.progress_topic and state.progress_topic != progress_topic:
+            return state.progress_topic
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class RestoreDecision:
     """What a restored writer writes in its first transaction, before new input.

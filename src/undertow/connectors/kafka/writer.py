@@ -31,7 +31,9 @@ from undertow.connectors.kafka.sink_protocol import (
     MarkerKey,
     PendingBatch,
     ProducedRecord,
+    changed_progress_topic,
     commit_decision,
+    ids_of_other_prefixes,
     ids_to_fence,
     restore_decision,
     transaction_timeout_problem,
@@ -193,10 +195,13 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
         self.restored_checkpoint = context.restored_checkpoint_id()
         self.dead: tuple[MarkerKey, ...] = ()
         self._check_transaction_timeout(context)
+        self._check_progress_topic(restored)
         io.ensure_progress_topic(self.config, self.progress_topic, self.where, self.timeout_s)
         for other in ids_to_fence(restored, self.subtask, self.parallelism):
             if other != self.subtask:
-                self._fence(other)
+                self._fence(transactional_id(self.prefix, other))
+        for other_id in ids_of_other_prefixes(restored, self.prefix):
+            self._fence(other_id)
         self._init_transactions()
         if restored:
             self._recover(restored)
@@ -211,9 +216,22 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
         if problem is not None:
             raise KafkaSinkError(f"{self.where}: {problem}")
 
-    def _fence(self, subtask: int) -> None:
-        """Initialize (fence, abort) the id of an old subtask this one took over."""
-        config = {**self.config, "transactional.id": transactional_id(self.prefix, subtask)}
+    def _check_progress_topic(self, restored: Sequence[KafkaWriterState]) -> None:
+        """Refuse a restore whose markers are on another progress topic than the one the sink
+        is configured with: none would be found there, and every restored batch written
+        again."""
+        old = changed_progress_topic(restored, self.progress_topic)
+        if old is not None:
+            raise KafkaSinkError(
+                f"{self.where}: the state restored from checkpoint {self.restored_checkpoint} "
+                f"has its progress markers on topic {old!r}, but {io.PROGRESS_TOPIC} is now "
+                f"{self.progress_topic!r}; set it back to {old!r} to restore this checkpoint "
+                "(a new progress topic needs a start without it)"
+            )
+
+    def _fence(self, other_id: str) -> None:
+        """Initialize (fence, abort) an id this subtask took over from an old subtask."""
+        config = {**self.config, "transactional.id": other_id}
         try:
             Producer(config).init_transactions(self.timeout_s)
         except KafkaException as err:
@@ -267,7 +285,8 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             self.prepared = []
         self._crash(AFTER_PRE_COMMIT, checkpoint_id)
         batches = tuple(self.pending[c] for c in sorted(self.pending))
-        return [KafkaWriterState(self.subtask, self.parallelism, self.key.token, batches)]
+        return [KafkaWriterState(self.subtask, self.parallelism, self.key.token, batches,
+                                 self.prefix, self.progress_topic)]  # fmt: skip
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         decision = commit_decision(
