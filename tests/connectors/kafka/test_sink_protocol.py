@@ -18,6 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from undertow.connectors.kafka.sink_protocol import (
+    IdUseKey,
     KafkaWriterState,
     MarkerKey,
     PendingBatch,
@@ -26,6 +27,7 @@ from undertow.connectors.kafka.sink_protocol import (
     commit_decision,
     ids_of_other_prefixes,
     ids_to_fence,
+    lingering_ids,
     restore_decision,
     transaction_timeout_problem,
     transactional_id,
@@ -57,6 +59,21 @@ def test_restored_subtask_fences_its_own_id_and_the_vanished_ones_routed_to_it()
     assert ids_to_fence([s for s in states if s.subtask % 2 == 1], 1, 2) == [1, 3]
     # scaling up: nobody fences more than its own id
     assert ids_to_fence(states[:1], 0, 8) == [0]
+
+
+def test_id_use_keys_round_trip_and_are_no_marker_keys() -> None:
+    key = IdUseKey("my-sink", 4)
+    assert IdUseKey.decode(key.encode()) == key
+    assert MarkerKey.decode(key.encode()) is None
+    assert IdUseKey.decode(MarkerKey("my-sink", "abc", 4).encode()) is None
+    assert IdUseKey.decode(b"some other record") is None
+
+
+def test_subtask_0_alone_fences_the_ids_used_at_or_above_the_parallelism() -> None:
+    used = [0, 1, 2, 5]
+    assert lingering_ids(used, 0, 2) == [2, 5]
+    assert lingering_ids(used, 1, 2) == []
+    assert lingering_ids(used, 0, 6) == []  # every used id has its own subtask in this run
 
 
 def test_restore_writes_exactly_the_batches_above_the_marker() -> None:

@@ -135,6 +135,43 @@ def ids_of_other_prefixes(states: Iterable[KafkaWriterState], prefix: str) -> li
                    if s.prefix and s.prefix != prefix})  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class IdUseKey:
+    """The key of an *id-use record* on the progress topic: a run of the sink ``prefix``
+    started the subtask ``subtask`` and so may have opened transactions with its id. Written
+    (not transactionally) by every exactly-once subtask at start, before its first
+    transaction; read by subtask 0 of later runs (:func:`lingering_ids`). Four ``\\x00``-
+    separated parts, so :meth:`MarkerKey.decode` takes it for no marker."""
+
+    prefix: str
+    subtask: int
+
+    def encode(self) -> bytes:
+        return f"{self.prefix}\x00\x00{self.subtask}\x00id-used".encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> IdUseKey | None:
+        """The key, or ``None`` for a record that is not an id-use record."""
+        parts = raw.decode("utf-8", "replace").split("\x00")
+        if len(parts) != 4 or parts[1] or parts[3] != "id-used" or not parts[2].isdigit():
+            return None
+        return IdUseKey(parts[0], int(parts[2]))
+
+
+def lingering_ids(used: Iterable[int], index: int, parallelism: int) -> list[int]:
+    """Subtask indices whose transactional ids subtask ``index`` fences at start because an
+    earlier run of the sink used them (``used``: the id-use records) and no subtask of this
+    run will: those at or above ``parallelism``, all taken by subtask 0. A commit of such a
+    run that crashed left its transaction open, and until ``transaction.timeout.ms`` that
+    transaction holds back every read_committed consumer of its partitions (the last stable
+    offset stays below it). A restored rescale down fences the ids its states name
+    (:func:`ids_to_fence`); this covers what no restored state names: a new job without a
+    restore, or one restored from a checkpoint older than the run that used the ids."""
+    if index != 0:
+        return []
+    return sorted({i for i in used if i >= parallelism})
+
+
 # -- restore -------------------------------------------------------------------------------------
 def changed_progress_topic(states: Iterable[KafkaWriterState], progress_topic: str) -> str | None:
     """The progress topic the restored states' markers are on if it is not ``progress_topic``

@@ -8,7 +8,10 @@ batches with their marker when a checkpoint completed, after restoring what a re
 
 Threading: every method runs on the sink subtask's task thread and blocks on the broker.
 Lifecycle: built in the sink operator's ``open``; ``close`` neither commits nor aborts (the
-next attempt's ``init_transactions`` aborts what a crash left open).
+next attempt's ``init_transactions`` aborts what a crash left open). At start every
+``EXACTLY_ONCE`` subtask records on the progress topic that it uses its transactional id, and
+subtask 0 fences the ids that earlier runs recorded at or above this run's parallelism: no
+subtask of this run would abort what their crashed commits left open.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from undertow.connectors.kafka import producer_io as io
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import (
     END_OF_INPUT,
+    IdUseKey,
     KafkaSinkError,
     KafkaWriterState,
     MarkerKey,
@@ -35,6 +39,7 @@ from undertow.connectors.kafka.sink_protocol import (
     commit_decision,
     ids_of_other_prefixes,
     ids_to_fence,
+    lingering_ids,
     restore_decision,
     transaction_timeout_problem,
     transactional_id,
@@ -197,6 +202,9 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
         self._check_transaction_timeout(context)
         self._check_progress_topic(restored)
         io.ensure_progress_topic(self.config, self.progress_topic, self.where, self.timeout_s)
+        self._record_id_use(IdUseKey(self.prefix, self.subtask), self.parallelism)
+        if self.subtask == 0:  # the one reader of the id-use records (lingering_ids)
+            self._fence_lingering()
         for other in ids_to_fence(restored, self.subtask, self.parallelism):
             if other != self.subtask:
                 self._fence(transactional_id(self.prefix, other))
@@ -228,6 +236,24 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
                 f"{self.progress_topic!r}; set it back to {old!r} to restore this checkpoint "
                 "(a new progress topic needs a start without it)"
             )
+
+    def _record_id_use(self, key: IdUseKey, parallelism: int | None) -> None:
+        io.record_id_use(
+            self.config, self.progress_topic, key, parallelism, self.where, self.timeout_s
+        )
+
+    def _fence_lingering(self) -> None:
+        """Subtask 0: fence the ids that earlier runs used and this run does not
+        (:func:`.sink_protocol.lingering_ids`), aborting what their crashed commits left
+        open, then delete their id-use records: a later run need not fence them again."""
+        uses = io.read_id_uses(self.config, self.progress_topic, self.prefix, self.where,
+                               self.timeout_s)  # fmt: skip
+        for other in lingering_ids(uses, self.subtask, self.parallelism):
+            log.info("%s: fencing transactional id %r, used by an earlier run of "
+                     "parallelism %d", self.where, transactional_id(self.prefix, other),
+                     uses[other])  # fmt: skip
+            self._fence(transactional_id(self.prefix, other))
+            self._record_id_use(IdUseKey(self.prefix, other), None)
 
     def _fence(self, other_id: str) -> None:
         """Initialize (fence, abort) an id this subtask took over from an old subtask."""
