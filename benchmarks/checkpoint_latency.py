@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "peers"))
 import pyflink_venv  # noqa: E402
 import shapes  # noqa: E402
+from percentiles import percentile  # noqa: E402
 
 RUNNER = HERE / "peers" / "run_shape.py"
 
@@ -48,11 +49,9 @@ def run(python: Path, env: dict[str, str] | None, engine: str, flavour: str, sha
     return None
 
 
-def percentile(values: list[int], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return float(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))])
+def pct(values: list[int], q: float) -> float | None:
+    """This script's percentiles: nearest index (``percentiles.py``), None for no values."""
+    return percentile(values, q, "nearest-index", empty=None)
 
 
 def cell(value: float | None, width: int = 8, suffix: str = "") -> str:
@@ -97,20 +96,20 @@ def main() -> None:
                     results[engine, flavour, mode] = result
         for mode in args.modes.split(","):
             thread = results.get(("pyflink", "thread", mode))
-            thread_p50 = percentile(thread["durations_ms"], 0.5) if thread else None
+            thread_p50 = pct(thread["durations_ms"], 0.5) if thread else None
             for engine, flavour, _, _ in engines:
                 result = results.get((engine, flavour, mode))
                 if result is None:
                     continue
                 off = results.get((engine, flavour, "off"))
                 durations = result["durations_ms"]
-                p50 = percentile(durations, 0.5)
+                p50 = pct(durations, 0.5)
                 vs_off = (result["records_per_s"] / off["records_per_s"]
                           if off and off["records_per_s"] else None)  # fmt: skip
                 ratio = p50 / thread_p50 if p50 is not None and thread_p50 else None
                 print(f"{mode:<11} {engine + '/' + flavour:<17} {len(durations):>3} {cell(p50)} "
-                      f"{cell(percentile(durations, 0.99))} "
-                      f"{cell(percentile(result['start_delays_ms'], 0.5))} "
+                      f"{cell(pct(durations, 0.99))} "
+                      f"{cell(pct(result['start_delays_ms'], 0.5))} "
                       f"{cell(result['records_per_s'])} "
                       f"{'-' if vs_off is None else f'{vs_off:.2f}x':>7} "
                       f"{'-' if ratio is None else f'{ratio:.2f}x':>10}", flush=True)  # fmt: skip

@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from percentiles import percentile  # noqa: E402
 from tests.cluster import netns  # noqa: E402
 from tests.cluster.spark_cluster import SparkCluster, spark_cluster  # noqa: E402
 
@@ -134,12 +135,9 @@ def throughput(layout: str, records: int, workdir: Path, s3: bool) -> Run:
     return records / seconds, list(job.durations.values())
 
 
-def percentile(values: list[int], q: float) -> float:
-    """The ``q`` quantile (nearest rank) of ``values``; NaN if there are none."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return float(ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))])
+def pct(values: list[int], q: float) -> float:
+    """This script's checkpoint percentiles: rounded rank (``percentiles.py``), NaN for none."""
+    return percentile(values, q, "rounded-rank", empty=float("nan"))
 
 
 def faults(workdir: Path, s3: bool) -> tuple[float, float]:
@@ -192,8 +190,8 @@ def main() -> None:
                 rows[layout].append(throughput(layout, args.records, workdir, s3))
                 rate, durations = rows[layout][-1]
                 print(f"  {layout}, run {repeat + 1}: {rate:,.0f} records/s, "
-                      f"{len(durations)} checkpoints, p50 {percentile(durations, 0.5):.0f} ms, "
-                      f"p99 {percentile(durations, 0.99):.0f} ms "
+                      f"{len(durations)} checkpoints, p50 {pct(durations, 0.5):.0f} ms, "
+                      f"p99 {pct(durations, 0.99):.0f} ms "
                       f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
         workdir = Path(tmp) / "faults"
         workdir.mkdir()
@@ -207,7 +205,7 @@ def main() -> None:
     for layout, runs in rows.items():
         rate = statistics.median(r for r, _ in runs)
         durations = [d for _, ds in runs for d in ds]
-        p50, p99 = percentile(durations, 0.5), percentile(durations, 0.99)
+        p50, p99 = pct(durations, 0.5), pct(durations, 0.99)
         medians[layout] = (rate, p50, p99)
         print(f"{layout:<10} {rate:>12,.0f} {len(durations):>12} {p50:>6.0f} ms {p99:>6.0f} ms")
     one, two = medians["one host"], medians["two hosts"]

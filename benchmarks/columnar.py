@@ -59,6 +59,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from statistics import median_high  # the upper of two middle values, as before
 
 import numpy as np
 import pyarrow as pa
@@ -223,13 +224,8 @@ def _run_query(spark, rows: int, per_batch: int, pandas_udf: bool, workdir: str)
     return rate
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-
-
 def _spread(rates: list[float]) -> str:
-    return (f"median {_median(rates) / 1e6:.2f} M rows/s, {min(rates) / 1e6:.2f}-"
+    return (f"median {median_high(rates) / 1e6:.2f} M rows/s, {min(rates) / 1e6:.2f}-"
             f"{max(rates) / 1e6:.2f} M")  # fmt: skip
 
 
@@ -314,7 +310,7 @@ def main() -> None:
             return rate
 
         latency_target = columnar_latency.report(
-            next_spark_rate, args.latency_rounds, _median(paired[0]), args.latency_seconds,
+            next_spark_rate, args.latency_rounds, median_high(paired[0]), args.latency_seconds,
             args.latency_warmup_ms, args.batch_rows, workdir, CHECKPOINTS, SPARK_BATCH_MS[best],
         )  # fmt: skip
         spark.stop()
@@ -336,7 +332,7 @@ def main() -> None:
     print(f"rounds, undertow columnar: {_spread(ours_rounds)}; Spark native "
           f"({best:,} rows/batch): {_spread(spark_rounds)}; undertow / Spark by round: "
           f"{', '.join(f'{o / n:.2f}' for o, n in zip(ours_rounds, spark_rounds))}")  # fmt: skip
-    columnar = _median(ours_rounds) / _median(spark_rounds)
+    columnar = median_high(ours_rounds) / median_high(spark_rounds)
     print(f"target columnar-vs-spark-native: {columnar:.2f}x, median of {len(ours_rounds)} rounds "
           f"each (goal 1.0x): {'met' if columnar >= 1.0 else 'missed'}")  # fmt: skip
     print(f"target record-path-vs-bare-loop: {record.cpu_ratio:.2f}x CPU per record (goal 0.7x): "

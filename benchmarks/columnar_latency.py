@@ -55,6 +55,7 @@ from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import process_cpu
+from percentiles import weighted_percentiles
 
 PARALLELISM = 2
 
@@ -167,18 +168,15 @@ def row_percentiles(
 ) -> tuple[list[float], int]:  # fmt: skip
     """``(latency at each quantile over rows, rows counted)``: each batch's latency counts
     once per row of it; batches stamped before ``min(stamps) + warmup_ms`` are left out.
-    A quantile ``q`` is the smallest latency with at least ``q`` of the rows at or below it."""
+    A quantile ``q`` is the smallest latency with at least ``q`` of the rows at or below it
+    (``percentiles.py``'s nearest rank, weighted)."""
     if not len(stamps):
         raise ValueError("no batch reached the latency sink")
     kept = stamps >= stamps.min() + warmup_ms
     if not kept.any():
         raise WithinWarmup(f"every batch came within the {warmup_ms} ms warm-up")
-    order = np.argsort(latencies[kept], kind="stable")
-    lat, weight = latencies[kept][order], rows[kept][order]
-    cumulative = np.cumsum(weight)
-    total = int(cumulative[-1])
-    picks = [float(lat[np.searchsorted(cumulative, q * total)]) for q in quantiles]
-    return picks, total
+    picks = weighted_percentiles(latencies[kept], rows[kept], quantiles)
+    return picks, int(rows[kept].sum())
 
 
 def sink_rate(stamps: np.ndarray, latencies: np.ndarray, rows: np.ndarray) -> float:

@@ -32,6 +32,7 @@ import kafka_load as load
 import kafka_sustainable as sustain
 import process_cpu
 from kafka_rounds import JobFigures, Probe, Round, job_figures, loadavg
+from percentiles import percentile
 
 SPAWN = multiprocessing.get_context("spawn")
 #: The width of a paced phase's timeline bins (``--hops``, kafka_hops.hop_timeline).
@@ -280,7 +281,7 @@ class Harness:
                       if log.phases[i] != phase), None)  # fmt: skip
         until = log.sent_ns[after] if after is not None else 2**63
         shares = load.append_to_visible(seen, warm, until)
-        return latency, load.percentile(shares, 0.5) if shares else None
+        return latency, percentile(shares, 0.5, "nearest-rank") if shares else None
 
     def _drained(self, sent: object, covered: object, engine: kafka_engines.Engine) -> bool:
         return (

@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafka_load import percentile
+from percentiles import percentile
 
 #: The hops in path order (module doc).
 HOPS = ("produce", "fetch", "exchange", "sink", "observe")
@@ -118,8 +118,9 @@ def summarize_hops(times: Sequence[tuple[float, ...]]) -> HopFigures | None:
     if not times:
         return None
     columns = list(zip(*times))
-    return HopFigures(tuple(percentile(c, 0.5) for c in columns),
-                      tuple(percentile(c, 0.99) for c in columns), len(times))  # fmt: skip
+    return HopFigures(tuple(percentile(c, 0.5, "nearest-rank") for c in columns),
+                      tuple(percentile(c, 0.99, "nearest-rank") for c in columns),
+                      len(times))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +156,10 @@ def hop_timeline(
     for number in sorted(bins):
         times = bins[number]
         columns = list(zip(*times))
+        total = percentile([sum(t) for t in times], 0.5, "nearest-rank")
         timeline.append(TimelineBin(number * bin_ms, len(times),
-                                    tuple(percentile(c, 0.5) for c in columns),
-                                    percentile([sum(t) for t in times], 0.5)))  # fmt: skip
+                                    tuple(percentile(c, 0.5, "nearest-rank") for c in columns),
+                                    total))  # fmt: skip
     return timeline
 
 

@@ -28,7 +28,6 @@ single-threaded apart from librdkafka's own threads; they talk to the coordinato
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections import defaultdict
@@ -38,6 +37,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event
 from typing import Any
+
+from percentiles import percentile
 
 #: Distinct keys in the input.
 KEYS = 1000
@@ -266,12 +267,6 @@ def append_to_visible(
             if since_ns <= visible < until_ns]  # fmt: skip
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0..1) by the nearest rank; ``values`` must not be empty."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 @dataclass(frozen=True, slots=True)
 class Latency:
     """Latency figures of one paced phase, in milliseconds."""
@@ -289,8 +284,8 @@ def summarize(latencies: Sequence[int | None]) -> Latency:
     missing = len(latencies) - len(found)
     if not found:
         return Latency(float("nan"), float("nan"), float("nan"), 0, missing)
-    return Latency(percentile(found, 0.5), percentile(found, 0.99), statistics.fmean(found),
-                   len(found), missing)  # fmt: skip
+    return Latency(percentile(found, 0.5, "nearest-rank"), percentile(found, 0.99, "nearest-rank"),
+                   statistics.fmean(found), len(found), missing)  # fmt: skip
 
 
 def saturation(

@@ -26,12 +26,14 @@ from types import TracebackType
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident set size of process ``pid`` (``VmRSS``); 0 if it is gone."""
+def rss_bytes(pid: int, field: str = "VmRSS") -> int:
+    """Resident set size of process ``pid`` (``VmRSS``), or another of its ``/proc/PID/status``
+    memory lines in kB (``RssAnon``: its private anonymous pages, what a leak grows; ``RssFile``:
+    pages of mapped files such as shared libraries' code); 0 if it is gone."""
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass

@@ -287,6 +287,14 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     ),
     "ReducingState": "tests/conformance/test_data_stream.py::test_reducing_state",
     "ReducingStateDescriptor": "tests/conformance/test_data_stream.py::test_reducing_state",
+    "RestartStrategies": (
+        "tests/e2e/test_failures.py::"
+        "test_failure_rate_fails_the_job_after_too_many_failures_in_the_interval"
+    ),
+    "RestartStrategyConfiguration": (
+        "tests/common/test_restart_strategy.py::"
+        "test_every_strategy_round_trips_through_the_configuration"
+    ),
     "RetryPredicate": (
         "tests/datastream/test_async_io.py::"
         "test_a_users_strategy_retries_as_its_retry_predicate_says"

@@ -117,10 +117,13 @@ ANNOTATIONS: dict[str, str] = {
     "TypeSerializer": "not applicable: Flink's Java serializers; undertow pickles records",
     "InputDependencyConstraint": "not applicable: removed from Flink's scheduler",
     "RestartStrategies": (
-        "different: restart strategies are configured with Flink's restart-strategy.* keys"
+        "supported: no_restart, fixed_delay_restart, failure_rate_restart and "
+        "fall_back_restart write Flink's restart-strategy.* keys (env.set_restart_strategy, "
+        "PyFlink 1.x's; ExecutionConfig.set_restart_strategy too)"
     ),
     "RestartStrategyConfiguration": (
-        "different: restart strategies are configured with Flink's restart-strategy.* keys"
+        "supported: equal when they set the same restart-strategy.* keys; get_restart_strategy "
+        "reads them back"
     ),
     "ConfigOption": "different: typed options live in undertow.core.config (Options)",
     "ConfigOptions": "different: typed options live in undertow.core.config (Options)",

@@ -21,28 +21,35 @@ def test_growth_is_taken_over_the_second_half_per_1000_checkpoints() -> None:
     assert long_run.growth_per_1000(samples, "workers") == (0.0, 300)
 
 
-def test_the_run_ends_with_a_target_line_per_part(
+def test_the_run_ends_with_a_target_line_per_part_on_anonymous_memory(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    samples = [
-        Sample(t, 1000 * t, 90 * MIB, (200 + t) * MIB, (50 + 2 * t) * MIB) for t in range(4)
-    ]  # half: t=2
+    # resident memory grows by library pages, anonymous memory by less (the half: t=2)
+    resident = [(90 * MIB, (200 + 3 * t) * MIB, (50 + 2 * t) * MIB) for t in range(4)]
+    anonymous = [(80 * MIB, (150 + t) * MIB, (40 + 2 * t) * MIB) for t in range(4)]
+    samples = [Sample(t, 1000 * t, *resident[t], 0.0, *anonymous[t]) for t in range(4)]
     monkeypatch.setattr(long_run, "run", lambda *args: samples)
     monkeypatch.setattr(sys, "argv", ["long_run.py"])
     long_run.main()
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-3] == ("over the second half: driver +0.00 MiB, workers +1.00 MiB, bare loop "
-                         "(peer) +2.00 MiB")  # fmt: skip
-    assert lines[-2] == ("target memory-driver: +0.00 MiB per 1,000 checkpoints over 1000 "
-                         "(goal <= 1.0 MiB): met")  # fmt: skip
-    assert lines[-1] == ("target memory-workers: +1.00 MiB per 1,000 checkpoints over 1000 "
-                         "(goal <= 1.0 MiB): met")  # fmt: skip
+    assert lines[-4:] == [
+        "over the second half, resident: driver +0.00 MiB, workers +3.00 MiB, bare loop "
+        "(peer) +2.00 MiB",
+        "over the second half, anonymous: driver +0.00 MiB, workers +1.00 MiB, bare loop "
+        "(peer) +2.00 MiB",
+        "target memory-driver: +0.00 MiB anonymous per 1,000 checkpoints over 1000 "
+        "(goal <= 1.0 MiB): met",
+        "target memory-workers: +1.00 MiB anonymous per 1,000 checkpoints over 1000 "
+        "(goal <= 1.0 MiB): met",
+    ]
 
 
 def test_a_job_runs_and_is_sampled() -> None:
     samples = long_run.run(seconds=3.0, interval_ms=50, sample_s=1.0)
     assert len(samples) >= 3
     assert samples[-1].checkpoints > 0 and samples[-1].workers > 0 and samples[-1].loop > 0
+    last = samples[-1]  # anonymous memory is part of the resident set
+    assert 0 < last.workers_anon < last.workers and 0 < last.loop_anon < last.loop
 
 
 def test_heap_growth_sums_each_workers_change_since_the_middle(tmp_path: Path) -> None:

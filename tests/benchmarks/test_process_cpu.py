@@ -165,3 +165,12 @@ def test_main_threads_tell_a_sleeping_grandchild_from_a_burning_one() -> None:
     assert lives[napper].seconds >= 0.5
     assert lives[napper].share(lives[napper].slept_s) >= 0.9
     assert lives[burner].share(lives[burner].slept_s) <= 0.1
+
+
+def test_rss_reads_the_named_status_line_and_zero_for_a_process_gone() -> None:
+    resident = process_cpu.rss_bytes(os.getpid())
+    anonymous = process_cpu.rss_bytes(os.getpid(), "RssAnon")
+    assert 0 < anonymous < resident  # the interpreter's own code pages are resident, not anon
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert process_cpu.rss_bytes(child.pid) == 0 == process_cpu.rss_bytes(child.pid, "RssAnon")

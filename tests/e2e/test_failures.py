@@ -7,10 +7,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 
-from undertow.common import WatermarkStrategy
+from undertow.common import RestartStrategies, WatermarkStrategy
 from undertow.core.errors import (
     GraphBuildError,
     JobCancelledError,
@@ -137,6 +138,72 @@ def test_cancelling_a_running_job(make_env: EnvFactory) -> None:
     with pytest.raises(JobCancelledError):
         client.get_job_execution_result(timeout=30)
     assert client.get_job_status().result() is JobStatus.CANCELED
+    assert_nothing_left_running()
+
+
+#: the restart delay of the job cancelled while it waits: far longer than any bound below
+LONG_DELAY_S = 120
+
+
+def test_cancelling_a_job_waiting_in_its_restart_delay_takes_effect_at_once(
+    make_env: EnvFactory,
+) -> None:
+    """A cancel during a fixed-delay restart's wait ends the job CANCELED at once, not once
+    the delay has passed (the JobMaster used to sleep the whole delay, then notice it)."""
+    env = make_env(parallelism=2, config={
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "3",
+        "restart-strategy.fixed-delay.delay": f"{LONG_DELAY_S} s",
+    })  # fmt: skip
+    numbers = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    numbers.map(explode_on_500).name("boom").filter(lambda n: n < 0).print()
+    client = env.execute_async("restarting job")
+    assert eventually(lambda: client.get_job_status().result() is JobStatus.RESTARTING, 60)
+
+    started = time.monotonic()
+    client.cancel()
+    with pytest.raises(JobCancelledError):
+        client.get_job_execution_result(timeout=LONG_DELAY_S / 2)
+    took = time.monotonic() - started
+
+    assert took < 10, f"cancel took {took:.1f} s in a {LONG_DELAY_S} s restart delay"
+    assert client.get_job_status().result() is JobStatus.CANCELED
+    assert_nothing_left_running()
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("configured_by", ["options", "RestartStrategies"])
+def test_failure_rate_fails_the_job_after_too_many_failures_in_the_interval(
+    make_env: EnvFactory, capsys: pytest.CaptureFixture[str], configured_by: str
+) -> None:
+    """``failure-rate`` with at most 2 failures per minute, set with Flink's keys or PyFlink's
+    ``RestartStrategies``: the job fails at once after the third failure (each attempt fails
+    at record 500), having restarted twice."""
+    if configured_by == "options":
+        env = make_env(parallelism=2, config={
+            "restart-strategy.type": "failure-rate",
+            "restart-strategy.failure-rate.max-failures-per-interval": "2",
+            "restart-strategy.failure-rate.failure-rate-interval": "1 min",
+            "restart-strategy.failure-rate.delay": "10 ms",
+        })  # fmt: skip
+    else:
+        env = make_env(parallelism=2)
+        env.set_restart_strategy(
+            RestartStrategies.failure_rate_restart(2, timedelta(minutes=1), 10)
+        )
+    numbers = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    numbers.map(explode_on_500).name("boom").filter(lambda n: n < 0).print()
+
+    with pytest.raises(JobExecutionError, match="ValueError: cannot handle 500"):
+        env.execute("failing at a rate")
+
+    err = capsys.readouterr().err
+    assert err.count("restarting in 10 ms") == 2, err[-3000:]
+    assert "not restarting again after 2 restarts: 3 failures within 60000 ms" in err, err[-3000:]
     assert_nothing_left_running()
 
 

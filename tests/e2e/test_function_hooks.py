@@ -2,8 +2,8 @@
 before it passes the function's operator (``prepare_snapshot_pre_barrier``, the hook the testing
 kit's scheduled failures count on), then that the checkpoint completed.
 
-Functions anywhere in a chain are told, not only its head, and a two-input function as a
-one-input one is. Each function logs to a file per subtask and attempt.
+Functions anywhere in a chain are told, not only its head, and a two-input function and a
+window function as a one-input one is. Each function logs to a file per subtask and attempt.
 """
 
 from __future__ import annotations
@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from undertow.common import WatermarkStrategy
-from undertow.datastream import CoMapFunction, MapFunction, RuntimeContext
+from undertow.datastream import (
+    CoMapFunction,
+    MapFunction,
+    ProcessWindowFunction,
+    RuntimeContext,
+)
 from undertow.datastream.connectors import DataGeneratorSource, DiscardingSink
 
 from .conftest import EnvFactory
@@ -76,6 +81,23 @@ class ToldCoMap(CoMapFunction):
         self.log.write(f"complete {checkpoint_id}")
 
 
+class ToldWindow(ProcessWindowFunction):
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.log.open(runtime_context)
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield sum(elements)
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.log.write(f"barrier {checkpoint_id}")
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.log.write(f"complete {checkpoint_id}")
+
+
 def unannounced(directory: Path, name: str) -> dict[int, tuple[int, list[int]]]:
     """subtask -> (how many checkpoints it was told completed, those of them it was not told
     of the barrier before)."""
@@ -109,9 +131,11 @@ def test_functions_in_a_chain_are_told_of_each_barrier_before_its_checkpoint_com
     # source -> map -> told map: one chain, the told function third
     chained = numbers.map(lambda v: v + 1).map(ToldMap(_Log(tmp_path, "map")))
     chained.connect(numbers).map(ToldCoMap(_Log(tmp_path, "co-map"))).sink_to(DiscardingSink())
+    windows = numbers.key_by(lambda v: v % 4).count_window(50)
+    windows.process(ToldWindow(_Log(tmp_path, "window"))).sink_to(DiscardingSink())
     env.execute("function hooks")
 
-    for name in ("map", "co-map"):
+    for name in ("map", "co-map", "window"):
         subtasks = unannounced(tmp_path, name)
         assert sorted(subtasks) == [0, 1], (name, subtasks)
         for subtask, (completed, missed) in subtasks.items():

@@ -313,3 +313,17 @@ def test_key_group_routing_without_timestamps_equals_the_owner_of_each_key(
             for key, _ in values:
                 group = assign_to_key_group(key, 128)
                 assert ch == subtask_for_key_group(128, channels, group)
+
+
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_keys_equal_in_python_go_to_their_own_key_groups_whichever_came_first(
+    timestamps: bool,
+) -> None:
+    """``1 == 1.0 == True`` and ``0.0 == -0.0`` as dict keys, but their stable hashes differ:
+    the partitioner's key -> channel cache must not send ``1.0`` where ``1`` went before."""
+    keys: list[Any] = [1, 1.0, True, (1,), (1.0,), (True,), 0.0, -0.0, 0, ("a", 2.0), ("a", 2)]
+    p = _ready(KeyGroupStreamPartitioner(lambda r: r, 128), 128)  # a channel per key group
+    for order in (keys, keys[::-1]):
+        for key in order:  # one batch per key: each later key finds the earlier ones cached
+            routed = p.route([key], [0] if timestamps else None)
+            assert list(routed) == [assign_to_key_group(key, 128)], key

@@ -18,6 +18,7 @@ from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError
 from undertow.runtime.master.restart import (
     ExponentialDelayRestart,
+    FailureRateRestart,
     FixedDelayRestart,
     GiveUp,
     NoRestart,
@@ -147,3 +148,37 @@ def test_the_default_follows_checkpointing_and_the_type_is_read() -> None:
     ]  # fmt: skip
     with pytest.raises(ConfigurationError, match="'sometimes'"):
         restart_strategy(Configuration({"restart-strategy.type": "sometimes"}))
+
+
+def test_failure_rate_is_read_with_flinks_keys_and_defaults() -> None:
+    default = restart_strategy(Configuration({"restart-strategy.type": "failure-rate"}))
+    assert isinstance(default, FailureRateRestart)
+    assert (default.window.rate.max_failures, default.window.rate.interval_ms) == (1, 60_000)
+    assert default.delay_ms == 1000
+    strategy = restart_strategy(Configuration({
+        "restart-strategy.type": "failure-rate",
+        "restart-strategy.failure-rate.max-failures-per-interval": "2",
+        "restart-strategy.failure-rate.failure-rate-interval": "10 s",
+        "restart-strategy.failure-rate.delay": "50 ms",
+    }))  # fmt: skip
+    decisions = [strategy.decide(t) for t in (0, 4_000, 20_000, 25_000, 29_000)]
+    assert decisions[:4] == [Restart(50)] * 4
+    assert isinstance(decisions[4], GiveUp), decisions
+    assert "more than restart-strategy.failure-rate.max-failures-per-interval (2)" in (
+        decisions[4].reason
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "named"),
+    [
+        ("max-failures-per-interval", "0", "max-failures-per-interval = 0"),
+        ("failure-rate-interval", "0 ms", "failure-rate-interval = 0 ms"),
+        ("delay", "-1 ms", "restart-strategy.failure-rate.delay"),
+    ],
+)
+def test_bad_failure_rate_options_are_refused(key: str, value: str, named: str) -> None:
+    config = Configuration({"restart-strategy.type": "failure-rate",
+                            f"restart-strategy.failure-rate.{key}": value})  # fmt: skip
+    with pytest.raises(ConfigurationError, match=named):
+        restart_strategy(config)

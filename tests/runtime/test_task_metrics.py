@@ -97,6 +97,16 @@ def test_store_reports_ratios_over_the_latest_window() -> None:
     assert store.view(0, 1) is None
 
 
+def test_a_view_carries_the_overdraft_counters_of_the_latest_sample() -> None:
+    store = TaskMetricsStore()
+    stats = TaskStatistics(5, 5, 40, 10.0, 0.0, 0.0, max_overdraft_buffers=24,
+                           overdraft_exceeded=2)  # fmt: skip
+    store.update(TaskMetrics(0, 1, 10, stats))
+    view = store.view(0, 1)
+    assert view is not None
+    assert (view.max_overdraft_buffers, view.overdraft_exceeded) == (24, 2)
+
+
 def test_frequent_samples_still_give_a_window() -> None:
     store = TaskMetricsStore()
     for step in range(1, 8):  # every 100 ms: first all busy, then all idle

@@ -432,3 +432,27 @@ def test_timers_restored_for_a_service_not_made_yet_go_into_the_next_snapshot() 
     assert sorted((t.timestamp, t.key) for t in restored.processing_time_timers()) == [
         (200 + k, k) for k in range(20)
     ]
+
+
+def test_timers_of_keys_equal_in_python_are_snapshotted_in_their_own_key_groups() -> None:
+    """``1 == 1.0`` and ``0.0 == -0.0`` as dict keys, with other key groups: the snapshot's
+    key -> key group memo must not file ``1.0``'s timer under ``1``'s group."""
+    from undertow.runtime.task.timers import TimerServiceManager
+
+    keys: list[Any] = [1, 1.0, (1,), (1.0,), 0.0, -0.0]
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    manager = TimerServiceManager(backend, ManualClock())
+    service = manager.get("window", Recorder(backend))
+    for i, key in enumerate(keys):
+        backend.set_current_key(key)
+        service.register_event_time_timer("w", 100 + i)
+    blobs = dict(manager.snapshot().items())
+    for i, key in enumerate(keys):
+        group = assign_to_key_group(key, 128)
+        one = HeapKeyedStateBackend("op", 128, range(group, group + 1), lambda: 0)
+        restored = TimerServiceManager(one, ManualClock())
+        restored.restore({group: blobs[group]} if group in blobs else {})
+        again = restored.get("window", Recorder(one))
+        assert [(t.timestamp, repr(t.key)) for t in again.event_time_timers()] == [
+            (100 + i, repr(key))
+        ], key

@@ -635,6 +635,81 @@ def test_an_evicting_fold_opens_clears_and_closes_its_window_function(kind: str)
     assert calls == ["open", ("clear", TimeWindow(0, 10)), "close"]
 
 
+class _Told:
+    """Logs ``(name, hook, checkpoint id)`` for each checkpoint hook into ``calls``."""
+
+    def __init__(self, name: str, calls: list[Any]) -> None:
+        self.name, self.calls = name, calls
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.calls.append((self.name, "barrier", checkpoint_id))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.calls.append((self.name, "complete", checkpoint_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.calls.append((self.name, "aborted", checkpoint_id))
+
+
+class _ToldProcess(_Told, _WindowInfo):
+    pass
+
+
+class _ToldApply(_Told, WindowFunction[Any, Any, Any, TimeWindow]):
+    def apply(self, key: Any, window: TimeWindow, inputs: Iterable[Any]) -> Iterable[Any]:
+        yield (key, list(inputs))
+
+
+class _ToldReduce(_Told, ReduceFunction[tuple[str, int]]):
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        return _sum(value1, value2)
+
+
+class _ToldAvg(_Told, _AvgAgg):
+    pass
+
+
+def _told_contents(flavour: str, calls: list[Any]) -> WindowContents:
+    window, evicting = _ToldProcess("window", calls), flavour.startswith("evicting")
+    if flavour == "process":
+        return process_window_contents(window)
+    if flavour == "apply":
+        return apply_window_contents(_ToldApply("window", calls))
+    if flavour == "reduce only":
+        return reduce_window_contents(_ToldReduce("fold", calls))
+    if flavour.endswith("reduce"):
+        return reduce_window_contents(_ToldReduce("fold", calls), window, evicting=evicting)
+    return aggregate_window_contents(_ToldAvg("fold", calls), window, evicting=evicting)
+
+
+@pytest.mark.parametrize(
+    "flavour",
+    ["process", "apply", "reduce only", "reduce", "aggregate", "evicting reduce",
+     "evicting aggregate"],
+)  # fmt: skip
+def test_the_window_operator_passes_checkpoint_hooks_on_to_every_function(flavour: str) -> None:
+    """As a map operator does (Flink's AbstractUdfStreamOperator): the barrier, completion and
+    abort reach the reduce/aggregate function and the window function that implement them,
+    the folding function first."""
+    calls: list[Any] = []
+    contents = _told_contents(flavour, calls)
+    evictor = CountEvictor.of(5) if flavour.startswith("evicting") else None
+    h = _harness(TumblingEventTimeWindows.of(10), contents, evictor=evictor)
+    h.process_elements([("a", 1), ("a", 2)], [1, 2])
+    h.operator.prepare_snapshot_pre_barrier(1)
+    h.operator.notify_checkpoint_complete(1)
+    h.operator.notify_checkpoint_aborted(2)
+    h.process_watermark(20)
+    assert len(h.extract_output_values()) == 1
+    h.close()
+    names = ["fold"] if flavour == "reduce only" else ["window"]
+    if flavour in ("reduce", "aggregate", "evicting reduce", "evicting aggregate"):
+        names = ["fold", "window"]
+    expected = [(n, hook, cid) for hook, cid in (("barrier", 1), ("complete", 1), ("aborted", 2))
+                for n in names]  # fmt: skip
+    assert calls == expected
+
+
 # --- window function flavours ----------------------------------------------------------------
 
 

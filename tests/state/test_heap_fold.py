@@ -272,3 +272,18 @@ def test_a_pair_aggregation_is_of_field_0_or_1() -> None:
     PairAggregation(0, min)
     with pytest.raises(ValueError, match="position 2"):
         PairAggregation(2, min)
+
+
+@pytest.mark.parametrize("key_context", [False, True])
+def test_a_fold_keeps_keys_equal_in_python_in_their_own_key_groups(key_context: bool) -> None:
+    """``1 == 1.0 == True`` as dict keys, with other key groups: the loops' key caches (offset,
+    table) must not fold ``1.0`` into the table of ``1`` folded before it."""
+    keys: list[Any] = [1, 1.0, True, (1,), (1.0,), 0.0, -0.0, ("a", 2), ("a", 2.0)]
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+    for _ in range(2):  # the second pass finds every key cached
+        backend.fold_keyed(state, [(k, 1) for k in keys], _key, _add_pairs, key_context=key_context)
+    tables = state.tables  # type: ignore[attr-defined]
+    for k in keys:
+        table = tables[assign_to_key_group(k, 128)]
+        assert k in table, k

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import random
 import subprocess
 import sys
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from undertow.core.errors import KeyTypeError
+from undertow.state import key_groups
 from undertow.state.key_groups import (
     assign_to_key_group,
     check_parallelism,
@@ -131,3 +133,51 @@ def test_stable_hash_is_the_same_in_another_process() -> None:
         timeout=60,
     )
     assert json.loads(out.stdout) == [stable_hash(k) for k in SAMPLE_KEYS]
+
+
+#: Keys that Python's dict takes for one another (1 == 1.0 == True, 0.0 == -0.0 == 0 == False,
+#: and tuples of them) while their stable hashes differ, among keys that never collide.
+_SCALAR_KEYS = st.one_of(
+    st.integers(-2, 2),
+    st.booleans(),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0, 0.5, float("nan"), float("inf")]),
+    st.floats(allow_nan=False),
+    st.text(max_size=2),
+    st.binary(max_size=2),
+    st.none(),
+)
+_KEYS = st.recursive(_SCALAR_KEYS, lambda inner: st.tuples(inner, inner), max_leaves=4)
+
+
+def _fresh_group(key: Any, max_parallelism: int) -> int:
+    """The key group of ``key`` computed with every cache of the module emptied first."""
+    key_groups._cache.clear()
+    key_groups._float_cache.clear()
+    return assign_to_key_group(key, max_parallelism)
+
+
+@given(st.lists(_KEYS, max_size=30), st.randoms(use_true_random=False))
+def test_a_key_group_does_not_depend_on_the_keys_hashed_before(
+    keys: list[Any], rnd: random.Random
+) -> None:
+    """Whatever keys one process hashed before (a worker, a restore), a key has the group a
+    fresh process gives it: 1, 1.0 and True (or 0.0 and -0.0) are one dict key but not one
+    stable hash, so a cache must never answer for one with the group of another."""
+    expected = [_fresh_group(k, 128) for k in keys]
+    order = list(range(len(keys)))
+    rnd.shuffle(order)
+    key_groups._cache.clear()
+    key_groups._float_cache.clear()
+    shared = {i: assign_to_key_group(keys[i], 128) for i in order}
+    shared = {i: assign_to_key_group(keys[i], 128) for i in reversed(order)}  # all cached now
+    assert [shared[i] for i in range(len(keys))] == expected
+
+
+def test_one_and_one_point_zero_keep_their_own_groups_in_either_order() -> None:
+    """The example that failed: the group of ``(1.0,)`` was that of ``(True,)`` seen first."""
+    for first, second in [((True,), (1.0,)), ((1.0,), (1,)), (-0.0, 0.0), (0.0, -0.0)]:
+        fresh = _fresh_group(second, 1 << 15)
+        key_groups._cache.clear()
+        key_groups._float_cache.clear()
+        assign_to_key_group(first, 1 << 15)
+        assert assign_to_key_group(second, 1 << 15) == fresh, (first, second)

@@ -411,3 +411,24 @@ def test_bad_key_group_range() -> None:
         backend(range(2, 6), 4)
     with pytest.raises(StateError):
         backend(range(0), 4)
+
+
+def test_keys_equal_in_python_keep_their_own_key_groups_whichever_came_first() -> None:
+    """``1 == 1.0`` and ``0.0 == -0.0`` as dict keys, but their key groups differ: each key's
+    state is kept in its own key group (the heap's key -> key group cache must not answer for
+    an equal key seen before), so a restore of that group alone finds it."""
+    keys: list[Any] = [1, 1.0, (1,), (1.0,), 0.0, -0.0]
+    whole = backend(range(128), 128)
+    v: Any = whole.get_partitioned_state(ValueStateDescriptor("v"))
+    for k in keys:
+        whole.set_current_key(k)
+        v.update(repr(k))
+    blobs = whole.snapshot()
+    for k in keys:
+        group = assign_to_key_group(k, 128)
+        assert group in blobs, (k, group)
+        one = backend(range(group, group + 1), 128)
+        one.restore({group: blobs[group]})
+        state: Any = one.get_partitioned_state(ValueStateDescriptor("v"))
+        one.set_current_key(k)
+        assert state.value() == repr(k)

@@ -3,9 +3,12 @@ directory, resolve it, read it back verified; on every backend of the conformanc
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from undertow.storage import CheckpointNotFoundError, CheckpointStorageError
+import pytest
+from tests import read_only_fs
+
+from undertow.storage import CheckpointNotFoundError, CheckpointStorage, CheckpointStorageError
 
 from .conftest import Backend
 
@@ -74,3 +77,50 @@ def test_discard_location_refuses_a_directory_that_is_no_snapshot(backend: Backe
     with pytest.raises(ValueError, match="not a checkpoint or savepoint directory"):
         backend.storage(JOB).discard_location(f"{backend.root_uri}/data")
     assert backend.read("data/precious.txt") == b"keep me"
+
+
+# -- probing the target before a savepoint is taken ---------------------------------------------
+
+
+def test_probing_a_writable_target_makes_it_and_leaves_no_file(backend: Backend) -> None:
+    storage = backend.storage(JOB)
+    storage.probe_savepoint_target(f"{backend.root_uri}/sp/new")
+
+    fs = backend.fs
+    fs.invalidate_cache()
+    leftovers = [p for p in fs.find(backend.path("sp")) if "undertow-probe" in p]
+    assert leftovers == []
+    if backend.kind == "local":
+        assert fs.isdir(backend.path("sp/new"))
+    storage.write_file(1, "map-0.state", b"x")
+    assert storage.export_savepoint(1, f"{backend.root_uri}/sp/new", b"meta")
+
+
+@pytest.mark.parametrize("in_the_way", ["target", "parent"])
+def test_probing_refuses_a_file_in_the_way_naming_path_and_os_error(
+    tmp_path: Path, in_the_way: str
+) -> None:
+    (tmp_path / "blocker").write_bytes(b"not a directory")
+    target = tmp_path / "blocker" if in_the_way == "target" else tmp_path / "blocker" / "sp"
+    storage = CheckpointStorage(str(tmp_path / "checkpoints"), JOB)
+
+    with pytest.raises(CheckpointStorageError) as caught:
+        storage.probe_savepoint_target(str(target))
+
+    message = str(caught.value)
+    assert f"savepoint directory {target}: cannot create it" in message, message
+    assert ("FileExistsError" if in_the_way == "target" else "NotADirectoryError") in message
+    assert isinstance(caught.value.__cause__, OSError)
+    assert (tmp_path / "blocker").read_bytes() == b"not a directory"
+
+
+def test_probing_refuses_a_target_it_may_not_write_naming_path_and_os_error() -> None:
+    storage = CheckpointStorage.in_memory(JOB)
+
+    with pytest.raises(CheckpointStorageError) as caught:
+        storage.probe_savepoint_target(f"{read_only_fs.PROTOCOL}://savepoints")
+
+    message = str(caught.value)
+    where = f"savepoint directory {read_only_fs.PROTOCOL}://savepoints"
+    assert f"{where}: cannot write a file into it" in message, message
+    assert "PermissionError: [Errno 13] Permission denied" in message, message

@@ -3,8 +3,8 @@
 The script runs as ``__main__``; every ``StreamExecutionEnvironment`` it creates starts from
 the options given here (``-p``, ``-t``, ``--master``, ``--workers``, ``-D KEY=VALUE`` and
 Flink's restore flags ``-s``, ``--claimMode``, ``-n``), and the script's own settings win, as
-in Flink. Every option is checked before the script runs (exit 2 naming the key and the
-value); a job that fails exits 1; Ctrl-C cancels the job and exits 130.
+in Flink. Every option, and that the script can be opened, is checked before it runs (exit
+2, one line); a job that fails exits 1; Ctrl-C cancels the job and exits 130.
 
 Lifecycle: :func:`run` writes the options into the process-wide
 :data:`~undertow.datastream.stream_execution_environment.CLI_DEFAULTS` once, then runs the
@@ -17,6 +17,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from undertow.core.errors import ConfigurationError, UndertowError
 from undertow.datastream.stream_execution_environment import CLI_DEFAULTS
 
 CLAIM_MODES = ("CLAIM", "NO_CLAIM")
+#: How a task's failure (``JobExecutionError``) begins; the CLI's own prefix replaces it.
+JOB_FAILED = "job failed: "
 
 
 def _define(text: str) -> tuple[str, str]:
@@ -185,12 +188,30 @@ def cli_configuration(args: argparse.Namespace) -> Configuration:
     return config
 
 
+def _unreadable(script: str) -> str | None:
+    """Why ``script`` cannot be run, worded as Python's own ``can't open file '<abs path>':
+    [Errno 2] No such file or directory``; None when it can be opened (or is a directory,
+    which runs its ``__main__.py``). Checked before the script runs, so an ``OSError`` the
+    script itself raises is never mistaken for it."""
+    try:
+        with open(script, "rb"):
+            return None
+    except IsADirectoryError:
+        return None
+    except OSError as err:
+        return f"can't open file {os.path.abspath(script)!r}: [Errno {err.errno}] {err.strerror}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the job script of a parsed ``run`` command line; the process's exit code."""
     try:
         config = cli_configuration(args)
     except UndertowError as err:
         print(f"undertow: {err}", file=sys.stderr)
+        return 2
+    problem = _unreadable(args.script)
+    if problem is not None:
+        print(f"undertow run: {problem}", file=sys.stderr)
         return 2
     if args.restore_mode is not None:
         print("undertow: --restoreMode is deprecated; use --claimMode", file=sys.stderr)
@@ -202,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         runpy.run_path(args.script, run_name="__main__")
     except UndertowError as err:
-        print(f"undertow: job failed: {err}", file=sys.stderr)
+        # a task's failure already says "job failed: operator ..."; say it once
+        print(f"undertow: job failed: {str(err).removeprefix(JOB_FAILED)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("undertow: interrupted; the job was cancelled", file=sys.stderr)

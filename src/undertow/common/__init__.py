@@ -5,13 +5,14 @@ encoders and serialization schemas, ``Configuration``, and ``SavepointFormatType
 ``org.apache.flink.core.execution.SavepointFormatType``; PyFlink 2.3's Python has none). This
 module only re-exports; the definitions live in the submodules (``undertow.common.time``,
 ``.typeinfo``, ``.row``, ``.watermark_strategy``, ``.serialization``, ``.job_status``,
-``.job_execution_result``), whose paths are PyFlink's too.
+``.job_execution_result``, ``.restart_strategy``), whose paths are PyFlink's too.
 """
 
 from undertow.common.completable_future import CompletableFuture
 from undertow.common.execution_config import ExecutionConfig
 from undertow.common.job_execution_result import JobExecutionResult
 from undertow.common.job_status import JobStatus
+from undertow.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from undertow.common.row import Row, RowKind
 from undertow.common.serialization import (
     ByteArraySchema,
@@ -37,6 +38,8 @@ __all__ = [
     "Instant",
     "JobExecutionResult",
     "JobStatus",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
     "Row",
     "RowKind",
     "SavepointFormatType",

@@ -12,6 +12,7 @@ Not thread-safe, like the environment it belongs to.
 
 from __future__ import annotations
 
+from undertow.common.restart_strategy import RestartStrategyConfiguration, from_configuration
 from undertow.core.config import Configuration, Options, default_parallelism, format_map
 from undertow.core.errors import ConfigurationError
 
@@ -68,3 +69,21 @@ class ExecutionConfig:
             )
         self._config.set(Options.MAX_PARALLELISM, max_parallelism)
         return self
+
+    def set_restart_strategy(
+        self, restart_strategy_configuration: RestartStrategyConfiguration
+    ) -> ExecutionConfig:
+        """Use this restart strategy (from :class:`~undertow.common.RestartStrategies`): writes
+        Flink's ``restart-strategy.*`` keys (PyFlink 1.x's method)."""
+        if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
+            raise TypeError(
+                "set_restart_strategy: expected a RestartStrategyConfiguration (from "
+                f"RestartStrategies), got {restart_strategy_configuration!r}"
+            )
+        restart_strategy_configuration._configure(self._config)
+        return self
+
+    def get_restart_strategy(self) -> RestartStrategyConfiguration:
+        """The restart strategy the ``restart-strategy.*`` keys set; the fallback (the
+        default strategy) while ``restart-strategy.type`` is unset."""
+        return from_configuration(self._config)

@@ -61,6 +61,11 @@ class SinkWriterContext(ABC):
     @abstractmethod
     def attempt_number(self) -> int: ...
 
+    def operator_name(self) -> str | None:
+        """The name of the sink's operator in the job (for error messages), or ``None``
+        outside a job."""
+        return None
+
     def restored_checkpoint_id(self) -> int | None:
         """The checkpoint this writer's subtask was restored from, or ``None`` (a fresh start).
 

@@ -77,7 +77,10 @@ class JobClient:
 
         Periodic checkpoints need not be on. Without ``savepoint_directory`` the job's
         ``execution.checkpointing.savepoint-dir`` is used; if that is unset too, the future
-        fails at once with a ``ConfigurationError`` naming the option.
+        fails at once with a ``ConfigurationError`` naming the option. A directory that cannot
+        be written (permission denied, a file in the way, a read-only file system) fails the
+        future with a ``CheckpointStorageError`` naming it and the OS error, before anything is
+        taken: the job runs on.
 
         ``format_type`` (Flink's ``SavepointFormatType``, the second parameter as in Flink's
         ``JobClient.triggerSavepoint``): CANONICAL (default; any backend restores it) or NATIVE
@@ -103,7 +106,8 @@ class JobClient:
         PyFlink's ``stop_with_savepoint(advance_to_end_of_event_time, savepoint_directory)``.
         Without a directory the job's ``execution.checkpointing.savepoint-dir`` is used (the
         future fails naming the option if that is unset too); periodic checkpoints need not
-        be on.
+        be on. A directory that cannot be written fails the future with a
+        ``CheckpointStorageError`` naming it and the OS error before the job stops: it runs on.
 
         Without drain the sources stop where they are, and operators neither finish nor fire
         their event-time timers: resuming from the savepoint goes on exactly there. With drain

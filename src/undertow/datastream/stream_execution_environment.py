@@ -19,6 +19,7 @@ from typing import Any
 
 from undertow.common import python_dependencies as dependencies
 from undertow.common.execution_config import ExecutionConfig
+from undertow.common.restart_strategy import RestartStrategyConfiguration
 from undertow.common.typeinfo_basic import ConformingType
 from undertow.connectors.source import SourceLike, is_bounded
 from undertow.core.config import Configuration, Options, default_parallelism
@@ -139,6 +140,17 @@ class StreamExecutionEnvironment:
 
     def get_state_backend(self) -> StateBackend:
         return state_backend_of(self._config)
+
+    def set_restart_strategy(
+        self, restart_strategy_configuration: RestartStrategyConfiguration
+    ) -> StreamExecutionEnvironment:
+        """Use this restart strategy (``RestartStrategies.failure_rate_restart(...)`` and the
+        like): writes Flink's ``restart-strategy.*`` keys (PyFlink 1.x's method)."""
+        self._execution_config.set_restart_strategy(restart_strategy_configuration)
+        return self
+
+    def get_restart_strategy(self) -> RestartStrategyConfiguration:
+        return self._execution_config.get_restart_strategy()
 
     def get_checkpoint_config(self) -> CheckpointConfig:
         return CheckpointConfig(self._config)

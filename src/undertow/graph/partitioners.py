@@ -21,7 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.core.errors import KeyTypeError
-from undertow.state.key_groups import assign_to_key_group, selector_failed
+from undertow.state.key_groups import (
+    assign_to_key_group,
+    groups_by_equality,
+    selector_failed,
+)
 
 Routed = dict[int, tuple[list[Any], list[Any] | None]]
 _TARGET_CACHE_LIMIT = 1 << 16
@@ -159,27 +163,27 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     def setup(self, num_channels: int) -> None:
         super().setup(num_channels)
         self._targets: dict[Any, int] = {}
+        self._float_targets: dict[float, int] = {}
 
     def _target(self, key: Any) -> int:
-        """Channel of ``key``, cached (bounded) because keys repeat: one dict lookup."""
+        """Channel of ``key``, cached (bounded) because keys repeat: one dict lookup. Only a key
+        for which equal means the same key group (:func:`groups_by_equality`) is looked up or
+        stored: ``1.0`` must not be sent where ``1`` went."""
+        maxp = self.max_parallelism
+        if groups_by_equality(key):
+            cache = self._targets
+        elif type(key) is float and key:  # floats apart, and never ±0.0 (equal, other groups)
+            cache = self._float_targets
+        else:  # also an unhashable key: computed every time
+            return assign_to_key_group(key, maxp) * self.num_channels // maxp
         try:
-            return self._targets[key]
+            return cache[key]
         except KeyError:
             pass
-        except TypeError:  # unhashable key: compute every time
-            return (
-                assign_to_key_group(key, self.max_parallelism)
-                * self.num_channels
-                // (self.max_parallelism)
-            )
-        target = (
-            assign_to_key_group(key, self.max_parallelism)
-            * self.num_channels
-            // (self.max_parallelism)
-        )
-        if len(self._targets) >= _TARGET_CACHE_LIMIT:
-            self._targets.clear()
-        self._targets[key] = target
+        target = assign_to_key_group(key, maxp) * self.num_channels // maxp
+        if len(cache) >= _TARGET_CACHE_LIMIT:
+            cache.clear()
+        cache[key] = target
         return target
 
     def route(self, values: list[Any], timestamps: list[Any] | None) -> Routed:
@@ -187,15 +191,20 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         if n == 1:
             return {0: (values, timestamps)}
         ks, cache, slow = self.key_selector, self._targets, self._target
+        by_equality = groups_by_equality  # a float or another key: _target decides
         if timestamps is None:  # one pass: key, channel, append (no list of targets)
             out_v: list[list[Any]] = [[] for _ in range(n)]
             appends = [lst.append for lst in out_v]
             try:
                 for v in values:
                     key = ks(v)
-                    try:
-                        ch = cache[key]
-                    except (KeyError, TypeError):
+                    t = type(key)
+                    if t is int or t is str or (t is tuple and by_equality(key)):  # or _target
+                        try:
+                            ch = cache[key]
+                        except KeyError:
+                            ch = slow(key)
+                    else:
                         ch = slow(key)
                     appends[ch](v)
             except KeyTypeError:
@@ -208,9 +217,13 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         try:
             for v in values:
                 key = ks(v)
-                try:
-                    append(cache[key])
-                except (KeyError, TypeError):
+                t = type(key)
+                if t is int or t is str or (t is tuple and by_equality(key)):
+                    try:
+                        append(cache[key])
+                    except KeyError:
+                        append(slow(key))
+                else:
                     append(slow(key))
         except KeyTypeError:
             raise

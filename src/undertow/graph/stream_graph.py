@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from undertow.connectors.transactional_ids import ClaimedBy, ClaimsTransactionalIds, conflicts
 from undertow.core.errors import GraphBuildError
 from undertow.graph.partitioners import (
     ForwardPartitioner,
@@ -154,7 +155,23 @@ def build_stream_graph(
                 nodes[source_id].out_edges.append(edge)
                 node.in_edges.append(edge)
     _generate_uids(nodes)
+    _check_transactional_ids(nodes)
     return StreamGraph(job_name, nodes, edges, chaining_enabled)
+
+
+def _check_transactional_ids(nodes: dict[int, StreamNode]) -> None:
+    """Refuse two sinks that claim the same transactional ids (they would fence each other
+    at every commit: :mod:`undertow.connectors.transactional_ids`)."""
+    claims = []
+    for node in sorted(nodes.values(), key=lambda n: n.id):
+        t = node.transformation
+        if isinstance(t, OneInputTransformation) and isinstance(t.operator, ClaimsTransactionalIds):
+            claim = t.operator.transactional_id_claim()
+            if claim is not None:
+                claims.append(ClaimedBy(node.name, node.uid, claim))
+    found = conflicts(claims)
+    if found:
+        raise GraphBuildError("; ".join(found))
 
 
 def _generate_uids(nodes: dict[int, StreamNode]) -> None:

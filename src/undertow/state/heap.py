@@ -56,7 +56,12 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
-from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.key_groups import (
+    PLAIN_KEY_TYPES,
+    assign_to_key_group,
+    groups_by_equality,
+    hashable_key,
+)
 
 _MAGIC = b"UHKG"
 _VERSION = 1
@@ -104,23 +109,27 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     def set_current_key(self, key: Any) -> None:
         ctx = self._ctx
         ctx.key = key
-        try:
+        if type(key) in PLAIN_KEY_TYPES or groups_by_equality(key):
             offset = self._offsets.get(key)
-        except TypeError as err:
-            hashable = hashable_key(key)  # a list key is kept as a tuple (same key group)
-            if hashable is not key:
-                self.set_current_key(hashable)
-                return
-            ctx.offset = self._groups
-            raise StateError(
-                f"operator {self.operator_name!r}: key {key!r} is not hashable "
-                f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
-            ) from err
-        if offset is None:
+            if offset is None:
+                offset = self._offset_of(key)
+                if len(self._offsets) >= _KEY_CACHE_LIMIT:
+                    self._offsets.clear()
+                self._offsets[key] = offset
+        else:  # a float, a list...: never cached (1.0 == 1 with another key group)
+            try:
+                hash(key)
+            except TypeError as err:
+                hashable = hashable_key(key)  # a list key is kept as a tuple (same key group)
+                if hashable is not key:
+                    self.set_current_key(hashable)
+                    return
+                ctx.offset = self._groups
+                raise StateError(
+                    f"operator {self.operator_name!r}: key {key!r} is not hashable "
+                    f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
+                ) from err
             offset = self._offset_of(key)
-            if len(self._offsets) >= _KEY_CACHE_LIMIT:
-                self._offsets.clear()
-            self._offsets[key] = offset
         ctx.offset = offset
         snapshot = self._snapshot
         if snapshot is not None:  # copy on access: serialize the key group before its use
@@ -149,10 +158,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         out = []
         append = out.append
         for key, value in zip(keys, values):
-            try:
-                offset = offsets.get(key)
-            except TypeError:
-                offset = None
+            plain = type(key) in PLAIN_KEY_TYPES or groups_by_equality(key)
+            offset = offsets.get(key) if plain else None
             if offset is None:
                 set_key(key)  # computes and caches the offset, or raises StateError
                 offset, key = ctx.offset, ctx.key  # key: its hashable form

@@ -25,6 +25,7 @@ from typing import Any
 
 from undertow.state.backend import PairAggregation
 from undertow.state.heap_states import KeyContext
+from undertow.state.key_groups import groups_by_equality
 
 #: Sets the backend's current key (computing and caching its offset, or raising StateError).
 SetKey = Callable[[Any], None]
@@ -59,22 +60,36 @@ def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slot
     return out, key
 """
 #: The key's table in key context: its key group's offset is set as the current one.
+#: Both lookups by key only of a key for which equal means the same key group
+#: (:func:`~undertow.state.key_groups.groups_by_equality`): an int, a str, a tuple of them...
 _LOOKUP_OFFSET = """
-try:
-    offset = offsets[key]
-except (KeyError, TypeError):
-    set_key(key)  # computes and caches the offset, or raises StateError
+key_type = type(key)
+if key_type is int or key_type is str or groups_by_equality(key):
+    try:
+        offset = offsets[key]
+    except KeyError:
+        set_key(key)  # computes and caches the offset, or raises StateError
+        offset = ctx.offset
+else:  # the cache may hold 1 but not 1.0, its equal: only set_key looks it up
+    set_key(key)
     offset, key = ctx.offset, ctx.key  # key: its hashable form
 table = tables[offset]
 """
 #: The key's table without key context: one lookup of the key group's dict by key.
 _LOOKUP_SLOT = """
-try:
-    table = slots[key]
-except (KeyError, TypeError):
-    set_key(key)  # computes the key group's offset, or raises StateError
+key_type = type(key)
+if key_type is int or key_type is str or groups_by_equality(key):
+    try:
+        table = slots[key]
+    except KeyError:
+        set_key(key)  # computes the key group's offset, or raises StateError
+        table = slots[key] = tables[ctx.offset]
+else:  # never looked up by key (1.0 == 1 with another key group)
+    set_key(key)
     key = ctx.key  # its hashable form
-    table = slots[key] = tables[ctx.offset]
+    table = tables[ctx.offset]
+    if groups_by_equality(key):  # a list's tuple
+        slots[key] = table
 """
 #: A fold called as a function; its ``None`` clears the key's value.
 _CALL = """
@@ -113,7 +128,8 @@ def _compiled(key_context: bool, position: int | None, inline_add: bool) -> Fold
     filename = f"<heap fold loop {key_context} {position} {inline_add}>"
     # tracebacks through the loop show its lines, as for a loop written in a file
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {}
+    # and groups_by_equality: which keys the loop may look up by value (1.0 == 1, other groups)
+    namespace: dict[str, Any] = {"groups_by_equality": groups_by_equality}
     exec(compile(source, filename, "exec"), namespace)
     loop: FoldLoop = namespace["fold_loop"]
     return loop

@@ -2,15 +2,16 @@
 
 The hash must be the same in every process (Python's ``hash()`` of ``str`` is salted per
 process), so keys are hashed by value: ints by a murmur3 finalizer, ``str``/``bytes`` by CRC-32,
-tuples and ``Row`` by combining their fields (lists and dicts like their :func:`hashable_key`
-tuple), other objects by CRC-32 of their pickle. Sets are refused (their order is per process).
-An object of a class defined in the job script
-(``__main__``) is refused with :class:`~undertow.core.errors.KeyTypeError` on every target: its
-class travels to workers by value, where pickle cannot name it (on ``local-threads`` it could,
-so a job would pass there and fail on ``local`` and Spark).
-
-Cost: a call on an int key is a few arithmetic operations; other keys are cached in a bounded
-per-process dict, so a repeated key costs one dict lookup.
+floats by their ``hex()``, tuples and ``Row`` by combining their fields (lists and dicts like
+their :func:`hashable_key` tuple), other objects by CRC-32 of their pickle. Sets are refused
+(their order is per process), and so is an object of a class of the job script (``__main__``),
+with :class:`~undertow.core.errors.KeyTypeError` on every target: pickle cannot name its class
+on a worker. Invariant: a key's group never depends on the keys hashed before it; every cache
+keyed by the key (here, the partitioner's, the heap's, timers') looks up and stores only keys
+of which :func:`groups_by_equality` holds (``1 == 1.0 == True`` as dict keys, with other
+hashes). Cost: an int key, a few arithmetic operations; a repeated str, bytes or tuple of such
+key, or a non-zero float, one dict lookup; other keys, a hash on every call. The longer story:
+docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from undertow.core.errors import KeySelectorError, KeyTypeError
 _MASK32 = 0xFFFFFFFF
 _CACHE_LIMIT = 1 << 16
 _cache: dict[Any, int] = {}
+_float_cache: dict[float, int] = {}
+#: Exact types whose equal values have equal stable hashes (``True == 1`` and both hash as 1).
+PLAIN_KEY_TYPES: frozenset[type] = frozenset({str, bytes, int, bool, type(None)})
 
 
 def _fmix32(h: int) -> int:
@@ -102,20 +106,44 @@ def _pickled_key(key: Any) -> bytes:
         ) from err
 
 
+def groups_by_equality(key: Any) -> bool:
+    """Whether ``key`` may index a cache of key groups: for two keys of which this is true,
+    ``a == b`` implies the same stable hash. True of :data:`PLAIN_KEY_TYPES` and of tuples
+    (exactly ``tuple``) of such keys; false of floats, whose ``1.0 == 1`` and ``-0.0 == 0.0``
+    hash differently, of other numbers, of unhashable keys and of every other type. A cache
+    must check it before its lookup, not only before its store (a lookup of ``1.0`` would find
+    the entry of ``1``). Cost: a type check; a tuple's, one per field."""
+    t = type(key)
+    if t in PLAIN_KEY_TYPES:
+        return True
+    if t is not tuple:
+        return False
+    for item in key:  # a loop: faster than all() or issuperset(map()) on a short tuple
+        if type(item) not in PLAIN_KEY_TYPES and not groups_by_equality(item):
+            return False
+    return True
+
+
 def stable_hash(key: Any) -> int:
-    """A 32-bit hash of ``key`` that is the same in every process and run."""
-    if type(key) is int:
+    """A 32-bit hash of ``key`` that is the same in every process and run (and does not depend
+    on the keys hashed before it: see the module docstring)."""
+    t = type(key)
+    if t is int:
         return _fmix32(key ^ (key >> 32))
+    if t is str or groups_by_equality(key):
+        cache = _cache
+    elif t is float and key:  # not ±0.0, which are equal with different hashes
+        cache = _float_cache
+    else:
+        return _hash_uncached(key)
     try:
-        return _cache[key]
+        return cache[key]
     except KeyError:
         pass
-    except TypeError:  # unhashable key (list, dict): hash by value every time
-        return _hash_uncached(key)
     h = _hash_uncached(key)
-    if len(_cache) >= _CACHE_LIMIT:
-        _cache.clear()
-    _cache[key] = h
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = h
     return h
 
 

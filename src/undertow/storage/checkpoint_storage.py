@@ -219,6 +219,32 @@ class CheckpointStorage(SharedFiles):
             target.write_file(checkpoint_id, file_name, bytes(self._fs.cat_file(entry)))
         return target._commit_metadata_in(target._job_dir, payload)
 
+    def probe_savepoint_target(self, target_directory: str) -> None:
+        """Check that :meth:`export_savepoint` can write into ``target_directory`` before a
+        savepoint is taken: make the directory (as the export would) and write and delete an
+        empty ``.undertow-probe-<hex>`` file in it, through the file system the export uses.
+
+        So a stop with savepoint into a directory it cannot write is refused while the job
+        still runs, instead of failing after its sources stopped. Raises
+        :class:`CheckpointStorageError` naming the directory and the OS error (permission
+        denied, a file in the way, a read-only file system). The directory stays made. Cost:
+        a ``makedirs``, a put and a delete (three round trips on an object store).
+        """
+        fs, path = self._open_uri(target_directory)
+        uri = self._uri(path, fs)
+        probe = posixpath.join(path, f".undertow-probe-{uuid.uuid4().hex}")
+        step = "create"
+        try:
+            fs.makedirs(path, exist_ok=True)
+            step = "write a file into"
+            fs.pipe_file(probe, b"")
+            step = "delete a file from"
+            fs.rm_file(probe)
+        except OSError as err:
+            raise CheckpointStorageError(
+                f"savepoint directory {uri}: cannot {step} it: {type(err).__name__}: {err}"
+            ) from err
+
     def _commit_metadata_in(self, directory: str, payload: bytes) -> str:
         final = posixpath.join(directory, METADATA_FILE)
         if not self._local:

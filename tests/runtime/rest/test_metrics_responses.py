@@ -3,6 +3,7 @@ samples: names, values as strings, aggregation over chosen subtasks, and bad que
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -34,10 +35,18 @@ def test_a_subtask_has_flinks_names_and_none_before_its_first_sample() -> None:
     metrics = subtask_metrics(sample(10))
     assert metrics["numRecordsIn"] == 10 and metrics["busyTimeMsPerSecond"] == 250.0
     assert metrics["map.seen"] == 3.0 and "debloatedBufferSize" not in metrics
+    assert (metrics["maxOverdraftBuffers"], metrics["numOverdraftExceeded"]) == (0, 0)
     assert subtask_metrics(None) == {}
     assert "1.numRecordsIn" in vertex_metrics(VERTEX) and "2.numRecordsIn" not in vertex_metrics(
         VERTEX
     )
+
+
+def test_the_overdraft_counters_are_task_metrics() -> None:
+    """So a running job shows them (its accumulators only come when a task ends)."""
+    view = dataclasses.replace(sample(1), max_overdraft_buffers=24, overdraft_exceeded=3)
+    metrics = subtask_metrics(view)
+    assert (metrics["maxOverdraftBuffers"], metrics["numOverdraftExceeded"]) == (24, 3)
 
 
 def test_values_are_strings_and_only_asked_names_are_listed() -> None:

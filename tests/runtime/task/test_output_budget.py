@@ -23,7 +23,7 @@ from undertow.runtime.network.input_gate import InputGate
 from undertow.runtime.network.partition import ResultPartition
 from undertow.runtime.network.record_writer import RecordWriter
 from undertow.runtime.task.deployment import TaskDeployment
-from undertow.runtime.task.output_budget import OutputBudget
+from undertow.runtime.task.output_budget import OutputBudget, overdraft_warning
 from undertow.runtime.task.stream_task import StreamTask
 from undertow.runtime.task.task_statistics import TaskStatistics
 
@@ -231,6 +231,21 @@ def test_a_record_larger_than_the_allowance_is_counted_and_logged_once(
     message = warning.getMessage()
     assert "operator 'fan-out' (subtask 1/1)" in message
     assert f"drew {out.in_use} buffers" in message, message
+    assert "plus the 5 overdraft buffers allowed" in message, message
+    beyond = stats.max_overdraft_buffers  # what the option must allow for this record
+    assert (
+        f"raise taskmanager.network.memory.max-overdraft-buffers-per-gate to {beyond} or more"
+    ) in message, message
+    assert "numOverdraftExceeded" in message, "names where the further cases are counted"
+
+
+def test_the_warning_of_a_mispredicted_chunk_says_why_and_how_far_to_raise_the_limit() -> None:
+    message = overdraft_warning("t (2/3)", "explode", "2/3", "t out", units=8, drawn=30,
+                                room=12, overdraft=5)  # fmt: skip
+    assert message.startswith("t (2/3): a chunk of 8 records of operator 'explode' (subtask 2/3)")
+    assert "more than its 7 free buffers plus the 5 overdraft buffers" in message
+    assert "cost more than the ones before, so 23 buffers went beyond the pool" in message
+    assert "max-overdraft-buffers-per-gate to 23 or more" in message
 
 
 def test_deferred_work_runs_once_the_output_is_available_again() -> None:

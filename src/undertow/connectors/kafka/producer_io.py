@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from undertow.connectors.kafka.commit_errors import is_follow_on
 from undertow.connectors.kafka.sink_protocol import (
     IdUseKey,
     KafkaSinkError,
@@ -204,44 +206,128 @@ def end_offsets(
         consumer.close()
 
 
+@dataclass(frozen=True, slots=True)
+class FailedDelivery:
+    """One record's failed delivery report: its size (key and value), topic and error."""
+
+    size: int
+    topic: str
+    code: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"record of {self.size} bytes to topic {self.topic!r} was rejected: {self.reason}"
+
+
 class DeliveryErrors:
-    """Collects the first delivery failure of produced records (librdkafka's callback)."""
+    """Collects the delivery failures of produced records (librdkafka's callback, served by
+    ``poll``, ``flush`` and a commit on the task thread) until they are taken.
+
+    It keeps the first rejection of a record by the broker (too large, not authorized, an
+    unknown topic), and apart from it the first follow-on failure (``Purged in queue`` after
+    an abort: :data:`.commit_errors.FOLLOW_ON`); the rejection is the one reported, whichever
+    came first, as it says what went wrong. The broker rejects a whole produce request for
+    one record too large, so of ``MSG_SIZE_TOO_LARGE`` rejections the largest record is kept."""
 
     def __init__(self, where: str) -> None:
         self.where = where
-        self.first: str | None = None
+        self.rejection: FailedDelivery | None = None
+        self.rejected = 0
+        self.follow_on: FailedDelivery | None = None
 
     def callback(self, err: KafkaError | None, message: Any) -> None:
-        if err is not None and self.first is None:
-            size = len(message.key() or b"") + len(message.value() or b"")
-            self.first = (
-                f"record of {size} bytes to topic {message.topic()!r} was rejected: {err.str()}"
-            )
+        if err is None:
+            return
+        size = len(message.key() or b"") + len(message.value() or b"")
+        failed = FailedDelivery(size, message.topic(), err.code(), err.str())
+        if is_follow_on(err):
+            self.follow_on = self.follow_on or failed
+            return
+        self.rejected += 1
+        first = self.rejection
+        too_large = KafkaError.MSG_SIZE_TOO_LARGE
+        if first is None or (first.code == failed.code == too_large and failed.size > first.size):
+            self.rejection = failed
+
+    def take(self) -> str | None:
+        """The failure to report (the rejection, else the follow-on one), forgetting both."""
+        follow_on = self.follow_on
+        rejection = self.take_rejection()
+        if rejection is not None or follow_on is None:
+            return rejection
+        return follow_on.describe()
+
+    def take_rejection(self) -> str | None:
+        """The rejection only, forgetting both (a commit's own error outranks a follow-on)."""
+        found, count = self.rejection, self.rejected
+        self.rejection, self.rejected, self.follow_on = None, 0, None
+        if found is None:
+            return None
+        if count == 1:
+            return found.describe()
+        if found.code == KafkaError.MSG_SIZE_TOO_LARGE:
+            return f"{found.describe()} (the largest of {count} records rejected)"
+        return f"{found.describe()} (and {count - 1} more records)"
 
     def raise_if_any(self) -> None:
-        if self.first is not None:
-            first, self.first = self.first, None
-            raise KafkaSinkError(f"{self.where}: {first}")
+        found = self.take()
+        if found is not None:
+            raise KafkaSinkError(f"{self.where}: {found}")
+
+
+def serve_reports(producer: Producer) -> None:
+    """Serve the producer's pending delivery reports (``poll(0)``). A producer that hit a fatal
+    error (it was fenced) raises that error from every ``poll``: ignored here, as the caller
+    reports the error itself or is closing."""
+    fatal_error(producer)
+
+
+def fatal_error(producer: Producer) -> KafkaError | None:
+    """Serve the pending delivery reports and return the producer's fatal error, if it hit one
+    (confluent-kafka raises it from every ``poll``; ``produce`` then only says ``_FATAL``)."""
+    try:
+        producer.poll(0)
+    except KafkaException as err:
+        return reason(err)
+    return None
+
+
+def reason(err: KafkaException) -> KafkaError:
+    """The ``KafkaError`` confluent-kafka raised ``err`` with."""
+    if err.args and isinstance(err.args[0], KafkaError):
+        return err.args[0]
+    return KafkaError(KafkaError._FAIL, str(err))
+
+
+class ProduceError(KafkaSinkError):
+    """``produce`` refused a record; ``error`` is the client's reason (``_FATAL`` once the
+    producer hit a fatal error: :func:`fatal_error` tells which)."""
+
+    def __init__(self, message: str, error: KafkaError) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) -> None:
     """Hand one record to the producer, waiting for queue space when it is full."""
     while True:
         try:
-            producer.produce(
-                record.topic,
-                value=record.value,
-                key=record.key,
-                timestamp=record.timestamp or 0,
-                on_delivery=errors.callback,
-            )
-            return
-        except BufferError:
-            producer.poll(0.05)  # the local queue is full: serve deliveries, then retry
+            try:
+                producer.produce(
+                    record.topic,
+                    value=record.value,
+                    key=record.key,
+                    timestamp=record.timestamp or 0,
+                    on_delivery=errors.callback,
+                )
+                return
+            except BufferError:
+                producer.poll(0.05)  # the local queue is full: serve deliveries, then retry
         except KafkaException as err:
-            raise KafkaSinkError(
+            raise ProduceError(
                 f"{errors.where}: cannot produce a record of {record.size} "
-                f"bytes to topic {record.topic!r}: {err.args[0]}"
+                f"bytes to topic {record.topic!r}: {err.args[0]}",
+                reason(err),
             ) from err
 
 

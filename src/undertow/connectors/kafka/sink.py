@@ -24,6 +24,7 @@ from undertow.connectors.kafka.writer import (
     KafkaWriter,
 )
 from undertow.connectors.sink import DeliveryGuarantee, Sink, SinkWriter, SinkWriterContext
+from undertow.connectors.transactional_ids import TransactionalIdClaim
 
 #: Flink's cap on the transactional id prefix (UTF-8 bytes).
 MAXIMUM_PREFIX_BYTES = 64_000
@@ -62,6 +63,17 @@ class KafkaSink(Sink):
             return ExactlyOnceKafkaWriter(self, context, states, self.crash)
         wait = self.delivery_guarantee is DeliveryGuarantee.AT_LEAST_ONCE
         return KafkaWriter(self, context, wait_for_acks=wait)
+
+    def transactional_id_claim(self) -> TransactionalIdClaim | None:
+        """``EXACTLY_ONCE``: the ids ``<prefix>-<subtask>`` on this cluster
+        (:class:`~undertow.connectors.transactional_ids.ClaimsTransactionalIds`)."""
+        if self.delivery_guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
+            return None
+        topic = self.record_serializer.topic
+        topics = () if topic is None else (topic,)
+        return TransactionalIdClaim(
+            "Kafka", self.transactional_id_prefix, self.bootstrap_servers, topics
+        )
 
     def with_crash_injector(self, crash: CrashInjector | None) -> KafkaSink:
         """Test-only: a copy that calls ``crash`` at the named protocol points."""

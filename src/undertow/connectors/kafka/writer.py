@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from undertow.common.row import Row
 from undertow.connectors.kafka import producer_io as io
+from undertow.connectors.kafka.commit_errors import commit_failure
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import (
     END_OF_INPUT,
@@ -90,7 +91,9 @@ class _Base(SinkWriter):
         self.subtask = context.subtask_index()
         self.parallelism = context.parallelism()
         self.attempt = context.attempt_number()
-        self.where = f"{sink!r} subtask {self.subtask}"
+        operator = context.operator_name()
+        named = f"{sink!r}" if operator is None else f"operator {operator!r} ({sink!r})"
+        self.where = f"{named} subtask {self.subtask}"
         self.config = io.client_config(sink.bootstrap_servers, sink.properties)
         self.timeout_s = (
             int(sink.properties.get(io.STARTUP_TIMEOUT, io.DEFAULT_STARTUP_TIMEOUT_MS)) / 1000
@@ -142,7 +145,7 @@ class _Base(SinkWriter):
         return record
 
     def close(self) -> None:
-        self.producer.poll(0)
+        io.serve_reports(self.producer)
 
 
 class KafkaWriter(_Base):
@@ -160,23 +163,45 @@ class KafkaWriter(_Base):
         ``poll`` per record cost a call into librdkafka each, and the delivery reports it
         serves are only failures (:func:`.producer_io.report_failures_only`)."""
         stamps = timestamps if timestamps is not None else [None] * len(elements)
-        for element, timestamp in zip(elements, stamps):
-            for record in self._records(element, timestamp):
-                io.produce(self.producer, record, self.errors)
-        self.producer.poll(0)
-        self.errors.raise_if_any()
+        try:
+            for element, timestamp in zip(elements, stamps):
+                for record in self._records(element, timestamp):
+                    io.produce(self.producer, record, self.errors)
+        except io.ProduceError as err:
+            fatal = io.fatal_error(self.producer)
+            if fatal is None or err.error.code() != KafkaError._FATAL:
+                raise
+            raise self._broken(fatal) from err
+        self._raise_if_failed(io.fatal_error(self.producer))
 
     def flush(self, end_of_input: bool) -> None:
         if not (self.wait_for_acks or end_of_input):
             return
-        left = self.producer.flush(self.timeout_s)
-        self.errors.raise_if_any()
+        try:
+            left = self.producer.flush(self.timeout_s)
+        except KafkaException as err:
+            self.errors.raise_if_any()
+            raise self._broken(io.reason(err)) from err
+        self._raise_if_failed(io.fatal_error(self.producer))
         if left:
             raise KafkaSinkError(
                 f"{self.where}: {left} records were not acknowledged by the "
                 f"brokers at {self.sink.bootstrap_servers} within "
                 f"{self.timeout_s:g} s"
             )
+
+    def _raise_if_failed(self, fatal: KafkaError | None) -> None:
+        """Raise the first rejected record, else the producer's fatal error (an idempotent
+        producer's broken sequence), which confluent-kafka raises from every ``poll``."""
+        self.errors.raise_if_any()
+        if fatal is not None:
+            raise self._broken(fatal)
+
+    def _broken(self, fatal: KafkaError) -> KafkaSinkError:
+        return KafkaSinkError(
+            f"{self.where}: the producer failed for good (a restart starts a new one): "
+            f"{fatal.str()}"
+        )
 
 
 class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
@@ -360,11 +385,39 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             self._crash(DURING_COMMIT, checkpoint_id)
             self.producer.commit_transaction(self.timeout_s)
         except KafkaException as err:
-            self.producer.poll(0)
-            self.errors.raise_if_any()
-            raise KafkaSinkError(f"{what} failed: {err.args[0]}") from err
+            raise self._commit_failed(checkpoint_id, io.reason(err)) from err
+        except io.ProduceError as err:
+            raise self._commit_failed(checkpoint_id, err.error) from err
         self.errors.raise_if_any()
         self._crash(AFTER_COMMIT, checkpoint_id)
+
+    def _commit_failed(self, checkpoint_id: int, error: KafkaError) -> KafkaSinkError:
+        """The error of a failed transaction (:mod:`.commit_errors`): the delivery reports are
+        served first, so that a record the broker rejected is named rather than the purges
+        that follow; ``_FATAL`` (from ``produce``) is replaced by the fatal error itself (a
+        fencing); an abortable transaction is aborted before the error is raised."""
+        fatal = io.fatal_error(self.producer)
+        if fatal is not None and error.code() == KafkaError._FATAL:
+            error = fatal
+        tid = str(self.config["transactional.id"])
+        failure = commit_failure(
+            self.where,
+            checkpoint_id,
+            tid,
+            self.prefix,
+            error,
+            self.errors.take_rejection(),
+            int(self.config["transaction.timeout.ms"]),
+        )
+        message = failure.message
+        if failure.abort:
+            try:
+                self.producer.abort_transaction(self.timeout_s)
+            except KafkaException as abort_err:
+                message += f"; aborting the transaction failed too: {abort_err.args[0]}"
+            io.serve_reports(self.producer)
+            self.errors.take()  # the records the abort purged: follow-on failures
+        return KafkaSinkError(message)
 
     def _crash(self, point: str, checkpoint_id: int) -> None:
         if self.crash is not None:

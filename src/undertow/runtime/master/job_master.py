@@ -125,6 +125,8 @@ class JobMaster:
         self._lifecycle = JobLifecycle(self._start_ms)
         self._failure: UndertowError | None = None
         self._cancel_requested = False
+        #: Set with ``_cancel_requested`` (on the loop): wakes a restart delay.
+        self._cancelled = asyncio.Event()
         self._current: Attempt | None = None
         self._done = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -310,9 +312,11 @@ class JobMaster:
                 self.results.restarting(self.attempt, _first_line(error))
                 self._console(f"job {self.job_id[:8]} failed ({_first_line(error)}); restarting "
                               f"in {decision.delay_ms} ms")  # fmt: skip
-                await asyncio.sleep(decision.delay_ms / 1000.0)
-                if self._cancel_requested:
+                try:  # a cancel ends the restart delay at once, not after it
+                    await asyncio.wait_for(self._cancelled.wait(), decision.delay_ms / 1000.0)
                     break
+                except asyncio.TimeoutError:
+                    pass
                 self.attempt = AttemptNumber(self.attempt + 1)
                 self.num_restarts += 1
                 if self.coordinator is not None:
@@ -457,6 +461,7 @@ class JobMaster:
 
     def _cancel(self) -> None:
         self._cancel_requested = True
+        self._cancelled.set()
         self._fire(JobEvent.CANCEL)
         attempt = self._current
         if attempt is not None and not attempt.done.is_set():

@@ -90,6 +90,10 @@ class SubtaskMetricsView:
     #: ``TaskStatistics``).
     buffers_in: int = 0
     buffers_out: int = 0
+    #: The overdraft bound's counters (``TaskStatistics``): the most buffers beyond its pool
+    #: an output held at once, and units of work that went past pool plus overdraft.
+    max_overdraft_buffers: int = 0
+    overdraft_exceeded: int = 0
 
 
 class TaskMetricsStore:
@@ -161,6 +165,8 @@ class TaskMetricsStore:
             input_watermark=latest.input_watermark,
             buffers_in=latest.buffers_in,
             buffers_out=latest.buffers_out,
+            max_overdraft_buffers=latest.max_overdraft_buffers,
+            overdraft_exceeded=latest.overdraft_exceeded,
             debloated_buffer_size=latest.debloat.debloated_buffer_size if latest.debloat else None,
             estimated_time_to_consume_buffers_ms=round(
                 latest.debloat.estimated_time_to_consume_buffers_ms

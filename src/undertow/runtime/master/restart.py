@@ -2,7 +2,8 @@
 
 ``decide(now_ms)`` is called once per failure and answers ``Restart(delay_ms)`` or
 ``GiveUp(reason)``. Defaults follow Flink: with checkpointing enabled and no strategy
-configured, ``exponential-delay``; without checkpointing, ``none``.
+configured, ``exponential-delay``; without checkpointing, ``none``. ``failure-rate``'s limit
+is :mod:`.failure_rate`'s.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -14,6 +15,12 @@ from dataclasses import dataclass
 
 from undertow.core.config import ConfigOption, Configuration, Options, duration_option, int_option
 from undertow.core.errors import ConfigurationError
+from undertow.runtime.master.failure_rate import (
+    INTERVAL_KEY,
+    MAX_FAILURES_KEY,
+    FailureRate,
+    FailureWindow,
+)
 
 FIXED_ATTEMPTS = int_option("restart-strategy.fixed-delay.attempts", 1)
 FIXED_DELAY = duration_option("restart-strategy.fixed-delay.delay", 1000)
@@ -26,6 +33,9 @@ EXP_RESET = duration_option("restart-strategy.exponential-delay.reset-backoff-th
 EXP_JITTER: ConfigOption[float] = ConfigOption(
     "restart-strategy.exponential-delay.jitter-factor", float, 0.1
 )
+RATE_MAX_FAILURES = int_option(MAX_FAILURES_KEY, 1)
+RATE_INTERVAL = duration_option(INTERVAL_KEY, 60_000)
+RATE_DELAY = duration_option("restart-strategy.failure-rate.delay", 1000)
 EXP_ATTEMPTS = int_option("restart-strategy.exponential-delay.attempts-before-reset-backoff",
                           2**31 - 1)  # fmt: skip
 
@@ -60,6 +70,23 @@ class FixedDelayRestart(RestartStrategy):
         if self.used >= self.attempts:
             return GiveUp(f"restart-strategy.fixed-delay.attempts ({self.attempts}) are used up")
         self.used += 1
+        return Restart(self.delay_ms)
+
+
+class FailureRateRestart(RestartStrategy):
+    """Restart after ``delay_ms`` unless the failure exceeds ``rate`` (Flink's
+    ``failure-rate``: at most ``max-failures-per-interval`` restarts in any
+    ``failure-rate-interval``); the decision is :class:`.failure_rate.FailureWindow`'s."""
+
+    def __init__(self, rate: FailureRate, delay_ms: int) -> None:
+        if delay_ms < 0:
+            raise ConfigurationError(f"{RATE_DELAY.key} = {delay_ms} ms: must be >= 0")
+        self.window = FailureWindow(rate)
+        self.delay_ms = delay_ms
+
+    def decide(self, now_ms: int) -> Restart | GiveUp:
+        if self.window.exceeded(now_ms):
+            return GiveUp(self.window.describe())
         return Restart(self.delay_ms)
 
 
@@ -132,11 +159,15 @@ def restart_strategy(config: Configuration) -> RestartStrategy:
         return NoRestart()
     if kind in ("fixed-delay", "fixeddelay"):
         return FixedDelayRestart(config.get(FIXED_ATTEMPTS), config.get(FIXED_DELAY))
+    if kind in ("failure-rate", "failurerate"):
+        rate = FailureRate(config.get(RATE_MAX_FAILURES), config.get(RATE_INTERVAL))
+        return FailureRateRestart(rate, config.get(RATE_DELAY))
     if kind in ("exponential-delay", "exponentialdelay"):
         return ExponentialDelayRestart(
             config.get(EXP_INITIAL), config.get(EXP_MAX), config.get(EXP_MULTIPLIER),
             config.get(EXP_RESET), config.get(EXP_JITTER), config.get(EXP_ATTEMPTS),
         )  # fmt: skip
     raise ConfigurationError(
-        f"restart-strategy.type = {kind!r}: must be none, fixed-delay or exponential-delay"
+        f"restart-strategy.type = {kind!r}: must be none, fixed-delay, failure-rate or "
+        "exponential-delay"
     )

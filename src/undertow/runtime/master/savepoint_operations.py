@@ -2,8 +2,10 @@
 
 A request gets its directory first (:meth:`SavepointOperations.resolve_directory`: the one
 given, or ``execution.checkpointing.savepoint-dir``, or a ``ConfigurationError`` naming the
-option). It then waits on the JobMaster's loop until the attempt's tasks run (a job that is
-starting or restarting takes it once they do, within the checkpoint timeout), and the
+option). The storage then probes it (``CheckpointStorage.probe_savepoint_target``, off the
+loop): one it cannot write fails the request with a ``CheckpointStorageError``, the job runs
+on. The request then waits until the attempt's tasks run (a job
+that is starting or restarting takes it once they do, within the checkpoint timeout), and the
 coordinator takes it. Its future gets the savepoint directory at once, or, for a stop with
 savepoint, when the job has ended ``FINISHED`` (:meth:`SavepointOperations.job_ended`).
 
@@ -30,6 +32,7 @@ from undertow.runtime.checkpoint.failure import CheckpointException, CheckpointF
 from undertow.runtime.checkpoint.savepoint import SavepointRequest, savepoint_directory
 from undertow.runtime.master.job_status import JobStatus
 from undertow.runtime.master.rest.responses import savepoint_operation
+from undertow.storage.errors import CheckpointStorageError
 
 #: How long the REST API outlives the job for a stop-with-savepoint result nobody fetched yet.
 STOP_RESULT_GRACE_S = 5.0
@@ -83,6 +86,19 @@ class SavepointOperations:
             coordinator = self.coordinator
             if coordinator is None:
                 result.set_exception(self._refused(request, "no checkpoint coordinator"))
+                return
+            # Refused before anything stops when its directory cannot be written (the probe
+            # is storage I/O: off the loop).
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, coordinator.storage.probe_savepoint_target, request.target_directory
+                )
+            except CheckpointStorageError as err:
+                refused = CheckpointStorageError(
+                    f"{request.kind} of job {self.job_id} refused, the job goes on: {err}"
+                )
+                refused.__cause__ = err
+                result.set_exception(refused)
                 return
             # A job that is starting (or restarting) takes it once all its tasks run.
             deadline = time.monotonic() + coordinator.timeout_ms / 1000.0

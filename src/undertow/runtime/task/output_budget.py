@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from undertow.core.config import Options
 from undertow.runtime.network.record_writer import RecordWriter
 
 #: The cost estimate falls at most this much per unit of work (peak-following).
@@ -117,3 +118,26 @@ class OutputBudget:
             self.mispredicted += 1
         if self.exceeded == 1 and self.on_exceeded is not None:
             self.on_exceeded(over[0], units, over[1], over[2])
+
+
+def overdraft_warning(
+    task: str, operator: str, subtask: str, output: str, units: int, drawn: int, room: int,
+    overdraft: int,
+) -> str:  # fmt: skip
+    """The warning a task logs the first time a unit of work exceeded its allowance (the
+    arguments of ``on_exceeded``, with the names of the task, the operator feeding the output,
+    the subtask as ``"i/n"`` and the output partition): what happened, why, the limit and the
+    option to raise, and where the further cases are counted."""
+    free = room - overdraft
+    if units == 1:
+        what, why = "one record", "one record's output is never split"
+    else:
+        what, why = f"a chunk of {units} records", "its records cost more than the ones before"
+    return (
+        f"{task}: {what} of operator '{operator}' (subtask {subtask}) drew {drawn} buffers on "
+        f"output '{output}', more than its {free} free buffers plus the {overdraft} overdraft "
+        f"buffers allowed; {why}, so {drawn - free} buffers went beyond the pool. To allow "
+        f"such output, raise {Options.MAX_OVERDRAFT_BUFFERS_PER_GATE.key} to {drawn - free} "
+        "or more. Logged once per task; further cases are only counted (task metric "
+        "numOverdraftExceeded, accumulator overdraft_exceeded[<task>])."
+    )

@@ -28,6 +28,7 @@ from undertow.connectors.sink import (
     SinkWriterContext,
     WriteAheadSinkWriter,
 )
+from undertow.connectors.transactional_ids import ClaimsTransactionalIds, TransactionalIdClaim
 from undertow.core.config import Configuration
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -70,6 +71,9 @@ class _WriterContext(SinkWriterContext):
     def attempt_number(self) -> int:
         return self._op.ctx.attempt_number
 
+    def operator_name(self) -> str:
+        return self._op.ctx.name
+
     def restored_checkpoint_id(self) -> int | None:
         return self._op.restored_checkpoint_id
 
@@ -93,6 +97,12 @@ class SinkWriterOperator(OneInputStreamOperator):
         self._restored_writer_state: list[Any] = []
         #: After ``finish`` with a final checkpoint: the last committables, for the next one.
         self._final: list[Any] | None = None
+
+    def transactional_id_claim(self) -> TransactionalIdClaim | None:
+        """The sink's claim (:class:`ClaimsTransactionalIds`), for the job graph's check."""
+        if isinstance(self.sink, ClaimsTransactionalIds):
+            return self.sink.transactional_id_claim()
+        return None
 
     def open(self) -> None:
         if not self.emit_committables:

@@ -55,7 +55,7 @@ from undertow.runtime.task.operator import (
     TaskServices,
     TwoInputStreamOperator,
 )
-from undertow.runtime.task.output_budget import OutputBudget
+from undertow.runtime.task.output_budget import OutputBudget, overdraft_warning
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.source_operator import SourceOperator
@@ -288,26 +288,14 @@ class StreamTask:
         )
 
     def _on_overdraft_exceeded(self, output: int, units: int, drawn: int, room: int) -> None:
-        """The first unit of work whose output went past the free buffers plus the overdraft."""
-        budget = self.budget
-        assert budget is not None
-        free = room - budget.overdraft
-        if units == 1:
-            what = "one record"
-            why = f"{what}'s output is never split"
-        else:
-            what = f"a chunk of {units} records"
-            why = "its records cost more than the ones before"
-        log.warning(
-            "%s: %s of operator '%s' (subtask %d/%d) drew %d buffers on output '%s', more "
-            "than its %d free buffers plus the %d overdraft buffers allowed "
-            "(taskmanager.network.memory.max-overdraft-buffers-per-gate); %s, so %d buffers "
-            "went beyond the pool. Further cases are only counted (overdraft_exceeded in the "
-            "task's statistics).",
-            self.name, what, self.output_operators[output], self.subtask_index + 1,
-            self.vertex.parallelism, drawn, self.partitions[output].name, free,
-            budget.overdraft, why, drawn - free,
-        )  # fmt: skip
+        """The first unit of work whose output went past the free buffers plus the overdraft:
+        one warning per task (:func:`overdraft_warning`); the budget counts the rest."""
+        assert self.budget is not None
+        subtask = f"{self.subtask_index + 1}/{self.vertex.parallelism}"
+        log.warning("%s", overdraft_warning(
+            self.name, self.output_operators[output], subtask, self.partitions[output].name,
+            units, drawn, room, self.budget.overdraft,
+        ))  # fmt: skip
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -29,7 +29,7 @@ from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.time_service import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend, TimerQueue
 from undertow.state.heap_snapshot import DeferredBlobs
-from undertow.state.key_groups import assign_to_key_group
+from undertow.state.key_groups import assign_to_key_group, groups_by_equality
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,12 +375,13 @@ class TimerServiceManager:
                 queue = (name, domain)
                 for timer in entries:
                     key = timer[1]
-                    try:
-                        group = group_of[key]
-                    except KeyError:
-                        group = group_of[key] = assign_to_key_group(key, maxp)
-                    except TypeError:  # unhashable: a queue in RocksDB may hold such a key
+                    if not groups_by_equality(key):  # 1.0 == 1, another group; or unhashable
                         group = assign_to_key_group(key, maxp)
+                    else:
+                        try:
+                            group = group_of[key]
+                        except KeyError:
+                            group = group_of[key] = assign_to_key_group(key, maxp)
                     lists = by_group.get(group)
                     if lists is None:
                         lists = by_group[group] = {}

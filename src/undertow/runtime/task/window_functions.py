@@ -8,9 +8,9 @@ list for list state. The classes here turn that into the call the user wrote: a
 ``ProcessAllWindowFunction.process(context, inputs)``; or emit the reduced/aggregated value
 unchanged when no window function is given.
 
-Lifecycle: ``open(runtime_context)`` once before the first pane, ``close()`` at the end; both
-reach every user function involved (reduce, aggregate, window function). Threading: the task's
-loop thread only.
+Lifecycle: ``open(runtime_context)`` once before the first pane, ``close()`` at the end; both,
+and the checkpoint hooks, reach every user function involved (reduce, aggregate, window
+function) that has the method (bound once by ``UdfHooks``). Threading: the loop thread only.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -25,11 +25,11 @@ from typing import Any
 from undertow.api.functions import (
     AggregateFunction,
     AllWindowFunction,
-    Function,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
     WindowFunction,
 )
+from undertow.runtime.task.udf_hooks import UdfHooks
 from undertow.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -50,18 +50,32 @@ class InternalWindowContext(ProcessWindowFunction.Context, ProcessAllWindowFunct
 
 
 class InternalWindowFunction(ABC):
-    """Evaluates one pane (see the module docstring)."""
+    """Evaluates one pane (see the module docstring). ``user_functions``: the functions it
+    calls (None or a plain callable has no hooks), opened, closed and told about checkpoints
+    in this order."""
 
     def __init__(self, *user_functions: Any) -> None:
-        self._user_functions = [f for f in user_functions if isinstance(f, Function)]
+        self._hooks = tuple(UdfHooks.of(f) for f in user_functions if f is not None)
 
     def open(self, runtime_context: Any) -> None:
-        for function in self._user_functions:
-            function.open(runtime_context)
+        for hooks in self._hooks:
+            hooks.open(runtime_context)
 
     def close(self) -> None:
-        for function in self._user_functions:
-            function.close()
+        for hooks in self._hooks:
+            hooks.close()
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        for hooks in self._hooks:
+            hooks.prepare_snapshot_pre_barrier(checkpoint_id)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for hooks in self._hooks:
+            hooks.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for hooks in self._hooks:
+            hooks.notify_checkpoint_aborted(checkpoint_id)
 
     @abstractmethod
     def process(
@@ -144,7 +158,8 @@ def _reduce_callable(reduce_function: Any) -> Callable[[Any, Any], Any]:
 
 class _FoldThenApply(InternalWindowFunction):
     """List contents folded to one value when the window fires, then handed to ``inner``
-    (evicting windows): opens, closes and clears ``inner`` with the folding function."""
+    (evicting windows): opens, closes, clears and tells ``inner`` about checkpoints with the
+    folding function."""
 
     def __init__(self, folding_function: Any, inner: SingleValueWindowFunction) -> None:
         super().__init__(folding_function)
@@ -159,6 +174,18 @@ class _FoldThenApply(InternalWindowFunction):
             self._inner.close()
         finally:
             super().close()
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        super().prepare_snapshot_pre_barrier(checkpoint_id)
+        self._inner.prepare_snapshot_pre_barrier(checkpoint_id)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        super().notify_checkpoint_complete(checkpoint_id)
+        self._inner.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        super().notify_checkpoint_aborted(checkpoint_id)
+        self._inner.notify_checkpoint_aborted(checkpoint_id)
 
     def clear(self, window: Any, context: InternalWindowContext) -> None:
         self._inner.clear(window, context)

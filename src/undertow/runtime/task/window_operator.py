@@ -1,10 +1,10 @@
 """The window operator: Flink's ``WindowOperator`` (and ``EvictingWindowOperator``).
 
 Lifecycle: ``setup -> open -> (process_batch | process_watermark | timers)* -> finish ->
-close``. At the end of data the task first quiesces the operator's processing-time service
-(:mod:`undertow.runtime.task.chain`): processing-time windows still open then never fire, and
-their contents are dropped, as in Flink's streaming mode. Threading: everything runs on the
-task's loop thread; the operator takes no locks.
+close``, checkpoint hooks passed on to the user's functions. At the end of data the task
+first quiesces the operator's processing-time service (:mod:`undertow.runtime.task.chain`):
+processing-time windows still open then never fire, and their contents are dropped, as in
+Flink's streaming mode. Threading: everything runs on the task's loop thread; no locks.
 
 Invariants: a window with state has a cleanup timer (unless it never ends); after the cleanup
 timer of a window fired, no state of that (key, window) remains; a record is added to a pane
@@ -186,6 +186,17 @@ class WindowOperator(OneInputStreamOperator):
         if self._opened:
             self._opened = False
             self._window_function.close()
+
+    # --- checkpoints: passed on to the user's functions (Flink's AbstractUdfStreamOperator) ---
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self._window_function.prepare_snapshot_pre_barrier(checkpoint_id)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self._window_function.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self._window_function.notify_checkpoint_aborted(checkpoint_id)
 
     def _metric_group(self) -> Any:
         rc = self._runtime_context

@@ -74,6 +74,9 @@ def subtask_metrics(sample: SubtaskMetricsView | None) -> dict[str, float]:
         "accumulatedBackPressuredTime": sample.backpressured_ms,
         "accumulatedIdleTime": sample.idle_ms,
         "currentInputWatermark": sample.input_watermark,
+        # undertow's own (Flink blocks the task instead): the overdraft bound's counters
+        "maxOverdraftBuffers": sample.max_overdraft_buffers,
+        "numOverdraftExceeded": sample.overdraft_exceeded,
         **debloat_metrics(sample),
         # the user's metrics (get_metrics_group()), as "<operator>.<group...>.<name>"
         **sample.user_metrics,
