@@ -28,6 +28,13 @@ from undertow.connectors.kafka.sink_protocol import IdUseKey, KafkaSinkError
 from undertow.connectors.kafka.writer import DURING_COMMIT
 
 
+class NamedContext(Context):
+    """A writer context inside a job: the sink's operator has a name."""
+
+    def operator_name(self) -> str | None:
+        return "counts to kafka"
+
+
 def test_a_restore_with_a_changed_progress_topic_is_refused(kafka_bootstrap: str) -> None:
     topic = make_topic(kafka_bootstrap)
     first = sink(kafka_bootstrap, topic, prefix="moved")
@@ -39,11 +46,11 @@ def test_a_restore_with_a_changed_progress_topic_is_refused(kafka_bootstrap: str
                  properties={"undertow.sink.progress-topic": "elsewhere"})  # fmt: skip
     with pytest.raises(
         KafkaSinkError,
-        match=r"KafkaSink\('moved', EXACTLY_ONCE\) subtask 0: the state restored from "
-        r"checkpoint 1 has its progress markers on topic 'undertow-sink-progress', but "
-        r"undertow\.sink\.progress-topic is now 'elsewhere'",
+        match=r"operator 'counts to kafka' \(KafkaSink\('moved', EXACTLY_ONCE\)\) subtask 0: "
+        r"the state restored from checkpoint 1 has its progress markers on topic "
+        r"'undertow-sink-progress', but undertow\.sink\.progress-topic is now 'elsewhere'",
     ):
-        moved.restore_writer(Context(attempt=1, restored=1), state)
+        moved.restore_writer(NamedContext(attempt=1, restored=1), state)
 
 
 def test_a_restore_under_a_changed_prefix_reads_the_markers_of_the_old_one(
