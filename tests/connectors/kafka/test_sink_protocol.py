@@ -331,3 +331,45 @@ def test_model_every_record_committed_exactly_once_in_key_order(
     for key in range(KEYS):
         mine = [r for r in kafka.log if r % KEYS == key]
         assert mine == sorted(mine), f"key {key} out of order: {mine}"
+
+
+# -- a model of the transactions runs leave open ---------------------------------------------------
+run_spec = st.tuples(
+    st.integers(1, 4),  # parallelism
+    st.one_of(st.none(), st.integers(0, 7)),  # restore: none, or the checkpoint of run k % runs
+    st.sets(st.integers(0, 3)),  # subtasks whose commit dies in this run, transaction left open
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example([(3, None, {2}), (2, None, set())])  # a new job at p=2 after p=3 left id 2 open
+@example([(2, None, set()), (3, 0, {2}), (2, 0, set())])  # restore of an older checkpoint
+@given(st.lists(run_spec, min_size=1, max_size=8))
+def test_model_no_transaction_stays_open_after_a_run_started(
+    runs: list[tuple[int, int | None, set[int]]],
+) -> None:
+    """Runs of one sink, each a new job or a restore of any earlier run's checkpoint (every
+    old subtask's state), at any parallelism; a commit that dies leaves its id's transaction
+    open. Once a run started (each subtask: its id-use record, its own id, the ids its states
+    name, and subtask 0 the recorded ids at or above the parallelism), no transaction is open:
+    none holds read_committed consumers back."""
+    open_ids: set[int] = set()
+    uses: dict[int, int] = {}  # the id-use records: subtask -> parallelism
+    checkpoints: list[list[KafkaWriterState]] = []
+    for p, restore_from, dying in runs:
+        states = (
+            checkpoints[restore_from % len(checkpoints)]
+            if restore_from is not None and checkpoints
+            else []
+        )
+        for i in range(p):
+            uses[i] = p
+        for other in lingering_ids(uses, 0, p):
+            open_ids.discard(other)
+            del uses[other]
+        for i in range(p):
+            mine = [s for s in states if s.subtask % p == i]
+            open_ids -= set(ids_to_fence(mine, i, p))
+        assert not open_ids, f"transactions of ids {sorted(open_ids)} stay open at p={p}"
+        checkpoints.append([KafkaWriterState(i, p, f"run{len(checkpoints)}", ()) for i in range(p)])
+        open_ids |= {i for i in dying if i < p}
