@@ -5,7 +5,9 @@ The source topic is filled first with ``records`` records of benchmarks/kafka_lo
 latency section's) counts them while a worker process is killed (``kill -9``) once a
 checkpoint completed. It restarts from its last checkpoint. The
 output topic is then read (``read_committed`` for EXACTLY_ONCE, ``read_uncommitted``
-otherwise) until every key's count reached its number of records, or a time-out passed:
+otherwise) until every key's count reached its number of records, or a time-out passed, and
+then on until every partition was read to its end (read_committed: its last stable offset,
+once no transaction is open), looked up after that (:func:`count_output`):
 
 * ``lost``: counts ``1..n`` of a key that never appeared;
 * ``duplicated``: counts that appeared more than once (AT_LEAST_ONCE may repeat what the
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 
 import kafka_engines
 import kafka_load as load
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from undertow.datastream.connectors.kafka import DeliveryGuarantee
 from undertow.testing.oracle import kill_worker_process
@@ -52,29 +55,81 @@ class KillFigures:
     note: str = ""
 
 
+def end_offsets(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> dict[int, int]:
+    """Each partition's end as a consumer of ``isolation`` sees it: the high watermark for
+    read_uncommitted, the last stable offset for read_committed. For read_committed it waits
+    (up to ``timeout_s``) until no transaction is open on the topic, the last stable offset
+    reaching the high watermark: a sink subtask's commit returns before the broker wrote its
+    markers to every partition, so one partition can still hide a committed transaction's
+    records when another already shows them."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = sorted(admin.list_topics(topic, timeout=timeout_s).topics[topic].partitions)
+
+    def latest(level: IsolationLevel) -> dict[int, int]:
+        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+        futures = admin.list_offsets(request, isolation_level=level, request_timeout=timeout_s)
+        return {tp.partition: int(f.result().offset) for tp, f in futures.items()}
+
+    high = latest(IsolationLevel.READ_UNCOMMITTED)
+    if isolation != "read_committed":
+        return high
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stable = latest(IsolationLevel.READ_COMMITTED)
+        if stable == high or time.monotonic() > deadline:
+            return stable
+        time.sleep(0.1)
+        high = latest(IsolationLevel.READ_UNCOMMITTED)
+
+
 def count_output(
     bootstrap: str, topic: str, isolation: str, expected: dict[str, int], timeout_s: float
 ) -> tuple[int, int, str]:
-    """Read ``topic`` from its start until every key's count reached ``expected[key]``;
-    returns (lost, duplicated, note)."""
+    """Read ``topic`` from its start until every key's count reached ``expected[key]`` (the
+    job got through its input), then on until every partition's position reached its end
+    (:func:`end_offsets`, looked up after that) before judging; returns (lost, duplicated,
+    note). Counts of one key may be on several partitions (the sink writes without a key),
+    so a key's highest count seen on one partition says nothing of the others: judging
+    there read "lost 140" of records that came later on the other partition."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kill-{uuid.uuid4().hex}",
-                         "isolation.level": isolation, **load.CONSUMER})  # fmt: skip
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(2)])
+                         "isolation.level": isolation, **load.CONSUMER,
+                         "enable.partition.eof": True})  # fmt: skip
+    partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     seen: Counter[tuple[str, int]] = Counter()
     highest: dict[str, int] = {}
+    position = dict.fromkeys(partitions, 0)
     deadline = time.monotonic() + timeout_s
     note = ""
+
+    def take() -> None:
+        for message in consumer.consume(10_000, timeout=0.2):
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    position[message.partition()] = max(position[message.partition()],
+                                                        message.offset())  # fmt: skip
+                continue
+            position[message.partition()] = message.offset() + 1
+            key, count = message.value().decode().split(",")
+            seen[(key, int(count))] += 1
+            highest[key] = max(highest.get(key, 0), int(count))
+        for tp in consumer.position([TopicPartition(topic, p) for p in partitions]):
+            position[tp.partition] = max(position[tp.partition], tp.offset)  # past markers
+
     try:
         while any(highest.get(k, 0) < n for k, n in expected.items()):
             if time.monotonic() > deadline:
                 note = f"not all counts visible within {timeout_s:.0f} s"
                 break
-            for message in consumer.consume(10_000, timeout=0.2):
-                if message.error() is not None:
-                    continue
-                key, count = message.value().decode().split(",")
-                seen[(key, int(count))] += 1
-                highest[key] = max(highest.get(key, 0), int(count))
+            take()
+        ends = end_offsets(bootstrap, topic, isolation, max(5.0, deadline - time.monotonic()))
+        while any(position[p] < end for p, end in ends.items()):
+            if time.monotonic() > deadline + 30:
+                short = {p: (position[p], e) for p, e in ends.items() if position[p] < e}
+                note = note or f"partitions (position, end) {short} not read to their end"
+                break
+            take()
     finally:
         consumer.close()
     lost = sum(1 for k, n in expected.items() for c in range(1, n + 1) if (k, c) not in seen)

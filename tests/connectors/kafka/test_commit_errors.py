@@ -166,6 +166,8 @@ def producer(monkeypatch: pytest.MonkeyPatch) -> ScriptedProducer:
     monkeypatch.setattr(producer_io, "check_topics", lambda *args: None)
     monkeypatch.setattr(producer_io, "ensure_progress_topic", lambda *args: None)
     monkeypatch.setattr(producer_io, "broker_transaction_max_timeout", lambda *args: None)
+    monkeypatch.setattr(producer_io, "record_id_use", lambda *args: None)
+    monkeypatch.setattr(producer_io, "read_id_uses", lambda *args: {})
     return scripted
 
 

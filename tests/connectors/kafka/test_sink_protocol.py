@@ -11,18 +11,23 @@ key's records in order.
 from __future__ import annotations
 
 import itertools
+import pickle
 from dataclasses import dataclass, field
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from undertow.connectors.kafka.sink_protocol import (
+    IdUseKey,
     KafkaWriterState,
     MarkerKey,
     PendingBatch,
     ProducedRecord,
+    changed_progress_topic,
     commit_decision,
+    ids_of_other_prefixes,
     ids_to_fence,
+    lingering_ids,
     restore_decision,
     transaction_timeout_problem,
     transactional_id,
@@ -54,6 +59,21 @@ def test_restored_subtask_fences_its_own_id_and_the_vanished_ones_routed_to_it()
     assert ids_to_fence([s for s in states if s.subtask % 2 == 1], 1, 2) == [1, 3]
     # scaling up: nobody fences more than its own id
     assert ids_to_fence(states[:1], 0, 8) == [0]
+
+
+def test_id_use_keys_round_trip_and_are_no_marker_keys() -> None:
+    key = IdUseKey("my-sink", 4)
+    assert IdUseKey.decode(key.encode()) == key
+    assert MarkerKey.decode(key.encode()) is None
+    assert IdUseKey.decode(MarkerKey("my-sink", "abc", 4).encode()) is None
+    assert IdUseKey.decode(b"some other record") is None
+
+
+def test_subtask_0_alone_fences_the_ids_used_at_or_above_the_parallelism() -> None:
+    used = [0, 1, 2, 5]
+    assert lingering_ids(used, 0, 2) == [2, 5]
+    assert lingering_ids(used, 1, 2) == []
+    assert lingering_ids(used, 0, 6) == []  # every used id has its own subtask in this run
 
 
 def test_restore_writes_exactly_the_batches_above_the_marker() -> None:
@@ -89,6 +109,39 @@ def test_transaction_timeout_is_checked_against_the_broker_and_the_checkpoint_ti
     assert too_long is not None and "transaction.max.timeout.ms = 900000" in too_long
     too_short = transaction_timeout_problem(60_000, None, 600_000)
     assert too_short is not None and "execution.checkpointing.timeout = 600000" in too_short
+
+
+#: A writer state as checkpoints before 2026-12-02 hold it (pickled by that code, without the
+#: prefix and the progress topic): KafkaWriterState(2, 3, "tok", (PendingBatch(7,
+#: (ProducedRecord("out", b"k", b"v", None),)),)).
+OLD_FORMAT_STATE = (
+    b"\x80\x05\x95\x9f\x00\x00\x00\x00\x00\x00\x00\x8c'undertow.connectors.kafka.sink_protocol"
+    b"\x94\x8c\x10KafkaWriterState\x94\x93\x94)\x81\x94]\x94(K\x02K\x03\x8c\x03tok\x94h\x00\x8c"
+    b"\x0cPendingBatch\x94\x93\x94)\x81\x94]\x94(K\x07h\x00\x8c\x0eProducedRecord\x94\x93\x94)"
+    b"\x81\x94]\x94(\x8c\x03out\x94C\x01k\x94C\x01v\x94Neb\x85\x94eb\x85\x94eb."
+)
+
+
+def test_a_state_of_an_older_checkpoint_loads_with_the_defaults() -> None:
+    old = pickle.loads(OLD_FORMAT_STATE)
+    records = (ProducedRecord("out", b"k", b"v", None),)
+    assert old == KafkaWriterState(2, 3, "tok", (PendingBatch(7, records),), "", "")
+    assert old.key(PREFIX) == MarkerKey(PREFIX, "tok", 2)  # the sink's current prefix
+    assert changed_progress_topic([old], "any-topic") is None  # not recorded: not checked
+    assert ids_of_other_prefixes([old], PREFIX) == []
+    again = pickle.loads(pickle.dumps(old))
+    assert again == old
+
+
+def test_a_state_records_its_prefix_and_progress_topic_and_round_trips() -> None:
+    state = KafkaWriterState(1, 2, "tok", (_batch(3, 1),), "old-prefix", "progress-a")
+    again = pickle.loads(pickle.dumps(state))
+    assert again == state
+    assert again.key("new-prefix") == MarkerKey("old-prefix", "tok", 1)  # where it was written
+    assert changed_progress_topic([again], "progress-a") is None
+    assert changed_progress_topic([again], "progress-b") == "progress-a"
+    assert ids_of_other_prefixes([again], "new-prefix") == ["old-prefix-1"]
+    assert ids_of_other_prefixes([again], "old-prefix") == []
 
 
 # -- a model of the whole protocol ---------------------------------------------------------------
@@ -278,3 +331,45 @@ def test_model_every_record_committed_exactly_once_in_key_order(
     for key in range(KEYS):
         mine = [r for r in kafka.log if r % KEYS == key]
         assert mine == sorted(mine), f"key {key} out of order: {mine}"
+
+
+# -- a model of the transactions runs leave open ---------------------------------------------------
+run_spec = st.tuples(
+    st.integers(1, 4),  # parallelism
+    st.one_of(st.none(), st.integers(0, 7)),  # restore: none, or the checkpoint of run k % runs
+    st.sets(st.integers(0, 3)),  # subtasks whose commit dies in this run, transaction left open
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example([(3, None, {2}), (2, None, set())])  # a new job at p=2 after p=3 left id 2 open
+@example([(2, None, set()), (3, 0, {2}), (2, 0, set())])  # restore of an older checkpoint
+@given(st.lists(run_spec, min_size=1, max_size=8))
+def test_model_no_transaction_stays_open_after_a_run_started(
+    runs: list[tuple[int, int | None, set[int]]],
+) -> None:
+    """Runs of one sink, each a new job or a restore of any earlier run's checkpoint (every
+    old subtask's state), at any parallelism; a commit that dies leaves its id's transaction
+    open. Once a run started (each subtask: its id-use record, its own id, the ids its states
+    name, and subtask 0 the recorded ids at or above the parallelism), no transaction is open:
+    none holds read_committed consumers back."""
+    open_ids: set[int] = set()
+    uses: dict[int, int] = {}  # the id-use records: subtask -> parallelism
+    checkpoints: list[list[KafkaWriterState]] = []
+    for p, restore_from, dying in runs:
+        states = (
+            checkpoints[restore_from % len(checkpoints)]
+            if restore_from is not None and checkpoints
+            else []
+        )
+        for i in range(p):
+            uses[i] = p
+        for other in lingering_ids(uses, 0, p):
+            open_ids.discard(other)
+            del uses[other]
+        for i in range(p):
+            mine = [s for s in states if s.subtask % p == i]
+            open_ids -= set(ids_to_fence(mine, i, p))
+        assert not open_ids, f"transactions of ids {sorted(open_ids)} stay open at p={p}"
+        checkpoints.append([KafkaWriterState(i, p, f"run{len(checkpoints)}", ()) for i in range(p)])
+        open_ids |= {i for i in dying if i < p}

@@ -9,7 +9,7 @@ the bootstrap servers, topic, size or timeout involved.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,12 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from undertow.connectors.kafka.commit_errors import is_follow_on
-from undertow.connectors.kafka.sink_protocol import KafkaSinkError, MarkerKey, ProducedRecord
+from undertow.connectors.kafka.sink_protocol import (
+    IdUseKey,
+    KafkaSinkError,
+    MarkerKey,
+    ProducedRecord,
+)
 
 #: Sink options that are undertow's, not librdkafka's (removed from the client configuration).
 PROGRESS_TOPIC = "undertow.sink.progress-topic"
@@ -124,6 +129,23 @@ def read_markers(
     could still write these keys."""
     if not keys:
         return {}
+    markers: dict[MarkerKey, int] = {}
+    for raw, value in _progress_records(config, topic, "read_committed", where, timeout_s):
+        key = MarkerKey.decode(raw)
+        if key in keys:
+            if value is None:
+                markers.pop(key, None)
+            else:
+                markers[key] = int(value)
+    return markers
+
+
+def _progress_records(
+    config: dict[str, Any], topic: str, isolation: str, where: str, timeout_s: float
+) -> Iterator[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of the progress topic, from its start to its high
+    watermark as it is now, read with ``isolation``. A read_committed read waits for a
+    transaction open below the high watermark (until ``timeout_s``, then fails saying so)."""
     consumer_config = {
         k: v
         for k, v in config.items()
@@ -136,32 +158,29 @@ def read_markers(
         "enable.partition.eof": True,
     }
     partition = TopicPartition(topic, 0)
-    markers: dict[MarkerKey, int] = {}
-    consumer = Consumer({**reader, "isolation.level": "read_committed"})
+    consumer = Consumer({**reader, "isolation.level": isolation})
     try:
         low, high = end_offsets(reader, topic, [0], timeout_s)[0]
         if high <= low:
-            return {}
+            return
         consumer.assign([TopicPartition(topic, 0, low)])
         deadline = time.monotonic() + timeout_s
         while True:
             message = consumer.poll(0.1)
             if message is not None and message.error() is None:
-                key = MarkerKey.decode(message.key() or b"")
-                if key in keys:
-                    value = message.value()
-                    if value is None:
-                        markers.pop(key, None)
-                    else:
-                        markers[key] = int(value)
+                yield message.key() or b"", message.value()
             position = consumer.position([partition])[0].offset
             if position >= high:
-                return markers
+                return
             if time.monotonic() > deadline:
+                held = (
+                    "; an open transaction may hold it back"
+                    if isolation == "read_committed"
+                    else ""
+                )
                 raise KafkaSinkError(
                     f"{where}: progress topic {topic!r}: read up to offset "
-                    f"{position} of {high} within {timeout_s:g} s; an open "
-                    "transaction may hold it back"
+                    f"{position} of {high} within {timeout_s:g} s{held}"
                 )
     except KafkaException as err:
         raise KafkaSinkError(
@@ -321,3 +340,61 @@ def check_size(record: ProducedRecord, limit: int, where: str) -> None:
             "raise it (set_property) and the topic's max.message.bytes, or "
             "write smaller records"
         )
+
+
+# -- id-use records ------------------------------------------------------------------------------
+def record_id_use(
+    config: dict[str, Any],
+    topic: str,
+    key: IdUseKey,
+    parallelism: int | None,
+    where: str,
+    timeout_s: float,
+) -> None:
+    """Write the id-use record ``key`` (value: the run's parallelism), or with ``parallelism``
+    ``None`` its tombstone, to the progress topic, and wait for the broker's acknowledgement.
+    Written by a plain producer, outside any transaction, so a reader never waits for one
+    (:func:`read_id_uses`). Not idempotent: a retry can only repeat the same record, and an
+    idempotent producer's first write waits about 500 ms for its producer id (2026-12-02,
+    the test broker: 506-1,015 ms against 3-65 ms)."""
+    plain = {k: v for k, v in config.items() if not k.startswith("transaction")}
+    plain.update({"enable.idempotence": False, "acks": "all"})
+    failures: list[str] = []
+
+    def delivered(err: KafkaError | None, _message: Any) -> None:
+        if err is not None:
+            failures.append(err.str())
+
+    value = None if parallelism is None else str(parallelism).encode()
+    producer = Producer(plain)
+    try:
+        producer.produce(topic, key=key.encode(), value=value, on_delivery=delivered)
+        left = producer.flush(timeout_s)
+    except KafkaException as err:
+        failures.append(str(err.args[0]))
+        left = 0
+    if left or failures:
+        what = "the use" if parallelism is not None else "the end of the use"
+        raise KafkaSinkError(
+            f"{where}: cannot record {what} of transactional id {key.prefix}-{key.subtask} "
+            f"on the progress topic {topic!r} within {timeout_s:g} s: "
+            f"{failures[0] if failures else 'not acknowledged'}"
+        )
+
+
+def read_id_uses(
+    config: dict[str, Any], topic: str, prefix: str, where: str, timeout_s: float
+) -> dict[int, int]:
+    """Subtask index -> the parallelism of the run that recorded it, for every live id-use
+    record of ``prefix`` on the progress topic (read_uncommitted: these records are in no
+    transaction, and a transaction left open must not hold the read back)."""
+    uses: dict[int, int] = {}
+    for raw, value in _progress_records(config, topic, "read_uncommitted", where, timeout_s):
+        key = IdUseKey.decode(raw)
+        if key is None or key.prefix != prefix:
+            continue
+        if value is None:
+            uses.pop(key.subtask, None)
+        else:
+            uses[key.subtask] = int(value)
+    return uses

@@ -16,7 +16,7 @@ The longer story: docs/design.md, "Kafka sink: exactly-once without resumable tr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from undertow.core.errors import UndertowError
 
@@ -75,15 +75,37 @@ class MarkerKey:
 @dataclass(frozen=True, slots=True)
 class KafkaWriterState:
     """What one writer snapshots per owner it holds. Routed by ``subtask`` after a rescale;
-    ``parallelism`` is that of the run that took the snapshot (for fencing)."""
+    ``parallelism`` is that of the run that took the snapshot (for fencing).
+
+    ``prefix`` and ``progress_topic`` are the transactional id prefix and the progress topic
+    the writer used: its markers are keyed by that prefix, on that topic. States of
+    checkpoints taken before they were recorded unpickle with ``""`` for both (the sink's
+    current prefix is then assumed, and the topic not checked): the pickled form is the list
+    of the fields in order, and :meth:`__setstate__` fills the fields an older list lacks."""
 
     subtask: int
     parallelism: int
     token: str
     batches: tuple[PendingBatch, ...]
+    prefix: str = ""
+    progress_topic: str = ""
 
     def key(self, prefix: str) -> MarkerKey:
-        return MarkerKey(prefix, self.token, self.subtask)
+        """The key of this state's marker: under the recorded prefix, else ``prefix``."""
+        return MarkerKey(self.prefix or prefix, self.token, self.subtask)
+
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        known = fields(self)
+        if not 4 <= len(state) <= len(known):
+            raise ValueError(f"KafkaWriterState: a pickled state of {len(state)} fields, "
+                             f"expected 4 to {len(known)}")  # fmt: skip
+        for field, value in zip(known, state):
+            object.__setattr__(self, field.name, value)
+        for field in known[len(state) :]:
+            object.__setattr__(self, field.name, field.default)
 
 
 # -- transactional ids ---------------------------------------------------------------------------
@@ -105,7 +127,63 @@ def ids_to_fence(states: Iterable[KafkaWriterState], index: int, parallelism: in
     return sorted(fenced)
 
 
+def ids_of_other_prefixes(states: Iterable[KafkaWriterState], prefix: str) -> list[str]:
+    """The transactional ids of restored states written under a prefix other than ``prefix``
+    (the sink's prefix was changed): the new owner fences them as it fences its own, since a
+    crashed commit of the old run may have left them open."""
+    return sorted({transactional_id(s.prefix, s.subtask) for s in states
+                   if s.prefix and s.prefix != prefix})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class IdUseKey:
+    """The key of an *id-use record* on the progress topic: a run of the sink ``prefix``
+    started the subtask ``subtask`` and so may have opened transactions with its id. Written
+    (not transactionally) by every exactly-once subtask at start, before its first
+    transaction; read by subtask 0 of later runs (:func:`lingering_ids`). Four ``\\x00``-
+    separated parts, so :meth:`MarkerKey.decode` takes it for no marker."""
+
+    prefix: str
+    subtask: int
+
+    def encode(self) -> bytes:
+        return f"{self.prefix}\x00\x00{self.subtask}\x00id-used".encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> IdUseKey | None:
+        """The key, or ``None`` for a record that is not an id-use record."""
+        parts = raw.decode("utf-8", "replace").split("\x00")
+        if len(parts) != 4 or parts[1] or parts[3] != "id-used" or not parts[2].isdigit():
+            return None
+        return IdUseKey(parts[0], int(parts[2]))
+
+
+def lingering_ids(used: Iterable[int], index: int, parallelism: int) -> list[int]:
+    """Subtask indices whose transactional ids subtask ``index`` fences at start because an
+    earlier run of the sink used them (``used``: the id-use records) and no subtask of this
+    run will: those at or above ``parallelism``, all taken by subtask 0. A commit of such a
+    run that crashed left its transaction open, and until ``transaction.timeout.ms`` that
+    transaction holds back every read_committed consumer of its partitions (the last stable
+    offset stays below it). A restored rescale down fences the ids its states name
+    (:func:`ids_to_fence`); this covers what no restored state names: a new job without a
+    restore, or one restored from a checkpoint older than the run that used the ids."""
+    if index != 0:
+        return []
+    return sorted({i for i in used if i >= parallelism})
+
+
 # -- restore -------------------------------------------------------------------------------------
+def changed_progress_topic(states: Iterable[KafkaWriterState], progress_topic: str) -> str | None:
+    """The progress topic the restored states' markers are on if it is not ``progress_topic``
+    (the one the sink is configured with now), else ``None``. A restore must read the markers
+    where they were written: on another topic none would be found, and every restored batch
+    would be written again (duplicates). States that did not record it are not checked."""
+    for state in states:
+        if state.progress_topic and state.progress_topic != progress_topic:
+            return state.progress_topic
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class RestoreDecision:
     """What a restored writer writes in its first transaction, before new input.

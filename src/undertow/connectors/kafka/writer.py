@@ -8,7 +8,10 @@ batches with their marker when a checkpoint completed, after restoring what a re
 
 Threading: every method runs on the sink subtask's task thread and blocks on the broker.
 Lifecycle: built in the sink operator's ``open``; ``close`` neither commits nor aborts (the
-next attempt's ``init_transactions`` aborts what a crash left open).
+next attempt's ``init_transactions`` aborts what a crash left open). At start every
+``EXACTLY_ONCE`` subtask records on the progress topic that it uses its transactional id, and
+subtask 0 fences the ids that earlier runs recorded at or above this run's parallelism: no
+subtask of this run would abort what their crashed commits left open.
 """
 
 from __future__ import annotations
@@ -27,13 +30,17 @@ from undertow.connectors.kafka.commit_errors import commit_failure
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import (
     END_OF_INPUT,
+    IdUseKey,
     KafkaSinkError,
     KafkaWriterState,
     MarkerKey,
     PendingBatch,
     ProducedRecord,
+    changed_progress_topic,
     commit_decision,
+    ids_of_other_prefixes,
     ids_to_fence,
+    lingering_ids,
     restore_decision,
     transaction_timeout_problem,
     transactional_id,
@@ -218,10 +225,16 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
         self.restored_checkpoint = context.restored_checkpoint_id()
         self.dead: tuple[MarkerKey, ...] = ()
         self._check_transaction_timeout(context)
+        self._check_progress_topic(restored)
         io.ensure_progress_topic(self.config, self.progress_topic, self.where, self.timeout_s)
+        self._record_id_use(IdUseKey(self.prefix, self.subtask), self.parallelism)
+        if self.subtask == 0:  # the one reader of the id-use records (lingering_ids)
+            self._fence_lingering()
         for other in ids_to_fence(restored, self.subtask, self.parallelism):
             if other != self.subtask:
-                self._fence(other)
+                self._fence(transactional_id(self.prefix, other))
+        for other_id in ids_of_other_prefixes(restored, self.prefix):
+            self._fence(other_id)
         self._init_transactions()
         if restored:
             self._recover(restored)
@@ -236,9 +249,40 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
         if problem is not None:
             raise KafkaSinkError(f"{self.where}: {problem}")
 
-    def _fence(self, subtask: int) -> None:
-        """Initialize (fence, abort) the id of an old subtask this one took over."""
-        config = {**self.config, "transactional.id": transactional_id(self.prefix, subtask)}
+    def _check_progress_topic(self, restored: Sequence[KafkaWriterState]) -> None:
+        """Refuse a restore whose markers are on another progress topic than the one the sink
+        is configured with: none would be found there, and every restored batch written
+        again."""
+        old = changed_progress_topic(restored, self.progress_topic)
+        if old is not None:
+            raise KafkaSinkError(
+                f"{self.where}: the state restored from checkpoint {self.restored_checkpoint} "
+                f"has its progress markers on topic {old!r}, but {io.PROGRESS_TOPIC} is now "
+                f"{self.progress_topic!r}; set it back to {old!r} to restore this checkpoint "
+                "(a new progress topic needs a start without it)"
+            )
+
+    def _record_id_use(self, key: IdUseKey, parallelism: int | None) -> None:
+        io.record_id_use(
+            self.config, self.progress_topic, key, parallelism, self.where, self.timeout_s
+        )
+
+    def _fence_lingering(self) -> None:
+        """Subtask 0: fence the ids that earlier runs used and this run does not
+        (:func:`.sink_protocol.lingering_ids`), aborting what their crashed commits left
+        open, then delete their id-use records: a later run need not fence them again."""
+        uses = io.read_id_uses(self.config, self.progress_topic, self.prefix, self.where,
+                               self.timeout_s)  # fmt: skip
+        for other in lingering_ids(uses, self.subtask, self.parallelism):
+            log.info("%s: fencing transactional id %r, used by an earlier run of "
+                     "parallelism %d", self.where, transactional_id(self.prefix, other),
+                     uses[other])  # fmt: skip
+            self._fence(transactional_id(self.prefix, other))
+            self._record_id_use(IdUseKey(self.prefix, other), None)
+
+    def _fence(self, other_id: str) -> None:
+        """Initialize (fence, abort) an id this subtask took over from an old subtask."""
+        config = {**self.config, "transactional.id": other_id}
         try:
             Producer(config).init_transactions(self.timeout_s)
         except KafkaException as err:
@@ -292,7 +336,8 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             self.prepared = []
         self._crash(AFTER_PRE_COMMIT, checkpoint_id)
         batches = tuple(self.pending[c] for c in sorted(self.pending))
-        return [KafkaWriterState(self.subtask, self.parallelism, self.key.token, batches)]
+        return [KafkaWriterState(self.subtask, self.parallelism, self.key.token, batches,
+                                 self.prefix, self.progress_topic)]  # fmt: skip
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         decision = commit_decision(
