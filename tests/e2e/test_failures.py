@@ -94,6 +94,24 @@ def test_a_failing_map_fails_the_job_naming_operator_and_subtask(make_env: EnvFa
     assert_nothing_left_running()
 
 
+def test_the_traceback_of_a_function_shipped_by_value_names_its_file(
+    make_env: EnvFactory,
+) -> None:
+    """A lambda (like any function or class of the job script) travels by value; the worker's
+    traceback still names the file and shows the line that raised, not ``<dynamic-code>``."""
+    env = make_env(parallelism=1)
+    numbers = env.from_collection([1, 2, 0, 4])
+    numbers.map(lambda n: 12 // n).name("divide").print()
+    with pytest.raises(JobExecutionError) as caught:
+        env.execute("failing lambda")
+    message = str(caught.value)
+    assert "ZeroDivisionError" in message
+    assert "<dynamic-code>" not in message
+    assert f'File "{__file__}"' in message
+    assert 'numbers.map(lambda n: 12 // n).name("divide").print()' in message
+    assert_nothing_left_running()
+
+
 def test_a_set_key_fails_the_job_naming_the_key(make_env: EnvFactory) -> None:
     """A key whose key group would differ between workers fails the job on every target (on
     local-threads, where the processes are one, it would have passed)."""
