@@ -68,7 +68,10 @@ class DataStreamSink:
 class CloseableIterator:
     """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job. With
     checkpoints on, records arrive once the checkpoint after them completes (exactly once
-    across restarts); with them off, at once, and a restart after some arrived raises."""
+    across restarts); with them off, at once, and a restart after some arrived raises.
+
+    After ``close`` the iterator is exhausted, as PyFlink's is: records already fetched with
+    the last batch are dropped, so a loop that closes it ends at its next step."""
 
     def __init__(self, client: Any, sink_id: str) -> None:
         self._client = client
@@ -98,6 +101,7 @@ class CloseableIterator:
         return value
 
     def close(self) -> None:
+        self._buffer, self._pos = [], 0
         if not self._done:
             self._client.cancel()
             self._done = True
