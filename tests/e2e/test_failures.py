@@ -86,7 +86,7 @@ def test_a_failing_map_fails_the_job_naming_operator_and_subtask(make_env: EnvFa
     assert error.subtask in (0, 1)
     assert "'boom'" in message
     assert f"subtask {error.subtask + 1}/2" in message
-    assert "ValueError: cannot handle 500" in message
+    assert "ValueError: cannot handle 500 (on the record 500)" in message
     # the worker's traceback, down to the user's code
     assert "Traceback (most recent call last)" in message
     assert "explode_on_500" in message

@@ -9,9 +9,11 @@ or comprehension over the batch; contexts handed to process functions are reused
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import compress
 from typing import Any
 
 from undertow.api.functions import ProcessFunction, TimerService
+from undertow.core.errors import note_record
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -54,40 +56,54 @@ class UdfOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
 
 class StreamMap(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call = self.call
-        self.output.collect_batch([call(v) for v in values], timestamps)
+        out: list[Any] = []
+        try:
+            # extend keeps what map() produced before a call raised: the failing record's index
+            out.extend(map(self.call, values))
+        except Exception as err:
+            note_record(err, values[len(out)])
+            raise
+        self.output.collect_batch(out, timestamps)
 
 
 class StreamFlatMap(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
         out: list[Any] = []
-        if timestamps is None:
-            extend = out.extend
-            for v in values:
-                result = call(v)
-                if result is not None:
-                    extend(result)
-            self.output.collect_batch(out, None)
-            return
-        stamps: list[Any] = []
-        for v, ts in zip(values, timestamps):
-            result = call(v)
-            if result is not None:
-                before = len(out)
-                out.extend(result)
-                stamps.extend([ts] * (len(out) - before))
+        stamps: list[Any] | None = None if timestamps is None else []
+        v: Any = None
+        try:
+            if stamps is None:
+                extend = out.extend
+                for v in values:
+                    result = call(v)
+                    if result is not None:
+                        extend(result)
+            else:
+                for v, ts in zip(values, timestamps):  # type: ignore[arg-type]
+                    result = call(v)
+                    if result is not None:
+                        before = len(out)
+                        out.extend(result)
+                        stamps.extend([ts] * (len(out) - before))
+        except Exception as err:
+            note_record(err, v)
+            raise
         self.output.collect_batch(out, stamps)
 
 
 class StreamFilter(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call = self.call
+        keep: list[Any] = []
+        try:
+            keep.extend(map(self.call, values))  # as StreamMap: a failure names its record
+        except Exception as err:
+            note_record(err, values[len(keep)])
+            raise
         if timestamps is None:
-            self.output.collect_batch([v for v in values if call(v)], None)
+            self.output.collect_batch(list(compress(values, keep)), None)
             return
-        kept = [(v, ts) for v, ts in zip(values, timestamps) if call(v)]
-        self.output.collect_batch([v for v, _ in kept], [ts for _, ts in kept])
+        self.output.collect_batch(list(compress(values, keep)), list(compress(timestamps, keep)))
 
 
 class CollectingContext:
@@ -143,9 +159,14 @@ class ProcessOperator(UdfOperator):
         stamps: list[Any] = []
         if timestamps is None:
             timestamps = [None] * len(values)
-        for v, ts in zip(values, timestamps):
-            ctx.ts = ts
-            run_udf(call(v, ctx), out, stamps, ts)
+        v: Any = None
+        try:
+            for v, ts in zip(values, timestamps):
+                ctx.ts = ts
+                run_udf(call(v, ctx), out, stamps, ts)
+        except Exception as err:
+            note_record(err, v)
+            raise
         if out:
             self.output.collect_batch(out, stamps)
 
