@@ -97,3 +97,24 @@ def test_a_function_raising_on_a_record_fails_naming_that_record(
         h.process_elements([1, 2, 3, 4], stamps)
     assert str(caught.value) == "cannot take 3"
     assert caught.value.__notes__ == ["on the record 3"]
+
+
+def test_a_process_function_returning_one_record_fails_saying_to_yield() -> None:
+    """``return value * 2`` instead of ``yield``: the error says what to do, names the record."""
+    operator = ProcessOperator(None, lambda v, ctx: v * 2)
+    with OneInputOperatorTestHarness(operator) as h, pytest.raises(TypeError) as caught:
+        h.process_elements([1, 2])
+    assert str(caught.value).startswith("the function returned 2 (int), which is not iterable")
+    assert "yields its output records" in str(caught.value)
+    assert caught.value.__notes__ == ["on the record 1"]
+
+
+def test_a_type_error_inside_a_generator_is_the_functions_own() -> None:
+    def gen(v: int, ctx: Any) -> Any:
+        yield v + "x"  # type: ignore[operator]
+
+    with (
+        OneInputOperatorTestHarness(ProcessOperator(None, gen)) as h,
+        pytest.raises(TypeError, match="unsupported operand"),
+    ):
+        h.process_elements([1])

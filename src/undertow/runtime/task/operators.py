@@ -116,11 +116,23 @@ class CollectingContext:
 
 
 def run_udf(result: Iterable[Any] | None, out: list[Any], stamps: list[Any], ts: Any) -> None:
-    """Append what a process function returned (an iterable or None) with timestamp ``ts``."""
+    """Append what a process function returned (an iterable or None) with timestamp ``ts``.
+
+    A function that returned one record instead of yielding it (``return value * 2``) fails
+    with a ``TypeError`` that says so, not Python's bare "'int' object is not iterable"."""
     if result is None:
         return
     before = len(out)
-    out.extend(result)
+    try:
+        out.extend(result)
+    except TypeError as err:
+        if isinstance(result, Iterable):
+            raise  # the function's generator raised it
+        raise TypeError(
+            f"the function returned {result!r:.200} ({type(result).__name__}), which is not "
+            "iterable: a process function yields its output records (or returns a list of "
+            "them, or None)"
+        ) from err
     if len(out) > before:
         stamps.extend([ts] * (len(out) - before))
 
