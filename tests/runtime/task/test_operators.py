@@ -11,6 +11,7 @@ import pytest
 from undertow.api.functions import MapFunction
 from undertow.runtime.task.operators import (
     ProcessOperator,
+    SinkFunctionOperator,
     StreamFilter,
     StreamFlatMap,
     StreamMap,
@@ -85,8 +86,9 @@ def _fails_on_3(value: int) -> int:
         (StreamFlatMap(None, lambda v: [_fails_on_3(v)]), [1, 2, 3, 4]),
         (StreamFilter(None, _fails_on_3), None),
         (ProcessOperator(None, lambda v, ctx: [_fails_on_3(v)]), [1, 2, 3, 4]),
+        (SinkFunctionOperator(None, lambda v, ctx: _fails_on_3(v)), None),
     ],
-    ids=["map", "map-stamped", "flat_map", "flat_map-stamped", "filter", "process"],
+    ids=["map", "map-stamped", "flat_map", "flat_map-stamped", "filter", "process", "sink"],
 )
 def test_a_function_raising_on_a_record_fails_naming_that_record(
     operator: Any, stamps: list[int] | None

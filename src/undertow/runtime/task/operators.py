@@ -190,8 +190,13 @@ class SinkFunctionOperator(UdfOperator):
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
-        for v in values:
-            call(v, None)
+        v: Any = None
+        try:
+            for v in values:
+                call(v, None)
+        except Exception as err:
+            note_record(err, v)
+            raise
 
 
 class PrintSinkOperator(OneInputStreamOperator):
