@@ -54,16 +54,23 @@ class UdfOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
         self.output.emit_watermark(watermark)
 
 
+def apply_each(call: Callable[[Any], Any], values: list[Any]) -> list[Any]:
+    """``[call(v) for v in values]``, except that a call that raises names its record
+    (:func:`~undertow.core.errors.note_record`): ``list.extend`` keeps what ``map`` produced
+    before the failing call, so its index is the list's length. Cost: none over the
+    comprehension (slightly less)."""
+    out: list[Any] = []
+    try:
+        out.extend(map(call, values))
+    except Exception as err:
+        note_record(err, values[len(out)])
+        raise
+    return out
+
+
 class StreamMap(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        out: list[Any] = []
-        try:
-            # extend keeps what map() produced before a call raised: the failing record's index
-            out.extend(map(self.call, values))
-        except Exception as err:
-            note_record(err, values[len(out)])
-            raise
-        self.output.collect_batch(out, timestamps)
+        self.output.collect_batch(apply_each(self.call, values), timestamps)
 
 
 class StreamFlatMap(UdfOperator):
@@ -94,12 +101,7 @@ class StreamFlatMap(UdfOperator):
 
 class StreamFilter(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        keep: list[Any] = []
-        try:
-            keep.extend(map(self.call, values))  # as StreamMap: a failure names its record
-        except Exception as err:
-            note_record(err, values[len(keep)])
-            raise
+        keep = apply_each(self.call, values)
         if timestamps is None:
             self.output.collect_batch(list(compress(values, keep)), None)
             return
