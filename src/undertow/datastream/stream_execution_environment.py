@@ -237,7 +237,16 @@ class StreamExecutionEnvironment:
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
         elements = list(collection)
         if isinstance(type_info, ConformingType):
-            elements = [type_info.conform(e) for e in elements]
+            conformed = []
+            for index, element in enumerate(elements):
+                try:
+                    conformed.append(type_info.conform(element))
+                except (TypeError, ValueError) as err:  # a row of the wrong arity, say
+                    raise GraphBuildError(
+                        f"from_collection: element {index} ({element!r:.200}) does not fit "
+                        f"{type_info!r}: {err}"
+                    ) from err
+            elements = conformed
             for index, element in enumerate(elements):
                 problem = type_info.check(element)
                 if problem is not None:  # Java would narrow silently; refuse instead
