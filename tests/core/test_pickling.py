@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,23 @@ def test_a_script_class_in_a_record_batch_travels_by_value(
     data = pickling.dumps_records([main_class(i) for i in range(20)], 20)
     monkeypatch.delattr(sys.modules["__main__"], "_Sensor")
     assert [s.vc for s in pickle.loads(data)] == list(range(20))
+
+
+def test_functions_shipped_by_value_keep_the_file_of_their_code() -> None:
+    """cloudpickle 3 writes ``<dynamic-code>`` as the file of code it ships by value; a
+    worker's traceback then cannot name the job script. Nested code (a method of a class
+    defined in a function) keeps its file too, and the function still runs."""
+
+    def make() -> type:
+        class Parse:
+            def map(self, value: str) -> int:
+                return int(value)
+
+        return Parse
+
+    restored = pickle.loads(pickling.dumps_functions(make()))
+    assert restored.map.__code__.co_filename == __file__
+    assert restored().map("12") == 12
+    with pytest.raises(ValueError) as caught:
+        restored().map("x")
+    assert caught.traceback[-1].path == Path(__file__)

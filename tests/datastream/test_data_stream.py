@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from undertow.api.function_shapes import FilterLike, FlatMapLike, InvokeLike, MapLike, ReduceLike
+from undertow.common import Types
 from undertow.connectors.sink import Sink
 from undertow.core.errors import GraphBuildError
-from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream import OutputTag, StreamExecutionEnvironment
 from undertow.datastream.connectors import DiscardingSink
 
 
@@ -116,3 +117,22 @@ def test_what_has_neither_the_method_nor_a_call_is_refused_naming_the_value() ->
         stream.add_sink(Doubling())
     with pytest.raises(GraphBuildError, match=r"reduce\(\): expected a ReduceFunction .*LeftOnly"):
         stream.key_by(lambda v: v).reduce(LeftOnly())
+
+
+def test_a_side_output_id_requested_with_another_type_is_refused() -> None:
+    """Flink's getSideOutput refuses it: both streams would carry the same records, one of them
+    under a type they do not have. The same tag twice, or the id on another operator, is fine."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    numbers = env.from_collection([1, 2])
+    first, second = numbers.map(lambda n: n), numbers.map(lambda n: n)
+    first.get_side_output(OutputTag("late", Types.INT()))
+    first.get_side_output(OutputTag("late", Types.INT()))
+    second.get_side_output(OutputTag("late", Types.STRING()))
+    with pytest.raises(
+        GraphBuildError,
+        match=r"id 'late' of operator 'Map' was already requested"
+        r" with Integer, now with String; side output ids must be unique",
+    ):
+        first.get_side_output(OutputTag("late", Types.STRING()))
+    with pytest.raises(GraphBuildError, match=r"now with no type \(pickled objects\)"):
+        first.get_side_output(OutputTag("late"))

@@ -82,6 +82,11 @@ def test_a_collections_type_conforms_its_elements_when_it_can() -> None:
         env.from_collection([1, 5], Doubling())
     with pytest.raises(GraphBuildError, match=r"element 0 \('x'\) does not fit"):
         env.from_collection(["x"], Types.INT())
+    row = Types.ROW_NAMED(["name", "v"], [Types.STRING(), Types.INT()])
+    with pytest.raises(
+        GraphBuildError, match=r"element 1 \(\('b', 2, 3\)\) does not fit .* has 2 fields, got 3"
+    ):
+        env.from_collection([("a", 1), ("b", 2, 3)], row)
 
 
 @pytest.mark.parametrize("bad", [0, -1, "2", 2.0, True])

@@ -128,6 +128,44 @@ def test_closing_the_collect_iterator_cancels_the_job(make_env: EnvFactory) -> N
     assert first == [0, 1, 2]
 
 
+def test_a_loop_that_closes_the_collect_iterator_ends_at_its_next_step(
+    make_env: EnvFactory,
+) -> None:
+    """PyFlink's iterator stops at once after ``close()`` (its fetcher returns nothing once
+    closed); records already fetched in a batch must not go on coming out of the loop."""
+    env = make_env(parallelism=1)
+    endless = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "endless"
+    )
+    iterator = endless.execute_and_collect()
+    seen = []
+    for n in iterator:
+        seen.append(n)
+        if n == 2:
+            iterator.close()
+    assert seen == [0, 1, 2]
+    with pytest.raises(StopIteration):
+        next(iterator)
+
+
+def test_closing_the_collect_iterator_from_another_thread_ends_a_blocked_loop(
+    make_env: EnvFactory,
+) -> None:
+    """A loop waiting for records that another thread's ``close()`` ends (a timeout, say) ends
+    as PyFlink's does, with no more records; it used to raise JobCancelledError."""
+    env = make_env(parallelism=1)
+    endless = env.from_source(
+        DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "endless"
+    )
+    iterator = endless.filter(lambda n: n < 0).execute_and_collect()
+    timer = threading.Timer(0.5, iterator.close)
+    timer.start()
+    try:
+        assert list(iterator) == []
+    finally:
+        timer.cancel()
+
+
 def test_execute_returns_a_job_execution_result(make_env: EnvFactory, printed: Printed) -> None:
     env = make_env(parallelism=2)
     env.from_collection(range(10)).filter(lambda n: n > 100).print()

@@ -87,11 +87,29 @@ def test_a_failing_map_fails_the_job_naming_operator_and_subtask(make_env: EnvFa
     assert error.subtask in (0, 1)
     assert "'boom'" in message
     assert f"subtask {error.subtask + 1}/2" in message
-    assert "ValueError: cannot handle 500" in message
+    assert "ValueError: cannot handle 500 (on the record 500)" in message
     # the worker's traceback, down to the user's code
     assert "Traceback (most recent call last)" in message
     assert "explode_on_500" in message
     assert 'raise ValueError(f"cannot handle {value}")' in message
+    assert_nothing_left_running()
+
+
+def test_the_traceback_of_a_function_shipped_by_value_names_its_file(
+    make_env: EnvFactory,
+) -> None:
+    """A lambda (like any function or class of the job script) travels by value; the worker's
+    traceback still names the file and shows the line that raised, not ``<dynamic-code>``."""
+    env = make_env(parallelism=1)
+    numbers = env.from_collection([1, 2, 0, 4])
+    numbers.map(lambda n: 12 // n).name("divide").print()
+    with pytest.raises(JobExecutionError) as caught:
+        env.execute("failing lambda")
+    message = str(caught.value)
+    assert "ZeroDivisionError" in message
+    assert "<dynamic-code>" not in message
+    assert f'File "{__file__}"' in message
+    assert 'numbers.map(lambda n: 12 // n).name("divide").print()' in message
     assert_nothing_left_running()
 
 

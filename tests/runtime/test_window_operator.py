@@ -194,6 +194,16 @@ def test_tumbling_event_time_reduce_out_of_order() -> None:
     assert h.num_keyed_state_entries("window-contents", TimeWindow(0, 10)) == 0
 
 
+def test_a_reduce_raising_on_a_record_fails_naming_that_record() -> None:
+    def divide(a: tuple[str, int], b: tuple[str, int]) -> tuple[str, int]:
+        return (a[0], a[1] // b[1])
+
+    h = _harness(TumblingEventTimeWindows.of(10), reduce_window_contents(divide))
+    with pytest.raises(ZeroDivisionError) as caught:
+        h.process_elements([("a", 4), ("a", 2), ("a", 0), ("a", 1)], [1, 2, 3, 4])
+    assert caught.value.__notes__ == ["on the record ('a', 0)"]
+
+
 def test_one_watermark_emits_one_batch_in_window_end_order() -> None:
     h = _harness(TumblingEventTimeWindows.of(10), reduce_window_contents(_sum))
     h.process_elements([("a", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1)], [35, 5, 5, 22, 18])

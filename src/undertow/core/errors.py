@@ -126,3 +126,25 @@ class JobExecutionError(UndertowError, RuntimeError):
 
 class JobCancelledError(UndertowError, RuntimeError):
     """The job was cancelled."""
+
+
+def note_record(err: BaseException, record: object) -> None:
+    """Adds ``on the record <repr>`` to ``err`` as a note (PEP 678: ``__notes__``, which
+    tracebacks print on Python 3.11+), leaving its type and message as the user's function
+    raised them. Called by an operator whose function raised on ``record``; a record whose
+    ``repr`` raises is named by its type. Cost: only on failure."""
+    try:
+        shown = f"{record!r:.200}"
+    except Exception:
+        shown = f"<a {type(record).__name__} whose repr() raised>"
+    vars(err).setdefault("__notes__", []).append(f"on the record {shown}")
+
+
+def describe(err: BaseException) -> str:
+    """``Type: message``, then the notes of ``err`` (:func:`note_record`'s among them) in
+    parentheses: one line for a failure report."""
+    text = f"{type(err).__name__}: {err}"
+    notes = vars(err).get("__notes__")
+    if isinstance(notes, list):
+        text += "".join(f" ({note})" for note in notes if isinstance(note, str))
+    return text

@@ -8,6 +8,8 @@ by value, when that fails or its bytes name ``__main__`` (one ``bytes`` search).
 ``pickle.loads``. Key bytes (key groups, RocksDB keys) do not come through here: they must be
 equal for equal keys across runs. The story (savepoints, cost): docs/design.md, "Module notes".
 :func:`dumps_records` is :func:`dumps` for batches of records: without the pickler's memo.
+:func:`dumps_functions` pickles the job's functions and operators (all by value where
+cloudpickle would), keeping the file name of every code object it writes.
 
 Threading: pure functions, safe from any thread.
 """
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import io
 import pickle
+import types
+from collections import ChainMap
 from typing import Any
 
 import cloudpickle
 
-__all__ = ["MAIN_MODULE", "dumps", "dumps_records"]
+__all__ = ["MAIN_MODULE", "dumps", "dumps_functions", "dumps_records"]
 
 #: How a reference into ``__main__`` starts in a pickle (the module name as a string).
 MAIN_MODULE = b"__main__"
@@ -72,3 +76,32 @@ def dumps_records(obj: Any, records: int) -> bytes:
     if MAIN_MODULE in data:
         return bytes(cloudpickle.dumps(obj, protocol=5))
     return data
+
+
+def _code_in_file(args: tuple[Any, ...], filename: str) -> types.CodeType:
+    """A code object rebuilt from cloudpickle's constructor arguments, in ``filename``."""
+    return types.CodeType(*args).replace(co_filename=filename)
+
+
+def _reduce_code(code: types.CodeType) -> tuple[Any, ...]:
+    """cloudpickle's reduction of ``code``, with the file name it replaces by
+    ``<dynamic-code>`` (cloudpickle 3) put back when the code is rebuilt."""
+    _, args = cloudpickle.Pickler.dispatch_table[types.CodeType](code)
+    return _code_in_file, (args, code.co_filename)
+
+
+class _FunctionPickler(cloudpickle.Pickler):
+    """cloudpickle's pickler, except that code objects keep their file name, so that a
+    worker's traceback through a lambda or a class of the job script names the script's file
+    and (where the worker can read that file) shows the line that raised."""
+
+    dispatch_table = ChainMap({types.CodeType: _reduce_code}, cloudpickle.Pickler.dispatch_table)
+
+
+def dumps_functions(obj: Any) -> bytes:
+    """``obj`` (a user function, operator, key selector, partitioner) pickled by cloudpickle
+    (the job script's functions and classes by value) for every process of the job; readers
+    use ``pickle.loads``. Raises what cloudpickle raises for what it cannot pickle."""
+    out = io.BytesIO()
+    _FunctionPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return out.getvalue()

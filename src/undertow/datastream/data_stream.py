@@ -268,6 +268,8 @@ class DataStream(OperatorSettings):
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         if not isinstance(output_tag, OutputTag):
             raise GraphBuildError(f"get_side_output(): expected an OutputTag, got {output_tag!r}")
+        tag_id, tag_type = output_tag.tag_id, output_tag.type_info
+        self._env._request_side_output(self._transformation, tag_id, tag_type)
         return DataStream(self._env, SideOutputTransformation(
             name=f"SideOutput({output_tag.tag_id})", input=self._transformation,
             tag_id=output_tag.tag_id, output_type=output_tag.type_info,

@@ -68,7 +68,11 @@ class DataStreamSink:
 class CloseableIterator:
     """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job. With
     checkpoints on, records arrive once the checkpoint after them completes (exactly once
-    across restarts); with them off, at once, and a restart after some arrived raises."""
+    across restarts); with them off, at once, and a restart after some arrived raises.
+
+    After ``close`` the iterator is exhausted, as PyFlink's is: records already fetched with
+    the last batch are dropped, so a loop that closes it ends at its next step; a loop waiting
+    in another thread ends too (the cancel ``close`` asked for is not raised)."""
 
     def __init__(self, client: Any, sink_id: str) -> None:
         self._client = client
@@ -76,6 +80,9 @@ class CloseableIterator:
         self._buffer: list[Any] = []
         self._pos = 0
         self._done = False
+        #: ``close`` was called (maybe by another thread, while this one waits for records):
+        #: the job's end is then the cancel it asked for, not an error to raise
+        self._closed = False
 
     def __iter__(self) -> Iterator[Any]:
         return self
@@ -87,7 +94,8 @@ class CloseableIterator:
             item = self._queue.get()
             if item is END:
                 self._done = True
-                self._client.wait()  # raises the job's failure, if any
+                if not self._closed:
+                    self._client.wait()  # raises the job's failure, if any
                 raise StopIteration
             if isinstance(item, CollectFailed):
                 self.close()  # the job goes on restarting: nobody reads its results
@@ -98,6 +106,8 @@ class CloseableIterator:
         return value
 
     def close(self) -> None:
+        self._closed = True
+        self._buffer, self._pos = [], 0
         if not self._done:
             self._client.cancel()
             self._done = True

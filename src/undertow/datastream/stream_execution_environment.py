@@ -55,6 +55,8 @@ class StreamExecutionEnvironment:
         self._execution_config = ExecutionConfig(self._config)
         self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
         self._cached_files: list[tuple[str, str, bool]] = []
+        #: (operator's transformation id, side output id) -> the type it was requested with
+        self._side_output_types: dict[tuple[int, str], Any] = {}
         for option in Options.all():  # validate what was given, now, with the key's name
             option.read(self._config.to_dict())
 
@@ -247,7 +249,16 @@ class StreamExecutionEnvironment:
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
         elements = list(collection)
         if isinstance(type_info, ConformingType):
-            elements = [type_info.conform(e) for e in elements]
+            conformed = []
+            for index, element in enumerate(elements):
+                try:
+                    conformed.append(type_info.conform(element))
+                except (TypeError, ValueError) as err:  # a row of the wrong arity, say
+                    raise GraphBuildError(
+                        f"from_collection: element {index} ({element!r:.200}) does not fit "
+                        f"{type_info!r}: {err}"
+                    ) from err
+            elements = conformed
             for index, element in enumerate(elements):
                 problem = type_info.check(element)
                 if problem is not None:  # Java would narrow silently; refuse instead
@@ -278,6 +289,22 @@ class StreamExecutionEnvironment:
     # execution ------------------------------------------------------------------------------
     def _add_sink(self, transformation: Transformation) -> None:
         self._sinks.append(transformation)
+
+    def _request_side_output(self, producer: Transformation, tag_id: str, type_info: Any) -> None:
+        """Refuses a side output id that ``producer`` was already asked for with another type,
+        as Flink's ``getSideOutput`` does: both streams would carry the same records."""
+        previous = self._side_output_types.setdefault((producer.id, tag_id), type_info)
+        if previous != type_info:
+
+            def shown(t: Any) -> str:
+                return "no type (pickled objects)" if t is None else repr(t)
+
+            raise GraphBuildError(
+                f"get_side_output(): a side output with the id '{tag_id}' of operator "
+                f"'{producer.name}' was already requested with {shown(previous)}, now with "
+                f"{shown(type_info)}; side output ids must be unique (give each OutputTag its "
+                "own id)"
+            )
 
     def get_stream_graph(self, job_name: str = "undertow job") -> StreamGraph:
         return build_stream_graph(

@@ -17,9 +17,8 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
-
 from undertow.core.errors import SerializationError
+from undertow.core.pickling import dumps_functions
 from undertow.graph.partitioners import ForwardPartitioner, StreamPartitioner
 from undertow.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from undertow.graph.transformations import (
@@ -121,7 +120,7 @@ def _is_chainable(graph: StreamGraph, edge: StreamEdge) -> bool:
 
 def _dumps(obj: Any, what: str) -> bytes:
     try:
-        return bytes(cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+        return dumps_functions(obj)
     except Exception as err:
         raise SerializationError(
             f"{what} cannot be serialized to ship it to the workers: {err}. Functions must be "

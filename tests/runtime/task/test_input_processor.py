@@ -386,15 +386,16 @@ def test_a_priority_event_is_taken_between_two_chunks_ahead_of_queued_data() -> 
     def during(values: list[Any]) -> None:
         barriers_seen.append(len(checkpointer.calls))
         head.room = 2  # chunks of two, one slice for everything
-        if values == [0, 1]:  # an unaligned barrier overtakes the rest
+        if values == [0]:  # an unaligned barrier overtakes the rest
             feeder.event(barrier(7), priority=True)
 
     head.during = during
     inputs = processor([g], head, priority_events=True, checkpointer=checkpointer)
     inputs.input_slice()
-    assert head.chunks == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    # the first chunk is one record (its cost is unknown), then chunks as the room allows
+    assert head.chunks == [[0], [1, 2], [3, 4], [5], [6, 7]]
     assert checkpointer.calls == [("barrier", "G/0", 7)]
-    assert barriers_seen == [0, 1, 1, 1], "the barrier waited behind data"
+    assert barriers_seen == [0, 1, 1, 1, 1], "the barrier waited behind data"
 
 
 def test_gates_are_polled_round_robin() -> None:
@@ -414,14 +415,14 @@ def test_a_head_with_bounded_room_gets_chunks_within_its_room_and_no_input_witho
     head = BoundedHead(room=3)
     inputs = processor([g], head)
     inputs.input_slice()
-    assert head.chunks == [[0, 1, 2]]
+    assert head.chunks == [[0], [1, 2]]  # the first chunk is one record, then within the room
     assert not inputs.ready(), "a head without room was offered input"
     head.room = 2
     assert inputs.ready()
     inputs.input_slice()
     head.room = 10
     inputs.input_slice()
-    assert head.chunks == [[0, 1, 2], [3, 4], [5, 6, 7]]
+    assert head.chunks == [[0], [1, 2], [3, 4], [5, 6, 7]]
 
 
 def test_a_two_input_head_gets_each_gates_chunks_on_the_gates_input() -> None:
@@ -569,3 +570,14 @@ def test_a_source_backs_off_for_as_long_as_its_reader_asks() -> None:
     inputs = processor([], source, call_later=lambda delay, callback: delays.append(delay))
     inputs.source_slice()
     assert delays == [0.25]
+
+
+def test_a_slow_head_holds_the_first_slice_for_one_record_not_a_chunk_of_many() -> None:
+    """The first chunk is one record: a function of unknown cost (a 100 ms model call) holds
+    the task for one call, not for 64 of them, before results flow and a cancel or barrier is
+    seen; later chunks follow the measured cost."""
+    g = gate("G", 1)
+    Feeder(g.channels[0]).data(list(range(100)))
+    head = RecordingHead(during=lambda values: time.sleep(0.02 * len(values)))
+    processor([g], head, slice_ms=10).input_slice()
+    assert head.records == [0]

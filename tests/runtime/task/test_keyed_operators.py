@@ -99,3 +99,18 @@ def test_a_built_in_aggregation_checks_the_first_record_it_sees() -> None:
 def test_a_record_without_the_field_in_the_inline_pair_fold_is_named() -> None:
     with pytest.raises(RecordFieldError, match=r"sum\(1\): no field 1 .* tuple of 1 field: \('a',"):
         _summing([("a", 1), ("b", 2), ("a",)])
+
+
+class Dividing:
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield 12 // value[1]
+
+
+def test_a_keyed_process_function_raising_on_a_record_fails_naming_that_record() -> None:
+    op = KeyedProcessOperator(Dividing())
+    with (
+        KeyedOneInputOperatorTestHarness(op, key_selector=lambda r: r[0]) as harness,
+        pytest.raises(ZeroDivisionError) as caught,
+    ):
+        harness.process_elements([("a", 1), ("b", 0), ("a", 2)])
+    assert caught.value.__notes__ == ["on the record ('b', 0)"]

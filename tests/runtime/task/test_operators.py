@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from undertow.api.functions import MapFunction
-from undertow.runtime.task.operators import StreamFilter, StreamFlatMap, StreamMap, run_udf
+from undertow.runtime.task.operators import (
+    ProcessOperator,
+    SinkFunctionOperator,
+    StreamFilter,
+    StreamFlatMap,
+    StreamMap,
+    run_udf,
+)
 from undertow.testing.harness import OneInputOperatorTestHarness, Watermark
 
 
@@ -60,3 +69,54 @@ def test_run_udf_appends_a_timestamp_per_returned_record() -> None:
     run_udf(iter(["a", "b"]), out, stamps, 9)
     run_udf(None, out, stamps, 10)
     assert (out, stamps) == (["a", "b"], [9, 9])
+
+
+def _fails_on_3(value: int) -> int:
+    if value == 3:
+        raise ValueError(f"cannot take {value}")
+    return value
+
+
+@pytest.mark.parametrize(
+    ("operator", "stamps"),
+    [
+        (StreamMap(None, _fails_on_3), None),
+        (StreamMap(None, _fails_on_3), [1, 2, 3, 4]),
+        (StreamFlatMap(None, lambda v: [_fails_on_3(v)]), None),
+        (StreamFlatMap(None, lambda v: [_fails_on_3(v)]), [1, 2, 3, 4]),
+        (StreamFilter(None, _fails_on_3), None),
+        (ProcessOperator(None, lambda v, ctx: [_fails_on_3(v)]), [1, 2, 3, 4]),
+        (SinkFunctionOperator(None, lambda v, ctx: _fails_on_3(v)), None),
+    ],
+    ids=["map", "map-stamped", "flat_map", "flat_map-stamped", "filter", "process", "sink"],
+)
+def test_a_function_raising_on_a_record_fails_naming_that_record(
+    operator: Any, stamps: list[int] | None
+) -> None:
+    """The user's error keeps its type and message; a note names the record it raised on
+    (the task's failure report and the traceback show it)."""
+    with OneInputOperatorTestHarness(operator) as h, pytest.raises(ValueError) as caught:
+        h.process_elements([1, 2, 3, 4], stamps)
+    assert str(caught.value) == "cannot take 3"
+    assert caught.value.__notes__ == ["on the record 3"]
+
+
+def test_a_process_function_returning_one_record_fails_saying_to_yield() -> None:
+    """``return value * 2`` instead of ``yield``: the error says what to do, names the record."""
+    operator = ProcessOperator(None, lambda v, ctx: v * 2)
+    with OneInputOperatorTestHarness(operator) as h, pytest.raises(TypeError) as caught:
+        h.process_elements([1, 2])
+    assert str(caught.value).startswith("the function returned 2 (int), which is not iterable")
+    assert "yields its output records" in str(caught.value)
+    assert caught.value.__notes__ == ["on the record 1"]
+
+
+def test_a_type_error_inside_a_generator_is_the_functions_own() -> None:
+    def gen(v: int, ctx: Any) -> Any:
+        yield v + "x"  # type: ignore[operator]
+
+    with (
+        OneInputOperatorTestHarness(ProcessOperator(None, gen)) as h,
+        pytest.raises(TypeError, match="unsupported operand"),
+    ):
+        h.process_elements([1])

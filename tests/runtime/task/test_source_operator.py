@@ -77,3 +77,24 @@ def test_an_assigner_returning_no_int_fails_naming_the_value_and_record(bad: Any
     message = re.escape(f"returned {bad!r} ({type(bad).__name__}) for the record 'b'")
     with pytest.raises(TypeError, match=message):
         harness.process_elements(["a", "b"], None)
+
+
+@pytest.mark.parametrize("stamps", [None, [1, None, 3]], ids=["unstamped", "stamped"])
+def test_an_assigner_raising_on_a_record_fails_naming_that_record(stamps: Any) -> None:
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda v, _: 1000 // v
+    )
+    harness = OneInputOperatorTestHarness(TimestampsAndWatermarksOperator(strategy))
+    harness.open()
+    with pytest.raises(ZeroDivisionError) as caught:
+        harness.process_elements([5, 0, 2], stamps)
+    assert caught.value.__notes__ == ["on the record 0"]
+
+
+def test_an_assigner_gets_the_records_previous_timestamp() -> None:
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda v, previous: previous + v
+    )
+    with OneInputOperatorTestHarness(TimestampsAndWatermarksOperator(strategy)) as harness:
+        harness.process_elements([1, 2], [10, 20])
+        assert harness.get_output() == [(1, 11), (2, 22)]

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from undertow.api.functions import CoFlatMapFunction, CoMapFunction
-from undertow.runtime.task.two_input_operators import CoFlatMapOperator, CoMapOperator
+import pytest
+
+from undertow.api.functions import CoFlatMapFunction, CoMapFunction, CoProcessFunction
+from undertow.runtime.task.two_input_operators import (
+    CoFlatMapOperator,
+    CoMapOperator,
+    CoProcessOperator,
+)
 from undertow.testing.harness import OneInputOperatorTestHarness
 
 
@@ -78,3 +84,45 @@ def test_the_function_is_told_of_barriers_and_checkpoints_as_one_input_functions
     assert function.calls == [
         "open", "barrier 3", "complete 3", "barrier 4", "aborted 4", "close",
     ]  # fmt: skip
+
+
+class Dividing(CoMapFunction, CoFlatMapFunction):
+    def map1(self, value: int) -> int:
+        return 12 // value
+
+    def map2(self, value: int) -> int:
+        return 12 // value
+
+    def flat_map1(self, value: int) -> Any:
+        return [12 // value]
+
+    def flat_map2(self, value: int) -> Any:
+        yield 12 // value
+
+
+@pytest.mark.parametrize("make", [CoMapOperator, CoFlatMapOperator], ids=["co_map", "co_flat_map"])
+@pytest.mark.parametrize("side", [1, 2])
+def test_a_function_raising_on_a_record_of_either_input_names_that_record(
+    make: Any, side: int
+) -> None:
+    with OneInputOperatorTestHarness(make(Dividing())) as h:
+        operator: Any = h.operator
+        process = operator.process_batch1 if side == 1 else operator.process_batch2
+        with pytest.raises(ZeroDivisionError) as caught:
+            process([4, 0, 3], None)
+    assert caught.value.__notes__ == ["on the record 0"]
+
+
+def test_a_co_process_function_raising_on_a_record_names_that_record() -> None:
+    class Failing(CoProcessFunction):
+        def process_element1(self, value: int, ctx: Any) -> Any:
+            yield 12 // value
+
+        def process_element2(self, value: int, ctx: Any) -> Any:
+            yield value
+
+    with OneInputOperatorTestHarness(CoProcessOperator.co_process(Failing())) as h:
+        operator: Any = h.operator
+        with pytest.raises(ZeroDivisionError) as caught:
+            operator.process_batch1([4, 0], [1, 2])
+    assert caught.value.__notes__ == ["on the record 0"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from undertow.api.function_shapes import OnTimerLike, ProcessElementLike
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
+from undertow.core.errors import note_record
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
 from undertow.runtime.task.operators import UdfOperator, run_udf
@@ -102,9 +103,14 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
         stamps: list[Any] = []
         if timestamps is None:
             timestamps = [None] * len(values)
-        for v, ts in zip(values, timestamps):
-            ctx.ts = ts
-            run_udf(call(v, ctx), out, stamps, ts)
+        v: Any = None
+        try:
+            for v, ts in zip(values, timestamps):
+                ctx.ts = ts
+                run_udf(call(v, ctx), out, stamps, ts)
+        except Exception as err:
+            note_record(err, v)
+            raise
         if out:
             self.output.collect_batch(out, stamps)
 

@@ -9,9 +9,11 @@ or comprehension over the batch; contexts handed to process functions are reused
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import compress
 from typing import Any
 
 from undertow.api.functions import ProcessFunction, TimerService
+from undertow.core.errors import note_record
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -52,42 +54,58 @@ class UdfOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
         self.output.emit_watermark(watermark)
 
 
+def apply_each(call: Callable[[Any], Any], values: list[Any]) -> list[Any]:
+    """``[call(v) for v in values]``, except that a call that raises names its record
+    (:func:`~undertow.core.errors.note_record`): ``list.extend`` keeps what ``map`` produced
+    before the failing call, so its index is the list's length. Cost: none over the
+    comprehension (slightly less)."""
+    out: list[Any] = []
+    try:
+        out.extend(map(call, values))
+    except Exception as err:
+        note_record(err, values[len(out)])
+        raise
+    return out
+
+
 class StreamMap(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call = self.call
-        self.output.collect_batch([call(v) for v in values], timestamps)
+        self.output.collect_batch(apply_each(self.call, values), timestamps)
 
 
 class StreamFlatMap(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
         out: list[Any] = []
-        if timestamps is None:
-            extend = out.extend
-            for v in values:
-                result = call(v)
-                if result is not None:
-                    extend(result)
-            self.output.collect_batch(out, None)
-            return
-        stamps: list[Any] = []
-        for v, ts in zip(values, timestamps):
-            result = call(v)
-            if result is not None:
-                before = len(out)
-                out.extend(result)
-                stamps.extend([ts] * (len(out) - before))
+        stamps: list[Any] | None = None if timestamps is None else []
+        v: Any = None
+        try:
+            if stamps is None:
+                extend = out.extend
+                for v in values:
+                    result = call(v)
+                    if result is not None:
+                        extend(result)
+            else:
+                for v, ts in zip(values, timestamps):  # type: ignore[arg-type]
+                    result = call(v)
+                    if result is not None:
+                        before = len(out)
+                        out.extend(result)
+                        stamps.extend([ts] * (len(out) - before))
+        except Exception as err:
+            note_record(err, v)
+            raise
         self.output.collect_batch(out, stamps)
 
 
 class StreamFilter(UdfOperator):
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call = self.call
+        keep = apply_each(self.call, values)
         if timestamps is None:
-            self.output.collect_batch([v for v in values if call(v)], None)
+            self.output.collect_batch(list(compress(values, keep)), None)
             return
-        kept = [(v, ts) for v, ts in zip(values, timestamps) if call(v)]
-        self.output.collect_batch([v for v, _ in kept], [ts for _, ts in kept])
+        self.output.collect_batch(list(compress(values, keep)), list(compress(timestamps, keep)))
 
 
 class CollectingContext:
@@ -100,11 +118,23 @@ class CollectingContext:
 
 
 def run_udf(result: Iterable[Any] | None, out: list[Any], stamps: list[Any], ts: Any) -> None:
-    """Append what a process function returned (an iterable or None) with timestamp ``ts``."""
+    """Append what a process function returned (an iterable or None) with timestamp ``ts``.
+
+    A function that returned one record instead of yielding it (``return value * 2``) fails
+    with a ``TypeError`` that says so, not Python's bare "'int' object is not iterable"."""
     if result is None:
         return
     before = len(out)
-    out.extend(result)
+    try:
+        out.extend(result)
+    except TypeError as err:
+        if isinstance(result, Iterable):
+            raise  # the function's generator raised it
+        raise TypeError(
+            f"the function returned {result!r:.200} ({type(result).__name__}), which is not "
+            "iterable: a process function yields its output records (or returns a list of "
+            "them, or None)"
+        ) from err
     if len(out) > before:
         stamps.extend([ts] * (len(out) - before))
 
@@ -143,9 +173,14 @@ class ProcessOperator(UdfOperator):
         stamps: list[Any] = []
         if timestamps is None:
             timestamps = [None] * len(values)
-        for v, ts in zip(values, timestamps):
-            ctx.ts = ts
-            run_udf(call(v, ctx), out, stamps, ts)
+        v: Any = None
+        try:
+            for v, ts in zip(values, timestamps):
+                ctx.ts = ts
+                run_udf(call(v, ctx), out, stamps, ts)
+        except Exception as err:
+            note_record(err, v)
+            raise
         if out:
             self.output.collect_batch(out, stamps)
 
@@ -157,8 +192,13 @@ class SinkFunctionOperator(UdfOperator):
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
-        for v in values:
-            call(v, None)
+        v: Any = None
+        try:
+            for v in values:
+                call(v, None)
+        except Exception as err:
+            note_record(err, v)
+            raise
 
 
 class PrintSinkOperator(OneInputStreamOperator):

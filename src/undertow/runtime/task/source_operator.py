@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
+from itertools import repeat
 from numbers import Integral
 from typing import Any
 
 import pyarrow as pa
 
 from undertow.connectors.source import InputStatus, SourceReader, SourceReaderContext, SourceSplit
-from undertow.core.errors import StateError
+from undertow.core.errors import StateError, note_record
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.network.buffer import serialize_object
 from undertow.runtime.task.operator import (
@@ -114,14 +115,17 @@ class WatermarkEmitter:
                 self.output.emit_watermark_status(False)
         assigner = self.assigner
         if assigner is not None:
-            if timestamps is None:
-                base = MIN_TIMESTAMP
-                timestamps = [assigner(v, base) for v in values]
-            else:
-                timestamps = [
-                    assigner(v, MIN_TIMESTAMP if t is None else t)
-                    for v, t in zip(values, timestamps)
-                ]  # fmt: skip
+            assigned: list[Any] = []
+            try:  # extend keeps the stamps before a failing call: the failing record's index
+                if timestamps is None:
+                    assigned.extend(map(assigner, values, repeat(MIN_TIMESTAMP)))
+                else:
+                    previous = (MIN_TIMESTAMP if t is None else t for t in timestamps)
+                    assigned.extend(map(assigner, values, previous))
+            except Exception as err:
+                note_record(err, values[len(assigned)])
+                raise
+            timestamps = assigned
             if timestamps:
                 _check_assigned(values, timestamps)
         if self.generator is not None and timestamps is not None:

@@ -25,12 +25,12 @@ from undertow.api.functions import (
     TimeDomain,
     TimerService,
 )
-from undertow.core.errors import StateError
+from undertow.core.errors import StateError, note_record
 from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import KeyedTimerService, NonKeyedTimerService
 from undertow.runtime.task.keyed_operators import UserTimerFiring
 from undertow.runtime.task.operator import Timestamps, TwoInputStreamOperator
-from undertow.runtime.task.operators import run_udf
+from undertow.runtime.task.operators import apply_each, run_udf
 from undertow.runtime.task.timers import InternalTimer
 from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 from undertow.state.descriptors import MapStateDescriptor
@@ -70,12 +70,10 @@ class CoMapOperator(_TwoInputUdf):
         super().__init__(function, function.map1, function.map2)
 
     def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
-        f = self.call1
-        self.output.collect_batch([f(v) for v in values], timestamps)
+        self.output.collect_batch(apply_each(self.call1, values), timestamps)
 
     def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
-        f = self.call2
-        self.output.collect_batch([f(v) for v in values], timestamps)
+        self.output.collect_batch(apply_each(self.call2, values), timestamps)
 
 
 class CoFlatMapOperator(_TwoInputUdf):
@@ -85,8 +83,13 @@ class CoFlatMapOperator(_TwoInputUdf):
     def _run(self, f: Callable[[Any], Any], values: list[Any], timestamps: Timestamps) -> None:
         out: list[Any] = []
         stamps: list[Any] = []
-        for v, ts in zip(values, timestamps or [None] * len(values)):
-            run_udf(f(v), out, stamps, ts)
+        v: Any = None
+        try:
+            for v, ts in zip(values, timestamps or [None] * len(values)):
+                run_udf(f(v), out, stamps, ts)
+        except Exception as err:
+            note_record(err, v)
+            raise
         if out:
             self.output.collect_batch(out, stamps)
 
@@ -194,9 +197,14 @@ class CoProcessOperator(UserTimerFiring, _TwoInputUdf):
         ctx.writable_broadcast = writable
         out: list[Any] = []
         stamps: list[Any] = []
-        for v, ts in zip(values, timestamps or [None] * len(values)):
-            ctx.ts = ts
-            run_udf(call(v, ctx), out, stamps, ts)
+        v: Any = None
+        try:
+            for v, ts in zip(values, timestamps or [None] * len(values)):
+                ctx.ts = ts
+                run_udf(call(v, ctx), out, stamps, ts)
+        except Exception as err:
+            note_record(err, v)
+            raise
         if out:
             self.output.collect_batch(out, stamps)
 

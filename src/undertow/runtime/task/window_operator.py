@@ -31,7 +31,7 @@ from undertow.api.window import (
     Window,
     WindowAssigner,
 )
-from undertow.core.errors import GraphBuildError, StateError
+from undertow.core.errors import GraphBuildError, StateError, note_record
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.task.merging_window_set import MergingWindowSet
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -211,6 +211,7 @@ class WindowOperator(OneInputStreamOperator):
             self._process_merging if self._merging else self._process_element,
         )
         self._buffering = True
+        value: Any = None
         try:
             if timestamps is None:
                 for value in values:
@@ -222,6 +223,9 @@ class WindowOperator(OneInputStreamOperator):
                     key = key_selector(value)
                     set_key(key)
                     process(key, value, MIN_TIMESTAMP if ts is None else ts)
+        except Exception as err:  # a reduce or aggregate function adding the record raised
+            note_record(err, value)
+            raise
         finally:
             self._buffering = False
         self._flush()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.core.config import Configuration
-from undertow.core.errors import NetworkError, RestoreError
+from undertow.core.errors import NetworkError, RestoreError, describe
 from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
 from undertow.runtime.control.connection import ControlConnection, limit_unacknowledged_time
 from undertow.runtime.control.messages import (
@@ -278,7 +278,7 @@ class Worker:
             self.send(
                 TaskFailed(
                     self.attempt, vertex_id, subtask, task.operator_of(err.__traceback__),
-                    f"{type(err).__name__}: {err}", traceback.format_exc(),
+                    describe(err), traceback.format_exc(),
                 )
             )  # fmt: skip
             return
