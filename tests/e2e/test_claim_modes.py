@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.rest_client import fetch
 
 from undertow.datastream import JobStatus
 from undertow.storage import CheckpointStorage
@@ -60,13 +61,28 @@ def _job_checkpoints(root: Path, job_id: str) -> list[int]:
     return CheckpointStorage(str(root), job_id).completed_checkpoint_ids()
 
 
+def _sink_records_in(client: Any) -> float:
+    """Records the job's sink vertex took in so far (REST metrics, summed over subtasks)."""
+    address, jid = client.get_rest_address(), client.get_job_id()
+    if address is None:
+        return 0.0
+    _, job = fetch(f"{address}/jobs/{jid}")
+    [sink] = [v for v in job["vertices"] if "sink" in v["name"].lower()]
+    _, metrics = fetch(f"{address}/jobs/{jid}/vertices/{sink['id']}/subtasks/metrics"
+                       "?get=numRecordsIn&agg=sum")  # fmt: skip
+    return sum(float(m["sum"]) for m in metrics)
+
+
 def _snapshot(make_env: EnvFactory, tmp_path: Path, kind: str) -> Path:
     """Run a first oracle job and leave a ``kind`` snapshot (``checkpoint``: retained on
     cancellation; ``savepoint``: of a stop without drain); its directory."""
     retain = {"execution.checkpointing.externalized-checkpoint-retention":
               "RETAIN_ON_CANCELLATION"}  # fmt: skip
     env = make_env(parallelism=2, config=_config(tmp_path, **retain))
-    build_pipeline(env, _source())
+    # a checkpoint's first job runs at half the rate: it waits for a checkpoint after its
+    # first records reached the sink, and must not finish its input before
+    rate = THROTTLED / 2 if kind == "checkpoint" else THROTTLED
+    build_pipeline(env, OracleSource(KEYS, RECORDS_PER_KEY, records_per_second=rate))
     client = env.execute_async(f"leaves a {kind}")
     root = tmp_path / "checkpoints"
     job = client.get_job_id()
@@ -75,6 +91,13 @@ def _snapshot(make_env: EnvFactory, tmp_path: Path, kind: str) -> Path:
         pointer = client.stop_with_savepoint(str(tmp_path / "sp")).result(timeout=TIMEOUT_S)
         client.get_job_execution_result(timeout=TIMEOUT_S)
         return Path(pointer)
+    # A checkpoint taken before any record reached the sink restores nothing (CI, load 10: the
+    # first one was), so the snapshot is one triggered after the sink's first records: once
+    # they are seen, the newest completed id is M; M + 1 may have been triggered before, M + 2
+    # was triggered after M + 1 completed, so after the records.
+    _wait_for(lambda: _sink_records_in(client) > 0, "records at the sink")
+    newest = max(_job_checkpoints(root, job))
+    _wait_for(lambda: max(_job_checkpoints(root, job)) >= newest + 2, "a checkpoint after them")
     client.cancel()
     _wait_for(lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation")
     time.sleep(0.2)  # the JobMaster keeps the retained checkpoint as it shuts down
