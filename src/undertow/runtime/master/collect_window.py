@@ -36,6 +36,9 @@ class WindowStatistics:
     outstanding: int
     window: int
     overdrawn: bool
+    #: Overdraft grants so far, and whether one is in use (not yet back within the window).
+    overdrafts: int
+    in_overdraft: bool
 
     @property
     def unread(self) -> int:
@@ -59,6 +62,9 @@ class CollectWindow:
         self.attempt: int | None = None
         #: The reader waits for something ready.
         self.waiting = False
+        self.overdrafts = 0
+        #: An overdraft was granted and the window is not back within its bound yet.
+        self.in_overdraft = False
 
     @property
     def half(self) -> int:
@@ -66,7 +72,7 @@ class CollectWindow:
 
     def statistics(self) -> WindowStatistics:
         return WindowStatistics(self.held, self.ready, self.outstanding, self.window,
-                                self.overdrawn)  # fmt: skip
+                                self.overdrawn, self.overdrafts, self.in_overdraft)  # fmt: skip
 
     @property
     def overdrawn(self) -> bool:
@@ -119,6 +125,8 @@ class CollectWindow:
         return self._decide()
 
     def _decide(self) -> Grant | None:
+        if self.in_overdraft and not self.overdrawn:
+            self.in_overdraft = False
         if self.attempt is None:
             return None
         free = self.window - self.held - self.ready - self.outstanding
@@ -126,6 +134,8 @@ class CollectWindow:
             credit = free
         elif self.waiting and self.ready == 0 and self.outstanding <= 0:
             credit = self.half - self.outstanding  # the overdraft (module docstring)
+            self.overdrafts += 1
+            self.in_overdraft = True
         else:
             return None
         self.outstanding += credit

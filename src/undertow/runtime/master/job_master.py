@@ -146,10 +146,12 @@ class JobMaster:
         )
         self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
-        #: ``execute_and_collect``'s records, exactly once when periodic checkpoints are on.
-        self.results = CollectResults(self.settings.periodic_checkpoints)
         #: The coordinator's way to the current attempt's tasks.
         self.gateway = AttemptGateway(self.plan, self.fail)
+        #: ``execute_and_collect``'s records, exactly once when periodic checkpoints are on.
+        self.results = CollectResults(self.settings.periodic_checkpoints,
+                                      self.settings.collect_buffer_size,
+                                      self.gateway.grant_collect_credit)  # fmt: skip
         # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
         self._setup_checkpointing()
         self.savepoints = SavepointOperations(
@@ -274,7 +276,7 @@ class JobMaster:
             self.savepoints.job_ended(self._status, self._failure)
 
     async def _main(self, started: threading.Event) -> None:
-        self._loop = self.savepoints.loop = asyncio.get_running_loop()
+        self._loop = self.savepoints.loop = self.gateway.loop = asyncio.get_running_loop()
         host = self.settings.bind_host
         server = await asyncio.start_server(functools.partial(serve_worker, self), host, 0)
         self._address = (host, int(server.sockets[0].getsockname()[1]))
@@ -387,6 +389,7 @@ class JobMaster:
             attempt.end(JobExecutionError(problem))
         if not attempt.done.is_set():
             self._deploy(attempt, restore)
+            self.results.attempt_deployed(attempt.number)  # the collect sinks' first credit
         deployed = asyncio.ensure_future(attempt.all_deployed.wait())
         finished = asyncio.ensure_future(attempt.done.wait())
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)
