@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import pickle
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -130,8 +131,8 @@ def test_every_finished_task_is_reported_to_the_coordinator() -> None:
 
 def test_collected_records_go_to_their_sinks_queue() -> None:
     attempt, host = Attempt(0, graph(), 1, 10_000), FakeHost()
-    dispatch(host, attempt, 0, object(), CollectRecords(0, "sink-a", [1, 2], 0))  # type: ignore[arg-type]
-    assert host.results.queue("sink-a").get_nowait() == [1, 2]
+    dispatch(host, attempt, 0, object(), CollectRecords(0, "sink-a", pickle.dumps([1, 2]), 0))  # type: ignore[arg-type]
+    assert host.results.take("sink-a", block=False) == [1, 2]
 
 
 class RecordingCoordinator:

@@ -12,6 +12,7 @@ from undertow.core.config_option import (
     duration_option,
     int_option,
     map_option,
+    memory_option,
     non_negative,
     positive,
     precise_duration_option,
@@ -98,6 +99,14 @@ class ExecutionOptions:
         "the slice while a checkpoint passes through the worker (see runtime/task/pace.py)",
         check=positive,
     )
+    COLLECT_BUFFER_SIZE = memory_option(
+        "undertow.collect.buffer-size", 32 * 1024 * 1024,
+        "execute_and_collect: most bytes of results the driver holds that the iterator has "
+        "not yet returned (plus one batch); the collect sink waits for credit beyond it, "
+        "backpressuring the job as a slow reader does (Flink's collect-sink.batch-size.max "
+        "bounds the sink's buffer instead)",
+        check=positive,
+    )  # fmt: skip
     # deployment on Spark -----------------------------------------------------------------
     PIPELINE_NAME = str_option("pipeline.name", "", "the job's name (Spark application name)")
     SPARK_MASTER = str_option(

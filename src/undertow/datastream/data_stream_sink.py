@@ -2,8 +2,9 @@
 
 ``DataStreamSink`` only configures transformations already recorded (name, uid, parallelism,
 chaining, slot sharing); for a sink with a global committer it keeps the committer's settings
-in step with the writers'. ``CloseableIterator`` reads the collect queue of the client's
-JobMaster on the caller's thread; ``close`` cancels the job if it has not ended.
+in step with the writers'. ``CloseableIterator`` takes the collected records from the client's
+JobMaster on the caller's thread (each batch taken lets the sink send more:
+``undertow.collect.buffer-size``); ``close`` cancels the job if it has not ended.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ class CloseableIterator:
 
     def __init__(self, client: Any, sink_id: str) -> None:
         self._client = client
-        self._queue = client._master.results.queue(sink_id)
+        self._sink_id = sink_id
+        self._results = client._master.results
+        self._results.register(sink_id)
         self._buffer: list[Any] = []
         self._pos = 0
         self._done = False
@@ -91,7 +94,7 @@ class CloseableIterator:
         while self._pos >= len(self._buffer):
             if self._done:
                 raise StopIteration
-            item = self._queue.get()
+            item = self._results.take(self._sink_id)
             if item is END:
                 self._done = True
                 if not self._closed:

@@ -17,6 +17,7 @@ from typing import Any
 
 from undertow.core.types import AttemptNumber
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
+from undertow.runtime.task.collect_credit import CollectCredits
 from undertow.runtime.task.task_statistics import TaskStatistics
 
 
@@ -74,6 +75,7 @@ class RecordingLink:
     attempt: AttemptNumber = field(default_factory=lambda: AttemptNumber(1))
     tasks: dict[tuple[int, int], Any] = field(default_factory=dict)
     sent: list[Any] = field(default_factory=list)
+    collect_credits: CollectCredits = field(default_factory=CollectCredits)
 
     def send(self, message: Any) -> None:
         self.sent.append(message)

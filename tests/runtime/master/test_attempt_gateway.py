@@ -4,6 +4,8 @@ is sent between attempts."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,7 @@ from undertow.datastream.connectors import DiscardingSink, NumberSequenceSource
 from undertow.graph.job_graph import JobGraph
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOptions, SnapshotType
 from undertow.runtime.control.messages import (
+    GrantCollectCredit,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     StopSource,
@@ -22,6 +25,7 @@ from undertow.runtime.control.messages import (
 )
 from undertow.runtime.control.placement import plan_execution
 from undertow.runtime.master.attempt import Attempt
+from undertow.runtime.master.collect_window import Grant
 from undertow.runtime.master.task_gateway import AttemptGateway
 
 BARRIER = CheckpointBarrier(
@@ -86,3 +90,48 @@ def test_notifications_go_to_every_worker_and_a_failure_to_the_attempt() -> None
     assert failed == [(attempt, error)]
     attempt.enumerators[0] = "enumerator"  # type: ignore[assignment]
     assert gw.enumerators() == {0: "enumerator"}
+
+
+@dataclass
+class ThreadRecordingConnection:
+    """A control connection that notes the thread of every ``send`` (loop-only in truth:
+    ``ControlConnection.send`` writes the transport of the loop's stream)."""
+
+    sent: list[tuple[Any, int]] = field(default_factory=list)
+
+    def send(self, message: Any) -> None:
+        self.sent.append((message, threading.get_ident()))
+
+
+def test_credit_granted_from_the_readers_thread_is_sent_on_the_loop() -> None:
+    """The iterator's thread grants credit while the loop writes the same connections: the
+    send must happen on the loop (a write from the reader's thread once failed with EBADF)."""
+    gw, attempt, _, _ = gateway()
+    conn = ThreadRecordingConnection()
+    attempt.workers[0] = conn  # type: ignore[assignment]
+    gw.attempt = attempt
+    loop = asyncio.new_event_loop()
+    loop_thread = threading.Thread(target=loop.run_forever)
+    loop_thread.start()
+    try:
+        gw.loop = loop
+        readers = [
+            threading.Thread(target=gw.grant_collect_credit, args=("sink", Grant(5, 100 + i)))
+            for i in range(8)
+        ]
+        for r in readers:
+            r.start()
+        for r in readers:
+            r.join()
+        gw.grant_collect_credit("sink", Grant(4, 1))  # an older attempt's: dropped
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(10)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        loop_thread.join(10)
+        loop.close()
+    assert sorted(m.credit for m, _ in conn.sent) == [100 + i for i in range(8)]
+    assert {m for m, _ in conn.sent} <= {
+        GrantCollectCredit(AttemptNumber(5), "sink", 100 + i) for i in range(8)
+    }
+    assert {thread for _, thread in conn.sent} == {loop_thread.ident}
+    gw.grant_collect_credit("sink", Grant(5, 1))  # after the loop closed: dropped, no error

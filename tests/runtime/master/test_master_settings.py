@@ -28,6 +28,7 @@ def test_each_option_reaches_its_field() -> None:
         "heartbeat.timeout": "9 s",
         "rest.port": "-1",
         "web.checkpoints.history": "3",
+        "undertow.collect.buffer-size": "2 mb",
         "execution.checkpointing.interval": "5 s",
         "execution.checkpointing.mode": "AT_LEAST_ONCE",
         "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
@@ -38,6 +39,7 @@ def test_each_option_reaches_its_field() -> None:
     assert (settings.bind_host, settings.max_frame_size) == ("10.0.0.7", 2**20)
     assert (settings.heartbeat_interval_ms, settings.heartbeat_timeout_ms) == (2000, 9000)
     assert (settings.rest.port, settings.checkpoints_history) == (-1, 3)
+    assert settings.collect_buffer_size == 2 * 2**20
     assert settings.periodic_checkpoints and settings.checkpoint.interval_ms == 5000
     assert settings.checkpoint.mode is CheckpointingMode.AT_LEAST_ONCE
     assert settings.checkpoint.retention is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION

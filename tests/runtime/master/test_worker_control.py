@@ -4,6 +4,7 @@ real loopback socket, against a JobMaster stand-in; and what a deployment restor
 from __future__ import annotations
 
 import asyncio
+import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -89,14 +90,14 @@ def test_current_attempts_messages_are_dispatched_and_older_ones_dropped() -> No
     async def run() -> _Host:
         host = _Host(_attempt(1))
         await _session(host, attempt_secret(SECRET, AttemptNumber(1)), [
-            CollectRecords(AttemptNumber(0), "sink", ["old"], 0),  # an older attempt's: fenced
-            CollectRecords(AttemptNumber(1), "sink", ["new"], 0),
+            CollectRecords(AttemptNumber(0), "sink", pickle.dumps(["old"]), 0),  # fenced
+            CollectRecords(AttemptNumber(1), "sink", pickle.dumps(["new"]), 0),
         ])  # fmt: skip
         return host
 
     host = asyncio.run(run())
-    assert host.results.queue("sink").get_nowait() == ["new"]
-    assert host.results.queue("sink").empty()
+    assert host.results.take("sink", block=False) == ["new"]
+    assert host.results.take("sink", block=False) is None
     # the worker went away while its attempt ran: the attempt fails, naming how it exited
     assert host.failures == ["worker 0 exited unexpectedly (exit code 3)"]
     # and is no longer live (GET /taskmanagers leaves it out)
@@ -107,11 +108,11 @@ def test_a_worker_with_an_older_attempts_key_is_dropped_before_any_message() -> 
     async def run() -> _Host:
         host = _Host(_attempt(1))
         old_key = attempt_secret(SECRET, AttemptNumber(0))
-        await _session(host, old_key, [CollectRecords(AttemptNumber(1), "sink", ["x"], 0)])
+        await _session(host, old_key, [CollectRecords(AttemptNumber(1), "sink", b"x", 0)])
         return host
 
     host = asyncio.run(run())
-    assert host.results.queue("sink").empty() and host.failures == []
+    assert host.results.take("sink", block=False) is None and host.failures == []
 
 
 def test_a_deployment_restores_the_plan_and_knows_whether_it_is_the_jobs_own() -> None:

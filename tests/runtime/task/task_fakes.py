@@ -9,6 +9,7 @@ from typing import Any
 
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
+from undertow.runtime.task.collect_credit import CollectCredit
 
 
 class NullServices:
@@ -18,8 +19,12 @@ class NullServices:
     def print_lines(self, lines: list[str]) -> None:
         pass
 
-    def collect(self, sink_id: str, values: list[Any], after_checkpoint: int) -> None:
+    def collect(self, sink_id: str, payload: bytes, after_checkpoint: int) -> None:
         pass
+
+    def collect_credit(self, sink_id: str) -> CollectCredit:
+        """No collect sink runs in these tests: a credit never granted."""
+        return CollectCredit(sink_id)
 
     def send_split_request(self) -> None:
         pass

@@ -8,6 +8,7 @@ import socket
 import time
 from collections.abc import Callable
 
+from undertow.runtime.task.collect_credit import CollectCredit
 from undertow.runtime.task.mailbox_loop import MailboxLoop
 from undertow.runtime.task.pace import TaskPace
 
@@ -85,3 +86,38 @@ def test_bytes_on_the_control_socket_are_read_and_routed_before_the_next_slice()
     # the bytes arrived during the second slice; read, routed and the mail taken before the
     # third (the transport reads in one turn, the stream's reader hands them on in the next)
     assert log[:4] == ["slice", "slice", "routed", "mail"], log
+
+
+async def _gated_run(credit: CollectCredit, slices: list[int], until: int) -> None:
+    mailbox = MailboxLoop(name="gated", loop=asyncio.get_running_loop(), partitions=[],
+                          pace=TaskPace(0.001, 0.001))  # fmt: skip
+
+    class Sink:
+        def output_gate(self) -> CollectCredit:
+            return credit
+
+    mailbox.gate_on([Sink(), object()])
+
+    def one_slice() -> None:
+        slices.append(1)
+        credit.spend(4)
+
+    await mailbox.run(one_slice, lambda: True, lambda: len(slices) >= until)
+
+
+def test_a_gated_operator_without_credit_stops_the_slices_until_it_is_granted() -> None:
+    """No slice runs while a collect sink has no credit; a grant wakes the loop."""
+
+    async def run() -> list[int]:
+        credit, slices = CollectCredit("s"), []
+        running = asyncio.ensure_future(_gated_run(credit, slices, until=3))
+        await asyncio.sleep(0.05)
+        assert slices == []  # waiting for credit, backpressured
+        credit.grant(8)  # two slices' worth
+        await asyncio.sleep(0.05)
+        assert slices == [1, 1]
+        credit.grant(4)
+        await asyncio.wait_for(running, 5)
+        return slices
+
+    assert asyncio.run(run()) == [1, 1, 1]

@@ -12,6 +12,7 @@ from undertow.runtime.checkpoint.barrier import CheckpointBarrier, CheckpointOpt
 from undertow.runtime.control.messages import (
     AddSplits,
     CancelTasks,
+    GrantCollectCredit,
     NoMoreSplits,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -19,6 +20,7 @@ from undertow.runtime.control.messages import (
     StopSource,
     TriggerSourceCheckpoint,
 )
+from undertow.runtime.task.collect_credit import CollectCredits
 from undertow.runtime.worker.control_router import ControlRouter, Routed
 from undertow.testing.worker import RecordingTask
 
@@ -89,3 +91,13 @@ def test_an_unknown_message_is_logged_and_ignored(caplog: pytest.LogCaptureFixtu
         assert r.route("surprise") is Routed.CONTINUE
     assert "worker 0: unexpected control message 'surprise'" in caplog.text
     assert tasks[(0, 0)].calls == []
+
+
+def test_a_credit_grant_goes_to_the_collect_sinks_credit_and_wakes_its_task() -> None:
+    credits = CollectCredits()
+    r = ControlRouter({}, Hurry(), worker_index=0, credits=credits)
+    woken: list[str] = []
+    gate = credits.gate("sink")
+    gate.notify_when_available(lambda: woken.append("task"))
+    assert r.route(GrantCollectCredit(A, "sink", 64)) is Routed.CONTINUE
+    assert gate.credit == 64 and woken == ["task"]

@@ -34,13 +34,13 @@ def test_services_send_their_subtasks_messages_under_the_workers_attempt() -> No
     try:
         services = TaskServicesToMaster(link, 5, 1, loop)
         services.print_lines(["a", "b"])
-        services.collect("sink-7", [1, 2], 4)
+        services.collect("sink-7", b"[1, 2]", 4)
         services.send_split_request()
     finally:
         loop.close()
     assert link.sent == [
         PrintLines(AttemptNumber(3), ["a", "b"]),
-        CollectRecords(AttemptNumber(3), "sink-7", [1, 2], 4),
+        CollectRecords(AttemptNumber(3), "sink-7", b"[1, 2]", 4),
         SplitRequest(AttemptNumber(3), 5, 1, socket.gethostname()),
     ]
 
@@ -106,3 +106,16 @@ def test_an_acknowledgement_from_an_io_thread_takes_the_any_thread_send() -> Non
         AcknowledgeCheckpoint(AttemptNumber(2), 4, 0, 10, "other", {}),
     ]
     assert link.routes == ["any thread", "loop"]
+
+
+def test_a_collect_sinks_credit_is_the_workers_for_its_sink_id() -> None:
+    link = RecordingLink()
+    loop = asyncio.new_event_loop()
+    try:
+        services = TaskServicesToMaster(link, 5, 0, loop)
+        link.collect_credits.grant("sink-7", 10)  # a grant that came before the sink asked
+        credit = services.collect_credit("sink-7")
+    finally:
+        loop.close()
+    assert credit is link.collect_credits.gate("sink-7") and credit.is_available()
+    assert not services.collect_credit("other").is_available()

@@ -137,11 +137,13 @@ class PrintLines:
 @dataclass(frozen=True, slots=True)
 class CollectRecords:
     """Records of an ``execute_and_collect`` sink, processed after its snapshot of checkpoint
-    ``after_checkpoint`` (0: before any): the JobMaster holds them until they are final."""
+    ``after_checkpoint`` (0: before any): the JobMaster holds them until they are final.
+    ``payload``: the list of records pickled (its length is what the sink's credit paid;
+    the client's iterator unpickles it)."""
 
     attempt: AttemptNumber
     sink_id: str
-    values: list[UserValue]
+    payload: bytes
     after_checkpoint: int
 
 
@@ -267,6 +269,16 @@ class NotifyCheckpointAborted:
 
 
 @dataclass(frozen=True, slots=True)
+class GrantCollectCredit:
+    """The JobMaster lets collect sink ``sink_id`` send ``credit`` more bytes of records
+    (``undertow.collect.buffer-size``; :mod:`undertow.runtime.master.collect_window`)."""
+
+    attempt: AttemptNumber
+    sink_id: str
+    credit: int
+
+
+@dataclass(frozen=True, slots=True)
 class RestoreAssignment:
     """What a deployment restores: checkpoint id, its location and, per (vertex id, subtask),
     the state files of the old subtasks it takes over and its channel state in shared
@@ -307,7 +319,7 @@ WorkerMessage: TypeAlias = (
 #: Every message the JobMaster sends to a worker; each carries the attempt number.
 MasterMessage: TypeAlias = (
     Deploy | AddSplits | NoMoreSplits | CancelTasks | Shutdown | TriggerSourceCheckpoint
-    | StopSource | NotifyCheckpointComplete | NotifyCheckpointAborted
+    | StopSource | NotifyCheckpointComplete | NotifyCheckpointAborted | GrantCollectCredit
 )  # fmt: skip
 
 

@@ -161,7 +161,7 @@ def dispatch(
             sys.stdout.write("\n".join(msg.lines) + "\n")
             sys.stdout.flush()
         case CollectRecords():
-            host.results.add(attempt.number, msg.sink_id, msg.after_checkpoint, msg.values)
+            host.results.add(attempt.number, msg.sink_id, msg.after_checkpoint, msg.payload)
         case SplitRequest():
             enumerator = attempt.enumerators.get(msg.vertex_id)
             if enumerator is not None:

@@ -5,10 +5,10 @@ message dispatch), restarting as the restart strategy says from the latest compl
 and moves the job through its lifecycle (:mod:`.job_status`). It owns the checkpoint coordinator,
 which reaches the tasks through an :class:`.AttemptGateway` and reports to the
 :class:`.CheckpointStatsTracker` through its events; savepoints: :mod:`.savepoint_operations`;
-source enumerators: :mod:`.enumerators`; workers are started by a :class:`.WorkerLauncher`, their
-control connections served by :mod:`.worker_control`. Each failed attempt's root cause is printed
-at once and kept (:mod:`.exception_history`). The REST API (imported unless ``rest.port``
-is -1) serves :meth:`job_view` from before the first attempt to the job's end.
+source enumerators: :mod:`.enumerators`; workers are started by a :class:`.WorkerLauncher`,
+their control connections served by :mod:`.worker_control`; each failed attempt's root cause is
+printed at once and kept (:mod:`.exception_history`); the REST API (imported unless
+``rest.port`` is -1) serves :meth:`job_view` from before the first attempt to the job's end.
 
 Threading: the JobMaster runs its own asyncio loop on a daemon thread. Public methods
 (``start``, ``cancel``, ``wait``, ``status``, ``rest_url``, savepoints) may be called from any
@@ -148,10 +148,12 @@ class JobMaster:
         )
         self._rest_ids = {v.id: vertex_rest_id(v) for v in job_graph.vertices}
         self.coordinator: CheckpointCoordinator | None = None
-        #: ``execute_and_collect``'s records, exactly once when periodic checkpoints are on.
-        self.results = CollectResults(self.settings.periodic_checkpoints)
         #: The coordinator's way to the current attempt's tasks.
         self.gateway = AttemptGateway(self.plan, self.fail)
+        #: ``execute_and_collect``'s records (exactly once with periodic checkpoints), bounded.
+        self.results = CollectResults(self.settings.periodic_checkpoints,
+                                      self.settings.collect_buffer_size,
+                                      self.gateway.grant_collect_credit)  # fmt: skip
         # Always: savepoints (and restores) work without periodic checkpoints, as in Flink.
         self._setup_checkpointing()
         self.savepoints = SavepointOperations(
@@ -214,8 +216,7 @@ class JobMaster:
             raise self._startup_error
 
     def cancel(self) -> None:
-        loop = self._loop
-        if loop is not None and not self._status.is_globally_terminal_state():
+        if (loop := self._loop) is not None and not self._status.is_globally_terminal_state():
             loop.call_soon_threadsafe(self._cancel)
 
     def trigger_savepoint(
@@ -276,7 +277,7 @@ class JobMaster:
             self.savepoints.job_ended(self._status, self._failure)
 
     async def _main(self, started: threading.Event) -> None:
-        self._loop = self.savepoints.loop = asyncio.get_running_loop()
+        self._loop = self.savepoints.loop = self.gateway.loop = asyncio.get_running_loop()
         host = self.settings.bind_host
         server = await asyncio.start_server(functools.partial(serve_worker, self), host, 0)
         self._address = (host, int(server.sockets[0].getsockname()[1]))
@@ -387,6 +388,7 @@ class JobMaster:
             attempt.end(JobExecutionError(problem))
         if not attempt.done.is_set():
             self._deploy(attempt, restore)
+            self.results.attempt_deployed(attempt.number)  # the collect sinks' first credit
         deployed = asyncio.ensure_future(attempt.all_deployed.wait())
         finished = asyncio.ensure_future(attempt.done.wait())
         await asyncio.wait({deployed, finished}, return_when=asyncio.FIRST_COMPLETED)

@@ -134,6 +134,8 @@ class MasterSettings:
     rest: RestSettings = RestSettings()
     #: ``web.checkpoints.history``: checkpoints the REST API remembers (> 0).
     checkpoints_history: int = 10
+    #: ``undertow.collect.buffer-size`` (bytes, > 0): the window of ``execute_and_collect``.
+    collect_buffer_size: int = 32 * 1024 * 1024
 
     @classmethod
     def of(cls, config: Configuration) -> MasterSettings:
@@ -150,6 +152,7 @@ class MasterSettings:
             registration_timeout_ms=config.get(Options.SLOT_REQUEST_TIMEOUT),
             rest=RestSettings.of(config),
             checkpoints_history=config.get(Options.CHECKPOINTS_HISTORY),
+            collect_buffer_size=config.get(Options.COLLECT_BUFFER_SIZE),
         )
 
     @property

@@ -11,11 +11,14 @@ Between attempts (none current) messages are dropped: the next attempt restores 
 checkpoint and its tasks need no notification of an older one. Every message carries the
 attempt's number, so a worker of an older attempt would drop it too (fencing).
 
-Threading: the JobMaster's loop only.
+Threading: the JobMaster's loop only, but :meth:`AttemptGateway.grant_collect_credit` (any
+thread: it hands the grant to the loop, the only writer of the control connections).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +26,7 @@ from undertow.core.errors import UndertowError
 from undertow.core.types import AttemptNumber
 from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.control.messages import (
+    GrantCollectCredit,
     MasterMessage,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -31,6 +35,7 @@ from undertow.runtime.control.messages import (
 )
 from undertow.runtime.control.placement import ExecutionPlan
 from undertow.runtime.master.attempt import Attempt
+from undertow.runtime.master.collect_window import Grant
 
 
 class AttemptGateway:
@@ -41,6 +46,8 @@ class AttemptGateway:
         self.plan = plan
         self._fail = fail
         self.attempt: Attempt | None = None
+        #: The JobMaster's loop (set when it starts): where grants from other threads go.
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def send_to_subtask(self, subtask: int, message: MasterMessage) -> None:
         """To the worker that runs ``subtask`` (any vertex: placement is by subtask index)."""
@@ -55,6 +62,20 @@ class AttemptGateway:
         if attempt is not None:
             for conn in attempt.workers.values():
                 conn.send(message)
+
+    def grant_collect_credit(self, sink_id: str, grant: Grant) -> None:
+        """Any thread: on the loop, tell collect sink ``sink_id`` its credit, if the attempt
+        ``grant`` is for still runs (a newer attempt's sink starts from its own grants). A
+        collect sink has parallelism 1: its subtask is 0. Dropped once the loop closed."""
+        loop = self.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the job is over
+                loop.call_soon_threadsafe(self._grant, sink_id, grant)
+
+    def _grant(self, sink_id: str, grant: Grant) -> None:
+        attempt = self.attempt
+        if attempt is not None and attempt.number == grant.attempt and not attempt.done.is_set():
+            self.send_to_subtask(0, GrantCollectCredit(attempt.number, sink_id, grant.credit))
 
     def _number(self) -> AttemptNumber:
         return self.attempt.number if self.attempt is not None else AttemptNumber(-1)

@@ -20,10 +20,11 @@ import asyncio
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from undertow.core.errors import JobCancelledError
 from undertow.runtime.network.partition import ResultPartition
+from undertow.runtime.task.collect_credit import AvailabilityProvider, GatedOperator
 from undertow.runtime.task.pace import LONG_SLICE_S, GiveWay, TaskPace
 from undertow.runtime.task.task_statistics import TaskTimeAccounting
 
@@ -68,6 +69,8 @@ class MailboxLoop:
         self.name = name
         self.loop = loop
         self.partitions = partitions
+        #: What the default action waits for: the partitions, then the operators' gates.
+        self._outputs: list[AvailabilityProvider] = list(partitions)
         #: The slice length, shared by the worker's tasks (short while a checkpoint is on).
         self.pace = pace
         self.mailbox: deque[Callable[[], None]] = deque()
@@ -188,12 +191,18 @@ class MailboxLoop:
 
     # -- output availability -----------------------------------------------------------------
     def output_available(self) -> bool:
-        """Every output can take another buffer; if not, the loop wakes when it can."""
-        for partition in self.partitions:
-            if not partition.is_available():
-                partition.notify_when_available(self.wake)
+        """Every output can take another buffer (and every gated operator more input, a
+        collect sink without credit: :meth:`gate_on`); if not, the loop wakes when it can."""
+        for output in self._outputs:
+            if not output.is_available():
+                output.notify_when_available(self.wake)
                 return False
         return True
+
+    def gate_on(self, operators: Iterable[object]) -> None:
+        """Wait for the output gates of ``operators`` that have one (a
+        :class:`~.collect_credit.GatedOperator`) as for the partitions (after their setup)."""
+        self._outputs += [op.output_gate() for op in operators if isinstance(op, GatedOperator)]
 
     def is_output_available(self) -> bool:
         """Every output can take another buffer (always, while deferred work is drained)."""

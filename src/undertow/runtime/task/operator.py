@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from undertow.runtime.task.collect_credit import CollectCredit
 from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.time_service import ProcessingTimeService
 
@@ -96,9 +97,13 @@ class TaskServices(Protocol):
     def print_lines(self, lines: list[str]) -> None:
         """Write lines to the standard output of the process that runs the job."""
 
-    def collect(self, sink_id: str, values: list[Any], after_checkpoint: int) -> None:
-        """Hand records to ``execute_and_collect`` in the client; the sink processed them
-        after its snapshot of checkpoint ``after_checkpoint`` (0: before any)."""
+    def collect(self, sink_id: str, payload: bytes, after_checkpoint: int) -> None:
+        """Hand records (``payload``: their list, pickled) to ``execute_and_collect`` in the
+        client; the sink processed them after its snapshot of checkpoint ``after_checkpoint``
+        (0: before any)."""
+
+    def collect_credit(self, sink_id: str) -> CollectCredit:
+        """The credit of collect sink ``sink_id``: bytes the client lets it send."""
 
     def send_split_request(self) -> None:
         """A source reader of this task asks its enumerator for a split."""

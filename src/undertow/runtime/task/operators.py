@@ -14,7 +14,9 @@ from typing import Any
 
 from undertow.api.functions import ProcessFunction, TimerService
 from undertow.core.errors import note_record
+from undertow.core.pickling import dumps_records
 from undertow.core.types import MIN_TIMESTAMP
+from undertow.runtime.task.collect_credit import CollectCredit
 from undertow.runtime.task.context import NonKeyedTimerService
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 from undertow.runtime.task.print_format import formatter
@@ -234,13 +236,24 @@ class PrintSinkOperator(OneInputStreamOperator):
 class CollectSinkOperator(OneInputStreamOperator):
     """``execute_and_collect``: ships records to the client, each batch tagged with the last
     checkpoint whose barrier passed before it (the JobMaster releases the batch once a later
-    checkpoint completes: :mod:`undertow.runtime.master.collect_results`)."""
+    checkpoint completes: :mod:`undertow.runtime.master.collect_results`). Each batch is paid
+    for with the sink's credit (:mod:`.collect_credit`): without credit the task takes no
+    input (it is a :class:`~.collect_credit.GatedOperator`), so a slow reader backpressures
+    the job instead of filling the driver's memory."""
 
     takes_row_ranges = True
 
     def __init__(self, sink_id: str) -> None:
         self.sink_id = sink_id
         self._after_checkpoint = 0
+        self._credit: CollectCredit | None = None
+
+    def output_gate(self) -> CollectCredit:
+        """The sink's credit (after ``setup``; made on first use)."""
+        if self._credit is None:
+            assert self.ctx.services is not None
+            self._credit = self.ctx.services.collect_credit(self.sink_id)
+        return self._credit
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         self._after_checkpoint = checkpoint_id
@@ -249,7 +262,9 @@ class CollectSinkOperator(OneInputStreamOperator):
         if not values:
             return
         assert self.ctx.services is not None
-        self.ctx.services.collect(self.sink_id, list(values), self._after_checkpoint)
+        payload = dumps_records(list(values), len(values))
+        self.output_gate().spend(len(payload))
+        self.ctx.services.collect(self.sink_id, payload, self._after_checkpoint)
 
 
 class DiscardingSinkOperator(OneInputStreamOperator):

@@ -120,6 +120,7 @@ class StreamTask:
             services, self.pts, dict(settings.job_parameters),
             output_availability=self.mailbox, settings=settings,
         )  # fmt: skip
+        self.mailbox.gate_on(self.chain.operators)  # a collect sink's credit
         #: Operator feeding each output (for messages), in ``self.writers`` order.
         self.output_operators = [
             self.chain.output_operators.get(edge_id, vertex.name) for edge_id in deployment.writers

@@ -21,6 +21,7 @@ from undertow.runtime.checkpoint.barrier import CheckpointBarrier
 from undertow.runtime.control.messages import (
     AddSplits,
     CancelTasks,
+    GrantCollectCredit,
     NoMoreSplits,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -28,6 +29,7 @@ from undertow.runtime.control.messages import (
     StopSource,
     TriggerSourceCheckpoint,
 )
+from undertow.runtime.task.collect_credit import CollectCredits
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,8 @@ class ControlRouter:
     """Routes control messages to ``tasks`` (keyed by ``(vertex id, subtask)``).
 
     ``hurry``: called when a source trigger was posted (the worker's pace shortens the slices
-    while a checkpoint passes). ``worker_index`` names the worker in warnings.
+    while a checkpoint passes). ``worker_index`` names the worker in warnings. ``credits``:
+    the worker's collect sinks' credit (``GrantCollectCredit`` adds to it).
     """
 
     def __init__(
@@ -75,10 +78,12 @@ class ControlRouter:
         tasks: Mapping[tuple[int, int], TaskControl],
         hurry: Callable[[], None],
         worker_index: int,
+        credits: CollectCredits | None = None,
     ) -> None:
         self._tasks = tasks
         self._hurry = hurry
         self._worker_index = worker_index
+        self._credits = credits if credits is not None else CollectCredits()
 
     def route(self, msg: object) -> Routed:
         """Hand ``msg`` (``None``: the connection ended) to the tasks it is for.
@@ -91,6 +96,7 @@ class ControlRouter:
         ``NotifyCheckpointComplete``  ``notify_checkpoint_complete`` of every task
         ``NotifyCheckpointAborted``   ``notify_checkpoint_aborted`` of every task
         ``CancelTasks``               ``cancel`` of every task
+        ``GrantCollectCredit``        the collect sink's credit (it wakes the sink's task)
         ``Shutdown`` (or the end)     :attr:`Routed.STOP`: the worker's control loop ends
         ============================  ====================================================
         """
@@ -114,6 +120,8 @@ class ControlRouter:
         elif isinstance(msg, CancelTasks):
             for task in self._tasks.values():
                 task.cancel()
+        elif isinstance(msg, GrantCollectCredit):
+            self._credits.grant(msg.sink_id, msg.credit)
         else:
             log.warning("worker %d: unexpected control message %r", self._worker_index, msg)
         return Routed.CONTINUE

@@ -1,5 +1,6 @@
-"""What a subtask sends its worker's JobMaster: printed lines, collected records, split
-requests, and its checkpoints' acknowledgements and declines.
+"""What a subtask sends its worker's JobMaster: printed lines, collected records (paid for with
+the credit the JobMaster grants a collect sink), split requests, and its checkpoints'
+acknowledgements and declines.
 
 Threading: called on the worker's loop thread (``wake`` from any thread: it hops onto the
 task's loop; ``acknowledge_from_any_thread`` from the worker's I/O threads: it writes onto the
@@ -23,6 +24,7 @@ from undertow.runtime.control.messages import (
     PrintLines,
     SplitRequest,
 )
+from undertow.runtime.task.collect_credit import CollectCredit, CollectCredits
 
 
 class WakeableTask(Protocol):
@@ -41,6 +43,11 @@ class WorkerLink(Protocol):
 
     @property
     def tasks(self) -> Mapping[tuple[int, int], WakeableTask]: ...
+
+    @property
+    def collect_credits(self) -> CollectCredits:
+        """The credit of the worker's collect sinks (the control router grants it)."""
+        ...
 
     def send(self, message: Any) -> None: ...
 
@@ -64,8 +71,11 @@ class TaskServicesToMaster:
     def print_lines(self, lines: list[str]) -> None:
         self.worker.send(PrintLines(self.worker.attempt, lines))
 
-    def collect(self, sink_id: str, values: list[Any], after_checkpoint: int) -> None:
-        self.worker.send(CollectRecords(self.worker.attempt, sink_id, values, after_checkpoint))
+    def collect(self, sink_id: str, payload: bytes, after_checkpoint: int) -> None:
+        self.worker.send(CollectRecords(self.worker.attempt, sink_id, payload, after_checkpoint))
+
+    def collect_credit(self, sink_id: str) -> CollectCredit:
+        return self.worker.collect_credits.gate(sink_id)
 
     def send_split_request(self) -> None:
         self.worker.send(

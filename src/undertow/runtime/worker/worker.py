@@ -46,6 +46,7 @@ from undertow.runtime.control.messages import (
 )
 from undertow.runtime.network.framing import client_handshake
 from undertow.runtime.network.transport import NetworkEnvironment
+from undertow.runtime.task.collect_credit import CollectCredits
 from undertow.runtime.task.mailbox_loop import fit_switch_interval
 from undertow.runtime.task.pace import TaskPace
 from undertow.runtime.task.stream_task import StreamTask, TaskCancelled
@@ -87,6 +88,8 @@ class Worker:
         self.config = config
         self.settings = WorkerSettings.of(config)
         self.tasks: dict[tuple[int, int], StreamTask] = {}
+        #: The credit of this worker's collect sinks (granted by the JobMaster).
+        self.collect_credits = CollectCredits()
         self.ctrl: ControlConnection | None = None
         self._failed = False
         #: Builds the tasks on ``Deploy`` (``run`` makes it, once the network is up).
@@ -245,7 +248,8 @@ class Worker:
 
     async def _control_loop(self, early: _EarlyControl) -> None:
         assert self.ctrl is not None
-        router = ControlRouter(self.tasks, self.pace.hurry, self.worker_index)
+        router = ControlRouter(self.tasks, self.pace.hurry, self.worker_index,
+                               self.collect_credits)  # fmt: skip
         backlog = deque(early.messages)
         read: asyncio.Future[Any] | None = early.read
         while True:
