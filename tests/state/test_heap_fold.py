@@ -105,6 +105,27 @@ def test_a_traceback_through_a_loop_shows_its_lines() -> None:
     assert "new = fold(old, value)" in shown
 
 
+@pytest.mark.parametrize("key_context", [False, True])
+@pytest.mark.parametrize("pair", [None, PairAggregation(1, operator.add)])
+def test_an_error_in_a_loop_names_the_record_it_raised_on(
+    key_context: bool, pair: PairAggregation | None
+) -> None:
+    """A reduce raising on one record of a batch (or a key selector, or a pair the built-in
+    aggregation cannot add) names that record, as the operators' loops do."""
+    backend = _backend()
+    state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
+
+    def fold(a: Any, b: Any) -> Any:
+        if b[1] == "x3":
+            raise ValueError("bad amount")
+        return _add_pairs(a, b)
+
+    records: list[Any] = [("a", 1), ("b", 2), ("a", 3), ("a", "x3"), ("b", 5)]
+    with pytest.raises((ValueError, TypeError)) as caught:
+        backend.fold_keyed(state, records, _key, fold, key_context=key_context, pair=pair)
+    assert caught.value.__notes__ == ["on the record ('a', 'x3')"]
+
+
 def test_a_pending_snapshot_keeps_what_it_noted() -> None:
     backend = _backend()
     state = backend.get_partitioned_state(ValueStateDescriptor("sum"))

@@ -23,6 +23,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from undertow.core.errors import note_record
 from undertow.state.backend import PairAggregation
 from undertow.state.heap_states import KeyContext
 from undertow.state.key_groups import groups_by_equality
@@ -42,21 +43,25 @@ _TEMPLATE = """
 def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slots):
     out = []
     append = out.append
-    key = None
-    for value in values:
-        key = key_of(value)
+    key = value = None
+    try:
+        for value in values:
+            key = key_of(value)
 {lookup}
-        try:
-            old = table[key]
-        except KeyError:
-            if value is None:  # no entry holds None
-                append(None)
-                continue
-            new = value
-        else:
+            try:
+                old = table[key]
+            except KeyError:
+                if value is None:  # no entry holds None
+                    append(None)
+                    continue
+                new = value
+            else:
 {fold}
-        table[key] = new
-        append(new)
+            table[key] = new
+            append(new)
+    except Exception as err:  # the record it raised on, named (free until something raises)
+        note_record(err, value)
+        raise
     return out, key
 """
 #: The key's table in key context: its key group's offset is set as the current one.
@@ -122,14 +127,17 @@ def _compiled(key_context: bool, position: int | None, inline_add: bool) -> Fold
         body += "\n".join("    " + line for line in call.splitlines())
     lookup = (_LOOKUP_OFFSET if key_context else _LOOKUP_SLOT).strip("\n")
     source = _TEMPLATE.format(
-        lookup="\n".join(" " * 8 + line for line in lookup.splitlines()),
-        fold="\n".join(" " * 12 + line for line in body.splitlines()),
+        lookup="\n".join(" " * 12 + line for line in lookup.splitlines()),
+        fold="\n".join(" " * 16 + line for line in body.splitlines()),
     )
     filename = f"<heap fold loop {key_context} {position} {inline_add}>"
     # tracebacks through the loop show its lines, as for a loop written in a file
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # and groups_by_equality: which keys the loop may look up by value (1.0 == 1, other groups)
-    namespace: dict[str, Any] = {"groups_by_equality": groups_by_equality}
+    namespace: dict[str, Any] = {
+        "groups_by_equality": groups_by_equality,
+        "note_record": note_record,
+    }
     exec(compile(source, filename, "exec"), namespace)
     loop: FoldLoop = namespace["fold_loop"]
     return loop
