@@ -18,10 +18,9 @@ from typing import Any
 
 from undertow.api.function_shapes import OnTimerLike, ProcessElementLike
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
-from undertow.core.errors import note_record
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
-from undertow.runtime.task.operators import UdfOperator, run_udf
+from undertow.runtime.task.operators import UdfOperator, process_each, run_udf
 from undertow.runtime.task.timers import InternalTimer
 from undertow.state.backend import KeyedStateBackend, PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
@@ -98,19 +97,8 @@ class KeyedProcessOperator(UserTimerFiring, UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call, ctx = self.call, self._kctx  # call sets the record's key (UdfOperator.open)
-        out: list[Any] = []
-        stamps: list[Any] = []
-        if timestamps is None:
-            timestamps = [None] * len(values)
-        v: Any = None
-        try:
-            for v, ts in zip(values, timestamps):
-                ctx.ts = ts
-                run_udf(call(v, ctx), out, stamps, ts)
-        except Exception as err:
-            note_record(err, v)
-            raise
+        # self.call sets the record's key (UdfOperator.open)
+        out, stamps = process_each(self.call, self._kctx, values, timestamps)
         if out:
             self.output.collect_batch(out, stamps)
 

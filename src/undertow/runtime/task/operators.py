@@ -119,6 +119,30 @@ class CollectingContext:
         self.ts: Any = None
 
 
+def process_each(
+    call: Callable[[Any, Any], Iterable[Any] | None],
+    ctx: Any,
+    values: list[Any],
+    timestamps: Timestamps,
+) -> tuple[list[Any], list[Any]]:
+    """A process function's loop over a batch (keyed or not): ``call(value, ctx)`` per record
+    with ``ctx.ts`` its timestamp; what the calls emitted and its timestamps. An error the
+    function raises names its record (:func:`~undertow.core.errors.note_record`)."""
+    out: list[Any] = []
+    stamps: list[Any] = []
+    if timestamps is None:
+        timestamps = [None] * len(values)
+    v: Any = None
+    try:
+        for v, ts in zip(values, timestamps):
+            ctx.ts = ts
+            run_udf(call(v, ctx), out, stamps, ts)
+    except Exception as err:
+        note_record(err, v)
+        raise
+    return out, stamps
+
+
 def run_udf(result: Iterable[Any] | None, out: list[Any], stamps: list[Any], ts: Any) -> None:
     """Append what a process function returned (an iterable or None) with timestamp ``ts``.
 
@@ -170,19 +194,7 @@ class ProcessOperator(UdfOperator):
         super().open()
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
-        call, ctx = self.call, self._pctx
-        out: list[Any] = []
-        stamps: list[Any] = []
-        if timestamps is None:
-            timestamps = [None] * len(values)
-        v: Any = None
-        try:
-            for v, ts in zip(values, timestamps):
-                ctx.ts = ts
-                run_udf(call(v, ctx), out, stamps, ts)
-        except Exception as err:
-            note_record(err, v)
-            raise
+        out, stamps = process_each(self.call, self._pctx, values, timestamps)
         if out:
             self.output.collect_batch(out, stamps)
 
