@@ -70,5 +70,5 @@ def test_a_failed_job_says_job_failed_once(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.startswith("undertow: ")]
     assert len(lines) == 1, done.stderr[-3000:]
     assert lines[0].startswith("undertow: job failed: operator 'boom' (subtask "), lines
-    assert lines[0].endswith("raised ValueError: cannot handle 3"), lines
+    assert lines[0].endswith("raised ValueError: cannot handle 3 (on the record 3)"), lines
     assert "job failed: job failed" not in done.stderr, done.stderr[-3000:]

@@ -79,13 +79,16 @@ def failure_record(
 
 
 def _raised_name(remote_traceback: str) -> str | None:
-    """The class name on the last ``Name: message`` line of a formatted Python traceback."""
+    """The class name on the last ``Name: message`` line of a formatted Python traceback; the
+    exception's notes (PEP 678, e.g. ``on the record 3``) printed after that line are passed
+    over."""
     for line in reversed(remote_traceback.rstrip().splitlines()):
         if line and not line[0].isspace():
+            if line.startswith("Traceback "):
+                return None
             head = line.split(":", 1)[0].strip()
-            if head and " " not in head and head != "Traceback":
+            if head and " " not in head:
                 return head.rsplit(".", 1)[-1]
-            return None
     return None
 
 
