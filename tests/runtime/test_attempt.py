@@ -78,11 +78,13 @@ def test_a_task_failure_fails_the_attempt_naming_task_worker_and_traceback() -> 
     attempt, host = Attempt(0, job, 2, 10_000), FakeHost()
     registered(attempt, host)
     vertex = job.vertices[-1]  # map -> print, parallelism 2
-    failure = TaskFailed(0, vertex.id, 1, "stringify", "ValueError: bad", "Traceback ...")
+    failure = TaskFailed(0, vertex.id, 1, "stringify", "ValueError", "ValueError: bad",
+                         "Traceback ...")  # fmt: skip
     dispatch(host, attempt, 1, object(), failure)  # type: ignore[arg-type]
     [(error, origin)] = host.failures
     assert isinstance(error, JobExecutionError) and error.operator == "stringify"
     assert error.subtask == 1 and error.remote_traceback == "Traceback ..."
+    assert error.exception_name == "ValueError"
     assert f"(subtask 2/2 of '{vertex.name}') raised ValueError: bad" in str(error)
     assert origin == TaskOrigin(f"{vertex.name} (2/2)", "worker 1 (10.0.0.9:7001)")
     assert (vertex.id, 1) in attempt.failed and attempt.error is error
@@ -96,7 +98,8 @@ def test_a_worker_that_refuses_the_checkpoint_fails_the_job_with_a_restore_error
     registered(attempt, host)
     attempt.restore_path = "/snapshots/savepoint-abc123-4"
     why = "checkpoint 4 has state of operators this job does not have: 'gone'"
-    refused = WorkerFailed(0, 1, why, "Traceback ...", fatal=True, restore_refused=True)
+    refused = WorkerFailed(0, 1, "RestoreError", why, "Traceback ...", fatal=True,
+                           restore_refused=True)  # fmt: skip
     dispatch(host, attempt, 1, object(), refused)  # type: ignore[arg-type]
     [(error, _)] = host.failures
     assert isinstance(error, RestoreError) and attempt.fatal

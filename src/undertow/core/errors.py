@@ -102,7 +102,9 @@ class DeploymentError(UndertowError, RuntimeError):
 
 
 class JobExecutionError(UndertowError, RuntimeError):
-    """A job failed. ``operator`` and ``subtask`` say where; ``remote_traceback`` says how."""
+    """A job failed. ``operator`` and ``subtask`` say where; ``remote_traceback`` says how;
+    ``exception_name`` is the class of the error raised on the worker (``ValueError``),
+    when the failure came from one."""
 
     def __init__(
         self,
@@ -111,11 +113,13 @@ class JobExecutionError(UndertowError, RuntimeError):
         operator: str | None = None,
         subtask: int | None = None,
         remote_traceback: str | None = None,
+        exception_name: str | None = None,
     ) -> None:
         super().__init__(message)
         self.operator = operator
         self.subtask = subtask
         self.remote_traceback = remote_traceback
+        self.exception_name = exception_name
 
     def __str__(self) -> str:
         text = super().__str__()

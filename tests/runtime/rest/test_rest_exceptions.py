@@ -53,7 +53,9 @@ class FailTwice:
         failures = int(self.counter.read_text()) if self.counter.exists() else 0
         if failures < 2:
             self.counter.write_text(str(failures + 1))
-            raise ValueError(f"attempt-bound failure number {failures + 1}")
+            # a message whose last line reads like ``Name: message``: the history must name
+            # the class raised, not parse it from the traceback's text
+            raise ValueError(f"attempt-bound failure number {failures + 1}\nDetail: retry")
         return value
 
 
@@ -156,12 +158,12 @@ def test_no_failure_no_exceptions_and_a_failure_outside_tasks() -> None:
     assert body["all-exceptions"] == []
 
 
-def test_a_remote_traceback_names_the_exception_raised_in_the_task() -> None:
+def test_a_task_failure_is_recorded_under_the_class_the_worker_raised() -> None:
     remote = ('Traceback (most recent call last):\n  File "job.py", line 3, in f\n'
               "    raise mod.sub.ParseError('x: y')\nmod.sub.ParseError: x: y\n")  # fmt: skip
     record = failure_record(
         JobExecutionError("job failed: operator 'parse' raised ParseError: x: y",
-                          remote_traceback=remote), 0, 5,
+                          remote_traceback=remote, exception_name="ParseError"), 0, 5,
         TaskOrigin.of("parse", 2, 4, "worker 1 (h:1)"),
     )  # fmt: skip
     assert record.exception_name == "ParseError"

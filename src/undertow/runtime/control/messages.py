@@ -89,10 +89,15 @@ class ChannelStateRecovered:
 
 @dataclass(frozen=True, slots=True)
 class TaskFailed:
+    """A task's function or operator raised. ``exception_name``: the raised class's name
+    (``ValueError``), which the exception history serves; ``error``: one line, class and
+    message; ``traceback``: the formatted traceback with the exception's notes."""
+
     attempt: AttemptNumber
     vertex_id: int
     subtask: int
     operator: str
+    exception_name: str
     error: str
     traceback: str
 
@@ -102,10 +107,11 @@ class WorkerFailed:
     """A failure outside any task (network, deployment). ``fatal``: restarting cannot help
     (the checkpoint to restore is corrupt, or refused), so the job fails without a restart.
     ``restore_refused``: the worker refused the checkpoint (a ``RestoreError``), and the job
-    fails with one."""
+    fails with one. ``exception_name``: the raised class's name, as in :class:`TaskFailed`."""
 
     attempt: AttemptNumber
     worker_index: int
+    exception_name: str
     error: str
     traceback: str
     fatal: bool = False

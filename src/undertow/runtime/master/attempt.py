@@ -197,10 +197,13 @@ def dispatch(
                 f"job failed: operator '{msg.operator}' (subtask {msg.subtask + 1}/"
                 f"{vertex.parallelism} of '{vertex.name}') raised {msg.error}",
                 operator=msg.operator, subtask=msg.subtask, remote_traceback=msg.traceback,
+                exception_name=msg.exception_name,
             ), origin)  # fmt: skip
         case WorkerFailed():
             error: UndertowError = JobExecutionError(
-                f"worker {msg.worker_index} failed: {msg.error}", remote_traceback=msg.traceback
+                f"worker {msg.worker_index} failed: {msg.error}",
+                remote_traceback=msg.traceback,
+                exception_name=msg.exception_name,
             )
             if msg.restore_refused:  # the job fails with the refusal itself, as on the driver
                 error = RestoreError(msg.error, path=attempt.restore_path,

@@ -66,30 +66,16 @@ def failure_record(
     remote = None
     if isinstance(error, JobExecutionError):
         remote = error.remote_traceback
+        name = error.exception_name or name
     elif isinstance(error, RestoreError):  # its str() names the snapshot; a worker's: traceback
         message, remote = str(error), error.remote_traceback
     if remote:
-        name = _raised_name(remote) or name
         stacktrace = f"{message}\n\n{remote.rstrip()}"
     elif error.__traceback__ is not None:
         stacktrace = "".join(traceback.format_exception(error)).rstrip()
     else:
         stacktrace = f"{type(error).__name__}: {message}"
     return FailureRecord(attempt, name, message, stacktrace, timestamp, origin)
-
-
-def _raised_name(remote_traceback: str) -> str | None:
-    """The class name on the last ``Name: message`` line of a formatted Python traceback; the
-    exception's notes (PEP 678, e.g. ``on the record 3``) printed after that line are passed
-    over."""
-    for line in reversed(remote_traceback.rstrip().splitlines()):
-        if line and not line[0].isspace():
-            if line.startswith("Traceback "):
-                return None
-            head = line.split(":", 1)[0].strip()
-            if head and " " not in head:
-                return head.rsplit(".", 1)[-1]
-    return None
 
 
 def console_report(job_id: str, record: FailureRecord) -> str:

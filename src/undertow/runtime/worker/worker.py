@@ -165,8 +165,8 @@ class Worker:
         except Exception as err:
             refused = isinstance(err, RestoreError)
             fatal = refused or isinstance(err, CorruptCheckpointError)
-            self.send(WorkerFailed(self.attempt, self.worker_index, str(err),
-                                   traceback.format_exc(), fatal, refused))  # fmt: skip
+            self.send(WorkerFailed(self.attempt, self.worker_index, type(err).__name__,
+                                   str(err), traceback.format_exc(), fatal, refused))  # fmt: skip
             await self.ctrl.drain()
             raise
         finally:
@@ -282,7 +282,7 @@ class Worker:
             self.send(
                 TaskFailed(
                     self.attempt, vertex_id, subtask, task.operator_of(err.__traceback__),
-                    describe(err), traceback.format_exc(),
+                    type(err).__name__, describe(err), traceback.format_exc(),
                 )
             )  # fmt: skip
             return
@@ -307,7 +307,8 @@ class Worker:
             return
         self._failed = True
         detail = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-        self.send(WorkerFailed(self.attempt, self.worker_index, str(err), detail))
+        self.send(WorkerFailed(self.attempt, self.worker_index, type(err).__name__, str(err),
+                               detail))  # fmt: skip
         for task in self.tasks.values():
             task.cancel()
 
