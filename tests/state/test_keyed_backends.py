@@ -164,6 +164,21 @@ def test_unhashable_key_raises_state_error() -> None:
         backend().set_current_key({1, 2})
 
 
+def test_a_list_key_holding_a_set_is_refused_naming_operator_key_and_the_set() -> None:
+    """A list becomes a tuple, but a set inside it stays unhashable: the refusal names the
+    operator, the key as the function returned it and the type that cannot be hashed, and
+    the refused key is not current (state access fails instead of using the last key)."""
+    b = backend()
+    s: Any = b.get_partitioned_state(ValueStateDescriptor("v"))
+    b.set_current_key("good")
+    with pytest.raises(StateError) as info:
+        b.set_current_key(["a", {1}])
+    msg = str(info.value)
+    assert "'op'" in msg and "['a', {1}] (list)" in msg and "'set'" in msg, msg
+    with pytest.raises(StateError):
+        s.value()
+
+
 def test_list_and_dict_keys_are_kept_in_their_hashable_form() -> None:
     """PyFlink keys by value: ``[1, 2]`` is a key, stored as ``(1, 2)`` in the same group."""
     b = backend()

@@ -59,7 +59,7 @@ from undertow.state.heap_ttl import (
 from undertow.state.key_groups import (
     assign_to_key_group,
     groups_by_equality,
-    hashable_key,
+    require_hashable,
 )
 
 _MAGIC = b"UHKG"
@@ -119,16 +119,10 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         else:  # a float, a list...: never cached (1.0 == 1 with another key group)
             try:
                 hash(key)
-            except TypeError as err:
-                hashable = hashable_key(key)  # a list key is kept as a tuple (same key group)
-                if hashable is not key:
-                    self.set_current_key(hashable)
-                    return
-                ctx.offset = self._groups
-                raise StateError(
-                    f"operator {self.operator_name!r}: key {key!r} is not hashable "
-                    f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
-                ) from err
+            except TypeError:
+                ctx.offset = self._groups  # no key group while the key is refused
+                self.set_current_key(require_hashable(key, self.operator_name))
+                return
             offset = self._offset_of(key)
         ctx.offset = offset
         snapshot = self._snapshot

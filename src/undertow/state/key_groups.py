@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from undertow.core.errors import KeySelectorError, KeyTypeError
+from undertow.core.errors import KeySelectorError, KeyTypeError, StateError
 
 _MASK32 = 0xFFFFFFFF
 _CACHE_LIMIT = 1 << 16
@@ -53,6 +53,23 @@ def hashable_key(key: Any) -> Any:
     if isinstance(key, bytearray):
         return bytes(key)
     return key
+
+
+def require_hashable(key: Any, operator_name: str) -> Any:
+    """The keyed state backends' answer to a key whose ``hash()`` raised: its
+    :func:`hashable_key` form (a list key is kept as a tuple, in the same key group), or a
+    :class:`~undertow.core.errors.StateError` naming the operator, the key and what in it
+    cannot be hashed (a set, in or out of a list). Called only after ``hash()`` failed: no
+    cost on the record path."""
+    hashable = hashable_key(key)
+    try:
+        hash(hashable)
+    except TypeError as err:
+        raise StateError(
+            f"operator {operator_name!r}: key {key!r} ({type(key).__name__}) is not hashable "
+            f"({err}); keys must be hashable values, lists or dicts of them"
+        ) from err
+    return hashable
 
 
 def _hash_uncached(key: Any) -> int:

@@ -37,7 +37,7 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
-from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.key_groups import assign_to_key_group, require_hashable
 from undertow.state.rocksdb_fold import WriteBackCache, fold_cached
 from undertow.state.rocksdb_incremental import (
     IncrementalKeyedHandle,
@@ -166,16 +166,10 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         self._current_dkey = None
         try:
             hash(key)
-        except TypeError as err:
-            hashable = hashable_key(key)  # a list key is kept as a tuple (same key group)
-            if hashable is not key:
-                self.set_current_key(hashable)
-                return
-            self._key = key
-            raise StateError(
-                f"operator {self.operator_name!r}: key {key!r} is not hashable "
-                f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
-            ) from err
+        except TypeError:
+            self._key = key  # the refused key is not current: no key group
+            self.set_current_key(require_hashable(key, self.operator_name))
+            return
         self._key = key
         key_group = assign_to_key_group(key, self.max_parallelism)
         r = self.key_group_range
