@@ -118,8 +118,10 @@ ANNOTATIONS: dict[str, str] = {
     "InputDependencyConstraint": "not applicable: removed from Flink's scheduler",
     "RestartStrategies": (
         "supported: no_restart, fixed_delay_restart, failure_rate_restart and "
-        "fall_back_restart write Flink's restart-strategy.* keys (env.set_restart_strategy, "
-        "PyFlink 1.x's; ExecutionConfig.set_restart_strategy too)"
+        "fall_back_restart write Flink's restart-strategy.* keys through "
+        "env.set_restart_strategy or ExecutionConfig.set_restart_strategy, PyFlink 1.x's "
+        "setters (the apache-flink 2.3.0 wheel keeps RestartStrategies but has neither "
+        "setter, checked 2026-12-02: 2.3 jobs set the restart-strategy.* keys)"
     ),
     "RestartStrategyConfiguration": (
         "supported: equal when they set the same restart-strategy.* keys; get_restart_strategy "
