@@ -60,6 +60,7 @@ from undertow.state.key_groups import (
     assign_to_key_group,
     groups_by_equality,
     hashable_key,
+    state_key,
 )
 
 _MAGIC = b"UHKG"
@@ -129,6 +130,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                     f"operator {self.operator_name!r}: key {key!r} is not hashable "
                     f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
                 ) from err
+            ctx.key = key = state_key(key)  # all NaNs one key, as Flink's Double.equals
             offset = self._offset_of(key)
         ctx.offset = offset
         snapshot = self._snapshot

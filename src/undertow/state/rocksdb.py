@@ -37,7 +37,7 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
-from undertow.state.key_groups import assign_to_key_group, hashable_key
+from undertow.state.key_groups import assign_to_key_group, hashable_key, state_key
 from undertow.state.rocksdb_fold import WriteBackCache, fold_cached
 from undertow.state.rocksdb_incremental import (
     IncrementalKeyedHandle,
@@ -176,7 +176,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                 f"operator {self.operator_name!r}: key {key!r} is not hashable "
                 f"({type(key).__name__}); keys must be hashable values (or lists, dicts)"
             ) from err
-        self._key = key
+        self._key = key = state_key(key)  # all NaNs one key, as Flink's Double.equals
         key_group = assign_to_key_group(key, self.max_parallelism)
         r = self.key_group_range
         if not r.start <= key_group < r.stop:
