@@ -253,3 +253,35 @@ def test_the_parquet_batch_writer_refuses_records_and_other_schemas(tmp_path: Pa
             writer.add_element(Row(a=1))
         writer.finish()
     assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"a": 1}]
+
+
+def _flink_key(k: float) -> str:
+    """A float key as Java's ``Double.equals`` tells it: every NaN one, ``±0.0`` two."""
+    return "NaN" if k != k else repr(k)
+
+
+@pytest.mark.parametrize("two_columns", [False, True])
+def test_float_keys_are_the_same_keys_on_the_batch_and_the_record_path(
+    env: StreamExecutionEnvironment, two_columns: bool
+) -> None:
+    """``0.0`` and ``-0.0`` are two keys and every NaN one (Flink's, through Java's
+    ``Double.equals``), whichever path runs the keyed sum: the running sums per key agree."""
+    keys = [0.0, -0.0, float("nan"), -float("nan"), 0.0, -0.0, float("nan"), 1.5, -float("nan")]
+    values = list(range(1, len(keys) + 1))
+    records = env.from_collection([(k, 7, v) for k, v in zip(keys, values)])
+    if two_columns:
+        by_record = records.key_by(lambda r: (r[0], r[1]))
+    else:
+        by_record = records.key_by(lambda r: r[0])
+    summed = by_record.reduce(lambda a, b: (b[0], b[1], a[2] + b[2]))
+    batch = pa.record_batch({"k": keys, "j": [7] * len(keys), "v": values})
+    batches = env.from_collection([batch]).as_batches()
+    totals = batches.key_by(["k", "j"] if two_columns else "k").sum("v")
+    with summed.execute_and_collect() as out:
+        record_sums = sorted((_flink_key(k), v) for k, _, v in out)
+    with totals.execute_and_collect() as out:
+        batch_sums = sorted((_flink_key(row["k"]), row["v"]) for row in _rows(list(out)))
+    assert record_sums == batch_sums == sorted(
+        [("0.0", 1), ("0.0", 6), ("-0.0", 2), ("-0.0", 8), ("1.5", 8),
+         ("NaN", 3), ("NaN", 7), ("NaN", 14), ("NaN", 23)]
+    )  # fmt: skip

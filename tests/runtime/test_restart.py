@@ -124,6 +124,10 @@ def test_attempts_before_reset_give_up_and_a_reset_gives_them_back() -> None:
         ({"restart-strategy.exponential-delay.backoff-multiplier": "0.5"}, "backoff-multiplier"),
         ({"restart-strategy.exponential-delay.jitter-factor": "1.5"}, "jitter-factor"),
         ({"restart-strategy.exponential-delay.initial-backoff": "2 min"}, "max-backoff"),
+        (
+            {"restart-strategy.exponential-delay.jitter-factor": "lots"},
+            "option 'restart-strategy.exponential-delay.jitter-factor'",
+        ),
     ],
 )
 def test_bad_exponential_delay_options_are_refused(settings: dict[str, str], problem: str) -> None:

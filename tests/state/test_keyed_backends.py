@@ -447,3 +447,21 @@ def test_keys_equal_in_python_keep_their_own_key_groups_whichever_came_first() -
         state: Any = one.get_partitioned_state(ValueStateDescriptor("v"))
         one.set_current_key(k)
         assert state.value() == repr(k)
+
+
+def test_every_nan_is_one_key_and_the_zeros_two_as_flinks_double_equals() -> None:
+    """Python's NaN equals nothing, not even itself: without one stored form every NaN record
+    got a fresh entry. Java's ``Double.equals`` (Flink's keys) holds all NaNs one key (any
+    sign or payload) and ``0.0``, ``-0.0`` two; the same inside a tuple key."""
+    nans = [float("nan"), -float("nan"), float("inf") - float("inf"), float("nan")]
+    b = backend(range(128), 128)
+    v: Any = b.get_partitioned_state(ValueStateDescriptor("v"))
+    for key_of in (lambda x: x, lambda x: (x, 1)):
+        for k in [*nans, 0.0, -0.0, 0.0, -0.0]:
+            b.set_current_key(key_of(k))
+            v.update((v.value() or 0) + 1)
+        counts = {}
+        for k in (nans[0], 0.0, -0.0):
+            b.set_current_key(key_of(k))
+            counts[repr(k)] = v.value()
+        assert counts == {"nan": 4, "0.0": 2, "-0.0": 2}

@@ -15,18 +15,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from undertow.core.config import Configuration
-from undertow.core.option_text import parse_duration_ms, parse_int
+from undertow.core.config import Configuration, Options
 
 __all__ = ["RestartStrategies", "RestartStrategyConfiguration"]
 
-#: Flink's keys, as the JobMaster's restart strategies read them.
-TYPE_KEY = "restart-strategy.type"
-FIXED_ATTEMPTS_KEY = "restart-strategy.fixed-delay.attempts"
-FIXED_DELAY_KEY = "restart-strategy.fixed-delay.delay"
-RATE_MAX_FAILURES_KEY = "restart-strategy.failure-rate.max-failures-per-interval"
-RATE_INTERVAL_KEY = "restart-strategy.failure-rate.failure-rate-interval"
-RATE_DELAY_KEY = "restart-strategy.failure-rate.delay"
+#: The type key; the others are :class:`~undertow.core.config.Options`' ``RESTART_*``, which
+#: the JobMaster's strategies read (``undertow.runtime.master.restart``).
+TYPE_KEY = Options.RESTART_STRATEGY.key
 
 
 def _millis(value: object, parameter: str) -> int:
@@ -71,6 +66,25 @@ class RestartStrategyConfiguration:
         return f"{type(self).__name__}({self._description!r})"
 
 
+class _DelayedRestart(RestartStrategyConfiguration):
+    """A strategy of ``kind`` that waits a delay (``delay_key``) before each restart: its
+    ``settings`` with the type and the delay, and its ``description`` (a format of ``self``
+    and ``delay``, in milliseconds)."""
+
+    def __init__(
+        self, kind: str, settings: dict[str, str], delay_key: str, delay: object,
+        description: str,
+    ) -> None:  # fmt: skip
+        self._delay_ms = _millis(delay, "delay_between_attempts_interval")
+        super().__init__(
+            {TYPE_KEY: kind, **settings, delay_key: f"{self._delay_ms} ms"},
+            description.format(self=self, delay=self._delay_ms),
+        )
+
+    def get_delay_between_attempts_interval(self) -> timedelta:
+        return timedelta(milliseconds=self._delay_ms)
+
+
 class RestartStrategies:
     """The restart strategies PyFlink offers, as :class:`RestartStrategyConfiguration` values."""
 
@@ -80,25 +94,21 @@ class RestartStrategies:
         def __init__(self) -> None:
             super().__init__({TYPE_KEY: "none"}, "Restart deactivated.")
 
-    class FixedDelayRestartStrategyConfiguration(RestartStrategyConfiguration):
+    class FixedDelayRestartStrategyConfiguration(_DelayedRestart):
         """``fixed-delay``: up to ``restart_attempts`` restarts, each after the delay."""
 
         def __init__(self, restart_attempts: int, delay_between_attempts_interval: object) -> None:
-            delay = _millis(delay_between_attempts_interval, "delay_between_attempts_interval")
-            self._attempts, self._delay_ms = int(restart_attempts), delay
+            self._attempts = int(restart_attempts)
             super().__init__(
-                {TYPE_KEY: "fixed-delay", FIXED_ATTEMPTS_KEY: str(self._attempts),
-                 FIXED_DELAY_KEY: f"{delay} ms"},
-                f"Restart with fixed delay ({delay} ms). #{self._attempts} restart attempts.",
+                "fixed-delay", {Options.RESTART_FIXED_ATTEMPTS.key: str(self._attempts)},
+                Options.RESTART_FIXED_DELAY.key, delay_between_attempts_interval,
+                "Restart with fixed delay ({delay} ms). #{self._attempts} restart attempts.",
             )  # fmt: skip
 
         def get_restart_attempts(self) -> int:
             return self._attempts
 
-        def get_delay_between_attempts_interval(self) -> timedelta:
-            return timedelta(milliseconds=self._delay_ms)
-
-    class FailureRateRestartStrategyConfiguration(RestartStrategyConfiguration):
+    class FailureRateRestartStrategyConfiguration(_DelayedRestart):
         """``failure-rate``: restart after the delay unless more than ``max_failure_rate``
         failures fall within ``failure_interval``."""
 
@@ -106,14 +116,15 @@ class RestartStrategies:
             self, max_failure_rate: int, failure_interval: object,
             delay_between_attempts_interval: object,
         ) -> None:  # fmt: skip
-            interval = _millis(failure_interval, "failure_interval")
-            delay = _millis(delay_between_attempts_interval, "delay_between_attempts_interval")
-            self._rate, self._interval_ms, self._delay_ms = int(max_failure_rate), interval, delay
+            self._rate = int(max_failure_rate)
+            self._interval_ms = _millis(failure_interval, "failure_interval")
             super().__init__(
-                {TYPE_KEY: "failure-rate", RATE_MAX_FAILURES_KEY: str(self._rate),
-                 RATE_INTERVAL_KEY: f"{interval} ms", RATE_DELAY_KEY: f"{delay} ms"},
-                f"Failure rate restart with maximum of {self._rate} failures within interval "
-                f"{interval} ms and fixed delay {delay} ms.",
+                "failure-rate",
+                {Options.RESTART_RATE_MAX_FAILURES.key: str(self._rate),
+                 Options.RESTART_RATE_INTERVAL.key: f"{self._interval_ms} ms"},
+                Options.RESTART_RATE_DELAY.key, delay_between_attempts_interval,
+                "Failure rate restart with maximum of {self._rate} failures within interval "
+                "{self._interval_ms} ms and fixed delay {delay} ms.",
             )  # fmt: skip
 
         def get_max_failure_rate(self) -> int:
@@ -121,9 +132,6 @@ class RestartStrategies:
 
         def get_failure_interval(self) -> timedelta:
             return timedelta(milliseconds=self._interval_ms)
-
-        def get_delay_between_attempts_interval(self) -> timedelta:
-            return timedelta(milliseconds=self._delay_ms)
 
     class FallbackRestartStrategyConfiguration(RestartStrategyConfiguration):
         """No strategy of the job's own: ``restart-strategy.type`` unset, so the default
@@ -165,21 +173,19 @@ def from_configuration(config: Configuration) -> RestartStrategyConfiguration:
     """The strategy ``config`` sets; the fallback when ``restart-strategy.type`` is unset, and
     a plain :class:`RestartStrategyConfiguration` naming any other type (``exponential-delay``
     has no PyFlink class). Raises ``ConfigurationError`` for a value that does not parse."""
-    values = config.to_dict()
-    kind = values.get(TYPE_KEY, "").strip().lower()
+    kind = config.get_string(TYPE_KEY, "").strip().lower()
     if not kind:
         return RestartStrategies.fall_back_restart()
     if kind in ("none", "off", "disable"):
         return RestartStrategies.no_restart()
     if kind in ("fixed-delay", "fixeddelay"):
         return RestartStrategies.fixed_delay_restart(
-            parse_int(values.get(FIXED_ATTEMPTS_KEY, "1")),
-            parse_duration_ms(values.get(FIXED_DELAY_KEY, "1 s")),
+            config.get(Options.RESTART_FIXED_ATTEMPTS), config.get(Options.RESTART_FIXED_DELAY)
         )
     if kind in ("failure-rate", "failurerate"):
         return RestartStrategies.failure_rate_restart(
-            parse_int(values.get(RATE_MAX_FAILURES_KEY, "1")),
-            parse_duration_ms(values.get(RATE_INTERVAL_KEY, "1 min")),
-            parse_duration_ms(values.get(RATE_DELAY_KEY, "1 s")),
+            config.get(Options.RESTART_RATE_MAX_FAILURES),
+            config.get(Options.RESTART_RATE_INTERVAL),
+            config.get(Options.RESTART_RATE_DELAY),
         )
     return RestartStrategyConfiguration({TYPE_KEY: kind}, f"restart-strategy.type: {kind}")

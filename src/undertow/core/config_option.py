@@ -18,6 +18,7 @@ from undertow.core.errors import ConfigurationError
 from undertow.core.option_text import (
     parse_bool,
     parse_duration_ms,
+    parse_float,
     parse_int,
     parse_map,
     parse_memory_size,
@@ -82,6 +83,10 @@ def precise_duration_option(
 
 def int_option(key: str, default: int, description: str = "", **kw: Any) -> ConfigOption[int]:
     return ConfigOption(key, parse_int, default, description, **kw)
+
+
+def float_option(key: str, default: float, description: str = "", **kw: Any) -> ConfigOption[float]:
+    return ConfigOption(key, parse_float, default, description, **kw)
 
 
 def bool_option(key: str, default: bool, description: str = "", **kw: Any) -> ConfigOption[bool]:

@@ -10,6 +10,7 @@ from undertow.core.config_option import (
     bool_option,
     choice,
     duration_option,
+    float_option,
     int_option,
     map_option,
     memory_option,
@@ -128,4 +129,50 @@ class ExecutionOptions:
         check=choice("auto", "always", "never"),
     )
     # restart -----------------------------------------------------------------------------
-    RESTART_STRATEGY = str_option("restart-strategy.type", "none")
+    #: Unset: exponential-delay with checkpointing, else none (``runtime.master.restart``).
+    RESTART_STRATEGY = str_option(
+        "restart-strategy.type", "none",
+        "none, fixed-delay, failure-rate or exponential-delay (unset: exponential-delay with "
+        "checkpointing, else none)",
+    )  # fmt: skip
+    RESTART_FIXED_ATTEMPTS = int_option(
+        "restart-strategy.fixed-delay.attempts", 1, "fixed-delay: restarts before the job fails"
+    )
+    RESTART_FIXED_DELAY = duration_option(
+        "restart-strategy.fixed-delay.delay", 1000, "fixed-delay: the wait before a restart"
+    )
+    RESTART_RATE_MAX_FAILURES = int_option(
+        "restart-strategy.failure-rate.max-failures-per-interval", 1,
+        "failure-rate: restarts allowed within any failure-rate-interval",
+    )  # fmt: skip
+    RESTART_RATE_INTERVAL = duration_option(
+        "restart-strategy.failure-rate.failure-rate-interval", 60_000,
+        "failure-rate: the interval max-failures-per-interval counts in",
+    )  # fmt: skip
+    RESTART_RATE_DELAY = duration_option(
+        "restart-strategy.failure-rate.delay", 1000, "failure-rate: the wait before a restart"
+    )
+    RESTART_EXP_INITIAL = duration_option(
+        "restart-strategy.exponential-delay.initial-backoff", 1000,
+        "exponential-delay: the first restart's wait",
+    )  # fmt: skip
+    RESTART_EXP_MAX = duration_option(
+        "restart-strategy.exponential-delay.max-backoff", 60_000,
+        "exponential-delay: the longest wait",
+    )  # fmt: skip
+    RESTART_EXP_MULTIPLIER = float_option(
+        "restart-strategy.exponential-delay.backoff-multiplier", 1.5,
+        "exponential-delay: the factor from one wait to the next",
+    )  # fmt: skip
+    RESTART_EXP_RESET = duration_option(
+        "restart-strategy.exponential-delay.reset-backoff-threshold", 3_600_000,
+        "exponential-delay: healthy running after which the wait is the first again",
+    )  # fmt: skip
+    RESTART_EXP_JITTER = float_option(
+        "restart-strategy.exponential-delay.jitter-factor", 0.1,
+        "exponential-delay: the largest share a wait moves by, either way",
+    )  # fmt: skip
+    RESTART_EXP_ATTEMPTS = int_option(
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff", 2**31 - 1,
+        "exponential-delay: restarts in a row (no reset between) before the job fails",
+    )  # fmt: skip

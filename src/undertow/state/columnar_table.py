@@ -1,7 +1,8 @@
 """Columnar keyed state: one row per key, accumulators in numpy columns, snapshots per key group.
 
 The keyed aggregations of a batch stream keep their state here: a dict maps each key to a
-*slot*, and every accumulator is a numpy array indexed by slot.
+*slot*, and every accumulator is a numpy array indexed by slot. Keys are told apart as Flink's
+(and the record path's) are (:func:`distinct_key`: ``0.0``, ``-0.0`` two, all NaNs one).
 :meth:`ColumnarKeyedTable.snapshot` returns one Arrow IPC blob per non-empty key group;
 :meth:`restore` keeps the key groups in this subtask's range, which makes a rescale work.
 
@@ -16,6 +17,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,10 +25,37 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from undertow.state.key_groups import assign_to_key_group
+from undertow.state.key_groups import CANONICAL_NAN, assign_to_key_group
 
 FORMAT_VERSION = 1
 _VERSION_KEY = b"undertow.columnar-state.version"
+
+
+class _NegativeZero:
+    """The dict entry of the key ``-0.0``, which Python holds equal to ``0.0``."""
+
+    def __repr__(self) -> str:
+        return "-0.0"
+
+
+_NEGATIVE_ZERO = _NegativeZero()
+
+
+def distinct_key(key: Any) -> Any:
+    """The form of a key in a slot dict, in which keys are equal as Java's ``equals`` holds
+    them: ``-0.0`` becomes a marker of its own (a dict takes it for ``0.0``), a NaN the one
+    :data:`~undertow.state.key_groups.CANONICAL_NAN` (a dict finds no NaN but itself), also
+    inside a tuple. Only for tables with a floating-point key column; other keys are equal
+    as Python holds them (a column has one type: no ``1`` beside ``1.0`` or ``True``)."""
+    if type(key) is float:
+        if key != key:
+            return CANONICAL_NAN
+        if key == 0.0 and math.copysign(1.0, key) < 0.0:
+            return _NEGATIVE_ZERO
+        return key
+    if type(key) is tuple:
+        return tuple(distinct_key(item) for item in key)
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +88,11 @@ class ColumnarKeyedTable:
         self.partition_key = partition_key
         self.accumulators = {a.name: a for a in accumulators}
         self.max_parallelism = max_parallelism
+        #: Key (its :func:`distinct_key` if a key column is a float) -> slot.
         self.slots: dict[Any, int] = {}
+        self._distinct: Callable[[Any], Any] | None = (
+            distinct_key if any(pa.types.is_floating(f.type) for f in key_fields) else None
+        )
         self.keys: list[Any] = []
         self._capacity = 64
         self.columns = {
@@ -77,25 +110,29 @@ class ColumnarKeyedTable:
         ``key_groups``, if given, holds each key's key group (one entry per key, as
         :func:`~undertow.state.key_groups_arrow.key_groups` computes them for a column):
         new keys then take theirs from it instead of hashing each key in Python."""
+        distinct = self._distinct
         if key_groups is None:
             slots = self.slots
             out = []
             for key in keys:
-                slot = slots.get(key)
+                slot = slots.get(key if distinct is None else distinct(key))
                 if slot is None:
                     slot = self._add(key)
                 out.append(slot)
             return np.asarray(out, dtype=np.int64)
         listed = list(keys)
+        entries = listed if distinct is None else [distinct(key) for key in listed]
         get = self.slots.get
-        found = np.fromiter((get(key, -1) for key in listed), np.int64, len(listed))
+        found = np.fromiter((get(entry, -1) for entry in entries), np.int64, len(listed))
         new = np.flatnonzero(found < 0)
         if len(new):
             first = len(self.keys)
             while first + len(new) > self._capacity:
                 self._grow()
             fresh = [listed[i] for i in new.tolist()]
-            self.slots.update(zip(fresh, range(first, first + len(fresh))))
+            self.slots.update(
+                zip([entries[i] for i in new.tolist()], range(first, first + len(fresh)))
+            )
             self.keys.extend(fresh)
             self.key_groups[first : first + len(fresh)] = key_groups[new]
             found[new] = np.arange(first, first + len(fresh))
@@ -115,7 +152,7 @@ class ColumnarKeyedTable:
         slot = len(self.keys)
         if slot == self._capacity:
             self._grow()
-        self.slots[key] = slot
+        self.slots[key if self._distinct is None else self._distinct(key)] = slot
         self.keys.append(key)
         partition = key if self.partition_key is None else self.partition_key(key)
         self.key_groups[slot] = assign_to_key_group(partition, self.max_parallelism)
@@ -129,7 +166,8 @@ class ColumnarKeyedTable:
         if len(keep) == n:
             return
         self.keys = [self.keys[i] for i in keep.tolist()]
-        self.slots = {key: slot for slot, key in enumerate(self.keys)}
+        distinct = self._distinct or (lambda key: key)
+        self.slots = {distinct(key): slot for slot, key in enumerate(self.keys)}
         m = len(keep)
         for name, col in self.columns.items():
             col[:m] = col[keep]

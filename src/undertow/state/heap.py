@@ -60,6 +60,7 @@ from undertow.state.key_groups import (
     assign_to_key_group,
     groups_by_equality,
     require_hashable,
+    state_key,
 )
 
 _MAGIC = b"UHKG"
@@ -123,6 +124,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 ctx.offset = self._groups  # no key group while the key is refused
                 self.set_current_key(require_hashable(key, self.operator_name))
                 return
+            ctx.key = key = state_key(key)  # all NaNs one key, as Flink's Double.equals
             offset = self._offset_of(key)
         ctx.offset = offset
         snapshot = self._snapshot

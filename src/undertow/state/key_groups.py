@@ -141,6 +141,36 @@ def groups_by_equality(key: Any) -> bool:
     return True
 
 
+#: The one NaN every NaN key becomes (:func:`state_key`): a dict finds it by identity.
+CANONICAL_NAN = float("nan")
+
+
+def state_key(key: Any) -> Any:
+    """``key`` as keyed state stores it: every float NaN (also inside a tuple) replaced by
+    :data:`CANONICAL_NAN`. Java's ``Double.equals``, which Flink keys by, holds all NaNs equal
+    (and ``0.0`` and ``-0.0`` apart, as their stable hashes already are), while Python's NaN
+    equals nothing: a dict would give every NaN record a fresh entry. Only for a key of which
+    :func:`groups_by_equality` is false (no other key holds a float); cost: a type check, a
+    tuple's one per field, and a tuple is rebuilt only when it holds a NaN."""
+    t = type(key)
+    if t is float:
+        return CANONICAL_NAN if key != key else key
+    if t is tuple and _holds_nan(key):
+        return tuple(state_key(item) for item in key)
+    return key
+
+
+def _holds_nan(key: tuple[Any, ...]) -> bool:
+    for item in key:
+        t = type(item)
+        if t is float:
+            if item != item:
+                return True
+        elif t is tuple and _holds_nan(item):
+            return True
+    return False
+
+
 def stable_hash(key: Any) -> int:
     """A 32-bit hash of ``key`` that is the same in every process and run (and does not depend
     on the keys hashed before it: see the module docstring)."""

@@ -42,6 +42,20 @@ def _integer_hashes(column: pa.Array) -> np.ndarray:
     return _fmix32(mixed)
 
 
+def one_nan(column: pa.Array) -> pa.Array:
+    """``column`` with every NaN the same NaN (sign and payload dropped) and ``±0.0`` kept
+    apart: what Arrow's dictionary encoding then tells apart are the keys Flink's
+    ``Double.equals`` tells apart, and the record path (see ``key_groups.state_key``). A
+    column of another type, or without NaNs, is returned as it is; cost: one pass over a
+    float column."""
+    if not pa.types.is_floating(column.type):
+        return column
+    nan = pc.is_nan(column)
+    if not pc.any(nan).as_py():
+        return column
+    return pc.if_else(nan, pa.scalar(float("nan"), column.type), column)
+
+
 def _distinct_hashes(column: pa.Array) -> np.ndarray:
     encoded = pc.dictionary_encode(column)
     if isinstance(encoded, pa.ChunkedArray):

@@ -37,7 +37,7 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
-from undertow.state.key_groups import assign_to_key_group, require_hashable
+from undertow.state.key_groups import assign_to_key_group, require_hashable, state_key
 from undertow.state.rocksdb_fold import WriteBackCache, fold_cached
 from undertow.state.rocksdb_incremental import (
     IncrementalKeyedHandle,
@@ -170,7 +170,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
             self._key = key  # the refused key is not current: no key group
             self.set_current_key(require_hashable(key, self.operator_name))
             return
-        self._key = key
+        self._key = key = state_key(key)  # all NaNs one key, as Flink's Double.equals
         key_group = assign_to_key_group(key, self.max_parallelism)
         r = self.key_group_range
         if not r.start <= key_group < r.stop:

@@ -11,14 +11,13 @@ reports the records still queued as ``_PURGE_QUEUE``). No broker is needed.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from tests.connectors.kafka.test_kafka_sink_writer import make_topic
+from tests.connectors.kafka.test_kafka_sink_writer import sink as string_sink
 
-from undertow.common.serialization import SimpleStringSchema
 from undertow.connectors.kafka import producer_io
 from undertow.connectors.kafka import writer as writer_module
 from undertow.connectors.kafka.commit_errors import (
@@ -31,7 +30,7 @@ from undertow.connectors.kafka.producer_io import DeliveryErrors
 from undertow.connectors.kafka.sink_protocol import END_OF_INPUT, KafkaSinkError
 from undertow.connectors.kafka.writer import ExactlyOnceKafkaWriter, KafkaWriter
 from undertow.connectors.sink import DeliveryGuarantee, SinkWriterContext
-from undertow.datastream.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+from undertow.datastream.connectors.kafka import KafkaSink
 from undertow.testing.kafka_oracle import read_committed
 
 
@@ -142,20 +141,8 @@ class Context(SinkWriterContext):
 
 
 def _sink(guarantee: DeliveryGuarantee) -> KafkaSink:
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic("orders")
-        .set_value_serialization_schema(SimpleStringSchema())
-        .build()
-    )
-    return (
-        KafkaSink.builder()
-        .set_bootstrap_servers("broker-a:9092")
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(guarantee)
-        .set_transactional_id_prefix("orders-tx")
-        .build()
-    )
+    """The scripted producer's sink (its broker is never reached)."""
+    return string_sink("broker-a:9092", "orders", guarantee, prefix="orders-tx", keys=False)
 
 
 @pytest.fixture
@@ -390,21 +377,7 @@ def test_a_writer_fenced_by_another_job_with_its_prefix_says_so(
     """Against the test broker: a second job's writer with the same prefix starts (its
     ``init_transactions`` fences the first); the first's next commit fails naming why."""
     topic = new_topic(1)
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(topic)
-        .set_value_serialization_schema(SimpleStringSchema())
-        .build()
-    )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(kafka_bootstrap)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(f"fenced-{topic}")
-        .set_property("undertow.sink.startup-timeout.ms", "20000")
-        .build()
-    )
+    sink = string_sink(kafka_bootstrap, topic, prefix=f"fenced-{topic}", keys=False)
     first = sink.create_writer(Context(subtask=0))
     assert isinstance(first, ExactlyOnceKafkaWriter)
     first.write("a", None)
@@ -432,26 +405,8 @@ def test_a_record_the_broker_rejects_aborts_the_commit_and_is_named(
     """Against the test broker: a topic that takes at most 1000 bytes per record; the
     checkpoint's second record is larger. The commit fails naming that record, the
     transaction is aborted (read_committed consumers see none of it), and the batch stays."""
-    topic = f"small-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    new = NewTopic(topic, num_partitions=1, replication_factor=1,
-                   config={"max.message.bytes": "1000"})  # fmt: skip
-    admin.create_topics([new])[topic].result(timeout=30)
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(topic)
-        .set_value_serialization_schema(SimpleStringSchema())
-        .build()
-    )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(kafka_bootstrap)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(f"rejected-{topic}")
-        .set_property("undertow.sink.startup-timeout.ms", "20000")
-        .build()
-    )
+    topic = make_topic(kafka_bootstrap, 1, {"max.message.bytes": "1000"})
+    sink = string_sink(kafka_bootstrap, topic, prefix=f"rejected-{topic}", keys=False)
     writer = sink.create_writer(Context(subtask=0))
     assert isinstance(writer, ExactlyOnceKafkaWriter)
     for record in ["small", "x" * 5000, "after"]:

@@ -72,14 +72,14 @@ def sink(
     guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE,
     prefix: str | None = None,
     properties: dict[str, str] | None = None,
+    keys: bool = True,
 ) -> KafkaSink:
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(topic)
-        .set_key_serialization_schema(SimpleStringSchema())
-        .set_value_serialization_schema(SimpleStringSchema())
-        .build()
-    )
+    """A sink of strings to ``topic`` (each also its record's key, unless ``keys`` is
+    false); the transactional id prefix a fresh one unless given."""
+    schema = KafkaRecordSerializationSchema.builder().set_topic(topic)
+    if keys:
+        schema = schema.set_key_serialization_schema(SimpleStringSchema())
+    serializer = schema.set_value_serialization_schema(SimpleStringSchema()).build()
     builder = (
         KafkaSink.builder()
         .set_bootstrap_servers(bootstrap)

@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from undertow.core.config import Options
 from undertow.core.errors import ConfigurationError
 
-MAX_FAILURES_KEY = "restart-strategy.failure-rate.max-failures-per-interval"
-INTERVAL_KEY = "restart-strategy.failure-rate.failure-rate-interval"
+MAX_FAILURES_KEY = Options.RESTART_RATE_MAX_FAILURES.key
+INTERVAL_KEY = Options.RESTART_RATE_INTERVAL.key
 
 
 @dataclass(frozen=True, slots=True)

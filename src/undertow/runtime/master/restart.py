@@ -13,31 +13,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from undertow.core.config import ConfigOption, Configuration, Options, duration_option, int_option
+from undertow.core.config import Configuration, Options
 from undertow.core.errors import ConfigurationError
-from undertow.runtime.master.failure_rate import (
-    INTERVAL_KEY,
-    MAX_FAILURES_KEY,
-    FailureRate,
-    FailureWindow,
-)
-
-FIXED_ATTEMPTS = int_option("restart-strategy.fixed-delay.attempts", 1)
-FIXED_DELAY = duration_option("restart-strategy.fixed-delay.delay", 1000)
-EXP_INITIAL = duration_option("restart-strategy.exponential-delay.initial-backoff", 1000)
-EXP_MAX = duration_option("restart-strategy.exponential-delay.max-backoff", 60_000)
-EXP_MULTIPLIER: ConfigOption[float] = ConfigOption(
-    "restart-strategy.exponential-delay.backoff-multiplier", float, 1.5
-)
-EXP_RESET = duration_option("restart-strategy.exponential-delay.reset-backoff-threshold", 3_600_000)
-EXP_JITTER: ConfigOption[float] = ConfigOption(
-    "restart-strategy.exponential-delay.jitter-factor", float, 0.1
-)
-RATE_MAX_FAILURES = int_option(MAX_FAILURES_KEY, 1)
-RATE_INTERVAL = duration_option(INTERVAL_KEY, 60_000)
-RATE_DELAY = duration_option("restart-strategy.failure-rate.delay", 1000)
-EXP_ATTEMPTS = int_option("restart-strategy.exponential-delay.attempts-before-reset-backoff",
-                          2**31 - 1)  # fmt: skip
+from undertow.runtime.master.failure_rate import FailureRate, FailureWindow
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +35,7 @@ class RestartStrategy:
 
 class NoRestart(RestartStrategy):
     def decide(self, now_ms: int) -> Restart | GiveUp:
-        return GiveUp("restart-strategy.type is none")
+        return GiveUp(f"{Options.RESTART_STRATEGY.key} is none")
 
 
 class FixedDelayRestart(RestartStrategy):
@@ -68,7 +46,7 @@ class FixedDelayRestart(RestartStrategy):
 
     def decide(self, now_ms: int) -> Restart | GiveUp:
         if self.used >= self.attempts:
-            return GiveUp(f"restart-strategy.fixed-delay.attempts ({self.attempts}) are used up")
+            return GiveUp(f"{Options.RESTART_FIXED_ATTEMPTS.key} ({self.attempts}) are used up")
         self.used += 1
         return Restart(self.delay_ms)
 
@@ -80,7 +58,9 @@ class FailureRateRestart(RestartStrategy):
 
     def __init__(self, rate: FailureRate, delay_ms: int) -> None:
         if delay_ms < 0:
-            raise ConfigurationError(f"{RATE_DELAY.key} = {delay_ms} ms: must be >= 0")
+            raise ConfigurationError(
+                f"{Options.RESTART_RATE_DELAY.key} = {delay_ms} ms: must be >= 0"
+            )
         self.window = FailureWindow(rate)
         self.delay_ms = delay_ms
 
@@ -132,10 +112,7 @@ class ExponentialDelayRestart(RestartStrategy):
         if self.restarted_at is not None and now_ms - self.restarted_at >= self.reset_ms:
             self.backoff, self.used = self.initial_ms, 0
         if self.used >= self.attempts:
-            return GiveUp(
-                "restart-strategy.exponential-delay.attempts-before-reset-backoff "
-                f"({self.attempts}) are used up"
-            )
+            return GiveUp(f"{Options.RESTART_EXP_ATTEMPTS.key} ({self.attempts}) are used up")
         self.used += 1
         delay = self.backoff
         if self.jitter:
@@ -158,16 +135,21 @@ def restart_strategy(config: Configuration) -> RestartStrategy:
     if kind in ("none", "off", "disable"):
         return NoRestart()
     if kind in ("fixed-delay", "fixeddelay"):
-        return FixedDelayRestart(config.get(FIXED_ATTEMPTS), config.get(FIXED_DELAY))
+        return FixedDelayRestart(
+            config.get(Options.RESTART_FIXED_ATTEMPTS), config.get(Options.RESTART_FIXED_DELAY)
+        )
     if kind in ("failure-rate", "failurerate"):
-        rate = FailureRate(config.get(RATE_MAX_FAILURES), config.get(RATE_INTERVAL))
-        return FailureRateRestart(rate, config.get(RATE_DELAY))
+        rate = FailureRate(
+            config.get(Options.RESTART_RATE_MAX_FAILURES), config.get(Options.RESTART_RATE_INTERVAL)
+        )
+        return FailureRateRestart(rate, config.get(Options.RESTART_RATE_DELAY))
     if kind in ("exponential-delay", "exponentialdelay"):
         return ExponentialDelayRestart(
-            config.get(EXP_INITIAL), config.get(EXP_MAX), config.get(EXP_MULTIPLIER),
-            config.get(EXP_RESET), config.get(EXP_JITTER), config.get(EXP_ATTEMPTS),
+            config.get(Options.RESTART_EXP_INITIAL), config.get(Options.RESTART_EXP_MAX),
+            config.get(Options.RESTART_EXP_MULTIPLIER), config.get(Options.RESTART_EXP_RESET),
+            config.get(Options.RESTART_EXP_JITTER), config.get(Options.RESTART_EXP_ATTEMPTS),
         )  # fmt: skip
     raise ConfigurationError(
-        f"restart-strategy.type = {kind!r}: must be none, fixed-delay, failure-rate or "
+        f"{Options.RESTART_STRATEGY.key} = {kind!r}: must be none, fixed-delay, failure-rate or "
         "exponential-delay"
     )

@@ -28,6 +28,7 @@ from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 from undertow.runtime.task.window_slots import WindowSlotIndex
 from undertow.state.columnar_table import Accumulator, ColumnarKeyedTable
 from undertow.state.key_groups import key_group_range_for_subtask
+from undertow.state.key_groups_arrow import one_nan
 
 KINDS = ("sum", "min", "max", "count", "mean")
 
@@ -64,7 +65,7 @@ def encode_keys(
     indices: list[np.ndarray] = []
     for name, column in columns:
         refuse_null_keys(name, column, where)
-        encoded = pc.dictionary_encode(column)
+        encoded = pc.dictionary_encode(one_nan(column))  # all NaNs one key, ±0.0 two
         dictionaries.append(encoded.dictionary.to_pylist())
         indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
     if len(indices) == 1:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from undertow.state.columnar_table import ColumnarKeyedTable
-from undertow.state.key_groups_arrow import key_groups
+from undertow.state.key_groups_arrow import key_groups, one_nan
 
 #: Known keys beyond twice the table's slots (plus this) are forgotten at the next removal:
 #: keys that stopped coming (one per session, say) must not grow the cache forever.
@@ -51,7 +51,8 @@ class WindowSlotIndex:
 
     def key_ids(self, keys: pa.Array) -> np.ndarray:
         """The key id of every row of ``keys`` (new values get new ids). ``keys`` has no
-        nulls (the caller checked)."""
+        nulls (the caller checked). All NaNs are one key, ``0.0`` and ``-0.0`` two."""
+        keys = one_nan(keys)
         if self._known is None:
             self._known = pa.array([], type=keys.type)
             self._direct = pa.types.is_signed_integer(keys.type)
