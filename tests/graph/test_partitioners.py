@@ -23,6 +23,7 @@ from undertow.graph.partitioners import (
     StreamPartitioner,
     connected_consumers,
 )
+from undertow.state import key_groups
 from undertow.state.key_groups import assign_to_key_group, subtask_for_key_group
 
 VALUES = [f"v{i}" for i in range(23)]
@@ -327,3 +328,41 @@ def test_keys_equal_in_python_go_to_their_own_key_groups_whichever_came_first(
         for key in order:  # one batch per key: each later key finds the earlier ones cached
             routed = p.route([key], [0] if timestamps else None)
             assert list(routed) == [assign_to_key_group(key, 128)], key
+
+
+#: Keys a dict takes for one another (1 == 1.0 == True, 0 == 0.0 == -0.0 == False, and tuples
+#: of them, nested too) while their stable hashes differ.
+_EQUAL_KEYS = st.recursive(
+    st.integers(-1, 2)
+    | st.booleans()
+    | st.sampled_from([0.0, -0.0, 1.0, 2.0, float("nan")])
+    | st.sampled_from(["a", b"a", None]),
+    lambda inner: st.tuples(inner) | st.tuples(inner, inner),
+    max_leaves=4,
+)
+
+
+def _fresh_channel(key: Any) -> int:
+    """The key group of ``key`` (a channel each) from emptied caches: a fresh process's."""
+    key_groups._cache.clear()
+    key_groups._float_cache.clear()
+    return assign_to_key_group(key, 128)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(_EQUAL_KEYS, max_size=12), timestamps=st.booleans())
+def test_a_routed_key_goes_to_its_own_key_group_whatever_was_routed_before(
+    keys: list[Any], timestamps: bool
+) -> None:
+    """Both route loops check a key before its cache lookup (int, str, a tuple's fields, a
+    nested tuple's, a float not ±0.0) as :func:`groups_by_equality` does: a key routed after
+    an equal one of other types ((1.0, (True,)) after (1, (1,))) goes where a fresh process
+    sends it, in one batch or one a key, the caches cold or warm."""
+    expected = [_fresh_channel(k) for k in keys]
+    p = _ready(KeyGroupStreamPartitioner(lambda r: r[0], 128), 128)
+    records = [(k, i) for i, k in enumerate(keys)]
+    for batches in ([records], [[r] for r in records], [[r] for r in reversed(records)]):
+        for batch in batches:
+            routed = p.route(batch, [0] * len(batch) if timestamps else None)
+            got = {i: ch for ch, (values, _) in routed.items() for _, i in values}
+            assert got == {i: expected[i] for _, i in batch}, [keys[i] for _, i in batch]

@@ -175,7 +175,9 @@ def test_a_key_group_does_not_depend_on_the_keys_hashed_before(
 
 def test_one_and_one_point_zero_keep_their_own_groups_in_either_order() -> None:
     """The example that failed: the group of ``(1.0,)`` was that of ``(True,)`` seen first."""
-    for first, second in [((True,), (1.0,)), ((1.0,), (1,)), (-0.0, 0.0), (0.0, -0.0)]:
+    pairs = [((True,), (1.0,)), ((1.0,), (1,)), (-0.0, 0.0), (0.0, -0.0)]
+    pairs += [(((1,), "a"), ((1.0,), "a")), (((("b", 0.0),),), ((("b", -0.0),),))]  # nested
+    for first, second in pairs:
         fresh = _fresh_group(second, 1 << 15)
         key_groups._cache.clear()
         key_groups._float_cache.clear()

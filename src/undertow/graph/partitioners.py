@@ -22,6 +22,7 @@ from typing import Any
 
 from undertow.core.errors import KeyTypeError
 from undertow.state.key_groups import (
+    PLAIN_KEY_TYPES,
     assign_to_key_group,
     groups_by_equality,
     selector_failed,
@@ -190,8 +191,15 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         n = self.num_channels
         if n == 1:
             return {0: (values, timestamps)}
-        ks, cache, slow = self.key_selector, self._targets, self._target
-        by_equality = groups_by_equality  # a float or another key: _target decides
+        ks, cache, float_cache, slow = (
+            self.key_selector,
+            self._targets,
+            self._float_targets,
+            self._target,
+        )
+        # _target's choice of cache, written out: a call per record costs more than the checks
+        # (groups_by_equality's loop over a tuple's fields, inline; a nested tuple calls it)
+        plain, by_equality = PLAIN_KEY_TYPES, groups_by_equality
         if timestamps is None:  # one pass: key, channel, append (no list of targets)
             out_v: list[list[Any]] = [[] for _ in range(n)]
             appends = [lst.append for lst in out_v]
@@ -199,9 +207,24 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
                 for v in values:
                     key = ks(v)
                     t = type(key)
-                    if t is int or t is str or (t is tuple and by_equality(key)):  # or _target
+                    if t is int or t is str:
                         try:
                             ch = cache[key]
+                        except KeyError:
+                            ch = slow(key)
+                    elif t is tuple:
+                        for item in key:
+                            if type(item) not in plain and not by_equality(item):
+                                ch = slow(key)  # (1.0,) == (1,), another key group
+                                break
+                        else:
+                            try:
+                                ch = cache[key]
+                            except KeyError:
+                                ch = slow(key)
+                    elif t is float and key:  # not ±0.0
+                        try:
+                            ch = float_cache[key]
                         except KeyError:
                             ch = slow(key)
                     else:
@@ -218,13 +241,29 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
             for v in values:
                 key = ks(v)
                 t = type(key)
-                if t is int or t is str or (t is tuple and by_equality(key)):
+                if t is int or t is str:
                     try:
-                        append(cache[key])
+                        ch = cache[key]
                     except KeyError:
-                        append(slow(key))
+                        ch = slow(key)
+                elif t is tuple:
+                    for item in key:
+                        if type(item) not in plain and not by_equality(item):
+                            ch = slow(key)
+                            break
+                    else:
+                        try:
+                            ch = cache[key]
+                        except KeyError:
+                            ch = slow(key)
+                elif t is float and key:
+                    try:
+                        ch = float_cache[key]
+                    except KeyError:
+                        ch = slow(key)
                 else:
-                    append(slow(key))
+                    ch = slow(key)
+                append(ch)
         except KeyTypeError:
             raise
         except Exception as err:

@@ -177,10 +177,18 @@ def stable_hash(key: Any) -> int:
     t = type(key)
     if t is int:
         return _fmix32(key ^ (key >> 32))
-    if t is str or groups_by_equality(key):
+    # groups_by_equality written out (a call costs more than its checks), floats apart
+    if t is str:
+        cache = _cache
+    elif t is tuple:
+        for item in key:
+            if type(item) not in PLAIN_KEY_TYPES and not groups_by_equality(item):
+                return _hash_uncached(key)  # (1.0,) == (1,), another hash
         cache = _cache
     elif t is float and key:  # not ±0.0, which are equal with different hashes
         cache = _float_cache
+    elif t in PLAIN_KEY_TYPES:
+        cache = _cache
     else:
         return _hash_uncached(key)
     try:
