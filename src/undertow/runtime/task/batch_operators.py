@@ -214,7 +214,10 @@ class ToBatches(OneInputStreamOperator):
     A record is a ``Row``/tuple (fields by position) or a dict (fields by name). Rows are
     buffered and a batch is emitted when ``max_rows`` are buffered, when the oldest buffered
     row has waited ``max_delay`` ms (a processing-time timer), before every checkpoint barrier
-    (so the buffer is never state) and at the end of the input.
+    (so the buffer is never state), before every watermark it forwards and at the end of the
+    input. Flushing before a watermark keeps every row ahead of the watermarks that came after
+    it (as Flink's bundling Python operators finish their bundle first): otherwise a row held
+    here would reach an event-time window after the watermark that fired the window, late.
     """
 
     def __init__(self, schema: pa.Schema, max_rows: int, max_delay_ms: int) -> None:
@@ -269,6 +272,11 @@ class ToBatches(OneInputStreamOperator):
             self._timer = None
         out = [self._to_batch(rows[i : min(i + step, end)]) for i in range(0, end, step)]
         _emit(self, out, None)
+
+    def process_watermark(self, watermark: int) -> None:
+        if self._rows:
+            self._flush()
+        self.output.emit_watermark(watermark)
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         if self._rows:
