@@ -208,6 +208,32 @@ class ToRecords(OneInputStreamOperator):
         _emit(self, out, stamps)
 
 
+def _misfit(rows: list[Any], schema: pa.Schema) -> str | None:
+    """Which of ``rows`` does not fit ``schema`` and why (the record, its field and value),
+    or None if each fits alone. Only called once a batch failed to build: a row at a time."""
+    width = len(schema.names)
+    for record in rows:
+        if isinstance(record, dict):
+            values = [record.get(name) for name in schema.names]
+        elif isinstance(record, (tuple, list)):
+            if len(record) != width:
+                return f"the record {record!r:.200} has {len(record)} fields, the schema {width}"
+            values = list(record)
+        else:
+            return (
+                f"the record {record!r:.200} is a {type(record).__name__}, not a Row, tuple or dict"
+            )
+        for field, value in zip(schema, values):
+            try:
+                pa.array([value], type=field.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
+                return (
+                    f"the record {record!r:.200} has {value!r:.100} in field {field.name!r} "
+                    f"({field.type}): {err}"
+                )
+    return None
+
+
 class ToBatches(OneInputStreamOperator):
     """``to_batches(schema, max_rows, max_delay)``: records into record batches of ``schema``.
 
@@ -258,7 +284,7 @@ class ToBatches(OneInputStreamOperator):
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
             raise BatchError(
                 f"{_where(self)}: to_batches(): records do not fit the schema "
-                f"{_show(schema)}: {err}"
+                f"{_show(schema)}: {_misfit(rows, schema) or err}"
             ) from err
 
     def _flush(self, whole_batches_only: bool = False) -> None:
