@@ -126,6 +126,28 @@ def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask
         list(out)
 
 
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        (Row(k=2, v="oops"), r"the record Row\(k=2, v='oops'\) has 'oops' in field 'v' \(int64\)"),
+        (None, r"the record None is a NoneType, not a Row, tuple or dict"),
+        ((3,), r"the record \(3,\) has 1 fields, the schema 2"),
+    ],
+)
+def test_a_record_that_does_not_fit_to_batches_schema_is_named(
+    env: StreamExecutionEnvironment, bad: Any, named: str
+) -> None:
+    env.set_parallelism(1)
+    records = env.from_collection([Row(k=1, v=2), bad, Row(k=4, v=5)])
+    batches = records.to_batches(SCHEMA, max_rows=8)
+    message = r"operator 'To Batches' \(subtask 1/1\): to_batches\(\): records do not fit .*"
+    with (
+        pytest.raises(JobExecutionError, match=message + named),
+        batches.execute_and_collect() as out,
+    ):
+        list(out)
+
+
 def test_nulls_in_the_key_column_fail_naming_the_operator(env: StreamExecutionEnvironment) -> None:
     env.set_parallelism(1)
     source = env.from_collection([pa.record_batch({"k": [1, None], "v": [1, 2]})]).as_batches()

@@ -171,3 +171,31 @@ def test_aggregate_misuse_is_refused_naming_the_aggregate(env: StreamExecutionEn
     ):
         with pytest.raises(GraphBuildError, match=error):
             windows.aggregate(**named)
+
+
+def test_to_batches_emits_its_buffered_rows_before_the_end_of_input_watermark() -> None:
+    """A partial batch that ``to_batches`` holds when its input ends goes out before the end
+    of input's watermark: with a network edge in front of ``to_batches`` (a collection source
+    of parallelism 1 feeding two subtasks) that watermark reached it first, was forwarded at
+    once, fired every window, and the last rows of each subtask were dropped as late."""
+    env = threads_env(parallelism=2)
+    schema = pa.schema([("user", pa.string()), ("amount", pa.int64()), ("ts", pa.int64())])
+    rows = [Row(user=f"u{i % 3}", amount=i, ts=i * 700) for i in range(20)]
+    late = OutputTag("late")
+    windows = (
+        env.from_collection(rows)
+        .to_batches(schema, max_rows=4, max_delay=60_000)
+        .with_event_time("ts")
+        .key_by("user")
+        .window(TumblingEventTimeWindows.of(5000))
+        .side_output_late_data(late)
+        .aggregate(total=("amount", "sum"), n=(None, "count"))
+    )
+    dropped = windows.get_side_output(late).to_records().map(lambda r: ("late", r.amount))
+    out = windows.to_records().map(lambda r: (r.user, r.window_start, r.total, r.n))
+    with out.union(dropped).execute_and_collect() as results:
+        got = sorted(results, key=str)
+    expected: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for r in rows:
+        expected[(r.user, r.ts // 5000 * 5000)].append(r.amount)
+    assert got == sorted(((u, s, sum(v), len(v)) for (u, s), v in expected.items()), key=str)

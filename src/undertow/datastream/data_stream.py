@@ -139,7 +139,8 @@ class DataStream(OperatorSettings):
     ) -> batch_stream.BatchStream:
         """Records (``Row``/tuples by position, or dicts by name) into ``pyarrow.RecordBatch``
         records of ``schema``: a batch is emitted at ``max_rows`` rows, when its oldest row
-        has waited ``max_delay`` ms, before each checkpoint barrier and at the end."""
+        has waited ``max_delay`` ms, before each checkpoint barrier, before each watermark and
+        at the end."""
         return batch_stream.to_batches(self, schema, max_rows, max_delay, DataStream)
 
     def as_batches(self) -> batch_stream.BatchStream:

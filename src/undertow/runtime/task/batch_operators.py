@@ -208,13 +208,42 @@ class ToRecords(OneInputStreamOperator):
         _emit(self, out, stamps)
 
 
+def _misfit(rows: list[Any], schema: pa.Schema) -> str | None:
+    """Which of ``rows`` does not fit ``schema`` and why (the record, its field and value),
+    or None if each fits alone. Only called once a batch failed to build: a row at a time."""
+    width = len(schema.names)
+    for record in rows:
+        if isinstance(record, dict):
+            values = [record.get(name) for name in schema.names]
+        elif isinstance(record, (tuple, list)):
+            if len(record) != width:
+                return f"the record {record!r:.200} has {len(record)} fields, the schema {width}"
+            values = list(record)
+        else:
+            return (
+                f"the record {record!r:.200} is a {type(record).__name__}, not a Row, tuple or dict"
+            )
+        for field, value in zip(schema, values):
+            try:
+                pa.array([value], type=field.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
+                return (
+                    f"the record {record!r:.200} has {value!r:.100} in field {field.name!r} "
+                    f"({field.type}): {err}"
+                )
+    return None
+
+
 class ToBatches(OneInputStreamOperator):
     """``to_batches(schema, max_rows, max_delay)``: records into record batches of ``schema``.
 
     A record is a ``Row``/tuple (fields by position) or a dict (fields by name). Rows are
     buffered and a batch is emitted when ``max_rows`` are buffered, when the oldest buffered
     row has waited ``max_delay`` ms (a processing-time timer), before every checkpoint barrier
-    (so the buffer is never state) and at the end of the input.
+    (so the buffer is never state), before every watermark it forwards and at the end of the
+    input. Flushing before a watermark keeps every row ahead of the watermarks that came after
+    it (as Flink's bundling Python operators finish their bundle first): otherwise a row held
+    here would reach an event-time window after the watermark that fired the window, late.
     """
 
     def __init__(self, schema: pa.Schema, max_rows: int, max_delay_ms: int) -> None:
@@ -255,7 +284,7 @@ class ToBatches(OneInputStreamOperator):
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
             raise BatchError(
                 f"{_where(self)}: to_batches(): records do not fit the schema "
-                f"{_show(schema)}: {err}"
+                f"{_show(schema)}: {_misfit(rows, schema) or err}"
             ) from err
 
     def _flush(self, whole_batches_only: bool = False) -> None:
@@ -269,6 +298,11 @@ class ToBatches(OneInputStreamOperator):
             self._timer = None
         out = [self._to_batch(rows[i : min(i + step, end)]) for i in range(0, end, step)]
         _emit(self, out, None)
+
+    def process_watermark(self, watermark: int) -> None:
+        if self._rows:
+            self._flush()
+        self.output.emit_watermark(watermark)
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         if self._rows:
