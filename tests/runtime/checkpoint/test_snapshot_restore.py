@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import pickle
 import uuid
 
 import pytest
@@ -19,6 +20,7 @@ from undertow.runtime.checkpoint.metadata import CheckpointMetadata, encode_meta
 from undertow.runtime.checkpoint.metadata_model import VertexMetadata
 from undertow.runtime.checkpoint.retention import CheckpointRetention
 from undertow.runtime.checkpoint.settings import CheckpointSettings
+from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.checkpoint.snapshot_restore import SnapshotRestore
 from undertow.storage import FileHandle
 from undertow.storage.checkpoint_storage import CheckpointStorage
@@ -189,3 +191,24 @@ def test_state_of_an_operator_whose_generated_uid_changed_says_what_to_do() -> N
     assert f"(this job generated {now!r})" in message
     assert "Set .uid(...) on stateful operators" in message
     assert "execution.state-recovery.ignore-unclaimed-state: true (undertow run -n" in message
+
+
+def test_unclaimed_state_names_only_the_operators_that_hold_it() -> None:
+    """A chain the job no longer has: a stateless map chained before a keyed sum. Only the
+    sum's state would be lost, so the refusal names the sum, not the map."""
+    old = CheckpointStorage.in_memory("jobold")
+    snapshot = SubtaskSnapshot(operators={"gone-sum": OperatorSnapshot(keyed={3: b"sums"})})
+    handles = {i: old.write_file(1, f"v9-{i}.state", pickle.dumps(snapshot)) for i in (0, 1)}
+    gone = VertexMetadata(vertex_id=9, name="parse -> sum", uids=("gone-parse", "gone-sum"),
+                          parallelism=2, max_parallelism=128, subtasks=handles)  # fmt: skip
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
+        is_savepoint=True, vertices=(gone,), properties={"savepoint_format": "CANONICAL"},
+    )  # fmt: skip
+    pointer = old.export_savepoint(1, f"memory:///savepoints-{uuid.uuid4().hex}",
+                                   encode_metadata(meta, b"k" * 32, 1 << 20))  # fmt: skip
+    with pytest.raises(RestoreError) as caught:
+        restorer({}).read(pointer)
+    message = str(caught.value)
+    assert "checkpoint 1 has state of operators this job does not have: 'gone-sum'. " in message
+    assert "gone-parse" not in message
