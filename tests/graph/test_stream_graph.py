@@ -36,6 +36,7 @@ from undertow.graph.transformations import (
     TwoInputTransformation,
     UnionTransformation,
 )
+from undertow.runtime.task.operators import CollectSinkOperator
 
 LATE = OutputTag("late")
 
@@ -371,3 +372,25 @@ def test_describe_is_json() -> None:
     ]  # fmt: skip
     assert [e["partitioner"] for e in plan["edges"]] == ["FORWARD", "FORWARD"]
     assert plan["edges"][0]["side_output"] is None
+
+
+@pytest.mark.parametrize("parallelism", [None, 2])
+def test_a_collect_sink_with_more_than_one_subtask_is_refused_naming_it(
+    parallelism: int | None,
+) -> None:
+    """The driver grants a collect sink's credit to its subtask 0: another subtask would get
+    none and block its task for good. Parallelism 1 (what execute_and_collect sets) builds;
+    any other, set or by default, is refused naming the operator and why."""
+
+    def sink(p: int | None) -> OneInputTransformation:
+        return OneInputTransformation(name="Sink: Collect", input=_source(parallelism=2),
+                                      operator=CollectSinkOperator("c"), parallelism=p)  # fmt: skip
+
+    assert _node(_build([sink(1)], parallelism=2), "Sink: Collect").parallelism == 1
+    with pytest.raises(GraphBuildError) as refused:
+        _build([sink(parallelism)], parallelism=2)
+    assert str(refused.value).startswith("operator 'Sink: Collect' (uid ")
+    assert (
+        "has parallelism 2, but it runs as one subtask: the driver grants a collect sink's "
+        "credit to its subtask 0 only; leave its parallelism at 1"
+    ) in str(refused.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from undertow.connectors.transactional_ids import ClaimedBy, ClaimsTransactionalIds, conflicts
 from undertow.core.errors import GraphBuildError
@@ -156,7 +156,32 @@ def build_stream_graph(
                 node.in_edges.append(edge)
     _generate_uids(nodes)
     _check_transactional_ids(nodes)
+    _check_one_subtask(nodes)
     return StreamGraph(job_name, nodes, edges, chaining_enabled)
+
+
+@runtime_checkable
+class RunsAsOneSubtask(Protocol):
+    """An operator that works only with parallelism 1 (the collect sink: the driver grants
+    its credit to subtask 0). :meth:`one_subtask_reason` says why, for the refusal."""
+
+    def one_subtask_reason(self) -> str: ...
+
+
+def _check_one_subtask(nodes: dict[int, StreamNode]) -> None:
+    """Refuse an operator that runs as one subtask (:class:`RunsAsOneSubtask`) with another
+    parallelism, naming it, its parallelism and why."""
+    for node in sorted(nodes.values(), key=lambda n: n.id):
+        t = node.transformation
+        if not isinstance(t, OneInputTransformation) or node.parallelism == 1:
+            continue
+        op = t.operator
+        if isinstance(op, RunsAsOneSubtask):
+            raise GraphBuildError(
+                f"operator '{node.name}' (uid {node.uid!r}) has parallelism {node.parallelism}, "
+                f"but it runs as one subtask: {op.one_subtask_reason()}; leave its parallelism "
+                "at 1"
+            )
 
 
 def _check_transactional_ids(nodes: dict[int, StreamNode]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import pickle
 import uuid
 
 import pytest
@@ -19,6 +20,7 @@ from undertow.runtime.checkpoint.metadata import CheckpointMetadata, encode_meta
 from undertow.runtime.checkpoint.metadata_model import VertexMetadata
 from undertow.runtime.checkpoint.retention import CheckpointRetention
 from undertow.runtime.checkpoint.settings import CheckpointSettings
+from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
 from undertow.runtime.checkpoint.snapshot_restore import SnapshotRestore
 from undertow.storage import FileHandle
 from undertow.storage.checkpoint_storage import CheckpointStorage
@@ -92,16 +94,25 @@ def test_claimed_shared_files_not_adopted_make_the_first_checkpoint_full() -> No
     asyncio.run(scenario())
 
 
+def _savepoint(
+    old: CheckpointStorage, checkpoint_id: int, *vertices: VertexMetadata,
+    format_: str = "CANONICAL", **properties: str,
+) -> str:  # fmt: skip
+    """Savepoint ``checkpoint_id`` of job 'jobold' (its files in ``old``) with ``vertices``,
+    exported to a fresh path; that path."""
+    meta = CheckpointMetadata(
+        job_id="jobold", checkpoint_id=checkpoint_id, trigger_timestamp=1,
+        completion_timestamp=2, is_savepoint=True, vertices=vertices,
+        properties={"savepoint_format": format_, **properties},
+    )  # fmt: skip
+    target = f"memory:///savepoints-{uuid.uuid4().hex}"
+    return old.export_savepoint(checkpoint_id, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+
+
 def test_a_native_savepoint_of_another_state_backend_is_refused_naming_the_job() -> None:
     old = CheckpointStorage.in_memory("jobold")
-    meta = CheckpointMetadata(
-        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
-        is_savepoint=True, vertices=(),
-        properties={"savepoint_format": "NATIVE", "state_backend": "hashmap"},
-    )  # fmt: skip
     old.write_file(1, "v1-0.state", b"state")
-    target = f"memory:///savepoints-{uuid.uuid4().hex}"
-    pointer = old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+    pointer = _savepoint(old, 1, format_="NATIVE", state_backend="hashmap")
     restore = restorer({"state.backend.type": "rocksdb"})
     with pytest.raises(RestoreError, match=r"job job-new: savepoint .* NATIVE .*'hashmap'"):
         restore.read(pointer)
@@ -113,12 +124,7 @@ def test_state_of_an_operator_the_job_lost_fails_unless_ignored(ignore: bool) ->
     handle = old.write_file(1, "v9-0.state", b"state")
     gone = VertexMetadata(vertex_id=9, name="gone", uids=("gone-uid",), parallelism=1,
                           max_parallelism=128, finished=False, subtasks={0: handle})  # fmt: skip
-    meta = CheckpointMetadata(
-        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
-        is_savepoint=True, vertices=(gone,), properties={"savepoint_format": "CANONICAL"},
-    )  # fmt: skip
-    target = f"memory:///savepoints-{uuid.uuid4().hex}"
-    pointer = old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+    pointer = _savepoint(old, 1, gone)
     restore = restorer({"execution.state-recovery.ignore-unclaimed-state": str(ignore)})
     if ignore:
         assert restore.read(pointer).subtask_files == {}  # the old state is dropped
@@ -138,12 +144,7 @@ def _savepoint_of_the_map(max_parallelism: int, with_state: bool = True) -> str:
         parallelism=2, max_parallelism=max_parallelism,
         subtasks={0: handle} if with_state else {},
     )  # fmt: skip
-    meta = CheckpointMetadata(
-        job_id="jobold", checkpoint_id=1, trigger_timestamp=1, completion_timestamp=2,
-        is_savepoint=True, vertices=(mapped,), properties={"savepoint_format": "CANONICAL"},
-    )  # fmt: skip
-    target = f"memory:///savepoints-{uuid.uuid4().hex}"
-    return old.export_savepoint(1, target, encode_metadata(meta, b"k" * 32, 1 << 20))
+    return _savepoint(old, 1, mapped)
 
 
 def test_a_changed_max_parallelism_is_refused_naming_path_operator_and_both_values() -> None:
@@ -173,12 +174,7 @@ def test_state_of_an_operator_whose_generated_uid_changed_says_what_to_do() -> N
     handle = old.write_file(1, "v9-0.state", b"state")
     gone = VertexMetadata(vertex_id=9, name="double", uids=("double-0123456789abcdef",),
                           parallelism=2, max_parallelism=128, subtasks={0: handle})  # fmt: skip
-    meta = CheckpointMetadata(
-        job_id="jobold", checkpoint_id=4, trigger_timestamp=1, completion_timestamp=2,
-        is_savepoint=True, vertices=(gone,), properties={"savepoint_format": "CANONICAL"},
-    )  # fmt: skip
-    pointer = old.export_savepoint(4, f"memory:///savepoints-{uuid.uuid4().hex}",
-                                   encode_metadata(meta, b"k" * 32, 1 << 20))  # fmt: skip
+    pointer = _savepoint(old, 4, gone)
     now = next(op.uid for v in job_graph().vertices for op in v.operators if op.name == "double")
     with pytest.raises(RestoreError) as caught:
         restorer({}).read(pointer)
@@ -189,3 +185,19 @@ def test_state_of_an_operator_whose_generated_uid_changed_says_what_to_do() -> N
     assert f"(this job generated {now!r})" in message
     assert "Set .uid(...) on stateful operators" in message
     assert "execution.state-recovery.ignore-unclaimed-state: true (undertow run -n" in message
+
+
+def test_unclaimed_state_names_only_the_operators_that_hold_it() -> None:
+    """A chain the job no longer has: a stateless map chained before a keyed sum. Only the
+    sum's state would be lost, so the refusal names the sum, not the map."""
+    old = CheckpointStorage.in_memory("jobold")
+    snapshot = SubtaskSnapshot(operators={"gone-sum": OperatorSnapshot(keyed={3: b"sums"})})
+    handles = {i: old.write_file(1, f"v9-{i}.state", pickle.dumps(snapshot)) for i in (0, 1)}
+    gone = VertexMetadata(vertex_id=9, name="parse -> sum", uids=("gone-parse", "gone-sum"),
+                          parallelism=2, max_parallelism=128, subtasks=handles)  # fmt: skip
+    pointer = _savepoint(old, 1, gone)
+    with pytest.raises(RestoreError) as caught:
+        restorer({}).read(pointer)
+    message = str(caught.value)
+    assert "checkpoint 1 has state of operators this job does not have: 'gone-sum'. " in message
+    assert "gone-parse" not in message

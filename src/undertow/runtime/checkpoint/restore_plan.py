@@ -10,7 +10,8 @@ parallelism is unchanged; on a rescaled edge the new producer subtasks re-emit t
 channels; channel state whose chains changed is refused (all of it: :mod:`.channel_recovery`).
 
 Pure planning over the job graph and the checkpoint's metadata; the only I/O is reading the
-source enumerators' state files (blocking: call it on an executor). Used by the checkpoint
+source enumerators' state files, and before refusing unclaimed state, that state's files to
+name the operators holding it (blocking: call it on an executor). Used by the checkpoint
 coordinator for failover and for ``execution.state-recovery.path``.
 """
 
@@ -80,9 +81,8 @@ def plan_restore(
     new_uids = {op.uid for vertex in graph.vertices for op in vertex.operators}
     unclaimed = [v for v in meta.vertices if present(v.subtasks) and not (set(v.uids) & new_uids)]
     if unclaimed and not ignore_unclaimed_state:
-        raise RestoreError(unclaimed_message(
-            meta.checkpoint_id, [u for v in unclaimed for u in v.uids], new_uids
-        ))  # fmt: skip
+        holders = [u for v in unclaimed for u in holding_state(v, storage, meta.checkpoint_id)]
+        raise RestoreError(unclaimed_message(meta.checkpoint_id, holders, new_uids))
     finished_uids = frozenset(u for v in meta.vertices if v.finished for u in v.uids)
     finished = finished_on_restore(
         [
@@ -152,6 +152,24 @@ def check_max_parallelism(graph: JobGraph, meta: CheckpointMetadata) -> None:
                         f"set_max_parallelism({old.max_parallelism}) on the environment or "
                         "the operator)"
                     )
+
+
+def holding_state(
+    vertex: VertexMetadata, storage: CheckpointStorage, checkpoint_id: int
+) -> list[str]:
+    """The uids of ``vertex``'s chained operators that hold state in checkpoint
+    ``checkpoint_id``, in chain order: a stateless operator chained with them (a map before a
+    keyed sum) has nothing to lose. Reads and unpickles the vertex's state files, so only on
+    the way to a refusal; all its uids if one cannot be read or none names an operator (the
+    metadata alone does not tell)."""
+    held: set[str] = set()
+    for handle in present(vertex.subtasks).values():
+        try:
+            snapshot = pickle.loads(storage.read_file(handle, checkpoint_id))
+            held.update(snapshot.operators)
+        except Exception:  # a refusal follows either way: it names them all
+            return list(vertex.uids)
+    return [uid for uid in vertex.uids if uid in held] or list(vertex.uids)
 
 
 def unclaimed_message(checkpoint_id: int, uids: list[str], job_uids: Iterable[str] = ()) -> str:

@@ -66,7 +66,8 @@ class AttemptGateway:
     def grant_collect_credit(self, sink_id: str, grant: Grant) -> None:
         """Any thread: on the loop, tell collect sink ``sink_id`` its credit, if the attempt
         ``grant`` is for still runs (a newer attempt's sink starts from its own grants). A
-        collect sink has parallelism 1: its subtask is 0. Dropped once the loop closed."""
+        collect sink has parallelism 1 (the stream graph refuses another: its operator is a
+        ``stream_graph.RunsAsOneSubtask``), so its subtask is 0. Dropped once the loop closed."""
         loop = self.loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed: the job is over

@@ -260,6 +260,11 @@ class CollectSinkOperator(OneInputStreamOperator):
         self._after_checkpoint = 0
         self._credit: CollectCredit | None = None
 
+    def one_subtask_reason(self) -> str:
+        """Why it runs as one subtask (:class:`~undertow.graph.stream_graph.RunsAsOneSubtask`:
+        the stream graph refuses it with another parallelism)."""
+        return "the driver grants a collect sink's credit to its subtask 0 only"
+
     def output_gate(self) -> CollectCredit:
         """The sink's credit (after ``setup``; made on first use)."""
         if self._credit is None:
