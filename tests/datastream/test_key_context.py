@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from tests.datastream.environments import threads_env
 
+from undertow.common.typeinfo import Types
 from undertow.core.errors import JobExecutionError
 from undertow.datastream import (
     CoFlatMapFunction,
@@ -194,3 +195,41 @@ def test_a_key_selector_that_raises_names_itself_and_the_record(parallelism: int
     with pytest.raises(JobExecutionError, match=r"KeySelectorError: the key selector of key_by\(\) "
                        r"raised KeyError: 'b' on the record \('b', (10|20)\)"):  # fmt: skip
         list(stream.reduce(lambda x, y: x).execute_and_collect())
+
+
+_NOT_A_STRING = (
+    r"job failed: operator 'Map' \(subtask [12]/[12] of '[^']*'\) raised KeyTypeError: "
+    r"key_by\(\) declared key_type String, but the key selector returned (\d+) \(int\): "
+    r"expected String, got int \1 \(on the record \('[abc]', \1\)\)"
+)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("downstream", ["reduce", "map"])
+def test_a_key_that_does_not_fit_the_declared_key_type_fails_the_job(
+    parallelism: int, downstream: str
+) -> None:
+    """``key_by(..., key_type=Types.STRING())`` with int keys fails, as PyFlink's key
+    serializer refuses them, naming the operator that ran the selector (the producer's 'Map',
+    also with one channel and also before a map, which never runs the selector), its subtask,
+    the key, its type, the declared type and the record; str keys run."""
+    env = threads_env(parallelism)
+    mapped = env.from_collection(RECORDS).map(lambda r: r)
+    bad = mapped.key_by(lambda r: r[1], key_type=Types.STRING())
+    job = bad.reduce(lambda a, b: a) if downstream == "reduce" else bad.map(lambda r: r)
+    with pytest.raises(JobExecutionError, match=_NOT_A_STRING):
+        list(job.execute_and_collect())
+    good = mapped.key_by(lambda r: r[0], key_type=Types.STRING())
+    result = list(good.reduce(lambda a, b: (a[0], a[1] + b[1])).execute_and_collect())
+    totals = {key: max(total for k, total in result if k == key) for key, _ in result}
+    assert len(result) == len(RECORDS) and totals == {"a": 6, "b": 30, "c": 300}
+
+
+def test_connected_streams_check_the_declared_key_type_on_both_inputs() -> None:
+    """``ConnectedStreams.key_by(k1, k2, key_type)`` declares the type of both keys."""
+    env = threads_env(2)
+    records = env.from_collection(RECORDS).map(lambda r: r)
+    words = env.from_collection(["a", "b"]).map(lambda w: w)
+    connected = records.connect(words).key_by(lambda r: r[1], lambda w: w, Types.STRING())
+    with pytest.raises(JobExecutionError, match=_NOT_A_STRING):
+        list(connected.map(CountPerKey()).execute_and_collect())

@@ -366,3 +366,13 @@ def test_a_routed_key_goes_to_its_own_key_group_whatever_was_routed_before(
             routed = p.route(batch, [0] * len(batch) if timestamps else None)
             got = {i: ch for ch, (values, _) in routed.items() for _, i in values}
             assert got == {i: expected[i] for _, i in batch}, [keys[i] for _, i in batch]
+
+
+def test_a_key_checking_selector_runs_with_one_channel_too() -> None:
+    """With ``checks_keys`` (a declared ``key_type``) one channel still runs the selector on
+    every record, so a key that does not fit fails there as with more channels."""
+    seen: list[Any] = []
+    plain = _ready(KeyGroupStreamPartitioner(seen.append, 128), 1)
+    assert plain.route(["a", "b"], None) == {0: (["a", "b"], None)} and seen == []
+    checked = _ready(KeyGroupStreamPartitioner(seen.append, 128, checks_keys=True), 1)
+    assert checked.route(["a", "b"], [1, 2]) == {0: (["a", "b"], [1, 2])} and seen == ["a", "b"]

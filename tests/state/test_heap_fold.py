@@ -300,6 +300,7 @@ def test_a_fold_keeps_keys_equal_in_python_in_their_own_key_groups(key_context: 
     """``1 == 1.0 == True`` as dict keys, with other key groups: the loops' key caches (offset,
     table) must not fold ``1.0`` into the table of ``1`` folded before it."""
     keys: list[Any] = [1, 1.0, True, (1,), (1.0,), 0.0, -0.0, ("a", 2), ("a", 2.0)]
+    keys += [((1,), "b"), ((1.0,), "b"), b"c", None]  # a nested tuple field; other plain keys
     backend = _backend()
     state = backend.get_partitioned_state(ValueStateDescriptor("sum"))
     for _ in range(2):  # the second pass finds every key cached

@@ -37,7 +37,8 @@ class KeyTypeError(UndertowError, TypeError):
     """A key (what a ``key_by`` selector returned) has no bytes that are the same in every
     process: an object of a class defined in the job script, or one that does not pickle. Key
     groups could not be assigned to it, so the job fails; the message names the key and its
-    type."""
+    type. Also a key that does not fit the ``key_type`` declared in ``key_by`` (PyFlink's key
+    serializer refuses it), named with its type and the declared type."""
 
 
 class KeySelectorError(UndertowError, RuntimeError):

@@ -50,7 +50,8 @@ class ConnectedStreams:
         self, key_selector1: Any, key_selector2: Any, key_type: Any = None
     ) -> ConnectedStreams:
         return ConnectedStreams(
-            self.stream1.key_by(key_selector1), self.stream2.key_by(key_selector2)
+            self.stream1.key_by(key_selector1, key_type),
+            self.stream2.key_by(key_selector2, key_type),
         )
 
     def _keys(self) -> tuple[Any, Any]:

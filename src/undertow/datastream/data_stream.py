@@ -46,6 +46,7 @@ from undertow.datastream.function_binding import (
     bind_key_selector,
     described,
 )
+from undertow.datastream.key_types import with_key_type
 from undertow.datastream.operator_settings import OperatorSettings
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
@@ -175,8 +176,10 @@ class DataStream(OperatorSettings):
                 f"key_by() cannot follow partition_custom() (operator '{t.name}'): a keyed "
                 "stream must be partitioned by its key"
             )
-        ks = bind_key_selector(key_selector, "key_by()")
-        partitioner = KeyGroupStreamPartitioner(ks, self._env.get_max_parallelism())
+        bound = bind_key_selector(key_selector, "key_by()")
+        ks = with_key_type(bound, key_type, "key_by()")  # checks keys: runs with 1 channel too
+        maxp = self._env.get_max_parallelism()
+        partitioner = KeyGroupStreamPartitioner(ks, maxp, checks_keys=ks is not bound)
         return KeyedStream(self._env, PartitionTransformation(
             name="Hash", input=t, partitioner=partitioner
         ), ks, self)  # fmt: skip

@@ -156,10 +156,19 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
 
     kind = "HASH"
 
-    def __init__(self, key_selector: Callable[[Any], Any], max_parallelism: int) -> None:
+    def __init__(
+        self,
+        key_selector: Callable[[Any], Any],
+        max_parallelism: int,
+        *,
+        checks_keys: bool = False,
+    ) -> None:
         super().__init__()
         self.key_selector = key_selector
         self.max_parallelism = max_parallelism
+        #: The selector checks each key (``key_by``'s ``key_type``): it runs on every record
+        #: even with one channel, as PyFlink's key-by operator writes every key.
+        self.checks_keys = checks_keys
 
     def setup(self, num_channels: int) -> None:
         super().setup(num_channels)
@@ -189,7 +198,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
 
     def route(self, values: list[Any], timestamps: list[Any] | None) -> Routed:
         n = self.num_channels
-        if n == 1:
+        if n == 1 and not self.checks_keys:
             return {0: (values, timestamps)}
         ks, cache, float_cache, slow = (
             self.key_selector,

@@ -91,6 +91,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         self._unkeyed = UnkeyedDict(operator_name)
         self._ctx = KeyContext(unkeyed_offset=self._groups)
         self._offsets: dict[Any, int] = {}
+        self._float_offsets: dict[float, int] = {}
         self._tables: dict[str, StateTable] = {}
         self._states: dict[str, HeapState] = {}
         #: The snapshot whose key groups are not all serialized yet (at most one).
@@ -117,7 +118,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 if len(self._offsets) >= _KEY_CACHE_LIMIT:
                     self._offsets.clear()
                 self._offsets[key] = offset
-        else:  # a float, a list...: never cached (1.0 == 1 with another key group)
+        elif key_type is float and key:  # floats apart (1.0 == 1, another group), never ±0.0
+            offset = self._float_offsets.get(key)
+            if offset is None:
+                offset = self._offset_of(key)
+                if len(self._float_offsets) >= _KEY_CACHE_LIMIT:
+                    self._float_offsets.clear()
+                self._float_offsets[key] = offset
+        else:  # a list, a Decimal, ±0.0...: never cached (equal keys, other key groups)
             try:
                 hash(key)
             except TypeError:
@@ -448,6 +456,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         self._tables.clear()
         self._states.clear()
         self._offsets.clear()
+        self._float_offsets.clear()
         self._ctx.key = None
         self._ctx.offset = self._groups
 

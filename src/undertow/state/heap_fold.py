@@ -20,13 +20,14 @@ from __future__ import annotations
 import functools
 import linecache
 import operator
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
 from undertow.core.errors import note_record
 from undertow.state.backend import PairAggregation
 from undertow.state.heap_states import KeyContext
-from undertow.state.key_groups import groups_by_equality
+from undertow.state.key_groups import PLAIN_KEY_TYPES, groups_by_equality
 
 #: Sets the backend's current key (computing and caching its offset, or raising StateError).
 SetKey = Callable[[Any], None]
@@ -64,38 +65,58 @@ def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slot
         raise
     return out, key
 """
+
+
+def _lookup(by_value: str, by_set_key: str) -> str:
+    """A key's lookup: ``by_value`` for a key that may be looked up by value (see
+    :func:`~undertow.state.key_groups.groups_by_equality`: ``1.0 == 1``, in another key
+    group), else ``by_set_key``. The rule is written out, int and str first, since a call per
+    record cost more than its checks (a tuple's fields in a loop; a nested tuple calls it)."""
+    value, set_key = textwrap.indent(by_value, "    "), textwrap.indent(by_set_key, "    ")
+    return f"""key_type = type(key)
+if key_type is int or key_type is str:
+{value}
+else:
+    if key_type is tuple:
+        plain = True
+        for item in key:
+            if type(item) not in plain_types and not groups_by_equality(item):
+                plain = False
+                break
+    else:
+        plain = key_type in plain_types
+    if plain:
+{textwrap.indent(value, "    ")}
+    else:
+{textwrap.indent(set_key, "    ")}
+"""
+
+
 #: The key's table in key context: its key group's offset is set as the current one.
-#: Both lookups by key only of a key for which equal means the same key group
-#: (:func:`~undertow.state.key_groups.groups_by_equality`): an int, a str, a tuple of them...
-_LOOKUP_OFFSET = """
-key_type = type(key)
-if key_type is int or key_type is str or groups_by_equality(key):
-    try:
-        offset = offsets[key]
-    except KeyError:
-        set_key(key)  # computes and caches the offset, or raises StateError
-        offset = ctx.offset
-else:  # the cache may hold 1 but not 1.0, its equal: only set_key looks it up
-    set_key(key)
-    offset, key = ctx.offset, ctx.key  # key: its hashable form
-table = tables[offset]
-"""
+_LOOKUP_OFFSET = _lookup(
+    """try:
+    offset = offsets[key]
+except KeyError:
+    set_key(key)  # computes and caches the offset, or raises StateError
+    offset = ctx.offset
+table = tables[offset]""",
+    """set_key(key)  # the cache may hold 1 but not 1.0, its equal: only set_key looks it up
+offset, key = ctx.offset, ctx.key  # key: its hashable form
+table = tables[offset]""",
+)
 #: The key's table without key context: one lookup of the key group's dict by key.
-_LOOKUP_SLOT = """
-key_type = type(key)
-if key_type is int or key_type is str or groups_by_equality(key):
-    try:
-        table = slots[key]
-    except KeyError:
-        set_key(key)  # computes the key group's offset, or raises StateError
-        table = slots[key] = tables[ctx.offset]
-else:  # never looked up by key (1.0 == 1 with another key group)
-    set_key(key)
-    key = ctx.key  # its hashable form
-    table = tables[ctx.offset]
-    if groups_by_equality(key):  # a list's tuple
-        slots[key] = table
-"""
+_LOOKUP_SLOT = _lookup(
+    """try:
+    table = slots[key]
+except KeyError:
+    set_key(key)  # computes the key group's offset, or raises StateError
+    table = slots[key] = tables[ctx.offset]""",
+    """set_key(key)  # never looked up by key (1.0 == 1 with another key group)
+key = ctx.key  # its hashable form
+table = tables[ctx.offset]
+if groups_by_equality(key):  # a list's tuple
+    slots[key] = table""",
+)
 #: A fold called as a function; its ``None`` clears the key's value.
 _CALL = """
 new = fold(old, value)
@@ -136,6 +157,7 @@ def _compiled(key_context: bool, position: int | None, inline_add: bool) -> Fold
     # and groups_by_equality: which keys the loop may look up by value (1.0 == 1, other groups)
     namespace: dict[str, Any] = {
         "groups_by_equality": groups_by_equality,
+        "plain_types": PLAIN_KEY_TYPES,
         "note_record": note_record,
     }
     exec(compile(source, filename, "exec"), namespace)

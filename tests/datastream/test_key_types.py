@@ -1,0 +1,82 @@
+"""``key_by``'s ``key_type`` (:mod:`undertow.datastream.key_types`): no wrapper without one;
+with one, every key is checked, the cheap test and the full check agreeing on which fit."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from undertow.common.typeinfo import Types
+from undertow.core.errors import GraphBuildError, KeyTypeError
+from undertow.datastream.key_types import surely_fits, with_key_type
+
+
+def _first(record: Any) -> Any:
+    return record[0]
+
+
+def test_a_selector_without_a_key_type_is_not_wrapped() -> None:
+    """No ``key_type`` (or ``PICKLED_BYTE_ARRAY``, which takes any key): no cost per key."""
+    assert with_key_type(_first, None, "key_by()") is _first
+    assert with_key_type(_first, Types.PICKLED_BYTE_ARRAY(), "key_by()") is _first
+
+
+@pytest.mark.parametrize(
+    ("key_type", "fits", "refused", "problem"),
+    [
+        (Types.STRING(), "a", 1, "expected String, got int 1"),
+        (Types.INT(), 7, 2**40, r"expected Integer \(32-bit"),
+        (Types.DOUBLE(), 1, "x", "expected Double, got str 'x'"),
+        (Types.ROW([Types.STRING(), Types.INT()]), ("a", 1), ("a", "b"), r"field 'f1'"),
+        (Types.SQL_DATE(), None, 3, "expected DateTypeInfo"),  # no cheap test: full check
+    ],
+)
+def test_a_declared_key_type_checks_every_key(
+    key_type: Any, fits: Any, refused: Any, problem: str
+) -> None:
+    selector = with_key_type(_first, key_type, "key_by()")
+    assert selector((fits, 0)) == fits
+    declared = re.escape(repr(key_type))
+    with pytest.raises(KeyTypeError, match=f"key_by\\(\\) declared key_type {declared}, but "
+                       f"the key selector returned .*: {problem}") as err:  # fmt: skip
+        selector((refused, 0))
+    assert err.value.__notes__ == [f"on the record {(refused, 0)!r}"]
+
+
+def test_a_key_type_that_is_no_type_information_is_refused() -> None:
+    with pytest.raises(GraphBuildError, match=r"key_by\(\): key_type must be a TypeInformation"):
+        with_key_type(_first, str, "key_by()")
+
+
+_TYPES = [
+    Types.STRING(),
+    Types.BOOLEAN(),
+    Types.BYTE(),
+    Types.LONG(),
+    Types.DOUBLE(),
+    Types.BIG_INT(),
+    Types.ROW([Types.STRING(), Types.INT()]),
+    Types.TUPLE([Types.LONG(), Types.BOOLEAN()]),
+]
+_BOUNDS = [
+    b + d for bits in (8, 32, 64) for b in (2 ** (bits - 1), -(2 ** (bits - 1))) for d in (-1, 0)
+]
+_SCALARS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from(_BOUNDS),  # the edges of BYTE's, INT's and LONG's ranges
+    st.booleans(),
+    st.floats(),
+    st.text(max_size=3),
+    st.none(),
+)
+
+
+@given(key_type=st.sampled_from(_TYPES), key=_SCALARS | st.tuples(_SCALARS, _SCALARS))
+def test_the_cheap_test_passes_only_keys_the_full_check_takes(key_type: Any, key: Any) -> None:
+    """A key the cheap test passes is never one the type refuses (it skips the full check)."""
+    if surely_fits(key_type)(key):
+        assert key_type.check(key) is None
