@@ -581,3 +581,24 @@ def test_a_slow_head_holds_the_first_slice_for_one_record_not_a_chunk_of_many() 
     head = RecordingHead(during=lambda values: time.sleep(0.02 * len(values)))
     processor([g], head, slice_ms=10).input_slice()
     assert head.records == [0]
+
+
+def test_slow_records_among_fast_ones_are_taken_about_one_a_chunk() -> None:
+    """Every 50th record sleeps 5 ms (a slow key), the rest are fast; slice 1 ms. A chunk after
+    a slow one regrows by doubling (:mod:`~undertow.runtime.task.chunk_size`), so no chunk
+    holds two slow records: a barrier or a cancel waits for one. The rule before jumped back
+    to what fits at the fast records' cost after one fast chunk: hundreds of records, several
+    slow ones. Timing only ever makes chunks smaller, so the bound holds on a loaded machine."""
+    g = gate("G", 1)
+    Feeder(g.channels[0]).data(list(range(500)))
+
+    def during(values: list[Any]) -> None:
+        time.sleep(0.005 * sum(1 for v in values if v % 50 == 49))
+
+    head = RecordingHead(during=during)
+    inputs = processor([g], head, slice_ms=1)
+    while len(head.records) < 500:
+        inputs.input_slice()
+    assert head.records == list(range(500))
+    slow = [sum(1 for v in chunk if v % 50 == 49) for chunk in head.chunks]
+    assert max(slow) == 1, [len(chunk) for chunk in head.chunks]

@@ -12,7 +12,7 @@ same way.
 
 Threading: the task's loop thread only. Lifecycle: built with its task; a slice runs from the
 mailbox loop, which calls it only when :meth:`ready` and the output is available.
-Cost: one clock read per chunk; a chunk aims at a quarter of a slice.
+Cost: one clock read per chunk; chunks are sized by :mod:`.chunk_size`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from undertow.connectors.source import InputStatus
 from undertow.runtime.checkpoint.channel_recovery.stream import RestItem, RestoredInputStream
 from undertow.runtime.network.input_gate import InputChannel, InputGate
 from undertow.runtime.network.record_writer import RecordWriter
+from undertow.runtime.task.chunk_size import ChunkSizer
 from undertow.runtime.task.current_batch import CurrentBatch, emit_source_rows
 from undertow.runtime.task.event_dispatch import EventDispatcher
 from undertow.runtime.task.operator import BoundedInput
@@ -37,7 +38,6 @@ from undertow.runtime.task.row_cuts import RowCutter
 from undertow.runtime.task.unaligned_stop import drop_input
 from undertow.state.key_groups import selector_failure
 
-_MIN_CHUNK, _MAX_CHUNK = 1, 1 << 16
 #: A reader that said ``NOTHING_AVAILABLE`` is asked again after its ``poll_again_after_s()``
 #: even if it did not notify (5 ms by default; a fallback for readers that may not notify). At
 #: most one back-off timer is pending per source. Until 2026-11-30 every empty poll started
@@ -105,10 +105,9 @@ class StreamInputProcessor:
         #: After an unaligned stop's savepoint: input is dropped (:mod:`.unaligned_stop`).
         self.dropping_input = False
         self.records_dropped = 0
-        #: Records per chunk, adapted to a quarter of a slice after each chunk. It starts at
-        #: one: the functions' cost is unknown, and a first chunk of 64 records through a map
-        #: of 100 ms per record held the task (its results, a cancel, a barrier) for 6.4 s.
-        self._chunk = 1
+        #: Records per chunk: a quarter of a slice at the cost measured, regrowing by
+        #: doubling, starting at one record (:mod:`.chunk_size`).
+        self._chunks = ChunkSizer()
         self._current: CurrentBatch | None = None
         #: Restored input not yet processed, in order: channels' restored streams, and batches
         #: (gate, channel, values, timestamps, recovered) of gates that drain re-emitted data
@@ -280,7 +279,7 @@ class StreamInputProcessor:
                 current.position,
             )
             n = len(values)
-            k = self._chunk
+            k = self._chunks.size
             if budget is not None:
                 fit = budget.begin()
                 if fit < k:
@@ -327,7 +326,7 @@ class StreamInputProcessor:
             if rows:
                 self._rows.observe(rows, t1 - t0)
             else:
-                self._adapt_chunk(len(chunk), t1 - t0, slice_s)
+                self._chunks.observe(len(chunk), t1 - t0, slice_s)
             if pos >= n:
                 self._current = None
                 if not current.restored:
@@ -349,14 +348,6 @@ class StreamInputProcessor:
         callback, self._on_restored_consumed = self._on_restored_consumed, None
         if callback is not None:
             callback()
-
-    def _adapt_chunk(self, count: int, elapsed: float, slice_s: float) -> None:
-        target = slice_s / 4
-        if elapsed <= 0:
-            self._chunk = min(_MAX_CHUNK, self._chunk * 2)
-            return
-        per_record = elapsed / count
-        self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, int(target / per_record)))
 
     def after_slice(self) -> None:
         if self.buffer_timeout_ms == 0:
@@ -401,7 +392,7 @@ class StreamInputProcessor:
                     if perf() >= deadline:
                         break
                     continue
-            k = self._chunk
+            k = self._chunks.size
             if budget is not None:
                 fit = budget.begin()
                 if fit < k:
@@ -416,7 +407,7 @@ class StreamInputProcessor:
             else:
                 emitted = head.emit_pending(k)
                 t1 = perf()
-                self._adapt_chunk(emitted, t1 - t0, slice_s)
+                self._chunks.observe(emitted, t1 - t0, slice_s)
             if budget is not None:
                 budget.end(emitted)
             if t1 >= deadline or not self.output_available() or self.input_held():
