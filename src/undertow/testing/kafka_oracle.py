@@ -84,11 +84,17 @@ class KafkaOracleVerdict:
 
 
 def read_committed(
-    bootstrap: str, topic: str, timeout_s: float = 30.0, isolation: str = "read_committed"
+    bootstrap: str,
+    topic: str,
+    timeout_s: float = 30.0,
+    isolation: str = "read_committed",
+    start: dict[int, int] | None = None,
 ) -> list[tuple[int, bytes | None]]:
     """Every record of ``topic`` (partition, value), partition by partition in offset order,
     read up to each partition's high watermark as of the call (so this waits for the commit
-    markers of transactions committed before it)."""
+    markers of transactions committed before it, and fails after ``timeout_s`` if a
+    transaction left open holds the last stable offset back). ``start``: partition -> the
+    offset to read from (default: the partition's first)."""
     config = {
         "bootstrap.servers": bootstrap,
         "group.id": "undertow-oracle-reader",
@@ -99,6 +105,7 @@ def read_committed(
     try:
         partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
         ends = end_offsets(config, topic, sorted(partitions), timeout_s)
+        ends = {p: (max(low, (start or {}).get(p, low)), high) for p, (low, high) in ends.items()}
         ends = {p: (low, high) for p, (low, high) in ends.items() if high > low}
         if not ends:
             return []
