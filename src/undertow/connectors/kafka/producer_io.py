@@ -108,17 +108,67 @@ def broker_transaction_max_timeout(
         return None
 
 
+#: The errors of a principal the broker's authorizer refuses (CreateTopics answers
+#: ``TOPIC_AUTHORIZATION_FAILED`` without CREATE on the topic or the cluster).
+AUTHORIZATION_ERRORS = (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                        KafkaError.CLUSTER_AUTHORIZATION_FAILED)  # fmt: skip
+UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
 def ensure_progress_topic(config: dict[str, Any], topic: str, where: str, timeout_s: float) -> None:
-    """Create the compacted one-partition progress topic unless it exists."""
+    """Create the compacted one-partition progress topic unless it exists.
+
+    A principal without CREATE gets ``TOPIC_AUTHORIZATION_FAILED`` from the broker whether
+    or not the topic exists (the authorizer answers before the topic is looked up), so then
+    the topic's metadata decides: a topic created for the sink is used; one that does not
+    exist, or that the principal may not describe either, fails the start naming the topic,
+    the servers, the broker's error and what to grant. Never retries: an authorization
+    error does not go away by waiting."""
     admin = AdminClient({k: v for k, v in config.items() if not k.startswith("transaction")})
+    servers = config["bootstrap.servers"]
     new = NewTopic(topic, num_partitions=1, replication_factor=-1, config=PROGRESS_TOPIC_CONFIG)
     try:
         admin.create_topics([new], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
+        return
     except KafkaException as err:
-        if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise KafkaSinkError(
-                f"{where}: cannot create the progress topic {topic!r}: {err.args[0]}"
-            ) from err
+        error = reason(err)
+    except TimeoutError as err:  # the future's own timeout: no answer at all
+        raise KafkaSinkError(
+            f"{where}: the Kafka cluster at {servers} did not answer the creation of the "
+            f"progress topic {topic!r} within {timeout_s:g} s"
+        ) from err
+    if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+        return
+    if error.code() not in AUTHORIZATION_ERRORS:
+        raise KafkaSinkError(
+            f"{where}: cannot create the progress topic {topic!r} on the Kafka cluster at "
+            f"{servers}: {error.str()}"
+        )
+    problem = _progress_topic_problem(admin, topic, timeout_s)
+    if problem is not None:
+        raise KafkaSinkError(
+            f"{where}: may not create the progress topic {topic!r} on the Kafka cluster at "
+            f"{servers} ({error.str()}), and {problem}. Create the topic for the sink (one "
+            "partition, cleanup.policy=compact) and grant its principal DESCRIBE, READ and "
+            "WRITE on it, or grant it CREATE on the topic or the cluster, or set "
+            f"{PROGRESS_TOPIC} to a topic it may use"
+        )
+
+
+def _progress_topic_problem(admin: AdminClient, topic: str, timeout_s: float) -> str | None:
+    """Why the sink cannot use ``topic`` as it is, or ``None`` if it exists and may be
+    described."""
+    try:
+        found = admin.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
+    except KafkaException as err:
+        return f"its metadata could not be read either: {reason(err).str()}"
+    if found is None or (found.error is not None and found.error.code() == UNKNOWN_TOPIC):
+        return "the topic does not exist"
+    if found.error is None:
+        return None
+    if found.error.code() in AUTHORIZATION_ERRORS:
+        return f"may not describe it either ({found.error.str()})"
+    return f"its metadata could not be read either: {found.error.str()}"
 
 
 def read_markers(
