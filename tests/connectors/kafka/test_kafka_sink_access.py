@@ -7,23 +7,27 @@ whose CreateTopics futures fail as such a broker's do (everything else goes to t
 broker): a progress topic created for the sink is used; a missing one, or one the principal
 may not describe either, fails the start at once naming the operator, subtask, topic, servers,
 the broker's error and what to grant; a CreateTopics nobody answers fails naming the timeout.
+A progress topic it may not read (librdkafka's mock cluster refusing the fetches) fails the
+read at once, saying so.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.connectors.kafka.test_kafka_sink_runs import NamedContext
 from tests.connectors.kafka.test_kafka_sink_writer import checkpoint, make_topic, sink, values
 
 from undertow.connectors.kafka import producer_io
-from undertow.connectors.kafka.sink_protocol import KafkaSinkError
+from undertow.connectors.kafka.sink_protocol import KafkaSinkError, MarkerKey
+from undertow.testing.kafka_mock import FETCH_API, MockKafkaCluster
 
 DENIALS = [KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED]
 DENIAL_TEXT = {
@@ -145,3 +149,52 @@ def test_a_creation_nobody_answers_fails_naming_servers_and_timeout(
         r"of the progress topic 'undertow-sink-progress' within 3 s$",
     ):
         the_sink.create_writer(NamedContext())
+
+
+def progress_topic_on_mock(cluster: MockKafkaCluster) -> str:
+    """The mock cluster's topic ``progress`` holding one record; returns the servers."""
+    cluster.create_topic("progress", 1)
+    servers = cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": servers})
+    producer.produce("progress", key=b"k", value=b"1")
+    producer.flush(10)
+    return servers
+
+
+def test_a_progress_topic_the_principal_may_not_read_fails_at_once_saying_what_to_grant() -> None:
+    """librdkafka reports a refused fetch once and backs off: the read must not wait out its
+    timeout and then blame an open transaction."""
+    with MockKafkaCluster() as cluster:
+        servers = progress_topic_on_mock(cluster)
+        cluster.fail_next_requests(FETCH_API, *[KafkaError.TOPIC_AUTHORIZATION_FAILED] * 50)
+        started = time.monotonic()
+        with pytest.raises(
+            KafkaSinkError,
+            match=rf"^subtask 0 of the sink: may not read the progress topic 'progress' on the "
+            rf"Kafka cluster at {servers}: Fetch from broker 1 failed: Broker: Topic "
+            r"authorization failed; grant the sink's principal READ and DESCRIBE on it, or set "
+            r"undertow\.sink\.progress-topic to a topic it may read$",
+        ):
+            producer_io.read_id_uses(
+                {"bootstrap.servers": servers}, "progress", "p", "subtask 0 of the sink", 20
+            )
+        assert time.monotonic() - started < 10
+
+
+def test_a_progress_read_that_times_out_names_the_last_fetch_error() -> None:
+    with MockKafkaCluster() as cluster:
+        servers = progress_topic_on_mock(cluster)
+        cluster.fail_next_requests(FETCH_API, *[KafkaError.UNKNOWN] * 200)
+        with pytest.raises(
+            KafkaSinkError,
+            match=rf"^subtask 0: progress topic 'progress' at {servers}: read up to offset "
+            r"-1001 of 1 within 2 s; an open transaction may hold it back \(last error: Fetch "
+            r"from broker 1 failed at offset 0 \(leader epoch -1\): Unknown broker error\)$",
+        ):
+            producer_io.read_markers(
+                {"bootstrap.servers": servers},
+                "progress",
+                {MarkerKey("p", "t", 0)},
+                "subtask 0",
+                2,
+            )

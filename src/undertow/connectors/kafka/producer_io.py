@@ -195,7 +195,9 @@ def _progress_records(
 ) -> Iterator[tuple[bytes, bytes | None]]:
     """(key, value) of every record of the progress topic, from its start to its high
     watermark as it is now, read with ``isolation``. A read_committed read waits for a
-    transaction open below the high watermark (until ``timeout_s``, then fails saying so)."""
+    transaction open below the high watermark (until ``timeout_s``, then fails saying so,
+    with the consumer's last error). A fetch the broker refuses (no READ on the topic) fails
+    at once: librdkafka reports it once and then backs off, so waiting only hides it."""
     consumer_config = {
         k: v
         for k, v in config.items()
@@ -208,6 +210,7 @@ def _progress_records(
         "enable.partition.eof": True,
     }
     partition = TopicPartition(topic, 0)
+    servers = config["bootstrap.servers"]
     consumer = Consumer({**reader, "isolation.level": isolation})
     try:
         low, high = end_offsets(reader, topic, [0], timeout_s)[0]
@@ -215,10 +218,20 @@ def _progress_records(
             return
         consumer.assign([TopicPartition(topic, 0, low)])
         deadline = time.monotonic() + timeout_s
+        last_error: KafkaError | None = None
         while True:
             message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
+            error = None if message is None else message.error()
+            if message is not None and error is None:
                 yield message.key() or b"", message.value()
+            elif error is not None and error.code() in AUTHORIZATION_ERRORS:
+                raise KafkaSinkError(
+                    f"{where}: may not read the progress topic {topic!r} on the Kafka cluster "
+                    f"at {servers}: {error.str()}; grant the sink's principal READ and "
+                    f"DESCRIBE on it, or set {PROGRESS_TOPIC} to a topic it may read"
+                )
+            elif error is not None and error.code() != KafkaError._PARTITION_EOF:
+                last_error = error
             position = consumer.position([partition])[0].offset
             if position >= high:
                 return
@@ -228,13 +241,14 @@ def _progress_records(
                     if isolation == "read_committed"
                     else ""
                 )
+                last = "" if last_error is None else f" (last error: {last_error.str()})"
                 raise KafkaSinkError(
-                    f"{where}: progress topic {topic!r}: read up to offset "
-                    f"{position} of {high} within {timeout_s:g} s{held}"
+                    f"{where}: progress topic {topic!r} at {servers}: read up to offset "
+                    f"{position} of {high} within {timeout_s:g} s{held}{last}"
                 )
     except KafkaException as err:
         raise KafkaSinkError(
-            f"{where}: cannot read the progress topic {topic!r}: {err.args[0]}"
+            f"{where}: cannot read the progress topic {topic!r} at {servers}: {err.args[0]}"
         ) from err
     finally:
         consumer.close()
