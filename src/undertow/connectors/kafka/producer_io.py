@@ -108,17 +108,67 @@ def broker_transaction_max_timeout(
         return None
 
 
+#: The errors of a principal the broker's authorizer refuses (CreateTopics answers
+#: ``TOPIC_AUTHORIZATION_FAILED`` without CREATE on the topic or the cluster).
+AUTHORIZATION_ERRORS = (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                        KafkaError.CLUSTER_AUTHORIZATION_FAILED)  # fmt: skip
+UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
 def ensure_progress_topic(config: dict[str, Any], topic: str, where: str, timeout_s: float) -> None:
-    """Create the compacted one-partition progress topic unless it exists."""
+    """Create the compacted one-partition progress topic unless it exists.
+
+    A principal without CREATE gets ``TOPIC_AUTHORIZATION_FAILED`` from the broker whether
+    or not the topic exists (the authorizer answers before the topic is looked up), so then
+    the topic's metadata decides: a topic created for the sink is used; one that does not
+    exist, or that the principal may not describe either, fails the start naming the topic,
+    the servers, the broker's error and what to grant. Never retries: an authorization
+    error does not go away by waiting."""
     admin = AdminClient({k: v for k, v in config.items() if not k.startswith("transaction")})
+    servers = config["bootstrap.servers"]
     new = NewTopic(topic, num_partitions=1, replication_factor=-1, config=PROGRESS_TOPIC_CONFIG)
     try:
         admin.create_topics([new], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
+        return
     except KafkaException as err:
-        if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise KafkaSinkError(
-                f"{where}: cannot create the progress topic {topic!r}: {err.args[0]}"
-            ) from err
+        error = reason(err)
+    except TimeoutError as err:  # the future's own timeout: no answer at all
+        raise KafkaSinkError(
+            f"{where}: the Kafka cluster at {servers} did not answer the creation of the "
+            f"progress topic {topic!r} within {timeout_s:g} s"
+        ) from err
+    if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+        return
+    if error.code() not in AUTHORIZATION_ERRORS:
+        raise KafkaSinkError(
+            f"{where}: cannot create the progress topic {topic!r} on the Kafka cluster at "
+            f"{servers}: {error.str()}"
+        )
+    problem = _progress_topic_problem(admin, topic, timeout_s)
+    if problem is not None:
+        raise KafkaSinkError(
+            f"{where}: may not create the progress topic {topic!r} on the Kafka cluster at "
+            f"{servers} ({error.str()}), and {problem}. Create the topic for the sink (one "
+            "partition, cleanup.policy=compact) and grant its principal DESCRIBE, READ and "
+            "WRITE on it, or grant it CREATE on the topic or the cluster, or set "
+            f"{PROGRESS_TOPIC} to a topic it may use"
+        )
+
+
+def _progress_topic_problem(admin: AdminClient, topic: str, timeout_s: float) -> str | None:
+    """Why the sink cannot use ``topic`` as it is, or ``None`` if it exists and may be
+    described."""
+    try:
+        found = admin.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
+    except KafkaException as err:
+        return f"its metadata could not be read either: {reason(err).str()}"
+    if found is None or (found.error is not None and found.error.code() == UNKNOWN_TOPIC):
+        return "the topic does not exist"
+    if found.error is None:
+        return None
+    if found.error.code() in AUTHORIZATION_ERRORS:
+        return f"may not describe it either ({found.error.str()})"
+    return f"its metadata could not be read either: {found.error.str()}"
 
 
 def read_markers(
@@ -145,7 +195,9 @@ def _progress_records(
 ) -> Iterator[tuple[bytes, bytes | None]]:
     """(key, value) of every record of the progress topic, from its start to its high
     watermark as it is now, read with ``isolation``. A read_committed read waits for a
-    transaction open below the high watermark (until ``timeout_s``, then fails saying so)."""
+    transaction open below the high watermark (until ``timeout_s``, then fails saying so,
+    with the consumer's last error). A fetch the broker refuses (no READ on the topic) fails
+    at once: librdkafka reports it once and then backs off, so waiting only hides it."""
     consumer_config = {
         k: v
         for k, v in config.items()
@@ -158,6 +210,7 @@ def _progress_records(
         "enable.partition.eof": True,
     }
     partition = TopicPartition(topic, 0)
+    servers = config["bootstrap.servers"]
     consumer = Consumer({**reader, "isolation.level": isolation})
     try:
         low, high = end_offsets(reader, topic, [0], timeout_s)[0]
@@ -165,10 +218,20 @@ def _progress_records(
             return
         consumer.assign([TopicPartition(topic, 0, low)])
         deadline = time.monotonic() + timeout_s
+        last_error: KafkaError | None = None
         while True:
             message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
+            error = None if message is None else message.error()
+            if message is not None and error is None:
                 yield message.key() or b"", message.value()
+            elif error is not None and error.code() in AUTHORIZATION_ERRORS:
+                raise KafkaSinkError(
+                    f"{where}: may not read the progress topic {topic!r} on the Kafka cluster "
+                    f"at {servers}: {error.str()}; grant the sink's principal READ and "
+                    f"DESCRIBE on it, or set {PROGRESS_TOPIC} to a topic it may read"
+                )
+            elif error is not None and error.code() != KafkaError._PARTITION_EOF:
+                last_error = error
             position = consumer.position([partition])[0].offset
             if position >= high:
                 return
@@ -178,13 +241,14 @@ def _progress_records(
                     if isolation == "read_committed"
                     else ""
                 )
+                last = "" if last_error is None else f" (last error: {last_error.str()})"
                 raise KafkaSinkError(
-                    f"{where}: progress topic {topic!r}: read up to offset "
-                    f"{position} of {high} within {timeout_s:g} s{held}"
+                    f"{where}: progress topic {topic!r} at {servers}: read up to offset "
+                    f"{position} of {high} within {timeout_s:g} s{held}{last}"
                 )
     except KafkaException as err:
         raise KafkaSinkError(
-            f"{where}: cannot read the progress topic {topic!r}: {err.args[0]}"
+            f"{where}: cannot read the progress topic {topic!r} at {servers}: {err.args[0]}"
         ) from err
     finally:
         consumer.close()
