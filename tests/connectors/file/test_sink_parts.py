@@ -9,9 +9,8 @@ from typing import Any
 
 import fsspec
 import pytest
-from tests.datastream.environments import threads_env
 
-from undertow.common import Encoder, Row, Types
+from undertow.common import Encoder
 from undertow.connectors.file.committable import (
     CommitDecision,
     FileSinkCommitError,
@@ -24,11 +23,9 @@ from undertow.connectors.file.writer import FileWriter, parse_part_subtask
 from undertow.connectors.sink import SinkWriterContext
 from undertow.datastream.connectors.file_system import (
     BucketAssigner,
-    FileSink,
     OutputFileConfig,
     RollingPolicy,
 )
-from undertow.datastream.formats.parquet import ParquetBulkWriters
 
 
 def test_default_rolling_policy_rolls_on_size_age_and_inactivity() -> None:
@@ -75,27 +72,6 @@ def test_bucket_assigners() -> None:
     assert java_to_strftime("yyyy-MM-dd--HH") == "%Y-%m-%d--%H"
     with pytest.raises(ValueError, match="'Q'"):
         java_to_strftime("yyyy-Q")
-
-
-@pytest.mark.parametrize("bulk", [False, True])
-def test_a_file_sink_buckets_by_the_hour_unless_told_otherwise(tmp_path: Path, bulk: bool) -> None:
-    """Flink's (and PyFlink's) FileSink default is a DateTimeBucketAssigner: part files go in
-    an hourly directory ``yyyy-MM-dd--HH`` of the writing time in the local time zone, not in
-    the base path itself."""
-    env = threads_env(parallelism=1)
-    if bulk:
-        row = Types.ROW_NAMED(["w"], [Types.STRING()])
-        words = env.from_collection([Row(w="a"), Row(w="b")], type_info=row)
-        sink = FileSink.for_bulk_format(str(tmp_path), ParquetBulkWriters.for_row_type(row))
-    else:
-        words = env.from_collection(["a", "b"])
-        sink = FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder())
-    words.sink_to(sink.build())
-    hours = {dt.datetime.now().strftime("%Y-%m-%d--%H")}
-    env.execute("hourly buckets")
-    hours.add(dt.datetime.now().strftime("%Y-%m-%d--%H"))  # the job may cross an hour
-    parts = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert parts and all(p.parent.parent == tmp_path and p.parent.name in hours for p in parts)
 
 
 def test_commit_decision_table() -> None:

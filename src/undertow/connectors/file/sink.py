@@ -10,9 +10,7 @@
 
     FileSink.for_bulk_format("/out", ParquetBulkWriters.for_row_type(row_type)).build()
 
-Part files go in hourly buckets (``/out/2026-12-02--04/``) unless ``with_bucket_assigner``
-says otherwise, as in Flink. The longer story: docs/design.md, "Module notes", under this
-module's name.
+The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -24,8 +22,8 @@ from undertow.connectors.file.bulk_writer import BulkWriterFactory
 from undertow.connectors.file.committer import FileCommitter
 from undertow.connectors.file.compaction import FileCompactor, FileCompactStrategy
 from undertow.connectors.file.policies import (
+    BasePathBucketAssigner,
     BucketAssigner,
-    DateTimeBucketAssigner,
     DefaultRollingPolicy,
     OnCheckpointRollingPolicy,
     OutputFileConfig,
@@ -118,7 +116,7 @@ class FileSink(Sink):
 class _Builder:
     def __init__(self, base_path: str) -> None:
         self._base_path = base_path
-        self._assigner: BucketAssigner = DateTimeBucketAssigner()  # Flink's default
+        self._assigner: BucketAssigner = BasePathBucketAssigner()
         self._config = OutputFileConfig()
         self._check_interval = DEFAULT_BUCKET_CHECK_INTERVAL_MS
         self._policy: RollingPolicy = OnCheckpointRollingPolicy()
