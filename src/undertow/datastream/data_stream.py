@@ -47,6 +47,7 @@ from undertow.datastream.function_binding import (
     described,
 )
 from undertow.datastream.operator_settings import OperatorSettings
+from undertow.datastream.union_types import check_union_types
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
@@ -184,7 +185,10 @@ class DataStream(OperatorSettings):
     def union(self, *streams: DataStream) -> DataStream:
         """As in PyFlink, a keyed input enters the union through its own
         ``_keyed_stream_values_operator`` (a map after the key partition), so the union keeps
-        the key partitioning but not the keyed context."""
+        the key partitioning but not the keyed context. Streams of two different declared
+        types are refused, as Flink refuses them ("Cannot union streams of different types"):
+        the union has its first input's type, which the other's records would not fit."""
+        check_union_types(self, streams)
         inputs = [_union_input(s)._transformation for s in (self, *streams)]
         return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
 
