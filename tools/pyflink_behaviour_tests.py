@@ -160,7 +160,8 @@ BEHAVIOUR_TESTS: dict[str, str] = {
         "test_file_source_defaults_and_bad_providers"
     ),
     "FileSink": (
-        "tests/e2e/test_file_connectors.py::test_csv_files_to_text_sink_exactly_once_with_a_failure"
+        "tests/connectors/file/test_sink_parts.py::"
+        "test_a_file_sink_writes_into_its_base_path_unless_told_to_bucket"
     ),
     "FileSource": (
         "tests/e2e/test_file_connectors.py::test_csv_files_to_text_sink_exactly_once_with_a_failure"

@@ -174,6 +174,12 @@ ANNOTATIONS: dict[str, str] = {
         "groups up to set_size_threshold(); enable_compaction_on_checkpoint(N > 1) is refused "
         "(no holding files back over checkpoints); compaction runs on the sink's task thread"
     ),
+    "FileSink": (
+        "different: part files go into the base path by default (Flink: hourly "
+        "'yyyy-MM-dd--HH' directories, a DateTimeBucketAssigner), so spark.read.parquet(base) "
+        "reads them; with_bucket_assigner(BucketAssigner.date_time_bucket_assigner()) gives "
+        "Flink's layout"
+    ),
     "FileCompactor": (
         "different: concat_file_compactor(delimiter) for row formats (refused for bulk "
         "formats) and identical_file_compactor(); no Java record-wise compactors"

@@ -8,8 +8,10 @@ from typing import Any
 
 import cloudpickle
 import pytest
+from tests.datastream.environments import threads_env
 
 from undertow.connectors.source import InputStatus
+from undertow.core.errors import JobExecutionError
 from undertow.datastream.connectors.collection import CollectionSource
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.testing.source_reader import CollectingOutput, StandaloneReaderContext
@@ -82,3 +84,17 @@ class _EnumContext:
 def test_a_negative_count_is_refused_naming_the_source() -> None:
     with pytest.raises(ValueError, match=r"^DataGeneratorSource: count must be >= 0, got -3"):
         DataGeneratorSource(lambda i: i, count=-3)
+
+
+def test_a_generator_function_that_raises_names_the_index_it_was_making() -> None:
+    """A job's failure says which index the function raised on (its message need not), as
+    an operator's names its record."""
+
+    def lookup(i: int) -> str:
+        return {n: str(n) for n in range(5)}[i]  # KeyError: 5
+
+    env = threads_env(parallelism=1)
+    stream = env.from_source(DataGeneratorSource(lookup, count=10), None, "lookups")  # type: ignore[arg-type]
+    named = r"KeyError: 5 \(generating the record of index 5\)"
+    with pytest.raises(JobExecutionError, match=named), stream.execute_and_collect() as out:
+        list(out)

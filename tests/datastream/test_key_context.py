@@ -12,17 +12,22 @@ from typing import Any
 import pytest
 from tests.datastream.environments import threads_env
 
+from undertow.common import WatermarkStrategy
 from undertow.common.typeinfo import Types
+from undertow.common.watermark_strategy import TimestampAssigner
 from undertow.core.errors import JobExecutionError
 from undertow.datastream import (
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
+    KeyedProcessFunction,
+    ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
     StreamExecutionEnvironment,
 )
 from undertow.datastream.state import ValueStateDescriptor
+from undertow.datastream.window import TumblingEventTimeWindows
 
 RECORDS = [("a", 1), ("b", 10), ("a", 2), ("c", 100), ("b", 20), ("a", 3), ("c", 200)]
 
@@ -233,3 +238,56 @@ def test_connected_streams_check_the_declared_key_type_on_both_inputs() -> None:
     connected = records.connect(words).key_by(lambda r: r[1], lambda w: w, Types.STRING())
     with pytest.raises(JobExecutionError, match=_NOT_A_STRING):
         list(connected.map(CountPerKey()).execute_and_collect())
+
+
+class _RaisesOnTimer(KeyedProcessFunction):
+    """Registers an event-time timer at each record's value; the timer of key 'b' raises."""
+
+    def process_element(self, value: tuple[str, int], ctx: Any) -> None:
+        ctx.timer_service().register_event_time_timer(value[1])
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        if ctx.get_current_key() == "b":
+            raise ValueError("no timers for b")
+        yield ctx.get_current_key()
+
+
+class _RaisesOnWindow(ProcessWindowFunction):
+    def process(self, key: str, context: Any, elements: Any) -> Any:
+        yield sum(v for _, v in elements) // (key != "c")  # ZeroDivisionError for 'c'
+
+
+class _Second(TimestampAssigner):
+    def extract_timestamp(self, value: tuple[str, int], record_timestamp: int) -> int:
+        return value[1]
+
+
+def test_an_on_timer_that_raises_names_its_timer_and_key(env: StreamExecutionEnvironment) -> None:
+    """Not only ``ValueError: no timers for b``: which timer of which key it was firing (a
+    record note cannot say it: no record is being processed)."""
+    stream = env.from_collection(RECORDS).key_by(lambda r: r[0]).process(_RaisesOnTimer())
+    named = (
+        r"ValueError: no timers for b \(in on_timer\(10\) of an event-time timer of the key 'b'\)"
+    )
+    with pytest.raises(JobExecutionError, match=named), stream.execute_and_collect() as out:
+        list(out)
+
+
+def test_a_window_function_that_raises_names_the_window_and_key(
+    env: StreamExecutionEnvironment,
+) -> None:
+    """A window fired by the watermark names its window and key, as a record names itself."""
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(_Second())
+    stream = (
+        env.from_collection(RECORDS)
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda r: r[0])
+        .window(TumblingEventTimeWindows.of(1000))
+        .process(_RaisesOnWindow())
+    )
+    named = (
+        r"ZeroDivisionError: integer division or modulo by zero "
+        r"\(firing the window TimeWindow\(start=0, end=1000\) of the key 'c'\)"
+    )
+    with pytest.raises(JobExecutionError, match=named), stream.execute_and_collect() as out:
+        list(out)

@@ -138,11 +138,22 @@ def note_record(err: BaseException, record: object) -> None:
     tracebacks print on Python 3.11+), leaving its type and message as the user's function
     raised them. Called by an operator whose function raised on ``record``; a record whose
     ``repr`` raises is named by its type. Cost: only on failure."""
+    note_context(err, f"on the record {shown_value(record)}")
+
+
+def note_context(err: BaseException, note: str) -> None:
+    """Adds ``note`` to ``err`` as :func:`note_record` does: where the user's function was
+    when it raised (``in on_timer(1000) of an event-time timer of the key 'a'``, ``firing the
+    window ...``). Cost: only on failure."""
+    vars(err).setdefault("__notes__", []).append(note)
+
+
+def shown_value(value: object) -> str:
+    """``repr(value)`` cut to 200 characters, or its type if its ``repr`` raises."""
     try:
-        shown = f"{record!r:.200}"
+        return f"{value!r:.200}"
     except Exception:
-        shown = f"<a {type(record).__name__} whose repr() raised>"
-    vars(err).setdefault("__notes__", []).append(f"on the record {shown}")
+        return f"<a {type(value).__name__} whose repr() raised>"
 
 
 def describe(err: BaseException) -> str:

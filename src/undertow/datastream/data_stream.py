@@ -48,6 +48,7 @@ from undertow.datastream.function_binding import (
 )
 from undertow.datastream.key_types import with_key_type
 from undertow.datastream.operator_settings import OperatorSettings
+from undertow.datastream.union_types import check_union_types
 from undertow.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from undertow.graph.partitioners import (
     BroadcastPartitioner,
@@ -187,7 +188,9 @@ class DataStream(OperatorSettings):
     def union(self, *streams: DataStream) -> DataStream:
         """As in PyFlink, a keyed input enters the union through its own
         ``_keyed_stream_values_operator`` (a map after the key partition), so the union keeps
-        the key partitioning but not the keyed context."""
+        the key partitioning but not the keyed context. Streams of two declared types are
+        refused as in Flink (the union has its first input's type: :mod:`.union_types`)."""
+        check_union_types(self, streams)
         inputs = [_union_input(s)._transformation for s in (self, *streams)]
         return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import fsspec
 import pytest
+from tests.datastream.environments import threads_env
 
 from undertow.common import Encoder
 from undertow.connectors.file.committable import (
@@ -23,6 +24,7 @@ from undertow.connectors.file.writer import FileWriter, parse_part_subtask
 from undertow.connectors.sink import SinkWriterContext
 from undertow.datastream.connectors.file_system import (
     BucketAssigner,
+    FileSink,
     OutputFileConfig,
     RollingPolicy,
 )
@@ -72,6 +74,27 @@ def test_bucket_assigners() -> None:
     assert java_to_strftime("yyyy-MM-dd--HH") == "%Y-%m-%d--%H"
     with pytest.raises(ValueError, match="'Q'"):
         java_to_strftime("yyyy-Q")
+
+
+@pytest.mark.parametrize("hourly", [False, True])
+def test_a_file_sink_writes_into_its_base_path_unless_told_to_bucket(
+    tmp_path: Path, hourly: bool
+) -> None:
+    """Unlike Flink's FileSink (an hourly DateTimeBucketAssigner by default), undertow's
+    writes its part files into the base path, where ``spark.read.parquet(base)`` reads them
+    (Spark does not descend into directories that are not partitions); PyFlink's layout is
+    one ``with_bucket_assigner(BucketAssigner.date_time_bucket_assigner())`` away."""
+    env = threads_env(parallelism=1)
+    sink = FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder())
+    if hourly:
+        sink = sink.with_bucket_assigner(BucketAssigner.date_time_bucket_assigner())
+    env.from_collection(["a", "b"]).sink_to(sink.build())
+    hours = {dt.datetime.now().strftime("%Y-%m-%d--%H")}
+    env.execute("buckets")
+    hours.add(dt.datetime.now().strftime("%Y-%m-%d--%H"))  # the job may cross an hour
+    parts = [p for p in tmp_path.rglob("*") if p.is_file()]
+    where = {p.parent.name for p in parts} if hourly else {p.parent for p in parts}
+    assert parts and where <= (hours if hourly else {tmp_path})
 
 
 def test_commit_decision_table() -> None:

@@ -26,6 +26,7 @@ from undertow.connectors.source import (
     SplitEnumeratorContext,
     StaticSplitEnumerator,
 )
+from undertow.core.errors import note_context
 
 _UNBOUNDED = 2**62
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,7 +48,13 @@ class GeneratorSplit(JobBoundSplit):
     def next_batch(self, limit: int) -> list[Any]:
         fn = self.bound_payload()
         stop = min(self.end, self.position + limit * self.stride)
-        batch = list(map(fn, range(self.position, stop, self.stride)))
+        indices = range(self.position, stop, self.stride)
+        batch: list[Any] = []
+        try:
+            batch.extend(map(fn, indices))  # extend keeps what came before a raise
+        except Exception as err:  # the user's function: say which index it was making
+            note_context(err, f"generating the record of index {indices[len(batch)]}")
+            raise
         self.position += len(batch) * self.stride
         return batch
 

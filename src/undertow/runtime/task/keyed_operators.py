@@ -18,6 +18,7 @@ from typing import Any
 
 from undertow.api.function_shapes import OnTimerLike, ProcessElementLike
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
+from undertow.core.errors import note_context, shown_value
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
 from undertow.runtime.task.operators import UdfOperator, process_each, run_udf
@@ -70,7 +71,13 @@ class UserTimerFiring:
         ctx = self._timer_context(timer, domain)
         out: list[Any] = []
         stamps: list[Any] = []
-        run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
+        try:
+            run_udf(self._on_timer(timer.timestamp, ctx), out, stamps, ctx.ts)
+        except Exception as err:
+            kind = "an event-time" if domain is TimeDomain.EVENT_TIME else "a processing-time"
+            note_context(err, f"in on_timer({timer.timestamp}) of {kind} timer of the key "
+                              f"{shown_value(timer.key)}")  # fmt: skip
+            raise
         if out:
             self.output.collect_batch(out, stamps)
 

@@ -31,7 +31,7 @@ from undertow.api.window import (
     Window,
     WindowAssigner,
 )
-from undertow.core.errors import GraphBuildError, StateError, note_record
+from undertow.core.errors import GraphBuildError, StateError, note_context, note_record, shown_value
 from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.task.merging_window_set import MergingWindowSet
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
@@ -459,12 +459,16 @@ class WindowOperator(OneInputStreamOperator):
     def _evaluate(self, key: Any, window: Any, inputs: Any) -> None:
         wc = self._window_ctx
         wc.current_window = window
-        produced = self._window_function.process(key, window, wc, inputs)
-        if produced is None:
-            return
         out = self._out_values
         before = len(out)
-        out.extend(produced)
+        try:
+            produced = self._window_function.process(key, window, wc, inputs)
+            if produced is None:
+                return
+            out.extend(produced)
+        except Exception as err:  # the user's window function (or its generator) raised
+            note_context(err, f"firing the window {window} of the key {shown_value(key)}")
+            raise
         if len(out) > before:
             self._out_timestamps.extend([window.max_timestamp()] * (len(out) - before))
 
