@@ -240,6 +240,32 @@ def test_connected_streams_check_the_declared_key_type_on_both_inputs() -> None:
         list(connected.map(CountPerKey()).execute_and_collect())
 
 
+class _KeyAndSum(KeyedProcessFunction):
+    """Emits the current key and the key's running sum of the records' second field."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.total = runtime_context.get_state(ValueStateDescriptor("total", Types.LONG()))
+
+    def process_element(self, value: tuple[Any, int], ctx: Any) -> Any:
+        total = (self.total.value() or 0) + value[1]
+        self.total.update(total)
+        yield ctx.get_current_key(), total
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_a_double_key_type_makes_int_and_float_keys_one_key_as_pyflink(parallelism: int) -> None:
+    """PyFlink writes a ``Types.DOUBLE()`` key with its double serializer, so ``1`` arrives
+    as ``1.0``, one key with ``1.0``; undertow delivers the key in that form, routed and
+    keyed as a float (without ``key_type``, ``1`` and ``1.0`` are two keys)."""
+    env = threads_env(parallelism)
+    records = env.from_collection([(1, 1), (1.0, 10), (2, 100), (1, 1000)]).map(lambda r: r)
+    keyed = records.key_by(lambda r: r[0], key_type=Types.DOUBLE())
+    out = list(keyed.process(_KeyAndSum()).execute_and_collect())
+    assert all(type(key) is float for key, _ in out), out
+    finals = {key: max(total for k, total in out if k == key) for key, _ in out}
+    assert len(out) == 4 and finals == {1.0: 1011, 2.0: 100}, out  # in any order of arrival
+
+
 class _RaisesOnTimer(KeyedProcessFunction):
     """Registers an event-time timer at each record's value; the timer of key 'b' raises."""
 

@@ -80,3 +80,27 @@ def test_the_cheap_test_passes_only_keys_the_full_check_takes(key_type: Any, key
     """A key the cheap test passes is never one the type refuses (it skips the full check)."""
     if surely_fits(key_type)(key):
         assert key_type.check(key) is None
+
+
+@pytest.mark.parametrize(
+    ("key_type", "key", "delivered"),
+    [
+        (Types.DOUBLE(), 1, 1.0),
+        (Types.DOUBLE(), 2.5, 2.5),
+        (Types.FLOAT(), 1.1, 1.100000023841858),  # PyFlink's 32-bit float
+        (Types.FLOAT(), 3, 3.0),
+    ],
+)
+def test_a_floating_key_is_delivered_as_pyflinks_serializer_gives_it(
+    key_type: Any, key: Any, delivered: float
+) -> None:
+    selector = with_key_type(_first, key_type, "key_by()")
+    out = selector((key, 0))
+    assert type(out) is float and out == delivered
+
+
+def test_a_key_out_of_a_float_types_range_is_refused_naming_it() -> None:
+    selector = with_key_type(_first, Types.FLOAT(), "key_by()")
+    with pytest.raises(KeyTypeError, match=r"returned 1e\+39 \(float\): .*too large") as err:
+        selector((1e39, 0))
+    assert err.value.__notes__ == ["on the record (1e+39, 0)"]

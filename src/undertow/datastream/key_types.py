@@ -5,8 +5,10 @@ another Python type (an ``int`` for ``Types.STRING()``). :func:`with_key_type` w
 selector in a check that raises :class:`~undertow.core.errors.KeyTypeError` naming the key,
 its type and the declared type, with the record as a note; the task's failure names the
 operator and subtask (the producer's: its partitioner then runs the selector on every record,
-also with one channel). The key is returned as the selector made it, not converted to the
-type's form (PyFlink would deliver a ``DOUBLE`` key ``1`` as ``1.0``).
+also with one channel). A ``DOUBLE`` or ``FLOAT`` key is delivered in the form PyFlink's
+serializer gives it: a Python ``float`` (``1`` becomes ``1.0``, so ``1`` and ``1.0`` are one
+key, as in PyFlink), a ``FLOAT`` rounded to 32 bits; other keys, and the fields of a row key,
+are returned as the selector made them (PyFlink would deliver a row key as a ``Row``).
 
 Cost: nothing without a ``key_type`` (no wrapper). With one, per key a call and a cheap test
 true only of keys that fit (``str`` for ``STRING``, an ``int`` in ``LONG``'s range, an exact
@@ -15,6 +17,7 @@ tuple whose fields pass theirs); only when it is false, the type's full ``check`
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +54,19 @@ def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> C
             f"got {type(key_type).__name__} {key_type!r:.200}"
         )
     fits = surely_fits(key_type)
+    form = _floating_form(key_type)
+    if form is not None:
+
+        def checked_float(value: Any) -> Any:
+            key = selector(value)
+            if not fits(key):
+                key = _checked_fully(key_type, key, value)
+            try:
+                return form(key)
+            except OverflowError as err:  # 1e39 as a 32-bit FLOAT, 10**400 as a DOUBLE
+                raise _refusal(key_type, key, value, str(err)) from err
+
+        return checked_float
 
     def checked(value: Any) -> Any:
         key = selector(value)
@@ -61,16 +77,43 @@ def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> C
     return checked
 
 
+_FLOAT32 = struct.Struct("<f")
+
+
+def _as_double(key: Any) -> Any:
+    return key if type(key) is float else float(key)
+
+
+def _as_float32(key: Any) -> float:
+    value: float = _FLOAT32.unpack(_FLOAT32.pack(key))[0]
+    return value
+
+
+def _floating_form(key_type: TypeInformation) -> Callable[[Any], Any] | None:
+    """How PyFlink's serializer of ``key_type`` hands back a fitting key when that is not the
+    key itself: ``DOUBLE`` as a ``float``, ``FLOAT`` as a float rounded to 32 bits."""
+    if isinstance(key_type, BasicTypeInfo):
+        if key_type.basic_type is BasicType.DOUBLE:
+            return _as_double
+        if key_type.basic_type is BasicType.FLOAT:
+            return _as_float32
+    return None
+
+
 def _checked_fully(key_type: TypeInformation, key: Any, record: Any) -> Any:
     problem = key_type.check(key)
     if problem is None:
         return key
+    raise _refusal(key_type, key, record, problem)
+
+
+def _refusal(key_type: TypeInformation, key: Any, record: Any, problem: str) -> KeyTypeError:
     err = KeyTypeError(
         f"key_by() declared key_type {key_type!r}, but the key selector returned {key!r:.200} "
         f"({type(key).__name__}): {problem}"
     )
     note_record(err, record)
-    raise err
+    return err
 
 
 def surely_fits(key_type: TypeInformation) -> Callable[[Any], bool]:
