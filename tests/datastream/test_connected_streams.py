@@ -11,7 +11,7 @@ import pytest
 
 from undertow.common import Types
 from undertow.core.errors import GraphBuildError
-from undertow.datastream import StreamExecutionEnvironment
+from undertow.datastream import CoMapFunction, StreamExecutionEnvironment
 from undertow.datastream.connected_streams import BroadcastConnectedStream, ConnectedStreams
 from undertow.datastream.state import MapStateDescriptor
 
@@ -113,3 +113,27 @@ def test_a_two_input_process_without_its_methods_is_refused_naming_the_value(
             GraphBuildError, match=r"BroadcastConnectedStream\.process\(\) needs .*TimedPairwise"
         ):
             left.connect(broadcast).process(TimedPairwise())
+
+
+class _OddsAndWords(CoMapFunction):
+    """Returns None for even numbers and for 'skip'."""
+
+    def map1(self, value: int) -> int | None:
+        return value if value % 2 else None
+
+    def map2(self, value: str) -> str | None:
+        return None if value == "skip" else value
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_co_map_result_of_none_is_dropped_as_in_pyflink(
+    env: StreamExecutionEnvironment, keyed: bool
+) -> None:
+    """PyFlink's CoMap adapters (keyed or not) yield map1's/map2's result only if it is not
+    None; undertow emitted the None as a record."""
+    env.set_parallelism(1)
+    connected = env.from_collection([1, 2, 3, 4]).connect(env.from_collection(["x", "skip"]))
+    if keyed:
+        connected = connected.key_by(lambda v: 0, lambda v: 0)
+    with connected.map(_OddsAndWords()).execute_and_collect() as out:
+        assert sorted(map(str, out)) == ["1", "3", "x"]

@@ -95,6 +95,8 @@ class _Windowed:
     def reduce(self, reduce_function: Any, window_function: Any = None,
                output_type: Any = None) -> DataStream:  # fmt: skip
         contents = reduce_window_contents(reduce_function, window_function, evicting=self._evicting)
+        if window_function is None and output_type is None:
+            output_type = self._stream.get_type()  # PyFlink: a plain reduce keeps the input's type
         return self._build(f"Window({self._assigner!r}, Reduce)", contents, output_type)
 
     def aggregate(self, aggregate_function: Any, window_function: Any = None,

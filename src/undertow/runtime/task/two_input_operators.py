@@ -10,6 +10,8 @@ broadcast connection has no key.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 from undertow.api.function_shapes import (
@@ -66,14 +68,28 @@ class _TwoInputUdf(ForwardsCheckpointHooks, TwoInputStreamOperator):
 
 
 class CoMapOperator(_TwoInputUdf):
+    """A ``None`` that ``map1``/``map2`` returns is dropped, as PyFlink's CoMap adapters yield
+    a result only if it is not None (a one-input ``map`` emits ``None``, there and here).
+    Cost: one identity scan of each batch's results."""
+
     def __init__(self, function: CoMapLike) -> None:
         super().__init__(function, function.map1, function.map2)
 
     def process_batch1(self, values: list[Any], timestamps: Timestamps) -> None:
-        self.output.collect_batch(apply_each(self.call1, values), timestamps)
+        self._emit(apply_each(self.call1, values), timestamps)
 
     def process_batch2(self, values: list[Any], timestamps: Timestamps) -> None:
-        self.output.collect_batch(apply_each(self.call2, values), timestamps)
+        self._emit(apply_each(self.call2, values), timestamps)
+
+    def _emit(self, out: list[Any], timestamps: Timestamps) -> None:
+        if any(map(is_, out, repeat(None))):
+            kept = [i for i, v in enumerate(out) if v is not None]
+            out = [out[i] for i in kept]
+            if timestamps is not None:
+                timestamps = [timestamps[i] for i in kept]
+            if not out:
+                return
+        self.output.collect_batch(out, timestamps)
 
 
 class CoFlatMapOperator(_TwoInputUdf):
