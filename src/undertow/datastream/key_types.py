@@ -5,10 +5,9 @@ another Python type (an ``int`` for ``Types.STRING()``). :func:`with_key_type` w
 selector in a check that raises :class:`~undertow.core.errors.KeyTypeError` naming the key,
 its type and the declared type, with the record as a note; the task's failure names the
 operator and subtask (the producer's: its partitioner then runs the selector on every record,
-also with one channel). A ``DOUBLE`` or ``FLOAT`` key is delivered in the form PyFlink's
-serializer gives it: a Python ``float`` (``1`` becomes ``1.0``, so ``1`` and ``1.0`` are one
-key, as in PyFlink), a ``FLOAT`` rounded to 32 bits; other keys, and the fields of a row key,
-are returned as the selector made them (PyFlink would deliver a row key as a ``Row``).
+also with one channel). A ``DOUBLE`` or ``FLOAT`` key comes back as PyFlink's serializer
+gives it (a ``float``: ``1`` and ``1.0`` one key; ``FLOAT`` rounded to 32 bits); other keys
+as the selector made them (PyFlink would deliver a row key as a ``Row``).
 
 Cost: nothing without a ``key_type`` (no wrapper). With one, per key a call and a cheap test
 true only of keys that fit (``str`` for ``STRING``, an ``int`` in ``LONG``'s range, an exact
