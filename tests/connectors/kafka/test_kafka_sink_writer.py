@@ -10,6 +10,7 @@ errors that name what is wrong.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -18,6 +19,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from undertow.common.serialization import SimpleStringSchema
+from undertow.connectors.kafka import producer_io
 from undertow.connectors.kafka.producer_io import DEFAULT_PROGRESS_TOPIC, DeliveryErrors
 from undertow.connectors.kafka.sink_protocol import KafkaSinkError, KafkaWriterState, MarkerKey
 from undertow.connectors.kafka.writer import ExactlyOnceKafkaWriter, KafkaWriter
@@ -266,6 +268,64 @@ def test_a_retried_produce_request_keeps_the_order(guarantee: DeliveryGuarantee)
         del writer  # its producer goes before the cluster
         got = [int(m.value()) for m in read_partition(servers, "out", 0, 300)]
     assert got == list(range(300))
+
+
+@pytest.mark.parametrize("guarantee", [DeliveryGuarantee.AT_LEAST_ONCE, DeliveryGuarantee.NONE])
+def test_a_queue_the_brokers_do_not_drain_fails_the_write_naming_them(
+    guarantee: DeliveryGuarantee,
+) -> None:
+    """The broker stops answering (the mock cluster answers 20 s late) while the writer's
+    queue (5 records) is full: the write fails after the startup timeout (2 s) naming the
+    servers, instead of blocking its worker until librdkafka expires the records (5 min)."""
+    with MockKafkaCluster() as cluster:
+        cluster.create_topic("out", 1)
+        servers = cluster.bootstrap_servers
+        properties = {"queue.buffering.max.messages": "5",
+                      "undertow.sink.startup-timeout.ms": "2000"}  # fmt: skip
+        writer = sink(servers, "out", guarantee, properties=properties).create_writer(Context())
+        cluster.set_round_trip(1, 20_000)
+        started = time.monotonic()
+        with pytest.raises(
+            KafkaSinkError,
+            match=r"^KafkaSink\('out', [A-Z_]+\) subtask 0: cannot produce a record of 4 bytes "
+            r"to topic 'out': the producer's queue stayed full for 2 s: the brokers at "
+            rf"{servers} took none of its records \(gone or unreachable\?\)$",
+        ):
+            for i in range(10, 100):
+                writer.write(str(i), None)
+        assert time.monotonic() - started < 10
+        cluster.set_round_trip(1, 0)
+        del writer  # its producer goes before the cluster
+
+
+def test_a_commit_whose_queue_the_brokers_do_not_drain_fails_naming_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above, in an EXACTLY_ONCE commit: the commit fails, naming checkpoint, transactional
+    id, servers and the full queue (the progress topic is made on the mock cluster, which
+    does not answer CreateTopics)."""
+    monkeypatch.setattr(producer_io, "ensure_progress_topic", lambda *args: None)
+    with MockKafkaCluster() as cluster:
+        cluster.create_topic("out", 1)
+        cluster.create_topic(DEFAULT_PROGRESS_TOPIC, 1)
+        servers = cluster.bootstrap_servers
+        properties = {"queue.buffering.max.messages": "5",
+                      "undertow.sink.startup-timeout.ms": "2000"}  # fmt: skip
+        the_sink = sink(servers, "out", prefix="full", properties=properties)
+        writer = the_sink.create_writer(Context())
+        checkpoint(writer, 1, [str(i) for i in range(10, 100)])
+        cluster.set_round_trip(1, 20_000)
+        started = time.monotonic()
+        with pytest.raises(
+            KafkaSinkError,
+            match=r"^KafkaSink\('full', EXACTLY_ONCE\) subtask 0: the commit of checkpoint 1 "
+            r"\(transactional id 'full-0'\) failed: the producer's queue stayed full for 2 s: "
+            rf"the brokers at {servers} took none of its records \(gone or unreachable\?\)$",
+        ):
+            writer.notify_checkpoint_complete(1)
+        assert time.monotonic() - started < 10
+        cluster.set_round_trip(1, 0)
+        del writer  # its producer goes before the cluster
 
 
 class _CountingProducer:

@@ -372,8 +372,19 @@ class ProduceError(KafkaSinkError):
         self.error = error
 
 
-def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) -> None:
-    """Hand one record to the producer, waiting for queue space when it is full."""
+def produce(
+    producer: Producer,
+    record: ProducedRecord,
+    errors: DeliveryErrors,
+    timeout_s: float,
+    servers: str,
+) -> None:
+    """Hand one record to the producer, waiting for queue space when it is full, at most
+    ``timeout_s``. A queue that stays full that long means the brokers take no records (gone
+    or unreachable); librdkafka would free space only when ``message.timeout.ms`` (5 minutes)
+    expires them, and meanwhile the task's worker, blocked here, misses its heartbeats and is
+    reported as hanging. Raises :class:`ProduceError` (``_TIMED_OUT``) saying so instead."""
+    deadline: float | None = None
     while True:
         try:
             try:
@@ -386,6 +397,10 @@ def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) 
                 )
                 return
             except BufferError:
+                now = time.monotonic()
+                deadline = now + timeout_s if deadline is None else deadline
+                if now > deadline:
+                    raise _queue_stayed_full(record, errors.where, timeout_s, servers) from None
                 producer.poll(0.05)  # the local queue is full: serve deliveries, then retry
         except KafkaException as err:
             raise ProduceError(
@@ -393,6 +408,19 @@ def produce(producer: Producer, record: ProducedRecord, errors: DeliveryErrors) 
                 f"bytes to topic {record.topic!r}: {err.args[0]}",
                 reason(err),
             ) from err
+
+
+def _queue_stayed_full(
+    record: ProducedRecord, where: str, timeout_s: float, servers: str
+) -> ProduceError:
+    why = (
+        f"the producer's queue stayed full for {timeout_s:g} s: the brokers at {servers} "
+        "took none of its records (gone or unreachable?)"
+    )
+    return ProduceError(
+        f"{where}: cannot produce a record of {record.size} bytes to topic {record.topic!r}: {why}",
+        KafkaError(KafkaError._TIMED_OUT, why),
+    )
 
 
 def check_size(record: ProducedRecord, limit: int, where: str) -> None:

@@ -144,6 +144,10 @@ class _Base(SinkWriter):
         io.check_size(record, self.max_bytes, self.where)
         return record
 
+    def _produce(self, record: ProducedRecord) -> None:
+        io.produce(self.producer, record, self.errors, self.timeout_s,
+                   self.sink.bootstrap_servers)  # fmt: skip
+
     def close(self) -> None:
         io.serve_reports(self.producer)
 
@@ -166,7 +170,7 @@ class KafkaWriter(_Base):
         try:
             for element, timestamp in zip(elements, stamps):
                 for record in self._records(element, timestamp):
-                    io.produce(self.producer, record, self.errors)
+                    self._produce(record)
         except io.ProduceError as err:
             fatal = io.fatal_error(self.producer)
             if fatal is None or err.error.code() != KafkaError._FATAL:
@@ -373,7 +377,7 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             self.producer.begin_transaction()
             for batch in batches:
                 for record in batch.records:
-                    io.produce(self.producer, record, self.errors)
+                    self._produce(record)
             for key, value in markers:
                 marker = ProducedRecord(
                     self.progress_topic,
@@ -381,7 +385,7 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
                     None if value is None else str(value).encode(),
                     None,
                 )
-                io.produce(self.producer, marker, self.errors)
+                self._produce(marker)
             self._crash(DURING_COMMIT, checkpoint_id)
             self.producer.commit_transaction(self.timeout_s)
         except KafkaException as err:
