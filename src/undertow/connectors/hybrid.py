@@ -16,8 +16,9 @@ Invariant: a reader never reads a source before the earlier ones ended (on every
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from undertow.connectors.source import (
     Boundedness,
@@ -30,6 +31,8 @@ from undertow.connectors.source import (
     SplitEnumerator,
     SplitEnumeratorContext,
 )
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,11 @@ class _InnerEnumeratorContext(SplitEnumeratorContext[Any]):
 
     def signal_no_more_splits(self, subtask: int) -> None:
         self.owner.source_exhausted_for(self.index, subtask)
+
+    def call_async(
+        self, call: Callable[[], T], handler: Callable[[T | None, BaseException | None], None]
+    ) -> None:
+        self.owner.context.call_async(call, handler)
 
 
 class HybridEnumerator(SplitEnumerator[HybridSplit]):

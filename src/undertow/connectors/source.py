@@ -20,9 +20,11 @@ import copy
 import enum
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 SplitT = TypeVar("SplitT", bound="SourceSplit")
+T = TypeVar("T")
 
 
 class Boundedness(enum.Enum):
@@ -142,6 +144,9 @@ POLL_AGAIN_AFTER_S = 0.005
 
 
 class SplitEnumeratorContext(ABC, Generic[SplitT]):
+    """What an enumerator may do. Threading: the enumerator's thread only (the JobMaster's
+    loop), except the ``call`` of :meth:`call_async`."""
+
     @abstractmethod
     def current_parallelism(self) -> int: ...
 
@@ -153,6 +158,20 @@ class SplitEnumeratorContext(ABC, Generic[SplitT]):
 
     @abstractmethod
     def signal_no_more_splits(self, subtask: int) -> None: ...
+
+    def call_async(
+        self, call: Callable[[], T], handler: Callable[[T | None, BaseException | None], None]
+    ) -> None:
+        """Flink's ``callAsync``: run ``call`` (blocking I/O: listing a broker's partitions)
+        where it cannot stall the enumerator's thread, then ``handler(result, None)`` or
+        ``handler(None, error)`` on that thread. The JobMaster's context runs ``call`` on an
+        executor thread; this default (an enumerator tested alone) runs both at once."""
+        try:
+            result = call()
+        except Exception as err:
+            handler(None, err)
+            return
+        handler(result, None)
 
 
 class SplitEnumerator(ABC, Generic[SplitT]):

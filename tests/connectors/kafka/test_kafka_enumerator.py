@@ -3,6 +3,9 @@ under Hypothesis, and the enumerator against the test broker (discovery, bounded
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +21,8 @@ from undertow.connectors.kafka.enumerator import (
 )
 from undertow.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
+from undertow.runtime.control.messages import AddSplits
+from undertow.runtime.master.enumerators import EnumeratorContext
 from undertow.testing.kafka_topics import add_partitions, produce
 from undertow.testing.source_reader import StandaloneEnumeratorContext
 
@@ -126,3 +131,81 @@ def test_a_bounded_enumerator_stops_at_the_latest_offsets_and_says_no_more(
     stops = sorted((s.topic_partition.partition, s.stopping_offset) for _, s in context.assigned)
     assert stops == [(0, 3), (1, 0)]
     assert context.no_more == [0, 1, 2]
+
+
+class _BrokerGoneAway:
+    """An admin whose partition listing blocks, after the first, until ``back`` is set (a
+    broker that went away: librdkafka waits up to ``default.api.timeout.ms``), then finds a
+    third partition; it also serves the earliest offsets (0)."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.calls = 0
+        self.back = threading.Event()
+
+    def partitions(self, subscription: Any) -> list[KafkaTopicPartition]:
+        self.calls += 1
+        if self.calls > 1:
+            assert self.back.wait(30), "the test never let the broker come back"
+            return [KafkaTopicPartition(self.topic, p) for p in range(3)]
+        return [KafkaTopicPartition(self.topic, p) for p in range(2)]
+
+    def earliest(self, partitions: Any) -> dict[KafkaTopicPartition, int]:
+        return dict.fromkeys(partitions, 0)
+
+    latest = earliest
+
+
+def test_a_periodic_discovery_waiting_for_a_gone_broker_leaves_the_jobmasters_loop_free() -> None:
+    """On the JobMaster's context, a later discovery runs off the loop: while the broker does
+    not answer, a split request returns at once and the loop runs other work (heartbeats,
+    checkpoint triggers, a cancel); when the listing comes back, the new partition's split goes
+    to its owner without waiting for another request. (Discovering on the loop, a gone broker
+    held it for up to 60 s per listing: no checkpoint for 150 s, no cancel; docs/kafka.md.)"""
+    sent: list[tuple[int, Any]] = []
+    admin = _BrokerGoneAway("t")
+    now = [0.0]
+
+    async def scenario() -> None:
+        context = EnumeratorContext(lambda subtask, msg: sent.append((subtask, msg)), 0, 7, 2)
+        settings_ = EnumeratorSettings(
+            Subscription(topics=("t",)), KafkaOffsetsInitializer.earliest(), None, False, 1000
+        )
+        enum = KafkaSourceEnumerator(
+            context,
+            settings_,
+            lambda: admin,
+            lambda a: a,
+            clock=lambda: now[0],  # type: ignore[arg-type,return-value]
+        )
+        enum.start()
+        now[0] = 5.0  # the interval has passed: the next request discovers
+        started = time.monotonic()
+        enum.handle_split_request(0, None)
+        assert time.monotonic() - started < 1.0, "the split request waited for the broker"
+        ticks = 0
+        for _ in range(10):  # the loop is free while the listing waits
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert (
+            ticks == 10
+            and admin.calls == 2
+            and not any(
+                m.splits[0].topic_partition.partition == 2
+                for _, m in sent
+                if isinstance(m, AddSplits)
+            )
+        )
+        admin.back.set()
+        owner = split_owner(KafkaTopicPartition("t", 2), 2)
+        for _ in range(500):
+            found = [(s, m) for s, m in sent if isinstance(m, AddSplits)
+                     and m.splits[0].topic_partition.partition == 2]  # fmt: skip
+            if found:
+                break
+            await asyncio.sleep(0.01)
+        assert [s for s, _ in found] == [owner], sent
+        assert found[0][1].splits[0].starting_offset == 0
+        enum.close()
+
+    asyncio.run(scenario())

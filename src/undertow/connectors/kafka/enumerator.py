@@ -4,9 +4,10 @@ Runs in the JobMaster, on its loop thread. :class:`SplitAssignment` is pure book
 (partitions ever discovered; splits not yet handed to their owner, ``split_owner``) and its
 snapshot is the enumerator's checkpoint; :class:`KafkaSourceEnumerator`
 is the I/O shell: it discovers at start and, with ``partition.discovery.interval.ms`` > 0,
-again when a reader asks after the interval passed. Splits of the first discovery start at the
-starting offsets, later ones at their earliest offset. Splits go out only in answer to a
-reader's request, never at start; bounded sources then tell the reader there are no more.
+again when a reader asks after the interval passed, off the loop (``call_async``); those
+splits go out when found. Splits of the first discovery start at the starting offsets, later
+ones at their earliest offset, and go out only in answer to a reader's request; bounded
+sources then tell the reader there are no more.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -116,6 +117,11 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         self.assignment = SplitAssignment(context.current_parallelism(), state)
         self._restored = state is not None
         self._last_discovery: float | None = None
+        #: A periodic discovery is running (:meth:`_discover_later`); its handler clears it.
+        self._discovering = False
+        #: What a discovery raised that was not the broker's (failed at the next request).
+        self._failure: BaseException | None = None
+        self._closed = False
 
     @property
     def periodic(self) -> bool:
@@ -132,10 +138,19 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
 
     def discover(self, initial: bool) -> list[KafkaPartitionSplit]:
         """List partitions; make splits of the new ones (first discovery: starting offsets,
-        later: earliest). Returns the new splits."""
+        later: earliest). Returns the new splits. Blocking (broker round trips); the job's
+        start calls it, later discoveries go through :meth:`_discover_later`."""
         self._last_discovery = self.clock()
+        splits = self._new_splits(frozenset(self.assignment.discovered), initial)
+        self.assignment.add(splits)
+        return splits
+
+    def _new_splits(
+        self, known: frozenset[KafkaTopicPartition], initial: bool
+    ) -> list[KafkaPartitionSplit]:
+        """Splits of the partitions not in ``known``; any thread (touches no assignment)."""
         admin, lookup = self._lookup()
-        new = self.assignment.unknown(admin.partitions(self.settings.subscription))
+        new = sorted(set(admin.partitions(self.settings.subscription)) - known)
         if not new:
             return []
         start_at = self.settings.starting if initial else KafkaOffsetsInitializer.earliest()
@@ -146,11 +161,38 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
             raise KafkaSourceError(
                 f"KafkaSource ({self.settings.subscription.describe()}): {err}"
             ) from err
-        splits = [KafkaPartitionSplit(tp, starts[tp], stops.get(tp)) for tp in new]
-        self.assignment.add(splits)
-        if not initial:
-            log.info("KafkaSource: discovered %d new partitions: %s", len(new), new[:10])
-        return splits
+        return [KafkaPartitionSplit(tp, starts[tp], stops.get(tp)) for tp in new]
+
+    def _discover_later(self) -> None:
+        """A periodic discovery, its broker calls off the enumerator's thread (Flink's
+        ``callAsync``): a broker that went away holds them up to ``default.api.timeout.ms``,
+        and the JobMaster's loop, which hosts this enumerator, must go on with heartbeats,
+        checkpoints and cancels meanwhile. One at a time; the new splits go to their readers
+        as soon as they are known."""
+        self._last_discovery = self.clock()
+        self._discovering = True
+        known = frozenset(self.assignment.discovered)
+        self.context.call_async(lambda: self._new_splits(known, initial=False), self._discovered)
+
+    def _discovered(
+        self, splits: list[KafkaPartitionSplit] | None, error: BaseException | None
+    ) -> None:
+        self._discovering = False
+        if self._closed:
+            return
+        if isinstance(error, KafkaSourceError):  # the broker may be back at the next interval
+            log.warning("KafkaSource: partition discovery failed, retrying later: %s", error)
+            return
+        if error is not None:  # not the broker's: a bug, which fails the job at the next request
+            self._failure = error
+            return
+        if splits:
+            self.assignment.add(splits)
+            log.info("KafkaSource: discovered %d new partitions: %s", len(splits),
+                     [s.topic_partition for s in splits[:10]])  # fmt: skip
+            for subtask in self.context.registered_readers():
+                for split in self.assignment.take(subtask):
+                    self.context.assign_split(split, subtask)
 
     def _discovery_due(self) -> bool:
         if not self.periodic:
@@ -160,11 +202,13 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         return (self.clock() - self._last_discovery) * 1000 >= self.settings.discovery_interval_ms
 
     def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
-        if self._discovery_due():
-            try:
-                self.discover(initial=False)
-            except KafkaSourceError as err:  # the broker may be back at the next interval
-                log.warning("KafkaSource: partition discovery failed, retrying later: %s", err)
+        if self._failure is not None:
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.subscription.describe()}): partition discovery "
+                f"failed: {self._failure!r}"
+            ) from self._failure
+        if self._discovery_due() and not self._discovering:
+            self._discover_later()
         splits = self.assignment.take(subtask_id)
         for split in splits:
             self.context.assign_split(split, subtask_id)
@@ -179,6 +223,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         return self.assignment.snapshot()
 
     def close(self) -> None:
+        self._closed = True
         self._admin = None
 
 

@@ -5,13 +5,15 @@ checkpoint's enumerator state when there is one) and registers every reader subt
 :func:`.attempt.shutdown_workers` closes it. The context an enumerator gets sends
 ``AddSplits`` / ``NoMoreSplits`` to the worker that runs the subtask, through ``send``.
 
-Threading: the JobMaster's loop only (creation, split requests, snapshots at trigger time).
+Threading: the JobMaster's loop only (creation, split requests, snapshots at trigger time);
+blocking calls an enumerator hands to ``call_async`` run on the loop's default executor.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
 from undertow.core.types import AttemptNumber
@@ -20,6 +22,7 @@ from undertow.runtime.control.messages import AddSplits, MasterMessage, NoMoreSp
 
 #: Sends a control message to the worker that runs a subtask (dropped if it is not there).
 SendToSubtask = Callable[[int, MasterMessage], None]
+T = TypeVar("T")
 
 
 class EnumeratorContext(SplitEnumeratorContext[Any]):
@@ -44,6 +47,22 @@ class EnumeratorContext(SplitEnumeratorContext[Any]):
 
     def signal_no_more_splits(self, subtask: int) -> None:
         self._send(subtask, NoMoreSplits(self.attempt, self.vertex_id, subtask))
+
+    def call_async(
+        self, call: Callable[[], T], handler: Callable[[T | None, BaseException | None], None]
+    ) -> None:
+        """``call`` on the loop's default executor (a broker that went away keeps it up to its
+        API timeout: the loop goes on serving heartbeats, checkpoints and cancels), then
+        ``handler`` on the loop."""
+        future = asyncio.get_running_loop().run_in_executor(None, call)
+
+        def done(f: asyncio.Future[T]) -> None:
+            if f.cancelled():
+                return
+            error = f.exception()
+            handler(None, error) if error is not None else handler(f.result(), None)
+
+        future.add_done_callback(done)
 
 
 def start_enumerators(
