@@ -169,3 +169,52 @@ def test_a_files_time_is_read_from_a_datetime_or_a_number() -> None:
     assert _mtime({"mtime": moment}) == moment.timestamp()
     assert _mtime({"created": 17.5}) == 17.5
     assert _mtime({"mtime": "not a time"}) == 0.0
+
+
+def test_a_slow_continuous_listing_leaves_the_jobmasters_loop_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the JobMaster's context a continuous listing runs off the loop (an object store
+    listing many files takes seconds): a split request returns at once, and the new file is
+    handed out at the next request after the listing ends."""
+    import asyncio
+    import threading
+    import time
+
+    from undertow.connectors.file import enumerator as enumerator_module
+    from undertow.runtime.control.messages import AddSplits
+    from undertow.runtime.master.enumerators import EnumeratorContext
+
+    (tmp_path / "a.txt").write_text("a\n")
+    listed = threading.Event()
+    real = enumerator_module.discover_files
+
+    def slow_listing(paths: Any) -> Any:
+        assert listed.wait(30), "the test never let the listing end"
+        return real(paths)
+
+    sent: list[tuple[int, Any]] = []
+    now = [0.0]
+
+    async def scenario() -> None:
+        context = EnumeratorContext(lambda subtask, msg: sent.append((subtask, msg)), 0, 3, 1)
+        enum = FileEnumerator(context, (str(tmp_path),), 100, clock=lambda: now[0])
+        enum.start()
+        enum.handle_split_request(0, None)  # takes a.txt
+        (tmp_path / "b.txt").write_text("b\n")
+        monkeypatch.setattr(enumerator_module, "discover_files", slow_listing)
+        now[0] = 1.0
+        started = time.monotonic()
+        enum.handle_split_request(0, None)  # nothing left: a listing starts, and waits
+        assert time.monotonic() - started < 1.0, "the split request waited for the listing"
+        await asyncio.sleep(0.05)  # the loop runs on meanwhile
+        listed.set()
+        for _ in range(500):  # the reader asks again until it gets the new file
+            await asyncio.sleep(0.01)
+            enum.handle_split_request(0, None)
+            paths = [m.splits[0].path for _, m in sent if isinstance(m, AddSplits)]
+            if len(paths) == 2:
+                break
+        assert [p.rsplit("/", 1)[-1] for p in paths] == ["a.txt", "b.txt"], paths
+
+    asyncio.run(scenario())

@@ -7,9 +7,10 @@ reader from start to end; none of the formats here can start in the middle of a 
   enumerator starts; every request takes the next split, and once none is left the reader is
   told there are no more splits.
 * Continuous (``monitor_continuously(interval)``): a request that finds no split left lists the
-  paths again (at most once per ``interval``) and turns every file not seen before into a
-  split. Readers without a split ask again every ``interval``; the enumerator never says
-  "no more splits" (the source is unbounded).
+  paths again (at most once per ``interval``), off the JobMaster's loop (``call_async``: an
+  object store's listing of many files takes seconds), and turns every file not seen before
+  into a split. Readers without a split ask again every ``interval`` and take the new splits
+  then; the enumerator never says "no more splits" (the source is unbounded).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -70,7 +71,8 @@ def discover_files(paths: Iterable[str]) -> list[FileSourceSplit]:
 
 
 class FileEnumerator(SplitEnumerator[FileSourceSplit]):
-    """Static or continuous enumerator (module doc). Only the JobMaster loop calls it."""
+    """Static or continuous enumerator (module doc). Only the JobMaster loop calls it; a
+    continuous listing runs on the context's ``call_async`` thread."""
 
     def __init__(
         self,
@@ -88,6 +90,11 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         self.seen: set[str] = set(state.seen_paths) if state else set()
         self._restored = state is not None
         self._last_discovery: float | None = None
+        #: A continuous listing is running (:meth:`_discover_later`); its handler clears it.
+        self._discovering = False
+        #: What the last listing raised (a path gone): fails the job at the next request.
+        self._failure: BaseException | None = None
+        self._closed = False
 
     @property
     def continuous(self) -> bool:
@@ -99,18 +106,42 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
 
     def _discover(self) -> None:
         self._last_discovery = self.clock()
-        for split in discover_files(self.paths):
+        self._add_new(discover_files(self.paths))
+
+    def _add_new(self, splits: list[FileSourceSplit]) -> None:
+        for split in splits:
             if split.path not in self.seen:
                 self.seen.add(split.path)
                 self.remaining.append(split)
 
+    def _discover_later(self) -> None:
+        self._last_discovery = self.clock()
+        self._discovering = True
+        paths = self.paths
+        self.context.call_async(lambda: discover_files(paths), self._discovered)
+
+    def _discovered(
+        self, splits: list[FileSourceSplit] | None, error: BaseException | None
+    ) -> None:
+        self._discovering = False
+        if self._closed:
+            return
+        if error is not None:
+            self._failure = error
+        elif splits:
+            self._add_new(splits)
+
     def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
-        if not self.remaining and self.continuous:
+        if self._failure is not None:
+            raise self._failure
+        if not self.remaining and self.continuous and not self._discovering:
             due = self._last_discovery is None or (self.clock() - self._last_discovery) * 1000 >= (
                 self.interval_ms or 0
             )
             if due:
-                self._discover()
+                self._discover_later()  # at once when tested alone; else its splits come later
+                if self._failure is not None:
+                    raise self._failure
         if self.remaining:
             self.context.assign_split(self.remaining.pop(0), subtask_id)
         elif not self.continuous:
@@ -119,6 +150,9 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
 
     def add_splits_back(self, splits: list[FileSourceSplit], subtask_id: int) -> None:
         self.remaining[:0] = splits
+
+    def close(self) -> None:
+        self._closed = True  # a listing still running is dropped when it ends
 
     def snapshot_state(self, checkpoint_id: int) -> FileEnumeratorState:
         return FileEnumeratorState(1, tuple(self.remaining), frozenset(self.seen))
