@@ -257,6 +257,22 @@ def test_a_failed_abort_is_named_with_the_commit_error(producer: ScriptedProduce
         writer.notify_checkpoint_complete(3)
 
 
+def test_a_commit_the_brokers_did_not_answer_names_them(producer: ScriptedProducer) -> None:
+    """A commit that timed out (a broker that went away) names the brokers that did not
+    answer, where the message said only librdkafka's 'Failed to flush'."""
+    writer = _committing_writer(producer, 1)
+    producer.commit_error = KafkaError(
+        KafkaError._TIMED_OUT, "Failed to flush all outstanding messages within the API timeout"
+    )
+    with pytest.raises(KafkaSinkError) as raised:
+        writer.notify_checkpoint_complete(3)
+    message = str(raised.value)
+    assert message.endswith(
+        "within the API timeout; the brokers at broker-a:9092 did not answer in time (gone "
+        "away, or overloaded?)"
+    ), message
+
+
 def test_a_commit_at_the_end_of_input_says_so(producer: ScriptedProducer) -> None:
     writer = _sink(DeliveryGuarantee.EXACTLY_ONCE).create_writer(Context(subtask=0))
     assert isinstance(writer, ExactlyOnceKafkaWriter)

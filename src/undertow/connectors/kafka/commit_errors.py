@@ -30,6 +30,13 @@ FENCED = frozenset(
 FOLLOW_ON = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError._FATAL})
 
 
+#: The codes of a request the brokers did not answer: a time-out, a lost connection.
+UNANSWERED = frozenset(
+    {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+     KafkaError._MSG_TIMED_OUT, KafkaError.REQUEST_TIMED_OUT}
+)  # fmt: skip
+
+
 def is_fenced(error: KafkaError) -> bool:
     """Whether ``error`` says another producer with the same transactional id took over."""
     return error.code() in FENCED
@@ -63,6 +70,7 @@ def commit_failure(
     error: KafkaError,
     rejected: str | None,
     transaction_timeout_ms: int,
+    servers: str = "",
 ) -> CommitFailure:
     """The decision and the message for a transaction of ``checkpoint_id`` that failed with
     ``error`` (raised by ``begin_transaction``, ``produce`` or ``commit_transaction``).
@@ -71,7 +79,8 @@ def commit_failure(
     broker rejected (a delivery report that is not a follow-on failure), if any. A fenced
     producer cannot abort (its error is fatal); an abortable error is aborted. The broker
     also fences a producer whose transaction outlived ``transaction_timeout_ms`` (its abort
-    bumps the producer's epoch, KAFKA-6119), which the message names as the other cause."""
+    bumps the producer's epoch, KAFKA-6119), which the message names as the other cause. A
+    time-out or lost connection names ``servers``, the brokers that did not answer."""
     what = f"{where}: {_checkpoint(checkpoint_id)} (transactional id {transactional_id!r})"
     if is_fenced(error):
         return CommitFailure(
@@ -90,4 +99,6 @@ def commit_failure(
     cause = error.str() if rejected is None else f"{rejected} ({error.str()})"
     if error.txn_requires_abort():
         return CommitFailure(abort=True, message=f"{what} failed and was aborted: {cause}")
+    if error.code() in UNANSWERED and servers:
+        cause += f"; the brokers at {servers} did not answer in time (gone away, or overloaded?)"
     return CommitFailure(abort=False, message=f"{what} failed: {cause}")

@@ -412,6 +412,7 @@ class ExactlyOnceKafkaWriter(_Base, WriteAheadSinkWriter):
             error,
             self.errors.take_rejection(),
             int(self.config["transaction.timeout.ms"]),
+            self.sink.bootstrap_servers,
         )
         message = failure.message
         if failure.abort:
