@@ -38,11 +38,10 @@ from undertow.datastream.connectors.kafka import (
     KafkaSink,
 )
 from undertow.testing.kafka_oracle import (
-    OracleKeySchema,
-    OracleOutputSchema,
     read_committed,
     verdict,
 )
+from undertow.testing.kafka_oracle_job import oracle_sink
 from undertow.testing.oracle import (
     OracleSource,
     OracleStatefulFunction,
@@ -95,22 +94,8 @@ def _job(
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "oracle").uid("source")
     stream = stream.map(CountingMap(SOURCE_COUNT)).uid("count")  # the source resumed, or not
     counted = stream.key_by(oracle_key).process(OracleStatefulFunction()).uid("stateful")
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(topic)
-        .set_key_serialization_schema(OracleKeySchema())
-        .set_value_serialization_schema(OracleOutputSchema())
-        .build()
-    )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(bootstrap)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(guarantee)
-        .set_transactional_id_prefix(f"oracle-{topic}")
-        .set_property("message.max.bytes", str(1 << 20))
-        .build()
-    )
+    sink = oracle_sink(bootstrap, topic, f"oracle-{topic}", guarantee=guarantee,
+                       properties={"message.max.bytes": str(1 << 20)})  # fmt: skip
     counted.sink_to(sink.with_crash_injector(crash)).uid("kafka-sink")
 
 

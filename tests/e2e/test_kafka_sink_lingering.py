@@ -27,18 +27,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from undertow.common import WatermarkStrategy
 from undertow.core.errors import JobExecutionError
 from undertow.datastream import MapFunction, RuntimeContext
-from undertow.datastream.connectors.kafka import (
-    DeliveryGuarantee,
-    KafkaRecordSerializationSchema,
-    KafkaSink,
-)
 from undertow.testing.kafka_oracle import (
-    OracleKeySchema,
-    OracleOutputSchema,
     decode,
     read_committed,
     verdict,
 )
+from undertow.testing.kafka_oracle_job import oracle_sink
 from undertow.testing.oracle import OracleSource, OracleStatefulFunction, oracle_key
 
 from .conftest import EnvFactory
@@ -121,23 +115,9 @@ def _run(env: Any, bootstrap: str, topic: str, crash: DieWithTransactionOpen | N
     source = OracleSource(KEYS, RECORDS_PER_KEY)
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "oracle")
     counted = stream.key_by(oracle_key).process(OracleStatefulFunction()).map(NoteKeys())
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(topic)
-        .set_key_serialization_schema(OracleKeySchema())
-        .set_value_serialization_schema(OracleOutputSchema())
-        .build()
-    )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(bootstrap)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(f"lingering-{topic}")
-        # its own: a failing run's marker left open holds back no other test's restore
-        .set_property("undertow.sink.progress-topic", f"progress-{topic}")
-        .build()
-    )
+    # its own progress topic: a failing run's marker left open holds back no other test
+    progress = {"undertow.sink.progress-topic": f"progress-{topic}"}
+    sink = oracle_sink(bootstrap, topic, f"lingering-{topic}", properties=progress)
     counted.sink_to(sink.with_crash_injector(crash)).name("to kafka")
     env.execute(f"{topic} at parallelism {env.get_parallelism()}")
 

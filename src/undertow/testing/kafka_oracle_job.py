@@ -90,10 +90,13 @@ def oracle_sink(
     transactional_id_prefix: str,
     key_schema: SerializationSchema | None = None,
     value_schema: SerializationSchema | None = None,
+    guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE,
+    properties: dict[str, str] | None = None,
 ) -> KafkaSink:
-    """The stateful operator's outputs into ``topic``, EXACTLY_ONCE, keyed by oracle key (or
-    written with the ``key_schema`` and ``value_schema`` given, for jobs whose outputs are not
-    the oracle operator's)."""
+    """The stateful operator's outputs into ``topic``, with ``guarantee`` (EXACTLY_ONCE by
+    default) and the sink ``properties`` given, keyed by oracle key (or written with the
+    ``key_schema`` and ``value_schema`` given, for jobs whose outputs are not the oracle
+    operator's)."""
     serializer = (
         KafkaRecordSerializationSchema.builder()
         .set_topic(topic)
@@ -101,11 +104,13 @@ def oracle_sink(
         .set_value_serialization_schema(value_schema or OracleOutputSchema())
         .build()
     )
-    return (
+    builder = (
         KafkaSink.builder()
         .set_bootstrap_servers(bootstrap)
         .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_delivery_guarantee(guarantee)
         .set_transactional_id_prefix(transactional_id_prefix)
-        .build()
     )
+    for key, value in (properties or {}).items():
+        builder = builder.set_property(key, value)
+    return builder.build()
