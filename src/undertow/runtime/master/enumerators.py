@@ -6,12 +6,13 @@ checkpoint's enumerator state when there is one) and registers every reader subt
 ``AddSplits`` / ``NoMoreSplits`` to the worker that runs the subtask, through ``send``.
 
 Threading: the JobMaster's loop only (creation, split requests, snapshots at trigger time);
-blocking calls an enumerator hands to ``call_async`` run on the loop's default executor.
+blocking calls an enumerator hands to ``call_async`` run on a daemon thread each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -51,18 +52,25 @@ class EnumeratorContext(SplitEnumeratorContext[Any]):
     def call_async(
         self, call: Callable[[], T], handler: Callable[[T | None, BaseException | None], None]
     ) -> None:
-        """``call`` on the loop's default executor (a broker that went away keeps it up to its
-        API timeout: the loop goes on serving heartbeats, checkpoints and cancels), then
-        ``handler`` on the loop."""
-        future = asyncio.get_running_loop().run_in_executor(None, call)
+        """``call`` on a daemon thread of its own, then ``handler`` on the loop. Not the
+        loop's executor: a call waits up to a broker's API timeout when the broker went away,
+        and must neither take a thread the checkpoints' writes need nor hold up the job's
+        end (an executor is joined at shutdown; a daemon thread is not)."""
+        loop = asyncio.get_running_loop()
 
-        def done(f: asyncio.Future[T]) -> None:
-            if f.cancelled():
-                return
-            error = f.exception()
-            handler(None, error) if error is not None else handler(f.result(), None)
+        def run() -> None:
+            try:
+                result: Any = call()
+                error: BaseException | None = None
+            except Exception as err:
+                result, error = None, err
+            try:
+                loop.call_soon_threadsafe(handler, result, error)
+            except RuntimeError:  # the loop closed meanwhile: the job has ended
+                pass
 
-        future.add_done_callback(done)
+        name = f"undertow-enumerator-{self.vertex_id}"
+        threading.Thread(target=run, name=name, daemon=True).start()
 
 
 def start_enumerators(
