@@ -118,14 +118,16 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 if len(self._offsets) >= _KEY_CACHE_LIMIT:
                     self._offsets.clear()
                 self._offsets[key] = offset
-        elif key_type is float and key:  # floats apart (1.0 == 1, another group), never ±0.0
+        elif key_type is float and key and key == key:
+            # floats apart (1.0 == 1, another group), never ±0.0 (equal, two groups) nor a NaN
+            # (a dict finds none but itself: state_key below makes every NaN one key)
             offset = self._float_offsets.get(key)
             if offset is None:
                 offset = self._offset_of(key)
                 if len(self._float_offsets) >= _KEY_CACHE_LIMIT:
                     self._float_offsets.clear()
                 self._float_offsets[key] = offset
-        else:  # a list, a Decimal, ±0.0...: never cached (equal keys, other key groups)
+        else:  # a list, a Decimal, ±0.0, NaN...: never cached (equal keys, other key groups)
             try:
                 hash(key)
             except TypeError:
