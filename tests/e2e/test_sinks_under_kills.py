@@ -29,6 +29,7 @@ from undertow.core.errors import JobCancelledError
 from undertow.datastream.connectors.file_system import FileSource
 from undertow.datastream.formats.parquet import ParquetColumnarRowInputFormat
 from undertow.storage import CheckpointStorage
+from undertow.testing.gates import SourceHold
 from undertow.testing.oracle import (
     OracleResult,
     OracleSource,
@@ -184,16 +185,20 @@ def _wait_for(condition: Any, what: str) -> None:
 
 
 ORACLE_KEYS, ORACLE_PER_KEY = 10, 400
-#: per reader; 2 readers: the first job's oracle branch would take 8 s, so it is still running
-#: when the file branch has finished and the test cancels it (at 700 a second, 3 s, a loaded
-#: run once finished the job first, and a finished job's checkpoints are deleted); the resumed
-#: job reads the rest faster
+#: per reader (2 readers, 2,000 records each); the resumed job reads the rest faster
 ORACLE_RATE, RESUMED_RATE = 250.0, 2000.0
+#: The first job's oracle readers stop here (of their 2,000) until it is cancelled: a finished
+#: job deletes its checkpoints, and a pace alone did not keep it running until the test had
+#: its checkpoints (here at load 17 it ended after checkpoint 8, with the file branch's
+#: checkpoints not yet seen, and the test waited for a checkpoint until it timed out).
+HELD_AT = 1000
 
 
-def _mixed(env: Any, tmp_path: Path, rate: float = ORACLE_RATE) -> tuple[Path, Path]:
+def _mixed(
+    env: Any, tmp_path: Path, rate: float = ORACLE_RATE, hold: SourceHold | None = None
+) -> tuple[Path, Path]:
     outputs = _file_branch(env, tmp_path, paced=False)
-    source = OracleSource(ORACLE_KEYS, ORACLE_PER_KEY, records_per_second=rate)
+    source = OracleSource(ORACLE_KEYS, ORACLE_PER_KEY, records_per_second=rate, hold=hold)
     build_pipeline(env, source)
     return outputs
 
@@ -207,7 +212,7 @@ def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
     config = _config(tmp_path, restarts=0)
     config["execution.checkpointing.externalized-checkpoint-retention"] = "RETAIN_ON_CANCELLATION"
     env = make_env(parallelism=2, config=config)
-    parquet_out, delta_out = _mixed(env, tmp_path)
+    parquet_out, delta_out = _mixed(env, tmp_path, hold=SourceHold(tmp_path / "hold", HELD_AT))
     client = env.execute_async("files and oracle")
     try:
         _wait_for(lambda: len(_parquet_rows(parquet_out)) >= len(EXPECTED), "the file branch")
@@ -216,7 +221,7 @@ def test_restore_after_the_bounded_branch_finished_keeps_the_oracle_exact(
                   "checkpoints after the file branch finished")  # fmt: skip
     finally:
         client.cancel()
-    with pytest.raises(JobCancelledError):  # the oracle branch was still running
+    with pytest.raises(JobCancelledError):  # the oracle branch was held
         client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
     assert _parquet_rows(parquet_out) == EXPECTED
     assert _read_delta(delta_out) == EXPECTED
