@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from undertow.common.row import Row
+from undertow.common.typeinfo import Types
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.source import FileSource
 from undertow.core.errors import GraphBuildError, JobExecutionError
@@ -110,6 +111,10 @@ def test_misuse_is_refused_naming_the_operator(env: StreamExecutionEnvironment) 
         batches.map(lambda b: b)
     with pytest.raises(GraphBuildError, match="key by a column name"):
         batches.key_by(lambda r: r[0])
+    # a key_type is the Arrow columns' business: refused, where it was silently ignored
+    refused = r"key_by\(\) on the batch stream of operator 'To Batches': the key columns' Arrow"
+    with pytest.raises(GraphBuildError, match=refused):
+        batches.key_by("k", key_type=Types.STRING())
 
 
 def test_a_function_returning_the_wrong_schema_fails_naming_operator_and_subtask(

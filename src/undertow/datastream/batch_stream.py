@@ -237,7 +237,14 @@ class BatchStream:
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedBatchStream:
         """Partition by the column ``key_selector`` (a name) or columns (a list of names);
-        rows go to the subtask of their key group, as records of the same key would."""
+        rows go to the subtask of their key group, as records of the same key would. The key
+        columns' Arrow types are the key's type: a ``key_type`` is refused, not ignored."""
+        if key_type is not None:
+            raise GraphBuildError(
+                f"key_by() on the batch stream of operator '{self.get_name()}': the key "
+                f"columns' Arrow types are the key's type, so key_type={key_type!r} is not "
+                "taken; leave it out (or cast the columns with map_batches)"
+            )
         columns = [key_selector] if isinstance(key_selector, str) else key_selector
         if not (
             isinstance(columns, (list, tuple)) and columns
