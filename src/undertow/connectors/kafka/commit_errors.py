@@ -99,6 +99,6 @@ def commit_failure(
     cause = error.str() if rejected is None else f"{rejected} ({error.str()})"
     if error.txn_requires_abort():
         return CommitFailure(abort=True, message=f"{what} failed and was aborted: {cause}")
-    if error.code() in UNANSWERED and servers and servers not in cause:  # not named yet
+    if error.code() in UNANSWERED and servers:
         cause += f"; the brokers at {servers} did not answer in time (gone away, or overloaded?)"
     return CommitFailure(abort=False, message=f"{what} failed: {cause}")

@@ -419,7 +419,7 @@ def _queue_stayed_full(
     )
     return ProduceError(
         f"{where}: cannot produce a record of {record.size} bytes to topic {record.topic!r}: {why}",
-        KafkaError(KafkaError._TIMED_OUT, why),
+        KafkaError(KafkaError._QUEUE_FULL, why),  # names the brokers itself
     )
 
 
