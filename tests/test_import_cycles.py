@@ -34,9 +34,6 @@ TYPE_ONLY = {
     ("undertow.datastream.batch_stream", "undertow.datastream.stream_execution_environment"),
     # Windowed batch streams take a KeyedBatchStream; KeyedBatchStream.window() builds them.
     ("undertow.datastream.windowed_batch_stream", "undertow.datastream.batch_stream"),
-    # RocksDB state objects are bound to their backend, which creates them.
-    ("undertow.state.rocksdb_states", "undertow.state.rocksdb"),
-    ("undertow.state.rocksdb_map", "undertow.state.rocksdb"),
 }
 
 

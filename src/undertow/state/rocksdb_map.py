@@ -19,17 +19,20 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocksdict import ReadOptions
 
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import MapState
 from undertow.state.heap_states import HeapState
-from undertow.state.rocksdb_states import RocksDBState, db_key, decode_value, encode_value
-
-if TYPE_CHECKING:
-    from undertow.state.rocksdb import RocksDBKeyedStateBackend
+from undertow.state.rocksdb_states import (
+    RocksDBState,
+    StateHost,
+    db_key,
+    decode_value,
+    encode_value,
+)
 
 #: Key in the DB's default column family naming its layout; a DB without it (written before
 #: maps were stored per map key) holds each map as one entry, its whole dict the value: a
@@ -100,7 +103,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
     each method works on the DB directly; with TTL the reads and writes run the heap TTL
     state (``inner``) over the entries they touch, loaded into the scratch table."""
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, inner: HeapState) -> None:
+    def __init__(self, backend: StateHost, name: str, inner: HeapState) -> None:
         super().__init__(backend, name, inner)
         config = self.descriptor.ttl_config
         self._ttl = config is not None and config.is_enabled()

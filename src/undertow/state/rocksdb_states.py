@@ -17,7 +17,9 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+from rocksdict import Rdict, WriteBatch
 
 from undertow.core import pickling
 from undertow.state.backend import VOID_NAMESPACE, InternalKvState
@@ -27,11 +29,8 @@ from undertow.state.descriptors import (
     ReducingState,
     ValueState,
 )
-from undertow.state.heap_states import ABSENT, HeapState
+from undertow.state.heap_states import ABSENT, HeapState, KeyContext, StateTable
 from undertow.state.key_groups import assign_to_key_group
-
-if TYPE_CHECKING:
-    from undertow.state.rocksdb import RocksDBKeyedStateBackend
 
 VOID_TAG = b"\x00"
 WINDOWED_TAG = b"\x01"
@@ -129,6 +128,31 @@ def decode_value(raw: bytes) -> Any:
     return pickle.loads(raw)
 
 
+class StateHost(Protocol):
+    """What a state object asks of the backend that made it (the backend in
+    :mod:`undertow.state.rocksdb` implements it): the current key, its DB key, the state's
+    column family and scratch table, and write batches. Same thread as the state objects."""
+
+    #: The key context the scratch tables are bound to (``offset`` 0 while an operation runs).
+    scratch_context: KeyContext
+    #: Deterministic bytes of a key or map key.
+    encode_key: KeyEncoder
+
+    def current_key_and_group(self) -> tuple[Any, int]: ...
+
+    def current_void_db_key(self) -> bytes: ...
+
+    def flush_cached(self, name: str | None = None) -> None: ...
+
+    def column(self, name: str) -> Rdict: ...
+
+    def scratch(self, name: str) -> StateTable: ...
+
+    def batch(self, name: str) -> WriteBatch: ...
+
+    def write(self, batch: WriteBatch) -> None: ...
+
+
 class RocksDBState(InternalKvState[Any]):
     """A state object backed by one column family (see the module docstring).
 
@@ -136,7 +160,7 @@ class RocksDBState(InternalKvState[Any]):
     whose offset is ``0`` while an operation runs.
     """
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, inner: HeapState) -> None:
+    def __init__(self, backend: StateHost, name: str, inner: HeapState) -> None:
         self._backend = backend
         self._name = name
         self.inner = inner
