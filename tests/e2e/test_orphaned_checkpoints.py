@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import slow_delete_fs
 
 from undertow.common import WatermarkStrategy
 from undertow.core.errors import JobCancelledError
-from undertow.datastream import KeyedProcessFunction, RuntimeContext
+from undertow.datastream import JobStatus, KeyedProcessFunction, RuntimeContext
 from undertow.datastream.connectors import DataGeneratorSource
 from undertow.datastream.state import ValueStateDescriptor
+from undertow.storage import CheckpointStorage
 
 from .conftest import EnvFactory
 
@@ -148,3 +150,40 @@ def test_a_cancelled_job_keeps_only_its_retained_checkpoint(
         client.get_job_execution_result(timeout=30)
     left = _chk_dirs(checkpoints)
     assert len(left) == 1 and left == completed(), f"expected one retained checkpoint: {left}"
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("retention", ["DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"])
+def test_a_job_is_reported_canceled_once_its_checkpoints_are_final(
+    make_env: EnvFactory, retention: str
+) -> None:
+    """What a test (or a user's script) restores after it saw ``CANCELED`` is there for good:
+    on a store whose deletes are slow, the checkpoints read the moment the status is
+    ``CANCELED`` are the ones left once the job is gone (none, or the one retained), not the
+    ones the retention is still deleting (subsumed, or every one on DELETE_ON_CANCELLATION)."""
+    root = f"{slow_delete_fs.PROTOCOL}://{uuid.uuid4().hex}"
+    env = make_env(parallelism=1, config={
+        "execution.checkpointing.interval": "50 ms",
+        "execution.checkpointing.dir": root,
+        "execution.checkpointing.externalized-checkpoint-retention": retention,
+        "restart-strategy.type": "none",
+    })  # fmt: skip
+    source = DataGeneratorSource(lambda i: i % 5, count=None, records_per_second=2000)
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "gen")
+    stream.key_by(lambda v: v).map(lambda v: v).filter(lambda v: v < 0).print()
+    client = env.execute_async("deleted slowly")
+    storage = CheckpointStorage(root, client.get_job_id())
+    deadline = time.monotonic() + 30
+    while max(storage.completed_checkpoint_ids(), default=0) < 3:  # two subsumed on the way
+        assert time.monotonic() < deadline, "no third checkpoint"
+        time.sleep(0.02)
+    client.cancel()
+    while client.get_job_status().result() is not JobStatus.CANCELED:
+        assert time.monotonic() < deadline, "not cancelled"
+        time.sleep(0.005)
+    seen = storage.completed_checkpoint_ids()
+    with pytest.raises(JobCancelledError):
+        client.get_job_execution_result(timeout=30)
+    left = storage.completed_checkpoint_ids()
+    assert seen == left, f"CANCELED showed checkpoints {seen}, {left} stayed"
+    assert len(left) == (retention == "RETAIN_ON_CANCELLATION"), left

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 import uuid
 from dataclasses import replace
 from types import SimpleNamespace
@@ -57,6 +58,32 @@ def test_a_completion_subsumes_the_older_checkpoint_and_deletes_its_directory() 
     asyncio.run(main())
     assert storage.completed_checkpoint_ids() == [2]
     assert set(retention.metadata) == {2} and retention.newest_completed_id() == 2
+
+
+def test_settled_returns_once_the_deletes_started_on_the_executor_ended() -> None:
+    """The JobMaster reports the job ended after this: a subsumed checkpoint whose (slow)
+    delete is still running is not listed any more once it returns, and neither is the
+    directory of an aborted one nor a shared file released meanwhile."""
+    storage = CheckpointStorage.in_memory("job-r")
+    retention = CheckpointRetention("job-r", storage, num_retained=1)
+    discard = storage.discard
+
+    def slow_discard(cid: int, keep: frozenset[str] = frozenset()) -> None:
+        time.sleep(0.2)  # an object store's round trips
+        discard(cid, keep)
+
+    storage.discard = slow_discard  # type: ignore[method-assign]
+
+    async def main() -> None:
+        retention.completed(write(storage, 1, True), meta(1), ())
+        retention.completed(write(storage, 2, True), meta(2), ())
+        write(storage, 3, commit=False)
+        retention.discard(3)  # an aborted checkpoint
+        assert storage.completed_checkpoint_ids() == [1, 2], "the delete is not slow"
+        await retention.settled()
+        assert [d.checkpoint_id for d in storage.checkpoint_directories()] == [2]
+
+    asyncio.run(main())
 
 
 def test_a_savepoint_leaves_no_job_directory_and_counts_as_newest() -> None:

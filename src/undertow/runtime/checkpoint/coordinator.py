@@ -509,6 +509,15 @@ class CheckpointCoordinator:
         self.gateway.notify_complete(cid)
         self.periodic_trigger.decide()
 
+    async def end(self, final_status: str) -> None:
+        """The job ended ``final_status``: let a checkpoint acknowledged by the last tasks
+        land (or it would outlive the retention decided here) and the deletes already started
+        end, then :meth:`shutdown` on the executor. Once it returns, the job's checkpoint files
+        are final: what the job then reports ended is what a restore finds."""
+        await self.finish_completing()
+        await self.retention.settled()
+        await asyncio.get_running_loop().run_in_executor(None, self.shutdown, final_status)
+
     def shutdown(self, final_status: str) -> None:
         """The job ended (``FINISHED``, ``CANCELED`` or ``FAILED``): keep or delete the retained
         checkpoints as ``execution.checkpointing.externalized-checkpoint-retention`` says
@@ -516,7 +525,7 @@ class CheckpointCoordinator:
         RETAIN_ON_CANCELLATION; failed jobs keep them unless NO_EXTERNALIZED_CHECKPOINTS).
         First every orphaned ``chk-<n>`` directory goes (see :mod:`.orphan_sweep`), so only
         retained checkpoints stay. Blocking I/O: on the executor, after
-        :meth:`finish_completing`, once per job."""
+        :meth:`finish_completing`, once per job (:meth:`end` does both)."""
         self.stop(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
         keep = self.settings.keeps_retained_checkpoints(final_status)
         # Nothing is pending or being finalized any more and no id will be issued: every

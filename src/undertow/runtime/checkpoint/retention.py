@@ -18,7 +18,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from undertow.runtime.checkpoint.claim_mode import RecoveryClaimMode
@@ -63,6 +63,8 @@ class CheckpointRetention:
         #: Deletes run one at a time on the executor (a filesystem such as fsspec's memory one
         #: is not safe for concurrent changes; their decisions are already made on the loop).
         self._deleting = threading.Lock()
+        #: The deletes started on the executor and not ended yet (:meth:`settled`).
+        self._running: set[asyncio.Future[Any]] = set()
 
     # -- completion and subsumption -------------------------------------------------------------
     def completed(self, entry: CompletedCheckpoint, meta: CheckpointMetadata,
@@ -127,7 +129,7 @@ class CheckpointRetention:
                 log.log(level, "job %s: could not delete checkpoint %d: %s", self.job_id, cid,
                         err)  # fmt: skip
 
-        asyncio.get_running_loop().run_in_executor(None, discard)
+        self._in_background(discard)
 
     def release_shared(self, cid: int, aborted: tuple[FileHandle, ...] | None = None) -> None:
         """Checkpoint ``cid`` no longer holds its shared files (subsumed; or aborted, with
@@ -140,7 +142,7 @@ class CheckpointRetention:
         if release is not None and release.delete:
             log.debug("job %s: checkpoint %d released; deleting shared files %s", self.job_id,
                       cid, list(release.delete))  # fmt: skip
-            asyncio.get_running_loop().run_in_executor(None, self._delete_shared, release)
+            self._in_background(self._delete_shared, release)
 
     def _delete_shared(self, release: Any) -> None:
         with self._deleting:
@@ -166,7 +168,21 @@ class CheckpointRetention:
 
         log.info("job %s: claimed checkpoint %d subsumed; deleting %s", self.job_id,
                  entry.checkpoint_id, entry.external_path)  # fmt: skip
-        asyncio.get_running_loop().run_in_executor(None, discard)
+        self._in_background(discard)
+
+    def _in_background(self, delete: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Run ``delete(*args)`` on the running loop's executor, tracked for :meth:`settled`."""
+        future = asyncio.get_running_loop().run_in_executor(None, delete, *args)
+        self._running.add(future)
+        future.add_done_callback(self._running.discard)
+        return future
+
+    async def settled(self) -> None:
+        """Wait until every delete started on the executor ended (on the loop, once no
+        checkpoint completes or aborts any more: at the end of the job, before
+        :meth:`shutdown`, so that what the job reports when it ended is what stays)."""
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
 
     # -- orphaned directories ---------------------------------------------------------------------
     def _maybe_sweep(self, in_flight: Iterable[int]) -> None:
@@ -178,8 +194,7 @@ class CheckpointRetention:
         facts = self.sweep_facts(self.newest_completed_id(), in_flight)
         self._sweeping = True
         self._last_sweep_ms = now
-        future = asyncio.get_running_loop().run_in_executor(None, self.sweep, facts, True)
-        future.add_done_callback(self._sweep_ended)
+        self._in_background(self.sweep, facts, True).add_done_callback(self._sweep_ended)
 
     def _sweep_ended(self, _: object) -> None:
         self._sweeping = False

@@ -65,7 +65,7 @@ from undertow.runtime.master.exception_history import (
     console_report,
     failure_record,
 )
-from undertow.runtime.master.job_status import JobEvent, JobLifecycle
+from undertow.runtime.master.job_status import JobEvent, JobLifecycle, next_status
 from undertow.runtime.master.job_view import JobFacts, build_job_view
 from undertow.runtime.master.launcher import WorkerLauncher, default_num_workers
 from undertow.runtime.master.metrics import (
@@ -307,7 +307,7 @@ class JobMaster:
                             f"job {self.job_id[:8]}: not restarting again after "
                             f"{self.num_restarts} restarts: {decision.reason}"
                         )
-                    self._failure = error  # FAILED when it ended (_finish_status)
+                    self._failure = error  # FAILED when it ended (_ending)
                     break
                 self._fire(JobEvent.RESTART)
                 self.results.restarting(self.attempt, _first_line(error))
@@ -331,13 +331,12 @@ class JobMaster:
             self._report_failure(err, None)
         finally:
             server.close()
-            self._finish_status()
-            if self.coordinator is not None:
-                # a checkpoint acknowledged by the last finished tasks may still be written:
-                # let it land first, or it would outlive the retention decided here
-                await self.coordinator.finish_completing()
-                loop = asyncio.get_running_loop()
-                await loop.run_in_executor(None, self.coordinator.shutdown, self._status.value)
+            ended = self._ending()  # reported once the checkpoints are final: a test or
+            try:  # script that saw CANCELED restores what stays, not what is being deleted
+                if self.coordinator is not None:
+                    await self.coordinator.end(next_status(self._status, ended).value)
+            finally:
+                self._fire(ended)
             if self._rest is not None:
                 await self.savepoints.hand_over_stop_results()
                 self._rest.close()
@@ -419,17 +418,17 @@ class JobMaster:
             self._result = JobExecutionResult(self.job_id, runtime, dict(attempt.accumulators))
         return attempt.error
 
-    def _finish_status(self) -> None:
+    def _ending(self) -> JobEvent:
+        """How the job ends (its failure set); fired once the coordinator ended."""
         if self._cancel_requested:
-            self._fire(JobEvent.ENDED_CANCELED)
             self._failure = JobCancelledError(f"job {self.job_id} was cancelled")
-        elif self._failure is not None:
-            self._fire(JobEvent.ENDED_FAILED)
-        elif self._result is not None:
-            self._fire(JobEvent.ENDED_FINISHED)
-        else:
-            self._fire(JobEvent.ENDED_FAILED)
-            self._failure = JobExecutionError(f"job {self.job_id} ended without a result")
+            return JobEvent.ENDED_CANCELED
+        if self._failure is not None:
+            return JobEvent.ENDED_FAILED
+        if self._result is not None:
+            return JobEvent.ENDED_FINISHED
+        self._failure = JobExecutionError(f"job {self.job_id} ended without a result")
+        return JobEvent.ENDED_FAILED
 
     def _deploy(self, attempt: Attempt, restore: RestorePlan | None) -> None:
         graph_bytes = bytes(cloudpickle.dumps(self.job_graph))
