@@ -1,8 +1,8 @@
-"""A Kafka broker that goes away while a job with periodic partition discovery runs: the
-JobMaster's loop, which hosts the source's enumerator, goes on completing checkpoints and
-serving a cancel while the enumerator's listing waits for the broker (docs/kafka.md, "After a
-failure"). Until 2026-12-02 the listing ran on the loop and held it up to
-``default.api.timeout.ms`` each time."""
+"""A Kafka broker that goes away while a job with periodic partition discovery runs, or does
+not answer at the job's start: the JobMaster's loop, which hosts the source's enumerator, goes
+on completing checkpoints and serving REST and a cancel while the enumerator's listing waits
+for the broker (docs/kafka.md, "After a failure"). Until 2026-12-02 the listings ran on the
+loop and held it up to ``default.api.timeout.ms`` each time."""
 
 from __future__ import annotations
 
@@ -82,4 +82,47 @@ def test_checkpoints_and_a_cancel_go_on_while_discovery_waits_for_a_gone_broker(
         started = time.monotonic()
         client.cancel()
         _wait_for(lambda: client.get_job_status().result() is JobStatus.CANCELED, "cancel", 30)
+    assert time.monotonic() - started < 10, "the cancel waited for the broker"
+
+
+def _job_state(client: Any) -> str:
+    url = f"{client.get_rest_address()}/jobs/{client.get_job_id()}"
+    with urllib.request.urlopen(url, timeout=3) as answer:
+        return str(json.load(answer)["state"])
+
+
+@pytest.mark.timeout(120)
+def test_rest_and_a_cancel_answer_while_the_first_discovery_waits_for_the_broker() -> None:
+    """Nothing answers at the bootstrap address and a listing may wait 20 s for it: the job
+    deploys at once, REST answers within its 3 s time-out while the first discovery waits,
+    and a cancel ends the job within 10 s. (With the first discovery on the loop, the job did
+    not deploy and REST did not answer until the 20 s had passed, and then the job failed.)"""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration({
+        "execution.target": "local-threads", "rest.port": "0",
+        "restart-strategy.type": "none",
+    }))  # fmt: skip
+    env.set_parallelism(2)
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers("127.0.0.1:9")
+        .set_topics("anything")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_property("default.api.timeout.ms", "20000")
+        .build()
+    )
+    env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").sink_to(DiscardingSink())
+    client = env.execute_async("first discovery waits for the broker")
+    try:
+        _wait_for(lambda: client.get_job_status().result() is JobStatus.RUNNING, "deploy", 10)
+        started = time.monotonic()
+        for _ in range(5):  # every answer while the listing waits (20 s) for the broker
+            assert _job_state(client) == "RUNNING"
+            time.sleep(0.2)
+        assert time.monotonic() - started < 10, "REST waited for the broker"
+    finally:
+        started = time.monotonic()
+        client.cancel()
+        _wait_for(lambda: client.get_job_status().result().is_globally_terminal_state(),
+                  "the job's end", 30)  # fmt: skip
+    assert client.get_job_status().result() is JobStatus.CANCELED
     assert time.monotonic() - started < 10, "the cancel waited for the broker"

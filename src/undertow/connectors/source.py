@@ -164,8 +164,9 @@ class SplitEnumeratorContext(ABC, Generic[SplitT]):
     ) -> None:
         """Flink's ``callAsync``: run ``call`` (blocking I/O: listing a broker's partitions)
         where it cannot stall the enumerator's thread, then ``handler(result, None)`` or
-        ``handler(None, error)`` on that thread. The JobMaster's context runs ``call`` on a
-        daemon thread; this default (an enumerator tested alone) runs both at once."""
+        ``handler(None, error)`` on that thread; what the handler raises fails the job. The
+        JobMaster's context runs ``call`` on a daemon thread; this default (an enumerator
+        tested alone) runs both at once, so the handler's error reaches the caller."""
         try:
             result = call()
         except Exception as err:

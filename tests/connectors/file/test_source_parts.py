@@ -194,10 +194,13 @@ def test_a_slow_continuous_listing_leaves_the_jobmasters_loop_free(
         return real(paths)
 
     sent: list[tuple[int, Any]] = []
+    failures: list[BaseException] = []
     now = [0.0]
 
     async def scenario() -> None:
-        context = EnumeratorContext(lambda subtask, msg: sent.append((subtask, msg)), 0, 3, 1)
+        context = EnumeratorContext(
+            lambda subtask, msg: sent.append((subtask, msg)), 0, 3, 1, fail=failures.append
+        )
         enum = FileEnumerator(context, (str(tmp_path),), 100, clock=lambda: now[0])
         enum.start()
         enum.handle_split_request(0, None)  # takes a.txt
@@ -218,3 +221,4 @@ def test_a_slow_continuous_listing_leaves_the_jobmasters_loop_free(
         assert [p.rsplit("/", 1)[-1] for p in paths] == ["a.txt", "b.txt"], paths
 
     asyncio.run(scenario())
+    assert failures == []

@@ -68,7 +68,8 @@ async def play_master(deploy: Deploy, config: dict[str, str]) -> list[Any]:
             if isinstance(msg, RegisterWorker):
                 if graph is not None:
                     enumerators.update(start_enumerators(
-                        graph, {}, lambda subtask, message: conn.send(message), ATTEMPT
+                        graph, {}, lambda subtask, message: conn.send(message), ATTEMPT,
+                        received.append,
                     ))  # fmt: skip
                 conn.send(deploy)
             elif isinstance(msg, SplitRequest):

@@ -2,12 +2,13 @@
 
 Runs in the JobMaster, on its loop thread. :class:`SplitAssignment` is pure bookkeeping
 (partitions ever discovered; splits not yet handed to their owner, ``split_owner``) and its
-snapshot is the enumerator's checkpoint; :class:`KafkaSourceEnumerator`
-is the I/O shell: it discovers at start and, with ``partition.discovery.interval.ms`` > 0,
-again when a reader asks after the interval passed, off the loop (``call_async``); those
-splits go out when found. Splits of the first discovery start at the starting offsets, later
-ones at their earliest offset, and go out only in answer to a reader's request; bounded
-sources then tell the reader there are no more.
+snapshot is the enumerator's checkpoint; :class:`KafkaSourceEnumerator` is the I/O shell: it
+discovers at start and, with ``partition.discovery.interval.ms`` > 0, again when a reader asks
+after the interval passed, every time off the loop (``call_async``). Splits of the first
+discovery start at the starting offsets and go out in answer to a reader's request (one that
+asked before they were known gets them when they are); later ones start at their earliest
+offset and go out when found. Bounded sources then tell the reader there are no more. A first
+discovery that fails, fails the job.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -37,11 +38,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class KafkaEnumeratorState:
-    """The enumerator's checkpoint (format ``version`` 1)."""
+    """The enumerator's checkpoint (format ``version`` 2; :func:`restore_state` reads 1)."""
 
     version: int
     discovered: frozenset[KafkaTopicPartition]
     pending: tuple[KafkaPartitionSplit, ...]
+    #: The first discovery ended (a checkpoint taken while it ran redoes it on restore).
+    initial_discovery_done: bool
 
 
 class SplitAssignment:
@@ -75,13 +78,13 @@ class SplitAssignment:
         """The pending splits ``subtask`` owns, now delivered (sorted by partition)."""
         return sorted(self._pending.pop(subtask, []), key=lambda s: s.topic_partition)
 
-    def snapshot(self) -> KafkaEnumeratorState:
+    def snapshot(self, initial_discovery_done: bool = True) -> KafkaEnumeratorState:
         pending = tuple(
             sorted(
                 (s for ss in self._pending.values() for s in ss), key=lambda s: s.topic_partition
             )
         )
-        return KafkaEnumeratorState(1, frozenset(self.discovered), pending)
+        return KafkaEnumeratorState(2, frozenset(self.discovered), pending, initial_discovery_done)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +118,11 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         self._admin: KafkaAdmin | None = None
         self.clock = clock
         self.assignment = SplitAssignment(context.current_parallelism(), state)
-        self._restored = state is not None
+        self._initial_done = state is not None and state.initial_discovery_done
+        #: Readers that asked while the first discovery ran, in the order they asked.
+        self._waiting: list[int] = []
         self._last_discovery: float | None = None
-        #: A periodic discovery is running (:meth:`_discover_later`); its handler clears it.
+        #: A discovery is running (:meth:`start`, :meth:`_discover_later`); its handler clears it.
         self._discovering = False
         #: What a discovery raised that was not the broker's (failed at the next request).
         self._failure: BaseException | None = None
@@ -133,17 +138,38 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         return self._admin, self._offsets_factory(self._admin)
 
     def start(self) -> None:
-        if not self._restored:
-            self.discover(initial=True)
-
-    def discover(self, initial: bool) -> list[KafkaPartitionSplit]:
-        """List partitions; make splits of the new ones (first discovery: starting offsets,
-        later: earliest). Returns the new splits. Blocking (broker round trips); the job's
-        start calls it, later discoveries go through :meth:`_discover_later`."""
+        """The first discovery (unless a restored checkpoint says it ended), off the loop like
+        every later one (Flink's ``start``): the broker round trips wait up to
+        ``default.api.timeout.ms`` for a broker that is slow or gone, and the JobMaster's loop
+        must serve REST, checkpoint triggers and a cancel meanwhile. Readers that ask before
+        it ended wait for its splits (:meth:`handle_split_request`)."""
+        if self._initial_done:
+            return
         self._last_discovery = self.clock()
-        splits = self._new_splits(frozenset(self.assignment.discovered), initial)
-        self.assignment.add(splits)
-        return splits
+        self._discovering = True
+        known = frozenset(self.assignment.discovered)
+        self.context.call_async(lambda: self._new_splits(known, initial=True), self._first_found)
+
+    def _first_found(
+        self, splits: list[KafkaPartitionSplit] | None, error: BaseException | None
+    ) -> None:
+        """The first discovery's handler: a failure (broker down, topic missing) is raised,
+        which fails the job (the JobMaster's context; Flink's handler throws too); else the
+        readers that asked meanwhile get their splits, in the order they asked."""
+        self._discovering = False
+        if self._closed:
+            return
+        if error is not None:  # the broker's error names its servers; any other, its kind
+            what = str(error) if isinstance(error, KafkaSourceError) else repr(error)
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.subscription.describe()}): the first partition "
+                f"discovery failed: {what}"
+            ) from error
+        self.assignment.add(splits or [])
+        self._initial_done = True
+        waiting, self._waiting = self._waiting, []
+        for subtask in waiting:
+            self._hand_out(subtask)
 
     def _new_splits(
         self, known: frozenset[KafkaTopicPartition], initial: bool
@@ -207,10 +233,16 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
                 f"KafkaSource ({self.settings.subscription.describe()}): partition discovery "
                 f"failed: {self._failure!r}"
             ) from self._failure
+        if not self._initial_done:  # the first discovery runs: answered when it ends
+            if subtask_id not in self._waiting:
+                self._waiting.append(subtask_id)
+            return
         if self._discovery_due() and not self._discovering:
             self._discover_later()
-        splits = self.assignment.take(subtask_id)
-        for split in splits:
+        self._hand_out(subtask_id)
+
+    def _hand_out(self, subtask_id: int) -> None:
+        for split in self.assignment.take(subtask_id):
             self.context.assign_split(split, subtask_id)
         if not self.periodic:
             self.context.signal_no_more_splits(subtask_id)
@@ -220,7 +252,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
             self.assignment._keep(split)
 
     def snapshot_state(self, checkpoint_id: int) -> KafkaEnumeratorState:
-        return self.assignment.snapshot()
+        return self.assignment.snapshot(self._initial_done)
 
     def close(self) -> None:
         self._closed = True
@@ -228,9 +260,13 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
 
 
 def restore_state(checkpoint: Any, what: str) -> KafkaEnumeratorState:
-    if not isinstance(checkpoint, KafkaEnumeratorState) or checkpoint.version != 1:
+    """The state of a checkpoint of format 2, or of format 1 (no ``initial_discovery_done``:
+    the first discovery then ended before the job ran, so before any checkpoint)."""
+    if not isinstance(checkpoint, KafkaEnumeratorState) or checkpoint.version not in (1, 2):
         raise TypeError(
             f"{what}: cannot restore the enumerator from {type(checkpoint).__name__} "
-            f"(not a Kafka source checkpoint of format 1)"
+            f"(not a Kafka source checkpoint of format 1 or 2)"
         )
+    if checkpoint.version == 1:
+        return KafkaEnumeratorState(2, checkpoint.discovered, checkpoint.pending, True)
     return checkpoint

@@ -435,7 +435,7 @@ class JobMaster:
         peers = {w: (r.data_host, r.data_port) for w, r in attempt.registered.items()}
         attempt.enumerators = start_enumerators(
             self.job_graph, restore.enumerator_states if restore is not None else {},
-            self.gateway.send_to_subtask, attempt.number,
+            self.gateway.send_to_subtask, attempt.number, lambda err: self.fail(attempt, err),
         )  # fmt: skip
         assignment = restore_assignment(restore, self.job_id)
         attempt.restore_path = _pointer(restore) if restore is not None else None
