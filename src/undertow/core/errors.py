@@ -41,6 +41,13 @@ class KeyTypeError(UndertowError, TypeError):
     serializer refuses it), named with its type and the declared type."""
 
 
+class OutputTypeError(UndertowError, TypeError):
+    """A function returned a value that does not fit the ``output_type`` declared for it
+    (``map(f, output_type=Types.STRING())`` returning an ``int``), where PyFlink's serializer
+    of that type would refuse it. The message names the operator, subtask, value, its type
+    and the declared type."""
+
+
 class KeySelectorError(UndertowError, RuntimeError):
     """A ``key_by`` key selector raised on a record (Flink's "Could not extract key"). The
     message names the record and the selector's own error, which is the cause."""

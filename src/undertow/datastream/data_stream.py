@@ -79,6 +79,7 @@ from undertow.runtime.task.operators import (
     StreamFlatMap,
     StreamMap,
 )
+from undertow.runtime.task.output_check import declared
 from undertow.runtime.task.sink_operator import SinkWriterOperator
 from undertow.runtime.task.source_operator import TimestampsAndWatermarksOperator
 
@@ -86,15 +87,8 @@ if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 #: PyFlink's ``pyflink.datastream.data_stream`` holds all of these; so does this module.
-__all__ = [
-    "BroadcastConnectedStream",
-    "BroadcastStream",
-    "CloseableIterator",
-    "ConnectedStreams",
-    "DataStream",
-    "DataStreamSink",
-    "KeyedStream",
-]
+__all__ = ["BroadcastConnectedStream", "BroadcastStream", "CloseableIterator", "ConnectedStreams",
+           "DataStream", "DataStreamSink", "KeyedStream"]  # fmt: skip
 
 
 class DataStream(OperatorSettings):
@@ -121,11 +115,13 @@ class DataStream(OperatorSettings):
     # transformations ----------------------------------------------------------------------
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, MAP, "map()")
-        return self._one_input("Map", StreamMap(function, call), output_type)
+        op = declared(StreamMap(function, call), output_type, "map()")
+        return self._one_input("Map", op, output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, FLAT_MAP, "flat_map()")
-        return self._one_input("FlatMap", StreamFlatMap(function, call), output_type)
+        op = declared(StreamFlatMap(function, call), output_type, "flat_map()")
+        return self._one_input("FlatMap", op, output_type)
 
     def filter(self, func: Any) -> DataStream:
         function, call = bind(func, FILTER, "filter()")
@@ -133,7 +129,8 @@ class DataStream(OperatorSettings):
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
         function, call = bind(func, PROCESS, "process()")
-        return self._one_input("Process", ProcessOperator(function, call), output_type)
+        op = declared(ProcessOperator(function, call), output_type, "process()")
+        return self._one_input("Process", op, output_type)
 
     # batch streams (docs/columnar.md) --------------------------------------------------------
     def to_batches(
@@ -373,11 +370,13 @@ class KeyedStream(DataStream):
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, MAP, "map()")
-        return self._keyed("Map", StreamMap(function, call), output_type)
+        return self._keyed("Map", declared(StreamMap(function, call), output_type, "map()"),
+                           output_type)  # fmt: skip
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, FLAT_MAP, "flat_map()")
-        return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
+        op = declared(StreamFlatMap(function, call), output_type, "flat_map()")
+        return self._keyed("FlatMap", op, output_type)
 
     def filter(self, func: Any) -> DataStream:
         function, call = bind(func, FILTER, "filter()")
@@ -388,7 +387,8 @@ class KeyedStream(DataStream):
             raise GraphBuildError(
                 f"KeyedStream.process() needs a KeyedProcessFunction, got {described(func)}"
             )
-        return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
+        op = declared(KeyedProcessOperator(func), output_type, "KeyedStream.process()")
+        return self._keyed("KeyedProcess", op, output_type)
 
     def reduce(self, func: Any) -> DataStream:
         function, call = bind(func, REDUCE, "reduce()")

@@ -203,6 +203,7 @@ class SinkFunctionOperator(UdfOperator):
     """``add_sink(SinkFunction)``: ``invoke(value, context)`` per record."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
@@ -221,6 +222,7 @@ class PrintSinkOperator(OneInputStreamOperator):
     (see :mod:`undertow.runtime.task.print_format`)."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def __init__(self, sink_identifier: str | None = None, type_info: Any = None) -> None:
         self.sink_identifier = sink_identifier
@@ -254,6 +256,7 @@ class CollectSinkOperator(OneInputStreamOperator):
     the job instead of filling the driver's memory."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def __init__(self, sink_id: str) -> None:
         self.sink_id = sink_id
@@ -288,6 +291,7 @@ class DiscardingSinkOperator(OneInputStreamOperator):
     """Counts and drops records (benchmarks)."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         acc = self.ctx.accumulators
