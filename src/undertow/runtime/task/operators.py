@@ -76,29 +76,44 @@ class StreamMap(UdfOperator):
 
 
 class StreamFlatMap(UdfOperator):
+    """``flat_map``: the function's iterable (or generator) per record. One that returns
+    ``None`` fails, as in PyFlink (which iterates it), with a ``TypeError`` that names the
+    operator, its subtask and the record."""
+
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
         out: list[Any] = []
         stamps: list[Any] | None = None if timestamps is None else []
         v: Any = None
+        result: Any = ()
         try:
             if stamps is None:
                 extend = out.extend
                 for v in values:
                     result = call(v)
-                    if result is not None:
-                        extend(result)
+                    extend(result)
             else:
                 for v, ts in zip(values, timestamps):  # type: ignore[arg-type]
                     result = call(v)
-                    if result is not None:
-                        before = len(out)
-                        out.extend(result)
-                        stamps.extend([ts] * (len(out) - before))
+                    before = len(out)
+                    out.extend(result)
+                    stamps.extend([ts] * (len(out) - before))
         except Exception as err:
+            if result is None:  # extend(None) raised; a raising call leaves the last result
+                raise self._returned_none(v) from err
             note_record(err, v)
             raise
         self.output.collect_batch(out, stamps)
+
+    def _returned_none(self, record: Any) -> TypeError:
+        err = TypeError(
+            f"operator '{self.ctx.name}' (subtask {self.ctx.subtask_index + 1}/"
+            f"{self.ctx.parallelism}): the flat_map() function returned None, which is not "
+            "iterable: it yields its output records or returns an iterable of them (PyFlink "
+            "fails too: 'NoneType' object is not iterable)"
+        )
+        note_record(err, record)
+        return err
 
 
 class StreamFilter(UdfOperator):
