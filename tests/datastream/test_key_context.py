@@ -21,6 +21,7 @@ from undertow.datastream import (
     CoMapFunction,
     CoProcessFunction,
     KeyedProcessFunction,
+    KeySelector,
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
@@ -189,17 +190,33 @@ def test_unhashable_keys_are_keyed_by_their_content(env: StreamExecutionEnvironm
     assert result[-3:] == [("b", 30), ("a", 6), ("c", 300)]
 
 
+class _NoB(KeySelector):
+    def get_key(self, value: tuple[str, int]) -> int:
+        return {"a": 1, "c": 3}[value[0]]
+
+
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_key_selector_that_raises_names_itself_and_the_record(parallelism: int) -> None:
+@pytest.mark.parametrize("key_type", [None, Types.INT()])
+@pytest.mark.parametrize("selector", ["KeySelector", "lambda"])
+def test_a_key_selector_that_raises_names_the_key_by_itself_and_the_record(
+    parallelism: int, key_type: Any, selector: str
+) -> None:
     """At parallelism 1 the keyed operator runs the selector (the one-channel partitioner does
-    not), at 2 the producer's partitioner does: either way the failure says it was key_by()'s
-    selector and on which record (at 2, whichever map subtask meets a 'b' first), not only
-    ``KeyError: 'b'``."""
+    not), at 2 the producer's partitioner does: either way the failure names the key_by as
+    the operator (PyFlink's ``_stream_key_by_map_operator``, where PyFlink's traceback is, not
+    the 'Map' before it nor the 'Keyed Reduce' after it), the selector and the record (at 2,
+    whichever map subtask meets a 'b' first), not only ``KeyError: 'b'``."""
     env = threads_env(parallelism)
-    stream = env.from_collection(RECORDS).map(lambda r: r).key_by(lambda r: {"a": 1, "c": 3}[r[0]])
-    with pytest.raises(JobExecutionError, match=r"KeySelectorError: the key selector of key_by\(\) "
-                       r"raised KeyError: 'b' on the record \('b', (10|20)\)"):  # fmt: skip
+    select = _NoB() if selector == "KeySelector" else (lambda r: {"a": 1, "c": 3}[r[0]])
+    name = "_NoB.get_key" if selector == "KeySelector" else ".*<lambda>"
+    stream = env.from_collection(RECORDS).map(lambda r: r).key_by(select, key_type=key_type)
+    with pytest.raises(JobExecutionError, match=(
+        rf"^job failed: operator '_stream_key_by_map_operator' \(subtask [12]/{parallelism} of "
+        rf"'[^']+'\) raised KeySelectorError: the key selector {name} of key_by\(\) raised "
+        r"KeyError: 'b' on the record \('b', (10|20)\)"
+    )) as failure:  # fmt: skip
         list(stream.reduce(lambda x, y: x).execute_and_collect())
+    assert failure.value.operator == "_stream_key_by_map_operator"
 
 
 _NOT_A_STRING = (

@@ -16,6 +16,7 @@ tuple whose fields pass theirs); only when it is false, the type's full ``check`
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +58,7 @@ def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> C
     form = _floating_form(key_type) or _row_form(key_type)
     if form is not None:
 
+        @functools.wraps(selector)  # a failure names the user's selector
         def checked_formed(value: Any) -> Any:
             key = selector(value)
             if not fits(key):
@@ -68,6 +70,7 @@ def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> C
 
         return checked_formed
 
+    @functools.wraps(selector)
     def checked(value: Any) -> Any:
         key = selector(value)
         if fits(key):
