@@ -184,12 +184,14 @@ class DataStream(OperatorSettings):
 
     def union(self, *streams: DataStream) -> DataStream:
         """As in PyFlink, a keyed input enters the union through its own
-        ``_keyed_stream_values_operator`` (a map after the key partition), so the union keeps
-        the key partitioning but not the keyed context. Streams of two declared types are
-        refused as in Flink (the union has its first input's type: :mod:`.union_types`)."""
-        check_union_types(self, streams)
-        inputs = [_union_input(s)._transformation for s in (self, *streams)]
-        return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
+        ``_keyed_stream_values_operator`` (a map after the key partition, of the keyed
+        stream's type), so the union keeps the key partitioning but not the keyed context.
+        Streams of two types (no type is ``PICKLED_BYTE_ARRAY``) are refused as in Flink (the
+        union has its first input's type: :mod:`.union_types`)."""
+        inputs = [_union_input(s) for s in (self, *streams)]
+        check_union_types(inputs[0], inputs[1:])
+        union = UnionTransformation(name="Union", union_inputs=[s._transformation for s in inputs])
+        return DataStream(self._env, union)
 
     def _key_selector_or_none(self) -> Callable[[Any], Any] | None:
         """The key selector of a keyed stream; ``None`` here."""
@@ -240,10 +242,7 @@ class DataStream(OperatorSettings):
         return AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int | None = None) -> Any:
-        from undertow.api.window import (
-            CountSlidingWindowAssigner,
-            CountTumblingWindowAssigner,
-        )
+        from undertow.api.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 
         assigner = (CountTumblingWindowAssigner.of(size) if slide is None
                     else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
@@ -348,8 +347,9 @@ def _values(value: Any) -> Any:
 
 
 def _union_input(stream: DataStream) -> DataStream:
-    if isinstance(stream, KeyedStream):
-        return DataStream.map(stream, _values).name("_keyed_stream_values_operator")
+    if isinstance(stream, KeyedStream):  # PyFlink's KeyedStream._values(): its type kept
+        values = StreamMap(None, _values)
+        return stream._one_input("_keyed_stream_values_operator", values, stream.get_type())
     return stream
 
 
@@ -426,10 +426,7 @@ class KeyedStream(DataStream):
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int | None = None) -> Any:
-        from undertow.api.window import (
-            CountSlidingWindowAssigner,
-            CountTumblingWindowAssigner,
-        )
+        from undertow.api.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 
         assigner = (CountTumblingWindowAssigner.of(size) if slide is None
                     else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
