@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.datastream.environments import threads_env
 
 from undertow.api.function_shapes import FilterLike, FlatMapLike, InvokeLike, MapLike, ReduceLike
 from undertow.common import Types
 from undertow.connectors.sink import Sink
-from undertow.core.errors import GraphBuildError
+from undertow.core.errors import GraphBuildError, JobExecutionError
 from undertow.datastream import OutputTag, StreamExecutionEnvironment
 from undertow.datastream.connectors import DiscardingSink
 
@@ -136,3 +137,21 @@ def test_a_side_output_id_requested_with_another_type_is_refused() -> None:
         first.get_side_output(OutputTag("late", Types.STRING()))
     with pytest.raises(GraphBuildError, match=r"now with no type \(pickled objects\)"):
         first.get_side_output(OutputTag("late"))
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_flat_map_function_that_returns_none_fails_the_job(keyed: bool) -> None:
+    """PyFlink iterates what a flat_map function returns (``yield from``): ``None`` fails the
+    job there ("'NoneType' object is not iterable"); undertow skipped it silently. Now the job
+    fails naming the operator, its subtask and the record."""
+    env = threads_env(2)
+    stream: Any = env.from_collection([1, 2, 3, 4], type_info=Types.INT())
+    if keyed:
+        stream = stream.key_by(lambda n: n % 2)
+    evens_only = stream.flat_map(lambda n: [n] if n % 2 == 0 else None)
+    with pytest.raises(JobExecutionError, match=(
+        r"job failed: operator 'FlatMap' \(subtask [12]/2 of '[^']*'\) raised TypeError: "
+        r"operator 'FlatMap' \(subtask [12]/2\): the flat_map\(\) function returned None, which "
+        r"is not iterable: .* \(on the record [13]\)"
+    )):  # fmt: skip
+        list(evens_only.execute_and_collect())

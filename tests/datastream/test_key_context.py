@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests.datastream.environments import threads_env
 
-from undertow.common import WatermarkStrategy
+from undertow.common import Row, WatermarkStrategy
 from undertow.common.typeinfo import Types
 from undertow.common.watermark_strategy import TimestampAssigner
 from undertow.core.errors import JobExecutionError
@@ -21,6 +21,7 @@ from undertow.datastream import (
     CoMapFunction,
     CoProcessFunction,
     KeyedProcessFunction,
+    KeySelector,
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
@@ -189,17 +190,33 @@ def test_unhashable_keys_are_keyed_by_their_content(env: StreamExecutionEnvironm
     assert result[-3:] == [("b", 30), ("a", 6), ("c", 300)]
 
 
+class _NoB(KeySelector):
+    def get_key(self, value: tuple[str, int]) -> int:
+        return {"a": 1, "c": 3}[value[0]]
+
+
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_key_selector_that_raises_names_itself_and_the_record(parallelism: int) -> None:
+@pytest.mark.parametrize("key_type", [None, Types.INT()])
+@pytest.mark.parametrize("selector", ["KeySelector", "lambda"])
+def test_a_key_selector_that_raises_names_the_key_by_itself_and_the_record(
+    parallelism: int, key_type: Any, selector: str
+) -> None:
     """At parallelism 1 the keyed operator runs the selector (the one-channel partitioner does
-    not), at 2 the producer's partitioner does: either way the failure says it was key_by()'s
-    selector and on which record (at 2, whichever map subtask meets a 'b' first), not only
-    ``KeyError: 'b'``."""
+    not), at 2 the producer's partitioner does: either way the failure names the key_by as
+    the operator (PyFlink's ``_stream_key_by_map_operator``, where PyFlink's traceback is, not
+    the 'Map' before it nor the 'Keyed Reduce' after it), the selector and the record (at 2,
+    whichever map subtask meets a 'b' first), not only ``KeyError: 'b'``."""
     env = threads_env(parallelism)
-    stream = env.from_collection(RECORDS).map(lambda r: r).key_by(lambda r: {"a": 1, "c": 3}[r[0]])
-    with pytest.raises(JobExecutionError, match=r"KeySelectorError: the key selector of key_by\(\) "
-                       r"raised KeyError: 'b' on the record \('b', (10|20)\)"):  # fmt: skip
+    select = _NoB() if selector == "KeySelector" else (lambda r: {"a": 1, "c": 3}[r[0]])
+    name = "_NoB.get_key" if selector == "KeySelector" else ".*<lambda>"
+    stream = env.from_collection(RECORDS).map(lambda r: r).key_by(select, key_type=key_type)
+    with pytest.raises(JobExecutionError, match=(
+        rf"^job failed: operator '_stream_key_by_map_operator' \(subtask [12]/{parallelism} of "
+        rf"'[^']+'\) raised KeySelectorError: the key selector {name} of key_by\(\) raised "
+        r"KeyError: 'b' on the record \('b', (10|20)\)"
+    )) as failure:  # fmt: skip
         list(stream.reduce(lambda x, y: x).execute_and_collect())
+    assert failure.value.operator == "_stream_key_by_map_operator"
 
 
 _NOT_A_STRING = (
@@ -317,3 +334,56 @@ def test_a_window_function_that_raises_names_the_window_and_key(
     )
     with pytest.raises(JobExecutionError, match=named), stream.execute_and_collect() as out:
         list(out)
+
+
+class _KeyOnTimer(KeyedProcessFunction):
+    """Emits the current key as the record's and the timer's function see it."""
+
+    def process_element(self, value: tuple[str, int], ctx: Any) -> Any:
+        ctx.timer_service().register_event_time_timer(value[1])
+        yield "element", ctx.get_current_key()
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield "timer", ctx.get_current_key()
+
+
+class _KeyOfWindow(ProcessWindowFunction):
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield "window", key
+
+
+_ROW_KEY_TYPES = {
+    "ROW": (Types.ROW([Types.STRING(), Types.INT()]), ("f0", "f1")),
+    "ROW_NAMED": (Types.ROW_NAMED(["name", "n"], [Types.STRING(), Types.INT()]), ("name", "n")),
+}
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("row_type", sorted(_ROW_KEY_TYPES))
+@pytest.mark.parametrize("selector_returns", ["tuple", "Row"])
+def test_a_row_key_type_delivers_the_key_as_a_row_as_pyflink(
+    parallelism: int, row_type: str, selector_returns: str
+) -> None:
+    """PyFlink writes a ``ROW`` key with its row serializer, so ``ctx.get_current_key()`` (in
+    ``process_element`` and ``on_timer``) and a window's key argument are a ``Row`` with the
+    type's field names (PyFlink 2.3 run for real: ``Row(name='a', n=1)``); undertow delivered
+    what the selector returned. A tuple key becomes a row too (PyFlink's serializer refuses a
+    tuple)."""
+    key_type, names = _ROW_KEY_TYPES[row_type]
+    env = threads_env(parallelism)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(_Second())
+    records = env.from_collection([("a", 1), ("b", 2), ("a", 3)]).assign_timestamps_and_watermarks(
+        strategy
+    )
+    make = tuple if selector_returns == "tuple" else (lambda t: Row(*t))
+    keyed = records.key_by(lambda r: make((r[0], len(r[0]))), key_type=key_type)
+    timers = keyed.process(_KeyOnTimer())
+    windows = keyed.window(TumblingEventTimeWindows.of(1000)).process(_KeyOfWindow())
+    out = list(timers.union(windows).execute_and_collect())
+    a, b = ("a", 1), ("b", 1)
+    expected = [(what, key) for what in ("element", "timer") for key in (a, b, a)]
+    assert sorted((what, tuple(key)) for what, key in out) == sorted(
+        [*expected, ("window", a), ("window", b)]
+    )
+    for what, key in out:
+        assert isinstance(key, Row) and key.as_dict() == dict(zip(names, key)), (what, key)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from undertow.common import Row
 from undertow.common.typeinfo import Types
 from undertow.core.errors import GraphBuildError, KeyTypeError
 from undertow.datastream.key_types import surely_fits, with_key_type
@@ -104,3 +105,25 @@ def test_a_key_out_of_a_float_types_range_is_refused_naming_it() -> None:
     with pytest.raises(KeyTypeError, match=r"returned 1e\+39 \(float\): .*too large") as err:
         selector((1e39, 0))
     assert err.value.__notes__ == ["on the record (1e+39, 0)"]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [("a", 1), Row("a", 1), Row(name="a", n=1), Row(x="a", y=1), ["a", 1]],
+    ids=["tuple", "unnamed row", "named row", "other names", "list"],
+)
+@pytest.mark.parametrize("named", [False, True])
+def test_a_row_key_is_delivered_as_a_row_of_the_types_names(key: Any, named: bool) -> None:
+    """PyFlink's row serializer hands the key back as a ``Row`` named as the type."""
+    fields = [Types.STRING(), Types.INT()]
+    key_type = Types.ROW_NAMED(["name", "n"], fields) if named else Types.ROW(fields)
+    out = with_key_type(_first, key_type, "key_by()")((key, 0))
+    names = ["name", "n"] if named else ["f0", "f1"]
+    assert isinstance(out, Row) and out.as_dict() == dict(zip(names, ("a", 1)))
+    assert out == ("a", 1) and hash(out) == hash(("a", 1))  # same key, same key group
+
+
+def test_a_row_key_with_a_float_field_conforms_it() -> None:
+    key_type = Types.ROW([Types.STRING(), Types.FLOAT()])
+    out = with_key_type(_first, key_type, "key_by()")((("a", 1.1), 0))
+    assert isinstance(out, Row) and out[1] == 1.100000023841858

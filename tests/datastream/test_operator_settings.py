@@ -55,7 +55,8 @@ def test_the_type_of_a_partition_or_a_union_is_its_first_inputs() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     typed = env.from_collection([1], type_info=Types.INT())
     assert typed.rebalance().get_type() == Types.INT()
-    assert typed.union(env.from_collection([2])).get_type() == Types.INT()
+    assert typed.union(env.from_collection([2], type_info=Types.INT())).get_type() == Types.INT()
+    assert env.from_collection([1]).union(env.from_collection([2])).get_type() is None
     assert env.from_collection([1]).map(lambda v: v).get_type() is None
 
 

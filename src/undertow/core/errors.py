@@ -41,9 +41,21 @@ class KeyTypeError(UndertowError, TypeError):
     serializer refuses it), named with its type and the declared type."""
 
 
+class OutputTypeError(UndertowError, TypeError):
+    """A function returned a value that does not fit the ``output_type`` declared for it
+    (``map(f, output_type=Types.STRING())`` returning an ``int``), where PyFlink's serializer
+    of that type would refuse it. The message names the operator, subtask, value, its type
+    and the declared type."""
+
+
 class KeySelectorError(UndertowError, RuntimeError):
     """A ``key_by`` key selector raised on a record (Flink's "Could not extract key"). The
-    message names the record and the selector's own error, which is the cause."""
+    message names the selector, the record and the selector's own error, which is the cause;
+    a job's failure names the key_by as the operator (:attr:`OPERATOR`), as PyFlink's names
+    the operator that runs the selector, not the operator before the key_by."""
+
+    #: PyFlink's name of the operator that runs a key_by's selector (``AddKey``).
+    OPERATOR = "_stream_key_by_map_operator"
 
 
 class RecordFieldError(UndertowError, LookupError):

@@ -79,6 +79,7 @@ from undertow.runtime.task.operators import (
     StreamFlatMap,
     StreamMap,
 )
+from undertow.runtime.task.output_check import declared
 from undertow.runtime.task.sink_operator import SinkWriterOperator
 from undertow.runtime.task.source_operator import TimestampsAndWatermarksOperator
 
@@ -86,15 +87,8 @@ if TYPE_CHECKING:
     from undertow.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 #: PyFlink's ``pyflink.datastream.data_stream`` holds all of these; so does this module.
-__all__ = [
-    "BroadcastConnectedStream",
-    "BroadcastStream",
-    "CloseableIterator",
-    "ConnectedStreams",
-    "DataStream",
-    "DataStreamSink",
-    "KeyedStream",
-]
+__all__ = ["BroadcastConnectedStream", "BroadcastStream", "CloseableIterator", "ConnectedStreams",
+           "DataStream", "DataStreamSink", "KeyedStream"]  # fmt: skip
 
 
 class DataStream(OperatorSettings):
@@ -121,11 +115,13 @@ class DataStream(OperatorSettings):
     # transformations ----------------------------------------------------------------------
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, MAP, "map()")
-        return self._one_input("Map", StreamMap(function, call), output_type)
+        op = declared(StreamMap(function, call), output_type, "map()")
+        return self._one_input("Map", op, output_type)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, FLAT_MAP, "flat_map()")
-        return self._one_input("FlatMap", StreamFlatMap(function, call), output_type)
+        op = declared(StreamFlatMap(function, call), output_type, "flat_map()")
+        return self._one_input("FlatMap", op, output_type)
 
     def filter(self, func: Any) -> DataStream:
         function, call = bind(func, FILTER, "filter()")
@@ -133,7 +129,8 @@ class DataStream(OperatorSettings):
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
         function, call = bind(func, PROCESS, "process()")
-        return self._one_input("Process", ProcessOperator(function, call), output_type)
+        op = declared(ProcessOperator(function, call), output_type, "process()")
+        return self._one_input("Process", op, output_type)
 
     # batch streams (docs/columnar.md) --------------------------------------------------------
     def to_batches(
@@ -187,12 +184,14 @@ class DataStream(OperatorSettings):
 
     def union(self, *streams: DataStream) -> DataStream:
         """As in PyFlink, a keyed input enters the union through its own
-        ``_keyed_stream_values_operator`` (a map after the key partition), so the union keeps
-        the key partitioning but not the keyed context. Streams of two declared types are
-        refused as in Flink (the union has its first input's type: :mod:`.union_types`)."""
-        check_union_types(self, streams)
-        inputs = [_union_input(s)._transformation for s in (self, *streams)]
-        return DataStream(self._env, UnionTransformation(name="Union", union_inputs=inputs))
+        ``_keyed_stream_values_operator`` (a map after the key partition, of the keyed
+        stream's type), so the union keeps the key partitioning but not the keyed context.
+        Streams of two types (no type is ``PICKLED_BYTE_ARRAY``) are refused as in Flink (the
+        union has its first input's type: :mod:`.union_types`)."""
+        inputs = [_union_input(s) for s in (self, *streams)]
+        check_union_types(inputs[0], inputs[1:])
+        union = UnionTransformation(name="Union", union_inputs=[s._transformation for s in inputs])
+        return DataStream(self._env, union)
 
     def _key_selector_or_none(self) -> Callable[[Any], Any] | None:
         """The key selector of a keyed stream; ``None`` here."""
@@ -243,10 +242,7 @@ class DataStream(OperatorSettings):
         return AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int | None = None) -> Any:
-        from undertow.api.window import (
-            CountSlidingWindowAssigner,
-            CountTumblingWindowAssigner,
-        )
+        from undertow.api.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 
         assigner = (CountTumblingWindowAssigner.of(size) if slide is None
                     else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip
@@ -351,8 +347,9 @@ def _values(value: Any) -> Any:
 
 
 def _union_input(stream: DataStream) -> DataStream:
-    if isinstance(stream, KeyedStream):
-        return DataStream.map(stream, _values).name("_keyed_stream_values_operator")
+    if isinstance(stream, KeyedStream):  # PyFlink's KeyedStream._values(): its type kept
+        values = StreamMap(None, _values)
+        return stream._one_input("_keyed_stream_values_operator", values, stream.get_type())
     return stream
 
 
@@ -373,11 +370,13 @@ class KeyedStream(DataStream):
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, MAP, "map()")
-        return self._keyed("Map", StreamMap(function, call), output_type)
+        return self._keyed("Map", declared(StreamMap(function, call), output_type, "map()"),
+                           output_type)  # fmt: skip
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         function, call = bind(func, FLAT_MAP, "flat_map()")
-        return self._keyed("FlatMap", StreamFlatMap(function, call), output_type)
+        op = declared(StreamFlatMap(function, call), output_type, "flat_map()")
+        return self._keyed("FlatMap", op, output_type)
 
     def filter(self, func: Any) -> DataStream:
         function, call = bind(func, FILTER, "filter()")
@@ -388,7 +387,8 @@ class KeyedStream(DataStream):
             raise GraphBuildError(
                 f"KeyedStream.process() needs a KeyedProcessFunction, got {described(func)}"
             )
-        return self._keyed("KeyedProcess", KeyedProcessOperator(func), output_type)
+        op = declared(KeyedProcessOperator(func), output_type, "KeyedStream.process()")
+        return self._keyed("KeyedProcess", op, output_type)
 
     def reduce(self, func: Any) -> DataStream:
         function, call = bind(func, REDUCE, "reduce()")
@@ -426,10 +426,7 @@ class KeyedStream(DataStream):
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int | None = None) -> Any:
-        from undertow.api.window import (
-            CountSlidingWindowAssigner,
-            CountTumblingWindowAssigner,
-        )
+        from undertow.api.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 
         assigner = (CountTumblingWindowAssigner.of(size) if slide is None
                     else CountSlidingWindowAssigner.of(size, slide))  # fmt: skip

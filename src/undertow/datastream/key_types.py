@@ -5,9 +5,9 @@ another Python type (an ``int`` for ``Types.STRING()``). :func:`with_key_type` w
 selector in a check that raises :class:`~undertow.core.errors.KeyTypeError` naming the key,
 its type and the declared type, with the record as a note; the task's failure names the
 operator and subtask (the producer's: its partitioner then runs the selector on every record,
-also with one channel). A ``DOUBLE`` or ``FLOAT`` key comes back as PyFlink's serializer
-gives it (a ``float``: ``1`` and ``1.0`` one key; ``FLOAT`` rounded to 32 bits); other keys
-as the selector made them (PyFlink would deliver a row key as a ``Row``).
+also with one channel). A key comes back as PyFlink's serializer gives it: ``DOUBLE`` or
+``FLOAT`` a ``float`` (``1`` and ``1.0`` one key; ``FLOAT`` rounded to 32 bits), ``ROW`` a
+``Row`` with the type's field names (also made of a tuple); other keys as the selector made them.
 
 Cost: nothing without a ``key_type`` (no wrapper). With one, per key a call and a cheap test
 true only of keys that fit (``str`` for ``STRING``, an ``int`` in ``LONG``'s range, an exact
@@ -16,10 +16,12 @@ tuple whose fields pass theirs); only when it is false, the type's full ``check`
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from typing import Any
 
+from undertow.common.row import row_class
 from undertow.common.typeinfo import (
     BasicType,
     BasicTypeInfo,
@@ -53,10 +55,11 @@ def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> C
             f"got {type(key_type).__name__} {key_type!r:.200}"
         )
     fits = surely_fits(key_type)
-    form = _floating_form(key_type)
+    form = _floating_form(key_type) or _row_form(key_type)
     if form is not None:
 
-        def checked_float(value: Any) -> Any:
+        @functools.wraps(selector)  # a failure names the user's selector
+        def checked_formed(value: Any) -> Any:
             key = selector(value)
             if not fits(key):
                 key = _checked_fully(key_type, key, value)
@@ -65,8 +68,9 @@ def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> C
             except OverflowError as err:  # 1e39 as a 32-bit FLOAT, 10**400 as a DOUBLE
                 raise _refusal(key_type, key, value, str(err)) from err
 
-        return checked_float
+        return checked_formed
 
+    @functools.wraps(selector)
     def checked(value: Any) -> Any:
         key = selector(value)
         if fits(key):
@@ -97,6 +101,27 @@ def _floating_form(key_type: TypeInformation) -> Callable[[Any], Any] | None:
         if key_type.basic_type is BasicType.FLOAT:
             return _as_float32
     return None
+
+
+def _row_form(key_type: TypeInformation) -> Callable[[Any], Any] | None:
+    """How PyFlink's serializer of a ``ROW`` key type hands back a fitting key: a ``Row``
+    named as the type (a tuple becomes one; fields are converted as ``conform`` does)."""
+    if not isinstance(key_type, RowTypeInfo):
+        return None
+    conform = key_type.conform
+    cls = row_class(tuple(key_type.get_field_names()))
+    if cls is None or any(t.needs_conform() for t in key_type.field_types):
+        return conform
+    arity = key_type.get_arity()
+
+    def as_row(key: Any) -> Any:
+        if type(key) is cls:  # a Row of the type's names already
+            return key
+        if type(key) is tuple and len(key) == arity:
+            return tuple.__new__(cls, key)
+        return conform(key)
+
+    return as_row
 
 
 def _checked_fully(key_type: TypeInformation, key: Any, record: Any) -> Any:

@@ -1,10 +1,11 @@
-"""``DataStream.union``'s type check: streams of two different declared types are refused when
-the job is declared, as Flink refuses them ("Cannot union streams of different types").
+"""``DataStream.union``'s type check: streams of two different types are refused when the job
+is declared, as Flink refuses them ("Cannot union streams of different types").
 
 A union has its first input's type (``get_type``), which drives ``print`` and the built-in
-aggregations; records of another declared type would not fit it. A stream of Python objects
-(no type, or ``PICKLED_BYTE_ARRAY``) unions with any stream here, where PyFlink refuses it
-beside a declared one. Pure, called on the driver while the job is declared.
+aggregations; records of another type would not fit it. A stream of Python objects (no type)
+has PyFlink's ``PICKLED_BYTE_ARRAY`` type: it unions with such streams only, and a typed
+stream beside it is refused as PyFlink refuses it ("Cannot union streams of different types:
+Integer and PickledByteArrayTypeInfo"). Pure, called on the driver while the job is declared.
 """
 
 from __future__ import annotations
@@ -24,20 +25,23 @@ class TypedStream(Protocol):
     def get_name(self) -> str: ...
 
 
+def _shown(type_info: Any) -> str:
+    if isinstance(type_info, PickledBytesTypeInfo):
+        return "no type (Python objects: PICKLED_BYTE_ARRAY)"
+    return repr(type_info)
+
+
 def check_union_types(first: TypedStream, others: Sequence[TypedStream]) -> None:
     """Raises :class:`GraphBuildError` naming both operators and types if two of the streams'
-    declared types differ."""
-    declared = [(s, s.get_type()) for s in (first, *others)]
-    known = [
-        (s, t) for s, t in declared if t is not None and not isinstance(t, PickledBytesTypeInfo)
-    ]
-    if not known:
-        return
-    head, head_type = known[0]
-    for stream, t in known[1:]:
+    types differ (no type is ``PICKLED_BYTE_ARRAY``)."""
+    pickled = PickledBytesTypeInfo()
+    declared = [(s, pickled if s.get_type() is None else s.get_type()) for s in (first, *others)]
+    head, head_type = declared[0]
+    for stream, t in declared[1:]:
         if t != head_type:
             raise GraphBuildError(
                 f"union(): cannot union streams of different types: operator "
-                f"'{head.get_name()}' has {head_type!r}, operator '{stream.get_name()}' has "
-                f"{t!r} (map one of them to the other's type with output_type=...)"
+                f"'{head.get_name()}' has {_shown(head_type)}, operator '{stream.get_name()}' "
+                f"has {_shown(t)} (declare the same type on both: output_type=... of the "
+                "function before, or type_info=... of the source)"
             )

@@ -242,7 +242,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
             except KeyTypeError:
                 raise
             except Exception as err:
-                raise selector_failed(v, err) from err
+                raise selector_failed(v, err, ks) from err
             return {ch: (vs, None) for ch, vs in enumerate(out_v) if vs}
         targets: list[int] = []
         append = targets.append
@@ -276,7 +276,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         except KeyTypeError:
             raise
         except Exception as err:
-            raise selector_failed(v, err) from err
+            raise selector_failed(v, err, ks) from err
         return _split(values, timestamps, targets, n)
 
 

@@ -227,14 +227,26 @@ def check_parallelism(max_parallelism: int, parallelism: int) -> None:
         )
 
 
-def selector_failed(value: Any, err: Exception) -> KeySelectorError:
-    """The error for a ``key_by`` key selector that raised ``err`` on ``value``: a failure
-    report names the operator that ran the selector (the producer's partitioner, or the keyed
-    operator), so the message says it was the selector, and on which record."""
+def selector_failed(
+    value: Any, err: Exception, selector: Callable[[Any], Any] | None = None
+) -> KeySelectorError:
+    """The error for a ``key_by`` key selector that raised ``err`` on ``value``: it names the
+    selector (its qualified name: ``MyKeySelector.get_key``, ``main.<locals>.<lambda>``) and
+    the record; the failure report names the key_by as the operator
+    (:data:`~undertow.core.errors.KeySelectorError.OPERATOR`), whichever ran it (the
+    producer's partitioner, or the keyed operator)."""
+    name = "" if selector is None else f" {selector_name(selector)}"
     return KeySelectorError(
-        f"the key selector of key_by() raised {type(err).__name__}: {err} on the record "
+        f"the key selector{name} of key_by() raised {type(err).__name__}: {err} on the record "
         f"{value!r:.200}"
     )
+
+
+def selector_name(selector: Callable[[Any], Any]) -> str:
+    """A key selector's qualified name (a wrapper's, of the function it wraps), else its
+    type's name. Cost: only on failure."""
+    name = getattr(selector, "__qualname__", None)  # a callable object may have none
+    return name if isinstance(name, str) else type(selector).__name__
 
 
 def selector_failure(
@@ -251,6 +263,6 @@ def selector_failure(
             selector(value)
         except Exception as again:
             if type(again) is type(err) and str(again) == str(err):
-                return selector_failed(value, again)
+                return selector_failed(value, again, selector)
             return None
     return None

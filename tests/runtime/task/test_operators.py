@@ -47,14 +47,42 @@ def test_map_keeps_timestamps_and_runs_the_functions_lifecycle() -> None:
     assert function.calls == ["open double (1/1)", "complete 3", "close"]
 
 
-def test_flat_map_stamps_every_emitted_record_and_skips_none() -> None:
-    operator = StreamFlatMap(None, lambda v: None if v == 0 else [v] * v)
+def test_flat_map_stamps_every_emitted_record() -> None:
+    operator = StreamFlatMap(None, lambda v: [] if v == 0 else [v] * v)
     with OneInputOperatorTestHarness(operator) as h:
         h.process_elements([2, 0, 1], [5, 6, 7])
         assert h.get_output() == [(2, 5), (2, 5), (1, 7)]
         h.clear_output()
         h.process_elements([1])  # no timestamps: none on the output
         assert h.get_output() == [(1, None)]
+
+
+@pytest.mark.parametrize("timestamps", [None, [5, 6, 7]])
+def test_a_flat_map_function_that_returns_none_fails_naming_operator_and_record(
+    timestamps: list[int] | None,
+) -> None:
+    """PyFlink iterates what the function returned (``yield from``), so ``None`` fails there
+    with "'NoneType' object is not iterable"; here too, saying which operator and record.
+    Skipped silently before."""
+    operator = StreamFlatMap(None, lambda v: None if v == 0 else [v])
+    with OneInputOperatorTestHarness(operator) as h, pytest.raises(TypeError, match=(
+        r"^operator '.*' \(subtask 1/1\): the flat_map\(\) function returned None, which is "
+        r"not iterable"
+    )) as err:  # fmt: skip
+        h.process_elements([2, 0, 1], timestamps)
+    assert err.value.__notes__ == ["on the record 0"]
+    assert isinstance(err.value.__cause__, TypeError)  # Python's own, chained
+
+
+def test_a_flat_map_generator_that_raises_keeps_its_error() -> None:
+    def failing(v: int) -> Any:
+        yield v
+        raise ValueError(f"bad {v}")
+
+    harness = OneInputOperatorTestHarness(StreamFlatMap(None, failing))
+    with harness as h, pytest.raises(ValueError, match="bad 3") as err:
+        h.process_elements([3])
+    assert err.value.__notes__ == ["on the record 3"]
 
 
 def test_filter_keeps_the_timestamps_of_what_passes() -> None:

@@ -39,6 +39,7 @@ from undertow.runtime.task.operator import (
     TaskServices,
     Timestamps,
 )
+from undertow.runtime.task.output_check import CheckedOutput
 from undertow.runtime.task.settings import TaskSettings
 from undertow.runtime.task.source_operator import SourceOperator
 from undertow.runtime.task.timers import OutputAvailability, TimerServiceManager
@@ -189,12 +190,19 @@ class OperatorChain:
             op, key_selector, key_selector2 = self._instantiate(spec)
             main: list[Any] = []
             side: dict[str, list[Any]] = {}
+            check = op.output_check
+            where = f"operator '{spec.name}' (subtask {subtask_index + 1}/{vertex.parallelism})"
             for node_id, tag in spec.chained_outputs:
-                (side.setdefault(tag, []) if tag else main).append(ChainingOutput(by_node[node_id]))
+                chained: Any = ChainingOutput(by_node[node_id])
+                if check is not None and not tag and by_node[node_id].runs_in_java:
+                    chained = CheckedOutput(chained, check, where)
+                (side.setdefault(tag, []) if tag else main).append(chained)
             for edge_id in spec.network_outputs:
                 edge = next(e for e in vertex.outputs if e.id == edge_id)
                 self.output_operators[edge_id] = spec.name
-                target = WriterOutput(writers[edge_id])
+                target: Any = WriterOutput(writers[edge_id])
+                if check is not None and not edge.tag_id:
+                    target = CheckedOutput(target, check, where)
                 (side.setdefault(edge.tag_id, []) if edge.tag_id else main).append(target)
             output: Output = OperatorOutput(main, side)
             pts = OperatorProcessingTimeService(processing_time_service)

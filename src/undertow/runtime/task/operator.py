@@ -193,6 +193,13 @@ class StreamOperator(CheckpointHooks, ABC):
     #: in between: the input processor cuts large batches by rows only for a chain whose
     #: operators all say so (:mod:`undertow.runtime.task.row_cuts`).
     takes_row_ranges: ClassVar[bool] = False
+    #: PyFlink runs this operator in Java (a sink): records reach it encoded with their
+    #: declared type, so the chain checks a declared ``output_type`` before it (see
+    #: :mod:`undertow.runtime.task.output_check`).
+    runs_in_java: ClassVar[bool] = False
+    #: The declared output type the chain checks where records leave the chain of Python
+    #: functions (an :class:`~undertow.runtime.task.output_check.OutputCheck`); None: none.
+    output_check: Any = None
 
     def setup(self, ctx: OperatorSetup) -> None:
         self.ctx = ctx

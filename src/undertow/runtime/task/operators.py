@@ -76,29 +76,44 @@ class StreamMap(UdfOperator):
 
 
 class StreamFlatMap(UdfOperator):
+    """``flat_map``: the function's iterable (or generator) per record. One that returns
+    ``None`` fails, as in PyFlink (which iterates it), with a ``TypeError`` that names the
+    operator, its subtask and the record."""
+
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
         out: list[Any] = []
         stamps: list[Any] | None = None if timestamps is None else []
         v: Any = None
+        result: Any = ()
         try:
             if stamps is None:
                 extend = out.extend
                 for v in values:
                     result = call(v)
-                    if result is not None:
-                        extend(result)
+                    extend(result)
             else:
                 for v, ts in zip(values, timestamps):  # type: ignore[arg-type]
                     result = call(v)
-                    if result is not None:
-                        before = len(out)
-                        out.extend(result)
-                        stamps.extend([ts] * (len(out) - before))
+                    before = len(out)
+                    out.extend(result)
+                    stamps.extend([ts] * (len(out) - before))
         except Exception as err:
+            if result is None:  # extend(None) raised; a raising call leaves the last result
+                raise self._returned_none(v) from err
             note_record(err, v)
             raise
         self.output.collect_batch(out, stamps)
+
+    def _returned_none(self, record: Any) -> TypeError:
+        err = TypeError(
+            f"operator '{self.ctx.name}' (subtask {self.ctx.subtask_index + 1}/"
+            f"{self.ctx.parallelism}): the flat_map() function returned None, which is not "
+            "iterable: it yields its output records or returns an iterable of them (PyFlink "
+            "fails too: 'NoneType' object is not iterable)"
+        )
+        note_record(err, record)
+        return err
 
 
 class StreamFilter(UdfOperator):
@@ -203,6 +218,7 @@ class SinkFunctionOperator(UdfOperator):
     """``add_sink(SinkFunction)``: ``invoke(value, context)`` per record."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         call = self.call
@@ -221,6 +237,7 @@ class PrintSinkOperator(OneInputStreamOperator):
     (see :mod:`undertow.runtime.task.print_format`)."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def __init__(self, sink_identifier: str | None = None, type_info: Any = None) -> None:
         self.sink_identifier = sink_identifier
@@ -254,6 +271,7 @@ class CollectSinkOperator(OneInputStreamOperator):
     the job instead of filling the driver's memory."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def __init__(self, sink_id: str) -> None:
         self.sink_id = sink_id
@@ -288,6 +306,7 @@ class DiscardingSinkOperator(OneInputStreamOperator):
     """Counts and drops records (benchmarks)."""
 
     takes_row_ranges = True
+    runs_in_java = True
 
     def process_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         acc = self.ctx.accumulators

@@ -83,6 +83,7 @@ class _WriterContext(SinkWriterContext):
 
 class SinkWriterOperator(OneInputStreamOperator):
     takes_row_ranges = True
+    runs_in_java = True
 
     def __init__(self, sink: SinkLike, emit_committables: bool = False) -> None:
         self.sink = sink

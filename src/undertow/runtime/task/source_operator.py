@@ -221,6 +221,9 @@ class SourceOperator(CheckpointHooks):
     nothing is pending, so a reader's output is emitted in the order it produced it.
     """
 
+    #: A source declares no function's output type (see ``StreamOperator.output_check``).
+    output_check: Any = None
+
     def __init__(self, source: Any, watermark_strategy: Any) -> None:
         self.source = source
         self.watermark_strategy = watermark_strategy

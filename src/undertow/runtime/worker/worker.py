@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.core.config import Configuration
-from undertow.core.errors import NetworkError, RestoreError, describe
+from undertow.core.errors import KeySelectorError, NetworkError, RestoreError, describe
 from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
 from undertow.runtime.control.connection import ControlConnection, limit_unacknowledged_time
 from undertow.runtime.control.messages import (
@@ -279,9 +279,11 @@ class Worker:
             return
         except BaseException as err:
             self.metrics.final_sample(key)
+            operator = (KeySelectorError.OPERATOR if isinstance(err, KeySelectorError)
+                        else task.operator_of(err.__traceback__))  # fmt: skip
             self.send(
                 TaskFailed(
-                    self.attempt, vertex_id, subtask, task.operator_of(err.__traceback__),
+                    self.attempt, vertex_id, subtask, operator,
                     type(err).__name__, describe(err), traceback.format_exc(),
                 )
             )  # fmt: skip

@@ -1,0 +1,150 @@
+"""A declared ``output_type`` (``map(f, output_type=...)``) checked where PyFlink checks it.
+
+PyFlink encodes what a Python function returns with its declared type's serializer where the
+records leave the chain of Python functions: to the network (``key_by``, another parallelism)
+or to an operator it runs in Java (``print``, every sink). Handed to a chained Python function
+a record passes as it is (``map(f, Types.STRING()).map(g)`` runs with ``f`` returning ints).
+The serializer fails on a value of another type (an ``int`` under ``STRING``, a short tuple
+under ``TUPLE``). The chain wraps those targets of an operator with an :class:`OutputCheck`
+in a :class:`CheckedOutput`, whose :class:`~undertow.core.errors.OutputTypeError` names the
+operator, subtask, value, its type and the declared type. Accepted where PyFlink's serializer
+is stricter: a tuple under ``ROW``; refused where it is laxer: a long tuple under ``TUPLE``.
+
+Cost: nothing without an ``output_type`` (no wrapper). With one, per batch a few passes in C
+(the set of the values' types; ``min``/``max`` of ints; a row type's lengths and columns);
+only a batch they do not pass is checked value by value (microseconds each)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from undertow.common.typeinfo import (
+    BasicType,
+    BasicTypeInfo,
+    PickledBytesTypeInfo,
+    RowTypeInfo,
+    TupleTypeInfo,
+    TypeInformation,
+)
+from undertow.core.errors import GraphBuildError, OutputTypeError, shown_value
+from undertow.runtime.task.operator import Output, Timestamps
+
+#: Exact Python types of which every value fits the basic type.
+_EXACT = {
+    BasicType.STRING: frozenset({str}),
+    BasicType.BOOLEAN: frozenset({bool}),
+    BasicType.FLOAT: frozenset({float, int}),
+    BasicType.DOUBLE: frozenset({float, int}),
+    BasicType.BIG_INT: frozenset({int}),
+}
+_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
+_NONE = type(None)
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """The type ``what`` (``"map()"``) declared for its operator's output."""
+
+    type_info: TypeInformation
+    what: str
+
+    @staticmethod
+    def of(output_type: Any, what: str) -> OutputCheck | None:
+        """None without an ``output_type`` or with ``PICKLED_BYTE_ARRAY`` (any value fits);
+        one that is no type information is refused naming ``what``."""
+        if output_type is None or isinstance(output_type, PickledBytesTypeInfo):
+            return None
+        if not isinstance(output_type, TypeInformation):
+            raise GraphBuildError(
+                f"{what}: output_type must be a TypeInformation (Types.STRING(), "
+                f"Types.ROW([...])), got {type(output_type).__name__} {output_type!r:.200}"
+            )
+        return OutputCheck(output_type, what)
+
+
+def declared(operator: Any, output_type: Any, what: str) -> Any:
+    """``operator`` with the check of ``output_type`` (see :class:`OutputCheck.of`)."""
+    check = OutputCheck.of(output_type, what)
+    if check is not None:
+        operator.output_check = check
+    return operator
+
+
+def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequence[Any]], bool]:
+    """A test true only of batches whose every value fits ``type_info`` (``None`` too if
+    ``allow_none``), cheap on them; false of others, which the full check then decides."""
+    if isinstance(type_info, BasicTypeInfo):
+        bits = _BITS.get(type_info.basic_type)
+        if bits is not None:
+            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            ints, with_none = {int}, {int, _NONE} if allow_none else {int}
+
+            def in_range(values: Sequence[Any]) -> bool:
+                types = set(map(type, values))
+                if types == ints:
+                    numbers = values
+                elif types == with_none:
+                    numbers = [v for v in values if v is not None]
+                else:
+                    return not types
+                return low <= min(numbers) and max(numbers) <= high
+
+            return in_range
+        exact = _EXACT.get(type_info.basic_type, frozenset())
+        if allow_none:
+            exact = exact | {_NONE}
+        return lambda values: set(map(type, values)) <= exact
+    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        in_row = isinstance(type_info, RowTypeInfo)  # a row's fields may all be None
+        fields = [batch_fits(t, in_row or t.nullable) for t in type_info.field_types]
+        arity = frozenset({len(fields)})
+
+        def rows_fit(values: Sequence[Any]) -> bool:
+            if not all(issubclass(t, tuple) for t in set(map(type, values))):  # Row, tuple
+                return False
+            if not set(map(len, values)) <= arity:
+                return False
+            return all(fit(column) for fit, column in zip(fields, zip(*values)))
+
+        return rows_fit
+    return lambda values: False
+
+
+class CheckedOutput:
+    """An operator's output target whose records are checked against the declared type
+    first; built by the operator chain on the task's loop thread, which alone calls it."""
+
+    __slots__ = ("_check", "_fits", "_target", "_where")
+
+    def __init__(self, target: Output, check: OutputCheck, where: str) -> None:
+        self._target = target
+        self._check = check
+        self._fits = batch_fits(check.type_info, check.type_info.nullable)
+        self._where = where  # "operator 'Map' (subtask 1/2)"
+
+    def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
+        if not self._fits(values):
+            self._refuse_misfits(values)
+        self._target.collect_batch(values, timestamps)
+
+    def _refuse_misfits(self, values: list[Any]) -> None:
+        type_info = self._check.type_info
+        for value in values:
+            problem = type_info.check(value)
+            if problem is not None:
+                raise OutputTypeError(
+                    f"{self._where}: {self._check.what} declared output_type {type_info!r}, "
+                    f"but the function returned {shown_value(value)} ({type(value).__name__})"
+                    f": {problem}"
+                )
+
+    def emit_watermark(self, watermark: int) -> None:
+        self._target.emit_watermark(watermark)
+
+    def collect_side(self, tag_id: str, value: Any, timestamp: int | None) -> None:
+        self._target.collect_side(tag_id, value, timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self._target.emit_watermark_status(idle)

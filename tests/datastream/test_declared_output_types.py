@@ -1,0 +1,108 @@
+"""A function's declared ``output_type`` is checked where PyFlink's serializer checks it: before
+the network and before a sink, not between chained functions
+(:mod:`undertow.runtime.task.output_check`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.datastream.environments import threads_env
+
+from undertow.common import Row
+from undertow.common.typeinfo import Types
+from undertow.core.errors import JobExecutionError
+from undertow.datastream import KeyedProcessFunction, ProcessFunction
+
+
+class Doubling(ProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield value * 2
+
+
+class KeyedDoubling(KeyedProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield value * 2
+
+
+def _declared_string(stream: Any, how: str) -> Any:
+    if how == "map":
+        return stream.map(lambda n: n * 2, output_type=Types.STRING())
+    if how == "flat_map":
+        return stream.flat_map(lambda n: [n * 2], output_type=Types.STRING())
+    if how == "process":
+        return stream.process(Doubling(), output_type=Types.STRING())
+    return stream.key_by(lambda n: n % 2).process(KeyedDoubling(), output_type=Types.STRING())
+
+
+_OPERATORS = {"map": ("Map", "map"), "flat_map": ("FlatMap", "flat_map"),
+              "process": ("Process", "process"),
+              "keyed_process": ("KeyedProcess", "KeyedStream.process")}  # fmt: skip
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("how", ["map", "flat_map", "process", "keyed_process"])
+@pytest.mark.parametrize("then", ["print", "collect", "key_by"])
+def test_a_value_that_does_not_fit_the_declared_output_type_fails_the_job(
+    parallelism: int, how: str, then: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An int under ``Types.STRING()`` fails (PyFlink: "'int' object has no attribute
+    'encode'") before a print, a collect and a key_by, naming the operator, its subtask, the
+    value, its type and the declared type."""
+    env = threads_env(parallelism)
+    declared = _declared_string(env.from_collection([1, 2, 3], type_info=Types.INT()), how)
+    name, method = _OPERATORS[how]
+    refused = (
+        rf"job failed: operator '{name}' \(subtask [12]/{parallelism} of '[^']*'\) raised "
+        rf"OutputTypeError: operator '{name}' \(subtask [12]/{parallelism}\): {method}\(\) "
+        r"declared output_type String, but the function returned (\d) \(int\): expected "
+        r"String, got int \1"
+    )
+    with pytest.raises(JobExecutionError, match=refused):
+        if then == "print":
+            declared.print()
+            env.execute()
+        elif then == "collect":
+            list(declared.execute_and_collect())
+        else:
+            list(declared.key_by(lambda s: s).map(lambda s: s).execute_and_collect())
+
+
+def test_a_tuple_of_another_arity_than_the_declared_tuple_fails() -> None:
+    """Under ``Types.TUPLE([STRING, INT])`` a 3-tuple is refused (PyFlink's serializer would
+    drop its third field silently, a short one fail) before a key_by."""
+    env = threads_env(2)
+    stream = env.from_collection([1, 2], type_info=Types.INT()).map(
+        lambda n: (str(n), n, n), output_type=Types.TUPLE([Types.STRING(), Types.INT()])
+    )
+    with pytest.raises(JobExecutionError, match=(
+        r"map\(\) declared output_type TupleTypeInfo\(String, Integer\), but the function "
+        r"returned \('\d', \d, \d\) \(tuple\): expected TupleTypeInfo\(String, Integer\) with 2 "
+        r"fields, got 3 values"
+    )):  # fmt: skip
+        list(stream.key_by(lambda t: t[0]).map(lambda t: t).execute_and_collect())
+
+
+def test_values_handed_to_a_chained_function_are_not_checked_as_in_pyflink() -> None:
+    """PyFlink hands a chained Python function the value itself (no serializer between them):
+    ``map(f, STRING).map(g, INT)`` runs with ``f`` returning ints; so does undertow."""
+    env = threads_env(1)
+    stream = (
+        env.from_collection([1, 2, 3], type_info=Types.INT())
+        .map(lambda n: n * 2, output_type=Types.STRING())
+        .map(lambda n: n + 1, output_type=Types.INT())
+    )
+    assert list(stream.execute_and_collect()) == [3, 5, 7]
+
+
+def test_fitting_values_pass(env: Any) -> None:
+    row = Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.LONG()])
+    stream = (
+        env.from_collection(["a", "b", "a"], type_info=Types.STRING())
+        .map(lambda w: Row(word=w, n=1), output_type=row)
+        .key_by(lambda r: r.word)
+        .reduce(lambda a, b: Row(word=a.word, n=a.n + b.n))
+    )
+    assert sorted(tuple(r) for r in stream.execute_and_collect()) == [
+        ("a", 1), ("a", 2), ("b", 1)
+    ]  # fmt: skip

@@ -1,0 +1,124 @@
+"""A declared ``output_type`` (:mod:`undertow.runtime.task.output_check`): no check without
+one; with one, the cheap batch test passes only batches the full check takes, and a misfit is
+refused naming where, the value, its type and the declared type."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from undertow.common import Row
+from undertow.common.typeinfo import Types
+from undertow.core.errors import GraphBuildError, OutputTypeError
+from undertow.runtime.task.operators import StreamMap
+from undertow.runtime.task.output_check import CheckedOutput, OutputCheck, batch_fits
+
+
+def test_no_output_type_or_pickled_bytes_declares_no_check() -> None:
+    assert OutputCheck.of(None, "map()") is None
+    assert OutputCheck.of(Types.PICKLED_BYTE_ARRAY(), "map()") is None
+    with pytest.raises(GraphBuildError, match=r"map\(\): output_type must be a TypeInformation"):
+        OutputCheck.of(str, "map()")
+
+
+class _Collected:
+    def __init__(self) -> None:
+        self.batches: list[list[Any]] = []
+
+    def collect_batch(self, values: list[Any], timestamps: Any) -> None:
+        self.batches.append(values)
+
+
+@pytest.mark.parametrize(
+    ("output_type", "fits", "refused", "problem"),
+    [
+        (Types.STRING(), ["a", None], [1], "expected String, got int 1"),
+        (Types.INT(), [7, -(2**31)], [2**40], r"expected Integer \(32-bit"),
+        (Types.DOUBLE(), [1, 2.5], ["x"], "expected Double, got str 'x'"),
+        (
+            Types.ROW([Types.STRING(), Types.INT()]),
+            [Row("a", 1), ("b", None)],
+            [("a",)],
+            r"with 2 fields, got 1 values",
+        ),
+        (
+            Types.TUPLE([Types.STRING(), Types.INT()]),
+            [("a", 1)],
+            [("a", 1, 2)],
+            r"with 2 fields, got 3 values",
+        ),
+        (Types.SQL_DATE(), [None], [3], "expected DateTypeInfo"),  # no cheap test: full check
+    ],
+)
+def test_a_checked_output_refuses_a_value_that_does_not_fit(
+    output_type: Any, fits: list[Any], refused: list[Any], problem: str
+) -> None:
+    target = _Collected()
+    check = OutputCheck.of(output_type, "map()")
+    assert check is not None
+    out = CheckedOutput(target, check, "operator 'Map' (subtask 2/3)")  # type: ignore[arg-type]
+    out.collect_batch(fits, None)
+    assert target.batches == [fits]
+    value = re.escape(f"{refused[0]!r} ({type(refused[0]).__name__})")
+    with pytest.raises(OutputTypeError, match=(
+        rf"^operator 'Map' \(subtask 2/3\): map\(\) declared output_type .*, but the function "
+        rf"returned {value}: .*{problem}"
+    )):  # fmt: skip
+        out.collect_batch([*fits, *refused], None)
+    assert len(target.batches) == 1  # nothing of the refused batch went on
+
+
+_TYPES = [
+    Types.STRING(),
+    Types.BOOLEAN(),
+    Types.BYTE(),
+    Types.LONG(),
+    Types.DOUBLE(),
+    Types.BIG_INT(),
+    Types.ROW([Types.STRING(), Types.INT()]),
+    Types.TUPLE([Types.LONG(), Types.BOOLEAN()]),
+]
+_BOUNDS = [
+    b + d for bits in (8, 32, 64) for b in (2 ** (bits - 1), -(2 ** (bits - 1))) for d in (-1, 0)
+]
+_SCALARS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from(_BOUNDS),
+    st.booleans(),
+    st.floats(),
+    st.text(max_size=3),
+    st.none(),
+)
+_VALUES = _SCALARS | st.tuples(_SCALARS, _SCALARS) | st.tuples(_SCALARS)
+
+
+@given(output_type=st.sampled_from(_TYPES), values=st.lists(_VALUES, max_size=4))
+def test_the_batch_test_passes_only_batches_the_full_check_takes(
+    output_type: Any, values: list[Any]
+) -> None:
+    """A batch the cheap test passes never holds a value the type refuses (it skips the full
+    check)."""
+    if batch_fits(output_type, output_type.nullable)(values):
+        assert all(output_type.check(v) is None for v in values)
+
+
+def test_the_batch_test_passes_fitting_batches_cheaply() -> None:
+    """The common batches pass without the full check (what keeps it cheap)."""
+    row = Types.ROW([Types.STRING(), Types.INT()])
+    assert batch_fits(row, False)([Row("a", 1), ("b", 2), Row(x="c", y=None)])
+    assert batch_fits(Types.LONG(), False)([1, 2**63 - 1, -(2**63)])
+    assert not batch_fits(Types.LONG(), False)([2**63])
+    assert batch_fits(Types.STRING(), True)(["a", None])
+    assert batch_fits(Types.STRING(), True)([])
+
+
+def test_map_operators_carry_the_check_only_when_declared() -> None:
+    from undertow.runtime.task.output_check import declared
+
+    assert declared(StreamMap(None, str), None, "map()").output_check is None
+    op = declared(StreamMap(None, str), Types.STRING(), "map()")
+    assert op.output_check == OutputCheck(Types.STRING(), "map()")
