@@ -50,3 +50,22 @@ def test_float_is_conformed_to_32_bits_as_java_does() -> None:
     assert to_float32(1e300) == math.inf and to_float32(-1e300) == -math.inf
     assert math.isnan(to_float32(math.nan))
     assert BasicTypeInfo(BasicType.DOUBLE).conform(0.1) == 0.1
+
+
+@pytest.mark.parametrize("kind", list(BasicType))
+def test_the_cheap_tests_never_pass_a_value_the_check_refuses(kind: BasicType) -> None:
+    """``int_range`` and ``exact_types`` feed the per-record key and output checks, which
+    trust a value they pass without the full ``check``: both must agree with it."""
+    info = BasicTypeInfo(kind)
+    samples = [0, 1, -1, 127, 128, -129, 2**31, 2**63, -(2**63) - 1, 2**64, True, 1.5, "a",
+               "ab", b"a", None]  # fmt: skip
+    bounds = info.int_range()
+    for value in samples:
+        if bounds is not None:
+            cheap = type(value) is int and bounds[0] <= value <= bounds[1]
+        else:
+            cheap = type(value) in info.exact_types()
+        if cheap:
+            assert info.check(value) is None, (kind, value)
+    assert (bounds is None) != (kind in (BasicType.BYTE, BasicType.SHORT, BasicType.INT,
+                                         BasicType.LONG))  # fmt: skip

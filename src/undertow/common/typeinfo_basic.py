@@ -111,6 +111,15 @@ class BasicType(Enum):
 
 _INT_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
 _NULLABLE_BASIC = {BasicType.STRING, BasicType.BIG_INT, BasicType.BIG_DEC, BasicType.INSTANT}
+#: Exact Python types every value of which fits the basic type (integral types of fixed width
+#: have a range instead, see :meth:`BasicTypeInfo.int_range`).
+_EXACT_TYPES = {
+    BasicType.STRING: frozenset({str}),
+    BasicType.BOOLEAN: frozenset({bool}),
+    BasicType.FLOAT: frozenset({float, int}),
+    BasicType.DOUBLE: frozenset({float, int}),
+    BasicType.BIG_INT: frozenset({int}),
+}
 
 
 def _is_integral(value: Any) -> bool:
@@ -143,6 +152,19 @@ class BasicTypeInfo(TypeInformation):
     def needs_conform(self) -> bool:
         return self.basic_type is BasicType.FLOAT
 
+    def int_range(self) -> tuple[int, int] | None:
+        """The least and greatest value of an integral type of fixed width (``BYTE`` to
+        ``LONG``); None for other types."""
+        bits = _INT_BITS.get(self.basic_type)
+        return None if bits is None else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+    def exact_types(self) -> frozenset[type]:
+        """Exact Python types every value of which fits (``str`` for ``STRING``): the cheap
+        ``type(v) in ...`` test of the per-record checks (key and output types), which leave
+        other values to :meth:`check`. Empty for the types that have an :meth:`int_range` or
+        need more than the type (``CHAR``, decimals, instants)."""
+        return _EXACT_TYPES.get(self.basic_type, frozenset())
+
     def conform(self, value: Any) -> Any:
         """``FLOAT``: the nearest 32-bit float, as PyFlink's Java ``float`` delivers it."""
         if self.basic_type is BasicType.FLOAT and isinstance(value, numbers.Real):
@@ -151,11 +173,11 @@ class BasicTypeInfo(TypeInformation):
 
     def _check_value(self, value: Any) -> str | None:
         kind = self.basic_type
-        if kind in _INT_BITS:
+        bounds = self.int_range()
+        if bounds is not None:
             if not _is_integral(value):
                 return f"expected {self!r}, got {_describe(value)}"
-            bits = _INT_BITS[kind]
-            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            (low, high), bits = bounds, _INT_BITS[kind]
             if not low <= int(value) <= high:
                 return f"expected {self!r} ({bits}-bit, {low}..{high}), got {value!r}"
             return None

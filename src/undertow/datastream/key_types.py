@@ -32,16 +32,6 @@ from undertow.common.typeinfo import (
 )
 from undertow.core.errors import GraphBuildError, KeyTypeError, note_record
 
-#: Exact Python types of which every value fits the basic type.
-_EXACT = {
-    BasicType.STRING: frozenset({str}),
-    BasicType.BOOLEAN: frozenset({bool}),
-    BasicType.FLOAT: frozenset({float, int}),
-    BasicType.DOUBLE: frozenset({float, int}),
-    BasicType.BIG_INT: frozenset({int}),
-}
-_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
-
 
 def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> Callable[[Any], Any]:
     """``selector`` itself without a ``key_type`` (or with ``PICKLED_BYTE_ARRAY``, which
@@ -145,11 +135,11 @@ def surely_fits(key_type: TypeInformation) -> Callable[[Any], bool]:
     or tuple of such types (as an exact ``tuple``); false of every other key, which the full
     check then decides."""
     if isinstance(key_type, BasicTypeInfo):
-        bits = _BITS.get(key_type.basic_type)
-        if bits is not None:
-            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        bounds = key_type.int_range()
+        if bounds is not None:
+            low, high = bounds
             return lambda key: type(key) is int and low <= key <= high
-        exact = _EXACT.get(key_type.basic_type, frozenset())
+        exact = key_type.exact_types()
         return lambda key: type(key) in exact
     if isinstance(key_type, (RowTypeInfo, TupleTypeInfo)):
         fields = tuple(surely_fits(t) for t in key_type.field_types)

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.common.typeinfo import (
-    BasicType,
     BasicTypeInfo,
     PickledBytesTypeInfo,
     RowTypeInfo,
@@ -31,15 +30,6 @@ from undertow.common.typeinfo import (
 from undertow.core.errors import GraphBuildError, OutputTypeError, shown_value
 from undertow.runtime.task.operator import Output, Timestamps
 
-#: Exact Python types of which every value fits the basic type.
-_EXACT = {
-    BasicType.STRING: frozenset({str}),
-    BasicType.BOOLEAN: frozenset({bool}),
-    BasicType.FLOAT: frozenset({float, int}),
-    BasicType.DOUBLE: frozenset({float, int}),
-    BasicType.BIG_INT: frozenset({int}),
-}
-_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
 _NONE = type(None)
 
 
@@ -76,9 +66,9 @@ def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequen
     """A test true only of batches whose every value fits ``type_info`` (``None`` too if
     ``allow_none``), cheap on them; false of others, which the full check then decides."""
     if isinstance(type_info, BasicTypeInfo):
-        bits = _BITS.get(type_info.basic_type)
-        if bits is not None:
-            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        bounds = type_info.int_range()
+        if bounds is not None:
+            low, high = bounds
             ints, with_none = {int}, {int, _NONE} if allow_none else {int}
 
             def in_range(values: Sequence[Any]) -> bool:
@@ -92,7 +82,7 @@ def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequen
                 return low <= min(numbers) and max(numbers) <= high
 
             return in_range
-        exact = _EXACT.get(type_info.basic_type, frozenset())
+        exact = type_info.exact_types()
         if allow_none:
             exact = exact | {_NONE}
         return lambda values: set(map(type, values)) <= exact
