@@ -4,7 +4,8 @@ Records a reader call brought and the task has not emitted yet are part of the s
 snapshot (docs/design.md, "Mailbox slices end inside a batch"). ``DataGeneratorSource`` at
 800 records a second reads 16 a call; with 10 MiB records and a map slower than the reader,
 each checkpoint held up to 15 of them (150 MiB) before reader calls were bounded by bytes
-(:mod:`undertow.runtime.task.pending_bytes`)."""
+(:mod:`undertow.runtime.task.pending_bytes`). A text file's chunk was 1,024 lines, whatever
+their length, before it also ended at 1 MiB of the file (``formats.CHUNK_BYTES``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from undertow.common.watermark_strategy import WatermarkStrategy
 from undertow.datastream import JobStatus, MapFunction, StreamExecutionEnvironment
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 from undertow.datastream.connectors.discard import DiscardingSink
+from undertow.datastream.connectors.file_system import FileSource, StreamFormat
 
 MIB = 1 << 20
 RECORDS = 40
@@ -27,6 +29,10 @@ RECORDS = 40
 
 def large_record(index: int) -> bytes:
     return index.to_bytes(4, "big") * (10 * MIB // 4)
+
+
+def large_line(index: int) -> str:
+    return f"{index:08d}" + "x" * (4 * MIB - 8)
 
 
 class SlowMap(MapFunction):
@@ -87,3 +93,21 @@ def test_a_checkpoint_holds_about_one_large_generated_record_pending(tmp_path: P
     assert largest <= 11 * MIB, f"a checkpoint held {largest / MIB:.1f} MiB: {sizes}"
     assert len(sizes) >= 3, f"only {len(sizes)} checkpoints completed: {sizes}"
     _assert_read(tmp_path, RECORDS, 10 * MIB)
+
+
+@pytest.mark.timeout(180)
+def test_a_checkpoint_holds_about_one_long_line_of_a_file_pending(tmp_path: Path) -> None:
+    lines = 24
+    text = tmp_path / "in" / "long-lines.txt"
+    text.parent.mkdir()
+    with text.open("w") as out:
+        for i in range(lines):
+            out.write(large_line(i) + "\n")
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(text.parent)
+    ).build()
+    sizes = _run(tmp_path, source)
+    largest = max(sizes.values(), default=0)
+    assert largest <= 5 * MIB, f"a checkpoint held {largest / MIB:.1f} MiB: {sizes}"
+    assert len(sizes) >= 3, f"only {len(sizes)} checkpoints completed: {sizes}"
+    _assert_read(tmp_path, lines, 4 * MIB)
