@@ -13,7 +13,7 @@ import pytest
 from undertow.common import Row, Types
 from undertow.connectors.file.bulk_writer import BulkWriter, BulkWriterFactory
 from undertow.connectors.file.csv_format import CsvReaderFormat, CsvRowEncoder, CsvSchema
-from undertow.connectors.file.formats import Chunk, FileFormat, StreamFormat
+from undertow.connectors.file.formats import CHUNK_BYTES, Chunk, FileFormat, StreamFormat
 from undertow.connectors.file.json_format import JsonLinesEncoder, JsonLinesFormat
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.split import FileSourceSplit
@@ -54,6 +54,22 @@ def test_text_lines_and_resume(tmp_path: Path) -> None:
     fmt = StreamFormat.text_line_format()
     assert records(read_all(fmt, _split(path))) == ["alpha", "beta", "", "gamma", "delta"]
     resumed_everywhere(fmt, _split(path))
+
+
+def test_a_chunk_of_lines_ends_at_its_bytes_too_and_resumes_there(tmp_path: Path) -> None:
+    """Chunks are pending in the source (and in its checkpoints) until emitted: long lines
+    end a chunk at ``CHUNK_BYTES`` of the file (Flink's io-fetch-size), short ones at the
+    batch size as before."""
+    path = tmp_path / "long.txt"
+    line = "y" * (CHUNK_BYTES // 3)
+    path.write_text("".join(f"{i}{line}\n" for i in range(10)) + "a\nb\nc\n")
+    fmt = StreamFormat.text_line_format()
+    chunks = read_all(fmt, _split(path), batch=1024)
+    assert [len(c.records) for c in chunks] == [3, 3, 3, 1 + 3]  # 3 long lines: 1 MiB
+    assert all(c.offset - (0 if i == 0 else chunks[i - 1].offset) >= CHUNK_BYTES
+               for i, c in enumerate(chunks[:-1]))  # fmt: skip
+    assert [r[:1] for r in records(chunks)] == [str(i) for i in range(10)] + ["a", "b", "c"]
+    resumed_everywhere(fmt, _split(path), batch=1024)
 
 
 def test_undecodable_text_is_a_bad_record_with_offset_and_line(tmp_path: Path) -> None:

@@ -24,6 +24,10 @@ from undertow.connectors.file.split import FileSourceSplit
 
 #: Records per chunk (a source emits one chunk per poll, then serves its mailbox).
 DEFAULT_BATCH_SIZE = 1024
+#: A line format's chunk also ends once it holds this many bytes of the file (Flink's
+#: ``source.file.stream.io-fetch-size``, 1 MiB): a chunk is pending in the source, and in its
+#: checkpoints, until emitted, and 1,024 lines of 10 MiB would be 10 GiB.
+CHUNK_BYTES = 1 << 20
 
 
 class RecordParseError(ValueError):
@@ -98,6 +102,7 @@ class StreamFormat(FileFormat):
             f.seek(offset)
         charset = self.charset
         chunk = Chunk([], offset=offset, line=line)
+        chunk_start = offset
         while True:
             start, start_line = offset, line + 1
             raw = f.readline()
@@ -127,10 +132,13 @@ class StreamFormat(FileFormat):
                         chunk.bad.append(
                             BadRecord(split.path, start, start_line, _reason(err), text)
                         )
-            if len(chunk.records) + len(chunk.bad) >= batch_size:
+            if len(chunk.records) + len(chunk.bad) >= batch_size or (
+                offset - chunk_start >= CHUNK_BYTES
+            ):
                 chunk.offset, chunk.line = offset, line
                 yield chunk
                 chunk = Chunk([], offset=offset, line=line)
+                chunk_start = offset
         chunk.offset, chunk.line = offset, line
         if chunk.records or chunk.bad:
             yield chunk

@@ -374,7 +374,7 @@ class StreamInputProcessor:
             if not head.has_pending():
                 if writers:  # debloated outputs: ask the reader for what fits (a soft limit)
                     fits = [n for w in writers if (n := w.records_that_fit()) is not None]
-                    head.records_wanted = min(fits) if fits else None
+                    head.records_fit = min(fits) if fits else None
                 status = InputStatus.END_OF_INPUT if self._reader_ended else head.emit_next()
                 if status is InputStatus.END_OF_INPUT:
                     self._reader_ended = True  # never call a reader again after its end

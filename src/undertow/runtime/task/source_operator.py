@@ -30,6 +30,7 @@ from undertow.runtime.task.operator import (
     Output,
     Timestamps,
 )
+from undertow.runtime.task.pending_bytes import PendingBound
 from undertow.runtime.task.split_watermarks import SplitWatermarks
 
 
@@ -217,6 +218,11 @@ class SourceOperator(CheckpointHooks):
     so a restore emits them before reading on. Timestamps are assigned and the watermark
     generator sees a record only when it is emitted, so no watermark overtakes pending records.
 
+    What one call brings is bounded by records and bytes (:mod:`.pending_bytes`): a reader
+    that honours ``records_wanted`` is asked for what fits ``PENDING_BYTES`` at its records'
+    estimated size, so a snapshot holds about that much pending, not a whole call of large
+    records.
+
     Threading: the task's loop thread. Invariant: the task calls :meth:`emit_next` only while
     nothing is pending, so a reader's output is emitted in the order it produced it.
     """
@@ -233,8 +239,12 @@ class SourceOperator(CheckpointHooks):
         self._pending: deque[_Pending] = deque()
         #: splits released by the reader while records of theirs are still pending
         self._release_after: set[str] = set()
-        #: ReaderOutput's soft limit per reader call, set by the task (buffer debloating).
+        #: ReaderOutput's soft limit per reader call: the byte bound's, or the records that
+        #: fit the output (``records_fit``) if fewer.
         self.records_wanted: int | None = None
+        #: The records the output's free buffers take, set by the task (buffer debloating).
+        self.records_fit: int | None = None
+        self.bound = PendingBound()
         #: Timestamps and watermarks of what is emitted: built by :meth:`open` (so
         #: :meth:`close` closes it only if the operator opened).
         self.emitter: WatermarkEmitter | None = None
@@ -270,12 +280,14 @@ class SourceOperator(CheckpointHooks):
     def collect_batch(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
         if values:
             self._pending.append(_Pending(values, timestamps, None))
+            self.bound.observe(values)
 
     def collect_split_batch(
         self, split_id: str, values: list[Any], timestamps: list[Any] | None = None
     ) -> None:
         if values:
             self._pending.append(_Pending(values, timestamps, split_id))
+            self.bound.observe(values)
 
     def register_split(self, split_id: str) -> None:
         self._emitter().register_split(split_id)
@@ -293,6 +305,8 @@ class SourceOperator(CheckpointHooks):
     def emit_next(self) -> InputStatus:
         """One reader call; what it produced becomes pending (call only when none is)."""
         assert self.reader is not None
+        wanted, fit = self.bound.records_wanted(), self.records_fit
+        self.records_wanted = wanted if fit is None or fit > wanted else fit
         return self.reader.poll_next(self)
 
     def poll_again_after_s(self) -> float:
