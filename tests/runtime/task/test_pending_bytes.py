@@ -32,6 +32,8 @@ def test_the_estimate_counts_what_records_carry() -> None:
     assert MIB <= approx_size({"k": big}) < MIB + 64
     assert MIB <= approx_size(Reading(big)) < MIB + 128  # an object by its __dict__
     assert approx_size(np.zeros(1000, dtype=np.int64)) == 8000
+    assert approx_size(pa.array(range(1000), pa.int64())) == 8000
+    assert approx_size(memoryview(big)) == MIB
     batch = pa.RecordBatch.from_pydict({"v": list(range(10_000))})
     assert approx_size(batch) == pa.ipc.get_record_batch_size(batch)
     # a long list by its first items, extrapolated

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 #: What a source may hold pending, in estimated bytes (at least one record). Flink's file
@@ -27,6 +28,8 @@ _ITEMS = 8
 _SCALAR = 9  # an int or float as pickled, about
 _SEQUENCES = (tuple, list)
 _RECORD_BATCH = pa.RecordBatch
+#: Types whose ``nbytes`` is their data's size.
+_BUFFERS = (memoryview, np.ndarray, pa.Array, pa.ChunkedArray, pa.Table, pa.Buffer)
 
 
 def approx_size(value: Any, depth: int = 3) -> int:
@@ -47,9 +50,8 @@ def approx_size(value: Any, depth: int = 3) -> int:
         if len(value) <= _ITEMS:
             return 4 + sum([approx_size(item, depth - 1) for item in value])
         return 4 + _items_size(value, depth - 1)
-    nbytes = getattr(value, "nbytes", None)  # numpy arrays, memoryviews, Arrow arrays
-    if isinstance(nbytes, int):
-        return nbytes
+    if isinstance(value, _BUFFERS):
+        return int(value.nbytes)
     if depth > 0:
         if isinstance(value, dict):
             return 4 + _items_size(list(value.items()), depth - 1)
