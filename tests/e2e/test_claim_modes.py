@@ -100,7 +100,6 @@ def _snapshot(make_env: EnvFactory, tmp_path: Path, kind: str) -> Path:
     _wait_for(lambda: max(_job_checkpoints(root, job)) >= newest + 2, "a checkpoint after them")
     client.cancel()
     _wait_for(lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation")
-    time.sleep(0.2)  # the JobMaster keeps the retained checkpoint as it shuts down
     latest = max(_job_checkpoints(root, job))
     return Path(CheckpointStorage(str(root), job).checkpoint_pointer(latest))
 

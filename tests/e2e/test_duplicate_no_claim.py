@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +120,6 @@ def scenario_duplicate(
     )
     assert _contents(old_job_dir) == before, "NO_CLAIM: every restored file stays byte-identical"
 
-    time.sleep(0.3)  # the JobMaster keeps the retained checkpoint as it shuts down
     second = Path(storage.checkpoint_pointer(max(storage.completed_checkpoint_ids())))
     shutil.rmtree(old_job_dir)  # the snapshot the second job restored is gone
     client, rest = _start(make_env, tmp_path, second, "resumed again, restored snapshot gone")

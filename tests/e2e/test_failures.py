@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +20,7 @@ from undertow.core.errors import (
     JobExecutionError,
     SerializationError,
 )
-from undertow.datastream import JobStatus
+from undertow.datastream import JobStatus, MapFunction
 from undertow.datastream.connectors.datagen import DataGeneratorSource
 
 from .conftest import EnvFactory
@@ -138,17 +140,31 @@ def test_a_failing_source_fails_collecting_its_records(make_env: EnvFactory) -> 
     assert_nothing_left_running()
 
 
-def test_cancelling_a_running_job(make_env: EnvFactory) -> None:
+class Marking(MapFunction):
+    """Doubles; the first record a subtask maps leaves a file in ``directory``."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.marked = False
+
+    def map(self, value: int) -> int:
+        if not self.marked:
+            Path(self.directory, uuid.uuid4().hex).touch()
+            self.marked = True
+        return value * 2
+
+
+def test_cancelling_a_running_job(make_env: EnvFactory, tmp_path: Path) -> None:
     env = make_env(parallelism=2)
     endless = env.from_source(
         DataGeneratorSource(lambda i: i, count=None, records_per_second=1_000),
         WatermarkStrategy.no_watermarks(),
         "endless",
     )
-    endless.map(lambda n: n * 2).filter(lambda n: n < 0).print()
+    endless.map(Marking(str(tmp_path))).filter(lambda n: n < 0).print()
     client = env.execute_async("endless job")
-    assert eventually(lambda: client.get_job_status().result() is JobStatus.RUNNING)
-    time.sleep(0.2)
+    # records flow (not only deployed), and the job still runs
+    assert eventually(lambda: any(tmp_path.iterdir()), timeout=30)
     assert client.get_job_status().result() is JobStatus.RUNNING
     assert client.get_job_id()
 

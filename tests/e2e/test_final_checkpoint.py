@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from undertow.common import WatermarkStrategy
+from undertow.core.errors import JobCancelledError
 from undertow.datastream.connectors import (
     Committer,
     DataGeneratorSource,
@@ -196,6 +197,12 @@ def _wait_for(condition: Any, what: str) -> None:
         time.sleep(0.05)
 
 
+def _wait_ended(client: Any) -> None:
+    """Wait until the cancelled job ended: its commits and retained checkpoints are final."""
+    with pytest.raises(JobCancelledError):
+        client.get_job_execution_result(timeout=TIMEOUT_S)
+
+
 @pytest.mark.restores
 def test_checkpoints_go_on_after_a_bounded_branch_finished_and_restore_skips_it(
     make_env: EnvFactory, tmp_path: Path
@@ -213,7 +220,7 @@ def test_checkpoints_go_on_after_a_bounded_branch_finished_and_restore_skips_it(
                   "checkpoints after the bounded branch finished")  # fmt: skip
     finally:
         client.cancel()
-    time.sleep(0.3)
+    _wait_ended(client)
     expected = sorted(["b", i] for i in range(BOUNDED))
     assert committed_values(out) == expected
     before = commits(out)
@@ -231,6 +238,7 @@ def test_checkpoints_go_on_after_a_bounded_branch_finished_and_restore_skips_it(
         _wait_for(lambda: latest_checkpoint(str(checkpoints)) >= first + 2, "checkpoints")
     finally:
         client.cancel()
+    _wait_ended(client)
     # the bounded branch was restored as finished: it did not run, wrote and committed nothing
     writers = sorted(p.name for p in out.glob("writer-*"))
     evidence(len(writers) == 2, f"the finished branch ran again after the restore: {writers}")

@@ -369,7 +369,6 @@ def _retained_incremental_checkpoint(
     _wait_for(ready, "four incremental checkpoints")
     client.cancel()
     _wait_for(lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation")
-    time.sleep(0.3)  # the JobMaster keeps the retained checkpoint as it shuts down
     return Path(storage.checkpoint_pointer(max(storage.completed_checkpoint_ids())))
 
 

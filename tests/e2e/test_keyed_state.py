@@ -11,6 +11,8 @@ import pytest
 from undertow.core.errors import JobExecutionError
 from undertow.datastream import (
     AggregateFunction,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     KeyedProcessFunction,
     MapFunction,
     RuntimeContext,
@@ -238,3 +240,60 @@ def test_runtime_context_describes_the_subtask_and_carries_job_parameters(
         assert with_subtasks.endswith(f"({index + 1}/2)")
         assert "describe" in with_subtasks
         assert (greeting, missing, tricky_value) == ("hello", "default", tricky)
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+@pytest.mark.parametrize(
+    ("max_parallelism", "key_of"),
+    [(3, lambda x: x), (15, lambda x: x), (29, lambda x: x), (2, lambda x: ("k", x)),
+     (5, lambda x: ("k", (x,)))],
+    ids=["3", "15", "29", "2-tuple", "5-nested"],
+)  # fmt: skip
+def test_zero_and_negative_zero_are_two_keys_also_in_one_key_group(
+    make_env: EnvFactory, tmp_path: Any, backend: str, max_parallelism: int, key_of: Any
+) -> None:
+    """Flink keys by Java's ``Double.equals``: ``0.0`` and ``-0.0`` are two keys. At these
+    max parallelisms both land in one key group (scalar keys at odd ones, these tuple keys at
+    even ones), where Python's dict holds them equal: each must still count on its own."""
+    env = make_env(parallelism=1)
+    env.set_max_parallelism(max_parallelism)
+    if backend == "rocksdb":
+        env.set_state_backend(EmbeddedRocksDBStateBackend())
+    else:
+        env.set_state_backend(HashMapStateBackend())
+    zeros = [0.0, -0.0, 0.0, -0.0, -0.0, 0.0, -0.0]
+    stream = env.from_collection([(key_of(z), 1) for z in zeros])
+    counted = stream.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    out = list(counted.execute_and_collect())
+    last: dict[str, int] = {}
+    for key, count in out:
+        last[repr(key)] = count
+    assert last == {repr(key_of(0.0)): 3, repr(key_of(-0.0)): 4}, out
+
+
+class TimerPerKey(KeyedProcessFunction):
+    """Registers one event-time timer at 100 per record; a fired timer emits its key."""
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        ctx.timer_service().register_event_time_timer(100)
+        return iter(())
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Any:
+        yield repr(ctx.get_current_key()), type(ctx.get_current_key()) is float
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_zero_and_negative_zero_keep_a_timer_each(make_env: EnvFactory, backend: str) -> None:
+    """A timer is (timestamp, key, namespace): ``0.0`` and ``-0.0`` registering one at the
+    same time are two timers, each firing with its own key (a plain float), at any max
+    parallelism (the heap timer queue's set held them equal)."""
+    env = make_env(parallelism=1)
+    env.set_max_parallelism(128)  # two key groups, one subtask: one timer queue
+    env.set_state_backend(
+        EmbeddedRocksDBStateBackend() if backend == "rocksdb" else HashMapStateBackend()
+    )
+    stream = env.from_collection([0.0, -0.0, 0.0])
+    fired = list(stream.key_by(lambda x: x).process(TimerPerKey()).execute_and_collect())
+    assert sorted(fired) == [("-0.0", True), ("0.0", True)], fired

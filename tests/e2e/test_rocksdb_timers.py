@@ -206,7 +206,6 @@ def scenario_window_timers_rescale(
     while client.get_job_status().result() is not JobStatus.CANCELED:
         assert time.monotonic() < deadline, "not cancelled"
         time.sleep(0.02)
-    time.sleep(0.3)  # the JobMaster keeps the retained checkpoint as it shuts down
     latest = max(storage.completed_checkpoint_ids())
     pointer = storage.checkpoint_pointer(latest)
     capsys.readouterr()

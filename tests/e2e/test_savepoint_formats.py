@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -235,11 +236,15 @@ def test_native_savepoint_in_worker_processes(
 
 
 class _CountingWriter(SinkWriter):
+    #: Set once a writer took a record (the test's one process: ``local-threads``).
+    written = threading.Event()
+
     def __init__(self) -> None:
         self.records: list[Any] = []
 
     def write(self, element: Any, timestamp: int | None) -> None:
         self.records.append(element)
+        _CountingWriter.written.set()
 
     def prepare_commit(self) -> list[Any]:
         prepared, self.records = self.records, []
@@ -285,11 +290,13 @@ def test_an_intermediate_savepoint_commits_no_side_effects(
     source = DataGeneratorSource(lambda i: i, count=10**9, records_per_second=2000)
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers")
     stream.key_by(lambda i: i % 4).map(lambda i: i).sink_to(TwoPhaseSink(out))
+    _CountingWriter.written.clear()
     client = env.execute_async("two-phase commit sink")
     deadline = time.monotonic() + TIMEOUT_S
-    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
+    while not _CountingWriter.written.is_set():  # a savepoint then has records to (not) commit
+        assert time.monotonic() < deadline, "no record reached the sink"
+        assert not client.get_job_status().result().is_globally_terminal_state()
         time.sleep(0.01)
-    time.sleep(0.3)
     for format_type in ("CANONICAL", "NATIVE"):
         client.trigger_savepoint(str(tmp_path / "sp"), format_type).result(timeout=TIMEOUT_S)
     time.sleep(0.5)  # a commit on the savepoints' completion would be written by now

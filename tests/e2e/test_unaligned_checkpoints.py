@@ -229,7 +229,6 @@ def cancel_once_channel_state_retained(
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not checkpoints_with_channel_state(root):
         time.sleep(0.1)
-    time.sleep(0.3)
     client.cancel()
     with pytest.raises(Exception):  # noqa: B017 - cancelled
         client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
@@ -320,7 +319,6 @@ def retain_and_rescale(
     deadline = time.monotonic() + 30  # processes start slower than threads
     while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
         time.sleep(0.1)
-    time.sleep(0.3)
     client.cancel()
     with pytest.raises(Exception):  # noqa: B017 - cancelled
         client.get_job_execution_result(timeout=JOB_TIMEOUT_S)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -183,3 +185,49 @@ def test_one_and_one_point_zero_keep_their_own_groups_in_either_order() -> None:
         key_groups._float_cache.clear()
         assign_to_key_group(first, 1 << 15)
         assert assign_to_key_group(second, 1 << 15) == fresh, (first, second)
+
+
+def test_negative_zero_has_a_state_form_of_its_own_with_its_key_group() -> None:
+    """In a dict ``-0.0 == 0.0``; keyed state holds ``-0.0`` as ``NEGATIVE_ZERO`` (also inside
+    tuples), which equals only itself, keeps ``-0.0``'s key group at every max parallelism,
+    pickles as itself, and turns back into the float for users and byte-keyed stores."""
+    negative = key_groups.NEGATIVE_ZERO
+    for key in (-0.0, ("k", -0.0), ("k", (-0.0, float("nan")))):
+        stored = key_groups.state_key(key)
+        assert stored is not key and stored != key_groups.state_key(abs_zero(key))
+        assert key_groups.state_key(stored) == stored
+        for max_p in (2, 3, 5, 29, 128):
+            assert key_groups.assign_to_key_group(stored, max_p) == (
+                key_groups.assign_to_key_group(key, max_p)
+            )
+        assert repr(key_groups.user_key(stored)) == repr(key)
+    assert key_groups.state_key(0.0) == 0.0 and type(key_groups.state_key(0.0)) is float
+    assert len({negative, 0.0, key_groups.state_key(-0.0)}) == 2
+    assert pickle.loads(pickle.dumps(negative)) is negative
+    back = key_groups.user_key(("k", negative))
+    assert back == ("k", -0.0) and type(back[1]) is float
+    assert math.copysign(1.0, back[1]) < 0
+    plain = key_groups.user_key(negative)
+    assert type(plain) is float and math.copysign(1.0, plain) < 0
+    assert pickle.dumps(key_groups.user_key(("k", negative))) == pickle.dumps(("k", -0.0))
+    for plain_type_key in (1, "a", (1, "a"), 2.5):
+        assert key_groups.state_key(plain_type_key) is plain_type_key
+        assert key_groups.user_key(plain_type_key) is plain_type_key
+
+
+def abs_zero(key: Any) -> Any:
+    """``key`` with its ``-0.0`` made ``0.0``."""
+    if type(key) is float:
+        return abs(key) if key == 0.0 else key
+    return tuple(abs_zero(item) for item in key) if type(key) is tuple else key
+
+
+def test_restored_entries_of_an_earlier_version_take_the_state_form() -> None:
+    """A snapshot of an earlier version holds ``-0.0`` as a float: its key is stored in the
+    state form; entries without one are kept as they are (the same dict)."""
+    old = {-0.0: "negative", 1: "one", ("k", -0.0): "tuple"}
+    restored = key_groups.state_entries(old)
+    assert restored[key_groups.NEGATIVE_ZERO] == "negative"
+    assert restored[("k", key_groups.NEGATIVE_ZERO)] == "tuple" and 0.0 not in restored
+    plain = {1: "one", "a": "a", 0.0: "zero"}
+    assert key_groups.state_entries(plain) is plain

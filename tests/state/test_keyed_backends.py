@@ -465,3 +465,34 @@ def test_every_nan_is_one_key_and_the_zeros_two_as_flinks_double_equals() -> Non
             b.set_current_key(key_of(k))
             counts[repr(k)] = v.value()
         assert counts == {"nan": 4, "0.0": 2, "-0.0": 2}
+
+
+@pytest.mark.parametrize("restore_into", sorted(BACKENDS))
+def test_zero_and_negative_zero_of_one_key_group_survive_a_snapshot_as_two_keys(
+    restore_into: str,
+) -> None:
+    """At max parallelism 3 ``0.0`` and ``-0.0`` (and ``(0.0,)``, ``(-0.0,)`` at 2) share a
+    key group: their entries, value and windowed, stay two through a (canonical) snapshot and
+    its restore into either backend, and the keys read back are the floats they were."""
+    for max_p, key_of in ((3, lambda z: z), (2, lambda z: ("k", z))):
+        zero, negative = key_of(0.0), key_of(-0.0)
+        assert assign_to_key_group(zero, max_p) == assign_to_key_group(negative, max_p)
+        b = backend(range(max_p), max_p)
+        v: Any = b.get_partitioned_state(ValueStateDescriptor("v"))
+        w: Any = b.get_partitioned_state(ValueStateDescriptor("w"))
+        w.set_current_namespace("window")
+        for k, value in ((zero, "zero"), (negative, "negative")):
+            b.set_current_key(k)
+            v.update(value)
+            w.update(value)
+        restored = BACKENDS[restore_into]("op", max_p, range(max_p), lambda: 0)  # type: ignore[call-arg]
+        restored.restore(dict(b.snapshot()))
+        rv: Any = restored.get_partitioned_state(ValueStateDescriptor("v"))
+        rw: Any = restored.get_partitioned_state(ValueStateDescriptor("w"))
+        rw.set_current_namespace("window")
+        for k, value in ((zero, "zero"), (negative, "negative")):
+            restored.set_current_key(k)
+            assert (rv.value(), rw.value()) == (value, value), (max_p, k)
+        keys = sorted(repr(k) for k in restored.keys("v"))
+        assert keys == sorted([repr(zero), repr(negative)])
+        assert all(type(k) is type(zero) for k in restored.keys("v"))

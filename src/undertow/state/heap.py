@@ -60,7 +60,9 @@ from undertow.state.key_groups import (
     assign_to_key_group,
     groups_by_equality,
     require_hashable,
+    state_entries,
     state_key,
+    user_key,
 )
 
 _MAGIC = b"UHKG"
@@ -119,8 +121,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                     self._offsets.clear()
                 self._offsets[key] = offset
         elif key_type is float and key and key == key:
-            # floats apart (1.0 == 1, another group), never ±0.0 (equal, two groups) nor a NaN
-            # (a dict finds none but itself: state_key below makes every NaN one key)
+            # floats apart (1.0 == 1, another group), never ±0.0 (equal, two keys) nor a NaN
+            # (a dict finds none but itself): state_key below makes them the keys Flink's are
             offset = self._float_offsets.get(key)
             if offset is None:
                 offset = self._offset_of(key)
@@ -134,7 +136,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 ctx.offset = self._groups  # no key group while the key is refused
                 self.set_current_key(require_hashable(key, self.operator_name))
                 return
-            ctx.key = key = state_key(key)  # all NaNs one key, as Flink's Double.equals
+            ctx.key = key = state_key(key)  # NaNs one key, ±0.0 two: Flink's Double.equals
             offset = self._offset_of(key)
         ctx.offset = offset
         snapshot = self._snapshot
@@ -302,7 +304,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         else:
             for i in range(table.groups):
                 found.extend(k for k, ns in table.windowed[i] if ns == namespace)
-        return iter(found)
+        return iter([user_key(k) for k in found])  # -0.0 as RocksDB's: the float it is
 
     # --- snapshot and restore ------------------------------------------------------------
 
@@ -449,7 +451,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                             k: wrap_entry(kind, e, now) if table.ttl else unwrap_entry(kind, e)
                             for k, e in entries.items()
                         }
-                    target[offset].update(entries)
+                    target[offset].update(state_entries(entries))
 
     def dispose(self) -> None:
         self._finish_snapshot()

@@ -16,6 +16,7 @@ docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import math
 import pickle
 import zlib
 from collections.abc import Callable, Sequence
@@ -145,28 +146,95 @@ def groups_by_equality(key: Any) -> bool:
 CANONICAL_NAN = float("nan")
 
 
+class _NegativeZero(float):
+    """``-0.0`` as keyed state holds it (:func:`state_key`): Python's ``-0.0 == 0.0`` would
+    make the two one dict entry where both are in one key group, while Flink's keys (Java's
+    ``Double.equals``) are two. Its value, ``hex()``, stable hash and key group are
+    ``-0.0``'s; it equals only itself, hashes apart, and pickles as :data:`NEGATIVE_ZERO`."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __ne__(self, other: object) -> bool:
+        return other is not self
+
+    def __hash__(self) -> int:
+        return _NEGATIVE_ZERO_HASH
+
+    def __reduce__(self) -> str:
+        return "NEGATIVE_ZERO"
+
+    def __repr__(self) -> str:
+        return "-0.0"
+
+
+_NEGATIVE_ZERO_HASH = hash("undertow -0.0 key")
+#: The one ``-0.0`` every ``-0.0`` key becomes in keyed state (:func:`state_key`).
+NEGATIVE_ZERO = _NegativeZero(-0.0)
+
+
 def state_key(key: Any) -> Any:
-    """``key`` as keyed state stores it: every float NaN (also inside a tuple) replaced by
-    :data:`CANONICAL_NAN`. Java's ``Double.equals``, which Flink keys by, holds all NaNs equal
-    (and ``0.0`` and ``-0.0`` apart, as their stable hashes already are), while Python's NaN
-    equals nothing: a dict would give every NaN record a fresh entry. Only for a key of which
-    :func:`groups_by_equality` is false (no other key holds a float); cost: a type check, a
-    tuple's one per field, and a tuple is rebuilt only when it holds a NaN."""
+    """``key`` as keyed state stores it in a dict: every float NaN (also inside a tuple)
+    replaced by :data:`CANONICAL_NAN` and every ``-0.0`` by :data:`NEGATIVE_ZERO`. Java's
+    ``Double.equals``, which Flink keys by, holds all NaNs equal and ``0.0``, ``-0.0`` apart,
+    while Python's NaN equals nothing (a dict would give every NaN record a fresh entry) and
+    ``-0.0`` equals ``0.0`` (one entry for two keys where both are in one key group: odd max
+    parallelisms). The key group stays the key's (:func:`stable_hash` of either form is the
+    same); :func:`user_key` turns it back. Only for a key of which :func:`groups_by_equality`
+    is false (no other key holds a float); cost: a type check, a tuple's one per field, and
+    a tuple is rebuilt only when it holds a NaN or a ``-0.0``."""
     t = type(key)
     if t is float:
-        return CANONICAL_NAN if key != key else key
-    if t is tuple and _holds_nan(key):
+        if key != key:
+            return CANONICAL_NAN
+        return NEGATIVE_ZERO if not key and math.copysign(1.0, key) < 0.0 else key
+    if t is tuple and _needs_state_form(key):
         return tuple(state_key(item) for item in key)
     return key
 
 
-def _holds_nan(key: tuple[Any, ...]) -> bool:
+def _needs_state_form(key: tuple[Any, ...]) -> bool:
     for item in key:
         t = type(item)
         if t is float:
-            if item != item:
+            if item != item or (not item and math.copysign(1.0, item) < 0.0):
                 return True
-        elif t is tuple and _holds_nan(item):
+        elif t is tuple and _needs_state_form(item):
+            return True
+    return False
+
+
+def state_entries(entries: dict[Any, Any]) -> dict[Any, Any]:
+    """Restored entries (key or ``(key, namespace)`` -> entry) with their keys in
+    :func:`state_key` form: a snapshot of an earlier version holds ``-0.0`` as a float.
+    ``entries`` itself when no key changes; cost: a type check per key."""
+    for skey in entries:
+        t = type(skey)
+        if (t is float or t is tuple) and state_key(skey) is not skey:
+            return {state_key(k): entry for k, entry in entries.items()}
+    return entries
+
+
+def user_key(key: Any) -> Any:
+    """The key a user sees of a :func:`state_key` form, and the one a byte-keyed store
+    (RocksDB) encodes: :data:`NEGATIVE_ZERO` back to the float ``-0.0`` (also inside a
+    tuple), whose ``==`` is Python's again and whose pickle is already not ``0.0``'s (DB keys
+    stay those of earlier versions); other keys as they are. Cost: a type check, a tuple's
+    one per field."""
+    t = type(key)
+    if t is _NegativeZero:
+        return -0.0
+    if t is tuple and _holds_negative_zero(key):
+        return tuple(user_key(item) for item in key)
+    return key
+
+
+def _holds_negative_zero(key: tuple[Any, ...]) -> bool:
+    for item in key:
+        t = type(item)
+        if t is _NegativeZero or (t is tuple and _holds_negative_zero(item)):
             return True
     return False
 

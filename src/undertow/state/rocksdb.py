@@ -37,7 +37,12 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
-from undertow.state.key_groups import assign_to_key_group, require_hashable, state_key
+from undertow.state.key_groups import (
+    assign_to_key_group,
+    require_hashable,
+    state_key,
+    user_key,
+)
 from undertow.state.rocksdb_fold import WriteBackCache, fold_cached
 from undertow.state.rocksdb_incremental import (
     IncrementalKeyedHandle,
@@ -128,6 +133,8 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         self._unkeyed = UnkeyedDict(operator_name)
         self.scratch_context = KeyContext(unkeyed_offset=1)
         self._key: Any = None
+        #: The current key in ``state_key`` form (``get_current_key``): ``_key`` encodes.
+        self._current: Any = None
         self._key_group: int | None = None
         self._disposed = False
         #: Incremental checkpoints (``execution.checkpointing.incremental``): native ones.
@@ -167,10 +174,15 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         try:
             hash(key)
         except TypeError:
-            self._key = key  # the refused key is not current: no key group
+            self._key = self._current = key  # the refused key is not current: no key group
             self.set_current_key(require_hashable(key, self.operator_name))
             return
-        self._key = key = state_key(key)  # all NaNs one key, as Flink's Double.equals
+        # all NaNs one key, ±0.0 two, as Flink's Double.equals; encoded, -0.0 is the float
+        # (its pickle is not 0.0's: the DB keys of earlier versions stay)
+        self._current = key = state_key(key)
+        if type(key) is not int and type(key) is not str:
+            key = user_key(key)
+        self._key = key
         key_group = assign_to_key_group(key, self.max_parallelism)
         r = self.key_group_range
         if not r.start <= key_group < r.stop:
@@ -178,7 +190,9 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         self._key_group = key_group
 
     def get_current_key(self) -> Any:
-        return self._key
+        """The current key in :func:`~undertow.state.key_groups.state_key` form, as the heap
+        backend's (a timer queue's set holds ``0.0`` and ``-0.0`` apart)."""
+        return self._current
 
     def current_void_db_key(self) -> bytes:
         """The current key's DB key in ``VOID_NAMESPACE`` (encoded once per current key);
@@ -323,6 +337,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
     def _enter_key(self, key: Any, dkey: bytes) -> None:
         if type(key) is int:
             self._key, self._key_group = key, int.from_bytes(dkey[:2], "big")
+            self._current = key
             self._current_dkey = dkey
         else:
             self.set_current_key(key)
@@ -388,7 +403,8 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                         entry = live_entry(kind, entry, ttl_ms, now)
                         if entry is ABSENT:
                             continue
-                    (void if head[2:3] == VOID_TAG else windowed)[skey] = entry
+                    # in a dict, the heap's keys: -0.0 apart from 0.0 of its key group
+                    (void if head[2:3] == VOID_TAG else windowed)[state_key(skey)] = entry
                 if void or windowed:
                     states[name] = (kind, ttl, void, windowed)
             if states:
@@ -432,9 +448,10 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
                                 else unwrap_entry(kind, entry)
                             )
                         if namespaced:
-                            dkey = db_key(key_group, skey[0], skey[1], self.encode_key)
+                            dkey = db_key(key_group, user_key(skey[0]), skey[1], self.encode_key)
                         else:
-                            dkey = db_key(key_group, skey, VOID_NAMESPACE, self.encode_key)
+                            dkey = db_key(key_group, user_key(skey), VOID_NAMESPACE,
+                                          self.encode_key)  # fmt: skip
                         if kind == "map":
                             for entry_key, raw in map_entries(dkey, entry, self.encode_key):
                                 batch.put(entry_key, raw)
@@ -448,7 +465,7 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
             return
         self._disposed = True
         self._write_back.drop()
-        self._key = None
+        self._key = self._current = None
         self._key_group = None
         self._current_dkey = None
         self._states.clear()

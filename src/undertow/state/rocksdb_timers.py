@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from undertow.core.errors import StateError
-from undertow.state.key_groups import assign_to_key_group
+from undertow.state.key_groups import assign_to_key_group, user_key
 from undertow.state.rocksdb_states import encode_key
 
 #: Column families of timers start with this (Flink's name), then ``event_`` or ``processing_``.
@@ -99,6 +99,7 @@ class RocksDBTimerQueue:
         self._size: int | None = None  # counted on first use
 
     def _dkey(self, timestamp: int, key: Any, namespace: Any) -> bytes:
+        key = user_key(key)  # -0.0 encoded as itself (the timers service's key: state form)
         group = assign_to_key_group(key, self._max_parallelism)
         return timer_db_key(timestamp, group, key, namespace, self._encode)
 

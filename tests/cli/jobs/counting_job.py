@@ -86,7 +86,6 @@ def main() -> None:
         _wait_for(
             lambda: client.get_job_status().result() is JobStatus.CANCELED, "the cancellation"
         )
-        time.sleep(0.2)  # the JobMaster keeps the retained checkpoint as it shuts down
         latest = max(_completed(root, job))
         print(f"RETAINED {CheckpointStorage(root, job).checkpoint_pointer(latest)}", flush=True)
         return

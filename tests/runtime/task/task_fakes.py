@@ -1,6 +1,6 @@
 """A real task's surroundings for the tests that run one (tests/runtime/task/, and
-tests/runtime/test_task_metrics.py): services that do nothing, and an upstream that never
-ends. Both run on the test's event loop."""
+tests/runtime/test_task_metrics.py): services that do nothing, an upstream that never ends
+(both run on the test's event loop), and a wait until a running task settled."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from typing import Any
 from undertow.runtime.network.buffer import Buffer, serialize_batch
 from undertow.runtime.network.credit import Send
 from undertow.runtime.task.collect_credit import CollectCredit
+from undertow.runtime.task.stream_task import StreamTask
+from undertow.runtime.task.task_statistics import TaskStatistics
+
+#: How often :func:`settled` looks at the task, and how long it gives up after.
+POLL_S, SETTLE_TIMEOUT_S = 0.01, 30.0
 
 
 class NullServices:
@@ -55,3 +60,28 @@ class EndlessProducer:
     def new_buffer_size(self, size: int, max_records: int) -> None:
         """Buffer debloating's announcement (on by default): this producer's buffers are
         fixed."""
+
+
+async def settled(task: StreamTask, backpressured: bool) -> TaskStatistics:
+    """Wait until ``task`` (running on this loop) sits in a wait it cannot leave by itself:
+    over one whole poll it took and emitted nothing and spent most of it waiting,
+    ``backpressured`` (an output is full and nobody drains it) or idle (nothing left to read).
+    Its statistics then. What a fixed sleep hoped for: under load the task may need longer;
+    fails naming the last statistics after ``SETTLE_TIMEOUT_S``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_TIMEOUT_S
+    before = task.statistics()
+    while True:
+        started = loop.time()
+        await asyncio.sleep(POLL_S)
+        now = task.statistics()
+        waited_ms = (now.backpressured_ms - before.backpressured_ms if backpressured
+                     else now.idle_ms - before.idle_ms)  # fmt: skip
+        moved = (now.records_in, now.records_out, now.buffers_in) != (
+            before.records_in, before.records_out, before.buffers_in
+        )  # fmt: skip
+        if not moved and waited_ms > (loop.time() - started) * 1000 / 2:
+            return now
+        kind = "backpressured" if backpressured else "idle"
+        assert loop.time() < deadline, f"task {task.name} never settled {kind}: {now}"
+        before = now

@@ -13,7 +13,7 @@ import asyncio
 import logging
 
 import pytest
-from tests.runtime.task.task_fakes import EndlessProducer, NullServices
+from tests.runtime.task.task_fakes import EndlessProducer, NullServices, settled
 
 from undertow.common import Configuration
 from undertow.datastream import StreamExecutionEnvironment
@@ -197,8 +197,7 @@ async def run_until_stuck(
     """Run the fan-out task until it stops taking input (its output is full)."""
     task, out = fan_out_task(records_per_input, overdraft)
     running = asyncio.ensure_future(task.run())
-    await asyncio.sleep(0.3)
-    stats = task.statistics()
+    stats = await settled(task, backpressured=True)
     task.cancel()
     await asyncio.gather(running, return_exceptions=True)
     return stats, out

@@ -11,7 +11,7 @@ from concurrent.futures import Executor, Future
 from typing import Any
 
 import pytest
-from tests.runtime.task.task_fakes import NullServices
+from tests.runtime.task.task_fakes import NullServices, settled
 
 from undertow.common import Configuration
 from undertow.core.errors import StateError
@@ -101,10 +101,15 @@ def build(
 
 
 async def run_briefly(task: StreamTask) -> None:
-    """Run ``task`` for 0.3 s (the loop's other callbacks, its producer's sends, run too),
-    cancel it, and flush its writers: what it emitted is then queued at its partition."""
+    """Run ``task`` until it sits idle with nothing left to read (the loop's other callbacks,
+    its producer's sends, run meanwhile), cancel it, and flush its writers: what it emitted
+    is then queued at its partition."""
     running = asyncio.ensure_future(task.run())
-    await asyncio.sleep(0.3)
+    link = task.gates[0].channels[0].link
+    while True:
+        await settled(task, backpressured=False)
+        if not isinstance(link, LiveProducer) or not link.buffers:
+            break
     task.cancel()
     await asyncio.gather(running, return_exceptions=True)
     for writer in task.writers:
@@ -188,14 +193,16 @@ def test_a_backpressured_task_still_takes_an_unaligned_barrier_at_once() -> None
         task, partition = build(None, live, config=config, checkpoint_io=io)
         partition.max_buffers_per_channel = 2
         running = asyncio.ensure_future(task.run())
-        await asyncio.sleep(0.2)
+        await settled(task, backpressured=True)
         backpressured = not partition.is_available()
         channel = task.gates[0].channels[0]
         producer = channel.link
         assert isinstance(producer, LiveProducer)
         barrier = CheckpointBarrier(5, 0, unaligned)
         channel.on_send(Send(barrier, True, producer.sequence, 0, priority=True))
-        await asyncio.sleep(0.1)
+        deadline = asyncio.get_running_loop().time() + 10  # taken at once: far less
+        while 5 not in responder.acks and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
         task.cancel()
         await asyncio.gather(running, return_exceptions=True)
         return responder, files, backpressured

@@ -25,6 +25,7 @@ from undertow.runtime.task.operators import UdfOperator, process_each, run_udf
 from undertow.runtime.task.timers import InternalTimer
 from undertow.state.backend import KeyedStateBackend, PairAggregation
 from undertow.state.descriptors import ValueStateDescriptor
+from undertow.state.key_groups import user_key
 
 
 class _KeyedContext(KeyedProcessFunction.OnTimerContext):
@@ -46,7 +47,7 @@ class _KeyedContext(KeyedProcessFunction.OnTimerContext):
         self._op.output.collect_side(output_tag.tag_id, value, self.ts)
 
     def get_current_key(self) -> Any:
-        return self._op.backend.get_current_key()
+        return user_key(self._op.backend.get_current_key())  # -0.0 as the float it is
 
     def time_domain(self) -> TimeDomain:
         return self._domain

@@ -36,6 +36,7 @@ from undertow.runtime.task.operators import apply_each, run_udf
 from undertow.runtime.task.timers import InternalTimer
 from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 from undertow.state.descriptors import MapStateDescriptor
+from undertow.state.key_groups import user_key
 
 
 class _TwoInputUdf(ForwardsCheckpointHooks, TwoInputStreamOperator):
@@ -139,7 +140,7 @@ class _Ctx(KeyedCoProcessFunction.OnTimerContext, KeyedBroadcastProcessFunction.
         backend = self._op.ctx.keyed_backend
         if backend is None:
             raise StateError(f"operator '{self._op.ctx.name}': no key on a non-keyed stream")
-        return backend.get_current_key()
+        return user_key(backend.get_current_key())  # -0.0 as the float it is
 
     def time_domain(self) -> TimeDomain:
         return self.domain

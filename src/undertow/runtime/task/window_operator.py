@@ -57,6 +57,7 @@ from undertow.runtime.task.window_functions import (
 from undertow.runtime.task.window_panes import WindowPanes
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import ListStateDescriptor, StateDescriptor, ValueStateDescriptor
+from undertow.state.key_groups import user_key
 
 __all__ = [
     "NUM_LATE_RECORDS_DROPPED",
@@ -394,7 +395,7 @@ class WindowOperator(OneInputStreamOperator):
         if result.is_fire():
             contents = self._contents()
             if contents is not None:
-                self._emit(timer.key, window, contents)
+                self._emit(user_key(timer.key), window, contents)  # -0.0 as the float it is
         if result.is_purge():
             window_state.clear()
         if event_time == self._is_event_time and timer.timestamp == self._cleanup_time(window):
