@@ -179,9 +179,9 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
             return
         # all NaNs one key, ±0.0 two, as Flink's Double.equals; encoded, -0.0 is the float
         # (its pickle is not 0.0's: the DB keys of earlier versions stay)
-        self._current = key = state_key(key)
-        if type(key) is not int and type(key) is not str:
-            key = user_key(key)
+        self._current = current = state_key(key)
+        if current is not key:  # it held a NaN or a -0.0: the canonical NaN, the float -0.0
+            key = user_key(current)
         self._key = key
         key_group = assign_to_key_group(key, self.max_parallelism)
         r = self.key_group_range
