@@ -132,6 +132,9 @@ class CsvReaderFormat(StreamFormat):
     def for_schema(schema: CsvSchema) -> CsvReaderFormat:
         return CsvReaderFormat(schema)
 
+    def get_produced_type(self) -> RowTypeInfo:
+        return self._row_type
+
     def complete(self, raw: bytes) -> bool:
         return raw.count(self._quote) % 2 == 0
 

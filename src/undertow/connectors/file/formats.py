@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from undertow.common.typeinfo import Types
 from undertow.connectors.file.bad_records import BadRecord, BadRecordHandling, to_handling
 from undertow.connectors.file.split import FileSourceSplit
 
@@ -49,6 +50,10 @@ class FileFormat(ABC):
     @abstractmethod
     def read(self, fs: Any, split: FileSourceSplit, batch_size: int) -> Iterator[Chunk]:
         """Chunks of ``split`` from its position on; closing the iterator closes the file."""
+
+    def get_produced_type(self) -> Any:
+        """The type of the records read (``None``: Python objects, no declared type)."""
+        return None
 
     def with_bad_records(self, handling: Any) -> FileFormat:
         """A copy of this format that handles bad records as ``handling`` says: a
@@ -147,6 +152,9 @@ def _reason(err: BaseException) -> str:
 
 class TextLineFormat(StreamFormat):
     """Lines as ``str`` (Flink's ``TextLineInputFormat``); only undecodable bytes are bad."""
+
+    def get_produced_type(self) -> Any:
+        return Types.STRING()
 
     def parse(self, text: str) -> str:
         return text

@@ -21,6 +21,7 @@ from typing import Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.common.serialization import DeserializationSchema
+from undertow.common.typeinfo import PickledBytesTypeInfo, TypeInformation
 from undertow.connectors.kafka.admin import GroupOffsetLookup, KafkaAdmin, Subscription
 from undertow.connectors.kafka.batch_deserializer import KafkaBatchDeserializationSchema
 from undertow.connectors.kafka.enumerator import (
@@ -106,6 +107,14 @@ class KafkaSource(Source[KafkaPartitionSplit]):
         config["enable.auto.commit"] = False
         config["enable.partition.eof"] = True
         return config
+
+    def get_produced_type(self) -> TypeInformation | None:
+        """The value deserializer's type, as Flink's KafkaSource declares it (``None`` for a
+        batch deserializer, or one that produces pickled Python objects)."""
+        if not isinstance(self.deserializer, DeserializationSchema):
+            return None
+        produced = self.deserializer.get_produced_type()
+        return None if isinstance(produced, PickledBytesTypeInfo) else produced
 
     def get_boundedness(self) -> Boundedness:
         return self.boundedness
