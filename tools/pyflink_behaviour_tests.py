@@ -316,6 +316,10 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     "SerializationSchema": (
         "tests/common/test_serialization.py::test_simple_string_schema_round_trip"
     ),
+    "RowFieldExtractorSchema": (
+        "tests/common/test_serialization.py::"
+        "test_row_field_extractor_schema_takes_one_bytes_field_as_flink_does"
+    ),
     "SessionWindowTimeGapExtractor": (
         "tests/conformance/test_window.py::test_event_time_dynamic_gap_session_window"
     ),

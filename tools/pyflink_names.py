@@ -113,7 +113,6 @@ ANNOTATIONS: dict[str, str] = {
     "CsvRowDeserializationSchema": "supported",
     "BulkWriterFactory": _JAVA,
     "RowDataBulkWriterFactory": _JAVA,
-    "RowFieldExtractorSchema": _JAVA,
     "TypeSerializer": "not applicable: Flink's Java serializers; undertow pickles records",
     "InputDependencyConstraint": "not applicable: removed from Flink's scheduler",
     "RestartStrategies": (
