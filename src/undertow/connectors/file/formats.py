@@ -125,13 +125,11 @@ class StreamFormat(FileFormat):
                     )
                 )
             else:
-                if not (start == 0 and self.skip_header(text)) and not self.skip(text):
-                    try:
+                try:  # a header the format refuses is a bad record too
+                    if not (start == 0 and self.skip_header(text)) and not self.skip(text):
                         chunk.records.append(self.parse(text))
-                    except (ValueError, TypeError, KeyError) as err:
-                        chunk.bad.append(
-                            BadRecord(split.path, start, start_line, _reason(err), text)
-                        )
+                except (ValueError, TypeError, KeyError) as err:
+                    chunk.bad.append(BadRecord(split.path, start, start_line, _reason(err), text))
             if len(chunk.records) + len(chunk.bad) >= batch_size:
                 chunk.offset, chunk.line = offset, line
                 yield chunk
@@ -141,7 +139,8 @@ class StreamFormat(FileFormat):
             yield chunk
 
     def skip_header(self, text: str) -> bool:
-        """Whether the first line of a file is a header to skip (CSV with a header)."""
+        """Whether the first line of a file is a header to skip (CSV with a header); raises
+        :class:`RecordParseError` for a header the format refuses (a bad record)."""
         return False
 
 
