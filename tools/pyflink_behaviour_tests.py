@@ -102,6 +102,9 @@ BEHAVIOUR_TESTS: dict[str, str] = {
     "CsvRowSerializationSchema": (
         "tests/datastream/test_row_schemas.py::test_csv_options_and_errors"
     ),
+    "CsvBulkWriters": (
+        "tests/connectors/file/test_formats.py::test_csv_bulk_writers_write_the_schemas_lines"
+    ),
     "CsvSchema": (
         "tests/connectors/file/test_formats.py::test_csv_encoder_round_trips_through_the_reader"
     ),

@@ -147,7 +147,6 @@ ANNOTATIONS: dict[str, str] = {
     ),
     "SourceFunction": "not applicable: wraps a Java SourceFunction; use from_source",
     "SinkFunction": "supported: Python sink functions (add_sink); Java ones are absent",
-    "CsvBulkWriters": "not applicable: a Java bulk writer; use CsvRowEncoder with the file sink",
     "AssignerWithPeriodicWatermarksWrapper": _JAVA,
     "InputFormat": "not applicable: Java InputFormats (create_input); use from_source",
     "CompletableFuture": (

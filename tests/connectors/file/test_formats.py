@@ -17,6 +17,7 @@ from undertow.connectors.file.formats import Chunk, FileFormat, StreamFormat
 from undertow.connectors.file.json_format import JsonLinesEncoder, JsonLinesFormat
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.split import FileSourceSplit
+from undertow.datastream.formats.csv import CsvBulkWriters
 from undertow.datastream.formats.parquet import (
     ParquetBulkWriters,
     ParquetColumnarRowInputFormat,
@@ -247,3 +248,26 @@ def test_csv_schema_built_as_pyflinks_docs_build_it(tmp_path: Path) -> None:
     assert bad.line == 1 and "strict headers" in bad.reason and "'lst'" in bad.reason
     with pytest.raises(NotImplementedError, match=r"CsvSchemaBuilder.set_any_property_name\(\)"):
         CsvSchema.builder().set_any_property_name("extra")
+
+
+def test_csv_bulk_writers_write_the_schemas_lines(tmp_path: Path) -> None:
+    schema = (
+        CsvSchema.builder()
+        .add_number_column("id", number_type=DataTypes.INT())
+        .add_array_column("tags", ",")
+        .set_column_separator("|")
+        .set_use_header()
+        .build()
+    )
+    factory = CsvBulkWriters.for_schema(schema)
+    path = tmp_path / "part.csv"
+    with path.open("wb") as stream:
+        writer = factory.create(stream)
+        writer.add_element(Row(1, ["a", "b"]))
+        writer.add_element(Row(2, []))
+        writer.finish()
+    assert path.read_text() == "id|tags\n1|a,b\n2|\n"
+    assert records(read_all(CsvReaderFormat.for_schema(schema), _split(path))) == [
+        (1, ["a", "b"]),
+        (2, None),
+    ]

@@ -1,4 +1,5 @@
-"""CSV for the file source (:class:`CsvReaderFormat`) and the file sink (:class:`CsvRowEncoder`).
+"""CSV for the file source (:class:`CsvReaderFormat`) and the file sink (:class:`CsvRowEncoder`,
+:class:`CsvBulkWriters`).
 
 The schema (:class:`CsvSchema`, built like PyFlink's ``CsvSchema.builder()``) names the
 columns and their types; a record is a :class:`~undertow.common.Row` with those names. A line
@@ -17,11 +18,12 @@ import decimal
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from undertow.common.row import Row
 from undertow.common.serialization import Encoder
 from undertow.common.typeinfo import BasicType, BasicTypeInfo, RowTypeInfo, TypeInformation, Types
+from undertow.connectors.file.bulk_writer import BulkWriter, BulkWriterFactory
 from undertow.connectors.file.formats import RecordParseError, StreamFormat
 
 
@@ -362,3 +364,42 @@ class CsvRowEncoder(Encoder):
 
     def __repr__(self) -> str:
         return f"CsvRowEncoder({self.separator!r})"
+
+
+class _CsvBulkWriter(BulkWriter):
+    def __init__(self, stream: BinaryIO, schema: CsvSchema) -> None:
+        self._stream = stream
+        self._encoder = CsvRowEncoder.for_schema(schema)
+        if schema.use_header:
+            stream.write(self._encoder.encode(list(schema.names)))
+
+    def add_element(self, element: Any) -> None:
+        self._stream.write(self._encoder.encode(element))
+
+    def finish(self) -> None:
+        self._stream.flush()
+
+
+class _CsvBulkWriterFactory(BulkWriterFactory):
+    def __init__(self, schema: CsvSchema) -> None:
+        self.schema = schema
+
+    def create(self, stream: BinaryIO) -> BulkWriter:
+        return _CsvBulkWriter(stream, self.schema)
+
+    def __repr__(self) -> str:
+        return f"CsvBulkWriters.for_schema({list(self.schema.names)})"
+
+
+class CsvBulkWriters:
+    """PyFlink's ``CsvBulkWriters``: ``FileSink.for_bulk_format(path,
+    CsvBulkWriters.for_schema(schema))`` writes rows as the schema's CSV lines (a header
+    first in each part file if the schema uses one). As a bulk format it rolls part files
+    on every checkpoint; ``FileSink.for_row_format(path, CsvRowEncoder.for_schema(schema))``
+    writes the same lines into files that can stay open."""
+
+    @staticmethod
+    def for_schema(schema: CsvSchema) -> BulkWriterFactory:
+        if not isinstance(schema, CsvSchema):
+            raise TypeError(f"CsvBulkWriters.for_schema(): expected a CsvSchema, got {schema!r}")
+        return _CsvBulkWriterFactory(schema)
