@@ -181,7 +181,9 @@ ANNOTATIONS: dict[str, str] = {
         "different: part files go into the base path by default (Flink: hourly "
         "'yyyy-MM-dd--HH' directories, a DateTimeBucketAssigner), so spark.read.parquet(base) "
         "reads them; with_bucket_assigner(BucketAssigner.date_time_bucket_assigner()) gives "
-        "Flink's layout"
+        "Flink's layout. Part files are named <prefix>-<uuid hex>-<subtask>-<counter><suffix> "
+        "(Flink: <prefix>-<uuid>-<counter><suffix>): the subtask index says which subtask "
+        "owns a leftover in-progress file"
     ),
     "FileCompactor": (
         "different: concat_file_compactor(delimiter) for row formats (refused for bulk "
