@@ -29,6 +29,7 @@ from undertow.connectors.kafka.enumerator import (
     KafkaSourceEnumerator,
     restore_state,
 )
+from undertow.connectors.kafka.java_properties import librdkafka_property
 from undertow.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
 from undertow.connectors.kafka.split import KafkaPartitionSplit
@@ -280,9 +281,13 @@ class KafkaSourceBuilder:
         return self.set_property(CLIENT_ID_PREFIX, prefix)
 
     def set_property(self, key: str, value: str) -> KafkaSourceBuilder:
+        """A librdkafka consumer property, a Java client name for one (:mod:`.java_properties`)
+        or a source option (``SOURCE_OPTIONS``)."""
         if not isinstance(key, str) or not key:
             raise ValueError(f"set_property(): the key must be a non-empty str, got {key!r}")
-        self._properties[key] = str(value)
+        translated = librdkafka_property(key, str(value))
+        if translated is not None:
+            self._properties[translated[0]] = translated[1]
         return self
 
     def set_properties(self, props: Mapping[str, str]) -> KafkaSourceBuilder:
