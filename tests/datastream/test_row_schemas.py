@@ -97,3 +97,29 @@ def test_byte_array_schema_passes_bytes_through() -> None:
     assert schema.deserialize(schema.serialize(bytearray(b"\x00raw"))) == b"\x00raw"
     with pytest.raises(TypeError, match="ByteArraySchema serializes bytes, got str"):
         schema.serialize("text")
+
+
+def test_json_writes_and_reads_what_flinks_schemas_do() -> None:
+    row_type = Types.ROW_NAMED(
+        ["t", "ts", "dec", "raw", "pos", "day"],
+        [Types.SQL_TIME(), Types.SQL_TIMESTAMP(), Types.BIG_DEC(),
+         Types.PRIMITIVE_ARRAY(Types.BYTE()), Types.ROW([Types.DOUBLE(), Types.DOUBLE()]),
+         Types.SQL_DATE()],
+    )  # fmt: skip
+    row = Row(datetime.time(12, 0, 1), datetime.datetime(2020, 1, 2, 3, 4, 5, 123000),
+              decimal.Decimal("1.50"), b"ab", Row(1.5, 2.0), datetime.date(2020, 1, 2))  # fmt: skip
+    data = JsonRowSerializationSchema.builder().with_type_info(row_type).build().serialize(row)
+    assert data == (
+        b'{"t":"12:00:01Z","ts":"2020-01-02T03:04:05.123Z","dec":1.50,"raw":"YWI=",'
+        b'"pos":{"f0":1.5,"f1":2.0},"day":"2020-01-02"}'
+    )
+    schema = JsonRowDeserializationSchema.builder().type_info(row_type).build()
+    back = schema.deserialize(data)
+    assert back == row and str(back[2]) == "1.50" and isinstance(back[4][0], float)
+    other = b'{"t":"23:59:59.5","ts":"2020-01-02T03:04:05.123456789Z"}'
+    assert schema.deserialize(other)[:2] == (
+        datetime.time(23, 59, 59, 500000),
+        datetime.datetime(2020, 1, 2, 3, 4, 5, 123456),
+    )
+    with pytest.raises(ValueError, match=r"\$\.ts: 'noon' is not"):
+        schema.deserialize(b'{"ts":"noon"}')
