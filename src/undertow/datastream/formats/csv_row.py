@@ -136,9 +136,7 @@ class CsvRowSerializationSchema(SerializationSchema):
             return "true" if value else "false"
         if isinstance(value, (list, tuple)):
             element = _element_type(t) if t is not None else None
-            return self._options.array_element_delimiter.join(
-                self._text(v, element) for v in value
-            )
+            return self._options.array_element_delimiter.join(self._text(v, element) for v in value)
         if isinstance(value, datetime.datetime):  # java.sql.Timestamp: at least one digit
             return f"{value:%Y-%m-%d %H:%M:%S}.{f'{value.microsecond:06d}'.rstrip('0') or '0'}"
         if isinstance(value, datetime.time):  # java.sql.Time: whole seconds
