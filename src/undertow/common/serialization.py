@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from undertow.common.typeinfo import TypeInformation, Types
@@ -62,16 +63,32 @@ class Encoder(ABC):
 
 
 class SimpleStringEncoder(Encoder):
-    """``str(value) + '\\n'`` encoded in ``charset_name`` (PyFlink 1.x's class name)."""
+    """``str(value) + '\\n'`` encoded in ``charset_name`` (PyFlink 1.x's class name); with
+    ``to_string``, that function's text instead of ``str`` (``sink_to`` gives a stream of a
+    declared type Java's ``toString``, as Flink's encoder writes it)."""
 
-    def __init__(self, charset_name: str = "UTF-8") -> None:
+    #: Also the value of an instance pickled before the attribute existed.
+    _to_string: Callable[[Any], str] | None = None
+
+    def __init__(
+        self, charset_name: str = "UTF-8", to_string: Callable[[Any], str] | None = None
+    ) -> None:
         self._charset = _codec_name(charset_name)
+        self._to_string = to_string
+
+    def with_to_string(self, to_string: Callable[[Any], str]) -> SimpleStringEncoder:
+        return SimpleStringEncoder(self._charset, to_string)
 
     def encode(self, value: Any) -> bytes:
-        return (str(value) + "\n").encode(self._charset)
+        text = str(value) if self._to_string is None else self._to_string(value)
+        return (text + "\n").encode(self._charset)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SimpleStringEncoder) and other._charset == self._charset
+        return (
+            isinstance(other, SimpleStringEncoder)
+            and other._charset == self._charset
+            and other._to_string == self._to_string
+        )
 
     def __hash__(self) -> int:
         return hash((SimpleStringEncoder, self._charset))
