@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 
 LAYERS = [
-    "core", "web", "common", "storage", "state", "api", "connectors", "graph",
+    "core", "web", "common", "table", "storage", "state", "api", "connectors", "graph",
     "runtime.network", "runtime.checkpoint", "runtime.task", "runtime.control",
     "runtime.worker", "runtime.master",
     "datastream", "deploy", "cli", "testing",

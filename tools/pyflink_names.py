@@ -65,6 +65,11 @@ ANNOTATIONS: dict[str, str] = {
     "module:pyflink.datastream.connectors.kinesis": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.pulsar": _JVM_CONNECTOR,
     "module:pyflink.datastream.connectors.rabbitmq": _JVM_CONNECTOR,
+    "CsvSchemaBuilder": (
+        "supported: every PyFlink 2.3 method (types from DataTypes or Types); "
+        "set_any_property_name(), disable_array_element_separator() and "
+        "remove_array_element_separator() raise NotImplementedError naming themselves"
+    ),
     "module:pyflink.datastream.formats.avro": "not applicable: Avro formats are Java classes",
     "module:pyflink.datastream.formats.orc": "not applicable: the ORC writer is a Java class",
     "EmbeddedRocksDBStateBackend": (
@@ -113,7 +118,6 @@ ANNOTATIONS: dict[str, str] = {
     "CsvRowDeserializationSchema": "supported",
     "BulkWriterFactory": _JAVA,
     "RowDataBulkWriterFactory": _JAVA,
-    "RowFieldExtractorSchema": _JAVA,
     "TypeSerializer": "not applicable: Flink's Java serializers; undertow pickles records",
     "InputDependencyConstraint": "not applicable: removed from Flink's scheduler",
     "RestartStrategies": (
@@ -143,7 +147,6 @@ ANNOTATIONS: dict[str, str] = {
     ),
     "SourceFunction": "not applicable: wraps a Java SourceFunction; use from_source",
     "SinkFunction": "supported: Python sink functions (add_sink); Java ones are absent",
-    "CsvBulkWriters": "not applicable: a Java bulk writer; use CsvRowEncoder with the file sink",
     "AssignerWithPeriodicWatermarksWrapper": _JAVA,
     "InputFormat": "not applicable: Java InputFormats (create_input); use from_source",
     "CompletableFuture": (
@@ -178,7 +181,9 @@ ANNOTATIONS: dict[str, str] = {
         "different: part files go into the base path by default (Flink: hourly "
         "'yyyy-MM-dd--HH' directories, a DateTimeBucketAssigner), so spark.read.parquet(base) "
         "reads them; with_bucket_assigner(BucketAssigner.date_time_bucket_assigner()) gives "
-        "Flink's layout"
+        "Flink's layout. Part files are named <prefix>-<uuid hex>-<subtask>-<counter><suffix> "
+        "(Flink: <prefix>-<uuid>-<counter><suffix>): the subtask index says which subtask "
+        "owns a leftover in-progress file"
     ),
     "FileCompactor": (
         "different: concat_file_compactor(delimiter) for row formats (refused for bulk "

@@ -7,7 +7,11 @@ import pickle
 import pytest
 
 from undertow.common import Encoder, Row, SimpleStringSchema, Types
-from undertow.common.serialization import DeserializationSchema, SerializationSchema
+from undertow.common.serialization import (
+    DeserializationSchema,
+    RowFieldExtractorSchema,
+    SerializationSchema,
+)
 
 
 def test_simple_string_encoder_writes_str_and_newline() -> None:
@@ -64,3 +68,17 @@ def test_deserialize_batch_is_deserialize_per_message() -> None:
     assert latin.deserialize_batch(messages) == [latin.deserialize(m) for m in messages]
     with pytest.raises(TypeError):  # a tombstone (None): the caller finds which record
         SimpleStringSchema().deserialize_batch([b"a", None])  # type: ignore[list-item]
+
+
+def test_row_field_extractor_schema_takes_one_bytes_field_as_flink_does() -> None:
+    key, value = RowFieldExtractorSchema(0), RowFieldExtractorSchema(1)
+    row = Row(b"user-1", bytearray(b'{"a": 1}'))
+    assert (key.serialize(row), value.serialize(row)) == (b"user-1", b'{"a": 1}')
+    assert key.serialize(None) == b"" and key.serialize(Row(None, b"x")) == b""
+    assert pickle.loads(pickle.dumps(key)) == key != value
+    with pytest.raises(ValueError, match="cannot access field 1 in a row with arity 1"):
+        value.serialize(Row(b"only"))
+    with pytest.raises(TypeError, match="field at index 0 must be bytes, but was str 'user-1'"):
+        key.serialize(Row("user-1", b"v"))
+    with pytest.raises(ValueError, match="Field index must be non-negative, got: -1"):
+        RowFieldExtractorSchema(-1)

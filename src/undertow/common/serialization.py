@@ -4,7 +4,8 @@
   ``Encoder.simple_string_encoder()`` writes ``str(value)`` and a newline, like Flink's
   ``SimpleStringEncoder`` writes ``toString()`` and ``'\\n'``.
 * :class:`SerializationSchema` / :class:`DeserializationSchema` - record <-> message bytes for
-  message-oriented connectors; :class:`SimpleStringSchema` is the ``str`` <-> bytes pair.
+  message-oriented connectors; :class:`SimpleStringSchema` is the ``str`` <-> bytes pair,
+  :class:`RowFieldExtractorSchema` one bytes field of a row.
 
 Charsets are Java or Python names (``"UTF-8"``, ``"ISO-8859-1"``, ``"utf-16"``); an unknown one
 raises ``ValueError`` when the encoder or schema is built, not when the first record arrives.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from undertow.common.typeinfo import TypeInformation, Types
@@ -25,6 +27,7 @@ __all__ = [
     "ByteArraySchema",
     "DeserializationSchema",
     "Encoder",
+    "RowFieldExtractorSchema",
     "SerializationSchema",
     "SimpleStringEncoder",
     "SimpleStringSchema",
@@ -60,16 +63,32 @@ class Encoder(ABC):
 
 
 class SimpleStringEncoder(Encoder):
-    """``str(value) + '\\n'`` encoded in ``charset_name`` (PyFlink 1.x's class name)."""
+    """``str(value) + '\\n'`` encoded in ``charset_name`` (PyFlink 1.x's class name); with
+    ``to_string``, that function's text instead of ``str`` (``sink_to`` gives a stream of a
+    declared type Java's ``toString``, as Flink's encoder writes it)."""
 
-    def __init__(self, charset_name: str = "UTF-8") -> None:
+    #: Also the value of an instance pickled before the attribute existed.
+    _to_string: Callable[[Any], str] | None = None
+
+    def __init__(
+        self, charset_name: str = "UTF-8", to_string: Callable[[Any], str] | None = None
+    ) -> None:
         self._charset = _codec_name(charset_name)
+        self._to_string = to_string
+
+    def with_to_string(self, to_string: Callable[[Any], str]) -> SimpleStringEncoder:
+        return SimpleStringEncoder(self._charset, to_string)
 
     def encode(self, value: Any) -> bytes:
-        return (str(value) + "\n").encode(self._charset)
+        text = str(value) if self._to_string is None else self._to_string(value)
+        return (text + "\n").encode(self._charset)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SimpleStringEncoder) and other._charset == self._charset
+        return (
+            isinstance(other, SimpleStringEncoder)
+            and other._charset == self._charset
+            and other._to_string == self._to_string
+        )
 
     def __hash__(self) -> int:
         return hash((SimpleStringEncoder, self._charset))
@@ -160,3 +179,48 @@ class ByteArraySchema(SerializationSchema, DeserializationSchema):
 
     def __hash__(self) -> int:
         return hash(ByteArraySchema)
+
+
+class RowFieldExtractorSchema(SerializationSchema):
+    """One field of a row, which must already be bytes, as the message (PyFlink 2.x's
+    ``RowFieldExtractorSchema``: e.g. field 0 as a Kafka record's key, field 1 as its value).
+    A ``None`` record or field is an empty message, as in Flink."""
+
+    def __init__(self, field_index: int) -> None:
+        if isinstance(field_index, bool) or not isinstance(field_index, int) or field_index < 0:
+            raise ValueError(f"Field index must be non-negative, got: {field_index!r}")
+        self._field_index = field_index
+
+    def serialize(self, element: Any) -> bytes:
+        if element is None:
+            return b""
+        if not isinstance(element, (tuple, list)):  # a Row is a tuple
+            raise TypeError(
+                f"RowFieldExtractorSchema({self._field_index}) serializes rows, got "
+                f"{type(element).__name__} {element!r}"
+            )
+        if self._field_index >= len(element):
+            raise ValueError(
+                f"RowFieldExtractorSchema: cannot access field {self._field_index} in a row "
+                f"with arity {len(element)}: {element!r}"
+            )
+        field = element[self._field_index]
+        if field is None:
+            return b""
+        if not isinstance(field, (bytes, bytearray)):
+            raise TypeError(
+                f"RowFieldExtractorSchema: the field at index {self._field_index} must be "
+                f"bytes, but was {type(field).__name__} {field!r}"
+            )
+        return bytes(field)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, RowFieldExtractorSchema) and other._field_index == self._field_index
+        )
+
+    def __hash__(self) -> int:
+        return hash((RowFieldExtractorSchema, self._field_index))
+
+    def __repr__(self) -> str:
+        return f"RowFieldExtractorSchema({self._field_index})"

@@ -215,7 +215,19 @@ def is_bounded(source: SourceLike) -> bool:
     return boundedness is not None and boundedness.name == "BOUNDED"
 
 
+def produced_type(source: Any) -> Any:
+    """The record type ``source`` declares (Flink's ``ResultTypeQueryable``), which
+    ``from_source`` gives its stream when the caller names none: what the source's
+    ``get_produced_type()`` returns, ``None`` (Python objects) for a source without one."""
+    get = getattr(source, "get_produced_type", None)
+    return get() if callable(get) else None
+
+
 class Source(ABC, Generic[SplitT]):
+    def get_produced_type(self) -> Any:
+        """The type of the records this source emits (``None``: Python objects)."""
+        return None
+
     @abstractmethod
     def get_boundedness(self) -> Boundedness: ...
 

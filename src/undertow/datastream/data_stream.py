@@ -33,7 +33,7 @@ from undertow.datastream.connected_streams import (
     BroadcastStream,
     ConnectedStreams,
 )
-from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink
+from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink, typed_sink
 from undertow.datastream.field_functions import Projection, built_in_aggregation
 from undertow.datastream.function_binding import (
     FILTER,
@@ -285,16 +285,15 @@ class DataStream(OperatorSettings):
         return DataStreamSink(t)
 
     def sink_to(self, sink: Any) -> DataStreamSink:
-        """Write to a Sink V2 ``sink``. A :class:`GlobalCommittingSink` becomes two operators:
-        the writers (parallel, configured through the returned ``DataStreamSink``) and a
-        committer of parallelism 1 behind a GLOBAL edge that never carries unaligned
-        checkpoints (see :mod:`undertow.connectors.global_committer`)."""
+        """Write to a Sink V2 ``sink`` (for this stream's type: :func:`typed_sink`). A
+        :class:`GlobalCommittingSink` becomes two operators: the parallel writers and a committer
+        of parallelism 1 behind a GLOBAL edge (:mod:`undertow.connectors.global_committer`)."""
         if not isinstance(sink, SinkLike):
             raise GraphBuildError(
                 f"sink_to(): {sink!r} is not a Sink (it needs create_writer(), restore_writer() "
                 "and create_committer())"
             )
-        name = f"Sink: {type(sink).__name__}"
+        name, sink = f"Sink: {type(sink).__name__}", typed_sink(sink, self.get_type())
         if not isinstance(sink, GlobalCommittingSink):
             return self._sink(name, SinkWriterOperator(sink))
         writer_op = SinkWriterOperator(sink, emit_committables=True)

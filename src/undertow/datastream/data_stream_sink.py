@@ -9,12 +9,16 @@ JobMaster on the caller's thread (each batch taken lets the sink send more:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
+from undertow.common.serialization import SimpleStringEncoder
+from undertow.common.typeinfo import PickledBytesTypeInfo
 from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
 from undertow.graph.transformations import ChainingStrategy, Transformation
 from undertow.runtime.master.collect_results import END, CollectFailed
+from undertow.runtime.task.print_format import java_string
 
 
 class DataStreamSink:
@@ -120,3 +124,20 @@ class CloseableIterator:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def typed_sink(sink: Any, type_info: Any) -> Any:
+    """``sink`` as it writes a stream declared with ``type_info``. A row-format sink whose
+    encoder is ``Encoder.simple_string_encoder()`` then writes each record's Java ``toString``,
+    as Flink's encoder does on PyFlink's Java side (``+I[1, a]`` for a row, ``(1,a)`` for a
+    tuple, ``1.0E20`` for a double); records of a stream without a type stay ``str(record)``."""
+    encoder = getattr(sink, "encoder", None)
+    if (
+        type(encoder) is not SimpleStringEncoder
+        or type_info is None
+        or isinstance(type_info, PickledBytesTypeInfo)
+        or not hasattr(sink, "with_encoder")
+    ):
+        return sink
+    java = functools.partial(java_string, type_info=type_info)
+    return sink.with_encoder(encoder.with_to_string(java))

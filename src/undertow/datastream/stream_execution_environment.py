@@ -21,7 +21,7 @@ from undertow.common import python_dependencies as dependencies
 from undertow.common.execution_config import ExecutionConfig
 from undertow.common.restart_strategy import RestartStrategyConfiguration
 from undertow.common.typeinfo_basic import ConformingType
-from undertow.connectors.source import SourceLike, is_bounded
+from undertow.connectors.source import SourceLike, is_bounded, produced_type
 from undertow.core.config import Configuration, Options, default_parallelism
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
@@ -280,6 +280,8 @@ class StreamExecutionEnvironment:
                 f"from_source('{source_name}'): {source!r} is not a Source (it needs "
                 "create_reader(), create_enumerator() and get_boundedness())"
             )
+        if type_info is None:
+            type_info = produced_type(source)
         t = SourceTransformation(
             name=f"Source: {source_name}", source=source, watermark_strategy=watermark_strategy,
             output_type=type_info,

@@ -17,10 +17,12 @@ from undertow.connectors.file.formats import CHUNK_BYTES, Chunk, FileFormat, Str
 from undertow.connectors.file.json_format import JsonLinesEncoder, JsonLinesFormat
 from undertow.connectors.file.parquet import ParquetBatchInputFormat
 from undertow.connectors.file.split import FileSourceSplit
+from undertow.datastream.formats.csv import CsvBulkWriters
 from undertow.datastream.formats.parquet import (
     ParquetBulkWriters,
     ParquetColumnarRowInputFormat,
 )
+from undertow.table import DataTypes
 
 FS = fsspec.filesystem("file")
 
@@ -229,3 +231,59 @@ def test_parquet_batches_are_record_batches_and_resume_after_any_batch(tmp_path:
         rest = records(read_all(fmt, after))
         assert sum(b.num_rows for b in rest) == 25 - rows
         assert not rest or rest[0].column("v")[0].as_py() == rows
+
+
+def test_csv_schema_built_as_pyflinks_docs_build_it(tmp_path: Path) -> None:
+    schema = (
+        CsvSchema.builder()
+        .add_number_column("id", number_type=DataTypes.INT())
+        .add_string_column("name")
+        .add_array_column("list", ",", element_type=DataTypes.STRING())
+        .add_number_column("n")
+        .set_column_separator("|")
+        .set_escape_char("\\")
+        .set_null_value("NULL")
+        .set_allow_comments()
+        .set_use_header()
+        .set_strict_headers()
+        .build()
+    )
+    assert schema.row_type == Types.ROW_NAMED(
+        ["id", "name", "list", "n"],
+        [Types.INT(), Types.STRING(), Types.BASIC_ARRAY(Types.STRING()), Types.LONG()],
+    )
+    path = tmp_path / "c.csv"
+    path.write_text("id|name|list|n\n# a comment\n1|a\\|b|x,y|7\n2|NULL||NULL\n")
+    fmt = CsvReaderFormat.for_schema(schema)
+    got = records(read_all(fmt, _split(path)))
+    assert got == [(1, "a|b", ["x", "y"], 7), (2, None, None, None)]
+    encoded = CsvRowEncoder.for_schema(schema).encode(Row(3, None, ["p", "q"], 4))
+    assert encoded == b"3|NULL|p,q|4\n"
+    path.write_text("id|name|lst|n\n1|a|x|2\n")
+    (bad,) = [b for c in read_all(fmt, _split(path)) for b in c.bad]
+    assert bad.line == 1 and "strict headers" in bad.reason and "'lst'" in bad.reason
+    with pytest.raises(NotImplementedError, match=r"CsvSchemaBuilder.set_any_property_name\(\)"):
+        CsvSchema.builder().set_any_property_name("extra")
+
+
+def test_csv_bulk_writers_write_the_schemas_lines(tmp_path: Path) -> None:
+    schema = (
+        CsvSchema.builder()
+        .add_number_column("id", number_type=DataTypes.INT())
+        .add_array_column("tags", ",")
+        .set_column_separator("|")
+        .set_use_header()
+        .build()
+    )
+    factory = CsvBulkWriters.for_schema(schema)
+    path = tmp_path / "part.csv"
+    with path.open("wb") as stream:
+        writer = factory.create(stream)
+        writer.add_element(Row(1, ["a", "b"]))
+        writer.add_element(Row(2, []))
+        writer.finish()
+    assert path.read_text() == "id|tags\n1|a,b\n2|\n"
+    assert records(read_all(CsvReaderFormat.for_schema(schema), _split(path))) == [
+        (1, ["a", "b"]),
+        (2, None),
+    ]

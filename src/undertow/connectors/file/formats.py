@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from undertow.common.typeinfo import Types
 from undertow.connectors.file.bad_records import BadRecord, BadRecordHandling, to_handling
 from undertow.connectors.file.split import FileSourceSplit
 
@@ -53,6 +54,10 @@ class FileFormat(ABC):
     @abstractmethod
     def read(self, fs: Any, split: FileSourceSplit, batch_size: int) -> Iterator[Chunk]:
         """Chunks of ``split`` from its position on; closing the iterator closes the file."""
+
+    def get_produced_type(self) -> Any:
+        """The type of the records read (``None``: Python objects, no declared type)."""
+        return None
 
     def with_bad_records(self, handling: Any) -> FileFormat:
         """A copy of this format that handles bad records as ``handling`` says: a
@@ -125,13 +130,11 @@ class StreamFormat(FileFormat):
                     )
                 )
             else:
-                if not (start == 0 and self.skip_header(text)) and not self.skip(text):
-                    try:
+                try:  # a header the format refuses is a bad record too
+                    if not (start == 0 and self.skip_header(text)) and not self.skip(text):
                         chunk.records.append(self.parse(text))
-                    except (ValueError, TypeError, KeyError) as err:
-                        chunk.bad.append(
-                            BadRecord(split.path, start, start_line, _reason(err), text)
-                        )
+                except (ValueError, TypeError, KeyError) as err:
+                    chunk.bad.append(BadRecord(split.path, start, start_line, _reason(err), text))
             if len(chunk.records) + len(chunk.bad) >= batch_size or (
                 offset - chunk_start >= CHUNK_BYTES
             ):
@@ -144,7 +147,8 @@ class StreamFormat(FileFormat):
             yield chunk
 
     def skip_header(self, text: str) -> bool:
-        """Whether the first line of a file is a header to skip (CSV with a header)."""
+        """Whether the first line of a file is a header to skip (CSV with a header); raises
+        :class:`RecordParseError` for a header the format refuses (a bad record)."""
         return False
 
 
@@ -155,6 +159,9 @@ def _reason(err: BaseException) -> str:
 
 class TextLineFormat(StreamFormat):
     """Lines as ``str`` (Flink's ``TextLineInputFormat``); only undecodable bytes are bad."""
+
+    def get_produced_type(self) -> Any:
+        return Types.STRING()
 
     def parse(self, text: str) -> str:
         return text

@@ -15,6 +15,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from undertow.common.serialization import Encoder, SupportsEncode
@@ -63,6 +64,12 @@ class FileSink(Sink):
                 f"use identical_file_compactor() or no compaction"
             )
         self.compaction = compaction
+
+    def with_encoder(self, encoder: Encoder) -> FileSink:
+        """A copy of this row-format sink that encodes records with ``encoder``."""
+        clone = copy.copy(self)
+        clone.encoder = encoder
+        return clone
 
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:

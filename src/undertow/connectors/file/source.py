@@ -76,6 +76,11 @@ class FileSource(Source[FileSourceSplit]):
             raise TypeError(f"for_bulk_file_format(): expected a BulkFormat, got {bulk_format!r}")
         return FileSourceBuilder(bulk_format, paths)
 
+    def get_produced_type(self) -> Any:
+        """The format's record type (``STRING`` for text lines, the schema's row type for
+        CSV), as Flink's FileSource declares it; ``None`` where the format has none."""
+        return self.format.get_produced_type()
+
     def get_boundedness(self) -> Boundedness:
         if self.discovery_interval_ms is None:
             return Boundedness.BOUNDED

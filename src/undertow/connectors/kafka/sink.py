@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from undertow.connectors.kafka.java_properties import librdkafka_property
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import KafkaWriterState
 from undertow.connectors.kafka.writer import (
@@ -150,13 +151,16 @@ class KafkaSinkBuilder:
         return self
 
     def set_property(self, key: str, value: str) -> KafkaSinkBuilder:
-        """A librdkafka producer setting, or one of undertow's ``undertow.sink.*`` options."""
+        """A librdkafka producer setting, a Java client name for one
+        (:mod:`.java_properties`), or one of undertow's ``undertow.sink.*`` options."""
         if key == "transactional.id":
             raise ValueError(
                 "KafkaSink: transactional.id is derived from the prefix and the "
                 "subtask; use set_transactional_id_prefix()"
             )
-        self._properties[str(key)] = str(value)
+        translated = librdkafka_property(str(key), str(value))
+        if translated is not None:
+            self._properties[translated[0]] = translated[1]
         return self
 
     def build(self) -> KafkaSink:

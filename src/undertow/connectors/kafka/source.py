@@ -21,6 +21,7 @@ from typing import Any
 
 from undertow.api.output_tag import OutputTag
 from undertow.common.serialization import DeserializationSchema
+from undertow.common.typeinfo import PickledBytesTypeInfo, TypeInformation
 from undertow.connectors.kafka.admin import GroupOffsetLookup, KafkaAdmin, Subscription
 from undertow.connectors.kafka.batch_deserializer import KafkaBatchDeserializationSchema
 from undertow.connectors.kafka.enumerator import (
@@ -28,6 +29,7 @@ from undertow.connectors.kafka.enumerator import (
     KafkaSourceEnumerator,
     restore_state,
 )
+from undertow.connectors.kafka.java_properties import librdkafka_property
 from undertow.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
 from undertow.connectors.kafka.split import KafkaPartitionSplit
@@ -106,6 +108,14 @@ class KafkaSource(Source[KafkaPartitionSplit]):
         config["enable.auto.commit"] = False
         config["enable.partition.eof"] = True
         return config
+
+    def get_produced_type(self) -> TypeInformation | None:
+        """The value deserializer's type, as Flink's KafkaSource declares it (``None`` for a
+        batch deserializer, or one that produces pickled Python objects)."""
+        if not isinstance(self.deserializer, DeserializationSchema):
+            return None
+        produced = self.deserializer.get_produced_type()
+        return None if isinstance(produced, PickledBytesTypeInfo) else produced
 
     def get_boundedness(self) -> Boundedness:
         return self.boundedness
@@ -271,9 +281,13 @@ class KafkaSourceBuilder:
         return self.set_property(CLIENT_ID_PREFIX, prefix)
 
     def set_property(self, key: str, value: str) -> KafkaSourceBuilder:
+        """A librdkafka consumer property, a Java client name for one (:mod:`.java_properties`)
+        or a source option (``SOURCE_OPTIONS``)."""
         if not isinstance(key, str) or not key:
             raise ValueError(f"set_property(): the key must be a non-empty str, got {key!r}")
-        self._properties[key] = str(value)
+        translated = librdkafka_property(key, str(value))
+        if translated is not None:
+            self._properties[translated[0]] = translated[1]
         return self
 
     def set_properties(self, props: Mapping[str, str]) -> KafkaSourceBuilder:

@@ -4,6 +4,7 @@ files as record batches for batch streams."""
 
 from undertow.connectors.file.arrow_text import CsvBatchInputFormat
 from undertow.connectors.file.csv_format import (
+    CsvBulkWriters,
     CsvReaderFormat,
     CsvRowEncoder,
     CsvSchema,
@@ -16,6 +17,7 @@ from undertow.datastream.formats.csv_row import (
 
 __all__ = [
     "CsvBatchInputFormat",
+    "CsvBulkWriters",
     "CsvReaderFormat",
     "CsvRowDeserializationSchema",
     "CsvRowEncoder",

@@ -6,8 +6,10 @@ quote character (``"``, or none), escape character (none), array element delimit
 null literal (empty), line delimiter (``\\n``, serialization only), comments (lines starting
 with ``#``, deserialization only) and ignore-parse-errors (a bad line yields ``None``, Flink's
 "skip this record"; otherwise ``ValueError`` names the column and the value). Fields are quoted
-only when they need it. Types: Flink's basic types, dates/times in ISO 8601, and arrays/lists
-of them. Schemas are immutable after ``build()`` and shared by all subtasks.
+only when they need it. Types: Flink's basic types, dates and times, and arrays/lists of them,
+written as Flink writes them (Java's ``toString``: ``2020-01-02``, ``12:00:01``,
+``2020-01-02 03:04:05.0``, ``1.0E20``). Schemas are immutable after ``build()`` and shared by
+all subtasks.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from undertow.common.typeinfo import (
     TimestampTypeInfo,
     TimeTypeInfo,
     TypeInformation,
+    Types,
 )
+from undertow.runtime.task.print_format import java_double
 
 __all__ = ["CsvRowDeserializationSchema", "CsvRowSerializationSchema"]
 
@@ -119,20 +123,26 @@ class CsvRowSerializationSchema(SerializationSchema):
                 f"got {element!r}"
             )
         options = self._options
-        fields = [self._text(v) for v in element]
+        fields = [self._text(v, t) for v, t in zip(element, self._type.get_field_types())]
         out = io.StringIO()
         csv.writer(out, **options.dialect()).writerow(fields)
         return out.getvalue().encode("utf-8")
 
-    def _text(self, value: Any) -> str:
+    def _text(self, value: Any, t: TypeInformation | None) -> str:
+        """``value`` as Flink's schema writes it: Java's ``toString`` of the field's type."""
         if value is None:
             return self._options.null_literal
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, (list, tuple)):
-            return self._options.array_element_delimiter.join(self._text(v) for v in value)
-        if isinstance(value, (datetime.date, datetime.time)):
-            return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else str(value)
+            element = _element_type(t) if t is not None else None
+            return self._options.array_element_delimiter.join(self._text(v, element) for v in value)
+        if isinstance(value, datetime.datetime):  # java.sql.Timestamp: at least one digit
+            return f"{value:%Y-%m-%d %H:%M:%S}.{f'{value.microsecond:06d}'.rstrip('0') or '0'}"
+        if isinstance(value, datetime.time):  # java.sql.Time: whole seconds
+            return f"{value:%H:%M:%S}"
+        if isinstance(value, float):
+            return java_double(value, single=t == Types.FLOAT())
         return str(value)
 
     class Builder:
