@@ -12,6 +12,7 @@ exactly once, in order per partition.
 from __future__ import annotations
 
 import itertools
+import pickle
 import random
 from collections import deque
 from typing import Any
@@ -109,10 +110,14 @@ class Output:
 
 
 def source(
-    batch: int, commit_offsets: bool = False, deserializer: Any = None
+    batch: int, commit_offsets: bool = False, deserializer: Any = None, wanted: int | None = None
 ) -> tuple[SourceOperator, KafkaSourceReader, ScriptedFetcher, Output]:
-    """A source operator whose reader fetches through a :class:`ScriptedFetcher`."""
+    """A source operator whose reader fetches through a :class:`ScriptedFetcher`. Its byte
+    bound knows the records are small (a call takes a whole fetch, as after a job's first
+    call); ``wanted``: a call takes at most that many records (the output's room)."""
     op = SourceOperator(None, None)
+    op.bound.observe(["0:0"])
+    op.records_fit = wanted
 
     class Setup:
         subtask_index, parallelism, output = 0, 1, Output()
@@ -166,21 +171,25 @@ def per_partition(values: list[str]) -> dict[str, list[int]]:
 
 @pytest.mark.parametrize(("batch", "chunk"), [(5, 2), (23, 4), (2, 3)])
 @pytest.mark.parametrize(
-    ("seed", "batches"), [(0, False), (1, False), (2, False), (0, True)],
-    ids=["records-0", "records-1", "records-2", "record-batches-0"],
+    ("seed", "batches", "wanted"),
+    [(0, False, None), (1, False, None), (2, False, None), (0, True, None), (3, False, 3),
+     (4, True, 3)],
+    ids=["records-0", "records-1", "records-2", "record-batches-0", "records-wanted-3",
+         "record-batches-wanted-3"],
 )  # fmt: skip
 def test_a_snapshot_anywhere_loses_and_repeats_nothing(
-    batch: int, chunk: int, seed: int, batches: bool
+    batch: int, chunk: int, seed: int, batches: bool, wanted: int | None
 ) -> None:
     """Interleavings of fetching and emitting (seeded), a snapshot after each action; with a
     batch deserializer each fetch is one record batch, and its rows count as emitted
-    records."""
+    records; with ``wanted`` a call emits at most that many records of a fetch and holds
+    the rest for the next call (a record batch is one record: not cut)."""
     deserializer = BATCHES if batches else None
     schedule = random.Random(seed).choices(["fetch", "task"], k=400)
     splits = [KafkaPartitionSplit(P0, 0, STOP), KafkaPartitionSplit(P1, 0, STOP)]
     cut = 0
     while True:
-        op, reader, fetcher, out = source(batch, deserializer=deserializer)
+        op, reader, fetcher, out = source(batch, deserializer=deserializer, wanted=wanted)
         reader.add_splits(list(splits))
         reader.notify_no_more_splits()
         actions = itertools.islice(schedule, cut)
@@ -194,7 +203,7 @@ def test_a_snapshot_anywhere_loses_and_repeats_nothing(
             break
 
         restored, restored_reader, restored_fetcher, restored_out = source(
-            batch, deserializer=deserializer
+            batch, deserializer=deserializer, wanted=wanted
         )
         restored.reader = None
         restored.restore_custom_state([blob], rescaled=False)
@@ -253,6 +262,37 @@ def test_a_snapshot_inside_a_fetched_batch_resumes_at_the_next_record_not_emitte
     restored_reader.notify_no_more_splits()
     run_to_end(restored, restored_fetcher, chunk=3)
     assert restored_out.values == [f"0:{o}" for o in range(4, STOP)]
+
+
+def test_large_records_are_handed_over_one_a_call_and_only_they_are_checkpointed() -> None:
+    """Records over the source's byte bound (``pending_bytes``): a call emits one record of a
+    fetch and holds the rest, which no snapshot contains (the position is before it); a
+    restore from a snapshot between two calls fetches the rest again, nothing lost or twice.
+    (A call used to emit the whole fetch: up to 500 records pending, all in the snapshot.)"""
+    op, reader, fetcher, out = source(batch=5)
+    op.bound.observe([b"x" * (2 << 20)])  # 2 MiB records: over the 1 MiB bound
+    reader.add_splits([KafkaPartitionSplit(P0, 0, STOP)])
+    reader.notify_no_more_splits()
+    fetcher.deliver()  # offsets 0..4, one fetch
+    for _ in range(2):
+        assert op.emit_next() is InputStatus.MORE_AVAILABLE
+        assert len(op._pending) == 1 and len(op._pending[0].values) == 1
+        op.emit_pending(1)
+    assert out.values == ["0:0", "0:1"]
+    assert op.emit_next() is InputStatus.MORE_AVAILABLE  # offset 2: pending at the snapshot
+    blob = op.snapshot_custom_state(1)
+    state = pickle.loads(blob)
+    assert state["splits"] == [KafkaPartitionSplit(P0, 3, STOP)]
+    assert [values for values, _, _ in state["pending"]] == [["0:2"]]
+
+    restored, restored_reader, restored_fetcher, restored_out = source(batch=5)
+    restored.reader = None
+    restored.restore_custom_state([blob], rescaled=False)
+    restored.reader = restored_reader
+    restored_reader.add_splits(restored._restored_splits)
+    restored_reader.notify_no_more_splits()
+    run_to_end(restored, restored_fetcher, chunk=3)
+    assert restored_out.values == [f"0:{o}" for o in range(2, STOP)]
 
 
 def test_the_reader_is_not_polled_for_nothing_but_discovery_is_not_delayed() -> None:

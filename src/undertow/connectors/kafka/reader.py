@@ -1,8 +1,10 @@
 """The ``KafkaSource`` reader: one per source subtask, reading the partitions it was given.
 
 Task thread only; never blocks (a :class:`~.fetcher.SplitFetcher` thread fetches and wakes the
-task). Each ``poll_next`` deserializes one fetched batch, emits it with the Kafka timestamps and
-moves that partition's position past it. Positions live in the checkpoint:
+task). Each ``poll_next`` deserializes one fetched batch, or as much of it as the output's
+``records_wanted`` asks for (the rest waits in the reader for the next call, not in any
+checkpoint), emits it with the Kafka timestamps and moves that partition's position past
+it. Positions live in the checkpoint:
 ``snapshot_state`` returns one split per unfinished partition at its next offset; on
 ``notify_checkpoint_complete`` that checkpoint's offsets are committed to the consumer group
 for monitoring only. A value the deserializer rejects fails the job naming topic, partition
@@ -37,6 +39,7 @@ from undertow.connectors.source import (
     SourceReader,
     SourceReaderContext,
     SplitReaderOutput,
+    is_demanding,
 )
 
 #: Checkpoints whose offsets wait for their completion notice; older ones are dropped.
@@ -88,6 +91,11 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         #: whether the output the task gives :meth:`poll_next` (always the same one) emits per
         #: split: a runtime Protocol check costs microseconds, so it is made once
         self._per_split: tuple[ReaderOutput, SplitReaderOutput | None] | None = None
+        #: the output's ``records_wanted`` is there (a DemandingReaderOutput), checked once
+        self._demanding: tuple[ReaderOutput, bool] | None = None
+        #: the rest of a fetched batch not handed over yet (``records_wanted``): the position
+        #: is before it, so a snapshot leaves it out and a restore fetches it again
+        self._held: FetchedRecords | None = None
         deserializer = settings.deserializer
         #: one call per fetched batch: the schema's own batch method when it has one (a
         #: record-batch schema makes one Arrow batch of a fetch instead: :meth:`_record_batch`)
@@ -157,6 +165,10 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             for tp in self._unregistered:
                 per_split.register_split(str(tp))
         self._unregistered = []
+        held, self._held = self._held, None
+        if held is not None:  # before anything fetched after it (its partition's end)
+            self._emit(self._cut(held, output), output, per_split)
+            return InputStatus.MORE_AVAILABLE
         emitted = False
         fetcher = self._fetcher
         while fetcher is not None:
@@ -164,7 +176,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
             if item is None:
                 break
             if isinstance(item, FetchedRecords):
-                self._emit(item, output, per_split)
+                self._emit(self._cut(item, output), output, per_split)
                 emitted = True
                 break  # one batch per call: the task serves its mailbox in between
             if isinstance(item, PartitionEnd):
@@ -184,6 +196,22 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         if self.no_more_splits and not self.positions:
             return InputStatus.END_OF_INPUT
         return InputStatus.NOTHING_AVAILABLE
+
+    def _cut(self, batch: FetchedRecords, output: ReaderOutput) -> FetchedRecords:
+        """The part of ``batch`` to emit now: its first ``records_wanted`` records (the source
+        operator's byte bound on what it holds pending), the rest held for the next call. A
+        record-batch deserializer makes one record of a fetch: not cut."""
+        if self._demanding is None or self._demanding[0] is not output:
+            self._demanding = (output, is_demanding(output))
+        wanted = output.records_wanted if self._demanding[1] else None  # type: ignore[attr-defined]
+        n = len(batch.offsets)
+        if wanted is None or wanted >= n or self._deserialize_batch is None:
+            return batch
+        wanted = max(1, wanted)
+        tp, offsets, values, stamps = (batch.topic_partition, batch.offsets, batch.values,
+                                       batch.timestamps)  # fmt: skip
+        self._held = FetchedRecords(tp, offsets[wanted:], values[wanted:], stamps[wanted:])
+        return FetchedRecords(tp, offsets[:wanted], values[:wanted], stamps[:wanted])
 
     def _emit(
         self, batch: FetchedRecords, output: ReaderOutput, per_split: SplitReaderOutput | None
