@@ -23,6 +23,7 @@ from enum import Enum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from undertow.common.time import Instant
+from undertow.core.errors import GraphBuildError
 
 _short_repr = reprlib.Repr()
 _short_repr.maxstring = 60
@@ -258,6 +259,20 @@ class PickledBytesTypeInfo(TypeInformation):
 
     def __repr__(self) -> str:
         return "PickledByteArrayTypeInfo"
+
+
+def type_to_check(declared: Any, where: str) -> TypeInformation | None:
+    """The type a program declared (``output_type=``, ``key_type=``) when values are to be
+    checked against it: None without one or with ``PICKLED_BYTE_ARRAY`` (any value fits); a
+    ``GraphBuildError`` naming ``where`` (``"map(): output_type"``) for no type information."""
+    if declared is None or isinstance(declared, PickledBytesTypeInfo):
+        return None
+    if not isinstance(declared, TypeInformation):
+        raise GraphBuildError(
+            f"{where} must be a TypeInformation (Types.STRING(), Types.ROW([...])), got "
+            f"{type(declared).__name__} {declared!r:.200}"
+        )
+    return declared
 
 
 # arrays and collections -----------------------------------------------------------------------

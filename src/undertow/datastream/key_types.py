@@ -25,25 +25,21 @@ from undertow.common.row import row_class
 from undertow.common.typeinfo import (
     BasicType,
     BasicTypeInfo,
-    PickledBytesTypeInfo,
     RowTypeInfo,
     TupleTypeInfo,
     TypeInformation,
 )
-from undertow.core.errors import GraphBuildError, KeyTypeError, note_record
+from undertow.common.typeinfo_basic import type_to_check
+from undertow.core.errors import KeyTypeError, note_record
 
 
 def with_key_type(selector: Callable[[Any], Any], key_type: Any, what: str) -> Callable[[Any], Any]:
     """``selector`` itself without a ``key_type`` (or with ``PICKLED_BYTE_ARRAY``, which
     takes any key); else the selector whose keys are checked (see the module docstring). A
     ``key_type`` that is no type information is refused naming ``what``."""
-    if key_type is None or isinstance(key_type, PickledBytesTypeInfo):
+    key_type = type_to_check(key_type, f"{what}: key_type")
+    if key_type is None:
         return selector
-    if not isinstance(key_type, TypeInformation):
-        raise GraphBuildError(
-            f"{what}: key_type must be a TypeInformation (Types.STRING(), Types.ROW([...])), "
-            f"got {type(key_type).__name__} {key_type!r:.200}"
-        )
     fits = surely_fits(key_type)
     form = _floating_form(key_type) or _row_form(key_type)
     if form is not None:

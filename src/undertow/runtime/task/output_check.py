@@ -22,12 +22,12 @@ from typing import Any
 
 from undertow.common.typeinfo import (
     BasicTypeInfo,
-    PickledBytesTypeInfo,
     RowTypeInfo,
     TupleTypeInfo,
     TypeInformation,
 )
-from undertow.core.errors import GraphBuildError, OutputTypeError, shown_value
+from undertow.common.typeinfo_basic import type_to_check
+from undertow.core.errors import OutputTypeError, shown_value
 from undertow.runtime.task.operator import Output, Timestamps
 
 _NONE = type(None)
@@ -44,14 +44,8 @@ class OutputCheck:
     def of(output_type: Any, what: str) -> OutputCheck | None:
         """None without an ``output_type`` or with ``PICKLED_BYTE_ARRAY`` (any value fits);
         one that is no type information is refused naming ``what``."""
-        if output_type is None or isinstance(output_type, PickledBytesTypeInfo):
-            return None
-        if not isinstance(output_type, TypeInformation):
-            raise GraphBuildError(
-                f"{what}: output_type must be a TypeInformation (Types.STRING(), "
-                f"Types.ROW([...])), got {type(output_type).__name__} {output_type!r:.200}"
-            )
-        return OutputCheck(output_type, what)
+        type_info = type_to_check(output_type, f"{what}: output_type")
+        return None if type_info is None else OutputCheck(type_info, what)
 
 
 def declared(operator: Any, output_type: Any, what: str) -> Any:
