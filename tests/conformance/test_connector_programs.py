@@ -11,7 +11,8 @@ source: ``print()`` of a row-typed stream is ``'+I[' + ','.join(str(f)) + ']'``
 (``DataStream._align_output_type``), ``JsonRowSerializationSchema`` writes Jackson's compact JSON
 in the row type's field order, ``KafkaSink`` gives each record its element's timestamp, a
 bounded ``KafkaSource`` commits its end offsets at the final checkpoint, ``FileSink`` commits
-at end of input and names part files ``<prefix>-<uuid>-<counter><suffix>`` (FileWriterBucket).
+at end of input, names part files ``<prefix>-<uuid>-<counter><suffix>`` (FileWriterBucket)
+and its simple string encoder writes Java's ``toString`` of a typed record.
 Lines are compared as a multiset: several partitions or subtasks interleave.
 
 The programs of one kind run in one subprocess on ``local-threads`` through
@@ -72,6 +73,7 @@ EXPECTED: dict[str, list[str]] = {
     "file_monitor_continuously": ["seen: first", "seen: second", "seen: third"],
     "file_sink_part_names": ["out-<uuid>-0.log"],
     "file_csv_bulk_sink": ["1|ann", "2|bob", "3|cid"],
+    "file_rows_to_text_sink": ["+I[1, ann, 1.5]", "+I[2, null, 1.0E20]"],
 }  # fmt: skip
 TOPICS: dict[str, dict[str, int]] = {
     "kafka_json_format": {"test_json_topic": 1},
