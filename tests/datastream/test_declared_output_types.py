@@ -12,7 +12,12 @@ from tests.datastream.environments import threads_env
 from undertow.common import Row
 from undertow.common.typeinfo import Types
 from undertow.core.errors import JobExecutionError
-from undertow.datastream import KeyedProcessFunction, ProcessFunction
+from undertow.datastream import (
+    CoMapFunction,
+    KeyedProcessFunction,
+    ProcessFunction,
+    ProcessWindowFunction,
+)
 
 
 class Doubling(ProcessFunction):
@@ -106,3 +111,37 @@ def test_fitting_values_pass(env: Any) -> None:
     assert sorted(tuple(r) for r in stream.execute_and_collect()) == [
         ("a", 1), ("a", 2), ("b", 1)
     ]  # fmt: skip
+
+
+class _Tagged(CoMapFunction):
+    def map1(self, value: Any) -> Any:
+        return value
+
+    def map2(self, value: Any) -> Any:
+        return len(value)  # an int where the declared type is STRING
+
+
+class _Count(ProcessWindowFunction):
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield key, len(list(elements))  # a tuple where the declared type is STRING
+
+
+def test_two_input_and_window_functions_check_their_declared_output_type() -> None:
+    """``ConnectedStreams.map`` and a window's ``process`` are Python functions in PyFlink
+    too, their output written with the declared type's serializer."""
+    env = threads_env(2)
+    words = env.from_collection(["ab", "c"], type_info=Types.STRING())
+    co = words.connect(words).map(_Tagged(), output_type=Types.STRING())
+    with pytest.raises(JobExecutionError, match=(
+        r"operator 'Co-Map' \(subtask [12]/2\): ConnectedStreams.map\(\) declared output_type "
+        r"String, but the function returned [12] \(int\)"
+    )):  # fmt: skip
+        list(co.execute_and_collect())
+    windowed = (
+        words.key_by(lambda w: w).count_window(1).process(_Count(), output_type=Types.STRING())
+    )
+    with pytest.raises(JobExecutionError, match=(
+        r"WindowedStream.process\(\) declared output_type String, but the function returned "
+        r"\('(ab|c)', 1\) \(tuple\)"
+    )):  # fmt: skip
+        list(windowed.execute_and_collect())
