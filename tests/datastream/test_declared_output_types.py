@@ -145,3 +145,22 @@ def test_two_input_and_window_functions_check_their_declared_output_type() -> No
         r"\('(ab|c)', 1\) \(tuple\)"
     )):  # fmt: skip
         list(windowed.execute_and_collect())
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_rows_of_a_declared_named_row_type_arrive_named_after_a_key_by(parallelism: int) -> None:
+    """``Row(w, 1)`` under ``ROW_NAMED(["word", "n"], ...)`` is read by name after a key_by:
+    PyFlink's row serializer writes it and the next Python function gets it decoded as
+    ``Row(word=..., n=...)`` (PyFlink 2.3 run for real); undertow handed the positional row
+    on, so ``a.word`` failed."""
+    env = threads_env(parallelism)
+    row = Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()])
+    counts = (
+        env.from_collection(["a", "b", "a"], type_info=Types.STRING())
+        .map(lambda w: Row(w, 1), output_type=row)
+        .key_by(lambda r: r[0])
+        .reduce(lambda a, b: Row(word=a.word, n=a.n + b.n))
+    )
+    out = [r.as_dict() for r in counts.execute_and_collect()]
+    assert sorted(out, key=str) == [{"word": "a", "n": 1}, {"word": "a", "n": 2},
+                                    {"word": "b", "n": 1}]  # fmt: skip
