@@ -14,7 +14,13 @@ from undertow.api.function_shapes import FilterLike, FlatMapLike, InvokeLike, Ma
 from undertow.common import Types
 from undertow.connectors.sink import Sink
 from undertow.core.errors import GraphBuildError, JobExecutionError
-from undertow.datastream import OutputTag, StreamExecutionEnvironment
+from undertow.datastream import (
+    CoProcessFunction,
+    KeyedProcessFunction,
+    OutputTag,
+    ProcessFunction,
+    StreamExecutionEnvironment,
+)
 from undertow.datastream.connectors import DiscardingSink
 
 
@@ -155,3 +161,34 @@ def test_a_flat_map_function_that_returns_none_fails_the_job(keyed: bool) -> Non
         r"is not iterable: .* \(on the record [13]\)"
     )):  # fmt: skip
         list(evens_only.execute_and_collect())
+
+
+class _Stamp(ProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield ctx.timestamp()
+
+
+class _KeyedStamp(KeyedProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield ctx.timestamp()
+
+
+class _CoStamp(CoProcessFunction):
+    def process_element1(self, value: Any, ctx: Any) -> Any:
+        yield ctx.timestamp()
+
+    def process_element2(self, value: Any, ctx: Any) -> Any:
+        yield ctx.timestamp()
+
+
+def test_a_process_functions_timestamp_of_a_record_without_one_is_long_min_value() -> None:
+    """PyFlink's Java operator hands a record without a timestamp to Python with
+    ``Long.MIN_VALUE``, so ``ctx.timestamp()`` is ``-9223372036854775808`` there (PyFlink 2.3
+    run for real), not ``None``: ``ctx.timestamp() + 10`` works in a ported job."""
+    env = threads_env(1)
+    words = env.from_collection(["a", "b"], type_info=Types.STRING())
+    stamps = words.process(_Stamp()).union(
+        words.key_by(lambda w: w).process(_KeyedStamp()),
+        words.connect(words).process(_CoStamp()),
+    )
+    assert list(stamps.execute_and_collect()) == [-(2**63)] * 8

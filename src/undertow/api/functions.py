@@ -188,8 +188,9 @@ class TimerService(ABC):
 
 class BaseContext(ABC):
     @abstractmethod
-    def timestamp(self) -> int | None:
-        """Timestamp of the current record (or firing timer); ``None`` if it has none."""
+    def timestamp(self) -> int:
+        """Timestamp of the current record (or firing timer); for a record without one,
+        ``-2**63`` (Java's ``Long.MIN_VALUE``), as PyFlink hands it over."""
 
     @abstractmethod
     def timer_service(self) -> TimerService: ...

@@ -29,6 +29,7 @@ from undertow.api.functions import (
 from undertow.core.errors import GraphBuildError
 from undertow.datastream.function_binding import described
 from undertow.graph.transformations import TwoInputTransformation
+from undertow.runtime.task.output_check import declared
 from undertow.runtime.task.two_input_operators import (
     CoFlatMapOperator,
     CoMapOperator,
@@ -63,11 +64,12 @@ class ConnectedStreams:
             )
         return k1, k2
 
-    def _two_input(self, name: str, operator: Any, output_type: Any) -> DataStream:
+    def _two_input(self, name: str, operator: Any, output_type: Any, what: str) -> DataStream:
         k1, k2 = self._keys()
         t = TwoInputTransformation(
             name=name, input1=self.stream1._transformation, input2=self.stream2._transformation,
-            operator=operator, key_selector1=k1, key_selector2=k2, output_type=output_type,
+            operator=declared(operator, output_type, f"ConnectedStreams.{what}()"),
+            key_selector1=k1, key_selector2=k2, output_type=output_type,
         )  # fmt: skip
         return self.stream1._derive(t)
 
@@ -76,7 +78,7 @@ class ConnectedStreams:
             raise GraphBuildError(
                 f"ConnectedStreams.map() needs a CoMapFunction (map1, map2), got {described(func)}"
             )
-        return self._two_input("Co-Map", CoMapOperator(func), output_type)
+        return self._two_input("Co-Map", CoMapOperator(func), output_type, "map")
 
     def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
         if not isinstance(func, CoFlatMapLike):
@@ -84,7 +86,7 @@ class ConnectedStreams:
                 "ConnectedStreams.flat_map() needs a CoFlatMapFunction (flat_map1, flat_map2), "
                 f"got {described(func)}"
             )
-        return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type)
+        return self._two_input("Co-Flat Map", CoFlatMapOperator(func), output_type, "flat_map")
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """A ``CoProcessFunction`` on either, a ``KeyedCoProcessFunction`` on keyed streams
@@ -98,7 +100,7 @@ class ConnectedStreams:
         if k1 is None and isinstance(func, KeyedCoProcessFunction):
             raise GraphBuildError("a KeyedCoProcessFunction needs keyed streams: use key_by first")
         name = "Keyed Co-Process" if k1 is not None else "Co-Process"
-        return self._two_input(name, CoProcessOperator.co_process(func), output_type)
+        return self._two_input(name, CoProcessOperator.co_process(func), output_type, "process")
 
 
 class BroadcastStream:
@@ -132,7 +134,8 @@ class BroadcastConnectedStream:
         t = TwoInputTransformation(
             name="Broadcast-Process", input1=self.non_broadcast_stream._transformation,
             input2=self.broadcast_stream.stream._transformation,
-            operator=CoProcessOperator.broadcast_process(func),
+            operator=declared(CoProcessOperator.broadcast_process(func), output_type,
+                              "BroadcastConnectedStream.process()"),
             key_selector1=ks, key_selector2=None, output_type=output_type,
         )  # fmt: skip
         return self.non_broadcast_stream._derive(t)

@@ -17,6 +17,7 @@ from undertow.api.window import Evictor, Trigger, WindowAssigner
 from undertow.common.time import to_millis
 from undertow.core.errors import GraphBuildError
 from undertow.graph.transformations import OneInputTransformation
+from undertow.runtime.task.output_check import declared
 from undertow.runtime.task.window_functions import (
     WindowContents,
     aggregate_window_contents,
@@ -64,7 +65,7 @@ class _Windowed:
         self._late_tag = output_tag.tag_id
         return self
 
-    def _build(self, name: str, contents: WindowContents, output_type: Any) -> DataStream:
+    def _build(self, method: str, contents: WindowContents, output_type: Any) -> DataStream:
         trigger = self._trigger or self._assigner.get_default_trigger(None)
         operator = WindowOperator(
             assigner=self._assigner, trigger=trigger, key_selector=self._key_selector,
@@ -72,6 +73,9 @@ class _Windowed:
             state_descriptor=contents.state_descriptor, allowed_lateness_ms=self._lateness,
             late_data_tag_id=self._late_tag, evictor=self._evictor,
         )  # fmt: skip
+        what = f"{'AllWindowedStream' if self._all else 'WindowedStream'}.{method.lower()}()"
+        operator = declared(operator, output_type, what)
+        name = f"Window({self._assigner!r}, {method})"
         source = self._stream
         if self._all:
             t = OneInputTransformation(
@@ -97,22 +101,22 @@ class _Windowed:
         contents = reduce_window_contents(reduce_function, window_function, evicting=self._evicting)
         if window_function is None and output_type is None:
             output_type = self._stream.get_type()  # PyFlink: a plain reduce keeps the input's type
-        return self._build(f"Window({self._assigner!r}, Reduce)", contents, output_type)
+        return self._build("Reduce", contents, output_type)
 
     def aggregate(self, aggregate_function: Any, window_function: Any = None,
                   accumulator_type: Any = None, output_type: Any = None) -> DataStream:  # fmt: skip
         contents = aggregate_window_contents(
             aggregate_function, window_function, evicting=self._evicting
         )
-        return self._build(f"Window({self._assigner!r}, Aggregate)", contents, output_type)
+        return self._build("Aggregate", contents, output_type)
 
     def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
         contents = process_window_contents(process_window_function)
-        return self._build(f"Window({self._assigner!r}, Process)", contents, output_type)
+        return self._build("Process", contents, output_type)
 
     def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
         contents = apply_window_contents(window_function)
-        return self._build(f"Window({self._assigner!r}, Apply)", contents, output_type)
+        return self._build("Apply", contents, output_type)
 
 
 class WindowedStream(_Windowed):

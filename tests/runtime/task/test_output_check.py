@@ -122,3 +122,20 @@ def test_map_operators_carry_the_check_only_when_declared() -> None:
     assert declared(StreamMap(None, str), None, "map()").output_check is None
     op = declared(StreamMap(None, str), Types.STRING(), "map()")
     assert op.output_check == OutputCheck(Types.STRING(), "map()")
+
+
+def test_a_row_types_values_go_on_named_as_the_type() -> None:
+    from undertow.runtime.task.output_check import rows_named
+
+    row = Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()])
+    named = rows_named(row)
+    assert named is not None and rows_named(Types.TUPLE([Types.INT()])) is None
+    already = [Row(word="a", n=1)]
+    assert named(already) is already  # nothing to do: the same list
+    out = named([Row("a", 1), ("b", 2), Row(word="c", n=3)])
+    assert [r.as_dict() for r in out] == [
+        {"word": "a", "n": 1}, {"word": "b", "n": 2}, {"word": "c", "n": 3}
+    ]  # fmt: skip
+    target = _Collected()
+    CheckedOutput(target, OutputCheck(row, "map()"), "x").collect_batch([("d", 4)], None)  # type: ignore[arg-type]
+    assert target.batches[0][0].word == "d"

@@ -19,6 +19,7 @@ from typing import Any
 from undertow.api.function_shapes import OnTimerLike, ProcessElementLike
 from undertow.api.functions import KeyedProcessFunction, TimeDomain, TimerService
 from undertow.core.errors import note_context, shown_value
+from undertow.core.types import MIN_TIMESTAMP
 from undertow.runtime.task.context import KeyedTimerService
 from undertow.runtime.task.operator import Timestamps
 from undertow.runtime.task.operators import UdfOperator, process_each, run_udf
@@ -36,9 +37,9 @@ class _KeyedContext(KeyedProcessFunction.OnTimerContext):
         self.ts: Any = None
         self._domain = TimeDomain.EVENT_TIME
 
-    def timestamp(self) -> int | None:
+    def timestamp(self) -> int:
         ts: int | None = self.ts
-        return ts
+        return MIN_TIMESTAMP if ts is None else ts  # PyFlink's "no timestamp" (Long.MIN_VALUE)
 
     def timer_service(self) -> TimerService:
         return self._op.timer_service

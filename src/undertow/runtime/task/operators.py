@@ -187,9 +187,9 @@ class _ProcessContext(ProcessFunction.Context):
         self._op = op
         self.ts: Any = None
 
-    def timestamp(self) -> int | None:
+    def timestamp(self) -> int:
         ts: int | None = self.ts
-        return ts
+        return MIN_TIMESTAMP if ts is None else ts  # PyFlink's "no timestamp" (Long.MIN_VALUE)
 
     def timer_service(self) -> TimerService:
         return self._op.timer_service

@@ -1,18 +1,18 @@
-"""A declared ``output_type`` (``map(f, output_type=...)``) checked where PyFlink checks it.
-
+"""A declared ``output_type`` (``map(f, output_type=...)``) checked where PyFlink checks it:
 PyFlink encodes what a Python function returns with its declared type's serializer where the
 records leave the chain of Python functions: to the network (``key_by``, another parallelism)
-or to an operator it runs in Java (``print``, every sink). Handed to a chained Python function
-a record passes as it is (``map(f, Types.STRING()).map(g)`` runs with ``f`` returning ints).
-The serializer fails on a value of another type (an ``int`` under ``STRING``, a short tuple
-under ``TUPLE``). The chain wraps those targets of an operator with an :class:`OutputCheck`
-in a :class:`CheckedOutput`, whose :class:`~undertow.core.errors.OutputTypeError` names the
-operator, subtask, value, its type and the declared type. Accepted where PyFlink's serializer
-is stricter: a tuple under ``ROW``; refused where it is laxer: a long tuple under ``TUPLE``.
+or to an operator it runs in Java (``print``, every sink); a chained Python function gets the
+value as it is (``map(f, Types.STRING()).map(g)`` runs with ``f`` returning ints). The
+serializer fails on a value of another type (an ``int`` under ``STRING``). The chain wraps
+those targets of an operator with an :class:`OutputCheck` in a :class:`CheckedOutput`, whose
+:class:`~undertow.core.errors.OutputTypeError` names the operator, subtask, value, its type
+and the declared type; a ``ROW``'s values go on as rows of its names, as PyFlink decodes them.
+Accepted where PyFlink's serializer is stricter: a tuple under ``ROW``; refused where it is
+laxer: a long tuple under ``TUPLE``.
 
-Cost: nothing without an ``output_type`` (no wrapper). With one, per batch a few passes in C
-(the set of the values' types; ``min``/``max`` of ints; a row type's lengths and columns);
-only a batch they do not pass is checked value by value (microseconds each)."""
+Cost: none without an ``output_type`` (no wrapper). With one, per batch a few passes in C
+(values' types, ``min``/``max`` of ints, a row type's lengths and columns); a batch they do
+not pass is checked value by value (microseconds each); positional rows are renamed."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from undertow.common.row import Row, RowKind, row_class
 from undertow.common.typeinfo import (
     BasicTypeInfo,
     RowTypeInfo,
@@ -96,21 +97,58 @@ def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequen
     return lambda values: False
 
 
+def rows_named(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]] | None:
+    """For a ``ROW`` type, what PyFlink's row serializer makes of a batch of fitting values:
+    each a ``Row`` with the type's field names (``Row("a", 1)`` under ``ROW_NAMED(["word",
+    "n"], ...)`` is read as ``row.word`` after it); None for other types. Cheap when every
+    value is a row of those names already (one pass in C); else a new list."""
+    if not isinstance(type_info, RowTypeInfo):
+        return None
+    conform = type_info.conform
+    cls = row_class(tuple(type_info.get_field_names()))
+    if cls is None or any(t.needs_conform() for t in type_info.field_types):
+        return lambda values: [conform(v) for v in values]
+    named, arity, insert, new = (
+        frozenset({cls}),
+        type_info.get_arity(),
+        RowKind.INSERT,
+        tuple.__new__,
+    )
+
+    def one(v: Any) -> Any:
+        t = type(v)
+        if t is cls:
+            return v
+        if (t is tuple or (t is Row and v._row_kind is insert)) and len(v) == arity:
+            return new(cls, v)  # what conform() builds, without its checks
+        return conform(v)
+
+    def as_named(values: list[Any]) -> list[Any]:
+        if set(map(type, values)) <= named:
+            return values
+        return list(map(one, values))
+
+    return as_named
+
+
 class CheckedOutput:
     """An operator's output target whose records are checked against the declared type
     first; built by the operator chain on the task's loop thread, which alone calls it."""
 
-    __slots__ = ("_check", "_fits", "_target", "_where")
+    __slots__ = ("_check", "_fits", "_named", "_target", "_where")
 
     def __init__(self, target: Output, check: OutputCheck, where: str) -> None:
         self._target = target
         self._check = check
         self._fits = batch_fits(check.type_info, check.type_info.nullable)
+        self._named = rows_named(check.type_info)
         self._where = where  # "operator 'Map' (subtask 1/2)"
 
     def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         if not self._fits(values):
             self._refuse_misfits(values)
+        if self._named is not None:
+            values = self._named(values)
         self._target.collect_batch(values, timestamps)
 
     def _refuse_misfits(self, values: list[Any]) -> None:

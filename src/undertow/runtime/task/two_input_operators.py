@@ -126,9 +126,9 @@ class _Ctx(KeyedCoProcessFunction.OnTimerContext, KeyedBroadcastProcessFunction.
         self.domain = TimeDomain.EVENT_TIME
         self.writable_broadcast = False
 
-    def timestamp(self) -> int | None:
+    def timestamp(self) -> int:
         ts: int | None = self.ts
-        return ts
+        return MIN_TIMESTAMP if ts is None else ts  # PyFlink's "no timestamp" (Long.MIN_VALUE)
 
     def timer_service(self) -> TimerService:
         return self._op.timer_service
