@@ -34,6 +34,14 @@ BEHAVIOUR_TESTS: dict[str, str] = {
         "tests/datastream/test_async_io.py::"
         "test_retry_decision_follows_predicates_and_attempt_limit"
     ),
+    "AvroRowDeserializationSchema": (
+        "tests/datastream/test_avro_row_schemas.py::"
+        "test_writes_the_bytes_flinks_serializer_writes_and_reads_them_back"
+    ),
+    "AvroRowSerializationSchema": (
+        "tests/datastream/test_avro_row_schemas.py::"
+        "test_writes_the_bytes_flinks_serializer_writes_and_reads_them_back"
+    ),
     "BaseBroadcastProcessFunction": (
         "tests/e2e/test_connect.py::test_broadcast_process_function_shares_rules_with_every_subtask"
     ),

@@ -71,6 +71,14 @@ ANNOTATIONS: dict[str, str] = {
         "remove_array_element_separator() raise NotImplementedError naming themselves"
     ),
     "module:pyflink.datastream.formats.avro": "not applicable: Avro formats are Java classes",
+    "AvroRowSerializationSchema": (
+        "supported: avro_schema_string (fastavro's binary encoding, as Flink's); record_class, "
+        "a Java class, raises TypeError"
+    ),
+    "AvroRowDeserializationSchema": (
+        "supported: avro_schema_string, the row type derived from the Avro schema as Flink "
+        "derives it; record_class, a Java class, raises TypeError"
+    ),
     "module:pyflink.datastream.formats.orc": "not applicable: the ORC writer is a Java class",
     "EmbeddedRocksDBStateBackend": (
         "different: RocksDB through rocksdict, one DB per keyed subtask; incremental "

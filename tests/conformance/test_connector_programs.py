@@ -9,7 +9,8 @@ where the examples read forever. There is no PyFlink recording here (the Kafka c
 not in the peers venv): ``EXPECTED`` is what PyFlink prints, reasoned from its and Flink's
 source: ``print()`` of a row-typed stream is ``'+I[' + ','.join(str(f)) + ']'``
 (``DataStream._align_output_type``), ``JsonRowSerializationSchema`` writes Jackson's compact JSON
-in the row type's field order, ``KafkaSink`` gives each record its element's timestamp, a
+in the row type's field order, ``AvroRowDeserializationSchema`` reads back the row
+``AvroRowSerializationSchema`` wrote, ``KafkaSink`` gives each record its element's timestamp, a
 bounded ``KafkaSource`` commits its end offsets at the final checkpoint, ``FileSink`` commits
 at end of input, names part files ``<prefix>-<uuid>-<counter><suffix>`` (FileWriterBucket)
 and its simple string encoder writes Java's ``toString`` of a typed record.
@@ -42,6 +43,7 @@ EXAMPLE = ["start writing data to kafka", "start reading data from kafka", *ROWS
 #: What PyFlink 2.3 prints (module docstring); topics each Kafka program needs, with partitions.
 EXPECTED: dict[str, list[str]] = {
     "kafka_json_format": EXAMPLE,
+    "kafka_avro_format": EXAMPLE,
     "kafka_csv_format": EXAMPLE,
     "kafka_bytearray_format": [
         "start writing data to kafka", "start reading data from kafka",
@@ -77,6 +79,7 @@ EXPECTED: dict[str, list[str]] = {
 }  # fmt: skip
 TOPICS: dict[str, dict[str, int]] = {
     "kafka_json_format": {"test_json_topic": 1},
+    "kafka_avro_format": {"test_avro_topic": 1},
     "kafka_csv_format": {"test_csv_topic": 1},
     "kafka_bytearray_format": {"test_bytearray_topic": 1},
     "kafka_row_field_extractor": {"row-extractor-example": 1},
