@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.job_end import wait_until_retained
 
 from undertow.common import WatermarkStrategy
 from undertow.core.errors import RestoreError
@@ -45,8 +46,9 @@ def _retained(root: Path) -> list[str]:
 
 
 def _retain_a_checkpoint(
-    make_env: Any, config: dict[str, str], pipeline: Any = _pipeline
-) -> dict[int, int]:
+    make_env: Any, config: dict[str, str], capsys: pytest.CaptureFixture[str],
+    pipeline: Any = _pipeline,
+) -> dict[int, int]:  # fmt: skip
     """Run the job (``pipeline`` of an environment) until a checkpoint completed and some more
     time passed, then cancel it; what it emitted. (Waits for the checkpoint itself, not a fixed
     time: a loaded machine may take seconds to start the workers.)"""
@@ -61,7 +63,7 @@ def _retain_a_checkpoint(
                 checkpointed_at = time.monotonic()
             if checkpointed_at is not None and time.monotonic() - checkpointed_at > 0.3:
                 break  # closing the iterator cancels the job
-    time.sleep(0.5)
+    wait_until_retained(capsys)  # its checkpoints are final
     return seen_first
 
 
@@ -80,7 +82,7 @@ def scenario_new_job_resumes(
     the restore of that checkpoint, its source resumed (it emits fewer than all records: one
     sum per input) and its state carried over (each key's first sum is above 1)."""
     config = _config(tmp_path)
-    seen_first = _retain_a_checkpoint(make_env, config)
+    seen_first = _retain_a_checkpoint(make_env, config, capsys)
     retained = _retained(tmp_path)
     assert retained, "a checkpoint must be retained after cancellation"
     assert sum(seen_first.values()) < RECORDS, "the first job must not have finished"
@@ -124,7 +126,7 @@ def test_a_corrupt_checkpoint_fails_recovery_at_once_naming_the_file(
     make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(tmp_path)
-    _retain_a_checkpoint(make_env, config)
+    _retain_a_checkpoint(make_env, config, capsys)
     pointer = Path(_retained(tmp_path)[-1])
     victim = next(p for p in sorted(pointer.iterdir()) if p.name.endswith(".state"))
     data = bytearray(victim.read_bytes())
@@ -150,13 +152,13 @@ def test_a_corrupt_checkpoint_fails_recovery_at_once_naming_the_file(
 @pytest.mark.restores
 @pytest.mark.parametrize("new_parallelism", [1, 3])
 def test_state_finds_its_operators_after_rechaining_and_rescaling(
-    make_env: Any, tmp_path: Path, new_parallelism: int
+    make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], new_parallelism: int
 ) -> None:
     """State is matched per operator uid (Flink's OperatorID): the new job inserts an operator
     without a uid into the keyed operator's chain and runs at another parallelism; keyed sums
     and source positions still come back exactly."""
     config = _config(tmp_path)
-    _retain_a_checkpoint(make_env, config)
+    _retain_a_checkpoint(make_env, config, capsys)
     second = make_env(
         parallelism=new_parallelism,
         config={**config, "execution.state-recovery.path": _retained(tmp_path)[-1]},
@@ -176,10 +178,10 @@ def test_state_finds_its_operators_after_rechaining_and_rescaling(
 
 @pytest.mark.restores
 def test_state_of_a_vanished_operator_fails_the_restore_unless_ignored(
-    make_env: Any, tmp_path: Path
+    make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(tmp_path)
-    _retain_a_checkpoint(make_env, config)
+    _retain_a_checkpoint(make_env, config, capsys)
     pointer = _retained(tmp_path)[-1]
 
     def renamed(extra: dict[str, str]) -> Any:
@@ -211,14 +213,14 @@ def _counted_pipeline(env: Any, source_uid: str = "gen") -> Any:
 
 @pytest.mark.restores
 def test_state_a_worker_cannot_place_fails_the_job_with_a_restore_error_naming_the_path(
-    make_env: Any, tmp_path: Path
+    make_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The source's uid changed but the map chained to it kept its own: the driver matches the
     old vertex by the map and plans the restore; the worker finds the source's state, which no
     operator of the job claims, and refuses. That refusal is a RestoreError naming the
     snapshot (until 2026-12-02 a JobExecutionError "worker N failed: ...")."""
     config = _config(tmp_path)
-    _retain_a_checkpoint(make_env, config, _counted_pipeline)
+    _retain_a_checkpoint(make_env, config, capsys, _counted_pipeline)
     pointer = _retained(tmp_path)[-1]
     env = make_env(parallelism=2, config={**config, "execution.state-recovery.path": pointer})
     _counted_pipeline(env, source_uid="gen-renamed").sink_to(DiscardingSink())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.job_end import wait_until_retained
 
 from undertow.cli.checkpoints import list_checkpoints
 from undertow.common import Configuration, WatermarkStrategy
@@ -60,7 +61,7 @@ def _completed(root: Path) -> list[Path]:
 
 
 @pytest.fixture
-def legacy(tmp_path: Path) -> tuple[Path, bytes]:
+def legacy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, bytes]:
     """A retained checkpoint turned into what earlier undertow wrote; its pointer and key."""
     root = tmp_path / "checkpoints"
     with _pipeline(_env(root)).execute_and_collect() as records:
@@ -69,7 +70,7 @@ def legacy(tmp_path: Path) -> tuple[Path, bytes]:
             if _completed(root):
                 break
             assert time.monotonic() < deadline, "no checkpoint completed"
-    time.sleep(0.5)
+    wait_until_retained(capsys)  # the cancelled job's checkpoints are final
     pointer = _completed(root)[-1]
     current = read_key()
     assert current is not None
