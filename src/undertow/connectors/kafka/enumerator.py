@@ -8,7 +8,8 @@ after the interval passed, every time off the loop (``call_async``). Splits of t
 discovery start at the starting offsets and go out in answer to a reader's request (one that
 asked before they were known gets them when they are); later ones start at their earliest
 offset and go out when found. Bounded sources then tell the reader there are no more. A first
-discovery that fails, fails the job.
+discovery that fails, fails the job; a later one only when the error is not the broker's (a
+broker's is logged, and the next interval tries again).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -124,8 +125,6 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         self._last_discovery: float | None = None
         #: A discovery is running (:meth:`start`, :meth:`_discover_later`); its handler clears it.
         self._discovering = False
-        #: What a discovery raised that was not the broker's (failed at the next request).
-        self._failure: BaseException | None = None
         self._closed = False
 
     @property
@@ -209,9 +208,11 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         if isinstance(error, KafkaSourceError):  # the broker may be back at the next interval
             log.warning("KafkaSource: partition discovery failed, retrying later: %s", error)
             return
-        if error is not None:  # not the broker's: a bug, which fails the job at the next request
-            self._failure = error
-            return
+        if error is not None:  # not the broker's (a bug): raised, which fails the job at once
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.subscription.describe()}): partition discovery "
+                f"failed: {error!r}"
+            ) from error
         if splits:
             self.assignment.add(splits)
             log.info("KafkaSource: discovered %d new partitions: %s", len(splits),
@@ -228,11 +229,6 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         return (self.clock() - self._last_discovery) * 1000 >= self.settings.discovery_interval_ms
 
     def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
-        if self._failure is not None:
-            raise KafkaSourceError(
-                f"KafkaSource ({self.settings.subscription.describe()}): partition discovery "
-                f"failed: {self._failure!r}"
-            ) from self._failure
         if not self._initial_done:  # the first discovery runs: answered when it ends
             if subtask_id not in self._waiting:
                 self._waiting.append(subtask_id)
