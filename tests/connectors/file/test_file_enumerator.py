@@ -139,3 +139,39 @@ def test_a_checkpoint_of_format_1_restores_as_one_whose_first_listing_ended(
     assert context.assigned == [] and context.no_more == [0]
     with pytest.raises(TypeError, match="FileSource: cannot restore the enumerator from dict"):
         restore_state({}, "FileSource")
+
+
+def test_a_continuous_listing_that_fails_fails_the_attempt_at_once(tmp_path: Path) -> None:
+    """The watched directory is gone at a later listing: its handler fails the attempt
+    naming the path, without waiting for another split request. (The error was kept and
+    raised only at the next request.)"""
+    watched = tmp_path / "in"
+    watched.mkdir()
+    (watched / "a").write_text("a\n")
+    sent: list[tuple[int, Any]] = []
+    failures: list[BaseException] = []
+    now = [0.0]
+
+    async def scenario() -> None:
+        context = EnumeratorContext(
+            lambda subtask, msg: sent.append((subtask, msg)), 0, 3, 1, fail=failures.append
+        )
+        enum = FileEnumerator(context, (str(watched),), 100, clock=lambda: now[0])
+        enum.start()
+        enum.handle_split_request(0, None)
+        await _until(lambda: len(sent) == 1)
+        (watched / "a").unlink()
+        watched.rmdir()
+        now[0] = 1.0
+        enum.handle_split_request(0, None)  # nothing left: lists again, and fails
+        await _until(lambda: bool(failures))
+        enum.close()
+
+    asyncio.run(scenario())
+    [failure] = failures
+    assert isinstance(failure, JobExecutionError)
+    assert isinstance(failure.__cause__, FileNotFoundError)
+    assert str(failure).startswith(
+        f"FileSource over [{str(watched)!r}]: listing the files failed: FileNotFoundError("
+    )
+    assert _answers(sent) == [(0, "a")]

@@ -111,8 +111,6 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         self._last_discovery: float | None = None
         #: A listing is running (:meth:`start`, :meth:`_discover_later`); its handler clears it.
         self._discovering = False
-        #: What the last listing raised (a path gone): fails the job at the next request.
-        self._failure: BaseException | None = None
         self._closed = False
 
     @property
@@ -164,14 +162,14 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         self._discovering = False
         if self._closed:
             return
-        if error is not None:
-            self._failure = error
-        elif splits:
+        if error is not None:  # a path gone: raised, which fails the job at once
+            raise JobExecutionError(
+                f"FileSource over {list(self.paths)}: listing the files failed: {error!r}"
+            ) from error
+        if splits:
             self._add_new(splits)
 
     def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
-        if self._failure is not None:
-            raise self._failure
         if self._first.defer(subtask_id):  # the first listing runs: answered when it ends
             return
         if not self.remaining and self.continuous and not self._discovering:
@@ -180,8 +178,6 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
             )
             if due:
                 self._discover_later()  # at once when tested alone; else its splits come later
-                if self._failure is not None:
-                    raise self._failure
         self._answer(subtask_id)
 
     def _answer(self, subtask_id: int) -> None:
