@@ -46,3 +46,11 @@ def test_the_demand_check_runs_once_per_output(monkeypatch: pytest.MonkeyPatch) 
     reader.poll_next(plain)
     assert plain.sizes == [100, 100]
     assert checks == [demanding, plain]
+
+
+def test_first_discovery_remembers_each_reader_once_in_the_order_they_asked() -> None:
+    pending = source.FirstDiscovery(done=False)
+    assert [pending.defer(s) for s in (2, 0, 2)] == [True, True, True]
+    assert pending.end() == [2, 0] and pending.done
+    assert pending.defer(1) is False and pending.end() == []
+    assert source.FirstDiscovery(done=True).defer(0) is False

@@ -175,6 +175,31 @@ class SplitEnumeratorContext(ABC, Generic[SplitT]):
         handler(result, None)
 
 
+class FirstDiscovery:
+    """An enumerator's first discovery (Kafka's partitions, the file source's files), run off
+    its thread through :meth:`SplitEnumeratorContext.call_async`: until it ends, a split
+    request is remembered (each reader once, in the order they asked) instead of answered, and
+    a checkpoint records ``done`` False so that its restore discovers again."""
+
+    def __init__(self, done: bool) -> None:
+        self.done = done
+        self._waiting: list[int] = []
+
+    def defer(self, subtask: int) -> bool:
+        """True, remembering ``subtask``'s request, while the first discovery runs."""
+        if self.done:
+            return False
+        if subtask not in self._waiting:
+            self._waiting.append(subtask)
+        return True
+
+    def end(self) -> list[int]:
+        """It ended: the readers that asked meanwhile, in the order they asked."""
+        self.done = True
+        waiting, self._waiting = self._waiting, []
+        return waiting
+
+
 class SplitEnumerator(ABC, Generic[SplitT]):
     def start(self) -> None:
         pass

@@ -383,3 +383,63 @@ def test_a_periodic_discovery_waiting_for_a_gone_broker_leaves_the_jobmasters_lo
 
     asyncio.run(scenario())
     assert failures == []
+
+
+class _ListingFailsLater:
+    """An admin that lists partitions 0 and 1 first, then raises each of ``failures`` in turn
+    (earliest offsets 0)."""
+
+    def __init__(self, *failures: BaseException) -> None:
+        self.failures = list(failures)
+        self.calls = 0
+
+    def partitions(self, subscription: Any) -> list[KafkaTopicPartition]:
+        self.calls += 1
+        if self.calls > 1:
+            raise self.failures.pop(0)
+        return [KafkaTopicPartition("t", p) for p in range(2)]
+
+    def earliest(self, partitions: Any) -> dict[KafkaTopicPartition, int]:
+        return dict.fromkeys(partitions, 0)
+
+    latest = earliest
+
+
+def test_a_periodic_discovery_that_fails_not_by_the_broker_fails_the_job_at_once() -> None:
+    """On the JobMaster's context: a periodic discovery the broker failed (its time-out) is
+    logged and the job goes on; one that failed otherwise (a bug, a topic pattern's listing
+    raising) fails the attempt from its handler, naming the source, without waiting for
+    another split request (a reader that has its splits may not ask for minutes). (Stored,
+    it failed the job only at the next request.)"""
+    sent: list[tuple[int, Any]] = []
+    failures: list[BaseException] = []
+    admin = _ListingFailsLater(KafkaSourceError("broker gone"), LookupError("pattern broke"))
+    now = [0.0]
+
+    async def scenario() -> None:
+        context = EnumeratorContext(
+            lambda subtask, msg: sent.append((subtask, msg)), 0, 7, 2, fail=failures.append
+        )
+        settings_ = EnumeratorSettings(
+            Subscription(topics=("t",)), KafkaOffsetsInitializer.earliest(), None, False, 1000
+        )
+        enum = KafkaSourceEnumerator(context, settings_, lambda: admin, lambda a: a,  # type: ignore[arg-type,return-value]
+                                     clock=lambda: now[0])  # fmt: skip
+        enum.start()
+        await _until(lambda: enum.snapshot_state(0).initial_discovery_done)
+        now[0] = 5.0
+        enum.handle_split_request(0, None)  # the broker's failure: logged
+        await _until(lambda: admin.calls == 2 and not enum._discovering)
+        await asyncio.sleep(0.05)
+        assert failures == []
+        now[0] = 10.0
+        enum.handle_split_request(1, None)  # another failure: fails the attempt at once
+        await _until(lambda: bool(failures))
+        enum.close()
+
+    asyncio.run(scenario())
+    [failure] = failures
+    assert isinstance(failure, KafkaSourceError) and isinstance(failure.__cause__, LookupError)
+    assert str(failure) == (
+        "KafkaSource (topics ['t']): partition discovery failed: LookupError('pattern broke')"
+    )

@@ -3,9 +3,9 @@
 Runs in the JobMaster (driver), on its loop thread. One split per file (a file is read by one
 reader from start to end; none of the formats here can start in the middle of a file).
 
-* Static (``process_static_file_set``): the files under the paths are listed once, when the
-  enumerator starts; every request takes the next split, and once none is left the reader is
-  told there are no more splits.
+* Static (``process_static_file_set``): listed once at start, off the JobMaster's loop
+  (``call_async``); requests before the listing ended are answered when it ends (a failure
+  fails the job). Each request takes the next split; then the reader hears "no more".
 * Continuous (``monitor_continuously(interval)``): a request that finds no split left lists the
   paths again (at most once per ``interval``), off the JobMaster's loop (``call_async``: an
   object store's listing of many files takes seconds), and turns every file not seen before
@@ -26,14 +26,32 @@ from typing import Any
 import fsspec  # type: ignore[import-untyped]
 
 from undertow.connectors.file.split import FileSourceSplit
-from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
+from undertow.connectors.source import FirstDiscovery, SplitEnumerator, SplitEnumeratorContext
+from undertow.core.errors import JobExecutionError
 
 
 @dataclass(frozen=True, slots=True)
 class FileEnumeratorState:
+    """The enumerator's checkpoint (format ``version`` 2; :func:`restore_state` reads 1)."""
+
     version: int
     remaining: tuple[FileSourceSplit, ...]
     seen_paths: frozenset[str]
+    #: The first listing ended (a checkpoint taken while it ran lists again on restore).
+    initial_discovery_done: bool
+
+
+def restore_state(checkpoint: Any, what: str) -> FileEnumeratorState:
+    """The state of a checkpoint of format 2, or of format 1 (no ``initial_discovery_done``:
+    the first listing then ended before the job ran, so before any checkpoint)."""
+    if not isinstance(checkpoint, FileEnumeratorState) or checkpoint.version not in (1, 2):
+        raise TypeError(
+            f"{what}: cannot restore the enumerator from {type(checkpoint).__name__} "
+            f"(not a file source checkpoint of format 1 or 2)"
+        )
+    if checkpoint.version == 1:
+        return FileEnumeratorState(2, checkpoint.remaining, checkpoint.seen_paths, True)
+    return checkpoint
 
 
 def _hidden(relative: str) -> bool:
@@ -71,8 +89,8 @@ def discover_files(paths: Iterable[str]) -> list[FileSourceSplit]:
 
 
 class FileEnumerator(SplitEnumerator[FileSourceSplit]):
-    """Static or continuous enumerator (module doc). Only the JobMaster loop calls it; a
-    continuous listing runs on the context's ``call_async`` thread."""
+    """Static or continuous enumerator (module doc). Only the JobMaster loop calls it; every
+    listing runs on the context's ``call_async`` thread."""
 
     def __init__(
         self,
@@ -88,12 +106,11 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         self.clock = clock
         self.remaining: list[FileSourceSplit] = list(state.remaining) if state else []
         self.seen: set[str] = set(state.seen_paths) if state else set()
-        self._restored = state is not None
+        #: Ended (or restored as ended); the readers that ask before it ends wait for it.
+        self._first = FirstDiscovery(state is not None and state.initial_discovery_done)
         self._last_discovery: float | None = None
-        #: A continuous listing is running (:meth:`_discover_later`); its handler clears it.
+        #: A listing is running (:meth:`start`, :meth:`_discover_later`); its handler clears it.
         self._discovering = False
-        #: What the last listing raised (a path gone): fails the job at the next request.
-        self._failure: BaseException | None = None
         self._closed = False
 
     @property
@@ -101,12 +118,31 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         return self.interval_ms is not None
 
     def start(self) -> None:
-        if not self._restored:
-            self._discover()
-
-    def _discover(self) -> None:
+        """The first listing (unless a restored checkpoint says it ended), off the loop like
+        every later one: the JobMaster's loop must serve REST, checkpoint triggers and a
+        cancel while an object store or a hung mount answers."""
+        if self._first.done:
+            return
         self._last_discovery = self.clock()
-        self._add_new(discover_files(self.paths))
+        self._discovering = True
+        paths = self.paths
+        self.context.call_async(lambda: discover_files(paths), self._first_listed)
+
+    def _first_listed(
+        self, splits: list[FileSourceSplit] | None, error: BaseException | None
+    ) -> None:
+        """The first listing's handler: a failure is raised naming the paths, which fails the
+        job; else the readers that asked meanwhile are answered, in the order they asked."""
+        self._discovering = False
+        if self._closed:
+            return
+        if error is not None:
+            raise JobExecutionError(
+                f"FileSource over {list(self.paths)}: the first file listing failed: {error!r}"
+            ) from error
+        self._add_new(splits or [])
+        for subtask in self._first.end():
+            self._answer(subtask)
 
     def _add_new(self, splits: list[FileSourceSplit]) -> None:
         for split in splits:
@@ -126,22 +162,25 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         self._discovering = False
         if self._closed:
             return
-        if error is not None:
-            self._failure = error
-        elif splits:
+        if error is not None:  # a path gone: raised, which fails the job at once
+            raise JobExecutionError(
+                f"FileSource over {list(self.paths)}: listing the files failed: {error!r}"
+            ) from error
+        if splits:
             self._add_new(splits)
 
     def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
-        if self._failure is not None:
-            raise self._failure
+        if self._first.defer(subtask_id):  # the first listing runs: answered when it ends
+            return
         if not self.remaining and self.continuous and not self._discovering:
             due = self._last_discovery is None or (self.clock() - self._last_discovery) * 1000 >= (
                 self.interval_ms or 0
             )
             if due:
                 self._discover_later()  # at once when tested alone; else its splits come later
-                if self._failure is not None:
-                    raise self._failure
+        self._answer(subtask_id)
+
+    def _answer(self, subtask_id: int) -> None:
         if self.remaining:
             self.context.assign_split(self.remaining.pop(0), subtask_id)
         elif not self.continuous:
@@ -155,4 +194,4 @@ class FileEnumerator(SplitEnumerator[FileSourceSplit]):
         self._closed = True  # a listing still running is dropped when it ends
 
     def snapshot_state(self, checkpoint_id: int) -> FileEnumeratorState:
-        return FileEnumeratorState(1, tuple(self.remaining), frozenset(self.seen))
+        return FileEnumeratorState(2, tuple(self.remaining), frozenset(self.seen), self._first.done)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from undertow.common.time import Duration
-from undertow.connectors.file.enumerator import FileEnumerator, FileEnumeratorState
+from undertow.connectors.file.enumerator import FileEnumerator, restore_state
 from undertow.connectors.file.formats import DEFAULT_BATCH_SIZE, BulkFormat, FileFormat
 from undertow.connectors.file.formats import StreamFormat as StreamFormat
 from undertow.connectors.file.providers import FileEnumeratorProvider, FileSplitAssignerProvider
@@ -97,12 +97,8 @@ class FileSource(Source[FileSourceSplit]):
     def restore_enumerator(
         self, context: SplitEnumeratorContext[FileSourceSplit], checkpoint: Any
     ) -> SplitEnumerator[FileSourceSplit]:
-        if not isinstance(checkpoint, FileEnumeratorState):
-            raise TypeError(
-                f"FileSource over {list(self.paths)}: cannot restore the enumerator "
-                f"from {type(checkpoint).__name__} (not a file source checkpoint)"
-            )
-        return FileEnumerator(context, self.paths, self.discovery_interval_ms, checkpoint)
+        state = restore_state(checkpoint, f"FileSource over {list(self.paths)}")
+        return FileEnumerator(context, self.paths, self.discovery_interval_ms, state)
 
     def __repr__(self) -> str:
         mode = (

@@ -8,7 +8,8 @@ after the interval passed, every time off the loop (``call_async``). Splits of t
 discovery start at the starting offsets and go out in answer to a reader's request (one that
 asked before they were known gets them when they are); later ones start at their earliest
 offset and go out when found. Bounded sources then tell the reader there are no more. A first
-discovery that fails, fails the job.
+discovery that fails, fails the job; a later one only when the error is not the broker's (a
+broker's is logged, and the next interval tries again).
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -31,7 +32,7 @@ from undertow.connectors.kafka.offsets import (
     resolve,
 )
 from undertow.connectors.kafka.split import KafkaPartitionSplit
-from undertow.connectors.source import SplitEnumerator, SplitEnumeratorContext
+from undertow.connectors.source import FirstDiscovery, SplitEnumerator, SplitEnumeratorContext
 
 log = logging.getLogger(__name__)
 
@@ -118,14 +119,11 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         self._admin: KafkaAdmin | None = None
         self.clock = clock
         self.assignment = SplitAssignment(context.current_parallelism(), state)
-        self._initial_done = state is not None and state.initial_discovery_done
-        #: Readers that asked while the first discovery ran, in the order they asked.
-        self._waiting: list[int] = []
+        #: Ended (or restored as ended); the readers that ask before it ends wait for it.
+        self._first = FirstDiscovery(state is not None and state.initial_discovery_done)
         self._last_discovery: float | None = None
         #: A discovery is running (:meth:`start`, :meth:`_discover_later`); its handler clears it.
         self._discovering = False
-        #: What a discovery raised that was not the broker's (failed at the next request).
-        self._failure: BaseException | None = None
         self._closed = False
 
     @property
@@ -143,7 +141,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         ``default.api.timeout.ms`` for a broker that is slow or gone, and the JobMaster's loop
         must serve REST, checkpoint triggers and a cancel meanwhile. Readers that ask before
         it ended wait for its splits (:meth:`handle_split_request`)."""
-        if self._initial_done:
+        if self._first.done:
             return
         self._last_discovery = self.clock()
         self._discovering = True
@@ -166,9 +164,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
                 f"discovery failed: {what}"
             ) from error
         self.assignment.add(splits or [])
-        self._initial_done = True
-        waiting, self._waiting = self._waiting, []
-        for subtask in waiting:
+        for subtask in self._first.end():
             self._hand_out(subtask)
 
     def _new_splits(
@@ -209,9 +205,11 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         if isinstance(error, KafkaSourceError):  # the broker may be back at the next interval
             log.warning("KafkaSource: partition discovery failed, retrying later: %s", error)
             return
-        if error is not None:  # not the broker's: a bug, which fails the job at the next request
-            self._failure = error
-            return
+        if error is not None:  # not the broker's (a bug): raised, which fails the job at once
+            raise KafkaSourceError(
+                f"KafkaSource ({self.settings.subscription.describe()}): partition discovery "
+                f"failed: {error!r}"
+            ) from error
         if splits:
             self.assignment.add(splits)
             log.info("KafkaSource: discovered %d new partitions: %s", len(splits),
@@ -228,14 +226,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
         return (self.clock() - self._last_discovery) * 1000 >= self.settings.discovery_interval_ms
 
     def handle_split_request(self, subtask_id: int, requester_hostname: str | None) -> None:
-        if self._failure is not None:
-            raise KafkaSourceError(
-                f"KafkaSource ({self.settings.subscription.describe()}): partition discovery "
-                f"failed: {self._failure!r}"
-            ) from self._failure
-        if not self._initial_done:  # the first discovery runs: answered when it ends
-            if subtask_id not in self._waiting:
-                self._waiting.append(subtask_id)
+        if self._first.defer(subtask_id):  # the first discovery runs: answered when it ends
             return
         if self._discovery_due() and not self._discovering:
             self._discover_later()
@@ -252,7 +243,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
             self.assignment._keep(split)
 
     def snapshot_state(self, checkpoint_id: int) -> KafkaEnumeratorState:
-        return self.assignment.snapshot(self._initial_done)
+        return self.assignment.snapshot(self._first.done)
 
     def close(self) -> None:
         self._closed = True
