@@ -220,15 +220,31 @@ def checkpoints_with_channel_state(root: Path) -> list[int]:
         return []
 
 
+#: The checkpoint a job must have reached, with channel state, before a test cancels it to
+#: restore from it.
+CHANNEL_STATE_FROM = 3
+
+
+def until_channel_state_retained(root: Path) -> None:
+    """Wait (30 s at most: processes start slower than threads) until the job under ``root``
+    completed a checkpoint with channel state numbered :data:`CHANNEL_STATE_FROM` or later.
+    Not the first: a cancel at checkpoint 1, right after the start, leaves the restored job
+    the whole input under checkpoints every 100 ms; at load 30 three such restored jobs still
+    ran after 120 s (flaky22, 07:10 UTC), which finished with a 0.3 s wait after the first."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(
+        c >= CHANNEL_STATE_FROM for c in checkpoints_with_channel_state(root)
+    ):
+        time.sleep(0.1)
+
+
 def cancel_once_channel_state_retained(
     client: JobClient, root: Path, what: str = ""
 ) -> tuple[CheckpointStorage, list[int]]:
     """Let the job (retaining on cancellation, under ``root``) run until a checkpoint holds
     channel state, cancel it, and return its storage and the retained checkpoints that hold
     channel state, oldest first (asserting there is one)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not checkpoints_with_channel_state(root):
-        time.sleep(0.1)
+    until_channel_state_retained(root)
     client.cancel()
     with pytest.raises(Exception):  # noqa: B017 - cancelled
         client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
@@ -316,9 +332,7 @@ def retain_and_rescale(
                    failing_map=FailingMap(fail_after_checkpoints=[]),
                    sink_spin_s=SINK_SPIN_S)  # fmt: skip
     client = env.execute_async("retain an unaligned checkpoint")
-    deadline = time.monotonic() + 30  # processes start slower than threads
-    while time.monotonic() < deadline and not checkpoints_with_channel_state(tmp_path):
-        time.sleep(0.1)
+    until_channel_state_retained(tmp_path)
     client.cancel()
     with pytest.raises(Exception):  # noqa: B017 - cancelled
         client.get_job_execution_result(timeout=JOB_TIMEOUT_S)
