@@ -6,7 +6,9 @@ rows, would hold its subtask for a quarter of a second) and counts each key's ro
 unaligned checkpoints every 20 ms. The function must see row ranges, never a whole slice, so
 a barrier waits milliseconds; the checkpoints taken while pieces were pending hold the rest
 of a batch as channel state, and every key's count still comes out exact. The checkpoints'
-durations are printed (``-s``): a benchmark's figure, not a test's assertion.
+durations are printed (``-s``): a benchmark's figure, not a test's assertion. On a loaded
+machine each call waits for a core past its sleep; the cutter takes that for a fixed cost,
+and above ``MAX_STRETCH`` targets it amortises it (``row_cuts``): no cut is promised then.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 
 from undertow.datastream import BatchValueStateDescriptor, KeyedBatchProcessFunction
 from undertow.datastream.connectors.number_seq_batches import NumberSequenceBatchSource
+from undertow.runtime.task.row_cuts import MIN_TARGET_S
 
 from .conftest import EnvFactory
 from .restore_evidence import RestWatcher
@@ -31,18 +34,27 @@ from .restore_evidence import RestWatcher
 N, KEYS, ROWS, ROW_S = 40_000, 8, 20_000, 25e-6
 COUNT = BatchValueStateDescriptor("count", pa.int64())
 CALLS = "row-cuts.largest-call"
+WAITED = "row-cuts.mean-oversleep-us."  # + the subtask's index
 
 
 class SlowCount(KeyedBatchProcessFunction):
     """Sleeps ``ROW_S`` per row; counts each key's rows; emits each key's count per call; the
-    largest call goes to an accumulator."""
+    largest call goes to an accumulator, and so does the mean of how long each subtask's calls
+    after its first overslept: what a loaded machine adds to every call, which the cutter
+    counts as the function's fixed cost (a mean, as its fit; the first call pays the start)."""
 
     def open(self, runtime_context: Any) -> None:
         self.largest = runtime_context.get_metrics_group()
         self.largest.setdefault(CALLS, 0)
+        self.waited = f"{WAITED}{runtime_context.get_index_of_this_subtask()}"
+        self.waits: list[float] = []
 
     def process_batch(self, batch: pa.RecordBatch, ctx: Any) -> pa.RecordBatch:
+        t0 = time.perf_counter()
         time.sleep(batch.num_rows * ROW_S)
+        waited = time.perf_counter() - t0 - batch.num_rows * ROW_S
+        self.waits.append(waited)
+        self.largest[self.waited] = int(statistics.fmean(self.waits[1:] or [0.0]) * 1e6)
         self.largest[CALLS] = max(self.largest[CALLS], batch.num_rows)
         state = ctx.get_state(COUNT)
         seen = np.bincount(ctx.key_index(), minlength=ctx.keys().num_rows)
@@ -80,9 +92,16 @@ def test_a_slow_function_sees_row_ranges_and_the_counts_stay_exact(
         for k, count in zip(*json.loads(line)):
             final[k] = max(final.get(k, 0), count)
     assert final == {k: N // KEYS for k in range(KEYS)}
-    largest = int(result.get_all_accumulator_results()[CALLS])
-    assert 0 < largest < ROWS // 4, f"the function got {largest} rows at once: no cut"
+    accumulators = result.get_all_accumulator_results()
+    largest = int(accumulators[CALLS])
+    waited_us = max(int(v) for k, v in accumulators.items() if k.startswith(WAITED))
+    assert largest > 0
+    if waited_us < MIN_TARGET_S * 1e6:  # a machine that lets calls run on time: cut they are
+        assert largest < ROWS // 4, (
+            f"the function got {largest} rows at once: no cut (calls overslept {waited_us} us)"
+        )
     durations = [e["end_to_end_duration"] for e in watcher.completed.values()]
     if durations:
         print(f"\n{len(durations)} checkpoints, p50 {statistics.median(durations)} ms, "
-              f"max {max(durations)} ms; largest call {largest} rows")  # fmt: skip
+              f"max {max(durations)} ms; largest call {largest} rows, calls overslept "
+              f"{waited_us} us")  # fmt: skip
