@@ -220,7 +220,8 @@ def test_a_key_selector_that_raises_names_the_key_by_itself_and_the_record(
 
 
 _NOT_A_STRING = (
-    r"job failed: operator 'Map' \(subtask [12]/[12] of '[^']*'\) raised KeyTypeError: "
+    r"job failed: operator '_stream_key_by_map_operator' \(subtask [12]/[12] of '[^']*'\) "
+    r"raised KeyTypeError: "
     r"key_by\(\) declared key_type String, but the key selector returned (\d+) \(int\): "
     r"expected String, got int \1 \(on the record \('[abc]', \1\)\)"
 )
@@ -232,9 +233,9 @@ def test_a_key_that_does_not_fit_the_declared_key_type_fails_the_job(
     parallelism: int, downstream: str
 ) -> None:
     """``key_by(..., key_type=Types.STRING())`` with int keys fails, as PyFlink's key
-    serializer refuses them, naming the operator that ran the selector (the producer's 'Map',
-    also with one channel and also before a map, which never runs the selector), its subtask,
-    the key, its type, the declared type and the record; str keys run."""
+    serializer refuses them, naming the key_by as the operator (PyFlink's, which writes the
+    key; not the producer's 'Map' that ran the selector, also with one channel and before a
+    map), the subtask, the key, its type, the declared type and the record; str keys run."""
     env = threads_env(parallelism)
     mapped = env.from_collection(RECORDS).map(lambda r: r)
     bad = mapped.key_by(lambda r: r[1], key_type=Types.STRING())

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from undertow.core.config import Configuration
-from undertow.core.errors import KeySelectorError, NetworkError, RestoreError, describe
+from undertow.core.errors import (
+    KeySelectorError,
+    KeyTypeError,
+    NetworkError,
+    RestoreError,
+    describe,
+)
 from undertow.core.types import AttemptNumber, SubtaskIndex, VertexId
 from undertow.runtime.control.connection import ControlConnection, limit_unacknowledged_time
 from undertow.runtime.control.messages import (
@@ -279,8 +285,11 @@ class Worker:
             return
         except BaseException as err:
             self.metrics.final_sample(key)
-            operator = (KeySelectorError.OPERATOR if isinstance(err, KeySelectorError)
-                        else task.operator_of(err.__traceback__))  # fmt: skip
+            # a key the selector made or could not make is the key_by's (PyFlink's key_by
+            # operator runs the selector and writes the key), not the producer's or consumer's
+            operator = task.operator_of(err.__traceback__)
+            if isinstance(err, (KeySelectorError, KeyTypeError)):
+                operator = KeySelectorError.OPERATOR
             self.send(
                 TaskFailed(
                     self.attempt, vertex_id, subtask, operator,
