@@ -150,6 +150,17 @@ class SinkLike(Protocol):
     def create_committer(self) -> Committer | None: ...
 
 
+@runtime_checkable
+class EncodesRecords(Protocol):
+    """A sink that writes each record through an ``Encoder`` (a row-format ``FileSink``):
+    ``sink_to`` hands a typed stream one whose simple string encoder writes Java's text of
+    the records, as Flink's does. A runtime Protocol check, once per ``sink_to``."""
+
+    encoder: Any
+
+    def with_encoder(self, encoder: Any) -> Any: ...
+
+
 class Sink(ABC):
     @abstractmethod
     def create_writer(self, context: SinkWriterContext) -> SinkWriter: ...

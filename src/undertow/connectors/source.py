@@ -240,12 +240,19 @@ def is_bounded(source: SourceLike) -> bool:
     return boundedness is not None and boundedness.name == "BOUNDED"
 
 
-def produced_type(source: Any) -> Any:
-    """The record type ``source`` declares (Flink's ``ResultTypeQueryable``), which
-    ``from_source`` gives its stream when the caller names none: what the source's
-    ``get_produced_type()`` returns, ``None`` (Python objects) for a source without one."""
-    get = getattr(source, "get_produced_type", None)
-    return get() if callable(get) else None
+@runtime_checkable
+class DeclaresProducedType(Protocol):
+    """A source that declares the type of its records (Flink's ``ResultTypeQueryable``);
+    every :class:`Source` does (``None``: Python objects)."""
+
+    def get_produced_type(self) -> Any: ...
+
+
+def produced_type(source: SourceLike) -> Any:
+    """The record type ``source`` declares, which ``from_source`` gives its stream when the
+    caller names none; ``None`` (Python objects) for a source shaped like a FLIP-27 source
+    that declares none. A runtime Protocol check, once per ``from_source``."""
+    return source.get_produced_type() if isinstance(source, DeclaresProducedType) else None
 
 
 class Source(ABC, Generic[SplitT]):

@@ -15,6 +15,7 @@ from typing import Any
 
 from undertow.common.serialization import SimpleStringEncoder
 from undertow.common.typeinfo import PickledBytesTypeInfo
+from undertow.connectors.sink import EncodesRecords
 from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
 from undertow.graph.transformations import ChainingStrategy, Transformation
 from undertow.runtime.master.collect_results import END, CollectFailed
@@ -131,13 +132,12 @@ def typed_sink(sink: Any, type_info: Any) -> Any:
     encoder is ``Encoder.simple_string_encoder()`` then writes each record's Java ``toString``,
     as Flink's encoder does on PyFlink's Java side (``+I[1, a]`` for a row, ``(1,a)`` for a
     tuple, ``1.0E20`` for a double); records of a stream without a type stay ``str(record)``."""
-    encoder = getattr(sink, "encoder", None)
     if (
-        type(encoder) is not SimpleStringEncoder
+        not isinstance(sink, EncodesRecords)
+        or type(sink.encoder) is not SimpleStringEncoder
         or type_info is None
         or isinstance(type_info, PickledBytesTypeInfo)
-        or not hasattr(sink, "with_encoder")
     ):
         return sink
     java = functools.partial(java_string, type_info=type_info)
-    return sink.with_encoder(encoder.with_to_string(java))
+    return sink.with_encoder(sink.encoder.with_to_string(java))

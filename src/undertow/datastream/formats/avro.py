@@ -126,7 +126,8 @@ class AvroRowSerializationSchema(_AvroRowSchema, SerializationSchema):
             out = io.BytesIO()
             fastavro.schemaless_writer(out, self._schema, record)
         except (fastavro.validation.ValidationError, ValueError, TypeError) as err:
-            problems = "; ".join(str(e) for e in getattr(err, "errors", None) or [err])
+            found = err.errors if isinstance(err, fastavro.validation.ValidationError) else []
+            problems = "; ".join(str(e) for e in found or [err])
             raise ValueError(
                 f"AvroRowSerializationSchema: {element!r} is not a record {self._name}: {problems}"
             ) from err

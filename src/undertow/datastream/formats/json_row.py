@@ -155,7 +155,13 @@ def _mentions(t: Any, wanted: TypeInformation) -> bool:
         return any(_mentions(f, wanted) for f in t.get_field_types())
     if isinstance(t, MapTypeInfo):
         return _mentions(t.key_type, wanted) or _mentions(t.value_type, wanted)
-    return _mentions(getattr(t, "element_type", None), wanted) if t is not None else False
+    if isinstance(t, _WITH_ELEMENTS):
+        return _mentions(t.element_type, wanted)
+    return False
+
+
+#: The types of sequences, whose element type is a part of them.
+_WITH_ELEMENTS = (BasicArrayTypeInfo, ListTypeInfo, ObjectArrayTypeInfo, PrimitiveArrayTypeInfo)
 
 
 _SCHEMA_TYPES = {
