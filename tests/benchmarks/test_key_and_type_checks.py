@@ -46,6 +46,7 @@ def test_the_added_costs_are_the_differences_of_the_figures(
     assert "8.19 us a reader call of 4,096 pairs, 2.00 ns a record" in out
 
 
+@pytest.mark.bench_smoke
 def test_one_tiny_round_prints_every_figure() -> None:
     out = run_script(
         "key_and_type_checks.py", "--rounds", "1", "--repeat", "1", "--records", "1000"
