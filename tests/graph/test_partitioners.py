@@ -376,3 +376,27 @@ def test_a_key_checking_selector_runs_with_one_channel_too() -> None:
     assert plain.route(["a", "b"], None) == {0: (["a", "b"], None)} and seen == []
     checked = _ready(KeyGroupStreamPartitioner(seen.append, 128, checks_keys=True), 1)
     assert checked.route(["a", "b"], [1, 2]) == {0: (["a", "b"], [1, 2])} and seen == ["a", "b"]
+
+
+@pytest.mark.parametrize("timestamps", [None, [0] * 40])
+def test_row_keys_route_as_their_tuples_each_computed_once(
+    monkeypatch: pytest.MonkeyPatch, timestamps: Any
+) -> None:
+    """A ``key_type`` ROW hands the partitioner ``Row`` keys: each goes to its tuple's channel,
+    its channel computed once and then found in the cache (it was computed on every record)."""
+    from undertow.common.row import Row
+    from undertow.graph import partitioners
+
+    computed: list[Any] = []
+
+    def counted(key: Any, maxp: int) -> int:
+        computed.append(key)
+        return assign_to_key_group(key, maxp)
+
+    monkeypatch.setattr(partitioners, "assign_to_key_group", counted)
+    rows = [Row(word=f"w{i % 4}", n=i % 4) for i in range(40)]
+    routed = _ready(KeyGroupStreamPartitioner(lambda r: r, 128), 4).route(rows, timestamps)
+    for channel, (values, _) in routed.items():
+        for row in values:
+            assert channel == subtask_for_key_group(128, 4, assign_to_key_group(tuple(row), 128))
+    assert sorted(computed) == [(f"w{i}", i) for i in range(4)]

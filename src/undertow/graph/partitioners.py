@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from undertow.common.row import Row
 from undertow.core.errors import KeyTypeError
 from undertow.state.key_groups import (
     PLAIN_KEY_TYPES,
@@ -184,6 +185,8 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
             cache = self._targets
         elif type(key) is float and key:  # floats apart, and never ±0.0 (equal, other groups)
             cache = self._float_targets
+        elif isinstance(key, Row):  # a key_type ROW's key: its key group is its tuple's
+            return self._target(tuple(key))
         else:  # also an unhashable key: computed every time
             return assign_to_key_group(key, maxp) * self.num_channels // maxp
         try:

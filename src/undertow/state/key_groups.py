@@ -10,8 +10,8 @@ on a worker. Invariant: a key's group never depends on the keys hashed before it
 keyed by the key (here, the partitioner's, the heap's, timers') looks up and stores only keys
 of which :func:`groups_by_equality` holds (``1 == 1.0 == True`` as dict keys, with other
 hashes). Cost: an int key, a few arithmetic operations; a repeated str, bytes or tuple of such
-key, or a non-zero float, one dict lookup; other keys, a hash on every call. The longer story:
-docs/design.md, "Module notes", under this module's name.
+key (a ``Row`` as its tuple), or a non-zero float, one dict lookup; other keys, a hash on
+every call. The longer story: docs/design.md, "Module notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from undertow.common.row import Row
 from undertow.core.errors import KeySelectorError, KeyTypeError, StateError
 
 _MASK32 = 0xFFFFFFFF
@@ -257,6 +258,8 @@ def stable_hash(key: Any) -> int:
         cache = _float_cache
     elif t in PLAIN_KEY_TYPES:
         cache = _cache
+    elif isinstance(key, Row):  # hashes as its fields' tuple, which the cache takes
+        return stable_hash(tuple(key))
     else:
         return _hash_uncached(key)
     try:
