@@ -13,10 +13,11 @@ jobs on another commit (a worktree and venv made by ``compare_commits.checkout``
 script, each side's engine), the two sides alternating per round; ``--weighted`` runs each
 side in a cgroup of the highest CPU weight. Targets (the after side, medians): RocksDB within
 3x of the heap on the small map, and RocksDB's rows/s on the 1,000-entry map at least 0.8 of
-its rows/s on the 7-entry one (no growth with map size). Usage::
+its rows/s on the 7-entry one (no growth with map size). ``--ops``: only the ns of a ``get``
+and a ``put`` on each backend's ``MapState`` by map key type, in this interpreter. Usage::
 
     python benchmarks/rocksdb_map_state.py [--rows N] [--large-rows N] [--rounds R]
-        [--before REV] [--weighted]
+        [--before REV] [--weighted] [--ops]
 """
 
 from __future__ import annotations
@@ -111,6 +112,44 @@ def encoder_ns(repeat: int = 200_000) -> dict[str, float]:
     return costs
 
 
+#: Map key types of :func:`op_ns`: 64 map keys of each.
+OP_KEYS: dict[str, list[Any]] = {
+    "int": list(range(64)),
+    "str": [f"item-{i}" for i in range(64)],
+    "float": [i + 0.5 for i in range(64)],
+    "(str, int)": [("item", i) for i in range(64)],
+}
+
+
+def op_ns(repeat: int = 64_000) -> dict[str, float]:
+    """Nanoseconds of one ``get`` and one ``put`` of a map entry on a ``MapState`` of one
+    current key, straight on each backend (no job), by map key type (:data:`OP_KEYS`): the
+    best of 5 runs of ``repeat`` pairs. The per-operation cost a job's rows/s hides."""
+    import timeit
+
+    from undertow.state.descriptors import MapStateDescriptor
+    from undertow.state.heap import HeapKeyedStateBackend
+    from undertow.state.rocksdb import RocksDBKeyedStateBackend
+
+    costs = {}
+    for name, cls in (("hashmap", HeapKeyedStateBackend), ("rocksdb", RocksDBKeyedStateBackend)):
+        backend: Any = cls("op", 128, range(128), lambda: 0)  # type: ignore[call-arg]
+        state = backend.get_partitioned_state(MapStateDescriptor("m", None, None))
+        backend.set_current_key("key")
+        for kind, keys in OP_KEYS.items():
+
+            def touch(keys: list[Any] = keys, get: Any = state.get, put: Any = state.put) -> None:
+                for k in keys:
+                    count = get(k)
+                    put(k, 1 if count is None else count + 1)
+
+            number = max(1, repeat // len(keys))
+            best = min(timeit.repeat(touch, number=number, repeat=5))
+            costs[f"{name} {kind}"] = best / (number * len(keys)) * 1e9
+        backend.dispose()
+    return costs
+
+
 def engine() -> str:
     """The commit of this interpreter's undertow (``+changes`` if its ``src`` differs)."""
     import undertow
@@ -148,6 +187,20 @@ def verdicts(rates: dict[str, float]) -> list[str]:
     ]
 
 
+def ops(rounds: int) -> None:
+    """Print :func:`op_ns` per round and its medians (this interpreter's undertow: compare
+    two builds by running it on each, e.g. with ``PYTHONPATH=<tree>/src``, in turns)."""
+    print(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, engine = {engine()}, load "
+          f"{os.getloadavg()[0]:.1f}; ns per get + put of a map entry, best of 5")  # fmt: skip
+    runs = []
+    for round_ in range(rounds):
+        runs.append(op_ns())
+        shown = ", ".join(f"{k} {v:,.0f}" for k, v in runs[-1].items())
+        print(f"round {round_}: {shown} (load {os.getloadavg()[0]:.1f})", flush=True)
+    medians = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    print("median: " + ", ".join(f"{k} {v:,.0f}" for k, v in medians.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000, help="rows of the small job")
@@ -155,11 +208,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", help="a commit to run on too (compare_commits.checkout)")
     parser.add_argument("--weighted", action="store_true")
+    parser.add_argument("--ops", action="store_true",
+                        help="only op_ns, --rounds times, in this interpreter")  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     rows = {"small": args.rows, "large": args.large_rows}
     if args.child:
         child(rows)
+        return
+    if args.ops:
+        ops(args.rounds)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import compare_commits

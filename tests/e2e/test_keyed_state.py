@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from typing import Any
 
 import pytest
 
+from undertow.common import Time
 from undertow.core.errors import JobExecutionError
 from undertow.datastream import (
     AggregateFunction,
@@ -297,3 +299,66 @@ def test_zero_and_negative_zero_keep_a_timer_each(make_env: EnvFactory, backend:
     stream = env.from_collection([0.0, -0.0, 0.0])
     fired = list(stream.key_by(lambda x: x).process(TimerPerKey()).execute_and_collect())
     assert sorted(fired) == [("-0.0", True), ("0.0", True)], fired
+
+
+class MapKeysAsJava(KeyedProcessFunction):
+    """Counts each map key in a ``MapState`` (``put``/``get``); at the ``"end"`` record emits
+    what every read gives: ``items()``, ``keys()``, iteration, ``contains`` and, after
+    ``remove(-0.0)``, ``keys()`` again (each key as ``(repr, type name)``)."""
+
+    def __init__(self, ttl: bool) -> None:
+        self.ttl = ttl
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        descriptor = MapStateDescriptor("counts")
+        if self.ttl:
+            descriptor.enable_time_to_live(StateTtlConfig.new_builder(Time.minutes(10)).build())
+        self.counts = runtime_context.get_map_state(descriptor)
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        _, map_key = value
+        if map_key != "end":
+            self.counts.put(map_key, (self.counts.get(map_key) or 0) + 1)
+            return
+        state = self.counts
+
+        def shown(keys: Any) -> list[tuple[str, str]]:
+            return sorted((repr(k), type(k).__name__) for k in keys)
+
+        yield "items", sorted((repr(k), type(k).__name__, v) for k, v in state.items())
+        yield "keys", shown(state.keys())
+        yield "iter", shown(state)
+        yield "contains", [state.contains(k) for k in (0.0, -0.0, math.nan, ("a", -0.0))]
+        state.remove(-0.0)
+        state.remove(-math.nan)
+        state.remove(("a", 0.0))
+        yield "after remove", shown(state.keys())
+
+
+@pytest.mark.parametrize("target", ["local-threads"])
+@pytest.mark.parametrize("ttl", [False, True], ids=["plain", "ttl"])
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_map_state_keys_are_equal_as_javas_equals_holds_them(
+    make_env: EnvFactory, backend: str, ttl: bool
+) -> None:
+    """Flink's ``MapState`` keys by Java's ``equals``: ``Double.equals`` holds ``0.0`` and
+    ``-0.0`` two keys and every NaN (any sign or payload) one, also inside a tuple; Python's
+    dict held the zeros one entry and gave each NaN object its own, and a NaN's pickle (the
+    RocksDB key) differs by sign. Keys read back are the plain floats written."""
+    env = make_env(parallelism=1)
+    env.set_state_backend(
+        EmbeddedRocksDBStateBackend() if backend == "rocksdb" else HashMapStateBackend()
+    )
+    nans = [float("nan"), -float("nan"), float("inf") - float("inf"), float("nan")]
+    map_keys: list[Any] = [0.0, -0.0, *nans, -0.0, ("a", 0.0), ("a", -0.0), ("a", -0.0), "end"]
+    stream = env.from_collection([("k", m) for m in map_keys])
+    out = dict(stream.key_by(lambda r: r[0]).process(MapKeysAsJava(ttl)).execute_and_collect())
+    floats = [("-0.0", "float"), ("0.0", "float"), ("nan", "float")]
+    tuples = [("('a', -0.0)", "tuple"), ("('a', 0.0)", "tuple")]
+    assert out["items"] == [
+        ("('a', -0.0)", "tuple", 2), ("('a', 0.0)", "tuple", 1),
+        ("-0.0", "float", 2), ("0.0", "float", 1), ("nan", "float", 4),
+    ]  # fmt: skip
+    assert out["keys"] == out["iter"] == sorted(floats + tuples)
+    assert out["contains"] == [True, True, True, True]
+    assert out["after remove"] == [("('a', -0.0)", "tuple"), ("0.0", "float")]

@@ -23,7 +23,11 @@ from undertow.state.key_groups import (
     check_parallelism,
     key_group_range_for_subtask,
     stable_hash,
+    state_key,
+    stored_key,
     subtask_for_key_group,
+    user_items,
+    user_keys,
 )
 
 
@@ -253,3 +257,30 @@ def test_a_row_key_is_hashed_once_and_in_its_tuples_group(monkeypatch: pytest.Mo
     with_float = Row("row-key-b", 1.0)  # a float field: hashed on every call, not cached
     assert stable_hash(with_float) == stable_hash(("row-key-b", 1.0))
     assert stable_hash(with_float) != stable_hash(("row-key-b", 1))
+
+
+def test_stored_keys_pickle_every_nan_alike_and_the_zeros_apart() -> None:
+    """A byte-keyed store's key (``stored_key``) of a user's key or its ``state_key`` form:
+    one pickle for every NaN (theirs differ by sign and payload), ``-0.0`` the float whose
+    pickle is not ``0.0``'s, also inside a tuple; other keys as they are."""
+    nans = [float("nan"), -float("nan"), float("inf") - float("inf")]
+    assert len({pickle.dumps(n) for n in nans}) > 1
+    for form in (lambda k: k, state_key):
+        assert len({pickle.dumps(stored_key(form(n))) for n in nans}) == 1
+        assert len({pickle.dumps(stored_key(form(("t", n)))) for n in nans}) == 1
+        zeros = [stored_key(form(z)) for z in (0.0, -0.0, ("t", -0.0))]
+        assert [type(z) for z in zeros] == [float, float, tuple]
+        assert [repr(z) for z in zeros] == ["0.0", "-0.0", "('t', -0.0)"]
+    assert [stored_key(k) for k in (1, "a", ("a", 1))] == [1, "a", ("a", 1)]
+
+
+def test_user_keys_and_items_turn_the_state_forms_back_to_plain_floats() -> None:
+    plain = [1, "a", 0.0]
+    assert user_keys(plain) == plain
+    assert user_items([(k, 1) for k in plain]) == [(k, 1) for k in plain]
+    formed = [state_key(-0.0), state_key(("t", -0.0)), 2]
+    keys = user_keys(formed)
+    assert [(repr(k), type(k)) for k in keys] == [("-0.0", float), ("('t', -0.0)", tuple),
+                                                  ("2", int)]  # fmt: skip
+    assert [type(k) for k, _ in user_items([(k, None) for k in formed])] == [float, tuple, int]
+    assert type(user_keys(formed)[1][1]) is float

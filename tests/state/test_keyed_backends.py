@@ -19,6 +19,7 @@ from undertow.state.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
+    StateTtlConfig,
     ValueStateDescriptor,
 )
 from undertow.state.heap import HeapKeyedStateBackend
@@ -496,3 +497,39 @@ def test_zero_and_negative_zero_of_one_key_group_survive_a_snapshot_as_two_keys(
         keys = sorted(repr(k) for k in restored.keys("v"))
         assert keys == sorted([repr(zero), repr(negative)])
         assert all(type(k) is type(zero) for k in restored.keys("v"))
+
+
+@pytest.mark.parametrize("restore_into", sorted(BACKENDS))
+@pytest.mark.parametrize("ttl", [False, True], ids=["plain", "ttl"])
+def test_map_state_user_keys_stay_as_javas_equals_holds_them_through_a_snapshot(
+    restore_into: str, ttl: bool
+) -> None:
+    """A ``MapState``'s user keys are Flink's (Java's ``equals``): ``0.0`` and ``-0.0`` two
+    entries, every NaN one, also in a tuple; so they stay through ``put_all``, a canonical
+    snapshot and its restore into either backend, and read back as the floats written."""
+    descriptor = MapStateDescriptor("m")
+    if ttl:
+        descriptor.enable_time_to_live(StateTtlConfig.new_builder(600_000).build())
+    b = backend()
+    m: Any = b.get_partitioned_state(descriptor)
+    b.set_current_key("k")
+    m.put_all({0.0: "zero", ("t", -0.0): "tuple negative", float("nan"): "nan"})
+    m.put_all({-0.0: "negative", ("t", 0.0): "tuple zero", -float("nan"): "other nan"})
+    m.put(float("inf") - float("inf"), "last nan")
+    restored = BACKENDS[restore_into]("op", MAX_P, range(MAX_P), lambda: 0)  # type: ignore[call-arg]
+    restored.restore(dict(b.snapshot()))
+    r: Any = restored.get_partitioned_state(descriptor)
+    restored.set_current_key("k")
+    expected = [
+        ("('t', -0.0)", "tuple negative"), ("('t', 0.0)", "tuple zero"),
+        ("-0.0", "negative"), ("0.0", "zero"), ("nan", "last nan"),
+    ]  # fmt: skip
+    for state in (m, r):
+        assert sorted((repr(k), v) for k, v in state.items()) == expected
+        assert [state.get(k) for k in (-0.0, 0.0, float("nan"))] == ["negative", "zero", "last nan"]
+        keys = list(state.keys())
+        assert sorted(map(repr, keys)) == [shown for shown, _ in expected]
+        assert {type(k) for k in keys} == {float, tuple}
+    r.remove(-0.0)
+    r.remove(float("nan"))
+    assert sorted(repr(k) for k in r) == ["('t', -0.0)", "('t', 0.0)", "0.0"]

@@ -451,6 +451,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                             k: wrap_entry(kind, e, now) if table.ttl else unwrap_entry(kind, e)
                             for k, e in entries.items()
                         }
+                    if kind == "map":  # user keys too: an unpickled NaN is a fresh one
+                        entries = {k: state_entries(e) for k, e in entries.items()}
                     target[offset].update(state_entries(entries))
 
     def dispose(self) -> None:

@@ -29,6 +29,7 @@ from undertow.state.descriptors import (
     aggregate_function_of,
     reducer_of,
 )
+from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
 
 #: Marks "no entry" where ``None`` could be a legitimate reduce/aggregate result.
 ABSENT: Any = object()
@@ -291,14 +292,25 @@ class HeapAggregatingState(MergingHeapState, AggregatingState[Any, Any]):
 
 
 class HeapMapState(HeapState, MapState[Any, Any]):
+    """A map per key and namespace. Its user keys are held in
+    :func:`~undertow.state.key_groups.state_key` form, equal as Java's ``equals`` holds them
+    (Flink's ``MapState``): ``0.0`` and ``-0.0`` two entries, every NaN one; reads give them
+    back as users wrote them (``-0.0`` the float). An int or str key pays a type test."""
+
     kind = "map"
 
     def get(self, key: Any) -> Any:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         table, skey = self._slot()
         entry = table.get(skey)
         return None if entry is None else entry.get(key)
 
     def put(self, key: Any, value: Any) -> None:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         table, skey = self._slot()
         entry = table.get(skey)
         if entry is None:
@@ -309,6 +321,7 @@ class HeapMapState(HeapState, MapState[Any, Any]):
     def put_all(self, mapping: dict[Any, Any]) -> None:
         if not mapping:
             return
+        mapping = state_entries(mapping)
         table, skey = self._slot()
         entry = table.get(skey)
         if entry is None:
@@ -317,6 +330,9 @@ class HeapMapState(HeapState, MapState[Any, Any]):
             entry.update(mapping)
 
     def remove(self, key: Any) -> None:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         table, skey = self._slot()
         entry = table.get(skey)
         if entry is not None:
@@ -325,17 +341,20 @@ class HeapMapState(HeapState, MapState[Any, Any]):
                 del table[skey]
 
     def contains(self, key: Any) -> bool:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         table, skey = self._slot()
         entry = table.get(skey)
         return entry is not None and key in entry
 
     def items(self) -> Iterable[tuple[Any, Any]]:
         table, skey = self._slot()
-        return list(table.get(skey, {}).items())
+        return user_items(table.get(skey, {}).items())
 
     def keys(self) -> Iterable[Any]:
         table, skey = self._slot()
-        return list(table.get(skey, ()))
+        return user_keys(table.get(skey, ()))
 
     def values(self) -> Iterable[Any]:
         table, skey = self._slot()

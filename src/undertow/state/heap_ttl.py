@@ -29,6 +29,7 @@ from undertow.state.heap_states import (
     StateTable,
     check_element,
 )
+from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
 
 
 class TtlPolicy:
@@ -237,6 +238,9 @@ class TtlMapState(_TtlState, HeapMapState):
 
     def _lookup(self, key: Any) -> Any:
         """The value of map key ``key`` after the TTL check (a read), or ``ABSENT``."""
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)  # 0.0 and -0.0 two entries, NaNs one: see HeapMapState
         table, skey = self._slot()
         entry = table.get(skey)
         if entry is None or key not in entry:
@@ -261,6 +265,9 @@ class TtlMapState(_TtlState, HeapMapState):
         return self._lookup(key) is not ABSENT
 
     def put(self, key: Any, value: Any) -> None:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         table, skey = self._slot()
         table.setdefault(skey, {})[key] = (value, self._ttl.clock())
 
@@ -269,7 +276,7 @@ class TtlMapState(_TtlState, HeapMapState):
             return
         table, skey = self._slot()
         now = self._ttl.clock()
-        table.setdefault(skey, {}).update((k, (v, now)) for k, v in mapping.items())
+        table.setdefault(skey, {}).update((k, (v, now)) for k, v in state_entries(mapping).items())
 
     def _entries(self, *, touch: bool) -> list[tuple[Any, Any]]:
         """Visible ``(key, value)`` pairs; drops expired entries and refreshes live ones."""
@@ -294,10 +301,10 @@ class TtlMapState(_TtlState, HeapMapState):
         return visible
 
     def items(self) -> Iterable[tuple[Any, Any]]:
-        return self._entries(touch=True)
+        return user_items(self._entries(touch=True))
 
     def keys(self) -> Iterable[Any]:
-        return [k for k, _ in self._entries(touch=True)]
+        return user_keys([k for k, _ in self._entries(touch=True)])
 
     def values(self) -> Iterable[Any]:
         return [v for _, v in self._entries(touch=True)]

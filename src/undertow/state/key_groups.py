@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import pickle
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from undertow.common.row import Row
@@ -208,8 +208,9 @@ def _needs_state_form(key: tuple[Any, ...]) -> bool:
 
 
 def state_entries(entries: dict[Any, Any]) -> dict[Any, Any]:
-    """Restored entries (key or ``(key, namespace)`` -> entry) with their keys in
-    :func:`state_key` form: a snapshot of an earlier version holds ``-0.0`` as a float.
+    """``entries`` with their keys in :func:`state_key` form: restored entries (key or
+    ``(key, namespace)`` -> entry; a snapshot of an earlier version holds ``-0.0`` as a float,
+    and an unpickled NaN is a fresh one), or a map state's entries (user key -> value).
     ``entries`` itself when no key changes; cost: a type check per key."""
     for skey in entries:
         t = type(skey)
@@ -238,6 +239,45 @@ def _holds_negative_zero(key: tuple[Any, ...]) -> bool:
         if t is _NegativeZero or (t is tuple and _holds_negative_zero(item)):
             return True
     return False
+
+
+def user_keys(keys: Iterable[Any]) -> list[Any]:
+    """``keys`` (a map state's user keys in :func:`state_key` form) as a list of the keys
+    users see (:func:`user_key`). Cost: the list and a type test per key; a map holding a
+    ``-0.0`` or a tuple key pays :func:`user_key` per key."""
+    found = list(keys)
+    for k in found:
+        t = type(k)
+        if t is _NegativeZero or t is tuple:
+            return [user_key(k) for k in found]
+    return found
+
+
+def user_items(items: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """``items`` (``(map key in state_key form, value)``) as a list, keys as users see them
+    (:func:`user_keys`; the same cost)."""
+    found = list(items)
+    for k, _ in found:
+        t = type(k)
+        if t is _NegativeZero or t is tuple:
+            return [(user_key(k), v) for k, v in found]
+    return found
+
+
+def stored_key(key: Any) -> Any:
+    """The form of a key (a user's or a :func:`state_key` form) that a byte-keyed store
+    (RocksDB) encodes: every NaN :data:`CANONICAL_NAN` (whose pickle is one byte string, while
+    NaNs' differ by sign and payload), :data:`NEGATIVE_ZERO` the float ``-0.0`` (whose pickle
+    is not ``0.0``'s), also inside a tuple; other keys as they are. Decoded, it is the key
+    users see. Cost: a type test, a tuple's a scan (two when it holds a NaN or ``-0.0``)."""
+    t = type(key)
+    if t is float:
+        return CANONICAL_NAN if key != key else key
+    if t is _NegativeZero:
+        return -0.0
+    if t is tuple:
+        return user_key(state_key(key))
+    return key
 
 
 def stable_hash(key: Any) -> int:

@@ -26,6 +26,7 @@ from rocksdict import ReadOptions
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import MapState
 from undertow.state.heap_states import HeapState
+from undertow.state.key_groups import state_key, stored_key
 from undertow.state.rocksdb_states import (
     RocksDBState,
     StateHost,
@@ -85,7 +86,11 @@ def group_map_entries(
             body = dkey[3:]
             cut = split_entry_key(body)
             head, prefix, skey, current = dkey[:3], dkey[: 3 + cut], decode_value(body), {}
-        current[decode_value(dkey[len(prefix) :])] = decode_value(raw)
+        map_key = decode_value(dkey[len(prefix) :])
+        t = type(map_key)
+        if t is float or t is tuple:  # in a dict 0.0 and -0.0 are one: the heap's form
+            map_key = state_key(map_key)
+        current[map_key] = decode_value(raw)
     if current:
         yield head, skey, current
 
@@ -93,8 +98,12 @@ def group_map_entries(
 def map_entries(
     prefix: bytes, entry: dict[Any, Any], encode: Callable[[Any], bytes]
 ) -> Iterator[tuple[bytes, bytes]]:
-    """The DB entries of map ``entry`` (map key -> stored value) under ``prefix``."""
+    """The DB entries of map ``entry`` (map key, a user's or in ``state_key`` form -> stored
+    value) under ``prefix``, each map key encoded in :func:`stored_key` form."""
     for map_key, value in entry.items():
+        t = type(map_key)
+        if t is not int and t is not str:
+            map_key = stored_key(map_key)
         yield prefix + encode(map_key), encode_value(value)
 
 
@@ -132,9 +141,10 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         if map_keys is None:
             found = list(scan_prefix(column, prefix))
         else:
-            dkeys = [prefix + self._encode(k) for k in map_keys]
+            dkeys = [prefix + self._encode(stored_key(k)) for k in map_keys]
             found = [(d, raw) for d, raw in zip(dkeys, column.get(dkeys)) if raw is not None]
-        loaded = {decode_value(d[len(prefix) :]): (d, raw) for d, raw in found}
+        # keyed as the heap TTL state keys them (state_key: 0.0 and -0.0 two, NaNs one)
+        loaded = {state_key(decode_value(d[len(prefix) :])): (d, raw) for d, raw in found}
         void = self._namespace is VOID_NAMESPACE
         table = backend.scratch(self._name)
         target = table.void[0] if void else table.windowed[0]
@@ -157,7 +167,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
             new = encode_value(value)
             old = loaded.get(map_key)
             if old is None:
-                batch.put(prefix + self._encode(map_key), new)
+                batch.put(prefix + self._encode(stored_key(map_key)), new)
             elif new != old[1]:
                 batch.put(old[0], new)
         if batch.len():
@@ -170,6 +180,9 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         if self._ttl:
             get = self.inner.get  # type: ignore[attr-defined]
             return self._with_entries(lambda: get(key), [key])
+        t = type(key)
+        if t is float or t is tuple:
+            key = stored_key(key)  # NaNs one entry (one pickle); 0.0 and -0.0 pickle apart
         raw = self._column().get(self._prefix() + self._encode(key))
         return None if raw is None else decode_value(raw)
 
@@ -177,6 +190,9 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         if self._ttl:
             contains = self.inner.contains  # type: ignore[attr-defined]
             return bool(self._with_entries(lambda: contains(key), [key]))
+        t = type(key)
+        if t is float or t is tuple:
+            key = stored_key(key)
         return self._column().get(self._prefix() + self._encode(key)) is not None
 
     def put(self, key: Any, value: Any) -> None:
@@ -184,6 +200,9 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
             put = self.inner.put  # type: ignore[attr-defined]
             self._with_entries(lambda: put(key, value), [])
             return
+        t = type(key)
+        if t is float or t is tuple:
+            key = stored_key(key)
         self._column().put(self._prefix() + self._encode(key), encode_value(value))
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
@@ -199,6 +218,9 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         self._backend.write(batch)
 
     def remove(self, key: Any) -> None:
+        t = type(key)
+        if t is float or t is tuple:
+            key = stored_key(key)
         self._column().delete(self._prefix() + self._encode(key))
 
     def _entries(self) -> list[tuple[Any, Any]]:
