@@ -164,3 +164,41 @@ def test_rows_of_a_declared_named_row_type_arrive_named_after_a_key_by(paralleli
     out = [r.as_dict() for r in counts.execute_and_collect()]
     assert sorted(out, key=str) == [{"word": "a", "n": 1}, {"word": "a", "n": 2},
                                     {"word": "b", "n": 1}]  # fmt: skip
+
+
+def test_a_function_fanned_out_to_chained_functions_checks_its_output_as_pyflink() -> None:
+    """PyFlink chains a Python function to its consumer only when that is its one consumer
+    (``PythonOperatorChainingOptimizer.isChainable``: one output); fanned out to two, its
+    values leave through the declared type's serializer, which refuses an int under
+    ``STRING`` even though both consumers are chained functions here."""
+    env = threads_env(1)
+    declared = env.from_collection([1, 2], type_info=Types.INT()).map(
+        lambda n: n * 2, output_type=Types.STRING()
+    )
+    both = declared.map(lambda s: s).union(declared.map(lambda s: s))
+    with pytest.raises(JobExecutionError, match=(
+        r"operator 'Map' \(subtask 1/1\): map\(\) declared output_type String, but the "
+        r"function returned [24] \(int\)"
+    )):  # fmt: skip
+        list(both.execute_and_collect())
+
+
+@pytest.mark.parametrize("other", ["chained map", "key_by", "print"])
+def test_rows_fanned_out_to_a_chained_function_arrive_named(other: str) -> None:
+    """Fanned out (to another chained function, a key_by or a sink besides), a function's
+    ``Row(w, 1)`` under ``ROW_NAMED(["word", "n"], ...)`` reaches its chained consumer as
+    PyFlink's serializer decodes it, a row read by name (it was the positional row)."""
+    env = threads_env(1)
+    row = Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()])
+    rows = env.from_collection(["a", "b"], type_info=Types.STRING()).map(
+        lambda w: Row(w, 1), output_type=row
+    )
+    words = rows.map(lambda r: r.word, output_type=Types.STRING())
+    if other == "chained map":
+        second = rows.map(lambda r: str(r.n), output_type=Types.STRING())
+    elif other == "key_by":
+        second = rows.key_by(lambda r: r[0]).map(lambda r: str(r.n), output_type=Types.STRING())
+    else:
+        second = env.from_collection(["1", "1"], type_info=Types.STRING())
+        rows.print()
+    assert sorted(words.union(second).execute_and_collect()) == ["1", "1", "a", "b"]

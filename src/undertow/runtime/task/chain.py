@@ -192,9 +192,12 @@ class OperatorChain:
             side: dict[str, list[Any]] = {}
             check = op.output_check
             where = f"operator '{spec.name}' (subtask {subtask_index + 1}/{vertex.parallelism})"
+            # PyFlink chains a Python function to its one consumer only: fanned out, its
+            # output leaves through its type's serializer (checked, rows named) to each
+            fans_out = len(spec.chained_outputs) + len(spec.network_outputs) > 1
             for node_id, tag in spec.chained_outputs:
                 chained: Any = ChainingOutput(by_node[node_id])
-                if check is not None and not tag and by_node[node_id].runs_in_java:
+                if check is not None and not tag and (fans_out or by_node[node_id].runs_in_java):
                     chained = CheckedOutput(chained, check, where)
                 (side.setdefault(tag, []) if tag else main).append(chained)
             for edge_id in spec.network_outputs:

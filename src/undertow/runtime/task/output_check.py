@@ -1,18 +1,18 @@
 """A declared ``output_type`` (``map(f, output_type=...)``) checked where PyFlink checks it:
 PyFlink encodes what a Python function returns with its declared type's serializer where the
 records leave the chain of Python functions: to the network (``key_by``, another parallelism)
-or to an operator it runs in Java (``print``, every sink); a chained Python function gets the
-value as it is (``map(f, Types.STRING()).map(g)`` runs with ``f`` returning ints). The
+or to an operator it runs in Java (``print``, every sink), and to every consumer of a fanned
+out function (PyFlink chains one only to its one consumer); a chained Python function gets
+the value as it is (``map(f, Types.STRING()).map(g)`` runs with ``f`` returning ints). The
 serializer fails on a value of another type (an ``int`` under ``STRING``). The chain wraps
 those targets of an operator with an :class:`OutputCheck` in a :class:`CheckedOutput`, whose
 :class:`~undertow.core.errors.OutputTypeError` names the operator, subtask, value, its type
-and the declared type; a ``ROW``'s values go on as rows of its names, as PyFlink decodes them.
-Accepted where PyFlink's serializer is stricter: a tuple under ``ROW``; refused where it is
-laxer: a long tuple under ``TUPLE``.
+and the declared type; a ``ROW``'s values go on as rows of its names, as PyFlink decodes them
+(passed, unlike PyFlink: a tuple under ``ROW``; refused: a long tuple under ``TUPLE``).
 
 Cost: none without an ``output_type`` (no wrapper). With one, per batch a few passes in C
-(values' types, ``min``/``max`` of ints, a row type's lengths and columns); a batch they do
-not pass is checked value by value (microseconds each); positional rows are renamed."""
+(types, ``min``/``max`` of ints, a row type's lengths, columns); a batch that fails them is
+checked value by value (microseconds each); positional rows are renamed, once per target."""
 
 from __future__ import annotations
 
