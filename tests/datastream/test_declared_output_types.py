@@ -4,6 +4,7 @@ the network and before a sink, not between chained functions
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -202,3 +203,45 @@ def test_rows_fanned_out_to_a_chained_function_arrive_named(other: str) -> None:
         second = env.from_collection(["1", "1"], type_info=Types.STRING())
         rows.print()
     assert sorted(words.union(second).execute_and_collect()) == ["1", "1", "a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("field", "nested"),
+    [(Types.STRING(), False), (Types.BIG_INT(), False), (Types.SQL_DATE(), False),
+     (Types.STRING(), True)],
+    ids=["string", "big_int", "sql_date", "string-in-row"],
+)  # fmt: skip
+def test_a_none_field_of_a_declared_tuple_fails_as_pyflinks_tuple_coder(
+    field: Any, nested: bool
+) -> None:
+    """PyFlink's tuple coder writes no null mask (``TupleCoderImpl`` hands each field to its
+    type's coder) and ``STRING``'s, the integers' and the date types' coders fail on
+    ``None``; undertow let a ``None`` of its nullable types (``STRING``, ``BIG_INT``,
+    ``SQL_DATE``) pass. In a ``ROW``, whose coder has a null mask, ``None`` passes, but not
+    inside its tuple field."""
+    env = threads_env(2)
+    pair = Types.TUPLE([field, Types.INT()])
+    declared, made = (Types.ROW([pair]), lambda n: Row((None, n))) if nested else (pair, None)
+    stream = env.from_collection([1, 2], type_info=Types.INT()).map(
+        made or (lambda n: (None, n)), output_type=declared
+    )
+    where = r"field 0: field 0" if nested else r"field 0"
+    with pytest.raises(JobExecutionError, match=(
+        rf"map\(\) declared output_type .*, but the function returned .*: {where}: expected "
+        rf"{re.escape(repr(field))}, got None \(a tuple has no nulls\)"
+    )):  # fmt: skip
+        list(stream.key_by(lambda t: 0).map(lambda t: t).execute_and_collect())
+
+
+def test_none_passes_in_the_tuple_fields_whose_pyflink_coder_takes_it() -> None:
+    """``PICKLED_BYTE_ARRAY`` (a pickle) and ``INSTANT`` (a null marker) write ``None`` in a
+    tuple; so does a ``ROW``'s null mask."""
+    env = threads_env(2)
+    declared = Types.TUPLE([Types.PICKLED_BYTE_ARRAY(), Types.INSTANT(),
+                            Types.ROW([Types.STRING()])])  # fmt: skip
+    stream = env.from_collection([1, 2], type_info=Types.INT()).map(
+        lambda n: (None, None, Row(None)), output_type=declared
+    )
+    flat = stream.key_by(lambda t: 0).map(lambda t: (t[0], t[1], t[2][0]))
+    out = list(flat.execute_and_collect())
+    assert out == [(None, None, None), (None, None, None)]

@@ -15,7 +15,12 @@ from undertow.common import Row
 from undertow.common.typeinfo import Types
 from undertow.core.errors import GraphBuildError, OutputTypeError
 from undertow.runtime.task.operators import StreamMap
-from undertow.runtime.task.output_check import CheckedOutput, OutputCheck, batch_fits
+from undertow.runtime.task.output_check import (
+    CheckedOutput,
+    OutputCheck,
+    batch_fits,
+    none_field_problem,
+)
 
 
 def test_no_output_type_or_pickled_bytes_declares_no_check() -> None:
@@ -101,9 +106,10 @@ def test_the_batch_test_passes_only_batches_the_full_check_takes(
     output_type: Any, values: list[Any]
 ) -> None:
     """A batch the cheap test passes never holds a value the type refuses (it skips the full
-    check)."""
+    check), nor a tuple's ``None`` field that PyFlink's tuple coder cannot write."""
     if batch_fits(output_type, output_type.nullable)(values):
         assert all(output_type.check(v) is None for v in values)
+        assert all(none_field_problem(output_type, v) is None for v in values)
 
 
 def test_the_batch_test_passes_fitting_batches_cheaply() -> None:
@@ -114,6 +120,21 @@ def test_the_batch_test_passes_fitting_batches_cheaply() -> None:
     assert not batch_fits(Types.LONG(), False)([2**63])
     assert batch_fits(Types.STRING(), True)(["a", None])
     assert batch_fits(Types.STRING(), True)([])
+
+
+def test_a_tuples_none_field_is_refused_unless_its_pyflink_coder_writes_none() -> None:
+    pair = Types.TUPLE([Types.STRING(), Types.INSTANT()])
+    assert not batch_fits(pair, False)([(None, None)])
+    assert batch_fits(pair, False)([("a", None)])
+    assert none_field_problem(pair, (None, None)) == (
+        "field 0: expected String, got None (a tuple has no nulls)"
+    )
+    assert none_field_problem(pair, ("a", None)) is None
+    in_row = Types.ROW([Types.STRING(), pair])
+    assert none_field_problem(in_row, Row(None, ("a", None))) is None
+    assert none_field_problem(in_row, Row("b", (None, None))) == (
+        "field 1: field 0: expected String, got None (a tuple has no nulls)"
+    )
 
 
 def test_map_operators_carry_the_check_only_when_declared() -> None:

@@ -22,7 +22,9 @@ from typing import Any
 
 from undertow.common.row import Row, RowKind, row_class
 from undertow.common.typeinfo import (
+    BasicType,
     BasicTypeInfo,
+    PickledBytesTypeInfo,
     RowTypeInfo,
     TupleTypeInfo,
     TypeInformation,
@@ -57,6 +59,39 @@ def declared(operator: Any, output_type: Any, what: str) -> Any:
     return operator
 
 
+def none_in_tuple(field_type: TypeInformation) -> bool:
+    """Whether PyFlink's tuple coder writes ``None`` in a field of ``field_type``: it has no
+    null mask (``TupleCoderImpl`` hands each field to its type's coder), and only the coders
+    of ``PICKLED_BYTE_ARRAY`` (a pickle) and ``INSTANT`` (a null marker) take ``None``;
+    ``BIG_DEC``'s writes ``str(None)``, left passing (what the Java side then reads is not
+    established). The others fail on it: ``STRING``'s ``None.encode``, the integers'
+    ``write_int64(None)``, the date and time types' attribute reads."""
+    if isinstance(field_type, PickledBytesTypeInfo):
+        return True
+    return isinstance(field_type, BasicTypeInfo) and field_type.basic_type in _NONE_IN_TUPLE
+
+
+_NONE_IN_TUPLE = frozenset({BasicType.INSTANT, BasicType.BIG_DEC})
+
+
+def none_field_problem(type_info: TypeInformation, value: Any) -> str | None:
+    """The ``None`` field of a tuple type in ``value`` (a value that passed ``check``, also
+    inside a row or tuple field) that PyFlink's tuple coder cannot write
+    (:func:`none_in_tuple`), described; None if there is none."""
+    if not isinstance(type_info, (TupleTypeInfo, RowTypeInfo)) or not isinstance(value, tuple):
+        return None
+    tuple_type = isinstance(type_info, TupleTypeInfo)
+    for index, (field_type, item) in enumerate(zip(type_info.field_types, value)):
+        if item is None:
+            if tuple_type and not none_in_tuple(field_type):
+                return f"field {index}: expected {field_type!r}, got None (a tuple has no nulls)"
+        else:
+            problem = none_field_problem(field_type, item)
+            if problem is not None:
+                return f"field {index}: {problem}"
+    return None
+
+
 def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequence[Any]], bool]:
     """A test true only of batches whose every value fits ``type_info`` (``None`` too if
     ``allow_none``), cheap on them; false of others, which the full check then decides."""
@@ -83,7 +118,7 @@ def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequen
         return lambda values: set(map(type, values)) <= exact
     if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
         in_row = isinstance(type_info, RowTypeInfo)  # a row's fields may all be None
-        fields = [batch_fits(t, in_row or t.nullable) for t in type_info.field_types]
+        fields = [batch_fits(t, in_row or none_in_tuple(t)) for t in type_info.field_types]
         arity = frozenset({len(fields)})
 
         def rows_fit(values: Sequence[Any]) -> bool:
@@ -155,6 +190,8 @@ class CheckedOutput:
         type_info = self._check.type_info
         for value in values:
             problem = type_info.check(value)
+            if problem is None:
+                problem = none_field_problem(type_info, value)
             if problem is not None:
                 raise OutputTypeError(
                     f"{self._where}: {self._check.what} declared output_type {type_info!r}, "
