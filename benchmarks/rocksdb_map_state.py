@@ -121,10 +121,11 @@ OP_KEYS: dict[str, list[Any]] = {
 }
 
 
-def op_ns(repeat: int = 64_000) -> dict[str, float]:
+def op_ns(repeat: int = 2_048, runs: int = 40) -> dict[str, float]:
     """Nanoseconds of one ``get`` and one ``put`` of a map entry on a ``MapState`` of one
     current key, straight on each backend (no job), by map key type (:data:`OP_KEYS`): the
-    best of 5 runs of ``repeat`` pairs. The per-operation cost a job's rows/s hides."""
+    best of ``runs`` runs of ``repeat`` pairs (short runs: on a loaded machine some fit in
+    a time slice). The per-operation cost a job's rows/s hides."""
     import timeit
 
     from undertow.state.descriptors import MapStateDescriptor
@@ -144,7 +145,7 @@ def op_ns(repeat: int = 64_000) -> dict[str, float]:
                     put(k, 1 if count is None else count + 1)
 
             number = max(1, repeat // len(keys))
-            best = min(timeit.repeat(touch, number=number, repeat=5))
+            best = min(timeit.repeat(touch, number=number, repeat=runs))
             costs[f"{name} {kind}"] = best / (number * len(keys)) * 1e9
         backend.dispose()
     return costs
@@ -191,7 +192,7 @@ def ops(rounds: int) -> None:
     """Print :func:`op_ns` per round and its medians (this interpreter's undertow: compare
     two builds by running it on each, e.g. with ``PYTHONPATH=<tree>/src``, in turns)."""
     print(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, engine = {engine()}, load "
-          f"{os.getloadavg()[0]:.1f}; ns per get + put of a map entry, best of 5")  # fmt: skip
+          f"{os.getloadavg()[0]:.1f}; ns per get + put of a map entry, best of 40")  # fmt: skip
     runs = []
     for round_ in range(rounds):
         runs.append(op_ns())
