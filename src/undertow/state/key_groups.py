@@ -191,8 +191,11 @@ def state_key(key: Any) -> Any:
         if key != key:
             return CANONICAL_NAN
         return NEGATIVE_ZERO if not key and math.copysign(1.0, key) < 0.0 else key
-    if t is tuple and _needs_state_form(key):
-        return tuple(state_key(item) for item in key)
+    if t is tuple:
+        for item in key:  # the common tuple (no float, no tuple field) without another call
+            t = type(item)
+            if (t is float or t is tuple) and _needs_state_form(key):
+                return tuple(state_key(item) for item in key)
     return key
 
 
