@@ -8,9 +8,9 @@ driver process per side: a small first job (the driver's one-time start: imports
 Prints every round, the medians, the after/before ratios, and one ``target`` line per
 parallelism (no worse: ratio >= ``--goal``). ``--job cuts`` runs
 ``benchmarks/columnar_cuts.py``'s job (row cuts on; ``--records`` are its rows, 400,000
-unless given) instead and compares its unaligned checkpoint p50, rows/s and the first times of
-three of its hops (``checkpoint_hops``: the trigger at the worker, the source's mail, a barrier
-at a channel), ending with the
+unless given) instead and compares its unaligned checkpoint p50, p90 and max (medians of the
+rounds' figures), rows/s and the first times of three of its hops (``checkpoint_hops``: the
+trigger at the worker, the source's mail, a barrier at a channel), ending with the
 issue's target for the after side (p50 <= 20 ms) and a no-worse target for its rows/s.
 ``--job record`` runs ``benchmarks/throughput.py``'s job at p=2 without checkpoints (with
 them every ``--checkpoint-interval``, as the target's job, when given) in
@@ -72,7 +72,9 @@ from columnar_cuts import run
 checkpoint_hops.install()
 durations, rate = run(int(sys.argv[1]), 20_000, 25e-6, True)
 print(json.dumps({"p50_ms": statistics.median(durations) if durations else None, "rate": rate,
-                  "hops": checkpoint_hops.medians()}))
+                  "p90_ms": statistics.quantiles(durations, n=10, method="inclusive")[-1]
+                            if len(durations) > 1 else None,
+                  "max_ms": max(durations, default=None), "hops": checkpoint_hops.medians()}))
 """
 #: ``--job cuts``: the hops each round prints, ms after the trigger decision (p50 over the
 #: checkpoints of its first or last occurrence: the later source is the one a checkpoint waits for).
@@ -256,12 +258,14 @@ def compare_cuts(args: argparse.Namespace, sides: dict[str, Path], prefix: list[
             results[name].append(result)
             hops = "  ".join(f"{label} {result[label]:.1f}" for label in CUT_HOPS
                              if result[label] is not None)  # fmt: skip
-            print(f"round {round_} {name:<6} checkpoint p50 {result['p50_ms']} ms  "
+            print(f"round {round_} {name:<6} checkpoint p50 {result['p50_ms']} ms "
+                  f"p90 {result['p90_ms']} max {result['max_ms']} ms  "
                   f"{result['rate']:>9,.0f} rows/s  hops (ms, p50): {hops}  "
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
     print(f"{'median':<20}{'before':>10}{'after':>10}{'after/before':>14}")
     medians = {}
-    for label, field in (("checkpoint p50, ms", "p50_ms"), ("rows/s", "rate"),
+    for label, field in (("checkpoint p50, ms", "p50_ms"), ("checkpoint p90, ms", "p90_ms"),
+                         ("checkpoint max, ms", "max_ms"), ("rows/s", "rate"),
                          *((f"{hop}, ms", hop) for hop in CUT_HOPS)):  # fmt: skip
         med = {n: statistics.median(r[field] for r in results[n] if r[field] is not None)
                for n in results}  # fmt: skip
