@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undertow.runtime.task.row_cuts import (
     DITHER,
     FIRST_ROWS,
+    FIXED_STRETCH,
     MAX_FIXED_SHARE,
     MAX_STRETCH,
     MIN_ROWS,
@@ -53,7 +56,7 @@ def test_a_large_fixed_cost_is_amortised_not_cut_ever_finer() -> None:
     """A call costing 5 ms whatever its rows (pandas, a remote call): cutting to the target
     would pay 5 ms per piece; cuts grow until the fixed cost is at most MAX_FIXED_SHARE of a
     call, or the call MAX_STRETCH targets, and a batch smaller than that is not cut at all; a
-    fixed cost above MAX_STRETCH targets gets only the rows that amortise it."""
+    fixed cost above MAX_STRETCH targets gets calls of FIXED_STRETCH fixed costs."""
     cutter = RowCutter()
     for _ in range(5):
         cuts = _run(cutter, 5e-3, 1e-7, 0.002, 40_000)
@@ -64,7 +67,8 @@ def test_a_large_fixed_cost_is_amortised_not_cut_ever_finer() -> None:
     assert sum(calls) / len(calls) >= 0.7 * MAX_STRETCH * MIN_TARGET_S  # dithered: 3/4 of it
     huge = RowCutter()
     cuts = _run(huge, 0.05, 1e-7, 0.002, 10_000_000)
-    assert all(0.05 / (0.05 + rows * 1e-7) <= MAX_FIXED_SHARE / DITHER for rows in cuts[2:-1])
+    calls = [0.05 + rows * 1e-7 for rows in cuts[2:-1]]
+    assert all(0.05 * (1 + DITHER) * 0.99 <= call <= FIXED_STRETCH * 0.05 * 1.01 for call in calls)
 
 
 def test_a_cut_never_goes_below_the_minimum() -> None:
@@ -109,3 +113,52 @@ def test_a_preempted_small_call_does_not_make_rows_look_free() -> None:
     cutter.observe(256, 256 * 2e-6)
     cutter.observe(64, 0.005)  # clipped to 4x its prediction
     assert max(cutter.rows_for(0.002, 100_000) for _ in range(2)) * 2e-6 <= 0.01
+
+
+def _fitted(fixed: float, per_row: float) -> RowCutter:
+    """A cutter that saw calls of two sizes costing exactly ``fixed + rows * per_row``."""
+    cutter = RowCutter()
+    for _ in range(10):
+        for rows in (1000, 3000):
+            cutter.observe(rows, fixed + rows * per_row)
+    return cutter
+
+
+def _full_cut(cutter: RowCutter, target: float, total: int) -> int:
+    """The rows of a cut that is not the dithered one (every other cut is)."""
+    return max(cutter.rows_for(target, total) for _ in range(2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fixed=st.floats(0.0, 0.2), per_row=st.floats(1e-7, 1e-4),
+    target=st.floats(1e-4, 0.02), total=st.integers(1, 10_000_000),
+)  # fmt: skip
+def test_a_call_is_bounded_and_not_dominated_by_the_fixed_cost(
+    fixed: float, per_row: float, target: float, total: int
+) -> None:
+    """Whatever the fixed cost (a load-inflated one too: it is measured in wall time), a cut's
+    call takes at most about the longer of MAX_STRETCH targets and FIXED_STRETCH fixed costs
+    (the old rule gave ten fixed costs above MAX_STRETCH targets: whole batches), and the
+    fixed cost is at most 1 / FIXED_STRETCH of it (the old rule cut to MIN_ROWS just below)."""
+    cutter = _fitted(fixed, per_row)
+    rows = _full_cut(cutter, target, total)
+    call = fixed + rows * per_row
+    longest = max(MAX_STRETCH * max(target, MIN_TARGET_S), FIXED_STRETCH * fixed)
+    if MIN_ROWS < rows < total:
+        assert call <= longest * 1.001 + per_row
+    if rows < total:
+        assert fixed <= (call + per_row) / FIXED_STRETCH * 1.001
+
+
+def test_the_call_grows_continuously_with_the_fixed_cost() -> None:
+    """Sweeping the fixed cost from nothing to 20 targets: the call a full cut makes never
+    shrinks and grows at most 1 / MAX_FIXED_SHARE times as fast as the fixed cost, so never
+    jumps (the old rule jumped from MIN_ROWS to ten fixed costs at MAX_STRETCH targets)."""
+    per_row, target, step = 25e-6, 0.005, 0.00025
+    calls = []
+    for i in range(401):
+        fixed = i * step
+        calls.append(fixed + _full_cut(_fitted(fixed, per_row), target, 10_000_000) * per_row)
+    for shorter, longer in itertools.pairwise(calls):
+        assert shorter - 2 * per_row <= longer <= shorter + step / MAX_FIXED_SHARE + 2 * per_row

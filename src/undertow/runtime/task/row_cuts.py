@@ -6,8 +6,9 @@ hold an unaligned barrier for that second; the input processor hands the head ro
 seconds, fitted online by weighted least squares (clipped outliers; a line sloping down keeps
 the previous fixed cost; every other cut takes :data:`DITHER` of the rows so that the sizes
 differ). A cut aims at the slice (at least :data:`MIN_TARGET_S`), or amortises a fixed cost to
-at most :data:`MAX_FIXED_SHARE` of a call, up to :data:`MAX_STRETCH` targets. Pure: ``observe``
-facts, ask ``rows_for``.
+at most :data:`MAX_FIXED_SHARE` of a call, up to the longer of :data:`MAX_STRETCH` targets and
+:data:`FIXED_STRETCH` fixed costs (continuous in the fixed cost). Pure: ``observe`` facts, ask
+``rows_for``.
 
 Threading: owned by one input processor on its task's loop thread. The longer story, and
 where a checkpoint's time goes: docs/design.md, "Batch streams".
@@ -26,9 +27,15 @@ MIN_TARGET_S = 0.005
 #: Largest share of a call the fixed cost may take: a cut has at least the rows that make it so.
 MAX_FIXED_SHARE = 0.1
 #: Longest call amortising may make, in targets: a noisy fit can take a fixed cost for
-#: more than it is, and a cut must still serve the mailbox (a function whose fixed cost alone
-#: is longer gains nothing from cuts and gets the rows that amortise it).
+#: more than it is, and a cut must still serve the mailbox.
 MAX_STRETCH = 2.0
+#: Longest call, in fixed costs, for a function whose fixed cost is longer than the target
+#: (a call can be no shorter than it): about that many times the fixed cost, not the ten
+#: times that amortising would ask for. The fixed cost is measured in wall time, so on a
+#: loaded machine it includes each call's wait for a core (15 ms a call at load 20-30 on 2
+#: cores for a function of 25 µs a row): amortised, that gave whole batches, calls of 0.1 s
+#: an unaligned barrier waits for (docs/columnar.md, "Row-range cuts").
+FIXED_STRETCH = 2.0
 #: Rows of the first cut, before anything was measured.
 FIRST_ROWS = 256
 #: Weight of the older calls in the fit, at each new one (about 20 calls count).
@@ -90,25 +97,31 @@ class RowCutter:
         self.per_row_s = (mean_t - fixed) / mean_n
 
     def rows_for(self, target_s: float, total: int) -> int:
-        """Rows of the next cut of a batch of ``total`` rows: about ``target_s`` (or
-        :data:`MIN_TARGET_S`) of calling time, or more to amortise the fixed cost, at least
-        :data:`MIN_ROWS`; every other cut of a batch that is cut takes :data:`DITHER` of that."""
+        """Rows of the next cut of a batch of ``total`` rows, at least :data:`MIN_ROWS`; every
+        other cut of a batch that is cut takes :data:`DITHER` of them.
+
+        The cut's predicted call is :meth:`call_s`; its rows are what that leaves after the
+        fixed cost. A batch that fits in that call is not cut."""
         per_row = self.per_row_s
         if per_row is None:
             return max(MIN_ROWS, FIRST_ROWS)
         if per_row <= 0:
             return max(MIN_ROWS, total)
-        fixed = self.fixed_s
-        target = max(target_s, MIN_TARGET_S)
-        amortise = fixed * (1 - MAX_FIXED_SHARE) / (MAX_FIXED_SHARE * per_row)
-        longest = MAX_STRETCH * target - fixed
-        if longest > 0:
-            rows = min(max((target - fixed) / per_row, amortise), longest / per_row)
-        else:
-            rows = amortise
+        rows = (self.call_s(target_s) - self.fixed_s) / per_row
         if rows >= total:
             return max(MIN_ROWS, total)
         self._calls += 1
         if self._calls & 1:
             rows *= DITHER
         return max(MIN_ROWS, min(total, int(rows)))
+
+    def call_s(self, target_s: float) -> float:
+        """The length (seconds) of the call a full cut aims at, for a slice of ``target_s``:
+        the target (at least :data:`MIN_TARGET_S`), or longer to amortise the fixed cost to
+        :data:`MAX_FIXED_SHARE` of the call, but at most the longer of :data:`MAX_STRETCH`
+        targets and :data:`FIXED_STRETCH` fixed costs. Continuous and non-decreasing in the
+        fixed cost, and longer than it (so a cut has rows to hand over)."""
+        fixed = self.fixed_s
+        target = max(target_s, MIN_TARGET_S)
+        longest = max(MAX_STRETCH * target, FIXED_STRETCH * fixed)
+        return min(max(target, fixed / MAX_FIXED_SHARE), longest)
