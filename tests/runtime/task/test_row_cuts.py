@@ -53,16 +53,18 @@ def test_the_fit_tells_the_fixed_cost_from_the_cost_per_row() -> None:
 
 
 def test_a_large_fixed_cost_is_amortised_not_cut_ever_finer() -> None:
-    """A call costing 5 ms whatever its rows (pandas, a remote call): cutting to the target
-    would pay 5 ms per piece; cuts grow until the fixed cost is at most MAX_FIXED_SHARE of a
+    """A call costing 1 ms whatever its rows (pandas, a remote call): cutting to the target
+    would pay 1 ms per piece; cuts grow until the fixed cost is at most MAX_FIXED_SHARE of a
     call, or the call MAX_STRETCH targets, and a batch smaller than that is not cut at all; a
-    fixed cost above MAX_STRETCH targets gets calls of FIXED_STRETCH fixed costs."""
+    fixed cost above MAX_STRETCH / FIXED_STRETCH targets gets calls of FIXED_STRETCH fixed
+    costs."""
+    assert MAX_STRETCH * MIN_TARGET_S >= FIXED_STRETCH * 1e-3  # 1 ms: within MAX_STRETCH
     cutter = RowCutter()
     for _ in range(5):
-        cuts = _run(cutter, 5e-3, 1e-7, 0.002, 40_000)
-    assert cuts == [40_000]  # 9 ms: within MAX_STRETCH targets
-    cuts = _run(cutter, 5e-3, 1e-7, 0.002, 10_000_000)
-    calls = [5e-3 + rows * 1e-7 for rows in cuts[:-1]]  # the last piece is the rest
+        cuts = _run(cutter, 1e-3, 1e-7, 0.002, 40_000)
+    assert cuts == [40_000]  # 5 ms: within MAX_STRETCH targets
+    cuts = _run(cutter, 1e-3, 1e-7, 0.002, 10_000_000)
+    calls = [1e-3 + rows * 1e-7 for rows in cuts[:-1]]  # the last piece is the rest
     assert all(call <= MAX_STRETCH * MIN_TARGET_S * 1.01 for call in calls)
     assert sum(calls) / len(calls) >= 0.7 * MAX_STRETCH * MIN_TARGET_S  # dithered: 3/4 of it
     huge = RowCutter()
@@ -140,7 +142,8 @@ def test_a_call_is_bounded_and_not_dominated_by_the_fixed_cost(
     """Whatever the fixed cost (a load-inflated one too: it is measured in wall time), a cut's
     call takes at most about the longer of MAX_STRETCH targets and FIXED_STRETCH fixed costs
     (the old rule gave ten fixed costs above MAX_STRETCH targets: whole batches), and the
-    fixed cost is at most 1 / FIXED_STRETCH of it (the old rule cut to MIN_ROWS just below)."""
+    fixed cost is at most the larger of MAX_FIXED_SHARE and 1 / FIXED_STRETCH of it (the old
+    rule cut to MIN_ROWS just below)."""
     cutter = _fitted(fixed, per_row)
     rows = _full_cut(cutter, target, total)
     call = fixed + rows * per_row
@@ -148,7 +151,7 @@ def test_a_call_is_bounded_and_not_dominated_by_the_fixed_cost(
     if MIN_ROWS < rows < total:
         assert call <= longest * 1.001 + per_row
     if rows < total:
-        assert fixed <= (call + per_row) / FIXED_STRETCH * 1.001
+        assert fixed <= (call + per_row) * max(MAX_FIXED_SHARE, 1 / FIXED_STRETCH) * 1.001
 
 
 def test_the_call_grows_continuously_with_the_fixed_cost() -> None:

@@ -29,13 +29,14 @@ MAX_FIXED_SHARE = 0.1
 #: Longest call amortising may make, in targets: a noisy fit can take a fixed cost for
 #: more than it is, and a cut must still serve the mailbox.
 MAX_STRETCH = 2.0
-#: Longest call, in fixed costs, for a function whose fixed cost is longer than the target
-#: (a call can be no shorter than it): about that many times the fixed cost, not the ten
-#: times that amortising would ask for. The fixed cost is measured in wall time, so on a
-#: loaded machine it includes each call's wait for a core (15 ms a call at load 20-30 on 2
-#: cores for a function of 25 µs a row): amortised, that gave whole batches, calls of 0.1 s
-#: an unaligned barrier waits for (docs/columnar.md, "Row-range cuts").
-FIXED_STRETCH = 2.0
+#: Longest call, in fixed costs, for a function whose fixed cost is above MAX_STRETCH /
+#: FIXED_STRETCH targets: that many times the fixed cost, not the ten times that amortising
+#: would ask for. The fixed cost is measured in wall time, so on a loaded machine it includes
+#: each call's wait for a core (15 ms a call at load 20-30 on 2 cores for a function of 25 µs
+#: a row): amortised, that gave whole batches, calls of 0.1 s an unaligned barrier waits for.
+#: 2 cost the loaded job about half its rows/s for the same checkpoint p50 as 4
+#: (docs/columnar.md, "Row-range cuts").
+FIXED_STRETCH = 4.0
 #: Rows of the first cut, before anything was measured.
 FIRST_ROWS = 256
 #: Weight of the older calls in the fit, at each new one (about 20 calls count).
@@ -120,7 +121,8 @@ class RowCutter:
         the target (at least :data:`MIN_TARGET_S`), or longer to amortise the fixed cost to
         :data:`MAX_FIXED_SHARE` of the call, but at most the longer of :data:`MAX_STRETCH`
         targets and :data:`FIXED_STRETCH` fixed costs. Continuous and non-decreasing in the
-        fixed cost, and longer than it (so a cut has rows to hand over)."""
+        fixed cost, longer than it (so a cut has rows to hand over), and the fixed cost is at
+        most the larger of :data:`MAX_FIXED_SHARE` and 1 / :data:`FIXED_STRETCH` of it."""
         fixed = self.fixed_s
         target = max(target_s, MIN_TARGET_S)
         longest = max(MAX_STRETCH * target, FIXED_STRETCH * fixed)
