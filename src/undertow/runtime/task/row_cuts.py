@@ -34,8 +34,7 @@ MAX_STRETCH = 2.0
 #: would ask for. The fixed cost is measured in wall time, so on a loaded machine it includes
 #: each call's wait for a core (15 ms a call at load 20-30 on 2 cores for a function of 25 µs
 #: a row): amortised, that gave whole batches, calls of 0.1 s an unaligned barrier waits for.
-#: 2 cost the loaded job about half its rows/s for the same checkpoint p50 as 4
-#: (docs/columnar.md, "Row-range cuts").
+#: 2 cost the loaded job about half its rows/s (docs/columnar.md, "Row-range cuts").
 FIXED_STRETCH = 4.0
 #: Rows of the first cut, before anything was measured.
 FIRST_ROWS = 256
