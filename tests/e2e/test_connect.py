@@ -238,3 +238,30 @@ def test_keyed_broadcast_process_function_combines_keyed_and_broadcast_state(
         for kind, m in maxima.items()
     )
     assert result == expected
+
+
+ZEROS = MapStateDescriptor("zeros")
+
+
+class CountBroadcastKeys(BroadcastProcessFunction):
+    """Counts each broadcast key in the broadcast state and emits what ``items()`` reads
+    after each one (each key as ``(repr, type name, count)``)."""
+
+    def process_element(self, value: Any, ctx: BroadcastProcessFunction.ReadOnlyContext) -> Any:
+        return None
+
+    def process_broadcast_element(self, value: Any, ctx: BroadcastProcessFunction.Context) -> Any:
+        state = ctx.get_broadcast_state(ZEROS)
+        state.put(value, (state.get(value) or 0) + 1)
+        yield sorted((repr(k), type(k).__name__, v) for k, v in state.items())
+
+
+def test_broadcast_state_keys_are_equal_as_javas_equals_holds_them(make_env: EnvFactory) -> None:
+    """Flink's broadcast state is a Java map (``Double.equals``): ``0.0`` and ``-0.0`` are two
+    keys, every NaN one; read back as plain floats."""
+    env = make_env(parallelism=1)
+    nan = float("nan")
+    keys = env.from_collection([0.0, -0.0, 0.0, nan, -nan, -0.0, -0.0]).broadcast(ZEROS)
+    views = list(env.from_collection([1]).connect(keys).process(CountBroadcastKeys())
+                 .execute_and_collect())  # fmt: skip
+    assert views[-1] == [("-0.0", "float", 3), ("0.0", "float", 2), ("nan", "float", 2)], views

@@ -155,3 +155,31 @@ def test_list_redistribution_keeps_every_element_once_and_balances(
 def test_split_evenly() -> None:
     assert split_evenly([[1, 2], [3, 4, 5]], 2) == [[1, 2, 3], [4, 5]]
     assert split_evenly([[1]], 3) == [[1], [], []]
+
+
+def test_broadcast_keys_are_equal_as_javas_equals_holds_them_through_a_snapshot() -> None:
+    """Flink's broadcast state is a Java map: ``0.0`` and ``-0.0`` two entries, every NaN one
+    (whatever its sign), also inside a tuple key and after a snapshot, a rescale and a
+    restore; keys are read back as plain floats."""
+    nan = float("nan")
+    backend = OperatorStateBackend("rules")
+    state = backend.get_broadcast_state(MapStateDescriptor("m"))
+    for key in (0.0, -0.0, 0.0, nan, -nan, ("t", -0.0), ("t", 0.0), ("t", -0.0)):
+        state.put(key, (state.get(key) or 0) + 1)
+    state.put_all({float("inf") - float("inf"): 10})
+
+    def seen(st: Any) -> list[tuple[str, str, int]]:
+        return sorted((repr(k), type(k).__name__, v) for k, v in st.items())
+
+    expected = [("('t', -0.0)", "tuple", 2), ("('t', 0.0)", "tuple", 1),
+                ("-0.0", "float", 1), ("0.0", "float", 2), ("nan", "float", 10)]  # fmt: skip
+    assert seen(state) == expected
+    assert [state.contains(k) for k in (-0.0, -nan, ("t", 0.0))] == [True, True, True]
+    for blob in OperatorStateBackend.redistribute([backend.snapshot()], 2):
+        restored = OperatorStateBackend("rules")
+        restored.restore(blob)
+        again = restored.get_broadcast_state(MapStateDescriptor("m"))
+        again.put(nan, again.get(-nan) + 1)
+        assert seen(again) == [*expected[:4], ("nan", "float", 11)]
+        again.remove(-0.0)
+        assert sorted(map(repr, again.keys())) == ["('t', -0.0)", "('t', 0.0)", "0.0", "nan"]

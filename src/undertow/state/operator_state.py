@@ -28,6 +28,7 @@ from undertow.state.descriptors import (
     MapStateDescriptor,
     ReadOnlyBroadcastState,
 )
+from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
 
 _MAGIC = b"UOPS"
 _VERSION = 1
@@ -75,32 +76,48 @@ class OperatorListState(ListState[Any]):
 
 
 class HeapBroadcastState(BroadcastState[Any, Any]):
-    """The broadcast map of one subtask; views are copies, safe to change while iterating."""
+    """The broadcast map of one subtask; views are copies, safe to change while iterating.
+
+    Its keys are equal as Flink's (a Java map: ``Double.equals``): ``0.0`` and ``-0.0`` two
+    entries, every NaN one. Held in :func:`~undertow.state.key_groups.state_key` form, given
+    back as users wrote them (``-0.0`` the float); an int or str key pays two ``is`` tests."""
 
     def __init__(self, name: str, entries: dict[Any, Any]) -> None:
         self.name = name
         self._entries = entries
 
     def get(self, key: Any) -> Any:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         return self._entries.get(key)
 
     def put(self, key: Any, value: Any) -> None:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         self._entries[key] = value
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
-        self._entries.update(mapping)
+        self._entries.update(state_entries(mapping))
 
     def remove(self, key: Any) -> None:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         self._entries.pop(key, None)
 
     def contains(self, key: Any) -> bool:
+        t = type(key)
+        if t is float or t is tuple:
+            key = state_key(key)
         return key in self._entries
 
     def items(self) -> Iterable[tuple[Any, Any]]:
-        return list(self._entries.items())
+        return user_items(self._entries.items())
 
     def keys(self) -> Iterable[Any]:
-        return list(self._entries)
+        return user_keys(self._entries)
 
     def values(self) -> Iterable[Any]:
         return list(self._entries.values())
@@ -209,6 +226,8 @@ class OperatorStateBackend:
     def restore(self, blob: bytes) -> None:
         """Load one blob (as returned by ``snapshot`` or ``redistribute``) into this backend."""
         for name, (mode, content) in _decode(blob, self.operator_name).items():
+            if mode == BROADCAST:  # an unpickled NaN is a fresh object (state_key form)
+                content = state_entries(content)
             known = self._data.get(name)
             if known is None:
                 self._data[name] = (mode, content)
