@@ -299,19 +299,24 @@ class HeapMapState(HeapState, MapState[Any, Any]):
 
     kind = "map"
 
-    def get(self, key: Any) -> Any:
+    def _map_slot(self, key: Any) -> tuple[dict[Any, Any], Any, Any]:
+        """:meth:`_slot` and map key ``key`` in ``state_key`` form, in one call: the one home
+        of the map states' key form (an int or str key pays a type test, no call)."""
         t = type(key)
         if t is float or t is tuple:
             key = state_key(key)
-        table, skey = self._slot()
+        ctx = self._ctx
+        if self._void:
+            return self._tables[ctx.offset], ctx.key, key
+        return self._tables[ctx.offset], (ctx.key, self._namespace), key
+
+    def get(self, key: Any) -> Any:
+        table, skey, key = self._map_slot(key)
         entry = table.get(skey)
         return None if entry is None else entry.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
-        table, skey = self._slot()
+        table, skey, key = self._map_slot(key)
         entry = table.get(skey)
         if entry is None:
             table[skey] = {key: value}
@@ -330,10 +335,7 @@ class HeapMapState(HeapState, MapState[Any, Any]):
             entry.update(mapping)
 
     def remove(self, key: Any) -> None:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
-        table, skey = self._slot()
+        table, skey, key = self._map_slot(key)
         entry = table.get(skey)
         if entry is not None:
             entry.pop(key, None)
@@ -341,10 +343,7 @@ class HeapMapState(HeapState, MapState[Any, Any]):
                 del table[skey]
 
     def contains(self, key: Any) -> bool:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
-        table, skey = self._slot()
+        table, skey, key = self._map_slot(key)
         entry = table.get(skey)
         return entry is not None and key in entry
 

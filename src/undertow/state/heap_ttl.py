@@ -29,7 +29,7 @@ from undertow.state.heap_states import (
     StateTable,
     check_element,
 )
-from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
+from undertow.state.key_groups import state_entries, user_items, user_keys
 
 
 class TtlPolicy:
@@ -238,10 +238,7 @@ class TtlMapState(_TtlState, HeapMapState):
 
     def _lookup(self, key: Any) -> Any:
         """The value of map key ``key`` after the TTL check (a read), or ``ABSENT``."""
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)  # 0.0 and -0.0 two entries, NaNs one: see HeapMapState
-        table, skey = self._slot()
+        table, skey, key = self._map_slot(key)  # 0.0, -0.0 two entries, NaNs one
         entry = table.get(skey)
         if entry is None or key not in entry:
             return ABSENT
@@ -265,10 +262,7 @@ class TtlMapState(_TtlState, HeapMapState):
         return self._lookup(key) is not ABSENT
 
     def put(self, key: Any, value: Any) -> None:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
-        table, skey = self._slot()
+        table, skey, key = self._map_slot(key)
         table.setdefault(skey, {})[key] = (value, self._ttl.clock())
 
     def put_all(self, mapping: dict[Any, Any]) -> None:

@@ -87,30 +87,22 @@ class HeapBroadcastState(BroadcastState[Any, Any]):
         self._entries = entries
 
     def get(self, key: Any) -> Any:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
+        key = state_key(key)
         return self._entries.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
+        key = state_key(key)
         self._entries[key] = value
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
         self._entries.update(state_entries(mapping))
 
     def remove(self, key: Any) -> None:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
+        key = state_key(key)
         self._entries.pop(key, None)
 
     def contains(self, key: Any) -> bool:
-        t = type(key)
-        if t is float or t is tuple:
-            key = state_key(key)
+        key = state_key(key)
         return key in self._entries
 
     def items(self) -> Iterable[tuple[Any, Any]]:

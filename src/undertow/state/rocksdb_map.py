@@ -180,9 +180,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         if self._ttl:
             get = self.inner.get  # type: ignore[attr-defined]
             return self._with_entries(lambda: get(key), [key])
-        t = type(key)
-        if t is float or t is tuple:
-            key = stored_key(key)  # NaNs one entry (one pickle); 0.0 and -0.0 pickle apart
+        key = stored_key(key)  # NaNs one entry (one pickle); 0.0 and -0.0 pickle apart
         raw = self._column().get(self._prefix() + self._encode(key))
         return None if raw is None else decode_value(raw)
 
@@ -190,9 +188,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         if self._ttl:
             contains = self.inner.contains  # type: ignore[attr-defined]
             return bool(self._with_entries(lambda: contains(key), [key]))
-        t = type(key)
-        if t is float or t is tuple:
-            key = stored_key(key)
+        key = stored_key(key)
         return self._column().get(self._prefix() + self._encode(key)) is not None
 
     def put(self, key: Any, value: Any) -> None:
@@ -200,9 +196,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
             put = self.inner.put  # type: ignore[attr-defined]
             self._with_entries(lambda: put(key, value), [])
             return
-        t = type(key)
-        if t is float or t is tuple:
-            key = stored_key(key)
+        key = stored_key(key)
         self._column().put(self._prefix() + self._encode(key), encode_value(value))
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
@@ -218,9 +212,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         self._backend.write(batch)
 
     def remove(self, key: Any) -> None:
-        t = type(key)
-        if t is float or t is tuple:
-            key = stored_key(key)
+        key = stored_key(key)
         self._column().delete(self._prefix() + self._encode(key))
 
     def _entries(self) -> list[tuple[Any, Any]]:
