@@ -179,9 +179,7 @@ class _CountingOutput:
 
     def __init__(self, output: ReaderOutput) -> None:
         self.output = output
-        self.demanding: DemandingReaderOutput | None = (
-            output if is_demanding(output) else None  # type: ignore[assignment]
-        )
+        self.demanding: DemandingReaderOutput | None = output if is_demanding(output) else None
         self.per_split: SplitReaderOutput | None = (
             output if isinstance(output, SplitReaderOutput) else None
         )

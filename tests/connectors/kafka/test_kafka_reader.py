@@ -303,3 +303,21 @@ def test_the_reader_is_not_polled_for_nothing_but_discovery_is_not_delayed() -> 
     assert reader_module.POLL_AGAIN_AFTER_S > POLL_AGAIN_AFTER_S  # the default for any reader
     settings = ReaderSettings({}, Deserializer(), 30, False, None, "t at test")
     assert KafkaSourceReader(StandaloneReaderContext(), settings).poll_again_after_s() == 0.03
+
+
+def test_a_reader_call_takes_at_most_the_records_the_output_wants() -> None:
+    """The output wants 3 records a call (its ``records_wanted``): a fetch of 10 comes out
+    3, 3, 3 and 1 over four reader calls, the rest held by the reader (its position before
+    it), not pending in the operator."""
+    op, reader, fetcher, out = source(batch=10, wanted=3)
+    reader.add_splits([KafkaPartitionSplit(P0, 0, STOP)])
+    fetcher.deliver()
+    per_call = []
+    for _ in range(4):
+        op.emit_next()
+        taken = 0
+        while op.has_pending():
+            taken += op.emit_pending(100)
+        per_call.append(taken)
+    assert per_call == [3, 3, 3, 1]
+    assert out.values == [f"0:{o}" for o in range(10)]

@@ -36,10 +36,10 @@ from undertow.connectors.kafka.split import KafkaPartitionSplit
 from undertow.connectors.source import (
     InputStatus,
     ReaderOutput,
+    RecordsWanted,
     SourceReader,
     SourceReaderContext,
     SplitReaderOutput,
-    is_demanding,
 )
 
 #: Checkpoints whose offsets wait for their completion notice; older ones are dropped.
@@ -91,8 +91,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         #: whether the output the task gives :meth:`poll_next` (always the same one) emits per
         #: split: a runtime Protocol check costs microseconds, so it is made once
         self._per_split: tuple[ReaderOutput, SplitReaderOutput | None] | None = None
-        #: the output's ``records_wanted`` is there (a DemandingReaderOutput), checked once
-        self._demanding: tuple[ReaderOutput, bool] | None = None
+        self._wanted = RecordsWanted()
         #: the rest of a fetched batch not handed over yet (``records_wanted``): the position
         #: is before it, so a snapshot leaves it out and a restore fetches it again
         self._held: FetchedRecords | None = None
@@ -201,9 +200,7 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         """The part of ``batch`` to emit now: its first ``records_wanted`` records (the source
         operator's byte bound on what it holds pending), the rest held for the next call. A
         record-batch deserializer makes one record of a fetch: not cut."""
-        if self._demanding is None or self._demanding[0] is not output:
-            self._demanding = (output, is_demanding(output))
-        wanted = output.records_wanted if self._demanding[1] else None  # type: ignore[attr-defined]
+        wanted = self._wanted.of(output)
         n = len(batch.offsets)
         if wanted is None or wanted >= n or self._deserialize_batch is None:
             return batch
