@@ -17,11 +17,12 @@ Readers must not block: sources that wait for I/O do it in their own thread and 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 SplitT = TypeVar("SplitT", bound="SourceSplit")
 T = TypeVar("T")
@@ -219,6 +220,39 @@ class FirstDiscovery:
         self.done = True
         waiting, self._waiting = self._waiting, []
         return waiting
+
+
+class DiscoveryCheckpoint(Protocol):
+    """An enumerator's checkpoint that records its :class:`FirstDiscovery` (a frozen
+    dataclass): format ``version`` 2 has ``initial_discovery_done``, format 1 did not."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def initial_discovery_done(self) -> bool: ...
+
+
+CheckpointT = TypeVar("CheckpointT", bound=DiscoveryCheckpoint)
+
+
+def restore_discovery_state(
+    checkpoint: Any, state_type: type[CheckpointT], what: str, kind: str
+) -> CheckpointT:
+    """``checkpoint`` as a ``state_type`` of format 2: one of format 1 (taken before format 2
+    existed, so after the first discovery had ended before the job ran) gets
+    ``initial_discovery_done`` True. Anything else is a ``TypeError`` naming ``what`` (the
+    source) and ``kind`` (its checkpoints')."""
+    if not isinstance(checkpoint, state_type) or checkpoint.version not in (1, 2):
+        raise TypeError(
+            f"{what}: cannot restore the enumerator from {type(checkpoint).__name__} "
+            f"(not a {kind} checkpoint of format 1 or 2)"
+        )
+    if checkpoint.version == 1:  # its pickle has no initial_discovery_done: replace() sets it
+        return dataclasses.replace(checkpoint, version=2, initial_discovery_done=True)
+    return checkpoint
 
 
 class SplitEnumerator(ABC, Generic[SplitT]):

@@ -26,7 +26,12 @@ from typing import Any
 import fsspec  # type: ignore[import-untyped]
 
 from undertow.connectors.file.split import FileSourceSplit
-from undertow.connectors.source import FirstDiscovery, SplitEnumerator, SplitEnumeratorContext
+from undertow.connectors.source import (
+    FirstDiscovery,
+    SplitEnumerator,
+    SplitEnumeratorContext,
+    restore_discovery_state,
+)
 from undertow.core.errors import JobExecutionError
 
 
@@ -43,15 +48,8 @@ class FileEnumeratorState:
 
 def restore_state(checkpoint: Any, what: str) -> FileEnumeratorState:
     """The state of a checkpoint of format 2, or of format 1 (no ``initial_discovery_done``:
-    the first listing then ended before the job ran, so before any checkpoint)."""
-    if not isinstance(checkpoint, FileEnumeratorState) or checkpoint.version not in (1, 2):
-        raise TypeError(
-            f"{what}: cannot restore the enumerator from {type(checkpoint).__name__} "
-            f"(not a file source checkpoint of format 1 or 2)"
-        )
-    if checkpoint.version == 1:
-        return FileEnumeratorState(2, checkpoint.remaining, checkpoint.seen_paths, True)
-    return checkpoint
+    the first discovery then ended before the job ran, so before any checkpoint)."""
+    return restore_discovery_state(checkpoint, FileEnumeratorState, what, "file source")
 
 
 def _hidden(relative: str) -> bool:

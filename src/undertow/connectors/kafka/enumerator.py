@@ -32,7 +32,12 @@ from undertow.connectors.kafka.offsets import (
     resolve,
 )
 from undertow.connectors.kafka.split import KafkaPartitionSplit
-from undertow.connectors.source import FirstDiscovery, SplitEnumerator, SplitEnumeratorContext
+from undertow.connectors.source import (
+    FirstDiscovery,
+    SplitEnumerator,
+    SplitEnumeratorContext,
+    restore_discovery_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -253,11 +258,4 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit]):
 def restore_state(checkpoint: Any, what: str) -> KafkaEnumeratorState:
     """The state of a checkpoint of format 2, or of format 1 (no ``initial_discovery_done``:
     the first discovery then ended before the job ran, so before any checkpoint)."""
-    if not isinstance(checkpoint, KafkaEnumeratorState) or checkpoint.version not in (1, 2):
-        raise TypeError(
-            f"{what}: cannot restore the enumerator from {type(checkpoint).__name__} "
-            f"(not a Kafka source checkpoint of format 1 or 2)"
-        )
-    if checkpoint.version == 1:
-        return KafkaEnumeratorState(2, checkpoint.discovered, checkpoint.pending, True)
-    return checkpoint
+    return restore_discovery_state(checkpoint, KafkaEnumeratorState, what, "Kafka source")
