@@ -52,6 +52,9 @@ from undertow.testing.restore_control import (
     restore_events,
 )
 
+#: Every job a test starts must have ended once it is over (tests/job_leaks.py).
+pytest_plugins = ("tests.job_leaks", "pytester")
+
 SPARK_MASTER = "local[2]"
 #: Where a restore must be declared (``@pytest.mark.restores``).
 MARKED_DIRS = ("tests/e2e/", "tests/cli/")

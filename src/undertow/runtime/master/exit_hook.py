@@ -56,11 +56,16 @@ def untrack(job: RunningJob) -> None:
         _running.pop(job.job_id, None)
 
 
+def running_jobs() -> list[RunningJob]:
+    """The jobs tracked now (started, their loop not ended); any thread."""
+    with _lock:
+        return list(_running.values())
+
+
 def cancel_running_jobs(wait_s: float = CANCEL_WAIT_S) -> list[str]:
     """Cancel every tracked job and wait up to ``wait_s`` seconds in all for them to end; returns
     the ids of the jobs cancelled. Called at interpreter exit (and by tests)."""
-    with _lock:
-        jobs = list(_running.values())
+    jobs = running_jobs()
     for job in jobs:
         sys.stderr.write(
             f"[undertow] job {job.job_id[:8]} still running as the script ends: cancelling it "
