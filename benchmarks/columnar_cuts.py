@@ -4,17 +4,17 @@ The job: record batches of ``--batch-rows`` numbers -> ``k = i % 8`` -> ``key_by
 keyed batch process function that sleeps ``--row-us`` per row (a slow batch function) and
 counts each key's rows -> a discarding sink, p=2, on ``local-threads`` (in one process, so the
 baseline can switch the cut off: it declares the process operator uncuttable, as a chain with
-``with_event_time`` is), unaligned checkpoints every 100 ms. The source offers far more than
-the function takes, so the keyed input stays full (backpressure). The table shows the
-completed checkpoints' duration p50/p90/max (trigger to last acknowledgement, from the
-JobMaster's console line) and the rows/s, with cuts and without; the last line is the issue's
-target (unaligned checkpoint p50 <= 20 ms on the batch job under backpressure).
+``with_event_time`` is), unaligned checkpoints every 100 ms (``--interval-ms``). The source
+offers far more than the function takes, so the keyed input stays full (backpressure). The
+table shows the completed checkpoints' duration p50/p90/max (trigger to last acknowledgement,
+from the JobMaster's console line) and the rows/s, with cuts and without; the last line is the
+issue's target (unaligned checkpoint p50 <= 20 ms on the batch job under backpressure).
 
 ``--probe`` also prints where the checkpoints with cuts spent their time, hop by hop
 (:mod:`checkpoint_hops`).
 
 Usage: ``python benchmarks/columnar_cuts.py [--rows 400000] [--batch-rows 20000] [--row-us 25]
-[--probe]``
+[--interval-ms 100] [--probe]``
 """
 
 from __future__ import annotations
@@ -56,13 +56,15 @@ class SlowCount(KeyedBatchProcessFunction):
         state.update(pc.add(pc.fill_null(state.value(), 0), pa.array(seen, pa.int64())))
 
 
-def run(rows: int, batch_rows: int, row_s: float, cuts: bool) -> tuple[list[int], float]:
+def run(
+    rows: int, batch_rows: int, row_s: float, cuts: bool, interval_ms: int = 100
+) -> tuple[list[int], float]:
     """Checkpoint durations (ms) and rows/s of one run."""
     BatchProcessOperator.takes_row_ranges = cuts
     with tempfile.TemporaryDirectory() as directory:
         env = StreamExecutionEnvironment.get_execution_environment(Configuration({
             "execution.target": "local-threads", "rest.port": "-1",
-            "execution.checkpointing.interval": "100 ms",
+            "execution.checkpointing.interval": f"{interval_ms} ms",
             "execution.checkpointing.unaligned.enabled": "true",
             "execution.checkpointing.dir": os.path.join(directory, "checkpoints"),
         }))  # fmt: skip
@@ -80,6 +82,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=400_000)
     parser.add_argument("--batch-rows", type=int, default=20_000)
     parser.add_argument("--row-us", type=float, default=25.0)
+    parser.add_argument("--interval-ms", type=int, default=100, help="checkpoint interval")
     parser.add_argument("--probe", action="store_true", help="print the hops of a checkpoint")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
@@ -91,7 +94,9 @@ def main() -> None:
         if args.probe and cuts:
             checkpoint_hops.install()
         try:
-            durations, rate = run(args.rows, args.batch_rows, args.row_us / 1e6, cuts)
+            durations, rate = run(
+                args.rows, args.batch_rows, args.row_us / 1e6, cuts, args.interval_ms
+            )
         finally:
             checkpoint_hops.uninstall()
         if not durations:
