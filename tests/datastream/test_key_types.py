@@ -14,6 +14,7 @@ from undertow.common import Row
 from undertow.common.typeinfo import Types
 from undertow.core.errors import GraphBuildError, KeyTypeError
 from undertow.datastream.key_types import surely_fits, with_key_type
+from undertow.state.key_groups import assign_to_key_group
 
 
 def _first(record: Any) -> Any:
@@ -62,6 +63,7 @@ _TYPES = [
     Types.BIG_INT(),
     Types.ROW([Types.STRING(), Types.INT()]),
     Types.TUPLE([Types.LONG(), Types.BOOLEAN()]),
+    Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
 ]
 _BOUNDS = [
     b + d for bits in (8, 32, 64) for b in (2 ** (bits - 1), -(2 ** (bits - 1))) for d in (-1, 0)
@@ -76,11 +78,55 @@ _SCALARS = st.one_of(
 )
 
 
-@given(key_type=st.sampled_from(_TYPES), key=_SCALARS | st.tuples(_SCALARS, _SCALARS))
+@given(
+    key_type=st.sampled_from(_TYPES),
+    key=_SCALARS | st.tuples(_SCALARS, _SCALARS | st.tuples(_SCALARS, _SCALARS)),
+)
 def test_the_cheap_test_passes_only_keys_the_full_check_takes(key_type: Any, key: Any) -> None:
     """A key the cheap test passes is never one the type refuses (it skips the full check)."""
     if surely_fits(key_type)(key):
         assert key_type.check(key) is None
+
+
+@pytest.mark.parametrize(
+    ("key_type", "key"),
+    [
+        (Types.ROW([Types.STRING(), Types.INT()]), ("a", 2**31 - 1)),
+        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (-(2**63), True)),
+        (
+            Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
+            (-128, ("x", 1.5)),
+        ),
+        (Types.ROW([]), ()),
+    ],
+)
+def test_the_cheap_test_passes_the_fitting_tuples_of_a_row_or_tuple_type(
+    key_type: Any, key: Any
+) -> None:
+    """An exact tuple whose fields fit their basic types passes without the full check."""
+    assert surely_fits(key_type)(key)
+    assert not surely_fits(key_type)((*key, 0))  # one field too many
+
+
+@pytest.mark.parametrize(
+    ("key_type", "key"),
+    [
+        (Types.ROW([Types.STRING(), Types.INT()]), ("a", 2**31)),
+        (Types.ROW([Types.STRING(), Types.INT()]), (b"a", 1)),
+        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (2**63, True)),
+        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (True, True)),
+        (
+            Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
+            (-129, ("x", 1.5)),
+        ),
+        (Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]), (1, ("x", "y"))),
+    ],
+)
+def test_the_cheap_test_fails_a_tuple_with_a_field_its_type_refuses(
+    key_type: Any, key: Any
+) -> None:
+    assert key_type.check(key) is not None
+    assert not surely_fits(key_type)(key)
 
 
 @pytest.mark.parametrize(
@@ -127,3 +173,22 @@ def test_a_row_key_with_a_float_field_conforms_it() -> None:
     key_type = Types.ROW([Types.STRING(), Types.FLOAT()])
     out = with_key_type(_first, key_type, "key_by()")((("a", 1.1), 0))
     assert isinstance(out, Row) and out[1] == 1.100000023841858
+
+
+def test_the_partitioners_selector_keeps_a_fitting_tuple_in_the_rows_key_group() -> None:
+    """``route_only`` (the partitioner's selector): a ``ROW`` key that is a fitting tuple is
+    not made a ``Row``, and its key group is the ``Row``'s the keyed operator sees; a key of
+    another shape, or of a type whose fields conform (``FLOAT``), is formed as before."""
+    key_type = Types.ROW_NAMED(["w", "n"], [Types.STRING(), Types.LONG()])
+    formed = with_key_type(_first, key_type, "key_by()")
+    route = with_key_type(_first, key_type, "key_by()", route_only=True)
+    for key in [("a", 1), ("b", -5), ("", 2**62)]:
+        row, routed = formed((key, 0)), route((key, 0))
+        assert type(routed) is tuple and type(row) is not tuple and row.w == key[0]
+        assert assign_to_key_group(routed, 128) == assign_to_key_group(row, 128)
+    assert type(route((Row("a", 1), 0))) is not tuple  # not an exact tuple: formed
+    rounded = with_key_type(_first, Types.ROW([Types.STRING(), Types.FLOAT()]), "key_by()",
+                            route_only=True)  # fmt: skip
+    assert rounded((("a", 1.1), 0)) == ("a", 1.100000023841858)
+    with pytest.raises(KeyTypeError, match="field 'n'"):
+        route((("a", "b"), 0))

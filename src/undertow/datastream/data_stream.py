@@ -175,9 +175,10 @@ class DataStream(OperatorSettings):
                 "stream must be partitioned by its key"
             )
         bound = bind_key_selector(key_selector, "key_by()")
-        ks = with_key_type(bound, key_type, "key_by()")  # checks keys: runs with 1 channel too
-        maxp = self._env.get_max_parallelism()
-        partitioner = KeyGroupStreamPartitioner(ks, maxp, checks_keys=ks is not bound)
+        ks = with_key_type(bound, key_type, "key_by()")
+        route = with_key_type(bound, key_type, "key_by()", route_only=True)
+        maxp = self._env.get_max_parallelism()  # the partitioner checks keys with 1 channel too
+        partitioner = KeyGroupStreamPartitioner(route, maxp, checks_keys=route is not bound)
         return KeyedStream(self._env, PartitionTransformation(
             name="Hash", input=t, partitioner=partitioner
         ), ks, self)  # fmt: skip
