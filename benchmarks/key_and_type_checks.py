@@ -15,7 +15,9 @@ commit's ``src``), alternating rounds (``ab_sides.py``).
 the keys; the loop alone beside it); the route of the same records with and without
 ``key_by``'s ``key_type`` (``with_key_type`` around the selector and ``checks_keys``, as
 ``DataStream.key_by`` builds it; docs/migrating-from-pyflink.md): ``STRING`` on str keys,
-``LONG`` on int keys, a two-field ``ROW`` on ``(str, int)`` keys; a declared ``output_type``'s
+``LONG`` on int keys, a two-field ``ROW`` on ``(str, int)`` keys; a keyed reduce's fold of the
+same records on the heap backend with the keyed operator's selector, with and without the
+``key_type`` (a ``ROW`` key is delivered as a ``Row``); a declared ``output_type``'s
 check (``CheckedOutput.collect_batch`` on a target that does nothing) per record of a batch of
 1,000 and per batch of one record, the unchecked call beside it; the pending-bytes bound
 (``PendingBound.observe`` + ``records_wanted``) per reader call of 4,096 ints or pairs.
@@ -80,7 +82,8 @@ OUTPUT_TYPES = ("STRING", "LONG", "ROW(STRING, INT)", "TUPLE(STRING, LONG)")
 def check_names() -> list[str]:
     names = ["state_key float", "state_key (str, float)", "loop alone"]
     for kind, declared in KEY_TYPES.items():
-        names += [f"route {kind} keys", f"route {kind} keys, key_type {declared}"]
+        names += [f"route {kind} keys", f"route {kind} keys, key_type {declared}",
+                  f"reduce {kind} keys", f"reduce {kind} keys, key_type {declared}"]  # fmt: skip
     for declared in OUTPUT_TYPES:
         names += [f"output_type {declared}, per record of 1,000",
                   f"output_type {declared}, batch of 1"]  # fmt: skip
@@ -202,6 +205,8 @@ def check_calls(records: int) -> dict[str, tuple[Callable[[], Any], int]]:
     from undertow.graph.partitioners import KeyGroupStreamPartitioner
     from undertow.runtime.task.output_check import CheckedOutput, OutputCheck
     from undertow.runtime.task.pending_bytes import PendingBound
+    from undertow.state.descriptors import ValueStateDescriptor
+    from undertow.state.heap import HeapKeyedStateBackend
     from undertow.state.key_groups import state_key
 
     floats = pickle.loads(pickle.dumps([j + 0.5 for j in range(records)]))
@@ -228,6 +233,13 @@ def check_calls(records: int) -> dict[str, tuple[Callable[[], Any], int]]:
         calls[f"route {kind} keys"] = (lambda r=plain, v=values: r.route(v, None), records)
         calls[f"route {kind} keys, key_type {declared}"] = (
             lambda r=checked, v=values: r.route(v, None), records)  # fmt: skip
+        keyed = with_key_type(first, declared_keys[declared], "key_by()")  # the operator's
+        for name, select in ((f"reduce {kind} keys", first),
+                             (f"reduce {kind} keys, key_type {declared}", keyed)):  # fmt: skip
+            heap = HeapKeyedStateBackend("op", MAX_PARALLELISM, range(MAX_PARALLELISM), lambda: 0)
+            state = heap.get_partitioned_state(ValueStateDescriptor("_reduce_value"))
+            calls[name] = (lambda h=heap, s=state, v=values, k=select: h.fold_keyed(
+                s, v, k, lambda a, b: (a[0], a[1] + b[1])), records)  # fmt: skip
     outputs = {
         "STRING": (Types.STRING(), lambda j: f"word-{j}"),
         "LONG": (Types.LONG(), lambda j: j),
@@ -308,6 +320,8 @@ def print_check_costs(ns: dict[str, float]) -> None:
     for kind, declared in KEY_TYPES.items():
         extra = ns[f"route {kind} keys, key_type {declared}"] - ns[f"route {kind} keys"]
         print(f"key_type {declared} on {kind} keys adds {extra:.0f} ns a record of the route")
+        extra = ns[f"reduce {kind} keys, key_type {declared}"] - ns[f"reduce {kind} keys"]
+        print(f"key_type {declared} on {kind} keys adds {extra:.0f} ns a record of a keyed reduce")
     unchecked = ns["unchecked collect_batch, batch of 1"]
     for declared in OUTPUT_TYPES:
         extra = ns[f"output_type {declared}, batch of 1"] - unchecked

@@ -14,6 +14,8 @@ from undertow.common import Row
 from undertow.common.typeinfo import Types
 from undertow.core.errors import GraphBuildError, KeyTypeError
 from undertow.datastream.key_types import surely_fits, with_key_type
+from undertow.state.descriptors import ValueStateDescriptor
+from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
 
 
@@ -192,3 +194,37 @@ def test_the_partitioners_selector_keeps_a_fitting_tuple_in_the_rows_key_group()
     assert rounded((("a", 1.1), 0)) == ("a", 1.100000023841858)
     with pytest.raises(KeyTypeError, match="field 'n'"):
         route((("a", "b"), 0))
+
+
+def test_the_keyed_selector_hands_out_one_row_per_key_of_plain_fields() -> None:
+    """A ``ROW`` key of plain fields is one shared ``Row`` per key (the state's dict then finds
+    it by identity); a key with a float field (``0.0`` and ``-0.0`` are two keys) is made anew
+    each time, and the partitioner's selector keeps the tuple."""
+    key_type = Types.ROW_NAMED(["w", "n"], [Types.STRING(), Types.LONG()])
+    keyed = with_key_type(_first, key_type, "key_by()")
+    first, again, other = keyed((("a", 1), 0)), keyed((("a", 1), 1)), keyed((("a", 2), 0))
+    assert first is again and first.w == "a" and first.n == 1
+    assert other is not first and other == ("a", 2)
+    with pytest.raises(KeyTypeError, match="field 'n'"):
+        keyed((("a", "b"), 0))
+    floats = with_key_type(_first, Types.ROW([Types.STRING(), Types.DOUBLE()]), "key_by()")
+    zero, negative = floats((("a", 0.0), 0)), floats((("a", -0.0), 0))
+    assert zero is not negative and str(negative[1]) == "-0.0"
+    assert floats((("a", 0.5), 0)) is not floats((("a", 0.5), 0))
+
+
+def test_a_row_key_is_one_key_with_its_tuple_in_the_heap_backend() -> None:
+    """``set_current_key`` of a ``Row`` of plain fields takes its key group from the offsets
+    cache (its tuple's group) and reaches the same entry as the equal tuple."""
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    state = backend.get_partitioned_state(ValueStateDescriptor("v"))
+    row_key = with_key_type(_first, Types.ROW([Types.STRING(), Types.LONG()]), "key_by()")
+    for n in range(300):
+        key = row_key(((f"k{n % 30}", n % 3), 0))
+        backend.set_current_key(key)
+        assert backend.get_current_key() is key
+        state.update((state.value() or 0) + 1)
+    for n in range(30):
+        backend.set_current_key((f"k{n}", n % 3))
+        assert state.value() == 10
+        assert backend._ctx.offset == assign_to_key_group((f"k{n}", n % 3), 128)

@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from undertow.common.row import Row
 from undertow.common.row_batches import pack_values
 from undertow.core import pickling
 from undertow.core.errors import StateError
@@ -129,6 +130,14 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 if len(self._float_offsets) >= _KEY_CACHE_LIMIT:
                     self._float_offsets.clear()
                 self._float_offsets[key] = offset
+        elif isinstance(key, Row) and groups_by_equality(tuple(key)):
+            # a ROW key of plain fields: equal rows are equal tuples, of one key group
+            offset = self._offsets.get(key)
+            if offset is None:
+                offset = self._offset_of(key)
+                if len(self._offsets) >= _KEY_CACHE_LIMIT:
+                    self._offsets.clear()
+                self._offsets[key] = offset
         else:  # a list, a Decimal, ±0.0, NaN...: never cached (equal keys, other key groups)
             try:
                 hash(key)
