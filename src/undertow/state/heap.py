@@ -114,7 +114,13 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         ctx = self._ctx
         ctx.key = key
         key_type = type(key)  # int, str first: `is` tests cost less than the set's lookup
-        if key_type is int or key_type is str or groups_by_equality(key):
+        if (
+            key_type is int
+            or key_type is str
+            or groups_by_equality(key)
+            or (isinstance(key, Row) and groups_by_equality(tuple(key)))
+        ):
+            # a ROW key of plain fields: equal rows are equal tuples, of one key group
             offset = self._offsets.get(key)
             if offset is None:
                 offset = self._offset_of(key)
@@ -130,14 +136,6 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 if len(self._float_offsets) >= _KEY_CACHE_LIMIT:
                     self._float_offsets.clear()
                 self._float_offsets[key] = offset
-        elif isinstance(key, Row) and groups_by_equality(tuple(key)):
-            # a ROW key of plain fields: equal rows are equal tuples, of one key group
-            offset = self._offsets.get(key)
-            if offset is None:
-                offset = self._offset_of(key)
-                if len(self._offsets) >= _KEY_CACHE_LIMIT:
-                    self._offsets.clear()
-                self._offsets[key] = offset
         else:  # a list, a Decimal, ±0.0, NaN...: never cached (equal keys, other key groups)
             try:
                 hash(key)
