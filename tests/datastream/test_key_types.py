@@ -223,6 +223,7 @@ def test_a_row_key_is_one_key_with_its_tuple_in_the_heap_backend() -> None:
         key = row_key(((f"k{n % 30}", n % 3), 0))
         backend.set_current_key(key)
         assert backend.get_current_key() is key
+        assert key in backend._offsets  # its key group cached, as a tuple's would be
         state.update((state.value() or 0) + 1)
     for n in range(30):
         backend.set_current_key((f"k{n}", n % 3))
