@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 from typing import Any
 
 from tests.rest_client import Job, wait_for
@@ -62,7 +64,12 @@ def test_graph_shows_vertices_edges_and_metrics(job: Job, browser: Any) -> None:
     described = [box for box in page["boxes"] if "doubles each number" in box["text"]]
     assert len(described) == 1  # set_description, as the vertex's tooltip
     assert "HASH" in page["edges"], page["edges"]
-    assert "2023-11-14" in page["rows"][0]  # the watermark of 1_700_000_000_000 + n ms
+    # the watermark of 1_700_000_000_000 + n ms (2023-11-14T22:13:20Z on): shown as a UTC
+    # instant; a fast source passes midnight (7 M records, 2023-11-15T00:05:41.100Z seen)
+    shown = re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", page["rows"][0])
+    assert shown is not None, page["rows"][0]
+    instant = datetime.datetime.fromisoformat(shown.group().replace("Z", "+00:00"))
+    assert instant.timestamp() * 1000 >= 1_700_000_000_000, page["rows"][0]
 
 
 def test_checkpoint_history_appears_and_updates(job: Job, browser: Any) -> None:
