@@ -309,3 +309,25 @@ def test_a_fold_keeps_keys_equal_in_python_in_their_own_key_groups(key_context: 
     for k in keys:
         table = tables[assign_to_key_group(k, 128)]
         assert state_key(k) in table, k  # -0.0 in its state form (0.0 is another key)
+
+
+@pytest.mark.parametrize("key_context", [False, True])
+def test_a_float_key_is_found_in_the_backends_cache_of_floats(key_context: bool) -> None:
+    """A float key (not ±0.0 nor NaN) is looked up in the offsets the backend caches for
+    floats: ``set_key`` runs once per float key, not once per record, and ``1.0`` still never
+    takes the table of ``1``."""
+    backend = _backend()
+    calls: list[Any] = []
+
+    def set_key(key: Any) -> None:
+        calls.append(key)
+        backend.set_current_key(key)
+
+    tables: list[dict[Any, Any]] = [{} for _ in range(128)]
+    records = [(2.5, 1), (2.5, 2), (1.0, 3), (1, 4), (2.5, 5), (1.0, 6)]
+    out, _ = fold_untracked_by(
+        backend._offsets, tables, set_key, backend._ctx, records, _key, _add_pairs,
+        key_context=key_context, float_offsets=backend._float_offsets,
+    )  # fmt: skip
+    assert out == [(2.5, 1), (2.5, 3), (1.0, 3), (1, 4), (2.5, 8), (1.0, 9)]
+    assert calls == [2.5, 1.0, 1]

@@ -113,29 +113,25 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     def set_current_key(self, key: Any) -> None:
         ctx = self._ctx
         ctx.key = key
-        key_type = type(key)  # int, str first: `is` tests cost less than the set's lookup
-        if (
-            key_type is int
-            or key_type is str
-            or groups_by_equality(key)
-            or (isinstance(key, Row) and groups_by_equality(tuple(key)))
-        ):
-            # a ROW key of plain fields: equal rows are equal tuples, of one key group
-            offset = self._offsets.get(key)
-            if offset is None:
-                offset = self._offset_of(key)
-                if len(self._offsets) >= _KEY_CACHE_LIMIT:
-                    self._offsets.clear()
-                self._offsets[key] = offset
-        elif key_type is float and key and key == key:
+        key_type = type(key)  # int, str, float first: `is` tests cost less than a call
+        cache: dict[Any, int] | None
+        if key_type is int or key_type is str:
+            cache = self._offsets
+        elif key_type is float:
             # floats apart (1.0 == 1, another group), never ±0.0 (equal, two keys) nor a NaN
             # (a dict finds none but itself): state_key below makes them the keys Flink's are
-            offset = self._float_offsets.get(key)
+            cache = self._float_offsets if key and key == key else None
+        elif groups_by_equality(key) or (isinstance(key, Row) and groups_by_equality(tuple(key))):
+            cache = self._offsets  # a ROW key of plain fields: equal rows are equal tuples
+        else:
+            cache = None
+        if cache is not None:
+            offset = cache.get(key)
             if offset is None:
                 offset = self._offset_of(key)
-                if len(self._float_offsets) >= _KEY_CACHE_LIMIT:
-                    self._float_offsets.clear()
-                self._float_offsets[key] = offset
+                if len(cache) >= _KEY_CACHE_LIMIT:
+                    cache.clear()
+                cache[key] = offset
         else:  # a list, a Decimal, ±0.0, NaN...: never cached (equal keys, other key groups)
             try:
                 hash(key)
@@ -166,7 +162,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         if self._snapshot is None and self._dirty is None:
             # nothing to copy on touch nor to mark dirty, and neither can start mid-batch (a
             # snapshot starts on the task thread, between batches): the loop without them
-            out = fold_untracked(offsets, tables, set_key, ctx, keys, values, fold)
+            out = fold_untracked(
+                offsets, tables, set_key, ctx, keys, values, fold, self._float_offsets
+            )
             if keys:
                 set_key(keys[-1])
             return out
@@ -224,7 +222,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             slots.clear()
         out, last = fold_untracked_by(
             self._offsets, state.tables, set_key, self._ctx, values, key_of, fold,
-            key_context=key_context, pair=pair, slots=slots,
+            key_context=key_context, pair=pair, slots=slots, float_offsets=self._float_offsets,
         )  # fmt: skip
         if values:
             set_key(last)

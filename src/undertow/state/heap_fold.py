@@ -31,8 +31,8 @@ from undertow.state.key_groups import PLAIN_KEY_TYPES, groups_by_equality
 
 #: Sets the backend's current key (computing and caching its offset, or raising StateError).
 SetKey = Callable[[Any], None]
-#: A generated loop: (offsets, tables, set_key, ctx, values, key_of, fold, combine, slots) ->
-#: (new values, last key).
+#: A generated loop: (offsets, float_offsets, tables, set_key, ctx, values, key_of, fold,
+#: combine, slots) -> (new values, last key).
 FoldLoop = Callable[..., tuple[list[Any], Any]]
 
 #: Subscripts, not ``dict.get``: a hit (every record but a key's first) costs less than a
@@ -41,7 +41,7 @@ FoldLoop = Callable[..., tuple[list[Any], Any]]
 #: function may return ``None`` (which clears the key's value); a pair combined inline never
 #: does, so its store needs no check.
 _TEMPLATE = """
-def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slots):
+def fold_loop(offsets, float_offsets, tables, set_key, ctx, values, key_of, fold, combine, slots):
     out = []
     append = out.append
     key = value = None
@@ -70,12 +70,16 @@ def fold_loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slot
 def _lookup(by_value: str, by_set_key: str) -> str:
     """A key's lookup: ``by_value`` for a key that may be looked up by value (see
     :func:`~undertow.state.key_groups.groups_by_equality`: ``1.0 == 1``, in another key
-    group), else ``by_set_key``. The rule is written out, int and str first, since a call per
-    record cost more than its checks (a tuple's fields in a loop; a nested tuple calls it)."""
+    group), :data:`_BY_FLOAT` for a float that is neither ±0.0 nor NaN (in a cache of floats
+    only, the backend's), else ``by_set_key``. The rule is written out, int and str first,
+    since a call per record cost more than its checks (a tuple's fields in a loop; a nested
+    tuple calls it)."""
     value, set_key = textwrap.indent(by_value, "    "), textwrap.indent(by_set_key, "    ")
     return f"""key_type = type(key)
 if key_type is int or key_type is str:
 {value}
+elif key_type is float and key and key == key:  # not ±0.0 (two keys), not a NaN (one key)
+{textwrap.indent(_BY_FLOAT, "    ")}
 else:
     if key_type is tuple:
         plain = True
@@ -92,6 +96,14 @@ else:
 """
 
 
+#: A float key's table, by the backend's cache of floats' offsets (filled by ``set_key``): a
+#: float equal to an int (``1.0 == 1``) has another key group, so floats have a cache apart.
+_BY_FLOAT = """try:
+    offset = float_offsets[key]
+except KeyError:
+    set_key(key)  # computes and caches the offset, or raises StateError
+    offset = ctx.offset
+table = tables[offset]"""
 #: The key's table in key context: its key group's offset is set as the current one.
 _LOOKUP_OFFSET = _lookup(
     """try:
@@ -173,14 +185,16 @@ def fold_untracked(
     keys: list[Any],
     values: list[Any],
     fold: Callable[[Any, Any], Any],
+    float_offsets: dict[float, int] | None = None,
 ) -> list[Any]:
     """Fold ``values`` (with their ``keys``) into ``tables``; ``fold`` runs in its record's
     key (it may read other keyed state). Returns the new values, in order: the loop of
     :func:`fold_untracked_by`, its keys taken from ``keys`` in step with ``values``."""
     next_key = iter(keys).__next__
     out, _ = fold_untracked_by(
-        offsets, tables, set_key, ctx, values, lambda _value: next_key(), fold, key_context=True
-    )
+        offsets, tables, set_key, ctx, values, lambda _value: next_key(), fold,
+        key_context=True, float_offsets=float_offsets,
+    )  # fmt: skip
     return out
 
 
@@ -196,21 +210,25 @@ def fold_untracked_by(
     key_context: bool = False,
     pair: PairAggregation | None = None,
     slots: dict[Any, dict[Any, Any]] | None = None,
+    float_offsets: dict[float, int] | None = None,
 ) -> tuple[list[Any], Any]:
     """Fold ``values`` into ``tables``, each under its key ``key_of(value)`` taken inside the
     loop (no list of keys, no second pass). With ``key_context`` ``fold`` runs in its record's
     key (it may read other keyed state, as a user's ``reduce`` may); without, outside any key
     context: for folds that read no keyed state (the built-in aggregations), and the key's
     table is looked up in ``slots`` (key -> its key group's dict of ``tables``, filled here;
-    the caller bounds it, and a fresh dict if ``None``). With ``pair``
+    the caller bounds it, and a fresh dict if ``None``). A float key (not ±0.0 nor NaN) is
+    looked up in ``float_offsets``, the offsets ``set_key`` caches for floats (the backend's;
+    ``None``: ``set_key`` once per key and batch). With ``pair``
     (``fold`` is that aggregation) an old value that is exactly a 2-tuple is combined in the
     loop, without a call of ``fold``. Returns the new values and the last key (in its hashable
     form; ``None`` for no values). Cost per batch: one cache lookup for the loop."""
     if slots is None:
         slots = {}
+    floats = {} if float_offsets is None else float_offsets
     if pair is None:
         loop = _compiled(key_context, None, False)
-        return loop(offsets, tables, set_key, ctx, values, key_of, fold, None, slots)
+        return loop(offsets, floats, tables, set_key, ctx, values, key_of, fold, None, slots)
     combine = pair.combine
     loop = _compiled(key_context, pair.position, combine is operator.add)
-    return loop(offsets, tables, set_key, ctx, values, key_of, fold, combine, slots)
+    return loop(offsets, floats, tables, set_key, ctx, values, key_of, fold, combine, slots)
