@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.common.row import Row
 from undertow.core.errors import StateError
 from undertow.datastream.field_functions import field_aggregator
 from undertow.state.backend import KeyedStateBackend, PairAggregation
@@ -331,3 +332,27 @@ def test_a_float_key_is_found_in_the_backends_cache_of_floats(key_context: bool)
     )  # fmt: skip
     assert out == [(2.5, 1), (2.5, 3), (1.0, 3), (1, 4), (2.5, 8), (1.0, 9)]
     assert calls == [2.5, 1.0, 1]
+
+
+@pytest.mark.parametrize("key_context", [False, True])
+def test_a_row_key_of_plain_fields_is_found_by_its_value(key_context: bool) -> None:
+    """A ``Row`` key (``key_by`` with a ``ROW`` key_type) of plain fields is looked up in the
+    loop's caches as its tuple would be: ``set_key`` once per key, not once per record; a row
+    holding a float still goes through ``set_key`` (``Row(1.0)`` is not ``Row(1)``'s key)."""
+    backend = _backend()
+    calls: list[Any] = []
+
+    def set_key(key: Any) -> None:
+        calls.append(key)
+        backend.set_current_key(key)
+
+    a, b, f = Row("a", 1), Row("b", 2), Row("a", 1.0)
+    tables: list[dict[Any, Any]] = [{} for _ in range(128)]
+    records = [(a, 1), (b, 2), (a, 3), (f, 4), (a, 5), (f, 6)]
+    out, _ = fold_untracked_by(
+        backend._offsets, tables, set_key, backend._ctx, records, _key, _add_pairs,
+        key_context=key_context, float_offsets=backend._float_offsets,
+    )  # fmt: skip
+    assert [v for _, v in out] == [1, 2, 4, 4, 9, 10]
+    assert calls == [a, b, f, f]
+    assert [type(k) for k in calls] == [Row] * 4

@@ -24,6 +24,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from undertow.common.row import Row
 from undertow.core.errors import note_record
 from undertow.state.backend import PairAggregation
 from undertow.state.heap_states import KeyContext
@@ -70,7 +71,8 @@ def fold_loop(offsets, float_offsets, tables, set_key, ctx, values, key_of, fold
 def _lookup(by_value: str, by_set_key: str) -> str:
     """A key's lookup: ``by_value`` for a key that may be looked up by value (see
     :func:`~undertow.state.key_groups.groups_by_equality`: ``1.0 == 1``, in another key
-    group), :data:`_BY_FLOAT` for a float that is neither ±0.0 nor NaN (in a cache of floats
+    group; a ``Row`` key as its fields' tuple, as the backend's ``set_current_key`` takes
+    it), :data:`_BY_FLOAT` for a float that is neither ±0.0 nor NaN (in a cache of floats
     only, the backend's), else ``by_set_key``. The rule is written out, int and str first,
     since a call per record cost more than its checks (a tuple's fields in a loop; a nested
     tuple calls it)."""
@@ -81,7 +83,7 @@ if key_type is int or key_type is str:
 elif key_type is float and key and key == key:  # not ±0.0 (two keys), not a NaN (one key)
 {textwrap.indent(_BY_FLOAT, "    ")}
 else:
-    if key_type is tuple:
+    if key_type is tuple or isinstance(key, row_type):  # a ROW key: its fields' tuple's rule
         plain = True
         for item in key:
             if type(item) not in plain_types and not groups_by_equality(item):
@@ -170,6 +172,7 @@ def _compiled(key_context: bool, position: int | None, inline_add: bool) -> Fold
     namespace: dict[str, Any] = {
         "groups_by_equality": groups_by_equality,
         "plain_types": PLAIN_KEY_TYPES,
+        "row_type": Row,
         "note_record": note_record,
     }
     exec(compile(source, filename, "exec"), namespace)
