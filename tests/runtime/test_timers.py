@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undertow.core.types import MAX_WATERMARK
 from undertow.runtime.task.timers import InternalTimer, InternalTimerService
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
@@ -130,6 +131,22 @@ def test_a_timer_registered_by_a_firing_at_or_below_the_watermark_fires_at_the_n
     service.register_event_time_timer("ns", 50)  # between advances: fires in the next one
     service.advance_watermark(102)
     assert recorder.fired[-1][1] == 50
+
+
+def test_at_the_end_of_the_input_timers_registered_by_firings_fire_until_none_is_left() -> None:
+    """PyFlink fires a timer that ``on_timer`` re-arms again and again at the end of the input
+    (corpus program timers_delete_and_reregister); before, the MAX watermark fired only the
+    timers registered before it and the re-armed ones never fired."""
+    backend = HeapKeyedStateBackend("op", 128, range(128), lambda: 0)
+    holder: list[InternalTimerService] = []
+    recorder = Following(backend, holder, step=1000, until=10_000)
+    service = InternalTimerService("t", backend, recorder, ManualClock())
+    holder.append(service)
+    backend.set_current_key("k")
+    service.register_event_time_timer("ns", 7000)
+    service.advance_watermark(MAX_WATERMARK)
+    assert [ts for _, ts, _, _ in recorder.fired] == [7000, 8000, 9000]
+    assert service.num_event_time_timers() == 0
 
 
 def test_a_timer_held_for_the_next_advance_stays_pending_while_the_firing_waits() -> None:

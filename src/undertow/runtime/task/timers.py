@@ -25,7 +25,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from undertow.core import pickling
-from undertow.core.types import MIN_TIMESTAMP
+from undertow.core.types import MAX_WATERMARK, MIN_TIMESTAMP
 from undertow.runtime.task.time_service import ProcessingTimeService
 from undertow.state.backend import KeyedStateBackend, TimerQueue
 from undertow.state.heap_snapshot import DeferredBlobs
@@ -188,8 +188,11 @@ class InternalTimerService:
         call ``then`` (the operator forwards the watermark). A timer that a callback of this
         advance registers at or below ``watermark`` fires at the next advance, not in this one:
         PyFlink's rule (its Python operator hands such timers to Java after the advance). Java
-        Flink fires them in the same advance; at the end of the input (the MAX watermark) the
-        two differ, e.g. a ContinuousEventTimeTrigger fires once more per interval on Java.
+        Flink fires them in the same advance. At the end of the input (the MAX watermark) PyFlink
+        advances again while callbacks register such timers: each pass fires the ones the pass
+        before registered (a timer that re-arms itself in ``on_timer`` fires every time), yet
+        a ContinuousEventTimeTrigger's next firing is cleared by its window's end in the same
+        pass, so it fires once where Java fires once per interval.
 
         In a task (an output is given) the firing stops after one mailbox slice, or when the
         output is full, and goes on at a later turn of the mailbox (deferred work); meanwhile
@@ -209,40 +212,47 @@ class InternalTimerService:
         output = self._output
         deadline = output.slice_deadline() if output is not None else 0.0
         clock = perf_counter
-        later, held = self._next_advance, []
-        while (due := queue.pop_due(watermark)) is not None:
-            if due in later:
-                held.append(due)
-                continue
-            timer = InternalTimer(*due)
-            backend.set_current_key(timer.key)
-            on_event_time(timer)
-            if output is None:
-                continue
-            available = output.is_output_available()
-            if available and clock() < deadline:
-                continue
-            nxt = queue.peek_timestamp()
-            if nxt is not None and nxt <= watermark:
-                for entry in held:  # pending in the queue (and in a snapshot) meanwhile
-                    if entry in later:  # not deleted since
-                        queue.add(*entry)
-                if after_slice is not None:
-                    after_slice()
-                output.hold_input()
+        later = self._next_advance
+        while True:  # one pass per advance; more only at the end of the input
+            held: list[tuple[int, Any, Any]] = []
+            while (due := queue.pop_due(watermark)) is not None:
+                if due in later:
+                    held.append(due)
+                    continue
+                timer = InternalTimer(*due)
+                backend.set_current_key(timer.key)
+                on_event_time(timer)
+                if output is None:
+                    continue
+                available = output.is_output_available()
+                if available and clock() < deadline:
+                    continue
+                nxt = queue.peek_timestamp()
+                if nxt is not None and nxt <= watermark:
+                    for entry in held:  # pending in the queue (and in a snapshot) meanwhile
+                        if entry in later:  # not deleted since
+                            queue.add(*entry)
+                    if after_slice is not None:
+                        after_slice()
+                    output.hold_input()
 
-                def resume() -> None:
-                    output.release_input()
-                    self._fire_event_timers(watermark, then, after_slice)
+                    def resume() -> None:
+                        output.release_input()
+                        self._fire_event_timers(watermark, then, after_slice)
 
-                # deferred work, not a mail: at the end of the data the task runs it before
-                # the operators finish (the MAX watermark's timers all fire first)
-                output.when_output_available(resume)
-                return False
-        for entry in held:
-            if entry in later:  # not deleted since
-                queue.add(*entry)
-        later.clear()
+                    # deferred work, not a mail: at the end of the data the task runs it before
+                    # the operators finish (the MAX watermark's timers all fire first)
+                    output.when_output_available(resume)
+                    return False
+            requeued = False
+            for entry in held:
+                if entry in later:  # not deleted since
+                    queue.add(*entry)
+                    requeued = True
+            later.clear()
+            if not requeued or watermark < MAX_WATERMARK:
+                break
+            # the end of the input: PyFlink advances again while callbacks register such timers
         self._firing_at = None
         if after_slice is not None:
             after_slice()
