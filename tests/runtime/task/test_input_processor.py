@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.runtime.task.test_event_dispatch import Checkpointer, Head, barrier, dispatcher, gate
+from tests.runtime.task.test_periodic_work import FakeWriter
 from tests.runtime.test_input_gate import Feeder, RecordingLink
 
 from undertow.connectors.source import InputStatus
@@ -110,13 +111,15 @@ def processor(
     cut_batches: bool = False,
     call_later: Callable[[float, Callable[[], None]], object] = lambda delay, callback: None,
     key_selector: Callable[[Any], Any] | None = None,
+    writers: tuple[Any, ...] = (),
 ) -> StreamInputProcessor:
-    """A processor over ``gates`` feeding ``head``, without outputs (``call_later``: the
-    loop's, for a source's back-off timer)."""
+    """A processor over ``gates`` feeding ``head``, with ``writers`` as outputs (none by
+    default; ``call_later``: the loop's, for a source's back-off timer); buffer timeout
+    100 ms."""
     events, _, _ = dispatcher(gates, two_input=two_input, checkpointer=checkpointer, head=head)
     return StreamInputProcessor(
         gates=gates, head=head, two_input=two_input, priority_events=priority_events,
-        events=events, writers=(), budget=None, pace=TaskPace(slice_ms, slice_ms),
+        events=events, writers=writers, budget=None, pace=TaskPace(slice_ms, slice_ms),
         output_available=output_available, buffer_timeout_ms=100, debloated=False,
         loop_call_later=call_later, wake=lambda: None,
         on_restored_input_consumed=on_restored_input_consumed, cut_batches=cut_batches,
@@ -602,3 +605,21 @@ def test_slow_records_among_fast_ones_are_taken_about_one_a_chunk() -> None:
     assert head.records == list(range(500))
     slow = [sum(1 for v in chunk if v % 50 == 49) for chunk in head.chunks]
     assert max(slow) == 1, [len(chunk) for chunk in head.chunks]
+
+
+@pytest.mark.parametrize(("sleep_s", "flushed"), [(0.15, True), (0.0, False)])
+def test_a_chunk_slower_than_the_buffer_timeout_flushes_the_outputs_at_the_slices_end(
+    sleep_s: float, flushed: bool
+) -> None:
+    """Flink's output flusher sends what a map emitted before it blocked on a slow record
+    within the buffer timeout (100 ms here); our flush is a mail, which waits for the slice. A
+    chunk that alone took the timeout flushes when its slice ends (corpus program
+    allowed_lateness_late_firing: a downstream watermark overtook records held back this way).
+    Fast chunks leave the flush to the timeout's mail."""
+    g = gate("G", 1)
+    Feeder(g.channels[0]).data([1])
+    writer = FakeWriter(pending=True)
+    head = RecordingHead(during=lambda values: time.sleep(sleep_s))
+    processor([g], head, slice_ms=1000, writers=(writer,)).input_slice()
+    assert head.records == [1]
+    assert writer.flushes == (1 if flushed else 0)

@@ -86,6 +86,12 @@ class StreamInputProcessor:
         self.pace = pace
         self.output_available = output_available
         self.buffer_timeout_ms = buffer_timeout_ms
+        #: Flink's output flusher sends partly filled buffers every buffer timeout even while
+        #: the task is busy; the task's own flush is a mail, which waits for the slice. So a
+        #: chunk that alone took the buffer timeout or longer (a slow function) flushes at the
+        #: slice's end: what the chain emitted before it has waited that long already.
+        self._slow_chunk_s = buffer_timeout_ms / 1000.0 if buffer_timeout_ms > 0 else None
+        self._flush_due = False
         #: Debloated outputs: a source reader is asked for what fits.
         self._debloated = debloated
         self._call_later = loop_call_later
@@ -229,6 +235,7 @@ class StreamInputProcessor:
         perf = time.perf_counter
         now = perf()
         slice_s = self.pace.slice_s(now)
+        slow_chunk_s = self._slow_chunk_s
         deadline = now + slice_s
         head = self.head
         two = self.two_input
@@ -327,6 +334,8 @@ class StreamInputProcessor:
                 self._rows.observe(rows, t1 - t0)
             else:
                 self._chunks.observe(len(chunk), t1 - t0, slice_s)
+            if slow_chunk_s is not None and t1 - t0 >= slow_chunk_s:
+                self._flush_due = True
             if pos >= n:
                 self._current = None
                 if not current.restored:
@@ -353,6 +362,11 @@ class StreamInputProcessor:
         if self.buffer_timeout_ms == 0:
             for writer in self.writers:
                 writer.flush_all()
+        elif self._flush_due:
+            self._flush_due = False
+            for writer in self.writers:
+                if writer.has_pending:
+                    writer.flush_all()
 
     # -- sources ---------------------------------------------------------------------------------
     def source_ready(self) -> bool:
@@ -366,6 +380,7 @@ class StreamInputProcessor:
         perf = time.perf_counter
         now = perf()
         slice_s = self.pace.slice_s(now)
+        slow_chunk_s = self._slow_chunk_s
         deadline = now + slice_s
         head = self.head
         budget = self.budget
@@ -408,6 +423,8 @@ class StreamInputProcessor:
                 emitted = head.emit_pending(k)
                 t1 = perf()
                 self._chunks.observe(emitted, t1 - t0, slice_s)
+            if slow_chunk_s is not None and t1 - t0 >= slow_chunk_s:
+                self._flush_due = True
             if budget is not None:
                 budget.end(emitted)
             if t1 >= deadline or not self.output_available() or self.input_held():
