@@ -54,7 +54,15 @@ WITH_SCRIPT_CLASSES = [
 ]
 
 #: Programs that do not print what PyFlink prints, with the cause, per target.
-XFAIL: dict[tuple[str, str], str] = {}
+XFAIL: dict[tuple[str, str], str] = {
+    (target, "session_merging_aggregate"): (
+        "PyFlink 2.3 loses an accumulator when an event bridges two sessions of a key: its "
+        "window aggregate never calls AggregateFunction.merge there and keeps one session's "
+        "accumulator (kim: '9 points in 2 plays'); undertow merges them as Java Flink does "
+        "('16 points in 4 plays'). Kept: it is PyFlink's bug, not a behaviour to copy"
+    )
+    for target in ("spark", "local")
+}
 
 
 def undertow_source(name: str) -> str:
