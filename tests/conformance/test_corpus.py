@@ -63,6 +63,13 @@ XFAIL: dict[tuple[str, str], str] = {
     )
     for target in ("spark", "local")
 }
+XFAIL[("spark", "session_custom_trigger")] = (
+    "the same PyFlink 2.3 bug in a trigger's state: when an event bridges two sessions, "
+    "ctx.merge_partitioned_state keeps one session's ReducingState value (2 clicks of 4), so "
+    "its count reaches 3 at the bridging event and fires '[1000, 14000) 5 clicks'; undertow "
+    "merges the counts as Java Flink does (5 there, 6 at the next click: '[1000, 15000) 6 "
+    "clicks' fires early and at the end)"
+)
 
 
 def undertow_source(name: str) -> str:
