@@ -137,6 +137,34 @@ def test_row_kind_values_and_short_strings() -> None:
     assert [k.short_string() for k in RowKind] == ["+I", "-U", "+U", "-D"]
 
 
+def test_a_row_kind_prints_as_its_short_string_like_pyflink() -> None:
+    # PyFlink 2.3: print(row.get_row_kind()) shows -U (corpus: row_kinds_and_access)
+    assert [str(k) for k in RowKind] == ["+I", "-U", "+U", "-D"]
+    assert f"{RowKind.DELETE} {RowKind.DELETE.name}" == "-D DELETE"
+    assert repr(RowKind.UPDATE_BEFORE) == "<RowKind.UPDATE_BEFORE: 1>"
+
+
+def test_of_kind_builds_a_row_of_that_kind() -> None:
+    deleted = Row.of_kind(RowKind.DELETE, "a", 1)
+    assert deleted == Row.of_kind(RowKind.DELETE, "a", 1) and tuple(deleted) == ("a", 1)
+    assert deleted.get_row_kind() is RowKind.DELETE and deleted._fields is None
+    named = Row.of_kind(RowKind.UPDATE_AFTER, user="u", qty=2)
+    assert named.get_row_kind() is RowKind.UPDATE_AFTER
+    assert named.as_dict() == {"user": "u", "qty": 2}
+
+
+def test_in_looks_for_a_field_name_in_a_named_row_and_a_value_in_an_unnamed_one() -> None:
+    # as PyFlink's Row.__contains__: "user" in row asks whether the row has that field
+    named = Row(user="alice", qty=1)
+    assert "user" in named and "qty" in named
+    assert "alice" not in named and 1 not in named
+    unnamed = Row("alice", 1)
+    assert "alice" in unnamed and 1 in unnamed and "user" not in unnamed
+    named_later = Row("alice", 1)
+    named_later.set_field_names(["user", "qty"])
+    assert "user" in named_later and "alice" not in named_later
+
+
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps])
 def test_pickle_keeps_names_and_kind(dumps: object) -> None:
     row = Row(x=Row(1, 2), name="a")

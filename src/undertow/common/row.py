@@ -43,6 +43,10 @@ class RowKind(Enum):
         """Flink's short form: ``+I``, ``-U``, ``+U`` or ``-D``."""
         return _SHORT_STRINGS[self]
 
+    def __str__(self) -> str:
+        # PyFlink prints a kind as its short form: print(row.get_row_kind()) shows ``-U``.
+        return _SHORT_STRINGS[self]
+
 
 _SHORT_STRINGS = {
     RowKind.INSERT: "+I",
@@ -156,6 +160,13 @@ class Row(tuple[Any, ...]):
             return dict(zip(self._fields, self))
         return {name: _as_plain(value) for name, value in zip(self._fields, self)}
 
+    @staticmethod
+    def of_kind(row_kind: RowKind, *args: Any, **kwargs: Any) -> Row:
+        """``Row(*args, **kwargs)`` of kind ``row_kind``: ``Row.of_kind(RowKind.DELETE, 1)``."""
+        row = Row(*args, **kwargs)
+        row.set_row_kind(row_kind)
+        return row
+
     def get_row_kind(self) -> RowKind:
         return self._row_kind
 
@@ -223,6 +234,12 @@ class Row(tuple[Any, ...]):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError(f"cannot set {key!r}: Row fields are read-only; build a new Row")
+
+    def __contains__(self, item: object) -> bool:
+        """PyFlink's ``in``: a named row holds its field names (``"user" in row``), a row
+        without names its values."""
+        fields = self._fields
+        return tuple.__contains__(self, item) if fields is None else item in fields
 
     # value semantics -----------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
