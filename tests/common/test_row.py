@@ -24,7 +24,15 @@ def test_positional_row() -> None:
     assert "a" in row
     assert row._fields is None
     assert repr(row) == "<Row(1, 'a')>"
-    assert row[0:1] == (1,)
+    assert row[0:1] == [1]
+
+
+def test_a_slice_of_a_row_is_a_list_of_its_values_like_pyflink() -> None:
+    # PyFlink 2.3 printed ['book', 1] for row[1:] (corpus: row_kinds_and_access)
+    named = Row(user="alice", item="book", qty=1)
+    assert named[1:] == ["book", 1] and type(named[1:]) is list
+    assert Row(1, 2, 3)[::2] == [1, 3] and Row()[:] == []
+    assert named[True] == "book" and named[-1] == 1 and named["qty"] == 1
 
 
 def test_named_row_keeps_names_in_the_order_given_like_pyflink_2() -> None:

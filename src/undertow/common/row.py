@@ -216,8 +216,12 @@ class Row(tuple[Any, ...]):
 
     def __getitem__(self, item: Any) -> Any:
         # two parameters exactly: CPython then inlines the call of a row[...] (no C frame)
+        if item.__class__ is int:
+            return _tuple_item(self, item)
         if isinstance(item, str):
             return _tuple_item(self, self._index_of(item))
+        if isinstance(item, slice):  # PyFlink's row[1:] is a list of the values
+            return list(_tuple_item(self, item))
         return _tuple_item(self, item)
 
     def __getattr__(self, name: str) -> Any:
