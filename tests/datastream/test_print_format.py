@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from undertow.common import Row, RowKind, Types
+from undertow.common import Instant, Row, RowKind, Types
 from undertow.datastream import AllWindowFunction, StreamExecutionEnvironment
-from undertow.runtime.task.print_format import formatter, java_double
+from undertow.runtime.task.print_format import formatter, java_double, java_instant
 
 
 class Shown:
@@ -47,6 +47,9 @@ CASES: list[tuple[str, list[Any], Any, list[str]]] = [
     ("rowtuple", [Row(1, (2, "b"))],
      Types.ROW([Types.INT(), Types.TUPLE([Types.INT(), Types.STRING()])]), ["+I[1,(2, 'b')]"]),
     ("bigdec", [Decimal("1.50")], Types.BIG_DEC(), ["1.50"]),
+    # corpus basic_types_print_sink; in a ROW an instant prints as its str, Instant<s, ns>
+    ("instant", [Instant.of_epoch_milli(1709296205123)], Types.INSTANT(),
+     ["2024-03-01T12:30:05.123Z"]),
 ]  # fmt: skip
 
 
@@ -117,6 +120,18 @@ def test_parallel_print_prefixes_subtask_and_identifier(
 )  # fmt: skip
 def test_java_double_to_string(value: float, single: bool, text: str) -> None:
     assert java_double(value, single) == text
+
+
+@pytest.mark.parametrize(
+    ("instant", "text"),
+    [(Instant(0), "1970-01-01T00:00:00Z"),
+     (Instant(1709296205, 123_000_000), "2024-03-01T12:30:05.123Z"),
+     (Instant(1, 120_000), "1970-01-01T00:00:01.000120Z"),
+     (Instant(-1, 5), "1969-12-31T23:59:59.000000005Z"),
+     (Instant(253402300800), "Instant<253402300800, 0>")],
+)  # fmt: skip
+def test_java_instant_to_string(instant: Instant, text: str) -> None:
+    assert java_instant(instant) == text
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,10 @@ without a type (pickled objects) prints ``str(value)``; a ``Types.ROW``/``ROW_NA
 prints ``+I[f0,f1]`` (row kind, then ``str`` of each field joined by ``,`` without spaces). Every
 other declared type is printed by Java's ``toString``: ``true``/``false``, ``null``, doubles as
 ``1.0E20``, tuples as ``(1,a)``, lists as ``[1, 2]``, maps as ``{k=1, j=2}``, nested rows as
-``+I[1, a]``. Two differences remain, both where Java's output is not reproducible: arrays
-(Java prints an identity hash such as ``[I@2d80a877``; we print ``[1, 2]``) and maps (Java's
-``HashMap`` order; we keep the dict's order).
+``+I[1, a]``, instants as ``2024-03-01T12:30:05.123Z``. Two differences remain, both where
+Java's output is not reproducible: arrays (Java prints an identity hash such as
+``[I@2d80a877``; we print ``[1, 2]``) and maps (Java's ``HashMap`` order; we keep the dict's
+order).
 
 Pure functions, no state; :func:`formatter` is called once per sink, its result per record.
 """
@@ -23,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from undertow.common.row import Row
+from undertow.common.time import Instant
 from undertow.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,
@@ -109,7 +111,32 @@ def _java_basic(value: Any, kind: BasicType) -> str:
         return java_double(float(value), single=True)
     if kind is BasicType.BIG_DEC and isinstance(value, Decimal):
         return str(value)
+    if kind is BasicType.INSTANT and isinstance(value, Instant):
+        return java_instant(value)
     return _python_str(value)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def java_instant(value: Instant) -> str:
+    """Java's ``Instant.toString`` (ISO-8601 in UTC): ``2024-03-01T12:30:05.123Z``, the
+    fraction in groups of three digits and left out when zero. Outside years 1-9999 (where
+    Java writes a sign or more digits), the Python ``str``."""
+    try:
+        at = _EPOCH + datetime.timedelta(seconds=value.seconds)
+    except OverflowError:
+        return str(value)
+    text = (
+        f"{at.year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:{at.second:02d}"
+    )
+    nanos = value.nanos
+    if nanos:
+        digits = f"{nanos:09d}"
+        text += "." + (
+            digits[:3] if nanos % 1_000_000 == 0 else digits[:6] if nanos % 1000 == 0 else digits
+        )
+    return text + "Z"
 
 
 def _shortest_float32(x: float) -> str:
