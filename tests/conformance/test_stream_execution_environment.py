@@ -14,7 +14,6 @@ import decimal
 import json
 import os
 import shutil
-import struct
 import sys
 import uuid
 import zipfile
@@ -224,10 +223,10 @@ def test_from_collection_with_data_types(env: StreamExecutionEnvironment) -> Non
     )  # fmt: skip
     env.set_parallelism(1)
     (row,) = env.from_collection([values], type_info=Types.ROW(ROW_TYPES)).execute_and_collect()
-    # the FLOAT field crosses a Java float in PyFlink: collected in Python it is 1.23 rounded
-    # to 32 bits (1.2300000190734863), which Java prints as 1.23
-    assert tuple(row) == (*values[:6], struct.unpack("<f", struct.pack("<f", 1.23))[0],
-                          *values[7:])  # fmt: skip
+    # the FLOAT field crosses a Java float in PyFlink, which execute_and_collect reads back
+    # from Java's Float.toString: 1.23 again (PyFlink 2.3 run for real:
+    # [Row(f0=1, f1=1.23, f2=1.98932)]), not the 32-bit 1.2300000190734863
+    assert tuple(row) == values
     # PyFlink's second row has 43878 as a SHORT and 9147483648 as an INT, which Java narrows
     # silently (to -21658 and 557549056); undertow refuses them, naming the field.
     wrapped = (2, None, 2, True, 43878, 9147483648, *values[6:])

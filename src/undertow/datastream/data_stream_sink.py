@@ -10,16 +10,24 @@ JobMaster on the caller's thread (each batch taken lets the sink send more:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from undertow.common.row import Row
 from undertow.common.serialization import SimpleStringEncoder
-from undertow.common.typeinfo import PickledBytesTypeInfo
+from undertow.common.typeinfo import (
+    BasicType,
+    BasicTypeInfo,
+    PickledBytesTypeInfo,
+    PrimitiveArrayTypeInfo,
+    RowTypeInfo,
+    TupleTypeInfo,
+)
 from undertow.connectors.sink import EncodesRecords
 from undertow.datastream.slot_sharing_group import SlotSharingGroup, group_name
 from undertow.graph.transformations import ChainingStrategy, Transformation
 from undertow.runtime.master.collect_results import END, CollectFailed
-from undertow.runtime.task.print_format import java_string
+from undertow.runtime.task.print_format import java_string, shortest_float32
 
 
 class DataStreamSink:
@@ -71,6 +79,45 @@ class DataStreamSink:
         return self
 
 
+def collected_form(type_info: Any) -> Callable[[Any], Any] | None:
+    """What PyFlink's ``execute_and_collect`` makes of a record of ``type_info``, which it
+    reads back from Java: a ``FLOAT`` is Java's ``Float.toString`` read as a Python float
+    (``0.1``, where the functions after a ``FLOAT`` output see ``0.10000000149011612``), a
+    ``PRIMITIVE_ARRAY(BYTE)`` a list of Java's signed bytes (``[1, -1]`` for ``b"\\x01\\xff"``),
+    rows and tuples field by field (a row keeps its names and kind). None for every other
+    type: its records come back as they are. Decided once per collect, applied per record."""
+    if isinstance(type_info, BasicTypeInfo) and type_info.basic_type is BasicType.FLOAT:
+        return _float_as_java_prints_it
+    if isinstance(type_info, PrimitiveArrayTypeInfo) and type_info.element_type == BasicTypeInfo(
+        BasicType.BYTE
+    ):
+        return _signed_bytes
+    if not isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        return None
+    fields = [collected_form(t) for t in type_info.field_types]
+    if not any(fields):
+        return None
+
+    def each_field(value: Any) -> Any:
+        converted = [v if f is None or v is None else f(v) for f, v in zip(fields, value)]
+        if not isinstance(value, Row):
+            return tuple(converted)
+        row = Row.of_kind(value.get_row_kind(), *converted)
+        if value._fields is not None:
+            row.set_field_names(value._fields)
+        return row
+
+    return each_field
+
+
+def _float_as_java_prints_it(value: Any) -> Any:
+    return float(shortest_float32(value)) if isinstance(value, float) else value
+
+
+def _signed_bytes(value: Any) -> Any:
+    return [b - 256 if b > 127 else b for b in value]
+
+
 class CloseableIterator:
     """Records of ``execute_and_collect``, in arrival order; ``close`` cancels the job. With
     checkpoints on, records arrive once the checkpoint after them completes (exactly once
@@ -80,8 +127,11 @@ class CloseableIterator:
     the last batch are dropped, so a loop that closes it ends at its next step; a loop waiting
     in another thread ends too (the cancel ``close`` asked for is not raised)."""
 
-    def __init__(self, client: Any, sink_id: str) -> None:
+    def __init__(
+        self, client: Any, sink_id: str, convert: Callable[[Any], Any] | None = None
+    ) -> None:
         self._client = client
+        self._convert = convert  # collected_form of the stream's type
         self._sink_id = sink_id
         self._results = client._master.results
         self._results.register(sink_id)
@@ -111,7 +161,7 @@ class CloseableIterator:
             self._buffer, self._pos = item, 0
         value = self._buffer[self._pos]
         self._pos += 1
-        return value
+        return value if self._convert is None else self._convert(value)
 
     def close(self) -> None:
         self._closed = True

@@ -139,7 +139,7 @@ def java_instant(value: Instant) -> str:
     return text + "Z"
 
 
-def _shortest_float32(x: float) -> str:
+def shortest_float32(x: float) -> str:
     """The shortest decimal that reads back as the same 32-bit float (Java's Float.toString)."""
     target = struct.unpack("f", struct.pack("f", x))[0]
     for digits in range(1, 10):
@@ -158,7 +158,7 @@ def java_double(x: float, single: bool = False) -> str:
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    sign, digits, exponent = Decimal(_shortest_float32(x) if single else repr(x)).as_tuple()
+    sign, digits, exponent = Decimal(shortest_float32(x) if single else repr(x)).as_tuple()
     text = "".join(map(str, digits)).rstrip("0") or "0"
     assert isinstance(exponent, int)
     point = len(digits) + exponent  # digits before the decimal point
