@@ -160,3 +160,25 @@ def test_a_row_types_values_go_on_named_as_the_type() -> None:
     target = _Collected()
     CheckedOutput(target, OutputCheck(row, "map()"), "x").collect_batch([("d", 4)], None)  # type: ignore[arg-type]
     assert target.batches[0][0].word == "d"
+
+
+def test_a_float_output_goes_on_as_javas_float_holds_it() -> None:
+    # PyFlink 2.3 (corpus: collected_and_chained_types): after map(..., Types.FLOAT()) fanned
+    # out or keyed, the next function saw 0.10000000149011612 for 0.1
+    from undertow.common.typeinfo_basic import to_float32
+    from undertow.runtime.task.output_check import as_delivered
+
+    near = to_float32(0.1)
+    assert near == 0.10000000149011612
+    floats = as_delivered(Types.FLOAT())
+    assert floats is not None and floats([0.1, 2.5]) == [near, 2.5]
+    pairs = as_delivered(Types.TUPLE([Types.STRING(), Types.FLOAT()]))
+    assert pairs is not None and pairs([("k", 0.1)]) == [("k", near)]
+    listed = as_delivered(Types.LIST(Types.FLOAT()))
+    assert listed is not None and listed([[0.1, None]]) == [[near, None]]
+    for untouched in (Types.DOUBLE(), Types.TUPLE([Types.STRING(), Types.INT()]), Types.STRING()):
+        assert as_delivered(untouched) is None  # nothing done per record
+    target = _Collected()
+    check = OutputCheck(Types.FLOAT(), "map()")
+    CheckedOutput(target, check, "x").collect_batch([0.1], None)  # type: ignore[arg-type]
+    assert target.batches[0] == [near]

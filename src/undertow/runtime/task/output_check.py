@@ -16,6 +16,7 @@ checked value by value (microseconds each); positional rows are renamed, once pe
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from undertow.common.typeinfo import (
     TupleTypeInfo,
     TypeInformation,
 )
-from undertow.common.typeinfo_basic import type_to_check
+from undertow.common.typeinfo_basic import to_float32, type_to_check
 from undertow.core.errors import OutputTypeError, shown_value
 from undertow.runtime.task.operator import Output, Timestamps
 
@@ -166,6 +167,49 @@ def rows_named(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]] |
     return as_named
 
 
+def as_delivered(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]] | None:
+    """What PyFlink's serializer of ``type_info`` makes of a batch of fitting values, where
+    it encodes them: rows as :func:`rows_named`; a ``FLOAT`` (alone, in a tuple, list or
+    map) rounded to the nearest 32-bit float, as Java's ``float`` holds it (``0.1`` reaches
+    the next function as ``0.10000000149011612``). None when the values go on as they are:
+    every type without a ``FLOAT`` in it, decided once per target. A batch of ``FLOAT``
+    values, or a ``FLOAT`` column of tuples, is rounded in C (``array("f")``)."""
+    named = rows_named(type_info)
+    if named is not None:
+        return named
+    if isinstance(type_info, TupleTypeInfo):
+        columns = [_column_as_delivered(t) for t in type_info.field_types]
+        if not any(columns):
+            return None
+
+        def tuples(values: list[Any]) -> list[Any]:
+            converted = (c if f is None else f(c) for f, c in zip(columns, zip(*values)))
+            return list(zip(*converted))
+
+        return tuples
+    return _column_as_delivered(type_info)
+
+
+def _column_as_delivered(type_info: TypeInformation) -> Callable[[Any], list[Any]] | None:
+    """Values of ``type_info`` (a batch, or one field of a batch of tuples) as delivered."""
+    if type_info == _FLOAT:
+        return _floats32
+    if not type_info.needs_conform():
+        return None
+    conform = type_info.conform
+    return lambda values: [conform(v) for v in values]
+
+
+_FLOAT = BasicTypeInfo(BasicType.FLOAT)
+
+
+def _floats32(values: Any) -> list[Any]:
+    try:
+        return array("f", values).tolist()
+    except TypeError:  # a value array() does not take (a FLOAT passes only real numbers)
+        return [to_float32(v) for v in values]
+
+
 class CheckedOutput:
     """An operator's output target whose records are checked against the declared type
     first; built by the operator chain on the task's loop thread, which alone calls it."""
@@ -176,7 +220,7 @@ class CheckedOutput:
         self._target = target
         self._check = check
         self._fits = batch_fits(check.type_info, check.type_info.nullable)
-        self._named = rows_named(check.type_info)
+        self._named = as_delivered(check.type_info)
         self._where = where  # "operator 'Map' (subtask 1/2)"
 
     def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
