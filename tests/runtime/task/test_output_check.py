@@ -176,9 +176,39 @@ def test_a_float_output_goes_on_as_javas_float_holds_it() -> None:
     assert pairs is not None and pairs([("k", 0.1)]) == [("k", near)]
     listed = as_delivered(Types.LIST(Types.FLOAT()))
     assert listed is not None and listed([[0.1, None]]) == [[near, None]]
-    for untouched in (Types.DOUBLE(), Types.TUPLE([Types.STRING(), Types.INT()]), Types.STRING()):
+    for untouched in (Types.TUPLE([Types.STRING(), Types.INT()]), Types.STRING(), Types.LONG()):
         assert as_delivered(untouched) is None  # nothing done per record
     target = _Collected()
     check = OutputCheck(Types.FLOAT(), "map()")
     CheckedOutput(target, check, "x").collect_batch([0.1], None)  # type: ignore[arg-type]
     assert target.batches[0] == [near]
+
+
+def test_a_whole_number_under_double_goes_on_as_a_float() -> None:
+    # PyFlink 2.3 (corpus: whole_numbers_as_doubles): map(lambda n: n * 2, Types.DOUBLE())
+    # then key_by gave 2.0; a tuple's and a row's DOUBLE field too (printed +I[1.0,0.5])
+    from undertow.common import RowKind
+    from undertow.runtime.task.output_check import as_delivered
+
+    doubles = as_delivered(Types.DOUBLE())
+    assert doubles is not None
+    assert doubles([2, 0.5]) == [2.0, 0.5] and type(doubles([2])[0]) is float
+    floats = [0.5, 1.5]
+    assert doubles(floats) is floats  # floats only: the batch goes on as it is
+    pairs = as_delivered(Types.TUPLE([Types.STRING(), Types.DOUBLE()]))
+    assert pairs is not None and pairs([("k", 1)]) == [("k", 1.0)]
+    assert type(pairs([("k", 1)])[0][1]) is float
+    as_floats = [("k", 1.0)]
+    assert pairs(as_floats) is as_floats
+    row_type = Types.ROW_NAMED(["n", "count"], [Types.DOUBLE(), Types.DOUBLE()])
+    rows = as_delivered(row_type)
+    assert rows is not None
+    deleted = Row.of_kind(RowKind.DELETE, n=1, count=None)
+    (out,) = rows([deleted])
+    assert out.as_dict() == {"n": 1.0, "count": None} and type(out.n) is float
+    assert out.get_row_kind() is RowKind.DELETE
+    (out,) = rows([Row(n=2.5, count=3)])
+    assert type(out["count"]) is float
+    target = _Collected()
+    CheckedOutput(target, OutputCheck(Types.DOUBLE(), "map()"), "x").collect_batch([4], None)  # type: ignore[arg-type]
+    assert target.batches[0] == [4.0] and type(target.batches[0][0]) is float

@@ -19,6 +19,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from undertow.common.row import Row, RowKind, row_class
@@ -171,29 +172,40 @@ def as_delivered(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]]
     """What PyFlink's serializer of ``type_info`` makes of a batch of fitting values, where
     it encodes them: rows as :func:`rows_named`; a ``FLOAT`` (alone, in a tuple, list or
     map) rounded to the nearest 32-bit float, as Java's ``float`` holds it (``0.1`` reaches
-    the next function as ``0.10000000149011612``). None when the values go on as they are:
-    every type without a ``FLOAT`` in it, decided once per target. A batch of ``FLOAT``
-    values, or a ``FLOAT`` column of tuples, is rounded in C (``array("f")``)."""
+    the next function as ``0.10000000149011612``); a whole number under ``DOUBLE`` (alone,
+    a tuple's or a row's field) a ``float`` (``2`` reaches it as ``2.0``). None when the
+    values go on as they are: every type without a ``FLOAT`` or ``DOUBLE`` in it, decided
+    once per target. A ``FLOAT`` batch or column is rounded in C (``array("f")``); a
+    ``DOUBLE`` one of floats only is one pass in C (its types) and goes on unchanged."""
     named = rows_named(type_info)
     if named is not None:
-        return named
+        assert isinstance(type_info, RowTypeInfo)
+        doubles = [i for i, t in enumerate(type_info.field_types) if t == _DOUBLE]
+        if not doubles:
+            return named
+        return _rows_with_doubles(named, doubles, type_info.get_field_names())
     if isinstance(type_info, TupleTypeInfo):
         columns = [_column_as_delivered(t) for t in type_info.field_types]
         if not any(columns):
             return None
 
         def tuples(values: list[Any]) -> list[Any]:
-            converted = (c if f is None else f(c) for f, c in zip(columns, zip(*values)))
-            return list(zip(*converted))
+            old = list(zip(*values))
+            new = [c if f is None else f(c) for f, c in zip(columns, old)]
+            if all(n is c for n, c in zip(new, old)):
+                return values  # floats under every DOUBLE, no FLOAT
+            return list(zip(*new))
 
         return tuples
     return _column_as_delivered(type_info)
 
 
-def _column_as_delivered(type_info: TypeInformation) -> Callable[[Any], list[Any]] | None:
+def _column_as_delivered(type_info: TypeInformation) -> Callable[[Any], Any] | None:
     """Values of ``type_info`` (a batch, or one field of a batch of tuples) as delivered."""
     if type_info == _FLOAT:
         return _floats32
+    if type_info == _DOUBLE:
+        return _doubles
     if not type_info.needs_conform():
         return None
     conform = type_info.conform
@@ -201,6 +213,8 @@ def _column_as_delivered(type_info: TypeInformation) -> Callable[[Any], list[Any
 
 
 _FLOAT = BasicTypeInfo(BasicType.FLOAT)
+_DOUBLE = BasicTypeInfo(BasicType.DOUBLE)
+_FLOATS = frozenset({float, _NONE})
 
 
 def _floats32(values: Any) -> list[Any]:
@@ -208,6 +222,50 @@ def _floats32(values: Any) -> list[Any]:
         return array("f", values).tolist()
     except TypeError:  # a value array() does not take (a FLOAT passes only real numbers)
         return [to_float32(v) for v in values]
+
+
+def _doubles(values: Any) -> Any:
+    """``values`` itself when all are floats (or None, a row's field); else floats."""
+    if set(map(type, values)) <= _FLOATS:
+        return values
+    return [v if v is None else float(v) for v in values]
+
+
+def _rows_with_doubles(
+    named: Callable[[list[Any]], list[Any]], doubles: list[int], names: list[str]
+) -> Callable[[list[Any]], list[Any]]:
+    """:func:`rows_named`'s ``named``, then whole numbers in the ``doubles`` fields as floats
+    (a row rebuilt keeps its names and kind; rows of floats only go on as they are). A field
+    is read by its name's C descriptor where the rows' class has one (``row.v``: 15 ns), else
+    from the batch's columns (``zip``; a row's ``__getitem__`` is a Python call)."""
+    cls = row_class(tuple(names))
+    readers = [
+        attrgetter(names[i]) if cls is not None and names[i] in vars(cls) else None for i in doubles
+    ]
+
+    def one(row: Any) -> Any:
+        values = list(row)
+        for i in doubles:
+            if values[i] is not None:
+                values[i] = float(values[i])
+        fixed = Row.of_kind(row.get_row_kind(), *values)
+        fixed.set_field_names(row._fields)
+        return fixed
+
+    def rows(values: list[Any]) -> list[Any]:
+        values = named(values)
+        columns: list[Any] | None = None
+        for i, read in zip(doubles, readers):
+            if read is None:
+                columns = columns or list(zip(*values))
+                column: Any = columns[i] if columns else ()
+            else:
+                column = map(read, values)
+            if not set(map(type, column)) <= _FLOATS:
+                return list(map(one, values))
+        return values
+
+    return rows
 
 
 class CheckedOutput:
