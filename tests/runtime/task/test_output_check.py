@@ -130,6 +130,11 @@ def test_a_tuples_none_field_is_refused_unless_its_pyflink_coder_writes_none() -
         "field 0: expected String, got None (a tuple has no nulls)"
     )
     assert none_field_problem(pair, ("a", None)) is None
+    decimal = Types.TUPLE([Types.BIG_DEC(), Types.INT()])  # PyFlink 2.3 fails on (None, 1)
+    assert not batch_fits(decimal, False)([(None, 1)])
+    assert none_field_problem(decimal, (None, 1)) == (
+        "field 0: expected BigDecimal, got None (a tuple has no nulls)"
+    )
     in_row = Types.ROW([Types.STRING(), pair])
     assert none_field_problem(in_row, Row(None, ("a", None))) is None
     assert none_field_problem(in_row, Row("b", (None, None))) == (
