@@ -33,12 +33,7 @@ from undertow.datastream.connected_streams import (
     BroadcastStream,
     ConnectedStreams,
 )
-from undertow.datastream.data_stream_sink import (
-    CloseableIterator,
-    DataStreamSink,
-    collected_form,
-    typed_sink,
-)
+from undertow.datastream.data_stream_sink import CloseableIterator, DataStreamSink, typed_sink
 from undertow.datastream.field_functions import Projection, built_in_aggregation
 from undertow.datastream.function_binding import (
     FILTER,
@@ -337,7 +332,7 @@ class DataStream(OperatorSettings):
         sink_id = uuid.uuid4().hex
         self._sink("Sink: Collect", CollectSinkOperator(sink_id)).set_parallelism(1)
         client = self._env.execute_async(job_execution_name)
-        iterator = CloseableIterator(client, sink_id, collected_form(self.get_type()))
+        iterator = CloseableIterator(client, sink_id, self.get_type())
         if limit is None:
             return iterator
         with iterator:

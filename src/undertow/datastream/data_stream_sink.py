@@ -127,11 +127,9 @@ class CloseableIterator:
     the last batch are dropped, so a loop that closes it ends at its next step; a loop waiting
     in another thread ends too (the cancel ``close`` asked for is not raised)."""
 
-    def __init__(
-        self, client: Any, sink_id: str, convert: Callable[[Any], Any] | None = None
-    ) -> None:
+    def __init__(self, client: Any, sink_id: str, type_info: Any = None) -> None:
         self._client = client
-        self._convert = convert  # collected_form of the stream's type
+        self._convert = collected_form(type_info)  # as PyFlink reads the stream's type back
         self._sink_id = sink_id
         self._results = client._master.results
         self._results.register(sink_id)
