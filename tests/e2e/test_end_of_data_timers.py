@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from undertow.common import WatermarkStrategy
+from undertow.common.watermark_strategy import TimestampAssigner
+from undertow.core.errors import JobCancelledError
 from undertow.datastream import JobStatus, KeyedProcessFunction, RuntimeContext
 from undertow.datastream.connectors import DiscardingSink
 from undertow.datastream.connectors.datagen import DataGeneratorSource
@@ -102,3 +104,52 @@ def test_no_processing_time_timer_fires_after_a_stop_with_savepoint(
     client.get_job_execution_result(timeout=TIMEOUT_S)
     assert client.get_job_status().result() is JobStatus.FINISHED
     assert (Path(savepoint) / "_metadata").is_file()
+
+
+class Heartbeat(KeyedProcessFunction):
+    """An event-time timer per key that re-arms itself a second later on every firing: on the
+    final MAX watermark it is due again at once, for ever."""
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        ctx.timer_service().register_event_time_timer(value + 1000)
+        yield value
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Any:
+        ctx.timer_service().register_event_time_timer(timestamp + 1000)
+        yield timestamp
+
+
+def test_an_event_time_timer_re_armed_at_the_end_of_the_input_fires_until_cancelled(
+    make_env: EnvFactory,
+) -> None:
+    """At the end of the input the event-time timers that firings register at or below the
+    MAX watermark fire too, pass after pass, as PyFlink 2.3 does: a timer that always re-arms
+    keeps a bounded job running (PyFlink's and Java Flink's never end either), and a cancel
+    still ends it at once, since the firing yields to the mailbox every slice. Before,
+    the job fired each key's timer once more and finished."""
+    env = make_env(parallelism=1, config={"restart-strategy.type": "none"})
+    (
+        env.from_collection([1000, 2000])
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(_ItsValue())
+        )
+        .key_by(lambda v: v % 2)
+        .process(Heartbeat())
+        .sink_to(DiscardingSink())
+    )  # fmt: skip
+    client = env.execute_async("a heartbeat for ever")
+    deadline = time.monotonic() + TIMEOUT_S
+    while client.get_job_status().result() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1.0)  # the two records are long read: the job is firing on the MAX watermark
+    assert client.get_job_status().result() is JobStatus.RUNNING
+
+    client.cancel().result(TIMEOUT_S)
+    with pytest.raises(JobCancelledError):
+        client.get_job_execution_result(timeout=30.0)
+    assert client.get_job_status().result() is JobStatus.CANCELED
+
+
+class _ItsValue(TimestampAssigner):
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        return int(value)
