@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from undertow.common.row import Row
+from undertow.common.row import Row, _create_row
 from undertow.common.serialization import SimpleStringEncoder
 from undertow.common.typeinfo import (
     BasicType,
@@ -102,10 +102,7 @@ def collected_form(type_info: Any) -> Callable[[Any], Any] | None:
         converted = [v if f is None or v is None else f(v) for f, v in zip(fields, value)]
         if not isinstance(value, Row):
             return tuple(converted)
-        row = Row.of_kind(value.get_row_kind(), *converted)
-        if value._fields is not None:
-            row.set_field_names(value._fields)
-        return row
+        return _create_row(value._fields, converted, value.get_row_kind())
 
     return each_field
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from undertow.common.row import Row, RowKind, row_class
+from undertow.common.row import Row, RowKind, _create_row, row_class
 from undertow.common.typeinfo import (
     BasicType,
     BasicTypeInfo,
@@ -246,9 +246,7 @@ def _rows_with_doubles(
         for i in doubles:
             if values[i] is not None:
                 values[i] = float(values[i])
-        fixed = Row.of_kind(row.get_row_kind(), *values)
-        fixed.set_field_names(row._fields)
-        return fixed
+        return _create_row(row._fields, values, row.get_row_kind())
 
     def rows(values: list[Any]) -> list[Any]:
         values = named(values)
