@@ -166,3 +166,35 @@ def test_the_task_is_woken_only_when_its_reader_waits() -> None:
     assert fetcher.poll() is None  # found empty: the next put wakes
     fetcher._put(batch)
     assert len(wakes) == 2
+
+
+class CommitRecordingConsumer(ScriptedConsumer):
+    """Holds nothing (each consume waits its whole timeout, as librdkafka's does on a
+    partition with nothing new) and records the commits handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.commits: list[list[tuple[str, int, int]]] = []
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        time.sleep(max(timeout, 0))
+        return []
+
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> Any:
+        self.commits.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
+
+
+def test_a_commit_asked_for_just_before_close_reaches_the_consumer() -> None:
+    """A bounded job commits its end offsets at its final checkpoint and closes its reader
+    at once: the commit still queued behind a fetch must be made before the consumer closes
+    (librdkafka's close then waits for it), or the next run of the group reads them again."""
+    for _ in range(5):
+        consumer = CommitRecordingConsumer()
+        fetcher = SplitFetcher({}, lambda: None, "fetcher-test", wait_s=0.05,
+                               consumer_factory=lambda config, c=consumer: c)  # fmt: skip
+        fetcher.start()
+        fetcher.add_splits([KafkaPartitionSplit(TP, 0)])
+        time.sleep(0.02)  # the fetcher waits in consume
+        fetcher.commit({TP: 7})
+        fetcher.close()
+        assert consumer.commits == [[("t", 0, 7)]]

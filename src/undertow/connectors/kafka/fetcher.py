@@ -189,7 +189,21 @@ class SplitFetcher:
             log.exception("Kafka split fetcher failed")
             self._put(FetchFailed(f"{type(err).__name__}: {err}"))
         finally:
+            self._commit_the_rest(consumer)
             consumer.close()
+
+    def _commit_the_rest(self, consumer: Any) -> None:
+        """Hand the consumer the commits still queued when the loop ended: a bounded job
+        commits its end offsets at its final checkpoint and closes its reader right after,
+        while this thread may still be waiting in a fetch. librdkafka's close waits for the
+        commits it was given; splits still queued are dropped (the reader is closing)."""
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(command, _Commit):
+                self._apply(consumer, command)
 
     def _apply(self, consumer: Any, command: _Add | _Commit) -> None:
         if isinstance(command, _Add):
