@@ -238,9 +238,11 @@ def test_a_broker_that_is_down_fails_the_job_naming_servers_and_timeout() -> Non
 
 def test_a_missing_topic_fails_the_job_naming_it(kafka_bootstrap: str) -> None:
     env = local_env(**{"restart-strategy.type": "none"})
-    source = bounded_source(kafka_bootstrap, "no-such-topic-anywhere")
+    source = bounded_source(kafka_bootstrap, "no-such-topic-anywhere",
+                            **{"topic.metadata.propagation.max.ms": "300"})  # fmt: skip
     env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").sink_to(DiscardingSink())
-    with pytest.raises(Exception, match=r"topic\(s\) \['no-such-topic-anywhere'\] do not exist"):
+    with pytest.raises(Exception, match=r"topic\(s\) \['no-such-topic-anywhere'\] do not exist "
+                       r"at bootstrap servers \S+ \(looked for 0\.3 s"):  # fmt: skip
         env.execute("missing topic")
 
 

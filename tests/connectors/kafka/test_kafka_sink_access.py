@@ -116,7 +116,9 @@ def test_a_missing_progress_topic_the_principal_may_not_create_fails_saying_what
     topic = make_topic(kafka_bootstrap)
     progress = progress_topic(kafka_bootstrap, create=False)
     refuse(monkeypatch, code)
-    the_sink = sink(kafka_bootstrap, topic, properties={"undertow.sink.progress-topic": progress})
+    properties = {"undertow.sink.progress-topic": progress,
+                  "topic.metadata.propagation.max.ms": "300"}  # fmt: skip
+    the_sink = sink(kafka_bootstrap, topic, properties=properties)
     expected = where_and_topic(progress, kafka_bootstrap, code) + "the topic does not exist"
     with pytest.raises(KafkaSinkError, match=expected + WHAT_TO_GRANT):
         the_sink.create_writer(NamedContext())

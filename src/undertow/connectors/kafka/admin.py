@@ -26,6 +26,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from undertow.connectors.kafka.metadata import PROPAGATION_KEY, propagation_s, settled_metadata
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.core.errors import UndertowError
 
@@ -81,6 +82,7 @@ class KafkaAdmin:
     def __init__(self, config: dict[str, Any], timeout_s: float) -> None:
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout_s = timeout_s
+        self.propagation_s = propagation_s(config)
         client_config: dict[str, Any] = dict(config)
         client_config["logger"] = logging.getLogger("undertow.connectors.kafka.librdkafka")
         self._client = AdminClient(client_config)
@@ -93,9 +95,13 @@ class KafkaAdmin:
 
     def partitions(self, subscription: Subscription) -> list[KafkaTopicPartition]:
         """The subscribed partitions that exist now, sorted. A listed topic or partition that
-        does not exist is an error naming it; a pattern matching nothing gives none."""
+        does not exist (after the propagation window, module ``metadata``) is an error naming
+        it; a pattern matching nothing gives none."""
+        named = {*subscription.topics, *(tp.topic for tp in subscription.partitions)}
         try:
-            metadata = self._client.list_topics(timeout=self.timeout_s)
+            metadata = settled_metadata(
+                lambda: self._client.list_topics(timeout=self.timeout_s), named, self.propagation_s
+            )
         except KafkaException as err:
             raise self._fail("listing topics", err) from err
         topics = {name: meta for name, meta in metadata.topics.items() if meta.error is None}
@@ -105,7 +111,8 @@ class KafkaAdmin:
             if missing:
                 raise KafkaSourceError(
                     f"KafkaSource: topic(s) {missing} do not exist at bootstrap servers "
-                    f"{self.bootstrap} (existing topics: {sorted(topics)[:20]})"
+                    f"{self.bootstrap} (looked for {self.propagation_s:g} s, {PROPAGATION_KEY}; "
+                    f"existing topics: {sorted(topics)[:20]})"
                 )
             for name in subscription.topics:
                 found.extend(KafkaTopicPartition(name, p) for p in topics[name].partitions)

@@ -9,7 +9,7 @@ the bootstrap servers, topic, size or timeout involved.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from undertow.connectors.kafka.commit_errors import is_follow_on
+from undertow.connectors.kafka.metadata import PROPAGATION_KEY, propagation_s, settled_metadata
 from undertow.connectors.kafka.sink_protocol import (
     IdUseKey,
     KafkaSinkError,
@@ -75,11 +76,20 @@ def report_failures_only(config: dict[str, Any]) -> None:
 
 
 def check_topics(
-    producer: Producer, topics: Iterable[str], where: str, bootstrap: str, timeout_s: float
+    producer: Producer,
+    topics: Collection[str],
+    where: str,
+    bootstrap: str,
+    timeout_s: float,
+    window_s: float,
 ) -> None:
-    """Fail unless a broker answers within ``timeout_s`` and every topic in ``topics`` exists."""
+    """Fail unless a broker answers within ``timeout_s`` and every topic in ``topics`` exists
+    (a topic not known yet is looked for again for ``window_s``: a topic created a moment
+    ago is still propagating, module ``metadata``)."""
     try:
-        metadata = producer.list_topics(timeout=timeout_s)
+        metadata = settled_metadata(
+            lambda: producer.list_topics(timeout=timeout_s), topics, window_s
+        )
     except KafkaException as err:
         raise KafkaSinkError(
             f"{where}: no Kafka broker at {bootstrap} answered within "
@@ -90,7 +100,8 @@ def check_topics(
         if found is None or found.error is not None:
             raise KafkaSinkError(
                 f"{where}: topic {topic!r} does not exist on the Kafka cluster at {bootstrap}"
-                f"{'' if found is None else f' ({found.error})'}; create it first"
+                f"{'' if found is None else f' ({found.error})'} (looked for {window_s:g} s, "
+                f"{PROPAGATION_KEY}); create it first"
             )
 
 
@@ -144,7 +155,7 @@ def ensure_progress_topic(config: dict[str, Any], topic: str, where: str, timeou
             f"{where}: cannot create the progress topic {topic!r} on the Kafka cluster at "
             f"{servers}: {error.str()}"
         )
-    problem = _progress_topic_problem(admin, topic, timeout_s)
+    problem = _progress_topic_problem(admin, topic, timeout_s, propagation_s(config))
     if problem is not None:
         raise KafkaSinkError(
             f"{where}: may not create the progress topic {topic!r} on the Kafka cluster at "
@@ -155,11 +166,16 @@ def ensure_progress_topic(config: dict[str, Any], topic: str, where: str, timeou
         )
 
 
-def _progress_topic_problem(admin: AdminClient, topic: str, timeout_s: float) -> str | None:
+def _progress_topic_problem(
+    admin: AdminClient, topic: str, timeout_s: float, window_s: float
+) -> str | None:
     """Why the sink cannot use ``topic`` as it is, or ``None`` if it exists and may be
-    described."""
+    described (one created a moment ago is looked for again for ``window_s``)."""
     try:
-        found = admin.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
+        metadata = settled_metadata(
+            lambda: admin.list_topics(topic=topic, timeout=timeout_s), [topic], window_s
+        )
+        found = metadata.topics.get(topic)
     except KafkaException as err:
         return f"its metadata could not be read either: {reason(err).str()}"
     if found is None or (found.error is not None and found.error.code() == UNKNOWN_TOPIC):

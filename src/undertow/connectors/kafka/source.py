@@ -30,6 +30,7 @@ from undertow.connectors.kafka.enumerator import (
     restore_state,
 )
 from undertow.connectors.kafka.java_properties import librdkafka_property
+from undertow.connectors.kafka.metadata import PROPAGATION_KEY
 from undertow.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 from undertow.connectors.kafka.reader import KafkaSourceReader, ReaderSettings
 from undertow.connectors.kafka.split import KafkaPartitionSplit
@@ -174,7 +175,8 @@ class KafkaSource(Source[KafkaPartitionSplit]):
         return f"KafkaSource({self.describe()}, {self.boundedness.name})"
 
 
-_ADMIN_KEYS = ("bootstrap.servers", "client.id", "socket.timeout.ms", "security.protocol")
+_ADMIN_KEYS = ("bootstrap.servers", "client.id", "socket.timeout.ms", "security.protocol",
+               PROPAGATION_KEY)  # fmt: skip
 
 
 class KafkaSourceBuilder:

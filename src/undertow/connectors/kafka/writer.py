@@ -27,6 +27,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from undertow.common.row import Row
 from undertow.connectors.kafka import producer_io as io
 from undertow.connectors.kafka.commit_errors import commit_failure
+from undertow.connectors.kafka.metadata import propagation_s
 from undertow.connectors.kafka.record_serializer import KafkaRecordSerializationSchema
 from undertow.connectors.kafka.sink_protocol import (
     END_OF_INPUT,
@@ -112,7 +113,9 @@ class _Base(SinkWriter):
             io.report_failures_only(self.config)
         self.producer = Producer(self.config)
         fixed = [self.serializer.topic] if self.serializer.topic is not None else []
-        io.check_topics(self.producer, fixed, self.where, sink.bootstrap_servers, self.timeout_s)
+        self.propagation_s = propagation_s(self.config)
+        io.check_topics(self.producer, fixed, self.where, sink.bootstrap_servers,
+                        self.timeout_s, self.propagation_s)  # fmt: skip
         self.known_topics.update(fixed)
 
     def _records(self, element: Any, timestamp: int | None) -> list[ProducedRecord]:
@@ -139,6 +142,7 @@ class _Base(SinkWriter):
                 self.where,
                 self.sink.bootstrap_servers,
                 self.timeout_s,
+                self.propagation_s,
             )
             self.known_topics.add(record.topic)
         io.check_size(record, self.max_bytes, self.where)
