@@ -473,3 +473,11 @@ def new_topic(kafka_bootstrap: str, request: pytest.FixtureRequest) -> Callable[
         return name
 
     return make
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The long test groups go out first (tests/xdist_schedule.py)."""
+    from tests.xdist_schedule import make_scheduler
+
+    return make_scheduler(config, log)
