@@ -10,7 +10,6 @@ time (the JobMaster's loop thread).
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from undertow.connectors.kafka.client_log import logged
 from undertow.connectors.kafka.metadata import PROPAGATION_KEY, propagation_s, settled_metadata
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.core.errors import UndertowError
@@ -83,9 +83,7 @@ class KafkaAdmin:
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout_s = timeout_s
         self.propagation_s = propagation_s(config)
-        client_config: dict[str, Any] = dict(config)
-        client_config["logger"] = logging.getLogger("undertow.connectors.kafka.librdkafka")
-        self._client = AdminClient(client_config)
+        self._client = AdminClient(logged(config))
 
     def _fail(self, what: str, err: BaseException) -> KafkaSourceError:
         return KafkaSourceError(

@@ -27,11 +27,11 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from undertow.connectors.kafka.client_log import logged
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
 
 log = logging.getLogger(__name__)
-_CLIENT_LOG = logging.getLogger("undertow.connectors.kafka.librdkafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +179,7 @@ class SplitFetcher:
         try:
             # librdkafka's own log lines (a broker that went away, ...) go to Python logging,
             # not to the process's stderr
-            consumer = self._consumer_factory({**self._config, "logger": _CLIENT_LOG})
+            consumer = self._consumer_factory(logged(self._config))
         except Exception as err:
             self._put(FetchFailed(f"cannot create the consumer: {err}"))
             return

@@ -16,6 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from undertow.connectors.kafka.client_log import logged
 from undertow.connectors.kafka.commit_errors import is_follow_on
 from undertow.connectors.kafka.metadata import PROPAGATION_KEY, propagation_s, settled_metadata
 from undertow.connectors.kafka.sink_protocol import (
@@ -40,10 +41,11 @@ DEFAULT_MESSAGE_MAX_BYTES = 1_000_000
 
 
 def client_config(bootstrap_servers: str, properties: dict[str, str]) -> dict[str, Any]:
-    """librdkafka settings: the user's properties without undertow's own options."""
+    """librdkafka settings: the user's properties without undertow's own options, with
+    librdkafka's log lines going to Python logging (module ``client_log``)."""
     config: dict[str, Any] = {k: v for k, v in properties.items() if k not in SINK_OPTIONS}
     config["bootstrap.servers"] = bootstrap_servers
-    return config
+    return logged(config)
 
 
 def keep_partition_order(config: dict[str, Any]) -> None:
