@@ -10,7 +10,8 @@ not in the peers venv): ``EXPECTED`` is what PyFlink prints, reasoned from its a
 source: ``print()`` of a row-typed stream is ``'+I[' + ','.join(str(f)) + ']'``
 (``DataStream._align_output_type``), ``JsonRowSerializationSchema`` writes Jackson's compact JSON
 in the row type's field order, ``AvroRowDeserializationSchema`` reads back the row
-``AvroRowSerializationSchema`` wrote, ``KafkaSink`` gives each record its element's timestamp, a
+``AvroRowSerializationSchema`` wrote, a ``DeserializationSchema``'s ``None`` (``null``) is no
+record (``ignore_parse_errors()``), ``KafkaSink`` gives each record its element's timestamp, a
 bounded ``KafkaSource`` commits its end offsets at the final checkpoint, ``FileSink`` commits
 at end of input, names part files ``<prefix>-<uuid>-<counter><suffix>`` (FileWriterBucket)
 and its simple string encoder writes Java's ``toString`` of a typed record.
@@ -56,6 +57,7 @@ EXPECTED: dict[str, list[str]] = {
         '{"type": "add_to_cart", "item": "mouse", "quantity": 2}',
     ],
     "kafka_committed_offsets": ["run 1: apple", "run 1: pear", "run 2: plum", "run 2: fig"],
+    "kafka_json_ignore_parse_errors": ["1: ann", "3: cid"],
     "kafka_topic_routing": [
         '{"region":"eu","amount":10}', '{"region":"eu","amount":30}',
         '{"region":"eu","amount":50}', '{"region":"us","amount":20}',
@@ -84,6 +86,7 @@ TOPICS: dict[str, dict[str, int]] = {
     "kafka_bytearray_format": {"test_bytearray_topic": 1},
     "kafka_row_field_extractor": {"row-extractor-example": 1},
     "kafka_committed_offsets": {"orders": 2},
+    "kafka_json_ignore_parse_errors": {"raw-events": 1},
     "kafka_topic_routing": {"sales-eu": 1, "sales-us": 1},
     "kafka_timestamps": {"clicks": 1},
     "kafka_exactly_once": {"words-in": 2, "words-out": 2},

@@ -321,3 +321,30 @@ def test_a_reader_call_takes_at_most_the_records_the_output_wants() -> None:
         per_call.append(taken)
     assert per_call == [3, 3, 3, 1]
     assert out.values == [f"0:{o}" for o in range(10)]
+
+
+class SkipsEveryFifth(DeserializationSchema):
+    """``None`` (no record, as a JSON schema with ignore_parse_errors gives for a message it
+    cannot parse) for every offset divisible by 5."""
+
+    def deserialize(self, message: bytes) -> str | None:
+        text = message.decode()
+        return None if int(text.split(":")[1]) % 5 == 0 else text
+
+
+class SkipsOneByOne(SkipsEveryFifth):
+    def deserialize_batch(self, messages: list[bytes]) -> list[Any]:
+        raise ValueError("no batch form: the reader goes one message at a time")
+
+
+@pytest.mark.parametrize("schema", [SkipsEveryFifth(), SkipsOneByOne()],
+                         ids=["batch", "one-by-one"])  # fmt: skip
+def test_a_message_the_deserializer_makes_none_of_is_no_record(schema: Any) -> None:
+    """Flink's DeserializationSchema drops a null result (its collecting form); PyFlink's
+    JsonRowDeserializationSchema.ignore_parse_errors() relies on it. A None emitted instead
+    failed the next operator (print() of a row type: 'NoneType' object is not iterable)."""
+    op, reader, fetcher, output = source(batch=7, deserializer=schema)
+    reader.add_splits([KafkaPartitionSplit(P0, 0, STOP), KafkaPartitionSplit(P1, 0, STOP)])
+    reader.notify_no_more_splits()
+    run_to_end(op, fetcher, chunk=3)
+    assert output.values == [v for v in expected() if int(v.split(":")[1]) % 5 != 0]

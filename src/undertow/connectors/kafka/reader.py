@@ -17,9 +17,11 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 from __future__ import annotations
 
 import functools
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from undertow.common.serialization import DeserializationSchema
@@ -265,9 +267,11 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         form in the common case, else one by one (below)."""
         if batch.offsets[0] >= start and self._deserialize_batch is not None:
             try:
-                return self._deserialize_batch(batch.values), batch.timestamps
+                values = self._deserialize_batch(batch.values)
             except Exception:
                 pass  # which record failed, and what to do with it: one by one
+            else:
+                return _without_nones(values, batch.timestamps)
         return self._emit_one_by_one(batch, start, output)
 
     def _emit_one_by_one(
@@ -286,6 +290,8 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
                 value = deserialize(raw)
             except Exception as err:
                 self._bad(batch.topic_partition, offset, raw, err, stamp, output)
+                continue
+            if value is None:  # no record (_without_nones)
                 continue
             values.append(value)
             stamps.append(stamp)
@@ -318,6 +324,17 @@ class KafkaSourceReader(SourceReader[KafkaPartitionSplit]):
         if self._fetcher is not None:
             self._fetcher.close()
             self._fetcher = None
+
+
+def _without_nones(values: list[Any], stamps: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``values`` and their timestamps without the ``None`` values: a deserializer returns
+    ``None`` for a message that makes no record (Flink's ``DeserializationSchema``, whose
+    collecting form drops a null; a JSON schema with ``ignore_parse_errors()`` does so for
+    a message it cannot parse). The scan compares identities only (~25 ns a value)."""
+    if not any(map(operator.is_, values, repeat(None))):
+        return values, stamps
+    kept = [i for i, value in enumerate(values) if value is not None]
+    return [values[i] for i in kept], [stamps[i] for i in kept]
 
 
 def _each(deserialize: Callable[[Any], Any], raws: list[Any]) -> list[Any]:
