@@ -117,3 +117,38 @@ def test_the_reader_emits_a_fetch_as_one_batch_and_names_a_bad_value_by_its_offs
         12, b"oops")  # fmt: skip
     tp = KafkaTopicPartition("t", 0)
     assert reader.positions[tp].starting_offset == 14  # past the fetch, with its batch
+
+
+class _SkipsBlank(DeserializationSchema):
+    """Like ``JsonRowDeserializationSchema.ignore_parse_errors()``: ``None`` for a blank
+    value, an error for one it cannot split."""
+
+    def deserialize(self, message: bytes) -> Any:
+        return None if message == b"-" else Parts().deserialize(message)
+
+
+def test_a_none_record_is_no_row_and_the_kept_indexes_say_which_messages_are() -> None:
+    rows = RowBatchDeserializationSchema(_SkipsBlank(), SCHEMA)
+    batch, kept = rows.deserialize_kept([b"-", b"1,a", b"-", b"2,b"])
+    assert (batch.to_pylist(), kept) == ([{"k": 1, "name": "a"}, {"k": 2, "name": "b"}], [1, 3])
+    assert rows.deserialize_batch([b"-"]).num_rows == 0
+    found: list[int] = []
+    batch, kept = split_bad(
+        rows, [b"-", b"1,a", b"bad", b"-", b"2,b"], lambda i, e: found.append(i)
+    )
+    assert (found, kept, batch.column("k").to_pylist()) == ([2], [1, 4], [1, 2])
+
+
+def test_the_reader_stamps_a_batch_with_the_timestamps_of_its_rows_only() -> None:
+    """A message made ``None`` is dropped with its timestamp, as the record path drops it."""
+    settings = ReaderSettings({}, RowBatchDeserializationSchema(_SkipsBlank(), SCHEMA), -1,
+                              False, None, "t at test")  # fmt: skip
+    reader, out = KafkaSourceReader(None, settings), _Output()  # type: ignore[arg-type]
+    tp = KafkaTopicPartition("t", 0)
+    reader.positions[tp] = KafkaPartitionSplit(tp, 0)
+    fetch = FetchedRecords(tp, [0, 1, 2], [b"1,a", b"-", b"2,b"], [5, 99, 8])
+    reader._emit(fetch, out, None)  # type: ignore[arg-type]
+    [batch] = out.batches
+    assert (batch.column("k").to_pylist(), out.stamps) == ([1, 2], [8])
+    reader._emit(FetchedRecords(tp, [3], [b"-"], [100]), out, None)  # type: ignore[arg-type]
+    assert (len(out.batches), reader.positions[tp].starting_offset) == (1, 4)

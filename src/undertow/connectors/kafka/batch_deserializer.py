@@ -9,7 +9,10 @@ checkpoint's offsets sit exactly after the rows emitted before its barrier (:mod
 at once; :class:`RowBatchDeserializationSchema` wraps a record ``DeserializationSchema``. A
 fetch that does not deserialize whole is retried value by value (:func:`split_bad`), so a bad
 value is named by its offset (or goes to the bad-record side output) and the others still
-form the batch. Immutable; pickled to every reader.
+form the batch. A message the record deserializer makes ``None`` of is no row (Flink's rule
+for a null, as on the record path): :meth:`~KafkaBatchDeserializationSchema.deserialize_kept`
+says which messages the batch holds, so their timestamps alone stamp it. Immutable; pickled
+to every reader.
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ class KafkaBatchDeserializationSchema(ABC):
     @abstractmethod
     def deserialize_batch(self, messages: Sequence[bytes | None]) -> pa.RecordBatch:
         """One row per message, in order; raises if any message does not deserialize."""
+
+    def deserialize_kept(
+        self, messages: Sequence[bytes | None]
+    ) -> tuple[pa.RecordBatch, list[int]]:
+        """``(batch, kept)``: the batch, and the indexes of the messages its rows come from, in
+        order. Every message is a row unless a subclass drops some (it then overrides this and
+        makes :meth:`deserialize_batch` its batch)."""
+        return self.deserialize_batch(messages), list(range(len(messages)))
 
 
 class JsonBatchDeserializationSchema(KafkaBatchDeserializationSchema):
@@ -69,7 +80,7 @@ class JsonBatchDeserializationSchema(KafkaBatchDeserializationSchema):
 
 class RowBatchDeserializationSchema(KafkaBatchDeserializationSchema):
     """A record ``deserializer`` per value, its records (``Row``/tuple by position, dict by
-    name) collected into a batch of ``schema``."""
+    name) collected into a batch of ``schema``; a ``None`` record is no row."""
 
     def __init__(self, deserializer: DeserializationSchema, schema: pa.Schema) -> None:
         if not isinstance(deserializer, DeserializationSchema):
@@ -82,7 +93,16 @@ class RowBatchDeserializationSchema(KafkaBatchDeserializationSchema):
         self.schema = schema
 
     def deserialize_batch(self, messages: Sequence[bytes | None]) -> pa.RecordBatch:
-        records = [self.deserializer.deserialize(m) for m in messages]  # type: ignore[arg-type]
+        return self.deserialize_kept(messages)[0]
+
+    def deserialize_kept(
+        self, messages: Sequence[bytes | None]
+    ) -> tuple[pa.RecordBatch, list[int]]:
+        deserialize = self.deserializer.deserialize
+        records = [deserialize(m) for m in messages]  # type: ignore[arg-type]
+        kept = [i for i, record in enumerate(records) if record is not None]
+        if len(kept) < len(records):
+            records = [records[i] for i in kept]
         names = self.schema.names
         columns: list[list[Any]] = [[] for _ in names]
         for record in records:
@@ -99,7 +119,7 @@ class RowBatchDeserializationSchema(KafkaBatchDeserializationSchema):
             for column, value in zip(columns, values):
                 column.append(value)
         arrays = [pa.array(c, type=f.type) for c, f in zip(columns, self.schema)]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema), kept
 
     def __repr__(self) -> str:
         return f"RowBatchDeserializationSchema({self.deserializer!r}, {self.schema.names})"
@@ -114,19 +134,21 @@ def split_bad(
     messages: Sequence[bytes | None],
     bad: Callable[[int, Exception], None],
 ) -> tuple[pa.RecordBatch, list[int]]:
-    """``(batch, kept)``: the batch of ``messages``, and the indexes of the messages in it.
-    Tries the whole fetch first; if that fails, each message alone, calling ``bad(index,
-    error)`` for each that fails (which may raise), and deserializes the rest together."""
+    """``(batch, kept)``: the batch of ``messages``, and the indexes of the messages its rows
+    come from (:meth:`~KafkaBatchDeserializationSchema.deserialize_kept`). Tries the whole
+    fetch first; if that fails, each message alone, calling ``bad(index, error)`` for each
+    that fails (which may raise), and deserializes the rest together."""
     try:
-        return deserializer.deserialize_batch(messages), list(range(len(messages)))
+        return deserializer.deserialize_kept(messages)
     except Exception:
         pass
-    kept: list[int] = []
+    good: list[int] = []
     for i, message in enumerate(messages):
         try:
             deserializer.deserialize_batch([message])
         except Exception as err:
             bad(i, err)
             continue
-        kept.append(i)
-    return deserializer.deserialize_batch([messages[i] for i in kept]), kept
+        good.append(i)
+    batch, kept = deserializer.deserialize_kept([messages[i] for i in good])
+    return batch, [good[j] for j in kept]
