@@ -118,7 +118,9 @@ ANNOTATIONS: dict[str, str] = {
     "MemorySize": "supported",
     "StateTtlConfig": (
         "different: cleanup strategies are recorded and answered as PyFlink does; the heap "
-        "backend always cleans on access and in full snapshots"
+        "backend runs the incremental cleanup (PyFlink's default, or `cleanup_incrementally`), "
+        "and both backends clean on access and leave expired entries out of full snapshots; "
+        "RocksDB has no compaction filter"
     ),
     "JsonRowSerializationSchema": "supported",
     "JsonRowDeserializationSchema": "supported",

@@ -494,7 +494,10 @@ def test_an_expired_entry_read_once_is_gone_from_the_db() -> None:
     clock = Clock()
     descriptor = MapStateDescriptor("m", None, None)
     descriptor.enable_time_to_live(
-        StateTtlConfig.new_builder(100).return_expired_if_not_cleaned_up().build()
+        StateTtlConfig.new_builder(100)
+        .return_expired_if_not_cleaned_up()
+        .disable_cleanup_in_background()  # no incremental cleanup on the heap before the read
+        .build()
     )
     rocks = _rocks(clock=clock)
     heap = HeapKeyedStateBackend("op", MAX_P, range(MAX_P), clock)

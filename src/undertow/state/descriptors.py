@@ -26,12 +26,14 @@ class StateTtlConfig:
     """Time-to-live of keyed state entries (PyFlink's ``StateTtlConfig``).
 
     Only processing-time TTL exists (as in Flink). Expired entries are never returned; they are
-    dropped lazily on access and when a full snapshot is taken.
+    dropped on access and left out of full snapshots.
 
     The cleanup strategies (``cleanup_full_snapshot``, ``cleanup_incrementally``,
     ``cleanup_in_rocksdb_compact_filter``, ``disable_cleanup_in_background``) are recorded and
-    answered by :meth:`get_cleanup_strategies` with PyFlink's values. The heap backend cleans
-    the same way whichever is chosen (on access and in full snapshots); undertow has no RocksDB.
+    answered by :meth:`get_cleanup_strategies` with PyFlink's values. The heap backend runs the
+    incremental cleanup where one is set (PyFlink's default: in background, 5 entries an
+    access; :mod:`undertow.state.heap_ttl_cleanup`). The RocksDB backend has no compaction
+    filter: its expired entries leave when read or at a full snapshot's restore.
     """
 
     class UpdateType(enum.Enum):

@@ -57,6 +57,7 @@ from undertow.state.heap_ttl import (
     unwrap_entry,
     wrap_entry,
 )
+from undertow.state.heap_ttl_cleanup import attach_sweeper
 from undertow.state.key_groups import (
     assign_to_key_group,
     groups_by_equality,
@@ -107,6 +108,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         self._dirty = (
             DirtyKeyGroups(self._groups, compaction or CompactionPolicy()) if incremental else None
         )
+        self._record_sweeps: list[Callable[[], None]] = []  # TTL cleanups run every record
 
     # --- current key ---------------------------------------------------------------------
 
@@ -148,6 +150,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         dirty = self._dirty
         if dirty is not None:  # any access may write: the key group changed
             dirty.stamps[offset] = dirty.epoch
+        if self._record_sweeps:  # TTL cleanups run for every record (rare; a test is cheap)
+            for sweep in self._record_sweeps:
+                sweep()
 
     def fold_values(
         self,
@@ -266,10 +271,18 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         if ttl_config is not None and ttl:
             policy = TtlPolicy(ttl_config, self._clock)
             state = TTL_STATE_CLASSES[kind](table, self._ctx, descriptor, policy)
+            attach_sweeper(state, table, policy, ttl_config, self._before_ttl_cleanup,
+                           self._record_sweeps)  # fmt: skip
         else:
             state = STATE_CLASSES[kind](table, self._ctx, descriptor)
         self._states[name] = state
         return state
+
+    def _before_ttl_cleanup(self, offset: int) -> None:  # as an access of ``offset`` would
+        if self._snapshot is not None:
+            self._snapshot.touch(offset)
+        if self._dirty is not None:
+            self._dirty.stamps[offset] = self._dirty.epoch
 
     def _kind_error(self, name: str, registered: str, requested: str) -> StateError:
         return StateError(

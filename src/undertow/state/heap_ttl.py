@@ -110,13 +110,42 @@ def live_merge_input(entry: Any, ttl: TtlPolicy) -> Any:
 class _TtlState(HeapState):
     """First base of each TTL state, before its plain heap state: entries are ``(value, ts)``
     read and written against ``ttl``'s clock. Its ``__init__`` takes the policy and hands the
-    rest on along the MRO (to the plain state's own ``__init__``, if it has one)."""
+    rest on along the MRO (to the plain state's own ``__init__``, if it has one). Every access
+    first calls :attr:`sweep` (a backend's incremental cleanup, :mod:`.heap_ttl_cleanup`;
+    none unless the backend sets one)."""
 
     def __init__(
         self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
     ) -> None:
         super().__init__(table, ctx, descriptor)
         self._ttl = ttl
+        #: The backend's incremental cleanup, called once every ``accesses_per_sweep``
+        #: accesses (the countdown in ``_until_sweep``); None: no cleanup.
+        self.sweep: Callable[[], None] | None = None
+        self.accesses_per_sweep = 1
+        self._until_sweep = 1
+
+    def _slot(self) -> tuple[dict[Any, Any], Any]:
+        self._until_sweep -= 1
+        if not self._until_sweep:
+            self._count_down()
+        ctx = self._ctx  # HeapState._slot, inlined: TTL states pay one call per access
+        if self._void:
+            return self._tables[ctx.offset], ctx.key
+        return self._tables[ctx.offset], (ctx.key, self._namespace)
+
+    def _map_slot(self, key: Any) -> tuple[dict[Any, Any], Any, Any]:
+        self._until_sweep -= 1
+        if not self._until_sweep:
+            self._count_down()
+        return HeapMapState._map_slot(self, key)  # type: ignore[arg-type]
+
+    def _count_down(self) -> None:
+        self._until_sweep = self.accesses_per_sweep
+        if self.sweep is not None:
+            self.sweep()
+        else:
+            self._until_sweep = 1 << 62  # never again
 
 
 class TtlValueState(_TtlState, HeapValueState):
