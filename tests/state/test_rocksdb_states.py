@@ -4,14 +4,19 @@ group first and tells void from windowed entries; equal keys give equal bytes.""
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
 from undertow.core.errors import StateError
+from undertow.state import rocksdb_states
 from undertow.state.backend import VOID_NAMESPACE
+from undertow.state.descriptors import ListStateDescriptor, StateTtlConfig
+from undertow.state.heap import decode_key_group_blob
 from undertow.state.key_groups import assign_to_key_group
-from undertow.state.rocksdb import check_kind
+from undertow.state.rocksdb import RocksDBKeyedStateBackend, check_kind
 from undertow.state.rocksdb_states import (
+    APPENDED,
     VOID_TAG,
     WINDOWED_TAG,
     db_key,
@@ -52,3 +57,70 @@ def test_values_round_trip_and_unknown_kinds_are_named() -> None:
     check_kind("op", "s", "value")
     with pytest.raises(StateError, match="operator 'op': state 's' has unknown kind 'tree'"):
         check_kind("op", "s", "tree")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def _list_backend(clock: Any = lambda: 0, ttl: bool = False) -> tuple[Any, Any]:
+    backend = RocksDBKeyedStateBackend("op", 16, range(16), clock)
+    descriptor = ListStateDescriptor("l", None)
+    if ttl:
+        descriptor.enable_time_to_live(StateTtlConfig.new_builder(100).build())
+    return backend, backend.get_partitioned_state(descriptor)
+
+
+def test_a_list_add_appends_bytes_and_a_read_makes_the_entry_one_pickle_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An add costs the entry's bytes, not its elements: it never decodes the entry (here a
+    decode fails the test), so a long list does not make every add slower by its length."""
+    backend, state = _list_backend()
+    backend.set_current_key("k")
+    state.add(1)
+
+    def no_decode(raw: bytes) -> Any:
+        raise AssertionError("an add decoded the entry")
+
+    monkeypatch.setattr(rocksdb_states, "decode_value", no_decode)
+    state.add_all([2, 3])
+    state.add(4)
+    state.add_all([])
+    monkeypatch.undo()
+    column, dkey = backend.column("l"), backend.current_void_db_key()
+    assert column.get(dkey)[:1] == APPENDED
+    assert list(state.get()) == [1, 2, 3, 4]
+    assert column.get(dkey)[:1] != APPENDED  # the read wrote one pickle back
+    assert pickle.loads(column.get(dkey)) == [1, 2, 3, 4]
+    with pytest.raises(StateError, match="cannot add None"):
+        state.add(None)
+    snapshot = {
+        group: decode_key_group_blob(blob, "op", group)
+        for group, blob in backend.snapshot().items()
+    }
+    state.add(5)  # appended again; a canonical snapshot decodes the appends
+    again = {group: decode_key_group_blob(blob, "op", group)
+             for group, blob in backend.snapshot().items()}  # fmt: skip
+    assert [g["states"]["l"][2] for g in snapshot.values()] == [{"k": [1, 2, 3, 4]}]
+    assert [g["states"]["l"][2] for g in again.values()] == [{"k": [1, 2, 3, 4, 5]}]
+    backend.dispose()
+
+
+def test_appended_elements_keep_their_namespace_and_ttl_timestamps() -> None:
+    clock = _Clock()
+    backend, state = _list_backend(clock, ttl=True)
+    backend.set_current_key("k")
+    state.set_current_namespace(("window", 1))
+    state.add("a")
+    clock.now += 60
+    state.add_all(["b", "c"])
+    clock.now += 50  # "a" expired, "b" and "c" not
+    assert list(state.get()) == ["b", "c"]
+    state.set_current_namespace(VOID_NAMESPACE)
+    assert list(state.get()) == []
+    backend.dispose()

@@ -199,6 +199,12 @@ def check_element(state: HeapState, value: Any) -> None:
 class HeapListState(MergingHeapState, ListState[Any]):
     kind = "list"
 
+    def stored_element(self, value: Any) -> Any:
+        """``value`` as :meth:`add` stores it in the entry's list (checked; TTL states wrap
+        it with its timestamp): what an append-only store writes (``rocksdb_states``)."""
+        check_element(self, value)
+        return value
+
     def get(self) -> Iterable[Any]:
         table, skey = self._slot()
         return list(table.get(skey, ()))

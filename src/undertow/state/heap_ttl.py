@@ -208,6 +208,10 @@ class TtlAggregatingState(_TtlState, HeapAggregatingState):
 class TtlListState(_TtlState, HeapListState):
     """Each element carries its own timestamp (Flink's ``TtlListState``)."""
 
+    def stored_element(self, value: Any) -> Any:
+        check_element(self, value)
+        return (value, self._ttl.clock())
+
     def get(self) -> Iterable[Any]:
         table, skey = self._slot()
         entry = table.get(skey)

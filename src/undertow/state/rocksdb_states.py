@@ -4,7 +4,8 @@ Each operation loads the current key's entry into a one-key-group scratch
 :class:`~undertow.state.heap_states.StateTable`, runs the heap state class's method on it, then
 writes the entry back (deleted, written if its bytes changed, or untouched): state kinds and
 TTL semantics are the heap backend's, and no entry is held in memory between operations.
-A map state is the exception: one DB entry per map key (:mod:`undertow.state.rocksdb_map`).
+A map state is the exception: one DB entry per map key (:mod:`undertow.state.rocksdb_map`);
+a list add appends to the entry's bytes without decoding it (:func:`appended`).
 
 Threading: the owning subtask's loop thread only. Cost per operation: one ``get``, one pickle
 load and dump, and at most one ``put`` or ``delete``.
@@ -120,12 +121,37 @@ def int_void_db_key(
     return dkey
 
 
+#: The first byte of a list entry written by appends: pickles of element lists follow, one
+#: per append (never a pickle's first byte, which is an opcode).
+APPENDED = b"\x00"
+
+
 def encode_value(entry: Any) -> bytes:
     return pickling.dumps(entry)
 
 
 def decode_value(raw: bytes) -> Any:
-    return pickle.loads(raw)
+    """The entry ``raw`` holds: one pickle, or a list entry of appends (:data:`APPENDED`)."""
+    if raw[:1] != APPENDED:
+        return pickle.loads(raw)
+    stream = io.BytesIO(raw)
+    stream.seek(1)
+    entry: list[Any] = []
+    end = len(raw)
+    while stream.tell() < end:
+        entry.extend(pickle.load(stream))
+    return entry
+
+
+def appended(raw: bytes | None, elements: list[Any]) -> bytes:
+    """The bytes of the list entry ``raw`` (None: none yet) with ``elements`` added at its
+    end, without decoding it: a list add costs the entry's bytes, not its elements."""
+    frame = pickling.dumps(elements)
+    if raw is None:
+        return frame
+    if raw[:1] == APPENDED:
+        return raw + frame
+    return APPENDED + raw + frame
 
 
 class StateHost(Protocol):
@@ -248,16 +274,30 @@ class RocksDBValueState(RocksDBState, ValueState[Any]):
 
 
 class RocksDBListState(RocksDBState, ListState[Any]):
+    """``add`` and ``add_all`` append to the entry's bytes (:func:`appended`); a read
+    decodes the appends and writes the entry back as one pickle."""
+
     def get(self) -> Iterable[Any]:
         return self._run(self.inner.get)  # type: ignore[attr-defined]
 
     def add(self, value: Any) -> None:
-        add = self.inner.add  # type: ignore[attr-defined]
-        self._run(lambda: add(value))
+        self._append([self.inner.stored_element(value)])  # type: ignore[attr-defined]
 
     def add_all(self, values: list[Any]) -> None:
-        add_all = self.inner.add_all  # type: ignore[attr-defined]
-        self._run(lambda: add_all(values))
+        if values:
+            store = self.inner.stored_element  # type: ignore[attr-defined]
+            self._append([store(v) for v in values])
+
+    def _append(self, elements: list[Any]) -> None:
+        backend = self._backend
+        key, key_group = backend.current_key_and_group()
+        backend.flush_cached(self._name)
+        if self._namespace is VOID_NAMESPACE:
+            dkey = backend.current_void_db_key()
+        else:
+            dkey = db_key(key_group, key, self._namespace, backend.encode_key)
+        column = backend.column(self._name)
+        column.put(dkey, appended(column.get(dkey), elements))
 
     def update(self, values: list[Any]) -> None:
         update = self.inner.update  # type: ignore[attr-defined]
