@@ -251,14 +251,17 @@ class RocksDBState(InternalKvState[Any]):
         return result
 
     def clear(self) -> None:
+        self._backend.column(self._name).delete(self._current_db_key())
+
+    def _current_db_key(self) -> bytes:
+        """The DB key of the current key in the current namespace, after the batch folds'
+        cached writes of this state reached the DB (an operation outside :meth:`_run`)."""
         backend = self._backend
         key, key_group = backend.current_key_and_group()
         backend.flush_cached(self._name)
         if self._namespace is VOID_NAMESPACE:
-            dkey = backend.current_void_db_key()
-        else:
-            dkey = db_key(key_group, key, self._namespace, backend.encode_key)
-        backend.column(self._name).delete(dkey)
+            return backend.current_void_db_key()
+        return db_key(key_group, key, self._namespace, backend.encode_key)
 
     def __repr__(self) -> str:
         return f"RocksDB{type(self.inner).__name__}({self._name!r})"
@@ -289,14 +292,8 @@ class RocksDBListState(RocksDBState, ListState[Any]):
             self._append([store(v) for v in values])
 
     def _append(self, elements: list[Any]) -> None:
-        backend = self._backend
-        key, key_group = backend.current_key_and_group()
-        backend.flush_cached(self._name)
-        if self._namespace is VOID_NAMESPACE:
-            dkey = backend.current_void_db_key()
-        else:
-            dkey = db_key(key_group, key, self._namespace, backend.encode_key)
-        column = backend.column(self._name)
+        dkey = self._current_db_key()
+        column = self._backend.column(self._name)
         column.put(dkey, appended(column.get(dkey), elements))
 
     def update(self, values: list[Any]) -> None:
