@@ -110,9 +110,10 @@ def live_merge_input(entry: Any, ttl: TtlPolicy) -> Any:
 class _TtlState(HeapState):
     """First base of each TTL state, before its plain heap state: entries are ``(value, ts)``
     read and written against ``ttl``'s clock. Its ``__init__`` takes the policy and hands the
-    rest on along the MRO (to the plain state's own ``__init__``, if it has one). Every access
-    first calls :attr:`sweep` (a backend's incremental cleanup, :mod:`.heap_ttl_cleanup`;
-    none unless the backend sets one)."""
+    rest on along the MRO (to the plain state's own ``__init__``, if it has one). Accesses
+    count down to :attr:`sweep`, called every ``accesses_per_sweep`` accesses before the
+    access (a backend's incremental cleanup, :mod:`.heap_ttl_cleanup`; none unless the
+    backend sets one)."""
 
     def __init__(
         self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor, ttl: TtlPolicy
