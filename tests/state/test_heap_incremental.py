@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.state.clock import Clock
 
 from undertow.core.config import Configuration
 from undertow.core.errors import ConfigurationError, StateError
@@ -58,14 +59,6 @@ class Store:
             message = f"checkpoint {checkpoint_id}: {handle.path} missing or corrupt"
             raise CorruptCheckpointError(message, checkpoint=checkpoint_id, path=handle.path)
         return data
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def new_backend(clock: Callable[[], int] = lambda: 0, key_groups: range = range(MAX_P),

@@ -11,6 +11,7 @@ from unittest import mock
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.state.clock import Clock
 
 from undertow.state import heap_ttl_cleanup
 from undertow.state.descriptors import (
@@ -27,14 +28,6 @@ from undertow.state.heap_ttl_cleanup import TtlSweeper
 
 MAX_P = 16
 TTL = 100
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def _config(cleanup: str) -> StateTtlConfig:

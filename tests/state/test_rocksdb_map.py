@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from tests.state.clock import Clock
 
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import MapStateDescriptor, StateTtlConfig, ValueStateDescriptor
@@ -222,14 +223,6 @@ MapMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )  # fmt: skip
 test_map_state_on_rocksdb_matches_a_dict_and_the_heap = MapMachine.TestCase
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 TTL_OPS = st.lists(

@@ -7,6 +7,7 @@ import pickle
 from typing import Any
 
 import pytest
+from tests.state.clock import Clock
 
 from undertow.core.errors import StateError
 from undertow.state import rocksdb_states
@@ -59,14 +60,6 @@ def test_values_round_trip_and_unknown_kinds_are_named() -> None:
         check_kind("op", "s", "tree")
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def _list_backend(clock: Any = lambda: 0, ttl: bool = False) -> tuple[Any, Any]:
     backend = RocksDBKeyedStateBackend("op", 16, range(16), clock)
     descriptor = ListStateDescriptor("l", None)
@@ -112,7 +105,7 @@ def test_a_list_add_appends_bytes_and_a_read_makes_the_entry_one_pickle_again(
 
 
 def test_appended_elements_keep_their_namespace_and_ttl_timestamps() -> None:
-    clock = _Clock()
+    clock = Clock()
     backend, state = _list_backend(clock, ttl=True)
     backend.set_current_key("k")
     state.set_current_namespace(("window", 1))

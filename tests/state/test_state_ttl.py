@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.state.clock import Clock
 
 from undertow.state.backend import KeyedStateBackend
 from undertow.state.descriptors import (
@@ -21,14 +22,6 @@ from undertow.state.heap_ttl import TtlValueState
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
 
 TTL = 100
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def ttl_config(*, on_read: bool = False, return_expired: bool = False) -> StateTtlConfig:
