@@ -116,6 +116,13 @@ ANNOTATIONS: dict[str, str] = {
         "in one pool of slots, so profiles size nothing"
     ),
     "MemorySize": "supported",
+    "WatermarkStrategy": (
+        "supported: `with_idleness()` keeps a timestamp assigner set before it, as Flink's "
+        "Java API does; PyFlink 2.3's `with_idleness()` drops it (it rebuilds the strategy "
+        "from the Java one), so there `with_timestamp_assigner(a).with_idleness(d)` stamps no "
+        "record and event-time windows open at Long.MIN_VALUE (seen on a session-window job, "
+        "2026-12-03)"
+    ),
     "StateTtlConfig": (
         "different: cleanup strategies are recorded and answered as PyFlink does; the heap "
         "backend runs the incremental cleanup (PyFlink's default, or `cleanup_incrementally`), "
