@@ -7,13 +7,11 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from undertow.common import Row
 from undertow.common.typeinfo import Types
 from undertow.core.errors import GraphBuildError, KeyTypeError
-from undertow.datastream.key_types import surely_fits, with_key_type
+from undertow.datastream.key_types import with_key_type
 from undertow.state.descriptors import ValueStateDescriptor
 from undertow.state.heap import HeapKeyedStateBackend
 from undertow.state.key_groups import assign_to_key_group
@@ -54,81 +52,6 @@ def test_a_declared_key_type_checks_every_key(
 def test_a_key_type_that_is_no_type_information_is_refused() -> None:
     with pytest.raises(GraphBuildError, match=r"key_by\(\): key_type must be a TypeInformation"):
         with_key_type(_first, str, "key_by()")
-
-
-_TYPES = [
-    Types.STRING(),
-    Types.BOOLEAN(),
-    Types.BYTE(),
-    Types.LONG(),
-    Types.DOUBLE(),
-    Types.BIG_INT(),
-    Types.ROW([Types.STRING(), Types.INT()]),
-    Types.TUPLE([Types.LONG(), Types.BOOLEAN()]),
-    Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
-]
-_BOUNDS = [
-    b + d for bits in (8, 32, 64) for b in (2 ** (bits - 1), -(2 ** (bits - 1))) for d in (-1, 0)
-]
-_SCALARS = st.one_of(
-    st.integers(-(2**70), 2**70),
-    st.sampled_from(_BOUNDS),  # the edges of BYTE's, INT's and LONG's ranges
-    st.booleans(),
-    st.floats(),
-    st.text(max_size=3),
-    st.none(),
-)
-
-
-@given(
-    key_type=st.sampled_from(_TYPES),
-    key=_SCALARS | st.tuples(_SCALARS, _SCALARS | st.tuples(_SCALARS, _SCALARS)),
-)
-def test_the_cheap_test_passes_only_keys_the_full_check_takes(key_type: Any, key: Any) -> None:
-    """A key the cheap test passes is never one the type refuses (it skips the full check)."""
-    if surely_fits(key_type)(key):
-        assert key_type.check(key) is None
-
-
-@pytest.mark.parametrize(
-    ("key_type", "key"),
-    [
-        (Types.ROW([Types.STRING(), Types.INT()]), ("a", 2**31 - 1)),
-        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (-(2**63), True)),
-        (
-            Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
-            (-128, ("x", 1.5)),
-        ),
-        (Types.ROW([]), ()),
-    ],
-)
-def test_the_cheap_test_passes_the_fitting_tuples_of_a_row_or_tuple_type(
-    key_type: Any, key: Any
-) -> None:
-    """An exact tuple whose fields fit their basic types passes without the full check."""
-    assert surely_fits(key_type)(key)
-    assert not surely_fits(key_type)((*key, 0))  # one field too many
-
-
-@pytest.mark.parametrize(
-    ("key_type", "key"),
-    [
-        (Types.ROW([Types.STRING(), Types.INT()]), ("a", 2**31)),
-        (Types.ROW([Types.STRING(), Types.INT()]), (b"a", 1)),
-        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (2**63, True)),
-        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (True, True)),
-        (
-            Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
-            (-129, ("x", 1.5)),
-        ),
-        (Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]), (1, ("x", "y"))),
-    ],
-)
-def test_the_cheap_test_fails_a_tuple_with_a_field_its_type_refuses(
-    key_type: Any, key: Any
-) -> None:
-    assert key_type.check(key) is not None
-    assert not surely_fits(key_type)(key)
 
 
 @pytest.mark.parametrize(

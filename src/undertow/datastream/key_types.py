@@ -22,11 +22,11 @@ from collections.abc import Callable
 from typing import Any
 
 from undertow.common.row import row_class
+from undertow.common.type_fits import surely_fits
 from undertow.common.typeinfo import (
     BasicType,
     BasicTypeInfo,
     RowTypeInfo,
-    TupleTypeInfo,
     TypeInformation,
 )
 from undertow.common.typeinfo_basic import type_to_check
@@ -196,43 +196,3 @@ def _refusal(key_type: TypeInformation, key: Any, record: Any, problem: str) -> 
     )
     note_record(err, record)
     return err
-
-
-def surely_fits(key_type: TypeInformation) -> Callable[[Any], bool]:
-    """A test true only of keys that fit ``key_type`` and cheap on them: a basic type, a row
-    or tuple of such types (as an exact ``tuple``); false of every other key, which the full
-    check then decides."""
-    if isinstance(key_type, BasicTypeInfo):
-        bounds = key_type.int_range()
-        if bounds is not None:
-            low, high = bounds
-            return lambda key: type(key) is int and low <= key <= high
-        exact = key_type.exact_types()
-        return lambda key: type(key) in exact
-    if isinstance(key_type, (RowTypeInfo, TupleTypeInfo)):
-        return _fields_fit(tuple(key_type.field_types))
-    return lambda key: False
-
-
-def _fields_fit(field_types: tuple[TypeInformation, ...]) -> Callable[[Any], bool]:
-    """:func:`surely_fits` of a row or tuple type, written out as one expression over the key's
-    fields (``type(key) is tuple and len(key) == 2 and type(key[0]) in exact0 and ...``): a
-    loop calling each field's test took 480 ns a key of two fields, 2.5 times the route."""
-    namespace: dict[str, Any] = {}
-    terms = ["type(key) is tuple", f"len(key) == {len(field_types)}"]
-    for i, field_type in enumerate(field_types):
-        item = f"key[{i}]"
-        bounds = field_type.int_range() if isinstance(field_type, BasicTypeInfo) else None
-        if bounds is not None:
-            namespace[f"low{i}"], namespace[f"high{i}"] = bounds
-            terms.append(f"type({item}) is int and low{i} <= {item} <= high{i}")
-        elif isinstance(field_type, BasicTypeInfo):
-            namespace[f"exact{i}"] = field_type.exact_types()
-            terms.append(f"type({item}) in exact{i}")
-        else:  # a nested row or tuple, or a type without a cheap test
-            namespace[f"fits{i}"] = surely_fits(field_type)
-            terms.append(f"fits{i}({item})")
-    source = "def fields_fit(key):\n    return " + " and ".join(f"({t})" for t in terms) + "\n"
-    exec(compile(source, f"<key fits {field_types!r:.200}>", "exec"), namespace)
-    fits: Callable[[Any], bool] = namespace["fields_fit"]
-    return fits
