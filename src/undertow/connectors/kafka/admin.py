@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
@@ -33,12 +33,19 @@ from undertow.core.errors import UndertowError
 #: A partition's leader that is not known yet (a topic created a moment ago, a broker
 #: restarting): the lookup is asked again, after this pause, until the time-out.
 RETRY_BACKOFF_S = 0.1
+_T = TypeVar("_T")
 _TRANSIENT_CODES = frozenset(
     {
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError._TRANSPORT,
+        # a group's committed offsets: its coordinator moving or loading them, or a
+        # transaction's offset commit not settled yet
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
     }
 )
 
@@ -139,23 +146,29 @@ class KafkaAdmin:
         if not partitions:
             return {}
         request = {TopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+
+        def ask(timeout_s: float) -> dict[KafkaTopicPartition, int]:
+            futures = self._client.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout_s
+            )
+            return {
+                KafkaTopicPartition(tp.topic, tp.partition): int(f.result().offset)
+                for tp, f in futures.items()
+            }
+
+        return self._asking_again(f"looking up the {what} offsets of {len(partitions)} "
+                                  "partitions", ask)  # fmt: skip
+
+    def _asking_again(self, what: str, ask: Callable[[float], _T]) -> _T:
+        """``ask(seconds left)``, asked again after a transient error (:func:`_transient`)
+        until the time-out; any other error, or the last, fails naming ``what``."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             try:
-                futures = self._client.list_offsets(
-                    request,
-                    isolation_level=IsolationLevel.READ_COMMITTED,
-                    request_timeout=max(0.1, deadline - time.monotonic()),
-                )
-                return {
-                    KafkaTopicPartition(tp.topic, tp.partition): int(f.result().offset)
-                    for tp, f in futures.items()
-                }
+                return ask(max(0.1, deadline - time.monotonic()))
             except KafkaException as err:
                 if not _transient(err) or time.monotonic() + RETRY_BACKOFF_S >= deadline:
-                    raise self._fail(
-                        f"looking up the {what} offsets of {len(partitions)} partitions", err
-                    ) from err
+                    raise self._fail(what, err) from err
                 time.sleep(RETRY_BACKOFF_S)
 
     def earliest(self, partitions: Sequence[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int]:
@@ -172,19 +185,27 @@ class KafkaAdmin:
     def committed_for(
         self, group_id: str, partitions: Sequence[KafkaTopicPartition]
     ) -> dict[KafkaTopicPartition, int | None]:
+        """The group's committed offset of each partition, ``None`` where it has none. A
+        partition answered with an error is no "none": the lookup is asked again while the
+        error is transient (the group's coordinator still loading its offsets, a commit of
+        a transaction not yet settled), else fails naming the partition and the error."""
         request = [ConsumerGroupTopicPartitions(
             group_id, [TopicPartition(tp.topic, tp.partition) for tp in partitions])]  # fmt: skip
-        try:
-            futures = self._client.list_consumer_group_offsets(
-                request, request_timeout=self.timeout_s
-            )
+
+        def ask(timeout_s: float) -> dict[KafkaTopicPartition, int | None]:
+            futures = self._client.list_consumer_group_offsets(request, request_timeout=timeout_s)
             answer = futures[group_id].result()
-        except KafkaException as err:
-            raise self._fail(f"reading the committed offsets of group {group_id!r}", err) from err
-        return {
-            KafkaTopicPartition(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-            for tp in answer.topic_partitions
-        }
+            for tp in answer.topic_partitions:
+                if tp.error is not None:
+                    raise KafkaException(KafkaError(
+                        tp.error.code(), f"partition {tp.topic}-{tp.partition}: {tp.error.str()}",
+                        retriable=tp.error.retriable()))  # fmt: skip
+            return {
+                KafkaTopicPartition(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+                for tp in answer.topic_partitions
+            }
+
+        return self._asking_again(f"reading the committed offsets of group {group_id!r}", ask)
 
 
 class GroupOffsetLookup:
