@@ -68,6 +68,13 @@ class StateError(UndertowError, RuntimeError):
     """State was used in a way its contract does not allow."""
 
 
+class StateTypeError(StateError, TypeError):
+    """A value written to keyed state does not fit the type its descriptor declared
+    (``ValueStateDescriptor("n", Types.INT())`` updated with a ``str``), where PyFlink's
+    serializer of that type would refuse it. The message names the state, the declared type,
+    the value and its type; the task's failure names the operator and subtask."""
+
+
 class RestoreError(StateError):
     """A checkpoint cannot be restored into this job: it holds state of operators the job does
     not have (see ``execution.state-recovery.ignore-unclaimed-state``), or an operator with

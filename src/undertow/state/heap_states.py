@@ -23,6 +23,7 @@ from undertow.state.descriptors import (
     AggregatingState,
     ListState,
     MapState,
+    MapStateDescriptor,
     ReducingState,
     StateDescriptor,
     ValueState,
@@ -30,6 +31,7 @@ from undertow.state.descriptors import (
     reducer_of,
 )
 from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
+from undertow.state.value_types import entry_check, value_check
 
 #: Marks "no entry" where ``None`` could be a legitimate reduce/aggregate result.
 ABSENT: Any = object()
@@ -106,6 +108,8 @@ class HeapState(InternalKvState[Any]):
         self._namespace: Any = VOID_NAMESPACE
         self._void = True
         self._tables = table.void
+        #: The check of the declared type of what this state holds (:mod:`.value_types`).
+        self.value_check = value_check(descriptor)
 
     def set_current_namespace(self, namespace: Any) -> None:
         self._namespace = namespace
@@ -187,13 +191,19 @@ class HeapValueState(HeapState, ValueState[Any]):
         skey = ctx.key if self._void else (ctx.key, self._namespace)
         if value is None:
             self._tables[ctx.offset].pop(skey, None)
-        else:
-            self._tables[ctx.offset][skey] = value
+            return
+        check = self.value_check
+        if check is not None:
+            check(value)
+        self._tables[ctx.offset][skey] = value
 
 
 def check_element(state: HeapState, value: Any) -> None:
     if value is None:
         raise StateError(f"list state {state.descriptor.name!r}: cannot add None")
+    check = state.value_check
+    if check is not None:
+        check(value)
 
 
 class HeapListState(MergingHeapState, ListState[Any]):
@@ -265,7 +275,10 @@ class HeapReducingState(MergingHeapState, ReducingState[Any]):
         table = self._tables[ctx.offset]
         skey = ctx.key if self._void else (ctx.key, self._namespace)
         current = table.get(skey, ABSENT)
-        table[skey] = value if current is ABSENT else self._reduce(current, value)
+        reduced = value if current is ABSENT else self._reduce(current, value)
+        if self.value_check is not None:
+            self.value_check(reduced)
+        table[skey] = reduced
 
     def _merge(self, a: Any, b: Any) -> Any:
         return self._reduce(a, b)
@@ -291,7 +304,10 @@ class HeapAggregatingState(MergingHeapState, AggregatingState[Any, Any]):
         acc = table.get(skey, ABSENT)
         if acc is ABSENT:
             acc = self._fn.create_accumulator()
-        table[skey] = self._fn.add(value, acc)
+        acc = self._fn.add(value, acc)
+        if self.value_check is not None:
+            self.value_check(acc)
+        table[skey] = acc
 
     def _merge(self, a: Any, b: Any) -> Any:
         return self._fn.merge(a, b)
@@ -304,6 +320,21 @@ class HeapMapState(HeapState, MapState[Any, Any]):
     back as users wrote them (``-0.0`` the float). An int or str key pays a type test."""
 
     kind = "map"
+
+    def __init__(self, table: StateTable, ctx: KeyContext, descriptor: StateDescriptor) -> None:
+        super().__init__(table, ctx, descriptor)
+        #: The check of the declared key and value types of an entry (:mod:`.value_types`).
+        self.entry_check = (
+            entry_check(descriptor) if isinstance(descriptor, MapStateDescriptor) else None
+        )
+
+    def checked(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
+        """``mapping``, each of its entries checked (``put_all``)."""
+        check = self.entry_check
+        if check is not None:
+            for key, value in mapping.items():
+                check(key, value)
+        return mapping
 
     def _map_slot(self, key: Any) -> tuple[dict[Any, Any], Any, Any]:
         """:meth:`_slot` and map key ``key`` in ``state_key`` form, in one call: the one home
@@ -322,6 +353,8 @@ class HeapMapState(HeapState, MapState[Any, Any]):
         return None if entry is None else entry.get(key)
 
     def put(self, key: Any, value: Any) -> None:
+        if self.entry_check is not None:
+            self.entry_check(key, value)
         table, skey, key = self._map_slot(key)
         entry = table.get(skey)
         if entry is None:
@@ -332,7 +365,7 @@ class HeapMapState(HeapState, MapState[Any, Any]):
     def put_all(self, mapping: dict[Any, Any]) -> None:
         if not mapping:
             return
-        mapping = state_entries(mapping)
+        mapping = state_entries(self.checked(mapping))
         table, skey = self._slot()
         entry = table.get(skey)
         if entry is None:

@@ -158,8 +158,10 @@ class TtlValueState(_TtlState, HeapValueState):
         table, skey = self._slot()
         if value is None:
             table.pop(skey, None)
-        else:
-            table[skey] = (value, self._ttl.clock())
+            return
+        if self.value_check is not None:
+            self.value_check(value)
+        table[skey] = (value, self._ttl.clock())
 
 
 class TtlReducingState(_TtlState, HeapReducingState):
@@ -174,7 +176,10 @@ class TtlReducingState(_TtlState, HeapReducingState):
         table, skey = self._slot()
         now = self._ttl.clock()
         current = live_scalar(table, skey, self._ttl, now)
-        table[skey] = (value if current is ABSENT else self._reduce(current, value), now)
+        reduced = value if current is ABSENT else self._reduce(current, value)
+        if self.value_check is not None:
+            self.value_check(reduced)
+        table[skey] = (reduced, now)
 
     def _readable(self, entry: Any) -> Any:
         return live_merge_input(entry, self._ttl)
@@ -197,7 +202,10 @@ class TtlAggregatingState(_TtlState, HeapAggregatingState):
         acc = live_scalar(table, skey, self._ttl, now)
         if acc is ABSENT:
             acc = self._fn.create_accumulator()
-        table[skey] = (self._fn.add(value, acc), now)
+        acc = self._fn.add(value, acc)
+        if self.value_check is not None:
+            self.value_check(acc)
+        table[skey] = (acc, now)
 
     def _readable(self, entry: Any) -> Any:
         return live_merge_input(entry, self._ttl)
@@ -296,6 +304,8 @@ class TtlMapState(_TtlState, HeapMapState):
         return self._lookup(key) is not ABSENT
 
     def put(self, key: Any, value: Any) -> None:
+        if self.entry_check is not None:
+            self.entry_check(key, value)
         table, skey, key = self._map_slot(key)
         table.setdefault(skey, {})[key] = (value, self._ttl.clock())
 
@@ -304,7 +314,8 @@ class TtlMapState(_TtlState, HeapMapState):
             return
         table, skey = self._slot()
         now = self._ttl.clock()
-        table.setdefault(skey, {}).update((k, (v, now)) for k, v in state_entries(mapping).items())
+        entries = state_entries(self.checked(mapping))
+        table.setdefault(skey, {}).update((k, (v, now)) for k, v in entries.items())
 
     def _entries(self, *, touch: bool) -> list[tuple[Any, Any]]:
         """Visible ``(key, value)`` pairs; drops expired entries and refreshes live ones."""

@@ -196,6 +196,8 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
             put = self.inner.put  # type: ignore[attr-defined]
             self._with_entries(lambda: put(key, value), [])
             return
+        if self.inner.entry_check is not None:  # type: ignore[attr-defined]
+            self.inner.entry_check(key, value)  # type: ignore[attr-defined]
         key = stored_key(key)
         self._column().put(self._prefix() + self._encode(key), encode_value(value))
 
@@ -206,6 +208,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
             put_all = self.inner.put_all  # type: ignore[attr-defined]
             self._with_entries(lambda: put_all(mapping), [])
             return
+        self.inner.checked(mapping)  # type: ignore[attr-defined]
         batch = self._backend.batch(self._name)
         for dkey, raw in map_entries(self._prefix(), mapping, self._encode):
             batch.put(dkey, raw)
