@@ -14,6 +14,7 @@ import pytest
 from tests.rest_client import wait_for
 from tests.web.conftest import start_job
 
+from undertow.cli import stop
 from undertow.cli.jobs import list_jobs
 from undertow.cli.main import main
 from undertow.cli.stop import StopError, locate
@@ -116,3 +117,18 @@ def test_verbs_send_the_rest_token_from_the_environment(
             client.get_job_execution_result(30)
     finally:
         client.cancel()
+
+
+def test_nothing_at_the_default_address_names_where_a_local_job_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``undertow list`` without a URL asks Flink's default address; a job on a local target
+    serves on a free port, so the error says where to find it (the default is patched to a
+    port nothing serves: another test's job may hold 8081)."""
+    monkeypatch.setattr(stop, "DEFAULT_REST_ADDRESS", "http://127.0.0.1:1")
+    with pytest.raises(StopError, match=r"http://127.0.0.1:1/jobs/x: .*a job on the local or "
+                       r"local-threads target serves its REST API on a free port"):  # fmt: skip
+        stop.call("http://127.0.0.1:1/jobs/x")
+    with pytest.raises(StopError) as other:  # another address: no such hint
+        stop.call("http://127.0.0.1:2/jobs/x")
+    assert "free port" not in str(other.value)

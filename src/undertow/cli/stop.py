@@ -50,7 +50,14 @@ def call(url: str, body: dict[str, Any] | None = None, method: str | None = None
         detail = err.read().decode("utf-8", "replace")
         raise StopError(f"{url} answered {err.code}: {detail}") from err
     except (urllib.error.URLError, OSError, ValueError) as err:
-        raise StopError(f"cannot reach {url}: {err}") from err
+        hint = ""
+        if url.startswith(DEFAULT_REST_ADDRESS + "/"):
+            hint = (
+                f" (nothing answers at the default address {DEFAULT_REST_ADDRESS}: a job on the "
+                "local or local-threads target serves its REST API on a free port, named by its "
+                "'[undertow] REST API at URL' line; pass that URL)"
+            )
+        raise StopError(f"cannot reach {url}: {err}{hint}") from err
     if not isinstance(answer, dict):
         raise StopError(f"{url} answered {answer!r}, not a JSON object")
     return answer
