@@ -107,7 +107,28 @@ def live_merge_input(entry: Any, ttl: TtlPolicy) -> Any:
     return entry
 
 
-class _TtlState(HeapState):
+class SweepCountdown:
+    """A state whose accesses count down to a backend's TTL cleanup: each access path does
+    ``self._until_sweep -= 1`` and, at 0, calls :meth:`_count_down` (inline: no call on the
+    other accesses), which runs :attr:`sweep` every ``accesses_per_sweep`` accesses, or never
+    again if the backend set none (:mod:`.heap_ttl_cleanup`, :mod:`.rocksdb_ttl_cleanup`)."""
+
+    def _init_countdown(self) -> None:
+        #: The backend's cleanup, called once every ``accesses_per_sweep`` accesses (the
+        #: countdown in ``_until_sweep``); None: no cleanup.
+        self.sweep: Callable[[], None] | None = None
+        self.accesses_per_sweep = 1
+        self._until_sweep = 1
+
+    def _count_down(self) -> None:
+        self._until_sweep = self.accesses_per_sweep
+        if self.sweep is not None:
+            self.sweep()
+        else:
+            self._until_sweep = 1 << 62  # never again
+
+
+class _TtlState(SweepCountdown, HeapState):
     """First base of each TTL state, before its plain heap state: entries are ``(value, ts)``
     read and written against ``ttl``'s clock. Its ``__init__`` takes the policy and hands the
     rest on along the MRO (to the plain state's own ``__init__``, if it has one). Accesses
@@ -120,11 +141,7 @@ class _TtlState(HeapState):
     ) -> None:
         super().__init__(table, ctx, descriptor)
         self._ttl = ttl
-        #: The backend's incremental cleanup, called once every ``accesses_per_sweep``
-        #: accesses (the countdown in ``_until_sweep``); None: no cleanup.
-        self.sweep: Callable[[], None] | None = None
-        self.accesses_per_sweep = 1
-        self._until_sweep = 1
+        self._init_countdown()
 
     def _slot(self) -> tuple[dict[Any, Any], Any]:
         self._until_sweep -= 1
@@ -140,13 +157,6 @@ class _TtlState(HeapState):
         if not self._until_sweep:
             self._count_down()
         return HeapMapState._map_slot(self, key)  # type: ignore[arg-type]
-
-    def _count_down(self) -> None:
-        self._until_sweep = self.accesses_per_sweep
-        if self.sweep is not None:
-            self.sweep()
-        else:
-            self._until_sweep = 1 << 62  # never again
 
 
 class TtlValueState(_TtlState, HeapValueState):

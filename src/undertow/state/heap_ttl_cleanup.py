@@ -43,23 +43,39 @@ PASSES_PER_TTL = 2
 SIZE_EVERY = 8
 
 
+class TtlPace:
+    """The steps a cleanup walk takes now (the pace of the module docstring): the steps of a
+    whole pass (``count()``, asked every :data:`SIZE_EVERY` walks) times
+    :data:`PASSES_PER_TTL` times the time since the last walk over the TTL, plus one, at most
+    ``cap``. The heap's :class:`TtlSweeper` and the RocksDB backend's walk
+    (:mod:`undertow.state.rocksdb_ttl_cleanup`) both take theirs from one."""
+
+    __slots__ = ("_cap", "_count", "_pass_steps", "_ttl", "_walked_at", "_walks")
+
+    def __init__(self, ttl: TtlPolicy, cap: int, count: Callable[[], int]) -> None:
+        self._ttl = ttl
+        self._cap = cap
+        self._count = count
+        self._walked_at = ttl.clock()
+        self._pass_steps = 0
+        self._walks = 0
+
+    def due(self) -> tuple[int, int]:
+        """``(steps, now)``: the steps of a walk starting now, and the time it expires by."""
+        now = self._ttl.clock()
+        elapsed, self._walked_at = now - self._walked_at, now
+        if not self._walks % SIZE_EVERY:
+            self._pass_steps = self._count()
+        self._walks += 1
+        due = self._pass_steps * PASSES_PER_TTL * elapsed // self._ttl.ttl_ms + 1
+        return min(due, self._cap), now
+
+
 class TtlSweeper:
     """The incremental cleanup of one TTL state's table (the module docstring)."""
 
-    __slots__ = (
-        "_at",
-        "_before_change",
-        "_calls",
-        "_dicts",
-        "_pass_steps",
-        "_pending",
-        "_size",
-        "_table",
-        "_tables",
-        "_ttl",
-        "_walked_at",
-        "_walks",
-    )  # fmt: skip
+    __slots__ = ("_at", "_before_change", "_calls", "_dicts", "_pace", "_pending", "_table",
+                 "_ttl")  # fmt: skip
 
     def __init__(self, table: StateTable, ttl: TtlPolicy, cleanup_size: int,
                  before_change: Callable[[int], None]) -> None:  # fmt: skip
@@ -67,32 +83,24 @@ class TtlSweeper:
             raise ValueError(f"incremental TTL cleanup size must be > 0, got {cleanup_size!r}")
         self._table = table
         self._ttl = ttl
-        self._size = cleanup_size
         self._before_change = before_change
         #: Every dict of the table with its key group's offset, in walk order (a table's
         #: dicts are never replaced); the walk is at ``_dicts[_at]``, with the storage keys
         #: of that dict still to look at in ``_pending``.
         self._dicts = [(offset, dicts[offset]) for offset in range(table.groups)
                        for dicts in (table.void, table.windowed)]  # fmt: skip
-        self._tables = [entries for _, entries in self._dicts]
+        tables = [entries for _, entries in self._dicts]
         self._at = -1
         self._pending: list[Any] = []
         self._calls = 0  # records since the last walk (:meth:`record`)
-        self._walked_at = ttl.clock()
-        #: The steps of a whole pass (entries and dicts), counted every SIZE_EVERY walks.
-        self._pass_steps = 0
-        self._walks = 0
+        #: The steps of a whole pass: entries and dicts (a ``len`` per dict).
+        self._pace = TtlPace(ttl, BATCH * cleanup_size,
+                             lambda: sum(map(len, tables)) + len(tables))  # fmt: skip
 
     def sweep(self) -> None:
         """For :data:`BATCH` accesses (the state counts them) or records: a walk of the steps
         due since the last one, at most ``BATCH * cleanup_size`` (the module docstring)."""
-        now = self._ttl.clock()
-        elapsed, self._walked_at = now - self._walked_at, now
-        if not self._walks % SIZE_EVERY:  # the steps of a whole pass: entries and dicts
-            self._pass_steps = sum(map(len, self._tables)) + len(self._tables)
-        self._walks += 1
-        due = self._pass_steps * PASSES_PER_TTL * elapsed // self._ttl.ttl_ms + 1
-        self.walk(min(due, BATCH * self._size), now)
+        self.walk(*self._pace.due())
 
     def record(self) -> None:
         """One record (``run_cleanup_for_every_record``): a :meth:`sweep` every
