@@ -77,6 +77,7 @@ from undertow.state.rocksdb_timers import (
     RocksDBTimerQueue,
     timer_column,
 )
+from undertow.state.rocksdb_ttl_cleanup import attach_walk
 
 #: TTL of restored TTL state whose descriptor is not registered yet: keep everything.
 _KEEP_ALL_MS = 2**62
@@ -270,13 +271,14 @@ class RocksDBKeyedStateBackend(RocksDBNativeSnapshots):
         table = StateTable(name, kind, ttl, 1, self._unkeyed)
         self._scratch[name] = table
         ctx = self.scratch_context
-        if ttl_config is not None and ttl:
-            inner = TTL_STATE_CLASSES[kind](
-                table, ctx, descriptor, TtlPolicy(ttl_config, self._clock)
-            )
+        policy = None if ttl_config is None or not ttl else TtlPolicy(ttl_config, self._clock)
+        if policy is not None:
+            inner = TTL_STATE_CLASSES[kind](table, ctx, descriptor, policy)
         else:
             inner = STATE_CLASSES[kind](table, ctx, descriptor)
         state = ROCKSDB_STATE_CLASSES[kind](self, name, inner)
+        if ttl_config is not None and policy is not None:
+            attach_walk(state, self, name, kind, policy, ttl_config)
         self._states[name] = state
         return state
 

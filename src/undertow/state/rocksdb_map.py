@@ -119,12 +119,18 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         self._encode = backend.encode_key
 
     def _prefix(self) -> bytes:
-        """The DB key prefix of the current key's map in the current namespace."""
+        """The DB key prefix of the current key's map in the current namespace (an access:
+        it counts down to the TTL cleanup, before the operation reads the map)."""
         backend = self._backend
         if self._namespace is VOID_NAMESPACE:
-            return backend.current_void_db_key()
-        key, key_group = backend.current_key_and_group()
-        return db_key(key_group, key, self._namespace, self._encode)
+            prefix = backend.current_void_db_key()
+        else:
+            key, key_group = backend.current_key_and_group()
+            prefix = db_key(key_group, key, self._namespace, self._encode)
+        self._until_sweep -= 1
+        if not self._until_sweep:
+            self._count_down()
+        return prefix
 
     def _column(self) -> Any:
         return self._backend.column(self._name)

@@ -31,6 +31,7 @@ from undertow.state.descriptors import (
     ValueState,
 )
 from undertow.state.heap_states import ABSENT, HeapState, KeyContext, StateTable
+from undertow.state.heap_ttl import SweepCountdown
 from undertow.state.key_groups import assign_to_key_group
 
 VOID_TAG = b"\x00"
@@ -179,11 +180,12 @@ class StateHost(Protocol):
     def write(self, batch: WriteBatch) -> None: ...
 
 
-class RocksDBState(InternalKvState[Any]):
+class RocksDBState(SweepCountdown, InternalKvState[Any]):
     """A state object backed by one column family (see the module docstring).
 
     ``inner`` is a heap state object bound to the scratch table and to a private key context
-    whose offset is ``0`` while an operation runs.
+    whose offset is ``0`` while an operation runs. Operations count down to the backend's
+    TTL cleanup (:mod:`.rocksdb_ttl_cleanup`), which runs before one loads an entry.
     """
 
     def __init__(self, backend: StateHost, name: str, inner: HeapState) -> None:
@@ -193,6 +195,7 @@ class RocksDBState(InternalKvState[Any]):
         self.descriptor = inner.descriptor
         self.kind = inner.kind
         self._namespace: Any = VOID_NAMESPACE
+        self._init_countdown()
 
     # --- namespace ------------------------------------------------------------------------
 
@@ -213,6 +216,9 @@ class RocksDBState(InternalKvState[Any]):
     def _run(self, op: Callable[[], Any], namespaces: list[Any] | None = None) -> Any:
         backend = self._backend
         key, key_group = backend.current_key_and_group()
+        self._until_sweep -= 1
+        if not self._until_sweep:
+            self._count_down()
         backend.flush_cached(self._name)
         column = backend.column(self._name)
         table = backend.scratch(self._name)
@@ -258,6 +264,9 @@ class RocksDBState(InternalKvState[Any]):
         cached writes of this state reached the DB (an operation outside :meth:`_run`)."""
         backend = self._backend
         key, key_group = backend.current_key_and_group()
+        self._until_sweep -= 1
+        if not self._until_sweep:
+            self._count_down()
         backend.flush_cached(self._name)
         if self._namespace is VOID_NAMESPACE:
             return backend.current_void_db_key()
