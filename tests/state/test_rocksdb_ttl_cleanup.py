@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.state.clock import Clock
 
 from undertow.runtime.checkpoint.snapshot import OperatorSnapshot, SubtaskSnapshot
-from undertow.state import heap_ttl_cleanup
+from undertow.state import rocksdb_ttl_cleanup
 from undertow.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -210,7 +210,7 @@ def test_reads_are_the_same_with_and_without_the_cleanup(ops: list[Any], entries
     """Random writes, reads and clock ticks over value, list and map state, on a backend
     that looks at ``entries`` DB entries a walk (a walk at every access) and on one without
     the cleanup: every read agrees."""
-    with mock.patch.object(heap_ttl_cleanup, "BATCH", 1):
+    with mock.patch.object(rocksdb_ttl_cleanup, "BATCH", 1):
         _compare(ops, entries)
 
 
