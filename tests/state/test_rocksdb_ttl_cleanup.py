@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.state.clock import Clock
@@ -247,3 +248,29 @@ def _compare(ops: list[Any], entries: int) -> None:
     finally:
         for backend in backends:
             backend.dispose()
+
+
+@pytest.mark.parametrize("deletes_per_flush", [100, 10_000])
+def test_the_walk_flushes_the_memtable_once_it_deleted_more_than_a_pass_holds(
+    tmp_path: Path, deletes_per_flush: int
+) -> None:
+    """Tombstones in a memtable are stepped over by every later pass (in a file, RocksDB's
+    compactions drop them): after 1,000 deletions, more than ``deletes_per_flush`` and the
+    pass so far, the memtable is flushed; after fewer, it still holds them."""
+    clock = Clock()
+    backend = _backend(tmp_path, clock)
+    state = _state(backend, ValueStateDescriptor("v", None), _config("default"))
+    with mock.patch.object(rocksdb_ttl_cleanup, "DELETES_PER_FLUSH", deletes_per_flush):
+        for key in range(1_000):
+            backend.set_current_key(key)
+            state.update(key)
+        clock.now += TTL + 1
+        backend.set_current_key("reader")
+        for _ in range(60):
+            clock.now += 1
+            state.value()
+    assert _entries(backend, "v") == 0
+    column: Any = backend.column("v")
+    in_memtable = column.property_int_value("rocksdb.num-entries-active-mem-table")
+    assert in_memtable == (0 if deletes_per_flush < 1_000 else 2_000)
+    backend.dispose()

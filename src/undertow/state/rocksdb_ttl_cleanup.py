@@ -29,6 +29,10 @@ from undertow.state.rocksdb_states import StateHost, decode_value, encode_value
 
 #: The RocksDB property that estimates a column family's entries (the first pass's size).
 ESTIMATE_KEYS = "rocksdb.estimate-num-keys"
+#: Deletions since the last flush before the walk flushes the memtable (or a pass's entries,
+#: if more): an iterator steps over every tombstone in a memtable, on every pass, while
+#: RocksDB's compactions drop those in files.
+DELETES_PER_FLUSH = 10_000
 
 
 def attach_walk(
@@ -48,7 +52,8 @@ def attach_walk(
 class TtlWalk:
     """The background cleanup of one TTL state's column family (the module docstring)."""
 
-    __slots__ = ("_cursor", "_host", "_last_pass", "_list", "_name", "_pace", "_seen", "_ttl_ms")
+    __slots__ = ("_cursor", "_deleted", "_host", "_last_pass", "_list", "_name", "_pace", "_seen",
+                 "_ttl_ms")  # fmt: skip
 
     def __init__(self, host: StateHost, name: str, kind: str, ttl: TtlPolicy,
                  entries_per_walk: int) -> None:  # fmt: skip
@@ -62,6 +67,7 @@ class TtlWalk:
         #: start of the column family, of a new pass).
         self._cursor = b""
         self._seen = 0  # DB entries looked at in this pass
+        self._deleted = 0  # DB entries deleted since the last flush (DELETES_PER_FLUSH)
         #: The DB entries of the last whole pass (None before one).
         self._last_pass: int | None = None
         #: ``query_time_after_num_entries`` as the cap of a walk, which reads the clock once.
@@ -96,6 +102,9 @@ class TtlWalk:
             self._look(column, batch, b"", start, left, now)
         if batch.len():
             host.write(batch)
+            if self._deleted > max(DELETES_PER_FLUSH, self._last_pass or 0):
+                column.flush(False)  # in the background
+                self._deleted = 0
 
     def _look(self, column: Any, batch: WriteBatch, first: bytes, stop: bytes, steps: int,
               now: int) -> int:  # fmt: skip
@@ -115,10 +124,12 @@ class TtlWalk:
             if not lists:
                 if entry[1] <= deadline:
                     batch.delete(dkey)
+                    self._deleted += 1
                 continue
             live = live_entry("list", entry, ttl_ms, now)
             if live is ABSENT:
                 batch.delete(dkey)
+                self._deleted += 1
             elif len(live) != len(entry):
                 batch.put(dkey, encode_value(live))
         self._seen += looked
