@@ -125,9 +125,12 @@ ANNOTATIONS: dict[str, str] = {
     ),
     "StateTtlConfig": (
         "different: cleanup strategies are recorded and answered as PyFlink does; the heap "
-        "backend runs the incremental cleanup (PyFlink's default, or `cleanup_incrementally`), "
-        "and both backends clean on access and leave expired entries out of full snapshots; "
-        "RocksDB has no compaction filter"
+        "backend runs the incremental cleanup (PyFlink's default, or `cleanup_incrementally`); "
+        "RocksDB has no compaction filter: in its place the backend walks a TTL state's DB "
+        "entries (PyFlink's default, or `cleanup_in_rocksdb_compact_filter`, whose "
+        "query_time_after_num_entries caps the entries of one walk; periodic_compaction_time is "
+        "recorded only); both backends clean on access and leave expired entries out of full "
+        "snapshots"
     ),
     "JsonRowSerializationSchema": "supported",
     "JsonRowDeserializationSchema": "supported",

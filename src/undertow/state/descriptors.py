@@ -32,8 +32,9 @@ class StateTtlConfig:
     ``cleanup_in_rocksdb_compact_filter``, ``disable_cleanup_in_background``) are recorded and
     answered by :meth:`get_cleanup_strategies` with PyFlink's values. The heap backend runs the
     incremental cleanup where one is set (PyFlink's default: in background, 5 entries an
-    access; :mod:`undertow.state.heap_ttl_cleanup`). The RocksDB backend has no compaction
-    filter: its expired entries leave when read or at a full snapshot's restore.
+    access; :mod:`undertow.state.heap_ttl_cleanup`). The RocksDB backend runs, where a
+    compaction filter strategy is set (PyFlink's default too), a walk of the state's entries
+    in its place (:mod:`undertow.state.rocksdb_ttl_cleanup`).
     """
 
     class UpdateType(enum.Enum):
@@ -238,8 +239,11 @@ class StateTtlConfig:
             self, query_time_after_num_entries: int,
             periodic_compaction_time: Duration | None = None,
         ) -> StateTtlConfig.Builder:  # fmt: skip
-            """Recorded for PyFlink compatibility; a falsy ``periodic_compaction_time`` means
-            Flink's default (30 days)."""
+            """The RocksDB backend's background cleanup: rocksdict has no compaction filter,
+            so a walk of the state's DB entries takes its place, reading the clock once per at
+            most ``query_time_after_num_entries`` entries (those of one walk;
+            :mod:`undertow.state.rocksdb_ttl_cleanup`). ``periodic_compaction_time`` is
+            recorded for PyFlink compatibility (falsy: Flink's default, 30 days)."""
             self._rocksdb = StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(
                 query_time_after_num_entries, periodic_compaction_time or None
             )
