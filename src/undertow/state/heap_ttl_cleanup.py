@@ -45,16 +45,18 @@ SIZE_EVERY = 8
 
 class TtlPace:
     """The steps a cleanup walk takes now (the pace of the module docstring): the steps of a
-    whole pass (``count()``, asked every ``count_every`` walks) times :data:`PASSES_PER_TTL`
-    times the time since the last walk over the TTL, plus one, at most ``cap``. The heap's
-    :class:`TtlSweeper` and the RocksDB backend's walk
+    whole pass (``count()``, asked every ``count_every`` walks) times ``passes`` (the heap's
+    :data:`PASSES_PER_TTL`) times the time since the last walk over the TTL, plus one, at most
+    ``cap``. The heap's :class:`TtlSweeper` and the RocksDB backend's walk
     (:mod:`undertow.state.rocksdb_ttl_cleanup`) both take theirs from one."""
 
-    __slots__ = ("_cap", "_count", "_every", "_pass_steps", "_ttl", "_walked_at", "_walks")
+    __slots__ = ("_cap", "_count", "_every", "_pass_steps", "_passes", "_ttl", "_walked_at",
+                 "_walks")  # fmt: skip
 
     def __init__(self, ttl: TtlPolicy, cap: int, count: Callable[[], int],
-                 count_every: int = SIZE_EVERY) -> None:  # fmt: skip
+                 count_every: int = SIZE_EVERY, passes: int = PASSES_PER_TTL) -> None:  # fmt: skip
         self._ttl = ttl
+        self._passes = passes
         self._cap = cap
         self._count = count
         self._every = count_every
@@ -69,7 +71,7 @@ class TtlPace:
         if not self._walks % self._every:
             self._pass_steps = self._count()
         self._walks += 1
-        due = self._pass_steps * PASSES_PER_TTL * elapsed // self._ttl.ttl_ms + 1
+        due = self._pass_steps * self._passes * elapsed // self._ttl.ttl_ms + 1
         return min(due, self._cap), now
 
 

@@ -4,12 +4,12 @@ leaves the DB.
 
 A :class:`TtlWalk` per TTL state walks its column family in key order from a cursor (the
 next DB key to look at), wrapping around at its end. The state's accesses drive it, before
-an access loads its entry; its pace is the heap's (:class:`~.heap_ttl_cleanup.TtlPace`): the
-column twice per TTL, at most ``query_time_after_num_entries`` entries a walk (one clock
-reading each). It deletes expired value and map entries and rewrites list entries without
-their expired elements, in one write batch a walk: never a live value, element or timestamp.
-A write never changes a snapshot already taken and reaches the next incremental checkpoint.
-Threading: the subtask's loop thread.
+an access loads its entry; its pace is the heap's (:class:`~.heap_ttl_cleanup.TtlPace`) but
+the column once per TTL (:data:`PASSES_PER_TTL`), at most ``query_time_after_num_entries``
+entries a walk (one clock reading each). It deletes expired value and map entries and
+rewrites list entries without their expired elements, in one write batch a walk: never a
+live value, element or timestamp. A write never changes a snapshot already taken and reaches
+the next incremental checkpoint. Threading: the subtask's loop thread.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -27,6 +27,12 @@ from undertow.state.heap_ttl import SweepCountdown, TtlPolicy, live_entry
 from undertow.state.heap_ttl_cleanup import BATCH, TtlPace
 from undertow.state.rocksdb_states import StateHost, decode_value, encode_value
 
+#: Passes over the column family per TTL: one, where the heap takes two. An entry is looked
+#: at once or twice in its life instead of two or three times, and stays up to a TTL past its
+#: expiry: each look is an iterator step and an unpickle, and a delete adds compaction work,
+#: several microseconds an entry where the heap's look costs under one (an expired entry on
+#: disk costs little; Flink's compaction filter drops it only when a compaction reaches it).
+PASSES_PER_TTL = 1
 #: The RocksDB property that estimates a column family's entries (the first pass's size).
 ESTIMATE_KEYS = "rocksdb.estimate-num-keys"
 #: Deletions since the last flush before the walk flushes the memtable (or a pass's entries,
@@ -71,7 +77,8 @@ class TtlWalk:
         #: The DB entries of the last whole pass (None before one).
         self._last_pass: int | None = None
         #: ``query_time_after_num_entries`` as the cap of a walk, which reads the clock once.
-        self._pace = TtlPace(ttl, max(1, entries_per_walk), self._pass_size, count_every=1)
+        self._pace = TtlPace(ttl, max(1, entries_per_walk), self._pass_size, count_every=1,
+                             passes=PASSES_PER_TTL)  # fmt: skip
 
     def _pass_size(self) -> int:
         """The entries of a whole pass: the last one's, or this one's so far if more. Before
