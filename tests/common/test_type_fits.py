@@ -72,7 +72,7 @@ def test_the_cheap_test_passes_the_fitting_tuples_of_a_row_or_tuple_type(
         (Types.ROW([Types.STRING(), Types.INT()]), ("a", 2**31)),
         (Types.ROW([Types.STRING(), Types.INT()]), (b"a", 1)),
         (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (2**63, True)),
-        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (True, True)),
+        (Types.TUPLE([Types.LONG(), Types.BOOLEAN()]), (1.0, True)),
         (
             Types.ROW([Types.BYTE(), Types.TUPLE([Types.STRING(), Types.DOUBLE()])]),
             (-129, ("x", 1.5)),

@@ -114,6 +114,23 @@ def test_fitting_values_pass(env: Any) -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("declared", "delivered"),
+    [(Types.LONG(), [1, 0]), (Types.INT(), [1, 0]), (Types.DOUBLE(), [1.0, 0.0])],
+)
+def test_bools_under_integer_and_floating_types_pass_as_pyflink_delivers_them(
+    env: Any, declared: Any, delivered: list[Any]
+) -> None:
+    """PyFlink 2.3's coders write a bool under ``LONG`` or ``DOUBLE``: ``map(lambda x: x ==
+    1, output_type=Types.LONG())`` over ``[1, 2]`` prints 1 and 0 there (and 1.0 and 0.0
+    under ``DOUBLE``; run 2026-12-03). Until then undertow failed that job."""
+    stream = env.from_collection([1, 2], type_info=Types.INT()).map(
+        lambda x: x == 1, output_type=declared
+    )
+    got = sorted(stream.key_by(lambda v: 0).map(lambda v: v).execute_and_collect(), reverse=True)
+    assert got == delivered and [type(v) for v in got] == [type(v) for v in delivered]
+
+
 class _Tagged(CoMapFunction):
     def map1(self, value: Any) -> Any:
         return value

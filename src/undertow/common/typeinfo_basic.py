@@ -117,8 +117,8 @@ _NULLABLE_BASIC = {BasicType.STRING, BasicType.BIG_INT, BasicType.BIG_DEC, Basic
 _EXACT_TYPES = {
     BasicType.STRING: frozenset({str}),
     BasicType.BOOLEAN: frozenset({bool}),
-    BasicType.FLOAT: frozenset({float, int}),
-    BasicType.DOUBLE: frozenset({float, int}),
+    BasicType.FLOAT: frozenset({float, int, bool}),
+    BasicType.DOUBLE: frozenset({float, int, bool}),
     BasicType.BIG_INT: frozenset({int}),
 }
 
@@ -175,8 +175,8 @@ class BasicTypeInfo(TypeInformation):
     def _check_value(self, value: Any) -> str | None:
         kind = self.basic_type
         bounds = self.int_range()
-        if bounds is not None:
-            if not _is_integral(value):
+        if bounds is not None:  # a bool too: PyFlink's integer coders write True as 1
+            if not isinstance(value, numbers.Integral):
                 return f"expected {self!r}, got {_describe(value)}"
             (low, high), bits = bounds, _INT_BITS[kind]
             if not low <= int(value) <= high:
@@ -186,8 +186,8 @@ class BasicTypeInfo(TypeInformation):
             ok = isinstance(value, str)
         elif kind is BasicType.BOOLEAN:
             ok = isinstance(value, bool)
-        elif kind in (BasicType.FLOAT, BasicType.DOUBLE):
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        elif kind in (BasicType.FLOAT, BasicType.DOUBLE):  # a bool too (True as 1.0)
+            ok = isinstance(value, numbers.Real)
         elif kind is BasicType.CHAR:
             ok = isinstance(value, str) and len(value) == 1
         elif kind is BasicType.BIG_INT:

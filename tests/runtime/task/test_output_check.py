@@ -217,3 +217,15 @@ def test_a_whole_number_under_double_goes_on_as_a_float() -> None:
     target = _Collected()
     CheckedOutput(target, OutputCheck(Types.DOUBLE(), "map()"), "x").collect_batch([4], None)  # type: ignore[arg-type]
     assert target.batches[0] == [4.0] and type(target.batches[0][0]) is float
+
+
+def test_a_bool_under_an_integer_type_goes_on_as_pyflinks_coder_writes_it() -> None:
+    """PyFlink 2.3 prints 1 for ``map(lambda x: True, output_type=Types.LONG())`` (run
+    2026-12-03): a bool passes and goes on as an ``int``; a batch of ints goes on as it is."""
+    target = _Collected()
+    checked = CheckedOutput(target, OutputCheck(Types.LONG(), "map()"), "x")
+    checked.collect_batch([True, 2, False], None)  # type: ignore[arg-type]
+    ints = [1, 2]
+    checked.collect_batch(ints, None)  # type: ignore[arg-type]
+    assert target.batches[0] == [1, 2, 0] and {type(v) for v in target.batches[0]} == {int}
+    assert target.batches[1] is ints

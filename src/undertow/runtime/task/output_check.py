@@ -102,7 +102,7 @@ def batch_fits(type_info: TypeInformation, allow_none: bool) -> Callable[[Sequen
             ints, with_none = {int}, {int, _NONE} if allow_none else {int}
 
             def in_range(values: Sequence[Any]) -> bool:
-                types = set(map(type, values))
+                types = set(map(type, values))  # a bool fails it: the full check takes it
                 if types == ints:
                     numbers = values
                 elif types == with_none:
@@ -170,11 +170,12 @@ def as_delivered(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]]
     """What PyFlink's serializer of ``type_info`` makes of a batch of fitting values, where
     it encodes them: rows as :func:`rows_named`; a ``FLOAT`` (alone, in a tuple, list or
     map) rounded to the nearest 32-bit float, as Java's ``float`` holds it (``0.1`` reaches
-    the next function as ``0.10000000149011612``); a whole number under ``DOUBLE`` (alone,
-    a tuple's or a row's field) a ``float`` (``2`` reaches it as ``2.0``). None when the
-    values go on as they are: every type without a ``FLOAT`` or ``DOUBLE`` in it, decided
-    once per target. A ``FLOAT`` batch or column is rounded in C (``array("f")``); a
-    ``DOUBLE`` one of floats only is one pass in C (its types) and goes on unchanged."""
+    the next function as ``0.10000000149011612``); a whole number or a bool under ``DOUBLE``
+    (alone, a tuple's or a row's field) a ``float`` (``2`` reaches it as ``2.0``). None when
+    the values go on as they are: every other type without a ``FLOAT`` or ``DOUBLE`` in it,
+    decided once per target (a bool under an integer type: :func:`bools_as_ints`). A
+    ``FLOAT`` batch or column is rounded in C (``array("f")``); a ``DOUBLE`` one of floats
+    only is one pass in C (its types) and goes on unchanged."""
     named = rows_named(type_info)
     if named is not None:
         assert isinstance(type_info, RowTypeInfo)
@@ -198,6 +199,16 @@ def as_delivered(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]]
     return _column_as_delivered(type_info)
 
 
+def bools_as_ints(type_info: TypeInformation) -> Callable[[list[Any]], list[Any]] | None:
+    """For an integer type, what PyFlink's coder makes of a bool: an ``int`` (``True`` as
+    ``1``); None for other types (in a tuple or row an integer field's bool stays a bool,
+    which equals and hashes as the int). Called only on a batch that failed the cheap test
+    (a bool fails it), so batches of ints pay nothing."""
+    if isinstance(type_info, BasicTypeInfo) and type_info.int_range() is not None:
+        return _ints
+    return None
+
+
 def _column_as_delivered(type_info: TypeInformation) -> Callable[[Any], Any] | None:
     """Values of ``type_info`` (a batch, or one field of a batch of tuples) as delivered."""
     if type_info == _FLOAT:
@@ -213,6 +224,13 @@ def _column_as_delivered(type_info: TypeInformation) -> Callable[[Any], Any] | N
 _FLOAT = BasicTypeInfo(BasicType.FLOAT)
 _DOUBLE = BasicTypeInfo(BasicType.DOUBLE)
 _FLOATS = frozenset({float, _NONE})
+
+
+def _ints(values: list[Any]) -> list[Any]:
+    """``values`` itself unless it holds a bool (one pass in C); else bools as ints."""
+    if bool not in set(map(type, values)):
+        return values
+    return [int(v) if type(v) is bool else v for v in values]
 
 
 def _floats32(values: Any) -> list[Any]:
@@ -268,18 +286,21 @@ class CheckedOutput:
     """An operator's output target whose records are checked against the declared type
     first; built by the operator chain on the task's loop thread, which alone calls it."""
 
-    __slots__ = ("_check", "_fits", "_named", "_target", "_where")
+    __slots__ = ("_bools", "_check", "_fits", "_named", "_target", "_where")
 
     def __init__(self, target: Output, check: OutputCheck, where: str) -> None:
         self._target = target
         self._check = check
         self._fits = batch_fits(check.type_info, check.type_info.nullable)
         self._named = as_delivered(check.type_info)
+        self._bools = bools_as_ints(check.type_info)
         self._where = where  # "operator 'Map' (subtask 1/2)"
 
     def collect_batch(self, values: list[Any], timestamps: Timestamps) -> None:
         if not self._fits(values):
             self._refuse_misfits(values)
+            if self._bools is not None:
+                values = self._bools(values)
         if self._named is not None:
             values = self._named(values)
         self._target.collect_batch(values, timestamps)
