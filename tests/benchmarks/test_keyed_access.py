@@ -22,12 +22,18 @@ def test_keys_cycle_over_every_key_never_twice_in_a_row() -> None:
     assert all(a != b for a, b in itertools.pairwise(keys))
 
 
-def test_the_target_compares_ten_thousand_keys_with_the_dict() -> None:
-    medians = {"after": {"heap, 10,000 keys": 350.0, keyed_access.FLOOR: 70.0}}
+def test_the_targets_compare_ten_thousand_keys_with_the_dict_and_the_typed_state() -> None:
+    medians = {"after": {"heap, 10,000 keys": 350.0, keyed_access.FLOOR: 70.0,
+                         keyed_access.TYPED: 480.0}}  # fmt: skip
     assert keyed_access.targets(medians) == [
-        "target heap keyed access, 10,000 keys, vs dict: 5.0x (goal <= 6x): met"]  # fmt: skip
+        "target heap keyed access, 10,000 keys, vs dict: 5.0x (goal <= 6x): met",
+        "target declared state type checked: +130 ns a write against the untyped state "
+        "(goal <= 150 ns): met"]  # fmt: skip
     medians["after"]["heap, 10,000 keys"] = 700.0
     assert keyed_access.targets(medians)[0].endswith("10.0x (goal <= 6x): missed")
+    medians["after"][keyed_access.TYPED] = 900.0
+    assert keyed_access.targets(medians)[1].endswith("+200 ns a write against the untyped "
+                                                     "state (goal <= 150 ns): missed")  # fmt: skip
 
 
 def test_the_sides_alternate_and_their_medians_are_returned(

@@ -41,7 +41,7 @@ from typing import Any
 
 import pytest
 
-from undertow.common import Configuration, Duration, WatermarkStrategy
+from undertow.common import Configuration, Duration, Types, WatermarkStrategy
 from undertow.datastream import (
     EmbeddedRocksDBStateBackend,
     KeyedProcessFunction,
@@ -100,7 +100,7 @@ class TimedCount(KeyedProcessFunction):
     spends 1 ms per record (backpressure, so unaligned checkpoints hold in-flight data)."""
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", int))
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
         time.sleep(0.001)
