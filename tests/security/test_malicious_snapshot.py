@@ -28,6 +28,7 @@ snapshots, once per module.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import pickle
@@ -207,17 +208,24 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Snapshots:
     a native one of the RocksDB job (taken while they ran)."""
     base = tmp_path_factory.mktemp("snapshots")
     clients = {job: _env(job, base / job / "checkpoints").execute_async(job) for job in JOBS}
-    deadline = time.monotonic() + TIMEOUT_S
-    for job in JOBS:
-        while not _suitable(job, base / job / "checkpoints"):
-            assert time.monotonic() < deadline, f"{job}: no checkpoint with what it is for"
-            time.sleep(0.05)
-    savepoints = {  # after the state exists: the native savepoint holds SST files
-        "canonical": clients["heap"].trigger_savepoint(str(base / "sp"), "CANONICAL"),
-        "native": clients["rocksdb"].trigger_savepoint(str(base / "sp"),
-                                                       SavepointFormatType.NATIVE),
-    }  # fmt: skip
-    paths = {kind: Path(f.result(timeout=TIMEOUT_S)) for kind, f in savepoints.items()}
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        for job in JOBS:
+            while not _suitable(job, base / job / "checkpoints"):
+                assert time.monotonic() < deadline, f"{job}: no checkpoint with what it is for"
+                time.sleep(0.05)
+        savepoints = {  # after the state exists: the native savepoint holds SST files
+            "canonical": clients["heap"].trigger_savepoint(str(base / "sp"), "CANONICAL"),
+            "native": clients["rocksdb"].trigger_savepoint(str(base / "sp"),
+                                                           SavepointFormatType.NATIVE),
+        }  # fmt: skip
+        paths = {kind: Path(f.result(timeout=TIMEOUT_S)) for kind, f in savepoints.items()}
+    except BaseException:
+        # a job left running (restarting in this worker) would fail the worker's later tests
+        for client in clients.values():
+            with contextlib.suppress(Exception):
+                client.cancel()
+        raise
     for client in clients.values():
         client.cancel()
     for client in clients.values():
