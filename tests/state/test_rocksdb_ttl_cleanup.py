@@ -26,6 +26,8 @@ from undertow.state.descriptors import (
     StateTtlConfig,
     ValueStateDescriptor,
 )
+from undertow.state.heap_ttl import TtlPolicy
+from undertow.state.heap_ttl_cleanup import PASSES_PER_TTL, TtlPace
 from undertow.state.rocksdb import RocksDBKeyedStateBackend
 from undertow.state.rocksdb_incremental import IncrementalKeyedHandle, upload
 from undertow.storage import CheckpointStorage
@@ -273,4 +275,21 @@ def test_the_walk_flushes_the_memtable_once_it_deleted_more_than_a_pass_holds(
     column: Any = backend.column("v")
     in_memtable = column.property_int_value("rocksdb.num-entries-active-mem-table")
     assert in_memtable == (0 if deletes_per_flush < 1_000 else 2_000)
+    backend.dispose()
+
+
+def test_the_walk_passes_once_a_ttl_where_the_heap_passes_twice(tmp_path: Path) -> None:
+    """Half a TTL after the last walk, of a state of 1,000 entries: the heap's pace is due a
+    whole pass, the RocksDB walk's half of one (a look costs an iterator step and an unpickle
+    there; an expired entry on disk costs little)."""
+    clock = Clock()
+    policy = TtlPolicy(_config("default"), clock)
+    heap = TtlPace(policy, 10**6, lambda: 1_000)
+    backend = _backend(tmp_path, clock)
+    state = _state(backend, ValueStateDescriptor("v", None), _config("default"))
+    walk = state.sweep.__self__  # the state's TtlWalk
+    walk._last_pass = 1_000
+    clock.now += TTL // 2
+    assert heap.due()[0] == PASSES_PER_TTL * 500 + 1 == 1_001
+    assert walk._pace.due()[0] == rocksdb_ttl_cleanup.PASSES_PER_TTL * 500 + 1 == 501
     backend.dispose()
