@@ -58,9 +58,10 @@ def restored_checkpoints(console: str) -> list[tuple[int, str, float]]:
 class RestWatcher:
     """Polls ``/jobs/:id/checkpoints`` every 20 ms on a daemon thread until :meth:`stop`;
     keeps each distinct ``latest.restored.id`` in the order seen, and each completed
-    checkpoint's (``checkpointed_size``, ``state_size``) and whole history entry by id;
-    ``on_completed(id, entry)`` is called on its thread once per completed checkpoint seen,
-    ``on_triggered(id)`` once per checkpoint seen in any state."""
+    checkpoint's (``checkpointed_size``, ``state_size``) and whole history entry by id, and
+    each failed one's ``failure_message``; ``on_completed(id, entry)`` is called on its
+    thread once per completed checkpoint seen, ``on_triggered(id)`` once per checkpoint seen
+    in any state."""
 
     def __init__(
         self, client: Any, on_completed: Callable[[int, dict[str, Any]], None] | None = None,
@@ -73,6 +74,7 @@ class RestWatcher:
         self.restored_ids: list[int] = []
         self.completed_sizes: dict[int, tuple[int, int]] = {}
         self.completed: dict[int, dict[str, Any]] = {}
+        self.failed: dict[int, str] = {}
         self.errors = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rest-watcher", daemon=True)
@@ -94,6 +96,8 @@ class RestWatcher:
                 if self.on_triggered is not None and int(entry["id"]) not in self.triggered:
                     self.triggered.add(int(entry["id"]))
                     self.on_triggered(int(entry["id"]))
+                if entry["status"] == "FAILED":
+                    self.failed[int(entry["id"])] = str(entry.get("failure_message", ""))
                 if entry["status"] == "COMPLETED" and not entry["is_savepoint"]:
                     cid = int(entry["id"])
                     sizes = (int(entry["checkpointed_size"]), int(entry["state_size"]))

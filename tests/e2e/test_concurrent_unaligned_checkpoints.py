@@ -117,7 +117,10 @@ def scenario(
     oracle.assert_exactly_once()
     assert oracle.restarts == restarts, (oracle, console)
     held = hold.overlapped()
-    assert held is not None, f"no hold kept a checkpoint until the next completed: {hold.holds()}"
+    assert held is not None, (  # why each aborted checkpoint failed, as the REST API says
+        f"no hold kept a checkpoint until the next completed: {hold.holds()}; failed "
+        f"checkpoints: {watcher.failed}"
+    )
     pairs = overlapping(watcher.completed)
     fields = ("trigger_timestamp", "latest_ack_timestamp", "persisted_data")
     shown = {c: {f: watcher.completed.get(c, {}).get(f) for f in fields} for c in held}
