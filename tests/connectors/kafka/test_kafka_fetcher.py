@@ -13,8 +13,10 @@ import time
 from collections import deque
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
+from undertow.connectors.kafka import fetcher as fetcher_module
 from undertow.connectors.kafka.fetcher import FetchedRecords, SplitFetcher, _Add
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
@@ -54,13 +56,28 @@ PARTITION_EOF = KafkaError(KafkaError._PARTITION_EOF)
 
 
 class ScriptedConsumer:
-    """Holds ``queued`` messages; ``waited_s`` is what its callers waited while it held some."""
+    """Holds ``queued`` messages; ``waited_s`` is what its callers waited while it held some.
+    Answers each commit at its next ``consume``, ``poll`` or ``close`` (where librdkafka serves
+    ``on_commit``), with the callback its factory was given (:meth:`configured`)."""
 
     def __init__(self, queued: int) -> None:
         self.queue: deque[Message] = deque(Message(o) for o in range(queued))
         self.waited_s = 0.0
+        self.on_commit: Any = None
+        self.unanswered: list[list[TopicPartition]] = []
+
+    def configured(self, config: dict[str, Any]) -> ScriptedConsumer:
+        self.on_commit = config.get("on_commit")
+        return self
+
+    def answer(self) -> None:
+        answering, self.unanswered = self.unanswered, []
+        for offsets in answering:
+            if self.on_commit is not None:
+                self.on_commit(None, offsets)
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        self.answer()
         if self.queue and len(self.queue) < num_messages and timeout > 0:
             self.waited_s += timeout  # librdkafka waits for a full batch until the timeout
         if not self.queue and timeout > 0:
@@ -68,6 +85,7 @@ class ScriptedConsumer:
         return [self.queue.popleft() for _ in range(min(num_messages, len(self.queue)))]
 
     def poll(self, timeout: float = -1) -> Message | None:
+        self.answer()
         if self.queue:
             return self.queue.popleft()
         time.sleep(0.001)
@@ -83,15 +101,15 @@ class ScriptedConsumer:
         return partitions
 
     def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> Any:
-        return None
+        self.unanswered.append(offsets)
 
     def close(self) -> None:
-        pass
+        self.answer()
 
 
 def fetch_first_batch(consumer: ScriptedConsumer, max_batch: int = 500) -> FetchedRecords:
     fetcher = SplitFetcher({}, lambda: None, "fetcher-test", max_batch=max_batch,
-                           consumer_factory=lambda config: consumer)  # fmt: skip
+                           consumer_factory=consumer.configured)  # fmt: skip
     fetcher.start()
     try:
         fetcher.add_splits([KafkaPartitionSplit(TP, 0)])
@@ -177,10 +195,12 @@ class CommitRecordingConsumer(ScriptedConsumer):
         self.commits: list[list[tuple[str, int, int]]] = []
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        self.answer()
         time.sleep(max(timeout, 0))
         return []
 
     def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> Any:
+        super().commit(offsets=offsets, asynchronous=asynchronous)
         self.commits.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
 
 
@@ -191,10 +211,83 @@ def test_a_commit_asked_for_just_before_close_reaches_the_consumer() -> None:
     for _ in range(5):
         consumer = CommitRecordingConsumer()
         fetcher = SplitFetcher({}, lambda: None, "fetcher-test", wait_s=0.05,
-                               consumer_factory=lambda config, c=consumer: c)  # fmt: skip
+                               consumer_factory=consumer.configured)  # fmt: skip
         fetcher.start()
         fetcher.add_splits([KafkaPartitionSplit(TP, 0)])
         time.sleep(0.02)  # the fetcher waits in consume
         fetcher.commit({TP: 7})
         fetcher.close()
         assert consumer.commits == [[("t", 0, 7)]]
+
+
+class ReorderingConsumer(CommitRecordingConsumer):
+    """Writes the commits in flight at an answer to the group newest first, as librdkafka
+    and the broker did (CI, 2026-12-03): of two in flight, the older one is kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.group: dict[int, int] = {}
+        self.most_in_flight = 0
+
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> Any:
+        super().commit(offsets=offsets, asynchronous=asynchronous)
+        self.most_in_flight = max(self.most_in_flight, len(self.unanswered))
+
+    def answer(self) -> None:
+        for offsets in reversed(self.unanswered):
+            self.group.update((tp.partition, tp.offset) for tp in offsets)
+        super().answer()
+
+
+def commit_in_a_row(close_at_once: bool) -> ReorderingConsumer:
+    """Three commits asked for before the fetcher's thread starts (so all are queued when
+    it looks), then closed at once or after the thread made them."""
+    consumer = ReorderingConsumer()
+    fetcher = SplitFetcher({}, lambda: None, "fetcher-test", wait_s=0.01,
+                           consumer_factory=consumer.configured)  # fmt: skip
+    fetcher.add_splits([KafkaPartitionSplit(TP, 0)])
+    fetcher.commit({TP: 0, KafkaTopicPartition("t", 1): 5})
+    fetcher.commit({TP: 2})
+    fetcher.commit({TP: 4})
+    fetcher.start()
+    deadline = time.monotonic() + 10
+    while not close_at_once and consumer.group.get(0) != 4 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    fetcher.close()
+    return consumer
+
+
+def test_commits_go_one_at_a_time_so_the_newest_offsets_stay() -> None:
+    """A commit asked for while another is in flight waits for its answer, merged with any
+    other waiting one (a partition's later offset replaces its earlier one): the group ends
+    with the newest offsets, also when the reader closes with commits still queued."""
+    for close_at_once in (False, True):
+        consumer = commit_in_a_row(close_at_once)
+        assert consumer.group == {0: 4, 1: 5}, close_at_once
+        assert consumer.most_in_flight == 1
+        assert consumer.commits[0] == [("t", 0, 0), ("t", 1, 5)]
+        assert consumer.commits[-1] == [("t", 0, 4)]
+
+
+class SilentConsumer(CommitRecordingConsumer):
+    """A broker that never answers a commit."""
+
+    def answer(self) -> None:
+        pass
+
+
+def test_a_closing_fetcher_waits_for_an_unanswered_commit_only_so_long(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(fetcher_module, "CLOSE_COMMIT_WAIT_S", 0.2)
+    consumer = SilentConsumer()
+    fetcher = SplitFetcher({}, lambda: None, "fetcher-test", wait_s=0.01,
+                           consumer_factory=consumer.configured)  # fmt: skip
+    fetcher.commit({TP: 3})
+    fetcher.commit({TP: 9})
+    fetcher.start()
+    started = time.monotonic()
+    fetcher.close()
+    assert time.monotonic() - started < 5
+    assert consumer.commits == [[("t", 0, 3)]]
+    assert "offsets not committed (t-0 at 9)" in caplog.text

@@ -7,12 +7,11 @@ queue stops fetching: backpressure). A partition ends when the consumer's *posit
 its stopping offset, never by waiting for a record at ``stopping - 1`` (FLINK-34470). Each
 fetch takes what the consumer holds (up to ``max_batch``) without waiting for a fuller batch;
 only a consumer holding nothing is waited on, up to ``wait_s``, for its first record.
-
+Offset commits go one at a time (:mod:`.offset_commits`).
 Threading: the reader calls :meth:`SplitFetcher.add_splits`, ``commit``, ``poll`` and
 ``close`` from the task's thread (they only enqueue or dequeue); ``on_available`` is called
-from the fetcher thread and must be thread-safe.
-
-The longer story: docs/design.md, "Module notes", under this module's name.
+from the fetcher thread and must be thread-safe. The longer story: docs/design.md, "Module
+notes", under this module's name.
 """
 
 from __future__ import annotations
@@ -21,17 +20,22 @@ import bisect
 import logging
 import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from undertow.connectors.kafka.client_log import logged
+from undertow.connectors.kafka.offset_commits import CommitSequence
 from undertow.connectors.kafka.offsets import KafkaTopicPartition
 from undertow.connectors.kafka.split import KafkaPartitionSplit
 
 log = logging.getLogger(__name__)
+
+#: How long a closing fetcher waits for the broker to answer its last commits.
+CLOSE_COMMIT_WAIT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,10 @@ class SplitFetcher:
         #: The reader found the queue empty and waits to be told (:meth:`poll`): only then
         #: does a put wake its task (a wake per batch would cost a syscall each).
         self._reader_waits = True
+        #: one commit in flight at a time (librdkafka may reorder concurrent ones)
+        self._commits = CommitSequence()
+        #: set by the consumer's ``on_commit`` (served on this thread, in its calls)
+        self._commit_answered = False
 
     def start(self) -> None:
         self._thread.start()
@@ -179,7 +187,8 @@ class SplitFetcher:
         try:
             # librdkafka's own log lines (a broker that went away, ...) go to Python logging,
             # not to the process's stderr
-            consumer = self._consumer_factory(logged(self._config))
+            consumer = self._consumer_factory({**logged(self._config),
+                                               "on_commit": self._on_commit})  # fmt: skip
         except Exception as err:
             self._put(FetchFailed(f"cannot create the consumer: {err}"))
             return
@@ -193,17 +202,67 @@ class SplitFetcher:
             consumer.close()
 
     def _commit_the_rest(self, consumer: Any) -> None:
-        """Hand the consumer the commits still queued when the loop ended: a bounded job
-        commits its end offsets at its final checkpoint and closes its reader right after,
-        while this thread may still be waiting in a fetch. librdkafka's close waits for the
-        commits it was given; splits still queued are dropped (the reader is closing)."""
+        """Make the commits still queued or waiting when the loop ended, one after the other,
+        and wait for their answers (up to :data:`CLOSE_COMMIT_WAIT_S`): a bounded job commits
+        its end offsets at its final checkpoint and closes its reader right after, while
+        this thread may still be waiting in a fetch or on an earlier commit's answer. Splits
+        still queued are dropped, as are records a poll here returns (the reader is closing)."""
         while True:
             try:
                 command = self._commands.get_nowait()
             except queue.Empty:
-                return
+                break
             if isinstance(command, _Commit):
                 self._apply(consumer, command)
+        deadline = time.monotonic() + CLOSE_COMMIT_WAIT_S
+        while True:
+            self._serve_commits(consumer)
+            if not self._commits.in_flight:
+                return
+            if time.monotonic() >= deadline:
+                waiting = ", ".join(f"{tp.topic}-{tp.partition} at {offset}"
+                                    for tp, offset in self._commits.waiting.items())  # fmt: skip
+                log.warning("KafkaSource: closing the consumer with offsets not committed (%s): "
+                            "the broker did not answer the commit before them within %s s",
+                            waiting or "none waiting", CLOSE_COMMIT_WAIT_S)  # fmt: skip
+                return
+            message = consumer.poll(0.05)  # serves ``on_commit``
+            if message is not None and message.error() is None:
+                continue  # a record: the reader is closing, it is dropped
+            self._dropped(message)
+
+    def _on_commit(self, err: Any, partitions: list[TopicPartition]) -> None:
+        """The consumer's answer to the commit in flight (on this thread, inside a consumer
+        call): logged when it failed; the next commit is sent by :meth:`_serve_commits`."""
+        self._commit_answered = True
+        failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in partitions or ()
+                  if tp.error is not None]  # fmt: skip
+        if err is not None or failed:
+            log.warning("KafkaSource: committing offsets failed: %s", err or "; ".join(failed))
+
+    @staticmethod
+    def _dropped(message: Any) -> None:
+        """A poll made only to serve ``on_commit`` while nothing is assigned returned
+        ``message``: no record, a client event at most, logged."""
+        if message is not None and message.error() is not None:
+            log.info("KafkaSource: consumer event while no partition is read: %s",
+                     message.error())  # fmt: skip
+
+    def _serve_commits(self, consumer: Any) -> None:
+        """After an answer, send what waited for it."""
+        if self._commit_answered:
+            self._commit_answered = False
+            self._send(consumer, self._commits.answered())
+
+    def _send(self, consumer: Any, offsets: Mapping[KafkaTopicPartition, int] | None) -> None:
+        if not offsets:
+            return
+        try:
+            listed = [TopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+            consumer.commit(offsets=listed, asynchronous=True)
+        except Exception as err:  # monitoring only: never fails the job
+            log.warning("KafkaSource: committing offsets failed: %s", err)
+            self._commit_answered = True  # no answer will come: the next may go
 
     def _apply(self, consumer: Any, command: _Add | _Commit) -> None:
         if isinstance(command, _Add):
@@ -222,15 +281,11 @@ class SplitFetcher:
                 ]
             )
         else:
-            offsets = [TopicPartition(tp.topic, tp.partition, off) for tp, off in command.offsets]
-            if offsets:
-                try:
-                    consumer.commit(offsets=offsets, asynchronous=True)
-                except Exception as err:  # monitoring only: never fails the job
-                    log.warning("KafkaSource: committing offsets failed: %s", err)
+            self._send(consumer, self._commits.ask(dict(command.offsets)))
 
     def _loop(self, consumer: Any) -> None:
         while not self._closed.is_set():
+            self._serve_commits(consumer)
             try:
                 command = self._commands.get(timeout=0 if self._stops else 0.1)
                 self._apply(consumer, command)
@@ -238,6 +293,8 @@ class SplitFetcher:
             except queue.Empty:
                 pass
             if not self._stops:
+                if self._commits.in_flight:  # nothing assigned: no record comes, only answers
+                    self._dropped(consumer.poll(0))
                 continue
             if self._out.full():
                 self._closed.wait(0.005)
