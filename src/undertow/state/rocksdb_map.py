@@ -25,7 +25,7 @@ from rocksdict import ReadOptions
 
 from undertow.state.backend import VOID_NAMESPACE
 from undertow.state.descriptors import MapState
-from undertow.state.heap_states import HeapState
+from undertow.state.heap_states import HeapMapState, HeapState
 from undertow.state.key_groups import state_key, stored_key
 from undertow.state.rocksdb_states import (
     RocksDBState,
@@ -112,6 +112,8 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
     each method works on the DB directly; with TTL the reads and writes run the heap TTL
     state (``inner``) over the entries they touch, loaded into the scratch table."""
 
+    inner: HeapMapState
+
     def __init__(self, backend: StateHost, name: str, inner: HeapState) -> None:
         super().__init__(backend, name, inner)
         config = self.descriptor.ttl_config
@@ -184,7 +186,7 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
 
     def get(self, key: Any) -> Any:
         if self._ttl:
-            get = self.inner.get  # type: ignore[attr-defined]
+            get = self.inner.get
             return self._with_entries(lambda: get(key), [key])
         key = stored_key(key)  # NaNs one entry (one pickle); 0.0 and -0.0 pickle apart
         raw = self._column().get(self._prefix() + self._encode(key))
@@ -192,18 +194,18 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
 
     def contains(self, key: Any) -> bool:
         if self._ttl:
-            contains = self.inner.contains  # type: ignore[attr-defined]
+            contains = self.inner.contains
             return bool(self._with_entries(lambda: contains(key), [key]))
         key = stored_key(key)
         return self._column().get(self._prefix() + self._encode(key)) is not None
 
     def put(self, key: Any, value: Any) -> None:
         if self._ttl:
-            put = self.inner.put  # type: ignore[attr-defined]
+            put = self.inner.put
             self._with_entries(lambda: put(key, value), [])
             return
-        if self.inner.entry_check is not None:  # type: ignore[attr-defined]
-            self.inner.entry_check(key, value)  # type: ignore[attr-defined]
+        if self.inner.entry_check is not None:
+            self.inner.entry_check(key, value)
         key = stored_key(key)
         self._column().put(self._prefix() + self._encode(key), encode_value(value))
 
@@ -211,10 +213,10 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         if not mapping:
             return
         if self._ttl:
-            put_all = self.inner.put_all  # type: ignore[attr-defined]
+            put_all = self.inner.put_all
             self._with_entries(lambda: put_all(mapping), [])
             return
-        self.inner.checked(mapping)  # type: ignore[attr-defined]
+        self.inner.checked(mapping)
         batch = self._backend.batch(self._name)
         for dkey, raw in map_entries(self._prefix(), mapping, self._encode):
             batch.put(dkey, raw)
@@ -232,23 +234,23 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
 
     def items(self) -> Iterable[tuple[Any, Any]]:
         if self._ttl:
-            return self._with_entries(self.inner.items, None)  # type: ignore[attr-defined]
+            return self._with_entries(self.inner.items, None)
         return self._entries()
 
     def keys(self) -> Iterable[Any]:
         if self._ttl:
-            return self._with_entries(self.inner.keys, None)  # type: ignore[attr-defined]
+            return self._with_entries(self.inner.keys, None)
         cut = len(prefix := self._prefix())
         return [decode_value(d[cut:]) for d, _ in scan_prefix(self._column(), prefix)]
 
     def values(self) -> Iterable[Any]:
         if self._ttl:
-            return self._with_entries(self.inner.values, None)  # type: ignore[attr-defined]
+            return self._with_entries(self.inner.values, None)
         return [decode_value(raw) for _, raw in scan_prefix(self._column(), self._prefix())]
 
     def is_empty(self) -> bool:
         if self._ttl:
-            return bool(self._with_entries(self.inner.is_empty, None))  # type: ignore[attr-defined]
+            return bool(self._with_entries(self.inner.is_empty, None))
         return next(iter(scan_prefix(self._column(), self._prefix())), None) is None
 
     def clear(self) -> None:

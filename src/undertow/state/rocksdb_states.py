@@ -30,7 +30,16 @@ from undertow.state.descriptors import (
     ReducingState,
     ValueState,
 )
-from undertow.state.heap_states import ABSENT, HeapState, KeyContext, StateTable
+from undertow.state.heap_states import (
+    ABSENT,
+    HeapAggregatingState,
+    HeapListState,
+    HeapReducingState,
+    HeapState,
+    HeapValueState,
+    KeyContext,
+    StateTable,
+)
 from undertow.state.heap_ttl import SweepCountdown
 from undertow.state.key_groups import assign_to_key_group
 
@@ -277,11 +286,13 @@ class RocksDBState(SweepCountdown, InternalKvState[Any]):
 
 
 class RocksDBValueState(RocksDBState, ValueState[Any]):
+    inner: HeapValueState
+
     def value(self) -> Any:
-        return self._run(self.inner.value)  # type: ignore[attr-defined]
+        return self._run(self.inner.value)
 
     def update(self, value: Any) -> None:
-        update = self.inner.update  # type: ignore[attr-defined]
+        update = self.inner.update
         self._run(lambda: update(value))
 
 
@@ -289,15 +300,17 @@ class RocksDBListState(RocksDBState, ListState[Any]):
     """``add`` and ``add_all`` append to the entry's bytes (:func:`appended`); a read
     decodes the appends and writes the entry back as one pickle."""
 
+    inner: HeapListState
+
     def get(self) -> Iterable[Any]:
-        return self._run(self.inner.get)  # type: ignore[attr-defined]
+        return self._run(self.inner.get)
 
     def add(self, value: Any) -> None:
-        self._append([self.inner.stored_element(value)])  # type: ignore[attr-defined]
+        self._append([self.inner.stored_element(value)])
 
     def add_all(self, values: list[Any]) -> None:
         if values:
-            store = self.inner.stored_element  # type: ignore[attr-defined]
+            store = self.inner.stored_element
             self._append([store(v) for v in values])
 
     def _append(self, elements: list[Any]) -> None:
@@ -306,23 +319,27 @@ class RocksDBListState(RocksDBState, ListState[Any]):
         column.put(dkey, appended(column.get(dkey), elements))
 
     def update(self, values: list[Any]) -> None:
-        update = self.inner.update  # type: ignore[attr-defined]
+        update = self.inner.update
         self._run(lambda: update(values))
 
 
 class RocksDBReducingState(RocksDBState, ReducingState[Any]):
+    inner: HeapReducingState
+
     def get(self) -> Any:
-        return self._run(self.inner.get)  # type: ignore[attr-defined]
+        return self._run(self.inner.get)
 
     def add(self, value: Any) -> None:
-        add = self.inner.add  # type: ignore[attr-defined]
+        add = self.inner.add
         self._run(lambda: add(value))
 
 
 class RocksDBAggregatingState(RocksDBState, AggregatingState[Any, Any]):
+    inner: HeapAggregatingState
+
     def get(self) -> Any:
-        return self._run(self.inner.get)  # type: ignore[attr-defined]
+        return self._run(self.inner.get)
 
     def add(self, value: Any) -> None:
-        add = self.inner.add  # type: ignore[attr-defined]
+        add = self.inner.add
         self._run(lambda: add(value))
