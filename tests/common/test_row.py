@@ -92,10 +92,28 @@ def test_rows_are_read_only() -> None:
         row.a = 2
 
 
-def test_tuple_method_names_shadow_fields() -> None:
-    row = Row(count=3)
-    assert row["count"] == 3
-    assert callable(row.count)  # the tuple method, as documented
+def test_fields_named_as_tuple_methods_are_read_as_attributes_as_on_pyflink() -> None:
+    """PyFlink's Row is no tuple: ``row.count`` of a row with a ``count`` field is the field
+    (PyFlink 2.3, run 2026-12-03). Rows without such a field keep the tuple's methods, also
+    rows that hold their names themselves (no class of their names)."""
+    row = Row(item=7, count=3, index=9)
+    assert (row.count, row.index, row["count"]) == (3, 9, 3)
+    assert "count" in vars(type(row)), "read in C by the class of its names, as other fields"
+    assert sorted([Row(item=1, count=2), row], key=lambda r: -r.count)[0] is row
+    own = Row(1, 5)
+    own.__dict__["_fields"] = ["item", "count"]  # as a row past NAMED_CLASS_LIMIT
+    assert own.count == 5 and own.item == 1
+    assert Row(1, 2, 2).count(2) == 2 and Row(1, 2).index(2) == 1
+    assert Row(item=1, n=2).count(2) == 1
+
+
+def test_get_fields_by_names() -> None:
+    row = Row(item=7, count=3)
+    assert row.get_fields_by_names(["count", "item"]) == [3, 7]
+    assert row.get_fields_by_names(["item", "count"]) == [7, 3]
+    assert Row(1, 2).get_fields_by_names(["a"]) == [1, 2]  # no names: all values, as PyFlink
+    with pytest.raises(KeyError, match=r"\['price'\] are not fields"):
+        row.get_fields_by_names(["item", "price"])
 
 
 def test_equality_and_hash() -> None:
@@ -210,7 +228,7 @@ def test_a_named_rows_fields_are_read_without_getattr(monkeypatch: pytest.Monkey
 def test_names_that_are_not_plain_attributes_stay_readable() -> None:
     row = Row("a", "a", "count", "_x", "not an identifier")(1, 2, 3, 4, 5)
     assert row.a == 1 and row["a"] == 1  # a repeated name reads its first field (list.index)
-    assert callable(row.count) and row["count"] == 3  # Row's method, as before
+    assert row.count == 3 and row["count"] == 3  # a field, as on PyFlink
     assert row["_x"] == 4 and row["not an identifier"] == 5
     with pytest.raises(AttributeError):
         _ = row._x

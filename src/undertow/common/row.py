@@ -99,8 +99,8 @@ def _named_class(names: tuple[Any, ...]) -> type[Row] | None:
         "_fields": list(names),
     }
     for i, name in enumerate(names):
-        # A name also a method or attribute of Row stays that (``row["count"]`` reads the
-        # field), as do private names and a repeated name's later fields (``list.index``).
+        # A name also a method or attribute of PyFlink's Row stays that (``row["as_dict"]``
+        # reads the field), as do private names and a repeated name's later fields.
         plain = name.isidentifier() and not name.startswith("_")
         if plain and name not in namespace and name not in _ROW_ATTRIBUTES:
             namespace[name] = _tuplegetter(i, f"field {i} of the row, {name!r}")
@@ -204,6 +204,17 @@ class Row(tuple[Any, ...]):
             row.__dict__["_row_kind"] = self._row_kind
         return row
 
+    def get_fields_by_names(self, names: Sequence[str]) -> list[Any]:
+        """The values of the fields ``names``, in that order (all values for a row without
+        names). Raises ``KeyError`` naming the names the row does not have."""
+        fields = self._fields
+        if fields is None or list(names) == fields:
+            return list(self)
+        missing = [name for name in names if name not in fields]
+        if missing:
+            raise KeyError(f"{missing} are not fields of {self!r} (fields: {fields})")
+        return [_tuple_item(self, fields.index(name)) for name in names]
+
     # field access --------------------------------------------------------------------------
     def _index_of(self, name: str) -> int:
         fields = self._fields
@@ -274,8 +285,35 @@ class Row(tuple[Any, ...]):
         return "<Row({})>".format(", ".join(repr(value) for value in self))
 
 
-#: Names a named row's class does not make properties of: what ``Row`` already has.
-_ROW_ATTRIBUTES = frozenset(dir(Row))
+class _FieldOrTupleMethod:
+    """``count`` and ``index`` of a row: its field of that name if it has one, else the
+    tuple's method. PyFlink's ``Row`` is no tuple, so ``Row(word="to", count=2).count`` is 2
+    there (a named row's class reads such a field directly; this serves rows that keep their
+    names themselves)."""
+
+    __slots__ = ("method", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.method = getattr(tuple, name)
+
+    def __get__(self, row: Row | None, owner: type | None = None) -> Any:
+        if row is None:
+            return self.method
+        fields = row._fields
+        if fields is not None and self.name in fields:
+            return _tuple_item(row, fields.index(self.name))
+        return self.method.__get__(row, owner)
+
+
+#: What a tuple has and PyFlink's Row has not: field names win over these.
+_TUPLE_METHODS = ("count", "index")
+for _name in _TUPLE_METHODS:
+    # set after the class: in its body mypy would hold the descriptor against tuple's method
+    setattr(Row, _name, _FieldOrTupleMethod(_name))
+
+#: Names a named row's class does not make properties of: what PyFlink's ``Row`` has too.
+_ROW_ATTRIBUTES = frozenset(dir(Row)) - frozenset(_TUPLE_METHODS)
 
 
 def _as_plain(value: Any) -> Any:
