@@ -3,14 +3,19 @@ counted with an aggregate and a window function into rows with a ``count`` field
 window end a keyed process function gathers them in list state and, when an event-time timer
 fires at the window's end, prints the top 3 sorted by ``-row.count`` (a field read as an
 attribute; on a tuple it would be the tuple's method)."""
+
 import random
 
 from pyflink.common import Duration, Row, Types, WatermarkStrategy
 from pyflink.common.time import Time
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
-from pyflink.datastream.functions import (AggregateFunction, KeyedProcessFunction,
-                                          ProcessWindowFunction, RuntimeContext)
+from pyflink.datastream.functions import (
+    AggregateFunction,
+    KeyedProcessFunction,
+    ProcessWindowFunction,
+    RuntimeContext,
+)
 from pyflink.datastream.state import ListStateDescriptor
 from pyflink.datastream.window import SlidingEventTimeWindows
 
@@ -45,9 +50,14 @@ class TopN(KeyedProcessFunction):
         self.n = n
 
     def open(self, runtime_context: RuntimeContext):
-        self.items = runtime_context.get_list_state(ListStateDescriptor(
-            "items", Types.ROW_NAMED(["item", "window_end", "count"],
-                                     [Types.INT(), Types.LONG(), Types.LONG()])))
+        self.items = runtime_context.get_list_state(
+            ListStateDescriptor(
+                "items",
+                Types.ROW_NAMED(
+                    ["item", "window_end", "count"], [Types.INT(), Types.LONG(), Types.LONG()]
+                ),
+            )
+        )
 
     def process_element(self, value, ctx):
         self.items.add(value)
@@ -72,17 +82,28 @@ for _ in range(1500):
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(2)
-stream = env.from_collection(views, type_info=Types.ROW_NAMED(
-    ["user", "item", "ts"], [Types.INT(), Types.INT(), Types.LONG()]))
+stream = env.from_collection(
+    views,
+    type_info=Types.ROW_NAMED(["user", "item", "ts"], [Types.INT(), Types.INT(), Types.LONG()]),
+)
 stream = stream.assign_timestamps_and_watermarks(
-    WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(300))
-    .with_timestamp_assigner(ByTs()))
-counts = (stream.key_by(lambda v: v.item, key_type=Types.INT())
-          .window(SlidingEventTimeWindows.of(Time.seconds(10), Time.seconds(5)))
-          .aggregate(CountAgg(), WindowResult(),
-                     accumulator_type=Types.LONG(),
-                     output_type=Types.ROW_NAMED(["item", "window_end", "count"],
-                                                 [Types.INT(), Types.LONG(), Types.LONG()])))
+    WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(300)).with_timestamp_assigner(
+        ByTs()
+    )
+)
+counts = (
+    stream.key_by(lambda v: v.item, key_type=Types.INT())
+    .window(SlidingEventTimeWindows.of(Time.seconds(10), Time.seconds(5)))
+    .aggregate(
+        CountAgg(),
+        WindowResult(),
+        accumulator_type=Types.LONG(),
+        output_type=Types.ROW_NAMED(
+            ["item", "window_end", "count"], [Types.INT(), Types.LONG(), Types.LONG()]
+        ),
+    )
+)
 counts.key_by(lambda r: r.window_end, key_type=Types.LONG()).process(
-    TopN(3), output_type=Types.STRING()).set_parallelism(1).print().set_parallelism(1)
+    TopN(3), output_type=Types.STRING()
+).set_parallelism(1).print().set_parallelism(1)
 env.execute("hot items")
