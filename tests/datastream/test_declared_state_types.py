@@ -50,3 +50,23 @@ def test_a_value_of_another_type_fails_the_job_naming_operator_subtask_and_state
         r"type Integer, but was given '2' \(str\): expected Integer"
     )):  # fmt: skip
         _job(env, wrong=True)
+
+
+class _Totals(KeyedProcessFunction):
+    """Keeps per key a map of seen values to 1, written with ``put_all`` of pairs, as
+    PyFlink 2.3 takes them (its ``put_all`` iterates its argument as pairs)."""
+
+    def open(self, runtime_context):  # type: ignore[no-untyped-def]
+        self.seen = runtime_context.get_map_state(
+            MapStateDescriptor("seen", Types.LONG(), Types.INT())
+        )
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        self.seen.put_all({value: 1}.items())
+        yield value % 2, sorted(self.seen.keys())
+
+
+def test_map_state_put_all_takes_pairs(env: StreamExecutionEnvironment) -> None:
+    stream = env.from_collection(list(range(1, 5)), type_info=Types.LONG())
+    got = sorted(stream.key_by(lambda v: v % 2).process(_Totals()).execute_and_collect())
+    assert got == [(0, [2]), (0, [2, 4]), (1, [1]), (1, [1, 3])]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from undertow.core.errors import StateError
+from undertow.core.errors import StateError, StateTypeError
 from undertow.state.descriptors import ListStateDescriptor, MapStateDescriptor
 from undertow.state.operator_state import (
     OperatorStateBackend,
@@ -183,3 +183,14 @@ def test_broadcast_keys_are_equal_as_javas_equals_holds_them_through_a_snapshot(
         assert seen(again) == [*expected[:4], ("nan", "float", 11)]
         again.remove(-0.0)
         assert sorted(map(repr, again.keys())) == ["('t', -0.0)", "('t', 0.0)", "0.0", "nan"]
+
+
+def test_broadcast_put_all_takes_a_dict_or_pairs() -> None:
+    """As a keyed map state's (PyFlink 2.3's ``put_all`` iterates pairs)."""
+    state = OperatorStateBackend("op").get_broadcast_state(MapStateDescriptor("rules"))
+    state.put_all({"a": 1})
+    state.put_all({"b": 2}.items())
+    state.put_all([("c", 3)])
+    assert sorted(state.items()) == [("a", 1), ("b", 2), ("c", 3)]
+    with pytest.raises(StateTypeError, match="map state 'rules': put_all takes a dict"):
+        state.put_all("ab")

@@ -209,3 +209,25 @@ def test_the_check_refuses_exactly_what_the_type_refuses(declared: Any, value: A
     else:
         with pytest.raises(StateTypeError, match=re.escape(problem)):
             check(value)
+
+
+def test_map_put_all_takes_a_dict_or_pairs_as_pyflink_does(make_state: Any) -> None:
+    """PyFlink 2.3's ``put_all`` iterates its argument as (key, value) pairs, so a ported
+    job may pass ``d.items()`` or a list of pairs; a dict is the API's type. Anything else
+    is refused naming the state, before anything is written."""
+    state = make_state(MapStateDescriptor("m", Types.STRING(), Types.INT()))
+    state.put_all({"a": 1})
+    state.put_all({"b": 2, "c": None}.items())
+    state.put_all([("d", 4), ["e", 5]])
+    state.put_all((k, v) for k, v in [("f", 6)])
+    assert sorted(state.items(), key=str) == [
+        ("a", 1), ("b", 2), ("c", None), ("d", 4), ("e", 5), ("f", 6),
+    ]  # fmt: skip
+    refused = re.escape("map state 'm': put_all takes a dict or (key, value) pairs")
+    for bad, shown in [("ab", "'ab'"), (7, "7"), ([("g", 7), ("h", 8, 9)], "('h', 8, 9)")]:
+        with pytest.raises(StateTypeError, match=refused) as raised:
+            state.put_all(bad)
+        assert shown in str(raised.value)
+    assert not state.contains("g")
+    with pytest.raises(StateTypeError, match="declared value type Integer"):
+        state.put_all([("x", "not an int")])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from undertow.common.time import Duration, Time, to_millis
@@ -433,7 +433,9 @@ class MapState(State, Generic[K, V]):
     def put(self, key: K, value: V) -> None: ...
 
     @abstractmethod
-    def put_all(self, mapping: dict[K, V]) -> None: ...
+    def put_all(self, mapping: Mapping[K, V] | Iterable[tuple[K, V]]) -> None:
+        """Put every entry of ``mapping``: a dict (or other mapping), or ``(key, value)``
+        pairs such as ``d.items()`` (PyFlink 2.3 takes pairs)."""
 
     @abstractmethod
     def remove(self, key: K) -> None: ...

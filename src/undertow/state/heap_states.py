@@ -14,7 +14,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from undertow.core.errors import StateError
@@ -31,7 +31,7 @@ from undertow.state.descriptors import (
     reducer_of,
 )
 from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
-from undertow.state.value_types import entry_check, value_check
+from undertow.state.value_types import entry_check, put_all_entries, value_check
 
 #: Marks "no entry" where ``None`` could be a legitimate reduce/aggregate result.
 ABSENT: Any = object()
@@ -362,10 +362,11 @@ class HeapMapState(HeapState, MapState[Any, Any]):
         else:
             entry[key] = value
 
-    def put_all(self, mapping: dict[Any, Any]) -> None:
-        if not mapping:
+    def put_all(self, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        entries = put_all_entries(mapping, self.descriptor.name)
+        if not entries:
             return
-        mapping = state_entries(self.checked(mapping))
+        mapping = state_entries(self.checked(entries))
         table, skey = self._slot()
         entry = table.get(skey)
         if entry is None:

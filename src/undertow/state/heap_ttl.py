@@ -13,7 +13,7 @@ The longer story: docs/design.md, "Module notes", under this module's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from undertow.state.descriptors import StateDescriptor, StateTtlConfig
@@ -30,6 +30,7 @@ from undertow.state.heap_states import (
     check_element,
 )
 from undertow.state.key_groups import state_entries, user_items, user_keys
+from undertow.state.value_types import put_all_entries
 
 
 class TtlPolicy:
@@ -319,12 +320,13 @@ class TtlMapState(_TtlState, HeapMapState):
         table, skey, key = self._map_slot(key)
         table.setdefault(skey, {})[key] = (value, self._ttl.clock())
 
-    def put_all(self, mapping: dict[Any, Any]) -> None:
-        if not mapping:
+    def put_all(self, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        given = put_all_entries(mapping, self.descriptor.name)
+        if not given:
             return
         table, skey = self._slot()
         now = self._ttl.clock()
-        entries = state_entries(self.checked(mapping))
+        entries = state_entries(self.checked(given))
         table.setdefault(skey, {}).update((k, (v, now)) for k, v in entries.items())
 
     def _entries(self, *, touch: bool) -> list[tuple[Any, Any]]:

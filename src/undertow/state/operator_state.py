@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from undertow.core import pickling
@@ -29,6 +29,7 @@ from undertow.state.descriptors import (
     ReadOnlyBroadcastState,
 )
 from undertow.state.key_groups import state_entries, state_key, user_items, user_keys
+from undertow.state.value_types import put_all_entries
 
 _MAGIC = b"UOPS"
 _VERSION = 1
@@ -94,8 +95,8 @@ class HeapBroadcastState(BroadcastState[Any, Any]):
         key = state_key(key)
         self._entries[key] = value
 
-    def put_all(self, mapping: dict[Any, Any]) -> None:
-        self._entries.update(state_entries(mapping))
+    def put_all(self, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        self._entries.update(state_entries(put_all_entries(mapping, self.name)))
 
     def remove(self, key: Any) -> None:
         key = state_key(key)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import io
 import pickle
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from rocksdict import ReadOptions
@@ -34,6 +34,7 @@ from undertow.state.rocksdb_states import (
     decode_value,
     encode_value,
 )
+from undertow.state.value_types import put_all_entries
 
 #: Key in the DB's default column family naming its layout; a DB without it (written before
 #: maps were stored per map key) holds each map as one entry, its whole dict the value: a
@@ -209,16 +210,17 @@ class RocksDBMapState(RocksDBState, MapState[Any, Any]):
         key = stored_key(key)
         self._column().put(self._prefix() + self._encode(key), encode_value(value))
 
-    def put_all(self, mapping: dict[Any, Any]) -> None:
-        if not mapping:
+    def put_all(self, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        entries = put_all_entries(mapping, self.descriptor.name)
+        if not entries:
             return
         if self._ttl:
             put_all = self.inner.put_all
-            self._with_entries(lambda: put_all(mapping), [])
+            self._with_entries(lambda: put_all(entries), [])
             return
-        self.inner.checked(mapping)
+        self.inner.checked(entries)
         batch = self._backend.batch(self._name)
-        for dkey, raw in map_entries(self._prefix(), mapping, self._encode):
+        for dkey, raw in map_entries(self._prefix(), entries, self._encode):
             batch.put(dkey, raw)
         self._backend.write(batch)
 

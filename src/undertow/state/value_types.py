@@ -1,21 +1,22 @@
 """The types a keyed state's descriptor declares, checked where a value is written.
 
-PyFlink writes what a state holds with the serializer of its descriptor's type, which fails
-the job on a value of another type (a ``str`` in ``ValueStateDescriptor("n", Types.INT())``:
-"an integer is required"). undertow keeps Python objects, so without a check any value would
-do. Checked, as PyFlink encodes them: a ValueState's new value, a ListState's elements, a
-MapState's keys and values (``None`` values pass, as Flink's maps take null), a ReducingState's
-value after an add and an AggregatingState's accumulator. A misfit raises
+PyFlink writes a state's values with its declared type's serializer, which fails the job on
+a value of another type ("an integer is required"). Checked, as PyFlink encodes them: a
+ValueState's new value, a ListState's elements, a MapState's keys and values (``None`` values
+pass, as Flink's maps take null), a ReducingState's value after an add and an
+AggregatingState's accumulator. A misfit raises
 :class:`~undertow.core.errors.StateTypeError` naming the state, the declared type and the
 value; the task names the operator and subtask.
 
-Cost: nothing without a declared type (or with ``PICKLED_BYTE_ARRAY``): the state holds None
-and tests that. Otherwise per write a call and the cheap test of
-:func:`~undertow.common.type_fits.surely_fits`; the full check only where it fails. Pure."""
+``MapState.put_all`` takes a dict or, as PyFlink's does, (key, value) pairs
+(:func:`put_all_entries`). Cost: nothing without a declared type (or with
+``PICKLED_BYTE_ARRAY``): the state holds None and tests that. Otherwise per write a call and
+the cheap test of :func:`~undertow.common.type_fits.surely_fits`; the full check only where
+it fails. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from undertow.common.type_fits import surely_fits
@@ -101,3 +102,28 @@ def _check(descriptor: StateDescriptor, declared: Any, role: str) -> Check | Non
             refuse(value)
 
     return check
+
+
+def put_all_entries(entries: Mapping[Any, Any] | Iterable[Any], state: str) -> dict[Any, Any]:
+    """What ``put_all`` of the map state named ``state`` was given, as a dict: a dict as it
+    is; another mapping, or an iterable of ``(key, value)`` pairs (``d.items()``: PyFlink
+    2.3's ``put_all`` iterates its argument as pairs, so a ported job may pass them), as a new
+    one. Raises :class:`StateTypeError` for anything else (a string is no pair)."""
+    if isinstance(entries, dict):
+        return entries
+    if isinstance(entries, Mapping):
+        return dict(entries)
+    if isinstance(entries, str | bytes) or not isinstance(entries, Iterable):
+        raise StateTypeError(
+            f"map state {state!r}: put_all takes a dict or (key, value) pairs, got "
+            f"{shown_value(entries)}"
+        )
+    result: dict[Any, Any] = {}
+    for pair in entries:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise StateTypeError(
+                f"map state {state!r}: put_all takes a dict or (key, value) pairs, but one of "
+                f"the pairs was {shown_value(pair)}"
+            )
+        result[pair[0]] = pair[1]
+    return result
