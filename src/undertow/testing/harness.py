@@ -156,7 +156,8 @@ class OneInputOperatorTestHarness:
             output=self.output,
             config=config if config is not None else Configuration(),
             processing_time_service=self.operator_processing_time_service,
-            task_name_with_subtasks=f"{name} (1/1)",
+            task_name=name,
+            task_name_with_subtasks=f"{name} (1/1)#0",
         )
         # What the operator chain attaches: a RuntimeContext over this setup, unless given.
         self.setup_context.runtime_context = (

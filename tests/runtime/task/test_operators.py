@@ -44,7 +44,7 @@ def test_map_keeps_timestamps_and_runs_the_functions_lifecycle() -> None:
         h.process_watermark(20)
         h.operator.notify_checkpoint_complete(3)
         assert h.get_output_with_watermarks() == [(2, 10), (4, 20), Watermark(20)]
-    assert function.calls == ["open double (1/1)", "complete 3", "close"]
+    assert function.calls == ["open double (1/1)#0", "complete 3", "close"]
 
 
 def test_flat_map_stamps_every_emitted_record() -> None:

@@ -185,7 +185,7 @@ class OperatorChain:
         self.output_operators: dict[int, str] = {}
         by_node: dict[int, Any] = {}
         make_keyed_backend = backend_factory_of(settings.state_backend)
-        name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
+        name_with_subtasks = f"{vertex.name} ({subtask_index + 1}/{vertex.parallelism})#{attempt}"
         for spec in reversed(vertex.operators):
             op, key_selector, key_selector2 = self._instantiate(spec)
             main: list[Any] = []
@@ -235,6 +235,7 @@ class OperatorChain:
                 timer_service_factory=timer_factory,
                 job_parameters=dict(job_parameters or {}),
                 accumulators=self.accumulators,
+                task_name=vertex.name,
                 task_name_with_subtasks=name_with_subtasks,
                 operator_state_backend=OperatorStateBackend(spec.name),
                 services=services,

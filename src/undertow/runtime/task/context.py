@@ -176,7 +176,8 @@ class StreamingRuntimeContext(RuntimeContext):
         self.metric_group: TaskMetricGroup | None = None
 
     def get_task_name(self) -> str:
-        return self._setup.name
+        """The task's name: its chain's (``Source: ... -> my map -> Sink: ...``), as PyFlink's."""
+        return self._setup.task_name
 
     def get_number_of_parallel_subtasks(self) -> int:
         return self._setup.parallelism

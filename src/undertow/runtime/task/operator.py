@@ -138,6 +138,9 @@ class OperatorSetup:
     job_parameters: dict[str, str] = field(default_factory=dict)
     #: Counters and gauges the operator publishes as accumulators (name -> value).
     accumulators: dict[str, Any] = field(default_factory=dict)
+    #: The task's name (its chain's, as Flink's ``TaskInfo.getTaskName``) and that name with
+    #: ``(index/parallelism)#attempt`` after it.
+    task_name: str = ""
     task_name_with_subtasks: str = ""
     #: The ``RuntimeContext`` handed to user functions' ``open`` (set by the operator chain).
     runtime_context: Any = None
