@@ -165,6 +165,24 @@ def test_two_input_and_window_functions_check_their_declared_output_type() -> No
         list(windowed.execute_and_collect())
 
 
+def test_a_rolling_reduce_keeps_its_inputs_type_as_pyflink_writes_it() -> None:
+    """PyFlink writes a ``KeyedStream.reduce``'s values with the input's type: a reduce of an
+    ``INT`` stream returning None fails there ("an integer is required", PyFlink 2.3, run
+    2026-12-03); fitting values and an untyped stream pass."""
+    env = threads_env(1)
+    numbers = env.from_collection([1, 2, 3, 4], type_info=Types.INT())
+    reduced = numbers.key_by(lambda n: n % 2).reduce(lambda a, b: None)
+    with pytest.raises(JobExecutionError, match=re.escape(
+        "KeyedStream.reduce() (the input's type) declared output_type Integer, but the "
+        "function returned None (NoneType)"
+    )):  # fmt: skip
+        list(reduced.execute_and_collect())
+    summed = numbers.key_by(lambda n: n % 2).reduce(lambda a, b: a + b)
+    assert sorted(summed.execute_and_collect()) == [1, 2, 4, 6]
+    untyped = env.from_collection([1, 2, 3]).key_by(lambda n: 0).reduce(lambda a, b: str(b))
+    assert list(untyped.execute_and_collect()) == [1, "2", "3"]
+
+
 @pytest.mark.parametrize("parallelism", [1, 2])
 def test_rows_of_a_declared_named_row_type_arrive_named_after_a_key_by(parallelism: int) -> None:
     """``Row(w, 1)`` under ``ROW_NAMED(["word", "n"], ...)`` is read by name after a key_by:

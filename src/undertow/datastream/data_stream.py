@@ -392,7 +392,10 @@ class KeyedStream(DataStream):
 
     def reduce(self, func: Any) -> DataStream:
         function, call = bind(func, REDUCE, "reduce()")
-        op = StreamGroupedReduce(function, call, self._key_selector)
+        # PyFlink writes a rolling reduce's values with the input's type (its serializer fails
+        # the job on a misfit: a None under INT, "an integer is required")
+        op = declared(StreamGroupedReduce(function, call, self._key_selector), self.get_type(),
+                      "KeyedStream.reduce() (the input's type)")  # fmt: skip
         return self._keyed("Keyed Reduce", op, self.get_type())
 
     def _aggregate(
