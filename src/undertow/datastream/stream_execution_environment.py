@@ -20,7 +20,7 @@ from typing import Any
 from undertow.common import python_dependencies as dependencies
 from undertow.common.execution_config import ExecutionConfig
 from undertow.common.restart_strategy import RestartStrategyConfiguration
-from undertow.common.typeinfo_basic import ConformingType
+from undertow.common.typeinfo_basic import ConformingType, TypeInformation
 from undertow.connectors.source import SourceLike, is_bounded, produced_type
 from undertow.core.config import Configuration, Options, default_parallelism
 from undertow.core.errors import GraphBuildError
@@ -36,6 +36,7 @@ from undertow.graph.job_graph import JobGraph, build_job_graph
 from undertow.graph.stream_graph import StreamGraph, build_stream_graph
 from undertow.graph.transformations import SourceTransformation, Transformation
 from undertow.runtime.master.job_master import JobExecutionResult
+from undertow.runtime.task.output_check import as_delivered, bools_as_ints
 
 _CHANGELOG = "state.changelog.enabled"
 #: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.
@@ -266,6 +267,12 @@ class StreamExecutionEnvironment:
                         f"from_collection: element {index} ({element!r}) does not fit "
                         f"{type_info!r}: {problem}"
                     )
+            if isinstance(type_info, TypeInformation) and elements:
+                # as the type delivers them (an int under DOUBLE a float, a bool under LONG an
+                # int); PyFlink 2.3 fails such a job instead (its conversion makes them null)
+                for convert in (as_delivered(type_info), bools_as_ints(type_info)):
+                    if convert is not None:
+                        elements = convert(elements)
         t = SourceTransformation(
             name="Source: Collection Source", source=CollectionSource(elements),
             parallelism=1, max_parallelism=1, parallelism_set=True, output_type=type_info,
