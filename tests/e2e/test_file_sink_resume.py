@@ -140,7 +140,6 @@ class PartFileWatcher:
 
     def _run(self) -> None:
         while not self._stop.wait(0.01):
-            completed = self._completed()  # before looking: a file seen is no older than it
             for path in self.out.rglob(".*.inprogress.*"):
                 final = path.name[1:].split(".inprogress.", 1)[0]
                 if final in self.held:
@@ -150,7 +149,8 @@ class PartFileWatcher:
                 except FileNotFoundError:
                     continue
                 self.held[final] = (fd, os.fstat(fd).st_ino)
-                self.seen_after[final] = completed
+                # read after the file was found: it existed when at most this one had completed
+                self.seen_after[final] = self._completed()
 
     def assert_resumed(self, restored: list[int]) -> None:
         """Every committed part file was seen in progress and is the very same file (none was
