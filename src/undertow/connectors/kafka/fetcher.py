@@ -226,10 +226,7 @@ class SplitFetcher:
                             "the broker did not answer the commit before them within %s s",
                             waiting or "none waiting", CLOSE_COMMIT_WAIT_S)  # fmt: skip
                 return
-            message = consumer.poll(0.05)  # serves ``on_commit``
-            if message is not None and message.error() is None:
-                continue  # a record: the reader is closing, it is dropped
-            self._dropped(message)
+            self._dropped(consumer.poll(0.05))  # serves ``on_commit``
 
     def _on_commit(self, err: Any, partitions: list[TopicPartition]) -> None:
         """The consumer's answer to the commit in flight (on this thread, inside a consumer
@@ -242,10 +239,10 @@ class SplitFetcher:
 
     @staticmethod
     def _dropped(message: Any) -> None:
-        """A poll made only to serve ``on_commit`` while nothing is assigned returned
-        ``message``: no record, a client event at most, logged."""
+        """A poll made only to serve ``on_commit`` (nothing assigned, or the reader closing)
+        returned ``message``: a client event is logged; a record is dropped."""
         if message is not None and message.error() is not None:
-            log.info("KafkaSource: consumer event while no partition is read: %s",
+            log.info("KafkaSource: consumer event while waiting for a commit's answer: %s",
                      message.error())  # fmt: skip
 
     def _serve_commits(self, consumer: Any) -> None:
