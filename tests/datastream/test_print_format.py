@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from undertow.common import Instant, Row, RowKind, Types
-from undertow.datastream import AllWindowFunction, StreamExecutionEnvironment
+from undertow.common import Instant, Row, RowKind, Types, WatermarkStrategy
+from undertow.common.watermark_strategy import TimestampAssigner
+from undertow.datastream import AllWindowFunction, KeyedProcessFunction, StreamExecutionEnvironment
 from undertow.runtime.task.print_format import formatter, java_double, java_instant
 
 
@@ -108,6 +109,55 @@ def test_parallel_print_prefixes_subtask_and_identifier(
     tagged = [line for line in lines if line.startswith("tag")]
     assert sorted(line.split("> ")[1] for line in tagged) == ["a", "b"]
     assert {line.split("> ")[0] for line in tagged} <= {"tag:1", "tag:2"}
+
+
+class ValueIsTime(TimestampAssigner):
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        return int(value)
+
+
+class PrintAtTheEnd(KeyedProcessFunction):
+    """Passes records on; ``print()``s (three writes) when its key's end-of-input timer fires."""
+
+    def process_element(self, value: int, ctx: KeyedProcessFunction.Context) -> Any:
+        ctx.timer_service().register_event_time_timer(10**9)
+        yield value
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Any:
+        print("timer", ctx.get_current_key())
+        yield from ()
+
+
+def test_print_in_a_function_comes_whole_and_after_what_the_subtask_printed_before(
+    env: StreamExecutionEnvironment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On ``local-threads`` too, as on PyFlink and on worker processes, a function's
+    ``print()`` goes the print sink's way: a line a function prints comes after the sink lines
+    of records its subtask emitted before, and is never cut by another worker's output. (A
+    chain runs a batch of records through each function in turn, so within a batch the
+    function's lines come first, as PyFlink's bundles do.)"""
+
+    def announce(value: int) -> int:
+        print("saw", value)
+        return value
+
+    env.set_parallelism(1)
+    numbers = list(range(1000))
+    env.from_collection(numbers, Types.INT()).map(announce, Types.INT()).print("map")
+    timed = env.from_collection(numbers, Types.INT()).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ValueIsTime())
+    )
+    timed.key_by(lambda v: v % 3).process(PrintAtTheEnd(), Types.INT()).print("keyed")
+    env.execute("print in functions")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("saw")] == [f"saw {v}" for v in numbers]
+    assert [line for line in lines if line.startswith("map> ")] == [f"map> {v}" for v in numbers]
+    at = {line: i for i, line in enumerate(lines)}  # every line is printed once
+    assert all(at[f"saw {v}"] < at[f"map> {v}"] for v in numbers)
+    keyed = [line for line in lines if line.startswith(("keyed> ", "timer"))]
+    assert sorted(keyed[:-3]) == sorted(f"keyed> {v}" for v in numbers), keyed[-10:]
+    assert sorted(keyed[-3:]) == ["timer 0", "timer 1", "timer 2"], keyed[-10:]
+    assert len(lines) == 3 * len(numbers) + 3, [line for line in lines if line[0] not in "skm"]
 
 
 @pytest.mark.parametrize(

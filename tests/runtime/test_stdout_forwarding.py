@@ -1,11 +1,18 @@
-"""A worker process's stdout forwarder: whole lines, per writing thread, leftovers at the end."""
+"""A worker's stdout forwarders: whole lines, per writing thread, leftovers at the end; a worker
+thread routes only its own writes."""
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 
-from undertow.runtime.worker.stdout_forwarding import LineForwarder, forward_stdout
+from undertow.runtime.worker.stdout_forwarding import (
+    LineForwarder,
+    ThreadRoutedStdout,
+    forward_stdout,
+    forward_thread_stdout,
+)
 
 
 def test_print_becomes_whole_lines() -> None:
@@ -47,3 +54,66 @@ def test_forward_stdout_installs_and_restores_and_emits_leftovers() -> None:
         assert sys.stdout is not before
     assert sys.stdout is before
     assert sent == [["seen 1"], ["no newline"]]
+
+
+def test_a_worker_thread_routes_its_own_writes_and_no_other_threads() -> None:
+    before = sys.stdout
+    sys.stdout = driver = io.StringIO()  # the driver's stdout (as pytest's capture is)
+    try:
+        worker_lines: list[str] = []
+        started, printed = threading.Event(), threading.Event()
+
+        def worker() -> None:
+            with forward_thread_stdout(worker_lines.extend):
+                started.set()
+                print("from", "the", "worker")
+                printed.wait(5)
+                print("unterminated", end="")
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        started.wait(5)
+        assert isinstance(sys.stdout, ThreadRoutedStdout)
+        print("from the driver")
+        printed.set()
+        thread.join()
+        assert sys.stdout is driver  # the last routed thread put it back
+        assert worker_lines == ["from the worker", "unterminated"]
+        assert driver.getvalue() == "from the driver\n"
+    finally:
+        sys.stdout = before
+
+
+def test_the_router_stays_while_another_worker_thread_prints_and_leaves_a_replacement() -> None:
+    before = sys.stdout
+    sys.stdout = io.StringIO()
+    try:
+        first: list[str] = []
+        second: list[str] = []
+        inside, go_on, printed, leave = (threading.Event() for _ in range(4))
+
+        def long_worker() -> None:
+            with forward_thread_stdout(second.extend):
+                inside.set()
+                go_on.wait(5)
+                print("second, after the first left")
+                printed.set()
+                leave.wait(5)
+
+        thread = threading.Thread(target=long_worker)
+        thread.start()
+        inside.wait(5)
+        router = sys.stdout
+        with forward_thread_stdout(first.extend):
+            assert sys.stdout is router  # one router for every worker thread
+            print("first")
+        assert sys.stdout is router  # the other worker still prints through it
+        go_on.set()
+        printed.wait(5)
+        sys.stdout = replaced = io.StringIO()  # e.g. a test's capture, installed meanwhile
+        leave.set()
+        thread.join()
+        assert sys.stdout is replaced  # not undone by the last worker thread
+        assert first == ["first"] and second == ["second, after the first left"]
+    finally:
+        sys.stdout = before

@@ -1,16 +1,18 @@
-"""A worker process's ``sys.stdout``: ``print()`` in user functions reaches the driver's stdout.
+"""A worker's ``print()``: user functions' lines reach the driver's stdout, in order with the
+print sink's lines and never cut.
 
-A worker process's own stdout is not the user's: a Spark Python worker's goes to the executor's
-stderr log, a local worker's straight into the driver's file descriptor, block-buffered and so
-cut mid-line among other workers' output. PyFlink prints user functions' output on the client's
-stdout, where the ``print()`` sink's records are. :class:`LineForwarder` collects what is
+A worker process's own stdout is not the user's (a Spark worker's goes to the executor's log, a
+local one's is block-buffered into the driver's, cut mid-line); PyFlink prints user functions'
+output on the client's stdout, where the ``print()`` sink's records are. :class:`LineForwarder` collects what is
 written into whole lines (per writing thread, so two threads never mix inside a line) and hands
 them to ``emit``, which sends them to the JobMaster as the print sink's lines go: in order with
-the records this worker printed, written whole by the driver.
+the records this worker printed, written whole by the driver. A worker process replaces
+``sys.stdout`` (:func:`forward_stdout`); worker threads share the driver's, so each routes only
+its own thread's writes (:func:`forward_thread_stdout`, through :class:`ThreadRoutedStdout`).
 
 Threading: ``write`` may be called from any thread; ``emit`` is called on the writing thread
-with whole lines and must be thread-safe. Lifecycle: :func:`forward_stdout` installs the
-forwarder for the duration of a worker and emits unterminated text as lines at its end.
+with whole lines and must be thread-safe. Lifecycle: either context manager installs its
+forwarding for the duration of a worker and emits unterminated text as lines at its end.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import io
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import TextIO
 
-__all__ = ["LineForwarder", "forward_stdout"]
+__all__ = ["LineForwarder", "ThreadRoutedStdout", "forward_stdout", "forward_thread_stdout"]
 
 
 class LineForwarder(io.TextIOBase):
@@ -70,4 +73,67 @@ def forward_stdout(emit: Callable[[list[str]], None]) -> Iterator[LineForwarder]
         yield forwarder
     finally:
         sys.stdout = previous
+        forwarder.emit_unterminated()
+
+
+class ThreadRoutedStdout(io.TextIOBase):
+    """``sys.stdout`` of a process with worker threads: what a routed thread writes goes to its
+    :class:`LineForwarder`, what any other thread writes (the driver's script, the JobMaster
+    writing the lines workers sent) to the stream it replaced (``fallback``).
+
+    Threading: ``route``/``unroute`` and ``write`` may be called from any thread."""
+
+    def __init__(self, fallback: TextIO) -> None:
+        super().__init__()
+        self.fallback = fallback
+        self._routes: dict[int, LineForwarder] = {}
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.fallback.encoding
+
+    def write(self, text: str) -> int:
+        forwarder = self._routes.get(threading.get_ident())
+        if forwarder is None:
+            return self.fallback.write(text)
+        return forwarder.write(text)
+
+    def flush(self) -> None:
+        if threading.get_ident() not in self._routes:
+            self.fallback.flush()
+
+    def route(self, thread: int, forwarder: LineForwarder) -> None:
+        self._routes[thread] = forwarder
+
+    def unroute(self, thread: int) -> bool:
+        """Stop routing ``thread``; whether no thread is routed any more."""
+        self._routes.pop(thread, None)
+        return not self._routes
+
+
+_install_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def forward_thread_stdout(emit: Callable[[list[str]], None]) -> Iterator[LineForwarder]:
+    """What this thread writes to ``sys.stdout`` goes to a :class:`LineForwarder` to ``emit``
+    while the block runs; other threads' writes are untouched. The first routed thread
+    installs a :class:`ThreadRoutedStdout`, the last one out puts the replaced stream back (if
+    nothing replaced ``sys.stdout`` meanwhile)."""
+    forwarder = LineForwarder(emit)
+    thread = threading.get_ident()
+    with _install_lock:
+        current = sys.stdout
+        router = current if isinstance(current, ThreadRoutedStdout) else ThreadRoutedStdout(current)
+        sys.stdout = router
+        router.route(thread, forwarder)
+    try:
+        yield forwarder
+    finally:
+        with _install_lock:
+            if router.unroute(thread) and sys.stdout is router:
+                sys.stdout = router.fallback
         forwarder.emit_unterminated()

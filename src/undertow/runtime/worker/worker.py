@@ -61,7 +61,7 @@ from undertow.runtime.worker.deployment_builder import TaskDeploymentBuilder
 from undertow.runtime.worker.log_context import add_log_context, set_log_context
 from undertow.runtime.worker.metrics_loop import MetricsLoop
 from undertow.runtime.worker.settings import WorkerSettings
-from undertow.runtime.worker.stdout_forwarding import forward_stdout
+from undertow.runtime.worker.stdout_forwarding import forward_stdout, forward_thread_stdout
 from undertow.storage.errors import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ class Worker:
         forward_stdout: bool = False,
     ) -> None:
         self.worker_index = worker_index
-        #: A worker process sends ``print()`` output to the driver (``stdout_forwarding``).
+        #: A worker process sends all ``print()`` output to the driver, a worker thread what it
+        #: prints itself (``stdout_forwarding``).
         self.forward_stdout = forward_stdout
         self.attempt = attempt
         self.master = master
@@ -158,8 +159,8 @@ class Worker:
         )  # fmt: skip
         heartbeat = asyncio.ensure_future(self._heartbeat())
         printing = contextlib.ExitStack()
-        if self.forward_stdout:
-            printing.enter_context(forward_stdout(self._print_lines_from_any_thread()))
+        forwarding = forward_stdout if self.forward_stdout else forward_thread_stdout
+        printing.enter_context(forwarding(self._print_lines_from_any_thread()))
         try:
             deploy = await self.ctrl.recv()
             if isinstance(deploy, Shutdown) or deploy is None:
@@ -351,7 +352,8 @@ def run_worker(
     """Entry point of a worker thread or process: runs the worker's loop to completion, with
     the switch interval fitted to the mailbox slice (:func:`fit_switch_interval`) and the
     collector's young threshold raised (:func:`fit_gc_threshold`). A worker process passes
-    ``forward_stdout`` (a thread shares the driver's stdout already)."""
+    ``forward_stdout`` (its whole ``sys.stdout`` is forwarded; a thread forwards its own
+    writes)."""
     configuration = Configuration(config)
     settings = WorkerSettings.of(configuration)
     fit_switch_interval(settings.mailbox_slice_s)
