@@ -181,7 +181,7 @@ def run_fan_out(
     stream = stream.rebalance().map(Spin(spin_s)).name("sleepy map")
     stream.sink_to(DiscardingSink())
     elapsed, console, result = execute(env, f"unaligned benchmark: fan-out, {mode}")
-    return elapsed, console, result.get_all_accumulator_results()
+    return elapsed, console, result.get_task_counters()
 
 
 def durations_ms(console: str) -> list[int]:
@@ -247,10 +247,10 @@ def print_targets(figures: dict[tuple[float, str], tuple[float | None, float]]) 
           f"{'met' if lowest >= GOAL_THROUGHPUT else 'missed'}")  # fmt: skip
 
 
-def per_task(accumulators: dict[str, Any], name: str, vertex: str) -> list[int]:
-    """The ``name[<vertex> (i/p)]`` accumulators of one vertex's subtasks."""
+def per_task(counters: dict[str, Any], name: str, vertex: str) -> list[int]:
+    """The ``name[<vertex> (i/p)]`` task counters of one vertex's subtasks."""
     prefix = f"{name}[{vertex} ("
-    return [int(v) for k, v in accumulators.items() if k.startswith(prefix)]
+    return [int(v) for k, v in counters.items() if k.startswith(prefix)]
 
 
 def fan_out_table(seconds: float, spin_us: float) -> None:
@@ -266,12 +266,10 @@ def fan_out_table(seconds: float, spin_us: float) -> None:
     baseline = None
     for mode in FAN_OUT_MODES:
         with tempfile.TemporaryDirectory() as directory:
-            elapsed, console, accumulators = run_fan_out(
-                mode, spin_us / 1e6, records, rate, directory
-            )
+            elapsed, console, counters = run_fan_out(mode, spin_us / 1e6, records, rate, directory)
         baseline = baseline or elapsed
-        over = max(per_task(accumulators, "max_overdraft_buffers", "fan-out"), default=0)
-        exceeded = sum(per_task(accumulators, "overdraft_exceeded", "fan-out"))
+        over = max(per_task(counters, "max_overdraft_buffers", "fan-out"), default=0)
+        exceeded = sum(per_task(counters, "overdraft_exceeded", "fan-out"))
         cells = checkpoint_cells(console, elapsed)
         print(f"{mode:<26} {cells} {over:>8} {exceeded:>8} {baseline / elapsed:>9.2f}x "
               f"{elapsed:>6.1f}s", flush=True)  # fmt: skip

@@ -76,8 +76,8 @@ def test_in_flight_requests_survive_a_failure_exactly_once(
     reasons = restart_reasons(capsys.readouterr().err)
     # the restored attempt re-issued the requests in flight at the checkpoint it started from
     evidence(
-        (result.get_accumulator_result(RESTORED) or 0) > 0,
-        f"no in-flight request was restored: {result.get_all_accumulator_results()}",
+        result.get_task_counters().get(RESTORED, 0) > 0,
+        f"no in-flight request was restored: {result.get_task_counters()}",
     )
     oracle.assert_restored()
     oracle.assert_exactly_once()

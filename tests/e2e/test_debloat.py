@@ -368,12 +368,12 @@ def announcements(result: Any) -> dict[str, int]:
     return per_vertex(result, "buffer_debloat_announcements")
 
 
-def per_vertex(result: Any, accumulator: str) -> dict[str, int]:
-    """The per-subtask ``accumulator`` of the last attempt, summed per vertex."""
+def per_vertex(result: Any, counter: str) -> dict[str, int]:
+    """The per-subtask task ``counter`` of the last attempt, summed per vertex."""
     found: dict[str, int] = {}
-    for name, value in result.get_all_accumulator_results().items():
-        if name.startswith(accumulator + "["):
-            vertex = name[len(accumulator) + 1 :].rsplit(" (", 1)[0]
+    for name, value in result.get_task_counters().items():
+        if name.startswith(counter + "["):
+            vertex = name[len(counter) + 1 :].rsplit(" (", 1)[0]
             found[vertex] = found.get(vertex, 0) + int(value)
     return found
 

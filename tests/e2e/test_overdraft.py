@@ -9,7 +9,7 @@ Buffers are tiny (4 KiB segments, one exclusive and one floating buffer per chan
 other unaligned tests), so one record's output spans several buffers and the flatMap is
 backpressured. One scheduled failure makes the job restore from an unaligned checkpoint.
 
-What must hold, read from the job's accumulators (``max_overdraft_buffers[<task>]`` and
+What must hold, read from the job's task counters (``max_overdraft_buffers[<task>]`` and
 ``overdraft_exceeded[<task>]``, published by tasks that drew overdraft buffers): no task other
 than the flatMap ever holds more than its pool plus the allowance, and no unit of work of
 theirs exceeded it; the flatMap exceeds it, and goes past it by at most one record's output.
@@ -88,10 +88,10 @@ def is_record(value: Any) -> bool:
     return type(value) is not tuple
 
 
-def per_task(accumulators: dict[str, Any], name: str) -> dict[str, int]:
-    """``name[<task>]`` accumulators by task (``vertex (i/p)``)."""
+def per_task(counters: dict[str, Any], name: str) -> dict[str, int]:
+    """``name[<task>]`` task counters by task (``vertex (i/p)``)."""
     prefix = f"{name}["
-    return {k[len(prefix) : -1]: int(v) for k, v in accumulators.items() if k.startswith(prefix)}
+    return {k[len(prefix) : -1]: int(v) for k, v in counters.items() if k.startswith(prefix)}
 
 
 @pytest.mark.restores
@@ -139,9 +139,9 @@ def test_fan_out_queues_at_most_pool_plus_overdraft(
     oracle.assert_exactly_once()
     assert oracle.restarts == 1, (oracle, console)
     assert len(COMPLETED.findall(console)) >= 2, console
-    accumulators = result.get_all_accumulator_results()
-    drawn = per_task(accumulators, "max_overdraft_buffers")
-    exceeded = per_task(accumulators, "overdraft_exceeded")
+    counters = result.get_task_counters()
+    drawn = per_task(counters, "max_overdraft_buffers")
+    exceeded = per_task(counters, "overdraft_exceeded")
     fan_out = {task: n for task, n in drawn.items() if task.startswith("fan-out")}
     assert fan_out and max(fan_out.values()) >= 1, ("the flatMap drew no overdraft", drawn)
     for task, over in drawn.items():
@@ -154,4 +154,5 @@ def test_fan_out_queues_at_most_pool_plus_overdraft(
         else:
             assert over <= OVERDRAFT and exceeded[task] == 0, (task, drawn, exceeded)
     fan_out_exceeded = sum(n for task, n in exceeded.items() if task.startswith("fan-out"))
-    assert fan_out_exceeded > 0 and accumulators["oversized"] > 0, (exceeded, accumulators)
+    oversized = result.get_accumulator_result("oversized")
+    assert fan_out_exceeded > 0 and oversized > 0, (exceeded, oversized)

@@ -218,14 +218,14 @@ def test_one_watermark_emits_one_batch_in_window_end_order() -> None:
 
 def test_late_records_are_dropped_and_counted() -> None:
     h = _harness(TumblingEventTimeWindows.of(10), reduce_window_contents(_sum))
-    assert h.accumulators[NUM_LATE_RECORDS_DROPPED] == 0
+    assert h.counters[NUM_LATE_RECORDS_DROPPED] == 0
     h.process_element(("a", 1), 15)
     h.process_watermark(20)
     h.process_element(("a", 100), 5)  # window [0, 10) ended at watermark 9
     h.process_element(("a", 2), 21)  # on time
     h.process_watermark(30)
     assert h.get_output() == [(("a", 1), 19), (("a", 2), 29)]
-    assert h.accumulators[NUM_LATE_RECORDS_DROPPED] == 1
+    assert h.counters[NUM_LATE_RECORDS_DROPPED] == 1
 
 
 def test_late_records_go_to_the_side_output() -> None:
@@ -236,7 +236,7 @@ def test_late_records_go_to_the_side_output() -> None:
     h.process_watermark(40)
     assert h.get_side_output(tag) == [(("a", 1), 3)]
     assert h.get_output() == [(("a", 2), 29)]
-    assert h.accumulators[NUM_LATE_RECORDS_DROPPED] == 0
+    assert h.counters[NUM_LATE_RECORDS_DROPPED] == 0
 
 
 def test_allowed_lateness_refires_then_cleans_up() -> None:
@@ -252,7 +252,7 @@ def test_allowed_lateness_refires_then_cleans_up() -> None:
     assert h.num_event_time_timers() == 0
     h.process_element(("a", 4), 5)  # now beyond the lateness
     assert len(h.get_output()) == 2
-    assert h.accumulators[NUM_LATE_RECORDS_DROPPED] == 1
+    assert h.counters[NUM_LATE_RECORDS_DROPPED] == 1
 
 
 def test_negative_timestamps_and_offset() -> None:
@@ -344,7 +344,7 @@ def test_session_windows_merge_out_of_order(kind: str) -> None:
     assert h.num_event_time_timers() == 0
     assert h.num_keyed_state_entries("merging-window-set") == 0
     h.process_element(("a", 5), 50)  # [50, 60) ended long ago
-    assert h.accumulators[NUM_LATE_RECORDS_DROPPED] == 1
+    assert h.counters[NUM_LATE_RECORDS_DROPPED] == 1
 
 
 def test_processing_time_sessions() -> None:
@@ -950,7 +950,7 @@ def test_tumbling_sums_match_replay_model(
     for (key, total), ts in h.get_output():
         got[key].append((total, ts))
     assert dict(got) == dict(expected)
-    assert h.accumulators[NUM_LATE_RECORDS_DROPPED] == dropped
+    assert h.counters[NUM_LATE_RECORDS_DROPPED] == dropped
     assert h.num_event_time_timers() == 0
 
 

@@ -266,6 +266,11 @@ class OneInputOperatorTestHarness:
         """The accumulators the operator published (name -> value)."""
         return self.setup_context.accumulators
 
+    @property
+    def counters(self) -> dict[str, int]:
+        """The runtime's counters the operator added (name -> count)."""
+        return self.setup_context.counters
+
 
 class KeyedOneInputOperatorTestHarness(OneInputOperatorTestHarness):
     """Runs a keyed one-input operator over a heap keyed state backend and timer services.

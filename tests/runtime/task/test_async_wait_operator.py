@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from undertow.api.async_function import NO_RETRY_STRATEGY, AsyncFunction
-from undertow.runtime.task.async_wait_operator import RESTORED_ACCUMULATOR, AsyncWaitOperator
+from undertow.runtime.task.async_wait_operator import RESTORED_COUNTER, AsyncWaitOperator
 
 
 class Gate(AsyncFunction[Any, Any]):
@@ -57,7 +57,7 @@ def operator(subtask: int, parallelism: int, capacity: int, output: Recorder) ->
     op.setup(
         SimpleNamespace(  # type: ignore[arg-type]
             name="async", subtask_index=subtask, parallelism=parallelism, output=output,
-            runtime_context=None, accumulators={}, processing_time_service=Timers(),
+            runtime_context=None, counters={}, processing_time_service=Timers(),
         )
     )  # fmt: skip
     return op
@@ -90,7 +90,7 @@ def test_restored_records_beyond_capacity_wait_and_block_input_until_emitted() -
         gate: Gate = op.function
         assert gate.started == [1, 2] and gate.running == 2  # capacity 2
         assert op.input_room() == -3 and op.has_pending_work()
-        assert op.ctx.accumulators[RESTORED_ACCUMULATOR] == 5
+        assert op.ctx.counters[RESTORED_COUNTER] == 5
         snapshot = pickle.loads(op.snapshot_custom_state(1))
         assert [v for v, _ in snapshot] == [1, 2, 3, 4, 5]  # all of them stay state
         assert gate.gate is not None

@@ -106,7 +106,7 @@ def test_a_worker_registers_deploys_runs_and_reports_each_finished_task() -> Non
     assert isinstance(register, RegisterWorker)
     assert (register.attempt, register.worker_index, register.pid) == (ATTEMPT, 0, os.getpid())
     assert received[1] == TasksDeployed(ATTEMPT, 0)
-    finished = {(m.vertex_id, m.subtask): m.accumulators for m in received
+    finished = {(m.vertex_id, m.subtask): m.counters for m in received
                 if isinstance(m, TaskFinished)}  # fmt: skip
     assert set(finished) == {(v.id, s) for v in graph.vertices for s in range(2)}
     consumer = next(v for v in graph.vertices if v.inputs)
@@ -122,15 +122,15 @@ def test_a_worker_reports_the_debloat_announcements_of_tasks_with_inputs(debloat
         "taskmanager.network.memory.buffer-debloat.enabled": str(debloat).lower(),
     }
     received = asyncio.run(play_master(deploy_of(graph, config), config))
-    accumulators = {m.vertex_id: m.accumulators for m in received if isinstance(m, TaskFinished)}
+    counters = {m.vertex_id: m.counters for m in received if isinstance(m, TaskFinished)}
     consumer = next(v for v in graph.vertices if v.inputs)
     source = next(v for v in graph.vertices if not v.inputs)
     name = f"buffer_debloat_announcements[{consumer.name} (1/1)]"
     if debloat:  # at least the first announcement (an eighth of a period, 25 ms by default)
-        assert accumulators[consumer.id][name] >= 0
+        assert counters[consumer.id][name] >= 0
     else:
-        assert name not in accumulators[consumer.id]
-    assert not any(k.startswith("buffer_debloat") for k in accumulators[source.id])
+        assert name not in counters[consumer.id]
+    assert not any(k.startswith("buffer_debloat") for k in counters[source.id])
 
 
 def test_a_deploy_that_fails_is_reported_as_the_workers_failure() -> None:

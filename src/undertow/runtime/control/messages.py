@@ -60,7 +60,12 @@ class TaskFinished:
     attempt: AttemptNumber
     vertex_id: VertexId
     subtask: SubtaskIndex
+    #: What its functions published (``get_metrics_group()[name]``), summed into the result's
+    #: accumulators.
     accumulators: dict[str, UserValue] = field(default_factory=dict)
+    #: What the runtime counted for it (records in, late records dropped ...), summed into
+    #: the result's task counters.
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,8 @@ class Attempt:
         #: When the tasks were deployed (epoch ms); -1 before.
         self.deployed_at = -1
         self.accumulators: dict[str, Any] = {}
+        #: The runtime's counters of the finished subtasks, summed per name.
+        self.counters: dict[str, int] = {}
         self.enumerators: dict[int, SplitEnumerator[Any]] = {}
         self.all_registered = asyncio.Event()
         self.all_deployed = asyncio.Event()
@@ -238,11 +240,17 @@ def _task_finished(host: AttemptHost, attempt: Attempt, msg: TaskFinished) -> No
     # the coordinator decides what a finished task means (FLIP-147); not an ended attempt's
     if host.coordinator is not None and not attempt.done.is_set():
         host.coordinator.on_task_finished(msg.vertex_id, msg.subtask)
-    for name, value in msg.accumulators.items():
-        prev = attempt.accumulators.get(name)
-        attempt.accumulators[name] = value if prev is None else prev + value
+    _sum_into(attempt.accumulators, msg.accumulators)
+    _sum_into(attempt.counters, msg.counters)
     if len(attempt.finished) == attempt.graph.total_subtasks:
         attempt.end()
+
+
+def _sum_into(totals: dict[str, Any], values: dict[str, Any]) -> None:
+    """Add a finished subtask's ``values`` to the attempt's ``totals`` (a new name is set)."""
+    for name, value in values.items():
+        prev = totals.get(name)
+        totals[name] = value if prev is None else prev + value
 
 
 # -- supervision ---------------------------------------------------------------------------------

@@ -415,7 +415,8 @@ class JobMaster:
         await shutdown_workers(attempt, self.launcher, self.job_id)
         if attempt.error is None and not self._cancel_requested:
             runtime = int((time.monotonic() - self._started_at) * 1000)
-            self._result = JobExecutionResult(self.job_id, runtime, dict(attempt.accumulators))
+            accumulators, counters = dict(attempt.accumulators), dict(attempt.counters)
+            self._result = JobExecutionResult(self.job_id, runtime, accumulators, counters)
         return attempt.error
 
     def _ending(self) -> JobEvent:

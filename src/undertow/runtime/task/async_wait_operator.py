@@ -10,7 +10,7 @@ coroutine that blocks (CPU work, a synchronous client) stalls every subtask of i
 
 Checkpoints: every queued record (in flight, completed but held back, or not started) is the
 operator's state; after a restore they are re-issued before any new input (exactly-once output;
-the service sees those requests again). ``accumulators["async_requests_restored"]`` counts them.
+the service sees those requests again). ``counters["async_requests_restored"]`` counts them.
 
 The longer story: docs/design.md, "Module notes", under this module's name.
 """
@@ -29,7 +29,7 @@ from undertow.runtime.task.async_queue import AsyncWaitQueue, EmitRecords
 from undertow.runtime.task.operator import OneInputStreamOperator, Timestamps
 from undertow.runtime.task.udf_hooks import ForwardsCheckpointHooks, UdfHooks
 
-RESTORED_ACCUMULATOR = "async_requests_restored"
+RESTORED_COUNTER = "async_requests_restored"
 
 
 class AsyncFunctionError(RuntimeError):
@@ -89,7 +89,7 @@ class AsyncWaitOperator(ForwardsCheckpointHooks, OneInputStreamOperator):
         self._closed = False
         self.hooks.open(self.ctx.runtime_context)
         restored, self._restored = self._restored, []
-        self.ctx.accumulators[RESTORED_ACCUMULATOR] = len(restored)
+        self.ctx.counters[RESTORED_COUNTER] = len(restored)
         for value, timestamp in restored:
             self._queue.add(value, timestamp)
         self._start_requests()

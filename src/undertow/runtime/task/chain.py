@@ -171,6 +171,7 @@ class OperatorChain:
         self.parallelism = vertex.parallelism
         self.operators: list[Any] = []
         self.accumulators: dict[str, Any] = {}
+        self.counters: dict[str, int] = {}
         self.timer_managers: list[TimerServiceManager] = []
         self._timers_of: dict[int, TimerServiceManager] = {}  # id(operator) -> its timers
         #: id(operator) -> its processing-time service (quiesced before its ``finish``)
@@ -235,6 +236,7 @@ class OperatorChain:
                 timer_service_factory=timer_factory,
                 job_parameters=dict(job_parameters or {}),
                 accumulators=self.accumulators,
+                counters=self.counters,
                 task_name=vertex.name,
                 task_name_with_subtasks=name_with_subtasks,
                 operator_state_backend=OperatorStateBackend(spec.name),

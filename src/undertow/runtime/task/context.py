@@ -142,8 +142,8 @@ class OperatorProcessingTimeService:
 
 class TaskMetricGroup(MetricGroup, MutableMapping[str, Any]):
     """An operator's root metric group, which is also a mapping over its task's accumulators
-    (name -> value, summed into the job's result when tasks finish): the window operator and
-    undertow's testing kit publish job accumulators through ``get_metrics_group()[name]``,
+    (name -> value, summed into the job's result when tasks finish): functions (undertow's
+    testing kit among them) publish job accumulators through ``get_metrics_group()[name]``,
     and PyFlink's metric methods (``counter``, ``gauge``, ``meter``, ``distribution``,
     ``add_group``) work beside that. Threading: the task's thread."""
 

@@ -136,8 +136,11 @@ class OperatorSetup:
     #: Creates (or returns) the named timer service of this operator; keyed operators only.
     timer_service_factory: Callable[[str, Triggerable], InternalTimerService] | None = None
     job_parameters: dict[str, str] = field(default_factory=dict)
-    #: Counters and gauges the operator publishes as accumulators (name -> value).
+    #: What the task's functions publish as job accumulators (``get_metrics_group()[name]``).
     accumulators: dict[str, Any] = field(default_factory=dict)
+    #: What the runtime counts for the job's task counters (name -> count; late records
+    #: dropped, async requests restored), never the user's accumulators.
+    counters: dict[str, int] = field(default_factory=dict)
     #: The task's name (its chain's, as Flink's ``TaskInfo.getTaskName``) and that name with
     #: ``(index/parallelism)#attempt`` after it.
     task_name: str = ""

@@ -139,5 +139,5 @@ def overdraft_warning(
         f"buffers allowed; {why}, so {drawn - free} buffers went beyond the pool. To allow "
         f"such output, raise {Options.MAX_OVERDRAFT_BUFFERS_PER_GATE.key} to {drawn - free} "
         "or more. Logged once per task; further cases are only counted (task metric "
-        "numOverdraftExceeded, accumulator overdraft_exceeded[<task>])."
+        "numOverdraftExceeded, task counter overdraft_exceeded[<task>])."
     )

@@ -269,6 +269,10 @@ class StreamTask:
         """The job accumulators its operators added (a copy; read once the task finished)."""
         return dict(self.chain.accumulators)
 
+    def counters(self) -> dict[str, int]:
+        """The runtime's counters its operators added (a copy; read once the task finished)."""
+        return dict(self.chain.counters)
+
     def statistics(self) -> TaskStatistics:
         """Records, bytes and time split since ``run`` started (see :class:`TaskStatistics`)."""
         busy, backpressured, idle = self.mailbox.time_accounting.times_ms()

@@ -171,7 +171,7 @@ class WindowOperator(OneInputStreamOperator):
         self._assigner_ctx = AssignerContext(timers, backend, self._runtime_context)
         self._evictor_ctx = EvictorContext(timers, self._metric_group)
         self._panes = WindowPanes(self._assigner, self._assigner_ctx, self._cleanup_time)
-        ctx.accumulators.setdefault(NUM_LATE_RECORDS_DROPPED, 0)
+        ctx.counters.setdefault(NUM_LATE_RECORDS_DROPPED, 0)
         self._window_function.open(self._runtime_context)
         self._opened = True
 
@@ -327,7 +327,7 @@ class WindowOperator(OneInputStreamOperator):
             if self._late_tag_id is not None:
                 self.output.collect_side(self._late_tag_id, value, timestamp)
             else:
-                self.ctx.accumulators[NUM_LATE_RECORDS_DROPPED] += 1
+                self.ctx.counters[NUM_LATE_RECORDS_DROPPED] += 1
 
     # --- merging -----------------------------------------------------------------------------
 

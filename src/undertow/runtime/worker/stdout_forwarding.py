@@ -3,12 +3,11 @@ print sink's lines and never cut.
 
 A worker process's own stdout is not the user's (a Spark worker's goes to the executor's log, a
 local one's is block-buffered into the driver's, cut mid-line); PyFlink prints user functions'
-output on the client's stdout, where the ``print()`` sink's records are. :class:`LineForwarder` collects what is
-written into whole lines (per writing thread, so two threads never mix inside a line) and hands
-them to ``emit``, which sends them to the JobMaster as the print sink's lines go: in order with
-the records this worker printed, written whole by the driver. A worker process replaces
-``sys.stdout`` (:func:`forward_stdout`); worker threads share the driver's, so each routes only
-its own thread's writes (:func:`forward_thread_stdout`, through :class:`ThreadRoutedStdout`).
+output on the client's stdout, where the print sink's records are. :class:`LineForwarder` makes
+whole lines of what one thread writes and hands them to ``emit``, which sends them to the
+JobMaster as the print sink's lines go. A worker process replaces ``sys.stdout``
+(:func:`forward_stdout`); worker threads share the driver's, so each routes only its own
+thread's writes (:func:`forward_thread_stdout`, through :class:`ThreadRoutedStdout`).
 
 Threading: ``write`` may be called from any thread; ``emit`` is called on the writing thread
 with whole lines and must be thread-safe. Lifecycle: either context manager installs its

@@ -299,20 +299,18 @@ class Worker:
             )  # fmt: skip
             return
         self.metrics.final_sample(key)
-        accumulators = task.accumulators()
-        accumulators[f"records_in[{task.vertex.name}]"] = task.records_in
+        counters = task.counters()
+        counters[f"records_in[{task.vertex.name}]"] = task.records_in
         stats = task.statistics()
         if stats.max_overdraft_buffers > 0 or stats.overdraft_exceeded > 0:  # per subtask
-            accumulators[f"max_overdraft_buffers[{task.name}]"] = stats.max_overdraft_buffers
-            accumulators[f"overdraft_exceeded[{task.name}]"] = stats.overdraft_exceeded
+            counters[f"max_overdraft_buffers[{task.name}]"] = stats.max_overdraft_buffers
+            counters[f"overdraft_exceeded[{task.name}]"] = stats.overdraft_exceeded
         if stats.debloat is not None:  # per subtask: how often its gates announced sizes
-            accumulators[f"buffer_debloat_announcements[{task.name}]"] = stats.debloat.announcements
+            counters[f"buffer_debloat_announcements[{task.name}]"] = stats.debloat.announcements
         if stats.buffer_sizes_received:  # per subtask: how many of them its writers applied
-            accumulators[f"buffer_debloat_sizes_received[{task.name}]"] = (
-                stats.buffer_sizes_received
-            )
-        self.send(TaskFinished(self.attempt, VertexId(vertex_id),
-                               SubtaskIndex(subtask), accumulators))  # fmt: skip
+            counters[f"buffer_debloat_sizes_received[{task.name}]"] = stats.buffer_sizes_received
+        self.send(TaskFinished(self.attempt, VertexId(vertex_id), SubtaskIndex(subtask),
+                               task.accumulators(), counters))  # fmt: skip
 
     def _on_network_failure(self, err: BaseException) -> None:
         if self._failed:
