@@ -56,9 +56,14 @@ def test_forward_stdout_installs_and_restores_and_emits_leftovers() -> None:
     assert sent == [["seen 1"], ["no newline"]]
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_a_worker_thread_routes_its_own_writes_and_no_other_threads() -> None:
     before = sys.stdout
-    sys.stdout = driver = io.StringIO()  # the driver's stdout (as pytest's capture is)
+    sys.stdout = driver = _Terminal()  # the driver's stdout
     try:
         worker_lines: list[str] = []
         started, printed = threading.Event(), threading.Event()
@@ -74,6 +79,7 @@ def test_a_worker_thread_routes_its_own_writes_and_no_other_threads() -> None:
         thread.start()
         started.wait(5)
         assert isinstance(sys.stdout, ThreadRoutedStdout)
+        assert sys.stdout.isatty()  # the driver's stream's answer
         print("from the driver")
         printed.set()
         thread.join()

@@ -94,6 +94,13 @@ class ThreadRoutedStdout(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return self.fallback.encoding
 
+    def isatty(self) -> bool:
+        return self.fallback.isatty()
+
+    def fileno(self) -> int:
+        """The replaced stream's (what is written there directly bypasses the routing)."""
+        return self.fallback.fileno()
+
     def write(self, text: str) -> int:
         forwarder = self._routes.get(threading.get_ident())
         if forwarder is None:
