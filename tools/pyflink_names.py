@@ -98,7 +98,8 @@ ANNOTATIONS: dict[str, str] = {
         "while checkpointing is off, as in PyFlink 2.3"
     ),
     "StreamExecutionEnvironment": (
-        "different: add_jars/add_classpaths/add_source (Java) are absent; python.* "
+        "different: add_jars/add_classpaths are taken and logged as not loaded (no JVM; the "
+        "connectors are Python), add_source (a Java SourceFunction) is absent; python.* "
         "dependencies ship to local and Spark workers; enable_changelog_state_backend is "
         "recorded but undertow has no changelog backend"
     ),

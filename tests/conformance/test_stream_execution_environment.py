@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import logging
 import os
 import shutil
 import sys
@@ -408,14 +409,17 @@ def test_set_stream_env(tmp_path: Path) -> None:
     assert _collect(ds) == [1, 2, 3, 4, 5]
 
 
-@pytest.mark.skip(reason=f"{JVM}: add_jars of Java connector jars")
-def test_add_jars() -> None:
-    raise AssertionError(JVM)
-
-
-@pytest.mark.skip(reason=f"{JVM}: add_classpaths of Java connector jars")
-def test_add_classpaths() -> None:
-    raise AssertionError(JVM)
+@pytest.mark.parametrize("call", ["add_jars", "add_classpaths"])
+def test_add_jars_and_classpaths_are_taken_and_logged_as_not_loaded(
+    env: StreamExecutionEnvironment, call: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A PyFlink Kafka job adds the connector's jar; undertow's connectors need none, so the
+    job runs on, and the log says the jars were not loaded."""
+    jar = "file:///opt/flink/lib/flink-sql-connector-kafka-4.0.0-2.0.jar"
+    with caplog.at_level(logging.WARNING):
+        getattr(env, call)(jar, "file:///other.jar")
+    assert f"{call}('{jar}', 'file:///other.jar'): undertow runs no JVM" in caplog.text
+    assert _collect(env.from_collection([1, 2])) == [1, 2]
 
 
 def test_generate_stream_graph_with_dependencies(

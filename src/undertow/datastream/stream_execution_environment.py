@@ -12,6 +12,7 @@ options once, into its settings objects. Not thread-safe: declare the job from o
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from collections.abc import Iterable
 from numbers import Integral
@@ -37,6 +38,8 @@ from undertow.graph.stream_graph import StreamGraph, build_stream_graph
 from undertow.graph.transformations import SourceTransformation, Transformation
 from undertow.runtime.master.job_master import JobExecutionResult
 from undertow.runtime.task.output_check import as_delivered, bools_as_ints
+
+log = logging.getLogger(__name__)
 
 _CHANGELOG = "state.changelog.enabled"
 #: How long ``execute`` waits for a cancelled job's workers after Ctrl-C.
@@ -217,6 +220,17 @@ class StreamExecutionEnvironment:
         """The profile registered under ``name``, or None."""
         return self._slot_sharing_groups.get(name)
 
+    # java dependencies: PyFlink's calls, taken so that its programs port unchanged ------------
+    def add_jars(self, *jars_path: str) -> None:
+        """PyFlink's: jars for Java connectors. undertow runs no JVM and its connectors are
+        Python (Kafka through confluent-kafka), so the jars are not loaded; logged, once a
+        call, so that the line can go from the ported program."""
+        _java_not_loaded("add_jars", jars_path)
+
+    def add_classpaths(self, *classpaths: str) -> None:
+        """PyFlink's: Java class paths; as :meth:`add_jars`, logged and not loaded."""
+        _java_not_loaded("add_classpaths", classpaths)
+
     # python dependencies ---------------------------------------------------------------------
     def add_python_file(self, file_path: str) -> None:
         """Ship a Python file, package directory or zip/egg to every worker and put it on
@@ -383,3 +397,11 @@ def _sources(sinks: list[Transformation]) -> list[SourceTransformation]:
             found.append(t)
         stack.extend(t.inputs)
     return found
+
+
+def _java_not_loaded(call: str, paths: tuple[str, ...]) -> None:
+    log.warning(
+        "%s(%s): undertow runs no JVM and its connectors are Python (Kafka through "
+        "confluent-kafka), so Java jars and class paths are not loaded; the call can go",
+        call, ", ".join(map(repr, paths)),
+    )  # fmt: skip
